@@ -1,0 +1,176 @@
+/**
+ * The bridge between protobuf-es service descriptors and @grpc/grpc-js.
+ *
+ * protobuf-es generates descriptors but no transport; this file derives the
+ * grpc-js ServiceDefinition from a descriptor (paths, stream flags, binary
+ * (de)serialisation) and gives both sides typed, promise / async-iterator
+ * shaped APIs. Only unary and server-streaming methods are supported because
+ * that is all the project's services use.
+ */
+import * as grpc from "@grpc/grpc-js";
+import { create, fromBinary, toBinary, type DescMessage, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
+import type { GenService, GenServiceMethods } from "@bufbuild/protobuf/codegenv2";
+
+type Unary = { methodKind: "unary" };
+type ServerStreaming = { methodKind: "server_streaming" };
+
+export interface CallContext {
+  /** Aborted when the client cancels or its deadline passes. */
+  signal: AbortSignal;
+  metadata: grpc.Metadata;
+  peer: string;
+}
+
+export type ServiceHandlers<S extends GenServiceMethods> = {
+  [K in keyof S]: S[K] extends Unary
+    ? (req: MessageShape<S[K]["input"]>, ctx: CallContext) => Promise<MessageInitShape<S[K]["output"]>>
+    : S[K] extends ServerStreaming
+      ? (req: MessageShape<S[K]["input"]>, ctx: CallContext) => AsyncIterable<MessageInitShape<S[K]["output"]>>
+      : never;
+};
+
+export interface CallOptions {
+  signal?: AbortSignal;
+  /** Milliseconds from now. */
+  timeoutMs?: number;
+}
+
+export type ServiceClient<S extends GenServiceMethods> = {
+  [K in keyof S]: S[K] extends Unary
+    ? (req: MessageInitShape<S[K]["input"]>, opts?: CallOptions) => Promise<MessageShape<S[K]["output"]>>
+    : S[K] extends ServerStreaming
+      ? (req: MessageInitShape<S[K]["input"]>, opts?: CallOptions) => AsyncIterable<MessageShape<S[K]["output"]>>
+      : never;
+} & { close(): void; raw: grpc.Client };
+
+/** A grpc-js error whose status code the client can branch on. */
+export class RpcError extends Error {
+  override name = "RpcError";
+  constructor(
+    readonly code: grpc.status,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+function codec<D extends DescMessage>(schema: D) {
+  return {
+    serialize: (msg: MessageInitShape<D>) => Buffer.from(toBinary(schema, create(schema, msg))),
+    deserialize: (buf: Buffer) => fromBinary(schema, buf),
+  };
+}
+
+export function serviceDefinition<S extends GenServiceMethods>(desc: GenService<S>): grpc.ServiceDefinition {
+  const def: Record<string, grpc.MethodDefinition<unknown, unknown>> = {};
+  for (const method of desc.methods) {
+    if (method.methodKind !== "unary" && method.methodKind !== "server_streaming") {
+      throw new Error(`${desc.typeName}.${method.name}: ${method.methodKind} is not supported`);
+    }
+    const input = codec(method.input);
+    const output = codec(method.output);
+    def[method.localName] = {
+      path: `/${desc.typeName}/${method.name}`,
+      requestStream: false,
+      responseStream: method.methodKind === "server_streaming",
+      requestSerialize: input.serialize as (msg: unknown) => Buffer,
+      requestDeserialize: input.deserialize,
+      responseSerialize: output.serialize as (msg: unknown) => Buffer,
+      responseDeserialize: output.deserialize,
+    };
+  }
+  return def;
+}
+
+function toStatus(err: unknown): grpc.ServiceError {
+  const code = err instanceof RpcError ? err.code : grpc.status.INTERNAL;
+  const message = err instanceof Error ? err.message : String(err);
+  return Object.assign(new Error(message), { code, details: message, metadata: new grpc.Metadata() });
+}
+
+function contextOf(call: grpc.ServerUnaryCall<unknown, unknown> | grpc.ServerWritableStream<unknown, unknown>): CallContext {
+  const abort = new AbortController();
+  call.on("cancelled", () => abort.abort(new RpcError(grpc.status.CANCELLED, "cancelled by client")));
+  // A deadline surfaces as "cancelled" too; both must stop the work.
+  return { signal: abort.signal, metadata: call.metadata, peer: call.getPeer() };
+}
+
+export function addService<S extends GenServiceMethods>(server: grpc.Server, desc: GenService<S>, handlers: ServiceHandlers<S>): void {
+  const impl: grpc.UntypedServiceImplementation = {};
+  for (const method of desc.methods) {
+    const handler = (handlers as Record<string, (req: unknown, ctx: CallContext) => unknown>)[method.localName];
+    if (!handler) throw new Error(`no handler for ${desc.typeName}.${method.name}`);
+    if (method.methodKind === "unary") {
+      impl[method.localName] = (call: grpc.ServerUnaryCall<unknown, unknown>, cb: grpc.sendUnaryData<unknown>) => {
+        (handler(call.request, contextOf(call)) as Promise<unknown>).then(
+          (res) => cb(null, res),
+          (err) => cb(toStatus(err)),
+        );
+      };
+    } else {
+      impl[method.localName] = async (call: grpc.ServerWritableStream<unknown, unknown>) => {
+        const ctx = contextOf(call);
+        try {
+          for await (const msg of handler(call.request, ctx) as AsyncIterable<unknown>) {
+            if (ctx.signal.aborted) break;
+            if (!call.write(msg)) await new Promise((r) => call.once("drain", r));
+          }
+          if (!ctx.signal.aborted) call.end();
+        } catch (err) {
+          if (!ctx.signal.aborted) call.destroy(toStatus(err));
+        }
+      };
+    }
+  }
+  server.addService(serviceDefinition(desc), impl);
+}
+
+function callOptions(opts?: CallOptions): grpc.CallOptions {
+  return opts?.timeoutMs ? { deadline: new Date(Date.now() + opts.timeoutMs) } : {};
+}
+
+function fromServiceError(err: grpc.ServiceError): RpcError {
+  return new RpcError(err.code ?? grpc.status.UNKNOWN, err.details || err.message);
+}
+
+export function createClient<S extends GenServiceMethods>(
+  desc: GenService<S>,
+  address: string,
+  credentials = grpc.credentials.createInsecure(),
+): ServiceClient<S> {
+  const Ctor = grpc.makeGenericClientConstructor(serviceDefinition(desc), desc.name);
+  const raw = new Ctor(address, credentials, {
+    "grpc.max_receive_message_length": 64 * 1024 * 1024,
+    "grpc.max_send_message_length": 64 * 1024 * 1024,
+  });
+  const client: Record<string, unknown> = { raw, close: () => raw.close() };
+  for (const method of desc.methods) {
+    const fn = (raw as unknown as Record<string, (...args: unknown[]) => unknown>)[method.localName]!.bind(raw);
+    if (method.methodKind === "unary") {
+      client[method.localName] = (req: unknown, opts?: CallOptions) =>
+        new Promise((resolve, reject) => {
+          const call = fn(req, new grpc.Metadata(), callOptions(opts), (err: grpc.ServiceError | null, res: unknown) =>
+            err ? reject(fromServiceError(err)) : resolve(res),
+          ) as grpc.ClientUnaryCall;
+          opts?.signal?.addEventListener("abort", () => call.cancel(), { once: true });
+        });
+    } else {
+      client[method.localName] = (req: unknown, opts?: CallOptions) => ({
+        async *[Symbol.asyncIterator]() {
+          const call = fn(req, new grpc.Metadata(), callOptions(opts)) as grpc.ClientReadableStream<unknown>;
+          const onAbort = () => call.cancel();
+          opts?.signal?.addEventListener("abort", onAbort, { once: true });
+          try {
+            for await (const msg of call) yield msg;
+          } catch (err) {
+            throw fromServiceError(err as grpc.ServiceError);
+          } finally {
+            opts?.signal?.removeEventListener("abort", onAbort);
+            call.cancel();
+          }
+        },
+      });
+    }
+  }
+  return client as ServiceClient<S>;
+}

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Idempotent set-up, run by both README commands: Debian packages when missing,
+# npm packages when package-lock.json changed, generated protobuf code when the
+# .proto files changed. A second run with nothing to do takes well under a second.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+export PATH="$ROOT/node_modules/.bin:$PATH"
+STAMPS="$ROOT/.setup"
+mkdir -p "$STAMPS"
+say() { [ "${SETUP_QUIET:-0}" = 1 ] || echo "setup: $*" >&2; }
+
+DEB_PACKAGES="python3-torch python3-torchvision python3-numpy python3-scipy python3-sklearn nats-server bubblewrap dataset-fashion-mnist"
+
+install_debian() {
+  local missing=()
+  for p in $DEB_PACKAGES; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  if [ "${SKIP_APT:-0}" = 1 ]; then
+    say "SKIP_APT=1: not installing ${missing[*]}"
+    return 0
+  fi
+  if ! command -v apt-get >/dev/null 2>&1; then
+    echo "setup: this is not a Debian-like system. Install by hand: PyTorch (set RUNNER_PYTHON to its python)," >&2
+    echo "       numpy, scipy, scikit-learn, nats-server (2.9+), bubblewrap, and the Fashion-MNIST idx files." >&2
+    echo "       Then run again with SKIP_APT=1." >&2
+    exit 1
+  fi
+  if [ "$(id -u)" != 0 ]; then
+    echo "setup: missing Debian packages: ${missing[*]}" >&2
+    echo "       install them with: sudo apt-get install -y ${missing[*]}" >&2
+    exit 1
+  fi
+  say "installing Debian packages: ${missing[*]}"
+  apt-get update -qq >&2
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >&2
+}
+
+hash_of() { cat "$@" 2>/dev/null | sha256sum | cut -c1-16; }
+
+install_npm() {
+  local want; want="$(hash_of package.json package-lock.json)"
+  if [ -d node_modules ] && [ "$(cat "$STAMPS/npm" 2>/dev/null)" = "$want" ]; then return 0; fi
+  say "installing npm packages"
+  npm install --no-audit --no-fund --loglevel=error >&2
+  echo "$want" > "$STAMPS/npm"
+}
+
+generate_proto() {
+  local want; want="$(hash_of buf.gen.yaml $(find proto -name '*.proto' | sort))"
+  if [ -d proto/gen ] && [ "$(cat "$STAMPS/proto" 2>/dev/null)" = "$want" ]; then return 0; fi
+  say "generating protobuf code"
+  rm -rf proto/gen
+  ./node_modules/.bin/buf generate >&2
+  echo "$want" > "$STAMPS/proto"
+}
+
+install_debian
+install_npm
+generate_proto
