@@ -1,0 +1,58 @@
+/**
+ * The analyst: runs each assembled trial on a GPU runner over gRPC, streams
+ * its progress onto the bus and publishes the evaluation with an analysis.
+ */
+import { ResearchError } from "../../core/failure.js";
+import { evaluateToResult } from "../../gpu-runner/client.js";
+import { runAgent, type AgentContext } from "../runtime.js";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { Event, TrialAssembled, TrialEvaluatedSchema } from "../../proto/gen/research/v1/events_pb.js";
+import { analyse } from "./analysis.js";
+
+async function evaluateTrial(event: Event, assembled: TrialAssembled, ctx: AgentContext): Promise<void> {
+  const { runId, trialId } = event;
+  const state = await ctx.runState(runId);
+  if (state.finished || state.trials.get(trialId)?.evaluated) return;
+  const publishEvaluated = (value: MessageInitShape<typeof TrialEvaluatedSchema>) =>
+    ctx.emit(`${trialId}/evaluated`, { runId, trialId, body: { case: "trialEvaluated", value } });
+
+  if (assembled.failure || !assembled.request) {
+    await publishEvaluated({ failure: assembled.failure });
+    return;
+  }
+  const t0 = Date.now();
+  try {
+    const result = await evaluateToResult(ctx.runner(), assembled.request, (e) => {
+      if (e.event.case !== "progress") return;
+      const p = e.event.value;
+      void ctx
+        .emit(`${trialId}/progress/${p.seed}/${p.epoch}`, { runId, trialId, body: { case: "trialProgress", value: { progress: p } } })
+        .catch((err: unknown) => ctx.log.warn({ err: (err as Error).message }, "progress not published"));
+    });
+    ctx.log.info({ val_accuracy: result.aggregated.val_accuracy?.mean, seconds: result.seconds }, "trial evaluated");
+    await publishEvaluated({ result, analysis: analyse(result), evalSeconds: (Date.now() - t0) / 1000 });
+  } catch (err) {
+    const e = ResearchError.from(err);
+    if (e.label === "runner_unavailable") throw e;
+    ctx.log.info({ label: e.label, message: e.message }, "trial failed");
+    await publishEvaluated({ failure: e.toProto(), evalSeconds: (Date.now() - t0) / 1000 });
+  }
+}
+
+await runAgent({
+  role: "analyst",
+  kinds: ["trialAssembled"],
+  // Evaluations take minutes; the bus keeps the message alive while they run.
+  ackWaitMs: 60_000,
+  handle: async (event, ctx) => {
+    if (event.body.case === "trialAssembled") await evaluateTrial(event, event.body.value, ctx);
+  },
+  onDeadLetter: async (event, err, ctx) => {
+    const e = ResearchError.from(err, "runner_unavailable");
+    await ctx.emit(`${event.trialId}/evaluated`, {
+      runId: event.runId,
+      trialId: event.trialId,
+      body: { case: "trialEvaluated", value: { failure: e.toProto() } },
+    });
+  },
+});

@@ -1,0 +1,790 @@
+import type { FailureName } from "../../core/failure.js";
+import {
+  parseModelConfig,
+  type Activation,
+  type InputDtype,
+  type Layer,
+  type ModelConfigInput,
+} from "../../core/model-config.js";
+
+/*
+ * model_config -> one self-contained PyTorch file. Shapes and parameter
+ * counts are inferred here, layer by layer, so a bad config fails with the
+ * layer that broke it before any Python starts, and the planner can check
+ * parameter budgets without a runner. Every derived integer (hidden widths,
+ * paddings, token counts) is computed here and written into the code
+ * literally, so the Python side cannot round differently from the count.
+ */
+
+export type CompileFailureLabel = Extract<FailureName, "invalid_config" | "shape_error">;
+
+export interface CompileOptions {
+  /** One sample's shape without batch; the dataset's, which wins over config.input_shape only when they agree. */
+  inputShape?: readonly number[];
+  numClasses?: number;
+  inputDtype?: InputDtype;
+  /** Python class name; derived from config.name when absent. */
+  className?: string;
+  /** Text datasets: ids go up to vocabSize - 1, so an embedding must be at least this large. */
+  vocabSize?: number;
+}
+
+export interface LayerShape {
+  /** `input`, `layers[3] conv2d`, or `head linear` for the implicit classifier. */
+  layer: string;
+  shape: number[];
+  params: number;
+}
+
+export type CompileResult =
+  | { ok: true; code: string; className: string; shapes: LayerShape[]; params: number; outputShape: number[] }
+  | { ok: false; label: CompileFailureLabel; error: string };
+
+class CompileFailure extends Error {
+  constructor(
+    readonly label: CompileFailureLabel,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+type Helper =
+  | "Residual"
+  | "SqueezeExcite"
+  | "GhostModule"
+  | "MBConv"
+  | "PatchEmbed"
+  | "TransformerBlock"
+  | "MixerBlock"
+  | "TokenPool"
+  | "TokenEmbedding"
+  | "SeqConv1d"
+  | "TokenBatchNorm"
+  | "ChannelLayerNorm";
+
+/** A Python expression, one string per line, indented relative to its first line. */
+type Expr = string[];
+
+interface Item {
+  label: string;
+  comment: string;
+  exprs: Expr[];
+  shape: number[];
+  params: number;
+}
+
+interface Ctx {
+  helpers: Set<Helper>;
+  vocabSize: number | undefined;
+}
+
+interface Flow {
+  shape: number[];
+  /** Still raw int64 token ids: only an embedding may come next. */
+  ids: boolean;
+}
+
+const INDENT = "    ";
+const PY_RESERVED = new Set(["torch", "nn", "F", "math", "None", "True", "False", "class", "def", "import", "self"]);
+
+export function compileModel(config: ModelConfigInput, opts: CompileOptions = {}): CompileResult {
+  // Re-validated because configs arrive from LLMs and the bus typed only by assertion.
+  const parsed = parseModelConfig(config);
+  if (!parsed.ok) return { ok: false, label: "invalid_config", error: parsed.error };
+  const cfg = parsed.value;
+  try {
+    const inputShape = pick("input_shape", cfg.input_shape, opts.inputShape);
+    const numClasses = pick("num_classes", cfg.num_classes, opts.numClasses);
+    const inputDtype = pick("input_dtype", cfg.input_dtype, opts.inputDtype) ?? "float32";
+    if (!inputShape) throw invalid("the input shape is unknown: set input_shape in the config or pass the dataset's");
+    if (numClasses === undefined) throw invalid("the number of classes is unknown: set num_classes or pass the dataset's");
+    const shape = [...inputShape];
+    if (shape.length < 1 || shape.length > 3 || !shape.every((d) => Number.isInteger(d) && d > 0)) {
+      throw invalid(`input shape ${fmt(shape)} must be 1 to 3 positive dims ([features], [tokens, dim] or [C, H, W])`);
+    }
+    if (!Number.isInteger(numClasses) || numClasses < 1) throw invalid(`num_classes ${numClasses} must be a positive integer`);
+    if (inputDtype === "int64" && shape.length !== 1) {
+      throw invalid(`int64 inputs are token ids of shape [length], not ${fmt(shape)}`);
+    }
+    const className = opts.className ?? classNameFor(cfg.name);
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(className) || PY_RESERVED.has(className) || HELPER_ORDER.includes(className as Helper)) {
+      throw invalid(`class name ${JSON.stringify(className)} is not a free Python identifier`);
+    }
+
+    const ctx: Ctx = { helpers: new Set(), vocabSize: opts.vocabSize };
+    const body = compileSequence(cfg.layers, { shape, ids: inputDtype === "int64" }, "layers", ctx);
+    const items = [...body.items, ...implicitHead(body.flow.shape, numClasses)];
+    const params = items.reduce((sum, it) => sum + it.params, 0);
+    const outputShape = items[items.length - 1]?.shape ?? shape;
+    const shapes: LayerShape[] = [
+      { layer: "input", shape, params: 0 },
+      ...items.map((it) => ({ layer: it.label, shape: it.shape, params: it.params })),
+    ];
+    const code = render({ name: cfg.name, className, inputShape: shape, inputDtype, outputShape, params, items, helpers: ctx.helpers });
+    return { ok: true, code, className, shapes, params, outputShape };
+  } catch (err) {
+    if (err instanceof CompileFailure) return { ok: false, label: err.label, error: err.message };
+    throw err;
+  }
+}
+
+function pick<T>(field: string, fromConfig: T | undefined, fromDataset: T | undefined): T | undefined {
+  if (fromConfig !== undefined && fromDataset !== undefined && JSON.stringify(fromConfig) !== JSON.stringify(fromDataset)) {
+    throw invalid(`config ${field} ${JSON.stringify(fromConfig)} disagrees with the dataset's ${JSON.stringify(fromDataset)}`);
+  }
+  return fromDataset ?? fromConfig;
+}
+
+/** "resnet-ish v2" -> "ResnetIshV2"; the name may be anything a user typed. */
+export function classNameFor(name: string): string {
+  const words = name.split(/[^A-Za-z0-9]+/).filter(Boolean);
+  let out = words.map((w) => w[0]!.toUpperCase() + w.slice(1)).join("");
+  if (out === "" || /^[0-9]/.test(out)) out = `Model${out}`;
+  if (PY_RESERVED.has(out) || HELPER_ORDER.includes(out as Helper)) out += "Model";
+  return out;
+}
+
+function compileSequence(layers: readonly Layer[], flow: Flow, prefix: string, ctx: Ctx): { items: Item[]; flow: Flow } {
+  const items: Item[] = [];
+  let cur = flow;
+  layers.forEach((layer, i) => {
+    const label = `${prefix}[${i}] ${layer.type}`;
+    if (cur.ids && layer.type !== "embedding") {
+      throw invalid(`${label}: the input is int64 token ids ${fmt(cur.shape)}; start with an embedding`);
+    }
+    if (!cur.ids && layer.type === "embedding") {
+      throw invalid(`${label}: expects int64 token ids straight from the input but gets float features ${fmt(cur.shape)}`);
+    }
+    const { exprs, shape, params, note } = compileLayer(layer, cur.shape, label, `${prefix}[${i}]`, ctx);
+    const comment = `${label}${note ? ` (${note})` : ""}: ${fmt(cur.shape)} -> ${fmt(shape)}, ${count(params)} params`;
+    items.push({ label, comment, exprs, shape, params });
+    cur = { shape, ids: false };
+  });
+  return { items, flow: cur };
+}
+
+interface Compiled {
+  exprs: Expr[];
+  shape: number[];
+  params: number;
+  note?: string;
+}
+
+function compileLayer(layer: Layer, shape: number[], label: string, path: string, ctx: Ctx): Compiled {
+  const use = (h: Helper) => ctx.helpers.add(h);
+  switch (layer.type) {
+    case "conv2d": {
+      const [c, h, w] = image(label, shape);
+      const { out_channels: out, kernel_size: k, stride: s, groups: g } = layer;
+      divisible(label, "in_channels", c, "groups", g);
+      divisible(label, "out_channels", out, "groups", g);
+      const pad = resolvePadding(label, layer.padding, k, s);
+      const [oh, ow] = shrink(label, h, w, k, s, pad);
+      const args = [`${c}, ${out}`, `kernel_size=${k}`, `stride=${s}`, `padding=${pyPad(pad)}`];
+      if (g > 1) args.push(`groups=${g}`);
+      if (!layer.bias) args.push("bias=False");
+      return one(`nn.Conv2d(${args.join(", ")})`, [out, oh, ow], (out * c * k * k) / g + (layer.bias ? out : 0));
+    }
+    case "depthwise_conv2d": {
+      const [c, h, w] = image(label, shape);
+      const { kernel_size: k, stride: s } = layer;
+      const out = c * layer.multiplier;
+      const pad = resolvePadding(label, layer.padding, k, s);
+      const [oh, ow] = shrink(label, h, w, k, s, pad);
+      const args = [`${c}, ${out}`, `kernel_size=${k}`, `stride=${s}`, `padding=${pyPad(pad)}`, `groups=${c}`];
+      if (!layer.bias) args.push("bias=False");
+      return one(`nn.Conv2d(${args.join(", ")})`, [out, oh, ow], out * k * k + (layer.bias ? out : 0));
+    }
+    case "pointwise_conv2d": {
+      const [c, h, w] = image(label, shape);
+      const out = layer.out_channels;
+      return one(
+        `nn.Conv2d(${c}, ${out}, kernel_size=1${layer.bias ? "" : ", bias=False"})`,
+        [out, h, w],
+        c * out + (layer.bias ? out : 0),
+      );
+    }
+    case "batchnorm": {
+      const ch = shape[shape.length - 1]!;
+      if (shape.length === 3) return one(`nn.BatchNorm2d(${shape[0]})`, shape, 2 * shape[0]!);
+      if (shape.length === 1) return one(`nn.BatchNorm1d(${ch})`, shape, 2 * ch);
+      use("TokenBatchNorm");
+      return one(`TokenBatchNorm(${ch})`, shape, 2 * ch);
+    }
+    case "groupnorm": {
+      if (shape.length === 2) {
+        throw shapeError(label, `expects [C, H, W] or [features] but gets tokens ${fmt(shape)}; use layernorm for tokens`);
+      }
+      const c = shape[0]!;
+      divisible(label, "channels", c, "groups", layer.groups);
+      return one(`nn.GroupNorm(${layer.groups}, ${c})`, shape, 2 * c);
+    }
+    case "layernorm": {
+      if (shape.length === 3) {
+        use("ChannelLayerNorm");
+        return one(`ChannelLayerNorm(${shape[0]})`, shape, 2 * shape[0]!);
+      }
+      const d = shape[shape.length - 1]!;
+      return one(`nn.LayerNorm(${d})`, shape, 2 * d);
+    }
+    case "activation":
+      return one(`${ACT_CLASS[layer.fn]}()`, shape, 0);
+    case "maxpool":
+    case "avgpool": {
+      const [c, h, w] = image(label, shape);
+      const k = layer.kernel_size;
+      const s = layer.stride ?? k;
+      const p = layer.padding;
+      if (2 * p > k) throw invalid(`${label}: padding ${p} exceeds half the kernel ${k}`);
+      const [oh, ow] = shrink(label, h, w, k, s, p);
+      const cls = layer.type === "maxpool" ? "nn.MaxPool2d" : "nn.AvgPool2d";
+      return one(`${cls}(kernel_size=${k}, stride=${s}${p ? `, padding=${p}` : ""})`, [c, oh, ow], 0);
+    }
+    case "global_avgpool": {
+      const [c] = image(label, shape);
+      return { exprs: [["nn.AdaptiveAvgPool2d(1)"], ["nn.Flatten()"]], shape: [c], params: 0 };
+    }
+    case "dropout":
+      return one(`nn.Dropout(p=${pyFloat(layer.p)})`, shape, 0);
+    case "dropout2d":
+      image(label, shape);
+      return one(`nn.Dropout2d(p=${pyFloat(layer.p)})`, shape, 0);
+    case "flatten":
+      return one("nn.Flatten()", [product(shape)], 0);
+    case "linear": {
+      if (shape.length === 3) {
+        throw shapeError(
+          label,
+          `expects a flat [features] input but gets ${fmt(shape)}; add a flatten or global_avgpool before it`,
+        );
+      }
+      const fin = shape[shape.length - 1]!;
+      const out = layer.out_features;
+      return one(
+        `nn.Linear(${fin}, ${out}${layer.bias ? "" : ", bias=False"})`,
+        [...shape.slice(0, -1), out],
+        fin * out + (layer.bias ? out : 0),
+      );
+    }
+    case "residual":
+      return residual(layer.layers, layer.activation, shape, label, path, ctx);
+    case "se": {
+      const [c] = image(label, shape);
+      const hidden = Math.max(1, Math.floor(c / layer.reduction));
+      use("SqueezeExcite");
+      return one(`SqueezeExcite(${c}, ${hidden})`, shape, seParams(c, hidden), `hidden ${hidden}`);
+    }
+    case "ghost": {
+      const [c, h, w] = image(label, shape);
+      const { out_channels: out, ratio, kernel_size: k, dw_kernel_size: dw, stride: s } = layer;
+      const init = Math.ceil(out / ratio);
+      const cheap = init * (ratio - 1);
+      const [oh, ow] = shrink(label, h, w, k, s, Math.floor(k / 2));
+      use("GhostModule");
+      const act = layer.activation === "none" ? "nn.Identity" : ACT_CLASS[layer.activation];
+      return one(
+        `GhostModule(${c}, ${out}, ratio=${ratio}, kernel_size=${k}, dw_size=${dw}, stride=${s}, act=${act})`,
+        [out, oh, ow],
+        c * init * k * k + 2 * init + cheap * dw * dw + 2 * cheap,
+        `${init} intrinsic + ${cheap} cheap maps`,
+      );
+    }
+    case "mbconv": {
+      const [c, h, w] = image(label, shape);
+      const { out_channels: out, kernel_size: k, stride: s } = layer;
+      const hidden = Math.max(1, Math.round(c * layer.expand_ratio));
+      const seHidden = layer.se_ratio > 0 ? Math.max(1, Math.floor(c * layer.se_ratio)) : 0;
+      const [oh, ow] = shrink(label, h, w, k, s, Math.floor(k / 2));
+      use("MBConv");
+      use("SqueezeExcite");
+      const params =
+        (hidden !== c ? c * hidden + 2 * hidden : 0) +
+        hidden * k * k +
+        2 * hidden +
+        (seHidden > 0 ? seParams(hidden, seHidden) : 0) +
+        hidden * out +
+        2 * out;
+      const skip = s === 1 && c === out;
+      return one(
+        `MBConv(${c}, ${out}, hidden=${hidden}, kernel_size=${k}, stride=${s}, se_hidden=${seHidden}, act=${ACT_CLASS[layer.activation]})`,
+        [out, oh, ow],
+        params,
+        `expand ${hidden}${skip ? ", skip connection" : ""}`,
+      );
+    }
+    case "patch_embed": {
+      const [c, h, w] = image(label, shape);
+      const { patch_size: p, dim } = layer;
+      if (p > h || p > w) throw shapeError(label, `patch_size ${p} is larger than the ${h}x${w} input`);
+      const n = Math.floor(h / p) * Math.floor(w / p);
+      use("PatchEmbed");
+      const pos = layer.position_embedding;
+      return one(
+        `PatchEmbed(${c}, ${dim}, patch_size=${p}, num_patches=${n}, position_embedding=${pos ? "True" : "False"})`,
+        [n, dim],
+        dim * c * p * p + dim + (pos ? n * dim : 0),
+      );
+    }
+    case "transformer_encoder": {
+      const [, d] = tokens(label, shape, "add a patch_embed (images) or an embedding (token ids) before it");
+      if (d % layer.heads !== 0) throw shapeError(label, `dim ${d} is not divisible by heads ${layer.heads}`);
+      const mlp = Math.max(1, Math.round(d * layer.mlp_ratio));
+      use("TransformerBlock");
+      const block = `TransformerBlock(${d}, heads=${layer.heads}, mlp_dim=${mlp}, dropout=${pyFloat(layer.dropout)})`;
+      const perBlock = 4 * d + (4 * d * d + 4 * d) + (2 * d * mlp + mlp + d);
+      return one(repeat(block, layer.depth), shape, layer.depth * perBlock);
+    }
+    case "mixer_block": {
+      const [n, d] = tokens(label, shape, "add a patch_embed before it");
+      const { token_mlp_dim: t, channel_mlp_dim: ch } = layer;
+      use("MixerBlock");
+      const block = `MixerBlock(${n}, ${d}, token_mlp_dim=${t}, channel_mlp_dim=${ch}, dropout=${pyFloat(layer.dropout)})`;
+      const perBlock = 4 * d + (2 * n * t + t + n) + (2 * d * ch + ch + d);
+      return one(repeat(block, layer.depth), shape, layer.depth * perBlock);
+    }
+    case "token_pool":
+    case "sequence_pool": {
+      const [, d] = tokens(label, shape, "use global_avgpool for images, or drop it for flat features");
+      use("TokenPool");
+      return one(`TokenPool("${layer.mode}")`, [d], 0);
+    }
+    case "embedding": {
+      const { vocab_size: v, dim, padding_idx: pad } = layer;
+      const length = shape[0]!;
+      if (ctx.vocabSize !== undefined && v < ctx.vocabSize) {
+        throw invalid(`${label}: vocab_size ${v} is smaller than the dataset's vocabulary ${ctx.vocabSize}`);
+      }
+      if (pad !== undefined && pad >= v) throw invalid(`${label}: padding_idx ${pad} is outside vocab_size ${v}`);
+      const padArg = pad === undefined ? "" : `, padding_idx=${pad}`;
+      if (!layer.position_embedding) return one(`nn.Embedding(${v}, ${dim}${padArg})`, [length, dim], v * dim);
+      use("TokenEmbedding");
+      return one(`TokenEmbedding(${v}, ${dim}, length=${length}${padArg})`, [length, dim], v * dim + length * dim);
+    }
+    case "conv1d": {
+      const [len, d] = tokens(label, shape, "add an embedding before it");
+      const { out_channels: out, kernel_size: k, stride: s, groups: g } = layer;
+      divisible(label, "in_channels", d, "groups", g);
+      divisible(label, "out_channels", out, "groups", g);
+      const pad = resolvePadding(label, layer.padding, k, s);
+      const olen = convOut(len, k, s, pad);
+      if (olen < 1) throw shapeError(label, `kernel ${k} (stride ${s}, padding ${pyPad(pad)}) shrinks length ${len} to 0`);
+      use("SeqConv1d");
+      const args = [`${d}, ${out}`, `kernel_size=${k}`, `stride=${s}`, `padding=${pyPad(pad)}`];
+      if (g > 1) args.push(`groups=${g}`);
+      if (!layer.bias) args.push("bias=False");
+      return one(`SeqConv1d(${args.join(", ")})`, [olen, out], (out * d * k) / g + (layer.bias ? out : 0));
+    }
+    default: {
+      const unreachable: never = layer;
+      throw invalid(`${label}: unsupported layer ${JSON.stringify(unreachable)}`);
+    }
+  }
+}
+
+function residual(
+  layers: readonly Layer[],
+  activation: Activation | "none",
+  shape: number[],
+  label: string,
+  path: string,
+  ctx: Ctx,
+): Compiled {
+  ctx.helpers.add("Residual");
+  const body = compileSequence(layers, { shape, ids: false }, `${path}.layers`, ctx);
+  const out = body.flow.shape;
+  let params = body.items.reduce((sum, it) => sum + it.params, 0);
+  let shortcut: string | undefined;
+  let note: string | undefined;
+  if (fmt(out) !== fmt(shape)) {
+    if (out.length !== shape.length) {
+      throw shapeError(label, `its layers turn ${fmt(shape)} into ${fmt(out)}; the shortcut cannot be projected across ranks`);
+    }
+    if (shape.length === 3) {
+      const [c, h, w] = shape as [number, number, number];
+      const [oc, oh, ow] = out as [number, number, number];
+      const stride = projectionStride(h, w, oh, ow);
+      if (stride === undefined) {
+        throw shapeError(label, `its layers turn ${h}x${w} into ${oh}x${ow}, which no strided 1x1 projection matches`);
+      }
+      shortcut = `nn.Sequential(nn.Conv2d(${c}, ${oc}, kernel_size=1, stride=${stride}, bias=False), nn.BatchNorm2d(${oc}))`;
+      params += c * oc + 2 * oc;
+      note = `1x1 projection shortcut, stride ${stride}`;
+    } else {
+      if (shape.length === 2 && out[0] !== shape[0]) {
+        throw shapeError(label, `its layers change the token count ${shape[0]} to ${out[0]}; the shortcut cannot follow`);
+      }
+      const fin = shape[shape.length - 1]!;
+      const fout = out[out.length - 1]!;
+      shortcut = `nn.Linear(${fin}, ${fout})`;
+      params += fin * fout + fout;
+      note = "linear projection shortcut";
+    }
+  }
+  const args: Expr[] = [sequential(body.items)];
+  if (shortcut) args.push([`shortcut=${shortcut}`]);
+  if (activation !== "none") args.push([`act=${ACT_CLASS[activation]}()`]);
+  const expr = ["Residual(", ...args.flatMap((a) => withComma(a).map((l) => INDENT + l)), ")"];
+  return { exprs: [expr], shape: out, params, note };
+}
+
+/** The smallest stride s with floor((size - 1) / s) + 1 == target in both dims, which is what a 1x1 conv gives. */
+function projectionStride(h: number, w: number, oh: number, ow: number): number | undefined {
+  for (let s = 1; s <= Math.max(h, w); s++) {
+    if (Math.floor((h - 1) / s) + 1 === oh && Math.floor((w - 1) / s) + 1 === ow) return s;
+  }
+  return undefined;
+}
+
+function implicitHead(shape: number[], numClasses: number): Item[] {
+  if (shape.length === 1 && shape[0] === numClasses) return [];
+  const why = `head (implicit: the layers end at ${fmt(shape)}, not [${numClasses}])`;
+  const items: Item[] = [];
+  let features = shape[0]!;
+  if (shape.length !== 1) {
+    features = product(shape);
+    items.push({ label: "head flatten", comment: `${why}: flatten`, exprs: [["nn.Flatten()"]], shape: [features], params: 0 });
+  }
+  const params = features * numClasses + numClasses;
+  items.push({
+    label: "head linear",
+    comment: `${items.length ? "head" : why}: linear to ${numClasses} classes, ${count(params)} params`,
+    exprs: [[`nn.Linear(${features}, ${numClasses})`]],
+    shape: [numClasses],
+    params,
+  });
+  return items;
+}
+
+function image(label: string, shape: number[]): [number, number, number] {
+  if (shape.length === 3) return shape as [number, number, number];
+  const hint =
+    shape.length === 2
+      ? "image layers cannot follow a patch_embed or embedding; use conv1d or the token layers"
+      : "image layers cannot follow a flatten or a pooling to [features]";
+  throw shapeError(label, `expects an image [channels, height, width] but gets ${fmt(shape)}; ${hint}`);
+}
+
+function tokens(label: string, shape: number[], hint: string): [number, number] {
+  if (shape.length === 2) return shape as [number, number];
+  throw shapeError(label, `expects tokens [count, dim] but gets ${fmt(shape)}; ${hint}`);
+}
+
+function divisible(label: string, what: string, value: number, by: string, divisor: number): void {
+  if (value % divisor !== 0) throw shapeError(label, `${what} ${value} is not divisible by ${by} ${divisor}`);
+}
+
+/** PyTorch only supports padding="same" at stride 1; odd kernels get the equivalent integer so any stride works. */
+function resolvePadding(label: string, padding: "same" | number, k: number, stride: number): number | "same" {
+  if (padding !== "same") return padding;
+  if (k % 2 === 1) return (k - 1) / 2;
+  if (stride === 1) return "same";
+  throw invalid(`${label}: padding "same" with the even kernel ${k} needs stride 1; use an odd kernel or an integer padding`);
+}
+
+function convOut(size: number, k: number, s: number, pad: number | "same"): number {
+  return pad === "same" ? size : Math.floor((size + 2 * pad - k) / s) + 1;
+}
+
+function shrink(label: string, h: number, w: number, k: number, s: number, pad: number | "same"): [number, number] {
+  const oh = convOut(h, k, s, pad);
+  const ow = convOut(w, k, s, pad);
+  if (oh < 1 || ow < 1) {
+    throw shapeError(
+      label,
+      `kernel ${k} (stride ${s}, padding ${pyPad(pad)}) shrinks ${h}x${w} to ${Math.max(0, oh)}x${Math.max(0, ow)}`,
+    );
+  }
+  return [oh, ow];
+}
+
+function seParams(c: number, hidden: number): number {
+  return c * hidden + hidden + hidden * c + c;
+}
+
+const ACT_CLASS: Record<Activation, string> = {
+  relu: "nn.ReLU",
+  gelu: "nn.GELU",
+  silu: "nn.SiLU",
+  mish: "nn.Mish",
+  tanh: "nn.Tanh",
+  sigmoid: "nn.Sigmoid",
+  leaky_relu: "nn.LeakyReLU",
+  hardswish: "nn.Hardswish",
+};
+
+function one(expr: string, shape: number[], params: number, note?: string): Compiled {
+  return { exprs: [[expr]], shape, params, note };
+}
+
+function repeat(expr: string, times: number): string {
+  return times === 1 ? expr : `nn.Sequential(*[${expr} for _ in range(${times})])`;
+}
+
+function shapeError(label: string, message: string): CompileFailure {
+  return new CompileFailure("shape_error", `${label}: ${message}`);
+}
+
+function invalid(message: string): CompileFailure {
+  return new CompileFailure("invalid_config", message);
+}
+
+function fmt(shape: readonly number[]): string {
+  return `[${shape.join(", ")}]`;
+}
+
+function count(n: number): string {
+  return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
+}
+
+function product(shape: readonly number[]): number {
+  return shape.reduce((a, b) => a * b, 1);
+}
+
+function pyFloat(x: number): string {
+  const s = String(x);
+  return /[.e]/.test(s) ? s : `${s}.0`;
+}
+
+function pyPad(pad: number | "same"): string {
+  return pad === "same" ? '"same"' : String(pad);
+}
+
+function withComma(expr: Expr): Expr {
+  return expr.map((line, i) => (i === expr.length - 1 ? `${line},` : line));
+}
+
+function sequential(items: readonly Item[]): Expr {
+  const lines = ["nn.Sequential("];
+  for (const it of items) {
+    lines.push(`${INDENT}# ${it.comment}`);
+    for (const e of it.exprs) lines.push(...withComma(e).map((l) => INDENT + l));
+  }
+  lines.push(")");
+  return lines;
+}
+
+// Emission order is fixed so that the same config always yields byte-identical code.
+const HELPER_ORDER: Helper[] = [
+  "Residual",
+  "SqueezeExcite",
+  "GhostModule",
+  "MBConv",
+  "PatchEmbed",
+  "TransformerBlock",
+  "MixerBlock",
+  "TokenPool",
+  "TokenEmbedding",
+  "SeqConv1d",
+  "TokenBatchNorm",
+  "ChannelLayerNorm",
+];
+
+const HELPER_SOURCE: Record<Helper, string> = {
+  Residual: `
+class Residual(nn.Module):
+    """act(body(x) + shortcut(x)); the shortcut projects x when the body changes its shape."""
+
+    def __init__(self, body, shortcut=None, act=None):
+        super().__init__()
+        self.body = body
+        self.shortcut = shortcut if shortcut is not None else nn.Identity()
+        self.act = act if act is not None else nn.Identity()
+
+    def forward(self, x):
+        return self.act(self.body(x) + self.shortcut(x))
+`,
+  SqueezeExcite: `
+class SqueezeExcite(nn.Module):
+    """Squeeze-and-excitation (Hu et al. 2018): gates channels by a function of their global means."""
+
+    def __init__(self, channels, hidden, act=nn.ReLU):
+        super().__init__()
+        self.reduce = nn.Conv2d(channels, hidden, kernel_size=1)
+        self.act = act()
+        self.expand = nn.Conv2d(hidden, channels, kernel_size=1)
+
+    def forward(self, x):
+        gate = self.expand(self.act(self.reduce(F.adaptive_avg_pool2d(x, 1))))
+        return x * torch.sigmoid(gate)
+`,
+  GhostModule: `
+class GhostModule(nn.Module):
+    """GhostNet (Han et al. 2020): few intrinsic maps from a regular conv, the rest from a cheap depthwise conv."""
+
+    def __init__(self, in_ch, out_ch, ratio=2, kernel_size=1, dw_size=3, stride=1, act=nn.ReLU):
+        super().__init__()
+        self.out_ch = out_ch
+        init_ch = -(-out_ch // ratio)
+        cheap_ch = init_ch * (ratio - 1)
+        self.primary = nn.Sequential(
+            nn.Conv2d(in_ch, init_ch, kernel_size, stride, kernel_size // 2, bias=False),
+            nn.BatchNorm2d(init_ch),
+            act(),
+        )
+        self.cheap = nn.Sequential(
+            nn.Conv2d(init_ch, cheap_ch, dw_size, 1, dw_size // 2, groups=init_ch, bias=False),
+            nn.BatchNorm2d(cheap_ch),
+            act(),
+        )
+
+    def forward(self, x):
+        intrinsic = self.primary(x)
+        return torch.cat([intrinsic, self.cheap(intrinsic)], dim=1)[:, : self.out_ch]
+`,
+  MBConv: `
+class MBConv(nn.Module):
+    """Inverted residual (MobileNetV2, EfficientNet): expand 1x1, depthwise kxk, SE, linear 1x1 projection."""
+
+    def __init__(self, in_ch, out_ch, hidden, kernel_size=3, stride=1, se_hidden=0, act=nn.SiLU):
+        super().__init__()
+        layers = []
+        if hidden != in_ch:
+            layers += [nn.Conv2d(in_ch, hidden, 1, bias=False), nn.BatchNorm2d(hidden), act()]
+        layers += [
+            nn.Conv2d(hidden, hidden, kernel_size, stride, kernel_size // 2, groups=hidden, bias=False),
+            nn.BatchNorm2d(hidden),
+            act(),
+        ]
+        if se_hidden > 0:
+            layers.append(SqueezeExcite(hidden, se_hidden, act))
+        layers += [nn.Conv2d(hidden, out_ch, 1, bias=False), nn.BatchNorm2d(out_ch)]
+        self.block = nn.Sequential(*layers)
+        self.skip = stride == 1 and in_ch == out_ch
+
+    def forward(self, x):
+        out = self.block(x)
+        return x + out if self.skip else out
+`,
+  PatchEmbed: `
+class PatchEmbed(nn.Module):
+    """ViT patchify: a conv with stride = kernel = patch turns each patch into one token."""
+
+    def __init__(self, in_ch, dim, patch_size, num_patches, position_embedding=True):
+        super().__init__()
+        self.proj = nn.Conv2d(in_ch, dim, kernel_size=patch_size, stride=patch_size)
+        self.pos = nn.Parameter(torch.zeros(1, num_patches, dim)) if position_embedding else None
+        if self.pos is not None:
+            nn.init.trunc_normal_(self.pos, std=0.02)
+
+    def forward(self, x):
+        x = self.proj(x).flatten(2).transpose(1, 2)
+        return x if self.pos is None else x + self.pos
+`,
+  TransformerBlock: `
+class TransformerBlock(nn.Module):
+    """Pre-norm encoder block (ViT): x + attn(norm(x)), then x + mlp(norm(x))."""
+
+    def __init__(self, dim, heads, mlp_dim, dropout=0.0):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(dim)
+        self.attn = nn.MultiheadAttention(dim, heads, dropout=dropout, batch_first=True)
+        self.norm2 = nn.LayerNorm(dim)
+        self.mlp = nn.Sequential(
+            nn.Linear(dim, mlp_dim), nn.GELU(), nn.Dropout(dropout), nn.Linear(mlp_dim, dim), nn.Dropout(dropout)
+        )
+
+    def forward(self, x):
+        h = self.norm1(x)
+        x = x + self.attn(h, h, h, need_weights=False)[0]
+        return x + self.mlp(self.norm2(x))
+`,
+  MixerBlock: `
+class MixerBlock(nn.Module):
+    """MLP-Mixer block (Tolstikhin et al. 2021): an MLP across tokens, then an MLP across channels."""
+
+    def __init__(self, tokens, dim, token_mlp_dim, channel_mlp_dim, dropout=0.0):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(dim)
+        self.token_mlp = nn.Sequential(
+            nn.Linear(tokens, token_mlp_dim), nn.GELU(), nn.Dropout(dropout), nn.Linear(token_mlp_dim, tokens), nn.Dropout(dropout)
+        )
+        self.norm2 = nn.LayerNorm(dim)
+        self.channel_mlp = nn.Sequential(
+            nn.Linear(dim, channel_mlp_dim), nn.GELU(), nn.Dropout(dropout), nn.Linear(channel_mlp_dim, dim), nn.Dropout(dropout)
+        )
+
+    def forward(self, x):
+        x = x + self.token_mlp(self.norm1(x).transpose(1, 2)).transpose(1, 2)
+        return x + self.channel_mlp(self.norm2(x))
+`,
+  TokenPool: `
+class TokenPool(nn.Module):
+    """Pools [batch, tokens, dim] over the tokens."""
+
+    def __init__(self, mode="mean"):
+        super().__init__()
+        self.mode = mode
+
+    def forward(self, x):
+        return x.mean(dim=1) if self.mode == "mean" else x.amax(dim=1)
+`,
+  TokenEmbedding: `
+class TokenEmbedding(nn.Module):
+    """Token embedding plus a learned position embedding, so order-blind layers can see positions."""
+
+    def __init__(self, vocab_size, dim, length, padding_idx=None):
+        super().__init__()
+        self.tok = nn.Embedding(vocab_size, dim, padding_idx=padding_idx)
+        self.pos = nn.Parameter(torch.zeros(1, length, dim))
+        nn.init.trunc_normal_(self.pos, std=0.02)
+
+    def forward(self, x):
+        return self.tok(x) + self.pos
+`,
+  SeqConv1d: `
+class SeqConv1d(nn.Conv1d):
+    """Conv1d over [batch, length, channels], the layout embeddings and tokens use."""
+
+    def forward(self, x):
+        return super().forward(x.transpose(1, 2)).transpose(1, 2)
+`,
+  TokenBatchNorm: `
+class TokenBatchNorm(nn.BatchNorm1d):
+    """BatchNorm over the feature dim of [batch, tokens, dim]."""
+
+    def forward(self, x):
+        return super().forward(x.transpose(1, 2)).transpose(1, 2)
+`,
+  ChannelLayerNorm: `
+class ChannelLayerNorm(nn.LayerNorm):
+    """LayerNorm over the channels of each pixel of [batch, C, H, W] (ConvNeXt style)."""
+
+    def forward(self, x):
+        return super().forward(x.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+`,
+};
+
+interface RenderInput {
+  name: string;
+  className: string;
+  inputShape: number[];
+  inputDtype: InputDtype;
+  outputShape: number[];
+  params: number;
+  items: Item[];
+  helpers: Set<Helper>;
+}
+
+function render(r: RenderInput): string {
+  const header = [
+    `# ${r.className}: compiled from model_config ${JSON.stringify(r.name)} by agents/coder/compile.ts.`,
+    `# Input ${fmt(r.inputShape)} ${r.inputDtype} -> ${fmt(r.outputShape)} logits, ${count(r.params)} parameters.`,
+    "# Edit the model_config, not this file: the lineage treats the config as the source.",
+    "import torch",
+    "import torch.nn as nn",
+    "import torch.nn.functional as F",
+  ].join("\n");
+  const helpers = HELPER_ORDER.filter((h) => r.helpers.has(h)).map((h) => HELPER_SOURCE[h].trim());
+  const layers = sequential(r.items).map((l, i) => (i === 0 ? l : INDENT + INDENT + l));
+  const model = [
+    `class ${r.className}(nn.Module):`,
+    "    def __init__(self):",
+    "        super().__init__()",
+    `        self.layers = ${layers.join("\n")}`,
+    "",
+    "    def forward(self, x):",
+    "        return self.layers(x)",
+  ].join("\n");
+  return `${[header, ...helpers, model].join("\n\n\n")}\n`;
+}

@@ -1,0 +1,108 @@
+/**
+ * The coder (assembler): model_config -> PyTorch source with the built-in
+ * compiler, checked by the runner's Summarize (a real forward pass in the
+ * sandbox), diffed against the parent's code, and packaged with the full
+ * evaluation request so the analyst needs nothing else.
+ */
+import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import { ResearchError } from "../../core/failure.js";
+import { parseModelConfig, parseTrainConfig, type TrainConfig } from "../../core/model-config.js";
+import type { Event, TrialAssembledSchema, TrialProposed } from "../../proto/gen/research/v1/events_pb.js";
+import { EvaluateRequestSchema, type DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
+import { datasetInfo, datasetSpec } from "../dataset-info.js";
+import type { RunState } from "../run-state.js";
+import { runAgent, type AgentContext } from "../runtime.js";
+import { compileModel } from "./compile.js";
+import { unifiedDiff } from "./diff.js";
+
+type Assembled = MessageInitShape<typeof TrialAssembledSchema>;
+
+function recipeOf(t: TrainConfig) {
+  return {
+    optimizer: t.optimizer,
+    lr: t.lr,
+    momentum: t.momentum,
+    nesterov: t.nesterov,
+    weightDecay: t.weight_decay,
+    schedule: t.schedule,
+    warmupEpochs: t.warmup_epochs,
+    stepSize: t.step_size,
+    gamma: t.gamma,
+    labelSmoothing: t.label_smoothing,
+    gradClip: t.grad_clip,
+    batchSize: t.batch_size,
+    epochs: t.epochs,
+    augment: { hflip: t.augment.hflip, cropPadding: t.augment.crop_padding, cutout: t.augment.cutout },
+    amp: t.amp,
+    channelsLast: t.channels_last,
+  };
+}
+
+async function assemble(state: RunState, id: string, p: TrialProposed, info: DatasetInfo, ctx: AgentContext): Promise<Assembled> {
+  const model = parseModelConfig(p.modelConfigJson);
+  if (!model.ok) return { failure: new ResearchError("invalid_config", `model_config: ${model.error}`).toProto() };
+  const train = parseTrainConfig(p.trainConfigJson);
+  if (!train.ok) return { failure: new ResearchError("invalid_config", `train_config: ${train.error}`).toProto() };
+  const compiled = compileModel(model.value, {
+    inputShape: info.inputShape,
+    numClasses: info.numClasses,
+    inputDtype: info.inputDtype === "int64" ? "int64" : "float32",
+    vocabSize: info.vocabSize || undefined,
+  });
+  if (!compiled.ok) return { failure: new ResearchError(compiled.label, compiled.error).toProto() };
+
+  const summary = await ctx.runner().summarize(
+    { model: { code: compiled.code, className: compiled.className }, inputShape: info.inputShape, numClasses: info.numClasses, inputDtype: info.inputDtype },
+  ).catch((err: unknown) => {
+    throw new ResearchError("runner_unavailable", `summarize: ${(err as Error).message}`);
+  });
+  const parent = p.parentIds[0] ? state.trials.get(p.parentIds[0])?.assembled : undefined;
+  const assembled: Assembled = {
+    code: compiled.code,
+    className: compiled.className,
+    diff: parent ? unifiedDiff(parent.code, compiled.code, `${p.parentIds[0]}/model_code.py`, `${id}/model_code.py`) : "",
+    summary,
+    failure: summary.failure,
+  };
+  if (summary.failure) return assembled;
+  const goal = state.goal;
+  const settings = state.settings;
+  assembled.request = create(EvaluateRequestSchema, {
+    trialId: id,
+    runId: state.runId,
+    model: { code: compiled.code, className: compiled.className },
+    dataset: { ...datasetSpec(goal), subset: train.value.subset },
+    recipe: recipeOf(train.value),
+    seeds: settings?.seeds || 3,
+    // Every trial of a run sees the same seeds: comparisons are matched.
+    baseSeed: 0,
+    target: goal?.target ?? 0,
+    budget: { maxParams: goal?.maxParams ?? 0n, timeBudgetS: settings?.trialTimeBudgetS ?? 0 },
+    evaluateTest: false,
+  });
+  return assembled;
+}
+
+async function handleProposed(event: Event, p: TrialProposed, ctx: AgentContext): Promise<void> {
+  const state = await ctx.runState(event.runId);
+  if (state.finished || state.trials.get(event.trialId)?.assembled) return;
+  const info = await datasetInfo(ctx.runner(), state.goal);
+  const value = await assemble(state, event.trialId, p, info, ctx);
+  await ctx.emit(`${event.trialId}/assembled`, { runId: event.runId, trialId: event.trialId, body: { case: "trialAssembled", value } });
+  ctx.log.info({ ok: !value.failure, params: value.summary?.totalParams?.toString() }, "trial assembled");
+}
+
+await runAgent({
+  role: "coder",
+  kinds: ["trialProposed"],
+  handle: async (event, ctx) => {
+    if (event.body.case === "trialProposed") await handleProposed(event, event.body.value, ctx);
+  },
+  onDeadLetter: async (event, err, ctx) => {
+    await ctx.emit(`${event.trialId}/assembled`, {
+      runId: event.runId,
+      trialId: event.trialId,
+      body: { case: "trialAssembled", value: { failure: ResearchError.from(err, "runner_unavailable").toProto() } },
+    });
+  },
+});

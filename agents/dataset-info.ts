@@ -1,0 +1,32 @@
+/** The run's dataset as the runner sees it (shapes, classes, sizes), asked once per process. */
+import { ResearchError } from "../core/failure.js";
+import type { RunnerClient } from "../gpu-runner/client.js";
+import type { Goal } from "../proto/gen/research/v1/events_pb.js";
+import type { DatasetInfo } from "../proto/gen/research/v1/runner_pb.js";
+
+const cache = new Map<string, Promise<DatasetInfo>>();
+
+export function datasetSpec(goal: Goal | undefined) {
+  return { name: goal?.dataset ?? "", dataDir: goal?.dataDir ?? "", targetColumn: goal?.targetColumn ?? "" };
+}
+
+export function datasetInfo(runner: RunnerClient, goal: Goal | undefined): Promise<DatasetInfo> {
+  const spec = datasetSpec(goal);
+  const key = JSON.stringify(spec);
+  let info = cache.get(key);
+  if (!info) {
+    info = runner.describe({ dataset: spec }).then(
+      (d) => {
+        if (d.failure) throw ResearchError.fromProto(d.failure);
+        return d;
+      },
+      (err: unknown) => {
+        throw new ResearchError("runner_unavailable", `describe ${spec.name}: ${(err as Error).message}`);
+      },
+    );
+    // A failed lookup is not cached: the runner may be back on the next message.
+    info.catch(() => cache.delete(key));
+    cache.set(key, info);
+  }
+  return info;
+}

@@ -1,0 +1,77 @@
+/**
+ * The judge: legality, verdict and decision for every evaluated trial; when
+ * the run ends (goal met on the CI lower bound, or a stop rule), one
+ * confirmation of the best trial on the held-out test split, then RunFinished.
+ */
+import { join } from "node:path";
+import { ResearchError } from "../../core/failure.js";
+import { evaluateToResult } from "../../gpu-runner/client.js";
+import { Decision, type Event, type TrialJudged } from "../../proto/gen/research/v1/events_pb.js";
+import type { EvalResult } from "../../proto/gen/research/v1/runner_pb.js";
+import { applyToRunState, bestTrial, isTerminal, type RunState } from "../run-state.js";
+import { runAgent, type AgentContext } from "../runtime.js";
+import { judge } from "./rules.js";
+
+function runDir(state: RunState): string {
+  return join(state.settings?.workspace ?? ".", "runs", state.runId);
+}
+
+async function confirmOnTest(state: RunState, ctx: AgentContext): Promise<EvalResult | undefined> {
+  const best = bestTrial(state);
+  const request = best?.assembled?.request;
+  if (!best || !request) return undefined;
+  try {
+    ctx.log.info({ best: best.id }, "confirming the best trial on the held-out test split");
+    return await evaluateToResult(ctx.runner(), { ...request, trialId: `${best.id}-test`, evaluateTest: true });
+  } catch (err) {
+    ctx.log.warn({ err: ResearchError.from(err).message }, "test confirmation failed");
+    return undefined;
+  }
+}
+
+async function finishRun(state: RunState, last: TrialJudged, ctx: AgentContext): Promise<void> {
+  const best = bestTrial(state);
+  const testResult = await confirmOnTest(state, ctx);
+  const dir = runDir(state);
+  const status = last.decision === Decision.GOAL_ACHIEVED ? "goal_achieved" : /budget/.test(last.reason) ? "budget_exhausted" : "stopped";
+  await ctx.emit("finished", {
+    runId: state.runId,
+    body: {
+      case: "runFinished",
+      value: {
+        status,
+        bestTrialId: best?.id ?? "",
+        reportPath: join(dir, "report.md"),
+        registryPath: join(dir, "experiments", "registry.json"),
+        testResult,
+        trials: state.judgedCount,
+        seconds: (Date.now() - state.startedAtMs) / 1000,
+        reason: last.reason,
+      },
+    },
+  });
+  ctx.log.info({ status, best: best?.id }, "run finished");
+}
+
+async function judgeTrial(event: Event, ctx: AgentContext): Promise<void> {
+  const state = await ctx.runState(event.runId);
+  const t = state.trials.get(event.trialId);
+  if (state.finished || !t?.evaluated || t.judged) return;
+  const judged = judge(state, t, Date.now());
+  await ctx.emit(`${t.id}/judged`, { runId: event.runId, trialId: t.id, body: { case: "trialJudged", value: judged } });
+  ctx.log.info({ verdict: judged.verdict, decision: judged.decision, score: judged.score, reason: judged.reason }, "trial judged");
+  if (isTerminal(judged.decision)) {
+    applyToRunState(state, { ...event, body: { case: "trialJudged", value: judged } });
+    await finishRun(state, judged, ctx);
+  }
+}
+
+await runAgent({
+  role: "judge",
+  kinds: ["trialEvaluated"],
+  // The final test confirmation trains the best model once more.
+  ackWaitMs: 60_000,
+  handle: async (event, ctx) => {
+    if (event.body.case === "trialEvaluated") await judgeTrial(event, ctx);
+  },
+});

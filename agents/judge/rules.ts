@@ -1,0 +1,111 @@
+/**
+ * The judge's rules, as pure functions of the run state: legality, the
+ * verdict, and the iterate / goal achieved / stop decision. The goal is
+ * decided on the 95% CI lower bound of validation accuracy, never the mean.
+ */
+import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import { failure, labelName } from "../../core/failure.js";
+import { Decision, TrialJudgedSchema, Verdict, type TrialJudged } from "../../proto/gen/research/v1/events_pb.js";
+import { bestTrial, judgedTrials, scoreOf, type RunState, type TrialState } from "../run-state.js";
+
+const DEFAULT_PATIENCE = 8;
+// A trial that learns next to nothing is not worth building on.
+const GATE_ABOVE_CHANCE = 0.1;
+// Time over the per-trial budget tolerated before a trial is called illegal (process start, transfer).
+const TRIAL_TIME_SLACK = 1.25;
+
+export function legality(state: RunState, t: TrialState): string | undefined {
+  const goal = state.goal;
+  const result = t.evaluated?.result;
+  if (t.assembled?.request?.evaluateTest) return "the search evaluated on the test split";
+  if (goal?.maxParams && result && result.params > goal.maxParams) {
+    return `${result.params} parameters exceed the goal's limit of ${goal.maxParams}`;
+  }
+  const budget = state.settings?.trialTimeBudgetS ?? 0;
+  if (budget > 0 && result && result.seconds > budget * TRIAL_TIME_SLACK) {
+    return `evaluation took ${result.seconds.toFixed(0)} s, over the trial budget of ${budget} s`;
+  }
+  return undefined;
+}
+
+function verdictOf(state: RunState, t: TrialState) {
+  const f = t.evaluated?.failure;
+  if (f) return { verdict: Verdict.REJECT, failure: f, reason: `failed: ${labelName(f.label)}: ${f.message.split("\n")[0]}` };
+  const illegal = legality(state, t);
+  if (illegal) return { verdict: Verdict.ILLEGAL, failure: failure("illegal", illegal), reason: `illegal: ${illegal}` };
+  const mean = t.evaluated?.result?.aggregated.val_accuracy?.mean ?? 0;
+  const classes = t.evaluated?.result?.numClasses || 10;
+  const gate = 1 / classes + GATE_ABOVE_CHANCE;
+  if (mean < gate) {
+    return {
+      verdict: Verdict.REJECT,
+      failure: failure("gate_miss", `mean validation accuracy ${mean.toFixed(3)} is below the gate ${gate.toFixed(3)}`),
+      reason: "below the accuracy gate",
+    };
+  }
+  return { verdict: Verdict.ACCEPT, failure: undefined, reason: "accepted" };
+}
+
+function noImprovementFor(state: RunState): number {
+  let best = -Infinity;
+  let since = 0;
+  for (const t of judgedTrials(state).sort((a, b) => a.judgedPosition! - b.judgedPosition!)) {
+    const s = t.judged?.verdict === Verdict.ACCEPT ? (scoreOf(t) ?? -Infinity) : -Infinity;
+    if (s > best + 1e-4) {
+      best = s;
+      since = 0;
+    } else since++;
+  }
+  return since;
+}
+
+/**
+ * Judges trial `t`. `state` must already contain the trial's evaluation,
+ * and no judgement for it yet; `nowMs` is injected so the rule is testable.
+ */
+export function judge(state: RunState, t: TrialState, nowMs: number): TrialJudged {
+  const { verdict, failure: f, reason } = verdictOf(state, t);
+  const score = scoreOf(t) ?? 0;
+  const acc = t.evaluated?.result?.aggregated.val_accuracy;
+  const parent = t.proposed?.parentIds[0] ? state.trials.get(t.proposed.parentIds[0]) : undefined;
+  const parentScore = parent ? scoreOf(parent) : undefined;
+  const gain = verdict === Verdict.ACCEPT && parentScore !== undefined ? score - parentScore : 0;
+
+  // The trial counts as judged from here on.
+  const provisional: TrialState = { ...t, judged: create(TrialJudgedSchema, { verdict }) , judgedPosition: state.judgedCount };
+  const withThis: RunState = { ...state, trials: new Map(state.trials).set(t.id, provisional), judgedCount: state.judgedCount + 1 };
+  const best = bestTrial(withThis);
+  const target = state.goal?.target ?? 0;
+  const settings = state.settings;
+
+  let decision = Decision.ITERATE;
+  let why = reason;
+  if (verdict === Verdict.ACCEPT && target > 0 && acc && acc.n >= 2 && acc.ci95[0]! >= target) {
+    decision = Decision.GOAL_ACHIEVED;
+    why = `goal met: 95% CI lower bound ${acc.ci95[0]!.toFixed(4)} >= target ${target}`;
+  } else if (settings?.maxTrials && withThis.judgedCount >= settings.maxTrials) {
+    decision = Decision.STOP;
+    why = `${reason}; trial budget of ${settings.maxTrials} spent`;
+  } else if (state.goal?.timeBudgetS && nowMs - state.startedAtMs >= state.goal.timeBudgetS * 1000) {
+    decision = Decision.STOP;
+    why = `${reason}; time budget of ${state.goal.timeBudgetS} s spent`;
+  } else if (noImprovementFor(withThis) >= (settings?.patience || DEFAULT_PATIENCE)) {
+    decision = Decision.STOP;
+    why = `${reason}; no improvement in the last ${settings?.patience || DEFAULT_PATIENCE} trials`;
+  }
+
+  const init: MessageInitShape<typeof TrialJudgedSchema> = {
+    verdict,
+    decision,
+    reason: why,
+    bestTrialId: best?.id ?? "",
+    score,
+    ciLow: acc?.ci95[0] ?? 0,
+    ciHigh: acc?.ci95[1] ?? 0,
+    failure: f,
+    surface: t.proposed?.surface ?? "",
+    gain,
+    trialsDone: withThis.judgedCount,
+  };
+  return create(TrialJudgedSchema, init);
+}

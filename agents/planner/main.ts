@@ -1,0 +1,118 @@
+/**
+ * The planner (architect): proposes the run's first trials once the brief is
+ * in (or at run start when research is off), and one new trial for every
+ * trial judged "iterate", until the trial budget is spent.
+ *
+ * Trial ids are derived from what caused them (the k-th judgement of the
+ * run gives trial P+k), so two planner instances, or a redelivered message,
+ * propose the same trial id and JetStream keeps one.
+ */
+import { compileModel } from "../coder/compile.js";
+import { request } from "../../lineage-store/client.js";
+import { Decision, type Event } from "../../proto/gen/research/v1/events_pb.js";
+import { datasetInfo } from "../dataset-info.js";
+import { trialId, type RunState } from "../run-state.js";
+import { runAgent, type AgentContext } from "../runtime.js";
+import { fingerprint, mulberry32, POLICIES, type PlanInput, type Proposal } from "./policy.js";
+
+/** Configs that failed in earlier trials of any run, by fingerprint: the planner must not repeat them. */
+async function failedInLineage(ctx: AgentContext, state: RunState): Promise<Set<string>> {
+  const out = new Set<string>();
+  const text = `${state.goal?.dataset ?? ""} ${state.goal?.rawText ?? ""}`.trim() || "trial";
+  const res = await request(ctx.bus, { text, k: 50, status: "failed" }).catch((err: unknown) => {
+    ctx.log.warn({ err: (err as Error).message }, "lineage store not reachable; planning without past failures");
+    return undefined;
+  });
+  for (const t of res ?? []) {
+    try {
+      out.add(fingerprint(JSON.parse(t.model_config_json), JSON.parse(t.train_config_json)));
+    } catch {
+      // A row without parseable configs cannot match a candidate anyway.
+    }
+  }
+  return out;
+}
+
+async function planInput(ctx: AgentContext, state: RunState, seed: number): Promise<PlanInput> {
+  const info = await datasetInfo(ctx.runner(), state.goal);
+  return {
+    state,
+    info,
+    rng: mulberry32((state.settings?.rngSeed ?? 0) * 100_003 + seed),
+    params: (model) => {
+      const r = compileModel(model, { inputShape: info.inputShape, numClasses: info.numClasses, inputDtype: info.inputDtype === "int64" ? "int64" : "float32", vocabSize: info.vocabSize || undefined });
+      return r.ok ? r.params : r.error;
+    },
+    failedElsewhere: await failedInLineage(ctx, state),
+  };
+}
+
+async function publishProposal(ctx: AgentContext, state: RunState, index: number, p: Proposal): Promise<void> {
+  const id = trialId(state.runId, index);
+  await ctx.emit(`${id}/proposed`, {
+    runId: state.runId,
+    trialId: id,
+    body: {
+      case: "trialProposed",
+      value: {
+        hypothesis: p.hypothesis,
+        rationale: p.rationale,
+        parentIds: p.parentIds,
+        surface: p.surface,
+        modelConfigJson: JSON.stringify(p.model),
+        trainConfigJson: JSON.stringify(p.train),
+        index,
+        adoptedConcepts: p.adoptedConcepts,
+        proposer: state.settings?.planner || "builtin",
+      },
+    },
+  });
+  ctx.log.info({ trial_id: id, surface: p.surface, hypothesis: p.hypothesis }, "trial proposed");
+}
+
+function policyOf(state: RunState) {
+  return state.settings?.planner === "random" ? POLICIES.random : POLICIES.builtin;
+}
+
+async function proposeInitial(ctx: AgentContext, runId: string): Promise<void> {
+  const state = await ctx.runState(runId);
+  if (state.finished || state.order.length > 0) return;
+  const count = Math.max(1, Math.min(state.settings?.parallel || 1, state.settings?.maxTrials || Infinity));
+  const proposals = policyOf(state).initial(await planInput(ctx, state, 0), count);
+  for (const [i, p] of proposals.entries()) await publishProposal(ctx, state, i, p);
+}
+
+async function proposeNext(ctx: AgentContext, event: Event): Promise<void> {
+  if (event.body.case !== "trialJudged" || event.body.value.decision !== Decision.ITERATE) return;
+  const state = await ctx.runState(event.runId);
+  const judged = state.trials.get(event.trialId);
+  if (state.finished || judged?.judgedPosition === undefined) return;
+  const index = (state.settings?.parallel || 1) + judged.judgedPosition;
+  if (index >= (state.settings?.maxTrials || Infinity) || state.trials.get(trialId(state.runId, index))?.proposed) return;
+  const input = await planInput(ctx, state, index);
+  // A random draw keeps the run moving when every edit of the good trials is spent.
+  const proposal = policyOf(state).next(input, index) ?? POLICIES.random.next(input, index);
+  if (!proposal) {
+    ctx.log.warn({ index }, "no new candidate within the budgets; proposing nothing");
+    return;
+  }
+  await publishProposal(ctx, state, index, proposal);
+}
+
+await runAgent({
+  role: "planner",
+  kinds: ["runStarted", "briefReady", "trialJudged"],
+  handle: async (event, ctx) => {
+    switch (event.body.case) {
+      case "runStarted":
+        if (!event.body.value.settings?.research) await proposeInitial(ctx, event.runId);
+        return;
+      case "briefReady":
+        return proposeInitial(ctx, event.runId);
+      case "trialJudged":
+        return proposeNext(ctx, event);
+      default:
+        return;
+    }
+  },
+});

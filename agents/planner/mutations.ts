@@ -1,0 +1,238 @@
+/**
+ * Edits of a parent trial, one recipe surface each. They work on the
+ * declarative model_config and train_config (not on templates), so they
+ * apply equally to configs a template, a user or an LLM wrote.
+ */
+import type { ModelConfigInput, TrainConfigInput } from "../../core/model-config.js";
+import type { DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
+import type { LayerIn } from "./templates.js";
+
+export const SURFACES = ["architecture", "optimisation", "regularisation", "data"] as const;
+export type Surface = (typeof SURFACES)[number];
+
+export interface Genome {
+  model: ModelConfigInput;
+  train: TrainConfigInput;
+}
+
+export interface Mutation {
+  surface: Surface;
+  name: string;
+  /** Building blocks the edit introduces (for adoption of brief concepts). */
+  blocks: string[];
+  apply(g: Genome, info: DatasetInfo, rng: () => number): Genome | undefined;
+  describe: string;
+}
+
+const clone = <T>(x: T): T => structuredClone(x);
+const round8 = (x: number) => Math.max(8, Math.round(x / 8) * 8);
+
+function mapLayers(layers: LayerIn[], fn: (l: LayerIn) => LayerIn): LayerIn[] {
+  return layers.map((l) => {
+    const out = fn(l);
+    return out.type === "residual" ? { ...out, layers: mapLayers(out.layers, fn) } : out;
+  });
+}
+
+function scaleLayer(l: LayerIn, f: number): LayerIn {
+  switch (l.type) {
+    case "conv2d":
+    case "pointwise_conv2d":
+    case "ghost":
+    case "mbconv":
+    case "conv1d":
+      return { ...l, out_channels: round8(l.out_channels * f) };
+    case "linear":
+      return { ...l, out_features: round8(l.out_features * f) };
+    case "patch_embed":
+    case "embedding":
+      return { ...l, dim: round8((l.dim ?? 64) * f) };
+    default:
+      return l;
+  }
+}
+
+/** Scales every width but an explicit classifier's (a final linear layer). */
+function scaleWidths(g: Genome, f: number): Genome {
+  const model = clone(g.model);
+  const last = model.layers.length - 1;
+  model.layers = model.layers.map((l, i) => (i === last && l.type === "linear" ? l : mapLayers([l], (x) => scaleLayer(x, f))[0]!));
+  return { ...g, model };
+}
+
+const isPool = (l: LayerIn) => l.type === "maxpool" || l.type === "avgpool" || l.type === "global_avgpool" || l.type === "flatten";
+
+/** Repeats the block just before the first pooling stage (or the last hidden block of an MLP). */
+function deepen(g: Genome): Genome | undefined {
+  const layers = g.model.layers;
+  const end = layers.findIndex(isPool);
+  const stop = end < 0 ? layers.length : end;
+  let start = -1;
+  for (let i = stop - 1; i >= 0; i--) {
+    const t = layers[i]!.type;
+    if (["conv2d", "residual", "mbconv", "ghost", "linear", "conv1d", "transformer_encoder", "mixer_block"].includes(t)) {
+      start = i;
+      break;
+    }
+  }
+  if (start < 0) return undefined;
+  const block = clone(layers.slice(start, stop));
+  const head = block[0]!;
+  // Stride inside a repeated block would shrink the map again.
+  if ("stride" in head && head.stride !== undefined && head.stride > 1) block[0] = { ...head, stride: 1 } as LayerIn;
+  if (head.type === "transformer_encoder" || head.type === "mixer_block") {
+    const model = clone(g.model);
+    model.layers[start] = { ...head, depth: (head.depth ?? 1) + 1 };
+    return { ...g, model };
+  }
+  const model = clone(g.model);
+  model.layers = [...layers.slice(0, stop), ...block, ...layers.slice(stop)];
+  return { ...g, model };
+}
+
+function addSe(g: Genome): Genome | undefined {
+  if (JSON.stringify(g.model).includes('"se"')) return undefined;
+  const out: LayerIn[] = [];
+  let added = false;
+  g.model.layers.forEach((l, i) => {
+    out.push(l);
+    const prev = g.model.layers[i - 2];
+    if (l.type === "activation" && prev?.type === "conv2d" && g.model.layers[i + 1]?.type !== "se") {
+      out.push({ type: "se", reduction: 8 });
+      added = true;
+    }
+  });
+  return added ? { ...g, model: { ...clone(g.model), layers: out } } : undefined;
+}
+
+function setActivation(g: Genome, fn: "relu" | "gelu" | "silu" | "mish"): Genome | undefined {
+  if (!JSON.stringify(g.model).includes('"activation"')) return undefined;
+  const model = clone(g.model);
+  model.layers = mapLayers(model.layers, (l) => (l.type === "activation" ? { ...l, fn } : l));
+  return JSON.stringify(model) === JSON.stringify(g.model) ? undefined : { ...g, model };
+}
+
+/** Raises the last dropout, or adds one before the implicit head. */
+function moreDropout(g: Genome): Genome | undefined {
+  const model = clone(g.model);
+  const i = model.layers.map((l) => l.type).lastIndexOf("dropout");
+  if (i >= 0) {
+    const l = model.layers[i] as { type: "dropout"; p?: number };
+    if ((l.p ?? 0.1) >= 0.5) return undefined;
+    model.layers[i] = { type: "dropout", p: Math.min(0.5, (l.p ?? 0.1) + 0.1) };
+  } else model.layers.push({ type: "dropout", p: 0.2 });
+  return { ...g, model };
+}
+
+const train = (g: Genome, patch: Partial<TrainConfigInput>): Genome => ({ ...g, train: { ...g.train, ...patch } });
+const pick = <T>(xs: readonly T[], rng: () => number): T => xs[Math.floor(rng() * xs.length)]!;
+const isImage = (info: DatasetInfo) => info.inputShape.length === 3 && info.inputDtype !== "int64";
+// Mirror images keep their label only where left and right mean nothing.
+const FLIP_SAFE = new Set(["fashion-mnist", "cifar10", "cifar100"]);
+
+export const MUTATIONS: Mutation[] = [
+  { surface: "architecture", name: "widen", blocks: [], describe: "widen every layer by 1.5x", apply: (g) => scaleWidths(g, 1.5) },
+  { surface: "architecture", name: "narrow", blocks: [], describe: "narrow every layer to 2/3", apply: (g) => scaleWidths(g, 2 / 3) },
+  { surface: "architecture", name: "deepen", blocks: [], describe: "repeat the first stage's block", apply: (g) => deepen(g) },
+  { surface: "architecture", name: "add-se", blocks: ["se"], describe: "add squeeze-excitation after conv blocks", apply: (g) => addSe(g) },
+  {
+    surface: "architecture",
+    name: "activation",
+    blocks: ["activation:gelu", "activation:silu", "activation:mish"],
+    describe: "switch the activation function",
+    apply: (g, _i, rng) => setActivation(g, pick(["gelu", "silu", "mish", "relu"] as const, rng)),
+  },
+  {
+    surface: "optimisation",
+    name: "lr-up",
+    blocks: [],
+    describe: "double the learning rate",
+    apply: (g) => ((g.train.lr ?? 1e-3) >= 0.5 ? undefined : train(g, { lr: (g.train.lr ?? 1e-3) * 2 })),
+  },
+  {
+    surface: "optimisation",
+    name: "lr-down",
+    blocks: [],
+    describe: "halve the learning rate",
+    apply: (g) => ((g.train.lr ?? 1e-3) <= 1e-5 ? undefined : train(g, { lr: (g.train.lr ?? 1e-3) / 2 })),
+  },
+  {
+    surface: "optimisation",
+    name: "cosine",
+    blocks: ["cosine_schedule", "warmup"],
+    describe: "cosine schedule with one warmup epoch",
+    apply: (g) =>
+      g.train.schedule === "cosine" ? undefined : train(g, { schedule: "cosine", warmup_epochs: (g.train.epochs ?? 2) > 2 ? 1 : 0 }),
+  },
+  {
+    surface: "optimisation",
+    name: "onecycle",
+    blocks: ["onecycle_schedule"],
+    describe: "one-cycle schedule at 3x the peak learning rate",
+    apply: (g) => (g.train.schedule === "onecycle" ? undefined : train(g, { schedule: "onecycle", lr: (g.train.lr ?? 1e-3) * 3, warmup_epochs: 0 })),
+  },
+  {
+    surface: "optimisation",
+    name: "optimizer",
+    blocks: ["adamw", "sgd"],
+    describe: "switch optimizer",
+    apply: (g, _i, rng) => {
+      const opt = pick((["adam", "adamw", "sgd"] as const).filter((o) => o !== (g.train.optimizer ?? "adam")), rng);
+      return train(g, opt === "sgd" ? { optimizer: "sgd", lr: 0.05, momentum: 0.9, nesterov: true } : { optimizer: opt, lr: 2e-3 });
+    },
+  },
+  {
+    surface: "optimisation",
+    name: "batch",
+    blocks: [],
+    describe: "change the batch size",
+    apply: (g, _i, rng) => {
+      const b = pick([64, 128, 256].filter((x) => x !== (g.train.batch_size ?? 128)), rng);
+      return train(g, { batch_size: b });
+    },
+  },
+  { surface: "regularisation", name: "dropout", blocks: ["dropout"], describe: "more dropout before the head", apply: (g) => moreDropout(g) },
+  {
+    surface: "regularisation",
+    name: "weight-decay",
+    blocks: ["weight_decay"],
+    describe: "weight decay",
+    apply: (g) => ((g.train.weight_decay ?? 0) > 0 ? undefined : train(g, { weight_decay: g.train.optimizer === "adamw" ? 0.05 : 5e-4 })),
+  },
+  {
+    surface: "regularisation",
+    name: "label-smoothing",
+    blocks: ["label_smoothing"],
+    describe: "label smoothing 0.1",
+    apply: (g) => ((g.train.label_smoothing ?? 0) > 0 ? undefined : train(g, { label_smoothing: 0.1 })),
+  },
+  {
+    surface: "regularisation",
+    name: "augment",
+    blocks: ["random_crop", "hflip"],
+    describe: "random crop (and flips where labels allow)",
+    apply: (g, info) => {
+      if (!isImage(info) || (g.train.augment?.crop_padding ?? 0) > 0) return undefined;
+      return train(g, { augment: { ...g.train.augment, crop_padding: 2, hflip: FLIP_SAFE.has(info.name) } });
+    },
+  },
+  {
+    surface: "data",
+    name: "more-data",
+    blocks: [],
+    describe: "double the training subset",
+    apply: (g, info) => {
+      const subset = g.train.subset ?? 0;
+      if (subset === 0) return undefined;
+      const next = subset * 2 >= info.nTrain + info.nVal ? 0 : subset * 2;
+      return train(g, { subset: next });
+    },
+  },
+  {
+    surface: "data",
+    name: "more-epochs",
+    blocks: [],
+    describe: "train two epochs longer",
+    apply: (g) => ((g.train.epochs ?? 2) >= 30 ? undefined : train(g, { epochs: (g.train.epochs ?? 2) + 2 })),
+  },
+];

@@ -1,0 +1,318 @@
+/**
+ * The built-in planner brain and the random baseline.
+ *
+ * builtin: the first proposals adopt what the brief suggests; after that,
+ * a UCB bandit over recipe surfaces (architecture, optimisation,
+ * regularisation, data) picks where the next edit goes, rewarding surfaces
+ * by the CI-lower-bound gains their trials measured; the edit is applied to
+ * the best accepted trial. Every candidate is compiled (parameter budget),
+ * checked against the run's predicted time budget, and dropped when an
+ * identical config already ran here or failed anywhere in the lineage.
+ *
+ * random: uniform draws from the same space, no memory. The baseline.
+ */
+import { createHash } from "node:crypto";
+import type { Brief } from "../../core/brief.js";
+import type { ModelConfigInput, TrainConfigInput } from "../../core/model-config.js";
+import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
+import type { DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
+import { bestTrial, scoreOf, type RunState, type TrialState } from "../run-state.js";
+import { MUTATIONS, SURFACES, type Genome, type Mutation, type Surface } from "./mutations.js";
+import { templatesFor, type Template } from "./templates.js";
+
+export interface Proposal {
+  hypothesis: string;
+  rationale: string;
+  parentIds: string[];
+  surface: Surface;
+  model: ModelConfigInput;
+  train: TrainConfigInput;
+  adoptedConcepts: string[];
+}
+
+export interface PlanInput {
+  state: RunState;
+  info: DatasetInfo;
+  rng: () => number;
+  /** Parameter count of a config, or an error message when it does not compile. */
+  params: (model: ModelConfigInput) => number | string;
+  /** Fingerprints of configs that failed in any run (lineage feedback). */
+  failedElsewhere: Set<string>;
+}
+
+export type Policy = (input: PlanInput, index: number) => Proposal | undefined;
+
+export function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function canonical(x: unknown): string {
+  if (Array.isArray(x)) return `[${x.map(canonical).join(",")}]`;
+  if (x && typeof x === "object") {
+    return `{${Object.keys(x)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonical((x as Record<string, unknown>)[k])}`)
+      .join(",")}}`;
+  }
+  return JSON.stringify(x);
+}
+
+/** Identity of a candidate for "already tried": layers and recipe, not the name. */
+export function fingerprint(model: ModelConfigInput, train: TrainConfigInput): string {
+  return createHash("sha256")
+    .update(canonical({ layers: model.layers, train }))
+    .digest("hex")
+    .slice(0, 16);
+}
+
+function parseJson<T>(text: string | undefined): T | undefined {
+  try {
+    return text ? (JSON.parse(text) as T) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export function genomeOf(t: TrialState): Genome | undefined {
+  const model = parseJson<ModelConfigInput>(t.proposed?.modelConfigJson);
+  const train = parseJson<TrainConfigInput>(t.proposed?.trainConfigJson);
+  return model && train ? { model, train } : undefined;
+}
+
+function startingTrain(input: PlanInput): TrainConfigInput {
+  const s = input.state.settings;
+  const total = input.info.nTrain + input.info.nVal;
+  // Large sets start on a slice, so early architecture comparisons are cheap; the data surface grows it.
+  const subset = s?.subset || (total > 12_000 ? 10_000 : 0);
+  return { optimizer: "adam", lr: 2e-3, batch_size: 128, epochs: s?.epochs || 3, subset };
+}
+
+/** Building blocks named by a brief, in the brief's order of relevance. */
+function briefBlocks(briefs: Brief[]): string[] {
+  return [...new Set(briefs.flatMap((b) => b.architectural_suggestions.flatMap((s) => s.building_blocks ?? [])))];
+}
+
+const RECIPE_FROM_BRIEF: Record<string, Partial<TrainConfigInput>> = {
+  cosine_schedule: { schedule: "cosine" },
+  label_smoothing: { label_smoothing: 0.1 },
+  adamw: { optimizer: "adamw", weight_decay: 0.05 },
+  weight_decay: { weight_decay: 5e-4 },
+};
+
+function tried(state: RunState): Set<string> {
+  const out = new Set<string>();
+  for (const t of state.trials.values()) {
+    const g = genomeOf(t);
+    if (g) out.add(fingerprint(g.model, g.train));
+  }
+  return out;
+}
+
+function withinBudget(input: PlanInput, g: Genome, seen: Set<string>): string | undefined {
+  const fp = fingerprint(g.model, g.train);
+  if (seen.has(fp)) return "already tried in this run";
+  if (input.failedElsewhere.has(fp)) return "failed the same way in the lineage";
+  const p = input.params(g.model);
+  if (typeof p === "string") return p;
+  const max = Number(input.state.goal?.maxParams ?? 0n);
+  if (max > 0 && p > max) return `${p} parameters exceed the limit of ${max}`;
+  return undefined;
+}
+
+/** Seconds a genome should take, scaled from its parent's measured evaluation. */
+function predictedSeconds(input: PlanInput, parent: TrialState, g: Genome, pg: Genome): number | undefined {
+  const seconds = parent.evaluated?.result?.seconds;
+  if (!seconds) return undefined;
+  const total = input.info.nTrain + input.info.nVal;
+  const size = (t: TrainConfigInput) => (t.subset || total) * (t.epochs ?? 2);
+  const pp = input.params(pg.model);
+  const cp = input.params(g.model);
+  const capacity = typeof pp === "number" && typeof cp === "number" && pp > 0 ? Math.sqrt(cp / pp) : 1;
+  return seconds * (size(g.train) / size(pg.train)) * capacity;
+}
+
+export const initialBuiltin = (input: PlanInput, count: number): Proposal[] => {
+  const blocks = briefBlocks(input.state.briefs);
+  const recipeBlocks = blocks.filter((b) => RECIPE_FROM_BRIEF[b]);
+  const rank = (t: Template) => t.blocks.filter((b) => blocks.includes(b)).length;
+  const templates = templatesFor(input.info)
+    .map((t, i) => ({ t, i, r: rank(t) }))
+    .sort((a, b) => b.r - a.r || a.i - b.i)
+    .map((x) => x.t);
+  const seen = tried(input.state);
+  const out: Proposal[] = [];
+  for (const t of templates) {
+    if (out.length >= count) break;
+    const recipe = recipeBlocks[out.length % Math.max(1, recipeBlocks.length)];
+    const train = { ...startingTrain(input), ...(recipe ? RECIPE_FROM_BRIEF[recipe] : {}) };
+    const g: Genome = { model: t.build(input.info), train };
+    if (withinBudget(input, g, seen)) continue;
+    seen.add(fingerprint(g.model, g.train));
+    const adopted = [...t.blocks.filter((b) => blocks.includes(b)), ...(recipe ? [recipe] : [])];
+    out.push({
+      hypothesis: `${t.name} with ${train.optimizer} lr ${train.lr}${recipe ? ` and ${recipe}` : ""} is a strong starting point`,
+      rationale: adopted.length
+        ? `adopts ${adopted.join(", ")} from the research brief`
+        : "baseline template for this input shape; the brief suggested nothing this template can use",
+      parentIds: [],
+      surface: "architecture",
+      model: g.model,
+      train: g.train,
+      adoptedConcepts: adopted,
+    });
+  }
+  return out;
+};
+
+interface SurfaceStats {
+  n: number;
+  gain: number;
+}
+
+function surfaceStats(state: RunState): Map<Surface, SurfaceStats> {
+  const stats = new Map<Surface, SurfaceStats>(SURFACES.map((s) => [s, { n: 0, gain: 0 }]));
+  for (const t of state.trials.values()) {
+    const j = t.judged;
+    if (!j || !t.proposed?.parentIds.length) continue;
+    const s = stats.get(t.proposed.surface as Surface);
+    if (!s) continue;
+    s.n++;
+    // A failed edit is a small loss: it spent a trial and taught little.
+    s.gain += j.verdict === Verdict.ACCEPT ? j.gain : -0.01;
+  }
+  return stats;
+}
+
+/** Surfaces in UCB1 order; untried ones first. */
+function surfaceOrder(state: RunState, rng: () => number, hint?: Surface): Surface[] {
+  const stats = surfaceStats(state);
+  const total = [...stats.values()].reduce((a, s) => a + s.n, 0);
+  const ucb = (s: Surface) => {
+    const st = stats.get(s)!;
+    if (st.n === 0) return Infinity;
+    // Gains are a few points of accuracy at most; scale exploration to match.
+    return st.gain / st.n + 0.02 * Math.sqrt((2 * Math.log(total + 1)) / st.n) + (s === hint ? 0.005 : 0);
+  };
+  return [...SURFACES].sort((a, b) => ucb(b) - ucb(a) || rng() - 0.5);
+}
+
+/** What the analyst's reading of the parent suggests. */
+function hintFrom(parent: TrialState): Surface | undefined {
+  const a = parent.evaluated?.analysis;
+  if (!a) return undefined;
+  if (a.overfitting === "moderate" || a.overfitting === "severe") return "regularisation";
+  if (a.convergence === "improving") return "data";
+  if (a.convergence === "diverging" || a.convergence === "unstable") return "optimisation";
+  if (a.convergence === "plateaued") return "architecture";
+  return undefined;
+}
+
+function shuffle<T>(xs: T[], rng: () => number): T[] {
+  const a = [...xs];
+  for (let i = a.length - 1; i > 0; i--) {
+    const j = Math.floor(rng() * (i + 1));
+    [a[i], a[j]] = [a[j]!, a[i]!];
+  }
+  return a;
+}
+
+export const nextBuiltin: Policy = (input, index) => {
+  const { state, rng } = input;
+  const best = bestTrial(state);
+  if (!best) {
+    // Nothing works yet: restart from a template not tried so far.
+    return initialBuiltin(input, 1)[0];
+  }
+  const accepted = [...state.trials.values()]
+    .filter((t) => t.judged?.verdict === Verdict.ACCEPT)
+    .sort((a, b) => (scoreOf(b) ?? 0) - (scoreOf(a) ?? 0));
+  // Mostly the best; sometimes a runner-up, so one lucky trial does not own the search.
+  const parent = rng() < 0.75 ? best : accepted[Math.floor(rng() * Math.min(3, accepted.length))]!;
+  const pg = genomeOf(parent);
+  if (!pg) return undefined;
+  const seen = tried(state);
+  const hint = hintFrom(parent);
+  const budget = state.settings?.trialTimeBudgetS ?? 0;
+  const rejected: string[] = [];
+  for (const surface of surfaceOrder(state, rng, hint)) {
+    for (const m of shuffle(
+      MUTATIONS.filter((x) => x.surface === surface),
+      rng,
+    )) {
+      const g = m.apply(structuredClone(pg), input.info, rng);
+      if (!g) continue;
+      const why = withinBudget(input, g, seen);
+      if (why) {
+        rejected.push(`${m.name}: ${why}`);
+        continue;
+      }
+      const predicted = predictedSeconds(input, parent, g, pg);
+      if (budget > 0 && predicted !== undefined && predicted > budget * 0.85) {
+        rejected.push(`${m.name}: predicted ${predicted.toFixed(0)} s exceeds the trial budget`);
+        continue;
+      }
+      return proposalFrom(m, parent, g, index, hint, rejected);
+    }
+  }
+  return undefined;
+};
+
+function proposalFrom(m: Mutation, parent: TrialState, g: Genome, index: number, hint: Surface | undefined, rejected: string[]): Proposal {
+  const score = scoreOf(parent);
+  const notes = parent.evaluated?.analysis?.notes ?? [];
+  return {
+    hypothesis: `${m.describe} on top of ${parent.id} (CI low ${score !== undefined ? (100 * score).toFixed(2) : "?"}%) improves validation accuracy`,
+    rationale: [
+      `trial ${index}: surface ${m.surface} chosen by the bandit${hint === m.surface ? " and the analyst's reading" : ""}`,
+      ...notes.map((n) => `parent analysis: ${n}`),
+      ...(rejected.length ? [`skipped: ${rejected.slice(0, 5).join("; ")}`] : []),
+    ].join("\n"),
+    parentIds: [parent.id],
+    surface: m.surface,
+    model: { ...g.model, name: `${(g.model.name ?? "model").split("+")[0]}+${m.name}` },
+    train: g.train,
+    adoptedConcepts: [],
+  };
+}
+
+/** The baseline: a random template with a random recipe; no memory, no feedback. */
+export const randomPolicy: Policy = (input, index) => {
+  const { rng, info } = input;
+  const templates = templatesFor(info);
+  const seen = tried(input.state);
+  for (let attempt = 0; attempt < 20; attempt++) {
+    const t = templates[Math.floor(rng() * templates.length)]!;
+    const start = startingTrain(input);
+    const subsets = start.subset ? [start.subset, start.subset * 2, start.subset * 4, 0] : [0];
+    const train: TrainConfigInput = {
+      optimizer: (["adam", "adamw", "sgd"] as const)[Math.floor(rng() * 3)]!,
+      lr: Math.exp(Math.log(3e-4) + rng() * (Math.log(1e-2) - Math.log(3e-4))),
+      batch_size: [64, 128, 256][Math.floor(rng() * 3)]!,
+      epochs: 2 + Math.floor(rng() * 5),
+      subset: subsets[Math.floor(rng() * subsets.length)]!,
+    };
+    let g: Genome = { model: t.build(info), train };
+    const widen = MUTATIONS.find((m) => m.name === (rng() < 0.5 ? "widen" : "narrow"))!;
+    if (rng() < 0.5) g = widen.apply(g, info, rng) ?? g;
+    if (withinBudget(input, g, seen)) continue;
+    return {
+      hypothesis: `random draw: ${t.name}, ${train.optimizer} lr ${train.lr!.toExponential(1)}, ${train.epochs} epochs`,
+      rationale: `random planner, trial ${index}`,
+      parentIds: [],
+      surface: "architecture",
+      model: g.model,
+      train: g.train,
+      adoptedConcepts: [],
+    };
+  }
+  return undefined;
+};
+
+export const POLICIES = { builtin: { initial: initialBuiltin, next: nextBuiltin }, random: { initial: (i: PlanInput, n: number) => Array.from({ length: n }, (_, k) => randomPolicy(i, k)).filter((p): p is Proposal => !!p), next: randomPolicy } };

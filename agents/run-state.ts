@@ -1,0 +1,122 @@
+/**
+ * A run's state folded from its events in stream order. Agents are
+ * stateless processes: each rebuilds what it needs from the run's replayed
+ * trajectory, so any instance can take any message and a restarted instance
+ * knows everything its predecessor knew.
+ */
+import { Decision, Verdict, type Event, type Goal, type RunSettings, type TrialAssembled, type TrialEvaluated, type TrialJudged, type TrialProposed } from "../proto/gen/research/v1/events_pb.js";
+import { parseBrief, type Brief } from "../core/brief.js";
+
+export interface TrialState {
+  id: string;
+  proposed?: TrialProposed;
+  assembled?: TrialAssembled;
+  evaluated?: TrialEvaluated;
+  judged?: TrialJudged;
+  /** Stream order of the judged event among the run's judged events (0-based). */
+  judgedPosition?: number;
+}
+
+export interface RunState {
+  runId: string;
+  goal?: Goal;
+  settings?: RunSettings;
+  startedAtMs: number;
+  briefs: Brief[];
+  trials: Map<string, TrialState>;
+  /** Trial ids in the order they were proposed. */
+  order: string[];
+  judgedCount: number;
+  finished: boolean;
+}
+
+export function trialId(runId: string, index: number): string {
+  return `${runId}-t${String(index).padStart(3, "0")}`;
+}
+
+export function emptyRunState(runId: string): RunState {
+  return { runId, startedAtMs: 0, briefs: [], trials: new Map(), order: [], judgedCount: 0, finished: false };
+}
+
+function trial(state: RunState, id: string): TrialState {
+  let t = state.trials.get(id);
+  if (!t) {
+    t = { id };
+    state.trials.set(id, t);
+  }
+  return t;
+}
+
+export function applyToRunState(state: RunState, e: Event): RunState {
+  const b = e.body;
+  switch (b.case) {
+    case "runStarted":
+      state.goal = b.value.goal;
+      state.settings = b.value.settings;
+      state.startedAtMs = Number(e.emittedAtMs);
+      break;
+    case "briefReady": {
+      const brief = parseBrief(b.value.briefJson);
+      if (brief.ok) state.briefs.push(brief.brief);
+      break;
+    }
+    case "trialProposed": {
+      const t = trial(state, e.trialId);
+      if (!t.proposed) state.order.push(e.trialId);
+      t.proposed = b.value;
+      break;
+    }
+    case "trialAssembled":
+      trial(state, e.trialId).assembled = b.value;
+      break;
+    case "trialEvaluated":
+      trial(state, e.trialId).evaluated = b.value;
+      break;
+    case "trialJudged": {
+      const t = trial(state, e.trialId);
+      if (!t.judged) t.judgedPosition = state.judgedCount++;
+      t.judged = b.value;
+      break;
+    }
+    case "runFinished":
+      state.finished = true;
+      break;
+    default:
+      break;
+  }
+  return state;
+}
+
+export function foldRun(runId: string, events: Iterable<Event>): RunState {
+  const state = emptyRunState(runId);
+  for (const e of events) applyToRunState(state, e);
+  return state;
+}
+
+/** Validation accuracy used for ranking: the CI lower bound, so a lucky seed does not win. */
+export function scoreOf(t: TrialState): number | undefined {
+  const acc = t.evaluated?.result?.aggregated.val_accuracy;
+  return acc ? acc.ci95[0] : undefined;
+}
+
+export function meanOf(t: TrialState): number | undefined {
+  return t.evaluated?.result?.aggregated.val_accuracy?.mean;
+}
+
+export function judgedTrials(state: RunState): TrialState[] {
+  return state.order.map((id) => state.trials.get(id)!).filter((t) => t.judged);
+}
+
+/** Best accepted trial by CI lower bound. */
+export function bestTrial(state: RunState): TrialState | undefined {
+  let best: TrialState | undefined;
+  for (const t of state.trials.values()) {
+    if (t.judged?.verdict !== Verdict.ACCEPT) continue;
+    if (best === undefined || (scoreOf(t) ?? -1) > (scoreOf(best) ?? -1)) best = t;
+  }
+  return best;
+}
+
+export function isTerminal(decision: Decision | undefined): boolean {
+  return decision === Decision.GOAL_ACHIEVED || decision === Decision.STOP;
+}

@@ -1,0 +1,282 @@
+import {
+  AckPolicy,
+  DeliverPolicy,
+  JetStreamApiError,
+  type Consumer,
+  type ConsumerConfig,
+  type ConsumerMessages,
+  type JetStreamClient,
+  type JetStreamManager,
+  type JsMsg,
+} from "@nats-io/jetstream";
+import { nanos, type NatsConnection } from "@nats-io/transport-node";
+import type { Logger } from "pino";
+import type { Event } from "../proto/gen/research/v1/events_pb.js";
+import { decodeEvent } from "./codec.js";
+import { consumerName, filterFor, STREAM, type EventKind } from "./subjects.js";
+import { forEachMessage, type Stoppable } from "./subscription.js";
+import { TransientError } from "./transient-error.js";
+
+export interface HandlerContext {
+  subject: string;
+  /** Stream sequence: the event's position in the trajectory. */
+  seq: number;
+  /** 1 on the first delivery. */
+  deliveryCount: number;
+}
+
+export type EventHandler = (event: Event, ctx: HandlerContext) => Promise<void>;
+
+/** Called once for an event that will never be handled, so the caller can publish a failure event. */
+export type DeadLetterHook = (event: Event, error: unknown) => Promise<void> | void;
+
+export interface ConsumeOptions {
+  /** Redelivery deadline of an unacknowledged message; the handler is kept alive with working(). */
+  ackWaitMs?: number;
+  /** Deliveries before an event goes to the dead letter hook. */
+  maxDeliver?: number;
+  /** First redelivery delay after a TransientError; doubles with every delivery. */
+  retryDelayMs?: number;
+  onDeadLetter?: DeadLetterHook;
+  /** Lifetime of one pull request; a lost pull is noticed after half of it (idle heartbeats). */
+  pullExpiresMs?: number;
+}
+
+export interface Consumption extends Stoppable {
+  inFlight(): number;
+  handled(): number;
+}
+
+interface Deps {
+  nc: NatsConnection;
+  js: JetStreamClient;
+  jsm: JetStreamManager;
+  logger: Logger;
+}
+
+const MAX_DELAY_MS = 5 * 60_000;
+/** JSConsumerNameExistErr and JSConsumerAlreadyExists. */
+const CONSUMER_EXISTS = [10013, 10148];
+
+/**
+ * One durable pull consumer per (role, kind): nats-server 2.9 allows a single
+ * filter subject per consumer. Every instance of a role binds to the same
+ * durables, so the server hands each message to exactly one of them.
+ */
+export async function startConsumption(
+  deps: Deps,
+  role: string,
+  kinds: readonly EventKind[],
+  handler: EventHandler,
+  options: ConsumeOptions = {},
+): Promise<Consumption> {
+  if (kinds.length === 0) throw new Error(`role ${role} consumes no event kinds`);
+  const settings = {
+    ackWaitMs: options.ackWaitMs ?? 30_000,
+    maxDeliver: options.maxDeliver ?? 5,
+    retryDelayMs: options.retryDelayMs ?? 1_000,
+    pullExpiresMs: options.pullExpiresMs ?? 30_000,
+    onDeadLetter: options.onDeadLetter,
+  };
+  if (settings.maxDeliver < 1) throw new Error("maxDeliver must be at least 1");
+  const counters = { inFlight: 0, handled: 0 };
+  const workers: Stoppable[] = [];
+  try {
+    for (const kind of kinds) {
+      workers.push(await startWorker(deps, consumerName(role, kind), kind, handler, settings, counters));
+    }
+  } catch (err) {
+    await Promise.all(workers.map((w) => w.stop()));
+    throw err;
+  }
+  return {
+    inFlight: () => counters.inFlight,
+    handled: () => counters.handled,
+    stop: async () => {
+      await Promise.all(workers.map((w) => w.stop()));
+    },
+  };
+}
+
+type Settings = Required<Omit<ConsumeOptions, "onDeadLetter">> & Pick<ConsumeOptions, "onDeadLetter">;
+
+async function startWorker(
+  deps: Deps,
+  name: string,
+  kind: EventKind,
+  handler: EventHandler,
+  settings: Settings,
+  counters: { inFlight: number; handled: number },
+): Promise<Stoppable> {
+  const logger = deps.logger.child({ consumer: name });
+  let consumer: Consumer | undefined = await ensureConsumer(deps, name, kind, settings);
+  let stopping = false;
+  let messages: ConsumerMessages | undefined;
+  let wake: (() => void) | undefined;
+
+  const deadLetter = async (event: Event, error: unknown): Promise<boolean> => {
+    if (!settings.onDeadLetter) return true;
+    try {
+      await settings.onDeadLetter(event, error);
+      return true;
+    } catch (err) {
+      logger.error({ err, event_id: event.eventId }, "dead letter hook failed");
+      return false;
+    }
+  };
+
+  const handle = async (m: JsMsg): Promise<void> => {
+    let event: Event;
+    try {
+      event = decodeEvent(m.data);
+      if (event.body.case !== kind) throw new Error(`a ${event.body.case} event on a ${kind} subject`);
+    } catch (err) {
+      logger.error({ err, subject: m.subject, bytes: m.data.length, seq: m.seq }, "poison message terminated");
+      // No reason text: nats-server 2.9 ignores "+TERM <reason>" and would redeliver.
+      m.term();
+      return;
+    }
+    const ctx: HandlerContext = { subject: m.subject, seq: m.seq, deliveryCount: m.info.deliveryCount };
+    const log = logger.child({ run_id: event.runId, trial_id: event.trialId, event_id: event.eventId });
+    counters.inFlight++;
+    // Without progress acks a handler longer than ack_wait would be redelivered
+    // to another instance while it is still running.
+    const keepAlive = setInterval(() => m.working(), Math.max(100, settings.ackWaitMs / 2));
+    try {
+      await handler(event, ctx);
+      clearInterval(keepAlive);
+      counters.handled++;
+      // A lost ack only means a redelivery, which idempotent handlers absorb.
+      await m.ackAck().catch((err: unknown) => log.warn({ err }, "ack not confirmed; the event may be redelivered"));
+    } catch (err) {
+      clearInterval(keepAlive);
+      const lastTry = ctx.deliveryCount >= settings.maxDeliver;
+      if (err instanceof TransientError && !lastTry) {
+        const delay = Math.min(settings.retryDelayMs * 2 ** (ctx.deliveryCount - 1), MAX_DELAY_MS);
+        log.warn({ err, delivery: ctx.deliveryCount, retry_in_ms: delay }, "transient failure; will retry");
+        m.nak(delay);
+        return;
+      }
+      log.error({ err, delivery: ctx.deliveryCount }, "event cannot be handled; dead-lettered");
+      // When the hook cannot run (e.g. the bus is down) the event stays in play:
+      // a later delivery or the max-deliveries advisory tries again.
+      if (await deadLetter(event, err)) m.term();
+      else m.nak(settings.retryDelayMs);
+    } finally {
+      counters.inFlight--;
+    }
+  };
+
+  // consume() with max_messages 1 pulls the next message only when the loop
+  // asks for it (the pull is queued behind the message in the iterator), so
+  // a busy instance holds one message and the rest go to idle instances. It
+  // also re-pulls by itself after reconnects and missed heartbeats.
+  const loop = (async () => {
+    let failures = 0;
+    while (!stopping && !deps.nc.isClosed()) {
+      try {
+        consumer ??= await ensureConsumer(deps, name, kind, settings);
+        // Abort when the durable is gone (a wiped server) so it is recreated below.
+        messages = await consumer.consume({
+          max_messages: 1,
+          expires: settings.pullExpiresMs,
+          abort_on_missing_resource: true,
+        });
+        for await (const m of messages) {
+          await handle(m);
+          failures = 0;
+          // Leave before the iterator sends its queued pull: a message the
+          // server sent to it now would wait ack_wait for redelivery.
+          if (stopping) break;
+        }
+      } catch (err) {
+        if (stopping) break;
+        failures++;
+        consumer = undefined;
+        const delay = Math.min(250 * 2 ** failures, 5_000);
+        logger.warn({ err, retry_in_ms: delay }, "consumer failed; recreating it");
+        await new Promise<void>((resolve) => {
+          wake = resolve;
+          setTimeout(resolve, delay);
+        });
+      }
+    }
+  })();
+
+  const advisories = watchMaxDeliveries(deps, name, logger, deadLetter);
+
+  return {
+    stop: async () => {
+      stopping = true;
+      // Cancelling an idle pull can strand a message the server was already
+      // sending; it is redelivered after ack_wait, so nothing is lost.
+      messages?.stop();
+      wake?.();
+      await loop;
+      await advisories.stop();
+    },
+  };
+}
+
+/**
+ * A message whose deliveries all timed out (its handler hung, or killed the
+ * process) is dropped by the server with an advisory and never reaches a
+ * handler again. One instance of the role (a queue group) logs it and turns
+ * it into a dead letter. Advisories are core NATS: one sent while no instance is
+ * connected is lost.
+ */
+function watchMaxDeliveries(
+  deps: Deps,
+  name: string,
+  logger: Logger,
+  deadLetter: (event: Event, error: unknown) => Promise<boolean>,
+): Stoppable {
+  const subject = `$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.${STREAM}.${name}`;
+  return forEachMessage(deps.nc.subscribe(subject, { queue: name }), logger, async (msg) => {
+    const advisory = JSON.parse(new TextDecoder().decode(msg.data)) as { stream_seq: number; deliveries: number };
+    const stored = await deps.jsm.streams.getMessage(STREAM, { seq: advisory.stream_seq });
+    if (!stored) return;
+    let event: Event;
+    try {
+      event = decodeEvent(stored.data);
+    } catch {
+      return;
+    }
+    const error = new Error(`not acknowledged after ${advisory.deliveries} deliveries (handler hung or its process died)`);
+    logger.error({ event_id: event.eventId, seq: advisory.stream_seq }, error.message);
+    await deadLetter(event, error);
+  });
+}
+
+async function ensureConsumer(deps: Deps, name: string, kind: EventKind, s: Settings): Promise<Consumer> {
+  const tunables: Partial<ConsumerConfig> = {
+    ack_wait: nanos(s.ackWaitMs),
+    max_deliver: s.maxDeliver,
+    // Redeliveries after a timeout (a crashed instance) back off too; the
+    // server then uses backoff[0] as the ack wait, so it equals ackWaitMs.
+    backoff: ackBackoff(s.ackWaitMs, s.maxDeliver).map(nanos),
+  };
+  try {
+    const info = await deps.jsm.consumers.add(STREAM, {
+      durable_name: name,
+      filter_subject: filterFor(kind),
+      ack_policy: AckPolicy.Explicit,
+      // A role's durable sees history from the start: events published before
+      // its first instance ever ran (run.started from the launcher) still count.
+      deliver_policy: DeliverPolicy.All,
+      ...tunables,
+    });
+    return deps.js.consumers.getConsumerFromInfo(info);
+  } catch (err) {
+    // nats-server 2.9 updates an existing durable on create; 2.10+ refuses
+    // ("consumer already exists") and wants an explicit update.
+    if (!(err instanceof JetStreamApiError && CONSUMER_EXISTS.includes(err.code))) throw err;
+    const info = await deps.jsm.consumers.update(STREAM, name, tunables);
+    return deps.js.consumers.getConsumerFromInfo(info);
+  }
+}
+
+/** ackWait, 2x, 4x ... one value per redelivery; the server wants fewer values than max_deliver. */
+function ackBackoff(ackWaitMs: number, maxDeliver: number): number[] {
+  return Array.from({ length: maxDeliver - 1 }, (_, i) => Math.min(ackWaitMs * 2 ** i, MAX_DELAY_MS));
+}

@@ -1,0 +1,107 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync, mkdirSync } from "node:fs";
+import { createServer, connect as tcpConnect } from "node:net";
+
+export interface NatsServerOptions {
+  /** JetStream store directory; reuse it to keep the stream across restarts. */
+  dataDir: string;
+  /** Fixed port (needed to restart on the same address); a free one when omitted. */
+  port?: number;
+  /** Defaults to NATS_SERVER, then /usr/sbin/nats-server, then nats-server on PATH. */
+  binary?: string;
+  readyTimeoutMs?: number;
+}
+
+export interface NatsServer {
+  url: string;
+  port: number;
+  stop(): Promise<void>;
+}
+
+const STDERR_TAIL = 4096;
+
+export async function startNatsServer(opts: NatsServerOptions): Promise<NatsServer> {
+  const port = opts.port ?? (await freePort());
+  const binary = opts.binary ?? process.env.NATS_SERVER ?? defaultBinary();
+  const timeoutMs = opts.readyTimeoutMs ?? 10_000;
+  mkdirSync(opts.dataDir, { recursive: true });
+
+  const child = spawn(binary, ["-js", "-sd", opts.dataDir, "-a", "127.0.0.1", "-p", String(port)], {
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  let stderr = "";
+  child.stderr!.setEncoding("utf8");
+  child.stderr!.on("data", (chunk: string) => {
+    stderr = (stderr + chunk).slice(-STDERR_TAIL);
+  });
+  let exited: string | undefined;
+  const exit = new Promise<void>((resolve) => {
+    child.once("exit", (code, signal) => {
+      exited = signal ? `signal ${signal}` : `code ${code}`;
+      resolve();
+    });
+    child.once("error", (err) => {
+      exited = err.message;
+      resolve();
+    });
+  });
+
+  const deadline = Date.now() + timeoutMs;
+  // "Server is ready" is printed after JetStream has recovered its store, so
+  // a client that connects afterwards can use the stream straight away.
+  while (!stderr.includes("Server is ready") || !(await accepts(port))) {
+    if (exited !== undefined || Date.now() > deadline) {
+      await kill(child, exit);
+      const why = exited !== undefined ? `exited (${exited})` : `not ready after ${timeoutMs} ms`;
+      throw new Error(`nats-server on port ${port} ${why}; stderr tail:\n${stderr.trim()}`);
+    }
+    await sleep(50);
+  }
+
+  return {
+    url: `nats://127.0.0.1:${port}`,
+    port,
+    stop: () => kill(child, exit),
+  };
+}
+
+function defaultBinary(): string {
+  return existsSync("/usr/sbin/nats-server") ? "/usr/sbin/nats-server" : "nats-server";
+}
+
+async function kill(child: ChildProcess, exit: Promise<void>): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  child.kill("SIGTERM");
+  const timer = setTimeout(() => child.kill("SIGKILL"), 5_000);
+  await exit;
+  clearTimeout(timer);
+}
+
+/** A port that was free a moment ago: the kernel picks it for a listener on :0. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      const port = typeof address === "object" && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+function accepts(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = tcpConnect({ port, host: "127.0.0.1" });
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once("error", () => resolve(false));
+  });
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

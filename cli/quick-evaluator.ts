@@ -1,0 +1,201 @@
+/**
+ * quick-evaluator: evaluate one PyTorch model file on a dataset with several
+ * seeds and print mean, 95% CI and goal status. Starts a runner of its own
+ * unless --runner points at one.
+ */
+import { readFileSync, statSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import { availableParallelism } from "node:os";
+import { parseArgs } from "node:util";
+import { toJson } from "@bufbuild/protobuf";
+import { ResearchError } from "../core/failure.js";
+import { createLogger } from "../core/logger.js";
+import { DATASETS, DEFAULTS } from "../gpu-runner/request.js";
+import { connectRunner, evaluateToResult } from "../gpu-runner/client.js";
+import { startRunner, type RunningRunner } from "../gpu-runner/server.js";
+import { EvalResultSchema, GoalStatus, type EvalResult, type EvaluateEvent } from "../proto/gen/research/v1/runner_pb.js";
+import { fmtPct, parseFraction, parsePositiveInt, Progress } from "./format.js";
+
+const HELP = `quick-evaluator — multi-seed evaluation of one PyTorch model
+
+usage: quick-evaluator --model FILE.py --class NAME --dataset NAME [options]
+
+  --model FILE.py        Python file defining an nn.Module subclass
+  --class NAME           the class to instantiate (no required constructor args)
+  --dataset NAME         ${DATASETS.join(", ")}
+  --data-dir DIR         dataset location (default: the dataset's standard path;
+                         fashion-mnist: /usr/share/datasets/fashion-mnist)
+  --target-column COL    csv only: the label column
+  --subset N             stratified training subset (default: all)
+  --epochs N             default ${DEFAULTS.epochs}
+  --seeds N              default ${DEFAULTS.seeds}
+  --batch-size N         default ${DEFAULTS.batchSize}
+  --lr X                 default: 1e-3 for adam/adamw, 0.05 for sgd
+  --optimizer NAME       sgd, adam, adamw (default adam)
+  --schedule NAME        none, step, cosine, onecycle (default none)
+  --target X             goal for validation accuracy: 0.9 or 90 (percent)
+  --time-budget SECONDS  wall-clock budget for the whole evaluation (default ${DEFAULTS.timeBudgetS})
+  --memory-limit MB      address-space limit per seed worker (default ${DEFAULTS.memoryLimitMb})
+  --max-params N         fail before training when the model is larger
+  --test                 also evaluate on the held-out test split
+  --json                 print only the result JSON on stdout
+  --runner HOST:PORT     use a running runner instead of starting one
+  --unsafe-no-sandbox    run the model without bubblewrap (only for code you trust)
+  -h, --help
+
+exit status: 0 when the evaluation completed, 2 when the trial failed (the
+failure label and message are printed), 1 on usage errors.`;
+
+function usage(message: string): never {
+  process.stderr.write(`quick-evaluator: ${message}\nrun with --help for usage\n`);
+  process.exit(1);
+}
+
+async function main(): Promise<void> {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      options: {
+        model: { type: "string" },
+        class: { type: "string" },
+        dataset: { type: "string" },
+        "data-dir": { type: "string" },
+        "target-column": { type: "string" },
+        subset: { type: "string" },
+        epochs: { type: "string" },
+        seeds: { type: "string" },
+        "batch-size": { type: "string" },
+        lr: { type: "string" },
+        optimizer: { type: "string" },
+        schedule: { type: "string" },
+        target: { type: "string" },
+        "time-budget": { type: "string" },
+        "memory-limit": { type: "string" },
+        "max-params": { type: "string" },
+        test: { type: "boolean" },
+        json: { type: "boolean" },
+        runner: { type: "string" },
+        "unsafe-no-sandbox": { type: "boolean" },
+        help: { type: "boolean", short: "h" },
+      },
+    });
+  } catch (err) {
+    usage((err as Error).message);
+  }
+  const a = parsed.values;
+  if (a.help) {
+    process.stdout.write(`${HELP}\n`);
+    return;
+  }
+  if (!a.model || !a.class || !a.dataset) usage("--model, --class and --dataset are required");
+  let code: string;
+  try {
+    code = readFileSync(a.model, "utf8");
+  } catch (err) {
+    usage(`cannot read --model ${a.model}: ${(err as Error).message}`);
+  }
+  const num = (flag: string, v: string | undefined) => {
+    if (v === undefined) return 0;
+    const n = Number(v);
+    if (!Number.isFinite(n) || n <= 0) usage(`--${flag} must be a positive number, got "${v}"`);
+    return n;
+  };
+  const int = (flag: string, v: string | undefined) => (v === undefined ? 0 : parsePositiveInt(v) ?? usage(`--${flag} must be a positive integer, got "${v}"`));
+  const target = a.target === undefined ? 0 : (parseFraction(a.target) ?? usage(`--target must be a fraction or a percentage, got "${a.target}"`));
+  const seeds = int("seeds", a.seeds) || DEFAULTS.seeds;
+  const dataDir = a["data-dir"] ? resolve(a["data-dir"]) : "";
+
+  const log = createLogger("quick-evaluator");
+  log.level = process.env.LOG_LEVEL ?? "warn";
+  let own: RunningRunner | undefined;
+  let address = a.runner;
+  if (!address) {
+    const root = dataDir && statSync(dataDir, { throwIfNoEntry: false })?.isFile() ? dirname(dataDir) : dataDir;
+    try {
+      own = await startRunner({
+        slots: Math.min(seeds, availableParallelism()),
+        dataRoots: root ? [root] : [],
+        unsafeNoSandbox: a["unsafe-no-sandbox"],
+        logger: log,
+      });
+    } catch (err) {
+      process.stderr.write(`quick-evaluator: cannot start a runner: ${(err as Error).message}\n`);
+      process.exit(2);
+    }
+    address = own.address;
+  }
+
+  const client = connectRunner(address);
+  const progress = new Progress(!a.json || process.stderr.isTTY);
+  const abort = new AbortController();
+  process.once("SIGINT", () => abort.abort());
+  let exitCode = 0;
+  try {
+    const result = await evaluateToResult(
+      client,
+      {
+        trialId: "quick-evaluator",
+        model: { code, className: a.class },
+        dataset: { name: a.dataset, dataDir, subset: int("subset", a.subset), targetColumn: a["target-column"] ?? "" },
+        recipe: {
+          optimizer: a.optimizer ?? "",
+          schedule: a.schedule ?? "",
+          lr: num("lr", a.lr),
+          batchSize: int("batch-size", a["batch-size"]),
+          epochs: int("epochs", a.epochs),
+        },
+        seeds,
+        target,
+        evaluateTest: a.test ?? false,
+        budget: {
+          timeBudgetS: num("time-budget", a["time-budget"]),
+          memoryLimitMb: int("memory-limit", a["memory-limit"]),
+          maxParams: BigInt(int("max-params", a["max-params"])),
+        },
+      },
+      (e: EvaluateEvent) => progress.onEvent(e),
+      { signal: abort.signal },
+    );
+    if (a.json) process.stdout.write(`${JSON.stringify(toJson(EvalResultSchema, result, { useProtoFieldName: true }), null, 2)}\n`);
+    else process.stdout.write(render(result, a.dataset));
+  } catch (err) {
+    const e = ResearchError.from(err);
+    process.stderr.write(`FAILED [${e.label}]: ${e.message}\n${e.detail ? `${e.detail.split("\n").slice(-12).join("\n")}\n` : ""}`);
+    exitCode = 2;
+  } finally {
+    client.close();
+    await own?.close();
+  }
+  process.exit(exitCode);
+}
+
+const GOAL_TEXT: Record<GoalStatus, string> = {
+  [GoalStatus.UNSPECIFIED]: "unknown",
+  [GoalStatus.ACHIEVED]: "ACHIEVED (95% CI lower bound >= target)",
+  [GoalStatus.LIKELY]: "LIKELY (mean >= target, CI lower bound below it)",
+  [GoalStatus.NOT_ACHIEVED]: "NOT ACHIEVED",
+  [GoalStatus.NO_TARGET]: "no target given",
+};
+
+function render(r: EvalResult, dataset: string): string {
+  const acc = r.aggregated.val_accuracy;
+  const lines = [
+    `dataset ${dataset} · ${r.numSeeds} seeds · ${r.params.toLocaleString()} params · ${r.seconds.toFixed(1)} s on ${r.device?.kind ?? "?"}${r.device?.sandboxed ? " (sandboxed)" : ""}`,
+    acc
+      ? `val_accuracy  mean ${fmtPct(acc.mean)}  std ${fmtPct(acc.std)}  95% CI [${fmtPct(acc.ci95[0]!)}, ${fmtPct(acc.ci95[1]!)}]  min ${fmtPct(acc.min)}  max ${fmtPct(acc.max)}`
+      : "val_accuracy  (missing)",
+  ];
+  for (const key of ["val_f1_macro", "val_roc_auc", "test_accuracy"]) {
+    const s = r.aggregated[key];
+    if (s) lines.push(`${key.padEnd(13)} mean ${fmtPct(s.mean)}  95% CI [${fmtPct(s.ci95[0]!)}, ${fmtPct(s.ci95[1]!)}]`);
+  }
+  lines.push(`per seed      ${r.seedResults.map((s) => `${s.seed}: ${fmtPct(s.metrics.val_accuracy ?? 0)}`).join("  ")}  (best seed ${r.bestSeed})`);
+  if (r.target > 0) lines.push(`goal          ${fmtPct(r.target)} -> ${GOAL_TEXT[r.goalStatus]}`);
+  lines.push(
+    `overfitting   ${r.overfitting?.severity ?? "?"} (train-val gap ${fmtPct(r.overfitting?.gap ?? 0)}) · convergence ${r.convergence?.state ?? "?"}`,
+  );
+  if (r.weakClasses.length) lines.push(`weak classes  ${r.weakClasses.map((c) => r.classNames[c] ?? String(c)).join(", ")}`);
+  return `${lines.join("\n")}\n`;
+}
+
+void main();

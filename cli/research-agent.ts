@@ -1,0 +1,335 @@
+/**
+ * research-agent: launch a research run, watch lineage events live, query
+ * past trials, print a report, show who is alive.
+ */
+import { existsSync, readFileSync, statSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { parseArgs, type ParseArgsConfig } from "node:util";
+import { connectBus, type Bus } from "../bus/index.js";
+import { labelName } from "../core/failure.js";
+import { parseGoal } from "../core/goal.js";
+import { createLogger } from "../core/logger.js";
+import { request as queryLineage } from "../lineage-store/client.js";
+import { LineageStore } from "../lineage-store/store.js";
+import { Decision, Verdict, type Event } from "../proto/gen/research/v1/events_pb.js";
+import { bestTrial, meanOf, type RunState } from "../agents/run-state.js";
+import { runGoal, runSettings, startSwarm, type Swarm } from "../deploy/swarm.js";
+import { fmtPct, parseFraction, parsePositiveInt } from "./format.js";
+
+const HELP = `research-agent — an autonomous ML research swarm for PyTorch
+
+usage:
+  research-agent launch --goal "fashion-mnist: reach 90% validation accuracy" [options]
+  research-agent watch [RUN] [--workspace DIR | --nats URL]
+  research-agent query --similar "TEXT" [--run RUN] [--k N] [--json] [--workspace DIR | --nats URL]
+  research-agent report RUN [--workspace DIR]
+  research-agent status [--workspace DIR | --nats URL]
+
+launch options:
+  --goal TEXT          dataset, target, limits in plain words, e.g.
+                       "Fashion-MNIST, >= 92% val accuracy, < 200k params, 20 min"
+  --max-trials N       trial budget (default 30)
+  --time-budget T      wall-clock budget: 90s, 20m, 2h (default: from the goal, else 30m)
+  --target X           validation accuracy target: 0.9 or 90 (overrides the goal)
+  --max-params N       parameter limit (overrides the goal)
+  --data-dir DIR       dataset location (csv/text/mnist/cifar...; default: standard path)
+  --seeds N            seeds per trial (default 3)
+  --parallel N         trials in flight at once (default 2)
+  --planner NAME       builtin (default) or random (the baseline)
+  --subset N           training examples per trial to start with (default: 10000 on large sets)
+  --epochs N           epochs per trial to start with (default 3)
+  --no-research        skip the research brief
+  --seed N             planner random seed (default 0)
+  --slots N            runner worker slots (default: CPU count)
+  --workspace DIR      where lineage, runs, logs and NATS data live (default ./workspace)
+  --nats URL           join an existing NATS instead of starting one
+  --resume RUN         continue an interrupted run from the workspace
+  --unsafe-no-sandbox  run model code without bubblewrap
+  --json               print one JSON object at the end (run id, status, best trial, paths)
+`;
+
+const COMMON = {
+  workspace: { type: "string", default: "./workspace" },
+  nats: { type: "string" },
+  json: { type: "boolean" },
+  help: { type: "boolean", short: "h" },
+} as const satisfies ParseArgsConfig["options"];
+
+function fail(message: string, code = 1): never {
+  process.stderr.write(`research-agent: ${message}\n`);
+  process.exit(code);
+}
+
+function args<O extends ParseArgsConfig["options"]>(argv: string[], options: O) {
+  try {
+    return parseArgs({ args: argv, options: { ...COMMON, ...options }, allowPositionals: true });
+  } catch (err) {
+    fail(`${(err as Error).message}\nrun research-agent --help for usage`);
+  }
+}
+
+function natsUrlOf(workspace: string, nats?: string): string | undefined {
+  if (nats) return nats;
+  const f = join(resolve(workspace), "swarm.json");
+  return existsSync(f) ? (JSON.parse(readFileSync(f, "utf8")) as { nats_url: string }).nats_url : undefined;
+}
+
+async function connectOrFail(workspace: string, nats?: string): Promise<Bus | undefined> {
+  const url = natsUrlOf(workspace, nats);
+  if (!url) return undefined;
+  try {
+    return await Promise.race([
+      connectBus({ servers: url, name: "cli", ensureStream: false, logger: quietLogger() }),
+      new Promise<never>((_, rej) => setTimeout(() => rej(new Error("timeout")), 3000)),
+    ]);
+  } catch {
+    return undefined;
+  }
+}
+
+function quietLogger() {
+  const log = createLogger("research-agent");
+  log.level = process.env.LOG_LEVEL ?? "warn";
+  return log;
+}
+
+const elapsed = (t0: number) => `[${((Date.now() - t0) / 1000).toFixed(0).padStart(5)}s]`;
+const short = (id: string) => id.replace(/^.*-(t\d+)$/, "$1");
+
+/** One line per meaningful event, for launch and watch. */
+export function describeEvent(e: Event, s: RunState): string | undefined {
+  const b = e.body;
+  const id = short(e.trialId);
+  switch (b.case) {
+    case "runStarted":
+      return `run ${e.runId} started: ${b.value.goal?.dataset} target ${fmtPct(b.value.goal?.target ?? 0)} (planner ${b.value.settings?.planner}, ${b.value.settings?.seeds} seeds)`;
+    case "briefReady":
+      return `brief ready: ${JSON.parse(b.value.briefJson).summary_title}`;
+    case "trialProposed":
+      return `${id} proposed [${b.value.surface}] ${b.value.hypothesis}`;
+    case "trialAssembled":
+      return b.value.failure
+        ? `${id} assembly failed [${labelName(b.value.failure.label)}] ${b.value.failure.message.split("\n")[0]}`
+        : `${id} assembled: ${b.value.summary?.totalParams.toLocaleString()} params`;
+    case "trialEvaluated": {
+      const acc = b.value.result?.aggregated.val_accuracy;
+      if (b.value.failure) return `${id} failed [${labelName(b.value.failure.label)}] ${b.value.failure.message.split("\n")[0]}`;
+      return acc ? `${id} evaluated: val ${fmtPct(acc.mean)} 95% CI [${fmtPct(acc.ci95[0]!)}, ${fmtPct(acc.ci95[1]!)}] in ${b.value.evalSeconds.toFixed(0)} s` : undefined;
+    }
+    case "trialJudged": {
+      const best = bestTrial(s);
+      const failures = [...s.trials.values()].filter((t) => t.judged?.failure).reduce<Record<string, number>>((a, t) => {
+        const l = labelName(t.judged!.failure!.label);
+        a[l] = (a[l] ?? 0) + 1;
+        return a;
+      }, {});
+      const inFlight = [...s.trials.values()].filter((t) => t.proposed && !t.judged).length;
+      return `${id} ${Verdict[b.value.verdict].toLowerCase()} -> ${Decision[b.value.decision].toLowerCase()} | best ${best ? `${short(best.id)} ${fmtPct(meanOf(best) ?? 0)} (CI low ${fmtPct(best.judged?.ciLow ?? 0)})` : "none"} | ${b.value.trialsDone} judged, ${inFlight} in flight${Object.keys(failures).length ? ` | failures ${Object.entries(failures).map(([k, v]) => `${k}:${v}`).join(" ")}` : ""}`;
+    }
+    case "runFinished":
+      return `run finished: ${b.value.status} (${b.value.reason})`;
+    default:
+      return undefined;
+  }
+}
+
+async function launch(argv: string[]): Promise<void> {
+  const { values: a } = args(argv, {
+    goal: { type: "string" },
+    "max-trials": { type: "string" },
+    "time-budget": { type: "string" },
+    target: { type: "string" },
+    "max-params": { type: "string" },
+    "data-dir": { type: "string" },
+    seeds: { type: "string" },
+    parallel: { type: "string" },
+    planner: { type: "string" },
+    subset: { type: "string" },
+    epochs: { type: "string" },
+    "no-research": { type: "boolean" },
+    seed: { type: "string" },
+    slots: { type: "string" },
+    resume: { type: "string" },
+    "unsafe-no-sandbox": { type: "boolean" },
+  });
+  if (a.help) return void process.stdout.write(HELP);
+  const int = (flag: string, v?: string) => (v === undefined ? undefined : (parsePositiveInt(v) ?? fail(`--${flag} must be a positive integer, got "${v}"`)));
+  if (a.planner && !["builtin", "random"].includes(a.planner)) fail(`--planner must be builtin or random, got "${a.planner}"`);
+  const workspace = resolve(a.workspace);
+
+  let goalText = a.goal;
+  if (a.resume) {
+    goalText ??= "resume";
+  } else if (!goalText) fail('--goal is required, e.g. --goal "fashion-mnist: reach 90% validation accuracy"');
+  const parsed = parseGoal(goalText!, {
+    target: a.target !== undefined ? (parseFraction(a.target) ?? fail(`--target must be a fraction or percentage, got "${a.target}"`)) : undefined,
+    maxParams: int("max-params", a["max-params"]),
+    timeBudgetS: a["time-budget"],
+    dataDir: a["data-dir"] ? resolve(a["data-dir"]) : undefined,
+  });
+  if (!parsed.ok && !a.resume) fail(`cannot understand the goal: ${parsed.error}`);
+  const goal = parsed.ok ? parsed.goal : undefined;
+  const log = quietLogger();
+  const t0 = Date.now();
+  const say = (line: string) => !a.json && process.stdout.write(`${elapsed(t0)} ${line}\n`);
+
+  say(`starting the swarm in ${workspace} ...`);
+  // The runner mounts data roots read-only into its sandbox; a CSV file's folder is its root.
+  const dataRoot = goal?.dataDir ? (statSync(goal.dataDir, { throwIfNoEntry: false })?.isFile() ? dirname(goal.dataDir) : goal.dataDir) : undefined;
+  let swarm: Swarm;
+  try {
+    swarm = await startSwarm({
+      workspace,
+      natsUrl: a.nats,
+      slots: int("slots", a.slots),
+      dataRoots: dataRoot ? [dataRoot] : [],
+      unsafeNoSandbox: a["unsafe-no-sandbox"],
+      logger: log,
+      onRestart: (name, n) => say(`process ${name} exited; restarted (${n})`),
+    });
+  } catch (err) {
+    fail(`cannot start the swarm: ${(err as Error).message}`, 2);
+  }
+  let stopping = false;
+  const shutdown = async (code: number) => {
+    if (stopping) return;
+    stopping = true;
+    say("stopping the swarm ...");
+    await swarm.stop();
+    process.exit(code);
+  };
+  process.once("SIGINT", () => void shutdown(130));
+  process.once("SIGTERM", () => void shutdown(143));
+
+  try {
+    if (goal) {
+      const info = await swarm.runner.describe({ dataset: { name: goal.dataset, dataDir: goal.dataDir, targetColumn: goal.targetColumn } });
+      if (info.failure) fail(`dataset ${goal.dataset}: ${info.failure.message}`, 2);
+      say(`dataset ${goal.dataset}: ${info.nTrain} train / ${info.nVal} val / ${info.nTest} test, input ${JSON.stringify(info.inputShape)}, ${info.numClasses} classes`);
+    }
+    const settings = runSettings(
+      goal!,
+      {
+        maxTrials: int("max-trials", a["max-trials"]),
+        seeds: int("seeds", a.seeds),
+        parallel: int("parallel", a.parallel),
+        planner: a.planner,
+        subset: int("subset", a.subset),
+        epochs: int("epochs", a.epochs),
+        rngSeed: a.seed ? Number(a.seed) : undefined,
+        research: !a["no-research"],
+      },
+      workspace,
+    );
+    const outcome = await runGoal(swarm, {
+      goal: goal!,
+      settings,
+      runId: a.resume,
+      resume: !!a.resume,
+      log,
+      onEvent: (e, s) => {
+        const line = describeEvent(e, s);
+        if (line) say(line);
+      },
+    });
+    const best = outcome.state.trials.get(outcome.finished.bestTrialId);
+    const acc = best?.evaluated?.result?.aggregated.val_accuracy;
+    const test = outcome.finished.testResult?.aggregated.test_accuracy;
+    if (a.json) {
+      process.stdout.write(
+        `${JSON.stringify({
+          run_id: outcome.runId,
+          status: outcome.finished.status,
+          reason: outcome.finished.reason,
+          trials: outcome.finished.trials,
+          seconds: outcome.finished.seconds,
+          best_trial: best
+            ? { trial_id: best.id, val_accuracy: acc?.mean, ci_95: acc?.ci95, params: Number(best.evaluated?.result?.params ?? 0), test_accuracy: test?.mean }
+            : null,
+          report: outcome.finished.reportPath,
+          registry: outcome.finished.registryPath,
+        })}\n`,
+      );
+    } else {
+      say(`status: ${outcome.finished.status} after ${outcome.finished.trials} trials`);
+      if (best && acc) say(`best: ${best.id} val ${fmtPct(acc.mean)} 95% CI [${fmtPct(acc.ci95[0]!)}, ${fmtPct(acc.ci95[1]!)}]${test ? `, test ${fmtPct(test.mean)}` : ""}`);
+      say(`report: ${outcome.finished.reportPath}`);
+      say(`registry: ${outcome.finished.registryPath}`);
+    }
+    await shutdown(outcome.finished.status === "goal_achieved" ? 0 : 3);
+  } catch (err) {
+    process.stderr.write(`research-agent: ${(err as Error).message}\n`);
+    await shutdown(2);
+  }
+}
+
+async function watch(argv: string[]): Promise<void> {
+  const { values: a, positionals } = args(argv, {});
+  if (a.help) return void process.stdout.write(HELP);
+  const bus = (await connectOrFail(a.workspace, a.nats)) ?? fail("no swarm is running for this workspace (give --nats URL or --workspace DIR)");
+  const states = new Map<string, RunState>();
+  const { applyToRunState, emptyRunState } = await import("../agents/run-state.js");
+  await bus.watch(positionals[0] ?? "*", (e) => {
+    const s = states.get(e.runId) ?? emptyRunState(e.runId);
+    states.set(e.runId, applyToRunState(s, e));
+    const line = describeEvent(e, s);
+    if (line) process.stdout.write(`${new Date(Number(e.emittedAtMs)).toISOString()} ${e.runId} ${line}\n`);
+  });
+  process.once("SIGINT", () => void bus.close().then(() => process.exit(0)));
+}
+
+async function query(argv: string[]): Promise<void> {
+  const { values: a } = args(argv, { similar: { type: "string" }, run: { type: "string" }, k: { type: "string" } });
+  if (a.help) return void process.stdout.write(HELP);
+  if (!a.similar) fail('query needs --similar "TEXT"');
+  const k = a.k ? (parsePositiveInt(a.k) ?? fail(`--k must be a positive integer`)) : 10;
+  const bus = await connectOrFail(a.workspace, a.nats);
+  let rows: { trial_id: string; run_id: string; hypothesis: string; val_accuracy: number | null; failure_label: string; distance: number }[];
+  if (bus) {
+    rows = await queryLineage(bus, { text: a.similar, k, runId: a.run });
+    await bus.close();
+  } else {
+    const dir = join(resolve(a.workspace), "lineage");
+    if (!existsSync(dir)) fail(`no lineage in ${dir}`);
+    const store = await LineageStore.open(dir, { readOnly: true, logger: quietLogger() });
+    rows = (await store.similarTrials({ text: a.similar, k, runId: a.run })).map((r) => ({ ...r, val_accuracy: r.val_accuracy ?? null }));
+    await store.close();
+  }
+  if (a.json) return void process.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
+  for (const r of rows) {
+    process.stdout.write(
+      `${r.distance.toFixed(3)}  ${r.trial_id}  ${r.val_accuracy != null ? fmtPct(r.val_accuracy) : "   -   "}  ${r.failure_label || "ok"}  ${r.hypothesis}\n`,
+    );
+  }
+}
+
+async function report(argv: string[]): Promise<void> {
+  const { values: a, positionals } = args(argv, {});
+  if (a.help) return void process.stdout.write(HELP);
+  const run = positionals[0] ?? fail("report needs a RUN id");
+  const path = join(resolve(a.workspace), "runs", run, "report.md");
+  if (!existsSync(path)) fail(`no report at ${path} (is the run finished, and is --workspace right?)`);
+  process.stdout.write(readFileSync(path, "utf8"));
+}
+
+async function status(argv: string[]): Promise<void> {
+  const { values: a } = args(argv, {});
+  if (a.help) return void process.stdout.write(HELP);
+  const bus = (await connectOrFail(a.workspace, a.nats)) ?? fail("no swarm is running for this workspace (give --nats URL or --workspace DIR)");
+  const seen = new Map<string, string>();
+  const sub = bus.watchHeartbeats((beat) => {
+    seen.set(`${beat.role}/${beat.instance}`, `in flight ${beat.inFlight}, handled ${beat.handled}, up ${((Date.now() - Number(beat.startedAtMs)) / 1000).toFixed(0)} s`);
+  });
+  // Heartbeats come every 5 s.
+  await new Promise((r) => setTimeout(r, 6000));
+  await sub.stop();
+  await bus.close();
+  if (seen.size === 0) fail("no agent heartbeats in 6 s");
+  for (const [who, what] of [...seen.entries()].sort()) process.stdout.write(`${who.padEnd(40)} ${what}\n`);
+}
+
+const [command, ...rest] = process.argv.slice(2);
+const commands: Record<string, (argv: string[]) => Promise<void>> = { launch, watch, query, report, status };
+if (!command || command === "--help" || command === "-h" || command === "help") process.stdout.write(HELP);
+else if (!commands[command]) fail(`unknown command "${command}"\n${HELP}`);
+else await commands[command](rest);

@@ -1,0 +1,409 @@
+/**
+ * Goals as users write them ("Fashion-MNIST, >= 92% val accuracy, < 200k
+ * params, 20 min") turned into the `Goal` proto.
+ *
+ * The reader is a sequence of regex passes over one working copy of the
+ * text. Each pass blanks what it consumed (same length, so offsets stay
+ * valid), which is what keeps the "10" of "cifar10", the digits of a csv
+ * path and the "200" of "200k params" from being read again as a target.
+ */
+import { create } from "@bufbuild/protobuf";
+import { z } from "zod";
+import { GoalSchema, type Goal } from "../proto/gen/research/v1/events_pb.js";
+
+/** Dataset names as the runner's DatasetSpec spells them. */
+export const DATASETS = [
+  "fashion-mnist",
+  "mnist",
+  "cifar10",
+  "cifar100",
+  "svhn",
+  "digits",
+  "iris",
+  "wine",
+  "breast_cancer",
+  "csv",
+  "text",
+  "synthetic",
+] as const;
+export type DatasetName = (typeof DATASETS)[number];
+
+export type Modality = "vision" | "tabular" | "text";
+
+// synthetic has no fixed modality: its shape is chosen per run.
+const MODALITY: Record<DatasetName, Modality | undefined> = {
+  "fashion-mnist": "vision",
+  mnist: "vision",
+  cifar10: "vision",
+  cifar100: "vision",
+  svhn: "vision",
+  digits: "vision",
+  iris: "tabular",
+  wine: "tabular",
+  breast_cancer: "tabular",
+  csv: "tabular",
+  text: "text",
+  synthetic: undefined,
+};
+
+export function datasetModality(dataset: string): Modality | undefined {
+  const name = normaliseDataset(dataset);
+  return name ? MODALITY[name] : undefined;
+}
+
+/** The only metric the judge decides on today. */
+export const METRIC = "val_accuracy";
+
+// Longer names first: "fashion-mnist" must win over "mnist", "cifar100" over "cifar10".
+const DATASET_PATTERNS: readonly (readonly [RegExp, DatasetName])[] = [
+  [/\b(?:fashion[-_ ]?mnist|f[-_]?mnist)\b/gi, "fashion-mnist"],
+  [/\bcifar[-_ ]?100\b/gi, "cifar100"],
+  [/\bcifar[-_ ]?10\b/gi, "cifar10"],
+  // "MNIST digits" is MNIST, not sklearn's digits.
+  [/\bmnist(?:[-_ ]digits)?\b/gi, "mnist"],
+  [/\bsvhn\b/gi, "svhn"],
+  [/\b(?:sklearn[-_ ]?)?digits\b/gi, "digits"],
+  [/\biris\b/gi, "iris"],
+  [/\bwine\b/gi, "wine"],
+  [/\bbreast[-_ ]?cancer\b/gi, "breast_cancer"],
+  [/\bsynthetic\b/gi, "synthetic"],
+];
+
+/** Canonical dataset name for an alias ("FashionMNIST", "cifar-10", "breast-cancer"), or undefined. */
+export function normaliseDataset(name: string): DatasetName | undefined {
+  const trimmed = name.trim();
+  if ((DATASETS as readonly string[]).includes(trimmed.toLowerCase())) return trimmed.toLowerCase() as DatasetName;
+  for (const [pattern, dataset] of DATASET_PATTERNS) {
+    const m = new RegExp(`^(?:${pattern.source})$`, "i").exec(trimmed);
+    if (m) return dataset;
+  }
+  return undefined;
+}
+
+const NUM = String.raw`(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?|\.\d+)`;
+const PATH = String.raw`("[^"]+"|'[^']+'|[^\s,;]+)`;
+
+const FILE_DATASET = new RegExp(String.raw`\b(csv|text)\s*(?:[:=]\s*|\s(?:file\s+)?(?:at\s+)?(?=[./~]))${PATH}`, "gi");
+const BARE_CSV_PATH = /(?<![\w/.~-])((?:~|\.{1,2})?\/[^\s,;]+\.(?:csv|tsv)|[\w.-]+\.(?:csv|tsv))\b/gi;
+// "target: 90%" must stay a target, so a bare "target" only names a column with "=".
+const TARGET_COLUMN = [
+  /\b(?:target|label)[-_ ]?col(?:umn)?\s*[:=]?\s*("[^"]+"|'[^']+'|[A-Za-z_][\w.-]*)/gi,
+  /\b(?:target|label)\s*=\s*("[^"]+"|'[^']+'|[A-Za-z_][\w.-]*)/gi,
+];
+const DATA_DIR = new RegExp(String.raw`\bdata(?:[-_ ]?dir)?\s*=\s*${PATH}`, "gi");
+
+const COUNT_UNIT = String.raw`(k|m|b|thousand|million|billion)`;
+const PARAMS_AFTER = new RegExp(String.raw`${NUM}\s*${COUNT_UNIT}?\s*(?:trainable\s+)?(?:params?|parameters?|weights)\b`, "gi");
+const PARAMS_BEFORE = new RegExp(
+  String.raw`\b(?:max[-_ ]?)?(?:params?|parameters?)\b\s*(?:count\s*)?(?:<=|[:=<≤]|under|below|at most|of|budget(?:\s+of)?)?\s*${NUM}\s*${COUNT_UNIT}?(?![\w%])`,
+  "gi",
+);
+// Case matters for bare suffixes: "1M" is a million parameters, "20m" is twenty minutes.
+const PARAMS_BARE = new RegExp(String.raw`(?<![\w.])${NUM}\s?([kK]|M)(?![\w%])`, "g");
+
+const HOUR = String.raw`(?:hours?|hrs?|h)`;
+const MINUTE = String.raw`(?:minutes?|mins?|m)`;
+const SECOND = String.raw`(?:seconds?|secs?|s)`;
+const TIME_COMPOUND = new RegExp(String.raw`${NUM}\s*${HOUR}\s*(?:and\s+)?${NUM}\s*${MINUTE}\b`, "gi");
+const TIME = new RegExp(String.raw`${NUM}\s*(${HOUR}|${MINUTE}|${SECOND})\b`, "gi");
+
+// "top-1" names the metric; its "1" is no target.
+const TOP1 = /\btop[-_ ]?1\b/gi;
+const PERCENT = new RegExp(String.raw`${NUM}\s*(?:%|percent\b|pct\b)`, "gi");
+const BARE_NUMBER = new RegExp(String.raw`(?<![\w.])${NUM}(?![\w]|\.\d)`, "g");
+const NEXT_WORD = /^\s*([a-z]+)/i;
+// A bare number is a target only at the end of a phrase or before one of these ("0.95 accuracy"); "10 epochs" is not.
+const ACCURACY_WORD = /^(?:val|validation|accuracy|acc|top)$/i;
+
+const OTHER_METRIC =
+  /\b(macro[-_ ]?f1|micro[-_ ]?f1|f1(?:[-_ ]score)?|roc[-_ ]?auc|pr[-_ ]?auc|auc|precision|recall|loss|mse|rmse|mae|r2|perplexity|bleu|top[-_ ]?5)\b/gi;
+
+const COUNT_MULTIPLIER: Record<string, number> = { k: 1e3, thousand: 1e3, m: 1e6, million: 1e6, b: 1e9, billion: 1e9 };
+
+function toNumber(text: string): number {
+  return Number(text.replaceAll(",", ""));
+}
+
+function count(value: string, unit: string | undefined): number {
+  return Math.round(toNumber(value) * (unit ? (COUNT_MULTIPLIER[unit.toLowerCase()] ?? 1) : 1));
+}
+
+function unitSeconds(unit: string): number {
+  const u = unit.toLowerCase();
+  if (u.startsWith("h")) return 3600;
+  if (u.startsWith("m")) return 60;
+  return 1;
+}
+
+/** A parameter count from a CLI-style string: "200k", "1.5M", "50000", "200,000". */
+export function parseCount(text: string): number | undefined {
+  const m = new RegExp(String.raw`^\s*${NUM}\s*${COUNT_UNIT}?\s*(?:params?|parameters?)?\s*$`, "i").exec(text);
+  return m?.[1] ? count(m[1], m[2]) : undefined;
+}
+
+/** Seconds from a CLI-style duration: "20m", "1h30m", "90 s", "2 hours", or a bare number of seconds. */
+export function parseDuration(text: string): number | undefined {
+  if (/^\s*\d+(?:\.\d+)?\s*$/.test(text)) return Number(text);
+  const compound = new RegExp(`^\\s*${TIME_COMPOUND.source}\\s*$`, "i").exec(text);
+  if (compound?.[1] && compound[2]) return toNumber(compound[1]) * 3600 + toNumber(compound[2]) * 60;
+  const simple = new RegExp(`^\\s*${TIME.source}\\s*$`, "i").exec(text);
+  return simple?.[1] && simple[2] ? toNumber(simple[1]) * unitSeconds(simple[2]) : undefined;
+}
+
+/** Percent (> 1) or fraction (<= 1) to a fraction; "92%" and "0.92" both give 0.92. */
+function toFraction(value: number, percent: boolean): number {
+  return percent || value > 1 ? value / 100 : value;
+}
+
+function percentLabel(fraction: number): string {
+  return `${Number((fraction * 100).toFixed(4))}%`;
+}
+
+function durationLabel(seconds: number): string {
+  if (seconds >= 3600 && seconds % 3600 === 0) return `${seconds / 3600}h`;
+  if (seconds >= 60 && seconds % 60 === 0) return `${seconds / 60}min`;
+  return `${seconds}s`;
+}
+
+// A sentence-ending period or closing parenthesis belongs to the prose, not the path ("..", though, is a path).
+function unquote(text: string): string {
+  return text.replace(/^(["'])(.*)\1$/, "$2").replace(/(?<=[^.])[.)]+$/, "");
+}
+
+/** What the text says, before any override or validation; every list keeps all distinct mentions. */
+export interface GoalReading {
+  datasets: DatasetName[];
+  dataDirs: string[];
+  targetColumns: string[];
+  targets: number[];
+  maxParams: number[];
+  timeBudgets: number[];
+  otherMetrics: string[];
+  /** A leading "name:" that is no known dataset, for the error message. */
+  unknownDataset?: string;
+}
+
+class Scanner {
+  constructor(public text: string) {}
+
+  /** Runs a global regex over the unconsumed text, blanks each match and returns the matches. */
+  take(pattern: RegExp): RegExpExecArray[] {
+    const found = [...this.text.matchAll(pattern)];
+    for (const m of found) {
+      this.text = this.text.slice(0, m.index) + " ".repeat(m[0].length) + this.text.slice(m.index + m[0].length);
+    }
+    return found;
+  }
+}
+
+function pushDistinct<T>(list: T[], value: T): void {
+  if (!list.includes(value)) list.push(value);
+}
+
+/** Reads every goal field the text mentions; never fails (parseGoal decides what is missing or contradictory). */
+export function readGoalText(text: string): GoalReading {
+  const s = new Scanner(text);
+  const r: GoalReading = { datasets: [], dataDirs: [], targetColumns: [], targets: [], maxParams: [], timeBudgets: [], otherMetrics: [] };
+
+  for (const m of s.take(FILE_DATASET)) {
+    pushDistinct(r.datasets, m[1]!.toLowerCase() as DatasetName);
+    pushDistinct(r.dataDirs, unquote(m[2]!));
+  }
+  for (const m of s.take(BARE_CSV_PATH)) {
+    pushDistinct(r.datasets, "csv");
+    pushDistinct(r.dataDirs, unquote(m[1]!));
+  }
+  for (const pattern of TARGET_COLUMN) for (const m of s.take(pattern)) pushDistinct(r.targetColumns, unquote(m[1]!));
+  for (const m of s.take(DATA_DIR)) pushDistinct(r.dataDirs, unquote(m[1]!));
+  for (const [pattern, dataset] of DATASET_PATTERNS) if (s.take(pattern).length) pushDistinct(r.datasets, dataset);
+
+  for (const m of [...s.take(PARAMS_AFTER), ...s.take(PARAMS_BEFORE), ...s.take(PARAMS_BARE)]) {
+    pushDistinct(r.maxParams, count(m[1]!, m[2]));
+  }
+  for (const m of s.take(TIME_COMPOUND)) pushDistinct(r.timeBudgets, toNumber(m[1]!) * 3600 + toNumber(m[2]!) * 60);
+  for (const m of s.take(TIME)) pushDistinct(r.timeBudgets, toNumber(m[1]!) * unitSeconds(m[2]!));
+
+  s.take(TOP1);
+  for (const m of s.take(PERCENT)) pushDistinct(r.targets, toFraction(toNumber(m[1]!), true));
+  for (const m of [...s.text.matchAll(BARE_NUMBER)]) {
+    const next = NEXT_WORD.exec(s.text.slice(m.index + m[0].length))?.[1];
+    if (next && !ACCURACY_WORD.test(next)) continue;
+    pushDistinct(r.targets, toFraction(toNumber(m[1]!), false));
+  }
+
+  for (const m of s.take(OTHER_METRIC)) pushDistinct(r.otherMetrics, m[1]!.toLowerCase());
+
+  if (!r.datasets.length) {
+    const lead = /^\s*(?:dataset\s*[:=]\s*)?([A-Za-z][\w-]*)\s*[:,]/.exec(text)?.[1];
+    if (lead && !/^(?:goal|target|task)$/i.test(lead)) r.unknownDataset = lead;
+  }
+  return r;
+}
+
+const targetSchema = z
+  .number()
+  .gt(0, { error: (iss) => `target must be above 0%, got ${percentLabel(Number(iss.input))}` })
+  .lte(1, { error: (iss) => `target must be at most 100%, got ${percentLabel(Number(iss.input))}` });
+const maxParamsSchema = z
+  .number()
+  .int({ error: "max_params must be a whole number" })
+  .positive({ error: "max_params must be positive" });
+const timeBudgetSchema = z.number().positive({ error: "time budget must be positive" });
+
+function fromText(read: (text: string) => number | undefined, what: string) {
+  return (v: string | number | bigint, ctx: z.RefinementCtx<string | number | bigint>): number => {
+    if (typeof v !== "string") return Number(v);
+    const parsed = read(v);
+    if (parsed === undefined) {
+      ctx.issues.push({ code: "custom", message: `cannot read "${v}" as ${what}`, input: v });
+      return z.NEVER;
+    }
+    return parsed;
+  };
+}
+
+/** Overrides as CLI flags give them: numbers, or the same phrasing the goal text accepts ("200k", "20m", "92%"). */
+export const GoalOverridesSchema = z
+  .object({
+    dataset: z.string().transform((v, ctx) => {
+      const name = normaliseDataset(v);
+      if (!name) {
+        ctx.issues.push({ code: "custom", message: `unknown dataset "${v}" (known: ${DATASETS.join(", ")})`, input: v });
+        return z.NEVER;
+      }
+      return name;
+    }),
+    dataDir: z.string().min(1),
+    targetColumn: z.string().min(1),
+    metric: z.string().transform((v, ctx) => {
+      if (!/^(?:val[-_ ]?)?(?:accuracy|acc)$|^val(?:idation)?[-_ ]accuracy$/i.test(v.trim())) {
+        ctx.issues.push({ code: "custom", message: `only ${METRIC} can be a target, got "${v}"`, input: v });
+        return z.NEVER;
+      }
+      return METRIC;
+    }),
+    target: z
+      .union([z.number(), z.string()])
+      .transform((v, ctx) => {
+        if (typeof v === "number") return toFraction(v, false);
+        const m = /^\s*(\d+(?:\.\d+)?|\.\d+)\s*(%)?\s*$/.exec(v);
+        if (!m?.[1]) {
+          ctx.issues.push({ code: "custom", message: `cannot read "${v}" as a target`, input: v });
+          return z.NEVER;
+        }
+        return toFraction(Number(m[1]), Boolean(m[2]));
+      })
+      .pipe(targetSchema),
+    maxParams: z.union([z.number(), z.bigint(), z.string()]).transform(fromText(parseCount, "a parameter count")).pipe(maxParamsSchema),
+    timeBudgetS: z.union([z.number(), z.string()]).transform(fromText(parseDuration, "a duration")).pipe(timeBudgetSchema),
+  })
+  .partial()
+  .strict();
+export type GoalOverrides = z.input<typeof GoalOverridesSchema>;
+
+/** The goal after merging text and overrides; 0 for max_params / time budget means "no limit". */
+const ResolvedGoalSchema = z
+  .object({
+    dataset: z.enum(DATASETS),
+    dataDir: z.string(),
+    targetColumn: z.string(),
+    metric: z.literal(METRIC),
+    target: targetSchema,
+    maxParams: maxParamsSchema.optional(),
+    timeBudgetS: timeBudgetSchema.optional(),
+  })
+  .superRefine((g, ctx) => {
+    if ((g.dataset === "csv" || g.dataset === "text") && !g.dataDir) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["dataDir"],
+        message: `${g.dataset} needs a path, e.g. "${g.dataset === "csv" ? "csv:/data/titanic.csv target=Survived" : "text:/data/reviews"}"`,
+      });
+    }
+  });
+
+export type GoalParse = { ok: true; goal: Goal } | { ok: false; error: string };
+
+function understood(r: { dataset?: string; dataDir?: string; targetColumn?: string; target?: number; maxParams?: number; timeBudgetS?: number }): string {
+  const parts: string[] = [];
+  if (r.dataset) parts.push(`dataset=${r.dataset}`);
+  if (r.dataDir) parts.push(`path=${r.dataDir}`);
+  if (r.targetColumn) parts.push(`target_column=${r.targetColumn}`);
+  if (r.target !== undefined) parts.push(`target=${percentLabel(r.target)}`);
+  if (r.maxParams !== undefined) parts.push(`max_params=${r.maxParams}`);
+  if (r.timeBudgetS !== undefined) parts.push(`time_budget=${durationLabel(r.timeBudgetS)}`);
+  return parts.length ? parts.join(", ") : "nothing";
+}
+
+/** One value per field: the override, else the single distinct mention; several distinct mentions are a contradiction. */
+function single<T>(override: T | undefined, mentions: T[], field: string, show: (v: T) => string, problems: string[]): T | undefined {
+  if (override !== undefined) return override;
+  if (mentions.length > 1) problems.push(`found several ${field} (${mentions.map(show).join(", ")})`);
+  return mentions[0];
+}
+
+/**
+ * The Goal proto from the user's words; overrides (CLI flags) win field by
+ * field and also settle a field the text states twice. Errors say what was
+ * understood so the user can fix only what is missing.
+ */
+export function parseGoal(text: string, overrides: GoalOverrides = {}): GoalParse {
+  const o = GoalOverridesSchema.safeParse(overrides);
+  if (!o.success) {
+    return { ok: false, error: `invalid override: ${o.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`).join("; ")}` };
+  }
+  const over = o.data;
+  const r = readGoalText(text);
+  const problems: string[] = [];
+
+  const values = {
+    dataset: single(over.dataset, r.datasets, "datasets", String, problems),
+    dataDir: single(over.dataDir, r.dataDirs, "data paths", String, problems),
+    targetColumn: single(over.targetColumn, r.targetColumns, "target columns", String, problems),
+    target: single(over.target, r.targets, "targets", percentLabel, problems),
+    maxParams: single(over.maxParams, r.maxParams, "parameter limits", String, problems),
+    timeBudgetS: single(over.timeBudgetS, r.timeBudgets, "time budgets", durationLabel, problems),
+  };
+  if (!over.metric && r.otherMetrics.length) {
+    problems.push(`only validation accuracy can be a target, not ${r.otherMetrics.join(", ")}`);
+  }
+
+  const missing: string[] = [];
+  if (!values.dataset) missing.push(r.unknownDataset ? `a known dataset ("${r.unknownDataset}" is not one)` : "a dataset");
+  if (values.target === undefined) missing.push("a target accuracy");
+  if (missing.length) problems.unshift(`could not find ${missing.join(" or ")}`);
+
+  if (!problems.length) {
+    const resolved = ResolvedGoalSchema.safeParse({
+      ...values,
+      dataDir: values.dataDir ?? "",
+      targetColumn: values.targetColumn ?? "",
+      metric: METRIC,
+    });
+    if (resolved.success) {
+      const g = resolved.data;
+      return {
+        ok: true,
+        goal: create(GoalSchema, {
+          rawText: text,
+          dataset: g.dataset,
+          dataDir: g.dataDir,
+          metric: g.metric,
+          target: g.target,
+          maxParams: BigInt(g.maxParams ?? 0),
+          timeBudgetS: g.timeBudgetS ?? 0,
+          targetColumn: g.targetColumn,
+        }),
+      };
+    }
+    problems.push(...resolved.error.issues.map((i) => i.message));
+  }
+
+  const [first, ...rest] = problems;
+  const hint = values.dataset ? "" : ` Known datasets: ${DATASETS.filter((d) => d !== "csv" && d !== "text").join(", ")}, csv:<path> target=<column>, text:<path>.`;
+  const example = `${values.dataset && values.dataset !== "csv" && values.dataset !== "text" ? values.dataset : "fashion-mnist"}: reach 90% validation accuracy`;
+  return {
+    ok: false,
+    error: `${first} in "${text}"${rest.map((p) => `; ${p}`).join("")}; understood: ${understood(values)}.${hint} Write e.g. "${example}"`,
+  };
+}

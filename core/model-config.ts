@@ -1,0 +1,397 @@
+import { z } from "zod";
+import { parse as parseYaml } from "yaml";
+
+/*
+ * The declarative model and recipe language of the swarm. Users, the built-in
+ * brain and LLMs all author these; the coder compiles them to PyTorch. Every
+ * object is strict so a typo ("kernal_size") fails loudly instead of silently
+ * falling back to a default.
+ */
+
+const POSITIVE_INT = "expected a positive integer";
+const NON_NEGATIVE_INT = "expected a non-negative integer";
+
+function posInt(max: number) {
+  return z
+    .int({ error: POSITIVE_INT })
+    .min(1, { error: POSITIVE_INT })
+    .max(max, { error: `expected at most ${max}` });
+}
+
+function nonNegInt(max: number) {
+  return z
+    .int({ error: NON_NEGATIVE_INT })
+    .min(0, { error: NON_NEGATIVE_INT })
+    .max(max, { error: `expected at most ${max}` });
+}
+
+/** A probability that still lets signal through: p = 1 would zero every activation. */
+const dropProb = () =>
+  z.number({ error: "expected a number in [0, 1)" }).min(0, { error: "expected a number in [0, 1)" }).lt(1, { error: "expected a number in [0, 1)" });
+
+const bool = () => z.boolean({ error: "expected true or false" });
+
+export const ACTIVATIONS = ["relu", "gelu", "silu", "mish", "tanh", "sigmoid", "leaky_relu", "hardswish"] as const;
+export const ActivationSchema = z.enum(ACTIVATIONS);
+export type Activation = z.infer<typeof ActivationSchema>;
+const ActivationOrNone = z.enum([...ACTIVATIONS, "none"]);
+
+const MAX_CHANNELS = 16384;
+const MAX_KERNEL = 63;
+const MAX_STRIDE = 16;
+
+const kernel = (dflt: number) => posInt(MAX_KERNEL).default(dflt).describe("square kernel size");
+const stride = () => posInt(MAX_STRIDE).default(1);
+const padding = () =>
+  z
+    .union([z.literal("same"), nonNegInt(MAX_KERNEL)], { error: 'expected "same" or a non-negative integer' })
+    .default("same")
+    .describe('"same" keeps the spatial size at stride 1 (ceil(size / stride) otherwise); an integer pads every side');
+const channels = () => posInt(MAX_CHANNELS);
+const poolMode = () => z.enum(["mean", "max"]).default("mean");
+
+const Conv2d = z
+  .strictObject({
+    type: z.literal("conv2d"),
+    out_channels: channels(),
+    kernel_size: kernel(3),
+    stride: stride(),
+    padding: padding(),
+    groups: posInt(MAX_CHANNELS).default(1),
+    bias: bool().default(true),
+  })
+  .describe("2-d convolution over [C, H, W]");
+
+const DepthwiseConv2d = z
+  .strictObject({
+    type: z.literal("depthwise_conv2d"),
+    kernel_size: kernel(3),
+    stride: stride(),
+    padding: padding(),
+    multiplier: posInt(64).default(1).describe("output channels per input channel"),
+    bias: bool().default(true),
+  })
+  .describe("per-channel convolution (groups = channels)");
+
+const PointwiseConv2d = z
+  .strictObject({ type: z.literal("pointwise_conv2d"), out_channels: channels(), bias: bool().default(true) })
+  .describe("1x1 convolution mixing channels");
+
+const BatchNorm = z
+  .strictObject({ type: z.literal("batchnorm") })
+  .describe("batch normalisation over channels ([C,H,W]), features ([F]) or the token dim ([N,D])");
+
+const GroupNorm = z
+  .strictObject({ type: z.literal("groupnorm"), groups: posInt(MAX_CHANNELS).default(8) })
+  .describe("group normalisation; channels must be divisible by groups");
+
+const LayerNorm = z
+  .strictObject({ type: z.literal("layernorm") })
+  .describe("layer normalisation over the last dim ([F], [N,D]) or over channels at each position ([C,H,W])");
+
+const ActivationLayer = z
+  .strictObject({ type: z.literal("activation"), fn: ActivationSchema.default("relu") })
+  .describe("elementwise non-linearity");
+
+const poolFields = {
+  kernel_size: kernel(2),
+  stride: posInt(MAX_STRIDE).optional().describe("defaults to kernel_size"),
+  padding: nonNegInt(MAX_KERNEL).default(0),
+};
+const MaxPool = z.strictObject({ type: z.literal("maxpool"), ...poolFields }).describe("2-d max pooling");
+const AvgPool = z.strictObject({ type: z.literal("avgpool"), ...poolFields }).describe("2-d average pooling");
+
+const GlobalAvgPool = z
+  .strictObject({ type: z.literal("global_avgpool") })
+  .describe("mean over H and W: [C,H,W] -> [C]");
+
+const Dropout = z.strictObject({ type: z.literal("dropout"), p: dropProb().default(0.1) }).describe("elementwise dropout");
+
+const Dropout2d = z
+  .strictObject({ type: z.literal("dropout2d"), p: dropProb().default(0.1) })
+  .describe("drops whole channels of [C,H,W]");
+
+const Flatten = z.strictObject({ type: z.literal("flatten") }).describe("any shape -> [features]");
+
+const Linear = z
+  .strictObject({ type: z.literal("linear"), out_features: posInt(1 << 20), bias: bool().default(true) })
+  .describe("fully connected over [F], or over the last dim of tokens [N,D]");
+
+const SqueezeExcite = z
+  .strictObject({ type: z.literal("se"), reduction: posInt(256).default(4) })
+  .describe("squeeze-and-excitation channel gating; hidden = max(1, channels // reduction)");
+
+const Ghost = z
+  .strictObject({
+    type: z.literal("ghost"),
+    out_channels: channels(),
+    ratio: z.int({ error: "expected an integer >= 2" }).min(2, { error: "expected an integer >= 2" }).max(16).default(2),
+    kernel_size: kernel(1).describe("primary convolution kernel"),
+    dw_kernel_size: kernel(3)
+      .refine((k) => k % 2 === 1, { error: "expected an odd kernel size" })
+      .describe("cheap depthwise convolution kernel (odd, so both halves keep the same size)"),
+    stride: stride(),
+    activation: ActivationOrNone.default("relu"),
+  })
+  .describe("GhostNet module: ceil(out/ratio) maps from a conv, the rest from a cheap depthwise conv, then BN");
+
+const MBConv = z
+  .strictObject({
+    type: z.literal("mbconv"),
+    out_channels: channels(),
+    expand_ratio: z.number().min(1, { error: "expected a number >= 1" }).max(16).default(4),
+    kernel_size: kernel(3).refine((k) => k % 2 === 1, { error: "expected an odd kernel size" }),
+    stride: stride(),
+    se_ratio: z.number().min(0).max(1).default(0.25).describe("SE hidden = max(1, int(in_channels * se_ratio)); 0 disables"),
+    activation: ActivationSchema.default("silu"),
+  })
+  .describe("MobileNetV2/EfficientNet inverted residual: expand 1x1, depthwise, SE, project 1x1; skip when shapes match");
+
+const PatchEmbed = z
+  .strictObject({
+    type: z.literal("patch_embed"),
+    patch_size: posInt(MAX_KERNEL).default(4),
+    dim: channels().default(64),
+    position_embedding: bool().default(true),
+  })
+  .describe("non-overlapping patches to tokens: [C,H,W] -> [(H/p)*(W/p), dim]");
+
+const TransformerEncoder = z
+  .strictObject({
+    type: z.literal("transformer_encoder"),
+    heads: posInt(256).default(4),
+    mlp_ratio: z.number().positive().max(16).default(4),
+    dropout: dropProb().default(0),
+    depth: posInt(64).default(1),
+  })
+  .describe("pre-norm transformer blocks over tokens [N,D]; D comes from the input and must divide by heads");
+
+const MixerBlock = z
+  .strictObject({
+    type: z.literal("mixer_block"),
+    token_mlp_dim: posInt(1 << 16).default(64),
+    channel_mlp_dim: posInt(1 << 16).default(256),
+    dropout: dropProb().default(0),
+    depth: posInt(64).default(1),
+  })
+  .describe("MLP-Mixer blocks over tokens [N,D]: token-mixing MLP then channel-mixing MLP");
+
+const TokenPool = z
+  .strictObject({ type: z.literal("token_pool"), mode: poolMode() })
+  .describe("pool over tokens: [N,D] -> [D]");
+
+const Embedding = z
+  .strictObject({
+    type: z.literal("embedding"),
+    vocab_size: posInt(1 << 24),
+    dim: channels().default(64),
+    padding_idx: nonNegInt(1 << 24).optional(),
+    position_embedding: bool().default(false),
+  })
+  .describe("int64 token ids [L] -> [L, dim]; must come first for int64 inputs");
+
+const Conv1d = z
+  .strictObject({
+    type: z.literal("conv1d"),
+    out_channels: channels(),
+    kernel_size: kernel(3),
+    stride: stride(),
+    padding: padding(),
+    groups: posInt(MAX_CHANNELS).default(1),
+    bias: bool().default(true),
+  })
+  .describe("1-d convolution along a sequence [L,D] -> [L', out_channels]");
+
+const SequencePool = z
+  .strictObject({ type: z.literal("sequence_pool"), mode: poolMode() })
+  .describe("pool over sequence positions: [L,D] -> [D]");
+
+const Residual = z
+  .strictObject({
+    type: z.literal("residual"),
+    get layers(): z.ZodArray<typeof LayerSchema> {
+      return z.array(LayerSchema).min(1, { error: "expected at least one layer" });
+    },
+    activation: ActivationOrNone.default("none").describe("applied after the sum"),
+  })
+  .describe(
+    "adds the input to the output of its layers; when shapes differ the shortcut is projected (strided 1x1 conv + BN, or linear)",
+  );
+
+export const LayerSchema = z
+  .discriminatedUnion("type", [
+    Conv2d,
+    DepthwiseConv2d,
+    PointwiseConv2d,
+    BatchNorm,
+    GroupNorm,
+    LayerNorm,
+    ActivationLayer,
+    MaxPool,
+    AvgPool,
+    GlobalAvgPool,
+    Dropout,
+    Dropout2d,
+    Flatten,
+    Linear,
+    Residual,
+    SqueezeExcite,
+    Ghost,
+    MBConv,
+    PatchEmbed,
+    TransformerEncoder,
+    MixerBlock,
+    TokenPool,
+    Embedding,
+    Conv1d,
+    SequencePool,
+  ])
+  .meta({ id: "Layer" });
+
+export type Layer = z.infer<typeof LayerSchema>;
+export type LayerType = Layer["type"];
+export const LAYER_TYPES = LayerSchema.options.map((o) => o.shape.type.value) as LayerType[];
+
+export const InputDtypeSchema = z.enum(["float32", "int64"]);
+export type InputDtype = z.infer<typeof InputDtypeSchema>;
+
+export const ModelConfigSchema = z
+  .strictObject({
+    name: z.string().min(1, { error: "expected a non-empty name" }).max(200),
+    description: z.string().max(4000).optional(),
+    input_shape: z
+      .array(posInt(1 << 20))
+      .min(1)
+      .max(3)
+      .optional()
+      .describe("one sample's shape without batch, e.g. [1, 28, 28]; filled from the dataset when absent"),
+    num_classes: posInt(1 << 20).optional(),
+    input_dtype: InputDtypeSchema.optional().describe("int64 for token ids"),
+    layers: z.array(LayerSchema).min(1, { error: "expected at least one layer" }).max(512),
+  })
+  .describe("a model as a list of layers; a linear head to num_classes is appended when the last shape is not [num_classes]");
+
+export type ModelConfig = z.infer<typeof ModelConfigSchema>;
+export type ModelConfigInput = z.input<typeof ModelConfigSchema>;
+
+const AugmentSchema = z.strictObject({
+  hflip: bool().default(false),
+  crop_padding: nonNegInt(64).default(0).describe("random crop after zero padding; 0 disables"),
+  cutout: nonNegInt(1024).default(0).describe("side of the square cut out; 0 disables"),
+});
+
+export const TrainConfigSchema = z
+  .strictObject({
+    optimizer: z.enum(["sgd", "adam", "adamw"]).default("adam"),
+    lr: z.number().positive().max(10).default(1e-3),
+    momentum: z.number().min(0).lt(1).default(0.9),
+    nesterov: bool().default(false),
+    weight_decay: z.number().min(0).max(1).default(0),
+    schedule: z.enum(["none", "step", "cosine", "onecycle"]).default("none"),
+    warmup_epochs: nonNegInt(10000).default(0),
+    step_size: posInt(10000).default(10).describe("epochs between decays of the step schedule"),
+    gamma: z.number().positive().max(1).default(0.1),
+    label_smoothing: z.number().min(0).lt(1).default(0),
+    grad_clip: z.number().min(0).default(0).describe("max gradient norm; 0 disables"),
+    batch_size: posInt(1 << 16).default(128),
+    epochs: posInt(10000).default(2),
+    subset: nonNegInt(1 << 30).default(0).describe("stratified training examples used; 0 means the whole training split"),
+    augment: AugmentSchema.prefault({}),
+    amp: bool().default(false),
+    channels_last: bool().default(false),
+  })
+  .refine((c) => c.warmup_epochs < c.epochs || c.warmup_epochs === 0, {
+    error: "expected fewer warmup epochs than epochs",
+    path: ["warmup_epochs"],
+  });
+
+export type TrainConfig = z.infer<typeof TrainConfigSchema>;
+export type TrainConfigInput = z.input<typeof TrainConfigSchema>;
+
+/** JSON Schema of what an author may write (defaulted fields optional), for LLM structured outputs. */
+export function modelConfigJsonSchema(): Record<string, unknown> {
+  return z.toJSONSchema(ModelConfigSchema, { io: "input" }) as Record<string, unknown>;
+}
+
+export function trainConfigJsonSchema(): Record<string, unknown> {
+  return z.toJSONSchema(TrainConfigSchema, { io: "input" }) as Record<string, unknown>;
+}
+
+export type ParseResult<T> = { ok: true; value: T } | { ok: false; error: string };
+
+export function parseModelConfig(input: unknown): ParseResult<ModelConfig> {
+  return parseWith(ModelConfigSchema, input, "model_config");
+}
+
+export function parseTrainConfig(input: unknown): ParseResult<TrainConfig> {
+  return parseWith(TrainConfigSchema, input, "train_config");
+}
+
+function parseWith<T>(schema: z.ZodType<T>, input: unknown, what: string): ParseResult<T> {
+  let data = input;
+  if (typeof input === "string") {
+    const text = decodeText(input);
+    if (!text.ok) return { ok: false, error: `${what}: ${text.error}` };
+    data = text.value;
+  }
+  const result = schema.safeParse(data);
+  if (result.success) return { ok: true, value: result.data };
+  return { ok: false, error: `invalid ${what}:\n${formatIssues(result.error.issues, data)}` };
+}
+
+function decodeText(text: string): ParseResult<unknown> {
+  const trimmed = text.trim();
+  if (trimmed === "") return { ok: false, error: "empty text" };
+  // JSON first for its sharper error messages; YAML (a JSON superset) covers the rest.
+  if (trimmed.startsWith("{")) {
+    try {
+      return { ok: true, value: JSON.parse(trimmed) };
+    } catch {
+      // Fall through: a YAML flow mapping also starts with "{".
+    }
+  }
+  try {
+    return { ok: true, value: parseYaml(text) };
+  } catch (err) {
+    return { ok: false, error: `not valid JSON or YAML: ${(err as Error).message.split("\n")[0]}` };
+  }
+}
+
+/** `["layers", 3, "kernel_size"]` -> `layers[3].kernel_size`. */
+export function formatPath(path: readonly PropertyKey[]): string {
+  let out = "";
+  for (const key of path) {
+    if (typeof key === "number") out += `[${key}]`;
+    else out += out === "" ? String(key) : `.${String(key)}`;
+  }
+  return out === "" ? "(root)" : out;
+}
+
+function formatIssues(issues: readonly z.core.$ZodIssue[], data: unknown): string {
+  return issues.map((issue) => `- ${formatPath(issue.path)}: ${issueMessage(issue, data)}`).join("\n");
+}
+
+function issueMessage(issue: z.core.$ZodIssue, data: unknown): string {
+  if (issue.code === "invalid_union" && "discriminator" in issue && issue.discriminator === "type") {
+    const got = valueAt(data, issue.path);
+    const options = (issue as { options?: unknown[] }).options ?? LAYER_TYPES;
+    const what = got === undefined ? "missing layer type" : `unknown layer type ${JSON.stringify(got)}`;
+    return `${what}; expected one of ${options.join(", ")}`;
+  }
+  if (issue.code === "unrecognized_keys") {
+    return `unknown field${issue.keys.length > 1 ? "s" : ""} ${issue.keys.map((k) => JSON.stringify(k)).join(", ")}`;
+  }
+  if (issue.code === "invalid_type" && valueAt(data, issue.path) === undefined) {
+    return "required field is missing";
+  }
+  return issue.message.replace(/^Invalid input: /, "");
+}
+
+function valueAt(data: unknown, path: readonly PropertyKey[]): unknown {
+  let cur = data;
+  for (const key of path) {
+    if (cur === null || typeof cur !== "object") return undefined;
+    cur = (cur as Record<PropertyKey, unknown>)[key];
+  }
+  return cur;
+}

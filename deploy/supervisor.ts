@@ -1,0 +1,90 @@
+/**
+ * Keeps the swarm's processes alive on one machine: each runs as its own OS
+ * process with its output in a log file, and a process that exits without
+ * being asked to is restarted with a growing delay.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { createWriteStream, mkdirSync, type WriteStream } from "node:fs";
+import { join, resolve } from "node:path";
+import type { Logger } from "../core/logger.js";
+
+export const REPO_ROOT = resolve(import.meta.dirname, "..");
+const TSX = join(REPO_ROOT, "node_modules", "tsx", "dist", "esm", "index.mjs");
+
+export interface ProcessSpec {
+  name: string;
+  /** Entry file relative to the repo root, run with Node + tsx. */
+  entry: string;
+  args?: string[];
+  env?: Record<string, string>;
+}
+
+interface Managed {
+  spec: ProcessSpec;
+  child?: ChildProcess;
+  restarts: number;
+  log: WriteStream;
+  timer?: NodeJS.Timeout;
+}
+
+export class Supervisor {
+  private readonly procs = new Map<string, Managed>();
+  private stopping = false;
+
+  constructor(
+    private readonly logDir: string,
+    private readonly log: Logger,
+    private readonly onRestart: (name: string, restarts: number) => void = () => {},
+  ) {
+    mkdirSync(logDir, { recursive: true });
+  }
+
+  start(spec: ProcessSpec): ChildProcess {
+    const m: Managed = this.procs.get(spec.name) ?? {
+      spec,
+      restarts: 0,
+      log: createWriteStream(join(this.logDir, `${spec.name}.log`), { flags: "a" }),
+    };
+    this.procs.set(spec.name, m);
+    const child = spawn(process.execPath, ["--import", TSX, join(REPO_ROOT, spec.entry), ...(spec.args ?? [])], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, ...spec.env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    m.child = child;
+    child.stdout!.pipe(m.log, { end: false });
+    child.stderr!.pipe(m.log, { end: false });
+    child.on("exit", (code, signal) => {
+      if (this.stopping || m.child !== child) return;
+      m.restarts++;
+      const delay = Math.min(30_000, 500 * 2 ** Math.min(6, m.restarts - 1));
+      this.log.warn({ process: spec.name, code, signal, restart_in_ms: delay }, "process exited; restarting");
+      this.onRestart(spec.name, m.restarts);
+      m.timer = setTimeout(() => this.start(spec), delay);
+    });
+    return child;
+  }
+
+  /** The live child of a managed process (for tests that kill one). */
+  child(name: string): ChildProcess | undefined {
+    return this.procs.get(name)?.child;
+  }
+
+  async stopAll(timeoutMs = 10_000): Promise<void> {
+    this.stopping = true;
+    await Promise.all(
+      [...this.procs.values()].map(async (m) => {
+        clearTimeout(m.timer);
+        const c = m.child;
+        if (c && c.exitCode === null && c.signalCode === null) {
+          const exited = new Promise((r) => c.once("exit", r));
+          c.kill("SIGTERM");
+          const t = setTimeout(() => c.kill("SIGKILL"), timeoutMs);
+          await exited;
+          clearTimeout(t);
+        }
+        m.log.end();
+      }),
+    );
+  }
+}

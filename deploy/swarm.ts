@@ -1,0 +1,179 @@
+/**
+ * One machine's swarm: a local nats-server with JetStream (or an existing
+ * NATS), the gpu-runner, the lineage store and one process per agent role,
+ * all supervised; and running a goal on it to the end.
+ */
+import { mkdirSync, existsSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { randomBytes } from "node:crypto";
+import { create } from "@bufbuild/protobuf";
+import { connectBus, freePort, startNatsServer, type Bus, type NatsServer } from "../bus/index.js";
+import { ResearchError } from "../core/failure.js";
+import type { Logger } from "../core/logger.js";
+import { connectRunner, type RunnerClient } from "../gpu-runner/client.js";
+import { RunSettingsSchema, type Event, type Goal, type RunFinished, type RunSettings } from "../proto/gen/research/v1/events_pb.js";
+import type { DatasetInfo } from "../proto/gen/research/v1/runner_pb.js";
+import { applyToRunState, emptyRunState, type RunState } from "../agents/run-state.js";
+import { Supervisor } from "./supervisor.js";
+
+export const ROLES = ["researcher", "planner", "coder", "analyst", "judge"] as const;
+
+export interface SwarmOptions {
+  workspace: string;
+  /** Join this NATS instead of starting one. */
+  natsUrl?: string;
+  slots?: number;
+  dataRoots?: string[];
+  unsafeNoSandbox?: boolean;
+  /** Instances per role (default 1 each). */
+  instances?: Partial<Record<(typeof ROLES)[number], number>>;
+  logger: Logger;
+  onRestart?: (name: string, restarts: number) => void;
+}
+
+export interface Swarm {
+  natsUrl: string;
+  runnerAddress: string;
+  bus: Bus;
+  runner: RunnerClient;
+  supervisor: Supervisor;
+  stop(): Promise<void>;
+}
+
+async function waitForRunner(client: RunnerClient, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      const h = await client.health({}, { timeoutMs: 2000 });
+      if (h.workersReady > 0) return;
+    } catch {
+      // not up yet
+    }
+    if (Date.now() > deadline) throw new ResearchError("runner_unavailable", `the runner did not come up within ${timeoutMs / 1000} s (see logs/gpu-runner.log)`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
+export async function startSwarm(opts: SwarmOptions): Promise<Swarm> {
+  const workspace = resolve(opts.workspace);
+  mkdirSync(workspace, { recursive: true });
+  const log = opts.logger;
+  let nats: NatsServer | undefined;
+  let natsUrl = opts.natsUrl;
+  if (!natsUrl) {
+    nats = await startNatsServer({ dataDir: join(workspace, "nats") });
+    natsUrl = nats.url;
+  }
+  const supervisor = new Supervisor(join(workspace, "logs"), log, opts.onRestart);
+  const runnerAddress = `127.0.0.1:${await freePort()}`;
+  const common = { NATS_URL: natsUrl, RUNNER_ADDRESS: runnerAddress, WORKSPACE: workspace, LOG_LEVEL: process.env.LOG_LEVEL ?? "info" };
+  supervisor.start({
+    name: "gpu-runner",
+    entry: "gpu-runner/main.ts",
+    args: [
+      "--address",
+      runnerAddress,
+      ...(opts.slots ? ["--slots", String(opts.slots)] : []),
+      ...(opts.dataRoots ?? []).flatMap((d) => ["--data-root", d]),
+      ...(opts.unsafeNoSandbox ? ["--unsafe-no-sandbox"] : []),
+    ],
+    env: common,
+  });
+  const runner = connectRunner(runnerAddress);
+  const bus = await connectBus({ servers: natsUrl, name: "launcher", logger: log });
+  const stop = async () => {
+    await supervisor.stopAll();
+    runner.close();
+    await bus.close();
+    await nats?.stop();
+  };
+  try {
+    await waitForRunner(runner, 180_000);
+    supervisor.start({ name: "lineage-store", entry: "lineage-store/main.ts", env: common });
+    for (const role of ROLES) {
+      for (let i = 0; i < (opts.instances?.[role] ?? 1); i++) {
+        const name = i === 0 ? role : `${role}-${i + 1}`;
+        supervisor.start({ name, entry: `agents/${role}/main.ts`, env: { ...common, INSTANCE_ID: name } });
+      }
+    }
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  writeFileSync(join(workspace, "swarm.json"), JSON.stringify({ nats_url: natsUrl, runner_address: runnerAddress, pid: process.pid }, null, 2));
+  return { natsUrl, runnerAddress, bus, runner, supervisor, stop };
+}
+
+export function newRunId(): string {
+  const d = new Date().toISOString().replace(/[-:]/g, "").replace("T", "-").slice(0, 15);
+  return `r${d}-${randomBytes(2).toString("hex")}`;
+}
+
+export const SETTING_DEFAULTS = { maxTrials: 30, seeds: 3, parallel: 2, patience: 10, planner: "builtin", research: true } as const;
+
+export function runSettings(goal: Goal, partial: Partial<RunSettings>, workspace: string): RunSettings {
+  const budget = goal.timeBudgetS || 1800;
+  return create(RunSettingsSchema, {
+    ...SETTING_DEFAULTS,
+    // A trial may use a quarter of the run, between one and ten minutes.
+    trialTimeBudgetS: Math.min(600, Math.max(60, budget / 4)),
+    ...Object.fromEntries(Object.entries(partial).filter(([, v]) => v !== undefined && v !== 0 && v !== "")),
+    research: partial.research ?? SETTING_DEFAULTS.research,
+    workspace: resolve(workspace),
+  });
+}
+
+export interface RunOutcome {
+  runId: string;
+  state: RunState;
+  finished: RunFinished;
+}
+
+/**
+ * Starts (or resumes) a run and follows it to RunFinished, passing every
+ * event to `onEvent`. A run past its time budget plus a grace period is
+ * closed by the launcher itself, so `launch` always ends.
+ */
+export async function runGoal(
+  swarm: Swarm,
+  opts: { goal: Goal; settings: RunSettings; runId?: string; resume?: boolean; info?: DatasetInfo; onEvent?: (e: Event, s: RunState) => void; log: Logger },
+): Promise<RunOutcome> {
+  const runId = opts.runId ?? newRunId();
+  const state = emptyRunState(runId);
+  let resolveFinished!: (f: RunFinished) => void;
+  const finished = new Promise<RunFinished>((r) => (resolveFinished = r));
+  const watch = await swarm.bus.watch(runId, (e) => {
+    applyToRunState(state, e);
+    opts.onEvent?.(e, state);
+    if (e.body.case === "runFinished") resolveFinished(e.body.value);
+  });
+  await watch.caughtUp;
+  if (!opts.resume && !state.goal) {
+    await swarm.bus.publish({
+      runId,
+      eventId: `${runId}/started`,
+      body: { case: "runStarted", value: { goal: opts.goal, settings: opts.settings } },
+    });
+  } else if (!state.goal) {
+    throw new ResearchError("invalid_config", `run ${runId} has no stored events in this workspace; nothing to resume`);
+  }
+  const budgetS = (state.goal ?? opts.goal).timeBudgetS || 1800;
+  const startedAt = state.startedAtMs || Date.now();
+  const graceMs = Math.max(300_000, budgetS * 250);
+  const deadline = setTimeout(
+    () => {
+      void swarm.bus.publish({
+        runId,
+        eventId: `${runId}/finished`,
+        body: { case: "runFinished", value: { status: "stopped", reason: `time budget of ${budgetS} s exceeded and the judge did not close the run`, trials: state.judgedCount } },
+      });
+    },
+    Math.max(0, startedAt + budgetS * 1000 + graceMs - Date.now()),
+  );
+  const result = await finished.finally(() => clearTimeout(deadline));
+  await watch.stop();
+  // The store writes the report after it sees RunFinished.
+  const report = result.reportPath;
+  for (let i = 0; i < 120 && report && !existsSync(report); i++) await new Promise((r) => setTimeout(r, 250));
+  return { runId, state, finished: result };
+}

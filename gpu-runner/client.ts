@@ -1,0 +1,41 @@
+/** Typed gRPC client for the runner, plus the "collect a whole evaluation" helper most callers want. */
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import { createClient, type CallOptions, type ServiceClient } from "../core/grpc.js";
+import { ResearchError } from "../core/failure.js";
+import {
+  RunnerService,
+  type EvalResult,
+  type EvaluateEvent,
+  type EvaluateRequestSchema,
+} from "../proto/gen/research/v1/runner_pb.js";
+
+export type RunnerClient = ServiceClient<(typeof RunnerService)["method"]>;
+
+export function connectRunner(address: string): RunnerClient {
+  return createClient(RunnerService, address);
+}
+
+/**
+ * Runs one evaluation to its end. Resolves with the result; a trial failure
+ * or an unreachable runner rejects with a labelled ResearchError.
+ */
+export async function evaluateToResult(
+  client: RunnerClient,
+  req: MessageInitShape<typeof EvaluateRequestSchema>,
+  onEvent: (e: EvaluateEvent) => void = () => {},
+  opts?: CallOptions,
+): Promise<EvalResult> {
+  try {
+    for await (const e of client.evaluate(req, opts)) {
+      onEvent(e);
+      if (e.event.case === "result") return e.event.value;
+      if (e.event.case === "failure") throw ResearchError.fromProto(e.event.value);
+    }
+  } catch (err) {
+    if (err instanceof ResearchError) throw err;
+    const code = (err as { code?: number }).code;
+    // INVALID_ARGUMENT is the caller's mistake; anything else means the runner is not there for us.
+    throw new ResearchError(code === 3 ? "invalid_config" : "runner_unavailable", (err as Error).message, "", { cause: err });
+  }
+  throw new ResearchError("runner_unavailable", "the runner closed the stream without a result");
+}

@@ -1,0 +1,173 @@
+/**
+ * The runner's protocol-agnostic core: multi-seed evaluation, summaries and
+ * dataset descriptions on top of the worker pool. The gRPC server is a thin
+ * adapter over this class; tests and benchmarks can use either.
+ */
+import { availableParallelism } from "node:os";
+import { create, fromJson, type JsonValue, type MessageInitShape } from "@bufbuild/protobuf";
+import { AsyncQueue } from "../core/async-queue.js";
+import { failure } from "../core/failure.js";
+import type { Logger } from "../core/logger.js";
+import {
+  DatasetInfoSchema,
+  DeviceInfoSchema,
+  EvalResultSchema,
+  EpochProgressSchema,
+  GoalStatus,
+  SeedResultSchema,
+  SummarizeResponseSchema,
+  type DatasetInfo,
+  type DescribeRequest,
+  type DeviceInfo,
+  type EvaluateEventSchema,
+  type EvaluateRequest,
+  type HealthResponseSchema,
+  type SeedResult,
+  type SummarizeRequest,
+  type SummarizeResponse,
+} from "../proto/gen/research/v1/runner_pb.js";
+import type { WorkerPool } from "./pool.js";
+import { limitsFor, planDescribe, planEvaluation, planSummary, DEFAULTS } from "./request.js";
+import { aggregate, convergence, goalStatus, overfitting, weakClasses } from "./stats.js";
+import type { TerminalEvent, WorkerEvent } from "./worker.js";
+
+type EvaluateEventInit = MessageInitShape<typeof EvaluateEventSchema>;
+const JSON_OPTS = { ignoreUnknownFields: true };
+
+export interface EvaluatorOptions {
+  pool: WorkerPool;
+  dataRoots: string[];
+  logger: Logger;
+}
+
+function failureOf(e: TerminalEvent) {
+  return e.kind === "failure"
+    ? failure(e.label, e.message, e.traceback ?? "")
+    : failure("crash", `worker answered "${e.kind}" where another result was expected`);
+}
+
+export class Evaluator {
+  private readonly threads: number;
+
+  constructor(private readonly opts: EvaluatorOptions) {
+    this.threads = Math.max(1, Math.floor(availableParallelism() / opts.pool.stats().slots));
+  }
+
+  device(): DeviceInfo {
+    const d = this.opts.pool.device;
+    return create(DeviceInfoSchema, {
+      kind: d?.kind ?? "unknown",
+      name: d?.name ?? "",
+      torchVersion: d?.torch_version ?? "",
+      sandboxed: this.opts.pool.sandboxed,
+    });
+  }
+
+  health(): MessageInitShape<typeof HealthResponseSchema> {
+    const s = this.opts.pool.stats();
+    return { device: this.device(), slots: s.slots, freeSlots: s.free, queueDepth: s.queueDepth, workersReady: s.ready };
+  }
+
+  /**
+   * Streams started, per-epoch progress, per-seed completions and then one
+   * result or one failure. Seeds run concurrently on free slots; the first
+   * failing seed cancels the rest, since a broken model fails every seed.
+   * Throws ResearchError("invalid_config") before streaming for a bad request.
+   */
+  evaluate(req: EvaluateRequest, signal?: AbortSignal): AsyncIterable<EvaluateEventInit> {
+    const plan = planEvaluation(req, this.opts.dataRoots);
+    const log = this.opts.logger.child({ run_id: req.runId, trial_id: req.trialId });
+    const out = new AsyncQueue<EvaluateEventInit>();
+    const abort = new AbortController();
+    const onCallerAbort = () => abort.abort();
+    signal?.addEventListener("abort", onCallerAbort, { once: true });
+
+    const t0 = Date.now();
+    let deadline = 0;
+    const startSeed = () => {
+      // The budget clock starts with the first seed, not at queueing time.
+      if (!deadline) {
+        deadline = Date.now() + plan.timeBudgetS * 1000;
+        out.push({ event: { case: "started", value: { device: this.device(), seeds: plan.seeds, queuedS: (Date.now() - t0) / 1000 } } });
+      }
+      return limitsFor((deadline - Date.now()) / 1000, plan.memoryLimitMb, this.threads);
+    };
+
+    const runSeed = async (seed: number): Promise<SeedResult> => {
+      const onEvent = (e: WorkerEvent) => {
+        if (e.kind === "epoch") out.push({ event: { case: "progress", value: fromJson(EpochProgressSchema, e as JsonValue, JSON_OPTS) } });
+      };
+      const makeSpec = () => ({ ...plan.job, seed, threads: this.threads, limits: startSeed() });
+      const end = await this.opts.pool.run("train", makeSpec, onEvent, abort.signal);
+      if (end.kind !== "result") throw failureOf(end);
+      const result = fromJson(SeedResultSchema, end as JsonValue, JSON_OPTS);
+      out.push({ event: { case: "seedFinished", value: { seed, valAccuracy: result.metrics.val_accuracy ?? 0, seconds: result.seconds } } });
+      seedInfo ??= end;
+      return result;
+    };
+
+    let seedInfo: TerminalEvent | undefined;
+    const seeds = Array.from({ length: plan.seeds }, (_, i) => plan.baseSeed + i);
+    Promise.all(seeds.map((s) => runSeed(s).catch((f) => (abort.abort(), Promise.reject(f)))))
+      .then((results) => {
+        const info = seedInfo as Record<string, unknown> | undefined;
+        out.push({ event: { case: "result", value: this.result(results, plan.target, (Date.now() - t0) / 1000, info) } });
+        log.info({ seeds: results.length, seconds: (Date.now() - t0) / 1000 }, "evaluation finished");
+      })
+      .catch((f) => {
+        if (!signal?.aborted) {
+          out.push({ event: { case: "failure", value: f } });
+          log.info({ label: f.label, message: f.message }, "evaluation failed");
+        }
+      })
+      .finally(() => {
+        signal?.removeEventListener("abort", onCallerAbort);
+        out.close();
+      });
+    return out;
+  }
+
+  private result(seeds: SeedResult[], target: number, seconds: number, info: Record<string, unknown> | undefined) {
+    const agg = aggregate(seeds);
+    const status = goalStatus(agg.val_accuracy, target);
+    const best = seeds.reduce((a, b) => ((b.metrics.val_accuracy ?? 0) > (a.metrics.val_accuracy ?? 0) ? b : a));
+    return create(EvalResultSchema, {
+      aggregated: agg,
+      seedResults: seeds,
+      bestSeed: best.seed,
+      numSeeds: seeds.length,
+      goalAchieved: status === GoalStatus.ACHIEVED,
+      goalStatus: status,
+      target,
+      overfitting: overfitting(seeds),
+      convergence: convergence(seeds),
+      params: BigInt(Number(info?.params ?? 0)),
+      seconds,
+      device: { ...this.device(), ...deviceOf(info) },
+      numClasses: Number(info?.num_classes ?? 0),
+      classNames: Array.isArray(info?.class_names) ? (info.class_names as unknown[]).map(String) : [],
+      weakClasses: weakClasses(seeds),
+    });
+  }
+
+  async summarize(req: SummarizeRequest, signal?: AbortSignal): Promise<SummarizeResponse> {
+    const job = planSummary(req);
+    const limits = limitsFor(120, DEFAULTS.memoryLimitMb, 1);
+    const end = await this.opts.pool.run("summarize", () => ({ ...job, threads: 1, limits }), () => {}, signal);
+    if (end.kind === "summary") return fromJson(SummarizeResponseSchema, end as JsonValue, JSON_OPTS);
+    return create(SummarizeResponseSchema, { failure: failureOf(end) });
+  }
+
+  async describe(req: DescribeRequest, signal?: AbortSignal): Promise<DatasetInfo> {
+    const job = planDescribe(req.dataset, this.opts.dataRoots);
+    const limits = limitsFor(300, DEFAULTS.memoryLimitMb, 1);
+    const end = await this.opts.pool.run("describe", () => ({ ...job, threads: 1, limits }), () => {}, signal);
+    if (end.kind === "dataset") return fromJson(DatasetInfoSchema, end as JsonValue, JSON_OPTS);
+    return create(DatasetInfoSchema, { failure: failureOf(end) });
+  }
+}
+
+function deviceOf(info: Record<string, unknown> | undefined): Partial<DeviceInfo> {
+  const d = info?.device as { kind?: string; name?: string } | undefined;
+  return d?.name ? { kind: d.kind ?? "", name: d.name } : {};
+}

@@ -1,0 +1,48 @@
+/**
+ * The runner as a standalone service:
+ *   tsx gpu-runner/main.ts [--address 0.0.0.0:50051] [--slots N] [--data-root DIR]... [--unsafe-no-sandbox]
+ * Prints one line "runner listening on HOST:PORT" on stdout when ready.
+ */
+import { parseArgs } from "node:util";
+import { createLogger } from "../core/logger.js";
+import { startRunner } from "./server.js";
+
+const { values } = parseArgs({
+  options: {
+    address: { type: "string", default: process.env.RUNNER_ADDRESS ?? "127.0.0.1:50051" },
+    slots: { type: "string" },
+    python: { type: "string" },
+    "data-root": { type: "string", multiple: true },
+    "unsafe-no-sandbox": { type: "boolean" },
+    help: { type: "boolean", short: "h" },
+  },
+});
+if (values.help) {
+  process.stdout.write(
+    "gpu-runner: gRPC evaluation service\n  --address HOST:PORT (default 127.0.0.1:50051, env RUNNER_ADDRESS)\n  --slots N (default: CPU count)\n  --python PATH (default: RUNNER_PYTHON or /usr/bin/python3)\n  --data-root DIR (repeatable; datasets are only read from these and /usr/share/datasets)\n  --unsafe-no-sandbox (run model code without bubblewrap)\n",
+  );
+  process.exit(0);
+}
+const log = createLogger("gpu-runner");
+try {
+  const runner = await startRunner({
+    address: values.address,
+    slots: values.slots ? Number(values.slots) : undefined,
+    python: values.python,
+    dataRoots: values["data-root"],
+    unsafeNoSandbox: values["unsafe-no-sandbox"],
+    logger: log,
+  });
+  process.stdout.write(`runner listening on ${runner.address}\n`);
+  const stop = async () => {
+    log.info("shutting down");
+    await runner.close();
+    process.exit(0);
+  };
+  process.once("SIGTERM", stop);
+  process.once("SIGINT", stop);
+} catch (err) {
+  log.fatal({ err: (err as Error).message }, "runner failed to start");
+  process.stderr.write(`gpu-runner: ${(err as Error).message}\n`);
+  process.exit(1);
+}

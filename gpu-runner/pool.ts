@@ -1,0 +1,125 @@
+/**
+ * A fixed number of warm workers (slots) and a FIFO queue of jobs waiting
+ * for one. A worker that died (a trial killed it, or it crashed) is replaced
+ * before its slot takes the next job, so one bad trial costs one restart,
+ * never the service.
+ */
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import type { Logger } from "../core/logger.js";
+import { ResearchError } from "../core/failure.js";
+import { workerLaunch, type LaunchOptions } from "./sandbox.js";
+import { Worker, type DeviceReport, type TerminalEvent, type WorkerEvent, type WorkerTask } from "./worker.js";
+
+export interface PoolOptions extends Omit<LaunchOptions, "scratchDir"> {
+  slots: number;
+  scratchRoot: string;
+  logger: Logger;
+}
+
+interface Waiter {
+  resolve: (w: Worker) => void;
+  reject: (e: unknown) => void;
+  signal?: AbortSignal;
+}
+
+export class WorkerPool {
+  private readonly workers: Worker[];
+  private readonly idle: Worker[] = [];
+  private readonly queue: Waiter[] = [];
+  private closed = false;
+  device?: DeviceReport;
+
+  constructor(private readonly opts: PoolOptions) {
+    this.workers = Array.from({ length: opts.slots }, (_, i) => {
+      const scratchDir = join(opts.scratchRoot, `slot-${i}`);
+      mkdirSync(scratchDir, { recursive: true });
+      return new Worker(`slot-${i}`, workerLaunch({ ...opts, scratchDir }), opts.logger);
+    });
+  }
+
+  get sandboxed(): boolean {
+    return this.opts.sandbox;
+  }
+
+  async start(): Promise<DeviceReport> {
+    const devices = await Promise.all(this.workers.map((w) => w.start()));
+    this.device = devices[0];
+    this.idle.push(...this.workers);
+    return this.device!;
+  }
+
+  stats() {
+    return {
+      slots: this.workers.length,
+      free: this.idle.length,
+      queueDepth: this.queue.length,
+      ready: this.workers.filter((w) => w.alive).length,
+    };
+  }
+
+  private acquire(signal?: AbortSignal): Promise<Worker> {
+    if (this.closed) return Promise.reject(new ResearchError("runner_unavailable", "runner is shutting down"));
+    const worker = this.idle.shift();
+    if (worker) return Promise.resolve(worker);
+    return new Promise((resolve, reject) => {
+      const waiter: Waiter = { resolve, reject, signal };
+      this.queue.push(waiter);
+      signal?.addEventListener(
+        "abort",
+        () => {
+          const i = this.queue.indexOf(waiter);
+          if (i >= 0) this.queue.splice(i, 1);
+          reject(new ResearchError("crash", "cancelled while queued"));
+        },
+        { once: true },
+      );
+    });
+  }
+
+  private async release(worker: Worker): Promise<void> {
+    if (!worker.alive && !this.closed) {
+      this.opts.logger.warn({ worker: worker.id }, "worker died; restarting it");
+      try {
+        await worker.start();
+      } catch (err) {
+        this.opts.logger.error({ worker: worker.id, err: (err as Error).message }, "worker restart failed");
+        // Keep the slot: the next job will try to start it again rather than
+        // the pool shrinking forever after one bad restart.
+      }
+    }
+    const next = this.queue.shift();
+    if (next) next.resolve(worker);
+    else this.idle.push(worker);
+  }
+
+  /**
+   * Runs a job on the next free worker; resolves with its terminal event.
+   * The spec is built when a worker is free, so time spent queued does not
+   * eat into the job's wall-clock budget.
+   */
+  async run(
+    task: WorkerTask,
+    makeSpec: () => unknown,
+    onEvent: (e: WorkerEvent) => void,
+    signal?: AbortSignal,
+  ): Promise<TerminalEvent> {
+    let worker: Worker | undefined;
+    try {
+      worker = await this.acquire(signal);
+      if (!worker.alive) await worker.start();
+      return await worker.run(task, makeSpec(), onEvent, signal);
+    } catch (err) {
+      const e = ResearchError.from(err, "runner_unavailable");
+      return { kind: "failure", label: e.label, message: e.message, traceback: e.detail };
+    } finally {
+      if (worker) void this.release(worker);
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    for (const w of this.queue.splice(0)) w.reject(new ResearchError("runner_unavailable", "runner is shutting down"));
+    await Promise.all(this.workers.map((w) => w.stop()));
+  }
+}

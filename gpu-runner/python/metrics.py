@@ -1,0 +1,50 @@
+"""Classification metrics from predicted probabilities, via sklearn.metrics.
+
+Validation sets carved from small subsets can miss classes entirely, so the
+ranking metrics (ROC-AUC, PR-AUC) are averaged over the classes that are
+present with both positives and negatives, and left out when there are none:
+a NaN must never reach the wire.
+"""
+
+import math
+
+import numpy as np
+from sklearn import metrics as skm
+
+
+def _ranking(y_true, probs, score):
+    values = []
+    for c in np.unique(y_true):
+        positives = y_true == c
+        if 0 < positives.sum() < len(y_true):
+            values.append(score(positives, probs[:, c]))
+    return float(np.mean(values)) if values else None
+
+
+def summary(y_true, probs, loss, prefix):
+    """Scalar metrics named `<prefix>_<metric>` (prefix val or test)."""
+    y_pred = probs.argmax(axis=1)
+    out = {
+        "accuracy": skm.accuracy_score(y_true, y_pred),
+        "loss": loss,
+        "f1_macro": skm.f1_score(y_true, y_pred, average="macro", zero_division=0),
+        "f1_weighted": skm.f1_score(y_true, y_pred, average="weighted", zero_division=0),
+        "precision_macro": skm.precision_score(y_true, y_pred, average="macro", zero_division=0),
+        "recall_macro": skm.recall_score(y_true, y_pred, average="macro", zero_division=0),
+        "roc_auc": _ranking(y_true, probs, skm.roc_auc_score),
+        "pr_auc": _ranking(y_true, probs, skm.average_precision_score),
+    }
+    return {f"{prefix}_{k}": float(v) for k, v in out.items() if v is not None and math.isfinite(v)}
+
+
+def per_class(y_true, probs, num_classes):
+    labels = list(range(num_classes))
+    precision, recall, f1, support = skm.precision_recall_fscore_support(
+        y_true, probs.argmax(axis=1), labels=labels, zero_division=0)
+    return [{"class_index": c, "precision": float(precision[c]), "recall": float(recall[c]),
+             "f1": float(f1[c]), "support": int(support[c])} for c in labels]
+
+
+def confusion(y_true, probs, num_classes):
+    matrix = skm.confusion_matrix(y_true, probs.argmax(axis=1), labels=list(range(num_classes)))
+    return [{"counts": [int(v) for v in row]} for row in matrix]

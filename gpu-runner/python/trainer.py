@@ -1,0 +1,419 @@
+"""What a forked job runs: train one seed of a model, or summarize a model.
+
+Runs in the job's child process, after the zygote has dropped privileges and
+set rlimits; the model source is untrusted. Each stage runs under a Stage so
+that whatever the model does surfaces as the failure label of that stage.
+"""
+
+import linecache
+import math
+import random
+import sys
+import time
+import traceback
+import types
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import augment
+import metrics
+from datasets import feature_stats
+from failures import Stage, TaskFailure, classify, tail
+
+MODEL_FILE = "model.py"
+CURVE_KEYS = ("train_loss", "train_accuracy", "val_loss", "val_accuracy", "lr")
+
+
+def _cpu_name():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "cpu"
+
+
+def probe_device():
+    """Device info without initialising CUDA: a forked child could not use it afterwards.
+
+    With PYTORCH_NVML_BASED_CUDA_CHECK=1 (set by the zygote before importing torch)
+    is_available() asks NVML instead of the CUDA driver; the GPU's name would need
+    the driver, so it stays "cuda" until a job reports the real one.
+    """
+    if torch.cuda.is_available():
+        return {"kind": "cuda", "name": "cuda", "torch_version": torch.__version__}
+    if torch.backends.mps.is_available():
+        return {"kind": "mps", "name": "Apple MPS", "torch_version": torch.__version__}
+    return {"kind": "cpu", "name": _cpu_name(), "torch_version": torch.__version__}
+
+
+def _device():
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    if torch.backends.mps.is_available():
+        return torch.device("mps")
+    return torch.device("cpu")
+
+
+def _device_info(device):
+    info = probe_device()
+    if device.type == "cuda":
+        info["name"] = torch.cuda.get_device_name(device)
+    return info
+
+
+def _seed_everything(seed):
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def build_model(spec):
+    module = types.ModuleType("model")
+    module.__file__ = MODEL_FILE
+    sys.modules["model"] = module
+    source = spec["source"]
+    # Registered so tracebacks through the model show its source lines.
+    linecache.cache[MODEL_FILE] = (len(source), None, source.splitlines(True), MODEL_FILE)
+    with Stage("codegen_error", "compiling the model source"):
+        exec(compile(source, MODEL_FILE, "exec"), module.__dict__)
+    cls = module.__dict__.get(spec["class_name"])
+    if not (isinstance(cls, type) and issubclass(cls, nn.Module)):
+        found = sorted(k for k, v in module.__dict__.items()
+                       if isinstance(v, type) and issubclass(v, nn.Module) and v.__module__ == "model")
+        raise TaskFailure("codegen_error", f"the source defines no nn.Module subclass named "
+                          f"{spec['class_name']!r} (nn.Module subclasses found: {', '.join(found) or 'none'})")
+    with Stage("codegen_error", f"instantiating {spec['class_name']}"):
+        return cls(**spec["init_kwargs"])
+
+
+def _first_tensor(value):
+    if isinstance(value, torch.Tensor):
+        return value
+    if isinstance(value, dict):
+        value = list(value.values())
+    if isinstance(value, (list, tuple)):
+        for item in value:
+            found = _first_tensor(item)
+            if found is not None:
+                return found
+    return None
+
+
+def _check_output(out, batch, num_classes, where):
+    expected = [batch, num_classes]
+    if not isinstance(out, torch.Tensor):
+        raise TaskFailure("shape_error", f"{where}: forward returned {type(out).__name__}, "
+                          f"expected a tensor of shape {expected} (batch, num_classes)")
+    if list(out.shape) != expected:
+        raise TaskFailure("shape_error", f"{where}: forward returned shape {list(out.shape)}, "
+                          f"expected {expected} (batch, num_classes)")
+
+
+class _Data:
+    """The cached arrays as tensors on the device; batches are standardised as they are drawn.
+
+    On CPU torch.from_numpy shares the zygote's pages (copy-on-write after the fork),
+    so a job starts without copying or converting the dataset.
+    """
+
+    def __init__(self, split, device):
+        raw = split.raw
+        self.is_text = raw.vocab_size > 0
+        self.is_image = raw.x_train.ndim == 4
+        self.x_train = torch.from_numpy(raw.x_train).to(device)
+        self.y_train = torch.from_numpy(raw.y_train).to(device)
+        self.x_test = torch.from_numpy(raw.x_test).to(device)
+        self.y_test = torch.from_numpy(raw.y_test).to(device)
+        self.train = torch.from_numpy(split.train).to(device)
+        self.val = torch.from_numpy(split.val).to(device)
+        self.test = torch.from_numpy(split.test).to(device)
+        if not self.is_text:
+            mean, std = feature_stats(raw.x_train, split.train)
+            self.mean = torch.from_numpy(mean).to(device)
+            self.std = torch.from_numpy(std).to(device)
+
+    def inputs(self, x):
+        return x.long() if self.is_text else (x.float() - self.mean) / self.std
+
+
+def _lr_factor(recipe, steps_per_epoch):
+    """Multiplier of the base lr before optimizer step `step` (0-based), warmup included."""
+    total = recipe["epochs"] * steps_per_epoch
+    warmup = int(round(recipe["warmup_epochs"] * steps_per_epoch))
+    schedule = recipe["schedule"]
+    start = 0.0
+    if schedule == "onecycle":
+        # torch's OneCycleLR defaults: 30% of the steps rising from lr/25, then cosine to ~0.
+        warmup = warmup or max(1, int(0.3 * total))
+        start = 1 / 25
+    decay_steps = max(1, total - warmup)
+    step_every = recipe["step_size"] * steps_per_epoch
+
+    def factor(step):
+        if step < warmup:
+            return start + (1 - start) * (step + 1) / warmup
+        if schedule in ("cosine", "onecycle"):
+            return 0.5 * (1 + math.cos(math.pi * min(1.0, (step - warmup) / decay_steps)))
+        if schedule == "step":
+            return recipe["gamma"] ** (step // step_every)
+        return 1.0
+    return factor
+
+
+def _optimizer(model, recipe):
+    params = [p for p in model.parameters() if p.requires_grad]
+    if not params:
+        raise TaskFailure("codegen_error", "the model has no trainable parameters")
+    if recipe["optimizer"] == "sgd":
+        return torch.optim.SGD(params, lr=recipe["lr"], momentum=recipe["momentum"],
+                               nesterov=recipe["nesterov"], weight_decay=recipe["weight_decay"])
+    cls = torch.optim.AdamW if recipe["optimizer"] == "adamw" else torch.optim.Adam
+    return cls(params, lr=recipe["lr"], weight_decay=recipe["weight_decay"])
+
+
+def _evaluate(model, data, x_all, y_all, idx, batch_size, amp, channels_last, what):
+    """(mean cross-entropy, accuracy, softmax probabilities, labels) over x_all[idx]."""
+    model.eval()
+    outputs = []
+    with Stage("crash", what), torch.no_grad():
+        for chunk in idx.split(batch_size):
+            x = data.inputs(x_all[chunk])
+            if channels_last:
+                x = x.contiguous(memory_format=torch.channels_last)
+            with torch.autocast("cuda", dtype=torch.float16, enabled=amp):
+                outputs.append(model(x).float())
+        logits = torch.cat(outputs)
+        y = y_all[idx]
+        loss = F.cross_entropy(logits, y).item()
+    if not math.isfinite(loss):
+        raise TaskFailure("nan_loss", f"{what}: the loss became {loss}")
+    accuracy = (logits.argmax(1) == y).sum().item() / len(y)
+    return loss, accuracy, torch.softmax(logits, 1).double().cpu().numpy(), y.cpu().numpy()
+
+
+def train(spec, split, emit, t0):
+    recipe = spec["recipe"]
+    seed = spec["seed"]
+    _seed_everything(seed)
+    device = _device()
+    model = build_model(spec)
+    params = sum(p.numel() for p in model.parameters())
+    if spec["max_params"] and params > spec["max_params"]:
+        raise TaskFailure("budget_overrun", f"the model has {params:,} parameters, over the budget of "
+                          f"{spec['max_params']:,}")
+    with Stage("crash", "preparing the dataset on the device"):
+        data = _Data(split, device)
+    num_classes = len(split.raw.class_names)
+    cuda = device.type == "cuda"
+    amp = recipe["amp"] and cuda
+    channels_last = recipe["channels_last"] and cuda and data.is_image
+    use_augment = augment.wanted(recipe["augment"]) and data.is_image
+    if cuda:
+        torch.backends.cudnn.benchmark = True
+    with Stage("crash", "moving the model to the device"):
+        model = model.to(device, memory_format=torch.channels_last) if channels_last else model.to(device)
+
+    probe = data.inputs(data.x_train[data.train[:2]])
+    what = f"forward pass on {len(probe)} training samples of shape {list(probe.shape)}"
+    with Stage("shape_error", what):
+        model.eval()
+        with torch.no_grad():
+            out = model(probe)
+    _check_output(out, len(probe), num_classes, what)
+
+    optimizer = _optimizer(model, recipe)
+    batch_size = min(recipe["batch_size"], len(data.train))
+    n_train = len(data.train)
+    # A final batch of one sample breaks BatchNorm in training mode; it is skipped.
+    steps_per_epoch = n_train // batch_size + (1 if n_train % batch_size > 1 else 0)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _lr_factor(recipe, steps_per_epoch))
+    criterion = nn.CrossEntropyLoss(label_smoothing=recipe["label_smoothing"])
+    scaler = torch.cuda.amp.GradScaler(enabled=amp)
+    eval_batch = max(256, batch_size)
+    curve = {key: [] for key in CURVE_KEYS}
+    seconds_to_first_step = None
+
+    for epoch in range(1, recipe["epochs"] + 1):
+        model.train()
+        order = data.train[torch.randperm(n_train, device=device)]
+        loss_sum, seen = 0.0, 0
+        correct = torch.zeros((), dtype=torch.long, device=device)
+        for step in range(1, steps_per_epoch + 1):
+            idx = order[(step - 1) * batch_size: step * batch_size]
+            x, y = data.inputs(data.x_train[idx]), data.y_train[idx]
+            if use_augment:
+                x = augment.apply(x, recipe["augment"])
+            if channels_last:
+                x = x.contiguous(memory_format=torch.channels_last)
+            with Stage("crash", f"training step {step} of epoch {epoch}"):
+                with torch.autocast("cuda", dtype=torch.float16, enabled=amp):
+                    logits = model(x)
+                    if epoch == 1 and step == 1:
+                        _check_output(logits, len(y), num_classes, "forward pass in training mode")
+                    loss = criterion(logits.float(), y)
+                value = loss.item()
+                if not math.isfinite(value):
+                    raise TaskFailure("nan_loss", f"the training loss became {value} at epoch {epoch}, "
+                                      f"step {step} of {steps_per_epoch}")
+                optimizer.zero_grad(set_to_none=True)
+                scaler.scale(loss).backward()
+                if recipe["grad_clip"]:
+                    scaler.unscale_(optimizer)
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), recipe["grad_clip"])
+                scaler.step(optimizer)
+                scaler.update()
+                scheduler.step()
+            if seconds_to_first_step is None:
+                if cuda:
+                    torch.cuda.synchronize()
+                seconds_to_first_step = time.monotonic() - t0
+                emit({"kind": "first_step", "seconds": seconds_to_first_step})
+            loss_sum += value * len(y)
+            seen += len(y)
+            correct += (logits.detach().argmax(1) == y).sum()
+
+        val_loss, val_accuracy, val_probs, val_y = _evaluate(
+            model, data, data.x_train, data.y_train, data.val, eval_batch, amp, channels_last,
+            f"evaluating on the validation split after epoch {epoch}")
+        point = {"train_loss": loss_sum / seen, "train_accuracy": correct.item() / seen,
+                 "val_loss": val_loss, "val_accuracy": val_accuracy,
+                 "lr": optimizer.param_groups[0]["lr"]}
+        for key in CURVE_KEYS:
+            curve[key].append(point[key])
+        emit({"kind": "epoch", "seed": seed, "epoch": epoch, "epochs": recipe["epochs"], **point,
+              "seconds": time.monotonic() - t0})
+
+    result_metrics = metrics.summary(val_y, val_probs, val_loss, "val")
+    result_metrics["train_accuracy"] = curve["train_accuracy"][-1]
+    result_metrics["train_loss"] = curve["train_loss"][-1]
+    if spec["evaluate_test"]:
+        if not len(data.test):
+            raise TaskFailure("invalid_config", f"{split.raw.name}: the test split is empty")
+        test_loss, _, test_probs, test_y = _evaluate(
+            model, data, data.x_test, data.y_test, data.test, eval_batch, amp, channels_last,
+            "evaluating on the test split")
+        result_metrics.update(metrics.summary(test_y, test_probs, test_loss, "test"))
+    return {
+        "kind": "result", "seed": seed, "metrics": result_metrics,
+        "per_class": metrics.per_class(val_y, val_probs, num_classes),
+        "confusion_matrix": metrics.confusion(val_y, val_probs, num_classes),
+        "learning_curve": curve,
+        "seconds": time.monotonic() - t0,
+        "seconds_to_first_step": seconds_to_first_step,
+        "epochs_completed": recipe["epochs"],
+        "params": params, "num_classes": num_classes, "class_names": list(split.raw.class_names),
+        "device": _device_info(device),
+    }
+
+
+# --- summarize ------------------------------------------------------------------------
+
+def _layer_flops(module, inputs, output):
+    """2 x multiply-accumulates of conv, linear and attention layers: an estimate.
+
+    Elementwise work, normalisation, pooling and anything done with torch.nn.functional
+    on the model's own parameters are not counted.
+    """
+    out = _first_tensor(output)
+    if out is None:
+        return 0
+    if isinstance(module, nn.modules.conv._ConvNd):
+        per_output = (module.in_channels // module.groups) * math.prod(module.kernel_size)
+        if module.transposed and inputs and isinstance(inputs[0], torch.Tensor):
+            return 2 * inputs[0].numel() * (module.out_channels // module.groups) * math.prod(module.kernel_size)
+        return 2 * out.numel() * per_output
+    if isinstance(module, nn.Linear):
+        return 2 * out.numel() * module.in_features
+    if isinstance(module, nn.MultiheadAttention):
+        # Forward hooks see positional arguments only; a call with keywords falls back to
+        # self-attention shaped like the output.
+        query = inputs[0] if inputs and isinstance(inputs[0], torch.Tensor) else out
+        key = inputs[1] if len(inputs) > 1 and isinstance(inputs[1], torch.Tensor) else query
+        if query.dim() == 2:
+            batch, length, source = 1, query.shape[0], key.shape[0]
+        elif module.batch_first:
+            batch, length, source = query.shape[0], query.shape[1], key.shape[1]
+        else:
+            batch, length, source = query.shape[1], query.shape[0], key.shape[0]
+        e = module.embed_dim
+        projections = length * e * e + source * module.kdim * e + source * module.vdim * e + length * e * e
+        return 2 * batch * (projections + 2 * length * source * e)
+    return 0
+
+
+def _hooked_modules(model):
+    """Leaf modules plus whole attention blocks (whose out_proj would otherwise count alone)."""
+    inside_attention = set()
+    for module in model.modules():
+        if isinstance(module, nn.MultiheadAttention):
+            inside_attention.update(id(m) for m in module.modules() if m is not module)
+    for name, module in model.named_modules():
+        if id(module) in inside_attention:
+            continue
+        if isinstance(module, nn.MultiheadAttention) or not any(True for _ in module.children()):
+            yield name or type(module).__name__, module
+
+
+def summarize(spec):
+    _seed_everything(0)
+    model = build_model(spec)
+    shape = [1] + spec["input_shape"]
+    if spec["input_dtype"] == "int64":
+        x = torch.randint(1, spec["vocab_size"], shape)
+    else:
+        x = torch.randn(shape)
+    layers = []
+
+    def record(name):
+        def hook(module, inputs, output):
+            out = _first_tensor(output)
+            layers.append({"name": name, "type": type(module).__name__,
+                           "output_shape": list(out.shape) if out is not None else [],
+                           "params": sum(p.numel() for p in module.parameters()),
+                           "flops": int(_layer_flops(module, inputs, output))})
+        return hook
+
+    handles = [module.register_forward_hook(record(name)) for name, module in _hooked_modules(model)]
+    # Gradients stay enabled: under no_grad, eval-mode transformer layers take a fused
+    # fast path that never calls their submodules, and their FLOPs would go unseen.
+    with Stage("shape_error", f"forward pass on one sample of shape {shape}"):
+        model.eval()
+        out = model(x)
+    for handle in handles:
+        handle.remove()
+    if spec["num_classes"]:
+        _check_output(out, 1, spec["num_classes"], f"forward pass on one sample of shape {shape}")
+    elif not isinstance(out, torch.Tensor):
+        raise TaskFailure("shape_error", f"forward returned {type(out).__name__}, expected a tensor")
+    total = sum(p.numel() for p in model.parameters())
+    state_bytes = sum(t.numel() * t.element_size() for t in list(model.parameters()) + list(model.buffers()))
+    return {
+        "kind": "summary", "total_params": total,
+        "trainable_params": sum(p.numel() for p in model.parameters() if p.requires_grad),
+        "flops": sum(layer["flops"] for layer in layers),
+        "layers": layers, "output_shape": list(out.shape), "size_mb": state_bytes / 2 ** 20,
+    }
+
+
+def run(task, spec, split, emit, t0):
+    """Runs one task and emits exactly one terminal event, whatever the model does."""
+    torch.set_num_threads(spec.get("threads", 1))
+    try:
+        event = train(spec, split, emit, t0) if task == "train" else summarize(spec)
+    except TaskFailure as failure:
+        event = failure.event()
+    except BaseException as exc:  # outside any Stage: a runner bug, or memory running out
+        event = {"kind": "failure", "label": classify(exc, "crash"),
+                 "message": f"{type(exc).__name__}: {exc}", "traceback": tail(traceback.format_exc())}
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    emit(event)

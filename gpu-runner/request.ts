@@ -1,0 +1,231 @@
+/**
+ * Checks an evaluation request and turns it into the worker's job spec with
+ * every default filled in. The wire format uses 0 / "" for "not set"; the
+ * defaults below are the runner's documented behaviour (docs/RUNNER.md).
+ */
+import { resolve, sep } from "node:path";
+import { ResearchError } from "../core/failure.js";
+import type {
+  DatasetSpec,
+  EvaluateRequest,
+  ModelSource,
+  Recipe,
+  SummarizeRequest,
+} from "../proto/gen/research/v1/runner_pb.js";
+
+export const DATASETS = [
+  "fashion-mnist",
+  "mnist",
+  "cifar10",
+  "cifar100",
+  "svhn",
+  "digits",
+  "iris",
+  "wine",
+  "breast_cancer",
+  "csv",
+  "text",
+  "synthetic",
+] as const;
+
+export const DEFAULTS = {
+  seeds: 3,
+  maxSeeds: 32,
+  timeBudgetS: 600,
+  memoryLimitMb: 4096,
+  valFraction: 0.1,
+  batchSize: 128,
+  epochs: 2,
+  fileLimitMb: 64,
+  nproc: 256,
+} as const;
+
+const OPTIMIZERS = ["sgd", "adam", "adamw"];
+const SCHEDULES = ["none", "step", "cosine", "onecycle"];
+const DEFAULT_LR: Record<string, number> = { sgd: 0.05, adam: 1e-3, adamw: 1e-3 };
+
+export interface Limits {
+  memory_mb: number;
+  cpu_seconds: number;
+  wall_seconds: number;
+  file_mb: number;
+  nproc: number;
+}
+
+class Issues {
+  readonly list: string[] = [];
+  check(ok: boolean, message: string): void {
+    if (!ok) this.list.push(message);
+  }
+  throwIfAny(what: string): void {
+    if (this.list.length) throw new ResearchError("invalid_config", `invalid ${what}: ${this.list.join("; ")}`);
+  }
+}
+
+function checkModel(model: ModelSource | undefined, issues: Issues): Record<string, unknown> {
+  issues.check(!!model?.code.trim(), "model.code is empty");
+  issues.check(/^[A-Za-z_][A-Za-z0-9_]*$/.test(model?.className ?? ""), `model.class_name "${model?.className ?? ""}" is not a Python identifier`);
+  if (!model?.initKwargsJson) return {};
+  try {
+    const v = JSON.parse(model.initKwargsJson) as unknown;
+    if (v && typeof v === "object" && !Array.isArray(v)) return v as Record<string, unknown>;
+  } catch {
+    // reported below
+  }
+  issues.check(false, "model.init_kwargs_json must be a JSON object");
+  return {};
+}
+
+function under(path: string, roots: string[]): boolean {
+  const p = resolve(path);
+  return roots.some((r) => p === resolve(r) || p.startsWith(resolve(r) + sep));
+}
+
+function checkDataset(d: DatasetSpec | undefined, dataRoots: string[], issues: Issues) {
+  const name = d?.name ?? "";
+  issues.check((DATASETS as readonly string[]).includes(name), `dataset.name "${name}" is not one of ${DATASETS.join(", ")}`);
+  const valFraction = d?.valFraction || DEFAULTS.valFraction;
+  issues.check(valFraction > 0 && valFraction < 0.9, `dataset.val_fraction ${valFraction} must be in (0, 0.9)`);
+  if (d?.dataDir) {
+    issues.check(
+      under(d.dataDir, dataRoots),
+      `dataset.data_dir ${d.dataDir} is outside the runner's data roots (${dataRoots.join(", ")}); start the runner with --data-root`,
+    );
+  }
+  if (name === "csv") issues.check(!!d?.targetColumn, "dataset.target_column is required for csv");
+  if (name === "csv" || name === "text") issues.check(!!d?.dataDir, `dataset.data_dir is required for ${name}`);
+  if (name === "synthetic") {
+    issues.check((d?.shape.length ?? 0) > 0, "dataset.shape is required for synthetic");
+    issues.check((d?.numClasses ?? 0) >= 2, "dataset.num_classes >= 2 is required for synthetic");
+    issues.check((d?.difficulty ?? 0) >= 0 && (d?.difficulty ?? 0) <= 1, "dataset.difficulty must be in [0, 1]");
+  }
+  return {
+    name,
+    data_dir: d?.dataDir ?? "",
+    subset: d?.subset ?? 0,
+    val_fraction: valFraction,
+    split_seed: d?.splitSeed ?? 0,
+    target_column: d?.targetColumn ?? "",
+    shape: d?.shape ?? [],
+    num_classes: d?.numClasses ?? 0,
+    difficulty: d?.difficulty ?? 0,
+    test_subset: d?.testSubset ?? 0,
+  };
+}
+
+function checkRecipe(r: Recipe | undefined, issues: Issues) {
+  const optimizer = r?.optimizer || "adam";
+  const schedule = r?.schedule || "none";
+  issues.check(OPTIMIZERS.includes(optimizer), `recipe.optimizer "${optimizer}" is not one of ${OPTIMIZERS.join(", ")}`);
+  issues.check(SCHEDULES.includes(schedule), `recipe.schedule "${schedule}" is not one of ${SCHEDULES.join(", ")}`);
+  const lr = r?.lr || DEFAULT_LR[optimizer] || 1e-3;
+  issues.check(lr > 0 && lr < 10, `recipe.lr ${lr} must be in (0, 10)`);
+  const batchSize = r?.batchSize || DEFAULTS.batchSize;
+  issues.check(batchSize <= 65536, `recipe.batch_size ${batchSize} is larger than 65536`);
+  const epochs = r?.epochs || DEFAULTS.epochs;
+  issues.check(epochs <= 1000, `recipe.epochs ${epochs} is larger than 1000`);
+  for (const [k, v] of [
+    ["momentum", r?.momentum ?? 0],
+    ["label_smoothing", r?.labelSmoothing ?? 0],
+  ] as const) {
+    issues.check(v >= 0 && v < 1, `recipe.${k} ${v} must be in [0, 1)`);
+  }
+  for (const [k, v] of [
+    ["weight_decay", r?.weightDecay ?? 0],
+    ["grad_clip", r?.gradClip ?? 0],
+    ["warmup_epochs", r?.warmupEpochs ?? 0],
+  ] as const) {
+    issues.check(v >= 0 && Number.isFinite(v), `recipe.${k} ${v} must be >= 0`);
+  }
+  return {
+    optimizer,
+    lr,
+    momentum: r?.momentum ?? 0,
+    nesterov: r?.nesterov ?? false,
+    weight_decay: r?.weightDecay ?? 0,
+    schedule,
+    warmup_epochs: r?.warmupEpochs ?? 0,
+    step_size: r?.stepSize || Math.max(1, Math.floor(epochs / 3)),
+    gamma: r?.gamma || 0.1,
+    label_smoothing: r?.labelSmoothing ?? 0,
+    grad_clip: r?.gradClip ?? 0,
+    batch_size: batchSize,
+    epochs,
+    augment: {
+      hflip: r?.augment?.hflip ?? false,
+      crop_padding: r?.augment?.cropPadding ?? 0,
+      cutout: r?.augment?.cutout ?? 0,
+    },
+    amp: r?.amp ?? false,
+    channels_last: r?.channelsLast ?? false,
+  };
+}
+
+export function limitsFor(wallSeconds: number, memoryMb: number, threads: number): Limits {
+  const wall = Math.max(1, Math.ceil(wallSeconds));
+  return {
+    memory_mb: memoryMb,
+    // CPU time can exceed wall time by the thread count; the wall clock is the real bound.
+    cpu_seconds: Math.ceil(wall * Math.max(1, threads) * 1.5) + 30,
+    wall_seconds: wall,
+    file_mb: DEFAULTS.fileLimitMb,
+    nproc: DEFAULTS.nproc,
+  };
+}
+
+export type TrainPlan = ReturnType<typeof planEvaluation>;
+
+export function planEvaluation(req: EvaluateRequest, dataRoots: string[]) {
+  const issues = new Issues();
+  const initKwargs = checkModel(req.model, issues);
+  const dataset = checkDataset(req.dataset, dataRoots, issues);
+  const recipe = checkRecipe(req.recipe, issues);
+  const seeds = req.seeds || DEFAULTS.seeds;
+  issues.check(seeds <= DEFAULTS.maxSeeds, `seeds ${seeds} is more than ${DEFAULTS.maxSeeds}`);
+  issues.check(req.target >= 0 && req.target <= 1, `target ${req.target} must be a fraction in [0, 1]`);
+  const timeBudgetS = req.budget?.timeBudgetS || DEFAULTS.timeBudgetS;
+  issues.check(timeBudgetS > 0 && Number.isFinite(timeBudgetS), `budget.time_budget_s ${timeBudgetS} must be positive`);
+  const memoryLimitMb = req.budget?.memoryLimitMb || DEFAULTS.memoryLimitMb;
+  issues.check(memoryLimitMb >= 512, `budget.memory_limit_mb ${memoryLimitMb} is below 512 (torch alone needs more)`);
+  issues.throwIfAny("evaluation request");
+  return {
+    seeds,
+    baseSeed: req.baseSeed,
+    target: req.target,
+    timeBudgetS,
+    memoryLimitMb,
+    job: {
+      source: req.model!.code,
+      class_name: req.model!.className,
+      init_kwargs: initKwargs,
+      dataset,
+      recipe,
+      max_params: Number(req.budget?.maxParams ?? 0n),
+      evaluate_test: req.evaluateTest,
+    },
+  };
+}
+
+export function planSummary(req: SummarizeRequest) {
+  const issues = new Issues();
+  const initKwargs = checkModel(req.model, issues);
+  issues.check(req.inputShape.length > 0 && req.inputShape.every((d) => d > 0), "input_shape must be non-empty and positive");
+  const dtype = req.inputDtype || "float32";
+  issues.check(["float32", "int64"].includes(dtype), `input_dtype "${dtype}" must be float32 or int64`);
+  issues.throwIfAny("summarize request");
+  return {
+    source: req.model!.code,
+    class_name: req.model!.className,
+    init_kwargs: initKwargs,
+    input_shape: req.inputShape,
+    input_dtype: dtype,
+    num_classes: req.numClasses,
+  };
+}
+
+export function planDescribe(d: DatasetSpec | undefined, dataRoots: string[]) {
+  const issues = new Issues();
+  const dataset = checkDataset(d, dataRoots, issues);
+  issues.throwIfAny("describe request");
+  return { dataset };
+}

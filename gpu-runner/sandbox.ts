@@ -1,0 +1,157 @@
+/**
+ * How a worker process is started: inside bubblewrap (the default) or, only
+ * when the user asks for it explicitly, directly.
+ *
+ * The sandbox gives the worker no network, a read-only view of the system,
+ * a private PID namespace (so the worker can sweep every process a trial left
+ * behind), a private writable scratch directory and an environment without
+ * the runner's secrets. When the runner is root the worker keeps just the
+ * capabilities it needs to drop each trial to uid 65534 and to kill it;
+ * rlimits are set per trial by the worker (see python/zygote.py).
+ */
+import { existsSync, lstatSync, readdirSync, readlinkSync, realpathSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { execFileSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
+
+export const PYTHON_DIR = resolve(dirname(fileURLToPath(import.meta.url)), "python");
+const SANDBOX_CODE_DIR = "/runner";
+const SANDBOX_SCRATCH = "/scratch";
+
+export interface LaunchOptions {
+  python: string;
+  /** Host directory the worker may write to. */
+  scratchDir: string;
+  /** Host directories holding datasets; mounted read-only at the same path. */
+  dataRoots: string[];
+  sandbox: boolean;
+}
+
+export interface Launch {
+  command: string;
+  args: string[];
+  env: Record<string, string>;
+}
+
+const BASE_ENV = {
+  PATH: "/usr/local/bin:/usr/bin:/bin",
+  PYTHONDONTWRITEBYTECODE: "1",
+  PYTHONUNBUFFERED: "1",
+  // Each seed is its own process; thread counts are set per trial.
+  OMP_NUM_THREADS: "1",
+  MKL_NUM_THREADS: "1",
+};
+
+export function bubblewrapPath(): string | undefined {
+  for (const dir of (process.env.PATH ?? "").split(":").concat(["/usr/bin", "/bin"])) {
+    const p = join(dir, "bwrap");
+    if (dir && existsSync(p)) return p;
+  }
+  return undefined;
+}
+
+function isRoot(): boolean {
+  return typeof process.getuid === "function" && process.getuid() === 0;
+}
+
+/** Top-level system directories: merged-/usr systems have symlinks, others real directories. */
+function systemMounts(): string[] {
+  const args = ["--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"];
+  for (const name of ["bin", "sbin", "lib", "lib32", "lib64", "libx32"]) {
+    const p = `/${name}`;
+    if (!existsSync(p)) continue;
+    if (lstatSync(p).isSymbolicLink()) args.push("--symlink", readlinkSync(p), p);
+    else args.push("--ro-bind", p, p);
+  }
+  return args;
+}
+
+/**
+ * A Python outside /usr (a conda or venv on a GPU host) must be visible
+ * inside. A venv's python is a symlink into its base installation, so both
+ * the venv and the resolved prefix are mounted.
+ */
+function pythonMounts(python: string): string[] {
+  const prefixes = new Set<string>();
+  for (const p of [python, (() => { try { return realpathSync(python); } catch { return python; } })()]) {
+    if (p.startsWith("/") && !p.startsWith("/usr/")) prefixes.add(dirname(dirname(p)));
+  }
+  return [...prefixes].flatMap((p) => ["--ro-bind", p, p]);
+}
+
+function gpuMounts(): string[] {
+  if (!existsSync("/dev")) return [];
+  const devices = readdirSync("/dev").filter((d) => d.startsWith("nvidia"));
+  if (devices.length === 0) return [];
+  // CUDA's driver initialisation reads /sys; without it cuInit fails.
+  return [...devices.flatMap((d) => ["--dev-bind", `/dev/${d}`, `/dev/${d}`]), "--ro-bind", "/sys", "/sys"];
+}
+
+export function workerLaunch(opts: LaunchOptions): Launch {
+  if (!opts.sandbox) {
+    return {
+      command: opts.python,
+      args: ["-u", join(PYTHON_DIR, "zygote.py")],
+      env: { ...BASE_ENV, HOME: opts.scratchDir, RUNNER_SCRATCH: opts.scratchDir },
+    };
+  }
+  const bwrap = bubblewrapPath();
+  if (!bwrap) throw new Error("bubblewrap (bwrap) is not installed");
+  const args = [
+    "--unshare-pid",
+    "--unshare-net",
+    "--unshare-ipc",
+    "--unshare-uts",
+    "--unshare-cgroup-try",
+    "--die-with-parent",
+    "--new-session",
+    ...systemMounts(),
+    ...pythonMounts(opts.python),
+    "--ro-bind",
+    PYTHON_DIR,
+    SANDBOX_CODE_DIR,
+    ...opts.dataRoots.filter((d) => existsSync(d)).flatMap((d) => ["--ro-bind", d, d]),
+    "--proc",
+    "/proc",
+    "--dev",
+    "/dev",
+    ...gpuMounts(),
+    "--tmpfs",
+    "/tmp",
+    "--bind",
+    opts.scratchDir,
+    SANDBOX_SCRATCH,
+    ...(isRoot()
+      ? ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_KILL"]
+      : ["--unshare-user"]),
+    "--clearenv",
+    ...Object.entries({ ...BASE_ENV, HOME: SANDBOX_SCRATCH, RUNNER_SCRATCH: SANDBOX_SCRATCH }).flatMap(([k, v]) => [
+      "--setenv",
+      k,
+      v,
+    ]),
+    "--chdir",
+    SANDBOX_SCRATCH,
+    opts.python,
+    "-u",
+    `${SANDBOX_CODE_DIR}/zygote.py`,
+    "--pidns",
+  ];
+  return { command: bwrap, args, env: { PATH: BASE_ENV.PATH } };
+}
+
+/** Fails fast with a useful message when the sandbox cannot start here. */
+export function checkSandbox(): string | undefined {
+  const bwrap = bubblewrapPath();
+  if (!bwrap) return "bubblewrap (bwrap) is not installed";
+  try {
+    execFileSync(bwrap, ["--unshare-pid", "--unshare-net", ...systemMounts(), "--proc", "/proc", "--dev", "/dev", "true"], {
+      stdio: "pipe",
+      timeout: 10_000,
+    });
+    return undefined;
+  } catch (err) {
+    const stderr = (err as { stderr?: Buffer }).stderr?.toString().trim();
+    return `bubblewrap cannot create a sandbox here: ${stderr || (err as Error).message}`;
+  }
+}

@@ -1,0 +1,102 @@
+/**
+ * The gRPC adapter over the Evaluator, and the runner's lifecycle: start the
+ * warm worker pool, serve, shut down. Also used in-process by the CLI and
+ * the tests, so "a runner of its own" is the same code as the service.
+ */
+import * as grpc from "@grpc/grpc-js";
+import { availableParallelism, tmpdir } from "node:os";
+import { mkdtempSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { addService, RpcError } from "../core/grpc.js";
+import { ResearchError } from "../core/failure.js";
+import type { Logger } from "../core/logger.js";
+import { RunnerService } from "../proto/gen/research/v1/runner_pb.js";
+import { Evaluator } from "./evaluator.js";
+import { WorkerPool } from "./pool.js";
+import { checkSandbox } from "./sandbox.js";
+
+export const DEFAULT_DATA_ROOTS = ["/usr/share/datasets"];
+
+export interface RunnerOptions {
+  /** host:port to bind; port 0 picks a free one. */
+  address?: string;
+  slots?: number;
+  python?: string;
+  dataRoots?: string[];
+  /** Run untrusted code without bubblewrap. Only with an explicit opt-in. */
+  unsafeNoSandbox?: boolean;
+  logger: Logger;
+}
+
+export interface RunningRunner {
+  address: string;
+  evaluator: Evaluator;
+  close(): Promise<void>;
+}
+
+function toRpcError(err: unknown): RpcError {
+  if (err instanceof RpcError) return err;
+  const e = ResearchError.from(err, "crash");
+  const code =
+    e.label === "invalid_config" ? grpc.status.INVALID_ARGUMENT : e.label === "runner_unavailable" ? grpc.status.UNAVAILABLE : grpc.status.INTERNAL;
+  return new RpcError(code, e.message);
+}
+
+export async function startRunner(opts: RunnerOptions): Promise<RunningRunner> {
+  const log = opts.logger;
+  const sandbox = !opts.unsafeNoSandbox;
+  if (sandbox) {
+    const problem = checkSandbox();
+    if (problem) {
+      throw new ResearchError(
+        "runner_unavailable",
+        `${problem}. The runner refuses to execute untrusted model code without a sandbox; install bubblewrap, or pass --unsafe-no-sandbox if you trust every model it will run.`,
+      );
+    }
+  } else log.warn("running WITHOUT a sandbox: model code runs with the runner's privileges");
+
+  const scratchRoot = mkdtempSync(join(tmpdir(), "runner-scratch-"));
+  const dataRoots = [...new Set([...DEFAULT_DATA_ROOTS, ...(opts.dataRoots ?? [])])];
+  const pool = new WorkerPool({
+    slots: opts.slots ?? availableParallelism(),
+    python: opts.python ?? process.env.RUNNER_PYTHON ?? "/usr/bin/python3",
+    dataRoots,
+    sandbox,
+    scratchRoot,
+    logger: log,
+  });
+  const t0 = Date.now();
+  const device = await pool.start();
+  log.info({ slots: pool.stats().slots, device, sandbox, ms: Date.now() - t0 }, "workers ready");
+  const evaluator = new Evaluator({ pool, dataRoots, logger: log });
+
+  const server = new grpc.Server({ "grpc.max_receive_message_length": 64 * 1024 * 1024 });
+  addService(server, RunnerService, {
+    evaluate: (req, ctx) => {
+      try {
+        return evaluator.evaluate(req, ctx.signal);
+      } catch (err) {
+        throw toRpcError(err);
+      }
+    },
+    summarize: (req, ctx) => evaluator.summarize(req, ctx.signal).catch((e) => Promise.reject(toRpcError(e))),
+    describe: (req, ctx) => evaluator.describe(req, ctx.signal).catch((e) => Promise.reject(toRpcError(e))),
+    health: async () => evaluator.health(),
+  });
+  const port = await new Promise<number>((resolve, reject) =>
+    server.bindAsync(opts.address ?? "127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+  );
+  const host = (opts.address ?? "127.0.0.1:0").split(":")[0] || "127.0.0.1";
+  const address = `${host === "0.0.0.0" ? "127.0.0.1" : host}:${port}`;
+  log.info({ address }, "runner listening");
+  return {
+    address,
+    evaluator,
+    async close() {
+      await new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
+      server.forceShutdown();
+      await pool.close();
+      rmSync(scratchRoot, { recursive: true, force: true });
+    },
+  };
+}

@@ -1,0 +1,106 @@
+/**
+ * Statistics across seeds: mean, sample std and the 95% Student's t interval
+ * of the mean, plus the goal, overfitting and convergence verdicts that are
+ * derived from them.
+ */
+import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import {
+  ConvergenceSchema,
+  GoalStatus,
+  MetricStatsSchema,
+  OverfittingSchema,
+  type Convergence,
+  type MetricStats,
+  type Overfitting,
+  type SeedResult,
+} from "../proto/gen/research/v1/runner_pb.js";
+
+// Two-sided 95% critical values t(0.975, df) for df = 1..30.
+const T975 = [
+  12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.16, 2.145, 2.131, 2.12, 2.11, 2.101,
+  2.093, 2.086, 2.08, 2.074, 2.069, 2.064, 2.06, 2.056, 2.052, 2.048, 2.045, 2.042,
+];
+
+export function tCritical975(df: number): number {
+  if (!Number.isInteger(df) || df < 1) throw new RangeError(`degrees of freedom must be a positive integer, got ${df}`);
+  if (df <= T975.length) return T975[df - 1]!;
+  // Cornish-Fisher expansion around the normal quantile; error < 1e-4 for df > 30.
+  const z = 1.959964;
+  return z + (z ** 3 + z) / (4 * df) + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * df ** 2);
+}
+
+export function describe(values: number[]): MetricStats {
+  const n = values.length;
+  if (n === 0) return create(MetricStatsSchema, { n: 0, ci95: [0, 0] });
+  const mean = values.reduce((a, b) => a + b, 0) / n;
+  const std = n > 1 ? Math.sqrt(values.reduce((a, v) => a + (v - mean) ** 2, 0) / (n - 1)) : 0;
+  // One seed says nothing about spread: the interval collapses to the point and
+  // goalStatus() refuses to call that "achieved".
+  const half = n > 1 ? (tCritical975(n - 1) * std) / Math.sqrt(n) : 0;
+  return create(MetricStatsSchema, {
+    mean,
+    std,
+    ci95: [mean - half, mean + half],
+    min: Math.min(...values),
+    max: Math.max(...values),
+    n,
+  });
+}
+
+/** Aggregates every metric that all seeds report, plus wall-clock seconds. */
+export function aggregate(seeds: SeedResult[]): Record<string, MetricStats> {
+  const out: Record<string, MetricStats> = {};
+  if (seeds.length === 0) return out;
+  const keys = Object.keys(seeds[0]!.metrics).filter((k) => seeds.every((s) => Number.isFinite(s.metrics[k])));
+  for (const key of keys.sort()) out[key] = describe(seeds.map((s) => s.metrics[key]!));
+  out.seconds = describe(seeds.map((s) => s.seconds));
+  return out;
+}
+
+export function goalStatus(stats: MetricStats | undefined, target: number): GoalStatus {
+  if (!(target > 0)) return GoalStatus.NO_TARGET;
+  if (!stats || stats.n === 0) return GoalStatus.NOT_ACHIEVED;
+  if (stats.n >= 2 && stats.ci95[0]! >= target) return GoalStatus.ACHIEVED;
+  return stats.mean >= target ? GoalStatus.LIKELY : GoalStatus.NOT_ACHIEVED;
+}
+
+export function overfitting(seeds: SeedResult[]): Overfitting {
+  const gaps = seeds.map((s) => (s.metrics.train_accuracy ?? 0) - (s.metrics.val_accuracy ?? 0));
+  const gap = gaps.length ? gaps.reduce((a, b) => a + b, 0) / gaps.length : 0;
+  const severity = gap < 0.02 ? "none" : gap < 0.05 ? "mild" : gap < 0.1 ? "moderate" : "severe";
+  return create(OverfittingSchema, { gap, severity });
+}
+
+/** Reads the mean validation-accuracy curve across seeds. */
+export function convergence(seeds: SeedResult[]): Convergence {
+  const curves = seeds.map((s) => s.learningCurve?.valAccuracy ?? []).filter((c) => c.length > 0);
+  const epochs = Math.min(...curves.map((c) => c.length));
+  if (curves.length === 0 || !Number.isFinite(epochs)) return create(ConvergenceSchema, { state: "unknown" });
+  const mean = Array.from({ length: epochs }, (_, e) => curves.reduce((a, c) => a + c[e]!, 0) / curves.length);
+  const bestEpoch = mean.indexOf(Math.max(...mean)) + 1;
+  const window = Math.min(3, epochs - 1);
+  const recentSlope = window > 0 ? (mean[epochs - 1]! - mean[epochs - 1 - window]!) / window : 0;
+  const finals = curves.map((c) => c[epochs - 1]!);
+  const spread = Math.max(...finals) - Math.min(...finals);
+  let state: string;
+  if (epochs < 2) state = "undetermined";
+  else if (spread > 0.15) state = "unstable";
+  else if (recentSlope < -0.01) state = "diverging";
+  else if (recentSlope > 0.005) state = "improving";
+  else state = bestEpoch === epochs ? "converged" : "plateaued";
+  return create(ConvergenceSchema, { state, recentSlope, bestEpoch });
+}
+
+/** Classes whose mean recall trails the mean accuracy by more than 10 points. */
+export function weakClasses(seeds: SeedResult[]): number[] {
+  if (seeds.length === 0) return [];
+  const accuracy = seeds.reduce((a, s) => a + (s.metrics.val_accuracy ?? 0), 0) / seeds.length;
+  const recall = new Map<number, number[]>();
+  for (const s of seeds) for (const c of s.perClass) recall.set(c.classIndex, [...(recall.get(c.classIndex) ?? []), c.recall]);
+  return [...recall.entries()]
+    .filter(([, r]) => r.reduce((a, b) => a + b, 0) / r.length < accuracy - 0.1)
+    .map(([c]) => c)
+    .sort((a, b) => a - b);
+}
+
+export type MetricStatsInit = MessageInitShape<typeof MetricStatsSchema>;

@@ -1,0 +1,169 @@
+/**
+ * One warm worker: a Python fork server (python/zygote.py) that has imported
+ * torch once and forks a fresh, sandboxed child per job. This class speaks
+ * its JSON-lines protocol and never trusts what comes back: a line that does
+ * not parse, or a worker that dies mid-job, ends the job with a failure
+ * instead of hurting the runner.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { createInterface } from "node:readline";
+import { randomUUID } from "node:crypto";
+import type { Logger } from "../core/logger.js";
+import { ResearchError, type FailureName } from "../core/failure.js";
+import type { Launch } from "./sandbox.js";
+
+export type WorkerTask = "train" | "summarize" | "describe";
+
+/** Events as the worker writes them; the terminal kinds end a job. */
+export type WorkerEvent =
+  | { kind: "epoch"; [k: string]: unknown }
+  | { kind: "first_step"; seconds: number }
+  | { kind: "result"; [k: string]: unknown }
+  | { kind: "summary"; [k: string]: unknown }
+  | { kind: "dataset"; [k: string]: unknown }
+  | { kind: "failure"; label: FailureName; message: string; traceback?: string };
+
+export type TerminalEvent = Extract<WorkerEvent, { kind: "result" | "summary" | "dataset" | "failure" }>;
+
+const TERMINAL = new Set(["result", "summary", "dataset", "failure"]);
+
+export interface DeviceReport {
+  kind: string;
+  name: string;
+  torch_version: string;
+}
+
+interface Job {
+  id: string;
+  onEvent: (e: WorkerEvent) => void;
+  terminal?: TerminalEvent;
+  finish: (e: TerminalEvent) => void;
+}
+
+export class Worker {
+  private proc?: ChildProcess;
+  private job?: Job;
+  private stderrTail: string[] = [];
+  device?: DeviceReport;
+
+  constructor(
+    readonly id: string,
+    private readonly launch: Launch,
+    private readonly log: Logger,
+    private readonly startTimeoutMs = 120_000,
+  ) {}
+
+  get alive(): boolean {
+    return this.proc !== undefined && this.proc.exitCode === null && this.proc.signalCode === null;
+  }
+
+  get busy(): boolean {
+    return this.job !== undefined;
+  }
+
+  start(): Promise<DeviceReport> {
+    const proc = spawn(this.launch.command, this.launch.args, { env: this.launch.env, stdio: ["pipe", "pipe", "pipe"] });
+    this.proc = proc;
+    this.stderrTail = [];
+    createInterface({ input: proc.stderr! }).on("line", (line) => {
+      this.stderrTail.push(line);
+      if (this.stderrTail.length > 40) this.stderrTail.shift();
+    });
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        proc.kill("SIGKILL");
+        reject(new ResearchError("runner_unavailable", `worker ${this.id} did not start within ${this.startTimeoutMs / 1000} s`, this.tail()));
+      }, this.startTimeoutMs);
+      createInterface({ input: proc.stdout! }).on("line", (line) => {
+        const msg = parseLine(line);
+        if (!msg) return this.log.warn({ worker: this.id, line: line.slice(0, 200) }, "unparseable worker line");
+        if (msg.type === "ready") {
+          clearTimeout(timer);
+          this.device = msg.device as DeviceReport;
+          resolve(this.device);
+        } else this.onMessage(msg);
+      });
+      proc.on("error", (err) => {
+        clearTimeout(timer);
+        reject(new ResearchError("runner_unavailable", `cannot start worker: ${err.message}`));
+      });
+      proc.on("exit", (code, signal) => {
+        clearTimeout(timer);
+        const why = `worker process exited (${signal ?? `code ${code}`})`;
+        reject(new ResearchError("runner_unavailable", why, this.tail()));
+        this.job?.finish({ kind: "failure", label: "crash", message: `${why} during the job`, traceback: this.tail() });
+      });
+    });
+  }
+
+  private tail(): string {
+    return this.stderrTail.join("\n");
+  }
+
+  private onMessage(msg: Record<string, unknown>): void {
+    const job = this.job;
+    if (!job || msg.job_id !== job.id) return;
+    if (msg.type === "event") {
+      const event = msg.event as WorkerEvent | undefined;
+      if (!event || typeof event.kind !== "string") return;
+      if (TERMINAL.has(event.kind)) job.terminal ??= event as TerminalEvent;
+      else job.onEvent(event);
+    } else if (msg.type === "done") {
+      job.finish(
+        job.terminal ?? { kind: "failure", label: "crash", message: "worker ended the job without a result", traceback: this.tail() },
+      );
+    }
+  }
+
+  /** Runs one job to its terminal event. Aborting the signal cancels the job in the worker. */
+  run(task: WorkerTask, spec: unknown, onEvent: (e: WorkerEvent) => void, signal?: AbortSignal): Promise<TerminalEvent> {
+    if (!this.alive) return Promise.resolve({ kind: "failure", label: "runner_unavailable", message: `worker ${this.id} is not running` });
+    if (this.job) throw new Error(`worker ${this.id} is busy`);
+    const id = randomUUID();
+    return new Promise<TerminalEvent>((resolve) => {
+      let killTimer: NodeJS.Timeout | undefined;
+      const onAbort = () => {
+        this.send({ type: "cancel", job_id: id });
+        // A worker that cannot even process a cancel is replaced.
+        killTimer = setTimeout(() => this.proc?.kill("SIGKILL"), 10_000);
+      };
+      this.job = {
+        id,
+        onEvent,
+        finish: (e) => {
+          clearTimeout(killTimer);
+          signal?.removeEventListener("abort", onAbort);
+          this.job = undefined;
+          resolve(e);
+        },
+      };
+      if (signal?.aborted) return onAbort();
+      signal?.addEventListener("abort", onAbort, { once: true });
+      this.send({ type: "run", job_id: id, task, spec });
+    });
+  }
+
+  private send(msg: unknown): void {
+    if (this.alive) this.proc!.stdin!.write(`${JSON.stringify(msg)}\n`);
+  }
+
+  async stop(): Promise<void> {
+    const proc = this.proc;
+    if (!proc || !this.alive) return;
+    const exited = new Promise((r) => proc.once("exit", r));
+    proc.stdin!.end();
+    proc.kill("SIGTERM");
+    const timer = setTimeout(() => proc.kill("SIGKILL"), 3000);
+    await exited;
+    clearTimeout(timer);
+  }
+}
+
+function parseLine(line: string): Record<string, unknown> | undefined {
+  try {
+    const v = JSON.parse(line) as unknown;
+    return v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}

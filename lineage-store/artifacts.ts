@@ -1,0 +1,219 @@
+/**
+ * The human-readable project folder of a run, in the seed MVP's layout
+ * (experiments/registry.json, experiments/<trial>/..., src/models/current_model.py,
+ * configs/models/current_model_config.yaml, report.md). The lineage-store process calls
+ * writeArtifacts for every event of a run, in stream order and one call at a
+ * time per run (the registry is read, updated and replaced), after folding the
+ * event into the run's state. Every write is derived from the state plus that
+ * one event and replaces its file atomically, so replays and redeliveries
+ * rewrite the same bytes instead of duplicating anything.
+ */
+import { readFile } from "node:fs/promises";
+import { join } from "node:path";
+import { create, toJson, type JsonObject } from "@bufbuild/protobuf";
+import { stringify as toYaml } from "yaml";
+import { bestTrial, type RunState, type TrialState } from "../agents/run-state.js";
+import { labelName } from "../core/failure.js";
+import type { Failure } from "../proto/gen/research/v1/common_pb.js";
+import { AnalysisSchema, type Event } from "../proto/gen/research/v1/events_pb.js";
+import { EvalResultSchema, SummarizeResponseSchema } from "../proto/gen/research/v1/runner_pb.js";
+import {
+  decisionName,
+  failureLabelOf,
+  paramsOf,
+  valAccuracyOf,
+  verdictName,
+  writeFileAtomic,
+  writeReport,
+  type DecisionName,
+  type VerdictName,
+} from "./report.js";
+
+export const REGISTRY_FILE = "experiments/registry.json";
+export const CURRENT_MODEL_FILE = "src/models/current_model.py";
+export const CURRENT_CONFIG_FILE = "configs/models/current_model_config.yaml";
+
+/** One judged trial in experiments/registry.json, keyed as in the seed MVP. */
+export interface RegistryEntry {
+  run_id: string;
+  trial_id: string;
+  /** When the trial was judged (ISO 8601). */
+  timestamp: string;
+  model_name: string;
+  dataset: string;
+  metrics_summary: {
+    val_accuracy_mean: number | null;
+    ci_95: [number, number] | null;
+    std: number | null;
+    num_seeds: number;
+    params: number | null;
+  };
+  /** Relative to the run folder. */
+  experiment_dir: string;
+  decision: DecisionName;
+  verdict: VerdictName;
+  failure_label: string | null;
+}
+
+// Trial ids become directory names; one with a separator or ".." could write outside the run folder.
+const SAFE_ID = /^(?!\.{1,2}$)[A-Za-z0-9._-]+$/;
+
+export function experimentDir(trialId: string): string {
+  if (!SAFE_ID.test(trialId)) throw new Error(`trial id ${JSON.stringify(trialId)} cannot be used as a directory name`);
+  return `experiments/${trialId}`;
+}
+
+const JSON_OPTS = { useProtoFieldName: true, alwaysEmitImplicit: true } as const;
+
+const jsonText = (value: unknown): string => `${JSON.stringify(value, null, 2)}\n`;
+
+function failureJson(f: Failure): JsonObject {
+  return { label: labelName(f.label), message: f.message, traceback: f.traceback };
+}
+
+/** Config text is user- or LLM-authored JSON; text that doesn't parse is kept verbatim rather than lost. */
+function configYaml(json: string, what: string): string {
+  if (!json.trim()) return toYaml({});
+  try {
+    return toYaml(JSON.parse(json));
+  } catch {
+    return `# ${what} was not valid JSON; kept verbatim\n${toYaml(json)}`;
+  }
+}
+
+function modelName(t: TrialState): string {
+  try {
+    const name = (JSON.parse(t.proposed?.modelConfigJson ?? "") as { name?: unknown }).name;
+    if (typeof name === "string" && name) return name;
+  } catch {
+    // Fall through to the class name: a registry entry needs some name.
+  }
+  return t.assembled?.className || t.id;
+}
+
+function hypothesisMarkdown(t: TrialState): string {
+  const p = t.proposed!;
+  const ids = (xs: string[]) => (xs.length ? xs.map((x) => `\`${x}\``).join(", ") : "none");
+  return [
+    `# ${t.id}`,
+    "",
+    `- Surface: ${p.surface || "unspecified"}`,
+    `- Proposed by: ${p.proposer || "unknown"} (proposal #${p.index})`,
+    `- Parents: ${ids(p.parentIds)}`,
+    `- Adopted concepts: ${p.adoptedConcepts.length ? p.adoptedConcepts.join(", ") : "none"}`,
+    "",
+    "## Hypothesis",
+    "",
+    p.hypothesis,
+    "",
+    "## Rationale",
+    "",
+    p.rationale || "(none given)",
+    "",
+  ].join("\n");
+}
+
+export function registryEntry(state: RunState, t: TrialState, judgedAtMs: number): RegistryEntry {
+  const acc = valAccuracyOf(t);
+  return {
+    run_id: state.runId,
+    trial_id: t.id,
+    timestamp: new Date(judgedAtMs).toISOString(),
+    model_name: modelName(t),
+    dataset: state.goal?.dataset || t.assembled?.request?.dataset?.name || "",
+    metrics_summary: {
+      val_accuracy_mean: acc?.mean ?? null,
+      ci_95: acc?.ci95.length === 2 ? [acc.ci95[0]!, acc.ci95[1]!] : null,
+      std: acc?.std ?? null,
+      num_seeds: t.evaluated?.result?.numSeeds ?? 0,
+      params: paramsOf(t) ?? null,
+    },
+    experiment_dir: experimentDir(t.id),
+    decision: decisionName(t.judged!.decision),
+    verdict: verdictName(t.judged!.verdict),
+    failure_label: failureLabelOf(t) ?? null,
+  };
+}
+
+export async function readRegistry(runDir: string): Promise<RegistryEntry[]> {
+  const path = join(runDir, REGISTRY_FILE);
+  let text: string;
+  try {
+    text = await readFile(path, "utf8");
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT") return [];
+    throw err;
+  }
+  const value: unknown = JSON.parse(text);
+  if (!Array.isArray(value)) throw new Error(`${path} is not a JSON list`);
+  return value as RegistryEntry[];
+}
+
+/** Upserts by trial id so a redelivered judgement replaces its entry and earlier entries keep their timestamps. */
+async function updateRegistry(runDir: string, entry: RegistryEntry): Promise<void> {
+  const entries = await readRegistry(runDir);
+  const at = entries.findIndex((e) => e.trial_id === entry.trial_id);
+  if (at >= 0) entries[at] = entry;
+  else entries.push(entry);
+  await writeFileAtomic(join(runDir, REGISTRY_FILE), jsonText(entries));
+}
+
+export async function writeArtifacts(runDir: string, state: RunState, event: Event): Promise<void> {
+  const body = event.body;
+  const t = event.trialId ? state.trials.get(event.trialId) : undefined;
+  const file = (name: string) => join(runDir, experimentDir(event.trialId), name);
+  switch (body.case) {
+    case "trialProposed": {
+      if (!t?.proposed) return;
+      await Promise.all([
+        writeFileAtomic(file("model_config.yaml"), configYaml(t.proposed.modelConfigJson, "model_config")),
+        writeFileAtomic(file("train_config.yaml"), configYaml(t.proposed.trainConfigJson, "train_config")),
+        writeFileAtomic(file("hypothesis.md"), hypothesisMarkdown(t)),
+      ]);
+      return;
+    }
+    case "trialAssembled": {
+      const a = body.value;
+      const summary = a.summary ?? create(SummarizeResponseSchema);
+      const failure = summary.failure ?? a.failure;
+      const summaryJson = { ...(toJson(SummarizeResponseSchema, summary, JSON_OPTS) as JsonObject), ...(failure ? { failure: failureJson(failure) } : {}) };
+      await Promise.all([
+        a.code ? writeFileAtomic(file("model_code.py"), a.code) : undefined,
+        a.diff.trim() ? writeFileAtomic(file("code.diff"), a.diff) : undefined,
+        writeFileAtomic(file("summary.json"), jsonText(summaryJson)),
+      ]);
+      return;
+    }
+    case "trialEvaluated": {
+      const v = body.value;
+      const results: JsonObject = {
+        ...(v.result ? (toJson(EvalResultSchema, v.result, JSON_OPTS) as JsonObject) : {}),
+        eval_seconds: v.evalSeconds,
+        ...(v.analysis ? { analysis: toJson(AnalysisSchema, v.analysis, JSON_OPTS) } : {}),
+        ...(v.failure ? { failure: failureJson(v.failure) } : {}),
+      };
+      await writeFileAtomic(file("results.json"), jsonText(results));
+      return;
+    }
+    case "trialJudged": {
+      if (!t?.judged) return;
+      const at = Number(event.emittedAtMs) || Date.now();
+      await updateRegistry(runDir, registryEntry(state, t, at));
+      const best = bestTrial(state);
+      if (best?.id === t.id && t.assembled?.code) {
+        await Promise.all([
+          writeFileAtomic(join(runDir, CURRENT_MODEL_FILE), t.assembled.code),
+          writeFileAtomic(join(runDir, CURRENT_CONFIG_FILE), configYaml(t.proposed?.modelConfigJson ?? "", "model_config")),
+        ]);
+      }
+      return;
+    }
+    case "runFinished": {
+      const judgedAtMs = new Map((await readRegistry(runDir)).map((e) => [e.trial_id, Date.parse(e.timestamp)]));
+      await writeReport(runDir, state, body.value, { judgedAtMs });
+      return;
+    }
+    default:
+      return;
+  }
+}

@@ -1,0 +1,316 @@
+import { toJsonString } from "@bufbuild/protobuf";
+import { labelName } from "../core/failure.js";
+import type { Failure } from "../proto/gen/research/v1/common_pb.js";
+import {
+  AnalysisSchema,
+  Decision,
+  GoalSchema,
+  RunSettingsSchema,
+  Verdict,
+  type Event,
+} from "../proto/gen/research/v1/events_pb.js";
+import { EvalResultSchema, GoalStatus, type EvalResult } from "../proto/gen/research/v1/runner_pb.js";
+import { TRIAL_STAGES, type BriefRow, type RunRow, type TrialRow, type TrialStage } from "./schema.js";
+
+/**
+ * Pure event -> row folding. Every rule is "set from the event", "max" or "first non-empty",
+ * so applying an event twice, or a redelivered event late, gives the same row as applying
+ * each event once in pipeline order.
+ */
+
+type BodyCase = NonNullable<Event["body"]["case"]>;
+
+/** trialProposed -> trial_proposed; events without a body are stored as "empty". */
+export function eventKind(e: Event): string {
+  return e.body.case ? e.body.case.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`) : "empty";
+}
+
+export const TRIAL_EVENT_STAGE: Partial<Record<BodyCase, TrialStage>> = {
+  trialProposed: "proposed",
+  trialAssembled: "assembled",
+  trialEvaluated: "evaluated",
+  trialJudged: "judged",
+};
+
+/** Kinds that change a run row (trial_judged carries the run's best trial and trial count). */
+export const RUN_EVENTS: ReadonlySet<BodyCase> = new Set(["runStarted", "trialJudged", "runFinished"]);
+
+/** Equal timestamps are common (the judge emits trial_judged and run_finished together); pipeline order breaks ties. */
+export const KIND_ORDER: readonly string[] = [
+  "run_started", "brief_ready", "trial_proposed", "trial_assembled", "trial_progress",
+  "trial_evaluated", "trial_judged", "run_finished", "empty",
+];
+
+const ms = (e: Event) => Number(e.emittedAtMs);
+const stageRank = (s: TrialStage) => TRIAL_STAGES.indexOf(s);
+/** Object.assign, but the compiler checks the patch against the row type. */
+const patch = <T extends object>(row: T, p: Partial<T>): void => void Object.assign(row, p);
+const enumName = (names: Record<number, string>, v: number) => (v === 0 ? "" : (names[v] ?? "").toLowerCase());
+
+export function emptyTrial(trialId: string, runId: string, at: number): TrialRow {
+  return {
+    trial_id: trialId, run_id: runId, index: 0, status: "proposed", stage: "proposed", surface: "", hypothesis: "",
+    rationale: "", parent_ids: [], adopted_concepts: [], proposer: "", model_config_json: "", train_config_json: "",
+    code: "", class_name: "", diff: "", params: null, flops: null, val_accuracy: null, ci_low: null, ci_high: null,
+    std: null, seeds: null, goal_status: "", failure_label: "", failure_message: "", verdict: "", decision: "",
+    reason: "", gain: null, analysis_json: "", eval_seconds: null, result_json: "", created_at: at, updated_at: at,
+  };
+}
+
+export function emptyRun(runId: string, at: number): RunRow {
+  return {
+    run_id: runId, goal: "", dataset: "", metric: "", target: null, max_params: null, status: "", started_at: null,
+    finished_at: null, best_trial_id: "", best_score: null, trials: 0, reason: "", goal_json: "", settings_json: "",
+    report_path: "", registry_path: "", test_result_json: "", updated_at: at,
+  };
+}
+
+/** Applies one trial event to its row in place. */
+export function foldTrial(row: TrialRow, e: Event): void {
+  const stage = e.body.case ? TRIAL_EVENT_STAGE[e.body.case] : undefined;
+  if (!stage) return;
+  const reached = row.stage;
+  if (!row.run_id) row.run_id = e.runId;
+  row.created_at = Math.min(row.created_at, ms(e));
+  row.updated_at = Math.max(row.updated_at, ms(e));
+  if (stageRank(stage) > stageRank(reached)) row.stage = stage;
+
+  let failure: Failure | undefined;
+  switch (e.body.case) {
+    case "trialProposed": {
+      const p = e.body.value;
+      patch(row, {
+        index: p.index, hypothesis: p.hypothesis, rationale: p.rationale, parent_ids: [...p.parentIds],
+        adopted_concepts: [...p.adoptedConcepts], proposer: p.proposer, model_config_json: p.modelConfigJson,
+        train_config_json: p.trainConfigJson,
+      });
+      if (p.surface) row.surface = p.surface;
+      break;
+    }
+    case "trialAssembled": {
+      const a = e.body.value;
+      patch(row, { code: a.code, class_name: a.className, diff: a.diff });
+      if (a.summary && a.summary.totalParams > 0n) {
+        row.params = Number(a.summary.totalParams);
+        row.flops = Number(a.summary.flops);
+      }
+      failure = a.failure;
+      break;
+    }
+    case "trialEvaluated": {
+      const ev = e.body.value;
+      if (ev.result) applyResult(row, ev.result);
+      if (ev.analysis) row.analysis_json = toJsonString(AnalysisSchema, ev.analysis);
+      row.eval_seconds = ev.evalSeconds;
+      failure = ev.failure;
+      break;
+    }
+    case "trialJudged": {
+      const j = e.body.value;
+      patch(row, {
+        verdict: enumName(Verdict, j.verdict), decision: enumName(Decision, j.decision), reason: j.reason, gain: j.gain,
+      });
+      if (!row.surface) row.surface = j.surface;
+      // The evaluation's own statistics win; the judge's copy fills in when that event is missing.
+      if (row.val_accuracy === null && j.score > 0) {
+        patch(row, { val_accuracy: j.score, ci_low: j.ciLow, ci_high: j.ciHigh });
+      }
+      failure = j.failure;
+      break;
+    }
+  }
+
+  const label = failure ? labelName(failure.label) : "unspecified";
+  // The same label again (the judge echoing the coder's shape_error) keeps the first, more
+  // specific message; a late redelivery of an earlier stage must not overwrite a later failure.
+  if (
+    failure && label !== "unspecified" && label !== row.failure_label &&
+    (!row.failure_label || stageRank(stage) >= stageRank(reached))
+  ) {
+    row.failure_label = label;
+    row.failure_message = failure.message;
+  }
+  row.status = row.failure_label ? "failed" : row.stage;
+}
+
+function applyResult(row: TrialRow, r: EvalResult): void {
+  row.result_json = toJsonString(EvalResultSchema, r);
+  const acc = r.aggregated.val_accuracy;
+  if (acc) {
+    patch(row, { val_accuracy: acc.mean, std: acc.std, ci_low: acc.ci95[0] ?? null, ci_high: acc.ci95[1] ?? null });
+  }
+  row.seeds = r.numSeeds;
+  row.goal_status = enumName(GoalStatus, r.goalStatus);
+  if (r.params > 0n) row.params = Number(r.params);
+}
+
+/** Applies one run-level event to its row in place. */
+export function foldRun(row: RunRow, e: Event): void {
+  row.updated_at = Math.max(row.updated_at, ms(e));
+  switch (e.body.case) {
+    case "runStarted": {
+      const { goal, settings } = e.body.value;
+      if (goal) {
+        patch(row, {
+          goal: goal.rawText, dataset: goal.dataset, metric: goal.metric, target: goal.target,
+          max_params: goal.maxParams > 0n ? Number(goal.maxParams) : null, goal_json: toJsonString(GoalSchema, goal),
+        });
+      }
+      if (settings) row.settings_json = toJsonString(RunSettingsSchema, settings);
+      row.started_at = ms(e);
+      if (!row.status) row.status = "running";
+      break;
+    }
+    case "trialJudged": {
+      const j = e.body.value;
+      row.trials = Math.max(row.trials, j.trialsDone);
+      if (!row.status) row.status = "running";
+      // Once finished, the run's best trial is the one run_finished named.
+      if (row.finished_at === null && j.bestTrialId && j.bestTrialId !== row.best_trial_id) {
+        row.best_trial_id = j.bestTrialId;
+        // Filled from the best trial's row by the store, which may hold it in another batch.
+        row.best_score = null;
+      }
+      break;
+    }
+    case "runFinished": {
+      const f = e.body.value;
+      patch(row, {
+        status: f.status, finished_at: ms(e), report_path: f.reportPath, registry_path: f.registryPath,
+        trials: Math.max(row.trials, f.trials), reason: f.reason,
+        test_result_json: f.testResult ? toJsonString(EvalResultSchema, f.testResult) : "",
+      });
+      if (f.bestTrialId && f.bestTrialId !== row.best_trial_id) {
+        row.best_trial_id = f.bestTrialId;
+        row.best_score = null;
+      }
+      break;
+    }
+  }
+}
+
+export function briefRow(e: Event): BriefRow | undefined {
+  if (e.body.case !== "briefReady") return undefined;
+  const b = e.body.value;
+  const parsed = parseJson(b.briefJson);
+  const title = isRecord(parsed) && typeof parsed.summary_title === "string" ? parsed.summary_title : "";
+  return {
+    brief_id: b.briefId, run_id: e.runId, query: b.query, title, brief_json: b.briefJson, author: b.author,
+    created_at: ms(e),
+  };
+}
+
+/** What a trial is "about": the text its vector is made from. */
+export function trialEmbedText(t: TrialRow): string {
+  const parts = [
+    t.hypothesis,
+    t.surface && `surface ${t.surface}`,
+    describeConfig(t.model_config_json),
+    describeConfig(t.train_config_json),
+    t.failure_label && `failed ${t.failure_label.replaceAll("_", " ")}`,
+  ];
+  return parts.filter(Boolean).join(". ");
+}
+
+export function runEmbedText(r: RunRow): string {
+  return [r.goal, r.dataset && `dataset ${r.dataset}`].filter(Boolean).join(". ");
+}
+
+export function briefEmbedText(b: BriefRow): string {
+  const parsed = parseJson(b.brief_json);
+  const words: string[] = [b.query, b.title];
+  if (isRecord(parsed)) collectStrings(parsed.insights, words);
+  if (isRecord(parsed)) collectStrings(parsed.architectural_suggestions, words);
+  return words.filter(Boolean).join(". ").slice(0, 4000);
+}
+
+const MAX_CONFIG_WORDS = 40;
+
+/**
+ * A config reduced to the words that say what kind of model or recipe it is: keys, string
+ * values, and keys of true flags. Numbers are left out (hashed digits only add noise) and
+ * false flags too ("batchnorm": false must not look like a batchnorm trial). Repeated
+ * words count once, so a long layer list cannot drown the hypothesis.
+ */
+export function describeConfig(json: string): string {
+  if (!json) return "";
+  const parsed = parseJson(json);
+  if (parsed === undefined) return json.slice(0, 200);
+  const words = new Set<string>();
+  const visit = (v: unknown, key: string): void => {
+    if (words.size >= MAX_CONFIG_WORDS) return;
+    if (typeof v === "string") {
+      if (key) words.add(key);
+      words.add(v.replaceAll("_", " "));
+    } else if (v === true && key) {
+      words.add(key);
+    } else if (Array.isArray(v)) {
+      for (const x of v) visit(x, key);
+    } else if (isRecord(v)) {
+      for (const [k, x] of Object.entries(v)) visit(x, k.replaceAll("_", " "));
+    }
+  };
+  visit(parsed, "");
+  return [...words].join(" ");
+}
+
+export function summarize(e: Event): string {
+  const b = e.body;
+  const fail = (f: Failure | undefined) =>
+    f && f.label !== 0 ? `${labelName(f.label)}: ${f.message}` : undefined;
+  let s: string;
+  switch (b.case) {
+    case "runStarted":
+      s = `run started: "${b.value.goal?.rawText ?? ""}" on ${b.value.goal?.dataset ?? "?"}`;
+      break;
+    case "briefReady":
+      s = `brief ${b.value.briefId} by ${b.value.author || "?"}: ${b.value.query}`;
+      break;
+    case "trialProposed":
+      s = `#${b.value.index} [${b.value.surface}] ${b.value.hypothesis}`;
+      break;
+    case "trialAssembled":
+      s = fail(b.value.failure) ?? `assembled ${b.value.className}, ${b.value.summary?.totalParams ?? 0n} params`;
+      break;
+    case "trialProgress": {
+      const p = b.value.progress;
+      s = p ? `seed ${p.seed} epoch ${p.epoch}/${p.epochs} val_accuracy ${p.valAccuracy.toFixed(4)}` : "progress";
+      break;
+    }
+    case "trialEvaluated": {
+      const acc = b.value.result?.aggregated.val_accuracy;
+      s = fail(b.value.failure) ??
+        (acc
+          ? `val_accuracy ${acc.mean.toFixed(4)} [${(acc.ci95[0] ?? 0).toFixed(4)}, ${(acc.ci95[1] ?? 0).toFixed(4)}] over ${acc.n} seeds`
+          : "evaluated");
+      break;
+    }
+    case "trialJudged":
+      s = `${enumName(Verdict, b.value.verdict) || "?"} / ${enumName(Decision, b.value.decision) || "?"}: ${b.value.reason}`;
+      break;
+    case "runFinished":
+      s = `run ${b.value.status}: best ${b.value.bestTrialId || "none"}, ${b.value.trials} trials`;
+      break;
+    default:
+      s = "";
+  }
+  return s.length > 300 ? `${s.slice(0, 297)}...` : s;
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+function collectStrings(v: unknown, out: string[]): void {
+  if (typeof v === "string") out.push(v);
+  else if (Array.isArray(v)) for (const x of v) collectStrings(x, out);
+  else if (isRecord(v)) for (const x of Object.values(v)) collectStrings(x, out);
+}

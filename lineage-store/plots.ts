@@ -1,0 +1,265 @@
+/**
+ * Dependency-free SVG plots for run reports. Everything is drawn with plain
+ * shapes and the generic sans-serif family, so the files render the same in a
+ * browser, a Markdown viewer or a CI artifact page without fonts or scripts.
+ */
+
+export const PLOT_WIDTH = 720;
+export const PLOT_HEIGHT = 360;
+
+const FONT = 'font-family="sans-serif"';
+const INK = "#222";
+const GRID = "#e4e4e4";
+const ACCEPTED = "#1f77b4";
+const REJECTED = "#8c8c8c";
+const BEST = "#e69f00";
+const FAILED = "#d62728";
+const SEED_COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22"];
+
+export function escapeXml(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&apos;" })[c]!);
+}
+
+/** Coordinates rounded so the files stay small and diff cleanly between rewrites. */
+const r = (v: number): string => String(Math.round(v * 10) / 10);
+
+interface Frame {
+  left: number;
+  right: number;
+  top: number;
+  bottom: number;
+}
+
+const FRAME: Frame = { left: 64, right: PLOT_WIDTH - 20, top: 56, bottom: PLOT_HEIGHT - 48 };
+
+function svgDoc(title: string, body: string[]): string {
+  return [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${PLOT_WIDTH}" height="${PLOT_HEIGHT}" viewBox="0 0 ${PLOT_WIDTH} ${PLOT_HEIGHT}" ${FONT} font-size="12">`,
+    `<title>${escapeXml(title)}</title>`,
+    `<rect width="${PLOT_WIDTH}" height="${PLOT_HEIGHT}" fill="#fff"/>`,
+    `<text x="${PLOT_WIDTH / 2}" y="22" text-anchor="middle" font-size="15" font-weight="bold" fill="${INK}">${escapeXml(title)}</text>`,
+    ...body,
+    "</svg>",
+    "",
+  ].join("\n");
+}
+
+function text(x: number, y: number, s: string, attrs = ""): string {
+  const fill = /\bfill=/.test(attrs) ? "" : ` fill="${INK}"`;
+  return `<text x="${r(x)}" y="${r(y)}"${fill}${attrs ? ` ${attrs}` : ""}>${escapeXml(s)}</text>`;
+}
+
+function noData(title: string, message: string): string {
+  return svgDoc(title, [text(PLOT_WIDTH / 2, PLOT_HEIGHT / 2, message, 'text-anchor="middle" font-size="14" fill-opacity="0.7"')]);
+}
+
+/** About `count` round tick values (1, 2 or 5 times a power of ten apart) covering [lo, hi]. */
+export function niceTicks(lo: number, hi: number, count = 5): number[] {
+  if (!(hi > lo)) return [lo];
+  const raw = (hi - lo) / count;
+  const mag = 10 ** Math.floor(Math.log10(raw));
+  const step = ([1, 2, 5, 10].find((m) => m * mag >= raw) ?? 10) * mag;
+  const ticks: number[] = [];
+  for (let v = Math.ceil(lo / step - 1e-9) * step; v <= hi + step * 1e-9; v += step) ticks.push(Number(v.toPrecision(12)));
+  return ticks;
+}
+
+/** Decimals a percentage tick needs so neighbouring ticks never print the same. */
+function pctDecimals(ticks: number[]): number {
+  const step = ticks.length > 1 ? Math.abs(ticks[1]! - ticks[0]!) * 100 : 1;
+  return Math.max(0, Math.min(3, Math.ceil(-Math.log10(step) + 1e-9)));
+}
+
+/** Accuracy axis range with a little headroom, kept inside [0, 1]. */
+function accuracyRange(values: number[]): [number, number] {
+  let lo = Math.min(...values);
+  let hi = Math.max(...values);
+  const span = Math.max(hi - lo, 0.01);
+  lo = Math.max(0, lo - span * 0.12);
+  hi = Math.min(1, hi + span * 0.12);
+  return [lo, hi];
+}
+
+function yAxis(f: Frame, lo: number, hi: number, y: (v: number) => number, label: string): string[] {
+  const ticks = niceTicks(lo, hi);
+  const decimals = pctDecimals(ticks);
+  const out = ticks.map(
+    (t) =>
+      `<line x1="${f.left}" x2="${f.right}" y1="${r(y(t))}" y2="${r(y(t))}" stroke="${GRID}"/>` +
+      text(f.left - 6, y(t) + 4, `${(t * 100).toFixed(decimals)}%`, 'text-anchor="end"'),
+  );
+  out.push(text(16, (f.top + f.bottom) / 2, label, `text-anchor="middle" transform="rotate(-90 16 ${r((f.top + f.bottom) / 2)})"`));
+  return out;
+}
+
+function axesBox(f: Frame): string {
+  return `<path d="M${f.left} ${f.top}V${f.bottom}H${f.right}" fill="none" stroke="${INK}"/>`;
+}
+
+function xTicks(f: Frame, n: number, x: (i: number) => number, label: string): string[] {
+  // Every position while they fit, else round numbers (plus 1, where counting starts).
+  const shown = n <= 24 ? Array.from({ length: n }, (_, k) => k + 1) : [1, ...niceTicks(0, n, 12).filter((t) => t > 1)];
+  const out: string[] = [];
+  for (const i of shown) {
+    out.push(`<line x1="${r(x(i))}" x2="${r(x(i))}" y1="${f.bottom}" y2="${f.bottom + 4}" stroke="${INK}"/>`);
+    out.push(text(x(i), f.bottom + 17, String(i), 'text-anchor="middle"'));
+  }
+  out.push(text((f.left + f.right) / 2, f.bottom + 36, label, 'text-anchor="middle"'));
+  return out;
+}
+
+/** A row of legend entries laid out right to left from the top-right corner. */
+function legend(entries: { swatch: string; label: string }[], y = 38): string[] {
+  const out: string[] = [];
+  let x = FRAME.right;
+  for (const e of [...entries].reverse()) {
+    const w = e.label.length * 6.6 + 28;
+    x -= w;
+    out.push(`<g transform="translate(${r(x)} ${y})">${e.swatch}${text(20, 4, e.label)}</g>`);
+  }
+  return out;
+}
+
+function cross(x: number, y: number, size: number, cls: string, tip: string): string {
+  return (
+    `<g class="${cls}" stroke="${FAILED}" stroke-width="2.5"><title>${escapeXml(tip)}</title>` +
+    `<line x1="${r(x - size)}" y1="${r(y - size)}" x2="${r(x + size)}" y2="${r(y + size)}"/>` +
+    `<line x1="${r(x - size)}" y1="${r(y + size)}" x2="${r(x + size)}" y2="${r(y - size)}"/></g>`
+  );
+}
+
+export interface ScorePoint {
+  trialId: string;
+  /** Absent when the trial produced no result (it failed before or during evaluation). */
+  mean?: number;
+  ci95?: readonly [number, number];
+  accepted: boolean;
+  best: boolean;
+  failure?: string;
+}
+
+export interface SeedCurve {
+  seed: number;
+  valAccuracy: readonly number[];
+  trainAccuracy: readonly number[];
+}
+
+/**
+ * Mean validation accuracy per trial with 95% CI bars, in the order given;
+ * trials without a score are red crosses on the floor, the target is a dashed
+ * line and the best trial is ringed.
+ */
+export function scoresSvg(points: readonly ScorePoint[], target?: number): string {
+  const title = "Validation accuracy per trial (mean, 95% CI)";
+  if (points.length === 0) return noData(title, "no trials yet");
+  const values = points.flatMap((p) => (p.mean === undefined ? [] : [p.mean, ...(p.ci95 ?? [])]));
+  if (target) values.push(target);
+  const f = FRAME;
+  const [lo, hi] = values.length ? accuracyRange(values) : [0, 1];
+  // The band between the lowest tick and the axis is where failed trials sit.
+  const floor = f.bottom - 14;
+  const y = (v: number) => floor - ((v - lo) / (hi - lo)) * (floor - f.top);
+  const n = points.length;
+  const x = (i: number) => f.left + ((i - 0.5) / n) * (f.right - f.left);
+
+  const body: string[] = [...yAxis(f, lo, hi, y, "validation accuracy"), axesBox(f), ...xTicks(f, n, x, "trial (proposal order)")];
+  if (target) {
+    body.push(
+      `<line class="target" x1="${f.left}" x2="${f.right}" y1="${r(y(target))}" y2="${r(y(target))}" stroke="${FAILED}" stroke-width="1.5" stroke-dasharray="6 4"/>`,
+      text(f.left + 6, y(target) - 5, `target ${(target * 100).toFixed(2)}%`, `fill="${FAILED}"`),
+    );
+  }
+  points.forEach((p, k) => {
+    const cx = x(k + 1);
+    if (p.mean === undefined) {
+      body.push(cross(cx, floor + 7, 5, "fail", `${p.trialId}: ${p.failure ?? "no result"}`));
+      return;
+    }
+    const colour = p.best ? BEST : p.accepted ? ACCEPTED : REJECTED;
+    const [cLo, cHi] = p.ci95 ?? [p.mean, p.mean];
+    const tip = `${p.trialId}: ${(p.mean * 100).toFixed(2)}% [${(cLo * 100).toFixed(2)}, ${(cHi * 100).toFixed(2)}]${p.failure ? ` (${p.failure})` : ""}`;
+    body.push(
+      `<g class="point"><title>${escapeXml(tip)}</title>` +
+        `<path d="M${r(cx)} ${r(y(cLo))}V${r(y(cHi))}M${r(cx - 4)} ${r(y(cLo))}h8M${r(cx - 4)} ${r(y(cHi))}h8" stroke="${colour}" stroke-width="1.5"/>` +
+        `<circle cx="${r(cx)}" cy="${r(y(p.mean))}" r="4" fill="${colour}"/>` +
+        (p.best ? `<circle class="best" cx="${r(cx)}" cy="${r(y(p.mean))}" r="9" fill="none" stroke="${BEST}" stroke-width="2"/>` : "") +
+        "</g>",
+    );
+  });
+  body.push(
+    ...legend([
+      { swatch: `<circle cx="8" cy="0" r="4" fill="${ACCEPTED}"/>`, label: "accepted" },
+      { swatch: `<circle cx="8" cy="0" r="4" fill="${REJECTED}"/>`, label: "rejected" },
+      { swatch: `<circle cx="8" cy="0" r="7" fill="none" stroke="${BEST}" stroke-width="2"/><circle cx="8" cy="0" r="3" fill="${BEST}"/>`, label: "best" },
+      { swatch: cross(8, 0, 4, "legend-fail", "failed"), label: "failed" },
+    ]),
+  );
+  return svgDoc(title, body);
+}
+
+/** Per-seed validation (solid) and train (dashed) accuracy per epoch of one trial. */
+export function learningCurvesSvg(trialId: string | undefined, seeds: readonly SeedCurve[]): string {
+  const title = trialId ? `Learning curves of the best trial (${trialId})` : "Learning curves of the best trial";
+  const curves = seeds.filter((c) => c.valAccuracy.length || c.trainAccuracy.length);
+  if (!curves.length) return noData(title, trialId ? "no learning curves recorded" : "no accepted trial");
+  const epochs = Math.max(...curves.map((c) => Math.max(c.valAccuracy.length, c.trainAccuracy.length)));
+  const f = FRAME;
+  const [lo, hi] = accuracyRange(curves.flatMap((c) => [...c.valAccuracy, ...c.trainAccuracy]));
+  const y = (v: number) => f.bottom - ((v - lo) / (hi - lo)) * (f.bottom - f.top);
+  const x = (e: number) => (epochs === 1 ? (f.left + f.right) / 2 : f.left + 16 + ((e - 1) / (epochs - 1)) * (f.right - f.left - 32));
+  const body: string[] = [...yAxis(f, lo, hi, y, "accuracy"), axesBox(f), ...xTicks(f, epochs, x, "epoch")];
+  const colourOf = (k: number) => SEED_COLORS[k % SEED_COLORS.length]!;
+  curves.forEach((c, k) => {
+    const line = (vs: readonly number[], cls: string, dashed: boolean) =>
+      vs.length
+        ? `<polyline class="${cls}" points="${vs.map((v, e) => `${r(x(e + 1))},${r(y(v))}`).join(" ")}" fill="none" stroke="${colourOf(k)}" stroke-width="2"${dashed ? ' stroke-dasharray="5 4" stroke-opacity="0.75"' : ""}/>` +
+          vs.map((v, e) => `<circle cx="${r(x(e + 1))}" cy="${r(y(v))}" r="${dashed ? 2 : 3}" fill="${colourOf(k)}"/>`).join("")
+        : "";
+    body.push(`<g class="seed"><title>seed ${c.seed}</title>${line(c.trainAccuracy, "train", true)}${line(c.valAccuracy, "val", false)}</g>`);
+  });
+  body.push(
+    ...legend([
+      // Past six seeds the legend would run into the title; the tooltips still name each seed.
+      ...(curves.length <= 6
+        ? curves.map((c, k) => ({ swatch: `<rect x="2" y="-5" width="12" height="10" fill="${colourOf(k)}"/>`, label: `seed ${c.seed}` }))
+        : [{ swatch: SEED_COLORS.slice(0, 4).map((c, k) => `<rect x="${k * 4}" y="-5" width="4" height="10" fill="${c}"/>`).join(""), label: `${curves.length} seeds` }]),
+      { swatch: `<line x1="0" x2="16" y1="0" y2="0" stroke="${INK}" stroke-width="2"/>`, label: "validation" },
+      { swatch: `<line x1="0" x2="16" y1="0" y2="0" stroke="${INK}" stroke-width="2" stroke-dasharray="5 4"/>`, label: "train" },
+    ]),
+  );
+  return svgDoc(title, body);
+}
+
+/** Horizontal bars, one per failure label, longest first. */
+export function failuresSvg(counts: Readonly<Record<string, number>>): string {
+  const title = "Failures by label";
+  const rows = Object.entries(counts)
+    .filter(([, n]) => n > 0)
+    .sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
+  if (!rows.length) return noData(title, "no failures");
+  const f: Frame = { ...FRAME, left: 150, right: PLOT_WIDTH - 48, top: 44, bottom: PLOT_HEIGHT - 44 };
+  const max = Math.max(...rows.map(([, n]) => n));
+  const ticks = niceTicks(0, max, Math.min(max, 6)).filter((t) => Number.isInteger(t));
+  const top = ticks[ticks.length - 1]! >= max ? ticks[ticks.length - 1]! : max;
+  const x = (v: number) => f.left + (v / top) * (f.right - f.left);
+  const slot = (f.bottom - f.top) / rows.length;
+  const barH = Math.min(32, slot * 0.7);
+  const body: string[] = ticks.map(
+    (t) =>
+      `<line x1="${r(x(t))}" x2="${r(x(t))}" y1="${f.top}" y2="${f.bottom}" stroke="${GRID}"/>` +
+      text(x(t), f.bottom + 16, String(t), 'text-anchor="middle"'),
+  );
+  body.push(text((f.left + f.right) / 2, f.bottom + 34, "trials", 'text-anchor="middle"'));
+  rows.forEach(([label, n], k) => {
+    const cy = f.top + slot * (k + 0.5);
+    body.push(
+      `<g class="bar"><title>${escapeXml(`${label}: ${n}`)}</title>` +
+        `<rect x="${f.left}" y="${r(cy - barH / 2)}" width="${r(x(n) - f.left)}" height="${r(barH)}" fill="${FAILED}" fill-opacity="0.85"/>` +
+        text(f.left - 8, cy + 4, label, 'text-anchor="end"') +
+        text(x(n) + 6, cy + 4, String(n), 'font-weight="bold"') +
+        "</g>",
+    );
+  });
+  body.push(`<path d="M${f.left} ${f.top}V${f.bottom}" stroke="${INK}"/>`);
+  return svgDoc(title, body);
+}

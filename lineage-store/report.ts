@@ -1,0 +1,435 @@
+/**
+ * The end-of-run report: one Markdown page for people, one JSON document for
+ * tools, and SVG plots beside them. Built from the folded RunState only, so
+ * a report can be regenerated at any time from the replayed trajectory.
+ */
+import { mkdir, rename, rm, writeFile } from "node:fs/promises";
+import { dirname, join } from "node:path";
+import { bestTrial, scoreOf, type RunState, type TrialState } from "../agents/run-state.js";
+import { labelName } from "../core/failure.js";
+import { FailureLabel, type Failure } from "../proto/gen/research/v1/common_pb.js";
+import { Decision, Verdict, type RunFinished } from "../proto/gen/research/v1/events_pb.js";
+import type { EvalResult, MetricStats } from "../proto/gen/research/v1/runner_pb.js";
+import { failuresSvg, learningCurvesSvg, scoresSvg, type ScorePoint } from "./plots.js";
+
+let tmpCounter = 0;
+
+/** Readers (people, `research-agent report`, a web view) never see a half-written file. */
+export async function writeFileAtomic(path: string, content: string): Promise<void> {
+  await mkdir(dirname(path), { recursive: true });
+  const tmp = `${path}.${process.pid}.${tmpCounter++}.tmp`;
+  try {
+    await writeFile(tmp, content);
+    await rename(tmp, path);
+  } catch (err) {
+    await rm(tmp, { force: true });
+    throw err;
+  }
+}
+
+export type VerdictName = "accept" | "reject" | "illegal";
+export type DecisionName = "iterate" | "goal_achieved" | "stop";
+
+export function verdictName(v: Verdict): VerdictName {
+  return v === Verdict.ACCEPT ? "accept" : v === Verdict.ILLEGAL ? "illegal" : "reject";
+}
+
+export function decisionName(d: Decision): DecisionName {
+  return d === Decision.GOAL_ACHIEVED ? "goal_achieved" : d === Decision.STOP ? "stop" : "iterate";
+}
+
+/** The earliest labelled failure along the pipeline: the root cause, not the judge's echo of it. */
+export function failureOf(t: TrialState): Failure | undefined {
+  return [t.assembled?.failure, t.assembled?.summary?.failure, t.evaluated?.failure, t.judged?.failure].find(
+    (f): f is Failure => f !== undefined && f.label !== FailureLabel.UNSPECIFIED,
+  );
+}
+
+export function failureLabelOf(t: TrialState): string | undefined {
+  const f = failureOf(t);
+  return f ? labelName(f.label) : undefined;
+}
+
+export function paramsOf(t: TrialState): number | undefined {
+  const p = t.evaluated?.result?.params || t.assembled?.summary?.totalParams;
+  return p ? Number(p) : undefined;
+}
+
+export function valAccuracyOf(t: TrialState): MetricStats | undefined {
+  return t.evaluated?.result?.aggregated.val_accuracy;
+}
+
+/** When each trial was judged, from the events or the registry; the report's timeline needs it. */
+export interface ReportTiming {
+  judgedAtMs: ReadonlyMap<string, number>;
+}
+
+export const PLOT_FILES = {
+  scores: "plots/scores.svg",
+  learningCurves: "plots/learning_curves.svg",
+  failures: "plots/failures.svg",
+} as const;
+
+// ---------- formatting ----------
+
+const pct = (x: number): string => `${(x * 100).toFixed(2)}%`;
+const pp = (x: number): string => (x * 100).toFixed(2);
+const int = (n: number): string => n.toLocaleString("en-US");
+
+function duration(s: number): string {
+  if (s < 90) return `${s.toFixed(1)} s`;
+  if (s < 5400) return `${(s / 60).toFixed(1)} min`;
+  return `${(s / 3600).toFixed(2)} h`;
+}
+
+/** Text from users and LLMs must not break the page: no raw HTML, no line breaks in cells. */
+function inline(text: string): string {
+  return text.replace(/\s+/g, " ").trim().replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+}
+
+function cell(text: string): string {
+  return inline(text).replace(/\|/g, "\\|");
+}
+
+function short(text: string, max = 64): string {
+  const t = text.replace(/\s+/g, " ").trim();
+  return t.length <= max ? t : `${t.slice(0, max - 1).trimEnd()}…`;
+}
+
+function ciPair(s: MetricStats): [number, number] | null {
+  return s.ci95.length === 2 ? [s.ci95[0]!, s.ci95[1]!] : null;
+}
+
+interface StatsJson {
+  mean: number;
+  std: number;
+  ci_95: [number, number] | null;
+  min: number;
+  max: number;
+  n: number;
+}
+
+function meanWithCi(s: StatsJson): string {
+  return s.ci_95 ? `${pct(s.mean)} (95% CI ${pct(s.ci_95[0])} – ${pct(s.ci_95[1])})` : pct(s.mean);
+}
+
+function meanPlusMinus(s: StatsJson | null): string {
+  if (!s) return "—";
+  return s.ci_95 ? `${pct(s.mean)} ± ${pp((s.ci_95[1] - s.ci_95[0]) / 2)}` : pct(s.mean);
+}
+
+function table(header: string[], rows: string[][]): string[] {
+  return [`| ${header.join(" | ")} |`, `|${header.map(() => "---").join("|")}|`, ...rows.map((r) => `| ${r.join(" | ")} |`)];
+}
+
+function statsJson(s: MetricStats | undefined): StatsJson | null {
+  return s ? { mean: s.mean, std: s.std, ci_95: ciPair(s), min: s.min, max: s.max, n: s.n } : null;
+}
+
+// ---------- the report's parts, as data ----------
+
+function trialRow(t: TrialState, position: number) {
+  const acc = valAccuracyOf(t);
+  const f = failureOf(t);
+  return {
+    position,
+    index: t.proposed?.index ?? position - 1,
+    trial_id: t.id,
+    surface: t.proposed?.surface || t.judged?.surface || "",
+    hypothesis: t.proposed?.hypothesis ?? "",
+    parents: t.proposed?.parentIds ?? [],
+    proposer: t.proposed?.proposer ?? "",
+    adopted_concepts: t.proposed?.adoptedConcepts ?? [],
+    params: paramsOf(t) ?? null,
+    val_accuracy: statsJson(acc),
+    num_seeds: t.evaluated?.result?.numSeeds ?? null,
+    score: scoreOf(t) ?? null,
+    verdict: t.judged ? verdictName(t.judged.verdict) : null,
+    decision: t.judged ? decisionName(t.judged.decision) : null,
+    reason: t.judged?.reason ?? "",
+    gain: t.judged?.gain ?? null,
+    failure_label: f ? labelName(f.label) : null,
+    failure_message: f?.message ?? null,
+    eval_seconds: t.evaluated ? t.evaluated.evalSeconds || t.evaluated.result?.seconds || null : null,
+    judged_position: t.judgedPosition ?? null,
+    best: false,
+  };
+}
+
+type TrialRow = ReturnType<typeof trialRow>;
+
+function countFailures(rows: TrialRow[]): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const r of rows) if (r.failure_label) counts[r.failure_label] = (counts[r.failure_label] ?? 0) + 1;
+  return Object.fromEntries(Object.entries(counts).sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])));
+}
+
+function surfaceStats(rows: TrialRow[]) {
+  const by = new Map<string, TrialRow[]>();
+  for (const r of rows) by.set(r.surface || "(none)", [...(by.get(r.surface || "(none)") ?? []), r]);
+  return [...by.entries()].map(([surface, rs]) => {
+    // Gain only means something for trials that produced a score.
+    const gains = rs.filter((r) => r.verdict && r.val_accuracy).map((r) => r.gain ?? 0);
+    const means = rs.flatMap((r) => (r.val_accuracy ? [r.val_accuracy.mean] : []));
+    return {
+      surface,
+      trials: rs.length,
+      judged: rs.filter((r) => r.verdict).length,
+      accepted: rs.filter((r) => r.verdict === "accept").length,
+      failed: rs.filter((r) => r.failure_label).length,
+      mean_gain: gains.length ? gains.reduce((a, b) => a + b, 0) / gains.length : null,
+      best_val_accuracy: means.length ? Math.max(...means) : null,
+    };
+  });
+}
+
+function timeline(state: RunState, finished: RunFinished, timing: ReportTiming | undefined) {
+  const judged = [...state.trials.values()].filter((t) => t.judged).sort((a, b) => a.judgedPosition! - b.judgedPosition!);
+  const at = (t: TrialState | undefined) => {
+    if (!t) return null;
+    const ms = timing?.judgedAtMs.get(t.id);
+    return {
+      trial_id: t.id,
+      trials_judged: t.judgedPosition! + 1,
+      seconds: ms !== undefined && state.startedAtMs > 0 ? (ms - state.startedAtMs) / 1000 : null,
+    };
+  };
+  return {
+    first_accepted: at(judged.find((t) => t.judged!.verdict === Verdict.ACCEPT)),
+    goal_reached: at(judged.find((t) => t.judged!.decision === Decision.GOAL_ACHIEVED)),
+    total_seconds: finished.seconds,
+  };
+}
+
+function testStats(r: EvalResult | undefined) {
+  if (!r) return null;
+  const metrics = Object.fromEntries(
+    Object.entries(r.aggregated)
+      .filter(([k]) => k.startsWith("test_"))
+      .map(([k, s]) => [k, statsJson(s)]),
+  );
+  return { num_seeds: r.numSeeds, metrics };
+}
+
+function briefUse(state: RunState, rows: TrialRow[]) {
+  const adoptedBy = new Map<string, string[]>();
+  for (const r of rows) for (const c of r.adopted_concepts) adoptedBy.set(c, [...(adoptedBy.get(c) ?? []), r.trial_id]);
+  return {
+    briefs: state.briefs.map((b) => ({
+      title: b.summary_title,
+      insights: b.insights,
+      suggestions: b.architectural_suggestions.map((s) => ({ name: s.name, buildable: s.buildable ?? null, adopted_by: adoptedBy.get(s.name) ?? [] })),
+      sources: b.sources,
+    })),
+    adopted_concepts: Object.fromEntries(adoptedBy),
+  };
+}
+
+function chosenBest(state: RunState, finished: RunFinished): TrialState | undefined {
+  return (finished.bestTrialId && state.trials.get(finished.bestTrialId)) || bestTrial(state);
+}
+
+function scorePoints(rows: TrialRow[]): ScorePoint[] {
+  return rows.map((r) => ({
+    trialId: r.trial_id,
+    mean: r.val_accuracy?.mean,
+    ci95: r.val_accuracy?.ci_95 ?? undefined,
+    accepted: r.verdict === "accept",
+    best: r.best,
+    failure: r.failure_label ?? undefined,
+  }));
+}
+
+function rowsOf(state: RunState, best: TrialState | undefined): TrialRow[] {
+  return state.order.map((id, k) => ({ ...trialRow(state.trials.get(id)!, k + 1), best: id === best?.id }));
+}
+
+// ---------- public API ----------
+
+export interface Report {
+  markdown: string;
+  json: ReturnType<typeof reportJson>;
+}
+
+function reportJson(state: RunState, finished: RunFinished, rows: TrialRow[], best: TrialState | undefined, timing: ReportTiming | undefined) {
+  const g = state.goal;
+  const s = state.settings;
+  const bestRow = rows.find((r) => r.best);
+  return {
+    run_id: state.runId,
+    goal: g
+      ? { raw_text: g.rawText, dataset: g.dataset, metric: g.metric || "val_accuracy", target: g.target || null, max_params: Number(g.maxParams) || null, time_budget_s: g.timeBudgetS || null }
+      : null,
+    outcome: {
+      status: finished.status,
+      reason: finished.reason,
+      trials: finished.trials || state.judgedCount,
+      seconds: finished.seconds,
+      best_trial: bestRow ? { ...bestRow, test: testStats(finished.testResult) } : null,
+      best_trial_id: best?.id ?? null,
+    },
+    trials: rows,
+    failures: countFailures(rows),
+    surfaces: surfaceStats(rows),
+    timeline: timeline(state, finished, timing),
+    research: briefUse(state, rows),
+    settings: s
+      ? {
+          max_trials: s.maxTrials, seeds: s.seeds, parallel: s.parallel, planner: s.planner, patience: s.patience, subset: s.subset,
+          epochs: s.epochs, trial_time_budget_s: s.trialTimeBudgetS, rng_seed: s.rngSeed, workspace: s.workspace, research: s.research,
+        }
+      : null,
+    plots: PLOT_FILES,
+  };
+}
+
+function markdownOf(state: RunState, finished: RunFinished, j: Report["json"]): string {
+  const out: string[] = [`# Research report: ${inline(state.runId)}`, ""];
+
+  out.push("## Goal", "");
+  if (j.goal) {
+    if (j.goal.raw_text) out.push(`> ${inline(j.goal.raw_text)}`, "");
+    out.push(
+      ...table(
+        ["", ""],
+        [
+          ["dataset", cell(j.goal.dataset || "—")],
+          ["metric", cell(j.goal.metric)],
+          ["target", j.goal.target ? pct(j.goal.target) : "none"],
+          ["max parameters", j.goal.max_params ? int(j.goal.max_params) : "no limit"],
+          ["time budget", j.goal.time_budget_s ? duration(j.goal.time_budget_s) : "no limit"],
+        ],
+      ),
+      "",
+    );
+  } else out.push("No run_started event was recorded.", "");
+
+  out.push("## Outcome", "", `**Status:** ${cell(finished.status || "unknown")}${finished.reason ? `: ${inline(finished.reason)}` : ""}`, "");
+  out.push(`Trials judged: ${j.outcome.trials}; run time: ${duration(finished.seconds)}.`, "");
+  const b = j.outcome.best_trial;
+  if (b) {
+    const acc = b.val_accuracy;
+    out.push(`**Best trial:** \`${b.trial_id}\` (#${b.position}, ${cell(b.surface || "no surface")}): ${inline(b.hypothesis)}`, "");
+    if (acc) {
+      out.push(`- Validation accuracy: ${meanWithCi(acc)}, std ${pp(acc.std)} pp over ${acc.n || b.num_seeds} seeds`);
+      const target = j.goal?.target;
+      if (target && acc.ci_95) out.push(`- 95% CI lower bound ${pct(acc.ci_95[0])} against the ${pct(target)} target: ${acc.ci_95[0] >= target ? "met" : "not met"}`);
+    }
+    out.push(`- Parameters: ${b.params !== null ? int(b.params) : "unknown"}`);
+    const test = b.test?.metrics.test_accuracy;
+    out.push(
+      test
+        ? `- Held-out test accuracy (one-time confirmation on the test split, never used in search): ${meanWithCi(test)} over ${b.test!.num_seeds} seeds`
+        : "- Held-out test accuracy: not measured (no confirmation on the test split was recorded)",
+    );
+    out.push("", `![learning curves of the best trial](${PLOT_FILES.learningCurves})`, "");
+  } else out.push("No trial was accepted.", "");
+
+  out.push("## Trials", "", `![score per trial](${PLOT_FILES.scores})`, "");
+  out.push(
+    ...table(
+      ["#", "trial", "surface", "hypothesis", "params", "val acc (mean ± 95% CI, pp)", "verdict", "failure", "eval time"],
+      j.trials.map((r) => [
+        String(r.position),
+        `\`${r.trial_id}\`${r.best ? " ★" : ""}`,
+        cell(r.surface || "—"),
+        cell(short(r.hypothesis) || "—"),
+        r.params !== null ? int(r.params) : "—",
+        meanPlusMinus(r.val_accuracy),
+        r.verdict ?? "pending",
+        r.failure_label ?? "",
+        r.eval_seconds !== null ? duration(r.eval_seconds) : "—",
+      ]),
+    ),
+    "",
+  );
+
+  out.push("## Failures by label", "");
+  const failures = Object.entries(j.failures);
+  if (failures.length) {
+    out.push(...table(["label", "trials"], failures.map(([label, n]) => [label, String(n)])), "", `![failures by label](${PLOT_FILES.failures})`, "");
+  } else out.push("No trial failed.", "");
+
+  out.push("## Surfaces", "");
+  out.push(
+    ...table(
+      ["surface", "trials", "accepted", "failed", "mean gain (pp)", "best val acc"],
+      j.surfaces.map((s) => [
+        cell(s.surface),
+        String(s.trials),
+        String(s.accepted),
+        String(s.failed),
+        s.mean_gain !== null ? `${s.mean_gain >= 0 ? "+" : ""}${pp(s.mean_gain)}` : "—",
+        s.best_val_accuracy !== null ? pct(s.best_val_accuracy) : "—",
+      ]),
+    ),
+    "",
+  );
+
+  out.push("## Timeline", "");
+  const when = (m: ReturnType<typeof timeline>["first_accepted"]) =>
+    m ? `\`${m.trial_id}\`, after ${m.trials_judged} judged trial${m.trials_judged === 1 ? "" : "s"}${m.seconds !== null ? ` and ${duration(m.seconds)}` : ""}` : "never";
+  out.push(`- First accepted trial: ${when(j.timeline.first_accepted)}`);
+  out.push(`- Goal reached: ${when(j.timeline.goal_reached)}`);
+  out.push(`- Run finished after ${duration(j.timeline.total_seconds)}`, "");
+
+  out.push("## Research briefs", "");
+  if (j.research.briefs.length) {
+    for (const brief of j.research.briefs) {
+      out.push(`### ${inline(brief.title)}`, "");
+      for (const i of brief.insights) out.push(`- ${inline(i)}`);
+      for (const s of brief.suggestions) {
+        out.push(`- Suggestion **${inline(s.name)}**: ${s.adopted_by.length ? `adopted by ${s.adopted_by.map((id) => `\`${id}\``).join(", ")}` : "not adopted"}`);
+      }
+      if (brief.sources.length) out.push(`- Sources: ${brief.sources.map((src) => `[${inline(src.title).replace(/[[\]]/g, "")}](${encodeURI(src.url)})`).join("; ")}`);
+      out.push("");
+    }
+  } else out.push("No research brief was used.", "");
+  const adopted = Object.entries(j.research.adopted_concepts);
+  if (adopted.length) {
+    out.push(...table(["concept adopted", "trials"], adopted.map(([c, ids]) => [cell(c), ids.map((id) => `\`${id}\``).join(", ")])), "");
+  }
+
+  out.push("## Settings", "");
+  if (j.settings) {
+    out.push(...table(["setting", "value"], Object.entries(j.settings).map(([k, v]) => [k, cell(String(v)) || "—"])), "");
+  } else out.push("Not recorded.", "");
+  return out.join("\n");
+}
+
+export function buildReport(state: RunState, finished: RunFinished, timing?: ReportTiming): Report {
+  const best = chosenBest(state, finished);
+  const rows = rowsOf(state, best);
+  const json = reportJson(state, finished, rows, best, timing);
+  return { markdown: markdownOf(state, finished, json), json };
+}
+
+/** The three plots, keyed by their path relative to the run folder. */
+export function reportPlots(state: RunState, finished: RunFinished): Record<string, string> {
+  const best = chosenBest(state, finished);
+  const rows = rowsOf(state, best);
+  const curves = (best?.evaluated?.result?.seedResults ?? []).map((s) => ({
+    seed: s.seed,
+    valAccuracy: s.learningCurve?.valAccuracy ?? [],
+    trainAccuracy: s.learningCurve?.trainAccuracy ?? [],
+  }));
+  return {
+    [PLOT_FILES.scores]: scoresSvg(scorePoints(rows), state.goal?.target),
+    [PLOT_FILES.learningCurves]: learningCurvesSvg(best?.id, curves),
+    [PLOT_FILES.failures]: failuresSvg(countFailures(rows)),
+  };
+}
+
+/**
+ * Writes report.md, report.json and plots/*.svg into the run folder. Pass
+ * `timing` (judged times from the events or from experiments/registry.json)
+ * for the timeline to show durations; without it, it shows trial counts only.
+ */
+export async function writeReport(runDir: string, state: RunState, finished: RunFinished, timing?: ReportTiming): Promise<void> {
+  const { markdown, json } = buildReport(state, finished, timing);
+  await Promise.all([
+    writeFileAtomic(join(runDir, "report.md"), markdown),
+    writeFileAtomic(join(runDir, "report.json"), `${JSON.stringify(json, null, 2)}\n`),
+    ...Object.entries(reportPlots(state, finished)).map(([rel, svg]) => writeFileAtomic(join(runDir, rel), svg)),
+  ]);
+}

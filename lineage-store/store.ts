@@ -1,0 +1,510 @@
+import { toBinary } from "@bufbuild/protobuf";
+import * as lancedb from "@lancedb/lancedb";
+import type { Schema } from "apache-arrow";
+import { createLogger, type Logger } from "../core/logger.js";
+import { EventSchema, type Event } from "../proto/gen/research/v1/events_pb.js";
+import { HashingEmbedder, type Embedder } from "./embedder.js";
+import {
+  briefEmbedText,
+  briefRow,
+  emptyRun,
+  emptyTrial,
+  eventKind,
+  foldRun,
+  foldTrial,
+  KIND_ORDER,
+  RUN_EVENTS,
+  runEmbedText,
+  summarize,
+  TRIAL_EVENT_STAGE,
+  trialEmbedText,
+} from "./fold.js";
+import {
+  briefsSchema,
+  EMBEDDER_KEY,
+  eventsSchema,
+  runsSchema,
+  trialsSchema,
+  type BriefRow,
+  type EventRow,
+  type RunRow,
+  type TrialRow,
+  type TrialStatus,
+} from "./schema.js";
+
+export interface LineageStoreOptions {
+  /** Defaults to a 256-dim HashingEmbedder. Must match the embedder the directory was built with. */
+  embedder?: Embedder;
+  /**
+   * For every process but the store itself: creates nothing and refuses writes. LanceDB
+   * has one safe writer per table (concurrent mergeInsert can duplicate keys).
+   */
+  readOnly?: boolean;
+  logger?: Logger;
+  /**
+   * Commits to a table before it is compacted. Every commit leaves a small fragment and reads
+   * scan all of them: at 300 fragments a keyed lookup takes ~28 ms, after compaction ~2 ms.
+   * Default 100.
+   */
+  compactEvery?: number;
+}
+
+export interface SimilarTrialsQuery {
+  /** Search by meaning of this text... */
+  text?: string;
+  /** ...or for trials like this one (the trial itself is left out). */
+  trialId?: string;
+  /** Default 10. */
+  k?: number;
+  runId?: string;
+  failureLabel?: string;
+  /** Bounds on mean validation accuracy; trials without a score never match a bound. */
+  minScore?: number;
+  maxScore?: number;
+  status?: TrialStatus;
+  surface?: string;
+}
+
+/** A trial with its cosine distance to the query (0 = same direction, 2 = opposite). */
+export type TrialHit = TrialRow & { distance: number };
+
+export interface ApplyResult {
+  /** Events written by this call. */
+  applied: number;
+  /** Events already stored (a redelivery), or repeated within the batch; nothing changed for them. */
+  duplicates: number;
+  /** Heartbeats: liveness, not lineage, so not stored. */
+  ignored: number;
+}
+
+const TABLES = ["runs", "trials", "briefs", "events"] as const;
+type TableName = (typeof TABLES)[number];
+
+/**
+ * Versions younger than this survive compaction, so a reader in the middle of a query on an
+ * older version keeps its files (LanceDB also keeps unverified files for 7 days regardless).
+ */
+const KEEP_VERSIONS_MS = 10 * 60_000;
+
+/** Keeps `IN (...)` filters to a size DataFusion plans quickly. */
+const IN_CHUNK = 500;
+
+/**
+ * The lineage of every run in one LanceDB directory: runs, trials (one row each, upserted as
+ * the trial moves through the pipeline), briefs, and an append-only copy of every event.
+ * One process writes (the lineage-store service, through applyEvent/applyEvents); any number
+ * read with `readOnly: true`, each read seeing the latest committed version.
+ */
+export class LineageStore {
+  private writeChain: Promise<unknown> = Promise.resolve();
+  private readonly columns: Record<"runs" | "trials" | "briefs", string[]>;
+  private readonly commits: Record<TableName, number> = { runs: 0, trials: 0, briefs: 0, events: 0 };
+
+  private constructor(
+    private readonly db: lancedb.Connection,
+    private readonly tables: Record<TableName, lancedb.Table>,
+    readonly embedder: Embedder,
+    private readonly readOnly: boolean,
+    private readonly log: Logger,
+    private readonly compactEvery: number,
+  ) {
+    const names = (s: Schema) => s.fields.map((f) => f.name).filter((n) => n !== "vector");
+    this.columns = {
+      runs: names(runsSchema(embedder.dim, embedder.name)),
+      trials: names(trialsSchema(embedder.dim, embedder.name)),
+      briefs: names(briefsSchema(embedder.dim, embedder.name)),
+    };
+  }
+
+  static async open(dir: string, options: LineageStoreOptions = {}): Promise<LineageStore> {
+    const embedder = options.embedder ?? new HashingEmbedder();
+    const readOnly = options.readOnly ?? false;
+    // 0: every read checks for a newer version, so readers in other processes see each commit.
+    const db = await lancedb.connect(dir, { readConsistencyInterval: 0 });
+    const schemas: Record<TableName, Schema> = {
+      runs: runsSchema(embedder.dim, embedder.name),
+      trials: trialsSchema(embedder.dim, embedder.name),
+      briefs: briefsSchema(embedder.dim, embedder.name),
+      events: eventsSchema(),
+    };
+    const existing = new Set(await db.tableNames());
+    const tables = {} as Record<TableName, lancedb.Table>;
+    for (const name of TABLES) {
+      if (existing.has(name)) {
+        tables[name] = await db.openTable(name);
+        await checkEmbedder(tables[name], name, embedder, dir);
+      } else if (readOnly) {
+        db.close();
+        throw new Error(`no lineage store in ${dir} (table ${name} is missing); the writer creates it`);
+      } else {
+        tables[name] = await db.createEmptyTable(name, schemas[name], { mode: "create", existOk: true });
+      }
+    }
+    if (!readOnly) {
+      const indices = await tables.trials.listIndices();
+      if (!indices.some((i) => i.columns.includes("hypothesis"))) {
+        await tables.trials.createIndex("hypothesis", { config: lancedb.Index.fts() });
+      }
+    }
+    const log = options.logger ?? createLogger("lineage-store");
+    return new LineageStore(db, tables, embedder, readOnly, log, options.compactEvery ?? 100);
+  }
+
+  applyEvent(event: Event): Promise<ApplyResult> {
+    return this.applyEvents([event]);
+  }
+
+  /**
+   * Applies events in the given order with at most one commit per table for the whole batch
+   * (each LanceDB commit costs milliseconds and a version, so batches are far faster than
+   * one call per event). Idempotent on event_id; safe to call concurrently (writes queue).
+   */
+  applyEvents(events: Event[]): Promise<ApplyResult> {
+    if (this.readOnly) return Promise.reject(new Error("this LineageStore was opened readOnly"));
+    const run = this.writeChain.then(() => this.write(events));
+    this.writeChain = run.catch(() => undefined);
+    return run;
+  }
+
+  private async write(events: Event[]): Promise<ApplyResult> {
+    const result: ApplyResult = { applied: 0, duplicates: 0, ignored: 0 };
+    const seen = new Set<string>();
+    const candidates: Event[] = [];
+    for (const e of events) {
+      if (e.body.case === "heartbeat") {
+        result.ignored++;
+      } else if (!e.eventId) {
+        throw new Error(`event without event_id (kind ${eventKind(e)}, run ${e.runId}): cannot be stored idempotently`);
+      } else if (seen.has(e.eventId)) {
+        result.duplicates++;
+      } else {
+        seen.add(e.eventId);
+        candidates.push(e);
+      }
+    }
+    const stored = new Set(
+      (await this.whereIn("events", "event_id", [...seen], ["event_id"])).map((r) => String(r.event_id)),
+    );
+    const fresh = candidates.filter((e) => !stored.has(e.eventId));
+    result.duplicates += candidates.length - fresh.length;
+    if (fresh.length === 0) return result;
+
+    const trialEvents = fresh.filter((e) => e.body.case && TRIAL_EVENT_STAGE[e.body.case]);
+    const runEvents = fresh.filter((e) => e.body.case && RUN_EVENTS.has(e.body.case));
+    for (const e of [...trialEvents, ...runEvents]) {
+      if (!e.runId || (TRIAL_EVENT_STAGE[e.body.case!] && !e.trialId)) {
+        this.log.warn({ event_id: e.eventId, kind: eventKind(e) }, "event lacks run_id or trial_id; stored in events only");
+      }
+    }
+
+    const trials = await this.loadForUpdate<TrialRow>(
+      "trials", "trial_id", trialEvents.filter((e) => e.trialId && e.runId).map((e) => e.trialId), trialEmbedText,
+    );
+    for (const e of trialEvents) {
+      if (!e.trialId || !e.runId) continue;
+      const entry = trials.get(e.trialId) ?? newEntry(emptyTrial(e.trialId, e.runId, Number(e.emittedAtMs)));
+      trials.set(e.trialId, entry);
+      foldTrial(entry.row, e);
+    }
+
+    const runs = await this.loadForUpdate<RunRow>(
+      "runs", "run_id", runEvents.filter((e) => e.runId).map((e) => e.runId), runEmbedText,
+    );
+    for (const e of runEvents) {
+      if (!e.runId) continue;
+      const entry = runs.get(e.runId) ?? newEntry(emptyRun(e.runId, Number(e.emittedAtMs)));
+      runs.set(e.runId, entry);
+      foldRun(entry.row, e);
+    }
+    await this.resolveBestScores([...runs.values()].map((x) => x.row), trials);
+
+    const briefs = fresh.flatMap((e) => {
+      const b = briefRow(e);
+      return b ? [newEntry(b)] : [];
+    });
+
+    await this.upsert("trials", "trial_id", [...trials.values()], trialEmbedText);
+    await this.upsert("runs", "run_id", [...runs.values()], runEmbedText);
+    await this.upsert("briefs", "brief_id", briefs, briefEmbedText);
+    // Events go last: a crash before this line leaves the events unrecorded, so their
+    // redelivery is applied again (folding is idempotent) instead of being skipped as seen.
+    // A plain append (~7 ms against ~18 ms for mergeInsert) is enough: the ids were checked
+    // above and this is the only writer.
+    await this.tables.events.add(fresh.map(eventRow) as unknown as Record<string, unknown>[]);
+    this.committed("events");
+    result.applied = fresh.length;
+    await this.compactIfDue();
+    return result;
+  }
+
+  private committed(table: TableName): void {
+    this.commits[table]++;
+  }
+
+  private async compactIfDue(): Promise<void> {
+    for (const name of TABLES) {
+      if (this.commits[name] < this.compactEvery) continue;
+      this.commits[name] = 0;
+      const started = performance.now();
+      await this.tables[name].optimize({ cleanupOlderThan: new Date(Date.now() - KEEP_VERSIONS_MS) });
+      this.log.debug({ table: name, ms: Math.round(performance.now() - started) }, "compacted");
+    }
+  }
+
+  /** The run's best score is its best trial's score, wherever that trial's row is. */
+  private async resolveBestScores(runs: RunRow[], trials: Map<string, Entry<TrialRow>>): Promise<void> {
+    const pending = runs.filter((r) => r.best_trial_id && r.best_score === null);
+    const missing = pending.map((r) => r.best_trial_id).filter((id) => !trials.has(id));
+    const loaded = new Map(
+      (await this.whereIn("trials", "trial_id", missing, ["trial_id", "val_accuracy"])).map((r) => [
+        String(r.trial_id),
+        r.val_accuracy as number | null,
+      ]),
+    );
+    for (const r of pending) {
+      r.best_score = trials.get(r.best_trial_id)?.row.val_accuracy ?? loaded.get(r.best_trial_id) ?? null;
+    }
+  }
+
+  private async loadForUpdate<R extends object>(
+    table: "trials" | "runs",
+    key: string,
+    ids: string[],
+    embedText: (row: R) => string,
+  ): Promise<Map<string, Entry<R>>> {
+    const rows = await this.whereIn(table, key, [...new Set(ids)], [...this.columns[table], "vector"]);
+    const out = new Map<string, Entry<R>>();
+    for (const { vector, ...rest } of rows) {
+      const row = rest as R;
+      out.set(String(rest[key]), { row, embeddedText: embedText(row), vector: vector as number[] });
+    }
+    return out;
+  }
+
+  /** Re-embeds only rows whose embedding text changed, in one embedder call, then upserts in one commit. */
+  private async upsert<R extends object>(
+    table: "trials" | "runs" | "briefs",
+    key: string,
+    entries: Entry<R>[],
+    embedText: (row: R) => string,
+  ): Promise<void> {
+    if (entries.length === 0) return;
+    const texts = entries.map((e) => embedText(e.row));
+    const stale = entries.flatMap((e, i) => (e.vector && e.embeddedText === texts[i] ? [] : [i]));
+    if (stale.length > 0) {
+      const vectors = await this.embedder.embed(stale.map((i) => texts[i]!));
+      stale.forEach((entryIndex, j) => {
+        const v = vectors[j];
+        if (!v || v.length !== this.embedder.dim) {
+          throw new Error(`embedder ${this.embedder.name} returned ${v?.length ?? "no"} values, expected ${this.embedder.dim}`);
+        }
+        entries[entryIndex]!.vector = Array.from(v);
+      });
+    }
+    const rows = entries.map((e) => ({ ...e.row, vector: e.vector }));
+    await this.tables[table]
+      .mergeInsert(key)
+      .whenMatchedUpdateAll()
+      .whenNotMatchedInsertAll()
+      .execute(rows as unknown as Record<string, unknown>[]);
+    this.committed(table);
+  }
+
+  /** Vector search over trials (exact, brute force), with filters applied before ranking. */
+  async similarTrials(q: SimilarTrialsQuery): Promise<TrialHit[]> {
+    const k = q.k ?? 10;
+    const where: string[] = [];
+    let vector: number[];
+    if (q.trialId) {
+      const [self] = await this.whereIn("trials", "trial_id", [q.trialId], ["vector"]);
+      if (!self) throw new Error(`unknown trial ${q.trialId}`);
+      vector = self.vector as number[];
+      where.push(`trial_id != ${sql(q.trialId)}`);
+    } else if (q.text?.trim()) {
+      const [v] = await this.embedder.embed([q.text]);
+      vector = Array.from(v!);
+    } else {
+      throw new Error("similarTrials needs text or trialId");
+    }
+    if (q.runId) where.push(`run_id = ${sql(q.runId)}`);
+    if (q.failureLabel !== undefined) where.push(`failure_label = ${sql(q.failureLabel)}`);
+    if (q.status) where.push(`status = ${sql(q.status)}`);
+    if (q.surface) where.push(`surface = ${sql(q.surface)}`);
+    if (q.minScore !== undefined) where.push(`val_accuracy >= ${num(q.minScore)}`);
+    if (q.maxScore !== undefined) where.push(`val_accuracy <= ${num(q.maxScore)}`);
+
+    let search = this.tables.trials
+      .vectorSearch(vector)
+      .distanceType("cosine")
+      .select([...this.columns.trials, "_distance"])
+      .limit(k);
+    if (where.length > 0) search = search.where(where.join(" AND "));
+    return (await rowsOf<TrialRow & { _distance: number }>(search)).map(({ _distance, ...row }) => ({ ...row, distance: _distance }));
+  }
+
+  /** Keyword (BM25) search over hypotheses through the full-text index. */
+  async searchHypotheses(text: string, options: { k?: number; runId?: string } = {}): Promise<TrialRow[]> {
+    let query = this.tables.trials
+      .query()
+      .fullTextSearch(text, { columns: "hypothesis" })
+      .select([...this.columns.trials, "_score"])
+      .limit(options.k ?? 10);
+    if (options.runId) query = query.where(`run_id = ${sql(options.runId)}`);
+    return (await rowsOf<TrialRow & { _score: number }>(query)).map(({ _score, ...row }) => row);
+  }
+
+  async getTrial(trialId: string): Promise<TrialRow | undefined> {
+    const [row] = await this.whereIn("trials", "trial_id", [trialId], this.columns.trials);
+    return row as TrialRow | undefined;
+  }
+
+  /** A run's trials by proposal index. */
+  async listTrials(runId: string): Promise<TrialRow[]> {
+    const rows = await this.select<TrialRow>("trials", `run_id = ${sql(runId)}`, this.columns.trials);
+    return rows.sort((a, b) => a.index - b.index || a.created_at - b.created_at);
+  }
+
+  async getRun(runId: string): Promise<RunRow | undefined> {
+    const [row] = await this.whereIn("runs", "run_id", [runId], this.columns.runs);
+    return row as RunRow | undefined;
+  }
+
+  /** Every run, newest first. */
+  async listRuns(): Promise<RunRow[]> {
+    const rows = await this.select<RunRow>("runs", undefined, this.columns.runs);
+    return rows.sort((a, b) => (b.started_at ?? b.updated_at) - (a.started_at ?? a.updated_at));
+  }
+
+  /** A run's events in emission order (ties broken by pipeline order, then id). */
+  async eventsOf(runId: string, filter: { trialId?: string; kind?: string } = {}): Promise<EventRow[]> {
+    const where = [`run_id = ${sql(runId)}`];
+    if (filter.trialId) where.push(`trial_id = ${sql(filter.trialId)}`);
+    if (filter.kind) where.push(`kind = ${sql(filter.kind)}`);
+    const rows = await this.select<EventRow>("events", where.join(" AND "));
+    const rank = (k: string) => KIND_ORDER.indexOf(k);
+    return rows.sort(
+      (a, b) => a.emitted_at - b.emitted_at || rank(a.kind) - rank(b.kind) || a.event_id.localeCompare(b.event_id),
+    );
+  }
+
+  async briefsOf(runId: string): Promise<BriefRow[]> {
+    const rows = await this.select<BriefRow>("briefs", `run_id = ${sql(runId)}`, this.columns.briefs);
+    return rows.sort((a, b) => a.created_at - b.created_at);
+  }
+
+  async count(table: TableName): Promise<number> {
+    return this.tables[table].countRows();
+  }
+
+  /**
+   * Compacts every table now, folds new rows into the full-text index, and drops versions
+   * older than `keepVersionsMs`. Writes compact on their own every `compactEvery` commits;
+   * this is for the end of a run or a benchmark. Queued behind pending writes.
+   */
+  async optimize(keepVersionsMs = KEEP_VERSIONS_MS): Promise<void> {
+    if (this.readOnly) throw new Error("this LineageStore was opened readOnly");
+    const run = this.writeChain.then(async () => {
+      for (const name of TABLES) {
+        this.commits[name] = 0;
+        await this.tables[name].optimize({ cleanupOlderThan: new Date(Date.now() - keepVersionsMs) });
+      }
+    });
+    this.writeChain = run.catch(() => undefined);
+    await run;
+  }
+
+  /** Waits for queued writes, then releases the tables. */
+  async close(): Promise<void> {
+    await this.writeChain;
+    for (const name of TABLES) this.tables[name].close();
+    this.db.close();
+  }
+
+  private async whereIn(
+    table: TableName,
+    column: string,
+    values: string[],
+    columns?: string[],
+  ): Promise<Record<string, unknown>[]> {
+    const out: Record<string, unknown>[] = [];
+    for (let i = 0; i < values.length; i += IN_CHUNK) {
+      const list = values.slice(i, i + IN_CHUNK).map(sql).join(", ");
+      let q = this.tables[table].query().where(`${column} IN (${list})`);
+      if (columns) q = q.select(columns);
+      out.push(...(await rowsOf(q)));
+    }
+    return out;
+  }
+
+  private async select<R>(table: TableName, where?: string, columns?: string[]): Promise<R[]> {
+    let q = this.tables[table].query();
+    if (where) q = q.where(where);
+    if (columns) q = q.select(columns);
+    return rowsOf<R>(q);
+  }
+}
+
+/** A row being updated, with the text its stored vector was made from (to skip re-embedding). */
+interface Entry<R> {
+  row: R;
+  embeddedText?: string;
+  vector?: number[];
+}
+
+const newEntry = <R>(row: R): Entry<R> => ({ row });
+
+function eventRow(e: Event): EventRow {
+  return {
+    event_id: e.eventId,
+    run_id: e.runId,
+    trial_id: e.trialId,
+    kind: eventKind(e),
+    emitted_at: Number(e.emittedAtMs),
+    producer: e.producer,
+    summary: summarize(e),
+    payload: toBinary(EventSchema, e),
+  };
+}
+
+async function checkEmbedder(table: lancedb.Table, name: string, embedder: Embedder, dir: string): Promise<void> {
+  const schema = await table.schema();
+  const stored = schema.metadata.get(EMBEDDER_KEY);
+  if (stored !== undefined && stored !== embedder.name) {
+    throw new Error(
+      `${dir}/${name} holds vectors from embedder ${stored}, not ${embedder.name}: open it with the same embedder`,
+    );
+  }
+}
+
+/**
+ * Query results as plain objects: Int64 bigints become numbers, lists become arrays.
+ * Converting column by column from Arrow is ~10x faster than LanceDB's row proxies
+ * (1000 full trial rows: ~15 ms against ~160 ms).
+ */
+async function rowsOf<R = Record<string, unknown>>(q: lancedb.Query | lancedb.VectorQuery): Promise<R[]> {
+  const table = await q.toArrow();
+  const columns = table.schema.fields.map((f) => {
+    const values: unknown[] = [];
+    for (const v of table.getChild(f.name)!) values.push(jsValue(v));
+    return [f.name, values] as const;
+  });
+  return Array.from({ length: table.numRows }, (_, i) => Object.fromEntries(columns.map(([name, values]) => [name, values[i]])) as R);
+}
+
+function jsValue(v: unknown): unknown {
+  if (typeof v === "bigint") return Number(v);
+  if (v !== null && typeof v === "object" && !(v instanceof Uint8Array) && "toArray" in v) {
+    return Array.from((v as { toArray(): ArrayLike<unknown> }).toArray());
+  }
+  return v;
+}
+
+/** A SQL string literal (the only quoting DataFusion needs is doubling single quotes). */
+function sql(s: string): string {
+  return `'${s.replaceAll("'", "''")}'`;
+}
+
+function num(x: number): string {
+  if (!Number.isFinite(x)) throw new Error(`not a finite number: ${x}`);
+  return String(x);
+}

@@ -1,0 +1,49 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pino } from "pino";
+import { connectBus, startNatsServer, type Bus, type EventInit, type EventKind, type NatsServer } from "../../bus/index.js";
+
+/** Quiet unless LOG_LEVEL asks otherwise: several tests provoke warnings on purpose. */
+export const testLogger = pino({ level: process.env.LOG_LEVEL ?? "silent" });
+
+export interface TestServer {
+  server: NatsServer;
+  dataDir: string;
+  /** Stops the server and removes its store. */
+  dispose(): Promise<void>;
+}
+
+export async function startTestServer(): Promise<TestServer> {
+  const dataDir = mkdtempSync(join(tmpdir(), "bus-test-"));
+  const server = await startNatsServer({ dataDir });
+  return {
+    server,
+    dataDir,
+    dispose: async () => {
+      await server.stop();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export function testBus(url: string, name: string): Promise<Bus> {
+  return connectBus({ servers: url, name, logger: testLogger, reconnectTimeWaitMs: 200 });
+}
+
+/** A minimal event of one kind; bodies are left at their defaults. */
+export function eventOf(kind: EventKind, runId: string, trialId = "", ids: { eventId?: string } = {}): EventInit {
+  return { runId, trialId, ...ids, body: { case: kind, value: {} } as EventInit["body"] };
+}
+
+export async function waitFor(what: string, check: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(20);
+  }
+}
+
+export function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

@@ -1,0 +1,81 @@
+import { create } from "@bufbuild/protobuf";
+import { describe, expect, it } from "vitest";
+import {
+  consumerName,
+  decodeEvent,
+  encodeEvent,
+  EVENT_KINDS,
+  filterFor,
+  heartbeatSubject,
+  PoisonMessageError,
+  runFilter,
+  SeenSet,
+  subjectFor,
+} from "../../bus/index.js";
+import { EventSchema } from "../../proto/gen/research/v1/events_pb.js";
+import { eventOf } from "./helpers.js";
+
+describe("subjects", () => {
+  it("derives one two-token subject per stored kind from the proto", () => {
+    expect(EVENT_KINDS).toEqual([
+      "runStarted",
+      "briefReady",
+      "trialProposed",
+      "trialAssembled",
+      "trialProgress",
+      "trialEvaluated",
+      "trialJudged",
+      "runFinished",
+    ]);
+    const subjects = EVENT_KINDS.map((k) => subjectFor(create(EventSchema, eventOf(k, "run-1"))));
+    expect(subjects).toContain("research.trial.proposed.run-1");
+    expect(subjects).toContain("research.run.finished.run-1");
+    for (const s of subjects) expect(s).toMatch(/^research\.[a-z-]+\.[a-z-]+\.run-1$/);
+  });
+
+  it("builds filters for one kind, one run or everything", () => {
+    expect(filterFor("trialJudged")).toBe("research.trial.judged.*");
+    expect(filterFor("trialJudged", "r7")).toBe("research.trial.judged.r7");
+    expect(runFilter("r7")).toBe("research.*.*.r7");
+    expect(runFilter("*")).toBe("research.>");
+  });
+
+  it("keeps heartbeats off the research stream", () => {
+    const beat = create(EventSchema, { body: { case: "heartbeat", value: { role: "coder", instance: "h-1" } } });
+    expect(subjectFor(beat)).toBe("swarm.heartbeat.coder.h-1");
+    expect(heartbeatSubject()).toBe("swarm.heartbeat.*.*");
+  });
+
+  it("names durables after role and kind", () => {
+    expect(consumerName("coder", "trialProposed")).toBe("coder-trial-proposed");
+  });
+
+  it("rejects ids that would break the subject", () => {
+    expect(() => subjectFor(create(EventSchema, eventOf("runStarted", "a.b")))).toThrow(/run_id "a.b"/);
+    expect(() => subjectFor(create(EventSchema, eventOf("runStarted", "")))).toThrow(/run_id/);
+    expect(() => consumerName("co der", "runStarted")).toThrow(/role/);
+    expect(() => subjectFor(create(EventSchema, { runId: "r" }))).toThrow(/no body/);
+  });
+});
+
+describe("codec", () => {
+  it("round-trips an event and refuses bytes that are not one", () => {
+    const event = create(EventSchema, eventOf("trialProposed", "r1", "t1"));
+    expect(decodeEvent(encodeEvent(event)).trialId).toBe("t1");
+    expect(() => decodeEvent(new TextEncoder().encode("{\"json\": true}"))).toThrow(PoisonMessageError);
+    expect(() => decodeEvent(new Uint8Array())).toThrow(/without a body/);
+  });
+});
+
+describe("SeenSet", () => {
+  it("answers true once per key and forgets the least recently seen", () => {
+    const seen = new SeenSet(2);
+    expect(seen.once("a")).toBe(true);
+    expect(seen.once("a")).toBe(false);
+    seen.once("b");
+    seen.once("a");
+    seen.once("c");
+    expect(seen.once("a")).toBe(false);
+    expect(seen.once("b")).toBe(true);
+  });
+});

@@ -1,0 +1,190 @@
+import { describe, expect, it } from "vitest";
+import { datasetModality, normaliseDataset, parseCount, parseDuration, parseGoal, readGoalText } from "../../core/goal.js";
+
+interface Expected {
+  dataset: string;
+  target: number;
+  maxParams?: number;
+  timeBudgetS?: number;
+  dataDir?: string;
+  targetColumn?: string;
+}
+
+const ACCEPTED: [string, Expected][] = [
+  ["fashion-mnist: reach 90% validation accuracy", { dataset: "fashion-mnist", target: 0.9 }],
+  ["Fashion-MNIST, >= 92% val accuracy, < 200k params, 20 min", { dataset: "fashion-mnist", target: 0.92, maxParams: 200_000, timeBudgetS: 1200 }],
+  ["digits 0.95 accuracy under 50k parameters in 5 minutes", { dataset: "digits", target: 0.95, maxParams: 50_000, timeBudgetS: 300 }],
+  ["cifar10 at least 80% acc, 1M params, 2h", { dataset: "cifar10", target: 0.8, maxParams: 1_000_000, timeBudgetS: 7200 }],
+  ["csv:/data/titanic.csv target=Survived 0.8", { dataset: "csv", target: 0.8, dataDir: "/data/titanic.csv", targetColumn: "Survived" }],
+  ["FashionMNIST 91 accuracy 1h30m", { dataset: "fashion-mnist", target: 0.91, timeBudgetS: 5400 }],
+  ["fmnist 0.9 acc max_params=200000 600s", { dataset: "fashion-mnist", target: 0.9, maxParams: 200_000, timeBudgetS: 600 }],
+  ["fashion_mnist 93 percent", { dataset: "fashion-mnist", target: 0.93 }],
+  ["CIFAR-100 60% top-1, 3M params, 10 epochs", { dataset: "cifar100", target: 0.6, maxParams: 3_000_000 }],
+  ["svhn 93% 100k 20m", { dataset: "svhn", target: 0.93, maxParams: 100_000, timeBudgetS: 1200 }],
+  ["breast-cancer 97% with 10 epochs", { dataset: "breast_cancer", target: 0.97 }],
+  ["MNIST digits 99% in 90 seconds", { dataset: "mnist", target: 0.99, timeBudgetS: 90 }],
+  ["wine: 200,000 params, 95% val_accuracy, 1.5 hours", { dataset: "wine", target: 0.95, maxParams: 200_000, timeBudgetS: 5400 }],
+  ["iris 100%", { dataset: "iris", target: 1 }],
+  ["text:/data/reviews 85% accuracy", { dataset: "text", target: 0.85, dataDir: "/data/reviews" }],
+  ["csv /data/x.csv label column species 0.9", { dataset: "csv", target: 0.9, dataDir: "/data/x.csv", targetColumn: "species" }],
+  ["synthetic 0.75", { dataset: "synthetic", target: 0.75 }],
+];
+
+const REJECTED: [string, RegExp][] = [
+  ["fashion-mnist please", /could not find a target accuracy/],
+  ["reach 90% validation accuracy", /could not find a dataset/],
+  ["imagenet: 80% accuracy", /"imagenet" is not one/],
+  ["mnist 150%", /at most 100%, got 150%/],
+  ["iris 0%", /above 0%/],
+  ["mnist or cifar10 90%", /several datasets \(cifar10, mnist\)/],
+  ["mnist 90% and 95% accuracy", /several targets \(90%, 95%\)/],
+  ["mnist 90%, 100k params, 200k params", /several parameter limits/],
+  ["mnist 0.9 macro f1", /only validation accuracy can be a target, not macro f1/],
+  ["csv target=label 0.8", /could not find a dataset/],
+];
+
+describe("parseGoal", () => {
+  it.each(ACCEPTED)("reads %j", (text, want) => {
+    const r = parseGoal(text);
+    if (!r.ok) throw new Error(r.error);
+    expect(r.goal.$typeName).toBe("research.v1.Goal");
+    expect(r.goal.rawText).toBe(text);
+    expect(r.goal.metric).toBe("val_accuracy");
+    expect(r.goal.dataset).toBe(want.dataset);
+    expect(r.goal.target).toBeCloseTo(want.target, 10);
+    expect(r.goal.maxParams).toBe(BigInt(want.maxParams ?? 0));
+    expect(r.goal.timeBudgetS).toBe(want.timeBudgetS ?? 0);
+    expect(r.goal.dataDir).toBe(want.dataDir ?? "");
+    expect(r.goal.targetColumn).toBe(want.targetColumn ?? "");
+  });
+
+  it.each(REJECTED)("rejects %j", (text, pattern) => {
+    const r = parseGoal(text);
+    expect(r.ok).toBe(false);
+    if (!r.ok) {
+      expect(r.error).toMatch(pattern);
+      expect(r.error).toContain(`"${text}"`);
+      expect(r.error).toMatch(/understood: .*Write e\.g\. "/);
+    }
+  });
+
+  it("says what it understood and how to write the goal", () => {
+    const r = parseGoal("fashion-mnist please");
+    expect(r).toEqual({
+      ok: false,
+      error: 'could not find a target accuracy in "fashion-mnist please"; understood: dataset=fashion-mnist. Write e.g. "fashion-mnist: reach 90% validation accuracy"',
+    });
+  });
+
+  it("lists the known datasets when none was found", () => {
+    const r = parseGoal("reach 90%");
+    expect(r.ok).toBe(false);
+    if (!r.ok) expect(r.error).toMatch(/understood: target=90%\. Known datasets: fashion-mnist, .*csv:<path> target=<column>/);
+  });
+
+  it("lets overrides win over the text and fill what is missing", () => {
+    const r = parseGoal("mnist 90% 100k params", { dataset: "FashionMNIST", target: "95%", maxParams: "200k", timeBudgetS: "20m" });
+    if (!r.ok) throw new Error(r.error);
+    expect(r.goal.dataset).toBe("fashion-mnist");
+    expect(r.goal.target).toBeCloseTo(0.95);
+    expect(r.goal.maxParams).toBe(200_000n);
+    expect(r.goal.timeBudgetS).toBe(1200);
+
+    const filled = parseGoal("please be quick", { dataset: "cifar-10", target: 0.8, maxParams: 500_000n, timeBudgetS: 60 });
+    if (!filled.ok) throw new Error(filled.error);
+    expect(filled.goal.dataset).toBe("cifar10");
+    expect(filled.goal.maxParams).toBe(500_000n);
+  });
+
+  it("resolves a contradiction in the text when an override names the field", () => {
+    const r = parseGoal("mnist 90% or 95%", { target: 92 });
+    if (!r.ok) throw new Error(r.error);
+    expect(r.goal.target).toBeCloseTo(0.92);
+  });
+
+  it("reads override targets as percent above 1 and as fractions up to 1", () => {
+    for (const [target, want] of [[92, 0.92], [0.92, 0.92], ["92", 0.92], ["0.5%", 0.005], [1, 1]] as const) {
+      const r = parseGoal("mnist", { target });
+      if (!r.ok) throw new Error(r.error);
+      expect(r.goal.target).toBeCloseTo(want, 10);
+    }
+  });
+
+  it("rejects out-of-range or unreadable overrides with the field's path", () => {
+    const cases: [Parameters<typeof parseGoal>[1], RegExp][] = [
+      [{ target: 150 }, /invalid override: target: target must be at most 100%, got 150%/],
+      [{ target: 0 }, /target must be above 0%/],
+      [{ maxParams: -5 }, /maxParams: max_params must be positive/],
+      [{ maxParams: "lots" }, /maxParams: cannot read "lots" as a parameter count/],
+      [{ timeBudgetS: 0 }, /timeBudgetS: time budget must be positive/],
+      [{ timeBudgetS: "soon" }, /cannot read "soon" as a duration/],
+      [{ dataset: "imagenet" }, /dataset: unknown dataset "imagenet"/],
+      [{ metric: "f1" }, /metric: only val_accuracy can be a target/],
+    ];
+    for (const [overrides, pattern] of cases) {
+      const r = parseGoal("mnist 90%", overrides);
+      expect(r.ok).toBe(false);
+      if (!r.ok) expect(r.error).toMatch(pattern);
+    }
+  });
+
+  it("requires a path for csv and text datasets", () => {
+    const r = parseGoal("reach 80%", { dataset: "csv" });
+    expect(r.ok).toBe(false);
+    if (!r.ok) expect(r.error).toMatch(/csv needs a path/);
+
+    const withPath = parseGoal("reach 80%", { dataset: "csv", dataDir: "/data/t.csv", targetColumn: "y" });
+    if (!withPath.ok) throw new Error(withPath.error);
+    expect(withPath.goal.dataDir).toBe("/data/t.csv");
+    expect(withPath.goal.targetColumn).toBe("y");
+  });
+});
+
+describe("goal helpers", () => {
+  it.each([
+    ["fashion_mnist", "fashion-mnist"],
+    ["fmnist", "fashion-mnist"],
+    ["FashionMNIST", "fashion-mnist"],
+    ["Fashion MNIST", "fashion-mnist"],
+    ["cifar-10", "cifar10"],
+    ["CIFAR10", "cifar10"],
+    ["cifar_100", "cifar100"],
+    ["breast-cancer", "breast_cancer"],
+    ["breast_cancer", "breast_cancer"],
+    ["SVHN", "svhn"],
+    ["csv", "csv"],
+    ["imagenet", undefined],
+  ])("normalises dataset %j", (alias, want) => {
+    expect(normaliseDataset(alias)).toBe(want);
+  });
+
+  it("maps datasets to modalities", () => {
+    expect(datasetModality("fmnist")).toBe("vision");
+    expect(datasetModality("cifar100")).toBe("vision");
+    expect(datasetModality("breast-cancer")).toBe("tabular");
+    expect(datasetModality("csv")).toBe("tabular");
+    expect(datasetModality("text")).toBe("text");
+    expect(datasetModality("synthetic")).toBeUndefined();
+    expect(datasetModality("imagenet")).toBeUndefined();
+  });
+
+  it("parses counts and durations as CLI flags give them", () => {
+    expect(parseCount("200k")).toBe(200_000);
+    expect(parseCount("1.5M")).toBe(1_500_000);
+    expect(parseCount("200,000 params")).toBe(200_000);
+    expect(parseCount("many")).toBeUndefined();
+    expect(parseDuration("20m")).toBe(1200);
+    expect(parseDuration("1h30m")).toBe(5400);
+    expect(parseDuration("2 hours")).toBe(7200);
+    expect(parseDuration("90 s")).toBe(90);
+    expect(parseDuration("45")).toBe(45);
+    expect(parseDuration("later")).toBeUndefined();
+  });
+
+  it("keeps every distinct mention when reading raw text", () => {
+    const r = readGoalText("mnist or cifar10, 90% or 95%, 10 epochs");
+    expect(r.datasets).toEqual(["cifar10", "mnist"]);
+    expect(r.targets).toEqual([0.9, 0.95]);
+    expect(r.maxParams).toEqual([]);
+  });
+});

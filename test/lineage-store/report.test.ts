@@ -1,0 +1,339 @@
+import { mkdtemp, readdir, readFile, rm, stat } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import { parse as parseYaml } from "yaml";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { applyToRunState, emptyRunState, type RunState } from "../../agents/run-state.js";
+import { failure, type FailureName } from "../../core/failure.js";
+import { Decision, EventSchema, Verdict, type Event } from "../../proto/gen/research/v1/events_pb.js";
+import { GoalStatus, type EvalResultSchema } from "../../proto/gen/research/v1/runner_pb.js";
+import { readRegistry, writeArtifacts, type RegistryEntry } from "../../lineage-store/artifacts.js";
+import { escapeXml, failuresSvg, learningCurvesSvg, niceTicks, scoresSvg } from "../../lineage-store/plots.js";
+import { buildReport, reportPlots } from "../../lineage-store/report.js";
+
+const RUN = "run-fmnist";
+const T0 = 1_750_000_000_000;
+
+interface Spec {
+  hypothesis: string;
+  surface: string;
+  channels: number[];
+  /** Mean validation accuracy and CI half-width; absent when the trial fails. */
+  acc?: [number, number];
+  fails?: { label: FailureName; at: "assembled" | "evaluated"; message: string };
+  verdict: Verdict;
+  decision?: Decision;
+  parent?: number;
+  concepts?: string[];
+}
+
+const SPECS: Spec[] = [
+  { hypothesis: "baseline: two conv layers and a linear head", surface: "architecture", channels: [16, 32], acc: [0.872, 0.007], verdict: Verdict.ACCEPT },
+  { hypothesis: "wider conv stack with batchnorm", surface: "architecture", channels: [32, 64, 64], acc: [0.903, 0.004], verdict: Verdict.ACCEPT, parent: 0, concepts: ["batchnorm"] },
+  {
+    hypothesis: "very deep residual network at full resolution",
+    surface: "architecture",
+    channels: [256, 256, 256, 256],
+    fails: { label: "oom", at: "evaluated", message: "CUDA out of memory. Tried to allocate 2.00 GiB" },
+    verdict: Verdict.REJECT,
+    parent: 1,
+  },
+  {
+    hypothesis: "depthwise separable convs | cut params <50k & keep accuracy",
+    surface: "architecture",
+    channels: [32, 64],
+    fails: { label: "shape_error", at: "assembled", message: "mat1 and mat2 shapes cannot be multiplied (128x3136 and 1568x10)" },
+    verdict: Verdict.REJECT,
+    parent: 1,
+  },
+  { hypothesis: "label smoothing 0.1 against overconfidence", surface: "regularisation", channels: [32, 64, 64], acc: [0.899, 0.005], verdict: Verdict.REJECT, parent: 1 },
+  {
+    hypothesis: "squeeze-excitation after each conv stage",
+    surface: "architecture",
+    channels: [32, 64, 64],
+    acc: [0.9235, 0.0027],
+    verdict: Verdict.ACCEPT,
+    decision: Decision.GOAL_ACHIEVED,
+    parent: 1,
+    concepts: ["se_block"],
+  },
+];
+
+const tid = (i: number) => `${RUN}-t${String(i + 1).padStart(3, "0")}`;
+const modelConfig = (s: Spec, i: number) => ({
+  name: `fmnist_cnn_${i + 1}`,
+  layers: s.channels.flatMap((c) => [{ type: "conv2d", out_channels: c }, { type: "batchnorm" }, { type: "activation", fn: "relu" }]),
+});
+const codeOf = (i: number) => `import torch.nn as nn\n\n\nclass Trial${i + 1}(nn.Module):\n    """${SPECS[i]!.hypothesis}"""\n`;
+const paramsOf = (s: Spec) => BigInt(s.channels.reduce((a, c) => a + c * 9 * 32, 0));
+const SEEDS = 3;
+const EPOCHS = 5;
+
+function evalResult(mean: number, half: number, params: bigint, target: number): MessageInitShape<typeof EvalResultSchema> {
+  const seeds = Array.from({ length: SEEDS }, (_, k) => {
+    const final = mean + (k - 1) * half * 0.4;
+    const val = Array.from({ length: EPOCHS }, (_, e) => final - 0.12 * (0.5 ** e - 0.5 ** (EPOCHS - 1)));
+    const train = val.map((v, e) => Math.min(1, v + 0.004 * e));
+    return {
+      seed: k,
+      metrics: { val_accuracy: final, train_accuracy: train[EPOCHS - 1]! },
+      learningCurve: { valAccuracy: val, trainAccuracy: train, valLoss: val.map((v) => 1 - v), trainLoss: train.map((v) => 1 - v) },
+      seconds: 11 + k,
+      epochsCompleted: EPOCHS,
+    };
+  });
+  const lo = mean - half;
+  return {
+    aggregated: { val_accuracy: { mean, std: half / 2.5, ci95: [lo, mean + half], min: mean - half * 0.4, max: mean + half * 0.4, n: SEEDS } },
+    seedResults: seeds,
+    bestSeed: 2,
+    numSeeds: SEEDS,
+    goalAchieved: lo >= target,
+    goalStatus: lo >= target ? GoalStatus.ACHIEVED : mean >= target ? GoalStatus.LIKELY : GoalStatus.NOT_ACHIEVED,
+    target,
+    params,
+    seconds: 36,
+  };
+}
+
+function runEvents(): Event[] {
+  const out: Event[] = [];
+  let clock = T0;
+  const ev = (trialId: string, body: MessageInitShape<typeof EventSchema>["body"], advanceS: number) => {
+    clock += advanceS * 1000;
+    out.push(create(EventSchema, { runId: RUN, trialId, eventId: `e${out.length}`, emittedAtMs: BigInt(clock), producer: "test", body }));
+  };
+  const target = 0.92;
+  ev("", {
+    case: "runStarted",
+    value: {
+      goal: { rawText: "Fashion-MNIST, at least 92% validation accuracy, under 200k parameters, 20 minutes", dataset: "fashion-mnist", metric: "val_accuracy", target, maxParams: 200_000n, timeBudgetS: 1200 },
+      settings: { maxTrials: 12, seeds: SEEDS, parallel: 2, planner: "builtin", patience: 4, subset: 10_000, epochs: EPOCHS, trialTimeBudgetS: 120, rngSeed: 7, research: true },
+    },
+  }, 0);
+  ev("", {
+    case: "briefReady",
+    value: {
+      briefId: "b1",
+      query: "compact cnn fashion-mnist",
+      author: "builtin",
+      briefJson: JSON.stringify({
+        summary_title: "Compact CNNs for Fashion-MNIST",
+        insights: ["Batch normalisation speeds up convergence of small CNNs."],
+        architectural_suggestions: [
+          { name: "se_block", description: "squeeze-and-excitation channel attention", implementation_note: "after each conv stage", building_blocks: ["se"], buildable: true },
+          { name: "ghost_module", description: "cheap feature maps", implementation_note: "replace 3x3 convs", building_blocks: ["ghost"], buildable: true },
+        ],
+        sources: [{ title: "Squeeze-and-Excitation Networks", url: "https://arxiv.org/abs/1709.01507" }],
+      }),
+    },
+  }, 4);
+  SPECS.forEach((s, i) => {
+    const id = tid(i);
+    const parentIds = s.parent === undefined ? [] : [tid(s.parent)];
+    ev(id, {
+      case: "trialProposed",
+      value: {
+        hypothesis: s.hypothesis, rationale: `prior trials suggest ${s.surface} is paying off`, parentIds, surface: s.surface,
+        modelConfigJson: JSON.stringify(modelConfig(s, i)), trainConfigJson: JSON.stringify({ optimizer: "adamw", lr: 0.002, epochs: EPOCHS }),
+        index: i, adoptedConcepts: s.concepts ?? [], proposer: `planner-${s.surface}`,
+      },
+    }, 2);
+    const assemblyFails = s.fails?.at === "assembled";
+    ev(id, {
+      case: "trialAssembled",
+      value: {
+        code: codeOf(i), className: `Trial${i + 1}`,
+        diff: parentIds.length ? `--- ${parentIds[0]}\n+++ ${id}\n@@ -1 +1 @@\n-old\n+new\n` : "",
+        summary: assemblyFails
+          ? { failure: failure(s.fails!.label, s.fails!.message) }
+          : { totalParams: paramsOf(s), trainableParams: paramsOf(s), flops: paramsOf(s) * 1500n, outputShape: [1n, 10n], sizeMb: 0.4 },
+        failure: assemblyFails ? failure(s.fails!.label, s.fails!.message) : undefined,
+      },
+    }, 3);
+    ev(id, {
+      case: "trialEvaluated",
+      value: s.acc
+        ? {
+            result: evalResult(s.acc[0], s.acc[1], paramsOf(s), target),
+            analysis: { overfitting: "mild", convergence: "converged", weakClasses: [6], notes: ["shirt vs t-shirt confusion"] },
+            evalSeconds: 36 + i,
+          }
+        : { failure: failure(s.fails!.label, s.fails!.message), evalSeconds: assemblyFails ? 0 : 8 },
+    }, s.acc ? 40 : 8);
+    ev(id, {
+      case: "trialJudged",
+      value: {
+        verdict: s.verdict, decision: s.decision ?? Decision.ITERATE, reason: s.decision ? "95% CI lower bound reaches the target" : "continue",
+        score: s.acc ? s.acc[0] - s.acc[1] : 0, ciLow: s.acc ? s.acc[0] - s.acc[1] : 0, ciHigh: s.acc ? s.acc[0] + s.acc[1] : 0, surface: s.surface,
+        failure: s.fails ? failure(s.fails.label, s.fails.message) : undefined,
+        gain: s.acc && s.parent !== undefined ? s.acc[0] - SPECS[s.parent]!.acc![0] : 0, trialsDone: i + 1,
+      },
+    }, 1);
+  });
+  const test = evalResult(0.9187, 0.0031, paramsOf(SPECS[5]!), 0);
+  test.aggregated = { ...test.aggregated, test_accuracy: { mean: 0.9187, std: 0.0012, ci95: [0.9156, 0.9218], min: 0.9174, max: 0.9199, n: SEEDS } };
+  ev("", {
+    case: "runFinished",
+    value: { status: "goal_achieved", bestTrialId: tid(5), testResult: test, trials: SPECS.length, seconds: (clock - T0) / 1000 + 40, reason: "95% CI lower bound reaches the target" },
+  }, 40);
+  return out;
+}
+
+/** Tags nest and close, attributes are unique, text is escaped: what a strict XML parser would reject, without depending on one. */
+function assertBalancedXml(svg: string): void {
+  const stack: string[] = [];
+  for (const m of svg.matchAll(/<(\/?)([A-Za-z][\w:-]*)[^>]*?(\/?)>/g)) {
+    const [tag, closing, name, selfClosing] = m;
+    const attrs = [...tag.matchAll(/\s([\w:-]+)=/g)].map((a) => a[1]);
+    expect(new Set(attrs).size, `duplicate attribute in ${tag}`).toBe(attrs.length);
+    if (selfClosing) continue;
+    if (closing) expect(stack.pop()).toBe(name);
+    else stack.push(name!);
+  }
+  expect(stack).toEqual([]);
+  expect(svg.replace(/<[^>]*>/g, "")).not.toMatch(/[<>]|&(?!(amp|lt|gt|quot|apos);)/);
+}
+
+const count = (text: string, needle: string) => text.split(needle).length - 1;
+
+describe("run artifacts and report", () => {
+  let dir: string;
+  let state: RunState;
+  const events = runEvents();
+  let currentAfterT2 = "";
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), "artifacts-"));
+    state = emptyRunState(RUN);
+    for (const e of events) {
+      applyToRunState(state, e);
+      await writeArtifacts(dir, state, e);
+      if (e.body.case === "trialJudged" && e.trialId === tid(1)) currentAfterT2 = await readFile(join(dir, "src/models/current_model.py"), "utf8");
+    }
+  });
+
+  afterAll(async () => {
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it("writes the MVP layout for every trial", async () => {
+    for (let i = 0; i < SPECS.length; i++) {
+      const exp = join(dir, "experiments", tid(i));
+      for (const f of ["model_config.yaml", "train_config.yaml", "hypothesis.md", "model_code.py", "summary.json", "results.json"]) {
+        expect((await stat(join(exp, f))).isFile(), `${tid(i)}/${f}`).toBe(true);
+      }
+      expect(parseYaml(await readFile(join(exp, "model_config.yaml"), "utf8"))).toEqual(modelConfig(SPECS[i]!, i));
+      expect(await readFile(join(exp, "model_code.py"), "utf8")).toBe(codeOf(i));
+    }
+    await expect(stat(join(dir, "experiments", tid(0), "code.diff"))).rejects.toThrow();
+    expect(await readFile(join(dir, "experiments", tid(1), "code.diff"), "utf8")).toContain(`+++ ${tid(1)}`);
+    expect(await readFile(join(dir, "experiments", tid(5), "hypothesis.md"), "utf8")).toContain("Adopted concepts: se_block");
+  });
+
+  it("records summaries and results as proto JSON with snake_case names and failure labels", async () => {
+    const summary = JSON.parse(await readFile(join(dir, "experiments", tid(1), "summary.json"), "utf8"));
+    expect(summary.total_params).toBe(String(paramsOf(SPECS[1]!)));
+    const failedSummary = JSON.parse(await readFile(join(dir, "experiments", tid(3), "summary.json"), "utf8"));
+    expect(failedSummary.failure.label).toBe("shape_error");
+
+    const results = JSON.parse(await readFile(join(dir, "experiments", tid(5), "results.json"), "utf8"));
+    const acc = results.aggregated.val_accuracy;
+    expect(Object.keys(acc)).toEqual(expect.arrayContaining(["mean", "std", "ci_95", "min", "max"]));
+    expect(acc.mean).toBeCloseTo(0.9235, 6);
+    expect(acc.ci_95).toHaveLength(2);
+    expect(results.seed_results).toHaveLength(SEEDS);
+    expect(results.seed_results[0].learning_curve.val_accuracy).toHaveLength(EPOCHS);
+    expect(results).toMatchObject({ best_seed: 2, num_seeds: SEEDS, goal_achieved: true, analysis: { overfitting: "mild" } });
+
+    const oom = JSON.parse(await readFile(join(dir, "experiments", tid(2), "results.json"), "utf8"));
+    expect(oom.failure).toMatchObject({ label: "oom", message: expect.stringContaining("out of memory") });
+  });
+
+  it("keeps a registry entry per judged trial in the MVP's shape", async () => {
+    const registry = await readRegistry(dir);
+    expect(registry.map((e) => e.trial_id)).toEqual(SPECS.map((_, i) => tid(i)));
+    const keys: (keyof RegistryEntry)[] = ["run_id", "trial_id", "timestamp", "model_name", "dataset", "metrics_summary", "experiment_dir", "decision", "verdict", "failure_label"];
+    for (const e of registry) expect(Object.keys(e).sort()).toEqual([...keys].sort());
+    const last = registry[5]!;
+    expect(last).toMatchObject({ run_id: RUN, model_name: "fmnist_cnn_6", dataset: "fashion-mnist", experiment_dir: `experiments/${tid(5)}`, decision: "goal_achieved", verdict: "accept", failure_label: null });
+    expect(last.metrics_summary).toMatchObject({ num_seeds: SEEDS, params: Number(paramsOf(SPECS[5]!)) });
+    expect(last.metrics_summary.ci_95![0]).toBeCloseTo(0.9208, 6);
+    expect(Date.parse(last.timestamp)).toBeGreaterThan(T0);
+    expect(registry.map((e) => e.failure_label)).toEqual([null, null, "oom", "shape_error", null, null]);
+    expect(registry[4]!.verdict).toBe("reject");
+  });
+
+  it("tracks the current best accepted model", async () => {
+    expect(currentAfterT2).toBe(codeOf(1));
+    expect(await readFile(join(dir, "src/models/current_model.py"), "utf8")).toBe(codeOf(5));
+    expect(parseYaml(await readFile(join(dir, "configs/models/current_model_config.yaml"), "utf8"))).toEqual(modelConfig(SPECS[5]!, 5));
+  });
+
+  it("writes a report naming the best trial, its CI, the test confirmation and the failures", async () => {
+    const md = await readFile(join(dir, "report.md"), "utf8");
+    expect(md).toContain(`**Best trial:** \`${tid(5)}\``);
+    expect(md).toContain("92.35% (95% CI 92.08% – 92.62%)");
+    expect(md).toMatch(/one-time confirmation on the test split.*91\.87% \(95% CI 91\.56% – 92\.18%\)/);
+    expect(md).toContain("| oom | 1 |");
+    expect(md).toContain("| shape_error | 1 |");
+    expect(md).toContain("![score per trial](plots/scores.svg)");
+    expect(md).toContain("Suggestion **se_block**: adopted by `run-fmnist-t006`");
+    // User text must neither break the table nor inject HTML.
+    expect(md).toContain("depthwise separable convs \\| cut params &lt;50k &amp; keep accuracy");
+    const trialRows = md.split("\n").filter((l) => l.startsWith("| ") && l.includes("`run-fmnist-t"));
+    expect(trialRows.filter((l) => l.split(/(?<!\\)\|/).length === 11)).toHaveLength(SPECS.length);
+
+    const json = JSON.parse(await readFile(join(dir, "report.json"), "utf8"));
+    expect(json.outcome.best_trial_id).toBe(tid(5));
+    expect(json.outcome.best_trial.test.metrics.test_accuracy.mean).toBeCloseTo(0.9187, 6);
+    expect(json.failures).toEqual({ oom: 1, shape_error: 1 });
+    expect(json.timeline.first_accepted).toMatchObject({ trial_id: tid(0), trials_judged: 1, seconds: 50 });
+    expect(json.timeline.goal_reached).toMatchObject({ trial_id: tid(5), trials_judged: 6 });
+    expect(json.surfaces.find((s: { surface: string }) => s.surface === "architecture")).toMatchObject({ trials: 5, accepted: 3, failed: 2 });
+  });
+
+  it("draws well-formed plots with one mark per trial, seed and failure label", async () => {
+    const scores = await readFile(join(dir, "plots/scores.svg"), "utf8");
+    const curves = await readFile(join(dir, "plots/learning_curves.svg"), "utf8");
+    const failures = await readFile(join(dir, "plots/failures.svg"), "utf8");
+    for (const svg of [scores, curves, failures]) {
+      expect(svg.startsWith("<svg")).toBe(true);
+      assertBalancedXml(svg);
+    }
+    expect(count(scores, 'class="point"')).toBe(4);
+    expect(count(scores, 'class="fail"')).toBe(2);
+    expect(count(scores, 'class="best"')).toBe(1);
+    expect(count(scores, 'class="target"')).toBe(1);
+    expect(count(curves, 'class="seed"')).toBe(SEEDS);
+    expect(count(curves, 'class="val"')).toBe(SEEDS);
+    expect(count(curves, 'class="train"')).toBe(SEEDS);
+    expect(count(failures, 'class="bar"')).toBe(2);
+  });
+
+  it("rewrites the same bytes when events are replayed", async () => {
+    const before = await Promise.all(["experiments/registry.json", "report.md", "plots/scores.svg"].map((f) => readFile(join(dir, f), "utf8")));
+    const replayed = emptyRunState(RUN);
+    for (const e of events) {
+      applyToRunState(replayed, e);
+      await writeArtifacts(dir, replayed, e);
+    }
+    const after = await Promise.all(["experiments/registry.json", "report.md", "plots/scores.svg"].map((f) => readFile(join(dir, f), "utf8")));
+    expect(after).toEqual(before);
+    expect((await readdir(join(dir, "experiments"), { recursive: true })).filter((f) => String(f).endsWith(".tmp"))).toEqual([]);
+  });
+
+  it("handles empty runs and hostile text", () => {
+    const empty = emptyRunState("run-empty");
+    const finished = events.at(-1)!.body.value as Parameters<typeof buildReport>[1];
+    const { markdown } = buildReport(empty, { ...finished, bestTrialId: "", testResult: undefined });
+    expect(markdown).toContain("No trial was accepted.");
+    for (const svg of Object.values(reportPlots(empty, finished))) assertBalancedXml(svg);
+    assertBalancedXml(scoresSvg([{ trialId: `<a&"b'>`, mean: 0.5, ci95: [0.4, 0.6], accepted: true, best: true }], 0.7));
+    assertBalancedXml(learningCurvesSvg("t<1>", [{ seed: 0, valAccuracy: [0.5], trainAccuracy: [0.6] }]));
+    assertBalancedXml(failuresSvg({ "a<b": 3 }));
+    expect(escapeXml(`<a href="x">&'`)).toBe("&lt;a href=&quot;x&quot;&gt;&amp;&apos;");
+    expect(niceTicks(0.86, 0.93)).toEqual([0.86, 0.88, 0.9, 0.92]);
+  });
+});

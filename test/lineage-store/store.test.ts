@@ -1,0 +1,258 @@
+import { create, fromBinary, type MessageInitShape } from "@bufbuild/protobuf";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { failure } from "../../core/failure.js";
+import { HashingEmbedder } from "../../lineage-store/embedder.js";
+import { decodeResponse, encodeRequest, answer } from "../../lineage-store/query.js";
+import { LineageStore } from "../../lineage-store/store.js";
+import { EventSchema, Verdict } from "../../proto/gen/research/v1/events_pb.js";
+import { runEvents, TRIALS, trialId } from "./fixtures.js";
+
+const root = mkdtempSync(join(tmpdir(), "lineage-test-"));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+type EventInit = MessageInitShape<typeof EventSchema>;
+
+const RUN = "run-a";
+const OTHER = "run-b";
+const t = (i: number) => trialId(RUN, i);
+const byHypothesis = (h: string) => t(TRIALS.findIndex((x) => x.hypothesis === h));
+
+describe("LineageStore over a run's events", () => {
+  const dir = join(root, "main");
+  let store: LineageStore;
+  const events = runEvents(RUN);
+  // A second, shorter run, to check that run filters really filter.
+  const other = runEvents(OTHER, TRIALS.slice(1, 4), 1_800_000_000_000);
+
+  beforeAll(async () => {
+    store = await LineageStore.open(dir);
+    const first = await store.applyEvents([...events, ...other]);
+    expect(first).toEqual({ applied: events.length + other.length, duplicates: 0, ignored: 0 });
+  });
+  afterAll(() => store.close());
+
+  it("creates one row per run, trial, brief and event", async () => {
+    expect(await store.count("runs")).toBe(2);
+    expect(await store.count("trials")).toBe(TRIALS.length + 3);
+    expect(await store.count("briefs")).toBe(2);
+    expect(await store.count("events")).toBe(events.length + other.length);
+  });
+
+  it("is idempotent: the same events again, batched or one by one, change nothing", async () => {
+    const before = await store.listTrials(RUN);
+    const run = await store.getRun(RUN);
+    expect(await store.applyEvents(events)).toEqual({ applied: 0, duplicates: events.length, ignored: 0 });
+    for (const e of events.slice(0, 10)) expect((await store.applyEvent(e)).duplicates).toBe(1);
+    expect(await store.count("trials")).toBe(TRIALS.length + 3);
+    expect(await store.count("events")).toBe(events.length + other.length);
+    expect(await store.listTrials(RUN)).toEqual(before);
+    expect(await store.getRun(RUN)).toEqual(run);
+  });
+
+  it("folds the pipeline into one trial row", async () => {
+    const se = (await store.getTrial(t(2)))!;
+    expect(se).toMatchObject({
+      run_id: RUN, index: 2, status: "judged", stage: "judged", surface: "architecture",
+      hypothesis: "add squeeze-excitation blocks after each conv stage", parent_ids: [t(1)],
+      adopted_concepts: ["se_block"], class_name: "Trial2", params: 58_000, flops: 116_000_000,
+      val_accuracy: 0.911, std: 0.004, seeds: 3, goal_status: "not_achieved", failure_label: "",
+      verdict: "accept", decision: "iterate", eval_seconds: 41.5,
+    });
+    expect(se.ci_low).toBeCloseTo(0.901);
+    expect(se.ci_high).toBeCloseTo(0.921);
+    expect(se.code).toContain("class Trial2");
+    expect(se.diff).toContain(`--- ${t(1)}`);
+    expect(JSON.parse(se.model_config_json)).toMatchObject({ squeeze_excitation: true });
+    expect(JSON.parse(se.result_json)).toMatchObject({ numSeeds: 3, aggregated: { val_accuracy: { mean: 0.911 } } });
+    expect(JSON.parse(se.analysis_json)).toMatchObject({ overfitting: "mild", weakClasses: [6] });
+
+    const shape = (await store.getTrial(t(8)))!;
+    // The judge repeats the coder's label; the coder's message says what actually broke.
+    expect(shape).toMatchObject({ status: "failed", stage: "judged", failure_label: "shape_error", verdict: "reject", params: null, val_accuracy: null });
+    expect(shape.failure_message).toContain("shapes cannot be multiplied");
+    expect(await store.getTrial("nope")).toBeUndefined();
+  });
+
+  it("records the run, its best trial and its brief", async () => {
+    const run = (await store.getRun(RUN))!;
+    expect(run).toMatchObject({
+      dataset: "fashion-mnist", metric: "val_accuracy", target: 0.92, max_params: 200_000, status: "budget_exhausted",
+      best_trial_id: t(9), best_score: 0.917, trials: TRIALS.length, report_path: `/runs/${RUN}/report.md`,
+    });
+    expect(run.goal).toContain("92% validation accuracy");
+    expect(run.started_at).toBeLessThan(run.finished_at!);
+    expect(JSON.parse(run.settings_json)).toMatchObject({ seeds: 3, planner: "builtin" });
+    expect((await store.listRuns()).map((r) => r.run_id)).toEqual([OTHER, RUN]);
+
+    const [brief, ...rest] = await store.briefsOf(RUN);
+    expect(rest).toEqual([]);
+    expect(brief).toMatchObject({ brief_id: `${RUN}-brief`, title: "Compact CNNs for Fashion-MNIST", author: "builtin" });
+  });
+
+  it("finds a trial by the meaning of a text", async () => {
+    const [top] = await store.similarTrials({ text: "squeeze excitation block", k: 3 });
+    expect(top!.trial_id).toBe(t(2));
+    expect(top!.distance).toBeGreaterThanOrEqual(0);
+    const [sched] = await store.similarTrials({ text: "warmup then cosine decay of the learning rate", k: 1, runId: RUN });
+    expect(sched!.trial_id).toBe(byHypothesis("cosine learning rate schedule with linear warmup"));
+  });
+
+  it("finds a trial's near twin, and leaves the trial itself out", async () => {
+    const hits = await store.similarTrials({ trialId: t(1), k: 5, runId: RUN });
+    expect(hits[0]!.trial_id).toBe(byHypothesis("wider conv stack with batchnorm and more channels"));
+    expect(hits.map((h) => h.trial_id)).not.toContain(t(1));
+    const distances = hits.map((h) => h.distance);
+    expect(distances).toEqual([...distances].sort((a, b) => a - b));
+    await expect(store.similarTrials({ trialId: "missing", k: 3 })).rejects.toThrow(/unknown trial/);
+    await expect(store.similarTrials({ text: "  ", k: 3 })).rejects.toThrow(/text or trialId/);
+  });
+
+  it("filters by run, failure label, status, surface and score range", async () => {
+    const text = "convolutional network";
+    const inRun = await store.similarTrials({ text, k: 50, runId: OTHER });
+    expect(inRun.map((h) => h.trial_id).sort()).toEqual([0, 1, 2].map((i) => trialId(OTHER, i)));
+
+    const oom = await store.similarTrials({ text, k: 50, failureLabel: "oom" });
+    expect(oom.map((h) => h.trial_id)).toEqual([t(7)]);
+    const shape = await store.similarTrials({ text, k: 50, failureLabel: "shape_error" });
+    expect(shape.map((h) => h.trial_id).sort()).toEqual([t(8), t(11)]);
+    const clean = await store.similarTrials({ text, k: 50, runId: RUN, failureLabel: "" });
+    expect(clean).toHaveLength(TRIALS.length - 3);
+
+    const failed = await store.similarTrials({ text, k: 50, status: "failed" });
+    expect(failed.map((h) => h.trial_id).sort()).toEqual([t(7), t(8), t(11)]);
+    const data = await store.similarTrials({ text, k: 50, surface: "data" });
+    expect(data.map((h) => h.trial_id)).toEqual([t(6)]);
+
+    const band = await store.similarTrials({ text, k: 50, runId: RUN, minScore: 0.905, maxScore: 0.912 });
+    const expected = TRIALS.flatMap((x, i) => (x.score !== undefined && x.score >= 0.905 && x.score <= 0.912 ? [t(i)] : []));
+    expect(band.map((h) => h.trial_id).sort()).toEqual(expected.sort());
+    for (const h of band) expect(h.val_accuracy).toBeGreaterThanOrEqual(0.905);
+  });
+
+  it("returns a run's events in emission order, payload intact", async () => {
+    const stored = await store.eventsOf(RUN);
+    expect(stored.map((e) => e.event_id)).toEqual(events.map((e) => e.eventId));
+    expect(stored[0]!.kind).toBe("run_started");
+    expect(stored.at(-1)!.kind).toBe("run_finished");
+    const decoded = fromBinary(EventSchema, stored[5]!.payload);
+    expect(decoded).toEqual(events[5]);
+    expect(stored.find((e) => e.kind === "trial_evaluated")!.summary).toMatch(/^val_accuracy 0\.8720 \[0\.8620, 0\.8820\] over 3 seeds/);
+
+    const ofTrial = await store.eventsOf(RUN, { trialId: t(2) });
+    expect(ofTrial.map((e) => e.kind)).toEqual([
+      "trial_proposed", "trial_assembled", "trial_progress", "trial_progress", "trial_evaluated", "trial_judged",
+    ]);
+    expect(await store.eventsOf(RUN, { kind: "trial_judged" })).toHaveLength(TRIALS.length);
+  });
+
+  it("searches hypotheses by keyword through the full-text index", async () => {
+    const hits = await store.searchHypotheses("excitation", { runId: RUN });
+    expect(hits.map((h) => h.trial_id)).toEqual([t(2)]);
+  });
+
+  it("is seen by a second, read-only instance, including writes made after it opened", async () => {
+    const reader = await LineageStore.open(dir, { readOnly: true });
+    try {
+      expect(await reader.listTrials(RUN)).toEqual(await store.listTrials(RUN));
+      expect((await reader.similarTrials({ text: "squeeze excitation block", k: 1 }))[0]!.trial_id).toBe(t(2));
+      const late = create(EventSchema, {
+        runId: OTHER, trialId: trialId(OTHER, 9), eventId: "late-1", emittedAtMs: 1_900_000_000_000n, producer: "planner",
+        body: { case: "trialProposed", value: { hypothesis: "mixup augmentation", surface: "data", index: 9 } },
+      });
+      await store.applyEvent(late);
+      expect((await reader.getTrial(trialId(OTHER, 9)))?.hypothesis).toBe("mixup augmentation");
+      await expect(reader.applyEvent(late)).rejects.toThrow(/readOnly/);
+    } finally {
+      await reader.close();
+    }
+  });
+
+  it("serves the JSON query protocol", async () => {
+    const res = decodeResponse(await answer(store, encodeRequest({ text: "squeeze excitation block", k: 2, runId: RUN })));
+    expect(res.ok).toBe(true);
+    if (!res.ok) return;
+    expect(res.trials[0]).toMatchObject({ trial_id: t(2), surface: "architecture", val_accuracy: 0.911 });
+    expect(res.trials[0]).not.toHaveProperty("code");
+
+    const bad = decodeResponse(await answer(store, new TextEncoder().encode(JSON.stringify({ k: 0 }))));
+    expect(bad.ok).toBe(false);
+    const missing = decodeResponse(await answer(store, encodeRequest({ trialId: "nope" })));
+    expect(missing).toEqual({ ok: false, error: "unknown trial nope" });
+    expect(() => encodeRequest({ text: "x", trialId: "y" })).toThrow(/exactly one/);
+  });
+});
+
+describe("LineageStore write semantics", () => {
+  it("gives the same rows whether events come one by one or in one batch", async () => {
+    const events = runEvents("same", TRIALS.slice(0, 5));
+    const one = await LineageStore.open(join(root, "one"));
+    const batch = await LineageStore.open(join(root, "batch"));
+    for (const e of events) await one.applyEvent(e);
+    await batch.applyEvents(events);
+    expect(await one.listTrials("same")).toEqual(await batch.listTrials("same"));
+    expect(await one.getRun("same")).toEqual(await batch.getRun("same"));
+    expect(await one.eventsOf("same")).toEqual(await batch.eventsOf("same"));
+    // Each trial row was rewritten once per stage: the full-text index must see only the latest copy.
+    expect((await one.searchHypotheses("excitation")).map((h) => h.trial_id)).toEqual([trialId("same", 2)]);
+    await Promise.all([one.close(), batch.close()]);
+  });
+
+  it("copes with late and repeated events: stages only move forward, later failures win", async () => {
+    const store = await LineageStore.open(join(root, "order"));
+    const events = runEvents("ooo", TRIALS.slice(0, 2));
+    const id = trialId("ooo", 1);
+    const ofTrial = events.filter((e) => e.trialId === id);
+    // Judged first (a redelivery overtook the rest), then everything, then judged again.
+    await store.applyEvents([ofTrial.at(-1)!]);
+    expect(await store.getTrial(id)).toMatchObject({ status: "judged", hypothesis: "", verdict: "accept" });
+    await store.applyEvents(events);
+    expect(await store.getTrial(id)).toMatchObject({ status: "judged", hypothesis: TRIALS[1]!.hypothesis, val_accuracy: 0.903 });
+
+    const ev = (n: number, body: EventInit["body"]) =>
+      create(EventSchema, { runId: "ooo", trialId: id, eventId: `x${n}`, emittedAtMs: BigInt(2e12 + n), body });
+    // The judge rules the trial illegal; a stale assembly failure arriving later must not replace that.
+    await store.applyEvent(ev(1, {
+      case: "trialJudged",
+      value: { verdict: Verdict.ILLEGAL, reason: "used the test split", failure: failure("illegal", "test split used"), trialsDone: 2 },
+    }));
+    await store.applyEvent(ev(2, { case: "trialAssembled", value: { failure: failure("codegen_error", "stale") } }));
+    expect(await store.getTrial(id)).toMatchObject({ status: "failed", failure_label: "illegal", verdict: "illegal" });
+    expect((await store.getRun("ooo"))!.status).toBe("budget_exhausted");
+    await store.close();
+  });
+
+  it("ignores heartbeats and rejects events without an id", async () => {
+    const store = await LineageStore.open(join(root, "beats"));
+    const beat = create(EventSchema, { eventId: "hb", body: { case: "heartbeat", value: { role: "planner", instance: "p1" } } });
+    expect(await store.applyEvent(beat)).toEqual({ applied: 0, duplicates: 0, ignored: 1 });
+    expect(await store.count("events")).toBe(0);
+    await expect(store.applyEvent(create(EventSchema, { runId: "r" }))).rejects.toThrow(/event_id/);
+    // The failed write must not wedge the queue behind it.
+    expect((await store.applyEvent(create(EventSchema, { runId: "r", eventId: "e1" }))).applied).toBe(1);
+    await store.close();
+  });
+
+  it("compacts on its own and keeps answering", async () => {
+    const store = await LineageStore.open(join(root, "compact"), { compactEvery: 5 });
+    const events = runEvents("c", TRIALS.slice(0, 4));
+    for (const e of events) await store.applyEvent(e);
+    expect(await store.count("events")).toBe(events.length);
+    const [near] = await store.similarTrials({ trialId: trialId("c", 1), k: 1 });
+    expect(near!.trial_id).not.toBe(trialId("c", 1));
+    await store.optimize();
+    expect(await store.listTrials("c")).toHaveLength(4);
+    await store.close();
+  });
+
+  it("refuses a directory built with another embedder, and a read-only open of nothing", async () => {
+    const dir = join(root, "embedder");
+    const store = await LineageStore.open(dir, { embedder: new HashingEmbedder({ dim: 64 }) });
+    await store.close();
+    await expect(LineageStore.open(dir)).rejects.toThrow(/hashing-v1-64/);
+    await expect(LineageStore.open(join(root, "empty"), { readOnly: true })).rejects.toThrow(/no lineage store/);
+  });
+});

@@ -1,0 +1,93 @@
+import { describe, expect, it } from "vitest";
+import { briefJsonSchema, CODER_VOCABULARY, isCoderBlock, issuePath, parseBrief, type Brief } from "../../core/brief.js";
+
+const VALID: Brief = {
+  summary_title: "Small CNNs for Fashion-MNIST",
+  insights: ["Batch norm lets small CNNs train with higher learning rates."],
+  architectural_suggestions: [
+    {
+      name: "Squeeze-and-Excitation",
+      description: "Channel gating.",
+      implementation_note: "Add an `se` layer after each conv stage, reduction 8.",
+      building_blocks: ["se", "global_avgpool"],
+      buildable: true,
+    },
+    { name: "mixup", description: "Blend examples.", implementation_note: "Needs a mixup option.", building_blocks: ["mixup"], buildable: false },
+    { name: "Free-form idea", description: "No blocks named.", implementation_note: "Left to the planner." },
+  ],
+  sources: [{ title: "Squeeze-and-Excitation Networks", url: "https://arxiv.org/abs/1709.01507" }],
+};
+
+describe("parseBrief", () => {
+  it("accepts a valid brief as a value and as JSON text", () => {
+    expect(parseBrief(VALID)).toEqual({ ok: true, brief: VALID });
+    expect(parseBrief(JSON.stringify(VALID))).toEqual({ ok: true, brief: VALID });
+    expect(parseBrief("```json\n" + JSON.stringify(VALID, null, 2) + "\n```")).toEqual({ ok: true, brief: VALID });
+  });
+
+  it("reports precise issue paths", () => {
+    const bad = {
+      ...VALID,
+      insights: ["ok", 3],
+      architectural_suggestions: [VALID.architectural_suggestions[0], { ...VALID.architectural_suggestions[1], name: "" }, { description: "x", implementation_note: "y" }],
+      sources: [{ title: "t", url: "not a url" }],
+    };
+    const r = parseBrief(bad);
+    expect(r.ok).toBe(false);
+    if (r.ok) return;
+    const paths = r.issues.map((i) => i.path);
+    expect(paths).toEqual(expect.arrayContaining(["insights[1]", "architectural_suggestions[1].name", "architectural_suggestions[2].name", "sources[0].url"]));
+    expect(r.error).toMatch(/^brief is invalid: /);
+    expect(r.error).toContain("architectural_suggestions[1].name");
+  });
+
+  it("rejects buildable suggestions that name blocks outside the coder vocabulary", () => {
+    const r = parseBrief({
+      ...VALID,
+      architectural_suggestions: [{ ...VALID.architectural_suggestions[0], building_blocks: ["se", "mixup"], buildable: true }],
+    });
+    expect(r.ok).toBe(false);
+    if (!r.ok) expect(r.issues).toEqual([{ path: "architectural_suggestions[0].building_blocks[1]", message: expect.stringMatching(/"mixup" is not in the coder vocabulary/) }]);
+  });
+
+  it("reports malformed JSON and a wrong top-level type", () => {
+    const notJson = parseBrief("{ nope");
+    expect(notJson.ok).toBe(false);
+    if (!notJson.ok) expect(notJson.issues[0]?.path).toBe("");
+
+    const notObject = parseBrief([]);
+    expect(notObject.ok).toBe(false);
+    if (!notObject.ok) expect(notObject.error).toMatch(/\(root\)/);
+  });
+});
+
+describe("brief helpers", () => {
+  it("formats issue paths", () => {
+    expect(issuePath([])).toBe("");
+    expect(issuePath(["a", 0, "b", 2])).toBe("a[0].b[2]");
+  });
+
+  it("knows the coder vocabulary", () => {
+    expect(isCoderBlock("se")).toBe(true);
+    expect(isCoderBlock("activation:gelu")).toBe(true);
+    expect(isCoderBlock("cosine_schedule")).toBe(true);
+    expect(isCoderBlock("mixup")).toBe(false);
+    expect(new Set(CODER_VOCABULARY).size).toBe(CODER_VOCABULARY.length);
+  });
+
+  it("exports a JSON Schema for structured outputs", () => {
+    const schema = briefJsonSchema() as {
+      type: string;
+      required: string[];
+      additionalProperties: boolean;
+      properties: Record<string, { items?: { required?: string[]; properties?: Record<string, unknown> } }>;
+    };
+    expect(schema.type).toBe("object");
+    expect(schema.required.sort()).toEqual(["architectural_suggestions", "insights", "sources", "summary_title"]);
+    expect(schema.additionalProperties).toBe(false);
+    const suggestion = schema.properties.architectural_suggestions?.items;
+    expect(suggestion?.required?.sort()).toEqual(["description", "implementation_note", "name"]);
+    expect(Object.keys(suggestion?.properties ?? {})).toContain("building_blocks");
+    expect(JSON.parse(JSON.stringify(schema))).toEqual(schema);
+  });
+});

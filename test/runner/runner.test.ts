@@ -1,0 +1,227 @@
+/**
+ * The runner end to end: real gRPC, real bubblewrap sandbox, real torch.
+ * One runner (2 slots) serves every case in order, so each hostile case also
+ * proves the service still answers the next request.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { existsSync } from "node:fs";
+import { toJson, type MessageInitShape } from "@bufbuild/protobuf";
+import { createLogger } from "../../core/logger.js";
+import { ResearchError } from "../../core/failure.js";
+import { RpcError } from "../../core/grpc.js";
+import { connectRunner, evaluateToResult, type RunnerClient } from "../../gpu-runner/client.js";
+import { startRunner, type RunningRunner } from "../../gpu-runner/server.js";
+import { EvalResultSchema, GoalStatus, type EvaluateRequestSchema } from "../../proto/gen/research/v1/runner_pb.js";
+import { DIGITS_CNN, hostile } from "../helpers/models.js";
+import { datasetFixtures } from "../helpers/fixtures.js";
+
+type Req = MessageInitShape<typeof EvaluateRequestSchema>;
+let runner: RunningRunner;
+let client: RunnerClient;
+let fixtures: string;
+const SECRET = "runner-secret-7f3a9c";
+
+function digits(code: string, className: string, extra: Partial<Req> = {}): Req {
+  return {
+    trialId: `t-${className}`,
+    model: { code, className },
+    dataset: { name: "digits", subset: 600 },
+    recipe: { epochs: 1, batchSize: 64 },
+    seeds: 1,
+    budget: { timeBudgetS: 60 },
+    ...extra,
+  } as Req;
+}
+
+async function failureOf(req: Req): Promise<ResearchError> {
+  const err = await evaluateToResult(client, req).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(ResearchError);
+  return err as ResearchError;
+}
+
+beforeAll(async () => {
+  fixtures = datasetFixtures();
+  process.env.RUNNER_TEST_SECRET = SECRET;
+  const logger = createLogger("test-runner");
+  logger.level = "warn";
+  runner = await startRunner({ slots: 2, dataRoots: [fixtures], logger });
+  client = connectRunner(runner.address);
+});
+
+afterAll(async () => {
+  client?.close();
+  await runner?.close();
+});
+
+describe("runner service", () => {
+  it("reports health with device, slots and sandbox", async () => {
+    const h = await client.health({});
+    expect(h.slots).toBe(2);
+    expect(h.workersReady).toBe(2);
+    expect(h.device?.kind).toBe("cpu");
+    expect(h.device?.sandboxed).toBe(true);
+    expect(h.device?.torchVersion).toMatch(/^1\.13/);
+  });
+
+  it("evaluates a good CNN on digits over 3 seeds with a CI and goal status", async () => {
+    const events: string[] = [];
+    const result = await evaluateToResult(
+      client,
+      digits(DIGITS_CNN, "DigitsNet", { seeds: 3, recipe: { epochs: 4, batchSize: 32, lr: 0.003 }, target: 0.8, dataset: { name: "digits" } }),
+      (e) => events.push(e.event.case ?? ""),
+    );
+    const acc = result.aggregated.val_accuracy!;
+    expect(acc.n).toBe(3);
+    expect(acc.mean).toBeGreaterThan(0.85);
+    expect(acc.ci95[0]!).toBeLessThanOrEqual(acc.mean);
+    expect(acc.ci95[1]!).toBeGreaterThanOrEqual(acc.mean);
+    expect(acc.min).toBeLessThanOrEqual(acc.max);
+    expect([GoalStatus.ACHIEVED, GoalStatus.LIKELY]).toContain(result.goalStatus);
+    expect(result.seedResults.map((s) => s.seed).sort()).toEqual([0, 1, 2]);
+    expect(result.seedResults[0]!.learningCurve?.valAccuracy).toHaveLength(4);
+    expect(result.seedResults[0]!.confusionMatrix).toHaveLength(10);
+    expect(result.params).toBeGreaterThan(0n);
+    expect(events[0]).toBe("started");
+    expect(events.filter((e) => e === "progress")).toHaveLength(12);
+    expect(events.filter((e) => e === "seedFinished")).toHaveLength(3);
+
+    // The result keeps the seed documents' JSON names.
+    const json = toJson(EvalResultSchema, result, { useProtoFieldName: true }) as Record<string, any>;
+    expect(Object.keys(json.aggregated.val_accuracy)).toEqual(expect.arrayContaining(["mean", "std", "ci_95", "min", "max"]));
+    expect(json.seed_results).toHaveLength(3);
+    expect(json.num_seeds).toBe(3);
+    expect(typeof json.best_seed).toBe("number");
+    expect(json.aggregated.val_f1_macro.mean).toBeGreaterThan(0.8);
+  });
+
+  it("summarizes a model: params, layers with output shapes, FLOPs", async () => {
+    const s = await client.summarize({ model: { code: DIGITS_CNN, className: "DigitsNet" }, inputShape: [1, 8, 8], numClasses: 10 });
+    expect(s.failure).toBeUndefined();
+    expect(s.totalParams).toBe(BigInt(160 + 32 + 4640 + 64 + 5130));
+    expect(s.outputShape.map(Number)).toEqual([1, 10]);
+    expect(s.layers.length).toBeGreaterThan(5);
+    expect(s.flops).toBeGreaterThan(0n);
+  });
+
+  it("describes a dataset", async () => {
+    const d = await client.describe({ dataset: { name: "digits" } });
+    expect(d.inputShape).toEqual([1, 8, 8]);
+    expect(d.numClasses).toBe(10);
+    expect(d.nTrain + d.nVal + d.nTest).toBe(1797);
+  });
+});
+
+describe("hostile and broken model code", () => {
+  const cases: [string, string, string, Partial<Req>?][] = [
+    ["syntax error", "class Net(nn.Module:\n  pass", "codegen_error"],
+    ["shape mismatch", hostile("", "return self.fc(x.flatten(1)[:, :10])"), "shape_error"],
+    ["NaN loss", hostile("", "return self.fc(x.flatten(1)) * float('nan')"), "nan_loss"],
+    ["network connect", hostile("socket.create_connection(('1.1.1.1', 80), timeout=3)"), "sandbox_violation"],
+    ["write outside scratch", hostile("open('/usr/lib/pwned-by-model', 'w').write('x')"), "sandbox_violation"],
+    ["infinite loop", hostile("while True:\n    pass"), "budget_overrun", { budget: { timeBudgetS: 4 } }],
+    ["memory bomb", hostile("self.blob = bytearray(16 * 1024 ** 3)"), "oom", { budget: { memoryLimitMb: 2048 } }],
+    ["segfault via ctypes", hostile("ctypes.string_at(0)"), "crash"],
+  ];
+  for (const [name, code, label, extra] of cases) {
+    it(`${name} -> ${label}, and the service keeps serving`, async () => {
+      const f = await failureOf(digits(code, "Net", extra));
+      expect(f.label, f.message).toBe(label);
+      expect(f.message.length).toBeGreaterThan(0);
+      expect((await client.health({})).workersReady).toBeGreaterThanOrEqual(1);
+    });
+  }
+
+  it("a fork bomb is contained by the process limit and swept away", async () => {
+    const f = await failureOf(digits(hostile("while True:\n    os.fork()"), "Net", { budget: { timeBudgetS: 20 } }));
+    expect(["sandbox_violation", "crash", "budget_overrun"]).toContain(f.label);
+  });
+
+  it("cannot read the runner's environment secrets", async () => {
+    const probe = `
+found = []
+for k, v in os.environ.items():
+    found.append(k + "=" + v)
+for p in os.listdir('/proc'):
+    try:
+        found.append(open('/proc/%s/environ' % p).read())
+    except Exception as e:
+        found.append(repr(e))
+raise RuntimeError("SEEN " + " | ".join(found))`;
+    const f = await failureOf(digits(hostile(probe), "Net"));
+    expect(f.message + f.detail).toContain("SEEN");
+    expect(f.message + f.detail).not.toContain(SECRET);
+  });
+
+  it("leaves nothing behind on the host", () => {
+    expect(existsSync("/usr/lib/pwned-by-model")).toBe(false);
+  });
+
+  it("serves a good request after all of that", async () => {
+    const r = await evaluateToResult(client, digits(DIGITS_CNN, "DigitsNet", { recipe: { epochs: 2, batchSize: 32 } }));
+    expect(r.aggregated.val_accuracy!.mean).toBeGreaterThan(0.5);
+  });
+});
+
+describe("requests, cancellation and concurrency", () => {
+  it("rejects invalid requests with INVALID_ARGUMENT and a precise message", async () => {
+    const bad: [Req, RegExp][] = [
+      [digits("", "Net"), /model.code is empty/],
+      [digits(DIGITS_CNN, "1nope"), /not a Python identifier/],
+      [digits(DIGITS_CNN, "DigitsNet", { dataset: { name: "imagenet" } }), /dataset.name "imagenet"/],
+      [digits(DIGITS_CNN, "DigitsNet", { dataset: { name: "mnist", dataDir: "/etc" } }), /outside the runner's data roots/],
+      [digits(DIGITS_CNN, "DigitsNet", { recipe: { optimizer: "lion" } }), /recipe.optimizer "lion"/],
+      [digits(DIGITS_CNN, "DigitsNet", { seeds: 500 }), /seeds 500/],
+    ];
+    for (const [req, message] of bad) {
+      const err = await failureOf(req);
+      expect(err.label).toBe("invalid_config");
+      expect(err.message).toMatch(message);
+    }
+  });
+
+  it("a dataset that is not there is a labelled failure", async () => {
+    const f = await failureOf(digits(DIGITS_CNN, "DigitsNet", { dataset: { name: "mnist", dataDir: `${fixtures}/does-not-exist` } }));
+    expect(f.label).toBe("invalid_config");
+    expect(f.message).toContain("does-not-exist");
+  });
+
+  it("cancelling a call kills its worker job and frees the slot", async () => {
+    const abort = new AbortController();
+    const stream = client.evaluate(digits(hostile("while True:\n    pass"), "Net", { budget: { timeBudgetS: 120 } }), { signal: abort.signal });
+    const t0 = Date.now();
+    await expect(
+      (async () => {
+        for await (const e of stream) if (e.event.case === "started") abort.abort();
+      })(),
+    ).rejects.toThrow();
+    // The slot comes back well before the 120 s budget would have ended it.
+    for (let i = 0; i < 100 && (await client.health({})).freeSlots < 2; i++) await new Promise((r) => setTimeout(r, 100));
+    expect((await client.health({})).freeSlots).toBe(2);
+    expect(Date.now() - t0).toBeLessThan(20_000);
+  });
+
+  it("a client deadline ends the call and the worker job", async () => {
+    const err = await evaluateToResult(client, digits(hostile("while True:\n    pass"), "Net", { budget: { timeBudgetS: 120 } }), () => {}, {
+      timeoutMs: 3000,
+    }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(ResearchError);
+    expect(((err as ResearchError).cause as RpcError).code).toBe(4); // DEADLINE_EXCEEDED
+    for (let i = 0; i < 100 && (await client.health({})).freeSlots < 2; i++) await new Promise((r) => setTimeout(r, 100));
+    expect((await client.health({})).freeSlots).toBe(2);
+  });
+
+  it("queues requests beyond the slots and completes them all", async () => {
+    const reqs = [0, 1, 2, 3].map((i) => digits(DIGITS_CNN, "DigitsNet", { trialId: `q${i}`, recipe: { epochs: 1, batchSize: 64 } }));
+    const running = reqs.map((r) => evaluateToResult(client, r));
+    await new Promise((r) => setTimeout(r, 300));
+    const h = await client.health({});
+    expect(h.queueDepth + h.freeSlots).toBeGreaterThanOrEqual(1);
+    expect(h.freeSlots).toBe(0);
+    const results = await Promise.all(running);
+    expect(results).toHaveLength(4);
+    for (const r of results) expect(r.numSeeds).toBe(1);
+  });
+});
