@@ -156,7 +156,7 @@ async function main(): Promise<void> {
       (e: EvaluateEvent) => progress.onEvent(e),
       { signal: abort.signal },
     );
-    if (a.json) process.stdout.write(`${JSON.stringify(toJson(EvalResultSchema, result, { useProtoFieldName: true }), null, 2)}\n`);
+    if (a.json) process.stdout.write(`${JSON.stringify(toJson(EvalResultSchema, result, { useProtoFieldName: true, alwaysEmitImplicit: true }), null, 2)}\n`);
     else process.stdout.write(render(result, a.dataset));
   } catch (err) {
     const e = ResearchError.from(err);

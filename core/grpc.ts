@@ -117,7 +117,8 @@ export function addService<S extends GenServiceMethods>(server: grpc.Server, des
           }
           if (!ctx.signal.aborted) call.end();
         } catch (err) {
-          if (!ctx.signal.aborted) call.destroy(toStatus(err));
+          // grpc-js turns an "error" event on a server stream into the call's final status.
+          if (!ctx.signal.aborted) call.emit("error", toStatus(err));
         }
       };
     }

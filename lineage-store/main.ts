@@ -10,8 +10,7 @@ import { runAgent, replayRun } from "../agents/runtime.js";
 import { EVENT_KINDS } from "../bus/subjects.js";
 import { createLogger } from "../core/logger.js";
 import { writeArtifacts } from "./artifacts.js";
-import { QUERY_SUBJECT } from "./client.js";
-import { answer } from "./query.js";
+import { serveQueries } from "./client.js";
 import { LineageStore } from "./store.js";
 
 const workspace = process.env.WORKSPACE ?? "./workspace";
@@ -27,7 +26,5 @@ await runAgent({
     const state = await replayRun(ctx.bus, event.runId);
     await writeArtifacts(join(workspace, "runs", event.runId), state, event);
   },
-  setup: (bus) => {
-    bus.serve(QUERY_SUBJECT, (bytes) => answer(store, bytes), "lineage-store");
-  },
+  setup: (bus) => void serveQueries(bus, store),
 });

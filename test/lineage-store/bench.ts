@@ -58,7 +58,7 @@ try {
   const texts = ["squeeze excitation block", "wider conv stack with batchnorm", "cosine schedule with warmup", "dilated attention classifier"];
   await latency(`similarTrials(text, k=10) @${queryTrials}`, 50, (i) => store.similarTrials({ text: texts[i % texts.length]!, k: 10 }));
   await latency(`similarTrials(trialId, k=10) @${queryTrials}`, 50, (i) => store.similarTrials({ trialId: trialId("big", i * 7), k: 10 }));
-  await latency(`similarTrials(text, failureLabel=oom, minScore)`, 50, (i) =>
+  await latency(`similarTrials(text, failureLabel=oom)`, 50, (i) =>
     store.similarTrials({ text: texts[i % texts.length]!, k: 10, failureLabel: "oom" }));
   await latency(`similarTrials(text, score 0.85..0.9, run)`, 50, (i) =>
     store.similarTrials({ text: texts[i % texts.length]!, k: 10, runId: "big", minScore: 0.85, maxScore: 0.9 }));

@@ -89,7 +89,7 @@ describe("runner service", () => {
     expect(events.filter((e) => e === "seedFinished")).toHaveLength(3);
 
     // The result keeps the seed documents' JSON names.
-    const json = toJson(EvalResultSchema, result, { useProtoFieldName: true }) as Record<string, any>;
+    const json = toJson(EvalResultSchema, result, { useProtoFieldName: true, alwaysEmitImplicit: true }) as Record<string, any>;
     expect(Object.keys(json.aggregated.val_accuracy)).toEqual(expect.arrayContaining(["mean", "std", "ci_95", "min", "max"]));
     expect(json.seed_results).toHaveLength(3);
     expect(json.num_seeds).toBe(3);
@@ -214,12 +214,16 @@ describe("requests, cancellation and concurrency", () => {
   });
 
   it("queues requests beyond the slots and completes them all", async () => {
-    const reqs = [0, 1, 2, 3].map((i) => digits(DIGITS_CNN, "DigitsNet", { trialId: `q${i}`, recipe: { epochs: 1, batchSize: 64 } }));
+    // Long enough (a few seconds each) that all four are in the runner at once.
+    const reqs = [0, 1, 2, 3].map((i) => digits(DIGITS_CNN, "DigitsNet", { trialId: `q${i}`, recipe: { epochs: 25, batchSize: 32 } }));
     const running = reqs.map((r) => evaluateToResult(client, r));
-    await new Promise((r) => setTimeout(r, 300));
-    const h = await client.health({});
-    expect(h.queueDepth + h.freeSlots).toBeGreaterThanOrEqual(1);
+    let h = await client.health({});
+    for (let i = 0; i < 50 && h.queueDepth < 2; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      h = await client.health({});
+    }
     expect(h.freeSlots).toBe(0);
+    expect(h.queueDepth).toBe(2);
     const results = await Promise.all(running);
     expect(results).toHaveLength(4);
     for (const r of results) expect(r.numSeeds).toBe(1);

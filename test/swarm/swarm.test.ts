@@ -1,0 +1,115 @@
+/**
+ * The whole swarm on real parts: a real nats-server, the sandboxed runner
+ * with real torch, a LanceDB directory, and every agent as its own OS
+ * process. A small goal on digits runs to its end while one agent process
+ * is killed mid-run.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { execFileSync } from "node:child_process";
+import { parseGoal } from "../../core/goal.js";
+import { createLogger } from "../../core/logger.js";
+import { request as queryLineage } from "../../lineage-store/client.js";
+import type { Event } from "../../proto/gen/research/v1/events_pb.js";
+import { runGoal, runSettings, startSwarm, type RunOutcome, type Swarm } from "../../deploy/swarm.js";
+
+let workspace: string;
+let swarm: Swarm;
+let outcome: RunOutcome;
+const seen: Event[] = [];
+let killedAnalyst = false;
+
+beforeAll(async () => {
+  workspace = mkdtempSync(join(tmpdir(), "swarm-test-"));
+  const logger = createLogger("swarm-test");
+  logger.level = "warn";
+  swarm = await startSwarm({ workspace, slots: 2, logger });
+  const parsed = parseGoal("digits: reach 99.5% validation accuracy in 10 minutes");
+  if (!parsed.ok) throw new Error(parsed.error);
+  outcome = await runGoal(swarm, {
+    goal: parsed.goal,
+    settings: runSettings(parsed.goal, { maxTrials: 4, seeds: 2, parallel: 2, epochs: 3, trialTimeBudgetS: 120 }, workspace),
+    log: logger,
+    onEvent: (e) => {
+      seen.push(e);
+      // Kill the analyst while it holds a trial: JetStream must hand that trial to its restarted successor.
+      if (!killedAnalyst && e.body.case === "trialAssembled" && !e.body.value.failure) {
+        killedAnalyst = true;
+        setTimeout(() => swarm.supervisor.child("analyst")?.kill("SIGKILL"), 300);
+      }
+    },
+  });
+}, 600_000);
+
+afterAll(async () => {
+  await swarm?.stop();
+  if (workspace) rmSync(workspace, { recursive: true, force: true });
+});
+
+const kinds = (trialId: string, kind: string) => seen.filter((e) => e.trialId === trialId && e.body.case === kind).length;
+
+describe("a research run on digits", () => {
+  it("runs to its end with a decision on the CI", () => {
+    expect(killedAnalyst).toBe(true);
+    expect(["goal_achieved", "budget_exhausted", "stopped"]).toContain(outcome.finished.status);
+    expect(outcome.finished.trials).toBeGreaterThanOrEqual(1);
+    expect(outcome.finished.bestTrialId).not.toBe("");
+    const best = outcome.state.trials.get(outcome.finished.bestTrialId)!;
+    expect(best.evaluated?.result?.aggregated.val_accuracy?.mean).toBeGreaterThan(0.8);
+    // The best trial was confirmed once on the held-out test split.
+    expect(outcome.finished.testResult?.aggregated.test_accuracy?.mean).toBeGreaterThan(0.8);
+  });
+
+  it("loses no trial and duplicates none, although an agent was killed", () => {
+    const proposed = outcome.state.order;
+    expect(proposed.length).toBeGreaterThanOrEqual(2);
+    for (const id of proposed) {
+      expect(kinds(id, "trialProposed"), id).toBe(1);
+      expect(kinds(id, "trialAssembled"), id).toBeLessThanOrEqual(1);
+      expect(kinds(id, "trialEvaluated"), id).toBeLessThanOrEqual(1);
+      expect(kinds(id, "trialJudged"), id).toBeLessThanOrEqual(1);
+    }
+    // Every trial that was judged went through every stage exactly once.
+    const judged = proposed.filter((id) => kinds(id, "trialJudged") === 1);
+    expect(judged.length).toBe(outcome.finished.trials);
+    for (const id of judged) expect(kinds(id, "trialEvaluated"), id).toBe(1);
+    expect(seen.filter((e) => e.body.case === "runFinished")).toHaveLength(1);
+  });
+
+  it("grounds its first trials in the research brief", () => {
+    const brief = seen.find((e) => e.body.case === "briefReady");
+    expect(brief).toBeDefined();
+    const first = outcome.state.trials.get(outcome.state.order[0]!)!;
+    expect(first.proposed?.adoptedConcepts.length).toBeGreaterThan(0);
+  });
+
+  it("writes the report and the MVP's registry layout", () => {
+    const runDir = join(workspace, "runs", outcome.runId);
+    expect(existsSync(outcome.finished.reportPath)).toBe(true);
+    expect(readFileSync(outcome.finished.reportPath, "utf8")).toContain(outcome.finished.bestTrialId);
+    const registry = JSON.parse(readFileSync(join(runDir, "experiments", "registry.json"), "utf8")) as Record<string, unknown>[];
+    expect(registry.length).toBe(outcome.finished.trials);
+    expect(Object.keys(registry[0]!)).toEqual(
+      expect.arrayContaining(["run_id", "timestamp", "model_name", "dataset", "metrics_summary", "experiment_dir", "decision"]),
+    );
+    const best = outcome.finished.bestTrialId;
+    for (const f of ["model_config.yaml", "model_code.py", "summary.json", "results.json"]) {
+      expect(existsSync(join(runDir, "experiments", best, f)), f).toBe(true);
+    }
+    expect(readFileSync(join(runDir, "src", "models", "current_model.py"), "utf8")).toBe(
+      readFileSync(join(runDir, "experiments", best, "model_code.py"), "utf8"),
+    );
+  });
+
+  it("answers similarity queries over the bus and from the workspace on disk", async () => {
+    const first = outcome.state.trials.get(outcome.state.order[0]!)!;
+    const hits = await queryLineage(swarm.bus, { text: first.proposed!.hypothesis, k: 3, runId: outcome.runId });
+    expect(hits[0]?.trial_id).toBe(first.id);
+    const out = execFileSync("./research-agent", ["query", "--similar", first.proposed!.hypothesis, "--workspace", workspace, "--nats", "nats://127.0.0.1:1", "--json"], {
+      encoding: "utf8",
+    });
+    expect((JSON.parse(out) as { trial_id: string }[])[0]?.trial_id).toBe(first.id);
+  });
+});
