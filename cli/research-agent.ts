@@ -5,13 +5,16 @@
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { parseArgs, type ParseArgsConfig } from "node:util";
+import { toJson } from "@bufbuild/protobuf";
 import { connectBus, type Bus } from "../bus/index.js";
 import { labelName } from "../core/failure.js";
 import { parseGoal } from "../core/goal.js";
 import { createLogger } from "../core/logger.js";
 import { request as queryLineage } from "../lineage-store/client.js";
+import { summaryOf } from "../lineage-store/query.js";
 import { LineageStore } from "../lineage-store/store.js";
 import { Decision, Verdict, type Event } from "../proto/gen/research/v1/events_pb.js";
+import { TrialSummarySchema, type TrialSummary } from "../proto/gen/research/v1/lineage_pb.js";
 import { bestTrial, meanOf, type RunState } from "../agents/run-state.js";
 import { runGoal, runSettings, startSwarm, type Swarm } from "../deploy/swarm.js";
 import { fmtPct, parseFraction, parsePositiveInt } from "./format.js";
@@ -111,6 +114,11 @@ export function describeEvent(e: Event, s: RunState): string | undefined {
       return b.value.failure
         ? `${id} assembly failed [${labelName(b.value.failure.label)}] ${b.value.failure.message.split("\n")[0]}`
         : `${id} assembled: ${b.value.summary?.totalParams.toLocaleString()} params`;
+    case "trialProgress": {
+      // One seed stands for the trial; all seeds' curves are in the results.
+      const p = b.value.progress;
+      return p && p.seed === 0 ? `${id} epoch ${p.epoch}/${p.epochs} (seed 0): val ${fmtPct(p.valAccuracy)}, ${p.seconds.toFixed(0)} s` : undefined;
+    }
     case "trialEvaluated": {
       const acc = b.value.result?.aggregated.val_accuracy;
       if (b.value.failure) return `${id} failed [${labelName(b.value.failure.label)}] ${b.value.failure.message.split("\n")[0]}`;
@@ -284,7 +292,7 @@ async function query(argv: string[]): Promise<void> {
   if (!a.similar) fail('query needs --similar "TEXT"');
   const k = a.k ? (parsePositiveInt(a.k) ?? fail(`--k must be a positive integer`)) : 10;
   const bus = await connectOrFail(a.workspace, a.nats);
-  let rows: { trial_id: string; run_id: string; hypothesis: string; val_accuracy: number | null; failure_label: string; distance: number }[];
+  let rows: TrialSummary[];
   if (bus) {
     rows = await queryLineage(bus, { text: a.similar, k, runId: a.run });
     await bus.close();
@@ -292,13 +300,16 @@ async function query(argv: string[]): Promise<void> {
     const dir = join(resolve(a.workspace), "lineage");
     if (!existsSync(dir)) fail(`no lineage in ${dir}`);
     const store = await LineageStore.open(dir, { readOnly: true, logger: quietLogger() });
-    rows = (await store.similarTrials({ text: a.similar, k, runId: a.run })).map((r) => ({ ...r, val_accuracy: r.val_accuracy ?? null }));
+    rows = (await store.similarTrials({ text: a.similar, k, runId: a.run })).map(summaryOf);
     await store.close();
   }
-  if (a.json) return void process.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
+  if (a.json) {
+    const json = rows.map((t) => toJson(TrialSummarySchema, t, { useProtoFieldName: true, alwaysEmitImplicit: true }));
+    return void process.stdout.write(`${JSON.stringify(json, null, 2)}\n`);
+  }
   for (const r of rows) {
     process.stdout.write(
-      `${r.distance.toFixed(3)}  ${r.trial_id}  ${r.val_accuracy != null ? fmtPct(r.val_accuracy) : "   -   "}  ${r.failure_label || "ok"}  ${r.hypothesis}\n`,
+      `${r.distance.toFixed(3)}  ${r.trialId}  ${r.valAccuracy !== undefined ? fmtPct(r.valAccuracy) : "   -   "}  ${r.failureLabel || "ok"}  ${r.hypothesis}\n`,
     );
   }
 }

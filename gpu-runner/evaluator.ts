@@ -36,6 +36,8 @@ const JSON_OPTS = { ignoreUnknownFields: true };
 
 export interface EvaluatorOptions {
   pool: WorkerPool;
+  /** A separate worker for summaries and dataset descriptions, so they never wait behind training. */
+  quick: WorkerPool;
   dataRoots: string[];
   logger: Logger;
 }
@@ -153,7 +155,7 @@ export class Evaluator {
   async summarize(req: SummarizeRequest, signal?: AbortSignal): Promise<SummarizeResponse> {
     const job = planSummary(req);
     const limits = limitsFor(120, DEFAULTS.memoryLimitMb, 1);
-    const end = await this.opts.pool.run("summarize", () => ({ ...job, threads: 1, limits }), () => {}, signal);
+    const end = await this.opts.quick.run("summarize", () => ({ ...job, threads: 1, limits }), () => {}, signal);
     if (end.kind === "summary") return fromJson(SummarizeResponseSchema, end as JsonValue, JSON_OPTS);
     return create(SummarizeResponseSchema, { failure: failureOf(end) });
   }
@@ -161,7 +163,7 @@ export class Evaluator {
   async describe(req: DescribeRequest, signal?: AbortSignal): Promise<DatasetInfo> {
     const job = planDescribe(req.dataset, this.opts.dataRoots);
     const limits = limitsFor(300, DEFAULTS.memoryLimitMb, 1);
-    const end = await this.opts.pool.run("describe", () => ({ ...job, threads: 1, limits }), () => {}, signal);
+    const end = await this.opts.quick.run("describe", () => ({ ...job, threads: 1, limits }), () => {}, signal);
     if (end.kind === "dataset") return fromJson(DatasetInfoSchema, end as JsonValue, JSON_OPTS);
     return create(DatasetInfoSchema, { failure: failureOf(end) });
   }

@@ -57,18 +57,18 @@ export async function startRunner(opts: RunnerOptions): Promise<RunningRunner> {
 
   const scratchRoot = mkdtempSync(join(tmpdir(), "runner-scratch-"));
   const dataRoots = [...new Set([...DEFAULT_DATA_ROOTS, ...(opts.dataRoots ?? [])])];
-  const pool = new WorkerPool({
-    slots: opts.slots ?? availableParallelism(),
+  const common = {
     python: opts.python ?? process.env.RUNNER_PYTHON ?? "/usr/bin/python3",
     dataRoots,
     sandbox,
-    scratchRoot,
     logger: log,
-  });
+  };
+  const pool = new WorkerPool({ ...common, slots: opts.slots ?? availableParallelism(), scratchRoot: join(scratchRoot, "train") });
+  const quick = new WorkerPool({ ...common, slots: 1, scratchRoot: join(scratchRoot, "quick") });
   const t0 = Date.now();
-  const device = await pool.start();
+  const [device] = await Promise.all([pool.start(), quick.start()]);
   log.info({ slots: pool.stats().slots, device, sandbox, ms: Date.now() - t0 }, "workers ready");
-  const evaluator = new Evaluator({ pool, dataRoots, logger: log });
+  const evaluator = new Evaluator({ pool, quick, dataRoots, logger: log });
 
   const server = new grpc.Server({ "grpc.max_receive_message_length": 64 * 1024 * 1024 });
   addService(server, RunnerService, {
@@ -95,7 +95,7 @@ export async function startRunner(opts: RunnerOptions): Promise<RunningRunner> {
     async close() {
       await new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
       server.forceShutdown();
-      await pool.close();
+      await Promise.all([pool.close(), quick.close()]);
       rmSync(scratchRoot, { recursive: true, force: true });
     },
   };

@@ -25,7 +25,7 @@ async function failedInLineage(ctx: AgentContext, state: RunState): Promise<Set<
   });
   for (const t of res ?? []) {
     try {
-      out.add(fingerprint(JSON.parse(t.model_config_json), JSON.parse(t.train_config_json)));
+      out.add(fingerprint(JSON.parse(t.modelConfigJson), JSON.parse(t.trainConfigJson)));
     } catch {
       // A row without parseable configs cannot match a candidate anyway.
     }

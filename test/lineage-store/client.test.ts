@@ -33,10 +33,10 @@ describe("similarity queries over the bus (real nats-server)", () => {
 
   it("answers a planner's query with the trials it needs", async () => {
     const failed = await request(agent, { text: "convolutional network", k: 50, status: "failed" });
-    expect(failed.map((t) => t.trial_id).sort()).toEqual([7, 8, 11].map((i) => trialId("bus", i)));
-    expect(JSON.parse(failed[0]!.model_config_json)).toHaveProperty("family");
+    expect(failed.map((t) => t.trialId).sort()).toEqual([7, 8, 11].map((i) => trialId("bus", i)));
+    expect(JSON.parse(failed[0]!.modelConfigJson)).toHaveProperty("family");
     const [top] = await request(agent, { text: "squeeze excitation block", k: 1 });
-    expect(top!.trial_id).toBe(trialId("bus", 2));
+    expect(top!.trialId).toBe(trialId("bus", 2));
   });
 
   it("turns a bad query into an error for the caller, and keeps serving", async () => {

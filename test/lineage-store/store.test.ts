@@ -1,13 +1,14 @@
-import { create, fromBinary, type MessageInitShape } from "@bufbuild/protobuf";
+import { create, fromBinary, toBinary, type MessageInitShape } from "@bufbuild/protobuf";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { failure } from "../../core/failure.js";
 import { HashingEmbedder } from "../../lineage-store/embedder.js";
-import { decodeResponse, encodeRequest, answer } from "../../lineage-store/query.js";
+import { answer, checkRequest, decodeRequest, decodeResponse, encodeRequest, type SimilarTrialsInit } from "../../lineage-store/query.js";
 import { LineageStore } from "../../lineage-store/store.js";
 import { EventSchema, Verdict } from "../../proto/gen/research/v1/events_pb.js";
+import { SimilarTrialsRequestSchema } from "../../proto/gen/research/v1/lineage_pb.js";
 import { runEvents, TRIALS, trialId } from "./fixtures.js";
 
 const root = mkdtempSync(join(tmpdir(), "lineage-test-"));
@@ -171,18 +172,51 @@ describe("LineageStore over a run's events", () => {
     }
   });
 
-  it("serves the JSON query protocol", async () => {
+  it("serves the protobuf query protocol", async () => {
     const res = decodeResponse(await answer(store, encodeRequest({ text: "squeeze excitation block", k: 2, runId: RUN })));
-    expect(res.ok).toBe(true);
-    if (!res.ok) return;
-    expect(res.trials[0]).toMatchObject({ trial_id: t(2), surface: "architecture", val_accuracy: 0.911 });
+    expect(res.error).toBe("");
+    expect(res.trials).toHaveLength(2);
+    expect(res.trials[0]).toMatchObject({ trialId: t(2), surface: "architecture", valAccuracy: 0.911 });
     expect(res.trials[0]).not.toHaveProperty("code");
+    // k 0 means 10; "" failure_label (with presence) means trials without a failure.
+    const clean = decodeResponse(await answer(store, encodeRequest({ text: "convolutional network", runId: RUN, failureLabel: "" })));
+    expect(clean.trials).toHaveLength(Math.min(10, TRIALS.length - 3));
+    expect(clean.trials.every((h) => h.failureLabel === "")).toBe(true);
+    const failed = decodeResponse(await answer(store, encodeRequest({ text: "convolutional network", k: 50, status: "failed" })));
+    expect(failed.trials.map((h) => h.trialId).sort()).toEqual([t(7), t(8), t(11)]);
+    const band = decodeResponse(await answer(store, encodeRequest({ text: "convolutional network", k: 50, runId: RUN, minScore: 0.905, maxScore: 0.912 })));
+    expect(band.trials.length).toBeGreaterThan(0);
+    for (const h of band.trials) expect(h.valAccuracy).toBeGreaterThanOrEqual(0.905);
 
-    const bad = decodeResponse(await answer(store, new TextEncoder().encode(JSON.stringify({ k: 0 }))));
-    expect(bad.ok).toBe(false);
+    // Neither bytes that are no request nor a request that fails the checks make answer throw.
+    const garbage = decodeResponse(await answer(store, new TextEncoder().encode(JSON.stringify({ k: 0 }))));
+    expect(garbage.error).toMatch(/^not a SimilarTrialsRequest/);
+    expect(garbage.trials).toEqual([]);
+    const unchecked = create(SimilarTrialsRequestSchema, { text: "x", trialId: "y", k: 500, minScore: 1.5, failureLabel: "bogus", status: "done" });
+    const bad = decodeResponse(await answer(store, toBinary(SimilarTrialsRequestSchema, unchecked)));
+    expect(bad.error.split("; ")).toHaveLength(5);
+    expect(bad.error).toMatch(/exactly one of text or trial_id.*k must be.*min_score.*failure_label.*status/);
     const missing = decodeResponse(await answer(store, encodeRequest({ trialId: "nope" })));
-    expect(missing).toEqual({ ok: false, error: "unknown trial nope" });
+    expect(missing.error).toBe("unknown trial nope");
     expect(() => encodeRequest({ text: "x", trialId: "y" })).toThrow(/exactly one/);
+  });
+
+  it("checks requests precisely", () => {
+    const check = (init: SimilarTrialsInit) => checkRequest(create(SimilarTrialsRequestSchema, init));
+    expect(check({ text: "x" })).toEqual([]);
+    expect(check({ trialId: "t", k: 200, failureLabel: "", minScore: 0, maxScore: 1, status: "failed" })).toEqual([]);
+    expect(check({ text: "x", failureLabel: "oom", status: "judged" })).toEqual([]);
+    expect(check({})).toEqual(["give exactly one of text or trial_id (neither was given)"]);
+    expect(check({ text: "   " })).toEqual(["text is only whitespace"]);
+    expect(check({ text: "x".repeat(4001) })).toEqual(["text has 4001 characters, at most 4000 allowed"]);
+    expect(check({ text: "x", k: 201 })).toEqual(["k must be an integer in 1..200 (0 means 10), got 201"]);
+    expect(check({ text: "x", maxScore: -0.1 })).toEqual(["max_score must be in [0, 1], got -0.1"]);
+    expect(check({ text: "x", minScore: Number.NaN })).toEqual(["min_score must be in [0, 1], got NaN"]);
+    expect(check({ text: "x", failureLabel: "segfault" })[0]).toMatch(/^failure_label must be "" or one of invalid_config, .*got "segfault"$/);
+    expect(check({ text: "x", status: "running" })).toEqual(['status must be one of proposed, assembled, evaluated, judged, failed, got "running"']);
+    // Presence survives the wire: "" is a filter, unset is none.
+    expect(decodeRequest(encodeRequest({ text: "x", failureLabel: "" })).failureLabel).toBe("");
+    expect(decodeRequest(encodeRequest({ text: "x" })).failureLabel).toBeUndefined();
   });
 });
 

@@ -106,7 +106,7 @@ describe("a research run on digits", () => {
   it("answers similarity queries over the bus and from the workspace on disk", async () => {
     const first = outcome.state.trials.get(outcome.state.order[0]!)!;
     const hits = await queryLineage(swarm.bus, { text: first.proposed!.hypothesis, k: 3, runId: outcome.runId });
-    expect(hits[0]?.trial_id).toBe(first.id);
+    expect(hits[0]?.trialId).toBe(first.id);
     const out = execFileSync("./research-agent", ["query", "--similar", first.proposed!.hypothesis, "--workspace", workspace, "--nats", "nats://127.0.0.1:1", "--json"], {
       encoding: "utf8",
     });

@@ -1,0 +1,422 @@
+/**
+ * Runner benchmark: evaluations end to end through gRPC against sandboxed
+ * runners started here, as production runs them. Measures cold and warm
+ * latency of the seed documents' three quick-evaluation cases, time to the
+ * first training step, multi-seed scaling, and a reference CNN on full
+ * Fashion-MNIST. How to read the numbers: docs/BENCHMARKS.md, "Runner".
+ *
+ *   npx tsx bench/runner-bench.ts [--quick] [--slots N] [--out FILE]
+ *
+ * --quick skips the Fashion-MNIST run (minutes on a CPU). The default output is
+ * bench/results/runner-<device>-<cpus>core[-quick].json: named after the kind
+ * of machine rather than the hostname, which is meaningless in containers.
+ */
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { availableParallelism, cpus, hostname, loadavg, tmpdir, totalmem } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import { createLogger } from "../core/logger.js";
+import { connectRunner, evaluateToResult, type RunnerClient } from "../gpu-runner/client.js";
+import { startRunner, type RunningRunner } from "../gpu-runner/server.js";
+import type { EvaluateRequestSchema, HealthResponse } from "../proto/gen/research/v1/runner_pb.js";
+
+type Req = MessageInitShape<typeof EvaluateRequestSchema>;
+
+const argv = process.argv.slice(2);
+function option(name: string): string | undefined {
+  const i = argv.indexOf(name);
+  return i >= 0 ? argv[i + 1] : argv.find((a) => a.startsWith(`${name}=`))?.slice(name.length + 1);
+}
+const QUICK = argv.includes("--quick");
+const SLOTS = Number(option("--slots") ?? availableParallelism());
+const OUT = option("--out");
+const PYTHON = process.env.RUNNER_PYTHON ?? "/usr/bin/python3";
+const WARM_REPEATS = 5;
+const SCALING_REPEATS = 3;
+const SCALING_SEEDS = [1, 3, 5];
+
+// As reported by the seed documents for the same three cases; how they were timed is not stated.
+const SEED_SECONDS = { a: 0.4, b: 1.1, c: 3.5 } as const;
+
+const TINY_MLP = `
+import torch.nn as nn
+
+class TinyMLP(nn.Module):
+    def __init__(self, num_classes=10):
+        super().__init__()
+        self.net = nn.Sequential(nn.Flatten(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, num_classes))
+
+    def forward(self, x):
+        return self.net(x)
+`;
+
+const CIFAR_CNN = `
+import torch.nn as nn
+
+class CifarCNN(nn.Module):
+    def __init__(self, num_classes=10):
+        super().__init__()
+        self.net = nn.Sequential(
+            nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(16, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Flatten(), nn.Linear(32 * 8 * 8, num_classes),
+        )
+
+    def forward(self, x):
+        return self.net(x)
+`;
+
+const DIGITS_CNN = `
+import torch.nn as nn
+
+class DigitsCNN(nn.Module):
+    def __init__(self, num_classes=10):
+        super().__init__()
+        self.net = nn.Sequential(
+            nn.Conv2d(1, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
+            nn.Conv2d(16, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Flatten(), nn.Linear(32 * 4 * 4, num_classes),
+        )
+
+    def forward(self, x):
+        return self.net(x)
+`;
+
+const FASHION_CNN = `
+import torch.nn as nn
+
+def block(cin, cout):
+    return [nn.Conv2d(cin, cout, 3, padding=1, bias=False), nn.BatchNorm2d(cout), nn.ReLU()]
+
+class FashionCNN(nn.Module):
+    def __init__(self, num_classes=10):
+        super().__init__()
+        self.net = nn.Sequential(
+            *block(1, 24), nn.MaxPool2d(2),
+            *block(24, 48), nn.MaxPool2d(2),
+            *block(48, 96), nn.MaxPool2d(2),
+            nn.Flatten(), nn.Dropout(0.2), nn.Linear(96 * 3 * 3, num_classes),
+        )
+
+    def forward(self, x):
+        return self.net(x)
+`;
+
+interface Run {
+  /** Client side, from the Evaluate call. */
+  wallS: number;
+  startedS: number | null;
+  firstProgressS: number | null;
+  /** Worker side: from the job reaching its worker to the end of the first optimiser step, per seed. */
+  firstStepS: number[];
+  seedS: number[];
+  serverS: number;
+  valAccuracy: number;
+  valAccuracyCi95: number[];
+  params: number;
+  epochEnds: { seed: number; epoch: number; seconds: number }[];
+  load1: number;
+}
+
+const since = (t0: number) => (performance.now() - t0) / 1000;
+const r3 = (x: number) => Math.round(x * 1000) / 1000;
+const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
+async function measure(client: RunnerClient, req: Req): Promise<Run> {
+  const load1 = loadavg()[0]!;
+  let startedS: number | null = null;
+  let firstProgressS: number | null = null;
+  const epochEnds: Run["epochEnds"] = [];
+  const t0 = performance.now();
+  const result = await evaluateToResult(client, req, (e) => {
+    if (e.event.case === "started") startedS ??= since(t0);
+    if (e.event.case === "progress") {
+      firstProgressS ??= since(t0);
+      epochEnds.push({ seed: e.event.value.seed, epoch: e.event.value.epoch, seconds: e.event.value.seconds });
+    }
+  });
+  const wallS = since(t0);
+  const acc = result.aggregated.val_accuracy;
+  return {
+    wallS,
+    startedS,
+    firstProgressS,
+    firstStepS: result.seedResults.map((s) => s.secondsToFirstStep),
+    seedS: result.seedResults.map((s) => s.seconds),
+    serverS: result.seconds,
+    valAccuracy: acc?.mean ?? 0,
+    valAccuracyCi95: acc?.ci95 ?? [],
+    params: Number(result.params),
+    epochEnds,
+    load1,
+  };
+}
+
+async function withRunner<T>(dataRoots: string[], fn: (client: RunnerClient, runner: RunningRunner, startupS: number, t0: number) => Promise<T>): Promise<T> {
+  const logger = createLogger("runner-bench");
+  logger.level = "warn";
+  const t0 = performance.now();
+  const runner = await startRunner({ slots: SLOTS, dataRoots, logger });
+  const startupS = since(t0);
+  const client = connectRunner(runner.address);
+  try {
+    return await fn(client, runner, startupS, t0);
+  } finally {
+    client.close();
+    await runner.close();
+  }
+}
+
+function roundRun(r: Run) {
+  return {
+    wall_s: r3(r.wallS),
+    started_s: r.startedS === null ? null : r3(r.startedS),
+    first_progress_s: r.firstProgressS === null ? null : r3(r.firstProgressS),
+    first_step_s: r.firstStepS.map(r3),
+    seed_s: r.seedS.map(r3),
+    server_s: r3(r.serverS),
+    val_accuracy: r3(r.valAccuracy),
+    load1: r3(r.load1),
+  };
+}
+
+interface QuickCase {
+  id: keyof typeof SEED_SECONDS;
+  title: string;
+  request: (trialId: string) => Req;
+}
+
+function quickCases(cifarDir: string): QuickCase[] {
+  const synthetic = (seeds: number) => (trialId: string): Req => ({
+    trialId,
+    model: { code: TINY_MLP, className: "TinyMLP" },
+    dataset: { name: "synthetic", shape: [1, 8, 8], numClasses: 10, subset: 64, difficulty: 0.3 },
+    recipe: { epochs: 1 },
+    seeds,
+    budget: { timeBudgetS: 120 },
+  });
+  return [
+    { id: "a", title: "synthetic 64 samples, MLP, 1 seed", request: synthetic(1) },
+    { id: "b", title: "synthetic 64 samples, MLP, 3 seeds", request: synthetic(3) },
+    {
+      id: "c",
+      title: "CIFAR-10 format 300 samples, CNN, 2 seeds",
+      request: (trialId) => ({
+        trialId,
+        model: { code: CIFAR_CNN, className: "CifarCNN" },
+        dataset: { name: "cifar10", dataDir: cifarDir },
+        recipe: { epochs: 1, batchSize: 64 },
+        seeds: 2,
+        budget: { timeBudgetS: 120 },
+      }),
+    },
+  ];
+}
+
+async function coldAndWarm(c: QuickCase, dataRoots: string[]) {
+  return withRunner(dataRoots, async (client, _runner, startupS, t0) => {
+    const cold = await measure(client, c.request(`bench-${c.id}-cold`));
+    const coldTotalS = since(t0);
+    const warm: Run[] = [];
+    for (let i = 0; i < WARM_REPEATS; i++) warm.push(await measure(client, c.request(`bench-${c.id}-warm-${i}`)));
+    const warmS = median(warm.map((r) => r.wallS));
+    return {
+      id: c.id,
+      title: c.title,
+      params: cold.params,
+      seed_documents_s: SEED_SECONDS[c.id],
+      cold: { startup_s: r3(startupS), first_result_s: r3(coldTotalS), request_s: r3(cold.wallS), run: roundRun(cold) },
+      warm: {
+        median_s: r3(warmS),
+        min_s: r3(Math.min(...warm.map((r) => r.wallS))),
+        max_s: r3(Math.max(...warm.map((r) => r.wallS))),
+        median_started_s: r3(median(warm.map((r) => r.startedS ?? NaN))),
+        median_first_step_s: r3(median(warm.map((r) => Math.max(...r.firstStepS)))),
+        median_first_progress_s: r3(median(warm.map((r) => r.firstProgressS ?? NaN))),
+        // Where the time goes: the slowest seed in its worker, the runner around the seeds, gRPC and the client.
+        median_slowest_seed_s: r3(median(warm.map((r) => Math.max(...r.seedS)))),
+        median_server_s: r3(median(warm.map((r) => r.serverS))),
+        runs: warm.map(roundRun),
+      },
+      speedup_warm: r3(SEED_SECONDS[c.id] / warmS),
+      speedup_cold: r3(SEED_SECONDS[c.id] / coldTotalS),
+    };
+  });
+}
+
+const digits = (seeds: number, epochs: number, trialId: string): Req => ({
+  trialId,
+  model: { code: DIGITS_CNN, className: "DigitsCNN" },
+  dataset: { name: "digits" },
+  recipe: { epochs, batchSize: 64, lr: 3e-3 },
+  seeds,
+  budget: { timeBudgetS: 300 },
+});
+
+async function scaling(client: RunnerClient) {
+  // Every slot loads digits once into its worker's cache before anything is timed.
+  await measure(client, digits(SLOTS, 1, "bench-scaling-warmup"));
+  const rows = [];
+  for (const seeds of SCALING_SEEDS) {
+    const runs: Run[] = [];
+    for (let i = 0; i < SCALING_REPEATS; i++) runs.push(await measure(client, digits(seeds, 3, `bench-scaling-${seeds}-${i}`)));
+    const wallS = median(runs.map((r) => r.wallS));
+    const rounds = Math.ceil(seeds / SLOTS);
+    rows.push({
+      seeds,
+      rounds,
+      median_wall_s: r3(wallS),
+      wall_per_seed_s: r3(wallS / seeds),
+      wall_per_round_s: r3(wallS / rounds),
+      median_seed_s: r3(median(runs.flatMap((r) => r.seedS))),
+      val_accuracy: r3(median(runs.map((r) => r.valAccuracy))),
+      runs: runs.map(roundRun),
+    });
+  }
+  return { workload: "digits (1797 images, 10% validation), small BN CNN, 3 epochs, batch 64, adam 3e-3", repeats: SCALING_REPEATS, rows };
+}
+
+async function fashion(client: RunnerClient) {
+  const seeds = Math.min(2, SLOTS);
+  const run = await measure(client, {
+    trialId: "bench-fashion",
+    model: { code: FASHION_CNN, className: "FashionCNN" },
+    dataset: { name: "fashion-mnist" },
+    recipe: { epochs: 3, batchSize: 128, optimizer: "adam", lr: 2e-3 },
+    seeds,
+    budget: { timeBudgetS: 3600 },
+  });
+  // Epoch 1 is counted from the first step, so dataset loading is reported apart (first_step_s).
+  const epochS = Array.from({ length: seeds }, (_, i) => {
+    const ends = run.epochEnds.filter((e) => e.seed === i).sort((a, b) => a.epoch - b.epoch).map((e) => e.seconds);
+    return ends.map((t, k) => r3(t - (k === 0 ? run.firstStepS[i]! : ends[k - 1]!)));
+  });
+  return {
+    workload: `Fashion-MNIST full (54k train / 6k validation), BN CNN, 3 epochs, batch 128, adam 2e-3, ${seeds} seeds in parallel`,
+    params: run.params,
+    val_accuracy_mean: r3(run.valAccuracy),
+    val_accuracy_ci95: run.valAccuracyCi95.map(r3),
+    epoch_s: epochS,
+    mean_epoch_s: r3(mean(epochS.flat())),
+    first_step_s: run.firstStepS.map(r3),
+    wall_s: r3(run.wallS),
+    load1: r3(run.load1),
+  };
+}
+
+function table(headers: string[], rows: (string | number)[][]): string {
+  const cells = [headers, ...rows.map((r) => r.map(String))];
+  const widths = headers.map((_, i) => Math.max(...cells.map((r) => r[i]!.length)));
+  return cells.map((r) => r.map((c, i) => c.padStart(widths[i]!)).join("  ")).join("\n");
+}
+
+function machineName(health: HealthResponse): string {
+  const device = health.device?.kind === "cuda" ? `cuda-${health.device.name.toLowerCase().replace(/[^a-z0-9]+/g, "-")}` : health.device?.kind ?? "unknown";
+  return `${device}-${availableParallelism()}core${QUICK ? "-quick" : ""}`;
+}
+
+// Not under /tmp: the sandbox mounts a private tmpfs on /tmp over the data roots it binds,
+// so workers would not see a data root there.
+const fixtures = mkdtempSync(join(existsSync("/var/tmp") ? "/var/tmp" : tmpdir(), "runner-bench-data-"));
+try {
+  const load = [loadavg()];
+  const log = (s: string) => process.stderr.write(`[runner-bench] ${s}\n`);
+  execFileSync(PYTHON, [resolve("test/fixtures/make_datasets.py"), fixtures, "--cifar-n", "300"], { stdio: "inherit" });
+
+  const cases = [];
+  for (const c of quickCases(join(fixtures, "cifar10"))) {
+    log(`case ${c.id}: ${c.title} (cold, then ${WARM_REPEATS} warm)`);
+    cases.push(await coldAndWarm(c, [fixtures]));
+  }
+
+  const rest = await withRunner([fixtures], async (client) => {
+    const health = await client.health({});
+    log(`scaling: ${SCALING_SEEDS.join("/")} seeds on ${SLOTS} slots`);
+    const scale = await scaling(client);
+    if (QUICK) return { health, scale, fmnist: null };
+    log("Fashion-MNIST reference CNN (minutes on a CPU)");
+    return { health, scale, fmnist: await fashion(client) };
+  });
+  load.push(loadavg());
+
+  const report = {
+    benchmark: "runner",
+    date: new Date().toISOString(),
+    mode: QUICK ? "quick" : "full",
+    machine: {
+      hostname: hostname(),
+      cpus: availableParallelism(),
+      cpu_model: cpus()[0]?.model ?? "",
+      memory_gb: r3(totalmem() / 2 ** 30),
+      node: process.version,
+      device: rest.health.device?.kind ?? "",
+      device_name: rest.health.device?.name ?? "",
+      torch: rest.health.device?.torchVersion ?? "",
+      sandboxed: rest.health.device?.sandboxed ?? false,
+      slots: rest.health.slots,
+      python: PYTHON,
+    },
+    load_average: { start: load[0]!.map(r3), end: load[1]!.map(r3) },
+    quick_cases: cases,
+    scaling: rest.scale,
+    fashion_mnist: rest.fmnist,
+  };
+  const out = OUT ?? `bench/results/runner-${machineName(rest.health)}.json`;
+  mkdirSync(dirname(out), { recursive: true });
+  writeFileSync(out, JSON.stringify(report, null, 2) + "\n");
+
+  const m = report.machine;
+  console.log(`\nRunner benchmark, ${report.date}: ${m.cpus} CPUs (${m.cpu_model}), ${m.device} ${m.device_name}, torch ${m.torch}, ${m.slots} slots, sandboxed ${m.sandboxed}`);
+  console.log(`load average (1/5/15 min) at start ${report.load_average.start.join(" ")}, at end ${report.load_average.end.join(" ")}\n`);
+  console.log(
+    table(
+      ["case", "seed docs s", "start-up s", "cold first result s", "warm median s", "warm min-max s", "speed-up warm", "load1"],
+      cases.map((c) => [
+        `${c.id}: ${c.title}`,
+        c.seed_documents_s,
+        c.cold.startup_s,
+        c.cold.first_result_s,
+        c.warm.median_s,
+        `${c.warm.min_s}-${c.warm.max_s}`,
+        `${c.speedup_warm}x`,
+        c.warm.runs.map((r) => r.load1.toFixed(1)).join(" "),
+      ]),
+    ),
+  );
+  console.log("\nTime to first step (warm medians; cold in brackets)");
+  console.log(
+    table(
+      ["case", "call -> started s", "worker first step s", "call -> first progress s"],
+      cases.map((c) => [
+        c.id,
+        `${c.warm.median_started_s} (${c.cold.run.started_s})`,
+        `${c.warm.median_first_step_s} (${Math.max(...c.cold.run.first_step_s)})`,
+        `${c.warm.median_first_progress_s} (${c.cold.run.first_progress_s})`,
+      ]),
+    ),
+  );
+  console.log(`\nSeed scaling: ${rest.scale.workload}, median of ${rest.scale.repeats}`);
+  console.log(
+    table(
+      ["seeds", "rounds", "wall s", "wall/seed s", "wall/round s", "per-seed s", "val acc"],
+      rest.scale.rows.map((r) => [r.seeds, r.rounds, r.median_wall_s, r.wall_per_seed_s, r.wall_per_round_s, r.median_seed_s, r.val_accuracy]),
+    ),
+  );
+  if (rest.fmnist) {
+    const f = rest.fmnist;
+    console.log(`\nFashion-MNIST: ${f.workload}, ${f.params} params`);
+    console.log(
+      `val accuracy ${f.val_accuracy_mean} (95% CI ${f.val_accuracy_ci95.join("-")}), ${f.mean_epoch_s} s per epoch per seed ` +
+        `(${f.epoch_s.map((s) => s.join("/")).join(", ")}), first step after ${f.first_step_s.join("/")} s, wall ${f.wall_s} s`,
+    );
+  }
+  console.log(`\nwrote ${out}`);
+} finally {
+  rmSync(fixtures, { recursive: true, force: true });
+}
