@@ -1,0 +1,65 @@
+/** The command-line tools as a user runs them: real processes, real runner, exit codes and output. */
+import { describe, expect, it } from "vitest";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { DIGITS_CNN } from "../helpers/models.js";
+
+function run(tool: string, args: string[]) {
+  const r = spawnSync(`./${tool}`, args, { encoding: "utf8", timeout: 180_000, env: { ...process.env, LOG_LEVEL: "warn" } });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+const dir = mkdtempSync(join(tmpdir(), "cli-test-"));
+const good = join(dir, "digits_cnn.py");
+const broken = join(dir, "broken.py");
+writeFileSync(good, DIGITS_CNN);
+writeFileSync(broken, "import torch.nn as nn\nclass Net(nn.Module:\n    pass\n");
+
+describe("quick-evaluator", () => {
+  it("prints the result document with --json", () => {
+    const r = run("quick-evaluator", ["--model", good, "--class", "DigitsNet", "--dataset", "digits", "--epochs", "3", "--seeds", "2", "--target", "80", "--json"]);
+    expect(r.code, r.stderr).toBe(0);
+    const json = JSON.parse(r.stdout) as Record<string, any>;
+    expect(json.num_seeds).toBe(2);
+    expect(json.aggregated.val_accuracy.mean).toBeGreaterThan(0.8);
+    expect(json.aggregated.val_accuracy.ci_95).toHaveLength(2);
+    expect(json.target).toBeCloseTo(0.8);
+    expect(["GOAL_STATUS_ACHIEVED", "GOAL_STATUS_LIKELY"]).toContain(json.goal_status);
+  });
+
+  it("prints mean, CI and goal status for people", () => {
+    const r = run("quick-evaluator", ["--model", good, "--class", "DigitsNet", "--dataset", "digits", "--epochs", "2", "--seeds", "2", "--target", "0.99"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/val_accuracy {2}mean \d+\.\d+% .* 95% CI \[/);
+    expect(r.stdout).toMatch(/goal {10}99\.00% -> (NOT ACHIEVED|LIKELY|ACHIEVED)/);
+    expect(r.stderr).toMatch(/seed 0 epoch 1\/2/);
+  });
+
+  it("exits 2 with the failure label for a broken model", () => {
+    const r = run("quick-evaluator", ["--model", broken, "--class", "Net", "--dataset", "digits", "--seeds", "1"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("FAILED [codegen_error]");
+  });
+
+  it("exits 1 with a usage message for bad flags", () => {
+    const r = run("quick-evaluator", ["--model", good, "--class", "DigitsNet", "--dataset", "digits", "--seeds", "two"]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('--seeds must be a positive integer, got "two"');
+  });
+});
+
+describe("research-agent", () => {
+  it("explains a goal it cannot understand", () => {
+    const r = run("research-agent", ["launch", "--goal", "make it good please", "--workspace", dir]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain("cannot understand the goal");
+  });
+
+  it("has useful --help", () => {
+    const r = run("research-agent", ["--help"]);
+    expect(r.code).toBe(0);
+    for (const cmd of ["launch", "watch", "query", "report", "status"]) expect(r.stdout).toContain(`research-agent ${cmd}`);
+  });
+});
