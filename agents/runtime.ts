@@ -7,6 +7,7 @@
 import { connectBus, instanceId, onShutdown, TransientError, type Bus, type EventInit } from "../bus/index.js";
 import type { EventKind } from "../bus/subjects.js";
 import { createLogger, type Logger } from "../core/logger.js";
+import { exitWithParent } from "../core/process.js";
 import { ResearchError } from "../core/failure.js";
 import type { Event } from "../proto/gen/research/v1/events_pb.js";
 import { connectRunner, type RunnerClient } from "../gpu-runner/client.js";
@@ -106,4 +107,5 @@ export async function runAgent(opts: AgentOptions): Promise<void> {
     log.info("draining");
     await bus.close();
   });
+  exitWithParent();
 }

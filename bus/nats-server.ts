@@ -15,6 +15,7 @@ export interface NatsServerOptions {
 export interface NatsServer {
   url: string;
   port: number;
+  pid: number;
   stop(): Promise<void>;
 }
 
@@ -61,6 +62,7 @@ export async function startNatsServer(opts: NatsServerOptions): Promise<NatsServ
   return {
     url: `nats://127.0.0.1:${port}`,
     port,
+    pid: child.pid!,
     stop: () => kill(child, exit),
   };
 }

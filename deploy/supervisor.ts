@@ -49,7 +49,8 @@ export class Supervisor {
     const child = spawn(process.execPath, ["--import", TSX, join(REPO_ROOT, spec.entry), ...(spec.args ?? [])], {
       cwd: REPO_ROOT,
       env: { ...process.env, ...spec.env },
-      stdio: ["ignore", "pipe", "pipe"],
+      // The IPC channel closes when the launcher dies, however it dies; children exit on that (core/process.ts).
+      stdio: ["ignore", "pipe", "pipe", "ipc"],
     });
     m.child = child;
     child.stdout!.pipe(m.log, { end: false });

@@ -3,7 +3,7 @@
  * NATS), the gpu-runner, the lineage store and one process per agent role,
  * all supervised; and running a goal on it to the end.
  */
-import { mkdirSync, existsSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { randomBytes } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
@@ -54,10 +54,37 @@ async function waitForRunner(client: RunnerClient, timeoutMs: number): Promise<v
   }
 }
 
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * A launcher that crashed leaves its nats-server running on the workspace's
+ * JetStream directory; the agents end with it (core/process.ts), the
+ * server does not. Stop it so this launch can open the same store.
+ */
+function stopStaleServer(workspace: string, log: Logger): void {
+  const file = join(workspace, "swarm.json");
+  if (!existsSync(file)) return;
+  const prev = JSON.parse(readFileSync(file, "utf8")) as { pid?: number; nats_pid?: number };
+  const comm = (pid: number) => (existsSync(`/proc/${pid}/comm`) ? readFileSync(`/proc/${pid}/comm`, "utf8").trim() : "");
+  // The pid may have been reused since; only a nats-server is ours to stop.
+  if (prev.pid && !alive(prev.pid) && prev.nats_pid && alive(prev.nats_pid) && comm(prev.nats_pid) === "nats-server") {
+    log.warn({ pid: prev.nats_pid }, "stopping the nats-server of a launcher that is gone");
+    process.kill(prev.nats_pid, "SIGKILL");
+  }
+}
+
 export async function startSwarm(opts: SwarmOptions): Promise<Swarm> {
   const workspace = resolve(opts.workspace);
   mkdirSync(workspace, { recursive: true });
   const log = opts.logger;
+  stopStaleServer(workspace, log);
   let nats: NatsServer | undefined;
   let natsUrl = opts.natsUrl;
   if (!natsUrl) {
@@ -89,7 +116,7 @@ export async function startSwarm(opts: SwarmOptions): Promise<Swarm> {
   };
   try {
     await waitForRunner(runner, 180_000);
-    supervisor.start({ name: "lineage-store", entry: "lineage-store/main.ts", env: common });
+    supervisor.start({ name: "lineage-store", entry: "lineage-store/main.ts", env: { ...common, INSTANCE_ID: "lineage-store" } });
     for (const role of ROLES) {
       for (let i = 0; i < (opts.instances?.[role] ?? 1); i++) {
         const name = i === 0 ? role : `${role}-${i + 1}`;
@@ -100,7 +127,10 @@ export async function startSwarm(opts: SwarmOptions): Promise<Swarm> {
     await stop();
     throw err;
   }
-  writeFileSync(join(workspace, "swarm.json"), JSON.stringify({ nats_url: natsUrl, runner_address: runnerAddress, pid: process.pid }, null, 2));
+  writeFileSync(
+    join(workspace, "swarm.json"),
+    JSON.stringify({ nats_url: natsUrl, runner_address: runnerAddress, pid: process.pid, nats_pid: nats?.pid ?? 0 }, null, 2),
+  );
   return { natsUrl, runnerAddress, bus, runner, supervisor, stop };
 }
 

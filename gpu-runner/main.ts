@@ -5,6 +5,7 @@
  */
 import { parseArgs } from "node:util";
 import { createLogger } from "../core/logger.js";
+import { exitWithParent } from "../core/process.js";
 import { startRunner } from "./server.js";
 
 const { values } = parseArgs({
@@ -41,6 +42,7 @@ try {
   };
   process.once("SIGTERM", stop);
   process.once("SIGINT", stop);
+  exitWithParent();
 } catch (err) {
   log.fatal({ err: (err as Error).message }, "runner failed to start");
   process.stderr.write(`gpu-runner: ${(err as Error).message}\n`);

@@ -110,7 +110,6 @@ export function workerLaunch(opts: LaunchOptions): Launch {
     "--ro-bind",
     PYTHON_DIR,
     SANDBOX_CODE_DIR,
-    ...opts.dataRoots.filter((d) => existsSync(d)).flatMap((d) => ["--ro-bind", d, d]),
     "--proc",
     "/proc",
     "--dev",
@@ -118,6 +117,8 @@ export function workerLaunch(opts: LaunchOptions): Launch {
     ...gpuMounts(),
     "--tmpfs",
     "/tmp",
+    // After the tmpfs: a data root under /tmp must not be hidden by it.
+    ...opts.dataRoots.filter((d) => existsSync(d)).flatMap((d) => ["--ro-bind", d, d]),
     "--bind",
     opts.scratchDir,
     SANDBOX_SCRATCH,

@@ -114,6 +114,62 @@ describe("runner service", () => {
   });
 });
 
+describe("datasets from local files in their real formats", () => {
+  const cases: [string, Record<string, unknown>, number[], number][] = [
+    ["mnist", { dataDir: "mnist" }, [1, 28, 28], 10],
+    ["cifar10", { dataDir: "cifar10" }, [3, 32, 32], 10],
+    ["cifar100", { dataDir: "cifar100" }, [3, 32, 32], 100],
+    ["svhn", { dataDir: "svhn" }, [3, 32, 32], 10],
+    ["csv", { dataDir: "tabular.csv", targetColumn: "bought" }, [], 2],
+    ["text", { dataDir: "text" }, [128], 2],
+    ["synthetic", { shape: [20], numClasses: 3, difficulty: 0.3 }, [20], 3],
+    ["iris", {}, [4], 3],
+    ["wine", {}, [13], 3],
+    ["breast_cancer", {}, [30], 2],
+  ];
+  for (const [name, extra, shape, classes] of cases) {
+    it(`describes ${name}`, async () => {
+      const dataset = { name, ...extra, dataDir: extra.dataDir ? `${fixtures}/${extra.dataDir as string}` : "" };
+      const d = await client.describe({ dataset });
+      expect(d.failure?.message).toBeUndefined();
+      if (shape.length) expect(d.inputShape).toEqual(shape);
+      expect(d.numClasses).toBe(classes);
+      expect(d.nTrain).toBeGreaterThan(0);
+      expect(d.nVal).toBeGreaterThan(0);
+    });
+  }
+
+  it("trains on CIFAR-format data and on a CSV table", async () => {
+    const cnn = `
+import torch.nn as nn
+class C(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d(4), nn.Flatten(), nn.Linear(128, 10))
+    def forward(self, x):
+        return self.net(x)
+`;
+    const cifar = await evaluateToResult(client, digits(cnn, "C", { dataset: { name: "cifar10", dataDir: `${fixtures}/cifar10` }, recipe: { epochs: 15, lr: 0.005, batchSize: 32 } }));
+    // Chance is 0.1; the fixture images carry a class-dependent patch.
+    expect(cifar.aggregated.val_accuracy!.mean).toBeGreaterThan(0.3);
+    const info = await client.describe({ dataset: { name: "csv", dataDir: `${fixtures}/tabular.csv`, targetColumn: "bought" } });
+    const mlp = `
+import torch.nn as nn
+class M(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(${info.inputShape[0]}, 32), nn.ReLU(), nn.Linear(32, 2))
+    def forward(self, x):
+        return self.net(x)
+`;
+    const table = await evaluateToResult(
+      client,
+      digits(mlp, "M", { dataset: { name: "csv", dataDir: `${fixtures}/tabular.csv`, targetColumn: "bought" }, recipe: { epochs: 5 } }),
+    );
+    expect(table.aggregated.val_accuracy!.mean).toBeGreaterThan(0.5);
+  });
+});
+
 describe("hostile and broken model code", () => {
   const cases: [string, string, string, Partial<Req>?][] = [
     ["syntax error", "class Net(nn.Module:\n  pass", "codegen_error"],
