@@ -4,7 +4,7 @@
  * trajectory, so any instance can take any message and a restarted instance
  * knows everything its predecessor knew.
  */
-import { Decision, Verdict, type Event, type Goal, type RunSettings, type TrialAssembled, type TrialEvaluated, type TrialJudged, type TrialProposed } from "../proto/gen/research/v1/events_pb.js";
+import { Decision, Verdict, type Event, type Goal, type LlmCall, type RunSettings, type TrialAssembled, type TrialEvaluated, type TrialJudged, type TrialProposed } from "../proto/gen/research/v1/events_pb.js";
 import { parseBrief, type Brief } from "../core/brief.js";
 
 export interface TrialState {
@@ -28,6 +28,7 @@ export interface RunState {
   order: string[];
   judgedCount: number;
   finished: boolean;
+  llmCalls: LlmCall[];
 }
 
 export function trialId(runId: string, index: number): string {
@@ -35,7 +36,7 @@ export function trialId(runId: string, index: number): string {
 }
 
 export function emptyRunState(runId: string): RunState {
-  return { runId, startedAtMs: 0, briefs: [], trials: new Map(), order: [], judgedCount: 0, finished: false };
+  return { runId, startedAtMs: 0, briefs: [], trials: new Map(), order: [], judgedCount: 0, finished: false, llmCalls: [] };
 }
 
 function trial(state: RunState, id: string): TrialState {
@@ -80,6 +81,9 @@ export function applyToRunState(state: RunState, e: Event): RunState {
     }
     case "runFinished":
       state.finished = true;
+      break;
+    case "llmCall":
+      state.llmCalls.push(b.value);
       break;
     default:
       break;

@@ -1,10 +1,11 @@
 /**
  * Checks an evaluation request and turns it into the worker's job spec with
  * every default filled in. The wire format uses 0 / "" for "not set"; the
- * defaults below are the runner's documented behaviour (docs/RUNNER.md).
+ * defaults below are the runner's documented behaviour (docs/ARCHITECTURE.md, "Runner defaults").
  */
 import { resolve, sep } from "node:path";
 import { ResearchError } from "../core/failure.js";
+import { DATASETS } from "../core/goal.js";
 import type {
   DatasetSpec,
   EvaluateRequest,
@@ -13,20 +14,6 @@ import type {
   SummarizeRequest,
 } from "../proto/gen/research/v1/runner_pb.js";
 
-export const DATASETS = [
-  "fashion-mnist",
-  "mnist",
-  "cifar10",
-  "cifar100",
-  "svhn",
-  "digits",
-  "iris",
-  "wine",
-  "breast_cancer",
-  "csv",
-  "text",
-  "synthetic",
-] as const;
 
 export const DEFAULTS = {
   seeds: 3,

@@ -29,6 +29,12 @@ function stagesFor(info: DatasetInfo): number {
   return Math.max(1, Math.min(3, Math.floor(Math.log2(side / 2))));
 }
 
+/** Patches of 4 on larger images, 2 on small ones: enough tokens either way. */
+function patchSize(info: DatasetInfo): number {
+  const side = Math.min(info.inputShape[1] ?? 1, info.inputShape[2] ?? 1);
+  return side % 4 === 0 && side >= 16 ? 4 : side % 2 === 0 ? 2 : 1;
+}
+
 const IMAGE: Template[] = [
   {
     name: "bn-cnn",
@@ -91,8 +97,7 @@ const IMAGE: Template[] = [
     name: "vit-tiny",
     blocks: ["patch_embed", "transformer_encoder", "token_pool", "layernorm", "activation:gelu"],
     build: (info) => {
-      const side = Math.min(info.inputShape[1] ?? 1, info.inputShape[2] ?? 1);
-      const patch = side % 4 === 0 && side >= 16 ? 4 : side % 2 === 0 ? 2 : 1;
+      const patch = patchSize(info);
       return {
         name: "vit-tiny",
         layers: [
@@ -108,8 +113,7 @@ const IMAGE: Template[] = [
     name: "mixer-tiny",
     blocks: ["patch_embed", "mixer_block", "token_pool", "layernorm"],
     build: (info) => {
-      const side = Math.min(info.inputShape[1] ?? 1, info.inputShape[2] ?? 1);
-      const patch = side % 4 === 0 && side >= 16 ? 4 : side % 2 === 0 ? 2 : 1;
+      const patch = patchSize(info);
       return {
         name: "mixer-tiny",
         layers: [
