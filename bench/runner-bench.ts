@@ -5,9 +5,11 @@
  * first training step, multi-seed scaling, and a reference CNN on full
  * Fashion-MNIST. How to read the numbers: docs/BENCHMARKS.md, "Runner".
  *
- *   npx tsx bench/runner-bench.ts [--quick] [--slots N] [--out FILE]
+ *   npx tsx bench/runner-bench.ts [--quick] [--slots N] [--fashion-dir DIR] [--out FILE]
  *
- * --quick skips the Fashion-MNIST run (minutes on a CPU). The default output is
+ * --quick skips the Fashion-MNIST run (minutes on a CPU); --fashion-dir points
+ * at its IDX files where they are not in /usr/share/datasets/fashion-mnist
+ * (not under /tmp, see the note at the data set-up below). The default output is
  * bench/results/runner-<device>-<cpus>core[-quick].json: named after the kind
  * of machine rather than the hostname, which is meaningless in containers.
  */
@@ -31,6 +33,8 @@ function option(name: string): string | undefined {
 const QUICK = argv.includes("--quick");
 const SLOTS = Number(option("--slots") ?? availableParallelism());
 const OUT = option("--out");
+const fashionDirArg = option("--fashion-dir");
+const FASHION_DIR = fashionDirArg ? resolve(fashionDirArg) : undefined;
 const PYTHON = process.env.RUNNER_PYTHON ?? "/usr/bin/python3";
 const WARM_REPEATS = 5;
 const SCALING_REPEATS = 3;
@@ -287,7 +291,7 @@ async function fashion(client: RunnerClient) {
   const run = await measure(client, {
     trialId: "bench-fashion",
     model: { code: FASHION_CNN, className: "FashionCNN" },
-    dataset: { name: "fashion-mnist" },
+    dataset: { name: "fashion-mnist", dataDir: FASHION_DIR ?? "" },
     recipe: { epochs: 3, batchSize: 128, optimizer: "adam", lr: 2e-3 },
     seeds,
     budget: { timeBudgetS: 3600 },
@@ -335,7 +339,7 @@ try {
     cases.push(await coldAndWarm(c, [fixtures]));
   }
 
-  const rest = await withRunner([fixtures], async (client) => {
+  const rest = await withRunner([fixtures, ...(FASHION_DIR ? [FASHION_DIR] : [])], async (client) => {
     const health = await client.health({});
     log(`scaling: ${SCALING_SEEDS.join("/")} seeds on ${SLOTS} slots`);
     const scale = await scaling(client);

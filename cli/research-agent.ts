@@ -9,6 +9,7 @@ import { toJson } from "@bufbuild/protobuf";
 import { connectBus, type Bus } from "../bus/index.js";
 import { labelName } from "../core/failure.js";
 import { parseGoal } from "../core/goal.js";
+import { describeLlm, llmConfigFromFlags } from "../core/llm/config.js";
 import { createLogger } from "../core/logger.js";
 import { request as queryLineage } from "../lineage-store/client.js";
 import { summaryOf } from "../lineage-store/query.js";
@@ -48,6 +49,10 @@ launch options:
   --nats URL           join an existing NATS instead of starting one
   --resume RUN         continue an interrupted run from the workspace
   --unsafe-no-sandbox  run model code without bubblewrap
+  --llm none|openai:MODEL   drive the roles with an LLM on any OpenAI-compatible
+                       endpoint (default none: the built-in brain); key from OPENAI_API_KEY
+  --llm-base-url URL   e.g. http://localhost:11434/v1 (Ollama), http://localhost:8000/v1 (vLLM)
+  --llm-config FILE    per-role endpoints and models (JSON or YAML; see docs/LLM.md)
   --json               print one JSON object at the end (run id, status, best trial, paths)
 `;
 
@@ -159,6 +164,9 @@ async function launch(argv: string[]): Promise<void> {
     slots: { type: "string" },
     resume: { type: "string" },
     "unsafe-no-sandbox": { type: "boolean" },
+    llm: { type: "string" },
+    "llm-base-url": { type: "string" },
+    "llm-config": { type: "string" },
   });
   if (a.help) return void process.stdout.write(HELP);
   const int = (flag: string, v?: string) => (v === undefined ? undefined : (parsePositiveInt(v) ?? fail(`--${flag} must be a positive integer, got "${v}"`)));
@@ -177,6 +185,13 @@ async function launch(argv: string[]): Promise<void> {
   });
   if (!parsed.ok && !a.resume) fail(`cannot understand the goal: ${parsed.error}`);
   const goal = parsed.ok ? parsed.goal : undefined;
+  const llmFlags = { llm: a.llm, baseUrl: a["llm-base-url"], file: a["llm-config"] ? resolve(a["llm-config"]) : undefined };
+  let llmLabel: string;
+  try {
+    llmLabel = describeLlm(llmConfigFromFlags({ ...llmFlags, workspace }));
+  } catch (err) {
+    fail(`LLM settings: ${(err as Error).message}`);
+  }
   const log = quietLogger();
   const t0 = Date.now();
   const say = (line: string) => !a.json && process.stdout.write(`${elapsed(t0)} ${line}\n`);
@@ -192,6 +207,7 @@ async function launch(argv: string[]): Promise<void> {
       slots: int("slots", a.slots),
       dataRoots: dataRoot ? [dataRoot] : [],
       unsafeNoSandbox: a["unsafe-no-sandbox"],
+      llm: llmFlags,
       logger: log,
       onRestart: (name, n) => say(`process ${name} exited; restarted (${n})`),
     });
@@ -226,6 +242,7 @@ async function launch(argv: string[]): Promise<void> {
         epochs: int("epochs", a.epochs),
         rngSeed: a.seed ? Number(a.seed) : undefined,
         research: !a["no-research"],
+        llm: llmLabel,
       },
       workspace,
     );

@@ -27,6 +27,8 @@ export interface SwarmOptions {
   unsafeNoSandbox?: boolean;
   /** Instances per role (default 1 each). */
   instances?: Partial<Record<(typeof ROLES)[number], number>>;
+  /** LLM flags for every agent (see core/llm/config.ts); absent: the built-in brain. */
+  llm?: { llm?: string; baseUrl?: string; file?: string };
   logger: Logger;
   onRestart?: (name: string, restarts: number) => void;
 }
@@ -93,7 +95,15 @@ export async function startSwarm(opts: SwarmOptions): Promise<Swarm> {
   }
   const supervisor = new Supervisor(join(workspace, "logs"), log, opts.onRestart);
   const runnerAddress = `127.0.0.1:${await freePort()}`;
-  const common = { NATS_URL: natsUrl, RUNNER_ADDRESS: runnerAddress, WORKSPACE: workspace, LOG_LEVEL: process.env.LOG_LEVEL ?? "info" };
+  const common = {
+    NATS_URL: natsUrl,
+    RUNNER_ADDRESS: runnerAddress,
+    WORKSPACE: workspace,
+    LOG_LEVEL: process.env.LOG_LEVEL ?? "info",
+    LLM: opts.llm?.llm ?? process.env.LLM ?? "",
+    LLM_BASE_URL: opts.llm?.baseUrl ?? process.env.LLM_BASE_URL ?? "",
+    LLM_CONFIG: opts.llm?.file ?? process.env.LLM_CONFIG ?? "",
+  };
   supervisor.start({
     name: "gpu-runner",
     entry: "gpu-runner/main.ts",

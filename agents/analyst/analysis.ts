@@ -26,3 +26,19 @@ export function analyse(r: EvalResult): Analysis {
   }
   return create(AnalysisSchema, { overfitting: severity, convergence: state, weakClasses: r.weakClasses, notes });
 }
+
+/** The numbers a narrator may use: the aggregate statistics, not the raw per-seed documents. */
+export function statsForNarrative(r: EvalResult) {
+  const acc = r.aggregated.val_accuracy;
+  return {
+    val_accuracy: acc ? { mean: acc.mean, std: acc.std, ci_95: acc.ci95, n: acc.n } : undefined,
+    train_val_gap: r.overfitting?.gap,
+    overfitting: r.overfitting?.severity,
+    convergence: r.convergence?.state,
+    best_epoch: r.convergence?.bestEpoch,
+    params: Number(r.params),
+    seconds: r.seconds,
+    weak_classes: r.weakClasses.map((c) => r.classNames[c] ?? String(c)),
+    mean_val_accuracy_per_epoch: r.seedResults[0]?.learningCurve?.valAccuracy.map((_, e) => r.seedResults.reduce((a, s) => a + (s.learningCurve?.valAccuracy[e] ?? 0), 0) / r.seedResults.length),
+  };
+}

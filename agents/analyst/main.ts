@@ -7,7 +7,11 @@ import { evaluateToResult } from "../../gpu-runner/client.js";
 import { runAgent, type AgentContext } from "../runtime.js";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { Event, TrialAssembled, TrialEvaluatedSchema } from "../../proto/gen/research/v1/events_pb.js";
-import { analyse } from "./analysis.js";
+import { askLlm } from "../llm.js";
+import { loadPrompt } from "../prompts.js";
+import { analyse, statsForNarrative } from "./analysis.js";
+
+const PROMPT = loadPrompt("analyst");
 
 async function evaluateTrial(event: Event, assembled: TrialAssembled, ctx: AgentContext): Promise<void> {
   const { runId, trialId } = event;
@@ -30,7 +34,21 @@ async function evaluateTrial(event: Event, assembled: TrialAssembled, ctx: Agent
         .catch((err: unknown) => ctx.log.warn({ err: (err as Error).message }, "progress not published"));
     });
     ctx.log.info({ val_accuracy: result.aggregated.val_accuracy?.mean, seconds: result.seconds }, "trial evaluated");
-    await publishEvaluated({ result, analysis: analyse(result), evalSeconds: (Date.now() - t0) / 1000 });
+    const evalSeconds = (Date.now() - t0) / 1000;
+    const analysis = analyse(result);
+    analysis.narrative = (
+      await askLlm(ctx, { runId, trialId }, {
+        role: "analyst",
+        purpose: "narrative",
+        prompt: PROMPT,
+        ask: async (client) => {
+          const r = await client.generateText({ role: "analyst", system: PROMPT.text, prompt: JSON.stringify(statsForNarrative(result)) });
+          return { value: r.text.trim(), usage: r.usage, attempts: 1 };
+        },
+        builtin: () => analysis.notes.join(" "),
+      })
+    ).value;
+    await publishEvaluated({ result, analysis, evalSeconds });
   } catch (err) {
     const e = ResearchError.from(err);
     if (e.label === "runner_unavailable") throw e;

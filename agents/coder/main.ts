@@ -8,12 +8,18 @@ import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { ResearchError } from "../../core/failure.js";
 import { parseModelConfig, parseTrainConfig, type TrainConfig } from "../../core/model-config.js";
 import type { Event, TrialAssembledSchema, TrialProposed } from "../../proto/gen/research/v1/events_pb.js";
-import { EvaluateRequestSchema, type DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
+import { EvaluateRequestSchema, type DatasetInfo, type SummarizeResponse } from "../../proto/gen/research/v1/runner_pb.js";
 import { datasetInfo, datasetSpec } from "../dataset-info.js";
 import type { RunState } from "../run-state.js";
 import { runAgent, type AgentContext } from "../runtime.js";
+import { askLlm } from "../llm.js";
+import { loadPrompt } from "../prompts.js";
 import { compileModel } from "./compile.js";
 import { unifiedDiff } from "./diff.js";
+import { builtinNarrative, codegenWithRepair, narrateSummary } from "./llm-coder.js";
+
+const CODER_PROMPT = loadPrompt("coder");
+const SUMMARY_PROMPT = loadPrompt("summary");
 
 type Assembled = MessageInitShape<typeof TrialAssembledSchema>;
 
@@ -51,26 +57,59 @@ async function assemble(state: RunState, id: string, p: TrialProposed, info: Dat
   });
   if (!compiled.ok) return { failure: new ResearchError(compiled.label, compiled.error).toProto() };
 
-  const summary = await ctx.runner().summarize(
-    { model: { code: compiled.code, className: compiled.className }, inputShape: info.inputShape, numClasses: info.numClasses, inputDtype: info.inputDtype },
-  ).catch((err: unknown) => {
-    throw new ResearchError("runner_unavailable", `summarize: ${(err as Error).message}`);
+  const runner = ctx.runner();
+  const ids = { runId: state.runId, trialId: id };
+  // The compiler's code is the reference and the fallback; an LLM may write its own, checked by the runner.
+  const written = await askLlm<{ code: string; summary?: SummarizeResponse }>(ctx, ids, {
+    role: "coder",
+    purpose: "codegen",
+    prompt: CODER_PROMPT,
+    ask: (client) =>
+      codegenWithRepair({
+        client,
+        prompt: CODER_PROMPT,
+        runner,
+        modelConfigJson: p.modelConfigJson,
+        className: compiled.className,
+        info,
+        maxParams: Number(state.goal?.maxParams ?? 0n),
+      }),
+    builtin: () => ({ code: compiled.code, summary: undefined }),
   });
+  const code = written.value.code;
+  const summary =
+    written.value.summary ??
+    (await runner
+      .summarize({ model: { code, className: compiled.className }, inputShape: info.inputShape, numClasses: info.numClasses, inputDtype: info.inputDtype })
+      .catch((err: unknown) => {
+        throw new ResearchError("runner_unavailable", `summarize: ${(err as Error).message}`);
+      }));
   const parent = p.parentIds[0] ? state.trials.get(p.parentIds[0])?.assembled : undefined;
   const assembled: Assembled = {
-    code: compiled.code,
+    code,
     className: compiled.className,
-    diff: parent ? unifiedDiff(parent.code, compiled.code, `${p.parentIds[0]}/model_code.py`, `${id}/model_code.py`) : "",
+    diff: parent ? unifiedDiff(parent.code, code, `${p.parentIds[0]}/model_code.py`, `${id}/model_code.py`) : "",
     summary,
     failure: summary.failure,
+    author: written.model ? `llm:${written.model}` : "compiler",
   };
+  if (summary.failure) return assembled;
+  assembled.summaryNarrative = (
+    await askLlm(ctx, ids, {
+      role: "summary",
+      purpose: "summary-narrative",
+      prompt: SUMMARY_PROMPT,
+      ask: (client) => narrateSummary(client, SUMMARY_PROMPT, summary, compiled.className),
+      builtin: () => builtinNarrative(summary, compiled.className),
+    })
+  ).value;
   if (summary.failure) return assembled;
   const goal = state.goal;
   const settings = state.settings;
   assembled.request = create(EvaluateRequestSchema, {
     trialId: id,
     runId: state.runId,
-    model: { code: compiled.code, className: compiled.className },
+    model: { code, className: compiled.className },
     dataset: { ...datasetSpec(goal), subset: train.value.subset },
     recipe: recipeOf(train.value),
     seeds: settings?.seeds || 3,

@@ -13,7 +13,12 @@ import { Decision, type Event } from "../../proto/gen/research/v1/events_pb.js";
 import { datasetInfo } from "../dataset-info.js";
 import { trialId, type RunState } from "../run-state.js";
 import { runAgent, type AgentContext } from "../runtime.js";
+import { askLlm, type LlmAnswer } from "../llm.js";
+import { loadPrompt } from "../prompts.js";
+import { proposeWithLlm } from "./llm-policy.js";
 import { fingerprint, mulberry32, POLICIES, type PlanInput, type Proposal } from "./policy.js";
+
+const PROMPT = loadPrompt("planner");
 
 /** Configs that failed in earlier trials of any run, by fingerprint: the planner must not repeat them. */
 async function failedInLineage(ctx: AgentContext, state: RunState): Promise<Set<string>> {
@@ -47,7 +52,32 @@ async function planInput(ctx: AgentContext, state: RunState, seed: number): Prom
   };
 }
 
-async function publishProposal(ctx: AgentContext, state: RunState, index: number, p: Proposal): Promise<void> {
+/**
+ * One proposal: the LLM's when one is configured for the planner (and the
+ * run does not ask for the random baseline), else, or when it fails, the
+ * built-in policy's.
+ */
+async function propose(ctx: AgentContext, input: PlanInput, index: number, builtin: () => Proposal | undefined): Promise<void> {
+  const state = input.state;
+  const useLlm = state.settings?.planner !== "random";
+  const answer: LlmAnswer<Proposal | undefined> = useLlm
+    ? await askLlm(ctx, { runId: state.runId, trialId: trialId(state.runId, index) }, {
+        role: "planner",
+        purpose: "propose",
+        prompt: PROMPT,
+        ask: (client) => proposeWithLlm(client, PROMPT, input, index),
+        builtin,
+      })
+    : { value: builtin() };
+  if (!answer.value) {
+    ctx.log.warn({ index }, "no new candidate within the budgets; proposing nothing");
+    return;
+  }
+  const proposer = answer.model ? `llm:${answer.model}` : `${state.settings?.planner || "builtin"}${answer.fallbackReason ? " (LLM fallback)" : ""}`;
+  await publishProposal(ctx, state, index, answer.value, proposer, answer.model ? PROMPT.version : "");
+}
+
+async function publishProposal(ctx: AgentContext, state: RunState, index: number, p: Proposal, proposer: string, promptVersion: string): Promise<void> {
   const id = trialId(state.runId, index);
   await ctx.emit(`${id}/proposed`, {
     runId: state.runId,
@@ -63,7 +93,8 @@ async function publishProposal(ctx: AgentContext, state: RunState, index: number
         trainConfigJson: JSON.stringify(p.train),
         index,
         adoptedConcepts: p.adoptedConcepts,
-        proposer: state.settings?.planner || "builtin",
+        proposer,
+        promptVersion,
       },
     },
   });
@@ -78,8 +109,13 @@ async function proposeInitial(ctx: AgentContext, runId: string): Promise<void> {
   const state = await ctx.runState(runId);
   if (state.finished || state.order.length > 0) return;
   const count = Math.max(1, Math.min(state.settings?.parallel || 1, state.settings?.maxTrials || Infinity));
-  const proposals = policyOf(state).initial(await planInput(ctx, state, 0), count);
-  for (const [i, p] of proposals.entries()) await publishProposal(ctx, state, i, p);
+  const input = await planInput(ctx, state, 0);
+  const builtin = policyOf(state).initial(input, count);
+  for (let i = 0; i < count; i++) {
+    // Later initial proposals see the earlier ones, so an LLM does not repeat itself.
+    const current = i === 0 ? input : { ...input, state: await ctx.runState(runId) };
+    await propose(ctx, current, i, () => builtin[i]);
+  }
 }
 
 async function proposeNext(ctx: AgentContext, event: Event): Promise<void> {
@@ -91,12 +127,7 @@ async function proposeNext(ctx: AgentContext, event: Event): Promise<void> {
   if (index >= (state.settings?.maxTrials || Infinity) || state.trials.get(trialId(state.runId, index))?.proposed) return;
   const input = await planInput(ctx, state, index);
   // A random draw keeps the run moving when every edit of the good trials is spent.
-  const proposal = policyOf(state).next(input, index) ?? POLICIES.random.next(input, index);
-  if (!proposal) {
-    ctx.log.warn({ index }, "no new candidate within the budgets; proposing nothing");
-    return;
-  }
-  await publishProposal(ctx, state, index, proposal);
+  await propose(ctx, input, index, () => policyOf(state).next(input, index) ?? POLICIES.random.next(input, index));
 }
 
 await runAgent({

@@ -1,0 +1,138 @@
+/**
+ * LLM code generation for the coder, always checked by the runner: the code
+ * must import, construct, run a forward pass on a dummy batch with the right
+ * output shape (Summarize does all of that in the sandbox) and stay within
+ * the parameter limit. A failed check goes back to the model with the
+ * runner's error for another round; after the last round the caller falls
+ * back to the compiler.
+ *
+ * And the model summary's narrative, whose numbers must all come from the
+ * runner's Summarize: a narrative with any other number is refused.
+ */
+import { z } from "zod";
+import type { ChatCompletionMessageParam } from "openai/resources/chat/completions";
+import type { LlmClient } from "../../core/llm/client.js";
+import { LlmError } from "../../core/llm/errors.js";
+import type { Usage } from "../../core/llm/usage.js";
+import { labelName } from "../../core/failure.js";
+import type { RunnerClient } from "../../gpu-runner/client.js";
+import type { DatasetInfo, SummarizeResponse } from "../../proto/gen/research/v1/runner_pb.js";
+import type { Prompt } from "../prompts.js";
+
+const CodeSchema = z.object({ code: z.string().min(20) });
+export const CODEGEN_ROUNDS = 3;
+
+function addUsage(total: Usage | undefined, u: Usage): Usage {
+  if (!total) return { ...u };
+  return {
+    ...total,
+    promptTokens: total.promptTokens + u.promptTokens,
+    completionTokens: total.completionTokens + u.completionTokens,
+    latencyMs: total.latencyMs + u.latencyMs,
+    costUsd: total.costUsd + u.costUsd,
+    calls: total.calls + u.calls,
+    failures: total.failures + u.failures,
+  };
+}
+
+export async function codegenWithRepair(opts: {
+  client: LlmClient;
+  prompt: Prompt;
+  runner: RunnerClient;
+  modelConfigJson: string;
+  className: string;
+  info: DatasetInfo;
+  maxParams: number;
+}): Promise<{ value: { code: string; summary: SummarizeResponse }; usage: Usage; attempts: number }> {
+  const { client, info } = opts;
+  const messages: ChatCompletionMessageParam[] = [
+    {
+      role: "user",
+      content: JSON.stringify({
+        class_name: opts.className,
+        input_shape: info.inputShape,
+        input_dtype: info.inputDtype || "float32",
+        num_classes: info.numClasses,
+        vocab_size: info.vocabSize || undefined,
+        model_config: JSON.parse(opts.modelConfigJson),
+      }),
+    },
+  ];
+  let usage: Usage | undefined;
+  let lastError = "";
+  for (let round = 1; round <= CODEGEN_ROUNDS; round++) {
+    const r = await client.generateObject({
+      role: "coder",
+      schema: CodeSchema,
+      schemaName: "pytorch_module",
+      system: opts.prompt.text.replace("{class_name}", opts.className),
+      messages,
+    });
+    usage = addUsage(usage, r.usage);
+    const summary = await opts.runner.summarize({
+      model: { code: r.value.code, className: opts.className },
+      inputShape: info.inputShape,
+      numClasses: info.numClasses,
+      inputDtype: info.inputDtype,
+    });
+    const params = Number(summary.totalParams);
+    if (!summary.failure && (opts.maxParams <= 0 || params <= opts.maxParams)) {
+      return { value: { code: r.value.code, summary }, usage, attempts: round };
+    }
+    lastError = summary.failure
+      ? `${labelName(summary.failure.label)}: ${summary.failure.message}\n${summary.failure.traceback.split("\n").slice(-8).join("\n")}`
+      : `the model has ${params} parameters; the limit is ${opts.maxParams}`;
+    messages.push({ role: "assistant", content: r.raw }, { role: "user", content: `Running your code in the sandbox failed:\n${lastError}\nFix it and answer again.` });
+  }
+  throw new LlmError("invalid_output", `no working code after ${CODEGEN_ROUNDS} rounds; last error: ${lastError}`, { attempts: CODEGEN_ROUNDS });
+}
+
+/** Every number in the summary, as text, in the spellings a writer would use. */
+function allowedNumbers(summary: SummarizeResponse): Set<string> {
+  const out = new Set<string>();
+  const add = (n: number | bigint) => {
+    const v = Number(n);
+    out.add(String(v));
+    out.add(v.toLocaleString("en-US"));
+    for (const d of [1, 2, 3]) out.add(v.toFixed(d));
+  };
+  add(summary.totalParams);
+  add(summary.trainableParams);
+  add(summary.flops);
+  add(summary.sizeMb);
+  add(summary.layers.length);
+  for (const l of summary.layers) {
+    add(l.params);
+    add(l.flops);
+    l.outputShape.forEach(add);
+  }
+  summary.outputShape.forEach(add);
+  return out;
+}
+
+export function numbersNotFrom(text: string, summary: SummarizeResponse): string[] {
+  const allowed = allowedNumbers(summary);
+  // Digits inside identifiers (conv2d, layers.3) are names, not numbers.
+  return [...text.matchAll(/(?<![\w.])\d[\d,]*(?:\.\d+)?(?![\w])/g)].map((m) => m[0].replace(/,$/, "")).filter((n) => !allowed.has(n));
+}
+
+export function builtinNarrative(summary: SummarizeResponse, className: string): string {
+  const biggest = [...summary.layers].sort((a, b) => Number(b.params - a.params))[0];
+  return `${className} has ${Number(summary.totalParams).toLocaleString("en-US")} parameters (${Number(summary.trainableParams).toLocaleString("en-US")} trainable, ${summary.sizeMb.toFixed(2)} MB) in ${summary.layers.length} layers, about ${Number(summary.flops).toLocaleString("en-US")} FLOPs per sample${biggest ? `; the largest layer is ${biggest.name} (${biggest.type}) with ${Number(biggest.params).toLocaleString("en-US")} parameters` : ""}.`;
+}
+
+export async function narrateSummary(client: LlmClient, prompt: Prompt, summary: SummarizeResponse, className: string) {
+  const table = {
+    class_name: className,
+    total_params: Number(summary.totalParams),
+    trainable_params: Number(summary.trainableParams),
+    flops: Number(summary.flops),
+    size_mb: summary.sizeMb,
+    output_shape: summary.outputShape.map(Number),
+    layers: summary.layers.map((l) => ({ name: l.name, type: l.type, output_shape: l.outputShape.map(Number), params: Number(l.params), flops: Number(l.flops) })),
+  };
+  const r = await client.generateText({ role: "summary", system: prompt.text, prompt: JSON.stringify(table) });
+  const invented = numbersNotFrom(r.text, summary);
+  if (invented.length) throw new LlmError("invalid_output", `the narrative has numbers that are not in the summary: ${invented.slice(0, 5).join(", ")}`, { raw: r.text });
+  return { value: r.text.trim(), usage: r.usage, attempts: 1 };
+}

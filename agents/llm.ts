@@ -1,0 +1,87 @@
+/**
+ * How an agent uses an LLM: ask, and when the endpoint is absent, fails or
+ * keeps answering badly, let the built-in brain answer instead. Every call
+ * is recorded on the bus as an LlmCall event (tokens, latency, cost,
+ * attempts, outcome and why), so the lineage shows which steps an LLM
+ * authored and how each bad answer was handled.
+ */
+import { LlmClients, type LlmClient } from "../core/llm/client.js";
+import { llmConfigFromFlags, type LlmRole } from "../core/llm/config.js";
+import { LlmError } from "../core/llm/errors.js";
+import type { Usage } from "../core/llm/usage.js";
+import type { Prompt } from "./prompts.js";
+import type { AgentContext } from "./runtime.js";
+
+let clients: LlmClients | undefined;
+
+/** LLM settings come from the launcher through the environment (LLM, LLM_BASE_URL, LLM_CONFIG, OPENAI_API_KEY). */
+function config() {
+  return llmConfigFromFlags({ llm: process.env.LLM || undefined, file: process.env.LLM_CONFIG || undefined, workspace: process.env.WORKSPACE });
+}
+
+export function llmFor(role: LlmRole): LlmClient | undefined {
+  clients ??= new LlmClients(config());
+  return clients.for(role);
+}
+
+export interface LlmStep<T> {
+  role: LlmRole;
+  /** Names the call in the lineage; unique per trial (the event id derives from it). */
+  purpose: string;
+  prompt: Prompt;
+  ask(client: LlmClient): Promise<{ value: T; usage: Usage; attempts: number }>;
+  /** The built-in brain's answer. */
+  builtin(): T | Promise<T>;
+}
+
+export interface LlmAnswer<T> {
+  value: T;
+  /** The model that answered, or undefined when the built-in brain did. */
+  model?: string;
+  fallbackReason?: string;
+}
+
+function describe(err: unknown): string {
+  if (err instanceof LlmError) return `${err.code}: ${err.message}${err.raw ? ` (last answer: ${err.raw.slice(0, 300)})` : ""}`;
+  return err instanceof Error ? err.message : String(err);
+}
+
+export async function askLlm<T>(ctx: AgentContext, ids: { runId: string; trialId?: string }, step: LlmStep<T>): Promise<LlmAnswer<T>> {
+  const client = llmFor(step.role);
+  if (!client) return { value: await step.builtin() };
+  const key = `${ids.trialId || "run"}/llm/${step.purpose}`;
+  const t0 = Date.now();
+  const base = { role: step.role, model: client.endpoint.model, purpose: step.purpose, promptVersion: step.prompt.version };
+  try {
+    const r = await step.ask(client);
+    await ctx.emit(key, {
+      runId: ids.runId,
+      trialId: ids.trialId ?? "",
+      body: {
+        case: "llmCall",
+        value: {
+          ...base,
+          promptTokens: r.usage.promptTokens,
+          completionTokens: r.usage.completionTokens,
+          latencyMs: r.usage.latencyMs,
+          costUsd: r.usage.costUsd,
+          attempts: r.attempts,
+          outcome: r.attempts > 1 ? "repaired" : "ok",
+        },
+      },
+    });
+    return { value: r.value, model: client.endpoint.model };
+  } catch (err) {
+    const reason = describe(err);
+    ctx.log.warn({ role: step.role, purpose: step.purpose, err: reason }, "LLM step failed; the built-in brain answers");
+    await ctx.emit(key, {
+      runId: ids.runId,
+      trialId: ids.trialId ?? "",
+      body: {
+        case: "llmCall",
+        value: { ...base, latencyMs: Date.now() - t0, attempts: err instanceof LlmError ? err.attempts : 1, outcome: "fallback", error: reason },
+      },
+    });
+    return { value: await step.builtin(), fallbackReason: reason };
+  }
+}

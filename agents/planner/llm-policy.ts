@@ -1,0 +1,108 @@
+/**
+ * The planner's LLM brain: one proposal per call, validated by the same zod
+ * schemas that define model_config and train_config, and then by the
+ * compiler (shapes, parameter limit) and the run's history (no repeats):
+ * every check is a zod issue, so the client feeds its exact text back to the
+ * model for another attempt.
+ */
+import { z } from "zod";
+import { ModelConfigSchema, TrainConfigSchema } from "../../core/model-config.js";
+import type { LlmClient } from "../../core/llm/client.js";
+import { scoreOf, meanOf, type TrialState } from "../run-state.js";
+import type { Prompt } from "../prompts.js";
+import { SURFACES, type Genome } from "./mutations.js";
+import { fingerprint, genomeOf, type PlanInput, type Proposal } from "./policy.js";
+
+const AssessmentSchema = z.object({
+  progress: z.string().describe("how the run is going so far"),
+  strengths: z.array(z.string()),
+  weaknesses: z.array(z.string()),
+});
+
+function proposalSchema(input: PlanInput) {
+  const tried = new Set<string>();
+  for (const t of input.state.trials.values()) {
+    const g = genomeOf(t);
+    if (g) tried.add(fingerprint(g.model, g.train));
+  }
+  const maxParams = Number(input.state.goal?.maxParams ?? 0n);
+  return z
+    .object({
+      hypothesis: z.string().min(10),
+      rationale: z.string().min(10),
+      surface: z.enum(SURFACES),
+      parent_ids: z.array(z.string()).max(2).describe("trial ids this proposal edits; [] for a fresh start"),
+      model_config: ModelConfigSchema,
+      train_config: TrainConfigSchema,
+      adopted_concepts: z.array(z.string()).describe("names of research-brief suggestions this proposal uses"),
+      assessment: AssessmentSchema,
+    })
+    .superRefine((p, ctx) => {
+      for (const id of p.parent_ids) {
+        if (!input.state.trials.has(id)) ctx.addIssue({ code: "custom", path: ["parent_ids"], message: `unknown trial id "${id}"` });
+      }
+      const params = input.params(p.model_config);
+      if (typeof params === "string") ctx.addIssue({ code: "custom", path: ["model_config"], message: params });
+      else if (maxParams > 0 && params > maxParams) {
+        ctx.addIssue({ code: "custom", path: ["model_config"], message: `${params} parameters exceed the limit of ${maxParams}` });
+      }
+      const fp = fingerprint(p.model_config, p.train_config);
+      if (tried.has(fp)) ctx.addIssue({ code: "custom", path: [], message: "this exact configuration was already tried in this run" });
+      if (input.failedElsewhere.has(fp)) ctx.addIssue({ code: "custom", path: [], message: "this exact configuration failed in an earlier run" });
+    });
+}
+
+function trialLine(t: TrialState) {
+  return {
+    id: t.id,
+    surface: t.proposed?.surface,
+    hypothesis: t.proposed?.hypothesis,
+    parents: t.proposed?.parentIds,
+    model_config: t.proposed?.modelConfigJson ? JSON.parse(t.proposed.modelConfigJson) : undefined,
+    train_config: t.proposed?.trainConfigJson ? JSON.parse(t.proposed.trainConfigJson) : undefined,
+    params: t.assembled?.summary ? Number(t.assembled.summary.totalParams) : undefined,
+    val_accuracy_mean: meanOf(t),
+    val_accuracy_ci_low: scoreOf(t),
+    eval_seconds: t.evaluated?.evalSeconds,
+    failure: t.judged?.failure?.message ?? t.evaluated?.failure?.message,
+    analysis: t.evaluated?.analysis?.notes,
+  };
+}
+
+export function contextFor(input: PlanInput, index: number): string {
+  const { state, info } = input;
+  const trials = state.order.map((id) => state.trials.get(id)!).slice(-20);
+  return JSON.stringify(
+    {
+      goal: { text: state.goal?.rawText, dataset: state.goal?.dataset, target_val_accuracy: state.goal?.target, max_params: Number(state.goal?.maxParams ?? 0n) },
+      dataset: { input_shape: info.inputShape, input_dtype: info.inputDtype, num_classes: info.numClasses, n_train: info.nTrain, n_val: info.nVal },
+      budgets: { trial_time_budget_s: state.settings?.trialTimeBudgetS, seeds_per_trial: state.settings?.seeds, max_trials: state.settings?.maxTrials },
+      next_trial_index: index,
+      research_brief: state.briefs.flatMap((b) => b.architectural_suggestions.map((s) => ({ name: s.name, building_blocks: s.building_blocks, note: s.implementation_note }))),
+      trials_so_far: trials.map(trialLine),
+    },
+    null,
+    1,
+  );
+}
+
+export async function proposeWithLlm(client: LlmClient, prompt: Prompt, input: PlanInput, index: number) {
+  const r = await client.generateObject({
+    role: "planner",
+    schema: proposalSchema(input),
+    schemaName: "trial_proposal",
+    system: prompt.text,
+    prompt: contextFor(input, index),
+  });
+  const p = r.value;
+  const proposal: Proposal = {
+    hypothesis: p.hypothesis,
+    rationale: `${p.rationale}\nassessment: ${p.assessment.progress}; strengths: ${p.assessment.strengths.join(", ") || "-"}; weaknesses: ${p.assessment.weaknesses.join(", ") || "-"}`,
+    parentIds: p.parent_ids,
+    surface: p.surface,
+    model: p.model_config,
+    train: p.train_config satisfies Genome["train"],
+    adoptedConcepts: p.adopted_concepts,
+  };
+  return { value: proposal, usage: r.usage, attempts: r.attempts };
+}

@@ -1,0 +1,498 @@
+import OpenAI, { APIConnectionError, APIConnectionTimeoutError, APIError } from "openai";
+import type {
+  ChatCompletion,
+  ChatCompletionCreateParamsNonStreaming,
+  ChatCompletionMessageFunctionToolCall,
+  ChatCompletionMessageParam,
+  ChatCompletionTool,
+} from "openai/resources/chat/completions";
+import { z } from "zod";
+import { ResearchError } from "../failure.js";
+import { createLogger, type Logger } from "../logger.js";
+import { endpointFor, LLM_ROLES, type Endpoint, type LlmConfig, type LlmRole } from "./config.js";
+import { LlmError } from "./errors.js";
+import { Semaphore } from "./semaphore.js";
+import { addUsage, emptyUsage, LlmUsageLedger, type Usage } from "./usage.js";
+
+export type { ChatCompletionMessageParam };
+
+/**
+ * How structured output is requested. Servers differ: OpenAI, vLLM and
+ * llama.cpp take a JSON Schema; some only a generic JSON mode; LM Studio
+ * rejects json_object but not json_schema; the rest get the schema in the
+ * prompt. Each step down puts the schema into the system prompt.
+ */
+export type JsonMode = "json_schema" | "json_object" | "prompt";
+const JSON_MODES: readonly JsonMode[] = ["json_schema", "json_object", "prompt"];
+
+export interface LlmClientOptions {
+  ledger?: LlmUsageLedger;
+  logger?: Logger;
+  /** Where the key named by the endpoint's api_key_env is read from. */
+  env?: Record<string, string | undefined>;
+  /** Shared by clients that talk to the same server, so the limit holds per server. */
+  semaphore?: Semaphore;
+  /** First back-off delay; doubled per retry, with jitter. */
+  retryBaseMs?: number;
+  /** Cap on one pause, for back-off and for a server's retry-after alike. */
+  retryMaxMs?: number;
+  random?: () => number;
+}
+
+export type PromptInput = { prompt: string; messages?: never } | { messages: ChatCompletionMessageParam[]; prompt?: never };
+
+export interface RepairContext {
+  raw: string;
+  /** The same text the model would get back as feedback. */
+  error: string;
+  kind: "parse" | "validation";
+  attempt: number;
+}
+
+/** Gets a chance to fix an invalid answer locally (return the fixed text) before the model is asked again. */
+export type RepairFn = (ctx: RepairContext) => string | null | undefined | Promise<string | null | undefined>;
+
+export type GenerateObjectOptions<T> = {
+  role: LlmRole;
+  schema: z.ZodType<T>;
+  /** Sent as json_schema.name: letters, digits, "_" and "-", at most 64. */
+  schemaName: string;
+  schemaDescription?: string;
+  system?: string;
+  /** Answers asked for, the first included; transport retries do not count. */
+  maxAttempts?: number;
+  repair?: RepairFn;
+} & PromptInput;
+
+export interface GenerateObjectResult<T> {
+  value: T;
+  usage: Usage;
+  /** Answers it took: 1 when the first one was valid. */
+  attempts: number;
+  /** The text the value was parsed from. */
+  raw: string;
+}
+
+export type GenerateTextOptions = { role: LlmRole; system?: string } & PromptInput;
+
+export interface GenerateTextResult {
+  text: string;
+  usage: Usage;
+}
+
+export interface ToolDef<A = unknown> {
+  name: string;
+  description: string;
+  parameters: z.ZodType<A>;
+  run(args: A): Promise<string>;
+}
+
+export interface ChatWithToolsOptions {
+  role: LlmRole;
+  system?: string;
+  messages: ChatCompletionMessageParam[];
+  tools: ToolDef[];
+  /** Model calls at most; tool calls of the last step still run, so the transcript stays well formed. */
+  maxSteps: number;
+}
+
+export interface ChatWithToolsResult {
+  /** The conversation after the system prompt: the messages given, then every assistant turn and tool result. */
+  messages: ChatCompletionMessageParam[];
+  /** The final assistant text; null when stopped at max_steps. */
+  text: string | null;
+  stoppedAt: "final" | "max_steps";
+  steps: number;
+  toolCalls: number;
+  usage: Usage;
+}
+
+const DEFAULT_RETRY_BASE_MS = 500;
+const DEFAULT_RETRY_MAX_MS = 30_000;
+const OPENAI_BASE_URL = "https://api.openai.com/v1";
+
+/**
+ * One OpenAI-compatible endpoint (server, key and model). Owns the retry
+ * policy, the concurrency cap and the accounting; the SDK's own retries are
+ * off so every retry is decided, paced and logged here.
+ */
+export class LlmClient {
+  readonly endpoint: Endpoint;
+  readonly ledger: LlmUsageLedger;
+  private readonly openai: OpenAI;
+  private readonly semaphore: Semaphore;
+  private readonly logger: Logger;
+  private readonly retryBaseMs: number;
+  private readonly retryMaxMs: number;
+  private readonly random: () => number;
+  private jsonMode: JsonMode = "json_schema";
+
+  constructor(endpoint: Endpoint, options: LlmClientOptions = {}) {
+    this.endpoint = endpoint;
+    this.ledger = options.ledger ?? new LlmUsageLedger();
+    this.semaphore = options.semaphore ?? new Semaphore(endpoint.concurrency);
+    this.logger = (options.logger ?? createLogger("llm")).child({ model: endpoint.model, base_url: endpoint.base_url ?? OPENAI_BASE_URL });
+    this.retryBaseMs = options.retryBaseMs ?? DEFAULT_RETRY_BASE_MS;
+    this.retryMaxMs = options.retryMaxMs ?? DEFAULT_RETRY_MAX_MS;
+    this.random = options.random ?? Math.random;
+    const apiKey = (options.env ?? process.env)[endpoint.api_key_env];
+    if (!apiKey && endpoint.base_url === undefined) {
+      throw new ResearchError("invalid_config", `model ${endpoint.model} on OpenAI needs an API key in $${endpoint.api_key_env}`);
+    }
+    this.openai = new OpenAI({
+      // Explicit, so the SDK's own OPENAI_BASE_URL lookup cannot bypass the config's precedence.
+      baseURL: endpoint.base_url ?? OPENAI_BASE_URL,
+      // Local servers ignore the key, but the SDK refuses to start without one.
+      apiKey: apiKey || "unused",
+      timeout: endpoint.timeout_ms,
+      maxRetries: 0,
+    });
+  }
+
+  /** The structured-output mode this endpoint has been found to accept. */
+  get structuredOutputMode(): JsonMode {
+    return this.jsonMode;
+  }
+
+  async generateObject<T>(options: GenerateObjectOptions<T>): Promise<GenerateObjectResult<T>> {
+    const usage = emptyUsage(options.role, this.endpoint.model);
+    const maxAttempts = Math.max(1, options.maxAttempts ?? 3);
+    const jsonSchema = toJsonSchema(options.schema);
+    const conversation = userMessages(options);
+    let lastRaw = "";
+
+    for (let attempt = 1; attempt <= maxAttempts; attempt++) {
+      const completion = await this.completeStructured(options, jsonSchema, conversation, usage);
+      const choice = completion.choices[0]!;
+      lastRaw = choice.message.content ?? "";
+      this.throwIfRefused(completion, usage);
+
+      const outcome = parseAnswer(lastRaw, options.schema, choice.finish_reason === "length");
+      if (outcome.ok) return { value: outcome.value, usage, attempts: attempt, raw: lastRaw };
+
+      if (options.repair) {
+        const repaired = await options.repair({ raw: lastRaw, error: outcome.error, kind: outcome.kind, attempt });
+        if (typeof repaired === "string") {
+          const fixed = parseAnswer(repaired, options.schema, false);
+          if (fixed.ok) return { value: fixed.value, usage, attempts: attempt, raw: repaired };
+        }
+      }
+
+      this.account(usage, { failures: 1 });
+      this.logger.warn({ role: options.role, attempt, kind: outcome.kind, error: outcome.error }, "invalid structured output");
+      // Servers that silently ignore response_format leave the model without the schema; prose instead of JSON is the tell.
+      const schemaHint = outcome.kind === "parse" && this.jsonMode === "json_schema" ? ` It must conform to this JSON Schema:\n${JSON.stringify(jsonSchema)}` : "";
+      conversation.push(
+        { role: "assistant", content: lastRaw },
+        { role: "user", content: `Your previous answer ${outcome.error}\nReply again with only the corrected JSON object for ${options.schemaName}.${schemaHint}` },
+      );
+    }
+    throw new LlmError("invalid_output", `no valid ${options.schemaName} after ${maxAttempts} answers`, { raw: lastRaw, attempts: usage.calls });
+  }
+
+  async generateText(options: GenerateTextOptions): Promise<GenerateTextResult> {
+    const usage = emptyUsage(options.role, this.endpoint.model);
+    const completion = await this.complete(this.baseParams(withSystem(options.system, userMessages(options))), usage);
+    this.throwIfRefused(completion, usage);
+    const text = completion.choices[0]!.message.content ?? "";
+    if (text.trim() === "") {
+      this.account(usage, { failures: 1 });
+      throw new LlmError("invalid_output", "the model answered with no text", { raw: text, attempts: usage.calls });
+    }
+    return { text, usage };
+  }
+
+  async chatWithTools(options: ChatWithToolsOptions): Promise<ChatWithToolsResult> {
+    const usage = emptyUsage(options.role, this.endpoint.model);
+    const tools = new Map(options.tools.map((t) => [t.name, t]));
+    const toolSpecs: ChatCompletionTool[] = options.tools.map((t) => ({
+      type: "function",
+      function: { name: t.name, description: t.description, parameters: toJsonSchema(t.parameters) },
+    }));
+    const messages = [...options.messages];
+    let toolCalls = 0;
+
+    for (let step = 1; step <= options.maxSteps; step++) {
+      const completion = await this.complete({ ...this.baseParams(withSystem(options.system, messages)), tools: toolSpecs }, usage);
+      this.throwIfRefused(completion, usage);
+      const message = completion.choices[0]!.message;
+      const calls = message.tool_calls ?? [];
+      if (calls.length === 0) {
+        messages.push({ role: "assistant", content: message.content ?? "" });
+        return { messages, text: message.content ?? "", stoppedAt: "final", steps: step, toolCalls, usage };
+      }
+      messages.push({ role: "assistant", content: message.content, tool_calls: calls });
+      for (const call of calls) {
+        toolCalls++;
+        const result = call.type === "function" ? await this.runTool(tools, call, options.role) : `error: only function tools are available`;
+        messages.push({ role: "tool", tool_call_id: call.id, content: result });
+      }
+    }
+    return { messages, text: null, stoppedAt: "max_steps", steps: options.maxSteps, toolCalls, usage };
+  }
+
+  /** Problems go back to the model as the tool's result: it can correct its call, which a thrown error would not allow. */
+  private async runTool(tools: Map<string, ToolDef>, call: ChatCompletionMessageFunctionToolCall, role: LlmRole): Promise<string> {
+    const tool = tools.get(call.function.name);
+    if (!tool) return `error: unknown tool "${call.function.name}"; available: ${[...tools.keys()].join(", ")}`;
+    let args: unknown;
+    try {
+      args = call.function.arguments.trim() === "" ? {} : JSON.parse(call.function.arguments);
+    } catch (err) {
+      return `error: the arguments are not valid JSON (${(err as Error).message}); call ${tool.name} again with a JSON object`;
+    }
+    const parsed = tool.parameters.safeParse(args);
+    if (!parsed.success) return `error: invalid arguments for ${tool.name}:\n${z.prettifyError(parsed.error)}`;
+    try {
+      return await tool.run(parsed.data);
+    } catch (err) {
+      this.logger.warn({ role, tool: tool.name, err }, "tool failed");
+      return `error: ${tool.name} failed: ${(err as Error).message ?? String(err)}`;
+    }
+  }
+
+  /** One answer in the best JSON mode the endpoint accepts, stepping down (and remembering it) when the server rejects a mode. */
+  private async completeStructured<T>(
+    options: GenerateObjectOptions<T>,
+    jsonSchema: Record<string, unknown>,
+    conversation: ChatCompletionMessageParam[],
+    usage: Usage,
+  ): Promise<ChatCompletion> {
+    for (;;) {
+      const mode = this.jsonMode;
+      const params = this.structuredParams(mode, options, jsonSchema, conversation);
+      try {
+        return await this.complete(params, usage);
+      } catch (err) {
+        const next = JSON_MODES[JSON_MODES.indexOf(mode) + 1];
+        if (!(err instanceof LlmError) || !next || !rejectsResponseFormat(err)) throw err;
+        // Another call may have stepped down already while this one was in flight.
+        if (this.jsonMode === mode) this.jsonMode = next;
+        this.logger.warn({ role: options.role, from: mode, to: this.jsonMode, error: err.message }, "endpoint rejected the structured-output mode");
+      }
+    }
+  }
+
+  private structuredParams<T>(
+    mode: JsonMode,
+    options: GenerateObjectOptions<T>,
+    jsonSchema: Record<string, unknown>,
+    conversation: ChatCompletionMessageParam[],
+  ): ChatCompletionCreateParamsNonStreaming {
+    if (mode === "json_schema") {
+      return {
+        ...this.baseParams(withSystem(options.system, conversation)),
+        response_format: {
+          type: "json_schema",
+          json_schema: {
+            name: options.schemaName,
+            ...(options.schemaDescription ? { description: options.schemaDescription } : {}),
+            schema: jsonSchema,
+            // Strict mode forbids optional fields and most keywords our schemas use; zod checks the answer anyway.
+            strict: false,
+          },
+        },
+      };
+    }
+    const instructions =
+      `Reply with one JSON object and nothing else (no prose, no code fences). ` +
+      `It must conform to this JSON Schema (${options.schemaName}):\n${JSON.stringify(jsonSchema)}`;
+    const system = options.system ? `${options.system}\n\n${instructions}` : instructions;
+    return {
+      ...this.baseParams(withSystem(system, conversation)),
+      ...(mode === "json_object" ? { response_format: { type: "json_object" as const } } : {}),
+    };
+  }
+
+  private baseParams(messages: ChatCompletionMessageParam[]): ChatCompletionCreateParamsNonStreaming {
+    return {
+      model: this.endpoint.model,
+      messages,
+      ...(this.endpoint.temperature !== undefined ? { temperature: this.endpoint.temperature } : {}),
+    };
+  }
+
+  /** One answer, retried on transient failures with back-off; the concurrency slot is held for the request only, not the pause. */
+  private async complete(params: ChatCompletionCreateParamsNonStreaming, usage: Usage): Promise<ChatCompletion> {
+    for (let retry = 0; ; retry++) {
+      const release = await this.semaphore.acquire();
+      const started = performance.now();
+      let failure: LlmError;
+      try {
+        const completion = await this.openai.chat.completions.create(params);
+        checkCompletion(completion);
+        const delta = {
+          calls: 1,
+          latencyMs: performance.now() - started,
+          promptTokens: completion.usage?.prompt_tokens ?? 0,
+          completionTokens: completion.usage?.completion_tokens ?? 0,
+        };
+        this.account(usage, delta);
+        this.logger.debug({ role: usage.role, ...delta, finish_reason: completion.choices[0]!.finish_reason }, "LLM request");
+        return completion;
+      } catch (err) {
+        failure = toLlmError(err);
+        this.account(usage, { calls: 1, failures: 1, latencyMs: performance.now() - started });
+      } finally {
+        release();
+      }
+      if (!failure.transient || retry >= this.endpoint.max_retries) {
+        throw new LlmError(failure.code, failure.message, { attempts: usage.calls, status: failure.status, cause: failure.cause ?? failure });
+      }
+      const delayMs = this.retryDelay(retry, failure);
+      this.logger.warn({ role: usage.role, code: failure.code, status: failure.status, retry: retry + 1, delay_ms: Math.round(delayMs) }, "LLM request failed, retrying");
+      await sleep(delayMs);
+    }
+  }
+
+  private retryDelay(retry: number, failure: LlmError): number {
+    const hinted = retryAfterMs(failure.cause);
+    if (hinted !== undefined) return Math.min(hinted, this.retryMaxMs);
+    // Jitter over the upper half keeps a floor while spreading clients that failed together.
+    const ceiling = Math.min(this.retryMaxMs, this.retryBaseMs * 2 ** retry);
+    return ceiling * (0.5 + 0.5 * this.random());
+  }
+
+  private throwIfRefused(completion: ChatCompletion, usage: Usage): void {
+    const choice = completion.choices[0]!;
+    const refusal = choice.message.refusal;
+    if (!refusal && choice.finish_reason !== "content_filter") return;
+    this.account(usage, { failures: 1 });
+    throw new LlmError("refusal", refusal ? `the model refused: ${refusal}` : "the answer was withheld by the content filter", {
+      raw: refusal || choice.message.content || "",
+      attempts: usage.calls,
+    });
+  }
+
+  private account(usage: Usage, delta: Partial<Omit<Usage, "role" | "model" | "costUsd">>): void {
+    const d = { promptTokens: 0, completionTokens: 0, latencyMs: 0, calls: 0, failures: 0, ...delta };
+    const costUsd = (d.promptTokens * this.endpoint.price_per_1k_input + d.completionTokens * this.endpoint.price_per_1k_output) / 1000;
+    const entry = { ...d, costUsd, model: this.endpoint.model };
+    addUsage(usage, entry);
+    this.ledger.record({ ...entry, role: usage.role });
+  }
+}
+
+/**
+ * The clients of a run, one per distinct endpoint, built from the config;
+ * roles without an endpoint get none (the built-in brain's turn). Clients on
+ * the same server and key share one concurrency cap, the smallest configured.
+ */
+export class LlmClients {
+  readonly ledger: LlmUsageLedger;
+  private readonly byRole = new Map<LlmRole, LlmClient>();
+
+  constructor(config: LlmConfig, options: Omit<LlmClientOptions, "semaphore"> = {}) {
+    this.ledger = options.ledger ?? new LlmUsageLedger();
+    const env = options.env ?? process.env;
+    const endpoints = LLM_ROLES.flatMap((role) => {
+      const endpoint = endpointFor(config, role);
+      return endpoint ? [{ role, endpoint }] : [];
+    });
+    const serverKey = (e: Endpoint) => `${e.base_url ?? OPENAI_BASE_URL}\u0000${env[e.api_key_env] ?? ""}`;
+    const limits = new Map<string, number>();
+    for (const { endpoint } of endpoints) {
+      const key = serverKey(endpoint);
+      limits.set(key, Math.min(limits.get(key) ?? Infinity, endpoint.concurrency));
+    }
+    const semaphores = new Map([...limits].map(([key, limit]) => [key, new Semaphore(limit)]));
+    const clients = new Map<string, LlmClient>();
+    for (const { role, endpoint } of endpoints) {
+      const id = JSON.stringify(endpoint);
+      let client = clients.get(id);
+      if (!client) {
+        client = new LlmClient(endpoint, { ...options, ledger: this.ledger, semaphore: semaphores.get(serverKey(endpoint))! });
+        clients.set(id, client);
+      }
+      this.byRole.set(role, client);
+    }
+  }
+
+  for(role: LlmRole): LlmClient | undefined {
+    return this.byRole.get(role);
+  }
+}
+
+type ParseOutcome<T> = { ok: true; value: T } | { ok: false; kind: "parse" | "validation"; error: string };
+
+/** Fenced or prose-wrapped JSON is common without structured outputs, so the object is dug out before parsing. */
+export function extractJson(text: string): string {
+  const fenced = /```(?:json|JSON)?[ \t]*\r?\n?([\s\S]*?)```/.exec(text);
+  const body = (fenced ? fenced[1]! : text).trim();
+  if (body.startsWith("{") || body.startsWith("[")) return body;
+  const start = body.indexOf("{");
+  const end = body.lastIndexOf("}");
+  return start >= 0 && end > start ? body.slice(start, end + 1) : body;
+}
+
+function parseAnswer<T>(raw: string, schema: z.ZodType<T>, truncated: boolean): ParseOutcome<T> {
+  let data: unknown;
+  try {
+    data = JSON.parse(extractJson(raw));
+  } catch (err) {
+    const cut = truncated ? " It was cut off at the token limit: answer more briefly." : "";
+    return { ok: false, kind: "parse", error: `is not valid JSON: ${(err as Error).message}.${cut}` };
+  }
+  const parsed = schema.safeParse(data);
+  if (parsed.success) return { ok: true, value: parsed.data };
+  return { ok: false, kind: "validation", error: `does not match the schema:\n${z.prettifyError(parsed.error)}` };
+}
+
+/** JSON Schema of what the model should write: the input side, so defaulted fields are optional. */
+export function toJsonSchema(schema: z.ZodType): Record<string, unknown> {
+  const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, { io: "input", unrepresentable: "any" }) as Record<string, unknown>;
+  return rest;
+}
+
+function userMessages(options: PromptInput): ChatCompletionMessageParam[] {
+  return options.messages ? [...options.messages] : [{ role: "user", content: options.prompt }];
+}
+
+function withSystem(system: string | undefined, messages: ChatCompletionMessageParam[]): ChatCompletionMessageParam[] {
+  return system ? [{ role: "system", content: system }, ...messages] : [...messages];
+}
+
+/** A compatible server can answer 200 with something that is not a completion (a proxy's HTML page, an empty body). */
+function checkCompletion(completion: unknown): asserts completion is ChatCompletion {
+  const choices = (completion as { choices?: unknown } | null)?.choices;
+  const message = Array.isArray(choices) ? (choices[0] as { message?: unknown } | undefined)?.message : undefined;
+  if (typeof message !== "object" || message === null) {
+    const preview = typeof completion === "string" ? completion.slice(0, 200) : JSON.stringify(completion)?.slice(0, 200);
+    throw new LlmError("http", `the server's answer is not a chat completion: ${preview}`);
+  }
+}
+
+function toLlmError(err: unknown): LlmError {
+  if (err instanceof LlmError) return err;
+  if (err instanceof APIConnectionTimeoutError) return new LlmError("timeout", "the LLM request timed out", { cause: err });
+  if (err instanceof APIConnectionError) return new LlmError("network", `cannot reach the LLM endpoint: ${err.message}`, { cause: err });
+  if (err instanceof APIError && err.status !== undefined) {
+    const code = err.status === 429 ? "rate_limited" : "http";
+    return new LlmError(code, err.message, { status: err.status, cause: err });
+  }
+  // The SDK throws a SyntaxError for a body that claims to be JSON and is not.
+  return new LlmError("http", `bad answer from the LLM endpoint: ${(err as Error)?.message ?? String(err)}`, { cause: err });
+}
+
+function rejectsResponseFormat(err: LlmError): boolean {
+  if (err.code !== "http" || (err.status !== 400 && err.status !== 422)) return false;
+  const cause = err.cause instanceof APIError ? err.cause : undefined;
+  return cause?.param === "response_format" || /response_format|json_schema|json_object/i.test(err.message);
+}
+
+/** retry-after-ms (OpenAI) or retry-after in seconds or as an HTTP date. */
+function retryAfterMs(cause: unknown): number | undefined {
+  if (!(cause instanceof APIError) || !cause.headers) return undefined;
+  const ms = Number.parseFloat(cause.headers.get("retry-after-ms") ?? "");
+  if (Number.isFinite(ms) && ms >= 0) return ms;
+  const header = cause.headers.get("retry-after");
+  if (!header) return undefined;
+  const seconds = Number.parseFloat(header);
+  if (Number.isFinite(seconds) && seconds >= 0) return seconds * 1000;
+  const date = Date.parse(header);
+  return Number.isFinite(date) ? Math.max(0, date - Date.now()) : undefined;
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
