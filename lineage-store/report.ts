@@ -251,6 +251,26 @@ export interface Report {
   json: ReturnType<typeof reportJson>;
 }
 
+/** Tokens, latency, cost and outcomes of LLM calls, per role. */
+function llmUse(state: RunState) {
+  const roles = new Map<string, { calls: number; prompt_tokens: number; completion_tokens: number; latency_ms: number; cost_usd: number; repaired: number; fallbacks: number }>();
+  for (const c of state.llmCalls) {
+    const r = roles.get(c.role) ?? { calls: 0, prompt_tokens: 0, completion_tokens: 0, latency_ms: 0, cost_usd: 0, repaired: 0, fallbacks: 0 };
+    r.calls++;
+    r.prompt_tokens += c.promptTokens;
+    r.completion_tokens += c.completionTokens;
+    r.latency_ms += c.latencyMs;
+    r.cost_usd += c.costUsd;
+    if (c.outcome === "repaired") r.repaired++;
+    if (c.outcome === "fallback") r.fallbacks++;
+    roles.set(c.role, r);
+  }
+  return {
+    per_role: Object.fromEntries(roles),
+    fallbacks: state.llmCalls.filter((c) => c.outcome === "fallback").map((c) => ({ role: c.role, purpose: c.purpose, error: c.error })),
+  };
+}
+
 function reportJson(state: RunState, finished: RunFinished, rows: TrialRow[], best: TrialState | undefined, timing: ReportTiming | undefined) {
   const g = state.goal;
   const s = state.settings;
@@ -273,10 +293,12 @@ function reportJson(state: RunState, finished: RunFinished, rows: TrialRow[], be
     surfaces: surfaceStats(rows),
     timeline: timeline(state, finished, timing),
     research: briefUse(state, rows),
+    llm: llmUse(state),
     settings: s
       ? {
           max_trials: s.maxTrials, seeds: s.seeds, parallel: s.parallel, planner: s.planner, patience: s.patience, subset: s.subset,
           epochs: s.epochs, trial_time_budget_s: s.trialTimeBudgetS, rng_seed: s.rngSeed, workspace: s.workspace, research: s.research,
+          llm: s.llm || "none",
         }
       : null,
     plots: PLOT_FILES,
@@ -389,6 +411,20 @@ function markdownOf(state: RunState, finished: RunFinished, j: Report["json"]): 
   if (adopted.length) {
     out.push(...table(["concept adopted", "trials"], adopted.map(([c, ids]) => [cell(c), ids.map((id) => `\`${id}\``).join(", ")])), "");
   }
+
+  out.push("## LLM use", "");
+  const llmRoles = Object.entries(j.llm.per_role);
+  if (llmRoles.length) {
+    out.push(
+      ...table(
+        ["role", "calls", "prompt tokens", "completion tokens", "latency", "cost (USD)", "repaired", "fell back"],
+        llmRoles.map(([role, r]) => [role, String(r.calls), String(r.prompt_tokens), String(r.completion_tokens), `${(r.latency_ms / 1000).toFixed(1)} s`, r.cost_usd.toFixed(4), String(r.repaired), String(r.fallbacks)]),
+      ),
+      "",
+    );
+    for (const f of j.llm.fallbacks) out.push(`- ${f.role}/${f.purpose} fell back to the built-in brain: ${inline(f.error)}`);
+    out.push("");
+  } else out.push("No LLM was used: the built-in brain drove every role.", "");
 
   out.push("## Settings", "");
   if (j.settings) {
