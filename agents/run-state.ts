@@ -4,7 +4,7 @@
  * trajectory, so any instance can take any message and a restarted instance
  * knows everything its predecessor knew.
  */
-import { Decision, Verdict, type Event, type Goal, type LlmCall, type RunSettings, type TrialAssembled, type TrialEvaluated, type TrialJudged, type TrialProposed } from "../proto/gen/research/v1/events_pb.js";
+import { Decision, Verdict, type Event, type Goal, type LlmCall, type ResearchRequested, type RunSettings, type TrialAssembled, type TrialEvaluated, type TrialJudged, type TrialProposed } from "../proto/gen/research/v1/events_pb.js";
 import { parseBrief, type Brief } from "../core/brief.js";
 
 export interface TrialState {
@@ -29,6 +29,10 @@ export interface RunState {
   judgedCount: number;
   finished: boolean;
   llmCalls: LlmCall[];
+  /** Narrower questions the planner asked when a surface stalled. */
+  researchRequests: ResearchRequested[];
+  /** For each brief (same order as `briefs`), the request it answers ("" for the run's first). */
+  briefRequests: string[];
 }
 
 export function trialId(runId: string, index: number): string {
@@ -36,7 +40,7 @@ export function trialId(runId: string, index: number): string {
 }
 
 export function emptyRunState(runId: string): RunState {
-  return { runId, startedAtMs: 0, briefs: [], trials: new Map(), order: [], judgedCount: 0, finished: false, llmCalls: [] };
+  return { runId, startedAtMs: 0, briefs: [], trials: new Map(), order: [], judgedCount: 0, finished: false, llmCalls: [], researchRequests: [], briefRequests: [] };
 }
 
 function trial(state: RunState, id: string): TrialState {
@@ -58,7 +62,10 @@ export function applyToRunState(state: RunState, e: Event): RunState {
       break;
     case "briefReady": {
       const brief = parseBrief(b.value.briefJson);
-      if (brief.ok) state.briefs.push(brief.brief);
+      if (brief.ok) {
+        state.briefs.push(brief.brief);
+        state.briefRequests.push(b.value.requestId);
+      }
       break;
     }
     case "trialProposed": {
@@ -84,6 +91,9 @@ export function applyToRunState(state: RunState, e: Event): RunState {
       break;
     case "llmCall":
       state.llmCalls.push(b.value);
+      break;
+    case "researchRequested":
+      state.researchRequests.push(b.value);
       break;
     default:
       break;

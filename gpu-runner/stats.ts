@@ -4,6 +4,7 @@
  * derived from them.
  */
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import { tCritical975 } from "../core/stats.js";
 import {
   ConvergenceSchema,
   GoalStatus,
@@ -14,20 +15,6 @@ import {
   type Overfitting,
   type SeedResult,
 } from "../proto/gen/research/v1/runner_pb.js";
-
-// Two-sided 95% critical values t(0.975, df) for df = 1..30.
-const T975 = [
-  12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.16, 2.145, 2.131, 2.12, 2.11, 2.101,
-  2.093, 2.086, 2.08, 2.074, 2.069, 2.064, 2.06, 2.056, 2.052, 2.048, 2.045, 2.042,
-];
-
-export function tCritical975(df: number): number {
-  if (!Number.isInteger(df) || df < 1) throw new RangeError(`degrees of freedom must be a positive integer, got ${df}`);
-  if (df <= T975.length) return T975[df - 1]!;
-  // Cornish-Fisher expansion around the normal quantile; error < 1e-4 for df > 30.
-  const z = 1.959964;
-  return z + (z ** 3 + z) / (4 * df) + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * df ** 2);
-}
 
 export function describe(values: number[]): MetricStats {
   const n = values.length;

@@ -9,9 +9,10 @@
  */
 import { compileModel } from "../coder/compile.js";
 import { request } from "../../lineage-store/client.js";
-import { Decision, type Event } from "../../proto/gen/research/v1/events_pb.js";
+import { Decision, Verdict, type Event } from "../../proto/gen/research/v1/events_pb.js";
 import { datasetInfo } from "../dataset-info.js";
-import { trialId, type RunState } from "../run-state.js";
+import { judgedTrials, trialId, type RunState, type TrialState } from "../run-state.js";
+import { labelName } from "../../core/failure.js";
 import { runAgent, type AgentContext } from "../runtime.js";
 import { askLlm, type LlmAnswer } from "../llm.js";
 import { loadPrompt } from "../prompts.js";
@@ -118,11 +119,50 @@ async function proposeInitial(ctx: AgentContext, runId: string): Promise<void> {
   }
 }
 
+/** Trials on one surface, judged in a row, that gained nothing: enough to ask a narrower question. */
+const STALL_TRIALS = 3;
+
+function stalledOn(state: RunState, judged: TrialState): TrialState[] | undefined {
+  const surface = judged.proposed?.surface;
+  if (!surface) return undefined;
+  const recent = judgedTrials(state)
+    .filter((t) => t.proposed?.surface === surface && t.proposed.parentIds.length > 0)
+    .sort((a, b) => a.judgedPosition! - b.judgedPosition!)
+    .slice(-STALL_TRIALS);
+  if (recent.length < STALL_TRIALS || recent[recent.length - 1]!.id !== judged.id) return undefined;
+  if (recent.some((t) => t.judged?.verdict === Verdict.ACCEPT && (t.judged.gain ?? 0) > 1e-3)) return undefined;
+  // One question per stall: none if an earlier request already covered one of these trials.
+  if (state.researchRequests.some((r) => r.surface === surface && recent.some((t) => r.trialIds.includes(t.id)))) return undefined;
+  return recent;
+}
+
+async function askWhenStalled(ctx: AgentContext, state: RunState, judged: TrialState): Promise<void> {
+  if (!state.settings?.research) return;
+  const stalled = stalledOn(state, judged);
+  if (!stalled) return;
+  const surface = judged.proposed!.surface;
+  const failures = [...new Set(stalled.map((t) => t.judged?.failure).filter((f) => f).map((f) => labelName(f!.label)))];
+  const tried = stalled.map((t) => (t.proposed?.hypothesis ?? "").split(" on top of")[0]).join("; ");
+  const query = failures.length
+    ? `why did ${tried} fail (${failures.join(", ")}) for ${surface} on ${state.goal?.dataset}; ${surface} techniques that avoid it`
+    : `${surface} techniques for small models on ${state.goal?.dataset} beyond ${tried}`;
+  const requestId = `${state.runId}-rq${judged.judgedPosition}`;
+  await ctx.emit(`${requestId}/requested`, {
+    runId: state.runId,
+    body: {
+      case: "researchRequested",
+      value: { requestId, query, surface, reason: `${STALL_TRIALS} ${surface} trials in a row without gain`, trialIds: stalled.map((t) => t.id) },
+    },
+  });
+  ctx.log.info({ surface, query }, "surface stalled; asked the researcher a narrower question");
+}
+
 async function proposeNext(ctx: AgentContext, event: Event): Promise<void> {
   if (event.body.case !== "trialJudged" || event.body.value.decision !== Decision.ITERATE) return;
   const state = await ctx.runState(event.runId);
   const judged = state.trials.get(event.trialId);
   if (state.finished || judged?.judgedPosition === undefined) return;
+  await askWhenStalled(ctx, state, judged);
   const index = (state.settings?.parallel || 1) + judged.judgedPosition;
   if (index >= (state.settings?.maxTrials || Infinity) || state.trials.get(trialId(state.runId, index))?.proposed) return;
   const input = await planInput(ctx, state, index);

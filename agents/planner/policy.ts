@@ -241,11 +241,15 @@ export const nextBuiltin: Policy = (input, index) => {
   const hint = hintFrom(parent);
   const budget = state.settings?.trialTimeBudgetS ?? 0;
   const rejected: string[] = [];
+  // The newest brief (a stall's narrower question, or the run's first) puts its concepts first.
+  const brief = state.briefs[state.briefs.length - 1];
+  const conceptsOf = (m: Mutation) => (brief?.architectural_suggestions ?? []).filter((s) => s.building_blocks?.some((b) => m.blocks.includes(b))).map((s) => s.name);
   for (const surface of surfaceOrder(state, rng, hint)) {
-    for (const m of shuffle(
+    const candidates = shuffle(
       MUTATIONS.filter((x) => x.surface === surface),
       rng,
-    )) {
+    ).sort((a, b) => conceptsOf(b).length - conceptsOf(a).length);
+    for (const m of candidates) {
       const g = m.apply(structuredClone(pg), input.info, rng);
       if (!g) continue;
       const why = withinBudget(input, g, seen);
@@ -258,19 +262,28 @@ export const nextBuiltin: Policy = (input, index) => {
         rejected.push(`${m.name}: predicted ${predicted.toFixed(0)} s exceeds the trial budget`);
         continue;
       }
-      return proposalFrom(m, parent, g, index, hint, rejected);
+      return proposalFrom(m, parent, g, index, hint, rejected, conceptsOf(m));
     }
   }
   return undefined;
 };
 
-function proposalFrom(m: Mutation, parent: TrialState, g: Genome, index: number, hint: Surface | undefined, rejected: string[]): Proposal {
+function proposalFrom(
+  m: Mutation,
+  parent: TrialState,
+  g: Genome,
+  index: number,
+  hint: Surface | undefined,
+  rejected: string[],
+  concepts: string[],
+): Proposal {
   const score = scoreOf(parent);
   const notes = parent.evaluated?.analysis?.notes ?? [];
   return {
     hypothesis: `${m.describe} on top of ${parent.id} (CI low ${score !== undefined ? (100 * score).toFixed(2) : "?"}%) improves validation accuracy`,
     rationale: [
       `trial ${index}: surface ${m.surface} chosen by the bandit${hint === m.surface ? " and the analyst's reading" : ""}`,
+      ...(concepts.length ? [`adopts ${concepts.join(", ")} from the latest research brief`] : []),
       ...notes.map((n) => `parent analysis: ${n}`),
       ...(rejected.length ? [`skipped: ${rejected.slice(0, 5).join("; ")}`] : []),
     ].join("\n"),
@@ -278,7 +291,7 @@ function proposalFrom(m: Mutation, parent: TrialState, g: Genome, index: number,
     surface: m.surface,
     model: { ...g.model, name: `${(g.model.name ?? "model").split("+")[0]}+${m.name}` },
     train: g.train,
-    adoptedConcepts: [],
+    adoptedConcepts: concepts,
   };
 }
 
