@@ -2,7 +2,7 @@
  * research-agent: launch a research run, watch lineage events live, query
  * past trials, print a report, show who is alive.
  */
-import { existsSync, readFileSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { toJson } from "@bufbuild/protobuf";
@@ -18,6 +18,8 @@ import { Decision, Verdict, type Event } from "../proto/gen/research/v1/events_p
 import { TrialSummarySchema, type TrialSummary } from "../proto/gen/research/v1/lineage_pb.js";
 import { bestTrial, meanOf, type RunState } from "../agents/run-state.js";
 import { runGoal, runSettings, startSwarm, type Swarm } from "../deploy/swarm.js";
+import { runAblation } from "../deploy/ablation.js";
+import { parseOutputFormat, researchBrief } from "../agents/researcher/research.js";
 import { fmtPct, parseFraction, parsePositiveInt } from "./format.js";
 
 const HELP = `research-agent — an autonomous ML research swarm for PyTorch
@@ -28,6 +30,8 @@ usage:
   research-agent query --similar "TEXT" [--run RUN] [--k N] [--json] [--workspace DIR | --nats URL]
   research-agent report RUN [--workspace DIR]
   research-agent status [--workspace DIR | --nats URL]
+  research-agent research "QUERY" [--format "3 suggestions, architecture only"] [--dataset NAME] [--json]
+  research-agent ablation --goal TEXT [--runs N] [launch options]   research on vs off, matched seeds
 
 launch options:
   --goal TEXT          dataset, target, limits in plain words, e.g.
@@ -146,112 +150,133 @@ export function describeEvent(e: Event, s: RunState): string | undefined {
   }
 }
 
-async function launch(argv: string[]): Promise<void> {
-  const { values: a } = args(argv, {
-    goal: { type: "string" },
-    "max-trials": { type: "string" },
-    "time-budget": { type: "string" },
-    target: { type: "string" },
-    "max-params": { type: "string" },
-    "data-dir": { type: "string" },
-    seeds: { type: "string" },
-    parallel: { type: "string" },
-    planner: { type: "string" },
-    subset: { type: "string" },
-    epochs: { type: "string" },
-    "no-research": { type: "boolean" },
-    seed: { type: "string" },
-    slots: { type: "string" },
-    resume: { type: "string" },
-    "unsafe-no-sandbox": { type: "boolean" },
-    llm: { type: "string" },
-    "llm-base-url": { type: "string" },
-    "llm-config": { type: "string" },
-  });
-  if (a.help) return void process.stdout.write(HELP);
-  const int = (flag: string, v?: string) => (v === undefined ? undefined : (parsePositiveInt(v) ?? fail(`--${flag} must be a positive integer, got "${v}"`)));
+const RUN_FLAGS = {
+  goal: { type: "string" },
+  "max-trials": { type: "string" },
+  "time-budget": { type: "string" },
+  target: { type: "string" },
+  "max-params": { type: "string" },
+  "data-dir": { type: "string" },
+  seeds: { type: "string" },
+  parallel: { type: "string" },
+  planner: { type: "string" },
+  subset: { type: "string" },
+  epochs: { type: "string" },
+  "no-research": { type: "boolean" },
+  seed: { type: "string" },
+  slots: { type: "string" },
+  resume: { type: "string" },
+  runs: { type: "string" },
+  "unsafe-no-sandbox": { type: "boolean" },
+  llm: { type: "string" },
+  "llm-base-url": { type: "string" },
+  "llm-config": { type: "string" },
+} as const satisfies ParseArgsConfig["options"];
+
+type RunArgs = ReturnType<typeof args<typeof RUN_FLAGS>>["values"];
+
+const positiveInt = (flag: string, v?: string) => (v === undefined ? undefined : (parsePositiveInt(v) ?? fail(`--${flag} must be a positive integer, got "${v}"`)));
+
+/** Goal, settings and swarm options from the flags shared by launch and ablation; exits on bad input. */
+function prepareRun(a: RunArgs) {
   if (a.planner && !["builtin", "random"].includes(a.planner)) fail(`--planner must be builtin or random, got "${a.planner}"`);
   const workspace = resolve(a.workspace);
-
-  let goalText = a.goal;
-  if (a.resume) {
-    goalText ??= "resume";
-  } else if (!goalText) fail('--goal is required, e.g. --goal "fashion-mnist: reach 90% validation accuracy"');
-  const parsed = parseGoal(goalText!, {
+  if (!a.goal && !a.resume) fail('--goal is required, e.g. --goal "fashion-mnist: reach 90% validation accuracy"');
+  const parsed = parseGoal(a.goal ?? "resume", {
     target: a.target !== undefined ? (parseFraction(a.target) ?? fail(`--target must be a fraction or percentage, got "${a.target}"`)) : undefined,
-    maxParams: int("max-params", a["max-params"]),
+    maxParams: positiveInt("max-params", a["max-params"]),
     timeBudgetS: a["time-budget"],
     dataDir: a["data-dir"] ? resolve(a["data-dir"]) : undefined,
   });
   if (!parsed.ok && !a.resume) fail(`cannot understand the goal: ${parsed.error}`);
   const goal = parsed.ok ? parsed.goal : undefined;
   const llmFlags = { llm: a.llm, baseUrl: a["llm-base-url"], file: a["llm-config"] ? resolve(a["llm-config"]) : undefined };
-  let llmLabel: string;
+  let llm: string;
   try {
-    llmLabel = describeLlm(llmConfigFromFlags({ ...llmFlags, workspace }));
+    llm = describeLlm(llmConfigFromFlags({ ...llmFlags, workspace }));
   } catch (err) {
     fail(`LLM settings: ${(err as Error).message}`);
   }
-  const log = quietLogger();
-  const t0 = Date.now();
-  const say = (line: string) => !a.json && process.stdout.write(`${elapsed(t0)} ${line}\n`);
+  const settings = (research: boolean, seed?: number) =>
+    runSettings(
+      goal!,
+      {
+        maxTrials: positiveInt("max-trials", a["max-trials"]),
+        seeds: positiveInt("seeds", a.seeds),
+        parallel: positiveInt("parallel", a.parallel),
+        planner: a.planner,
+        subset: positiveInt("subset", a.subset),
+        epochs: positiveInt("epochs", a.epochs),
+        rngSeed: seed ?? (a.seed ? Number(a.seed) : undefined),
+        research,
+        llm,
+      },
+      workspace,
+    );
+  return { workspace, goal, llmFlags, settings };
+}
 
-  say(`starting the swarm in ${workspace} ...`);
+/**
+ * Starts the swarm, checks the dataset, runs `body`, and always stops the
+ * swarm; exits with `body`'s code (2 when it threw).
+ */
+async function withSwarm(a: RunArgs, run: ReturnType<typeof prepareRun>, say: (line: string) => void, body: (swarm: Swarm) => Promise<number>): Promise<never> {
+  const { goal } = run;
+  say(`starting the swarm in ${run.workspace} ...`);
   // The runner mounts data roots read-only into its sandbox; a CSV file's folder is its root.
   const dataRoot = goal?.dataDir ? (statSync(goal.dataDir, { throwIfNoEntry: false })?.isFile() ? dirname(goal.dataDir) : goal.dataDir) : undefined;
   let swarm: Swarm;
   try {
     swarm = await startSwarm({
-      workspace,
+      workspace: run.workspace,
       natsUrl: a.nats,
-      slots: int("slots", a.slots),
+      slots: positiveInt("slots", a.slots),
       dataRoots: dataRoot ? [dataRoot] : [],
       unsafeNoSandbox: a["unsafe-no-sandbox"],
-      llm: llmFlags,
-      logger: log,
+      llm: run.llmFlags,
+      logger: quietLogger(),
       onRestart: (name, n) => say(`process ${name} exited; restarted (${n})`),
     });
   } catch (err) {
     fail(`cannot start the swarm: ${(err as Error).message}`, 2);
   }
   let stopping = false;
-  const shutdown = async (code: number) => {
-    if (stopping) return;
-    stopping = true;
-    say("stopping the swarm ...");
-    await swarm.stop();
+  const shutdown = async (code: number): Promise<never> => {
+    if (!stopping) {
+      stopping = true;
+      say("stopping the swarm ...");
+      await swarm.stop();
+    }
     process.exit(code);
   };
   process.once("SIGINT", () => void shutdown(130));
   process.once("SIGTERM", () => void shutdown(143));
-
   try {
     if (goal) {
       const info = await swarm.runner.describe({ dataset: { name: goal.dataset, dataDir: goal.dataDir, targetColumn: goal.targetColumn } });
-      if (info.failure) fail(`dataset ${goal.dataset}: ${info.failure.message}`, 2);
+      if (info.failure) throw new Error(`dataset ${goal.dataset}: ${info.failure.message}`);
       say(`dataset ${goal.dataset}: ${info.nTrain} train / ${info.nVal} val / ${info.nTest} test, input ${JSON.stringify(info.inputShape)}, ${info.numClasses} classes`);
     }
-    const settings = runSettings(
-      goal!,
-      {
-        maxTrials: int("max-trials", a["max-trials"]),
-        seeds: int("seeds", a.seeds),
-        parallel: int("parallel", a.parallel),
-        planner: a.planner,
-        subset: int("subset", a.subset),
-        epochs: int("epochs", a.epochs),
-        rngSeed: a.seed ? Number(a.seed) : undefined,
-        research: !a["no-research"],
-        llm: llmLabel,
-      },
-      workspace,
-    );
+    return await shutdown(await body(swarm));
+  } catch (err) {
+    process.stderr.write(`research-agent: ${(err as Error).message}\n`);
+    return await shutdown(2);
+  }
+}
+
+async function launch(argv: string[]): Promise<void> {
+  const { values: a } = args(argv, RUN_FLAGS);
+  if (a.help) return void process.stdout.write(HELP);
+  const run = prepareRun(a);
+  const t0 = Date.now();
+  const say = (line: string) => void (!a.json && process.stdout.write(`${elapsed(t0)} ${line}\n`));
+  await withSwarm(a, run, say, async (swarm) => {
     const outcome = await runGoal(swarm, {
-      goal: goal!,
-      settings,
+      goal: run.goal!,
+      settings: run.settings(!a["no-research"]),
       runId: a.resume,
       resume: !!a.resume,
-      log,
+      log: quietLogger(),
       onEvent: (e, s) => {
         const line = describeEvent(e, s);
         if (line) say(line);
@@ -281,11 +306,62 @@ async function launch(argv: string[]): Promise<void> {
       say(`report: ${outcome.finished.reportPath}`);
       say(`registry: ${outcome.finished.registryPath}`);
     }
-    await shutdown(outcome.finished.status === "goal_achieved" ? 0 : 3);
+    return outcome.finished.status === "goal_achieved" ? 0 : 3;
+  });
+}
+
+async function ablation(argv: string[]): Promise<void> {
+  const { values: a } = args(argv, RUN_FLAGS);
+  if (a.help) return void process.stdout.write(HELP);
+  const runs = positiveInt("runs", a.runs) ?? 3;
+  const run = prepareRun(a);
+  const t0 = Date.now();
+  const say = (line: string) => void (!a.json && process.stdout.write(`${elapsed(t0)} ${line}\n`));
+  await withSwarm(a, run, say, async (swarm) => {
+    const result = await runAblation(swarm, {
+      goal: run.goal!,
+      settings: (research, seed) => run.settings(research, seed),
+      runs,
+      log: quietLogger(),
+      onRun: (r) => say(`research ${r.research ? "on " : "off"} seed ${r.seed}: ${r.status}, best ${fmtPct(r.bestMean)} (CI low ${fmtPct(r.bestCiLow)}) in ${r.trials} trials, ${r.seconds.toFixed(0)} s`),
+    });
+    const dir = join(run.workspace, "ablations");
+    mkdirSync(dir, { recursive: true });
+    const file = join(dir, `ablation-${new Date().toISOString().replace(/[:.]/g, "-")}.json`);
+    writeFileSync(file, `${JSON.stringify(result, null, 2)}\n`);
+    if (a.json) process.stdout.write(`${JSON.stringify({ ...result, file })}\n`);
+    else {
+      const t = result.meanTest;
+      say(`briefs valid: ${fmtPct(result.validBriefRate)}; first trial adopts a brief concept in ${fmtPct(result.adoptionRate)} of research runs`);
+      say(
+        t
+          ? `uplift (research on - off, best mean val accuracy, ${t.n} matched pairs): ${(100 * t.meanDiff).toFixed(2)} pp, 95% CI [${(100 * t.ci95[0]).toFixed(2)}, ${(100 * t.ci95[1]).toFixed(2)}] pp, paired t = ${t.t.toFixed(2)}, p = ${t.p.toFixed(3)}`
+          : "uplift: needs --runs 2 or more for a test",
+      );
+      say(`results: ${file}`);
+    }
+    return 0;
+  });
+}
+
+async function research(argv: string[]): Promise<void> {
+  const { values: a, positionals } = args(argv, { format: { type: "string" }, dataset: { type: "string" } });
+  if (a.help) return void process.stdout.write(HELP);
+  const query = positionals.join(" ").trim() || fail('research needs a query, e.g. research-agent research "regularisation for small CNNs on fashion-mnist"');
+  let opts;
+  try {
+    opts = a.format ? parseOutputFormat(a.format) : {};
   } catch (err) {
-    process.stderr.write(`research-agent: ${(err as Error).message}\n`);
-    await shutdown(2);
+    fail(`--format: ${(err as Error).message}`);
   }
+  const brief = researchBrief(query, { ...opts, dataset: a.dataset });
+  if (a.json) return void process.stdout.write(`${JSON.stringify(brief, null, 2)}\n`);
+  const lines = [`# ${brief.summary_title}`, "", ...brief.insights.map((i) => `- ${i}`), ""];
+  for (const s of brief.architectural_suggestions) {
+    lines.push(`## ${s.name}${s.buildable === false ? " (not buildable by the coder yet)" : ""}`, s.description, `how: ${s.implementation_note}`, "");
+  }
+  lines.push("sources:", ...brief.sources.map((s) => `- ${s.title} ${s.url}`));
+  process.stdout.write(`${lines.join("\n")}\n`);
 }
 
 async function watch(argv: string[]): Promise<void> {
@@ -357,7 +433,7 @@ async function status(argv: string[]): Promise<void> {
 }
 
 const [command, ...rest] = process.argv.slice(2);
-const commands: Record<string, (argv: string[]) => Promise<void>> = { launch, watch, query, report, status };
+const commands: Record<string, (argv: string[]) => Promise<void>> = { launch, watch, query, report, status, research, ablation };
 if (!command || command === "--help" || command === "-h" || command === "help") process.stdout.write(HELP);
 else if (!commands[command]) fail(`unknown command "${command}"\n${HELP}`);
 else await commands[command](rest);

@@ -16,6 +16,10 @@ export const ResearchOptionsSchema = z
     maxSuggestions: z.number().int().positive().default(6),
     /** Size of the ranked pool (after de-duplication) the suggestions are chosen from. */
     k: z.number().int().positive().default(20),
+    /** Only suggestions on these recipe surfaces. */
+    surfaces: z.array(z.enum(["architecture", "optimisation", "regularisation", "data"])).min(1).optional(),
+    maxInsights: z.number().int().positive().optional(),
+    maxSources: z.number().int().positive().optional(),
   })
   .strict();
 export type ResearchOptions = z.input<typeof ResearchOptionsSchema>;
@@ -338,15 +342,47 @@ function sources(chosen: readonly RankedEntry[]): Brief["sources"] {
 export function researchBrief(query: string, opts: ResearchOptions = {}): Brief {
   const o = ResearchOptionsSchema.parse(opts);
   const ctx = queryContext(query, o.dataset);
-  const chosen = pickDiverse(rank(ctx).slice(0, Math.max(o.k, o.maxSuggestions)), o.maxSuggestions);
+  const ranked = rank(ctx).filter((r) => !o.surfaces || o.surfaces.includes(r.entry.surface));
+  const chosen = pickDiverse(ranked.slice(0, Math.max(o.k, o.maxSuggestions)), o.maxSuggestions);
   const subject = ctx.dataset ?? ctx.modality ?? (query.trim() || "small-model classification");
   return BriefSchema.parse({
     summary_title: `Offline research brief for ${subject}: ${chosen
       .slice(0, 3)
       .map((r) => r.entry.name)
       .join(", ")}`,
-    insights: insights(ctx, chosen),
+    insights: insights(ctx, chosen).slice(0, o.maxInsights),
     architectural_suggestions: chosen.map(suggestion),
-    sources: sources(chosen),
+    sources: sources(chosen).slice(0, o.maxSources),
+  });
+}
+
+/**
+ * The seed's `output_format`, in plain words or key=value pairs: "3
+ * suggestions, 2 insights, architecture and regularisation only",
+ * "suggestions=5 sources=4 surfaces=data". Unrecognised words are ignored;
+ * the result is validated like any other options.
+ */
+export function parseOutputFormat(text: string): ResearchOptions {
+  const t = text.toLowerCase();
+  const count = (word: string) => {
+    // key=value first: in "suggestions=5 sources=4", "5 sources" is not a count of sources.
+    const m = new RegExp(`\\b${word}s?\\s*=\\s*(\\d+)`).exec(t) ?? new RegExp(`(\\d+)\\s*${word}s?\\b`).exec(t);
+    return m ? Number(m[1]) : undefined;
+  };
+  const surfaces = (
+    [
+      ["architecture", /architecture/],
+      ["optimisation", /optimi[sz]ation/],
+      ["regularisation", /regulari[sz]ation/],
+      ["data", /\bdata\b/],
+    ] as const
+  )
+    .filter(([, re]) => re.test(t))
+    .map(([s]) => s);
+  return ResearchOptionsSchema.parse({
+    maxSuggestions: count("suggestion"),
+    maxInsights: count("insight"),
+    maxSources: count("source"),
+    surfaces: surfaces.length ? surfaces : undefined,
   });
 }

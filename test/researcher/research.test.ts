@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { BriefSchema, isCoderBlock, parseBrief, type Brief } from "../../core/brief.js";
 import { CORPUS, sourceUrl, type CorpusEntry } from "../../agents/researcher/corpus.js";
-import { isBuildable, rankCorpus, researchBrief, tokenize } from "../../agents/researcher/research.js";
+import { isBuildable, parseOutputFormat, rankCorpus, researchBrief, tokenize } from "../../agents/researcher/research.js";
 
 const byName = new Map<string, CorpusEntry>();
 for (const e of CORPUS) if (!byName.has(e.name)) byName.set(e.name, e);
@@ -149,5 +149,17 @@ describe("researchBrief", () => {
     expect(tokenize("images")).toEqual(tokenize("image"));
     expect(tokenize("params")).toEqual(tokenize("parameters"));
     expect(tokenize("the 200k of a")).toEqual([]);
+  });
+});
+
+describe("output_format", () => {
+  it("shapes how many and which kind of items come back", () => {
+    const opts = parseOutputFormat("3 suggestions, 2 insights, regularisation only");
+    expect(opts).toMatchObject({ maxSuggestions: 3, maxInsights: 2, surfaces: ["regularisation"] });
+    const brief = researchBrief("fashion-mnist small cnn", { dataset: "fashion-mnist", ...opts });
+    expect(brief.architectural_suggestions).toHaveLength(3);
+    expect(brief.insights.length).toBeLessThanOrEqual(2);
+    expect(parseBrief(brief).ok).toBe(true);
+    expect(parseOutputFormat("suggestions=5 sources=4 surfaces=data")).toMatchObject({ maxSuggestions: 5, maxSources: 4, surfaces: ["data"] });
   });
 });

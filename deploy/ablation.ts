@@ -1,0 +1,89 @@
+/**
+ * Does research help? The same goal run with the research phase on and off,
+ * over matched planner seeds (run i of each arm uses seed i), on one swarm.
+ * Reports the paired difference in the best validation score with a paired
+ * t-test, and the research tool's own success criteria: briefs that
+ * validate, and runs whose first trial adopts a brief concept.
+ */
+import { parseBrief } from "../core/brief.js";
+import { pairedTTest, type PairedTest } from "../core/stats.js";
+import type { Logger } from "../core/logger.js";
+import { Verdict, type Event, type Goal, type RunSettings } from "../proto/gen/research/v1/events_pb.js";
+import { runGoal, type Swarm } from "./swarm.js";
+
+export interface ArmRun {
+  research: boolean;
+  seed: number;
+  runId: string;
+  status: string;
+  trials: number;
+  bestMean: number;
+  bestCiLow: number;
+  seconds: number;
+  /** Research on: did the first trial adopt a concept from the brief? */
+  adopted?: boolean;
+  briefs: number;
+  validBriefs: number;
+}
+
+export interface AblationResult {
+  goal: string;
+  runs: ArmRun[];
+  /** research on minus research off, on the best mean validation accuracy. */
+  meanTest?: PairedTest;
+  /** The same on the best CI lower bound. */
+  ciLowTest?: PairedTest;
+  adoptionRate: number;
+  validBriefRate: number;
+}
+
+function summarise(research: boolean, seed: number, runId: string, events: Event[], status: string, seconds: number): ArmRun {
+  const judged = events.filter((e) => e.body.case === "trialJudged").map((e) => (e.body.case === "trialJudged" ? e.body.value : undefined)!);
+  const accepted = judged.filter((j) => j.verdict === Verdict.ACCEPT);
+  const means = events.flatMap((e) => (e.body.case === "trialEvaluated" && e.body.value.result ? [e.body.value.result.aggregated.val_accuracy?.mean ?? 0] : []));
+  const briefs = events.flatMap((e) => (e.body.case === "briefReady" ? [e.body.value.briefJson] : []));
+  const first = events.find((e) => e.body.case === "trialProposed");
+  return {
+    research,
+    seed,
+    runId,
+    status,
+    trials: judged.length,
+    bestMean: Math.max(0, ...means),
+    bestCiLow: Math.max(0, ...accepted.map((j) => j.ciLow)),
+    seconds,
+    adopted: research && first?.body.case === "trialProposed" ? first.body.value.adoptedConcepts.length > 0 : undefined,
+    briefs: briefs.length,
+    validBriefs: briefs.filter((b) => parseBrief(b).ok).length,
+  };
+}
+
+export async function runAblation(
+  swarm: Swarm,
+  opts: { goal: Goal; settings: (research: boolean, seed: number) => RunSettings; runs: number; log: Logger; onRun?: (r: ArmRun) => void },
+): Promise<AblationResult> {
+  const runs: ArmRun[] = [];
+  for (let seed = 0; seed < opts.runs; seed++) {
+    for (const research of [true, false]) {
+      const events: Event[] = [];
+      const t0 = Date.now();
+      const outcome = await runGoal(swarm, { goal: opts.goal, settings: opts.settings(research, seed), log: opts.log, onEvent: (e) => void events.push(e) });
+      const r = summarise(research, seed, outcome.runId, events, outcome.finished.status, (Date.now() - t0) / 1000);
+      runs.push(r);
+      opts.onRun?.(r);
+    }
+  }
+  const arm = (on: boolean) => runs.filter((r) => r.research === on).sort((a, b) => a.seed - b.seed);
+  const on = arm(true);
+  const off = arm(false);
+  const paired = (pick: (r: ArmRun) => number) => (opts.runs >= 2 ? pairedTTest(off.map(pick), on.map(pick)) : undefined);
+  const briefs = on.reduce((a, r) => a + r.briefs, 0);
+  return {
+    goal: opts.goal.rawText,
+    runs,
+    meanTest: paired((r) => r.bestMean),
+    ciLowTest: paired((r) => r.bestCiLow),
+    adoptionRate: on.length ? on.filter((r) => r.adopted).length / on.length : 0,
+    validBriefRate: briefs ? on.reduce((a, r) => a + r.validBriefs, 0) / briefs : 0,
+  };
+}
