@@ -14,6 +14,7 @@ import {
   EvalResultSchema,
   EpochProgressSchema,
   GoalStatus,
+  ScriptResultSchema,
   SeedResultSchema,
   SummarizeResponseSchema,
   type DatasetInfo,
@@ -22,12 +23,14 @@ import {
   type EvaluateEventSchema,
   type EvaluateRequest,
   type HealthResponseSchema,
+  type ScriptRequest,
+  type ScriptResult,
   type SeedResult,
   type SummarizeRequest,
   type SummarizeResponse,
 } from "../proto/gen/research/v1/runner_pb.js";
 import type { WorkerPool } from "./pool.js";
-import { limitsFor, planDescribe, planEvaluation, planSummary, DEFAULTS } from "./request.js";
+import { limitsFor, planDescribe, planEvaluation, planScript, planSummary, DEFAULTS, SCRIPT } from "./request.js";
 import { aggregate, convergence, goalStatus, overfitting, weakClasses } from "./stats.js";
 import type { TerminalEvent, WorkerEvent } from "./worker.js";
 
@@ -36,7 +39,7 @@ const JSON_OPTS = { ignoreUnknownFields: true };
 
 export interface EvaluatorOptions {
   pool: WorkerPool;
-  /** A separate worker for summaries and dataset descriptions, so they never wait behind training. */
+  /** A separate worker for summaries, dataset descriptions and scripts, so they never wait behind training. */
   quick: WorkerPool;
   dataRoots: string[];
   logger: Logger;
@@ -166,6 +169,15 @@ export class Evaluator {
     const end = await this.opts.quick.run("describe", () => ({ ...job, threads: 1, limits }), () => {}, signal);
     if (end.kind === "dataset") return fromJson(DatasetInfoSchema, end as JsonValue, JSON_OPTS);
     return create(DatasetInfoSchema, { failure: failureOf(end) });
+  }
+
+  /** A script's own failure (an exception, a non-zero exit, its timeout) is a result; only a job that could not run it is a failure. */
+  async runScript(req: ScriptRequest, signal?: AbortSignal): Promise<ScriptResult> {
+    const plan = planScript(req);
+    const limits = limitsFor(plan.timeoutS + SCRIPT.graceS, DEFAULTS.memoryLimitMb, 1);
+    const end = await this.opts.quick.run("script", () => ({ ...plan.job, limits }), () => {}, signal);
+    if (end.kind === "script") return fromJson(ScriptResultSchema, end as JsonValue, JSON_OPTS);
+    return create(ScriptResultSchema, { exitCode: -1, failure: failureOf(end) });
   }
 }
 

@@ -11,9 +11,9 @@ import type {
   EvaluateRequest,
   ModelSource,
   Recipe,
+  ScriptRequest,
   SummarizeRequest,
 } from "../proto/gen/research/v1/runner_pb.js";
-
 
 export const DEFAULTS = {
   seeds: 3,
@@ -25,6 +25,18 @@ export const DEFAULTS = {
   epochs: 2,
   fileLimitMb: 64,
   nproc: 256,
+} as const;
+
+export const SCRIPT = {
+  languages: ["python", "bash"],
+  defaultTimeoutS: 30,
+  maxTimeoutS: 120,
+  sourceBytes: 256 * 1024,
+  files: 1000,
+  fileBytes: 1024 * 1024,
+  filesBytes: 8 * 1024 * 1024,
+  // Writing the files in and collecting them afterwards happen inside the job's wall clock too.
+  graceS: 15,
 } as const;
 
 const OPTIMIZERS = ["sgd", "adam", "adamw"];
@@ -215,4 +227,31 @@ export function planDescribe(d: DatasetSpec | undefined, dataRoots: string[]) {
   const dataset = checkDataset(d, dataRoots, issues);
   issues.throwIfAny("describe request");
   return { dataset };
+}
+
+/** A relative path that stays inside the directory it is joined to. */
+function isInnerPath(path: string): boolean {
+  return !path.includes("\0") && path.split("/").every((part) => part !== "" && part !== "." && part !== "..");
+}
+
+export function planScript(req: ScriptRequest) {
+  const issues = new Issues();
+  issues.check((SCRIPT.languages as readonly string[]).includes(req.language), `language "${req.language}" is not one of ${SCRIPT.languages.join(", ")}`);
+  issues.check(req.source.trim() !== "", "source is empty");
+  const sourceBytes = Buffer.byteLength(req.source);
+  issues.check(sourceBytes <= SCRIPT.sourceBytes, `source has ${sourceBytes} bytes; at most ${SCRIPT.sourceBytes} are allowed`);
+  const timeoutS = req.timeoutS || SCRIPT.defaultTimeoutS;
+  issues.check(timeoutS > 0 && timeoutS <= SCRIPT.maxTimeoutS, `timeout_s ${timeoutS} must be in (0, ${SCRIPT.maxTimeoutS}]`);
+  const files = Object.entries(req.files);
+  issues.check(files.length <= SCRIPT.files, `${files.length} files; at most ${SCRIPT.files} are allowed`);
+  let total = 0;
+  for (const [path, text] of files) {
+    const bytes = Buffer.byteLength(text);
+    total += bytes;
+    issues.check(isInnerPath(path), `files: "${path}" is not a relative path inside the working directory`);
+    issues.check(bytes <= SCRIPT.fileBytes, `files: "${path}" has ${bytes} bytes; at most ${SCRIPT.fileBytes} are allowed per file`);
+  }
+  issues.check(total <= SCRIPT.filesBytes, `files have ${total} bytes in all; at most ${SCRIPT.filesBytes} are allowed`);
+  issues.throwIfAny("script request");
+  return { timeoutS, job: { language: req.language, source: req.source, timeout_s: timeoutS, files: req.files } };
 }

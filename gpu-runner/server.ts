@@ -81,6 +81,7 @@ export async function startRunner(opts: RunnerOptions): Promise<RunningRunner> {
     },
     summarize: (req, ctx) => evaluator.summarize(req, ctx.signal).catch((e) => Promise.reject(toRpcError(e))),
     describe: (req, ctx) => evaluator.describe(req, ctx.signal).catch((e) => Promise.reject(toRpcError(e))),
+    runScript: (req, ctx) => evaluator.runScript(req, ctx.signal).catch((e) => Promise.reject(toRpcError(e))),
     health: async () => evaluator.health(),
   });
   const port = await new Promise<number>((resolve, reject) =>

@@ -12,7 +12,7 @@ import type { Logger } from "../core/logger.js";
 import { ResearchError, type FailureName } from "../core/failure.js";
 import type { Launch } from "./sandbox.js";
 
-export type WorkerTask = "train" | "summarize" | "describe";
+export type WorkerTask = "train" | "summarize" | "describe" | "script";
 
 /** Events as the worker writes them; the terminal kinds end a job. */
 export type WorkerEvent =
@@ -21,11 +21,12 @@ export type WorkerEvent =
   | { kind: "result"; [k: string]: unknown }
   | { kind: "summary"; [k: string]: unknown }
   | { kind: "dataset"; [k: string]: unknown }
+  | { kind: "script"; [k: string]: unknown }
   | { kind: "failure"; label: FailureName; message: string; traceback?: string };
 
-export type TerminalEvent = Extract<WorkerEvent, { kind: "result" | "summary" | "dataset" | "failure" }>;
+export type TerminalEvent = Extract<WorkerEvent, { kind: "result" | "summary" | "dataset" | "script" | "failure" }>;
 
-const TERMINAL = new Set(["result", "summary", "dataset", "failure"]);
+const TERMINAL = new Set(["result", "summary", "dataset", "script", "failure"]);
 
 export interface DeviceReport {
   kind: string;

@@ -2,25 +2,30 @@
  * LLM code generation for the coder, always checked by the runner: the code
  * must import, construct, run a forward pass on a dummy batch with the right
  * output shape (Summarize does all of that in the sandbox) and stay within
- * the parameter limit. A failed check goes back to the model with the
- * runner's error for another round; after the last round the caller falls
- * back to the compiler.
+ * the parameter limit. Each round is a bounded tool-calling conversation in
+ * which the model may write and test its module in its trial directory
+ * (agents/coder/tools.ts) before it answers. A failed check, or an answer
+ * that is not the expected JSON, goes back to the model for another round;
+ * after the last round the caller falls back to the compiler.
  *
  * And the model summary's narrative, whose numbers must all come from the
  * runner's Summarize: a narrative with any other number is refused.
  */
 import { z } from "zod";
 import type { ChatCompletionMessageParam } from "openai/resources/chat/completions";
-import type { LlmClient } from "../../core/llm/client.js";
+import { extractJson, type LlmClient } from "../../core/llm/client.js";
 import { LlmError } from "../../core/llm/errors.js";
 import type { Usage } from "../../core/llm/usage.js";
 import { labelName } from "../../core/failure.js";
 import type { RunnerClient } from "../../gpu-runner/client.js";
 import type { DatasetInfo, SummarizeResponse } from "../../proto/gen/research/v1/runner_pb.js";
 import type { Prompt } from "../prompts.js";
+import { coderTools } from "./tools.js";
 
 const CodeSchema = z.object({ code: z.string().min(20) });
 export const CODEGEN_ROUNDS = 3;
+/** Model calls per round: room to scaffold, write, run and fix a module, then answer. */
+export const CODEGEN_STEPS = 8;
 
 function addUsage(total: Usage | undefined, u: Usage): Usage {
   if (!total) return { ...u };
@@ -35,6 +40,21 @@ function addUsage(total: Usage | undefined, u: Usage): Usage {
   };
 }
 
+type Answer = { ok: true; code: string } | { ok: false; error: string };
+
+function parseAnswer(text: string | null): Answer {
+  if (text === null) return { ok: false, error: `You used all ${CODEGEN_STEPS} steps of this round on tools without answering.` };
+  let data: unknown;
+  try {
+    data = JSON.parse(extractJson(text));
+  } catch (err) {
+    return { ok: false, error: `Your answer is not valid JSON: ${(err as Error).message}.` };
+  }
+  const parsed = CodeSchema.safeParse(data);
+  if (!parsed.success) return { ok: false, error: `Your answer does not match {"code": string}:\n${z.prettifyError(parsed.error)}` };
+  return { ok: true, code: parsed.data.code };
+}
+
 export async function codegenWithRepair(opts: {
   client: LlmClient;
   prompt: Prompt;
@@ -43,9 +63,23 @@ export async function codegenWithRepair(opts: {
   className: string;
   info: DatasetInfo;
   maxParams: number;
+  /** The trial's directory for the model's file tools; code from it only ever runs in the runner's sandbox. */
+  workDir: string;
 }): Promise<{ value: { code: string; summary: SummarizeResponse }; usage: Usage; attempts: number }> {
   const { client, info } = opts;
-  const messages: ChatCompletionMessageParam[] = [
+  const tools = coderTools({
+    dir: opts.workDir,
+    runner: opts.runner,
+    project: {
+      className: opts.className,
+      inputShape: info.inputShape,
+      inputDtype: info.inputDtype || "float32",
+      numClasses: info.numClasses,
+      vocabSize: info.vocabSize || undefined,
+      modelConfigJson: opts.modelConfigJson,
+    },
+  });
+  let messages: ChatCompletionMessageParam[] = [
     {
       role: "user",
       content: JSON.stringify({
@@ -61,28 +95,35 @@ export async function codegenWithRepair(opts: {
   let usage: Usage | undefined;
   let lastError = "";
   for (let round = 1; round <= CODEGEN_ROUNDS; round++) {
-    const r = await client.generateObject({
+    const r = await client.chatWithTools({
       role: "coder",
-      schema: CodeSchema,
-      schemaName: "pytorch_module",
       system: opts.prompt.text.replace("{class_name}", opts.className),
       messages,
+      tools,
+      maxSteps: CODEGEN_STEPS,
     });
     usage = addUsage(usage, r.usage);
+    messages = r.messages;
+    const answer = parseAnswer(r.text);
+    if (!answer.ok) {
+      lastError = answer.error;
+      messages.push({ role: "user", content: `${answer.error}\nAnswer with only the JSON object {"code": "<the module source>"}.` });
+      continue;
+    }
     const summary = await opts.runner.summarize({
-      model: { code: r.value.code, className: opts.className },
+      model: { code: answer.code, className: opts.className },
       inputShape: info.inputShape,
       numClasses: info.numClasses,
       inputDtype: info.inputDtype,
     });
     const params = Number(summary.totalParams);
     if (!summary.failure && (opts.maxParams <= 0 || params <= opts.maxParams)) {
-      return { value: { code: r.value.code, summary }, usage, attempts: round };
+      return { value: { code: answer.code, summary }, usage, attempts: round };
     }
     lastError = summary.failure
       ? `${labelName(summary.failure.label)}: ${summary.failure.message}\n${summary.failure.traceback.split("\n").slice(-8).join("\n")}`
       : `the model has ${params} parameters; the limit is ${opts.maxParams}`;
-    messages.push({ role: "assistant", content: r.raw }, { role: "user", content: `Running your code in the sandbox failed:\n${lastError}\nFix it and answer again.` });
+    messages.push({ role: "user", content: `Running your code in the sandbox failed:\n${lastError}\nFix it and answer again.` });
   }
   throw new LlmError("invalid_output", `no working code after ${CODEGEN_ROUNDS} rounds; last error: ${lastError}`, { attempts: CODEGEN_ROUNDS });
 }

@@ -17,9 +17,11 @@ import { loadPrompt } from "../prompts.js";
 import { compileModel } from "./compile.js";
 import { unifiedDiff } from "./diff.js";
 import { builtinNarrative, codegenWithRepair, narrateSummary } from "./llm-coder.js";
+import { trialDir } from "./tools.js";
 
 const CODER_PROMPT = loadPrompt("coder");
 const SUMMARY_PROMPT = loadPrompt("summary");
+const WORKSPACE = process.env.WORKSPACE || "./workspace";
 
 type Assembled = MessageInitShape<typeof TrialAssembledSchema>;
 
@@ -73,6 +75,7 @@ async function assemble(state: RunState, id: string, p: TrialProposed, info: Dat
         className: compiled.className,
         info,
         maxParams: Number(state.goal?.maxParams ?? 0n),
+        workDir: trialDir(WORKSPACE, state.runId, id),
       }),
     builtin: () => ({ code: compiled.code, summary: undefined }),
   });

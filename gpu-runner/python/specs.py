@@ -129,6 +129,21 @@ def _recipe(spec):
     return out
 
 
+def _relative_path(path):
+    parts = path.split("/")
+    return "\0" not in path and all(part not in ("", ".", "..") for part in parts)
+
+
+def _script_files(spec):
+    files = _object(spec, "files", "spec")
+    for path, text in files.items():
+        if not _relative_path(path):
+            raise _invalid(f"spec.files: {path!r} is not a relative path inside the working directory")
+        if not isinstance(text, str):
+            raise _invalid(f"spec.files[{path!r}] must be text, got {type(text).__name__}")
+    return files
+
+
 def validate(task, spec):
     """A normalised copy of spec for task, or TaskFailure(invalid_config)."""
     if not isinstance(spec, dict):
@@ -152,6 +167,11 @@ def validate(task, spec):
         out["threads"] = _value(spec, "threads", 1, int, "spec", lambda v: 1 <= v <= 256, "in [1, 256]")
     elif task == "describe":
         out["dataset"] = dataset(spec)
+    elif task == "script":
+        out["language"] = _value(spec, "language", "", str, "spec", lambda v: v in ("python", "bash"), "python or bash")
+        out["source"] = _value(spec, "source", "", str, "spec", lambda v: v.strip() != "", "a script")
+        out["timeout_s"] = _value(spec, "timeout_s", 30.0, float, "spec", lambda v: 0 < v <= 120, "in (0, 120]")
+        out["files"] = _script_files(spec)
     else:
-        raise _invalid(f"unknown task {task!r}; expected train, summarize or describe")
+        raise _invalid(f"unknown task {task!r}; expected train, summarize, describe or script")
     return out

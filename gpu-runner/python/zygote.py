@@ -9,7 +9,7 @@ paying ~1-2 s of imports. The TypeScript runner starts it inside bubblewrap:
 Protocol: JSON lines. stdin carries requests ({"type": "run" | "cancel", ...});
 stdout carries only replies ({"type": "ready" | "event" | "done", ...});
 diagnostics go to stderr. Every job ends with exactly one terminal event
-(result, summary, dataset or failure) followed by done, whatever its child does.
+(result, summary, dataset, script or failure) followed by done, whatever its child does.
 
 The child runs untrusted model code: it drops to uid 65534 when the zygote is
 root, runs under rlimits in its own session, writes its stdout/stderr to a log
@@ -46,13 +46,14 @@ import traceback  # noqa: E402
 from collections import OrderedDict, deque  # noqa: E402
 
 import datasets  # noqa: E402
+import script  # noqa: E402
 import specs  # noqa: E402
 import trainer  # noqa: E402
 from failures import LABELS, TaskFailure, tail  # noqa: E402
 
 NOBODY = 65534
 JOB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,199}")
-TERMINAL_KINDS = frozenset({"result", "summary", "dataset", "failure"})
+TERMINAL_KINDS = frozenset({"result", "summary", "dataset", "script", "failure"})
 PROGRESS_KINDS = frozenset({"epoch", "first_step"})
 EVENT_BYTES_LIMIT = 64 << 20
 EXIT_GRACE_S = 2.0
@@ -240,7 +241,10 @@ def _child_main(task, spec, split, t0, scratch, log_fd, event_fd, read_fd, addre
             os.setgid(NOBODY)
             os.setuid(NOBODY)
         _set_limits(spec["limits"], address_space_base, cuda, dedicated_uid)
-        trainer.run(task, spec, split, emit, t0)
+        if task == "script":
+            script.run(spec, emit)
+        else:
+            trainer.run(task, spec, split, emit, t0)
     except BaseException as exc:
         try:
             emit(_failure("crash", f"worker setup failed: {type(exc).__name__}: {exc}",

@@ -221,6 +221,71 @@ raise RuntimeError("SEEN " + " | ".join(found))`;
   });
 });
 
+describe("scripts (RunScript)", () => {
+  it("runs python with the files sent in and returns the files it wrote", async () => {
+    const r = await client.runScript({
+      language: "python",
+      source: "import os\nprint('read', open('data/in.txt').read())\nos.makedirs('out')\nopen('out/result.txt', 'w').write('done')",
+      files: { "data/in.txt": "42" },
+    });
+    expect(r.failure).toBeUndefined();
+    expect(r.exitCode).toBe(0);
+    expect(r.timedOut).toBe(false);
+    expect(r.stdout).toContain("read 42");
+    // Unchanged inputs do not come back.
+    expect(r.files).toEqual({ "out/result.txt": "done" });
+  });
+
+  it("runs bash with stderr in the output, its exit status, and no root", async () => {
+    const r = await client.runScript({ language: "bash", source: "ls -R; id -u >&2; exit 3", files: { "a.txt": "x", "sub/b.txt": "y" } });
+    expect(r.exitCode).toBe(3);
+    expect(r.stdout).toMatch(/a\.txt/);
+    expect(r.stdout).toMatch(/b\.txt/);
+    const uid = r.stdout.trim().split("\n").at(-1);
+    expect(uid).toMatch(/^\d+$/);
+    expect(uid).not.toBe("0");
+  });
+
+  it("stops a script at its timeout and keeps what it printed", async () => {
+    const t0 = Date.now();
+    const r = await client.runScript({ language: "python", source: "import time\nprint('started', flush=True)\ntime.sleep(60)", timeoutS: 1 });
+    expect(r.timedOut).toBe(true);
+    expect(r.exitCode).toBe(137);
+    expect(r.stdout).toContain("started");
+    expect(Date.now() - t0).toBeLessThan(15_000);
+  });
+
+  it("has no network: a connection attempt fails inside the script", async () => {
+    const r = await client.runScript({ language: "python", source: "import socket\nsocket.create_connection(('1.1.1.1', 80), timeout=3)" });
+    expect(r.failure).toBeUndefined();
+    expect(r.exitCode).toBe(1);
+    expect(r.stdout).toMatch(/OSError|unreachable/i);
+  });
+
+  it("rejects bad script requests with INVALID_ARGUMENT", async () => {
+    const bad: [Parameters<RunnerClient["runScript"]>[0], RegExp][] = [
+      [{ language: "ruby", source: "puts 1" }, /language "ruby"/],
+      [{ language: "python", source: "  " }, /source is empty/],
+      [{ language: "bash", source: "true", timeoutS: 500 }, /timeout_s 500/],
+      [{ language: "bash", source: "true", files: { "../escape.txt": "x" } }, /"\.\.\/escape\.txt" is not a relative path/],
+      [{ language: "bash", source: "true", files: { "/etc/passwd": "x" } }, /is not a relative path/],
+    ];
+    for (const [req, message] of bad) {
+      const err = await client.runScript(req).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(RpcError);
+      expect((err as RpcError).code).toBe(3);
+      expect((err as RpcError).message).toMatch(message);
+    }
+  });
+
+  it("keeps serving after the scripts", async () => {
+    const s = await client.summarize({ model: { code: DIGITS_CNN, className: "DigitsNet" }, inputShape: [1, 8, 8], numClasses: 10 });
+    expect(s.failure).toBeUndefined();
+    const r = await client.runScript({ language: "bash", source: "echo ok" });
+    expect(r.stdout.trim()).toBe("ok");
+  });
+});
+
 describe("requests, cancellation and concurrency", () => {
   it("rejects invalid requests with INVALID_ARGUMENT and a precise message", async () => {
     const bad: [Req, RegExp][] = [
