@@ -8,19 +8,19 @@
  *   npx tsx bench/runner-bench.ts [--quick] [--slots N] [--fashion-dir DIR] [--out FILE]
  *
  * --quick skips the Fashion-MNIST run (minutes on a CPU); --fashion-dir points
- * at its IDX files where they are not in /usr/share/datasets/fashion-mnist
- * (not under /tmp, see the note at the data set-up below). The default output is
- * bench/results/runner-<device>-<cpus>core[-quick].json: named after the kind
- * of machine rather than the hostname, which is meaningless in containers.
+ * at its IDX files where they are not in /usr/share/datasets/fashion-mnist.
+ * The default output, bench/results/runner-<device>-<cpus>core[-quick].json,
+ * is named after the kind of machine rather than the hostname, which is
+ * meaningless in containers.
  */
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism, cpus, hostname, loadavg, tmpdir, totalmem } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { createLogger } from "../core/logger.js";
 import { connectRunner, evaluateToResult, type RunnerClient } from "../gpu-runner/client.js";
-import { startRunner, type RunningRunner } from "../gpu-runner/server.js";
+import { startRunner } from "../gpu-runner/server.js";
 import type { EvaluateRequestSchema, HealthResponse } from "../proto/gen/research/v1/runner_pb.js";
 
 type Req = MessageInitShape<typeof EvaluateRequestSchema>;
@@ -162,7 +162,7 @@ async function measure(client: RunnerClient, req: Req): Promise<Run> {
   };
 }
 
-async function withRunner<T>(dataRoots: string[], fn: (client: RunnerClient, runner: RunningRunner, startupS: number, t0: number) => Promise<T>): Promise<T> {
+async function withRunner<T>(dataRoots: string[], fn: (client: RunnerClient, startupS: number, t0: number) => Promise<T>): Promise<T> {
   const logger = createLogger("runner-bench");
   logger.level = "warn";
   const t0 = performance.now();
@@ -170,7 +170,7 @@ async function withRunner<T>(dataRoots: string[], fn: (client: RunnerClient, run
   const startupS = since(t0);
   const client = connectRunner(runner.address);
   try {
-    return await fn(client, runner, startupS, t0);
+    return await fn(client, startupS, t0);
   } finally {
     client.close();
     await runner.close();
@@ -224,7 +224,7 @@ function quickCases(cifarDir: string): QuickCase[] {
 }
 
 async function coldAndWarm(c: QuickCase, dataRoots: string[]) {
-  return withRunner(dataRoots, async (client, _runner, startupS, t0) => {
+  return withRunner(dataRoots, async (client, startupS, t0) => {
     const cold = await measure(client, c.request(`bench-${c.id}-cold`));
     const coldTotalS = since(t0);
     const warm: Run[] = [];
@@ -297,6 +297,7 @@ async function fashion(client: RunnerClient) {
     budget: { timeBudgetS: 3600 },
   });
   // Epoch 1 is counted from the first step, so dataset loading is reported apart (first_step_s).
+  // Seeds are numbered from 0 here and seed_results come in seed order, so index i is seed i.
   const epochS = Array.from({ length: seeds }, (_, i) => {
     const ends = run.epochEnds.filter((e) => e.seed === i).sort((a, b) => a.epoch - b.epoch).map((e) => e.seconds);
     return ends.map((t, k) => r3(t - (k === 0 ? run.firstStepS[i]! : ends[k - 1]!)));
@@ -325,9 +326,7 @@ function machineName(health: HealthResponse): string {
   return `${device}-${availableParallelism()}core${QUICK ? "-quick" : ""}`;
 }
 
-// Not under /tmp: the sandbox mounts a private tmpfs on /tmp over the data roots it binds,
-// so workers would not see a data root there.
-const fixtures = mkdtempSync(join(existsSync("/var/tmp") ? "/var/tmp" : tmpdir(), "runner-bench-data-"));
+const fixtures = mkdtempSync(join(tmpdir(), "runner-bench-data-"));
 try {
   const load = [loadavg()];
   const log = (s: string) => process.stderr.write(`[runner-bench] ${s}\n`);
