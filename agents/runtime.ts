@@ -33,6 +33,8 @@ export interface AgentOptions {
   ackWaitMs?: number;
   /** After the last delivery attempt: publish a failure so the run does not wait forever. */
   onDeadLetter?: (event: Event, error: unknown, ctx: AgentContext) => Promise<void>;
+  /** Messages handled at once by this process (AGENT_CONCURRENCY overrides); default 1. */
+  concurrency?: number;
   /** Extra wiring on the connected bus (a request/reply service, say). */
   setup?: (bus: Bus) => void;
 }
@@ -79,7 +81,10 @@ export async function runAgent(opts: AgentOptions): Promise<void> {
     runner,
   });
 
-  const consumption = await bus.consume(
+  // Each consumption holds one message at a time; several on the same durables
+  // let one process work on several trials (evaluations wait on the runner, not the CPU here).
+  const concurrency = Number(process.env.AGENT_CONCURRENCY ?? opts.concurrency ?? 1);
+  const consume = () => bus.consume(
     opts.role,
     opts.kinds,
     async (event) => {
@@ -100,8 +105,10 @@ export async function runAgent(opts: AgentOptions): Promise<void> {
       },
     },
   );
+  const consumptions = await Promise.all(Array.from({ length: Math.max(1, concurrency) }, consume));
+  const sum = (f: (c: (typeof consumptions)[number]) => number) => () => consumptions.reduce((a, c) => a + f(c), 0);
   opts.setup?.(bus);
-  bus.startHeartbeat({ role: opts.role, instance, inFlight: () => consumption.inFlight(), handled: () => consumption.handled() });
+  bus.startHeartbeat({ role: opts.role, instance, inFlight: sum((c) => c.inFlight()), handled: sum((c) => c.handled()) });
   log.info({ kinds: opts.kinds }, "agent ready");
   onShutdown(async () => {
     log.info("draining");

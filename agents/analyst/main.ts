@@ -62,6 +62,8 @@ await runAgent({
   kinds: ["trialAssembled"],
   // Evaluations take minutes; the bus keeps the message alive while they run.
   ackWaitMs: 60_000,
+  // Trials in flight evaluate side by side; the runner's slots and queue do the pacing.
+  concurrency: 4,
   handle: async (event, ctx) => {
     if (event.body.case === "trialAssembled") await evaluateTrial(event, event.body.value, ctx);
   },

@@ -137,6 +137,8 @@ async function handleProposed(event: Event, p: TrialProposed, ctx: AgentContext)
 await runAgent({
   role: "coder",
   kinds: ["trialProposed"],
+  // An LLM coder's rounds take a while; two trials can be written at once.
+  concurrency: 2,
   handle: async (event, ctx) => {
     if (event.body.case === "trialProposed") await handleProposed(event, event.body.value, ctx);
   },

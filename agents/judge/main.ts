@@ -71,6 +71,7 @@ await runAgent({
   kinds: ["trialEvaluated"],
   // The final test confirmation trains the best model once more.
   ackWaitMs: 60_000,
+  // One judgement at a time per judge: each decides on the count of the ones before it.
   handle: async (event, ctx) => {
     if (event.body.case === "trialEvaluated") await judgeTrial(event, ctx);
   },
