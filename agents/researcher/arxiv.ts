@@ -1,0 +1,659 @@
+/**
+ * A live source for the researcher: the arXiv API (Atom over HTTP), with
+ * the politeness arXiv asks for (one request every 3 s), bounded retries,
+ * and an on-disk cache so repeated and offline runs stay reproducible.
+ *
+ * Share one ArxivClient per process: the rate limit is arXiv's per-caller
+ * limit, but each client keeps its own clock, so two clients side by side
+ * would together send requests faster than allowed. The disk cache, by
+ * contrast, may be shared by any number of clients and processes.
+ */
+import { createHash } from "node:crypto";
+import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { z } from "zod";
+import type { BuildingBlock } from "../../core/brief.js";
+import type { Modality } from "../../core/goal.js";
+import { CORPUS, type CorpusEntry, type Surface } from "./corpus.js";
+
+export const ARXIV_API_URL = "https://export.arxiv.org/api/query";
+
+const MAX_ATTEMPTS = 3;
+// The API refuses slices larger than this.
+const MAX_RESULTS_LIMIT = 2000;
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+export type ArxivErrorCode = "http" | "timeout" | "parse" | "network" | "offline";
+
+export class ArxivError extends Error {
+  override readonly name = "ArxivError";
+  readonly code: ArxivErrorCode;
+  readonly url: string | undefined;
+  readonly status: number | undefined;
+  readonly retryAfterMs: number | undefined;
+  /** Worth another attempt later: throttling, server faults, timeouts, dropped connections. */
+  readonly transient: boolean;
+  /** Requests made before giving up (set by the client). */
+  attempts = 1;
+
+  constructor(
+    code: ArxivErrorCode,
+    message: string,
+    details: { url?: string; status?: number; retryAfterMs?: number; transient?: boolean; cause?: unknown } = {},
+  ) {
+    super(message, details.cause === undefined ? undefined : { cause: details.cause });
+    this.code = code;
+    this.url = details.url;
+    this.status = details.status;
+    this.retryAfterMs = details.retryAfterMs;
+    this.transient = details.transient ?? false;
+  }
+}
+
+// Entries are validated on the way out of the cache too, so a file from an older layout is refetched, not trusted.
+const ArxivEntrySchema = z.object({
+  /** Versioned identifier, e.g. "1512.03385v1" or "hep-th/9901001v2". */
+  id: z.string().min(1),
+  /** The same without the version, as papers are cited. */
+  arxivId: z.string().min(1),
+  title: z.string().min(1),
+  summary: z.string(),
+  /** ISO 8601 timestamps as arXiv gives them. */
+  published: z.string().min(1),
+  updated: z.string().optional(),
+  authors: z.array(z.string()),
+  primaryCategory: z.string().optional(),
+  /** Primary category first. */
+  categories: z.array(z.string()),
+  /** Versionless abs page. */
+  url: z.string(),
+  pdfUrl: z.string().optional(),
+});
+export type ArxivEntry = z.infer<typeof ArxivEntrySchema>;
+
+const ArxivSearchResultSchema = z.object({
+  /** Matches in the whole index, not just this page. */
+  total: z.number().int().nonnegative(),
+  entries: z.array(ArxivEntrySchema),
+});
+export type ArxivSearchResult = z.infer<typeof ArxivSearchResultSchema>;
+
+const CacheFileSchema = z.object({ url: z.string(), fetched_at: z.string(), result: ArxivSearchResultSchema });
+type CacheFile = z.infer<typeof CacheFileSchema>;
+
+export type ArxivSortBy = "relevance" | "lastUpdatedDate" | "submittedDate";
+
+export interface ArxivSearchOptions {
+  maxResults?: number;
+  start?: number;
+  sortBy?: ArxivSortBy;
+}
+
+export interface ArxivClientOptions {
+  baseUrl?: string;
+  /** Without it nothing is cached. */
+  cacheDir?: string;
+  /** Older cache entries are refetched (default 7 days). */
+  maxAgeMs?: number;
+  /** Serve from the cache only, whatever its age; a miss is an ArxivError "offline". */
+  offline?: boolean;
+  /** Between the starts of two requests (default 3000, arXiv's stated limit). */
+  minIntervalMs?: number;
+  /** Per attempt, headers and body together (default 15000). */
+  timeoutMs?: number;
+  /** A Retry-After longer than this fails at once rather than stalling the run (default 60000). */
+  maxRetryWaitMs?: number;
+  fetch?: typeof globalThis.fetch;
+  now?: () => number;
+  sleep?: (ms: number) => Promise<void>;
+}
+
+// ---------------------------------------------------------------------------
+// Query building
+
+const OPERATORS = new Set(["and", "or", "andnot"]);
+
+function cleanWords(text: string): string {
+  // arXiv's query parser reads punctuation as syntax ("-", ":", parentheses), so only letters and digits reach it.
+  return text
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}]+/gu, " ")
+    .trim();
+}
+
+/**
+ * The search_query for free text: every term must match anywhere ("all:"),
+ * quoted phrases stay phrases, and a hyphenated word is searched as the
+ * phrase it spells ("squeeze-and-excitation").
+ */
+export function buildSearchQuery(query: string): string {
+  const parts: string[] = [];
+  for (const [, phrase, word] of query.matchAll(/"([^"]*)"|([^\s"]+)/g)) {
+    const words = cleanWords(phrase ?? word ?? "");
+    if (!words) continue;
+    if (words.includes(" ")) parts.push(`all:"${words}"`);
+    // The query is always an AND of terms, so a user's own operator words would only break the chain.
+    else if (phrase !== undefined || !OPERATORS.has(words)) parts.push(`all:${words}`);
+  }
+  if (!parts.length) throw new TypeError(`arXiv query has no searchable words: ${JSON.stringify(query)}`);
+  return parts.join(" AND ");
+}
+
+function searchUrl(baseUrl: string, query: string, opts: ArxivSearchOptions): string {
+  const { maxResults = 10, start = 0, sortBy = "relevance" } = opts;
+  if (!Number.isInteger(maxResults) || maxResults < 1 || maxResults > MAX_RESULTS_LIMIT) {
+    throw new RangeError(`maxResults must be an integer in 1..${MAX_RESULTS_LIMIT}, got ${maxResults}`);
+  }
+  if (!Number.isInteger(start) || start < 0) throw new RangeError(`start must be a non-negative integer, got ${start}`);
+  const params = new URLSearchParams({
+    search_query: buildSearchQuery(query),
+    start: String(start),
+    max_results: String(maxResults),
+    sortBy,
+    sortOrder: "descending",
+  });
+  return `${baseUrl}?${params}`;
+}
+
+// ---------------------------------------------------------------------------
+// XML: the subset arXiv's Atom feeds use (elements, attributes, namespaces,
+// entities, comments, the XML declaration). No DTDs, no CDATA.
+
+interface XmlElement {
+  ns: string;
+  local: string;
+  attrs: Map<string, string>;
+  children: XmlElement[];
+  text: string;
+}
+
+const XML_NS = "http://www.w3.org/XML/1998/namespace";
+const ATOM = "http://www.w3.org/2005/Atom";
+const OPENSEARCH = "http://a9.com/-/spec/opensearch/1.1/";
+const ARXIV = "http://arxiv.org/schemas/atom";
+
+const NAMED_ENTITIES: Record<string, string> = { amp: "&", lt: "<", gt: ">", quot: '"', apos: "'" };
+const NAME = "[A-Za-z_][\\w.:-]*";
+const START_TAG = new RegExp(`<(${NAME})((?:\\s+${NAME}\\s*=\\s*(?:"[^"<]*"|'[^'<]*'))*)\\s*(/?)>`, "y");
+const ATTRIBUTE = new RegExp(`(${NAME})\\s*=\\s*(?:"([^"<]*)"|'([^'<]*)')`, "g");
+
+function parseFail(message: string): ArxivError {
+  return new ArxivError("parse", `arXiv response is not valid Atom: ${message}`);
+}
+
+function decodeEntities(raw: string, at: number): string {
+  return raw.replace(/&(?:#x([0-9a-fA-F]+)|#([0-9]+)|([A-Za-z]+))?;?/g, (match, hex?: string, dec?: string, name?: string) => {
+    if (!match.endsWith(";") || match === "&;") throw parseFail(`bare "&" near offset ${at}`);
+    if (name !== undefined) {
+      const named = NAMED_ENTITIES[name];
+      if (named === undefined) throw parseFail(`unknown entity &${name}; near offset ${at}`);
+      return named;
+    }
+    const code = hex !== undefined ? parseInt(hex, 16) : Number(dec);
+    if (code > 0x10ffff || (code >= 0xd800 && code <= 0xdfff) || code === 0) throw parseFail(`invalid character reference ${match} near offset ${at}`);
+    return String.fromCodePoint(code);
+  });
+}
+
+function splitName(qname: string, scope: ReadonlyMap<string, string>, at: number, attribute = false): { ns: string; local: string } {
+  const colon = qname.indexOf(":");
+  // Unprefixed attributes belong to no namespace; unprefixed elements to the default one.
+  if (colon < 0) return { ns: attribute ? "" : (scope.get("") ?? ""), local: qname };
+  const prefix = qname.slice(0, colon);
+  const ns = prefix === "xml" ? XML_NS : scope.get(prefix);
+  if (ns === undefined) throw parseFail(`undeclared namespace prefix "${prefix}" near offset ${at}`);
+  return { ns, local: qname.slice(colon + 1) };
+}
+
+function parseXml(xml: string): XmlElement {
+  const stack: { el: XmlElement; qname: string; scope: Map<string, string> }[] = [];
+  let root: XmlElement | undefined;
+  let i = xml.charCodeAt(0) === 0xfeff ? 1 : 0;
+  while (i < xml.length) {
+    const lt = xml.indexOf("<", i);
+    const end = lt < 0 ? xml.length : lt;
+    if (end > i) {
+      const raw = xml.slice(i, end);
+      const top = stack.at(-1);
+      if (top) top.el.text += decodeEntities(raw, i);
+      else if (raw.trim()) throw parseFail(`text outside the root element at offset ${i}`);
+    }
+    if (lt < 0) break;
+
+    if (xml.startsWith("<?", lt) || xml.startsWith("<!--", lt)) {
+      const close = xml.startsWith("<?", lt) ? "?>" : "-->";
+      const stop = xml.indexOf(close, lt + 2);
+      if (stop < 0) throw parseFail(`unterminated ${close === "?>" ? "processing instruction" : "comment"} at offset ${lt}`);
+      i = stop + close.length;
+      continue;
+    }
+    if (xml.startsWith("<!", lt)) throw parseFail(`unsupported markup (DOCTYPE or CDATA) at offset ${lt}`);
+
+    if (xml.startsWith("</", lt)) {
+      const stop = xml.indexOf(">", lt);
+      const qname = stop < 0 ? "" : xml.slice(lt + 2, stop).trim();
+      const open = stack.pop();
+      if (!open || open.qname !== qname) throw parseFail(`</${qname}> at offset ${lt} does not close ${open ? `<${open.qname}>` : "anything"}`);
+      if (!stack.length) root = open.el;
+      i = stop + 1;
+      continue;
+    }
+
+    if (root) throw parseFail(`content after the root element at offset ${lt}`);
+    START_TAG.lastIndex = lt;
+    const tag = START_TAG.exec(xml);
+    if (!tag) throw parseFail(`malformed tag at offset ${lt}`);
+    const [whole, qname = "", attrText = "", selfClosing] = tag;
+    const scope = new Map(stack.at(-1)?.scope);
+    const rawAttrs: [string, string][] = [];
+    for (const [, name = "", dq, sq] of attrText.matchAll(ATTRIBUTE)) {
+      const value = decodeEntities(dq ?? sq ?? "", lt);
+      if (name === "xmlns") scope.set("", value);
+      else if (name.startsWith("xmlns:")) scope.set(name.slice(6), value);
+      else rawAttrs.push([name, value]);
+    }
+    const attrs = new Map<string, string>();
+    for (const [name, value] of rawAttrs) {
+      const { ns, local } = splitName(name, scope, lt, true);
+      // arXiv's attributes are all unprefixed; a prefixed one is kept under its qualified name so it cannot shadow them.
+      const key = ns ? `${ns}#${local}` : local;
+      if (attrs.has(key)) throw parseFail(`duplicate attribute ${name} at offset ${lt}`);
+      attrs.set(key, value);
+    }
+    const el: XmlElement = { ...splitName(qname, scope, lt), attrs, children: [], text: "" };
+    stack.at(-1)?.el.children.push(el);
+    if (selfClosing) {
+      if (!stack.length) root = el;
+    } else {
+      stack.push({ el, qname, scope });
+    }
+    i = lt + whole.length;
+  }
+  const open = stack.at(-1);
+  if (open) throw parseFail(`<${open.qname}> is never closed (truncated response?)`);
+  if (!root) throw parseFail("no root element");
+  return root;
+}
+
+function childrenOf(el: XmlElement, ns: string, local: string): XmlElement[] {
+  return el.children.filter((c) => c.ns === ns && c.local === local);
+}
+
+function childOf(el: XmlElement, ns: string, local: string): XmlElement | undefined {
+  return el.children.find((c) => c.ns === ns && c.local === local);
+}
+
+/** Titles and abstracts arrive hard-wrapped and indented. */
+function squash(text: string): string {
+  return text.replace(/\s+/g, " ").trim();
+}
+
+function readFeed(xml: string): XmlElement {
+  const root = parseXml(xml);
+  if (root.ns !== ATOM || root.local !== "feed") throw parseFail(`root element is <${root.local}> in "${root.ns}", not an Atom <feed>`);
+  return root;
+}
+
+/** arXiv reports a rejected request as a feed whose one entry is an error, with any HTTP status. */
+function apiErrorOf(feed: XmlElement): string | undefined {
+  const entry = childrenOf(feed, ATOM, "entry").find((e) => /\/api\/errors\b/.test(childOf(e, ATOM, "id")?.text ?? ""));
+  return entry && squash(childOf(entry, ATOM, "summary")?.text ?? childOf(entry, ATOM, "title")?.text ?? "unspecified error");
+}
+
+function parseEntry(entry: XmlElement, index: number): ArxivEntry {
+  const field = (local: string): string => {
+    const value = squash(childOf(entry, ATOM, local)?.text ?? "");
+    if (!value) throw parseFail(`entry ${index} has no <${local}>`);
+    return value;
+  };
+  const idUrl = field("id");
+  const id = /arxiv\.org\/abs\/(.+)$/.exec(idUrl)?.[1];
+  if (!id) throw parseFail(`entry ${index} has an id that is not an arXiv abs url: ${idUrl}`);
+  const arxivId = id.replace(/v\d+$/, "");
+  const primaryCategory = childOf(entry, ARXIV, "primary_category")?.attrs.get("term");
+  const categories = [primaryCategory, ...childrenOf(entry, ATOM, "category").map((c) => c.attrs.get("term"))].filter((c): c is string => !!c);
+  const pdfUrl = childrenOf(entry, ATOM, "link").find((l) => l.attrs.get("title") === "pdf")?.attrs.get("href");
+  const updated = squash(childOf(entry, ATOM, "updated")?.text ?? "");
+  return {
+    id,
+    arxivId,
+    title: field("title"),
+    summary: squash(childOf(entry, ATOM, "summary")?.text ?? ""),
+    published: field("published"),
+    ...(updated ? { updated } : {}),
+    authors: childrenOf(entry, ATOM, "author")
+      .map((a) => squash(childOf(a, ATOM, "name")?.text ?? ""))
+      .filter(Boolean),
+    ...(primaryCategory ? { primaryCategory } : {}),
+    categories: [...new Set(categories)],
+    // Versionless https, the form the shipped corpus cites, so the same paper from both sources is one source.
+    url: `https://arxiv.org/abs/${arxivId}`,
+    ...(pdfUrl ? { pdfUrl } : {}),
+  };
+}
+
+/** Parses one page of an arXiv API response. Throws ArxivError "parse" on anything else, "http" on an API error feed. */
+export function parseArxivFeed(xml: string): ArxivSearchResult {
+  const feed = readFeed(xml);
+  const apiError = apiErrorOf(feed);
+  if (apiError) throw new ArxivError("http", `arXiv API error: ${apiError}`);
+  const totalText = childOf(feed, OPENSEARCH, "totalResults")?.text.trim() ?? "";
+  if (!/^\d+$/.test(totalText)) throw parseFail(`opensearch:totalResults is ${totalText ? `"${totalText}"` : "missing"}`);
+  return { total: Number(totalText), entries: childrenOf(feed, ATOM, "entry").map(parseEntry) };
+}
+
+// ---------------------------------------------------------------------------
+// The client
+
+function retryAfterMs(header: string | null, now: number): number | undefined {
+  if (!header) return undefined;
+  const value = header.trim();
+  if (/^\d+$/.test(value)) return Number(value) * 1000;
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}
+
+function snippet(body: string): string {
+  const text = squash(body.replace(/<[^>]*>/g, " "));
+  return text.length > 200 ? `${text.slice(0, 200)}…` : text;
+}
+
+export class ArxivClient {
+  private readonly baseUrl: string;
+  private readonly cacheDir: string | undefined;
+  private readonly maxAgeMs: number;
+  private readonly offline: boolean;
+  private readonly minIntervalMs: number;
+  private readonly timeoutMs: number;
+  private readonly maxRetryWaitMs: number;
+  private readonly fetchFn: typeof globalThis.fetch;
+  private readonly now: () => number;
+  private readonly sleep: (ms: number) => Promise<void>;
+  private lastRequestAt = -Infinity;
+  private queue: Promise<void> = Promise.resolve();
+  // Identical concurrent searches share one request instead of spending two turns of the rate limit.
+  private readonly inFlight = new Map<string, Promise<ArxivSearchResult>>();
+
+  constructor(opts: ArxivClientOptions = {}) {
+    if (opts.offline && !opts.cacheDir) throw new TypeError("ArxivClient: offline mode needs a cacheDir to serve from");
+    this.baseUrl = opts.baseUrl ?? ARXIV_API_URL;
+    this.cacheDir = opts.cacheDir;
+    this.maxAgeMs = opts.maxAgeMs ?? 7 * DAY_MS;
+    this.offline = opts.offline ?? false;
+    this.minIntervalMs = opts.minIntervalMs ?? 3000;
+    this.timeoutMs = opts.timeoutMs ?? 15_000;
+    this.maxRetryWaitMs = opts.maxRetryWaitMs ?? 60_000;
+    this.fetchFn = opts.fetch ?? globalThis.fetch;
+    this.now = opts.now ?? Date.now;
+    this.sleep = opts.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms)));
+  }
+
+  /** The request URL a search would use; also its cache key. */
+  searchUrl(query: string, opts: ArxivSearchOptions = {}): string {
+    return searchUrl(this.baseUrl, query, opts);
+  }
+
+  async search(query: string, opts: ArxivSearchOptions = {}): Promise<ArxivSearchResult> {
+    const url = this.searchUrl(query, opts);
+    const cached = await this.readCache(url);
+    // Offline, a stale answer beats none: the point is to replay what an earlier run saw.
+    if (cached && (this.offline || this.now() - Date.parse(cached.fetched_at) <= this.maxAgeMs)) return cached.result;
+    if (this.offline) throw new ArxivError("offline", `offline and nothing cached for ${url} (run once online to fill ${this.cacheDir})`, { url });
+
+    let pending = this.inFlight.get(url);
+    if (!pending) {
+      pending = this.fetchAndStore(url, opts.start ?? 0).finally(() => this.inFlight.delete(url));
+      this.inFlight.set(url, pending);
+    }
+    return pending;
+  }
+
+  private async fetchAndStore(url: string, start: number): Promise<ArxivSearchResult> {
+    const result = await this.request(url, start);
+    await this.writeCache(url, result);
+    return result;
+  }
+
+  private async request(url: string, start: number): Promise<ArxivSearchResult> {
+    for (let attempt = 1; ; attempt++) {
+      await this.turn();
+      try {
+        return await this.fetchOnce(url, start);
+      } catch (err) {
+        if (!(err instanceof ArxivError)) throw err;
+        err.attempts = attempt;
+        const wait = err.retryAfterMs ?? this.minIntervalMs * 2 ** (attempt - 1);
+        if (!err.transient || attempt >= MAX_ATTEMPTS || wait > this.maxRetryWaitMs) throw err;
+        await this.sleep(wait);
+      }
+    }
+  }
+
+  /** Waits until this client may start its next request; calls queue up in order. */
+  private turn(): Promise<void> {
+    const mine = this.queue.then(async () => {
+      const wait = this.lastRequestAt + this.minIntervalMs - this.now();
+      if (wait > 0) await this.sleep(wait);
+      this.lastRequestAt = this.now();
+    });
+    // A rejected injected sleep must not stall every later caller.
+    this.queue = mine.catch(() => undefined);
+    return mine;
+  }
+
+  private async fetchOnce(url: string, start: number): Promise<ArxivSearchResult> {
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(), this.timeoutMs);
+    const failure = (err: unknown): ArxivError =>
+      controller.signal.aborted
+        ? new ArxivError("timeout", `arXiv did not answer within ${this.timeoutMs} ms: ${url}`, { url, transient: true, cause: err })
+        : new ArxivError("network", `could not reach arXiv (${(err as Error).message}): ${url}`, { url, transient: true, cause: err });
+    try {
+      let response: Response;
+      let body: string;
+      try {
+        response = await this.fetchFn(url, { signal: controller.signal });
+        body = await response.text();
+      } catch (err) {
+        throw failure(err);
+      }
+      if (!response.ok) {
+        const status = response.status;
+        let detail = snippet(body);
+        try {
+          detail = apiErrorOf(readFeed(body)) ?? detail;
+        } catch {
+          // Not a feed (an HTML error page, say): the text snippet is the best detail there is.
+        }
+        throw new ArxivError("http", `arXiv answered HTTP ${status}${detail ? `: ${detail}` : ""} (${url})`, {
+          url,
+          status,
+          retryAfterMs: retryAfterMs(response.headers.get("retry-after"), this.now()),
+          transient: status === 429 || status >= 500,
+        });
+      }
+      let result: ArxivSearchResult;
+      try {
+        result = parseArxivFeed(body);
+      } catch (err) {
+        if (err instanceof ArxivError) throw new ArxivError(err.code, `${err.message} (${url})`, { url, status: response.status, cause: err });
+        throw err;
+      }
+      // A known arXiv fault: now and then a page comes back empty although results exist; a retry usually fills it.
+      if (!result.entries.length && result.total > start) {
+        throw new ArxivError("http", `arXiv returned an empty page although ${result.total} results exist (${url})`, { url, status: response.status, transient: true });
+      }
+      return result;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  private cachePath(url: string): string | undefined {
+    return this.cacheDir && join(this.cacheDir, `${createHash("sha256").update(url).digest("hex")}.json`);
+  }
+
+  private async readCache(url: string): Promise<CacheFile | undefined> {
+    const path = this.cachePath(url);
+    if (!path) return undefined;
+    let text: string;
+    try {
+      text = await readFile(path, "utf8");
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+      throw err;
+    }
+    try {
+      const file = CacheFileSchema.parse(JSON.parse(text));
+      // A sha256 collision is not a worry, but a file copied in from elsewhere is: trust only an exact url match.
+      return file.url === url && !Number.isNaN(Date.parse(file.fetched_at)) ? file : undefined;
+    } catch {
+      // A damaged file is a miss; the next fetch overwrites it.
+      return undefined;
+    }
+  }
+
+  private async writeCache(url: string, result: ArxivSearchResult): Promise<void> {
+    const path = this.cachePath(url);
+    if (!path || !this.cacheDir) return;
+    await mkdir(this.cacheDir, { recursive: true });
+    const file: CacheFile = { url, fetched_at: new Date(this.now()).toISOString(), result };
+    // Write then rename, so a process reading the cache never sees half a file.
+    const partial = `${path}.${process.pid}.${Math.random().toString(36).slice(2)}.partial`;
+    await writeFile(partial, `${JSON.stringify(file, null, 2)}\n`);
+    await rename(partial, path);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Results as corpus entries, so live papers rank alongside the shipped corpus.
+
+// Each rule names coder vocabulary only (the type checks it), so a live entry is "buildable" on the same terms as a curated one.
+const BLOCK_RULES: readonly (readonly [RegExp, readonly BuildingBlock[]])[] = [
+  [/squeeze[- ](?:and|&)[- ]excitation|\bSE(?:Net|[- ]blocks?|[- ]modules?)\b/i, ["se"]],
+  [/depthwise[- ]separable/i, ["depthwise_conv2d", "pointwise_conv2d"]],
+  [/depth[- ]?wise conv/i, ["depthwise_conv2d"]],
+  [/point[- ]?wise conv|1\s?[x×]\s?1 conv/i, ["pointwise_conv2d"]],
+  [/inverted residual|\bMBConv\b/i, ["mbconv"]],
+  [/ghost (?:module|bottleneck)/i, ["ghost"]],
+  [/\bconvolution(?:s|al)?\b|\bCNNs?\b/i, ["conv2d"]],
+  [/residual|skip connection|shortcut connection/i, ["residual"]],
+  [/batch[- ]?norm/i, ["batchnorm"]],
+  [/group[- ]?norm/i, ["groupnorm"]],
+  [/layer[- ]?norm/i, ["layernorm"]],
+  [/\bReLU\b|rectified linear/i, ["activation:relu"]],
+  [/\bGELU\b/i, ["activation:gelu"]],
+  [/\bswish\b|\bSiLU\b/i, ["activation:silu"]],
+  [/\bmish\b/i, ["activation:mish"]],
+  [/spatial dropout|dropout2d/i, ["dropout2d"]],
+  [/\bdropout\b/i, ["dropout"]],
+  [/global average pooling/i, ["global_avgpool"]],
+  [/max[- ]?pool/i, ["maxpool"]],
+  [/\baverage[- ]pool/i, ["avgpool"]],
+  [/fully[- ]connected|\bMLPs?\b|multi-?layer perceptron/i, ["linear"]],
+  [/patch embedding|image patches|vision transformer|\bViT\b/i, ["patch_embed", "transformer_encoder"]],
+  [/transformer|self-attention/i, ["transformer_encoder"]],
+  [/MLP-Mixer|token[- ]mixing/i, ["mixer_block"]],
+  [/word embedding|embedding (?:layer|table)/i, ["embedding"]],
+  [/\bSGD\b|stochastic gradient descent/i, ["sgd"]],
+  [/\bAdamW\b|decoupled weight decay/i, ["adamw"]],
+  [/\bAdam\b/, ["adam"]],
+  [/weight decay/i, ["weight_decay"]],
+  [/cosine (?:annealing|schedule|learning rate)/i, ["cosine_schedule"]],
+  [/step (?:decay|schedule)/i, ["step_schedule"]],
+  [/one[- ]?cycle|super[- ]?convergence/i, ["onecycle_schedule"]],
+  [/warm[- ]?up/i, ["warmup"]],
+  [/label smoothing/i, ["label_smoothing"]],
+  [/gradient clipping/i, ["grad_clip"]],
+  [/horizontal flip/i, ["hflip"]],
+  [/random crop/i, ["random_crop"]],
+  [/\bcutout\b|random erasing/i, ["cutout"]],
+];
+
+const TAG_RULES: readonly (readonly [RegExp, string])[] = [
+  [/channel[- ]wise|channel attention|channel relationship/i, "channel attention"],
+  [/spatial attention/i, "spatial attention"],
+  [/attention/i, "attention"],
+  [/efficien|lightweight|mobile|low[- ]cost|computational cost/i, "efficient"],
+  [/recalibrat/i, "recalibration"],
+  [/regulari[sz]/i, "regularization"],
+  [/overfit/i, "overfitting"],
+  [/\bcalibrat(?:ion|ed)\b/i, "calibration"],
+  [/distill/i, "distillation"],
+  [/label noise|noisy labels/i, "label noise"],
+  [/augment/i, "augmentation"],
+  [/image classification|ImageNet|CIFAR/i, "image classification"],
+  [/text classification|sentiment/i, "text classification"],
+  [/optimi[sz]er|gradient descent/i, "optimizer"],
+  [/learning rate/i, "learning rate"],
+  [/small (?:data|datasets?)|few samples|low[- ]data/i, "small data"],
+];
+
+const MODALITY_RULES: readonly (readonly [Modality, RegExp, readonly string[]])[] = [
+  ["vision", /\b(?:images?|vision|visual|pixels?|convolutional|CNNs?|ImageNet|CIFAR|MNIST|object detection|segmentation)\b/i, ["cs.CV", "eess.IV"]],
+  ["text", /\b(?:text|language|sentences?|NLP|word embeddings?|translation|sentiment|documents?)\b/i, ["cs.CL", "cs.IR"]],
+  ["tabular", /\b(?:tabular|structured data|gradient[- ]boost\w*|XGBoost|categorical features)\b/i, []],
+];
+
+const SURFACE_RULES: readonly (readonly [Surface, RegExp])[] = [
+  ["regularisation", /regulari[sz]|overfit|dropout|label smoothing|weight decay|generali[sz]|calibrat/gi],
+  ["data", /augment|mixup|cutmix|cutout|random erasing|preprocess|synthetic data/gi],
+  ["optimisation", /optimi[sz]er|learning rate|schedul|gradient descent|\bSGD\b|\bAdam\b|convergence|warm[- ]?up|batch size/gi],
+  ["architecture", /architect|\bblocks?\b|\blayers?\b|\bmodules?\b|convolution|attention|transformer|residual|backbone/gi],
+];
+
+const ALL_MODALITIES: readonly Modality[] = ["vision", "tabular", "text"];
+
+const CURATED_BY_ARXIV_ID = new Map(CORPUS.filter((e) => e.arxiv_id).map((e) => [e.arxiv_id!, e]));
+
+function guessSurface(text: string): Surface {
+  let best: Surface = "architecture";
+  let bestHits = 0;
+  for (const [surface, pattern] of SURFACE_RULES) {
+    const hits = text.match(pattern)?.length ?? 0;
+    if (hits > bestHits) {
+      best = surface;
+      bestHits = hits;
+    }
+  }
+  return best;
+}
+
+function shortName(title: string): string {
+  // "MobileNets: Efficient ..." is known as "MobileNets"; the corpus uses such short names for suggestions.
+  const head = title.split(":")[0]!.trim();
+  return head && head.length <= 40 && head !== title ? head : title;
+}
+
+/**
+ * Search results in the shape of the shipped corpus. Tags, modalities,
+ * building blocks and surface are keyword guesses from title and abstract;
+ * prior is 0 because nothing is known yet about how often the idea pays
+ * off. A paper the corpus already holds shares its concept, so the two
+ * collapse into one suggestion.
+ */
+export function toCorpusEntries(entries: readonly ArxivEntry[]): CorpusEntry[] {
+  return entries.map((e) => {
+    const text = `${e.title}. ${e.summary}`;
+    const blocks = [...new Set(BLOCK_RULES.filter(([re]) => re.test(text)).flatMap(([, b]) => b))];
+    const modalities = MODALITY_RULES.filter(([, re, categories]) => re.test(text) || e.categories.some((c) => categories.includes(c))).map(([m]) => m);
+    const curated = CURATED_BY_ARXIV_ID.get(e.arxivId);
+    const year = Number(e.published.slice(0, 4));
+    return {
+      id: `arxiv-${e.arxivId.toLowerCase().replace(/[^a-z0-9]+/g, "-")}`,
+      ...(curated ? { concept: curated.concept ?? curated.id } : {}),
+      name: shortName(e.title),
+      title: e.title,
+      arxiv_id: e.arxivId,
+      year,
+      summary: e.summary,
+      usage: `Uncurated arXiv result (${e.categories.join(", ") || "uncategorised"}, ${year}): check the abstract before planning with it.`,
+      // An abstract that names no modality usually describes a generic technique (an optimiser, a schedule), as the corpus marks them.
+      modalities: modalities.length ? modalities : ALL_MODALITIES,
+      surface: guessSurface(text),
+      tags: TAG_RULES.filter(([re]) => re.test(text)).map(([, tag]) => tag),
+      building_blocks: blocks,
+      prior: 0,
+    };
+  });
+}
