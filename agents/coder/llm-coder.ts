@@ -15,7 +15,7 @@ import { z } from "zod";
 import type { ChatCompletionMessageParam } from "openai/resources/chat/completions";
 import { extractJson, type LlmClient } from "../../core/llm/client.js";
 import { LlmError } from "../../core/llm/errors.js";
-import type { Usage } from "../../core/llm/usage.js";
+import { addUsage, emptyUsage, type Usage } from "../../core/llm/usage.js";
 import { labelName } from "../../core/failure.js";
 import type { RunnerClient } from "../../gpu-runner/client.js";
 import type { DatasetInfo, SummarizeResponse } from "../../proto/gen/research/v1/runner_pb.js";
@@ -26,19 +26,6 @@ const CodeSchema = z.object({ code: z.string().min(20) });
 export const CODEGEN_ROUNDS = 3;
 /** Model calls per round: room to scaffold, write, run and fix a module, then answer. */
 export const CODEGEN_STEPS = 8;
-
-function addUsage(total: Usage | undefined, u: Usage): Usage {
-  if (!total) return { ...u };
-  return {
-    ...total,
-    promptTokens: total.promptTokens + u.promptTokens,
-    completionTokens: total.completionTokens + u.completionTokens,
-    latencyMs: total.latencyMs + u.latencyMs,
-    costUsd: total.costUsd + u.costUsd,
-    calls: total.calls + u.calls,
-    failures: total.failures + u.failures,
-  };
-}
 
 type Answer = { ok: true; code: string } | { ok: false; error: string };
 
@@ -92,7 +79,7 @@ export async function codegenWithRepair(opts: {
       }),
     },
   ];
-  let usage: Usage | undefined;
+  const usage = emptyUsage("coder", client.endpoint.model);
   let lastError = "";
   for (let round = 1; round <= CODEGEN_ROUNDS; round++) {
     const r = await client.chatWithTools({
@@ -102,7 +89,7 @@ export async function codegenWithRepair(opts: {
       tools,
       maxSteps: CODEGEN_STEPS,
     });
-    usage = addUsage(usage, r.usage);
+    addUsage(usage, r.usage);
     messages = r.messages;
     const answer = parseAnswer(r.text);
     if (!answer.ok) {
