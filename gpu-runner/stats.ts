@@ -39,7 +39,12 @@ export function aggregate(seeds: SeedResult[]): Record<string, MetricStats> {
   const out: Record<string, MetricStats> = {};
   if (seeds.length === 0) return out;
   const keys = Object.keys(seeds[0]!.metrics).filter((k) => seeds.every((s) => Number.isFinite(s.metrics[k])));
-  for (const key of keys.sort()) out[key] = describe(seeds.map((s) => s.metrics[key]!));
+  for (const key of keys.sort()) {
+    const stats = describe(seeds.map((s) => s.metrics[key]!));
+    // Accuracy, F1, AUC and the like live in [0, 1]; an interval past either end says nothing more.
+    if (!key.endsWith("loss")) stats.ci95 = stats.ci95.map((v) => Math.min(1, Math.max(0, v)));
+    out[key] = stats;
+  }
   out.seconds = describe(seeds.map((s) => s.seconds));
   return out;
 }
