@@ -272,8 +272,7 @@ async function launch(argv: string[]): Promise<void> {
   const say = (line: string) => void (!a.json && process.stdout.write(`${elapsed(t0)} ${line}\n`));
   await withSwarm(a, run, say, async (swarm) => {
     const outcome = await runGoal(swarm, {
-      goal: run.goal!,
-      settings: run.settings(!a["no-research"]),
+      start: run.goal ? { goal: run.goal, settings: run.settings(!a["no-research"]) } : undefined,
       runId: a.resume,
       resume: !!a.resume,
       log: quietLogger(),

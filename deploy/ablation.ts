@@ -67,7 +67,11 @@ export async function runAblation(
     for (const research of [true, false]) {
       const events: Event[] = [];
       const t0 = Date.now();
-      const outcome = await runGoal(swarm, { goal: opts.goal, settings: opts.settings(research, seed), log: opts.log, onEvent: (e) => void events.push(e) });
+      const outcome = await runGoal(swarm, {
+        start: { goal: opts.goal, settings: opts.settings(research, seed) },
+        log: opts.log,
+        onEvent: (e) => void events.push(e),
+      });
       const r = summarise(research, seed, outcome.runId, events, outcome.finished.status, (Date.now() - t0) / 1000);
       runs.push(r);
       opts.onRun?.(r);

@@ -12,7 +12,6 @@ import { ResearchError } from "../core/failure.js";
 import type { Logger } from "../core/logger.js";
 import { connectRunner, type RunnerClient } from "../gpu-runner/client.js";
 import { RunSettingsSchema, type Event, type Goal, type RunFinished, type RunSettings } from "../proto/gen/research/v1/events_pb.js";
-import type { DatasetInfo } from "../proto/gen/research/v1/runner_pb.js";
 import { applyToRunState, emptyRunState, type RunState } from "../agents/run-state.js";
 import { Supervisor } from "./supervisor.js";
 
@@ -176,7 +175,14 @@ export interface RunOutcome {
  */
 export async function runGoal(
   swarm: Swarm,
-  opts: { goal: Goal; settings: RunSettings; runId?: string; resume?: boolean; info?: DatasetInfo; onEvent?: (e: Event, s: RunState) => void; log: Logger },
+  opts: {
+    /** A new run: its goal and settings. A resumed run (`resume`) reads both from its stored events. */
+    start?: { goal: Goal; settings: RunSettings };
+    runId?: string;
+    resume?: boolean;
+    onEvent?: (e: Event, s: RunState) => void;
+    log: Logger;
+  },
 ): Promise<RunOutcome> {
   const runId = opts.runId ?? newRunId();
   const state = emptyRunState(runId);
@@ -188,16 +194,17 @@ export async function runGoal(
     if (e.body.case === "runFinished") resolveFinished(e.body.value);
   });
   await watch.caughtUp;
-  if (!opts.resume && !state.goal) {
+  if (!state.goal && opts.start && !opts.resume) {
     await swarm.bus.publish({
       runId,
       eventId: `${runId}/started`,
-      body: { case: "runStarted", value: { goal: opts.goal, settings: opts.settings } },
+      body: { case: "runStarted", value: opts.start },
     });
   } else if (!state.goal) {
+    await watch.stop();
     throw new ResearchError("invalid_config", `run ${runId} has no stored events in this workspace; nothing to resume`);
   }
-  const budgetS = (state.goal ?? opts.goal).timeBudgetS || 1800;
+  const budgetS = (state.goal ?? opts.start?.goal)?.timeBudgetS || 1800;
   const startedAt = state.startedAtMs || Date.now();
   const graceMs = Math.max(300_000, budgetS * 250);
   const deadline = setTimeout(

@@ -112,8 +112,7 @@ beforeAll(async () => {
   const parsed = parseGoal("digits: reach 99.9% validation accuracy");
   if (!parsed.ok) throw new Error(parsed.error);
   outcome = await runGoal(swarm, {
-    goal: parsed.goal,
-    settings: runSettings(parsed.goal, { maxTrials: 3, seeds: 2, parallel: 1, trialTimeBudgetS: 120, llm: "openai:fake-model" }, workspace),
+    start: { goal: parsed.goal, settings: runSettings(parsed.goal, { maxTrials: 3, seeds: 2, parallel: 1, trialTimeBudgetS: 120, llm: "openai:fake-model" }, workspace) },
     log: logger,
   });
 }, 600_000);

@@ -29,8 +29,7 @@ beforeAll(async () => {
   const parsed = parseGoal("digits: reach 99.5% validation accuracy in 10 minutes");
   if (!parsed.ok) throw new Error(parsed.error);
   outcome = await runGoal(swarm, {
-    goal: parsed.goal,
-    settings: runSettings(parsed.goal, { maxTrials: 4, seeds: 2, parallel: 2, epochs: 3, trialTimeBudgetS: 120 }, workspace),
+    start: { goal: parsed.goal, settings: runSettings(parsed.goal, { maxTrials: 4, seeds: 2, parallel: 2, epochs: 3, trialTimeBudgetS: 120 }, workspace) },
     log: logger,
     onEvent: (e) => {
       seen.push(e);
