@@ -2,7 +2,8 @@
  * research-agent: launch a research run, watch lineage events live, query
  * past trials, print a report, show who is alive.
  */
-import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { toJson } from "@bufbuild/protobuf";
@@ -19,7 +20,9 @@ import { TrialSummarySchema, type TrialSummary } from "../proto/gen/research/v1/
 import { bestTrial, meanOf, type RunState } from "../agents/run-state.js";
 import { runGoal, runSettings, startSwarm, type Swarm } from "../deploy/swarm.js";
 import { runAblation } from "../deploy/ablation.js";
-import { parseOutputFormat, researchBrief } from "../agents/researcher/research.js";
+import { ArxivClient } from "../agents/researcher/arxiv.js";
+import { DeepResearch, type DeepBrief } from "../agents/researcher/deep-research.js";
+import { parseOutputFormat } from "../agents/researcher/research.js";
 import { fmtPct, parseFraction, parsePositiveInt } from "./format.js";
 
 const HELP = `research-agent — an autonomous ML research swarm for PyTorch
@@ -31,6 +34,7 @@ usage:
   research-agent report RUN [--workspace DIR]
   research-agent status [--workspace DIR | --nats URL]
   research-agent research "QUERY" [--format "3 suggestions, architecture only"] [--dataset NAME] [--json]
+                 [--notes DIR] [--arxiv] [--workspace DIR]
   research-agent ablation --goal TEXT [--runs N] [launch options]   research on vs off, matched seeds
 
 launch options:
@@ -58,6 +62,15 @@ launch options:
   --llm-base-url URL   e.g. http://localhost:11434/v1 (Ollama), http://localhost:8000/v1 (vLLM)
   --llm-config FILE    per-role endpoints and models (JSON or YAML; see docs/LLM.md)
   --json               print one JSON object at the end (run id, status, best trial, paths)
+
+research options:
+  --format TEXT        how much to return: "3 suggestions, 2 insights, architecture only"
+  --dataset NAME       rank for this dataset's modality (default: read from the query)
+  --notes DIR          also search your own papers and notes (.md, .txt; .pdf with pdftotext)
+  --arxiv              also search arXiv live (offline on failure)
+  --workspace DIR      keep the index and the arXiv cache under DIR for the next call
+                       (default: a temporary folder, removed afterwards)
+  --json               print the brief as JSON (the source tally goes to stderr)
 `;
 
 const COMMON = {
@@ -344,7 +357,14 @@ async function ablation(argv: string[]): Promise<void> {
 }
 
 async function research(argv: string[]): Promise<void> {
-  const { values: a, positionals } = args(argv, { format: { type: "string" }, dataset: { type: "string" } });
+  const { values: a, positionals } = args(argv, {
+    format: { type: "string" },
+    dataset: { type: "string" },
+    notes: { type: "string" },
+    arxiv: { type: "boolean" },
+    // No default here: only an explicit workspace keeps the index (and the arXiv cache) for the next call.
+    workspace: { type: "string" },
+  });
   if (a.help) return void process.stdout.write(HELP);
   const query = positionals.join(" ").trim() || fail('research needs a query, e.g. research-agent research "regularisation for small CNNs on fashion-mnist"');
   let opts;
@@ -353,13 +373,41 @@ async function research(argv: string[]): Promise<void> {
   } catch (err) {
     fail(`--format: ${(err as Error).message}`);
   }
-  const brief = researchBrief(query, { ...opts, dataset: a.dataset });
-  if (a.json) return void process.stdout.write(`${JSON.stringify(brief, null, 2)}\n`);
+  const notesDir = a.notes ? resolve(a.notes) : undefined;
+  if (notesDir && !statSync(notesDir, { throwIfNoEntry: false })?.isDirectory()) fail(`--notes: ${notesDir} is not a folder`);
+  const root = a.workspace ? resolve(a.workspace) : mkdtempSync(join(tmpdir(), "research-agent-"));
+  let result: DeepBrief;
+  try {
+    const deep = await DeepResearch.open({
+      dir: join(root, "research-index", "cli"),
+      notesDir,
+      arxiv: a.arxiv ? new ArxivClient({ cacheDir: join(root, "arxiv-cache") }) : undefined,
+      logger: quietLogger(),
+    });
+    try {
+      result = await deep.brief(query, { ...opts, dataset: a.dataset });
+    } finally {
+      await deep.close();
+    }
+  } catch (err) {
+    // fail() exits at once, so the temporary index goes first.
+    if (!a.workspace) rmSync(root, { recursive: true, force: true });
+    fail(`research: ${(err as Error).message}`);
+  }
+  if (!a.workspace) rmSync(root, { recursive: true, force: true });
+  const { brief, sources } = result;
+  const drawnFrom = `drawn from: ${sources.builtin} built-in, ${sources.notes} from notes, ${sources.arxiv} from arXiv${a.arxiv ? "" : " (not searched; add --arxiv)"}`;
+  // stdout stays one brief document for --json; the tally goes where people still see it.
+  if (a.json) {
+    process.stderr.write(`${drawnFrom}\n`);
+    return void process.stdout.write(`${JSON.stringify(brief, null, 2)}\n`);
+  }
   const lines = [`# ${brief.summary_title}`, "", ...brief.insights.map((i) => `- ${i}`), ""];
   for (const s of brief.architectural_suggestions) {
     lines.push(`## ${s.name}${s.buildable === false ? " (not buildable by the coder yet)" : ""}`, s.description, `how: ${s.implementation_note}`, "");
   }
   lines.push("sources:", ...brief.sources.map((s) => `- ${s.title} ${s.url}`));
+  lines.push("", drawnFrom);
   process.stdout.write(`${lines.join("\n")}\n`);
 }
 

@@ -12,9 +12,9 @@ import { createHash } from "node:crypto";
 import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
-import type { BuildingBlock } from "../../core/brief.js";
 import type { Modality } from "../../core/goal.js";
-import { CORPUS, type CorpusEntry, type Surface } from "./corpus.js";
+import { CORPUS, type CorpusEntry } from "./corpus.js";
+import { inferBlocks, inferSurface, inferTags, mentionedModalities } from "./keywords.js";
 
 export const ARXIV_API_URL = "https://export.arxiv.org/api/query";
 
@@ -528,95 +528,21 @@ export class ArxivClient {
 // ---------------------------------------------------------------------------
 // Results as corpus entries, so live papers rank alongside the shipped corpus.
 
-// Each rule names coder vocabulary only (the type checks it), so a live entry is "buildable" on the same terms as a curated one.
-const BLOCK_RULES: readonly (readonly [RegExp, readonly BuildingBlock[]])[] = [
-  [/squeeze[- ](?:and|&)[- ]excitation|\bSE(?:Net|[- ]blocks?|[- ]modules?)\b/i, ["se"]],
-  [/depthwise[- ]separable/i, ["depthwise_conv2d", "pointwise_conv2d"]],
-  [/depth[- ]?wise conv/i, ["depthwise_conv2d"]],
-  [/point[- ]?wise conv|1\s?[x×]\s?1 conv/i, ["pointwise_conv2d"]],
-  [/inverted residual|\bMBConv\b/i, ["mbconv"]],
-  [/ghost (?:module|bottleneck)/i, ["ghost"]],
-  [/\bconvolution(?:s|al)?\b|\bCNNs?\b/i, ["conv2d"]],
-  [/residual|skip connection|shortcut connection/i, ["residual"]],
-  [/batch[- ]?norm/i, ["batchnorm"]],
-  [/group[- ]?norm/i, ["groupnorm"]],
-  [/layer[- ]?norm/i, ["layernorm"]],
-  [/\bReLU\b|rectified linear/i, ["activation:relu"]],
-  [/\bGELU\b/i, ["activation:gelu"]],
-  [/\bswish\b|\bSiLU\b/i, ["activation:silu"]],
-  [/\bmish\b/i, ["activation:mish"]],
-  [/spatial dropout|dropout2d/i, ["dropout2d"]],
-  [/\bdropout\b/i, ["dropout"]],
-  [/global average pooling/i, ["global_avgpool"]],
-  [/max[- ]?pool/i, ["maxpool"]],
-  [/\baverage[- ]pool/i, ["avgpool"]],
-  [/fully[- ]connected|\bMLPs?\b|multi-?layer perceptron/i, ["linear"]],
-  [/patch embedding|image patches|vision transformer|\bViT\b/i, ["patch_embed", "transformer_encoder"]],
-  [/transformer|self-attention/i, ["transformer_encoder"]],
-  [/MLP-Mixer|token[- ]mixing/i, ["mixer_block"]],
-  [/word embedding|embedding (?:layer|table)/i, ["embedding"]],
-  [/\bSGD\b|stochastic gradient descent/i, ["sgd"]],
-  [/\bAdamW\b|decoupled weight decay/i, ["adamw"]],
-  [/\bAdam\b/, ["adam"]],
-  [/weight decay/i, ["weight_decay"]],
-  [/cosine (?:annealing|schedule|learning rate)/i, ["cosine_schedule"]],
-  [/step (?:decay|schedule)/i, ["step_schedule"]],
-  [/one[- ]?cycle|super[- ]?convergence/i, ["onecycle_schedule"]],
-  [/warm[- ]?up/i, ["warmup"]],
-  [/label smoothing/i, ["label_smoothing"]],
-  [/gradient clipping/i, ["grad_clip"]],
-  [/horizontal flip/i, ["hflip"]],
-  [/random crop/i, ["random_crop"]],
-  [/\bcutout\b|random erasing/i, ["cutout"]],
-];
-
-const TAG_RULES: readonly (readonly [RegExp, string])[] = [
-  [/channel[- ]wise|channel attention|channel relationship/i, "channel attention"],
-  [/spatial attention/i, "spatial attention"],
-  [/attention/i, "attention"],
-  [/efficien|lightweight|mobile|low[- ]cost|computational cost/i, "efficient"],
-  [/recalibrat/i, "recalibration"],
-  [/regulari[sz]/i, "regularization"],
-  [/overfit/i, "overfitting"],
-  [/\bcalibrat(?:ion|ed)\b/i, "calibration"],
-  [/distill/i, "distillation"],
-  [/label noise|noisy labels/i, "label noise"],
-  [/augment/i, "augmentation"],
-  [/image classification|ImageNet|CIFAR/i, "image classification"],
-  [/text classification|sentiment/i, "text classification"],
-  [/optimi[sz]er|gradient descent/i, "optimizer"],
-  [/learning rate/i, "learning rate"],
-  [/small (?:data|datasets?)|few samples|low[- ]data/i, "small data"],
-];
-
-const MODALITY_RULES: readonly (readonly [Modality, RegExp, readonly string[]])[] = [
-  ["vision", /\b(?:images?|vision|visual|pixels?|convolutional|CNNs?|ImageNet|CIFAR|MNIST|object detection|segmentation)\b/i, ["cs.CV", "eess.IV"]],
-  ["text", /\b(?:text|language|sentences?|NLP|word embeddings?|translation|sentiment|documents?)\b/i, ["cs.CL", "cs.IR"]],
-  ["tabular", /\b(?:tabular|structured data|gradient[- ]boost\w*|XGBoost|categorical features)\b/i, []],
-];
-
-const SURFACE_RULES: readonly (readonly [Surface, RegExp])[] = [
-  ["regularisation", /regulari[sz]|overfit|dropout|label smoothing|weight decay|generali[sz]|calibrat/gi],
-  ["data", /augment|mixup|cutmix|cutout|random erasing|preprocess|synthetic data/gi],
-  ["optimisation", /optimi[sz]er|learning rate|schedul|gradient descent|\bSGD\b|\bAdam\b|convergence|warm[- ]?up|batch size/gi],
-  ["architecture", /architect|\bblocks?\b|\blayers?\b|\bmodules?\b|convolution|attention|transformer|residual|backbone/gi],
+// arXiv's own subject classes, on top of what the abstract says: an image paper rarely repeats "image" often enough for the keyword count alone.
+const CATEGORY_MODALITIES: readonly (readonly [Modality, readonly string[]])[] = [
+  ["vision", ["cs.CV", "eess.IV"]],
+  ["text", ["cs.CL", "cs.IR"]],
 ];
 
 const ALL_MODALITIES: readonly Modality[] = ["vision", "tabular", "text"];
 
 const CURATED_BY_ARXIV_ID = new Map(CORPUS.filter((e) => e.arxiv_id).map((e) => [e.arxiv_id!, e]));
 
-function guessSurface(text: string): Surface {
-  let best: Surface = "architecture";
-  let bestHits = 0;
-  for (const [surface, pattern] of SURFACE_RULES) {
-    const hits = text.match(pattern)?.length ?? 0;
-    if (hits > bestHits) {
-      best = surface;
-      bestHits = hits;
-    }
-  }
-  return best;
+function modalitiesOf(text: string, categories: readonly string[]): readonly Modality[] {
+  const fromCategories = CATEGORY_MODALITIES.filter(([, cs]) => categories.some((c) => cs.includes(c))).map(([m]) => m);
+  const found = new Set([...mentionedModalities(text), ...fromCategories]);
+  // Nothing named and no telling category: a generic technique, as inferModalities reads such a text.
+  return found.size ? ALL_MODALITIES.filter((m) => found.has(m)) : ALL_MODALITIES;
 }
 
 function shortName(title: string): string {
@@ -635,8 +561,6 @@ function shortName(title: string): string {
 export function toCorpusEntries(entries: readonly ArxivEntry[]): CorpusEntry[] {
   return entries.map((e) => {
     const text = `${e.title}. ${e.summary}`;
-    const blocks = [...new Set(BLOCK_RULES.filter(([re]) => re.test(text)).flatMap(([, b]) => b))];
-    const modalities = MODALITY_RULES.filter(([, re, categories]) => re.test(text) || e.categories.some((c) => categories.includes(c))).map(([m]) => m);
     const curated = CURATED_BY_ARXIV_ID.get(e.arxivId);
     const year = Number(e.published.slice(0, 4));
     return {
@@ -648,11 +572,11 @@ export function toCorpusEntries(entries: readonly ArxivEntry[]): CorpusEntry[] {
       year,
       summary: e.summary,
       usage: `Uncurated arXiv result (${e.categories.join(", ") || "uncategorised"}, ${year}): check the abstract before planning with it.`,
-      // An abstract that names no modality usually describes a generic technique (an optimiser, a schedule), as the corpus marks them.
-      modalities: modalities.length ? modalities : ALL_MODALITIES,
-      surface: guessSurface(text),
-      tags: TAG_RULES.filter(([re]) => re.test(text)).map(([, tag]) => tag),
-      building_blocks: blocks,
+      modalities: modalitiesOf(text, e.categories),
+      surface: inferSurface(text),
+      tags: inferTags(text),
+      // Blocks the coder lacks stay in, as in the curated corpus, so isBuildable says no for a paper built on one.
+      building_blocks: inferBlocks(text),
       prior: 0,
     };
   });

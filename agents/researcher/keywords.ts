@@ -13,7 +13,8 @@ import type { Surface } from "./corpus.js";
  * them (a mixup paper that also mentions weight decay) must not read as
  * buildable; callers that want coder names only can filter with isCoderBlock.
  */
-export type MissingBlock = "mixup" | "cutmix" | "distillation" | "lstm" | "gru" | "conv1d" | "drop_path" | "gradient_boosting";
+export const MISSING_BLOCKS = ["mixup", "cutmix", "distillation", "lstm", "gru", "conv1d", "drop_path", "gradient_boosting"] as const;
+export type MissingBlock = (typeof MISSING_BLOCKS)[number];
 export type InferredBlock = BuildingBlock | MissingBlock;
 
 const BLOCK_RULES: readonly (readonly [RegExp, readonly InferredBlock[]])[] = [
@@ -114,14 +115,22 @@ export function inferTags(text: string): string[] {
 /**
  * Modalities the text is about: every one mentioned at least half as often
  * as the most mentioned one, so a passing "unlike text models" does not tag
- * a vision paper. None mentioned usually means a generic technique (an
- * optimiser, a schedule), which the corpus marks with all three.
+ * a vision paper. Empty when none is mentioned.
  */
-export function inferModalities(text: string): Modality[] {
+export function mentionedModalities(text: string): Modality[] {
   const counts = (Object.keys(MODALITY_RULES) as Modality[]).map((m) => ({ m, n: text.match(MODALITY_RULES[m])?.length ?? 0 }));
   const top = Math.max(...counts.map((c) => c.n));
-  if (top === 0) return ["vision", "tabular", "text"];
   return counts.filter((c) => c.n > 0 && c.n * 2 >= top).map((c) => c.m);
+}
+
+/**
+ * mentionedModalities, or all three when none is mentioned: such a text
+ * usually describes a generic technique (an optimiser, a schedule), which
+ * the corpus marks with all three.
+ */
+export function inferModalities(text: string): Modality[] {
+  const mentioned = mentionedModalities(text);
+  return mentioned.length ? mentioned : ["vision", "tabular", "text"];
 }
 
 /** The recipe surface the text talks about most. */

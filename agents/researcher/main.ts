@@ -1,18 +1,43 @@
 /**
  * The researcher: a research brief for the goal at run start, and a brief
  * for every narrower question the planner asks when a surface stalls. The
- * built-in brain ranks the shipped corpus; an LLM, when configured,
- * synthesises from the same ranked evidence, so every source is real.
+ * built-in brain ranks what deep research retrieves (the shipped corpus, the
+ * user's notes in RESEARCH_NOTES, arXiv when RESEARCH_ARXIV=1); an LLM, when
+ * configured, synthesises from the same ranked evidence, so every source is
+ * real.
  */
 import { createHash } from "node:crypto";
+import { join } from "node:path";
 import { BriefSchema, CODER_VOCABULARY } from "../../core/brief.js";
+import { createLogger } from "../../core/logger.js";
 import { askLlm } from "../llm.js";
 import { loadPrompt } from "../prompts.js";
 import { runAgent, type AgentContext } from "../runtime.js";
-import { rankCorpus, researchBrief } from "./research.js";
+import { ArxivClient } from "./arxiv.js";
 import { sourceUrl } from "./corpus.js";
+import { DeepResearch } from "./deep-research.js";
 
 const PROMPT = loadPrompt("researcher");
+const WORKSPACE = process.env.WORKSPACE || "./workspace";
+// LanceDB has one safe writer per directory, so each researcher process keeps its own index.
+const INDEX_DIR = join(WORKSPACE, "research-index", (process.env.INSTANCE_ID || String(process.pid)).replace(/[^A-Za-z0-9_-]/g, "-"));
+
+let opening: Promise<DeepResearch> | undefined;
+
+function deepResearch(): Promise<DeepResearch> {
+  opening ??= DeepResearch.open({
+    dir: INDEX_DIR,
+    notesDir: process.env.RESEARCH_NOTES || undefined,
+    // One client per process: its clock is what keeps to arXiv's rate limit.
+    arxiv: process.env.RESEARCH_ARXIV === "1" ? new ArxivClient({ cacheDir: join(WORKSPACE, "arxiv-cache") }) : undefined,
+    logger: createLogger("researcher", { index: INDEX_DIR }),
+  }).catch((err: unknown) => {
+    // A failed open (a missing notes folder, say) is retried with the next brief rather than remembered.
+    opening = undefined;
+    throw err;
+  });
+  return opening;
+}
 
 async function writeBrief(
   ctx: AgentContext,
@@ -25,8 +50,8 @@ async function writeBrief(
     role: "researcher",
     purpose: "brief",
     prompt: PROMPT,
-    ask: (client) => {
-      const candidates = rankCorpus(query, { dataset })
+    ask: async (client) => {
+      const candidates = (await (await deepResearch()).rank(query, { dataset }))
         .slice(0, 12)
         .map((r) => ({ title: r.entry.title, url: sourceUrl(r.entry), summary: r.entry.summary, building_blocks: r.entry.building_blocks, buildable: r.buildable }));
       return client.generateObject({
@@ -37,7 +62,11 @@ async function writeBrief(
         prompt: JSON.stringify({ query, vocabulary: CODER_VOCABULARY, candidates }),
       });
     },
-    builtin: () => researchBrief(query, { dataset }),
+    builtin: async () => {
+      const { brief, sources } = await (await deepResearch()).brief(query, { dataset });
+      ctx.log.info({ query, sources }, "brief drawn from");
+      return brief;
+    },
   });
   const briefJson = JSON.stringify(answer.value);
   const briefId = `brief-${createHash("sha256").update(briefJson).digest("hex").slice(0, 12)}`;

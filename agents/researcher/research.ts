@@ -1,8 +1,9 @@
 /**
  * The offline researcher: ranks the shipped corpus against a query with
- * BM25 and turns the best entries into a brief. Deterministic by design
- * (no clock, no randomness, stable tie-breaks), so a replayed run gets the
- * same brief and briefs can be compared across runs.
+ * BM25, or ranks the entries a retriever found (deep-research.ts), and turns
+ * the best entries into a brief. Deterministic by design (no clock, no
+ * randomness, stable tie-breaks), so a replayed run gets the same brief and
+ * briefs can be compared across runs.
  */
 import { z } from "zod";
 import { BriefSchema, isCoderBlock, type ArchitecturalSuggestion, type Brief } from "../../core/brief.js";
@@ -24,17 +25,23 @@ export const ResearchOptionsSchema = z
   .strict();
 export type ResearchOptions = z.input<typeof ResearchOptionsSchema>;
 
+/** A corpus entry some retriever found for the query, with its relevance in [0, 1]. */
+export interface RetrievedEntry {
+  entry: CorpusEntry;
+  relevance: number;
+}
+
 export interface RankedEntry {
   entry: CorpusEntry;
   /** Every corpus entry of the same concept, best first (all are cited). */
   siblings: CorpusEntry[];
   score: number;
-  /** BM25 relevance as a fraction of its ceiling for the query, in [0, 1). */
+  /** BM25 relevance as a fraction of its ceiling for the query, in [0, 1), or the retriever's relevance when given. */
   relevance: number;
   buildable: boolean;
 }
 
-const STOPWORDS = new Set(
+export const STOPWORDS: ReadonlySet<string> = new Set(
   "a an and are as at be but by can could do for from has have how i in into is it its may more most my no not of on or our over please reach should so than that the their them then there these this those to under up use using via want was we what when which while will with within without would you your get hit achieve least".split(
     " ",
   ),
@@ -190,14 +197,19 @@ function byScore(a: RankedEntry, b: RankedEntry): number {
   return b.score - a.score || a.entry.id.localeCompare(b.entry.id);
 }
 
-function rank(ctx: QueryContext): RankedEntry[] {
+function bm25Relevance(ctx: QueryContext): RetrievedEntry[] {
   const terms = new Set(ctx.tokens);
   const top = ceiling(terms);
-  const scored = CORPUS.map((entry, i) => {
-    const relevance = top > 0 ? bm25(terms, i) / top : 0;
-    const buildable = isBuildable(entry);
-    return { entry, siblings: [entry], relevance, buildable, score: score(entry, relevance, ctx.modality, buildable) };
-  }).sort(byScore);
+  return CORPUS.map((entry, i) => ({ entry, relevance: top > 0 ? bm25(terms, i) / top : 0 }));
+}
+
+function rank(ctx: QueryContext, retrieved: readonly RetrievedEntry[] = bm25Relevance(ctx)): RankedEntry[] {
+  const scored = retrieved
+    .map(({ entry, relevance }) => {
+      const buildable = isBuildable(entry);
+      return { entry, siblings: [entry], relevance, buildable, score: score(entry, relevance, ctx.modality, buildable) };
+    })
+    .sort(byScore);
 
   // A concept ranks by its best-scoring entry but speaks through its canonical one (highest prior, then corpus order).
   const byConcept = new Map<string, RankedEntry>();
@@ -217,9 +229,13 @@ function rank(ctx: QueryContext): RankedEntry[] {
   return [...byConcept.values()];
 }
 
-/** The corpus ranked for a query, one entry per concept, best first. */
-export function rankCorpus(query: string, opts: { dataset?: string } = {}): RankedEntry[] {
-  return rank(queryContext(query, opts.dataset));
+/**
+ * The corpus ranked for a query, one entry per concept, best first. With
+ * `retrieved`, only those entries rank, on the retriever's relevance instead
+ * of BM25 over the built-in corpus.
+ */
+export function rankCorpus(query: string, opts: { dataset?: string } = {}, retrieved?: readonly RetrievedEntry[]): RankedEntry[] {
+  return rank(queryContext(query, opts.dataset), retrieved);
 }
 
 // Each further pick from an already-chosen surface counts for less, so one brief feeds several specialists.
@@ -338,14 +354,20 @@ function sources(chosen: readonly RankedEntry[]): Brief["sources"] {
   return out;
 }
 
-/** A brief from the offline corpus; always valid against BriefSchema. */
-export function researchBrief(query: string, opts: ResearchOptions = {}): Brief {
+export interface ComposedBrief {
+  brief: Brief;
+  /** The entries behind the suggestions, siblings included, whether or not they have a citable url. */
+  drawnFrom: CorpusEntry[];
+}
+
+/** researchBrief, also saying which entries it drew on (to count the sources that contributed). */
+export function composeBrief(query: string, opts: ResearchOptions = {}, retrieved?: readonly RetrievedEntry[]): ComposedBrief {
   const o = ResearchOptionsSchema.parse(opts);
   const ctx = queryContext(query, o.dataset);
-  const ranked = rank(ctx).filter((r) => !o.surfaces || o.surfaces.includes(r.entry.surface));
+  const ranked = rank(ctx, retrieved).filter((r) => !o.surfaces || o.surfaces.includes(r.entry.surface));
   const chosen = pickDiverse(ranked.slice(0, Math.max(o.k, o.maxSuggestions)), o.maxSuggestions);
   const subject = ctx.dataset ?? ctx.modality ?? (query.trim() || "small-model classification");
-  return BriefSchema.parse({
+  const brief = BriefSchema.parse({
     summary_title: `Offline research brief for ${subject}: ${chosen
       .slice(0, 3)
       .map((r) => r.entry.name)
@@ -354,6 +376,12 @@ export function researchBrief(query: string, opts: ResearchOptions = {}): Brief 
     architectural_suggestions: chosen.map(suggestion),
     sources: sources(chosen).slice(0, o.maxSources),
   });
+  return { brief, drawnFrom: chosen.flatMap((r) => r.siblings) };
+}
+
+/** A brief from the offline corpus, or from `retrieved` as rankCorpus takes it; always valid against BriefSchema. */
+export function researchBrief(query: string, opts: ResearchOptions = {}, retrieved?: readonly RetrievedEntry[]): Brief {
+  return composeBrief(query, opts, retrieved).brief;
 }
 
 /**

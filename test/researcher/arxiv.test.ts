@@ -7,6 +7,8 @@ import { join, resolve } from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { isCoderBlock } from "../../core/brief.js";
 import { sourceUrl } from "../../agents/researcher/corpus.js";
+import { MISSING_BLOCKS } from "../../agents/researcher/keywords.js";
+import { isBuildable } from "../../agents/researcher/research.js";
 import { ArxivClient, ArxivError, buildSearchQuery, parseArxivFeed, toCorpusEntries, type ArxivClientOptions } from "../../agents/researcher/arxiv.js";
 
 const FIXTURES = resolve("test/fixtures/arxiv");
@@ -349,13 +351,13 @@ describe("ArxivClient", () => {
 });
 
 describe("toCorpusEntries", () => {
-  it("maps results onto the corpus shape with vocabulary-only building blocks", () => {
+  it("maps results onto the corpus shape with the shared keyword rules' building blocks", () => {
     const entries = toCorpusEntries([...parseArxivFeed(SE).entries, ...parseArxivFeed(LABEL_SMOOTHING).entries]);
     for (const e of entries) {
       expect(e.id).toMatch(/^arxiv-[a-z0-9-]+$/);
       expect(e.prior).toBe(0);
       expect(e.modalities.length).toBeGreaterThan(0);
-      expect(e.building_blocks.every(isCoderBlock), e.id).toBe(true);
+      expect(e.building_blocks.every((b) => isCoderBlock(b) || (MISSING_BLOCKS as readonly string[]).includes(b)), e.id).toBe(true);
       expect(e.summary.length).toBeGreaterThan(100);
     }
     const byId = new Map(entries.map((e) => [e.arxiv_id, e]));
@@ -363,6 +365,7 @@ describe("toCorpusEntries", () => {
     const se = byId.get("1709.01507")!;
     expect(se).toMatchObject({ id: "arxiv-1709-01507", concept: "se", name: "Squeeze-and-Excitation Networks", year: 2017, modalities: ["vision"], surface: "architecture" });
     expect(se.building_blocks).toEqual(expect.arrayContaining(["se", "conv2d"]));
+    expect(isBuildable(se)).toBe(true);
     expect(se.tags).toEqual(expect.arrayContaining(["channel attention", "recalibration"]));
     expect(sourceUrl(se)).toBe("https://arxiv.org/abs/1709.01507");
 
@@ -370,7 +373,9 @@ describe("toCorpusEntries", () => {
     expect(byId.get("1810.12348")!.concept).toBeUndefined();
 
     const ls = byId.get("1906.02629")!;
-    expect(ls).toMatchObject({ concept: "label-smoothing", surface: "regularisation", building_blocks: ["label_smoothing"] });
+    // The abstract is about distillation too; a block the coder lacks is kept, so the entry does not claim to be buildable.
+    expect(ls).toMatchObject({ concept: "label-smoothing", surface: "regularisation", building_blocks: ["label_smoothing", "distillation"] });
+    expect(isBuildable(ls)).toBe(false);
     expect(ls.modalities).toEqual(expect.arrayContaining(["vision", "text"]));
     expect(ls.tags).toEqual(expect.arrayContaining(["calibration", "distillation"]));
 
