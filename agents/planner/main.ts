@@ -9,9 +9,10 @@
  */
 import { compileModel } from "../coder/compile.js";
 import { request } from "../../lineage-store/client.js";
-import { Decision, Verdict, type Event } from "../../proto/gen/research/v1/events_pb.js";
+import { Decision, type Event } from "../../proto/gen/research/v1/events_pb.js";
 import { datasetInfo } from "../dataset-info.js";
-import { judgedTrials, trialId, type RunState, type TrialState } from "../run-state.js";
+import { trialId, type RunState, type TrialState } from "../run-state.js";
+import { STALL_TRIALS, stalledOn } from "./stall.js";
 import { labelName } from "../../core/failure.js";
 import { runAgent, type AgentContext } from "../runtime.js";
 import { askLlm, type LlmAnswer } from "../llm.js";
@@ -117,23 +118,6 @@ async function proposeInitial(ctx: AgentContext, runId: string): Promise<void> {
     const current = i === 0 ? input : { ...input, state: await ctx.runState(runId) };
     await propose(ctx, current, i, () => builtin[i]);
   }
-}
-
-/** Trials on one surface, judged in a row, that gained nothing: enough to ask a narrower question. */
-const STALL_TRIALS = 3;
-
-function stalledOn(state: RunState, judged: TrialState): TrialState[] | undefined {
-  const surface = judged.proposed?.surface;
-  if (!surface) return undefined;
-  const recent = judgedTrials(state)
-    .filter((t) => t.proposed?.surface === surface && t.proposed.parentIds.length > 0)
-    .sort((a, b) => a.judgedPosition! - b.judgedPosition!)
-    .slice(-STALL_TRIALS);
-  if (recent.length < STALL_TRIALS || recent[recent.length - 1]!.id !== judged.id) return undefined;
-  if (recent.some((t) => t.judged?.verdict === Verdict.ACCEPT && (t.judged.gain ?? 0) > 1e-3)) return undefined;
-  // One question per stall: none if an earlier request already covered one of these trials.
-  if (state.researchRequests.some((r) => r.surface === surface && recent.some((t) => r.trialIds.includes(t.id)))) return undefined;
-  return recent;
 }
 
 async function askWhenStalled(ctx: AgentContext, state: RunState, judged: TrialState): Promise<void> {

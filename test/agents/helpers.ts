@@ -1,0 +1,47 @@
+/** Run states built from real events, for the agents' pure rules. */
+import { create } from "@bufbuild/protobuf";
+import { EventSchema, type Event } from "../../proto/gen/research/v1/events_pb.js";
+import { EvalResultSchema } from "../../proto/gen/research/v1/runner_pb.js";
+import { foldRun } from "../../agents/run-state.js";
+import type { EventInit } from "../../bus/index.js";
+
+export const RUN = "r1";
+
+export function started(settings: Record<string, unknown> = {}, goal: Record<string, unknown> = {}): EventInit {
+  return {
+    runId: RUN,
+    emittedAtMs: 1000n,
+    body: {
+      case: "runStarted",
+      value: { goal: { dataset: "digits", target: 0.95, ...goal }, settings: { maxTrials: 10, seeds: 3, patience: 4, trialTimeBudgetS: 60, research: true, ...settings } },
+    },
+  };
+}
+
+export function proposed(id: string, surface = "architecture", parentIds: string[] = []): EventInit {
+  return {
+    runId: RUN,
+    trialId: id,
+    body: {
+      case: "trialProposed",
+      value: { surface, parentIds, hypothesis: `h ${id}`, modelConfigJson: JSON.stringify({ name: id, layers: [{ type: "flatten" }] }), trainConfigJson: "{}" },
+    },
+  };
+}
+
+export function result(mean: number, halfWidth: number, extra: { params?: bigint; seconds?: number; n?: number } = {}) {
+  return create(EvalResultSchema, {
+    aggregated: { val_accuracy: { mean, std: halfWidth / 2, ci95: [mean - halfWidth, mean + halfWidth], n: extra.n ?? 3, min: mean, max: mean } },
+    params: extra.params ?? 1000n,
+    seconds: extra.seconds ?? 10,
+    numClasses: 10,
+  });
+}
+
+export function evaluated(id: string, mean: number, halfWidth = 0.01, extra: Parameters<typeof result>[2] = {}): EventInit {
+  return { runId: RUN, trialId: id, body: { case: "trialEvaluated", value: { result: result(mean, halfWidth, extra) } } };
+}
+
+export function state(events: EventInit[]) {
+  return foldRun(RUN, events.map((e) => create(EventSchema, e) as Event));
+}

@@ -1,0 +1,95 @@
+import { describe, expect, it } from "vitest";
+import { create } from "@bufbuild/protobuf";
+import { compileModel } from "../../agents/coder/compile.js";
+import { fingerprint, initialBuiltin, mulberry32, nextBuiltin, randomPolicy, type PlanInput } from "../../agents/planner/policy.js";
+import { stalledOn } from "../../agents/planner/stall.js";
+import { researchBrief } from "../../agents/researcher/research.js";
+import { DatasetInfoSchema } from "../../proto/gen/research/v1/runner_pb.js";
+import { Decision, Verdict } from "../../proto/gen/research/v1/events_pb.js";
+import type { EventInit } from "../../bus/index.js";
+import { evaluated, RUN, started, state } from "./helpers.js";
+
+const FASHION = create(DatasetInfoSchema, { name: "fashion-mnist", inputShape: [1, 28, 28], numClasses: 10, inputDtype: "float32", nTrain: 54000, nVal: 6000 });
+
+function input(events: EventInit[], maxParams = 0): PlanInput {
+  const s = state([started({ parallel: 2 }, { dataset: "fashion-mnist", maxParams: BigInt(maxParams) }), ...events]);
+  return {
+    state: s,
+    info: FASHION,
+    rng: mulberry32(7),
+    params: (m) => {
+      const r = compileModel(m, { inputShape: [1, 28, 28], numClasses: 10 });
+      return r.ok ? r.params : r.error;
+    },
+    failedElsewhere: new Set(),
+  };
+}
+
+const brief = (): EventInit => ({
+  runId: RUN,
+  body: { case: "briefReady", value: { briefJson: JSON.stringify(researchBrief("small cnn for fashion-mnist with squeeze excitation", { dataset: "fashion-mnist" })) } },
+});
+
+describe("built-in planner", () => {
+  it("starts from templates that adopt the brief's concepts, on a subset of a large dataset", () => {
+    const proposals = initialBuiltin(input([brief()]), 2);
+    expect(proposals).toHaveLength(2);
+    expect(proposals[0]!.adoptedConcepts.length).toBeGreaterThan(0);
+    expect(proposals[0]!.train.subset).toBe(10_000);
+    expect(fingerprint(proposals[0]!.model, proposals[0]!.train)).not.toBe(fingerprint(proposals[1]!.model, proposals[1]!.train));
+  });
+
+  it("respects the parameter limit", () => {
+    for (const p of initialBuiltin(input([], 15_000), 3)) {
+      const r = compileModel(p.model, { inputShape: [1, 28, 28], numClasses: 10 });
+      expect(r.ok && r.params).toBeLessThanOrEqual(15_000);
+    }
+  });
+
+  it("edits the best accepted trial and never repeats a configuration", () => {
+    const first = initialBuiltin(input([]), 1)[0]!;
+    const events: EventInit[] = [
+      { runId: RUN, trialId: "t0", body: { case: "trialProposed", value: { surface: "architecture", modelConfigJson: JSON.stringify(first.model), trainConfigJson: JSON.stringify(first.train) } } },
+      evaluated("t0", 0.88),
+      { runId: RUN, trialId: "t0", body: { case: "trialJudged", value: { verdict: Verdict.ACCEPT, decision: Decision.ITERATE } } },
+    ];
+    const seen = new Set([fingerprint(first.model, first.train)]);
+    for (let i = 0; i < 5; i++) {
+      const p = nextBuiltin({ ...input(events), rng: mulberry32(i) }, 2 + i)!;
+      expect(p.parentIds).toEqual(["t0"]);
+      expect(seen.has(fingerprint(p.model, p.train))).toBe(false);
+    }
+  });
+
+  it("does not propose what failed elsewhere in the lineage", () => {
+    const base = input([]);
+    const first = initialBuiltin(base, 1)[0]!;
+    const again = initialBuiltin({ ...base, failedElsewhere: new Set([fingerprint(first.model, first.train)]) }, 1)[0]!;
+    expect(fingerprint(again.model, again.train)).not.toBe(fingerprint(first.model, first.train));
+  });
+
+  it("the random baseline draws valid configs", () => {
+    const p = randomPolicy(input([]), 0)!;
+    expect(compileModel(p.model, { inputShape: [1, 28, 28], numClasses: 10 }).ok).toBe(true);
+  });
+});
+
+describe("stalls", () => {
+  it("asks once after three trials on a surface without gain", () => {
+    const events: EventInit[] = [];
+    for (const [i, gain] of [0.01, 0, -0.002, 0].entries()) {
+      const id = `t${i}`;
+      events.push({ runId: RUN, trialId: id, body: { case: "trialProposed", value: { surface: "regularisation", parentIds: ["t9"] } } });
+      events.push({ runId: RUN, trialId: id, body: { case: "trialJudged", value: { verdict: Verdict.ACCEPT, decision: Decision.ITERATE, gain } } });
+    }
+    const s = state([started(), ...events]);
+    expect(stalledOn(s, s.trials.get("t2")!)).toBeUndefined();
+    expect(stalledOn(s, s.trials.get("t3")!)?.map((t) => t.id)).toEqual(["t1", "t2", "t3"]);
+    const asked = state([
+      started(),
+      ...events,
+      { runId: RUN, body: { case: "researchRequested", value: { surface: "regularisation", trialIds: ["t1", "t2", "t3"] } } },
+    ]);
+    expect(stalledOn(asked, asked.trials.get("t3")!)).toBeUndefined();
+  });
+});
