@@ -66,6 +66,7 @@ export async function askLlm<T>(ctx: AgentContext, ids: { runId: string; trialId
           latencyMs: r.usage.latencyMs,
           costUsd: r.usage.costUsd,
           attempts: r.attempts,
+          requests: r.usage.calls,
           outcome: r.attempts > 1 ? "repaired" : "ok",
         },
       },
@@ -79,7 +80,13 @@ export async function askLlm<T>(ctx: AgentContext, ids: { runId: string; trialId
       trialId: ids.trialId ?? "",
       body: {
         case: "llmCall",
-        value: { ...base, latencyMs: Date.now() - t0, attempts: err instanceof LlmError ? err.attempts : 1, outcome: "fallback", error: reason },
+        value: {
+          ...base,
+          latencyMs: Date.now() - t0,
+          requests: err instanceof LlmError ? err.attempts : 1,
+          outcome: "fallback",
+          error: reason,
+        },
       },
     });
     return { value: await step.builtin(), fallbackReason: reason };

@@ -253,10 +253,11 @@ export interface Report {
 
 /** Tokens, latency, cost and outcomes of LLM calls, per role. */
 function llmUse(state: RunState) {
-  const roles = new Map<string, { calls: number; prompt_tokens: number; completion_tokens: number; latency_ms: number; cost_usd: number; repaired: number; fallbacks: number }>();
+  const roles = new Map<string, { calls: number; requests: number; prompt_tokens: number; completion_tokens: number; latency_ms: number; cost_usd: number; repaired: number; fallbacks: number }>();
   for (const c of state.llmCalls) {
-    const r = roles.get(c.role) ?? { calls: 0, prompt_tokens: 0, completion_tokens: 0, latency_ms: 0, cost_usd: 0, repaired: 0, fallbacks: 0 };
+    const r = roles.get(c.role) ?? { calls: 0, requests: 0, prompt_tokens: 0, completion_tokens: 0, latency_ms: 0, cost_usd: 0, repaired: 0, fallbacks: 0 };
     r.calls++;
+    r.requests += c.requests;
     r.prompt_tokens += c.promptTokens;
     r.completion_tokens += c.completionTokens;
     r.latency_ms += c.latencyMs;
@@ -417,8 +418,8 @@ function markdownOf(state: RunState, finished: RunFinished, j: Report["json"]): 
   if (llmRoles.length) {
     out.push(
       ...table(
-        ["role", "calls", "prompt tokens", "completion tokens", "latency", "cost (USD)", "repaired", "fell back"],
-        llmRoles.map(([role, r]) => [role, String(r.calls), String(r.prompt_tokens), String(r.completion_tokens), `${(r.latency_ms / 1000).toFixed(1)} s`, r.cost_usd.toFixed(4), String(r.repaired), String(r.fallbacks)]),
+        ["role", "calls", "HTTP requests", "prompt tokens", "completion tokens", "latency", "cost (USD)", "repaired", "fell back"],
+        llmRoles.map(([role, r]) => [role, String(r.calls), String(r.requests), String(r.prompt_tokens), String(r.completion_tokens), `${(r.latency_ms / 1000).toFixed(1)} s`, r.cost_usd.toFixed(4), String(r.repaired), String(r.fallbacks)]),
       ),
       "",
     );

@@ -6,7 +6,7 @@
  * narrative with invented numbers — is visible there with how it was handled.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseGoal } from "../../core/goal.js";
@@ -89,7 +89,10 @@ function script(req: RecordedRequest): ScriptedReply {
       return json({ code: n === 1 ? code(className, 32, 50) : code(className, 16 + n) });
     }
     case "analyst":
-      return n === 1 ? { status: 429, retryAfter: 0 } : { content: "Validation accuracy is high and still rising; more epochs should help." };
+      if (n === 1) return { status: 429, retryAfter: 0 };
+      // The second narrative never arrives in time: both requests time out.
+      if (n === 3 || n === 4) return { delayMs: 4000, content: "too late" };
+      return { content: "Validation accuracy is high and still rising; more epochs should help." };
     default: {
       const table = JSON.parse(last) as { total_params: number };
       return { content: n === 1 ? "It has 42 layers, give or take." : `The model has ${table.total_params} parameters.` };
@@ -108,7 +111,10 @@ beforeAll(async () => {
   process.env.OPENAI_API_KEY = "sk-test";
   const logger = createLogger("llm-swarm-test");
   logger.level = "warn";
-  swarm = await startSwarm({ workspace, slots: 2, logger, llm: { llm: "openai:fake-model", baseUrl: fake.baseURL } });
+  // A short timeout for the analyst only, so its slow answer times out.
+  const llmConfig = join(workspace, "llm-test.json");
+  writeFileSync(llmConfig, JSON.stringify({ default: { provider: "openai", model: "fake-model", base_url: fake.baseURL }, roles: { analyst: { timeout_ms: 1500, max_retries: 1 } } }));
+  swarm = await startSwarm({ workspace, slots: 2, logger, llm: { file: llmConfig } });
   const parsed = parseGoal("digits: reach 99.9% validation accuracy");
   if (!parsed.ok) throw new Error(parsed.error);
   outcome = await runGoal(swarm, {
@@ -164,12 +170,18 @@ describe("a run driven by a scripted LLM endpoint", () => {
     expect(narrative[0]!.error).toMatch(/42/);
   });
 
-  it("retries a 429 and records tokens and cost per role in the report", () => {
-    expect(calls("analyst", "fallback")).toHaveLength(0);
-    expect(calls("analyst").length).toBe(3);
+  it("retries a 429, falls back after timeouts, and records requests, tokens and cost per role", () => {
+    const analyst = calls("analyst");
+    expect(analyst.length).toBe(3);
+    expect(analyst[0]!.outcome).toBe("ok");
+    expect(analyst[0]!.requests).toBe(2);
+    const timedOut = calls("analyst", "fallback");
+    expect(timedOut).toHaveLength(1);
+    expect(timedOut[0]!.error).toMatch(/^timeout/);
+    expect(timedOut[0]!.requests).toBe(2);
     const report = readFileSync(outcome.finished.reportPath, "utf8");
     expect(report).toContain("## LLM use");
-    expect(report).toMatch(/\| planner \| \d+ \| \d+ \|/);
+    expect(report).toMatch(/\| planner \| \d+ \| \d+ \| \d+ \|/);
     expect(report).toContain("fell back to the built-in brain");
   });
 });
