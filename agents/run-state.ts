@@ -134,3 +134,9 @@ export function bestTrial(state: RunState): TrialState | undefined {
 export function isTerminal(decision: Decision | undefined): boolean {
   return decision === Decision.GOAL_ACHIEVED || decision === Decision.STOP;
 }
+
+/** Wall time of the slowest seed: what a model costs, whatever the runner's queue added around it. */
+export function slowestSeedSeconds(t: TrialState): number | undefined {
+  const seeds = t.evaluated?.result?.seedResults ?? [];
+  return seeds.length ? Math.max(...seeds.map((s) => s.seconds)) : undefined;
+}

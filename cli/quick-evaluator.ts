@@ -35,7 +35,7 @@ usage: quick-evaluator --model FILE.py --class NAME --dataset NAME [options]
   --optimizer NAME       sgd, adam, adamw (default adam)
   --schedule NAME        none, step, cosine, onecycle (default none)
   --target X             goal for validation accuracy: 0.9 or 90 (percent)
-  --time-budget SECONDS  wall-clock budget for the whole evaluation (default ${DEFAULTS.timeBudgetS})
+  --time-budget SECONDS  wall-clock budget per seed, from its start (default ${DEFAULTS.timeBudgetS})
   --memory-limit MB      address-space limit per seed worker (default ${DEFAULTS.memoryLimitMb})
   --max-params N         fail before training when the model is larger
   --test                 also evaluate on the held-out test split

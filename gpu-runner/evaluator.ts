@@ -88,14 +88,16 @@ export class Evaluator {
     signal?.addEventListener("abort", onCallerAbort, { once: true });
 
     const t0 = Date.now();
-    let deadline = 0;
+    let started = false;
+    // Every seed gets the whole budget from the moment it starts: time spent
+    // queued behind other evaluations' seeds is the runner's load, not this model's cost.
+    const limits = limitsFor(plan.timeBudgetS, plan.memoryLimitMb, this.threads);
     const startSeed = () => {
-      // The budget clock starts with the first seed, not at queueing time.
-      if (!deadline) {
-        deadline = Date.now() + plan.timeBudgetS * 1000;
+      if (!started) {
+        started = true;
         out.push({ event: { case: "started", value: { device: this.device(), seeds: plan.seeds, queuedS: (Date.now() - t0) / 1000 } } });
       }
-      return limitsFor((deadline - Date.now()) / 1000, plan.memoryLimitMb, this.threads);
+      return limits;
     };
 
     const runSeed = async (seed: number): Promise<SeedResult> => {

@@ -16,7 +16,7 @@ import type { Brief } from "../../core/brief.js";
 import type { ModelConfigInput, TrainConfigInput } from "../../core/model-config.js";
 import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import type { DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
-import { bestTrial, scoreOf, type RunState, type TrialState } from "../run-state.js";
+import { bestTrial, scoreOf, slowestSeedSeconds, type RunState, type TrialState } from "../run-state.js";
 import { MUTATIONS, SURFACES, type Genome, type Mutation, type Surface } from "./mutations.js";
 import { templatesFor, type Template } from "./templates.js";
 
@@ -128,7 +128,7 @@ function withinBudget(input: PlanInput, g: Genome, seen: Set<string>): string | 
 
 /** Seconds a genome should take, scaled from its parent's measured evaluation. */
 function predictedSeconds(input: PlanInput, parent: TrialState, g: Genome, pg: Genome): number | undefined {
-  const seconds = parent.evaluated?.result?.seconds;
+  const seconds = slowestSeedSeconds(parent);
   if (!seconds) return undefined;
   const total = input.info.nTrain + input.info.nVal;
   const size = (t: TrainConfigInput) => (t.subset || total) * (t.epochs ?? 2);
