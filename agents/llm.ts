@@ -9,6 +9,8 @@ import { LlmClients, type LlmClient } from "../core/llm/client.js";
 import { llmConfigFromFlags, type LlmRole } from "../core/llm/config.js";
 import { LlmError } from "../core/llm/errors.js";
 import type { Usage } from "../core/llm/usage.js";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { LlmCallSchema } from "../proto/gen/research/v1/events_pb.js";
 import type { Prompt } from "./prompts.js";
 import type { AgentContext } from "./runtime.js";
 
@@ -52,43 +54,24 @@ export async function askLlm<T>(ctx: AgentContext, ids: { runId: string; trialId
   const key = `${ids.trialId || "run"}/llm/${step.purpose}`;
   const t0 = Date.now();
   const base = { role: step.role, model: client.endpoint.model, purpose: step.purpose, promptVersion: step.prompt.version };
+  const record = (value: MessageInitShape<typeof LlmCallSchema>) =>
+    ctx.emit(key, { runId: ids.runId, trialId: ids.trialId ?? "", body: { case: "llmCall", value: { ...base, ...value } } });
   try {
     const r = await step.ask(client);
-    await ctx.emit(key, {
-      runId: ids.runId,
-      trialId: ids.trialId ?? "",
-      body: {
-        case: "llmCall",
-        value: {
-          ...base,
-          promptTokens: r.usage.promptTokens,
-          completionTokens: r.usage.completionTokens,
-          latencyMs: r.usage.latencyMs,
-          costUsd: r.usage.costUsd,
-          attempts: r.attempts,
-          requests: r.usage.calls,
-          outcome: r.attempts > 1 ? "repaired" : "ok",
-        },
-      },
+    await record({
+      promptTokens: r.usage.promptTokens,
+      completionTokens: r.usage.completionTokens,
+      latencyMs: r.usage.latencyMs,
+      costUsd: r.usage.costUsd,
+      attempts: r.attempts,
+      requests: r.usage.calls,
+      outcome: r.attempts > 1 ? "repaired" : "ok",
     });
     return { value: r.value, model: client.endpoint.model };
   } catch (err) {
     const reason = describe(err);
     ctx.log.warn({ role: step.role, purpose: step.purpose, err: reason }, "LLM step failed; the built-in brain answers");
-    await ctx.emit(key, {
-      runId: ids.runId,
-      trialId: ids.trialId ?? "",
-      body: {
-        case: "llmCall",
-        value: {
-          ...base,
-          latencyMs: Date.now() - t0,
-          requests: err instanceof LlmError ? err.attempts : 1,
-          outcome: "fallback",
-          error: reason,
-        },
-      },
-    });
+    await record({ latencyMs: Date.now() - t0, requests: err instanceof LlmError ? err.attempts : 1, outcome: "fallback", error: reason });
     return { value: await step.builtin(), fallbackReason: reason };
   }
 }
