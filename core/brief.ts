@@ -23,6 +23,7 @@ export const LAYER_BLOCKS = [
   "global_avgpool",
   "dropout",
   "dropout2d",
+  "flatten",
   "linear",
   "residual",
   "se",
@@ -33,6 +34,7 @@ export const LAYER_BLOCKS = [
   "mixer_block",
   "token_pool",
   "embedding",
+  "conv1d",
   "sequence_pool",
 ] as const;
 

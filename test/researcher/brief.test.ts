@@ -91,3 +91,15 @@ describe("brief helpers", () => {
     expect(JSON.parse(JSON.stringify(schema))).toEqual(schema);
   });
 });
+
+describe("the brief's vocabulary follows the coder's", () => {
+  it("names exactly the layer types the compiler knows, and only activations it has", async () => {
+    const { LAYER_BLOCKS } = await import("../../core/brief.js");
+    const { LAYER_TYPES, ACTIVATIONS } = await import("../../core/model-config.js");
+    const layers = LAYER_BLOCKS.filter((b) => !b.startsWith("activation:"));
+    expect(new Set(layers)).toEqual(new Set(LAYER_TYPES.filter((t) => t !== "activation")));
+    for (const b of LAYER_BLOCKS.filter((x) => x.startsWith("activation:"))) {
+      expect(ACTIVATIONS as readonly string[]).toContain(b.slice("activation:".length));
+    }
+  });
+});
