@@ -3,7 +3,7 @@
  * of the mean, plus the goal, overfitting and convergence verdicts that are
  * derived from them.
  */
-import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import { create } from "@bufbuild/protobuf";
 import { tCritical975 } from "../core/stats.js";
 import {
   ConvergenceSchema,
@@ -95,4 +95,3 @@ export function weakClasses(seeds: SeedResult[]): number[] {
     .sort((a, b) => a - b);
 }
 
-export type MetricStatsInit = MessageInitShape<typeof MetricStatsSchema>;
