@@ -1,12 +1,12 @@
 /**
  * Throughput of applyEvent vs applyEvents and query latency at ~1k trials, on real LanceDB in a
- * temp dir. Run: npx tsx test/lineage-store/bench.ts [trialsForSingle=100] [trialsForQueries=1000]
+ * temp dir. Run: npx tsx bench/lineage-bench.ts [trialsForSingle=100] [trialsForQueries=1000]
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { LineageStore } from "../../lineage-store/store.js";
-import { manyTrials, runEvents, trialId } from "./fixtures.js";
+import { LineageStore } from "../lineage-store/store.js";
+import { manyTrials, runEvents, trialId } from "../test/lineage-store/fixtures.js";
 
 const singleTrials = Number(process.argv[2] ?? 100);
 const queryTrials = Number(process.argv[3] ?? 1000);
