@@ -6,8 +6,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DIGITS_CNN } from "../helpers/models.js";
 
+// Without NODE_CHANNEL_FD: the CLI must not pick up vitest's IPC channel variable.
+const { NODE_CHANNEL_FD: _ipc, ...inherited } = process.env;
+
 function run(tool: string, args: string[]) {
-  const r = spawnSync(`./${tool}`, args, { encoding: "utf8", timeout: 180_000, env: { ...process.env, LOG_LEVEL: "warn" } });
+  const r = spawnSync(`./${tool}`, args, { encoding: "utf8", timeout: 180_000, env: { ...inherited, LOG_LEVEL: "warn" } });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
