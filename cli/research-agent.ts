@@ -17,7 +17,7 @@ import { summaryOf } from "../lineage-store/query.js";
 import { LineageStore } from "../lineage-store/store.js";
 import { Decision, Verdict, type Event } from "../proto/gen/research/v1/events_pb.js";
 import { TrialSummarySchema, type TrialSummary } from "../proto/gen/research/v1/lineage_pb.js";
-import { bestTrial, meanOf, type RunState } from "../agents/run-state.js";
+import { applyToRunState, bestTrial, emptyRunState, meanOf, type RunState } from "../agents/run-state.js";
 import { runGoal, runSettings, startSwarm, type Swarm } from "../deploy/swarm.js";
 import { runAblation } from "../deploy/ablation.js";
 import { ArxivClient } from "../agents/researcher/arxiv.js";
@@ -416,7 +416,6 @@ async function watch(argv: string[]): Promise<void> {
   if (a.help) return void process.stdout.write(HELP);
   const bus = (await connectOrFail(a.workspace, a.nats)) ?? fail("no swarm is running for this workspace (give --nats URL or --workspace DIR)");
   const states = new Map<string, RunState>();
-  const { applyToRunState, emptyRunState } = await import("../agents/run-state.js");
   await bus.watch(positionals[0] ?? "*", (e) => {
     const s = states.get(e.runId) ?? emptyRunState(e.runId);
     states.set(e.runId, applyToRunState(s, e));
