@@ -16,15 +16,16 @@ export interface TestServer {
 
 export async function startTestServer(): Promise<TestServer> {
   const dataDir = mkdtempSync(join(tmpdir(), "bus-test-"));
-  const server = await startNatsServer({ dataDir });
-  return {
-    server,
+  const ts: TestServer = {
+    server: await startNatsServer({ dataDir }),
     dataDir,
+    // The current server: a restart test replaces it, and the replacement must be stopped too.
     dispose: async () => {
-      await server.stop();
+      await ts.server.stop();
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
+  return ts;
 }
 
 export function testBus(url: string, name: string): Promise<Bus> {
