@@ -328,4 +328,10 @@ export const randomPolicy: Policy = (input, index) => {
   return undefined;
 };
 
-export const POLICIES = { builtin: { initial: initialBuiltin, next: nextBuiltin }, random: { initial: (i: PlanInput, n: number) => Array.from({ length: n }, (_, k) => randomPolicy(i, k)).filter((p): p is Proposal => !!p), next: randomPolicy } };
+const initialRandom = (input: PlanInput, count: number): Proposal[] =>
+  Array.from({ length: count }, (_, k) => randomPolicy(input, k)).filter((p): p is Proposal => p !== undefined);
+
+export const POLICIES = {
+  builtin: { initial: initialBuiltin, next: nextBuiltin },
+  random: { initial: initialRandom, next: randomPolicy },
+};

@@ -21,9 +21,9 @@ export function emptyUsage(role: LlmRole, model: string): Usage {
   return { role, model, promptTokens: 0, completionTokens: 0, latencyMs: 0, costUsd: 0, calls: 0, failures: 0 };
 }
 
-/** Adds `b` into `a` in place; a role served by two models reports both names. */
-export function addUsage(a: Usage, b: Omit<Usage, "role">): Usage {
-  if (!a.model.split("+").includes(b.model)) a.model = `${a.model}+${b.model}`;
+type Counts = Omit<Usage, "role" | "model">;
+
+function addCounts<T extends Counts>(a: T, b: Counts): T {
   a.promptTokens += b.promptTokens;
   a.completionTokens += b.completionTokens;
   a.latencyMs += b.latencyMs;
@@ -31,6 +31,12 @@ export function addUsage(a: Usage, b: Omit<Usage, "role">): Usage {
   a.calls += b.calls;
   a.failures += b.failures;
   return a;
+}
+
+/** Adds `b` into `a` in place; a role served by two models reports both names. */
+export function addUsage(a: Usage, b: Omit<Usage, "role">): Usage {
+  if (!a.model.split("+").includes(b.model)) a.model = `${a.model}+${b.model}`;
+  return addCounts(a, b);
 }
 
 /** Per-role totals for a run; shared by every client of the run so a snapshot is the whole bill. */
@@ -53,16 +59,9 @@ export class LlmUsageLedger {
     return u ? { ...u } : undefined;
   }
 
-  total(): Omit<Usage, "role" | "model"> {
-    const sum = { promptTokens: 0, completionTokens: 0, latencyMs: 0, costUsd: 0, calls: 0, failures: 0 };
-    for (const u of this.byRole.values()) {
-      sum.promptTokens += u.promptTokens;
-      sum.completionTokens += u.completionTokens;
-      sum.latencyMs += u.latencyMs;
-      sum.costUsd += u.costUsd;
-      sum.calls += u.calls;
-      sum.failures += u.failures;
-    }
+  total(): Counts {
+    const sum: Counts = { promptTokens: 0, completionTokens: 0, latencyMs: 0, costUsd: 0, calls: 0, failures: 0 };
+    for (const u of this.byRole.values()) addCounts(sum, u);
     return sum;
   }
 }
