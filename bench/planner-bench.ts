@@ -17,7 +17,7 @@ import { parseGoal } from "../core/goal.js";
 import { createLogger } from "../core/logger.js";
 import { runGoal, runSettings, startSwarm } from "../deploy/swarm.js";
 import { Verdict, type Event } from "../proto/gen/research/v1/events_pb.js";
-import { judgedTrials } from "../agents/run-state.js";
+import { judgedTrials } from "../swarm/run-state.js";
 
 const { values: a } = parseArgs({
   options: {

@@ -5,7 +5,6 @@ export { instanceId, type HeartbeatOptions } from "./heartbeat.js";
 export { freePort, startNatsServer, type NatsServer, type NatsServerOptions } from "./nats-server.js";
 export { ServiceError, type ServiceHandler } from "./request-reply.js";
 export type { EventListener, RunWatch } from "./run-reader.js";
-export { SeenSet } from "./seen-set.js";
 export { onShutdown } from "./shutdown.js";
 export {
   consumerName,

@@ -12,17 +12,17 @@ import { labelName } from "../core/failure.js";
 import { parseGoal } from "../core/goal.js";
 import { describeLlm, llmConfigFromFlags } from "../core/llm/config.js";
 import { createLogger } from "../core/logger.js";
-import { request as queryLineage } from "../lineage-store/client.js";
+import { request as queryLineage } from "../swarm/lineage-query.js";
 import { summaryOf } from "../lineage-store/query.js";
 import { LineageStore } from "../lineage-store/store.js";
 import { Decision, Verdict, type Event } from "../proto/gen/research/v1/events_pb.js";
 import { TrialSummarySchema, type TrialSummary } from "../proto/gen/research/v1/lineage_pb.js";
-import { applyToRunState, bestTrial, emptyRunState, meanOf, type RunState } from "../agents/run-state.js";
+import { applyToRunState, bestTrial, emptyRunState, meanOf, type RunState } from "../swarm/run-state.js";
 import { runGoal, runSettings, startSwarm, type Swarm } from "../deploy/swarm.js";
-import { runAblation } from "../deploy/ablation.js";
-import { ArxivClient } from "../agents/researcher/arxiv.js";
-import { DeepResearch, type DeepBrief } from "../agents/researcher/deep-research.js";
-import { parseOutputFormat } from "../agents/researcher/research.js";
+import { runAblation } from "./ablation.js";
+import { ArxivClient } from "../research/arxiv.js";
+import { DeepResearch, type DeepBrief } from "../research/deep-research.js";
+import { parseOutputFormat } from "../research/research.js";
 import { fmtPct, parseFraction, parsePositiveInt } from "./format.js";
 
 const HELP = `research-agent — an autonomous ML research swarm for PyTorch

@@ -12,7 +12,7 @@ import { ResearchError } from "../core/failure.js";
 import type { Logger } from "../core/logger.js";
 import { connectRunner, type RunnerClient } from "../gpu-runner/client.js";
 import { RunSettingsSchema, type Event, type Goal, type RunFinished, type RunSettings } from "../proto/gen/research/v1/events_pb.js";
-import { applyToRunState, emptyRunState, type RunState } from "../agents/run-state.js";
+import { applyToRunState, emptyRunState, type RunState } from "../swarm/run-state.js";
 import { Supervisor } from "./supervisor.js";
 
 export const ROLES = ["researcher", "planner", "coder", "analyst", "judge"] as const;

@@ -12,7 +12,7 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { create, toJson, type JsonObject } from "@bufbuild/protobuf";
 import { stringify as toYaml } from "yaml";
-import { bestTrial, type RunState, type TrialState } from "../agents/run-state.js";
+import { bestTrial, type RunState, type TrialState } from "../swarm/run-state.js";
 import { labelName } from "../core/failure.js";
 import type { Failure } from "../proto/gen/research/v1/common_pb.js";
 import { AnalysisSchema, type Event } from "../proto/gen/research/v1/events_pb.js";

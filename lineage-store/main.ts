@@ -6,11 +6,11 @@
  * similarity queries over NATS request/reply.
  */
 import { join } from "node:path";
-import { runAgent, replayRun } from "../agents/runtime.js";
+import { runAgent, replayRun } from "../swarm/runtime.js";
 import { EVENT_KINDS } from "../bus/subjects.js";
 import { createLogger } from "../core/logger.js";
 import { writeArtifacts } from "./artifacts.js";
-import { serveQueries } from "./client.js";
+import { serveQueries } from "./query.js";
 import { LineageStore } from "./store.js";
 
 const workspace = process.env.WORKSPACE ?? "./workspace";

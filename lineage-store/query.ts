@@ -1,73 +1,19 @@
-import { create, fromBinary, toBinary, type MessageInitShape } from "@bufbuild/protobuf";
-import { FAILURE_LABELS } from "../core/failure.js";
+import { create } from "@bufbuild/protobuf";
+import type { Bus, Stoppable } from "../bus/index.js";
+import { TrialSummarySchema } from "../proto/gen/research/v1/lineage_pb.js";
 import {
-  SimilarTrialsRequestSchema,
-  SimilarTrialsResponseSchema,
-  TrialSummarySchema,
+  checkRequest,
+  decodeRequest,
+  DEFAULT_K,
+  encodeResponse,
+  QUERY_SUBJECT,
   type SimilarTrialsRequest,
-  type SimilarTrialsResponse,
   type TrialSummary,
-} from "../proto/gen/research/v1/lineage_pb.js";
-import { TRIAL_STAGES, type TrialStatus } from "./schema.js";
+} from "../swarm/lineage-query.js";
+import type { TrialStatus } from "../swarm/run-state.js";
 import type { LineageStore, SimilarTrialsQuery, TrialHit } from "./store.js";
 
-/**
- * The similarity query as it travels between processes (CLI or agent -> lineage-store):
- * research.v1.SimilarTrialsRequest / SimilarTrialsResponse (proto/research/v1/lineage.proto).
- * Both ends check a request with checkRequest; the store answers every request, a bad one
- * with `error` set.
- */
-export type SimilarTrialsInit = MessageInitShape<typeof SimilarTrialsRequestSchema>;
-export type { SimilarTrialsRequest, SimilarTrialsResponse, TrialSummary };
-
-export const DEFAULT_K = 10;
-export const MAX_K = 200;
-export const MAX_TEXT = 4000;
-const FAILURES: ReadonlySet<string> = new Set<string>(FAILURE_LABELS);
-const STATUSES: ReadonlySet<string> = new Set<string>([...TRIAL_STAGES, "failed"]);
-
-/** Everything wrong with a request, one sentence each; empty when the store can answer it. */
-export function checkRequest(req: SimilarTrialsRequest): string[] {
-  const problems: string[] = [];
-  if (req.text !== "" && req.trialId !== "") problems.push("give exactly one of text or trial_id, not both");
-  else if (req.text === "" && req.trialId === "") problems.push("give exactly one of text or trial_id (neither was given)");
-  else if (req.text !== "" && req.text.trim() === "") problems.push("text is only whitespace");
-  if (req.text.length > MAX_TEXT) problems.push(`text has ${req.text.length} characters, at most ${MAX_TEXT} allowed`);
-  if (!Number.isInteger(req.k) || req.k < 0 || req.k > MAX_K) {
-    problems.push(`k must be an integer in 1..${MAX_K} (0 means ${DEFAULT_K}), got ${req.k}`);
-  }
-  for (const [name, v] of [["min_score", req.minScore], ["max_score", req.maxScore]] as const) {
-    if (v !== undefined && !(v >= 0 && v <= 1)) problems.push(`${name} must be in [0, 1], got ${v}`);
-  }
-  if (req.failureLabel !== undefined && req.failureLabel !== "" && !FAILURES.has(req.failureLabel)) {
-    problems.push(`failure_label must be "" or one of ${FAILURE_LABELS.join(", ")}, got ${JSON.stringify(req.failureLabel)}`);
-  }
-  if (req.status !== "" && !STATUSES.has(req.status)) {
-    problems.push(`status must be one of ${[...STATUSES].join(", ")}, got ${JSON.stringify(req.status)}`);
-  }
-  return problems;
-}
-
-/** Encodes a request, throwing on what checkRequest finds: a caller's mistake fails at the caller. */
-export function encodeRequest(init: SimilarTrialsInit): Uint8Array {
-  const req = create(SimilarTrialsRequestSchema, init);
-  const problems = checkRequest(req);
-  if (problems.length > 0) throw new Error(`bad lineage query: ${problems.join("; ")}`);
-  return toBinary(SimilarTrialsRequestSchema, req);
-}
-
-/** Decodes without checking (see checkRequest); throws on bytes that are not a request. */
-export function decodeRequest(bytes: Uint8Array): SimilarTrialsRequest {
-  return fromBinary(SimilarTrialsRequestSchema, bytes);
-}
-
-export function encodeResponse(res: MessageInitShape<typeof SimilarTrialsResponseSchema>): Uint8Array {
-  return toBinary(SimilarTrialsResponseSchema, create(SimilarTrialsResponseSchema, res));
-}
-
-export function decodeResponse(bytes: Uint8Array): SimilarTrialsResponse {
-  return fromBinary(SimilarTrialsResponseSchema, bytes);
-}
+/** The store's side of the similarity query (the wire and the client are in swarm/lineage-query.ts). */
 
 /** The store's query for a checked request ("" and unset fields mean no filter). */
 export function storeQuery(req: SimilarTrialsRequest): SimilarTrialsQuery {
@@ -125,4 +71,9 @@ export async function answer(store: LineageStore, bytes: Uint8Array): Promise<Ui
   } catch (err) {
     return failed(err instanceof Error ? err.message : String(err));
   }
+}
+
+/** The service side: answers every query from `store` until stopped. */
+export function serveQueries(bus: Pick<Bus, "serve">, store: LineageStore): Stoppable {
+  return bus.serve(QUERY_SUBJECT, (bytes) => answer(store, bytes));
 }

@@ -5,7 +5,7 @@
  */
 import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import { bestTrial, scoreOf, type RunState, type TrialState } from "../agents/run-state.js";
+import { bestTrial, scoreOf, type RunState, type TrialState } from "../swarm/run-state.js";
 import { labelName } from "../core/failure.js";
 import { FailureLabel, type Failure } from "../proto/gen/research/v1/common_pb.js";
 import { Decision, Verdict, type RunFinished } from "../proto/gen/research/v1/events_pb.js";

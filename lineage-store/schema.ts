@@ -8,9 +8,8 @@ import { Binary, Field, Float32, Float64, FixedSizeList, Int32, Int64, List, Sch
  * (never the wall clock, so applying an event twice writes identical rows).
  */
 
-export const TRIAL_STAGES = ["proposed", "assembled", "evaluated", "judged"] as const;
-export type TrialStage = (typeof TRIAL_STAGES)[number];
-export type TrialStatus = TrialStage | "failed";
+import type { TrialStage, TrialStatus } from "../swarm/run-state.js";
+export { TRIAL_STAGES, type TrialStage, type TrialStatus } from "../swarm/run-state.js";
 
 export interface RunRow {
   run_id: string;

@@ -3,7 +3,7 @@ import * as lancedb from "@lancedb/lancedb";
 import type { Schema } from "apache-arrow";
 import { createLogger, type Logger } from "../core/logger.js";
 import { EventSchema, type Event } from "../proto/gen/research/v1/events_pb.js";
-import { HashingEmbedder, type Embedder } from "./embedder.js";
+import { HashingEmbedder, type Embedder } from "../core/embedder.js";
 import {
   briefEmbedText,
   briefRow,

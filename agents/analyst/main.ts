@@ -4,11 +4,11 @@
  */
 import { ResearchError } from "../../core/failure.js";
 import { evaluateToResult } from "../../gpu-runner/client.js";
-import { runAgent, type AgentContext } from "../runtime.js";
+import { runAgent, type AgentContext } from "../../swarm/runtime.js";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { Event, TrialAssembled, TrialEvaluatedSchema } from "../../proto/gen/research/v1/events_pb.js";
-import { askLlm } from "../llm.js";
-import { loadPrompt } from "../prompts.js";
+import { askLlm } from "../../swarm/llm.js";
+import { loadPrompt } from "../../swarm/prompts.js";
 import { analyse, statsForNarrative } from "./analysis.js";
 
 const PROMPT = loadPrompt("analyst");

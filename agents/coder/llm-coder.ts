@@ -19,7 +19,7 @@ import { addUsage, emptyUsage, type Usage } from "../../core/llm/usage.js";
 import { labelName } from "../../core/failure.js";
 import type { RunnerClient } from "../../gpu-runner/client.js";
 import type { DatasetInfo, SummarizeResponse } from "../../proto/gen/research/v1/runner_pb.js";
-import type { Prompt } from "../prompts.js";
+import type { Prompt } from "../../swarm/prompts.js";
 import { coderTools } from "./tools.js";
 
 const CodeSchema = z.object({ code: z.string().min(20) });

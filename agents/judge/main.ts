@@ -8,8 +8,8 @@ import { ResearchError } from "../../core/failure.js";
 import { evaluateToResult } from "../../gpu-runner/client.js";
 import { Decision, type Event, type TrialJudged } from "../../proto/gen/research/v1/events_pb.js";
 import type { EvalResult } from "../../proto/gen/research/v1/runner_pb.js";
-import { applyToRunState, bestTrial, isTerminal, type RunState } from "../run-state.js";
-import { runAgent, type AgentContext } from "../runtime.js";
+import { applyToRunState, bestTrial, isTerminal, type RunState } from "../../swarm/run-state.js";
+import { runAgent, type AgentContext } from "../../swarm/runtime.js";
 import { judge } from "./rules.js";
 
 function runDir(state: RunState): string {

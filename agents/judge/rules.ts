@@ -6,7 +6,7 @@
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { failure, labelName } from "../../core/failure.js";
 import { Decision, TrialJudgedSchema, Verdict, type TrialJudged } from "../../proto/gen/research/v1/events_pb.js";
-import { bestTrial, judgedTrials, scoreOf, slowestSeedSeconds, type RunState, type TrialState } from "../run-state.js";
+import { bestTrial, judgedTrials, scoreOf, slowestSeedSeconds, type RunState, type TrialState } from "../../swarm/run-state.js";
 
 const DEFAULT_PATIENCE = 8;
 // A trial that learns next to nothing is not worth building on.

@@ -8,8 +8,8 @@
 import { z } from "zod";
 import { ModelConfigSchema, TrainConfigSchema } from "../../core/model-config.js";
 import type { LlmClient } from "../../core/llm/client.js";
-import { scoreOf, meanOf, type TrialState } from "../run-state.js";
-import type { Prompt } from "../prompts.js";
+import { scoreOf, meanOf, type TrialState } from "../../swarm/run-state.js";
+import type { Prompt } from "../../swarm/prompts.js";
 import { SURFACES, type Genome } from "./mutations.js";
 import { fingerprint, genomeOf, type PlanInput, type Proposal } from "./policy.js";
 

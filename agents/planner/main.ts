@@ -7,16 +7,16 @@
  * run gives trial P+k), so two planner instances, or a redelivered message,
  * propose the same trial id and JetStream keeps one.
  */
-import { compileModel } from "../coder/compile.js";
-import { request } from "../../lineage-store/client.js";
+import { compileModel } from "../../core/compiler/compile.js";
+import { request } from "../../swarm/lineage-query.js";
 import { Decision, type Event } from "../../proto/gen/research/v1/events_pb.js";
-import { datasetInfo } from "../dataset-info.js";
-import { trialId, type RunState, type TrialState } from "../run-state.js";
+import { datasetInfo } from "../../swarm/dataset-info.js";
+import { trialId, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { STALL_TRIALS, stalledOn } from "./stall.js";
 import { labelName } from "../../core/failure.js";
-import { runAgent, type AgentContext } from "../runtime.js";
-import { askLlm, type LlmAnswer } from "../llm.js";
-import { loadPrompt } from "../prompts.js";
+import { runAgent, type AgentContext } from "../../swarm/runtime.js";
+import { askLlm, type LlmAnswer } from "../../swarm/llm.js";
+import { loadPrompt } from "../../swarm/prompts.js";
 import { proposeWithLlm } from "./llm-policy.js";
 import { fingerprint, mulberry32, POLICIES, type PlanInput, type Proposal } from "./policy.js";
 

@@ -16,7 +16,7 @@ import type { Brief } from "../../core/brief.js";
 import type { ModelConfigInput, TrainConfigInput } from "../../core/model-config.js";
 import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import type { DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
-import { bestTrial, scoreOf, slowestSeedSeconds, type RunState, type TrialState } from "../run-state.js";
+import { bestTrial, scoreOf, slowestSeedSeconds, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { MUTATIONS, SURFACES, type Genome, type Mutation, type Surface } from "./mutations.js";
 import { templatesFor, type Template } from "./templates.js";
 

@@ -1,6 +1,6 @@
 /** When a recipe surface has stopped paying off, so the planner asks the researcher a narrower question. */
 import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
-import { judgedTrials, type RunState, type TrialState } from "../run-state.js";
+import { judgedTrials, type RunState, type TrialState } from "../../swarm/run-state.js";
 
 /** Trials on one surface, judged in a row, that gained nothing: enough to ask a narrower question. */
 export const STALL_TRIALS = 3;

@@ -10,12 +10,12 @@ import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { BriefSchema, CODER_VOCABULARY } from "../../core/brief.js";
 import { createLogger } from "../../core/logger.js";
-import { askLlm } from "../llm.js";
-import { loadPrompt } from "../prompts.js";
-import { runAgent, type AgentContext } from "../runtime.js";
-import { ArxivClient } from "./arxiv.js";
-import { sourceUrl } from "./corpus.js";
-import { DeepResearch } from "./deep-research.js";
+import { askLlm } from "../../swarm/llm.js";
+import { loadPrompt } from "../../swarm/prompts.js";
+import { runAgent, type AgentContext } from "../../swarm/runtime.js";
+import { ArxivClient } from "../../research/arxiv.js";
+import { sourceUrl } from "../../research/corpus.js";
+import { DeepResearch } from "../../research/deep-research.js";
 
 const PROMPT = loadPrompt("researcher");
 const WORKSPACE = process.env.WORKSPACE || "./workspace";

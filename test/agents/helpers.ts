@@ -2,7 +2,7 @@
 import { create } from "@bufbuild/protobuf";
 import { EventSchema, type Event } from "../../proto/gen/research/v1/events_pb.js";
 import { EvalResultSchema } from "../../proto/gen/research/v1/runner_pb.js";
-import { foldRun } from "../../agents/run-state.js";
+import { foldRun } from "../../swarm/run-state.js";
 import type { EventInit } from "../../bus/index.js";
 
 export const RUN = "r1";

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
-import { compileModel } from "../../agents/coder/compile.js";
+import { compileModel } from "../../core/compiler/compile.js";
 import { fingerprint, initialBuiltin, mulberry32, nextBuiltin, randomPolicy, type PlanInput } from "../../agents/planner/policy.js";
 import { stalledOn } from "../../agents/planner/stall.js";
-import { researchBrief } from "../../agents/researcher/research.js";
+import { researchBrief } from "../../research/research.js";
 import { DatasetInfoSchema } from "../../proto/gen/research/v1/runner_pb.js";
 import { Decision, Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import type { EventInit } from "../../bus/index.js";

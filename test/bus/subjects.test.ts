@@ -9,7 +9,6 @@ import {
   heartbeatSubject,
   PoisonMessageError,
   runFilter,
-  SeenSet,
   subjectFor,
 } from "../../bus/index.js";
 import { EventSchema } from "../../proto/gen/research/v1/events_pb.js";
@@ -67,18 +66,5 @@ describe("codec", () => {
     expect(decodeEvent(encodeEvent(event)).trialId).toBe("t1");
     expect(() => decodeEvent(new TextEncoder().encode("{\"json\": true}"))).toThrow(PoisonMessageError);
     expect(() => decodeEvent(new Uint8Array())).toThrow(/without a body/);
-  });
-});
-
-describe("SeenSet", () => {
-  it("answers true once per key and forgets the least recently seen", () => {
-    const seen = new SeenSet(2);
-    expect(seen.once("a")).toBe(true);
-    expect(seen.once("a")).toBe(false);
-    seen.once("b");
-    seen.once("a");
-    seen.once("c");
-    expect(seen.once("a")).toBe(false);
-    expect(seen.once("b")).toBe(true);
   });
 });

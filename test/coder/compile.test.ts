@@ -1,6 +1,6 @@
 import { spawnSync } from "node:child_process";
 import { beforeAll, describe, expect, it } from "vitest";
-import { classNameFor, compileModel, type CompileOptions } from "../../agents/coder/compile.js";
+import { classNameFor, compileModel, type CompileOptions } from "../../core/compiler/compile.js";
 import { LAYER_TYPES, type Layer, type ModelConfigInput } from "../../core/model-config.js";
 
 // Debian's torch lives with the system interpreter, not whatever python3 is first on PATH.

@@ -11,7 +11,7 @@ import { create } from "@bufbuild/protobuf";
 import { pino } from "pino";
 import { codegenWithRepair } from "../../agents/coder/llm-coder.js";
 import { coderTools, trialDir, type ProjectInfo } from "../../agents/coder/tools.js";
-import { loadPrompt } from "../../agents/prompts.js";
+import { loadPrompt } from "../../swarm/prompts.js";
 import { LlmClient, type ToolDef } from "../../core/llm/client.js";
 import { createLogger } from "../../core/logger.js";
 import { connectRunner, type RunnerClient } from "../../gpu-runner/client.js";

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { HashingEmbedder, OpenAIEmbedder } from "../../lineage-store/embedder.js";
+import { HashingEmbedder, OpenAIEmbedder } from "../../core/embedder.js";
 import { LineageStore } from "../../lineage-store/store.js";
 import { runEvents, trialId } from "./fixtures.js";
 

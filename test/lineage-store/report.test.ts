@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { parse as parseYaml } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { applyToRunState, emptyRunState, type RunState } from "../../agents/run-state.js";
+import { applyToRunState, emptyRunState, type RunState } from "../../swarm/run-state.js";
 import { failure, type FailureName } from "../../core/failure.js";
 import { Decision, EventSchema, Verdict, type Event } from "../../proto/gen/research/v1/events_pb.js";
 import { GoalStatus, type EvalResultSchema } from "../../proto/gen/research/v1/runner_pb.js";

@@ -6,10 +6,10 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { isCoderBlock } from "../../core/brief.js";
-import { sourceUrl } from "../../agents/researcher/corpus.js";
-import { MISSING_BLOCKS } from "../../agents/researcher/keywords.js";
-import { isBuildable } from "../../agents/researcher/research.js";
-import { ArxivClient, ArxivError, buildSearchQuery, parseArxivFeed, toCorpusEntries, type ArxivClientOptions } from "../../agents/researcher/arxiv.js";
+import { sourceUrl } from "../../research/corpus.js";
+import { MISSING_BLOCKS } from "../../research/keywords.js";
+import { isBuildable } from "../../research/research.js";
+import { ArxivClient, ArxivError, buildSearchQuery, parseArxivFeed, toCorpusEntries, type ArxivClientOptions } from "../../research/arxiv.js";
 
 const FIXTURES = resolve("test/fixtures/arxiv");
 const fixture = (name: string): string => readFileSync(join(FIXTURES, `${name}.xml`), "utf8");

@@ -2,9 +2,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { CORPUS, type CorpusEntry } from "../../agents/researcher/corpus.js";
-import { CorpusIndex } from "../../agents/researcher/corpus-index.js";
-import { HashingEmbedder } from "../../lineage-store/embedder.js";
+import { CORPUS, type CorpusEntry } from "../../research/corpus.js";
+import { CorpusIndex } from "../../research/corpus-index.js";
+import { HashingEmbedder } from "../../core/embedder.js";
 
 const root = mkdtempSync(join(tmpdir(), "corpus-index-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));

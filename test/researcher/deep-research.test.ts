@@ -8,9 +8,9 @@ import { pathToFileURL } from "node:url";
 import { pino } from "pino";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { parseBrief, type Brief } from "../../core/brief.js";
-import { ArxivClient } from "../../agents/researcher/arxiv.js";
-import { CORPUS } from "../../agents/researcher/corpus.js";
-import { arxivQuery, DeepResearch } from "../../agents/researcher/deep-research.js";
+import { ArxivClient } from "../../research/arxiv.js";
+import { CORPUS } from "../../research/corpus.js";
+import { arxivQuery, DeepResearch } from "../../research/deep-research.js";
 
 const root = mkdtempSync(join(tmpdir(), "deep-research-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));

@@ -3,10 +3,10 @@ import { tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
 import { pino } from "pino";
 import { afterAll, describe, expect, it } from "vitest";
-import { CORPUS } from "../../agents/researcher/corpus.js";
-import { CorpusIndex } from "../../agents/researcher/corpus-index.js";
-import { inferBlocks, inferModalities, inferSurface } from "../../agents/researcher/keywords.js";
-import { findOnPath, loadNotes } from "../../agents/researcher/notes.js";
+import { CORPUS } from "../../research/corpus.js";
+import { CorpusIndex } from "../../research/corpus-index.js";
+import { inferBlocks, inferModalities, inferSurface } from "../../research/keywords.js";
+import { findOnPath, loadNotes } from "../../research/notes.js";
 
 const root = mkdtempSync(join(tmpdir(), "notes-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { BriefSchema, isCoderBlock, parseBrief, type Brief } from "../../core/brief.js";
-import { CORPUS, sourceUrl, type CorpusEntry } from "../../agents/researcher/corpus.js";
-import { isBuildable, parseOutputFormat, rankCorpus, researchBrief, tokenize } from "../../agents/researcher/research.js";
+import { CORPUS, sourceUrl, type CorpusEntry } from "../../research/corpus.js";
+import { isBuildable, parseOutputFormat, rankCorpus, researchBrief, tokenize } from "../../research/research.js";
 
 const byName = new Map<string, CorpusEntry>();
 for (const e of CORPUS) if (!byName.has(e.name)) byName.set(e.name, e);

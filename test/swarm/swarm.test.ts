@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { execFileSync } from "node:child_process";
 import { parseGoal } from "../../core/goal.js";
 import { createLogger } from "../../core/logger.js";
-import { request as queryLineage } from "../../lineage-store/client.js";
+import { request as queryLineage } from "../../swarm/lineage-query.js";
 import type { Event } from "../../proto/gen/research/v1/events_pb.js";
 import { runGoal, runSettings, startSwarm, type RunOutcome, type Swarm } from "../../deploy/swarm.js";
 

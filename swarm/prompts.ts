@@ -1,5 +1,5 @@
 /**
- * Prompts live in files (agents/prompts/<role>.v<N>.md) so they are reviewed
+ * Prompts live in files (swarm/prompts/<role>.v<N>.md) so they are reviewed
  * and versioned like code. The version stored on each trial is the file's
  * version plus a hash of its text: an edit without a version bump still
  * changes the recorded version, so results stay attributable.

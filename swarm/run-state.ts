@@ -7,6 +7,11 @@
 import { Decision, Verdict, type Event, type Goal, type LlmCall, type ResearchRequested, type RunSettings, type TrialAssembled, type TrialEvaluated, type TrialJudged, type TrialProposed } from "../proto/gen/research/v1/events_pb.js";
 import { parseBrief, type Brief } from "../core/brief.js";
 
+/** The pipeline stages a trial passes through, in order; "failed" is where a trial's path ends early. */
+export const TRIAL_STAGES = ["proposed", "assembled", "evaluated", "judged"] as const;
+export type TrialStage = (typeof TRIAL_STAGES)[number];
+export type TrialStatus = TrialStage | "failed";
+
 export interface TrialState {
   id: string;
   proposed?: TrialProposed;

@@ -11,7 +11,7 @@ import { access, readdir, readFile, stat } from "node:fs/promises";
 import { delimiter, extname, join, relative, sep } from "node:path";
 import { pathToFileURL } from "node:url";
 import { promisify } from "node:util";
-import { createLogger, type Logger } from "../../core/logger.js";
+import { createLogger, type Logger } from "../core/logger.js";
 import type { CorpusEntry } from "./corpus.js";
 import { inferBlocks, inferModalities, inferSurface, inferTags } from "./keywords.js";
 

@@ -14,8 +14,8 @@
 import { createHash } from "node:crypto";
 import * as lancedb from "@lancedb/lancedb";
 import { Field, FixedSizeList, Float32, Int32, List, Schema, Utf8 } from "apache-arrow";
-import type { Modality } from "../../core/goal.js";
-import { HashingEmbedder, type Embedder } from "../../lineage-store/embedder.js";
+import type { Modality } from "../core/goal.js";
+import { HashingEmbedder, type Embedder } from "../core/embedder.js";
 import { CORPUS, sourceUrl, type CorpusEntry, type Surface } from "./corpus.js";
 
 export type CorpusSource = "builtin" | "notes" | "arxiv";

@@ -7,7 +7,7 @@
  * a stable publisher url instead, and some have neither (they still inform
  * suggestions but are not cited as sources).
  */
-import type { Modality } from "../../core/goal.js";
+import type { Modality } from "../core/goal.js";
 
 export type Surface = "architecture" | "optimisation" | "regularisation" | "data";
 

@@ -1,11 +1,11 @@
-import type { FailureName } from "../../core/failure.js";
+import type { FailureName } from "../failure.js";
 import {
   parseModelConfig,
   type Activation,
   type InputDtype,
   type Layer,
   type ModelConfigInput,
-} from "../../core/model-config.js";
+} from "../model-config.js";
 
 /*
  * model_config -> one self-contained PyTorch file. Shapes and parameter
@@ -768,7 +768,7 @@ interface RenderInput {
 
 function render(r: RenderInput): string {
   const header = [
-    `# ${r.className}: compiled from model_config ${JSON.stringify(r.name)} by agents/coder/compile.ts.`,
+    `# ${r.className}: compiled from model_config ${JSON.stringify(r.name)} by core/compiler/compile.ts.`,
     `# Input ${fmt(r.inputShape)} ${r.inputDtype} -> ${fmt(r.outputShape)} logits, ${count(r.params)} parameters.`,
     "# Edit the model_config, not this file: the lineage treats the config as the source.",
     "import torch",

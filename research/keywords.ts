@@ -4,8 +4,8 @@
  * set of rules for every source, so a paper says the same thing about itself
  * whether it came from a folder or from arXiv.
  */
-import type { BuildingBlock } from "../../core/brief.js";
-import type { Modality } from "../../core/goal.js";
+import type { BuildingBlock } from "../core/brief.js";
+import type { Modality } from "../core/goal.js";
 import type { Surface } from "./corpus.js";
 
 /**

@@ -6,8 +6,8 @@
  * briefs can be compared across runs.
  */
 import { z } from "zod";
-import { BriefSchema, isCoderBlock, type ArchitecturalSuggestion, type Brief } from "../../core/brief.js";
-import { datasetModality, normaliseDataset, readGoalText, type Modality } from "../../core/goal.js";
+import { BriefSchema, isCoderBlock, type ArchitecturalSuggestion, type Brief } from "../core/brief.js";
+import { datasetModality, normaliseDataset, readGoalText, type Modality } from "../core/goal.js";
 import { CORPUS, sourceUrl, type CorpusEntry, type Surface } from "./corpus.js";
 
 export const ResearchOptionsSchema = z

@@ -9,7 +9,7 @@ import { parseBrief } from "../core/brief.js";
 import { pairedTTest, type PairedTest } from "../core/stats.js";
 import type { Logger } from "../core/logger.js";
 import { Verdict, type Event, type Goal, type RunSettings } from "../proto/gen/research/v1/events_pb.js";
-import { runGoal, type Swarm } from "./swarm.js";
+import { runGoal, type Swarm } from "../deploy/swarm.js";
 
 export interface ArmRun {
   research: boolean;

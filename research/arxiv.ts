@@ -12,7 +12,7 @@ import { createHash } from "node:crypto";
 import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
-import type { Modality } from "../../core/goal.js";
+import type { Modality } from "../core/goal.js";
 import { CORPUS, type CorpusEntry } from "./corpus.js";
 import { inferBlocks, inferSurface, inferTags, mentionedModalities } from "./keywords.js";
 

@@ -6,9 +6,9 @@
  *
  * One DeepResearch per index directory: the index has one safe writer.
  */
-import type { Brief } from "../../core/brief.js";
-import { datasetModality } from "../../core/goal.js";
-import { createLogger, type Logger } from "../../core/logger.js";
+import type { Brief } from "../core/brief.js";
+import { datasetModality } from "../core/goal.js";
+import { createLogger, type Logger } from "../core/logger.js";
 import { ArxivError, toCorpusEntries, type ArxivClient } from "./arxiv.js";
 import { CORPUS, type CorpusEntry } from "./corpus.js";
 import { CorpusIndex, type CorpusSource, type ExtraSource } from "./corpus-index.js";
