@@ -1,3 +1,5 @@
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import type { FailureName } from "../failure.js";
 import {
   parseModelConfig,
@@ -49,19 +51,22 @@ class CompileFailure extends Error {
   }
 }
 
-type Helper =
-  | "Residual"
-  | "SqueezeExcite"
-  | "GhostModule"
-  | "MBConv"
-  | "PatchEmbed"
-  | "TransformerBlock"
-  | "MixerBlock"
-  | "TokenPool"
-  | "TokenEmbedding"
-  | "SeqConv1d"
-  | "TokenBatchNorm"
-  | "ChannelLayerNorm";
+// Emission order, fixed so that the same config always yields byte-identical code; blocks.py keeps it too.
+const HELPERS = [
+  "Residual",
+  "SqueezeExcite",
+  "GhostModule",
+  "MBConv",
+  "PatchEmbed",
+  "TransformerBlock",
+  "MixerBlock",
+  "TokenPool",
+  "TokenEmbedding",
+  "SeqConv1d",
+  "TokenBatchNorm",
+  "ChannelLayerNorm",
+] as const;
+type Helper = (typeof HELPERS)[number];
 
 /** A Python expression, one string per line, indented relative to its first line. */
 type Expr = string[];
@@ -108,7 +113,7 @@ export function compileModel(config: ModelConfigInput, opts: CompileOptions = {}
       throw invalid(`int64 inputs are token ids of shape [length], not ${fmt(shape)}`);
     }
     const className = opts.className ?? classNameFor(cfg.name);
-    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(className) || PY_RESERVED.has(className) || HELPER_ORDER.includes(className as Helper)) {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(className) || PY_RESERVED.has(className) || HELPERS.includes(className as Helper)) {
       throw invalid(`class name ${JSON.stringify(className)} is not a free Python identifier`);
     }
 
@@ -141,7 +146,7 @@ export function classNameFor(name: string): string {
   const words = name.split(/[^A-Za-z0-9]+/).filter(Boolean);
   let out = words.map((w) => w[0]!.toUpperCase() + w.slice(1)).join("");
   if (out === "" || /^[0-9]/.test(out)) out = `Model${out}`;
-  if (PY_RESERVED.has(out) || HELPER_ORDER.includes(out as Helper)) out += "Model";
+  if (PY_RESERVED.has(out) || HELPERS.includes(out as Helper)) out += "Model";
   return out;
 }
 
@@ -564,196 +569,25 @@ function sequential(items: readonly Item[]): Expr {
   return lines;
 }
 
-// Emission order is fixed so that the same config always yields byte-identical code.
-const HELPER_ORDER: Helper[] = [
-  "Residual",
-  "SqueezeExcite",
-  "GhostModule",
-  "MBConv",
-  "PatchEmbed",
-  "TransformerBlock",
-  "MixerBlock",
-  "TokenPool",
-  "TokenEmbedding",
-  "SeqConv1d",
-  "TokenBatchNorm",
-  "ChannelLayerNorm",
-];
+const HELPER_SOURCE = loadHelpers(fileURLToPath(new URL("./blocks.py", import.meta.url)));
 
-const HELPER_SOURCE: Record<Helper, string> = {
-  Residual: `
-class Residual(nn.Module):
-    """act(body(x) + shortcut(x)); the shortcut projects x when the body changes its shape."""
-
-    def __init__(self, body, shortcut=None, act=None):
-        super().__init__()
-        self.body = body
-        self.shortcut = shortcut if shortcut is not None else nn.Identity()
-        self.act = act if act is not None else nn.Identity()
-
-    def forward(self, x):
-        return self.act(self.body(x) + self.shortcut(x))
-`,
-  SqueezeExcite: `
-class SqueezeExcite(nn.Module):
-    """Squeeze-and-excitation (Hu et al. 2018): gates channels by a function of their global means."""
-
-    def __init__(self, channels, hidden, act=nn.ReLU):
-        super().__init__()
-        self.reduce = nn.Conv2d(channels, hidden, kernel_size=1)
-        self.act = act()
-        self.expand = nn.Conv2d(hidden, channels, kernel_size=1)
-
-    def forward(self, x):
-        gate = self.expand(self.act(self.reduce(F.adaptive_avg_pool2d(x, 1))))
-        return x * torch.sigmoid(gate)
-`,
-  GhostModule: `
-class GhostModule(nn.Module):
-    """GhostNet (Han et al. 2020): few intrinsic maps from a regular conv, the rest from a cheap depthwise conv."""
-
-    def __init__(self, in_ch, out_ch, ratio=2, kernel_size=1, dw_size=3, stride=1, act=nn.ReLU):
-        super().__init__()
-        self.out_ch = out_ch
-        init_ch = -(-out_ch // ratio)
-        cheap_ch = init_ch * (ratio - 1)
-        self.primary = nn.Sequential(
-            nn.Conv2d(in_ch, init_ch, kernel_size, stride, kernel_size // 2, bias=False),
-            nn.BatchNorm2d(init_ch),
-            act(),
-        )
-        self.cheap = nn.Sequential(
-            nn.Conv2d(init_ch, cheap_ch, dw_size, 1, dw_size // 2, groups=init_ch, bias=False),
-            nn.BatchNorm2d(cheap_ch),
-            act(),
-        )
-
-    def forward(self, x):
-        intrinsic = self.primary(x)
-        return torch.cat([intrinsic, self.cheap(intrinsic)], dim=1)[:, : self.out_ch]
-`,
-  MBConv: `
-class MBConv(nn.Module):
-    """Inverted residual (MobileNetV2, EfficientNet): expand 1x1, depthwise kxk, SE, linear 1x1 projection."""
-
-    def __init__(self, in_ch, out_ch, hidden, kernel_size=3, stride=1, se_hidden=0, act=nn.SiLU):
-        super().__init__()
-        layers = []
-        if hidden != in_ch:
-            layers += [nn.Conv2d(in_ch, hidden, 1, bias=False), nn.BatchNorm2d(hidden), act()]
-        layers += [
-            nn.Conv2d(hidden, hidden, kernel_size, stride, kernel_size // 2, groups=hidden, bias=False),
-            nn.BatchNorm2d(hidden),
-            act(),
-        ]
-        if se_hidden > 0:
-            layers.append(SqueezeExcite(hidden, se_hidden, act))
-        layers += [nn.Conv2d(hidden, out_ch, 1, bias=False), nn.BatchNorm2d(out_ch)]
-        self.block = nn.Sequential(*layers)
-        self.skip = stride == 1 and in_ch == out_ch
-
-    def forward(self, x):
-        out = self.block(x)
-        return x + out if self.skip else out
-`,
-  PatchEmbed: `
-class PatchEmbed(nn.Module):
-    """ViT patchify: a conv with stride = kernel = patch turns each patch into one token."""
-
-    def __init__(self, in_ch, dim, patch_size, num_patches, position_embedding=True):
-        super().__init__()
-        self.proj = nn.Conv2d(in_ch, dim, kernel_size=patch_size, stride=patch_size)
-        self.pos = nn.Parameter(torch.zeros(1, num_patches, dim)) if position_embedding else None
-        if self.pos is not None:
-            nn.init.trunc_normal_(self.pos, std=0.02)
-
-    def forward(self, x):
-        x = self.proj(x).flatten(2).transpose(1, 2)
-        return x if self.pos is None else x + self.pos
-`,
-  TransformerBlock: `
-class TransformerBlock(nn.Module):
-    """Pre-norm encoder block (ViT): x + attn(norm(x)), then x + mlp(norm(x))."""
-
-    def __init__(self, dim, heads, mlp_dim, dropout=0.0):
-        super().__init__()
-        self.norm1 = nn.LayerNorm(dim)
-        self.attn = nn.MultiheadAttention(dim, heads, dropout=dropout, batch_first=True)
-        self.norm2 = nn.LayerNorm(dim)
-        self.mlp = nn.Sequential(
-            nn.Linear(dim, mlp_dim), nn.GELU(), nn.Dropout(dropout), nn.Linear(mlp_dim, dim), nn.Dropout(dropout)
-        )
-
-    def forward(self, x):
-        h = self.norm1(x)
-        x = x + self.attn(h, h, h, need_weights=False)[0]
-        return x + self.mlp(self.norm2(x))
-`,
-  MixerBlock: `
-class MixerBlock(nn.Module):
-    """MLP-Mixer block (Tolstikhin et al. 2021): an MLP across tokens, then an MLP across channels."""
-
-    def __init__(self, tokens, dim, token_mlp_dim, channel_mlp_dim, dropout=0.0):
-        super().__init__()
-        self.norm1 = nn.LayerNorm(dim)
-        self.token_mlp = nn.Sequential(
-            nn.Linear(tokens, token_mlp_dim), nn.GELU(), nn.Dropout(dropout), nn.Linear(token_mlp_dim, tokens), nn.Dropout(dropout)
-        )
-        self.norm2 = nn.LayerNorm(dim)
-        self.channel_mlp = nn.Sequential(
-            nn.Linear(dim, channel_mlp_dim), nn.GELU(), nn.Dropout(dropout), nn.Linear(channel_mlp_dim, dim), nn.Dropout(dropout)
-        )
-
-    def forward(self, x):
-        x = x + self.token_mlp(self.norm1(x).transpose(1, 2)).transpose(1, 2)
-        return x + self.channel_mlp(self.norm2(x))
-`,
-  TokenPool: `
-class TokenPool(nn.Module):
-    """Pools [batch, tokens, dim] over the tokens."""
-
-    def __init__(self, mode="mean"):
-        super().__init__()
-        self.mode = mode
-
-    def forward(self, x):
-        return x.mean(dim=1) if self.mode == "mean" else x.amax(dim=1)
-`,
-  TokenEmbedding: `
-class TokenEmbedding(nn.Module):
-    """Token embedding plus a learned position embedding, so order-blind layers can see positions."""
-
-    def __init__(self, vocab_size, dim, length, padding_idx=None):
-        super().__init__()
-        self.tok = nn.Embedding(vocab_size, dim, padding_idx=padding_idx)
-        self.pos = nn.Parameter(torch.zeros(1, length, dim))
-        nn.init.trunc_normal_(self.pos, std=0.02)
-
-    def forward(self, x):
-        return self.tok(x) + self.pos
-`,
-  SeqConv1d: `
-class SeqConv1d(nn.Conv1d):
-    """Conv1d over [batch, length, channels], the layout embeddings and tokens use."""
-
-    def forward(self, x):
-        return super().forward(x.transpose(1, 2)).transpose(1, 2)
-`,
-  TokenBatchNorm: `
-class TokenBatchNorm(nn.BatchNorm1d):
-    """BatchNorm over the feature dim of [batch, tokens, dim]."""
-
-    def forward(self, x):
-        return super().forward(x.transpose(1, 2)).transpose(1, 2)
-`,
-  ChannelLayerNorm: `
-class ChannelLayerNorm(nn.LayerNorm):
-    """LayerNorm over the channels of each pixel of [batch, C, H, W] (ConvNeXt style)."""
-
-    def forward(self, x):
-        return super().forward(x.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
-`,
-};
+/** Splits blocks.py into its top-level classes, checking that they are exactly HELPERS, in that order. */
+function loadHelpers(file: string): Record<Helper, string> {
+  // What precedes the first class is the module's docstring and imports; generated files have their own.
+  const sections = readFileSync(file, "utf8").split(/^(?=class )/m).slice(1);
+  const names = sections.map((section) => /^class (\w+)\(/.exec(section)?.[1] ?? section.split("\n")[0]);
+  if (names.join() !== HELPERS.join()) {
+    throw new Error(`${file}: top-level classes are ${names.join(", ")}; compile.ts expects ${HELPERS.join(", ")}`);
+  }
+  const source = {} as Record<Helper, string>;
+  HELPERS.forEach((helper, i) => {
+    const text = sections[i]!.trim();
+    const stray = text.split("\n").find((line, j) => j > 0 && /^\S/.test(line));
+    if (stray !== undefined) throw new Error(`${file}: ${JSON.stringify(stray)} would be copied into generated code as part of ${helper}`);
+    source[helper] = text;
+  });
+  return source;
+}
 
 interface RenderInput {
   name: string;
@@ -775,7 +609,7 @@ function render(r: RenderInput): string {
     "import torch.nn as nn",
     "import torch.nn.functional as F",
   ].join("\n");
-  const helpers = HELPER_ORDER.filter((h) => r.helpers.has(h)).map((h) => HELPER_SOURCE[h].trim());
+  const helpers = HELPERS.filter((h) => r.helpers.has(h)).map((h) => HELPER_SOURCE[h]);
   const layers = sequential(r.items).map((l, i) => (i === 0 ? l : INDENT + INDENT + l));
   const model = [
     `class ${r.className}(nn.Module):`,
