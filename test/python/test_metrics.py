@@ -1,0 +1,76 @@
+"""metrics.py: scalar metrics for the wire (never NaN), per-class scores and the confusion matrix."""
+
+import math
+
+import numpy as np
+import pytest
+
+import metrics
+
+
+def one_hot_probs(predicted, num_classes, confidence=0.9):
+    probs = np.full((len(predicted), num_classes), (1 - confidence) / (num_classes - 1))
+    probs[np.arange(len(predicted)), predicted] = confidence
+    return probs
+
+
+def test_summary_names_every_metric_with_its_prefix():
+    y = np.array([0, 0, 1, 1, 2, 2])
+    probs = one_hot_probs(np.array([0, 1, 1, 1, 2, 0]), 3)
+    out = metrics.summary(y, probs, 0.7, "val")
+    assert set(out) == {f"val_{k}" for k in ("accuracy", "loss", "f1_macro", "f1_weighted", "precision_macro",
+                                             "recall_macro", "roc_auc", "pr_auc")}
+    assert out["val_accuracy"] == pytest.approx(4 / 6)
+    assert out["val_loss"] == 0.7
+    assert out["val_recall_macro"] == pytest.approx((1 / 2 + 1 + 1 / 2) / 3)
+    # Per class: precision 1/2, 2/3, 1 and recall 1/2, 1, 1/2.
+    assert out["val_precision_macro"] == pytest.approx((1 / 2 + 2 / 3 + 1) / 3)
+    f1 = [2 * p * r / (p + r) for p, r in ((1 / 2, 1 / 2), (2 / 3, 1), (1, 1 / 2))]
+    assert out["val_f1_macro"] == pytest.approx(sum(f1) / 3)
+    assert all(isinstance(v, float) for v in out.values())
+
+
+def test_perfect_predictions_score_one():
+    y = np.array([0, 1, 2, 0, 1, 2])
+    out = metrics.summary(y, one_hot_probs(y, 3), 0.1, "test")
+    for key in ("accuracy", "f1_macro", "roc_auc", "pr_auc"):
+        assert out[f"test_{key}"] == 1.0
+
+
+def test_ranking_metrics_average_over_the_classes_present():
+    # Class 2 never occurs in this validation split: its column must not make ROC-AUC NaN.
+    y = np.array([0, 0, 1, 1])
+    probs = np.array([[0.8, 0.1, 0.1], [0.3, 0.6, 0.1], [0.2, 0.7, 0.1], [0.5, 0.4, 0.1]])
+    out = metrics.summary(y, probs, 0.5, "val")
+    # Class 0: positives score 0.8, 0.3 vs negatives 0.2, 0.5 -> 3 of 4 pairs ordered; class 1 alike.
+    assert out["val_roc_auc"] == pytest.approx(0.75)
+    assert all(math.isfinite(v) for v in out.values())
+
+
+def test_ranking_metrics_are_left_out_when_only_one_class_is_present():
+    y = np.array([1, 1, 1])
+    out = metrics.summary(y, one_hot_probs(np.array([1, 0, 1]), 2), 0.4, "val")
+    assert "val_roc_auc" not in out and "val_pr_auc" not in out
+    assert out["val_accuracy"] == pytest.approx(2 / 3)
+
+
+def test_a_non_finite_loss_is_left_out_rather_than_sent():
+    y = np.array([0, 1])
+    assert "val_loss" not in metrics.summary(y, one_hot_probs(y, 2), math.inf, "val")
+
+
+def test_per_class_covers_classes_missing_from_the_split():
+    y = np.array([0, 0, 1])
+    rows = metrics.per_class(y, one_hot_probs(np.array([0, 1, 1]), 3), 3)
+    assert rows == [
+        {"class_index": 0, "precision": 1.0, "recall": 0.5, "f1": pytest.approx(2 / 3), "support": 2},
+        {"class_index": 1, "precision": 0.5, "recall": 1.0, "f1": pytest.approx(2 / 3), "support": 1},
+        {"class_index": 2, "precision": 0.0, "recall": 0.0, "f1": 0.0, "support": 0},
+    ]
+
+
+def test_confusion_rows_are_true_classes():
+    y = np.array([0, 0, 1, 2])
+    matrix = metrics.confusion(y, one_hot_probs(np.array([0, 2, 1, 2]), 3), 3)
+    assert matrix == [{"counts": [1, 0, 1]}, {"counts": [0, 1, 0]}, {"counts": [0, 0, 1]}]
+    assert all(type(v) is int for row in matrix for v in row["counts"])
