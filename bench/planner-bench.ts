@@ -13,6 +13,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { hostname, loadavg, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { parseArgs } from "node:util";
+import { RUN_STATUS } from "../core/enums.js";
 import { parseGoal } from "../core/goal.js";
 import { createLogger } from "../core/logger.js";
 import { runGoal, runSettings, startSwarm } from "../deploy/swarm.js";
@@ -76,7 +77,7 @@ async function oneRun(planner: string, repeat: number): Promise<RunRecord> {
     return {
       planner,
       repeat,
-      status: outcome.finished.status,
+      status: RUN_STATUS.name(outcome.finished.status) ?? "",
       trials: judged.length,
       seconds: (Date.now() - t0) / 1000,
       bestCiLow: Math.max(0, ...accepted.map((t) => t.judged?.ciLow ?? 0)),

@@ -21,7 +21,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import { createLogger } from "../core/logger.js";
 import { connectRunner, evaluateToResult, type RunnerClient } from "../gpu-runner/client.js";
 import { startRunner } from "../gpu-runner/server.js";
-import type { EvaluateRequestSchema, HealthResponse } from "../proto/gen/research/v1/runner_pb.js";
+import { Optimizer, type EvaluateRequestSchema, type HealthResponse } from "../proto/gen/research/v1/runner_pb.js";
 
 type Req = MessageInitShape<typeof EvaluateRequestSchema>;
 
@@ -292,7 +292,7 @@ async function fashion(client: RunnerClient) {
     trialId: "bench-fashion",
     model: { code: FASHION_CNN, className: "FashionCNN" },
     dataset: { name: "fashion-mnist", dataDir: FASHION_DIR ?? "" },
-    recipe: { epochs: 3, batchSize: 128, optimizer: "adam", lr: 2e-3 },
+    recipe: { epochs: 3, batchSize: 128, optimizer: Optimizer.ADAM, lr: 2e-3 },
     seeds,
     budget: { timeBudgetS: 3600 },
   });

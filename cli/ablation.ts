@@ -6,6 +6,7 @@
  * validate, and runs whose first trial adopts a brief concept.
  */
 import { parseBrief } from "../core/brief.js";
+import { RUN_STATUS } from "../core/enums.js";
 import { pairedTTest, type PairedTest } from "../core/stats.js";
 import type { Logger } from "../core/logger.js";
 import { Verdict, type Event, type Goal, type RunSettings } from "../proto/gen/research/v1/events_pb.js";
@@ -72,7 +73,7 @@ export async function runAblation(
         log: opts.log,
         onEvent: (e) => void events.push(e),
       });
-      const r = summarise(research, seed, outcome.runId, events, outcome.finished.status, (Date.now() - t0) / 1000);
+      const r = summarise(research, seed, outcome.runId, events, RUN_STATUS.name(outcome.finished.status) ?? "", (Date.now() - t0) / 1000);
       runs.push(r);
       opts.onRun?.(r);
     }

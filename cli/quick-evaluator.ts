@@ -12,6 +12,8 @@ import { ResearchError } from "../core/failure.js";
 import { createLogger } from "../core/logger.js";
 import { DATASETS } from "../core/goal.js";
 import { DEFAULTS } from "../gpu-runner/request.js";
+import { DEFAULT_LR, RECIPE_DEFAULTS } from "../core/defaults.js";
+import { OPTIMIZER, SCHEDULE, type ClosedSet } from "../core/enums.js";
 import { connectRunner, evaluateToResult } from "../gpu-runner/client.js";
 import { startRunner, type RunningRunner } from "../gpu-runner/server.js";
 import { EvalResultSchema, GoalStatus, type EvalResult, type EvaluateEvent } from "../proto/gen/research/v1/runner_pb.js";
@@ -28,12 +30,12 @@ usage: quick-evaluator --model FILE.py --class NAME --dataset NAME [options]
                          fashion-mnist: /usr/share/datasets/fashion-mnist)
   --target-column COL    csv only: the label column
   --subset N             stratified training subset (default: all)
-  --epochs N             default ${DEFAULTS.epochs}
+  --epochs N             default ${RECIPE_DEFAULTS.epochs}
   --seeds N              default ${DEFAULTS.seeds}
-  --batch-size N         default ${DEFAULTS.batchSize}
-  --lr X                 default: 1e-3 for adam/adamw, 0.05 for sgd
-  --optimizer NAME       sgd, adam, adamw (default adam)
-  --schedule NAME        none, step, cosine, onecycle (default none)
+  --batch-size N         default ${RECIPE_DEFAULTS.batchSize}
+  --lr X                 default: ${Object.entries(DEFAULT_LR).map(([o, lr]) => `${lr} for ${o}`).join(", ")}
+  --optimizer NAME       ${OPTIMIZER.names.join(", ")} (default ${RECIPE_DEFAULTS.optimizer})
+  --schedule NAME        ${SCHEDULE.names.join(", ")} (default ${RECIPE_DEFAULTS.schedule})
   --target X             goal for validation accuracy: 0.9 or 90 (percent)
   --time-budget SECONDS  wall-clock budget per seed, from its start (default ${DEFAULTS.timeBudgetS})
   --memory-limit MB      address-space limit per seed worker (default ${DEFAULTS.memoryLimitMb})
@@ -103,6 +105,8 @@ async function main(): Promise<void> {
   };
   const int = (flag: string, v: string | undefined) => (v === undefined ? 0 : parsePositiveInt(v) ?? usage(`--${flag} must be a positive integer, got "${v}"`));
   const target = a.target === undefined ? 0 : (parseFraction(a.target) ?? usage(`--target must be a fraction or a percentage, got "${a.target}"`));
+  const choice = <V extends number>(flag: string, set: ClosedSet<V, string>, v: string | undefined) =>
+    v === undefined ? undefined : (set.value(v) ?? usage(`--${flag} must be one of ${set.names.join(", ")}, got "${v}"`));
   const seeds = int("seeds", a.seeds) || DEFAULTS.seeds;
   const dataDir = a["data-dir"] ? resolve(a["data-dir"]) : "";
 
@@ -139,8 +143,8 @@ async function main(): Promise<void> {
         model: { code, className: a.class },
         dataset: { name: a.dataset, dataDir, subset: int("subset", a.subset), targetColumn: a["target-column"] ?? "" },
         recipe: {
-          optimizer: a.optimizer ?? "",
-          schedule: a.schedule ?? "",
+          optimizer: choice("optimizer", OPTIMIZER, a.optimizer),
+          schedule: choice("schedule", SCHEDULE, a.schedule),
           lr: num("lr", a.lr),
           batchSize: int("batch-size", a["batch-size"]),
           epochs: int("epochs", a.epochs),

@@ -6,17 +6,17 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, wri
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { parseArgs, type ParseArgsConfig } from "node:util";
-import { toJson } from "@bufbuild/protobuf";
 import { connectBus, type Bus } from "../bus/index.js";
-import { labelName } from "../core/failure.js";
+import { DECISION, RUN_STATUS, SURFACE, VERDICT } from "../core/enums.js";
+import { FAILURE_LABEL, labelName } from "../core/failure.js";
 import { parseGoal } from "../core/goal.js";
 import { describeLlm, llmConfigFromFlags } from "../core/llm/config.js";
 import { createLogger } from "../core/logger.js";
-import { request as queryLineage } from "../swarm/lineage-query.js";
+import { request as queryLineage, summaryJson } from "../swarm/lineage-query.js";
 import { summaryOf } from "../lineage-store/query.js";
 import { LineageStore } from "../lineage-store/store.js";
-import { Decision, Verdict, type Event } from "../proto/gen/research/v1/events_pb.js";
-import { TrialSummarySchema, type TrialSummary } from "../proto/gen/research/v1/lineage_pb.js";
+import { RunStatus, type Event } from "../proto/gen/research/v1/events_pb.js";
+import type { TrialSummary } from "../proto/gen/research/v1/lineage_pb.js";
 import { applyToRunState, bestTrial, emptyRunState, meanOf, type RunState } from "../swarm/run-state.js";
 import { runGoal, runSettings, startSwarm, type Swarm } from "../deploy/swarm.js";
 import { runAblation } from "./ablation.js";
@@ -131,7 +131,7 @@ export function describeEvent(e: Event, s: RunState): string | undefined {
     case "briefReady":
       return `brief ready: ${JSON.parse(b.value.briefJson).summary_title}`;
     case "trialProposed":
-      return `${id} proposed [${b.value.surface}] ${b.value.hypothesis}`;
+      return `${id} proposed [${SURFACE.name(b.value.surface) ?? ""}] ${b.value.hypothesis}`;
     case "trialAssembled":
       return b.value.failure
         ? `${id} assembly failed [${labelName(b.value.failure.label)}] ${b.value.failure.message.split("\n")[0]}`
@@ -154,10 +154,10 @@ export function describeEvent(e: Event, s: RunState): string | undefined {
         return a;
       }, {});
       const inFlight = [...s.trials.values()].filter((t) => t.proposed && !t.judged).length;
-      return `${id} ${Verdict[b.value.verdict].toLowerCase()} -> ${Decision[b.value.decision].toLowerCase()} | best ${best ? `${short(best.id)} ${fmtPct(meanOf(best) ?? 0)} (CI low ${fmtPct(best.judged?.ciLow ?? 0)})` : "none"} | ${b.value.trialsDone} judged, ${inFlight} in flight${Object.keys(failures).length ? ` | failures ${Object.entries(failures).map(([k, v]) => `${k}:${v}`).join(" ")}` : ""}`;
+      return `${id} ${VERDICT.name(b.value.verdict) ?? "?"} -> ${DECISION.name(b.value.decision) ?? "?"} | best ${best ? `${short(best.id)} ${fmtPct(meanOf(best) ?? 0)} (CI low ${fmtPct(best.judged?.ciLow ?? 0)})` : "none"} | ${b.value.trialsDone} judged, ${inFlight} in flight${Object.keys(failures).length ? ` | failures ${Object.entries(failures).map(([k, v]) => `${k}:${v}`).join(" ")}` : ""}`;
     }
     case "runFinished":
-      return `run finished: ${b.value.status} (${b.value.reason})`;
+      return `run finished: ${RUN_STATUS.name(b.value.status) ?? ""} (${b.value.reason})`;
     default:
       return undefined;
   }
@@ -301,7 +301,7 @@ async function launch(argv: string[]): Promise<void> {
       process.stdout.write(
         `${JSON.stringify({
           run_id: outcome.runId,
-          status: outcome.finished.status,
+          status: RUN_STATUS.name(outcome.finished.status) ?? "",
           reason: outcome.finished.reason,
           trials: outcome.finished.trials,
           seconds: outcome.finished.seconds,
@@ -313,12 +313,12 @@ async function launch(argv: string[]): Promise<void> {
         })}\n`,
       );
     } else {
-      say(`status: ${outcome.finished.status} after ${outcome.finished.trials} trials`);
+      say(`status: ${RUN_STATUS.name(outcome.finished.status) ?? ""} after ${outcome.finished.trials} trials`);
       if (best && acc) say(`best: ${best.id} val ${fmtPct(acc.mean)} 95% CI [${fmtPct(acc.ci95[0]!)}, ${fmtPct(acc.ci95[1]!)}]${test ? `, test ${fmtPct(test.mean)}` : ""}`);
       say(`report: ${outcome.finished.reportPath}`);
       say(`registry: ${outcome.finished.registryPath}`);
     }
-    return outcome.finished.status === "goal_achieved" ? 0 : 3;
+    return outcome.finished.status === RunStatus.GOAL_ACHIEVED ? 0 : 3;
   });
 }
 
@@ -443,12 +443,12 @@ async function query(argv: string[]): Promise<void> {
     await store.close();
   }
   if (a.json) {
-    const json = rows.map((t) => toJson(TrialSummarySchema, t, { useProtoFieldName: true, alwaysEmitImplicit: true }));
+    const json = rows.map(summaryJson);
     return void process.stdout.write(`${JSON.stringify(json, null, 2)}\n`);
   }
   for (const r of rows) {
     process.stdout.write(
-      `${r.distance.toFixed(3)}  ${r.trialId}  ${r.valAccuracy !== undefined ? fmtPct(r.valAccuracy) : "   -   "}  ${r.failureLabel || "ok"}  ${r.hypothesis}\n`,
+      `${r.distance.toFixed(3)}  ${r.trialId}  ${r.valAccuracy !== undefined ? fmtPct(r.valAccuracy) : "   -   "}  ${FAILURE_LABEL.name(r.failureLabel) ?? "ok"}  ${r.hypothesis}\n`,
     );
   }
 }

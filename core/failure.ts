@@ -1,34 +1,20 @@
-import { FailureLabel, FailureSchema, type Failure } from "../proto/gen/research/v1/common_pb.js";
+import { FailureLabel, FailureLabelSchema, FailureSchema, type Failure } from "../proto/gen/research/v1/common_pb.js";
+import { closedSet } from "./enums.js";
 import { create } from "@bufbuild/protobuf";
 
-/** The closed set of failure labels, in their snake_case spelling (the proto enum is the source). */
-export const FAILURE_LABELS = [
-  "invalid_config",
-  "codegen_error",
-  "shape_error",
-  "crash",
-  "oom",
-  "nan_loss",
-  "budget_overrun",
-  "gate_miss",
-  "sandbox_violation",
-  "illegal",
-  "runner_unavailable",
-] as const;
+/** The closed set of failure labels, in their snake_case spelling. */
+export const FAILURE_LABEL = closedSet<typeof FailureLabel>(FailureLabelSchema);
+export const FAILURE_LABELS = FAILURE_LABEL.names;
 export type FailureName = (typeof FAILURE_LABELS)[number];
 
 export function labelName(label: FailureLabel): FailureName | "unspecified" {
-  const name = FailureLabel[label];
-  if (!name || label === FailureLabel.UNSPECIFIED) return "unspecified";
-  return name.toLowerCase() as FailureName;
+  return FAILURE_LABEL.name(label) ?? "unspecified";
 }
 
 export function labelFromName(name: string): FailureLabel {
-  const value = (FailureLabel as unknown as Record<string, number>)[name.toUpperCase()];
-  if (value === undefined || value === FailureLabel.UNSPECIFIED) {
-    throw new Error(`unknown failure label "${name}" (expected one of ${FAILURE_LABELS.join(", ")})`);
-  }
-  return value as FailureLabel;
+  const value = FAILURE_LABEL.value(name);
+  if (value === undefined) throw new Error(`unknown failure label "${name}" (expected one of ${FAILURE_LABELS.join(", ")})`);
+  return value;
 }
 
 /**

@@ -1,5 +1,7 @@
 import { z } from "zod";
 import { parse as parseYaml } from "yaml";
+import { DEFAULT_LR, RECIPE_DEFAULTS } from "./defaults.js";
+import { OPTIMIZER, SCHEDULE } from "./enums.js";
 
 /*
  * The declarative model and recipe language of the swarm. Users, the built-in
@@ -282,19 +284,19 @@ const AugmentSchema = z.strictObject({
 
 export const TrainConfigSchema = z
   .strictObject({
-    optimizer: z.enum(["sgd", "adam", "adamw"]).default("adam"),
-    lr: z.number().positive().max(10).default(1e-3),
+    optimizer: z.enum(OPTIMIZER.names).default(RECIPE_DEFAULTS.optimizer),
+    lr: z.number().positive().max(10).default(DEFAULT_LR[RECIPE_DEFAULTS.optimizer]),
     momentum: z.number().min(0).lt(1).default(0.9),
     nesterov: bool().default(false),
     weight_decay: z.number().min(0).max(1).default(0),
-    schedule: z.enum(["none", "step", "cosine", "onecycle"]).default("none"),
+    schedule: z.enum(SCHEDULE.names).default(RECIPE_DEFAULTS.schedule),
     warmup_epochs: nonNegInt(10000).default(0),
     step_size: posInt(10000).default(10).describe("epochs between decays of the step schedule"),
-    gamma: z.number().positive().max(1).default(0.1),
+    gamma: z.number().positive().max(1).default(RECIPE_DEFAULTS.gamma),
     label_smoothing: z.number().min(0).lt(1).default(0),
     grad_clip: z.number().min(0).default(0).describe("max gradient norm; 0 disables"),
-    batch_size: posInt(1 << 16).default(128),
-    epochs: posInt(10000).default(2),
+    batch_size: posInt(1 << 16).default(RECIPE_DEFAULTS.batchSize),
+    epochs: posInt(10000).default(RECIPE_DEFAULTS.epochs),
     subset: nonNegInt(1 << 30).default(0).describe("stratified training examples used; 0 means the whole training split"),
     augment: AugmentSchema.prefault({}),
     amp: bool().default(false),

@@ -11,7 +11,7 @@ import { connectBus, freePort, startNatsServer, type Bus, type NatsServer } from
 import { ResearchError } from "../core/failure.js";
 import type { Logger } from "../core/logger.js";
 import { connectRunner, type RunnerClient } from "../gpu-runner/client.js";
-import { RunSettingsSchema, type Event, type Goal, type RunFinished, type RunSettings } from "../proto/gen/research/v1/events_pb.js";
+import { RunSettingsSchema, RunStatus, type Event, type Goal, type RunFinished, type RunSettings } from "../proto/gen/research/v1/events_pb.js";
 import { applyToRunState, emptyRunState, type RunState } from "../swarm/run-state.js";
 import { Supervisor } from "./supervisor.js";
 
@@ -212,7 +212,7 @@ export async function runGoal(
       void swarm.bus.publish({
         runId,
         eventId: `${runId}/finished`,
-        body: { case: "runFinished", value: { status: "stopped", reason: `time budget of ${budgetS} s exceeded and the judge did not close the run`, trials: state.judgedCount } },
+        body: { case: "runFinished", value: { status: RunStatus.STOPPED, reason: `time budget of ${budgetS} s exceeded and the judge did not close the run`, trials: state.judgedCount } },
       });
     },
     Math.max(0, startedAt + budgetS * 1000 + graceMs - Date.now()),

@@ -1,9 +1,13 @@
 /**
  * Checks an evaluation request and turns it into the worker's job spec with
- * every default filled in. The wire format uses 0 / "" for "not set"; the
- * defaults below are the runner's documented behaviour (docs/ARCHITECTURE.md, "Runner defaults").
+ * every default filled in. The wire format uses 0 / "" / unspecified for "not
+ * set"; the defaults below and core/defaults.ts are the runner's documented
+ * behaviour (docs/ARCHITECTURE.md, "Runner defaults"). The Python worker takes
+ * no defaults of its own, so every spec built here carries every field.
  */
 import { resolve, sep } from "node:path";
+import { DEFAULT_LR, RECIPE_DEFAULTS } from "../core/defaults.js";
+import { OPTIMIZER, SCHEDULE } from "../core/enums.js";
 import { ResearchError } from "../core/failure.js";
 import { DATASETS } from "../core/goal.js";
 import type {
@@ -21,8 +25,6 @@ export const DEFAULTS = {
   timeBudgetS: 600,
   memoryLimitMb: 4096,
   valFraction: 0.1,
-  batchSize: 128,
-  epochs: 2,
   fileLimitMb: 64,
   nproc: 256,
 } as const;
@@ -38,10 +40,6 @@ export const SCRIPT = {
   // Writing the files in and collecting them afterwards happen inside the job's wall clock too.
   graceS: 15,
 } as const;
-
-const OPTIMIZERS = ["sgd", "adam", "adamw"];
-const SCHEDULES = ["none", "step", "cosine", "onecycle"];
-const DEFAULT_LR: Record<string, number> = { sgd: 0.05, adam: 1e-3, adamw: 1e-3 };
 
 export interface Limits {
   memory_mb: number;
@@ -113,15 +111,16 @@ function checkDataset(d: DatasetSpec | undefined, dataRoots: string[], issues: I
 }
 
 function checkRecipe(r: Recipe | undefined, issues: Issues) {
-  const optimizer = r?.optimizer || "adam";
-  const schedule = r?.schedule || "none";
-  issues.check(OPTIMIZERS.includes(optimizer), `recipe.optimizer "${optimizer}" is not one of ${OPTIMIZERS.join(", ")}`);
-  issues.check(SCHEDULES.includes(schedule), `recipe.schedule "${schedule}" is not one of ${SCHEDULES.join(", ")}`);
-  const lr = r?.lr || DEFAULT_LR[optimizer] || 1e-3;
+  // A number outside the enum comes from a client built against a newer proto.
+  const optimizer = r?.optimizer ? OPTIMIZER.name(r.optimizer) : RECIPE_DEFAULTS.optimizer;
+  const schedule = r?.schedule ? SCHEDULE.name(r.schedule) : RECIPE_DEFAULTS.schedule;
+  issues.check(optimizer !== undefined, `recipe.optimizer ${r?.optimizer} is not one of ${OPTIMIZER.names.join(", ")}`);
+  issues.check(schedule !== undefined, `recipe.schedule ${r?.schedule} is not one of ${SCHEDULE.names.join(", ")}`);
+  const lr = r?.lr || DEFAULT_LR[optimizer ?? RECIPE_DEFAULTS.optimizer];
   issues.check(lr > 0 && lr < 10, `recipe.lr ${lr} must be in (0, 10)`);
-  const batchSize = r?.batchSize || DEFAULTS.batchSize;
+  const batchSize = r?.batchSize || RECIPE_DEFAULTS.batchSize;
   issues.check(batchSize <= 65536, `recipe.batch_size ${batchSize} is larger than 65536`);
-  const epochs = r?.epochs || DEFAULTS.epochs;
+  const epochs = r?.epochs || RECIPE_DEFAULTS.epochs;
   issues.check(epochs <= 1000, `recipe.epochs ${epochs} is larger than 1000`);
   for (const [k, v] of [
     ["momentum", r?.momentum ?? 0],
@@ -145,7 +144,7 @@ function checkRecipe(r: Recipe | undefined, issues: Issues) {
     schedule,
     warmup_epochs: r?.warmupEpochs ?? 0,
     step_size: r?.stepSize || Math.max(1, Math.floor(epochs / 3)),
-    gamma: r?.gamma || 0.1,
+    gamma: r?.gamma || RECIPE_DEFAULTS.gamma,
     label_smoothing: r?.labelSmoothing ?? 0,
     grad_clip: r?.gradClip ?? 0,
     batch_size: batchSize,

@@ -14,6 +14,7 @@ import { create, toJson, type JsonObject } from "@bufbuild/protobuf";
 import { stringify as toYaml } from "yaml";
 import { bestTrial, type RunState, type TrialState } from "../swarm/run-state.js";
 import { labelName } from "../core/failure.js";
+import { SURFACE, type DecisionName, type VerdictName } from "../core/enums.js";
 import type { Failure } from "../proto/gen/research/v1/common_pb.js";
 import { AnalysisSchema, type Event } from "../proto/gen/research/v1/events_pb.js";
 import { EvalResultSchema, SummarizeResponseSchema } from "../proto/gen/research/v1/runner_pb.js";
@@ -25,8 +26,6 @@ import {
   verdictName,
   writeFileAtomic,
   writeReport,
-  type DecisionName,
-  type VerdictName,
 } from "./report.js";
 
 export const REGISTRY_FILE = "experiments/registry.json";
@@ -97,7 +96,7 @@ function hypothesisMarkdown(t: TrialState): string {
   return [
     `# ${t.id}`,
     "",
-    `- Surface: ${p.surface || "unspecified"}`,
+    `- Surface: ${SURFACE.name(p.surface) ?? "unspecified"}`,
     `- Proposed by: ${p.proposer || "unknown"} (proposal #${p.index})`,
     `- Parents: ${ids(p.parentIds)}`,
     `- Adopted concepts: ${p.adoptedConcepts.length ? p.adoptedConcepts.join(", ") : "none"}`,

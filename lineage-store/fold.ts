@@ -1,15 +1,9 @@
 import { toJsonString } from "@bufbuild/protobuf";
 import { labelName } from "../core/failure.js";
 import type { Failure } from "../proto/gen/research/v1/common_pb.js";
-import {
-  AnalysisSchema,
-  Decision,
-  GoalSchema,
-  RunSettingsSchema,
-  Verdict,
-  type Event,
-} from "../proto/gen/research/v1/events_pb.js";
-import { EvalResultSchema, GoalStatus, type EvalResult } from "../proto/gen/research/v1/runner_pb.js";
+import { DECISION, GOAL_STATUS, RUN_STATUS, SURFACE, VERDICT } from "../core/enums.js";
+import { AnalysisSchema, GoalSchema, RunSettingsSchema, type Event } from "../proto/gen/research/v1/events_pb.js";
+import { EvalResultSchema, type EvalResult } from "../proto/gen/research/v1/runner_pb.js";
 import { TRIAL_STAGES, type BriefRow, type RunRow, type TrialRow, type TrialStage } from "./schema.js";
 
 /**
@@ -45,7 +39,6 @@ const ms = (e: Event) => Number(e.emittedAtMs);
 const stageRank = (s: TrialStage) => TRIAL_STAGES.indexOf(s);
 /** Object.assign, but the compiler checks the patch against the row type. */
 const patch = <T extends object>(row: T, p: Partial<T>): void => void Object.assign(row, p);
-const enumName = (names: Record<number, string>, v: number) => (v === 0 ? "" : (names[v] ?? "").toLowerCase());
 
 export function emptyTrial(trialId: string, runId: string, at: number): TrialRow {
   return {
@@ -84,7 +77,7 @@ export function foldTrial(row: TrialRow, e: Event): void {
         adopted_concepts: [...p.adoptedConcepts], proposer: p.proposer, model_config_json: p.modelConfigJson,
         train_config_json: p.trainConfigJson,
       });
-      if (p.surface) row.surface = p.surface;
+      if (p.surface) row.surface = SURFACE.name(p.surface) ?? "";
       break;
     }
     case "trialAssembled": {
@@ -108,9 +101,9 @@ export function foldTrial(row: TrialRow, e: Event): void {
     case "trialJudged": {
       const j = e.body.value;
       patch(row, {
-        verdict: enumName(Verdict, j.verdict), decision: enumName(Decision, j.decision), reason: j.reason, gain: j.gain,
+        verdict: VERDICT.name(j.verdict) ?? "", decision: DECISION.name(j.decision) ?? "", reason: j.reason, gain: j.gain,
       });
-      if (!row.surface) row.surface = j.surface;
+      if (!row.surface) row.surface = SURFACE.name(j.surface) ?? "";
       // The evaluation's own statistics win; the judge's copy fills in when that event is missing.
       if (row.val_accuracy === null && j.score > 0) {
         patch(row, { val_accuracy: j.score, ci_low: j.ciLow, ci_high: j.ciHigh });
@@ -140,7 +133,7 @@ function applyResult(row: TrialRow, r: EvalResult): void {
     patch(row, { val_accuracy: acc.mean, std: acc.std, ci_low: acc.ci95[0] ?? null, ci_high: acc.ci95[1] ?? null });
   }
   row.seeds = r.numSeeds;
-  row.goal_status = enumName(GoalStatus, r.goalStatus);
+  row.goal_status = GOAL_STATUS.name(r.goalStatus) ?? "";
   if (r.params > 0n) row.params = Number(r.params);
 }
 
@@ -176,7 +169,7 @@ export function foldRun(row: RunRow, e: Event): void {
     case "runFinished": {
       const f = e.body.value;
       patch(row, {
-        status: f.status, finished_at: ms(e), report_path: f.reportPath, registry_path: f.registryPath,
+        status: RUN_STATUS.name(f.status) ?? "", finished_at: ms(e), report_path: f.reportPath, registry_path: f.registryPath,
         trials: Math.max(row.trials, f.trials), reason: f.reason,
         test_result_json: f.testResult ? toJsonString(EvalResultSchema, f.testResult) : "",
       });
@@ -267,7 +260,7 @@ export function summarize(e: Event): string {
       s = `brief ${b.value.briefId} by ${b.value.author || "?"}: ${b.value.query}`;
       break;
     case "trialProposed":
-      s = `#${b.value.index} [${b.value.surface}] ${b.value.hypothesis}`;
+      s = `#${b.value.index} [${SURFACE.name(b.value.surface) ?? ""}] ${b.value.hypothesis}`;
       break;
     case "trialAssembled":
       s = fail(b.value.failure) ?? `assembled ${b.value.className}, ${b.value.summary?.totalParams ?? 0n} params`;
@@ -286,10 +279,10 @@ export function summarize(e: Event): string {
       break;
     }
     case "trialJudged":
-      s = `${enumName(Verdict, b.value.verdict) || "?"} / ${enumName(Decision, b.value.decision) || "?"}: ${b.value.reason}`;
+      s = `${VERDICT.name(b.value.verdict) ?? "?"} / ${DECISION.name(b.value.decision) ?? "?"}: ${b.value.reason}`;
       break;
     case "runFinished":
-      s = `run ${b.value.status}: best ${b.value.bestTrialId || "none"}, ${b.value.trials} trials`;
+      s = `run ${RUN_STATUS.name(b.value.status) ?? ""}: best ${b.value.bestTrialId || "none"}, ${b.value.trials} trials`;
       break;
     default:
       s = "";

@@ -10,23 +10,25 @@ import {
   type SimilarTrialsRequest,
   type TrialSummary,
 } from "../swarm/lineage-query.js";
-import type { TrialStatus } from "../swarm/run-state.js";
+import { SURFACE, TRIAL_STATUS, VERDICT } from "../core/enums.js";
+import { FAILURE_LABEL } from "../core/failure.js";
 import type { LineageStore, SimilarTrialsQuery, TrialHit } from "./store.js";
 
 /** The store's side of the similarity query (the wire and the client are in swarm/lineage-query.ts). */
 
-/** The store's query for a checked request ("" and unset fields mean no filter). */
+/** The store's query for a checked request (unset and unspecified fields mean no filter, but for failure_label). */
 export function storeQuery(req: SimilarTrialsRequest): SimilarTrialsQuery {
   return {
     text: req.text || undefined,
     trialId: req.trialId || undefined,
     k: req.k || DEFAULT_K,
     runId: req.runId || undefined,
-    failureLabel: req.failureLabel,
+    // Set but unspecified asks for the trials without a failure, stored as "".
+    failureLabel: req.failureLabel === undefined ? undefined : (FAILURE_LABEL.name(req.failureLabel) ?? ""),
     minScore: req.minScore,
     maxScore: req.maxScore,
-    status: (req.status || undefined) as TrialStatus | undefined,
-    surface: req.surface || undefined,
+    status: TRIAL_STATUS.name(req.status),
+    surface: SURFACE.name(req.surface),
   };
 }
 
@@ -36,8 +38,8 @@ export function summaryOf(hit: TrialHit): TrialSummary {
     trialId: hit.trial_id,
     runId: hit.run_id,
     index: hit.index,
-    status: hit.status,
-    surface: hit.surface,
+    status: TRIAL_STATUS.value(hit.status),
+    surface: SURFACE.value(hit.surface),
     hypothesis: hit.hypothesis,
     parentIds: hit.parent_ids,
     modelConfigJson: hit.model_config_json,
@@ -46,9 +48,9 @@ export function summaryOf(hit: TrialHit): TrialSummary {
     valAccuracy: hit.val_accuracy ?? undefined,
     ciLow: hit.ci_low ?? undefined,
     ciHigh: hit.ci_high ?? undefined,
-    failureLabel: hit.failure_label,
+    failureLabel: FAILURE_LABEL.value(hit.failure_label),
     failureMessage: hit.failure_message,
-    verdict: hit.verdict,
+    verdict: VERDICT.value(hit.verdict),
     distance: hit.distance,
   });
 }

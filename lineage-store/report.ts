@@ -7,7 +7,8 @@ import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { bestTrial, scoreOf, type RunState, type TrialState } from "../swarm/run-state.js";
 import { labelName } from "../core/failure.js";
-import { FailureLabel, type Failure } from "../proto/gen/research/v1/common_pb.js";
+import { DECISION, RUN_STATUS, SURFACE, VERDICT, type DecisionName, type VerdictName } from "../core/enums.js";
+import { FailureLabel, Surface, type Failure } from "../proto/gen/research/v1/common_pb.js";
 import { Decision, Verdict, type RunFinished } from "../proto/gen/research/v1/events_pb.js";
 import type { EvalResult, MetricStats } from "../proto/gen/research/v1/runner_pb.js";
 import { failuresSvg, learningCurvesSvg, scoresSvg, type ScorePoint } from "./plots.js";
@@ -27,15 +28,14 @@ export async function writeFileAtomic(path: string, content: string): Promise<vo
   }
 }
 
-export type VerdictName = "accept" | "reject" | "illegal";
-export type DecisionName = "iterate" | "goal_achieved" | "stop";
-
+/** A judgement without a verdict accepted nothing. */
 export function verdictName(v: Verdict): VerdictName {
-  return v === Verdict.ACCEPT ? "accept" : v === Verdict.ILLEGAL ? "illegal" : "reject";
+  return VERDICT.name(v) ?? "reject";
 }
 
+/** A judgement without a decision let the run go on. */
 export function decisionName(d: Decision): DecisionName {
-  return d === Decision.GOAL_ACHIEVED ? "goal_achieved" : d === Decision.STOP ? "stop" : "iterate";
+  return DECISION.name(d) ?? "iterate";
 }
 
 /** The earliest labelled failure along the pipeline: the root cause, not the judge's echo of it. */
@@ -135,7 +135,7 @@ function trialRow(t: TrialState, position: number) {
     position,
     index: t.proposed?.index ?? position - 1,
     trial_id: t.id,
-    surface: t.proposed?.surface || t.judged?.surface || "",
+    surface: SURFACE.name(t.proposed?.surface || t.judged?.surface || Surface.UNSPECIFIED) ?? "",
     hypothesis: t.proposed?.hypothesis ?? "",
     parents: t.proposed?.parentIds ?? [],
     proposer: t.proposed?.proposer ?? "",
@@ -282,7 +282,7 @@ function reportJson(state: RunState, finished: RunFinished, rows: TrialRow[], be
       ? { raw_text: g.rawText, dataset: g.dataset, metric: g.metric || "val_accuracy", target: g.target || null, max_params: Number(g.maxParams) || null, time_budget_s: g.timeBudgetS || null }
       : null,
     outcome: {
-      status: finished.status,
+      status: RUN_STATUS.name(finished.status) ?? "",
       reason: finished.reason,
       trials: finished.trials || state.judgedCount,
       seconds: finished.seconds,
@@ -327,7 +327,7 @@ function markdownOf(state: RunState, finished: RunFinished, j: Report["json"]): 
     );
   } else out.push("No run_started event was recorded.", "");
 
-  out.push("## Outcome", "", `**Status:** ${cell(finished.status || "unknown")}${finished.reason ? `: ${inline(finished.reason)}` : ""}`, "");
+  out.push("## Outcome", "", `**Status:** ${cell(RUN_STATUS.name(finished.status) ?? "unknown")}${finished.reason ? `: ${inline(finished.reason)}` : ""}`, "");
   out.push(`Trials judged: ${j.outcome.trials}; run time: ${duration(finished.seconds)}.`, "");
   const b = j.outcome.best_trial;
   if (b) {

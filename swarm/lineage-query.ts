@@ -1,14 +1,16 @@
-import { create, fromBinary, toBinary, type MessageInitShape } from "@bufbuild/protobuf";
-import { FAILURE_LABELS } from "../core/failure.js";
+import { create, fromBinary, toBinary, toJson, type JsonObject, type MessageInitShape } from "@bufbuild/protobuf";
+import { SURFACE, TRIAL_STATUS, VERDICT } from "../core/enums.js";
+import { FAILURE_LABEL } from "../core/failure.js";
+import { FailureLabel } from "../proto/gen/research/v1/common_pb.js";
 import {
   SimilarTrialsRequestSchema,
   SimilarTrialsResponseSchema,
+  TrialSummarySchema,
   type SimilarTrialsRequest,
   type SimilarTrialsResponse,
   type TrialSummary,
 } from "../proto/gen/research/v1/lineage_pb.js";
 import type { Bus } from "../bus/index.js";
-import { TRIAL_STAGES } from "./run-state.js";
 
 /**
  * The lineage store's similarity query as it travels between processes (CLI or agent ->
@@ -24,8 +26,6 @@ export type { SimilarTrialsRequest, SimilarTrialsResponse, TrialSummary };
 export const DEFAULT_K = 10;
 export const MAX_K = 200;
 export const MAX_TEXT = 4000;
-const FAILURES: ReadonlySet<string> = new Set<string>(FAILURE_LABELS);
-const STATUSES: ReadonlySet<string> = new Set<string>([...TRIAL_STAGES, "failed"]);
 
 /** Everything wrong with a request, one sentence each; empty when the store can answer it. */
 export function checkRequest(req: SimilarTrialsRequest): string[] {
@@ -40,12 +40,13 @@ export function checkRequest(req: SimilarTrialsRequest): string[] {
   for (const [name, v] of [["min_score", req.minScore], ["max_score", req.maxScore]] as const) {
     if (v !== undefined && !(v >= 0 && v <= 1)) problems.push(`${name} must be in [0, 1], got ${v}`);
   }
-  if (req.failureLabel !== undefined && req.failureLabel !== "" && !FAILURES.has(req.failureLabel)) {
-    problems.push(`failure_label must be "" or one of ${FAILURE_LABELS.join(", ")}, got ${JSON.stringify(req.failureLabel)}`);
+  // A peer built from a newer proto may send numbers this build cannot name.
+  if (req.failureLabel !== undefined && req.failureLabel !== FailureLabel.UNSPECIFIED && !FAILURE_LABEL.name(req.failureLabel)) {
+    problems.push(`failure_label must be unspecified (no failure) or one of ${FAILURE_LABEL.names.join(", ")}, got ${req.failureLabel}`);
   }
-  if (req.status !== "" && !STATUSES.has(req.status)) {
-    problems.push(`status must be one of ${[...STATUSES].join(", ")}, got ${JSON.stringify(req.status)}`);
-  }
+  const unknown = (field: string, names: readonly string[], value: number) => problems.push(`${field} must be one of ${names.join(", ")}, got ${value}`);
+  if (req.status !== 0 && !TRIAL_STATUS.name(req.status)) unknown("status", TRIAL_STATUS.names, req.status);
+  if (req.surface !== 0 && !SURFACE.name(req.surface)) unknown("surface", SURFACE.names, req.surface);
   return problems;
 }
 
@@ -68,6 +69,17 @@ export function encodeResponse(res: MessageInitShape<typeof SimilarTrialsRespons
 
 export function decodeResponse(bytes: Uint8Array): SimilarTrialsResponse {
   return fromBinary(SimilarTrialsResponseSchema, bytes);
+}
+
+/** A summary for people and scripts: proto field names, and closed sets by their snake_case names ("" when unset). */
+export function summaryJson(t: TrialSummary): JsonObject {
+  return {
+    ...(toJson(TrialSummarySchema, t, { useProtoFieldName: true, alwaysEmitImplicit: true }) as JsonObject),
+    status: TRIAL_STATUS.name(t.status) ?? "",
+    surface: SURFACE.name(t.surface) ?? "",
+    failure_label: FAILURE_LABEL.name(t.failureLabel) ?? "",
+    verdict: VERDICT.name(t.verdict) ?? "",
+  };
 }
 
 export const QUERY_SUBJECT = "lineage.query.similar";

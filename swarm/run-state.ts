@@ -6,11 +6,12 @@
  */
 import { Decision, Verdict, type Event, type Goal, type LlmCall, type ResearchRequested, type RunSettings, type TrialAssembled, type TrialEvaluated, type TrialJudged, type TrialProposed } from "../proto/gen/research/v1/events_pb.js";
 import { parseBrief, type Brief } from "../core/brief.js";
+import { TRIAL_STATUS, type TrialStatusName } from "../core/enums.js";
 
+export type TrialStatus = TrialStatusName;
+export type TrialStage = Exclude<TrialStatus, "failed">;
 /** The pipeline stages a trial passes through, in order; "failed" is where a trial's path ends early. */
-export const TRIAL_STAGES = ["proposed", "assembled", "evaluated", "judged"] as const;
-export type TrialStage = (typeof TRIAL_STAGES)[number];
-export type TrialStatus = TrialStage | "failed";
+export const TRIAL_STAGES: readonly TrialStage[] = TRIAL_STATUS.names.filter((s): s is TrialStage => s !== "failed");
 
 export interface TrialState {
   id: string;

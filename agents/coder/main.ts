@@ -7,6 +7,7 @@
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { ResearchError } from "../../core/failure.js";
 import { parseModelConfig, parseTrainConfig, type TrainConfig } from "../../core/model-config.js";
+import { OPTIMIZER, SCHEDULE } from "../../core/enums.js";
 import type { Event, TrialAssembledSchema, TrialProposed } from "../../proto/gen/research/v1/events_pb.js";
 import { EvaluateRequestSchema, type DatasetInfo, type SummarizeResponse } from "../../proto/gen/research/v1/runner_pb.js";
 import { datasetInfo, datasetSpec } from "../../swarm/dataset-info.js";
@@ -27,12 +28,12 @@ type Assembled = MessageInitShape<typeof TrialAssembledSchema>;
 
 function recipeOf(t: TrainConfig) {
   return {
-    optimizer: t.optimizer,
+    optimizer: OPTIMIZER.value(t.optimizer),
     lr: t.lr,
     momentum: t.momentum,
     nesterov: t.nesterov,
     weightDecay: t.weight_decay,
-    schedule: t.schedule,
+    schedule: SCHEDULE.value(t.schedule),
     warmupEpochs: t.warmup_epochs,
     stepSize: t.step_size,
     gamma: t.gamma,

@@ -6,7 +6,7 @@
 import { join } from "node:path";
 import { ResearchError } from "../../core/failure.js";
 import { evaluateToResult } from "../../gpu-runner/client.js";
-import { Decision, type Event, type TrialJudged } from "../../proto/gen/research/v1/events_pb.js";
+import { Decision, RunStatus, type Event, type TrialJudged } from "../../proto/gen/research/v1/events_pb.js";
 import type { EvalResult } from "../../proto/gen/research/v1/runner_pb.js";
 import { applyToRunState, bestTrial, isTerminal, type RunState } from "../../swarm/run-state.js";
 import { runAgent, type AgentContext } from "../../swarm/runtime.js";
@@ -33,7 +33,7 @@ async function finishRun(state: RunState, last: TrialJudged, ctx: AgentContext):
   const best = bestTrial(state);
   const testResult = await confirmOnTest(state, ctx);
   const dir = runDir(state);
-  const status = last.decision === Decision.GOAL_ACHIEVED ? "goal_achieved" : /budget/.test(last.reason) ? "budget_exhausted" : "stopped";
+  const status = last.decision === Decision.GOAL_ACHIEVED ? RunStatus.GOAL_ACHIEVED : /budget/.test(last.reason) ? RunStatus.BUDGET_EXHAUSTED : RunStatus.STOPPED;
   await ctx.emit("finished", {
     runId: state.runId,
     body: {

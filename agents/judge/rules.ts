@@ -104,7 +104,7 @@ export function judge(state: RunState, t: TrialState, nowMs: number): TrialJudge
     ciLow: acc?.ci95[0] ?? 0,
     ciHigh: acc?.ci95[1] ?? 0,
     failure: f,
-    surface: t.proposed?.surface ?? "",
+    surface: t.proposed?.surface,
     gain,
     trialsDone: withThis.judgedCount,
   };

@@ -6,11 +6,12 @@
  * model for another attempt.
  */
 import { z } from "zod";
+import { SURFACE } from "../../core/enums.js";
 import { ModelConfigSchema, TrainConfigSchema } from "../../core/model-config.js";
 import type { LlmClient } from "../../core/llm/client.js";
 import { scoreOf, meanOf, type TrialState } from "../../swarm/run-state.js";
 import type { Prompt } from "../../swarm/prompts.js";
-import { SURFACES, type Genome } from "./mutations.js";
+import type { Genome } from "./mutations.js";
 import { fingerprint, genomeOf, type PlanInput, type Proposal } from "./policy.js";
 
 const AssessmentSchema = z.object({
@@ -30,7 +31,7 @@ function proposalSchema(input: PlanInput) {
     .object({
       hypothesis: z.string().min(10),
       rationale: z.string().min(10),
-      surface: z.enum(SURFACES),
+      surface: z.enum(SURFACE.names),
       parent_ids: z.array(z.string()).max(2).describe("trial ids this proposal edits; [] for a fresh start"),
       model_config: ModelConfigSchema,
       train_config: TrainConfigSchema,
@@ -55,7 +56,7 @@ function proposalSchema(input: PlanInput) {
 function trialLine(t: TrialState) {
   return {
     id: t.id,
-    surface: t.proposed?.surface,
+    surface: t.proposed && SURFACE.name(t.proposed.surface),
     hypothesis: t.proposed?.hypothesis,
     parents: t.proposed?.parentIds,
     model_config: t.proposed?.modelConfigJson ? JSON.parse(t.proposed.modelConfigJson) : undefined,

@@ -14,6 +14,8 @@ import { datasetInfo } from "../../swarm/dataset-info.js";
 import { trialId, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { STALL_TRIALS, stalledOn } from "./stall.js";
 import { labelName } from "../../core/failure.js";
+import { SURFACE } from "../../core/enums.js";
+import { TrialStatus } from "../../proto/gen/research/v1/common_pb.js";
 import { runAgent, type AgentContext } from "../../swarm/runtime.js";
 import { askLlm, type LlmAnswer } from "../../swarm/llm.js";
 import { loadPrompt } from "../../swarm/prompts.js";
@@ -26,7 +28,7 @@ const PROMPT = loadPrompt("planner");
 async function failedInLineage(ctx: AgentContext, state: RunState): Promise<Set<string>> {
   const out = new Set<string>();
   const text = `${state.goal?.dataset ?? ""} ${state.goal?.rawText ?? ""}`.trim() || "trial";
-  const res = await request(ctx.bus, { text, k: 50, status: "failed" }).catch((err: unknown) => {
+  const res = await request(ctx.bus, { text, k: 50, status: TrialStatus.FAILED }).catch((err: unknown) => {
     ctx.log.warn({ err: (err as Error).message }, "lineage store not reachable; planning without past failures");
     return undefined;
   });
@@ -90,7 +92,7 @@ async function publishProposal(ctx: AgentContext, state: RunState, index: number
         hypothesis: p.hypothesis,
         rationale: p.rationale,
         parentIds: p.parentIds,
-        surface: p.surface,
+        surface: SURFACE.value(p.surface),
         modelConfigJson: JSON.stringify(p.model),
         trainConfigJson: JSON.stringify(p.train),
         index,
@@ -125,20 +127,21 @@ async function askWhenStalled(ctx: AgentContext, state: RunState, judged: TrialS
   const stalled = stalledOn(state, judged);
   if (!stalled) return;
   const surface = judged.proposed!.surface;
+  const name = SURFACE.name(surface);
   const failures = [...new Set(stalled.map((t) => t.judged?.failure).filter((f) => f).map((f) => labelName(f!.label)))];
   const tried = stalled.map((t) => (t.proposed?.hypothesis ?? "").split(" on top of")[0]).join("; ");
   const query = failures.length
-    ? `why did ${tried} fail (${failures.join(", ")}) for ${surface} on ${state.goal?.dataset}; ${surface} techniques that avoid it`
-    : `${surface} techniques for small models on ${state.goal?.dataset} beyond ${tried}`;
+    ? `why did ${tried} fail (${failures.join(", ")}) for ${name} on ${state.goal?.dataset}; ${name} techniques that avoid it`
+    : `${name} techniques for small models on ${state.goal?.dataset} beyond ${tried}`;
   const requestId = `${state.runId}-rq${judged.judgedPosition}`;
   await ctx.emit(`${requestId}/requested`, {
     runId: state.runId,
     body: {
       case: "researchRequested",
-      value: { requestId, query, surface, reason: `${STALL_TRIALS} ${surface} trials in a row without gain`, trialIds: stalled.map((t) => t.id) },
+      value: { requestId, query, surface, reason: `${STALL_TRIALS} ${name} trials in a row without gain`, trialIds: stalled.map((t) => t.id) },
     },
   });
-  ctx.log.info({ surface, query }, "surface stalled; asked the researcher a narrower question");
+  ctx.log.info({ surface: name, query }, "surface stalled; asked the researcher a narrower question");
 }
 
 async function proposeNext(ctx: AgentContext, event: Event): Promise<void> {

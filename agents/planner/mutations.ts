@@ -3,12 +3,11 @@
  * declarative model_config and train_config (not on templates), so they
  * apply equally to configs a template, a user or an LLM wrote.
  */
+import { DEFAULT_LR, RECIPE_DEFAULTS } from "../../core/defaults.js";
+import { OPTIMIZER, type SurfaceName } from "../../core/enums.js";
 import type { ModelConfigInput, TrainConfigInput } from "../../core/model-config.js";
 import type { DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
 import type { LayerIn } from "./templates.js";
-
-export const SURFACES = ["architecture", "optimisation", "regularisation", "data"] as const;
-export type Surface = (typeof SURFACES)[number];
 
 export interface Genome {
   model: ModelConfigInput;
@@ -16,7 +15,7 @@ export interface Genome {
 }
 
 export interface Mutation {
-  surface: Surface;
+  surface: SurfaceName;
   name: string;
   /** Building blocks the edit introduces (for adoption of brief concepts). */
   blocks: string[];
@@ -25,6 +24,8 @@ export interface Mutation {
 }
 
 const clone = <T>(x: T): T => structuredClone(x);
+/** What the trial trained with: the schema's default when its config names none. */
+const lrOf = (g: Genome) => g.train.lr ?? DEFAULT_LR[RECIPE_DEFAULTS.optimizer];
 const round8 = (x: number) => Math.max(8, Math.round(x / 8) * 8);
 
 function mapLayers(layers: LayerIn[], fn: (l: LayerIn) => LayerIn): LayerIn[] {
@@ -147,14 +148,14 @@ export const MUTATIONS: Mutation[] = [
     name: "lr-up",
     blocks: [],
     describe: "double the learning rate",
-    apply: (g) => ((g.train.lr ?? 1e-3) >= 0.5 ? undefined : train(g, { lr: (g.train.lr ?? 1e-3) * 2 })),
+    apply: (g) => (lrOf(g) >= 0.5 ? undefined : train(g, { lr: lrOf(g) * 2 })),
   },
   {
     surface: "optimisation",
     name: "lr-down",
     blocks: [],
     describe: "halve the learning rate",
-    apply: (g) => ((g.train.lr ?? 1e-3) <= 1e-5 ? undefined : train(g, { lr: (g.train.lr ?? 1e-3) / 2 })),
+    apply: (g) => (lrOf(g) <= 1e-5 ? undefined : train(g, { lr: lrOf(g) / 2 })),
   },
   {
     surface: "optimisation",
@@ -162,14 +163,14 @@ export const MUTATIONS: Mutation[] = [
     blocks: ["cosine_schedule", "warmup"],
     describe: "cosine schedule with one warmup epoch",
     apply: (g) =>
-      g.train.schedule === "cosine" ? undefined : train(g, { schedule: "cosine", warmup_epochs: (g.train.epochs ?? 2) > 2 ? 1 : 0 }),
+      g.train.schedule === "cosine" ? undefined : train(g, { schedule: "cosine", warmup_epochs: (g.train.epochs ?? RECIPE_DEFAULTS.epochs) > 2 ? 1 : 0 }),
   },
   {
     surface: "optimisation",
     name: "onecycle",
     blocks: ["onecycle_schedule"],
     describe: "one-cycle schedule at 3x the peak learning rate",
-    apply: (g) => (g.train.schedule === "onecycle" ? undefined : train(g, { schedule: "onecycle", lr: (g.train.lr ?? 1e-3) * 3, warmup_epochs: 0 })),
+    apply: (g) => (g.train.schedule === "onecycle" ? undefined : train(g, { schedule: "onecycle", lr: lrOf(g) * 3, warmup_epochs: 0 })),
   },
   {
     surface: "optimisation",
@@ -177,7 +178,7 @@ export const MUTATIONS: Mutation[] = [
     blocks: ["adamw", "sgd"],
     describe: "switch optimizer",
     apply: (g, _i, rng) => {
-      const opt = pick((["adam", "adamw", "sgd"] as const).filter((o) => o !== (g.train.optimizer ?? "adam")), rng);
+      const opt = pick(OPTIMIZER.names.filter((o) => o !== (g.train.optimizer ?? RECIPE_DEFAULTS.optimizer)), rng);
       return train(g, opt === "sgd" ? { optimizer: "sgd", lr: 0.05, momentum: 0.9, nesterov: true } : { optimizer: opt, lr: 2e-3 });
     },
   },
@@ -187,7 +188,7 @@ export const MUTATIONS: Mutation[] = [
     blocks: [],
     describe: "change the batch size",
     apply: (g, _i, rng) => {
-      const b = pick([64, 128, 256].filter((x) => x !== (g.train.batch_size ?? 128)), rng);
+      const b = pick([64, 128, 256].filter((x) => x !== (g.train.batch_size ?? RECIPE_DEFAULTS.batchSize)), rng);
       return train(g, { batch_size: b });
     },
   },
@@ -233,6 +234,6 @@ export const MUTATIONS: Mutation[] = [
     name: "more-epochs",
     blocks: [],
     describe: "train two epochs longer",
-    apply: (g) => ((g.train.epochs ?? 2) >= 30 ? undefined : train(g, { epochs: (g.train.epochs ?? 2) + 2 })),
+    apply: (g) => ((g.train.epochs ?? RECIPE_DEFAULTS.epochs) >= 30 ? undefined : train(g, { epochs: (g.train.epochs ?? RECIPE_DEFAULTS.epochs) + 2 })),
   },
 ];

@@ -13,11 +13,13 @@
  */
 import { createHash } from "node:crypto";
 import type { Brief } from "../../core/brief.js";
+import { RECIPE_DEFAULTS } from "../../core/defaults.js";
+import { OPTIMIZER, SURFACE, type SurfaceName as Surface } from "../../core/enums.js";
 import type { ModelConfigInput, TrainConfigInput } from "../../core/model-config.js";
 import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import type { DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
 import { bestTrial, scoreOf, slowestSeedSeconds, type RunState, type TrialState } from "../../swarm/run-state.js";
-import { MUTATIONS, SURFACES, type Genome, type Mutation, type Surface } from "./mutations.js";
+import { MUTATIONS, type Genome, type Mutation } from "./mutations.js";
 import { templatesFor, type Template } from "./templates.js";
 
 export interface Proposal {
@@ -131,7 +133,7 @@ function predictedSeconds(input: PlanInput, parent: TrialState, g: Genome, pg: G
   const seconds = slowestSeedSeconds(parent);
   if (!seconds) return undefined;
   const total = input.info.nTrain + input.info.nVal;
-  const size = (t: TrainConfigInput) => (t.subset || total) * (t.epochs ?? 2);
+  const size = (t: TrainConfigInput) => (t.subset || total) * (t.epochs ?? RECIPE_DEFAULTS.epochs);
   const pp = input.params(pg.model);
   const cp = input.params(g.model);
   const capacity = typeof pp === "number" && typeof cp === "number" && pp > 0 ? Math.sqrt(cp / pp) : 1;
@@ -177,11 +179,11 @@ interface SurfaceStats {
 }
 
 function surfaceStats(state: RunState): Map<Surface, SurfaceStats> {
-  const stats = new Map<Surface, SurfaceStats>(SURFACES.map((s) => [s, { n: 0, gain: 0 }]));
+  const stats = new Map<Surface, SurfaceStats>(SURFACE.names.map((s) => [s, { n: 0, gain: 0 }]));
   for (const t of state.trials.values()) {
     const j = t.judged;
     if (!j || !t.proposed?.parentIds.length) continue;
-    const s = stats.get(t.proposed.surface as Surface);
+    const s = stats.get(SURFACE.name(t.proposed.surface)!);
     if (!s) continue;
     s.n++;
     // A failed edit is a small loss: it spent a trial and taught little.
@@ -200,7 +202,7 @@ function surfaceOrder(state: RunState, rng: () => number, hint?: Surface): Surfa
     // Gains are a few points of accuracy at most; scale exploration to match.
     return st.gain / st.n + 0.02 * Math.sqrt((2 * Math.log(total + 1)) / st.n) + (s === hint ? 0.005 : 0);
   };
-  return [...SURFACES].sort((a, b) => ucb(b) - ucb(a) || rng() - 0.5);
+  return [...SURFACE.names].sort((a, b) => ucb(b) - ucb(a) || rng() - 0.5);
 }
 
 /** What the analyst's reading of the parent suggests. */
@@ -305,7 +307,7 @@ export const randomPolicy: Policy = (input, index) => {
     const start = startingTrain(input);
     const subsets = start.subset ? [start.subset, start.subset * 2, start.subset * 4, 0] : [0];
     const train: TrainConfigInput = {
-      optimizer: (["adam", "adamw", "sgd"] as const)[Math.floor(rng() * 3)]!,
+      optimizer: OPTIMIZER.names[Math.floor(rng() * OPTIMIZER.names.length)]!,
       lr: Math.exp(Math.log(3e-4) + rng() * (Math.log(1e-2) - Math.log(3e-4))),
       batch_size: [64, 128, 256][Math.floor(rng() * 3)]!,
       epochs: 2 + Math.floor(rng() * 5),

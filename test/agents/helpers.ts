@@ -1,5 +1,6 @@
 /** Run states built from real events, for the agents' pure rules. */
 import { create } from "@bufbuild/protobuf";
+import { Surface } from "../../proto/gen/research/v1/common_pb.js";
 import { EventSchema, type Event } from "../../proto/gen/research/v1/events_pb.js";
 import { EvalResultSchema } from "../../proto/gen/research/v1/runner_pb.js";
 import { foldRun } from "../../swarm/run-state.js";
@@ -18,7 +19,7 @@ export function started(settings: Record<string, unknown> = {}, goal: Record<str
   };
 }
 
-export function proposed(id: string, surface = "architecture", parentIds: string[] = []): EventInit {
+export function proposed(id: string, surface = Surface.ARCHITECTURE, parentIds: string[] = []): EventInit {
   return {
     runId: RUN,
     trialId: id,

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { judge } from "../../agents/judge/rules.js";
 import { labelName } from "../../core/failure.js";
+import { Surface } from "../../proto/gen/research/v1/common_pb.js";
 import { Decision, Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import { failure } from "../../core/failure.js";
 import { evaluated, proposed, RUN, started, state } from "./helpers.js";
@@ -58,9 +59,9 @@ describe("judge", () => {
     expect(late.decision).toBe(Decision.STOP);
     const events = [started({ patience: 2 }), proposed("t0"), evaluated("t0", 0.9)];
     events.push({ runId: RUN, trialId: "t0", body: { case: "trialJudged", value: { verdict: Verdict.ACCEPT, decision: Decision.ITERATE } } });
-    events.push(proposed("t1", "data", ["t0"]), evaluated("t1", 0.85));
+    events.push(proposed("t1", Surface.DATA, ["t0"]), evaluated("t1", 0.85));
     events.push({ runId: RUN, trialId: "t1", body: { case: "trialJudged", value: { verdict: Verdict.ACCEPT, decision: Decision.ITERATE } } });
-    events.push(proposed("t2", "data", ["t0"]), evaluated("t2", 0.86));
+    events.push(proposed("t2", Surface.DATA, ["t0"]), evaluated("t2", 0.86));
     const stale = judgeLast(events, "t2");
     expect(stale.decision).toBe(Decision.STOP);
     expect(stale.reason).toMatch(/no improvement in the last 2/);
@@ -69,7 +70,7 @@ describe("judge", () => {
   it("measures the gain over the parent on the CI lower bound", () => {
     const events = [started(), proposed("t0"), evaluated("t0", 0.9, 0.01)];
     events.push({ runId: RUN, trialId: "t0", body: { case: "trialJudged", value: { verdict: Verdict.ACCEPT, decision: Decision.ITERATE } } });
-    events.push(proposed("t1", "data", ["t0"]), evaluated("t1", 0.92, 0.01));
+    events.push(proposed("t1", Surface.DATA, ["t0"]), evaluated("t1", 0.92, 0.01));
     const j = judgeLast(events, "t1");
     expect(j.gain).toBeCloseTo(0.02, 6);
     expect(j.bestTrialId).toBe("t1");

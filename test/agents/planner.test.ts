@@ -5,6 +5,7 @@ import { fingerprint, initialBuiltin, mulberry32, nextBuiltin, randomPolicy, typ
 import { stalledOn } from "../../agents/planner/stall.js";
 import { researchBrief } from "../../research/research.js";
 import { DatasetInfoSchema } from "../../proto/gen/research/v1/runner_pb.js";
+import { Surface } from "../../proto/gen/research/v1/common_pb.js";
 import { Decision, Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import type { EventInit } from "../../bus/index.js";
 import { evaluated, RUN, started, state } from "./helpers.js";
@@ -49,7 +50,7 @@ describe("built-in planner", () => {
   it("edits the best accepted trial and never repeats a configuration", () => {
     const first = initialBuiltin(input([]), 1)[0]!;
     const events: EventInit[] = [
-      { runId: RUN, trialId: "t0", body: { case: "trialProposed", value: { surface: "architecture", modelConfigJson: JSON.stringify(first.model), trainConfigJson: JSON.stringify(first.train) } } },
+      { runId: RUN, trialId: "t0", body: { case: "trialProposed", value: { surface: Surface.ARCHITECTURE, modelConfigJson: JSON.stringify(first.model), trainConfigJson: JSON.stringify(first.train) } } },
       evaluated("t0", 0.88),
       { runId: RUN, trialId: "t0", body: { case: "trialJudged", value: { verdict: Verdict.ACCEPT, decision: Decision.ITERATE } } },
     ];
@@ -79,7 +80,7 @@ describe("stalls", () => {
     const events: EventInit[] = [];
     for (const [i, gain] of [0.01, 0, -0.002, 0].entries()) {
       const id = `t${i}`;
-      events.push({ runId: RUN, trialId: id, body: { case: "trialProposed", value: { surface: "regularisation", parentIds: ["t9"] } } });
+      events.push({ runId: RUN, trialId: id, body: { case: "trialProposed", value: { surface: Surface.REGULARISATION, parentIds: ["t9"] } } });
       events.push({ runId: RUN, trialId: id, body: { case: "trialJudged", value: { verdict: Verdict.ACCEPT, decision: Decision.ITERATE, gain } } });
     }
     const s = state([started(), ...events]);
@@ -88,7 +89,7 @@ describe("stalls", () => {
     const asked = state([
       started(),
       ...events,
-      { runId: RUN, body: { case: "researchRequested", value: { surface: "regularisation", trialIds: ["t1", "t2", "t3"] } } },
+      { runId: RUN, body: { case: "researchRequested", value: { surface: Surface.REGULARISATION, trialIds: ["t1", "t2", "t3"] } } },
     ]);
     expect(stalledOn(asked, asked.trials.get("t3")!)).toBeUndefined();
   });

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Bus } from "../../bus/index.js";
 import { request } from "../../swarm/lineage-query.js";
+import { TrialStatus } from "../../proto/gen/research/v1/common_pb.js";
 import { serveQueries } from "../../lineage-store/query.js";
 import { LineageStore } from "../../lineage-store/store.js";
 import { startTestServer, testBus, type TestServer } from "../bus/helpers.js";
@@ -33,7 +34,7 @@ describe("similarity queries over the bus (real nats-server)", () => {
   });
 
   it("answers a planner's query with the trials it needs", async () => {
-    const failed = await request(agent, { text: "convolutional network", k: 50, status: "failed" });
+    const failed = await request(agent, { text: "convolutional network", k: 50, status: TrialStatus.FAILED });
     expect(failed.map((t) => t.trialId).sort()).toEqual([7, 8, 11].map((i) => trialId("bus", i)));
     expect(JSON.parse(failed[0]!.modelConfigJson)).toHaveProperty("family");
     const [top] = await request(agent, { text: "squeeze excitation block", k: 1 });

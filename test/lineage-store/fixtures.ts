@@ -1,8 +1,10 @@
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import { SURFACE, type SurfaceName } from "../../core/enums.js";
 import { failure, type FailureName } from "../../core/failure.js";
 import {
   Decision,
   EventSchema,
+  RunStatus,
   Verdict,
   type Event,
 } from "../../proto/gen/research/v1/events_pb.js";
@@ -11,7 +13,7 @@ import { GoalStatus } from "../../proto/gen/research/v1/runner_pb.js";
 /** One trial of a synthetic but realistic run: what the planner proposed and how it ended. */
 export interface TrialSpec {
   hypothesis: string;
-  surface: "architecture" | "optimisation" | "regularisation" | "data";
+  surface: SurfaceName;
   model: Record<string, unknown>;
   train?: Record<string, unknown>;
   /** Mean validation accuracy; absent when the trial failed before a result. */
@@ -91,7 +93,7 @@ export function runEvents(runId: string, trials: TrialSpec[] = TRIALS, t0 = 1_70
     ev(id, {
       case: "trialProposed",
       value: {
-        hypothesis: t.hypothesis, rationale: `because ${t.hypothesis} should help`, parentIds, surface: t.surface,
+        hypothesis: t.hypothesis, rationale: `because ${t.hypothesis} should help`, parentIds, surface: SURFACE.value(t.surface),
         modelConfigJson: JSON.stringify(t.model), trainConfigJson: JSON.stringify(t.train ?? { optimizer: "adam", lr: 0.001 }),
         index: i, adoptedConcepts: t.hypothesis.includes("squeeze") ? ["se_block"] : [], proposer: `planner-${t.surface}`,
       },
@@ -134,13 +136,13 @@ export function runEvents(runId: string, trials: TrialSpec[] = TRIALS, t0 = 1_70
       value: {
         verdict: t.fails ? Verdict.REJECT : Verdict.ACCEPT, decision: Decision.ITERATE, reason: t.fails ? `failed: ${t.fails.label}` : "within budget",
         bestTrialId: best >= 0 ? tid(best) : "", score: t.score ?? 0, ciLow: t.score ? t.score - 0.01 : 0, ciHigh: t.score ? t.score + 0.01 : 0,
-        failure: t.fails ? failure(t.fails.label, "see evaluation") : undefined, surface: t.surface, trialsDone: i + 1,
+        failure: t.fails ? failure(t.fails.label, "see evaluation") : undefined, surface: SURFACE.value(t.surface), trialsDone: i + 1,
       },
     }, "judge");
   });
   ev("", {
     case: "runFinished",
-    value: { status: "budget_exhausted", bestTrialId: best >= 0 ? tid(best) : "", reportPath: `/runs/${runId}/report.md`, trials: trials.length, seconds: 600, reason: "max trials reached" },
+    value: { status: RunStatus.BUDGET_EXHAUSTED, bestTrialId: best >= 0 ? tid(best) : "", reportPath: `/runs/${runId}/report.md`, trials: trials.length, seconds: 600, reason: "max trials reached" },
   }, "judge");
   return out;
 }

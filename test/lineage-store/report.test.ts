@@ -5,8 +5,9 @@ import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { parse as parseYaml } from "yaml";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { applyToRunState, emptyRunState, type RunState } from "../../swarm/run-state.js";
+import { SURFACE, type SurfaceName } from "../../core/enums.js";
 import { failure, type FailureName } from "../../core/failure.js";
-import { Decision, EventSchema, Verdict, type Event } from "../../proto/gen/research/v1/events_pb.js";
+import { Decision, EventSchema, RunStatus, Verdict, type Event } from "../../proto/gen/research/v1/events_pb.js";
 import { GoalStatus, type EvalResultSchema } from "../../proto/gen/research/v1/runner_pb.js";
 import { readRegistry, writeArtifacts, type RegistryEntry } from "../../lineage-store/artifacts.js";
 import { escapeXml, failuresSvg, learningCurvesSvg, niceTicks, scoresSvg } from "../../lineage-store/plots.js";
@@ -17,7 +18,7 @@ const T0 = 1_750_000_000_000;
 
 interface Spec {
   hypothesis: string;
-  surface: string;
+  surface: SurfaceName;
   channels: number[];
   /** Mean validation accuracy and CI half-width; absent when the trial fails. */
   acc?: [number, number];
@@ -135,7 +136,7 @@ function runEvents(): Event[] {
     ev(id, {
       case: "trialProposed",
       value: {
-        hypothesis: s.hypothesis, rationale: `prior trials suggest ${s.surface} is paying off`, parentIds, surface: s.surface,
+        hypothesis: s.hypothesis, rationale: `prior trials suggest ${s.surface} is paying off`, parentIds, surface: SURFACE.value(s.surface),
         modelConfigJson: JSON.stringify(modelConfig(s, i)), trainConfigJson: JSON.stringify({ optimizer: "adamw", lr: 0.002, epochs: EPOCHS }),
         index: i, adoptedConcepts: s.concepts ?? [], proposer: `planner-${s.surface}`,
       },
@@ -166,7 +167,7 @@ function runEvents(): Event[] {
       case: "trialJudged",
       value: {
         verdict: s.verdict, decision: s.decision ?? Decision.ITERATE, reason: s.decision ? "95% CI lower bound reaches the target" : "continue",
-        score: s.acc ? s.acc[0] - s.acc[1] : 0, ciLow: s.acc ? s.acc[0] - s.acc[1] : 0, ciHigh: s.acc ? s.acc[0] + s.acc[1] : 0, surface: s.surface,
+        score: s.acc ? s.acc[0] - s.acc[1] : 0, ciLow: s.acc ? s.acc[0] - s.acc[1] : 0, ciHigh: s.acc ? s.acc[0] + s.acc[1] : 0, surface: SURFACE.value(s.surface),
         failure: s.fails ? failure(s.fails.label, s.fails.message) : undefined,
         gain: s.acc && s.parent !== undefined ? s.acc[0] - SPECS[s.parent]!.acc![0] : 0, trialsDone: i + 1,
       },
@@ -176,7 +177,7 @@ function runEvents(): Event[] {
   test.aggregated = { ...test.aggregated, test_accuracy: { mean: 0.9187, std: 0.0012, ci95: [0.9156, 0.9218], min: 0.9174, max: 0.9199, n: SEEDS } };
   ev("", {
     case: "runFinished",
-    value: { status: "goal_achieved", bestTrialId: tid(5), testResult: test, trials: SPECS.length, seconds: (clock - T0) / 1000 + 40, reason: "95% CI lower bound reaches the target" },
+    value: { status: RunStatus.GOAL_ACHIEVED, bestTrialId: tid(5), testResult: test, trials: SPECS.length, seconds: (clock - T0) / 1000 + 40, reason: "95% CI lower bound reaches the target" },
   }, 40);
   return out;
 }

@@ -8,6 +8,7 @@ import { HashingEmbedder } from "../../core/embedder.js";
 import { answer } from "../../lineage-store/query.js";
 import { checkRequest, decodeRequest, decodeResponse, encodeRequest, type SimilarTrialsInit } from "../../swarm/lineage-query.js";
 import { LineageStore } from "../../lineage-store/store.js";
+import { FailureLabel, Surface, TrialStatus } from "../../proto/gen/research/v1/common_pb.js";
 import { EventSchema, Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import { SimilarTrialsRequestSchema } from "../../proto/gen/research/v1/lineage_pb.js";
 import { runEvents, TRIALS, trialId } from "./fixtures.js";
@@ -163,7 +164,7 @@ describe("LineageStore over a run's events", () => {
       expect((await reader.similarTrials({ text: "squeeze excitation block", k: 1 }))[0]!.trial_id).toBe(t(2));
       const late = create(EventSchema, {
         runId: OTHER, trialId: trialId(OTHER, 9), eventId: "late-1", emittedAtMs: 1_900_000_000_000n, producer: "planner",
-        body: { case: "trialProposed", value: { hypothesis: "mixup augmentation", surface: "data", index: 9 } },
+        body: { case: "trialProposed", value: { hypothesis: "mixup augmentation", surface: Surface.DATA, index: 9 } },
       });
       await store.applyEvent(late);
       expect((await reader.getTrial(trialId(OTHER, 9)))?.hypothesis).toBe("mixup augmentation");
@@ -177,13 +178,13 @@ describe("LineageStore over a run's events", () => {
     const res = decodeResponse(await answer(store, encodeRequest({ text: "squeeze excitation block", k: 2, runId: RUN })));
     expect(res.error).toBe("");
     expect(res.trials).toHaveLength(2);
-    expect(res.trials[0]).toMatchObject({ trialId: t(2), surface: "architecture", valAccuracy: 0.911 });
+    expect(res.trials[0]).toMatchObject({ trialId: t(2), surface: Surface.ARCHITECTURE, valAccuracy: 0.911 });
     expect(res.trials[0]).not.toHaveProperty("code");
-    // k 0 means 10; "" failure_label (with presence) means trials without a failure.
-    const clean = decodeResponse(await answer(store, encodeRequest({ text: "convolutional network", runId: RUN, failureLabel: "" })));
+    // k 0 means 10; an unspecified failure_label (with presence) means trials without a failure.
+    const clean = decodeResponse(await answer(store, encodeRequest({ text: "convolutional network", runId: RUN, failureLabel: FailureLabel.UNSPECIFIED })));
     expect(clean.trials).toHaveLength(Math.min(10, TRIALS.length - 3));
-    expect(clean.trials.every((h) => h.failureLabel === "")).toBe(true);
-    const failed = decodeResponse(await answer(store, encodeRequest({ text: "convolutional network", k: 50, status: "failed" })));
+    expect(clean.trials.every((h) => h.failureLabel === FailureLabel.UNSPECIFIED)).toBe(true);
+    const failed = decodeResponse(await answer(store, encodeRequest({ text: "convolutional network", k: 50, status: TrialStatus.FAILED })));
     expect(failed.trials.map((h) => h.trialId).sort()).toEqual([t(7), t(8), t(11)]);
     const band = decodeResponse(await answer(store, encodeRequest({ text: "convolutional network", k: 50, runId: RUN, minScore: 0.905, maxScore: 0.912 })));
     expect(band.trials.length).toBeGreaterThan(0);
@@ -193,7 +194,7 @@ describe("LineageStore over a run's events", () => {
     const garbage = decodeResponse(await answer(store, new TextEncoder().encode(JSON.stringify({ k: 0 }))));
     expect(garbage.error).toMatch(/^not a SimilarTrialsRequest/);
     expect(garbage.trials).toEqual([]);
-    const unchecked = create(SimilarTrialsRequestSchema, { text: "x", trialId: "y", k: 500, minScore: 1.5, failureLabel: "bogus", status: "done" });
+    const unchecked = create(SimilarTrialsRequestSchema, { text: "x", trialId: "y", k: 500, minScore: 1.5, failureLabel: 99 as FailureLabel, status: 99 as TrialStatus });
     const bad = decodeResponse(await answer(store, toBinary(SimilarTrialsRequestSchema, unchecked)));
     expect(bad.error.split("; ")).toHaveLength(5);
     expect(bad.error).toMatch(/exactly one of text or trial_id.*k must be.*min_score.*failure_label.*status/);
@@ -205,18 +206,20 @@ describe("LineageStore over a run's events", () => {
   it("checks requests precisely", () => {
     const check = (init: SimilarTrialsInit) => checkRequest(create(SimilarTrialsRequestSchema, init));
     expect(check({ text: "x" })).toEqual([]);
-    expect(check({ trialId: "t", k: 200, failureLabel: "", minScore: 0, maxScore: 1, status: "failed" })).toEqual([]);
-    expect(check({ text: "x", failureLabel: "oom", status: "judged" })).toEqual([]);
+    expect(check({ trialId: "t", k: 200, failureLabel: FailureLabel.UNSPECIFIED, minScore: 0, maxScore: 1, status: TrialStatus.FAILED })).toEqual([]);
+    expect(check({ text: "x", failureLabel: FailureLabel.OOM, status: TrialStatus.JUDGED, surface: Surface.DATA })).toEqual([]);
     expect(check({})).toEqual(["give exactly one of text or trial_id (neither was given)"]);
     expect(check({ text: "   " })).toEqual(["text is only whitespace"]);
     expect(check({ text: "x".repeat(4001) })).toEqual(["text has 4001 characters, at most 4000 allowed"]);
     expect(check({ text: "x", k: 201 })).toEqual(["k must be an integer in 1..200 (0 means 10), got 201"]);
     expect(check({ text: "x", maxScore: -0.1 })).toEqual(["max_score must be in [0, 1], got -0.1"]);
     expect(check({ text: "x", minScore: Number.NaN })).toEqual(["min_score must be in [0, 1], got NaN"]);
-    expect(check({ text: "x", failureLabel: "segfault" })[0]).toMatch(/^failure_label must be "" or one of invalid_config, .*got "segfault"$/);
-    expect(check({ text: "x", status: "running" })).toEqual(['status must be one of proposed, assembled, evaluated, judged, failed, got "running"']);
-    // Presence survives the wire: "" is a filter, unset is none.
-    expect(decodeRequest(encodeRequest({ text: "x", failureLabel: "" })).failureLabel).toBe("");
+    // Numbers this build cannot name, as a peer built from a newer proto may send.
+    expect(check({ text: "x", failureLabel: 42 as FailureLabel })[0]).toMatch(/^failure_label must be unspecified \(no failure\) or one of invalid_config, .*got 42$/);
+    expect(check({ text: "x", status: 42 as TrialStatus })).toEqual(["status must be one of proposed, assembled, evaluated, judged, failed, got 42"]);
+    expect(check({ text: "x", surface: 42 as Surface })).toEqual(["surface must be one of architecture, optimisation, regularisation, data, got 42"]);
+    // Presence survives the wire: unspecified is a filter, unset is none.
+    expect(decodeRequest(encodeRequest({ text: "x", failureLabel: FailureLabel.UNSPECIFIED })).failureLabel).toBe(FailureLabel.UNSPECIFIED);
     expect(decodeRequest(encodeRequest({ text: "x" })).failureLabel).toBeUndefined();
   });
 });
