@@ -1,0 +1,98 @@
+"""core/compiler/blocks.py: each helper module builds, runs forward and backward, and keeps the shapes compile.ts infers."""
+
+import inspect
+
+import pytest
+import torch
+import torch.nn as nn
+
+import blocks
+
+BATCH = 2
+
+
+def parameters(module):
+    return sum(p.numel() for p in module.parameters())
+
+
+# (module, input, expected output shape without the batch, expected parameter count or None)
+CASES = {
+    "Residual identity": (
+        lambda: blocks.Residual(nn.Sequential(nn.Conv2d(4, 4, 3, padding=1), nn.BatchNorm2d(4)), act=nn.ReLU()),
+        torch.randn(BATCH, 4, 8, 8), [4, 8, 8], None),
+    "Residual projected": (
+        lambda: blocks.Residual(nn.Conv2d(4, 8, 3, stride=2, padding=1),
+                                shortcut=nn.Sequential(nn.Conv2d(4, 8, 1, stride=2, bias=False), nn.BatchNorm2d(8))),
+        torch.randn(BATCH, 4, 8, 8), [8, 4, 4], None),
+    "SqueezeExcite": (lambda: blocks.SqueezeExcite(16, 4), torch.randn(BATCH, 16, 5, 5), [16, 5, 5],
+                      16 * 4 + 4 + 4 * 16 + 16),
+    "GhostModule": (lambda: blocks.GhostModule(8, 13, ratio=3, kernel_size=1, dw_size=3, stride=2),
+                    torch.randn(BATCH, 8, 9, 9), [13, 5, 5], None),
+    "MBConv expand+SE skip": (lambda: blocks.MBConv(8, 8, hidden=32, kernel_size=3, stride=1, se_hidden=2),
+                              torch.randn(BATCH, 8, 6, 6), [8, 6, 6], None),
+    "MBConv no expand stride 2": (lambda: blocks.MBConv(8, 16, hidden=8, kernel_size=5, stride=2, act=nn.ReLU),
+                                  torch.randn(BATCH, 8, 7, 7), [16, 4, 4], None),
+    "PatchEmbed": (lambda: blocks.PatchEmbed(3, 24, patch_size=4, num_patches=16), torch.randn(BATCH, 3, 16, 16),
+                   [16, 24], 3 * 24 * 16 + 24 + 16 * 24),
+    "PatchEmbed without positions": (lambda: blocks.PatchEmbed(1, 8, patch_size=7, num_patches=16,
+                                                               position_embedding=False),
+                                     torch.randn(BATCH, 1, 28, 28), [16, 8], 49 * 8 + 8),
+    "TransformerBlock": (lambda: blocks.TransformerBlock(24, heads=4, mlp_dim=48, dropout=0.1),
+                         torch.randn(BATCH, 10, 24), [10, 24], 4 * 24 + (4 * 24 * 24 + 4 * 24) + (2 * 24 * 48 + 48 + 24)),
+    "MixerBlock": (lambda: blocks.MixerBlock(10, 24, token_mlp_dim=12, channel_mlp_dim=48),
+                   torch.randn(BATCH, 10, 24), [10, 24], 4 * 24 + (2 * 10 * 12 + 12 + 10) + (2 * 24 * 48 + 48 + 24)),
+    "TokenPool mean": (lambda: blocks.TokenPool("mean"), torch.randn(BATCH, 10, 24), [24], 0),
+    "TokenPool max": (lambda: blocks.TokenPool("max"), torch.randn(BATCH, 10, 24), [24], 0),
+    "TokenEmbedding": (lambda: blocks.TokenEmbedding(100, 16, length=12, padding_idx=0),
+                       torch.randint(0, 100, (BATCH, 12)), [12, 16], 100 * 16 + 12 * 16),
+    "SeqConv1d": (lambda: blocks.SeqConv1d(16, 32, kernel_size=3, stride=2, padding=1), torch.randn(BATCH, 12, 16),
+                  [6, 32], 16 * 32 * 3 + 32),
+    "TokenBatchNorm": (lambda: blocks.TokenBatchNorm(16), torch.randn(BATCH, 12, 16), [12, 16], 32),
+    "ChannelLayerNorm": (lambda: blocks.ChannelLayerNorm(6), torch.randn(BATCH, 6, 5, 5), [6, 5, 5], 12),
+}
+
+
+def test_every_helper_is_exercised():
+    helpers = {name for name, value in vars(blocks).items()
+               if inspect.isclass(value) and value.__module__ == "blocks"}
+    assert helpers == {case.split(" ")[0] for case in CASES}
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_helper_forward_backward_and_shapes(case):
+    build, x, shape, params = CASES[case]
+    torch.manual_seed(0)
+    module = build()
+    if params is not None:
+        assert parameters(module) == params
+    out = module(x)
+    assert list(out.shape) == [BATCH] + shape
+    if parameters(module):
+        out.float().pow(2).mean().backward()
+        assert all(p.grad is not None for p in module.parameters() if p.requires_grad)
+    module.eval()
+    with torch.no_grad():
+        assert list(module(x).shape) == [BATCH] + shape
+
+
+def test_token_pool_modes_differ():
+    x = torch.tensor([[[1.0, 4.0], [3.0, 2.0]]])
+    assert blocks.TokenPool("mean")(x).tolist() == [[2.0, 3.0]]
+    assert blocks.TokenPool("max")(x).tolist() == [[3.0, 4.0]]
+
+
+def test_mbconv_skips_only_when_shapes_allow():
+    assert blocks.MBConv(8, 8, hidden=16).skip
+    assert not blocks.MBConv(8, 8, hidden=16, stride=2).skip
+    assert not blocks.MBConv(8, 16, hidden=16).skip
+
+
+def test_channel_layer_norm_normalises_each_pixel_over_channels():
+    out = blocks.ChannelLayerNorm(6)(torch.randn(BATCH, 6, 3, 3) * 5 + 2)
+    assert torch.allclose(out.mean(dim=1), torch.zeros(BATCH, 3, 3), atol=1e-5)
+
+
+def test_token_batch_norm_normalises_features_over_batch_and_tokens():
+    norm = blocks.TokenBatchNorm(4).train()
+    out = norm(torch.randn(8, 5, 4) * 3 + 1)
+    assert torch.allclose(out.mean(dim=(0, 1)), torch.zeros(4), atol=1e-5)

@@ -1,0 +1,179 @@
+"""trainer.py in process: recipes, the failure each kind of broken model ends in, and summaries."""
+
+import os
+import time
+
+import pytest
+
+import datasets
+import specs
+import trainer
+
+CNN = """
+import torch.nn as nn
+
+class Net(nn.Module):
+    def __init__(self, num_classes=4):
+        super().__init__()
+        self.features = nn.Sequential(nn.Conv2d(1, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2))
+        self.head = nn.Linear(8 * 4 * 4, num_classes)
+
+    def forward(self, x):
+        return self.head(self.features(x).flatten(1))
+"""
+
+BAG_OF_WORDS = """
+import torch.nn as nn
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.EmbeddingBag(16384, 8, mode="mean", padding_idx=0)
+        self.head = nn.Linear(8, 2)
+
+    def forward(self, ids):
+        return self.head(self.embed(ids))
+"""
+
+TRANSFORMER = """
+import torch.nn as nn
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(1000, 16)
+        self.encoder = nn.TransformerEncoder(
+            nn.TransformerEncoderLayer(16, 2, dim_feedforward=32, batch_first=True), num_layers=2)
+        self.head = nn.Linear(16, 2)
+
+    def forward(self, ids):
+        return self.head(self.encoder(self.embed(ids)).mean(1))
+"""
+
+IMAGES = {"name": "synthetic", "shape": [1, 8, 8], "num_classes": 4, "difficulty": 0.1, "subset": 160}
+
+
+def run(task, source=CNN, dataset=IMAGES, **fields):
+    """(terminal event, progress events) of one job, as its child would report them."""
+    spec = specs.validate(task, {"source": source, "class_name": "Net", "dataset": dataset, **fields})
+    split = datasets.split(datasets.load(spec["dataset"]), spec["dataset"]) if task == "train" else None
+    events = []
+    trainer.run(task, spec, split, events.append, time.monotonic())
+    assert all(e["kind"] in ("epoch", "first_step") for e in events[:-1])
+    return events[-1], events[:-1]
+
+
+def failure(label, message_part, task="train", **fields):
+    event, _ = run(task, **fields)
+    assert event["kind"] == "failure", event
+    assert event["label"] == label, event
+    assert message_part in event["message"], event["message"]
+    return event
+
+
+def test_a_full_recipe_trains_and_reports_validation_and_test_metrics():
+    recipe = {"optimizer": "sgd", "lr": 0.05, "momentum": 0.9, "nesterov": True, "schedule": "onecycle",
+              "label_smoothing": 0.1, "grad_clip": 1.0, "batch_size": 32, "epochs": 3,
+              "augment": {"hflip": True, "crop_padding": 1, "cutout": 2}}
+    result, progress = run("train", recipe=recipe, evaluate_test=True, seed=5)
+    assert result["kind"] == "result", result
+    assert [e["kind"] for e in progress] == ["first_step", "epoch", "epoch", "epoch"]
+    assert [e["epoch"] for e in progress[1:]] == [1, 2, 3] and progress[1]["seed"] == 5
+    assert result["metrics"]["val_accuracy"] > 0.5  # chance is 0.25
+    assert {"test_accuracy", "test_loss", "test_f1_macro", "train_loss"} <= set(result["metrics"])
+    curve = result["learning_curve"]
+    assert all(len(curve[key]) == 3 for key in trainer.CURVE_KEYS)
+    assert curve["lr"][1] > curve["lr"][2]  # one-cycle anneals towards the end
+    assert len(result["per_class"]) == 4 and len(result["confusion_matrix"]) == 4
+    assert result["params"] == 80 + 16 + 516 and result["epochs_completed"] == 3
+    assert 0 < result["seconds_to_first_step"] <= result["seconds"]
+    assert result["class_names"] == [f"class_{i}" for i in range(4)]
+
+
+def test_a_seed_replays_exactly_augmentations_included():
+    recipe = {"epochs": 2, "batch_size": 16, "augment": {"hflip": True, "crop_padding": 2, "cutout": 3}}
+    first, _ = run("train", recipe=recipe, seed=3)
+    second, _ = run("train", recipe=recipe, seed=3)
+    assert first["learning_curve"] == second["learning_curve"]
+    other, _ = run("train", recipe=recipe, seed=4)
+    assert other["learning_curve"] != first["learning_curve"]
+
+
+def test_token_ids_reach_the_model_as_int64(fixtures_dir):
+    text = {"name": "text", "data_dir": os.path.join(fixtures_dir, "text")}
+    result, _ = run("train", source=BAG_OF_WORDS, dataset=text, recipe={"epochs": 2, "lr": 0.05})
+    assert result["kind"] == "result", result
+    assert result["num_classes"] == 2
+
+
+def factor(**recipe):
+    full = specs.validate("train", {"source": CNN, "class_name": "Net", "dataset": IMAGES, "recipe": recipe})
+    return trainer._lr_factor(full["recipe"], steps_per_epoch=10)
+
+
+def test_learning_rate_schedules():
+    warm_cosine = factor(schedule="cosine", warmup_epochs=1, epochs=5)
+    assert [warm_cosine(s) for s in (0, 4, 9)] == pytest.approx([0.1, 0.5, 1.0])
+    assert warm_cosine(30) == pytest.approx(0.5)
+    assert warm_cosine(49) < 0.01
+    step = factor(schedule="step", step_size=2, gamma=0.5, epochs=6)
+    assert [step(s) for s in (0, 19, 20, 40)] == pytest.approx([1.0, 1.0, 0.5, 0.25])
+    onecycle = factor(schedule="onecycle", epochs=10)
+    # torch's OneCycleLR shape: from lr/25, up over the first 30% of the steps, then annealed.
+    assert onecycle(0) == pytest.approx(1 / 25 + (1 - 1 / 25) / 30) and onecycle(29) == pytest.approx(1.0)
+    assert onecycle(99) < 0.001
+    assert factor(schedule="none", epochs=3)(25) == 1.0
+
+
+@pytest.mark.parametrize("label, message_part, fields", [
+    ("codegen_error", "compiling the model source: SyntaxError", {"source": "class Net(nn.Module:\n    pass\n"}),
+    ("codegen_error", "no nn.Module subclass named 'Net' (nn.Module subclasses found: Other)",
+     {"source": "import torch.nn as nn\nclass Other(nn.Module):\n    pass\n"}),
+    ("codegen_error", "instantiating Net: ValueError: bad kwarg",
+     {"source": CNN.replace("super().__init__()", "raise ValueError('bad kwarg')")}),
+    ("codegen_error", "the model has no trainable parameters",
+     {"source": "import torch.nn as nn\nclass Net(nn.Module):\n    def forward(self, x):\n        return x.flatten(1)[:, :4]\n"}),
+    ("budget_overrun", "the model has 612 parameters, over the budget of 100", {"max_params": 100}),
+    ("shape_error", "forward returned shape [2, 7], expected [2, 4]", {"init_kwargs": {"num_classes": 7}}),
+    ("shape_error", "forward returned tuple, expected a tensor",
+     {"source": CNN.replace("return self.head(", "return 1, self.head(")}),
+    ("shape_error", "mat1 and mat2 shapes cannot be multiplied",
+     {"source": CNN.replace("8 * 4 * 4", "8 * 3 * 3")}),
+    ("nan_loss", "the training loss became nan at epoch 1, step 1",
+     {"source": CNN.replace("return self.head(", "return float('nan') * self.head(")}),
+])
+def test_a_broken_model_ends_in_the_label_of_its_cause(label, message_part, fields):
+    failure(label, message_part, **fields)
+
+
+def test_a_failure_inside_the_model_carries_the_model_source_line():
+    event = failure("codegen_error", "instantiating Net", source=CNN.replace("super().__init__()", "raise ValueError('bad kwarg')"))
+    assert 'File "model.py", line 6, in __init__' in event["traceback"]
+    assert "raise ValueError('bad kwarg')" in event["traceback"]
+
+
+def test_summary_counts_parameters_flops_and_output_shapes():
+    summary, _ = run("summarize", input_shape=[1, 8, 8], num_classes=4)
+    assert summary["kind"] == "summary"
+    assert summary["total_params"] == summary["trainable_params"] == 80 + 16 + 516
+    assert summary["output_shape"] == [1, 4]
+    conv = next(layer for layer in summary["layers"] if layer["type"] == "Conv2d")
+    assert conv["output_shape"] == [1, 8, 8, 8] and conv["flops"] == 2 * 8 * 8 * 8 * 9
+    linear = next(layer for layer in summary["layers"] if layer["type"] == "Linear")
+    assert linear["flops"] == 2 * 4 * 128
+    assert summary["flops"] == conv["flops"] + linear["flops"]
+
+
+def test_summary_counts_attention_once_per_block():
+    summary, _ = run("summarize", source=TRANSFORMER, input_shape=[12], input_dtype="int64", vocab_size=1000,
+                     num_classes=2)
+    types = [layer["type"] for layer in summary["layers"]]
+    attention = [layer for layer in summary["layers"] if layer["type"] == "MultiheadAttention"]
+    assert len(attention) == 2 and "NonDynamicallyQuantizableLinear" not in types
+    e, n = 16, 12
+    assert all(layer["flops"] == 2 * (4 * n * e * e + 2 * n * n * e) for layer in attention)
+
+
+def test_summary_with_the_wrong_class_count_is_a_shape_error():
+    failure("shape_error", "forward returned shape [1, 4], expected [1, 7]", task="summarize",
+            input_shape=[1, 8, 8], num_classes=7)

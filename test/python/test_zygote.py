@@ -1,0 +1,212 @@
+"""zygote.py as the runner drives it (JSON lines on stdin and stdout), without the bubblewrap sandbox.
+
+test/runner/runner.test.ts covers the sandboxed service end to end; these are
+the worker's own guarantees: one terminal event per job whatever the model
+does, its limits, cancellation, a busy worker refusing a second job, and
+nothing left behind.
+"""
+
+import json
+import os
+import select
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+from conftest import WORKER_DIR
+
+DIGITS = {"name": "digits", "subset": 200}
+
+MLP = """
+import torch.nn as nn
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(64, 10)
+
+    def forward(self, x):
+        return self.fc(x.flatten(1))
+"""
+
+
+def hostile(forward="", init=""):
+    """MLP with `forward` run before the forward pass and `init` at the end of __init__."""
+    source = MLP.replace("import torch.nn as nn", "import ctypes, os, subprocess, sys\nimport torch\nimport torch.nn as nn")
+    source = source.replace("        self.fc = nn.Linear(64, 10)\n", f"        self.fc = nn.Linear(64, 10)\n        {init}\n")
+    return source.replace("        return self.fc(", f"        {forward}\n        return self.fc(")
+
+
+def train(source=MLP, limits=None, **fields):
+    return {"source": source, "class_name": "Net", "dataset": DIGITS, "recipe": {"epochs": 1, "batch_size": 50},
+            "limits": limits or {}, **fields}
+
+
+class Zygote:
+    def __init__(self, scratch):
+        self.proc = subprocess.Popen([sys.executable, "-u", os.path.join(WORKER_DIR, "zygote.py")],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     env={**os.environ, "RUNNER_SCRATCH": scratch})
+        self.buffer = b""
+        self.jobs = 0
+        self.ready = self.read()
+
+    def read(self, timeout=60):
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self.buffer:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.proc.stdout], [], [], left)[0]:
+                raise TimeoutError(f"no reply from the zygote within {timeout} s")
+            chunk = os.read(self.proc.stdout.fileno(), 1 << 16)
+            if not chunk:
+                raise EOFError(f"the zygote exited with status {self.proc.wait()}")
+            self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return json.loads(line)
+
+    def send(self, message):
+        self.proc.stdin.write((message if isinstance(message, str) else json.dumps(message)).encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def run(self, task, spec, then=(), timeout=60):
+        """(terminal event, progress events, replies for other jobs) of one job.
+
+        then: messages sent right after the job starts, e.g. a cancel or a second job.
+        """
+        self.jobs += 1
+        job_id = f"job-{self.jobs}"
+        self.send({"type": "run", "job_id": job_id, "task": task, "spec": spec})
+        for message in then:
+            self.send(message(job_id) if callable(message) else message)
+        terminal, progress, others = None, [], []
+        while True:
+            reply = self.read(timeout)
+            if reply.get("job_id") != job_id:
+                others.append(reply)
+            elif reply["type"] == "done":
+                assert terminal is not None, "done without a terminal event"
+                return terminal, progress, others
+            elif reply["event"]["kind"] in ("epoch", "first_step"):
+                progress.append(reply["event"])
+            else:
+                assert terminal is None, f"two terminal events: {terminal} and {reply['event']}"
+                terminal = reply["event"]
+
+    def close(self):
+        self.proc.stdin.close()
+        return self.proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory):
+    return str(tmp_path_factory.mktemp("scratch"))
+
+
+@pytest.fixture(scope="module")
+def zygote(scratch):
+    process = Zygote(scratch)
+    yield process
+    assert process.close() == 0
+
+
+def failure_of(zygote, spec, label, then=()):
+    event, _, _ = zygote.run("train", spec, then)
+    assert event["kind"] == "failure" and event["label"] == label, event
+    return event
+
+
+def test_ready_names_the_device_and_trains_a_good_model(zygote):
+    assert zygote.ready["type"] == "ready"
+    assert zygote.ready["device"]["kind"] in ("cpu", "cuda", "mps")
+    assert zygote.ready["device"]["sandboxed"] is False
+    result, progress, _ = zygote.run("train", train())
+    assert result["kind"] == "result", result
+    assert [e["kind"] for e in progress] == ["first_step", "epoch"]
+
+
+def test_what_a_model_prints_cannot_corrupt_the_protocol(zygote):
+    noisy = hostile("print('{not json'); sys.stdout.flush(); os.write(1, b'garbage\\n'); os.write(2, b'noise\\n')")
+    result, _, _ = zygote.run("train", train(noisy))
+    assert result["kind"] == "result", result
+
+
+@pytest.mark.parametrize("forward, message", [
+    ("os._exit(3)", "worker exited with status 3"),
+    ("ctypes.string_at(0)", "worker died with SIGSEGV"),
+    # Without its event pipe the child cannot report: the zygote notices the silent exit.
+    ("os.closerange(0, 256)", "worker exited"),
+])
+def test_a_worker_that_dies_is_a_crash(zygote, forward, message):
+    assert message in failure_of(zygote, train(hostile(forward)), "crash")["message"]
+
+
+def test_the_cpu_time_limit(zygote):
+    event = failure_of(zygote, train(hostile("while True: pass"), limits={"cpu_seconds": 1}), "budget_overrun")
+    assert event["message"] == "exceeded the CPU-time budget of 1 s"
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="with CUDA the address space is not limited (a cgroup is)")
+def test_the_memory_limit(zygote):
+    event = failure_of(zygote, train(hostile("big = torch.ones(10 * 2**30, dtype=torch.uint8)"),
+                                     limits={"memory_mb": 512}), "oom")
+    assert "DefaultCPUAllocator" in event["message"]
+
+
+def test_cancel_ends_a_running_job(zygote):
+    t0 = time.monotonic()
+    cancel = lambda job_id: {"type": "cancel", "job_id": job_id}  # noqa: E731
+    event = failure_of(zygote, train(hostile("while True: pass")), "crash", then=[cancel])
+    assert event["message"] == "cancelled by caller"
+    assert time.monotonic() - t0 < 10
+
+
+def test_a_busy_worker_refuses_a_second_job_and_finishes_the_first(zygote):
+    second = {"type": "run", "job_id": "second", "task": "describe", "spec": {"dataset": DIGITS}}
+    result, _, others = zygote.run("train", train(), then=[second])
+    assert result["kind"] == "result", result
+    assert [(m["type"], m["event"]["label"]) for m in others if m["type"] == "event"] == \
+        [("event", "runner_unavailable")]
+    assert [m["job_id"] for m in others] == ["second", "second"]
+
+
+def test_processes_a_job_started_are_killed_when_it_ends(zygote):
+    # A unique argument, so sleepers of a concurrent test run are not mistaken for ours.
+    argument = f"1007.{os.getpid()}"
+    init = f"subprocess.Popen(['sleep', '{argument}'], start_new_session=True)"
+    result, _, _ = zygote.run("train", train(hostile(init=init)))
+    assert result["kind"] == "result", result
+    assert not sleepers(argument)
+
+
+def sleepers(argument):
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if f.read().split(b"\0")[:2] == [b"sleep", argument.encode()]:
+                    found.append(pid)
+        except OSError:
+            pass
+    return found
+
+
+def test_bad_requests_get_labelled_answers_and_the_worker_keeps_serving(zygote):
+    zygote.send("this is not json")
+    zygote.send({"type": "run", "job_id": "bad id!", "task": "describe", "spec": {}})
+    assert zygote.read() == {"type": "event", "job_id": "bad id!",
+                             "event": {"kind": "failure", "label": "invalid_config",
+                                       "message": "invalid job id 'bad id!'", "traceback": ""}}
+    assert zygote.read()["type"] == "done"
+    event, _, _ = zygote.run("describe", {"dataset": {"name": "csv", "data_dir": "/nonexistent.csv",
+                                                      "target_column": "y"}})
+    assert event["label"] == "invalid_config" and "/nonexistent.csv" in event["message"]
+    event, _, _ = zygote.run("describe", {"dataset": DIGITS})
+    assert event["kind"] == "dataset" and event["n_train"] + event["n_val"] == 200
+
+
+def test_every_job_scratch_directory_is_removed(zygote, scratch):
+    zygote.run("train", train(hostile(init="open('left-behind.txt', 'w').write('x')")))
+    assert os.listdir(scratch) == []
