@@ -10,7 +10,7 @@ STAMPS="$ROOT/.setup"
 mkdir -p "$STAMPS"
 say() { [ "${SETUP_QUIET:-0}" = 1 ] || echo "setup: $*" >&2; }
 
-DEB_PACKAGES="python3-torch python3-torchvision python3-numpy python3-scipy python3-sklearn nats-server bubblewrap dataset-fashion-mnist"
+DEB_PACKAGES="python3-torch python3-torchvision python3-numpy python3-scipy python3-sklearn python3-pytest nats-server bubblewrap dataset-fashion-mnist"
 
 install_debian() {
   local missing=()
