@@ -18,6 +18,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism, cpus, hostname, loadavg, tmpdir, totalmem } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import type { MessageInitShape } from "@bufbuild/protobuf";
+import { cliConfig } from "../core/config.js";
 import { createLogger } from "../core/logger.js";
 import { connectRunner, evaluateToResult, type RunnerClient } from "../gpu-runner/client.js";
 import { startRunner } from "../gpu-runner/server.js";
@@ -35,7 +36,7 @@ const SLOTS = Number(option("--slots") ?? availableParallelism());
 const OUT = option("--out");
 const fashionDirArg = option("--fashion-dir");
 const FASHION_DIR = fashionDirArg ? resolve(fashionDirArg) : undefined;
-const PYTHON = process.env.RUNNER_PYTHON ?? "/usr/bin/python3";
+const { runnerPython: PYTHON } = cliConfig();
 const WARM_REPEATS = 5;
 const SCALING_REPEATS = 3;
 const SCALING_SEEDS = [1, 3, 5];
@@ -166,7 +167,7 @@ async function withRunner<T>(dataRoots: string[], fn: (client: RunnerClient, sta
   const logger = createLogger("runner-bench");
   logger.level = "warn";
   const t0 = performance.now();
-  const runner = await startRunner({ slots: SLOTS, dataRoots, logger });
+  const runner = await startRunner({ slots: SLOTS, python: PYTHON, dataRoots, logger });
   const startupS = since(t0);
   const client = connectRunner(runner.address);
   try {

@@ -9,6 +9,7 @@ import { availableParallelism } from "node:os";
 import { parseArgs } from "node:util";
 import { toJson } from "@bufbuild/protobuf";
 import { ResearchError } from "../core/failure.js";
+import { cliConfig } from "../core/config.js";
 import { createLogger } from "../core/logger.js";
 import { DATASETS } from "../core/goal.js";
 import { DEFAULTS } from "../gpu-runner/request.js";
@@ -111,7 +112,8 @@ async function main(): Promise<void> {
   const dataDir = a["data-dir"] ? resolve(a["data-dir"]) : "";
 
   const log = createLogger("quick-evaluator");
-  log.level = process.env.LOG_LEVEL ?? "warn";
+  const config = cliConfig();
+  log.level = config.logLevel;
   let own: RunningRunner | undefined;
   let address = a.runner;
   if (!address) {
@@ -119,6 +121,7 @@ async function main(): Promise<void> {
     try {
       own = await startRunner({
         slots: Math.min(seeds, availableParallelism()),
+        python: config.runnerPython,
         dataRoots: root ? [root] : [],
         unsafeNoSandbox: a["unsafe-no-sandbox"],
         logger: log,

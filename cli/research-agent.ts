@@ -11,6 +11,7 @@ import { DECISION, RUN_STATUS, SURFACE, VERDICT } from "../core/enums.js";
 import { FAILURE_LABEL, labelName } from "../core/failure.js";
 import { parseGoal } from "../core/goal.js";
 import { describeLlm, llmConfigFromFlags } from "../core/llm/config.js";
+import { cliConfig } from "../core/config.js";
 import { createLogger } from "../core/logger.js";
 import { request as queryLineage, summaryJson } from "../swarm/lineage-query.js";
 import { summaryOf } from "../lineage-store/query.js";
@@ -114,7 +115,7 @@ async function connectOrFail(workspace: string, nats?: string): Promise<Bus | un
 
 function quietLogger() {
   const log = createLogger("research-agent");
-  log.level = process.env.LOG_LEVEL ?? "warn";
+  log.level = cliConfig().logLevel;
   return log;
 }
 

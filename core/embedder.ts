@@ -95,6 +95,7 @@ function murmur3(s: string, seed = 0x9747b28c): number {
 export interface OpenAIEmbedderOptions {
   /** Any OpenAI-compatible API root, e.g. http://localhost:11434/v1 for Ollama. */
   baseURL?: string;
+  /** The caller's key (its OPENAI_API_KEY for OpenAI); local servers need none. */
   apiKey?: string;
   model: string;
   /** The vector size the model returns; checked on every response. */
@@ -125,7 +126,7 @@ export class OpenAIEmbedder implements Embedder {
     this.client = new OpenAI({
       baseURL: options.baseURL,
       // Local servers ignore the key but the client refuses to start without one.
-      apiKey: options.apiKey ?? process.env.OPENAI_API_KEY ?? "unused",
+      apiKey: options.apiKey ?? "unused",
       timeout: options.timeoutMs ?? 60_000,
       maxRetries: options.maxRetries ?? 2,
     });

@@ -1,14 +1,19 @@
-import { pino, type Logger } from "pino";
+import { destination, pino, type Logger } from "pino";
+import type { LogLevel } from "./config.js";
+
+let level: LogLevel = "info";
+
+/** Set once at start from the process's config (LOG_LEVEL), before loggers are created: a logger keeps the level it was created with. */
+export function setLogLevel(value: LogLevel): void {
+  level = value;
+}
 
 /**
  * pino JSON to stderr (stdout belongs to CLI output). Child loggers carry
  * run_id / trial_id so every line of a trial can be grepped out of any process.
  */
 export function createLogger(component: string, bindings: Record<string, unknown> = {}): Logger {
-  return pino(
-    { level: process.env.LOG_LEVEL ?? "info", base: { component, pid: process.pid, ...bindings } },
-    pino.destination({ fd: 2, sync: false }),
-  );
+  return pino({ level, base: { component, pid: process.pid, ...bindings } }, destination({ fd: 2, sync: false }));
 }
 
 export type { Logger };

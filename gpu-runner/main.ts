@@ -4,13 +4,14 @@
  * Prints one line "runner listening on HOST:PORT" on stdout when ready.
  */
 import { parseArgs } from "node:util";
-import { createLogger } from "../core/logger.js";
+import { runnerConfig } from "../core/config.js";
+import { createLogger, setLogLevel } from "../core/logger.js";
 import { exitWithParent } from "../core/process.js";
 import { startRunner } from "./server.js";
 
 const { values } = parseArgs({
   options: {
-    address: { type: "string", default: process.env.RUNNER_ADDRESS ?? "127.0.0.1:50051" },
+    address: { type: "string" },
     slots: { type: "string" },
     python: { type: "string" },
     "data-root": { type: "string", multiple: true },
@@ -24,12 +25,14 @@ if (values.help) {
   );
   process.exit(0);
 }
+const config = runnerConfig({ address: values.address, python: values.python });
+setLogLevel(config.logLevel);
 const log = createLogger("gpu-runner");
 try {
   const runner = await startRunner({
-    address: values.address,
+    address: config.address,
     slots: values.slots ? Number(values.slots) : undefined,
-    python: values.python,
+    python: config.python,
     dataRoots: values["data-root"],
     unsafeNoSandbox: values["unsafe-no-sandbox"],
     logger: log,

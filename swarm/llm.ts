@@ -7,6 +7,7 @@
  */
 import { LlmClients, type LlmClient } from "../core/llm/client.js";
 import { llmConfigFromFlags, type LlmRole } from "../core/llm/config.js";
+import { agentConfig } from "../core/config.js";
 import { LlmError } from "../core/llm/errors.js";
 import type { Usage } from "../core/llm/usage.js";
 import type { MessageInitShape } from "@bufbuild/protobuf";
@@ -16,9 +17,10 @@ import type { AgentContext } from "./runtime.js";
 
 let clients: LlmClients | undefined;
 
-/** LLM settings come from the launcher through the environment (LLM, LLM_BASE_URL, LLM_CONFIG, OPENAI_API_KEY). */
+/** LLM settings come from the launcher through the agent's config (LLM, LLM_MODEL, LLM_BASE_URL, LLM_CONFIG). */
 function config() {
-  return llmConfigFromFlags({ llm: process.env.LLM || undefined, file: process.env.LLM_CONFIG || undefined, workspace: process.env.WORKSPACE });
+  const { llm, workspace } = agentConfig();
+  return llmConfigFromFlags({ llm: llm.llm, file: llm.file, workspace }, { LLM_MODEL: llm.model, LLM_BASE_URL: llm.baseUrl });
 }
 
 export function llmFor(role: LlmRole): LlmClient | undefined {

@@ -5,6 +5,7 @@
  * evaluation request so the analyst needs nothing else.
  */
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import { agentConfig } from "../../core/config.js";
 import { ResearchError } from "../../core/failure.js";
 import { parseModelConfig, parseTrainConfig, type TrainConfig } from "../../core/model-config.js";
 import { OPTIMIZER, SCHEDULE } from "../../core/enums.js";
@@ -22,7 +23,7 @@ import { trialDir } from "./tools.js";
 
 const CODER_PROMPT = loadPrompt("coder");
 const SUMMARY_PROMPT = loadPrompt("summary");
-const WORKSPACE = process.env.WORKSPACE || "./workspace";
+const { workspace: WORKSPACE } = agentConfig();
 
 type Assembled = MessageInitShape<typeof TrialAssembledSchema>;
 

@@ -9,6 +9,7 @@
 import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { BriefSchema, CODER_VOCABULARY } from "../../core/brief.js";
+import { researcherConfig } from "../../core/config.js";
 import { createLogger } from "../../core/logger.js";
 import { askLlm } from "../../swarm/llm.js";
 import { loadPrompt } from "../../swarm/prompts.js";
@@ -18,18 +19,18 @@ import { sourceUrl } from "../../research/corpus.js";
 import { DeepResearch } from "../../research/deep-research.js";
 
 const PROMPT = loadPrompt("researcher");
-const WORKSPACE = process.env.WORKSPACE || "./workspace";
+const CONFIG = researcherConfig();
 // LanceDB has one safe writer per directory, so each researcher process keeps its own index.
-const INDEX_DIR = join(WORKSPACE, "research-index", (process.env.INSTANCE_ID || String(process.pid)).replace(/[^A-Za-z0-9_-]/g, "-"));
+const INDEX_DIR = join(CONFIG.workspace, "research-index", CONFIG.instance.replace(/[^A-Za-z0-9_-]/g, "-"));
 
 let opening: Promise<DeepResearch> | undefined;
 
 function deepResearch(): Promise<DeepResearch> {
   opening ??= DeepResearch.open({
     dir: INDEX_DIR,
-    notesDir: process.env.RESEARCH_NOTES || undefined,
+    notesDir: CONFIG.notesDir,
     // One client per process: its clock is what keeps to arXiv's rate limit.
-    arxiv: process.env.RESEARCH_ARXIV === "1" ? new ArxivClient({ cacheDir: join(WORKSPACE, "arxiv-cache") }) : undefined,
+    arxiv: CONFIG.arxiv ? new ArxivClient({ cacheDir: join(CONFIG.workspace, "arxiv-cache") }) : undefined,
     logger: createLogger("researcher", { index: INDEX_DIR }),
   }).catch((err: unknown) => {
     // A failed open (a missing notes folder, say) is retried with the next brief rather than remembered.

@@ -1,0 +1,262 @@
+/**
+ * Every setting a process of the swarm takes from its environment, in one
+ * schema: each variable's accepted values, its default and what it means.
+ * A process reads its pick of the schema once at start and passes the values
+ * down; a bad value stops it with one line naming the variable. The table in
+ * docs/DEPLOY.md is checked against this schema (test/core/config.test.ts).
+ */
+import { hostname } from "node:os";
+import { z } from "zod";
+import { ResearchError } from "./failure.js";
+
+export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+export type Env = Record<string, string | undefined>;
+
+/** What docs/DEPLOY.md says of a variable; `shown` replaces a default that is computed or differs per process. */
+export interface VariableDoc {
+  readBy: string;
+  description: string;
+  shown?: string;
+}
+export const VARIABLE_DOCS = z.registry<VariableDoc>();
+
+const HOST_PORT = /^(\[[0-9A-Fa-f:.]+\]|[^\s:[\]/,]+):\d{1,5}$/;
+const NATS_ADDRESS = /^([a-z]+:\/\/)?[^\s/,]+$/;
+
+/** Debian's python3, which has torch from python3-torch. */
+export const SYSTEM_PYTHON = "/usr/bin/python3";
+
+const text = z.string({ error: "expected text" }).min(1);
+const commaList = (item: z.ZodString) => z.string().transform((s) => s.split(",").map((p) => p.trim()).filter(Boolean)).pipe(z.array(item).min(1, { error: "expected at least one entry" }));
+const wholeNumber = (max: number) => {
+  const error = `expected a whole number from 1 to ${max}`;
+  return z.coerce.number({ error }).int({ error }).min(1, { error }).max(max, { error });
+};
+const flag = z.enum(["0", "1"], { error: "expected 1 (on) or 0 (off)" });
+
+export const ENV = z.object({
+  LOG_LEVEL: z.enum(LOG_LEVELS, { error: `expected one of ${LOG_LEVELS.join(", ")}` }).optional().register(VARIABLE_DOCS, {
+    readBy: "every process",
+    description: "level of the JSON logs on stderr: fatal, error, warn, info, debug, trace or silent",
+    shown: "`info`; the CLIs: `warn`",
+  }),
+  WORKSPACE: text.default("./workspace").register(VARIABLE_DOCS, {
+    readBy: "agents, lineage-store",
+    description: "the lineage store's LanceDB tables (`lineage/`) and run folders (`runs/`); the researcher's index and arXiv cache (local, need not be shared); the LLM coder's scratch folders; an `llm.json` or `llm.yaml` there configures the LLM",
+  }),
+  NATS_URL: commaList(z.string().regex(NATS_ADDRESS, { error: "expected NATS URLs such as nats://host:4222, comma-separated" })).default(["nats://127.0.0.1:4222"]).register(VARIABLE_DOCS, {
+    readBy: "agents, lineage-store",
+    description: "comma-separated NATS servers",
+  }),
+  NATS_STREAM_REPLICAS: wholeNumber(5).default(1).register(VARIABLE_DOCS, {
+    readBy: "agents, lineage-store, CLI",
+    description: "replicas of the `RESEARCH` stream (subjects `research.>`) when a process creates it; 3 on a 3-node NATS cluster, on every process including the CLI: whichever process creates the stream first decides",
+  }),
+  NATS_SERVER: text.optional().register(VARIABLE_DOCS, {
+    readBy: "CLI (`launch` without `--nats`)",
+    description: "the `nats-server` binary the launcher starts",
+    shown: "`/usr/sbin/nats-server`, else `nats-server` on `PATH`",
+  }),
+  RUNNER_ADDRESS: commaList(z.string().regex(HOST_PORT, { error: "expected host:port, comma-separated" })).default(["127.0.0.1:50051"]).register(VARIABLE_DOCS, {
+    readBy: "agents; gpu-runner",
+    description: "agents: comma-separated `host:port` of gpu-runners, called round robin; gpu-runner: the one `host:port` it listens on when `--address` is not given",
+  }),
+  RUNNER_PYTHON: text.default(SYSTEM_PYTHON).register(VARIABLE_DOCS, {
+    readBy: "gpu-runner, quick-evaluator, runner benchmark",
+    description: "a Python with torch, numpy, scipy and scikit-learn (`--python` wins); on a GPU host, one with a CUDA build of torch",
+  }),
+  INSTANCE_ID: text.default(() => `${hostname().replace(/[^A-Za-z0-9_-]/g, "-")}-${process.pid}`).register(VARIABLE_DOCS, {
+    readBy: "agents, lineage-store",
+    description: "this process's name in heartbeats and logs; names the researcher's index folder",
+    shown: "`<hostname>-<pid>`",
+  }),
+  AGENT_CONCURRENCY: wholeNumber(64).optional().register(VARIABLE_DOCS, {
+    readBy: "agents",
+    description: "messages one agent process handles at once (keep the judge at 1 per process)",
+    shown: "analyst 4, coder 2, the others 1",
+  }),
+  RESEARCH_NOTES: text.optional().register(VARIABLE_DOCS, {
+    readBy: "researcher",
+    description: "a folder of the user's papers and notes (`.md`, `.txt`; `.pdf` with `pdftotext`) searched next to the built-in corpus",
+    shown: "none",
+  }),
+  RESEARCH_ARXIV: flag.default("0").register(VARIABLE_DOCS, {
+    readBy: "researcher",
+    description: "`1`: also search arXiv live (offline on failure)",
+  }),
+  LLM: z.string().regex(/^(none|openai:.+)$/, { error: "expected none or openai:MODEL" }).optional().register(VARIABLE_DOCS, {
+    readBy: "agents",
+    description: "`none` or `openai:MODEL` (docs/LLM.md); set by `launch --llm`",
+    shown: "none",
+  }),
+  LLM_MODEL: text.optional().register(VARIABLE_DOCS, {
+    readBy: "agents",
+    description: "the default endpoint's model when `LLM` is not set",
+    shown: "none",
+  }),
+  LLM_BASE_URL: z.url({ error: "expected a URL such as http://localhost:11434/v1" }).optional().register(VARIABLE_DOCS, {
+    readBy: "agents",
+    description: "an OpenAI-compatible API root; set by `launch --llm-base-url`",
+    shown: "OpenAI's",
+  }),
+  LLM_CONFIG: text.optional().register(VARIABLE_DOCS, {
+    readBy: "agents",
+    description: "a file of per-role endpoints and models (JSON or YAML, docs/LLM.md); set by `launch --llm-config`",
+    shown: "`llm.json` or `llm.yaml` in `WORKSPACE`",
+  }),
+  OPENAI_API_KEY: text.optional().register(VARIABLE_DOCS, {
+    readBy: "agents with an LLM",
+    description: "the key of an endpoint; an LLM config's `api_key_env` names another variable instead. Read only by the LLM client, when it calls",
+    shown: "none",
+  }),
+  SKIP_APT: flag.default("0").register(VARIABLE_DOCS, {
+    readBy: "`scripts/setup.sh`",
+    description: "`1`: only report missing Debian packages (containers, non-Debian hosts)",
+  }),
+  SETUP_QUIET: flag.default("0").register(VARIABLE_DOCS, {
+    readBy: "`scripts/setup.sh`",
+    description: "`1`: no progress lines",
+  }),
+});
+type EnvValues = z.output<typeof ENV>;
+
+/**
+ * Parses the variables `schema` names; an empty value counts as unset (the
+ * launcher passes "" for "not given"). `origin` names where a value came from
+ * when it was not the environment (a command-line flag).
+ */
+function parse<S extends z.ZodObject>(schema: S, env: Env, origin: Record<string, string> = {}): z.output<S> {
+  const input = Object.fromEntries(Object.keys(schema.shape).map((name) => [name, env[name]?.trim() || undefined]));
+  const parsed = schema.safeParse(input);
+  if (parsed.success) return parsed.data;
+  const byName = new Map<string, string[]>();
+  for (const issue of parsed.error.issues) {
+    const name = String(issue.path[0]);
+    byName.set(name, [...(byName.get(name) ?? []), issue.message]);
+  }
+  const problems = [...byName].map(([name, messages]) => `${origin[name] ?? name}=${JSON.stringify(input[name])}: ${[...new Set(messages)].join(", ")}`);
+  throw new ResearchError("invalid_config", `invalid setting ${problems.join("; ")}`);
+}
+
+/** A process cannot start on a bad setting: one line on stderr, exit status 2. */
+function orExit<T>(read: () => T): T {
+  try {
+    return read();
+  } catch (err) {
+    if (!(err instanceof ResearchError && err.label === "invalid_config")) throw err;
+    process.stderr.write(`${err.message}\n`);
+    process.exit(2);
+  }
+}
+
+function once<T>(read: () => T): () => T {
+  let value: { v: T } | undefined;
+  return () => (value ??= { v: orExit(read) }).v;
+}
+
+/** Input to core/llm/config.ts's llmConfigFromFlags, which applies the precedence and reads the files. */
+export interface LlmSettings {
+  /** `none` or `openai:MODEL`. */
+  llm?: string;
+  model?: string;
+  baseUrl?: string;
+  file?: string;
+}
+
+export interface AgentConfig {
+  logLevel: LogLevel;
+  workspace: string;
+  natsServers: string[];
+  streamReplicas: number;
+  runnerAddresses: string[];
+  instance: string;
+  /** Unset: the role's own default. */
+  concurrency?: number;
+  llm: LlmSettings;
+}
+
+export interface ResearcherConfig extends AgentConfig {
+  notesDir?: string;
+  arxiv: boolean;
+}
+
+export interface RunnerConfig {
+  logLevel: LogLevel;
+  address: string;
+  python: string;
+}
+
+export interface CliConfig {
+  logLevel: LogLevel;
+  streamReplicas: number;
+  natsServer?: string;
+  runnerPython: string;
+}
+
+const AGENT = ENV.pick({
+  LOG_LEVEL: true,
+  WORKSPACE: true,
+  NATS_URL: true,
+  NATS_STREAM_REPLICAS: true,
+  RUNNER_ADDRESS: true,
+  INSTANCE_ID: true,
+  AGENT_CONCURRENCY: true,
+  LLM: true,
+  LLM_MODEL: true,
+  LLM_BASE_URL: true,
+  LLM_CONFIG: true,
+});
+const RESEARCHER = AGENT.extend(ENV.pick({ RESEARCH_NOTES: true, RESEARCH_ARXIV: true }).shape);
+const RUNNER = ENV.pick({ LOG_LEVEL: true, RUNNER_PYTHON: true }).extend({
+  RUNNER_ADDRESS: ENV.shape.RUNNER_ADDRESS.refine((a) => a.length === 1, { error: "the runner listens on one host:port" }),
+});
+const CLI = ENV.pick({ LOG_LEVEL: true, NATS_STREAM_REPLICAS: true, NATS_SERVER: true, RUNNER_PYTHON: true });
+
+function agentOf(e: Pick<EnvValues, keyof typeof AGENT.shape>): AgentConfig {
+  return {
+    logLevel: e.LOG_LEVEL ?? "info",
+    workspace: e.WORKSPACE,
+    natsServers: e.NATS_URL,
+    streamReplicas: e.NATS_STREAM_REPLICAS,
+    runnerAddresses: e.RUNNER_ADDRESS,
+    instance: e.INSTANCE_ID,
+    concurrency: e.AGENT_CONCURRENCY,
+    llm: { llm: e.LLM, model: e.LLM_MODEL, baseUrl: e.LLM_BASE_URL, file: e.LLM_CONFIG },
+  };
+}
+
+/** Every agent process and the lineage store. */
+export function parseAgentConfig(env: Env): AgentConfig {
+  return agentOf(parse(AGENT, env));
+}
+
+export function parseResearcherConfig(env: Env): ResearcherConfig {
+  const e = parse(RESEARCHER, env);
+  return { ...agentOf(e), notesDir: e.RESEARCH_NOTES, arxiv: e.RESEARCH_ARXIV === "1" };
+}
+
+/** The gpu-runner service; its flags win over the environment. */
+export function parseRunnerConfig(env: Env, flags: { address?: string; python?: string } = {}): RunnerConfig {
+  const e = parse(
+    RUNNER,
+    { ...env, RUNNER_ADDRESS: flags.address ?? env.RUNNER_ADDRESS, RUNNER_PYTHON: flags.python ?? env.RUNNER_PYTHON },
+    { ...(flags.address !== undefined && { RUNNER_ADDRESS: "--address" }), ...(flags.python !== undefined && { RUNNER_PYTHON: "--python" }) },
+  );
+  return { logLevel: e.LOG_LEVEL ?? "info", address: e.RUNNER_ADDRESS[0]!, python: e.RUNNER_PYTHON };
+}
+
+/** research-agent, quick-evaluator and the benchmarks: quieter logs, since their output is for a person. */
+export function parseCliConfig(env: Env): CliConfig {
+  const e = parse(CLI, env);
+  return { logLevel: e.LOG_LEVEL ?? "warn", streamReplicas: e.NATS_STREAM_REPLICAS, natsServer: e.NATS_SERVER, runnerPython: e.RUNNER_PYTHON };
+}
+
+// What a process calls: its config from process.env, read once; a bad value exits.
+export const agentConfig = once(() => parseAgentConfig(process.env));
+export const researcherConfig = once(() => parseResearcherConfig(process.env));
+export const cliConfig = once(() => parseCliConfig(process.env));
+export function runnerConfig(flags: { address?: string; python?: string }): RunnerConfig {
+  return orExit(() => parseRunnerConfig(process.env, flags));
+}
