@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # Idempotent set-up, run by both README commands: Debian packages when missing,
-# npm packages when package-lock.json changed, generated protobuf code when the
-# .proto files changed. A second run with nothing to do takes well under a second.
+# npm packages when package-lock.json changed. The protobuf code in proto/gen is
+# committed (scripts/gen-proto.sh). A second run with nothing to do takes well
+# under a second.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-export PATH="$ROOT/node_modules/.bin:$PATH"
 STAMPS="$ROOT/.setup"
 mkdir -p "$STAMPS"
 say() { [ "${SETUP_QUIET:-0}" = 1 ] || echo "setup: $*" >&2; }
 
 DEB_PACKAGES="python3-torch python3-torchvision python3-numpy python3-scipy python3-sklearn python3-pytest nats-server bubblewrap dataset-fashion-mnist"
+
+# protoc: for npm run gen and the test that proto/gen matches the .proto files.
+DEB_PACKAGES="$DEB_PACKAGES protobuf-compiler"
 
 install_debian() {
   local missing=()
@@ -24,7 +27,8 @@ install_debian() {
   fi
   if ! command -v apt-get >/dev/null 2>&1; then
     echo "setup: this is not a Debian-like system. Install by hand: PyTorch (set RUNNER_PYTHON to its python)," >&2
-    echo "       numpy, scipy, scikit-learn, nats-server (2.9+), bubblewrap, and the Fashion-MNIST idx files." >&2
+    echo "       numpy, scipy, scikit-learn, nats-server (2.9+), bubblewrap, the Fashion-MNIST idx files," >&2
+    echo "       and protoc 3.15+ (to regenerate proto/gen)." >&2
     echo "       Then run again with SKIP_APT=1." >&2
     exit 1
   fi
@@ -48,15 +52,5 @@ install_npm() {
   echo "$want" > "$STAMPS/npm"
 }
 
-generate_proto() {
-  local want; want="$(hash_of buf.gen.yaml $(find proto -name '*.proto' | sort))"
-  if [ -d proto/gen ] && [ "$(cat "$STAMPS/proto" 2>/dev/null)" = "$want" ]; then return 0; fi
-  say "generating protobuf code"
-  rm -rf proto/gen
-  ./node_modules/.bin/buf generate >&2
-  echo "$want" > "$STAMPS/proto"
-}
-
 install_debian
 install_npm
-generate_proto
