@@ -13,6 +13,16 @@ from failures import TaskFailure
 
 LIMIT_DEFAULTS = {"memory_mb": 4096, "cpu_seconds": 600, "wall_seconds": 300, "file_mb": 64, "nproc": 256}
 
+# The proto enums Optimizer and Schedule, by their snake_case names in declaration order. The
+# worker has no protobuf runtime, so they are copied here; test/core/closed-sets.test.ts fails
+# when a copy and the proto drift apart.
+OPTIMIZERS = ("adam", "adamw", "sgd")
+SCHEDULES = ("none", "step", "cosine", "onecycle")
+
+
+def _one_of(names):
+    return f"{', '.join(names[:-1])} or {names[-1]}"
+
 
 def _invalid(message):
     return TaskFailure("invalid_config", message)
@@ -98,14 +108,12 @@ def _recipe(spec):
     where = "recipe"
     nonneg = (lambda v: v >= 0, ">= 0")
     out = {
-        "optimizer": _value(raw, "optimizer", "adam", str, where,
-                            lambda v: v in ("adam", "adamw", "sgd"), "adam, adamw or sgd"),
+        "optimizer": _value(raw, "optimizer", "adam", str, where, lambda v: v in OPTIMIZERS, _one_of(OPTIMIZERS)),
         "lr": _value(raw, "lr", 1e-3, float, where, lambda v: 0 < v <= 10, "in (0, 10]"),
         "momentum": _value(raw, "momentum", 0.9, float, where, lambda v: 0 <= v < 1, "in [0, 1)"),
         "nesterov": _value(raw, "nesterov", False, bool, where),
         "weight_decay": _value(raw, "weight_decay", 0.0, float, where, *nonneg),
-        "schedule": _value(raw, "schedule", "none", str, where,
-                           lambda v: v in ("none", "step", "cosine", "onecycle"), "none, step, cosine or onecycle"),
+        "schedule": _value(raw, "schedule", "none", str, where, lambda v: v in SCHEDULES, _one_of(SCHEDULES)),
         "warmup_epochs": _value(raw, "warmup_epochs", 0.0, float, where, *nonneg),
         "step_size": _value(raw, "step_size", 10, int, where, lambda v: v >= 1, ">= 1"),
         "gamma": _value(raw, "gamma", 0.1, float, where, lambda v: 0 < v <= 1, "in (0, 1]"),

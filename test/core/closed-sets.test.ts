@@ -1,0 +1,54 @@
+import { execFileSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+import { closedSet, OPTIMIZER, SCHEDULE, SURFACE, TRIAL_STATUS } from "../../core/enums.js";
+import { FAILURE_LABELS, labelFromName, labelName } from "../../core/failure.js";
+import { DATASETS } from "../../core/goal.js";
+import { FailureLabel, FailureLabelSchema, Surface } from "../../proto/gen/research/v1/common_pb.js";
+import { TRIAL_STAGES } from "../../swarm/run-state.js";
+
+const PYTHON = process.env.RUNNER_PYTHON ?? "/usr/bin/python3";
+const WORKER_DIR = fileURLToPath(new URL("../../gpu-runner/python/", import.meta.url));
+
+/** The sandboxed worker has no protobuf runtime, so it keeps copies of the sets it checks. */
+function workerSets(): Record<string, string[]> {
+  const code = [
+    "import json, datasets, failures, specs",
+    "print(json.dumps({'optimizers': specs.OPTIMIZERS, 'schedules': specs.SCHEDULES,",
+    "  'failure_labels': sorted(failures.LABELS), 'datasets': sorted(datasets.KNOWN)}))",
+  ].join("\n");
+  const out = execFileSync(PYTHON, ["-c", code], { cwd: WORKER_DIR, encoding: "utf8", env: { ...process.env, PYTHONDONTWRITEBYTECODE: "1" } });
+  return JSON.parse(out) as Record<string, string[]>;
+}
+
+describe("closed sets", () => {
+  it("are the proto enums by snake_case name, without the zero value", () => {
+    expect(FAILURE_LABELS).toHaveLength(FailureLabelSchema.values.length - 1);
+    expect(FAILURE_LABELS).toContain("nan_loss");
+    expect(labelName(FailureLabel.NAN_LOSS)).toBe("nan_loss");
+    expect(labelName(FailureLabel.UNSPECIFIED)).toBe("unspecified");
+    expect(labelFromName("runner_unavailable")).toBe(FailureLabel.RUNNER_UNAVAILABLE);
+    expect(() => labelFromName("unspecified")).toThrow(/unknown failure label/);
+    expect(SURFACE.names).toEqual(["architecture", "optimisation", "regularisation", "data"]);
+    expect(SURFACE.value("data")).toBe(Surface.DATA);
+    expect(SURFACE.name(Surface.UNSPECIFIED)).toBeUndefined();
+    expect(SURFACE.name(99 as Surface)).toBeUndefined();
+    expect(SURFACE.has("DATA")).toBe(false);
+    expect(TRIAL_STAGES).toEqual(["proposed", "assembled", "evaluated", "judged"]);
+    expect(TRIAL_STATUS.names).toEqual([...TRIAL_STAGES, "failed"]);
+  });
+
+  it("refuses an enum with nothing but its zero value", () => {
+    const empty = { ...FailureLabelSchema, typeName: "x.Empty", values: FailureLabelSchema.values.slice(0, 1) };
+    expect(() => closedSet(empty)).toThrow(/x.Empty has no members/);
+  });
+
+  it("are the same in the Python worker", () => {
+    const worker = workerSets();
+    expect(worker.optimizers).toEqual(OPTIMIZER.names);
+    expect(worker.schedules).toEqual(SCHEDULE.names);
+    // The worker labels only what it can see happen (never gate_miss or illegal, the judge's).
+    expect(FAILURE_LABELS).toEqual(expect.arrayContaining(worker.failure_labels!));
+    expect(worker.datasets).toEqual([...DATASETS].sort());
+  });
+});
