@@ -10,6 +10,7 @@
 import * as grpc from "@grpc/grpc-js";
 import { create, fromBinary, toBinary, type DescMessage, type MessageInitShape, type MessageShape } from "@bufbuild/protobuf";
 import type { GenService, GenServiceMethods } from "@bufbuild/protobuf/codegenv2";
+import { ResearchError, type FailureName } from "./failure.js";
 
 type Unary = { methodKind: "unary" };
 type ServerStreaming = { methodKind: "server_streaming" };
@@ -43,16 +44,11 @@ export type ServiceClient<S extends GenServiceMethods> = {
       : never;
 } & { close(): void; raw: grpc.Client };
 
-/** A grpc-js error whose status code the client can branch on. */
-export class RpcError extends Error {
-  override name = "RpcError";
-  constructor(
-    readonly code: grpc.status,
-    message: string,
-  ) {
-    super(message);
-  }
-}
+/** The status a handler's failure is sent with; the client maps it back in fromServiceError. */
+const STATUS_OF_LABEL: Partial<Record<FailureName, grpc.status>> = {
+  invalid_config: grpc.status.INVALID_ARGUMENT,
+  runner_unavailable: grpc.status.UNAVAILABLE,
+};
 
 function codec<D extends DescMessage>(schema: D) {
   return {
@@ -83,14 +79,14 @@ export function serviceDefinition<S extends GenServiceMethods>(desc: GenService<
 }
 
 function toStatus(err: unknown): grpc.ServiceError {
-  const code = err instanceof RpcError ? err.code : grpc.status.INTERNAL;
-  const message = err instanceof Error ? err.message : String(err);
+  const { label, message } = ResearchError.from(err);
+  const code = STATUS_OF_LABEL[label] ?? grpc.status.INTERNAL;
   return Object.assign(new Error(message), { code, details: message, metadata: new grpc.Metadata() });
 }
 
 function contextOf(call: grpc.ServerUnaryCall<unknown, unknown> | grpc.ServerWritableStream<unknown, unknown>): CallContext {
   const abort = new AbortController();
-  call.on("cancelled", () => abort.abort(new RpcError(grpc.status.CANCELLED, "cancelled by client")));
+  call.on("cancelled", () => abort.abort(new ResearchError("crash", "cancelled by client")));
   // A deadline surfaces as "cancelled" too; both must stop the work.
   return { signal: abort.signal, metadata: call.metadata, peer: call.getPeer() };
 }
@@ -130,8 +126,12 @@ function callOptions(opts?: CallOptions): grpc.CallOptions {
   return opts?.timeoutMs ? { deadline: new Date(Date.now() + opts.timeoutMs) } : {};
 }
 
-function fromServiceError(err: grpc.ServiceError): RpcError {
-  return new RpcError(err.code ?? grpc.status.UNKNOWN, err.details || err.message);
+/** The cause keeps the status and metadata for whoever needs more than the label. */
+function fromServiceError(err: grpc.ServiceError): ResearchError {
+  // INVALID_ARGUMENT is the caller's mistake; anything else means the service is not there for us.
+  const label = err.code === grpc.status.INVALID_ARGUMENT ? "invalid_config" : "runner_unavailable";
+  const reason = err.code === grpc.status.DEADLINE_EXCEEDED ? "timeout" : err.code === grpc.status.UNAVAILABLE ? "network" : undefined;
+  return new ResearchError(label, err.details || err.message, "", { cause: err, reason });
 }
 
 export function createClient<S extends GenServiceMethods>(

@@ -32,10 +32,7 @@ export async function evaluateToResult(
       if (e.event.case === "failure") throw ResearchError.fromProto(e.event.value);
     }
   } catch (err) {
-    if (err instanceof ResearchError) throw err;
-    const code = (err as { code?: number }).code;
-    // INVALID_ARGUMENT is the caller's mistake; anything else means the runner is not there for us.
-    throw new ResearchError(code === 3 ? "invalid_config" : "runner_unavailable", (err as Error).message, "", { cause: err });
+    throw ResearchError.from(err, "runner_unavailable");
   }
   throw new ResearchError("runner_unavailable", "the runner closed the stream without a result");
 }

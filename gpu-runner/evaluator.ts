@@ -6,7 +6,7 @@
 import { availableParallelism } from "node:os";
 import { create, fromJson, type JsonValue, type MessageInitShape } from "@bufbuild/protobuf";
 import { AsyncQueue } from "../core/async-queue.js";
-import { failure } from "../core/failure.js";
+import { ResearchError } from "../core/failure.js";
 import type { Logger } from "../core/logger.js";
 import {
   DatasetInfoSchema,
@@ -45,10 +45,10 @@ export interface EvaluatorOptions {
   logger: Logger;
 }
 
-function failureOf(e: TerminalEvent) {
+function failureOf(e: TerminalEvent): ResearchError {
   return e.kind === "failure"
-    ? failure(e.label, e.message, e.traceback ?? "")
-    : failure("crash", `worker answered "${e.kind}" where another result was expected`);
+    ? new ResearchError(e.label, e.message, e.traceback ?? "")
+    : new ResearchError("crash", `worker answered "${e.kind}" where another result was expected`);
 }
 
 export class Evaluator {
@@ -121,9 +121,10 @@ export class Evaluator {
         out.push({ event: { case: "result", value: this.result(results, plan.target, (Date.now() - t0) / 1000, info) } });
         log.info({ seeds: results.length, seconds: (Date.now() - t0) / 1000 }, "evaluation finished");
       })
-      .catch((f) => {
+      .catch((err: unknown) => {
         if (!signal?.aborted) {
-          out.push({ event: { case: "failure", value: f } });
+          const f = ResearchError.from(err);
+          out.push({ event: { case: "failure", value: f.toProto() } });
           log.info({ label: f.label, message: f.message }, "evaluation failed");
         }
       })
@@ -162,7 +163,7 @@ export class Evaluator {
     const limits = limitsFor(120, DEFAULTS.memoryLimitMb, 1);
     const end = await this.opts.quick.run("summarize", () => ({ ...job, threads: 1, limits }), () => {}, signal);
     if (end.kind === "summary") return fromJson(SummarizeResponseSchema, end as JsonValue, JSON_OPTS);
-    return create(SummarizeResponseSchema, { failure: failureOf(end) });
+    return create(SummarizeResponseSchema, { failure: failureOf(end).toProto() });
   }
 
   async describe(req: DescribeRequest, signal?: AbortSignal): Promise<DatasetInfo> {
@@ -170,7 +171,7 @@ export class Evaluator {
     const limits = limitsFor(300, DEFAULTS.memoryLimitMb, 1);
     const end = await this.opts.quick.run("describe", () => ({ ...job, threads: 1, limits }), () => {}, signal);
     if (end.kind === "dataset") return fromJson(DatasetInfoSchema, end as JsonValue, JSON_OPTS);
-    return create(DatasetInfoSchema, { failure: failureOf(end) });
+    return create(DatasetInfoSchema, { failure: failureOf(end).toProto() });
   }
 
   /** A script's own failure (an exception, a non-zero exit, its timeout) is a result; only a job that could not run it is a failure. */
@@ -179,7 +180,7 @@ export class Evaluator {
     const limits = limitsFor(plan.timeoutS + SCRIPT.graceS, DEFAULTS.memoryLimitMb, 1);
     const end = await this.opts.quick.run("script", () => ({ ...plan.job, limits }), () => {}, signal);
     if (end.kind === "script") return fromJson(ScriptResultSchema, end as JsonValue, JSON_OPTS);
-    return create(ScriptResultSchema, { exitCode: -1, failure: failureOf(end) });
+    return create(ScriptResultSchema, { exitCode: -1, failure: failureOf(end).toProto() });
   }
 }
 

@@ -8,7 +8,7 @@ import { availableParallelism, tmpdir } from "node:os";
 import { mkdtempSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { SYSTEM_PYTHON } from "../core/config.js";
-import { addService, RpcError } from "../core/grpc.js";
+import { addService } from "../core/grpc.js";
 import { ResearchError } from "../core/failure.js";
 import type { Logger } from "../core/logger.js";
 import { RunnerService } from "../proto/gen/research/v1/runner_pb.js";
@@ -34,14 +34,6 @@ export interface RunningRunner {
   address: string;
   evaluator: Evaluator;
   close(): Promise<void>;
-}
-
-function toRpcError(err: unknown): RpcError {
-  if (err instanceof RpcError) return err;
-  const e = ResearchError.from(err, "crash");
-  const code =
-    e.label === "invalid_config" ? grpc.status.INVALID_ARGUMENT : e.label === "runner_unavailable" ? grpc.status.UNAVAILABLE : grpc.status.INTERNAL;
-  return new RpcError(code, e.message);
 }
 
 export async function startRunner(opts: RunnerOptions): Promise<RunningRunner> {
@@ -74,16 +66,10 @@ export async function startRunner(opts: RunnerOptions): Promise<RunningRunner> {
 
   const server = new grpc.Server({ "grpc.max_receive_message_length": 64 * 1024 * 1024 });
   addService(server, RunnerService, {
-    evaluate: (req, ctx) => {
-      try {
-        return evaluator.evaluate(req, ctx.signal);
-      } catch (err) {
-        throw toRpcError(err);
-      }
-    },
-    summarize: (req, ctx) => evaluator.summarize(req, ctx.signal).catch((e) => Promise.reject(toRpcError(e))),
-    describe: (req, ctx) => evaluator.describe(req, ctx.signal).catch((e) => Promise.reject(toRpcError(e))),
-    runScript: (req, ctx) => evaluator.runScript(req, ctx.signal).catch((e) => Promise.reject(toRpcError(e))),
+    evaluate: (req, ctx) => evaluator.evaluate(req, ctx.signal),
+    summarize: (req, ctx) => evaluator.summarize(req, ctx.signal),
+    describe: (req, ctx) => evaluator.describe(req, ctx.signal),
+    runScript: (req, ctx) => evaluator.runScript(req, ctx.signal),
     health: async () => evaluator.health(),
   });
   const port = await new Promise<number>((resolve, reject) =>

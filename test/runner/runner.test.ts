@@ -5,10 +5,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { existsSync } from "node:fs";
+import * as grpc from "@grpc/grpc-js";
 import { toJson, type MessageInitShape } from "@bufbuild/protobuf";
 import { createLogger } from "../../core/logger.js";
 import { ResearchError } from "../../core/failure.js";
-import { RpcError } from "../../core/grpc.js";
 import { connectRunner, evaluateToResult, type RunnerClient } from "../../gpu-runner/client.js";
 import { startRunner, type RunningRunner } from "../../gpu-runner/server.js";
 import { EvalResultSchema, GoalStatus, type EvaluateRequestSchema, type Optimizer } from "../../proto/gen/research/v1/runner_pb.js";
@@ -272,9 +272,9 @@ describe("scripts (RunScript)", () => {
     ];
     for (const [req, message] of bad) {
       const err = await client.runScript(req).catch((e: unknown) => e);
-      expect(err).toBeInstanceOf(RpcError);
-      expect((err as RpcError).code).toBe(3);
-      expect((err as RpcError).message).toMatch(message);
+      expect(err).toBeInstanceOf(ResearchError);
+      expect(((err as ResearchError).cause as grpc.ServiceError).code).toBe(grpc.status.INVALID_ARGUMENT);
+      expect(err).toMatchObject({ label: "invalid_config", message: expect.stringMatching(message) });
     }
   });
 
@@ -330,7 +330,8 @@ describe("requests, cancellation and concurrency", () => {
       timeoutMs: 3000,
     }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ResearchError);
-    expect(((err as ResearchError).cause as RpcError).code).toBe(4); // DEADLINE_EXCEEDED
+    expect(err).toMatchObject({ label: "runner_unavailable", reason: "timeout" });
+    expect(((err as ResearchError).cause as grpc.ServiceError).code).toBe(grpc.status.DEADLINE_EXCEEDED);
     for (let i = 0; i < 100 && (await client.health({})).freeSlots < 2; i++) await new Promise((r) => setTimeout(r, 100));
     expect((await client.health({})).freeSlots).toBe(2);
   });
