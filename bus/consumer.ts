@@ -15,7 +15,7 @@ import type { Event } from "../proto/gen/research/v1/events_pb.js";
 import { decodeEvent } from "./codec.js";
 import { consumerName, filterFor, STREAM, type EventKind } from "./subjects.js";
 import { forEachMessage, type Stoppable } from "./subscription.js";
-import { TransientError } from "./transient-error.js";
+import { ResearchError } from "../core/failure.js";
 
 export interface HandlerContext {
   subject: string;
@@ -35,7 +35,7 @@ export interface ConsumeOptions {
   ackWaitMs?: number;
   /** Deliveries before an event goes to the dead letter hook. */
   maxDeliver?: number;
-  /** First redelivery delay after a TransientError; doubles with every delivery. */
+  /** First redelivery delay after a retryable failure; doubles with every delivery. */
   retryDelayMs?: number;
   onDeadLetter?: DeadLetterHook;
   /** Lifetime of one pull request; a lost pull is noticed after half of it (idle heartbeats). */
@@ -151,7 +151,7 @@ async function startWorker(
     } catch (err) {
       clearInterval(keepAlive);
       const lastTry = ctx.deliveryCount >= settings.maxDeliver;
-      if (err instanceof TransientError && !lastTry) {
+      if (ResearchError.from(err).retryable && !lastTry) {
         const delay = Math.min(settings.retryDelayMs * 2 ** (ctx.deliveryCount - 1), MAX_DELAY_MS);
         log.warn({ err, delivery: ctx.deliveryCount, retry_in_ms: delay }, "transient failure; will retry");
         m.nak(delay);

@@ -1,14 +1,15 @@
+import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import { headers, type NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
+import { ResearchError } from "../core/failure.js";
+import { FailureSchema } from "../proto/gen/research/v1/common_pb.js";
 import { forEachMessage, type Stoppable } from "./subscription.js";
 
-/** Carries a service handler's error message back to the requester. */
+/**
+ * Marks a reply whose body is a research.v1.Failure instead of the answer;
+ * its value is the failure's message, for people reading the wire.
+ */
 const ERROR_HEADER = "Research-Error";
-
-/** The service answered, but with an error instead of a reply. */
-export class ServiceError extends Error {
-  override name = "ServiceError";
-}
 
 export type ServiceHandler = (request: Uint8Array) => Promise<Uint8Array>;
 
@@ -28,9 +29,10 @@ export function serve(
       msg.respond(await handler(msg.data));
     } catch (err) {
       logger.warn({ err, subject }, "service handler failed");
+      const failure = ResearchError.from(err).toProto();
       const h = headers();
-      h.set(ERROR_HEADER, err instanceof Error ? err.message : String(err));
-      msg.respond(new Uint8Array(), { headers: h });
+      h.set(ERROR_HEADER, failure.message);
+      msg.respond(toBinary(FailureSchema, failure), { headers: h });
     }
   });
 }
@@ -42,7 +44,9 @@ export async function request(
   timeoutMs = 5_000,
 ): Promise<Uint8Array> {
   const reply = await nc.request(subject, payload, { timeout: timeoutMs });
-  const error = reply.headers?.get(ERROR_HEADER);
-  if (error) throw new ServiceError(`${subject}: ${error}`);
+  if (reply.headers?.has(ERROR_HEADER)) {
+    const failure = fromBinary(FailureSchema, reply.data);
+    throw ResearchError.fromProto({ ...failure, message: `${subject}: ${failure.message}` });
+  }
   return reply.data;
 }

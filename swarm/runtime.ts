@@ -4,11 +4,10 @@
  * deterministic event ids, heartbeat, and drain on SIGTERM. A role is then
  * a handler function and nothing else.
  */
-import { connectBus, instanceId, onShutdown, TransientError, type Bus, type EventInit } from "../bus/index.js";
+import { connectBus, instanceId, onShutdown, type Bus, type EventInit } from "../bus/index.js";
 import type { EventKind } from "../bus/subjects.js";
 import { createLogger, type Logger } from "../core/logger.js";
 import { exitWithParent } from "../core/process.js";
-import { ResearchError } from "../core/failure.js";
 import type { Event } from "../proto/gen/research/v1/events_pb.js";
 import { connectRunner, type RunnerClient } from "../gpu-runner/client.js";
 import { foldRun, type RunState } from "./run-state.js";
@@ -87,16 +86,8 @@ export async function runAgent(opts: AgentOptions): Promise<void> {
   const consume = () => bus.consume(
     opts.role,
     opts.kinds,
-    async (event) => {
-      try {
-        await opts.handle(event, ctx(event));
-      } catch (err) {
-        // Only an unreachable runner or bus is worth a retry; anything else
-        // would fail the same way again and is the handler's to label.
-        if (err instanceof ResearchError && err.label === "runner_unavailable") throw new TransientError(err.message, { cause: err });
-        throw err;
-      }
-    },
+    // A runner_unavailable failure is retried by the bus (ResearchError.retryable); anything else is the handler's to label.
+    (event) => opts.handle(event, ctx(event)),
     {
       ackWaitMs: opts.ackWaitMs,
       onDeadLetter: async (event, err) => {

@@ -5,12 +5,11 @@ import {
   encodeEvent,
   EVENT_KINDS,
   filterFor,
-  ServiceError,
   STREAM,
-  TransientError,
   type Bus,
   type Event,
 } from "../../bus/index.js";
+import { ResearchError } from "../../core/failure.js";
 import { EventSchema, type Heartbeat } from "../../proto/gen/research/v1/events_pb.js";
 import { eventOf, sleep, startTestServer, testBus, waitFor, type TestServer } from "./helpers.js";
 
@@ -95,12 +94,12 @@ describe("bus", () => {
     expect(byInstance.b!.length).toBeGreaterThan(0);
   });
 
-  it("redelivers after a TransientError and then succeeds", async () => {
+  it("redelivers after a retryable failure and then succeeds", async () => {
     const deliveries: number[] = [];
     const c = await bus.consume("flaky", ["trialEvaluated"], async (event, ctx) => {
       if (event.runId !== "flaky-run") return;
       deliveries.push(ctx.deliveryCount);
-      if (ctx.deliveryCount === 1) throw new TransientError("runner busy");
+      if (ctx.deliveryCount === 1) throw new ResearchError("runner_unavailable", "runner busy");
     }, fast);
     await bus.publish(eventOf("trialEvaluated", "flaky-run", "t1"));
     await waitFor("success", () => deliveries.length === 2);
@@ -136,7 +135,7 @@ describe("bus", () => {
     const c = await bus.consume("doomed", ["trialProgress"], async (event) => {
       if (event.runId !== "doomed-run") return;
       calls++;
-      throw new TransientError("still down");
+      throw new ResearchError("runner_unavailable", "still down");
     }, { ...fast, maxDeliver: 3, onDeadLetter: (event, error) => void dead.push({ event, error }) });
     await bus.publish(eventOf("trialProgress", "doomed-run", "t9"));
     await waitFor("dead letter", () => dead.length === 1);
@@ -244,7 +243,7 @@ describe("bus", () => {
       expect(new TextDecoder().decode(reply)).toBe("SIMILAR");
     }
     expect(answered).toHaveLength(6);
-    await expect(bus.request("lineage.query", new TextEncoder().encode("fail"))).rejects.toThrow(ServiceError);
+    await expect(bus.request("lineage.query", new TextEncoder().encode("fail"))).rejects.toMatchObject({ label: "crash", message: "lineage.query: bad query" });
     await expect(bus.request("lineage.query", new TextEncoder().encode("fail"))).rejects.toThrow(/bad query/);
     await Promise.all([s1.stop(), s2.stop()]);
   });
