@@ -8,7 +8,7 @@
 import { LlmClients, type LlmClient } from "../core/llm/client.js";
 import { llmConfigFromFlags, type LlmRole } from "../core/llm/config.js";
 import { agentConfig } from "../core/config.js";
-import { LlmError } from "../core/llm/errors.js";
+import { ResearchError } from "../core/failure.js";
 import type { Usage } from "../core/llm/usage.js";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { LlmCallSchema } from "../proto/gen/research/v1/events_pb.js";
@@ -46,8 +46,8 @@ export interface LlmAnswer<T> {
 }
 
 function describe(err: unknown): string {
-  if (err instanceof LlmError) return `${err.code}: ${err.message}${err.raw ? ` (last answer: ${err.raw.slice(0, 300)})` : ""}`;
-  return err instanceof Error ? err.message : String(err);
+  const e = ResearchError.from(err);
+  return e.reason ? `${e.reason}: ${e.message}${e.raw ? ` (last answer: ${e.raw.slice(0, 300)})` : ""}` : e.message;
 }
 
 export async function askLlm<T>(ctx: AgentContext, ids: { runId: string; trialId?: string }, step: LlmStep<T>): Promise<LlmAnswer<T>> {
@@ -73,7 +73,7 @@ export async function askLlm<T>(ctx: AgentContext, ids: { runId: string; trialId
   } catch (err) {
     const reason = describe(err);
     ctx.log.warn({ role: step.role, purpose: step.purpose, err: reason }, "LLM step failed; the built-in brain answers");
-    await record({ latencyMs: Date.now() - t0, requests: err instanceof LlmError ? err.attempts : 1, outcome: "fallback", error: reason });
+    await record({ latencyMs: Date.now() - t0, requests: ResearchError.from(err).attempts, outcome: "fallback", error: reason });
     return { value: await step.builtin(), fallbackReason: reason };
   }
 }

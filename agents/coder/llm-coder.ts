@@ -14,7 +14,7 @@
 import { z } from "zod";
 import type { ChatCompletionMessageParam } from "openai/resources/chat/completions";
 import { extractJson, type LlmClient } from "../../core/llm/client.js";
-import { LlmError } from "../../core/llm/errors.js";
+import { llmError } from "../../core/llm/errors.js";
 import { addUsage, emptyUsage, type Usage } from "../../core/llm/usage.js";
 import { labelName } from "../../core/failure.js";
 import type { RunnerClient } from "../../gpu-runner/client.js";
@@ -112,7 +112,7 @@ export async function codegenWithRepair(opts: {
       : `the model has ${params} parameters; the limit is ${opts.maxParams}`;
     messages.push({ role: "user", content: `Running your code in the sandbox failed:\n${lastError}\nFix it and answer again.` });
   }
-  throw new LlmError("invalid_output", `no working code after ${CODEGEN_ROUNDS} rounds; last error: ${lastError}`, { attempts: CODEGEN_ROUNDS });
+  throw llmError("invalid_output", `no working code after ${CODEGEN_ROUNDS} rounds; last error: ${lastError}`, { attempts: CODEGEN_ROUNDS });
 }
 
 /** Every number in the summary, as text, in the spellings a writer would use. */
@@ -161,6 +161,6 @@ export async function narrateSummary(client: LlmClient, prompt: Prompt, summary:
   };
   const r = await client.generateText({ role: "summary", system: prompt.text, prompt: JSON.stringify(table) });
   const invented = numbersNotFrom(r.text, summary);
-  if (invented.length) throw new LlmError("invalid_output", `the narrative has numbers that are not in the summary: ${invented.slice(0, 5).join(", ")}`, { raw: r.text });
+  if (invented.length) throw llmError("invalid_output", `the narrative has numbers that are not in the summary: ${invented.slice(0, 5).join(", ")}`, { raw: r.text });
   return { value: r.text.trim(), usage: r.usage, attempts: 1 };
 }

@@ -10,7 +10,7 @@ import { z } from "zod";
 import { ResearchError } from "../failure.js";
 import { createLogger, type Logger } from "../logger.js";
 import { endpointFor, LLM_ROLES, type Endpoint, type LlmConfig, type LlmRole } from "./config.js";
-import { LlmError } from "./errors.js";
+import { llmError } from "./errors.js";
 import { Semaphore } from "./semaphore.js";
 import { addUsage, emptyUsage, LlmUsageLedger, type Usage } from "./usage.js";
 
@@ -187,7 +187,7 @@ export class LlmClient {
         { role: "user", content: `Your previous answer ${outcome.error}\nReply again with only the corrected JSON object for ${options.schemaName}.${schemaHint}` },
       );
     }
-    throw new LlmError("invalid_output", `no valid ${options.schemaName} after ${maxAttempts} answers`, { raw: lastRaw, attempts: usage.calls });
+    throw llmError("invalid_output", `no valid ${options.schemaName} after ${maxAttempts} answers`, { raw: lastRaw, attempts: usage.calls });
   }
 
   async generateText(options: GenerateTextOptions): Promise<GenerateTextResult> {
@@ -197,7 +197,7 @@ export class LlmClient {
     const text = completion.choices[0]!.message.content ?? "";
     if (text.trim() === "") {
       this.account(usage, { failures: 1 });
-      throw new LlmError("invalid_output", "the model answered with no text", { raw: text, attempts: usage.calls });
+      throw llmError("invalid_output", "the model answered with no text", { raw: text, attempts: usage.calls });
     }
     return { text, usage };
   }
@@ -264,11 +264,12 @@ export class LlmClient {
       try {
         return await this.complete(params, usage);
       } catch (err) {
+        const failure = ResearchError.from(err);
         const next = JSON_MODES[JSON_MODES.indexOf(mode) + 1];
-        if (!(err instanceof LlmError) || !next || !rejectsResponseFormat(err)) throw err;
+        if (!next || !rejectsResponseFormat(failure)) throw failure;
         // Another call may have stepped down already while this one was in flight.
         if (this.jsonMode === mode) this.jsonMode = next;
-        this.logger.warn({ role: options.role, from: mode, to: this.jsonMode, error: err.message }, "endpoint rejected the structured-output mode");
+        this.logger.warn({ role: options.role, from: mode, to: this.jsonMode, error: failure.message }, "endpoint rejected the structured-output mode");
       }
     }
   }
@@ -317,7 +318,7 @@ export class LlmClient {
     for (let retry = 0; ; retry++) {
       const release = await this.semaphore.acquire();
       const started = performance.now();
-      let failure: LlmError;
+      let failure: ResearchError;
       try {
         const completion = await this.openai.chat.completions.create(params);
         checkCompletion(completion);
@@ -336,18 +337,18 @@ export class LlmClient {
       } finally {
         release();
       }
-      if (!failure.transient || retry >= this.endpoint.max_retries) {
-        throw new LlmError(failure.code, failure.message, { attempts: usage.calls, status: failure.status, cause: failure.cause ?? failure });
+      if (!failure.retryable || retry >= this.endpoint.max_retries) {
+        failure.attempts = usage.calls;
+        throw failure;
       }
       const delayMs = this.retryDelay(retry, failure);
-      this.logger.warn({ role: usage.role, code: failure.code, status: failure.status, retry: retry + 1, delay_ms: Math.round(delayMs) }, "LLM request failed, retrying");
+      this.logger.warn({ role: usage.role, reason: failure.reason, status: failure.status, retry: retry + 1, delay_ms: Math.round(delayMs) }, "LLM request failed, retrying");
       await sleep(delayMs);
     }
   }
 
-  private retryDelay(retry: number, failure: LlmError): number {
-    const hinted = retryAfterMs(failure.cause);
-    if (hinted !== undefined) return Math.min(hinted, this.retryMaxMs);
+  private retryDelay(retry: number, failure: ResearchError): number {
+    if (failure.retryAfterMs !== undefined) return Math.min(failure.retryAfterMs, this.retryMaxMs);
     // Jitter over the upper half keeps a floor while spreading clients that failed together.
     const ceiling = Math.min(this.retryMaxMs, this.retryBaseMs * 2 ** retry);
     return ceiling * (0.5 + 0.5 * this.random());
@@ -358,7 +359,7 @@ export class LlmClient {
     const refusal = choice.message.refusal;
     if (!refusal && choice.finish_reason !== "content_filter") return;
     this.account(usage, { failures: 1 });
-    throw new LlmError("refusal", refusal ? `the model refused: ${refusal}` : "the answer was withheld by the content filter", {
+    throw llmError("refusal", refusal ? `the model refused: ${refusal}` : "the answer was withheld by the content filter", {
       raw: refusal || choice.message.content || "",
       attempts: usage.calls,
     });
@@ -458,31 +459,31 @@ function checkCompletion(completion: unknown): asserts completion is ChatComplet
   const message = Array.isArray(choices) ? (choices[0] as { message?: unknown } | undefined)?.message : undefined;
   if (typeof message !== "object" || message === null) {
     const preview = typeof completion === "string" ? completion.slice(0, 200) : JSON.stringify(completion)?.slice(0, 200);
-    throw new LlmError("http", `the server's answer is not a chat completion: ${preview}`);
+    throw llmError("http", `the server's answer is not a chat completion: ${preview}`);
   }
 }
 
-function toLlmError(err: unknown): LlmError {
-  if (err instanceof LlmError) return err;
-  if (err instanceof APIConnectionTimeoutError) return new LlmError("timeout", "the LLM request timed out", { cause: err });
-  if (err instanceof APIConnectionError) return new LlmError("network", `cannot reach the LLM endpoint: ${err.message}`, { cause: err });
+function toLlmError(err: unknown): ResearchError {
+  if (err instanceof ResearchError) return err;
+  if (err instanceof APIConnectionTimeoutError) return llmError("timeout", "the LLM request timed out", { cause: err });
+  if (err instanceof APIConnectionError) return llmError("network", `cannot reach the LLM endpoint: ${err.message}`, { cause: err });
   if (err instanceof APIError && err.status !== undefined) {
-    const code = err.status === 429 ? "rate_limited" : "http";
-    return new LlmError(code, err.message, { status: err.status, cause: err });
+    const reason = err.status === 429 ? "rate_limited" : "http";
+    return llmError(reason, err.message, { status: err.status, retryAfterMs: retryAfterMs(err), cause: err });
   }
   // The SDK throws a SyntaxError for a body that claims to be JSON and is not.
-  return new LlmError("http", `bad answer from the LLM endpoint: ${(err as Error)?.message ?? String(err)}`, { cause: err });
+  return llmError("http", `bad answer from the LLM endpoint: ${(err as Error)?.message ?? String(err)}`, { cause: err });
 }
 
-function rejectsResponseFormat(err: LlmError): boolean {
-  if (err.code !== "http" || (err.status !== 400 && err.status !== 422)) return false;
+function rejectsResponseFormat(err: ResearchError): boolean {
+  if (err.reason !== "http" || (err.status !== 400 && err.status !== 422)) return false;
   const cause = err.cause instanceof APIError ? err.cause : undefined;
   return cause?.param === "response_format" || /response_format|json_schema|json_object/i.test(err.message);
 }
 
 /** retry-after-ms (OpenAI) or retry-after in seconds or as an HTTP date. */
-function retryAfterMs(cause: unknown): number | undefined {
-  if (!(cause instanceof APIError) || !cause.headers) return undefined;
+function retryAfterMs(cause: APIError): number | undefined {
+  if (!cause.headers) return undefined;
   const ms = Number.parseFloat(cause.headers.get("retry-after-ms") ?? "");
   if (Number.isFinite(ms) && ms >= 0) return ms;
   const header = cause.headers.get("retry-after");

@@ -1,35 +1,27 @@
+import { ResearchError, type FailureName, type ReasonName, type ResearchErrorOptions } from "../failure.js";
+
 /**
- * The one error of the LLM layer, with a closed code set so callers branch on
- * `code` (fall back to the built-in brain, label the trial, give up) instead
- * of parsing messages or knowing the SDK's error classes.
+ * An LLM failure as the project's one error. Callers branch on `reason`
+ * (fall back to the built-in brain, step down the JSON mode, give up); the
+ * label follows from it, so `retryable` holds exactly for an endpoint that
+ * may answer later: a timeout, a dropped connection, throttling, HTTP 5xx or 408.
  */
-export const LLM_ERROR_CODES = ["timeout", "rate_limited", "http", "refusal", "invalid_output", "network"] as const;
-export type LlmErrorCode = (typeof LLM_ERROR_CODES)[number];
+export function llmError(reason: ReasonName, message: string, details: Omit<ResearchErrorOptions, "reason"> = {}): ResearchError {
+  return new ResearchError(labelOf(reason, details.status), message, "", { ...details, reason });
+}
 
-export class LlmError extends Error {
-  override name = "LlmError";
-  readonly code: LlmErrorCode;
-  /** The model's last answer as text, when there was one (invalid_output, refusal). */
-  readonly raw: string | undefined;
-  /** HTTP requests made before giving up. */
-  readonly attempts: number;
-  /** HTTP status of the last failed request, when there was a response. */
-  readonly status: number | undefined;
-
-  constructor(
-    code: LlmErrorCode,
-    message: string,
-    details: { raw?: string; attempts?: number; status?: number; cause?: unknown } = {},
-  ) {
-    super(message, details.cause === undefined ? undefined : { cause: details.cause });
-    this.code = code;
-    this.raw = details.raw;
-    this.attempts = details.attempts ?? 1;
-    this.status = details.status;
-  }
-
-  /** Errors worth another request after a pause: the server or the path to it may recover. */
-  get transient(): boolean {
-    return this.code === "timeout" || this.code === "rate_limited" || this.code === "network" || (this.code === "http" && this.status !== undefined && (this.status >= 500 || this.status === 408));
+function labelOf(reason: ReasonName, status: number | undefined): FailureName {
+  switch (reason) {
+    case "timeout":
+    case "network":
+    case "rate_limited":
+      return "runner_unavailable";
+    case "http":
+      // Without a status the server answered 200 with something that is not a completion.
+      if (status === undefined) return "crash";
+      // Any other 4xx is a key, model or parameter the server will refuse every time.
+      return status >= 500 || status === 408 ? "runner_unavailable" : "invalid_config";
+    default:
+      return "crash";
   }
 }

@@ -5,7 +5,6 @@ import { BriefSchema } from "../../core/brief.js";
 import { ResearchError } from "../../core/failure.js";
 import { LlmClient, LlmClients, type ChatCompletionMessageParam, type ToolDef } from "../../core/llm/client.js";
 import type { Endpoint } from "../../core/llm/config.js";
-import { LlmError } from "../../core/llm/errors.js";
 import { LlmUsageLedger } from "../../core/llm/usage.js";
 import { ModelConfigSchema } from "../../core/model-config.js";
 import { startFakeOpenAI, type FakeOpenAI, type Script } from "../helpers/fake-openai.js";
@@ -48,15 +47,15 @@ function client(f: FakeOpenAI, overrides: Partial<Endpoint> = {}, ledger?: LlmUs
 const askConfig = (c: LlmClient, extra: { maxAttempts?: number } = {}) =>
   c.generateObject({ role: "planner", schema: ModelConfigSchema, schemaName: "model_config", system: "You design models.", prompt: "Propose a model.", ...extra });
 
-async function rejection(p: Promise<unknown>): Promise<LlmError> {
+async function rejection(p: Promise<unknown>): Promise<ResearchError> {
   const err = await p.then(
     () => {
       throw new Error("expected a rejection");
     },
     (e: unknown) => e,
   );
-  expect(err).toBeInstanceOf(LlmError);
-  return err as LlmError;
+  expect(err).toBeInstanceOf(ResearchError);
+  return err as ResearchError;
 }
 
 function textOf(m: ChatCompletionMessageParam | undefined): string {
@@ -114,7 +113,7 @@ describe("generateObject", () => {
   it("gives up after maxAttempts invalid answers with invalid_output and the last raw text", async () => {
     const f = await fake([{ content: "no" }, { content: JSON.stringify(BAD_KERNEL) }, { content: '{"name": ""}' }]);
     const err = await rejection(askConfig(client(f)));
-    expect(err.code).toBe("invalid_output");
+    expect(err.reason).toBe("invalid_output");
     expect(err.raw).toBe('{"name": ""}');
     expect(err.attempts).toBe(3);
     expect(f.requests).toHaveLength(3);
@@ -143,12 +142,12 @@ describe("generateObject", () => {
   it("treats a refusal as a typed error and does not retry", async () => {
     const f = await fake([{ refusal: "I can't help with that." }, { content: "{}" }]);
     const err = await rejection(askConfig(client(f)));
-    expect(err.code).toBe("refusal");
+    expect(err.reason).toBe("refusal");
     expect(err.raw).toBe("I can't help with that.");
     expect(f.requests).toHaveLength(1);
 
     const g = await fake([{ content: "", finishReason: "content_filter" }]);
-    expect((await rejection(askConfig(client(g)))).code).toBe("refusal");
+    expect((await rejection(askConfig(client(g)))).reason).toBe("refusal");
   });
 
   it("honours retry-after on 429", async () => {
@@ -172,7 +171,7 @@ describe("generateObject", () => {
   it("gives up on persistent rate limiting with rate_limited", async () => {
     const f = await fake([{ status: 429 }, { status: 429 }]);
     const err = await rejection(askConfig(client(f, { max_retries: 1 })));
-    expect(err.code).toBe("rate_limited");
+    expect(err.reason).toBe("rate_limited");
     expect(err.status).toBe(429);
     expect(err.attempts).toBe(2);
   });
@@ -181,7 +180,7 @@ describe("generateObject", () => {
     const slow = { delayMs: 1_000, content: JSON.stringify(VALID_CONFIG) };
     const f = await fake([slow, slow]);
     const err = await rejection(askConfig(client(f, { timeout_ms: 100, max_retries: 1 })));
-    expect(err.code).toBe("timeout");
+    expect(err.reason).toBe("timeout");
     expect(err.attempts).toBe(2);
     expect(f.requests).toHaveLength(2);
   });
@@ -189,7 +188,7 @@ describe("generateObject", () => {
   it("does not retry a plain 4xx", async () => {
     const f = await fake([{ status: 401, body: { error: { message: "bad key", type: "invalid_request_error" } } }]);
     const err = await rejection(askConfig(client(f)));
-    expect(err.code).toBe("http");
+    expect(err.reason).toBe("http");
     expect(err.status).toBe(401);
     expect(f.requests).toHaveLength(1);
   });
@@ -198,14 +197,14 @@ describe("generateObject", () => {
     const f = await startFakeOpenAI([]);
     await f.close();
     const err = await rejection(askConfig(client(f, { max_retries: 1 })));
-    expect(err.code).toBe("network");
+    expect(err.reason).toBe("network");
     expect(err.attempts).toBe(2);
   });
 
   it("reports a 200 that is not a completion as http instead of crashing", async () => {
     const f = await fake([{ raw: "not json" }]);
     const err = await rejection(askConfig(client(f)));
-    expect(err.code).toBe("http");
+    expect(err.reason).toBe("http");
     const g = await fake([{ raw: JSON.stringify({ hello: "world" }) }]);
     expect((await rejection(askConfig(client(g)))).message).toMatch(/not a chat completion/);
   });
