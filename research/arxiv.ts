@@ -12,6 +12,7 @@ import { createHash } from "node:crypto";
 import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
+import { ResearchError } from "../core/failure.js";
 import type { Modality } from "../core/goal.js";
 import { CORPUS, type CorpusEntry } from "./corpus.js";
 import { inferBlocks, inferSurface, inferTags, mentionedModalities } from "./keywords.js";
@@ -22,33 +23,6 @@ const MAX_ATTEMPTS = 3;
 // The API refuses slices larger than this.
 const MAX_RESULTS_LIMIT = 2000;
 const DAY_MS = 24 * 60 * 60 * 1000;
-
-export type ArxivErrorCode = "http" | "timeout" | "parse" | "network" | "offline";
-
-export class ArxivError extends Error {
-  override readonly name = "ArxivError";
-  readonly code: ArxivErrorCode;
-  readonly url: string | undefined;
-  readonly status: number | undefined;
-  readonly retryAfterMs: number | undefined;
-  /** Worth another attempt later: throttling, server faults, timeouts, dropped connections. */
-  readonly transient: boolean;
-  /** Requests made before giving up (set by the client). */
-  attempts = 1;
-
-  constructor(
-    code: ArxivErrorCode,
-    message: string,
-    details: { url?: string; status?: number; retryAfterMs?: number; transient?: boolean; cause?: unknown } = {},
-  ) {
-    super(message, details.cause === undefined ? undefined : { cause: details.cause });
-    this.code = code;
-    this.url = details.url;
-    this.status = details.status;
-    this.retryAfterMs = details.retryAfterMs;
-    this.transient = details.transient ?? false;
-  }
-}
 
 // Entries are validated on the way out of the cache too, so a file from an older layout is refetched, not trusted.
 const ArxivEntrySchema = z.object({
@@ -95,7 +69,7 @@ export interface ArxivClientOptions {
   cacheDir?: string;
   /** Older cache entries are refetched (default 7 days). */
   maxAgeMs?: number;
-  /** Serve from the cache only, whatever its age; a miss is an ArxivError "offline". */
+  /** Serve from the cache only, whatever its age; a miss fails with reason "offline". */
   offline?: boolean;
   /** Between the starts of two requests (default 3000, arXiv's stated limit). */
   minIntervalMs?: number;
@@ -177,8 +151,8 @@ const NAME = "[A-Za-z_][\\w.:-]*";
 const START_TAG = new RegExp(`<(${NAME})((?:\\s+${NAME}\\s*=\\s*(?:"[^"<]*"|'[^'<]*'))*)\\s*(/?)>`, "y");
 const ATTRIBUTE = new RegExp(`(${NAME})\\s*=\\s*(?:"([^"<]*)"|'([^'<]*)')`, "g");
 
-function parseFail(message: string): ArxivError {
-  return new ArxivError("parse", `arXiv response is not valid Atom: ${message}`);
+function parseFail(message: string): ResearchError {
+  return new ResearchError("crash", `arXiv response is not valid Atom: ${message}`, "", { reason: "invalid_output" });
 }
 
 function decodeEntities(raw: string, at: number): string {
@@ -332,11 +306,11 @@ function parseEntry(entry: XmlElement, index: number): ArxivEntry {
   };
 }
 
-/** Parses one page of an arXiv API response. Throws ArxivError "parse" on anything else, "http" on an API error feed. */
+/** Parses one page of an arXiv API response. Throws a ResearchError with reason "invalid_output" on anything else, "http" on an API error feed. */
 export function parseArxivFeed(xml: string): ArxivSearchResult {
   const feed = readFeed(xml);
   const apiError = apiErrorOf(feed);
-  if (apiError) throw new ArxivError("http", `arXiv API error: ${apiError}`);
+  if (apiError) throw new ResearchError("invalid_config", `arXiv API error: ${apiError}`, "", { reason: "http" });
   const totalText = childOf(feed, OPENSEARCH, "totalResults")?.text.trim() ?? "";
   if (!/^\d+$/.test(totalText)) throw parseFail(`opensearch:totalResults is ${totalText ? `"${totalText}"` : "missing"}`);
   return { total: Number(totalText), entries: childrenOf(feed, ATOM, "entry").map(parseEntry) };
@@ -398,7 +372,9 @@ export class ArxivClient {
     const cached = await this.readCache(url);
     // Offline, a stale answer beats none: the point is to replay what an earlier run saw.
     if (cached && (this.offline || this.now() - Date.parse(cached.fetched_at) <= this.maxAgeMs)) return cached.result;
-    if (this.offline) throw new ArxivError("offline", `offline and nothing cached for ${url} (run once online to fill ${this.cacheDir})`, { url });
+    if (this.offline) {
+      throw new ResearchError("invalid_config", `offline and nothing cached for ${url} (run once online to fill ${this.cacheDir})`, "", { reason: "offline" });
+    }
 
     let pending = this.inFlight.get(url);
     if (!pending) {
@@ -420,10 +396,10 @@ export class ArxivClient {
       try {
         return await this.fetchOnce(url, start);
       } catch (err) {
-        if (!(err instanceof ArxivError)) throw err;
-        err.attempts = attempt;
-        const wait = err.retryAfterMs ?? this.minIntervalMs * 2 ** (attempt - 1);
-        if (!err.transient || attempt >= MAX_ATTEMPTS || wait > this.maxRetryWaitMs) throw err;
+        const failure = ResearchError.from(err);
+        failure.attempts = attempt;
+        const wait = failure.retryAfterMs ?? this.minIntervalMs * 2 ** (attempt - 1);
+        if (!failure.retryable || attempt >= MAX_ATTEMPTS || wait > this.maxRetryWaitMs) throw failure;
         await this.sleep(wait);
       }
     }
@@ -444,10 +420,10 @@ export class ArxivClient {
   private async fetchOnce(url: string, start: number): Promise<ArxivSearchResult> {
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(), this.timeoutMs);
-    const failure = (err: unknown): ArxivError =>
+    const unreachable = (err: unknown): ResearchError =>
       controller.signal.aborted
-        ? new ArxivError("timeout", `arXiv did not answer within ${this.timeoutMs} ms: ${url}`, { url, transient: true, cause: err })
-        : new ArxivError("network", `could not reach arXiv (${(err as Error).message}): ${url}`, { url, transient: true, cause: err });
+        ? new ResearchError("runner_unavailable", `arXiv did not answer within ${this.timeoutMs} ms: ${url}`, "", { reason: "timeout", cause: err })
+        : new ResearchError("runner_unavailable", `could not reach arXiv (${(err as Error).message}): ${url}`, "", { reason: "network", cause: err });
     try {
       let response: Response;
       let body: string;
@@ -455,7 +431,7 @@ export class ArxivClient {
         response = await this.fetchFn(url, { signal: controller.signal });
         body = await response.text();
       } catch (err) {
-        throw failure(err);
+        throw unreachable(err);
       }
       if (!response.ok) {
         const status = response.status;
@@ -465,23 +441,26 @@ export class ArxivClient {
         } catch {
           // Not a feed (an HTML error page, say): the text snippet is the best detail there is.
         }
-        throw new ArxivError("http", `arXiv answered HTTP ${status}${detail ? `: ${detail}` : ""} (${url})`, {
-          url,
+        // Throttling and server faults pass; any other status would answer the same request the same way.
+        throw new ResearchError(status === 429 || status >= 500 ? "runner_unavailable" : "invalid_config", `arXiv answered HTTP ${status}${detail ? `: ${detail}` : ""} (${url})`, "", {
+          reason: status === 429 ? "rate_limited" : "http",
           status,
           retryAfterMs: retryAfterMs(response.headers.get("retry-after"), this.now()),
-          transient: status === 429 || status >= 500,
         });
       }
       let result: ArxivSearchResult;
       try {
         result = parseArxivFeed(body);
       } catch (err) {
-        if (err instanceof ArxivError) throw new ArxivError(err.code, `${err.message} (${url})`, { url, status: response.status, cause: err });
-        throw err;
+        const failure = ResearchError.from(err);
+        throw new ResearchError(failure.label, `${failure.message} (${url})`, failure.detail, { reason: failure.reason, status: response.status, cause: err });
       }
       // A known arXiv fault: now and then a page comes back empty although results exist; a retry usually fills it.
       if (!result.entries.length && result.total > start) {
-        throw new ArxivError("http", `arXiv returned an empty page although ${result.total} results exist (${url})`, { url, status: response.status, transient: true });
+        throw new ResearchError("runner_unavailable", `arXiv returned an empty page although ${result.total} results exist (${url})`, "", {
+          reason: "http",
+          status: response.status,
+        });
       }
       return result;
     } finally {

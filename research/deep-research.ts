@@ -7,9 +7,10 @@
  * One DeepResearch per index directory: the index has one safe writer.
  */
 import type { Brief } from "../core/brief.js";
+import { ResearchError } from "../core/failure.js";
 import { datasetModality } from "../core/goal.js";
 import { createLogger, type Logger } from "../core/logger.js";
-import { ArxivError, toCorpusEntries, type ArxivClient } from "./arxiv.js";
+import { toCorpusEntries, type ArxivClient } from "./arxiv.js";
 import { CORPUS, type CorpusEntry } from "./corpus.js";
 import { CorpusIndex, type CorpusSource, type ExtraSource } from "./corpus-index.js";
 import { loadNotes } from "./notes.js";
@@ -131,12 +132,14 @@ export class DeepResearch {
   private async searchArxiv(query: string): Promise<void> {
     const words = arxivQuery(query);
     if (!words) return;
+    let entries;
     try {
-      const { entries } = await this.arxiv!.search(words, { maxResults: ARXIV_RESULTS });
-      await this.add(toCorpusEntries(entries), "arxiv");
+      ({ entries } = await this.arxiv!.search(words, { maxResults: ARXIV_RESULTS }));
     } catch (err) {
-      if (!(err instanceof ArxivError)) throw err;
-      this.log.warn({ query: words, code: err.code, status: err.status, attempts: err.attempts, err: err.message }, "arXiv search failed; researching offline");
+      const e = ResearchError.from(err);
+      this.log.warn({ query: words, label: e.label, reason: e.reason, status: e.status, attempts: e.attempts, err: e.message }, "arXiv search failed; researching offline");
+      return;
     }
+    await this.add(toCorpusEntries(entries), "arxiv");
   }
 }

@@ -6,10 +6,11 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { isCoderBlock } from "../../core/brief.js";
+import { ResearchError } from "../../core/failure.js";
 import { sourceUrl } from "../../research/corpus.js";
 import { MISSING_BLOCKS } from "../../research/keywords.js";
 import { isBuildable } from "../../research/research.js";
-import { ArxivClient, ArxivError, buildSearchQuery, parseArxivFeed, toCorpusEntries, type ArxivClientOptions } from "../../research/arxiv.js";
+import { ArxivClient, buildSearchQuery, parseArxivFeed, toCorpusEntries, type ArxivClientOptions } from "../../research/arxiv.js";
 
 const FIXTURES = resolve("test/fixtures/arxiv");
 const fixture = (name: string): string => readFileSync(join(FIXTURES, `${name}.xml`), "utf8");
@@ -77,13 +78,13 @@ function client(opts: ArxivClientOptions = {}): ArxivClient {
   });
 }
 
-async function arxivError(promise: Promise<unknown>): Promise<ArxivError> {
+async function arxivError(promise: Promise<unknown>): Promise<ResearchError> {
   const err = await promise.then(
     () => undefined,
     (e: unknown) => e,
   );
-  expect(err).toBeInstanceOf(ArxivError);
-  return err as ArxivError;
+  expect(err).toBeInstanceOf(ResearchError);
+  return err as ResearchError;
 }
 
 describe("parseArxivFeed", () => {
@@ -158,9 +159,8 @@ describe("parseArxivFeed", () => {
     } catch (e) {
       err = e;
     }
-    expect(err).toBeInstanceOf(ArxivError);
-    expect((err as ArxivError).code).toBe("parse");
-    expect((err as ArxivError).message).toMatch(message);
+    expect(err).toMatchObject({ label: "crash", reason: "invalid_output" });
+    expect((err as ResearchError).message).toMatch(message);
   });
 });
 
@@ -251,7 +251,7 @@ describe("ArxivClient", () => {
     const offline = client({ cacheDir, offline: true });
     expect((await offline.search("squeeze excitation")).total).toBe(1264);
     const err = await arxivError(offline.search("label smoothing"));
-    expect(err.code).toBe("offline");
+    expect(err).toMatchObject({ reason: "offline", retryable: false });
     expect(err.message).toMatch(/offline and nothing cached for .*all%3Alabel\+AND\+all%3Asmoothing/);
     expect(requests).toHaveLength(1);
     expect(() => new ArxivClient({ offline: true })).toThrow(/needs a cacheDir/);
@@ -278,14 +278,14 @@ describe("ArxivClient", () => {
     const retryAt = new Date(clock.now + 3600_000).toUTCString();
     answers = [{ status: 503, headers: { "retry-after": retryAt } }, { body: SE }];
     const err = await arxivError(client().search("squeeze excitation"));
-    expect(err).toMatchObject({ code: "http", status: 503, retryAfterMs: 3600_000, attempts: 1, transient: true });
+    expect(err).toMatchObject({ reason: "http", status: 503, retryAfterMs: 3600_000, attempts: 1, retryable: true });
     expect(requests).toHaveLength(1);
   });
 
   it("stops after three attempts on server errors, caching nothing", async () => {
     answers = [{ status: 500, body: "<html><body><h1>Internal Server Error</h1></body></html>" }];
     const err = await arxivError(client({ cacheDir }).search("squeeze excitation"));
-    expect(err).toMatchObject({ code: "http", status: 500, attempts: 3 });
+    expect(err).toMatchObject({ reason: "http", status: 500, attempts: 3 });
     expect(err.message).toMatch(/HTTP 500: Internal Server Error/);
     expect(requests).toHaveLength(3);
     // Backoff 3 s then 6 s when the server gives no Retry-After.
@@ -311,7 +311,7 @@ describe("ArxivClient", () => {
       },
     ];
     const err = await arxivError(client().search("squeeze excitation"));
-    expect(err).toMatchObject({ code: "http", status: 400, transient: false });
+    expect(err).toMatchObject({ label: "invalid_config", reason: "http", status: 400, retryable: false });
     expect(err.message).toMatch(/HTTP 400: start must be an integer greater than or equal to 0/);
     expect(requests).toHaveLength(1);
   });
@@ -319,7 +319,7 @@ describe("ArxivClient", () => {
   it("reports malformed XML as a parse error, without retrying or caching", async () => {
     answers = [{ body: SE.slice(0, 2000) }];
     const err = await arxivError(client({ cacheDir }).search("squeeze excitation"));
-    expect(err.code).toBe("parse");
+    expect(err.reason).toBe("invalid_output");
     expect(err.message).toContain(baseUrl);
     expect(requests).toHaveLength(1);
     expect(readdirSync(cacheDir)).toEqual([]);
@@ -335,7 +335,7 @@ describe("ArxivClient", () => {
     answers = [{ hang: true }];
     const started = Date.now();
     const err = await arxivError(client({ timeoutMs: 100 }).search("squeeze excitation"));
-    expect(err).toMatchObject({ code: "timeout", attempts: 3, transient: true });
+    expect(err).toMatchObject({ reason: "timeout", attempts: 3, retryable: true });
     expect(requests).toHaveLength(3);
     expect(Date.now() - started).toBeLessThan(5000);
   });
@@ -346,7 +346,7 @@ describe("ArxivClient", () => {
     const port = (closed.address() as AddressInfo).port;
     await new Promise((done) => closed.close(done));
     const err = await arxivError(client({ baseUrl: `http://127.0.0.1:${port}/api/query` }).search("squeeze excitation"));
-    expect(err).toMatchObject({ code: "network", attempts: 3 });
+    expect(err).toMatchObject({ reason: "network", attempts: 3 });
   });
 });
 

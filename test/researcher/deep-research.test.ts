@@ -145,7 +145,7 @@ describe("DeepResearch", () => {
       expect(brief.architectural_suggestions.map((s) => s.name)).toContain(SE_NAME);
       expect(sources.arxiv).toBe(0);
       expect(requests.length).toBeGreaterThan(1);
-      expect(lines).toContainEqual(expect.objectContaining({ code: "http", status: 500, msg: "arXiv search failed; researching offline" }));
+      expect(lines).toContainEqual(expect.objectContaining({ reason: "http", status: 500, msg: "arXiv search failed; researching offline" }));
     } finally {
       await deep.close();
     }
