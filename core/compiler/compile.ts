@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import type { FailureName } from "../failure.js";
+import { ResearchError, type FailureName } from "../failure.js";
 import {
   parseModelConfig,
   type Activation,
@@ -41,15 +41,6 @@ export interface LayerShape {
 export type CompileResult =
   | { ok: true; code: string; className: string; shapes: LayerShape[]; params: number; outputShape: number[] }
   | { ok: false; label: CompileFailureLabel; error: string };
-
-class CompileFailure extends Error {
-  constructor(
-    readonly label: CompileFailureLabel,
-    message: string,
-  ) {
-    super(message);
-  }
-}
 
 // Emission order, fixed so that the same config always yields byte-identical code; blocks.py keeps it too.
 const HELPERS = [
@@ -129,7 +120,7 @@ export function compileModel(config: ModelConfigInput, opts: CompileOptions = {}
     const code = render({ name: cfg.name, className, inputShape: shape, inputDtype, outputShape, params, items, helpers: ctx.helpers });
     return { ok: true, code, className, shapes, params, outputShape };
   } catch (err) {
-    if (err instanceof CompileFailure) return { ok: false, label: err.label, error: err.message };
+    if (err instanceof ResearchError && isCompileFailure(err.label)) return { ok: false, label: err.label, error: err.message };
     throw err;
   }
 }
@@ -526,12 +517,16 @@ function repeat(expr: string, times: number): string {
   return times === 1 ? expr : `nn.Sequential(*[${expr} for _ in range(${times})])`;
 }
 
-function shapeError(label: string, message: string): CompileFailure {
-  return new CompileFailure("shape_error", `${label}: ${message}`);
+function shapeError(label: string, message: string): ResearchError {
+  return new ResearchError("shape_error", `${label}: ${message}`);
 }
 
-function invalid(message: string): CompileFailure {
-  return new CompileFailure("invalid_config", message);
+function invalid(message: string): ResearchError {
+  return new ResearchError("invalid_config", message);
+}
+
+function isCompileFailure(label: FailureName): label is CompileFailureLabel {
+  return label === "shape_error" || label === "invalid_config";
 }
 
 function fmt(shape: readonly number[]): string {
