@@ -40,9 +40,9 @@ def hostile(forward="", init=""):
     return source.replace("        return self.fc(", f"        {forward}\n        return self.fc(")
 
 
-def train(source=MLP, limits=None, **fields):
+def train(source=MLP, limits=None):
     return {"source": source, "class_name": "Net", "dataset": DIGITS, "recipe": {"epochs": 1, "batch_size": 50},
-            "limits": limits or {}, **fields}
+            "limits": limits or {}}
 
 
 class Zygote:
@@ -52,7 +52,12 @@ class Zygote:
                                      env={**os.environ, "RUNNER_SCRATCH": scratch})
         self.buffer = b""
         self.jobs = 0
-        self.ready = self.read()
+        try:
+            self.ready = self.read()
+        except BaseException:
+            self.proc.kill()
+            self.proc.wait()
+            raise
 
     def read(self, timeout=60):
         deadline = time.monotonic() + timeout
@@ -67,20 +72,21 @@ class Zygote:
         line, self.buffer = self.buffer.split(b"\n", 1)
         return json.loads(line)
 
-    def send(self, message):
-        self.proc.stdin.write((message if isinstance(message, str) else json.dumps(message)).encode() + b"\n")
+    def send(self, *messages):
+        lines = (message if isinstance(message, str) else json.dumps(message) for message in messages)
+        self.proc.stdin.write("".join(f"{line}\n" for line in lines).encode())
         self.proc.stdin.flush()
 
     def run(self, task, spec, then=(), timeout=60):
         """(terminal event, progress events, replies for other jobs) of one job.
 
-        then: messages sent right after the job starts, e.g. a cancel or a second job.
+        then: messages for the zygote to find while the job runs, e.g. a cancel or a second
+        job. They go in the same write as the job, so they cannot arrive after it ended.
         """
         self.jobs += 1
         job_id = f"job-{self.jobs}"
-        self.send({"type": "run", "job_id": job_id, "task": task, "spec": spec})
-        for message in then:
-            self.send(message(job_id) if callable(message) else message)
+        self.send({"type": "run", "job_id": job_id, "task": task, "spec": spec},
+                  *(message(job_id) if callable(message) else message for message in then))
         terminal, progress, others = None, [], []
         while True:
             reply = self.read(timeout)
@@ -97,7 +103,12 @@ class Zygote:
 
     def close(self):
         self.proc.stdin.close()
-        return self.proc.wait(timeout=30)
+        try:
+            return self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise
 
 
 @pytest.fixture(scope="module")
@@ -157,8 +168,8 @@ def test_the_memory_limit(zygote):
 
 def test_cancel_ends_a_running_job(zygote):
     t0 = time.monotonic()
-    cancel = lambda job_id: {"type": "cancel", "job_id": job_id}  # noqa: E731
-    event = failure_of(zygote, train(hostile("while True: pass")), "crash", then=[cancel])
+    event = failure_of(zygote, train(hostile("while True: pass")), "crash",
+                       then=[lambda job_id: {"type": "cancel", "job_id": job_id}])
     assert event["message"] == "cancelled by caller"
     assert time.monotonic() - t0 < 10
 
@@ -167,9 +178,8 @@ def test_a_busy_worker_refuses_a_second_job_and_finishes_the_first(zygote):
     second = {"type": "run", "job_id": "second", "task": "describe", "spec": {"dataset": DIGITS}}
     result, _, others = zygote.run("train", train(), then=[second])
     assert result["kind"] == "result", result
-    assert [(m["type"], m["event"]["label"]) for m in others if m["type"] == "event"] == \
-        [("event", "runner_unavailable")]
-    assert [m["job_id"] for m in others] == ["second", "second"]
+    assert [(m["job_id"], m["type"], m.get("event", {}).get("label")) for m in others] == \
+        [("second", "event", "runner_unavailable"), ("second", "done", None)]
 
 
 def test_processes_a_job_started_are_killed_when_it_ends(zygote):
@@ -194,8 +204,7 @@ def sleepers(argument):
 
 
 def test_bad_requests_get_labelled_answers_and_the_worker_keeps_serving(zygote):
-    zygote.send("this is not json")
-    zygote.send({"type": "run", "job_id": "bad id!", "task": "describe", "spec": {}})
+    zygote.send("this is not json", {"type": "run", "job_id": "bad id!", "task": "describe", "spec": {}})
     assert zygote.read() == {"type": "event", "job_id": "bad id!",
                              "event": {"kind": "failure", "label": "invalid_config",
                                        "message": "invalid job id 'bad id!'", "traceback": ""}}
