@@ -442,7 +442,8 @@ export class ArxivClient {
           // Not a feed (an HTML error page, say): the text snippet is the best detail there is.
         }
         // Throttling and server faults pass; any other status would answer the same request the same way.
-        throw new ResearchError(status === 429 || status >= 500 ? "runner_unavailable" : "invalid_config", `arXiv answered HTTP ${status}${detail ? `: ${detail}` : ""} (${url})`, "", {
+        const passes = status === 429 || status >= 500;
+        throw new ResearchError(passes ? "runner_unavailable" : "invalid_config", `arXiv answered HTTP ${status}${detail ? `: ${detail}` : ""} (${url})`, "", {
           reason: status === 429 ? "rate_limited" : "http",
           status,
           retryAfterMs: retryAfterMs(response.headers.get("retry-after"), this.now()),
