@@ -6,7 +6,8 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { LineageStore } from "../lineage-store/store.js";
-import { manyTrials, runEvents, trialId } from "../test/lineage-store/fixtures.js";
+import { trialId } from "../core/ids.js";
+import { manyTrials, runEvents } from "../test/lineage-store/fixtures.js";
 
 const singleTrials = Number(process.argv[2] ?? 100);
 const queryTrials = Number(process.argv[3] ?? 1000);

@@ -2,6 +2,7 @@ import { hostname } from "node:os";
 import { create } from "@bufbuild/protobuf";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
+import { toId } from "../core/ids.js";
 import { EventSchema, type Event, type Heartbeat } from "../proto/gen/research/v1/events_pb.js";
 import { decodeEvent, encodeEvent } from "./codec.js";
 import { heartbeatSubject } from "./subjects.js";
@@ -9,7 +10,7 @@ import { forEachMessage, type Stoppable } from "./subscription.js";
 
 /** A default heartbeat instance id: unique per process on a host, usable as a subject token. */
 export function instanceId(): string {
-  return `${hostname().replace(/[^A-Za-z0-9_-]/g, "-")}-${process.pid}`;
+  return `${toId(hostname())}-${process.pid}`;
 }
 
 export interface HeartbeatOptions {

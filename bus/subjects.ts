@@ -1,3 +1,4 @@
+import { isId } from "../core/ids.js";
 import { EventSchema, type Event } from "../proto/gen/research/v1/events_pb.js";
 
 /** The JetStream stream that holds the replayable trajectory of every run. */
@@ -58,7 +59,7 @@ export function consumerName(role: string, kind: EventKind): string {
 
 /** Ids become subject tokens and consumer names, so they may not contain separators or wildcards. */
 function token(what: string, value: string): string {
-  if (!/^[A-Za-z0-9_-]+$/.test(value)) {
+  if (!isId(value)) {
     throw new Error(`${what} "${value}" is not usable in a NATS subject (use letters, digits, "_" or "-")`);
   }
   return value;

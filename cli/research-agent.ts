@@ -10,6 +10,7 @@ import { connectBus, type Bus } from "../bus/index.js";
 import { DECISION, RUN_STATUS, SURFACE, VERDICT } from "../core/enums.js";
 import { FAILURE_LABEL, labelName } from "../core/failure.js";
 import { parseGoal } from "../core/goal.js";
+import { shortTrialId } from "../core/ids.js";
 import { describeLlm, llmConfigFromFlags } from "../core/llm/config.js";
 import { cliConfig } from "../core/config.js";
 import { createLogger } from "../core/logger.js";
@@ -120,12 +121,11 @@ function quietLogger() {
 }
 
 const elapsed = (t0: number) => `[${((Date.now() - t0) / 1000).toFixed(0).padStart(5)}s]`;
-const short = (id: string) => id.replace(/^.*-(t\d+)$/, "$1");
 
 /** One line per meaningful event, for launch and watch. */
 export function describeEvent(e: Event, s: RunState): string | undefined {
   const b = e.body;
-  const id = short(e.trialId);
+  const id = shortTrialId(e.trialId);
   switch (b.case) {
     case "runStarted":
       return `run ${e.runId} started: ${b.value.goal?.dataset} target ${fmtPct(b.value.goal?.target ?? 0)} (planner ${b.value.settings?.planner}, ${b.value.settings?.seeds} seeds)`;
@@ -155,7 +155,7 @@ export function describeEvent(e: Event, s: RunState): string | undefined {
         return a;
       }, {});
       const inFlight = [...s.trials.values()].filter((t) => t.proposed && !t.judged).length;
-      return `${id} ${VERDICT.name(b.value.verdict) ?? "?"} -> ${DECISION.name(b.value.decision) ?? "?"} | best ${best ? `${short(best.id)} ${fmtPct(meanOf(best) ?? 0)} (CI low ${fmtPct(best.judged?.ciLow ?? 0)})` : "none"} | ${b.value.trialsDone} judged, ${inFlight} in flight${Object.keys(failures).length ? ` | failures ${Object.entries(failures).map(([k, v]) => `${k}:${v}`).join(" ")}` : ""}`;
+      return `${id} ${VERDICT.name(b.value.verdict) ?? "?"} -> ${DECISION.name(b.value.decision) ?? "?"} | best ${best ? `${shortTrialId(best.id)} ${fmtPct(meanOf(best) ?? 0)} (CI low ${fmtPct(best.judged?.ciLow ?? 0)})` : "none"} | ${b.value.trialsDone} judged, ${inFlight} in flight${Object.keys(failures).length ? ` | failures ${Object.entries(failures).map(([k, v]) => `${k}:${v}`).join(" ")}` : ""}`;
     }
     case "runFinished":
       return `run finished: ${RUN_STATUS.name(b.value.status) ?? ""} (${b.value.reason})`;

@@ -14,6 +14,7 @@ import { create, toJson, type JsonObject } from "@bufbuild/protobuf";
 import { stringify as toYaml } from "yaml";
 import { bestTrial, type RunState, type TrialState } from "../swarm/run-state.js";
 import { labelName } from "../core/failure.js";
+import { isId } from "../core/ids.js";
 import { SURFACE, type DecisionName, type VerdictName } from "../core/enums.js";
 import type { Failure } from "../proto/gen/research/v1/common_pb.js";
 import { AnalysisSchema, type Event } from "../proto/gen/research/v1/events_pb.js";
@@ -54,11 +55,9 @@ export interface RegistryEntry {
   failure_label: string | null;
 }
 
-// Trial ids become directory names; one with a separator or ".." could write outside the run folder.
-const SAFE_ID = /^(?!\.{1,2}$)[A-Za-z0-9._-]+$/;
-
 export function experimentDir(trialId: string): string {
-  if (!SAFE_ID.test(trialId)) throw new Error(`trial id ${JSON.stringify(trialId)} cannot be used as a directory name`);
+  // A trial id with a separator or ".." could write outside the run folder.
+  if (!isId(trialId)) throw new Error(`trial id ${JSON.stringify(trialId)} cannot be used as a directory name`);
   return `experiments/${trialId}`;
 }
 

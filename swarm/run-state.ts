@@ -41,10 +41,6 @@ export interface RunState {
   briefRequests: string[];
 }
 
-export function trialId(runId: string, index: number): string {
-  return `${runId}-t${String(index).padStart(3, "0")}`;
-}
-
 export function emptyRunState(runId: string): RunState {
   return { runId, startedAtMs: 0, briefs: [], trials: new Map(), order: [], judgedCount: 0, finished: false, llmCalls: [], researchRequests: [], briefRequests: [] };
 }

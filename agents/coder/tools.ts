@@ -10,17 +10,17 @@ import { lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, writeFil
 import { dirname, join, relative, resolve, sep } from "node:path";
 import { z } from "zod";
 import { labelName, ResearchError } from "../../core/failure.js";
+import { isId } from "../../core/ids.js";
 import type { ToolDef } from "../../core/llm/client.js";
 import type { RunnerClient } from "../../gpu-runner/client.js";
 
-const SAFE_ID = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
 const READ_CHARS = 64 * 1024;
 const LIST_ENTRIES = 500;
 
 export function trialDir(workspace: string, runId: string, trialId: string): string {
   // Ids come from events; one with "/" or ".." must not pick the directory.
   for (const id of [runId, trialId]) {
-    if (!SAFE_ID.test(id)) throw new ResearchError("invalid_config", `"${id}" cannot name a trial directory`);
+    if (!isId(id)) throw new ResearchError("invalid_config", `"${id}" cannot name a trial directory`);
   }
   return resolve(workspace, "runs", runId, "coder", trialId);
 }

@@ -12,6 +12,7 @@ import { BriefSchema, CODER_VOCABULARY } from "../../core/brief.js";
 import { researcherConfig } from "../../core/config.js";
 import { createLogger } from "../../core/logger.js";
 import { askLlm } from "../../swarm/llm.js";
+import { toId } from "../../core/ids.js";
 import { loadPrompt } from "../../swarm/prompts.js";
 import { runAgent, type AgentContext } from "../../swarm/runtime.js";
 import { ArxivClient } from "../../research/arxiv.js";
@@ -21,7 +22,7 @@ import { DeepResearch } from "../../research/deep-research.js";
 const PROMPT = loadPrompt("researcher");
 const CONFIG = researcherConfig();
 // LanceDB has one safe writer per directory, so each researcher process keeps its own index.
-const INDEX_DIR = join(CONFIG.workspace, "research-index", CONFIG.instance.replace(/[^A-Za-z0-9_-]/g, "-"));
+const INDEX_DIR = join(CONFIG.workspace, "research-index", toId(CONFIG.instance));
 
 let opening: Promise<DeepResearch> | undefined;
 

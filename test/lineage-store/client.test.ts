@@ -8,7 +8,8 @@ import { TrialStatus } from "../../proto/gen/research/v1/common_pb.js";
 import { serveQueries } from "../../lineage-store/query.js";
 import { LineageStore } from "../../lineage-store/store.js";
 import { startTestServer, testBus, type TestServer } from "../bus/helpers.js";
-import { runEvents, trialId } from "./fixtures.js";
+import { trialId } from "../../core/ids.js";
+import { runEvents } from "./fixtures.js";
 
 describe("similarity queries over the bus (real nats-server)", () => {
   const root = mkdtempSync(join(tmpdir(), "lineage-client-"));

@@ -6,7 +6,8 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { HashingEmbedder, OpenAIEmbedder } from "../../core/embedder.js";
 import { LineageStore } from "../../lineage-store/store.js";
-import { runEvents, trialId } from "./fixtures.js";
+import { trialId } from "../../core/ids.js";
+import { runEvents } from "./fixtures.js";
 
 const cosine = (a: ArrayLike<number>, b: ArrayLike<number>) => {
   let dot = 0;

@@ -1,6 +1,7 @@
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { SURFACE, type SurfaceName } from "../../core/enums.js";
 import { failure, type FailureName } from "../../core/failure.js";
+import { trialId } from "../../core/ids.js";
 import {
   Decision,
   EventSchema,
@@ -46,8 +47,6 @@ export const TRIALS: TrialSpec[] = [
 ];
 
 type EventInit = MessageInitShape<typeof EventSchema>;
-
-export const trialId = (runId: string, i: number) => `${runId}-t${String(i).padStart(3, "0")}`;
 
 /**
  * Every event of one run in emission order: run_started, a brief, then per trial

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { applyToRunState, emptyRunState, type RunState } from "../../swarm/run-state.js";
 import { SURFACE, type SurfaceName } from "../../core/enums.js";
 import { failure, type FailureName } from "../../core/failure.js";
+import { trialId } from "../../core/ids.js";
 import { Decision, EventSchema, RunStatus, Verdict, type Event } from "../../proto/gen/research/v1/events_pb.js";
 import { GoalStatus, type EvalResultSchema } from "../../proto/gen/research/v1/runner_pb.js";
 import { readRegistry, writeArtifacts, type RegistryEntry } from "../../lineage-store/artifacts.js";
@@ -61,7 +62,7 @@ const SPECS: Spec[] = [
   },
 ];
 
-const tid = (i: number) => `${RUN}-t${String(i + 1).padStart(3, "0")}`;
+const tid = (i: number) => trialId(RUN, i + 1);
 const modelConfig = (s: Spec, i: number) => ({
   name: `fmnist_cnn_${i + 1}`,
   layers: s.channels.flatMap((c) => [{ type: "conv2d", out_channels: c }, { type: "batchnorm" }, { type: "activation", fn: "relu" }]),

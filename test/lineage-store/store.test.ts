@@ -11,7 +11,8 @@ import { LineageStore } from "../../lineage-store/store.js";
 import { FailureLabel, Surface, TrialStatus } from "../../proto/gen/research/v1/common_pb.js";
 import { EventSchema, Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import { SimilarTrialsRequestSchema } from "../../proto/gen/research/v1/lineage_pb.js";
-import { runEvents, TRIALS, trialId } from "./fixtures.js";
+import { trialId } from "../../core/ids.js";
+import { runEvents, TRIALS } from "./fixtures.js";
 
 const root = mkdtempSync(join(tmpdir(), "lineage-test-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
