@@ -151,9 +151,9 @@ function orExit<T>(read: () => T): T {
   }
 }
 
-function once<T>(read: () => T): () => T {
-  let value: { v: T } | undefined;
-  return () => (value ??= { v: orExit(read) }).v;
+function once<T extends object>(read: () => T): () => T {
+  let value: T | undefined;
+  return () => (value ??= orExit(read));
 }
 
 /** Input to core/llm/config.ts's llmConfigFromFlags, which applies the precedence and reads the files. */
