@@ -14,9 +14,10 @@
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
+import { SURFACE } from "../core/enums.js";
 import type { Modality } from "../core/goal.js";
 
-const SurfaceSchema = z.enum(["architecture", "optimisation", "regularisation", "data"]);
+const SurfaceSchema = z.enum(SURFACE.names);
 export type Surface = z.infer<typeof SurfaceSchema>;
 
 const ModalitySchema = z.enum(["vision", "tabular", "text"]) satisfies z.ZodType<Modality>;

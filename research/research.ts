@@ -6,6 +6,7 @@
  * briefs can be compared across runs.
  */
 import { z } from "zod";
+import { SURFACE } from "../core/enums.js";
 import { BriefSchema, isCoderBlock, type ArchitecturalSuggestion, type Brief } from "../core/brief.js";
 import { datasetModality, normaliseDataset, readGoalText, type Modality } from "../core/goal.js";
 import { CORPUS, sourceUrl, type CorpusEntry, type Surface } from "./corpus.js";
@@ -18,7 +19,7 @@ export const ResearchOptionsSchema = z
     /** Size of the ranked pool (after de-duplication) the suggestions are chosen from. */
     k: z.number().int().positive().default(20),
     /** Only suggestions on these recipe surfaces. */
-    surfaces: z.array(z.enum(["architecture", "optimisation", "regularisation", "data"])).min(1).optional(),
+    surfaces: z.array(z.enum(SURFACE.names)).min(1).optional(),
     maxInsights: z.number().int().positive().optional(),
     maxSources: z.number().int().positive().optional(),
   })

@@ -162,7 +162,7 @@ export function manyTrials(n: number): TrialSpec[] {
     const fails = i % 9 === 4 ? { label: labels[i % labels.length]!, at: "evaluated" as const } : undefined;
     return {
       hypothesis: `${what} ${block} ${tweak} (variant ${i})`,
-      surface: (["architecture", "optimisation", "regularisation", "data"] as const)[i % 4]!,
+      surface: SURFACE.names[i % SURFACE.names.length]!,
       model: cnn([16 + (i % 5) * 8, 32 + (i % 7) * 8], { batchnorm: i % 2 === 0 }),
       score: fails ? undefined : 0.8 + ((i * 37) % 100) / 1000,
       fails,

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { BriefSchema, isCoderBlock, parseBrief, type Brief } from "../../core/brief.js";
+import { SURFACE } from "../../core/enums.js";
 import { CORPUS, sourceUrl, type CorpusEntry } from "../../research/corpus.js";
 import { isBuildable, parseOutputFormat, rankCorpus, researchBrief, tokenize } from "../../research/research.js";
 
@@ -38,7 +39,7 @@ describe("offline corpus", () => {
     for (const modality of ["vision", "tabular", "text"] as const) {
       expect(CORPUS.filter((e) => e.modalities.includes(modality) && isBuildable(e)).length, modality).toBeGreaterThanOrEqual(5);
     }
-    for (const surface of ["architecture", "optimisation", "regularisation", "data"] as const) {
+    for (const surface of SURFACE.names) {
       expect(CORPUS.some((e) => e.surface === surface && isBuildable(e)), surface).toBe(true);
     }
   });
