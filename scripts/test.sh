@@ -8,6 +8,5 @@ cd "$ROOT"
 bash scripts/setup.sh
 ./node_modules/.bin/tsc --noEmit
 # The runner's interpreter: Debian's torch lives with it, not with whatever python3 is first on PATH.
-# No cache provider: it would write .pytest_cache into the tree.
-"${RUNNER_PYTHON:-/usr/bin/python3}" -m pytest -q -p no:cacheprovider test/python
+"${RUNNER_PYTHON:-/usr/bin/python3}" -m pytest -q test/python
 exec ./node_modules/.bin/vitest run "$@"
