@@ -8,6 +8,7 @@
 import { hostname } from "node:os";
 import { z } from "zod";
 import { ResearchError } from "./failure.js";
+import { isId, toId } from "./ids.js";
 
 export const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
@@ -67,9 +68,9 @@ export const ENV = z.object({
     readBy: "gpu-runner, quick-evaluator, runner benchmark",
     description: "a Python with torch, numpy, scipy and scikit-learn (`--python` wins); on a GPU host, one with a CUDA build of torch",
   }),
-  INSTANCE_ID: text.default(() => `${hostname().replace(/[^A-Za-z0-9_-]/g, "-")}-${process.pid}`).register(VARIABLE_DOCS, {
+  INSTANCE_ID: text.refine(isId, { error: "expected letters, digits, _ and - only (it is a NATS subject token)" }).default(() => `${toId(hostname())}-${process.pid}`).register(VARIABLE_DOCS, {
     readBy: "agents, lineage-store",
-    description: "this process's name in heartbeats and logs; names the researcher's index folder",
+    description: "this process's name in heartbeats and logs; names the researcher's index folder. Letters, digits, `_` and `-`",
     shown: "`<hostname>-<pid>`",
   }),
   AGENT_CONCURRENCY: wholeNumber(64).optional().register(VARIABLE_DOCS, {

@@ -36,6 +36,7 @@ describe("process config", () => {
     expect(() => parseAgentConfig({ RUNNER_ADDRESS: "gpu-a" })).toThrow('RUNNER_ADDRESS="gpu-a": expected host:port');
     expect(() => parseAgentConfig({ LLM: "gpt-4o" })).toThrow('LLM="gpt-4o": expected none or openai:MODEL');
     expect(() => parseResearcherConfig({ RESEARCH_ARXIV: "yes" })).toThrow('RESEARCH_ARXIV="yes": expected 1 (on) or 0 (off)');
+    expect(() => parseAgentConfig({ INSTANCE_ID: "coder.1" })).toThrow('INSTANCE_ID="coder.1": expected letters, digits, _ and - only');
   });
 
   it("lets the runner's flags win and names them when they are bad", () => {
