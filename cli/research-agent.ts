@@ -10,6 +10,7 @@ import { connectBus, type Bus } from "../bus/index.js";
 import { DECISION, RUN_STATUS, SURFACE, VERDICT } from "../core/enums.js";
 import { FAILURE_LABEL, labelName } from "../core/failure.js";
 import { parseGoal } from "../core/goal.js";
+import { SEARCH_DEFAULTS } from "../core/defaults.js";
 import { shortTrialId } from "../core/ids.js";
 import { describeLlm, llmConfigFromFlags } from "../core/llm/config.js";
 import { cliConfig } from "../core/config.js";
@@ -50,8 +51,8 @@ launch options:
   --seeds N            seeds per trial (default 3)
   --parallel N         trials in flight at once (default 2)
   --planner NAME       builtin (default) or random (the baseline)
-  --subset N           training examples per trial to start with (default: 10000 on large sets)
-  --epochs N           epochs per trial to start with (default 3)
+  --subset N           training examples per trial to start with (default: ${SEARCH_DEFAULTS.subset} on large sets)
+  --epochs N           epochs per trial to start with (default ${SEARCH_DEFAULTS.epochs})
   --no-research        skip the research brief
   --seed N             planner random seed (default 0)
   --slots N            runner worker slots (default: CPU count)

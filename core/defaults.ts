@@ -16,6 +16,13 @@ export const RECIPE_DEFAULTS = {
 } as const satisfies { optimizer: OptimizerName; schedule: ScheduleName; batchSize: number; epochs: number; gamma: number };
 
 /**
+ * Where the planner starts a run when its settings leave subset or epochs at 0:
+ * a slice of a large training split, so early comparisons are cheap (the data
+ * surface grows it), and a few epochs.
+ */
+export const SEARCH_DEFAULTS = { epochs: 3, subset: 10_000 } as const;
+
+/**
  * The runner's learning rate for a request without one: plain SGD needs a far larger
  * step than the adaptive optimizers. A train_config without lr gets the default
  * optimizer's, whatever optimizer it names (a zod default cannot look at a sibling).

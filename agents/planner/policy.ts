@@ -13,7 +13,7 @@
  */
 import { createHash } from "node:crypto";
 import type { Brief } from "../../core/brief.js";
-import { RECIPE_DEFAULTS } from "../../core/defaults.js";
+import { RECIPE_DEFAULTS, SEARCH_DEFAULTS } from "../../core/defaults.js";
 import { OPTIMIZER, SURFACE, type SurfaceName as Surface } from "../../core/enums.js";
 import type { ModelConfigInput, TrainConfigInput } from "../../core/model-config.js";
 import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
@@ -91,9 +91,9 @@ export function genomeOf(t: TrialState): Genome | undefined {
 function startingTrain(input: PlanInput): TrainConfigInput {
   const s = input.state.settings;
   const total = input.info.nTrain + input.info.nVal;
-  // Large sets start on a slice, so early architecture comparisons are cheap; the data surface grows it.
-  const subset = s?.subset || (total > 12_000 ? 10_000 : 0);
-  return { optimizer: "adam", lr: 2e-3, batch_size: 128, epochs: s?.epochs || 3, subset };
+  // A set barely larger than the slice is not worth slicing.
+  const subset = s?.subset || (total > 1.2 * SEARCH_DEFAULTS.subset ? SEARCH_DEFAULTS.subset : 0);
+  return { optimizer: "adam", lr: 2e-3, batch_size: 128, epochs: s?.epochs || SEARCH_DEFAULTS.epochs, subset };
 }
 
 /** Building blocks named by a brief, in the brief's order of relevance. */
