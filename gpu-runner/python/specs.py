@@ -3,15 +3,15 @@
 The TypeScript side fills every field, but a spec can still carry nonsense
 (a planner's invented optimizer, a negative batch size): such a job must end
 as invalid_config with a message naming the field, never as a crash inside
-training. Missing fields take the defaults below; unknown fields are ignored.
+training. Unknown fields are ignored. Missing fields are invalid too: the
+defaults live on the TypeScript side (gpu-runner/request.ts, core/defaults.ts),
+which sends every field, so a second set here could only disagree with them.
 """
 
 import math
 
 from datasets import KNOWN, TEXT_VOCAB
 from failures import TaskFailure
-
-LIMIT_DEFAULTS = {"memory_mb": 4096, "cpu_seconds": 600, "wall_seconds": 300, "file_mb": 64, "nproc": 256}
 
 # The proto enums Optimizer and Schedule, by their snake_case names in declaration order. The
 # worker has no protobuf runtime, so they are copied here; test/core/closed-sets.test.ts fails
@@ -28,8 +28,14 @@ def _invalid(message):
     return TaskFailure("invalid_config", message)
 
 
-def _value(obj, key, default, kind, where, check=None, expect=""):
-    value = obj.get(key, default)
+def _get(obj, key, where):
+    if key not in obj:
+        raise _invalid(f"{where}.{key} is missing")
+    return obj[key]
+
+
+def _value(obj, key, kind, where, check=None, expect=""):
+    value = _get(obj, key, where)
     if kind is float and isinstance(value, int) and not isinstance(value, bool):
         value = float(value)
     if kind is int and isinstance(value, float) and value.is_integer():
@@ -44,14 +50,14 @@ def _value(obj, key, default, kind, where, check=None, expect=""):
 
 
 def _object(obj, key, where):
-    value = obj.get(key, {})
+    value = _get(obj, key, where)
     if not isinstance(value, dict):
         raise _invalid(f"{where}.{key} must be an object, got {value!r}")
     return value
 
 
 def _int_list(obj, key, where, allow_empty):
-    value = obj.get(key, [])
+    value = _get(obj, key, where)
     if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1
                                               for v in value) or (not value and not allow_empty):
         raise _invalid(f"{where}.{key} must be a {'' if allow_empty else 'non-empty '}list of positive "
@@ -63,11 +69,11 @@ def limits(spec):
     raw = _object(spec, "limits", "spec")
     positive = (lambda v: v > 0, "> 0")
     return {
-        "memory_mb": _value(raw, "memory_mb", LIMIT_DEFAULTS["memory_mb"], int, "limits", lambda v: v >= 64, ">= 64"),
-        "cpu_seconds": _value(raw, "cpu_seconds", LIMIT_DEFAULTS["cpu_seconds"], float, "limits", *positive),
-        "wall_seconds": _value(raw, "wall_seconds", LIMIT_DEFAULTS["wall_seconds"], float, "limits", *positive),
-        "file_mb": _value(raw, "file_mb", LIMIT_DEFAULTS["file_mb"], int, "limits", lambda v: v >= 1, ">= 1"),
-        "nproc": _value(raw, "nproc", LIMIT_DEFAULTS["nproc"], int, "limits", lambda v: v >= 1, ">= 1"),
+        "memory_mb": _value(raw, "memory_mb", int, "limits", lambda v: v >= 64, ">= 64"),
+        "cpu_seconds": _value(raw, "cpu_seconds", float, "limits", *positive),
+        "wall_seconds": _value(raw, "wall_seconds", float, "limits", *positive),
+        "file_mb": _value(raw, "file_mb", int, "limits", lambda v: v >= 1, ">= 1"),
+        "nproc": _value(raw, "nproc", int, "limits", lambda v: v >= 1, ">= 1"),
     }
 
 
@@ -75,16 +81,16 @@ def dataset(spec):
     raw = _object(spec, "dataset", "spec")
     where = "dataset"
     out = {
-        "name": _value(raw, "name", "", str, where, lambda v: v in KNOWN, f"one of {', '.join(KNOWN)}"),
-        "data_dir": _value(raw, "data_dir", "", str, where),
-        "subset": _value(raw, "subset", 0, int, where, lambda v: v >= 0, ">= 0"),
-        "val_fraction": _value(raw, "val_fraction", 0.0, float, where, lambda v: 0 <= v < 1, "in [0, 1)") or 0.1,
-        "split_seed": _value(raw, "split_seed", 0, int, where, lambda v: v >= 0, ">= 0"),
-        "target_column": _value(raw, "target_column", "", str, where),
+        "name": _value(raw, "name", str, where, lambda v: v in KNOWN, f"one of {', '.join(KNOWN)}"),
+        "data_dir": _value(raw, "data_dir", str, where),
+        "subset": _value(raw, "subset", int, where, lambda v: v >= 0, ">= 0"),
+        "val_fraction": _value(raw, "val_fraction", float, where, lambda v: 0 < v < 1, "in (0, 1)"),
+        "split_seed": _value(raw, "split_seed", int, where, lambda v: v >= 0, ">= 0"),
+        "target_column": _value(raw, "target_column", str, where),
         "shape": _int_list(raw, "shape", where, allow_empty=True),
-        "num_classes": _value(raw, "num_classes", 0, int, where, lambda v: v >= 0, ">= 0"),
-        "difficulty": _value(raw, "difficulty", 0.0, float, where, lambda v: 0 <= v <= 1, "in [0, 1]"),
-        "test_subset": _value(raw, "test_subset", 0, int, where, lambda v: v >= 0, ">= 0"),
+        "num_classes": _value(raw, "num_classes", int, where, lambda v: v >= 0, ">= 0"),
+        "difficulty": _value(raw, "difficulty", float, where, lambda v: 0 <= v <= 1, "in [0, 1]"),
+        "test_subset": _value(raw, "test_subset", int, where, lambda v: v >= 0, ">= 0"),
     }
     if out["name"] == "csv" and not out["target_column"]:
         raise _invalid("dataset.target_column is required for the csv dataset")
@@ -98,8 +104,8 @@ def dataset(spec):
 
 
 def _model(spec, out):
-    out["source"] = _value(spec, "source", "", str, "spec", lambda v: v.strip() != "", "Python source")
-    out["class_name"] = _value(spec, "class_name", "", str, "spec", str.isidentifier, "a Python identifier")
+    out["source"] = _value(spec, "source", str, "spec", lambda v: v.strip() != "", "Python source")
+    out["class_name"] = _value(spec, "class_name", str, "spec", str.isidentifier, "a Python identifier")
     out["init_kwargs"] = _object(spec, "init_kwargs", "spec")
 
 
@@ -108,27 +114,27 @@ def _recipe(spec):
     where = "recipe"
     nonneg = (lambda v: v >= 0, ">= 0")
     out = {
-        "optimizer": _value(raw, "optimizer", "adam", str, where, lambda v: v in OPTIMIZERS, _one_of(OPTIMIZERS)),
-        "lr": _value(raw, "lr", 1e-3, float, where, lambda v: 0 < v <= 10, "in (0, 10]"),
-        "momentum": _value(raw, "momentum", 0.9, float, where, lambda v: 0 <= v < 1, "in [0, 1)"),
-        "nesterov": _value(raw, "nesterov", False, bool, where),
-        "weight_decay": _value(raw, "weight_decay", 0.0, float, where, *nonneg),
-        "schedule": _value(raw, "schedule", "none", str, where, lambda v: v in SCHEDULES, _one_of(SCHEDULES)),
-        "warmup_epochs": _value(raw, "warmup_epochs", 0.0, float, where, *nonneg),
-        "step_size": _value(raw, "step_size", 10, int, where, lambda v: v >= 1, ">= 1"),
-        "gamma": _value(raw, "gamma", 0.1, float, where, lambda v: 0 < v <= 1, "in (0, 1]"),
-        "label_smoothing": _value(raw, "label_smoothing", 0.0, float, where, lambda v: 0 <= v < 1, "in [0, 1)"),
-        "grad_clip": _value(raw, "grad_clip", 0.0, float, where, *nonneg),
-        "batch_size": _value(raw, "batch_size", 128, int, where, lambda v: 1 <= v <= 65536, "in [1, 65536]"),
-        "epochs": _value(raw, "epochs", 2, int, where, lambda v: 1 <= v <= 10000, "in [1, 10000]"),
-        "amp": _value(raw, "amp", False, bool, where),
-        "channels_last": _value(raw, "channels_last", False, bool, where),
+        "optimizer": _value(raw, "optimizer", str, where, lambda v: v in OPTIMIZERS, _one_of(OPTIMIZERS)),
+        "lr": _value(raw, "lr", float, where, lambda v: 0 < v <= 10, "in (0, 10]"),
+        "momentum": _value(raw, "momentum", float, where, lambda v: 0 <= v < 1, "in [0, 1)"),
+        "nesterov": _value(raw, "nesterov", bool, where),
+        "weight_decay": _value(raw, "weight_decay", float, where, *nonneg),
+        "schedule": _value(raw, "schedule", str, where, lambda v: v in SCHEDULES, _one_of(SCHEDULES)),
+        "warmup_epochs": _value(raw, "warmup_epochs", float, where, *nonneg),
+        "step_size": _value(raw, "step_size", int, where, lambda v: v >= 1, ">= 1"),
+        "gamma": _value(raw, "gamma", float, where, lambda v: 0 < v <= 1, "in (0, 1]"),
+        "label_smoothing": _value(raw, "label_smoothing", float, where, lambda v: 0 <= v < 1, "in [0, 1)"),
+        "grad_clip": _value(raw, "grad_clip", float, where, *nonneg),
+        "batch_size": _value(raw, "batch_size", int, where, lambda v: 1 <= v <= 65536, "in [1, 65536]"),
+        "epochs": _value(raw, "epochs", int, where, lambda v: 1 <= v <= 10000, "in [1, 10000]"),
+        "amp": _value(raw, "amp", bool, where),
+        "channels_last": _value(raw, "channels_last", bool, where),
     }
     augment = _object(raw, "augment", where)
     out["augment"] = {
-        "hflip": _value(augment, "hflip", False, bool, "recipe.augment"),
-        "crop_padding": _value(augment, "crop_padding", 0, int, "recipe.augment", lambda v: 0 <= v <= 64, "in [0, 64]"),
-        "cutout": _value(augment, "cutout", 0, int, "recipe.augment", *nonneg),
+        "hflip": _value(augment, "hflip", bool, "recipe.augment"),
+        "crop_padding": _value(augment, "crop_padding", int, "recipe.augment", lambda v: 0 <= v <= 64, "in [0, 64]"),
+        "cutout": _value(augment, "cutout", int, "recipe.augment", *nonneg),
     }
     if out["optimizer"] == "sgd" and out["nesterov"] and out["momentum"] == 0:
         raise _invalid("recipe.nesterov needs recipe.momentum > 0")
@@ -161,24 +167,24 @@ def validate(task, spec):
         _model(spec, out)
         out["dataset"] = dataset(spec)
         out["recipe"] = _recipe(spec)
-        out["seed"] = _value(spec, "seed", 0, int, "spec", lambda v: 0 <= v < 2 ** 32, "in [0, 2^32)")
-        out["max_params"] = _value(spec, "max_params", 0, int, "spec", lambda v: v >= 0, ">= 0")
-        out["evaluate_test"] = _value(spec, "evaluate_test", False, bool, "spec")
-        out["threads"] = _value(spec, "threads", 1, int, "spec", lambda v: 1 <= v <= 256, "in [1, 256]")
+        out["seed"] = _value(spec, "seed", int, "spec", lambda v: 0 <= v < 2 ** 32, "in [0, 2^32)")
+        out["max_params"] = _value(spec, "max_params", int, "spec", lambda v: v >= 0, ">= 0")
+        out["evaluate_test"] = _value(spec, "evaluate_test", bool, "spec")
+        out["threads"] = _value(spec, "threads", int, "spec", lambda v: 1 <= v <= 256, "in [1, 256]")
     elif task == "summarize":
         _model(spec, out)
         out["input_shape"] = _int_list(spec, "input_shape", "spec", allow_empty=False)
-        out["input_dtype"] = _value(spec, "input_dtype", "float32", str, "spec",
-                                    lambda v: v in ("", "float32", "int64"), "float32 or int64") or "float32"
-        out["num_classes"] = _value(spec, "num_classes", 0, int, "spec", lambda v: v >= 0, ">= 0")
-        out["vocab_size"] = _value(spec, "vocab_size", TEXT_VOCAB, int, "spec", lambda v: v >= 2, ">= 2")
-        out["threads"] = _value(spec, "threads", 1, int, "spec", lambda v: 1 <= v <= 256, "in [1, 256]")
+        out["input_dtype"] = _value(spec, "input_dtype", str, "spec", lambda v: v in ("float32", "int64"), "float32 or int64")
+        out["num_classes"] = _value(spec, "num_classes", int, "spec", lambda v: v >= 0, ">= 0")
+        # The one default: the TypeScript side never knows the text loader's hashing vocabulary.
+        out["vocab_size"] = _value({"vocab_size": TEXT_VOCAB, **spec}, "vocab_size", int, "spec", lambda v: v >= 2, ">= 2")
+        out["threads"] = _value(spec, "threads", int, "spec", lambda v: 1 <= v <= 256, "in [1, 256]")
     elif task == "describe":
         out["dataset"] = dataset(spec)
     elif task == "script":
-        out["language"] = _value(spec, "language", "", str, "spec", lambda v: v in ("python", "bash"), "python or bash")
-        out["source"] = _value(spec, "source", "", str, "spec", lambda v: v.strip() != "", "a script")
-        out["timeout_s"] = _value(spec, "timeout_s", 30.0, float, "spec", lambda v: 0 < v <= 120, "in (0, 120]")
+        out["language"] = _value(spec, "language", str, "spec", lambda v: v in ("python", "bash"), "python or bash")
+        out["source"] = _value(spec, "source", str, "spec", lambda v: v.strip() != "", "a script")
+        out["timeout_s"] = _value(spec, "timeout_s", float, "spec", lambda v: 0 < v <= 120, "in (0, 120]")
         out["files"] = _script_files(spec)
     else:
         raise _invalid(f"unknown task {task!r}; expected train, summarize, describe or script")

@@ -4,6 +4,7 @@ The worker's modules import each other by bare name (the zygote runs with its
 own directory on sys.path), so the tests import them the same way.
 """
 
+import copy
 import hashlib
 import os
 import shutil
@@ -20,6 +21,38 @@ sys.path[:0] = [WORKER_DIR, os.path.join(REPO, "core", "compiler")]
 
 # Two cores shared with the rest of the suite; tiny models gain nothing from more threads.
 torch.set_num_threads(1)
+
+# Job specs are complete, as gpu-runner/request.ts sends them: the worker has no defaults.
+# These values are neutral stand-ins for the fields a test does not care about.
+_DATASET = {"name": "digits", "data_dir": "", "subset": 0, "val_fraction": 0.1, "split_seed": 0,
+            "target_column": "", "shape": [], "num_classes": 0, "difficulty": 0.0, "test_subset": 0}
+_FULL = {
+    "train": {
+        "source": "", "class_name": "Net", "init_kwargs": {}, "dataset": _DATASET,
+        "recipe": {"optimizer": "adam", "lr": 1e-3, "momentum": 0.0, "nesterov": False, "weight_decay": 0.0,
+                   "schedule": "none", "warmup_epochs": 0.0, "step_size": 1, "gamma": 0.1, "label_smoothing": 0.0,
+                   "grad_clip": 0.0, "batch_size": 128, "epochs": 2, "amp": False, "channels_last": False,
+                   "augment": {"hflip": False, "crop_padding": 0, "cutout": 0}},
+        "seed": 0, "max_params": 0, "evaluate_test": False, "threads": 1,
+    },
+    "summarize": {"source": "", "class_name": "Net", "init_kwargs": {}, "input_shape": [1, 8, 8],
+                  "input_dtype": "float32", "num_classes": 0, "threads": 1},
+    "describe": {"dataset": _DATASET, "threads": 1},
+    "script": {"language": "python", "source": "", "timeout_s": 30.0, "files": {}},
+}
+_LIMITS = {"memory_mb": 4096, "cpu_seconds": 600.0, "wall_seconds": 300.0, "file_mb": 64, "nproc": 256}
+
+
+def _merge(base, fields):
+    out = copy.deepcopy(base)
+    for key, value in fields.items():
+        out[key] = _merge(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
+
+
+def full_spec(task, **fields):
+    """A complete spec for task with `fields` merged in (objects key by key, anything else replaced)."""
+    return _merge({**_FULL.get(task, {}), "limits": _LIMITS}, fields)
 
 
 @pytest.fixture(scope="session")

@@ -11,12 +11,13 @@ import scipy.io
 
 import datasets
 import specs
+from conftest import full_spec
 from failures import TaskFailure
 
 
 def spec(**fields):
-    """A dataset spec with specs.py's defaults, as the zygote hands it to the loaders."""
-    return specs.dataset({"dataset": fields})
+    """A complete dataset spec, validated, as the zygote hands it to the loaders."""
+    return specs.dataset(full_spec("describe", dataset=fields))
 
 
 def invalid(message_part, **fields):

@@ -1,7 +1,7 @@
 """specs.validate: the zygote's last line against nonsense in a job spec.
 
-Bounds and defaults are specs.py's to choose, so these tests name the field and
-the offending value in error messages but not the bounds themselves.
+Bounds are specs.py's to choose, so these tests name the field and the
+offending value in error messages but not the bounds themselves.
 """
 
 import math
@@ -9,23 +9,23 @@ import re
 
 import pytest
 
+import datasets
 import specs
+from conftest import full_spec
 from failures import TaskFailure
 
 SOURCE = "import torch.nn as nn\nclass Net(nn.Module):\n    pass\n"
 
 
 def train_spec(**overrides):
-    spec = {"source": SOURCE, "class_name": "Net", "dataset": {"name": "digits"}}
-    spec.update(overrides)
-    return spec
+    return full_spec("train", **{"source": SOURCE, **overrides})
 
 
 MINIMAL = {
     "train": train_spec(),
-    "summarize": {"source": SOURCE, "class_name": "Net", "input_shape": [1, 8, 8]},
-    "describe": {"dataset": {"name": "iris"}},
-    "script": {"language": "bash", "source": "echo hi", "files": {"data/in.txt": "42"}},
+    "summarize": full_spec("summarize", source=SOURCE),
+    "describe": full_spec("describe", dataset={"name": "iris"}),
+    "script": full_spec("script", language="bash", source="echo hi", files={"data/in.txt": "42"}),
 }
 
 
@@ -35,16 +35,27 @@ def test_a_normalised_spec_validates_to_itself(task):
     assert specs.validate(task, once) == once
 
 
-def test_missing_fields_take_defaults_and_unknown_fields_are_dropped():
+def test_unknown_fields_are_dropped():
     out = specs.validate("train", train_spec(bogus=1, recipe={"optimizer": "sgd", "typo": 3}))
-    assert out["limits"] == specs.LIMIT_DEFAULTS
     assert "bogus" not in out and "typo" not in out["recipe"]
     assert out["recipe"]["optimizer"] == "sgd"
-    assert set(out["recipe"]["augment"]) == {"hflip", "crop_padding", "cutout"}
-    assert out["dataset"]["name"] == "digits"
-    # 0 means "not set": a validation split is always carved.
-    assert 0 < out["dataset"]["val_fraction"] < 1
-    assert specs.validate("summarize", {**MINIMAL["summarize"], "input_dtype": ""})["input_dtype"] == "float32"
+
+
+@pytest.mark.parametrize("path", [("limits",), ("limits", "wall_seconds"), ("recipe", "momentum"),
+                                  ("recipe", "augment", "cutout"), ("dataset", "val_fraction"), ("seed",)])
+def test_every_field_is_required(path):
+    spec = train_spec()
+    parent = spec
+    for key in path[:-1]:
+        parent = parent[key]
+    del parent[path[-1]]
+    where = ".".join(path[:-1]) if len(path) > 1 else "spec"
+    with pytest.raises(TaskFailure, match=rf"^{re.escape(where)}\.{path[-1]} is missing$"):
+        specs.validate("train", spec)
+
+
+def test_but_the_text_vocabulary_which_only_the_worker_knows():
+    assert specs.validate("summarize", MINIMAL["summarize"])["vocab_size"] == datasets.TEXT_VOCAB
 
 
 def test_numbers_are_coerced_only_where_nothing_is_lost():
@@ -55,7 +66,7 @@ def test_numbers_are_coerced_only_where_nothing_is_lost():
 
 BAD = [
     ("train", "not an object", r"^spec must be an object, got 'not an object'$"),
-    ("fly", {}, r"^unknown task 'fly'; expected train, summarize, describe or script$"),
+    ("fly", full_spec("fly"), r"^unknown task 'fly'; expected train, summarize, describe or script$"),
     ("train", train_spec(recipe={"optimizer": "lion"}), r"^recipe\.optimizer = 'lion': expected adam, adamw or sgd$"),
     ("train", train_spec(recipe={"batch_size": -1}), r"^recipe\.batch_size = -1: expected "),
     ("train", train_spec(recipe={"batch_size": 32.5}), r"^recipe\.batch_size must be int, got 32\.5$"),
@@ -87,7 +98,8 @@ BAD = [
     ("train", train_spec(init_kwargs=[1]), r"^spec\.init_kwargs must be an object, got \[1\]$"),
     ("summarize", {**MINIMAL["summarize"], "input_shape": []}, r"^spec\.input_shape must be a non-empty list of positive integers"),
     ("summarize", {**MINIMAL["summarize"], "input_dtype": "float16"}, r"^spec\.input_dtype = 'float16': expected float32 or int64$"),
-    ("describe", {}, r"^dataset\.name = '': expected one of "),
+    ("describe", full_spec("describe", dataset={"name": ""}), r"^dataset\.name = '': expected one of "),
+    ("describe", {}, r"^spec\.limits is missing$"),
     ("script", {**MINIMAL["script"], "language": "ruby"}, r"^spec\.language = 'ruby': expected python or bash$"),
     ("script", {**MINIMAL["script"], "timeout_s": 10 ** 6}, r"^spec\.timeout_s = 1000000\.0: expected "),
     ("script", {**MINIMAL["script"], "files": {"../x": ""}}, r"^spec\.files: '\.\./x' is not a relative path"),

@@ -9,6 +9,7 @@ import torch
 import datasets
 import specs
 import trainer
+from conftest import full_spec
 
 CNN = """
 import torch.nn as nn
@@ -56,7 +57,7 @@ IMAGES = {"name": "synthetic", "shape": [1, 8, 8], "num_classes": 4, "difficulty
 
 def run(task, source=CNN, dataset=IMAGES, **fields):
     """(terminal event, progress events) of one job, as its child would report them."""
-    spec = specs.validate(task, {"source": source, "class_name": "Net", "dataset": dataset, **fields})
+    spec = specs.validate(task, full_spec(task, source=source, dataset=dataset, **fields))
     split = datasets.split(datasets.load(spec["dataset"]), spec["dataset"]) if task == "train" else None
     events = []
     trainer.run(task, spec, split, events.append, time.monotonic())
@@ -109,7 +110,7 @@ def test_token_ids_reach_the_model_as_int64(fixtures_dir):
 
 
 def factor(**recipe):
-    full = specs.validate("train", {"source": CNN, "class_name": "Net", "dataset": IMAGES, "recipe": recipe})
+    full = specs.validate("train", full_spec("train", source=CNN, dataset=IMAGES, recipe=recipe))
     return trainer._lr_factor(full["recipe"], steps_per_epoch=10)
 
 

@@ -16,7 +16,7 @@ import time
 import pytest
 import torch
 
-from conftest import WORKER_DIR
+from conftest import WORKER_DIR, full_spec
 
 DIGITS = {"name": "digits", "subset": 200}
 
@@ -41,8 +41,7 @@ def hostile(forward="", init=""):
 
 
 def train(source=MLP, limits=None):
-    return {"source": source, "class_name": "Net", "dataset": DIGITS, "recipe": {"epochs": 1, "batch_size": 50},
-            "limits": limits or {}}
+    return full_spec("train", source=source, dataset=DIGITS, recipe={"epochs": 1, "batch_size": 50}, limits=limits or {})
 
 
 class Zygote:
@@ -175,7 +174,7 @@ def test_cancel_ends_a_running_job(zygote):
 
 
 def test_a_busy_worker_refuses_a_second_job_and_finishes_the_first(zygote):
-    second = {"type": "run", "job_id": "second", "task": "describe", "spec": {"dataset": DIGITS}}
+    second = {"type": "run", "job_id": "second", "task": "describe", "spec": full_spec("describe", dataset=DIGITS)}
     result, _, others = zygote.run("train", train(), then=[second])
     assert result["kind"] == "result", result
     assert [(m["job_id"], m["type"], m.get("event", {}).get("label")) for m in others] == \
@@ -209,10 +208,10 @@ def test_bad_requests_get_labelled_answers_and_the_worker_keeps_serving(zygote):
                              "event": {"kind": "failure", "label": "invalid_config",
                                        "message": "invalid job id 'bad id!'", "traceback": ""}}
     assert zygote.read()["type"] == "done"
-    event, _, _ = zygote.run("describe", {"dataset": {"name": "csv", "data_dir": "/nonexistent.csv",
-                                                      "target_column": "y"}})
+    event, _, _ = zygote.run("describe", full_spec("describe", dataset={"name": "csv", "data_dir": "/nonexistent.csv",
+                                                                         "target_column": "y"}))
     assert event["label"] == "invalid_config" and "/nonexistent.csv" in event["message"]
-    event, _, _ = zygote.run("describe", {"dataset": DIGITS})
+    event, _, _ = zygote.run("describe", full_spec("describe", dataset=DIGITS))
     assert event["kind"] == "dataset" and event["n_train"] + event["n_val"] == 200
 
 
