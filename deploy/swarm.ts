@@ -11,6 +11,7 @@ import { connectBus, freePort, startNatsServer, type Bus, type NatsServer } from
 import { ResearchError } from "../core/failure.js";
 import type { Logger } from "../core/logger.js";
 import { connectRunner, type RunnerClient } from "../gpu-runner/client.js";
+import { DEFAULTS } from "../gpu-runner/request.js";
 import { RunSettingsSchema, RunStatus, type Event, type Goal, type RunFinished, type RunSettings } from "../proto/gen/research/v1/events_pb.js";
 import { applyToRunState, emptyRunState, type RunState } from "../swarm/run-state.js";
 import { Supervisor } from "./supervisor.js";
@@ -148,7 +149,7 @@ export function newRunId(): string {
   return `r${d}-${randomBytes(2).toString("hex")}`;
 }
 
-export const SETTING_DEFAULTS = { maxTrials: 30, seeds: 3, parallel: 2, patience: 10, planner: "builtin", research: true } as const;
+export const SETTING_DEFAULTS = { maxTrials: 30, seeds: DEFAULTS.seeds, parallel: 2, patience: 10, planner: "builtin", research: true } as const;
 
 export function runSettings(goal: Goal, partial: Partial<RunSettings>, workspace: string): RunSettings {
   const budget = goal.timeBudgetS || 1800;
