@@ -12,7 +12,7 @@ import { execFileSync } from "node:child_process";
 import { parseGoal } from "../../core/goal.js";
 import { createLogger } from "../../core/logger.js";
 import { request as queryLineage } from "../../swarm/lineage-query.js";
-import type { Event } from "../../proto/gen/research/v1/events_pb.js";
+import { RunStatus, type Event } from "../../proto/gen/research/v1/events_pb.js";
 import { runGoal, runSettings, startSwarm, type RunOutcome, type Swarm } from "../../deploy/swarm.js";
 
 let workspace: string;
@@ -52,7 +52,7 @@ const kinds = (trialId: string, kind: string) => seen.filter((e) => e.trialId ==
 describe("a research run on digits", () => {
   it("runs to its end with a decision on the CI", () => {
     expect(killedAnalyst).toBe(true);
-    expect(["goal_achieved", "budget_exhausted", "stopped"]).toContain(outcome.finished.status);
+    expect([RunStatus.GOAL_ACHIEVED, RunStatus.BUDGET_EXHAUSTED, RunStatus.STOPPED]).toContain(outcome.finished.status);
     expect(outcome.finished.trials).toBeGreaterThanOrEqual(1);
     expect(outcome.finished.bestTrialId).not.toBe("");
     const best = outcome.state.trials.get(outcome.finished.bestTrialId)!;
