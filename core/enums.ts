@@ -1,4 +1,4 @@
-import type { DescEnum } from "@bufbuild/protobuf";
+import type { GenEnum } from "@bufbuild/protobuf/codegenv2";
 import { Surface, SurfaceSchema, TrialStatus, TrialStatusSchema } from "../proto/gen/research/v1/common_pb.js";
 import { Decision, DecisionSchema, RunStatus, RunStatusSchema, Verdict, VerdictSchema } from "../proto/gen/research/v1/events_pb.js";
 import { GoalStatus, GoalStatusSchema, Optimizer, OptimizerSchema, Schedule, ScheduleSchema } from "../proto/gen/research/v1/runner_pb.js";
@@ -22,11 +22,10 @@ export interface ClosedSet<V extends number, N extends string> {
   name(value: V): N | undefined;
   /** undefined for a name outside the set. */
   value(name: string): V | undefined;
-  has(name: string): name is N;
 }
 
-/** Usage: `closedSet<typeof FailureLabel>(FailureLabelSchema)`; the type argument only names the TS enum. */
-export function closedSet<E extends object>(schema: DescEnum): ClosedSet<EnumValue<E>, EnumName<E>> {
+/** Usage: `closedSet<typeof FailureLabel>(FailureLabelSchema)`: the TS enum gives the names' type, its schema the values. */
+export function closedSet<E extends object>(schema: GenEnum<EnumValue<E>>): ClosedSet<EnumValue<E>, EnumName<E>> {
   type N = EnumName<E>;
   type V = EnumValue<E>;
   const members = schema.values.filter((v) => v.number !== 0);
@@ -38,7 +37,6 @@ export function closedSet<E extends object>(schema: DescEnum): ClosedSet<EnumVal
     names: names as [N, ...N[]],
     name: (value) => byValue.get(value),
     value: (name) => byName.get(name),
-    has: (name): name is N => byName.has(name),
   };
 }
 
