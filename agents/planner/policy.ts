@@ -183,7 +183,8 @@ function surfaceStats(state: RunState): Map<Surface, SurfaceStats> {
   for (const t of state.trials.values()) {
     const j = t.judged;
     if (!j || !t.proposed?.parentIds.length) continue;
-    const s = stats.get(SURFACE.name(t.proposed.surface)!);
+    const name = SURFACE.name(t.proposed.surface);
+    const s = name && stats.get(name);
     if (!s) continue;
     s.n++;
     // A failed edit is a small loss: it spent a trial and taught little.
