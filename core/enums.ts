@@ -1,7 +1,16 @@
 import type { GenEnum } from "@bufbuild/protobuf/codegenv2";
 import { Surface, SurfaceSchema, TrialStatus, TrialStatusSchema } from "../proto/gen/research/v1/common_pb.js";
 import { Decision, DecisionSchema, RunStatus, RunStatusSchema, Verdict, VerdictSchema } from "../proto/gen/research/v1/events_pb.js";
-import { GoalStatus, GoalStatusSchema, Optimizer, OptimizerSchema, Schedule, ScheduleSchema } from "../proto/gen/research/v1/runner_pb.js";
+import {
+  GoalStatus,
+  GoalStatusSchema,
+  Optimizer,
+  OptimizerSchema,
+  Schedule,
+  ScheduleSchema,
+  ScriptLanguage,
+  ScriptLanguageSchema,
+} from "../proto/gen/research/v1/runner_pb.js";
 
 /*
  * Every closed set of the swarm (failure labels, surfaces, optimizers, ...) is a proto enum;
@@ -47,6 +56,7 @@ export const OPTIMIZER = closedSet<typeof Optimizer>(OptimizerSchema);
 export type OptimizerName = (typeof OPTIMIZER.names)[number];
 export const SCHEDULE = closedSet<typeof Schedule>(ScheduleSchema);
 export type ScheduleName = (typeof SCHEDULE.names)[number];
+export const SCRIPT_LANGUAGE = closedSet<typeof ScriptLanguage>(ScriptLanguageSchema);
 export const TRIAL_STATUS = closedSet<typeof TrialStatus>(TrialStatusSchema);
 export type TrialStatusName = (typeof TRIAL_STATUS.names)[number];
 export const RUN_STATUS = closedSet<typeof RunStatus>(RunStatusSchema);

@@ -7,7 +7,7 @@
  */
 import { resolve, sep } from "node:path";
 import { DEFAULT_LR, RECIPE_DEFAULTS } from "../core/defaults.js";
-import { OPTIMIZER, SCHEDULE } from "../core/enums.js";
+import { OPTIMIZER, SCHEDULE, SCRIPT_LANGUAGE } from "../core/enums.js";
 import { ResearchError } from "../core/failure.js";
 import { DATASETS } from "../core/goal.js";
 import type {
@@ -30,7 +30,6 @@ export const DEFAULTS = {
 } as const;
 
 export const SCRIPT = {
-  languages: ["python", "bash"],
   defaultTimeoutS: 30,
   maxTimeoutS: 120,
   sourceBytes: 256 * 1024,
@@ -235,7 +234,8 @@ function isInnerPath(path: string): boolean {
 
 export function planScript(req: ScriptRequest) {
   const issues = new Issues();
-  issues.check((SCRIPT.languages as readonly string[]).includes(req.language), `language "${req.language}" is not one of ${SCRIPT.languages.join(", ")}`);
+  const language = SCRIPT_LANGUAGE.name(req.language);
+  issues.check(language !== undefined, `language ${req.language} is not one of ${SCRIPT_LANGUAGE.names.join(", ")}`);
   issues.check(req.source.trim() !== "", "source is empty");
   const sourceBytes = Buffer.byteLength(req.source);
   issues.check(sourceBytes <= SCRIPT.sourceBytes, `source has ${sourceBytes} bytes; at most ${SCRIPT.sourceBytes} are allowed`);
@@ -252,5 +252,5 @@ export function planScript(req: ScriptRequest) {
   }
   issues.check(total <= SCRIPT.filesBytes, `files have ${total} bytes in all; at most ${SCRIPT.filesBytes} are allowed`);
   issues.throwIfAny("script request");
-  return { timeoutS, job: { language: req.language, source: req.source, timeout_s: timeoutS, files: req.files } };
+  return { timeoutS, job: { language, source: req.source, timeout_s: timeoutS, files: req.files } };
 }

@@ -13,6 +13,7 @@ import { labelName, ResearchError } from "../../core/failure.js";
 import { isId } from "../../core/ids.js";
 import type { ToolDef } from "../../core/llm/client.js";
 import type { RunnerClient } from "../../gpu-runner/client.js";
+import { ScriptLanguage } from "../../proto/gen/research/v1/runner_pb.js";
 
 const READ_CHARS = 64 * 1024;
 const LIST_ENTRIES = 500;
@@ -187,7 +188,7 @@ function tool<A>(def: ToolDef<A>): ToolDef {
 export function coderTools(opts: CoderToolsOptions): ToolDef[] {
   const dir = new Confined(opts.dir);
 
-  const run = async (language: "python" | "bash", source: string, timeoutS: number | undefined): Promise<string> => {
+  const run = async (language: ScriptLanguage, source: string, timeoutS: number | undefined): Promise<string> => {
     const r = await opts.runner.runScript({ language, source, timeoutS: timeoutS ?? 0, files: dir.files() });
     if (r.failure) return `error: the sandbox could not run the script (${labelName(r.failure.label)}): ${r.failure.message}`;
     const copied: string[] = [];
@@ -239,14 +240,14 @@ export function coderTools(opts: CoderToolsOptions): ToolDef[] {
       description:
         "Runs Python source (python3 -c) with torch available, in the runner's sandbox (no network) with the trial directory's files as its working directory. Returns the exit code and the output; the text files it creates or changes are written back to the trial directory.",
       parameters: z.object({ code: z.string(), timeout_s: TIMEOUT }),
-      run: ({ code, timeout_s }) => run("python", code, timeout_s),
+      run: ({ code, timeout_s }) => run(ScriptLanguage.PYTHON, code, timeout_s),
     }),
     tool({
       name: "bash_run",
       description:
         "Runs a bash command (bash -c) in the runner's sandbox (no network) with the trial directory's files as its working directory. Returns the exit code and the output; the text files it creates or changes are written back to the trial directory.",
       parameters: z.object({ command: z.string(), timeout_s: TIMEOUT }),
-      run: ({ command, timeout_s }) => run("bash", command, timeout_s),
+      run: ({ command, timeout_s }) => run(ScriptLanguage.BASH, command, timeout_s),
     }),
     tool({
       name: "create_pytorch_project_scaffold",

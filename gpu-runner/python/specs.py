@@ -13,11 +13,12 @@ import math
 from datasets import KNOWN, TEXT_VOCAB
 from failures import TaskFailure
 
-# The proto enums Optimizer and Schedule, by their snake_case names in declaration order. The
-# worker has no protobuf runtime, so they are copied here; test/core/closed-sets.test.ts fails
-# when a copy and the proto drift apart.
+# The proto enums Optimizer, Schedule and ScriptLanguage, by their snake_case names in
+# declaration order. The worker has no protobuf runtime, so they are copied here;
+# test/core/closed-sets.test.ts fails when a copy and the proto drift apart.
 OPTIMIZERS = ("adam", "adamw", "sgd")
 SCHEDULES = ("none", "step", "cosine", "onecycle")
+SCRIPT_LANGUAGES = ("python", "bash")
 
 
 def _one_of(names):
@@ -182,7 +183,8 @@ def validate(task, spec):
     elif task == "describe":
         out["dataset"] = dataset(spec)
     elif task == "script":
-        out["language"] = _value(spec, "language", str, "spec", lambda v: v in ("python", "bash"), "python or bash")
+        out["language"] = _value(spec, "language", str, "spec", lambda v: v in SCRIPT_LANGUAGES,
+                                  _one_of(SCRIPT_LANGUAGES))
         out["source"] = _value(spec, "source", str, "spec", lambda v: v.strip() != "", "a script")
         out["timeout_s"] = _value(spec, "timeout_s", float, "spec", lambda v: 0 < v <= 120, "in (0, 120]")
         out["files"] = _script_files(spec)

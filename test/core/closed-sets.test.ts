@@ -1,7 +1,7 @@
 import { execFileSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { closedSet, OPTIMIZER, SCHEDULE, SURFACE, TRIAL_STATUS } from "../../core/enums.js";
+import { closedSet, OPTIMIZER, SCHEDULE, SCRIPT_LANGUAGE, SURFACE, TRIAL_STATUS } from "../../core/enums.js";
 import { FAILURE_LABELS, labelFromName, labelName } from "../../core/failure.js";
 import { DATASETS } from "../../core/goal.js";
 import { FailureLabel, FailureLabelSchema, Surface } from "../../proto/gen/research/v1/common_pb.js";
@@ -14,7 +14,7 @@ const WORKER_DIR = fileURLToPath(new URL("../../gpu-runner/python/", import.meta
 function workerSets(): Record<string, string[]> {
   const code = [
     "import json, datasets, failures, specs",
-    "print(json.dumps({'optimizers': specs.OPTIMIZERS, 'schedules': specs.SCHEDULES,",
+    "print(json.dumps({'optimizers': specs.OPTIMIZERS, 'schedules': specs.SCHEDULES, 'script_languages': specs.SCRIPT_LANGUAGES,",
     "  'failure_labels': sorted(failures.LABELS), 'datasets': sorted(datasets.KNOWN)}))",
   ].join("\n");
   const out = execFileSync(PYTHON, ["-c", code], { cwd: WORKER_DIR, encoding: "utf8", env: { ...process.env, PYTHONDONTWRITEBYTECODE: "1" } });
@@ -47,6 +47,7 @@ describe("closed sets", () => {
     const worker = workerSets();
     expect(worker.optimizers).toEqual(OPTIMIZER.names);
     expect(worker.schedules).toEqual(SCHEDULE.names);
+    expect(worker.script_languages).toEqual(SCRIPT_LANGUAGE.names);
     // The worker labels only what it can see happen (never gate_miss or illegal, the judge's).
     expect(FAILURE_LABELS).toEqual(expect.arrayContaining(worker.failure_labels!));
     expect(worker.datasets).toEqual([...DATASETS].sort());

@@ -11,7 +11,7 @@ import { createLogger } from "../../core/logger.js";
 import { ResearchError } from "../../core/failure.js";
 import { connectRunner, evaluateToResult, type RunnerClient } from "../../gpu-runner/client.js";
 import { startRunner, type RunningRunner } from "../../gpu-runner/server.js";
-import { EvalResultSchema, GoalStatus, type EvaluateRequestSchema, type Optimizer } from "../../proto/gen/research/v1/runner_pb.js";
+import { EvalResultSchema, GoalStatus, ScriptLanguage, type EvaluateRequestSchema, type Optimizer } from "../../proto/gen/research/v1/runner_pb.js";
 import { DIGITS_CNN, hostile } from "../helpers/models.js";
 import { datasetFixtures } from "../helpers/fixtures.js";
 
@@ -224,7 +224,7 @@ raise RuntimeError("SEEN " + " | ".join(found))`;
 describe("scripts (RunScript)", () => {
   it("runs python with the files sent in and returns the files it wrote", async () => {
     const r = await client.runScript({
-      language: "python",
+      language: ScriptLanguage.PYTHON,
       source: "import os\nprint('read', open('data/in.txt').read())\nos.makedirs('out')\nopen('out/result.txt', 'w').write('done')",
       files: { "data/in.txt": "42" },
     });
@@ -237,7 +237,7 @@ describe("scripts (RunScript)", () => {
   });
 
   it("runs bash with stderr in the output, its exit status, and no root", async () => {
-    const r = await client.runScript({ language: "bash", source: "ls -R; id -u >&2; exit 3", files: { "a.txt": "x", "sub/b.txt": "y" } });
+    const r = await client.runScript({ language: ScriptLanguage.BASH, source: "ls -R; id -u >&2; exit 3", files: { "a.txt": "x", "sub/b.txt": "y" } });
     expect(r.exitCode).toBe(3);
     expect(r.stdout).toMatch(/a\.txt/);
     expect(r.stdout).toMatch(/b\.txt/);
@@ -248,7 +248,7 @@ describe("scripts (RunScript)", () => {
 
   it("stops a script at its timeout and keeps what it printed", async () => {
     const t0 = Date.now();
-    const r = await client.runScript({ language: "python", source: "import time\nprint('started', flush=True)\ntime.sleep(60)", timeoutS: 1 });
+    const r = await client.runScript({ language: ScriptLanguage.PYTHON, source: "import time\nprint('started', flush=True)\ntime.sleep(60)", timeoutS: 1 });
     expect(r.timedOut).toBe(true);
     expect(r.exitCode).toBe(137);
     expect(r.stdout).toContain("started");
@@ -256,7 +256,7 @@ describe("scripts (RunScript)", () => {
   });
 
   it("has no network: a connection attempt fails inside the script", async () => {
-    const r = await client.runScript({ language: "python", source: "import socket\nsocket.create_connection(('1.1.1.1', 80), timeout=3)" });
+    const r = await client.runScript({ language: ScriptLanguage.PYTHON, source: "import socket\nsocket.create_connection(('1.1.1.1', 80), timeout=3)" });
     expect(r.failure).toBeUndefined();
     expect(r.exitCode).toBe(1);
     expect(r.stdout).toMatch(/OSError|unreachable/i);
@@ -264,11 +264,12 @@ describe("scripts (RunScript)", () => {
 
   it("rejects bad script requests with INVALID_ARGUMENT", async () => {
     const bad: [Parameters<RunnerClient["runScript"]>[0], RegExp][] = [
-      [{ language: "ruby", source: "puts 1" }, /language "ruby"/],
-      [{ language: "python", source: "  " }, /source is empty/],
-      [{ language: "bash", source: "true", timeoutS: 500 }, /timeout_s 500/],
-      [{ language: "bash", source: "true", files: { "../escape.txt": "x" } }, /"\.\.\/escape\.txt" is not a relative path/],
-      [{ language: "bash", source: "true", files: { "/etc/passwd": "x" } }, /is not a relative path/],
+      // A language from a newer proto than the runner's.
+      [{ language: 7 as ScriptLanguage, source: "puts 1" }, /language 7 is not one of python, bash/],
+      [{ language: ScriptLanguage.PYTHON, source: "  " }, /source is empty/],
+      [{ language: ScriptLanguage.BASH, source: "true", timeoutS: 500 }, /timeout_s 500/],
+      [{ language: ScriptLanguage.BASH, source: "true", files: { "../escape.txt": "x" } }, /"\.\.\/escape\.txt" is not a relative path/],
+      [{ language: ScriptLanguage.BASH, source: "true", files: { "/etc/passwd": "x" } }, /is not a relative path/],
     ];
     for (const [req, message] of bad) {
       const err = await client.runScript(req).catch((e: unknown) => e);
@@ -281,7 +282,7 @@ describe("scripts (RunScript)", () => {
   it("keeps serving after the scripts", async () => {
     const s = await client.summarize({ model: { code: DIGITS_CNN, className: "DigitsNet" }, inputShape: [1, 8, 8], numClasses: 10 });
     expect(s.failure).toBeUndefined();
-    const r = await client.runScript({ language: "bash", source: "echo ok" });
+    const r = await client.runScript({ language: ScriptLanguage.BASH, source: "echo ok" });
     expect(r.stdout.trim()).toBe("ok");
   });
 });
