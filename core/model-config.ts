@@ -254,6 +254,7 @@ export type Layer = z.infer<typeof LayerSchema>;
 export type LayerType = Layer["type"];
 export const LAYER_TYPES = LayerSchema.options.map((o) => o.shape.type.value) as LayerType[];
 
+/** The first is the default. The worker keeps a copy (specs.py INPUT_DTYPES), checked by test/core/closed-sets.test.ts. */
 export const InputDtypeSchema = z.enum(["float32", "int64"]);
 export type InputDtype = z.infer<typeof InputDtypeSchema>;
 

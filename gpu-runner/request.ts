@@ -9,6 +9,7 @@ import { resolve, sep } from "node:path";
 import { DEFAULT_LR, RECIPE_DEFAULTS } from "../core/defaults.js";
 import { OPTIMIZER, SCHEDULE, SCRIPT_LANGUAGE } from "../core/enums.js";
 import { ResearchError } from "../core/failure.js";
+import { InputDtypeSchema } from "../core/model-config.js";
 import { DATASETS } from "../core/goal.js";
 import type {
   DatasetSpec,
@@ -207,8 +208,8 @@ export function planSummary(req: SummarizeRequest) {
   const issues = new Issues();
   const initKwargs = checkModel(req.model, issues);
   issues.check(req.inputShape.length > 0 && req.inputShape.every((d) => d > 0), "input_shape must be non-empty and positive");
-  const dtype = req.inputDtype || "float32";
-  issues.check(["float32", "int64"].includes(dtype), `input_dtype "${dtype}" must be float32 or int64`);
+  const dtype = req.inputDtype || InputDtypeSchema.options[0];
+  issues.check(InputDtypeSchema.safeParse(dtype).success, `input_dtype "${dtype}" must be one of ${InputDtypeSchema.options.join(", ")}`);
   issues.throwIfAny("summarize request");
   return {
     source: req.model!.code,

@@ -19,6 +19,8 @@ from failures import TaskFailure
 OPTIMIZERS = ("adam", "adamw", "sgd")
 SCHEDULES = ("none", "step", "cosine", "onecycle")
 SCRIPT_LANGUAGES = ("python", "bash")
+# core/model-config.ts InputDtypeSchema (the wire carries sample dtypes as strings).
+INPUT_DTYPES = ("float32", "int64")
 
 
 def _one_of(names):
@@ -175,7 +177,8 @@ def validate(task, spec):
     elif task == "summarize":
         _model(spec, out)
         out["input_shape"] = _int_list(spec, "input_shape", "spec", allow_empty=False)
-        out["input_dtype"] = _value(spec, "input_dtype", str, "spec", lambda v: v in ("float32", "int64"), "float32 or int64")
+        out["input_dtype"] = _value(spec, "input_dtype", str, "spec", lambda v: v in INPUT_DTYPES,
+                                    _one_of(INPUT_DTYPES))
         out["num_classes"] = _value(spec, "num_classes", int, "spec", lambda v: v >= 0, ">= 0")
         # The one default: the TypeScript side never knows the text loader's hashing vocabulary.
         out["vocab_size"] = _value({"vocab_size": TEXT_VOCAB, **spec}, "vocab_size", int, "spec", lambda v: v >= 2, ">= 2")

@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { closedSet, OPTIMIZER, SCHEDULE, SCRIPT_LANGUAGE, SURFACE, TRIAL_STATUS } from "../../core/enums.js";
 import { FAILURE_LABELS, labelFromName, labelName } from "../../core/failure.js";
 import { DATASETS } from "../../core/goal.js";
+import { InputDtypeSchema } from "../../core/model-config.js";
 import { FailureLabel, FailureLabelSchema, Surface } from "../../proto/gen/research/v1/common_pb.js";
 import { TRIAL_STAGES } from "../../swarm/run-state.js";
 
@@ -15,7 +16,7 @@ function workerSets(): Record<string, string[]> {
   const code = [
     "import json, datasets, failures, specs",
     "print(json.dumps({'optimizers': specs.OPTIMIZERS, 'schedules': specs.SCHEDULES, 'script_languages': specs.SCRIPT_LANGUAGES,",
-    "  'failure_labels': sorted(failures.LABELS), 'datasets': sorted(datasets.KNOWN)}))",
+    "  'input_dtypes': specs.INPUT_DTYPES, 'failure_labels': sorted(failures.LABELS), 'datasets': sorted(datasets.KNOWN)}))",
   ].join("\n");
   const out = execFileSync(PYTHON, ["-c", code], { cwd: WORKER_DIR, encoding: "utf8", env: { ...process.env, PYTHONDONTWRITEBYTECODE: "1" } });
   return JSON.parse(out) as Record<string, string[]>;
@@ -48,6 +49,7 @@ describe("closed sets", () => {
     expect(worker.optimizers).toEqual(OPTIMIZER.names);
     expect(worker.schedules).toEqual(SCHEDULE.names);
     expect(worker.script_languages).toEqual(SCRIPT_LANGUAGE.names);
+    expect(worker.input_dtypes).toEqual(InputDtypeSchema.options);
     // The worker labels only what it can see happen (never gate_miss or illegal, the judge's).
     expect(FAILURE_LABELS).toEqual(expect.arrayContaining(worker.failure_labels!));
     expect(worker.datasets).toEqual([...DATASETS].sort());
