@@ -26,7 +26,7 @@ import { startConsumption, type ConsumeOptions, type Consumption, type EventHand
 import { startHeartbeat, watchHeartbeats, type HeartbeatOptions } from "./heartbeat.js";
 import { request, serve, type ServiceHandler } from "./request-reply.js";
 import { readRun, type EventListener, type RunWatch } from "./run-reader.js";
-import { STREAM, STREAM_SUBJECTS, subjectFor, type EventKind } from "./subjects.js";
+import { isLive, STREAM, STREAM_SUBJECTS, subjectFor, type EventKind } from "./subjects.js";
 import { forEachMessage, type Stoppable } from "./subscription.js";
 
 export type EventInit = MessageInitShape<typeof EventSchema>;
@@ -124,6 +124,7 @@ export class Bus {
     event.emittedAtMs ||= BigInt(Date.now());
     event.producer ||= this.name;
     if (event.body.case === "heartbeat") throw new Error("heartbeats are not stored: use startHeartbeat()");
+    if (event.body.case && isLive(event.body.case)) throw new Error(`${event.body.case} events are not stored: use publishLive()`);
     const subject = subjectFor(event);
     const data = encodeEvent(event);
     for (let attempt = 1; ; attempt++) {
@@ -138,6 +139,18 @@ export class Bus {
         await new Promise((resolve) => setTimeout(resolve, delay));
       }
     }
+  }
+
+  /**
+   * Publishes a live event (per-epoch progress) on core NATS: seen by whoever
+   * listens now (subscribe(progressSubject(run))), never stored or replayed.
+   */
+  publishLive(init: EventInit): void {
+    const event = create(EventSchema, init);
+    event.emittedAtMs ||= BigInt(Date.now());
+    event.producer ||= this.name;
+    if (!event.body.case || !isLive(event.body.case)) throw new Error(`${event.body.case ?? "an empty"} event belongs on the stream: use publish()`);
+    if (!this.nc.isClosed() && !this.nc.isDraining()) this.nc.publish(subjectFor(event), encodeEvent(event));
   }
 
   /**
@@ -156,7 +169,7 @@ export class Bus {
   }
 
   /** Live events on a subject filter (see subjects.ts), nothing stored: for monitors. */
-  subscribe(filter: string, onEvent: EventListener): Stoppable {
+  subscribe(filter: string, onEvent: (event: Event) => void | Promise<void>): Stoppable {
     return this.track(
       forEachMessage(this.nc.subscribe(filter), this.logger, async (msg) => {
         let event: Event;

@@ -40,6 +40,12 @@ export interface ConsumeOptions {
   onDeadLetter?: DeadLetterHook;
   /** Lifetime of one pull request; a lost pull is noticed after half of it (idle heartbeats). */
   pullExpiresMs?: number;
+  /**
+   * Messages of one kind handled at once (default 1). Only for short handlers:
+   * the server sends this many ahead and a message waiting for a free handler
+   * gets no progress acks. Long handlers scale with more consumptions instead.
+   */
+  maxInFlight?: number;
 }
 
 export interface Consumption extends Stoppable {
@@ -76,9 +82,11 @@ export async function startConsumption(
     maxDeliver: options.maxDeliver ?? 5,
     retryDelayMs: options.retryDelayMs ?? 1_000,
     pullExpiresMs: options.pullExpiresMs ?? 30_000,
+    maxInFlight: options.maxInFlight ?? 1,
     onDeadLetter: options.onDeadLetter,
   };
   if (settings.maxDeliver < 1) throw new Error("maxDeliver must be at least 1");
+  if (!(Number.isInteger(settings.maxInFlight) && settings.maxInFlight >= 1)) throw new Error("maxInFlight must be a positive integer");
   const counters = { inFlight: 0, handled: 0 };
   const workers: Stoppable[] = [];
   try {
@@ -170,7 +178,12 @@ async function startWorker(
   // consume() with max_messages 1 pulls the next message only when the loop
   // asks for it (the pull is queued behind the message in the iterator), so
   // a busy instance holds one message and the rest go to idle instances. It
-  // also re-pulls by itself after reconnects and missed heartbeats.
+  // also re-pulls by itself after reconnects and missed heartbeats. With
+  // maxInFlight N the loop asks for the next message while up to N run.
+  const running = new Set<Promise<void>>();
+  const freeSlot = async () => {
+    while (running.size >= settings.maxInFlight) await Promise.race(running);
+  };
   const loop = (async () => {
     let failures = 0;
     while (!stopping && !deps.nc.isClosed()) {
@@ -178,12 +191,16 @@ async function startWorker(
         consumer ??= await ensureConsumer(deps, name, kind, settings);
         // Abort when the durable is gone (a wiped server) so it is recreated below.
         messages = await consumer.consume({
-          max_messages: 1,
+          max_messages: settings.maxInFlight,
           expires: settings.pullExpiresMs,
           abort_on_missing_resource: true,
         });
         for await (const m of messages) {
-          await handle(m);
+          const p = handle(m)
+            .catch((err: unknown) => logger.error({ err, seq: m.seq }, "acknowledging the event failed"))
+            .finally(() => running.delete(p));
+          running.add(p);
+          await freeSlot();
           failures = 0;
           // Leave before the iterator sends its queued pull: a message the
           // server sent to it now would wait ack_wait for redelivery.
@@ -201,6 +218,7 @@ async function startWorker(
         });
       }
     }
+    await Promise.all(running);
   })();
 
   const advisories = watchMaxDeliveries(deps, name, logger, deadLetter);

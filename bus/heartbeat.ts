@@ -1,17 +1,10 @@
-import { hostname } from "node:os";
 import { create } from "@bufbuild/protobuf";
 import type { NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
-import { toId } from "../core/ids.js";
 import { EventSchema, type Event, type Heartbeat } from "../proto/gen/research/v1/events_pb.js";
 import { decodeEvent, encodeEvent } from "./codec.js";
 import { heartbeatSubject } from "./subjects.js";
 import { forEachMessage, type Stoppable } from "./subscription.js";
-
-/** A default heartbeat instance id: unique per process on a host, usable as a subject token. */
-export function instanceId(): string {
-  return `${toId(hostname())}-${process.pid}`;
-}
 
 export interface HeartbeatOptions {
   role: string;

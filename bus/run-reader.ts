@@ -5,11 +5,18 @@ import { decodeEvent } from "./codec.js";
 import { runFilter, STREAM } from "./subjects.js";
 import type { Stoppable } from "./subscription.js";
 
-export type EventListener = (event: Event) => void | Promise<void>;
+/** `seq` is the event's stream sequence: its position in the trajectory. */
+export type EventListener = (event: Event, seq: number) => void | Promise<void>;
 
 export interface RunWatch extends Stoppable {
   /** Resolves with the number of stored events once they have all been passed on. */
   caughtUp: Promise<number>;
+  /**
+   * Resolves once every event stored before the call has been passed on: one
+   * round trip to the server, however long the run, so a follower can be
+   * asked "are you current?" before each decision.
+   */
+  sync(): Promise<void>;
 }
 
 /**
@@ -27,13 +34,34 @@ export async function readRun(
   const consumer = await js.consumers.get(STREAM, { filter_subjects: runFilter(runId) });
   const stored = (await consumer.info(true)).num_pending;
   let count = 0;
+  let delivered = 0;
+  let progressed: () => void = () => undefined;
+  let progress = new Promise<void>((resolve) => (progressed = resolve));
+  let stopped = false;
   let markCaughtUp!: (n: number) => void;
   const caughtUp = new Promise<number>((resolve) => (markCaughtUp = resolve));
+  const sync = async (): Promise<void> => {
+    for (;;) {
+      if (stopped) return;
+      const seen = progress;
+      const info = await consumer.info();
+      // Delivered but not yet passed on: wait for the reader, then ask again
+      // when the server still had more for this run.
+      // By consumer sequence: the stream sequence in `delivered` runs ahead
+      // over other runs' events that the filter skipped.
+      while (delivered < info.delivered.consumer_seq && !stopped) await Promise.race([progress, stoppedSignal]);
+      if (info.num_pending === 0) return;
+      if (progress === seen) await Promise.race([progress, stoppedSignal]);
+    }
+  };
+  let signalStopped!: () => void;
+  const stoppedSignal = new Promise<void>((resolve) => (signalStopped = resolve));
+
   if (stored === 0) {
     markCaughtUp(0);
     if (!follow) {
       await consumer.delete().catch(() => undefined);
-      return { caughtUp, stop: async () => undefined };
+      return { caughtUp, sync: async () => undefined, stop: async () => undefined };
     }
   }
   const messages = await consumer.consume();
@@ -41,11 +69,15 @@ export async function readRun(
     try {
       for await (const m of messages) {
         try {
-          await onEvent(decodeEvent(m.data));
+          await onEvent(decodeEvent(m.data), m.seq);
         } catch (err) {
           logger.warn({ err, subject: m.subject, seq: m.seq, bytes: m.data.length }, "event skipped");
         }
         count++;
+        delivered = m.info.deliverySequence;
+        const wake = progressed;
+        progress = new Promise<void>((resolve) => (progressed = resolve));
+        wake();
         if (m.info.pending === 0) {
           markCaughtUp(count);
           if (!follow) break;
@@ -56,6 +88,8 @@ export async function readRun(
     } finally {
       // Stopped or failed before the end of history: awaiters get what was read.
       markCaughtUp(count);
+      stopped = true;
+      signalStopped();
     }
   })();
   const stop = async () => {
@@ -68,5 +102,5 @@ export async function readRun(
     await done;
     await stop();
   }
-  return { caughtUp, stop };
+  return { caughtUp, sync, stop };
 }

@@ -8,10 +8,15 @@ export const STREAM_SUBJECTS = "research.>";
 /** Every case of the Event body oneof, as protobuf-es names it ("trialProposed"). */
 export type BodyCase = NonNullable<Event["body"]["case"]>;
 /**
- * The kinds that go through the durable stream. Heartbeats are excluded: they
- * are liveness noise, worthless on replay, and would grow the stream forever.
+ * Kinds that live on core NATS only. Heartbeats are liveness noise; per-epoch
+ * progress is a live view of an evaluation whose curves arrive in full with
+ * trial_evaluated. Neither is worth replaying, and progress alone used to be
+ * more than half of a run's stored events.
  */
-export type EventKind = Exclude<BodyCase, "heartbeat">;
+export type LiveKind = "heartbeat" | "trialProgress";
+/** The kinds that go through the durable stream: the replayable trajectory. */
+export type EventKind = Exclude<BodyCase, LiveKind>;
+const LIVE_KINDS: ReadonlySet<BodyCase> = new Set<LiveKind>(["heartbeat", "trialProgress"]);
 
 const bodyFields = EventSchema.oneofs.find((o) => o.name === "body")!.fields;
 
@@ -25,14 +30,27 @@ const kindTokens = new Map<BodyCase, string>(
 
 export const EVENT_KINDS: readonly EventKind[] = bodyFields
   .map((f) => f.localName as BodyCase)
-  .filter((c): c is EventKind => c !== "heartbeat");
+  .filter((c): c is EventKind => !LIVE_KINDS.has(c));
 
-/** The subject an event is published on: research.<kind>.<run_id>, or the heartbeat subject. */
+export function isLive(kind: BodyCase): kind is LiveKind {
+  return LIVE_KINDS.has(kind);
+}
+
+/**
+ * The subject an event is published on: research.<kind>.<run_id> for the
+ * stream, or the live subjects of heartbeats and progress.
+ */
 export function subjectFor(event: Pick<Event, "runId" | "body">): string {
   const body = event.body;
   if (body.case === undefined) throw new Error("event has no body");
   if (body.case === "heartbeat") return heartbeatSubject(body.value.role, body.value.instance);
+  if (body.case === "trialProgress") return progressSubject(event.runId);
   return `research.${kindTokens.get(body.case)}.${token("run_id", event.runId)}`;
+}
+
+/** Live per-epoch progress of one run's evaluations ("*": every run's): swarm.progress.<run_id>. */
+export function progressSubject(runId = "*"): string {
+  return `swarm.progress.${runId === "*" ? "*" : token("run_id", runId)}`;
 }
 
 /** Filter for one kind in one run, or in every run ("*"). */

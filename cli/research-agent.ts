@@ -6,7 +6,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, wri
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { parseArgs, type ParseArgsConfig } from "node:util";
-import { connectBus, type Bus } from "../bus/index.js";
+import { connectBus, progressSubject, type Bus } from "../bus/index.js";
 import { DECISION, RUN_STATUS, SURFACE, VERDICT } from "../core/enums.js";
 import { FAILURE_LABEL, labelName } from "../core/failure.js";
 import { parseGoal } from "../core/goal.js";
@@ -418,12 +418,15 @@ async function watch(argv: string[]): Promise<void> {
   if (a.help) return void process.stdout.write(HELP);
   const bus = (await connectOrFail(a.workspace, a.nats)) ?? fail("no swarm is running for this workspace (give --nats URL or --workspace DIR)");
   const states = new Map<string, RunState>();
-  await bus.watch(positionals[0] ?? "*", (e) => {
-    const s = states.get(e.runId) ?? emptyRunState(e.runId);
-    states.set(e.runId, applyToRunState(s, e));
+  const stateOf = (runId: string) => states.get(runId) ?? states.set(runId, emptyRunState(runId)).get(runId)!;
+  const print = (e: Event, s: RunState) => {
     const line = describeEvent(e, s);
     if (line) process.stdout.write(`${new Date(Number(e.emittedAtMs)).toISOString()} ${e.runId} ${line}\n`);
-  });
+  };
+  const run = positionals[0] ?? "*";
+  await bus.watch(run, (e) => print(e, applyToRunState(stateOf(e.runId), e)));
+  // Progress is live only: what is running now, never the history.
+  bus.subscribe(progressSubject(run), (e) => print(e, stateOf(e.runId)));
   process.once("SIGINT", () => void bus.close().then(() => process.exit(0)));
 }
 

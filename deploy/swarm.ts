@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { randomBytes } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
-import { connectBus, freePort, startNatsServer, type Bus, type NatsServer } from "../bus/index.js";
+import { connectBus, freePort, progressSubject, startNatsServer, type Bus, type NatsServer } from "../bus/index.js";
 import { ResearchError } from "../core/failure.js";
 import type { Logger } from "../core/logger.js";
 import { connectRunner, type RunnerClient } from "../gpu-runner/client.js";
@@ -194,6 +194,7 @@ export async function runGoal(
     opts.onEvent?.(e, state);
     if (e.body.case === "runFinished") resolveFinished(e.body.value);
   });
+  const progress = swarm.bus.subscribe(progressSubject(runId), (e) => opts.onEvent?.(e, state));
   await watch.caughtUp;
   if (!state.goal && opts.start && !opts.resume) {
     await swarm.bus.publish({
@@ -202,7 +203,7 @@ export async function runGoal(
       body: { case: "runStarted", value: opts.start },
     });
   } else if (!state.goal) {
-    await watch.stop();
+    await Promise.all([watch.stop(), progress.stop()]);
     throw new ResearchError("invalid_config", `run ${runId} has no stored events in this workspace; nothing to resume`);
   }
   const budgetS = (state.goal ?? opts.start?.goal)?.timeBudgetS || 1800;
@@ -219,7 +220,7 @@ export async function runGoal(
     Math.max(0, startedAt + budgetS * 1000 + graceMs - Date.now()),
   );
   const result = await finished.finally(() => clearTimeout(deadline));
-  await watch.stop();
+  await Promise.all([watch.stop(), progress.stop()]);
   // The store writes the report after it sees RunFinished.
   const report = result.reportPath;
   for (let i = 0; i < 120 && report && !existsSync(report); i++) await new Promise((r) => setTimeout(r, 250));

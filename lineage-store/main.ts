@@ -6,25 +6,42 @@
  * similarity queries over NATS request/reply.
  */
 import { join } from "node:path";
-import { runAgent, replayRun } from "../swarm/runtime.js";
 import { EVENT_KINDS } from "../bus/subjects.js";
-import { createLogger } from "../core/logger.js";
+import { agentConfig } from "../core/config.js";
+import { createLogger, setLogLevel } from "../core/logger.js";
+import { runAgent } from "../swarm/runtime.js";
 import { writeArtifacts } from "./artifacts.js";
 import { serveQueries } from "./query.js";
 import { LineageStore } from "./store.js";
 
-const workspace = process.env.WORKSPACE ?? "./workspace";
+const config = agentConfig();
+// Set before the store's logger exists (runAgent would set it later).
+setLogLevel(config.logLevel);
+const workspace = config.workspace;
 const store = await LineageStore.open(join(workspace, "lineage"), { logger: createLogger("lineage-store") });
+
+/** Artifact writes of one run, one at a time: the registry is read, updated and replaced. */
+const artifactChains = new Map<string, Promise<void>>();
+function inOrder(runId: string, write: () => Promise<void>): Promise<void> {
+  const next = (artifactChains.get(runId) ?? Promise.resolve()).then(write);
+  const settled = next.catch(() => undefined);
+  artifactChains.set(runId, settled);
+  void settled.then(() => {
+    if (artifactChains.get(runId) === settled) artifactChains.delete(runId);
+  });
+  return next;
+}
 
 await runAgent({
   role: "lineage-store",
   kinds: EVENT_KINDS,
+  // Many events wait on one group commit at a time (LanceDB commits cost
+  // milliseconds each; batches of hundreds cost about the same).
+  maxInFlight: 256,
   handle: async (event, ctx) => {
-    await store.applyEvent(event);
-    // Progress ticks are many and change no artifact.
-    if (event.body.case === "trialProgress") return;
-    const state = await replayRun(ctx.bus, event.runId);
-    await writeArtifacts(join(workspace, "runs", event.runId), state, event);
+    await store.record(event);
+    const state = await ctx.runState(event.runId);
+    await inOrder(event.runId, () => writeArtifacts(join(workspace, "runs", event.runId), state, event));
   },
   setup: (bus) => void serveQueries(bus, store),
 });

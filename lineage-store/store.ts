@@ -86,6 +86,9 @@ type TableName = (typeof TABLES)[number];
  */
 const KEEP_VERSIONS_MS = 10 * 60_000;
 
+/** Events written in one group commit at most. */
+const MAX_BATCH = 500;
+
 /** Keeps `IN (...)` filters to a size DataFusion plans quickly. */
 const IN_CHUNK = 500;
 
@@ -97,6 +100,7 @@ const IN_CHUNK = 500;
  */
 export class LineageStore {
   private writeChain: Promise<unknown> = Promise.resolve();
+  private readonly queued: Array<{ event: Event; resolve: () => void; reject: (err: unknown) => void }> = [];
   private readonly columns: Record<"runs" | "trials" | "briefs", string[]>;
   private readonly commits: Record<TableName, number> = { runs: 0, trials: 0, briefs: 0, events: 0 };
 
@@ -152,6 +156,37 @@ export class LineageStore {
 
   applyEvent(event: Event): Promise<ApplyResult> {
     return this.applyEvents([event]);
+  }
+
+  /**
+   * Group commit: resolves once `event` is written. Events recorded while a
+   * write is under way join the next one, so a busy bus costs a few LanceDB
+   * commits per batch instead of a few per event. A batch that fails rejects
+   * every event in it (their handlers nak and they come back).
+   */
+  record(event: Event): Promise<void> {
+    if (this.readOnly) return Promise.reject(new Error("this LineageStore was opened readOnly"));
+    if (!event.eventId && event.body.case !== "heartbeat") {
+      return Promise.reject(new Error(`event without event_id (kind ${eventKind(event)}, run ${event.runId}): cannot be stored idempotently`));
+    }
+    return new Promise<void>((resolve, reject) => {
+      this.queued.push({ event, resolve, reject });
+      if (this.queued.length === 1) void this.flushQueued();
+    });
+  }
+
+  private async flushQueued(): Promise<void> {
+    // Joins the write chain, so whatever arrives before this batch's turn rides along.
+    await this.writeChain;
+    const batch = this.queued.splice(0, MAX_BATCH);
+    if (batch.length === 0) return;
+    if (this.queued.length > 0) void this.flushQueued();
+    try {
+      await this.applyEvents(batch.map((q) => q.event));
+      for (const q of batch) q.resolve();
+    } catch (err) {
+      for (const q of batch) q.reject(err);
+    }
   }
 
   /**

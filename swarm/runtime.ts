@@ -1,21 +1,23 @@
 /**
  * What every agent process shares: connect to the bus, consume its kinds as
- * a member of its role, rebuild run state by replay, publish with
- * deterministic event ids, heartbeat, and drain on SIGTERM. A role is then
- * a handler function and nothing else.
+ * a member of its role, keep the state of the runs it works on current,
+ * publish with deterministic event ids, heartbeat, and drain on SIGTERM. A
+ * role is then a handler function and nothing else.
  */
-import { connectBus, instanceId, onShutdown, type Bus, type EventInit } from "../bus/index.js";
+import { connectBus, onShutdown, type Bus, type EventInit } from "../bus/index.js";
+import { agentConfig } from "../core/config.js";
 import type { EventKind } from "../bus/subjects.js";
-import { createLogger, type Logger } from "../core/logger.js";
+import { createLogger, setLogLevel, type Logger } from "../core/logger.js";
 import { exitWithParent } from "../core/process.js";
 import type { Event } from "../proto/gen/research/v1/events_pb.js";
 import { connectRunner, type RunnerClient } from "../gpu-runner/client.js";
-import { foldRun, type RunState } from "./run-state.js";
+import type { RunState } from "./run-state.js";
+import { RunStates } from "./run-states.js";
 
 export interface AgentContext {
   bus: Bus;
   log: Logger;
-  /** The run's state from its full stored trajectory. */
+  /** The run's state, current with every event stored before the call (shared: read, don't write). */
   runState(runId: string): Promise<RunState>;
   /** Publishes an event whose id is derived from `key`, so a redelivered message republishes the same id. */
   emit(key: string, init: EventInit): Promise<void>;
@@ -36,15 +38,12 @@ export interface AgentOptions {
   concurrency?: number;
   /** Extra wiring on the connected bus (a request/reply service, say). */
   setup?: (bus: Bus) => void;
+  /** Messages of one kind handled at once by one consumption; short handlers only (see ConsumeOptions). */
+  maxInFlight?: number;
 }
 
-export function natsServers(): string[] {
-  return (process.env.NATS_URL ?? "nats://127.0.0.1:4222").split(",").map((s) => s.trim());
-}
-
-/** Round robin over the runners in RUNNER_ADDRESS (comma-separated host:port). */
-function runnerPicker(): () => RunnerClient {
-  const addresses = (process.env.RUNNER_ADDRESS ?? "127.0.0.1:50051").split(",").map((s) => s.trim());
+/** Round robin over the runners in RUNNER_ADDRESS. */
+function runnerPicker(addresses: string[]): () => RunnerClient {
   const clients: RunnerClient[] = [];
   let next = 0;
   return () => {
@@ -54,26 +53,23 @@ function runnerPicker(): () => RunnerClient {
   };
 }
 
-export async function replayRun(bus: Bus, runId: string): Promise<RunState> {
-  const events: Event[] = [];
-  await bus.replay(runId, (e) => void events.push(e));
-  return foldRun(runId, events);
-}
-
 export async function runAgent(opts: AgentOptions): Promise<void> {
-  const instance = process.env.INSTANCE_ID ?? instanceId();
+  const config = agentConfig();
+  setLogLevel(config.logLevel);
+  const instance = config.instance;
   const log = createLogger(opts.role, { instance });
   const bus = await connectBus({
-    servers: natsServers(),
+    servers: config.natsServers,
     name: `${opts.role}@${instance}`,
     logger: log,
-    replicas: Number(process.env.NATS_STREAM_REPLICAS ?? 1),
+    replicas: config.streamReplicas,
   });
-  const runner = runnerPicker();
+  const runner = runnerPicker(config.runnerAddresses);
+  const runs = new RunStates(bus, log);
   const ctx = (event: Event): AgentContext => ({
     bus,
     log: log.child({ run_id: event.runId, ...(event.trialId ? { trial_id: event.trialId } : {}) }),
-    runState: (runId) => replayRun(bus, runId),
+    runState: (runId) => runs.get(runId),
     emit: async (key, init) => {
       await bus.publish({ ...init, eventId: `${init.runId}/${key}` });
     },
@@ -82,7 +78,7 @@ export async function runAgent(opts: AgentOptions): Promise<void> {
 
   // Each consumption holds one message at a time; several on the same durables
   // let one process work on several trials (evaluations wait on the runner, not the CPU here).
-  const concurrency = Number(process.env.AGENT_CONCURRENCY ?? opts.concurrency ?? 1);
+  const concurrency = config.concurrency ?? opts.concurrency ?? 1;
   const consume = () => bus.consume(
     opts.role,
     opts.kinds,
@@ -90,6 +86,7 @@ export async function runAgent(opts: AgentOptions): Promise<void> {
     (event) => opts.handle(event, ctx(event)),
     {
       ackWaitMs: opts.ackWaitMs,
+      maxInFlight: opts.maxInFlight,
       onDeadLetter: async (event, err) => {
         log.error({ run_id: event.runId, trial_id: event.trialId, err: (err as Error).message }, "event dead-lettered");
         await opts.onDeadLetter?.(event, err, ctx(event));
@@ -103,7 +100,9 @@ export async function runAgent(opts: AgentOptions): Promise<void> {
   log.info({ kinds: opts.kinds }, "agent ready");
   onShutdown(async () => {
     log.info("draining");
+    // Closing the bus waits for handlers in flight, which may still read run states.
     await bus.close();
+    await runs.close();
   });
   exitWithParent();
 }

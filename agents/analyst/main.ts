@@ -1,6 +1,7 @@
 /**
  * The analyst: runs each assembled trial on a GPU runner over gRPC, streams
- * its progress onto the bus and publishes the evaluation with an analysis.
+ * its per-epoch progress live on core NATS and publishes the evaluation with
+ * an analysis.
  */
 import { ResearchError } from "../../core/failure.js";
 import { evaluateToResult } from "../../gpu-runner/client.js";
@@ -27,11 +28,7 @@ async function evaluateTrial(event: Event, assembled: TrialAssembled, ctx: Agent
   const t0 = Date.now();
   try {
     const result = await evaluateToResult(ctx.runner(), assembled.request, (e) => {
-      if (e.event.case !== "progress") return;
-      const p = e.event.value;
-      void ctx
-        .emit(`${trialId}/progress/${p.seed}/${p.epoch}`, { runId, trialId, body: { case: "trialProgress", value: { progress: p } } })
-        .catch((err: unknown) => ctx.log.warn({ err: (err as Error).message }, "progress not published"));
+      if (e.event.case === "progress") ctx.bus.publishLive({ runId, trialId, body: { case: "trialProgress", value: { progress: e.event.value } } });
     });
     ctx.log.info({ val_accuracy: result.aggregated.val_accuracy?.mean, seconds: result.seconds }, "trial evaluated");
     const evalSeconds = (Date.now() - t0) / 1000;

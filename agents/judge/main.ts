@@ -8,7 +8,7 @@ import { ResearchError } from "../../core/failure.js";
 import { evaluateToResult } from "../../gpu-runner/client.js";
 import { Decision, RunStatus, type Event, type TrialJudged } from "../../proto/gen/research/v1/events_pb.js";
 import type { EvalResult } from "../../proto/gen/research/v1/runner_pb.js";
-import { applyToRunState, bestTrial, isTerminal, type RunState } from "../../swarm/run-state.js";
+import { bestTrial, isTerminal, type RunState } from "../../swarm/run-state.js";
 import { runAgent, type AgentContext } from "../../swarm/runtime.js";
 import { judge } from "./rules.js";
 
@@ -60,10 +60,8 @@ async function judgeTrial(event: Event, ctx: AgentContext): Promise<void> {
   const judged = judge(state, t, Date.now());
   await ctx.emit(`${t.id}/judged`, { runId: event.runId, trialId: t.id, body: { case: "trialJudged", value: judged } });
   ctx.log.info({ verdict: judged.verdict, decision: judged.decision, score: judged.score, reason: judged.reason }, "trial judged");
-  if (isTerminal(judged.decision)) {
-    applyToRunState(state, { ...event, body: { case: "trialJudged", value: judged } });
-    await finishRun(state, judged, ctx);
-  }
+  // The run's state now includes this judgement (emit returns once it is stored).
+  if (isTerminal(judged.decision)) await finishRun(await ctx.runState(event.runId), judged, ctx);
 }
 
 await runAgent({

@@ -132,12 +132,12 @@ describe("bus", () => {
   it("dead-letters an event after its last delivery", async () => {
     let calls = 0;
     const dead: Array<{ event: Event; error: unknown }> = [];
-    const c = await bus.consume("doomed", ["trialProgress"], async (event) => {
+    const c = await bus.consume("doomed", ["llmCall"], async (event) => {
       if (event.runId !== "doomed-run") return;
       calls++;
       throw new ResearchError("runner_unavailable", "still down");
     }, { ...fast, maxDeliver: 3, onDeadLetter: (event, error) => void dead.push({ event, error }) });
-    await bus.publish(eventOf("trialProgress", "doomed-run", "t9"));
+    await bus.publish(eventOf("llmCall", "doomed-run", "t9"));
     await waitFor("dead letter", () => dead.length === 1);
     await sleep(500);
     await c.stop();

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
-import { connectBus, startNatsServer, type Bus, type EventInit, type EventKind, type NatsServer } from "../../bus/index.js";
+import { connectBus, startNatsServer, type Bus, type BodyCase, type EventInit, type NatsServer } from "../../bus/index.js";
 
 /** Quiet unless LOG_LEVEL asks otherwise: several tests provoke warnings on purpose. */
 export const testLogger = pino({ level: process.env.LOG_LEVEL ?? "silent" });
@@ -33,7 +33,7 @@ export function testBus(url: string, name: string): Promise<Bus> {
 }
 
 /** A minimal event of one kind; bodies are left at their defaults. */
-export function eventOf(kind: EventKind, runId: string, trialId = "", ids: { eventId?: string } = {}): EventInit {
+export function eventOf(kind: BodyCase, runId: string, trialId = "", ids: { eventId?: string } = {}): EventInit {
   return { runId, trialId, ...ids, body: { case: kind, value: {} } as EventInit["body"] };
 }
 

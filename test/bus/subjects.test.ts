@@ -7,6 +7,7 @@ import {
   EVENT_KINDS,
   filterFor,
   heartbeatSubject,
+  progressSubject,
   runFilter,
   subjectFor,
 } from "../../bus/index.js";
@@ -20,7 +21,6 @@ describe("subjects", () => {
       "briefReady",
       "trialProposed",
       "trialAssembled",
-      "trialProgress",
       "trialEvaluated",
       "trialJudged",
       "runFinished",
@@ -41,10 +41,12 @@ describe("subjects", () => {
     expect(runFilter("*")).toBe("research.>");
   });
 
-  it("keeps heartbeats off the research stream", () => {
+  it("keeps heartbeats and progress off the research stream", () => {
     const beat = create(EventSchema, { body: { case: "heartbeat", value: { role: "coder", instance: "h-1" } } });
     expect(subjectFor(beat)).toBe("swarm.heartbeat.coder.h-1");
     expect(heartbeatSubject()).toBe("swarm.heartbeat.*.*");
+    expect(subjectFor(create(EventSchema, eventOf("trialProgress", "run-1", "t1")))).toBe("swarm.progress.run-1");
+    expect(progressSubject()).toBe("swarm.progress.*");
   });
 
   it("names durables after role and kind", () => {
