@@ -66,3 +66,4 @@ export type VerdictName = (typeof VERDICT.names)[number];
 export const DECISION = closedSet<typeof Decision>(DecisionSchema);
 export type DecisionName = (typeof DECISION.names)[number];
 export const GOAL_STATUS = closedSet<typeof GoalStatus>(GoalStatusSchema);
+export type GoalStatusName = (typeof GOAL_STATUS.names)[number];

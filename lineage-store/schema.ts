@@ -8,6 +8,8 @@ import { Binary, Field, Float32, Float64, FixedSizeList, Int32, Int64, List, Sch
  * (never the wall clock, so applying an event twice writes identical rows).
  */
 
+import type { DecisionName, GoalStatusName, RunStatusName, SurfaceName, VerdictName } from "../core/enums.js";
+import type { FailureName } from "../core/failure.js";
 import type { TrialStage, TrialStatus } from "../swarm/run-state.js";
 export { TRIAL_STAGES, type TrialStage, type TrialStatus } from "../swarm/run-state.js";
 
@@ -19,8 +21,8 @@ export interface RunRow {
   metric: string;
   target: number | null;
   max_params: number | null;
-  /** running until run_finished, then its status (goal_achieved, budget_exhausted, stopped, failed). */
-  status: string;
+  /** running until run_finished, then how it ended; "" before run_started. */
+  status: RunStatusName | "";
   started_at: number | null;
   finished_at: number | null;
   best_trial_id: string;
@@ -43,7 +45,7 @@ export interface TrialRow {
   status: TrialStatus;
   /** The furthest pipeline stage whose event was applied, failed or not. */
   stage: TrialStage;
-  surface: string;
+  surface: SurfaceName | "";
   hypothesis: string;
   rationale: string;
   parent_ids: string[];
@@ -62,12 +64,11 @@ export interface TrialRow {
   ci_high: number | null;
   std: number | null;
   seeds: number | null;
-  goal_status: string;
-  /** One of core/failure FAILURE_LABELS, "" when none. */
-  failure_label: string;
+  goal_status: GoalStatusName | "";
+  failure_label: FailureName | "";
   failure_message: string;
-  verdict: string;
-  decision: string;
+  verdict: VerdictName | "";
+  decision: DecisionName | "";
   reason: string;
   gain: number | null;
   analysis_json: string;
