@@ -22,6 +22,8 @@ export interface SwarmOptions {
   workspace: string;
   /** Join this NATS instead of starting one. */
   natsUrl?: string;
+  /** Use this runner (host:port) instead of starting one. */
+  runnerAddress?: string;
   slots?: number;
   dataRoots?: string[];
   unsafeNoSandbox?: boolean;
@@ -94,7 +96,7 @@ export async function startSwarm(opts: SwarmOptions): Promise<Swarm> {
     natsUrl = nats.url;
   }
   const supervisor = new Supervisor(join(workspace, "logs"), log, opts.onRestart);
-  const runnerAddress = `127.0.0.1:${await freePort()}`;
+  const runnerAddress = opts.runnerAddress ?? `127.0.0.1:${await freePort()}`;
   const common = {
     NATS_URL: natsUrl,
     RUNNER_ADDRESS: runnerAddress,
@@ -104,7 +106,7 @@ export async function startSwarm(opts: SwarmOptions): Promise<Swarm> {
     LLM_BASE_URL: opts.llm?.baseUrl ?? process.env.LLM_BASE_URL ?? "",
     LLM_CONFIG: opts.llm?.file ?? process.env.LLM_CONFIG ?? "",
   };
-  supervisor.start({
+  if (!opts.runnerAddress) supervisor.start({
     name: "gpu-runner",
     entry: "gpu-runner/main.ts",
     args: [
