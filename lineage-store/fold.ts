@@ -1,6 +1,9 @@
 import { toJsonString } from "@bufbuild/protobuf";
 import { labelName } from "../core/failure.js";
 import type { Failure } from "../proto/gen/research/v1/common_pb.js";
+import type { FailureName } from "../core/failure.js";
+import { isRecord, parseJson } from "../core/json.js";
+import { trialFailure } from "../swarm/run-state.js";
 import { DECISION, GOAL_STATUS, RUN_STATUS, SURFACE, VERDICT } from "../core/enums.js";
 import { AnalysisSchema, GoalSchema, RunSettingsSchema, type Event } from "../proto/gen/research/v1/events_pb.js";
 import { EvalResultSchema, type EvalResult } from "../proto/gen/research/v1/runner_pb.js";
@@ -45,7 +48,7 @@ export function emptyTrial(trialId: string, runId: string, at: number): TrialRow
     trial_id: trialId, run_id: runId, index: 0, status: "proposed", stage: "proposed", surface: "", hypothesis: "",
     rationale: "", parent_ids: [], adopted_concepts: [], proposer: "", model_config_json: "", train_config_json: "",
     code: "", class_name: "", diff: "", params: null, flops: null, val_accuracy: null, ci_low: null, ci_high: null,
-    std: null, seeds: null, goal_status: "", failure_label: "", failure_message: "", verdict: "", decision: "",
+    std: null, seeds: null, goal_status: "", failure_label: "", failure_message: "", failure_stage: "", verdict: "", decision: "",
     reason: "", gain: null, analysis_json: "", eval_seconds: null, result_json: "", created_at: at, updated_at: at,
   };
 }
@@ -58,8 +61,13 @@ export function emptyRun(runId: string, at: number): RunRow {
   };
 }
 
-/** Applies one trial event to its row in place. */
-export function foldTrial(row: TrialRow, e: Event): void {
+/**
+ * Applies one trial event to its row in place. The row's failure follows
+ * trialFailure's rule (the earliest stage's labelled failure wins) whatever
+ * order the stages arrive in, since the store reads each kind through its own
+ * consumer.
+ */
+export function foldTrialRow(row: TrialRow, e: Event): void {
   const stage = e.body.case ? TRIAL_EVENT_STAGE[e.body.case] : undefined;
   if (!stage) return;
   const reached = row.stage;
@@ -68,7 +76,6 @@ export function foldTrial(row: TrialRow, e: Event): void {
   row.updated_at = Math.max(row.updated_at, ms(e));
   if (stageRank(stage) > stageRank(reached)) row.stage = stage;
 
-  let failure: Failure | undefined;
   switch (e.body.case) {
     case "trialProposed": {
       const p = e.body.value;
@@ -87,7 +94,6 @@ export function foldTrial(row: TrialRow, e: Event): void {
         row.params = Number(a.summary.totalParams);
         row.flops = Number(a.summary.flops);
       }
-      failure = a.failure;
       break;
     }
     case "trialEvaluated": {
@@ -95,7 +101,6 @@ export function foldTrial(row: TrialRow, e: Event): void {
       if (ev.result) applyResult(row, ev.result);
       if (ev.analysis) row.analysis_json = toJsonString(AnalysisSchema, ev.analysis);
       row.eval_seconds = ev.evalSeconds;
-      failure = ev.failure;
       break;
     }
     case "trialJudged": {
@@ -108,20 +113,13 @@ export function foldTrial(row: TrialRow, e: Event): void {
       if (row.val_accuracy === null && j.score > 0) {
         patch(row, { val_accuracy: j.score, ci_low: j.ciLow, ci_high: j.ciHigh });
       }
-      failure = j.failure;
       break;
     }
   }
 
-  const label = failure ? labelName(failure.label) : "unspecified";
-  // The same label again (the judge echoing the coder's shape_error) keeps the first, more
-  // specific message; a late redelivery of an earlier stage must not overwrite a later failure.
-  if (
-    failure && label !== "unspecified" && label !== row.failure_label &&
-    (!row.failure_label || stageRank(stage) >= stageRank(reached))
-  ) {
-    row.failure_label = label;
-    row.failure_message = failure.message;
+  const failure = trialFailure({ [stage]: e.body.value } as Parameters<typeof trialFailure>[0]);
+  if (failure && (!row.failure_stage || stageRank(stage) < stageRank(row.failure_stage))) {
+    patch(row, { failure_label: labelName(failure.label) as FailureName, failure_message: failure.message, failure_stage: stage });
   }
   row.status = row.failure_label ? "failed" : row.stage;
 }
@@ -138,7 +136,7 @@ function applyResult(row: TrialRow, r: EvalResult): void {
 }
 
 /** Applies one run-level event to its row in place. */
-export function foldRun(row: RunRow, e: Event): void {
+export function foldRunRow(row: RunRow, e: Event): void {
   row.updated_at = Math.max(row.updated_at, ms(e));
   switch (e.body.case) {
     case "runStarted": {
@@ -288,18 +286,6 @@ export function summarize(e: Event): string {
       s = "";
   }
   return s.length > 300 ? `${s.slice(0, 297)}...` : s;
-}
-
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return undefined;
-  }
-}
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
 function collectStrings(v: unknown, out: string[]): void {

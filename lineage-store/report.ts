@@ -5,10 +5,10 @@
  */
 import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import { bestTrial, scoreOf, type RunState, type TrialState } from "../swarm/run-state.js";
+import { bestTrial, scoreOf, trialFailure, type RunState, type TrialState } from "../swarm/run-state.js";
 import { labelName } from "../core/failure.js";
 import { DECISION, RUN_STATUS, SURFACE, VERDICT, type DecisionName, type VerdictName } from "../core/enums.js";
-import { FailureLabel, Surface, type Failure } from "../proto/gen/research/v1/common_pb.js";
+import { Surface } from "../proto/gen/research/v1/common_pb.js";
 import { Decision, Verdict, type RunFinished } from "../proto/gen/research/v1/events_pb.js";
 import type { EvalResult, MetricStats } from "../proto/gen/research/v1/runner_pb.js";
 import { failuresSvg, learningCurvesSvg, scoresSvg, type ScorePoint } from "./plots.js";
@@ -38,15 +38,8 @@ export function decisionName(d: Decision): DecisionName {
   return DECISION.name(d) ?? "iterate";
 }
 
-/** The earliest labelled failure along the pipeline: the root cause, not the judge's echo of it. */
-export function failureOf(t: TrialState): Failure | undefined {
-  return [t.assembled?.failure, t.assembled?.summary?.failure, t.evaluated?.failure, t.judged?.failure].find(
-    (f): f is Failure => f !== undefined && f.label !== FailureLabel.UNSPECIFIED,
-  );
-}
-
 export function failureLabelOf(t: TrialState): string | undefined {
-  const f = failureOf(t);
+  const f = trialFailure(t);
   return f ? labelName(f.label) : undefined;
 }
 
@@ -130,7 +123,7 @@ function statsJson(s: MetricStats | undefined): StatsJson | null {
 
 function trialRow(t: TrialState, position: number) {
   const acc = valAccuracyOf(t);
-  const f = failureOf(t);
+  const f = trialFailure(t);
   return {
     position,
     index: t.proposed?.index ?? position - 1,

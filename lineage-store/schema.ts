@@ -67,6 +67,8 @@ export interface TrialRow {
   goal_status: GoalStatusName | "";
   failure_label: FailureName | "";
   failure_message: string;
+  /** The stage whose event carried the failure (see trialFailure: the earliest one wins), "" when none. */
+  failure_stage: TrialStage | "";
   verdict: VerdictName | "";
   decision: DecisionName | "";
   reason: string;
@@ -133,7 +135,7 @@ export function trialsSchema(dim: number, embedder: string): Schema {
       text("diff"), col("params", new Int64()), col("flops", new Int64()),
       col("val_accuracy", new Float64()), col("ci_low", new Float64()), col("ci_high", new Float64()),
       col("std", new Float64()), col("seeds", new Int32()), text("goal_status"),
-      text("failure_label"), text("failure_message"), text("verdict"), text("decision"), text("reason"),
+      text("failure_label"), text("failure_message"), text("failure_stage"), text("verdict"), text("decision"), text("reason"),
       col("gain", new Float64()), text("analysis_json"), col("eval_seconds", new Float64()), text("result_json"),
       col("created_at", new Int64(), false), col("updated_at", new Int64(), false),
       vector(dim),

@@ -10,8 +10,8 @@ import {
   emptyRun,
   emptyTrial,
   eventKind,
-  foldRun,
-  foldTrial,
+  foldRunRow,
+  foldTrialRow,
   KIND_ORDER,
   RUN_EVENTS,
   runEmbedText,
@@ -137,6 +137,7 @@ export class LineageStore {
       if (existing.has(name)) {
         tables[name] = await db.openTable(name);
         await checkEmbedder(tables[name], name, embedder, dir);
+        if (!readOnly) await addMissingColumns(tables[name], schemas[name]);
       } else if (readOnly) {
         db.close();
         throw new Error(`no lineage store in ${dir} (table ${name} is missing); the writer creates it`);
@@ -239,7 +240,7 @@ export class LineageStore {
       if (!e.trialId || !e.runId) continue;
       const entry = trials.get(e.trialId) ?? newEntry(emptyTrial(e.trialId, e.runId, Number(e.emittedAtMs)));
       trials.set(e.trialId, entry);
-      foldTrial(entry.row, e);
+      foldTrialRow(entry.row, e);
     }
 
     const runs = await this.loadForUpdate<RunRow>(
@@ -249,7 +250,7 @@ export class LineageStore {
       if (!e.runId) continue;
       const entry = runs.get(e.runId) ?? newEntry(emptyRun(e.runId, Number(e.emittedAtMs)));
       runs.set(e.runId, entry);
-      foldRun(entry.row, e);
+      foldRunRow(entry.row, e);
     }
     await this.resolveBestScores([...runs.values()].map((x) => x.row), trials);
 
@@ -499,6 +500,19 @@ function eventRow(e: Event): EventRow {
     summary: summarize(e),
     payload: toBinary(EventSchema, e),
   };
+}
+
+/**
+ * A directory written by an older version lacks the text columns added since
+ * (failure_stage): the writer adds them, filled with "", so its rows fit.
+ */
+async function addMissingColumns(table: lancedb.Table, want: Schema): Promise<void> {
+  const have = new Set((await table.schema()).fields.map((f) => f.name));
+  const missing = want.fields.filter((f) => !have.has(f.name));
+  if (missing.length === 0) return;
+  const notText = missing.filter((f) => f.nullable || String(f.type) !== "Utf8");
+  if (notText.length > 0) throw new Error(`no migration adds column ${notText[0]!.name} to an older lineage store`);
+  await table.addColumns(missing.map((f) => ({ name: f.name, valueSql: "''" })));
 }
 
 async function checkEmbedder(table: lancedb.Table, name: string, embedder: Embedder, dir: string): Promise<void> {

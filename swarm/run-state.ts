@@ -1,12 +1,15 @@
 /**
- * A run's state folded from its events in stream order. Agents are
- * stateless processes: each rebuilds what it needs from the run's replayed
- * trajectory, so any instance can take any message and a restarted instance
- * knows everything its predecessor knew.
+ * A run's state folded from its events in stream order: the one fold of the
+ * project. Agents keep it current per run (run-states.ts), the launcher and
+ * `watch` fold the runs they follow, the report and the run folder are drawn
+ * from it, and the lineage store's rows take a trial's outcome from the same
+ * rule (trialFailure). A restarted process rebuilds it from the stream.
  */
 import { Decision, Verdict, type Event, type Goal, type LlmCall, type ResearchRequested, type RunSettings, type TrialAssembled, type TrialEvaluated, type TrialJudged, type TrialProposed } from "../proto/gen/research/v1/events_pb.js";
 import { parseBrief, type Brief } from "../core/brief.js";
 import { TRIAL_STATUS, type TrialStatusName } from "../core/enums.js";
+import { parseJson } from "../core/json.js";
+import { FailureLabel, type Failure } from "../proto/gen/research/v1/common_pb.js";
 
 export type TrialStatus = TrialStatusName;
 export type TrialStage = Exclude<TrialStatus, "failed">;
@@ -19,6 +22,13 @@ export interface TrialState {
   assembled?: TrialAssembled;
   evaluated?: TrialEvaluated;
   judged?: TrialJudged;
+  /**
+   * model_config and train_config as authored (parsed once here from the
+   * proposal's JSON text, not validated: the coder validates them); undefined
+   * when the text is not JSON.
+   */
+  model?: unknown;
+  train?: unknown;
   /** Stream order of the judged event among the run's judged events (0-based). */
   judgedPosition?: number;
 }
@@ -74,6 +84,8 @@ export function applyToRunState(state: RunState, e: Event): RunState {
       const t = trial(state, e.trialId);
       if (!t.proposed) state.order.push(e.trialId);
       t.proposed = b.value;
+      t.model = parseJson(b.value.modelConfigJson);
+      t.train = parseJson(b.value.trainConfigJson);
       break;
     }
     case "trialAssembled":
@@ -107,6 +119,25 @@ export function foldRun(runId: string, events: Iterable<Event>): RunState {
   const state = emptyRunState(runId);
   for (const e of events) applyToRunState(state, e);
   return state;
+}
+
+type Stages = Pick<TrialState, "assembled" | "evaluated" | "judged">;
+
+/**
+ * A trial's outcome: the earliest labelled failure along the pipeline (the
+ * root cause, not a later stage's echo of it), or none. The one rule for
+ * every view of a trial: agents, report, run folder, lineage rows, CLI.
+ */
+export function trialFailure(t: Stages): Failure | undefined {
+  return [t.assembled?.failure, t.assembled?.summary?.failure, t.evaluated?.failure, t.judged?.failure].find(
+    (f): f is Failure => f !== undefined && f.label !== FailureLabel.UNSPECIFIED,
+  );
+}
+
+/** Where the trial stands: the furthest stage it reached, or failed. */
+export function trialStatus(t: TrialState): TrialStatus {
+  if (trialFailure(t)) return "failed";
+  return t.judged ? "judged" : t.evaluated ? "evaluated" : t.assembled ? "assembled" : "proposed";
 }
 
 /** Validation accuracy used for ranking: the CI lower bound, so a lucky seed does not win. */

@@ -7,7 +7,10 @@ import { failure } from "../../core/failure.js";
 import { HashingEmbedder } from "../../core/embedder.js";
 import { answer } from "../../lineage-store/query.js";
 import { checkRequest, decodeRequest, decodeResponse, encodeRequest, type SimilarTrialsInit } from "../../swarm/lineage-query.js";
+import * as lancedb from "@lancedb/lancedb";
+import { Schema } from "apache-arrow";
 import { LineageStore } from "../../lineage-store/store.js";
+import { trialsSchema } from "../../lineage-store/schema.js";
 import { FailureLabel, Surface, TrialStatus } from "../../proto/gen/research/v1/common_pb.js";
 import { EventSchema, Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import { SimilarTrialsRequestSchema } from "../../proto/gen/research/v1/lineage_pb.js";
@@ -240,7 +243,7 @@ describe("LineageStore write semantics", () => {
     await Promise.all([one.close(), batch.close()]);
   });
 
-  it("copes with late and repeated events: stages only move forward, later failures win", async () => {
+  it("copes with late and repeated events: stages only move forward, the root-cause failure wins", async () => {
     const store = await LineageStore.open(join(root, "order"));
     const events = runEvents("ooo", TRIALS.slice(0, 2));
     const id = trialId("ooo", 1);
@@ -251,16 +254,40 @@ describe("LineageStore write semantics", () => {
     await store.applyEvents(events);
     expect(await store.getTrial(id)).toMatchObject({ status: "judged", hypothesis: TRIALS[1]!.hypothesis, val_accuracy: 0.903 });
 
-    const ev = (n: number, body: EventInit["body"]) =>
-      create(EventSchema, { runId: "ooo", trialId: id, eventId: `x${n}`, emittedAtMs: BigInt(2e12 + n), body });
-    // The judge rules the trial illegal; a stale assembly failure arriving later must not replace that.
-    await store.applyEvent(ev(1, {
+    // Failures of two stages of one trial, in both arrival orders: the row names the earliest
+    // stage's failure either way, as trialFailure does for the report and the agents.
+    const ev = (trial: string, n: number, body: EventInit["body"]) =>
+      create(EventSchema, { runId: "ooo", trialId: trial, eventId: `${trial}/x${n}`, emittedAtMs: BigInt(2e12 + n), body });
+    const judgedIllegal = (trial: string) => ev(trial, 1, {
       case: "trialJudged",
       value: { verdict: Verdict.ILLEGAL, reason: "used the test split", failure: failure("illegal", "test split used"), trialsDone: 2 },
-    }));
-    await store.applyEvent(ev(2, { case: "trialAssembled", value: { failure: failure("codegen_error", "stale") } }));
-    expect(await store.getTrial(id)).toMatchObject({ status: "failed", failure_label: "illegal", verdict: "illegal" });
+    });
+    const assemblyFailed = (trial: string) => ev(trial, 2, { case: "trialAssembled", value: { failure: failure("codegen_error", "does not import") } });
+    await store.applyEvent(judgedIllegal(id));
+    expect(await store.getTrial(id)).toMatchObject({ status: "failed", failure_label: "illegal", failure_stage: "judged" });
+    await store.applyEvent(assemblyFailed(id));
+    const other = trialId("ooo", 0);
+    await store.applyEvent(assemblyFailed(other));
+    await store.applyEvent(judgedIllegal(other));
+    for (const trial of [id, other]) {
+      expect(await store.getTrial(trial)).toMatchObject({
+        status: "failed", failure_label: "codegen_error", failure_message: "does not import", failure_stage: "assembled", verdict: "illegal",
+      });
+    }
     expect((await store.getRun("ooo"))!.status).toBe("budget_exhausted");
+    await store.close();
+  });
+
+  it("adds the columns a directory of an older version lacks", async () => {
+    const dir = join(root, "old-version");
+    const db = await lancedb.connect(dir);
+    const current = trialsSchema(256, new HashingEmbedder().name);
+    const old = new Schema(current.fields.filter((f) => f.name !== "failure_stage"), current.metadata);
+    await db.createEmptyTable("trials", old);
+    db.close();
+    const store = await LineageStore.open(dir);
+    await store.applyEvents(runEvents("old", TRIALS.slice(0, 2)));
+    expect(await store.getTrial(trialId("old", 1))).toMatchObject({ failure_stage: "", status: "judged" });
     await store.close();
   });
 
