@@ -14,6 +14,7 @@ import { create, toJson, type JsonObject } from "@bufbuild/protobuf";
 import { stringify as toYaml } from "yaml";
 import { bestTrial, type RunState, type TrialState } from "../swarm/run-state.js";
 import { labelName } from "../core/failure.js";
+import { isRecord } from "../core/json.js";
 import { isId } from "../core/ids.js";
 import { SURFACE, type DecisionName, type VerdictName } from "../core/enums.js";
 import type { Failure } from "../proto/gen/research/v1/common_pb.js";
@@ -80,13 +81,9 @@ function configYaml(json: string, what: string): string {
 }
 
 function modelName(t: TrialState): string {
-  try {
-    const name = (JSON.parse(t.proposed?.modelConfigJson ?? "") as { name?: unknown }).name;
-    if (typeof name === "string" && name) return name;
-  } catch {
-    // Fall through to the class name: a registry entry needs some name.
-  }
-  return t.assembled?.className || t.id;
+  const name = isRecord(t.model) ? t.model.name : undefined;
+  // A registry entry needs some name: the class name when the config has none.
+  return typeof name === "string" && name ? name : t.assembled?.className || t.id;
 }
 
 function hypothesisMarkdown(t: TrialState): string {

@@ -21,6 +21,7 @@ import type { DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
 import { bestTrial, scoreOf, slowestSeedSeconds, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { MUTATIONS, type Genome, type Mutation } from "./mutations.js";
 import { templatesFor, type Template } from "./templates.js";
+import { isRecord } from "../../core/json.js";
 
 export interface Proposal {
   hypothesis: string;
@@ -74,18 +75,9 @@ export function fingerprint(model: ModelConfigInput, train: TrainConfigInput): s
     .slice(0, 16);
 }
 
-function parseJson<T>(text: string | undefined): T | undefined {
-  try {
-    return text ? (JSON.parse(text) as T) : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 export function genomeOf(t: TrialState): Genome | undefined {
-  const model = parseJson<ModelConfigInput>(t.proposed?.modelConfigJson);
-  const train = parseJson<TrainConfigInput>(t.proposed?.trainConfigJson);
-  return model && train ? { model, train } : undefined;
+  // The coder validated these before the trial could score; a trial without both has no genome to edit.
+  return isRecord(t.model) && isRecord(t.train) ? { model: t.model as ModelConfigInput, train: t.train as TrainConfigInput } : undefined;
 }
 
 function startingTrain(input: PlanInput): TrainConfigInput {
