@@ -7,7 +7,7 @@ export interface NatsServerOptions {
   dataDir: string;
   /** Fixed port (needed to restart on the same address); a free one when omitted. */
   port?: number;
-  /** Defaults to NATS_SERVER, then /usr/sbin/nats-server, then nats-server on PATH. */
+  /** Defaults to /usr/sbin/nats-server, then nats-server on PATH. */
   binary?: string;
   readyTimeoutMs?: number;
 }
@@ -23,7 +23,7 @@ const STDERR_TAIL = 4096;
 
 export async function startNatsServer(opts: NatsServerOptions): Promise<NatsServer> {
   const port = opts.port ?? (await freePort());
-  const binary = opts.binary ?? process.env.NATS_SERVER ?? defaultBinary();
+  const binary = opts.binary ?? defaultBinary();
   const timeoutMs = opts.readyTimeoutMs ?? 10_000;
   mkdirSync(opts.dataDir, { recursive: true });
 

@@ -249,6 +249,8 @@ async function withSwarm(a: RunArgs, run: ReturnType<typeof prepareRun>, say: (l
       dataRoots: dataRoot ? [dataRoot] : [],
       unsafeNoSandbox: a["unsafe-no-sandbox"],
       llm: run.llmFlags,
+      natsServer: cliConfig().natsServer,
+      replicas: cliConfig().streamReplicas,
       logger: quietLogger(),
       onRestart: (name, n) => say(`process ${name} exited; restarted (${n})`),
     });

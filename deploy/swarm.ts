@@ -8,6 +8,7 @@ import { join, resolve } from "node:path";
 import { randomBytes } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
 import { connectBus, freePort, progressSubject, startNatsServer, type Bus, type NatsServer } from "../bus/index.js";
+import { parseResearcherConfig } from "../core/config.js";
 import { ResearchError } from "../core/failure.js";
 import type { Logger } from "../core/logger.js";
 import { connectRunner, type RunnerClient } from "../gpu-runner/client.js";
@@ -24,6 +25,10 @@ export interface SwarmOptions {
   natsUrl?: string;
   /** Use this runner (host:port) instead of starting one. */
   runnerAddress?: string;
+  /** The nats-server binary to start (default: Debian's, then PATH). */
+  natsServer?: string;
+  /** Stream replicas when joining a NATS cluster. */
+  replicas?: number;
   slots?: number;
   dataRoots?: string[];
   unsafeNoSandbox?: boolean;
@@ -88,23 +93,30 @@ export async function startSwarm(opts: SwarmOptions): Promise<Swarm> {
   const workspace = resolve(opts.workspace);
   mkdirSync(workspace, { recursive: true });
   const log = opts.logger;
+  const childSettings: Record<string, string> = {
+    ...(opts.replicas !== undefined && { NATS_STREAM_REPLICAS: String(opts.replicas) }),
+    ...(opts.llm?.llm !== undefined && { LLM: opts.llm.llm }),
+    ...(opts.llm?.baseUrl !== undefined && { LLM_BASE_URL: opts.llm.baseUrl }),
+    ...(opts.llm?.file !== undefined && { LLM_CONFIG: opts.llm.file }),
+  };
+  // Checked before anything starts: a bad setting would crash every child in a restart loop.
+  parseResearcherConfig({ ...process.env, ...childSettings });
   stopStaleServer(workspace, log);
   let nats: NatsServer | undefined;
   let natsUrl = opts.natsUrl;
   if (!natsUrl) {
-    nats = await startNatsServer({ dataDir: join(workspace, "nats") });
+    nats = await startNatsServer({ dataDir: join(workspace, "nats"), binary: opts.natsServer });
     natsUrl = nats.url;
   }
   const supervisor = new Supervisor(join(workspace, "logs"), log, opts.onRestart);
   const runnerAddress = opts.runnerAddress ?? `127.0.0.1:${await freePort()}`;
-  const common = {
+  // Children inherit the launcher's environment (LOG_LEVEL, OPENAI_API_KEY, ...); these are
+  // what this swarm sets for them. LLM flags override the environment only when given.
+  const common: Record<string, string> = {
     NATS_URL: natsUrl,
     RUNNER_ADDRESS: runnerAddress,
     WORKSPACE: workspace,
-    LOG_LEVEL: process.env.LOG_LEVEL ?? "info",
-    LLM: opts.llm?.llm ?? process.env.LLM ?? "",
-    LLM_BASE_URL: opts.llm?.baseUrl ?? process.env.LLM_BASE_URL ?? "",
-    LLM_CONFIG: opts.llm?.file ?? process.env.LLM_CONFIG ?? "",
+    ...childSettings,
   };
   if (!opts.runnerAddress) supervisor.start({
     name: "gpu-runner",
@@ -119,7 +131,7 @@ export async function startSwarm(opts: SwarmOptions): Promise<Swarm> {
     env: common,
   });
   const runner = connectRunner(runnerAddress);
-  const bus = await connectBus({ servers: natsUrl, name: "launcher", logger: log });
+  const bus = await connectBus({ servers: natsUrl, name: "launcher", logger: log, replicas: opts.replicas });
   const stop = async () => {
     await supervisor.stopAll();
     runner.close();
