@@ -1,6 +1,7 @@
 /**
  * Goals as users write them ("Fashion-MNIST, >= 92% val accuracy, < 200k
- * params, 20 min") turned into the `Goal` proto.
+ * params, 20 min", or with no target: "fashion-mnist: best model you can in
+ * 30 minutes") turned into the `Goal` proto.
  *
  * The reader is a sequence of regex passes over one working copy of the
  * text. Each pass blanks what it consumed (same length, so offsets stay
@@ -115,6 +116,12 @@ const NEXT_WORD = /^\s*([a-z]+)/i;
 // A bare number is a target only at the end of a phrase or before one of these ("0.95 accuracy"); "10 epochs" is not.
 const ACCURACY_WORD = /^(?:val|validation|accuracy|acc|top)$/i;
 
+// No target: find the best model within the limits. "maximum" alone is left out: "maximum 200k params" is a limit.
+const OPEN_ENDED =
+  /\b(?:maximi[sz](?:e|ing)|optimi[sz]e|best|highest|most\s+accurate|max(?:imum)?\s+(?:val(?:idation)?\s+|test\s+)?(?:accuracy|acc)|as\s+(?:good|high|accurate|well)\s+as\s+(?:possible|(?:you|we|it)\s+can))\b/gi;
+// Asking for test accuracy is no licence to search on the test split; the description says so.
+const TEST_ACCURACY = /\btest(?:[-_ ](?:set|split))?[-_ ](?:accuracy|acc)\b/gi;
+
 const OTHER_METRIC =
   /\b(macro[-_ ]?f1|micro[-_ ]?f1|f1(?:[-_ ]score)?|roc[-_ ]?auc|pr[-_ ]?auc|auc|precision|recall|loss|mse|rmse|mae|r2|perplexity|bleu|top[-_ ]?5)\b/gi;
 
@@ -179,6 +186,10 @@ export interface GoalReading {
   maxParams: number[];
   timeBudgets: number[];
   otherMetrics: string[];
+  /** The words that ask for no target ("maximise", "best", "as good as possible"). */
+  openEnded: string[];
+  /** The text names test accuracy. */
+  testAccuracy: boolean;
   /** A leading "name:" that is no known dataset, for the error message. */
   unknownDataset?: string;
 }
@@ -203,7 +214,9 @@ function pushDistinct<T>(list: T[], value: T): void {
 /** Reads every goal field the text mentions; never fails (parseGoal decides what is missing or contradictory). */
 export function readGoalText(text: string): GoalReading {
   const s = new Scanner(text);
-  const r: GoalReading = { datasets: [], dataDirs: [], targetColumns: [], targets: [], maxParams: [], timeBudgets: [], otherMetrics: [] };
+  const r: GoalReading = {
+    datasets: [], dataDirs: [], targetColumns: [], targets: [], maxParams: [], timeBudgets: [], otherMetrics: [], openEnded: [], testAccuracy: false,
+  };
 
   for (const m of s.take(FILE_DATASET)) {
     pushDistinct(r.datasets, m[1]!.toLowerCase() as DatasetName);
@@ -224,6 +237,9 @@ export function readGoalText(text: string): GoalReading {
   for (const m of s.take(TIME)) pushDistinct(r.timeBudgets, toNumber(m[1]!) * unitSeconds(m[2]!));
 
   s.take(TOP1);
+  // Before the bare numbers: "0.95 test accuracy" is a target even though "test" is no accuracy word.
+  r.testAccuracy = s.take(TEST_ACCURACY).length > 0;
+  for (const m of s.take(OPEN_ENDED)) pushDistinct(r.openEnded, m[0].toLowerCase().replace(/\s+/g, " "));
   for (const m of s.take(PERCENT)) pushDistinct(r.targets, toFraction(toNumber(m[1]!), true));
   for (const m of [...s.text.matchAll(BARE_NUMBER)]) {
     const next = NEXT_WORD.exec(s.text.slice(m.index + m[0].length))?.[1];
@@ -301,14 +317,14 @@ export const GoalOverridesSchema = z
   .strict();
 export type GoalOverrides = z.input<typeof GoalOverridesSchema>;
 
-/** The goal after merging text and overrides; 0 for max_params / time budget means "no limit". */
+/** The goal after merging text and overrides; no target means open-ended, 0 for max_params / time budget "no limit". */
 const ResolvedGoalSchema = z
   .object({
     dataset: z.enum(DATASETS),
     dataDir: z.string(),
     targetColumn: z.string(),
     metric: z.literal(METRIC),
-    target: targetSchema,
+    target: targetSchema.optional(),
     maxParams: maxParamsSchema.optional(),
     timeBudgetS: timeBudgetSchema.optional(),
   })
@@ -324,12 +340,29 @@ const ResolvedGoalSchema = z
 
 export type GoalParse = { ok: true; goal: Goal } | { ok: false; error: string };
 
-function understood(r: { dataset?: string; dataDir?: string; targetColumn?: string; target?: number; maxParams?: number; timeBudgetS?: number }): string {
+type ResolvedGoal = z.output<typeof ResolvedGoalSchema>;
+
+/** What the run will do, in words: the Goal's description. */
+function describeGoal(g: ResolvedGoal, testAccuracy: boolean): string {
+  const data = g.dataDir ? `${g.dataset} (${g.dataDir})` : g.dataset;
+  const parts = [
+    g.target !== undefined
+      ? `reach ${percentLabel(g.target)} validation accuracy on ${data} (95% CI lower bound)`
+      : `find the most accurate model on ${data}: no target; maximise validation accuracy until the trial or time budget is spent or it plateaus`,
+  ];
+  if (g.maxParams !== undefined) parts.push(`at most ${g.maxParams.toLocaleString("en-US")} parameters`);
+  if (g.timeBudgetS !== undefined) parts.push(`within ${durationLabel(g.timeBudgetS)}`);
+  const text = parts.join(", ");
+  return testAccuracy ? `${text}; the search never uses the test split: the best model's test accuracy is measured once at the end` : text;
+}
+
+function understood(r: { dataset?: string; dataDir?: string; targetColumn?: string; target?: number; maxParams?: number; timeBudgetS?: number }, openEnded: boolean): string {
   const parts: string[] = [];
   if (r.dataset) parts.push(`dataset=${r.dataset}`);
   if (r.dataDir) parts.push(`path=${r.dataDir}`);
   if (r.targetColumn) parts.push(`target_column=${r.targetColumn}`);
   if (r.target !== undefined) parts.push(`target=${percentLabel(r.target)}`);
+  if (openEnded) parts.push("no target (best model)");
   if (r.maxParams !== undefined) parts.push(`max_params=${r.maxParams}`);
   if (r.timeBudgetS !== undefined) parts.push(`time_budget=${durationLabel(r.timeBudgetS)}`);
   return parts.length ? parts.join(", ") : "nothing";
@@ -367,15 +400,21 @@ export function parseGoal(text: string, overrides: GoalOverrides = {}): GoalPars
   if (!over.metric && r.otherMetrics.length) {
     problems.push(`only validation accuracy can be a target, not ${r.otherMetrics.join(", ")}`);
   }
+  // An override target settles it; in the text alone, "maximise" next to "90%" leaves the stop rule unclear.
+  const openEnded = over.target === undefined && r.openEnded.length > 0;
+  if (openEnded && r.targets.length) {
+    problems.push(`asks for the best accuracy possible (${r.openEnded.map((w) => `"${w}"`).join(", ")}) and for a target (${r.targets.map(percentLabel).join(", ")}); keep one`);
+  }
 
   const missing: string[] = [];
   if (!values.dataset) missing.push(r.unknownDataset ? `a known dataset ("${r.unknownDataset}" is not one)` : "a dataset");
-  if (values.target === undefined) missing.push("a target accuracy");
+  if (values.target === undefined && !openEnded) missing.push('a target accuracy (or "maximise accuracy" for the best model within the limits)');
   if (missing.length) problems.unshift(`could not find ${missing.join(" or ")}`);
 
   if (!problems.length) {
     const resolved = ResolvedGoalSchema.safeParse({
       ...values,
+      target: openEnded ? undefined : values.target,
       dataDir: values.dataDir ?? "",
       targetColumn: values.targetColumn ?? "",
       metric: METRIC,
@@ -389,10 +428,13 @@ export function parseGoal(text: string, overrides: GoalOverrides = {}): GoalPars
           dataset: g.dataset,
           dataDir: g.dataDir,
           metric: g.metric,
-          target: g.target,
+          // The runner reads target 0 as "no target" (GoalStatus NO_TARGET).
+          target: g.target ?? 0,
+          openEnded: g.target === undefined,
           maxParams: BigInt(g.maxParams ?? 0),
           timeBudgetS: g.timeBudgetS ?? 0,
           targetColumn: g.targetColumn,
+          description: describeGoal(g, r.testAccuracy),
         }),
       };
     }
@@ -401,9 +443,10 @@ export function parseGoal(text: string, overrides: GoalOverrides = {}): GoalPars
 
   const [first, ...rest] = problems;
   const hint = values.dataset ? "" : ` Known datasets: ${DATASETS.filter((d) => d !== "csv" && d !== "text").join(", ")}, csv:<path> target=<column>, text:<path>.`;
-  const example = `${values.dataset && values.dataset !== "csv" && values.dataset !== "text" ? values.dataset : "fashion-mnist"}: reach 90% validation accuracy`;
+  const name = values.dataset && values.dataset !== "csv" && values.dataset !== "text" ? values.dataset : "fashion-mnist";
+  const example = `${name}: ${openEnded ? "best model you can in 30 minutes" : "reach 90% validation accuracy"}`;
   return {
     ok: false,
-    error: `${first} in "${text}"${rest.map((p) => `; ${p}`).join("")}; understood: ${understood(values)}.${hint} Write e.g. "${example}"`,
+    error: `${first} in "${text}"${rest.map((p) => `; ${p}`).join("")}; understood: ${understood(values, openEnded)}.${hint} Write e.g. "${example}"`,
   };
 }

@@ -31,7 +31,7 @@ const ACCEPTED: [string, Expected][] = [
 ];
 
 const REJECTED: [string, RegExp][] = [
-  ["fashion-mnist please", /could not find a target accuracy/],
+  ["fashion-mnist please", /could not find a target accuracy \(or "maximise accuracy" for the best model within the limits\)/],
   ["reach 90% validation accuracy", /could not find a dataset/],
   ["imagenet: 80% accuracy", /"imagenet" is not one/],
   ["mnist 150%", /at most 100%, got 150%/],
@@ -41,6 +41,38 @@ const REJECTED: [string, RegExp][] = [
   ["mnist 90%, 100k params, 200k params", /several parameter limits/],
   ["mnist 0.9 macro f1", /only validation accuracy can be a target, not macro f1/],
   ["csv target=label 0.8", /could not find a dataset/],
+  // No default dataset, with or without a target.
+  ["find the best model you can in 30 minutes", /could not find a dataset in .*understood: no target \(best model\), time_budget=30min\..*Write e\.g\. "fashion-mnist: best model you can in 30 minutes"/],
+  ["maximise accuracy", /could not find a dataset/],
+  ["imagenet: best model", /"imagenet" is not one/],
+  ["mnist maximise accuracy, at least 90%", /asks for the best accuracy possible \("maximise"\) and for a target \(90%\); keep one/],
+  ["fmnist: as good as possible, 95% val accuracy", /"as good as possible"\) and for a target \(95%\)/],
+  ["mnist maximise macro f1", /only validation accuracy can be a target, not macro f1/],
+  ["mnist best model, 100k params, 200k params", /several parameter limits/],
+  // "maximum" before a limit is no request for the best accuracy.
+  ["mnist: maximum 200k params", /could not find a target accuracy/],
+];
+
+interface OpenEnded {
+  dataset: string;
+  maxParams?: number;
+  timeBudgetS?: number;
+  /** The text asks about test accuracy, so the description says the search never uses the test split. */
+  test?: boolean;
+}
+
+const OPEN_ENDED: [string, OpenEnded][] = [
+  ["fashion-mnist: maximise test accuracy", { dataset: "fashion-mnist", test: true }],
+  ["fashion-mnist: find the best model you can in 30 minutes", { dataset: "fashion-mnist", timeBudgetS: 1800 }],
+  ["mnist: maximize validation accuracy, < 200k params, 20 min", { dataset: "mnist", maxParams: 200_000, timeBudgetS: 1200 }],
+  ["cifar10 as good as possible under 100k params", { dataset: "cifar10", maxParams: 100_000 }],
+  ["SVHN, highest accuracy in 1h30m", { dataset: "svhn", timeBudgetS: 5400 }],
+  ["digits max accuracy, 50k parameters", { dataset: "digits", maxParams: 50_000 }],
+  ["iris: most accurate model", { dataset: "iris" }],
+  ["wine: best model in 2 hours", { dataset: "wine", timeBudgetS: 7200 }],
+  ["breast-cancer: maximising test-set accuracy", { dataset: "breast_cancer", test: true }],
+  ["cifar100 as high as you can, 3M params", { dataset: "cifar100", maxParams: 3_000_000 }],
+  ["synthetic: optimise accuracy", { dataset: "synthetic" }],
 ];
 
 describe("parseGoal", () => {
@@ -56,6 +88,48 @@ describe("parseGoal", () => {
     expect(r.goal.timeBudgetS).toBe(want.timeBudgetS ?? 0);
     expect(r.goal.dataDir).toBe(want.dataDir ?? "");
     expect(r.goal.targetColumn).toBe(want.targetColumn ?? "");
+    expect(r.goal.openEnded).toBe(false);
+    expect(r.goal.description).toMatch(/^reach \d.*% validation accuracy on .* \(95% CI lower bound\)/);
+  });
+
+  it.each(OPEN_ENDED)("reads the open-ended %j", (text, want) => {
+    const r = parseGoal(text);
+    if (!r.ok) throw new Error(r.error);
+    expect(r.goal.openEnded).toBe(true);
+    // Target 0 reaches the runner as "no target" (GoalStatus NO_TARGET).
+    expect(r.goal.target).toBe(0);
+    expect(r.goal.metric).toBe("val_accuracy");
+    expect(r.goal.dataset).toBe(want.dataset);
+    expect(r.goal.maxParams).toBe(BigInt(want.maxParams ?? 0));
+    expect(r.goal.timeBudgetS).toBe(want.timeBudgetS ?? 0);
+    expect(r.goal.description).toMatch(new RegExp(`^find the most accurate model on ${want.dataset}: no target; maximise validation accuracy`));
+    expect(r.goal.description.includes("never uses the test split")).toBe(want.test ?? false);
+  });
+
+  it("describes what the run will do, limits and the test split included", () => {
+    const open = parseGoal("fashion-mnist: maximise test accuracy, 200k params, 30 min");
+    if (!open.ok) throw new Error(open.error);
+    expect(open.goal.description).toBe(
+      "find the most accurate model on fashion-mnist: no target; maximise validation accuracy until the trial or time budget is spent or it plateaus, " +
+        "at most 200,000 parameters, within 30min; the search never uses the test split: the best model's test accuracy is measured once at the end",
+    );
+    // A target stated on test accuracy is still decided on validation.
+    const targeted = parseGoal("csv:/data/t.csv target=y 0.8 test accuracy");
+    if (!targeted.ok) throw new Error(targeted.error);
+    expect(targeted.goal.target).toBeCloseTo(0.8);
+    expect(targeted.goal.description).toBe(
+      "reach 80% validation accuracy on csv (/data/t.csv) (95% CI lower bound); the search never uses the test split: the best model's test accuracy is measured once at the end",
+    );
+  });
+
+  it("lets a target override turn an open-ended goal into a targeted one", () => {
+    const r = parseGoal("mnist maximise accuracy, at least 90%", { target: "95%" });
+    if (!r.ok) throw new Error(r.error);
+    expect(r.goal.openEnded).toBe(false);
+    expect(r.goal.target).toBeCloseTo(0.95);
+    const filled = parseGoal("mnist: best model", { timeBudgetS: "20m", maxParams: "100k" });
+    if (!filled.ok) throw new Error(filled.error);
+    expect(filled.goal).toMatchObject({ openEnded: true, target: 0, timeBudgetS: 1200, maxParams: 100_000n });
   });
 
   it.each(REJECTED)("rejects %j", (text, pattern) => {
@@ -72,7 +146,8 @@ describe("parseGoal", () => {
     const r = parseGoal("fashion-mnist please");
     expect(r).toEqual({
       ok: false,
-      error: 'could not find a target accuracy in "fashion-mnist please"; understood: dataset=fashion-mnist. Write e.g. "fashion-mnist: reach 90% validation accuracy"',
+      error:
+        'could not find a target accuracy (or "maximise accuracy" for the best model within the limits) in "fashion-mnist please"; understood: dataset=fashion-mnist. Write e.g. "fashion-mnist: reach 90% validation accuracy"',
     });
   });
 
@@ -186,5 +261,11 @@ describe("goal helpers", () => {
     expect(r.datasets).toEqual(["cifar10", "mnist"]);
     expect(r.targets).toEqual([0.9, 0.95]);
     expect(r.maxParams).toEqual([]);
+    expect(r.openEnded).toEqual([]);
+    expect(readGoalText("mnist: best model, as good as possible, maximise TEST accuracy")).toMatchObject({
+      openEnded: ["best", "as good as possible", "maximise"],
+      testAccuracy: true,
+      targets: [],
+    });
   });
 });
