@@ -303,6 +303,7 @@ def train(spec, split, emit, t0):
         "kind": "result", "seed": seed, "metrics": result_metrics,
         "per_class": metrics.per_class(val_y, val_probs, num_classes),
         "confusion_matrix": metrics.confusion(val_y, val_probs, num_classes),
+        "val_examples": len(val_y), "test_examples": len(test_y) if spec["evaluate_test"] else 0,
         "learning_curve": curve,
         "seconds": time.monotonic() - t0,
         "seconds_to_first_step": seconds_to_first_step,

@@ -1,0 +1,95 @@
+import { describe, expect, it } from "vitest";
+import { create } from "@bufbuild/protobuf";
+import { mulberry32 } from "../../agents/planner/policy.js";
+import { aggregate, describeProportion, goalStatus } from "../../gpu-runner/stats.js";
+import { GoalStatus, SeedResultSchema } from "../../proto/gen/research/v1/runner_pb.js";
+
+const seed = (correct: number, examples: number, f1 = correct / examples) =>
+  create(SeedResultSchema, { metrics: { val_accuracy: correct / examples, val_f1_macro: f1, val_loss: 0.3 }, valExamples: examples });
+
+describe("validation accuracy interval", () => {
+  it("two seeds at 133/144 get a real interval, and no goal of 0.9 on it", () => {
+    const acc = aggregate([seed(133, 144), seed(133, 144)]).val_accuracy!;
+    expect(acc.mean).toBeCloseTo(133 / 144);
+    expect(acc.std).toBe(0);
+    // Agresti-Coull alone: 0.913 +- 0.045.
+    expect(acc.ci95[0]).toBeCloseTo(0.867, 3);
+    expect(acc.ci95[1]).toBeCloseTo(0.958, 3);
+    expect(goalStatus(acc, 0.9)).toBe(GoalStatus.LIKELY);
+  });
+
+  it("one seed still gets the binomial interval, and 144/144 a lower bound below 1", () => {
+    const one = aggregate([seed(133, 144)]).val_accuracy!;
+    expect(one.ci95[1]! - one.ci95[0]!).toBeGreaterThan(0.05);
+    const perfect = aggregate([seed(144, 144), seed(144, 144)]).val_accuracy!;
+    expect(perfect.ci95[1]).toBe(1);
+    expect(perfect.ci95[0]).toBeGreaterThan(0.96);
+    expect(perfect.ci95[0]).toBeLessThan(0.98);
+  });
+
+  it("is at least as wide as either component alone", () => {
+    const values = [0.9, 0.92, 0.95];
+    const seedOnly = aggregate(values.map((v) => seed(v * 6000, 6000, v))).val_f1_macro!;
+    const both = describeProportion(values, 6000);
+    expect(both.ci95[0]).toBeLessThan(seedOnly.ci95[0]!);
+    expect(both.ci95[1]).toBeGreaterThan(seedOnly.ci95[1]!);
+    expect(both.ci95[1]! - both.ci95[0]!).toBeLessThan(1.05 * (seedOnly.ci95[1]! - seedOnly.ci95[0]!));
+  });
+
+  it("keeps the seed-spread interval where the examples are unknown", () => {
+    const s = create(SeedResultSchema, { metrics: { val_accuracy: 0.9 } });
+    expect(aggregate([s, s]).val_accuracy!.ci95).toEqual([0.9, 0.9]);
+  });
+});
+
+/**
+ * Simulated trials in the runner's situation: a validation set of N examples
+ * (difficulty u ~ U(0,1), drawn once per trial and shared by the seeds), and
+ * seeds whose true accuracy is p + N(0, 0.005); a seed gets an example right
+ * when its difficulty is below the seed's accuracy. The estimand is p, the
+ * accuracy expected over seeds and validation sets. Coverage over 2000 trials
+ * (n = 2, 3, 5 seeds; the first n of five drawn per trial):
+ *   p 0.92: N 144: 0.984 0.974 0.967 | N 1000: 0.982 0.976 0.963 | N 6000: 0.983 0.971 0.965
+ *   p 0.98: N 144: 0.988 0.988 0.981 | N 1000: 0.982 0.978 0.977 | N 6000: 0.968 0.975 0.961
+ * Where seeds err on independent examples (trained nets mostly agree on
+ * which examples they get wrong) the seed spread already holds the binomial
+ * error, and coverage rises towards 1.
+ */
+describe("coverage on simulated trials", () => {
+  const TRIALS = 2000;
+  const SEEDS = [2, 3, 5];
+
+  function coverage(p: number, examples: number): number[] {
+    const rng = mulberry32(examples * 100 + Math.round(p * 100));
+    const gauss = () => Math.sqrt(-2 * Math.log(1 - rng())) * Math.cos(2 * Math.PI * rng());
+    const covered = SEEDS.map(() => 0);
+    const difficulty = new Float64Array(examples);
+    for (let trial = 0; trial < TRIALS; trial++) {
+      for (let j = 0; j < examples; j++) difficulty[j] = rng();
+      const accuracies = Array.from({ length: Math.max(...SEEDS) }, () => {
+        const accuracy = p + 0.005 * gauss();
+        let correct = 0;
+        for (let j = 0; j < examples; j++) if (difficulty[j]! < accuracy) correct++;
+        return correct / examples;
+      });
+      SEEDS.forEach((n, k) => {
+        const [lo, hi] = describeProportion(accuracies.slice(0, n), examples).ci95;
+        if (lo! <= p && p <= hi!) covered[k]!++;
+      });
+    }
+    return covered.map((c) => c / TRIALS);
+  }
+
+  for (const p of [0.92, 0.98]) {
+    it(`stays within [0.93, 0.995] for the nominal 95% at p ${p}`, () => {
+      for (const examples of [144, 1000, 6000]) {
+        const c = coverage(p, examples);
+        const where = `N ${examples}, seeds ${SEEDS.join("/")}: ${c.map((x) => x.toFixed(3)).join(" ")}`;
+        for (const x of c) {
+          expect(x, where).toBeGreaterThanOrEqual(0.93);
+          expect(x, where).toBeLessThanOrEqual(0.995);
+        }
+      }
+    });
+  }
+});
