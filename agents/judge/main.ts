@@ -6,11 +6,11 @@
 import { join } from "node:path";
 import { ResearchError } from "../../core/failure.js";
 import { evaluateToResult } from "../../gpu-runner/client.js";
-import { Decision, RunStatus, type Event, type TrialJudged } from "../../proto/gen/research/v1/events_pb.js";
+import type { Event, TrialJudged } from "../../proto/gen/research/v1/events_pb.js";
 import type { EvalResult } from "../../proto/gen/research/v1/runner_pb.js";
 import { bestTrial, isTerminal, type RunState } from "../../swarm/run-state.js";
 import { runAgent, type AgentContext } from "../../swarm/runtime.js";
-import { judge } from "./rules.js";
+import { judge, runStatus } from "./rules.js";
 
 function runDir(state: RunState): string {
   return join(state.settings?.workspace ?? ".", "runs", state.runId);
@@ -33,7 +33,7 @@ async function finishRun(state: RunState, last: TrialJudged, ctx: AgentContext):
   const best = bestTrial(state);
   const testResult = await confirmOnTest(state, ctx);
   const dir = runDir(state);
-  const status = last.decision === Decision.GOAL_ACHIEVED ? RunStatus.GOAL_ACHIEVED : /budget/.test(last.reason) ? RunStatus.BUDGET_EXHAUSTED : RunStatus.STOPPED;
+  const status = runStatus(state, last);
   await ctx.emit("finished", {
     runId: state.runId,
     body: {

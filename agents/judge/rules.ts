@@ -1,14 +1,18 @@
 /**
  * The judge's rules, as pure functions of the run state: legality, the
- * verdict, and the iterate / goal achieved / stop decision. The goal is
- * decided on the 95% CI lower bound of validation accuracy, never the mean.
+ * verdict, the iterate / goal achieved / stop decision and the run's final
+ * status. The goal is decided on the 95% CI lower bound of validation
+ * accuracy, never the mean. An open-ended goal (no target) is never
+ * achieved: it stops on the trial budget, the time budget or a plateau.
  */
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { failure, labelName } from "../../core/failure.js";
-import { Decision, TrialJudgedSchema, Verdict, type TrialJudged } from "../../proto/gen/research/v1/events_pb.js";
+import { Decision, RunStatus, TrialJudgedSchema, Verdict, type TrialJudged } from "../../proto/gen/research/v1/events_pb.js";
 import { bestTrial, judgedTrials, scoreOf, slowestSeedSeconds, type RunState, type TrialState } from "../../swarm/run-state.js";
 
 const DEFAULT_PATIENCE = 8;
+// A rise of the best CI lower bound this small (0.1 pp) is seed noise, not progress.
+const PLATEAU_DELTA = 1e-3;
 // A trial that learns next to nothing is not worth building on.
 const GATE_ABOVE_CHANCE = 0.1;
 // Time over the per-trial budget tolerated before a trial is called illegal (process start, transfer).
@@ -47,18 +51,21 @@ function verdictOf(state: RunState, t: TrialState) {
   return { verdict: Verdict.ACCEPT, failure: undefined, reason: "accepted" };
 }
 
-function noImprovementFor(state: RunState): number {
+/** Judged trials since the best accepted CI lower bound last rose by more than PLATEAU_DELTA, and that bound. */
+function plateau(state: RunState): { since: number; best: number } {
   let best = -Infinity;
   let since = 0;
   for (const t of judgedTrials(state).sort((a, b) => a.judgedPosition! - b.judgedPosition!)) {
     const s = t.judged?.verdict === Verdict.ACCEPT ? (scoreOf(t) ?? -Infinity) : -Infinity;
-    if (s > best + 1e-4) {
+    if (s > best + PLATEAU_DELTA) {
       best = s;
       since = 0;
     } else since++;
   }
-  return since;
+  return { since, best };
 }
+
+const pct = (x: number) => `${(x * 100).toFixed(2)}%`;
 
 /**
  * Judges trial `t`. `state` must already contain the trial's evaluation,
@@ -76,8 +83,10 @@ export function judge(state: RunState, t: TrialState, nowMs: number): TrialJudge
   const provisional: TrialState = { ...t, judged: create(TrialJudgedSchema, { verdict }) , judgedPosition: state.judgedCount };
   const withThis: RunState = { ...state, trials: new Map(state.trials).set(t.id, provisional), judgedCount: state.judgedCount + 1 };
   const best = bestTrial(withThis);
-  const target = state.goal?.target ?? 0;
+  const target = state.goal?.openEnded ? 0 : (state.goal?.target ?? 0);
   const settings = state.settings;
+  const patience = settings?.patience || DEFAULT_PATIENCE;
+  const flat = plateau(withThis);
 
   let decision = Decision.ITERATE;
   let why = reason;
@@ -90,9 +99,12 @@ export function judge(state: RunState, t: TrialState, nowMs: number): TrialJudge
   } else if (state.goal?.timeBudgetS && nowMs - state.startedAtMs >= state.goal.timeBudgetS * 1000) {
     decision = Decision.STOP;
     why = `${reason}; time budget of ${state.goal.timeBudgetS} s spent`;
-  } else if (noImprovementFor(withThis) >= (settings?.patience || DEFAULT_PATIENCE)) {
+  } else if (flat.since >= patience) {
     decision = Decision.STOP;
-    why = `${reason}; no improvement in the last ${settings?.patience || DEFAULT_PATIENCE} trials`;
+    const what = Number.isFinite(flat.best)
+      ? `the best 95% CI lower bound (${pct(flat.best)}) has not risen by more than ${PLATEAU_DELTA * 100} pp`
+      : "no trial was accepted";
+    why = `${reason}; plateau: ${what} in the last ${patience} judged trials`;
   }
 
   const init: MessageInitShape<typeof TrialJudgedSchema> = {
@@ -109,4 +121,17 @@ export function judge(state: RunState, t: TrialState, nowMs: number): TrialJudge
     trialsDone: withThis.judgedCount,
   };
   return create(TrialJudgedSchema, init);
+}
+
+const BUDGET_SPENT = /(?:trial|time) budget of [\d.]+(?: s)? spent$/;
+
+/**
+ * The status of a run that `last` ended. An open-ended run that found a
+ * model completed: spending its budget or reaching a plateau is how it is
+ * meant to end, and it had no goal to miss.
+ */
+export function runStatus(state: RunState, last: TrialJudged): RunStatus {
+  if (last.decision === Decision.GOAL_ACHIEVED) return RunStatus.GOAL_ACHIEVED;
+  if (state.goal?.openEnded && bestTrial(state)) return RunStatus.COMPLETED;
+  return BUDGET_SPENT.test(last.reason) ? RunStatus.BUDGET_EXHAUSTED : RunStatus.STOPPED;
 }

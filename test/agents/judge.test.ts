@@ -1,15 +1,38 @@
 import { describe, expect, it } from "vitest";
-import { judge } from "../../agents/judge/rules.js";
+import { judge, runStatus } from "../../agents/judge/rules.js";
 import { labelName } from "../../core/failure.js";
 import { Surface } from "../../proto/gen/research/v1/common_pb.js";
-import { Decision, Verdict } from "../../proto/gen/research/v1/events_pb.js";
+import { Decision, RunStatus, Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import { failure } from "../../core/failure.js";
 import { evaluated, proposed, RUN, started, state } from "./helpers.js";
 
-const judgeLast = (events: Parameters<typeof state>[0], id: string, now = 2000) => {
+type Events = Parameters<typeof state>[0];
+
+const judgeLast = (events: Events, id: string, now = 2000) => {
   const s = state(events);
   return judge(s, s.trials.get(id)!, now);
 };
+
+const judgedEvent = (id: string, verdict = Verdict.ACCEPT): Events[number] => ({
+  runId: RUN,
+  trialId: id,
+  body: { case: "trialJudged", value: { verdict, decision: Decision.ITERATE } },
+});
+
+/** Trials t0..t(n-1) with these means (CI half-width 0.01), all judged and accepted. */
+const judgedRun = (start: Events[number], means: number[]): Events => [
+  start,
+  ...means.flatMap((m, i) => [proposed(`t${i}`, Surface.DATA, i ? ["t0"] : []), evaluated(`t${i}`, m), judgedEvent(`t${i}`)]),
+];
+
+/** Judges trial `id` and returns the judgement with the run's status as the judge would finish it. */
+const finish = (events: Events, id: string, now = 2000) => {
+  const last = judgeLast(events, id, now);
+  const after = state([...events, { runId: RUN, trialId: id, body: { case: "trialJudged", value: last } }]);
+  return { last, status: runStatus(after, last) };
+};
+
+const OPEN = { target: 0, openEnded: true };
 
 describe("judge", () => {
   it("declares the goal on the CI lower bound, not the mean", () => {
@@ -64,7 +87,26 @@ describe("judge", () => {
     events.push(proposed("t2", Surface.DATA, ["t0"]), evaluated("t2", 0.86));
     const stale = judgeLast(events, "t2");
     expect(stale.decision).toBe(Decision.STOP);
-    expect(stale.reason).toMatch(/no improvement in the last 2/);
+    expect(stale.reason).toBe("accepted; plateau: the best 95% CI lower bound (89.00%) has not risen by more than 0.1 pp in the last 2 judged trials");
+  });
+
+  it("counts a rise of the best CI lower bound of 0.1 pp or less as a plateau", () => {
+    const start = started({ patience: 2 });
+    // CI lower bounds 0.89, 0.8905, then 0.8908: never 0.1 pp above 0.89.
+    const flat = judgeLast([...judgedRun(start, [0.9, 0.9005]), proposed("t2"), evaluated("t2", 0.9008)], "t2");
+    expect(flat.decision).toBe(Decision.STOP);
+    expect(flat.reason).toMatch(/plateau: the best 95% CI lower bound \(89\.00%\)/);
+    // 0.89 -> 0.8905 -> 0.892: the last one is progress.
+    const rising = judgeLast([...judgedRun(start, [0.9, 0.9005]), proposed("t2"), evaluated("t2", 0.902)], "t2");
+    expect(rising.decision).toBe(Decision.ITERATE);
+  });
+
+  it("says when the plateau is one of failures only", () => {
+    const events: Events = [started({ patience: 2 }), proposed("t0"), { runId: RUN, trialId: "t0", body: { case: "trialEvaluated", value: { failure: failure("oom", "out of memory") } } }];
+    events.push(judgedEvent("t0", Verdict.REJECT), proposed("t1"), evaluated("t1", 0.12));
+    const j = judgeLast(events, "t1");
+    expect(j.decision).toBe(Decision.STOP);
+    expect(j.reason).toMatch(/plateau: no trial was accepted in the last 2 judged trials$/);
   });
 
   it("measures the gain over the parent on the CI lower bound", () => {
@@ -74,5 +116,61 @@ describe("judge", () => {
     const j = judgeLast(events, "t1");
     expect(j.gain).toBeCloseTo(0.02, 6);
     expect(j.bestTrialId).toBe("t1");
+  });
+});
+
+describe("judge, open-ended goals", () => {
+  it("never declares a goal achieved, however good the CI lower bound", () => {
+    const best = judgeLast([started({}, OPEN), proposed("t0"), evaluated("t0", 0.99, 0.001)], "t0");
+    expect(best.verdict).toBe(Verdict.ACCEPT);
+    expect(best.decision).toBe(Decision.ITERATE);
+    // open_ended wins over a stray target: there is none to reach.
+    const stray = judgeLast([started({}, { target: 0.5, openEnded: true }), proposed("t0"), evaluated("t0", 0.99, 0.001)], "t0");
+    expect(stray.decision).toBe(Decision.ITERATE);
+  });
+
+  it("keeps the accuracy gate, legality and the test-split ban", () => {
+    const chance = judgeLast([started({}, OPEN), proposed("t0"), evaluated("t0", 0.15)], "t0");
+    expect(labelName(chance.failure!.label)).toBe("gate_miss");
+    const big = judgeLast([started({}, { ...OPEN, maxParams: 500n }), proposed("t0"), evaluated("t0", 0.9, 0.01, { params: 900n })], "t0");
+    expect(big.verdict).toBe(Verdict.ILLEGAL);
+  });
+
+  it("completes on the trial budget, the time budget or a plateau", () => {
+    const budget = finish([started({ maxTrials: 1 }, OPEN), proposed("t0"), evaluated("t0", 0.9)], "t0");
+    expect(budget.last.decision).toBe(Decision.STOP);
+    expect(budget.last.reason).toBe("accepted; trial budget of 1 spent");
+    expect(budget.status).toBe(RunStatus.COMPLETED);
+
+    const late = finish([started({}, { ...OPEN, timeBudgetS: 60 }), proposed("t0"), evaluated("t0", 0.9)], "t0", 1000 + 61_000);
+    expect(late.last.reason).toBe("accepted; time budget of 60 s spent");
+    expect(late.status).toBe(RunStatus.COMPLETED);
+
+    const flat = finish([...judgedRun(started({ patience: 2 }, OPEN), [0.9, 0.85]), proposed("t2"), evaluated("t2", 0.86)], "t2");
+    expect(flat.last.decision).toBe(Decision.STOP);
+    expect(flat.last.reason).toMatch(/plateau: the best 95% CI lower bound \(89\.00%\)/);
+    expect(flat.status).toBe(RunStatus.COMPLETED);
+  });
+
+  it("does not call a run that found no model completed", () => {
+    const events: Events = [started({ maxTrials: 1 }, OPEN), proposed("t0"), { runId: RUN, trialId: "t0", body: { case: "trialEvaluated", value: { failure: failure("oom", "out of memory") } } }];
+    expect(finish(events, "t0").status).toBe(RunStatus.BUDGET_EXHAUSTED);
+  });
+});
+
+describe("runStatus, targeted goals", () => {
+  it("is goal_achieved, budget_exhausted on a spent budget, else stopped", () => {
+    expect(finish([started(), proposed("t0"), evaluated("t0", 0.97, 0.01)], "t0").status).toBe(RunStatus.GOAL_ACHIEVED);
+    expect(finish([started({ maxTrials: 1 }), proposed("t0"), evaluated("t0", 0.9)], "t0").status).toBe(RunStatus.BUDGET_EXHAUSTED);
+    expect(finish([started({}, { timeBudgetS: 60 }), proposed("t0"), evaluated("t0", 0.9)], "t0", 1000 + 61_000).status).toBe(RunStatus.BUDGET_EXHAUSTED);
+    expect(finish([...judgedRun(started({ patience: 2 }), [0.9, 0.85]), proposed("t2"), evaluated("t2", 0.86)], "t2").status).toBe(RunStatus.STOPPED);
+  });
+
+  it("reads the budget from the stop rule, not from a verdict that mentions one", () => {
+    // An illegal trial's reason names the trial budget; the run still ended on a plateau.
+    const events = [...judgedRun(started({ patience: 2 }), [0.9, 0.85]), proposed("t2"), evaluated("t2", 0.9, 0.01, { seconds: 600 })];
+    const { last, status } = finish(events, "t2");
+    expect(last.reason).toMatch(/^illegal: .*over the trial budget of 60 s; plateau/);
+    expect(status).toBe(RunStatus.STOPPED);
   });
 });
