@@ -272,7 +272,10 @@ function reportJson(state: RunState, finished: RunFinished, rows: TrialRow[], be
   return {
     run_id: state.runId,
     goal: g
-      ? { raw_text: g.rawText, dataset: g.dataset, metric: g.metric || "val_accuracy", target: g.target || null, max_params: Number(g.maxParams) || null, time_budget_s: g.timeBudgetS || null }
+      ? {
+          raw_text: g.rawText, description: g.description, dataset: g.dataset, metric: g.metric || "val_accuracy", open_ended: g.openEnded,
+          target: (!g.openEnded && g.target) || null, max_params: Number(g.maxParams) || null, time_budget_s: g.timeBudgetS || null,
+        }
       : null,
     outcome: {
       status: RUN_STATUS.name(finished.status) ?? "",
@@ -305,13 +308,14 @@ function markdownOf(state: RunState, finished: RunFinished, j: Report["json"]): 
   out.push("## Goal", "");
   if (j.goal) {
     if (j.goal.raw_text) out.push(`> ${inline(j.goal.raw_text)}`, "");
+    if (j.goal.description) out.push(`Understood as: ${inline(j.goal.description)}.`, "");
     out.push(
       ...table(
         ["", ""],
         [
           ["dataset", cell(j.goal.dataset || "—")],
           ["metric", cell(j.goal.metric)],
-          ["target", j.goal.target ? pct(j.goal.target) : "none"],
+          ["target", j.goal.target ? pct(j.goal.target) : j.goal.open_ended ? "none (open-ended: the best model within the limits)" : "none"],
           ["max parameters", j.goal.max_params ? int(j.goal.max_params) : "no limit"],
           ["time budget", j.goal.time_budget_s ? duration(j.goal.time_budget_s) : "no limit"],
         ],
@@ -323,11 +327,20 @@ function markdownOf(state: RunState, finished: RunFinished, j: Report["json"]): 
   out.push("## Outcome", "", `**Status:** ${cell(RUN_STATUS.name(finished.status) ?? "unknown")}${finished.reason ? `: ${inline(finished.reason)}` : ""}`, "");
   out.push(`Trials judged: ${j.outcome.trials}; run time: ${duration(finished.seconds)}.`, "");
   const b = j.outcome.best_trial;
+  const openEnded = j.goal?.open_ended ?? false;
+  if (openEnded) {
+    // With no target, the run's answer is the best model itself; say so before the details.
+    const found = b?.val_accuracy ? `the best model found is \`${b.trial_id}\`, validation accuracy ${meanWithCi(b.val_accuracy)}` : "no model was accepted";
+    const test = b?.test?.metrics.test_accuracy;
+    out.push(`No target was set, so there is no goal to meet or miss: ${found}${test ? `; test accuracy, measured once on the held-out test split: ${meanWithCi(test)}` : ""}.`, "");
+  }
   if (b) {
     const acc = b.val_accuracy;
     out.push(`**Best trial:** \`${b.trial_id}\` (#${b.position}, ${cell(b.surface || "no surface")}): ${inline(b.hypothesis)}`, "");
     if (acc) {
       out.push(`- Validation accuracy: ${meanWithCi(acc)}, std ${pp(acc.std)} pp over ${acc.n || b.num_seeds} seeds`);
+      const runnerUp = j.trials.filter((r) => !r.best && r.verdict === "accept" && r.score !== null).sort((x, y) => y.score! - x.score!)[0];
+      if (b.score !== null) out.push(`- Best because its 95% CI lower bound is the highest of the accepted trials: ${pct(b.score)}${runnerUp ? ` vs ${pct(runnerUp.score!)} for the runner-up \`${runnerUp.trial_id}\`` : " (the only accepted trial)"}`);
       const target = j.goal?.target;
       if (target && acc.ci_95) out.push(`- 95% CI lower bound ${pct(acc.ci_95[0])} against the ${pct(target)} target: ${acc.ci_95[0] >= target ? "met" : "not met"}`);
     }
@@ -386,7 +399,7 @@ function markdownOf(state: RunState, finished: RunFinished, j: Report["json"]): 
   const when = (m: ReturnType<typeof timeline>["first_accepted"]) =>
     m ? `\`${m.trial_id}\`, after ${m.trials_judged} judged trial${m.trials_judged === 1 ? "" : "s"}${m.seconds !== null ? ` and ${duration(m.seconds)}` : ""}` : "never";
   out.push(`- First accepted trial: ${when(j.timeline.first_accepted)}`);
-  out.push(`- Goal reached: ${when(j.timeline.goal_reached)}`);
+  if (!openEnded) out.push(`- Goal reached: ${when(j.timeline.goal_reached)}`);
   out.push(`- Run finished after ${duration(j.timeline.total_seconds)}`, "");
 
   out.push("## Research briefs", "");
