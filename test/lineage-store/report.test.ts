@@ -12,7 +12,7 @@ import { Decision, EventSchema, RunStatus, Verdict, type Event } from "../../pro
 import { GoalStatus, type EvalResultSchema } from "../../proto/gen/research/v1/runner_pb.js";
 import { readRegistry, writeArtifacts, type RegistryEntry } from "../../lineage-store/artifacts.js";
 import { escapeXml, failuresSvg, learningCurvesSvg, niceTicks, scoresSvg } from "../../lineage-store/plots.js";
-import { buildReport, reportPlots } from "../../lineage-store/report.js";
+import { buildReport, PLOT_FILES, reportPlots } from "../../lineage-store/report.js";
 
 const RUN = "run-fmnist";
 const T0 = 1_750_000_000_000;
@@ -183,6 +183,25 @@ function runEvents(): Event[] {
   return out;
 }
 
+/** The same run with no target: what the judge emits for a goal like "fashion-mnist: best model you can in 20 minutes". */
+function openEndedEvents(): Event[] {
+  const events = runEvents();
+  for (const e of events) {
+    const b = e.body;
+    if (b.case === "runStarted") {
+      Object.assign(b.value.goal!, {
+        rawText: "fashion-mnist: maximise test accuracy, under 200k parameters, 20 minutes",
+        description: "find the most accurate model on fashion-mnist: no target; maximise validation accuracy until the trial or time budget is spent or it plateaus",
+        target: 0,
+        openEnded: true,
+      });
+    }
+    if (b.case === "trialJudged" && b.value.decision === Decision.GOAL_ACHIEVED) Object.assign(b.value, { decision: Decision.ITERATE, reason: "accepted" });
+    if (b.case === "runFinished") Object.assign(b.value, { status: RunStatus.COMPLETED, reason: "accepted; trial budget of 6 spent" });
+  }
+  return events;
+}
+
 /** Tags nest and close, attributes are unique, text is escaped: what a strict XML parser would reject, without depending on one. */
 function assertBalancedXml(svg: string): void {
   const stack: string[] = [];
@@ -337,5 +356,49 @@ describe("run artifacts and report", () => {
     assertBalancedXml(failuresSvg({ "a<b": 3 }));
     expect(escapeXml(`<a href="x">&'`)).toBe("&lt;a href=&quot;x&quot;&gt;&amp;&apos;");
     expect(niceTicks(0.86, 0.93)).toEqual([0.86, 0.88, 0.9, 0.92]);
+  });
+
+  it("says a targeted run's goal was met and has a target line in the plot", () => {
+    const { markdown } = buildReport(state, events.at(-1)!.body.value as Parameters<typeof buildReport>[1]);
+    expect(markdown).toContain("- Goal reached: `run-fmnist-t006`");
+    expect(markdown).toContain("against the 92.00% target: met");
+    expect(markdown).not.toContain("No target was set");
+  });
+});
+
+describe("report of an open-ended run", () => {
+  const events = openEndedEvents();
+  const state = emptyRunState(RUN);
+  for (const e of events) applyToRunState(state, e);
+  const finished = events.at(-1)!.body.value as Parameters<typeof buildReport>[1];
+
+  it("names the best model with its CI and its one-time test accuracy, and says there was no target", () => {
+    const { markdown, json } = buildReport(state, finished);
+    expect(markdown).toContain("**Status:** completed: accepted; trial budget of 6 spent");
+    expect(markdown).toContain(
+      "No target was set, so there is no goal to meet or miss: the best model found is `run-fmnist-t006`, validation accuracy 92.35% (95% CI 92.08% – 92.62%); " +
+        "test accuracy, measured once on the held-out test split: 91.87% (95% CI 91.56% – 92.18%).",
+    );
+    expect(markdown).toContain("| target | none (open-ended: the best model within the limits) |");
+    expect(markdown).toContain("Understood as: find the most accurate model on fashion-mnist: no target;");
+    expect(markdown).toMatch(/one-time confirmation on the test split.*91\.87%/);
+    // No goal wording anywhere.
+    expect(markdown).not.toMatch(/Goal reached|goal met|target: (?:met|not met)|against the/i);
+    expect(json.goal).toMatchObject({ open_ended: true, target: null, max_params: 200_000 });
+    expect(json.outcome.status).toBe("completed");
+    expect(json.outcome.best_trial_id).toBe(tid(5));
+    expect(json.timeline.goal_reached).toBeNull();
+  });
+
+  it("says so when no model was accepted", () => {
+    const started = emptyRunState(RUN);
+    applyToRunState(started, events[0]!);
+    const { markdown } = buildReport(started, { ...finished, bestTrialId: "", testResult: undefined });
+    expect(markdown).toContain("No target was set, so there is no goal to meet or miss: no model was accepted.");
+    expect(markdown).toContain("No trial was accepted.");
+  });
+
+  it("draws no target line", () => {
+    expect(count(reportPlots(state, finished)[PLOT_FILES.scores]!, 'class="target"')).toBe(0);
   });
 });
