@@ -32,6 +32,7 @@ const HELP = `research-agent — an autonomous ML research swarm for PyTorch
 
 usage:
   research-agent launch --goal "fashion-mnist: reach 90% validation accuracy" [options]
+  research-agent launch --goal "fashion-mnist: best model you can in 30 minutes" [options]
   research-agent watch [RUN] [--workspace DIR | --nats URL]
   research-agent query --similar "TEXT" [--run RUN] [--k N] [--json] [--workspace DIR | --nats URL]
   research-agent report RUN [--workspace DIR]
@@ -42,7 +43,11 @@ usage:
 
 launch options:
   --goal TEXT          dataset, target, limits in plain words, e.g.
-                       "Fashion-MNIST, >= 92% val accuracy, < 200k params, 20 min"
+                       "Fashion-MNIST, >= 92% val accuracy, < 200k params, 20 min";
+                       or no target ("maximise accuracy", "best model", "as good
+                       as possible"): the run searches on validation accuracy until
+                       the trial or time budget is spent or it plateaus, and reports
+                       the best model with its 95% CI and one-time test accuracy
   --max-trials N       trial budget (default 30)
   --time-budget T      wall-clock budget: 90s, 20m, 2h (default: from the goal, else 30m)
   --target X           validation accuracy target: 0.9 or 90 (overrides the goal)
@@ -65,6 +70,11 @@ launch options:
   --llm-base-url URL   e.g. http://localhost:11434/v1 (Ollama), http://localhost:8000/v1 (vLLM)
   --llm-config FILE    per-role endpoints and models (JSON or YAML; see docs/LLM.md)
   --json               print one JSON object at the end (run id, status, best trial, paths)
+
+launch exit status: 0 when the goal was met, or when a run with no target completed
+  (status completed: it found a best model); 3 when a run with a target ended
+  without meeting it (budget_exhausted, stopped), or a run with no target found
+  no model; 2 on an error.
 
 research options:
   --format TEXT        how much to return: "3 suggestions, 2 insights, architecture only"
@@ -129,7 +139,8 @@ export function describeEvent(e: Event, s: RunState): string | undefined {
   const id = shortTrialId(e.trialId);
   switch (b.case) {
     case "runStarted":
-      return `run ${e.runId} started: ${b.value.goal?.dataset} target ${fmtPct(b.value.goal?.target ?? 0)} (planner ${b.value.settings?.planner}, ${b.value.settings?.seeds} seeds)`;
+      // Runs started before goals carried a description show their target.
+      return `run ${e.runId} started: ${b.value.goal?.description || `${b.value.goal?.dataset} target ${fmtPct(b.value.goal?.target ?? 0)}`} (planner ${b.value.settings?.planner}, ${b.value.settings?.seeds} seeds)`;
     case "briefReady":
       return `brief ready: ${JSON.parse(b.value.briefJson).summary_title}`;
     case "trialProposed":
@@ -301,10 +312,12 @@ async function launch(argv: string[]): Promise<void> {
     const best = outcome.state.trials.get(outcome.finished.bestTrialId);
     const acc = best?.evaluated?.result?.aggregated.val_accuracy;
     const test = outcome.finished.testResult?.aggregated.test_accuracy;
+    const openEnded = outcome.state.goal?.openEnded ?? false;
     if (a.json) {
       process.stdout.write(
         `${JSON.stringify({
           run_id: outcome.runId,
+          open_ended: openEnded,
           status: RUN_STATUS.name(outcome.finished.status) ?? "",
           reason: outcome.finished.reason,
           trials: outcome.finished.trials,
@@ -318,11 +331,14 @@ async function launch(argv: string[]): Promise<void> {
       );
     } else {
       say(`status: ${RUN_STATUS.name(outcome.finished.status) ?? ""} after ${outcome.finished.trials} trials`);
-      if (best && acc) say(`best: ${best.id} val ${fmtPct(acc.mean)} 95% CI [${fmtPct(acc.ci95[0]!)}, ${fmtPct(acc.ci95[1]!)}]${test ? `, test ${fmtPct(test.mean)}` : ""}`);
+      if (openEnded) say(`no target was set: ${best && acc ? "the best model found follows, not a goal met or missed" : "no model was accepted"}`);
+      if (best && acc) {
+        say(`best${openEnded ? " model" : ""}: ${best.id} val ${fmtPct(acc.mean)} 95% CI [${fmtPct(acc.ci95[0]!)}, ${fmtPct(acc.ci95[1]!)}]${test ? `, test ${fmtPct(test.mean)} (measured once on the test split)` : ""}`);
+      }
       say(`report: ${outcome.finished.reportPath}`);
       say(`registry: ${outcome.finished.registryPath}`);
     }
-    return outcome.finished.status === RunStatus.GOAL_ACHIEVED ? 0 : 3;
+    return outcome.finished.status === RunStatus.GOAL_ACHIEVED || outcome.finished.status === RunStatus.COMPLETED ? 0 : 3;
   });
 }
 
