@@ -1,9 +1,10 @@
 /**
  * The analyst: runs each assembled trial on a GPU runner over gRPC, streams
- * its per-epoch progress live on core NATS and publishes the evaluation with
- * an analysis.
+ * its per-epoch progress live on core NATS, stops it early when its curve
+ * falls clearly below its rung's (pruning.ts), and publishes the evaluation
+ * with an analysis.
  */
-import { ResearchError } from "../../core/failure.js";
+import { failure, ResearchError } from "../../core/failure.js";
 import { evaluateToResult } from "../../gpu-runner/client.js";
 import { runAgent, type AgentContext } from "../../swarm/runtime.js";
 import type { MessageInitShape } from "@bufbuild/protobuf";
@@ -11,6 +12,8 @@ import type { Event, TrialAssembled, TrialEvaluatedSchema } from "../../proto/ge
 import { askLlm } from "../../swarm/llm.js";
 import { loadPrompt } from "../../swarm/prompts.js";
 import { analyse, statsForNarrative } from "./analysis.js";
+import { partialResult, pruneReason } from "./pruning.js";
+import type { EpochProgress } from "../../proto/gen/research/v1/runner_pb.js";
 
 const PROMPT = loadPrompt("analyst");
 
@@ -26,10 +29,27 @@ async function evaluateTrial(event: Event, assembled: TrialAssembled, ctx: Agent
     return;
   }
   const t0 = Date.now();
+  const trial = state.trials.get(trialId);
+  // The random baseline searches without a scheduler: no pruning.
+  const prunes = state.settings?.planner !== "random" && trial !== undefined;
+  const progress: EpochProgress[] = [];
+  const abort = new AbortController();
+  let pruned: string | undefined;
   try {
-    const result = await evaluateToResult(ctx.runner(), assembled.request, (e) => {
-      if (e.event.case === "progress") ctx.bus.publishLive({ runId, trialId, body: { case: "trialProgress", value: { progress: e.event.value } } });
-    });
+    const result = await evaluateToResult(
+      ctx.runner(),
+      assembled.request,
+      (e) => {
+        if (e.event.case !== "progress" || pruned) return;
+        const p = e.event.value;
+        progress.push(p);
+        ctx.bus.publishLive({ runId, trialId, body: { case: "trialProgress", value: { progress: p } } });
+        // `state` is kept current by the run's follower: peers finishing meanwhile count.
+        pruned = prunes ? pruneReason(state, trial, p) : undefined;
+        if (pruned) abort.abort();
+      },
+      { signal: abort.signal },
+    );
     ctx.log.info({ val_accuracy: result.aggregated.val_accuracy?.mean, seconds: result.seconds }, "trial evaluated");
     const evalSeconds = (Date.now() - t0) / 1000;
     const analysis = analyse(result);
@@ -47,6 +67,11 @@ async function evaluateTrial(event: Event, assembled: TrialAssembled, ctx: Agent
     ).value;
     await publishEvaluated({ result, analysis, evalSeconds });
   } catch (err) {
+    if (pruned) {
+      ctx.log.info({ reason: pruned }, "trial pruned");
+      await publishEvaluated({ failure: failure("pruned", pruned), result: partialResult(progress), evalSeconds: (Date.now() - t0) / 1000 });
+      return;
+    }
     const e = ResearchError.from(err);
     if (e.label === "runner_unavailable") throw e;
     ctx.log.info({ label: e.label, message: e.message }, "trial failed");

@@ -9,6 +9,7 @@ import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { failure, labelName } from "../../core/failure.js";
 import { Decision, RunStatus, TrialJudgedSchema, Verdict, type TrialJudged } from "../../proto/gen/research/v1/events_pb.js";
 import { bestTrial, judgedTrials, scoreOf, slowestSeedSeconds, type RunState, type TrialState } from "../../swarm/run-state.js";
+import { budgetPlan, cheapestTrialSeconds } from "../../swarm/budget.js";
 
 const DEFAULT_PATIENCE = 8;
 // A rise of the best CI lower bound this small (0.1 pp) is seed noise, not progress.
@@ -88,6 +89,7 @@ export function judge(state: RunState, t: TrialState, nowMs: number): TrialJudge
   const patience = settings?.patience || DEFAULT_PATIENCE;
   const flat = plateau(withThis);
 
+  const plan = budgetPlan(withThis, nowMs);
   let decision = Decision.ITERATE;
   let why = reason;
   if (verdict === Verdict.ACCEPT && target > 0 && acc && acc.n >= 2 && acc.ci95[0]! >= target) {
@@ -96,9 +98,13 @@ export function judge(state: RunState, t: TrialState, nowMs: number): TrialJudge
   } else if (settings?.maxTrials && withThis.judgedCount >= settings.maxTrials) {
     decision = Decision.STOP;
     why = `${reason}; trial budget of ${settings.maxTrials} spent`;
-  } else if (state.goal?.timeBudgetS && nowMs - state.startedAtMs >= state.goal.timeBudgetS * 1000) {
+  } else if (plan.availableS < cheapestTrialSeconds(withThis)) {
+    // Not even the quickest trial seen so far fits before the reserve for the
+    // test confirmation and the report: stop now, so the run ends within its budget.
     decision = Decision.STOP;
-    why = `${reason}; time budget of ${state.goal.timeBudgetS} s spent`;
+    why = plan.remainingS <= 0
+      ? `${reason}; time budget of ${state.goal!.timeBudgetS} s spent`
+      : `${reason}; time budget of ${state.goal!.timeBudgetS} s nearly spent: ${plan.remainingS.toFixed(0)} s left, ${plan.reserveS.toFixed(0)} s reserved for the test confirmation and the report`;
   } else if (flat.since >= patience) {
     decision = Decision.STOP;
     const what = Number.isFinite(flat.best)
@@ -123,7 +129,7 @@ export function judge(state: RunState, t: TrialState, nowMs: number): TrialJudge
   return create(TrialJudgedSchema, init);
 }
 
-const BUDGET_SPENT = /(?:trial|time) budget of [\d.]+(?: s)? spent$/;
+const BUDGET_SPENT = /; (?:trial|time) budget of [\d.]+(?: s)? (?:spent$|nearly spent: )/;
 
 /**
  * The status of a run that `last` ended. An open-ended run that found a

@@ -12,7 +12,7 @@ import type { LlmClient } from "../../core/llm/client.js";
 import { scoreOf, meanOf, type TrialState } from "../../swarm/run-state.js";
 import type { Prompt } from "../../swarm/prompts.js";
 import type { Genome } from "./mutations.js";
-import { fingerprint, genomeOf, type PlanInput, type Proposal } from "./policy.js";
+import { fingerprint, genomeOf, probeFidelity, type PlanInput, type Proposal } from "./policy.js";
 
 const AssessmentSchema = z.object({
   progress: z.string().describe("how the run is going so far"),
@@ -97,12 +97,14 @@ export async function proposeWithLlm(client: LlmClient, prompt: Prompt, input: P
   });
   const p = r.value;
   const proposal: Proposal = {
+    // The scheduler decides fidelity: an LLM's config is a new one, probed at rung 0.
+    rung: 0,
     hypothesis: p.hypothesis,
     rationale: `${p.rationale}\nassessment: ${p.assessment.progress}; strengths: ${p.assessment.strengths.join(", ") || "-"}; weaknesses: ${p.assessment.weaknesses.join(", ") || "-"}`,
     parentIds: p.parent_ids,
     surface: p.surface,
     model: p.model_config,
-    train: p.train_config satisfies Genome["train"],
+    train: { ...(p.train_config satisfies Genome["train"]), ...probeFidelity(input) },
     adoptedConcepts: p.adopted_concepts,
   };
   return { value: proposal, usage: r.usage, attempts: r.attempts };

@@ -21,7 +21,7 @@ import { runAgent, type AgentContext } from "../../swarm/runtime.js";
 import { askLlm, type LlmAnswer } from "../../swarm/llm.js";
 import { loadPrompt } from "../../swarm/prompts.js";
 import { proposeWithLlm } from "./llm-policy.js";
-import { fingerprint, mulberry32, POLICIES, type PlanInput, type Proposal } from "./policy.js";
+import { fingerprint, mulberry32, POLICIES, promote, type PlanInput, type Proposal } from "./policy.js";
 
 const PROMPT = loadPrompt("planner");
 
@@ -54,6 +54,7 @@ async function planInput(ctx: AgentContext, state: RunState, seed: number): Prom
       return r.ok ? r.params : r.error;
     },
     failedElsewhere: await failedInLineage(ctx, state),
+    nowMs: Date.now(),
   };
 }
 
@@ -97,6 +98,7 @@ async function publishProposal(ctx: AgentContext, state: RunState, index: number
         modelConfigJson: JSON.stringify(p.model),
         trainConfigJson: JSON.stringify(p.train),
         index,
+        rung: p.rung,
         adoptedConcepts: p.adoptedConcepts,
         proposer,
         promptVersion,
@@ -154,6 +156,10 @@ async function proposeNext(ctx: AgentContext, event: Event): Promise<void> {
   const index = (state.settings?.parallel || 1) + judged.judgedPosition;
   if (index >= (state.settings?.maxTrials || Infinity) || state.trials.get(trialId(state.runId, index))?.proposed) return;
   const input = await planInput(ctx, state, index);
+  // The scheduler's promotions come first, whoever authors new configs; the
+  // random baseline has no scheduler.
+  const promotion = state.settings?.planner === "random" ? undefined : promote(input);
+  if (promotion) return publishProposal(ctx, state, index, promotion, "scheduler", "");
   // A random draw keeps the run moving when every edit of the good trials is spent.
   await propose(ctx, input, index, () => policyOf(state).next(input, index) ?? POLICIES.random.next(input, index));
 }

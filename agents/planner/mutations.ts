@@ -4,7 +4,7 @@
  * apply equally to configs a template, a user or an LLM wrote.
  */
 import { DEFAULT_LR, RECIPE_DEFAULTS } from "../../core/defaults.js";
-import { OPTIMIZER, type SurfaceName } from "../../core/enums.js";
+import { OPTIMIZER, type OptimizerName, type SurfaceName } from "../../core/enums.js";
 import type { ModelConfigInput, TrainConfigInput } from "../../core/model-config.js";
 import type { DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
 import type { LayerIn } from "./templates.js";
@@ -27,6 +27,12 @@ const clone = <T>(x: T): T => structuredClone(x);
 /** What the trial trained with: the schema's default when its config names none. */
 const lrOf = (g: Genome) => g.train.lr ?? DEFAULT_LR[RECIPE_DEFAULTS.optimizer];
 const round8 = (x: number) => Math.max(8, Math.round(x / 8) * 8);
+
+/** The optimizer a recipe trains with: AdamW's decoupled decay is its only difference from Adam, and at 0 torch's steps are bit for bit Adam's. */
+export const effectiveOptimizer = (optimizer: OptimizerName, weightDecay: number): OptimizerName =>
+  optimizer === "adamw" && weightDecay === 0 ? "adam" : optimizer;
+// AdamW's decay is scaled by the learning rate, hence its far larger usual value.
+const DECAY: Readonly<Record<OptimizerName, number>> = { sgd: 5e-4, adam: 5e-4, adamw: 0.05 };
 
 function mapLayers(layers: LayerIn[], fn: (l: LayerIn) => LayerIn): LayerIn[] {
   return layers.map((l) => {
@@ -127,7 +133,7 @@ function moreDropout(g: Genome): Genome | undefined {
 
 const train = (g: Genome, patch: Partial<TrainConfigInput>): Genome => ({ ...g, train: { ...g.train, ...patch } });
 const pick = <T>(xs: readonly T[], rng: () => number): T => xs[Math.floor(rng() * xs.length)]!;
-const isImage = (info: DatasetInfo) => info.inputShape.length === 3 && info.inputDtype !== "int64";
+export const isImage = (info: DatasetInfo) => info.inputShape.length === 3 && info.inputDtype !== "int64";
 // Mirror images keep their label only where left and right mean nothing.
 const FLIP_SAFE = new Set(["fashion-mnist", "cifar10", "cifar100"]);
 
@@ -178,8 +184,11 @@ export const MUTATIONS: Mutation[] = [
     blocks: ["adamw", "sgd"],
     describe: "switch optimizer",
     apply: (g, _i, rng) => {
-      const opt = pick(OPTIMIZER.names.filter((o) => o !== (g.train.optimizer ?? RECIPE_DEFAULTS.optimizer)), rng);
-      return train(g, opt === "sgd" ? { optimizer: "sgd", lr: 0.05, momentum: 0.9, nesterov: true } : { optimizer: opt, lr: 2e-3 });
+      const decay = g.train.weight_decay ?? 0;
+      const opt = pick(OPTIMIZER.names.filter((o) => o !== effectiveOptimizer(g.train.optimizer ?? RECIPE_DEFAULTS.optimizer, decay)), rng);
+      // Decay stays on or off at the new optimizer's scale, except that AdamW always brings it: without, it is Adam.
+      const weight_decay = opt === "adamw" || decay > 0 ? DECAY[opt] : 0;
+      return train(g, opt === "sgd" ? { optimizer: "sgd", lr: 0.05, momentum: 0.9, nesterov: true, weight_decay } : { optimizer: opt, lr: 2e-3, weight_decay });
     },
   },
   {
@@ -198,7 +207,7 @@ export const MUTATIONS: Mutation[] = [
     name: "weight-decay",
     blocks: ["weight_decay"],
     describe: "weight decay",
-    apply: (g) => ((g.train.weight_decay ?? 0) > 0 ? undefined : train(g, { weight_decay: g.train.optimizer === "adamw" ? 0.05 : 5e-4 })),
+    apply: (g) => ((g.train.weight_decay ?? 0) > 0 ? undefined : train(g, { weight_decay: DECAY[g.train.optimizer ?? RECIPE_DEFAULTS.optimizer] })),
   },
   {
     surface: "regularisation",
@@ -216,24 +225,5 @@ export const MUTATIONS: Mutation[] = [
       if (!isImage(info) || (g.train.augment?.crop_padding ?? 0) > 0) return undefined;
       return train(g, { augment: { ...g.train.augment, crop_padding: 2, hflip: FLIP_SAFE.has(info.name) } });
     },
-  },
-  {
-    surface: "data",
-    name: "more-data",
-    blocks: [],
-    describe: "double the training subset",
-    apply: (g, info) => {
-      const subset = g.train.subset ?? 0;
-      if (subset === 0) return undefined;
-      const next = subset * 2 >= info.nTrain + info.nVal ? 0 : subset * 2;
-      return train(g, { subset: next });
-    },
-  },
-  {
-    surface: "data",
-    name: "more-epochs",
-    blocks: [],
-    describe: "train two epochs longer",
-    apply: (g) => ((g.train.epochs ?? RECIPE_DEFAULTS.epochs) >= 30 ? undefined : train(g, { epochs: (g.train.epochs ?? RECIPE_DEFAULTS.epochs) + 2 })),
   },
 ];

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import { compileModel } from "../../core/compiler/compile.js";
-import { fingerprint, initialBuiltin, mulberry32, nextBuiltin, randomPolicy, type PlanInput } from "../../agents/planner/policy.js";
+import { fingerprint, initialBuiltin, mulberry32, nextBuiltin, promote, randomPolicy, type PlanInput } from "../../agents/planner/policy.js";
 import { stalledOn } from "../../agents/planner/stall.js";
 import { researchBrief } from "../../research/research.js";
 import { DatasetInfoSchema } from "../../proto/gen/research/v1/runner_pb.js";
@@ -24,6 +24,12 @@ function input(events: EventInit[], maxParams = 0): PlanInput {
     },
     failedElsewhere: new Set(),
   };
+}
+
+/** An evaluation whose slowest seed took `seconds`. */
+function timed(e: EventInit, seconds: number): EventInit {
+  (e.body as { value: { result: { seedResults: unknown[] } } }).value.result.seedResults = [{ seed: 0, seconds }];
+  return e;
 }
 
 const brief = (): EventInit => ({
@@ -67,6 +73,24 @@ describe("built-in planner", () => {
     const first = initialBuiltin(base, 1)[0]!;
     const again = initialBuiltin({ ...base, failedElsewhere: new Set([fingerprint(first.model, first.train)]) }, 1)[0]!;
     expect(fingerprint(again.model, again.train)).not.toBe(fingerprint(first.model, first.train));
+  });
+
+  it("promotes the best of three rung-0 trials to more data, and only when it fits the budget", () => {
+    const first = initialBuiltin(input([]), 3);
+    const events: EventInit[] = first.flatMap((p, i): EventInit[] => [
+      { runId: RUN, trialId: `t${i}`, body: { case: "trialProposed", value: { surface: Surface.ARCHITECTURE, modelConfigJson: JSON.stringify(p.model), trainConfigJson: JSON.stringify(p.train) } } },
+      timed(evaluated(`t${i}`, 0.85 + i / 100), 10),
+      { runId: RUN, trialId: `t${i}`, body: { case: "trialJudged", value: { verdict: Verdict.ACCEPT, decision: Decision.ITERATE } } },
+    ]);
+    const p = promote({ ...input(events), nowMs: 1000 })!;
+    expect(p).toMatchObject({ rung: 1, parentIds: ["t2"], surface: "data", model: first[2]!.model });
+    expect(p.train).toMatchObject({ ...first[2]!.train, subset: 30_000, epochs: 3 });
+    expect(p.hypothesis).toBe("promote t2 to rung 1: 30000 examples, 3 epochs");
+    // 10 s at 10k examples predicts 30 s at 30k; 40 s left, 30 s of them reserved: no room.
+    const late = input(events);
+    late.state.goal!.timeBudgetS = 100;
+    expect(promote({ ...late, nowMs: 1000 + 60_000 })).toBeUndefined();
+    expect(promote({ ...late, nowMs: 1000 + 10_000 })).toBeDefined();
   });
 
   it("the random baseline draws valid configs", () => {

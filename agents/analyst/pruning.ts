@@ -1,0 +1,72 @@
+/**
+ * Early stopping of running trials by the median stopping rule (Golovin et
+ * al., "Google Vizier", 2017), within a fidelity rung: a trial whose
+ * validation accuracy after epoch e is clearly below the median of its
+ * rung's finished trials after epoch e is stopped, and its slot goes to the
+ * next proposal. Curves are compared seed for seed (seed 0 of each trial),
+ * since seeds of one trial start at different times.
+ */
+import { EvalResultSchema, LearningCurveSchema, SeedResultSchema, type EpochProgress, type EvalResult } from "../../proto/gen/research/v1/runner_pb.js";
+import { create } from "@bufbuild/protobuf";
+import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
+import type { RunState, TrialState } from "../../swarm/run-state.js";
+
+/** Finished peers needed before the median means anything. */
+const MIN_PEERS = 4;
+/** How far below the median counts as clearly below (accuracy points). */
+const MARGIN = 0.01;
+const SEED = 0;
+
+const rungOf = (t: TrialState) => t.proposed?.rung ?? 0;
+
+function curveAt(t: TrialState, epoch: number): number | undefined {
+  const seed = t.evaluated?.result?.seedResults.find((s) => s.seed === SEED);
+  return seed?.learningCurve?.valAccuracy[epoch - 1];
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
+
+/** Why `trial` should stop after this progress report, or undefined to let it run. */
+export function pruneReason(state: RunState, trial: TrialState, p: EpochProgress): string | undefined {
+  // The last epoch costs nothing more to finish, and a finished curve is worth more.
+  if (p.seed !== SEED || p.epoch >= p.epochs) return undefined;
+  const rung = rungOf(trial);
+  const peers: number[] = [];
+  for (const t of state.trials.values()) {
+    if (t.id === trial.id || rungOf(t) !== rung || t.judged?.verdict !== Verdict.ACCEPT) continue;
+    const v = curveAt(t, p.epoch);
+    if (v !== undefined) peers.push(v);
+  }
+  if (peers.length < MIN_PEERS) return undefined;
+  const m = median(peers);
+  if (p.valAccuracy >= m - MARGIN) return undefined;
+  return `pruned after epoch ${p.epoch}/${p.epochs}: seed ${SEED} validation accuracy ${(100 * p.valAccuracy).toFixed(2)}% is below the median ${(100 * m).toFixed(2)}% of ${peers.length} finished trials at rung ${rung}`;
+}
+
+/** The curves a stopped evaluation reached, per seed, so the lineage keeps them. */
+export function partialResult(progress: EpochProgress[]): EvalResult {
+  const bySeed = new Map<number, EpochProgress[]>();
+  for (const p of progress) bySeed.set(p.seed, [...(bySeed.get(p.seed) ?? []), p]);
+  const seedResults = [...bySeed.entries()]
+    .sort((a, b) => a[0] - b[0])
+    .map(([seed, ps]) => {
+      const sorted = ps.sort((a, b) => a.epoch - b.epoch);
+      return create(SeedResultSchema, {
+        seed,
+        epochsCompleted: sorted.length,
+        seconds: sorted.at(-1)?.seconds ?? 0,
+        learningCurve: create(LearningCurveSchema, {
+          trainLoss: sorted.map((x) => x.trainLoss),
+          trainAccuracy: sorted.map((x) => x.trainAccuracy),
+          valLoss: sorted.map((x) => x.valLoss),
+          valAccuracy: sorted.map((x) => x.valAccuracy),
+          lr: sorted.map((x) => x.lr),
+        }),
+      });
+    });
+  return create(EvalResultSchema, { seedResults, numSeeds: seedResults.length });
+}

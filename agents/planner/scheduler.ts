@@ -1,0 +1,123 @@
+/**
+ * Multi-fidelity search in the style of ASHA (Li et al., "A System for
+ * Massively Parallel Hyperparameter Tuning", 2020). Trials run side by side,
+ * so promotions are decided asynchronously, each time a judgement arrives:
+ *
+ * - rung 0 is a cheap probe: a slice of the training split, a few epochs;
+ * - each rung up costs ETA times the one below (more data first, then more
+ *   epochs), so a config is trained long only after it beat its peers cheaply;
+ * - a finished trial in the top 1/ETA of its rung is promoted: the same model
+ *   and recipe at the next rung's fidelity, a new trial whose parent it is.
+ *
+ * New configs (the bandit's edits) always start at rung 0, where their
+ * scores are comparable with their parent's.
+ */
+import type { SurfaceName } from "../../core/enums.js";
+import type { TrainConfigInput } from "../../core/model-config.js";
+import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
+import type { DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
+import { scoreOf, type RunState, type TrialState } from "../../swarm/run-state.js";
+
+/** Promotion ratio: the top 1/ETA of a rung go up, at ETA times the cost. */
+export const ETA = 3;
+/** Rungs above the probe; the top one is the long, exploit-phase training. */
+const MAX_RUNG = 3;
+const MAX_EPOCHS = 60;
+/** A rung whose training run is at least this long gets the long-training recipe. */
+const LONG_EPOCHS = 5;
+
+export interface Fidelity {
+  /** Training examples (0: the whole training split). */
+  subset: number;
+  epochs: number;
+}
+
+export function rungOf(t: TrialState): number {
+  return t.proposed?.rung ?? 0;
+}
+
+/**
+ * The fidelities of rungs 0..MAX_RUNG from the probe's: each costs ETA times
+ * the previous in examples x epochs, growing the slice up to the full split
+ * first, since more data beats more passes over the same slice.
+ */
+export function ladder(info: Pick<DatasetInfo, "nTrain">, probe: Fidelity): Fidelity[] {
+  const full = info.nTrain;
+  const size = (f: Fidelity) => (f.subset > 0 && f.subset < full ? f.subset : full);
+  const out: Fidelity[] = [probe];
+  for (let r = 1; r <= MAX_RUNG; r++) {
+    const prev = out[r - 1]!;
+    const cost = size(prev) * prev.epochs * ETA;
+    const subset = Math.min(full, size(prev) * ETA);
+    const epochs = Math.min(MAX_EPOCHS, Math.max(prev.epochs, Math.round(cost / subset)));
+    const next = { subset: subset >= full ? 0 : subset, epochs };
+    if (next.subset === prev.subset && next.epochs === prev.epochs) break;
+    out.push(next);
+  }
+  return out;
+}
+
+/** The recipe a config trains with at `rung`: its own, at the rung's fidelity, with a long run's habits on long rungs. */
+export function atRung(train: TrainConfigInput, rung: Fidelity, image: boolean): TrainConfigInput {
+  const out: TrainConfigInput = { ...train, subset: rung.subset, epochs: rung.epochs };
+  if (rung.epochs >= LONG_EPOCHS) {
+    // Long runs gain from annealing the rate and from translation augmentation,
+    // which short probes cannot show (nor pay for). Horizontal flips are left
+    // to configs that chose them: they break digits and text-like images.
+    if ((out.schedule ?? "none") === "none") out.schedule = "cosine";
+    if (image && !(out.augment?.crop_padding ?? 0)) out.augment = { ...out.augment, crop_padding: 2 };
+    if ((out.warmup_epochs ?? 0) >= rung.epochs) out.warmup_epochs = 0;
+  }
+  return out;
+}
+
+export interface Promotion {
+  trial: TrialState;
+  rung: number;
+  /** Why it goes up: its place among its rung's finished trials. */
+  reason: string;
+}
+
+/**
+ * Only promotions climb: every new config starts at rung 0, so a trial above
+ * it is a promotion of its one parent.
+ */
+export function isPromotion(t: TrialState): boolean {
+  return rungOf(t) > 0;
+}
+
+function promotedIds(state: RunState): Set<string> {
+  const out = new Set<string>();
+  for (const t of state.trials.values()) {
+    const parent = t.proposed?.parentIds[0];
+    if (parent && isPromotion(t)) out.add(parent);
+  }
+  return out;
+}
+
+/**
+ * ASHA's choice: from the highest rung down, the best finished trial in the
+ * top 1/ETA of its rung that has not gone up yet. Failed and rejected trials
+ * count as finished (at the bottom), as they do in ASHA.
+ */
+export function nextPromotion(state: RunState, topRung: number): Promotion | undefined {
+  const promoted = promotedIds(state);
+  for (let r = topRung - 1; r >= 0; r--) {
+    const finished = [...state.trials.values()].filter((t) => t.judged && rungOf(t) === r);
+    const k = Math.floor(finished.length / ETA);
+    if (k === 0) continue;
+    const ranked = finished
+      .filter((t) => t.judged!.verdict === Verdict.ACCEPT)
+      .sort((a, b) => (scoreOf(b) ?? 0) - (scoreOf(a) ?? 0))
+      .slice(0, k);
+    const pick = ranked.find((t) => !promoted.has(t.id));
+    if (pick) {
+      const place = ranked.indexOf(pick) + 1;
+      return { trial: pick, rung: r + 1, reason: `#${place} of ${finished.length} finished at rung ${r} (top 1/${ETA})` };
+    }
+  }
+  return undefined;
+}
+
+/** The surface a promotion is filed under: more data and epochs is the data surface's move. */
+export const PROMOTION_SURFACE: SurfaceName = "data";

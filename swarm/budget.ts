@@ -1,0 +1,39 @@
+/**
+ * The run's time budget as a plan, shared by the planner (what may still
+ * start) and the judge (when to stop): the one-time test confirmation of the
+ * best trial and the report are reserved from the start, so a run ends,
+ * report written, within its budget.
+ */
+import { bestTrial, slowestSeedSeconds, type RunState } from "./run-state.js";
+
+/** Writing the report and closing the run, after the confirmation. */
+const REPORT_S = 15;
+/** The confirmation trains the best config again (test split included); its seeds may queue behind each other. */
+const CONFIRM_FACTOR = 1.5;
+
+export interface BudgetPlan {
+  /** Seconds until the run's budget is spent (Infinity without one). */
+  remainingS: number;
+  /** Held back for the confirmation and the report. */
+  reserveS: number;
+  /** What a trial started now may take. */
+  availableS: number;
+}
+
+export function budgetPlan(state: RunState, nowMs: number): BudgetPlan {
+  const budget = state.goal?.timeBudgetS ?? 0;
+  const remainingS = budget > 0 ? budget - (nowMs - state.startedAtMs) / 1000 : Infinity;
+  const best = bestTrial(state);
+  const reserveS = REPORT_S + CONFIRM_FACTOR * ((best && slowestSeedSeconds(best)) || 0);
+  return { remainingS, reserveS, availableS: remainingS - reserveS };
+}
+
+/** The shortest evaluation the run has seen: the least a new trial can be expected to take. */
+export function cheapestTrialSeconds(state: RunState): number {
+  let min = Infinity;
+  for (const t of state.trials.values()) {
+    const s = slowestSeedSeconds(t);
+    if (s !== undefined && s < min) min = s;
+  }
+  return Number.isFinite(min) ? min : 0;
+}

@@ -1,0 +1,106 @@
+import { create } from "@bufbuild/protobuf";
+import { describe, expect, it } from "vitest";
+import { partialResult, pruneReason } from "../../agents/analyst/pruning.js";
+import { atRung, ETA, ladder, nextPromotion } from "../../agents/planner/scheduler.js";
+import { Surface } from "../../proto/gen/research/v1/common_pb.js";
+import { Verdict, type TrialJudged } from "../../proto/gen/research/v1/events_pb.js";
+import { EpochProgressSchema, EvalResultSchema } from "../../proto/gen/research/v1/runner_pb.js";
+import type { EventInit } from "../../bus/index.js";
+import { proposed, RUN, started, state } from "./helpers.js";
+
+const judged = (id: string, verdict = Verdict.ACCEPT): EventInit => ({
+  runId: RUN,
+  trialId: id,
+  body: { case: "trialJudged", value: { verdict } as TrialJudged },
+});
+
+/** A finished trial at `rung` whose seed 0 reached `curve` (one value per epoch). */
+function finished(id: string, score: number, curve: number[], rung = 0, parent?: string): EventInit[] {
+  const p = proposed(id, parent ? Surface.DATA : Surface.ARCHITECTURE, parent ? [parent] : []);
+  (p.body as { value: { rung?: number } }).value.rung = rung;
+  const result = create(EvalResultSchema, {
+    aggregated: { val_accuracy: { mean: score, ci95: [score - 0.005, score + 0.005], n: 3 } },
+    seedResults: [{ seed: 0, learningCurve: { valAccuracy: curve } }],
+  });
+  return [p, { runId: RUN, trialId: id, body: { case: "trialEvaluated", value: { result } } }, judged(id)];
+}
+
+describe("fidelity ladder", () => {
+  it("grows the data first, then the epochs, ETA times the cost per rung", () => {
+    const rungs = ladder({ nTrain: 54_000 }, { subset: 10_000, epochs: 3 });
+    expect(rungs).toEqual([
+      { subset: 10_000, epochs: 3 },
+      { subset: 30_000, epochs: 3 },
+      { subset: 0, epochs: 5 },
+      { subset: 0, epochs: 15 },
+    ]);
+    const cost = (f: { subset: number; epochs: number }) => (f.subset || 54_000) * f.epochs;
+    for (let r = 1; r < rungs.length; r++) expect(cost(rungs[r]!) / cost(rungs[r - 1]!)).toBeCloseTo(ETA, 0);
+  });
+
+  it("only adds epochs on a split small enough to use whole", () => {
+    expect(ladder({ nTrain: 1_600 }, { subset: 0, epochs: 3 })).toEqual([
+      { subset: 0, epochs: 3 },
+      { subset: 0, epochs: 9 },
+      { subset: 0, epochs: 27 },
+      { subset: 0, epochs: 60 },
+    ]);
+  });
+
+  it("gives long rungs an annealed rate and random crops, and leaves short ones as they are", () => {
+    expect(atRung({ optimizer: "adam", lr: 0.002 }, { subset: 30_000, epochs: 3 }, true)).toEqual({ optimizer: "adam", lr: 0.002, subset: 30_000, epochs: 3 });
+    const long = atRung({ optimizer: "adam", schedule: "onecycle", augment: { hflip: true } }, { subset: 0, epochs: 15 }, true);
+    expect(long).toMatchObject({ schedule: "onecycle", subset: 0, epochs: 15, augment: { hflip: true, crop_padding: 2 } });
+    expect(atRung({}, { subset: 0, epochs: 15 }, false)).toEqual({ schedule: "cosine", subset: 0, epochs: 15 });
+  });
+});
+
+describe("ASHA promotions", () => {
+  const rung0 = (n: number) => Array.from({ length: n }, (_, i) => finished(`t${i}`, 0.8 + i / 100, [0.7, 0.8])).flat();
+
+  it("waits for ETA finished trials, then promotes the best not yet promoted", () => {
+    expect(nextPromotion(state([started(), ...rung0(2)]), 3)).toBeUndefined();
+    const three = nextPromotion(state([started(), ...rung0(3)]), 3);
+    expect(three).toMatchObject({ rung: 1, trial: { id: "t2" } });
+    // t2 went up; with six finished, the top two may go, so t4 follows t5.
+    const six = state([started(), ...rung0(6), proposed("p5", Surface.DATA, ["t5"])].map((e) => {
+      if (e.trialId === "p5") (e.body as { value: { rung?: number } }).value.rung = 1;
+      return e;
+    }));
+    expect(nextPromotion(six, 3)).toMatchObject({ rung: 1, trial: { id: "t4" } });
+  });
+
+  it("looks at the highest rung first and never past the top", () => {
+    const events = [started(), ...rung0(3), ...finished("u0", 0.9, [0.9], 1, "t2"), ...finished("u1", 0.91, [0.9], 1, "t1"), ...finished("u2", 0.92, [0.9], 1, "t0")];
+    expect(nextPromotion(state(events), 3)).toMatchObject({ rung: 2, trial: { id: "u2" } });
+    expect(nextPromotion(state(events), 1)).toBeUndefined();
+  });
+
+  it("counts failed trials as finished but never promotes them", () => {
+    const failedTrials = ["f0", "f1"].flatMap((id) => [proposed(id), judged(id, Verdict.REJECT)]);
+    const s = state([started(), ...failedTrials, ...finished("ok", 0.8, [0.8])]);
+    expect(nextPromotion(s, 3)).toMatchObject({ trial: { id: "ok" } });
+  });
+});
+
+describe("median stopping within a rung", () => {
+  const progress = (epoch: number, valAccuracy: number, seed = 0) => create(EpochProgressSchema, { seed, epoch, epochs: 3, valAccuracy });
+  const peers = (n: number) => Array.from({ length: n }, (_, i) => finished(`t${i}`, 0.85, [0.8 + i / 100, 0.85, 0.87])).flat();
+
+  it("stops a trial clearly below the median of its finished peers, not before four exist", () => {
+    const s = state([started(), ...peers(5), proposed("new")]);
+    const trial = s.trials.get("new")!;
+    // Peers after epoch 1: 0.80 .. 0.84, median 0.82.
+    expect(pruneReason(s, trial, progress(1, 0.75))).toMatch(/below the median 82\.00% of 5 finished trials at rung 0/);
+    expect(pruneReason(s, trial, progress(1, 0.815))).toBeUndefined();
+    expect(pruneReason(s, trial, progress(1, 0.5, 1))).toBeUndefined();
+    expect(pruneReason(s, trial, progress(3, 0.5))).toBeUndefined();
+    const few = state([started(), ...peers(3), proposed("new")]);
+    expect(pruneReason(few, few.trials.get("new")!, progress(1, 0.5))).toBeUndefined();
+  });
+
+  it("keeps the curves a stopped trial reached", () => {
+    const r = partialResult([progress(2, 0.7), progress(1, 0.6), progress(1, 0.65, 1)]);
+    expect(r.seedResults.map((s) => [s.seed, s.learningCurve?.valAccuracy])).toEqual([[0, [0.6, 0.7]], [1, [0.65]]]);
+  });
+});
