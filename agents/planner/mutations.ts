@@ -133,7 +133,7 @@ function moreDropout(g: Genome): Genome | undefined {
 
 const train = (g: Genome, patch: Partial<TrainConfigInput>): Genome => ({ ...g, train: { ...g.train, ...patch } });
 const pick = <T>(xs: readonly T[], rng: () => number): T => xs[Math.floor(rng() * xs.length)]!;
-const isImage = (info: DatasetInfo) => info.inputShape.length === 3 && info.inputDtype !== "int64";
+export const isImage = (info: DatasetInfo) => info.inputShape.length === 3 && info.inputDtype !== "int64";
 // Mirror images keep their label only where left and right mean nothing.
 const FLIP_SAFE = new Set(["fashion-mnist", "cifar10", "cifar100"]);
 
@@ -225,24 +225,5 @@ export const MUTATIONS: Mutation[] = [
       if (!isImage(info) || (g.train.augment?.crop_padding ?? 0) > 0) return undefined;
       return train(g, { augment: { ...g.train.augment, crop_padding: 2, hflip: FLIP_SAFE.has(info.name) } });
     },
-  },
-  {
-    surface: "data",
-    name: "more-data",
-    blocks: [],
-    describe: "double the training subset",
-    apply: (g, info) => {
-      const subset = g.train.subset ?? 0;
-      if (subset === 0) return undefined;
-      const next = subset * 2 >= info.nTrain + info.nVal ? 0 : subset * 2;
-      return train(g, { subset: next });
-    },
-  },
-  {
-    surface: "data",
-    name: "more-epochs",
-    blocks: [],
-    describe: "train two epochs longer",
-    apply: (g) => ((g.train.epochs ?? RECIPE_DEFAULTS.epochs) >= 30 ? undefined : train(g, { epochs: (g.train.epochs ?? RECIPE_DEFAULTS.epochs) + 2 })),
   },
 ];

@@ -1,13 +1,17 @@
 /**
  * The built-in planner brain and the random baseline.
  *
- * builtin: the first proposals adopt what the brief suggests; after that,
- * a UCB bandit over recipe surfaces (architecture, optimisation,
- * regularisation, data) picks where the next edit goes, rewarding surfaces
- * by the CI-lower-bound gains their trials measured; the edit is applied to
- * the best accepted trial. Every candidate is compiled (parameter budget),
- * checked against the run's predicted time budget, and dropped when an
- * identical config already ran here or failed anywhere in the lineage.
+ * builtin: the first proposals adopt what the brief suggests, as cheap
+ * rung-0 probes. After that, each proposal is either a promotion of the
+ * multi-fidelity scheduler (scheduler.ts: the top 1/3 of a rung trains again
+ * on more data and epochs) or a new config: a UCB bandit over the recipe
+ * surfaces (architecture, optimisation, regularisation) picks where the edit
+ * goes, rewarding surfaces by the CI-lower-bound gains their trials measured,
+ * and the edit is applied to the best rung-0 trial, so child and parent are
+ * compared at the same fidelity. Every candidate is compiled (parameter
+ * budget), its time predicted from the run's measured speed (it must fit the
+ * trial budget and what the run has left after its reserve), and dropped when
+ * an identical config already ran here or failed anywhere in the lineage.
  *
  * random: uniform draws from the same space, no memory. The baseline.
  */
@@ -18,12 +22,16 @@ import { OPTIMIZER, SURFACE, type SurfaceName as Surface } from "../../core/enum
 import { parseModelConfig, parseTrainConfig, type ModelConfigInput, type TrainConfig, type TrainConfigInput } from "../../core/model-config.js";
 import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import type { DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
-import { bestTrial, scoreOf, slowestSeedSeconds, type RunState, type TrialState } from "../../swarm/run-state.js";
-import { effectiveOptimizer, MUTATIONS, type Genome, type Mutation } from "./mutations.js";
+import { scoreOf, slowestSeedSeconds, type RunState, type TrialState } from "../../swarm/run-state.js";
+import { effectiveOptimizer, isImage, MUTATIONS, type Genome, type Mutation } from "./mutations.js";
 import { templatesFor, type Template } from "./templates.js";
 import { isRecord } from "../../core/json.js";
+import { budgetPlan } from "../../swarm/budget.js";
+import { atRung, isPromotion, ladder, nextPromotion, PROMOTION_SURFACE, rungOf, type Fidelity } from "./scheduler.js";
 
 export interface Proposal {
+  /** Fidelity rung (scheduler.ts): 0 for every new config. */
+  rung: number;
   hypothesis: string;
   rationale: string;
   parentIds: string[];
@@ -41,6 +49,8 @@ export interface PlanInput {
   params: (model: ModelConfigInput) => number | string;
   /** Fingerprints of configs that failed in any run (lineage feedback). */
   failedElsewhere: Set<string>;
+  /** Now, for the budget plan; injected so the policy is testable. */
+  nowMs?: number;
 }
 
 export type Policy = (input: PlanInput, index: number) => Proposal | undefined;
@@ -104,6 +114,7 @@ export function genomeOf(t: TrialState): Genome | undefined {
   return isRecord(t.model) && isRecord(t.train) ? { model: t.model as ModelConfigInput, train: t.train as TrainConfigInput } : undefined;
 }
 
+/** The rung-0 probe: the run's search subset and epochs. */
 function startingTrain(input: PlanInput): TrainConfigInput {
   const s = input.state.settings;
   const total = input.info.nTrain + input.info.nVal;
@@ -144,7 +155,7 @@ function withinBudget(input: PlanInput, g: Genome, seen: Set<string>): string | 
   return undefined;
 }
 
-/** Seconds a genome should take, scaled from its parent's measured evaluation. */
+/** Seconds a genome should take, scaled from its parent's measured evaluation by examples x epochs and sqrt(params). */
 function predictedSeconds(input: PlanInput, parent: TrialState, g: Genome, pg: Genome): number | undefined {
   const seconds = slowestSeedSeconds(parent);
   if (!seconds) return undefined;
@@ -175,6 +186,7 @@ export const initialBuiltin = (input: PlanInput, count: number): Proposal[] => {
     seen.add(fingerprint(g.model, g.train));
     const adopted = [...t.blocks.filter((b) => blocks.includes(b)), ...(recipe ? [recipe] : [])];
     out.push({
+      rung: 0,
       hypothesis: `${t.name} with ${train.optimizer} lr ${train.lr}${recipe ? ` and ${recipe}` : ""} is a strong starting point`,
       rationale: adopted.length
         ? `adopts ${adopted.join(", ")} from the research brief`
@@ -198,7 +210,8 @@ function surfaceStats(state: RunState): Map<Surface, SurfaceStats> {
   const stats = new Map<Surface, SurfaceStats>(SURFACE.names.map((s) => [s, { n: 0, gain: 0 }]));
   for (const t of state.trials.values()) {
     const j = t.judged;
-    if (!j || !t.proposed?.parentIds.length) continue;
+    // Promotions are the scheduler's moves, not edits: their gain is the fidelity's.
+    if (!j || !t.proposed?.parentIds.length || isPromotion(t)) continue;
     const name = SURFACE.name(t.proposed.surface);
     const s = name && stats.get(name);
     if (!s) continue;
@@ -208,6 +221,10 @@ function surfaceStats(state: RunState): Map<Surface, SurfaceStats> {
   }
   return stats;
 }
+
+/** Surfaces of new configs' edits; the data surface's move is the scheduler's promotion. */
+const editSurfaces = (): Surface[] => SURFACE.names.filter((s) => s !== PROMOTION_SURFACE);
+const EDIT_SURFACES_ALL = editSurfaces();
 
 /** Surfaces in UCB1 order; untried ones first. */
 function surfaceOrder(state: RunState, rng: () => number, hint?: Surface): Surface[] {
@@ -219,7 +236,7 @@ function surfaceOrder(state: RunState, rng: () => number, hint?: Surface): Surfa
     // Gains are a few points of accuracy at most; scale exploration to match.
     return st.gain / st.n + 0.02 * Math.sqrt((2 * Math.log(total + 1)) / st.n) + (s === hint ? 0.005 : 0);
   };
-  return [...SURFACE.names].sort((a, b) => ucb(b) - ucb(a) || rng() - 0.5);
+  return [...EDIT_SURFACES_ALL].sort((a, b) => ucb(b) - ucb(a) || rng() - 0.5);
 }
 
 /** What the analyst's reading of the parent suggests. */
@@ -227,7 +244,9 @@ function hintFrom(parent: TrialState): Surface | undefined {
   const a = parent.evaluated?.analysis;
   if (!a) return undefined;
   if (a.overfitting === "moderate" || a.overfitting === "severe") return "regularisation";
-  if (a.convergence === "improving") return "data";
+  // Still improving without overfitting: the model underfits. Longer training is
+  // the scheduler's promotion; more capacity is an architecture edit.
+  if (a.convergence === "improving") return "architecture";
   if (a.convergence === "diverging" || a.convergence === "unstable") return "optimisation";
   if (a.convergence === "plateaued") return "architecture";
   return undefined;
@@ -242,23 +261,70 @@ function shuffle<T>(xs: T[], rng: () => number): T[] {
   return a;
 }
 
+/** The rung-0 fidelity every new config trains at, whoever authored it. */
+export function probeFidelity(input: PlanInput): Fidelity {
+  const probe = startingTrain(input);
+  return { subset: probe.subset ?? 0, epochs: probe.epochs ?? RECIPE_DEFAULTS.epochs };
+}
+
+function rungs(input: PlanInput): Fidelity[] {
+  return ladder(input.info, probeFidelity(input));
+}
+
+/** Why a genome cannot start now, given its predicted time; undefined when it fits. */
+function overBudget(input: PlanInput, predicted: number | undefined): string | undefined {
+  if (predicted === undefined) return undefined;
+  const trialBudget = input.state.settings?.trialTimeBudgetS ?? 0;
+  if (trialBudget > 0 && predicted > trialBudget * 0.85) return `predicted ${predicted.toFixed(0)} s exceeds the trial budget`;
+  const { availableS } = budgetPlan(input.state, input.nowMs ?? Date.now());
+  if (predicted > availableS) return `predicted ${predicted.toFixed(0)} s exceeds the ${Math.max(0, availableS).toFixed(0)} s the run has left after its reserve`;
+  return undefined;
+}
+
+/**
+ * ASHA's move, when a finished trial has earned the next rung and it fits the
+ * budget. The scheduler's, whichever brain authors new configs.
+ */
+export function promote(input: PlanInput): Proposal | undefined {
+  const ladderNow = rungs(input);
+  const promotion = nextPromotion(input.state, ladderNow.length - 1);
+  if (!promotion) return undefined;
+  const parent = promotion.trial;
+  const pg = genomeOf(parent);
+  if (!pg) return undefined;
+  const fidelity = ladderNow[promotion.rung]!;
+  const g: Genome = { model: pg.model, train: atRung(pg.train, fidelity, isImage(input.info)) };
+  const why = overBudget(input, predictedSeconds(input, parent, g, pg));
+  if (why) return undefined;
+  const data = fidelity.subset ? `${fidelity.subset} examples` : "the full training split";
+  return {
+    rung: promotion.rung,
+    hypothesis: `promote ${parent.id} to rung ${promotion.rung}: ${data}, ${fidelity.epochs} epochs`,
+    rationale: `${promotion.reason}; the same model and recipe trained longer${g.train.schedule !== pg.train.schedule ? ` with a ${g.train.schedule} schedule` : ""}${g.train.augment?.crop_padding && !pg.train.augment?.crop_padding ? " and random crops" : ""}`,
+    parentIds: [parent.id],
+    surface: PROMOTION_SURFACE,
+    model: g.model,
+    train: g.train,
+    adoptedConcepts: [],
+  };
+}
+
+/** A new rung-0 config: a bandit-chosen edit of a good rung-0 trial. */
 export const nextBuiltin: Policy = (input, index) => {
   const { state, rng } = input;
-  const best = bestTrial(state);
-  if (!best) {
+  const accepted = [...state.trials.values()]
+    .filter((t) => t.judged?.verdict === Verdict.ACCEPT && rungOf(t) === 0)
+    .sort((a, b) => (scoreOf(b) ?? 0) - (scoreOf(a) ?? 0));
+  if (accepted.length === 0) {
     // Nothing works yet: restart from a template not tried so far.
     return initialBuiltin(input, 1)[0];
   }
-  const accepted = [...state.trials.values()]
-    .filter((t) => t.judged?.verdict === Verdict.ACCEPT)
-    .sort((a, b) => (scoreOf(b) ?? 0) - (scoreOf(a) ?? 0));
   // Mostly the best; sometimes a runner-up, so one lucky trial does not own the search.
-  const parent = rng() < 0.75 ? best : accepted[Math.floor(rng() * Math.min(3, accepted.length))]!;
+  const parent = rng() < 0.75 ? accepted[0]! : accepted[Math.floor(rng() * Math.min(3, accepted.length))]!;
   const pg = genomeOf(parent);
   if (!pg) return undefined;
   const seen = tried(state);
   const hint = hintFrom(parent);
-  const budget = state.settings?.trialTimeBudgetS ?? 0;
   const rejected: string[] = [];
   // The newest brief (a stall's narrower question, or the run's first) puts its concepts first.
   const brief = state.briefs[state.briefs.length - 1];
@@ -271,21 +337,16 @@ export const nextBuiltin: Policy = (input, index) => {
     for (const m of candidates) {
       const g = m.apply(structuredClone(pg), input.info, rng);
       if (!g) continue;
-      const why = withinBudget(input, g, seen);
+      const why = withinBudget(input, g, seen) ?? overBudget(input, predictedSeconds(input, parent, g, pg));
       if (why) {
         rejected.push(`${m.name}: ${why}`);
-        continue;
-      }
-      const predicted = predictedSeconds(input, parent, g, pg);
-      if (budget > 0 && predicted !== undefined && predicted > budget * 0.85) {
-        rejected.push(`${m.name}: predicted ${predicted.toFixed(0)} s exceeds the trial budget`);
         continue;
       }
       return proposalFrom(m, parent, g, index, hint, rejected, conceptsOf(m));
     }
   }
   return undefined;
-};
+}
 
 function proposalFrom(
   m: Mutation,
@@ -299,6 +360,7 @@ function proposalFrom(
   const score = scoreOf(parent);
   const notes = parent.evaluated?.analysis?.notes ?? [];
   return {
+    rung: 0,
     hypothesis: `${m.describe} on top of ${parent.id} (CI low ${score !== undefined ? (100 * score).toFixed(2) : "?"}%) improves validation accuracy`,
     rationale: [
       `trial ${index}: surface ${m.surface} chosen by the bandit${hint === m.surface ? " and the analyst's reading" : ""}`,
@@ -335,6 +397,7 @@ export const randomPolicy: Policy = (input, index) => {
     if (rng() < 0.5) g = widen.apply(g, info, rng) ?? g;
     if (withinBudget(input, g, seen)) continue;
     return {
+      rung: 0,
       hypothesis: `random draw: ${t.name}, ${train.optimizer} lr ${train.lr!.toExponential(1)}, ${train.epochs} epochs`,
       rationale: `random planner, trial ${index}`,
       parentIds: [],
