@@ -112,6 +112,16 @@ export const ENV = z.object({
     description: "the key of an endpoint; an LLM config's `api_key_env` names another variable instead. Read only by the LLM client, when it calls",
     shown: "none",
   }),
+  EMBEDDER: z.string().regex(/^(minilm|hashing|openai:.+:\d+)$/, { error: "expected minilm, hashing or openai:MODEL:DIM" }).optional().register(VARIABLE_DOCS, {
+    readBy: "lineage-store",
+    description: "the vectors of lineage similarity search: `minilm` (all-MiniLM-L6-v2 in `.venv`, installed by `scripts/setup.sh`), `hashing` (no model) or `openai:MODEL:DIM` (an `/embeddings` endpoint). A lineage directory keeps the embedder it was built with; a setting naming another stops the store with a message. The researcher's corpus index takes the default",
+    shown: "`minilm` when `.venv` is installed, else `hashing`",
+  }),
+  EMBEDDER_BASE_URL: z.url({ error: "expected a URL such as http://localhost:11434/v1" }).optional().register(VARIABLE_DOCS, {
+    readBy: "lineage-store",
+    description: "the OpenAI-compatible API root of `EMBEDDER=openai:MODEL:DIM` (its key: `OPENAI_API_KEY`)",
+    shown: "OpenAI's",
+  }),
   SKIP_APT: flag.default("0").register(VARIABLE_DOCS, {
     readBy: "`scripts/setup.sh`",
     description: "`1`: only report missing Debian packages (containers, non-Debian hosts)",
@@ -157,6 +167,13 @@ function once<T extends object>(read: () => T): () => T {
   return () => (value ??= orExit(read));
 }
 
+/** Which embedder a process uses (core/embedder-select.ts); unset fields take its defaults. */
+export interface EmbedderSettings {
+  /** `minilm`, `hashing` or `openai:MODEL:DIM`. */
+  choice?: string;
+  baseUrl?: string;
+}
+
 /** Input to core/llm/config.ts's llmConfigFromFlags, which applies the precedence and reads the files. */
 export interface LlmSettings {
   /** `none` or `openai:MODEL`. */
@@ -176,6 +193,7 @@ export interface AgentConfig {
   /** Unset: the role's own default. */
   concurrency?: number;
   llm: LlmSettings;
+  embedder: EmbedderSettings;
 }
 
 export interface ResearcherConfig extends AgentConfig {
@@ -208,6 +226,8 @@ const AGENT = ENV.pick({
   LLM_MODEL: true,
   LLM_BASE_URL: true,
   LLM_CONFIG: true,
+  EMBEDDER: true,
+  EMBEDDER_BASE_URL: true,
 });
 const RESEARCHER = AGENT.extend(ENV.pick({ RESEARCH_NOTES: true, RESEARCH_ARXIV: true }).shape);
 const RUNNER = ENV.pick({ LOG_LEVEL: true, RUNNER_PYTHON: true }).extend({
@@ -225,6 +245,7 @@ function agentOf(e: Pick<EnvValues, keyof typeof AGENT.shape>): AgentConfig {
     instance: e.INSTANCE_ID,
     concurrency: e.AGENT_CONCURRENCY,
     llm: { llm: e.LLM, model: e.LLM_MODEL, baseUrl: e.LLM_BASE_URL, file: e.LLM_CONFIG },
+    embedder: { choice: e.EMBEDDER, baseUrl: e.EMBEDDER_BASE_URL },
   };
 }
 

