@@ -5,15 +5,13 @@
  * with an analysis.
  */
 import { failure, ResearchError } from "../../core/failure.js";
-import { evaluateToResult } from "../../gpu-runner/client.js";
 import { runAgent, type AgentContext } from "../../swarm/runtime.js";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { Event, TrialAssembled, TrialEvaluatedSchema } from "../../proto/gen/research/v1/events_pb.js";
 import { askLlm } from "../../swarm/llm.js";
 import { loadPrompt } from "../../swarm/prompts.js";
 import { analyse, statsForNarrative } from "./analysis.js";
-import { partialResult, pruneReason } from "./pruning.js";
-import type { EpochProgress } from "../../proto/gen/research/v1/runner_pb.js";
+import { evaluateWithPruning } from "./pruning.js";
 
 const PROMPT = loadPrompt("analyst");
 
@@ -31,25 +29,17 @@ async function evaluateTrial(event: Event, assembled: TrialAssembled, ctx: Agent
   const t0 = Date.now();
   const trial = state.trials.get(trialId);
   // The random baseline searches without a scheduler: no pruning.
-  const prunes = state.settings?.planner !== "random" && trial !== undefined;
-  const progress: EpochProgress[] = [];
-  const abort = new AbortController();
-  let pruned: string | undefined;
+  const prune = state.settings?.planner !== "random" && trial ? { state, trial } : undefined;
   try {
-    const result = await evaluateToResult(
-      ctx.runner(),
-      assembled.request,
-      (e) => {
-        if (e.event.case !== "progress" || pruned) return;
-        const p = e.event.value;
-        progress.push(p);
-        ctx.bus.publishLive({ runId, trialId, body: { case: "trialProgress", value: { progress: p } } });
-        // `state` is kept current by the run's follower: peers finishing meanwhile count.
-        pruned = prunes ? pruneReason(state, trial, p) : undefined;
-        if (pruned) abort.abort();
-      },
-      { signal: abort.signal },
+    const evaluation = await evaluateWithPruning(ctx.runner(), assembled.request, prune, (progress) =>
+      ctx.bus.publishLive({ runId, trialId, body: { case: "trialProgress", value: { progress } } }),
     );
+    if (evaluation.pruned !== undefined) {
+      ctx.log.info({ reason: evaluation.pruned }, "trial pruned");
+      await publishEvaluated({ failure: failure("pruned", evaluation.pruned), result: evaluation.partial, evalSeconds: (Date.now() - t0) / 1000 });
+      return;
+    }
+    const result = evaluation.result;
     ctx.log.info({ val_accuracy: result.aggregated.val_accuracy?.mean, seconds: result.seconds }, "trial evaluated");
     const evalSeconds = (Date.now() - t0) / 1000;
     const analysis = analyse(result);
@@ -67,11 +57,6 @@ async function evaluateTrial(event: Event, assembled: TrialAssembled, ctx: Agent
     ).value;
     await publishEvaluated({ result, analysis, evalSeconds });
   } catch (err) {
-    if (pruned) {
-      ctx.log.info({ reason: pruned }, "trial pruned");
-      await publishEvaluated({ failure: failure("pruned", pruned), result: partialResult(progress), evalSeconds: (Date.now() - t0) / 1000 });
-      return;
-    }
     const e = ResearchError.from(err);
     if (e.label === "runner_unavailable") throw e;
     ctx.log.info({ label: e.label, message: e.message }, "trial failed");

@@ -13,6 +13,10 @@ import { connectRunner, evaluateToResult, type RunnerClient } from "../../gpu-ru
 import { startRunner, type RunningRunner } from "../../gpu-runner/server.js";
 import { EvalResultSchema, GoalStatus, ScriptLanguage, type EvaluateRequestSchema, type Optimizer } from "../../proto/gen/research/v1/runner_pb.js";
 import { DIGITS_CNN, hostile } from "../helpers/models.js";
+import { evaluateWithPruning } from "../../agents/analyst/pruning.js";
+import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
+import type { EventInit } from "../../bus/index.js";
+import { RUN, started, state } from "../agents/helpers.js";
 import { datasetFixtures } from "../helpers/fixtures.js";
 
 type Req = MessageInitShape<typeof EvaluateRequestSchema>;
@@ -351,5 +355,31 @@ describe("requests, cancellation and concurrency", () => {
     const results = await Promise.all(running);
     expect(results).toHaveLength(4);
     for (const r of results) expect(r.numSeeds).toBe(1);
+  });
+});
+
+describe("pruning against the real runner", () => {
+  it("stops a trial below its rung's median after one epoch, frees the slots and keeps its curve", async () => {
+    // Four finished peers whose seed 0 was at 99% after epoch 1: a fresh digits CNN is not.
+    const peer = (id: string): EventInit[] => [
+      { runId: RUN, trialId: id, body: { case: "trialProposed", value: { hypothesis: id } } },
+      { runId: RUN, trialId: id, body: { case: "trialEvaluated", value: { result: { seedResults: [{ seed: 0, learningCurve: { valAccuracy: [0.99, 0.99, 0.99, 0.99] } }] } } } },
+      { runId: RUN, trialId: id, body: { case: "trialJudged", value: { verdict: Verdict.ACCEPT } } },
+    ];
+    const s = state([started(), ...["a", "b", "c", "d"].flatMap(peer), { runId: RUN, trialId: "new", body: { case: "trialProposed", value: { hypothesis: "new" } } }]);
+    const epochs: number[] = [];
+    const started0 = Date.now();
+    const out = await evaluateWithPruning(
+      client,
+      digits(DIGITS_CNN, "DigitsNet", { trialId: "pruned", recipe: { epochs: 4, batchSize: 32 }, seeds: 2 }),
+      { state: s, trial: s.trials.get("new")! },
+      (p) => epochs.push(p.epoch),
+    );
+    expect(out.pruned).toMatch(/pruned after epoch 1\/4: seed 0 validation accuracy .* below the median 99\.00% of 4 finished trials at rung 0/);
+    if (out.pruned === undefined) return;
+    expect(out.partial.seedResults.find((r) => r.seed === 0)?.learningCurve?.valAccuracy).toHaveLength(1);
+    expect(Date.now() - started0).toBeLessThan(60_000);
+    for (let i = 0; i < 100 && (await client.health({})).freeSlots < 2; i++) await new Promise((r) => setTimeout(r, 100));
+    expect((await client.health({})).freeSlots).toBe(2);
   });
 });

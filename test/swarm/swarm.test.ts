@@ -29,7 +29,7 @@ beforeAll(async () => {
   const parsed = parseGoal("digits: reach 99.5% validation accuracy in 10 minutes");
   if (!parsed.ok) throw new Error(parsed.error);
   outcome = await runGoal(swarm, {
-    start: { goal: parsed.goal, settings: runSettings(parsed.goal, { maxTrials: 4, seeds: 2, parallel: 2, epochs: 3, trialTimeBudgetS: 120 }, workspace) },
+    start: { goal: parsed.goal, settings: runSettings(parsed.goal, { maxTrials: 6, seeds: 2, parallel: 2, epochs: 3, trialTimeBudgetS: 120 }, workspace) },
     log: logger,
     onEvent: (e) => {
       seen.push(e);
@@ -75,6 +75,17 @@ describe("a research run on digits", () => {
     expect(judged.length).toBe(outcome.finished.trials);
     for (const id of judged) expect(kinds(id, "trialEvaluated"), id).toBe(1);
     expect(seen.filter((e) => e.body.case === "runFinished")).toHaveLength(1);
+  });
+
+  it("promotes a top rung-0 trial to the next rung: the same model, three times the training", () => {
+    const promotions = [...outcome.state.trials.values()].filter((t) => (t.proposed?.rung ?? 0) > 0);
+    expect(promotions.length).toBeGreaterThanOrEqual(1);
+    const p = promotions[0]!;
+    const parent = outcome.state.trials.get(p.proposed!.parentIds[0]!)!;
+    expect(parent.proposed?.rung ?? 0).toBe(0);
+    expect(p.proposed!.modelConfigJson).toBe(parent.proposed!.modelConfigJson);
+    expect((p.train as { epochs: number }).epochs).toBe(3 * (parent.train as { epochs: number }).epochs);
+    expect(p.proposed!.proposer).toBe("scheduler");
   });
 
   it("grounds its first trials in the research brief", () => {
