@@ -52,16 +52,18 @@ const padding = () =>
 const channels = () => posInt(MAX_CHANNELS);
 const poolMode = () => z.enum(["mean", "max"]).default("mean");
 
+/** What a 2-d and a 1-d convolution share. */
+const convFields = () => ({
+  out_channels: channels(),
+  kernel_size: kernel(3),
+  stride: stride(),
+  padding: padding(),
+  groups: posInt(MAX_CHANNELS).default(1),
+  bias: bool().default(true),
+});
+
 const Conv2d = z
-  .strictObject({
-    type: z.literal("conv2d"),
-    out_channels: channels(),
-    kernel_size: kernel(3),
-    stride: stride(),
-    padding: padding(),
-    groups: posInt(MAX_CHANNELS).default(1),
-    bias: bool().default(true),
-  })
+  .strictObject({ type: z.literal("conv2d"), ...convFields() })
   .describe("2-d convolution over [C, H, W]");
 
 const DepthwiseConv2d = z
@@ -193,15 +195,7 @@ const Embedding = z
   .describe("int64 token ids [L] -> [L, dim]; must come first for int64 inputs");
 
 const Conv1d = z
-  .strictObject({
-    type: z.literal("conv1d"),
-    out_channels: channels(),
-    kernel_size: kernel(3),
-    stride: stride(),
-    padding: padding(),
-    groups: posInt(MAX_CHANNELS).default(1),
-    bias: bool().default(true),
-  })
+  .strictObject({ type: z.literal("conv1d"), ...convFields() })
   .describe("1-d convolution along a sequence [L,D] -> [L', out_channels]");
 
 const SequencePool = z
@@ -302,6 +296,12 @@ export const TrainConfigSchema = z
     augment: AugmentSchema.prefault({}),
     amp: bool().default(false),
     channels_last: bool().default(false),
+    ema_decay: z
+      .number()
+      .min(0)
+      .lt(1)
+      .default(0)
+      .describe("decay of an exponential moving average of the weights, used for evaluation (e.g. 0.999); 0 disables"),
   })
   .refine((c) => c.warmup_epochs < c.epochs || c.warmup_epochs === 0, {
     error: "expected fewer warmup epochs than epochs",
