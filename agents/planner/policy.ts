@@ -27,6 +27,7 @@ import { effectiveOptimizer, isImage, MUTATIONS, type Genome, type Mutation } fr
 import { templatesFor, type Template } from "./templates.js";
 import { isRecord } from "../../core/json.js";
 import { budgetPlan } from "../../swarm/budget.js";
+import { fitTpe, GENOME_SPACE, genomeFeatures, type Observation } from "./surrogate.js";
 import { atRung, isPromotion, ladder, nextPromotion, PROMOTION_SURFACE, rungOf, type Fidelity } from "./scheduler.js";
 
 export interface Proposal {
@@ -51,6 +52,8 @@ export interface PlanInput {
   failedElsewhere: Set<string>;
   /** Now, for the budget plan; injected so the policy is testable. */
   nowMs?: number;
+  /** Rung-0 results of past runs on the same dataset (lineage warm start), weighted below this run's. */
+  pastObservations?: Observation[];
 }
 
 export type Policy = (input: PlanInput, index: number) => Proposal | undefined;
@@ -329,11 +332,13 @@ export const nextBuiltin: Policy = (input, index) => {
   // The newest brief (a stall's narrower question, or the run's first) puts its concepts first.
   const brief = state.briefs[state.briefs.length - 1];
   const conceptsOf = (m: Mutation) => (brief?.architectural_suggestions ?? []).filter((s) => s.building_blocks?.some((b) => m.blocks.includes(b))).map((s) => s.name);
+  const surrogate = fitTpe(GENOME_SPACE, [...rungZeroHistory(input), ...(input.pastObservations ?? [])]);
   for (const surface of surfaceOrder(state, rng, hint)) {
     const candidates = shuffle(
       MUTATIONS.filter((x) => x.surface === surface),
       rng,
     ).sort((a, b) => conceptsOf(b).length - conceptsOf(a).length);
+    const valid: Array<{ m: Mutation; g: Genome; score: number }> = [];
     for (const m of candidates) {
       const g = m.apply(structuredClone(pg), input.info, rng);
       if (!g) continue;
@@ -342,10 +347,44 @@ export const nextBuiltin: Policy = (input, index) => {
         rejected.push(`${m.name}: ${why}`);
         continue;
       }
-      return proposalFrom(m, parent, g, index, hint, rejected, conceptsOf(m));
+      // Without a surrogate yet, the first valid edit in the brief-first order wins.
+      if (!surrogate) return proposalFrom(m, parent, g, index, hint, rejected, conceptsOf(m));
+      valid.push({ m, g, score: surrogate.score(genomeFeatures(g.model, g.train, input.params(g.model) as number)) });
     }
+    // The surrogate picks within the bandit's surface; a brief concept breaks ties.
+    const best = valid.sort((a, b) => b.score - a.score || conceptsOf(b.m).length - conceptsOf(a.m).length)[0];
+    if (best) return proposalFrom(best.m, parent, best.g, index, hint, rejected, conceptsOf(best.m), surrogateNote(valid));
   }
   return undefined;
+};
+
+/**
+ * What the surrogate learns from: this run's finished rung-0 trials (scores
+ * at other fidelities are not comparable), failures at the bottom.
+ */
+function rungZeroHistory(input: PlanInput): Observation[] {
+  const out: Observation[] = [];
+  let worst = Infinity;
+  const failed: Genome[] = [];
+  for (const t of input.state.trials.values()) {
+    if (!t.judged || rungOf(t) !== 0) continue;
+    const g = genomeOf(t);
+    const params = g && input.params(g.model);
+    if (!g || typeof params !== "number") continue;
+    const y = t.judged.verdict === Verdict.ACCEPT ? scoreOf(t) : undefined;
+    if (y === undefined) failed.push(g);
+    else {
+      worst = Math.min(worst, y);
+      out.push({ x: genomeFeatures(g.model, g.train, params), y });
+    }
+  }
+  const floor = (Number.isFinite(worst) ? worst : 0) - 0.05;
+  for (const g of failed) out.push({ x: genomeFeatures(g.model, g.train, input.params(g.model) as number), y: floor });
+  return out;
+}
+
+function surrogateNote(valid: Array<{ m: Mutation; score: number }>): string {
+  return `surrogate (TPE) ranked ${valid.map((v) => `${v.m.name} ${v.score.toFixed(2)}`).join(", ")}`;
 }
 
 function proposalFrom(
@@ -356,6 +395,7 @@ function proposalFrom(
   hint: Surface | undefined,
   rejected: string[],
   concepts: string[],
+  ranking?: string,
 ): Proposal {
   const score = scoreOf(parent);
   const notes = parent.evaluated?.analysis?.notes ?? [];
@@ -365,6 +405,7 @@ function proposalFrom(
     rationale: [
       `trial ${index}: surface ${m.surface} chosen by the bandit${hint === m.surface ? " and the analyst's reading" : ""}`,
       ...(concepts.length ? [`adopts ${concepts.join(", ")} from the latest research brief`] : []),
+      ...(ranking ? [ranking] : []),
       ...notes.map((n) => `parent analysis: ${n}`),
       ...(rejected.length ? [`skipped: ${rejected.slice(0, 5).join("; ")}`] : []),
     ].join("\n"),

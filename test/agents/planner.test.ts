@@ -93,6 +93,20 @@ describe("built-in planner", () => {
     expect(promote({ ...late, nowMs: 1000 + 10_000 })).toBeDefined();
   });
 
+  it("lets the surrogate choose among the chosen surface's edits once four rung-0 trials are in", () => {
+    const starts = initialBuiltin(input([]), 4);
+    const events: EventInit[] = starts.flatMap((p, i): EventInit[] => [
+      { runId: RUN, trialId: `t${i}`, body: { case: "trialProposed", value: { surface: Surface.ARCHITECTURE, modelConfigJson: JSON.stringify(p.model), trainConfigJson: JSON.stringify(p.train) } } },
+      evaluated(`t${i}`, 0.8 + i / 50),
+      { runId: RUN, trialId: `t${i}`, body: { case: "trialJudged", value: { verdict: Verdict.ACCEPT, decision: Decision.ITERATE } } },
+    ]);
+    const few = nextBuiltin({ ...input(events.slice(0, 9)), rng: mulberry32(1) }, 4)!;
+    expect(few.rationale).not.toMatch(/surrogate/);
+    const p = nextBuiltin({ ...input(events), rng: mulberry32(1) }, 4)!;
+    expect(p.rationale).toMatch(/surrogate \(TPE\) ranked \S+ -?\d+\.\d\d/);
+    expect(p.rung).toBe(0);
+  });
+
   it("the random baseline draws valid configs", () => {
     const p = randomPolicy(input([]), 0)!;
     expect(compileModel(p.model, { inputShape: [1, 28, 28], numClasses: 10 }).ok).toBe(true);
