@@ -23,6 +23,7 @@ export function storeQuery(req: SimilarTrialsRequest): SimilarTrialsQuery {
     trialId: req.trialId || undefined,
     k: req.k || DEFAULT_K,
     runId: req.runId || undefined,
+    dataset: req.dataset || undefined,
     // Set but unspecified asks for the trials without a failure, stored as "".
     failureLabel: req.failureLabel === undefined ? undefined : (FAILURE_LABEL.name(req.failureLabel) ?? ""),
     minScore: req.minScore,

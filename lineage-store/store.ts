@@ -57,6 +57,8 @@ export interface SimilarTrialsQuery {
   /** Default 10. */
   k?: number;
   runId?: string;
+  /** Only trials of runs on this dataset. */
+  dataset?: string;
   failureLabel?: string;
   /** Bounds on mean validation accuracy; trials without a score never match a bound. */
   minScore?: number;
@@ -363,6 +365,11 @@ export class LineageStore {
       throw new Error("similarTrials needs text or trialId");
     }
     if (q.runId) where.push(`run_id = ${sql(q.runId)}`);
+    if (q.dataset) {
+      const runs = (await rowsOf<{ run_id: string }>(this.tables.runs.query().where(`dataset = ${sql(q.dataset)}`).select(["run_id"]))).map((r) => r.run_id);
+      if (runs.length === 0) return [];
+      where.push(`run_id IN (${runs.map(sql).join(", ")})`);
+    }
     if (q.failureLabel !== undefined) where.push(`failure_label = ${sql(q.failureLabel)}`);
     if (q.status) where.push(`status = ${sql(q.status)}`);
     if (q.surface) where.push(`surface = ${sql(q.surface)}`);

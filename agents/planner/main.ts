@@ -21,7 +21,10 @@ import { runAgent, type AgentContext } from "../../swarm/runtime.js";
 import { askLlm, type LlmAnswer } from "../../swarm/llm.js";
 import { loadPrompt } from "../../swarm/prompts.js";
 import { proposeWithLlm } from "./llm-policy.js";
-import { fingerprint, mulberry32, POLICIES, promote, type PlanInput, type Proposal } from "./policy.js";
+import { fingerprint, mulberry32, POLICIES, probeFidelity, promote, type PlanInput, type Proposal } from "./policy.js";
+import { genomeFeatures, type Observation } from "./surrogate.js";
+import { isRecord, parseJson } from "../../core/json.js";
+import type { ModelConfigInput, TrainConfigInput } from "../../core/model-config.js";
 
 const PROMPT = loadPrompt("planner");
 
@@ -43,9 +46,39 @@ async function failedInLineage(ctx: AgentContext, state: RunState): Promise<Set<
   return out;
 }
 
+/**
+ * Past runs' rung-0 results on this dataset at this run's probe fidelity: the
+ * surrogate's warm start, so a new run begins where earlier ones got to.
+ */
+async function pastObservations(ctx: AgentContext, input: PlanInput): Promise<Observation[]> {
+  const { state } = input;
+  const dataset = state.goal?.dataset;
+  if (!dataset) return [];
+  const probe = probeFidelity(input);
+  const res = await request(ctx.bus, { text: `${dataset} ${state.goal?.rawText ?? ""}`, k: 200, dataset, status: TrialStatus.JUDGED }).catch((err: unknown) => {
+    ctx.log.warn({ err: (err as Error).message }, "lineage store not reachable; no warm start from past runs");
+    return [];
+  });
+  const out: Observation[] = [];
+  for (const t of res) {
+    if (t.runId === state.runId || t.ciLow === undefined) continue;
+    const model = parseJson(t.modelConfigJson);
+    const train = parseJson(t.trainConfigJson);
+    if (!isRecord(model) || !isRecord(train) || (train.subset ?? 0) !== probe.subset || train.epochs !== probe.epochs) continue;
+    const params = t.params ?? input.params(model as ModelConfigInput);
+    if (typeof params !== "number") continue;
+    out.push({ x: genomeFeatures(model as ModelConfigInput, train as TrainConfigInput, params), y: t.ciLow, weight: PAST_WEIGHT });
+  }
+  if (out.length) ctx.log.info({ observations: out.length }, "surrogate warm-started from past runs");
+  return out;
+}
+
+/** A past run's result counts half as much as this run's: same data, other circumstances. */
+const PAST_WEIGHT = 0.5;
+
 async function planInput(ctx: AgentContext, state: RunState, seed: number): Promise<PlanInput> {
   const info = await datasetInfo(ctx.runner(), state.goal);
-  return {
+  const input: PlanInput = {
     state,
     info,
     rng: mulberry32((state.settings?.rngSeed ?? 0) * 100_003 + seed),
@@ -56,6 +89,8 @@ async function planInput(ctx: AgentContext, state: RunState, seed: number): Prom
     failedElsewhere: await failedInLineage(ctx, state),
     nowMs: Date.now(),
   };
+  input.pastObservations = await pastObservations(ctx, input);
+  return input;
 }
 
 /**

@@ -121,6 +121,9 @@ describe("LineageStore over a run's events", () => {
     const text = "convolutional network";
     const inRun = await store.similarTrials({ text, k: 50, runId: OTHER });
     expect(inRun.map((h) => h.trial_id).sort()).toEqual([0, 1, 2].map((i) => trialId(OTHER, i)));
+    // Both runs are on fashion-mnist: the dataset filter keeps every trial, another dataset none.
+    expect(await store.similarTrials({ text, k: 50, dataset: "fashion-mnist" })).toHaveLength(TRIALS.length + 3);
+    expect(await store.similarTrials({ text, k: 50, dataset: "cifar10" })).toEqual([]);
 
     const oom = await store.similarTrials({ text, k: 50, failureLabel: "oom" });
     expect(oom.map((h) => h.trial_id)).toEqual([t(7)]);
