@@ -1,17 +1,17 @@
 /**
  * The analyst: runs each assembled trial on a GPU runner over gRPC, streams
  * its per-epoch progress live on core NATS, stops it early when its curve
- * falls clearly below its rung's (pruning.ts), and publishes the evaluation
- * with an analysis.
+ * falls clearly below its rung's or the run stops (evaluation.ts), and
+ * publishes the evaluation with an analysis.
  */
-import { failure, ResearchError } from "../../core/failure.js";
+import { labelName, ResearchError } from "../../core/failure.js";
 import { runAgent, type AgentContext } from "../../swarm/runtime.js";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { Event, TrialAssembled, TrialEvaluatedSchema } from "../../proto/gen/research/v1/events_pb.js";
 import { askLlm } from "../../swarm/llm.js";
 import { loadPrompt } from "../../swarm/prompts.js";
 import { analyse, statsForNarrative } from "./analysis.js";
-import { evaluateWithPruning } from "./pruning.js";
+import { watchedEvaluation } from "./evaluation.js";
 
 const PROMPT = loadPrompt("analyst");
 
@@ -28,15 +28,16 @@ async function evaluateTrial(event: Event, assembled: TrialAssembled, ctx: Agent
   }
   const t0 = Date.now();
   const trial = state.trials.get(trialId);
-  // The random baseline searches without a scheduler: no pruning.
-  const prune = state.settings?.planner !== "random" && trial ? { state, trial } : undefined;
+  if (!trial) return;
   try {
-    const evaluation = await evaluateWithPruning(ctx.runner(), assembled.request, prune, (progress) =>
+    // The random baseline searches without a scheduler: no pruning.
+    const watch = { state, trial, prune: state.settings?.planner !== "random" };
+    const evaluation = await watchedEvaluation(ctx.runner(), assembled.request, watch, (progress) =>
       ctx.bus.publishLive({ runId, trialId, body: { case: "trialProgress", value: { progress } } }),
     );
-    if (evaluation.pruned !== undefined) {
-      ctx.log.info({ reason: evaluation.pruned }, "trial pruned");
-      await publishEvaluated({ failure: failure("pruned", evaluation.pruned), result: evaluation.partial, evalSeconds: (Date.now() - t0) / 1000 });
+    if (evaluation.stopped) {
+      ctx.log.info({ label: labelName(evaluation.stopped.label), reason: evaluation.stopped.message }, "trial stopped early");
+      await publishEvaluated({ failure: evaluation.stopped, result: evaluation.partial, evalSeconds: (Date.now() - t0) / 1000 });
       return;
     }
     const result = evaluation.result;

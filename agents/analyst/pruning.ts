@@ -6,16 +6,8 @@
  * next proposal. Curves are compared seed for seed (seed 0 of each trial),
  * since seeds of one trial start at different times.
  */
-import { create, type MessageInitShape } from "@bufbuild/protobuf";
-import { evaluateToResult, type RunnerClient } from "../../gpu-runner/client.js";
-import {
-  EvalResultSchema,
-  LearningCurveSchema,
-  SeedResultSchema,
-  type EpochProgress,
-  type EvalResult,
-  type EvaluateRequestSchema,
-} from "../../proto/gen/research/v1/runner_pb.js";
+import { create } from "@bufbuild/protobuf";
+import { EvalResultSchema, LearningCurveSchema, SeedResultSchema, type EpochProgress, type EvalResult } from "../../proto/gen/research/v1/runner_pb.js";
 import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import type { RunState, TrialState } from "../../swarm/run-state.js";
 
@@ -77,40 +69,4 @@ export function partialResult(progress: EpochProgress[]): EvalResult {
       });
     });
   return create(EvalResultSchema, { seedResults, numSeeds: seedResults.length });
-}
-
-export type Evaluation = { result: EvalResult; pruned?: undefined } | { pruned: string; partial: EvalResult };
-
-/**
- * Runs one evaluation on the runner, reporting each epoch, and cancels it
- * (the runner kills its jobs) as soon as pruneReason says so. `state` should
- * be live (a run follower's), so peers finishing meanwhile count.
- */
-export async function evaluateWithPruning(
-  runner: RunnerClient,
-  request: MessageInitShape<typeof EvaluateRequestSchema>,
-  prune: { state: RunState; trial: TrialState } | undefined,
-  onProgress: (p: EpochProgress) => void,
-): Promise<Evaluation> {
-  const progress: EpochProgress[] = [];
-  const abort = new AbortController();
-  let pruned: string | undefined;
-  try {
-    const result = await evaluateToResult(
-      runner,
-      request,
-      (e) => {
-        if (e.event.case !== "progress" || pruned) return;
-        progress.push(e.event.value);
-        onProgress(e.event.value);
-        pruned = prune && pruneReason(prune.state, prune.trial, e.event.value);
-        if (pruned) abort.abort();
-      },
-      { signal: abort.signal },
-    );
-    return { result };
-  } catch (err) {
-    if (pruned) return { pruned, partial: partialResult(progress) };
-    throw err;
-  }
 }

@@ -6,15 +6,16 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { existsSync } from "node:fs";
 import * as grpc from "@grpc/grpc-js";
-import { toJson, type MessageInitShape } from "@bufbuild/protobuf";
+import { create, toJson, type MessageInitShape } from "@bufbuild/protobuf";
 import { createLogger } from "../../core/logger.js";
 import { ResearchError } from "../../core/failure.js";
 import { connectRunner, evaluateToResult, type RunnerClient } from "../../gpu-runner/client.js";
 import { startRunner, type RunningRunner } from "../../gpu-runner/server.js";
 import { EvalResultSchema, GoalStatus, ScriptLanguage, type EvaluateRequestSchema, type Optimizer } from "../../proto/gen/research/v1/runner_pb.js";
 import { DIGITS_CNN, hostile } from "../helpers/models.js";
-import { evaluateWithPruning } from "../../agents/analyst/pruning.js";
-import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
+import { watchedEvaluation } from "../../agents/analyst/evaluation.js";
+import { Decision, TrialJudgedSchema, Verdict } from "../../proto/gen/research/v1/events_pb.js";
+import { labelName } from "../../core/failure.js";
 import type { EventInit } from "../../bus/index.js";
 import { RUN, started, state } from "../agents/helpers.js";
 import { datasetFixtures } from "../helpers/fixtures.js";
@@ -116,6 +117,19 @@ describe("runner service", () => {
     expect(d.numClasses).toBe(10);
     expect(d.nTrain + d.nVal + d.nTest).toBe(1797);
   });
+
+  it("cancels a trial when its run decides to stop", async () => {
+    const s = state([started(), { runId: RUN, trialId: "new", body: { case: "trialProposed", value: { hypothesis: "new" } } }]);
+    const out = await watchedEvaluation(
+      client,
+      digits(DIGITS_CNN, "DigitsNet", { trialId: "stopped", recipe: { epochs: 500, batchSize: 32 }, seeds: 1 }),
+      { state: s, trial: s.trials.get("new")!, prune: false },
+      // After the first epoch the follower applies the judge's stop decision for another trial.
+      () => void s.trials.set("other", { id: "other", judged: create(TrialJudgedSchema, { decision: Decision.STOP }) }),
+    );
+    expect(out.stopped && labelName(out.stopped.label)).toBe("budget_overrun");
+    expect(out.stopped?.message).toMatch(/the run stopped/);
+  });
 });
 
 describe("datasets from local files in their real formats", () => {
@@ -172,6 +186,19 @@ class M(nn.Module):
     );
     expect(table.aggregated.val_accuracy!.mean).toBeGreaterThan(0.5);
   });
+
+  it("cancels a trial when its run decides to stop", async () => {
+    const s = state([started(), { runId: RUN, trialId: "new", body: { case: "trialProposed", value: { hypothesis: "new" } } }]);
+    const out = await watchedEvaluation(
+      client,
+      digits(DIGITS_CNN, "DigitsNet", { trialId: "stopped", recipe: { epochs: 500, batchSize: 32 }, seeds: 1 }),
+      { state: s, trial: s.trials.get("new")!, prune: false },
+      // After the first epoch the follower applies the judge's stop decision for another trial.
+      () => void s.trials.set("other", { id: "other", judged: create(TrialJudgedSchema, { decision: Decision.STOP }) }),
+    );
+    expect(out.stopped && labelName(out.stopped.label)).toBe("budget_overrun");
+    expect(out.stopped?.message).toMatch(/the run stopped/);
+  });
 });
 
 describe("hostile and broken model code", () => {
@@ -222,6 +249,19 @@ raise RuntimeError("SEEN " + " | ".join(found))`;
   it("serves a good request after all of that", async () => {
     const r = await evaluateToResult(client, digits(DIGITS_CNN, "DigitsNet", { recipe: { epochs: 2, batchSize: 32 } }));
     expect(r.aggregated.val_accuracy!.mean).toBeGreaterThan(0.5);
+  });
+
+  it("cancels a trial when its run decides to stop", async () => {
+    const s = state([started(), { runId: RUN, trialId: "new", body: { case: "trialProposed", value: { hypothesis: "new" } } }]);
+    const out = await watchedEvaluation(
+      client,
+      digits(DIGITS_CNN, "DigitsNet", { trialId: "stopped", recipe: { epochs: 500, batchSize: 32 }, seeds: 1 }),
+      { state: s, trial: s.trials.get("new")!, prune: false },
+      // After the first epoch the follower applies the judge's stop decision for another trial.
+      () => void s.trials.set("other", { id: "other", judged: create(TrialJudgedSchema, { decision: Decision.STOP }) }),
+    );
+    expect(out.stopped && labelName(out.stopped.label)).toBe("budget_overrun");
+    expect(out.stopped?.message).toMatch(/the run stopped/);
   });
 });
 
@@ -288,6 +328,19 @@ describe("scripts (RunScript)", () => {
     expect(s.failure).toBeUndefined();
     const r = await client.runScript({ language: ScriptLanguage.BASH, source: "echo ok" });
     expect(r.stdout.trim()).toBe("ok");
+  });
+
+  it("cancels a trial when its run decides to stop", async () => {
+    const s = state([started(), { runId: RUN, trialId: "new", body: { case: "trialProposed", value: { hypothesis: "new" } } }]);
+    const out = await watchedEvaluation(
+      client,
+      digits(DIGITS_CNN, "DigitsNet", { trialId: "stopped", recipe: { epochs: 500, batchSize: 32 }, seeds: 1 }),
+      { state: s, trial: s.trials.get("new")!, prune: false },
+      // After the first epoch the follower applies the judge's stop decision for another trial.
+      () => void s.trials.set("other", { id: "other", judged: create(TrialJudgedSchema, { decision: Decision.STOP }) }),
+    );
+    expect(out.stopped && labelName(out.stopped.label)).toBe("budget_overrun");
+    expect(out.stopped?.message).toMatch(/the run stopped/);
   });
 });
 
@@ -356,9 +409,22 @@ describe("requests, cancellation and concurrency", () => {
     expect(results).toHaveLength(4);
     for (const r of results) expect(r.numSeeds).toBe(1);
   });
+
+  it("cancels a trial when its run decides to stop", async () => {
+    const s = state([started(), { runId: RUN, trialId: "new", body: { case: "trialProposed", value: { hypothesis: "new" } } }]);
+    const out = await watchedEvaluation(
+      client,
+      digits(DIGITS_CNN, "DigitsNet", { trialId: "stopped", recipe: { epochs: 500, batchSize: 32 }, seeds: 1 }),
+      { state: s, trial: s.trials.get("new")!, prune: false },
+      // After the first epoch the follower applies the judge's stop decision for another trial.
+      () => void s.trials.set("other", { id: "other", judged: create(TrialJudgedSchema, { decision: Decision.STOP }) }),
+    );
+    expect(out.stopped && labelName(out.stopped.label)).toBe("budget_overrun");
+    expect(out.stopped?.message).toMatch(/the run stopped/);
+  });
 });
 
-describe("pruning against the real runner", () => {
+describe("watched evaluations against the real runner", () => {
   it("stops a trial below its rung's median after one epoch, frees the slots and keeps its curve", async () => {
     // Four finished peers whose seed 0 was at 99% after epoch 1: a fresh digits CNN is not.
     const peer = (id: string): EventInit[] => [
@@ -369,17 +435,31 @@ describe("pruning against the real runner", () => {
     const s = state([started(), ...["a", "b", "c", "d"].flatMap(peer), { runId: RUN, trialId: "new", body: { case: "trialProposed", value: { hypothesis: "new" } } }]);
     const epochs: number[] = [];
     const started0 = Date.now();
-    const out = await evaluateWithPruning(
+    const out = await watchedEvaluation(
       client,
       digits(DIGITS_CNN, "DigitsNet", { trialId: "pruned", recipe: { epochs: 4, batchSize: 32 }, seeds: 2 }),
-      { state: s, trial: s.trials.get("new")! },
+      { state: s, trial: s.trials.get("new")!, prune: true },
       (p) => epochs.push(p.epoch),
     );
-    expect(out.pruned).toMatch(/pruned after epoch 1\/4: seed 0 validation accuracy .* below the median 99\.00% of 4 finished trials at rung 0/);
-    if (out.pruned === undefined) return;
+    expect(out.stopped?.message).toMatch(/pruned after epoch 1\/4: seed 0 validation accuracy .* below the median 99\.00% of 4 finished trials at rung 0/);
+    expect(out.stopped && labelName(out.stopped.label)).toBe("pruned");
+    if (out.stopped === undefined) return;
     expect(out.partial.seedResults.find((r) => r.seed === 0)?.learningCurve?.valAccuracy).toHaveLength(1);
     expect(Date.now() - started0).toBeLessThan(60_000);
     for (let i = 0; i < 100 && (await client.health({})).freeSlots < 2; i++) await new Promise((r) => setTimeout(r, 100));
     expect((await client.health({})).freeSlots).toBe(2);
+  });
+
+  it("cancels a trial when its run decides to stop", async () => {
+    const s = state([started(), { runId: RUN, trialId: "new", body: { case: "trialProposed", value: { hypothesis: "new" } } }]);
+    const out = await watchedEvaluation(
+      client,
+      digits(DIGITS_CNN, "DigitsNet", { trialId: "stopped", recipe: { epochs: 500, batchSize: 32 }, seeds: 1 }),
+      { state: s, trial: s.trials.get("new")!, prune: false },
+      // After the first epoch the follower applies the judge's stop decision for another trial.
+      () => void s.trials.set("other", { id: "other", judged: create(TrialJudgedSchema, { decision: Decision.STOP }) }),
+    );
+    expect(out.stopped && labelName(out.stopped.label)).toBe("budget_overrun");
+    expect(out.stopped?.message).toMatch(/the run stopped/);
   });
 });

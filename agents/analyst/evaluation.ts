@@ -1,0 +1,65 @@
+/**
+ * One trial's evaluation on the runner, watched: each epoch is reported, and
+ * the evaluation is cancelled (the runner kills its jobs) when the median
+ * stopping rule prunes it or when the run has decided to stop, so the test
+ * confirmation gets the runner to itself and the run ends within its budget.
+ */
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import { failure } from "../../core/failure.js";
+import { evaluateToResult, type RunnerClient } from "../../gpu-runner/client.js";
+import type { Failure } from "../../proto/gen/research/v1/common_pb.js";
+import type { EpochProgress, EvalResult, EvaluateRequestSchema } from "../../proto/gen/research/v1/runner_pb.js";
+import { isTerminal, type RunState, type TrialState } from "../../swarm/run-state.js";
+import { partialResult, pruneReason } from "./pruning.js";
+
+export type Evaluation = { result: EvalResult; stopped?: undefined } | { stopped: Failure; partial: EvalResult };
+
+/** How often a running evaluation looks whether its run has stopped. */
+const STOP_POLL_MS = 500;
+
+function runStopped(state: RunState): boolean {
+  for (const t of state.trials.values()) if (isTerminal(t.judged?.decision)) return true;
+  return state.finished;
+}
+
+/**
+ * `state` must be live (a run follower's): peers finishing meanwhile count for
+ * pruning, and a stop decision is seen within half a second.
+ */
+export async function watchedEvaluation(
+  runner: RunnerClient,
+  request: MessageInitShape<typeof EvaluateRequestSchema>,
+  watch: { state: RunState; trial: TrialState; prune: boolean },
+  onProgress: (p: EpochProgress) => void,
+): Promise<Evaluation> {
+  const progress: EpochProgress[] = [];
+  const abort = new AbortController();
+  let stopped: Failure | undefined;
+  const stop = (f: Failure) => {
+    stopped ??= f;
+    abort.abort();
+  };
+  const poll = setInterval(() => {
+    if (runStopped(watch.state)) stop(failure("budget_overrun", "cancelled: the run stopped while this trial was training"));
+  }, STOP_POLL_MS);
+  try {
+    const result = await evaluateToResult(
+      runner,
+      request,
+      (e) => {
+        if (e.event.case !== "progress" || stopped) return;
+        progress.push(e.event.value);
+        onProgress(e.event.value);
+        const pruned = watch.prune ? pruneReason(watch.state, watch.trial, e.event.value) : undefined;
+        if (pruned) stop(failure("pruned", pruned));
+      },
+      { signal: abort.signal },
+    );
+    return { result };
+  } catch (err) {
+    if (stopped) return { stopped, partial: partialResult(progress) };
+    throw err;
+  } finally {
+    clearInterval(poll);
+  }
+}
