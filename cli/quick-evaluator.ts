@@ -37,6 +37,8 @@ usage: quick-evaluator --model FILE.py --class NAME --dataset NAME [options]
   --lr X                 default: ${Object.entries(DEFAULT_LR).map(([o, lr]) => `${lr} for ${o}`).join(", ")}
   --optimizer NAME       ${OPTIMIZER.names.join(", ")} (default ${RECIPE_DEFAULTS.optimizer})
   --schedule NAME        ${SCHEDULE.names.join(", ")} (default ${RECIPE_DEFAULTS.schedule})
+  --ema-decay X          evaluate an exponential moving average of the weights
+                         with this decay, in [0, 1), e.g. 0.999 (default 0: off)
   --target X             goal for validation accuracy: 0.9 or 90 (percent)
   --time-budget SECONDS  wall-clock budget per seed, from its start (default ${DEFAULTS.timeBudgetS})
   --memory-limit MB      address-space limit per seed worker (default ${DEFAULTS.memoryLimitMb})
@@ -72,6 +74,7 @@ async function main(): Promise<void> {
         lr: { type: "string" },
         optimizer: { type: "string" },
         schedule: { type: "string" },
+        "ema-decay": { type: "string" },
         target: { type: "string" },
         "time-budget": { type: "string" },
         "memory-limit": { type: "string" },
@@ -108,6 +111,8 @@ async function main(): Promise<void> {
   const target = a.target === undefined ? 0 : (parseFraction(a.target) ?? usage(`--target must be a fraction or a percentage, got "${a.target}"`));
   const choice = <V extends number>(flag: string, set: ClosedSet<V, string>, v: string | undefined) =>
     v === undefined ? undefined : (set.value(v) ?? usage(`--${flag} must be one of ${set.names.join(", ")}, got "${v}"`));
+  const emaDecay = a["ema-decay"] === undefined ? 0 : Number(a["ema-decay"]);
+  if (!(emaDecay >= 0 && emaDecay < 1)) usage(`--ema-decay must be a number in [0, 1), got "${a["ema-decay"]}"`);
   const seeds = int("seeds", a.seeds) || DEFAULTS.seeds;
   const dataDir = a["data-dir"] ? resolve(a["data-dir"]) : "";
 
@@ -151,6 +156,7 @@ async function main(): Promise<void> {
           lr: num("lr", a.lr),
           batchSize: int("batch-size", a["batch-size"]),
           epochs: int("epochs", a.epochs),
+          emaDecay,
         },
         seeds,
         target,

@@ -125,6 +125,7 @@ function checkRecipe(r: Recipe | undefined, issues: Issues) {
   for (const [k, v] of [
     ["momentum", r?.momentum ?? 0],
     ["label_smoothing", r?.labelSmoothing ?? 0],
+    ["ema_decay", r?.emaDecay ?? 0],
   ] as const) {
     issues.check(v >= 0 && v < 1, `recipe.${k} ${v} must be in [0, 1)`);
   }
@@ -156,6 +157,7 @@ function checkRecipe(r: Recipe | undefined, issues: Issues) {
     },
     amp: r?.amp ?? false,
     channels_last: r?.channelsLast ?? false,
+    ema_decay: r?.emaDecay ?? 0,
   };
 }
 

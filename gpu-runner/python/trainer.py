@@ -5,6 +5,8 @@ set rlimits; the model source is untrusted. Each stage runs under a Stage so
 that whatever the model does surfaces as the failure label of that stage.
 """
 
+import contextlib
+import itertools
 import linecache
 import math
 import random
@@ -177,6 +179,57 @@ def _optimizer(model, recipe):
     return cls(params, lr=recipe["lr"], weight_decay=recipe["weight_decay"])
 
 
+class _Ema:
+    """An exponential moving average of the weights (Polyak averaging) that evaluation uses.
+
+    One extra copy of the floating-point parameters and buffers: BatchNorm's running
+    statistics are averaged like the weights, so they match them roughly. After t
+    updates the decay is min(decay, (1 + t) / (10 + t)), so the average forgets the
+    initial weights quickly and a short run averages about its last tenth. `swap`
+    exchanges the averaged and the trained tensors' storage, without copying.
+    """
+
+    def __init__(self, model, decay):
+        self.decay = decay
+        self.updates = 0
+        self.shadow = [t.detach().clone() for t in self._tensors(model)]
+
+    @staticmethod
+    def _tensors(model):
+        # Looked up each time: a model may replace a buffer instead of updating it in place.
+        return [t for t in itertools.chain(model.parameters(), model.buffers()) if t.is_floating_point()]
+
+    @torch.no_grad()
+    def update(self, model):
+        decay = min(self.decay, (1 + self.updates) / (10 + self.updates))
+        self.updates += 1
+        current = [t.detach() for t in self._tensors(model)]
+        try:
+            if hasattr(torch, "_foreach_lerp_"):
+                torch._foreach_lerp_(self.shadow, current, 1 - decay)
+            else:  # torch < 2.0
+                torch._foreach_mul_(self.shadow, decay)
+                torch._foreach_add_(self.shadow, current, alpha=1 - decay)
+        except RuntimeError:
+            if [t.shape for t in current] == [t.shape for t in self.shadow]:
+                raise
+            # The model changed a buffer's shape, or added one: the average starts again.
+            self.shadow = [t.clone() for t in current]
+
+    def swap(self, model):
+        for t, s in zip(self._tensors(model), self.shadow):
+            t.data, s.data = s.data, t.data
+
+    @contextlib.contextmanager
+    def applied(self, model):
+        """The averaged weights in the model inside the block, the trained ones after it."""
+        self.swap(model)
+        try:
+            yield
+        finally:
+            self.swap(model)
+
+
 def _evaluate(model, data, x_all, y_all, idx, batch_size, amp, channels_last, what):
     """(mean cross-entropy, accuracy, softmax probabilities, labels) over x_all[idx]."""
     model.eval()
@@ -236,6 +289,8 @@ def train(spec, split, emit, t0):
     criterion = nn.CrossEntropyLoss(label_smoothing=recipe["label_smoothing"])
     scaler = torch.cuda.amp.GradScaler(enabled=amp)
     eval_batch = max(256, batch_size)
+    # Validation and test see the averaged weights when there are any, so curves and final metrics agree.
+    ema = _Ema(model, recipe["ema_decay"]) if recipe["ema_decay"] > 0 else None
     curve = {key: [] for key in CURVE_KEYS}
     seconds_to_first_step = None
 
@@ -269,6 +324,8 @@ def train(spec, split, emit, t0):
                 scaler.step(optimizer)
                 scaler.update()
                 scheduler.step()
+                if ema:
+                    ema.update(model)
             if seconds_to_first_step is None:
                 if cuda:
                     torch.cuda.synchronize()
@@ -278,9 +335,10 @@ def train(spec, split, emit, t0):
             seen += len(y)
             correct += (logits.detach().argmax(1) == y).sum()
 
-        val_loss, val_accuracy, val_probs, val_y = _evaluate(
-            model, data, data.x_train, data.y_train, data.val, eval_batch, amp, channels_last,
-            f"evaluating on the validation split after epoch {epoch}")
+        with ema.applied(model) if ema else contextlib.nullcontext():
+            val_loss, val_accuracy, val_probs, val_y = _evaluate(
+                model, data, data.x_train, data.y_train, data.val, eval_batch, amp, channels_last,
+                f"evaluating on the validation split after epoch {epoch}")
         point = {"train_loss": loss_sum / seen, "train_accuracy": correct.item() / seen,
                  "val_loss": val_loss, "val_accuracy": val_accuracy,
                  "lr": optimizer.param_groups[0]["lr"]}
@@ -295,9 +353,10 @@ def train(spec, split, emit, t0):
     if spec["evaluate_test"]:
         if not len(data.test):
             raise TaskFailure("invalid_config", f"{split.raw.name}: the test split is empty")
-        test_loss, _, test_probs, test_y = _evaluate(
-            model, data, data.x_test, data.y_test, data.test, eval_batch, amp, channels_last,
-            "evaluating on the test split")
+        with ema.applied(model) if ema else contextlib.nullcontext():
+            test_loss, _, test_probs, test_y = _evaluate(
+                model, data, data.x_test, data.y_test, data.test, eval_batch, amp, channels_last,
+                "evaluating on the test split")
         result_metrics.update(metrics.summary(test_y, test_probs, test_loss, "test"))
     return {
         "kind": "result", "seed": seed, "metrics": result_metrics,

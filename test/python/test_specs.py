@@ -42,7 +42,7 @@ def test_unknown_fields_are_dropped():
 
 
 @pytest.mark.parametrize("path", [("limits",), ("limits", "wall_seconds"), ("recipe", "momentum"),
-                                  ("recipe", "augment", "cutout"), ("dataset", "val_fraction"), ("seed",)])
+                                  ("recipe", "augment", "cutout"), ("recipe", "ema_decay"), ("dataset", "val_fraction"), ("seed",)])
 def test_every_field_is_required(path):
     spec = train_spec()
     parent = spec
@@ -73,6 +73,8 @@ BAD = [
     ("train", train_spec(recipe={"epochs": True}), r"^recipe\.epochs must be int, got True$"),
     ("train", train_spec(recipe={"lr": math.nan}), r"^recipe\.lr must be a finite number, got nan$"),
     ("train", train_spec(recipe={"lr": "0.1"}), r"^recipe\.lr must be a finite number, got '0\.1'$"),
+    ("train", train_spec(recipe={"ema_decay": 1}), r"^recipe\.ema_decay = 1\.0: expected "),
+    ("train", train_spec(recipe={"ema_decay": -0.5}), r"^recipe\.ema_decay = -0\.5: expected "),
     ("train", train_spec(recipe={"amp": 1}), r"^recipe\.amp must be bool, got 1$"),
     ("train", train_spec(recipe={"augment": {"crop_padding": 1000}}), r"^recipe\.augment\.crop_padding = 1000: expected "),
     ("train", train_spec(recipe={"optimizer": "sgd", "nesterov": True, "momentum": 0}),

@@ -102,6 +102,50 @@ def test_a_seed_replays_exactly_augmentations_included():
     assert other["learning_curve"] != first["learning_curve"]
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="cuDNN's autotuned kernels are not bitwise deterministic")
+def test_an_average_of_the_weights_is_evaluated_without_changing_training():
+    recipe = {"epochs": 3, "batch_size": 16, "lr": 0.01}
+    plain, _ = run("train", recipe=recipe, evaluate_test=True)
+    averaged, progress = run("train", recipe={**recipe, "ema_decay": 0.9}, evaluate_test=True)
+    assert averaged["kind"] == "result", averaged
+    for key in ("train_loss", "train_accuracy", "lr"):
+        assert averaged["learning_curve"][key] == plain["learning_curve"][key]
+    assert averaged["learning_curve"]["val_loss"] != plain["learning_curve"]["val_loss"]
+    # The curve and the final metrics come from the same (averaged) weights.
+    assert averaged["metrics"]["val_loss"] == averaged["learning_curve"]["val_loss"][-1] == progress[-1]["val_loss"]
+    assert averaged["metrics"]["test_loss"] != plain["metrics"]["test_loss"]
+    assert averaged["metrics"]["val_accuracy"] > 0.5
+
+
+def test_the_average_warms_up_covers_batchnorm_statistics_and_swaps_in_and_out():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.BatchNorm1d(4), torch.nn.Linear(4, 3))
+    start = {k: t.clone() for k, t in model.state_dict().items()}
+    ema = trainer._Ema(model, 0.99)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    model.train()
+    for step in range(20):
+        optimizer.zero_grad()
+        model(torch.randn(8, 4)).pow(2).sum().backward()
+        optimizer.step()
+        if step == 0:
+            weight = model[1].weight.detach()
+            ema.update(model)
+            # The first update's decay is 1/10: the average is mostly the new weights.
+            assert torch.allclose(ema.shadow[2], 0.1 * start["1.weight"] + 0.9 * weight)  # parameters, then buffers
+            continue
+        ema.update(model)
+    trained = {k: t.clone() for k, t in model.state_dict().items()}
+    with ema.applied(model):
+        averaged = model.state_dict()
+        for key in ("0.weight", "0.bias", "0.running_mean", "0.running_var", "1.weight", "1.bias"):
+            assert not torch.equal(averaged[key], trained[key]), key
+            assert not torch.equal(averaged[key], start[key]), key
+        assert torch.equal(averaged["0.num_batches_tracked"], trained["0.num_batches_tracked"])
+    assert all(torch.equal(model.state_dict()[k], t) for k, t in trained.items())
+    assert all(p.requires_grad for p in model.parameters())
+
+
 def test_token_ids_reach_the_model_as_int64(fixtures_dir):
     text = {"name": "text", "data_dir": os.path.join(fixtures_dir, "text")}
     result, _ = run("train", source=BAG_OF_WORDS, dataset=text, recipe={"epochs": 2, "lr": 0.05})
