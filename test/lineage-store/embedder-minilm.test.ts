@@ -24,8 +24,10 @@ const installed = miniLmInstalled();
 if (!installed) console.warn("skipping the MiniLM model tests: no .venv (run scripts/setup.sh)");
 
 describe.skipIf(!installed)("MiniLmEmbedder", () => {
-  // One model process for the file: loading it takes seconds.
-  const e = new MiniLmEmbedder();
+  // One model process for the file: loading it takes seconds. Its vectors file starts empty,
+  // so every new text goes through the model.
+  const cacheFile = join(root, "cache", "vectors.bin");
+  const e = new MiniLmEmbedder({ cacheFile });
   afterAll(() => e.close());
 
   it("returns 384-dim unit vectors, and the zero vector for a blank text", async () => {
@@ -45,6 +47,16 @@ describe.skipIf(!installed)("MiniLmEmbedder", () => {
       "label smoothing to reduce overconfident predictions",
     ]);
     expect(dot(q!, related!)).toBeGreaterThan(dot(q!, unrelated!) + 0.15);
+  });
+
+  it("keeps vectors in a file that later processes read instead of asking the model", async () => {
+    const texts = ["cosine learning rate schedule", "random crop and flip"];
+    const first = await e.embed(texts);
+    // No python: only the file can answer.
+    const later = new MiniLmEmbedder({ cacheFile, python: join(root, "no-venv", "bin", "python") });
+    const again = await later.embed([texts[1]!, texts[0]!, texts[1]!]);
+    expect(again.map((v) => Array.from(v))).toEqual([first[1]!, first[0]!, first[1]!].map((v) => Array.from(v)));
+    await expect(later.embed(["a text nobody embedded"])).rejects.toThrow(/scripts\/setup\.sh/);
   });
 
   it("backs a LineageStore: similar trials by meaning", async () => {
