@@ -9,9 +9,8 @@ answering JSON lines on stdin/stdout for as long as stdin stays open.
   response:        {"id": 7, "vectors": "<base64: len(texts) x dim little-endian float32>"}
                    or {"id": 7, "error": "..."}
 
-Vectors are L2-normalised; a blank text is the zero vector (similar to nothing,
-as with the hashing embedder). Base64 float32 is exact and about half the size
-of the same numbers printed in JSON.
+Vectors are L2-normalised. Base64 float32 is exact and about half the size of
+the same numbers printed in JSON.
 """
 import base64
 import json
@@ -67,9 +66,9 @@ def load():
     def embed(texts):
         out = np.zeros((len(texts), dim), dtype="<f4")
         # Texts of similar length share a batch, so little of it is padding.
-        filled = sorted((i for i, t in enumerate(texts) if t.strip()), key=lambda i: len(texts[i]))
-        for start in range(0, len(filled), BATCH):
-            rows = filled[start : start + BATCH]
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for start in range(0, len(order), BATCH):
+            rows = order[start : start + BATCH]
             out[rows] = encode([texts[i] for i in rows])
         return base64.b64encode(out.tobytes()).decode("ascii")
 

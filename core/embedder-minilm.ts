@@ -4,7 +4,7 @@ import { appendFileSync, existsSync, mkdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
-import type { Embedder } from "./embedder.js";
+import { hasContent, type Embedder } from "./embedder.js";
 import { ResearchError } from "./failure.js";
 
 /** The project virtualenv that scripts/setup.sh fills with torch and the model package. */
@@ -80,14 +80,14 @@ export class MiniLmEmbedder implements Embedder {
 
   async embed(texts: string[]): Promise<Float32Array[]> {
     const cache = (this.cache ??= this.readCache());
-    const keys = texts.map(key);
+    const keys = texts.map((t) => (hasContent(t) ? key(t) : undefined));
     const missing = new Map<string, string>();
-    keys.forEach((k, i) => cache.has(k) || missing.set(k, texts[i]!));
+    keys.forEach((k, i) => k === undefined || cache.has(k) || missing.set(k, texts[i]!));
     if (missing.size > 0) {
       const vectors = await this.request([...missing.values()]);
       this.remember([...missing.keys()], vectors);
     }
-    return keys.map((k) => cache.get(k)!);
+    return keys.map((k) => (k === undefined ? new Float32Array(DIM) : cache.get(k)!));
   }
 
   /** Stops the child; a later `embed` starts a new one. */

@@ -17,6 +17,15 @@ const STOP_WORDS = new Set([
   "over", "than", "that", "the", "this", "to", "with", "without",
 ]);
 
+/**
+ * Whether a text has a word that is not a function word. The local embedders (hashing,
+ * MiniLM) map a text without one to the zero vector: it is similar to nothing, and LanceDB
+ * leaves zero vectors out of cosine search, so a query of stop words finds nothing, not noise.
+ */
+export function hasContent(text: string): boolean {
+  return (text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []).some((w) => !STOP_WORDS.has(w));
+}
+
 // Weights per feature family: whole words dominate, bigrams reward shared phrases, character
 // trigrams make "batchnorm" / "batch norm" / "batchnorm2d" and "excite" / "excitation" overlap.
 const UNIGRAM_WEIGHT = 1;

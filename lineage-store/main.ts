@@ -11,6 +11,7 @@ import { agentConfig } from "../core/config.js";
 import { createLogger, setLogLevel } from "../core/logger.js";
 import { runAgent } from "../swarm/runtime.js";
 import { writeArtifacts } from "./artifacts.js";
+import { lineageEmbedder } from "./embedder.js";
 import { serveQueries } from "./query.js";
 import { LineageStore } from "./store.js";
 
@@ -18,7 +19,7 @@ const config = agentConfig();
 // Set before the store's logger exists (runAgent would set it later).
 setLogLevel(config.logLevel);
 const workspace = config.workspace;
-const store = await LineageStore.open(join(workspace, "lineage"), { logger: createLogger("lineage-store") });
+const store = await LineageStore.open(join(workspace, "lineage"), { embedder: await lineageEmbedder(join(workspace, "lineage"), config.embedder), logger: createLogger("lineage-store") });
 
 /** Artifact writes of one run, one at a time: the registry is read, updated and replaced. */
 const artifactChains = new Map<string, Promise<void>>();

@@ -1,8 +1,8 @@
 /**
  * The corpus in a LanceDB table for hybrid retrieval: a vector search and a
  * full-text (BM25) search over the same text, fused by reciprocal rank. The
- * two retrievers fail differently (the vector side matches "excite" to
- * "excitation" and shared phrases, BM25 rewards rare exact terms), and rank
+ * two retrievers fail differently (the vector side matches meaning, or with
+ * the hashing embedder "excite" to "excitation", BM25 rewards rare exact terms), and rank
  * fusion needs no score calibration between them.
  *
  * The built-in corpus is written once per content: the table carries a hash
@@ -15,7 +15,8 @@ import { createHash } from "node:crypto";
 import * as lancedb from "@lancedb/lancedb";
 import { Field, FixedSizeList, Float32, Int32, List, Schema, Utf8 } from "apache-arrow";
 import type { Modality } from "../core/goal.js";
-import { HashingEmbedder, type Embedder } from "../core/embedder.js";
+import type { Embedder } from "../core/embedder.js";
+import { configuredEmbedder } from "../core/embedder-select.js";
 import { CORPUS, sourceUrl, type CorpusEntry, type Surface } from "./corpus.js";
 
 export type CorpusSource = "builtin" | "notes" | "arxiv";
@@ -45,7 +46,7 @@ export interface CorpusHit extends CorpusRow {
 }
 
 export interface CorpusIndexOptions {
-  /** Defaults to a 256-dim HashingEmbedder. Changing it rebuilds the table. */
+  /** Defaults to configuredEmbedder() (MiniLM when installed, else hashing). Changing it rebuilds the table. */
   embedder?: Embedder;
   /** The built-in entries; defaults to CORPUS. */
   entries?: readonly CorpusEntry[];
@@ -83,7 +84,7 @@ export class CorpusIndex {
   ) {}
 
   static async open(dir: string, options: CorpusIndexOptions = {}): Promise<CorpusIndex> {
-    const embedder = options.embedder ?? new HashingEmbedder();
+    const embedder = options.embedder ?? configuredEmbedder();
     const builtin = (options.entries ?? CORPUS).map((e) => toRow(e, "builtin"));
     const builtinIds = new Set(builtin.map((r) => r.id));
     if (builtinIds.size !== builtin.length) throw new Error("corpus entries must have unique ids");

@@ -30,12 +30,13 @@ describe.skipIf(!installed)("MiniLmEmbedder", () => {
   const e = new MiniLmEmbedder({ cacheFile });
   afterAll(() => e.close());
 
-  it("returns 384-dim unit vectors, and the zero vector for a blank text", async () => {
-    const vectors = await e.embed(["squeeze excitation block", "", "cosine schedule"]);
-    expect(vectors.map((v) => v.length)).toEqual([384, 384, 384]);
+  it("returns 384-dim unit vectors, and the zero vector for a text without content words", async () => {
+    const vectors = await e.embed(["squeeze excitation block", "", "cosine schedule", "the of and"]);
+    expect(vectors.map((v) => v.length)).toEqual([384, 384, 384, 384]);
     expect(dot(vectors[0]!, vectors[0]!)).toBeCloseTo(1, 5);
     expect(dot(vectors[2]!, vectors[2]!)).toBeCloseTo(1, 5);
     expect(dot(vectors[1]!, vectors[1]!)).toBe(0);
+    expect(dot(vectors[3]!, vectors[3]!)).toBe(0);
     expect(e.name).toBe(MINILM_NAME);
   });
 
