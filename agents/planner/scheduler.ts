@@ -67,6 +67,9 @@ export function atRung(train: TrainConfigInput, rung: Fidelity, image: boolean):
     if ((out.schedule ?? "none") === "none") out.schedule = "cosine";
     if (image && !(out.augment?.crop_padding ?? 0)) out.augment = { ...out.augment, crop_padding: 2 };
     if ((out.warmup_epochs ?? 0) >= rung.epochs) out.warmup_epochs = 0;
+    // No weight average (ema_decay) here: after a cosine anneal it measured no better
+    // than the last weights (Fashion-MNIST 10k x 8 epochs, BN CNN, 3 seeds: 87.0% vs
+    // 86.9% val); it pays only at a constant rate (85.4% -> 87.9%), which long rungs never keep.
   }
   return out;
 }
