@@ -18,6 +18,7 @@ import { createLogger } from "../core/logger.js";
 import { request as queryLineage, summaryJson } from "../swarm/lineage-query.js";
 import { summaryOf } from "../lineage-store/query.js";
 import { LineageStore } from "../lineage-store/store.js";
+import { lineageEmbedder } from "../lineage-store/embedder.js";
 import { RunStatus, type Event } from "../proto/gen/research/v1/events_pb.js";
 import type { TrialSummary } from "../proto/gen/research/v1/lineage_pb.js";
 import { applyToRunState, bestTrial, emptyRunState, meanOf, type RunState } from "../swarm/run-state.js";
@@ -461,7 +462,7 @@ async function query(argv: string[]): Promise<void> {
   } else {
     const dir = join(resolve(a.workspace), "lineage");
     if (!existsSync(dir)) fail(`no lineage in ${dir}`);
-    const store = await LineageStore.open(dir, { readOnly: true, logger: quietLogger() });
+    const store = await LineageStore.open(dir, { readOnly: true, embedder: await lineageEmbedder(dir), logger: quietLogger() });
     rows = (await store.similarTrials({ text: a.similar, k, runId: a.run })).map(summaryOf);
     await store.close();
   }
