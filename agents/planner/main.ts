@@ -76,6 +76,24 @@ async function pastObservations(ctx: AgentContext, input: PlanInput): Promise<Ob
 /** A past run's result counts half as much as this run's: same data, other circumstances. */
 const PAST_WEIGHT = 0.5;
 
+/**
+ * Lineage lookups per run, kept a few minutes: what other runs learned changes
+ * slowly, and a vector search per proposal grew to most of the planner's time
+ * as the store's fragments piled up (bench/orchestration-bench.ts). This
+ * run's own trials are in its state.
+ */
+const LINEAGE_TTL_MS = 5 * 60_000;
+const lineageCache = new Map<string, { at: number; value: Promise<unknown> }>();
+function fromLineage<T>(runId: string, what: string, load: () => Promise<T>): Promise<T> {
+  const key = `${runId}/${what}`;
+  const hit = lineageCache.get(key);
+  if (hit && Date.now() - hit.at < LINEAGE_TTL_MS) return hit.value as Promise<T>;
+  for (const [k, v] of lineageCache) if (Date.now() - v.at >= LINEAGE_TTL_MS) lineageCache.delete(k);
+  const value = load();
+  lineageCache.set(key, { at: Date.now(), value });
+  return value;
+}
+
 async function planInput(ctx: AgentContext, state: RunState, seed: number): Promise<PlanInput> {
   const info = await datasetInfo(ctx.runner(), state.goal);
   const input: PlanInput = {
@@ -86,10 +104,10 @@ async function planInput(ctx: AgentContext, state: RunState, seed: number): Prom
       const r = compileModel(model, { inputShape: info.inputShape, numClasses: info.numClasses, inputDtype: info.inputDtype === "int64" ? "int64" : "float32", vocabSize: info.vocabSize || undefined });
       return r.ok ? r.params : r.error;
     },
-    failedElsewhere: await failedInLineage(ctx, state),
+    failedElsewhere: await fromLineage(state.runId, "failed", () => failedInLineage(ctx, state)),
     nowMs: Date.now(),
   };
-  input.pastObservations = await pastObservations(ctx, input);
+  input.pastObservations = await fromLineage(state.runId, "past", () => pastObservations(ctx, input));
   return input;
 }
 

@@ -434,7 +434,9 @@ export const randomPolicy: Policy = (input, index) => {
       subset: subsets[Math.floor(rng() * subsets.length)]!,
     };
     let g: Genome = { model: t.build(info), train };
-    const widen = MUTATIONS.find((m) => m.name === (rng() < 0.5 ? "widen" : "narrow"))!;
+    // One coin for the draw (a coin per element could match neither).
+    const width = rng() < 0.5 ? "widen" : "narrow";
+    const widen = MUTATIONS.find((m) => m.name === width)!;
     if (rng() < 0.5) g = widen.apply(g, info, rng) ?? g;
     if (withinBudget(input, g, seen)) continue;
     return {
