@@ -1,0 +1,317 @@
+#!/usr/bin/python3
+"""Optuna baseline for the search benchmark (bench/search-bench.ts): TPE + median pruning on Fashion-MNIST.
+
+Same data as the swarm's runner: the loader and the train/validation split are the runner's own
+(gpu-runner/python/datasets.py, imported), with its defaults for a Fashion-MNIST goal
+(val_fraction 0.1, split_seed 0, the official 10k test set). Every trial validates on the
+runner's full-data validation split (6,000 images); a trial that trains on a subset (the swarm's
+cheap fidelities do too) takes a stratified slice of the runner's training indices.
+
+Search space, comparable to the swarm's built-in templates: a BN-CNN (conv-BN-ReLU blocks and
+max-pooling), width, depth, convolutions per stage, an optional hidden layer, dropout; Adam, AdamW
+or SGD with momentum, lr, weight decay, batch size, epochs (2-12), no schedule or cosine, label
+smoothing, optional flip and crop augmentation (the runner's augment.py), training subset.
+
+One seed per trial, per-epoch `trial.report` of validation accuracy and MedianPruner. The wall-clock
+budget covers everything, start-up and the final step included: nothing is retrained; the best
+completed trial's weights, kept in memory, are evaluated once on the test split. A trial still
+training when the budget (less a reserve for that evaluation) runs out is stopped and counted as
+cut, never as complete.
+
+    /usr/bin/python3 bench/optuna_baseline.py --budget-s 1800 --seed 0 --out /tmp/optuna.json
+
+Needs Debian's python3-optuna (apt-get install python3-optuna) next to python3-torch.
+"""
+
+import time
+
+T0 = time.monotonic()
+
+import argparse  # noqa: E402
+import copy  # noqa: E402
+import json  # noqa: E402
+import math  # noqa: E402
+import os  # noqa: E402
+import sys  # noqa: E402
+import warnings  # noqa: E402
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+RUNNER_PY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gpu-runner", "python")
+sys.path.insert(0, RUNNER_PY)
+import augment  # noqa: E402  (the runner's flip / crop)
+import datasets  # noqa: E402  (the runner's loader and split)
+
+import optuna  # noqa: E402
+
+TARGET = 0.90
+# The runner's spec for a Fashion-MNIST goal: gpu-runner/request.ts fills val_fraction 0.1 and
+# split_seed 0; subset 0 gives the full-data split every trial validates on.
+SPEC = {"name": "fashion-mnist", "data_dir": "", "subset": 0, "val_fraction": 0.1, "split_seed": 0,
+        "test_subset": 0, "target_column": "", "shape": [], "num_classes": 0, "difficulty": 0.0}
+SUBSETS = [10000, 20000, 40000, 0]  # the random planner's fidelities; 0 = the whole training split
+
+
+def elapsed():
+    return time.monotonic() - T0
+
+
+class BudgetCut(Exception):
+    pass
+
+
+class Net(nn.Module):
+    def __init__(self, width, stages, convs, hidden, dropout, num_classes=10, side=28):
+        super().__init__()
+        layers, c, w = [], 1, width
+        for _ in range(stages):
+            for _ in range(convs):
+                layers += [nn.Conv2d(c, w, 3, padding=1, bias=False), nn.BatchNorm2d(w), nn.ReLU(inplace=True)]
+                c = w
+            layers.append(nn.MaxPool2d(2))
+            side //= 2
+            w *= 2
+        self.features = nn.Sequential(*layers)
+        head = [nn.Flatten(), nn.Dropout(dropout)]
+        flat = c * side * side
+        if hidden:
+            head += [nn.Linear(flat, hidden), nn.ReLU(inplace=True), nn.Dropout(dropout)]
+            flat = hidden
+        head.append(nn.Linear(flat, num_classes))
+        self.head = nn.Sequential(*head)
+
+    def forward(self, x):
+        return self.head(self.features(x))
+
+
+class Data:
+    """The runner's arrays and split indices as tensors, standardised like its trainer (_Data)."""
+
+    def __init__(self):
+        raw = datasets.load(SPEC)
+        split = datasets.split(raw, SPEC)
+        self.split = split
+        self.x_train = torch.from_numpy(raw.x_train)
+        self.y_train = torch.from_numpy(raw.y_train)
+        self.x_test = torch.from_numpy(raw.x_test)
+        self.y_test = torch.from_numpy(raw.y_test)
+        self.train = torch.from_numpy(split.train)
+        self.val = torch.from_numpy(split.val)
+        self.test = torch.from_numpy(split.test)
+        mean, std = datasets.feature_stats(raw.x_train, split.train)
+        self.mean, self.std = torch.from_numpy(mean), torch.from_numpy(std)
+        self._subsets = {}
+
+    def inputs(self, x):
+        return (x.float() - self.mean) / self.std
+
+    def train_indices(self, subset):
+        if not 0 < subset < len(self.train):
+            return self.train
+        if subset not in self._subsets:
+            idx, _ = datasets._stratified_take(self.split.raw.y_train, self.split.train, subset,
+                                               np.random.default_rng(subset))
+            self._subsets[subset] = torch.from_numpy(idx)
+        return self._subsets[subset]
+
+
+def evaluate(model, data, x_all, y_all, idx):
+    model.eval()
+    correct = 0
+    with torch.no_grad():
+        for chunk in idx.split(1000):
+            correct += (model(data.inputs(x_all[chunk])).argmax(1) == y_all[chunk]).sum().item()
+    return correct / len(idx)
+
+
+def suggest(trial):
+    p = {
+        "width": trial.suggest_categorical("width", [16, 24, 32, 48]),
+        "stages": trial.suggest_int("stages", 2, 3),
+        "convs": trial.suggest_int("convs", 1, 2),
+        "hidden": trial.suggest_categorical("hidden", [0, 128]),
+        "dropout": trial.suggest_float("dropout", 0.0, 0.5),
+        "optimizer": trial.suggest_categorical("optimizer", ["adam", "adamw", "sgd"]),
+        "batch_size": trial.suggest_categorical("batch_size", [64, 128, 256]),
+        "epochs": trial.suggest_int("epochs", 2, 12),
+        "schedule": trial.suggest_categorical("schedule", ["none", "cosine"]),
+        "label_smoothing": trial.suggest_float("label_smoothing", 0.0, 0.15),
+        "hflip": trial.suggest_categorical("hflip", [False, True]),
+        "crop_padding": trial.suggest_categorical("crop_padding", [0, 2]),
+        "subset": trial.suggest_categorical("subset", SUBSETS),
+    }
+    if p["optimizer"] == "sgd":
+        p["lr"] = trial.suggest_float("lr_sgd", 1e-2, 3e-1, log=True)
+        p["weight_decay"] = trial.suggest_float("wd_sgd", 1e-6, 1e-3, log=True)
+    elif p["optimizer"] == "adamw":
+        p["lr"] = trial.suggest_float("lr_adam", 3e-4, 1e-2, log=True)
+        p["weight_decay"] = trial.suggest_float("wd_adamw", 1e-3, 1e-1, log=True)
+    else:
+        p["lr"] = trial.suggest_float("lr_adam", 3e-4, 1e-2, log=True)
+        p["weight_decay"] = trial.suggest_float("wd_adam", 1e-7, 1e-4, log=True)
+    return p
+
+
+class Search:
+    def __init__(self, data, deadline, seed):
+        self.data = data
+        self.deadline = deadline  # seconds since T0 after which no training step starts
+        self.seed = seed
+        self.best_value = -1.0
+        self.best_state = None
+        self.best_trial = None
+        self.first_epoch_90 = None  # first epoch-end validation accuracy >= TARGET, any trial
+        self.first_trial_90 = None  # first completed trial whose final validation accuracy >= TARGET
+        self.history = []
+
+    def objective(self, trial):
+        p = suggest(trial)
+        torch.manual_seed(self.seed * 100003 + trial.number)
+        data = self.data
+        model = Net(p["width"], p["stages"], p["convs"], p["hidden"], p["dropout"])
+        params = [q for q in model.parameters() if q.requires_grad]
+        if p["optimizer"] == "sgd":
+            opt = torch.optim.SGD(params, lr=p["lr"], momentum=0.9, nesterov=True, weight_decay=p["weight_decay"])
+        else:
+            cls = torch.optim.AdamW if p["optimizer"] == "adamw" else torch.optim.Adam
+            opt = cls(params, lr=p["lr"], weight_decay=p["weight_decay"])
+        train_idx = data.train_indices(p["subset"])
+        n = len(train_idx)
+        bs = p["batch_size"]
+        steps = n // bs + (1 if n % bs > 1 else 0)  # like the runner: no final batch of one (BatchNorm)
+        total = steps * p["epochs"]
+        sched = torch.optim.lr_scheduler.LambdaLR(
+            opt, (lambda s: 0.5 * (1 + math.cos(math.pi * min(1.0, s / total)))) if p["schedule"] == "cosine"
+            else (lambda s: 1.0))
+        criterion = nn.CrossEntropyLoss(label_smoothing=p["label_smoothing"])
+        aug = {"hflip": p["hflip"], "crop_padding": p["crop_padding"], "cutout": 0}
+        record = {"number": trial.number, "params": p, "start_s": round(elapsed(), 1), "val": []}
+        self.history.append(record)
+        last_epoch_s = 0.0
+        try:
+            for epoch in range(1, p["epochs"] + 1):
+                # An epoch predicted not to fit stops the trial now rather than after the deadline.
+                if elapsed() + last_epoch_s > self.deadline:
+                    raise BudgetCut()
+                e0 = elapsed()
+                model.train()
+                order = train_idx[torch.randperm(n)]
+                for step in range(steps):
+                    if elapsed() > self.deadline:
+                        raise BudgetCut()
+                    idx = order[step * bs:(step + 1) * bs]
+                    x = data.inputs(data.x_train[idx])
+                    if aug["hflip"] or aug["crop_padding"]:
+                        x = augment.apply(x, aug)
+                    loss = criterion(model(x), data.y_train[idx])
+                    if not math.isfinite(loss.item()):
+                        record["state"] = "failed (nan loss)"
+                        raise optuna.TrialPruned()
+                    opt.zero_grad(set_to_none=True)
+                    loss.backward()
+                    opt.step()
+                    sched.step()
+                val = evaluate(model, data, data.x_train, data.y_train, data.val)
+                last_epoch_s = elapsed() - e0
+                record["val"].append(round(val, 4))
+                if val >= TARGET and self.first_epoch_90 is None:
+                    self.first_epoch_90 = elapsed()
+                trial.report(val, epoch)
+                if epoch < p["epochs"] and trial.should_prune():
+                    record["state"] = "pruned"
+                    raise optuna.TrialPruned()
+        except BudgetCut:
+            record["state"] = "cut"
+            trial.set_user_attr("budget_cut", True)
+            raise optuna.TrialPruned()
+        finally:
+            record["end_s"] = round(elapsed(), 1)
+        record["state"] = "complete"
+        if val >= TARGET and self.first_trial_90 is None:
+            self.first_trial_90 = elapsed()
+        if val > self.best_value:
+            self.best_value, self.best_trial = val, trial.number
+            self.best_state = copy.deepcopy(model.state_dict())
+            self.best_params = p
+        return val
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--budget-s", type=float, default=1800)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--reserve-s", type=float, default=20,
+                    help="seconds kept back for the final test evaluation and writing the result")
+    ap.add_argument("--out", required=True)
+    args = ap.parse_args()
+    torch.set_num_threads(args.threads)
+    warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+    with warnings.catch_warnings():
+        # The runner's arrays are read-only numpy views; nothing here writes to them.
+        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
+        data = Data()
+    loaded_s = elapsed()
+    search = Search(data, args.budget_s - args.reserve_s, args.seed)
+    study = optuna.create_study(
+        direction="maximize",
+        sampler=optuna.samplers.TPESampler(seed=args.seed, n_startup_trials=5, multivariate=True, group=True),
+        pruner=optuna.pruners.MedianPruner(n_startup_trials=3, n_warmup_steps=0))
+
+    def progress(study, trial):
+        rec = search.history[-1] if search.history else {}
+        print(f"[{elapsed():7.1f}s] trial {trial.number} {rec.get('state', trial.state.name.lower())} "
+              f"val {rec.get('val')} best {search.best_value:.4f}", file=sys.stderr, flush=True)
+        if elapsed() > search.deadline:
+            study.stop()
+
+    study.optimize(search.objective, callbacks=[progress], gc_after_trial=True)
+
+    test_accuracy = None
+    test_ci95 = None
+    if search.best_state is not None:
+        p = search.best_params
+        model = Net(p["width"], p["stages"], p["convs"], p["hidden"], p["dropout"])
+        model.load_state_dict(search.best_state)
+        test_accuracy = evaluate(model, data, data.x_test, data.y_test, data.test)
+        # One model on a finite test set: the binomial sampling error only.
+        half = 1.959964 * math.sqrt(test_accuracy * (1 - test_accuracy) / len(data.test))
+        test_ci95 = [test_accuracy - half, test_accuracy + half]
+    states = [r.get("state", "?") for r in search.history]
+    result = {
+        "method": "optuna",
+        "seed": args.seed,
+        "budget_s": args.budget_s,
+        "best_val_accuracy": search.best_value if search.best_state is not None else None,
+        "test_accuracy": test_accuracy,
+        "test_ci95": test_ci95,
+        "best_trial": search.best_trial,
+        "best_params": getattr(search, "best_params", None),
+        "trials": len(search.history),
+        "completed": states.count("complete"),
+        "pruned": states.count("pruned"),
+        "cut": states.count("cut"),
+        "failed": sum(s.startswith("failed") for s in states),
+        "seconds_to_90_val_trial": search.first_trial_90,
+        "seconds_to_90_val_epoch": search.first_epoch_90,
+        "data_load_s": loaded_s,
+        "seconds": elapsed(),
+        "n_train": len(data.train), "n_val": len(data.val), "n_test": len(data.test),
+        "threads": args.threads,
+        "optuna": optuna.__version__, "torch": torch.__version__,
+        "loadavg": list(os.getloadavg()),
+        "history": search.history,
+    }
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    with open(args.out, "w") as f:
+        f.write(json.dumps(result) + "\n")
+    print(json.dumps({k: v for k, v in result.items() if k not in ("history", "best_params")}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
