@@ -138,11 +138,25 @@ const RECIPE_FROM_BRIEF: Record<string, Partial<TrainConfigInput>> = {
   weight_decay: { weight_decay: 5e-4 },
 };
 
+/**
+ * What the planner derives from a proposed trial never changes once it is
+ * proposed; kept per trial object (the follower's state reuses them), so a
+ * proposal costs the same at trial 500 as at trial 5.
+ */
+const derived = new WeakMap<TrialState, { fingerprint?: string; params?: number | string }>();
+function derivedOf(t: TrialState) {
+  let d = derived.get(t);
+  if (!d) derived.set(t, (d = {}));
+  return d;
+}
+
 function tried(state: RunState): Set<string> {
   const out = new Set<string>();
   for (const t of state.trials.values()) {
-    const g = genomeOf(t);
-    if (g) out.add(fingerprint(g.model, g.train));
+    const d = derivedOf(t);
+    const g = d.fingerprint === undefined ? genomeOf(t) : undefined;
+    if (g) d.fingerprint = fingerprint(g.model, g.train);
+    if (d.fingerprint) out.add(d.fingerprint);
   }
   return out;
 }
@@ -365,21 +379,22 @@ export const nextBuiltin: Policy = (input, index) => {
 function rungZeroHistory(input: PlanInput): Observation[] {
   const out: Observation[] = [];
   let worst = Infinity;
-  const failed: Genome[] = [];
+  const failed: Array<{ g: Genome; params: number }> = [];
   for (const t of input.state.trials.values()) {
     if (!t.judged || rungOf(t) !== 0) continue;
     const g = genomeOf(t);
-    const params = g && input.params(g.model);
+    const d = derivedOf(t);
+    const params = g && (d.params ??= input.params(g.model));
     if (!g || typeof params !== "number") continue;
     const y = t.judged.verdict === Verdict.ACCEPT ? scoreOf(t) : undefined;
-    if (y === undefined) failed.push(g);
+    if (y === undefined) failed.push({ g, params });
     else {
       worst = Math.min(worst, y);
       out.push({ x: genomeFeatures(g.model, g.train, params), y });
     }
   }
   const floor = (Number.isFinite(worst) ? worst : 0) - 0.05;
-  for (const g of failed) out.push({ x: genomeFeatures(g.model, g.train, input.params(g.model) as number), y: floor });
+  for (const { g, params } of failed) out.push({ x: genomeFeatures(g.model, g.train, params), y: floor });
   return out;
 }
 
