@@ -117,19 +117,6 @@ describe("runner service", () => {
     expect(d.numClasses).toBe(10);
     expect(d.nTrain + d.nVal + d.nTest).toBe(1797);
   });
-
-  it("cancels a trial when its run decides to stop", async () => {
-    const s = state([started(), { runId: RUN, trialId: "new", body: { case: "trialProposed", value: { hypothesis: "new" } } }]);
-    const out = await watchedEvaluation(
-      client,
-      digits(DIGITS_CNN, "DigitsNet", { trialId: "stopped", recipe: { epochs: 500, batchSize: 32 }, seeds: 1 }),
-      { state: s, trial: s.trials.get("new")!, prune: false },
-      // After the first epoch the follower applies the judge's stop decision for another trial.
-      () => void s.trials.set("other", { id: "other", judged: create(TrialJudgedSchema, { decision: Decision.STOP }) }),
-    );
-    expect(out.stopped && labelName(out.stopped.label)).toBe("budget_overrun");
-    expect(out.stopped?.message).toMatch(/the run stopped/);
-  });
 });
 
 describe("datasets from local files in their real formats", () => {
@@ -186,19 +173,6 @@ class M(nn.Module):
     );
     expect(table.aggregated.val_accuracy!.mean).toBeGreaterThan(0.5);
   });
-
-  it("cancels a trial when its run decides to stop", async () => {
-    const s = state([started(), { runId: RUN, trialId: "new", body: { case: "trialProposed", value: { hypothesis: "new" } } }]);
-    const out = await watchedEvaluation(
-      client,
-      digits(DIGITS_CNN, "DigitsNet", { trialId: "stopped", recipe: { epochs: 500, batchSize: 32 }, seeds: 1 }),
-      { state: s, trial: s.trials.get("new")!, prune: false },
-      // After the first epoch the follower applies the judge's stop decision for another trial.
-      () => void s.trials.set("other", { id: "other", judged: create(TrialJudgedSchema, { decision: Decision.STOP }) }),
-    );
-    expect(out.stopped && labelName(out.stopped.label)).toBe("budget_overrun");
-    expect(out.stopped?.message).toMatch(/the run stopped/);
-  });
 });
 
 describe("hostile and broken model code", () => {
@@ -249,19 +223,6 @@ raise RuntimeError("SEEN " + " | ".join(found))`;
   it("serves a good request after all of that", async () => {
     const r = await evaluateToResult(client, digits(DIGITS_CNN, "DigitsNet", { recipe: { epochs: 2, batchSize: 32 } }));
     expect(r.aggregated.val_accuracy!.mean).toBeGreaterThan(0.5);
-  });
-
-  it("cancels a trial when its run decides to stop", async () => {
-    const s = state([started(), { runId: RUN, trialId: "new", body: { case: "trialProposed", value: { hypothesis: "new" } } }]);
-    const out = await watchedEvaluation(
-      client,
-      digits(DIGITS_CNN, "DigitsNet", { trialId: "stopped", recipe: { epochs: 500, batchSize: 32 }, seeds: 1 }),
-      { state: s, trial: s.trials.get("new")!, prune: false },
-      // After the first epoch the follower applies the judge's stop decision for another trial.
-      () => void s.trials.set("other", { id: "other", judged: create(TrialJudgedSchema, { decision: Decision.STOP }) }),
-    );
-    expect(out.stopped && labelName(out.stopped.label)).toBe("budget_overrun");
-    expect(out.stopped?.message).toMatch(/the run stopped/);
   });
 });
 
@@ -329,19 +290,6 @@ describe("scripts (RunScript)", () => {
     const r = await client.runScript({ language: ScriptLanguage.BASH, source: "echo ok" });
     expect(r.stdout.trim()).toBe("ok");
   });
-
-  it("cancels a trial when its run decides to stop", async () => {
-    const s = state([started(), { runId: RUN, trialId: "new", body: { case: "trialProposed", value: { hypothesis: "new" } } }]);
-    const out = await watchedEvaluation(
-      client,
-      digits(DIGITS_CNN, "DigitsNet", { trialId: "stopped", recipe: { epochs: 500, batchSize: 32 }, seeds: 1 }),
-      { state: s, trial: s.trials.get("new")!, prune: false },
-      // After the first epoch the follower applies the judge's stop decision for another trial.
-      () => void s.trials.set("other", { id: "other", judged: create(TrialJudgedSchema, { decision: Decision.STOP }) }),
-    );
-    expect(out.stopped && labelName(out.stopped.label)).toBe("budget_overrun");
-    expect(out.stopped?.message).toMatch(/the run stopped/);
-  });
 });
 
 describe("requests, cancellation and concurrency", () => {
@@ -408,19 +356,6 @@ describe("requests, cancellation and concurrency", () => {
     const results = await Promise.all(running);
     expect(results).toHaveLength(4);
     for (const r of results) expect(r.numSeeds).toBe(1);
-  });
-
-  it("cancels a trial when its run decides to stop", async () => {
-    const s = state([started(), { runId: RUN, trialId: "new", body: { case: "trialProposed", value: { hypothesis: "new" } } }]);
-    const out = await watchedEvaluation(
-      client,
-      digits(DIGITS_CNN, "DigitsNet", { trialId: "stopped", recipe: { epochs: 500, batchSize: 32 }, seeds: 1 }),
-      { state: s, trial: s.trials.get("new")!, prune: false },
-      // After the first epoch the follower applies the judge's stop decision for another trial.
-      () => void s.trials.set("other", { id: "other", judged: create(TrialJudgedSchema, { decision: Decision.STOP }) }),
-    );
-    expect(out.stopped && labelName(out.stopped.label)).toBe("budget_overrun");
-    expect(out.stopped?.message).toMatch(/the run stopped/);
   });
 });
 
