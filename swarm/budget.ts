@@ -28,6 +28,18 @@ export function budgetPlan(state: RunState, nowMs: number): BudgetPlan {
   return { remainingS, reserveS, availableS: remainingS - reserveS };
 }
 
+/**
+ * Why a trial predicted to take `predictedS` cannot start now, or undefined
+ * when it fits: it must finish before the reserve, and, since it may become
+ * the best, leave room for its own confirmation too.
+ */
+export function overRunBudget(plan: BudgetPlan, predictedS: number): string | undefined {
+  const confirm = REPORT_S + CONFIRM_FACTOR * predictedS;
+  const room = plan.remainingS - Math.max(plan.reserveS, confirm);
+  if (predictedS <= room) return undefined;
+  return `predicted ${predictedS.toFixed(0)} s exceeds the ${Math.max(0, room).toFixed(0)} s the run has left after reserving its confirmation`;
+}
+
 /** The shortest evaluation the run has seen: the least a new trial can be expected to take. */
 export function cheapestTrialSeconds(state: RunState): number {
   let min = Infinity;

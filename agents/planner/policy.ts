@@ -26,7 +26,7 @@ import { scoreOf, slowestSeedSeconds, type RunState, type TrialState } from "../
 import { effectiveOptimizer, isImage, MUTATIONS, type Genome, type Mutation } from "./mutations.js";
 import { templatesFor, type Template } from "./templates.js";
 import { isRecord } from "../../core/json.js";
-import { budgetPlan } from "../../swarm/budget.js";
+import { budgetPlan, overRunBudget } from "../../swarm/budget.js";
 import { fitTpe, GENOME_SPACE, genomeFeatures, type Observation } from "./surrogate.js";
 import { atRung, isPromotion, ladder, nextPromotion, PROMOTION_SURFACE, rungOf, type Fidelity } from "./scheduler.js";
 
@@ -293,9 +293,7 @@ function overBudget(input: PlanInput, predicted: number | undefined): string | u
   if (predicted === undefined) return undefined;
   const trialBudget = input.state.settings?.trialTimeBudgetS ?? 0;
   if (trialBudget > 0 && predicted > trialBudget * 0.85) return `predicted ${predicted.toFixed(0)} s exceeds the trial budget`;
-  const { availableS } = budgetPlan(input.state, input.nowMs ?? Date.now());
-  if (predicted > availableS) return `predicted ${predicted.toFixed(0)} s exceeds the ${Math.max(0, availableS).toFixed(0)} s the run has left after its reserve`;
-  return undefined;
+  return overRunBudget(budgetPlan(input.state, input.nowMs ?? Date.now()), predicted);
 }
 
 /**

@@ -86,11 +86,12 @@ describe("built-in planner", () => {
     expect(p).toMatchObject({ rung: 1, parentIds: ["t2"], surface: "data", model: first[2]!.model });
     expect(p.train).toMatchObject({ ...first[2]!.train, subset: 30_000, epochs: 3 });
     expect(p.hypothesis).toBe("promote t2 to rung 1: 30000 examples, 3 epochs");
-    // 10 s at 10k examples predicts 30 s at 30k; 40 s left, 30 s of them reserved: no room.
+    // 10 s at 10k examples predicts 30 s at 30k, and its own confirmation would
+    // need 2 x 30 + 15 s: 70 s left is not enough, 140 s is.
     const late = input(events);
-    late.state.goal!.timeBudgetS = 100;
-    expect(promote({ ...late, nowMs: 1000 + 60_000 })).toBeUndefined();
-    expect(promote({ ...late, nowMs: 1000 + 10_000 })).toBeDefined();
+    late.state.goal!.timeBudgetS = 200;
+    expect(promote({ ...late, nowMs: 1000 + 130_000 })).toBeUndefined();
+    expect(promote({ ...late, nowMs: 1000 + 60_000 })).toBeDefined();
   });
 
   it("lets the surrogate choose among the chosen surface's edits once four rung-0 trials are in", () => {
