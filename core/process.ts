@@ -1,8 +1,19 @@
 /**
  * A supervised process ends with its launcher: the supervisor gives every
  * child an IPC channel, which closes when the launcher dies, even by
- * SIGKILL. The child then shuts down as if it got SIGTERM (draining work).
+ * SIGKILL. The child then shuts down as if it got SIGTERM (draining work),
+ * and exits anyway after a grace period. Called first thing in a process, so
+ * a slow start (a model loading) is covered too.
  */
-export function exitWithParent(): void {
-  process.on("disconnect", () => process.kill(process.pid, "SIGTERM"));
+let watching = false;
+
+export function exitWithParent(graceMs = 10_000): void {
+  // Once per process: a second handler would send a second SIGTERM, which skips the drain.
+  if (watching) return;
+  watching = true;
+  process.on("disconnect", () => {
+    process.kill(process.pid, "SIGTERM");
+    // With the launcher gone nobody is left to SIGKILL a drain that hangs.
+    setTimeout(() => process.exit(1), graceMs);
+  });
 }

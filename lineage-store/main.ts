@@ -8,6 +8,7 @@
 import { join } from "node:path";
 import { EVENT_KINDS } from "../bus/subjects.js";
 import { agentConfig } from "../core/config.js";
+import { exitWithParent } from "../core/process.js";
 import { createLogger, setLogLevel } from "../core/logger.js";
 import { runAgent } from "../swarm/runtime.js";
 import { writeArtifacts } from "./artifacts.js";
@@ -15,6 +16,8 @@ import { lineageEmbedder } from "./embedder.js";
 import { serveQueries } from "./query.js";
 import { LineageStore } from "./store.js";
 
+// Before the slow part of starting (LanceDB, the embedding model): a launcher that dies meanwhile takes this process with it.
+exitWithParent();
 const config = agentConfig();
 // Set before the store's logger exists (runAgent would set it later).
 setLogLevel(config.logLevel);

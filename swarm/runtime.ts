@@ -54,6 +54,7 @@ function runnerPicker(addresses: string[]): () => RunnerClient {
 }
 
 export async function runAgent(opts: AgentOptions): Promise<void> {
+  exitWithParent();
   const config = agentConfig();
   setLogLevel(config.logLevel);
   const instance = config.instance;
@@ -104,5 +105,4 @@ export async function runAgent(opts: AgentOptions): Promise<void> {
     await bus.close();
     await runs.close();
   });
-  exitWithParent();
 }
