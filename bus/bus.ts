@@ -119,10 +119,8 @@ export class Bus {
    * (here or by the caller, with the same id) store it once.
    */
   async publish(init: EventInit): Promise<PubAck> {
-    const event = create(EventSchema, init);
+    const event = this.stamped(init);
     event.eventId ||= crypto.randomUUID();
-    event.emittedAtMs ||= BigInt(Date.now());
-    event.producer ||= this.name;
     if (event.body.case === "heartbeat") throw new Error("heartbeats are not stored: use startHeartbeat()");
     if (event.body.case && isLive(event.body.case)) throw new Error(`${event.body.case} events are not stored: use publishLive()`);
     const subject = subjectFor(event);
@@ -146,9 +144,7 @@ export class Bus {
    * listens now (subscribe(progressSubject(run))), never stored or replayed.
    */
   publishLive(init: EventInit): void {
-    const event = create(EventSchema, init);
-    event.emittedAtMs ||= BigInt(Date.now());
-    event.producer ||= this.name;
+    const event = this.stamped(init);
     if (!event.body.case || !isLive(event.body.case)) throw new Error(`${event.body.case ?? "an empty"} event belongs on the stream: use publish()`);
     if (!this.nc.isClosed() && !this.nc.isDraining()) this.nc.publish(subjectFor(event), encodeEvent(event));
   }
@@ -217,6 +213,14 @@ export class Bus {
     await Promise.all([...this.handles].map((h) => h.stop()));
     if (!this.nc.isClosed()) await this.nc.drain().catch(() => undefined);
     await this.statusLog;
+  }
+
+  /** The event with its time and producer filled in when the caller left them out. */
+  private stamped(init: EventInit): Event {
+    const event = create(EventSchema, init);
+    event.emittedAtMs ||= BigInt(Date.now());
+    event.producer ||= this.name;
+    return event;
   }
 
   private track<T extends Stoppable>(handle: T): T {

@@ -5,8 +5,7 @@ import { decodeEvent } from "./codec.js";
 import { runFilter, STREAM } from "./subjects.js";
 import type { Stoppable } from "./subscription.js";
 
-/** `seq` is the event's stream sequence: its position in the trajectory. */
-export type EventListener = (event: Event, seq: number) => void | Promise<void>;
+export type EventListener = (event: Event) => void | Promise<void>;
 
 export interface RunWatch extends Stoppable {
   /** Resolves with the number of stored events once they have all been passed on. */
@@ -69,7 +68,7 @@ export async function readRun(
     try {
       for await (const m of messages) {
         try {
-          await onEvent(decodeEvent(m.data), m.seq);
+          await onEvent(decodeEvent(m.data));
         } catch (err) {
           logger.warn({ err, subject: m.subject, seq: m.seq, bytes: m.data.length }, "event skipped");
         }

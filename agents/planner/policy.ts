@@ -240,8 +240,7 @@ function surfaceStats(state: RunState): Map<Surface, SurfaceStats> {
 }
 
 /** Surfaces of new configs' edits; the data surface's move is the scheduler's promotion. */
-const editSurfaces = (): Surface[] => SURFACE.names.filter((s) => s !== PROMOTION_SURFACE);
-const EDIT_SURFACES_ALL = editSurfaces();
+const EDIT_SURFACES: readonly Surface[] = SURFACE.names.filter((s) => s !== PROMOTION_SURFACE);
 
 /** Surfaces in UCB1 order; untried ones first. */
 function surfaceOrder(state: RunState, rng: () => number, hint?: Surface): Surface[] {
@@ -253,7 +252,7 @@ function surfaceOrder(state: RunState, rng: () => number, hint?: Surface): Surfa
     // Gains are a few points of accuracy at most; scale exploration to match.
     return st.gain / st.n + 0.02 * Math.sqrt((2 * Math.log(total + 1)) / st.n) + (s === hint ? 0.005 : 0);
   };
-  return [...EDIT_SURFACES_ALL].sort((a, b) => ucb(b) - ucb(a) || rng() - 0.5);
+  return [...EDIT_SURFACES].sort((a, b) => ucb(b) - ucb(a) || rng() - 0.5);
 }
 
 /** What the analyst's reading of the parent suggests. */
