@@ -15,14 +15,14 @@
  *   npx tsx bench/search-bench.ts [--methods builtin,random,optuna] [--repeats 3]
  *       [--budget-min 30] [--goal "fashion-mnist: maximise accuracy"]
  *       [--max-trials 1000] [--grace-s 120] [--trial-budget-s 0]
- *       [--out bench/results/search-<host>.json]
+ *       [--out bench/results/search-<host>.json] [--resume]
  *
  * Methods run in the order given, repeat by repeat (builtin#0, random#0,
  * optuna#0, builtin#1, ...), so a drift in the machine's load spreads over
  * all of them. The output file is rewritten after every run.
  */
 import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, hostname, loadavg, tmpdir, totalmem } from "node:os";
 import { dirname, join } from "node:path";
 import { parseArgs } from "node:util";
@@ -49,6 +49,7 @@ const { values: a } = parseArgs({
     "trial-budget-s": { type: "string", default: "0" },
     python: { type: "string", default: "/usr/bin/python3" },
     out: { type: "string", default: `bench/results/search-${hostname()}.json` },
+    resume: { type: "boolean", default: false },
   },
 });
 const budgetS = Number(a["budget-min"]) * 60;
@@ -286,8 +287,11 @@ function table(records: RunRecord[], summary: MethodSummary[]): string {
   return lines.join("\n");
 }
 
-const started = new Date().toISOString();
-const records: RunRecord[] = [];
+// --resume keeps the runs already in the output file and runs only the missing (method, repeat) pairs,
+// so a series longer than one sitting can be finished later on the same machine.
+const previous = a.resume && existsSync(a.out) ? (JSON.parse(readFileSync(a.out, "utf8")) as { started: string; records: RunRecord[] }) : undefined;
+const started = previous?.started ?? new Date().toISOString();
+const records: RunRecord[] = previous?.records.filter((r) => methods.includes(r.method)) ?? [];
 const machine = { host: hostname(), cpus: cpus().length, cpuModel: cpus()[0]?.model ?? "", memGiB: round(totalmem() / 2 ** 30, 1) };
 function save(): MethodSummary[] {
   const summary = summarise(records);
@@ -301,6 +305,7 @@ function save(): MethodSummary[] {
 
 for (let r = 0; r < Number(a.repeats); r++) {
   for (const method of methods) {
+    if (records.some((x) => x.method === method && x.repeat === r)) continue;
     process.stderr.write(`--- ${method}#${r}: ${budgetS} s budget, load ${loadavg()[0]!.toFixed(1)}\n`);
     const rec = method === "optuna" ? await optunaRun(r) : await swarmRun(method, r);
     records.push(rec);
