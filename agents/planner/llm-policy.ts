@@ -75,7 +75,7 @@ export function contextFor(input: PlanInput, index: number): string {
   const trials = state.order.map((id) => state.trials.get(id)!).slice(-20);
   return JSON.stringify(
     {
-      goal: { text: state.goal?.rawText, dataset: state.goal?.dataset, target_val_accuracy: state.goal?.target, max_params: Number(state.goal?.maxParams ?? 0n) },
+      goal: { text: state.goal?.rawText, dataset: state.goal?.dataset, ...(state.goal?.openEnded ? { objective: "maximise validation accuracy within the limits (no target)" } : { target_val_accuracy: state.goal?.target }), max_params: Number(state.goal?.maxParams ?? 0n) },
       dataset: { input_shape: info.inputShape, input_dtype: info.inputDtype, num_classes: info.numClasses, n_train: info.nTrain, n_val: info.nVal },
       budgets: { trial_time_budget_s: state.settings?.trialTimeBudgetS, seeds_per_trial: state.settings?.seeds, max_trials: state.settings?.maxTrials },
       next_trial_index: index,

@@ -3,6 +3,7 @@ import { create } from "@bufbuild/protobuf";
 import { compileModel } from "../../core/compiler/compile.js";
 import { fingerprint, initialBuiltin, mulberry32, nextBuiltin, promote, randomPolicy, type PlanInput } from "../../agents/planner/policy.js";
 import { stalledOn } from "../../agents/planner/stall.js";
+import { contextFor } from "../../agents/planner/llm-policy.js";
 import { researchBrief } from "../../research/research.js";
 import { DatasetInfoSchema } from "../../proto/gen/research/v1/runner_pb.js";
 import { Surface } from "../../proto/gen/research/v1/common_pb.js";
@@ -111,6 +112,17 @@ describe("built-in planner", () => {
   it("the random baseline draws valid configs", () => {
     const p = randomPolicy(input([]), 0)!;
     expect(compileModel(p.model, { inputShape: [1, 28, 28], numClasses: 10 }).ok).toBe(true);
+  });
+});
+
+describe("LLM planner context", () => {
+  it("tells the model the objective of an open-ended goal instead of a target of 0", () => {
+    const open = { ...input([]), state: state([started({}, { dataset: "fashion-mnist", openEnded: true })]) };
+    const goal = JSON.parse(contextFor(open, 0)).goal;
+    expect(goal.objective).toMatch(/maximise/);
+    expect(goal).not.toHaveProperty("target_val_accuracy");
+    const target = { ...input([]), state: state([started({}, { dataset: "fashion-mnist", target: 0.9 })]) };
+    expect(JSON.parse(contextFor(target, 0)).goal.target_val_accuracy).toBe(0.9);
   });
 });
 
