@@ -64,7 +64,8 @@ install_venv() {
   if [ -x .venv/bin/python ] && [ "$(cat "$STAMPS/venv" 2>/dev/null)" = "$want" ]; then return 0; fi
   say "installing $VENV_PACKAGES into .venv"
   [ -x .venv/bin/python ] || python3 -m venv .venv
-  .venv/bin/python -m pip install --quiet $VENV_PACKAGES >&2
+  # Quiet unless it fails: pip's version and script-location warnings are not the user's business.
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-warn-script-location $VENV_PACKAGES >&2
   echo "$want" > "$STAMPS/venv"
 }
 
