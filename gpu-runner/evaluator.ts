@@ -32,7 +32,8 @@ import {
 import type { WorkerPool } from "./pool.js";
 import { limitsFor, planDescribe, planEvaluation, planScript, planSummary, DEFAULTS, SCRIPT } from "./request.js";
 import { aggregate, convergence, goalStatus, overfitting, weakClasses } from "./stats.js";
-import type { TerminalEvent, WorkerEvent } from "./worker.js";
+import type { JobFiles, TerminalEvent, WorkerEvent } from "./worker.js";
+import { KEPT_PER_RUN, type WeightStore } from "./weights.js";
 
 type EvaluateEventInit = MessageInitShape<typeof EvaluateEventSchema>;
 const JSON_OPTS = { ignoreUnknownFields: true };
@@ -42,6 +43,7 @@ export interface EvaluatorOptions {
   /** A separate worker for summaries, dataset descriptions and scripts, so they never wait behind training. */
   quick: WorkerPool;
   dataRoots: string[];
+  weights: WeightStore;
   logger: Logger;
 }
 
@@ -82,6 +84,17 @@ export class Evaluator {
   evaluate(req: EvaluateRequest, signal?: AbortSignal): AsyncIterable<EvaluateEventInit> {
     const plan = planEvaluation(req, this.opts.dataRoots);
     const log = this.opts.logger.child({ run_id: req.runId, trial_id: req.trialId });
+    const weights = this.opts.weights;
+    const seeds = Array.from({ length: plan.seeds }, (_, i) => plan.baseSeed + i);
+    const missing = req.weightsOf ? seeds.filter((s) => !weights.has(req.runId, req.weightsOf, s)) : [];
+    if (missing.length) {
+      throw new ResearchError(
+        "invalid_config",
+        `no weights kept for trial ${req.weightsOf} seed ${missing.join(", ")} (the runner keeps its run's best ${KEPT_PER_RUN} trials by validation mean, while it runs)`,
+      );
+    }
+    const filesOf = (seed: number): JobFiles | undefined =>
+      req.weightsOf ? { load: weights.file(req.runId, req.weightsOf, seed) } : req.keepWeights ? { keep: weights.file(req.runId, req.trialId, seed) } : undefined;
     const out = new AsyncQueue<EvaluateEventInit>();
     const abort = new AbortController();
     const onCallerAbort = () => abort.abort();
@@ -105,7 +118,7 @@ export class Evaluator {
         if (e.kind === "epoch") out.push({ event: { case: "progress", value: fromJson(EpochProgressSchema, e as JsonValue, JSON_OPTS) } });
       };
       const makeSpec = () => ({ ...plan.job, seed, threads: this.threads, limits: startSeed() });
-      const end = await this.opts.pool.run("train", makeSpec, onEvent, abort.signal);
+      const end = await this.opts.pool.run("train", makeSpec, onEvent, abort.signal, filesOf(seed));
       if (end.kind !== "result") throw failureOf(end);
       const result = fromJson(SeedResultSchema, end as JsonValue, JSON_OPTS);
       out.push({ event: { case: "seedFinished", value: { seed, valAccuracy: result.metrics.val_accuracy ?? 0, seconds: result.seconds } } });
@@ -114,14 +127,16 @@ export class Evaluator {
     };
 
     let seedInfo: TerminalEvent | undefined;
-    const seeds = Array.from({ length: plan.seeds }, (_, i) => plan.baseSeed + i);
     Promise.all(seeds.map((s) => runSeed(s).catch((f) => (abort.abort(), Promise.reject(f)))))
       .then((results) => {
         const info = seedInfo as Record<string, unknown> | undefined;
-        out.push({ event: { case: "result", value: this.result(results, plan.target, (Date.now() - t0) / 1000, info) } });
+        const result = this.result(results, plan.target, (Date.now() - t0) / 1000, info);
+        if (req.keepWeights) weights.settle(req.runId, req.trialId, result.aggregated.val_accuracy?.mean);
+        out.push({ event: { case: "result", value: result } });
         log.info({ seeds: results.length, seconds: (Date.now() - t0) / 1000 }, "evaluation finished");
       })
       .catch((err: unknown) => {
+        if (req.keepWeights) weights.settle(req.runId, req.trialId, undefined);
         if (!signal?.aborted) {
           const f = ResearchError.from(err);
           out.push({ event: { case: "failure", value: f.toProto() } });

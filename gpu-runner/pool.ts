@@ -9,7 +9,7 @@ import { join } from "node:path";
 import type { Logger } from "../core/logger.js";
 import { ResearchError } from "../core/failure.js";
 import { workerLaunch, type LaunchOptions } from "./sandbox.js";
-import { Worker, type DeviceReport, type TerminalEvent, type WorkerEvent, type WorkerTask } from "./worker.js";
+import { Worker, type DeviceReport, type JobFiles, type TerminalEvent, type WorkerEvent, type WorkerTask } from "./worker.js";
 
 export interface PoolOptions extends Omit<LaunchOptions, "scratchDir"> {
   slots: number;
@@ -34,7 +34,7 @@ export class WorkerPool {
     this.workers = Array.from({ length: opts.slots }, (_, i) => {
       const scratchDir = join(opts.scratchRoot, `slot-${i}`);
       mkdirSync(scratchDir, { recursive: true });
-      return new Worker(`slot-${i}`, workerLaunch({ ...opts, scratchDir }), opts.logger);
+      return new Worker(`slot-${i}`, workerLaunch({ ...opts, scratchDir }), opts.logger, scratchDir);
     });
   }
 
@@ -103,12 +103,13 @@ export class WorkerPool {
     makeSpec: () => unknown,
     onEvent: (e: WorkerEvent) => void,
     signal?: AbortSignal,
+    files?: JobFiles,
   ): Promise<TerminalEvent> {
     let worker: Worker | undefined;
     try {
       worker = await this.acquire(signal);
       if (!worker.alive) await worker.start();
-      return await worker.run(task, makeSpec(), onEvent, signal);
+      return await worker.run(task, makeSpec(), onEvent, signal, files);
     } catch (err) {
       const e = ResearchError.from(err, "runner_unavailable");
       return { kind: "failure", label: e.label, message: e.message, traceback: e.detail };

@@ -187,6 +187,7 @@ export function planEvaluation(req: EvaluateRequest, dataRoots: string[]) {
   issues.check(timeBudgetS > 0 && Number.isFinite(timeBudgetS), `budget.time_budget_s ${timeBudgetS} must be positive`);
   const memoryLimitMb = req.budget?.memoryLimitMb || DEFAULTS.memoryLimitMb;
   issues.check(memoryLimitMb >= 512, `budget.memory_limit_mb ${memoryLimitMb} is below 512 (torch alone needs more)`);
+  issues.check(!(req.keepWeights && req.weightsOf), "keep_weights and weights_of exclude each other: kept weights are never trained again");
   issues.throwIfAny("evaluation request");
   return {
     seeds,
@@ -202,6 +203,7 @@ export function planEvaluation(req: EvaluateRequest, dataRoots: string[]) {
       recipe,
       max_params: Number(req.budget?.maxParams ?? 0n),
       evaluate_test: req.evaluateTest,
+      weights: req.weightsOf ? "load" : req.keepWeights ? "keep" : "",
     },
   };
 }

@@ -13,6 +13,7 @@ import { ResearchError } from "../core/failure.js";
 import type { Logger } from "../core/logger.js";
 import { RunnerService } from "../proto/gen/research/v1/runner_pb.js";
 import { Evaluator } from "./evaluator.js";
+import { WeightStore } from "./weights.js";
 import { WorkerPool } from "./pool.js";
 import { checkSandbox } from "./sandbox.js";
 
@@ -62,7 +63,7 @@ export async function startRunner(opts: RunnerOptions): Promise<RunningRunner> {
   const t0 = Date.now();
   const [device] = await Promise.all([pool.start(), quick.start()]);
   log.info({ slots: pool.stats().slots, device, sandbox, ms: Date.now() - t0 }, "workers ready");
-  const evaluator = new Evaluator({ pool, quick, dataRoots, logger: log });
+  const evaluator = new Evaluator({ pool, quick, dataRoots, weights: new WeightStore(join(scratchRoot, "weights")), logger: log });
 
   const server = new grpc.Server({ "grpc.max_receive_message_length": 64 * 1024 * 1024 });
   addService(server, RunnerService, {

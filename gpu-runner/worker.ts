@@ -6,6 +6,8 @@
  * instead of hurting the runner.
  */
 import { spawn, type ChildProcess } from "node:child_process";
+import { copyFileSync, mkdirSync, renameSync, rmSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { createInterface } from "node:readline";
 import { randomUUID } from "node:crypto";
 import type { Logger } from "../core/logger.js";
@@ -34,6 +36,18 @@ export interface DeviceReport {
   torch_version: string;
 }
 
+/**
+ * Weights a train job takes in or leaves behind (spec.weights "load" or
+ * "keep"). They pass through the worker's scratch directory, where the zygote
+ * opens them for the sandboxed child as weights-in/ and weights-out/<job id>.pt.
+ */
+export interface JobFiles {
+  /** Weights to load, copied in for the job. */
+  load?: string;
+  /** Where the job's kept weights go when it ends with a result. */
+  keep?: string;
+}
+
 interface Job {
   id: string;
   onEvent: (e: WorkerEvent) => void;
@@ -51,6 +65,8 @@ export class Worker {
     readonly id: string,
     private readonly launch: Launch,
     private readonly log: Logger,
+    /** The host's view of the directory the zygote knows as its scratch root. */
+    private readonly scratchDir: string,
     private readonly startTimeoutMs = 120_000,
   ) {}
 
@@ -117,10 +133,16 @@ export class Worker {
   }
 
   /** Runs one job to its terminal event. Aborting the signal cancels the job in the worker. */
-  run(task: WorkerTask, spec: unknown, onEvent: (e: WorkerEvent) => void, signal?: AbortSignal): Promise<TerminalEvent> {
+  run(task: WorkerTask, spec: unknown, onEvent: (e: WorkerEvent) => void, signal?: AbortSignal, files: JobFiles = {}): Promise<TerminalEvent> {
     if (!this.alive) return Promise.resolve({ kind: "failure", label: "runner_unavailable", message: `worker ${this.id} is not running` });
     if (this.job) throw new Error(`worker ${this.id} is busy`);
     const id = randomUUID();
+    const inbox = join(this.scratchDir, "weights-in", `${id}.pt`);
+    const outbox = join(this.scratchDir, "weights-out", `${id}.pt`);
+    if (files.load) {
+      mkdirSync(dirname(inbox), { recursive: true });
+      copyFileSync(files.load, inbox);
+    }
     return new Promise<TerminalEvent>((resolve) => {
       let killTimer: NodeJS.Timeout | undefined;
       const onAbort = () => {
@@ -135,6 +157,7 @@ export class Worker {
           clearTimeout(killTimer);
           signal?.removeEventListener("abort", onAbort);
           this.job = undefined;
+          this.settleFiles(inbox, outbox, e.kind === "result" ? files.keep : undefined);
           resolve(e);
         },
       };
@@ -142,6 +165,17 @@ export class Worker {
       signal?.addEventListener("abort", onAbort, { once: true });
       this.send({ type: "run", job_id: id, task, spec });
     });
+  }
+
+  /** Never throws: a job's result stands without its weights (a later load is then refused as not kept). */
+  private settleFiles(inbox: string, outbox: string, keep: string | undefined): void {
+    try {
+      rmSync(inbox, { force: true });
+      if (keep) renameSync(outbox, keep);
+      else rmSync(outbox, { force: true });
+    } catch (err) {
+      this.log.warn({ worker: this.id, err: (err as Error).message }, "could not keep a job's weights");
+    }
   }
 
   private send(msg: unknown): void {

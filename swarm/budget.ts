@@ -8,8 +8,14 @@ import { bestTrial, slowestSeedSeconds, type RunState } from "./run-state.js";
 
 /** Writing the report and closing the run, after the confirmation. */
 const REPORT_S = 15;
-/** The confirmation trains the best config again (test split included); its seeds may queue behind each other, and a loaded machine runs slower than when the best trial was measured (smoke runs at load 7-10 overran with 1.5). */
-const CONFIRM_FACTOR = 2;
+/**
+ * The confirmation evaluates the best trial's kept weights (the runner keeps
+ * them): start-up and a forward pass over validation and test, a few seconds,
+ * generously scaled with the trial's training time for large models.
+ */
+const confirmSeconds = (trainS: number) => 10 + 0.05 * trainS;
+/** Training the best config again, when its weights are gone: its seeds may queue behind each other, and a loaded machine runs slower than when it was measured (smoke runs at load 7-10 overran with 1.5). */
+const RETRAIN_FACTOR = 2;
 
 export interface BudgetPlan {
   /** Seconds until the run's budget is spent (Infinity without one). */
@@ -24,7 +30,7 @@ export function budgetPlan(state: RunState, nowMs: number): BudgetPlan {
   const budget = state.goal?.timeBudgetS ?? 0;
   const remainingS = budget > 0 ? budget - (nowMs - state.startedAtMs) / 1000 : Infinity;
   const best = bestTrial(state);
-  const reserveS = REPORT_S + CONFIRM_FACTOR * ((best && slowestSeedSeconds(best)) || 0);
+  const reserveS = REPORT_S + confirmSeconds((best && slowestSeedSeconds(best)) || 0);
   return { remainingS, reserveS, availableS: remainingS - reserveS };
 }
 
@@ -34,10 +40,15 @@ export function budgetPlan(state: RunState, nowMs: number): BudgetPlan {
  * the best, leave room for its own confirmation too.
  */
 export function overRunBudget(plan: BudgetPlan, predictedS: number): string | undefined {
-  const confirm = REPORT_S + CONFIRM_FACTOR * predictedS;
+  const confirm = REPORT_S + confirmSeconds(predictedS);
   const room = plan.remainingS - Math.max(plan.reserveS, confirm);
   if (predictedS <= room) return undefined;
   return `predicted ${predictedS.toFixed(0)} s exceeds the ${Math.max(0, room).toFixed(0)} s the run has left after reserving its confirmation`;
+}
+
+/** Whether the best trial, measured at `trainS` a seed, can still be trained again for its confirmation. */
+export function retrainFits(plan: BudgetPlan, trainS: number): boolean {
+  return plan.remainingS - REPORT_S >= RETRAIN_FACTOR * trainS;
 }
 
 /** The shortest evaluation the run has seen: the least a new trial can be expected to take. */

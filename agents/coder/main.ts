@@ -125,6 +125,8 @@ async function assemble(state: RunState, id: string, p: TrialProposed, info: Dat
     target: goal?.target ?? 0,
     budget: { maxParams: goal?.maxParams ?? 0n, timeBudgetS: settings?.trialTimeBudgetS ?? 0 },
     evaluateTest: false,
+    // The runner keeps the run's best trials' weights: the test confirmation evaluates them instead of training again.
+    keepWeights: true,
   });
   return assembled;
 }

@@ -4,34 +4,19 @@
  * confirmation of the best trial on the held-out test split, then RunFinished.
  */
 import { join } from "node:path";
-import { ResearchError } from "../../core/failure.js";
-import { evaluateToResult } from "../../gpu-runner/client.js";
 import type { Event, TrialJudged } from "../../proto/gen/research/v1/events_pb.js";
-import type { EvalResult } from "../../proto/gen/research/v1/runner_pb.js";
 import { bestTrial, isTerminal, type RunState } from "../../swarm/run-state.js";
 import { runAgent, type AgentContext } from "../../swarm/runtime.js";
+import { confirmOnTest } from "./confirm.js";
 import { judge, runStatus } from "./rules.js";
 
 function runDir(state: RunState): string {
   return join(state.settings?.workspace ?? ".", "runs", state.runId);
 }
 
-async function confirmOnTest(state: RunState, ctx: AgentContext): Promise<EvalResult | undefined> {
-  const best = bestTrial(state);
-  const request = best?.assembled?.request;
-  if (!best || !request) return undefined;
-  try {
-    ctx.log.info({ best: best.id }, "confirming the best trial on the held-out test split");
-    return await evaluateToResult(ctx.runner(), { ...request, trialId: `${best.id}-test`, evaluateTest: true });
-  } catch (err) {
-    ctx.log.warn({ err: ResearchError.from(err).message }, "test confirmation failed");
-    return undefined;
-  }
-}
-
 async function finishRun(state: RunState, last: TrialJudged, ctx: AgentContext): Promise<void> {
   const best = bestTrial(state);
-  const testResult = await confirmOnTest(state, ctx);
+  const testResult = await confirmOnTest(state, ctx.runner(), ctx.log, Date.now());
   const dir = runDir(state);
   const status = runStatus(state, last);
   await ctx.emit("finished", {
@@ -67,7 +52,7 @@ async function judgeTrial(event: Event, ctx: AgentContext): Promise<void> {
 await runAgent({
   role: "judge",
   kinds: ["trialEvaluated"],
-  // The final test confirmation trains the best model once more.
+  // The final test confirmation may train the best model once more (when its weights are gone).
   ackWaitMs: 60_000,
   // One judgement at a time per judge: each decides on the count of the ones before it.
   handle: async (event, ctx) => {

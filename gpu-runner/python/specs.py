@@ -19,6 +19,9 @@ from failures import TaskFailure
 OPTIMIZERS = ("adam", "adamw", "sgd")
 SCHEDULES = ("none", "step", "cosine", "onecycle")
 SCRIPT_LANGUAGES = ("python", "bash")
+# What happens to a trained model's weights: nothing, kept for a later test evaluation
+# (the zygote hands the child a file to write), or loaded instead of training.
+WEIGHTS = ("", "keep", "load")
 # core/model-config.ts InputDtypeSchema (the wire carries sample dtypes as strings).
 INPUT_DTYPES = ("float32", "int64")
 
@@ -174,6 +177,7 @@ def validate(task, spec):
         out["seed"] = _value(spec, "seed", int, "spec", lambda v: 0 <= v < 2 ** 32, "in [0, 2^32)")
         out["max_params"] = _value(spec, "max_params", int, "spec", lambda v: v >= 0, ">= 0")
         out["evaluate_test"] = _value(spec, "evaluate_test", bool, "spec")
+        out["weights"] = _value(spec, "weights", str, "spec", lambda v: v in WEIGHTS, _one_of(WEIGHTS))
         out["threads"] = _value(spec, "threads", int, "spec", lambda v: 1 <= v <= 256, "in [1, 256]")
     elif task == "summarize":
         _model(spec, out)

@@ -9,6 +9,7 @@ import contextlib
 import itertools
 import linecache
 import math
+import os
 import random
 import sys
 import time
@@ -250,6 +251,18 @@ def _evaluate(model, data, x_all, y_all, idx, batch_size, amp, channels_last, wh
     return loss, accuracy, torch.softmax(logits, 1).double().cpu().numpy(), y.cpu().numpy()
 
 
+def _save_weights(model, fd):
+    """The weights evaluation sees, written to the file the zygote opened for this job."""
+    with Stage("crash", "saving the trained weights"), os.fdopen(fd, "wb") as f:
+        torch.save({k: v.detach().cpu() for k, v in model.state_dict().items()}, f)
+
+
+def _load_weights(model, fd, device):
+    # weights_only: the file is tensors the runner kept, and must not be able to run code.
+    with Stage("invalid_config", "loading the kept weights"), os.fdopen(fd, "rb") as f:
+        model.load_state_dict(torch.load(f, map_location=device, weights_only=True))
+
+
 def train(spec, split, emit, t0):
     recipe = spec["recipe"]
     seed = spec["seed"]
@@ -280,6 +293,9 @@ def train(spec, split, emit, t0):
             out = model(probe)
     _check_output(out, len(probe), num_classes, what)
 
+    loaded = spec["weights"] == "load"
+    if loaded:
+        _load_weights(model, spec["weights_fd"], device)
     optimizer = _optimizer(model, recipe)
     batch_size = min(recipe["batch_size"], len(data.train))
     n_train = len(data.train)
@@ -294,7 +310,8 @@ def train(spec, split, emit, t0):
     curve = {key: [] for key in CURVE_KEYS}
     seconds_to_first_step = None
 
-    for epoch in range(1, recipe["epochs"] + 1):
+    epochs = 0 if loaded else recipe["epochs"]
+    for epoch in range(1, epochs + 1):
         model.train()
         order = data.train[torch.randperm(n_train, device=device)]
         loss_sum, seen = 0.0, 0
@@ -347,9 +364,17 @@ def train(spec, split, emit, t0):
         emit({"kind": "epoch", "seed": seed, "epoch": epoch, "epochs": recipe["epochs"], **point,
               "seconds": time.monotonic() - t0})
 
+    if loaded:
+        val_loss, _, val_probs, val_y = _evaluate(
+            model, data, data.x_train, data.y_train, data.val, eval_batch, amp, channels_last,
+            "evaluating the loaded weights on the validation split")
+    elif spec["weights"] == "keep":
+        with ema.applied(model) if ema else contextlib.nullcontext():
+            _save_weights(model, spec["weights_fd"])
     result_metrics = metrics.summary(val_y, val_probs, val_loss, "val")
-    result_metrics["train_accuracy"] = curve["train_accuracy"][-1]
-    result_metrics["train_loss"] = curve["train_loss"][-1]
+    if curve["train_accuracy"]:
+        result_metrics["train_accuracy"] = curve["train_accuracy"][-1]
+        result_metrics["train_loss"] = curve["train_loss"][-1]
     if spec["evaluate_test"]:
         if not len(data.test):
             raise TaskFailure("invalid_config", f"{split.raw.name}: the test split is empty")
@@ -366,7 +391,7 @@ def train(spec, split, emit, t0):
         "learning_curve": curve,
         "seconds": time.monotonic() - t0,
         "seconds_to_first_step": seconds_to_first_step,
-        "epochs_completed": recipe["epochs"],
+        "epochs_completed": epochs,
         "params": params, "num_classes": num_classes, "class_names": list(split.raw.class_names),
         "device": _device_info(device),
     }

@@ -60,6 +60,11 @@ EXIT_GRACE_S = 2.0
 KILL_TIMEOUT_S = 5.0
 OPEN_FILES = 256
 PR_SET_CHILD_SUBREAPER = 36
+# Where a job's weights go in or out, under the scratch root, named <job id>.pt. The runner's
+# TypeScript side puts a file to load there before the job and takes a kept one away after it;
+# the zygote only opens it, so the untrusted child gets a file descriptor, never a path.
+WEIGHTS_FILES = {"keep": ("weights-out", os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
+                 "load": ("weights-in", os.O_RDONLY)}
 
 
 def _log(message):
@@ -427,6 +432,7 @@ class Zygote:
                                                 f"{_seconds(limits['wall_seconds'])}")
         scratch = self._make_scratch(job_id)
         try:
+            spec = {**spec, "weights_fd": self._weights_fd(job_id, spec.get("weights", ""))}
             log_path = os.path.join(scratch, "log.txt")
             log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
             read_fd, write_fd = os.pipe()
@@ -437,6 +443,8 @@ class Zygote:
                             self.device["kind"] == "cuda")
             os.close(write_fd)
             os.close(log_fd)
+            if spec.get("weights_fd") is not None:
+                os.close(spec["weights_fd"])
             job = _Job(job_id, pid, read_fd, log_path, limits, t0)
             try:
                 job.pidfd = os.pidfd_open(pid)
@@ -446,6 +454,16 @@ class Zygote:
             return job.outcome()
         finally:
             _remove_tree(scratch)
+
+    def _weights_fd(self, job_id, mode):
+        if not mode:
+            return None
+        folder, flags = WEIGHTS_FILES[mode]
+        os.makedirs(os.path.join(self.scratch_root, folder), exist_ok=True)
+        try:
+            return os.open(os.path.join(self.scratch_root, folder, f"{job_id}.pt"), flags | os.O_NOFOLLOW, 0o600)
+        except FileNotFoundError:
+            raise TaskFailure("invalid_config", "no weights were given to load for this job") from None
 
     def _make_scratch(self, job_id):
         path = os.path.join(self.scratch_root, job_id)

@@ -87,12 +87,13 @@ describe("built-in planner", () => {
     expect(p).toMatchObject({ rung: 1, parentIds: ["t2"], surface: "data", model: first[2]!.model });
     expect(p.train).toMatchObject({ ...first[2]!.train, subset: 30_000, epochs: 3 });
     expect(p.hypothesis).toBe("promote t2 to rung 1: 30000 examples, 3 epochs");
-    // 10 s at 10k examples predicts 30 s at 30k, and its own confirmation would
-    // need 2 x 30 + 15 s: 70 s left is not enough, 140 s is.
+    // 10 s at 10k examples predicts 30 s at 30k, and should it become the best, its
+    // confirmation (kept weights: 10 + 0.05 x 30 s) and the report (15 s) must fit
+    // after it: 50 s left is not enough, 70 s is.
     const late = input(events);
     late.state.goal!.timeBudgetS = 200;
-    expect(promote({ ...late, nowMs: 1000 + 130_000 })).toBeUndefined();
-    expect(promote({ ...late, nowMs: 1000 + 60_000 })).toBeDefined();
+    expect(promote({ ...late, nowMs: 1000 + 150_000 })).toBeUndefined();
+    expect(promote({ ...late, nowMs: 1000 + 130_000 })).toBeDefined();
   });
 
   it("lets the surrogate choose among the chosen surface's edits once four rung-0 trials are in", () => {

@@ -218,3 +218,23 @@ def test_bad_requests_get_labelled_answers_and_the_worker_keeps_serving(zygote):
 def test_every_job_scratch_directory_is_removed(zygote, scratch):
     zygote.run("train", train(hostile(init="open('left-behind.txt', 'w').write('x')")))
     assert os.listdir(scratch) == []
+
+
+def test_kept_weights_evaluate_again_without_training(zygote, scratch):
+    """The test confirmation's path: a seed trained with weights "keep" leaves its weights under
+    weights-out/<job id>.pt; given back under weights-in/, they score the same without a single epoch."""
+    spec = full_spec("train", source=MLP, dataset=DIGITS, recipe={"epochs": 8, "lr": 0.02, "batch_size": 50, "ema_decay": 0.9})
+    trained, _, _ = zygote.run("train", {**spec, "weights": "keep"})
+    assert trained["kind"] == "result", trained
+    kept = os.path.join(scratch, "weights-out", f"job-{zygote.jobs}.pt")
+    os.makedirs(os.path.join(scratch, "weights-in"), exist_ok=True)
+    os.replace(kept, os.path.join(scratch, "weights-in", f"job-{zygote.jobs + 1}.pt"))
+    loaded, progress, _ = zygote.run("train", {**spec, "weights": "load", "evaluate_test": True})
+    assert loaded["kind"] == "result", loaded
+    assert progress == [] and loaded["epochs_completed"] == 0
+    # The averaged weights were kept (evaluation saw them), so validation agrees to the last example.
+    assert loaded["metrics"]["val_accuracy"] == trained["metrics"]["val_accuracy"]
+    assert loaded["metrics"]["test_accuracy"] > 0.5 and "train_accuracy" not in loaded["metrics"], (trained["metrics"], loaded["metrics"])
+    # Nothing to load is the caller's mistake, labelled; a fresh model never silently stands in.
+    event, _, _ = zygote.run("train", {**spec, "weights": "load", "evaluate_test": True})
+    assert event["label"] == "invalid_config" and "no weights" in event["message"]

@@ -17,7 +17,8 @@ import { watchedEvaluation } from "../../agents/analyst/evaluation.js";
 import { Decision, TrialJudgedSchema, Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import { labelName } from "../../core/failure.js";
 import type { EventInit } from "../../bus/index.js";
-import { RUN, started, state } from "../agents/helpers.js";
+import { evaluated, RUN, started, state } from "../agents/helpers.js";
+import { confirmOnTest } from "../../agents/judge/confirm.js";
 import { datasetFixtures } from "../helpers/fixtures.js";
 
 type Req = MessageInitShape<typeof EvaluateRequestSchema>;
@@ -100,6 +101,24 @@ describe("runner service", () => {
     expect(json.num_seeds).toBe(3);
     expect(typeof json.best_seed).toBe("number");
     expect(json.aggregated.val_f1_macro.mean).toBeGreaterThan(0.8);
+  });
+
+  it("keeps a trial's weights and evaluates them on the test split without training again", async () => {
+    const req = digits(DIGITS_CNN, "DigitsNet", { runId: "r-weights", trialId: "t-kept", seeds: 2, recipe: { epochs: 3, batchSize: 32, lr: 0.003 } });
+    const trained = await evaluateToResult(client, { ...req, keepWeights: true });
+    const events: string[] = [];
+    const confirmed = await evaluateToResult(client, { ...req, trialId: "t-kept-test", weightsOf: "t-kept", evaluateTest: true }, (e) => events.push(e.event.case ?? ""));
+    // The same weights, seed by seed: the same validation score, and no epoch trained.
+    const val = (r: typeof trained) => r.seedResults.map((s) => [s.seed, s.metrics.val_accuracy]).sort();
+    expect(val(confirmed)).toEqual(val(trained));
+    expect(confirmed.aggregated.test_accuracy!.mean).toBeGreaterThan(0.7);
+    expect(confirmed.seedResults.every((s) => s.epochsCompleted === 0)).toBe(true);
+    expect(events).not.toContain("progress");
+    expect(trained.aggregated.test_accuracy).toBeUndefined();
+
+    const gone = await failureOf({ ...req, trialId: "t-other-test", weightsOf: "t-never-kept", evaluateTest: true });
+    expect(gone.label).toBe("invalid_config");
+    expect(gone.message).toMatch(/no weights kept for trial t-never-kept seed 0, 1/);
   });
 
   it("summarizes a model: params, layers with output shapes, FLOPs", async () => {
@@ -396,5 +415,38 @@ describe("watched evaluations against the real runner", () => {
     );
     expect(out.stopped && labelName(out.stopped.label)).toBe("budget_overrun");
     expect(out.stopped?.message).toMatch(/the run stopped/);
+  });
+});
+
+describe("the judge's test confirmation against the real runner", () => {
+  /** A run whose one accepted trial `id` was assembled with `request` and measured at `seconds` a seed. */
+  function judgedRun(id: string, request: Req, seconds: number, budgetS: number) {
+    const evaluatedEvent = evaluated(id, 0.9);
+    (evaluatedEvent.body as { value: { result: { seedResults: unknown[] } } }).value.result.seedResults = [{ seed: 0, seconds }];
+    return state([
+      started({}, { timeBudgetS: budgetS }),
+      { runId: RUN, trialId: id, body: { case: "trialProposed", value: { hypothesis: id } } },
+      { runId: RUN, trialId: id, body: { case: "trialAssembled", value: { request } } },
+      evaluatedEvent,
+      { runId: RUN, trialId: id, body: { case: "trialJudged", value: { verdict: Verdict.ACCEPT, decision: Decision.STOP } } },
+    ]);
+  }
+  const log = createLogger("test-confirm");
+  log.level = "silent";
+
+  it("evaluates the kept weights; trains again only when they are gone and the budget has room", async () => {
+    const request = digits(DIGITS_CNN, "DigitsNet", { runId: RUN, trialId: "best", seeds: 2, keepWeights: true, recipe: { epochs: 2, batchSize: 32, lr: 0.003 } });
+    await evaluateToResult(client, request);
+    const kept = await confirmOnTest(judgedRun("best", request, 5, 600), client, log, 1000 + 10_000);
+    expect(kept?.seedResults.map((s) => s.epochsCompleted)).toEqual([0, 0]);
+    expect(kept?.aggregated.test_accuracy?.mean).toBeGreaterThan(0.7);
+
+    // Weights never kept (another runner's trial, say): 590 s left is room to train 5 s seeds again.
+    const lost = { ...request, trialId: "lost" };
+    const retrained = await confirmOnTest(judgedRun("lost", lost, 5, 600), client, log, 1000 + 10_000);
+    expect(retrained?.seedResults.map((s) => s.epochsCompleted)).toEqual([2, 2]);
+    expect(retrained?.aggregated.test_accuracy?.mean).toBeGreaterThan(0.7);
+    // 20 s left is not: the run ends without a test result rather than past its budget.
+    expect(await confirmOnTest(judgedRun("lost", lost, 5, 600), client, log, 1000 + 580_000)).toBeUndefined();
   });
 });

@@ -59,6 +59,10 @@ describe("a research run on digits", () => {
     expect(best.evaluated?.result?.aggregated.val_accuracy?.mean).toBeGreaterThan(0.8);
     // The best trial was confirmed once on the held-out test split.
     expect(outcome.finished.testResult?.aggregated.test_accuracy?.mean).toBeGreaterThan(0.8);
+    // ... from the weights the runner kept: no epoch trained again, the same validation score.
+    const test = outcome.finished.testResult!;
+    expect(test.seedResults.map((s) => s.epochsCompleted)).toEqual([0, 0]);
+    expect(test.aggregated.val_accuracy?.mean).toBe(best.evaluated?.result?.aggregated.val_accuracy?.mean);
   });
 
   it("loses no trial and duplicates none, although an agent was killed", () => {

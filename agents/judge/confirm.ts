@@ -1,0 +1,33 @@
+import { ResearchError } from "../../core/failure.js";
+import type { Logger } from "../../core/logger.js";
+import { evaluateToResult, type RunnerClient } from "../../gpu-runner/client.js";
+import type { EvalResult } from "../../proto/gen/research/v1/runner_pb.js";
+import { budgetPlan, retrainFits } from "../../swarm/budget.js";
+import { bestTrial, slowestSeedSeconds, type RunState } from "../../swarm/run-state.js";
+
+/**
+ * The best trial's weights, kept by the runner, evaluated once on the test
+ * split; trained again only when the runner no longer has them and the
+ * budget leaves room for it.
+ */
+export async function confirmOnTest(state: RunState, runner: RunnerClient, log: Logger, nowMs: number): Promise<EvalResult | undefined> {
+  const best = bestTrial(state);
+  const request = best?.assembled?.request;
+  if (!best || !request) return undefined;
+  const confirm = { ...request, trialId: `${best.id}-test`, evaluateTest: true, keepWeights: false };
+  try {
+    log.info({ best: best.id }, "confirming the best trial's weights on the held-out test split");
+    return await evaluateToResult(runner, { ...confirm, weightsOf: best.id });
+  } catch (err) {
+    const e = ResearchError.from(err);
+    const retrain = e.label === "invalid_config" && retrainFits(budgetPlan(state, nowMs), slowestSeedSeconds(best) ?? 0);
+    log.warn({ err: e.message, retrain }, "test confirmation from kept weights failed");
+    if (!retrain) return undefined;
+  }
+  try {
+    return await evaluateToResult(runner, confirm);
+  } catch (err) {
+    log.warn({ err: ResearchError.from(err).message }, "test confirmation failed");
+    return undefined;
+  }
+}

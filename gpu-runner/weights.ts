@@ -1,0 +1,70 @@
+/**
+ * Trained weights the runner keeps, so that a run's one-time test
+ * confirmation evaluates its best trial's weights instead of training the
+ * model again (on a small machine that retraining was the price of the
+ * longest trial, which then could never start late in a run).
+ *
+ * Per run only the best few trials by validation mean stay on disk: the
+ * judge's best (by the CI's lower bound) is among them in practice, and a
+ * trial that is not gets an invalid_config answer, on which the judge trains
+ * it again when the budget allows. Weights live as long as the runner's
+ * scratch directory; the newest runs are kept.
+ */
+import { existsSync, mkdirSync, rmSync } from "node:fs";
+import { join } from "node:path";
+
+/** Trials kept per run. */
+export const KEPT_PER_RUN = 5;
+/** Runs kept; a runner serving more at once drops the oldest run's weights. */
+const KEPT_RUNS = 16;
+
+/** Ids arrive over the wire: a path component that cannot escape the root, whatever they hold. */
+const component = (id: string) => Buffer.from(id).toString("base64url") || "_";
+
+export class WeightStore {
+  /** run -> trial -> validation mean, in the order runs first kept something. */
+  private readonly runs = new Map<string, Map<string, number>>();
+
+  constructor(private readonly root: string) {}
+
+  private dir(runId: string, trialId: string): string {
+    return join(this.root, component(runId), component(trialId));
+  }
+
+  /** Where seed `seed` of a trial's weights are written (the worker moves them there) and read from. */
+  file(runId: string, trialId: string, seed: number): string {
+    const dir = this.dir(runId, trialId);
+    mkdirSync(dir, { recursive: true });
+    return join(dir, `seed-${seed}.pt`);
+  }
+
+  has(runId: string, trialId: string, seed: number): boolean {
+    return existsSync(join(this.dir(runId, trialId), `seed-${seed}.pt`));
+  }
+
+  /**
+   * After a trial's evaluation: kept when it ranks among its run's best
+   * KEPT_PER_RUN by validation mean, dropped when it does not or when it
+   * failed (valMean undefined), along with whichever trial it displaced.
+   */
+  settle(runId: string, trialId: string, valMean: number | undefined): void {
+    if (valMean === undefined) return this.drop(runId, trialId);
+    let trials = this.runs.get(runId);
+    if (!trials) {
+      this.runs.set(runId, (trials = new Map()));
+      for (const old of [...this.runs.keys()].slice(0, Math.max(0, this.runs.size - KEPT_RUNS))) {
+        this.runs.delete(old);
+        rmSync(join(this.root, component(old)), { recursive: true, force: true });
+      }
+    }
+    trials.set(trialId, valMean);
+    if (trials.size <= KEPT_PER_RUN) return;
+    const [worst] = [...trials.entries()].sort((a, b) => a[1] - b[1])[0]!;
+    this.drop(runId, worst);
+  }
+
+  private drop(runId: string, trialId: string): void {
+    this.runs.get(runId)?.delete(trialId);
+    rmSync(this.dir(runId, trialId), { recursive: true, force: true });
+  }
+}
