@@ -154,6 +154,54 @@ export function judgedTrials(state: RunState): TrialState[] {
   return state.order.map((id) => state.trials.get(id)!).filter((t) => t.judged);
 }
 
+/** Judged trials without progress before a run stops on a plateau, unless its settings say otherwise. */
+const DEFAULT_PATIENCE = 8;
+/** A rise of the best CI lower bound this small (0.1 pp) is seed noise, not progress. */
+export const PLATEAU_DELTA = 1e-3;
+
+export function patienceOf(state: RunState): number {
+  return state.settings?.patience || DEFAULT_PATIENCE;
+}
+
+/** Judged trials since the best accepted CI lower bound last rose by more than PLATEAU_DELTA, and that bound. */
+export function plateau(state: RunState): { since: number; best: number } {
+  let best = -Infinity;
+  let since = 0;
+  for (const t of judgedTrials(state).sort((a, b) => a.judgedPosition! - b.judgedPosition!)) {
+    const s = t.judged?.verdict === Verdict.ACCEPT ? (scoreOf(t) ?? -Infinity) : -Infinity;
+    if (s > best + PLATEAU_DELTA) {
+      best = s;
+      since = 0;
+    } else since++;
+  }
+  return { since, best };
+}
+
+/** The trial's fidelity rung (agents/planner/scheduler.ts): 0 for every new config. */
+export function rungOf(t: TrialState): number {
+  return t.proposed?.rung ?? 0;
+}
+
+/**
+ * Only promotions climb: every new config starts at rung 0, so a trial above
+ * it is a promotion of its one parent, trained again at a higher fidelity.
+ */
+export function isPromotion(t: TrialState): boolean {
+  return rungOf(t) > 0;
+}
+
+/** Whether a promotion is still training. */
+export function longTrainingInFlight(state: RunState): boolean {
+  for (const t of state.trials.values()) if (!t.judged && isPromotion(t)) return true;
+  return false;
+}
+
+/** Whether some proposed trial has not been judged yet. */
+export function inFlight(state: RunState): boolean {
+  for (const t of state.trials.values()) if (!t.judged) return true;
+  return false;
+}
+
 /** Best accepted trial by CI lower bound. */
 export function bestTrial(state: RunState): TrialState | undefined {
   let best: TrialState | undefined;

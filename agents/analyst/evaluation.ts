@@ -1,14 +1,17 @@
 /**
  * One trial's evaluation on the runner, watched: each epoch is reported, and
  * the evaluation is cancelled (the runner kills its jobs) when the median
- * stopping rule prunes it or when the run has decided to stop, so the test
- * confirmation gets the runner to itself and the run ends within its budget.
+ * stopping rule prunes it, when the run has decided to stop, or when the
+ * run's time reaches the reserve for the test confirmation and the report
+ * (the judge waits for trials in flight before it stops on the budget), so
+ * the confirmation gets the runner to itself and the run ends within its budget.
  */
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { failure } from "../../core/failure.js";
 import { evaluateToResult, type RunnerClient } from "../../gpu-runner/client.js";
 import type { Failure } from "../../proto/gen/research/v1/common_pb.js";
 import type { EpochProgress, EvalResult, EvaluateRequestSchema } from "../../proto/gen/research/v1/runner_pb.js";
+import { budgetPlan } from "../../swarm/budget.js";
 import { isTerminal, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { partialResult, pruneReason } from "./pruning.js";
 
@@ -41,6 +44,9 @@ export async function watchedEvaluation(
   };
   const poll = setInterval(() => {
     if (runStopped(watch.state)) stop(failure("budget_overrun", "cancelled: the run stopped while this trial was training"));
+    else if (budgetPlan(watch.state, Date.now()).availableS <= 0) {
+      stop(failure("budget_overrun", "cancelled: the run's time budget reached its reserve for the test confirmation and the report"));
+    }
   }, STOP_POLL_MS);
   try {
     const result = await evaluateToResult(

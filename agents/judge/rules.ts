@@ -8,12 +8,9 @@
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { failure, labelName } from "../../core/failure.js";
 import { Decision, RunStatus, TrialJudgedSchema, Verdict, type TrialJudged } from "../../proto/gen/research/v1/events_pb.js";
-import { bestTrial, judgedTrials, scoreOf, slowestSeedSeconds, type RunState, type TrialState } from "../../swarm/run-state.js";
+import { bestTrial, inFlight, longTrainingInFlight, patienceOf, plateau, PLATEAU_DELTA, scoreOf, slowestSeedSeconds, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { budgetPlan, cheapestTrialSeconds } from "../../swarm/budget.js";
 
-const DEFAULT_PATIENCE = 8;
-// A rise of the best CI lower bound this small (0.1 pp) is seed noise, not progress.
-const PLATEAU_DELTA = 1e-3;
 // A trial that learns next to nothing is not worth building on.
 const GATE_ABOVE_CHANCE = 0.1;
 // Time over the per-trial budget tolerated before a trial is called illegal (process start, transfer).
@@ -52,20 +49,6 @@ function verdictOf(state: RunState, t: TrialState) {
   return { verdict: Verdict.ACCEPT, failure: undefined, reason: "accepted" };
 }
 
-/** Judged trials since the best accepted CI lower bound last rose by more than PLATEAU_DELTA, and that bound. */
-function plateau(state: RunState): { since: number; best: number } {
-  let best = -Infinity;
-  let since = 0;
-  for (const t of judgedTrials(state).sort((a, b) => a.judgedPosition! - b.judgedPosition!)) {
-    const s = t.judged?.verdict === Verdict.ACCEPT ? (scoreOf(t) ?? -Infinity) : -Infinity;
-    if (s > best + PLATEAU_DELTA) {
-      best = s;
-      since = 0;
-    } else since++;
-  }
-  return { since, best };
-}
-
 const pct = (x: number) => `${(x * 100).toFixed(2)}%`;
 
 /**
@@ -86,7 +69,7 @@ export function judge(state: RunState, t: TrialState, nowMs: number): TrialJudge
   const best = bestTrial(withThis);
   const target = state.goal?.openEnded ? 0 : (state.goal?.target ?? 0);
   const settings = state.settings;
-  const patience = settings?.patience || DEFAULT_PATIENCE;
+  const patience = patienceOf(withThis);
   const flat = plateau(withThis);
 
   const plan = budgetPlan(withThis, nowMs);
@@ -98,14 +81,18 @@ export function judge(state: RunState, t: TrialState, nowMs: number): TrialJudge
   } else if (settings?.maxTrials && withThis.judgedCount >= settings.maxTrials) {
     decision = Decision.STOP;
     why = `${reason}; trial budget of ${settings.maxTrials} spent`;
-  } else if (plan.availableS < cheapestTrialSeconds(withThis)) {
+  } else if (plan.availableS < cheapestTrialSeconds(withThis) && !inFlight(withThis)) {
     // Not even the quickest trial seen so far fits before the reserve for the
-    // test confirmation and the report: stop now, so the run ends within its budget.
+    // test confirmation and the report, and none still runs (the planner
+    // started each only if it fit; the analyst cancels one that reaches the
+    // reserve): stop now, so the run ends within its budget.
     decision = Decision.STOP;
     why = plan.remainingS <= 0
       ? `${reason}; time budget of ${state.goal!.timeBudgetS} s spent`
       : `${reason}; time budget of ${state.goal!.timeBudgetS} s nearly spent: ${plan.remainingS.toFixed(0)} s left, ${plan.reserveS.toFixed(0)} s reserved for the test confirmation and the report`;
-  } else if (flat.since >= patience) {
+  } else if (flat.since >= patience && !longTrainingInFlight(withThis)) {
+    // Not while a promotion trains: the planner's exploit phase answers a
+    // plateau by training the best config longer, and that result decides.
     decision = Decision.STOP;
     const what = Number.isFinite(flat.best)
       ? `the best 95% CI lower bound (${pct(flat.best)}) has not risen by more than ${PLATEAU_DELTA * 100} pp`

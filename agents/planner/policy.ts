@@ -22,13 +22,13 @@ import { OPTIMIZER, SURFACE, type SurfaceName as Surface } from "../../core/enum
 import { parseModelConfig, parseTrainConfig, type ModelConfigInput, type TrainConfig, type TrainConfigInput } from "../../core/model-config.js";
 import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import type { DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
-import { scoreOf, slowestSeedSeconds, type RunState, type TrialState } from "../../swarm/run-state.js";
+import { bestTrial, isPromotion, patienceOf, plateau, rungOf, scoreOf, slowestSeedSeconds, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { effectiveOptimizer, isImage, MUTATIONS, type Genome, type Mutation } from "./mutations.js";
 import { templatesFor, type Template } from "./templates.js";
 import { isRecord } from "../../core/json.js";
 import { budgetPlan, overRunBudget } from "../../swarm/budget.js";
 import { fitTpe, GENOME_SPACE, genomeFeatures, type Observation } from "./surrogate.js";
-import { atRung, isPromotion, ladder, nextPromotion, PROMOTION_SURFACE, rungOf, type Fidelity } from "./scheduler.js";
+import { atRung, ladder, nextPromotion, PROMOTION_SURFACE, type Fidelity, type Promotion } from "./scheduler.js";
 
 export interface Proposal {
   /** Fidelity rung (scheduler.ts): 0 for every new config. */
@@ -176,8 +176,8 @@ function withinBudget(input: PlanInput, g: Genome, seen: Set<string>): string | 
 function predictedSeconds(input: PlanInput, parent: TrialState, g: Genome, pg: Genome): number | undefined {
   const seconds = slowestSeedSeconds(parent);
   if (!seconds) return undefined;
-  const total = input.info.nTrain + input.info.nVal;
-  const size = (t: TrainConfigInput) => (t.subset || total) * (t.epochs ?? RECIPE_DEFAULTS.epochs);
+  // subset 0 is the whole training split (validation is held out of it).
+  const size = (t: TrainConfigInput) => (t.subset || input.info.nTrain) * (t.epochs ?? RECIPE_DEFAULTS.epochs);
   const pp = input.params(pg.model);
   const cp = input.params(g.model);
   const capacity = typeof pp === "number" && typeof cp === "number" && pp > 0 ? Math.sqrt(cp / pp) : 1;
@@ -287,40 +287,98 @@ function rungs(input: PlanInput): Fidelity[] {
   return ladder(input.info, probeFidelity(input));
 }
 
-/** Why a genome cannot start now, given its predicted time; undefined when it fits. */
-function overBudget(input: PlanInput, predicted: number | undefined): string | undefined {
-  if (predicted === undefined) return undefined;
-  const trialBudget = input.state.settings?.trialTimeBudgetS ?? 0;
-  if (trialBudget > 0 && predicted > trialBudget * 0.85) return `predicted ${predicted.toFixed(0)} s exceeds the trial budget`;
-  return overRunBudget(budgetPlan(input.state, input.nowMs ?? Date.now()), predicted);
+/**
+ * How much longer a trial takes from start to its last seed than its slowest
+ * seed: its seeds share the runner's slots with each other and with the run's
+ * other trials in flight. The parent's, measured.
+ */
+function queueFactor(parent: TrialState): number {
+  const wall = parent.evaluated?.result?.seconds;
+  const seed = slowestSeedSeconds(parent);
+  return wall && seed ? Math.max(1, wall / seed) : 1;
 }
 
 /**
- * ASHA's move, when a finished trial has earned the next rung and it fits the
- * budget. The scheduler's, whichever brain authors new configs.
+ * Why a genome cannot start now, given a seed's predicted time; undefined
+ * when it fits: each seed within the trial budget, the whole trial (seeds
+ * queued as its parent's were) before the run's reserve.
+ */
+function overBudget(input: PlanInput, parent: TrialState, predicted: number | undefined): string | undefined {
+  if (predicted === undefined) return undefined;
+  const trialBudget = input.state.settings?.trialTimeBudgetS ?? 0;
+  if (trialBudget > 0 && predicted > trialBudget * 0.85) return `predicted ${predicted.toFixed(0)} s exceeds the trial budget`;
+  return overRunBudget(budgetPlan(input.state, input.nowMs ?? Date.now()), predicted * queueFactor(parent));
+}
+
+/**
+ * The scheduler's move, whichever brain authors new configs: ASHA's
+ * promotion when a finished trial has earned the next rung, or else the
+ * exploit phase's, and only when it fits the budget.
  */
 export function promote(input: PlanInput): Proposal | undefined {
   const ladderNow = rungs(input);
   const promotion = nextPromotion(input.state, ladderNow.length - 1);
-  if (!promotion) return undefined;
+  const asha = promotion && promotionAt(input, promotion, ladderNow);
+  return asha?.proposal ?? exploit(input, ladderNow);
+}
+
+/**
+ * The exploit phase: ASHA fills a high rung only with ETA finished trials
+ * below it, which a short budget never has. The run's best trial goes
+ * directly to the highest rung it can still train at when that is now or
+ * never (after another training of that length, one would not fit before
+ * the reserve), or when exploration has gone flat for half the judge's
+ * patience: the budget's long training is spent on the best config found,
+ * and a plateau is answered by training it longer before the run may stop.
+ */
+function exploit(input: PlanInput, ladderNow: Fidelity[]): Proposal | undefined {
+  const { state } = input;
+  const best = bestTrial(state);
+  if (!best) return undefined;
+  const from = rungOf(best);
+  // One long training at a time, and never the same one twice.
+  const trials = [...state.trials.values()];
+  if (trials.some((t) => isPromotion(t) && ((!t.judged && rungOf(t) > from) || t.proposed?.parentIds[0] === best.id))) return undefined;
+  const plan = budgetPlan(state, input.nowMs ?? Date.now());
+  const flat = plateau(state).since >= patienceOf(state) / 2;
+  for (let rung = ladderNow.length - 1; rung > from; rung--) {
+    const candidate = promotionAt(input, { trial: best, rung, reason: "" }, ladderNow);
+    if (!candidate) continue;
+    const wall = candidate.predictedS * queueFactor(best);
+    if (plan.availableS >= 2 * wall && !flat) return undefined;
+    const why = flat
+      ? `the best CI low has not risen in the last ${plateau(state).since} judged trials`
+      : `its predicted ${wall.toFixed(0)} s still fit the ${plan.availableS.toFixed(0)} s left before the reserve`;
+    return {
+      ...candidate.proposal,
+      rationale: `exploit: the run's best (CI low ${pct(scoreOf(best))}) trains at rung ${rung} now, since ${why}; ${candidate.proposal.rationale}`,
+    };
+  }
+  return undefined;
+}
+
+const pct = (x: number | undefined) => (x === undefined ? "?" : `${(100 * x).toFixed(2)}%`);
+
+function promotionAt(input: PlanInput, promotion: Promotion, ladderNow: Fidelity[]): { proposal: Proposal; predictedS: number } | undefined {
   const parent = promotion.trial;
   const pg = genomeOf(parent);
   if (!pg) return undefined;
   const fidelity = ladderNow[promotion.rung]!;
   const g: Genome = { model: pg.model, train: atRung(pg.train, fidelity, isImage(input.info)) };
-  const why = overBudget(input, predictedSeconds(input, parent, g, pg));
-  if (why) return undefined;
+  const predictedS = predictedSeconds(input, parent, g, pg);
+  if (predictedS === undefined || overBudget(input, parent, predictedS)) return undefined;
   const data = fidelity.subset ? `${fidelity.subset} examples` : "the full training split";
-  return {
+  const proposal: Proposal = {
     rung: promotion.rung,
     hypothesis: `promote ${parent.id} to rung ${promotion.rung}: ${data}, ${fidelity.epochs} epochs`,
-    rationale: `${promotion.reason}; the same model and recipe trained longer${g.train.schedule !== pg.train.schedule ? ` with a ${g.train.schedule} schedule` : ""}${g.train.augment?.crop_padding && !pg.train.augment?.crop_padding ? " and random crops" : ""}`,
+    rationale: `${promotion.reason ? `${promotion.reason}; ` : ""}the same model and recipe trained longer${g.train.schedule !== pg.train.schedule ? ` with a ${g.train.schedule} schedule` : ""}${g.train.augment?.crop_padding && !pg.train.augment?.crop_padding ? " and random crops" : ""}`,
     parentIds: [parent.id],
     surface: PROMOTION_SURFACE,
     model: g.model,
     train: g.train,
     adoptedConcepts: [],
   };
+  return { proposal, predictedS };
 }
 
 /** A new rung-0 config: a bandit-chosen edit of a good rung-0 trial. */
@@ -353,7 +411,7 @@ export const nextBuiltin: Policy = (input, index) => {
     for (const m of candidates) {
       const g = m.apply(structuredClone(pg), input.info, rng);
       if (!g) continue;
-      const why = withinBudget(input, g, seen) ?? overBudget(input, predictedSeconds(input, parent, g, pg));
+      const why = withinBudget(input, g, seen) ?? overBudget(input, parent, predictedSeconds(input, parent, g, pg));
       if (why) {
         rejected.push(`${m.name}: ${why}`);
         continue;

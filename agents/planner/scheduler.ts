@@ -16,7 +16,7 @@ import type { SurfaceName } from "../../core/enums.js";
 import type { TrainConfigInput } from "../../core/model-config.js";
 import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import type { DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
-import { scoreOf, type RunState, type TrialState } from "../../swarm/run-state.js";
+import { isPromotion, rungOf, scoreOf, type RunState, type TrialState } from "../../swarm/run-state.js";
 
 /** Promotion ratio: the top 1/ETA of a rung go up, at ETA times the cost. */
 export const ETA = 3;
@@ -30,10 +30,6 @@ export interface Fidelity {
   /** Training examples (0: the whole training split). */
   subset: number;
   epochs: number;
-}
-
-export function rungOf(t: TrialState): number {
-  return t.proposed?.rung ?? 0;
 }
 
 /**
@@ -79,14 +75,6 @@ export interface Promotion {
   rung: number;
   /** Why it goes up: its place among its rung's finished trials. */
   reason: string;
-}
-
-/**
- * Only promotions climb: every new config starts at rung 0, so a trial above
- * it is a promotion of its one parent.
- */
-export function isPromotion(t: TrialState): boolean {
-  return rungOf(t) > 0;
 }
 
 function promotedIds(state: RunState): Set<string> {

@@ -88,6 +88,10 @@ describe("judge", () => {
     const stale = judgeLast(events, "t2");
     expect(stale.decision).toBe(Decision.STOP);
     expect(stale.reason).toBe("accepted; plateau: the best 95% CI lower bound (89.00%) has not risen by more than 0.1 pp in the last 2 judged trials");
+    // Not while the best trains again at a higher fidelity (the exploit phase's answer to a plateau).
+    const promotion = proposed("p0", Surface.DATA, ["t0"]);
+    (promotion.body as { value: { rung?: number } }).value.rung = 3;
+    expect(judgeLast([...events, promotion], "t2").decision).toBe(Decision.ITERATE);
   });
 
   it("counts a rise of the best CI lower bound of 0.1 pp or less as a plateau", () => {
@@ -190,6 +194,9 @@ describe("the budget plan", () => {
     expect(stop.decision).toBe(Decision.STOP);
     expect(stop.reason).toBe("accepted; time budget of 120 s nearly spent: 20 s left, 26 s reserved for the test confirmation and the report");
     expect(runStatus(state(events), stop)).toBe(RunStatus.BUDGET_EXHAUSTED);
+    // A trial still in flight was started because it fit: the judge waits for it (the
+    // analyst cancels it if it reaches the reserve) rather than throw its work away.
+    expect(judgeLast([...events, proposed("t1")], "t0", 1000 + 100_000).decision).toBe(Decision.ITERATE);
     // 70 s in: 50 s left, 24 s after the reserve, room for another 20 s trial (retraining
     // the best for its confirmation would have needed 2 x 20 s more).
     expect(judgeLast(events, "t0", 1000 + 70_000).decision).toBe(Decision.ITERATE);

@@ -9,7 +9,7 @@ import { DatasetInfoSchema } from "../../proto/gen/research/v1/runner_pb.js";
 import { Surface } from "../../proto/gen/research/v1/common_pb.js";
 import { Decision, Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import type { EventInit } from "../../bus/index.js";
-import { evaluated, RUN, started, state } from "./helpers.js";
+import { evaluated, proposed, RUN, started, state } from "./helpers.js";
 
 const FASHION = create(DatasetInfoSchema, { name: "fashion-mnist", inputShape: [1, 28, 28], numClasses: 10, inputDtype: "float32", nTrain: 54000, nVal: 6000 });
 
@@ -94,6 +94,50 @@ describe("built-in planner", () => {
     late.state.goal!.timeBudgetS = 200;
     expect(promote({ ...late, nowMs: 1000 + 150_000 })).toBeUndefined();
     expect(promote({ ...late, nowMs: 1000 + 130_000 })).toBeDefined();
+  });
+
+  it("exploit phase: trains the run's best at the highest rung that still fits, once it is now or never", () => {
+    const first = initialBuiltin(input([]), 3);
+    const trial = (id: string, p: (typeof first)[number], mean: number, seconds: number, rung = 0, parent?: string): EventInit[] => [
+      {
+        runId: RUN,
+        trialId: id,
+        body: {
+          case: "trialProposed",
+          value: { rung, parentIds: parent ? [parent] : [], surface: parent ? Surface.DATA : Surface.ARCHITECTURE, modelConfigJson: JSON.stringify(p.model), trainConfigJson: JSON.stringify({ ...p.train, subset: rung ? 30_000 : p.train.subset }) },
+        },
+      },
+      timed(evaluated(id, mean), seconds),
+      { runId: RUN, trialId: id, body: { case: "trialJudged", value: { verdict: Verdict.ACCEPT, decision: Decision.ITERATE } } },
+    ];
+    // ASHA has nothing left to promote: t2 went to rung 1 (u2), alone there.
+    const events = [...first.flatMap((p, i) => trial(`t${i}`, p, 0.85 + i / 100, 10)), ...trial("u2", first[2]!, 0.9, 30, 1, "t2")];
+    const at = (remainingS: number, extra: EventInit[] = []) => {
+      const late = input([...events, ...extra]);
+      late.state.goal!.timeBudgetS = 1000;
+      late.state.settings!.trialTimeBudgetS = 0;
+      return promote({ ...late, nowMs: 1000 + (1000 - remainingS) * 1000 });
+    };
+    // u2's 30 s a seed at 30k x 3 predict 270 s at rung 3 (54k x 15). With 600 s left
+    // there is time for that and more: nothing yet.
+    expect(at(600)).toBeUndefined();
+    // ... unless exploration went flat for half the judge's patience (4 here).
+    const flat = ["f0", "f1"].flatMap((id): EventInit[] => [
+      proposed(id),
+      { runId: RUN, trialId: id, body: { case: "trialJudged", value: { verdict: Verdict.REJECT, decision: Decision.ITERATE } } },
+    ]);
+    expect(at(600, flat)?.rationale).toMatch(/^exploit: .* rung 3 now, since the best CI low has not risen in the last 2 judged trials/);
+    // 550 s left: after 270 s, another 270 s would not fit before the reserve; now or never.
+    const now = at(550)!;
+    expect(now).toMatchObject({ rung: 3, parentIds: ["u2"], surface: "data", model: first[2]!.model });
+    expect(now.train).toMatchObject({ subset: 0, epochs: 15, schedule: "cosine" });
+    expect(now.rationale).toMatch(/^exploit: the run's best \(CI low 89\.00%\) trains at rung 3 now, since its predicted 270 s still fit/);
+    // 300 s left: rung 3 no longer fits, rung 2 (90 s) still could twice; 200 s left: rung 2, now.
+    expect(at(300)).toBeUndefined();
+    expect(at(200)).toMatchObject({ rung: 2, parentIds: ["u2"] });
+    // One long training at a time: not while another promotion above rung 1 is in flight.
+    const inFlight: EventInit = { runId: RUN, trialId: "v", body: { case: "trialProposed", value: { rung: 2, parentIds: ["t1"], surface: Surface.DATA } } };
+    expect(at(550, [inFlight])).toBeUndefined();
   });
 
   it("lets the surrogate choose among the chosen surface's edits once four rung-0 trials are in", () => {

@@ -416,6 +416,21 @@ describe("watched evaluations against the real runner", () => {
     expect(out.stopped && labelName(out.stopped.label)).toBe("budget_overrun");
     expect(out.stopped?.message).toMatch(/the run stopped/);
   });
+
+  it("cancels a trial when its run's time reaches the reserve for the confirmation", async () => {
+    // The run started at 1 s past the epoch with a 60 s budget: long spent.
+    const s = state([started({}, { timeBudgetS: 60 }), { runId: RUN, trialId: "late", body: { case: "trialProposed", value: { hypothesis: "late" } } }]);
+    const t0 = Date.now();
+    const out = await watchedEvaluation(
+      client,
+      digits(DIGITS_CNN, "DigitsNet", { trialId: "late", recipe: { epochs: 500, batchSize: 32 }, seeds: 1 }),
+      { state: s, trial: s.trials.get("late")!, prune: false },
+      () => {},
+    );
+    expect(out.stopped && labelName(out.stopped.label)).toBe("budget_overrun");
+    expect(out.stopped?.message).toMatch(/reached its reserve for the test confirmation/);
+    expect(Date.now() - t0).toBeLessThan(10_000);
+  });
 });
 
 describe("the judge's test confirmation against the real runner", () => {
