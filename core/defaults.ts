@@ -15,6 +15,9 @@ export const RECIPE_DEFAULTS = {
   gamma: 0.1,
 } as const satisfies { optimizer: OptimizerName; schedule: ScheduleName; batchSize: number; epochs: number; gamma: number };
 
+/** Seeds per evaluation when nobody chose a number: the fewest that give a seed spread worth an interval. */
+export const DEFAULT_SEEDS = 3;
+
 /**
  * Where the planner starts a run when its settings leave subset or epochs at 0:
  * a slice of a large training split, so early comparisons are cheap (the data

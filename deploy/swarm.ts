@@ -3,6 +3,7 @@
  * NATS), the gpu-runner, the lineage store and one process per agent role,
  * all supervised; and running a goal on it to the end.
  */
+import { DEFAULT_SEEDS } from "../core/defaults.js";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { randomBytes } from "node:crypto";
@@ -12,7 +13,6 @@ import { parseResearcherConfig } from "../core/config.js";
 import { ResearchError } from "../core/failure.js";
 import type { Logger } from "../core/logger.js";
 import { connectRunner, type RunnerClient } from "../gpu-runner/client.js";
-import { DEFAULTS } from "../gpu-runner/request.js";
 import { RunSettingsSchema, RunStatus, type Event, type Goal, type RunFinished, type RunSettings } from "../proto/gen/research/v1/events_pb.js";
 import { applyToRunState, emptyRunState, type RunState } from "../swarm/run-state.js";
 import { Supervisor } from "./supervisor.js";
@@ -163,7 +163,7 @@ export function newRunId(): string {
   return `r${d}-${randomBytes(2).toString("hex")}`;
 }
 
-export const SETTING_DEFAULTS = { maxTrials: 30, seeds: DEFAULTS.seeds, parallel: 2, patience: 10, planner: "builtin", research: true } as const;
+export const SETTING_DEFAULTS = { maxTrials: 30, seeds: DEFAULT_SEEDS, parallel: 2, patience: 10, planner: "builtin", research: true } as const;
 
 export function runSettings(goal: Goal, partial: Partial<RunSettings>, workspace: string): RunSettings {
   const budget = goal.timeBudgetS || 1800;

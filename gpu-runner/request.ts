@@ -6,7 +6,7 @@
  * no defaults of its own, so every spec built here carries every field.
  */
 import { resolve, sep } from "node:path";
-import { DEFAULT_LR, RECIPE_DEFAULTS } from "../core/defaults.js";
+import { DEFAULT_LR, DEFAULT_SEEDS, RECIPE_DEFAULTS } from "../core/defaults.js";
 import { OPTIMIZER, SCHEDULE, SCRIPT_LANGUAGE } from "../core/enums.js";
 import { ResearchError } from "../core/failure.js";
 import { InputDtypeSchema } from "../core/model-config.js";
@@ -21,7 +21,7 @@ import type {
 } from "../proto/gen/research/v1/runner_pb.js";
 
 export const DEFAULTS = {
-  seeds: 3,
+  seeds: DEFAULT_SEEDS,
   maxSeeds: 32,
   timeBudgetS: 600,
   memoryLimitMb: 4096,

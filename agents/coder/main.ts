@@ -4,6 +4,7 @@
  * sandbox), diffed against the parent's code, and packaged with the full
  * evaluation request so the analyst needs nothing else.
  */
+import { DEFAULT_SEEDS } from "../../core/defaults.js";
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { agentConfig } from "../../core/config.js";
 import { ResearchError } from "../../core/failure.js";
@@ -11,7 +12,6 @@ import { parseModelConfig, parseTrainConfig, type TrainConfig } from "../../core
 import { OPTIMIZER, SCHEDULE } from "../../core/enums.js";
 import type { Event, TrialAssembledSchema, TrialProposed } from "../../proto/gen/research/v1/events_pb.js";
 import { EvaluateRequestSchema, type DatasetInfo, type SummarizeResponse } from "../../proto/gen/research/v1/runner_pb.js";
-import { DEFAULTS } from "../../gpu-runner/request.js";
 import { datasetInfo, datasetSpec } from "../../swarm/dataset-info.js";
 import type { RunState } from "../../swarm/run-state.js";
 import { runAgent, type AgentContext } from "../../swarm/runtime.js";
@@ -119,7 +119,7 @@ async function assemble(state: RunState, id: string, p: TrialProposed, info: Dat
     model: { code, className: compiled.className },
     dataset: { ...datasetSpec(goal), subset: train.value.subset },
     recipe: recipeOf(train.value),
-    seeds: settings?.seeds || DEFAULTS.seeds,
+    seeds: settings?.seeds || DEFAULT_SEEDS,
     // Every trial of a run sees the same seeds: comparisons are matched.
     baseSeed: 0,
     target: goal?.target ?? 0,
