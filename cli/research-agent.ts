@@ -49,7 +49,7 @@ launch options:
                        as possible"): the run searches on validation accuracy until
                        the trial or time budget is spent or it plateaus, and reports
                        the best model with its 95% CI and one-time test accuracy
-  --max-trials N       trial budget (default 30)
+  --max-trials N       trial budget (default 100; the time budget usually ends a run first)
   --time-budget T      wall-clock budget: 90s, 20m, 2h (default: from the goal, else 30m)
   --target X           validation accuracy target: 0.9 or 90 (overrides the goal)
   --max-params N       parameter limit (overrides the goal)

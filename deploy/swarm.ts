@@ -163,7 +163,7 @@ export function newRunId(): string {
   return `r${d}-${randomBytes(2).toString("hex")}`;
 }
 
-export const SETTING_DEFAULTS = { maxTrials: 30, seeds: DEFAULT_SEEDS, parallel: 2, patience: 10, planner: "builtin", research: true } as const;
+export const SETTING_DEFAULTS = { maxTrials: 100, seeds: DEFAULT_SEEDS, parallel: 2, patience: 10, planner: "builtin", research: true } as const;
 
 export function runSettings(goal: Goal, partial: Partial<RunSettings>, workspace: string): RunSettings {
   const budget = goal.timeBudgetS || 1800;

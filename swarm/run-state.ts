@@ -202,14 +202,22 @@ export function inFlight(state: RunState): boolean {
   return false;
 }
 
-/** Best accepted trial by CI lower bound. */
+/**
+ * Best accepted trial by CI lower bound, among trials evaluated with two
+ * seeds or more when there are any: one seed's interval cannot see the
+ * spread between seeds, so a one-seed probe is the best only of a run that
+ * has nothing else.
+ */
 export function bestTrial(state: RunState): TrialState | undefined {
   let best: TrialState | undefined;
+  let bestSpread: TrialState | undefined;
+  const better = (t: TrialState, than: TrialState | undefined) => than === undefined || (scoreOf(t) ?? -1) > (scoreOf(than) ?? -1);
   for (const t of state.trials.values()) {
     if (t.judged?.verdict !== Verdict.ACCEPT) continue;
-    if (best === undefined || (scoreOf(t) ?? -1) > (scoreOf(best) ?? -1)) best = t;
+    if (better(t, best)) best = t;
+    if ((t.evaluated?.result?.aggregated.val_accuracy?.n ?? 0) >= 2 && better(t, bestSpread)) bestSpread = t;
   }
-  return best;
+  return bestSpread ?? best;
 }
 
 export function isTerminal(decision: Decision | undefined): boolean {

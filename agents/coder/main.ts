@@ -119,7 +119,7 @@ async function assemble(state: RunState, id: string, p: TrialProposed, info: Dat
     model: { code, className: compiled.className },
     dataset: { ...datasetSpec(goal), subset: train.value.subset },
     recipe: recipeOf(train.value),
-    seeds: settings?.seeds || DEFAULT_SEEDS,
+    seeds: p.seeds || settings?.seeds || DEFAULT_SEEDS,
     // Every trial of a run sees the same seeds: comparisons are matched.
     baseSeed: 0,
     target: goal?.target ?? 0,

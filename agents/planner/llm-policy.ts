@@ -13,6 +13,7 @@ import { scoreOf, meanOf, type TrialState } from "../../swarm/run-state.js";
 import type { Prompt } from "../../swarm/prompts.js";
 import type { Genome } from "./mutations.js";
 import { fingerprint, genomeOf, probeFidelity, type PlanInput, type Proposal } from "./policy.js";
+import { PROBE_SEEDS } from "./scheduler.js";
 
 const AssessmentSchema = z.object({
   progress: z.string().describe("how the run is going so far"),
@@ -99,6 +100,7 @@ export async function proposeWithLlm(client: LlmClient, prompt: Prompt, input: P
   const proposal: Proposal = {
     // The scheduler decides fidelity: an LLM's config is a new one, probed at rung 0.
     rung: 0,
+    seeds: PROBE_SEEDS,
     hypothesis: p.hypothesis,
     rationale: `${p.rationale}\nassessment: ${p.assessment.progress}; strengths: ${p.assessment.strengths.join(", ") || "-"}; weaknesses: ${p.assessment.weaknesses.join(", ") || "-"}`,
     parentIds: p.parent_ids,

@@ -152,6 +152,7 @@ async function publishProposal(ctx: AgentContext, state: RunState, index: number
         trainConfigJson: JSON.stringify(p.train),
         index,
         rung: p.rung,
+        seeds: p.seeds ?? 0,
         adoptedConcepts: p.adoptedConcepts,
         proposer,
         promptVersion,

@@ -17,7 +17,7 @@
  */
 import { createHash } from "node:crypto";
 import type { Brief } from "../../core/brief.js";
-import { RECIPE_DEFAULTS, SEARCH_DEFAULTS } from "../../core/defaults.js";
+import { DEFAULT_SEEDS, RECIPE_DEFAULTS, SEARCH_DEFAULTS } from "../../core/defaults.js";
 import { OPTIMIZER, SURFACE, type SurfaceName as Surface } from "../../core/enums.js";
 import { parseModelConfig, parseTrainConfig, type ModelConfigInput, type TrainConfig, type TrainConfigInput } from "../../core/model-config.js";
 import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
@@ -28,11 +28,13 @@ import { templatesFor, type Template } from "./templates.js";
 import { isRecord } from "../../core/json.js";
 import { budgetPlan, overRunBudget } from "../../swarm/budget.js";
 import { fitTpe, GENOME_SPACE, genomeFeatures, type Observation } from "./surrogate.js";
-import { atRung, ladder, nextPromotion, PROMOTION_SURFACE, type Fidelity, type Promotion } from "./scheduler.js";
+import { atRung, ladder, nextPromotion, PROBE_SEEDS, PROMOTION_SURFACE, type Fidelity, type Promotion } from "./scheduler.js";
 
 export interface Proposal {
   /** Fidelity rung (scheduler.ts): 0 for every new config. */
   rung: number;
+  /** Seeds to evaluate with; undefined: the run's setting. */
+  seeds?: number;
   hypothesis: string;
   rationale: string;
   parentIds: string[];
@@ -204,6 +206,7 @@ export const initialBuiltin = (input: PlanInput, count: number): Proposal[] => {
     const adopted = [...t.blocks.filter((b) => blocks.includes(b)), ...(recipe ? [recipe] : [])];
     out.push({
       rung: 0,
+      seeds: PROBE_SEEDS,
       hypothesis: `${t.name} with ${train.optimizer} lr ${train.lr}${recipe ? ` and ${recipe}` : ""} is a strong starting point`,
       rationale: adopted.length
         ? `adopts ${adopted.join(", ")} from the research brief`
@@ -288,14 +291,21 @@ function rungs(input: PlanInput): Fidelity[] {
 }
 
 /**
- * How much longer a trial takes from start to its last seed than its slowest
- * seed: its seeds share the runner's slots with each other and with the run's
- * other trials in flight. The parent's, measured.
+ * How much longer a trial with `seeds` seeds takes from start to its last
+ * seed than its slowest seed: its seeds share the runner's slots with each
+ * other and with the run's other trials in flight. The parent's, measured,
+ * scaled by the ratio of seeds (pessimistic: more seeds also use more slots).
  */
-function queueFactor(parent: TrialState): number {
-  const wall = parent.evaluated?.result?.seconds;
+function queueFactor(parent: TrialState, seeds: number): number {
+  const result = parent.evaluated?.result;
   const seed = slowestSeedSeconds(parent);
-  return wall && seed ? Math.max(1, wall / seed) : 1;
+  const measured = result?.seconds && seed ? Math.max(1, result.seconds / seed) : 1;
+  return measured * Math.max(1, seeds / (result?.seedResults.length || seeds));
+}
+
+/** Seeds a proposal evaluates with. */
+function seedsOf(input: PlanInput, p: Pick<Proposal, "seeds">): number {
+  return p.seeds || input.state.settings?.seeds || DEFAULT_SEEDS;
 }
 
 /**
@@ -303,11 +313,11 @@ function queueFactor(parent: TrialState): number {
  * when it fits: each seed within the trial budget, the whole trial (seeds
  * queued as its parent's were) before the run's reserve.
  */
-function overBudget(input: PlanInput, parent: TrialState, predicted: number | undefined): string | undefined {
+function overBudget(input: PlanInput, parent: TrialState, predicted: number | undefined, seeds: number): string | undefined {
   if (predicted === undefined) return undefined;
   const trialBudget = input.state.settings?.trialTimeBudgetS ?? 0;
   if (trialBudget > 0 && predicted > trialBudget * 0.85) return `predicted ${predicted.toFixed(0)} s exceeds the trial budget`;
-  return overRunBudget(budgetPlan(input.state, input.nowMs ?? Date.now()), predicted * queueFactor(parent));
+  return overRunBudget(budgetPlan(input.state, input.nowMs ?? Date.now()), predicted * queueFactor(parent, seeds));
 }
 
 /**
@@ -344,7 +354,7 @@ function exploit(input: PlanInput, ladderNow: Fidelity[]): Proposal | undefined 
   for (let rung = ladderNow.length - 1; rung > from; rung--) {
     const candidate = promotionAt(input, { trial: best, rung, reason: "" }, ladderNow);
     if (!candidate) continue;
-    const wall = candidate.predictedS * queueFactor(best);
+    const wall = candidate.predictedS * queueFactor(best, seedsOf(input, candidate.proposal));
     if (plan.availableS >= 2 * wall && !flat) return undefined;
     const why = flat
       ? `the best CI low has not risen in the last ${plateau(state).since} judged trials`
@@ -366,7 +376,7 @@ function promotionAt(input: PlanInput, promotion: Promotion, ladderNow: Fidelity
   const fidelity = ladderNow[promotion.rung]!;
   const g: Genome = { model: pg.model, train: atRung(pg.train, fidelity, isImage(input.info)) };
   const predictedS = predictedSeconds(input, parent, g, pg);
-  if (predictedS === undefined || overBudget(input, parent, predictedS)) return undefined;
+  if (predictedS === undefined || overBudget(input, parent, predictedS, seedsOf(input, {}))) return undefined;
   const data = fidelity.subset ? `${fidelity.subset} examples` : "the full training split";
   const proposal: Proposal = {
     rung: promotion.rung,
@@ -411,7 +421,7 @@ export const nextBuiltin: Policy = (input, index) => {
     for (const m of candidates) {
       const g = m.apply(structuredClone(pg), input.info, rng);
       if (!g) continue;
-      const why = withinBudget(input, g, seen) ?? overBudget(input, parent, predictedSeconds(input, parent, g, pg));
+      const why = withinBudget(input, g, seen) ?? overBudget(input, parent, predictedSeconds(input, parent, g, pg), PROBE_SEEDS);
       if (why) {
         rejected.push(`${m.name}: ${why}`);
         continue;
@@ -471,6 +481,7 @@ function proposalFrom(
   const notes = parent.evaluated?.analysis?.notes ?? [];
   return {
     rung: 0,
+    seeds: PROBE_SEEDS,
     hypothesis: `${m.describe} on top of ${parent.id} (CI low ${score !== undefined ? (100 * score).toFixed(2) : "?"}%) improves validation accuracy`,
     rationale: [
       `trial ${index}: surface ${m.surface} chosen by the bandit${hint === m.surface ? " and the analyst's reading" : ""}`,

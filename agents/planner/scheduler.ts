@@ -18,6 +18,14 @@ import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import type { DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
 import { isPromotion, rungOf, scoreOf, type RunState, type TrialState } from "../../swarm/run-state.js";
 
+/**
+ * Seeds of a rung-0 probe. A probe ranks configs against their rung; it
+ * claims nothing, so one seed does (three tripled the cost of every probe).
+ * Promotions train with the run's seeds: their intervals decide the goal and
+ * the best trial (swarm/run-state.ts bestTrial prefers trials with a seed spread).
+ */
+export const PROBE_SEEDS = 1;
+
 /** Promotion ratio: the top 1/ETA of a rung go up, at ETA times the cost. */
 export const ETA = 3;
 /** Rungs above the probe; the top one is the long, exploit-phase training. */

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { judge, runStatus } from "../../agents/judge/rules.js";
+import { bestTrial } from "../../swarm/run-state.js";
 import { labelName } from "../../core/failure.js";
 import { Surface } from "../../proto/gen/research/v1/common_pb.js";
 import { Decision, RunStatus, Verdict } from "../../proto/gen/research/v1/events_pb.js";
@@ -176,6 +177,16 @@ describe("runStatus, targeted goals", () => {
     const { last, status } = finish(events, "t2");
     expect(last.reason).toMatch(/^illegal: .*over the trial budget of 60 s; plateau/);
     expect(status).toBe(RunStatus.STOPPED);
+  });
+});
+
+describe("the best trial", () => {
+  it("is the best CI lower bound among trials with a seed spread, when the run has any", () => {
+    const oneSeed = evaluated("probe", 0.95, 0.005, { n: 1 });
+    const events = [started(), proposed("probe"), oneSeed, judgedEvent("probe"), proposed("t1"), evaluated("t1", 0.9), judgedEvent("t1")];
+    expect(bestTrial(state(events))?.id).toBe("t1");
+    // A run of probes only has its best probe.
+    expect(bestTrial(state(events.slice(0, 4)))?.id).toBe("probe");
   });
 });
 

@@ -27,9 +27,11 @@ function input(events: EventInit[], maxParams = 0): PlanInput {
   };
 }
 
-/** An evaluation whose slowest seed took `seconds`. */
-function timed(e: EventInit, seconds: number): EventInit {
-  (e.body as { value: { result: { seedResults: unknown[] } } }).value.result.seedResults = [{ seed: 0, seconds }];
+/** An evaluation with `seeds` seeds of `seconds` each, as long as the whole evaluation. */
+function timed(e: EventInit, seconds: number, seeds = 1): EventInit {
+  const result = (e.body as { value: { result: { seedResults: unknown[]; seconds: number } } }).value.result;
+  result.seedResults = Array.from({ length: seeds }, (_, seed) => ({ seed, seconds }));
+  result.seconds = seconds;
   return e;
 }
 
@@ -44,6 +46,8 @@ describe("built-in planner", () => {
     expect(proposals).toHaveLength(2);
     expect(proposals[0]!.adoptedConcepts.length).toBeGreaterThan(0);
     expect(proposals[0]!.train.subset).toBe(10_000);
+    // A probe ranks; it claims nothing: one seed.
+    expect(proposals.map((p) => p.seeds)).toEqual([1, 1]);
     expect(fingerprint(proposals[0]!.model, proposals[0]!.train)).not.toBe(fingerprint(proposals[1]!.model, proposals[1]!.train));
   });
 
@@ -87,13 +91,16 @@ describe("built-in planner", () => {
     expect(p).toMatchObject({ rung: 1, parentIds: ["t2"], surface: "data", model: first[2]!.model });
     expect(p.train).toMatchObject({ ...first[2]!.train, subset: 30_000, epochs: 3 });
     expect(p.hypothesis).toBe("promote t2 to rung 1: 30000 examples, 3 epochs");
-    // 10 s at 10k examples predicts 30 s at 30k, and should it become the best, its
+    // A promotion trains with the run's seeds.
+    expect(p.seeds).toBeUndefined();
+    // A one-seed probe's 10 s at 10k examples predicts 30 s a seed at 30k, and with the
+    // run's three seeds where it had one, 90 s in all; should it become the best, its
     // confirmation (kept weights: 10 + 0.05 x 30 s) and the report (15 s) must fit
-    // after it: 50 s left is not enough, 70 s is.
+    // after it: 100 s left is not enough, 130 s is.
     const late = input(events);
     late.state.goal!.timeBudgetS = 200;
-    expect(promote({ ...late, nowMs: 1000 + 150_000 })).toBeUndefined();
-    expect(promote({ ...late, nowMs: 1000 + 130_000 })).toBeDefined();
+    expect(promote({ ...late, nowMs: 1000 + 100_000 })).toBeUndefined();
+    expect(promote({ ...late, nowMs: 1000 + 70_000 })).toBeDefined();
   });
 
   it("exploit phase: trains the run's best at the highest rung that still fits, once it is now or never", () => {
@@ -107,7 +114,7 @@ describe("built-in planner", () => {
           value: { rung, parentIds: parent ? [parent] : [], surface: parent ? Surface.DATA : Surface.ARCHITECTURE, modelConfigJson: JSON.stringify(p.model), trainConfigJson: JSON.stringify({ ...p.train, subset: rung ? 30_000 : p.train.subset }) },
         },
       },
-      timed(evaluated(id, mean), seconds),
+      timed(evaluated(id, mean), seconds, rung ? 3 : 1),
       { runId: RUN, trialId: id, body: { case: "trialJudged", value: { verdict: Verdict.ACCEPT, decision: Decision.ITERATE } } },
     ];
     // ASHA has nothing left to promote: t2 went to rung 1 (u2), alone there.
