@@ -291,7 +291,8 @@ function table(records: RunRecord[], summary: MethodSummary[]): string {
 // so a series longer than one sitting can be finished later on the same machine.
 const previous = a.resume && existsSync(a.out) ? (JSON.parse(readFileSync(a.out, "utf8")) as { started: string; records: RunRecord[] }) : undefined;
 const started = previous?.started ?? new Date().toISOString();
-const records: RunRecord[] = previous?.records.filter((r) => methods.includes(r.method)) ?? [];
+// Runs of other methods (or of an earlier version, renamed) stay in the file; the summary covers `methods`.
+const records: RunRecord[] = previous?.records ?? [];
 const machine = { host: hostname(), cpus: cpus().length, cpuModel: cpus()[0]?.model ?? "", memGiB: round(totalmem() / 2 ** 30, 1) };
 function save(): MethodSummary[] {
   const summary = summarise(records);
