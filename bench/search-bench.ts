@@ -21,7 +21,7 @@
  * optuna#0, builtin#1, ...), so a drift in the machine's load spreads over
  * all of them. The output file is rewritten after every run.
  */
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, hostname, loadavg, tmpdir, totalmem } from "node:os";
 import { dirname, join } from "node:path";
@@ -65,6 +65,8 @@ log.level = "warn";
 interface RunRecord {
   method: string;
   repeat: number;
+  /** The tree's commit when the run started (with "+" when it had uncommitted changes). */
+  commit?: string;
   status: string;
   reason: string;
   /** Validation accuracy of the best model: the judge's best trial (by CI lower bound) / Optuna's best complete trial. */
@@ -91,6 +93,15 @@ interface RunRecord {
   loadBefore: number[];
   loadAfter: number[];
   extra?: Record<string, unknown>;
+}
+
+function treeCommit(): string {
+  const git = (args: string[]) => execFileSync("git", args, { encoding: "utf8" }).trim();
+  try {
+    return `${git(["rev-parse", "--short", "HEAD"])}${git(["status", "--porcelain", "--untracked-files=no"]) ? "+" : ""}`;
+  } catch {
+    return "unknown";
+  }
 }
 
 const round = (x: number | null | undefined, d = 4) => (x === null || x === undefined ? null : Number(x.toFixed(d)));
@@ -308,7 +319,8 @@ for (let r = 0; r < Number(a.repeats); r++) {
   for (const method of methods) {
     if (records.some((x) => x.method === method && x.repeat === r)) continue;
     process.stderr.write(`--- ${method}#${r}: ${budgetS} s budget, load ${loadavg()[0]!.toFixed(1)}\n`);
-    const rec = method === "optuna" ? await optunaRun(r) : await swarmRun(method, r);
+    const commit = treeCommit();
+    const rec = { commit, ...(method === "optuna" ? await optunaRun(r) : await swarmRun(method, r)) };
     records.push(rec);
     const { extra: _, ...brief } = rec;
     console.log(JSON.stringify(brief));
