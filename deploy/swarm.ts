@@ -169,8 +169,10 @@ export function runSettings(goal: Goal, partial: Partial<RunSettings>, workspace
   const budget = goal.timeBudgetS || 1800;
   return create(RunSettingsSchema, {
     ...SETTING_DEFAULTS,
-    // A trial may use a quarter of the run, between one and ten minutes.
-    trialTimeBudgetS: Math.min(600, Math.max(60, budget / 4)),
+    // A seed may use half the run, between one and twenty minutes: the budget
+    // plan admits a trial only when it is predicted to fit, and the exploit
+    // phase's long training of the best config must not be cut by this cap.
+    trialTimeBudgetS: Math.min(1200, Math.max(60, budget / 2)),
     ...Object.fromEntries(Object.entries(partial).filter(([, v]) => v !== undefined && v !== 0 && v !== "")),
     research: partial.research ?? SETTING_DEFAULTS.research,
     workspace: resolve(workspace),
