@@ -9,7 +9,7 @@ import { parseBrief } from "../core/brief.js";
 import { RUN_STATUS } from "../core/enums.js";
 import { pairedTTest, type PairedTest } from "../core/stats.js";
 import type { Logger } from "../core/logger.js";
-import { Verdict, type Event, type Goal, type RunSettings } from "../proto/gen/research/v1/events_pb.js";
+import { type Event, type Goal, type RunSettings } from "../proto/gen/research/v1/events_pb.js";
 import { runGoal, type Swarm } from "../deploy/swarm.js";
 
 export interface ArmRun {
@@ -38,10 +38,13 @@ export interface AblationResult {
   validBriefRate: number;
 }
 
-function summarise(research: boolean, seed: number, runId: string, events: Event[], status: string, seconds: number): ArmRun {
+export function summarise(research: boolean, seed: number, runId: string, events: Event[], status: string, seconds: number): ArmRun {
   const judged = events.filter((e) => e.body.case === "trialJudged").map((e) => (e.body.case === "trialJudged" ? e.body.value : undefined)!);
-  const accepted = judged.filter((j) => j.verdict === Verdict.ACCEPT);
-  const means = events.flatMap((e) => (e.body.case === "trialEvaluated" && e.body.value.result ? [e.body.value.result.aggregated.val_accuracy?.mean ?? 0] : []));
+  // The run's best as the judge named it (a trial with a seed spread when there is one), not the highest of one-seed probes.
+  const bestId = judged.at(-1)?.bestTrialId;
+  const bestEvaluated = events.find((e) => e.trialId === bestId && e.body.case === "trialEvaluated");
+  const bestMean = bestEvaluated?.body.case === "trialEvaluated" ? (bestEvaluated.body.value.result?.aggregated.val_accuracy?.mean ?? 0) : 0;
+  const bestJudged = events.find((e) => e.trialId === bestId && e.body.case === "trialJudged");
   const briefs = events.flatMap((e) => (e.body.case === "briefReady" ? [e.body.value.briefJson] : []));
   const first = events.find((e) => e.body.case === "trialProposed");
   return {
@@ -50,8 +53,8 @@ function summarise(research: boolean, seed: number, runId: string, events: Event
     runId,
     status,
     trials: judged.length,
-    bestMean: Math.max(0, ...means),
-    bestCiLow: Math.max(0, ...accepted.map((j) => j.ciLow)),
+    bestMean,
+    bestCiLow: bestJudged?.body.case === "trialJudged" ? bestJudged.body.value.ciLow : 0,
     seconds,
     adopted: research && first?.body.case === "trialProposed" ? first.body.value.adoptedConcepts.length > 0 : undefined,
     briefs: briefs.length,
