@@ -11,9 +11,12 @@ export function exitWithParent(graceMs = 10_000): void {
   // Once per process: a second handler would send a second SIGTERM, which skips the drain.
   if (watching) return;
   watching = true;
-  process.on("disconnect", () => {
+  const leave = () => {
     process.kill(process.pid, "SIGTERM");
     // With the launcher gone nobody is left to SIGKILL a drain that hangs.
     setTimeout(() => process.exit(1), graceMs);
-  });
+  };
+  // A launcher that died before this line closed the channel already: no event will come.
+  if (process.send && !process.connected) return leave();
+  process.on("disconnect", leave);
 }

@@ -25,6 +25,8 @@ if (values.help) {
   );
   process.exit(0);
 }
+// First, so a launcher that dies while the workers start is followed too (a runner once outlived its bench harness).
+exitWithParent();
 const config = runnerConfig({ address: values.address, python: values.python });
 setLogLevel(config.logLevel);
 const log = createLogger("gpu-runner");
@@ -45,7 +47,6 @@ try {
   };
   process.once("SIGTERM", stop);
   process.once("SIGINT", stop);
-  exitWithParent();
 } catch (err) {
   log.fatal({ err: (err as Error).message }, "runner failed to start");
   process.stderr.write(`gpu-runner: ${(err as Error).message}\n`);
