@@ -11,6 +11,8 @@ import { Decision, RunStatus, TrialJudgedSchema, Verdict, type TrialJudged } fro
 import { bestTrial, inFlight, longTrainingInFlight, patienceOf, plateau, PLATEAU_DELTA, scoreOf, slowestSeedSeconds, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { budgetPlan, cheapestTrialSeconds } from "../../swarm/budget.js";
 
+/** How many times the plateau patience an open-ended run waits. */
+const OPEN_ENDED_PATIENCE = 3;
 // A trial that learns next to nothing is not worth building on.
 const GATE_ABOVE_CHANCE = 0.1;
 // Time over the per-trial budget tolerated before a trial is called illegal (process start, transfer).
@@ -69,7 +71,10 @@ export function judge(state: RunState, t: TrialState, nowMs: number): TrialJudge
   const best = bestTrial(withThis);
   const target = state.goal?.openEnded ? 0 : (state.goal?.target ?? 0);
   const settings = state.settings;
-  const patience = patienceOf(withThis);
+  // "Reach X%" gives up on a plateau; "the best you can" uses its budget unless the
+  // plateau is confident: three times as long, with the exploit phase's longer
+  // trainings of the best configs having had their say meanwhile.
+  const patience = patienceOf(withThis) * (state.goal?.openEnded ? OPEN_ENDED_PATIENCE : 1);
   const flat = plateau(withThis);
 
   const plan = budgetPlan(withThis, nowMs);

@@ -334,34 +334,41 @@ export function promote(input: PlanInput): Proposal | undefined {
 
 /**
  * The exploit phase: ASHA fills a high rung only with ETA finished trials
- * below it, which a short budget never has. The run's best trial goes
- * directly to the highest rung it can still train at when that is now or
- * never (after another training of that length, one would not fit before
- * the reserve), or when exploration has gone flat for half the judge's
- * patience: the budget's long training is spent on the best config found,
- * and a plateau is answered by training it longer before the run may stop.
+ * below it, which a short budget never has. The best config not yet trained
+ * at the top rung (by CI lower bound: the run's best first, then the
+ * runners-up) goes directly to the highest rung it can still train at, when
+ * that is now or never (after another training of that length, one would
+ * not fit before the reserve) or when exploration has gone flat for half the
+ * judge's patience: the budget's long trainings are spent on the best
+ * configs found, and a plateau is answered by training them longer.
  */
 function exploit(input: PlanInput, ladderNow: Fidelity[]): Proposal | undefined {
   const { state } = input;
-  const best = bestTrial(state);
-  if (!best) return undefined;
-  const from = rungOf(best);
-  // One long training at a time, and never the same one twice.
+  const top = ladderNow.length - 1;
   const trials = [...state.trials.values()];
-  if (trials.some((t) => isPromotion(t) && ((!t.judged && rungOf(t) > from) || t.proposed?.parentIds[0] === best.id))) return undefined;
+  const promoted = new Set(trials.filter(isPromotion).map((t) => t.proposed?.parentIds[0]));
+  const pick = trials
+    .filter((t) => t.judged?.verdict === Verdict.ACCEPT && rungOf(t) < top && !promoted.has(t.id))
+    .sort((a, b) => (scoreOf(b) ?? 0) - (scoreOf(a) ?? 0))[0];
+  if (!pick) return undefined;
+  const from = rungOf(pick);
+  // One long training at a time.
+  if (trials.some((t) => isPromotion(t) && !t.judged && rungOf(t) > from)) return undefined;
   const plan = budgetPlan(state, input.nowMs ?? Date.now());
-  const flat = plateau(state).since >= patienceOf(state) / 2;
-  for (let rung = ladderNow.length - 1; rung > from; rung--) {
-    const candidate = promotionAt(input, { trial: best, rung, reason: "" }, ladderNow);
+  const since = plateau(state).since;
+  const flat = since >= patienceOf(state) / 2;
+  for (let rung = top; rung > from; rung--) {
+    const candidate = promotionAt(input, { trial: pick, rung, reason: "" }, ladderNow);
     if (!candidate) continue;
-    const wall = candidate.predictedS * queueFactor(best, seedsOf(input, candidate.proposal));
+    const wall = candidate.predictedS * queueFactor(pick, seedsOf(input, candidate.proposal));
     if (plan.availableS >= 2 * wall && !flat) return undefined;
+    const who = pick === bestTrial(state) ? "the run's best" : "the best config not yet trained this long";
     const why = flat
-      ? `the best CI low has not risen in the last ${plateau(state).since} judged trials`
+      ? `the best CI low has not risen in the last ${since} judged trials`
       : `its predicted ${wall.toFixed(0)} s still fit the ${plan.availableS.toFixed(0)} s left before the reserve`;
     return {
       ...candidate.proposal,
-      rationale: `exploit: the run's best (CI low ${pct(scoreOf(best))}) trains at rung ${rung} now, since ${why}; ${candidate.proposal.rationale}`,
+      rationale: `exploit: ${who} (CI low ${pct(scoreOf(pick))}) trains at rung ${rung} now, since ${why}; ${candidate.proposal.rationale}`,
     };
   }
   return undefined;

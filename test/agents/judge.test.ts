@@ -93,6 +93,9 @@ describe("judge", () => {
     const promotion = proposed("p0", Surface.DATA, ["t0"]);
     (promotion.body as { value: { rung?: number } }).value.rung = 3;
     expect(judgeLast([...events, promotion], "t2").decision).toBe(Decision.ITERATE);
+    // "The best you can" waits three times as long before it calls a plateau confident.
+    const open = events.map((e) => (e.body?.case === "runStarted" ? started({ patience: 2 }, { openEnded: true, target: 0 }) : e));
+    expect(judgeLast(open, "t2").decision).toBe(Decision.ITERATE);
   });
 
   it("counts a rise of the best CI lower bound of 0.1 pp or less as a plateau", () => {
@@ -151,9 +154,10 @@ describe("judge, open-ended goals", () => {
     expect(late.last.reason).toBe("accepted; time budget of 60 s spent");
     expect(late.status).toBe(RunStatus.COMPLETED);
 
-    const flat = finish([...judgedRun(started({ patience: 2 }, OPEN), [0.9, 0.85]), proposed("t2"), evaluated("t2", 0.86)], "t2");
+    // Open-ended: a confident plateau is three times the patience (2) long.
+    const flat = finish([...judgedRun(started({ patience: 2 }, OPEN), [0.9, 0.85, 0.85, 0.85, 0.85, 0.85]), proposed("t6"), evaluated("t6", 0.86)], "t6");
     expect(flat.last.decision).toBe(Decision.STOP);
-    expect(flat.last.reason).toMatch(/plateau: the best 95% CI lower bound \(89\.00%\)/);
+    expect(flat.last.reason).toMatch(/plateau: the best 95% CI lower bound \(89\.00%\) has not risen by more than 0\.1 pp in the last 6 judged trials/);
     expect(flat.status).toBe(RunStatus.COMPLETED);
   });
 

@@ -145,6 +145,10 @@ describe("built-in planner", () => {
     // One long training at a time: not while another promotion above rung 1 is in flight.
     const inFlight: EventInit = { runId: RUN, trialId: "v", body: { case: "trialProposed", value: { rung: 2, parentIds: ["t1"], surface: Surface.DATA } } };
     expect(at(550, [inFlight])).toBeUndefined();
+    // Once the best trained at the top rung, a plateau sends the runner-up up as far as fits:
+    // t1's one-seed 10 s at 10k x 3 predict 3 x 270 s at rung 3 (too long), 3 x 90 s at rung 2.
+    const topped = trial("w", first[2]!, 0.91, 270, 3, "u2");
+    expect(at(550, [...topped, ...flat])).toMatchObject({ rung: 2, parentIds: ["t1"], rationale: expect.stringMatching(/^exploit: the best config not yet trained this long/) });
   });
 
   it("lets the surrogate choose among the chosen surface's edits once four rung-0 trials are in", () => {
