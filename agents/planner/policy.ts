@@ -339,11 +339,16 @@ export function promote(input: PlanInput): Proposal | undefined {
  * runners-up) goes directly to the highest rung it can still train at, when
  * that is now or never (after another training of that length, one would
  * not fit before the reserve) or when exploration has gone flat for half the
- * judge's patience: the budget's long trainings are spent on the best
- * configs found, and a plateau is answered by training them longer.
+ * judge's patience; never before the run has judged that many trials. The
+ * budget's long trainings are spent on the best configs found, and a
+ * plateau is answered by training them longer.
  */
 function exploit(input: PlanInput, ladderNow: Fidelity[]): Proposal | undefined {
   const { state } = input;
+  // Exploitation follows exploration: before the judge's patience worth of
+  // trials there is no best config to speak of (a 30-minute run once sent its
+  // first probe to the top rung, as its "now or never" was already true).
+  if (state.judgedCount < patienceOf(state)) return undefined;
   const top = ladderNow.length - 1;
   const trials = [...state.trials.values()];
   const promoted = new Set(trials.filter(isPromotion).map((t) => t.proposed?.parentIds[0]));

@@ -119,10 +119,11 @@ describe("built-in planner", () => {
     ];
     // ASHA has nothing left to promote: t2 went to rung 1 (u2), alone there.
     const events = [...first.flatMap((p, i) => trial(`t${i}`, p, 0.85 + i / 100, 10)), ...trial("u2", first[2]!, 0.9, 30, 1, "t2")];
-    const at = (remainingS: number, extra: EventInit[] = []) => {
+    const at = (remainingS: number, extra: EventInit[] = [], patience = 4) => {
       const late = input([...events, ...extra]);
       late.state.goal!.timeBudgetS = 1000;
       late.state.settings!.trialTimeBudgetS = 0;
+      late.state.settings!.patience = patience;
       return promote({ ...late, nowMs: 1000 + (1000 - remainingS) * 1000 });
     };
     // u2's 30 s a seed at 30k x 3 predict 270 s at rung 3 (54k x 15). With 600 s left
@@ -138,6 +139,8 @@ describe("built-in planner", () => {
     const now = at(550)!;
     expect(now).toMatchObject({ rung: 3, parentIds: ["u2"], surface: "data", model: first[2]!.model });
     expect(now.train).toMatchObject({ subset: 0, epochs: 15, schedule: "cosine" });
+    // Not before the run has judged a patience's worth of trials (4 judged here).
+    expect(at(550, [], 5)).toBeUndefined();
     expect(now.rationale).toMatch(/^exploit: the run's best \(CI low 89\.00%\) trains at rung 3 now, since its predicted 270 s still fit/);
     // 300 s left: rung 3 no longer fits, rung 2 (90 s) still could twice; 200 s left: rung 2, now.
     expect(at(300)).toBeUndefined();
