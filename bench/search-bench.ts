@@ -110,7 +110,7 @@ const round = (x: number | null | undefined, d = 4) => (x === null || x === unde
 function judgeTestFailure(workspace: string): string | null {
   try {
     const lines = readFileSync(join(workspace, "logs", "judge.log"), "utf8").split("\n");
-    return lines.filter((l) => l.includes("test confirmation failed")).pop()?.slice(0, 500) ?? "no test confirmation in the judge's log";
+    return lines.filter((l) => /test confirmation .*failed/.test(l)).pop()?.slice(0, 500) ?? "no test confirmation in the judge's log";
   } catch {
     return null;
   }
