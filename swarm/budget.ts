@@ -51,6 +51,11 @@ export function retrainFits(plan: BudgetPlan, trainS: number): boolean {
   return plan.remainingS - REPORT_S >= RETRAIN_FACTOR * trainS;
 }
 
+/** Whether not even the quickest trial seen so far fits before the reserve: nothing more may start. */
+export function nothingFits(state: RunState, nowMs: number): boolean {
+  return budgetPlan(state, nowMs).availableS < cheapestTrialSeconds(state);
+}
+
 /** The shortest evaluation the run has seen: the least a new trial can be expected to take. */
 export function cheapestTrialSeconds(state: RunState): number {
   let min = Infinity;

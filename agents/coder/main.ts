@@ -4,9 +4,9 @@
  * sandbox), diffed against the parent's code, and packaged with the full
  * evaluation request so the analyst needs nothing else.
  */
-import { DEFAULT_SEEDS } from "../../core/defaults.js";
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { agentConfig } from "../../core/config.js";
+import { DEFAULT_SEEDS } from "../../core/defaults.js";
 import { ResearchError } from "../../core/failure.js";
 import { parseModelConfig, parseTrainConfig, type TrainConfig } from "../../core/model-config.js";
 import { OPTIMIZER, SCHEDULE } from "../../core/enums.js";

@@ -9,7 +9,7 @@ import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { failure, labelName } from "../../core/failure.js";
 import { Decision, RunStatus, TrialJudgedSchema, Verdict, type TrialJudged } from "../../proto/gen/research/v1/events_pb.js";
 import { bestTrial, inFlight, longTrainingInFlight, patienceOf, plateau, PLATEAU_DELTA, scoreOf, slowestSeedSeconds, type RunState, type TrialState } from "../../swarm/run-state.js";
-import { budgetPlan, cheapestTrialSeconds } from "../../swarm/budget.js";
+import { budgetPlan, nothingFits } from "../../swarm/budget.js";
 
 /** How many times the plateau patience an open-ended run waits. */
 const OPEN_ENDED_PATIENCE = 3;
@@ -86,7 +86,7 @@ export function judge(state: RunState, t: TrialState, nowMs: number): TrialJudge
   } else if (settings?.maxTrials && withThis.judgedCount >= settings.maxTrials) {
     decision = Decision.STOP;
     why = `${reason}; trial budget of ${settings.maxTrials} spent`;
-  } else if (plan.availableS < cheapestTrialSeconds(withThis) && !inFlight(withThis)) {
+  } else if (nothingFits(withThis, nowMs) && !inFlight(withThis)) {
     // Not even the quickest trial seen so far fits before the reserve for the
     // test confirmation and the report, and none still runs (the planner
     // started each only if it fit; the analyst cancels one that reaches the

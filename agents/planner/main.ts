@@ -7,8 +7,8 @@
  * run gives trial P+k), so two planner instances, or a redelivered message,
  * propose the same trial id and JetStream keeps one.
  */
-import { budgetPlan, cheapestTrialSeconds } from "../../swarm/budget.js";
 import { compileModel } from "../../core/compiler/compile.js";
+import { nothingFits } from "../../swarm/budget.js";
 import { request } from "../../swarm/lineage-query.js";
 import { Decision, type Event } from "../../proto/gen/research/v1/events_pb.js";
 import { datasetInfo } from "../../swarm/dataset-info.js";
@@ -209,7 +209,7 @@ async function proposeNext(ctx: AgentContext, event: Event): Promise<void> {
   if (state.finished || judged?.judgedPosition === undefined) return;
   // Past the reserve nothing may start (a random fallback draw has no prediction to
   // check): a 30-minute run proposed 30 trials the analyst cancelled at once.
-  if (budgetPlan(state, Date.now()).availableS < cheapestTrialSeconds(state)) return;
+  if (nothingFits(state, Date.now())) return;
   await askWhenStalled(ctx, state, judged);
   const index = (state.settings?.parallel || 1) + judged.judgedPosition;
   if (index >= (state.settings?.maxTrials || Infinity) || state.trials.get(trialId(state.runId, index))?.proposed) return;

@@ -28,7 +28,7 @@ import { templatesFor, type Template } from "./templates.js";
 import { isRecord } from "../../core/json.js";
 import { budgetPlan, overRunBudget } from "../../swarm/budget.js";
 import { fitTpe, GENOME_SPACE, genomeFeatures, type Observation } from "./surrogate.js";
-import { atRung, ladder, nextPromotion, PROBE_SEEDS, PROMOTION_SURFACE, type Fidelity, type Promotion } from "./scheduler.js";
+import { atRung, ladder, nextPromotion, PROBE_SEEDS, promotedIds, PROMOTION_SURFACE, type Fidelity, type Promotion } from "./scheduler.js";
 
 export interface Proposal {
   /** Fidelity rung (scheduler.ts): 0 for every new config. */
@@ -351,7 +351,7 @@ function exploit(input: PlanInput, ladderNow: Fidelity[]): Proposal | undefined 
   if (state.judgedCount < patienceOf(state)) return undefined;
   const top = ladderNow.length - 1;
   const trials = [...state.trials.values()];
-  const promoted = new Set(trials.filter(isPromotion).map((t) => t.proposed?.parentIds[0]));
+  const promoted = promotedIds(state);
   const pick = trials
     .filter((t) => t.judged?.verdict === Verdict.ACCEPT && rungOf(t) < top && !promoted.has(t.id))
     .sort((a, b) => (scoreOf(b) ?? 0) - (scoreOf(a) ?? 0))[0];

@@ -85,7 +85,8 @@ export interface Promotion {
   reason: string;
 }
 
-function promotedIds(state: RunState): Set<string> {
+/** Trials that went up a rung already. */
+export function promotedIds(state: RunState): Set<string> {
   const out = new Set<string>();
   for (const t of state.trials.values()) {
     const parent = t.proposed?.parentIds[0];
