@@ -76,6 +76,8 @@ interface RunRecord {
   maxValMean: number | null;
   testAccuracy: number | null;
   testCi95: number[] | null;
+  /** The judge's best trial's seeds as one model (mean of their probabilities) on the test split; none for Optuna. */
+  ensembleTestAccuracy?: number | null;
   /** Seeds behind the test accuracy (the judge retrains the best trial; Optuna: 1, its saved weights). */
   testSeeds: number;
   trials: number;
@@ -110,7 +112,7 @@ const round = (x: number | null | undefined, d = 4) => (x === null || x === unde
 function judgeTestFailure(workspace: string): string | null {
   try {
     const lines = readFileSync(join(workspace, "logs", "judge.log"), "utf8").split("\n");
-    return lines.filter((l) => /test confirmation .*failed/.test(l)).pop()?.slice(0, 500) ?? "no test confirmation in the judge's log";
+    return lines.filter((l) => /test confirmation .*(failed|skipped)/.test(l)).pop()?.slice(0, 500) ?? "no test confirmation in the judge's log";
   } catch {
     return null;
   }
@@ -147,6 +149,7 @@ async function swarmRun(planner: string, repeat: number): Promise<RunRecord> {
     const best = bestTrial(outcome.state);
     const bestVal = best?.evaluated?.result?.aggregated.val_accuracy;
     const test = outcome.finished.testResult?.aggregated.test_accuracy;
+    const ensemble = outcome.finished.testResult?.aggregated.ensemble_test_accuracy;
     return {
       method: planner,
       repeat,
@@ -157,6 +160,7 @@ async function swarmRun(planner: string, repeat: number): Promise<RunRecord> {
       maxValMean: ok.length ? round(Math.max(...ok.map((e) => valOf(e)!.mean))) : null,
       testAccuracy: round(test?.mean),
       testCi95: test ? test.ci95.map((x) => round(x)!) : null,
+      ensembleTestAccuracy: round(ensemble?.mean),
       testSeeds: test?.n ?? 0,
       trials: outcome.state.judgedCount,
       pruned,
@@ -240,6 +244,7 @@ interface MethodSummary {
   runs: number;
   testMean: number | null;
   testCi95: number[] | null;
+  ensembleTestMean: number | null;
   bestValMean: number | null;
   /** Median over runs; a run that never reached 90% counts as never (Infinity), printed as "not reached". */
   medianSecondsTo90: number | null;
@@ -254,6 +259,7 @@ function summarise(records: RunRecord[]): MethodSummary[] {
     const rs = records.filter((r) => r.method === method);
     const tests = rs.map((r) => r.testAccuracy).filter((x): x is number => x !== null);
     const vals = rs.map((r) => r.bestValMean).filter((x): x is number => x !== null);
+    const ensembles = rs.map((r) => r.ensembleTestAccuracy ?? null).filter((x): x is number => x !== null);
     const t = tests.length ? describe(tests) : undefined;
     const to90 = rs.map((r) => r.secondsTo90 ?? Infinity);
     const med = rs.length ? median(to90) : Infinity;
@@ -264,6 +270,7 @@ function summarise(records: RunRecord[]): MethodSummary[] {
       testMean: t ? round(t.mean) : null,
       // One run gives no interval (describe() collapses it to the point).
       testCi95: t && t.n > 1 ? t.ci95.map((x) => round(x)!) : null,
+      ensembleTestMean: ensembles.length ? round(mean(ensembles)) : null,
       bestValMean: vals.length ? round(mean(vals)) : null,
       medianSecondsTo90: Number.isFinite(med) ? round(med, 1) : null,
       reached90: rs.filter((r) => r.secondsTo90 !== null).length,
@@ -278,21 +285,21 @@ const pct = (x: number | null) => (x === null ? "–" : `${(100 * x).toFixed(2)}
 
 function table(records: RunRecord[], summary: MethodSummary[]): string {
   const lines = [
-    `| method | runs | test accuracy, mean (95% t-CI across repeats) | best val (mean of runs) | median s to 90% val (runs reaching) | trials (pruned), mean | max overrun |`,
-    `|---|---|---|---|---|---|---|`,
+    `| method | runs | test accuracy, mean (95% t-CI across repeats) | seed ensemble test, mean | best val (mean of runs) | median s to 90% val (runs reaching) | trials (pruned), mean | max overrun |`,
+    `|---|---|---|---|---|---|---|---|`,
   ];
   for (const s of summary) {
     const ci = s.testCi95 ? ` (${pct(s.testCi95[0]!)}–${pct(s.testCi95[1]!)})` : "";
     const to90 = s.medianSecondsTo90 === null ? "not reached" : `${s.medianSecondsTo90.toFixed(0)} s`;
     lines.push(
-      `| ${s.method} | ${s.runs} | ${pct(s.testMean)}${ci} | ${pct(s.bestValMean)} | ${to90} (${s.reached90}/${s.runs}) | ${s.meanTrials} (${s.meanPruned}) | ${s.maxOverrunS.toFixed(0)} s |`,
+      `| ${s.method} | ${s.runs} | ${pct(s.testMean)}${ci} | ${pct(s.ensembleTestMean)} | ${pct(s.bestValMean)} | ${to90} (${s.reached90}/${s.runs}) | ${s.meanTrials} (${s.meanPruned}) | ${s.maxOverrunS.toFixed(0)} s |`,
     );
   }
-  lines.push("", `| run | status | best val (95% CI) | test | trials | pruned | s to 90% | seconds | overrun | load before → after |`, `|---|---|---|---|---|---|---|---|---|---|`);
+  lines.push("", `| run | status | best val (95% CI) | test | ensemble test | trials | pruned | s to 90% | seconds | overrun | load before → after |`, `|---|---|---|---|---|---|---|---|---|---|---|`);
   for (const r of records) {
     const ci = r.bestValCi95 ? ` (${pct(r.bestValCi95[0]!)}–${pct(r.bestValCi95[1]!)})` : "";
     lines.push(
-      `| ${r.method}#${r.repeat} | ${r.status} | ${pct(r.bestValMean)}${ci} | ${pct(r.testAccuracy)} | ${r.trials} | ${r.pruned} | ${r.secondsTo90 ?? "–"} | ${r.seconds.toFixed(0)} | ${r.overrunS.toFixed(0)} | ${r.loadBefore[0]!.toFixed(1)} → ${r.loadAfter[0]!.toFixed(1)} |`,
+      `| ${r.method}#${r.repeat} | ${r.status} | ${pct(r.bestValMean)}${ci} | ${pct(r.testAccuracy)} | ${pct(r.ensembleTestAccuracy ?? null)} | ${r.trials} | ${r.pruned} | ${r.secondsTo90 ?? "–"} | ${r.seconds.toFixed(0)} | ${r.overrunS.toFixed(0)} | ${r.loadBefore[0]!.toFixed(1)} → ${r.loadAfter[0]!.toFixed(1)} |`,
     );
   }
   return lines.join("\n");

@@ -313,6 +313,7 @@ async function launch(argv: string[]): Promise<void> {
     const best = outcome.state.trials.get(outcome.finished.bestTrialId);
     const acc = best?.evaluated?.result?.aggregated.val_accuracy;
     const test = outcome.finished.testResult?.aggregated.test_accuracy;
+    const ensemble = outcome.finished.testResult?.aggregated.ensemble_test_accuracy;
     const openEnded = outcome.state.goal?.openEnded ?? false;
     if (a.json) {
       process.stdout.write(
@@ -324,7 +325,7 @@ async function launch(argv: string[]): Promise<void> {
           trials: outcome.finished.trials,
           seconds: outcome.finished.seconds,
           best_trial: best
-            ? { trial_id: best.id, val_accuracy: acc?.mean, ci_95: acc?.ci95, params: Number(best.evaluated?.result?.params ?? 0), test_accuracy: test?.mean }
+            ? { trial_id: best.id, val_accuracy: acc?.mean, ci_95: acc?.ci95, params: Number(best.evaluated?.result?.params ?? 0), test_accuracy: test?.mean, ensemble_test_accuracy: ensemble?.mean }
             : null,
           report: outcome.finished.reportPath,
           registry: outcome.finished.registryPath,
@@ -334,7 +335,7 @@ async function launch(argv: string[]): Promise<void> {
       say(`status: ${RUN_STATUS.name(outcome.finished.status) ?? ""} after ${outcome.finished.trials} trials`);
       if (openEnded) say(`no target was set: ${best && acc ? "the best model found follows, not a goal met or missed" : "no model was accepted"}`);
       if (best && acc) {
-        say(`best${openEnded ? " model" : ""}: ${best.id} val ${fmtPct(acc.mean)} 95% CI [${fmtPct(acc.ci95[0]!)}, ${fmtPct(acc.ci95[1]!)}]${test ? `, test ${fmtPct(test.mean)} (measured once on the test split)` : ""}`);
+        say(`best${openEnded ? " model" : ""}: ${best.id} val ${fmtPct(acc.mean)} 95% CI [${fmtPct(acc.ci95[0]!)}, ${fmtPct(acc.ci95[1]!)}]${test ? `, test ${fmtPct(test.mean)}${ensemble ? ` per seed, ${fmtPct(ensemble.mean)} as an ensemble of its seeds` : ""} (measured once on the test split)` : ""}`);
       }
       say(`report: ${outcome.finished.reportPath}`);
       say(`registry: ${outcome.finished.registryPath}`);

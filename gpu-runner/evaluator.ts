@@ -31,7 +31,7 @@ import {
 } from "../proto/gen/research/v1/runner_pb.js";
 import type { WorkerPool } from "./pool.js";
 import { limitsFor, planDescribe, planEvaluation, planScript, planSummary, DEFAULTS, SCRIPT } from "./request.js";
-import { aggregate, convergence, goalStatus, overfitting, weakClasses } from "./stats.js";
+import { aggregate, convergence, ensembleMetrics, goalStatus, overfitting, weakClasses, type SeedOutputs } from "./stats.js";
 import type { JobFiles, TerminalEvent, WorkerEvent } from "./worker.js";
 import { KEPT_PER_RUN, type WeightStore } from "./weights.js";
 
@@ -123,14 +123,17 @@ export class Evaluator {
       const result = fromJson(SeedResultSchema, end as JsonValue, JSON_OPTS);
       out.push({ event: { case: "seedFinished", value: { seed, valAccuracy: result.metrics.val_accuracy ?? 0, seconds: result.seconds } } });
       seedInfo ??= end;
+      outputs.set(seed, seedOutputs(end));
       return result;
     };
 
     let seedInfo: TerminalEvent | undefined;
+    const outputs = new Map<number, ReturnType<typeof seedOutputs>>();
     Promise.all(seeds.map((s) => runSeed(s).catch((f) => (abort.abort(), Promise.reject(f)))))
       .then((results) => {
         const info = seedInfo as Record<string, unknown> | undefined;
         const result = this.result(results, plan.target, (Date.now() - t0) / 1000, info);
+        Object.assign(result.aggregated, ensembleMetrics(seeds.map((s) => outputs.get(s)!)));
         if (req.keepWeights) weights.settle(req.runId, req.trialId, result.aggregated.val_accuracy?.mean);
         out.push({ event: { case: "result", value: result } });
         log.info({ seeds: results.length, seconds: (Date.now() - t0) / 1000 }, "evaluation finished");
@@ -197,6 +200,14 @@ export class Evaluator {
     if (end.kind === "script") return fromJson(ScriptResultSchema, end as JsonValue, JSON_OPTS);
     return create(ScriptResultSchema, { exitCode: -1, failure: failureOf(end).toProto() });
   }
+}
+
+/** The per-example outputs a test confirmation's seed returns (trainer.py), if any. */
+function seedOutputs(end: TerminalEvent): { val?: SeedOutputs; test?: SeedOutputs } {
+  const e = end as Record<string, unknown>;
+  const of = (split: string): SeedOutputs | undefined =>
+    Array.isArray(e[`${split}_probs`]) ? { probs: e[`${split}_probs`] as number[][], labels: e[`${split}_labels`] as number[] } : undefined;
+  return { val: of("val"), test: of("test") };
 }
 
 function deviceOf(info: Record<string, unknown> | undefined): Partial<DeviceInfo> {

@@ -198,7 +198,7 @@ function testStats(r: EvalResult | undefined) {
   if (!r) return null;
   const metrics = Object.fromEntries(
     Object.entries(r.aggregated)
-      .filter(([k]) => k.startsWith("test_"))
+      .filter(([k]) => k.startsWith("test_") || k.startsWith("ensemble_"))
       .map(([k, s]) => [k, statsJson(s)]),
   );
   return { num_seeds: r.numSeeds, metrics };
@@ -332,7 +332,11 @@ function markdownOf(state: RunState, finished: RunFinished, j: Report["json"]): 
     // With no target, the run's answer is the best model itself; say so before the details.
     const found = b?.val_accuracy ? `the best model found is \`${b.trial_id}\`, validation accuracy ${meanWithCi(b.val_accuracy)}` : "no model was accepted";
     const test = b?.test?.metrics.test_accuracy;
-    out.push(`No target was set, so there is no goal to meet or miss: ${found}${test ? `; test accuracy, measured once on the held-out test split: ${meanWithCi(test)}` : ""}.`, "");
+    const ensemble = b?.test?.metrics.ensemble_test_accuracy;
+    out.push(
+      `No target was set, so there is no goal to meet or miss: ${found}${test ? `; test accuracy, measured once on the held-out test split: ${meanWithCi(test)}` : ""}${ensemble ? ` per seed, ${meanWithCi(ensemble)} for the ensemble of its ${b!.test!.num_seeds} seeds` : ""}.`,
+      "",
+    );
   }
   if (b) {
     const acc = b.val_accuracy;
@@ -351,6 +355,13 @@ function markdownOf(state: RunState, finished: RunFinished, j: Report["json"]): 
         ? `- Held-out test accuracy (one-time confirmation on the test split, never used in search): ${meanWithCi(test)} over ${b.test!.num_seeds} seeds`
         : "- Held-out test accuracy: not measured (no confirmation on the test split was recorded)",
     );
+    const ensemble = b.test?.metrics.ensemble_test_accuracy;
+    const ensembleVal = b.test?.metrics.ensemble_val_accuracy;
+    if (ensemble) {
+      out.push(
+        `- Ensemble of its ${b.test!.num_seeds} seeds (mean of their probabilities, no extra training): test ${meanWithCi(ensemble)}${ensembleVal ? `, validation ${pct(ensembleVal.mean)}` : ""}`,
+      );
+    }
     out.push("", `![learning curves of the best trial](${PLOT_FILES.learningCurves})`, "");
   } else out.push("No trial was accepted.", "");
 

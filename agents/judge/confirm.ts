@@ -13,7 +13,10 @@ import { bestTrial, slowestSeedSeconds, type RunState } from "../../swarm/run-st
 export async function confirmOnTest(state: RunState, runner: RunnerClient, log: Logger, nowMs: number): Promise<EvalResult | undefined> {
   const best = bestTrial(state);
   const request = best?.assembled?.request;
-  if (!best || !request) return undefined;
+  if (!best || !request) {
+    log.warn({ best: best?.id }, best ? "test confirmation skipped: the best trial has no assembled request" : "test confirmation skipped: no trial was accepted");
+    return undefined;
+  }
   const confirm = { ...request, trialId: `${best.id}-test`, evaluateTest: true, keepWeights: false };
   try {
     log.info({ best: best.id }, "confirming the best trial's weights on the held-out test split");

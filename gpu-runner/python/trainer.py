@@ -383,7 +383,15 @@ def train(spec, split, emit, t0):
                 model, data, data.x_test, data.y_test, data.test, eval_batch, amp, channels_last,
                 "evaluating on the test split")
         result_metrics.update(metrics.summary(test_y, test_probs, test_loss, "test"))
+    outputs = {}
+    if spec["evaluate_test"]:
+        # The one-time confirmation also hands back every example's probabilities, so
+        # the runner can score the seeds' ensemble (averaged probabilities) on the
+        # same examples; 4 decimals change no argmax that matters and keep the line small.
+        outputs = {"val_probs": np.round(val_probs, 4).tolist(), "val_labels": val_y.tolist(),
+                   "test_probs": np.round(test_probs, 4).tolist(), "test_labels": test_y.tolist()}
     return {
+        **outputs,
         "kind": "result", "seed": seed, "metrics": result_metrics,
         "per_class": metrics.per_class(val_y, val_probs, num_classes),
         "confusion_matrix": metrics.confusion(val_y, val_probs, num_classes),

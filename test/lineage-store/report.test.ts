@@ -175,7 +175,11 @@ function runEvents(): Event[] {
     }, 1);
   });
   const test = evalResult(0.9187, 0.0031, paramsOf(SPECS[5]!), 0);
-  test.aggregated = { ...test.aggregated, test_accuracy: { mean: 0.9187, std: 0.0012, ci95: [0.9156, 0.9218], min: 0.9174, max: 0.9199, n: SEEDS } };
+  test.aggregated = {
+    ...test.aggregated,
+    test_accuracy: { mean: 0.9187, std: 0.0012, ci95: [0.9156, 0.9218], min: 0.9174, max: 0.9199, n: SEEDS },
+    ensemble_test_accuracy: { mean: 0.9243, std: 0, ci95: [0.9189, 0.9293], min: 0.9243, max: 0.9243, n: 1 },
+  } as typeof test.aggregated;
   ev("", {
     case: "runFinished",
     value: { status: RunStatus.GOAL_ACHIEVED, bestTrialId: tid(5), testResult: test, trials: SPECS.length, seconds: (clock - T0) / 1000 + 40, reason: "95% CI lower bound reaches the target" },
@@ -309,6 +313,8 @@ describe("run artifacts and report", () => {
     const json = JSON.parse(await readFile(join(dir, "report.json"), "utf8"));
     expect(json.outcome.best_trial_id).toBe(tid(5));
     expect(json.outcome.best_trial.test.metrics.test_accuracy.mean).toBeCloseTo(0.9187, 6);
+    expect(json.outcome.best_trial.test.metrics.ensemble_test_accuracy.mean).toBeCloseTo(0.9243, 6);
+    expect(md).toContain(`- Ensemble of its ${SEEDS} seeds (mean of their probabilities, no extra training): test 92.43% (95% CI 91.89% – 92.93%)`);
     expect(json.failures).toEqual({ oom: 1, shape_error: 1 });
     expect(json.timeline.first_accepted).toMatchObject({ trial_id: tid(0), trials_judged: 1, seconds: 50 });
     expect(json.timeline.goal_reached).toMatchObject({ trial_id: tid(5), trials_judged: 6 });
@@ -377,7 +383,7 @@ describe("report of an open-ended run", () => {
     expect(markdown).toContain("**Status:** completed: accepted; trial budget of 6 spent");
     expect(markdown).toContain(
       "No target was set, so there is no goal to meet or miss: the best model found is `run-fmnist-t006`, validation accuracy 92.35% (95% CI 92.08% – 92.62%); " +
-        "test accuracy, measured once on the held-out test split: 91.87% (95% CI 91.56% – 92.18%).",
+        "test accuracy, measured once on the held-out test split: 91.87% (95% CI 91.56% – 92.18%) per seed, 92.43% (95% CI 91.89% – 92.93%) for the ensemble of its 3 seeds.",
     );
     expect(markdown).toContain("| target | none (open-ended: the best model within the limits) |");
     expect(markdown).toContain("Understood as: find the most accurate model on fashion-mnist: no target;");

@@ -3,6 +3,7 @@
 import os
 import time
 
+import numpy as np
 import pytest
 import torch
 
@@ -90,6 +91,11 @@ def test_a_full_recipe_trains_and_reports_validation_and_test_metrics():
     assert result["params"] == 80 + 16 + 516 and result["epochs_completed"] == 3
     assert 0 < result["seconds_to_first_step"] <= result["seconds"]
     assert result["class_names"] == [f"class_{i}" for i in range(4)]
+    # A test confirmation hands back its per-example outputs for the runner's ensemble.
+    probs, labels = np.array(result["test_probs"]), np.array(result["test_labels"])
+    assert probs.shape == (len(labels), 4) and np.allclose(probs.sum(1), 1, atol=1e-3)
+    assert (probs.argmax(1) == labels).mean() == pytest.approx(result["metrics"]["test_accuracy"], abs=0.02)
+    assert len(result["val_probs"]) == len(result["val_labels"]) == result["val_examples"]
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="cuDNN's autotuned kernels are not bitwise deterministic")
@@ -98,6 +104,7 @@ def test_a_seed_replays_exactly_augmentations_included():
     first, _ = run("train", recipe=recipe, seed=3)
     second, _ = run("train", recipe=recipe, seed=3)
     assert first["learning_curve"] == second["learning_curve"]
+    assert "test_probs" not in first and "val_probs" not in first  # only a test confirmation returns them
     other, _ = run("train", recipe=recipe, seed=4)
     assert other["learning_curve"] != first["learning_curve"]
 

@@ -63,6 +63,9 @@ describe("a research run on digits", () => {
     const test = outcome.finished.testResult!;
     expect(test.seedResults.map((s) => s.epochsCompleted)).toEqual([0, 0]);
     expect(test.aggregated.val_accuracy?.mean).toBe(best.evaluated?.result?.aggregated.val_accuracy?.mean);
+    // The two seeds also score as one model (the mean of their probabilities).
+    expect(test.aggregated.ensemble_test_accuracy?.mean).toBeGreaterThan(0.8);
+    expect(test.aggregated.ensemble_val_accuracy?.n).toBe(1);
   });
 
   it("loses no trial and duplicates none, although an agent was killed", () => {
