@@ -67,6 +67,19 @@ function systemMounts(): string[] {
 }
 
 /**
+ * A read-only bind at the same path, its missing ancestors created
+ * traversable. bubblewrap creates them with mode 0700 otherwise: the worker
+ * (root) could still read below them, but a trial's process, dropped to uid
+ * 65534, could not, and failed at its first lazy import from a venv under
+ * /opt (torch._dynamo, on a GPU host).
+ */
+function roBind(path: string): string[] {
+  const ancestors: string[] = [];
+  for (let d = dirname(path); d !== "/" && d !== "."; d = dirname(d)) ancestors.unshift(d);
+  return [...ancestors.flatMap((d) => ["--perms", "0755", "--dir", d]), "--ro-bind", path, path];
+}
+
+/**
  * A Python outside /usr (a conda or venv on a GPU host) must be visible
  * inside. A venv's python is a symlink into its base installation, so both
  * the venv and the resolved prefix are mounted.
@@ -76,7 +89,7 @@ function pythonMounts(python: string): string[] {
   for (const p of [python, (() => { try { return realpathSync(python); } catch { return python; } })()]) {
     if (p.startsWith("/") && !p.startsWith("/usr/")) prefixes.add(dirname(dirname(p)));
   }
-  return [...prefixes].flatMap((p) => ["--ro-bind", p, p]);
+  return [...prefixes].flatMap(roBind);
 }
 
 function gpuMounts(): string[] {
@@ -106,7 +119,6 @@ export function workerLaunch(opts: LaunchOptions): Launch {
     "--die-with-parent",
     "--new-session",
     ...systemMounts(),
-    ...pythonMounts(opts.python),
     "--ro-bind",
     PYTHON_DIR,
     SANDBOX_CODE_DIR,
@@ -117,8 +129,9 @@ export function workerLaunch(opts: LaunchOptions): Launch {
     ...gpuMounts(),
     "--tmpfs",
     "/tmp",
-    // After the tmpfs: a data root under /tmp must not be hidden by it.
-    ...opts.dataRoots.filter((d) => existsSync(d)).flatMap((d) => ["--ro-bind", d, d]),
+    // After the tmpfs: a Python or a data root under /tmp must not be hidden by it.
+    ...pythonMounts(opts.python),
+    ...opts.dataRoots.filter((d) => existsSync(d)).flatMap(roBind),
     "--bind",
     opts.scratchDir,
     SANDBOX_SCRATCH,
