@@ -157,6 +157,7 @@ function checkRecipe(r: Recipe | undefined, issues: Issues) {
     },
     amp: r?.amp ?? false,
     channels_last: r?.channelsLast ?? false,
+    deterministic: r?.deterministic ?? false,
     ema_decay: r?.emaDecay ?? 0,
   };
 }

@@ -53,7 +53,10 @@ afterAll(async () => {
 });
 
 it("a trial imports from a venv outside /usr inside the sandbox", async () => {
-  expect((await client.health({})).device?.sandboxed).toBe(true);
+  const health = await client.health({});
+  expect(health.device?.sandboxed).toBe(true);
+  // A venv over Debian's python: the torch 1.13 fallback, end to end.
+  expect(health.device?.torchVersion).toMatch(/^1\.13/);
   const result = await evaluateToResult(client, {
     trialId: "t-prefix",
     model: { code: CHILD_ONLY_MODEL, className: "ChildOnly" },
