@@ -21,7 +21,7 @@ const { values } = parseArgs({
 });
 if (values.help) {
   process.stdout.write(
-    "gpu-runner: gRPC evaluation service\n  --address HOST:PORT (default 127.0.0.1:50051, env RUNNER_ADDRESS)\n  --slots N (default: CPU count)\n  --python PATH (default: RUNNER_PYTHON or /usr/bin/python3)\n  --data-root DIR (repeatable; datasets are only read from these and /usr/share/datasets)\n  --unsafe-no-sandbox (run model code without bubblewrap)\n",
+    "gpu-runner: gRPC evaluation service\n  --address HOST:PORT (default 127.0.0.1:50051, env RUNNER_ADDRESS)\n  --slots N (default: CPU count)\n  --python PATH (default: RUNNER_PYTHON, else the project's .venv/bin/python, else /usr/bin/python3)\n  --data-root DIR (repeatable; datasets are only read from these and /usr/share/datasets)\n  --unsafe-no-sandbox (run model code without bubblewrap)\n",
   );
   process.exit(0);
 }

@@ -7,7 +7,7 @@ import * as grpc from "@grpc/grpc-js";
 import { availableParallelism, tmpdir } from "node:os";
 import { mkdtempSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { SYSTEM_PYTHON } from "../core/config.js";
+import { DEFAULT_PYTHON } from "../core/config.js";
 import { addService } from "../core/grpc.js";
 import { ResearchError } from "../core/failure.js";
 import type { Logger } from "../core/logger.js";
@@ -23,7 +23,7 @@ export interface RunnerOptions {
   /** host:port to bind; port 0 picks a free one. */
   address?: string;
   slots?: number;
-  /** Default SYSTEM_PYTHON; processes pass their RUNNER_PYTHON. */
+  /** Default DEFAULT_PYTHON; processes pass their RUNNER_PYTHON. */
   python?: string;
   dataRoots?: string[];
   /** Run untrusted code without bubblewrap. Only with an explicit opt-in. */
@@ -53,7 +53,7 @@ export async function startRunner(opts: RunnerOptions): Promise<RunningRunner> {
   const scratchRoot = mkdtempSync(join(tmpdir(), "runner-scratch-"));
   const dataRoots = [...new Set([...DEFAULT_DATA_ROOTS, ...(opts.dataRoots ?? [])])];
   const common = {
-    python: opts.python ?? SYSTEM_PYTHON,
+    python: opts.python ?? DEFAULT_PYTHON,
     dataRoots,
     sandbox,
     logger: log,
