@@ -47,6 +47,8 @@ export interface Limits {
   wall_seconds: number;
   file_mb: number;
   nproc: number;
+  /** Share of the GPU's memory the job may allocate (torch.cuda.set_per_process_memory_fraction); 0: no cap. */
+  gpu_memory_fraction: number;
 }
 
 class Issues {
@@ -162,7 +164,7 @@ function checkRecipe(r: Recipe | undefined, issues: Issues) {
   };
 }
 
-export function limitsFor(wallSeconds: number, memoryMb: number, threads: number): Limits {
+export function limitsFor(wallSeconds: number, memoryMb: number, threads: number, gpuMemoryFraction = 0): Limits {
   const wall = Math.max(1, Math.ceil(wallSeconds));
   return {
     memory_mb: memoryMb,
@@ -171,6 +173,7 @@ export function limitsFor(wallSeconds: number, memoryMb: number, threads: number
     wall_seconds: wall,
     file_mb: DEFAULTS.fileLimitMb,
     nproc: DEFAULTS.nproc,
+    gpu_memory_fraction: gpuMemoryFraction,
   };
 }
 

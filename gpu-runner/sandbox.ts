@@ -25,6 +25,8 @@ export interface LaunchOptions {
   /** Host directories holding datasets; mounted read-only at the same path. */
   dataRoots: string[];
   sandbox: boolean;
+  /** CUDA_VISIBLE_DEVICES for the worker: "" hides every GPU (a CPU runner on a GPU host), "1" pins it to one; undefined leaves all visible. */
+  visibleGpus?: string;
 }
 
 export interface Launch {
@@ -101,11 +103,12 @@ function gpuMounts(): string[] {
 }
 
 export function workerLaunch(opts: LaunchOptions): Launch {
+  const gpuEnv: Record<string, string> = opts.visibleGpus === undefined ? {} : { CUDA_VISIBLE_DEVICES: opts.visibleGpus };
   if (!opts.sandbox) {
     return {
       command: opts.python,
       args: ["-u", join(PYTHON_DIR, "zygote.py")],
-      env: { ...BASE_ENV, HOME: opts.scratchDir, RUNNER_SCRATCH: opts.scratchDir },
+      env: { ...BASE_ENV, ...gpuEnv, HOME: opts.scratchDir, RUNNER_SCRATCH: opts.scratchDir },
     };
   }
   const bwrap = bubblewrapPath();
@@ -126,7 +129,7 @@ export function workerLaunch(opts: LaunchOptions): Launch {
     "/proc",
     "--dev",
     "/dev",
-    ...gpuMounts(),
+    ...(opts.visibleGpus === "" ? [] : gpuMounts()),
     "--tmpfs",
     "/tmp",
     // After the tmpfs: a Python or a data root under /tmp must not be hidden by it.
@@ -139,7 +142,7 @@ export function workerLaunch(opts: LaunchOptions): Launch {
       ? ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_KILL"]
       : ["--unshare-user"]),
     "--clearenv",
-    ...Object.entries({ ...BASE_ENV, HOME: SANDBOX_SCRATCH, RUNNER_SCRATCH: SANDBOX_SCRATCH }).flatMap(([k, v]) => [
+    ...Object.entries({ ...BASE_ENV, ...gpuEnv, HOME: SANDBOX_SCRATCH, RUNNER_SCRATCH: SANDBOX_SCRATCH }).flatMap(([k, v]) => [
       "--setenv",
       k,
       v,

@@ -80,6 +80,7 @@ def limits(spec):
         "wall_seconds": _value(raw, "wall_seconds", float, "limits", *positive),
         "file_mb": _value(raw, "file_mb", int, "limits", lambda v: v >= 1, ">= 1"),
         "nproc": _value(raw, "nproc", int, "limits", lambda v: v >= 1, ">= 1"),
+        "gpu_memory_fraction": _value(raw, "gpu_memory_fraction", float, "limits", lambda v: 0 <= v <= 1, "in [0, 1]"),
     }
 
 

@@ -303,6 +303,10 @@ def train(spec, split, emit, t0):
     seed = spec["seed"]
     _seed_everything(seed)
     device = _device()
+    fraction = spec["limits"]["gpu_memory_fraction"]
+    if device.type == "cuda" and fraction > 0:
+        # The runner's slots on this GPU split its memory: an OOM stays with the trial that grew.
+        torch.cuda.set_per_process_memory_fraction(fraction, device)
     model = build_model(spec)
     params = sum(p.numel() for p in model.parameters())
     if spec["max_params"] and params > spec["max_params"]:

@@ -22,9 +22,12 @@ writeFileSync(broken, "import torch.nn as nn\nclass Net(nn.Module:\n    pass\n")
 
 describe("quick-evaluator", () => {
   it("prints the result document with --json", () => {
-    const r = run("quick-evaluator", ["--model", good, "--class", "DigitsNet", "--dataset", "digits", "--epochs", "3", "--seeds", "2", "--target", "80", "--json"]);
+    const r = run("quick-evaluator", ["--model", good, "--class", "DigitsNet", "--dataset", "digits", "--epochs", "3", "--seeds", "2", "--target", "80", "--json",
+      // GPU recipe flags are accepted everywhere and apply only on CUDA; --device cpu hides any GPU.
+      "--amp", "--channels-last", "--deterministic", "--device", "cpu"]);
     expect(r.code, r.stderr).toBe(0);
     const json = JSON.parse(r.stdout) as Record<string, any>;
+    expect(json.device.kind).toBe("cpu");
     expect(json.num_seeds).toBe(2);
     expect(json.aggregated.val_accuracy.mean).toBeGreaterThan(0.8);
     expect(json.aggregated.val_accuracy.ci_95).toHaveLength(2);
@@ -50,6 +53,9 @@ describe("quick-evaluator", () => {
     const r = run("quick-evaluator", ["--model", good, "--class", "DigitsNet", "--dataset", "digits", "--seeds", "two"]);
     expect(r.code).toBe(1);
     expect(r.stderr).toContain('--seeds must be a positive integer, got "two"');
+    const d = run("quick-evaluator", ["--model", good, "--class", "DigitsNet", "--dataset", "digits", "--device", "gpu"]);
+    expect(d.code).toBe(1);
+    expect(d.stderr).toContain('--device must be one of auto, cpu, cuda, got "gpu"');
   });
 });
 

@@ -40,7 +40,7 @@ _FULL = {
     "describe": {"dataset": _DATASET, "threads": 1},
     "script": {"language": "python", "source": "", "timeout_s": 30.0, "files": {}},
 }
-_LIMITS = {"memory_mb": 4096, "cpu_seconds": 600.0, "wall_seconds": 300.0, "file_mb": 64, "nproc": 256}
+_LIMITS = {"memory_mb": 4096, "cpu_seconds": 600.0, "wall_seconds": 300.0, "file_mb": 64, "nproc": 256, "gpu_memory_fraction": 0.0}
 
 
 def _merge(base, fields):

@@ -70,6 +70,8 @@ describe("runner service", () => {
     expect(h.workersReady).toBe(2);
     expect(h.device?.kind).toBe("cpu");
     expect(h.device?.sandboxed).toBe(true);
+    expect(h.device?.gpus).toBe(0);
+    expect(h.device?.gpuMemoryMb).toBe(0n);
     // The project's venv (torch 2.x) when set up; Debian's torch 1.13 is tested in sandbox-prefix.test.ts.
     expect(h.device?.torchVersion).toMatch(DEFAULT_PYTHON === SYSTEM_PYTHON ? /^1\.13/ : /^2\./);
   });
