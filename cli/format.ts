@@ -16,6 +16,12 @@ export function parsePositiveInt(text: string): number | undefined {
   return Number.isInteger(n) && n > 0 ? n : undefined;
 }
 
+/** 0 included, up to the largest uint32 (a seed on the wire). */
+export function parseSeed(text: string): number | undefined {
+  const n = Number(text);
+  return text.trim() !== "" && Number.isInteger(n) && n >= 0 && n <= 0xffffffff ? n : undefined;
+}
+
 /** Live progress of one evaluation on stderr: one line per epoch per seed. */
 export class Progress {
   private readonly t0 = Date.now();

@@ -16,7 +16,7 @@ import { DEFAULTS } from "../gpu-runner/request.js";
 import { DEFAULT_LR, RECIPE_DEFAULTS } from "../core/defaults.js";
 import { OPTIMIZER, SCHEDULE, type ClosedSet } from "../core/enums.js";
 import { connectRunner, evaluateToResult } from "../gpu-runner/client.js";
-import { startRunner, type RunningRunner } from "../gpu-runner/server.js";
+import { RUNNER_DEVICES, startRunner, type RunnerDevice, type RunningRunner } from "../gpu-runner/server.js";
 import { EvalResultSchema, GoalStatus, type EvalResult, type EvaluateEvent } from "../proto/gen/research/v1/runner_pb.js";
 import { fmtPct, parseFraction, parsePositiveInt, Progress } from "./format.js";
 
@@ -39,6 +39,11 @@ usage: quick-evaluator --model FILE.py --class NAME --dataset NAME [options]
   --schedule NAME        ${SCHEDULE.names.join(", ")} (default ${RECIPE_DEFAULTS.schedule})
   --ema-decay X          evaluate an exponential moving average of the weights
                          with this decay, in [0, 1), e.g. 0.999 (default 0: off)
+  --amp                  mixed precision on CUDA (bf16 where the GPU has it, else fp16)
+  --channels-last        channels-last memory format for image models on CUDA
+  --deterministic        bit-for-bit repeatable training where torch allows it
+  --device NAME          auto, cpu or cuda, for the runner this command starts
+                         (default auto: the GPUs when there are any)
   --target X             goal for validation accuracy: 0.9 or 90 (percent)
   --time-budget SECONDS  wall-clock budget per seed, from its start (default ${DEFAULTS.timeBudgetS})
   --memory-limit MB      address-space limit per seed worker (default ${DEFAULTS.memoryLimitMb})
@@ -75,6 +80,10 @@ async function main(): Promise<void> {
         optimizer: { type: "string" },
         schedule: { type: "string" },
         "ema-decay": { type: "string" },
+        amp: { type: "boolean" },
+        "channels-last": { type: "boolean" },
+        deterministic: { type: "boolean" },
+        device: { type: "string" },
         target: { type: "string" },
         "time-budget": { type: "string" },
         "memory-limit": { type: "string" },
@@ -114,6 +123,9 @@ async function main(): Promise<void> {
   const emaDecay = a["ema-decay"] === undefined ? 0 : Number(a["ema-decay"]);
   if (!(emaDecay >= 0 && emaDecay < 1)) usage(`--ema-decay must be a number in [0, 1), got "${a["ema-decay"]}"`);
   const seeds = int("seeds", a.seeds) || DEFAULTS.seeds;
+  const device = a.device as RunnerDevice | undefined;
+  if (device !== undefined && !RUNNER_DEVICES.includes(device)) usage(`--device must be one of ${RUNNER_DEVICES.join(", ")}, got "${a.device}"`);
+  if (device !== undefined && a.runner) usage("--device applies to the runner this command starts; --runner names one already running");
   const dataDir = a["data-dir"] ? resolve(a["data-dir"]) : "";
 
   const log = createLogger("quick-evaluator");
@@ -129,6 +141,7 @@ async function main(): Promise<void> {
         python: config.runnerPython,
         dataRoots: root ? [root] : [],
         unsafeNoSandbox: a["unsafe-no-sandbox"],
+        device,
         logger: log,
       });
     } catch (err) {
@@ -157,6 +170,9 @@ async function main(): Promise<void> {
           batchSize: int("batch-size", a["batch-size"]),
           epochs: int("epochs", a.epochs),
           emaDecay,
+          amp: a.amp ?? false,
+          channelsLast: a["channels-last"] ?? false,
+          deterministic: a.deterministic ?? false,
         },
         seeds,
         target,

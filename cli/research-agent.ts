@@ -9,7 +9,7 @@ import { parseArgs, type ParseArgsConfig } from "node:util";
 import { connectBus, progressSubject, type Bus } from "../bus/index.js";
 import { DECISION, RUN_STATUS, SURFACE, VERDICT } from "../core/enums.js";
 import { FAILURE_LABEL, labelName } from "../core/failure.js";
-import { parseGoal } from "../core/goal.js";
+import { parseDuration, parseGoal } from "../core/goal.js";
 import { SEARCH_DEFAULTS } from "../core/defaults.js";
 import { shortTrialId } from "../core/ids.js";
 import { describeLlm, llmConfigFromFlags } from "../core/llm/config.js";
@@ -27,7 +27,7 @@ import { runAblation } from "./ablation.js";
 import { ArxivClient } from "../research/arxiv.js";
 import { DeepResearch, type DeepBrief } from "../research/deep-research.js";
 import { parseOutputFormat } from "../research/research.js";
-import { fmtPct, parseFraction, parsePositiveInt } from "./format.js";
+import { fmtPct, parseFraction, parsePositiveInt, parseSeed } from "./format.js";
 
 const HELP = `research-agent — an autonomous ML research swarm for PyTorch
 
@@ -204,11 +204,28 @@ type RunArgs = ReturnType<typeof args<typeof RUN_FLAGS>>["values"];
 
 const positiveInt = (flag: string, v?: string) => (v === undefined ? undefined : (parsePositiveInt(v) ?? fail(`--${flag} must be a positive integer, got "${v}"`)));
 
-/** Goal, settings and swarm options from the flags shared by launch and ablation; exits on bad input. */
+/**
+ * Goal, settings and swarm options from the flags shared by launch and
+ * ablation. Every flag is checked here, before anything starts or is
+ * written: a bad one exits with a line naming it.
+ */
 function prepareRun(a: RunArgs) {
   if (a.planner && !["builtin", "random"].includes(a.planner)) fail(`--planner must be builtin or random, got "${a.planner}"`);
   const workspace = resolve(a.workspace);
   if (!a.goal && !a.resume) fail('--goal is required, e.g. --goal "fashion-mnist: reach 90% validation accuracy"');
+  if (a.resume && !existsSync(join(workspace, "runs", a.resume))) fail(`--resume: no run ${a.resume} in ${join(workspace, "runs")}`);
+  if (a["time-budget"] !== undefined && !((parseDuration(a["time-budget"]) ?? 0) > 0)) {
+    fail(`--time-budget must be a duration such as 90s, 20m or 2h, got "${a["time-budget"]}"`);
+  }
+  const flags = {
+    maxTrials: positiveInt("max-trials", a["max-trials"]),
+    seeds: positiveInt("seeds", a.seeds),
+    parallel: positiveInt("parallel", a.parallel),
+    subset: positiveInt("subset", a.subset),
+    epochs: positiveInt("epochs", a.epochs),
+    rngSeed: a.seed === undefined ? undefined : (parseSeed(a.seed) ?? fail(`--seed must be a whole number from 0 to 4294967295, got "${a.seed}"`)),
+  };
+  const slots = positiveInt("slots", a.slots);
   const parsed = parseGoal(a.goal ?? "resume", {
     target: a.target !== undefined ? (parseFraction(a.target) ?? fail(`--target must be a fraction or percentage, got "${a.target}"`)) : undefined,
     maxParams: positiveInt("max-params", a["max-params"]),
@@ -225,22 +242,8 @@ function prepareRun(a: RunArgs) {
     fail(`LLM settings: ${(err as Error).message}`);
   }
   const settings = (research: boolean, seed?: number) =>
-    runSettings(
-      goal!,
-      {
-        maxTrials: positiveInt("max-trials", a["max-trials"]),
-        seeds: positiveInt("seeds", a.seeds),
-        parallel: positiveInt("parallel", a.parallel),
-        planner: a.planner,
-        subset: positiveInt("subset", a.subset),
-        epochs: positiveInt("epochs", a.epochs),
-        rngSeed: seed ?? (a.seed ? Number(a.seed) : undefined),
-        research,
-        llm,
-      },
-      workspace,
-    );
-  return { workspace, goal, llmFlags, settings };
+    runSettings(goal!, { ...flags, planner: a.planner, rngSeed: seed ?? flags.rngSeed, research, llm }, workspace);
+  return { workspace, goal, llmFlags, settings, slots };
 }
 
 /**
@@ -257,7 +260,7 @@ async function withSwarm(a: RunArgs, run: ReturnType<typeof prepareRun>, say: (l
     swarm = await startSwarm({
       workspace: run.workspace,
       natsUrl: a.nats,
-      slots: positiveInt("slots", a.slots),
+      slots: run.slots,
       dataRoots: dataRoot ? [dataRoot] : [],
       unsafeNoSandbox: a["unsafe-no-sandbox"],
       llm: run.llmFlags,

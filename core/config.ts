@@ -5,7 +5,10 @@
  * down; a bad value stops it with one line naming the variable. The table in
  * docs/DEPLOY.md is checked against this schema (test/core/config.test.ts).
  */
+import { existsSync } from "node:fs";
 import { hostname } from "node:os";
+import { dirname, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import { ResearchError } from "./failure.js";
 import { isId, toId } from "./ids.js";
@@ -26,8 +29,12 @@ export const VARIABLE_DOCS = z.registry<VariableDoc>();
 const HOST_PORT = /^(\[[0-9A-Fa-f:.]+\]|[^\s:[\]/,]+):\d{1,5}$/;
 const NATS_ADDRESS = /^([a-z]+:\/\/)?[^\s/,]+$/;
 
-/** Debian's python3, which has torch from python3-torch. */
+/** Debian's python3, which has torch 1.13 from python3-torch: the fallback. */
 export const SYSTEM_PYTHON = "/usr/bin/python3";
+/** The project's venv, made by scripts/setup.sh with torch 2.x, as users and GPU hosts have it. */
+export const PROJECT_PYTHON = resolve(dirname(fileURLToPath(import.meta.url)), "..", ".venv", "bin", "python");
+/** The runner's Python unless RUNNER_PYTHON or --python names another. */
+export const DEFAULT_PYTHON = existsSync(PROJECT_PYTHON) ? PROJECT_PYTHON : SYSTEM_PYTHON;
 
 const text = z.string({ error: "expected text" }).min(1);
 const commaList = (item: z.ZodString) => z.string().transform((s) => s.split(",").map((p) => p.trim()).filter(Boolean)).pipe(z.array(item).min(1, { error: "expected at least one entry" }));
@@ -64,9 +71,10 @@ export const ENV = z.object({
     readBy: "agents; gpu-runner",
     description: "agents: comma-separated `host:port` of gpu-runners, called round robin; gpu-runner: the one `host:port` it listens on when `--address` is not given",
   }),
-  RUNNER_PYTHON: text.default(SYSTEM_PYTHON).register(VARIABLE_DOCS, {
+  RUNNER_PYTHON: text.default(DEFAULT_PYTHON).register(VARIABLE_DOCS, {
     readBy: "gpu-runner, quick-evaluator, runner benchmark",
     description: "a Python with torch, numpy, scipy and scikit-learn (`--python` wins); on a GPU host, one with a CUDA build of torch",
+    shown: "the project's `.venv/bin/python` (torch 2.13 CPU, made by `scripts/setup.sh`), else `/usr/bin/python3` (Debian's torch 1.13)",
   }),
   INSTANCE_ID: text.refine(isId, { error: "expected letters, digits, _ and - only (it is a NATS subject token)" }).default(() => `${toId(hostname())}-${process.pid}`).register(VARIABLE_DOCS, {
     readBy: "agents, lineage-store",

@@ -296,6 +296,7 @@ export const TrainConfigSchema = z
     augment: AugmentSchema.prefault({}),
     amp: bool().default(false),
     channels_last: bool().default(false),
+    deterministic: bool().default(false).describe("bit-for-bit repeatable training where torch allows it (slower on GPUs)"),
     ema_decay: z
       .number()
       .min(0)

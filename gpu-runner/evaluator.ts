@@ -34,6 +34,7 @@ import { limitsFor, planDescribe, planEvaluation, planScript, planSummary, DEFAU
 import { aggregate, convergence, ensembleMetrics, goalStatus, overfitting, weakClasses, type SeedOutputs } from "./stats.js";
 import type { JobFiles, TerminalEvent, WorkerEvent } from "./worker.js";
 import { KEPT_PER_RUN, type WeightStore } from "./weights.js";
+import type { Gpu } from "./gpus.js";
 
 type EvaluateEventInit = MessageInitShape<typeof EvaluateEventSchema>;
 const JSON_OPTS = { ignoreUnknownFields: true };
@@ -44,6 +45,8 @@ export interface EvaluatorOptions {
   quick: WorkerPool;
   dataRoots: string[];
   weights: WeightStore;
+  /** The host's GPUs (gpus.ts); empty on a CPU runner. */
+  gpus?: Gpu[];
   logger: Logger;
 }
 
@@ -67,7 +70,23 @@ export class Evaluator {
       name: d?.name ?? "",
       torchVersion: d?.torch_version ?? "",
       sandboxed: this.opts.pool.sandboxed,
+      gpus: d?.kind === "cuda" ? this.gpus().length : 0,
+      gpuMemoryMb: BigInt(d?.kind === "cuda" ? (this.gpus()[0]?.memoryMb ?? 0) : 0),
     });
+  }
+
+  private gpus(): Gpu[] {
+    return this.opts.gpus ?? [];
+  }
+
+  /**
+   * Each seed's share of its GPU's memory (torch's per-process cap), so one
+   * trial's growth ends in its own OOM rather than another slot's: the slots
+   * pinned to one GPU split it evenly. 0 (no cap) on CPU.
+   */
+  private gpuMemoryFraction(): number {
+    if (this.opts.pool.device?.kind !== "cuda") return 0;
+    return 1 / Math.ceil(this.opts.pool.stats().slots / Math.max(1, this.gpus().length));
   }
 
   health(): MessageInitShape<typeof HealthResponseSchema> {
@@ -104,7 +123,7 @@ export class Evaluator {
     let started = false;
     // Every seed gets the whole budget from the moment it starts: time spent
     // queued behind other evaluations' seeds is the runner's load, not this model's cost.
-    const limits = limitsFor(plan.timeBudgetS, plan.memoryLimitMb, this.threads);
+    const limits = limitsFor(plan.timeBudgetS, plan.memoryLimitMb, this.threads, this.gpuMemoryFraction());
     const startSeed = () => {
       if (!started) {
         started = true;

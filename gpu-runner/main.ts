@@ -1,18 +1,19 @@
 /**
  * The runner as a standalone service:
- *   tsx gpu-runner/main.ts [--address 0.0.0.0:50051] [--slots N] [--data-root DIR]... [--unsafe-no-sandbox]
+ *   tsx gpu-runner/main.ts [--address 0.0.0.0:50051] [--slots N] [--device auto|cpu|cuda] [--data-root DIR]... [--unsafe-no-sandbox]
  * Prints one line "runner listening on HOST:PORT" on stdout when ready.
  */
 import { parseArgs } from "node:util";
 import { runnerConfig } from "../core/config.js";
 import { createLogger, setLogLevel } from "../core/logger.js";
 import { exitWithParent } from "../core/process.js";
-import { startRunner } from "./server.js";
+import { RUNNER_DEVICES, startRunner, type RunnerDevice } from "./server.js";
 
 const { values } = parseArgs({
   options: {
     address: { type: "string" },
     slots: { type: "string" },
+    device: { type: "string" },
     python: { type: "string" },
     "data-root": { type: "string", multiple: true },
     "unsafe-no-sandbox": { type: "boolean" },
@@ -21,9 +22,17 @@ const { values } = parseArgs({
 });
 if (values.help) {
   process.stdout.write(
-    "gpu-runner: gRPC evaluation service\n  --address HOST:PORT (default 127.0.0.1:50051, env RUNNER_ADDRESS)\n  --slots N (default: CPU count)\n  --python PATH (default: RUNNER_PYTHON or /usr/bin/python3)\n  --data-root DIR (repeatable; datasets are only read from these and /usr/share/datasets)\n  --unsafe-no-sandbox (run model code without bubblewrap)\n",
+    "gpu-runner: gRPC evaluation service\n  --address HOST:PORT (default 127.0.0.1:50051, env RUNNER_ADDRESS)\n  --slots N (default: the CPU count; on a GPU host one per 10 GiB of GPU memory, at most 8 per GPU and the CPU count)\n  --device auto|cpu|cuda (default auto: the GPUs when there are any; cuda: refuse to start without one)\n  --python PATH (default: RUNNER_PYTHON, else the project's .venv/bin/python, else /usr/bin/python3)\n  --data-root DIR (repeatable; datasets are only read from these and /usr/share/datasets)\n  --unsafe-no-sandbox (run model code without bubblewrap)\n",
   );
   process.exit(0);
+}
+if (values.device !== undefined && !(RUNNER_DEVICES as readonly string[]).includes(values.device)) {
+  process.stderr.write(`gpu-runner: --device must be one of ${RUNNER_DEVICES.join(", ")}, got "${values.device}"\n`);
+  process.exit(1);
+}
+if (values.slots !== undefined && !(Number.isInteger(Number(values.slots)) && Number(values.slots) >= 1)) {
+  process.stderr.write(`gpu-runner: --slots must be a positive integer, got "${values.slots}"\n`);
+  process.exit(1);
 }
 // First, so a launcher that dies while the workers start is followed too (a runner once outlived its bench harness).
 exitWithParent();
@@ -35,6 +44,7 @@ try {
     address: config.address,
     slots: values.slots ? Number(values.slots) : undefined,
     python: config.python,
+    device: values.device as RunnerDevice | undefined,
     dataRoots: values["data-root"],
     unsafeNoSandbox: values["unsafe-no-sandbox"],
     logger: log,

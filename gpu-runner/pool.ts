@@ -11,8 +11,10 @@ import { ResearchError } from "../core/failure.js";
 import { workerLaunch, type LaunchOptions } from "./sandbox.js";
 import { Worker, type DeviceReport, type JobFiles, type TerminalEvent, type WorkerEvent, type WorkerTask } from "./worker.js";
 
-export interface PoolOptions extends Omit<LaunchOptions, "scratchDir"> {
+export interface PoolOptions extends Omit<LaunchOptions, "scratchDir" | "visibleGpus"> {
   slots: number;
+  /** The GPUs slots are spread over, round robin, one per worker; none: CPU only; undefined: leave them as they are. */
+  gpus?: number;
   scratchRoot: string;
   logger: Logger;
 }
@@ -34,7 +36,8 @@ export class WorkerPool {
     this.workers = Array.from({ length: opts.slots }, (_, i) => {
       const scratchDir = join(opts.scratchRoot, `slot-${i}`);
       mkdirSync(scratchDir, { recursive: true });
-      return new Worker(`slot-${i}`, workerLaunch({ ...opts, scratchDir }), opts.logger, scratchDir);
+      const visibleGpus = opts.gpus === undefined ? undefined : opts.gpus === 0 ? "" : String(i % opts.gpus);
+      return new Worker(`slot-${i}`, workerLaunch({ ...opts, scratchDir, visibleGpus }), opts.logger, scratchDir);
     });
   }
 

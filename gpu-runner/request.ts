@@ -47,6 +47,8 @@ export interface Limits {
   wall_seconds: number;
   file_mb: number;
   nproc: number;
+  /** Share of the GPU's memory the job may allocate (torch.cuda.set_per_process_memory_fraction); 0: no cap. */
+  gpu_memory_fraction: number;
 }
 
 class Issues {
@@ -157,11 +159,12 @@ function checkRecipe(r: Recipe | undefined, issues: Issues) {
     },
     amp: r?.amp ?? false,
     channels_last: r?.channelsLast ?? false,
+    deterministic: r?.deterministic ?? false,
     ema_decay: r?.emaDecay ?? 0,
   };
 }
 
-export function limitsFor(wallSeconds: number, memoryMb: number, threads: number): Limits {
+export function limitsFor(wallSeconds: number, memoryMb: number, threads: number, gpuMemoryFraction = 0): Limits {
   const wall = Math.max(1, Math.ceil(wallSeconds));
   return {
     memory_mb: memoryMb,
@@ -170,6 +173,7 @@ export function limitsFor(wallSeconds: number, memoryMb: number, threads: number
     wall_seconds: wall,
     file_mb: DEFAULTS.fileLimitMb,
     nproc: DEFAULTS.nproc,
+    gpu_memory_fraction: gpuMemoryFraction,
   };
 }
 

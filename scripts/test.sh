@@ -7,6 +7,10 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 bash scripts/setup.sh
 ./node_modules/.bin/tsc --noEmit
-# The runner's interpreter: Debian's torch lives with it, not with whatever python3 is first on PATH.
-"${RUNNER_PYTHON:-/usr/bin/python3}" -m pytest -q test/python
+# The worker under both interpreters the runner supports: the project's venv (torch 2.x, the
+# default) and Debian's python3 (torch 1.13, the fallback); RUNNER_PYTHON adds its own.
+for py in .venv/bin/python /usr/bin/python3 ${RUNNER_PYTHON:-}; do
+  echo "pytest with $py ($("$py" -c 'import torch; print("torch", torch.__version__)'))"
+  "$py" -m pytest -q test/python
+done
 exec ./node_modules/.bin/vitest run "$@"

@@ -5,7 +5,8 @@
  * from it, and the lineage store's rows take a trial's outcome from the same
  * rule (trialFailure). A restarted process rebuilds it from the stream.
  */
-import { Decision, Verdict, type Event, type Goal, type LlmCall, type ResearchRequested, type RunSettings, type TrialAssembled, type TrialEvaluated, type TrialJudged, type TrialProposed } from "../proto/gen/research/v1/events_pb.js";
+import { create } from "@bufbuild/protobuf";
+import { Decision, RunFinishedSchema, Verdict, type Event, type Goal, type LlmCall, type ResearchRequested, type RunFinished, type RunSettings, type RunStatus, type TrialAssembled, type TrialEvaluated, type TrialJudged, type TrialProposed } from "../proto/gen/research/v1/events_pb.js";
 import { parseBrief, type Brief } from "../core/brief.js";
 import { TRIAL_STATUS, type TrialStatusName } from "../core/enums.js";
 import { parseJson } from "../core/json.js";
@@ -163,8 +164,11 @@ export function patienceOf(state: RunState): number {
   return state.settings?.patience || DEFAULT_PATIENCE;
 }
 
-/** Judged trials since the best accepted CI lower bound last rose by more than PLATEAU_DELTA, and that bound. */
-export function plateau(state: RunState): { since: number; best: number } {
+/**
+ * Judged trials (those `counted`: all by default) since the best accepted CI
+ * lower bound last rose by more than PLATEAU_DELTA, and that bound.
+ */
+export function plateau(state: RunState, counted: (t: TrialState) => boolean = () => true): { since: number; best: number } {
   let best = -Infinity;
   let since = 0;
   for (const t of judgedTrials(state).sort((a, b) => a.judgedPosition! - b.judgedPosition!)) {
@@ -172,7 +176,7 @@ export function plateau(state: RunState): { since: number; best: number } {
     if (s > best + PLATEAU_DELTA) {
       best = s;
       since = 0;
-    } else since++;
+    } else if (counted(t)) since++;
   }
   return { since, best };
 }
@@ -228,4 +232,18 @@ export function isTerminal(decision: Decision | undefined): boolean {
 export function slowestSeedSeconds(t: TrialState): number | undefined {
   const seeds = t.evaluated?.result?.seedResults ?? [];
   return seeds.length ? Math.max(...seeds.map((s) => s.seconds)) : undefined;
+}
+
+/**
+ * A RunFinished for a run that has not finished (still running, or its
+ * launcher was stopped), for a report of the run so far; never published.
+ */
+export function runSoFar(state: RunState, status: RunStatus, reason: string, nowMs = Date.now()): RunFinished {
+  return create(RunFinishedSchema, {
+    status,
+    reason,
+    trials: state.judgedCount,
+    seconds: state.startedAtMs ? (nowMs - state.startedAtMs) / 1000 : 0,
+    bestTrialId: bestTrial(state)?.id ?? "",
+  });
 }

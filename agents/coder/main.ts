@@ -46,6 +46,7 @@ function recipeOf(t: TrainConfig) {
     augment: { hflip: t.augment.hflip, cropPadding: t.augment.crop_padding, cutout: t.augment.cutout },
     amp: t.amp,
     channelsLast: t.channels_last,
+    deterministic: t.deterministic,
     emaDecay: t.ema_decay,
   };
 }

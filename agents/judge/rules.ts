@@ -8,11 +8,9 @@
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { failure, labelName } from "../../core/failure.js";
 import { Decision, RunStatus, TrialJudgedSchema, Verdict, type TrialJudged } from "../../proto/gen/research/v1/events_pb.js";
-import { bestTrial, inFlight, longTrainingInFlight, patienceOf, plateau, PLATEAU_DELTA, scoreOf, slowestSeedSeconds, type RunState, type TrialState } from "../../swarm/run-state.js";
+import { bestTrial, inFlight, isPromotion, longTrainingInFlight, patienceOf, plateau, PLATEAU_DELTA, scoreOf, slowestSeedSeconds, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { budgetPlan, nothingFits } from "../../swarm/budget.js";
 
-/** How many times the plateau patience an open-ended run waits. */
-const OPEN_ENDED_PATIENCE = 3;
 // A trial that learns next to nothing is not worth building on.
 const GATE_ABOVE_CHANCE = 0.1;
 // Time over the per-trial budget tolerated before a trial is called illegal (process start, transfer).
@@ -71,11 +69,13 @@ export function judge(state: RunState, t: TrialState, nowMs: number): TrialJudge
   const best = bestTrial(withThis);
   const target = state.goal?.openEnded ? 0 : (state.goal?.target ?? 0);
   const settings = state.settings;
-  // "Reach X%" gives up on a plateau; "the best you can" uses its budget unless the
-  // plateau is confident: three times as long, with the exploit phase's longer
-  // trainings of the best configs having had their say meanwhile.
-  const patience = patienceOf(withThis) * (state.goal?.openEnded ? OPEN_ENDED_PATIENCE : 1);
-  const flat = plateau(withThis);
+  // "Reach X%" gives up on a plateau of judged trials; "the best you can" uses its
+  // budget unless the plateau is confident: a patience of promotions (trials trained
+  // past the probe) that did not raise the best. One-seed probes cannot raise a
+  // three-seed best's CI lower bound, so counting them stopped a 30-minute run at 1,240 s.
+  const openEnded = state.goal?.openEnded ?? false;
+  const patience = patienceOf(withThis);
+  const flat = openEnded ? plateau(withThis, isPromotion) : plateau(withThis);
 
   const plan = budgetPlan(withThis, nowMs);
   let decision = Decision.ITERATE;
@@ -102,7 +102,7 @@ export function judge(state: RunState, t: TrialState, nowMs: number): TrialJudge
     const what = Number.isFinite(flat.best)
       ? `the best 95% CI lower bound (${pct(flat.best)}) has not risen by more than ${PLATEAU_DELTA * 100} pp`
       : "no trial was accepted";
-    why = `${reason}; plateau: ${what} in the last ${patience} judged trials`;
+    why = `${reason}; plateau: ${what} in the last ${patience} ${openEnded ? "promotions (trials trained past the probe)" : "judged trials"}`;
   }
 
   const init: MessageInitShape<typeof TrialJudgedSchema> = {

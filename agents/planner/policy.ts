@@ -87,9 +87,10 @@ function canonical(x: unknown): string {
  * out, so that two recipes that train identically share a fingerprint.
  * Dataset- and device-dependent no-ops (augmentation of non-images, amp on a
  * CPU) stay distinct: a fingerprint also matches lineage rows of other runs.
+ * Deterministic training replays a config; it is not another one.
  */
 function effectiveRecipe(train: TrainConfig): Partial<TrainConfig> {
-  const { momentum, nesterov, step_size, gamma, ...rest } = train;
+  const { momentum, nesterov, step_size, gamma, deterministic: _replays, ...rest } = train;
   const optimizer = effectiveOptimizer(train.optimizer, train.weight_decay);
   return {
     ...rest,

@@ -80,6 +80,7 @@ def limits(spec):
         "wall_seconds": _value(raw, "wall_seconds", float, "limits", *positive),
         "file_mb": _value(raw, "file_mb", int, "limits", lambda v: v >= 1, ">= 1"),
         "nproc": _value(raw, "nproc", int, "limits", lambda v: v >= 1, ">= 1"),
+        "gpu_memory_fraction": _value(raw, "gpu_memory_fraction", float, "limits", lambda v: 0 <= v <= 1, "in [0, 1]"),
     }
 
 
@@ -135,6 +136,7 @@ def _recipe(spec):
         "epochs": _value(raw, "epochs", int, where, lambda v: 1 <= v <= 10000, "in [1, 10000]"),
         "amp": _value(raw, "amp", bool, where),
         "channels_last": _value(raw, "channels_last", bool, where),
+        "deterministic": _value(raw, "deterministic", bool, where),
         "ema_decay": _value(raw, "ema_decay", float, where, lambda v: 0 <= v < 1, "in [0, 1)"),
     }
     augment = _object(raw, "augment", where)

@@ -21,6 +21,14 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+try:
+    # torch 2.x optimizers import torch._dynamo at their first step: 4-6 s in every job on a GPU
+    # host, and from a prefix the job's uid may be unable to read (a pyenv under /root). Imported
+    # here, in the fork server, every job finds it loaded. It starts no thread and touches no GPU.
+    import torch._dynamo  # noqa: F401
+except ImportError:  # torch 1.x has none
+    pass
+
 import augment
 import metrics
 from datasets import feature_stats
@@ -231,7 +239,34 @@ class _Ema:
             self.swap(model)
 
 
-def _evaluate(model, data, x_all, y_all, idx, batch_size, amp, channels_last, what):
+def _amp_dtype(recipe, device):
+    """The autocast dtype of a mixed-precision recipe on this device, or None: bf16 where the GPU
+    has it (fp32's range, so no loss scaling), else fp16 with a scaler. CPUs train in fp32."""
+    if not (recipe["amp"] and device.type == "cuda"):
+        return None
+    return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+
+
+def _grad_scaler(enabled):
+    # torch.amp.GradScaler from torch 2.3; torch.cuda.amp's is deprecated there and all 1.x has.
+    if hasattr(torch.amp, "GradScaler"):
+        return torch.amp.GradScaler("cuda", enabled=enabled)
+    return torch.cuda.amp.GradScaler(enabled=enabled)
+
+
+def _set_determinism(recipe, cuda):
+    """cuDNN autotuning picks the fastest kernels by timing them, which is itself nondeterministic;
+    a deterministic recipe gives it up along with torch's nondeterministic algorithms."""
+    if recipe["deterministic"]:
+        # cuBLAS reads this when its first handle is created, which is after this point.
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+        torch.use_deterministic_algorithms(True, warn_only=True)
+    if cuda:
+        torch.backends.cudnn.deterministic = recipe["deterministic"]
+        torch.backends.cudnn.benchmark = not recipe["deterministic"]
+
+
+def _evaluate(model, data, x_all, y_all, idx, batch_size, amp_dtype, channels_last, what):
     """(mean cross-entropy, accuracy, softmax probabilities, labels) over x_all[idx]."""
     model.eval()
     outputs = []
@@ -240,7 +275,7 @@ def _evaluate(model, data, x_all, y_all, idx, batch_size, amp, channels_last, wh
             x = data.inputs(x_all[chunk])
             if channels_last:
                 x = x.contiguous(memory_format=torch.channels_last)
-            with torch.autocast("cuda", dtype=torch.float16, enabled=amp):
+            with torch.autocast("cuda", dtype=amp_dtype or torch.float16, enabled=amp_dtype is not None):
                 outputs.append(model(x).float())
         logits = torch.cat(outputs)
         y = y_all[idx]
@@ -268,6 +303,10 @@ def train(spec, split, emit, t0):
     seed = spec["seed"]
     _seed_everything(seed)
     device = _device()
+    fraction = spec["limits"]["gpu_memory_fraction"]
+    if device.type == "cuda" and fraction > 0:
+        # The runner's slots on this GPU split its memory: an OOM stays with the trial that grew.
+        torch.cuda.set_per_process_memory_fraction(fraction, device)
     model = build_model(spec)
     params = sum(p.numel() for p in model.parameters())
     if spec["max_params"] and params > spec["max_params"]:
@@ -277,11 +316,10 @@ def train(spec, split, emit, t0):
         data = _Data(split, device)
     num_classes = len(split.raw.class_names)
     cuda = device.type == "cuda"
-    amp = recipe["amp"] and cuda
+    amp_dtype = _amp_dtype(recipe, device)
     channels_last = recipe["channels_last"] and cuda and data.is_image
     use_augment = augment.wanted(recipe["augment"]) and data.is_image
-    if cuda:
-        torch.backends.cudnn.benchmark = True
+    _set_determinism(recipe, cuda)
     with Stage("crash", "moving the model to the device"):
         model = model.to(device, memory_format=torch.channels_last) if channels_last else model.to(device)
 
@@ -303,7 +341,7 @@ def train(spec, split, emit, t0):
     steps_per_epoch = n_train // batch_size + (1 if n_train % batch_size > 1 else 0)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _lr_factor(recipe, steps_per_epoch))
     criterion = nn.CrossEntropyLoss(label_smoothing=recipe["label_smoothing"])
-    scaler = torch.cuda.amp.GradScaler(enabled=amp)
+    scaler = _grad_scaler(enabled=amp_dtype == torch.float16)
     eval_batch = max(256, batch_size)
     # Validation and test see the averaged weights when there are any, so curves and final metrics agree.
     ema = _Ema(model, recipe["ema_decay"]) if recipe["ema_decay"] > 0 else None
@@ -324,7 +362,7 @@ def train(spec, split, emit, t0):
             if channels_last:
                 x = x.contiguous(memory_format=torch.channels_last)
             with Stage("crash", f"training step {step} of epoch {epoch}"):
-                with torch.autocast("cuda", dtype=torch.float16, enabled=amp):
+                with torch.autocast("cuda", dtype=amp_dtype or torch.float16, enabled=amp_dtype is not None):
                     logits = model(x)
                     if epoch == 1 and step == 1:
                         _check_output(logits, len(y), num_classes, "forward pass in training mode")
@@ -354,7 +392,7 @@ def train(spec, split, emit, t0):
 
         with ema.applied(model) if ema else contextlib.nullcontext():
             val_loss, val_accuracy, val_probs, val_y = _evaluate(
-                model, data, data.x_train, data.y_train, data.val, eval_batch, amp, channels_last,
+                model, data, data.x_train, data.y_train, data.val, eval_batch, amp_dtype, channels_last,
                 f"evaluating on the validation split after epoch {epoch}")
         point = {"train_loss": loss_sum / seen, "train_accuracy": correct.item() / seen,
                  "val_loss": val_loss, "val_accuracy": val_accuracy,
@@ -366,7 +404,7 @@ def train(spec, split, emit, t0):
 
     if loaded:
         val_loss, _, val_probs, val_y = _evaluate(
-            model, data, data.x_train, data.y_train, data.val, eval_batch, amp, channels_last,
+            model, data, data.x_train, data.y_train, data.val, eval_batch, amp_dtype, channels_last,
             "evaluating the loaded weights on the validation split")
     elif spec["weights"] == "keep":
         with ema.applied(model) if ema else contextlib.nullcontext():
@@ -380,7 +418,7 @@ def train(spec, split, emit, t0):
             raise TaskFailure("invalid_config", f"{split.raw.name}: the test split is empty")
         with ema.applied(model) if ema else contextlib.nullcontext():
             test_loss, _, test_probs, test_y = _evaluate(
-                model, data, data.x_test, data.y_test, data.test, eval_batch, amp, channels_last,
+                model, data, data.x_test, data.y_test, data.test, eval_batch, amp_dtype, channels_last,
                 "evaluating on the test split")
         result_metrics.update(metrics.summary(test_y, test_probs, test_loss, "test"))
     outputs = {}

@@ -329,7 +329,20 @@ class Zygote:
         self.cache = OrderedDict()
         self.cache_limit = int(os.environ.get("RUNNER_DATASET_CACHE_MB", "2048")) * 2 ** 20
         self.scratch_root, self.own_scratch = self._scratch_root()
+        self._share_kernel_caches()
         _become_subreaper()
+
+    def _share_kernel_caches(self):
+        """Compiled kernels outlive the job that compiled them (its HOME goes with it): the CUDA
+        driver's PTX JIT cache and torch's inductor and triton caches live in one folder per
+        worker that every job's uid can write. ".cache" cannot be a job id, so no job's scratch
+        folder replaces it. Jobs of one worker share it, as they share the worker's GPU."""
+        cache = os.path.join(self.scratch_root, ".cache")
+        os.makedirs(cache, exist_ok=True)
+        os.chmod(cache, 0o1777)
+        for var, sub in (("CUDA_CACHE_PATH", "cuda"), ("TORCHINDUCTOR_CACHE_DIR", "inductor"),
+                         ("TRITON_CACHE_DIR", "triton")):
+            os.environ.setdefault(var, os.path.join(cache, sub))
 
     @staticmethod
     def _scratch_root():

@@ -93,7 +93,7 @@ describe("judge", () => {
     const promotion = proposed("p0", Surface.DATA, ["t0"]);
     (promotion.body as { value: { rung?: number } }).value.rung = 3;
     expect(judgeLast([...events, promotion], "t2").decision).toBe(Decision.ITERATE);
-    // "The best you can" waits three times as long before it calls a plateau confident.
+    // "The best you can" counts promotions only: probes that miss the best make no plateau.
     const open = events.map((e) => (e.body?.case === "runStarted" ? started({ patience: 2 }, { openEnded: true, target: 0 }) : e));
     expect(judgeLast(open, "t2").decision).toBe(Decision.ITERATE);
   });
@@ -154,10 +154,19 @@ describe("judge, open-ended goals", () => {
     expect(late.last.reason).toBe("accepted; time budget of 60 s spent");
     expect(late.status).toBe(RunStatus.COMPLETED);
 
-    // Open-ended: a confident plateau is three times the patience (2) long.
-    const flat = finish([...judgedRun(started({ patience: 2 }, OPEN), [0.9, 0.85, 0.85, 0.85, 0.85, 0.85]), proposed("t6"), evaluated("t6", 0.86)], "t6");
+    // Open-ended: any number of probes below the best is no plateau (a one-seed
+    // probe cannot raise a three-seed best's CI lower bound) ...
+    const probes = [...judgedRun(started({ patience: 2 }, OPEN), [0.9, 0.85, 0.85, 0.85, 0.85, 0.85]), proposed("t6"), evaluated("t6", 0.86)];
+    expect(finish(probes, "t6").last.decision).toBe(Decision.ITERATE);
+    // ... a patience (2) of promotions that did not raise it is.
+    const promote = (id: string): Events[number] => {
+      const p = proposed(id, Surface.DATA, ["t0"]);
+      (p.body as { value: { rung?: number } }).value.rung = 1;
+      return p;
+    };
+    const flat = finish([...probes, judgedEvent("t6"), promote("p0"), evaluated("p0", 0.86), judgedEvent("p0"), promote("p1"), evaluated("p1", 0.87)], "p1");
     expect(flat.last.decision).toBe(Decision.STOP);
-    expect(flat.last.reason).toMatch(/plateau: the best 95% CI lower bound \(89\.00%\) has not risen by more than 0\.1 pp in the last 6 judged trials/);
+    expect(flat.last.reason).toMatch(/plateau: the best 95% CI lower bound \(89\.00%\) has not risen by more than 0\.1 pp in the last 2 promotions \(trials trained past the probe\)/);
     expect(flat.status).toBe(RunStatus.COMPLETED);
   });
 

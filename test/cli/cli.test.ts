@@ -1,7 +1,7 @@
 /** The command-line tools as a user runs them: real processes, real runner, exit codes and output. */
 import { describe, expect, it } from "vitest";
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DIGITS_CNN } from "../helpers/models.js";
@@ -22,9 +22,12 @@ writeFileSync(broken, "import torch.nn as nn\nclass Net(nn.Module:\n    pass\n")
 
 describe("quick-evaluator", () => {
   it("prints the result document with --json", () => {
-    const r = run("quick-evaluator", ["--model", good, "--class", "DigitsNet", "--dataset", "digits", "--epochs", "3", "--seeds", "2", "--target", "80", "--json"]);
+    const r = run("quick-evaluator", ["--model", good, "--class", "DigitsNet", "--dataset", "digits", "--epochs", "3", "--seeds", "2", "--target", "80", "--json",
+      // GPU recipe flags are accepted everywhere and apply only on CUDA; --device cpu hides any GPU.
+      "--amp", "--channels-last", "--deterministic", "--device", "cpu"]);
     expect(r.code, r.stderr).toBe(0);
     const json = JSON.parse(r.stdout) as Record<string, any>;
+    expect(json.device.kind).toBe("cpu");
     expect(json.num_seeds).toBe(2);
     expect(json.aggregated.val_accuracy.mean).toBeGreaterThan(0.8);
     expect(json.aggregated.val_accuracy.ci_95).toHaveLength(2);
@@ -50,6 +53,9 @@ describe("quick-evaluator", () => {
     const r = run("quick-evaluator", ["--model", good, "--class", "DigitsNet", "--dataset", "digits", "--seeds", "two"]);
     expect(r.code).toBe(1);
     expect(r.stderr).toContain('--seeds must be a positive integer, got "two"');
+    const d = run("quick-evaluator", ["--model", good, "--class", "DigitsNet", "--dataset", "digits", "--device", "gpu"]);
+    expect(d.code).toBe(1);
+    expect(d.stderr).toContain('--device must be one of auto, cpu, cuda, got "gpu"');
   });
 });
 
@@ -58,6 +64,25 @@ describe("research-agent", () => {
     const r = run("research-agent", ["launch", "--goal", "make it good please", "--workspace", dir]);
     expect(r.code).toBe(1);
     expect(r.stderr).toContain("cannot understand the goal");
+  });
+
+  it("checks every flag before it starts or writes anything", () => {
+    const workspace = join(dir, "never-made");
+    const cases: [string[], string][] = [
+      [["--max-trials", "abc"], '--max-trials must be a positive integer, got "abc"'],
+      [["--seeds", "2x"], '--seeds must be a positive integer, got "2x"'],
+      [["--parallel", "zero"], '--parallel must be a positive integer, got "zero"'],
+      [["--seed", "abc"], '--seed must be a whole number from 0 to 4294967295, got "abc"'],
+      [["--time-budget", "soon"], '--time-budget must be a duration such as 90s, 20m or 2h, got "soon"'],
+      [["--resume", "nosuchrun"], `--resume: no run nosuchrun in ${join(workspace, "runs")}`],
+    ];
+    for (const [flags, message] of cases) {
+      const r = run("research-agent", ["launch", "--goal", "digits: reach 90% validation accuracy", "--workspace", workspace, ...flags]);
+      expect(r.code, flags.join(" ")).toBe(1);
+      expect(r.stderr.trim()).toBe(`research-agent: ${message}`);
+      expect(r.stdout).toBe("");
+    }
+    expect(existsSync(workspace)).toBe(false);
   });
 
   it("has useful --help", () => {

@@ -125,6 +125,7 @@ describe("TrainConfigSchema", () => {
         augment: { hflip: false, crop_padding: 0, cutout: 0 },
         amp: false,
         channels_last: false,
+        deterministic: false,
         ema_decay: 0,
         subset: 0,
       },

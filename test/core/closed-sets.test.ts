@@ -1,6 +1,7 @@
 import { execFileSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
+import { DEFAULT_PYTHON } from "../../core/config.js";
 import { closedSet, OPTIMIZER, SCHEDULE, SCRIPT_LANGUAGE, SURFACE, TRIAL_STATUS } from "../../core/enums.js";
 import { FAILURE_LABELS, labelFromName, labelName } from "../../core/failure.js";
 import { DATASETS } from "../../core/goal.js";
@@ -8,7 +9,7 @@ import { InputDtypeSchema } from "../../core/model-config.js";
 import { FailureLabel, FailureLabelSchema, Surface } from "../../proto/gen/research/v1/common_pb.js";
 import { TRIAL_STAGES } from "../../swarm/run-state.js";
 
-const PYTHON = process.env.RUNNER_PYTHON ?? "/usr/bin/python3";
+const PYTHON = process.env.RUNNER_PYTHON ?? DEFAULT_PYTHON;
 const WORKER_DIR = fileURLToPath(new URL("../../gpu-runner/python/", import.meta.url));
 
 /** The sandboxed worker has no protobuf runtime, so it keeps copies of the sets it checks. */

@@ -1,7 +1,7 @@
 import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { ENV, parseAgentConfig, parseCliConfig, parseResearcherConfig, parseRunnerConfig, VARIABLE_DOCS } from "../../core/config.js";
+import { DEFAULT_PYTHON, ENV, parseAgentConfig, parseCliConfig, parseResearcherConfig, parseRunnerConfig, VARIABLE_DOCS } from "../../core/config.js";
 
 describe("process config", () => {
   it("fills every default", () => {
@@ -16,7 +16,7 @@ describe("process config", () => {
       llm: {},
     });
     expect(c.instance).toMatch(new RegExp(`-${process.pid}$`));
-    expect(parseCliConfig({})).toMatchObject({ logLevel: "warn", runnerPython: "/usr/bin/python3" });
+    expect(parseCliConfig({})).toMatchObject({ logLevel: "warn", runnerPython: DEFAULT_PYTHON });
     expect(parseResearcherConfig({ RESEARCH_ARXIV: "1", RESEARCH_NOTES: "/notes" })).toMatchObject({ arxiv: true, notesDir: "/notes" });
   });
 

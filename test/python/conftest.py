@@ -31,7 +31,7 @@ _FULL = {
         "source": "", "class_name": "Net", "init_kwargs": {}, "dataset": _DATASET,
         "recipe": {"optimizer": "adam", "lr": 1e-3, "momentum": 0.0, "nesterov": False, "weight_decay": 0.0,
                    "schedule": "none", "warmup_epochs": 0.0, "step_size": 1, "gamma": 0.1, "label_smoothing": 0.0,
-                   "grad_clip": 0.0, "batch_size": 128, "epochs": 2, "amp": False, "channels_last": False, "ema_decay": 0.0,
+                   "grad_clip": 0.0, "batch_size": 128, "epochs": 2, "amp": False, "channels_last": False, "deterministic": False, "ema_decay": 0.0,
                    "augment": {"hflip": False, "crop_padding": 0, "cutout": 0}},
         "seed": 0, "max_params": 0, "evaluate_test": False, "weights": "", "threads": 1,
     },
@@ -40,7 +40,7 @@ _FULL = {
     "describe": {"dataset": _DATASET, "threads": 1},
     "script": {"language": "python", "source": "", "timeout_s": 30.0, "files": {}},
 }
-_LIMITS = {"memory_mb": 4096, "cpu_seconds": 600.0, "wall_seconds": 300.0, "file_mb": 64, "nproc": 256}
+_LIMITS = {"memory_mb": 4096, "cpu_seconds": 600.0, "wall_seconds": 300.0, "file_mb": 64, "nproc": 256, "gpu_memory_fraction": 0.0}
 
 
 def _merge(base, fields):

@@ -9,8 +9,10 @@ nothing left behind.
 import json
 import os
 import select
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
@@ -111,8 +113,13 @@ class Zygote:
 
 
 @pytest.fixture(scope="module")
-def scratch(tmp_path_factory):
-    return str(tmp_path_factory.mktemp("scratch"))
+def scratch():
+    # Like the runner's slot folders: searchable by the jobs' uid on the way to their caches
+    # (pytest's own temporary folders sit under a 0700 one).
+    root = tempfile.mkdtemp(prefix="zygote-test-")
+    os.chmod(root, 0o711)
+    yield root
+    shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
@@ -135,6 +142,17 @@ def test_ready_names_the_device_and_trains_a_good_model(zygote):
     result, progress, _ = zygote.run("train", train())
     assert result["kind"] == "result", result
     assert [e["kind"] for e in progress] == ["first_step", "epoch"]
+
+
+def test_kernel_caches_outlive_the_job_that_filled_them(zygote, scratch):
+    # What the CUDA driver would do with its JIT cache, done by the model itself as the job's uid.
+    source = hostile(init="d = os.environ['CUDA_CACHE_PATH']; os.makedirs(d, exist_ok=True); "
+                          "open(os.path.join(d, 'kernels'), 'a').write('k')")
+    for _ in range(2):
+        result, _, _ = zygote.run("train", train(source))
+        assert result["kind"] == "result", result
+    with open(os.path.join(scratch, ".cache", "cuda", "kernels")) as f:
+        assert f.read() == "kk"
 
 
 def test_what_a_model_prints_cannot_corrupt_the_protocol(zygote):
@@ -217,7 +235,7 @@ def test_bad_requests_get_labelled_answers_and_the_worker_keeps_serving(zygote):
 
 def test_every_job_scratch_directory_is_removed(zygote, scratch):
     zygote.run("train", train(hostile(init="open('left-behind.txt', 'w').write('x')")))
-    assert os.listdir(scratch) == []
+    assert os.listdir(scratch) == [".cache"]  # the worker's kernel caches, no job's files
 
 
 def test_kept_weights_evaluate_again_without_training(zygote, scratch):

@@ -1,0 +1,58 @@
+import { describe, expect, it } from "vitest";
+import { execFileSync } from "node:child_process";
+import { createLogger } from "../../core/logger.js";
+import { ResearchError } from "../../core/failure.js";
+import { defaultSlots, parseNvidiaSmi } from "../../gpu-runner/gpus.js";
+import { workerLaunch } from "../../gpu-runner/sandbox.js";
+import { startRunner } from "../../gpu-runner/server.js";
+import { DEFAULT_PYTHON } from "../../core/config.js";
+
+const H100 = "NVIDIA H100 80GB HBM3, 81559\n";
+
+describe("GPU host sizing", () => {
+  it("reads nvidia-smi's CSV, and nothing from an empty or garbled one", () => {
+    expect(parseNvidiaSmi(H100 + "NVIDIA A10G, 23028\n")).toEqual([
+      { name: "NVIDIA H100 80GB HBM3", memoryMb: 81559 },
+      { name: "NVIDIA A10G", memoryMb: 23028 },
+    ]);
+    expect(parseNvidiaSmi("")).toEqual([]);
+    expect(parseNvidiaSmi("No devices were found\n")).toEqual([]);
+  });
+
+  it("sizes slots by GPU memory, bounded by the CPUs to drive them; a CPU host gets one per CPU", () => {
+    expect(defaultSlots(parseNvidiaSmi(H100), 16)).toBe(7);
+    expect(defaultSlots(parseNvidiaSmi(H100), 4)).toBe(4);
+    expect(defaultSlots(parseNvidiaSmi("T4, 15360\nT4, 15360\n"), 16)).toBe(2);
+    expect(defaultSlots(parseNvidiaSmi("GH200, 97871\n"), 64)).toBe(8);
+    expect(defaultSlots([], 2)).toBe(2);
+  });
+
+  it("pins a worker to one GPU, or hides them all, through CUDA_VISIBLE_DEVICES", () => {
+    const base = { python: "/usr/bin/python3", scratchDir: "/tmp/x", dataRoots: [], sandbox: true };
+    const env = (visibleGpus?: string) => {
+      const args = workerLaunch({ ...base, visibleGpus }).args;
+      const i = args.findIndex((a, k) => a === "--setenv" && args[k + 1] === "CUDA_VISIBLE_DEVICES");
+      return i < 0 ? undefined : args[i + 2];
+    };
+    expect(env("1")).toBe("1");
+    expect(env("")).toBe("");
+    expect(env(undefined)).toBeUndefined();
+    expect(workerLaunch({ ...base, sandbox: false, visibleGpus: "" }).env.CUDA_VISIBLE_DEVICES).toBe("");
+  });
+});
+
+it("a runner asked for CUDA on a host without it refuses to start, and leaves no worker behind", async () => {
+  const logger = createLogger("test-gpus");
+  logger.level = "silent";
+  const err = await startRunner({ slots: 1, device: "cuda", logger }).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(ResearchError);
+  expect((err as ResearchError).message).toMatch(/^--device cuda: .* sees no CUDA device \(torch /);
+  expect(String((err as ResearchError).message)).toContain(DEFAULT_PYTHON);
+  const zygotes = execFileSync("ps", ["-eo", "ppid,args"], { encoding: "utf8" })
+    .split("\n")
+    .filter((l) => l.includes("zygote.py") && l.trim().split(/\s+/)[0] === String(process.pid));
+  expect(zygotes).toEqual([]);
+});
