@@ -18,10 +18,13 @@ import { createLogger } from "../core/logger.js";
 import { request as queryLineage, summaryJson } from "../swarm/lineage-query.js";
 import { summaryOf } from "../lineage-store/query.js";
 import { LineageStore } from "../lineage-store/store.js";
+import { buildReport, writeReport } from "../lineage-store/report.js";
+import { REGISTRY_FILE } from "../lineage-store/artifacts.js";
 import { lineageEmbedder } from "../lineage-store/embedder.js";
-import { RunStatus, type Event } from "../proto/gen/research/v1/events_pb.js";
+import { EventSchema, RunStatus, type Event } from "../proto/gen/research/v1/events_pb.js";
+import { fromBinary } from "@bufbuild/protobuf";
 import type { TrialSummary } from "../proto/gen/research/v1/lineage_pb.js";
-import { applyToRunState, bestTrial, emptyRunState, meanOf, type RunState } from "../swarm/run-state.js";
+import { applyToRunState, bestTrial, emptyRunState, meanOf, runSoFar, type RunState } from "../swarm/run-state.js";
 import { runGoal, runSettings, startSwarm, type Swarm } from "../deploy/swarm.js";
 import { runAblation } from "./ablation.js";
 import { ArxivClient } from "../research/arxiv.js";
@@ -34,6 +37,7 @@ const HELP = `research-agent — an autonomous ML research swarm for PyTorch
 usage:
   research-agent launch --goal "fashion-mnist: reach 90% validation accuracy" [options]
   research-agent launch --goal "fashion-mnist: best model you can in 30 minutes" [options]
+  research-agent runs [--json] [--workspace DIR]
   research-agent watch [RUN] [--workspace DIR | --nats URL]
   research-agent query --similar "TEXT" [--run RUN] [--k N] [--json] [--workspace DIR | --nats URL]
   research-agent report RUN [--workspace DIR]
@@ -75,7 +79,9 @@ launch options:
 launch exit status: 0 when the goal was met, or when a run with no target completed
   (status completed: it found a best model); 3 when a run with a target ended
   without meeting it (budget_exhausted, stopped), or a run with no target found
-  no model; 2 on an error.
+  no model; 2 on an error; 130 (SIGINT) or 143 (SIGTERM) when stopped before the
+  run ended: the report so far is written, marked interrupted, every process is
+  stopped, and launch --resume RUN goes on from there. A second signal stops at once.
 
 research options:
   --format TEXT        how much to return: "3 suggestions, 2 insights, architecture only"
@@ -213,7 +219,9 @@ function prepareRun(a: RunArgs) {
   if (a.planner && !["builtin", "random"].includes(a.planner)) fail(`--planner must be builtin or random, got "${a.planner}"`);
   const workspace = resolve(a.workspace);
   if (!a.goal && !a.resume) fail('--goal is required, e.g. --goal "fashion-mnist: reach 90% validation accuracy"');
-  if (a.resume && !existsSync(join(workspace, "runs", a.resume))) fail(`--resume: no run ${a.resume} in ${join(workspace, "runs")}`);
+  // A run's events live in the workspace's NATS stream (its folder under runs/ may not exist yet);
+  // whether this run is there is known once NATS is up, and said then.
+  if (a.resume && !existsSync(join(workspace, "nats"))) fail(`--resume: ${workspace} has no swarm data (nats/), so no run ${a.resume} to resume`);
   if (a["time-budget"] !== undefined && !((parseDuration(a["time-budget"]) ?? 0) > 0)) {
     fail(`--time-budget must be a duration such as 90s, 20m or 2h, got "${a["time-budget"]}"`);
   }
@@ -246,11 +254,22 @@ function prepareRun(a: RunArgs) {
   return { workspace, goal, llmFlags, settings, slots };
 }
 
+/** Exit statuses of a launch stopped by a signal, after its report is written. */
+const SIGNAL_EXIT: Record<string, number> = { SIGINT: 130, SIGTERM: 143 };
+
 /**
  * Starts the swarm, checks the dataset, runs `body`, and always stops the
- * swarm; exits with `body`'s code (2 when it threw).
+ * swarm; exits with `body`'s code (2 when it threw). A SIGINT or SIGTERM
+ * stops at once, unless `body` wraps up on `interrupt` (when `wrapsUp`):
+ * then the first aborts it and a second stops at once.
  */
-async function withSwarm(a: RunArgs, run: ReturnType<typeof prepareRun>, say: (line: string) => void, body: (swarm: Swarm) => Promise<number>): Promise<never> {
+async function withSwarm(
+  a: RunArgs,
+  run: ReturnType<typeof prepareRun>,
+  say: (line: string) => void,
+  body: (swarm: Swarm, interrupt: AbortSignal) => Promise<number>,
+  wrapsUp = false,
+): Promise<never> {
   const { goal } = run;
   say(`starting the swarm in ${run.workspace} ...`);
   // The runner mounts data roots read-only into its sandbox; a CSV file's folder is its root.
@@ -281,15 +300,22 @@ async function withSwarm(a: RunArgs, run: ReturnType<typeof prepareRun>, say: (l
     }
     process.exit(code);
   };
-  process.once("SIGINT", () => void shutdown(130));
-  process.once("SIGTERM", () => void shutdown(143));
+  const interrupt = new AbortController();
+  for (const sig of Object.keys(SIGNAL_EXIT)) {
+    process.on(sig, () => {
+      if (!wrapsUp || interrupt.signal.aborted) return void shutdown(SIGNAL_EXIT[sig]!);
+      say(`${sig}: writing the report so far, then stopping (again to stop at once) ...`);
+      interrupt.abort(sig);
+    });
+  }
   try {
     if (goal) {
       const info = await swarm.runner.describe({ dataset: { name: goal.dataset, dataDir: goal.dataDir, targetColumn: goal.targetColumn } });
       if (info.failure) throw new Error(`dataset ${goal.dataset}: ${info.failure.message}`);
       say(`dataset ${goal.dataset}: ${info.nTrain} train / ${info.nVal} val / ${info.nTest} test, input ${JSON.stringify(info.inputShape)}, ${info.numClasses} classes`);
     }
-    return await shutdown(await body(swarm));
+    if (interrupt.signal.aborted) return await shutdown(SIGNAL_EXIT[String(interrupt.signal.reason)]!);
+    return await shutdown(await body(swarm, interrupt.signal));
   } catch (err) {
     process.stderr.write(`research-agent: ${(err as Error).message}\n`);
     return await shutdown(2);
@@ -302,17 +328,25 @@ async function launch(argv: string[]): Promise<void> {
   const run = prepareRun(a);
   const t0 = Date.now();
   const say = (line: string) => void (!a.json && process.stdout.write(`${elapsed(t0)} ${line}\n`));
-  await withSwarm(a, run, say, async (swarm) => {
+  await withSwarm(a, run, say, async (swarm, interrupt) => {
     const outcome = await runGoal(swarm, {
       start: run.goal ? { goal: run.goal, settings: run.settings(!a["no-research"]) } : undefined,
       runId: a.resume,
       resume: !!a.resume,
+      signal: interrupt,
       log: quietLogger(),
       onEvent: (e, s) => {
         const line = describeEvent(e, s);
         if (line) say(line);
       },
     });
+    if (outcome.interrupted) {
+      // The lineage store writes reports on RunFinished, which an interrupted run has not had.
+      const dir = join(run.workspace, "runs", outcome.runId);
+      await writeReport(dir, outcome.state, outcome.finished);
+      outcome.finished.reportPath = join(dir, "report.md");
+      outcome.finished.registryPath = join(dir, REGISTRY_FILE);
+    }
     const best = outcome.state.trials.get(outcome.finished.bestTrialId);
     const acc = best?.evaluated?.result?.aggregated.val_accuracy;
     const test = outcome.finished.testResult?.aggregated.test_accuracy;
@@ -343,8 +377,9 @@ async function launch(argv: string[]): Promise<void> {
       say(`report: ${outcome.finished.reportPath}`);
       say(`registry: ${outcome.finished.registryPath}`);
     }
+    if (outcome.interrupted) return SIGNAL_EXIT[String(interrupt.reason)] ?? 130;
     return outcome.finished.status === RunStatus.GOAL_ACHIEVED || outcome.finished.status === RunStatus.COMPLETED ? 0 : 3;
-  });
+  }, true);
 }
 
 async function ablation(argv: string[]): Promise<void> {
@@ -436,16 +471,60 @@ async function research(argv: string[]): Promise<void> {
   process.stdout.write(`${lines.join("\n")}\n`);
 }
 
+/** The workspace's lineage, read-only (the store process may be writing it). */
+async function openLineage(workspace: string): Promise<LineageStore> {
+  const dir = join(resolve(workspace), "lineage");
+  if (!existsSync(dir)) fail(`no lineage in ${dir} (is --workspace right?)`);
+  return LineageStore.open(dir, { readOnly: true, embedder: await lineageEmbedder(dir), logger: quietLogger() });
+}
+
+async function runs(argv: string[]): Promise<void> {
+  const { values: a } = args(argv, {});
+  if (a.help) return void process.stdout.write(HELP);
+  const store = await openLineage(a.workspace);
+  const rows = await store.listRuns();
+  await store.close();
+  // A run still "running" in a workspace with no swarm up was interrupted: launch --resume continues it.
+  const bus = await connectOrFail(a.workspace);
+  const live = bus !== undefined;
+  await bus?.close();
+  const statusOf = (r: (typeof rows)[number]) => (r.status === "running" && !live ? "interrupted" : r.status || "starting");
+  const seconds = (r: (typeof rows)[number]) => ((r.finished_at ?? Date.now()) - (r.started_at ?? r.updated_at)) / 1000;
+  if (a.json) {
+    const json = rows.map((r) => ({ run_id: r.run_id, goal: r.goal, status: statusOf(r), trials: r.trials, best_trial_id: r.best_trial_id, best_ci_low: r.best_score, started_at: r.started_at, seconds: seconds(r) }));
+    return void process.stdout.write(`${JSON.stringify(json, null, 2)}\n`);
+  }
+  if (rows.length === 0) return void process.stdout.write("no runs in this workspace\n");
+  for (const r of rows) {
+    const started = r.started_at ? new Date(r.started_at).toISOString().slice(0, 16).replace("T", " ") : "?";
+    const best = r.best_score !== null ? `best CI low ${fmtPct(r.best_score)}` : "no best yet";
+    process.stdout.write(`${r.run_id}  ${statusOf(r).padEnd(16)} ${String(r.trials).padStart(4)} trials  ${best.padEnd(22)} ${started}  ${(seconds(r) / 60).toFixed(1).padStart(6)} min  ${r.goal}\n`);
+  }
+}
+
 async function watch(argv: string[]): Promise<void> {
   const { values: a, positionals } = args(argv, {});
   if (a.help) return void process.stdout.write(HELP);
-  const bus = (await connectOrFail(a.workspace, a.nats)) ?? fail("no swarm is running for this workspace (give --nats URL or --workspace DIR)");
   const states = new Map<string, RunState>();
   const stateOf = (runId: string) => states.get(runId) ?? states.set(runId, emptyRunState(runId)).get(runId)!;
   const print = (e: Event, s: RunState) => {
     const line = describeEvent(e, s);
     if (line) process.stdout.write(`${new Date(Number(e.emittedAtMs)).toISOString()} ${e.runId} ${line}\n`);
   };
+  const bus = await connectOrFail(a.workspace, a.nats);
+  if (!bus) {
+    // No swarm: the run as the workspace stored it, start to end.
+    const runId = positionals[0] ?? fail("no swarm is running for this workspace: watch RUN replays a stored run (research-agent runs lists them)");
+    const store = await openLineage(a.workspace);
+    const rows = await store.eventsOf(runId);
+    await store.close();
+    if (rows.length === 0) fail(`no run ${runId} in this workspace's lineage`);
+    for (const row of rows) {
+      const e = fromBinary(EventSchema, row.payload);
+      print(e, applyToRunState(stateOf(e.runId), e));
+    }
+    return;
+  }
   const run = positionals[0] ?? "*";
   await bus.watch(run, (e) => print(e, applyToRunState(stateOf(e.runId), e)));
   // Progress is live only: what is running now, never the history.
@@ -464,9 +543,7 @@ async function query(argv: string[]): Promise<void> {
     rows = await queryLineage(bus, { text: a.similar, k, runId: a.run });
     await bus.close();
   } else {
-    const dir = join(resolve(a.workspace), "lineage");
-    if (!existsSync(dir)) fail(`no lineage in ${dir}`);
-    const store = await LineageStore.open(dir, { readOnly: true, embedder: await lineageEmbedder(dir), logger: quietLogger() });
+    const store = await openLineage(a.workspace);
     rows = (await store.similarTrials({ text: a.similar, k, runId: a.run })).map(summaryOf);
     await store.close();
   }
@@ -486,8 +563,16 @@ async function report(argv: string[]): Promise<void> {
   if (a.help) return void process.stdout.write(HELP);
   const run = positionals[0] ?? fail("report needs a RUN id");
   const path = join(resolve(a.workspace), "runs", run, "report.md");
-  if (!existsSync(path)) fail(`no report at ${path} (is the run finished, and is --workspace right?)`);
-  process.stdout.write(readFileSync(path, "utf8"));
+  if (existsSync(path)) return void process.stdout.write(readFileSync(path, "utf8"));
+  // A run still going has no report yet: render one from what the workspace has stored so far.
+  const store = await openLineage(a.workspace);
+  const rows = await store.eventsOf(run);
+  await store.close();
+  if (rows.length === 0) fail(`no run ${run} in this workspace (research-agent runs lists them)`);
+  const state = emptyRunState(run);
+  for (const row of rows) applyToRunState(state, fromBinary(EventSchema, row.payload));
+  const sofar = runSoFar(state, RunStatus.RUNNING, `still running: the report so far, after ${state.judgedCount} judged trials`);
+  process.stdout.write(buildReport(state, sofar).markdown);
 }
 
 async function status(argv: string[]): Promise<void> {
@@ -507,7 +592,7 @@ async function status(argv: string[]): Promise<void> {
 }
 
 const [command, ...rest] = process.argv.slice(2);
-const commands: Record<string, (argv: string[]) => Promise<void>> = { launch, watch, query, report, status, research, ablation };
+const commands: Record<string, (argv: string[]) => Promise<void>> = { launch, runs, watch, query, report, status, research, ablation };
 if (!command || command === "--help" || command === "-h" || command === "help") process.stdout.write(HELP);
 else if (!commands[command]) fail(`unknown command "${command}"\n${HELP}`);
 else await commands[command](rest);

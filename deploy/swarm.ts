@@ -14,7 +14,7 @@ import { ResearchError } from "../core/failure.js";
 import type { Logger } from "../core/logger.js";
 import { connectRunner, type RunnerClient } from "../gpu-runner/client.js";
 import { RunSettingsSchema, RunStatus, type Event, type Goal, type RunFinished, type RunSettings } from "../proto/gen/research/v1/events_pb.js";
-import { applyToRunState, emptyRunState, type RunState } from "../swarm/run-state.js";
+import { applyToRunState, emptyRunState, runSoFar, type RunState } from "../swarm/run-state.js";
 import { Supervisor } from "./supervisor.js";
 
 export const ROLES = ["researcher", "planner", "coder", "analyst", "judge"] as const;
@@ -183,6 +183,8 @@ export interface RunOutcome {
   runId: string;
   state: RunState;
   finished: RunFinished;
+  /** The caller's signal ended the follow before the run did: `finished` is the launcher's account (status INTERRUPTED), never stored. */
+  interrupted?: boolean;
 }
 
 /**
@@ -198,6 +200,8 @@ export async function runGoal(
     runId?: string;
     resume?: boolean;
     onEvent?: (e: Event, s: RunState) => void;
+    /** Stop following (the launcher was told to stop): the outcome is the run so far, marked interrupted. */
+    signal?: AbortSignal;
     log: Logger;
   },
 ): Promise<RunOutcome> {
@@ -235,8 +239,17 @@ export async function runGoal(
     },
     Math.max(0, startedAt + budgetS * 1000 + graceMs - Date.now()),
   );
-  const result = await finished.finally(() => clearTimeout(deadline));
+  const interrupted = new Promise<RunFinished>((resolve) => {
+    const stop = () =>
+      resolve(
+        runSoFar(state, RunStatus.INTERRUPTED, `interrupted by ${String(opts.signal?.reason ?? "the launcher")} after ${state.judgedCount} judged trials; launch --resume ${runId} continues it`),
+      );
+    if (opts.signal?.aborted) stop();
+    else opts.signal?.addEventListener("abort", stop, { once: true });
+  });
+  const result = await Promise.race([finished, interrupted]).finally(() => clearTimeout(deadline));
   await Promise.all([watch.stop(), progress.stop()]);
+  if (result.status === RunStatus.INTERRUPTED) return { runId, state, finished: result, interrupted: true };
   // The store writes the report after it sees RunFinished.
   const report = result.reportPath;
   for (let i = 0; i < 120 && report && !existsSync(report); i++) await new Promise((r) => setTimeout(r, 250));

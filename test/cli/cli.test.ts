@@ -74,7 +74,7 @@ describe("research-agent", () => {
       [["--parallel", "zero"], '--parallel must be a positive integer, got "zero"'],
       [["--seed", "abc"], '--seed must be a whole number from 0 to 4294967295, got "abc"'],
       [["--time-budget", "soon"], '--time-budget must be a duration such as 90s, 20m or 2h, got "soon"'],
-      [["--resume", "nosuchrun"], `--resume: no run nosuchrun in ${join(workspace, "runs")}`],
+      [["--resume", "nosuchrun"], `--resume: ${workspace} has no swarm data (nats/), so no run nosuchrun to resume`],
     ];
     for (const [flags, message] of cases) {
       const r = run("research-agent", ["launch", "--goal", "digits: reach 90% validation accuracy", "--workspace", workspace, ...flags]);
@@ -88,6 +88,6 @@ describe("research-agent", () => {
   it("has useful --help", () => {
     const r = run("research-agent", ["--help"]);
     expect(r.code).toBe(0);
-    for (const cmd of ["launch", "watch", "query", "report", "status"]) expect(r.stdout).toContain(`research-agent ${cmd}`);
+    for (const cmd of ["launch", "runs", "watch", "query", "report", "status"]) expect(r.stdout).toContain(`research-agent ${cmd}`);
   });
 });

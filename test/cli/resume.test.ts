@@ -65,4 +65,64 @@ describe("launch --resume", () => {
       rmSync(workspace, { recursive: true, force: true });
     }
   }, 420_000);
+
+  it("stops cleanly on SIGINT with a report so far, and resumes from there", async () => {
+    const workspace = mkdtempSync(join(tmpdir(), "interrupt-test-"));
+    try {
+      const first = spawn(
+        "./research-agent",
+        // A trial budget the run cannot spend before the signal; the time budget ends the resumed run.
+        ["launch", "--goal", "digits: reach 99.9% validation accuracy", "--max-trials", "40", "--time-budget", "75s", "--seeds", "2", "--epochs", "1", "--no-research", "--workspace", workspace],
+        { env, stdio: ["ignore", "pipe", "pipe"] },
+      );
+      let out = "";
+      let err = "";
+      first.stdout.on("data", (d: Buffer) => (out += d.toString()));
+      first.stderr.on("data", (d: Buffer) => (err += d.toString()));
+      const exited = new Promise<number | null>((r) => first.once("exit", (code) => r(code)));
+      const runId = await new Promise<string>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no judged trial:\n${out}\n${err}\n${logsOf(workspace)}`)), 120_000);
+        first.stdout.on("data", () => {
+          const m = /run (r[\w-]+) started/.exec(out);
+          if (m && /t\d{3} \w+ -> /.test(out)) {
+            clearTimeout(timer);
+            resolve(m[1]!);
+          }
+        });
+      });
+      // A live run has no report yet; `report` renders the run so far.
+      const live = spawnSync("./research-agent", ["report", runId, "--workspace", workspace], { env, encoding: "utf8", timeout: 60_000 });
+      expect(live.stdout, live.stderr).toContain("**Status:** running: still running: the report so far, after");
+      first.kill("SIGINT");
+      expect(await exited, `${out}\n${err}`).toBe(130);
+      expect(err).not.toMatch(/Unhandled|DrainingConnectionError/);
+      expect(out).toContain(`status: interrupted after`);
+      const report = readFileSync(join(workspace, "runs", runId, "report.md"), "utf8");
+      expect(report).toContain("**Status:** interrupted: interrupted by SIGINT after");
+      expect(report).toContain(`launch --resume ${runId} continues it`);
+      // Every process the launch started is gone, its nats-server included.
+      const { nats_pid } = JSON.parse(readFileSync(join(workspace, "swarm.json"), "utf8")) as { nats_pid: number };
+      expect(() => process.kill(nats_pid, 0)).toThrow();
+      const ps = spawnSync("ps", ["-eo", "args"], { encoding: "utf8" }).stdout;
+      expect(ps.split("\n").filter((l) => l.includes(workspace))).toEqual([]);
+
+      // With no swarm up, the workspace still lists the run, as interrupted.
+      const listed = spawnSync("./research-agent", ["runs", "--workspace", workspace, "--json"], { env, encoding: "utf8", timeout: 60_000 });
+      expect(JSON.parse(listed.stdout)).toMatchObject([{ run_id: runId, status: "interrupted" }]);
+
+      const second = spawnSync("./research-agent", ["launch", "--resume", runId, "--workspace", workspace, "--json"], { env, encoding: "utf8", timeout: 300_000 });
+      const summary = JSON.parse(second.stdout.trim().split("\n").pop()!) as { run_id: string; status: string; trials: number };
+      // watch replays the finished run from the workspace, start to end.
+      const replay = spawnSync("./research-agent", ["watch", runId, "--workspace", workspace], { env, encoding: "utf8", timeout: 60_000 });
+      expect(replay.status, replay.stderr).toBe(0);
+      expect(replay.stdout).toContain(`${runId} run ${runId} started`);
+      expect(replay.stdout).toMatch(new RegExp(`${runId} run finished: ${summary.status}`));
+      expect(summary.run_id).toBe(runId);
+      // However it ends (goal, time budget, plateau), it ends: the resumed run is not interrupted.
+      expect(["goal_achieved", "budget_exhausted", "stopped"]).toContain(summary.status);
+      expect(readFileSync(join(workspace, "runs", runId, "report.md"), "utf8")).not.toContain("interrupted by SIGINT");
+    } finally {
+      rmSync(workspace, { recursive: true, force: true });
+    }
+  }, 420_000);
 });
