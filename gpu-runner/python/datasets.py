@@ -232,9 +232,12 @@ class _ArrayUnpickler(pickle.Unpickler):
                 ("numpy", "dtype"), ("numpy.core.multiarray", "scalar"), ("_codecs", "encode")}
 
     def find_class(self, module, name):
-        if (module, name) not in self._ALLOWED:
+        # numpy 2 pickles name numpy._core where numpy 1 (and the CIFAR files) name numpy.core;
+        # each numpy reads both.
+        plain = module.replace("numpy._core", "numpy.core", 1)
+        if (plain, name) not in self._ALLOWED:
             raise pickle.UnpicklingError(f"refusing to unpickle {module}.{name}")
-        return super().find_class(module, name)
+        return super().find_class(plain if not hasattr(np, "_core") else module.replace("numpy.core", "numpy._core", 1), name)
 
 
 def _unpickle(path):

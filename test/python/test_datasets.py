@@ -166,6 +166,22 @@ def test_a_cifar_pickle_cannot_run_code(tmp_path):
     assert not os.path.exists(marker)
 
 
+@pytest.mark.parametrize("module", [b"numpy.core.multiarray", b"numpy._core.multiarray"])
+def test_cifar_pickles_of_either_numpy_load(tmp_path, module):
+    # The CIFAR files and numpy 1 name numpy.core, numpy 2 numpy._core: each numpy reads both.
+    data = pickle.dumps({"data": np.zeros((2, 3072), np.uint8), "labels": [0, 1]}, protocol=2)
+    data = data.replace(b"numpy._core.multiarray", b"numpy.core.multiarray").replace(b"numpy.core.multiarray", module)
+    assert module in data
+    folder = tmp_path / "cifar-10-batches-py"
+    folder.mkdir()
+    for name in [f"data_batch_{i}" for i in range(1, 6)] + ["test_batch"]:
+        (folder / name).write_bytes(data)
+    with open(folder / "batches.meta", "wb") as f:
+        pickle.dump({"label_names": [f"c{i}" for i in range(10)]}, f, protocol=2)
+    raw = datasets.load(spec(name="cifar10", data_dir=str(tmp_path)))
+    assert raw.x_train.shape == (10, 3, 32, 32)
+
+
 def write(path, text):
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
