@@ -123,6 +123,9 @@ async function swarmRun(planner: string, repeat: number): Promise<RunRecord> {
   const loadBefore = loadavg();
   const s0 = Date.now();
   const swarm = await startSwarm({ workspace, logger: log });
+  // Stopped from outside (Ctrl-C, kill), the harness takes its swarm and nats-server with it.
+  const onSignal = (sig: NodeJS.Signals) => void swarm.stop().finally(() => process.exit(sig === "SIGINT" ? 130 : 143));
+  process.once("SIGINT", onSignal).once("SIGTERM", onSignal);
   const startupS = (Date.now() - s0) / 1000;
   const events: Event[] = [];
   const t0 = Date.now();
@@ -174,6 +177,7 @@ async function swarmRun(planner: string, repeat: number): Promise<RunRecord> {
       extra: { testFailure: test ? null : judgeTestFailure(workspace), trialTimeBudgetS: outcome.state.settings?.trialTimeBudgetS, bestTrialId: best?.id ?? null, bestRung: best?.proposed?.rung ?? null, bestTrain: best?.train ?? null, runSeconds: outcome.finished.seconds },
     };
   } finally {
+    process.off("SIGINT", onSignal).off("SIGTERM", onSignal);
     await swarm.stop();
     rmSync(workspace, { recursive: true, force: true });
   }

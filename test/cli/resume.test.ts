@@ -20,6 +20,18 @@ function logsOf(workspace: string): string {
   return existsSync(dir) ? readdirSync(dir).map((f) => `--- ${f}\n${readFileSync(join(dir, f), "utf8").slice(-1500)}`).join("\n") : "";
 }
 
+/** A failed test must not leave the killed launcher's nats-server behind (its resume would have stopped it). */
+function cleanUp(workspace: string): void {
+  const file = join(workspace, "swarm.json");
+  const { nats_pid } = existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as { nats_pid?: number }) : {};
+  try {
+    if (nats_pid) process.kill(nats_pid, "SIGKILL");
+  } catch {
+    // Already gone, as it should be.
+  }
+  rmSync(workspace, { recursive: true, force: true });
+}
+
 describe("launch --resume", () => {
   it("finishes a run whose launcher was killed, once per trial", async () => {
     const workspace = mkdtempSync(join(tmpdir(), "resume-test-"));
@@ -62,7 +74,7 @@ describe("launch --resume", () => {
       expect(ids).toHaveLength(summary.trials);
       expect(existsSync(join(workspace, "runs", runId, "report.md"))).toBe(true);
     } finally {
-      rmSync(workspace, { recursive: true, force: true });
+      cleanUp(workspace);
     }
   }, 420_000);
 
@@ -122,7 +134,7 @@ describe("launch --resume", () => {
       expect(["goal_achieved", "budget_exhausted", "stopped"]).toContain(summary.status);
       expect(readFileSync(join(workspace, "runs", runId, "report.md"), "utf8")).not.toContain("interrupted by SIGINT");
     } finally {
-      rmSync(workspace, { recursive: true, force: true });
+      cleanUp(workspace);
     }
   }, 420_000);
 });
