@@ -24,11 +24,9 @@ function logsOf(workspace: string): string {
 function cleanUp(workspace: string): void {
   const file = join(workspace, "swarm.json");
   const { nats_pid } = existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as { nats_pid?: number }) : {};
-  try {
-    if (nats_pid) process.kill(nats_pid, "SIGKILL");
-  } catch {
-    // Already gone, as it should be.
-  }
+  // Only a nats-server: the pid may have been reused since the server stopped, as it should have.
+  const comm = `/proc/${nats_pid}/comm`;
+  if (nats_pid && existsSync(comm) && readFileSync(comm, "utf8").trim() === "nats-server") process.kill(nats_pid, "SIGKILL");
   rmSync(workspace, { recursive: true, force: true });
 }
 
