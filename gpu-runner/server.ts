@@ -70,15 +70,17 @@ export async function startRunner(opts: RunnerOptions): Promise<RunningRunner> {
   const pinned = opts.device === "cpu" ? 0 : gpus.length > 1 ? gpus.length : undefined;
   const pool = new WorkerPool({ ...common, slots, gpus: pinned, scratchRoot: join(scratchRoot, "train") });
   const quick = new WorkerPool({ ...common, slots: 1, gpus: pinned && 1, scratchRoot: join(scratchRoot, "quick") });
-  const t0 = Date.now();
-  const [device] = await Promise.all([pool.start(), quick.start()]).catch(async (err: unknown) => {
+  const release = async () => {
     await Promise.all([pool.close(), quick.close()]);
     rmSync(scratchRoot, { recursive: true, force: true });
+  };
+  const t0 = Date.now();
+  const [device] = await Promise.all([pool.start(), quick.start()]).catch(async (err: unknown) => {
+    await release();
     throw err;
   });
   if (opts.device === "cuda" && device.kind !== "cuda") {
-    await Promise.all([pool.close(), quick.close()]);
-    rmSync(scratchRoot, { recursive: true, force: true });
+    await release();
     throw new ResearchError("runner_unavailable", `--device cuda: ${common.python} sees no CUDA device (torch ${device.torch_version}, ${gpus.length} GPU(s) listed by nvidia-smi)`);
   }
   log.info({ slots: pool.stats().slots, device, sandbox, ms: Date.now() - t0 }, "workers ready");
@@ -104,8 +106,7 @@ export async function startRunner(opts: RunnerOptions): Promise<RunningRunner> {
     async close() {
       await new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
       server.forceShutdown();
-      await Promise.all([pool.close(), quick.close()]);
-      rmSync(scratchRoot, { recursive: true, force: true });
+      await release();
     },
   };
 }

@@ -80,6 +80,12 @@ const PROPORTIONS: Record<string, (s: SeedResult) => number> = {
   test_accuracy: (s) => s.testExamples,
 };
 
+/** Accuracy, F1, AUC and the like live in [0, 1]; an interval past either end says nothing more. */
+function clipToUnit(stats: MetricStats): MetricStats {
+  stats.ci95 = stats.ci95.map((v) => Math.min(1, Math.max(0, v)));
+  return stats;
+}
+
 /** Aggregates every metric that all seeds report, plus wall-clock seconds. */
 export function aggregate(seeds: SeedResult[]): Record<string, MetricStats> {
   const out: Record<string, MetricStats> = {};
@@ -89,8 +95,7 @@ export function aggregate(seeds: SeedResult[]): Record<string, MetricStats> {
     const values = seeds.map((s) => s.metrics[key]!);
     const examples = PROPORTIONS[key];
     const stats = examples ? describeProportion(values, examples(seeds[0]!)) : describe(values);
-    // Accuracy, F1, AUC and the like live in [0, 1]; an interval past either end says nothing more.
-    if (!key.endsWith("loss")) stats.ci95 = stats.ci95.map((v) => Math.min(1, Math.max(0, v)));
+    if (!key.endsWith("loss")) clipToUnit(stats);
     out[key] = stats;
   }
   out.seconds = describe(seeds.map((s) => s.seconds));
@@ -129,9 +134,7 @@ export function ensembleMetrics(outputs: { val?: SeedOutputs; test?: SeedOutputs
   for (const split of ["val", "test"] as const) {
     const seeds = outputs.map((o) => o[split]).filter((o): o is SeedOutputs => !!o?.labels.length);
     if (seeds.length !== outputs.length) continue;
-    const stats = describeProportion([ensembleAccuracy(seeds)], seeds[0]!.labels.length);
-    stats.ci95 = stats.ci95.map((v) => Math.min(1, Math.max(0, v)));
-    out[`ensemble_${split}_accuracy`] = stats;
+    out[`ensemble_${split}_accuracy`] = clipToUnit(describeProportion([ensembleAccuracy(seeds)], seeds[0]!.labels.length));
   }
   return out;
 }
