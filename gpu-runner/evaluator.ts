@@ -1,7 +1,12 @@
 /**
  * The runner's protocol-agnostic core: multi-seed evaluation, summaries and
- * dataset descriptions on top of the worker pool. The gRPC server is a thin
+ * dataset descriptions on top of the worker pools. The gRPC server is a thin
  * adapter over this class; tests and benchmarks can use either.
+ *
+ * Every validation and test number comes from the referee: a seed's job
+ * returns predictions, and the referee, which alone holds those labels,
+ * scores them (python/referee.py). A model that rewrites its training loop
+ * can misreport its training loss, never its score.
  */
 import { availableParallelism } from "node:os";
 import { create, fromJson, type JsonValue, type MessageInitShape } from "@bufbuild/protobuf";
@@ -31,7 +36,8 @@ import {
 } from "../proto/gen/research/v1/runner_pb.js";
 import type { WorkerPool } from "./pool.js";
 import { limitsFor, planDescribe, planEvaluation, planScript, planSummary, DEFAULTS, SCRIPT } from "./request.js";
-import { aggregate, convergence, ensembleMetrics, goalStatus, overfitting, weakClasses, type SeedOutputs } from "./stats.js";
+import type { MetricStats } from "../proto/gen/research/v1/runner_pb.js";
+import { aggregate, clipToUnit, convergence, describeProportion, goalStatus, overfitting, weakClasses } from "./stats.js";
 import type { JobFiles, TerminalEvent, WorkerEvent } from "./worker.js";
 import { KEPT_PER_RUN, type WeightStore } from "./weights.js";
 import type { Gpu } from "./gpus.js";
@@ -41,14 +47,20 @@ const JSON_OPTS = { ignoreUnknownFields: true };
 
 export interface EvaluatorOptions {
   pool: WorkerPool;
-  /** A separate worker for summaries, dataset descriptions and scripts, so they never wait behind training. */
+  /** A separate worker for summaries and scripts, so they never wait behind training. */
   quick: WorkerPool;
+  /** The referee (python/referee.py): publishes datasets for the workers and scores predictions. */
+  referee: WorkerPool;
   dataRoots: string[];
   weights: WeightStore;
   /** The host's GPUs (gpus.ts); empty on a CPU runner. */
   gpus?: Gpu[];
   logger: Logger;
 }
+
+type Prepared = Extract<TerminalEvent, { kind: "prepared" }>;
+type Scores = Extract<TerminalEvent, { kind: "scores" }>;
+type Part = "val" | "test";
 
 function failureOf(e: TerminalEvent): ResearchError {
   return e.kind === "failure"
@@ -112,8 +124,8 @@ export class Evaluator {
         `no weights kept for trial ${req.weightsOf} seed ${missing.join(", ")} (the runner keeps its run's best ${KEPT_PER_RUN} trials by validation mean, while it runs)`,
       );
     }
-    const filesOf = (seed: number): JobFiles | undefined =>
-      req.weightsOf ? { load: weights.file(req.runId, req.weightsOf, seed) } : req.keepWeights ? { keep: weights.file(req.runId, req.trialId, seed) } : undefined;
+    const filesOf = (seed: number): JobFiles =>
+      req.weightsOf ? { load: weights.file(req.runId, req.weightsOf, seed) } : req.keepWeights ? { keep: weights.file(req.runId, req.trialId, seed) } : {};
     const out = new AsyncQueue<EvaluateEventInit>();
     const abort = new AbortController();
     const onCallerAbort = () => abort.abort();
@@ -132,27 +144,61 @@ export class Evaluator {
       return limits;
     };
 
+    const prepared = this.prepare(plan.job.dataset, abort.signal);
+    const score = async (part: Part, predictions: unknown[], full: boolean): Promise<Scores> => {
+      const end = await this.opts.referee.run("score", () => ({ dataset: plan.job.dataset, part, predictions, full }), () => {}, abort.signal);
+      if (end.kind !== "scores") throw failureOf(end);
+      return end;
+    };
+
     const runSeed = async (seed: number): Promise<SeedResult> => {
+      const split = await prepared;
+      // Epochs are scored in order, each as it arrives; the result waits for the last.
+      const valCurve = { val_loss: [] as number[], val_accuracy: [] as number[] };
+      let scored = Promise.resolve();
       const onEvent = (e: WorkerEvent) => {
-        if (e.kind === "epoch") out.push({ event: { case: "progress", value: fromJson(EpochProgressSchema, e as JsonValue, JSON_OPTS) } });
+        if (e.kind !== "epoch") return;
+        const { val_predictions: predictions, ...point } = e;
+        scored = scored.then(async () => {
+          const s = await score("val", [predictions], false);
+          valCurve.val_accuracy.push(Number(s.val_accuracy));
+          valCurve.val_loss.push(Number(s.val_loss));
+          const progress = { ...point, val_accuracy: s.val_accuracy, val_loss: s.val_loss };
+          out.push({ event: { case: "progress", value: fromJson(EpochProgressSchema, progress as JsonValue, JSON_OPTS) } });
+        });
+        scored.catch(() => {}); // awaited below; a failed score fails the seed there
       };
-      const makeSpec = () => ({ ...plan.job, seed, threads: this.threads, limits: startSeed() });
-      const end = await this.opts.pool.run("train", makeSpec, onEvent, abort.signal, filesOf(seed));
+      const job = { ...plan.job, dataset_id: split.dataset_id, split_id: split.split_id, seed, threads: this.threads };
+      const makeSpec = () => ({ ...job, limits: startSeed() });
+      const end = await this.opts.pool.run("train", makeSpec, onEvent, abort.signal, { labels: split.labels, ...filesOf(seed) });
       if (end.kind !== "result") throw failureOf(end);
-      const result = fromJson(SeedResultSchema, end as JsonValue, JSON_OPTS);
+      await scored;
+      const { val_predictions: val, test_predictions: test, ...rest } = end;
+      const [v, t] = await Promise.all([score("val", [val], true), test ? score("test", [test], true) : undefined]);
+      const curve = { ...(rest.learning_curve as Record<string, number[]>), ...valCurve };
+      const scoredResult = {
+        ...rest,
+        metrics: { ...(rest.metrics as Record<string, number>), ...(v.metrics as object), ...(t?.metrics as object | undefined) },
+        per_class: v.per_class,
+        confusion_matrix: v.confusion_matrix,
+        val_examples: v.examples,
+        test_examples: t?.examples ?? 0,
+        learning_curve: curve,
+      };
+      const result = fromJson(SeedResultSchema, scoredResult as JsonValue, JSON_OPTS);
       out.push({ event: { case: "seedFinished", value: { seed, valAccuracy: result.metrics.val_accuracy ?? 0, seconds: result.seconds } } });
       seedInfo ??= end;
-      outputs.set(seed, seedOutputs(end));
+      predictions.set(seed, { val, test });
       return result;
     };
 
     let seedInfo: TerminalEvent | undefined;
-    const outputs = new Map<number, ReturnType<typeof seedOutputs>>();
+    const predictions = new Map<number, Record<Part, unknown>>();
     Promise.all(seeds.map((s) => runSeed(s).catch((f) => (abort.abort(), Promise.reject(f)))))
-      .then((results) => {
+      .then(async (results) => {
         const info = seedInfo as Record<string, unknown> | undefined;
         const result = this.result(results, plan.target, (Date.now() - t0) / 1000, info);
-        Object.assign(result.aggregated, ensembleMetrics(seeds.map((s) => outputs.get(s)!)));
+        if (req.evaluateTest) Object.assign(result.aggregated, await this.ensemble(seeds.map((s) => predictions.get(s)!), score));
         if (req.keepWeights) weights.settle(req.runId, req.trialId, result.aggregated.val_accuracy?.mean);
         out.push({ event: { case: "result", value: result } });
         log.info({ seeds: results.length, seconds: (Date.now() - t0) / 1000 }, "evaluation finished");
@@ -169,6 +215,30 @@ export class Evaluator {
         signal?.removeEventListener("abort", onCallerAbort);
         out.close();
       });
+    return out;
+  }
+
+  /** The referee loads, splits and publishes the dataset: the ids a job names it by, and its training labels' file. */
+  private async prepare(dataset: unknown, signal?: AbortSignal): Promise<Prepared> {
+    const end = await this.opts.referee.run("prepare", () => ({ dataset }), () => {}, signal);
+    if (end.kind !== "prepared") throw failureOf(end);
+    return end;
+  }
+
+  /**
+   * `ensemble_val_accuracy` and `ensemble_test_accuracy` of a confirmation's
+   * seeds as one model (per example, the class of highest mean probability):
+   * the seeds are paid for already, and their average is a stronger model than
+   * any one of them. One model, so the interval is the binomial part alone.
+   */
+  private async ensemble(seeds: Record<Part, unknown>[], score: (part: Part, p: unknown[], full: boolean) => Promise<Scores>) {
+    const out: Record<string, MetricStats> = {};
+    if (seeds.length < 2) return out;
+    for (const part of ["val", "test"] as const) {
+      if (seeds.some((s) => s[part] === undefined)) continue;
+      const s = await score(part, seeds.map((x) => x[part]), false);
+      out[`ensemble_${part}_accuracy`] = clipToUnit(describeProportion([Number(s[`${part}_accuracy`])], s.examples));
+    }
     return out;
   }
 
@@ -204,11 +274,12 @@ export class Evaluator {
   }
 
   async describe(req: DescribeRequest, signal?: AbortSignal): Promise<DatasetInfo> {
-    const job = planDescribe(req.dataset, this.opts.dataRoots);
-    const limits = limitsFor(300, DEFAULTS.memoryLimitMb, 1);
-    const end = await this.opts.quick.run("describe", () => ({ ...job, threads: 1, limits }), () => {}, signal);
-    if (end.kind === "dataset") return fromJson(DatasetInfoSchema, end as JsonValue, JSON_OPTS);
-    return create(DatasetInfoSchema, { failure: failureOf(end).toProto() });
+    const { dataset } = planDescribe(req.dataset, this.opts.dataRoots);
+    try {
+      return fromJson(DatasetInfoSchema, (await this.prepare(dataset, signal)).info as JsonValue, JSON_OPTS);
+    } catch (err) {
+      return create(DatasetInfoSchema, { failure: ResearchError.from(err).toProto() });
+    }
   }
 
   /** A script's own failure (an exception, a non-zero exit, its timeout) is a result; only a job that could not run it is a failure. */
@@ -219,14 +290,6 @@ export class Evaluator {
     if (end.kind === "script") return fromJson(ScriptResultSchema, end as JsonValue, JSON_OPTS);
     return create(ScriptResultSchema, { exitCode: -1, failure: failureOf(end).toProto() });
   }
-}
-
-/** The per-example outputs a test confirmation's seed returns (trainer.py), if any. */
-function seedOutputs(end: TerminalEvent): { val?: SeedOutputs; test?: SeedOutputs } {
-  const e = end as Record<string, unknown>;
-  const of = (split: string): SeedOutputs | undefined =>
-    Array.isArray(e[`${split}_probs`]) ? { probs: e[`${split}_probs`] as number[][], labels: e[`${split}_labels`] as number[] } : undefined;
-  return { val: of("val"), test: of("test") };
 }
 
 function deviceOf(info: Record<string, unknown> | undefined): Partial<DeviceInfo> {

@@ -8,11 +8,15 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import type { Logger } from "../core/logger.js";
 import { ResearchError } from "../core/failure.js";
-import { workerLaunch, type LaunchOptions } from "./sandbox.js";
+import type { Launch } from "./sandbox.js";
 import { Worker, type DeviceReport, type JobFiles, type TerminalEvent, type WorkerEvent, type WorkerTask } from "./worker.js";
 
-export interface PoolOptions extends Omit<LaunchOptions, "scratchDir" | "visibleGpus"> {
+export interface PoolOptions {
   slots: number;
+  /** How slot i's worker starts, given its scratch directory and the GPU it is pinned to (undefined: all visible, "": none). */
+  launch: (scratchDir: string, visibleGpus: string | undefined) => Launch;
+  /** Whether the launch is sandboxed (reported by Health). */
+  sandbox: boolean;
   /** The GPUs slots are spread over, round robin, one per worker; none: CPU only; undefined: leave them as they are. */
   gpus?: number;
   scratchRoot: string;
@@ -37,7 +41,7 @@ export class WorkerPool {
       const scratchDir = join(opts.scratchRoot, `slot-${i}`);
       mkdirSync(scratchDir, { recursive: true });
       const visibleGpus = opts.gpus === undefined ? undefined : opts.gpus === 0 ? "" : String(i % opts.gpus);
-      return new Worker(`slot-${i}`, workerLaunch({ ...opts, scratchDir, visibleGpus }), opts.logger, scratchDir);
+      return new Worker(`slot-${i}`, opts.launch(scratchDir, visibleGpus), opts.logger, scratchDir);
     });
   }
 

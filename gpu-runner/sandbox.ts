@@ -8,6 +8,11 @@
  * the runner's secrets. When the runner is root the worker keeps just the
  * capabilities it needs to drop each trial to uid 65534 and to kill it;
  * rlimits are set per trial by the worker (see python/zygote.py).
+ *
+ * Datasets are seen only as the referee published them (inputs and split
+ * indices, mounted at /data; python/datasets.py publish): the data roots,
+ * labels and all, are hidden, so no trial can read a validation or test label.
+ * The referee itself runs outside the sandbox: it runs no model code.
  */
 import { existsSync, lstatSync, readdirSync, readlinkSync, realpathSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
@@ -17,12 +22,15 @@ import { fileURLToPath } from "node:url";
 export const PYTHON_DIR = resolve(dirname(fileURLToPath(import.meta.url)), "python");
 const SANDBOX_CODE_DIR = "/runner";
 const SANDBOX_SCRATCH = "/scratch";
+const SANDBOX_DATA = "/data";
 
 export interface LaunchOptions {
   python: string;
   /** Host directory the worker may write to. */
   scratchDir: string;
-  /** Host directories holding datasets; mounted read-only at the same path. */
+  /** Where the referee publishes datasets; the worker reads it (read-only). */
+  publishedDir: string;
+  /** Host directories holding datasets with their labels: never visible to the worker. */
   dataRoots: string[];
   sandbox: boolean;
   /** CUDA_VISIBLE_DEVICES for the worker: "" hides every GPU (a CPU runner on a GPU host), "1" pins it to one; undefined leaves all visible. */
@@ -86,12 +94,32 @@ function roBind(path: string): string[] {
  * inside. A venv's python is a symlink into its base installation, so both
  * the venv and the resolved prefix are mounted.
  */
-function pythonMounts(python: string): string[] {
+function pythonPrefixes(python: string): string[] {
   const prefixes = new Set<string>();
   for (const p of [python, (() => { try { return realpathSync(python); } catch { return python; } })()]) {
     if (p.startsWith("/") && !p.startsWith("/usr/")) prefixes.add(dirname(dirname(p)));
   }
-  return [...prefixes].flatMap(roBind);
+  return [...prefixes];
+}
+
+/**
+ * Datasets that ship inside a Python package, labels included: scikit-learn's
+ * digits, iris, wine and breast cancer, under each site- or dist-packages
+ * the worker's Python can see. Hidden like the data roots.
+ */
+export function packagedDataDirs(python: string): string[] {
+  const out: string[] = [];
+  for (const prefix of [...pythonPrefixes(python), "/usr", "/usr/local"]) {
+    const lib = join(prefix, "lib");
+    if (!existsSync(lib)) continue;
+    for (const version of readdirSync(lib).filter((d) => d.startsWith("python3"))) {
+      for (const packages of ["site-packages", "dist-packages"]) {
+        const dir = join(lib, version, packages, "sklearn", "datasets", "data");
+        if (existsSync(dir)) out.push(dir);
+      }
+    }
+  }
+  return out;
 }
 
 function gpuMounts(): string[] {
@@ -108,7 +136,7 @@ export function workerLaunch(opts: LaunchOptions): Launch {
     return {
       command: opts.python,
       args: ["-u", join(PYTHON_DIR, "zygote.py")],
-      env: { ...BASE_ENV, ...gpuEnv, HOME: opts.scratchDir, RUNNER_SCRATCH: opts.scratchDir },
+      env: { ...BASE_ENV, ...gpuEnv, HOME: opts.scratchDir, RUNNER_SCRATCH: opts.scratchDir, RUNNER_DATA: opts.publishedDir },
     };
   }
   const bwrap = bubblewrapPath();
@@ -133,8 +161,12 @@ export function workerLaunch(opts: LaunchOptions): Launch {
     "--tmpfs",
     "/tmp",
     // After the tmpfs: a Python or a data root under /tmp must not be hidden by it.
-    ...pythonMounts(opts.python),
-    ...opts.dataRoots.filter((d) => existsSync(d)).flatMap(roBind),
+    ...pythonPrefixes(opts.python).flatMap(roBind),
+    // Last, so that no mount above shows them (the default root is under /usr).
+    ...[...opts.dataRoots, ...packagedDataDirs(opts.python)].filter((d) => existsSync(d)).flatMap((d) => ["--tmpfs", d]),
+    "--ro-bind",
+    opts.publishedDir,
+    SANDBOX_DATA,
     "--bind",
     opts.scratchDir,
     SANDBOX_SCRATCH,
@@ -142,7 +174,7 @@ export function workerLaunch(opts: LaunchOptions): Launch {
       ? ["--cap-drop", "ALL", "--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--cap-add", "CAP_KILL"]
       : ["--unshare-user"]),
     "--clearenv",
-    ...Object.entries({ ...BASE_ENV, ...gpuEnv, HOME: SANDBOX_SCRATCH, RUNNER_SCRATCH: SANDBOX_SCRATCH }).flatMap(([k, v]) => [
+    ...Object.entries({ ...BASE_ENV, ...gpuEnv, HOME: SANDBOX_SCRATCH, RUNNER_SCRATCH: SANDBOX_SCRATCH, RUNNER_DATA: SANDBOX_DATA }).flatMap(([k, v]) => [
       "--setenv",
       k,
       v,
@@ -155,6 +187,19 @@ export function workerLaunch(opts: LaunchOptions): Launch {
     "--pidns",
   ];
   return { command: bwrap, args, env: { PATH: BASE_ENV.PATH } };
+}
+
+/**
+ * The referee (python/referee.py): trusted, unsandboxed, the only process
+ * that reads the data roots' labels. It publishes into `publishedDir` and
+ * keeps each split's training labels in `privateDir`, which no worker mounts.
+ */
+export function refereeLaunch(python: string, publishedDir: string, privateDir: string): Launch {
+  return {
+    command: python,
+    args: ["-u", join(PYTHON_DIR, "referee.py"), publishedDir, privateDir],
+    env: { ...BASE_ENV, HOME: privateDir },
+  };
 }
 
 /** Fails fast with a useful message when the sandbox cannot start here. */

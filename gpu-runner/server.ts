@@ -5,7 +5,7 @@
  */
 import * as grpc from "@grpc/grpc-js";
 import { availableParallelism, tmpdir } from "node:os";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { DEFAULT_PYTHON } from "../core/config.js";
 import { addService } from "../core/grpc.js";
@@ -15,7 +15,7 @@ import { RunnerService } from "../proto/gen/research/v1/runner_pb.js";
 import { Evaluator } from "./evaluator.js";
 import { WeightStore } from "./weights.js";
 import { WorkerPool } from "./pool.js";
-import { checkSandbox } from "./sandbox.js";
+import { checkSandbox, refereeLaunch, workerLaunch } from "./sandbox.js";
 import { defaultSlots, listGpus } from "./gpus.js";
 
 export const DEFAULT_DATA_ROOTS = ["/usr/share/datasets"];
@@ -59,9 +59,15 @@ export async function startRunner(opts: RunnerOptions): Promise<RunningRunner> {
   const scratchRoot = mkdtempSync(join(tmpdir(), "runner-scratch-"));
   const dataRoots = [...new Set([...DEFAULT_DATA_ROOTS, ...(opts.dataRoots ?? [])])];
   const gpus = opts.device === "cpu" ? [] : listGpus();
+  const python = opts.python ?? DEFAULT_PYTHON;
+  // What the referee publishes for the workers, and the labels it keeps from them.
+  const publishedDir = join(scratchRoot, "published");
+  const privateDir = join(scratchRoot, "labels");
+  mkdirSync(publishedDir);
+  mkdirSync(privateDir, { mode: 0o700 });
   const common = {
-    python: opts.python ?? DEFAULT_PYTHON,
-    dataRoots,
+    launch: (scratchDir: string, visibleGpus: string | undefined) =>
+      workerLaunch({ python, scratchDir, publishedDir, dataRoots, sandbox, visibleGpus }),
     sandbox,
     logger: log,
   };
@@ -70,21 +76,28 @@ export async function startRunner(opts: RunnerOptions): Promise<RunningRunner> {
   const pinned = opts.device === "cpu" ? 0 : gpus.length > 1 ? gpus.length : undefined;
   const pool = new WorkerPool({ ...common, slots, gpus: pinned, scratchRoot: join(scratchRoot, "train") });
   const quick = new WorkerPool({ ...common, slots: 1, gpus: pinned && 1, scratchRoot: join(scratchRoot, "quick") });
+  const referee = new WorkerPool({
+    launch: () => refereeLaunch(python, publishedDir, privateDir),
+    sandbox: false,
+    slots: 1,
+    scratchRoot: join(scratchRoot, "referee"),
+    logger: log,
+  });
   const release = async () => {
-    await Promise.all([pool.close(), quick.close()]);
+    await Promise.all([pool.close(), quick.close(), referee.close()]);
     rmSync(scratchRoot, { recursive: true, force: true });
   };
   const t0 = Date.now();
-  const [device] = await Promise.all([pool.start(), quick.start()]).catch(async (err: unknown) => {
+  const [device] = await Promise.all([pool.start(), quick.start(), referee.start()]).catch(async (err: unknown) => {
     await release();
     throw err;
   });
   if (opts.device === "cuda" && device.kind !== "cuda") {
     await release();
-    throw new ResearchError("runner_unavailable", `--device cuda: ${common.python} sees no CUDA device (torch ${device.torch_version}, ${gpus.length} GPU(s) listed by nvidia-smi)`);
+    throw new ResearchError("runner_unavailable", `--device cuda: ${python} sees no CUDA device (torch ${device.torch_version}, ${gpus.length} GPU(s) listed by nvidia-smi)`);
   }
   log.info({ slots: pool.stats().slots, device, sandbox, ms: Date.now() - t0 }, "workers ready");
-  const evaluator = new Evaluator({ pool, quick, dataRoots, gpus, weights: new WeightStore(join(scratchRoot, "weights")), logger: log });
+  const evaluator = new Evaluator({ pool, quick, referee, dataRoots, gpus, weights: new WeightStore(join(scratchRoot, "weights")), logger: log });
 
   const server = new grpc.Server({ "grpc.max_receive_message_length": 64 * 1024 * 1024 });
   addService(server, RunnerService, {

@@ -81,7 +81,7 @@ const PROPORTIONS: Record<string, (s: SeedResult) => number> = {
 };
 
 /** Accuracy, F1, AUC and the like live in [0, 1]; an interval past either end says nothing more. */
-function clipToUnit(stats: MetricStats): MetricStats {
+export function clipToUnit(stats: MetricStats): MetricStats {
   stats.ci95 = stats.ci95.map((v) => Math.min(1, Math.max(0, v)));
   return stats;
 }
@@ -99,43 +99,6 @@ export function aggregate(seeds: SeedResult[]): Record<string, MetricStats> {
     out[key] = stats;
   }
   out.seconds = describe(seeds.map((s) => s.seconds));
-  return out;
-}
-
-/** Per-example class probabilities of one seed and the labels they were scored against. */
-export interface SeedOutputs {
-  probs: number[][];
-  labels: number[];
-}
-
-/**
- * Accuracy of the seeds' ensemble: per example, the class with the highest
- * mean probability across seeds. The seeds are paid for already, and their
- * average is a stronger model than any one of them.
- */
-export function ensembleAccuracy(seeds: SeedOutputs[]): number {
-  const labels = seeds[0]!.labels;
-  let right = 0;
-  for (let i = 0; i < labels.length; i++) {
-    const sum = seeds[0]!.probs[i]!.map((_, c) => seeds.reduce((a, s) => a + s.probs[i]![c]!, 0));
-    if (sum.indexOf(Math.max(...sum)) === labels[i]) right++;
-  }
-  return right / labels.length;
-}
-
-/**
- * `ensemble_val_accuracy` and `ensemble_test_accuracy` for a confirmation
- * whose seeds returned their outputs: one model, so the interval is the
- * binomial part alone.
- */
-export function ensembleMetrics(outputs: { val?: SeedOutputs; test?: SeedOutputs }[]): Record<string, MetricStats> {
-  const out: Record<string, MetricStats> = {};
-  if (outputs.length < 2) return out;
-  for (const split of ["val", "test"] as const) {
-    const seeds = outputs.map((o) => o[split]).filter((o): o is SeedOutputs => !!o?.labels.length);
-    if (seeds.length !== outputs.length) continue;
-    out[`ensemble_${split}_accuracy`] = clipToUnit(describeProportion([ensembleAccuracy(seeds)], seeds[0]!.labels.length));
-  }
   return out;
 }
 

@@ -1,9 +1,10 @@
 /**
  * One warm worker: a Python fork server (python/zygote.py) that has imported
- * torch once and forks a fresh, sandboxed child per job. This class speaks
- * its JSON-lines protocol and never trusts what comes back: a line that does
- * not parse, or a worker that dies mid-job, ends the job with a failure
- * instead of hurting the runner.
+ * torch once and forks a fresh, sandboxed child per job, or the referee
+ * (python/referee.py), which speaks the same protocol. This class speaks its
+ * JSON-lines protocol and never trusts what comes back: a line that does not
+ * parse, or a worker that dies mid-job, ends the job with a failure instead
+ * of hurting the runner.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { copyFileSync, mkdirSync, renameSync, rmSync } from "node:fs";
@@ -14,7 +15,8 @@ import type { Logger } from "../core/logger.js";
 import { ResearchError, type FailureName } from "../core/failure.js";
 import type { Launch } from "./sandbox.js";
 
-export type WorkerTask = "train" | "summarize" | "describe" | "script";
+/** The zygote's tasks, then the referee's. */
+export type WorkerTask = "train" | "summarize" | "script" | "prepare" | "score";
 
 /** Events as the worker writes them; the terminal kinds end a job. */
 export type WorkerEvent =
@@ -22,13 +24,14 @@ export type WorkerEvent =
   | { kind: "first_step"; seconds: number }
   | { kind: "result"; [k: string]: unknown }
   | { kind: "summary"; [k: string]: unknown }
-  | { kind: "dataset"; [k: string]: unknown }
   | { kind: "script"; [k: string]: unknown }
+  | { kind: "prepared"; dataset_id: string; split_id: string; labels: string; info: Record<string, unknown> }
+  | { kind: "scores"; examples: number; [k: string]: unknown }
   | { kind: "failure"; label: FailureName; message: string; traceback?: string };
 
-export type TerminalEvent = Extract<WorkerEvent, { kind: "result" | "summary" | "dataset" | "script" | "failure" }>;
+export type TerminalEvent = Extract<WorkerEvent, { kind: "result" | "summary" | "script" | "prepared" | "scores" | "failure" }>;
 
-const TERMINAL = new Set(["result", "summary", "dataset", "script", "failure"]);
+const TERMINAL = new Set(["result", "summary", "script", "prepared", "scores", "failure"]);
 
 export interface DeviceReport {
   kind: string;
@@ -37,14 +40,16 @@ export interface DeviceReport {
 }
 
 /**
- * Weights a train job takes in or leaves behind (spec.weights "load" or
- * "keep"). They pass through the worker's scratch directory, where the zygote
- * opens them for the sandboxed child as weights-in/ and weights-out/<job id>.pt.
+ * Files a train job takes in or leaves behind. They pass through the worker's
+ * scratch directory, where the zygote opens them for the sandboxed child as
+ * labels-in/<job id>.npy, weights-in/ and weights-out/<job id>.pt.
  */
 export interface JobFiles {
-  /** Weights to load, copied in for the job. */
+  /** The training labels of the job's split (the referee's "prepared" labels), copied in for the job. */
+  labels?: string;
+  /** Weights to load (spec.weights "load"), copied in for the job. */
   load?: string;
-  /** Where the job's kept weights go when it ends with a result. */
+  /** Where the job's kept weights go (spec.weights "keep") when it ends with a result. */
   keep?: string;
 }
 
@@ -137,11 +142,14 @@ export class Worker {
     if (!this.alive) return Promise.resolve({ kind: "failure", label: "runner_unavailable", message: `worker ${this.id} is not running` });
     if (this.job) throw new Error(`worker ${this.id} is busy`);
     const id = randomUUID();
-    const inbox = join(this.scratchDir, "weights-in", `${id}.pt`);
+    const inbox = [
+      [files.load, join(this.scratchDir, "weights-in", `${id}.pt`)],
+      [files.labels, join(this.scratchDir, "labels-in", `${id}.npy`)],
+    ].filter((f): f is [string, string] => f[0] !== undefined);
     const outbox = join(this.scratchDir, "weights-out", `${id}.pt`);
-    if (files.load) {
-      mkdirSync(dirname(inbox), { recursive: true });
-      copyFileSync(files.load, inbox);
+    for (const [from, to] of inbox) {
+      mkdirSync(dirname(to), { recursive: true });
+      copyFileSync(from, to);
     }
     return new Promise<TerminalEvent>((resolve) => {
       let killTimer: NodeJS.Timeout | undefined;
@@ -157,7 +165,7 @@ export class Worker {
           clearTimeout(killTimer);
           signal?.removeEventListener("abort", onAbort);
           this.job = undefined;
-          this.settleFiles(inbox, outbox, e.kind === "result" ? files.keep : undefined);
+          this.settleFiles(inbox.map(([, to]) => to), outbox, e.kind === "result" ? files.keep : undefined);
           resolve(e);
         },
       };
@@ -168,9 +176,9 @@ export class Worker {
   }
 
   /** Never throws: a job's result stands without its weights (a later load is then refused as not kept). */
-  private settleFiles(inbox: string, outbox: string, keep: string | undefined): void {
+  private settleFiles(inbox: string[], outbox: string, keep: string | undefined): void {
     try {
-      rmSync(inbox, { force: true });
+      for (const file of inbox) rmSync(file, { force: true });
       if (keep) renameSync(outbox, keep);
       else rmSync(outbox, { force: true });
     } catch (err) {

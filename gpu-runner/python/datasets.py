@@ -1,9 +1,13 @@
-"""Dataset loaders. Local files only: nothing is ever downloaded.
+"""Dataset loaders, and what of a dataset a sandboxed job may see. Local files
+only: nothing is ever downloaded.
 
-Loaders run in the zygote (trusted code, numpy only, so no thread pools start
-before a fork) and the zygote caches what they return: forked jobs then share
-the arrays copy-on-write and repeated jobs skip decoding. Images stay uint8 in
-the cache; conversion to float and standardisation happen per batch in the job.
+Loaders run in the referee (referee.py, trusted, outside the sandbox): it
+splits the data and publishes the inputs and split indices, never a label of
+the validation or test split (see `publish`). The zygote loads the published
+inputs (numpy only, so no thread pools start before a fork) and caches them:
+forked jobs share the arrays copy-on-write and repeated jobs skip decoding.
+Images stay uint8; conversion to float and standardisation happen per batch
+in the job.
 
 Every loader returns a Raw with a train and a test split. Sets that ship
 without a test split get a fixed 20% carved out with a seed that does not
@@ -12,6 +16,7 @@ depend on split_seed, so no choice made during search can ever reach it.
 
 import csv
 import gzip
+import hashlib
 import json
 import math
 import os
@@ -49,6 +54,7 @@ def _invalid(message):
 
 @dataclass
 class Raw:
+    """A dataset as a loader returns it; a published one (`load_published`) has no labels (None)."""
     name: str
     x_train: np.ndarray
     y_train: np.ndarray
@@ -63,7 +69,7 @@ class Raw:
 
     @property
     def nbytes(self):
-        return self.x_train.nbytes + self.y_train.nbytes + self.x_test.nbytes + self.y_test.nbytes
+        return sum(a.nbytes for a in (self.x_train, self.y_train, self.x_test, self.y_test) if a is not None)
 
 
 @dataclass
@@ -124,6 +130,89 @@ def split(raw, spec):
         test, _ = _stratified_take(raw.y_test, test, spec["test_subset"],
                                    np.random.default_rng(spec["split_seed"]))
     return Split(raw, train, val, test)
+
+
+# --- publishing: what a sandboxed job sees ----------------------------------------------------
+#
+# A model runs in the same process as its training loop, so whatever that process holds, the
+# model can read. The referee therefore publishes, per dataset, the inputs of both splits
+# (PUBLIC_ROOT/d-<id>/, mounted read-only in the sandbox) and, per split, its indices
+# (PUBLIC_ROOT/s-<id>.npz); the training labels of one split go to a private file the runner
+# hands to that split's jobs alone (an open file, like kept weights). A published split's label
+# file holds -1 everywhere but its training indices, and no file the sandbox can see holds a
+# validation or test label, so the referee alone can score predictions.
+
+def dataset_id(spec):
+    return hashlib.sha256(repr(cache_key(spec)).encode()).hexdigest()[:16]
+
+
+def split_id(spec):
+    key = (cache_key(spec), spec["subset"], spec["val_fraction"], spec["split_seed"], spec["test_subset"])
+    return hashlib.sha256(repr(key).encode()).hexdigest()[:16]
+
+
+def _write_atomically(path, write):
+    """Another referee (a restarted one) may publish the same file: readers see all of it or none."""
+    if os.path.exists(path):
+        return
+    partial = f"{path}.partial-{os.getpid()}"
+    write(partial)
+    os.replace(partial, path)
+
+
+def _save_npy(array):
+    def write(path):
+        with open(path, "wb") as f:
+            np.save(f, array, allow_pickle=False)
+    return write
+
+
+def publish(split, spec, public_root, private_root):
+    """Writes what jobs of this split may see; returns the ids the jobs name it by and its labels' file."""
+    raw = split.raw
+    did, sid = dataset_id(spec), split_id(spec)
+    folder = os.path.join(public_root, f"d-{did}")
+    if not os.path.isdir(folder):
+        partial = f"{folder}.partial-{os.getpid()}"
+        os.makedirs(partial, exist_ok=True)
+        _save_npy(raw.x_train)(os.path.join(partial, "x_train.npy"))
+        _save_npy(raw.x_test)(os.path.join(partial, "x_test.npy"))
+        with open(os.path.join(partial, "meta.json"), "w") as f:
+            json.dump({"name": raw.name, "class_names": list(raw.class_names), "vocab_size": raw.vocab_size}, f)
+        try:
+            os.rename(partial, folder)
+        except OSError:  # published meanwhile by another referee
+            if not os.path.isdir(folder):
+                raise
+    def write_split(path):
+        with open(path, "wb") as f:
+            np.savez(f, train=split.train, val=split.val, test=split.test)
+    _write_atomically(os.path.join(public_root, f"s-{sid}.npz"), write_split)
+    labels = np.full(len(raw.y_train), -1, dtype=np.int64)
+    labels[split.train] = raw.y_train[split.train]
+    labels_path = os.path.join(private_root, f"y-{sid}.npy")
+    _write_atomically(labels_path, _save_npy(labels))
+    return {"dataset_id": did, "split_id": sid, "labels": labels_path}
+
+
+def load_published(public_root, did):
+    folder = os.path.join(public_root, f"d-{did}")
+    try:
+        with open(os.path.join(folder, "meta.json")) as f:
+            meta = json.load(f)
+        x_train = np.load(os.path.join(folder, "x_train.npy"), allow_pickle=False)
+        x_test = np.load(os.path.join(folder, "x_test.npy"), allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        raise TaskFailure("crash", f"the published dataset {did} cannot be read: {exc}") from exc
+    return Raw(meta["name"], x_train, None, x_test, None, meta["class_names"], meta["vocab_size"])
+
+
+def published_split(raw, public_root, sid):
+    try:
+        with np.load(os.path.join(public_root, f"s-{sid}.npz"), allow_pickle=False) as f:
+            return Split(raw, f["train"], f["val"], f["test"])
+    except (OSError, ValueError, KeyError) as exc:
+        raise TaskFailure("crash", f"the published split {sid} cannot be read: {exc}") from exc
 
 
 def feature_stats(x, idx, chunk=4096):

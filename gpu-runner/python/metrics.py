@@ -1,4 +1,5 @@
-"""Classification metrics from predicted probabilities, via sklearn.metrics.
+"""Classification metrics from predicted probabilities, via sklearn.metrics, computed
+by the referee (referee.py) from the predictions a job returns.
 
 Validation sets carved from small subsets can miss classes entirely, so the
 ranking metrics (ROC-AUC, PR-AUC) are averaged over the classes that are
@@ -6,6 +7,7 @@ present with both positives and negatives, and left out when there are none:
 a NaN must never reach the wire.
 """
 
+import base64
 import math
 
 import numpy as np
@@ -48,3 +50,37 @@ def per_class(y_true, probs, num_classes):
 def confusion(y_true, probs, num_classes):
     matrix = skm.confusion_matrix(y_true, probs.argmax(axis=1), labels=list(range(num_classes)))
     return [{"counts": [int(v) for v in row]} for row in matrix]
+
+
+def encode(logprobs):
+    """A job's predictions on the wire: log-probabilities [examples, classes], float32, base64."""
+    array = np.ascontiguousarray(logprobs, dtype=np.float32)
+    return {"shape": list(array.shape), "data": base64.b64encode(array.tobytes()).decode("ascii")}
+
+
+def decode(encoded, examples, num_classes, what):
+    """The array `encode` made, checked against the split it claims to predict (ValueError if not)."""
+    try:
+        array = np.frombuffer(base64.b64decode(encoded["data"], validate=True), dtype=np.float32)
+        array = array.reshape(examples, num_classes)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ValueError(f"{what}: expected log-probabilities of shape [{examples}, {num_classes}]: {exc}") from exc
+    if not np.isfinite(array).all():
+        raise ValueError(f"{what}: the predictions are not all finite")
+    return array.astype(np.float64)
+
+
+def score(y_true, logprobs, num_classes, prefix, full):
+    """Metrics of one seed's predictions, or of several seeds' as one model (mean probability).
+
+    Probabilities are renormalised: the job's numbers are the model's claims, and a
+    claim of more than certainty must not buy a lower loss.
+    """
+    probs = np.mean([np.exp(lp) for lp in logprobs], axis=0)
+    probs /= np.maximum(probs.sum(axis=1, keepdims=True), 1e-300)
+    loss = float(-np.mean(np.log(np.maximum(probs[np.arange(len(y_true)), y_true], 1e-30))))
+    if not full:
+        accuracy = float((probs.argmax(axis=1) == y_true).mean())
+        return {f"{prefix}_accuracy": accuracy, f"{prefix}_loss": loss}
+    return {"metrics": summary(y_true, probs, loss, prefix), "per_class": per_class(y_true, probs, num_classes),
+            "confusion_matrix": confusion(y_true, probs, num_classes)}

@@ -9,6 +9,7 @@ which sends every field, so a second set here could only disagree with them.
 """
 
 import math
+import re
 
 from datasets import KNOWN, TEXT_VOCAB
 from failures import TaskFailure
@@ -175,6 +176,9 @@ def validate(task, spec):
     if task == "train":
         _model(spec, out)
         out["dataset"] = dataset(spec)
+        # The split the referee published for this job (datasets.publish).
+        for key in ("dataset_id", "split_id"):
+            out[key] = _value(spec, key, str, "spec", lambda v: re.fullmatch(r"[0-9a-f]{16}", v), "a published id")
         out["recipe"] = _recipe(spec)
         out["seed"] = _value(spec, "seed", int, "spec", lambda v: 0 <= v < 2 ** 32, "in [0, 2^32)")
         out["max_params"] = _value(spec, "max_params", int, "spec", lambda v: v >= 0, ">= 0")
@@ -190,8 +194,6 @@ def validate(task, spec):
         # The one default: the TypeScript side never knows the text loader's hashing vocabulary.
         out["vocab_size"] = _value({"vocab_size": TEXT_VOCAB, **spec}, "vocab_size", int, "spec", lambda v: v >= 2, ">= 2")
         out["threads"] = _value(spec, "threads", int, "spec", lambda v: 1 <= v <= 256, "in [1, 256]")
-    elif task == "describe":
-        out["dataset"] = dataset(spec)
     elif task == "script":
         out["language"] = _value(spec, "language", str, "spec", lambda v: v in SCRIPT_LANGUAGES,
                                   _one_of(SCRIPT_LANGUAGES))
@@ -199,5 +201,5 @@ def validate(task, spec):
         out["timeout_s"] = _value(spec, "timeout_s", float, "spec", lambda v: 0 < v <= 120, "in (0, 120]")
         out["files"] = _script_files(spec)
     else:
-        raise _invalid(f"unknown task {task!r}; expected train, summarize, describe or script")
+        raise _invalid(f"unknown task {task!r}; expected train, summarize or script")
     return out

@@ -3,6 +3,11 @@
 Runs in the job's child process, after the zygote has dropped privileges and
 set rlimits; the model source is untrusted. Each stage runs under a Stage so
 that whatever the model does surfaces as the failure label of that stage.
+
+This process holds no validation or test label: it returns the model's
+predictions (log-probabilities) on those splits, after each epoch and at the
+end, and the referee (referee.py) scores them. Training loss and accuracy are
+measured here, so a model could misreport them; nothing decides on them.
 """
 
 import contextlib
@@ -35,7 +40,8 @@ from datasets import feature_stats
 from failures import Stage, TaskFailure, classify, tail
 
 MODEL_FILE = "model.py"
-CURVE_KEYS = ("train_loss", "train_accuracy", "val_loss", "val_accuracy", "lr")
+# The validation curve (val_loss, val_accuracy) is the referee's: the runner adds it.
+CURVE_KEYS = ("train_loss", "train_accuracy", "lr")
 
 
 def _cpu_name():
@@ -133,14 +139,13 @@ class _Data:
     so a job starts without copying or converting the dataset.
     """
 
-    def __init__(self, split, device):
+    def __init__(self, split, y_train, device):
         raw = split.raw
         self.is_text = raw.vocab_size > 0
         self.is_image = raw.x_train.ndim == 4
         self.x_train = torch.from_numpy(raw.x_train).to(device)
-        self.y_train = torch.from_numpy(raw.y_train).to(device)
+        self.y_train = torch.from_numpy(y_train).to(device)
         self.x_test = torch.from_numpy(raw.x_test).to(device)
-        self.y_test = torch.from_numpy(raw.y_test).to(device)
         self.train = torch.from_numpy(split.train).to(device)
         self.val = torch.from_numpy(split.val).to(device)
         self.test = torch.from_numpy(split.test).to(device)
@@ -266,8 +271,8 @@ def _set_determinism(recipe, cuda):
         torch.backends.cudnn.benchmark = not recipe["deterministic"]
 
 
-def _evaluate(model, data, x_all, y_all, idx, batch_size, amp_dtype, channels_last, what):
-    """(mean cross-entropy, accuracy, softmax probabilities, labels) over x_all[idx]."""
+def _predict(model, data, x_all, idx, batch_size, amp_dtype, channels_last, what):
+    """The model's predictions on x_all[idx] as the referee takes them (metrics.encode)."""
     model.eval()
     outputs = []
     with Stage("crash", what), torch.no_grad():
@@ -278,12 +283,14 @@ def _evaluate(model, data, x_all, y_all, idx, batch_size, amp_dtype, channels_la
             with torch.autocast("cuda", dtype=amp_dtype or torch.float16, enabled=amp_dtype is not None):
                 outputs.append(model(x).float())
         logits = torch.cat(outputs)
-        y = y_all[idx]
-        loss = F.cross_entropy(logits, y).item()
-    if not math.isfinite(loss):
-        raise TaskFailure("nan_loss", f"{what}: the loss became {loss}")
-    accuracy = (logits.argmax(1) == y).sum().item() / len(y)
-    return loss, accuracy, torch.softmax(logits, 1).double().cpu().numpy(), y.cpu().numpy()
+    if not torch.isfinite(logits).all():
+        raise TaskFailure("nan_loss", f"{what}: the model's outputs are not all finite")
+    return metrics.encode(F.log_softmax(logits, 1).cpu().numpy())
+
+
+def _read_labels(fd):
+    with Stage("crash", "reading the training labels"), os.fdopen(fd, "rb") as f:
+        return np.load(f, allow_pickle=False)
 
 
 def _save_weights(model, fd):
@@ -307,13 +314,14 @@ def train(spec, split, emit, t0):
     if device.type == "cuda" and fraction > 0:
         # The runner's slots on this GPU split its memory: an OOM stays with the trial that grew.
         torch.cuda.set_per_process_memory_fraction(fraction, device)
+    y_train = _read_labels(spec["labels_fd"])
     model = build_model(spec)
     params = sum(p.numel() for p in model.parameters())
     if spec["max_params"] and params > spec["max_params"]:
         raise TaskFailure("budget_overrun", f"the model has {params:,} parameters, over the budget of "
                           f"{spec['max_params']:,}")
     with Stage("crash", "preparing the dataset on the device"):
-        data = _Data(split, device)
+        data = _Data(split, y_train, device)
     num_classes = len(split.raw.class_names)
     cuda = device.type == "cuda"
     amp_dtype = _amp_dtype(recipe, device)
@@ -391,49 +399,35 @@ def train(spec, split, emit, t0):
             correct += (logits.detach().argmax(1) == y).sum()
 
         with ema.applied(model) if ema else contextlib.nullcontext():
-            val_loss, val_accuracy, val_probs, val_y = _evaluate(
-                model, data, data.x_train, data.y_train, data.val, eval_batch, amp_dtype, channels_last,
-                f"evaluating on the validation split after epoch {epoch}")
+            val_predictions = _predict(model, data, data.x_train, data.val, eval_batch, amp_dtype, channels_last,
+                                       f"predicting the validation split after epoch {epoch}")
         point = {"train_loss": loss_sum / seen, "train_accuracy": correct.item() / seen,
-                 "val_loss": val_loss, "val_accuracy": val_accuracy,
                  "lr": optimizer.param_groups[0]["lr"]}
         for key in CURVE_KEYS:
             curve[key].append(point[key])
         emit({"kind": "epoch", "seed": seed, "epoch": epoch, "epochs": recipe["epochs"], **point,
-              "seconds": time.monotonic() - t0})
+              "val_predictions": val_predictions, "seconds": time.monotonic() - t0})
 
     if loaded:
-        val_loss, _, val_probs, val_y = _evaluate(
-            model, data, data.x_train, data.y_train, data.val, eval_batch, amp_dtype, channels_last,
-            "evaluating the loaded weights on the validation split")
+        val_predictions = _predict(model, data, data.x_train, data.val, eval_batch, amp_dtype, channels_last,
+                                   "predicting the validation split with the loaded weights")
     elif spec["weights"] == "keep":
         with ema.applied(model) if ema else contextlib.nullcontext():
             _save_weights(model, spec["weights_fd"])
-    result_metrics = metrics.summary(val_y, val_probs, val_loss, "val")
+    result_metrics = {}
     if curve["train_accuracy"]:
         result_metrics["train_accuracy"] = curve["train_accuracy"][-1]
         result_metrics["train_loss"] = curve["train_loss"][-1]
+    outputs = {"val_predictions": val_predictions}
     if spec["evaluate_test"]:
         if not len(data.test):
             raise TaskFailure("invalid_config", f"{split.raw.name}: the test split is empty")
         with ema.applied(model) if ema else contextlib.nullcontext():
-            test_loss, _, test_probs, test_y = _evaluate(
-                model, data, data.x_test, data.y_test, data.test, eval_batch, amp_dtype, channels_last,
-                "evaluating on the test split")
-        result_metrics.update(metrics.summary(test_y, test_probs, test_loss, "test"))
-    outputs = {}
-    if spec["evaluate_test"]:
-        # The one-time confirmation also hands back every example's probabilities, so
-        # the runner can score the seeds' ensemble (averaged probabilities) on the
-        # same examples; 4 decimals change no argmax that matters and keep the line small.
-        outputs = {"val_probs": np.round(val_probs, 4).tolist(), "val_labels": val_y.tolist(),
-                   "test_probs": np.round(test_probs, 4).tolist(), "test_labels": test_y.tolist()}
+            outputs["test_predictions"] = _predict(model, data, data.x_test, data.test, eval_batch, amp_dtype,
+                                                   channels_last, "predicting the test split")
     return {
         **outputs,
         "kind": "result", "seed": seed, "metrics": result_metrics,
-        "per_class": metrics.per_class(val_y, val_probs, num_classes),
-        "confusion_matrix": metrics.confusion(val_y, val_probs, num_classes),
-        "val_examples": len(val_y), "test_examples": len(test_y) if spec["evaluate_test"] else 0,
         "learning_curve": curve,
         "seconds": time.monotonic() - t0,
         "seconds_to_first_step": seconds_to_first_step,

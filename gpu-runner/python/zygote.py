@@ -9,7 +9,7 @@ paying ~1-2 s of imports. The TypeScript runner starts it inside bubblewrap:
 Protocol: JSON lines. stdin carries requests ({"type": "run" | "cancel", ...});
 stdout carries only replies ({"type": "ready" | "event" | "done", ...});
 diagnostics go to stderr. Every job ends with exactly one terminal event
-(result, summary, dataset, script or failure) followed by done, whatever its child does.
+(result, summary, script or failure) followed by done, whatever its child does.
 
 The child runs untrusted model code: it drops to uid 65534 when the zygote is
 root, runs under rlimits in its own session, writes its stdout/stderr to a log
@@ -53,18 +53,21 @@ from failures import LABELS, TaskFailure, tail  # noqa: E402
 
 NOBODY = 65534
 JOB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,199}")
-TERMINAL_KINDS = frozenset({"result", "summary", "dataset", "script", "failure"})
+TERMINAL_KINDS = frozenset({"result", "summary", "script", "failure"})
 PROGRESS_KINDS = frozenset({"epoch", "first_step"})
 EVENT_BYTES_LIMIT = 64 << 20
 EXIT_GRACE_S = 2.0
 KILL_TIMEOUT_S = 5.0
 OPEN_FILES = 256
 PR_SET_CHILD_SUBREAPER = 36
-# Where a job's weights go in or out, under the scratch root, named <job id>.pt. The runner's
-# TypeScript side puts a file to load there before the job and takes a kept one away after it;
-# the zygote only opens it, so the untrusted child gets a file descriptor, never a path.
-WEIGHTS_FILES = {"keep": ("weights-out", os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
-                 "load": ("weights-in", os.O_RDONLY)}
+# Files a job takes in or leaves behind, under the scratch root, named <job id>.<ext>: weights
+# to load or keep, and the training labels of the job's split (datasets.publish). The runner's
+# TypeScript side puts an input there before the job and takes a kept output away after it; the
+# zygote only opens them, so the untrusted child gets file descriptors, and the zygote never
+# reads a job's labels: what it holds, every later job's child inherits.
+JOB_FILES = {"keep": ("weights-out", "pt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
+             "load": ("weights-in", "pt", os.O_RDONLY),
+             "labels": ("labels-in", "npy", os.O_RDONLY)}
 
 
 def _log(message):
@@ -328,6 +331,8 @@ class Zygote:
         self.stdin_open = True
         self.cache = OrderedDict()
         self.cache_limit = int(os.environ.get("RUNNER_DATASET_CACHE_MB", "2048")) * 2 ** 20
+        # Where the referee publishes datasets (read-only here).
+        self.data_root = os.environ.get("RUNNER_DATA", "/data")
         self.scratch_root, self.own_scratch = self._scratch_root()
         self._share_kernel_caches()
         _become_subreaper()
@@ -415,11 +420,8 @@ class Zygote:
         task = message.get("task")
         try:
             spec = specs.validate(task, message.get("spec"))
-            if task == "describe":
-                event = self._split(spec["dataset"]).describe()
-            else:
-                split = self._split(spec["dataset"]) if task == "train" else None
-                event = self._supervise(job_id, task, spec, split, t0)
+            split = self._split(spec) if task == "train" else None
+            event = self._supervise(job_id, task, spec, split, t0)
         except TaskFailure as failure:
             event = failure.event()
         except Exception as exc:  # a bug of the runner: report it and keep serving
@@ -428,15 +430,16 @@ class Zygote:
         self._finish(job_id, event, t0)
 
     def _split(self, spec):
-        key = datasets.cache_key(spec)
+        """The job's split as the referee published it: inputs and indices, no labels."""
+        key = spec["dataset_id"]
         raw = self.cache.get(key)
         if raw is None:
-            raw = datasets.load(spec)
+            raw = datasets.load_published(self.data_root, key)
             self.cache[key] = raw
             while len(self.cache) > 1 and sum(r.nbytes for r in self.cache.values()) > self.cache_limit:
                 self.cache.popitem(last=False)
         self.cache.move_to_end(key)
-        return datasets.split(raw, spec)
+        return datasets.published_split(raw, self.data_root, spec["split_id"])
 
     def _supervise(self, job_id, task, spec, split, t0):
         limits = spec["limits"]
@@ -445,7 +448,8 @@ class Zygote:
                                                 f"{_seconds(limits['wall_seconds'])}")
         scratch = self._make_scratch(job_id)
         try:
-            spec = {**spec, "weights_fd": self._weights_fd(job_id, spec.get("weights", ""))}
+            spec = {**spec, "weights_fd": self._job_file(job_id, spec.get("weights", "")),
+                    "labels_fd": self._job_file(job_id, "labels" if task == "train" else "")}
             log_path = os.path.join(scratch, "log.txt")
             log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
             read_fd, write_fd = os.pipe()
@@ -456,8 +460,9 @@ class Zygote:
                             self.device["kind"] == "cuda")
             os.close(write_fd)
             os.close(log_fd)
-            if spec.get("weights_fd") is not None:
-                os.close(spec["weights_fd"])
+            for fd in (spec["weights_fd"], spec["labels_fd"]):
+                if fd is not None:
+                    os.close(fd)
             job = _Job(job_id, pid, read_fd, log_path, limits, t0)
             try:
                 job.pidfd = os.pidfd_open(pid)
@@ -468,15 +473,16 @@ class Zygote:
         finally:
             _remove_tree(scratch)
 
-    def _weights_fd(self, job_id, mode):
-        if not mode:
+    def _job_file(self, job_id, kind):
+        if not kind:
             return None
-        folder, flags = WEIGHTS_FILES[mode]
+        folder, ext, flags = JOB_FILES[kind]
         os.makedirs(os.path.join(self.scratch_root, folder), exist_ok=True)
         try:
-            return os.open(os.path.join(self.scratch_root, folder, f"{job_id}.pt"), flags | os.O_NOFOLLOW, 0o600)
+            return os.open(os.path.join(self.scratch_root, folder, f"{job_id}.{ext}"), flags | os.O_NOFOLLOW, 0o600)
         except FileNotFoundError:
-            raise TaskFailure("invalid_config", "no weights were given to load for this job") from None
+            what = "training labels" if kind == "labels" else "weights to load"
+            raise TaskFailure("invalid_config", f"no {what} were given for this job") from None
 
     def _make_scratch(self, job_id):
         path = os.path.join(self.scratch_root, job_id)

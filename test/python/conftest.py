@@ -4,6 +4,7 @@ The worker's modules import each other by bare name (the zygote runs with its
 own directory on sys.path), so the tests import them the same way.
 """
 
+import atexit
 import copy
 import hashlib
 import os
@@ -37,7 +38,7 @@ _FULL = {
     },
     "summarize": {"source": "", "class_name": "Net", "init_kwargs": {}, "input_shape": [1, 8, 8],
                   "input_dtype": "float32", "num_classes": 0, "threads": 1},
-    "describe": {"dataset": _DATASET, "threads": 1},
+    "prepare": {"dataset": _DATASET},
     "script": {"language": "python", "source": "", "timeout_s": 30.0, "files": {}},
 }
 _LIMITS = {"memory_mb": 4096, "cpu_seconds": 600.0, "wall_seconds": 300.0, "file_mb": 64, "nproc": 256, "gpu_memory_fraction": 0.0}
@@ -53,6 +54,48 @@ def _merge(base, fields):
 def full_spec(task, **fields):
     """A complete spec for task with `fields` merged in (objects key by key, anything else replaced)."""
     return _merge({**_FULL.get(task, {}), "limits": _LIMITS}, fields)
+
+
+_REFEREE = []
+
+
+def referee():
+    """One referee for the session, publishing into a folder the jobs' uid can read."""
+    if not _REFEREE:
+        import referee as module
+        root = tempfile.mkdtemp(prefix="referee-test-")
+        os.chmod(root, 0o711)
+        atexit.register(shutil.rmtree, root, True)
+        _REFEREE.append(module.Referee(os.path.join(root, "published"), os.path.join(root, "labels")))
+    return _REFEREE[0]
+
+
+def published(spec):
+    """A train spec as the runner sends it, the referee having published its split; and the split's labels file."""
+    prepared = referee().prepare({"dataset": spec["dataset"]})
+    return {**spec, "dataset_id": prepared["dataset_id"], "split_id": prepared["split_id"]}, prepared["labels"]
+
+
+def scored(dataset, result, progress=()):
+    """A train job's result as the runner reports it (gpu-runner/evaluator.ts): the referee's numbers
+    in place of the predictions, and the validation curve from the epochs' predictions."""
+    if result["kind"] != "result":
+        return result
+    out = {k: v for k, v in result.items() if not k.endswith("_predictions")}
+    curve = [referee().score({"dataset": dataset, "part": "val", "predictions": [e["val_predictions"]]})
+             for e in progress if e["kind"] == "epoch"]
+    out["learning_curve"] = {**result["learning_curve"], "val_accuracy": [c["val_accuracy"] for c in curve],
+                             "val_loss": [c["val_loss"] for c in curve]}
+    out["metrics"] = dict(result["metrics"])
+    for part in ("val", "test"):
+        if f"{part}_predictions" in result:
+            s = referee().score({"dataset": dataset, "part": part, "full": True,
+                                 "predictions": [result[f"{part}_predictions"]]})
+            out["metrics"].update(s["metrics"])
+            out[f"{part}_examples"] = s["examples"]
+            if part == "val":
+                out["per_class"], out["confusion_matrix"] = s["per_class"], s["confusion_matrix"]
+    return out
 
 
 @pytest.fixture(scope="session")

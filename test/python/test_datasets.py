@@ -17,7 +17,7 @@ from failures import TaskFailure
 
 def spec(**fields):
     """A complete dataset spec, validated, as the zygote hands it to the loaders."""
-    return specs.dataset(full_spec("describe", dataset=fields))
+    return specs.dataset(full_spec("prepare", dataset=fields))
 
 
 def invalid(message_part, **fields):

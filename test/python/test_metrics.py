@@ -74,3 +74,31 @@ def test_confusion_rows_are_true_classes():
     matrix = metrics.confusion(y, one_hot_probs(np.array([0, 2, 1, 2]), 3), 3)
     assert matrix == [{"counts": [1, 0, 1]}, {"counts": [0, 1, 0]}, {"counts": [0, 0, 1]}]
     assert all(type(v) is int for row in matrix for v in row["counts"])
+
+
+def test_predictions_travel_as_float32_log_probabilities_checked_against_their_split():
+    logprobs = np.log(one_hot_probs(np.array([0, 1, 2]), 3))
+    encoded = metrics.encode(logprobs)
+    assert np.allclose(metrics.decode(encoded, 3, 3, "val"), logprobs, atol=1e-6)
+    for examples, classes in ((4, 3), (3, 2)):
+        with pytest.raises(ValueError, match=r"val: expected log-probabilities of shape"):
+            metrics.decode(encoded, examples, classes, "val")
+    with pytest.raises(ValueError, match="not all finite"):
+        metrics.decode(metrics.encode(np.full((3, 3), np.nan)), 3, 3, "val")
+
+
+def test_a_score_is_the_models_own_and_several_seeds_score_as_one_model():
+    y = np.array([0, 1, 2, 0])
+    # Each seed gets a different example wrong; their mean probability gets all four right.
+    a = np.log([[0.7, 0.2, 0.1], [0.1, 0.8, 0.1], [0.6, 0.1, 0.3], [0.9, 0.05, 0.05]])
+    b = np.log([[0.8, 0.1, 0.1], [0.5, 0.4, 0.1], [0.1, 0.1, 0.8], [0.6, 0.3, 0.1]])
+    c = np.log([[0.9, 0.05, 0.05], [0.2, 0.7, 0.1], [0.1, 0.2, 0.7], [0.3, 0.6, 0.1]])
+    one = metrics.score(y, [a], 3, "val", full=False)
+    assert one["val_accuracy"] == 0.75
+    assert one["val_loss"] == pytest.approx(-np.mean([a[0, 0], a[1, 1], a[2, 2], a[3, 0]]))
+    assert metrics.score(y, [a, b, c], 3, "test", full=False)["test_accuracy"] == 1
+    full = metrics.score(y, [a], 3, "val", full=True)
+    assert full["metrics"]["val_accuracy"] == 0.75 and len(full["confusion_matrix"]) == 3
+    # Claiming more than certainty buys nothing: probabilities are renormalised first.
+    inflated = metrics.score(y, [a + 5], 3, "val", full=False)
+    assert inflated["val_loss"] == pytest.approx(one["val_loss"])

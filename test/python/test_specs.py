@@ -18,13 +18,13 @@ SOURCE = "import torch.nn as nn\nclass Net(nn.Module):\n    pass\n"
 
 
 def train_spec(**overrides):
-    return full_spec("train", **{"source": SOURCE, **overrides})
+    ids = {"dataset_id": "0123456789abcdef", "split_id": "fedcba9876543210"}
+    return full_spec("train", **{"source": SOURCE, **ids, **overrides})
 
 
 MINIMAL = {
     "train": train_spec(),
     "summarize": full_spec("summarize", source=SOURCE),
-    "describe": full_spec("describe", dataset={"name": "iris"}),
     "script": full_spec("script", language="bash", source="echo hi", files={"data/in.txt": "42"}),
 }
 
@@ -66,7 +66,7 @@ def test_numbers_are_coerced_only_where_nothing_is_lost():
 
 BAD = [
     ("train", "not an object", r"^spec must be an object, got 'not an object'$"),
-    ("fly", full_spec("fly"), r"^unknown task 'fly'; expected train, summarize, describe or script$"),
+    ("fly", full_spec("fly"), r"^unknown task 'fly'; expected train, summarize or script$"),
     ("train", train_spec(recipe={"optimizer": "lion"}), r"^recipe\.optimizer = 'lion': expected adam, adamw or sgd$"),
     ("train", train_spec(recipe={"batch_size": -1}), r"^recipe\.batch_size = -1: expected "),
     ("train", train_spec(recipe={"batch_size": 32.5}), r"^recipe\.batch_size must be int, got 32\.5$"),
@@ -100,8 +100,9 @@ BAD = [
     ("train", train_spec(init_kwargs=[1]), r"^spec\.init_kwargs must be an object, got \[1\]$"),
     ("summarize", {**MINIMAL["summarize"], "input_shape": []}, r"^spec\.input_shape must be a non-empty list of positive integers"),
     ("summarize", {**MINIMAL["summarize"], "input_dtype": "float16"}, r"^spec\.input_dtype = 'float16': expected float32 or int64$"),
-    ("describe", full_spec("describe", dataset={"name": ""}), r"^dataset\.name = '': expected one of "),
-    ("describe", {}, r"^spec\.limits is missing$"),
+    ("train", train_spec(dataset={"name": ""}), r"^dataset\.name = '': expected one of "),
+    ("train", train_spec(split_id="../../etc"), r"^spec\.split_id = '\.\./\.\./etc': expected a published id$"),
+    ("summarize", {}, r"^spec\.limits is missing$"),
     ("script", {**MINIMAL["script"], "language": "ruby"}, r"^spec\.language = 'ruby': expected python or bash$"),
     ("script", {**MINIMAL["script"], "timeout_s": 10 ** 6}, r"^spec\.timeout_s = 1000000\.0: expected "),
     ("script", {**MINIMAL["script"], "files": {"../x": ""}}, r"^spec\.files: '\.\./x' is not a relative path"),

@@ -8,9 +8,10 @@ import pytest
 import torch
 
 import datasets
+import metrics
 import specs
 import trainer
-from conftest import full_spec
+from conftest import full_spec, published, referee, scored
 
 CNN = """
 import torch.nn as nn
@@ -56,14 +57,28 @@ class Net(nn.Module):
 IMAGES = {"name": "synthetic", "shape": [1, 8, 8], "num_classes": 4, "difficulty": 0.1, "subset": 160}
 
 
-def run(task, source=CNN, dataset=IMAGES, **fields):
-    """(terminal event, progress events) of one job, as its child would report them."""
-    spec = specs.validate(task, full_spec(task, source=source, dataset=dataset, **fields))
-    split = datasets.split(datasets.load(spec["dataset"]), spec["dataset"]) if task == "train" else None
+def job(task, source=CNN, dataset=IMAGES, **fields):
+    """(terminal event, progress events, dataset spec) of one job, as its child reports them."""
+    spec = full_spec(task, source=source, dataset=dataset, **fields)
+    split = None
+    if task == "train":
+        spec, labels = published(spec)
+        spec = specs.validate(task, spec)
+        root = referee().public_root
+        split = datasets.published_split(datasets.load_published(root, spec["dataset_id"]), root, spec["split_id"])
+        spec["labels_fd"] = os.open(labels, os.O_RDONLY)
+    else:
+        spec = specs.validate(task, spec)
     events = []
     trainer.run(task, spec, split, events.append, time.monotonic())
     assert all(e["kind"] in ("epoch", "first_step") for e in events[:-1])
-    return events[-1], events[:-1]
+    return events[-1], events[:-1], spec.get("dataset")
+
+
+def run(task, **fields):
+    """(terminal event, progress events) of one job, scored by the referee as the runner does."""
+    end, progress, dataset = job(task, **fields)
+    return scored(dataset, end, progress), progress
 
 
 def failure(label, message_part, task="train", **fields):
@@ -91,11 +106,22 @@ def test_a_full_recipe_trains_and_reports_validation_and_test_metrics():
     assert result["params"] == 80 + 16 + 516 and result["epochs_completed"] == 3
     assert 0 < result["seconds_to_first_step"] <= result["seconds"]
     assert result["class_names"] == [f"class_{i}" for i in range(4)]
-    # A test confirmation hands back its per-example outputs for the runner's ensemble.
-    probs, labels = np.array(result["test_probs"]), np.array(result["test_labels"])
-    assert probs.shape == (len(labels), 4) and np.allclose(probs.sum(1), 1, atol=1e-3)
-    assert (probs.argmax(1) == labels).mean() == pytest.approx(result["metrics"]["test_accuracy"], abs=0.02)
-    assert len(result["val_probs"]) == len(result["val_labels"]) == result["val_examples"]
+    assert result["val_examples"] == 16 and result["test_examples"] > 0
+
+
+def test_the_job_returns_predictions_and_holds_no_validation_or_test_label():
+    """The job's process gets the training labels of its split and nothing else: it answers with
+    log-probabilities for every validation (and test) example, which only the referee can score."""
+    end, progress, dataset = job("train", recipe={"epochs": 2}, evaluate_test=True)
+    assert end["kind"] == "result", end
+    assert not any("label" in key or "accuracy" in key.replace("train_accuracy", "") for key in end["metrics"])
+    val = metrics.decode(end["val_predictions"], 16, 4, "val")
+    assert np.allclose(np.exp(val).sum(1), 1, atol=1e-5)
+    assert all("val_predictions" in e for e in progress if e["kind"] == "epoch")
+    assert "test_predictions" in end and "test_labels" not in end and "val_labels" not in end
+    split = referee().split(dataset)
+    y_job = np.load(published({"dataset": dataset})[1])
+    assert (y_job[split.val] == -1).all() and (y_job[split.train] == split.raw.y_train[split.train]).all()
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="cuDNN's autotuned kernels are not bitwise deterministic")
@@ -104,7 +130,7 @@ def test_a_seed_replays_exactly_augmentations_included():
     first, _ = run("train", recipe=recipe, seed=3)
     second, _ = run("train", recipe=recipe, seed=3)
     assert first["learning_curve"] == second["learning_curve"]
-    assert "test_probs" not in first and "val_probs" not in first  # only a test confirmation returns them
+    assert "test_accuracy" not in first["metrics"]  # only a test confirmation predicts the test split
     other, _ = run("train", recipe=recipe, seed=4)
     assert other["learning_curve"] != first["learning_curve"]
 
@@ -132,13 +158,13 @@ def test_mixed_precision_is_a_gpu_recipe():
 def test_an_average_of_the_weights_is_evaluated_without_changing_training():
     recipe = {"epochs": 3, "batch_size": 16, "lr": 0.01}
     plain, _ = run("train", recipe=recipe, evaluate_test=True)
-    averaged, progress = run("train", recipe={**recipe, "ema_decay": 0.9}, evaluate_test=True)
+    averaged, _ = run("train", recipe={**recipe, "ema_decay": 0.9}, evaluate_test=True)
     assert averaged["kind"] == "result", averaged
     for key in ("train_loss", "train_accuracy", "lr"):
         assert averaged["learning_curve"][key] == plain["learning_curve"][key]
     assert averaged["learning_curve"]["val_loss"] != plain["learning_curve"]["val_loss"]
     # The curve and the final metrics come from the same (averaged) weights.
-    assert averaged["metrics"]["val_loss"] == averaged["learning_curve"]["val_loss"][-1] == progress[-1]["val_loss"]
+    assert averaged["metrics"]["val_loss"] == averaged["learning_curve"]["val_loss"][-1]
     assert averaged["metrics"]["test_loss"] != plain["metrics"]["test_loss"]
     assert averaged["metrics"]["val_accuracy"] > 0.5
 
@@ -180,7 +206,7 @@ def test_token_ids_reach_the_model_as_int64(fixtures_dir):
 
 
 def factor(**recipe):
-    full = specs.validate("train", full_spec("train", source=CNN, dataset=IMAGES, recipe=recipe))
+    full = specs.validate("train", published(full_spec("train", source=CNN, dataset=IMAGES, recipe=recipe))[0])
     return trainer._lr_factor(full["recipe"], steps_per_epoch=10)
 
 

@@ -18,7 +18,7 @@ import time
 import pytest
 import torch
 
-from conftest import WORKER_DIR, full_spec
+from conftest import WORKER_DIR, full_spec, published, referee, scored
 
 DIGITS = {"name": "digits", "subset": 200}
 
@@ -47,10 +47,14 @@ def train(source=MLP, limits=None):
 
 
 class Zygote:
+    """The zygote, and what the runner does around it: the referee publishes each train job's split,
+    the job's labels file goes in for the job and out after it, and the referee scores its result."""
+
     def __init__(self, scratch):
+        self.scratch = scratch
         self.proc = subprocess.Popen([sys.executable, "-u", os.path.join(WORKER_DIR, "zygote.py")],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     env={**os.environ, "RUNNER_SCRATCH": scratch})
+                                     env={**os.environ, "RUNNER_SCRATCH": scratch, "RUNNER_DATA": referee().public_root})
         self.buffer = b""
         self.jobs = 0
         try:
@@ -86,6 +90,11 @@ class Zygote:
         """
         self.jobs += 1
         job_id = f"job-{self.jobs}"
+        labels = os.path.join(self.scratch, "labels-in", f"{job_id}.npy")
+        if task == "train" and "dataset_id" not in spec:
+            spec, published_labels = published(spec)
+            os.makedirs(os.path.dirname(labels), exist_ok=True)
+            shutil.copy(published_labels, labels)
         self.send({"type": "run", "job_id": job_id, "task": task, "spec": spec},
                   *(message(job_id) if callable(message) else message for message in then))
         terminal, progress, others = None, [], []
@@ -95,7 +104,9 @@ class Zygote:
                 others.append(reply)
             elif reply["type"] == "done":
                 assert terminal is not None, "done without a terminal event"
-                return terminal, progress, others
+                if os.path.exists(labels):
+                    os.remove(labels)
+                return scored(spec.get("dataset"), terminal, progress), progress, others
             elif reply["event"]["kind"] in ("epoch", "first_step"):
                 progress.append(reply["event"])
             else:
@@ -192,7 +203,7 @@ def test_cancel_ends_a_running_job(zygote):
 
 
 def test_a_busy_worker_refuses_a_second_job_and_finishes_the_first(zygote):
-    second = {"type": "run", "job_id": "second", "task": "describe", "spec": full_spec("describe", dataset=DIGITS)}
+    second = {"type": "run", "job_id": "second", "task": "summarize", "spec": full_spec("summarize", source=MLP)}
     result, _, others = zygote.run("train", train(), then=[second])
     assert result["kind"] == "result", result
     assert [(m["job_id"], m["type"], m.get("event", {}).get("label")) for m in others] == \
@@ -221,21 +232,27 @@ def sleepers(argument):
 
 
 def test_bad_requests_get_labelled_answers_and_the_worker_keeps_serving(zygote):
-    zygote.send("this is not json", {"type": "run", "job_id": "bad id!", "task": "describe", "spec": {}})
+    zygote.send("this is not json", {"type": "run", "job_id": "bad id!", "task": "train", "spec": {}})
     assert zygote.read() == {"type": "event", "job_id": "bad id!",
                              "event": {"kind": "failure", "label": "invalid_config",
                                        "message": "invalid job id 'bad id!'", "traceback": ""}}
     assert zygote.read()["type"] == "done"
-    event, _, _ = zygote.run("describe", full_spec("describe", dataset={"name": "csv", "data_dir": "/nonexistent.csv",
-                                                                         "target_column": "y"}))
-    assert event["label"] == "invalid_config" and "/nonexistent.csv" in event["message"]
-    event, _, _ = zygote.run("describe", full_spec("describe", dataset=DIGITS))
-    assert event["kind"] == "dataset" and event["n_train"] + event["n_val"] == 200
+    event, _, _ = zygote.run("describe", full_spec("describe"))
+    assert event["label"] == "invalid_config" and "unknown task 'describe'" in event["message"]
+    # A split nobody published, and a job given no labels: labelled, and the worker serves on.
+    unpublished = {**published(train())[0], "split_id": "0" * 16}
+    event, _, _ = zygote.run("train", unpublished)
+    assert event["label"] == "crash" and "published split 0000000000000000" in event["message"]
+    event, _, _ = zygote.run("train", published(train())[0])
+    assert event["label"] == "invalid_config" and "no training labels" in event["message"]
+    event, _, _ = zygote.run("train", train())
+    assert event["kind"] == "result", event
 
 
 def test_every_job_scratch_directory_is_removed(zygote, scratch):
     zygote.run("train", train(hostile(init="open('left-behind.txt', 'w').write('x')")))
-    assert os.listdir(scratch) == [".cache"]  # the worker's kernel caches, no job's files
+    # The worker's kernel caches and the (emptied) folder of labels files, no job's files.
+    assert sorted(os.listdir(scratch)) == [".cache", "labels-in"] and not os.listdir(os.path.join(scratch, "labels-in"))
 
 
 def test_kept_weights_evaluate_again_without_training(zygote, scratch):

@@ -28,7 +28,7 @@ describe("GPU host sizing", () => {
   });
 
   it("pins a worker to one GPU, or hides them all, through CUDA_VISIBLE_DEVICES", () => {
-    const base = { python: "/usr/bin/python3", scratchDir: "/tmp/x", dataRoots: [], sandbox: true };
+    const base = { python: "/usr/bin/python3", scratchDir: "/tmp/x", publishedDir: "/tmp/p", dataRoots: [], sandbox: true };
     const env = (visibleGpus?: string) => {
       const args = workerLaunch({ ...base, visibleGpus }).args;
       const i = args.findIndex((a, k) => a === "--setenv" && args[k + 1] === "CUDA_VISIBLE_DEVICES");

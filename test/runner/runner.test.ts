@@ -223,6 +223,48 @@ describe("hostile and broken model code", () => {
     expect(["sandbox_violation", "crash", "budget_overrun"]).toContain(f.label);
   });
 
+  it("cannot forge its score: rewriting the trainer and writing its own result earn what its predictions earn", async () => {
+    // Predicts each validation example's label from whatever labels its process holds, claims a
+    // perfect score, and sends its own result before the trainer's. It holds no validation label.
+    const forge = `
+import gc, sys
+metrics, trainer = sys.modules["metrics"], sys.modules["trainer"]
+def forged(model, data, x_all, idx, *args, **kwargs):
+    guess = data.y_train[idx].clamp(min=0)
+    logprobs = torch.full((len(idx), 10), -30.0)
+    logprobs[torch.arange(len(idx)), guess] = 0.0
+    predictions = metrics.encode(logprobs.numpy())
+    for o in gc.get_objects():
+        if type(o).__name__ == "_Emitter":
+            o({"kind": "result", "seed": 0, "metrics": {"val_accuracy": 1.0, "val_loss": 0.0}, "val_predictions": predictions,
+               "learning_curve": {}, "params": 1, "num_classes": 10, "class_names": [str(i) for i in range(10)]})
+    return predictions
+trainer._predict = forged
+metrics.score = metrics.summary = lambda *args, **kwargs: {"val_accuracy": 1.0}`;
+    const result = await evaluateToResult(client, digits(hostile(forge, "return self.fc(x.flatten(1)) * 0"), "Net", { recipe: { epochs: 2 } }));
+    expect(result.aggregated.val_accuracy!.mean).toBeLessThan(0.3); // one class of ten
+  });
+
+  it("sees the published inputs and no file or package that holds a held-out label", async () => {
+    const hunt = `
+import glob, sys
+found = [p for pattern in ("/data/**", "/usr/share/datasets/**", "${"${FIXTURES}"}/**", "/usr/lib/python3*/**/sklearn/datasets/data/*", "/scratch/**")
+         for p in glob.glob(pattern, recursive=True) if os.path.isfile(p)]
+try:
+    sys.modules["datasets"].load({"name": "digits", "data_dir": ""})
+    found.append("LOADED DIGITS")
+except Exception as e:
+    found.append(type(e).__name__)
+raise RuntimeError("FOUND " + " ".join(found))`;
+    const f = await failureOf(digits(hostile(hunt.replace("${FIXTURES}", fixtures)), "Net"));
+    const seen = f.message + f.detail;
+    expect(seen).toMatch(/\/data\/d-[0-9a-f]{16}\/x_train\.npy/);
+    expect(seen).toMatch(/\/data\/s-[0-9a-f]{16}\.npz/);
+    expect(seen).toContain("/scratch/labels-in/"); // its own split's training labels, and nothing else
+    expect(seen).not.toMatch(/digits\.csv|LOADED|fixtures|\/y-[0-9a-f]/);
+    expect(seen).toContain("TaskFailure"); // scikit-learn's copy of digits is hidden too
+  });
+
   it("cannot read the runner's environment secrets", async () => {
     const probe = `
 found = []

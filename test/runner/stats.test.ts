@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import { mulberry32 } from "../../agents/planner/policy.js";
-import { aggregate, describeProportion, ensembleAccuracy, ensembleMetrics, goalStatus } from "../../gpu-runner/stats.js";
+import { aggregate, describeProportion, goalStatus } from "../../gpu-runner/stats.js";
 import { GoalStatus, SeedResultSchema } from "../../proto/gen/research/v1/runner_pb.js";
 
 const seed = (correct: number, examples: number, f1 = correct / examples) =>
@@ -39,28 +39,6 @@ describe("validation accuracy interval", () => {
   it("keeps the seed-spread interval where the examples are unknown", () => {
     const s = create(SeedResultSchema, { metrics: { val_accuracy: 0.9 } });
     expect(aggregate([s, s]).val_accuracy!.ci95).toEqual([0.9, 0.9]);
-  });
-});
-
-describe("seed ensemble", () => {
-  const labels = [0, 1, 2, 0];
-  // Each seed gets a different example wrong; their average gets all four right.
-  const a = { labels, probs: [[0.7, 0.2, 0.1], [0.1, 0.8, 0.1], [0.6, 0.1, 0.3], [0.9, 0.05, 0.05]] };
-  const b = { labels, probs: [[0.8, 0.1, 0.1], [0.5, 0.4, 0.1], [0.1, 0.1, 0.8], [0.6, 0.3, 0.1]] };
-  const c = { labels, probs: [[0.9, 0.05, 0.05], [0.2, 0.7, 0.1], [0.1, 0.2, 0.7], [0.3, 0.6, 0.1]] };
-
-  it("takes the class of the highest mean probability", () => {
-    expect(ensembleAccuracy([a])).toBe(0.75);
-    expect(ensembleAccuracy([a, b, c])).toBe(1);
-  });
-
-  it("reports both splits with a binomial interval, and nothing for one seed or missing outputs", () => {
-    const m = ensembleMetrics([{ val: a, test: a }, { val: b, test: b }, { val: c, test: c }]);
-    expect(m.ensemble_test_accuracy!.mean).toBe(1);
-    expect(m.ensemble_test_accuracy!.n).toBe(1);
-    expect(m.ensemble_val_accuracy!.ci95[0]).toBeLessThan(0.8);
-    expect(ensembleMetrics([{ test: a }])).toEqual({});
-    expect(Object.keys(ensembleMetrics([{ test: a }, {}]))).toEqual([]);
   });
 });
 
