@@ -36,6 +36,7 @@ except ImportError:  # torch 1.x has none
 
 import augment
 import metrics
+import policy
 from datasets import feature_stats
 from failures import Stage, TaskFailure, classify, tail
 
@@ -529,6 +530,7 @@ def summarize(spec):
 def run(task, spec, split, emit, t0):
     """Runs one task and emits exactly one terminal event, whatever the model does."""
     torch.set_num_threads(spec.get("threads", 1))
+    policy.police(emit, MODEL_FILE, os.environ.get("RUNNER_SCRATCH") or os.getcwd())
     try:
         event = train(spec, split, emit, t0) if task == "train" else summarize(spec)
     except TaskFailure as failure:

@@ -33,6 +33,10 @@ os.environ["PYTORCH_NVML_BASED_CUDA_CHECK"] = "1"
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import ctypes  # noqa: E402
+# Host names are encoded with this codec before a socket call reaches its audit event
+# (policy.py); imported lazily from a prefix the job's uid may not read, a network attempt
+# would fail as a LookupError before the policy saw it.
+import encodings.idna  # noqa: E402,F401
 import json  # noqa: E402
 import math  # noqa: E402
 import re  # noqa: E402
@@ -279,6 +283,7 @@ class _Job:
         self.t0 = t0
         self.terminal = None
         self.stop = None
+        self.violation = None
         self.status = None
         self.rusage = None
 
@@ -291,6 +296,9 @@ class _Job:
             return ""
 
     def outcome(self):
+        if self.violation is not None:
+            # The root cause, whatever the model made of the error or reported afterwards.
+            return _failure("sandbox_violation", self.violation, self.log_tail())
         if self.terminal is not None:
             return self.terminal
         if self.stop is not None:
@@ -568,7 +576,10 @@ class Zygote:
             _log(f"job {job.id}: ignoring a malformed event ({exc}): {line[:200]!r}")
             return
         kind = event.get("kind") if isinstance(event, dict) else None
-        if kind in TERMINAL_KINDS:
+        if kind == "violation":  # policy.py: the first breach ends the job
+            job.violation = str(event.get("message", "the model breached the sandbox's policy"))[:1000]
+            job.stop = _failure("sandbox_violation", job.violation)
+        elif kind in TERMINAL_KINDS:
             if kind == "failure" and event.get("label") not in LABELS:
                 event = _failure("crash", f"the worker reported an unknown failure label {event.get('label')!r}: "
                                           f"{event.get('message')}", str(event.get("traceback", "")))

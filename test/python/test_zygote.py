@@ -214,9 +214,28 @@ def test_processes_a_job_started_are_killed_when_it_ends(zygote):
     # A unique argument, so sleepers of a concurrent test run are not mistaken for ours.
     argument = f"1007.{os.getpid()}"
     init = f"subprocess.Popen(['sleep', '{argument}'], start_new_session=True)"
-    result, _, _ = zygote.run("train", train(hostile(init=init)))
-    assert result["kind"] == "result", result
+    event = failure_of(zygote, train(hostile(init=init)), "sandbox_violation")
+    assert "starting a process (subprocess.Popen)" in event["message"]
     assert not sleepers(argument)
+
+
+@pytest.mark.parametrize("init, breach", [
+    # The model turns the refused connection into an error of its own...
+    ("try:\n            socket.create_connection(('127.0.0.1', 9), timeout=1)\n        except OSError:\n"
+     "            raise ValueError('width must be even')", "network use (socket.getaddrinfo)"),
+    # ... or swallows the refused write and trains on as if nothing happened.
+    ("try:\n            open('/nonexistent-dir/pwned', 'w')\n        except OSError:\n            pass",
+     "writing /nonexistent-dir/pwned, outside the job's scratch folder"),
+    ("try:\n            os.fork() or os._exit(0)\n        except OSError:\n            pass", "starting a process (os.fork)"),
+])
+def test_a_policy_breach_is_labelled_whatever_the_model_makes_of_it(zygote, init, breach):
+    event = failure_of(zygote, train(hostile(init="import socket\n        " + init)), "sandbox_violation")
+    assert breach in event["message"], event
+
+
+def test_writing_in_its_own_scratch_folder_is_no_breach(zygote):
+    result, _, _ = zygote.run("train", train(hostile(init="open('notes.txt', 'w').write('x'); os.mkdir('sub')")))
+    assert result["kind"] == "result", result
 
 
 def sleepers(argument):

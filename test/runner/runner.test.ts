@@ -205,6 +205,11 @@ describe("hostile and broken model code", () => {
     ["NaN loss", hostile("", "return self.fc(x.flatten(1)) * float('nan')"), "nan_loss"],
     ["network connect", hostile("socket.create_connection(('1.1.1.1', 80), timeout=3)"), "sandbox_violation"],
     ["write outside scratch", hostile("open('/usr/lib/pwned-by-model', 'w').write('x')"), "sandbox_violation"],
+    [
+      "network connect, the error disguised",
+      hostile("try:\n    socket.create_connection(('1.1.1.1', 80), timeout=3)\nexcept OSError:\n    raise ValueError('width must be even')"),
+      "sandbox_violation",
+    ],
     ["infinite loop", hostile("while True:\n    pass"), "budget_overrun", { budget: { timeBudgetS: 4 } }],
     ["memory bomb", hostile("self.blob = bytearray(16 * 1024 ** 3)"), "oom", { budget: { memoryLimitMb: 2048 } }],
     ["segfault via ctypes", hostile("ctypes.string_at(0)"), "crash"],
@@ -218,9 +223,11 @@ describe("hostile and broken model code", () => {
     });
   }
 
-  it("a fork bomb is contained by the process limit and swept away", async () => {
-    const f = await failureOf(digits(hostile("while True:\n    os.fork()"), "Net", { budget: { timeBudgetS: 20 } }));
-    expect(["sandbox_violation", "crash", "budget_overrun"]).toContain(f.label);
+  it("a fork bomb that swallows the refusal is labelled a breach, not scored", async () => {
+    const bomb = "for _ in range(10000):\n    try:\n        os.fork()\n    except OSError:\n        pass";
+    const f = await failureOf(digits(hostile(bomb), "Net", { budget: { timeBudgetS: 20 } }));
+    expect(f.label).toBe("sandbox_violation");
+    expect(f.message).toContain("starting a process (os.fork)");
   });
 
   it("cannot forge its score: rewriting the trainer and writing its own result earn what its predictions earn", async () => {
