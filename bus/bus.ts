@@ -18,8 +18,10 @@ import {
   DrainingConnectionError,
   nanos,
   type NatsConnection,
+  type TlsOptions,
 } from "@nats-io/transport-node";
 import { createLogger, type Logger } from "../core/logger.js";
+import type { Secrets } from "../core/secrets.js";
 import { EventSchema, type Event, type Heartbeat } from "../proto/gen/research/v1/events_pb.js";
 import { decodeEvent, encodeEvent } from "./codec.js";
 import { startConsumption, type ConsumeOptions, type Consumption, type EventHandler } from "./consumer.js";
@@ -42,6 +44,8 @@ export interface BusOptions {
   replicas?: number;
   /** Wait between reconnect attempts; there is no limit on their number. */
   reconnectTimeWaitMs?: number;
+  /** The deployment's credentials: its user and password, over TLS trusting only its CA. */
+  secrets?: Secrets;
 }
 
 /** Attempts and per-attempt timeout: together they ride out about 25 s of outage. */
@@ -60,6 +64,7 @@ export async function connectBus(opts: BusOptions): Promise<Bus> {
     name: opts.name,
     maxReconnectAttempts: -1,
     reconnectTimeWait: opts.reconnectTimeWaitMs ?? 1_000,
+    ...(opts.secrets && { user: opts.secrets.nats.user, pass: opts.secrets.nats.password, tls: tlsOptions(opts.servers, opts.secrets) }),
   });
   const bus = new Bus(nc, await jetstreamManager(nc), opts.name, logger);
   try {
@@ -69,6 +74,15 @@ export async function connectBus(opts: BusOptions): Promise<Bus> {
     throw err;
   }
   return bus;
+}
+
+const LOOPBACK = /^([a-z]+:\/\/)?(127\.0\.0\.1|localhost|\[::1\])(:\d+)?$/;
+
+function tlsOptions(servers: string | string[], secrets: Secrets): TlsOptions {
+  // Node warns when a TLS server name is an IP address; on loopback the certificate's
+  // "localhost" names the same host (core/secrets.ts), so the name is given instead.
+  const loopback = [servers].flat().every((s) => LOOPBACK.test(s));
+  return { caFile: secrets.files.ca, ...(loopback && { servername: "localhost" }) } as TlsOptions;
 }
 
 /**

@@ -2,7 +2,7 @@ export { Bus, connectBus, type BusOptions, type EventInit } from "./bus.js";
 export { decodeEvent, encodeEvent } from "./codec.js";
 export type { ConsumeOptions, Consumption, DeadLetterHook, EventHandler, HandlerContext } from "./consumer.js";
 export type { HeartbeatOptions } from "./heartbeat.js";
-export { freePort, startNatsServer, type NatsServer, type NatsServerOptions } from "./nats-server.js";
+export { freePort, natsAuthConfig, startNatsServer, type NatsServer, type NatsServerOptions } from "./nats-server.js";
 export type { ServiceHandler } from "./request-reply.js";
 export type { EventListener, RunWatch } from "./run-reader.js";
 export { onShutdown } from "./shutdown.js";

@@ -1,6 +1,8 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdirSync } from "node:fs";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { createServer, connect as tcpConnect } from "node:net";
+import { basename, join } from "node:path";
+import type { Secrets } from "../core/secrets.js";
 
 export interface NatsServerOptions {
   /** JetStream store directory; reuse it to keep the stream across restarts. */
@@ -10,6 +12,8 @@ export interface NatsServerOptions {
   /** Defaults to /usr/sbin/nats-server, then nats-server on PATH. */
   binary?: string;
   readyTimeoutMs?: number;
+  /** Require the deployment's user and password, over TLS with its certificate (core/secrets.ts). */
+  secrets?: Secrets;
 }
 
 export interface NatsServer {
@@ -27,7 +31,8 @@ export async function startNatsServer(opts: NatsServerOptions): Promise<NatsServ
   const timeoutMs = opts.readyTimeoutMs ?? 10_000;
   mkdirSync(opts.dataDir, { recursive: true });
 
-  const child = spawn(binary, ["-js", "-sd", opts.dataDir, "-a", "127.0.0.1", "-p", String(port)], {
+  const config = opts.secrets ? ["-c", writeAuthConfig(opts.dataDir, opts.secrets)] : [];
+  const child = spawn(binary, [...config, "-js", "-sd", opts.dataDir, "-a", "127.0.0.1", "-p", String(port)], {
     stdio: ["ignore", "ignore", "pipe"],
   });
   let stderr = "";
@@ -65,6 +70,26 @@ export async function startNatsServer(opts: NatsServerOptions): Promise<NatsServ
     pid: child.pid!,
     stop: () => kill(child, exit),
   };
+}
+
+/**
+ * nats-server's configuration for the deployment's credentials (pass it with
+ * `-c`): its user and password, TLS with its certificate. `filesDir` is where
+ * the server sees the secrets folder (a container's mount point).
+ */
+export function natsAuthConfig(secrets: Secrets, filesDir = secrets.dir): string {
+  const q = JSON.stringify;
+  return (
+    `authorization {\n  user: ${q(secrets.nats.user)}\n  password: ${q(secrets.nats.password)}\n}\n` +
+    `tls {\n  cert_file: ${q(join(filesDir, basename(secrets.files.cert)))}\n  key_file: ${q(join(filesDir, basename(secrets.files.key)))}\n  timeout: 5\n}\n`
+  );
+}
+
+/** 0600: it holds the password. */
+function writeAuthConfig(dataDir: string, secrets: Secrets): string {
+  const path = join(dataDir, "auth.conf");
+  writeFileSync(path, natsAuthConfig(secrets), { mode: 0o600 });
+  return path;
 }
 
 function defaultBinary(): string {

@@ -6,7 +6,8 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, wri
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { parseArgs, type ParseArgsConfig } from "node:util";
-import { connectBus, progressSubject, type Bus } from "../bus/index.js";
+import { connectBus, natsAuthConfig, progressSubject, type Bus } from "../bus/index.js";
+import { ensureSecrets } from "../core/secrets.js";
 import { DECISION, RUN_STATUS, SURFACE, VERDICT } from "../core/enums.js";
 import { FAILURE_LABEL, labelName } from "../core/failure.js";
 import { parseDuration, parseGoal } from "../core/goal.js";
@@ -25,7 +26,7 @@ import { EventSchema, RunStatus, type Event } from "../proto/gen/research/v1/eve
 import { fromBinary } from "@bufbuild/protobuf";
 import type { TrialSummary } from "../proto/gen/research/v1/lineage_pb.js";
 import { applyToRunState, bestTrial, emptyRunState, meanOf, runSoFar, type RunState } from "../swarm/run-state.js";
-import { runGoal, runSettings, startSwarm, type Swarm } from "../deploy/swarm.js";
+import { runGoal, runSettings, startSwarm, workspaceSecrets, type Swarm } from "../deploy/swarm.js";
 import { runAblation } from "./ablation.js";
 import { ArxivClient } from "../research/arxiv.js";
 import { DeepResearch, type DeepBrief } from "../research/deep-research.js";
@@ -45,6 +46,7 @@ usage:
   research-agent research "QUERY" [--format "3 suggestions, architecture only"] [--dataset NAME] [--json]
                  [--notes DIR] [--arxiv] [--workspace DIR]
   research-agent ablation --goal TEXT [--runs N] [launch options]   research on vs off, matched seeds
+  research-agent secrets DIR [--mounted-at PATH] [--names HOST,...]   a deployment's credentials (docs/DEPLOY.md)
 
 launch options:
   --goal TEXT          dataset, target, limits in plain words, e.g.
@@ -124,7 +126,7 @@ async function connectOrFail(workspace: string, nats?: string): Promise<Bus | un
   if (!url) return undefined;
   try {
     return await Promise.race([
-      connectBus({ servers: url, name: "cli", ensureStream: false, logger: quietLogger() }),
+      connectBus({ servers: url, name: "cli", ensureStream: false, logger: quietLogger(), secrets: workspaceSecrets(workspace, cliConfig().secretsDir) }),
       new Promise<never>((_, rej) => setTimeout(() => rej(new Error("timeout")), 3000)),
     ]);
   } catch {
@@ -285,6 +287,7 @@ async function withSwarm(
       llm: run.llmFlags,
       natsServer: cliConfig().natsServer,
       replicas: cliConfig().streamReplicas,
+      secretsDir: cliConfig().secretsDir,
       logger: quietLogger(),
       onRestart: (name, n) => say(`process ${name} exited; restarted (${n})`),
     });
@@ -591,8 +594,25 @@ async function status(argv: string[]): Promise<void> {
   for (const [who, what] of [...seen.entries()].sort()) process.stdout.write(`${who.padEnd(40)} ${what}\n`);
 }
 
+/**
+ * A deployment's credentials folder for Compose or Kubernetes (a local launch makes its own):
+ * the secrets, and nats-server's `nats-auth.conf` naming the files where the servers see them.
+ */
+async function secrets(argv: string[]): Promise<void> {
+  const { values: a, positionals } = args(argv, {
+    "mounted-at": { type: "string", default: "/secrets" },
+    // What deploy/compose.yaml and deploy/k8s call the servers.
+    names: { type: "string", default: "nats,nats1,nats2,nats3,gpu-runner,*.gpu-runner" },
+  });
+  if (a.help) return void process.stdout.write(HELP);
+  const dir = resolve(positionals[0] ?? fail("secrets needs a DIR to make them in"));
+  const made = ensureSecrets(dir, String(a.names).split(",").map((n) => n.trim()).filter(Boolean));
+  writeFileSync(join(dir, "nats-auth.conf"), natsAuthConfig(made, String(a["mounted-at"])), { mode: 0o600 });
+  process.stdout.write(`secrets in ${dir} (nats.json, runner-token, ca.pem, tls.pem, tls-key.pem, nats-auth.conf); mount it at ${a["mounted-at"]} with RESEARCH_SECRETS=${a["mounted-at"]}\n`);
+}
+
 const [command, ...rest] = process.argv.slice(2);
-const commands: Record<string, (argv: string[]) => Promise<void>> = { launch, runs, watch, query, report, status, research, ablation };
+const commands: Record<string, (argv: string[]) => Promise<void>> = { launch, runs, watch, query, report, status, research, ablation, secrets };
 if (!command || command === "--help" || command === "-h" || command === "help") process.stdout.write(HELP);
 else if (!commands[command]) fail(`unknown command "${command}"\n${HELP}`);
 else await commands[command](rest);

@@ -71,6 +71,11 @@ export const ENV = z.object({
     readBy: "agents; gpu-runner",
     description: "agents: comma-separated `host:port` of gpu-runners, called round robin; gpu-runner: the one `host:port` it listens on when `--address` is not given",
   }),
+  RESEARCH_SECRETS: text.optional().register(VARIABLE_DOCS, {
+    readBy: "agents, lineage-store, gpu-runner, CLI",
+    description: "the deployment's credentials folder (`nats.json`, `runner-token`, `ca.pem`, `tls.pem`, `tls-key.pem`; docs/DEPLOY.md, \"Security model\"): bus clients log in over TLS, the runner serves TLS and wants the token. Unset: no authentication (loopback only). `launch` makes `<workspace>/secrets` and sets it for its processes",
+    shown: "none; `launch`: `<workspace>/secrets`",
+  }),
   RUNNER_PYTHON: text.default(DEFAULT_PYTHON).register(VARIABLE_DOCS, {
     readBy: "gpu-runner, quick-evaluator, runner benchmark",
     description: "a Python with torch, numpy, scipy and scikit-learn (`--python` wins); on a GPU host, one with a CUDA build of torch",
@@ -197,6 +202,8 @@ export interface AgentConfig {
   natsServers: string[];
   streamReplicas: number;
   runnerAddresses: string[];
+  /** The deployment's credentials folder (core/secrets.ts); unset: none. */
+  secretsDir?: string;
   instance: string;
   /** Unset: the role's own default. */
   concurrency?: number;
@@ -213,6 +220,7 @@ export interface RunnerConfig {
   logLevel: LogLevel;
   address: string;
   python: string;
+  secretsDir?: string;
 }
 
 export interface CliConfig {
@@ -220,6 +228,7 @@ export interface CliConfig {
   streamReplicas: number;
   natsServer?: string;
   runnerPython: string;
+  secretsDir?: string;
 }
 
 const AGENT = ENV.pick({
@@ -228,6 +237,7 @@ const AGENT = ENV.pick({
   NATS_URL: true,
   NATS_STREAM_REPLICAS: true,
   RUNNER_ADDRESS: true,
+  RESEARCH_SECRETS: true,
   INSTANCE_ID: true,
   AGENT_CONCURRENCY: true,
   LLM: true,
@@ -238,10 +248,10 @@ const AGENT = ENV.pick({
   EMBEDDER_BASE_URL: true,
 });
 const RESEARCHER = AGENT.extend(ENV.pick({ RESEARCH_NOTES: true, RESEARCH_ARXIV: true }).shape);
-const RUNNER = ENV.pick({ LOG_LEVEL: true, RUNNER_PYTHON: true }).extend({
+const RUNNER = ENV.pick({ LOG_LEVEL: true, RUNNER_PYTHON: true, RESEARCH_SECRETS: true }).extend({
   RUNNER_ADDRESS: ENV.shape.RUNNER_ADDRESS.refine((a) => a.length === 1, { error: "the runner listens on one host:port" }),
 });
-const CLI = ENV.pick({ LOG_LEVEL: true, NATS_STREAM_REPLICAS: true, NATS_SERVER: true, RUNNER_PYTHON: true });
+const CLI = ENV.pick({ LOG_LEVEL: true, NATS_STREAM_REPLICAS: true, NATS_SERVER: true, RUNNER_PYTHON: true, RESEARCH_SECRETS: true });
 
 function agentOf(e: Pick<EnvValues, keyof typeof AGENT.shape>): AgentConfig {
   return {
@@ -250,6 +260,7 @@ function agentOf(e: Pick<EnvValues, keyof typeof AGENT.shape>): AgentConfig {
     natsServers: e.NATS_URL,
     streamReplicas: e.NATS_STREAM_REPLICAS,
     runnerAddresses: e.RUNNER_ADDRESS,
+    secretsDir: e.RESEARCH_SECRETS,
     instance: e.INSTANCE_ID,
     concurrency: e.AGENT_CONCURRENCY,
     llm: { llm: e.LLM, model: e.LLM_MODEL, baseUrl: e.LLM_BASE_URL, file: e.LLM_CONFIG },
@@ -274,13 +285,19 @@ export function parseRunnerConfig(env: Env, flags: { address?: string; python?: 
     { ...env, RUNNER_ADDRESS: flags.address ?? env.RUNNER_ADDRESS, RUNNER_PYTHON: flags.python ?? env.RUNNER_PYTHON },
     { ...(flags.address !== undefined && { RUNNER_ADDRESS: "--address" }), ...(flags.python !== undefined && { RUNNER_PYTHON: "--python" }) },
   );
-  return { logLevel: e.LOG_LEVEL ?? "info", address: e.RUNNER_ADDRESS[0]!, python: e.RUNNER_PYTHON };
+  return { logLevel: e.LOG_LEVEL ?? "info", address: e.RUNNER_ADDRESS[0]!, python: e.RUNNER_PYTHON, secretsDir: e.RESEARCH_SECRETS };
 }
 
 /** research-agent, quick-evaluator and the benchmarks: quieter logs, since their output is for a person. */
 export function parseCliConfig(env: Env): CliConfig {
   const e = parse(CLI, env);
-  return { logLevel: e.LOG_LEVEL ?? "warn", streamReplicas: e.NATS_STREAM_REPLICAS, natsServer: e.NATS_SERVER, runnerPython: e.RUNNER_PYTHON };
+  return {
+    logLevel: e.LOG_LEVEL ?? "warn",
+    streamReplicas: e.NATS_STREAM_REPLICAS,
+    natsServer: e.NATS_SERVER,
+    runnerPython: e.RUNNER_PYTHON,
+    secretsDir: e.RESEARCH_SECRETS,
+  };
 }
 
 // What a process calls: its config from process.env, read once; a bad value exits.

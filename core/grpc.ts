@@ -91,13 +91,29 @@ function contextOf(call: grpc.ServerUnaryCall<unknown, unknown> | grpc.ServerWri
   return { signal: abort.signal, metadata: call.metadata, peer: call.getPeer() };
 }
 
-export function addService<S extends GenServiceMethods>(server: grpc.Server, desc: GenService<S>, handlers: ServiceHandlers<S>): void {
+const UNAUTHENTICATED: grpc.ServiceError = Object.assign(new Error("the call carries no valid token for this service"), {
+  code: grpc.status.UNAUTHENTICATED,
+  details: "the call carries no valid token for this service",
+  metadata: new grpc.Metadata(),
+});
+
+/**
+ * `authorize`, when given, sees each call's metadata first; a call it refuses
+ * ends UNAUTHENTICATED before its handler runs.
+ */
+export function addService<S extends GenServiceMethods>(
+  server: grpc.Server,
+  desc: GenService<S>,
+  handlers: ServiceHandlers<S>,
+  authorize: (metadata: grpc.Metadata) => boolean = () => true,
+): void {
   const impl: grpc.UntypedServiceImplementation = {};
   for (const method of desc.methods) {
     const handler = (handlers as Record<string, (req: unknown, ctx: CallContext) => unknown>)[method.localName];
     if (!handler) throw new Error(`no handler for ${desc.typeName}.${method.name}`);
     if (method.methodKind === "unary") {
       impl[method.localName] = (call: grpc.ServerUnaryCall<unknown, unknown>, cb: grpc.sendUnaryData<unknown>) => {
+        if (!authorize(call.metadata)) return cb(UNAUTHENTICATED);
         (handler(call.request, contextOf(call)) as Promise<unknown>).then(
           (res) => cb(null, res),
           (err) => cb(toStatus(err)),
@@ -105,6 +121,7 @@ export function addService<S extends GenServiceMethods>(server: grpc.Server, des
       };
     } else {
       impl[method.localName] = async (call: grpc.ServerWritableStream<unknown, unknown>) => {
+        if (!authorize(call.metadata)) return void call.emit("error", UNAUTHENTICATED);
         const ctx = contextOf(call);
         try {
           for await (const msg of handler(call.request, ctx) as AsyncIterable<unknown>) {

@@ -12,6 +12,7 @@ import { connectBus, freePort, progressSubject, startNatsServer, type Bus, type 
 import { parseResearcherConfig } from "../core/config.js";
 import { ResearchError } from "../core/failure.js";
 import type { Logger } from "../core/logger.js";
+import { ensureSecrets, loadSecrets, type Secrets } from "../core/secrets.js";
 import { connectRunner, type RunnerClient } from "../gpu-runner/client.js";
 import { RunSettingsSchema, RunStatus, type Event, type Goal, type RunFinished, type RunSettings } from "../proto/gen/research/v1/events_pb.js";
 import { applyToRunState, emptyRunState, runSoFar, type RunState } from "../swarm/run-state.js";
@@ -23,6 +24,11 @@ export interface SwarmOptions {
   workspace: string;
   /** Join this NATS instead of starting one. */
   natsUrl?: string;
+  /**
+   * The credentials of the deployment joined with natsUrl (RESEARCH_SECRETS). A swarm that
+   * starts its own nats-server makes and uses `<workspace>/secrets` instead.
+   */
+  secretsDir?: string;
   /** Use this runner (host:port) instead of starting one. */
   runnerAddress?: string;
   /** The nats-server binary to start (default: Debian's, then PATH). */
@@ -102,10 +108,12 @@ export async function startSwarm(opts: SwarmOptions): Promise<Swarm> {
   // Checked before anything starts: a bad setting would crash every child in a restart loop.
   parseResearcherConfig({ ...process.env, ...childSettings });
   stopStaleServer(workspace, log);
+  // A local deployment is protected by default: its own credentials, made once per workspace.
+  const secrets = opts.natsUrl ? (opts.secretsDir ? loadSecrets(opts.secretsDir) : undefined) : ensureSecrets(join(workspace, "secrets"));
   let nats: NatsServer | undefined;
   let natsUrl = opts.natsUrl;
   if (!natsUrl) {
-    nats = await startNatsServer({ dataDir: join(workspace, "nats"), binary: opts.natsServer });
+    nats = await startNatsServer({ dataDir: join(workspace, "nats"), binary: opts.natsServer, secrets });
     natsUrl = nats.url;
   }
   const supervisor = new Supervisor(join(workspace, "logs"), log, opts.onRestart);
@@ -116,6 +124,7 @@ export async function startSwarm(opts: SwarmOptions): Promise<Swarm> {
     NATS_URL: natsUrl,
     RUNNER_ADDRESS: runnerAddress,
     WORKSPACE: workspace,
+    ...(secrets && { RESEARCH_SECRETS: secrets.dir }),
     ...childSettings,
   };
   if (!opts.runnerAddress) supervisor.start({
@@ -130,8 +139,8 @@ export async function startSwarm(opts: SwarmOptions): Promise<Swarm> {
     ],
     env: common,
   });
-  const runner = connectRunner(runnerAddress);
-  const bus = await connectBus({ servers: natsUrl, name: "launcher", logger: log, replicas: opts.replicas });
+  const runner = connectRunner(runnerAddress, secrets);
+  const bus = await connectBus({ servers: natsUrl, name: "launcher", logger: log, replicas: opts.replicas, secrets });
   const stop = async () => {
     await supervisor.stopAll();
     runner.close();
@@ -156,6 +165,13 @@ export async function startSwarm(opts: SwarmOptions): Promise<Swarm> {
     JSON.stringify({ nats_url: natsUrl, runner_address: runnerAddress, pid: process.pid, nats_pid: nats?.pid ?? 0 }, null, 2),
   );
   return { natsUrl, runnerAddress, bus, runner, supervisor, stop };
+}
+
+/** What a client of the swarm in `workspace` logs in with: the launch's own secrets, else `secretsDir`'s, else none. */
+export function workspaceSecrets(workspace: string, secretsDir?: string): Secrets | undefined {
+  const own = join(resolve(workspace), "secrets");
+  if (existsSync(own)) return loadSecrets(own);
+  return secretsDir ? loadSecrets(secretsDir) : undefined;
 }
 
 export function newRunId(): string {

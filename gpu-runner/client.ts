@@ -1,6 +1,9 @@
 /** Typed gRPC client for the runner, plus the "collect a whole evaluation" helper most callers want. */
+import { readFileSync } from "node:fs";
+import * as grpc from "@grpc/grpc-js";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { createClient, type CallOptions, type ServiceClient } from "../core/grpc.js";
+import type { Secrets } from "../core/secrets.js";
 import { ResearchError } from "../core/failure.js";
 import {
   RunnerService,
@@ -11,8 +14,18 @@ import {
 
 export type RunnerClient = ServiceClient<(typeof RunnerService)["method"]>;
 
-export function connectRunner(address: string): RunnerClient {
-  return createClient(RunnerService, address);
+/** With a deployment's secrets: TLS trusting only its CA, and its token on every call. */
+export function connectRunner(address: string, secrets?: Secrets): RunnerClient {
+  return createClient(RunnerService, address, secrets ? runnerCredentials(secrets) : undefined);
+}
+
+export function runnerCredentials(secrets: Secrets, token = secrets.runnerToken): grpc.ChannelCredentials {
+  const bearer = grpc.credentials.createFromMetadataGenerator((_, done) => {
+    const metadata = new grpc.Metadata();
+    metadata.set("authorization", `Bearer ${token}`);
+    done(null, metadata);
+  });
+  return grpc.credentials.combineChannelCredentials(grpc.credentials.createSsl(readFileSync(secrets.files.ca)), bearer);
 }
 
 /**

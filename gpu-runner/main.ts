@@ -7,6 +7,7 @@ import { parseArgs } from "node:util";
 import { runnerConfig } from "../core/config.js";
 import { createLogger, setLogLevel } from "../core/logger.js";
 import { exitWithParent } from "../core/process.js";
+import { loadSecrets } from "../core/secrets.js";
 import { RUNNER_DEVICES, startRunner, type RunnerDevice } from "./server.js";
 
 const { values } = parseArgs({
@@ -22,7 +23,7 @@ const { values } = parseArgs({
 });
 if (values.help) {
   process.stdout.write(
-    "gpu-runner: gRPC evaluation service\n  --address HOST:PORT (default 127.0.0.1:50051, env RUNNER_ADDRESS)\n  --slots N (default: the CPU count; on a GPU host one per 10 GiB of GPU memory, at most 8 per GPU and the CPU count)\n  --device auto|cpu|cuda (default auto: the GPUs when there are any; cuda: refuse to start without one)\n  --python PATH (default: RUNNER_PYTHON, else the project's .venv/bin/python, else /usr/bin/python3)\n  --data-root DIR (repeatable; datasets are only read from these and /usr/share/datasets)\n  --unsafe-no-sandbox (run model code without bubblewrap)\n",
+    "gpu-runner: gRPC evaluation service\n  --address HOST:PORT (default 127.0.0.1:50051, env RUNNER_ADDRESS)\n  --slots N (default: the CPU count; on a GPU host one per 10 GiB of GPU memory, at most 8 per GPU and the CPU count)\n  --device auto|cpu|cuda (default auto: the GPUs when there are any; cuda: refuse to start without one)\n  --python PATH (default: RUNNER_PYTHON, else the project's .venv/bin/python, else /usr/bin/python3)\n  --data-root DIR (repeatable; datasets are only read from these and /usr/share/datasets)\n  --unsafe-no-sandbox (run model code without bubblewrap)\nWith RESEARCH_SECRETS set it serves TLS and refuses calls without the deployment's token (docs/DEPLOY.md).\n",
   );
   process.exit(0);
 }
@@ -47,6 +48,7 @@ try {
     device: values.device as RunnerDevice | undefined,
     dataRoots: values["data-root"],
     unsafeNoSandbox: values["unsafe-no-sandbox"],
+    secrets: config.secretsDir ? loadSecrets(config.secretsDir) : undefined,
     logger: log,
   });
   process.stdout.write(`runner listening on ${runner.address}\n`);

@@ -5,12 +5,13 @@
  */
 import * as grpc from "@grpc/grpc-js";
 import { availableParallelism, tmpdir } from "node:os";
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { DEFAULT_PYTHON } from "../core/config.js";
 import { addService } from "../core/grpc.js";
 import { ResearchError } from "../core/failure.js";
 import type { Logger } from "../core/logger.js";
+import { tokenMatches, type Secrets } from "../core/secrets.js";
 import { RunnerService } from "../proto/gen/research/v1/runner_pb.js";
 import { Evaluator } from "./evaluator.js";
 import { WeightStore } from "./weights.js";
@@ -31,6 +32,8 @@ export interface RunnerOptions {
   unsafeNoSandbox?: boolean;
   /** auto (default): the GPUs when there are any; cpu: none, even on a GPU host; cuda: fail to start without one. */
   device?: RunnerDevice;
+  /** Serve TLS with the deployment's certificate and refuse calls without its token (core/secrets.ts). */
+  secrets?: Secrets;
   logger: Logger;
 }
 
@@ -100,15 +103,29 @@ export async function startRunner(opts: RunnerOptions): Promise<RunningRunner> {
   const evaluator = new Evaluator({ pool, quick, referee, dataRoots, gpus, weights: new WeightStore(join(scratchRoot, "weights")), logger: log });
 
   const server = new grpc.Server({ "grpc.max_receive_message_length": 64 * 1024 * 1024 });
-  addService(server, RunnerService, {
-    evaluate: (req, ctx) => evaluator.evaluate(req, ctx.signal),
-    summarize: (req, ctx) => evaluator.summarize(req, ctx.signal),
-    describe: (req, ctx) => evaluator.describe(req, ctx.signal),
-    runScript: (req, ctx) => evaluator.runScript(req, ctx.signal),
-    health: async () => evaluator.health(),
-  });
+  const secrets = opts.secrets;
+  const authorize = (metadata: grpc.Metadata) => {
+    if (!secrets) return true;
+    const header = String(metadata.get("authorization")[0] ?? "");
+    return header.startsWith("Bearer ") && tokenMatches(secrets, header.slice("Bearer ".length));
+  };
+  addService(
+    server,
+    RunnerService,
+    {
+      evaluate: (req, ctx) => evaluator.evaluate(req, ctx.signal),
+      summarize: (req, ctx) => evaluator.summarize(req, ctx.signal),
+      describe: (req, ctx) => evaluator.describe(req, ctx.signal),
+      runScript: (req, ctx) => evaluator.runScript(req, ctx.signal),
+      health: async () => evaluator.health(),
+    },
+    authorize,
+  );
+  const credentials = secrets
+    ? grpc.ServerCredentials.createSsl(null, [{ cert_chain: readFileSync(secrets.files.cert), private_key: readFileSync(secrets.files.key) }], false)
+    : grpc.ServerCredentials.createInsecure();
   const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync(opts.address ?? "127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
+    server.bindAsync(opts.address ?? "127.0.0.1:0", credentials, (err, p) => (err ? reject(err) : resolve(p))),
   );
   const host = (opts.address ?? "127.0.0.1:0").split(":")[0] || "127.0.0.1";
   const address = `${host === "0.0.0.0" ? "127.0.0.1" : host}:${port}`;

@@ -9,6 +9,7 @@ import { agentConfig } from "../core/config.js";
 import type { EventKind } from "../bus/subjects.js";
 import { createLogger, setLogLevel, type Logger } from "../core/logger.js";
 import { exitWithParent } from "../core/process.js";
+import { loadSecrets, type Secrets } from "../core/secrets.js";
 import type { Event } from "../proto/gen/research/v1/events_pb.js";
 import { connectRunner, type RunnerClient } from "../gpu-runner/client.js";
 import type { RunState } from "./run-state.js";
@@ -43,12 +44,12 @@ export interface AgentOptions {
 }
 
 /** Round robin over the runners in RUNNER_ADDRESS. */
-function runnerPicker(addresses: string[]): () => RunnerClient {
+function runnerPicker(addresses: string[], secrets: Secrets | undefined): () => RunnerClient {
   const clients: RunnerClient[] = [];
   let next = 0;
   return () => {
     const i = next++ % addresses.length;
-    clients[i] ??= connectRunner(addresses[i]!);
+    clients[i] ??= connectRunner(addresses[i]!, secrets);
     return clients[i]!;
   };
 }
@@ -59,13 +60,15 @@ export async function runAgent(opts: AgentOptions): Promise<void> {
   setLogLevel(config.logLevel);
   const instance = config.instance;
   const log = createLogger(opts.role, { instance });
+  const secrets = config.secretsDir ? loadSecrets(config.secretsDir) : undefined;
   const bus = await connectBus({
     servers: config.natsServers,
     name: `${opts.role}@${instance}`,
     logger: log,
     replicas: config.streamReplicas,
+    secrets,
   });
-  const runner = runnerPicker(config.runnerAddresses);
+  const runner = runnerPicker(config.runnerAddresses, secrets);
   const runs = new RunStates(bus, log);
   const ctx = (event: Event): AgentContext => ({
     bus,

@@ -5,7 +5,9 @@
  * is killed mid-run.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { connect } from "@nats-io/transport-node";
+import { connectRunner } from "../../gpu-runner/client.js";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execFileSync } from "node:child_process";
@@ -128,5 +130,17 @@ describe("a research run on digits", () => {
       encoding: "utf8",
     });
     expect((JSON.parse(out) as { trial_id: string }[])[0]?.trial_id).toBe(first.id);
+  });
+
+  it("is protected by default: the workspace's own credentials, and nothing gets in without them", async () => {
+    expect(statSync(join(workspace, "secrets")).mode & 0o777).toBe(0o700);
+    expect(statSync(join(workspace, "secrets", "nats.json")).mode & 0o777).toBe(0o600);
+    await expect(connect({ servers: swarm.natsUrl, reconnect: false, timeout: 3000 })).rejects.toThrow();
+    const stranger = connectRunner(swarm.runnerAddress);
+    await expect(stranger.health({}, { timeoutMs: 5000 })).rejects.toMatchObject({ label: "runner_unavailable" });
+    stranger.close();
+    // The CLI logs in with the workspace's credentials.
+    const runs = execFileSync("./research-agent", ["status", "--workspace", workspace], { encoding: "utf8" });
+    expect(runs).toMatch(/judge\//);
   });
 });
