@@ -69,7 +69,7 @@ export const ENV = z.object({
   }),
   RUNNER_ADDRESS: commaList(z.string().regex(HOST_PORT, { error: "expected host:port, comma-separated" })).default(["127.0.0.1:50051"]).register(VARIABLE_DOCS, {
     readBy: "agents; gpu-runner",
-    description: "agents: comma-separated `host:port` of gpu-runners, called round robin; gpu-runner: the one `host:port` it listens on when `--address` is not given",
+    description: "agents: comma-separated `host:port` of gpu-runners, each call to the one with the most free slots net of its queue (`Health`, polled every 2 s; one that does not answer is passed over); gpu-runner: the one `host:port` it listens on when `--address` is not given",
   }),
   RESEARCH_SECRETS: text.optional().register(VARIABLE_DOCS, {
     readBy: "agents, lineage-store, gpu-runner, CLI",

@@ -9,9 +9,10 @@ import { agentConfig } from "../core/config.js";
 import type { EventKind } from "../bus/subjects.js";
 import { createLogger, setLogLevel, type Logger } from "../core/logger.js";
 import { exitWithParent } from "../core/process.js";
-import { loadSecrets, type Secrets } from "../core/secrets.js";
+import { loadSecrets } from "../core/secrets.js";
 import type { Event } from "../proto/gen/research/v1/events_pb.js";
-import { connectRunner, type RunnerClient } from "../gpu-runner/client.js";
+import type { RunnerClient } from "../gpu-runner/client.js";
+import { Runners } from "./runners.js";
 import type { RunState } from "./run-state.js";
 import { RunStates } from "./run-states.js";
 
@@ -43,17 +44,6 @@ export interface AgentOptions {
   maxInFlight?: number;
 }
 
-/** Round robin over the runners in RUNNER_ADDRESS. */
-function runnerPicker(addresses: string[], secrets: Secrets | undefined): () => RunnerClient {
-  const clients: RunnerClient[] = [];
-  let next = 0;
-  return () => {
-    const i = next++ % addresses.length;
-    clients[i] ??= connectRunner(addresses[i]!, secrets);
-    return clients[i]!;
-  };
-}
-
 export async function runAgent(opts: AgentOptions): Promise<void> {
   exitWithParent();
   const config = agentConfig();
@@ -68,7 +58,7 @@ export async function runAgent(opts: AgentOptions): Promise<void> {
     replicas: config.streamReplicas,
     secrets,
   });
-  const runner = runnerPicker(config.runnerAddresses, secrets);
+  const runners = new Runners(config.runnerAddresses, secrets, log);
   const runs = new RunStates(bus, log);
   const ctx = (event: Event): AgentContext => ({
     bus,
@@ -77,7 +67,7 @@ export async function runAgent(opts: AgentOptions): Promise<void> {
     emit: async (key, init) => {
       await bus.publish({ ...init, eventId: `${init.runId}/${key}` });
     },
-    runner,
+    runner: () => runners.pick(),
   });
 
   // Each consumption holds one message at a time; several on the same durables
@@ -107,5 +97,6 @@ export async function runAgent(opts: AgentOptions): Promise<void> {
     // Closing the bus waits for handlers in flight, which may still read run states.
     await bus.close();
     await runs.close();
+    runners.close();
   });
 }

@@ -1,0 +1,77 @@
+/**
+ * The runners of RUNNER_ADDRESS, picked by their health rather than in turn.
+ *
+ * With more than one runner, each is asked for its `Health` every few seconds
+ * (a unary call, answered from counters). A call goes to the runner with the
+ * most free slots net of its queue, less the calls this process sent it since
+ * that runner last answered; a runner that did not answer is passed over
+ * until it does, unless none answers. A trial whose runner dies mid-way fails
+ * `runner_unavailable`, which the bus redelivers (ResearchError.retryable, a
+ * bounded number of times), and the redelivery picks again: another runner.
+ */
+import type { Logger } from "../core/logger.js";
+import type { Secrets } from "../core/secrets.js";
+import { connectRunner, type RunnerClient } from "../gpu-runner/client.js";
+
+const POLL_MS = 2_000;
+const HEALTH_TIMEOUT_MS = 1_500;
+
+interface Runner {
+  address: string;
+  client: RunnerClient;
+  /** Free slots less queued jobs at the last answer; undefined until the first. */
+  room?: number;
+  up: boolean;
+  /** Calls sent since the last answer, which it cannot count yet. */
+  sent: number;
+}
+
+export class Runners {
+  private readonly runners: Runner[];
+  private next = 0;
+  private timer?: NodeJS.Timeout;
+
+  constructor(addresses: string[], secrets: Secrets | undefined, private readonly log: Logger, pollMs = POLL_MS) {
+    this.runners = addresses.map((address) => ({ address, client: connectRunner(address, secrets), up: true, sent: 0 }));
+    if (this.runners.length > 1) {
+      void this.poll();
+      this.timer = setInterval(() => void this.poll(), pollMs);
+      this.timer.unref();
+    }
+  }
+
+  /** Asks every runner for its health once; resolves when all have answered or timed out. */
+  async poll(): Promise<void> {
+    await Promise.all(
+      this.runners.map(async (r) => {
+        try {
+          const h = await r.client.health({}, { timeoutMs: HEALTH_TIMEOUT_MS });
+          if (!r.up) this.log.info({ runner: r.address }, "runner is back");
+          Object.assign(r, { room: h.freeSlots - h.queueDepth, up: h.workersReady > 0, sent: 0 });
+        } catch (err) {
+          if (r.up) this.log.warn({ runner: r.address, err: (err as Error).message }, "runner does not answer; passing it over");
+          r.up = false;
+        }
+      }),
+    );
+  }
+
+  /** The runner with the most room; in turn among equals. */
+  pick(): RunnerClient {
+    const live = this.runners.filter((r) => r.up);
+    const candidates = live.length ? live : this.runners;
+    let best: Runner | undefined;
+    for (let i = 0; i < candidates.length; i++) {
+      const r = candidates[(this.next + i) % candidates.length]!;
+      if (!best || (r.room ?? 0) - r.sent > (best.room ?? 0) - best.sent) best = r;
+    }
+    this.next++;
+    best!.sent++;
+    return best!.client;
+  }
+
+  close(): void {
+    clearInterval(this.timer);
+    for (const r of this.runners) r.client.close();
+  }
+}
