@@ -8,7 +8,7 @@ import { dirname, join, resolve } from "node:path";
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { connectBus, natsAuthConfig, progressSubject, type Bus } from "../bus/index.js";
 import { ensureSecrets } from "../core/secrets.js";
-import { DECISION, RUN_STATUS, SURFACE, VERDICT } from "../core/enums.js";
+import { DECISION, RUN_STATUS, SURFACE, TRIAL_STATUS, VERDICT } from "../core/enums.js";
 import { FAILURE_LABEL, labelName } from "../core/failure.js";
 import { parseDuration, parseGoal } from "../core/goal.js";
 import { SEARCH_DEFAULTS } from "../core/defaults.js";
@@ -25,7 +25,8 @@ import { lineageEmbedder } from "../lineage-store/embedder.js";
 import { EventSchema, RunStatus, type Event } from "../proto/gen/research/v1/events_pb.js";
 import { fromBinary } from "@bufbuild/protobuf";
 import type { TrialSummary } from "../proto/gen/research/v1/lineage_pb.js";
-import { applyToRunState, bestTrial, emptyRunState, meanOf, runSoFar, type RunState } from "../swarm/run-state.js";
+import { applyToRunState, bestTrial, emptyRunState, foldRun, meanOf, runSoFar, trialStatus, type RunState } from "../swarm/run-state.js";
+import { connectRunner } from "../gpu-runner/client.js";
 import { runGoal, runSettings, startSwarm, workspaceSecrets, type Swarm } from "../deploy/swarm.js";
 import { runAblation } from "./ablation.js";
 import { ArxivClient } from "../research/arxiv.js";
@@ -578,20 +579,65 @@ async function report(argv: string[]): Promise<void> {
   process.stdout.write(buildReport(state, sofar).markdown);
 }
 
+/**
+ * The swarm at a glance: its live runs with their trials by state (from the
+ * workspace's lineage), the runners with their slots (Health), and the agents
+ * (heartbeats).
+ */
 async function status(argv: string[]): Promise<void> {
   const { values: a } = args(argv, {});
   if (a.help) return void process.stdout.write(HELP);
   const bus = (await connectOrFail(a.workspace, a.nats)) ?? fail("no swarm is running for this workspace (give --nats URL or --workspace DIR)");
-  const seen = new Map<string, string>();
+  const agents = new Map<string, string>();
   const sub = bus.watchHeartbeats((beat) => {
-    seen.set(`${beat.role}/${beat.instance}`, `in flight ${beat.inFlight}, handled ${beat.handled}, up ${((Date.now() - Number(beat.startedAtMs)) / 1000).toFixed(0)} s`);
+    agents.set(`${beat.role}/${beat.instance}`, `in flight ${beat.inFlight}, handled ${beat.handled}, up ${((Date.now() - Number(beat.startedAtMs)) / 1000).toFixed(0)} s`);
   });
-  // Heartbeats come every 5 s.
-  await new Promise((r) => setTimeout(r, 6000));
+  const [runLines, runnerLines] = await Promise.all([liveRuns(a.workspace), runnerHealth(a.workspace), new Promise((r) => setTimeout(r, 6000))]); // heartbeats come every 5 s
   await sub.stop();
   await bus.close();
-  if (seen.size === 0) fail("no agent heartbeats in 6 s");
-  for (const [who, what] of [...seen.entries()].sort()) process.stdout.write(`${who.padEnd(40)} ${what}\n`);
+  const lines = ["runs:", ...(runLines.length ? runLines : ["  none running"]), "runners:", ...runnerLines, "agents:"];
+  lines.push(...(agents.size ? [...agents.entries()].sort().map(([who, what]) => `  ${who.padEnd(38)} ${what}`) : ["  no heartbeats in 6 s"]));
+  process.stdout.write(`${lines.join("\n")}\n`);
+  if (agents.size === 0) process.exitCode = 1;
+}
+
+async function liveRuns(workspace: string): Promise<string[]> {
+  if (!existsSync(join(resolve(workspace), "lineage"))) return [];
+  const store = await openLineage(workspace);
+  try {
+    const out: string[] = [];
+    for (const r of (await store.listRuns()).filter((x) => x.status === "running")) {
+      const state = foldRun(r.run_id, (await store.eventsOf(r.run_id)).map((row) => fromBinary(EventSchema, row.payload)));
+      const counts = new Map<string, number>();
+      for (const t of state.trials.values()) counts.set(trialStatus(t), (counts.get(trialStatus(t)) ?? 0) + 1);
+      const trials = TRIAL_STATUS.names.filter((n) => counts.has(n)).map((n) => `${counts.get(n)} ${n}`).join(", ") || "none yet";
+      const best = bestTrial(state);
+      const ci = best?.evaluated?.result?.aggregated.val_accuracy?.ci95;
+      out.push(`  ${r.run_id}  trials: ${trials}${best && ci ? `; best ${best.id} ${fmtPct(ci[0]!)}–${fmtPct(ci[1]!)}` : ""}  ${r.goal}`);
+    }
+    return out;
+  } finally {
+    await store.close();
+  }
+}
+
+async function runnerHealth(workspace: string): Promise<string[]> {
+  const f = join(resolve(workspace), "swarm.json");
+  const addresses = existsSync(f) ? [(JSON.parse(readFileSync(f, "utf8")) as { runner_address: string }).runner_address] : [];
+  return Promise.all(
+    addresses.map(async (address) => {
+      const client = connectRunner(address, workspaceSecrets(workspace, cliConfig().secretsDir));
+      try {
+        const h = await client.health({}, { timeoutMs: 3000 });
+        const d = h.device;
+        return `  ${address}  ${h.slots} slots, ${h.freeSlots} free, ${h.queueDepth} queued, ${h.workersReady} workers up; ${d?.kind ?? "?"} ${d?.name ?? ""}${d?.sandboxed ? ", sandboxed" : ", NOT sandboxed"}`;
+      } catch (err) {
+        return `  ${address}  not answering: ${(err as Error).message}`;
+      } finally {
+        client.close();
+      }
+    }),
+  );
 }
 
 /**

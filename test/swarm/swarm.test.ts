@@ -139,8 +139,9 @@ describe("a research run on digits", () => {
     const stranger = connectRunner(swarm.runnerAddress);
     await expect(stranger.health({}, { timeoutMs: 5000 })).rejects.toMatchObject({ label: "runner_unavailable" });
     stranger.close();
-    // The CLI logs in with the workspace's credentials.
-    const runs = execFileSync("./research-agent", ["status", "--workspace", workspace], { encoding: "utf8" });
-    expect(runs).toMatch(/judge\//);
+    // The CLI logs in with the workspace's credentials: runs, runners and their slots, agents.
+    const status = execFileSync("./research-agent", ["status", "--workspace", workspace], { encoding: "utf8" });
+    expect(status).toMatch(/^runs:\n  none running\nrunners:\n  127\.0\.0\.1:\d+  2 slots, \d free, \d queued, \d workers up; cpu .*, sandboxed\nagents:\n/);
+    expect(status).toMatch(/judge\/judge/);
   });
 });
