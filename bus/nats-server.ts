@@ -14,6 +14,8 @@ export interface NatsServerOptions {
   readyTimeoutMs?: number;
   /** Require the deployment's user and password, over TLS with its certificate (core/secrets.ts). */
   secrets?: Secrets;
+  /** A node of a JetStream cluster on loopback: its name, its route port and every node's route port (its own included). */
+  cluster?: { name: string; port: number; routes: number[] };
 }
 
 export interface NatsServer {
@@ -32,7 +34,11 @@ export async function startNatsServer(opts: NatsServerOptions): Promise<NatsServ
   mkdirSync(opts.dataDir, { recursive: true });
 
   const config = opts.secrets ? ["-c", writeAuthConfig(opts.dataDir, opts.secrets)] : [];
-  const child = spawn(binary, [...config, "-js", "-sd", opts.dataDir, "-a", "127.0.0.1", "-p", String(port)], {
+  const c = opts.cluster;
+  const cluster = c
+    ? ["--server_name", c.name, "--cluster_name", "research", "--cluster", `nats://127.0.0.1:${c.port}`, "--routes", c.routes.map((p) => `nats://127.0.0.1:${p}`).join(",")]
+    : [];
+  const child = spawn(binary, [...config, ...cluster, "-js", "-sd", opts.dataDir, "-a", "127.0.0.1", "-p", String(port)], {
     stdio: ["ignore", "ignore", "pipe"],
   });
   let stderr = "";
