@@ -140,7 +140,7 @@ export async function startSwarm(opts: SwarmOptions): Promise<Swarm> {
     env: common,
   });
   const runner = connectRunner(runnerAddress, secrets);
-  const bus = await connectBus({ servers: natsUrl, name: "launcher", logger: log, replicas: opts.replicas, secrets });
+  const bus = await connectBus({ servers: natsUrl.split(","), name: "launcher", logger: log, replicas: opts.replicas, secrets });
   const stop = async () => {
     await supervisor.stopAll();
     runner.close();
