@@ -2,6 +2,7 @@ import {
   AckPolicy,
   DeliverPolicy,
   JetStreamApiError,
+  JetStreamError,
   type Consumer,
   type ConsumerConfig,
   type ConsumerMessages,
@@ -9,7 +10,7 @@ import {
   type JetStreamManager,
   type JsMsg,
 } from "@nats-io/jetstream";
-import { nanos, type NatsConnection } from "@nats-io/transport-node";
+import { ConnectionError, NoRespondersError, RequestError, TimeoutError, nanos, type NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
 import type { Event } from "../proto/gen/research/v1/events_pb.js";
 import { decodeEvent } from "./codec.js";
@@ -159,7 +160,7 @@ async function startWorker(
     } catch (err) {
       clearInterval(keepAlive);
       const lastTry = ctx.deliveryCount >= settings.maxDeliver;
-      if (ResearchError.from(err).retryable && !lastTry) {
+      if ((ResearchError.from(err).retryable || busTrouble(err)) && !lastTry) {
         const delay = Math.min(settings.retryDelayMs * 2 ** (ctx.deliveryCount - 1), MAX_DELAY_MS);
         log.warn({ err, delivery: ctx.deliveryCount, retry_in_ms: delay }, "transient failure; will retry");
         m.nak(delay);
@@ -297,4 +298,13 @@ async function ensureConsumer(deps: Deps, name: string, kind: EventKind, s: Sett
 /** ackWait, 2x, 4x ... one value per redelivery; the server wants fewer values than max_deliver. */
 function ackBackoff(ackWaitMs: number, maxDeliver: number): number[] {
   return Array.from({ length: maxDeliver - 1 }, (_, i) => Math.min(ackWaitMs * 2 ** i, MAX_DELAY_MS));
+}
+
+/**
+ * The bus itself failing under a handler: a node lost, a stream or consumer
+ * leader being elected ("consumer is offline"), a request timing out. Worth a
+ * redelivery, like an unreachable runner; a handler's own error is not.
+ */
+function busTrouble(err: unknown): boolean {
+  return [TimeoutError, NoRespondersError, RequestError, ConnectionError, JetStreamError, JetStreamApiError].some((c) => err instanceof c);
 }

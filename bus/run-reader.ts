@@ -18,10 +18,18 @@ export interface RunWatch extends Stoppable {
   sync(): Promise<void>;
 }
 
+/** How often a live follower checks that its consumer still exists. */
+const CHECK_MS = 10_000;
+
 /**
  * Reads a run's events (every run's for "*") in stream order through an
  * ordered consumer: the stored history first and then, with `follow`, live
  * events, with no gap or duplicate between the two.
+ *
+ * An ordered consumer lives on one NATS node. When that node is lost the
+ * consumer stays "offline", so a follower that finds it gone (asked to sync,
+ * or on its periodic check) opens a new one at the stream sequence after the
+ * last event it passed on: no gap, no event twice.
  */
 export async function readRun(
   js: JetStreamClient,
@@ -30,29 +38,19 @@ export async function readRun(
   onEvent: EventListener,
   follow: boolean,
 ): Promise<RunWatch> {
-  const consumer = await js.consumers.get(STREAM, { filter_subjects: runFilter(runId) });
+  let lastSeq = 0;
+  const open = () =>
+    js.consumers.get(STREAM, { filter_subjects: runFilter(runId), ...(lastSeq > 0 && { opt_start_seq: lastSeq + 1 }) });
+  let consumer = await open();
   const stored = (await consumer.info(true)).num_pending;
   let count = 0;
+  // By consumer sequence, which starts again at 1 on a new consumer.
   let delivered = 0;
   let progressed: () => void = () => undefined;
   let progress = new Promise<void>((resolve) => (progressed = resolve));
   let stopped = false;
   let markCaughtUp!: (n: number) => void;
   const caughtUp = new Promise<number>((resolve) => (markCaughtUp = resolve));
-  const sync = async (): Promise<void> => {
-    for (;;) {
-      if (stopped) return;
-      const seen = progress;
-      const info = await consumer.info();
-      // Delivered but not yet passed on: wait for the reader, then ask again
-      // when the server still had more for this run.
-      // By consumer sequence: the stream sequence in `delivered` runs ahead
-      // over other runs' events that the filter skipped.
-      while (delivered < info.delivered.consumer_seq && !stopped) await Promise.race([progress, stoppedSignal]);
-      if (info.num_pending === 0) return;
-      if (progress === seen) await Promise.race([progress, stoppedSignal]);
-    }
-  };
   let signalStopped!: () => void;
   const stoppedSignal = new Promise<void>((resolve) => (signalStopped = resolve));
 
@@ -63,24 +61,92 @@ export async function readRun(
       return { caughtUp, sync: async () => undefined, stop: async () => undefined };
     }
   }
-  const messages = await consumer.consume();
+  let messages = await consumer.consume();
+  let reopened: Promise<void> | undefined;
+  /** The consumer is gone: end its iterator; the reading loop opens the next one. */
+  const replace = (err: unknown): Promise<void> => {
+    if (!reopened) {
+      logger.warn({ err, run_id: runId, last_seq: lastSeq }, "the run's consumer is gone; reading on from the last event");
+      let done!: () => void;
+      reopened = new Promise<void>((resolve) => (done = resolve));
+      replaced = done;
+      messages.stop();
+    }
+    return reopened;
+  };
+  let replaced: (() => void) | undefined;
+
+  const info = async () => {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await consumer.info();
+      } catch (err) {
+        if (stopped || attempt >= 3) throw err;
+        await replace(err);
+      }
+    }
+  };
+  const sync = async (): Promise<void> => {
+    for (;;) {
+      if (stopped) return;
+      const seen = progress;
+      const i = await info();
+      // Delivered but not yet passed on: wait for the reader, then ask again
+      // when the server still had more for this run.
+      while (delivered < i.delivered.consumer_seq && !stopped) await Promise.race([progress, stoppedSignal]);
+      if (i.num_pending === 0) return;
+      if (progress === seen) await Promise.race([progress, stoppedSignal]);
+    }
+  };
+  const check = follow
+    ? setInterval(() => {
+        consumer.info().catch((err: unknown) => {
+          if (!stopped) void replace(err);
+        });
+      }, CHECK_MS)
+    : undefined;
+  check?.unref();
+
   const done = (async () => {
     try {
-      for await (const m of messages) {
+      for (;;) {
         try {
-          await onEvent(decodeEvent(m.data));
+          for await (const m of messages) {
+            try {
+              await onEvent(decodeEvent(m.data));
+            } catch (err) {
+              logger.warn({ err, subject: m.subject, seq: m.seq, bytes: m.data.length }, "event skipped");
+            }
+            count++;
+            lastSeq = m.seq;
+            delivered = m.info.deliverySequence;
+            const wake = progressed;
+            progress = new Promise<void>((resolve) => (progressed = resolve));
+            wake();
+            if (m.info.pending === 0) {
+              markCaughtUp(count);
+              if (!follow) return;
+            }
+          }
         } catch (err) {
-          logger.warn({ err, subject: m.subject, seq: m.seq, bytes: m.data.length }, "event skipped");
+          if (stopped) return;
+          void replace(err);
         }
-        count++;
-        delivered = m.info.deliverySequence;
-        const wake = progressed;
-        progress = new Promise<void>((resolve) => (progressed = resolve));
-        wake();
-        if (m.info.pending === 0) {
-          markCaughtUp(count);
-          if (!follow) break;
+        if (!reopened) return; // stopped
+        for (;;) {
+          try {
+            consumer = await open();
+            messages = await consumer.consume();
+            break;
+          } catch (err) {
+            if (stopped) return;
+            logger.warn({ err, run_id: runId }, "cannot open the run's consumer yet; trying again");
+            await new Promise((r) => setTimeout(r, 1_000));
+          }
         }
+        delivered = 0;
+        reopened = undefined;
+        replaced?.();
       }
     } catch (err) {
       logger.error({ err, run_id: runId }, "reading the run's events failed");
@@ -89,9 +155,12 @@ export async function readRun(
       markCaughtUp(count);
       stopped = true;
       signalStopped();
+      replaced?.();
     }
   })();
   const stop = async () => {
+    stopped = true;
+    clearInterval(check);
     messages.stop();
     await done;
     // Ordered consumers are ephemeral; deleting spares the server its inactivity timeout.

@@ -45,6 +45,18 @@ export class RunStates {
    * is shared and keeps changing as events arrive: read it, don't write it.
    */
   async get(runId: string): Promise<RunState> {
+    try {
+      return await this.current(runId);
+    } catch (err) {
+      // An ordered consumer lives on one NATS node; with that node gone it stays "offline".
+      // A new follower reads the run again from the (replicated) stream.
+      this.log.warn({ err, run_id: runId }, "the run's follower failed; reading the run again");
+      await this.drop(runId);
+      return await this.current(runId);
+    }
+  }
+
+  private async current(runId: string): Promise<RunState> {
     const f = this.follower(runId);
     f.lastUsedMs = Date.now();
     const watch = await f.watch;
