@@ -291,13 +291,7 @@ export function parseRunnerConfig(env: Env, flags: { address?: string; python?: 
 /** research-agent, quick-evaluator and the benchmarks: quieter logs, since their output is for a person. */
 export function parseCliConfig(env: Env): CliConfig {
   const e = parse(CLI, env);
-  return {
-    logLevel: e.LOG_LEVEL ?? "warn",
-    streamReplicas: e.NATS_STREAM_REPLICAS,
-    natsServer: e.NATS_SERVER,
-    runnerPython: e.RUNNER_PYTHON,
-    secretsDir: e.RESEARCH_SECRETS,
-  };
+  return { logLevel: e.LOG_LEVEL ?? "warn", streamReplicas: e.NATS_STREAM_REPLICAS, natsServer: e.NATS_SERVER, runnerPython: e.RUNNER_PYTHON, secretsDir: e.RESEARCH_SECRETS };
 }
 
 // What a process calls: its config from process.env, read once; a bad value exits.

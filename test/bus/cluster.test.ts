@@ -7,8 +7,8 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { connectBus, freePort, startNatsServer, type Bus, type NatsServer } from "../../bus/index.js";
-import { eventOf, testLogger, waitFor } from "./helpers.js";
+import { connectBus, type Bus, type NatsServer } from "../../bus/index.js";
+import { eventOf, startCluster, testLogger, waitFor, whenClusterReady } from "./helpers.js";
 
 const EVENTS = 60;
 let root: string;
@@ -17,21 +17,10 @@ let bus: Bus;
 
 beforeAll(async () => {
   root = mkdtempSync(join(tmpdir(), "cluster-test-"));
-  const routes = [await freePort(), await freePort(), await freePort()];
-  nodes = await Promise.all(
-    routes.map((port, i) => startNatsServer({ dataDir: join(root, `n${i}`), cluster: { name: `n${i}`, port, routes } })),
+  nodes = await startCluster(root);
+  bus = await whenClusterReady(() =>
+    connectBus({ servers: nodes.map((n) => n.url), name: "cluster-test", logger: testLogger, replicas: 3, reconnectTimeWaitMs: 200 }),
   );
-  // The stream can be made once the cluster has elected its JetStream leader.
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    try {
-      bus = await connectBus({ servers: nodes.map((n) => n.url), name: "cluster-test", logger: testLogger, replicas: 3, reconnectTimeWaitMs: 200 });
-      break;
-    } catch (err) {
-      if (Date.now() > deadline) throw err;
-      await new Promise((r) => setTimeout(r, 500));
-    }
-  }
 }, 90_000);
 
 afterAll(async () => {

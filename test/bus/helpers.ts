@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pino } from "pino";
-import { connectBus, startNatsServer, type Bus, type BodyCase, type EventInit, type NatsServer } from "../../bus/index.js";
+import { connectBus, freePort, startNatsServer, type Bus, type BodyCase, type EventInit, type NatsServer } from "../../bus/index.js";
 
 /** Quiet unless LOG_LEVEL asks otherwise: several tests provoke warnings on purpose. */
 export const testLogger = pino({ level: process.env.LOG_LEVEL ?? "silent" });
@@ -47,4 +47,23 @@ export async function waitFor(what: string, check: () => boolean, timeoutMs = 10
 
 export function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Three JetStream nodes clustered on loopback, their stores under `root`. */
+export async function startCluster(root: string): Promise<NatsServer[]> {
+  const routes = [await freePort(), await freePort(), await freePort()];
+  return Promise.all(routes.map((port, i) => startNatsServer({ dataDir: join(root, `nats-${i}`), cluster: { name: `n${i}`, port, routes } })));
+}
+
+/** Retries `attempt` until the cluster has elected its JetStream leader and the stream can be made. */
+export async function whenClusterReady<T>(attempt: () => Promise<T>, timeoutMs = 60_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return await attempt();
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
 }

@@ -1,7 +1,8 @@
 /**
  * Chaos on loopback: a short digits run on a 3-node JetStream cluster (stream
- * at 3 replicas) while the lineage store, the runner, four agents at once and
- * a NATS node are killed, each at a point where it holds work. The run must
+ * at 3 replicas) while the lineage store, the runner, four agents at once, the
+ * store, runner and analyst at once, and a NATS node are killed, each at a
+ * point where it holds work. The run must
  * end, every trial once, each with a verdict or a failure label, and the
  * restarted lineage store must hold every event of the run exactly once.
  */
@@ -9,7 +10,8 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { freePort, startNatsServer, type NatsServer } from "../../bus/index.js";
+import type { NatsServer } from "../../bus/index.js";
+import { startCluster, whenClusterReady } from "../bus/helpers.js";
 import { parseGoal } from "../../core/goal.js";
 import { createLogger } from "../../core/logger.js";
 import { runGoal, runSettings, startSwarm, type RunOutcome, type Swarm } from "../../deploy/swarm.js";
@@ -27,21 +29,11 @@ const chaos: string[] = [];
 
 beforeAll(async () => {
   root = mkdtempSync(join(tmpdir(), "chaos-test-"));
-  const routes = [await freePort(), await freePort(), await freePort()];
-  nodes = await Promise.all(routes.map((port, i) => startNatsServer({ dataDir: join(root, `nats-${i}`), cluster: { name: `n${i}`, port, routes } })));
+  nodes = await startCluster(root);
   const logger = createLogger("chaos-test");
   logger.level = "error";
   const workspace = join(root, "workspace");
-  // The cluster elects its JetStream leader a moment after it is up: retry until the stream exists.
-  for (let attempt = 0; ; attempt++) {
-    try {
-      swarm = await startSwarm({ workspace, natsUrl: nodes.map((n) => n.url).join(","), replicas: 3, slots: 2, logger });
-      break;
-    } catch (err) {
-      if (attempt >= 20) throw err;
-      await new Promise((r) => setTimeout(r, 1000));
-    }
-  }
+  swarm = await whenClusterReady(() => startSwarm({ workspace, natsUrl: nodes.map((n) => n.url).join(","), replicas: 3, slots: 2, logger }));
   const parsed = parseGoal("digits: reach 99.9% validation accuracy in 6 minutes");
   if (!parsed.ok) throw new Error(parsed.error);
   const kill = (what: string, names: string[]) => {
@@ -58,6 +50,7 @@ beforeAll(async () => {
       if (kind === "trialEvaluated" && count(kind) === 1) kill("lineage-store", ["lineage-store"]);
       if (kind === "trialAssembled" && count(kind) === 2) setTimeout(() => kill("runner", ["gpu-runner"]), 500); // mid-evaluation
       if (kind === "trialProposed" && count(kind) === 4) kill("agents", ["planner", "coder", "analyst", "judge"]);
+      if (kind === "trialJudged" && count(kind) === 2) kill("store, runner and analyst together", ["lineage-store", "gpu-runner", "analyst"]);
       if (kind === "trialJudged" && count(kind) === 3) {
         chaos.push("nats node");
         void nodes[1]!.stop();
@@ -73,7 +66,7 @@ afterAll(async () => {
 });
 
 it("ends with every trial once, each judged or labelled, and a lineage that lost and doubled nothing", async () => {
-  expect(chaos).toEqual(expect.arrayContaining(["lineage-store", "runner", "agents", "nats node"]));
+  expect(chaos).toEqual(expect.arrayContaining(["lineage-store", "runner", "agents", "store, runner and analyst together", "nats node"]));
   expect(outcome.finished.trials).toBeGreaterThanOrEqual(3);
   const byTrial = (id: string, kind: string) => seen.filter((e) => e.trialId === id && e.body.case === kind).length;
   for (const id of outcome.state.order) {
@@ -86,13 +79,15 @@ it("ends with every trial once, each judged or labelled, and a lineage that lost
 
   // The restarted store caught up: every event of the run, each once.
   const dir = join(root, "workspace", "lineage");
-  const ids = seen.map((e) => e.eventId).sort();
+  // Per-epoch progress is live only (core NATS, no id) and never stored.
+  const ids = seen.filter((e) => e.eventId !== "").map((e) => e.eventId).sort();
   let stored: string[] = [];
-  for (let i = 0; i < 60 && stored.length < ids.length; i++) {
+  for (let i = 0; i < 30 && stored.length < ids.length; i++) {
+    if (i > 0) await new Promise((r) => setTimeout(r, 2000));
     const store = await LineageStore.open(dir, { readOnly: true, embedder: await lineageEmbedder(dir), logger: createLogger("chaos-test") });
     stored = (await store.eventsOf(outcome.runId)).map((r) => r.event_id).sort();
     await store.close();
-    if (stored.length < ids.length) await new Promise((r) => setTimeout(r, 1000));
   }
+  expect(ids.filter((id) => !stored.includes(id)), "events the store never got").toEqual([]);
   expect(stored).toEqual(ids);
-}, 60_000);
+}, 120_000);
