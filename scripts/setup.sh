@@ -10,7 +10,7 @@ STAMPS="$ROOT/.setup"
 mkdir -p "$STAMPS"
 say() { [ "${SETUP_QUIET:-0}" = 1 ] || echo "setup: $*" >&2; }
 
-DEB_PACKAGES="python3-torch python3-torchvision python3-numpy python3-scipy python3-sklearn python3-pytest nats-server bubblewrap dataset-fashion-mnist"
+DEB_PACKAGES="python3-torch python3-torchvision python3-numpy python3-scipy python3-sklearn python3-pytest nats-server bubblewrap openssl dataset-fashion-mnist"
 
 # protoc: for npm run gen and the test that proto/gen matches the .proto files.
 DEB_PACKAGES="$DEB_PACKAGES protobuf-compiler"
@@ -32,6 +32,7 @@ install_debian() {
     local need=()
     command -v nats-server >/dev/null 2>&1 || [ -x /usr/sbin/nats-server ] || need+=("nats-server 2.9+ (the swarm's bus)")
     command -v bwrap >/dev/null 2>&1 || need+=("bubblewrap (the runner's sandbox; scripts/pack-runner.sh carries one to GPU hosts)")
+    command -v openssl >/dev/null 2>&1 || need+=("openssl (a launch makes its credentials with it)")
     if [ ${#need[@]} -gt 0 ]; then
       echo "setup: no apt-get here, and these are missing: ${need[*]}." >&2
       echo "       Install them with this system's package manager, then run again. The runner's Python comes" >&2
