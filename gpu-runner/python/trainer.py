@@ -317,10 +317,6 @@ def train(spec, split, emit, t0):
         torch.cuda.set_per_process_memory_fraction(fraction, device)
     y_train = _read_labels(spec["labels_fd"])
     model = build_model(spec)
-    params = sum(p.numel() for p in model.parameters())
-    if spec["max_params"] and params > spec["max_params"]:
-        raise TaskFailure("budget_overrun", f"the model has {params:,} parameters, over the budget of "
-                          f"{spec['max_params']:,}")
     with Stage("crash", "preparing the dataset on the device"):
         data = _Data(split, y_train, device)
     num_classes = len(split.raw.class_names)
@@ -339,6 +335,11 @@ def train(spec, split, emit, t0):
         with torch.no_grad():
             out = model(probe)
     _check_output(out, len(probe), num_classes, what)
+    # After the first forward: lazy modules (nn.LazyLinear) have no shape before it.
+    params = sum(p.numel() for p in model.parameters())
+    if spec["max_params"] and params > spec["max_params"]:
+        raise TaskFailure("budget_overrun", f"the model has {params:,} parameters, over the budget of "
+                          f"{spec['max_params']:,}")
 
     loaded = spec["weights"] == "load"
     if loaded:

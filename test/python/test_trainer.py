@@ -198,6 +198,14 @@ def test_the_average_warms_up_covers_batchnorm_statistics_and_swaps_in_and_out()
     assert all(p.requires_grad for p in model.parameters())
 
 
+def test_a_lazy_model_is_counted_after_its_first_forward():
+    lazy = CNN.replace("nn.Linear(8 * 4 * 4, num_classes)", "nn.LazyLinear(num_classes)")
+    result, _ = run("train", source=lazy, recipe={"epochs": 1})
+    assert result["kind"] == "result", result
+    assert result["params"] == 80 + 16 + 516
+    failure("budget_overrun", "the model has 612 parameters, over the budget of 100", source=lazy, max_params=100)
+
+
 def test_token_ids_reach_the_model_as_int64(fixtures_dir):
     text = {"name": "text", "data_dir": os.path.join(fixtures_dir, "text")}
     result, _ = run("train", source=BAG_OF_WORDS, dataset=text, recipe={"epochs": 2, "lr": 0.05})
