@@ -199,7 +199,14 @@ async function optunaRun(repeat: number): Promise<RunRecord> {
   });
   // Like the swarm's launcher, a run past its budget plus a grace period is ended from outside.
   const killer = setTimeout(() => child.kill("SIGKILL"), (budgetS + graceS) * 1000);
+  // A stopped bench stops its baseline too, as it stops a swarm.
+  const onSignal = (sig: NodeJS.Signals) => {
+    child.kill("SIGKILL");
+    process.exit(sig === "SIGINT" ? 130 : 143);
+  };
+  process.once("SIGINT", onSignal).once("SIGTERM", onSignal);
   const code = await new Promise<number | null>((resolve) => child.on("close", (c) => resolve(c)));
+  process.off("SIGINT", onSignal).off("SIGTERM", onSignal);
   clearTimeout(killer);
   const seconds = (Date.now() - t0) / 1000;
   try {
