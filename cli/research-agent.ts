@@ -623,7 +623,7 @@ async function liveRuns(workspace: string): Promise<string[]> {
 
 async function runnerHealth(workspace: string): Promise<string[]> {
   const f = join(resolve(workspace), "swarm.json");
-  const addresses = existsSync(f) ? [(JSON.parse(readFileSync(f, "utf8")) as { runner_address: string }).runner_address] : [];
+  const addresses = existsSync(f) ? (JSON.parse(readFileSync(f, "utf8")) as { runner_address: string }).runner_address.split(",") : [];
   return Promise.all(
     addresses.map(async (address) => {
       const client = connectRunner(address, workspaceSecrets(workspace, cliConfig().secretsDir));

@@ -29,7 +29,7 @@ export interface SwarmOptions {
    * starts its own nats-server makes and uses `<workspace>/secrets` instead.
    */
   secretsDir?: string;
-  /** Use this runner (host:port) instead of starting one. */
+  /** Use these runners (host:port, comma-separated) instead of starting one. */
   runnerAddress?: string;
   /** The nats-server binary to start (default: Debian's, then PATH). */
   natsServer?: string;
@@ -139,7 +139,8 @@ export async function startSwarm(opts: SwarmOptions): Promise<Swarm> {
     ],
     env: common,
   });
-  const runner = connectRunner(runnerAddress, secrets);
+  // The launcher waits for the first runner; the agents pick among all of them (swarm/runners.ts).
+  const runner = connectRunner(runnerAddress.split(",")[0]!, secrets);
   const bus = await connectBus({ servers: natsUrl.split(","), name: "launcher", logger: log, replicas: opts.replicas, secrets });
   const stop = async () => {
     await supervisor.stopAll();

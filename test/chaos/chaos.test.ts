@@ -1,16 +1,19 @@
 /**
  * Chaos on loopback: a short digits run on a 3-node JetStream cluster (stream
- * at 3 replicas) while the lineage store, the runner, four agents at once, the
- * store, runner and analyst at once, and a NATS node are killed, each at a
- * point where it holds work. The run must
+ * at 3 replicas) and two runners, while the lineage store, a runner (for
+ * good: its trial must move to the other), four agents at once, the store,
+ * the other runner and the analyst at once, and a NATS node are killed, each
+ * at a point where it holds work. The run must
  * end, every trial once, each with a verdict or a failure label, and the
  * restarted lineage store must hold every event of the run exactly once.
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { spawn, type ChildProcess } from "node:child_process";
+import { createInterface } from "node:readline";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { NatsServer } from "../../bus/index.js";
+import { freePort, type NatsServer } from "../../bus/index.js";
 import { startCluster, whenClusterReady } from "../bus/helpers.js";
 import { parseGoal } from "../../core/goal.js";
 import { createLogger } from "../../core/logger.js";
@@ -23,6 +26,7 @@ import { trialFailure } from "../../swarm/run-state.js";
 let root: string;
 let nodes: NatsServer[] = [];
 let swarm: Swarm;
+const runners: ChildProcess[] = [];
 let outcome: RunOutcome;
 const seen: Event[] = [];
 const chaos: string[] = [];
@@ -33,7 +37,11 @@ beforeAll(async () => {
   const logger = createLogger("chaos-test");
   logger.level = "error";
   const workspace = join(root, "workspace");
-  swarm = await whenClusterReady(() => startSwarm({ workspace, natsUrl: nodes.map((n) => n.url).join(","), replicas: 3, slots: 2, logger }));
+  const addresses = [`127.0.0.1:${await freePort()}`, `127.0.0.1:${await freePort()}`];
+  await Promise.all(addresses.map((address, i) => startRunnerProcess(i, address)));
+  swarm = await whenClusterReady(() =>
+    startSwarm({ workspace, natsUrl: nodes.map((n) => n.url).join(","), runnerAddress: addresses.join(","), replicas: 3, logger }),
+  );
   const parsed = parseGoal("digits: reach 99.9% validation accuracy in 6 minutes");
   if (!parsed.ok) throw new Error(parsed.error);
   const kill = (what: string, names: string[]) => {
@@ -48,9 +56,18 @@ beforeAll(async () => {
       seen.push(e);
       const kind = e.body.case;
       if (kind === "trialEvaluated" && count(kind) === 1) kill("lineage-store", ["lineage-store"]);
-      if (kind === "trialAssembled" && count(kind) === 2) setTimeout(() => kill("runner", ["gpu-runner"]), 500); // mid-evaluation
+      if (kind === "trialAssembled" && count(kind) === 2) {
+        setTimeout(() => {
+          chaos.push("runner 0, for good");
+          runners[0]!.kill("SIGKILL"); // mid-evaluation
+        }, 500);
+      }
       if (kind === "trialProposed" && count(kind) === 4) kill("agents", ["planner", "coder", "analyst", "judge"]);
-      if (kind === "trialJudged" && count(kind) === 2) kill("store, runner and analyst together", ["lineage-store", "gpu-runner", "analyst"]);
+      if (kind === "trialJudged" && count(kind) === 2) {
+        kill("store, runner 1 and analyst together", ["lineage-store", "analyst"]);
+        runners[1]!.kill("SIGKILL");
+        setTimeout(() => startRunnerProcess(1, addresses[1]!).catch((err: unknown) => chaos.push(`runner 1 did not restart: ${String(err)}`)), 2_000);
+      }
       if (kind === "trialJudged" && count(kind) === 3) {
         chaos.push("nats node");
         void nodes[1]!.stop();
@@ -59,14 +76,29 @@ beforeAll(async () => {
   });
 }, 900_000);
 
+/** A runner of its own process, as a GPU host runs it, so that it can be killed. */
+async function startRunnerProcess(i: number, address: string): Promise<void> {
+  const child = spawn(process.execPath, ["--import", "tsx", "gpu-runner/main.ts", "--address", address, "--slots", "1"], {
+    // The IPC channel: a runner outlives no test process that dies (core/process.ts).
+    stdio: ["ignore", "pipe", "ignore", "ipc"],
+    env: { ...process.env, LOG_LEVEL: "error" },
+  });
+  runners[i] = child;
+  await new Promise<void>((resolve, reject) => {
+    createInterface({ input: child.stdout! }).on("line", (line) => line.startsWith("runner listening") && resolve());
+    child.once("exit", (code) => reject(new Error(`runner ${i} exited (${code}) before listening`)));
+  });
+}
+
 afterAll(async () => {
   await swarm?.stop();
+  for (const r of runners) r?.kill("SIGKILL");
   await Promise.all(nodes.map((n) => n.stop()));
   rmSync(root, { recursive: true, force: true });
 });
 
 it("ends with every trial once, each judged or labelled, and a lineage that lost and doubled nothing", async () => {
-  expect(chaos).toEqual(expect.arrayContaining(["lineage-store", "runner", "agents", "store, runner and analyst together", "nats node"]));
+  expect(chaos).toEqual(expect.arrayContaining(["lineage-store", "runner 0, for good", "agents", "store, runner 1 and analyst together", "nats node"]));
   expect(outcome.finished.trials).toBeGreaterThanOrEqual(3);
   const byTrial = (id: string, kind: string) => seen.filter((e) => e.trialId === id && e.body.case === kind).length;
   for (const id of outcome.state.order) {
