@@ -21,7 +21,7 @@ import {
   type TlsOptions,
 } from "@nats-io/transport-node";
 import { createLogger, type Logger } from "../core/logger.js";
-import type { Secrets } from "../core/secrets.js";
+import { loopbackServerName, type Secrets } from "../core/secrets.js";
 import { EventSchema, type Event, type Heartbeat } from "../proto/gen/research/v1/events_pb.js";
 import { decodeEvent, encodeEvent } from "./codec.js";
 import { startConsumption, type ConsumeOptions, type Consumption, type EventHandler } from "./consumer.js";
@@ -76,13 +76,9 @@ export async function connectBus(opts: BusOptions): Promise<Bus> {
   return bus;
 }
 
-const LOOPBACK = /^([a-z]+:\/\/)?(127\.0\.0\.1|localhost|\[::1\])(:\d+)?$/;
-
 function tlsOptions(servers: string | string[], secrets: Secrets): TlsOptions {
-  // Node warns when a TLS server name is an IP address; on loopback the certificate's
-  // "localhost" names the same host (core/secrets.ts), so the name is given instead.
-  const loopback = [servers].flat().every((s) => LOOPBACK.test(s));
-  return { caFile: secrets.files.ca, ...(loopback && { servername: "localhost" }) } as TlsOptions;
+  const servername = loopbackServerName([servers].flat());
+  return { caFile: secrets.files.ca, ...(servername && { servername }) } as TlsOptions;
 }
 
 /**

@@ -155,11 +155,13 @@ export function createClient<S extends GenServiceMethods>(
   desc: GenService<S>,
   address: string,
   credentials = grpc.credentials.createInsecure(),
+  options: grpc.ChannelOptions = {},
 ): ServiceClient<S> {
   const Ctor = grpc.makeGenericClientConstructor(serviceDefinition(desc), desc.name);
   const raw = new Ctor(address, credentials, {
     "grpc.max_receive_message_length": 64 * 1024 * 1024,
     "grpc.max_send_message_length": 64 * 1024 * 1024,
+    ...options,
   });
   const client: Record<string, unknown> = { raw, close: () => raw.close() };
   for (const method of desc.methods) {

@@ -90,3 +90,14 @@ export function tokenMatches(secrets: Secrets, presented: string): boolean {
   const b = Buffer.from(presented);
   return a.length === b.length && timingSafeEqual(a, b);
 }
+
+const LOOPBACK = /^([a-z]+:\/\/)?(127\.0\.0\.1|localhost|\[::1\])(:\d+)?$/;
+
+/**
+ * The TLS server name to check for servers on loopback: "localhost", which the
+ * certificate names; undefined elsewhere. Node warns when a TLS server name is
+ * an IP address, and clients would otherwise use the address as given.
+ */
+export function loopbackServerName(addresses: string[]): string | undefined {
+  return addresses.length > 0 && addresses.every((a) => LOOPBACK.test(a)) ? "localhost" : undefined;
+}

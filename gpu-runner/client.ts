@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import * as grpc from "@grpc/grpc-js";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { createClient, type CallOptions, type ServiceClient } from "../core/grpc.js";
-import type { Secrets } from "../core/secrets.js";
+import { loopbackServerName, type Secrets } from "../core/secrets.js";
 import { ResearchError } from "../core/failure.js";
 import {
   RunnerService,
@@ -16,7 +16,9 @@ export type RunnerClient = ServiceClient<(typeof RunnerService)["method"]>;
 
 /** With a deployment's secrets: TLS trusting only its CA, and its token on every call. */
 export function connectRunner(address: string, secrets?: Secrets): RunnerClient {
-  return createClient(RunnerService, address, secrets ? runnerCredentials(secrets) : undefined);
+  if (!secrets) return createClient(RunnerService, address);
+  const servername = loopbackServerName([address]);
+  return createClient(RunnerService, address, runnerCredentials(secrets), servername ? { "grpc.ssl_target_name_override": servername } : {});
 }
 
 export function runnerCredentials(secrets: Secrets, token = secrets.runnerToken): grpc.ChannelCredentials {
