@@ -495,13 +495,13 @@ async function runs(argv: string[]): Promise<void> {
   const statusOf = (r: (typeof rows)[number]) => (r.status === "running" && !live ? "interrupted" : r.status || "starting");
   const seconds = (r: (typeof rows)[number]) => ((r.finished_at ?? Date.now()) - (r.started_at ?? r.updated_at)) / 1000;
   if (a.json) {
-    const json = rows.map((r) => ({ run_id: r.run_id, goal: r.goal, status: statusOf(r), trials: r.trials, best_trial_id: r.best_trial_id, best_ci_low: r.best_score, started_at: r.started_at, seconds: seconds(r) }));
+    const json = rows.map((r) => ({ run_id: r.run_id, goal: r.goal, status: statusOf(r), trials: r.trials, best_trial_id: r.best_trial_id, best_val_accuracy: r.best_score, started_at: r.started_at, seconds: seconds(r) }));
     return void process.stdout.write(`${JSON.stringify(json, null, 2)}\n`);
   }
   if (rows.length === 0) return void process.stdout.write("no runs in this workspace\n");
   for (const r of rows) {
     const started = r.started_at ? new Date(r.started_at).toISOString().slice(0, 16).replace("T", " ") : "?";
-    const best = r.best_score !== null ? `best CI low ${fmtPct(r.best_score)}` : "no best yet";
+    const best = r.best_score !== null ? `best val ${fmtPct(r.best_score)}` : "no best yet";
     process.stdout.write(`${r.run_id}  ${statusOf(r).padEnd(16)} ${String(r.trials).padStart(4)} trials  ${best.padEnd(22)} ${started}  ${(seconds(r) / 60).toFixed(1).padStart(6)} min  ${r.goal}\n`);
   }
 }
