@@ -70,6 +70,10 @@ export class Runners {
     return best!.client;
   }
 
+  all(): RunnerClient[] {
+    return [...this.runners].sort((a, b) => Number(b.up) - Number(a.up)).map((r) => r.client);
+  }
+
   close(): void {
     clearInterval(this.timer);
     for (const r of this.runners) r.client.close();

@@ -23,7 +23,10 @@ export interface AgentContext {
   runState(runId: string): Promise<RunState>;
   /** Publishes an event whose id is derived from `key`, so a redelivered message republishes the same id. */
   emit(key: string, init: EventInit): Promise<void>;
+  /** The runner for the next call, by health (swarm/runners.ts). */
   runner(): RunnerClient;
+  /** Every runner, those answering first: for what only one of them holds (a trial's kept weights). */
+  runners(): RunnerClient[];
 }
 
 export type AgentHandler = (event: Event, ctx: AgentContext) => Promise<void>;
@@ -68,6 +71,7 @@ export async function runAgent(opts: AgentOptions): Promise<void> {
       await bus.publish({ ...init, eventId: `${init.runId}/${key}` });
     },
     runner: () => runners.pick(),
+    runners: () => runners.all(),
   });
 
   // Each consumption holds one message at a time; several on the same durables

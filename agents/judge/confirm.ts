@@ -6,29 +6,35 @@ import { budgetPlan, retrainFits } from "../../swarm/budget.js";
 import { bestTrial, slowestSeedSeconds, type RunState } from "../../swarm/run-state.js";
 
 /**
- * The best trial's weights, kept by the runner, evaluated once on the test
- * split; trained again only when the runner no longer has them and the
- * budget leaves room for it.
+ * The best trial's weights, kept by the runner that trained it, evaluated
+ * once on the test split; trained again only when no runner has them any
+ * more and the budget leaves room for it.
  */
-export async function confirmOnTest(state: RunState, runner: RunnerClient, log: Logger, nowMs: number): Promise<EvalResult | undefined> {
+export async function confirmOnTest(state: RunState, runners: RunnerClient[], log: Logger, nowMs: number): Promise<EvalResult | undefined> {
   const best = bestTrial(state);
   const request = best?.assembled?.request;
-  if (!best || !request) {
+  if (!best || !request || runners.length === 0) {
     log.warn({ best: best?.id }, best ? "test confirmation skipped: the best trial has no assembled request" : "test confirmation skipped: no trial was accepted");
     return undefined;
   }
   const confirm = { ...request, trialId: `${best.id}-test`, evaluateTest: true, keepWeights: false };
-  try {
-    log.info({ best: best.id }, "confirming the best trial's weights on the held-out test split");
-    return await evaluateToResult(runner, { ...confirm, weightsOf: best.id });
-  } catch (err) {
-    const e = ResearchError.from(err);
-    const retrain = e.label === "invalid_config" && retrainFits(budgetPlan(state, nowMs), slowestSeedSeconds(best) ?? 0);
-    log.warn({ err: e.message, retrain }, "test confirmation from kept weights failed");
-    if (!retrain) return undefined;
+  log.info({ best: best.id }, "confirming the best trial's weights on the held-out test split");
+  // The weights are on whichever runner trained the trial; one without them says so at once.
+  let gone = false;
+  for (const runner of runners) {
+    try {
+      return await evaluateToResult(runner, { ...confirm, weightsOf: best.id });
+    } catch (err) {
+      const e = ResearchError.from(err);
+      gone ||= e.label === "invalid_config";
+      log.warn({ err: e.message }, "test confirmation from kept weights failed on a runner");
+    }
   }
+  const retrain = gone && retrainFits(budgetPlan(state, nowMs), slowestSeedSeconds(best) ?? 0);
+  log.warn({ retrain }, "no runner could confirm the kept weights");
+  if (!retrain) return undefined;
   try {
-    return await evaluateToResult(runner, confirm);
+    return await evaluateToResult(runners[0]!, confirm);
   } catch (err) {
     log.warn({ err: ResearchError.from(err).message }, "test confirmation failed");
     return undefined;

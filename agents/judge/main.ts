@@ -16,7 +16,7 @@ function runDir(state: RunState): string {
 
 async function finishRun(state: RunState, last: TrialJudged, ctx: AgentContext): Promise<void> {
   const best = bestTrial(state);
-  const testResult = await confirmOnTest(state, ctx.runner(), ctx.log, Date.now());
+  const testResult = await confirmOnTest(state, ctx.runners(), ctx.log, Date.now());
   const dir = runDir(state);
   const status = runStatus(state, last);
   await ctx.emit("finished", {

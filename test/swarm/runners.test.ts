@@ -1,5 +1,10 @@
-/** Runner choice by health (swarm/runners.ts) against two real runners. */
+/** Runner choice by health (swarm/runners.ts), and the test confirmation across runners, against two real runners. */
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { createLogger } from "../../core/logger.js";
+import { confirmOnTest } from "../../agents/judge/confirm.js";
+import { Decision, Verdict } from "../../proto/gen/research/v1/events_pb.js";
+import { DIGITS_CNN } from "../helpers/models.js";
+import { evaluated, RUN, started, state } from "../agents/helpers.js";
 import { evaluateToResult, connectRunner } from "../../gpu-runner/client.js";
 import { startRunner, type RunningRunner } from "../../gpu-runner/server.js";
 import { Runners } from "../../swarm/runners.js";
@@ -18,6 +23,34 @@ beforeAll(async () => {
 afterAll(async () => {
   runners?.close();
   await Promise.all([a?.close(), b?.close()]);
+});
+
+it("confirms the best trial on the runner that kept its weights, whichever the pick would be", async () => {
+  const request = {
+    runId: RUN,
+    trialId: "best",
+    model: { code: DIGITS_CNN, className: "DigitsNet" },
+    dataset: { name: "digits", subset: 600 },
+    recipe: { epochs: 1, batchSize: 64 },
+    seeds: 2,
+    keepWeights: true,
+    budget: { timeBudgetS: 60 },
+  };
+  const [toA, toB] = [connectRunner(a.address), connectRunner(b.address)];
+  await evaluateToResult(toB, request); // trained, and kept, on b
+  const run = state([
+    started({}, { timeBudgetS: 600 }),
+    { runId: RUN, trialId: "best", body: { case: "trialProposed", value: { hypothesis: "best" } } },
+    { runId: RUN, trialId: "best", body: { case: "trialAssembled", value: { request } } },
+    evaluated("best", 0.9),
+    { runId: RUN, trialId: "best", body: { case: "trialJudged", value: { verdict: Verdict.ACCEPT, decision: Decision.STOP } } },
+  ]);
+  const log = createLogger("test-confirm");
+  log.level = "silent";
+  const result = await confirmOnTest(run, [toA, toB], log, Date.now());
+  expect(result?.seedResults.map((s) => s.epochsCompleted)).toEqual([0, 0]); // b's weights, not a second training
+  toA.close();
+  toB.close();
 });
 
 it("sends work to the runner with room, and passes over one that stopped answering", async () => {
