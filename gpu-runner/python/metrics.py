@@ -58,6 +58,11 @@ def encode(logprobs):
     return {"shape": list(array.shape), "data": base64.b64encode(array.tobytes()).decode("ascii")}
 
 
+def encoded_bytes(examples, num_classes):
+    """How long `encode`'s text is for this many predictions (base64 of float32)."""
+    return 4 * math.ceil(examples * num_classes * 4 / 3)
+
+
 def decode(encoded, examples, num_classes, what):
     """The array `encode` made, checked against the split it claims to predict (ValueError if not)."""
     try:

@@ -50,6 +50,7 @@ import traceback  # noqa: E402
 from collections import OrderedDict, deque  # noqa: E402
 
 import datasets  # noqa: E402
+import metrics  # noqa: E402
 import script  # noqa: E402
 import specs  # noqa: E402
 import trainer  # noqa: E402
@@ -59,6 +60,7 @@ NOBODY = 65534
 JOB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,199}")
 TERMINAL_KINDS = frozenset({"result", "summary", "script", "failure"})
 PROGRESS_KINDS = frozenset({"epoch", "first_step"})
+# What a job may write to its event pipe besides the predictions a training job sends by design.
 EVENT_BYTES_LIMIT = 64 << 20
 EXIT_GRACE_S = 2.0
 KILL_TIMEOUT_S = 5.0
@@ -269,8 +271,20 @@ def _child_main(task, spec, split, t0, scratch, log_fd, event_fd, read_fd, addre
 
 # --- one job, seen from the zygote -----------------------------------------------------------
 
+def _event_bytes_limit(spec, split):
+    """The flood guard's bound: EVENT_BYTES_LIMIT, plus, for training, its predictions (trainer.py):
+    the validation split's after every epoch and at the end, the test split's once. Without them a
+    long run on a large validation split with many classes (CIFAR-100: 2.5 MB an epoch) would pass
+    the bound by doing its job."""
+    if split is None:
+        return EVENT_BYTES_LIMIT
+    classes = len(split.raw.class_names)
+    return (EVENT_BYTES_LIMIT + metrics.encoded_bytes(len(split.val), classes) * (spec["recipe"]["epochs"] + 1)
+            + metrics.encoded_bytes(len(split.test), classes))
+
+
 class _Job:
-    def __init__(self, job_id, pid, read_fd, log_path, limits, t0):
+    def __init__(self, job_id, pid, read_fd, log_path, limits, t0, bytes_limit):
         self.id = job_id
         self.pid = pid
         self.pidfd = None
@@ -278,6 +292,7 @@ class _Job:
         self.pipe_open = True
         self.pending = b""
         self.received = 0
+        self.bytes_limit = bytes_limit
         self.log_path = log_path
         self.limits = limits
         self.t0 = t0
@@ -471,7 +486,7 @@ class Zygote:
             for fd in (spec["weights_fd"], spec["labels_fd"]):
                 if fd is not None:
                     os.close(fd)
-            job = _Job(job_id, pid, read_fd, log_path, limits, t0)
+            job = _Job(job_id, pid, read_fd, log_path, limits, t0, _event_bytes_limit(spec, split))
             try:
                 job.pidfd = os.pidfd_open(pid)
                 self._watch(job)
@@ -560,9 +575,9 @@ class Zygote:
             *lines, job.pending = (job.pending + chunk).split(b"\n")
             for line in lines:
                 self._accept_event(job, line)
-            if job.received > EVENT_BYTES_LIMIT and job.stop is None and job.terminal is None:
+            if job.received > job.bytes_limit and job.stop is None and job.terminal is None:
                 job.stop = _failure("sandbox_violation", f"the worker wrote more than "
-                                    f"{EVENT_BYTES_LIMIT >> 20} MB to its event pipe", job.log_tail())
+                                    f"{job.bytes_limit >> 20} MB to its event pipe", job.log_tail())
                 return
             if not drain:
                 return

@@ -87,6 +87,11 @@ def test_predictions_travel_as_float32_log_probabilities_checked_against_their_s
         metrics.decode(metrics.encode(np.full((3, 3), np.nan)), 3, 3, "val")
 
 
+@pytest.mark.parametrize("examples, classes", [(1, 1), (2, 3), (6000, 10), (5000, 100)])
+def test_the_size_of_encoded_predictions_is_known_before_they_are_sent(examples, classes):
+    assert len(metrics.encode(np.zeros((examples, classes)))["data"]) == metrics.encoded_bytes(examples, classes)
+
+
 def test_a_score_is_the_models_own_and_several_seeds_score_as_one_model():
     y = np.array([0, 1, 2, 0])
     # Each seed gets a different example wrong; their mean probability gets all four right.

@@ -233,6 +233,13 @@ def test_a_policy_breach_is_labelled_whatever_the_model_makes_of_it(zygote, init
     assert breach in event["message"], event
 
 
+def test_a_job_that_floods_its_event_pipe_is_stopped(zygote):
+    flood = ("emit = next(o for o in __import__('gc').get_objects() if type(o).__name__ == '_Emitter')\n"
+             "        os.write(emit.fd, b'x' * (70 << 20))")
+    event = failure_of(zygote, train(hostile(init=flood)), "sandbox_violation")
+    assert "wrote more than 64 MB to its event pipe" in event["message"]
+
+
 def test_writing_in_its_own_scratch_folder_is_no_breach(zygote):
     result, _, _ = zygote.run("train", train(hostile(init="open('notes.txt', 'w').write('x'); os.mkdir('sub')")))
     assert result["kind"] == "result", result
