@@ -62,19 +62,18 @@ export async function readRun(
     }
   }
   let messages = await consumer.consume();
+  // Set while a gone consumer is being replaced; `replaced` resolves it once the next one reads.
   let reopened: Promise<void> | undefined;
+  let replaced: (() => void) | undefined;
   /** The consumer is gone: end its iterator; the reading loop opens the next one. */
   const replace = (err: unknown): Promise<void> => {
     if (!reopened) {
       logger.warn({ err, run_id: runId, last_seq: lastSeq }, "the run's consumer is gone; reading on from the last event");
-      let done!: () => void;
-      reopened = new Promise<void>((resolve) => (done = resolve));
-      replaced = done;
+      reopened = new Promise<void>((resolve) => (replaced = resolve));
       messages.stop();
     }
     return reopened;
   };
-  let replaced: (() => void) | undefined;
 
   const info = async () => {
     for (let attempt = 0; ; attempt++) {

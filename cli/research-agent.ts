@@ -116,10 +116,14 @@ function args<O extends ParseArgsConfig["options"]>(argv: string[], options: O) 
   }
 }
 
-function natsUrlOf(workspace: string, nats?: string): string | undefined {
-  if (nats) return nats;
+/** What the launcher of the swarm in `workspace` wrote about it (deploy/swarm.ts), if one was launched there. */
+function swarmFile(workspace: string): { nats_url: string; runner_address: string } | undefined {
   const f = join(resolve(workspace), "swarm.json");
-  return existsSync(f) ? (JSON.parse(readFileSync(f, "utf8")) as { nats_url: string }).nats_url : undefined;
+  return existsSync(f) ? (JSON.parse(readFileSync(f, "utf8")) as { nats_url: string; runner_address: string }) : undefined;
+}
+
+function natsUrlOf(workspace: string, nats?: string): string | undefined {
+  return nats ?? swarmFile(workspace)?.nats_url;
 }
 
 async function connectOrFail(workspace: string, nats?: string): Promise<Bus | undefined> {
@@ -573,8 +577,7 @@ async function report(argv: string[]): Promise<void> {
   const rows = await store.eventsOf(run);
   await store.close();
   if (rows.length === 0) fail(`no run ${run} in this workspace (research-agent runs lists them)`);
-  const state = emptyRunState(run);
-  for (const row of rows) applyToRunState(state, fromBinary(EventSchema, row.payload));
+  const state = foldRun(run, rows.map((row) => fromBinary(EventSchema, row.payload)));
   const sofar = runSoFar(state, RunStatus.RUNNING, `still running: the report so far, after ${state.judgedCount} judged trials`);
   process.stdout.write(buildReport(state, sofar).markdown);
 }
@@ -622,8 +625,7 @@ async function liveRuns(workspace: string): Promise<string[]> {
 }
 
 async function runnerHealth(workspace: string): Promise<string[]> {
-  const f = join(resolve(workspace), "swarm.json");
-  const addresses = existsSync(f) ? (JSON.parse(readFileSync(f, "utf8")) as { runner_address: string }).runner_address.split(",") : [];
+  const addresses = swarmFile(workspace)?.runner_address.split(",") ?? [];
   return Promise.all(
     addresses.map(async (address) => {
       const client = connectRunner(address, workspaceSecrets(workspace, cliConfig().secretsDir));

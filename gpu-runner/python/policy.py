@@ -24,6 +24,8 @@ _PROCESS = frozenset({"os.fork", "os.forkpty", "os.posix_spawn", "os.spawn", "os
 # Events whose arguments start with the path(s) they change.
 _PATHS = {"os.remove": 1, "os.rename": 2, "os.mkdir": 1, "os.rmdir": 1, "os.chmod": 1, "os.symlink": 2,
           "os.link": 2, "os.truncate": 1, "shutil.rmtree": 1, "shutil.move": 2, "shutil.copyfile": 2}
+# Every event the hook looks at; the hook runs for every audited event (imports, compiles, ...).
+_WATCHED = _NETWORK | _PROCESS | {"open"} | frozenset(_PATHS)
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 _ALLOWED_FILES = ("/dev/null",)
 
@@ -68,9 +70,7 @@ def _breach(event, args):
 
 
 def _hook(event, args):
-    if _state["reported"] or _state["emit"] is None:
-        return
-    if event not in _NETWORK and event not in _PROCESS and event != "open" and event not in _PATHS:
+    if event not in _WATCHED or _state["reported"] or _state["emit"] is None:
         return
     what = _breach(event, args)
     if what is None or not _from_model():
