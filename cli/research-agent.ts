@@ -3,12 +3,13 @@
  * past trials, print a report, show who is alive.
  */
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { tmpdir, userInfo } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { connectBus, natsAuthConfig, progressSubject, type Bus } from "../bus/index.js";
 import { ensureSecrets } from "../core/secrets.js";
-import { DECISION, RUN_STATUS, SURFACE, TRIAL_STATUS, VERDICT } from "../core/enums.js";
+import { DECISION, RUN_STATUS, SURFACE, TRIAL_STATUS, VERDICT, type InterventionKindName } from "../core/enums.js";
+import { interventionEvent, type InterventionCheck } from "../swarm/interventions.js";
 import { FAILURE_LABEL, labelName } from "../core/failure.js";
 import { parseDuration, parseGoal } from "../core/goal.js";
 import { SEARCH_DEFAULTS } from "../core/defaults.js";
@@ -44,6 +45,13 @@ usage:
   research-agent query --similar "TEXT" [--run RUN] [--k N] [--json] [--workspace DIR | --nats URL]
   research-agent report RUN [--workspace DIR]
   research-agent status [--workspace DIR | --nats URL]
+  research-agent pause RUN [--reason TEXT]          start nothing new; trials in flight go on (the budget still runs)
+  research-agent resume RUN
+  research-agent stop RUN [--reason TEXT]           cancel what runs, confirm the best on test, write the report
+  research-agent cancel RUN TRIAL [--reason TEXT]   one trial, labelled cancelled
+  research-agent propose RUN --hypothesis TEXT --model FILE|JSON [--train FILE|JSON] [--parent TRIAL]...
+                 queue a hand-written config: the planner takes it at the next free slot, and it is
+                 validated, built and evaluated like any proposal (train: over the run's probe fidelity)
   research-agent research "QUERY" [--format "3 suggestions, architecture only"] [--dataset NAME] [--json]
                  [--notes DIR] [--arxiv] [--workspace DIR]
   research-agent ablation --goal TEXT [--runs N] [launch options]   research on vs off, matched seeds
@@ -659,8 +667,61 @@ async function secrets(argv: string[]): Promise<void> {
   process.stdout.write(`secrets in ${dir} (nats.json, runner-token, ca.pem, tls.pem, tls-key.pem, nats-auth.conf); mount it at ${a["mounted-at"]} with RESEARCH_SECRETS=${a["mounted-at"]}\n`);
 }
 
+/** A config flag's value: a file's text, or the JSON itself. */
+function fileOrText(flag: string, v: string | undefined): string | undefined {
+  if (v === undefined || v.trim().startsWith("{")) return v;
+  if (!existsSync(v)) fail(`--${flag}: no file ${v} (give a file, or the JSON itself)`);
+  return readFileSync(v, "utf8");
+}
+
+/** pause, resume, stop, cancel and propose: one intervention on a live run (swarm/interventions.ts). */
+function intervention(kind: InterventionKindName) {
+  return async (argv: string[]): Promise<void> => {
+    const { values: a, positionals } = args(argv, {
+      reason: { type: "string" },
+      hypothesis: { type: "string" },
+      model: { type: "string" },
+      train: { type: "string" },
+      parent: { type: "string", multiple: true },
+    });
+    if (a.help) return void process.stdout.write(HELP);
+    const runId = positionals[0] ?? fail(`${kind} needs a RUN id (research-agent runs lists them)`);
+    if (kind === "cancel_trial" && !positionals[1]) fail("cancel needs a RUN and a TRIAL id");
+    const request = { kind, reason: a.reason, trial_id: positionals[1], hypothesis: a.hypothesis, model_config: fileOrText("model", a.model), train_config: fileOrText("train", a.train), parent_ids: a.parent };
+    const bus = (await connectOrFail(a.workspace, a.nats)) ?? fail("no swarm is running for this workspace: only a live run can be paused, resumed, stopped, cancelled or given a proposal");
+    let check: InterventionCheck;
+    try {
+      const state = emptyRunState(runId);
+      const watch = await bus.watch(runId, (e) => void applyToRunState(state, e));
+      await watch.caughtUp;
+      await watch.stop();
+      check = interventionEvent(state, request, `cli:${userInfo().username}`);
+      if (check.ok) await bus.publish(check.event);
+    } finally {
+      await bus.close();
+    }
+    if (!check.ok) fail(check.error);
+    process.stdout.write(`${check.summary}\n`);
+  };
+}
+
 const [command, ...rest] = process.argv.slice(2);
-const commands: Record<string, (argv: string[]) => Promise<void>> = { launch, runs, watch, query, report, status, research, ablation, secrets };
+const commands: Record<string, (argv: string[]) => Promise<void>> = {
+  launch,
+  runs,
+  watch,
+  query,
+  report,
+  status,
+  research,
+  ablation,
+  secrets,
+  pause: intervention("pause"),
+  resume: intervention("resume"),
+  stop: intervention("stop"),
+  cancel: intervention("cancel_trial"),
+  propose: intervention("propose"),
+};
 if (!command || command === "--help" || command === "-h" || command === "help") process.stdout.write(HELP);
 else if (!commands[command]) fail(`unknown command "${command}"\n${HELP}`);
 else await commands[command](rest);

@@ -1,6 +1,6 @@
 import type { GenEnum } from "@bufbuild/protobuf/codegenv2";
 import { Surface, SurfaceSchema, TrialStatus, TrialStatusSchema } from "../proto/gen/research/v1/common_pb.js";
-import { Decision, DecisionSchema, RunStatus, RunStatusSchema, Verdict, VerdictSchema } from "../proto/gen/research/v1/events_pb.js";
+import { Decision, DecisionSchema, InterventionKind, InterventionKindSchema, RunStatus, RunStatusSchema, Verdict, VerdictSchema } from "../proto/gen/research/v1/events_pb.js";
 import {
   GoalStatus,
   GoalStatusSchema,
@@ -58,6 +58,8 @@ export const SCHEDULE = closedSet<typeof Schedule>(ScheduleSchema);
 export type ScheduleName = (typeof SCHEDULE.names)[number];
 export const SCRIPT_LANGUAGE = closedSet<typeof ScriptLanguage>(ScriptLanguageSchema);
 export const TRIAL_STATUS = closedSet<typeof TrialStatus>(TrialStatusSchema);
+export const INTERVENTION_KIND = closedSet<typeof InterventionKind>(InterventionKindSchema);
+export type InterventionKindName = (typeof INTERVENTION_KIND.names)[number];
 export type TrialStatusName = (typeof TRIAL_STATUS.names)[number];
 export const RUN_STATUS = closedSet<typeof RunStatus>(RunStatusSchema);
 export type RunStatusName = (typeof RUN_STATUS.names)[number];

@@ -343,7 +343,7 @@ function parseWith<T>(schema: z.ZodType<T>, input: unknown, what: string): Parse
   return { ok: false, error: `invalid ${what}:\n${formatIssues(result.error.issues, data)}` };
 }
 
-function decodeText(text: string): ParseResult<unknown> {
+export function decodeText(text: string): ParseResult<unknown> {
   const trimmed = text.trim();
   if (trimmed === "") return { ok: false, error: "empty text" };
   // JSON first for its sharper error messages; YAML (a JSON superset) covers the rest.

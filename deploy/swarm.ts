@@ -15,7 +15,9 @@ import type { Logger } from "../core/logger.js";
 import { ensureSecrets, loadSecrets, type Secrets } from "../core/secrets.js";
 import { connectRunner, type RunnerClient } from "../gpu-runner/client.js";
 import { RunSettingsSchema, RunStatus, type Event, type Goal, type RunFinished, type RunSettings } from "../proto/gen/research/v1/events_pb.js";
-import { applyToRunState, emptyRunState, runSoFar, type RunState } from "../swarm/run-state.js";
+import { applyToRunState, emptyRunState, inFlight, runSoFar, type RunState } from "../swarm/run-state.js";
+import { budgetPlan } from "../swarm/budget.js";
+import { interventionEvent } from "../swarm/interventions.js";
 import { Supervisor } from "./supervisor.js";
 
 export const ROLES = ["researcher", "planner", "coder", "analyst", "judge"] as const;
@@ -256,6 +258,15 @@ export async function runGoal(
     },
     Math.max(0, startedAt + budgetS * 1000 + graceMs - Date.now()),
   );
+  // A paused run with nothing in flight gets no judgement that could end it: at the reserve
+  // for its confirmation and report, the launcher stops it, so the budget still holds.
+  let pausedStopSent = false;
+  const pausedCheck = setInterval(() => {
+    if (pausedStopSent || state.finished || !state.paused || state.stopRequested || inFlight(state) || budgetPlan(state, Date.now()).availableS > 0) return;
+    pausedStopSent = true;
+    const stop = interventionEvent(state, { kind: "stop", reason: "the time budget ran out while the run was paused" }, "launcher");
+    if (stop.ok) void swarm.bus.publish(stop.event).catch((err: unknown) => opts.log.warn({ err }, "could not stop the paused run"));
+  }, 2000);
   const interrupted = new Promise<RunFinished>((resolve) => {
     const stop = () =>
       resolve(
@@ -264,7 +275,10 @@ export async function runGoal(
     if (opts.signal?.aborted) stop();
     else opts.signal?.addEventListener("abort", stop, { once: true });
   });
-  const result = await Promise.race([finished, interrupted]).finally(() => clearTimeout(deadline));
+  const result = await Promise.race([finished, interrupted]).finally(() => {
+    clearTimeout(deadline);
+    clearInterval(pausedCheck);
+  });
   await Promise.all([watch.stop(), progress.stop()]);
   if (result.status === RunStatus.INTERRUPTED) return { runId, state, finished: result, interrupted: true };
   // The store writes the report after it sees RunFinished.

@@ -6,7 +6,7 @@
  * rule (trialFailure). A restarted process rebuilds it from the stream.
  */
 import { create } from "@bufbuild/protobuf";
-import { Decision, RunFinishedSchema, Verdict, type Event, type Goal, type LlmCall, type ResearchRequested, type RunFinished, type RunSettings, type RunStatus, type TrialAssembled, type TrialEvaluated, type TrialJudged, type TrialProposed } from "../proto/gen/research/v1/events_pb.js";
+import { Decision, InterventionKind, RunFinishedSchema, Verdict, type Event, type Goal, type Intervention, type LlmCall, type ResearchRequested, type RunFinished, type RunSettings, type RunStatus, type TrialAssembled, type TrialEvaluated, type TrialJudged, type TrialProposed } from "../proto/gen/research/v1/events_pb.js";
 import { parseBrief, type Brief } from "../core/brief.js";
 import { TRIAL_STATUS, type TrialStatusName } from "../core/enums.js";
 import { parseJson } from "../core/json.js";
@@ -50,10 +50,32 @@ export interface RunState {
   researchRequests: ResearchRequested[];
   /** For each brief (same order as `briefs`), the request it answers ("" for the run's first). */
   briefRequests: string[];
+  /** What people did to the run (pause, resume, stop, cancel, propose), in order. */
+  interventions: Intervention[];
+  /** The planner starts nothing new while paused. */
+  paused: boolean;
+  /** The first stop asked for: trials in flight are cancelled and the run finishes stopped. */
+  stopRequested?: Intervention;
+  /** Trials a person cancelled, by trial id. */
+  cancelled: Map<string, Intervention>;
 }
 
 export function emptyRunState(runId: string): RunState {
-  return { runId, startedAtMs: 0, briefs: [], trials: new Map(), order: [], judgedCount: 0, finished: false, llmCalls: [], researchRequests: [], briefRequests: [] };
+  return {
+    runId,
+    startedAtMs: 0,
+    briefs: [],
+    trials: new Map(),
+    order: [],
+    judgedCount: 0,
+    finished: false,
+    llmCalls: [],
+    researchRequests: [],
+    briefRequests: [],
+    interventions: [],
+    paused: false,
+    cancelled: new Map(),
+  };
 }
 
 function trial(state: RunState, id: string): TrialState {
@@ -110,6 +132,15 @@ export function applyToRunState(state: RunState, e: Event): RunState {
     case "researchRequested":
       state.researchRequests.push(b.value);
       break;
+    case "runIntervention": {
+      const v = b.value;
+      state.interventions.push(v);
+      if (v.kind === InterventionKind.PAUSE) state.paused = true;
+      else if (v.kind === InterventionKind.RESUME) state.paused = false;
+      else if (v.kind === InterventionKind.STOP) state.stopRequested ??= v;
+      else if (v.kind === InterventionKind.CANCEL_TRIAL && !state.cancelled.has(e.trialId)) state.cancelled.set(e.trialId, v);
+      break;
+    }
     default:
       break;
   }
@@ -198,6 +229,21 @@ export function isPromotion(t: TrialState): boolean {
 export function longTrainingInFlight(state: RunState): boolean {
   for (const t of state.trials.values()) if (!t.judged && isPromotion(t)) return true;
   return false;
+}
+
+/** Hand-written proposals queued by people that no trial has taken yet, oldest first. */
+export function queuedProposals(state: RunState): Intervention[] {
+  const taken = new Set<string>();
+  for (const t of state.trials.values()) if (t.proposed?.interventionId) taken.add(t.proposed.interventionId);
+  return state.interventions.filter((v) => v.kind === InterventionKind.PROPOSE && !taken.has(v.interventionId));
+}
+
+/** Why a person ended this trial (cancelled it, or stopped the run), if one did. */
+export function cancelledBy(state: RunState, trialId: string): string | undefined {
+  const why = (v: Intervention, what: string) => `${what} by ${v.who}${v.reason ? `: ${v.reason}` : ""}`;
+  const c = state.cancelled.get(trialId);
+  if (c) return why(c, "cancelled");
+  return state.stopRequested ? why(state.stopRequested, "cancelled: the run was stopped") : undefined;
 }
 
 /** Whether some proposed trial has not been judged yet. */

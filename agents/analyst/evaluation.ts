@@ -1,7 +1,8 @@
 /**
  * One trial's evaluation on the runner, watched: each epoch is reported, and
  * the evaluation is cancelled (the runner kills its jobs) when the median
- * stopping rule prunes it, when the run has decided to stop, or when the
+ * stopping rule prunes it, when a person cancels it or stops the run, when
+ * the run has decided to stop, or when the
  * run's time reaches the reserve for the test confirmation and the report
  * (the judge waits for trials in flight before it stops on the budget), so
  * the confirmation gets the runner to itself and the run ends within its budget.
@@ -12,7 +13,7 @@ import { evaluateToResult, type RunnerClient } from "../../gpu-runner/client.js"
 import type { Failure } from "../../proto/gen/research/v1/common_pb.js";
 import type { EpochProgress, EvalResult, EvaluateRequestSchema } from "../../proto/gen/research/v1/runner_pb.js";
 import { budgetPlan } from "../../swarm/budget.js";
-import { isTerminal, type RunState, type TrialState } from "../../swarm/run-state.js";
+import { cancelledBy, isTerminal, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { partialResult, pruneReason } from "./pruning.js";
 
 export type Evaluation = { result: EvalResult; stopped?: undefined } | { stopped: Failure; partial: EvalResult };
@@ -43,7 +44,9 @@ export async function watchedEvaluation(
     abort.abort();
   };
   const poll = setInterval(() => {
-    if (runStopped(watch.state)) stop(failure("budget_overrun", "cancelled: the run stopped while this trial was training"));
+    const cancelled = cancelledBy(watch.state, watch.trial.id);
+    if (cancelled) stop(failure("cancelled", cancelled));
+    else if (runStopped(watch.state)) stop(failure("budget_overrun", "cancelled: the run stopped while this trial was training"));
     else if (budgetPlan(watch.state, Date.now()).availableS <= 0) {
       stop(failure("budget_overrun", "cancelled: the run's time budget reached its reserve for the test confirmation and the report"));
     }

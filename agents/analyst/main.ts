@@ -4,7 +4,8 @@
  * falls clearly below its rung's or the run stops (evaluation.ts), and
  * publishes the evaluation with an analysis.
  */
-import { labelName, ResearchError } from "../../core/failure.js";
+import { failure, labelName, ResearchError } from "../../core/failure.js";
+import { cancelledBy } from "../../swarm/run-state.js";
 import { runAgent, type AgentContext } from "../../swarm/runtime.js";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { Event, TrialAssembled, TrialEvaluatedSchema } from "../../proto/gen/research/v1/events_pb.js";
@@ -24,6 +25,11 @@ async function evaluateTrial(event: Event, assembled: TrialAssembled, ctx: Agent
 
   if (assembled.failure || !assembled.request) {
     await publishEvaluated({ failure: assembled.failure });
+    return;
+  }
+  const cancelled = cancelledBy(state, trialId);
+  if (cancelled) {
+    await publishEvaluated({ failure: failure("cancelled", cancelled) });
     return;
   }
   const t0 = Date.now();

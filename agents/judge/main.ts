@@ -4,11 +4,12 @@
  * confirmation of the best trial on the held-out test split, then RunFinished.
  */
 import { join } from "node:path";
-import type { Event, TrialJudged } from "../../proto/gen/research/v1/events_pb.js";
-import { bestTrial, isTerminal, type RunState } from "../../swarm/run-state.js";
+import { create } from "@bufbuild/protobuf";
+import { Decision, InterventionKind, TrialJudgedSchema, type Event, type TrialJudged } from "../../proto/gen/research/v1/events_pb.js";
+import { bestTrial, inFlight, isTerminal, type RunState } from "../../swarm/run-state.js";
 import { runAgent, type AgentContext } from "../../swarm/runtime.js";
 import { confirmOnTest } from "./confirm.js";
-import { judge, runStatus } from "./rules.js";
+import { judge, runStatus, stoppedBy } from "./rules.js";
 
 function runDir(state: RunState): string {
   return join(state.settings?.workspace ?? ".", "runs", state.runId);
@@ -49,13 +50,25 @@ async function judgeTrial(event: Event, ctx: AgentContext): Promise<void> {
   if (isTerminal(judged.decision)) await finishRun(await ctx.runState(event.runId), judged, ctx);
 }
 
+/**
+ * A person stopped the run: with nothing in flight it ends here; otherwise the
+ * analyst cancels what runs and the judgement of the last one ends it.
+ */
+async function stopRun(event: Event, ctx: AgentContext): Promise<void> {
+  const state = await ctx.runState(event.runId);
+  if (state.finished || !state.stopRequested || inFlight(state)) return;
+  const last = create(TrialJudgedSchema, { decision: Decision.STOP, reason: stoppedBy(state.stopRequested) });
+  await finishRun(state, last, ctx);
+}
+
 await runAgent({
   role: "judge",
-  kinds: ["trialEvaluated"],
+  kinds: ["trialEvaluated", "runIntervention"],
   // The final test confirmation may train the best model once more (when its weights are gone).
   ackWaitMs: 60_000,
   // One judgement at a time per judge: each decides on the count of the ones before it.
   handle: async (event, ctx) => {
     if (event.body.case === "trialEvaluated") await judgeTrial(event, ctx);
+    else if (event.body.case === "runIntervention" && event.body.value.kind === InterventionKind.STOP) await stopRun(event, ctx);
   },
 });

@@ -7,7 +7,7 @@
  */
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { failure, labelName } from "../../core/failure.js";
-import { Decision, RunStatus, TrialJudgedSchema, Verdict, type TrialJudged } from "../../proto/gen/research/v1/events_pb.js";
+import { Decision, RunStatus, TrialJudgedSchema, Verdict, type Intervention, type TrialJudged } from "../../proto/gen/research/v1/events_pb.js";
 import { bestTrial, inFlight, isPromotion, longTrainingInFlight, patienceOf, plateau, PLATEAU_DELTA, scoreOf, slowestSeedSeconds, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { budgetPlan, nothingFits } from "../../swarm/budget.js";
 
@@ -83,6 +83,12 @@ export function judge(state: RunState, t: TrialState, nowMs: number): TrialJudge
   if (verdict === Verdict.ACCEPT && target > 0 && acc && acc.n >= 2 && acc.ci95[0]! >= target) {
     decision = Decision.GOAL_ACHIEVED;
     why = `goal met: 95% CI lower bound ${acc.ci95[0]!.toFixed(4)} >= target ${target}`;
+  } else if (state.stopRequested) {
+    // The analyst cancels every trial in flight; the last of them to be judged ends the run.
+    if (!inFlight(withThis)) {
+      decision = Decision.STOP;
+      why = `${reason}; ${stoppedBy(state.stopRequested)}`;
+    }
   } else if (settings?.maxTrials && withThis.judgedCount >= settings.maxTrials) {
     decision = Decision.STOP;
     why = `${reason}; trial budget of ${settings.maxTrials} spent`;
@@ -121,6 +127,10 @@ export function judge(state: RunState, t: TrialState, nowMs: number): TrialJudge
   return create(TrialJudgedSchema, init);
 }
 
+export function stoppedBy(v: Intervention): string {
+  return `stopped by ${v.who}${v.reason ? `: ${v.reason}` : ""}`;
+}
+
 const BUDGET_SPENT = /; (?:trial|time) budget of [\d.]+(?: s)? (?:spent$|nearly spent: )/;
 
 /**
@@ -130,6 +140,7 @@ const BUDGET_SPENT = /; (?:trial|time) budget of [\d.]+(?: s)? (?:spent$|nearly 
  */
 export function runStatus(state: RunState, last: TrialJudged): RunStatus {
   if (last.decision === Decision.GOAL_ACHIEVED) return RunStatus.GOAL_ACHIEVED;
+  if (state.stopRequested) return RunStatus.STOPPED;
   if (state.goal?.openEnded && bestTrial(state)) return RunStatus.COMPLETED;
   return BUDGET_SPENT.test(last.reason) ? RunStatus.BUDGET_EXHAUSTED : RunStatus.STOPPED;
 }

@@ -10,9 +10,9 @@
 import { compileModel } from "../../core/compiler/compile.js";
 import { nothingFits } from "../../swarm/budget.js";
 import { request } from "../../swarm/lineage-query.js";
-import { Decision, type Event } from "../../proto/gen/research/v1/events_pb.js";
+import { Decision, InterventionKind, type Event } from "../../proto/gen/research/v1/events_pb.js";
 import { datasetInfo } from "../../swarm/dataset-info.js";
-import type { RunState, TrialState } from "../../swarm/run-state.js";
+import { judgedTrials, queuedProposals, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { trialId } from "../../core/ids.js";
 import { STALL_TRIALS, stalledOn } from "./stall.js";
 import { labelName } from "../../core/failure.js";
@@ -22,7 +22,7 @@ import { runAgent, type AgentContext } from "../../swarm/runtime.js";
 import { askLlm, type LlmAnswer } from "../../swarm/llm.js";
 import { loadPrompt } from "../../swarm/prompts.js";
 import { proposeWithLlm } from "./llm-policy.js";
-import { fingerprint, mulberry32, POLICIES, probeFidelity, promote, type PlanInput, type Proposal } from "./policy.js";
+import { fingerprint, handProposal, mulberry32, POLICIES, probeFidelity, promote, type PlanInput, type Proposal } from "./policy.js";
 import { genomeFeatures, type Observation } from "./surrogate.js";
 import { isRecord, parseJson } from "../../core/json.js";
 import type { ModelConfigInput, TrainConfigInput } from "../../core/model-config.js";
@@ -148,7 +148,7 @@ async function publishProposal(ctx: AgentContext, state: RunState, index: number
         hypothesis: p.hypothesis,
         rationale: p.rationale,
         parentIds: p.parentIds,
-        surface: SURFACE.value(p.surface),
+        surface: p.surface ? SURFACE.value(p.surface) : undefined,
         modelConfigJson: JSON.stringify(p.model),
         trainConfigJson: JSON.stringify(p.train),
         index,
@@ -157,6 +157,7 @@ async function publishProposal(ctx: AgentContext, state: RunState, index: number
         adoptedConcepts: p.adoptedConcepts,
         proposer,
         promptVersion,
+        interventionId: p.interventionId ?? "",
       },
     },
   });
@@ -202,18 +203,22 @@ async function askWhenStalled(ctx: AgentContext, state: RunState, judged: TrialS
   ctx.log.info({ surface: name, query }, "surface stalled; asked the researcher a narrower question");
 }
 
-async function proposeNext(ctx: AgentContext, event: Event): Promise<void> {
-  if (event.body.case !== "trialJudged" || event.body.value.decision !== Decision.ITERATE) return;
-  const state = await ctx.runState(event.runId);
-  const judged = state.trials.get(event.trialId);
-  if (state.finished || judged?.judgedPosition === undefined) return;
+/**
+ * The proposal for the slot that `judged` freed (trial P + its judged
+ * position): a person's queued proposal first, then the scheduler's
+ * promotion, then a new config. Nothing while the run is paused or stopping.
+ */
+async function proposeAfter(ctx: AgentContext, state: RunState, judged: TrialState): Promise<void> {
+  if (state.finished || state.paused || state.stopRequested || judged.judgedPosition === undefined) return;
   // Past the reserve nothing may start (a random fallback draw has no prediction to
   // check): a 30-minute run proposed 30 trials the analyst cancelled at once.
   if (nothingFits(state, Date.now())) return;
-  await askWhenStalled(ctx, state, judged);
   const index = (state.settings?.parallel || 1) + judged.judgedPosition;
   if (index >= (state.settings?.maxTrials || Infinity) || state.trials.get(trialId(state.runId, index))?.proposed) return;
+  await askWhenStalled(ctx, state, judged);
   const input = await planInput(ctx, state, index);
+  const queued = queuedProposals(state)[0];
+  if (queued) return publishProposal(ctx, state, index, handProposal(input, queued), queued.who, "");
   // The scheduler's promotions come first, whoever authors new configs; the
   // random baseline has no scheduler.
   const promotion = state.settings?.planner === "random" ? undefined : promote(input);
@@ -222,9 +227,34 @@ async function proposeNext(ctx: AgentContext, event: Event): Promise<void> {
   await propose(ctx, input, index, () => policyOf(state).next(input, index) ?? POLICIES.random.next(input, index));
 }
 
+async function proposeNext(ctx: AgentContext, event: Event): Promise<void> {
+  if (event.body.case !== "trialJudged" || event.body.value.decision !== Decision.ITERATE) return;
+  const state = await ctx.runState(event.runId);
+  const judged = state.trials.get(event.trialId);
+  if (judged) await proposeAfter(ctx, state, judged);
+}
+
+/**
+ * After a resume, or a proposal queued while slots were free: the slots that
+ * judgements freed and nobody filled (the run was paused, or nothing fitted
+ * then), up to the run's parallelism.
+ */
+async function fillFreeSlots(ctx: AgentContext, runId: string): Promise<void> {
+  const state = await ctx.runState(runId);
+  const parallel = state.settings?.parallel || 1;
+  let free = parallel - [...state.trials.values()].filter((t) => t.proposed && !t.judged).length;
+  const unfilled = judgedTrials(state)
+    .filter((t) => t.judged?.decision === Decision.ITERATE && !state.trials.get(trialId(runId, parallel + t.judgedPosition!))?.proposed)
+    .sort((a, b) => a.judgedPosition! - b.judgedPosition!);
+  for (const t of unfilled) {
+    if (free-- <= 0) return;
+    await proposeAfter(ctx, await ctx.runState(runId), t);
+  }
+}
+
 await runAgent({
   role: "planner",
-  kinds: ["runStarted", "briefReady", "trialJudged"],
+  kinds: ["runStarted", "briefReady", "trialJudged", "runIntervention"],
   handle: async (event, ctx) => {
     switch (event.body.case) {
       case "runStarted":
@@ -234,6 +264,9 @@ await runAgent({
         return proposeInitial(ctx, event.runId);
       case "trialJudged":
         return proposeNext(ctx, event);
+      case "runIntervention":
+        if (event.body.value.kind === InterventionKind.RESUME || event.body.value.kind === InterventionKind.PROPOSE) await fillFreeSlots(ctx, event.runId);
+        return;
       default:
         return;
     }

@@ -20,12 +20,12 @@ import type { Brief } from "../../core/brief.js";
 import { DEFAULT_SEEDS, RECIPE_DEFAULTS, SEARCH_DEFAULTS } from "../../core/defaults.js";
 import { OPTIMIZER, SURFACE, type SurfaceName as Surface } from "../../core/enums.js";
 import { parseModelConfig, parseTrainConfig, type ModelConfigInput, type TrainConfig, type TrainConfigInput } from "../../core/model-config.js";
-import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
+import { Verdict, type Intervention } from "../../proto/gen/research/v1/events_pb.js";
 import type { DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
 import { bestTrial, isPromotion, patienceOf, plateau, rungOf, scoreOf, slowestSeedSeconds, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { effectiveOptimizer, isImage, MUTATIONS, type Genome, type Mutation } from "./mutations.js";
 import { templatesFor, type Template } from "./templates.js";
-import { isRecord } from "../../core/json.js";
+import { isRecord, parseJson } from "../../core/json.js";
 import { budgetPlan, overRunBudget } from "../../swarm/budget.js";
 import { fitTpe, GENOME_SPACE, genomeFeatures, type Observation } from "./surrogate.js";
 import { atRung, ladder, nextPromotion, PROBE_SEEDS, promotedIds, PROMOTION_SURFACE, type Fidelity, type Promotion } from "./scheduler.js";
@@ -38,10 +38,13 @@ export interface Proposal {
   hypothesis: string;
   rationale: string;
   parentIds: string[];
-  surface: Surface;
+  /** None for a person's proposal: the bandit over surfaces learns only from its own. */
+  surface?: Surface;
   model: ModelConfigInput;
   train: TrainConfigInput;
   adoptedConcepts: string[];
+  /** A person's queued proposal this one carries. */
+  interventionId?: string;
 }
 
 export interface PlanInput {
@@ -282,6 +285,26 @@ function shuffle<T>(xs: T[], rng: () => number): T[] {
 }
 
 /** The rung-0 fidelity every new config trains at, whoever authored it. */
+/**
+ * A person's queued proposal as the planner's: their model, and their
+ * training on top of the run's probe fidelity. The coder validates and
+ * builds it like any other.
+ */
+export function handProposal(input: PlanInput, v: Intervention): Proposal {
+  const train = parseJson(v.trainConfigJson);
+  return {
+    rung: 0,
+    hypothesis: v.hypothesis,
+    rationale: `proposed by ${v.who}${v.reason ? `: ${v.reason}` : ""}`,
+    parentIds: v.parentIds,
+    surface: undefined,
+    model: parseJson(v.modelConfigJson) as ModelConfigInput,
+    train: { ...startingTrain(input), ...(isRecord(train) ? (train as TrainConfigInput) : {}) },
+    adoptedConcepts: [],
+    interventionId: v.interventionId,
+  };
+}
+
 export function probeFidelity(input: PlanInput): Fidelity {
   const probe = startingTrain(input);
   return { subset: probe.subset ?? 0, epochs: probe.epochs ?? RECIPE_DEFAULTS.epochs };

@@ -3,7 +3,7 @@ import { judge, runStatus } from "../../agents/judge/rules.js";
 import { bestTrial } from "../../swarm/run-state.js";
 import { labelName } from "../../core/failure.js";
 import { Surface } from "../../proto/gen/research/v1/common_pb.js";
-import { Decision, RunStatus, Verdict } from "../../proto/gen/research/v1/events_pb.js";
+import { Decision, InterventionKind, RunStatus, Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import { failure } from "../../core/failure.js";
 import { evaluated, proposed, RUN, started, state } from "./helpers.js";
 
@@ -224,5 +224,18 @@ describe("the budget plan", () => {
     // 70 s in: 50 s left, 24 s after the reserve, room for another 20 s trial (retraining
     // the best for its confirmation would have needed 2 x 20 s more).
     expect(judgeLast(events, "t0", 1000 + 70_000).decision).toBe(Decision.ITERATE);
+  });
+
+  it("a person's stop ends the run stopped once nothing is in flight", () => {
+    const stop: Events[number] = { runId: RUN, eventId: "r1/iv-1", body: { case: "runIntervention", value: { interventionId: "iv-1", kind: InterventionKind.STOP, who: "cli:alice", reason: "enough" } } };
+    // t1 still trains: t0's judgement waits for it.
+    const waiting = judgeLast([started(), proposed("t0"), proposed("t1"), stop, evaluated("t0", 0.8)], "t0");
+    expect(waiting.decision).toBe(Decision.ITERATE);
+    const { last, status } = finish([started(), proposed("t0"), stop, evaluated("t0", 0.8)], "t0");
+    expect(last.decision).toBe(Decision.STOP);
+    expect(last.reason).toMatch(/stopped by cli:alice: enough$/);
+    expect(status).toBe(RunStatus.STOPPED);
+    // Even an open-ended run that found a model: a person stopped it.
+    expect(finish([started({}, OPEN), proposed("t0"), stop, evaluated("t0", 0.8)], "t0").status).toBe(RunStatus.STOPPED);
   });
 });

@@ -88,6 +88,21 @@ describe("research-agent", () => {
   it("has useful --help", () => {
     const r = run("research-agent", ["--help"]);
     expect(r.code).toBe(0);
-    for (const cmd of ["launch", "runs", "watch", "query", "report", "status"]) expect(r.stdout).toContain(`research-agent ${cmd}`);
+    for (const cmd of ["launch", "runs", "watch", "query", "report", "status", "pause", "resume", "stop", "cancel", "propose"]) expect(r.stdout).toContain(`research-agent ${cmd}`);
+  });
+
+  it("says in one line why an intervention cannot be made", () => {
+    const workspace = join(dir, "no-swarm");
+    const cases: [string[], string][] = [
+      [["pause"], "pause needs a RUN id (research-agent runs lists them)"],
+      [["cancel", "r1"], "cancel needs a RUN and a TRIAL id"],
+      [["propose", "r1", "--hypothesis", "wider", "--model", join(dir, "missing.yaml")], `--model: no file ${join(dir, "missing.yaml")} (give a file, or the JSON itself)`],
+      [["stop", "r1"], "no swarm is running for this workspace: only a live run can be paused, resumed, stopped, cancelled or given a proposal"],
+    ];
+    for (const [argv, message] of cases) {
+      const r = run("research-agent", [...argv, "--workspace", workspace]);
+      expect(r.code, argv.join(" ")).toBe(1);
+      expect(r.stderr.trim()).toBe(`research-agent: ${message}`);
+    }
   });
 });

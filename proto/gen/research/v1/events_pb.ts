@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file research/v1/events.proto.
  */
 export const file_research_v1_events: GenFile = /*@__PURE__*/
-  fileDesc("ChhyZXNlYXJjaC92MS9ldmVudHMucHJvdG8SC3Jlc2VhcmNoLnYxIsYBCgRHb2FsEhAKCHJhd190ZXh0GAEgASgJEg8KB2RhdGFzZXQYAiABKAkSEAoIZGF0YV9kaXIYAyABKAkSDgoGbWV0cmljGAQgASgJEg4KBnRhcmdldBgFIAEoARISCgptYXhfcGFyYW1zGAYgASgEEhUKDXRpbWVfYnVkZ2V0X3MYByABKAESFQoNdGFyZ2V0X2NvbHVtbhgIIAEoCRISCgpvcGVuX2VuZGVkGAkgASgIEhMKC2Rlc2NyaXB0aW9uGAogASgJIuYBCgtSdW5TZXR0aW5ncxISCgptYXhfdHJpYWxzGAEgASgNEg0KBXNlZWRzGAIgASgNEhAKCHBhcmFsbGVsGAMgASgNEg8KB3BsYW5uZXIYBCABKAkSEAoIcGF0aWVuY2UYBSABKA0SDgoGc3Vic2V0GAYgASgNEg4KBmVwb2NocxgHIAEoDRIbChN0cmlhbF90aW1lX2J1ZGdldF9zGAggASgBEhAKCHJuZ19zZWVkGAkgASgNEhEKCXdvcmtzcGFjZRgKIAEoCRIQCghyZXNlYXJjaBgLIAEoCBILCgNsbG0YDCABKAkiWQoKUnVuU3RhcnRlZBIfCgRnb2FsGAEgASgLMhEucmVzZWFyY2gudjEuR29hbBIqCghzZXR0aW5ncxgCIAEoCzIYLnJlc2VhcmNoLnYxLlJ1blNldHRpbmdzIngKCkJyaWVmUmVhZHkSEAoIYnJpZWZfaWQYASABKAkSDQoFcXVlcnkYAiABKAkSEgoKYnJpZWZfanNvbhgDIAEoCRIOCgZhdXRob3IYBCABKAkSEgoKcmVxdWVzdF9pZBgFIAEoCRIRCgl0cmlhbF9pZHMYBiADKAkihgEKEVJlc2VhcmNoUmVxdWVzdGVkEhIKCnJlcXVlc3RfaWQYASABKAkSDQoFcXVlcnkYAiABKAkSJQoHc3VyZmFjZRgGIAEoDjIULnJlc2VhcmNoLnYxLlN1cmZhY2USDgoGcmVhc29uGAQgASgJEhEKCXRyaWFsX2lkcxgFIAMoCUoECAMQBCKdAgoNVHJpYWxQcm9wb3NlZBISCgpoeXBvdGhlc2lzGAEgASgJEhEKCXJhdGlvbmFsZRgCIAEoCRISCgpwYXJlbnRfaWRzGAMgAygJEiUKB3N1cmZhY2UYCyABKA4yFC5yZXNlYXJjaC52MS5TdXJmYWNlEhkKEW1vZGVsX2NvbmZpZ19qc29uGAUgASgJEhkKEXRyYWluX2NvbmZpZ19qc29uGAYgASgJEg0KBWluZGV4GAcgASgNEhgKEGFkb3B0ZWRfY29uY2VwdHMYCCADKAkSEAoIcHJvcG9zZXIYCSABKAkSFgoOcHJvbXB0X3ZlcnNpb24YCiABKAkSDAoEcnVuZxgMIAEoDRINCgVzZWVkcxgNIAEoDUoECAQQBSLyAQoOVHJpYWxBc3NlbWJsZWQSDAoEY29kZRgBIAEoCRISCgpjbGFzc19uYW1lGAIgASgJEgwKBGRpZmYYAyABKAkSLwoHc3VtbWFyeRgEIAEoCzIeLnJlc2VhcmNoLnYxLlN1bW1hcml6ZVJlc3BvbnNlEiUKB2ZhaWx1cmUYBSABKAsyFC5yZXNlYXJjaC52MS5GYWlsdXJlEi0KB3JlcXVlc3QYBiABKAsyHC5yZXNlYXJjaC52MS5FdmFsdWF0ZVJlcXVlc3QSGQoRc3VtbWFyeV9uYXJyYXRpdmUYByABKAkSDgoGYXV0aG9yGAggASgJIj0KDVRyaWFsUHJvZ3Jlc3MSLAoIcHJvZ3Jlc3MYASABKAsyGi5yZXNlYXJjaC52MS5FcG9jaFByb2dyZXNzImwKCEFuYWx5c2lzEhMKC292ZXJmaXR0aW5nGAEgASgJEhMKC2NvbnZlcmdlbmNlGAIgASgJEhQKDHdlYWtfY2xhc3NlcxgDIAMoDRINCgVub3RlcxgEIAMoCRIRCgluYXJyYXRpdmUYBSABKAkinwEKDlRyaWFsRXZhbHVhdGVkEicKBnJlc3VsdBgBIAEoCzIXLnJlc2VhcmNoLnYxLkV2YWxSZXN1bHQSJQoHZmFpbHVyZRgCIAEoCzIULnJlc2VhcmNoLnYxLkZhaWx1cmUSJwoIYW5hbHlzaXMYAyABKAsyFS5yZXNlYXJjaC52MS5BbmFseXNpcxIUCgxldmFsX3NlY29uZHMYBCABKAEiqwIKC1RyaWFsSnVkZ2VkEiUKB3ZlcmRpY3QYASABKA4yFC5yZXNlYXJjaC52MS5WZXJkaWN0EicKCGRlY2lzaW9uGAIgASgOMhUucmVzZWFyY2gudjEuRGVjaXNpb24SDgoGcmVhc29uGAMgASgJEhUKDWJlc3RfdHJpYWxfaWQYBCABKAkSDQoFc2NvcmUYBSABKAESDgoGY2lfbG93GAYgASgBEg8KB2NpX2hpZ2gYByABKAESJQoHZmFpbHVyZRgIIAEoCzIULnJlc2VhcmNoLnYxLkZhaWx1cmUSJQoHc3VyZmFjZRgMIAEoDjIULnJlc2VhcmNoLnYxLlN1cmZhY2USDAoEZ2FpbhgKIAEoARITCgt0cmlhbHNfZG9uZRgLIAEoDUoECAkQCiLdAQoLUnVuRmluaXNoZWQSJgoGc3RhdHVzGAkgASgOMhYucmVzZWFyY2gudjEuUnVuU3RhdHVzEhUKDWJlc3RfdHJpYWxfaWQYAiABKAkSEwoLcmVwb3J0X3BhdGgYAyABKAkSFQoNcmVnaXN0cnlfcGF0aBgEIAEoCRIsCgt0ZXN0X3Jlc3VsdBgFIAEoCzIXLnJlc2VhcmNoLnYxLkV2YWxSZXN1bHQSDgoGdHJpYWxzGAYgASgNEg8KB3NlY29uZHMYByABKAESDgoGcmVhc29uGAggASgJSgQIARACIusBCgdMbG1DYWxsEgwKBHJvbGUYASABKAkSDQoFbW9kZWwYAiABKAkSDwoHcHVycG9zZRgDIAEoCRIVCg1wcm9tcHRfdG9rZW5zGAQgASgNEhkKEWNvbXBsZXRpb25fdG9rZW5zGAUgASgNEhIKCmxhdGVuY3lfbXMYBiABKAESEAoIY29zdF91c2QYByABKAESEAoIYXR0ZW1wdHMYCCABKA0SDwoHb3V0Y29tZRgJIAEoCRINCgVlcnJvchgKIAEoCRIWCg5wcm9tcHRfdmVyc2lvbhgLIAEoCRIQCghyZXF1ZXN0cxgMIAEoDSJmCglIZWFydGJlYXQSDAoEcm9sZRgBIAEoCRIQCghpbnN0YW5jZRgCIAEoCRIRCglpbl9mbGlnaHQYAyABKA0SFQoNc3RhcnRlZF9hdF9tcxgEIAEoAxIPCgdoYW5kbGVkGAUgASgNIqEFCgVFdmVudBIOCgZydW5faWQYASABKAkSEAoIdHJpYWxfaWQYAiABKAkSEAoIZXZlbnRfaWQYAyABKAkSFQoNZW1pdHRlZF9hdF9tcxgEIAEoAxIQCghwcm9kdWNlchgFIAEoCRIuCgtydW5fc3RhcnRlZBgKIAEoCzIXLnJlc2VhcmNoLnYxLlJ1blN0YXJ0ZWRIABIuCgticmllZl9yZWFkeRgLIAEoCzIXLnJlc2VhcmNoLnYxLkJyaWVmUmVhZHlIABI0Cg50cmlhbF9wcm9wb3NlZBgMIAEoCzIaLnJlc2VhcmNoLnYxLlRyaWFsUHJvcG9zZWRIABI2Cg90cmlhbF9hc3NlbWJsZWQYDSABKAsyGy5yZXNlYXJjaC52MS5UcmlhbEFzc2VtYmxlZEgAEjQKDnRyaWFsX3Byb2dyZXNzGA4gASgLMhoucmVzZWFyY2gudjEuVHJpYWxQcm9ncmVzc0gAEjYKD3RyaWFsX2V2YWx1YXRlZBgPIAEoCzIbLnJlc2VhcmNoLnYxLlRyaWFsRXZhbHVhdGVkSAASMAoMdHJpYWxfanVkZ2VkGBAgASgLMhgucmVzZWFyY2gudjEuVHJpYWxKdWRnZWRIABIwCgxydW5fZmluaXNoZWQYESABKAsyGC5yZXNlYXJjaC52MS5SdW5GaW5pc2hlZEgAEisKCWhlYXJ0YmVhdBgSIAEoCzIWLnJlc2VhcmNoLnYxLkhlYXJ0YmVhdEgAEigKCGxsbV9jYWxsGBMgASgLMhQucmVzZWFyY2gudjEuTGxtQ2FsbEgAEjwKEnJlc2VhcmNoX3JlcXVlc3RlZBgUIAEoCzIeLnJlc2VhcmNoLnYxLlJlc2VhcmNoUmVxdWVzdGVkSABCBgoEYm9keSpfCgdWZXJkaWN0EhcKE1ZFUkRJQ1RfVU5TUEVDSUZJRUQQABISCg5WRVJESUNUX0FDQ0VQVBABEhIKDlZFUkRJQ1RfUkVKRUNUEAISEwoPVkVSRElDVF9JTExFR0FMEAMqaQoIRGVjaXNpb24SGAoUREVDSVNJT05fVU5TUEVDSUZJRUQQABIUChBERUNJU0lPTl9JVEVSQVRFEAESGgoWREVDSVNJT05fR09BTF9BQ0hJRVZFRBACEhEKDURFQ0lTSU9OX1NUT1AQAyrjAQoJUnVuU3RhdHVzEhoKFlJVTl9TVEFUVVNfVU5TUEVDSUZJRUQQABIWChJSVU5fU1RBVFVTX1JVTk5JTkcQARIcChhSVU5fU1RBVFVTX0dPQUxfQUNISUVWRUQQAhIfChtSVU5fU1RBVFVTX0JVREdFVF9FWEhBVVNURUQQAxIWChJSVU5fU1RBVFVTX1NUT1BQRUQQBBIVChFSVU5fU1RBVFVTX0ZBSUxFRBAFEhgKFFJVTl9TVEFUVVNfQ09NUExFVEVEEAYSGgoWUlVOX1NUQVRVU19JTlRFUlJVUFRFRBAHYgZwcm90bzM", [file_research_v1_common, file_research_v1_runner]);
+  fileDesc("ChhyZXNlYXJjaC92MS9ldmVudHMucHJvdG8SC3Jlc2VhcmNoLnYxIsYBCgRHb2FsEhAKCHJhd190ZXh0GAEgASgJEg8KB2RhdGFzZXQYAiABKAkSEAoIZGF0YV9kaXIYAyABKAkSDgoGbWV0cmljGAQgASgJEg4KBnRhcmdldBgFIAEoARISCgptYXhfcGFyYW1zGAYgASgEEhUKDXRpbWVfYnVkZ2V0X3MYByABKAESFQoNdGFyZ2V0X2NvbHVtbhgIIAEoCRISCgpvcGVuX2VuZGVkGAkgASgIEhMKC2Rlc2NyaXB0aW9uGAogASgJIuYBCgtSdW5TZXR0aW5ncxISCgptYXhfdHJpYWxzGAEgASgNEg0KBXNlZWRzGAIgASgNEhAKCHBhcmFsbGVsGAMgASgNEg8KB3BsYW5uZXIYBCABKAkSEAoIcGF0aWVuY2UYBSABKA0SDgoGc3Vic2V0GAYgASgNEg4KBmVwb2NocxgHIAEoDRIbChN0cmlhbF90aW1lX2J1ZGdldF9zGAggASgBEhAKCHJuZ19zZWVkGAkgASgNEhEKCXdvcmtzcGFjZRgKIAEoCRIQCghyZXNlYXJjaBgLIAEoCBILCgNsbG0YDCABKAkiWQoKUnVuU3RhcnRlZBIfCgRnb2FsGAEgASgLMhEucmVzZWFyY2gudjEuR29hbBIqCghzZXR0aW5ncxgCIAEoCzIYLnJlc2VhcmNoLnYxLlJ1blNldHRpbmdzIngKCkJyaWVmUmVhZHkSEAoIYnJpZWZfaWQYASABKAkSDQoFcXVlcnkYAiABKAkSEgoKYnJpZWZfanNvbhgDIAEoCRIOCgZhdXRob3IYBCABKAkSEgoKcmVxdWVzdF9pZBgFIAEoCRIRCgl0cmlhbF9pZHMYBiADKAkihgEKEVJlc2VhcmNoUmVxdWVzdGVkEhIKCnJlcXVlc3RfaWQYASABKAkSDQoFcXVlcnkYAiABKAkSJQoHc3VyZmFjZRgGIAEoDjIULnJlc2VhcmNoLnYxLlN1cmZhY2USDgoGcmVhc29uGAQgASgJEhEKCXRyaWFsX2lkcxgFIAMoCUoECAMQBCK2AgoNVHJpYWxQcm9wb3NlZBISCgpoeXBvdGhlc2lzGAEgASgJEhEKCXJhdGlvbmFsZRgCIAEoCRISCgpwYXJlbnRfaWRzGAMgAygJEiUKB3N1cmZhY2UYCyABKA4yFC5yZXNlYXJjaC52MS5TdXJmYWNlEhkKEW1vZGVsX2NvbmZpZ19qc29uGAUgASgJEhkKEXRyYWluX2NvbmZpZ19qc29uGAYgASgJEg0KBWluZGV4GAcgASgNEhgKEGFkb3B0ZWRfY29uY2VwdHMYCCADKAkSEAoIcHJvcG9zZXIYCSABKAkSFgoOcHJvbXB0X3ZlcnNpb24YCiABKAkSDAoEcnVuZxgMIAEoDRINCgVzZWVkcxgNIAEoDRIXCg9pbnRlcnZlbnRpb25faWQYDiABKAlKBAgEEAUi8gEKDlRyaWFsQXNzZW1ibGVkEgwKBGNvZGUYASABKAkSEgoKY2xhc3NfbmFtZRgCIAEoCRIMCgRkaWZmGAMgASgJEi8KB3N1bW1hcnkYBCABKAsyHi5yZXNlYXJjaC52MS5TdW1tYXJpemVSZXNwb25zZRIlCgdmYWlsdXJlGAUgASgLMhQucmVzZWFyY2gudjEuRmFpbHVyZRItCgdyZXF1ZXN0GAYgASgLMhwucmVzZWFyY2gudjEuRXZhbHVhdGVSZXF1ZXN0EhkKEXN1bW1hcnlfbmFycmF0aXZlGAcgASgJEg4KBmF1dGhvchgIIAEoCSI9Cg1UcmlhbFByb2dyZXNzEiwKCHByb2dyZXNzGAEgASgLMhoucmVzZWFyY2gudjEuRXBvY2hQcm9ncmVzcyJsCghBbmFseXNpcxITCgtvdmVyZml0dGluZxgBIAEoCRITCgtjb252ZXJnZW5jZRgCIAEoCRIUCgx3ZWFrX2NsYXNzZXMYAyADKA0SDQoFbm90ZXMYBCADKAkSEQoJbmFycmF0aXZlGAUgASgJIp8BCg5UcmlhbEV2YWx1YXRlZBInCgZyZXN1bHQYASABKAsyFy5yZXNlYXJjaC52MS5FdmFsUmVzdWx0EiUKB2ZhaWx1cmUYAiABKAsyFC5yZXNlYXJjaC52MS5GYWlsdXJlEicKCGFuYWx5c2lzGAMgASgLMhUucmVzZWFyY2gudjEuQW5hbHlzaXMSFAoMZXZhbF9zZWNvbmRzGAQgASgBIqsCCgtUcmlhbEp1ZGdlZBIlCgd2ZXJkaWN0GAEgASgOMhQucmVzZWFyY2gudjEuVmVyZGljdBInCghkZWNpc2lvbhgCIAEoDjIVLnJlc2VhcmNoLnYxLkRlY2lzaW9uEg4KBnJlYXNvbhgDIAEoCRIVCg1iZXN0X3RyaWFsX2lkGAQgASgJEg0KBXNjb3JlGAUgASgBEg4KBmNpX2xvdxgGIAEoARIPCgdjaV9oaWdoGAcgASgBEiUKB2ZhaWx1cmUYCCABKAsyFC5yZXNlYXJjaC52MS5GYWlsdXJlEiUKB3N1cmZhY2UYDCABKA4yFC5yZXNlYXJjaC52MS5TdXJmYWNlEgwKBGdhaW4YCiABKAESEwoLdHJpYWxzX2RvbmUYCyABKA1KBAgJEAoi3QEKC1J1bkZpbmlzaGVkEiYKBnN0YXR1cxgJIAEoDjIWLnJlc2VhcmNoLnYxLlJ1blN0YXR1cxIVCg1iZXN0X3RyaWFsX2lkGAIgASgJEhMKC3JlcG9ydF9wYXRoGAMgASgJEhUKDXJlZ2lzdHJ5X3BhdGgYBCABKAkSLAoLdGVzdF9yZXN1bHQYBSABKAsyFy5yZXNlYXJjaC52MS5FdmFsUmVzdWx0Eg4KBnRyaWFscxgGIAEoDRIPCgdzZWNvbmRzGAcgASgBEg4KBnJlYXNvbhgIIAEoCUoECAEQAiLrAQoHTGxtQ2FsbBIMCgRyb2xlGAEgASgJEg0KBW1vZGVsGAIgASgJEg8KB3B1cnBvc2UYAyABKAkSFQoNcHJvbXB0X3Rva2VucxgEIAEoDRIZChFjb21wbGV0aW9uX3Rva2VucxgFIAEoDRISCgpsYXRlbmN5X21zGAYgASgBEhAKCGNvc3RfdXNkGAcgASgBEhAKCGF0dGVtcHRzGAggASgNEg8KB291dGNvbWUYCSABKAkSDQoFZXJyb3IYCiABKAkSFgoOcHJvbXB0X3ZlcnNpb24YCyABKAkSEAoIcmVxdWVzdHMYDCABKA0iZgoJSGVhcnRiZWF0EgwKBHJvbGUYASABKAkSEAoIaW5zdGFuY2UYAiABKAkSEQoJaW5fZmxpZ2h0GAMgASgNEhUKDXN0YXJ0ZWRfYXRfbXMYBCABKAMSDwoHaGFuZGxlZBgFIAEoDSLPAQoMSW50ZXJ2ZW50aW9uEhcKD2ludGVydmVudGlvbl9pZBgBIAEoCRIrCgRraW5kGAIgASgOMh0ucmVzZWFyY2gudjEuSW50ZXJ2ZW50aW9uS2luZBILCgN3aG8YAyABKAkSDgoGcmVhc29uGAQgASgJEhIKCmh5cG90aGVzaXMYBSABKAkSGQoRbW9kZWxfY29uZmlnX2pzb24YBiABKAkSGQoRdHJhaW5fY29uZmlnX2pzb24YByABKAkSEgoKcGFyZW50X2lkcxgIIAMoCSLYBQoFRXZlbnQSDgoGcnVuX2lkGAEgASgJEhAKCHRyaWFsX2lkGAIgASgJEhAKCGV2ZW50X2lkGAMgASgJEhUKDWVtaXR0ZWRfYXRfbXMYBCABKAMSEAoIcHJvZHVjZXIYBSABKAkSLgoLcnVuX3N0YXJ0ZWQYCiABKAsyFy5yZXNlYXJjaC52MS5SdW5TdGFydGVkSAASLgoLYnJpZWZfcmVhZHkYCyABKAsyFy5yZXNlYXJjaC52MS5CcmllZlJlYWR5SAASNAoOdHJpYWxfcHJvcG9zZWQYDCABKAsyGi5yZXNlYXJjaC52MS5UcmlhbFByb3Bvc2VkSAASNgoPdHJpYWxfYXNzZW1ibGVkGA0gASgLMhsucmVzZWFyY2gudjEuVHJpYWxBc3NlbWJsZWRIABI0Cg50cmlhbF9wcm9ncmVzcxgOIAEoCzIaLnJlc2VhcmNoLnYxLlRyaWFsUHJvZ3Jlc3NIABI2Cg90cmlhbF9ldmFsdWF0ZWQYDyABKAsyGy5yZXNlYXJjaC52MS5UcmlhbEV2YWx1YXRlZEgAEjAKDHRyaWFsX2p1ZGdlZBgQIAEoCzIYLnJlc2VhcmNoLnYxLlRyaWFsSnVkZ2VkSAASMAoMcnVuX2ZpbmlzaGVkGBEgASgLMhgucmVzZWFyY2gudjEuUnVuRmluaXNoZWRIABIrCgloZWFydGJlYXQYEiABKAsyFi5yZXNlYXJjaC52MS5IZWFydGJlYXRIABIoCghsbG1fY2FsbBgTIAEoCzIULnJlc2VhcmNoLnYxLkxsbUNhbGxIABI8ChJyZXNlYXJjaF9yZXF1ZXN0ZWQYFCABKAsyHi5yZXNlYXJjaC52MS5SZXNlYXJjaFJlcXVlc3RlZEgAEjUKEHJ1bl9pbnRlcnZlbnRpb24YFSABKAsyGS5yZXNlYXJjaC52MS5JbnRlcnZlbnRpb25IAEIGCgRib2R5Kl8KB1ZlcmRpY3QSFwoTVkVSRElDVF9VTlNQRUNJRklFRBAAEhIKDlZFUkRJQ1RfQUNDRVBUEAESEgoOVkVSRElDVF9SRUpFQ1QQAhITCg9WRVJESUNUX0lMTEVHQUwQAyppCghEZWNpc2lvbhIYChRERUNJU0lPTl9VTlNQRUNJRklFRBAAEhQKEERFQ0lTSU9OX0lURVJBVEUQARIaChZERUNJU0lPTl9HT0FMX0FDSElFVkVEEAISEQoNREVDSVNJT05fU1RPUBADKuMBCglSdW5TdGF0dXMSGgoWUlVOX1NUQVRVU19VTlNQRUNJRklFRBAAEhYKElJVTl9TVEFUVVNfUlVOTklORxABEhwKGFJVTl9TVEFUVVNfR09BTF9BQ0hJRVZFRBACEh8KG1JVTl9TVEFUVVNfQlVER0VUX0VYSEFVU1RFRBADEhYKElJVTl9TVEFUVVNfU1RPUFBFRBAEEhUKEVJVTl9TVEFUVVNfRkFJTEVEEAUSGAoUUlVOX1NUQVRVU19DT01QTEVURUQQBhIaChZSVU5fU1RBVFVTX0lOVEVSUlVQVEVEEAcqzwEKEEludGVydmVudGlvbktpbmQSIQodSU5URVJWRU5USU9OX0tJTkRfVU5TUEVDSUZJRUQQABIbChdJTlRFUlZFTlRJT05fS0lORF9QQVVTRRABEhwKGElOVEVSVkVOVElPTl9LSU5EX1JFU1VNRRACEhoKFklOVEVSVkVOVElPTl9LSU5EX1NUT1AQAxIiCh5JTlRFUlZFTlRJT05fS0lORF9DQU5DRUxfVFJJQUwQBBIdChlJTlRFUlZFTlRJT05fS0lORF9QUk9QT1NFEAViBnByb3RvMw", [file_research_v1_common, file_research_v1_runner]);
 
 /**
  * A research goal after parsing the user's words.
@@ -358,6 +358,13 @@ export type TrialProposed = Message<"research.v1.TrialProposed"> & {
    * @generated from field: uint32 seeds = 13;
    */
   seeds: number;
+
+  /**
+   * A hand-written proposal queued by an Intervention: its id.
+   *
+   * @generated from field: string intervention_id = 14;
+   */
+  interventionId: string;
 };
 
 /**
@@ -758,6 +765,63 @@ export const HeartbeatSchema: GenMessage<Heartbeat> = /*@__PURE__*/
   messageDesc(file_research_v1_events, 13);
 
 /**
+ * @generated from message research.v1.Intervention
+ */
+export type Intervention = Message<"research.v1.Intervention"> & {
+  /**
+   * @generated from field: string intervention_id = 1;
+   */
+  interventionId: string;
+
+  /**
+   * @generated from field: research.v1.InterventionKind kind = 2;
+   */
+  kind: InterventionKind;
+
+  /**
+   * Who did it, e.g. "cli:alice" or "ui:alice".
+   *
+   * @generated from field: string who = 3;
+   */
+  who: string;
+
+  /**
+   * @generated from field: string reason = 4;
+   */
+  reason: string;
+
+  /**
+   * PROPOSE only: model_config and train_config as JSON text; an empty
+   * train_config takes the run's probe fidelity.
+   *
+   * @generated from field: string hypothesis = 5;
+   */
+  hypothesis: string;
+
+  /**
+   * @generated from field: string model_config_json = 6;
+   */
+  modelConfigJson: string;
+
+  /**
+   * @generated from field: string train_config_json = 7;
+   */
+  trainConfigJson: string;
+
+  /**
+   * @generated from field: repeated string parent_ids = 8;
+   */
+  parentIds: string[];
+};
+
+/**
+ * Describes the message research.v1.Intervention.
+ * Use `create(InterventionSchema)` to create a new message.
+ */
+export const InterventionSchema: GenMessage<Intervention> = /*@__PURE__*/
+  messageDesc(file_research_v1_events, 14);
+
+/**
  * Every message on research.> is one Event: common ids plus one body.
  *
  * @generated from message research.v1.Event
@@ -859,6 +923,12 @@ export type Event = Message<"research.v1.Event"> & {
      */
     value: ResearchRequested;
     case: "researchRequested";
+  } | {
+    /**
+     * @generated from field: research.v1.Intervention run_intervention = 21;
+     */
+    value: Intervention;
+    case: "runIntervention";
   } | { case: undefined; value?: undefined };
 };
 
@@ -867,7 +937,7 @@ export type Event = Message<"research.v1.Event"> & {
  * Use `create(EventSchema)` to create a new message.
  */
 export const EventSchema: GenMessage<Event> = /*@__PURE__*/
-  messageDesc(file_research_v1_events, 14);
+  messageDesc(file_research_v1_events, 15);
 
 /**
  * @generated from enum research.v1.Verdict
@@ -989,4 +1059,59 @@ export enum RunStatus {
  */
 export const RunStatusSchema: GenEnum<RunStatus> = /*@__PURE__*/
   enumDesc(file_research_v1_events, 2);
+
+/**
+ * What a person (or a tool acting for one) can do to a run while it goes on.
+ *
+ * @generated from enum research.v1.InterventionKind
+ */
+export enum InterventionKind {
+  /**
+   * @generated from enum value: INTERVENTION_KIND_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * The planner starts nothing new; trials in flight go on. The run's clock
+   * does not stop: a run paused at its budget's end is stopped.
+   *
+   * @generated from enum value: INTERVENTION_KIND_PAUSE = 1;
+   */
+  PAUSE = 1,
+
+  /**
+   * @generated from enum value: INTERVENTION_KIND_RESUME = 2;
+   */
+  RESUME = 2,
+
+  /**
+   * Trials in flight are cancelled, the best trial is confirmed on the test
+   * split, and the run finishes with status stopped.
+   *
+   * @generated from enum value: INTERVENTION_KIND_STOP = 3;
+   */
+  STOP = 3,
+
+  /**
+   * One trial (Event.trial_id) is cancelled wherever it is: labelled
+   * cancelled, judged, and its slot goes to the next proposal.
+   *
+   * @generated from enum value: INTERVENTION_KIND_CANCEL_TRIAL = 4;
+   */
+  CANCEL_TRIAL = 4,
+
+  /**
+   * A hand-written hypothesis and config, taken by the planner at the next
+   * free slot and then validated, built and evaluated like any proposal.
+   *
+   * @generated from enum value: INTERVENTION_KIND_PROPOSE = 5;
+   */
+  PROPOSE = 5,
+}
+
+/**
+ * Describes the enum research.v1.InterventionKind.
+ */
+export const InterventionKindSchema: GenEnum<InterventionKind> = /*@__PURE__*/
+  enumDesc(file_research_v1_events, 3);
 

@@ -1,0 +1,179 @@
+/**
+ * The dashboard's HTTP API as types: what the server (server.ts, views.ts)
+ * sends and the pages (web/) read. JSON, snake_case like the report's
+ * JSON and `runs --json`; accuracies are fractions (0.9123), times are
+ * milliseconds since the epoch (`*_at`) or seconds (`*_s`). docs/DASHBOARD.md
+ * documents each route with these shapes.
+ *
+ *   GET  /api/runs                              RunSummary[]
+ *   GET  /api/runs/:run                         RunDetail
+ *   GET  /api/runs/:run/trials/:trial           TrialDetail
+ *   GET  /api/search?q=TEXT[&run=RUN][&k=N]     SearchHit[]
+ *   POST /api/runs/:run/interventions           InterventionRequest (swarm/interventions.ts) -> InterventionReply
+ *   GET  /api/events[?run=RUN]                  text/event-stream of LiveMessage
+ */
+
+/** 95% interval of a mean: validation accuracy across seeds and examples (gpu-runner/stats.ts). */
+export interface Interval {
+  mean: number;
+  ci95: [number, number];
+  /** Seeds behind it. */
+  n: number;
+}
+
+export type RunStatusText = "running" | "paused" | "stopping" | "goal_achieved" | "budget_exhausted" | "stopped" | "failed" | "completed" | "interrupted";
+
+export interface RunSummary {
+  run_id: string;
+  goal: string;
+  dataset: string;
+  /** 0 when open-ended. */
+  target: number;
+  open_ended: boolean;
+  status: RunStatusText;
+  /** Followed on the bus now (events arrive live). */
+  live: boolean;
+  trials: number;
+  judged: number;
+  in_flight: number;
+  best: { trial_id: string; val: Interval; test_accuracy: number | null } | null;
+  started_at: number;
+  /** Wall seconds so far (running) or in all (finished). */
+  seconds: number;
+  time_budget_s: number;
+}
+
+export interface Fidelity {
+  rung: number;
+  /** Training examples; 0: the whole training split. */
+  subset: number;
+  epochs: number;
+  seeds: number;
+}
+
+/** One row of the run's trial table. */
+export interface TrialRow {
+  trial_id: string;
+  /** Position in the order proposed (1-based). */
+  index: number;
+  parent_ids: string[];
+  surface: string;
+  hypothesis: string;
+  proposer: string;
+  params: number | null;
+  fidelity: Fidelity;
+  /** proposed | assembled | evaluated | judged | failed (trial_status). */
+  status: string;
+  /** Latest per-epoch progress while it trains (seed 0), from the live feed; null otherwise. */
+  progress: { epoch: number; epochs: number; val_accuracy: number; seconds: number } | null;
+  val: Interval | null;
+  verdict: string | null;
+  decision: string | null;
+  failure_label: string | null;
+  failure_message: string | null;
+  proposed_at: number;
+  judged_at: number | null;
+  /** Config values for parallel coordinates: numbers only (depth, width, lr, batch_size, ...). */
+  features: Record<string, number>;
+}
+
+/** The best accepted CI lower bound after each judged trial. */
+export interface BestSoFarPoint {
+  trial_id: string;
+  /** Judged trials so far (1-based). */
+  judged: number;
+  /** Seconds since the run started. */
+  t_s: number;
+  best_ci_low: number;
+  best_trial_id: string;
+}
+
+export interface InterventionRow {
+  intervention_id: string;
+  kind: string;
+  who: string;
+  reason: string;
+  trial_id: string;
+  at: number;
+  hypothesis: string;
+  /** propose: the trial that took it, once one has. */
+  taken_by: string | null;
+}
+
+export interface LlmUse {
+  role: string;
+  calls: number;
+  prompt_tokens: number;
+  completion_tokens: number;
+  cost_usd: number;
+}
+
+export interface RunDetail extends RunSummary {
+  settings: Record<string, unknown>;
+  paused: boolean;
+  trials_table: TrialRow[];
+  best_so_far: BestSoFarPoint[];
+  failures: Record<string, number>;
+  briefs: { title: string; insights: string[]; suggestions: { name: string; description: string; adopted_by: string[] }[]; request_id: string }[];
+  llm: LlmUse[];
+  interventions: InterventionRow[];
+  /** Why the run ended, when it has. */
+  reason: string;
+  report_path: string | null;
+}
+
+export interface SeedCurves {
+  seed: number;
+  train_loss: number[];
+  train_accuracy: number[];
+  val_loss: number[];
+  val_accuracy: number[];
+  lr: number[];
+  metrics: Record<string, number>;
+  seconds: number;
+}
+
+export interface TrialDetail {
+  run_id: string;
+  row: TrialRow;
+  rationale: string;
+  adopted_concepts: string[];
+  model_config: unknown;
+  train_config: unknown;
+  /** Unified diff of the configs (pretty JSON) against the first parent's; "" without a parent. */
+  config_diff: string;
+  code: string;
+  /** Unified diff of the code against the first parent's (the coder's). */
+  code_diff: string;
+  summary: { total_params: number; flops: number; size_mb: number; layers: { name: string; type: string; output_shape: number[]; params: number }[] } | null;
+  narrative: string;
+  seeds: SeedCurves[];
+  class_names: string[];
+  /** Summed over seeds: rows are true classes, columns predicted. */
+  confusion_matrix: number[][];
+  per_class: { class_index: number; precision: number; recall: number; f1: number; support: number }[];
+  analysis: { overfitting: string; convergence: string; weak_classes: number[]; notes: string[] } | null;
+  judged_reason: string;
+  failure: { label: string; message: string; traceback: string } | null;
+  children: string[];
+}
+
+export interface SearchHit {
+  run_id: string;
+  trial_id: string;
+  distance: number;
+  hypothesis: string;
+  val_accuracy: number | null;
+  failure_label: string | null;
+}
+
+export type InterventionReply = { ok: true; intervention_id: string; summary: string } | { ok: false; error: string };
+
+/**
+ * Server-sent events. `change`: an event was applied to a run (refetch what
+ * shows it). `progress`: an epoch finished in a running trial (live only,
+ * never stored).
+ */
+export type LiveMessage =
+  | { type: "change"; run_id: string; trial_id: string; kind: string }
+  | { type: "progress"; run_id: string; trial_id: string; seed: number; epoch: number; epochs: number; val_accuracy: number; train_accuracy: number; seconds: number };
