@@ -25,7 +25,6 @@ export const DEFAULTS = {
   maxSeeds: 32,
   timeBudgetS: 600,
   memoryLimitMb: 4096,
-  valFraction: 0.1,
   fileLimitMb: 64,
   nproc: 256,
 } as const;
@@ -83,8 +82,9 @@ function under(path: string, roots: string[]): boolean {
 function checkDataset(d: DatasetSpec | undefined, dataRoots: string[], issues: Issues) {
   const name = d?.name ?? "";
   issues.check((DATASETS as readonly string[]).includes(name), `dataset.name "${name}" is not one of ${DATASETS.join(", ")}`);
-  const valFraction = d?.valFraction || DEFAULTS.valFraction;
-  issues.check(valFraction > 0 && valFraction < 0.9, `dataset.val_fraction ${valFraction} must be in (0, 0.9)`);
+  // 0: the worker's default, which needs the pool's size (datasets.val_count).
+  const valFraction = d?.valFraction ?? 0;
+  issues.check(valFraction >= 0 && valFraction < 0.9, `dataset.val_fraction ${valFraction} must be in [0, 0.9)`);
   if (d?.dataDir) {
     issues.check(
       under(d.dataDir, dataRoots),

@@ -92,7 +92,7 @@ def dataset(spec):
         "name": _value(raw, "name", str, where, lambda v: v in KNOWN, f"one of {', '.join(KNOWN)}"),
         "data_dir": _value(raw, "data_dir", str, where),
         "subset": _value(raw, "subset", int, where, lambda v: v >= 0, ">= 0"),
-        "val_fraction": _value(raw, "val_fraction", float, where, lambda v: 0 < v < 1, "in (0, 1)"),
+        "val_fraction": _value(raw, "val_fraction", float, where, lambda v: 0 <= v < 1, "in [0, 1) (0: the default)"),
         "split_seed": _value(raw, "split_seed", int, where, lambda v: v >= 0, ">= 0"),
         "target_column": _value(raw, "target_column", str, where),
         "shape": _int_list(raw, "shape", where, allow_empty=True),

@@ -231,6 +231,17 @@ def test_tokenize_is_stable_case_blind_and_fixed_length():
 
 # --- splits -----------------------------------------------------------------------------
 
+def test_default_validation_is_large_enough_to_decide_on():
+    # A tenth of a large pool; at least 1,000 examples (at most 30%) of a small one.
+    assert datasets.val_count(60_000, 0) == 6_000
+    assert datasets.val_count(10_000, 0) == 1_000
+    assert datasets.val_count(1_437, 0) == 431
+    assert datasets.val_count(100, 0) == 30
+    assert datasets.val_count(1_437, 0.1) == 144
+    split = datasets.split(datasets.load(spec(name="digits")), spec(name="digits", val_fraction=0))
+    assert len(split.val) == datasets.val_count(len(split.train) + len(split.val), 0) == 431
+
+
 def test_split_is_stratified_disjoint_and_seeded():
     raw = datasets.load(spec(name="digits"))
     fields = {"name": "digits", "subset": 500, "val_fraction": 0.2}

@@ -72,7 +72,9 @@ export type DatasetSpec = Message<"research.v1.DatasetSpec"> & {
   subset: number;
 
   /**
-   * Fraction of the (subset of the) training split held out for validation; 0 means 0.1.
+   * Fraction of the (subset of the) training split held out for validation;
+   * 0: a tenth, but at least 1,000 examples (at most 30%), so that small
+   * sets get an interval narrow enough to decide a goal on.
    *
    * @generated from field: double val_fraction = 4;
    */
