@@ -30,10 +30,15 @@ import { applyToRunState, bestTrial, emptyRunState, foldRun, meanOf, runSoFar, t
 import { connectRunner } from "../gpu-runner/client.js";
 import { runGoal, runSettings, startSwarm, workspaceSecrets, type Swarm } from "../deploy/swarm.js";
 import { runAblation } from "./ablation.js";
+import { startDashboard, type Dashboard } from "../dashboard/server.js";
+import { buildWeb } from "../dashboard/build.js";
 import { ArxivClient } from "../research/arxiv.js";
 import { DeepResearch, type DeepBrief } from "../research/deep-research.js";
 import { parseOutputFormat } from "../research/research.js";
 import { fmtPct, parseFraction, parsePositiveInt, parseSeed } from "./format.js";
+
+/** The dashboard's default port: fixed, so its pages' URLs can be bookmarked and shared. */
+const UI_PORT = 8470;
 
 const HELP = `research-agent — an autonomous ML research swarm for PyTorch
 
@@ -56,6 +61,9 @@ usage:
                  [--notes DIR] [--arxiv] [--workspace DIR]
   research-agent ablation --goal TEXT [--runs N] [launch options]   research on vs off, matched seeds
   research-agent secrets DIR [--mounted-at PATH] [--names HOST,...]   a deployment's credentials (docs/DEPLOY.md)
+  research-agent ui [--workspace DIR] [--host H] [--port N] [--token T]   the runs in a browser, live while a
+                 swarm runs (docs/DASHBOARD.md); http://127.0.0.1:${UI_PORT}/ by default (--port 0: a free
+                 port); another --host needs a token (--token, RESEARCH_UI_TOKEN, else a new one in the URL)
 
 launch options:
   --goal TEXT          dataset, target, limits in plain words, e.g.
@@ -705,6 +713,40 @@ function intervention(kind: InterventionKindName) {
   };
 }
 
+/**
+ * The dashboard: the workspace's runs in a browser, followed live whenever a
+ * swarm runs for the workspace (it may start later). Serves until SIGINT or SIGTERM.
+ */
+async function ui(argv: string[]): Promise<void> {
+  const { values: a } = args(argv, { host: { type: "string", default: "127.0.0.1" }, port: { type: "string", default: String(UI_PORT) }, token: { type: "string" } });
+  if (a.help) return void process.stdout.write(HELP);
+  const port = Number(a.port);
+  if (!/^\d+$/.test(a.port) || port > 65535) fail(`--port must be a whole number from 0 (a free port) to 65535, got "${a.port}"`);
+  const workspace = resolve(a.workspace);
+  if (!existsSync(workspace)) fail(`no workspace ${workspace} (is --workspace right?)`);
+  const logger = createLogger("dashboard");
+  logger.level = cliConfig().logLevel;
+  let dashboard: Dashboard;
+  try {
+    dashboard = await startDashboard({
+      workspace,
+      host: a.host,
+      port,
+      token: a.token ?? cliConfig().uiToken,
+      logger,
+      assets: await buildWeb(),
+      connect: () => connectOrFail(workspace, a.nats),
+    });
+  } catch (err) {
+    const inUse = (err as NodeJS.ErrnoException).code === "EADDRINUSE";
+    fail(inUse ? `port ${port} is in use (another dashboard?): give --port N, or --port 0 for a free one` : `cannot start the dashboard: ${(err as Error).message}`, 2);
+  }
+  process.stdout.write(`dashboard: ${dashboard.url}\n`);
+  const stop = () => void dashboard.close().then(() => process.exit(0));
+  process.once("SIGINT", stop);
+  process.once("SIGTERM", stop);
+}
+
 const [command, ...rest] = process.argv.slice(2);
 const commands: Record<string, (argv: string[]) => Promise<void>> = {
   launch,
@@ -721,6 +763,7 @@ const commands: Record<string, (argv: string[]) => Promise<void>> = {
   stop: intervention("stop"),
   cancel: intervention("cancel_trial"),
   propose: intervention("propose"),
+  ui,
 };
 if (!command || command === "--help" || command === "-h" || command === "help") process.stdout.write(HELP);
 else if (!commands[command]) fail(`unknown command "${command}"\n${HELP}`);

@@ -76,6 +76,11 @@ export const ENV = z.object({
     description: "the deployment's credentials folder (`nats.json`, `runner-token`, `ca.pem`, `tls.pem`, `tls-key.pem`; docs/DEPLOY.md, \"Security model\"): bus clients log in over TLS, the runner serves TLS and wants the token. Unset: no authentication (loopback only). `launch` makes `<workspace>/secrets` and sets it for its processes",
     shown: "none; `launch`: `<workspace>/secrets`",
   }),
+  RESEARCH_UI_TOKEN: z.string().regex(/^[A-Za-z0-9._~-]{16,}$/, { error: "expected 16 or more letters, digits, '.', '_', '~' or '-'" }).optional().register(VARIABLE_DOCS, {
+    readBy: "CLI (`ui`)",
+    description: "the dashboard's access token when it listens beyond loopback (`--token` wins): requests carry `Authorization: Bearer TOKEN`, or open the URL once with `?token=TOKEN` (an HttpOnly cookie then). Unset: a new one per start, printed in the URL",
+    shown: "none",
+  }),
   RUNNER_PYTHON: text.default(DEFAULT_PYTHON).register(VARIABLE_DOCS, {
     readBy: "gpu-runner, quick-evaluator, runner benchmark",
     description: "a Python with torch, numpy, scipy and scikit-learn (`--python` wins); on a GPU host, one with a CUDA build of torch",
@@ -229,6 +234,8 @@ export interface CliConfig {
   natsServer?: string;
   runnerPython: string;
   secretsDir?: string;
+  /** The dashboard's access token beyond loopback; unset: one is made per start. */
+  uiToken?: string;
 }
 
 const AGENT = ENV.pick({
@@ -251,7 +258,7 @@ const RESEARCHER = AGENT.extend(ENV.pick({ RESEARCH_NOTES: true, RESEARCH_ARXIV:
 const RUNNER = ENV.pick({ LOG_LEVEL: true, RUNNER_PYTHON: true, RESEARCH_SECRETS: true }).extend({
   RUNNER_ADDRESS: ENV.shape.RUNNER_ADDRESS.refine((a) => a.length === 1, { error: "the runner listens on one host:port" }),
 });
-const CLI = ENV.pick({ LOG_LEVEL: true, NATS_STREAM_REPLICAS: true, NATS_SERVER: true, RUNNER_PYTHON: true, RESEARCH_SECRETS: true });
+const CLI = ENV.pick({ LOG_LEVEL: true, NATS_STREAM_REPLICAS: true, NATS_SERVER: true, RUNNER_PYTHON: true, RESEARCH_SECRETS: true, RESEARCH_UI_TOKEN: true });
 
 function agentOf(e: Pick<EnvValues, keyof typeof AGENT.shape>): AgentConfig {
   return {
@@ -291,7 +298,7 @@ export function parseRunnerConfig(env: Env, flags: { address?: string; python?: 
 /** research-agent, quick-evaluator and the benchmarks: quieter logs, since their output is for a person. */
 export function parseCliConfig(env: Env): CliConfig {
   const e = parse(CLI, env);
-  return { logLevel: e.LOG_LEVEL ?? "warn", streamReplicas: e.NATS_STREAM_REPLICAS, natsServer: e.NATS_SERVER, runnerPython: e.RUNNER_PYTHON, secretsDir: e.RESEARCH_SECRETS };
+  return { logLevel: e.LOG_LEVEL ?? "warn", streamReplicas: e.NATS_STREAM_REPLICAS, natsServer: e.NATS_SERVER, runnerPython: e.RUNNER_PYTHON, secretsDir: e.RESEARCH_SECRETS, uiToken: e.RESEARCH_UI_TOKEN };
 }
 
 // What a process calls: its config from process.env, read once; a bad value exits.

@@ -15,6 +15,10 @@ DEB_PACKAGES="python3-torch python3-torchvision python3-numpy python3-scipy pyth
 # protoc: for npm run gen and the test that proto/gen matches the .proto files.
 DEB_PACKAGES="$DEB_PACKAGES protobuf-compiler"
 
+# chromium: the dashboard's browser tests drive it with puppeteer-core (test/dashboard/); only
+# the test command asks for it (SETUP_TESTS=1), so a launch does not install a browser.
+[ "${SETUP_TESTS:-0}" = 1 ] && DEB_PACKAGES="$DEB_PACKAGES chromium"
+
 install_debian() {
   # One dpkg-query for all of them: a query per package was most of a second run's time.
   local installed missing=()

@@ -5,8 +5,10 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-bash scripts/setup.sh
+SETUP_TESTS=1 bash scripts/setup.sh
 ./node_modules/.bin/tsc --noEmit
+# The dashboard's pages: browser code (DOM, JSX), checked with their own settings.
+./node_modules/.bin/tsc --noEmit -p dashboard/web
 # The worker under both interpreters the runner supports: the project's venv (torch 2.x, the
 # default) and Debian's python3 (torch 1.13, the fallback); RUNNER_PYTHON adds its own.
 for py in .venv/bin/python /usr/bin/python3 ${RUNNER_PYTHON:-}; do

@@ -18,7 +18,7 @@ import { runAgent, type AgentContext } from "../../swarm/runtime.js";
 import { askLlm } from "../../swarm/llm.js";
 import { loadPrompt } from "../../swarm/prompts.js";
 import { compileModel } from "../../core/compiler/compile.js";
-import { unifiedDiff } from "./diff.js";
+import { unifiedDiff } from "../../core/diff.js";
 import { builtinNarrative, codegenWithRepair, narrateSummary } from "./llm-coder.js";
 import { trialDir } from "./tools.js";
 

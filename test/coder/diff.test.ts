@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { unifiedDiff } from "../../agents/coder/diff.js";
+import { unifiedDiff } from "../../core/diff.js";
 
 const lines = (...xs: string[]) => xs.map((x) => `${x}\n`).join("");
 const ALPHABET = "abcdefghijklmnop".split("");

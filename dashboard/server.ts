@@ -1,0 +1,310 @@
+/**
+ * The dashboard's HTTP server (node:http): the JSON API of api.ts over the
+ * runs the source keeps current, server-sent events for what changes live,
+ * interventions published on the swarm's bus, and the single-page app.
+ * Loopback by default; beyond it every request needs the token.
+ */
+import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { hostname, userInfo } from "node:os";
+import type { Bus } from "../bus/index.js";
+import type { Logger } from "../core/logger.js";
+import { summaryOf } from "../lineage-store/query.js";
+import { interventionEvent } from "../swarm/interventions.js";
+import { MAX_K, request as queryLineage, type TrialSummary } from "../swarm/lineage-query.js";
+import { FAILURE_LABEL } from "../core/failure.js";
+import type { InterventionReply, LiveMessage, SearchHit } from "./api.js";
+import { DashboardSource } from "./source.js";
+import { runDetail, runSummary, trialDetail, type RunView } from "./views.js";
+
+/** The web bundle (build.ts's buildWeb()): the page every app route serves, and the files under /assets/. */
+export interface WebAssets {
+  html: string;
+  files: Record<string, { body: Buffer | string; type: string }>;
+}
+
+export interface DashboardOptions {
+  workspace: string;
+  /** Default 127.0.0.1. Any other address needs a token. */
+  host?: string;
+  /** 0: a free port. */
+  port?: number;
+  /** Required beyond loopback; made when not given. */
+  token?: string;
+  logger: Logger;
+  assets: WebAssets;
+  /** The bus of the swarm running for the workspace now, if any (source.ts). */
+  connect?: () => Promise<Bus | undefined>;
+  /** How often to look for a swarm when none is followed (ms). */
+  retryMs?: number;
+  /** How long a bus may stay disconnected before it is let go (ms). */
+  lostAfterMs?: number;
+}
+
+export interface Dashboard {
+  /** Where to open it; with `?token=` when a token is needed. */
+  url: string;
+  close(): Promise<void>;
+}
+
+const HEARTBEAT_MS = 15_000;
+const MAX_BODY = 1 << 20;
+const COOKIE = "research_ui_token";
+/** Paths the app routes itself: each gets index.html. */
+const APP_ROUTES = [/^\/$/, /^\/runs$/, /^\/runs\/[^/]+$/, /^\/runs\/[^/]+\/trials\/[^/]+$/, /^\/runs\/[^/]+\/compare\/[^/]+\/[^/]+$/, /^\/search$/];
+
+/** A failed request: its status and the one line the client is told. */
+class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+function isLoopback(host: string): boolean {
+  return host === "localhost" || host === "::1" || /^127(\.\d{1,3}){3}$/.test(host);
+}
+
+/** The Host header names this machine's loopback, not some name that resolves to it (DNS rebinding). */
+function loopbackHostHeader(header: string | undefined): boolean {
+  const name = (header ?? "").replace(/:\d+$/, "").replace(/^\[(.*)\]$/, "$1");
+  return isLoopback(name);
+}
+
+function sameSecret(a: string, b: string): boolean {
+  const digest = (s: string) => createHash("sha256").update(s).digest();
+  return timingSafeEqual(digest(a), digest(b));
+}
+
+function cookieToken(req: IncomingMessage): string | undefined {
+  for (const part of (req.headers.cookie ?? "").split(";")) {
+    const [k, ...v] = part.trim().split("=");
+    if (k === COOKIE) return decodeURIComponent(v.join("="));
+  }
+  return undefined;
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { "content-type": "application/json; charset=utf-8", "cache-control": "no-store", "content-length": Buffer.byteLength(text) });
+  res.end(text);
+}
+
+async function readJson(req: IncomingMessage): Promise<unknown> {
+  if (!(req.headers["content-type"] ?? "").toLowerCase().startsWith("application/json")) {
+    // Also what keeps other sites' pages from posting: a cross-origin JSON request needs a preflight this server never grants.
+    throw new HttpError(415, "the body must be JSON (Content-Type: application/json)");
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > MAX_BODY) throw new HttpError(413, `the body is over ${MAX_BODY} bytes`);
+    chunks.push(chunk);
+  }
+  try {
+    return JSON.parse(Buffer.concat(chunks).toString("utf8"));
+  } catch (err) {
+    throw new HttpError(400, `the body is not JSON: ${(err as Error).message}`);
+  }
+}
+
+/** Who the lineage records for a request: the X-Research-User header's name, else the user the server runs as. */
+function whoOf(req: IncomingMessage): string {
+  const named = String(req.headers["x-research-user"] ?? "").trim().replace(/[^\w.@-]/g, "").slice(0, 64);
+  return `ui:${named || userInfo().username}`;
+}
+
+function hitOf(t: TrialSummary): SearchHit {
+  return {
+    run_id: t.runId,
+    trial_id: t.trialId,
+    distance: t.distance,
+    hypothesis: t.hypothesis,
+    val_accuracy: t.valAccuracy ?? null,
+    failure_label: FAILURE_LABEL.name(t.failureLabel) ?? null,
+  };
+}
+
+export async function startDashboard(opts: DashboardOptions): Promise<Dashboard> {
+  const host = opts.host ?? "127.0.0.1";
+  const log = opts.logger;
+  const token = isLoopback(host) ? undefined : (opts.token ?? randomBytes(24).toString("base64url"));
+  if (token !== undefined && token.length < 16) throw new Error("the dashboard's token must have 16 characters or more");
+  const source = await DashboardSource.open({ workspace: opts.workspace, logger: log, connect: opts.connect, retryMs: opts.retryMs, lostAfterMs: opts.lostAfterMs });
+  const streams = new Set<ServerResponse>();
+
+  const runOf = (runId: string): RunView => source.run(runId) ?? raise(404, `no run ${runId} in this workspace`);
+
+  async function search(url: URL): Promise<SearchHit[]> {
+    const q = url.searchParams.get("q")?.trim();
+    if (!q) throw new HttpError(400, "search needs q, the text to search for");
+    const kText = url.searchParams.get("k");
+    const k = kText === null ? 10 : Number(kText);
+    if (!Number.isInteger(k) || k < 1 || k > MAX_K) throw new HttpError(400, `k must be a whole number from 1 to ${MAX_K}, got "${kText}"`);
+    const runId = url.searchParams.get("run") || undefined;
+    const bus = source.bus();
+    if (bus) {
+      // The lineage store's own process answers with its embedder warm.
+      try {
+        return (await queryLineage(bus, { text: q, k, runId })).map(hitOf);
+      } catch (err) {
+        log.warn({ err }, "the lineage store did not answer the search; searching the lineage here");
+      }
+    }
+    const store = await source.lineage();
+    return store ? (await store.similarTrials({ text: q, k, runId })).map((h) => hitOf(summaryOf(h))) : [];
+  }
+
+  async function intervene(req: IncomingMessage, runId: string): Promise<[number, InterventionReply]> {
+    const view = runOf(runId);
+    const body = await readJson(req);
+    const bus = source.bus();
+    if (!bus) return [409, { ok: false, error: `no swarm is running for this workspace: start one (research-agent launch --resume ${runId}) to act on run ${runId}` }];
+    if (!view.live) return [409, { ok: false, error: `run ${runId} is not in the running swarm's stream: it cannot be acted on` }];
+    const who = whoOf(req);
+    const check = interventionEvent(view.state, body, who);
+    if (!check.ok) return [400, check];
+    await bus.publish(check.event);
+    const id = check.event.body?.case === "runIntervention" ? (check.event.body.value.interventionId ?? "") : "";
+    log.info({ run_id: runId, intervention_id: id, who }, check.summary);
+    return [202, { ok: true, intervention_id: id, summary: check.summary }];
+  }
+
+  function events(req: IncomingMessage, res: ServerResponse, url: URL): void {
+    // A run not seen yet may start while the page waits: no 404 here.
+    const only = url.searchParams.get("run") || undefined;
+    res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-store", connection: "keep-alive", "x-accel-buffering": "no" });
+    res.write(": connected\n\n");
+    streams.add(res);
+    const stop = source.listen((m: LiveMessage) => {
+      if (!only || m.run_id === only) res.write(`event: ${m.type}\ndata: ${JSON.stringify(m)}\n\n`);
+    });
+    // Proxies and browsers drop a stream that stays silent too long.
+    const beat = setInterval(() => res.write(": heartbeat\n\n"), HEARTBEAT_MS);
+    const end = () => {
+      clearInterval(beat);
+      stop();
+      streams.delete(res);
+    };
+    req.on("close", end);
+    res.on("close", end);
+  }
+
+  function serveAsset(res: ServerResponse, path: string): void {
+    const name = decoded(path.slice("/assets/".length));
+    const file = Object.hasOwn(opts.assets.files, name) ? opts.assets.files[name] : undefined;
+    if (!file) throw new HttpError(404, `no asset ${path}`);
+    res.writeHead(200, { "content-type": file.type, "content-length": Buffer.byteLength(file.body), "cache-control": "no-cache" });
+    res.end(file.body);
+  }
+
+  /** Whether the request may go on; answers it when not (or redirects a page opened with ?token= to its clean address). */
+  function authorised(req: IncomingMessage, res: ServerResponse, url: URL): boolean {
+    if (token === undefined) {
+      if (loopbackHostHeader(req.headers.host)) return true;
+      sendJson(res, 403, { error: "this dashboard answers only requests addressed to localhost" });
+      return false;
+    }
+    const bearer = /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? "")?.[1]?.trim();
+    const fromQuery = url.searchParams.get("token");
+    const given = bearer ?? cookieToken(req) ?? fromQuery ?? undefined;
+    if (given === undefined || !sameSecret(given, token)) {
+      sendJson(res, 401, { error: "this dashboard needs its token: open the URL it printed (with ?token=), or send Authorization: Bearer TOKEN" });
+      return false;
+    }
+    if (fromQuery !== null && bearer === undefined) {
+      res.setHeader("set-cookie", `${COOKIE}=${encodeURIComponent(token)}; HttpOnly; SameSite=Strict; Path=/`);
+      if (req.method === "GET" && !url.pathname.startsWith("/api/")) {
+        // The token stays out of the address bar and the history.
+        url.searchParams.delete("token");
+        res.writeHead(303, { location: `${url.pathname}${url.search}` });
+        res.end();
+        return false;
+      }
+    }
+    return true;
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? "/", "http://dashboard");
+    if (!authorised(req, res, url)) return;
+    const path = url.pathname;
+    const method = req.method ?? "GET";
+    const parts = path.split("/").slice(1).map(decoded);
+    if (path.startsWith("/api/")) {
+      const [, what, runId, sub, trialId, extra] = parts;
+      if (method === "POST" && what === "runs" && runId && sub === "interventions" && trialId === undefined) {
+        const [status, reply] = await intervene(req, runId);
+        return sendJson(res, status, reply);
+      }
+      if (method !== "GET") throw new HttpError(405, `${method} ${path} is not a route (see docs/DASHBOARD.md)`);
+      if (what === "runs" && runId === undefined) return sendJson(res, 200, source.runs().map((v) => runSummary(v)));
+      if (what === "runs" && runId && sub === undefined) return sendJson(res, 200, runDetail(runOf(runId)));
+      if (what === "runs" && runId && sub === "trials" && trialId && extra === undefined) {
+        const view = runOf(runId);
+        // A short id ("t007") names the run's trial as the pages show it.
+        const detail = trialDetail(view, trialId) ?? trialDetail(view, `${runId}-${trialId}`);
+        return sendJson(res, 200, detail ?? raise(404, `no trial ${trialId} in run ${runId}`));
+      }
+      if (what === "search" && runId === undefined) return sendJson(res, 200, await search(url));
+      if (what === "events" && runId === undefined) return events(req, res, url);
+      throw new HttpError(404, `no route ${path} (see docs/DASHBOARD.md)`);
+    }
+    if (method !== "GET" && method !== "HEAD") throw new HttpError(405, `${method} ${path} is not a route`);
+    if (path.startsWith("/assets/")) return serveAsset(res, path);
+    if (APP_ROUTES.some((r) => r.test(path))) {
+      res.writeHead(200, { "content-type": "text/html; charset=utf-8", "cache-control": "no-cache", "content-length": Buffer.byteLength(opts.assets.html) });
+      return void res.end(opts.assets.html);
+    }
+    throw new HttpError(404, `no page ${path}`);
+  }
+
+  const server = createServer((req, res) => {
+    handle(req, res).catch((err: unknown) => {
+      const status = err instanceof HttpError ? err.status : 500;
+      if (status === 500) log.error({ err, method: req.method, url: req.url }, "request failed");
+      if (res.headersSent) return void res.end();
+      sendJson(res, status, { error: status === 500 ? `internal error: ${(err as Error).message}` : (err as Error).message });
+    });
+  });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(opts.port ?? 0, host, () => resolve());
+    });
+  } catch (err) {
+    await source.close();
+    throw err;
+  }
+  const port = (server.address() as AddressInfo).port;
+  const shownHost = host === "0.0.0.0" || host === "::" ? hostname() : host.includes(":") ? `[${host}]` : host;
+  const url = `http://${shownHost}:${port}/${token ? `?token=${encodeURIComponent(token)}` : ""}`;
+  log.info({ host, port, auth: token !== undefined }, "dashboard listening");
+  return {
+    url,
+    async close() {
+      for (const res of streams) res.end();
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      // Keep-alive connections would hold close() open until they time out.
+      server.closeAllConnections();
+      await closed;
+      await source.close();
+    },
+  };
+}
+
+function decoded(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw new HttpError(400, `bad percent-encoding in "${segment}"`);
+  }
+}
+
+function raise(status: number, message: string): never {
+  throw new HttpError(status, message);
+}

@@ -1,0 +1,366 @@
+/**
+ * A run as the dashboard's API shows it (api.ts): pure functions of the run's
+ * fold (swarm/run-state.ts) and what the fold does not keep, which the source
+ * (source.ts) records beside it: when events happened, the RunFinished itself,
+ * and the live per-epoch progress.
+ */
+import { toJson } from "@bufbuild/protobuf";
+import { INTERVENTION_KIND, RUN_STATUS, SURFACE } from "../core/enums.js";
+import { labelName } from "../core/failure.js";
+import { unifiedDiff } from "../core/diff.js";
+import { parseTrainConfig } from "../core/model-config.js";
+import { Surface } from "../proto/gen/research/v1/common_pb.js";
+import { RunSettingsSchema, Verdict, type Event, type RunFinished } from "../proto/gen/research/v1/events_pb.js";
+import type { EpochProgress, MetricStats } from "../proto/gen/research/v1/runner_pb.js";
+import { decisionName, failureLabelOf, paramsOf, valAccuracyOf, verdictName } from "../lineage-store/report.js";
+import { applyToRunState, bestTrial, rungOf, scoreOf, trialFailure, trialStatus, type RunState, type TrialState } from "../swarm/run-state.js";
+import type { BestSoFarPoint, Fidelity, Interval, InterventionRow, LlmUse, RunDetail, RunStatusText, RunSummary, SeedCurves, TrialDetail, TrialRow } from "./api.js";
+
+/** One run as the source keeps it: the fold, and what the fold leaves out. */
+export interface RunView {
+  state: RunState;
+  /** The stored RunFinished, once the run has ended. */
+  finished?: RunFinished;
+  /** emitted_at of each trial's proposal and judgement, and of each intervention (with its event's trial). */
+  proposedAt: Map<string, number>;
+  judgedAt: Map<string, number>;
+  interventions: Map<string, { at: number; trialId: string }>;
+  /** emitted_at of the latest event applied: how long a run that stopped without finishing went on. */
+  lastEventAt: number;
+  /** Followed on the bus now. */
+  live: boolean;
+  /** Latest per-epoch progress of each trial still training, per seed; live only. */
+  progress: Map<string, Map<number, EpochProgress>>;
+}
+
+export function emptyView(state: RunState): RunView {
+  return { state, proposedAt: new Map(), judgedAt: new Map(), interventions: new Map(), lastEventAt: 0, live: false, progress: new Map() };
+}
+
+/** Applies one event to the run's fold and to what the view keeps beside it. */
+export function applyToView(v: RunView, e: Event): RunView {
+  applyToRunState(v.state, e);
+  const at = Number(e.emittedAtMs);
+  v.lastEventAt = Math.max(v.lastEventAt, at);
+  const b = e.body;
+  switch (b.case) {
+    case "trialProposed":
+      if (!v.proposedAt.has(e.trialId)) v.proposedAt.set(e.trialId, at);
+      break;
+    case "trialEvaluated":
+      // Its curves are in the result now; progress was only the view while it trained.
+      v.progress.delete(e.trialId);
+      break;
+    case "trialJudged":
+      if (!v.judgedAt.has(e.trialId)) v.judgedAt.set(e.trialId, at);
+      v.progress.delete(e.trialId);
+      break;
+    case "runFinished":
+      v.finished = b.value;
+      break;
+    case "runIntervention":
+      v.interventions.set(b.value.interventionId, { at, trialId: e.trialId });
+      break;
+    default:
+      break;
+  }
+  return v;
+}
+
+function interval(s: MetricStats | undefined): Interval | null {
+  return s ? { mean: s.mean, ci95: [s.ci95[0] ?? s.mean, s.ci95[1] ?? s.mean], n: s.n } : null;
+}
+
+/**
+ * How the run stands. A run with no RunFinished that is not followed on the
+ * bus has no swarm driving it: interrupted (`launch --resume` goes on), as
+ * `research-agent runs` says.
+ */
+function statusOf(v: RunView): RunStatusText {
+  if (v.finished) return (RUN_STATUS.name(v.finished.status) ?? "failed") as RunStatusText;
+  if (!v.live) return "interrupted";
+  if (v.state.stopRequested) return "stopping";
+  return v.state.paused ? "paused" : "running";
+}
+
+/** The run's best: the one its RunFinished names (its test accuracy belongs to it), else the fold's rule. */
+function bestOf(v: RunView): TrialState | undefined {
+  return (v.finished?.bestTrialId && v.state.trials.get(v.finished.bestTrialId)) || bestTrial(v.state);
+}
+
+export function runSummary(v: RunView, nowMs = Date.now()): RunSummary {
+  const s = v.state;
+  const g = s.goal;
+  const best = bestOf(v);
+  const bestVal = best && interval(valAccuracyOf(best));
+  const test = best && best.id === v.finished?.bestTrialId ? v.finished.testResult?.aggregated.test_accuracy?.mean : undefined;
+  const end = v.finished ? s.startedAtMs + v.finished.seconds * 1000 : v.live ? nowMs : v.lastEventAt;
+  let inFlight = 0;
+  for (const t of s.trials.values()) if (t.proposed && !t.judged) inFlight++;
+  return {
+    run_id: s.runId,
+    goal: g?.description || g?.rawText || "",
+    dataset: g?.dataset ?? "",
+    target: g && !g.openEnded ? g.target : 0,
+    open_ended: g?.openEnded ?? false,
+    status: statusOf(v),
+    live: v.live,
+    trials: s.order.length,
+    judged: s.judgedCount,
+    in_flight: inFlight,
+    best: best && bestVal ? { trial_id: best.id, val: bestVal, test_accuracy: test ?? null } : null,
+    started_at: s.startedAtMs,
+    seconds: s.startedAtMs ? Math.max(0, (end - s.startedAtMs) / 1000) : 0,
+    time_budget_s: g?.timeBudgetS ?? 0,
+  };
+}
+
+/** The train config with the runner's defaults filled in, so every trial has every knob; undefined when it does not parse. */
+function trainOf(t: TrialState) {
+  const parsed = parseTrainConfig(t.train ?? {});
+  return parsed.ok ? parsed.value : undefined;
+}
+
+/** Fields of a layer that say how wide it is. */
+const WIDTH_FIELDS = ["out_channels", "out_features", "dim"];
+
+/** Numeric config values for parallel coordinates: the recipe's knobs, the model's depth and width, size and fidelity. */
+function featuresOf(t: TrialState): Record<string, number> {
+  const f: Record<string, number> = {};
+  const train = trainOf(t);
+  if (train) {
+    for (const k of ["lr", "batch_size", "epochs", "subset", "weight_decay", "label_smoothing", "momentum", "warmup_epochs", "grad_clip", "ema_decay"] as const) f[k] = train[k];
+  }
+  const layers = (t.model as { layers?: unknown } | undefined)?.layers;
+  if (Array.isArray(layers)) {
+    f.layers = layers.length;
+    const widths = layers.flatMap((l) => WIDTH_FIELDS.map((k) => (l as Record<string, unknown>)?.[k]).filter((w): w is number => typeof w === "number"));
+    if (widths.length) f.width = Math.max(...widths);
+  }
+  const params = paramsOf(t);
+  if (params !== undefined) f.params = params;
+  f.rung = rungOf(t);
+  return f;
+}
+
+/** What the trial trains on: the EvaluateRequest the coder assembled, else its config with the defaults. */
+function fidelityOf(t: TrialState, runSeeds: number): Fidelity {
+  const req = t.assembled?.request;
+  const train = trainOf(t);
+  return {
+    rung: rungOf(t),
+    subset: req?.dataset?.subset ?? train?.subset ?? 0,
+    epochs: req?.recipe?.epochs || train?.epochs || 0,
+    seeds: req?.seeds || t.proposed?.seeds || runSeeds,
+  };
+}
+
+/** The lowest seed's latest epoch stands for the trial while it trains. */
+function progressOf(v: RunView, t: TrialState): TrialRow["progress"] {
+  const seeds = v.progress.get(t.id);
+  if (!seeds?.size || t.evaluated) return null;
+  const p = seeds.get(Math.min(...seeds.keys()))!;
+  return { epoch: p.epoch, epochs: p.epochs, val_accuracy: p.valAccuracy, seconds: p.seconds };
+}
+
+export function trialRow(v: RunView, t: TrialState, position: number): TrialRow {
+  const f = trialFailure(t);
+  return {
+    trial_id: t.id,
+    index: position,
+    parent_ids: t.proposed?.parentIds ?? [],
+    surface: SURFACE.name(t.proposed?.surface || t.judged?.surface || Surface.UNSPECIFIED) ?? "",
+    hypothesis: t.proposed?.hypothesis ?? "",
+    proposer: t.proposed?.proposer ?? "",
+    params: paramsOf(t) ?? null,
+    fidelity: fidelityOf(t, v.state.settings?.seeds ?? 0),
+    status: trialStatus(t),
+    progress: progressOf(v, t),
+    val: interval(valAccuracyOf(t)),
+    verdict: t.judged ? verdictName(t.judged.verdict) : null,
+    decision: t.judged ? decisionName(t.judged.decision) : null,
+    failure_label: failureLabelOf(t) ?? null,
+    failure_message: f?.message ?? null,
+    proposed_at: v.proposedAt.get(t.id) ?? 0,
+    judged_at: v.judgedAt.get(t.id) ?? null,
+    features: featuresOf(t),
+  };
+}
+
+/** After each judged trial, in judged order: the best accepted CI lower bound so far (from the first accepted trial on). */
+function bestSoFar(v: RunView): BestSoFarPoint[] {
+  const judged = [...v.state.trials.values()].filter((t) => t.judged).sort((a, b) => a.judgedPosition! - b.judgedPosition!);
+  const points: BestSoFarPoint[] = [];
+  let best: { score: number; id: string } | undefined;
+  for (const t of judged) {
+    const score = t.judged!.verdict === Verdict.ACCEPT ? scoreOf(t) : undefined;
+    if (score !== undefined && (!best || score > best.score)) best = { score, id: t.id };
+    if (!best) continue;
+    const at = v.judgedAt.get(t.id);
+    points.push({
+      trial_id: t.id,
+      judged: t.judgedPosition! + 1,
+      t_s: at !== undefined && v.state.startedAtMs ? (at - v.state.startedAtMs) / 1000 : 0,
+      best_ci_low: best.score,
+      best_trial_id: best.id,
+    });
+  }
+  return points;
+}
+
+function failureCounts(state: RunState): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const t of state.trials.values()) {
+    const label = failureLabelOf(t);
+    if (label) counts[label] = (counts[label] ?? 0) + 1;
+  }
+  return counts;
+}
+
+function briefsOf(state: RunState): RunDetail["briefs"] {
+  const adoptedBy = new Map<string, string[]>();
+  for (const id of state.order) for (const c of state.trials.get(id)!.proposed?.adoptedConcepts ?? []) adoptedBy.set(c, [...(adoptedBy.get(c) ?? []), id]);
+  return state.briefs.map((b, i) => ({
+    title: b.summary_title,
+    insights: b.insights,
+    suggestions: b.architectural_suggestions.map((s) => ({ name: s.name, description: s.description, adopted_by: adoptedBy.get(s.name) ?? [] })),
+    request_id: state.briefRequests[i] ?? "",
+  }));
+}
+
+function llmOf(state: RunState): LlmUse[] {
+  const roles = new Map<string, LlmUse>();
+  for (const c of state.llmCalls) {
+    const r = roles.get(c.role) ?? { role: c.role, calls: 0, prompt_tokens: 0, completion_tokens: 0, cost_usd: 0 };
+    r.calls++;
+    r.prompt_tokens += c.promptTokens;
+    r.completion_tokens += c.completionTokens;
+    r.cost_usd += c.costUsd;
+    roles.set(c.role, r);
+  }
+  return [...roles.values()];
+}
+
+function interventionsOf(v: RunView): InterventionRow[] {
+  const takenBy = new Map<string, string>();
+  for (const t of v.state.trials.values()) if (t.proposed?.interventionId) takenBy.set(t.proposed.interventionId, t.id);
+  return v.state.interventions.map((i) => {
+    const meta = v.interventions.get(i.interventionId);
+    return {
+      intervention_id: i.interventionId,
+      kind: INTERVENTION_KIND.name(i.kind) ?? "",
+      who: i.who,
+      reason: i.reason,
+      trial_id: meta?.trialId ?? "",
+      at: meta?.at ?? 0,
+      hypothesis: i.hypothesis,
+      taken_by: takenBy.get(i.interventionId) ?? null,
+    };
+  });
+}
+
+export function runDetail(v: RunView, nowMs = Date.now()): RunDetail {
+  const s = v.state;
+  return {
+    ...runSummary(v, nowMs),
+    settings: s.settings ? (toJson(RunSettingsSchema, s.settings, { useProtoFieldName: true, alwaysEmitImplicit: true }) as Record<string, unknown>) : {},
+    paused: s.paused,
+    trials_table: s.order.map((id, k) => trialRow(v, s.trials.get(id)!, k + 1)),
+    best_so_far: bestSoFar(v),
+    failures: failureCounts(s),
+    briefs: briefsOf(s),
+    llm: llmOf(s),
+    interventions: interventionsOf(v),
+    reason: v.finished?.reason ?? "",
+    report_path: v.finished?.reportPath || null,
+  };
+}
+
+/** The configs as one pretty JSON document, so a diff shows both. */
+function configText(t: TrialState | undefined): string {
+  return t ? `${JSON.stringify({ model_config: t.model ?? null, train_config: t.train ?? null }, null, 2)}\n` : "";
+}
+
+function seedCurves(t: TrialState): SeedCurves[] {
+  return (t.evaluated?.result?.seedResults ?? []).map((r) => ({
+    seed: r.seed,
+    train_loss: r.learningCurve?.trainLoss ?? [],
+    train_accuracy: r.learningCurve?.trainAccuracy ?? [],
+    val_loss: r.learningCurve?.valLoss ?? [],
+    val_accuracy: r.learningCurve?.valAccuracy ?? [],
+    lr: r.learningCurve?.lr ?? [],
+    metrics: { ...r.metrics },
+    seconds: r.seconds,
+  }));
+}
+
+function confusionSum(t: TrialState): number[][] {
+  const sum: number[][] = [];
+  for (const r of t.evaluated?.result?.seedResults ?? []) {
+    r.confusionMatrix.forEach((row, i) => {
+      const out = (sum[i] ??= []);
+      row.counts.forEach((c, j) => (out[j] = (out[j] ?? 0) + c));
+    });
+  }
+  return sum;
+}
+
+/** Each class's precision, recall and F1 averaged over seeds (all score the same validation examples). */
+function perClass(t: TrialState): TrialDetail["per_class"] {
+  const seeds = t.evaluated?.result?.seedResults ?? [];
+  const by = new Map<number, TrialDetail["per_class"][number] & { seeds: number }>();
+  for (const r of seeds) {
+    for (const c of r.perClass) {
+      const a = by.get(c.classIndex) ?? { class_index: c.classIndex, precision: 0, recall: 0, f1: 0, support: c.support, seeds: 0 };
+      a.precision += c.precision;
+      a.recall += c.recall;
+      a.f1 += c.f1;
+      a.seeds++;
+      by.set(c.classIndex, a);
+    }
+  }
+  return [...by.values()]
+    .sort((a, b) => a.class_index - b.class_index)
+    .map(({ seeds: n, ...c }) => ({ ...c, precision: c.precision / n, recall: c.recall / n, f1: c.f1 / n }));
+}
+
+export function trialDetail(v: RunView, trialId: string): TrialDetail | undefined {
+  const s = v.state;
+  const position = s.order.indexOf(trialId);
+  const t = s.trials.get(trialId);
+  if (!t || position < 0) return undefined;
+  const parentId = t.proposed?.parentIds[0];
+  const parent = parentId ? s.trials.get(parentId) : undefined;
+  const summary = t.assembled?.summary;
+  const analysis = t.evaluated?.analysis;
+  const f = trialFailure(t);
+  return {
+    run_id: s.runId,
+    row: trialRow(v, t, position + 1),
+    rationale: t.proposed?.rationale ?? "",
+    adopted_concepts: t.proposed?.adoptedConcepts ?? [],
+    model_config: t.model ?? null,
+    train_config: t.train ?? null,
+    config_diff: parent ? unifiedDiff(configText(parent), configText(t), `${parent.id}/config.json`, `${t.id}/config.json`) : "",
+    code: t.assembled?.code ?? "",
+    code_diff: t.assembled?.diff ?? "",
+    summary: summary
+      ? {
+          total_params: Number(summary.totalParams),
+          flops: Number(summary.flops),
+          size_mb: summary.sizeMb,
+          layers: summary.layers.map((l) => ({ name: l.name, type: l.type, output_shape: l.outputShape.map(Number), params: Number(l.params) })),
+        }
+      : null,
+    // The analyst's reading of the result; before there is one, the coder's prose about the model.
+    narrative: analysis?.narrative || t.assembled?.summaryNarrative || "",
+    seeds: seedCurves(t),
+    class_names: t.evaluated?.result?.classNames ?? [],
+    confusion_matrix: confusionSum(t),
+    per_class: perClass(t),
+    analysis: analysis ? { overfitting: analysis.overfitting, convergence: analysis.convergence, weak_classes: analysis.weakClasses, notes: analysis.notes } : null,
+    judged_reason: t.judged?.reason ?? "",
+    failure: f ? { label: labelName(f.label), message: f.message, traceback: f.traceback } : null,
+    children: s.order.filter((id) => s.trials.get(id)!.proposed?.parentIds.includes(trialId)),
+  };
+}

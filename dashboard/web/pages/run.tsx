@@ -1,0 +1,312 @@
+/** `/runs/:run`: one run, live while a swarm follows it. */
+import { useState } from "preact/hooks";
+import type { InterventionReply, LiveMessage, RunDetail, TrialRow } from "../../api";
+import { useJson, useLive } from "../data";
+import { ci, count, duration, pct, shortId, when } from "../format";
+import { CancelButton, ProposeForm, ReplyLine, RunControls, canIntervene } from "../interventions";
+import { BestSoFar, Failures, Intervals, LineageTree, Parallel } from "../run-charts";
+import { navigate, trialPath } from "../router";
+import { Loading, Outcome, Section, StatusBadge } from "../ui";
+
+type Progress = NonNullable<TrialRow["progress"]> & { seed: number };
+
+export function RunPage({ runId }: { runId: string }) {
+  const run = useJson<RunDetail>(`/api/runs/${encodeURIComponent(runId)}`);
+  // Per-epoch progress straight from the feed, newer than the last fetch's.
+  const [progress, setProgress] = useState<Record<string, Progress>>({});
+  const [reply, setReply] = useState<InterventionReply | null>(null);
+  useLive(runId, (m: LiveMessage) => {
+    if (m.type === "change") run.reload();
+    else setProgress((p) => ({ ...p, [m.trial_id]: { epoch: m.epoch, epochs: m.epochs, val_accuracy: m.val_accuracy, seconds: m.seconds, seed: m.seed } }));
+  });
+  const onReply = (r: InterventionReply) => {
+    setReply(r);
+    run.reload();
+  };
+
+  const r = run.data;
+  if (!r) return <Loading error={run.error} />;
+  const live = canIntervene(r);
+  return (
+    <>
+      <RunHeader run={r} />
+      {live && <RunControls run={r} onReply={onReply} />}
+      <ReplyLine reply={reply} />
+      <Section title={`Trials (${r.trials_table.length})`} wide>
+        <TrialTable run={r} progress={progress} live={live} onReply={onReply} />
+      </Section>
+      <div class="cards">
+        <Section title="Lineage" wide testid="lineage">
+          {r.trials_table.length ? <LineageTree run={r} /> : <p class="muted">No trials yet.</p>}
+        </Section>
+        <Section title="Best so far (CI lower bound) over time">
+          <BestSoFar run={r} over="time" />
+        </Section>
+        <Section title="Best so far over trials">
+          <BestSoFar run={r} over="trials" />
+        </Section>
+        <Section title="Intervals against the target">
+          <Intervals run={r} />
+        </Section>
+        <Section title="Features against the score">
+          <Parallel run={r} />
+        </Section>
+        <Section title="Failures by label">
+          <Failures failures={r.failures} />
+        </Section>
+        {r.llm.length > 0 && (
+          <Section title="LLM use by role">
+            <LlmTable run={r} />
+          </Section>
+        )}
+        <Section title={`Research briefs (${r.briefs.length})`} wide>
+          <Briefs run={r} />
+        </Section>
+        <Section title={`Interventions (${r.interventions.length})`} wide>
+          <Interventions run={r} />
+        </Section>
+        {live && (
+          <Section title="Propose a trial" wide>
+            <ProposeForm run={r} onReply={onReply} />
+          </Section>
+        )}
+      </div>
+    </>
+  );
+}
+
+function RunHeader({ run }: { run: RunDetail }) {
+  const used = run.time_budget_s > 0 ? Math.min(1, run.seconds / run.time_budget_s) : 0;
+  return (
+    <header class="run-head">
+      <div class="crumbs">
+        <a href="/runs">runs</a> / {run.run_id}
+      </div>
+      <h1>{run.goal}</h1>
+      <dl class="facts">
+        <div>
+          <dt>status</dt>
+          <dd>
+            <StatusBadge status={run.status} live={run.live} />
+          </dd>
+        </div>
+        <div>
+          <dt>best (val, 95% CI)</dt>
+          <dd data-testid="run-best">{run.best ? <a href={trialPath(run.run_id, run.best.trial_id)}>{`${shortId(run.best.trial_id)}: ${ci(run.best.val)}`}</a> : "–"}</dd>
+        </div>
+        <div>
+          <dt>test</dt>
+          <dd>{pct(run.best?.test_accuracy)}</dd>
+        </div>
+        <div>
+          <dt>target</dt>
+          <dd>{run.open_ended ? "open-ended" : pct(run.target, 1)}</dd>
+        </div>
+        <div>
+          <dt>trials</dt>
+          <dd>
+            {run.judged} judged / {run.trials}
+            {run.in_flight ? `, ${run.in_flight} in flight` : ""}
+          </dd>
+        </div>
+        <div>
+          <dt>budget used</dt>
+          <dd>
+            <span class="meter">
+              <span style={{ width: `${used * 100}%` }} />
+            </span>
+            {duration(run.seconds)} / {duration(run.time_budget_s)}
+          </dd>
+        </div>
+        <div>
+          <dt>dataset</dt>
+          <dd>{run.dataset}</dd>
+        </div>
+        <div>
+          <dt>started</dt>
+          <dd>{when(run.started_at)}</dd>
+        </div>
+      </dl>
+      {run.reason && <p class="reason">{run.reason}</p>}
+      <details class="settings">
+        <summary>settings{run.report_path ? ` · report at ${run.report_path}` : ""}</summary>
+        <pre class="code">{JSON.stringify(run.settings, null, 2)}</pre>
+      </details>
+    </header>
+  );
+}
+
+function ProgressCell({ row, live }: { row: TrialRow; live?: Progress }) {
+  const p = live ?? row.progress;
+  const running = row.status === "proposed" || row.status === "assembled";
+  if (!p || !running) return <td class="progress" data-testid="progress-cell" />;
+  const seed = live && live.seed > 0 ? ` s${live.seed}` : "";
+  return (
+    <td class="progress" data-testid="progress-cell" data-epoch={p.epoch}>
+      <span class="meter">
+        <span style={{ width: `${(p.epoch / Math.max(1, p.epochs)) * 100}%` }} />
+      </span>
+      {p.epoch}/{p.epochs}
+      {seed} · {pct(p.val_accuracy, 1)}
+    </td>
+  );
+}
+
+const fidelity = (f: TrialRow["fidelity"]) => `r${f.rung} · ${f.epochs} ep · ${f.subset ? count(f.subset) : "all"} · ×${f.seeds}`;
+
+function TrialTable({ run, progress, live, onReply }: { run: RunDetail; progress: Record<string, Progress>; live: boolean; onReply: (r: InterventionReply) => void }) {
+  if (!run.trials_table.length) return <p class="muted">No trials yet.</p>;
+  const best = run.best?.trial_id;
+  return (
+    <div class="scroll">
+      <table class="grid trials" data-testid="trials-table">
+        <thead>
+          <tr>
+            <th>#</th>
+            <th>trial</th>
+            <th>surface</th>
+            <th>hypothesis</th>
+            <th class="num">params</th>
+            <th title="rung · epochs · training examples · seeds">fidelity</th>
+            <th>progress</th>
+            <th class="num">val (95% CI)</th>
+            <th>outcome</th>
+            {live && <th />}
+          </tr>
+        </thead>
+        <tbody>
+          {run.trials_table.map((t) => (
+            <tr
+              key={t.trial_id}
+              data-testid="trial-row"
+              data-trial={t.trial_id}
+              data-status={t.status}
+              class={`clickable${t.trial_id === best ? " best" : ""}`}
+              onClick={(e) => !(e.target as Element).closest("a,button") && navigate(trialPath(run.run_id, t.trial_id))}
+            >
+              <td class="num muted">{t.index}</td>
+              <td class="nowrap">
+                <a href={trialPath(run.run_id, t.trial_id)}>{shortId(t.trial_id)}</a>
+                {t.parent_ids.length > 0 && <span class="muted"> ← {t.parent_ids.map(shortId).join(", ")}</span>}
+              </td>
+              <td>{t.surface}</td>
+              <td class="hyp" title={t.hypothesis}>
+                {t.hypothesis}
+              </td>
+              <td class="num">{count(t.params)}</td>
+              <td class="nowrap">{fidelity(t.fidelity)}</td>
+              <ProgressCell row={t} live={progress[t.trial_id]} />
+              <td class="num nowrap">{ci(t.val)}</td>
+              <td title={t.failure_message ?? t.decision ?? ""}>
+                <Outcome verdict={t.verdict} failure={t.failure_label} status={t.status} />
+              </td>
+              {live && <td>{(t.status === "proposed" || t.status === "assembled") && <CancelButton run={run.run_id} trialId={t.trial_id} onReply={onReply} />}</td>}
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </div>
+  );
+}
+
+function Briefs({ run }: { run: RunDetail }) {
+  if (!run.briefs.length) return <p class="muted">No research brief (research off, or not back yet).</p>;
+  return (
+    <>
+      {run.briefs.map((b) => (
+        <div class="brief" key={b.request_id || b.title}>
+          <h3>{b.title}</h3>
+          {b.insights.length > 0 && (
+            <ul>
+              {b.insights.map((i) => (
+                <li>{i}</li>
+              ))}
+            </ul>
+          )}
+          <table class="grid">
+            <thead>
+              <tr>
+                <th>suggestion</th>
+                <th>description</th>
+                <th>adopted by</th>
+              </tr>
+            </thead>
+            <tbody>
+              {b.suggestions.map((s) => (
+                <tr class={s.adopted_by.length ? "" : "muted"}>
+                  <td class="nowrap">{s.name}</td>
+                  <td>{s.description}</td>
+                  <td>
+                    {s.adopted_by.map((id, i) => (
+                      <>
+                        {i > 0 && ", "}
+                        <a href={trialPath(run.run_id, id)}>{shortId(id)}</a>
+                      </>
+                    ))}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      ))}
+    </>
+  );
+}
+
+function LlmTable({ run }: { run: RunDetail }) {
+  return (
+    <table class="grid">
+      <thead>
+        <tr>
+          <th>role</th>
+          <th class="num">calls</th>
+          <th class="num">prompt tokens</th>
+          <th class="num">completion tokens</th>
+          <th class="num">cost</th>
+        </tr>
+      </thead>
+      <tbody>
+        {run.llm.map((l) => (
+          <tr>
+            <td>{l.role}</td>
+            <td class="num">{l.calls}</td>
+            <td class="num">{count(l.prompt_tokens)}</td>
+            <td class="num">{count(l.completion_tokens)}</td>
+            <td class="num">${l.cost_usd.toFixed(3)}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+function Interventions({ run }: { run: RunDetail }) {
+  if (!run.interventions.length) return <p class="muted">None: the swarm ran on its own.</p>;
+  return (
+    <table class="grid" data-testid="interventions-table">
+      <thead>
+        <tr>
+          <th>when</th>
+          <th>kind</th>
+          <th>who</th>
+          <th>trial</th>
+          <th>reason / hypothesis</th>
+          <th>taken by</th>
+        </tr>
+      </thead>
+      <tbody>
+        {run.interventions.map((i) => (
+          <tr key={i.intervention_id}>
+            <td class="nowrap">{when(i.at)}</td>
+            <td>{i.kind.replace(/_/g, " ")}</td>
+            <td>{i.who}</td>
+            <td>{i.trial_id && <a href={trialPath(run.run_id, i.trial_id)}>{shortId(i.trial_id)}</a>}</td>
+            <td>{[i.reason, i.hypothesis].filter(Boolean).join(" · ")}</td>
+            <td>{i.taken_by && <a href={trialPath(run.run_id, i.taken_by)}>{shortId(i.taken_by)}</a>}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}

@@ -1,0 +1,60 @@
+/** `/` and `/runs`: every run in the workspace, live ones updating. */
+import type { RunSummary } from "../../api";
+import { useJson, useLive } from "../data";
+import { ci, duration, pct, when } from "../format";
+import { runPath } from "../router";
+import { Loading, StatusBadge } from "../ui";
+
+export function RunsPage() {
+  const runs = useJson<RunSummary[]>("/api/runs");
+  useLive(undefined, (m) => m.type === "change" && runs.reload());
+  if (!runs.data) return <Loading error={runs.error} />;
+  return (
+    <>
+      <h1>Runs</h1>
+      {runs.data.length === 0 ? (
+        <p class="muted">No runs in this workspace yet: start one with <code>./research-agent launch "…"</code>.</p>
+      ) : (
+        <table class="grid" data-testid="runs-table">
+          <thead>
+            <tr>
+              <th>run</th>
+              <th>goal</th>
+              <th>status</th>
+              <th class="num">best (95% CI)</th>
+              <th class="num">test</th>
+              <th class="num">trials</th>
+              <th class="num">in flight</th>
+              <th>started</th>
+              <th class="num">time</th>
+            </tr>
+          </thead>
+          <tbody>
+            {[...runs.data].sort((a, b) => b.started_at - a.started_at).map((r) => (
+              <tr key={r.run_id} data-testid="run-row" data-run={r.run_id} class={r.live ? "is-live" : ""}>
+                <td class="nowrap">
+                  <a href={runPath(r.run_id)}>{r.run_id}</a>
+                </td>
+                <td class="goal">{r.goal}</td>
+                <td>
+                  <StatusBadge status={r.status} live={r.live} />
+                </td>
+                <td class="num">{ci(r.best?.val)}</td>
+                <td class="num">{pct(r.best?.test_accuracy)}</td>
+                <td class="num">
+                  {r.judged}/{r.trials}
+                </td>
+                <td class="num">{r.in_flight || ""}</td>
+                <td>{when(r.started_at)}</td>
+                <td class="num">
+                  {duration(r.seconds)}
+                  {r.time_budget_s > 0 && <span class="muted"> / {duration(r.time_budget_s)}</span>}
+                </td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </>
+  );
+}

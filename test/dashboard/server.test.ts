@@ -1,0 +1,177 @@
+/**
+ * The dashboard over HTTP against a real (LanceDB) lineage and no swarm:
+ * every route, its errors, the app's pages, and the token beyond loopback.
+ */
+import { request } from "node:http";
+import { rmSync } from "node:fs";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startDashboard, type Dashboard } from "../../dashboard/server.js";
+import type { RunDetail, RunSummary, SearchHit, TrialDetail } from "../../dashboard/api.js";
+import { runEvents, TRIALS } from "../lineage-store/fixtures.js";
+import { testLogger } from "../bus/helpers.js";
+import { ASSETS, workspaceWith } from "./helpers.js";
+
+const DONE = "r-done";
+const HALF = "r-half";
+
+describe("dashboard server without a swarm", () => {
+  let workspace: string;
+  let dash: Dashboard;
+  const get = (path: string, init?: RequestInit) => fetch(new URL(path, dash.url), init);
+  const json = async <T>(path: string): Promise<T> => {
+    const res = await get(path);
+    expect(res.status, `${path}: ${res.status}`).toBe(200);
+    return (await res.json()) as T;
+  };
+
+  beforeAll(async () => {
+    const half = runEvents(HALF, TRIALS.slice(0, 4), 1_700_000_100_000).filter((e) => e.body.case !== "runFinished");
+    workspace = await workspaceWith({ [DONE]: runEvents(DONE), [HALF]: half });
+    dash = await startDashboard({ workspace, logger: testLogger, assets: ASSETS });
+  });
+  afterAll(async () => {
+    await dash?.close();
+    rmSync(workspace, { recursive: true, force: true });
+  });
+
+  it("binds loopback on a free port with no token", () => {
+    expect(dash.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/$/);
+  });
+
+  it("lists the stored runs, newest first; one never finished off a swarm is interrupted", async () => {
+    const runs = await json<RunSummary[]>("/api/runs");
+    expect(runs.map((r) => [r.run_id, r.status, r.live, r.trials])).toEqual([
+      [HALF, "interrupted", false, 4],
+      [DONE, "budget_exhausted", false, 12],
+    ]);
+  });
+
+  it("details a run and a trial (by full or short id); 404 for what is not there", async () => {
+    const d = await json<RunDetail>(`/api/runs/${DONE}`);
+    expect(d.trials_table).toHaveLength(12);
+    expect(d.failures).toEqual({ oom: 1, shape_error: 2 });
+    expect(d.report_path).toBe(`/runs/${DONE}/report.md`);
+    expect(d.best?.trial_id).toBe(`${DONE}-t009`);
+    const short = await json<TrialDetail>(`/api/runs/${DONE}/trials/t001`);
+    const full = await json<TrialDetail>(`/api/runs/${DONE}/trials/${DONE}-t001`);
+    expect(short).toEqual(full);
+    expect(short.row.trial_id).toBe(`${DONE}-t001`);
+    expect(short.config_diff).toContain(`--- ${DONE}-t000/config.json`);
+
+    for (const [path, error] of [
+      ["/api/runs/r-nope", "no run r-nope in this workspace"],
+      [`/api/runs/${DONE}/trials/t999`, `no trial t999 in run ${DONE}`],
+      ["/api/runs/r-nope/trials/t001", "no run r-nope in this workspace"],
+      ["/api/nope", "no route /api/nope (see docs/DASHBOARD.md)"],
+    ]) {
+      const res = await get(path!);
+      expect(res.status, path).toBe(404);
+      expect(await res.json()).toEqual({ error: error });
+    }
+  });
+
+  it("searches the lineage by meaning; 400 for a missing text or a bad k", async () => {
+    const hits = await json<SearchHit[]>(`/api/search?q=${encodeURIComponent("squeeze excitation blocks")}&k=3`);
+    expect(hits).toHaveLength(3);
+    expect(hits[0]).toMatchObject({ hypothesis: expect.stringContaining("squeeze"), failure_label: null });
+    expect(typeof hits[0]!.distance).toBe("number");
+    const inRun = await json<SearchHit[]>(`/api/search?q=conv&run=${HALF}`);
+    expect(inRun.length).toBeGreaterThan(0);
+    expect(new Set(inRun.map((h) => h.run_id))).toEqual(new Set([HALF]));
+    const failed = (await json<SearchHit[]>(`/api/search?q=${encodeURIComponent("very deep residual network")}&k=1`))[0]!;
+    expect(failed).toMatchObject({ failure_label: "oom", val_accuracy: null });
+
+    for (const q of ["/api/search", "/api/search?q=%20", "/api/search?q=x&k=0", "/api/search?q=x&k=two"]) {
+      const res = await get(q);
+      expect(res.status, q).toBe(400);
+      expect(((await res.json()) as { error: string }).error).toMatch(/search needs q|k must be/);
+    }
+  });
+
+  it("refuses an intervention without a swarm (409), a body that is not JSON (415, 400), an unknown run (404)", async () => {
+    const post = (run: string, body: string, type = "application/json") => get(`/api/runs/${run}/interventions`, { method: "POST", body, headers: { "content-type": type } });
+    const res = await post(HALF, JSON.stringify({ kind: "pause" }));
+    expect(res.status).toBe(409);
+    expect(await res.json()).toEqual({ ok: false, error: expect.stringMatching(/^no swarm is running for this workspace: /) });
+    expect((await post(HALF, "kind=pause", "application/x-www-form-urlencoded")).status).toBe(415);
+    expect((await post(HALF, "{nope")).status).toBe(400);
+    expect((await post("r-nope", "{}")).status).toBe(404);
+    expect((await get(`/api/runs/${HALF}`, { method: "DELETE" })).status).toBe(405);
+  });
+
+  it("serves the app's page on its routes, its assets, and 404 elsewhere", async () => {
+    for (const path of ["/", "/runs", `/runs/${DONE}`, `/runs/${DONE}/trials/t001`, `/runs/${DONE}/compare/t001/t002`, "/search"]) {
+      const res = await get(path);
+      expect(res.status, path).toBe(200);
+      expect(res.headers.get("content-type")).toMatch(/^text\/html/);
+      expect(await res.text()).toBe(ASSETS.html);
+    }
+    const js = await get("/assets/app.js");
+    expect(js.headers.get("content-type")).toMatch(/^text\/javascript/);
+    expect(await js.text()).toBe("console.log('app')");
+    for (const path of ["/assets/nope.js", "/assets/constructor", "/runs/a/b", "/favicon.ico"]) expect((await get(path)).status, path).toBe(404);
+  });
+
+  it("streams live messages (none without a swarm)", async () => {
+    const ac = new AbortController();
+    const res = await get("/api/events", { signal: ac.signal });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toMatch(/^text\/event-stream/);
+    const first = await res.body!.getReader().read();
+    expect(new TextDecoder().decode(first.value)).toBe(": connected\n\n");
+    ac.abort();
+  });
+
+  it("answers only requests addressed to localhost when it has no token (DNS rebinding)", async () => {
+    const { port } = new URL(dash.url);
+    const status = await new Promise<number>((resolve, reject) => {
+      request({ host: "127.0.0.1", port, path: "/api/runs", headers: { host: `evil.example:${port}` } }, (res) => {
+        res.resume();
+        resolve(res.statusCode!);
+      }).on("error", reject).end();
+    });
+    expect(status).toBe(403);
+  });
+});
+
+describe("dashboard server beyond loopback", () => {
+  let workspace: string;
+  let dash: Dashboard;
+  const TOKEN = "a-token-of-enough-length";
+
+  beforeAll(async () => {
+    workspace = await workspaceWith({ [DONE]: runEvents(DONE) });
+    dash = await startDashboard({ workspace, host: "0.0.0.0", token: TOKEN, logger: testLogger, assets: ASSETS });
+  });
+  afterAll(async () => {
+    await dash?.close();
+    rmSync(workspace, { recursive: true, force: true });
+  });
+
+  it("wants the token: as a bearer, or once in the URL, which sets an HttpOnly cookie", async () => {
+    expect(dash.url).toMatch(new RegExp(`^http://.+:\\d+/\\?token=${TOKEN}$`));
+    const base = `http://127.0.0.1:${new URL(dash.url).port}`;
+    const none = await fetch(`${base}/api/runs`);
+    expect(none.status).toBe(401);
+    expect(((await none.json()) as { error: string }).error).toMatch(/needs its token/);
+    expect((await fetch(`${base}/api/runs`, { headers: { authorization: "Bearer wrong-token-of-enough-length" } })).status).toBe(401);
+    expect((await fetch(`${base}/`)).status).toBe(401);
+
+    const bearer = await fetch(`${base}/api/runs`, { headers: { authorization: `Bearer ${TOKEN}` } });
+    expect(bearer.status).toBe(200);
+    expect(((await bearer.json()) as RunSummary[]).map((r) => r.run_id)).toEqual([DONE]);
+
+    const first = await fetch(`${base}/runs/${DONE}?token=${TOKEN}&x=1`, { redirect: "manual" });
+    expect(first.status).toBe(303);
+    expect(first.headers.get("location")).toBe(`/runs/${DONE}?x=1`);
+    const cookie = first.headers.get("set-cookie")!;
+    expect(cookie).toMatch(/HttpOnly/);
+    const page = await fetch(`${base}/runs/${DONE}`, { headers: { cookie: cookie.split(";")[0]! } });
+    expect(page.status).toBe(200);
+    expect(await page.text()).toBe(ASSETS.html);
+  });
+
+  it("refuses a token too short to guard anything", async () => {
+    await expect(startDashboard({ workspace, host: "0.0.0.0", token: "short", logger: testLogger, assets: ASSETS })).rejects.toThrow(/16 characters/);
+  });
+});

@@ -1,0 +1,177 @@
+import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import { describe, expect, it } from "vitest";
+import { INTERVENTION_KIND } from "../../core/enums.js";
+import { EventSchema, type Event } from "../../proto/gen/research/v1/events_pb.js";
+import { EpochProgressSchema } from "../../proto/gen/research/v1/runner_pb.js";
+import { emptyRunState } from "../../swarm/run-state.js";
+import { applyToView, emptyView, runDetail, runSummary, trialDetail, type RunView } from "../../dashboard/views.js";
+import { runEvents } from "../lineage-store/fixtures.js";
+
+const RUN = "r-views";
+const T0 = 1_700_000_000_000;
+
+function viewOf(events: Event[], live = false): RunView {
+  const v = emptyView(emptyRunState(RUN));
+  v.live = live;
+  for (const e of events) applyToView(v, e);
+  return v;
+}
+
+const ev = (trialId: string, body: MessageInitShape<typeof EventSchema>["body"], at: number, eventId = `${RUN}/${trialId}/${body?.case}/${at}`): Event =>
+  create(EventSchema, { runId: RUN, trialId, eventId, emittedAtMs: BigInt(at), body });
+
+/** A brief the researcher's schema accepts (the fixtures' own is not one), answering a planner's request. */
+const brief = ev("", {
+  case: "briefReady",
+  value: {
+    requestId: "rq-1",
+    briefJson: JSON.stringify({
+      summary_title: "Compact CNNs",
+      insights: ["batchnorm helps"],
+      architectural_suggestions: [{ name: "se_block", description: "squeeze excitation", implementation_note: "after each stage" }],
+      sources: [{ title: "SE nets", url: "https://arxiv.org/abs/1709.01507" }],
+    }),
+  },
+}, T0 + 8);
+
+/** A run of the lineage fixtures (12 trials, 3 failed) without its RunFinished. */
+const unfinished = () => {
+  const [start, ...rest] = runEvents(RUN, undefined, T0).filter((e) => e.body.case !== "runFinished");
+  return [start!, brief, ...rest];
+};
+
+describe("dashboard views", () => {
+  it("summarises a finished run: status, best by CI lower bound, counts, time", () => {
+    const s = runSummary(viewOf(runEvents(RUN, undefined, T0)));
+    expect(s).toMatchObject({
+      run_id: RUN,
+      dataset: "fashion-mnist",
+      target: 0.92,
+      open_ended: false,
+      status: "budget_exhausted",
+      live: false,
+      trials: 12,
+      judged: 12,
+      in_flight: 0,
+      started_at: T0 + 7,
+      seconds: 600,
+      time_budget_s: 1200,
+    });
+    expect(s.best?.trial_id).toBe(`${RUN}-t009`);
+    expect(s.best?.val.ci95[0]).toBeCloseTo(0.907);
+    expect(s.best?.test_accuracy).toBeNull();
+  });
+
+  it("says how a run without RunFinished stands: interrupted off the bus, else running, paused, stopping", () => {
+    const events = unfinished();
+    const last = Number(events.at(-1)!.emittedAtMs);
+    const off = runSummary(viewOf(events, false));
+    expect(off.status).toBe("interrupted");
+    expect(off.seconds).toBeCloseTo((last - (T0 + 7)) / 1000);
+    expect(runSummary(viewOf(events, true), last + 5000).status).toBe("running");
+    expect(runSummary(viewOf(events, true), last + 5000).seconds).toBeCloseTo((last + 5000 - (T0 + 7)) / 1000);
+    const pause = ev("", { case: "runIntervention", value: { interventionId: "iv-1", kind: INTERVENTION_KIND.value("pause"), who: "ui:ann" } }, last + 1);
+    expect(runDetail(viewOf([...events, pause], true))).toMatchObject({ status: "paused", paused: true });
+    const stop = ev("", { case: "runIntervention", value: { interventionId: "iv-2", kind: INTERVENTION_KIND.value("stop"), who: "ui:ann" } }, last + 2);
+    expect(runSummary(viewOf([...events, pause, stop], true)).status).toBe("stopping");
+  });
+
+  it("details a run: trial table with fidelity and features, best so far in judged order, failures, briefs, interventions", () => {
+    const events = unfinished();
+    const last = Number(events.at(-1)!.emittedAtMs);
+    const t = (i: number) => `${RUN}-t${String(i).padStart(3, "0")}`;
+    const propose = ev("", { case: "runIntervention", value: { interventionId: "iv-p", kind: INTERVENTION_KIND.value("propose"), who: "ui:ann", hypothesis: "mine" } }, last + 1);
+    const cancel = ev(t(12), { case: "runIntervention", value: { interventionId: "iv-c", kind: INTERVENTION_KIND.value("cancel_trial"), who: "cli:bob", reason: "slow" } }, last + 3);
+    const taken = ev(t(12), { case: "trialProposed", value: { hypothesis: "mine", interventionId: "iv-p", modelConfigJson: JSON.stringify({ name: "m", layers: [{ type: "linear", out_features: 64 }, { type: "relu" }] }), trainConfigJson: "{}", seeds: 1, rung: 0 } }, last + 2);
+    const d = runDetail(viewOf([...events, propose, taken, cancel], true));
+
+    expect(d.trials_table.map((r) => r.index)).toEqual([...Array(13).keys()].map((i) => i + 1));
+    const r1 = d.trials_table[1]!;
+    expect(r1).toMatchObject({ trial_id: t(1), parent_ids: [t(0)], surface: "architecture", status: "judged", verdict: "accept", decision: "iterate", failure_label: null, params: 49_000 });
+    expect(r1.val?.mean).toBeCloseTo(0.903);
+    expect(r1.fidelity).toMatchObject({ rung: 0, seeds: 3 });
+    expect(r1.features).toMatchObject({ lr: 0.001, rung: 0, params: 49_000 });
+    expect(r1.judged_at).toBeGreaterThan(r1.proposed_at);
+    expect(d.trials_table[7]).toMatchObject({ status: "failed", failure_label: "oom", failure_message: "CUDA out of memory" });
+    const mine = d.trials_table[12]!;
+    expect(mine).toMatchObject({ status: "proposed", val: null, judged_at: null, fidelity: { seeds: 1 } });
+    expect(mine.features).toMatchObject({ layers: 2, width: 64 });
+
+    expect(d.failures).toEqual({ oom: 1, shape_error: 2 });
+    // Accepted trials raise the bound at t000, t001, t002, t003 and t009; failures carry it on.
+    expect(d.best_so_far).toHaveLength(12);
+    expect(d.best_so_far.map((p) => p.best_trial_id)).toEqual([0, 1, 2, 3, 3, 3, 3, 3, 3, 9, 9, 9].map(t));
+    expect(d.best_so_far[9]!.best_ci_low).toBeCloseTo(0.907);
+    expect(d.best_so_far[0]).toMatchObject({ trial_id: t(0), judged: 1 });
+    expect(d.best_so_far[0]!.t_s).toBeGreaterThan(0);
+
+    expect(d.briefs).toEqual([{ title: "Compact CNNs", insights: ["batchnorm helps"], suggestions: [{ name: "se_block", description: "squeeze excitation", adopted_by: [t(2)] }], request_id: "rq-1" }]);
+    expect(d.interventions).toEqual([
+      { intervention_id: "iv-p", kind: "propose", who: "ui:ann", reason: "", trial_id: "", at: last + 1, hypothesis: "mine", taken_by: t(12) },
+      { intervention_id: "iv-c", kind: "cancel_trial", who: "cli:bob", reason: "slow", trial_id: t(12), at: last + 3, hypothesis: "", taken_by: null },
+    ]);
+    expect(d.settings).toMatchObject({ max_trials: 12, seeds: 3, planner: "builtin" });
+    expect(d.reason).toBe("");
+    expect(d.report_path).toBeNull();
+  });
+
+  it("shows live progress of a trial still training (its lowest seed) and drops it once the trial is evaluated", () => {
+    const events = unfinished();
+    const last = Number(events.at(-1)!.emittedAtMs);
+    const id = `${RUN}-t012`;
+    const v = viewOf([...events, ev(id, { case: "trialProposed", value: { hypothesis: "h", modelConfigJson: "{}", trainConfigJson: "{}" } }, last + 1)], true);
+    const p = (seed: number, epoch: number) => create(EpochProgressSchema, { seed, epoch, epochs: 5, valAccuracy: 0.5 + epoch / 100, seconds: epoch * 2 });
+    v.progress.set(id, new Map([[1, p(1, 3)], [0, p(0, 2)]]));
+    expect(runDetail(v).trials_table[12]!.progress).toEqual({ epoch: 2, epochs: 5, val_accuracy: 0.52, seconds: 4 });
+    applyToView(v, ev(id, { case: "trialEvaluated", value: { evalSeconds: 3 } }, last + 2));
+    expect(v.progress.has(id)).toBe(false);
+    expect(runDetail(v).trials_table[12]!.progress).toBeNull();
+  });
+
+  it("details a trial: config diff against its first parent, code diff, confusion summed over seeds, per-class means, children", () => {
+    const events = unfinished();
+    const last = Number(events.at(-1)!.emittedAtMs);
+    const parent = `${RUN}-t001`;
+    const id = `${RUN}-t012`;
+    const seed = (s: number, counts: number[][]) => ({
+      seed: s,
+      metrics: { val_accuracy: 0.9 },
+      perClass: [{ classIndex: 0, precision: 0.8 + s / 10, recall: 0.9, f1: 0.85, support: 10 }],
+      confusionMatrix: counts.map((c) => ({ counts: c })),
+      learningCurve: { trainLoss: [1, 0.5], valAccuracy: [0.8, 0.9] },
+      seconds: 10 + s,
+    });
+    const more = [
+      ev(id, { case: "trialProposed", value: { hypothesis: "wider", rationale: "why not", parentIds: [parent], adoptedConcepts: ["se_block"], modelConfigJson: JSON.stringify({ family: "cnn", channels: [64, 128, 128], kernel_size: 3, head: "linear", batchnorm: true }), trainConfigJson: JSON.stringify({ optimizer: "adam", lr: 0.001 }) } }, last + 1),
+      ev(id, { case: "trialAssembled", value: { code: "class M: ...\n", diff: "--- a\n+++ b\n", summary: { totalParams: 1234n, flops: 99n, sizeMb: 0.5, layers: [{ name: "fc", type: "Linear", outputShape: [10n], params: 1234n }] }, summaryNarrative: "a small net" } }, last + 2),
+      ev(id, {
+        case: "trialEvaluated",
+        value: {
+          result: { aggregated: { val_accuracy: { mean: 0.9, ci95: [0.89, 0.91], n: 2 } }, seedResults: [seed(0, [[5, 1], [2, 7]]), seed(1, [[6, 0], [1, 8]])], classNames: ["a", "b"], numSeeds: 2 },
+          analysis: { overfitting: "none", convergence: "converged", weakClasses: [1], notes: ["fine"], narrative: "it learned" },
+        },
+      }, last + 3),
+    ];
+    const v = viewOf([...events, ...more], true);
+    const d = trialDetail(v, id)!;
+    expect(d.row).toMatchObject({ trial_id: id, index: 13, status: "evaluated" });
+    expect(d.config_diff).toContain(`--- ${parent}/config.json`);
+    expect(d.config_diff).toContain("-      32,");
+    expect(d.config_diff).toContain("+      128,");
+    expect(d.code_diff).toBe("--- a\n+++ b\n");
+    expect(d.summary).toEqual({ total_params: 1234, flops: 99, size_mb: 0.5, layers: [{ name: "fc", type: "Linear", output_shape: [10], params: 1234 }] });
+    expect(d.narrative).toBe("it learned");
+    expect(d.confusion_matrix).toEqual([[11, 1], [3, 15]]);
+    expect(d.per_class).toHaveLength(1);
+    expect(d.per_class[0]!.precision).toBeCloseTo(0.85);
+    expect(d.seeds.map((s) => [s.seed, s.seconds, s.val_accuracy])).toEqual([[0, 10, [0.8, 0.9]], [1, 11, [0.8, 0.9]]]);
+    expect(d.class_names).toEqual(["a", "b"]);
+    expect(d.analysis).toEqual({ overfitting: "none", convergence: "converged", weak_classes: [1], notes: ["fine"] });
+    expect(d.adopted_concepts).toEqual(["se_block"]);
+    expect(d.failure).toBeNull();
+    expect(trialDetail(v, parent)!.children).toContain(id);
+    expect(trialDetail(v, `${RUN}-t000`)!.config_diff).toBe("");
+    expect(trialDetail(v, `${RUN}-t008`)!.failure).toMatchObject({ label: "shape_error" });
+    expect(trialDetail(v, "nope")).toBeUndefined();
+  });
+});
