@@ -4,7 +4,7 @@ import type { Failure } from "../proto/gen/research/v1/common_pb.js";
 import type { FailureName } from "../core/failure.js";
 import { isRecord, parseJson } from "../core/json.js";
 import { trialFailure } from "../swarm/run-state.js";
-import { DECISION, GOAL_STATUS, RUN_STATUS, SURFACE, VERDICT } from "../core/enums.js";
+import { DECISION, GOAL_STATUS, INTERVENTION_KIND, RUN_STATUS, SURFACE, VERDICT } from "../core/enums.js";
 import { AnalysisSchema, GoalSchema, RunSettingsSchema, type Event } from "../proto/gen/research/v1/events_pb.js";
 import { EvalResultSchema, type EvalResult } from "../proto/gen/research/v1/runner_pb.js";
 import { TRIAL_STAGES, type BriefRow, type RunRow, type TrialRow, type TrialStage } from "./schema.js";
@@ -35,7 +35,7 @@ export const RUN_EVENTS: ReadonlySet<BodyCase> = new Set(["runStarted", "trialJu
 /** Equal timestamps are common (the judge emits trial_judged and run_finished together); pipeline order breaks ties. */
 export const KIND_ORDER: readonly string[] = [
   "run_started", "brief_ready", "trial_proposed", "trial_assembled", "trial_progress",
-  "trial_evaluated", "trial_judged", "run_finished", "empty",
+  "trial_evaluated", "trial_judged", "run_intervention", "run_finished", "empty",
 ];
 
 const ms = (e: Event) => Number(e.emittedAtMs);
@@ -281,6 +281,9 @@ export function summarize(e: Event): string {
       break;
     case "runFinished":
       s = `run ${RUN_STATUS.name(b.value.status) ?? ""}: best ${b.value.bestTrialId || "none"}, ${b.value.trials} trials`;
+      break;
+    case "runIntervention":
+      s = `${INTERVENTION_KIND.name(b.value.kind) ?? "?"} by ${b.value.who}${e.trialId ? ` (${e.trialId})` : ""}${b.value.hypothesis || b.value.reason ? `: ${b.value.hypothesis || b.value.reason}` : ""}`;
       break;
     default:
       s = "";

@@ -7,7 +7,7 @@ import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { bestTrial, scoreOf, trialFailure, type RunState, type TrialState } from "../swarm/run-state.js";
 import { labelName } from "../core/failure.js";
-import { DECISION, RUN_STATUS, SURFACE, VERDICT, type DecisionName, type VerdictName } from "../core/enums.js";
+import { DECISION, INTERVENTION_KIND, RUN_STATUS, SURFACE, VERDICT, type DecisionName, type VerdictName } from "../core/enums.js";
 import { Surface } from "../proto/gen/research/v1/common_pb.js";
 import { Decision, Verdict, type RunFinished } from "../proto/gen/research/v1/events_pb.js";
 import type { EvalResult, MetricStats } from "../proto/gen/research/v1/runner_pb.js";
@@ -265,6 +265,21 @@ function llmUse(state: RunState) {
   };
 }
 
+/** What people did to the run, with the trial each queued proposal became. */
+function interventionsOf(state: RunState) {
+  const takenBy = new Map<string, string>();
+  for (const t of state.trials.values()) if (t.proposed?.interventionId) takenBy.set(t.proposed.interventionId, t.id);
+  const cancelled = new Map([...state.cancelled].map(([trialId, v]) => [v.interventionId, trialId]));
+  return state.interventions.map((v) => ({
+    kind: INTERVENTION_KIND.name(v.kind) ?? "",
+    who: v.who,
+    reason: v.reason,
+    trial_id: cancelled.get(v.interventionId) ?? null,
+    hypothesis: v.hypothesis || null,
+    taken_by: takenBy.get(v.interventionId) ?? null,
+  }));
+}
+
 function reportJson(state: RunState, finished: RunFinished, rows: TrialRow[], best: TrialState | undefined, timing: ReportTiming | undefined) {
   const g = state.goal;
   const s = state.settings;
@@ -291,6 +306,7 @@ function reportJson(state: RunState, finished: RunFinished, rows: TrialRow[], be
     timeline: timeline(state, finished, timing),
     research: briefUse(state, rows),
     llm: llmUse(state),
+    interventions: interventionsOf(state),
     settings: s
       ? {
           max_trials: s.maxTrials, seeds: s.seeds, parallel: s.parallel, planner: s.planner, patience: s.patience, subset: s.subset,
@@ -443,6 +459,17 @@ function markdownOf(state: RunState, finished: RunFinished, j: Report["json"]): 
     for (const f of j.llm.fallbacks) out.push(`- ${f.role}/${f.purpose} fell back to the built-in brain: ${inline(f.error)}`);
     out.push("");
   } else out.push("No LLM was used: the built-in brain drove every role.", "");
+
+  if (j.interventions.length) {
+    out.push("## Interventions", "");
+    out.push(
+      ...table(
+        ["what", "who", "trial", "reason or hypothesis"],
+        j.interventions.map((v) => [v.kind, cell(v.who), v.trial_id ? `\`${v.trial_id}\`` : v.taken_by ? `became \`${v.taken_by}\`` : "", cell(v.hypothesis ?? v.reason)]),
+      ),
+      "",
+    );
+  }
 
   out.push("## Settings", "");
   if (j.settings) {

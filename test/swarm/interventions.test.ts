@@ -6,7 +6,9 @@
  * with its report. Each action is an event in the run's lineage.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { LineageStore } from "../../lineage-store/store.js";
+import { lineageEmbedder } from "../../lineage-store/embedder.js";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseGoal } from "../../core/goal.js";
@@ -129,6 +131,16 @@ describe("interventions on a live run", () => {
     expect(done.finished.status).toBe(RunStatus.STOPPED);
     expect(done.finished.reason).toMatch(/stopped by test:alice: enough/);
     expect(existsSync(done.finished.reportPath)).toBe(true);
+    const report = readFileSync(done.finished.reportPath, "utf8");
+    const hand = [...state.trials.values()].find((t) => t.proposed?.interventionId === proposeId)!;
+    expect(report).toContain("## Interventions");
+    expect(report).toContain(`became \`${hand.id}\``);
+    // The lineage store keeps each action as an event, with who did it.
+    const store = await LineageStore.open(join(workspace, "lineage"), { readOnly: true, embedder: await lineageEmbedder(join(workspace, "lineage")) });
+    const stored = await store.eventsOf(state.runId, { kind: "run_intervention" });
+    await store.close();
+    expect(stored.map((r) => r.summary)).toEqual(expect.arrayContaining([expect.stringMatching(/^cancel_trial by test:alice \(.*\): not worth it$/), "stop by test:alice: enough"]));
+    expect(stored).toHaveLength(5);
     const kinds = state.interventions.map((v) => v.kind);
     expect(kinds).toEqual([InterventionKind.PAUSE, InterventionKind.PROPOSE, InterventionKind.RESUME, InterventionKind.CANCEL_TRIAL, InterventionKind.STOP]);
     expect(state.interventions.every((v) => v.who === "test:alice")).toBe(true);
