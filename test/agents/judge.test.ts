@@ -81,7 +81,8 @@ describe("judge", () => {
     expect(budget.reason).toMatch(/trial budget of 1 spent/);
     const late = judgeLast([started({}, { timeBudgetS: 60 }), proposed("t0"), evaluated("t0", 0.9)], "t0", 1000 + 61_000);
     expect(late.decision).toBe(Decision.STOP);
-    const events = [started({ patience: 2 }), proposed("t0"), evaluated("t0", 0.9)];
+    // The random baseline (no promotions) gives up on a plateau of judged trials.
+    const events = [started({ patience: 2, planner: "random" }), proposed("t0"), evaluated("t0", 0.9)];
     events.push({ runId: RUN, trialId: "t0", body: { case: "trialJudged", value: { verdict: Verdict.ACCEPT, decision: Decision.ITERATE } } });
     events.push(proposed("t1", Surface.DATA, ["t0"]), evaluated("t1", 0.85));
     events.push({ runId: RUN, trialId: "t1", body: { case: "trialJudged", value: { verdict: Verdict.ACCEPT, decision: Decision.ITERATE } } });
@@ -93,13 +94,14 @@ describe("judge", () => {
     const promotion = proposed("p0", Surface.DATA, ["t0"]);
     (promotion.body as { value: { rung?: number } }).value.rung = 3;
     expect(judgeLast([...events, promotion], "t2").decision).toBe(Decision.ITERATE);
-    // "The best you can" counts promotions only: probes that miss the best make no plateau.
-    const open = events.map((e) => (e.body?.case === "runStarted" ? started({ patience: 2 }, { openEnded: true, target: 0 }) : e));
-    expect(judgeLast(open, "t2").decision).toBe(Decision.ITERATE);
+    // The scheduler's runs count promotions only, with a target or without: probes that miss the best make no plateau.
+    const withStart = (start: Events[number]) => events.map((e) => (e.body?.case === "runStarted" ? start : e));
+    expect(judgeLast(withStart(started({ patience: 2 })), "t2").decision).toBe(Decision.ITERATE);
+    expect(judgeLast(withStart(started({ patience: 2 }, { openEnded: true, target: 0 })), "t2").decision).toBe(Decision.ITERATE);
   });
 
   it("counts a rise of the best CI lower bound of 0.1 pp or less as a plateau", () => {
-    const start = started({ patience: 2 });
+    const start = started({ patience: 2, planner: "random" });
     // CI lower bounds 0.89, 0.8905, then 0.8908: never 0.1 pp above 0.89.
     const flat = judgeLast([...judgedRun(start, [0.9, 0.9005]), proposed("t2"), evaluated("t2", 0.9008)], "t2");
     expect(flat.decision).toBe(Decision.STOP);
@@ -110,7 +112,7 @@ describe("judge", () => {
   });
 
   it("says when the plateau is one of failures only", () => {
-    const events: Events = [started({ patience: 2 }), proposed("t0"), { runId: RUN, trialId: "t0", body: { case: "trialEvaluated", value: { failure: failure("oom", "out of memory") } } }];
+    const events: Events = [started({ patience: 2, planner: "random" }), proposed("t0"), { runId: RUN, trialId: "t0", body: { case: "trialEvaluated", value: { failure: failure("oom", "out of memory") } } }];
     events.push(judgedEvent("t0", Verdict.REJECT), proposed("t1"), evaluated("t1", 0.12));
     const j = judgeLast(events, "t1");
     expect(j.decision).toBe(Decision.STOP);
@@ -181,12 +183,12 @@ describe("runStatus, targeted goals", () => {
     expect(finish([started(), proposed("t0"), evaluated("t0", 0.97, 0.01)], "t0").status).toBe(RunStatus.GOAL_ACHIEVED);
     expect(finish([started({ maxTrials: 1 }), proposed("t0"), evaluated("t0", 0.9)], "t0").status).toBe(RunStatus.BUDGET_EXHAUSTED);
     expect(finish([started({}, { timeBudgetS: 60 }), proposed("t0"), evaluated("t0", 0.9)], "t0", 1000 + 61_000).status).toBe(RunStatus.BUDGET_EXHAUSTED);
-    expect(finish([...judgedRun(started({ patience: 2 }), [0.9, 0.85]), proposed("t2"), evaluated("t2", 0.86)], "t2").status).toBe(RunStatus.STOPPED);
+    expect(finish([...judgedRun(started({ patience: 2, planner: "random" }), [0.9, 0.85]), proposed("t2"), evaluated("t2", 0.86)], "t2").status).toBe(RunStatus.STOPPED);
   });
 
   it("reads the budget from the stop rule, not from a verdict that mentions one", () => {
     // An illegal trial's reason names the trial budget; the run still ended on a plateau.
-    const events = [...judgedRun(started({ patience: 2 }), [0.9, 0.85]), proposed("t2"), evaluated("t2", 0.9, 0.01, { seconds: 600 })];
+    const events = [...judgedRun(started({ patience: 2, planner: "random" }), [0.9, 0.85]), proposed("t2"), evaluated("t2", 0.9, 0.01, { seconds: 600 })];
     const { last, status } = finish(events, "t2");
     expect(last.reason).toMatch(/^illegal: .*over the trial budget of 60 s; plateau/);
     expect(status).toBe(RunStatus.STOPPED);
