@@ -7,6 +7,7 @@
 import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { gzipSync } from "node:zlib";
 import { hostname, userInfo } from "node:os";
 import type { Bus } from "../bus/index.js";
 import type { Logger } from "../core/logger.js";
@@ -194,12 +195,23 @@ export async function startDashboard(opts: DashboardOptions): Promise<Dashboard>
     res.on("close", end);
   }
 
-  function serveAsset(res: ServerResponse, path: string): void {
+  // Compressed once: the script is 0.74 MB as built and a quarter of that gzipped, which a dashboard opened over a network feels.
+  const gzipped = new Map(Object.entries(opts.assets.files).map(([name, f]) => [name, gzipSync(f.body)]));
+
+  function serveAsset(req: IncomingMessage, res: ServerResponse, path: string): void {
     const name = decoded(path.slice("/assets/".length));
     const file = Object.hasOwn(opts.assets.files, name) ? opts.assets.files[name] : undefined;
     if (!file) throw new HttpError(404, `no asset ${path}`);
-    res.writeHead(200, { "content-type": file.type, "content-length": Buffer.byteLength(file.body), "cache-control": "no-cache" });
-    res.end(file.body);
+    const gzip = /\bgzip\b/.test(String(req.headers["accept-encoding"] ?? ""));
+    const body = gzip ? gzipped.get(name)! : file.body;
+    res.writeHead(200, {
+      "content-type": file.type,
+      "content-length": Buffer.byteLength(body),
+      "cache-control": "no-cache",
+      vary: "accept-encoding",
+      ...(gzip ? { "content-encoding": "gzip" } : {}),
+    });
+    res.end(body);
   }
 
   /** Whether the request may go on; answers it when not (or redirects a page opened with ?token= to its clean address). */
@@ -255,7 +267,7 @@ export async function startDashboard(opts: DashboardOptions): Promise<Dashboard>
       throw new HttpError(404, `no route ${path} (see docs/DASHBOARD.md)`);
     }
     if (method !== "GET" && method !== "HEAD") throw new HttpError(405, `${method} ${path} is not a route`);
-    if (path.startsWith("/assets/")) return serveAsset(res, path);
+    if (path.startsWith("/assets/")) return serveAsset(req, res, path);
     if (APP_ROUTES.some((r) => r.test(path))) {
       res.writeHead(200, { "content-type": "text/html; charset=utf-8", "cache-control": "no-cache", "content-length": Buffer.byteLength(opts.assets.html) });
       return void res.end(opts.assets.html);

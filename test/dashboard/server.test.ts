@@ -109,6 +109,11 @@ describe("dashboard server without a swarm", () => {
     const js = await get("/assets/app.js");
     expect(js.headers.get("content-type")).toMatch(/^text\/javascript/);
     expect(await js.text()).toBe("console.log('app')");
+    // Gzipped for a client that takes it (fetch does, and unpacks it), as built for one that does not.
+    expect(js.headers.get("content-encoding")).toBe("gzip");
+    const plain = await get("/assets/app.js", { headers: { "accept-encoding": "identity" } });
+    expect(plain.headers.get("content-encoding")).toBeNull();
+    expect(await plain.text()).toBe("console.log('app')");
     for (const path of ["/assets/nope.js", "/assets/constructor", "/runs/a/b", "/favicon.ico"]) expect((await get(path)).status, path).toBe(404);
   });
 
