@@ -632,7 +632,8 @@ async function liveRuns(workspace: string): Promise<string[]> {
       const trials = TRIAL_STATUS.names.filter((n) => counts.has(n)).map((n) => `${counts.get(n)} ${n}`).join(", ") || "none yet";
       const best = bestTrial(state);
       const ci = best?.evaluated?.result?.aggregated.val_accuracy?.ci95;
-      out.push(`  ${r.run_id}  trials: ${trials}${best && ci ? `; best ${best.id} ${fmtPct(ci[0]!)}–${fmtPct(ci[1]!)}` : ""}  ${r.goal}`);
+      const held = state.stopRequested ? ` (stopping: ${state.stopRequested.who})` : state.paused ? " (paused)" : "";
+      out.push(`  ${r.run_id}${held}  trials: ${trials}${best && ci ? `; best ${best.id} ${fmtPct(ci[0]!)}–${fmtPct(ci[1]!)}` : ""}  ${r.goal}`);
     }
     return out;
   } finally {
