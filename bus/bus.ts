@@ -33,6 +33,9 @@ import { forEachMessage, type Stoppable } from "./subscription.js";
 
 export type EventInit = MessageInitShape<typeof EventSchema>;
 
+/** How long close() waits for the server to take what was published before it closes. */
+const FLUSH_TIMEOUT_MS = 3_000;
+
 export interface BusOptions {
   servers: string | string[];
   /** Connection name and default `producer` of published events, e.g. "coder@host-123". */
@@ -221,7 +224,14 @@ export class Bus {
   /** Stops consumers (waiting for in-flight handlers), subscriptions and heartbeats, then drains. */
   async close(): Promise<void> {
     await Promise.all([...this.handles].map((h) => h.stop()));
-    if (!this.nc.isClosed()) await this.nc.drain().catch(() => undefined);
+    if (!this.nc.isClosed()) {
+      // Flush, then close. Not a drain: with the server gone (a Ctrl-C reaches nats-server too) a
+      // drain waits for a reconnect that never comes, a close cannot cut it short, and the
+      // launcher hung at "stopping the swarm". The handles above have already stopped.
+      const late = new Promise<void>((resolve) => setTimeout(resolve, FLUSH_TIMEOUT_MS).unref());
+      await Promise.race([this.nc.flush().catch(() => undefined), late]);
+      await this.nc.close().catch(() => undefined);
+    }
     await this.statusLog;
   }
 

@@ -101,6 +101,19 @@ describe("a nats-server restart", () => {
   });
 });
 
+describe("closing", () => {
+  it("closes within seconds when the server is already gone (a Ctrl-C reaches nats-server too)", async () => {
+    const own = await startTestServer();
+    const bus = await testBus(own.server.url, "close-after-server");
+    const watch = await bus.watch("gone-run", () => undefined);
+    await watch.caughtUp;
+    await own.dispose();
+    const t0 = Date.now();
+    await bus.close();
+    expect(Date.now() - t0).toBeLessThan(10_000);
+  }, 30_000);
+});
+
 describe("startNatsServer", () => {
   it("fails clearly, with the server's own words, when it cannot start", async () => {
     let second: NatsServer | undefined;
