@@ -26,7 +26,7 @@ import { lineageEmbedder } from "../lineage-store/embedder.js";
 import { EventSchema, RunStatus, type Event } from "../proto/gen/research/v1/events_pb.js";
 import { fromBinary } from "@bufbuild/protobuf";
 import type { TrialSummary } from "../proto/gen/research/v1/lineage_pb.js";
-import { applyToRunState, bestTrial, emptyRunState, foldRun, meanOf, runSoFar, trialStatus, type RunState } from "../swarm/run-state.js";
+import { applyToRunState, bestTrial, emptyRunState, foldRun, inFlightCount, meanOf, runSoFar, trialStatus, type RunState } from "../swarm/run-state.js";
 import { connectRunner } from "../gpu-runner/client.js";
 import { runGoal, runSettings, startSwarm, workspaceSecrets, type Swarm } from "../deploy/swarm.js";
 import { runAblation } from "./ablation.js";
@@ -196,7 +196,7 @@ export function describeEvent(e: Event, s: RunState): string | undefined {
         a[l] = (a[l] ?? 0) + 1;
         return a;
       }, {});
-      const inFlight = [...s.trials.values()].filter((t) => t.proposed && !t.judged).length;
+      const inFlight = inFlightCount(s);
       return `${id} ${VERDICT.name(b.value.verdict) ?? "?"} -> ${DECISION.name(b.value.decision) ?? "?"} | best ${best ? `${shortTrialId(best.id)} ${fmtPct(meanOf(best) ?? 0)} (CI low ${fmtPct(best.judged?.ciLow ?? 0)})` : "none"} | ${b.value.trialsDone} judged, ${inFlight} in flight${Object.keys(failures).length ? ` | failures ${Object.entries(failures).map(([k, v]) => `${k}:${v}`).join(" ")}` : ""}`;
     }
     case "runFinished":

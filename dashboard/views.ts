@@ -13,7 +13,7 @@ import { Surface } from "../proto/gen/research/v1/common_pb.js";
 import { RunSettingsSchema, Verdict, type Event, type RunFinished } from "../proto/gen/research/v1/events_pb.js";
 import type { EpochProgress, MetricStats } from "../proto/gen/research/v1/runner_pb.js";
 import { decisionName, failureLabelOf, paramsOf, valAccuracyOf, verdictName } from "../lineage-store/report.js";
-import { applyToRunState, bestTrial, rungOf, scoreOf, trialFailure, trialStatus, type RunState, type TrialState } from "../swarm/run-state.js";
+import { applyToRunState, bestTrial, inFlightCount, rungOf, scoreOf, trialFailure, trialStatus, type RunState, type TrialState } from "../swarm/run-state.js";
 import type { BestSoFarPoint, Fidelity, Interval, InterventionRow, LlmUse, RunDetail, RunStatusText, RunSummary, SeedCurves, TrialDetail, TrialRow } from "./api.js";
 
 /** One run as the source keeps it: the fold, and what the fold leaves out. */
@@ -95,8 +95,6 @@ export function runSummary(v: RunView, nowMs = Date.now()): RunSummary {
   const bestVal = best && interval(valAccuracyOf(best));
   const test = best && best.id === v.finished?.bestTrialId ? v.finished.testResult?.aggregated.test_accuracy?.mean : undefined;
   const end = v.finished ? s.startedAtMs + v.finished.seconds * 1000 : v.live ? nowMs : v.lastEventAt;
-  let inFlight = 0;
-  for (const t of s.trials.values()) if (t.proposed && !t.judged) inFlight++;
   return {
     run_id: s.runId,
     goal: g?.description || g?.rawText || "",
@@ -107,7 +105,7 @@ export function runSummary(v: RunView, nowMs = Date.now()): RunSummary {
     live: v.live,
     trials: s.order.length,
     judged: s.judgedCount,
-    in_flight: inFlight,
+    in_flight: inFlightCount(s),
     best: best && bestVal ? { trial_id: best.id, val: bestVal, test_accuracy: test ?? null } : null,
     started_at: s.startedAtMs,
     seconds: s.startedAtMs ? Math.max(0, (end - s.startedAtMs) / 1000) : 0,
@@ -242,8 +240,6 @@ function llmOf(state: RunState): LlmUse[] {
 }
 
 function interventionsOf(v: RunView): InterventionRow[] {
-  const takenBy = new Map<string, string>();
-  for (const t of v.state.trials.values()) if (t.proposed?.interventionId) takenBy.set(t.proposed.interventionId, t.id);
   return v.state.interventions.map((i) => {
     const meta = v.interventions.get(i.interventionId);
     return {
@@ -254,7 +250,7 @@ function interventionsOf(v: RunView): InterventionRow[] {
       trial_id: meta?.trialId ?? "",
       at: meta?.at ?? 0,
       hypothesis: i.hypothesis,
-      taken_by: takenBy.get(i.interventionId) ?? null,
+      taken_by: v.state.proposalTrials.get(i.interventionId) ?? null,
     };
   });
 }

@@ -267,8 +267,6 @@ function llmUse(state: RunState) {
 
 /** What people did to the run, with the trial each queued proposal became. */
 function interventionsOf(state: RunState) {
-  const takenBy = new Map<string, string>();
-  for (const t of state.trials.values()) if (t.proposed?.interventionId) takenBy.set(t.proposed.interventionId, t.id);
   const cancelled = new Map([...state.cancelled].map(([trialId, v]) => [v.interventionId, trialId]));
   return state.interventions.map((v) => ({
     kind: INTERVENTION_KIND.name(v.kind) ?? "",
@@ -276,7 +274,7 @@ function interventionsOf(state: RunState) {
     reason: v.reason,
     trial_id: cancelled.get(v.interventionId) ?? null,
     hypothesis: v.hypothesis || null,
-    taken_by: takenBy.get(v.interventionId) ?? null,
+    taken_by: state.proposalTrials.get(v.interventionId) ?? null,
   }));
 }
 

@@ -58,6 +58,8 @@ export interface RunState {
   stopRequested?: Intervention;
   /** Trials a person cancelled, by trial id. */
   cancelled: Map<string, Intervention>;
+  /** The trial each queued proposal became, by intervention id. */
+  proposalTrials: Map<string, string>;
 }
 
 export function emptyRunState(runId: string): RunState {
@@ -75,6 +77,7 @@ export function emptyRunState(runId: string): RunState {
     interventions: [],
     paused: false,
     cancelled: new Map(),
+    proposalTrials: new Map(),
   };
 }
 
@@ -109,6 +112,7 @@ export function applyToRunState(state: RunState, e: Event): RunState {
       t.proposed = b.value;
       t.model = parseJson(b.value.modelConfigJson);
       t.train = parseJson(b.value.trainConfigJson);
+      if (b.value.interventionId) state.proposalTrials.set(b.value.interventionId, e.trialId);
       break;
     }
     case "trialAssembled":
@@ -233,17 +237,26 @@ export function longTrainingInFlight(state: RunState): boolean {
 
 /** Hand-written proposals queued by people that no trial has taken yet, oldest first. */
 export function queuedProposals(state: RunState): Intervention[] {
-  const taken = new Set<string>();
-  for (const t of state.trials.values()) if (t.proposed?.interventionId) taken.add(t.proposed.interventionId);
-  return state.interventions.filter((v) => v.kind === InterventionKind.PROPOSE && !taken.has(v.interventionId));
+  return state.interventions.filter((v) => v.kind === InterventionKind.PROPOSE && !state.proposalTrials.has(v.interventionId));
+}
+
+/** What a person did, in words: "stopped by cli:alice: enough". */
+export function doneBy(v: Intervention, what: string): string {
+  return `${what} by ${v.who}${v.reason ? `: ${v.reason}` : ""}`;
 }
 
 /** Why a person ended this trial (cancelled it, or stopped the run), if one did. */
 export function cancelledBy(state: RunState, trialId: string): string | undefined {
-  const why = (v: Intervention, what: string) => `${what} by ${v.who}${v.reason ? `: ${v.reason}` : ""}`;
   const c = state.cancelled.get(trialId);
-  if (c) return why(c, "cancelled");
-  return state.stopRequested ? why(state.stopRequested, "cancelled: the run was stopped") : undefined;
+  if (c) return doneBy(c, "cancelled");
+  return state.stopRequested ? doneBy(state.stopRequested, "cancelled: the run was stopped") : undefined;
+}
+
+/** Proposed trials not judged yet. */
+export function inFlightCount(state: RunState): number {
+  let n = 0;
+  for (const t of state.trials.values()) if (t.proposed && !t.judged) n++;
+  return n;
 }
 
 /** Whether some proposed trial has not been judged yet. */

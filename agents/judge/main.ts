@@ -6,10 +6,10 @@
 import { join } from "node:path";
 import { create } from "@bufbuild/protobuf";
 import { Decision, InterventionKind, TrialJudgedSchema, type Event, type TrialJudged } from "../../proto/gen/research/v1/events_pb.js";
-import { bestTrial, inFlight, isTerminal, type RunState } from "../../swarm/run-state.js";
+import { bestTrial, doneBy, inFlight, isTerminal, type RunState } from "../../swarm/run-state.js";
 import { runAgent, type AgentContext } from "../../swarm/runtime.js";
 import { confirmOnTest } from "./confirm.js";
-import { judge, runStatus, stoppedBy } from "./rules.js";
+import { judge, runStatus } from "./rules.js";
 
 function runDir(state: RunState): string {
   return join(state.settings?.workspace ?? ".", "runs", state.runId);
@@ -57,7 +57,7 @@ async function judgeTrial(event: Event, ctx: AgentContext): Promise<void> {
 async function stopRun(event: Event, ctx: AgentContext): Promise<void> {
   const state = await ctx.runState(event.runId);
   if (state.finished || !state.stopRequested || inFlight(state)) return;
-  const last = create(TrialJudgedSchema, { decision: Decision.STOP, reason: stoppedBy(state.stopRequested) });
+  const last = create(TrialJudgedSchema, { decision: Decision.STOP, reason: doneBy(state.stopRequested, "stopped") });
   await finishRun(state, last, ctx);
 }
 

@@ -7,8 +7,8 @@
  */
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { failure, labelName } from "../../core/failure.js";
-import { Decision, RunStatus, TrialJudgedSchema, Verdict, type Intervention, type TrialJudged } from "../../proto/gen/research/v1/events_pb.js";
-import { bestTrial, inFlight, isPromotion, longTrainingInFlight, patienceOf, plateau, PLATEAU_DELTA, scoreOf, slowestSeedSeconds, type RunState, type TrialState } from "../../swarm/run-state.js";
+import { Decision, RunStatus, TrialJudgedSchema, Verdict, type TrialJudged } from "../../proto/gen/research/v1/events_pb.js";
+import { bestTrial, doneBy, inFlight, isPromotion, longTrainingInFlight, patienceOf, plateau, PLATEAU_DELTA, scoreOf, slowestSeedSeconds, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { budgetPlan, nothingFits } from "../../swarm/budget.js";
 
 // A trial that learns next to nothing is not worth building on.
@@ -90,7 +90,7 @@ export function judge(state: RunState, t: TrialState, nowMs: number): TrialJudge
     // The analyst cancels every trial in flight; the last of them to be judged ends the run.
     if (!inFlight(withThis)) {
       decision = Decision.STOP;
-      why = `${reason}; ${stoppedBy(state.stopRequested)}`;
+      why = `${reason}; ${doneBy(state.stopRequested, "stopped")}`;
     }
   } else if (settings?.maxTrials && withThis.judgedCount >= settings.maxTrials) {
     decision = Decision.STOP;
@@ -128,10 +128,6 @@ export function judge(state: RunState, t: TrialState, nowMs: number): TrialJudge
     trialsDone: withThis.judgedCount,
   };
   return create(TrialJudgedSchema, init);
-}
-
-export function stoppedBy(v: Intervention): string {
-  return `stopped by ${v.who}${v.reason ? `: ${v.reason}` : ""}`;
 }
 
 const BUDGET_SPENT = /; (?:trial|time) budget of [\d.]+(?: s)? (?:spent$|nearly spent: )/;

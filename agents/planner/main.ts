@@ -12,7 +12,7 @@ import { nothingFits } from "../../swarm/budget.js";
 import { request } from "../../swarm/lineage-query.js";
 import { Decision, InterventionKind, type Event } from "../../proto/gen/research/v1/events_pb.js";
 import { datasetInfo } from "../../swarm/dataset-info.js";
-import { judgedTrials, queuedProposals, type RunState, type TrialState } from "../../swarm/run-state.js";
+import { inFlightCount, judgedTrials, queuedProposals, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { trialId } from "../../core/ids.js";
 import { STALL_TRIALS, stalledOn } from "./stall.js";
 import { labelName } from "../../core/failure.js";
@@ -242,7 +242,7 @@ async function proposeNext(ctx: AgentContext, event: Event): Promise<void> {
 async function fillFreeSlots(ctx: AgentContext, runId: string): Promise<void> {
   const state = await ctx.runState(runId);
   const parallel = state.settings?.parallel || 1;
-  let free = parallel - [...state.trials.values()].filter((t) => t.proposed && !t.judged).length;
+  let free = parallel - inFlightCount(state);
   const unfilled = judgedTrials(state)
     .filter((t) => t.judged?.decision === Decision.ITERATE && !state.trials.get(trialId(runId, parallel + t.judgedPosition!))?.proposed)
     .sort((a, b) => a.judgedPosition! - b.judgedPosition!);
