@@ -28,7 +28,7 @@ import { templatesFor, type Template } from "./templates.js";
 import { isRecord, parseJson } from "../../core/json.js";
 import { budgetPlan, overRunBudget } from "../../swarm/budget.js";
 import { fitTpe, GENOME_SPACE, genomeFeatures, type Observation } from "./surrogate.js";
-import { atRung, ladder, nextPromotion, PROBE_SEEDS, promotedIds, PROMOTION_SURFACE, type Fidelity, type Promotion } from "./scheduler.js";
+import { atRung, EXPLORE_SHARE, ladder, nextPromotion, PROBE_SEEDS, promotedIds, PROMOTION_SURFACE, type Fidelity, type Promotion } from "./scheduler.js";
 
 export interface Proposal {
   /** Fidelity rung (scheduler.ts): 0 for every new config. */
@@ -360,11 +360,21 @@ export function promote(input: PlanInput): Proposal | undefined {
  * The exploit phase: ASHA fills a high rung only with ETA finished trials
  * below it, which a short budget never has. The best config not yet trained
  * at the top rung (by CI lower bound: the run's best first, then the
- * runners-up) goes directly to the highest rung it can still train at, when
- * that is now or never (after another training of that length, one would
- * not fit before the reserve) or when exploration has gone flat for half the
- * judge's patience; never before the run has judged that many trials. The
- * budget's long trainings are spent on the best configs found, and a
+ * runners-up) goes directly to the top rung, never before the run has
+ * judged a patience's worth of trials:
+ *
+ * - when the whole top rung fits, it starts once that is now or never
+ *   (after another training of that length, one would not fit before the
+ *   reserve) or once exploration has gone flat for half the judge's patience;
+ * - when it no longer fits, the top rung is shortened to the most epochs
+ *   that still fit (at least 1.5 times the rung below), started once the
+ *   run has spent its exploration share of the budget, or earlier when
+ *   flat: on two CPU cores a 30-minute run never fits 54k x 15 epochs x 3
+ *   seeds, and its best config (found by then) gained most from training
+ *   longer, not from more probes;
+ * - with no time left for that, the highest lower rung that fits, now or never.
+ *
+ * The budget's long trainings are spent on the best configs found, and a
  * plateau is answered by training them longer.
  */
 function exploit(input: PlanInput, ladderNow: Fidelity[]): Proposal | undefined {
@@ -383,33 +393,84 @@ function exploit(input: PlanInput, ladderNow: Fidelity[]): Proposal | undefined 
   const from = rungOf(pick);
   // One long training at a time.
   if (trials.some((t) => isPromotion(t) && !t.judged && rungOf(t) > from)) return undefined;
-  const plan = budgetPlan(state, input.nowMs ?? Date.now());
+  const nowMs = input.nowMs ?? Date.now();
+  const plan = budgetPlan(state, nowMs);
   const since = plateau(state).since;
   const flat = since >= patienceOf(state) / 2;
+  const who = pick === bestTrial(state) ? "the run's best" : "the best config not yet trained this long";
+  const exploitAt = (candidate: { proposal: Proposal; predictedS: number }, rung: number, why: string): Proposal => ({
+    ...candidate.proposal,
+    rationale: `exploit: ${who} (CI low ${pct(scoreOf(pick))}) trains at rung ${rung} now, since ${why}; ${candidate.proposal.rationale}`,
+  });
+  const flatWhy = `the best CI low has not risen in the last ${since} judged trials`;
+  const wallOf = (c: { proposal: Proposal; predictedS: number }) => c.predictedS * queueFactor(pick, seedsOf(input, c.proposal));
+  const full = promotionAt(input, { trial: pick, rung: top, reason: "" }, ladderNow);
+  if (!full) {
+    const shortened = fittedTop(input, pick, ladderNow, (c) => wallOf(c) <= SHORTENED_MARGIN * plan.availableS);
+    if (shortened) {
+      const budget = state.goal?.timeBudgetS ?? 0;
+      const spent = (nowMs - state.startedAtMs) / 1000;
+      if (!flat && !(budget > 0 && spent >= EXPLORE_SHARE * budget)) return undefined;
+      const epochs = shortened.proposal.train.epochs;
+      return exploitAt(
+        shortened,
+        top,
+        flat
+          ? flatWhy
+          : `the run has spent ${Math.round((100 * spent) / budget)}% of its budget exploring, and ${epochs} of the top rung's ${ladderNow[top]!.epochs} epochs (predicted ${wallOf(shortened).toFixed(0)} s) fit before the reserve`,
+      );
+    }
+  }
   for (let rung = top; rung > from; rung--) {
-    const candidate = promotionAt(input, { trial: pick, rung, reason: "" }, ladderNow);
+    const candidate = rung === top ? full : promotionAt(input, { trial: pick, rung, reason: "" }, ladderNow);
     if (!candidate) continue;
-    const wall = candidate.predictedS * queueFactor(pick, seedsOf(input, candidate.proposal));
+    const wall = wallOf(candidate);
     if (plan.availableS >= 2 * wall && !flat) return undefined;
-    const who = pick === bestTrial(state) ? "the run's best" : "the best config not yet trained this long";
-    const why = flat
-      ? `the best CI low has not risen in the last ${since} judged trials`
-      : `its predicted ${wall.toFixed(0)} s still fit the ${plan.availableS.toFixed(0)} s left before the reserve`;
-    return {
-      ...candidate.proposal,
-      rationale: `exploit: ${who} (CI low ${pct(scoreOf(pick))}) trains at rung ${rung} now, since ${why}; ${candidate.proposal.rationale}`,
-    };
+    return exploitAt(candidate, rung, flat ? flatWhy : `its predicted ${wall.toFixed(0)} s still fit the ${plan.availableS.toFixed(0)} s left before the reserve`);
+  }
+  return undefined;
+}
+
+/**
+ * A shortened top rung is planned to end this far into the time left before
+ * the reserve: it is the run's longest training, and one cut by the reserve
+ * (a loaded machine, a seed queued behind a probe) is lost whole.
+ */
+const SHORTENED_MARGIN = 0.85;
+
+/**
+ * The top rung's data with the most epochs that fit the budget now (and
+ * `fits`), or undefined when fewer than 1.5 times the rung below would: a
+ * training barely longer than the one the config had tells little more.
+ */
+function fittedTop(
+  input: PlanInput,
+  pick: TrialState,
+  ladderNow: Fidelity[],
+  fits: (c: { proposal: Proposal; predictedS: number }) => boolean,
+): { proposal: Proposal; predictedS: number } | undefined {
+  const top = ladderNow.length - 1;
+  const full = ladderNow[top]!;
+  const below = ladderNow[top - 1];
+  const least = below && below.subset === full.subset ? Math.ceil(1.5 * below.epochs) : 1;
+  for (let epochs = full.epochs - 1; epochs >= least; epochs--) {
+    const candidate = promotionAt(input, { trial: pick, rung: top, reason: "" }, ladderNow, { ...full, epochs });
+    if (candidate && fits(candidate)) return candidate;
   }
   return undefined;
 }
 
 const pct = (x: number | undefined) => (x === undefined ? "?" : `${(100 * x).toFixed(2)}%`);
 
-function promotionAt(input: PlanInput, promotion: Promotion, ladderNow: Fidelity[]): { proposal: Proposal; predictedS: number } | undefined {
+function promotionAt(
+  input: PlanInput,
+  promotion: Promotion,
+  ladderNow: Fidelity[],
+  fidelity: Fidelity = ladderNow[promotion.rung]!,
+): { proposal: Proposal; predictedS: number } | undefined {
   const parent = promotion.trial;
   const pg = genomeOf(parent);
   if (!pg) return undefined;
-  const fidelity = ladderNow[promotion.rung]!;
   const g: Genome = { model: pg.model, train: atRung(pg.train, fidelity, isImage(input.info)) };
   const predictedS = predictedSeconds(input, parent, g, pg);
   if (predictedS === undefined || overBudget(input, parent, predictedS, seedsOf(input, {}))) return undefined;

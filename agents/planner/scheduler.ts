@@ -31,6 +31,12 @@ export const ETA = 3;
 /** Rungs above the probe; the top one is the long, exploit-phase training. */
 const MAX_RUNG = 3;
 const MAX_EPOCHS = 60;
+/**
+ * The share of a run's time budget for exploration before the exploit phase
+ * trains the best config at a shortened top rung (policy.ts exploit), when
+ * the whole top rung no longer fits.
+ */
+export const EXPLORE_SHARE = 0.4;
 /** A rung whose training run is at least this long gets the long-training recipe. */
 const LONG_EPOCHS = 5;
 

@@ -103,7 +103,7 @@ describe("built-in planner", () => {
     expect(promote({ ...late, nowMs: 1000 + 70_000 })).toBeDefined();
   });
 
-  it("exploit phase: trains the run's best at the highest rung that still fits, once it is now or never", () => {
+  it("exploit phase: trains the run's best at the top rung, shortened to what fits once exploration has had its share", () => {
     const first = initialBuiltin(input([]), 3);
     const trial = (id: string, p: (typeof first)[number], mean: number, seconds: number, rung = 0, parent?: string): EventInit[] => [
       {
@@ -119,10 +119,10 @@ describe("built-in planner", () => {
     ];
     // ASHA has nothing left to promote: t2 went to rung 1 (u2), alone there.
     const events = [...first.flatMap((p, i) => trial(`t${i}`, p, 0.85 + i / 100, 10)), ...trial("u2", first[2]!, 0.9, 30, 1, "t2")];
-    const at = (remainingS: number, extra: EventInit[] = [], patience = 4) => {
+    const at = (remainingS: number, extra: EventInit[] = [], patience = 4, trialBudgetS = 0) => {
       const late = input([...events, ...extra]);
       late.state.goal!.timeBudgetS = 1000;
-      late.state.settings!.trialTimeBudgetS = 0;
+      late.state.settings!.trialTimeBudgetS = trialBudgetS;
       late.state.settings!.patience = patience;
       return promote({ ...late, nowMs: 1000 + (1000 - remainingS) * 1000 });
     };
@@ -142,16 +142,35 @@ describe("built-in planner", () => {
     // Not before the run has judged a patience's worth of trials (4 judged here).
     expect(at(550, [], 5)).toBeUndefined();
     expect(now.rationale).toMatch(/^exploit: the run's best \(CI low 89\.00%\) trains at rung 3 now, since its predicted 270 s still fit/);
-    // 300 s left: rung 3 no longer fits, rung 2 (90 s) still could twice; 200 s left: rung 2, now.
-    expect(at(300)).toBeUndefined();
-    expect(at(200)).toMatchObject({ rung: 2, parentIds: ["u2"] });
+    // 300 s left: the whole of rung 3 no longer fits before the confirmation and the
+    // report (270 + 38.5 s); the run has spent 70% of its budget, past its exploration
+    // share, so rung 3 is shortened to the 12 epochs (216 s) that fit in 85% of the
+    // 273.5 s before the reserve (26.5 s).
+    const short = at(300)!;
+    expect(short).toMatchObject({ rung: 3, parentIds: ["u2"], hypothesis: "promote u2 to rung 3: the full training split, 12 epochs" });
+    expect(short.train).toMatchObject({ subset: 0, epochs: 12, schedule: "cosine" });
+    expect(short.rationale).toMatch(/since the run has spent 70% of its budget exploring, and 12 of the top rung's 15 epochs \(predicted 216 s\) fit before the reserve/);
+    expect(at(200)?.train).toMatchObject({ subset: 0, epochs: 8 });
+    // 120 s left: fewer than 1.5 x rung 2's 5 epochs fit: rung 2 (90 s) instead, now or never.
+    expect(at(120)).toMatchObject({ rung: 2, parentIds: ["u2"], train: { subset: 0, epochs: 5 } });
+    // A trial budget of 250 s caps a seed at 212 s (11 epochs): before the exploration
+    // share (300 s spent of 1000) the shortened rung waits, unless exploration went flat.
+    expect(at(700, [], 4, 250)).toBeUndefined();
+    expect(at(700, flat, 4, 250)?.train).toMatchObject({ subset: 0, epochs: 11 });
+    expect(at(550, [], 4, 250)?.train).toMatchObject({ subset: 0, epochs: 11 });
     // One long training at a time: not while another promotion above rung 1 is in flight.
     const inFlight: EventInit = { runId: RUN, trialId: "v", body: { case: "trialProposed", value: { rung: 2, parentIds: ["t1"], surface: Surface.DATA } } };
     expect(at(550, [inFlight])).toBeUndefined();
     // Once the best trained at the top rung, a plateau sends the runner-up up as far as fits:
-    // t1's one-seed 10 s at 10k x 3 predict 3 x 270 s at rung 3 (too long), 3 x 90 s at rung 2.
+    // t1's one-seed 10 s at 10k x 3 predict 3 x 270 s at rung 3 (too long), 3 x 18 s an epoch,
+    // so 8 epochs in 85% of the 511.5 s before the reserve.
     const topped = trial("w", first[2]!, 0.91, 270, 3, "u2");
-    expect(at(550, [...topped, ...flat])).toMatchObject({ rung: 2, parentIds: ["t1"], rationale: expect.stringMatching(/^exploit: the best config not yet trained this long/) });
+    expect(at(550, [...topped, ...flat])).toMatchObject({
+      rung: 3,
+      parentIds: ["t1"],
+      train: { subset: 0, epochs: 8 },
+      rationale: expect.stringMatching(/^exploit: the best config not yet trained this long/),
+    });
   });
 
   it("lets the surrogate choose among the chosen surface's edits once four rung-0 trials are in", () => {
