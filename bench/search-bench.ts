@@ -22,7 +22,7 @@
  * all of them. The output file is rewritten after every run.
  */
 import { execFileSync, spawn } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, hostname, loadavg, tmpdir, totalmem } from "node:os";
 import { dirname, join } from "node:path";
 import { parseArgs } from "node:util";
@@ -118,6 +118,16 @@ function judgeTestFailure(workspace: string): string | null {
   }
 }
 
+/** The run's report, copied next to the results (the workspace is removed): what a reader checks a number against. */
+function keepReport(reportPath: string, method: string, repeat: number): string | null {
+  if (!reportPath || !existsSync(reportPath)) return null;
+  const out = a.out!.replace(/\.json$/, "");
+  const file = `${out}-reports/${method}-${repeat}.md`;
+  mkdirSync(dirname(file), { recursive: true });
+  copyFileSync(reportPath, file);
+  return file;
+}
+
 async function swarmRun(planner: string, repeat: number): Promise<RunRecord> {
   const workspace = mkdtempSync(join(tmpdir(), `search-bench-${planner}-`));
   const loadBefore = loadavg();
@@ -174,7 +184,17 @@ async function swarmRun(planner: string, repeat: number): Promise<RunRecord> {
       overrunS: round(Math.max(0, seconds - budgetS), 1)!,
       loadBefore,
       loadAfter: loadavg(),
-      extra: { testFailure: test ? null : judgeTestFailure(workspace), trialTimeBudgetS: outcome.state.settings?.trialTimeBudgetS, bestTrialId: best?.id ?? null, bestRung: best?.proposed?.rung ?? null, bestTrain: best?.train ?? null, runSeconds: outcome.finished.seconds },
+      extra: {
+        testFailure: test ? null : judgeTestFailure(workspace),
+        trialTimeBudgetS: outcome.state.settings?.trialTimeBudgetS,
+        bestTrialId: best?.id ?? null,
+        bestRung: best?.proposed?.rung ?? null,
+        bestModel: (best?.model as { name?: string } | undefined)?.name ?? null,
+        bestParams: Number(best?.evaluated?.result?.params ?? 0) || null,
+        bestTrain: best?.train ?? null,
+        runSeconds: outcome.finished.seconds,
+        report: keepReport(outcome.finished.reportPath, planner, repeat),
+      },
     };
   } finally {
     process.off("SIGINT", onSignal).off("SIGTERM", onSignal);
