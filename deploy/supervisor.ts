@@ -51,6 +51,10 @@ export class Supervisor {
       env: { ...process.env, ...spec.env },
       // The IPC channel closes when the launcher dies, however it dies; children exit on that (core/process.ts).
       stdio: ["ignore", "pipe", "pipe", "ipc"],
+      // Their own process group: a Ctrl-C in the launcher's terminal reaches the launcher
+      // alone, which stops them in order, instead of every agent exiting at once and being
+      // restarted while the launcher writes its report.
+      detached: true,
     });
     m.child = child;
     child.stdout!.pipe(m.log, { end: false });

@@ -37,7 +37,8 @@ describe("launch --resume", () => {
       const first = spawn(
         "./research-agent",
         ["launch", "--goal", "digits: reach 99.9% validation accuracy", "--max-trials", "6", "--seeds", "3", "--epochs", "1", "--no-research", "--workspace", workspace],
-        { env, stdio: ["ignore", "pipe", "pipe"] },
+        // Its own process group, signalled whole below, as a terminal's Ctrl-C is.
+        { env, stdio: ["ignore", "pipe", "pipe"], detached: true },
       );
       let out = "";
       let err = "";
@@ -76,14 +77,15 @@ describe("launch --resume", () => {
     }
   }, 420_000);
 
-  it("stops cleanly on SIGINT with a report so far, and resumes from there", async () => {
+  it("stops cleanly on a Ctrl-C (SIGINT to its process group) with a report so far, and resumes from there", async () => {
     const workspace = mkdtempSync(join(tmpdir(), "interrupt-test-"));
     try {
       const first = spawn(
         "./research-agent",
         // A trial budget the run cannot spend before the signal; the time budget ends the resumed run.
         ["launch", "--goal", "digits: reach 99.9% validation accuracy", "--max-trials", "40", "--time-budget", "75s", "--seeds", "2", "--epochs", "1", "--no-research", "--workspace", workspace],
-        { env, stdio: ["ignore", "pipe", "pipe"] },
+        // Its own process group, signalled whole below, as a terminal's Ctrl-C is.
+        { env, stdio: ["ignore", "pipe", "pipe"], detached: true },
       );
       let out = "";
       let err = "";
@@ -103,9 +105,11 @@ describe("launch --resume", () => {
       // A live run has no report yet; `report` renders the run so far.
       const live = spawnSync("./research-agent", ["report", runId, "--workspace", workspace], { env, encoding: "utf8", timeout: 60_000 });
       expect(live.stdout, live.stderr).toContain("**Status:** running: still running: the report so far, after");
-      first.kill("SIGINT");
+      process.kill(-first.pid!, "SIGINT");
       expect(await exited, `${out}\n${err}`).toBe(130);
       expect(err).not.toMatch(/Unhandled|DrainingConnectionError/);
+      // The agents are in a group of their own: the launcher stops them, the Ctrl-C does not.
+      expect(out).not.toContain("exited; restarted");
       expect(out).toContain(`status: interrupted after`);
       const report = readFileSync(join(workspace, "runs", runId, "report.md"), "utf8");
       expect(report).toContain("**Status:** interrupted: interrupted by SIGINT after");
