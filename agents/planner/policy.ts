@@ -367,7 +367,7 @@ export function promote(input: PlanInput): Proposal | undefined {
  *   (after another training of that length, one would not fit before the
  *   reserve) or once exploration has gone flat for half the judge's patience;
  * - when it no longer fits, the top rung is shortened to the most epochs
- *   that still fit (at least 1.5 times the rung below), started once the
+ *   that still fit (at least two more than the rung below), started once the
  *   run has spent its exploration share of the budget, or earlier when
  *   flat: on two CPU cores a 30-minute run never fits 54k x 15 epochs x 3
  *   seeds, and its best config (found by then) gained most from training
@@ -439,10 +439,13 @@ function exploit(input: PlanInput, ladderNow: Fidelity[]): Proposal | undefined 
 const SHORTENED_MARGIN = 0.85;
 
 /**
- * The top rung's data with the most epochs that fit the budget now (and
- * `fits`), or undefined when fewer than 1.5 times the rung below would: a
- * training barely longer than the one the config had tells little more.
+ * A shortened top rung trains at least this many epochs more than the rung
+ * below: a training barely longer than the one the config had tells little
+ * more, and gains less than the runner-up's training at the lower rung.
  */
+const MORE_EPOCHS = 2;
+
+/** The top rung's data with the most epochs that fit the budget now (and `fits`), or undefined when too few would. */
 function fittedTop(
   input: PlanInput,
   pick: TrialState,
@@ -452,7 +455,7 @@ function fittedTop(
   const top = ladderNow.length - 1;
   const full = ladderNow[top]!;
   const below = ladderNow[top - 1];
-  const least = below && below.subset === full.subset ? Math.ceil(1.5 * below.epochs) : 1;
+  const least = below && below.subset === full.subset ? below.epochs + MORE_EPOCHS : 1;
   for (let epochs = full.epochs - 1; epochs >= least; epochs--) {
     const candidate = promotionAt(input, { trial: pick, rung: top, reason: "" }, ladderNow, { ...full, epochs });
     if (candidate && fits(candidate)) return candidate;

@@ -36,7 +36,7 @@ const MAX_EPOCHS = 60;
  * trains the best config at a shortened top rung (policy.ts exploit), when
  * the whole top rung no longer fits.
  */
-export const EXPLORE_SHARE = 0.4;
+export const EXPLORE_SHARE = 1 / 3;
 /** A rung whose training run is at least this long gets the long-training recipe. */
 const LONG_EPOCHS = 5;
 

@@ -151,7 +151,7 @@ describe("built-in planner", () => {
     expect(short.train).toMatchObject({ subset: 0, epochs: 12, schedule: "cosine" });
     expect(short.rationale).toMatch(/since the run has spent 70% of its budget exploring, and 12 of the top rung's 15 epochs \(predicted 216 s\) fit before the reserve/);
     expect(at(200)?.train).toMatchObject({ subset: 0, epochs: 8 });
-    // 120 s left: fewer than 1.5 x rung 2's 5 epochs fit: rung 2 (90 s) instead, now or never.
+    // 120 s left: fewer than rung 2's 5 epochs + 2 fit: rung 2 (90 s) instead, now or never.
     expect(at(120)).toMatchObject({ rung: 2, parentIds: ["u2"], train: { subset: 0, epochs: 5 } });
     // A trial budget of 250 s caps a seed at 212 s (11 epochs): before the exploration
     // share (300 s spent of 1000) the shortened rung waits, unless exploration went flat.
