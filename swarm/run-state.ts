@@ -229,6 +229,15 @@ export function isPromotion(t: TrialState): boolean {
   return rungOf(t) > 0;
 }
 
+/**
+ * A promotion that trains with the run's seeds (TrialProposed.seeds unset),
+ * not one that only ranks configs with one seed: only such a trial can raise
+ * the run's best, whose interval has a seed spread.
+ */
+export function isClaimingPromotion(t: TrialState): boolean {
+  return isPromotion(t) && !t.proposed?.seeds;
+}
+
 /** Whether a promotion is still training. */
 export function longTrainingInFlight(state: RunState): boolean {
   for (const t of state.trials.values()) if (!t.judged && isPromotion(t)) return true;

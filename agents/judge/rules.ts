@@ -8,7 +8,7 @@
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { failure, labelName } from "../../core/failure.js";
 import { Decision, RunStatus, TrialJudgedSchema, Verdict, type TrialJudged } from "../../proto/gen/research/v1/events_pb.js";
-import { bestTrial, doneBy, inFlight, isPromotion, longTrainingInFlight, patienceOf, plateau, PLATEAU_DELTA, scoreOf, slowestSeedSeconds, type RunState, type TrialState } from "../../swarm/run-state.js";
+import { bestTrial, doneBy, inFlight, isClaimingPromotion, longTrainingInFlight, patienceOf, plateau, PLATEAU_DELTA, scoreOf, slowestSeedSeconds, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { budgetPlan, nothingFits } from "../../swarm/budget.js";
 
 // A trial that learns next to nothing is not worth building on.
@@ -70,15 +70,16 @@ export function judge(state: RunState, t: TrialState, nowMs: number): TrialJudge
   const target = state.goal?.openEnded ? 0 : (state.goal?.target ?? 0);
   const settings = state.settings;
   // A run gives up before its budget only on a confident plateau: a patience of
-  // promotions (trials trained past the probe) that did not raise the best. One-seed
-  // probes cannot raise a three-seed best's CI lower bound, so counting them stopped
+  // promotions trained with the run's seeds that did not raise the best. One-seed
+  // probes (and one-seed promotions that only rank configs for the next rung)
+  // cannot raise a three-seed best's CI lower bound, so counting them stopped
   // a 30-minute open-ended run at 1,240 s, and a "reach 90%" run at 1,482 s with its
   // best 0.004 pp short of the target. The random baseline has no promotions: every
   // trial of it counts ("reach X%" gives up; "the best you can" uses its budget).
   const openEnded = state.goal?.openEnded ?? false;
   const patience = patienceOf(withThis);
   const promotionsOnly = openEnded || settings?.planner !== "random";
-  const flat = promotionsOnly ? plateau(withThis, isPromotion) : plateau(withThis);
+  const flat = promotionsOnly ? plateau(withThis, isClaimingPromotion) : plateau(withThis);
 
   const plan = budgetPlan(withThis, nowMs);
   let decision = Decision.ITERATE;
@@ -111,7 +112,7 @@ export function judge(state: RunState, t: TrialState, nowMs: number): TrialJudge
     const what = Number.isFinite(flat.best)
       ? `the best 95% CI lower bound (${pct(flat.best)}) has not risen by more than ${PLATEAU_DELTA * 100} pp`
       : "no trial was accepted";
-    why = `${reason}; plateau: ${what} in the last ${patience} ${promotionsOnly ? "promotions (trials trained past the probe)" : "judged trials"}`;
+    why = `${reason}; plateau: ${what} in the last ${patience} ${promotionsOnly ? "promotions with the run's seeds" : "judged trials"}`;
   }
 
   const init: MessageInitShape<typeof TrialJudgedSchema> = {

@@ -28,7 +28,7 @@ import { templatesFor, type Template } from "./templates.js";
 import { isRecord, parseJson } from "../../core/json.js";
 import { budgetPlan, overRunBudget } from "../../swarm/budget.js";
 import { fitTpe, GENOME_SPACE, genomeFeatures, type Observation } from "./surrogate.js";
-import { atRung, EXPLORE_SHARE, ladder, nextPromotion, PROBE_SEEDS, promotedIds, PROMOTION_SURFACE, type Fidelity, type Promotion } from "./scheduler.js";
+import { atRung, EXPLORE_SHARE, ladder, nextPromotion, PROBE_SEEDS, promotedIds, PROMOTION_SURFACE, seedsAtRung, type Fidelity, type Promotion } from "./scheduler.js";
 
 export interface Proposal {
   /** Fidelity rung (scheduler.ts): 0 for every new config. */
@@ -476,10 +476,12 @@ function promotionAt(
   if (!pg) return undefined;
   const g: Genome = { model: pg.model, train: atRung(pg.train, fidelity, isImage(input.info)) };
   const predictedS = predictedSeconds(input, parent, g, pg);
-  if (predictedS === undefined || overBudget(input, parent, predictedS, seedsOf(input, {}))) return undefined;
+  const seeds = seedsAtRung(fidelity);
+  if (predictedS === undefined || overBudget(input, parent, predictedS, seedsOf(input, { seeds }))) return undefined;
   const data = fidelity.subset ? `${fidelity.subset} examples` : "the full training split";
   const proposal: Proposal = {
     rung: promotion.rung,
+    seeds,
     hypothesis: `promote ${parent.id} to rung ${promotion.rung}: ${data}, ${fidelity.epochs} epochs`,
     rationale: `${promotion.reason ? `${promotion.reason}; ` : ""}the same model and recipe trained longer${g.train.schedule !== pg.train.schedule ? ` with a ${g.train.schedule} schedule` : ""}${g.train.augment?.crop_padding && !pg.train.augment?.crop_padding ? " and random crops" : ""}`,
     parentIds: [parent.id],

@@ -158,7 +158,7 @@ describe("judge, open-ended goals", () => {
 
     // Open-ended: any number of probes below the best is no plateau (a one-seed
     // probe cannot raise a three-seed best's CI lower bound) ...
-    const probes = [...judgedRun(started({ patience: 2 }, OPEN), [0.9, 0.85, 0.85, 0.85, 0.85, 0.85]), proposed("t6"), evaluated("t6", 0.86)];
+    const probes = [...judgedRun(started({ patience: 2, maxTrials: 100 }, OPEN), [0.9, 0.85, 0.85, 0.85, 0.85, 0.85]), proposed("t6"), evaluated("t6", 0.86)];
     expect(finish(probes, "t6").last.decision).toBe(Decision.ITERATE);
     // ... a patience (2) of promotions that did not raise it is.
     const promote = (id: string): Events[number] => {
@@ -166,9 +166,14 @@ describe("judge, open-ended goals", () => {
       (p.body as { value: { rung?: number } }).value.rung = 1;
       return p;
     };
-    const flat = finish([...probes, judgedEvent("t6"), promote("p0"), evaluated("p0", 0.86), judgedEvent("p0"), promote("p1"), evaluated("p1", 0.87)], "p1");
+    // A one-seed promotion only ranks configs for the next rung: no more a plateau than a probe.
+    const ranking = promote("q0");
+    (ranking.body as { value: { seeds?: number } }).value.seeds = 1;
+    const ranked = [...probes, judgedEvent("t6"), ranking, evaluated("q0", 0.86), judgedEvent("q0"), promote("p0"), evaluated("p0", 0.86)];
+    expect(finish(ranked, "p0").last.decision).toBe(Decision.ITERATE);
+    const flat = finish([...ranked, judgedEvent("p0"), promote("p1"), evaluated("p1", 0.87)], "p1");
     expect(flat.last.decision).toBe(Decision.STOP);
-    expect(flat.last.reason).toMatch(/plateau: the best 95% CI lower bound \(89\.00%\) has not risen by more than 0\.1 pp in the last 2 promotions \(trials trained past the probe\)/);
+    expect(flat.last.reason).toMatch(/plateau: the best 95% CI lower bound \(89\.00%\) has not risen by more than 0\.1 pp in the last 2 promotions with the run's seeds/);
     expect(flat.status).toBe(RunStatus.COMPLETED);
   });
 
