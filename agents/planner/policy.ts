@@ -22,7 +22,7 @@ import { OPTIMIZER, SURFACE, type SurfaceName as Surface } from "../../core/enum
 import { parseModelConfig, parseTrainConfig, type ModelConfigInput, type TrainConfig, type TrainConfigInput } from "../../core/model-config.js";
 import { Verdict, type Intervention } from "../../proto/gen/research/v1/events_pb.js";
 import type { DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
-import { bestTrial, isPromotion, patienceOf, plateau, rungOf, scoreOf, slowestSeedSeconds, type RunState, type TrialState } from "../../swarm/run-state.js";
+import { bestTrial, isClaimingPromotion, isPromotion, patienceOf, plateau, rungOf, scoreOf, slowestSeedSeconds, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { effectiveOptimizer, isImage, MUTATIONS, type Genome, type Mutation } from "./mutations.js";
 import { templatesFor, type Template } from "./templates.js";
 import { isRecord, parseJson } from "../../core/json.js";
@@ -353,7 +353,46 @@ export function promote(input: PlanInput): Proposal | undefined {
   const ladderNow = rungs(input);
   const promotion = nextPromotion(input.state, ladderNow.length - 1);
   const asha = promotion && promotionAt(input, promotion, ladderNow);
-  return asha?.proposal ?? exploit(input, ladderNow);
+  if (!asha) return exploit(input, ladderNow);
+  const last = lastLongTraining(input, promotion, asha, ladderNow);
+  return last === "wait" ? undefined : (last ?? asha.proposal);
+}
+
+/**
+ * A promotion to a rung on the full split below the top, when the budget is
+ * tight: after its training, not even a shortened top rung (two epochs more)
+ * would fit. Then it is the run's last long training, and trains the most
+ * epochs that fit now (at the top rung, up to its epochs) instead of the
+ * rung's few; and it waits while another long training runs, as the two
+ * would share the slots that each was planned to have. On two CPU cores a
+ * 30-minute Fashion-MNIST run's one 54k x 5 x 3-seed training took 886 s,
+ * and nothing longer fitted after it. Undefined: the budget is not tight
+ * (or has no clock); ASHA's promotion stands.
+ */
+function lastLongTraining(
+  input: PlanInput,
+  promotion: Promotion,
+  asha: { proposal: Proposal; predictedS: number },
+  ladderNow: Fidelity[],
+): Proposal | "wait" | undefined {
+  const { state } = input;
+  const top = ladderNow.length - 1;
+  const rung = ladderNow[promotion.rung]!;
+  if (promotion.rung >= top || rung.subset !== 0 || !((state.goal?.timeBudgetS ?? 0) > 0)) return undefined;
+  const plan = budgetPlan(state, input.nowMs ?? Date.now());
+  const perEpoch = (asha.predictedS * queueFactor(promotion.trial, seedsOf(input, asha.proposal))) / rung.epochs;
+  const after = plan.availableS - perEpoch * rung.epochs;
+  if (SHORTENED_MARGIN * after >= perEpoch * (rung.epochs + MORE_EPOCHS)) return undefined;
+  if ([...state.trials.values()].some((t) => isClaimingPromotion(t) && !t.judged)) return "wait";
+  const full = ladderNow[top]!;
+  const epochs = Math.min(full.epochs, Math.floor((SHORTENED_MARGIN * plan.availableS) / perEpoch));
+  if (epochs <= rung.epochs) return undefined;
+  const stretched = promotionAt(input, { ...promotion, rung: top }, ladderNow, { ...full, epochs });
+  if (!stretched) return undefined;
+  return {
+    ...stretched.proposal,
+    rationale: `${promotion.reason}; the run's last long training: after rung ${promotion.rung}'s ${rung.epochs} epochs (predicted ${(perEpoch * rung.epochs).toFixed(0)} s) no longer training would fit, so it trains the ${epochs} epochs that fit now; ${stretched.proposal.rationale}`,
+  };
 }
 
 /**

@@ -174,6 +174,43 @@ describe("built-in planner", () => {
     });
   });
 
+  it("on a tight budget, makes the promotion to the full split the run's last long training", () => {
+    const first = initialBuiltin(input([]), 3);
+    // Three probes, each promoted to rung 1 (30k x 3, one seed, 30 s): ASHA sends the best (u2) to rung 2.
+    const events: EventInit[] = first.flatMap((p, i): EventInit[] => [
+      { runId: RUN, trialId: `t${i}`, body: { case: "trialProposed", value: { surface: Surface.ARCHITECTURE, modelConfigJson: JSON.stringify(p.model), trainConfigJson: JSON.stringify(p.train) } } },
+      timed(evaluated(`t${i}`, 0.85 + i / 100), 10),
+      { runId: RUN, trialId: `t${i}`, body: { case: "trialJudged", value: { verdict: Verdict.ACCEPT, decision: Decision.ITERATE } } },
+      {
+        runId: RUN,
+        trialId: `u${i}`,
+        body: { case: "trialProposed", value: { rung: 1, seeds: 1, parentIds: [`t${i}`], surface: Surface.DATA, modelConfigJson: JSON.stringify(p.model), trainConfigJson: JSON.stringify({ ...p.train, subset: 30_000 }) } },
+      },
+      timed(evaluated(`u${i}`, 0.88 + i / 100), 30),
+      { runId: RUN, trialId: `u${i}`, body: { case: "trialJudged", value: { verdict: Verdict.ACCEPT, decision: Decision.ITERATE } } },
+    ]);
+    const at = (remainingS: number, extra: EventInit[] = []) => {
+      const late = input([...events, ...extra]);
+      late.state.goal!.timeBudgetS = 1000;
+      late.state.settings!.trialTimeBudgetS = 0;
+      return promote({ ...late, nowMs: 1000 + (1000 - remainingS) * 1000 });
+    };
+    // Rung 2 (54k x 5) predicts 90 s a seed, 270 s for three seeds queued as one-seed u2's
+    // were not (x 3): 54 s an epoch. With 973.5 s before the reserve, a shortened top rung
+    // (7 epochs, 378 s) still fits after it: ASHA's promotion as it is.
+    expect(at(1000)).toMatchObject({ rung: 2, parentIds: ["u2"], train: { subset: 0, epochs: 5 }, seeds: undefined });
+    // With 573.5 s, nothing longer would fit after rung 2: it trains the 9 epochs that fit
+    // in 85% of that now, at the top rung.
+    const last = at(600)!;
+    expect(last).toMatchObject({ rung: 3, parentIds: ["u2"], train: { subset: 0, epochs: 9 }, seeds: undefined });
+    expect(last.rationale).toMatch(/the run's last long training: after rung 2's 5 epochs \(predicted 270 s\) no longer training would fit, so it trains the 9 epochs that fit now/);
+    // ... but not while another long training runs: the two would share the slots.
+    const running: EventInit = { runId: RUN, trialId: "v", body: { case: "trialProposed", value: { rung: 2, parentIds: ["u1"], surface: Surface.DATA } } };
+    expect(at(600, [running])).toBeUndefined();
+    // With 323.5 s, no more than rung 2's 5 epochs fit: ASHA's promotion as it is.
+    expect(at(350)).toMatchObject({ rung: 2, train: { epochs: 5 } });
+  });
+
   it("lets the surrogate choose among the chosen surface's edits once four rung-0 trials are in", () => {
     const starts = initialBuiltin(input([]), 4);
     const events: EventInit[] = starts.flatMap((p, i): EventInit[] => [
