@@ -95,6 +95,22 @@ function fromLineage<T>(runId: string, what: string, load: () => Promise<T>): Pr
   return value;
 }
 
+let slots: Promise<number | undefined> | undefined;
+
+/** The runner's training slots, asked once: what the budget plan counts a trial's seeds in rounds of. */
+function runnerSlots(ctx: AgentContext): Promise<number | undefined> {
+  slots ??= ctx
+    .runner()
+    .health({}, { timeoutMs: 5_000 })
+    .then((h) => h.slots || undefined)
+    .catch((err: unknown) => {
+      ctx.log.warn({ err: (err as Error).message }, "runner health not answered; planning seeds as if they ran one after another");
+      slots = undefined;
+      return undefined;
+    });
+  return slots;
+}
+
 async function planInput(ctx: AgentContext, state: RunState, seed: number): Promise<PlanInput> {
   const info = await datasetInfo(ctx.runner(), state.goal);
   const input: PlanInput = {
@@ -107,6 +123,7 @@ async function planInput(ctx: AgentContext, state: RunState, seed: number): Prom
     },
     failedElsewhere: await fromLineage(state.runId, "failed", () => failedInLineage(ctx, state)),
     nowMs: Date.now(),
+    slots: await runnerSlots(ctx),
   };
   input.pastObservations = await fromLineage(state.runId, "past", () => pastObservations(ctx, input));
   return input;

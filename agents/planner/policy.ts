@@ -59,6 +59,8 @@ export interface PlanInput {
   nowMs?: number;
   /** Rung-0 results of past runs on the same dataset (lineage warm start), weighted below this run's. */
   pastObservations?: Observation[];
+  /** Training slots of the runner (its Health); unknown: a trial's seeds are taken to run one after another. */
+  slots?: number;
 }
 
 export type Policy = (input: PlanInput, index: number) => Proposal | undefined;
@@ -318,13 +320,18 @@ function rungs(input: PlanInput): Fidelity[] {
  * How much longer a trial with `seeds` seeds takes from start to its last
  * seed than its slowest seed: its seeds share the runner's slots with each
  * other and with the run's other trials in flight. The parent's, measured,
- * scaled by the ratio of seeds (pessimistic: more seeds also use more slots).
+ * scaled by the rounds its seeds take on the runner's slots against the
+ * parent's (pessimistic: the run's other trials use slots too, yet a
+ * 30-minute run's 3-seed training on 2 slots took 1.6 times its slowest
+ * seed, not the 2 rounds assumed here; without the slot count, 3 as if
+ * seeds ran one after another, it was planned 6 epochs where 9 fitted).
  */
-function queueFactor(parent: TrialState, seeds: number): number {
+function queueFactor(input: PlanInput, parent: TrialState, seeds: number): number {
   const result = parent.evaluated?.result;
   const seed = slowestSeedSeconds(parent);
   const measured = result?.seconds && seed ? Math.max(1, result.seconds / seed) : 1;
-  return measured * Math.max(1, seeds / (result?.seedResults.length || seeds));
+  const rounds = (n: number) => Math.ceil(n / (input.slots || 1));
+  return measured * Math.max(1, rounds(seeds) / rounds(result?.seedResults.length || seeds));
 }
 
 /** Seeds a proposal evaluates with. */
@@ -341,7 +348,7 @@ function overBudget(input: PlanInput, parent: TrialState, predicted: number | un
   if (predicted === undefined) return undefined;
   const trialBudget = input.state.settings?.trialTimeBudgetS ?? 0;
   if (trialBudget > 0 && predicted > trialBudget * 0.85) return `predicted ${predicted.toFixed(0)} s exceeds the trial budget`;
-  return overRunBudget(budgetPlan(input.state, input.nowMs ?? Date.now()), predicted * queueFactor(parent, seeds));
+  return overRunBudget(budgetPlan(input.state, input.nowMs ?? Date.now()), predicted * queueFactor(input, parent, seeds));
 }
 
 /**
@@ -380,7 +387,7 @@ function lastLongTraining(
   const rung = ladderNow[promotion.rung]!;
   if (promotion.rung >= top || rung.subset !== 0 || !((state.goal?.timeBudgetS ?? 0) > 0)) return undefined;
   const plan = budgetPlan(state, input.nowMs ?? Date.now());
-  const perEpoch = (asha.predictedS * queueFactor(promotion.trial, seedsOf(input, asha.proposal))) / rung.epochs;
+  const perEpoch = (asha.predictedS * queueFactor(input, promotion.trial, seedsOf(input, asha.proposal))) / rung.epochs;
   const after = plan.availableS - perEpoch * rung.epochs;
   if (SHORTENED_MARGIN * after >= perEpoch * (rung.epochs + MORE_EPOCHS)) return undefined;
   if ([...state.trials.values()].some((t) => isClaimingPromotion(t) && !t.judged)) return "wait";
@@ -442,7 +449,7 @@ function exploit(input: PlanInput, ladderNow: Fidelity[]): Proposal | undefined 
     rationale: `exploit: ${who} (CI low ${pct(scoreOf(pick))}) trains at rung ${rung} now, since ${why}; ${candidate.proposal.rationale}`,
   });
   const flatWhy = `the best CI low has not risen in the last ${since} judged trials`;
-  const wallOf = (c: { proposal: Proposal; predictedS: number }) => c.predictedS * queueFactor(pick, seedsOf(input, c.proposal));
+  const wallOf = (c: { proposal: Proposal; predictedS: number }) => c.predictedS * queueFactor(input, pick, seedsOf(input, c.proposal));
   const full = promotionAt(input, { trial: pick, rung: top, reason: "" }, ladderNow);
   if (!full) {
     const shortened = fittedTop(input, pick, ladderNow, (c) => wallOf(c) <= SHORTENED_MARGIN * plan.availableS);

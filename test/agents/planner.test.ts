@@ -189,11 +189,11 @@ describe("built-in planner", () => {
       timed(evaluated(`u${i}`, 0.88 + i / 100), 30),
       { runId: RUN, trialId: `u${i}`, body: { case: "trialJudged", value: { verdict: Verdict.ACCEPT, decision: Decision.ITERATE } } },
     ]);
-    const at = (remainingS: number, extra: EventInit[] = []) => {
+    const at = (remainingS: number, extra: EventInit[] = [], slots?: number) => {
       const late = input([...events, ...extra]);
       late.state.goal!.timeBudgetS = 1000;
       late.state.settings!.trialTimeBudgetS = 0;
-      return promote({ ...late, nowMs: 1000 + (1000 - remainingS) * 1000 });
+      return promote({ ...late, nowMs: 1000 + (1000 - remainingS) * 1000, slots });
     };
     // Rung 2 (54k x 5) predicts 90 s a seed, 270 s for three seeds queued as one-seed u2's
     // were not (x 3): 54 s an epoch. With 973.5 s before the reserve, a shortened top rung
@@ -209,6 +209,10 @@ describe("built-in planner", () => {
     expect(at(600, [running])).toBeUndefined();
     // With 323.5 s, no more than rung 2's 5 epochs fit: ASHA's promotion as it is.
     expect(at(350)).toMatchObject({ rung: 2, train: { epochs: 5 } });
+    // On a runner with 2 slots three seeds take 2 rounds, not 3: 36 s an epoch. With 573.5 s
+    // a shortened top still fits after rung 2; with 433.5 s it does not, and 10 epochs do now.
+    expect(at(600, [], 2)).toMatchObject({ rung: 2, train: { epochs: 5 } });
+    expect(at(460, [], 2)).toMatchObject({ rung: 3, train: { subset: 0, epochs: 10 } });
   });
 
   it("lets the surrogate choose among the chosen surface's edits once four rung-0 trials are in", () => {
