@@ -387,15 +387,13 @@ function lastLongTraining(
   const rung = ladderNow[promotion.rung]!;
   if (promotion.rung >= top || rung.subset !== 0 || !((state.goal?.timeBudgetS ?? 0) > 0)) return undefined;
   const plan = budgetPlan(state, input.nowMs ?? Date.now());
-  const perEpoch = (asha.predictedS * queueFactor(input, promotion.trial, seedsOf(input, asha.proposal))) / rung.epochs;
+  const perEpoch = wallOf(input, promotion.trial, asha) / rung.epochs;
   const after = plan.availableS - perEpoch * rung.epochs;
   if (SHORTENED_MARGIN * after >= perEpoch * (rung.epochs + MORE_EPOCHS)) return undefined;
   if ([...state.trials.values()].some((t) => isClaimingPromotion(t) && !t.judged)) return "wait";
-  const full = ladderNow[top]!;
-  const epochs = Math.min(full.epochs, Math.floor((SHORTENED_MARGIN * plan.availableS) / perEpoch));
-  if (epochs <= rung.epochs) return undefined;
-  const stretched = promotionAt(input, { ...promotion, rung: top }, ladderNow, { ...full, epochs });
+  const stretched = fittedTop(input, promotion.trial, ladderNow, rung.epochs + 1, (c) => wallOf(input, promotion.trial, c) <= SHORTENED_MARGIN * plan.availableS);
   if (!stretched) return undefined;
+  const epochs = stretched.proposal.train.epochs;
   return {
     ...stretched.proposal,
     rationale: `${promotion.reason}; the run's last long training: after rung ${promotion.rung}'s ${rung.epochs} epochs (predicted ${(perEpoch * rung.epochs).toFixed(0)} s) no longer training would fit, so it trains the ${epochs} epochs that fit now; ${stretched.proposal.rationale}`,
@@ -449,10 +447,11 @@ function exploit(input: PlanInput, ladderNow: Fidelity[]): Proposal | undefined 
     rationale: `exploit: ${who} (CI low ${pct(scoreOf(pick))}) trains at rung ${rung} now, since ${why}; ${candidate.proposal.rationale}`,
   });
   const flatWhy = `the best CI low has not risen in the last ${since} judged trials`;
-  const wallOf = (c: { proposal: Proposal; predictedS: number }) => c.predictedS * queueFactor(input, pick, seedsOf(input, c.proposal));
   const full = promotionAt(input, { trial: pick, rung: top, reason: "" }, ladderNow);
   if (!full) {
-    const shortened = fittedTop(input, pick, ladderNow, (c) => wallOf(c) <= SHORTENED_MARGIN * plan.availableS);
+    const below = ladderNow[top - 1];
+    const least = below && below.subset === ladderNow[top]!.subset ? below.epochs + MORE_EPOCHS : 1;
+    const shortened = fittedTop(input, pick, ladderNow, least, (c) => wallOf(input, pick, c) <= SHORTENED_MARGIN * plan.availableS);
     if (shortened) {
       const budget = state.goal?.timeBudgetS ?? 0;
       const spent = (nowMs - state.startedAtMs) / 1000;
@@ -463,14 +462,14 @@ function exploit(input: PlanInput, ladderNow: Fidelity[]): Proposal | undefined 
         top,
         flat
           ? flatWhy
-          : `the run has spent ${Math.round((100 * spent) / budget)}% of its budget exploring, and ${epochs} of the top rung's ${ladderNow[top]!.epochs} epochs (predicted ${wallOf(shortened).toFixed(0)} s) fit before the reserve`,
+          : `the run has spent ${Math.round((100 * spent) / budget)}% of its budget exploring, and ${epochs} of the top rung's ${ladderNow[top]!.epochs} epochs (predicted ${wallOf(input, pick, shortened).toFixed(0)} s) fit before the reserve`,
       );
     }
   }
   for (let rung = top; rung > from; rung--) {
     const candidate = rung === top ? full : promotionAt(input, { trial: pick, rung, reason: "" }, ladderNow);
     if (!candidate) continue;
-    const wall = wallOf(candidate);
+    const wall = wallOf(input, pick, candidate);
     if (plan.availableS >= 2 * wall && !flat) return undefined;
     return exploitAt(candidate, rung, flat ? flatWhy : `its predicted ${wall.toFixed(0)} s still fit the ${plan.availableS.toFixed(0)} s left before the reserve`);
   }
@@ -491,18 +490,22 @@ const SHORTENED_MARGIN = 0.85;
  */
 const MORE_EPOCHS = 2;
 
-/** The top rung's data with the most epochs that fit the budget now (and `fits`), or undefined when too few would. */
+/** A candidate's predicted wall time: its slowest seed, queued as its parent's seeds were. */
+function wallOf(input: PlanInput, parent: TrialState, c: { proposal: Proposal; predictedS: number }): number {
+  return c.predictedS * queueFactor(input, parent, seedsOf(input, c.proposal));
+}
+
+/** The top rung's data with the most epochs, from its own down to `least`, that fit the budget now and `fits`. */
 function fittedTop(
   input: PlanInput,
   pick: TrialState,
   ladderNow: Fidelity[],
+  least: number,
   fits: (c: { proposal: Proposal; predictedS: number }) => boolean,
 ): { proposal: Proposal; predictedS: number } | undefined {
   const top = ladderNow.length - 1;
   const full = ladderNow[top]!;
-  const below = ladderNow[top - 1];
-  const least = below && below.subset === full.subset ? below.epochs + MORE_EPOCHS : 1;
-  for (let epochs = full.epochs - 1; epochs >= least; epochs--) {
+  for (let epochs = full.epochs; epochs >= least; epochs--) {
     const candidate = promotionAt(input, { trial: pick, rung: top, reason: "" }, ladderNow, { ...full, epochs });
     if (candidate && fits(candidate)) return candidate;
   }
