@@ -79,7 +79,8 @@ export class Evaluator {
     const d = this.opts.pool.device;
     return create(DeviceInfoSchema, {
       kind: d?.kind ?? "unknown",
-      name: d?.name ?? "",
+      // The fork server cannot ask CUDA for the GPU's name without initialising it; nvidia-smi knows it.
+      name: (d?.kind === "cuda" && this.gpus()[0]?.name) || (d?.name ?? ""),
       torchVersion: d?.torch_version ?? "",
       sandboxed: this.opts.pool.sandboxed,
       gpus: d?.kind === "cuda" ? this.gpus().length : 0,

@@ -26,7 +26,6 @@ export interface PoolOptions {
 interface Waiter {
   resolve: (w: Worker) => void;
   reject: (e: unknown) => void;
-  signal?: AbortSignal;
 }
 
 export class WorkerPool {
@@ -70,17 +69,17 @@ export class WorkerPool {
     const worker = this.idle.shift();
     if (worker) return Promise.resolve(worker);
     return new Promise((resolve, reject) => {
-      const waiter: Waiter = { resolve, reject, signal };
+      const onAbort = () => {
+        const i = this.queue.indexOf(waiter);
+        if (i >= 0) this.queue.splice(i, 1);
+        reject(new ResearchError("crash", "cancelled while queued"));
+      };
+      // The listener goes with the wait: an evaluation's seeds and scorings all wait on one signal,
+      // and listeners left behind piled up past Node's warning threshold (11 on a GPU host).
+      const settle = () => signal?.removeEventListener("abort", onAbort);
+      const waiter: Waiter = { resolve: (w) => (settle(), resolve(w)), reject: (e) => (settle(), reject(e)) };
       this.queue.push(waiter);
-      signal?.addEventListener(
-        "abort",
-        () => {
-          const i = this.queue.indexOf(waiter);
-          if (i >= 0) this.queue.splice(i, 1);
-          reject(new ResearchError("crash", "cancelled while queued"));
-        },
-        { once: true },
-      );
+      signal?.addEventListener("abort", onAbort, { once: true });
     });
   }
 

@@ -34,6 +34,7 @@ try:
 except ImportError:  # torch 1.x has none
     pass
 
+import accel
 import augment
 import metrics
 import policy
@@ -43,46 +44,6 @@ from failures import Stage, TaskFailure, classify, tail
 MODEL_FILE = "model.py"
 # The validation curve (val_loss, val_accuracy) is the referee's: the runner adds it.
 CURVE_KEYS = ("train_loss", "train_accuracy", "lr")
-
-
-def _cpu_name():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "cpu"
-
-
-def probe_device():
-    """Device info without initialising CUDA: a forked child could not use it afterwards.
-
-    With PYTORCH_NVML_BASED_CUDA_CHECK=1 (set by the zygote before importing torch)
-    is_available() asks NVML instead of the CUDA driver; the GPU's name would need
-    the driver, so it stays "cuda" until a job reports the real one.
-    """
-    if torch.cuda.is_available():
-        return {"kind": "cuda", "name": "cuda", "torch_version": torch.__version__}
-    if torch.backends.mps.is_available():
-        return {"kind": "mps", "name": "Apple MPS", "torch_version": torch.__version__}
-    return {"kind": "cpu", "name": _cpu_name(), "torch_version": torch.__version__}
-
-
-def _device():
-    if torch.cuda.is_available():
-        return torch.device("cuda")
-    if torch.backends.mps.is_available():
-        return torch.device("mps")
-    return torch.device("cpu")
-
-
-def _device_info(device):
-    info = probe_device()
-    if device.type == "cuda":
-        info["name"] = torch.cuda.get_device_name(device)
-    return info
 
 
 def _seed_everything(seed):
@@ -134,26 +95,34 @@ def _check_output(out, batch, num_classes, where):
 
 
 class _Data:
-    """The cached arrays as tensors on the device; batches are standardised as they are drawn.
+    """The cached arrays as tensors; batches are standardised as they are drawn.
 
-    On CPU torch.from_numpy shares the zygote's pages (copy-on-write after the fork),
-    so a job starts without copying or converting the dataset.
+    Made on the CPU, where torch.from_numpy shares the zygote's pages (copy-on-write after
+    the fork), so a job starts without copying or converting the dataset; `to` moves it to
+    the job's device once its lane is chosen.
     """
 
-    def __init__(self, split, y_train, device):
+    def __init__(self, split, y_train):
         raw = split.raw
         self.is_text = raw.vocab_size > 0
         self.is_image = raw.x_train.ndim == 4
-        self.x_train = torch.from_numpy(raw.x_train).to(device)
-        self.y_train = torch.from_numpy(y_train).to(device)
-        self.x_test = torch.from_numpy(raw.x_test).to(device)
-        self.train = torch.from_numpy(split.train).to(device)
-        self.val = torch.from_numpy(split.val).to(device)
-        self.test = torch.from_numpy(split.test).to(device)
+        self.x_train = torch.from_numpy(raw.x_train)
+        self.y_train = torch.from_numpy(y_train)
+        self.x_test = torch.from_numpy(raw.x_test)
+        self.train = torch.from_numpy(split.train)
+        self.val = torch.from_numpy(split.val)
+        self.test = torch.from_numpy(split.test)
+        self.mean = self.std = None
         if not self.is_text:
             mean, std = feature_stats(raw.x_train, split.train)
-            self.mean = torch.from_numpy(mean).to(device)
-            self.std = torch.from_numpy(std).to(device)
+            self.mean, self.std = torch.from_numpy(mean), torch.from_numpy(std)
+
+    def to(self, device):
+        for key in ("x_train", "y_train", "x_test", "train", "val", "test", "mean", "std"):
+            value = getattr(self, key)
+            if value is not None:
+                setattr(self, key, value.to(device))
+        return self
 
     def inputs(self, x):
         return x.long() if self.is_text else (x.float() - self.mean) / self.std
@@ -245,34 +214,7 @@ class _Ema:
             self.swap(model)
 
 
-def _amp_dtype(recipe, device):
-    """The autocast dtype of a mixed-precision recipe on this device, or None: bf16 where the GPU
-    has it (fp32's range, so no loss scaling), else fp16 with a scaler. CPUs train in fp32."""
-    if not (recipe["amp"] and device.type == "cuda"):
-        return None
-    return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
-
-
-def _grad_scaler(enabled):
-    # torch.amp.GradScaler from torch 2.3; torch.cuda.amp's is deprecated there and all 1.x has.
-    if hasattr(torch.amp, "GradScaler"):
-        return torch.amp.GradScaler("cuda", enabled=enabled)
-    return torch.cuda.amp.GradScaler(enabled=enabled)
-
-
-def _set_determinism(recipe, cuda):
-    """cuDNN autotuning picks the fastest kernels by timing them, which is itself nondeterministic;
-    a deterministic recipe gives it up along with torch's nondeterministic algorithms."""
-    if recipe["deterministic"]:
-        # cuBLAS reads this when its first handle is created, which is after this point.
-        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-        torch.use_deterministic_algorithms(True, warn_only=True)
-    if cuda:
-        torch.backends.cudnn.deterministic = recipe["deterministic"]
-        torch.backends.cudnn.benchmark = not recipe["deterministic"]
-
-
-def _predict(model, data, x_all, idx, batch_size, amp_dtype, channels_last, what):
+def _predict(model, data, x_all, idx, batch_size, acc, amp_dtype, channels_last, what):
     """The model's predictions on x_all[idx] as the referee takes them (metrics.encode)."""
     model.eval()
     outputs = []
@@ -281,7 +223,7 @@ def _predict(model, data, x_all, idx, batch_size, amp_dtype, channels_last, what
             x = data.inputs(x_all[chunk])
             if channels_last:
                 x = x.contiguous(memory_format=torch.channels_last)
-            with torch.autocast("cuda", dtype=amp_dtype or torch.float16, enabled=amp_dtype is not None):
+            with acc.autocast(amp_dtype):
                 outputs.append(model(x).float())
         logits = torch.cat(outputs)
     if not torch.isfinite(logits).all():
@@ -306,27 +248,43 @@ def _load_weights(model, fd, device):
         model.load_state_dict(torch.load(f, map_location=device, weights_only=True))
 
 
+def _param_count(model):
+    try:
+        return sum(p.numel() for p in model.parameters())
+    except ValueError:  # a lazy module's parameters have no shape before the first forward
+        return 0
+
+
+def _training_flops(model, data, recipe):
+    """The job's predicted FLOPs, for the CPU lane (accel.py), or None where there is no lane to
+    choose: one example's forward pass, counted by the summary's hooks, ~3 times per trained
+    example (forward and backward) and once per validated one."""
+    passes = 3 * len(data.train) * recipe["epochs"] + len(data.val) * (recipe["epochs"] + 1)
+    if not accel.lane_open(_param_count(model), passes):
+        return None
+    x = data.inputs(data.x_train[data.train[:1]])
+    _, layers = _traced(model, x, f"forward pass on 1 training sample of shape {list(x.shape)}")
+    return passes * sum(layer["flops"] for layer in layers)
+
+
 def train(spec, split, emit, t0):
     recipe = spec["recipe"]
     seed = spec["seed"]
     _seed_everything(seed)
-    device = _device()
-    fraction = spec["limits"]["gpu_memory_fraction"]
-    if device.type == "cuda" and fraction > 0:
-        # The runner's slots on this GPU split its memory: an OOM stays with the trial that grew.
-        torch.cuda.set_per_process_memory_fraction(fraction, device)
     y_train = _read_labels(spec["labels_fd"])
     model = build_model(spec)
-    with Stage("crash", "preparing the dataset on the device"):
-        data = _Data(split, y_train, device)
+    data = _Data(split, y_train)
+    acc = accel.choose(_training_flops(model, data, recipe))
+    acc.cap_memory(spec["limits"]["gpu_memory_fraction"])
+    with Stage("crash", "moving the dataset to the device"):
+        data.to(acc.tensors)
     num_classes = len(split.raw.class_names)
-    cuda = device.type == "cuda"
-    amp_dtype = _amp_dtype(recipe, device)
-    channels_last = recipe["channels_last"] and cuda and data.is_image
+    amp_dtype = acc.amp_dtype(recipe["amp"])
+    channels_last = recipe["channels_last"] and acc.cuda and data.is_image
     use_augment = augment.wanted(recipe["augment"]) and data.is_image
-    _set_determinism(recipe, cuda)
+    acc.set_determinism(recipe["deterministic"])
     with Stage("crash", "moving the model to the device"):
-        model = model.to(device, memory_format=torch.channels_last) if channels_last else model.to(device)
+        model = model.to(acc.tensors, memory_format=torch.channels_last) if channels_last else model.to(acc.tensors)
 
     probe = data.inputs(data.x_train[data.train[:2]])
     what = f"forward pass on {len(probe)} training samples of shape {list(probe.shape)}"
@@ -343,7 +301,7 @@ def train(spec, split, emit, t0):
 
     loaded = spec["weights"] == "load"
     if loaded:
-        _load_weights(model, spec["weights_fd"], device)
+        _load_weights(model, spec["weights_fd"], acc.tensors)
     optimizer = _optimizer(model, recipe)
     batch_size = min(recipe["batch_size"], len(data.train))
     n_train = len(data.train)
@@ -351,19 +309,21 @@ def train(spec, split, emit, t0):
     steps_per_epoch = n_train // batch_size + (1 if n_train % batch_size > 1 else 0)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _lr_factor(recipe, steps_per_epoch))
     criterion = nn.CrossEntropyLoss(label_smoothing=recipe["label_smoothing"])
-    scaler = _grad_scaler(enabled=amp_dtype == torch.float16)
+    scaler = acc.grad_scaler(enabled=amp_dtype == torch.float16)
     eval_batch = max(256, batch_size)
     # Validation and test see the averaged weights when there are any, so curves and final metrics agree.
     ema = _Ema(model, recipe["ema_decay"]) if recipe["ema_decay"] > 0 else None
     curve = {key: [] for key in CURVE_KEYS}
     seconds_to_first_step = None
+    autotune = accel.Autotune(acc, recipe["deterministic"], recipe["epochs"])
 
     epochs = 0 if loaded else recipe["epochs"]
     for epoch in range(1, epochs + 1):
+        autotune.epoch_started(epoch)
         model.train()
-        order = data.train[torch.randperm(n_train, device=device)]
+        order = data.train[torch.randperm(n_train, device=acc.tensors)]
         loss_sum, seen = 0.0, 0
-        correct = torch.zeros((), dtype=torch.long, device=device)
+        correct = torch.zeros((), dtype=torch.long, device=acc.tensors)
         for step in range(1, steps_per_epoch + 1):
             idx = order[(step - 1) * batch_size: step * batch_size]
             x, y = data.inputs(data.x_train[idx]), data.y_train[idx]
@@ -372,7 +332,7 @@ def train(spec, split, emit, t0):
             if channels_last:
                 x = x.contiguous(memory_format=torch.channels_last)
             with Stage("crash", f"training step {step} of epoch {epoch}"):
-                with torch.autocast("cuda", dtype=amp_dtype or torch.float16, enabled=amp_dtype is not None):
+                with acc.autocast(amp_dtype):
                     logits = model(x)
                     if epoch == 1 and step == 1:
                         _check_output(logits, len(y), num_classes, "forward pass in training mode")
@@ -392,8 +352,7 @@ def train(spec, split, emit, t0):
                 if ema:
                     ema.update(model)
             if seconds_to_first_step is None:
-                if cuda:
-                    torch.cuda.synchronize()
+                acc.synchronize()
                 seconds_to_first_step = time.monotonic() - t0
                 emit({"kind": "first_step", "seconds": seconds_to_first_step})
             loss_sum += value * len(y)
@@ -401,7 +360,7 @@ def train(spec, split, emit, t0):
             correct += (logits.detach().argmax(1) == y).sum()
 
         with ema.applied(model) if ema else contextlib.nullcontext():
-            val_predictions = _predict(model, data, data.x_train, data.val, eval_batch, amp_dtype, channels_last,
+            val_predictions = _predict(model, data, data.x_train, data.val, eval_batch, acc, amp_dtype, channels_last,
                                        f"predicting the validation split after epoch {epoch}")
         point = {"train_loss": loss_sum / seen, "train_accuracy": correct.item() / seen,
                  "lr": optimizer.param_groups[0]["lr"]}
@@ -409,9 +368,10 @@ def train(spec, split, emit, t0):
             curve[key].append(point[key])
         emit({"kind": "epoch", "seed": seed, "epoch": epoch, "epochs": recipe["epochs"], **point,
               "val_predictions": val_predictions, "seconds": time.monotonic() - t0})
+        autotune.epoch_ended(epoch)
 
     if loaded:
-        val_predictions = _predict(model, data, data.x_train, data.val, eval_batch, amp_dtype, channels_last,
+        val_predictions = _predict(model, data, data.x_train, data.val, eval_batch, acc, amp_dtype, channels_last,
                                    "predicting the validation split with the loaded weights")
     elif spec["weights"] == "keep":
         with ema.applied(model) if ema else contextlib.nullcontext():
@@ -425,7 +385,7 @@ def train(spec, split, emit, t0):
         if not len(data.test):
             raise TaskFailure("invalid_config", f"{split.raw.name}: the test split is empty")
         with ema.applied(model) if ema else contextlib.nullcontext():
-            outputs["test_predictions"] = _predict(model, data, data.x_test, data.test, eval_batch, amp_dtype,
+            outputs["test_predictions"] = _predict(model, data, data.x_test, data.test, eval_batch, acc, amp_dtype,
                                                    channels_last, "predicting the test split")
     return {
         **outputs,
@@ -435,7 +395,7 @@ def train(spec, split, emit, t0):
         "seconds_to_first_step": seconds_to_first_step,
         "epochs_completed": epochs,
         "params": params, "num_classes": num_classes, "class_names": list(split.raw.class_names),
-        "device": _device_info(device),
+        "device": acc.info(),
     }
 
 
@@ -487,14 +447,8 @@ def _hooked_modules(model):
             yield name or type(module).__name__, module
 
 
-def summarize(spec):
-    _seed_everything(0)
-    model = build_model(spec)
-    shape = [1] + spec["input_shape"]
-    if spec["input_dtype"] == "int64":
-        x = torch.randint(1, spec["vocab_size"], shape)
-    else:
-        x = torch.randn(shape)
+def _traced(model, x, what):
+    """The model's output on x, and per hooked layer its output shape, parameters and FLOPs."""
     layers = []
 
     def record(name):
@@ -509,13 +463,28 @@ def summarize(spec):
     handles = [module.register_forward_hook(record(name)) for name, module in _hooked_modules(model)]
     # Gradients stay enabled: under no_grad, eval-mode transformer layers take a fused
     # fast path that never calls their submodules, and their FLOPs would go unseen.
-    with Stage("shape_error", f"forward pass on one sample of shape {shape}"):
-        model.eval()
-        out = model(x)
-    for handle in handles:
-        handle.remove()
+    try:
+        with Stage("shape_error", what):
+            model.eval()
+            out = model(x)
+    finally:
+        for handle in handles:
+            handle.remove()
+    return out, layers
+
+
+def summarize(spec):
+    _seed_everything(0)
+    model = build_model(spec)
+    shape = [1] + spec["input_shape"]
+    if spec["input_dtype"] == "int64":
+        x = torch.randint(1, spec["vocab_size"], shape)
+    else:
+        x = torch.randn(shape)
+    what = f"forward pass on one sample of shape {shape}"
+    out, layers = _traced(model, x, what)
     if spec["num_classes"]:
-        _check_output(out, 1, spec["num_classes"], f"forward pass on one sample of shape {shape}")
+        _check_output(out, 1, spec["num_classes"], what)
     elif not isinstance(out, torch.Tensor):
         raise TaskFailure("shape_error", f"forward returned {type(out).__name__}, expected a tensor")
     total = sum(p.numel() for p in model.parameters())

@@ -49,6 +49,7 @@ import time  # noqa: E402
 import traceback  # noqa: E402
 from collections import OrderedDict, deque  # noqa: E402
 
+import accel  # noqa: E402
 import datasets  # noqa: E402
 import metrics  # noqa: E402
 import script  # noqa: E402
@@ -350,7 +351,7 @@ class Zygote:
         self.pidns = pidns and _in_bwrap_pid_namespace()
         if pidns and not self.pidns:
             _log("--pidns given but pid 1 is not bwrap: cleaning up by process group only")
-        self.device = trainer.probe_device()
+        self.device = accel.probe()
         self.inbox = deque()
         self.stdin_buffer = b""
         self.stdin_open = True

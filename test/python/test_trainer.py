@@ -148,12 +148,6 @@ def test_a_deterministic_recipe_turns_on_torchs_deterministic_algorithms():
     assert first["kind"] == "result" and first["learning_curve"] == second["learning_curve"]
 
 
-def test_mixed_precision_is_a_gpu_recipe():
-    device = torch.device("cpu")
-    assert trainer._amp_dtype({"amp": True}, device) is None
-    assert not trainer._grad_scaler(enabled=False).is_enabled()
-
-
 @pytest.mark.skipif(torch.cuda.is_available(), reason="cuDNN's autotuned kernels are not bitwise deterministic")
 def test_an_average_of_the_weights_is_evaluated_without_changing_training():
     recipe = {"epochs": 3, "batch_size": 16, "lr": 0.01}

@@ -2,7 +2,13 @@ import { describe, expect, it } from "vitest";
 import { execFileSync } from "node:child_process";
 import { createLogger } from "../../core/logger.js";
 import { ResearchError } from "../../core/failure.js";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Evaluator } from "../../gpu-runner/evaluator.js";
 import { defaultSlots, parseNvidiaSmi } from "../../gpu-runner/gpus.js";
+import { WorkerPool } from "../../gpu-runner/pool.js";
+import { WeightStore } from "../../gpu-runner/weights.js";
 import { workerLaunch } from "../../gpu-runner/sandbox.js";
 import { startRunner } from "../../gpu-runner/server.js";
 import { DEFAULT_PYTHON } from "../../core/config.js";
@@ -39,6 +45,23 @@ describe("GPU host sizing", () => {
     expect(env(undefined)).toBeUndefined();
     expect(workerLaunch({ ...base, sandbox: false, visibleGpus: "" }).env.CUDA_VISIBLE_DEVICES).toBe("");
   });
+});
+
+it("Health names the GPU from nvidia-smi, which a fork server cannot ask CUDA for, and splits its memory between the slots", () => {
+  const logger = createLogger("test-gpus");
+  logger.level = "silent";
+  const scratch = mkdtempSync(join(tmpdir(), "gpus-test-"));
+  try {
+    // A pool never started: its workers' report is what a CUDA host's fork servers send (trainer's accel.probe).
+    const pool = new WorkerPool({ slots: 8, sandbox: true, gpus: 1, scratchRoot: scratch, logger, launch: () => ({ command: "false", args: [], env: {} }) });
+    pool.device = { kind: "cuda", name: "cuda", torch_version: "2.11.0+cu130" };
+    const evaluator = new Evaluator({ pool, quick: pool, referee: pool, dataRoots: [], weights: new WeightStore(scratch), gpus: parseNvidiaSmi(H100), logger });
+    const device = evaluator.health().device!;
+    expect(device.name).toBe("NVIDIA H100 80GB HBM3");
+    expect([device.kind, device.gpus, device.gpuMemoryMb]).toEqual(["cuda", 1, 81559n]);
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
 });
 
 it("a runner asked for CUDA on a host without it refuses to start, and leaves no worker behind", async () => {

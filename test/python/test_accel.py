@@ -1,0 +1,123 @@
+"""The worker's CUDA path on a CPU machine: every torch.cuda call goes through torch's own
+wrappers over a strict stand-in for CUDA's C layer (cuda_standin.py); the CPU lane and the
+autotuning policy choose as measured on a GPU host."""
+
+import os
+
+import pytest
+import torch
+
+import accel
+import trainer
+from cuda_standin import cuda_standin
+from test_trainer import IMAGES, run
+
+# Several epochs on 640 examples: past a lowered CPU-lane threshold, with a mixed-precision GPU recipe.
+GPU_RECIPE = {"epochs": 3, "batch_size": 64, "amp": True, "channels_last": True, "ema_decay": 0.9,
+              "augment": {"hflip": True, "crop_padding": 1, "cutout": 2}}
+LARGER = {**IMAGES, "subset": 640}
+
+
+def test_the_stand_in_refuses_what_torch_2_11_refused_on_a_real_h200(monkeypatch):
+    """The call that crashed every CUDA job: a device without an index where torch needs one."""
+    with cuda_standin(monkeypatch):
+        with pytest.raises(ValueError, match="with a specified index"):
+            torch.cuda.set_per_process_memory_fraction(0.25, torch.device("cuda"))
+        with pytest.raises(TypeError, match="must be `float`"):
+            torch.cuda.set_per_process_memory_fraction(1, 0)
+        torch.cuda.set_per_process_memory_fraction(0.25, 0)
+
+
+def test_a_training_job_makes_every_cuda_call_as_a_gpu_host_accepts_it(monkeypatch):
+    monkeypatch.setattr(accel, "CPU_LANE_FLOPS", 0)
+    with cuda_standin(monkeypatch) as gpu:
+        result, progress = run("train", dataset=LARGER, recipe=GPU_RECIPE, evaluate_test=True,
+                               limits={"gpu_memory_fraction": 0.125})
+        assert result["kind"] == "result", result
+        assert result["device"] == {"kind": "cuda", "name": "NVIDIA H200", "torch_version": torch.__version__}
+        assert gpu.called("set_memory_fraction") == [(0.125, 0)]
+        assert gpu.called("synchronize") == [(0,)]  # once, for the time to the first step
+        assert not torch.backends.cudnn.deterministic and torch.get_float32_matmul_precision() == "high"
+    assert [e["epoch"] for e in progress if e["kind"] == "epoch"] == [1, 2, 3]
+
+
+def test_a_deterministic_recipe_turns_off_autotuning_and_tf32(monkeypatch):
+    monkeypatch.setattr(accel, "CPU_LANE_FLOPS", 0)
+    monkeypatch.setattr(accel, "AUTOTUNE_AFTER_S", 0)
+    with cuda_standin(monkeypatch):
+        try:
+            result, _ = run("train", dataset=LARGER, recipe={**GPU_RECIPE, "deterministic": True})
+            assert result["kind"] == "result", result
+            assert torch.backends.cudnn.deterministic and not torch.backends.cudnn.benchmark
+            assert torch.get_float32_matmul_precision() == "highest"
+        finally:
+            torch.use_deterministic_algorithms(False)
+
+
+@pytest.mark.parametrize("after_s, tuned", [(0.0, True), (3600.0, False)])
+def test_autotuning_starts_after_the_first_epoch_when_the_rest_pays_for_it(monkeypatch, after_s, tuned):
+    monkeypatch.setattr(accel, "CPU_LANE_FLOPS", 0)
+    monkeypatch.setattr(accel, "AUTOTUNE_AFTER_S", after_s)
+    seen = []
+    real_ended = accel.Autotune.epoch_ended
+
+    def ended(self, epoch):
+        seen.append((epoch, torch.backends.cudnn.benchmark))
+        real_ended(self, epoch)
+    monkeypatch.setattr(accel.Autotune, "epoch_ended", ended)
+    with cuda_standin(monkeypatch):
+        result, _ = run("train", dataset=LARGER, recipe=GPU_RECIPE)
+        assert result["kind"] == "result", result
+        # Epoch 1 always trains without it: its first step is the one a warm job must reach fast.
+        assert seen == [(1, False), (2, tuned), (3, tuned)]
+
+
+def test_a_job_below_the_cpu_lane_never_initialises_cuda(monkeypatch):
+    with cuda_standin(monkeypatch) as gpu:
+        result, _ = run("train", recipe={"epochs": 1, "amp": True, "channels_last": True},
+                        limits={"gpu_memory_fraction": 0.125})
+        assert result["kind"] == "result", result
+        assert result["device"]["kind"] == "cpu"
+        assert gpu.calls == [], gpu.calls
+
+
+def test_the_lane_follows_the_counted_flops(monkeypatch):
+    """A tiny CNN's training on 640 examples costs ~1e8 FLOPs (trainer._training_flops):
+    a threshold above that keeps it on the CPU, one below sends it to the GPU."""
+    with cuda_standin(monkeypatch):
+        for threshold, kind in ((1e9, "cpu"), (1e6, "cuda")):
+            monkeypatch.setattr(accel, "CPU_LANE_FLOPS", threshold)
+            result, _ = run("train", dataset=LARGER, recipe={"epochs": 1})
+            assert result["device"]["kind"] == kind, (threshold, result["device"])
+
+
+def test_the_fork_server_probe_asks_nvml_and_never_initialises_cuda(monkeypatch):
+    monkeypatch.setenv("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
+    with cuda_standin(monkeypatch) as gpu:
+        assert accel.probe() == {"kind": "cuda", "name": "cuda", "torch_version": torch.__version__}
+        assert not gpu.initialised
+
+
+def test_a_gpu_without_bf16_trains_mixed_precision_in_fp16_with_a_scaler(monkeypatch):
+    with cuda_standin(monkeypatch, name="Tesla T4", major=7):
+        acc = accel.choose(None)
+        assert acc.amp_dtype(True) is torch.float16 and acc.amp_dtype(False) is None
+        assert acc.grad_scaler(enabled=True).is_enabled()
+        assert acc.info()["name"] == "Tesla T4"
+
+
+def test_without_cuda_mixed_precision_is_off_and_nothing_touches_the_gpu():
+    acc = accel.choose(10 ** 15)
+    assert acc.kind == ("mps" if torch.backends.mps.is_available() else "cpu")
+    assert acc.amp_dtype(True) is None
+    assert not acc.grad_scaler(enabled=False).is_enabled()
+    acc.synchronize()
+    acc.cap_memory(0.5)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU: the stand-in covers the calls on CPU")
+def test_on_a_real_gpu_a_job_trains_with_the_calls_the_stand_in_checked():
+    os.environ.setdefault("PYTORCH_NVML_BASED_CUDA_CHECK", "1")
+    result, _ = run("train", dataset=LARGER, recipe=GPU_RECIPE, limits={"gpu_memory_fraction": 0.125})
+    assert result["kind"] == "result", result
+    assert trainer.accel is accel
