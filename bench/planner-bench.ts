@@ -58,7 +58,7 @@ async function oneRun(planner: string, repeat: number): Promise<RunRecord> {
   const t0 = Date.now();
   try {
     const outcome = await runGoal(swarm, {
-      start: { goal, settings: runSettings(goal, { planner, maxTrials: Number(a["max-trials"]), rngSeed: repeat }, workspace) },
+      start: { goal, settings: runSettings(goal, { planner, maxTrials: Number(a["max-trials"]), rngSeed: repeat }, workspace, swarm.runnerHealth) },
       log,
       onEvent: (e) => {
         events.push(e);

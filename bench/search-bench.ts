@@ -141,7 +141,7 @@ async function swarmRun(planner: string, repeat: number): Promise<RunRecord> {
   const t0 = Date.now();
   try {
     const outcome = await runGoal(swarm, {
-      start: { goal, settings: runSettings(goal, { planner, maxTrials: Number(a["max-trials"]), rngSeed: repeat + 1, trialTimeBudgetS: Number(a["trial-budget-s"]) }, workspace) },
+      start: { goal, settings: runSettings(goal, { planner, maxTrials: Number(a["max-trials"]), rngSeed: repeat + 1, trialTimeBudgetS: Number(a["trial-budget-s"]) }, workspace, swarm.runnerHealth) },
       log,
       onEvent: (e) => {
         if (e.body.case === "trialProgress") return;

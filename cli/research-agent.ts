@@ -78,13 +78,13 @@ launch options:
   --max-params N       parameter limit (overrides the goal)
   --data-dir DIR       dataset location (csv/text/mnist/cifar...; default: standard path)
   --seeds N            seeds per trial (default 3)
-  --parallel N         trials in flight at once (default 2)
+  --parallel N         trials in flight at once (default 2; on a GPU runner half its slots, at most 4)
   --planner NAME       builtin (default) or random (the baseline)
-  --subset N           training examples per trial to start with (default: ${SEARCH_DEFAULTS.subset} on large sets)
-  --epochs N           epochs per trial to start with (default ${SEARCH_DEFAULTS.epochs})
+  --subset N           training examples per trial to start with (default: ${SEARCH_DEFAULTS.cpu.subset} on large sets on a CPU, all on a GPU)
+  --epochs N           epochs per trial to start with (default ${SEARCH_DEFAULTS.cpu.epochs})
   --no-research        skip the research brief
   --seed N             planner random seed (default 0)
-  --slots N            runner worker slots (default: CPU count)
+  --slots N            runner worker slots (default: CPU count; on a GPU host one per 10 GiB of GPU memory, at most 8)
   --workspace DIR      where lineage, runs, logs and NATS data live (default ./workspace)
   --nats URL           join an existing NATS instead of starting one
   --resume RUN         continue an interrupted run from the workspace
@@ -272,8 +272,8 @@ function prepareRun(a: RunArgs) {
   } catch (err) {
     fail(`LLM settings: ${(err as Error).message}`);
   }
-  const settings = (research: boolean, seed?: number) =>
-    runSettings(goal!, { ...flags, planner: a.planner, rngSeed: seed ?? flags.rngSeed, research, llm }, workspace);
+  const settings = (swarm: Swarm, research: boolean, seed?: number) =>
+    runSettings(goal!, { ...flags, planner: a.planner, rngSeed: seed ?? flags.rngSeed, research, llm }, workspace, swarm.runnerHealth);
   return { workspace, goal, llmFlags, settings, slots };
 }
 
@@ -354,7 +354,7 @@ async function launch(argv: string[]): Promise<void> {
   const say = (line: string) => void (!a.json && process.stdout.write(`${elapsed(t0)} ${line}\n`));
   await withSwarm(a, run, say, async (swarm, interrupt) => {
     const outcome = await runGoal(swarm, {
-      start: run.goal ? { goal: run.goal, settings: run.settings(!a["no-research"]) } : undefined,
+      start: run.goal ? { goal: run.goal, settings: run.settings(swarm, !a["no-research"]) } : undefined,
       runId: a.resume,
       resume: !!a.resume,
       signal: interrupt,
@@ -416,7 +416,7 @@ async function ablation(argv: string[]): Promise<void> {
   await withSwarm(a, run, say, async (swarm) => {
     const result = await runAblation(swarm, {
       goal: run.goal!,
-      settings: (research, seed) => run.settings(research, seed),
+      settings: (research, seed) => run.settings(swarm, research, seed),
       runs,
       log: quietLogger(),
       onRun: (r) => say(`research ${r.research ? "on " : "off"} seed ${r.seed}: ${r.status}, best ${fmtPct(r.bestMean)} (CI low ${fmtPct(r.bestCiLow)}) in ${r.trials} trials, ${r.seconds.toFixed(0)} s`),

@@ -19,11 +19,26 @@ export const RECIPE_DEFAULTS = {
 export const DEFAULT_SEEDS = 3;
 
 /**
- * Where the planner starts a run when its settings leave subset or epochs at 0:
- * a slice of a large training split, so early comparisons are cheap (the data
- * surface grows it), and a few epochs.
+ * Where the planner starts a run, by the device its runner trains on, where the run's
+ * settings leave subset or epochs at 0. On a CPU a rung-0 probe trains on a slice of a
+ * large training split (the scheduler's promotions grow it), in batches of 128. On a GPU a
+ * whole Fashion-MNIST epoch of the reference CNN takes 0.28 s (H200, bf16, batch 512), and
+ * the job's start-up is most of a short probe's time: probes see every example, in batches
+ * that keep the GPU busy, with bf16 autocast and channels-last memory (docs/BENCHMARKS.md).
+ * The rungs above the probe, the last long training and the time plan use the run's own
+ * measured timings.
  */
-export const SEARCH_DEFAULTS = { epochs: 3, subset: 10_000 } as const;
+export const SEARCH_DEFAULTS = {
+  cpu: { epochs: 3, subset: 10_000, batchSize: 128, amp: false, channelsLast: false },
+  cuda: { epochs: 3, subset: 0, batchSize: 512, amp: true, channelsLast: true },
+} as const satisfies Record<string, { epochs: number; subset: number; batchSize: number; amp: boolean; channelsLast: boolean }>;
+
+export type SearchDevice = keyof typeof SEARCH_DEFAULTS;
+
+/** The runner's device kind as the planner plans for it: Apple's MPS and unknown runners as CPUs. */
+export function searchDevice(kind: string | undefined): SearchDevice {
+  return kind === "cuda" ? "cuda" : "cpu";
+}
 
 /**
  * The runner's learning rate for a request without one: plain SGD needs a far larger

@@ -303,6 +303,12 @@ export const TrainConfigSchema = z
       .lt(1)
       .default(0)
       .describe("decay of an exponential moving average of the weights, used for evaluation (e.g. 0.999); 0 disables"),
+    train_seconds: z
+      .number()
+      .min(0)
+      .max(86400)
+      .default(0)
+      .describe("stop training this many seconds after the first step, annealing the schedule over that time (0: train every epoch)"),
   })
   .refine((c) => c.warmup_epochs < c.epochs || c.warmup_epochs === 0, {
     error: "expected fewer warmup epochs than epochs",

@@ -14,6 +14,7 @@ import { ResearchError } from "../core/failure.js";
 import type { Logger } from "../core/logger.js";
 import { ensureSecrets, loadSecrets, type Secrets } from "../core/secrets.js";
 import { connectRunner, type RunnerClient } from "../gpu-runner/client.js";
+import type { HealthResponse } from "../proto/gen/research/v1/runner_pb.js";
 import { RunSettingsSchema, RunStatus, type Event, type Goal, type RunFinished, type RunSettings } from "../proto/gen/research/v1/events_pb.js";
 import { applyToRunState, emptyRunState, inFlight, runSoFar, type RunState } from "../swarm/run-state.js";
 import { budgetPlan } from "../swarm/budget.js";
@@ -53,16 +54,18 @@ export interface Swarm {
   runnerAddress: string;
   bus: Bus;
   runner: RunnerClient;
+  /** The first runner's health when the swarm came up: its device and slots size a run's defaults (runSettings). */
+  runnerHealth: HealthResponse;
   supervisor: Supervisor;
   stop(): Promise<void>;
 }
 
-async function waitForRunner(client: RunnerClient, timeoutMs: number): Promise<void> {
+async function waitForRunner(client: RunnerClient, timeoutMs: number): Promise<HealthResponse> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
       const h = await client.health({}, { timeoutMs: 2000 });
-      if (h.workersReady > 0) return;
+      if (h.workersReady > 0) return h;
     } catch {
       // not up yet
     }
@@ -150,8 +153,9 @@ export async function startSwarm(opts: SwarmOptions): Promise<Swarm> {
     await bus.close();
     await nats?.stop();
   };
+  let runnerHealth: HealthResponse;
   try {
-    await waitForRunner(runner, 180_000);
+    runnerHealth = await waitForRunner(runner, 180_000);
     supervisor.start({ name: "lineage-store", entry: "lineage-store/main.ts", env: { ...common, INSTANCE_ID: "lineage-store" } });
     for (const role of ROLES) {
       for (let i = 0; i < (opts.instances?.[role] ?? 1); i++) {
@@ -167,7 +171,7 @@ export async function startSwarm(opts: SwarmOptions): Promise<Swarm> {
     join(workspace, "swarm.json"),
     JSON.stringify({ nats_url: natsUrl, runner_address: runnerAddress, pid: process.pid, nats_pid: nats?.pid ?? 0 }, null, 2),
   );
-  return { natsUrl, runnerAddress, bus, runner, supervisor, stop };
+  return { natsUrl, runnerAddress, bus, runner, runnerHealth, supervisor, stop };
 }
 
 /** What a client of the swarm in `workspace` logs in with: the launch's own secrets, else `secretsDir`'s, else none. */
@@ -184,14 +188,26 @@ export function newRunId(): string {
 
 export const SETTING_DEFAULTS = { maxTrials: 100, seeds: DEFAULT_SEEDS, parallel: 2, patience: 10, planner: "builtin", research: true } as const;
 
-export function runSettings(goal: Goal, partial: Partial<RunSettings>, workspace: string): RunSettings {
+/**
+ * Trials in flight by default: two on a CPU runner (its slots go to a trial's seeds); on a
+ * GPU runner half its slots, at most four, since small trials leave a GPU idle and four
+ * ResNet-9 trainings already share an H200's throughput (docs/BENCHMARKS.md).
+ */
+export function defaultParallel(health?: Pick<HealthResponse, "slots" | "device">): number {
+  if (health?.device?.kind !== "cuda") return SETTING_DEFAULTS.parallel;
+  return Math.max(SETTING_DEFAULTS.parallel, Math.min(4, Math.floor(health.slots / 2)));
+}
+
+export function runSettings(goal: Goal, partial: Partial<RunSettings>, workspace: string, health?: Pick<HealthResponse, "slots" | "device">): RunSettings {
   const budget = goal.timeBudgetS || 1800;
   return create(RunSettingsSchema, {
     ...SETTING_DEFAULTS,
-    // A seed may use half the run, between one and twenty minutes: the budget
+    parallel: defaultParallel(health),
+    // A seed may use 70% of the run, between one and twenty minutes: the budget
     // plan admits a trial only when it is predicted to fit, and the exploit
-    // phase's long training of the best config must not be cut by this cap.
-    trialTimeBudgetS: Math.min(1200, Math.max(60, budget / 2)),
+    // phase's last long training (from a third of the budget, the time left
+    // less the reserve) must not be cut by this cap.
+    trialTimeBudgetS: Math.min(1200, Math.max(60, budget * 0.7)),
     ...Object.fromEntries(Object.entries(partial).filter(([, v]) => v !== undefined && v !== 0 && v !== "")),
     research: partial.research ?? SETTING_DEFAULTS.research,
     workspace: resolve(workspace),

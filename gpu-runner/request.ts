@@ -135,6 +135,7 @@ function checkRecipe(r: Recipe | undefined, issues: Issues) {
     ["weight_decay", r?.weightDecay ?? 0],
     ["grad_clip", r?.gradClip ?? 0],
     ["warmup_epochs", r?.warmupEpochs ?? 0],
+    ["train_seconds", r?.trainSeconds ?? 0],
   ] as const) {
     issues.check(v >= 0 && Number.isFinite(v), `recipe.${k} ${v} must be >= 0`);
   }
@@ -161,6 +162,7 @@ function checkRecipe(r: Recipe | undefined, issues: Issues) {
     channels_last: r?.channelsLast ?? false,
     deterministic: r?.deterministic ?? false,
     ema_decay: r?.emaDecay ?? 0,
+    train_seconds: r?.trainSeconds ?? 0,
   };
 }
 

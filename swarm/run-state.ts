@@ -11,6 +11,7 @@ import { parseBrief, type Brief } from "../core/brief.js";
 import { TRIAL_STATUS, type TrialStatusName } from "../core/enums.js";
 import { parseJson } from "../core/json.js";
 import { FailureLabel, type Failure } from "../proto/gen/research/v1/common_pb.js";
+import type { SeedResult } from "../proto/gen/research/v1/runner_pb.js";
 
 export type TrialStatus = TrialStatusName;
 export type TrialStage = Exclude<TrialStatus, "failed">;
@@ -244,6 +245,12 @@ export function longTrainingInFlight(state: RunState): boolean {
   return false;
 }
 
+/** The run's last long training while it trains (TrialProposed.last_training): the planner starts nothing beside it. */
+export function lastTrainingInFlight(state: RunState): TrialState | undefined {
+  for (const t of state.trials.values()) if (!t.judged && t.proposed?.lastTraining) return t;
+  return undefined;
+}
+
 /** Hand-written proposals queued by people that no trial has taken yet, oldest first. */
 export function queuedProposals(state: RunState): Intervention[] {
   return state.interventions.filter((v) => v.kind === InterventionKind.PROPOSE && !state.proposalTrials.has(v.interventionId));
@@ -296,10 +303,15 @@ export function isTerminal(decision: Decision | undefined): boolean {
   return decision === Decision.GOAL_ACHIEVED || decision === Decision.STOP;
 }
 
-/** Wall time of the slowest seed: what a model costs, whatever the runner's queue added around it. */
-export function slowestSeedSeconds(t: TrialState): number | undefined {
+/** The slowest seed's result: what a model costs, whatever the runner's queue added around it. */
+export function slowestSeed(t: TrialState): SeedResult | undefined {
   const seeds = t.evaluated?.result?.seedResults ?? [];
-  return seeds.length ? Math.max(...seeds.map((s) => s.seconds)) : undefined;
+  return seeds.length ? seeds.reduce((a, b) => (b.seconds > a.seconds ? b : a)) : undefined;
+}
+
+/** Wall time of the slowest seed. */
+export function slowestSeedSeconds(t: TrialState): number | undefined {
+  return slowestSeed(t)?.seconds;
 }
 
 /**

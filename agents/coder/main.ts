@@ -48,6 +48,7 @@ function recipeOf(t: TrainConfig) {
     channelsLast: t.channels_last,
     deterministic: t.deterministic,
     emaDecay: t.ema_decay,
+    trainSeconds: t.train_seconds,
   };
 }
 

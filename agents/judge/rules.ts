@@ -105,6 +105,11 @@ export function judge(state: RunState, t: TrialState, nowMs: number): TrialJudge
     why = plan.remainingS <= 0
       ? `${reason}; time budget of ${state.goal!.timeBudgetS} s spent`
       : `${reason}; time budget of ${state.goal!.timeBudgetS} s nearly spent: ${plan.remainingS.toFixed(0)} s left, ${plan.reserveS.toFixed(0)} s reserved for the test confirmation and the report`;
+  } else if (t.proposed?.lastTraining && !inFlight(withThis)) {
+    // Planned as the run's last long training: nothing long fits after it, and a probe
+    // started now could not change the best, so the run ends with its confirmation.
+    decision = Decision.STOP;
+    why = `${reason}; the run's last long training is done, and no training long enough to change the best fits the ${Math.max(0, plan.availableS).toFixed(0)} s left`;
   } else if (flat.since >= patience && !longTrainingInFlight(withThis)) {
     // Not while a promotion trains: the planner's exploit phase answers a
     // plateau by training the best config longer, and that result decides.
@@ -142,5 +147,8 @@ export function runStatus(state: RunState, last: TrialJudged): RunStatus {
   if (last.decision === Decision.GOAL_ACHIEVED) return RunStatus.GOAL_ACHIEVED;
   if (state.stopRequested) return RunStatus.STOPPED;
   if (state.goal?.openEnded && bestTrial(state)) return RunStatus.COMPLETED;
+  // The last long training spent what the plan had for long trainings: the budget, not a plateau.
+  const ended = [...state.trials.values()].find((t) => t.judgedPosition === state.judgedCount - 1);
+  if (ended?.proposed?.lastTraining) return RunStatus.BUDGET_EXHAUSTED;
   return BUDGET_SPENT.test(last.reason) ? RunStatus.BUDGET_EXHAUSTED : RunStatus.STOPPED;
 }

@@ -12,7 +12,7 @@ import { nothingFits } from "../../swarm/budget.js";
 import { request } from "../../swarm/lineage-query.js";
 import { Decision, InterventionKind, type Event } from "../../proto/gen/research/v1/events_pb.js";
 import { datasetInfo } from "../../swarm/dataset-info.js";
-import { inFlightCount, judgedTrials, queuedProposals, type RunState, type TrialState } from "../../swarm/run-state.js";
+import { inFlightCount, judgedTrials, lastTrainingInFlight, queuedProposals, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { trialId } from "../../core/ids.js";
 import { STALL_TRIALS, stalledOn } from "./stall.js";
 import { labelName } from "../../core/failure.js";
@@ -22,9 +22,10 @@ import { runAgent, type AgentContext } from "../../swarm/runtime.js";
 import { askLlm, type LlmAnswer } from "../../swarm/llm.js";
 import { loadPrompt } from "../../swarm/prompts.js";
 import { proposeWithLlm } from "./llm-policy.js";
-import { fingerprint, handProposal, mulberry32, POLICIES, probeFidelity, promote, type PlanInput, type Proposal } from "./policy.js";
+import { fallbackProbe, fingerprint, handProposal, mulberry32, POLICIES, probeFidelity, promote, type PlanInput, type Proposal } from "./policy.js";
 import { genomeFeatures, type Observation } from "./surrogate.js";
 import { isRecord, parseJson } from "../../core/json.js";
+import { searchDevice } from "../../core/defaults.js";
 import type { ModelConfigInput, TrainConfigInput } from "../../core/model-config.js";
 
 const PROMPT = loadPrompt("planner");
@@ -95,20 +96,23 @@ function fromLineage<T>(runId: string, what: string, load: () => Promise<T>): Pr
   return value;
 }
 
-let slots: Promise<number | undefined> | undefined;
+let hardware: Promise<Pick<PlanInput, "slots" | "device">> | undefined;
 
-/** The runner's training slots, asked once: what the budget plan counts a trial's seeds in rounds of. */
-function runnerSlots(ctx: AgentContext): Promise<number | undefined> {
-  slots ??= ctx
+/**
+ * The runner's training slots and device, asked once: the budget plan counts a trial's seeds
+ * in rounds of the slots, and the device sets where the search starts (core/defaults.ts).
+ */
+function runnerHardware(ctx: AgentContext): Promise<Pick<PlanInput, "slots" | "device">> {
+  hardware ??= ctx
     .runner()
     .health({}, { timeoutMs: 5_000 })
-    .then((h) => h.slots || undefined)
+    .then((h) => ({ slots: h.slots || undefined, device: searchDevice(h.device?.kind) }))
     .catch((err: unknown) => {
-      ctx.log.warn({ err: (err as Error).message }, "runner health not answered; planning seeds as if they ran one after another");
-      slots = undefined;
-      return undefined;
+      ctx.log.warn({ err: (err as Error).message }, "runner health not answered; planning for a CPU, seeds as if they ran one after another");
+      hardware = undefined;
+      return {};
     });
-  return slots;
+  return hardware;
 }
 
 async function planInput(ctx: AgentContext, state: RunState, seed: number): Promise<PlanInput> {
@@ -123,7 +127,7 @@ async function planInput(ctx: AgentContext, state: RunState, seed: number): Prom
     },
     failedElsewhere: await fromLineage(state.runId, "failed", () => failedInLineage(ctx, state)),
     nowMs: Date.now(),
-    slots: await runnerSlots(ctx),
+    ...(await runnerHardware(ctx)),
   };
   input.pastObservations = await fromLineage(state.runId, "past", () => pastObservations(ctx, input));
   return input;
@@ -175,6 +179,7 @@ async function publishProposal(ctx: AgentContext, state: RunState, index: number
         proposer,
         promptVersion,
         interventionId: p.interventionId ?? "",
+        lastTraining: p.lastTraining ?? false,
       },
     },
   });
@@ -236,12 +241,17 @@ async function proposeAfter(ctx: AgentContext, state: RunState, judged: TrialSta
   const input = await planInput(ctx, state, index);
   const queued = queuedProposals(state)[0];
   if (queued) return publishProposal(ctx, state, index, handProposal(input, queued), queued.who, "");
+  // The last long training has the runner to itself: no probe started now could change the
+  // result (nothing long fits after it), and each would slow it down on the shared device.
+  const last = lastTrainingInFlight(state);
+  if (last) return void ctx.log.info({ trial_id: last.id }, "the run's last long training is running; proposing nothing beside it");
   // The scheduler's promotions come first, whoever authors new configs; the
   // random baseline has no scheduler.
   const promotion = state.settings?.planner === "random" ? undefined : promote(input);
+  if (promotion === "wait") return void ctx.log.info({ index }, "exploit phase: a long training runs; proposing nothing beside it");
   if (promotion) return publishProposal(ctx, state, index, promotion, "scheduler", "");
-  // A random draw keeps the run moving when every edit of the good trials is spent.
-  await propose(ctx, input, index, () => policyOf(state).next(input, index) ?? POLICIES.random.next(input, index));
+  // A random probe keeps the run moving when every edit of the good trials is spent.
+  await propose(ctx, input, index, () => policyOf(state).next(input, index) ?? fallbackProbe(input, index));
 }
 
 async function proposeNext(ctx: AgentContext, event: Event): Promise<void> {

@@ -3,7 +3,7 @@
  * declarative model_config and train_config (not on templates), so they
  * apply equally to configs a template, a user or an LLM wrote.
  */
-import { DEFAULT_LR, RECIPE_DEFAULTS } from "../../core/defaults.js";
+import { DEFAULT_LR, RECIPE_DEFAULTS, type SearchDevice } from "../../core/defaults.js";
 import { OPTIMIZER, type OptimizerName, type SurfaceName } from "../../core/enums.js";
 import type { ModelConfigInput, TrainConfigInput } from "../../core/model-config.js";
 import type { DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
@@ -19,7 +19,7 @@ export interface Mutation {
   name: string;
   /** Building blocks the edit introduces (for adoption of brief concepts). */
   blocks: string[];
-  apply(g: Genome, info: DatasetInfo, rng: () => number): Genome | undefined;
+  apply(g: Genome, info: DatasetInfo, rng: () => number, device: SearchDevice): Genome | undefined;
   describe: string;
 }
 
@@ -134,8 +134,24 @@ function moreDropout(g: Genome): Genome | undefined {
 const train = (g: Genome, patch: Partial<TrainConfigInput>): Genome => ({ ...g, train: { ...g.train, ...patch } });
 const pick = <T>(xs: readonly T[], rng: () => number): T => xs[Math.floor(rng() * xs.length)]!;
 export const isImage = (info: DatasetInfo) => info.inputShape.length === 3 && info.inputDtype !== "int64";
+/** The shorter side of an image dataset's samples; 0 for other data. */
+export const imageSide = (info: DatasetInfo) => (isImage(info) ? Math.min(info.inputShape[1] ?? 0, info.inputShape[2] ?? 0) : 0);
+/** Cutout's square: a quarter of the side (7 px on 28 x 28, 8 on 32 x 32), the size that pays on both. */
+export const cutoutFor = (side: number) => Math.max(4, Math.round(side / 4));
 // Mirror images keep their label only where left and right mean nothing.
-const FLIP_SAFE = new Set(["fashion-mnist", "cifar10", "cifar100"]);
+export const FLIP_SAFE = new Set(["fashion-mnist", "cifar10", "cifar100"]);
+
+/**
+ * The learning rate that keeps a recipe's step at another batch size: SGD's grows with the
+ * batch (Goyal et al., 2017), Adam's with its square root (the update's noise scale).
+ */
+export function lrForBatch(optimizer: OptimizerName, lr: number, from: number, to: number): number {
+  const ratio = to / from;
+  return lr * (optimizer === "sgd" ? ratio : Math.sqrt(ratio));
+}
+
+/** Batch sizes the batch edit moves between: larger on a GPU, where small batches leave it idle. */
+export const BATCH_SIZES: Readonly<Record<SearchDevice, readonly number[]>> = { cpu: [64, 128, 256], cuda: [256, 512, 1024] };
 
 export const MUTATIONS: Mutation[] = [
   { surface: "architecture", name: "widen", blocks: [], describe: "widen every layer by 1.5x", apply: (g) => scaleWidths(g, 1.5) },
@@ -195,10 +211,12 @@ export const MUTATIONS: Mutation[] = [
     surface: "optimisation",
     name: "batch",
     blocks: [],
-    describe: "change the batch size",
-    apply: (g, _i, rng) => {
-      const b = pick([64, 128, 256].filter((x) => x !== (g.train.batch_size ?? RECIPE_DEFAULTS.batchSize)), rng);
-      return train(g, { batch_size: b });
+    describe: "change the batch size, the learning rate scaled with it",
+    apply: (g, _i, rng, device) => {
+      const from = g.train.batch_size ?? RECIPE_DEFAULTS.batchSize;
+      const to = pick(BATCH_SIZES[device].filter((x) => x !== from), rng);
+      const optimizer = g.train.optimizer ?? RECIPE_DEFAULTS.optimizer;
+      return train(g, { batch_size: to, lr: lrForBatch(optimizer, lrOf(g), from, to) });
     },
   },
   { surface: "regularisation", name: "dropout", blocks: ["dropout"], describe: "more dropout before the head", apply: (g) => moreDropout(g) },
@@ -224,6 +242,16 @@ export const MUTATIONS: Mutation[] = [
     apply: (g, info) => {
       if (!isImage(info) || (g.train.augment?.crop_padding ?? 0) > 0) return undefined;
       return train(g, { augment: { ...g.train.augment, crop_padding: 2, hflip: FLIP_SAFE.has(info.name) } });
+    },
+  },
+  {
+    surface: "regularisation",
+    name: "cutout",
+    blocks: ["cutout"],
+    describe: "cutout: a random square of each training image blanked",
+    apply: (g, info) => {
+      if (!isImage(info) || (g.train.augment?.cutout ?? 0) > 0) return undefined;
+      return train(g, { augment: { ...g.train.augment, cutout: cutoutFor(imageSide(info)) } });
     },
   },
 ];

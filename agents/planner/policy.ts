@@ -17,14 +17,14 @@
  */
 import { createHash } from "node:crypto";
 import type { Brief } from "../../core/brief.js";
-import { DEFAULT_SEEDS, RECIPE_DEFAULTS, SEARCH_DEFAULTS } from "../../core/defaults.js";
+import { DEFAULT_SEEDS, RECIPE_DEFAULTS, SEARCH_DEFAULTS, type SearchDevice } from "../../core/defaults.js";
 import { OPTIMIZER, SURFACE, type SurfaceName as Surface } from "../../core/enums.js";
 import { parseModelConfig, parseTrainConfig, type ModelConfigInput, type TrainConfig, type TrainConfigInput } from "../../core/model-config.js";
 import { Verdict, type Intervention } from "../../proto/gen/research/v1/events_pb.js";
 import type { DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
-import { bestTrial, isClaimingPromotion, isPromotion, patienceOf, plateau, rungOf, scoreOf, slowestSeedSeconds, type RunState, type TrialState } from "../../swarm/run-state.js";
-import { effectiveOptimizer, isImage, MUTATIONS, type Genome, type Mutation } from "./mutations.js";
-import { templatesFor, type Template } from "./templates.js";
+import { bestTrial, isClaimingPromotion, isPromotion, patienceOf, plateau, rungOf, scoreOf, slowestSeed, slowestSeedSeconds, type RunState, type TrialState } from "../../swarm/run-state.js";
+import { BATCH_SIZES, effectiveOptimizer, FLIP_SAFE, imageSide, isImage, lrForBatch, MUTATIONS, type Genome, type Mutation } from "./mutations.js";
+import { TEMPLATE_WIDTH, templatesFor, type Template } from "./templates.js";
 import { isRecord, parseJson } from "../../core/json.js";
 import { budgetPlan, overRunBudget } from "../../swarm/budget.js";
 import { fitTpe, GENOME_SPACE, genomeFeatures, type Observation } from "./surrogate.js";
@@ -45,6 +45,8 @@ export interface Proposal {
   adoptedConcepts: string[];
   /** A person's queued proposal this one carries. */
   interventionId?: string;
+  /** The run's last long training: nothing long fits after it, so nothing else starts beside it. */
+  lastTraining?: boolean;
 }
 
 export interface PlanInput {
@@ -61,6 +63,8 @@ export interface PlanInput {
   pastObservations?: Observation[];
   /** Training slots of the runner (its Health); unknown: a trial's seeds are taken to run one after another. */
   slots?: number;
+  /** What the runner trains on (its Health): the starting fidelity, batch, precision and templates (core/defaults.ts). */
+  device?: SearchDevice;
 }
 
 export type Policy = (input: PlanInput, index: number) => Proposal | undefined;
@@ -125,13 +129,29 @@ export function genomeOf(t: TrialState): Genome | undefined {
   return isRecord(t.model) && isRecord(t.train) ? { model: t.model as ModelConfigInput, train: t.train as TrainConfigInput } : undefined;
 }
 
-/** The rung-0 probe: the run's search subset and epochs. */
-function startingTrain(input: PlanInput): TrainConfigInput {
+/**
+ * The rung-0 probe for the runner's device (core/defaults.ts SEARCH_DEFAULTS): the run's
+ * search subset and epochs, the device's batch size with Adam's rate scaled to it, and on
+ * a GPU mixed precision and channels-last images. A template's own recipe goes on top.
+ */
+function startingTrain(input: PlanInput, template?: Template): TrainConfigInput {
   const s = input.state.settings;
+  const d = SEARCH_DEFAULTS[input.device ?? "cpu"];
   const total = input.info.nTrain + input.info.nVal;
   // A set barely larger than the slice is not worth slicing.
-  const subset = s?.subset || (total > 1.2 * SEARCH_DEFAULTS.subset ? SEARCH_DEFAULTS.subset : 0);
-  return { optimizer: "adam", lr: 2e-3, batch_size: 128, epochs: s?.epochs || SEARCH_DEFAULTS.epochs, subset };
+  const subset = s?.subset || (d.subset && total > 1.2 * d.subset ? d.subset : 0);
+  const recipe: TrainConfigInput = { optimizer: "adam", lr: 2e-3, ...template?.recipe };
+  const image = isImage(input.info);
+  return {
+    ...recipe,
+    lr: lrForBatch(recipe.optimizer ?? RECIPE_DEFAULTS.optimizer, recipe.lr!, 128, d.batchSize),
+    batch_size: d.batchSize,
+    epochs: s?.epochs || d.epochs,
+    subset,
+    ...(d.amp && { amp: true }),
+    ...(d.channelsLast && image && { channels_last: true }),
+    ...(template?.recipe && image && FLIP_SAFE.has(input.info.name) && { augment: { hflip: true } }),
+  };
 }
 
 /** Building blocks named by a brief, in the brief's order of relevance. */
@@ -180,23 +200,29 @@ function withinBudget(input: PlanInput, g: Genome, seen: Set<string>): string | 
   return undefined;
 }
 
-/** Seconds a genome should take, scaled from its parent's measured evaluation by examples x epochs and sqrt(params). */
+/**
+ * Seconds a genome's slowest seed should take, from its parent's measured seed: the time to
+ * its first step stays (the job's start-up: ~1 s of CUDA context on a GPU host, most of a
+ * short probe there), the training after it scales with examples x epochs and sqrt(params).
+ */
 function predictedSeconds(input: PlanInput, parent: TrialState, g: Genome, pg: Genome): number | undefined {
-  const seconds = slowestSeedSeconds(parent);
-  if (!seconds) return undefined;
+  const seed = slowestSeed(parent);
+  if (!seed) return undefined;
   // subset 0 is the whole training split (validation is held out of it).
   const size = (t: TrainConfigInput) => (t.subset || input.info.nTrain) * (t.epochs ?? RECIPE_DEFAULTS.epochs);
   const pp = input.params(pg.model);
   const cp = input.params(g.model);
   const capacity = typeof pp === "number" && typeof cp === "number" && pp > 0 ? Math.sqrt(cp / pp) : 1;
-  return seconds * (size(g.train) / size(pg.train)) * capacity;
+  const startUp = Math.min(seed.secondsToFirstStep, seed.seconds);
+  return startUp + (seed.seconds - startUp) * (size(g.train) / size(pg.train)) * capacity;
 }
 
 export const initialBuiltin = (input: PlanInput, count: number): Proposal[] => {
   const blocks = briefBlocks(input.state.briefs);
   const recipeBlocks = blocks.filter((b) => RECIPE_FROM_BRIEF[b]);
   const rank = (t: Template) => t.blocks.filter((b) => blocks.includes(b)).length;
-  const templates = templatesFor(input.info)
+  const device = input.device ?? "cpu";
+  const templates = templatesFor(input.info, device)
     .map((t, i) => ({ t, i, r: rank(t) }))
     .sort((a, b) => b.r - a.r || a.i - b.i)
     .map((x) => x.t);
@@ -205,15 +231,17 @@ export const initialBuiltin = (input: PlanInput, count: number): Proposal[] => {
   for (const t of templates) {
     if (out.length >= count) break;
     const recipe = recipeBlocks[out.length % Math.max(1, recipeBlocks.length)];
-    const train = { ...startingTrain(input), ...(recipe ? RECIPE_FROM_BRIEF[recipe] : {}) };
-    const g: Genome = { model: t.build(input.info), train };
+    // A family's own recipe stands; the brief's recipe knob goes to families without one.
+    const knob = recipe && !t.recipe ? RECIPE_FROM_BRIEF[recipe] : undefined;
+    const train = { ...startingTrain(input, t), ...knob };
+    const g: Genome = { model: t.build(input.info, TEMPLATE_WIDTH[device]), train };
     if (withinBudget(input, g, seen)) continue;
     seen.add(fingerprint(g.model, g.train));
-    const adopted = [...t.blocks.filter((b) => blocks.includes(b)), ...(recipe ? [recipe] : [])];
+    const adopted = [...t.blocks.filter((b) => blocks.includes(b)), ...(knob ? [recipe!] : [])];
     out.push({
       rung: 0,
       seeds: PROBE_SEEDS,
-      hypothesis: `${t.name} with ${train.optimizer} lr ${train.lr}${recipe ? ` and ${recipe}` : ""} is a strong starting point`,
+      hypothesis: `${t.name} with ${train.optimizer} lr ${Number(train.lr!.toPrecision(3))}${knob ? ` and ${recipe}` : ""} is a strong starting point`,
       rationale: adopted.length
         ? `adopts ${adopted.join(", ")} from the research brief`
         : "baseline template for this input shape; the brief suggested nothing this template can use",
@@ -352,12 +380,14 @@ function overBudget(input: PlanInput, parent: TrialState, predicted: number | un
 }
 
 /**
- * The scheduler's move, whichever brain authors new configs: ASHA's
- * promotion when a finished trial has earned the next rung, or else the
- * exploit phase's, and only when it fits the budget.
+ * The scheduler's move, whichever brain authors new configs: ASHA's promotion
+ * when a finished trial has earned the next rung, or else the exploit phase's,
+ * and only when it fits the budget. "wait": nothing should start now (the
+ * exploit phase waits for a long training to end; see `exploring`).
  */
-export function promote(input: PlanInput): Proposal | undefined {
+export function promote(input: PlanInput): Proposal | "wait" | undefined {
   const ladderNow = rungs(input);
+  if (!exploring(input)) return exploit(input, ladderNow) ?? "wait";
   const promotion = nextPromotion(input.state, ladderNow.length - 1);
   const asha = promotion && promotionAt(input, promotion, ladderNow);
   if (!asha) return exploit(input, ladderNow);
@@ -366,15 +396,33 @@ export function promote(input: PlanInput): Proposal | undefined {
 }
 
 /**
+ * Whether the run still explores: before its exploration share of the budget
+ * (EXPLORE_SHARE), or later while its best config could not yet train longer
+ * than it did (exploit has nothing to propose). After that the exploit phase
+ * owns the runner: its long training of the best config goes first, and
+ * nothing else starts while a long training runs, since on a shared device
+ * (a GPU's memory and cores, two CPU cores) every probe beside it slows the
+ * training that decides the run, and no probe could change its result.
+ */
+function exploring(input: PlanInput): boolean {
+  const { state } = input;
+  const budget = state.goal?.timeBudgetS ?? 0;
+  const spent = ((input.nowMs ?? Date.now()) - state.startedAtMs) / 1000;
+  if (!(budget > 0) || spent < EXPLORE_SHARE * budget || state.judgedCount < patienceOf(state)) return true;
+  const trials = [...state.trials.values()];
+  if (trials.some((t) => isPromotion(t) && !t.judged)) return false;
+  return exploit(input, rungs(input)) === undefined;
+}
+
+/**
  * A promotion to a rung on the full split below the top, when the budget is
- * tight: after its training, not even a shortened top rung (two epochs more)
- * would fit. Then it is the run's last long training, and trains the most
- * epochs that fit now (at the top rung, up to its epochs) instead of the
- * rung's few; and it waits while another long training runs, as the two
- * would share the slots that each was planned to have. On two CPU cores a
- * 30-minute Fashion-MNIST run's one 54k x 5 x 3-seed training took 886 s,
- * and nothing longer fitted after it. Undefined: the budget is not tight
- * (or has no clock); ASHA's promotion stands.
+ * tight: after its training, no training twice as long would fit. Then it
+ * is the run's last long training, and trains for the time left now (timedTop)
+ * instead of the rung's few epochs; and it waits while another long training
+ * runs, as the two would share the slots that each was planned to have. On two
+ * CPU cores a 30-minute Fashion-MNIST run's one 54k x 5 x 3-seed training took
+ * 886 s, and nothing longer fitted after it. Undefined: the budget is not
+ * tight (or has no clock); ASHA's promotion stands.
  */
 function lastLongTraining(
   input: PlanInput,
@@ -389,14 +437,14 @@ function lastLongTraining(
   const plan = budgetPlan(state, input.nowMs ?? Date.now());
   const perEpoch = wallOf(input, promotion.trial, asha) / rung.epochs;
   const after = plan.availableS - perEpoch * rung.epochs;
-  if (SHORTENED_MARGIN * after >= perEpoch * (rung.epochs + MORE_EPOCHS)) return undefined;
+  // A training twice as long still fits after this rung's: ASHA's ladder stands.
+  if (LAST_MARGIN * after >= 2 * perEpoch * rung.epochs) return undefined;
   if ([...state.trials.values()].some((t) => isClaimingPromotion(t) && !t.judged)) return "wait";
-  const stretched = fittedTop(input, promotion.trial, ladderNow, rung.epochs + 1, (c) => wallOf(input, promotion.trial, c) <= SHORTENED_MARGIN * plan.availableS);
-  if (!stretched) return undefined;
-  const epochs = stretched.proposal.train.epochs;
+  const timed = timedTop(input, promotion.trial, ladderNow);
+  if (!timed) return undefined;
   return {
-    ...stretched.proposal,
-    rationale: `${promotion.reason}; the run's last long training: after rung ${promotion.rung}'s ${rung.epochs} epochs (predicted ${(perEpoch * rung.epochs).toFixed(0)} s) no longer training would fit, so it trains the ${epochs} epochs that fit now; ${stretched.proposal.rationale}`,
+    ...timed.proposal,
+    rationale: `${promotion.reason}; the run's last long training: after rung ${promotion.rung}'s ${rung.epochs} epochs (predicted ${(perEpoch * rung.epochs).toFixed(0)} s) no longer training would fit, so it trains for the time that is left now; ${timed.proposal.rationale}`,
   };
 }
 
@@ -442,27 +490,26 @@ function exploit(input: PlanInput, ladderNow: Fidelity[]): Proposal | undefined 
   const since = plateau(state).since;
   const flat = since >= patienceOf(state) / 2;
   const who = pick === bestTrial(state) ? "the run's best" : "the best config not yet trained this long";
-  const exploitAt = (candidate: { proposal: Proposal; predictedS: number }, rung: number, why: string): Proposal => ({
+  const exploitAt = (candidate: { proposal: Proposal; predictedS: number }, rung: number, why: string, lastTraining: boolean): Proposal => ({
     ...candidate.proposal,
-    rationale: `exploit: ${who} (CI low ${pct(scoreOf(pick))}) trains at rung ${rung} now, since ${why}; ${candidate.proposal.rationale}`,
+    rationale: `exploit: ${who} (CI low ${pct(scoreOf(pick))}) trains at rung ${rung} now, since ${why}${lastTraining ? "; the run's last long training" : ""}; ${candidate.proposal.rationale}`,
+    lastTraining,
   });
   const flatWhy = `the best CI low has not risen in the last ${since} judged trials`;
   const full = promotionAt(input, { trial: pick, rung: top, reason: "" }, ladderNow);
   if (!full) {
-    const below = ladderNow[top - 1];
-    const least = below && below.subset === ladderNow[top]!.subset ? below.epochs + MORE_EPOCHS : 1;
-    const shortened = fittedTop(input, pick, ladderNow, least, (c) => wallOf(input, pick, c) <= SHORTENED_MARGIN * plan.availableS);
-    if (shortened) {
+    const timed = timedTop(input, pick, ladderNow);
+    if (timed) {
       const budget = state.goal?.timeBudgetS ?? 0;
       const spent = (nowMs - state.startedAtMs) / 1000;
       if (!flat && !(budget > 0 && spent >= EXPLORE_SHARE * budget)) return undefined;
-      const epochs = shortened.proposal.train.epochs;
       return exploitAt(
-        shortened,
+        timed,
         top,
         flat
           ? flatWhy
-          : `the run has spent ${Math.round((100 * spent) / budget)}% of its budget exploring, and ${epochs} of the top rung's ${ladderNow[top]!.epochs} epochs (predicted ${wallOf(input, pick, shortened).toFixed(0)} s) fit before the reserve`,
+          : `the run has spent ${Math.round((100 * spent) / budget)}% of its budget exploring, and the whole top rung (${ladderNow[top]!.epochs} epochs) no longer fits before the reserve`,
+        true,
       );
     }
   }
@@ -470,46 +517,81 @@ function exploit(input: PlanInput, ladderNow: Fidelity[]): Proposal | undefined 
     const candidate = rung === top ? full : promotionAt(input, { trial: pick, rung, reason: "" }, ladderNow);
     if (!candidate) continue;
     const wall = wallOf(input, pick, candidate);
-    if (plan.availableS >= 2 * wall && !flat) return undefined;
-    return exploitAt(candidate, rung, flat ? flatWhy : `its predicted ${wall.toFixed(0)} s still fit the ${plan.availableS.toFixed(0)} s left before the reserve`);
+    const nowOrNever = plan.availableS < 2 * wall;
+    if (!nowOrNever && !flat) return undefined;
+    return exploitAt(candidate, rung, nowOrNever ? `its predicted ${wall.toFixed(0)} s still fit the ${plan.availableS.toFixed(0)} s left before the reserve` : flatWhy, nowOrNever);
   }
   return undefined;
 }
 
 /**
- * A shortened top rung is planned to end this far into the time left before
- * the reserve: it is the run's longest training, and one cut by the reserve
- * (a loaded machine, a seed queued behind a probe) is lost whole.
+ * The run's last long training is planned to end this far into the time left
+ * before the reserve: it is the run's longest training, and one cut by the
+ * reserve (a loaded machine, a seed queued behind a probe) is lost whole.
  */
-const SHORTENED_MARGIN = 0.85;
+const LAST_MARGIN = 0.9;
 
 /**
- * A shortened top rung trains at least this many epochs more than the rung
- * below: a training barely longer than the one the config had tells little
- * more, and gains less than the runner-up's training at the lower rung.
+ * A last long training takes at least this share of the run's budget, and longer than
+ * its config trained before: a shorter one tells little more than the trials it follows.
  */
-const MORE_EPOCHS = 2;
+const LAST_SHARE = 0.1;
+
+/** Epochs a last long training may reach when its time allows: it stops at its time (train_seconds) first. */
+const LAST_EPOCHS = 200;
 
 /** A candidate's predicted wall time: its slowest seed, queued as its parent's seeds were. */
 function wallOf(input: PlanInput, parent: TrialState, c: { proposal: Proposal; predictedS: number }): number {
   return c.predictedS * queueFactor(input, parent, seedsOf(input, c.proposal));
 }
 
-/** The top rung's data with the most epochs, from its own down to `least`, that fit the budget now and `fits`. */
-function fittedTop(
-  input: PlanInput,
-  pick: TrialState,
-  ladderNow: Fidelity[],
-  least: number,
-  fits: (c: { proposal: Proposal; predictedS: number }) => boolean,
-): { proposal: Proposal; predictedS: number } | undefined {
-  const top = ladderNow.length - 1;
-  const full = ladderNow[top]!;
-  for (let epochs = full.epochs; epochs >= least; epochs--) {
-    const candidate = promotionAt(input, { trial: pick, rung: top, reason: "" }, ladderNow, { ...full, epochs });
-    if (candidate && fits(candidate)) return candidate;
-  }
-  return undefined;
+/**
+ * The run's last long training when the whole top rung no longer fits: `pick`
+ * on the top rung's data for the time the run has, not for a number of epochs
+ * (train_seconds; the job anneals its schedule over that time). Epochs
+ * predicted from trials timed beside others were wrong both ways: a GPU shared
+ * with probes measured 2-3 times slower than the training would run alone
+ * (nothing starts beside the last training), and a loaded CPU slower still;
+ * the job itself knows how fast it goes. Its time is LAST_MARGIN of what is
+ * left before the reserve, its seeds queued as `pick`'s were (queueFactor),
+ * less the job's start-up and one more epoch's evaluation, and within the
+ * trial budget.
+ * Undefined when that is less than LAST_SHARE of the budget or than what `pick` trained.
+ */
+function timedTop(input: PlanInput, pick: TrialState, ladderNow: Fidelity[]): { proposal: Proposal; predictedS: number } | undefined {
+  const { state } = input;
+  const pg = genomeOf(pick);
+  const seed = slowestSeed(pick);
+  if (!pg || !seed || !((state.goal?.timeBudgetS ?? 0) > 0)) return undefined;
+  const top = ladderNow[ladderNow.length - 1]!;
+  const startUp = Math.min(seed.secondsToFirstStep, seed.seconds);
+  const trained = seed.seconds - startUp;
+  const passes = ((pg.train.subset || input.info.nTrain) / input.info.nTrain) * (pg.train.epochs ?? RECIPE_DEFAULTS.epochs);
+  const fullEpochS = trained / passes;
+  const overhead = startUp + fullEpochS;
+  const seeds = seedsOf(input, { seeds: seedsAtRung(top) });
+  const plan = budgetPlan(state, input.nowMs ?? Date.now());
+  let trainS = (LAST_MARGIN * plan.availableS) / queueFactor(input, pick, seeds) - overhead;
+  const trialBudget = state.settings?.trialTimeBudgetS ?? 0;
+  if (trialBudget > 0) trainS = Math.min(trainS, 0.85 * trialBudget - overhead);
+  trainS = Math.floor(trainS);
+  if (trainS < LAST_SHARE * state.goal!.timeBudgetS || trainS <= trained) return undefined;
+  // The long-training habits (atRung) for the epochs it should reach at its measured pace.
+  const pace = Math.min(LAST_EPOCHS, Math.floor(trainS / fullEpochS));
+  const train = { ...atRung(pg.train, { subset: 0, epochs: pace }, imageSide(input.info)), epochs: LAST_EPOCHS, train_seconds: trainS };
+  const proposal: Proposal = {
+    rung: ladderNow.length - 1,
+    seeds: seedsAtRung(top),
+    hypothesis: `train ${pick.id} for ${trainS} s on the full training split (about ${pace} epochs at its measured pace)`,
+    rationale: `the same model and recipe, trained for the time the run has left, its schedule annealed over that time${train.augment?.cutout && !pg.train.augment?.cutout ? ", with cutout" : ""}`,
+    parentIds: [pick.id],
+    surface: PROMOTION_SURFACE,
+    model: pg.model,
+    train,
+    adoptedConcepts: [],
+    lastTraining: true,
+  };
+  return { proposal, predictedS: overhead + trainS };
 }
 
 const pct = (x: number | undefined) => (x === undefined ? "?" : `${(100 * x).toFixed(2)}%`);
@@ -523,7 +605,7 @@ function promotionAt(
   const parent = promotion.trial;
   const pg = genomeOf(parent);
   if (!pg) return undefined;
-  const g: Genome = { model: pg.model, train: atRung(pg.train, fidelity, isImage(input.info)) };
+  const g: Genome = { model: pg.model, train: atRung(pg.train, fidelity, imageSide(input.info)) };
   const predictedS = predictedSeconds(input, parent, g, pg);
   const seeds = seedsAtRung(fidelity);
   if (predictedS === undefined || overBudget(input, parent, predictedS, seedsOf(input, { seeds }))) return undefined;
@@ -570,7 +652,7 @@ export const nextBuiltin: Policy = (input, index) => {
     ).sort((a, b) => conceptsOf(b).length - conceptsOf(a).length);
     const valid: Array<{ m: Mutation; g: Genome; score: number }> = [];
     for (const m of candidates) {
-      const g = m.apply(structuredClone(pg), input.info, rng);
+      const g = m.apply(structuredClone(pg), input.info, rng, input.device ?? "cpu");
       if (!g) continue;
       const why = withinBudget(input, g, seen) ?? overBudget(input, parent, predictedSeconds(input, parent, g, pg), PROBE_SEEDS);
       if (why) {
@@ -649,32 +731,41 @@ function proposalFrom(
   };
 }
 
-/** The baseline: a random template with a random recipe; no memory, no feedback. */
-export const randomPolicy: Policy = (input, index) => {
+/**
+ * A random template with a random recipe; no memory, no feedback. As the baseline it draws
+ * the fidelity too; as the built-in brain's fallback (every edit of the good trials spent)
+ * it is a one-seed probe at the run's probe fidelity, so it costs what a probe costs: a
+ * fallback drawing three seeds and long epochs filled the last minutes of runs with
+ * trainings that the reserve cut.
+ */
+function randomDraw(input: PlanInput, index: number, probe?: Fidelity): Proposal | undefined {
   const { rng, info } = input;
-  const templates = templatesFor(info);
+  const device = input.device ?? "cpu";
+  const templates = templatesFor(info, device);
   const seen = tried(input.state);
   for (let attempt = 0; attempt < 20; attempt++) {
     const t = templates[Math.floor(rng() * templates.length)]!;
     const start = startingTrain(input);
     const subsets = start.subset ? [start.subset, start.subset * 2, start.subset * 4, 0] : [0];
     const train: TrainConfigInput = {
+      ...start,
       optimizer: OPTIMIZER.names[Math.floor(rng() * OPTIMIZER.names.length)]!,
       lr: Math.exp(Math.log(3e-4) + rng() * (Math.log(1e-2) - Math.log(3e-4))),
-      batch_size: [64, 128, 256][Math.floor(rng() * 3)]!,
-      epochs: 2 + Math.floor(rng() * 5),
-      subset: subsets[Math.floor(rng() * subsets.length)]!,
+      batch_size: BATCH_SIZES[device][Math.floor(rng() * 3)]!,
+      epochs: probe?.epochs ?? 2 + Math.floor(rng() * 5),
+      subset: probe?.subset ?? subsets[Math.floor(rng() * subsets.length)]!,
     };
-    let g: Genome = { model: t.build(info), train };
+    let g: Genome = { model: t.build(info, TEMPLATE_WIDTH[device]), train };
     // One coin for the draw (a coin per element could match neither).
     const width = rng() < 0.5 ? "widen" : "narrow";
     const widen = MUTATIONS.find((m) => m.name === width)!;
-    if (rng() < 0.5) g = widen.apply(g, info, rng) ?? g;
+    if (rng() < 0.5) g = widen.apply(g, info, rng, input.device ?? "cpu") ?? g;
     if (withinBudget(input, g, seen)) continue;
     return {
       rung: 0,
+      ...(probe && { seeds: PROBE_SEEDS }),
       hypothesis: `random draw: ${t.name}, ${train.optimizer} lr ${train.lr!.toExponential(1)}, ${train.epochs} epochs`,
-      rationale: `random planner, trial ${index}`,
+      rationale: probe ? `trial ${index}: a random probe, since no edit of the good trials is left that fits` : `random planner, trial ${index}`,
       parentIds: [],
       surface: "architecture",
       model: g.model,
@@ -684,6 +775,12 @@ export const randomPolicy: Policy = (input, index) => {
   }
   return undefined;
 };
+
+/** The baseline's draw. */
+export const randomPolicy: Policy = (input, index) => randomDraw(input, index);
+
+/** The built-in brain's last resort: a random probe. */
+export const fallbackProbe: Policy = (input, index) => randomDraw(input, index, probeFidelity(input));
 
 const initialRandom = (input: PlanInput, count: number): Proposal[] =>
   Array.from({ length: count }, (_, k) => randomPolicy(input, k)).filter((p): p is Proposal => p !== undefined);

@@ -1,12 +1,16 @@
 /**
  * Starting architectures per input modality, written in the coder's
  * model_config vocabulary. Each template names the building blocks it uses,
- * so a brief's suggestion can pick the template that adopts it. They start
- * small on purpose (16 channels in the first stage): a 2-core CPU trains a
- * 20k-parameter CNN through Fashion-MNIST in seconds per epoch, and the
- * architecture surface widens and deepens what pays off.
+ * so a brief's suggestion can pick the template that adopts it. On a CPU they
+ * start small on purpose (16 channels in the first stage): a 2-core CPU trains
+ * a 20k-parameter CNN through Fashion-MNIST in seconds per epoch, and the
+ * architecture surface widens and deepens what pays off. On a GPU the image
+ * templates are four times as wide and residual first: a 3M-parameter ResNet-9
+ * trains a Fashion-MNIST epoch in under a second there, and reached 94.4% test
+ * in 15 epochs where the best CPU-sized model stops near 93%.
  */
-import type { ModelConfigInput } from "../../core/model-config.js";
+import type { SearchDevice } from "../../core/defaults.js";
+import type { ModelConfigInput, TrainConfigInput } from "../../core/model-config.js";
 import type { DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
 
 export type LayerIn = ModelConfigInput["layers"][number];
@@ -15,8 +19,14 @@ type Layer = LayerIn;
 export interface Template {
   name: string;
   blocks: string[];
-  build(info: DatasetInfo): ModelConfigInput;
+  /** `width` scales the channels of image templates (1 on a CPU). */
+  build(info: DatasetInfo, width?: number): ModelConfigInput;
+  /** The recipe the family trains best with, where it differs from the planner's start (lr at batch 128). */
+  recipe?: Partial<TrainConfigInput>;
 }
+
+/** Channel multiplier of the image templates by device. */
+export const TEMPLATE_WIDTH: Readonly<Record<SearchDevice, number>> = { cpu: 1, cuda: 4 };
 
 const conv = (out: number): Layer => ({ type: "conv2d", out_channels: out, kernel_size: 3, padding: "same", bias: false });
 const bn = (): Layer => ({ type: "batchnorm" });
@@ -35,6 +45,29 @@ function patchSize(info: DatasetInfo): number {
   return side % 4 === 0 && side >= 16 ? 4 : side % 2 === 0 ? 2 : 1;
 }
 
+/**
+ * ResNet-9 (Page, "How to train your ResNet", 2018): a stem, then three stages that double the
+ * channels and halve the side, the first two with a residual pair of convolutions. At 64
+ * channels in the stem it has 3.0M parameters; its recipe is the one that trains it fastest
+ * (SGD with Nesterov momentum, one cycle, label smoothing, weight decay).
+ */
+const RESNET9: Template = {
+  name: "resnet9",
+  blocks: ["conv2d", "batchnorm", "residual", "maxpool", "global_avgpool", "onecycle_schedule", "label_smoothing", "sgd"],
+  build: (info, width = 1) => {
+    const w = 16 * width;
+    const res = (c: number): Layer => ({ type: "residual", layers: [conv(c), bn(), act(), conv(c), bn(), act()] });
+    const layers: Layer[] = [conv(w), bn(), act()];
+    for (let s = 0, c = 2 * w; s < stagesFor(info); s++, c *= 2) {
+      layers.push(conv(c), bn(), act(), pool());
+      if (s < 2) layers.push(res(c));
+    }
+    layers.push({ type: "global_avgpool" });
+    return { name: "resnet9", layers };
+  },
+  recipe: { optimizer: "sgd", lr: 0.05, momentum: 0.9, nesterov: true, weight_decay: 5e-4, schedule: "onecycle", label_smoothing: 0.1 },
+};
+
 const IMAGE: Template[] = [
   {
     // The capacity the small templates lack: two convolutions per stage, 24
@@ -42,9 +75,9 @@ const IMAGE: Template[] = [
     // the strongest configs Optuna's baseline found.
     name: "vgg-cnn",
     blocks: ["conv2d", "batchnorm", "maxpool", "dropout"],
-    build: (info) => {
+    build: (info, width = 1) => {
       const layers: Layer[] = [];
-      for (let s = 0, w = 24; s < stagesFor(info); s++, w *= 2) layers.push(conv(w), bn(), act(), conv(w), bn(), act(), pool());
+      for (let s = 0, w = 24 * width; s < stagesFor(info); s++, w *= 2) layers.push(conv(w), bn(), act(), conv(w), bn(), act(), pool());
       layers.push({ type: "flatten" }, { type: "dropout", p: 0.3 });
       return { name: "vgg-cnn", layers };
     },
@@ -52,9 +85,9 @@ const IMAGE: Template[] = [
   {
     name: "bn-cnn",
     blocks: ["conv2d", "batchnorm", "maxpool", "dropout"],
-    build: (info) => {
+    build: (info, width = 1) => {
       const layers: Layer[] = [];
-      for (let s = 0, w = 16; s < Math.min(2, stagesFor(info)); s++, w *= 2) layers.push(conv(w), bn(), act(), pool());
+      for (let s = 0, w = 16 * width; s < Math.min(2, stagesFor(info)); s++, w *= 2) layers.push(conv(w), bn(), act(), pool());
       layers.push({ type: "flatten" }, { type: "dropout", p: 0.2 });
       return { name: "bn-cnn", layers };
     },
@@ -62,9 +95,9 @@ const IMAGE: Template[] = [
   {
     name: "se-cnn",
     blocks: ["conv2d", "batchnorm", "se", "maxpool", "global_avgpool"],
-    build: (info) => {
+    build: (info, width = 1) => {
       const layers: Layer[] = [];
-      for (let s = 0, w = 16; s < stagesFor(info); s++, w *= 2) layers.push(conv(w), bn(), act(), { type: "se", reduction: 8 }, pool());
+      for (let s = 0, w = 16 * width; s < stagesFor(info); s++, w *= 2) layers.push(conv(w), bn(), act(), { type: "se", reduction: 8 }, pool());
       layers.push({ type: "global_avgpool" }, { type: "dropout", p: 0.1 });
       return { name: "se-cnn", layers };
     },
@@ -72,9 +105,9 @@ const IMAGE: Template[] = [
   {
     name: "resnet-small",
     blocks: ["conv2d", "batchnorm", "residual", "global_avgpool"],
-    build: (info) => {
-      const layers: Layer[] = [conv(16), bn(), act()];
-      for (let s = 0, w = 16; s < stagesFor(info); s++, w *= 2) {
+    build: (info, width = 1) => {
+      const layers: Layer[] = [conv(16 * width), bn(), act()];
+      for (let s = 0, w = 16 * width; s < stagesFor(info); s++, w *= 2) {
         layers.push(
           { type: "residual", layers: [conv(w), bn(), act(), conv(w), bn()], activation: "relu" },
           pool(),
@@ -87,9 +120,9 @@ const IMAGE: Template[] = [
   {
     name: "mbconv-net",
     blocks: ["mbconv", "depthwise_conv2d", "se", "global_avgpool", "activation:silu"],
-    build: (info) => {
-      const layers: Layer[] = [conv(16), bn(), act("silu")];
-      for (let s = 0, w = 24; s < stagesFor(info); s++, w += 16) {
+    build: (info, width = 1) => {
+      const layers: Layer[] = [conv(16 * width), bn(), act("silu")];
+      for (let s = 0, w = 24 * width; s < stagesFor(info); s++, w += 16 * width) {
         layers.push({ type: "mbconv", out_channels: w, expand_ratio: 4, kernel_size: 3, stride: 2, se_ratio: 0.25 });
       }
       layers.push({ type: "global_avgpool" });
@@ -99,9 +132,9 @@ const IMAGE: Template[] = [
   {
     name: "ghost-net",
     blocks: ["ghost", "batchnorm", "maxpool", "global_avgpool"],
-    build: (info) => {
+    build: (info, width = 1) => {
       const layers: Layer[] = [];
-      for (let s = 0, w = 16; s < stagesFor(info); s++, w *= 2) layers.push({ type: "ghost", out_channels: w, ratio: 2 }, pool());
+      for (let s = 0, w = 16 * width; s < stagesFor(info); s++, w *= 2) layers.push({ type: "ghost", out_channels: w, ratio: 2 }, pool());
       layers.push({ type: "global_avgpool" });
       return { name: "ghost-net", layers };
     },
@@ -109,12 +142,12 @@ const IMAGE: Template[] = [
   {
     name: "vit-tiny",
     blocks: ["patch_embed", "transformer_encoder", "token_pool", "layernorm", "activation:gelu"],
-    build: (info) => {
+    build: (info, width = 1) => {
       const patch = patchSize(info);
       return {
         name: "vit-tiny",
         layers: [
-          { type: "patch_embed", patch_size: patch, dim: 64 },
+          { type: "patch_embed", patch_size: patch, dim: 64 * width },
           { type: "transformer_encoder", heads: 4, mlp_ratio: 2, depth: 2 },
           { type: "layernorm" },
           { type: "token_pool" },
@@ -125,13 +158,13 @@ const IMAGE: Template[] = [
   {
     name: "mixer-tiny",
     blocks: ["patch_embed", "mixer_block", "token_pool", "layernorm"],
-    build: (info) => {
+    build: (info, width = 1) => {
       const patch = patchSize(info);
       return {
         name: "mixer-tiny",
         layers: [
-          { type: "patch_embed", patch_size: patch, dim: 64 },
-          { type: "mixer_block", token_mlp_dim: 64, channel_mlp_dim: 128, depth: 2 },
+          { type: "patch_embed", patch_size: patch, dim: 64 * width },
+          { type: "mixer_block", token_mlp_dim: 64 * width, channel_mlp_dim: 128 * width, depth: 2 },
           { type: "layernorm" },
           { type: "token_pool" },
         ],
@@ -203,7 +236,9 @@ const TEXT: Template[] = [
   },
 ];
 
-export function templatesFor(info: DatasetInfo): Template[] {
+/** The templates for a dataset, in the order the planner tries them: on a GPU the residual family first. */
+export function templatesFor(info: DatasetInfo, device: SearchDevice = "cpu"): Template[] {
   if (info.inputDtype === "int64") return TEXT;
-  return info.inputShape.length === 3 ? IMAGE : TABULAR;
+  if (info.inputShape.length !== 3) return TABULAR;
+  return device === "cuda" ? [RESNET9, ...IMAGE] : [...IMAGE, RESNET9];
 }

@@ -141,9 +141,10 @@ def lane_open(params, passes):
 class Autotune:
     """cuDNN autotuning, turned on once the remaining training is predicted to pay back its timing runs."""
 
-    def __init__(self, accelerator, deterministic, epochs):
+    def __init__(self, accelerator, deterministic, epochs, train_seconds=0.0):
         self.enabled = accelerator.cuda and not deterministic
         self.epochs = epochs
+        self.train_seconds = train_seconds
         self.started = None
         self.on = False
 
@@ -155,7 +156,10 @@ class Autotune:
         """After the first epoch: the rest of the training, at its pace, against AUTOTUNE_AFTER_S."""
         if not self.enabled or epoch != 1 or self.on:
             return
-        remaining = (time.monotonic() - self.started) * (self.epochs - 1)
+        first = time.monotonic() - self.started
+        remaining = first * (self.epochs - 1)
+        if self.train_seconds:
+            remaining = min(remaining, self.train_seconds - first)
         if remaining >= AUTOTUNE_AFTER_S:
             torch.backends.cudnn.benchmark = True
             self.on = True

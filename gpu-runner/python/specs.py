@@ -139,6 +139,7 @@ def _recipe(spec):
         "channels_last": _value(raw, "channels_last", bool, where),
         "deterministic": _value(raw, "deterministic", bool, where),
         "ema_decay": _value(raw, "ema_decay", float, where, lambda v: 0 <= v < 1, "in [0, 1)"),
+        "train_seconds": _value(raw, "train_seconds", float, where, *nonneg),
     }
     augment = _object(raw, "augment", where)
     out["augment"] = {

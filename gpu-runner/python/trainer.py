@@ -128,28 +128,54 @@ class _Data:
         return x.long() if self.is_text else (x.float() - self.mean) / self.std
 
 
-def _lr_factor(recipe, steps_per_epoch):
-    """Multiplier of the base lr before optimizer step `step` (0-based), warmup included."""
-    total = recipe["epochs"] * steps_per_epoch
-    warmup = int(round(recipe["warmup_epochs"] * steps_per_epoch))
-    schedule = recipe["schedule"]
-    start = 0.0
-    if schedule == "onecycle":
-        # torch's OneCycleLR defaults: 30% of the steps rising from lr/25, then cosine to ~0.
-        warmup = warmup or max(1, int(0.3 * total))
-        start = 1 / 25
-    decay_steps = max(1, total - warmup)
-    step_every = recipe["step_size"] * steps_per_epoch
+class _Schedule:
+    """The learning rate's multiplier by progress through the training, warmup included.
 
-    def factor(step):
-        if step < warmup:
-            return start + (1 - start) * (step + 1) / warmup
-        if schedule in ("cosine", "onecycle"):
-            return 0.5 * (1 + math.cos(math.pi * min(1.0, (step - warmup) / decay_steps)))
-        if schedule == "step":
-            return recipe["gamma"] ** (step // step_every)
-        return 1.0
-    return factor
+    Progress is the share of the recipe's steps done; with `train_seconds`, the larger of
+    that and the share of the time elapsed since the first step, so a training cut by time
+    still warms up, anneals and ends at its schedule's end. The step schedule counts epochs.
+    """
+
+    def __init__(self, recipe, steps_per_epoch, base_lr):
+        self.base_lr = base_lr
+        self.total = recipe["epochs"] * steps_per_epoch
+        warmup = int(round(recipe["warmup_epochs"] * steps_per_epoch))
+        self.schedule = recipe["schedule"]
+        self.start = 0.0
+        if self.schedule == "onecycle":
+            # torch's OneCycleLR defaults: 30% of the steps rising from lr/25, then cosine to ~0.
+            warmup = warmup or max(1, int(0.3 * self.total))
+            self.start = 1 / 25
+        self.warm = warmup / self.total
+        self.step_every = recipe["step_size"] * steps_per_epoch
+        self.gamma = recipe["gamma"]
+        self.seconds = recipe["train_seconds"]
+        self.started = None
+
+    def _progress(self, steps):
+        p = steps / self.total
+        if self.seconds and self.started is not None:
+            p = max(p, (time.monotonic() - self.started) / self.seconds)
+        return min(1.0, p)
+
+    def lr(self, steps):
+        """The rate of the step after `steps` steps."""
+        p = self._progress(steps)
+        if p < self.warm:
+            return self.base_lr * (self.start + (1 - self.start) * min(1.0, self._progress(steps + 1) / self.warm))
+        if self.schedule in ("cosine", "onecycle"):
+            return self.base_lr * 0.5 * (1 + math.cos(math.pi * min(1.0, (p - self.warm) / max(1e-12, 1 - self.warm))))
+        if self.schedule == "step":
+            return self.base_lr * self.gamma ** (steps // self.step_every)
+        return self.base_lr
+
+    def out_of_time(self):
+        return bool(self.seconds) and self.started is not None and time.monotonic() - self.started >= self.seconds
+
+
+def _set_lr(optimizer, lr):
+    for group in optimizer.param_groups:
+        group["lr"] = lr
 
 
 def _optimizer(model, recipe):
@@ -307,7 +333,9 @@ def train(spec, split, emit, t0):
     n_train = len(data.train)
     # A final batch of one sample breaks BatchNorm in training mode; it is skipped.
     steps_per_epoch = n_train // batch_size + (1 if n_train % batch_size > 1 else 0)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, _lr_factor(recipe, steps_per_epoch))
+    schedule = _Schedule(recipe, steps_per_epoch, recipe["lr"])
+    steps_done = 0
+    _set_lr(optimizer, schedule.lr(0))
     criterion = nn.CrossEntropyLoss(label_smoothing=recipe["label_smoothing"])
     scaler = acc.grad_scaler(enabled=amp_dtype == torch.float16)
     eval_batch = max(256, batch_size)
@@ -315,7 +343,7 @@ def train(spec, split, emit, t0):
     ema = _Ema(model, recipe["ema_decay"]) if recipe["ema_decay"] > 0 else None
     curve = {key: [] for key in CURVE_KEYS}
     seconds_to_first_step = None
-    autotune = accel.Autotune(acc, recipe["deterministic"], recipe["epochs"])
+    autotune = accel.Autotune(acc, recipe["deterministic"], recipe["epochs"], recipe["train_seconds"])
 
     epochs = 0 if loaded else recipe["epochs"]
     for epoch in range(1, epochs + 1):
@@ -348,16 +376,20 @@ def train(spec, split, emit, t0):
                     torch.nn.utils.clip_grad_norm_(model.parameters(), recipe["grad_clip"])
                 scaler.step(optimizer)
                 scaler.update()
-                scheduler.step()
+                steps_done += 1
+                _set_lr(optimizer, schedule.lr(steps_done))
                 if ema:
                     ema.update(model)
             if seconds_to_first_step is None:
                 acc.synchronize()
                 seconds_to_first_step = time.monotonic() - t0
+                schedule.started = time.monotonic()
                 emit({"kind": "first_step", "seconds": seconds_to_first_step})
             loss_sum += value * len(y)
             seen += len(y)
             correct += (logits.detach().argmax(1) == y).sum()
+            if schedule.out_of_time():
+                break
 
         with ema.applied(model) if ema else contextlib.nullcontext():
             val_predictions = _predict(model, data, data.x_train, data.val, eval_batch, acc, amp_dtype, channels_last,
@@ -369,6 +401,9 @@ def train(spec, split, emit, t0):
         emit({"kind": "epoch", "seed": seed, "epoch": epoch, "epochs": recipe["epochs"], **point,
               "val_predictions": val_predictions, "seconds": time.monotonic() - t0})
         autotune.epoch_ended(epoch)
+        if schedule.out_of_time():
+            epochs = epoch
+            break
 
     if loaded:
         val_predictions = _predict(model, data, data.x_train, data.val, eval_batch, acc, amp_dtype, channels_last,

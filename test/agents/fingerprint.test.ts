@@ -45,12 +45,13 @@ describe("mutations", () => {
   it("never yield a child that trains like its parent", () => {
     let children = 0;
     for (const info of [IMAGES, TABLES]) {
-      for (const t of templatesFor(info)) {
+      for (const device of ["cpu", "cuda"] as const)
+      for (const t of templatesFor(info, device)) {
         for (const train of recipes) {
           const parent: Genome = { model: t.build(info), train };
           for (const m of MUTATIONS) {
             for (let seed = 0; seed < 4; seed++) {
-              const child = m.apply(structuredClone(parent), info, mulberry32(seed));
+              const child = m.apply(structuredClone(parent), info, mulberry32(seed), device);
               if (!child) continue;
               children++;
               expect(fingerprint(child.model, child.train), `${t.name} ${JSON.stringify(train)} ${m.name}`).not.toBe(fingerprint(parent.model, parent.train));
@@ -65,7 +66,7 @@ describe("mutations", () => {
   it("switch Adam to AdamW only with weight decay", () => {
     const optimizer = MUTATIONS.find((m) => m.name === "optimizer")!;
     const parent: Genome = { model, train: { optimizer: "adam", lr: 2e-3 } };
-    const children = Array.from({ length: 16 }, (_, seed) => optimizer.apply(structuredClone(parent), IMAGES, mulberry32(seed))!);
+    const children = Array.from({ length: 16 }, (_, seed) => optimizer.apply(structuredClone(parent), IMAGES, mulberry32(seed), "cpu")!);
     const adamw = children.filter((c) => c.train.optimizer === "adamw");
     expect(adamw.length).toBeGreaterThan(0);
     for (const c of adamw) expect(c.train.weight_decay).toBe(0.05);

@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import { compileModel } from "../../core/compiler/compile.js";
-import { fingerprint, initialBuiltin, mulberry32, nextBuiltin, promote, randomPolicy, type PlanInput } from "../../agents/planner/policy.js";
+import { fingerprint, initialBuiltin, mulberry32, nextBuiltin, promote, randomPolicy, type PlanInput, type Proposal } from "../../agents/planner/policy.js";
 import { stalledOn } from "../../agents/planner/stall.js";
 import { contextFor } from "../../agents/planner/llm-policy.js";
 import { researchBrief } from "../../research/research.js";
-import { DatasetInfoSchema } from "../../proto/gen/research/v1/runner_pb.js";
+import { DatasetInfoSchema, SeedResultSchema } from "../../proto/gen/research/v1/runner_pb.js";
 import { Surface } from "../../proto/gen/research/v1/common_pb.js";
 import { Decision, Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import type { EventInit } from "../../bus/index.js";
@@ -30,7 +30,7 @@ function input(events: EventInit[], maxParams = 0): PlanInput {
 /** An evaluation with `seeds` seeds of `seconds` each, as long as the whole evaluation. */
 function timed(e: EventInit, seconds: number, seeds = 1): EventInit {
   const result = (e.body as { value: { result: { seedResults: unknown[]; seconds: number } } }).value.result;
-  result.seedResults = Array.from({ length: seeds }, (_, seed) => ({ seed, seconds }));
+  result.seedResults = Array.from({ length: seeds }, (_, seed) => create(SeedResultSchema, { seed, seconds }));
   result.seconds = seconds;
   return e;
 }
@@ -87,7 +87,7 @@ describe("built-in planner", () => {
       timed(evaluated(`t${i}`, 0.85 + i / 100), 10),
       { runId: RUN, trialId: `t${i}`, body: { case: "trialJudged", value: { verdict: Verdict.ACCEPT, decision: Decision.ITERATE } } },
     ]);
-    const p = promote({ ...input(events), nowMs: 1000 })!;
+    const p = promote({ ...input(events), nowMs: 1000 }) as Proposal;
     expect(p).toMatchObject({ rung: 1, parentIds: ["t2"], surface: "data", model: first[2]!.model });
     expect(p.train).toMatchObject({ ...first[2]!.train, subset: 30_000, epochs: 3 });
     expect(p.hypothesis).toBe("promote t2 to rung 1: 30000 examples, 3 epochs");
@@ -104,7 +104,7 @@ describe("built-in planner", () => {
     expect(promote({ ...late, nowMs: 1000 + 140_000 })).toBeDefined();
   });
 
-  it("exploit phase: trains the run's best at the top rung, shortened to what fits once exploration has had its share", () => {
+  it("exploit phase: trains the run's best at the top rung, or for the time left once exploration has had its share", () => {
     const first = initialBuiltin(input([]), 3);
     const trial = (id: string, p: (typeof first)[number], mean: number, seconds: number, rung = 0, parent?: string): EventInit[] => [
       {
@@ -135,41 +135,44 @@ describe("built-in planner", () => {
       proposed(id),
       { runId: RUN, trialId: id, body: { case: "trialJudged", value: { verdict: Verdict.REJECT, decision: Decision.ITERATE } } },
     ]);
-    expect(at(600, flat)?.rationale).toMatch(/^exploit: .* rung 3 now, since the best CI low has not risen in the last 2 judged trials/);
-    // 550 s left: after 270 s, another 270 s would not fit before the reserve; now or never.
-    const now = at(550)!;
-    expect(now).toMatchObject({ rung: 3, parentIds: ["u2"], surface: "data", model: first[2]!.model, seeds: undefined });
+    const whenFlat = at(600, flat) as Proposal;
+    expect(whenFlat.rationale).toMatch(/^exploit: .* rung 3 now, since the best CI low has not risen in the last 2 judged trials; the same/);
+    expect(whenFlat.lastTraining).toBe(false);
+    // 550 s left: after 270 s, another 270 s would not fit before the reserve; now or never,
+    // and so the run's last long training.
+    const now = at(550) as Proposal;
+    expect(now).toMatchObject({ rung: 3, parentIds: ["u2"], surface: "data", model: first[2]!.model, seeds: undefined, lastTraining: true });
     expect(now.train).toMatchObject({ subset: 0, epochs: 15, schedule: "cosine" });
     // Not before the run has judged a patience's worth of trials (4 judged here).
     expect(at(550, [], 5)).toBeUndefined();
-    expect(now.rationale).toMatch(/^exploit: the run's best \(CI low 89\.00%\) trains at rung 3 now, since its predicted 270 s still fit/);
-    // 300 s left: the whole of rung 3 no longer fits before the confirmation and the
-    // report (270 + 38.5 s); the run has spent 70% of its budget, past its exploration
-    // share, so rung 3 is shortened to the 12 epochs (216 s) that fit in 85% of the
-    // 273.5 s before the reserve (26.5 s).
-    const short = at(300)!;
-    expect(short).toMatchObject({ rung: 3, parentIds: ["u2"], hypothesis: "promote u2 to rung 3: the full training split, 12 epochs" });
-    expect(short.train).toMatchObject({ subset: 0, epochs: 12, schedule: "cosine" });
-    expect(short.rationale).toMatch(/since the run has spent 70% of its budget exploring, and 12 of the top rung's 15 epochs \(predicted 216 s\) fit before the reserve/);
-    expect(at(200)?.train).toMatchObject({ subset: 0, epochs: 8 });
-    // 120 s left: fewer than rung 2's 5 epochs + 2 fit: rung 2 (90 s) instead, now or never.
-    expect(at(120)).toMatchObject({ rung: 2, parentIds: ["u2"], train: { subset: 0, epochs: 5 }, seeds: undefined });
-    // A trial budget of 250 s caps a seed at 212 s (11 epochs): before the exploration
-    // share (300 s spent of 1000) the shortened rung waits, unless exploration went flat.
+    expect(now.rationale).toMatch(/^exploit: the run's best \(CI low 89\.00%\) trains at rung 3 now, since its predicted 270 s still fit the 524 s left before the reserve; the run's last long training/);
+    // 300 s left: the whole of rung 3 no longer fits before the confirmation and the report
+    // (270 + 38.5 s); the run has spent 70% of its budget, past its exploration share, so u2
+    // trains for the time it has: 90% of the 273.5 s before the reserve (26.5 s), less its
+    // start-up (0 s here) and one epoch of the full split at its pace (18 s): 228 s.
+    const forTime = at(300) as Proposal;
+    expect(forTime).toMatchObject({ rung: 3, parentIds: ["u2"], lastTraining: true, hypothesis: "train u2 for 228 s on the full training split (about 12 epochs at its measured pace)" });
+    expect(forTime.train).toMatchObject({ subset: 0, epochs: 200, train_seconds: 228, schedule: "cosine", augment: { crop_padding: 2 } });
+    expect(forTime.rationale).toMatch(/since the run has spent 70% of its budget exploring, and the whole top rung \(15 epochs\) no longer fits before the reserve; the run's last long training/);
+    expect((at(200) as Proposal).train).toMatchObject({ train_seconds: 138 });
+    // 120 s left: 66 s of training is less than a tenth of the budget: rung 2 (90 s) instead, now or never.
+    expect(at(120)).toMatchObject({ rung: 2, parentIds: ["u2"], train: { subset: 0, epochs: 5 }, seeds: undefined, lastTraining: true });
+    // A trial budget of 250 s caps a seed's training at 85% of it less the 18 s: 194 s. Before
+    // the exploration share (300 s spent of 1000) it waits, unless exploration went flat.
     expect(at(700, [], 4, 250)).toBeUndefined();
-    expect(at(700, flat, 4, 250)?.train).toMatchObject({ subset: 0, epochs: 11 });
-    expect(at(550, [], 4, 250)?.train).toMatchObject({ subset: 0, epochs: 11 });
-    // One long training at a time: not while another promotion above rung 1 is in flight.
+    expect((at(700, flat, 4, 250) as Proposal).train).toMatchObject({ subset: 0, train_seconds: 194 });
+    expect((at(550, [], 4, 250) as Proposal).train).toMatchObject({ subset: 0, train_seconds: 194 });
+    // One long training at a time: in the exploit phase nothing starts while a promotion trains.
     const inFlight: EventInit = { runId: RUN, trialId: "v", body: { case: "trialProposed", value: { rung: 2, parentIds: ["t1"], surface: Surface.DATA } } };
-    expect(at(550, [inFlight])).toBeUndefined();
-    // Once the best trained at the top rung, a plateau sends the runner-up up as far as fits:
-    // t1's one-seed 10 s at 10k x 3 predict 3 x 270 s at rung 3 (too long), 3 x 18 s an epoch,
-    // so 8 epochs in 85% of the 511.5 s before the reserve.
+    expect(at(550, [inFlight])).toBe("wait");
+    // Once the best trained at the top rung, a plateau sends the runner-up up for the time that
+    // fits: t1's one-seed 10 s at 10k x 3 is 18 s an epoch of the full split, and its three
+    // seeds queue three deep on an unknown runner: 90% of the 511.5 s before w's reserve / 3, less 18 s.
     const topped = trial("w", first[2]!, 0.91, 270, 3, "u2");
     expect(at(550, [...topped, ...flat])).toMatchObject({
       rung: 3,
       parentIds: ["t1"],
-      train: { subset: 0, epochs: 8 },
+      train: { subset: 0, train_seconds: 135 },
       rationale: expect.stringMatching(/^exploit: the best config not yet trained this long/),
     });
   });
@@ -196,23 +199,21 @@ describe("built-in planner", () => {
       return promote({ ...late, nowMs: 1000 + (1000 - remainingS) * 1000, slots });
     };
     // Rung 2 (54k x 5) predicts 90 s a seed, 270 s for three seeds queued as one-seed u2's
-    // were not (x 3): 54 s an epoch. With 973.5 s before the reserve, a shortened top rung
-    // (7 epochs, 378 s) still fits after it: ASHA's promotion as it is.
+    // were not (x 3): 54 s an epoch. With 973.5 s before the reserve, a training twice as
+    // long still fits after it: ASHA's promotion as it is.
     expect(at(1000)).toMatchObject({ rung: 2, parentIds: ["u2"], train: { subset: 0, epochs: 5 }, seeds: undefined });
-    // With 573.5 s, nothing longer would fit after rung 2: it trains the 9 epochs that fit
-    // in 85% of that now, at the top rung.
-    const last = at(600)!;
-    expect(last).toMatchObject({ rung: 3, parentIds: ["u2"], train: { subset: 0, epochs: 9 }, seeds: undefined });
-    expect(last.rationale).toMatch(/the run's last long training: after rung 2's 5 epochs \(predicted 270 s\) no longer training would fit, so it trains the 9 epochs that fit now/);
+    // With 673.5 s (before the exploration share is spent), nothing twice as long would fit
+    // after rung 2: u2 trains for the time left now, 90% of it over 3 queued seeds less 18 s.
+    const last = at(700) as Proposal;
+    expect(last).toMatchObject({ rung: 3, parentIds: ["u2"], train: { subset: 0, train_seconds: 184 }, seeds: undefined, lastTraining: true });
+    expect(last.rationale).toMatch(/the run's last long training: after rung 2's 5 epochs \(predicted 270 s\) no longer training would fit, so it trains for the time that is left now/);
     // ... but not while another long training runs: the two would share the slots.
     const running: EventInit = { runId: RUN, trialId: "v", body: { case: "trialProposed", value: { rung: 2, parentIds: ["u1"], surface: Surface.DATA } } };
-    expect(at(600, [running])).toBeUndefined();
-    // With 323.5 s, no more than rung 2's 5 epochs fit: ASHA's promotion as it is.
-    expect(at(350)).toMatchObject({ rung: 2, train: { epochs: 5 } });
-    // On a runner with 2 slots three seeds take 2 rounds, not 3: 36 s an epoch. With 573.5 s
-    // a shortened top still fits after rung 2; with 433.5 s it does not, and 10 epochs do now.
-    expect(at(600, [], 2)).toMatchObject({ rung: 2, train: { epochs: 5 } });
-    expect(at(460, [], 2)).toMatchObject({ rung: 3, train: { subset: 0, epochs: 10 } });
+    expect(at(700, [running])).toBeUndefined();
+    // On a runner with 2 slots three seeds take 2 rounds, not 3: 36 s an epoch. With 673.5 s a
+    // training twice rung 2's still fits after it; with 533.5 s it does not.
+    expect(at(700, [], 2)).toMatchObject({ rung: 2, train: { epochs: 5 } });
+    expect(at(560, [], 2)).toMatchObject({ rung: 3, lastTraining: true, train: { subset: 0, train_seconds: 222 } });
   });
 
   it("lets the surrogate choose among the chosen surface's edits once four rung-0 trials are in", () => {

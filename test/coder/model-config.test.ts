@@ -127,6 +127,7 @@ describe("TrainConfigSchema", () => {
         channels_last: false,
         deterministic: false,
         ema_decay: 0,
+        train_seconds: 0,
         subset: 0,
       },
     });

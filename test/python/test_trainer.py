@@ -109,6 +109,27 @@ def test_a_full_recipe_trains_and_reports_validation_and_test_metrics():
     assert result["val_examples"] == 16 and result["test_examples"] > 0
 
 
+def test_a_training_cut_by_time_stops_there_and_still_anneals():
+    """train_seconds: the run's last long training takes the time it has; its schedule follows that time."""
+    recipe = {"epochs": 400, "batch_size": 16, "schedule": "cosine", "train_seconds": 0.5}
+    result, progress = run("train", dataset={**IMAGES, "subset": 640}, recipe=recipe)
+    assert result["kind"] == "result", result
+    epochs = result["epochs_completed"]
+    assert 1 <= epochs < 400 and len(result["learning_curve"]["lr"]) == epochs
+    assert len([e for e in progress if e["kind"] == "epoch"]) == epochs
+    # Annealed to (nearly) nothing by the time it stopped, though it ran a fraction of its epochs.
+    assert result["learning_curve"]["lr"][-1] < 0.05 * 1e-3
+    assert result["seconds"] - result["seconds_to_first_step"] < 0.5 + 5
+
+
+def test_a_step_counted_schedule_is_unchanged_by_a_time_limit_it_never_reaches():
+    recipe = {"epochs": 3, "batch_size": 32, "schedule": "onecycle", "lr": 0.01}
+    plain, _ = run("train", recipe=recipe, seed=2)
+    limited, _ = run("train", recipe={**recipe, "train_seconds": 3600.0}, seed=2)
+    assert limited["learning_curve"]["lr"] == pytest.approx(plain["learning_curve"]["lr"])
+    assert limited["epochs_completed"] == 3
+
+
 def test_the_job_returns_predictions_and_holds_no_validation_or_test_label():
     """The job's process gets the training labels of its split and nothing else: it answers with
     log-probabilities for every validation (and test) example, which only the referee can score."""
@@ -209,7 +230,7 @@ def test_token_ids_reach_the_model_as_int64(fixtures_dir):
 
 def factor(**recipe):
     full = specs.validate("train", published(full_spec("train", source=CNN, dataset=IMAGES, recipe=recipe))[0])
-    return trainer._lr_factor(full["recipe"], steps_per_epoch=10)
+    return trainer._Schedule(full["recipe"], steps_per_epoch=10, base_lr=1.0).lr
 
 
 def test_learning_rate_schedules():
