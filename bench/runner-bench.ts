@@ -5,10 +5,15 @@
  * first training step, multi-seed scaling, and a reference CNN on full
  * Fashion-MNIST. How to read the numbers: docs/BENCHMARKS.md, "Runner".
  *
- *   npx tsx bench/runner-bench.ts [--quick] [--slots N] [--fashion-dir DIR] [--out FILE]
+ *   npx tsx bench/runner-bench.ts [--quick] [--short] [--slots N] [--fashion-dir DIR] [--out FILE]
  *
- * --quick skips the Fashion-MNIST run (minutes on a CPU); --fashion-dir points
- * at its IDX files where they are not in /usr/share/datasets/fashion-mnist.
+ * --quick skips the Fashion-MNIST run (minutes on a CPU); --short (the GPU
+ * check's mode, scripts/gpu-check.sh) starts one runner for the three cases and
+ * repeats less; --fashion-dir points at its IDX files where they are not in
+ * /usr/share/datasets/fashion-mnist. On a CUDA runner the seed scaling and the
+ * Fashion-MNIST run train the reference CNN in bf16 batches of 512 (what the
+ * planner sends a GPU), and a ResNet-9 pair measures cuDNN autotuning: one
+ * training too short to turn it on against one long enough to (gpu-runner/python/accel.py).
  * The default output, bench/results/runner-<device>-<cpus>core[-quick].json,
  * is named after the kind of machine rather than the hostname, which is
  * meaningless in containers.
@@ -22,7 +27,7 @@ import { cliConfig } from "../core/config.js";
 import { createLogger } from "../core/logger.js";
 import { connectRunner, evaluateToResult, type RunnerClient } from "../gpu-runner/client.js";
 import { startRunner } from "../gpu-runner/server.js";
-import { Optimizer, type EvaluateRequestSchema, type HealthResponse } from "../proto/gen/research/v1/runner_pb.js";
+import { Optimizer, Schedule, type EvaluateRequestSchema, type HealthResponse } from "../proto/gen/research/v1/runner_pb.js";
 
 type Req = MessageInitShape<typeof EvaluateRequestSchema>;
 
@@ -32,13 +37,14 @@ function option(name: string): string | undefined {
   return i >= 0 ? argv[i + 1] : argv.find((a) => a.startsWith(`${name}=`))?.slice(name.length + 1);
 }
 const QUICK = argv.includes("--quick");
+const SHORT = argv.includes("--short");
 const SLOTS = Number(option("--slots") ?? availableParallelism());
 const OUT = option("--out");
 const fashionDirArg = option("--fashion-dir");
 const FASHION_DIR = fashionDirArg ? resolve(fashionDirArg) : undefined;
 const { runnerPython: PYTHON } = cliConfig();
-const WARM_REPEATS = 5;
-const SCALING_REPEATS = 3;
+const WARM_REPEATS = SHORT ? 3 : 5;
+const SCALING_REPEATS = SHORT ? 2 : 3;
 const SCALING_SEEDS = [1, 3, 5];
 
 // As reported by the seed documents for the same three cases; how they were timed is not stated.
@@ -82,6 +88,35 @@ class DigitsCNN(nn.Module):
             nn.Conv2d(1, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(),
             nn.Conv2d(16, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
             nn.Flatten(), nn.Linear(32 * 4 * 4, num_classes),
+        )
+
+    def forward(self, x):
+        return self.net(x)
+`;
+
+// ResNet-9 at width 64 (3.0M parameters), the shape of the planner's resnet9 template on a GPU.
+const RESNET9 = `
+import torch.nn as nn
+
+def cbr(cin, cout):
+    return [nn.Conv2d(cin, cout, 3, padding=1, bias=False), nn.BatchNorm2d(cout), nn.ReLU()]
+
+class Residual(nn.Module):
+    def __init__(self, c):
+        super().__init__()
+        self.body = nn.Sequential(*cbr(c, c), *cbr(c, c))
+
+    def forward(self, x):
+        return x + self.body(x)
+
+class ResNet9(nn.Module):
+    def __init__(self, num_classes=10):
+        super().__init__()
+        self.net = nn.Sequential(
+            *cbr(1, 64), *cbr(64, 128), nn.MaxPool2d(2), Residual(128),
+            *cbr(128, 256), nn.MaxPool2d(2), Residual(256),
+            *cbr(256, 512), nn.MaxPool2d(2),
+            nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(512, num_classes),
         )
 
     def forward(self, x):
@@ -224,34 +259,47 @@ function quickCases(cifarDir: string): QuickCase[] {
   ];
 }
 
-async function coldAndWarm(c: QuickCase, dataRoots: string[]) {
+/** A case's cold request (the first after `startupS` of runner start-up) and its warm repeats. */
+async function coldAndWarm(c: QuickCase, client: RunnerClient, startupS: number, t0: number) {
+  const cold = await measure(client, c.request(`bench-${c.id}-cold`));
+  const coldTotalS = since(t0);
+  const warm: Run[] = [];
+  for (let i = 0; i < WARM_REPEATS; i++) warm.push(await measure(client, c.request(`bench-${c.id}-warm-${i}`)));
+  const warmS = median(warm.map((r) => r.wallS));
+  return {
+    id: c.id,
+    title: c.title,
+    params: cold.params,
+    seed_documents_s: SEED_SECONDS[c.id],
+    cold: { startup_s: r3(startupS), first_result_s: r3(coldTotalS), request_s: r3(cold.wallS), run: roundRun(cold) },
+    warm: {
+      median_s: r3(warmS),
+      min_s: r3(Math.min(...warm.map((r) => r.wallS))),
+      max_s: r3(Math.max(...warm.map((r) => r.wallS))),
+      median_started_s: r3(median(warm.map((r) => r.startedS ?? NaN))),
+      median_first_step_s: r3(median(warm.map((r) => Math.max(...r.firstStepS)))),
+      median_first_progress_s: r3(median(warm.map((r) => r.firstProgressS ?? NaN))),
+      // Where the time goes: the slowest seed in its worker, the runner around the seeds, gRPC and the client.
+      median_slowest_seed_s: r3(median(warm.map((r) => Math.max(...r.seedS)))),
+      median_server_s: r3(median(warm.map((r) => r.serverS))),
+      runs: warm.map(roundRun),
+    },
+    speedup_warm: r3(SEED_SECONDS[c.id] / warmS),
+    speedup_cold: r3(SEED_SECONDS[c.id] / coldTotalS),
+  };
+}
+
+/** Each case on a runner of its own, so every cold request is a runner's first; --short: one runner, only the first case cold. */
+async function quickCaseRuns(cases: QuickCase[], dataRoots: string[]) {
+  if (!SHORT) {
+    const out = [];
+    for (const c of cases) out.push(await withRunner(dataRoots, (client, startupS, t0) => coldAndWarm(c, client, startupS, t0)));
+    return out;
+  }
   return withRunner(dataRoots, async (client, startupS, t0) => {
-    const cold = await measure(client, c.request(`bench-${c.id}-cold`));
-    const coldTotalS = since(t0);
-    const warm: Run[] = [];
-    for (let i = 0; i < WARM_REPEATS; i++) warm.push(await measure(client, c.request(`bench-${c.id}-warm-${i}`)));
-    const warmS = median(warm.map((r) => r.wallS));
-    return {
-      id: c.id,
-      title: c.title,
-      params: cold.params,
-      seed_documents_s: SEED_SECONDS[c.id],
-      cold: { startup_s: r3(startupS), first_result_s: r3(coldTotalS), request_s: r3(cold.wallS), run: roundRun(cold) },
-      warm: {
-        median_s: r3(warmS),
-        min_s: r3(Math.min(...warm.map((r) => r.wallS))),
-        max_s: r3(Math.max(...warm.map((r) => r.wallS))),
-        median_started_s: r3(median(warm.map((r) => r.startedS ?? NaN))),
-        median_first_step_s: r3(median(warm.map((r) => Math.max(...r.firstStepS)))),
-        median_first_progress_s: r3(median(warm.map((r) => r.firstProgressS ?? NaN))),
-        // Where the time goes: the slowest seed in its worker, the runner around the seeds, gRPC and the client.
-        median_slowest_seed_s: r3(median(warm.map((r) => Math.max(...r.seedS)))),
-        median_server_s: r3(median(warm.map((r) => r.serverS))),
-        runs: warm.map(roundRun),
-      },
-      speedup_warm: r3(SEED_SECONDS[c.id] / warmS),
-      speedup_cold: r3(SEED_SECONDS[c.id] / coldTotalS),
-    };
+    const out = [];
+    for (const c of cases) out.push(await coldAndWarm(c, client, out.length ? 0 : startupS, out.length ? performance.now() : t0));
+    return out;
   });
 }
 
@@ -264,13 +312,25 @@ const digits = (seeds: number, epochs: number, trialId: string): Req => ({
   budget: { timeBudgetS: 300 },
 });
 
-async function scaling(client: RunnerClient) {
-  // Every slot loads digits once into its worker's cache before anything is timed.
-  await measure(client, digits(SLOTS, 1, "bench-scaling-warmup"));
+/** The reference CNN on Fashion-MNIST as the planner sends it to a GPU: bf16, channels-last, batches of 512. */
+const fashionOnGpu = (seeds: number, epochs: number, trialId: string): Req => ({
+  trialId,
+  model: { code: FASHION_CNN, className: "FashionCNN" },
+  dataset: { name: "fashion-mnist", dataDir: FASHION_DIR ?? "" },
+  recipe: { epochs, batchSize: 512, optimizer: Optimizer.ADAM, lr: 4e-3, amp: true, channelsLast: true },
+  seeds,
+  budget: { timeBudgetS: 600 },
+});
+
+async function scaling(client: RunnerClient, cuda: boolean) {
+  // On a CPU, digits; on a GPU, whose small jobs take the CPU lane, one epoch of Fashion-MNIST.
+  const job = cuda ? (seeds: number, id: string) => fashionOnGpu(seeds, 1, id) : (seeds: number, id: string) => digits(seeds, 3, id);
+  // Every slot loads the dataset once into its worker's cache before anything is timed.
+  await measure(client, job(SLOTS, "bench-scaling-warmup"));
   const rows = [];
   for (const seeds of SCALING_SEEDS) {
     const runs: Run[] = [];
-    for (let i = 0; i < SCALING_REPEATS; i++) runs.push(await measure(client, digits(seeds, 3, `bench-scaling-${seeds}-${i}`)));
+    for (let i = 0; i < SCALING_REPEATS; i++) runs.push(await measure(client, job(seeds, `bench-scaling-${seeds}-${i}`)));
     const wallS = median(runs.map((r) => r.wallS));
     const rounds = Math.ceil(seeds / SLOTS);
     rows.push({
@@ -284,27 +344,39 @@ async function scaling(client: RunnerClient) {
       runs: runs.map(roundRun),
     });
   }
-  return { workload: "digits (1797 images, 10% validation), small BN CNN, 3 epochs, batch 64, adam 3e-3", repeats: SCALING_REPEATS, rows };
+  const workload = cuda
+    ? "Fashion-MNIST full (54k train), reference BN CNN, 1 epoch, batch 512, bf16, channels-last, adam 4e-3"
+    : "digits (1797 images, 10% validation), small BN CNN, 3 epochs, batch 64, adam 3e-3";
+  return { workload, repeats: SCALING_REPEATS, rows, five_over_one: r3(rows[2]!.median_wall_s / rows[0]!.median_wall_s) };
 }
 
-async function fashion(client: RunnerClient) {
-  const seeds = Math.min(2, SLOTS);
-  const run = await measure(client, {
-    trialId: "bench-fashion",
-    model: { code: FASHION_CNN, className: "FashionCNN" },
-    dataset: { name: "fashion-mnist", dataDir: FASHION_DIR ?? "" },
-    recipe: { epochs: 3, batchSize: 128, optimizer: Optimizer.ADAM, lr: 2e-3 },
-    seeds,
-    budget: { timeBudgetS: 3600 },
-  });
-  // Epoch 1 is counted from the first step, so dataset loading is reported apart (first_step_s).
+/** Per-epoch seconds of each seed, epoch 1 counted from the first step (dataset loading is first_step_s). */
+function epochSeconds(run: Run, seeds: number): number[][] {
   // Seeds are numbered from 0 here and seed_results come in seed order, so index i is seed i.
-  const epochS = Array.from({ length: seeds }, (_, i) => {
+  return Array.from({ length: seeds }, (_, i) => {
     const ends = run.epochEnds.filter((e) => e.seed === i).sort((a, b) => a.epoch - b.epoch).map((e) => e.seconds);
     return ends.map((t, k) => r3(t - (k === 0 ? run.firstStepS[i]! : ends[k - 1]!)));
   });
+}
+
+async function fashion(client: RunnerClient, cuda: boolean) {
+  const seeds = Math.min(2, SLOTS);
+  const run = await measure(
+    client,
+    cuda
+      ? fashionOnGpu(seeds, 3, "bench-fashion")
+      : {
+          trialId: "bench-fashion",
+          model: { code: FASHION_CNN, className: "FashionCNN" },
+          dataset: { name: "fashion-mnist", dataDir: FASHION_DIR ?? "" },
+          recipe: { epochs: 3, batchSize: 128, optimizer: Optimizer.ADAM, lr: 2e-3 },
+          seeds,
+          budget: { timeBudgetS: 3600 },
+        },
+  );
+  const epochS = epochSeconds(run, seeds);
   return {
-    workload: `Fashion-MNIST full (54k train / 6k validation), BN CNN, 3 epochs, batch 128, adam 2e-3, ${seeds} seeds in parallel`,
+    workload: `Fashion-MNIST full (54k train / 6k validation), BN CNN, 3 epochs, ${cuda ? "batch 512, bf16, channels-last, adam 4e-3" : "batch 128, adam 2e-3"}, ${seeds} seeds in parallel`,
     params: run.params,
     val_accuracy_mean: r3(run.valAccuracy),
     val_accuracy_ci95: run.valAccuracyCi95.map(r3),
@@ -316,6 +388,34 @@ async function fashion(client: RunnerClient) {
   };
 }
 
+/**
+ * cuDNN autotuning on a GPU: ResNet-9 with three seeds at once, 6 epochs (the rest of the
+ * training after epoch 1 is predicted under accel.AUTOTUNE_AFTER_S, so it never turns on)
+ * against 16 (it turns on after epoch 1). Steady epochs: 2-6 untuned, 4-16 tuned.
+ */
+async function autotune(client: RunnerClient) {
+  const job = (epochs: number, id: string): Req => ({
+    trialId: id,
+    model: { code: RESNET9, className: "ResNet9" },
+    dataset: { name: "fashion-mnist", dataDir: FASHION_DIR ?? "" },
+    recipe: { epochs, batchSize: 512, optimizer: Optimizer.SGD, lr: 0.2, momentum: 0.9, nesterov: true, weightDecay: 5e-4, schedule: Schedule.ONECYCLE, labelSmoothing: 0.1, amp: true, channelsLast: true, augment: { hflip: true, cropPadding: 2 } },
+    seeds: 3,
+    budget: { timeBudgetS: 600 },
+  });
+  const short = await measure(client, job(6, "bench-autotune-off"));
+  const long = await measure(client, job(16, "bench-autotune-on"));
+  const steady = (run: Run, from: number) => median(epochSeconds(run, 3).flatMap((e) => e.slice(from - 1)));
+  const off = steady(short, 2);
+  const on = steady(long, 4);
+  return {
+    workload: "ResNet-9 (3.0M), Fashion-MNIST full, 3 seeds at once, batch 512, bf16, channels-last, SGD one-cycle, flip + crop",
+    params: short.params,
+    untuned: { epochs: 6, epoch_s: epochSeconds(short, 3), steady_epoch_s: r3(off), first_step_s: short.firstStepS.map(r3), val_accuracy: r3(short.valAccuracy), wall_s: r3(short.wallS) },
+    tuned_after_epoch_1: { epochs: 16, epoch_s: epochSeconds(long, 3), steady_epoch_s: r3(on), first_step_s: long.firstStepS.map(r3), val_accuracy: r3(long.valAccuracy), wall_s: r3(long.wallS) },
+    tuned_over_untuned: r3(on / off),
+  };
+}
+
 function table(headers: string[], rows: (string | number)[][]): string {
   const cells = [headers, ...rows.map((r) => r.map(String))];
   const widths = headers.map((_, i) => Math.max(...cells.map((r) => r[i]!.length)));
@@ -324,7 +424,7 @@ function table(headers: string[], rows: (string | number)[][]): string {
 
 function machineName(health: HealthResponse): string {
   const device = health.device?.kind === "cuda" ? `cuda-${health.device.name.toLowerCase().replace(/[^a-z0-9]+/g, "-")}` : health.device?.kind ?? "unknown";
-  return `${device}-${availableParallelism()}core${QUICK ? "-quick" : ""}`;
+  return `${device}-${availableParallelism()}core${QUICK ? "-quick" : SHORT ? "-short" : ""}`;
 }
 
 const fixtures = mkdtempSync(join(tmpdir(), "runner-bench-data-"));
@@ -333,26 +433,27 @@ try {
   const log = (s: string) => process.stderr.write(`[runner-bench] ${s}\n`);
   execFileSync(PYTHON, [resolve("test/fixtures/make_datasets.py"), fixtures, "--cifar-n", "300"], { stdio: "inherit" });
 
-  const cases = [];
-  for (const c of quickCases(join(fixtures, "cifar10"))) {
-    log(`case ${c.id}: ${c.title} (cold, then ${WARM_REPEATS} warm)`);
-    cases.push(await coldAndWarm(c, [fixtures]));
-  }
+  log(`cases: ${quickCases(join(fixtures, "cifar10")).map((c) => c.id).join(", ")} (cold, then ${WARM_REPEATS} warm${SHORT ? ", one runner" : ", a runner each"})`);
+  const cases = await quickCaseRuns(quickCases(join(fixtures, "cifar10")), [fixtures]);
 
   const rest = await withRunner([fixtures, ...(FASHION_DIR ? [FASHION_DIR] : [])], async (client) => {
     const health = await client.health({});
+    const cuda = health.device?.kind === "cuda";
     log(`scaling: ${SCALING_SEEDS.join("/")} seeds on ${SLOTS} slots`);
-    const scale = await scaling(client);
-    if (QUICK) return { health, scale, fmnist: null };
-    log("Fashion-MNIST reference CNN (minutes on a CPU)");
-    return { health, scale, fmnist: await fashion(client) };
+    const scale = await scaling(client, cuda);
+    if (QUICK) return { health, scale, fmnist: null, tuning: null };
+    log(`Fashion-MNIST reference CNN${cuda ? "" : " (minutes on a CPU)"}`);
+    const fmnist = await fashion(client, cuda);
+    if (!cuda) return { health, scale, fmnist, tuning: null };
+    log("cuDNN autotuning: ResNet-9, 6 epochs against 16");
+    return { health, scale, fmnist, tuning: await autotune(client) };
   });
   load.push(loadavg());
 
   const report = {
     benchmark: "runner",
     date: new Date().toISOString(),
-    mode: QUICK ? "quick" : "full",
+    mode: QUICK ? "quick" : SHORT ? "short" : "full",
     machine: {
       hostname: hostname(),
       cpus: availableParallelism(),
@@ -370,6 +471,7 @@ try {
     quick_cases: cases,
     scaling: rest.scale,
     fashion_mnist: rest.fmnist,
+    autotune: rest.tuning,
   };
   const out = OUT ?? `bench/results/runner-${machineName(rest.health)}.json`;
   mkdirSync(dirname(out), { recursive: true });
@@ -419,6 +521,12 @@ try {
       `val accuracy ${f.val_accuracy_mean} (95% CI ${f.val_accuracy_ci95.join("-")}), ${f.mean_epoch_s} s per epoch per seed ` +
         `(${f.epoch_s.map((s) => s.join("/")).join(", ")}), first step after ${f.first_step_s.join("/")} s, wall ${f.wall_s} s`,
     );
+  }
+  console.log(`\nfive seeds / one seed: ${rest.scale.five_over_one}x`);
+  if (rest.tuning) {
+    const t = rest.tuning;
+    console.log(`\ncuDNN autotuning: ${t.workload}`);
+    console.log(`steady epoch untuned ${t.untuned.steady_epoch_s} s, tuned ${t.tuned_after_epoch_1.steady_epoch_s} s (${t.tuned_over_untuned}x); first step ${t.untuned.first_step_s.join("/")} s`);
   }
   console.log(`\nwrote ${out}`);
 } finally {

@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# The GPU check: on a GPU host, the runner benchmark on CUDA (time to the first step, seeds
+# 1/3/5, the seed documents' three cases, the reference CNN's epoch, cuDNN autotuning), then
+# an open-ended research run on Fashion-MNIST for a given number of minutes, start-up
+# included; one JSON summary. Runs from an extracted swarm pack (scripts/pack-swarm.sh) or a
+# checkout; on a host without a GPU it says so and measures the CPU.
+#
+#   scripts/gpu-check.sh [--minutes M] [--data DIR] [--out DIR] [--goal GOAL] [--skip-bench] [--skip-run]
+#
+#   --minutes M    the research run's budget, start-up and report included (default 5.5)
+#   --data DIR     Fashion-MNIST's idx files (default: the pack's data/fashion-mnist, else
+#                  /usr/share/datasets/fashion-mnist)
+#   --out DIR      where gpu-check.json, the benchmark's JSON, the run's log and report go
+#                  (default ./gpu-check-<date>)
+#   --goal GOAL    the run's goal (default "fashion-mnist: maximise accuracy")
+#
+# RUNNER_PYTHON names a Python with torch, numpy, scipy and scikit-learn (default: the lent
+# GPU hosts' /opt/torch/.venv/bin/python3 when it exists). docs/DEPLOY.md, "The GPU check".
+set -euo pipefail
+HERE="$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")" && pwd)"
+MINUTES=5.5
+DATA=""
+OUT=""
+GOAL="fashion-mnist: maximise accuracy"
+BENCH=1
+RUN=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --minutes) MINUTES="$2"; shift 2 ;;
+    --data) DATA="$(realpath -m "$2")"; shift 2 ;;
+    --out) OUT="$(realpath -m "$2")"; shift 2 ;;
+    --goal) GOAL="$2"; shift 2 ;;
+    --skip-bench) BENCH=0; shift ;;
+    --skip-run) RUN=0; shift ;;
+    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "gpu-check: unknown argument $1 (see --help)" >&2; exit 2 ;;
+  esac
+done
+
+# A pack has its wrappers at its top (this script sits in its scripts/); a checkout runs TypeScript.
+ROOT="$(cd "$HERE/.." && pwd)"
+RESEARCH_AGENT=("$ROOT/research-agent")
+if [ -x "$ROOT/runner-bench" ]; then
+  RUNNER_BENCH=("$ROOT/runner-bench")
+else
+  RUNNER_BENCH=(node --import "$ROOT/node_modules/tsx/dist/esm/index.mjs" "$ROOT/bench/runner-bench.ts")
+fi
+if [ -z "${RUNNER_PYTHON:-}" ] && [ -x /opt/torch/.venv/bin/python3 ]; then export RUNNER_PYTHON=/opt/torch/.venv/bin/python3; fi
+PY="${RUNNER_PYTHON:-python3}"
+for d in "$DATA" "$ROOT/data/fashion-mnist" /usr/share/datasets/fashion-mnist; do
+  if [ -n "$d" ] && [ -d "$d" ]; then DATA="$d"; break; fi
+done
+[ -d "$DATA" ] || { echo "gpu-check: no Fashion-MNIST idx files: pass --data DIR" >&2; exit 2; }
+OUT="${OUT:-$PWD/gpu-check-$(date +%Y%m%d-%H%M%S)}"
+mkdir -p "$OUT"
+say() { echo "gpu-check: $*" >&2; }
+
+GPU="$(nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>/dev/null | head -1 || true)"
+if [ -n "$GPU" ]; then say "GPU: $GPU"; else say "no GPU found (nvidia-smi lists none): measuring the CPU"; fi
+say "python: $PY ($("$PY" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)' 2>&1 | tail -1))"
+
+if [ "$BENCH" = 1 ]; then
+  say "runner benchmark (about 3 minutes on a GPU) ..."
+  t0=$(date +%s.%N)
+  "${RUNNER_BENCH[@]}" --short --fashion-dir "$DATA" --out "$OUT/runner-bench.json" 2>&1 | tee "$OUT/runner-bench.log" >&2
+  say "runner benchmark: $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s"
+fi
+
+if [ "$RUN" = 1 ]; then
+  # The launch's own budget leaves the swarm's start-up and stop inside the minutes asked for.
+  BUDGET_S=$(awk -v m="$MINUTES" 'BEGIN { printf "%d", m * 60 - 30 }')
+  WS="$OUT/workspace"
+  say "research run: \"$GOAL\", ${BUDGET_S} s budget, ${MINUTES} minutes in all ..."
+  t0=$(date +%s.%N)
+  set +e
+  "${RESEARCH_AGENT[@]}" launch --goal "$GOAL" --time-budget "${BUDGET_S}s" --data-dir "$DATA" --workspace "$WS" --json \
+    > "$OUT/launch.json" 2> "$OUT/launch.log"
+  rc=$?
+  set -e
+  WALL=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+  say "research run: exit $rc after $WALL s"
+  REPORT="$(find "$WS/runs" -name report.md 2>/dev/null | head -1)"
+  [ -n "$REPORT" ] && cp "$REPORT" "$OUT/report.md"
+  echo "$WALL" > "$OUT/launch.wall"
+fi
+
+GPU="$GPU" MINUTES="$MINUTES" "$PY" - "$OUT" <<'EOF'
+import json, os, sys
+out = sys.argv[1]
+def read(name):
+    path = os.path.join(out, name)
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        text = f.read().strip()
+    try:
+        return json.loads(text.splitlines()[-1]) if text else None
+    except ValueError:
+        return {"unreadable": text[-2000:]}
+summary = {"gpu": os.environ.get("GPU", ""), "minutes": float(os.environ["MINUTES"])}
+bench = read("runner-bench.json")
+if bench and "quick_cases" in bench:
+    summary["runner"] = {
+        "device": bench["machine"]["device_name"], "torch": bench["machine"]["torch"], "slots": bench["machine"]["slots"],
+        "first_step_warm_s": {c["id"]: c["warm"]["median_first_step_s"] for c in bench["quick_cases"]},
+        "case_warm_s": {c["id"]: c["warm"]["median_s"] for c in bench["quick_cases"]},
+        "seeds_1_3_5_wall_s": [r["median_wall_s"] for r in bench["scaling"]["rows"]],
+        "five_over_one": bench["scaling"]["five_over_one"],
+        "reference_cnn_epoch_s": (bench.get("fashion_mnist") or {}).get("mean_epoch_s"),
+        "reference_cnn_first_step_s": (bench.get("fashion_mnist") or {}).get("first_step_s"),
+        "autotune": bench.get("autotune") and {k: bench["autotune"][k] for k in ("tuned_over_untuned",)} | {
+            "untuned_epoch_s": bench["autotune"]["untuned"]["steady_epoch_s"],
+            "tuned_epoch_s": bench["autotune"]["tuned_after_epoch_1"]["steady_epoch_s"]},
+    }
+launch = read("launch.json")
+if launch is not None:
+    wall = read("launch.wall")
+    summary["research"] = {"wall_s": wall, **launch}
+json.dump(summary, sys.stdout, indent=2)
+with open(os.path.join(out, "gpu-check.json"), "w") as f:
+    json.dump(summary, f, indent=2)
+    f.write("\n")
+EOF
+echo >&2
+say "wrote $OUT/gpu-check.json"
