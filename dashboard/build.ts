@@ -2,12 +2,18 @@
  * The dashboard's single-page app (web/), bundled in memory when the
  * dashboard starts: one script and one stylesheet, nothing fetched from
  * elsewhere, so it works offline. Takes well under a second with esbuild.
+ * The packed swarm has neither esbuild nor the app's sources: it reads the
+ * files bundled when it was packed (deploy/pack.ts writes them to web-dist/).
  */
-import { build } from "esbuild";
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { PACKED } from "../core/packed.js";
 import type { WebAssets } from "./server.js";
 
 const web = (file: string) => fileURLToPath(new URL(`./web/${file}`, import.meta.url));
+/** The packed swarm's app, bundled by deploy/pack.ts. */
+export const PREBUILT_WEB = fileURLToPath(new URL("./web-dist", import.meta.url));
 
 const TYPES: Record<string, string> = { ".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8" };
 
@@ -29,6 +35,16 @@ const INDEX = `<!doctype html>
 
 /** index.html and the files it loads, keyed by their name under /assets/ (as server.ts serves them). */
 export async function buildWeb(): Promise<WebAssets> {
+  const bodies = PACKED ? readdirSync(PREBUILT_WEB).map((name) => ({ name, body: readFileSync(join(PREBUILT_WEB, name)) })) : await bundleWeb();
+  const files: WebAssets["files"] = {};
+  for (const { name, body } of bodies) files[name] = { body, type: TYPES[name.slice(name.lastIndexOf("."))] ?? "application/octet-stream" };
+  return { html: INDEX, files };
+}
+
+/** The app's script and stylesheet, bundled from web/. */
+export async function bundleWeb(): Promise<{ name: string; body: Buffer }[]> {
+  // Imported here, not at the top: the packed swarm's bundles leave esbuild out.
+  const { build } = await import("esbuild");
   const result = await build({
     entryPoints: [
       { in: web("main.tsx"), out: "app" },
@@ -45,10 +61,5 @@ export async function buildWeb(): Promise<WebAssets> {
     legalComments: "none",
     logLevel: "silent",
   });
-  const files: WebAssets["files"] = {};
-  for (const f of result.outputFiles) {
-    const name = f.path.slice(f.path.lastIndexOf("/") + 1);
-    files[name] = { body: Buffer.from(f.contents), type: TYPES[name.slice(name.lastIndexOf("."))] ?? "application/octet-stream" };
-  }
-  return { html: INDEX, files };
+  return result.outputFiles.map((f) => ({ name: f.path.slice(f.path.lastIndexOf("/") + 1), body: Buffer.from(f.contents) }));
 }

@@ -7,13 +7,20 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { createWriteStream, mkdirSync, type WriteStream } from "node:fs";
 import { join, resolve } from "node:path";
 import type { Logger } from "../core/logger.js";
+import { PACKED } from "../core/packed.js";
 
+/** The repository, or the folder the packed swarm was extracted to (its layout is the repository's). */
 export const REPO_ROOT = resolve(import.meta.dirname, "..");
 const TSX = join(REPO_ROOT, "node_modules", "tsx", "dist", "esm", "index.mjs");
 
+/** Node's arguments for an entry: the TypeScript file through tsx, or in the pack the bundle made from it, `<entry>.mjs`. */
+function entryArgs(entry: string): string[] {
+  return PACKED ? [join(REPO_ROOT, entry.replace(/\.ts$/, ".mjs"))] : ["--import", TSX, join(REPO_ROOT, entry)];
+}
+
 export interface ProcessSpec {
   name: string;
-  /** Entry file relative to the repo root, run with Node + tsx. */
+  /** Entry file relative to the repo root (entryArgs). */
   entry: string;
   args?: string[];
   env?: Record<string, string>;
@@ -46,7 +53,7 @@ export class Supervisor {
       log: createWriteStream(join(this.logDir, `${spec.name}.log`), { flags: "a" }),
     };
     this.procs.set(spec.name, m);
-    const child = spawn(process.execPath, ["--import", TSX, join(REPO_ROOT, spec.entry), ...(spec.args ?? [])], {
+    const child = spawn(process.execPath, [...entryArgs(spec.entry), ...(spec.args ?? [])], {
       cwd: REPO_ROOT,
       env: { ...process.env, ...spec.env },
       // The IPC channel closes when the launcher dies, however it dies; children exit on that (core/process.ts).
