@@ -5,13 +5,14 @@
 # included; one JSON summary. Runs from an extracted swarm pack (scripts/pack-swarm.sh) or a
 # checkout; on a host without a GPU it says so and measures the CPU.
 #
-#   scripts/gpu-check.sh [--minutes M] [--data DIR] [--out DIR] [--goal GOAL] [--skip-bench] [--skip-run]
+#   scripts/gpu-check.sh [--minutes M] [--data DIR] [--out DIR] [--workspace DIR] [--goal GOAL] [--skip-bench] [--skip-run]
 #
 #   --minutes M    the research run's budget, start-up and report included (default 5.5)
 #   --data DIR     Fashion-MNIST's idx files (default: the pack's data/fashion-mnist, else
 #                  /usr/share/datasets/fashion-mnist)
 #   --out DIR      where gpu-check.json, the benchmark's JSON, the run's log and report go
 #                  (default ./gpu-check-<date>)
+#   --workspace DIR  the run's workspace (default OUT/workspace); its report and results are copied to OUT
 #   --goal GOAL    the run's goal (default "fashion-mnist: maximise accuracy")
 #
 # RUNNER_PYTHON names a Python with torch, numpy, scipy and scikit-learn (default: the lent
@@ -22,6 +23,7 @@ MINUTES=5.5
 DATA=""
 OUT=""
 GOAL="fashion-mnist: maximise accuracy"
+WS=""
 BENCH=1
 RUN=1
 while [ $# -gt 0 ]; do
@@ -30,6 +32,7 @@ while [ $# -gt 0 ]; do
     --data) DATA="$(realpath -m "$2")"; shift 2 ;;
     --out) OUT="$(realpath -m "$2")"; shift 2 ;;
     --goal) GOAL="$2"; shift 2 ;;
+    --workspace) WS="$(realpath -m "$2")"; shift 2 ;;
     --skip-bench) BENCH=0; shift ;;
     --skip-run) RUN=0; shift ;;
     -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
@@ -69,7 +72,7 @@ fi
 if [ "$RUN" = 1 ]; then
   # The launch's own budget leaves the swarm's start-up and stop inside the minutes asked for.
   BUDGET_S=$(awk -v m="$MINUTES" 'BEGIN { printf "%d", m * 60 - 30 }')
-  WS="$OUT/workspace"
+  WS="${WS:-$OUT/workspace}"
   say "research run: \"$GOAL\", ${BUDGET_S} s budget, ${MINUTES} minutes in all ..."
   t0=$(date +%s.%N)
   set +e
@@ -80,7 +83,10 @@ if [ "$RUN" = 1 ]; then
   WALL=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
   say "research run: exit $rc after $WALL s"
   REPORT="$(find "$WS/runs" -name report.md 2>/dev/null | head -1)"
-  [ -n "$REPORT" ] && cp "$REPORT" "$OUT/report.md"
+  if [ -n "$REPORT" ]; then
+    cp "$REPORT" "$OUT/report.md"
+    [ -f "$(dirname "$REPORT")/report.json" ] && cp "$(dirname "$REPORT")/report.json" "$OUT/report.json"
+  fi
   echo "$WALL" > "$OUT/launch.wall"
 fi
 

@@ -387,7 +387,7 @@ function overBudget(input: PlanInput, parent: TrialState, predicted: number | un
  */
 export function promote(input: PlanInput): Proposal | "wait" | undefined {
   const ladderNow = rungs(input);
-  if (!exploring(input)) return exploit(input, ladderNow) ?? "wait";
+  if (!exploring(input)) return promotionInFlight(input.state) ? "wait" : (exploit(input, ladderNow) ?? "wait");
   const promotion = nextPromotion(input.state, ladderNow.length - 1);
   const asha = promotion && promotionAt(input, promotion, ladderNow);
   if (!asha) return exploit(input, ladderNow);
@@ -409,9 +409,18 @@ function exploring(input: PlanInput): boolean {
   const budget = state.goal?.timeBudgetS ?? 0;
   const spent = ((input.nowMs ?? Date.now()) - state.startedAtMs) / 1000;
   if (!(budget > 0) || spent < EXPLORE_SHARE * budget || state.judgedCount < patienceOf(state)) return true;
-  const trials = [...state.trials.values()];
-  if (trials.some((t) => isPromotion(t) && !t.judged)) return false;
+  if (promotionInFlight(state)) return false;
   return exploit(input, rungs(input)) === undefined;
+}
+
+/**
+ * A promotion still training: the exploit phase waits for it before choosing what to train
+ * last, since it may become the best (on an H200 a ResNet-9 still at rung 1 was passed over
+ * for a 137k-parameter CNN's last training, and then beat it, 93.8% to 93.1%).
+ */
+function promotionInFlight(state: RunState): boolean {
+  for (const t of state.trials.values()) if (isPromotion(t) && !t.judged) return true;
+  return false;
 }
 
 /**

@@ -94,12 +94,19 @@ describe("median stopping within a rung", () => {
     const s = state([started(), ...peers(5), proposed("new")]);
     const trial = s.trials.get("new")!;
     // Peers after epoch 1: 0.80 .. 0.84, median 0.82.
-    expect(pruneReason(s, trial, progress(1, 0.75))).toMatch(/below the median 82\.00% of 5 finished trials at rung 0/);
+    expect(pruneReason(s, trial, progress(1, 0.75))).toMatch(/below the median 82\.00% of 5 finished trials at rung 0 with a none schedule/);
     expect(pruneReason(s, trial, progress(1, 0.815))).toBeUndefined();
     expect(pruneReason(s, trial, progress(1, 0.5, 1))).toBeUndefined();
     expect(pruneReason(s, trial, progress(3, 0.5))).toBeUndefined();
     const few = state([started(), ...peers(3), proposed("new")]);
     expect(pruneReason(few, few.trials.get("new")!, progress(1, 0.5))).toBeUndefined();
+  });
+
+  it("compares a trial only with peers of its learning-rate schedule, whose warm-up shapes the early epochs", () => {
+    const onecycle = proposed("warm");
+    (onecycle.body.value as { trainConfigJson: string }).trainConfigJson = JSON.stringify({ schedule: "onecycle" });
+    const s = state([started(), ...peers(5), onecycle]);
+    expect(pruneReason(s, s.trials.get("warm")!, progress(1, 0.75))).toBeUndefined();
   });
 
   it("keeps the curves a stopped trial reached", () => {
