@@ -76,9 +76,8 @@ if [ "$RUN" = 1 ]; then
   say "research run: \"$GOAL\", ${BUDGET_S} s budget, ${MINUTES} minutes in all ..."
   t0=$(date +%s.%N)
   set +e
-  "${RESEARCH_AGENT[@]}" launch --goal "$GOAL" --time-budget "${BUDGET_S}s" --data-dir "$DATA" --workspace "$WS" --json \
-    > "$OUT/launch.json" 2> "$OUT/launch.log"
-  rc=$?
+  "${RESEARCH_AGENT[@]}" launch --goal "$GOAL" --time-budget "${BUDGET_S}s" --data-dir "$DATA" --workspace "$WS" 2>&1 | tee "$OUT/launch.log" >&2
+  rc=${PIPESTATUS[0]}
   set -e
   WALL=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
   say "research run: exit $rc after $WALL s"
@@ -118,10 +117,14 @@ if bench and "quick_cases" in bench:
             "untuned_epoch_s": bench["autotune"]["untuned"]["steady_epoch_s"],
             "tuned_epoch_s": bench["autotune"]["tuned_after_epoch_1"]["steady_epoch_s"]},
     }
-launch = read("launch.json")
-if launch is not None:
-    wall = read("launch.wall")
-    summary["research"] = {"wall_s": wall, **launch}
+if os.path.exists(os.path.join(out, "launch.wall")):
+    summary["research"] = {"wall_s": read("launch.wall")}
+    if os.path.exists(os.path.join(out, "report.json")):
+        with open(os.path.join(out, "report.json")) as f:
+            report = json.load(f)
+        summary["research"].update(outcome=report["outcome"], trials=[
+            {k: t.get(k) for k in ("trial_id", "hypothesis", "params", "val_accuracy", "num_seeds", "eval_seconds", "verdict", "failure_label")}
+            for t in report["trials"]])
 json.dump(summary, sys.stdout, indent=2)
 with open(os.path.join(out, "gpu-check.json"), "w") as f:
     json.dump(summary, f, indent=2)
