@@ -12,8 +12,7 @@
  * repeats less; --fashion-dir points at its IDX files where they are not in
  * /usr/share/datasets/fashion-mnist. On a CUDA runner the seed scaling and the
  * Fashion-MNIST run train the reference CNN in bf16 batches of 512 (what the
- * planner sends a GPU), and a ResNet-9 pair measures cuDNN autotuning: one
- * training too short to turn it on against one long enough to (gpu-runner/python/accel.py).
+ * planner sends a GPU), and ResNet-9 trains 6 epochs with three seeds at once.
  * The default output, bench/results/runner-<device>-<cpus>core[-quick].json,
  * is named after the kind of machine rather than the hostname, which is
  * meaningless in containers.
@@ -388,31 +387,24 @@ async function fashion(client: RunnerClient, cuda: boolean) {
   };
 }
 
-/**
- * cuDNN autotuning on a GPU: ResNet-9 with three seeds at once, 6 epochs (the rest of the
- * training after epoch 1 is predicted under accel.AUTOTUNE_AFTER_S, so it never turns on)
- * against 16 (it turns on after epoch 1). Steady epochs: 2-6 untuned, 4-16 tuned.
- */
-async function autotune(client: RunnerClient) {
-  const job = (epochs: number, id: string): Req => ({
-    trialId: id,
+/** ResNet-9 on a GPU, three seeds at once, as the planner's GPU template trains: its epoch and first step. */
+async function resnet9(client: RunnerClient) {
+  const run = await measure(client, {
+    trialId: "bench-resnet9",
     model: { code: RESNET9, className: "ResNet9" },
     dataset: { name: "fashion-mnist", dataDir: FASHION_DIR ?? "" },
-    recipe: { epochs, batchSize: 512, optimizer: Optimizer.SGD, lr: 0.2, momentum: 0.9, nesterov: true, weightDecay: 5e-4, schedule: Schedule.ONECYCLE, labelSmoothing: 0.1, amp: true, channelsLast: true, augment: { hflip: true, cropPadding: 2 } },
+    recipe: { epochs: 6, batchSize: 512, optimizer: Optimizer.SGD, lr: 0.2, momentum: 0.9, nesterov: true, weightDecay: 5e-4, schedule: Schedule.ONECYCLE, labelSmoothing: 0.1, amp: true, channelsLast: true, augment: { hflip: true, cropPadding: 2 } },
     seeds: 3,
     budget: { timeBudgetS: 600 },
   });
-  const short = await measure(client, job(6, "bench-autotune-off"));
-  const long = await measure(client, job(16, "bench-autotune-on"));
-  const steady = (run: Run, from: number) => median(epochSeconds(run, 3).flatMap((e) => e.slice(from - 1)));
-  const off = steady(short, 2);
-  const on = steady(long, 4);
   return {
-    workload: "ResNet-9 (3.0M), Fashion-MNIST full, 3 seeds at once, batch 512, bf16, channels-last, SGD one-cycle, flip + crop",
-    params: short.params,
-    untuned: { epochs: 6, epoch_s: epochSeconds(short, 3), steady_epoch_s: r3(off), first_step_s: short.firstStepS.map(r3), val_accuracy: r3(short.valAccuracy), wall_s: r3(short.wallS) },
-    tuned_after_epoch_1: { epochs: 16, epoch_s: epochSeconds(long, 3), steady_epoch_s: r3(on), first_step_s: long.firstStepS.map(r3), val_accuracy: r3(long.valAccuracy), wall_s: r3(long.wallS) },
-    tuned_over_untuned: r3(on / off),
+    workload: "ResNet-9 (3.0M), Fashion-MNIST full, 3 seeds at once, 6 epochs, batch 512, bf16, channels-last, SGD one-cycle, flip + crop",
+    params: run.params,
+    epoch_s: epochSeconds(run, 3),
+    steady_epoch_s: r3(median(epochSeconds(run, 3).flatMap((e) => e.slice(1)))),
+    first_step_s: run.firstStepS.map(r3),
+    val_accuracy: r3(run.valAccuracy),
+    wall_s: r3(run.wallS),
   };
 }
 
@@ -441,12 +433,12 @@ try {
     const cuda = health.device?.kind === "cuda";
     log(`scaling: ${SCALING_SEEDS.join("/")} seeds on ${SLOTS} slots`);
     const scale = await scaling(client, cuda);
-    if (QUICK) return { health, scale, fmnist: null, tuning: null };
+    if (QUICK) return { health, scale, fmnist: null, resnet: null };
     log(`Fashion-MNIST reference CNN${cuda ? "" : " (minutes on a CPU)"}`);
     const fmnist = await fashion(client, cuda);
-    if (!cuda) return { health, scale, fmnist, tuning: null };
-    log("cuDNN autotuning: ResNet-9, 6 epochs against 16");
-    return { health, scale, fmnist, tuning: await autotune(client) };
+    if (!cuda) return { health, scale, fmnist, resnet: null };
+    log("ResNet-9, 6 epochs, 3 seeds at once");
+    return { health, scale, fmnist, resnet: await resnet9(client) };
   });
   load.push(loadavg());
 
@@ -471,7 +463,7 @@ try {
     quick_cases: cases,
     scaling: rest.scale,
     fashion_mnist: rest.fmnist,
-    autotune: rest.tuning,
+    resnet9: rest.resnet,
   };
   const out = OUT ?? `bench/results/runner-${machineName(rest.health)}.json`;
   mkdirSync(dirname(out), { recursive: true });
@@ -523,10 +515,9 @@ try {
     );
   }
   console.log(`\nfive seeds / one seed: ${rest.scale.five_over_one}x`);
-  if (rest.tuning) {
-    const t = rest.tuning;
-    console.log(`\ncuDNN autotuning: ${t.workload}`);
-    console.log(`steady epoch untuned ${t.untuned.steady_epoch_s} s, tuned ${t.tuned_after_epoch_1.steady_epoch_s} s (${t.tuned_over_untuned}x); first step ${t.untuned.first_step_s.join("/")} s`);
+  if (rest.resnet) {
+    const r = rest.resnet;
+    console.log(`\n${r.workload}: steady epoch ${r.steady_epoch_s} s a seed, first step ${r.first_step_s.join("/")} s, val ${r.val_accuracy}, wall ${r.wall_s} s`);
   }
   console.log(`\nwrote ${out}`);
 } finally {

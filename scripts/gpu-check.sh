@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The GPU check: on a GPU host, the runner benchmark on CUDA (time to the first step, seeds
-# 1/3/5, the seed documents' three cases, the reference CNN's epoch, cuDNN autotuning), then
+# 1/3/5, the seed documents' three cases, the reference CNN's and ResNet-9's epochs), then
 # an open-ended research run on Fashion-MNIST for a given number of minutes, start-up
 # included; one JSON summary. Runs from an extracted swarm pack (scripts/pack-swarm.sh) or a
 # checkout; on a host without a GPU it says so and measures the CPU.
@@ -113,9 +113,7 @@ if bench and "quick_cases" in bench:
         "five_over_one": bench["scaling"]["five_over_one"],
         "reference_cnn_epoch_s": (bench.get("fashion_mnist") or {}).get("mean_epoch_s"),
         "reference_cnn_first_step_s": (bench.get("fashion_mnist") or {}).get("first_step_s"),
-        "autotune": bench.get("autotune") and {k: bench["autotune"][k] for k in ("tuned_over_untuned",)} | {
-            "untuned_epoch_s": bench["autotune"]["untuned"]["steady_epoch_s"],
-            "tuned_epoch_s": bench["autotune"]["tuned_after_epoch_1"]["steady_epoch_s"]},
+        "resnet9_epoch_s": (bench.get("resnet9") or {}).get("steady_epoch_s"),
     }
 if os.path.exists(os.path.join(out, "launch.wall")):
     summary["research"] = {"wall_s": read("launch.wall")}

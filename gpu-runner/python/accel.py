@@ -6,19 +6,20 @@ the wrappers check their arguments as they do on a GPU host. Without that, a
 `torch.device("cuda")` with no index, refused by torch 2.11's
 set_per_process_memory_fraction, crashed every job on the first real GPU.
 
-Two policies, both measured on an H200 (docs/BENCHMARKS.md, "GPU"):
+Two policies, from measurements on an H200 (docs/BENCHMARKS.md, "GPU"):
 
 - the CPU lane: CUDA's context and first kernels cost a job about a second, more than a
   tiny job's whole training on one CPU core, so a job whose training is predicted below
-  CPU_LANE_FLOPS never touches the GPU;
-- autotuning: cuDNN's benchmark mode times candidate kernels on each new shape, 3-4 s of
-  a job's first step, so jobs start without it, and one whose remaining training is long
-  enough to pay that back turns it on after its first epoch (`Autotune`).
+  CPU_LANE_FLOPS never touches the GPU (the seed documents' three cases: 0.25-0.28 s warm
+  to the first step);
+- no cuDNN autotuning: its timing runs cost 3-4 s of a job's first step (0.84-0.92 s
+  without), and untuned ResNet-9 trained at 1.81 s an epoch with three seeds sharing the
+  GPU, against 2.54 s measured with autotuning in an earlier session: nothing it would
+  pay back was seen.
 """
 
 import contextlib
 import os
-import time
 
 import torch
 
@@ -26,8 +27,6 @@ import torch
 # trains on the CPU on a GPU host: ~0.5 s on one core of that host, against ~1 s of CUDA
 # start-up before the GPU computes anything.
 CPU_LANE_FLOPS = 10e9
-# Remaining training seconds from which cuDNN autotuning pays for its ~3 s of timing runs.
-AUTOTUNE_AFTER_S = 30.0
 
 
 def _cpu_name():
@@ -103,9 +102,9 @@ class Accelerator:
         return torch.cuda.amp.GradScaler(enabled=enabled)
 
     def set_determinism(self, deterministic):
-        """A deterministic recipe gives up torch's nondeterministic algorithms and cuDNN's autotuning
-        (which picks kernels by timing them); autotuning starts off either way (`Autotune`). TF32
-        matmuls (cuDNN convolutions use TF32 by default) are allowed unless the recipe must replay."""
+        """A deterministic recipe gives up torch's nondeterministic algorithms; cuDNN's autotuning,
+        nondeterministic itself, is off either way (see the module's note). TF32 matmuls (cuDNN
+        convolutions use TF32 by default) are allowed unless the recipe must replay."""
         if deterministic:
             # cuBLAS reads this when its first handle is created, which is after this point.
             os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
@@ -136,30 +135,3 @@ def lane_open(params, passes):
     example passes (a training example counting three) of a model with `params` weights may be
     cheap enough: a dense or convolutional layer does at least 2 FLOPs per weight per example."""
     return torch.cuda.is_available() and 2 * params * passes < CPU_LANE_FLOPS
-
-
-class Autotune:
-    """cuDNN autotuning, turned on once the remaining training is predicted to pay back its timing runs."""
-
-    def __init__(self, accelerator, deterministic, epochs, train_seconds=0.0):
-        self.enabled = accelerator.cuda and not deterministic
-        self.epochs = epochs
-        self.train_seconds = train_seconds
-        self.started = None
-        self.on = False
-
-    def epoch_started(self, epoch):
-        if epoch == 1:
-            self.started = time.monotonic()
-
-    def epoch_ended(self, epoch):
-        """After the first epoch: the rest of the training, at its pace, against AUTOTUNE_AFTER_S."""
-        if not self.enabled or epoch != 1 or self.on:
-            return
-        first = time.monotonic() - self.started
-        remaining = first * (self.epochs - 1)
-        if self.train_seconds:
-            remaining = min(remaining, self.train_seconds - first)
-        if remaining >= AUTOTUNE_AFTER_S:
-            torch.backends.cudnn.benchmark = True
-            self.on = True

@@ -343,11 +343,9 @@ def train(spec, split, emit, t0):
     ema = _Ema(model, recipe["ema_decay"]) if recipe["ema_decay"] > 0 else None
     curve = {key: [] for key in CURVE_KEYS}
     seconds_to_first_step = None
-    autotune = accel.Autotune(acc, recipe["deterministic"], recipe["epochs"], recipe["train_seconds"])
 
     epochs = 0 if loaded else recipe["epochs"]
     for epoch in range(1, epochs + 1):
-        autotune.epoch_started(epoch)
         model.train()
         order = data.train[torch.randperm(n_train, device=acc.tensors)]
         loss_sum, seen = 0.0, 0
@@ -400,7 +398,6 @@ def train(spec, split, emit, t0):
             curve[key].append(point[key])
         emit({"kind": "epoch", "seed": seed, "epoch": epoch, "epochs": recipe["epochs"], **point,
               "val_predictions": val_predictions, "seconds": time.monotonic() - t0})
-        autotune.epoch_ended(epoch)
         if schedule.out_of_time():
             epochs = epoch
             break

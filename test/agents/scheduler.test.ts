@@ -104,7 +104,7 @@ describe("median stopping within a rung", () => {
 
   it("compares a trial only with peers of its learning-rate schedule, whose warm-up shapes the early epochs", () => {
     const onecycle = proposed("warm");
-    (onecycle.body.value as { trainConfigJson: string }).trainConfigJson = JSON.stringify({ schedule: "onecycle" });
+    (onecycle.body!.value as { trainConfigJson: string }).trainConfigJson = JSON.stringify({ schedule: "onecycle" });
     const s = state([started(), ...peers(5), onecycle]);
     expect(pruneReason(s, s.trials.get("warm")!, progress(1, 0.75))).toBeUndefined();
   });
