@@ -12,7 +12,7 @@ import { DECISION, RUN_STATUS, SURFACE, TRIAL_STATUS, VERDICT, type Intervention
 import { interventionEvent, type InterventionCheck } from "../swarm/interventions.js";
 import { FAILURE_LABEL, labelName } from "../core/failure.js";
 import { parseDuration, parseGoal } from "../core/goal.js";
-import { SEARCH_DEFAULTS } from "../core/defaults.js";
+import { DEFAULT_TIME_BUDGET_S, SEARCH_DEFAULTS } from "../core/defaults.js";
 import { shortTrialId } from "../core/ids.js";
 import { describeLlm, llmConfigFromFlags } from "../core/llm/config.js";
 import { cliConfig } from "../core/config.js";
@@ -257,12 +257,15 @@ function prepareRun(a: RunArgs) {
     rngSeed: a.seed === undefined ? undefined : (parseSeed(a.seed) ?? fail(`--seed must be a whole number from 0 to 4294967295, got "${a.seed}"`)),
   };
   const slots = positiveInt("slots", a.slots);
-  const parsed = parseGoal(a.goal ?? "resume", {
-    target: a.target !== undefined ? (parseFraction(a.target) ?? fail(`--target must be a fraction or percentage, got "${a.target}"`)) : undefined,
-    maxParams: positiveInt("max-params", a["max-params"]),
-    timeBudgetS: a["time-budget"],
-    dataDir: a["data-dir"] ? resolve(a["data-dir"]) : undefined,
-  });
+  const parse = (timeBudgetS: string | number | undefined) =>
+    parseGoal(a.goal ?? "resume", {
+      target: a.target !== undefined ? (parseFraction(a.target) ?? fail(`--target must be a fraction or percentage, got "${a.target}"`)) : undefined,
+      maxParams: positiveInt("max-params", a["max-params"]),
+      timeBudgetS,
+      dataDir: a["data-dir"] ? resolve(a["data-dir"]) : undefined,
+    });
+  let parsed = parse(a["time-budget"]);
+  if (parsed.ok && !parsed.goal.timeBudgetS) parsed = parse(DEFAULT_TIME_BUDGET_S);
   if (!parsed.ok && !a.resume) fail(`cannot understand the goal: ${parsed.error}`);
   const goal = parsed.ok ? parsed.goal : undefined;
   const llmFlags = { llm: a.llm, baseUrl: a["llm-base-url"], file: a["llm-config"] ? resolve(a["llm-config"]) : undefined };

@@ -15,6 +15,13 @@ export const RECIPE_DEFAULTS = {
   gamma: 0.1,
 } as const satisfies { optimizer: OptimizerName; schedule: ScheduleName; batchSize: number; epochs: number; gamma: number };
 
+/**
+ * A run's time budget when its goal and flags name none. Every run has a clock: the planner's
+ * exploit phase, the reserve for the test confirmation and the report, and the judge's stop
+ * need one (a "reach 90%" launch without it planned a 20-minute promotion at minute 11).
+ */
+export const DEFAULT_TIME_BUDGET_S = 1800;
+
 /** Seeds per evaluation when nobody chose a number: the fewest that give a seed spread worth an interval. */
 export const DEFAULT_SEEDS = 3;
 

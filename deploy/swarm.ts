@@ -3,7 +3,7 @@
  * NATS), the gpu-runner, the lineage store and one process per agent role,
  * all supervised; and running a goal on it to the end.
  */
-import { DEFAULT_SEEDS } from "../core/defaults.js";
+import { DEFAULT_SEEDS, DEFAULT_TIME_BUDGET_S } from "../core/defaults.js";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { randomBytes } from "node:crypto";
@@ -199,7 +199,7 @@ export function defaultParallel(health?: Pick<HealthResponse, "slots" | "device"
 }
 
 export function runSettings(goal: Goal, partial: Partial<RunSettings>, workspace: string, health?: Pick<HealthResponse, "slots" | "device">): RunSettings {
-  const budget = goal.timeBudgetS || 1800;
+  const budget = goal.timeBudgetS || DEFAULT_TIME_BUDGET_S;
   return create(RunSettingsSchema, {
     ...SETTING_DEFAULTS,
     parallel: defaultParallel(health),
@@ -261,7 +261,7 @@ export async function runGoal(
     await Promise.all([watch.stop(), progress.stop()]);
     throw new ResearchError("invalid_config", `run ${runId} has no stored events in this workspace; nothing to resume`);
   }
-  const budgetS = (state.goal ?? opts.start?.goal)?.timeBudgetS || 1800;
+  const budgetS = (state.goal ?? opts.start?.goal)?.timeBudgetS || DEFAULT_TIME_BUDGET_S;
   const startedAt = state.startedAtMs || Date.now();
   const graceMs = Math.max(300_000, budgetS * 250);
   const deadline = setTimeout(
