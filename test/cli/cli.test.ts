@@ -1,16 +1,16 @@
 /** The command-line tools as a user runs them: real processes, real runner, exit codes and output. */
 import { describe, expect, it } from "vitest";
-import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DIGITS_CNN } from "../helpers/models.js";
+import { run as runFile } from "../helpers/run.js";
 
 // Without NODE_CHANNEL_FD: the CLI must not pick up vitest's IPC channel variable.
 const { NODE_CHANNEL_FD: _ipc, ...inherited } = process.env;
 
-function run(tool: string, args: string[]) {
-  const r = spawnSync(`./${tool}`, args, { encoding: "utf8", timeout: 180_000, env: { ...inherited, LOG_LEVEL: "warn" } });
+async function run(tool: string, args: string[]) {
+  const r = await runFile(`./${tool}`, args, { timeout: 180_000, env: { ...inherited, LOG_LEVEL: "warn" } });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
 }
 
@@ -21,8 +21,8 @@ writeFileSync(good, DIGITS_CNN);
 writeFileSync(broken, "import torch.nn as nn\nclass Net(nn.Module:\n    pass\n");
 
 describe("quick-evaluator", () => {
-  it("prints the result document with --json", () => {
-    const r = run("quick-evaluator", ["--model", good, "--class", "DigitsNet", "--dataset", "digits", "--epochs", "3", "--seeds", "2", "--target", "80", "--json",
+  it("prints the result document with --json", async () => {
+    const r = await run("quick-evaluator", ["--model", good, "--class", "DigitsNet", "--dataset", "digits", "--epochs", "3", "--seeds", "2", "--target", "80", "--json",
       // GPU recipe flags are accepted everywhere and apply only on CUDA; --device cpu hides any GPU.
       "--amp", "--channels-last", "--deterministic", "--device", "cpu"]);
     expect(r.code, r.stderr).toBe(0);
@@ -35,38 +35,38 @@ describe("quick-evaluator", () => {
     expect(["GOAL_STATUS_ACHIEVED", "GOAL_STATUS_LIKELY"]).toContain(json.goal_status);
   });
 
-  it("prints mean, CI and goal status for people", () => {
-    const r = run("quick-evaluator", ["--model", good, "--class", "DigitsNet", "--dataset", "digits", "--epochs", "2", "--seeds", "2", "--target", "0.99"]);
+  it("prints mean, CI and goal status for people", async () => {
+    const r = await run("quick-evaluator", ["--model", good, "--class", "DigitsNet", "--dataset", "digits", "--epochs", "2", "--seeds", "2", "--target", "0.99"]);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/val_accuracy {2}mean \d+\.\d+% .* 95% CI \[/);
     expect(r.stdout).toMatch(/goal {10}99\.00% -> (NOT ACHIEVED|LIKELY|ACHIEVED)/);
     expect(r.stderr).toMatch(/seed 0 epoch 1\/2/);
   });
 
-  it("exits 2 with the failure label for a broken model", () => {
-    const r = run("quick-evaluator", ["--model", broken, "--class", "Net", "--dataset", "digits", "--seeds", "1"]);
+  it("exits 2 with the failure label for a broken model", async () => {
+    const r = await run("quick-evaluator", ["--model", broken, "--class", "Net", "--dataset", "digits", "--seeds", "1"]);
     expect(r.code).toBe(2);
     expect(r.stderr).toContain("FAILED [codegen_error]");
   });
 
-  it("exits 1 with a usage message for bad flags", () => {
-    const r = run("quick-evaluator", ["--model", good, "--class", "DigitsNet", "--dataset", "digits", "--seeds", "two"]);
+  it("exits 1 with a usage message for bad flags", async () => {
+    const r = await run("quick-evaluator", ["--model", good, "--class", "DigitsNet", "--dataset", "digits", "--seeds", "two"]);
     expect(r.code).toBe(1);
     expect(r.stderr).toContain('--seeds must be a positive integer, got "two"');
-    const d = run("quick-evaluator", ["--model", good, "--class", "DigitsNet", "--dataset", "digits", "--device", "gpu"]);
+    const d = await run("quick-evaluator", ["--model", good, "--class", "DigitsNet", "--dataset", "digits", "--device", "gpu"]);
     expect(d.code).toBe(1);
     expect(d.stderr).toContain('--device must be one of auto, cpu, cuda, got "gpu"');
   });
 });
 
 describe("research-agent", () => {
-  it("explains a goal it cannot understand", () => {
-    const r = run("research-agent", ["launch", "--goal", "make it good please", "--workspace", dir]);
+  it("explains a goal it cannot understand", async () => {
+    const r = await run("research-agent", ["launch", "--goal", "make it good please", "--workspace", dir]);
     expect(r.code).toBe(1);
     expect(r.stderr).toContain("cannot understand the goal");
   });
 
-  it("checks every flag before it starts or writes anything", () => {
+  it("checks every flag before it starts or writes anything", async () => {
     const workspace = join(dir, "never-made");
     const cases: [string[], string][] = [
       [["--max-trials", "abc"], '--max-trials must be a positive integer, got "abc"'],
@@ -77,7 +77,7 @@ describe("research-agent", () => {
       [["--resume", "nosuchrun"], `--resume: ${workspace} has no swarm data (nats/), so no run nosuchrun to resume`],
     ];
     for (const [flags, message] of cases) {
-      const r = run("research-agent", ["launch", "--goal", "digits: reach 90% validation accuracy", "--workspace", workspace, ...flags]);
+      const r = await run("research-agent", ["launch", "--goal", "digits: reach 90% validation accuracy", "--workspace", workspace, ...flags]);
       expect(r.code, flags.join(" ")).toBe(1);
       expect(r.stderr.trim()).toBe(`research-agent: ${message}`);
       expect(r.stdout).toBe("");
@@ -85,13 +85,13 @@ describe("research-agent", () => {
     expect(existsSync(workspace)).toBe(false);
   });
 
-  it("has useful --help", () => {
-    const r = run("research-agent", ["--help"]);
+  it("has useful --help", async () => {
+    const r = await run("research-agent", ["--help"]);
     expect(r.code).toBe(0);
     for (const cmd of ["launch", "runs", "watch", "query", "report", "status", "pause", "resume", "stop", "cancel", "propose"]) expect(r.stdout).toContain(`research-agent ${cmd}`);
   });
 
-  it("says in one line why an intervention cannot be made", () => {
+  it("says in one line why an intervention cannot be made", async () => {
     const workspace = join(dir, "no-swarm");
     const cases: [string[], string][] = [
       [["pause"], "pause needs a RUN id (research-agent runs lists them)"],
@@ -100,7 +100,7 @@ describe("research-agent", () => {
       [["stop", "r1"], "no swarm is running for this workspace: only a live run can be paused, resumed, stopped, cancelled or given a proposal"],
     ];
     for (const [argv, message] of cases) {
-      const r = run("research-agent", [...argv, "--workspace", workspace]);
+      const r = await run("research-agent", [...argv, "--workspace", workspace]);
       expect(r.code, argv.join(" ")).toBe(1);
       expect(r.stderr.trim()).toBe(`research-agent: ${message}`);
     }

@@ -8,6 +8,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { run } from "../helpers/run.js";
 
 // Without NODE_CHANNEL_FD: vitest's worker has an IPC channel, and a child
 // that inherits the variable would take an unrelated fd for its own channel.
@@ -58,7 +59,7 @@ describe("launch --resume", () => {
       first.kill("SIGKILL");
       await new Promise((r) => first.once("exit", r));
 
-      const second = spawnSync("./research-agent", ["launch", "--resume", runId, "--workspace", workspace, "--json"], { env, encoding: "utf8", timeout: 300_000 });
+      const second = await run("./research-agent", ["launch", "--resume", runId, "--workspace", workspace, "--json"], { env, timeout: 300_000 });
       const summary = JSON.parse(second.stdout.trim().split("\n").pop()!) as { run_id: string; status: string; trials: number; registry: string };
       expect(summary.run_id).toBe(runId);
       // Three seeds can all score 100% on digits' small validation split, so the goal may be met early.
@@ -103,7 +104,7 @@ describe("launch --resume", () => {
         });
       });
       // A live run has no report yet; `report` renders the run so far.
-      const live = spawnSync("./research-agent", ["report", runId, "--workspace", workspace], { env, encoding: "utf8", timeout: 60_000 });
+      const live = await run("./research-agent", ["report", runId, "--workspace", workspace], { env, timeout: 60_000 });
       expect(live.stdout, live.stderr).toContain("**Status:** running: still running: the report so far, after");
       process.kill(-first.pid!, "SIGINT");
       expect(await exited, `${out}\n${err}`).toBe(130);
@@ -121,13 +122,13 @@ describe("launch --resume", () => {
       expect(ps.split("\n").filter((l) => l.includes(workspace))).toEqual([]);
 
       // With no swarm up, the workspace still lists the run, as interrupted.
-      const listed = spawnSync("./research-agent", ["runs", "--workspace", workspace, "--json"], { env, encoding: "utf8", timeout: 60_000 });
+      const listed = await run("./research-agent", ["runs", "--workspace", workspace, "--json"], { env, timeout: 60_000 });
       expect(JSON.parse(listed.stdout)).toMatchObject([{ run_id: runId, status: "interrupted" }]);
 
-      const second = spawnSync("./research-agent", ["launch", "--resume", runId, "--workspace", workspace, "--json"], { env, encoding: "utf8", timeout: 300_000 });
+      const second = await run("./research-agent", ["launch", "--resume", runId, "--workspace", workspace, "--json"], { env, timeout: 300_000 });
       const summary = JSON.parse(second.stdout.trim().split("\n").pop()!) as { run_id: string; status: string; trials: number };
       // watch replays the finished run from the workspace, start to end.
-      const replay = spawnSync("./research-agent", ["watch", runId, "--workspace", workspace], { env, encoding: "utf8", timeout: 60_000 });
+      const replay = await run("./research-agent", ["watch", runId, "--workspace", workspace], { env, timeout: 60_000 });
       expect(replay.status, replay.stderr).toBe(0);
       expect(replay.stdout).toContain(`${runId} run ${runId} started`);
       expect(replay.stdout).toMatch(new RegExp(`${runId} run finished: ${summary.status}`));

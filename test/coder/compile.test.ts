@@ -1,7 +1,7 @@
-import { spawnSync } from "node:child_process";
 import { beforeAll, describe, expect, it } from "vitest";
 import { classNameFor, compileModel, type CompileOptions } from "../../core/compiler/compile.js";
 import { LAYER_TYPES, type Layer, type ModelConfigInput } from "../../core/model-config.js";
+import { run } from "../helpers/run.js";
 
 // Debian's torch lives with the system interpreter, not whatever python3 is first on PATH.
 const PYTHON = process.env.CODER_TEST_PYTHON ?? "/usr/bin/python3";
@@ -386,7 +386,7 @@ describe("compileModel", () => {
   describe("generated code runs in PyTorch", () => {
     let results: PyResult[] = [];
 
-    beforeAll(() => {
+    beforeAll(async () => {
       const payload = CASES.map((c) => {
         const r = compiled(c);
         const embedding = c.config.layers.find((l) => l.type === "embedding") as { vocab_size: number } | undefined;
@@ -399,13 +399,12 @@ describe("compileModel", () => {
           vocab: embedding?.vocab_size ?? 0,
         };
       });
-      const py = spawnSync(PYTHON, ["-c", PY_HARNESS], {
+      const py = await run(PYTHON, ["-c", PY_HARNESS], {
         input: JSON.stringify(payload),
-        encoding: "utf8",
         timeout: 55_000,
         env: { ...process.env, OMP_NUM_THREADS: "2" },
       });
-      if (py.status !== 0) throw new Error(`python failed (${py.status ?? py.signal}): ${py.stderr}`);
+      if (py.status !== 0) throw new Error(`python failed (${py.status ?? "killed"}): ${py.stderr}`);
       results = JSON.parse(py.stdout.trim().split("\n").pop()!) as PyResult[];
     }, 60_000);
 

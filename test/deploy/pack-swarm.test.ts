@@ -7,24 +7,15 @@
  * levels and still held to the 60 MB limit.
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { execFile, execFileSync, spawnSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 
+import { run } from "../helpers/run.js";
+
 const ROOT = resolve(import.meta.dirname, "../..");
 
-/**
- * A command that takes a while, run without blocking vitest's worker (a worker blocked for a
- * minute loses its connection to vitest); its exit status and output, whatever the status.
- */
-function run(file: string, args: string[], opts: { cwd?: string; env?: Record<string, string>; timeout: number }): Promise<{ status: number | null; stdout: string; stderr: string }> {
-  return new Promise((done) => {
-    execFile(file, args, { ...opts, encoding: "utf8", maxBuffer: 64 << 20 }, (err, stdout, stderr) => {
-      done({ status: err ? (typeof err.code === "number" ? err.code : null) : 0, stdout, stderr });
-    });
-  });
-}
 const FASHION = "/usr/share/datasets/fashion-mnist";
 const PARTS = ["swarm-app.tar.xz", "swarm-lancedb.tar.xz", "swarm-node.tar.xz", "swarm-tools.tar.xz", ...(existsSync(FASHION) ? ["swarm-data-fashion-mnist.tar.xz"] : [])];
 let dir: string;
@@ -39,7 +30,10 @@ beforeAll(async () => {
   pack = join(dir, "swarm");
   mkdirSync(pack);
   // In reverse order: no part may depend on another having been extracted first.
-  for (const part of [...PARTS].reverse()) execFileSync("tar", ["-C", pack, "-xf", join(dir, "parts", part)]);
+  for (const part of [...PARTS].reverse()) {
+    const untar = await run("tar", ["-C", pack, "-xf", join(dir, "parts", part)], { timeout: 120_000 });
+    expect(untar.status, untar.stderr).toBe(0);
+  }
   // The host's node, if it had one, would fail: every process must run the packed one.
   const fake = join(dir, "fake-bin");
   mkdirSync(fake);

@@ -1,4 +1,3 @@
-import { spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -11,6 +10,7 @@ import { parseBrief, type Brief } from "../../core/brief.js";
 import { ArxivClient } from "../../research/arxiv.js";
 import { CORPUS } from "../../research/corpus.js";
 import { arxivQuery, DeepResearch } from "../../research/deep-research.js";
+import { run } from "../helpers/run.js";
 
 const root = mkdtempSync(join(tmpdir(), "deep-research-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -160,10 +160,9 @@ describe("DeepResearch", () => {
 });
 
 describe("research-agent research", () => {
-  it("takes --notes and says which sources the brief drew on", () => {
+  it("takes --notes and says which sources the brief drew on", async () => {
     const { dir, file } = notesFolder();
-    const r = spawnSync("npx", ["tsx", "cli/research-agent.ts", "research", "quill gating channel attention", "--dataset", "fashion-mnist", "--notes", dir], {
-      encoding: "utf8",
+    const r = await run("npx", ["tsx", "cli/research-agent.ts", "research", "quill gating channel attention", "--dataset", "fashion-mnist", "--notes", dir], {
       timeout: 30_000,
       env: { ...process.env, LOG_LEVEL: "warn" },
     });

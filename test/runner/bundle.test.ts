@@ -12,6 +12,7 @@ import { createInterface } from "node:readline";
 import { connectRunner, evaluateToResult, type RunnerClient } from "../../gpu-runner/client.js";
 import { DIGITS_CNN } from "../helpers/models.js";
 import { datasetFixtures } from "../helpers/fixtures.js";
+import { run } from "../helpers/run.js";
 
 const ROOT = resolve(import.meta.dirname, "../..");
 let dir: string;
@@ -20,7 +21,8 @@ let client: RunnerClient;
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "bundle-test-"));
-  execFileSync("bash", [join(ROOT, "scripts/pack-runner.sh"), "--out", join(dir, "runner"), "--no-archive"], { stdio: "pipe" });
+  const packed = await run("bash", [join(ROOT, "scripts/pack-runner.sh"), "--out", join(dir, "runner"), "--no-archive"], { timeout: 240_000 });
+  expect(packed.status, packed.stderr).toBe(0);
   // No node_modules, no tsx, no source: only what the bundle holds (and the host's Python).
   proc = spawn(join(dir, "runner", "gpu-runner"), ["--address", "127.0.0.1:0", "--slots", "1", "--data-root", datasetFixtures()], {
     cwd: dir,
