@@ -12,7 +12,8 @@ import { DECISION, RUN_STATUS, SURFACE, TRIAL_STATUS, VERDICT, type Intervention
 import { interventionEvent, type InterventionCheck } from "../swarm/interventions.js";
 import { FAILURE_LABEL, labelName } from "../core/failure.js";
 import { parseDuration, parseGoal } from "../core/goal.js";
-import { DEFAULT_TIME_BUDGET_S, SEARCH_DEFAULTS } from "../core/defaults.js";
+import { DEFAULT_SEEDS, DEFAULT_TIME_BUDGET_S, PROBE_SEEDS, SEARCH_DEFAULTS } from "../core/defaults.js";
+import { BEST_RULE, intervalBasis, standingOf } from "../core/ranking.js";
 import { shortTrialId } from "../core/ids.js";
 import { describeLlm, llmConfigFromFlags } from "../core/llm/config.js";
 import { cliConfig } from "../core/config.js";
@@ -23,10 +24,10 @@ import { LineageStore } from "../lineage-store/store.js";
 import { buildReport, writeReport } from "../lineage-store/report.js";
 import { REGISTRY_FILE } from "../lineage-store/artifacts.js";
 import { lineageEmbedder } from "../lineage-store/embedder.js";
-import { EventSchema, RunStatus, type Event } from "../proto/gen/research/v1/events_pb.js";
+import { EventSchema, RunStatus, type Event, type RunSettings } from "../proto/gen/research/v1/events_pb.js";
 import { fromBinary } from "@bufbuild/protobuf";
 import type { TrialSummary } from "../proto/gen/research/v1/lineage_pb.js";
-import { applyToRunState, bestTrial, emptyRunState, foldRun, inFlightCount, meanOf, runSoFar, trialStatus, type RunState } from "../swarm/run-state.js";
+import { applyToRunState, bestTrial, emptyRunState, foldRun, inFlightCount, meanOf, runSoFar, standing, trialStatus, type RunState } from "../swarm/run-state.js";
 import { connectRunner } from "../gpu-runner/client.js";
 import { runGoal, runSettings, startSwarm, workspaceSecrets, type Swarm } from "../deploy/swarm.js";
 import { runAblation } from "./ablation.js";
@@ -163,6 +164,14 @@ function quietLogger() {
 
 const elapsed = (t0: number) => `[${((Date.now() - t0) / 1000).toFixed(0).padStart(5)}s]`;
 
+/** What the run's banner promises about seeds: every planner probes a slice of the split with one. */
+function seedPlan(settings: RunSettings | undefined): string {
+  const seeds = settings?.seeds || DEFAULT_SEEDS;
+  return seeds !== PROBE_SEEDS
+    ? `trials on a slice of the training split train ${PROBE_SEEDS} seed, trials on the full split ${seeds}`
+    : `${seeds} seeds a trial`;
+}
+
 /** One line per meaningful event, for launch and watch. */
 export function describeEvent(e: Event, s: RunState): string | undefined {
   const b = e.body;
@@ -170,7 +179,7 @@ export function describeEvent(e: Event, s: RunState): string | undefined {
   switch (b.case) {
     case "runStarted":
       // Runs started before goals carried a description show their target.
-      return `run ${e.runId} started: ${b.value.goal?.description || `${b.value.goal?.dataset} target ${fmtPct(b.value.goal?.target ?? 0)}`} (planner ${b.value.settings?.planner}, ${b.value.settings?.seeds} seeds)`;
+      return `run ${e.runId} started: ${b.value.goal?.description || `${b.value.goal?.dataset} target ${fmtPct(b.value.goal?.target ?? 0)}`} (planner ${b.value.settings?.planner}; ${seedPlan(b.value.settings)}; best: ${BEST_RULE})`;
     case "briefReady":
       return `brief ready: ${JSON.parse(b.value.briefJson).summary_title}`;
     case "trialProposed":
@@ -187,7 +196,8 @@ export function describeEvent(e: Event, s: RunState): string | undefined {
     case "trialEvaluated": {
       const acc = b.value.result?.aggregated.val_accuracy;
       if (b.value.failure) return `${id} failed [${labelName(b.value.failure.label)}] ${b.value.failure.message.split("\n")[0]}`;
-      return acc ? `${id} evaluated: val ${fmtPct(acc.mean)} 95% CI [${fmtPct(acc.ci95[0]!)}, ${fmtPct(acc.ci95[1]!)}] in ${b.value.evalSeconds.toFixed(0)} s` : undefined;
+      const basis = standingOf(b.value.result);
+      return acc && basis ? `${id} evaluated: val ${fmtPct(acc.mean)} 95% CI [${fmtPct(acc.ci95[0]!)}, ${fmtPct(acc.ci95[1]!)}] over ${intervalBasis(basis)} in ${b.value.evalSeconds.toFixed(0)} s` : undefined;
     }
     case "trialJudged": {
       const best = bestTrial(s);
@@ -197,7 +207,7 @@ export function describeEvent(e: Event, s: RunState): string | undefined {
         return a;
       }, {});
       const inFlight = inFlightCount(s);
-      return `${id} ${VERDICT.name(b.value.verdict) ?? "?"} -> ${DECISION.name(b.value.decision) ?? "?"} | best ${best ? `${shortTrialId(best.id)} ${fmtPct(meanOf(best) ?? 0)} (CI low ${fmtPct(best.judged?.ciLow ?? 0)})` : "none"} | ${b.value.trialsDone} judged, ${inFlight} in flight${Object.keys(failures).length ? ` | failures ${Object.entries(failures).map(([k, v]) => `${k}:${v}`).join(" ")}` : ""}`;
+      return `${id} ${VERDICT.name(b.value.verdict) ?? "?"} -> ${DECISION.name(b.value.decision) ?? "?"} | best ${best ? `${shortTrialId(best.id)} ${fmtPct(meanOf(best) ?? 0)} (CI low ${fmtPct(best.judged?.ciLow ?? 0)}, ${standing(best)?.seeds ?? "?"} seeds)` : "none"} | ${b.value.trialsDone} judged, ${inFlight} in flight${Object.keys(failures).length ? ` | failures ${Object.entries(failures).map(([k, v]) => `${k}:${v}`).join(" ")}` : ""}`;
     }
     case "runFinished":
       return `run finished: ${RUN_STATUS.name(b.value.status) ?? ""} (${b.value.reason})`;

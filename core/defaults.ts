@@ -26,6 +26,15 @@ export const DEFAULT_TIME_BUDGET_S = 1800;
 export const DEFAULT_SEEDS = 3;
 
 /**
+ * Seeds of the built-in planner's trials on a slice of the training split (probes, and
+ * promotions that are not yet on the full split). They rank configs against their rung and
+ * claim nothing, so one seed does (three tripled the cost of every probe). Trials on the full
+ * split train with the run's seeds: their intervals decide the goal and the best trial, and
+ * the rule for the best ranks every multi-seed trial above every probe (core/ranking.ts).
+ */
+export const PROBE_SEEDS = 1;
+
+/**
  * Where the planner starts a run, by the device its runner trains on, where the run's
  * settings leave subset or epochs at 0. On a CPU a rung-0 probe trains on a slice of a
  * large training split (the scheduler's promotions grow it), in batches of 128. On a GPU a

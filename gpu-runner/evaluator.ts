@@ -11,6 +11,7 @@
 import { availableParallelism } from "node:os";
 import { setMaxListeners } from "node:events";
 import { create, fromJson, type JsonValue, type MessageInitShape } from "@bufbuild/protobuf";
+import { standingOf } from "../core/ranking.js";
 import { AsyncQueue } from "../core/async-queue.js";
 import { ResearchError } from "../core/failure.js";
 import type { Logger } from "../core/logger.js";
@@ -204,7 +205,7 @@ export class Evaluator {
         const info = seedInfo as Record<string, unknown> | undefined;
         const result = this.result(results, plan.target, (Date.now() - t0) / 1000, info);
         if (req.evaluateTest) Object.assign(result.aggregated, await this.ensemble(seeds.map((s) => predictions.get(s)!), score));
-        if (req.keepWeights) weights.settle(req.runId, req.trialId, result.aggregated.val_accuracy?.mean);
+        if (req.keepWeights) weights.settle(req.runId, req.trialId, standingOf(result));
         out.push({ event: { case: "result", value: result } });
         log.info({ seeds: results.length, seconds: (Date.now() - t0) / 1000 }, "evaluation finished");
       })

@@ -4,14 +4,19 @@
  * model again (on a small machine that retraining was the price of the
  * longest trial, which then could never start late in a run).
  *
- * Per run only the best few trials by validation mean stay on disk: the
- * judge's best (by the CI's lower bound) is among them in practice, and a
- * trial that is not gets an invalid_config answer, on which the judge trains
- * it again when the budget allows. Weights live as long as the runner's
- * scratch directory; the newest runs are kept.
+ * Per run only the best few trials stay on disk, ranked by the run's own rule
+ * for "best" (core/ranking.ts), so the judge's best is among them unless the
+ * judge rejected several trials that outrank it (the runner does not see
+ * verdicts); a trial whose weights are gone gets an invalid_config answer, on
+ * which the judge trains it again when the budget allows. Ranking by the
+ * validation mean instead dropped a digits run's three-seed best behind
+ * one-seed probes with higher means, and its test accuracy went unmeasured.
+ * Weights live as long as the runner's scratch directory; the newest runs
+ * are kept.
  */
 import { existsSync, mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
+import { outranks, type Standing } from "../core/ranking.js";
 
 /** Trials kept per run. */
 export const KEPT_PER_RUN = 5;
@@ -22,8 +27,8 @@ const KEPT_RUNS = 16;
 const component = (id: string) => Buffer.from(id).toString("base64url") || "_";
 
 export class WeightStore {
-  /** run -> trial -> validation mean, in the order runs first kept something. */
-  private readonly runs = new Map<string, Map<string, number>>();
+  /** run -> trial -> its standing, in the order runs first kept something. */
+  private readonly runs = new Map<string, Map<string, Standing>>();
 
   constructor(private readonly root: string) {}
 
@@ -44,11 +49,11 @@ export class WeightStore {
 
   /**
    * After a trial's evaluation: kept when it ranks among its run's best
-   * KEPT_PER_RUN by validation mean, dropped when it does not or when it
-   * failed (valMean undefined), along with whichever trial it displaced.
+   * KEPT_PER_RUN, dropped when it does not or when it failed (standing
+   * undefined), along with whichever trial it displaced.
    */
-  settle(runId: string, trialId: string, valMean: number | undefined): void {
-    if (valMean === undefined) return this.drop(runId, trialId);
+  settle(runId: string, trialId: string, standing: Standing | undefined): void {
+    if (standing === undefined) return this.drop(runId, trialId);
     let trials = this.runs.get(runId);
     if (!trials) {
       this.runs.set(runId, (trials = new Map()));
@@ -57,10 +62,11 @@ export class WeightStore {
         rmSync(join(this.root, component(old)), { recursive: true, force: true });
       }
     }
-    trials.set(trialId, valMean);
+    trials.set(trialId, standing);
     if (trials.size <= KEPT_PER_RUN) return;
-    const [worst] = [...trials.entries()].sort((a, b) => a[1] - b[1])[0]!;
-    this.drop(runId, worst);
+    let worst: [string, Standing] | undefined;
+    for (const entry of trials) if (!worst || outranks(worst[1], entry[1])) worst = entry;
+    this.drop(runId, worst![0]);
   }
 
   private drop(runId: string, trialId: string): void {

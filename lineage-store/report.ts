@@ -5,7 +5,8 @@
  */
 import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import { bestTrial, scoreOf, trialFailure, type RunState, type TrialState } from "../swarm/run-state.js";
+import { BEST_RULE, intervalBasis, whyBest } from "../core/ranking.js";
+import { bestTrial, rankedTrials, scoreOf, standing, trialFailure, type RunState, type TrialState } from "../swarm/run-state.js";
 import { labelName } from "../core/failure.js";
 import { DECISION, INTERVENTION_KIND, RUN_STATUS, SURFACE, VERDICT, type DecisionName, type VerdictName } from "../core/enums.js";
 import { Surface } from "../proto/gen/research/v1/common_pb.js";
@@ -136,6 +137,8 @@ function trialRow(t: TrialState, position: number) {
     params: paramsOf(t) ?? null,
     val_accuracy: statsJson(acc),
     num_seeds: t.evaluated?.result?.numSeeds ?? null,
+    // What the interval is made of, with num_seeds (core/ranking.ts intervalBasis).
+    val_examples: t.evaluated?.result?.seedResults[0]?.valExamples ?? null,
     score: scoreOf(t) ?? null,
     verdict: t.judged ? verdictName(t.judged.verdict) : null,
     decision: t.judged ? decisionName(t.judged.decision) : null,
@@ -218,6 +221,16 @@ function briefUse(state: RunState, rows: TrialRow[]) {
   };
 }
 
+/** The rule's sentence for the run's best, against the next trial by the same rule. */
+function whyBestOf(state: RunState, best: TrialState): string | null {
+  const ranked = rankedTrials(state);
+  const own = standing(best);
+  if (!own) return null;
+  const next = ranked.find((t) => t !== best);
+  const other = next && standing(next);
+  return whyBest({ id: best.id, standing: own }, next && other ? { id: next.id, standing: other } : undefined, ranked.length);
+}
+
 function chosenBest(state: RunState, finished: RunFinished): TrialState | undefined {
   return (finished.bestTrialId && state.trials.get(finished.bestTrialId)) || bestTrial(state);
 }
@@ -297,6 +310,8 @@ function reportJson(state: RunState, finished: RunFinished, rows: TrialRow[], be
       seconds: finished.seconds,
       best_trial: bestRow ? { ...bestRow, test: testStats(finished.testResult) } : null,
       best_trial_id: best?.id ?? null,
+      best_rule: BEST_RULE,
+      why_best: best ? whyBestOf(state, best) : null,
     },
     trials: rows,
     failures: countFailures(rows),
@@ -356,9 +371,8 @@ function markdownOf(state: RunState, finished: RunFinished, j: Report["json"]): 
     const acc = b.val_accuracy;
     out.push(`**Best trial:** \`${b.trial_id}\` (#${b.position}, ${cell(b.surface || "no surface")}): ${inline(b.hypothesis)}`, "");
     if (acc) {
-      out.push(`- Validation accuracy: ${meanWithCi(acc)}, std ${pp(acc.std)} pp over ${acc.n || b.num_seeds} seeds`);
-      const runnerUp = j.trials.filter((r) => !r.best && r.verdict === "accept" && r.score !== null).sort((x, y) => y.score! - x.score!)[0];
-      if (b.score !== null) out.push(`- Best because its 95% CI lower bound is the highest of the accepted trials: ${pct(b.score)}${runnerUp ? ` vs ${pct(runnerUp.score!)} for the runner-up \`${runnerUp.trial_id}\`` : " (the only accepted trial)"}`);
+      out.push(`- Validation accuracy: ${meanWithCi(acc)}, std ${pp(acc.std)} pp; the interval counts ${intervalBasis({ seeds: acc.n || b.num_seeds || 0, valExamples: b.val_examples ?? 0 })}`);
+      if (j.outcome.why_best) out.push(`- ${inline(j.outcome.why_best)}`);
       const target = j.goal?.target;
       if (target && acc.ci_95) out.push(`- 95% CI lower bound ${pct(acc.ci_95[0])} against the ${pct(target)} target: ${acc.ci_95[0] >= target ? "met" : "not met"}`);
     }
@@ -382,7 +396,7 @@ function markdownOf(state: RunState, finished: RunFinished, j: Report["json"]): 
   out.push("## Trials", "", `![score per trial](${PLOT_FILES.scores})`, "");
   out.push(
     ...table(
-      ["#", "trial", "surface", "hypothesis", "params", "val acc (mean ± 95% CI, pp)", "verdict", "failure", "eval time"],
+      ["#", "trial", "surface", "hypothesis", "params", "val acc (mean ± 95% CI, pp)", "seeds x val examples", "verdict", "failure", "eval time"],
       j.trials.map((r) => [
         String(r.position),
         `\`${r.trial_id}\`${r.best ? " ★" : ""}`,
@@ -390,6 +404,7 @@ function markdownOf(state: RunState, finished: RunFinished, j: Report["json"]): 
         cell(short(r.hypothesis) || "—"),
         r.params !== null ? int(r.params) : "—",
         meanPlusMinus(r.val_accuracy),
+        r.num_seeds ? `${r.num_seeds} x ${r.val_examples ? int(r.val_examples) : "?"}` : "—",
         r.verdict ?? "pending",
         r.failure_label ?? "",
         r.eval_seconds !== null ? duration(r.eval_seconds) : "—",

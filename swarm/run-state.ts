@@ -10,6 +10,7 @@ import { Decision, InterventionKind, RunFinishedSchema, Verdict, type Event, typ
 import { parseBrief, type Brief } from "../core/brief.js";
 import { TRIAL_STATUS, type TrialStatusName } from "../core/enums.js";
 import { parseJson } from "../core/json.js";
+import { outranks, standingOf, type Standing } from "../core/ranking.js";
 import { FailureLabel, type Failure } from "../proto/gen/research/v1/common_pb.js";
 import type { SeedResult } from "../proto/gen/research/v1/runner_pb.js";
 
@@ -281,22 +282,23 @@ export function inFlight(state: RunState): boolean {
   return false;
 }
 
-/**
- * Best accepted trial by CI lower bound, among trials evaluated with two
- * seeds or more when there are any: one seed's interval cannot see the
- * spread between seeds, so a one-seed probe is the best only of a run that
- * has nothing else.
- */
-export function bestTrial(state: RunState): TrialState | undefined {
-  let best: TrialState | undefined;
-  let bestSpread: TrialState | undefined;
-  const better = (t: TrialState, than: TrialState | undefined) => than === undefined || (scoreOf(t) ?? -1) > (scoreOf(than) ?? -1);
+/** A trial's standing under the run's rule for "best" (core/ranking.ts). */
+export function standing(t: TrialState): Standing | undefined {
+  return standingOf(t.evaluated?.result);
+}
+
+/** The accepted trials, best first by the run's rule (core/ranking.ts BEST_RULE). */
+export function rankedTrials(state: RunState): TrialState[] {
+  const ranked: { t: TrialState; s: Standing }[] = [];
   for (const t of state.trials.values()) {
-    if (t.judged?.verdict !== Verdict.ACCEPT) continue;
-    if (better(t, best)) best = t;
-    if ((t.evaluated?.result?.aggregated.val_accuracy?.n ?? 0) >= 2 && better(t, bestSpread)) bestSpread = t;
+    const s = t.judged?.verdict === Verdict.ACCEPT ? standing(t) : undefined;
+    if (s) ranked.push({ t, s });
   }
-  return bestSpread ?? best;
+  return ranked.sort((a, b) => (outranks(a.s, b.s) ? -1 : outranks(b.s, a.s) ? 1 : 0)).map((x) => x.t);
+}
+
+export function bestTrial(state: RunState): TrialState | undefined {
+  return rankedTrials(state)[0];
 }
 
 export function isTerminal(decision: Decision | undefined): boolean {

@@ -13,7 +13,7 @@ import { scoreOf, meanOf, type TrialState } from "../../swarm/run-state.js";
 import type { Prompt } from "../../swarm/prompts.js";
 import type { Genome } from "./mutations.js";
 import { fingerprint, genomeOf, probeFidelity, type PlanInput, type Proposal } from "./policy.js";
-import { PROBE_SEEDS } from "./scheduler.js";
+import { PROBE_SEEDS } from "../../core/defaults.js";
 
 const AssessmentSchema = z.object({
   progress: z.string().describe("how the run is going so far"),

@@ -17,7 +17,7 @@
  */
 import { createHash } from "node:crypto";
 import type { Brief } from "../../core/brief.js";
-import { DEFAULT_SEEDS, RECIPE_DEFAULTS, SEARCH_DEFAULTS, type SearchDevice } from "../../core/defaults.js";
+import { DEFAULT_SEEDS, PROBE_SEEDS, RECIPE_DEFAULTS, SEARCH_DEFAULTS, type SearchDevice } from "../../core/defaults.js";
 import { OPTIMIZER, SURFACE, type SurfaceName as Surface } from "../../core/enums.js";
 import { parseModelConfig, parseTrainConfig, type ModelConfigInput, type TrainConfig, type TrainConfigInput } from "../../core/model-config.js";
 import { Verdict, type Intervention } from "../../proto/gen/research/v1/events_pb.js";
@@ -28,7 +28,7 @@ import { TEMPLATE_WIDTH, templatesFor, type Template } from "./templates.js";
 import { isRecord, parseJson } from "../../core/json.js";
 import { budgetPlan, overRunBudget } from "../../swarm/budget.js";
 import { fitTpe, GENOME_SPACE, genomeFeatures, type Observation } from "./surrogate.js";
-import { atRung, EXPLORE_SHARE, ladder, nextPromotion, PROBE_SEEDS, promotedIds, PROMOTION_SURFACE, seedsAtRung, type Fidelity, type Promotion } from "./scheduler.js";
+import { atRung, EXPLORE_SHARE, ladder, nextPromotion, promotedIds, PROMOTION_SURFACE, seedsAtRung, type Fidelity, type Promotion } from "./scheduler.js";
 
 export interface Proposal {
   /** Fidelity rung (scheduler.ts): 0 for every new config. */

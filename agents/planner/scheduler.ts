@@ -12,6 +12,7 @@
  * New configs (the bandit's edits) always start at rung 0, where their
  * scores are comparable with their parent's.
  */
+import { PROBE_SEEDS } from "../../core/defaults.js";
 import type { SurfaceName } from "../../core/enums.js";
 import { cutoutFor } from "./mutations.js";
 import type { TrainConfigInput } from "../../core/model-config.js";
@@ -19,14 +20,6 @@ import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import type { DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
 import { isPromotion, rungOf, scoreOf, type RunState, type TrialState } from "../../swarm/run-state.js";
 
-/**
- * Seeds of a rung-0 probe. A probe ranks configs against their rung; it
- * claims nothing, so one seed does (three tripled the cost of every probe).
- * Promotions on the full training split train with the run's seeds: their
- * intervals decide the goal and the best trial (swarm/run-state.ts bestTrial
- * prefers trials with a seed spread).
- */
-export const PROBE_SEEDS = 1;
 
 /**
  * Seeds a promotion at `rung` trains with (undefined: the run's). One on a

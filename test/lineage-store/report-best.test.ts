@@ -1,18 +1,51 @@
 import { describe, expect, it } from "vitest";
+import { create } from "@bufbuild/protobuf";
 import { trialId } from "../../core/ids.js";
 import { buildReport } from "../../lineage-store/report.js";
+import { EventSchema, Verdict, type Event } from "../../proto/gen/research/v1/events_pb.js";
 import { applyToRunState, emptyRunState } from "../../swarm/run-state.js";
-import { runEvents } from "./fixtures.js";
+import { runEvents, TRIALS } from "./fixtures.js";
+
+function reportOf(events: Event[]) {
+  const state = emptyRunState(events[0]!.runId);
+  for (const e of events) applyToRunState(state, e);
+  const finished = events.find((e) => e.body.case === "runFinished")!.body;
+  if (finished.case !== "runFinished") throw new Error("the fixture run ends with run_finished");
+  return buildReport(state, finished.value);
+}
+
+/** A one-seed probe scored on 300 validation examples, accepted, with the highest lower bound of the run. */
+function probe(runId: string, index: number): Event[] {
+  const id = trialId(runId, index);
+  return [
+    create(EventSchema, { runId, trialId: id, eventId: `${id}-p`, body: { case: "trialProposed", value: { hypothesis: "a probe", index, modelConfigJson: "{}", trainConfigJson: "{}" } } }),
+    create(EventSchema, {
+      runId, trialId: id, eventId: `${id}-e`,
+      body: {
+        case: "trialEvaluated",
+        value: { result: { aggregated: { val_accuracy: { mean: 0.97, ci95: [0.95, 0.99], n: 1 } }, numSeeds: 1, seedResults: [{ seed: 0, valExamples: 300 }] } },
+      },
+    }),
+    create(EventSchema, { runId, trialId: id, eventId: `${id}-j`, body: { case: "trialJudged", value: { verdict: Verdict.ACCEPT } } }),
+  ];
+}
 
 describe("report", () => {
-  it("says why the best trial is best", () => {
-    const events = runEvents("why");
-    const state = emptyRunState("why");
-    for (const e of events) applyToRunState(state, e);
-    const finished = events.at(-1)!.body;
-    if (finished.case !== "runFinished") throw new Error("the fixture run ends with run_finished");
-    const { markdown } = buildReport(state, finished.value);
-    // Scores 0.917 and 0.914 with CI half-width 0.01 (fixtures).
-    expect(markdown).toContain(`lower bound is the highest of the accepted trials: 90.70% vs 90.40% for the runner-up \`${trialId("why", 3)}\``);
+  it("says why the best trial is best, by the rule that picked it", () => {
+    const { markdown, json } = reportOf(runEvents("why"));
+    // Scores 0.917 and 0.914 with CI half-width 0.01 (fixtures), three seeds each.
+    expect(json.outcome.best_trial_id).toBe(trialId("why", 9));
+    expect(markdown).toContain(
+      `- Best by the run's rule, the highest 95% CI lower bound of the accepted trials with at least 2 seeds: 90.70% (3 seeds) against 90.40% (3 seeds) for the runner-up \`${trialId("why", 3)}\`.`,
+    );
+  });
+
+  it("ranks a one-seed probe below every multi-seed trial, and says so", () => {
+    const events = runEvents("probe", TRIALS.slice(0, 1));
+    const end = events.findIndex((e) => e.body.case === "runFinished");
+    const { markdown, json } = reportOf([...events.slice(0, end), ...probe("probe", 50), events[end]!]);
+    expect(json.outcome.best_trial_id).toBe(trialId("probe", 0));
+    expect(json.outcome.why_best).toContain(`86.20% (3 seeds) against 95.00% (1 seed x 300 validation examples) for the runner-up \`${trialId("probe", 50)}\`; the runner-up is a one-seed probe`);
+    expect(markdown).toContain("| 1 x 300 |");
   });
 });

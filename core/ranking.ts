@@ -1,0 +1,60 @@
+/**
+ * The run's one rule for "best", and the words for it. Every part that names a best trial (the
+ * judge, the planner, the console, the report, the dashboard) and the runner that decides which
+ * trials' weights to keep rank with `outranks`, and every sentence that explains a pick comes
+ * from `whyBest` over the same numbers, so what is said and what was done cannot drift apart.
+ */
+import type { EvalResult } from "../proto/gen/research/v1/runner_pb.js";
+
+/** What ranking looks at in one evaluated trial. */
+export interface Standing {
+  /** Seeds evaluated. */
+  seeds: number;
+  /** Lower bound of the 95% interval of validation accuracy. */
+  ciLow: number;
+  /** Validation examples each seed was scored on (0 when unknown). */
+  valExamples: number;
+}
+
+export const BEST_RULE =
+  "the accepted trial with the highest 95% CI lower bound on validation accuracy, among trials evaluated with at least 2 seeds " +
+  "(a one-seed probe's interval cannot see the spread between seeds, so one counts only while no accepted trial has two)";
+
+/** Whether a trial counts among the multi-seed ones, which outrank every one-seed probe. */
+export const multiSeed = (s: Standing) => s.seeds >= 2;
+
+/** Whether `a` ranks above `b` by the rule: multi-seed first, then the higher CI lower bound. */
+export function outranks(a: Standing, b: Standing | undefined): boolean {
+  if (b === undefined) return true;
+  if (multiSeed(a) !== multiSeed(b)) return multiSeed(a);
+  return a.ciLow > b.ciLow;
+}
+
+export function standingOf(result: EvalResult | undefined): Standing | undefined {
+  const acc = result?.aggregated.val_accuracy;
+  if (!result || !acc) return undefined;
+  return { seeds: acc.n || result.seedResults.length, ciLow: acc.ci95[0] ?? 0, valExamples: result.seedResults[0]?.valExamples ?? 0 };
+}
+
+/** What an interval is made of: "3 seeds x 6,000 validation examples". */
+export function intervalBasis(s: Pick<Standing, "seeds" | "valExamples">): string {
+  const seeds = `${s.seeds} seed${s.seeds === 1 ? "" : "s"}`;
+  return s.valExamples > 0 ? `${seeds} x ${s.valExamples.toLocaleString("en-US")} validation examples` : seeds;
+}
+
+const pct = (x: number) => `${(100 * x).toFixed(2)}%`;
+
+/**
+ * Why `best` is the best, in one sentence, from the rule and the runner-up it beat (the next
+ * trial by the same rule). Says when the two were scored on validation sets of different sizes
+ * (a probe on a slice of the training split carves its validation set out of that slice).
+ */
+export function whyBest(best: { id: string; standing: Standing }, runnerUp: { id: string; standing: Standing } | undefined, accepted: number): string {
+  const pool = multiSeed(best.standing) ? "accepted trials with at least 2 seeds" : "accepted trials (none has 2 seeds or more, so one-seed probes count)";
+  const own = `${pct(best.standing.ciLow)} (${intervalBasis(best.standing)})`;
+  if (!runnerUp) return `Best by the run's rule, the highest 95% CI lower bound of the ${pool}: ${own}, the only such trial of ${accepted} accepted.`;
+  const other = runnerUp.standing;
+  const below = multiSeed(best.standing) && !multiSeed(other) ? "; the runner-up is a one-seed probe, which ranks below every multi-seed trial whatever its bound" : "";
+  const sets = best.standing.valExamples && other.valExamples && best.standing.valExamples !== other.valExamples ? "; the two were scored on different validation sets" : "";
+  return `Best by the run's rule, the highest 95% CI lower bound of the ${pool}: ${own} against ${pct(other.ciLow)} (${intervalBasis(other)}) for the runner-up \`${runnerUp.id}\`${below}${sets}.`;
+}
