@@ -209,8 +209,10 @@ export function describeEvent(e: Event, s: RunState): string | undefined {
       const inFlight = inFlightCount(s);
       return `${id} ${VERDICT.name(b.value.verdict) ?? "?"} -> ${DECISION.name(b.value.decision) ?? "?"} | best ${best ? `${shortTrialId(best.id)} ${fmtPct(meanOf(best) ?? 0)} (CI low ${fmtPct(best.judged?.ciLow ?? 0)}, ${standing(best)?.seeds ?? "?"} seeds)` : "none"} | ${b.value.trialsDone} judged, ${inFlight} in flight${Object.keys(failures).length ? ` | failures ${Object.entries(failures).map(([k, v]) => `${k}:${v}`).join(" ")}` : ""}`;
     }
+    case "runResumed":
+      return `run resumed: ${b.value.downtimeS.toFixed(0)} s down, not counted against the time budget${b.value.timeBudgetS ? `, which is now ${b.value.timeBudgetS.toFixed(0)} s of live time` : ""}`;
     case "runFinished":
-      return `run finished: ${RUN_STATUS.name(b.value.status) ?? ""} (${b.value.reason})`;
+      return `run finished: ${RUN_STATUS.name(b.value.status) ?? ""} (${b.value.reason})${b.value.testSkipped ? `; no test accuracy: ${b.value.testSkipped}` : ""}`;
     default:
       return undefined;
   }
@@ -241,6 +243,9 @@ const RUN_FLAGS = {
 
 type RunArgs = ReturnType<typeof args<typeof RUN_FLAGS>>["values"];
 
+/** Flags that shape a run when it starts; a resumed run keeps its own. */
+const RUN_SHAPE = ["goal", "target", "max-params", "data-dir", "max-trials", "seeds", "parallel", "subset", "epochs", "seed", "planner"] as const satisfies readonly (keyof RunArgs)[];
+
 const positiveInt = (flag: string, v?: string) => (v === undefined ? undefined : (parsePositiveInt(v) ?? fail(`--${flag} must be a positive integer, got "${v}"`)));
 
 /**
@@ -252,6 +257,10 @@ function prepareRun(a: RunArgs) {
   if (a.planner && !["builtin", "random"].includes(a.planner)) fail(`--planner must be builtin or random, got "${a.planner}"`);
   const workspace = resolve(a.workspace);
   if (!a.goal && !a.resume) fail('--goal is required, e.g. --goal "fashion-mnist: reach 90% validation accuracy"');
+  if (a.resume) {
+    const fixed = RUN_SHAPE.filter((f) => a[f] !== undefined);
+    if (fixed.length) fail(`--resume continues run ${a.resume} as it was set up; only --time-budget may change it (its new total of live time): drop --${fixed.join(", --")}`);
+  }
   // A run's events live in the workspace's NATS stream (its folder under runs/ may not exist yet);
   // whether this run is there is known once NATS is up, and said then.
   if (a.resume && !existsSync(join(workspace, "nats"))) fail(`--resume: ${workspace} has no swarm data (nats/), so no run ${a.resume} to resume`);
@@ -370,6 +379,7 @@ async function launch(argv: string[]): Promise<void> {
       start: run.goal ? { goal: run.goal, settings: run.settings(swarm, !a["no-research"]) } : undefined,
       runId: a.resume,
       resume: !!a.resume,
+      timeBudgetS: a.resume && a["time-budget"] ? parseDuration(a["time-budget"]) : undefined,
       signal: interrupt,
       log: quietLogger(),
       onEvent: (e, s) => {
@@ -399,7 +409,7 @@ async function launch(argv: string[]): Promise<void> {
           trials: outcome.finished.trials,
           seconds: outcome.finished.seconds,
           best_trial: best
-            ? { trial_id: best.id, val_accuracy: acc?.mean, ci_95: acc?.ci95, params: Number(best.evaluated?.result?.params ?? 0), test_accuracy: test?.mean, ensemble_test_accuracy: ensemble?.mean }
+            ? { trial_id: best.id, val_accuracy: acc?.mean, ci_95: acc?.ci95, params: Number(best.evaluated?.result?.params ?? 0), test_accuracy: test?.mean, ensemble_test_accuracy: ensemble?.mean, test_skipped: outcome.finished.testSkipped || undefined }
             : null,
           report: outcome.finished.reportPath,
           registry: outcome.finished.registryPath,
@@ -409,7 +419,8 @@ async function launch(argv: string[]): Promise<void> {
       say(`status: ${RUN_STATUS.name(outcome.finished.status) ?? ""} after ${outcome.finished.trials} trials`);
       if (openEnded) say(`no target was set: ${best && acc ? "the best model found follows, not a goal met or missed" : "no model was accepted"}`);
       if (best && acc) {
-        say(`best${openEnded ? " model" : ""}: ${best.id} val ${fmtPct(acc.mean)} 95% CI [${fmtPct(acc.ci95[0]!)}, ${fmtPct(acc.ci95[1]!)}]${test ? `, test ${fmtPct(test.mean)}${ensemble ? ` per seed, ${fmtPct(ensemble.mean)} as an ensemble of its seeds` : ""} (measured once on the test split)` : ""}`);
+        say(`best${openEnded ? " model" : ""}: ${best.id} val ${fmtPct(acc.mean)} 95% CI [${fmtPct(acc.ci95[0]!)}, ${fmtPct(acc.ci95[1]!)}] over ${intervalBasis(standing(best)!)}${test ? `, test ${fmtPct(test.mean)}${ensemble ? ` per seed, ${fmtPct(ensemble.mean)} as an ensemble of its seeds` : ""} (measured once on the test split)` : ""}`);
+        if (outcome.finished.testSkipped) say(`test accuracy not measured: ${outcome.finished.testSkipped}`);
       }
       say(`report: ${outcome.finished.reportPath}`);
       say(`registry: ${outcome.finished.registryPath}`);

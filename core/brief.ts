@@ -5,6 +5,7 @@
  * through one schema.
  */
 import { z } from "zod";
+import { RECIPE_DEFAULTS } from "./defaults.js";
 
 /** Layer names the coder can assemble from a model_config. */
 export const LAYER_BLOCKS = [
@@ -140,4 +141,52 @@ export function parseBrief(input: unknown): BriefParse {
 /** JSON Schema of the brief for LLM structured outputs (refinements such as the buildable check are not expressible there). */
 export function briefJsonSchema(): Record<string, unknown> {
   return z.toJSONSchema(BriefSchema) as Record<string, unknown>;
+}
+
+/**
+ * The coder-vocabulary blocks a trial's configs contain (model_config and train_config as
+ * authored; a recipe knob left out takes its default). What a trial is said to adopt from a
+ * brief is read from here, never from what its proposer claimed.
+ */
+export function blocksOf(model: unknown, train: unknown): Set<string> {
+  const blocks = new Set<string>();
+  const walk = (v: unknown): void => {
+    if (Array.isArray(v)) return v.forEach(walk);
+    if (!v || typeof v !== "object") return;
+    const o = v as Record<string, unknown>;
+    if (typeof o.type === "string") blocks.add(o.type === "activation" ? `activation:${String(o.fn ?? "relu")}` : o.type);
+    if (typeof o.activation === "string" && o.activation !== "none") blocks.add(`activation:${o.activation}`);
+    for (const x of Object.values(o)) if (typeof x === "object") walk(x);
+  };
+  walk((model as { layers?: unknown } | undefined)?.layers);
+  const t = (train ?? {}) as { optimizer?: string; schedule?: string; warmup_epochs?: number; weight_decay?: number; label_smoothing?: number; grad_clip?: number; augment?: { hflip?: boolean; crop_padding?: number; cutout?: number } };
+  blocks.add(t.optimizer ?? RECIPE_DEFAULTS.optimizer);
+  const schedule = t.schedule ?? RECIPE_DEFAULTS.schedule;
+  if (schedule !== "none") blocks.add(`${schedule}_schedule`);
+  const on: [string, unknown][] = [
+    ["warmup", t.warmup_epochs], ["weight_decay", t.weight_decay], ["label_smoothing", t.label_smoothing], ["grad_clip", t.grad_clip],
+    ["hflip", t.augment?.hflip], ["random_crop", t.augment?.crop_padding], ["cutout", t.augment?.cutout],
+  ];
+  for (const [block, v] of on) if (v) blocks.add(block);
+  return blocks;
+}
+
+/**
+ * What any model of its kind is made of: a first trial adopts from a brief only what it holds
+ * beyond these (every CNN has a conv2d; that does not make it a convolutional transformer).
+ */
+const PLAIN_BLOCKS = new Set<string>(["conv1d", "conv2d", "linear", "flatten", "embedding", "activation:relu", "maxpool", RECIPE_DEFAULTS.optimizer]);
+
+/**
+ * The briefs' suggestions a trial adopted, each with the blocks that say so: the blocks of the
+ * suggestion that the trial's configs hold and its parent's did not (for a first trial: beyond
+ * PLAIN_BLOCKS). A suggestion that names no blocks cannot be checked, so it is never claimed.
+ */
+export function adoptedConcepts(briefs: Brief[], blocks: Set<string>, parentBlocks: Set<string> = PLAIN_BLOCKS): { name: string; blocks: string[] }[] {
+  const found = new Map<string, string[]>();
+  for (const s of briefs.flatMap((b) => b.architectural_suggestions)) {
+    const brought = (s.building_blocks ?? []).filter((b) => blocks.has(b) && !parentBlocks.has(b));
+    if (brought.length && !found.has(s.name)) found.set(s.name, brought);
+  }
+  return [...found].map(([name, blocks]) => ({ name, blocks }));
 }

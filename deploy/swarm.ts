@@ -16,7 +16,7 @@ import { ensureSecrets, loadSecrets, type Secrets } from "../core/secrets.js";
 import { connectRunner, type RunnerClient } from "../gpu-runner/client.js";
 import type { HealthResponse } from "../proto/gen/research/v1/runner_pb.js";
 import { RunSettingsSchema, RunStatus, type Event, type Goal, type RunFinished, type RunSettings } from "../proto/gen/research/v1/events_pb.js";
-import { applyToRunState, emptyRunState, inFlight, runSoFar, type RunState } from "../swarm/run-state.js";
+import { applyToRunState, emptyRunState, inFlight, liveSeconds, runSoFar, type RunState } from "../swarm/run-state.js";
 import { budgetPlan } from "../swarm/budget.js";
 import { interventionEvent } from "../swarm/interventions.js";
 import { Supervisor } from "./supervisor.js";
@@ -234,6 +234,8 @@ export async function runGoal(
     start?: { goal: Goal; settings: RunSettings };
     runId?: string;
     resume?: boolean;
+    /** On a resume: the run's new total time budget (seconds of live time; undefined keeps it). */
+    timeBudgetS?: number;
     onEvent?: (e: Event, s: RunState) => void;
     /** Stop following (the launcher was told to stop): the outcome is the run so far, marked interrupted. */
     signal?: AbortSignal;
@@ -261,15 +263,26 @@ export async function runGoal(
     await Promise.all([watch.stop(), progress.stop()]);
     throw new ResearchError("invalid_config", `run ${runId} has no stored events in this workspace; nothing to resume`);
   }
-  const budgetS = (state.goal ?? opts.start?.goal)?.timeBudgetS || DEFAULT_TIME_BUDGET_S;
-  const startedAt = state.startedAtMs || Date.now();
+  let downtimeMs = state.downtimeMs;
+  if (opts.resume && state.goal) {
+    // The run's clock stops while nothing of it runs: from its last stored event to now.
+    const downtimeS = Math.max(0, (Date.now() - state.lastEventMs) / 1000);
+    downtimeMs += downtimeS * 1000;
+    await swarm.bus.publish({
+      runId,
+      eventId: `${runId}/resumed-${state.resumes.length + 1}`,
+      body: { case: "runResumed", value: { downtimeS, timeBudgetS: opts.timeBudgetS ?? 0 } },
+    });
+  }
+  const budgetS = (opts.resume && opts.timeBudgetS) || (state.goal ?? opts.start?.goal)?.timeBudgetS || DEFAULT_TIME_BUDGET_S;
+  const startedAt = (state.startedAtMs || Date.now()) + downtimeMs;
   const graceMs = Math.max(300_000, budgetS * 250);
   const deadline = setTimeout(
     () => {
       void swarm.bus.publish({
         runId,
         eventId: `${runId}/finished`,
-        body: { case: "runFinished", value: { status: RunStatus.STOPPED, reason: `time budget of ${budgetS} s exceeded and the judge did not close the run`, trials: state.judgedCount } },
+        body: { case: "runFinished", value: { status: RunStatus.STOPPED, reason: `time budget of ${budgetS} s exceeded and the judge did not close the run`, trials: state.judgedCount, seconds: liveSeconds(state, Date.now()) } },
       });
     },
     Math.max(0, startedAt + budgetS * 1000 + graceMs - Date.now()),

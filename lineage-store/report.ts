@@ -221,6 +221,15 @@ function briefUse(state: RunState, rows: TrialRow[]) {
   };
 }
 
+/** Each resume at the run's live time then (the downtime before it, and before earlier ones, not counted). */
+function resumesOf(state: RunState) {
+  let down = 0;
+  return state.resumes.map((r) => {
+    down += r.downtimeS;
+    return { at_s: (r.atMs - state.startedAtMs) / 1000 - down, downtime_s: r.downtimeS, time_budget_s: r.timeBudgetS || null };
+  });
+}
+
 /** The rule's sentence for the run's best, against the next trial by the same rule. */
 function whyBestOf(state: RunState, best: TrialState): string | null {
   const ranked = rankedTrials(state);
@@ -310,6 +319,8 @@ function reportJson(state: RunState, finished: RunFinished, rows: TrialRow[], be
       seconds: finished.seconds,
       best_trial: bestRow ? { ...bestRow, test: testStats(finished.testResult) } : null,
       best_trial_id: best?.id ?? null,
+      test_skipped: finished.testSkipped || null,
+      resumes: resumesOf(state),
       best_rule: BEST_RULE,
       why_best: best ? whyBestOf(state, best) : null,
     },
@@ -354,7 +365,11 @@ function markdownOf(state: RunState, finished: RunFinished, j: Report["json"]): 
   } else out.push("No run_started event was recorded.", "");
 
   out.push("## Outcome", "", `**Status:** ${cell(RUN_STATUS.name(finished.status) ?? "unknown")}${finished.reason ? `: ${inline(finished.reason)}` : ""}`, "");
-  out.push(`Trials judged: ${j.outcome.trials}; run time: ${duration(finished.seconds)}.`, "");
+  out.push(`Trials judged: ${j.outcome.trials}; run time: ${duration(finished.seconds)}${state.resumes.length ? " live (the time between an interruption and its resume is not counted)" : ""}.`, "");
+  for (const r of j.outcome.resumes) {
+    out.push(`- Interrupted, then resumed at ${duration(r.at_s)} of live time after ${duration(r.downtime_s)} down${r.time_budget_s ? `; the time budget became ${duration(r.time_budget_s)}` : ""}.`);
+  }
+  if (j.outcome.resumes.length) out.push("");
   const b = j.outcome.best_trial;
   const openEnded = j.goal?.open_ended ?? false;
   if (openEnded) {
@@ -381,7 +396,7 @@ function markdownOf(state: RunState, finished: RunFinished, j: Report["json"]): 
     out.push(
       test
         ? `- Held-out test accuracy (one-time confirmation on the test split, never used in search): ${meanWithCi(test)} over ${b.test!.num_seeds} seeds`
-        : "- Held-out test accuracy: not measured (no confirmation on the test split was recorded)",
+        : `- Held-out test accuracy: not measured: ${finished.testSkipped ? inline(finished.testSkipped) : "no confirmation on the test split was recorded"}`,
     );
     const ensemble = b.test?.metrics.ensemble_test_accuracy;
     const ensembleVal = b.test?.metrics.ensemble_val_accuracy;

@@ -4,7 +4,7 @@
  * best trial and the report are reserved from the start, so a run ends,
  * report written, within its budget.
  */
-import { bestTrial, slowestSeedSeconds, type RunState } from "./run-state.js";
+import { bestTrial, liveSeconds, slowestSeedSeconds, type RunState } from "./run-state.js";
 
 /** Writing the report and closing the run, after the confirmation. */
 const REPORT_S = 15;
@@ -28,7 +28,7 @@ export interface BudgetPlan {
 
 export function budgetPlan(state: RunState, nowMs: number): BudgetPlan {
   const budget = state.goal?.timeBudgetS ?? 0;
-  const remainingS = budget > 0 ? budget - (nowMs - state.startedAtMs) / 1000 : Infinity;
+  const remainingS = budget > 0 ? budget - liveSeconds(state, nowMs) : Infinity;
   const best = bestTrial(state);
   const reserveS = REPORT_S + confirmSeconds((best && slowestSeedSeconds(best)) || 0);
   return { remainingS, reserveS, availableS: remainingS - reserveS };

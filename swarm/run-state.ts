@@ -41,6 +41,12 @@ export interface RunState {
   goal?: Goal;
   settings?: RunSettings;
   startedAtMs: number;
+  /** When the newest stored event was emitted: a resume counts the time since as downtime. */
+  lastEventMs: number;
+  /** Time between interruptions and their resumes: not the run's (liveSeconds). */
+  downtimeMs: number;
+  /** Each `launch --resume`, in order. */
+  resumes: { atMs: number; downtimeS: number; timeBudgetS: number }[];
   briefs: Brief[];
   trials: Map<string, TrialState>;
   /** Trial ids in the order they were proposed. */
@@ -68,6 +74,9 @@ export function emptyRunState(runId: string): RunState {
   return {
     runId,
     startedAtMs: 0,
+    lastEventMs: 0,
+    downtimeMs: 0,
+    resumes: [],
     briefs: [],
     trials: new Map(),
     order: [],
@@ -92,13 +101,24 @@ function trial(state: RunState, id: string): TrialState {
   return t;
 }
 
+/** Seconds the run has been live at `nowMs`: its clock, which the time budget is spent on. */
+export function liveSeconds(state: RunState, nowMs: number): number {
+  return state.startedAtMs ? (nowMs - state.startedAtMs - state.downtimeMs) / 1000 : 0;
+}
+
 export function applyToRunState(state: RunState, e: Event): RunState {
   const b = e.body;
+  state.lastEventMs = Math.max(state.lastEventMs, Number(e.emittedAtMs));
   switch (b.case) {
     case "runStarted":
       state.goal = b.value.goal;
       state.settings = b.value.settings;
       state.startedAtMs = Number(e.emittedAtMs);
+      break;
+    case "runResumed":
+      state.downtimeMs += b.value.downtimeS * 1000;
+      state.resumes.push({ atMs: Number(e.emittedAtMs), downtimeS: b.value.downtimeS, timeBudgetS: b.value.timeBudgetS });
+      if (b.value.timeBudgetS > 0 && state.goal) state.goal.timeBudgetS = b.value.timeBudgetS;
       break;
     case "briefReady": {
       const brief = parseBrief(b.value.briefJson);
@@ -325,7 +345,7 @@ export function runSoFar(state: RunState, status: RunStatus, reason: string, now
     status,
     reason,
     trials: state.judgedCount,
-    seconds: state.startedAtMs ? (nowMs - state.startedAtMs) / 1000 : 0,
+    seconds: liveSeconds(state, nowMs),
     bestTrialId: bestTrial(state)?.id ?? "",
   });
 }

@@ -5,38 +5,48 @@ import type { EvalResult } from "../../proto/gen/research/v1/runner_pb.js";
 import { budgetPlan, retrainFits } from "../../swarm/budget.js";
 import { bestTrial, slowestSeedSeconds, type RunState } from "../../swarm/run-state.js";
 
+/** The confirmation's result, or why there is none (said in the report and at the end of the launch). */
+export type Confirmation = { result: EvalResult; skipped?: undefined } | { result?: undefined; skipped: string };
+
 /**
  * The best trial's weights, kept by the runner that trained it, evaluated
  * once on the test split; trained again only when no runner has them any
  * more and the budget leaves room for it.
  */
-export async function confirmOnTest(state: RunState, runners: RunnerClient[], log: Logger, nowMs: number): Promise<EvalResult | undefined> {
+export async function confirmOnTest(state: RunState, runners: RunnerClient[], log: Logger, nowMs: number): Promise<Confirmation | undefined> {
   const best = bestTrial(state);
-  const request = best?.assembled?.request;
-  if (!best || !request || runners.length === 0) {
-    log.warn({ best: best?.id }, best ? "test confirmation skipped: the best trial has no assembled request" : "test confirmation skipped: no trial was accepted");
-    return undefined;
-  }
+  if (!best) return undefined;
+  const request = best.assembled?.request;
+  const skip = (skipped: string): Confirmation => {
+    log.warn({ best: best.id }, `test confirmation skipped: ${skipped}`);
+    return { skipped };
+  };
+  if (!request) return skip("the best trial has no assembled request to evaluate");
+  if (runners.length === 0) return skip("no runner was reachable");
   const confirm = { ...request, trialId: `${best.id}-test`, evaluateTest: true, keepWeights: false };
   log.info({ best: best.id }, "confirming the best trial's weights on the held-out test split");
   // The weights are on whichever runner trained the trial; one without them says so at once.
   let gone = false;
+  let lastError = "";
   for (const runner of runners) {
     try {
-      return await evaluateToResult(runner, { ...confirm, weightsOf: best.id });
+      return { result: await evaluateToResult(runner, { ...confirm, weightsOf: best.id }) };
     } catch (err) {
       const e = ResearchError.from(err);
       gone ||= e.label === "invalid_config";
+      lastError = e.message.split("\n")[0]!;
       log.warn({ err: e.message }, "test confirmation from kept weights failed on a runner");
     }
   }
-  const retrain = gone && retrainFits(budgetPlan(state, nowMs), slowestSeedSeconds(best) ?? 0);
-  log.warn({ retrain }, "no runner could confirm the kept weights");
-  if (!retrain) return undefined;
+  if (!gone) return skip(`evaluating the kept weights failed: ${lastError}`);
+  const plan = budgetPlan(state, nowMs);
+  const trainS = slowestSeedSeconds(best) ?? 0;
+  if (!retrainFits(plan, trainS)) {
+    return skip(`no runner kept the best trial's weights, and training it again (about ${trainS.toFixed(0)} s a seed) did not fit the ${Math.max(0, plan.remainingS).toFixed(0)} s left`);
+  }
   try {
-    return await evaluateToResult(runners[0]!, confirm);
+    return { result: await evaluateToResult(runners[0]!, confirm) };
   } catch (err) {
-    log.warn({ err: ResearchError.from(err).message }, "test confirmation failed");
-    return undefined;
+    return skip(`training the best trial again for its confirmation failed: ${ResearchError.from(err).message.split("\n")[0]}`);
   }
 }

@@ -6,7 +6,7 @@
 import { join } from "node:path";
 import { create } from "@bufbuild/protobuf";
 import { Decision, InterventionKind, TrialJudgedSchema, type Event, type TrialJudged } from "../../proto/gen/research/v1/events_pb.js";
-import { bestTrial, doneBy, inFlight, isTerminal, type RunState } from "../../swarm/run-state.js";
+import { bestTrial, doneBy, inFlight, isTerminal, liveSeconds, type RunState } from "../../swarm/run-state.js";
 import { runAgent, type AgentContext } from "../../swarm/runtime.js";
 import { confirmOnTest } from "./confirm.js";
 import { judge, runStatus } from "./rules.js";
@@ -17,7 +17,7 @@ function runDir(state: RunState): string {
 
 async function finishRun(state: RunState, last: TrialJudged, ctx: AgentContext): Promise<void> {
   const best = bestTrial(state);
-  const testResult = await confirmOnTest(state, ctx.runners(), ctx.log, Date.now());
+  const confirmation = await confirmOnTest(state, ctx.runners(), ctx.log, Date.now());
   const dir = runDir(state);
   const status = runStatus(state, last);
   await ctx.emit("finished", {
@@ -29,9 +29,10 @@ async function finishRun(state: RunState, last: TrialJudged, ctx: AgentContext):
         bestTrialId: best?.id ?? "",
         reportPath: join(dir, "report.md"),
         registryPath: join(dir, "experiments", "registry.json"),
-        testResult,
+        testResult: confirmation?.result,
+        testSkipped: confirmation?.skipped ?? "",
         trials: state.judgedCount,
-        seconds: (Date.now() - state.startedAtMs) / 1000,
+        seconds: liveSeconds(state, Date.now()),
         reason: last.reason,
       },
     },

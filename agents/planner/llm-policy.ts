@@ -36,7 +36,6 @@ function proposalSchema(input: PlanInput) {
       parent_ids: z.array(z.string()).max(2).describe("trial ids this proposal edits; [] for a fresh start"),
       model_config: ModelConfigSchema,
       train_config: TrainConfigSchema,
-      adopted_concepts: z.array(z.string()).describe("names of research-brief suggestions this proposal uses"),
       assessment: AssessmentSchema,
     })
     .superRefine((p, ctx) => {
@@ -107,7 +106,6 @@ export async function proposeWithLlm(client: LlmClient, prompt: Prompt, input: P
     surface: p.surface,
     model: p.model_config,
     train: { ...(p.train_config satisfies Genome["train"]), ...probeFidelity(input) },
-    adoptedConcepts: p.adopted_concepts,
   };
   return { value: proposal, usage: r.usage, attempts: r.attempts };
 }

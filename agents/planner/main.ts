@@ -7,6 +7,7 @@
  * run gives trial P+k), so two planner instances, or a redelivered message,
  * propose the same trial id and JetStream keeps one.
  */
+import { adoptedConcepts, blocksOf } from "../../core/brief.js";
 import { compileModel } from "../../core/compiler/compile.js";
 import { nothingFits } from "../../swarm/budget.js";
 import { request } from "../../swarm/lineage-query.js";
@@ -160,6 +161,9 @@ async function propose(ctx: AgentContext, input: PlanInput, index: number, built
 
 async function publishProposal(ctx: AgentContext, state: RunState, index: number, p: Proposal, proposer: string, promptVersion: string): Promise<void> {
   const id = trialId(state.runId, index);
+  // What the trial adopts from the briefs is read from its configs against its parent's, whoever proposed it.
+  const parent = p.parentIds[0] ? state.trials.get(p.parentIds[0]) : undefined;
+  const adopted = adoptedConcepts(state.briefs, blocksOf(p.model, p.train), parent && blocksOf(parent.model, parent.train));
   await ctx.emit(`${id}/proposed`, {
     runId: state.runId,
     trialId: id,
@@ -167,7 +171,7 @@ async function publishProposal(ctx: AgentContext, state: RunState, index: number
       case: "trialProposed",
       value: {
         hypothesis: p.hypothesis,
-        rationale: p.rationale,
+        rationale: adopted.length ? `${p.rationale}\nadopts from the research brief: ${adopted.map((a) => `${a.name} (${a.blocks.join(", ")})`).join("; ")}` : p.rationale,
         parentIds: p.parentIds,
         surface: p.surface ? SURFACE.value(p.surface) : undefined,
         modelConfigJson: JSON.stringify(p.model),
@@ -175,7 +179,7 @@ async function publishProposal(ctx: AgentContext, state: RunState, index: number
         index,
         rung: p.rung,
         seeds: p.seeds ?? 0,
-        adoptedConcepts: p.adoptedConcepts,
+        adoptedConcepts: adopted.map((a) => a.name),
         proposer,
         promptVersion,
         interventionId: p.interventionId ?? "",

@@ -22,7 +22,7 @@ import { OPTIMIZER, SURFACE, type SurfaceName as Surface } from "../../core/enum
 import { parseModelConfig, parseTrainConfig, type ModelConfigInput, type TrainConfig, type TrainConfigInput } from "../../core/model-config.js";
 import { Verdict, type Intervention } from "../../proto/gen/research/v1/events_pb.js";
 import type { DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
-import { bestTrial, isClaimingPromotion, isPromotion, patienceOf, plateau, rungOf, scoreOf, slowestSeed, slowestSeedSeconds, type RunState, type TrialState } from "../../swarm/run-state.js";
+import { bestTrial, isClaimingPromotion, isPromotion, liveSeconds, patienceOf, plateau, rungOf, scoreOf, slowestSeed, slowestSeedSeconds, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { BATCH_SIZES, effectiveOptimizer, FLIP_SAFE, imageSide, isImage, lrForBatch, MUTATIONS, type Genome, type Mutation } from "./mutations.js";
 import { TEMPLATE_WIDTH, templatesFor, type Template } from "./templates.js";
 import { isRecord, parseJson } from "../../core/json.js";
@@ -42,7 +42,6 @@ export interface Proposal {
   surface?: Surface;
   model: ModelConfigInput;
   train: TrainConfigInput;
-  adoptedConcepts: string[];
   /** A person's queued proposal this one carries. */
   interventionId?: string;
   /** The run's last long training: nothing long fits after it, so nothing else starts beside it. */
@@ -237,19 +236,16 @@ export const initialBuiltin = (input: PlanInput, count: number): Proposal[] => {
     const g: Genome = { model: t.build(input.info, TEMPLATE_WIDTH[device]), train };
     if (withinBudget(input, g, seen)) continue;
     seen.add(fingerprint(g.model, g.train));
-    const adopted = [...t.blocks.filter((b) => blocks.includes(b)), ...(knob ? [recipe!] : [])];
+    const used = [...t.blocks.filter((b) => blocks.includes(b)), ...(knob ? [recipe!] : [])];
     out.push({
       rung: 0,
       seeds: PROBE_SEEDS,
       hypothesis: `${t.name} with ${train.optimizer} lr ${Number(train.lr!.toPrecision(3))}${knob ? ` and ${recipe}` : ""} is a strong starting point`,
-      rationale: adopted.length
-        ? `adopts ${adopted.join(", ")} from the research brief`
-        : "baseline template for this input shape; the brief suggested nothing this template can use",
+      rationale: `a starting template for this input shape${used.length ? `, chosen for the brief's ${used.join(", ")}` : ""}`,
       parentIds: [],
       surface: "architecture",
       model: g.model,
       train: g.train,
-      adoptedConcepts: adopted,
     });
   }
   return out;
@@ -330,7 +326,6 @@ export function handProposal(input: PlanInput, v: Intervention): Proposal {
     surface: undefined,
     model: parseJson(v.modelConfigJson) as ModelConfigInput,
     train: { ...startingTrain(input), ...(isRecord(train) ? (train as TrainConfigInput) : {}) },
-    adoptedConcepts: [],
     interventionId: v.interventionId,
   };
 }
@@ -407,7 +402,7 @@ export function promote(input: PlanInput): Proposal | "wait" | undefined {
 function exploring(input: PlanInput): boolean {
   const { state } = input;
   const budget = state.goal?.timeBudgetS ?? 0;
-  const spent = ((input.nowMs ?? Date.now()) - state.startedAtMs) / 1000;
+  const spent = liveSeconds(state, input.nowMs ?? Date.now());
   if (!(budget > 0) || spent < EXPLORE_SHARE * budget || state.judgedCount < patienceOf(state)) return true;
   if (promotionInFlight(state)) return false;
   return exploit(input, rungs(input)) === undefined;
@@ -510,7 +505,7 @@ function exploit(input: PlanInput, ladderNow: Fidelity[]): Proposal | undefined 
     const timed = timedTop(input, pick, ladderNow);
     if (timed) {
       const budget = state.goal?.timeBudgetS ?? 0;
-      const spent = (nowMs - state.startedAtMs) / 1000;
+      const spent = liveSeconds(state, nowMs);
       if (!flat && !(budget > 0 && spent >= EXPLORE_SHARE * budget)) return undefined;
       return exploitAt(
         timed,
@@ -597,7 +592,6 @@ function timedTop(input: PlanInput, pick: TrialState, ladderNow: Fidelity[]): { 
     surface: PROMOTION_SURFACE,
     model: pg.model,
     train,
-    adoptedConcepts: [],
     lastTraining: true,
   };
   return { proposal, predictedS: overhead + trainS };
@@ -628,7 +622,6 @@ function promotionAt(
     surface: PROMOTION_SURFACE,
     model: g.model,
     train: g.train,
-    adoptedConcepts: [],
   };
   return { proposal, predictedS };
 }
@@ -669,12 +662,12 @@ export const nextBuiltin: Policy = (input, index) => {
         continue;
       }
       // Without a surrogate yet, the first valid edit in the brief-first order wins.
-      if (!surrogate) return proposalFrom(m, parent, g, index, hint, rejected, conceptsOf(m));
+      if (!surrogate) return proposalFrom(m, parent, g, index, hint, rejected);
       valid.push({ m, g, score: surrogate.score(genomeFeatures(g.model, g.train, input.params(g.model) as number)) });
     }
     // The surrogate picks within the bandit's surface; a brief concept breaks ties.
     const best = valid.sort((a, b) => b.score - a.score || conceptsOf(b.m).length - conceptsOf(a.m).length)[0];
-    if (best) return proposalFrom(best.m, parent, best.g, index, hint, rejected, conceptsOf(best.m), surrogateNote(valid));
+    if (best) return proposalFrom(best.m, parent, best.g, index, hint, rejected, surrogateNote(valid));
   }
   return undefined;
 };
@@ -716,7 +709,6 @@ function proposalFrom(
   index: number,
   hint: Surface | undefined,
   rejected: string[],
-  concepts: string[],
   ranking?: string,
 ): Proposal {
   const score = scoreOf(parent);
@@ -727,16 +719,17 @@ function proposalFrom(
     hypothesis: `${m.describe} on top of ${parent.id} (CI low ${score !== undefined ? (100 * score).toFixed(2) : "?"}%) improves validation accuracy`,
     rationale: [
       `trial ${index}: surface ${m.surface} chosen by the bandit${hint === m.surface ? " and the analyst's reading" : ""}`,
-      ...(concepts.length ? [`adopts ${concepts.join(", ")} from the latest research brief`] : []),
       ...(ranking ? [ranking] : []),
-      ...notes.map((n) => `parent analysis: ${n}`),
+      // The analyst's advice backs the edit only when the edit follows it; otherwise the rationale says it went elsewhere.
+      ...(hint === undefined || hint === m.surface
+        ? notes.map((n) => `parent analysis: ${n}`)
+        : [`the analyst's reading of the parent pointed to ${hint}; this edit is on ${m.surface}, which the bandit chose`]),
       ...(rejected.length ? [`skipped: ${rejected.slice(0, 5).join("; ")}`] : []),
     ].join("\n"),
     parentIds: [parent.id],
     surface: m.surface,
     model: { ...g.model, name: `${(g.model.name ?? "model").split("+")[0]}+${m.name}` },
     train: g.train,
-    adoptedConcepts: concepts,
   };
 }
 
@@ -779,8 +772,7 @@ function randomDraw(input: PlanInput, index: number, probe?: Fidelity): Proposal
       surface: "architecture",
       model: g.model,
       train: g.train,
-      adoptedConcepts: [],
-    };
+      };
   }
   return undefined;
 };

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
+import { adoptedConcepts, blocksOf } from "../../core/brief.js";
 import { compileModel } from "../../core/compiler/compile.js";
 import { fingerprint, initialBuiltin, mulberry32, nextBuiltin, promote, randomPolicy, type PlanInput, type Proposal } from "../../agents/planner/policy.js";
 import { stalledOn } from "../../agents/planner/stall.js";
@@ -44,7 +45,8 @@ describe("built-in planner", () => {
   it("starts from templates that adopt the brief's concepts, on a subset of a large dataset", () => {
     const proposals = initialBuiltin(input([brief()]), 2);
     expect(proposals).toHaveLength(2);
-    expect(proposals[0]!.adoptedConcepts.length).toBeGreaterThan(0);
+    const suggested = researchBrief("small cnn for fashion-mnist with squeeze excitation", { dataset: "fashion-mnist" });
+    expect(adoptedConcepts([suggested], blocksOf(proposals[0]!.model, proposals[0]!.train)).length).toBeGreaterThan(0);
     expect(proposals[0]!.train.subset).toBe(10_000);
     // A probe ranks; it claims nothing: one seed.
     expect(proposals.map((p) => p.seeds)).toEqual([1, 1]);

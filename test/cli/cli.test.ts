@@ -75,6 +75,7 @@ describe("research-agent", () => {
       [["--seed", "abc"], '--seed must be a whole number from 0 to 4294967295, got "abc"'],
       [["--time-budget", "soon"], '--time-budget must be a duration such as 90s, 20m or 2h, got "soon"'],
       [["--resume", "nosuchrun"], `--resume: ${workspace} has no swarm data (nats/), so no run nosuchrun to resume`],
+      [["--resume", "r1", "--seeds", "2"], "--resume continues run r1 as it was set up; only --time-budget may change it (its new total of live time): drop --goal, --seeds"],
     ];
     for (const [flags, message] of cases) {
       const r = await run("research-agent", ["launch", "--goal", "digits: reach 90% validation accuracy", "--workspace", workspace, ...flags]);

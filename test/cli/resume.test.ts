@@ -125,7 +125,8 @@ describe("launch --resume", () => {
       const listed = await run("./research-agent", ["runs", "--workspace", workspace, "--json"], { env, timeout: 60_000 });
       expect(JSON.parse(listed.stdout)).toMatchObject([{ run_id: runId, status: "interrupted" }]);
 
-      const second = await run("./research-agent", ["launch", "--resume", runId, "--workspace", workspace, "--json"], { env, timeout: 300_000 });
+      // A new total budget of live time: the time the run was down is not spent from it.
+      const second = await run("./research-agent", ["launch", "--resume", runId, "--workspace", workspace, "--json", "--time-budget", "100s"], { env, timeout: 300_000 });
       const summary = JSON.parse(second.stdout.trim().split("\n").pop()!) as { run_id: string; status: string; trials: number };
       // watch replays the finished run from the workspace, start to end.
       const replay = await run("./research-agent", ["watch", runId, "--workspace", workspace], { env, timeout: 60_000 });
@@ -135,7 +136,9 @@ describe("launch --resume", () => {
       expect(summary.run_id).toBe(runId);
       // However it ends (goal, time budget, plateau), it ends: the resumed run is not interrupted.
       expect(["goal_achieved", "budget_exhausted", "stopped"]).toContain(summary.status);
-      expect(readFileSync(join(workspace, "runs", runId, "report.md"), "utf8")).not.toContain("interrupted by SIGINT");
+      const resumed = readFileSync(join(workspace, "runs", runId, "report.md"), "utf8");
+      expect(resumed).not.toContain("interrupted by SIGINT");
+      expect(resumed).toMatch(/- Interrupted, then resumed at [\d.]+ s of live time after [\d.]+ (s|min) down; the time budget became 1\.7 min\./);
     } finally {
       cleanUp(workspace);
     }

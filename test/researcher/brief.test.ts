@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { briefJsonSchema, CODER_VOCABULARY, isCoderBlock, issuePath, parseBrief, type Brief } from "../../core/brief.js";
+import { adoptedConcepts, blocksOf, briefJsonSchema, CODER_VOCABULARY, isCoderBlock, issuePath, parseBrief, type Brief } from "../../core/brief.js";
 
 const VALID: Brief = {
   summary_title: "Small CNNs for Fashion-MNIST",
@@ -101,5 +101,43 @@ describe("the brief's vocabulary follows the coder's", () => {
     for (const b of LAYER_BLOCKS.filter((x) => x.startsWith("activation:"))) {
       expect(ACTIVATIONS as readonly string[]).toContain(b.slice("activation:".length));
     }
+  });
+});
+
+describe("what a trial adopts from a brief", () => {
+  const suggestion = (name: string, building_blocks: string[]) => ({ name, description: name, implementation_note: name, building_blocks });
+  const brief: Brief = {
+    summary_title: "t",
+    insights: [],
+    sources: [],
+    architectural_suggestions: [
+      suggestion("SGD with Nesterov momentum", ["sgd"]),
+      suggestion("Bag of training tricks", ["cosine_schedule", "label_smoothing", "weight_decay"]),
+      suggestion("SE CNN", ["conv2d", "se", "activation:relu"]),
+      { name: "vague", description: "v", implementation_note: "v" },
+    ],
+  };
+  const cnn = { layers: [{ type: "conv2d", out_channels: 8 }, { type: "activation" }, { type: "flatten" }, { type: "linear", out_features: 10 }] };
+  const se = { layers: [...cnn.layers.slice(0, 2), { type: "se" }, ...cnn.layers.slice(2)] };
+
+  it("reads blocks from the configs, defaults included", () => {
+    expect([...blocksOf(cnn, {})].sort()).toEqual(["activation:relu", "adam", "conv2d", "flatten", "linear"]);
+    expect(blocksOf(cnn, { optimizer: "sgd", schedule: "cosine", augment: { crop_padding: 2, cutout: 0 } })).toEqual(
+      new Set(["activation:relu", "conv2d", "flatten", "linear", "sgd", "cosine_schedule", "random_crop"]),
+    );
+  });
+
+  it("claims a suggestion for the blocks the trial brought in over its parent, and names them", () => {
+    const names = (...a: Parameters<typeof adoptedConcepts>) => adoptedConcepts(...a).map((c) => `${c.name}: ${c.blocks.join(" ")}`);
+    // A switch to Adam adopts nothing of SGD, whatever the proposer said.
+    expect(names([brief], blocksOf(cnn, { optimizer: "adam" }), blocksOf(cnn, { optimizer: "sgd" }))).toEqual([]);
+    expect(names([brief], blocksOf(cnn, { optimizer: "sgd" }), blocksOf(cnn, {}))).toEqual(["SGD with Nesterov momentum: sgd"]);
+    // Label smoothing on top of a cosine schedule brings in that one trick of the bag.
+    expect(names([brief], blocksOf(cnn, { schedule: "cosine", label_smoothing: 0.1 }), blocksOf(cnn, { schedule: "cosine" }))).toEqual(["Bag of training tricks: label_smoothing"]);
+    // The same config again (a promotion) adopts nothing new.
+    expect(names([brief], blocksOf(se, {}), blocksOf(se, {}))).toEqual([]);
+    // A first trial adopts what it holds beyond a plain model: SE, not a conv layer.
+    expect(names([brief], blocksOf(se, {}))).toEqual(["SE CNN: se"]);
+    expect(names([brief], blocksOf(cnn, {}))).toEqual([]);
   });
 });

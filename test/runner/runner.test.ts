@@ -505,16 +505,18 @@ describe("the judge's test confirmation against the real runner", () => {
   it("evaluates the kept weights; trains again only when they are gone and the budget has room", async () => {
     const request = digits(DIGITS_CNN, "DigitsNet", { runId: RUN, trialId: "best", seeds: 2, keepWeights: true, recipe: { epochs: 2, batchSize: 32, lr: 0.003 } });
     await evaluateToResult(client, request);
-    const kept = await confirmOnTest(judgedRun("best", request, 5, 600), [client], log, 1000 + 10_000);
+    const kept = (await confirmOnTest(judgedRun("best", request, 5, 600), [client], log, 1000 + 10_000))?.result;
     expect(kept?.seedResults.map((s) => s.epochsCompleted)).toEqual([0, 0]);
     expect(kept?.aggregated.test_accuracy?.mean).toBeGreaterThan(0.7);
 
     // Weights never kept (another runner's trial, say): 590 s left is room to train 5 s seeds again.
     const lost = { ...request, trialId: "lost" };
-    const retrained = await confirmOnTest(judgedRun("lost", lost, 5, 600), [client], log, 1000 + 10_000);
+    const retrained = (await confirmOnTest(judgedRun("lost", lost, 5, 600), [client], log, 1000 + 10_000))?.result;
     expect(retrained?.seedResults.map((s) => s.epochsCompleted)).toEqual([2, 2]);
     expect(retrained?.aggregated.test_accuracy?.mean).toBeGreaterThan(0.7);
-    // 20 s left is not: the run ends without a test result rather than past its budget.
-    expect(await confirmOnTest(judgedRun("lost", lost, 5, 600), [client], log, 1000 + 580_000)).toBeUndefined();
+    // 20 s left is not: the run ends without a test result rather than past its budget, and says why.
+    expect(await confirmOnTest(judgedRun("lost", lost, 5, 600), [client], log, 1000 + 580_000)).toEqual({
+      skipped: "no runner kept the best trial's weights, and training it again (about 5 s a seed) did not fit the 20 s left",
+    });
   });
 });

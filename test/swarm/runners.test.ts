@@ -47,7 +47,7 @@ it("confirms the best trial on the runner that kept its weights, whichever the p
   ]);
   const log = createLogger("test-confirm");
   log.level = "silent";
-  const result = await confirmOnTest(run, [toA, toB], log, Date.now());
+  const result = (await confirmOnTest(run, [toA, toB], log, Date.now()))?.result;
   expect(result?.seedResults.map((s) => s.epochsCompleted)).toEqual([0, 0]); // b's weights, not a second training
   toA.close();
   toB.close();
