@@ -151,6 +151,9 @@ export async function startFakeRunner(): Promise<FakeRunner> {
     runScript: async () => {
       throw new ResearchError("invalid_config", "the benchmark's fake runner runs no scripts");
     },
+    fetchWeights: async function* () {
+      throw new ResearchError("invalid_config", "the benchmark's fake runner trains nothing and keeps no weights");
+    },
   });
   const port = await new Promise<number>((resolve, reject) =>
     server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),

@@ -1,5 +1,6 @@
-/** Typed gRPC client for the runner, plus the "collect a whole evaluation" helper most callers want. */
+/** Typed gRPC client for the runner, plus the "collect a whole evaluation" and "download kept weights" helpers. */
 import { readFileSync } from "node:fs";
+import { open, rename, rm, type FileHandle } from "node:fs/promises";
 import * as grpc from "@grpc/grpc-js";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { createClient, type CallOptions, type ServiceClient } from "../core/grpc.js";
@@ -10,6 +11,7 @@ import {
   type EvalResult,
   type EvaluateEvent,
   type EvaluateRequestSchema,
+  type WeightsRequestSchema,
 } from "../proto/gen/research/v1/runner_pb.js";
 
 export type RunnerClient = ServiceClient<(typeof RunnerService)["method"]>;
@@ -50,4 +52,60 @@ export async function evaluateToResult(
     throw ResearchError.from(err, "runner_unavailable");
   }
   throw new ResearchError("runner_unavailable", "the runner closed the stream without a result");
+}
+
+export interface SeedWeights {
+  seed: number;
+  path: string;
+  bytes: number;
+}
+
+/**
+ * Writes the weights a runner kept for a trial, one file per seed at
+ * `pathOf(seed)`, as the chunks arrive (never a whole model in memory). A
+ * file takes its name only once complete, and on any failure every file this
+ * call wrote is removed: what it resolves with is all there is. Rejects with
+ * invalid_config when the runner keeps none; runner_unavailable when the
+ * runner is gone, fails, cuts the stream short or passes `opts.timeoutMs`;
+ * crash when the local disk refuses the bytes.
+ */
+export async function downloadWeights(
+  client: RunnerClient,
+  req: MessageInitShape<typeof WeightsRequestSchema>,
+  pathOf: (seed: number) => string,
+  opts?: CallOptions,
+): Promise<SeedWeights[]> {
+  const done: SeedWeights[] = [];
+  const written: string[] = [];
+  let current: { seed: number; size: number; bytes: number; part: string; file: FileHandle } | undefined;
+  const finish = async () => {
+    if (!current) return;
+    const { seed, size, bytes, part, file } = current;
+    current = undefined;
+    await file.close();
+    if (bytes !== size) throw new ResearchError("runner_unavailable", `the weights of seed ${seed} ended at ${bytes} of ${size} bytes`);
+    await rename(part, pathOf(seed));
+    written.push(pathOf(seed));
+    done.push({ seed, path: pathOf(seed), bytes });
+  };
+  try {
+    for await (const chunk of client.fetchWeights(req, opts)) {
+      if (current?.seed !== chunk.seed) {
+        await finish();
+        if (done.some((d) => d.seed === chunk.seed)) throw new ResearchError("runner_unavailable", `the runner sent seed ${chunk.seed}'s weights twice`);
+        const part = `${pathOf(chunk.seed)}.part`;
+        written.push(part);
+        current = { seed: chunk.seed, size: Number(chunk.size), bytes: 0, part, file: await open(part, "w") };
+      }
+      await current!.file.write(chunk.data);
+      current!.bytes += chunk.data.length;
+    }
+    await finish();
+    if (!done.length) throw new ResearchError("runner_unavailable", "the runner ended the weights stream without sending any");
+    return done;
+  } catch (err) {
+    await current?.file.close().catch(() => undefined);
+    await Promise.all(written.map((path) => rm(path, { force: true })));
+    throw ResearchError.from(err);
+  }
 }

@@ -100,7 +100,8 @@ export async function startRunner(opts: RunnerOptions): Promise<RunningRunner> {
     throw new ResearchError("runner_unavailable", `--device cuda: ${python} sees no CUDA device (torch ${device.torch_version}, ${gpus.length} GPU(s) listed by nvidia-smi)`);
   }
   log.info({ slots: pool.stats().slots, device, sandbox, ms: Date.now() - t0 }, "workers ready");
-  const evaluator = new Evaluator({ pool, quick, referee, dataRoots, gpus, weights: new WeightStore(join(scratchRoot, "weights")), logger: log });
+  const weights = new WeightStore(join(scratchRoot, "weights"));
+  const evaluator = new Evaluator({ pool, quick, referee, dataRoots, gpus, weights, logger: log });
 
   const server = new grpc.Server({ "grpc.max_receive_message_length": 64 * 1024 * 1024 });
   const secrets = opts.secrets;
@@ -118,6 +119,7 @@ export async function startRunner(opts: RunnerOptions): Promise<RunningRunner> {
       describe: (req, ctx) => evaluator.describe(req, ctx.signal),
       runScript: (req, ctx) => evaluator.runScript(req, ctx.signal),
       health: async () => evaluator.health(),
+      fetchWeights: (req) => weights.chunks(req.runId, req.trialId),
     },
     authorize,
   );

@@ -12,16 +12,23 @@
  * validation mean instead dropped a digits run's three-seed best behind
  * one-seed probes with higher means, and its test accuracy went unmeasured.
  * Weights live as long as the runner's scratch directory; the newest runs
- * are kept.
+ * are kept. The same files leave the runner over its FetchWeights rpc, so a
+ * run's folder gets its best model.
  */
-import { existsSync, mkdirSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, rmSync } from "node:fs";
+import { open, type FileHandle } from "node:fs/promises";
 import { join } from "node:path";
 import { outranks, type Standing } from "../core/ranking.js";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import { ResearchError } from "../core/failure.js";
+import type { WeightsChunkSchema } from "../proto/gen/research/v1/runner_pb.js";
 
 /** Trials kept per run. */
 export const KEPT_PER_RUN = 5;
 /** Runs kept; a runner serving more at once drops the oldest run's weights. */
 const KEPT_RUNS = 16;
+/** Bytes per streamed chunk: a quarter of gRPC's default 4 MB message limit, which foreign clients keep. */
+export const CHUNK_BYTES = 1 << 20;
 
 /** Ids arrive over the wire: a path component that cannot escape the root, whatever they hold. */
 const component = (id: string) => Buffer.from(id).toString("base64url") || "_";
@@ -45,6 +52,42 @@ export class WeightStore {
 
   has(runId: string, trialId: string, seed: number): boolean {
     return existsSync(join(this.dir(runId, trialId), `seed-${seed}.pt`));
+  }
+
+  /**
+   * A trial's kept weights, seed by seed in CHUNK_BYTES pieces, every seed
+   * at least one. invalid_config when none are kept.
+   */
+  async *chunks(runId: string, trialId: string): AsyncGenerator<MessageInitShape<typeof WeightsChunkSchema>> {
+    const dir = this.dir(runId, trialId);
+    const seeds = (existsSync(dir) ? readdirSync(dir) : [])
+      .map((name) => /^seed-(\d+)\.pt$/.exec(name)?.[1])
+      .filter((seed): seed is string => seed !== undefined)
+      .map(Number)
+      .sort((a, b) => a - b);
+    // All opened before the first byte goes out: an open file outlives its name, so a trial that
+    // another's settle drops meanwhile still streams whole.
+    const files = (await Promise.all(seeds.map((seed) => open(join(dir, `seed-${seed}.pt`)).then((handle) => ({ seed, handle }), () => undefined))))
+      .filter((f): f is { seed: number; handle: FileHandle } => f !== undefined);
+    try {
+      if (!files.length) {
+        throw new ResearchError("invalid_config", `no weights kept for trial ${trialId} of run ${runId} (the runner keeps its run's best ${KEPT_PER_RUN} trials by the run's rule for best, while it runs)`);
+      }
+      for (const { seed, handle } of files) {
+        const size = (await handle.stat()).size;
+        let sent = 0;
+        do {
+          // A fresh buffer per chunk: the stream may hold a chunk until the client takes it.
+          const want = Math.min(CHUNK_BYTES, size - sent);
+          const { bytesRead, buffer } = await handle.read(Buffer.alloc(want), 0, want, sent);
+          sent += bytesRead;
+          yield { seed, size: BigInt(size), data: buffer.subarray(0, bytesRead) };
+          if (bytesRead === 0) break;
+        } while (sent < size);
+      }
+    } finally {
+      await Promise.all(files.map((f) => f.handle.close()));
+    }
   }
 
   /**

@@ -20,6 +20,9 @@ import { SURFACE, type DecisionName, type VerdictName } from "../core/enums.js";
 import type { Failure } from "../proto/gen/research/v1/common_pb.js";
 import { AnalysisSchema, type Event } from "../proto/gen/research/v1/events_pb.js";
 import { EvalResultSchema, SummarizeResponseSchema } from "../proto/gen/research/v1/runner_pb.js";
+import type { RunnerClient } from "../gpu-runner/client.js";
+import type { Logger } from "../core/logger.js";
+import { exportBestWeights } from "./weights.js";
 import {
   decisionName,
   failureLabelOf,
@@ -33,6 +36,8 @@ import {
 export const REGISTRY_FILE = "experiments/registry.json";
 export const CURRENT_MODEL_FILE = "src/models/current_model.py";
 export const CURRENT_CONFIG_FILE = "configs/models/current_model_config.yaml";
+/** The best trial's trained weights, one state_dict per seed, beside its code. */
+export const currentWeightsFile = (seed: number) => CURRENT_MODEL_FILE.replace(/\.py$/, `_seed-${seed}.pt`);
 
 /** One judged trial in experiments/registry.json, keyed as in the seed MVP. */
 export interface RegistryEntry {
@@ -153,7 +158,21 @@ async function updateRegistry(runDir: string, entry: RegistryEntry): Promise<voi
   await writeFileAtomic(join(runDir, REGISTRY_FILE), jsonText(entries));
 }
 
-export async function writeArtifacts(runDir: string, state: RunState, event: Event): Promise<void> {
+async function writeCurrentModel(runDir: string, t: TrialState): Promise<void> {
+  if (!t.assembled?.code) return;
+  await Promise.all([
+    writeFileAtomic(join(runDir, CURRENT_MODEL_FILE), t.assembled.code),
+    writeFileAtomic(join(runDir, CURRENT_CONFIG_FILE), configYaml(t.proposed?.modelConfigJson ?? "", "model_config")),
+  ]);
+}
+
+/** Where the best trial's weights come from at the end of a run; without it the report says none were fetched. */
+export interface WeightsSource {
+  runners: RunnerClient[];
+  log: Logger;
+}
+
+export async function writeArtifacts(runDir: string, state: RunState, event: Event, weightsFrom?: WeightsSource): Promise<void> {
   const body = event.body;
   const t = event.trialId ? state.trials.get(event.trialId) : undefined;
   const file = (name: string) => join(runDir, experimentDir(event.trialId), name);
@@ -194,18 +213,16 @@ export async function writeArtifacts(runDir: string, state: RunState, event: Eve
       if (!t?.judged) return;
       const at = Number(event.emittedAtMs) || Date.now();
       await updateRegistry(runDir, registryEntry(state, t, at));
-      const best = bestTrial(state);
-      if (best?.id === t.id && t.assembled?.code) {
-        await Promise.all([
-          writeFileAtomic(join(runDir, CURRENT_MODEL_FILE), t.assembled.code),
-          writeFileAtomic(join(runDir, CURRENT_CONFIG_FILE), configYaml(t.proposed?.modelConfigJson ?? "", "model_config")),
-        ]);
-      }
+      if (bestTrial(state)?.id === t.id) await writeCurrentModel(runDir, t);
       return;
     }
     case "runFinished": {
       const judgedAtMs = new Map((await readRegistry(runDir)).map((e) => [e.trial_id, Date.parse(e.timestamp)]));
-      await writeReport(runDir, state, body.value, { judgedAtMs });
+      const best = state.trials.get(body.value.bestTrialId);
+      // The weights are the finished run's best trial's: the code beside them must be that trial's too.
+      if (best) await writeCurrentModel(runDir, best);
+      const weights = weightsFrom && (await exportBestWeights(runDir, state, body.value, weightsFrom.runners, currentWeightsFile, weightsFrom.log));
+      await writeReport(runDir, state, body.value, { judgedAtMs }, weights);
       return;
     }
     default:

@@ -45,7 +45,7 @@ await runAgent({
   handle: async (event, ctx) => {
     await store.record(event);
     const state = await ctx.runState(event.runId);
-    await inOrder(event.runId, () => writeArtifacts(join(workspace, "runs", event.runId), state, event));
+    await inOrder(event.runId, () => writeArtifacts(join(workspace, "runs", event.runId), state, event, { runners: ctx.runners(), log: ctx.log }));
   },
   setup: (bus) => void serveQueries(bus, store),
 });

@@ -13,6 +13,7 @@ import { Surface } from "../proto/gen/research/v1/common_pb.js";
 import { Decision, Verdict, type RunFinished } from "../proto/gen/research/v1/events_pb.js";
 import type { EvalResult, MetricStats } from "../proto/gen/research/v1/runner_pb.js";
 import { failuresSvg, learningCurvesSvg, scoresSvg, type ScorePoint } from "./plots.js";
+import type { WeightsExport } from "./weights.js";
 
 let tmpCounter = 0;
 
@@ -207,6 +208,33 @@ function testStats(r: EvalResult | undefined) {
   return { num_seeds: r.numSeeds, metrics };
 }
 
+function weightsJson(w: WeightsExport | undefined) {
+  if (!w) return null;
+  const failure = w.failure ? { label: labelName(w.failure.label), message: w.failure.message } : null;
+  return { class_name: w.className, init_kwargs_json: w.initKwargsJson, files: w.files, failure, seconds: w.seconds };
+}
+
+/** Where the best trial's weights are and how to load one, or why they are not there. */
+function weightsLines(w: NonNullable<ReturnType<typeof weightsJson>>): string[] {
+  const why = w.failure ? `${w.failure.label}: ${inline(w.failure.message)}` : "";
+  if (!w.files.length) return [`- Trained weights: not in the run folder (${why})`];
+  const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MB`;
+  const kwargs = w.init_kwargs_json.trim() && w.init_kwargs_json.trim() !== "{}" ? `**json.loads(${JSON.stringify(w.init_kwargs_json)})` : "";
+  return [
+    `- Trained weights, as evaluation saw them (a state_dict per seed, beside the code): ${w.files.map((f) => `\`${f.path}\` (${mb(f.bytes)})`).join(", ")}${why ? `; the other seeds' are missing (${why})` : ""}. From the run folder:`,
+    "",
+    "  ```python",
+    `  import ${kwargs ? "json, " : ""}sys, torch`,
+    "  sys.path.insert(0, \"src/models\")",
+    `  from current_model import ${w.class_name}`,
+    `  model = ${w.class_name}(${kwargs})`,
+    `  model.load_state_dict(torch.load("${w.files[0]!.path}", map_location="cpu"))`,
+    "  model.eval()",
+    "  ```",
+    "",
+  ];
+}
+
 function briefUse(state: RunState, rows: TrialRow[]) {
   const adoptedBy = new Map<string, string[]>();
   for (const r of rows) for (const c of r.adopted_concepts) adoptedBy.set(c, [...(adoptedBy.get(c) ?? []), r.trial_id]);
@@ -300,7 +328,7 @@ function interventionsOf(state: RunState) {
   }));
 }
 
-function reportJson(state: RunState, finished: RunFinished, rows: TrialRow[], best: TrialState | undefined, timing: ReportTiming | undefined) {
+function reportJson(state: RunState, finished: RunFinished, rows: TrialRow[], best: TrialState | undefined, timing: ReportTiming | undefined, weights: WeightsExport | undefined) {
   const g = state.goal;
   const s = state.settings;
   const bestRow = rows.find((r) => r.best);
@@ -317,7 +345,7 @@ function reportJson(state: RunState, finished: RunFinished, rows: TrialRow[], be
       reason: finished.reason,
       trials: finished.trials || state.judgedCount,
       seconds: finished.seconds,
-      best_trial: bestRow ? { ...bestRow, test: testStats(finished.testResult) } : null,
+      best_trial: bestRow ? { ...bestRow, test: testStats(finished.testResult), weights: weightsJson(weights) } : null,
       best_trial_id: best?.id ?? null,
       test_skipped: finished.testSkipped || null,
       resumes: resumesOf(state),
@@ -405,6 +433,7 @@ function markdownOf(state: RunState, finished: RunFinished, j: Report["json"]): 
         `- Ensemble of its ${b.test!.num_seeds} seeds (mean of their probabilities, no extra training): test ${meanWithCi(ensemble)}${ensembleVal ? `, validation ${pct(ensembleVal.mean)}` : ""}`,
       );
     }
+    if (b.weights) out.push(...weightsLines(b.weights));
     out.push("", `![learning curves of the best trial](${PLOT_FILES.learningCurves})`, "");
   } else out.push("No trial was accepted.", "");
 
@@ -506,10 +535,10 @@ function markdownOf(state: RunState, finished: RunFinished, j: Report["json"]): 
   return out.join("\n");
 }
 
-export function buildReport(state: RunState, finished: RunFinished, timing?: ReportTiming): Report {
+export function buildReport(state: RunState, finished: RunFinished, timing?: ReportTiming, weights?: WeightsExport): Report {
   const best = chosenBest(state, finished);
   const rows = rowsOf(state, best);
-  const json = reportJson(state, finished, rows, best, timing);
+  const json = reportJson(state, finished, rows, best, timing, weights);
   return { markdown: markdownOf(state, finished, json), json };
 }
 
@@ -533,9 +562,10 @@ export function reportPlots(state: RunState, finished: RunFinished): Record<stri
  * Writes report.md, report.json and plots/*.svg into the run folder. Pass
  * `timing` (judged times from the events or from experiments/registry.json)
  * for the timeline to show durations; without it, it shows trial counts only.
+ * `weights` is what became of the best trial's trained weights (weights.ts).
  */
-export async function writeReport(runDir: string, state: RunState, finished: RunFinished, timing?: ReportTiming): Promise<void> {
-  const { markdown, json } = buildReport(state, finished, timing);
+export async function writeReport(runDir: string, state: RunState, finished: RunFinished, timing?: ReportTiming, weights?: WeightsExport): Promise<void> {
+  const { markdown, json } = buildReport(state, finished, timing, weights);
   await Promise.all([
     writeFileAtomic(join(runDir, "report.md"), markdown),
     writeFileAtomic(join(runDir, "report.json"), `${JSON.stringify(json, null, 2)}\n`),

@@ -90,6 +90,8 @@ describe("the runner", () => {
     }
     const noToken = createClient(RunnerService, runner.address, grpc.credentials.createSsl(readFileSync(ours.files.ca)));
     await expect(noToken.describe({ dataset: { name: "digits" } })).rejects.toThrow(/no valid token/);
+    // Trained weights are the deployment's too.
+    await expect(noToken.fetchWeights({ runId: "r", trialId: "t" })[Symbol.asyncIterator]().next()).rejects.toThrow(/no valid token/);
     noToken.close();
   });
 });

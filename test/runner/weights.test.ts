@@ -1,13 +1,28 @@
-import { afterEach, describe, expect, it } from "vitest";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+/**
+ * Weights the runner keeps: which it keeps, and how the best trial's leave it
+ * over gRPC for the run folder (a real runner with real torch, real files,
+ * and a Python that loads them into the model's class).
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { KEPT_PER_RUN, WeightStore } from "../../gpu-runner/weights.js";
+import { CHUNK_BYTES, KEPT_PER_RUN, WeightStore } from "../../gpu-runner/weights.js";
 import type { Standing } from "../../core/ranking.js";
 import { planEvaluation } from "../../gpu-runner/request.js";
 import { ResearchError } from "../../core/failure.js";
-import { create } from "@bufbuild/protobuf";
-import { EvaluateRequestSchema } from "../../proto/gen/research/v1/runner_pb.js";
+import { DEFAULT_PYTHON } from "../../core/config.js";
+import { createLogger } from "../../core/logger.js";
+import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import { EvaluateRequestSchema, type EvalResult } from "../../proto/gen/research/v1/runner_pb.js";
+import { Decision, EventSchema, RunStatus, Verdict, type Event } from "../../proto/gen/research/v1/events_pb.js";
+import { connectRunner, downloadWeights, evaluateToResult, type RunnerClient } from "../../gpu-runner/client.js";
+import { startRunner, type RunningRunner } from "../../gpu-runner/server.js";
+import { currentWeightsFile, writeArtifacts } from "../../lineage-store/artifacts.js";
+import type { EventInit } from "../../bus/index.js";
+import { RUN, state } from "../agents/helpers.js";
+import { run } from "../helpers/run.js";
 
 let root: string;
 afterEach(() => rmSync(root, { recursive: true, force: true }));
@@ -56,5 +71,182 @@ describe("kept weights", () => {
     });
     expect(() => planEvaluation(req, [])).toThrow(ResearchError);
     expect(() => planEvaluation(req, [])).toThrow(/keep_weights and weights_of exclude each other/);
+  });
+});
+
+// 3.1M parameters, about the GPU's ResNet-9 (12 MB in fp32), so a seed's file spans several chunks;
+// on digits' 8x8 images one epoch of it trains in a moment on a CPU.
+const WIDE_NET = `
+import torch.nn as nn
+
+class WideNet(nn.Module):
+    def __init__(self, num_classes=10):
+        super().__init__()
+        self.net = nn.Sequential(nn.Flatten(), nn.Linear(64, 40_000), nn.BatchNorm1d(40_000), nn.ReLU(), nn.Linear(40_000, num_classes))
+
+    def forward(self, x):
+        return self.net(x)
+`;
+
+// Loads every seed's file the way the report says, into the class of the exported code, and
+// checks it is trained: no parameter equals a fresh model's.
+const LOAD = `
+import json, sys, torch
+sys.path.insert(0, "src/models")
+from current_model import WideNet
+out = {}
+for path in sys.argv[1:]:
+    model = WideNet()
+    fresh = {k: v.clone() for k, v in model.state_dict().items()}
+    model.load_state_dict(torch.load(path, map_location="cpu"))
+    model.eval()
+    trained = model.state_dict()
+    out[path] = {"params": sum(p.numel() for p in model.parameters()),
+                 "changed": all(not torch.equal(fresh[k], trained[k]) for k in ("net.1.weight", "net.4.weight")),
+                 "logits": list(model(torch.zeros(2, 1, 8, 8)).shape)}
+print(json.dumps(out))
+`;
+
+/** An address nothing listens on any more. */
+async function closedAddress(): Promise<string> {
+  const server = await new Promise<Server>((resolve) => {
+    const s = createServer().listen(0, "127.0.0.1", () => resolve(s));
+  });
+  const { port } = server.address() as { port: number };
+  await new Promise((r) => server.close(r));
+  return `127.0.0.1:${port}`;
+}
+
+describe("the best trial's weights, from the runner into the run folder", () => {
+  let runner: RunningRunner;
+  let client: RunnerClient;
+  let result: EvalResult;
+  const log = createLogger("test-weights");
+  log.level = "silent";
+  const request = {
+    runId: RUN,
+    trialId: "best",
+    model: { code: WIDE_NET, className: "WideNet" },
+    dataset: { name: "digits", subset: 300 },
+    recipe: { epochs: 1, batchSize: 64 },
+    seeds: 2,
+    keepWeights: true,
+    budget: { timeBudgetS: 120 },
+  } satisfies MessageInitShape<typeof EvaluateRequestSchema>;
+
+  /** A finished run whose best trial is `trialId`, with the evaluation's real seeds and a 600 s clock. */
+  function finishedRun(trialId: string, startedAtMs = Date.now()) {
+    const events: EventInit[] = [
+      { runId: RUN, emittedAtMs: BigInt(startedAtMs), body: { case: "runStarted", value: { goal: { dataset: "digits", timeBudgetS: 600 } } } },
+      { runId: RUN, trialId, body: { case: "trialProposed", value: { hypothesis: "wide" } } },
+      { runId: RUN, trialId, body: { case: "trialAssembled", value: { code: WIDE_NET, request: { ...request, trialId } } } },
+      { runId: RUN, trialId, body: { case: "trialEvaluated", value: { result } } },
+      { runId: RUN, trialId, body: { case: "trialJudged", value: { verdict: Verdict.ACCEPT, decision: Decision.STOP } } },
+      { runId: RUN, body: { case: "runFinished", value: { status: RunStatus.COMPLETED, bestTrialId: trialId } } },
+    ];
+    return { state: state(events), finished: create(EventSchema, events.at(-1)!) as Event };
+  }
+
+  beforeAll(async () => {
+    runner = await startRunner({ slots: 2, logger: log });
+    client = connectRunner(runner.address);
+    result = await evaluateToResult(client, request);
+  });
+
+  afterAll(async () => {
+    client?.close();
+    await runner?.close();
+  });
+
+  it("streams each seed in chunks under gRPC's 4 MB limit, and the files load into the exported class with torch", async () => {
+    const chunks: { seed: number; size: number; length: number }[] = [];
+    for await (const c of client.fetchWeights({ runId: RUN, trialId: "best" })) chunks.push({ seed: c.seed, size: Number(c.size), length: c.data.length });
+    expect(CHUNK_BYTES).toBeLessThan(4 * 1024 * 1024);
+    expect(Math.max(...chunks.map((c) => c.length))).toBeLessThanOrEqual(CHUNK_BYTES);
+    const seeds = result.seedResults.map((s) => s.seed);
+    expect([...new Set(chunks.map((c) => c.seed))]).toEqual(seeds);
+    for (const seed of seeds) {
+      const mine = chunks.filter((c) => c.seed === seed);
+      expect(mine.length).toBeGreaterThan(1);
+      expect(mine.reduce((n, c) => n + c.length, 0)).toBe(mine[0]!.size);
+    }
+
+    // What the lineage store does when a run finishes: code, weights and report into the run folder.
+    root = mkdtempSync(join(tmpdir(), "weights-run-"));
+    const { state: ended, finished } = finishedRun("best");
+    const t0 = Date.now();
+    await writeArtifacts(root, ended, finished, { runners: [client], log });
+    const ms = Date.now() - t0;
+    const files = seeds.map((s) => currentWeightsFile(s));
+    expect(files).toEqual(seeds.map((s) => `src/models/current_model_seed-${s}.pt`));
+    expect(readdirSync(join(root, "src/models")).sort()).toEqual(["current_model.py", ...files.map((f) => f.slice("src/models/".length))].sort());
+    const report = JSON.parse(readFileSync(join(root, "report.json"), "utf8")) as { outcome: { best_trial: { weights: { files: { path: string; bytes: number }[]; failure: unknown; seconds: number } } } };
+    const weights = report.outcome.best_trial.weights;
+    expect(weights.failure).toBeNull();
+    expect(weights.files.map((f) => f.path)).toEqual(files);
+    expect(weights.files[0]!.bytes).toBeGreaterThan(12_000_000);
+    console.log(`weights: ${weights.files.map((f) => f.bytes).join(" + ")} bytes fetched in ${(weights.seconds * 1000).toFixed(0)} ms (artifacts written in ${ms} ms)`);
+    const markdown = readFileSync(join(root, "report.md"), "utf8");
+    expect(markdown).toContain(`model.load_state_dict(torch.load("${files[0]}", map_location="cpu"))`);
+
+    const python = await run(DEFAULT_PYTHON, ["-c", LOAD, ...files], { cwd: root, timeout: 60_000 });
+    expect(python.status, python.stderr).toBe(0);
+    const loaded = JSON.parse(python.stdout) as Record<string, unknown>;
+    for (const f of files) expect(loaded[f]).toEqual({ params: 64 * 40_000 + 40_000 + 2 * 40_000 + 40_000 * 10 + 10, changed: true, logits: [2, 10] });
+  });
+
+  it("leaves no file behind when a stream is cut, and takes the weights from whichever runner has them", async () => {
+    root = mkdtempSync(join(tmpdir(), "weights-run-"));
+    const abort = new AbortController();
+    setTimeout(() => abort.abort(), 20);
+    const cut = await downloadWeights(client, { runId: RUN, trialId: "best" }, (seed) => join(root, `seed-${seed}.pt`), { signal: abort.signal }).catch((e: unknown) => e);
+    expect(cut).toBeInstanceOf(ResearchError);
+    expect(readdirSync(root)).toEqual([]);
+
+    const gone = connectRunner(await closedAddress());
+    const { state: ended, finished } = finishedRun("best");
+    await writeArtifacts(root, ended, finished, { runners: [gone, client], log });
+    gone.close();
+    for (const s of result.seedResults) expect(existsSync(join(root, currentWeightsFile(s.seed)))).toBe(true);
+  });
+
+  it("says in the report why the weights are not there, and never waits past its bound", async () => {
+    const reportOf = async (trialId: string, runners: RunnerClient[], startedAtMs?: number) => {
+      const dir = mkdtempSync(join(tmpdir(), "weights-run-"));
+      const { state: ended, finished } = finishedRun(trialId, startedAtMs);
+      const t0 = Date.now();
+      await writeArtifacts(dir, ended, finished, { runners, log });
+      const ms = Date.now() - t0;
+      const json = JSON.parse(readFileSync(join(dir, "report.json"), "utf8")) as { outcome: { best_trial: { weights: { files: unknown[]; failure: { label: string; message: string } } } } };
+      const markdown = readFileSync(join(dir, "report.md"), "utf8");
+      const pts = readdirSync(join(dir, "src/models")).filter((f) => f.endsWith(".pt") || f.endsWith(".part"));
+      rmSync(dir, { recursive: true, force: true });
+      return { ms, markdown, pts, ...json.outcome.best_trial.weights };
+    };
+    root = mkdtempSync(join(tmpdir(), "weights-"));
+
+    const notKept = await reportOf("never-kept", [client]);
+    expect(notKept).toMatchObject({ files: [], pts: [], failure: { label: "invalid_config" } });
+    expect(notKept.failure.message).toMatch(/no weights kept for trial never-kept/);
+    expect(notKept.markdown).toMatch(/- Trained weights: not in the run folder \(invalid_config: no weights kept for trial never-kept/);
+
+    const gone = connectRunner(await closedAddress());
+    const unreachable = await reportOf("best", [gone]);
+    gone.close();
+    expect(unreachable).toMatchObject({ files: [], pts: [], failure: { label: "runner_unavailable" } });
+    expect(unreachable.markdown).toMatch(/- Trained weights: not in the run folder \(runner_unavailable: /);
+
+    // A runner that takes the connection and never answers, at the end of a run's clock: the fetch gets its minimum, 2 s.
+    const silent = await new Promise<Server>((resolve) => {
+      const server = createServer(() => undefined).listen(0, "127.0.0.1", () => resolve(server));
+    });
+    const mute = connectRunner(`127.0.0.1:${(silent.address() as { port: number }).port}`);
+    const late = await reportOf("best", [mute], Date.now() - 600_000);
+    mute.close();
+    silent.close();
+    expect(late).toMatchObject({ files: [], pts: [], failure: { label: "runner_unavailable" } });
+    expect(late.ms).toBeGreaterThanOrEqual(1_900);
+    expect(late.ms).toBeLessThan(5_000);
+    console.log(`no weights: not kept ${notKept.ms} ms, runner gone ${unreachable.ms} ms, silent runner ${late.ms} ms`);
   });
 });

@@ -16,6 +16,8 @@ import { createLogger } from "../../core/logger.js";
 import { request as queryLineage } from "../../swarm/lineage-query.js";
 import { RunStatus, type Event } from "../../proto/gen/research/v1/events_pb.js";
 import { runGoal, runSettings, startSwarm, type RunOutcome, type Swarm } from "../../deploy/swarm.js";
+import { DEFAULT_PYTHON } from "../../core/config.js";
+import { run } from "../helpers/run.js";
 
 let workspace: string;
 let swarm: Swarm;
@@ -104,7 +106,7 @@ describe("a research run on digits", () => {
     expect(first.proposed?.adoptedConcepts.length).toBeGreaterThan(0);
   });
 
-  it("writes the report and the MVP's registry layout", () => {
+  it("writes the report and the MVP's registry layout, with the best trial's trained weights beside its code", async () => {
     const runDir = join(workspace, "runs", outcome.runId);
     expect(existsSync(outcome.finished.reportPath)).toBe(true);
     expect(readFileSync(outcome.finished.reportPath, "utf8")).toContain(outcome.finished.bestTrialId);
@@ -120,6 +122,15 @@ describe("a research run on digits", () => {
     expect(readFileSync(join(runDir, "src", "models", "current_model.py"), "utf8")).toBe(
       readFileSync(join(runDir, "experiments", best, "model_code.py"), "utf8"),
     );
+    // One state_dict per seed, fetched from the runner over gRPC; each loads into the exported class.
+    const seeds = outcome.state.trials.get(best)!.evaluated!.result!.seedResults.map((s) => s.seed);
+    const files = seeds.map((s) => `src/models/current_model_seed-${s}.pt`);
+    const className = outcome.state.trials.get(best)!.assembled!.request!.model!.className;
+    const load = `import sys, torch\nsys.path.insert(0, "src/models")\nfrom current_model import ${className}\nfor path in sys.argv[1:]:\n    ${className}().load_state_dict(torch.load(path, map_location="cpu"))\nprint("loaded", len(sys.argv) - 1)`;
+    const python = await run(DEFAULT_PYTHON, ["-c", load, ...files], { cwd: runDir, timeout: 60_000 });
+    expect(python.stdout.trim(), python.stderr).toBe(`loaded ${seeds.length}`);
+    const report = JSON.parse(readFileSync(join(runDir, "report.json"), "utf8")) as { outcome: { best_trial: { weights: { files: { path: string }[]; failure: unknown } } } };
+    expect(report.outcome.best_trial.weights).toMatchObject({ files: files.map((path) => ({ path })), failure: null });
   });
 
   it("answers similarity queries over the bus and from the workspace on disk", async () => {
