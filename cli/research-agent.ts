@@ -16,7 +16,7 @@ import { DEFAULT_TIME_BUDGET_S, SEARCH_DEFAULTS } from "../core/defaults.js";
 import { shortTrialId } from "../core/ids.js";
 import { describeLlm, llmConfigFromFlags } from "../core/llm/config.js";
 import { cliConfig } from "../core/config.js";
-import { createLogger } from "../core/logger.js";
+import { createLogger, type Logger } from "../core/logger.js";
 import { request as queryLineage, summaryJson } from "../swarm/lineage-query.js";
 import { summaryOf } from "../lineage-store/query.js";
 import { LineageStore } from "../lineage-store/store.js";
@@ -155,8 +155,9 @@ async function connectOrFail(workspace: string, nats?: string): Promise<Bus | un
   }
 }
 
-function quietLogger() {
-  const log = createLogger("research-agent");
+/** `file`: where a launcher's logs go, since its console is for the person who launched it. */
+function quietLogger(file?: string) {
+  const log = createLogger("research-agent", {}, file);
   log.level = cliConfig().logLevel;
   return log;
 }
@@ -293,10 +294,12 @@ async function withSwarm(
   a: RunArgs,
   run: ReturnType<typeof prepareRun>,
   say: (line: string) => void,
-  body: (swarm: Swarm, interrupt: AbortSignal) => Promise<number>,
+  body: (swarm: Swarm, interrupt: AbortSignal, log: Logger) => Promise<number>,
   wrapsUp = false,
 ): Promise<never> {
   const { goal } = run;
+  // Beside the swarm's own logs (deploy/supervisor.ts): the console shows `say` lines only.
+  const log = quietLogger(join(run.workspace, "logs", "launcher.log"));
   say(`starting the swarm in ${run.workspace} ...`);
   // The runner mounts data roots read-only into its sandbox; a CSV file's folder is its root.
   const dataRoot = goal?.dataDir ? (statSync(goal.dataDir, { throwIfNoEntry: false })?.isFile() ? dirname(goal.dataDir) : goal.dataDir) : undefined;
@@ -312,7 +315,7 @@ async function withSwarm(
       natsServer: cliConfig().natsServer,
       replicas: cliConfig().streamReplicas,
       secretsDir: cliConfig().secretsDir,
-      logger: quietLogger(),
+      logger: log,
       onRestart: (name, n) => say(`process ${name} exited; restarted (${n})`),
     });
   } catch (err) {
@@ -342,7 +345,7 @@ async function withSwarm(
       say(`dataset ${goal.dataset}: ${info.nTrain} train / ${info.nVal} val / ${info.nTest} test, input ${JSON.stringify(info.inputShape)}, ${info.numClasses} classes`);
     }
     if (interrupt.signal.aborted) return await shutdown(SIGNAL_EXIT[String(interrupt.signal.reason)]!);
-    return await shutdown(await body(swarm, interrupt.signal));
+    return await shutdown(await body(swarm, interrupt.signal, log));
   } catch (err) {
     process.stderr.write(`research-agent: ${(err as Error).message}\n`);
     return await shutdown(2);
@@ -355,13 +358,13 @@ async function launch(argv: string[]): Promise<void> {
   const run = prepareRun(a);
   const t0 = Date.now();
   const say = (line: string) => void (!a.json && process.stdout.write(`${elapsed(t0)} ${line}\n`));
-  await withSwarm(a, run, say, async (swarm, interrupt) => {
+  await withSwarm(a, run, say, async (swarm, interrupt, log) => {
     const outcome = await runGoal(swarm, {
       start: run.goal ? { goal: run.goal, settings: run.settings(swarm, !a["no-research"]) } : undefined,
       runId: a.resume,
       resume: !!a.resume,
       signal: interrupt,
-      log: quietLogger(),
+      log,
       onEvent: (e, s) => {
         const line = describeEvent(e, s);
         if (line) say(line);
@@ -416,12 +419,12 @@ async function ablation(argv: string[]): Promise<void> {
   const run = prepareRun(a);
   const t0 = Date.now();
   const say = (line: string) => void (!a.json && process.stdout.write(`${elapsed(t0)} ${line}\n`));
-  await withSwarm(a, run, say, async (swarm) => {
+  await withSwarm(a, run, say, async (swarm, _interrupt, log) => {
     const result = await runAblation(swarm, {
       goal: run.goal!,
       settings: (research, seed) => run.settings(swarm, research, seed),
       runs,
-      log: quietLogger(),
+      log,
       onRun: (r) => say(`research ${r.research ? "on " : "off"} seed ${r.seed}: ${r.status}, best ${fmtPct(r.bestMean)} (CI low ${fmtPct(r.bestCiLow)}) in ${r.trials} trials, ${r.seconds.toFixed(0)} s`),
     });
     const dir = join(run.workspace, "ablations");
