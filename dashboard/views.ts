@@ -4,9 +4,9 @@
  * (source.ts) records beside it: when events happened, the RunFinished itself,
  * and the live per-epoch progress.
  */
-import { toJson } from "@bufbuild/protobuf";
 import { INTERVENTION_KIND, RUN_STATUS, SURFACE } from "../core/enums.js";
 import { labelName } from "../core/failure.js";
+import { protoJson } from "../core/proto-json.js";
 import { unifiedDiff } from "../core/diff.js";
 import { parseTrainConfig } from "../core/model-config.js";
 import { Surface } from "../proto/gen/research/v1/common_pb.js";
@@ -259,7 +259,7 @@ export function runDetail(v: RunView, nowMs = Date.now()): RunDetail {
   const s = v.state;
   return {
     ...runSummary(v, nowMs),
-    settings: s.settings ? (toJson(RunSettingsSchema, s.settings, { useProtoFieldName: true, alwaysEmitImplicit: true }) as Record<string, unknown>) : {},
+    settings: s.settings ? protoJson(RunSettingsSchema, s.settings) : {},
     paused: s.paused,
     trials_table: s.order.map((id, k) => trialRow(v, s.trials.get(id)!, k + 1)),
     best_so_far: bestSoFar(v),
