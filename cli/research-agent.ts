@@ -20,7 +20,7 @@ import { createLogger, type Logger } from "../core/logger.js";
 import { request as queryLineage, summaryJson } from "../swarm/lineage-query.js";
 import { summaryOf } from "../lineage-store/query.js";
 import { LineageStore } from "../lineage-store/store.js";
-import { buildReport, writeReport } from "../lineage-store/report.js";
+import { buildReport, duration, writeReport } from "../lineage-store/report.js";
 import { REGISTRY_FILE } from "../lineage-store/artifacts.js";
 import { lineageEmbedder } from "../lineage-store/embedder.js";
 import { EventSchema, RunStatus, type Event } from "../proto/gen/research/v1/events_pb.js";
@@ -508,6 +508,14 @@ async function openLineage(workspace: string): Promise<LineageStore> {
   return LineageStore.open(dir, { readOnly: true, embedder: await lineageEmbedder(dir), logger: quietLogger() });
 }
 
+/** outcome.seconds of the run's report.json, if it has one. */
+function reportSeconds(runDir: string): number | undefined {
+  const file = join(runDir, "report.json");
+  if (!existsSync(file)) return undefined;
+  const seconds = (JSON.parse(readFileSync(file, "utf8")) as { outcome?: { seconds?: unknown } }).outcome?.seconds;
+  return typeof seconds === "number" ? seconds : undefined;
+}
+
 async function runs(argv: string[]): Promise<void> {
   const { values: a } = args(argv, {});
   if (a.help) return void process.stdout.write(HELP);
@@ -519,7 +527,13 @@ async function runs(argv: string[]): Promise<void> {
   const live = bus !== undefined;
   await bus?.close();
   const statusOf = (r: (typeof rows)[number]) => (r.status === "running" && !live ? "interrupted" : r.status || "starting");
-  const seconds = (r: (typeof rows)[number]) => ((r.finished_at ?? Date.now()) - (r.started_at ?? r.updated_at)) / 1000;
+  // The run time its report states (RunFinished.seconds, or when its launcher was interrupted);
+  // without a report, until now while it runs, else until its last event, not until this listing.
+  const seconds = (r: (typeof rows)[number]) => {
+    const running = statusOf(r) === "running";
+    const stated = running ? undefined : reportSeconds(join(resolve(a.workspace), "runs", r.run_id));
+    return stated ?? ((running ? Date.now() : (r.finished_at ?? r.updated_at)) - (r.started_at ?? r.updated_at)) / 1000;
+  };
   if (a.json) {
     const json = rows.map((r) => ({ run_id: r.run_id, goal: r.goal, status: statusOf(r), trials: r.trials, best_trial_id: r.best_trial_id, best_val_accuracy: r.best_score, started_at: r.started_at, seconds: seconds(r) }));
     return void process.stdout.write(`${JSON.stringify(json, null, 2)}\n`);
@@ -528,7 +542,7 @@ async function runs(argv: string[]): Promise<void> {
   for (const r of rows) {
     const started = r.started_at ? new Date(r.started_at).toISOString().slice(0, 16).replace("T", " ") : "?";
     const best = r.best_score !== null ? `best val ${fmtPct(r.best_score)}` : "no best yet";
-    process.stdout.write(`${r.run_id}  ${statusOf(r).padEnd(16)} ${String(r.trials).padStart(4)} trials  ${best.padEnd(22)} ${started}  ${(seconds(r) / 60).toFixed(1).padStart(6)} min  ${r.goal}\n`);
+    process.stdout.write(`${r.run_id}  ${statusOf(r).padEnd(16)} ${String(r.trials).padStart(4)} trials  ${best.padEnd(22)} ${started}  ${duration(seconds(r)).padStart(8)}  ${r.goal}\n`);
   }
 }
 
