@@ -40,6 +40,10 @@ export async function startNatsServer(opts: NatsServerOptions): Promise<NatsServ
     : [];
   const child = spawn(binary, [...config, ...cluster, "-js", "-sd", opts.dataDir, "-a", "127.0.0.1", "-p", String(port)], {
     stdio: ["ignore", "ignore", "pipe"],
+    // Its own process group, like the swarm's other processes (deploy/supervisor.ts): a Ctrl-C in
+    // the launcher's terminal must not stop the bus under the launcher while it writes its report
+    // (its client then logged "bus disconnected" into the console); the launcher stops it in order.
+    detached: true,
   });
   let stderr = "";
   child.stderr!.setEncoding("utf8");

@@ -7,7 +7,7 @@ import { readFileSync, statSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { availableParallelism } from "node:os";
 import { parseArgs } from "node:util";
-import { toJson } from "@bufbuild/protobuf";
+import { protoJson } from "../core/proto-json.js";
 import { ResearchError } from "../core/failure.js";
 import { cliConfig } from "../core/config.js";
 import { createLogger } from "../core/logger.js";
@@ -186,7 +186,7 @@ async function main(): Promise<void> {
       (e: EvaluateEvent) => progress.onEvent(e),
       { signal: abort.signal },
     );
-    if (a.json) process.stdout.write(`${JSON.stringify(toJson(EvalResultSchema, result, { useProtoFieldName: true, alwaysEmitImplicit: true }), null, 2)}\n`);
+    if (a.json) process.stdout.write(`${JSON.stringify(protoJson(EvalResultSchema, result), null, 2)}\n`);
     else process.stdout.write(render(result, a.dataset));
   } catch (err) {
     const e = ResearchError.from(err);

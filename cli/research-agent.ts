@@ -17,11 +17,11 @@ import { BEST_RULE, intervalBasis, standingOf } from "../core/ranking.js";
 import { shortTrialId } from "../core/ids.js";
 import { describeLlm, llmConfigFromFlags } from "../core/llm/config.js";
 import { cliConfig } from "../core/config.js";
-import { createLogger } from "../core/logger.js";
+import { createLogger, type Logger } from "../core/logger.js";
 import { request as queryLineage, summaryJson } from "../swarm/lineage-query.js";
 import { summaryOf } from "../lineage-store/query.js";
 import { LineageStore } from "../lineage-store/store.js";
-import { buildReport, writeReport } from "../lineage-store/report.js";
+import { buildReport, duration, writeReport } from "../lineage-store/report.js";
 import { REGISTRY_FILE } from "../lineage-store/artifacts.js";
 import { lineageEmbedder } from "../lineage-store/embedder.js";
 import { EventSchema, RunStatus, type Event, type RunSettings } from "../proto/gen/research/v1/events_pb.js";
@@ -156,8 +156,9 @@ async function connectOrFail(workspace: string, nats?: string): Promise<Bus | un
   }
 }
 
-function quietLogger() {
-  const log = createLogger("research-agent");
+/** `file`: where a launcher's logs go, since its console is for the person who launched it. */
+function quietLogger(file?: string) {
+  const log = createLogger("research-agent", {}, file);
   log.level = cliConfig().logLevel;
   return log;
 }
@@ -312,10 +313,12 @@ async function withSwarm(
   a: RunArgs,
   run: ReturnType<typeof prepareRun>,
   say: (line: string) => void,
-  body: (swarm: Swarm, interrupt: AbortSignal) => Promise<number>,
+  body: (swarm: Swarm, interrupt: AbortSignal, log: Logger) => Promise<number>,
   wrapsUp = false,
 ): Promise<never> {
   const { goal } = run;
+  // Beside the swarm's own logs (deploy/supervisor.ts): the console shows `say` lines only.
+  const log = quietLogger(join(run.workspace, "logs", "launcher.log"));
   say(`starting the swarm in ${run.workspace} ...`);
   // The runner mounts data roots read-only into its sandbox; a CSV file's folder is its root.
   const dataRoot = goal?.dataDir ? (statSync(goal.dataDir, { throwIfNoEntry: false })?.isFile() ? dirname(goal.dataDir) : goal.dataDir) : undefined;
@@ -331,7 +334,7 @@ async function withSwarm(
       natsServer: cliConfig().natsServer,
       replicas: cliConfig().streamReplicas,
       secretsDir: cliConfig().secretsDir,
-      logger: quietLogger(),
+      logger: log,
       onRestart: (name, n) => say(`process ${name} exited; restarted (${n})`),
     });
   } catch (err) {
@@ -361,7 +364,7 @@ async function withSwarm(
       say(`dataset ${goal.dataset}: ${info.nTrain} train / ${info.nVal} val / ${info.nTest} test, input ${JSON.stringify(info.inputShape)}, ${info.numClasses} classes`);
     }
     if (interrupt.signal.aborted) return await shutdown(SIGNAL_EXIT[String(interrupt.signal.reason)]!);
-    return await shutdown(await body(swarm, interrupt.signal));
+    return await shutdown(await body(swarm, interrupt.signal, log));
   } catch (err) {
     process.stderr.write(`research-agent: ${(err as Error).message}\n`);
     return await shutdown(2);
@@ -374,14 +377,14 @@ async function launch(argv: string[]): Promise<void> {
   const run = prepareRun(a);
   const t0 = Date.now();
   const say = (line: string) => void (!a.json && process.stdout.write(`${elapsed(t0)} ${line}\n`));
-  await withSwarm(a, run, say, async (swarm, interrupt) => {
+  await withSwarm(a, run, say, async (swarm, interrupt, log) => {
     const outcome = await runGoal(swarm, {
       start: run.goal ? { goal: run.goal, settings: run.settings(swarm, !a["no-research"]) } : undefined,
       runId: a.resume,
       resume: !!a.resume,
       timeBudgetS: a.resume && a["time-budget"] ? parseDuration(a["time-budget"]) : undefined,
       signal: interrupt,
-      log: quietLogger(),
+      log,
       onEvent: (e, s) => {
         const line = describeEvent(e, s);
         if (line) say(line);
@@ -437,12 +440,12 @@ async function ablation(argv: string[]): Promise<void> {
   const run = prepareRun(a);
   const t0 = Date.now();
   const say = (line: string) => void (!a.json && process.stdout.write(`${elapsed(t0)} ${line}\n`));
-  await withSwarm(a, run, say, async (swarm) => {
+  await withSwarm(a, run, say, async (swarm, _interrupt, log) => {
     const result = await runAblation(swarm, {
       goal: run.goal!,
       settings: (research, seed) => run.settings(swarm, research, seed),
       runs,
-      log: quietLogger(),
+      log,
       onRun: (r) => say(`research ${r.research ? "on " : "off"} seed ${r.seed}: ${r.status}, best ${fmtPct(r.bestMean)} (CI low ${fmtPct(r.bestCiLow)}) in ${r.trials} trials, ${r.seconds.toFixed(0)} s`),
     });
     const dir = join(run.workspace, "ablations");
@@ -526,6 +529,14 @@ async function openLineage(workspace: string): Promise<LineageStore> {
   return LineageStore.open(dir, { readOnly: true, embedder: await lineageEmbedder(dir), logger: quietLogger() });
 }
 
+/** outcome.seconds of the run's report.json, if it has one. */
+function reportSeconds(runDir: string): number | undefined {
+  const file = join(runDir, "report.json");
+  if (!existsSync(file)) return undefined;
+  const seconds = (JSON.parse(readFileSync(file, "utf8")) as { outcome?: { seconds?: unknown } }).outcome?.seconds;
+  return typeof seconds === "number" ? seconds : undefined;
+}
+
 async function runs(argv: string[]): Promise<void> {
   const { values: a } = args(argv, {});
   if (a.help) return void process.stdout.write(HELP);
@@ -537,7 +548,13 @@ async function runs(argv: string[]): Promise<void> {
   const live = bus !== undefined;
   await bus?.close();
   const statusOf = (r: (typeof rows)[number]) => (r.status === "running" && !live ? "interrupted" : r.status || "starting");
-  const seconds = (r: (typeof rows)[number]) => ((r.finished_at ?? Date.now()) - (r.started_at ?? r.updated_at)) / 1000;
+  // The run time its report states (RunFinished.seconds, or when its launcher was interrupted);
+  // without a report, until now while it runs, else until its last event, not until this listing.
+  const seconds = (r: (typeof rows)[number]) => {
+    const running = statusOf(r) === "running";
+    const stated = running ? undefined : reportSeconds(join(resolve(a.workspace), "runs", r.run_id));
+    return stated ?? ((running ? Date.now() : (r.finished_at ?? r.updated_at)) - (r.started_at ?? r.updated_at)) / 1000;
+  };
   if (a.json) {
     const json = rows.map((r) => ({ run_id: r.run_id, goal: r.goal, status: statusOf(r), trials: r.trials, best_trial_id: r.best_trial_id, best_val_accuracy: r.best_score, started_at: r.started_at, seconds: seconds(r) }));
     return void process.stdout.write(`${JSON.stringify(json, null, 2)}\n`);
@@ -546,7 +563,7 @@ async function runs(argv: string[]): Promise<void> {
   for (const r of rows) {
     const started = r.started_at ? new Date(r.started_at).toISOString().slice(0, 16).replace("T", " ") : "?";
     const best = r.best_score !== null ? `best val ${fmtPct(r.best_score)}` : "no best yet";
-    process.stdout.write(`${r.run_id}  ${statusOf(r).padEnd(16)} ${String(r.trials).padStart(4)} trials  ${best.padEnd(22)} ${started}  ${(seconds(r) / 60).toFixed(1).padStart(6)} min  ${r.goal}\n`);
+    process.stdout.write(`${r.run_id}  ${statusOf(r).padEnd(16)} ${String(r.trials).padStart(4)} trials  ${best.padEnd(22)} ${started}  ${duration(seconds(r)).padStart(8)}  ${r.goal}\n`);
   }
 }
 

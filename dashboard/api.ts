@@ -117,8 +117,10 @@ export interface RunDetail extends RunSummary {
   briefs: { title: string; insights: string[]; suggestions: { name: string; description: string; adopted_by: string[] }[]; request_id: string }[];
   llm: LlmUse[];
   interventions: InterventionRow[];
-  /** Why the run ended, when it has. */
+  /** Why the run ended, when it has: the run's own words, without the verdict of the trial judged last (ended_by). */
   reason: string;
+  /** The trial whose judgement ended the run; its outcome is that trial's, not the run's. */
+  ended_by: string | null;
   report_path: string | null;
 }
 
@@ -155,7 +157,17 @@ export interface TrialDetail {
   analysis: { overfitting: string; convergence: string; weak_classes: number[]; notes: string[] } | null;
   judged_reason: string;
   failure: { label: string; message: string; traceback: string } | null;
+  /** The run's one confirmation on the held-out test split: its best trial's, once the run has finished. */
+  test: HeldOutTest | null;
   children: string[];
+}
+
+/** Test-split accuracy of one trial's seed models: each alone, and the ensemble of their mean probabilities. */
+export interface HeldOutTest {
+  /** The seeds' mean, with its 95% interval. */
+  per_seed: Interval | null;
+  seeds: { seed: number; accuracy: number }[];
+  ensemble: Interval | null;
 }
 
 export interface SearchHit {

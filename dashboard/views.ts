@@ -4,17 +4,17 @@
  * (source.ts) records beside it: when events happened, the RunFinished itself,
  * and the live per-epoch progress.
  */
-import { toJson } from "@bufbuild/protobuf";
 import { INTERVENTION_KIND, RUN_STATUS, SURFACE } from "../core/enums.js";
 import { labelName } from "../core/failure.js";
+import { protoJson } from "../core/proto-json.js";
 import { unifiedDiff } from "../core/diff.js";
 import { parseTrainConfig } from "../core/model-config.js";
 import { Surface } from "../proto/gen/research/v1/common_pb.js";
 import { RunSettingsSchema, Verdict, type Event, type RunFinished } from "../proto/gen/research/v1/events_pb.js";
 import type { EpochProgress, MetricStats } from "../proto/gen/research/v1/runner_pb.js";
 import { decisionName, failureLabelOf, paramsOf, valAccuracyOf, verdictName } from "../lineage-store/report.js";
-import { applyToRunState, bestTrial, inFlightCount, rungOf, scoreOf, trialFailure, trialStatus, type RunState, type TrialState } from "../swarm/run-state.js";
-import type { BestSoFarPoint, Fidelity, Interval, InterventionRow, LlmUse, RunDetail, RunStatusText, RunSummary, SeedCurves, TrialDetail, TrialRow } from "./api.js";
+import { applyToRunState, bestTrial, inFlightCount, isTerminal, rungOf, scoreOf, trialFailure, trialStatus, type RunState, type TrialState } from "../swarm/run-state.js";
+import type { BestSoFarPoint, Fidelity, HeldOutTest, Interval, InterventionRow, LlmUse, RunDetail, RunStatusText, RunSummary, SeedCurves, TrialDetail, TrialRow } from "./api.js";
 
 /** One run as the source keeps it: the fold, and what the fold leaves out. */
 export interface RunView {
@@ -255,11 +255,29 @@ function interventionsOf(v: RunView): InterventionRow[] {
   });
 }
 
+/**
+ * The judge's RunFinished.reason is the judgement that ended the run: the
+ * verdict of the trial judged last ("failed: budget_overrun: cancelled: ...",
+ * "accepted"), then, after "; ", why the run ended. Shown as one line under
+ * the run's status, a trial stopped at the budget read as the run failing.
+ */
+function endingOf(v: RunView): Pick<RunDetail, "reason" | "ended_by"> {
+  const reason = v.finished?.reason ?? "";
+  const last = [...v.state.trials.values()].find((t) => t.judgedPosition === v.state.judgedCount - 1);
+  const j = last?.judged;
+  if (!last || !j || !isTerminal(j.decision) || j.reason !== reason) return { reason, ended_by: null };
+  // A failure's message may itself hold "; ": the verdict ends with its first line.
+  const message = j.failure?.message.split("\n")[0] ?? "";
+  const at = message && reason.includes(message) ? reason.indexOf(message) + message.length : 0;
+  const cut = reason.indexOf("; ", at);
+  return { reason: cut >= 0 ? reason.slice(cut + 2) : reason, ended_by: last.id };
+}
+
 export function runDetail(v: RunView, nowMs = Date.now()): RunDetail {
   const s = v.state;
   return {
     ...runSummary(v, nowMs),
-    settings: s.settings ? (toJson(RunSettingsSchema, s.settings, { useProtoFieldName: true, alwaysEmitImplicit: true }) as Record<string, unknown>) : {},
+    settings: s.settings ? protoJson(RunSettingsSchema, s.settings) : {},
     paused: s.paused,
     trials_table: s.order.map((id, k) => trialRow(v, s.trials.get(id)!, k + 1)),
     best_so_far: bestSoFar(v),
@@ -267,7 +285,7 @@ export function runDetail(v: RunView, nowMs = Date.now()): RunDetail {
     briefs: briefsOf(s),
     llm: llmOf(s),
     interventions: interventionsOf(v),
-    reason: v.finished?.reason ?? "",
+    ...endingOf(v),
     report_path: v.finished?.reportPath || null,
   };
 }
@@ -320,6 +338,17 @@ function perClass(t: TrialState): TrialDetail["per_class"] {
     .map(({ seeds: n, ...c }) => ({ ...c, precision: c.precision / n, recall: c.recall / n, f1: c.f1 / n }));
 }
 
+/** The run's confirmation on the test split, which the judge makes for the best trial alone. */
+function heldOutTest(v: RunView, t: TrialState): HeldOutTest | null {
+  const r = v.finished?.bestTrialId === t.id ? v.finished.testResult : undefined;
+  if (!r) return null;
+  return {
+    per_seed: interval(r.aggregated.test_accuracy),
+    seeds: r.seedResults.flatMap((s) => (s.metrics.test_accuracy === undefined ? [] : [{ seed: s.seed, accuracy: s.metrics.test_accuracy }])),
+    ensemble: interval(r.aggregated.ensemble_test_accuracy),
+  };
+}
+
 export function trialDetail(v: RunView, trialId: string): TrialDetail | undefined {
   const s = v.state;
   const position = s.order.indexOf(trialId);
@@ -357,6 +386,7 @@ export function trialDetail(v: RunView, trialId: string): TrialDetail | undefine
     analysis: analysis ? { overfitting: analysis.overfitting, convergence: analysis.convergence, weak_classes: analysis.weakClasses, notes: analysis.notes } : null,
     judged_reason: t.judged?.reason ?? "",
     failure: f ? { label: labelName(f.label), message: f.message, traceback: f.traceback } : null,
+    test: heldOutTest(v, t),
     children: s.order.filter((id) => s.trials.get(id)!.proposed?.parentIds.includes(trialId)),
   };
 }

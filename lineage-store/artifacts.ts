@@ -10,7 +10,8 @@
  */
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import { create, toJson, type JsonObject } from "@bufbuild/protobuf";
+import { create, type JsonObject } from "@bufbuild/protobuf";
+import { protoJson } from "../core/proto-json.js";
 import { stringify as toYaml } from "yaml";
 import { bestTrial, type RunState, type TrialState } from "../swarm/run-state.js";
 import { labelName } from "../core/failure.js";
@@ -66,8 +67,6 @@ export function experimentDir(trialId: string): string {
   if (!isId(trialId)) throw new Error(`trial id ${JSON.stringify(trialId)} cannot be used as a directory name`);
   return `experiments/${trialId}`;
 }
-
-const JSON_OPTS = { useProtoFieldName: true, alwaysEmitImplicit: true } as const;
 
 const jsonText = (value: unknown): string => `${JSON.stringify(value, null, 2)}\n`;
 
@@ -190,7 +189,7 @@ export async function writeArtifacts(runDir: string, state: RunState, event: Eve
       const a = body.value;
       const summary = a.summary ?? create(SummarizeResponseSchema);
       const failure = summary.failure ?? a.failure;
-      const summaryJson = { ...(toJson(SummarizeResponseSchema, summary, JSON_OPTS) as JsonObject), ...(failure ? { failure: failureJson(failure) } : {}) };
+      const summaryJson = { ...protoJson(SummarizeResponseSchema, summary), ...(failure ? { failure: failureJson(failure) } : {}) };
       await Promise.all([
         a.code ? writeFileAtomic(file("model_code.py"), a.code) : undefined,
         a.diff.trim() ? writeFileAtomic(file("code.diff"), a.diff) : undefined,
@@ -201,9 +200,9 @@ export async function writeArtifacts(runDir: string, state: RunState, event: Eve
     case "trialEvaluated": {
       const v = body.value;
       const results: JsonObject = {
-        ...(v.result ? (toJson(EvalResultSchema, v.result, JSON_OPTS) as JsonObject) : {}),
+        ...(v.result ? protoJson(EvalResultSchema, v.result) : {}),
         eval_seconds: v.evalSeconds,
-        ...(v.analysis ? { analysis: toJson(AnalysisSchema, v.analysis, JSON_OPTS) } : {}),
+        ...(v.analysis ? { analysis: protoJson(AnalysisSchema, v.analysis) } : {}),
         ...(v.failure ? { failure: failureJson(v.failure) } : {}),
       };
       await writeFileAtomic(file("results.json"), jsonText(results));

@@ -71,7 +71,8 @@ const pct = (x: number): string => `${(x * 100).toFixed(2)}%`;
 const pp = (x: number): string => (x * 100).toFixed(2);
 const int = (n: number): string => n.toLocaleString("en-US");
 
-function duration(s: number): string {
+/** A run time as the report and `research-agent runs` write it. */
+export function duration(s: number): string {
   if (s < 90) return `${s.toFixed(1)} s`;
   if (s < 5400) return `${(s / 60).toFixed(1)} min`;
   return `${(s / 3600).toFixed(2)} h`;

@@ -1,4 +1,5 @@
-import { create, fromBinary, toBinary, toJson, type JsonObject, type MessageInitShape } from "@bufbuild/protobuf";
+import { create, fromBinary, toBinary, type JsonObject, type MessageInitShape } from "@bufbuild/protobuf";
+import { protoJson } from "../core/proto-json.js";
 import { SURFACE, TRIAL_STATUS, VERDICT } from "../core/enums.js";
 import { FAILURE_LABEL } from "../core/failure.js";
 import { FailureLabel } from "../proto/gen/research/v1/common_pb.js";
@@ -74,7 +75,7 @@ export function decodeResponse(bytes: Uint8Array): SimilarTrialsResponse {
 /** A summary for people and scripts: proto field names, and closed sets by their snake_case names ("" when unset). */
 export function summaryJson(t: TrialSummary): JsonObject {
   return {
-    ...(toJson(TrialSummarySchema, t, { useProtoFieldName: true, alwaysEmitImplicit: true }) as JsonObject),
+    ...protoJson(TrialSummarySchema, t),
     status: TRIAL_STATUS.name(t.status) ?? "",
     surface: SURFACE.name(t.surface) ?? "",
     failure_label: FAILURE_LABEL.name(t.failureLabel) ?? "",

@@ -2,7 +2,7 @@
 import { useMemo } from "preact/hooks";
 import type { RunDetail, TrialRow } from "../api";
 import { Chart, type ChartClick, type Option } from "./chart";
-import { esc, outcomeColor, pct, shortId } from "./format";
+import { count, esc, outcomeColor, pct, shortId } from "./format";
 import { navigate, trialPath } from "./router";
 
 /** A percentage axis that always reaches the target, so its line is on the chart. */
@@ -158,6 +158,14 @@ export function LineageTree({ run }: { run: RunDetail }) {
   );
 }
 
+/** Tick values in a few characters, so neighbouring axes' labels keep apart: 30k, 5e-4, 0.25. */
+function tick(v: number): string {
+  const a = Math.abs(v);
+  if (a >= 1e3) return count(v).replace(".0", "");
+  if (a > 0 && a < 0.01) return Number(v.toPrecision(2)).toExponential();
+  return String(Number(v.toPrecision(3)));
+}
+
 /** Config features against the score, one line per scored trial. */
 export function Parallel({ run }: { run: RunDetail }) {
   const scored = run.trials_table.filter((t) => t.val);
@@ -167,15 +175,30 @@ export function Parallel({ run }: { run: RunDetail }) {
     const lo = Math.min(...scored.map((t) => t.val!.mean));
     const hi = Math.max(...scored.map((t) => t.val!.mean));
     return {
-      parallel: { left: 40, right: 80, top: 36, bottom: 24 },
-      parallelAxis: [...dims.map((d, i) => ({ dim: i, name: d, scale: true })), { dim: dims.length, name: "val acc", scale: true, axisLabel: { formatter: (v: number) => pct(v, 1) } }],
-      visualMap: { show: true, dimension: dims.length, min: lo, max: hi === lo ? lo + 1e-3 : hi, right: 0, top: "middle", itemHeight: 100, calculable: false, precision: 3, inRange: { color: ["#d0dcea", "#1f5fa8"] } },
+      // Names slanted above their axes at full length (ECharts would cut them to the axis spacing), four ticks an axis.
+      parallel: {
+        left: 40,
+        right: 110,
+        top: 64,
+        bottom: 24,
+        parallelAxisDefault: {
+          nameLocation: "end",
+          nameGap: 16,
+          nameRotate: 30,
+          nameTruncate: { maxWidth: 200 },
+          nameTextStyle: { align: "left", fontSize: 11 },
+          splitNumber: 4,
+          axisLabel: { formatter: tick, hideOverlap: true },
+        },
+      },
+      parallelAxis: [...dims.map((d, i) => ({ dim: i, name: d.replace(/_/g, " "), scale: true })), { dim: dims.length, name: "val acc", scale: true, axisLabel: { formatter: (v: number) => pct(v, 1) } }],
+      visualMap: { show: true, dimension: dims.length, min: lo, max: hi === lo ? lo + 1e-3 : hi, right: 0, top: "middle", itemHeight: 100, calculable: false, text: [pct(hi, 1), pct(lo, 1)], inRange: { color: ["#d0dcea", "#1f5fa8"] } },
       series: [{ type: "parallel", lineStyle: { width: 1.5, opacity: 0.8 }, data: scored.map((t) => [...dims.map((d) => t.features[d] ?? null), t.val!.mean]) }],
     };
   }, [run]);
   if (scored.length < 2) return <p class="muted">Needs two scored trials.</p>;
   if (!dims.length) return <p class="muted">The scored trials share every feature.</p>;
-  return <Chart option={option} height={240} testid="parallel-chart" />;
+  return <Chart option={option} height={300} testid="parallel-chart" />;
 }
 
 export function Failures({ failures }: { failures: Record<string, number> }) {

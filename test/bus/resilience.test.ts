@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { rmSync } from "node:fs";
+import { readFileSync, rmSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startNatsServer, type Bus, type Event, type NatsServer } from "../../bus/index.js";
@@ -115,6 +115,13 @@ describe("closing", () => {
 });
 
 describe("startNatsServer", () => {
+  it("starts the server in its own process group: a Ctrl-C in the launcher's terminal reaches the launcher alone", () => {
+    // /proc/PID/stat: "pid (comm) state ppid pgrp ..."; comm may hold spaces, so count from its ")".
+    const pgrp = (pid: number | "self") => Number(readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]!.split(" ")[2]);
+    expect(pgrp(ts.server.pid)).toBe(ts.server.pid);
+    expect(pgrp(ts.server.pid)).not.toBe(pgrp("self"));
+  });
+
   it("fails clearly, with the server's own words, when it cannot start", async () => {
     let second: NatsServer | undefined;
     const attempt = startNatsServer({ dataDir: `${ts.dataDir}-second`, port: ts.server.port, readyTimeoutMs: 5_000 })

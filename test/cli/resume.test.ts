@@ -9,6 +9,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { run } from "../helpers/run.js";
+import { duration } from "../../lineage-store/report.js";
 
 // Without NODE_CHANNEL_FD: vitest's worker has an IPC channel, and a child
 // that inherits the variable would take an unrelated fd for its own channel.
@@ -109,6 +110,8 @@ describe("launch --resume", () => {
       process.kill(-first.pid!, "SIGINT");
       expect(await exited, `${out}\n${err}`).toBe(130);
       expect(err).not.toMatch(/Unhandled|DrainingConnectionError/);
+      // The console is for people: the launcher's pino lines go to logs/launcher.log.
+      expect(err).not.toMatch(/"level":\d+/);
       // The agents are in a group of their own: the launcher stops them, the Ctrl-C does not.
       expect(out).not.toContain("exited; restarted");
       expect(out).toContain(`status: interrupted after`);
@@ -124,6 +127,12 @@ describe("launch --resume", () => {
       // With no swarm up, the workspace still lists the run, as interrupted.
       const listed = await run("./research-agent", ["runs", "--workspace", workspace, "--json"], { env, timeout: 60_000 });
       expect(JSON.parse(listed.stdout)).toMatchObject([{ run_id: runId, status: "interrupted" }]);
+      // Listed a while after the interrupt, with the run time its report states, written alike.
+      const stated = (JSON.parse(readFileSync(join(workspace, "runs", runId, "report.json"), "utf8")) as { outcome: { seconds: number } }).outcome.seconds;
+      expect(JSON.parse(listed.stdout)[0].seconds).toBe(stated);
+      const line = (await run("./research-agent", ["runs", "--workspace", workspace], { env, timeout: 60_000 })).stdout;
+      expect(line).toContain(` ${duration(stated)} `);
+      expect(report).toContain(`run time: ${duration(stated)}.`);
 
       // A new total budget of live time: the time the run was down is not spent from it.
       const second = await run("./research-agent", ["launch", "--resume", runId, "--workspace", workspace, "--json", "--time-budget", "100s"], { env, timeout: 300_000 });

@@ -257,9 +257,9 @@ describe("run artifacts and report", () => {
     expect(await readFile(join(dir, "experiments", tid(5), "hypothesis.md"), "utf8")).toContain("Adopted concepts: se_block");
   });
 
-  it("records summaries and results as proto JSON with snake_case names and failure labels", async () => {
+  it("records summaries and results as proto JSON with snake_case names, counts as numbers and failure labels", async () => {
     const summary = JSON.parse(await readFile(join(dir, "experiments", tid(1), "summary.json"), "utf8"));
-    expect(summary.total_params).toBe(String(paramsOf(SPECS[1]!)));
+    expect(summary).toMatchObject({ total_params: Number(paramsOf(SPECS[1]!)), flops: Number(paramsOf(SPECS[1]!) * 1500n), output_shape: [1, 10] });
     const failedSummary = JSON.parse(await readFile(join(dir, "experiments", tid(3), "summary.json"), "utf8"));
     expect(failedSummary.failure.label).toBe("shape_error");
 
@@ -271,6 +271,7 @@ describe("run artifacts and report", () => {
     expect(results.seed_results).toHaveLength(SEEDS);
     expect(results.seed_results[0].learning_curve.val_accuracy).toHaveLength(EPOCHS);
     expect(results).toMatchObject({ best_seed: 2, num_seeds: SEEDS, goal_achieved: true, analysis: { overfitting: "mild" } });
+    expect(results.params).toBe(Number(paramsOf(SPECS[5]!)));
 
     const oom = JSON.parse(await readFile(join(dir, "experiments", tid(2), "results.json"), "utf8"));
     expect(oom.failure).toMatchObject({ label: "oom", message: expect.stringContaining("out of memory") });

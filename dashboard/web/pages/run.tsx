@@ -45,10 +45,10 @@ export function RunPage({ runId }: { runId: string }) {
         <Section title="Best so far over trials">
           <BestSoFar run={r} over="trials" />
         </Section>
-        <Section title="Intervals against the target">
+        <Section title={r.open_ended ? "95% intervals" : "Intervals against the target"}>
           <Intervals run={r} />
         </Section>
-        <Section title="Features against the score">
+        <Section title="Features against the score" wide>
           <Parallel run={r} />
         </Section>
         <Section title="Failures by label">
@@ -127,12 +127,29 @@ function RunHeader({ run }: { run: RunDetail }) {
           <dd>{when(run.started_at)}</dd>
         </div>
       </dl>
-      {run.reason && <p class="reason">{run.reason}</p>}
+      {run.reason && (
+        <p class="reason" data-testid="run-reason">
+          {run.reason}
+        </p>
+      )}
+      <EndedBy run={run} />
       <details class="settings">
         <summary>settings{run.report_path ? ` · report at ${run.report_path}` : ""}</summary>
         <pre class="code">{JSON.stringify(run.settings, null, 2)}</pre>
       </details>
     </header>
+  );
+}
+
+/** The trial whose judgement ended the run, with its own outcome: a trial stopped at the budget is not the run failing. */
+function EndedBy({ run }: { run: RunDetail }) {
+  const t = run.trials_table.find((r) => r.trial_id === run.ended_by);
+  if (!t) return null;
+  return (
+    <p class="reason" data-testid="run-ended-by">
+      last trial judged: <a href={trialPath(run.run_id, t.trial_id)}>{shortId(t.trial_id)}</a> · <Outcome verdict={t.verdict} failure={t.failure_label} status={t.status} />
+      {t.failure_message && ` · ${t.failure_message.split("\n")[0]}`}
+    </p>
   );
 }
 

@@ -39,6 +39,20 @@ export function TrialPage({ runId, trialId }: { runId: string; trialId: string }
             <dt>val (95% CI)</dt>
             <dd>{ci(row.val)}</dd>
           </div>
+          {t.test && (
+            <>
+              <div data-testid="test-per-seed">
+                <dt>held-out test, per seed (95% CI)</dt>
+                <dd title={t.test.seeds.map((x) => `seed ${x.seed}: ${pct(x.accuracy)}`).join(", ")}>{ci(t.test.per_seed)}</dd>
+              </div>
+              {t.test.ensemble && (
+                <div data-testid="test-ensemble">
+                  <dt>held-out test, ensemble of its {plural(t.test.per_seed?.n ?? t.test.seeds.length, "seed")}</dt>
+                  <dd>{ci(t.test.ensemble)}</dd>
+                </div>
+              )}
+            </>
+          )}
           <div>
             <dt>surface</dt>
             <dd>{row.surface}</dd>

@@ -1,0 +1,139 @@
+/**
+ * The run and trial pages in a real browser (headless Chromium, the real
+ * bundle and server) over lineages written by the store, no swarm: what a
+ * finished run's pages say about how it ended and what its best trial scored.
+ */
+import { create } from "@bufbuild/protobuf";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { rmSync } from "node:fs";
+import puppeteer, { type Browser, type Page } from "puppeteer-core";
+import { createLogger } from "../../core/logger.js";
+import { buildWeb } from "../../dashboard/build.js";
+import { startDashboard, type Dashboard } from "../../dashboard/server.js";
+import { Decision, RunStatus, type Event } from "../../proto/gen/research/v1/events_pb.js";
+import { EvalResultSchema } from "../../proto/gen/research/v1/runner_pb.js";
+import { runEvents, TRIALS, type TrialSpec } from "../lineage-store/fixtures.js";
+import { workspaceWith } from "./helpers.js";
+
+const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
+const OPEN = "r-open";
+const TARGETED = "r-target";
+const STOPPED = "cancelled: the run's time budget reached its reserve for the test confirmation and the report";
+
+/** Twelve knobs that differ between trials, as in a long run: the parallel chart's every axis. */
+const knobs = (i: number) => ({
+  lr: 0.0009 + i * 0.0001, batch_size: 64 + (i % 3) * 32, epochs: 2 + (i % 4), subset: (i % 3) * 10_000, weight_decay: (i % 2) * 5e-4,
+  label_smoothing: (i % 3) * 0.05, momentum: 0.8 + (i % 2) * 0.1, warmup_epochs: i % 2, grad_clip: (i % 2) * 1.5, ema_decay: 0.99 + (i % 2) * 0.009,
+});
+
+/**
+ * An open-ended run ended as the judge ends one: the last trial is stopped at the
+ * time budget (budget_overrun), its judgement stops the run, and the run, which
+ * found a model, completed; the best trial confirmed once on the test split.
+ */
+function openEndedRun(): Event[] {
+  const trials: TrialSpec[] = TRIALS.map((t, i) => ({ ...t, train: knobs(i) }));
+  trials[11] = { ...trials[10]!, hypothesis: "one more probe as the budget runs out", fails: { label: "budget_overrun", at: "evaluated" } };
+  const events = runEvents(OPEN, trials);
+  const reason = `failed: budget_overrun: ${STOPPED}; time budget of 1200 s spent`;
+  for (const e of events) {
+    const b = e.body;
+    if (b.case === "runStarted") Object.assign(b.value.goal!, { rawText: "fashion-mnist: best model you can in 20 minutes", openEnded: true, target: 0 });
+    if (b.case === "trialJudged" && e.trialId === `${OPEN}-t011`) Object.assign(b.value, { decision: Decision.STOP, reason, failure: { ...b.value.failure!, message: STOPPED } });
+    if (b.case === "trialEvaluated" && e.trialId === `${OPEN}-t011`) b.value.failure!.message = STOPPED;
+    if (b.case === "runFinished") {
+      Object.assign(b.value, {
+        status: RunStatus.COMPLETED,
+        reason,
+        testResult: create(EvalResultSchema, {
+          numSeeds: 3,
+          aggregated: {
+            test_accuracy: { mean: 0.9123, std: 0.002, ci95: [0.9071, 0.9175], min: 0.91, max: 0.9145, n: 3 },
+            ensemble_test_accuracy: { mean: 0.9188, std: 0, ci95: [0.9133, 0.924], min: 0.9188, max: 0.9188, n: 1 },
+          },
+          seedResults: [0, 1, 2].map((seed) => ({ seed, metrics: { test_accuracy: 0.91 + seed * 0.00225 } })),
+        }),
+      });
+    }
+  }
+  return events;
+}
+
+let workspace: string;
+let dashboard: Dashboard;
+let browser: Browser;
+let page: Page;
+
+const sel = (testid: string) => `[data-testid="${testid}"]`;
+const text = (testid: string) => page.$eval(sel(testid), (e) => e.textContent ?? "");
+const titles = () => page.$$eval(".card h2", (hs) => hs.map((h) => h.textContent ?? ""));
+
+async function open(path: string, waitFor: string): Promise<void> {
+  await page.goto(new URL(path, dashboard.url).href, { waitUntil: "domcontentloaded" });
+  await page.waitForSelector(waitFor);
+}
+
+beforeAll(async () => {
+  workspace = await workspaceWith({ [OPEN]: openEndedRun(), [TARGETED]: runEvents(TARGETED) });
+  const logger = createLogger("dashboard-pages-test");
+  logger.level = "warn";
+  dashboard = await startDashboard({ workspace, assets: await buildWeb(), logger, port: 0 });
+  browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox", "--disable-dev-shm-usage"], defaultViewport: { width: 1280, height: 900 } });
+  page = await browser.newPage();
+}, 120_000);
+
+afterAll(async () => {
+  await browser?.close().catch(() => undefined);
+  await dashboard?.close().catch(() => undefined);
+  if (workspace) rmSync(workspace, { recursive: true, force: true });
+});
+
+describe("a finished run's page", () => {
+  it("says the run completed and why, and gives the last trial's budget stop to that trial", async () => {
+    await open(`/runs/${OPEN}`, sel("run-reason"));
+    expect(await text("status-badge")).toBe("completed");
+    expect(await text("run-reason")).toBe("time budget of 1200 s spent");
+    const ended = await text("run-ended-by");
+    expect(ended).toContain("t011");
+    expect(ended).toContain("budget overrun");
+    expect(ended).toContain(STOPPED);
+  });
+
+  it("shows intervals against a target only where the goal has one", async () => {
+    await open(`/runs/${OPEN}`, `${sel("intervals-chart")} svg`);
+    expect(await titles()).not.toContain("Intervals against the target");
+    expect(await page.$$eval(`${sel("intervals-chart")} svg text`, (ts) => ts.map((t) => t.textContent ?? ""))).not.toContainEqual(expect.stringMatching(/target/));
+    await open(`/runs/${TARGETED}`, `${sel("intervals-chart")} svg`);
+    expect(await titles()).toContain("Intervals against the target");
+  });
+
+  it("draws the features chart with whole axis names and no labels on top of each other", async () => {
+    await open(`/runs/${OPEN}`, `${sel("parallel-chart")} svg text`);
+    // Past the entry animation.
+    await new Promise((r) => setTimeout(r, 800));
+    const boxes = await page.$$eval(`${sel("parallel-chart")} svg text`, (ts) =>
+      ts.map((t) => {
+        const r = t.getBoundingClientRect();
+        return { text: t.textContent ?? "", x0: r.left, x1: r.right, y0: r.top, y1: r.bottom };
+      }),
+    );
+    const names = boxes.map((b) => b.text);
+    for (const name of ["lr", "batch size", "weight decay", "label smoothing", "warmup epochs", "grad clip", "ema decay", "params", "val acc"]) expect(names).toContain(name);
+    expect(names.filter((n) => /\.\.\.|…/.test(n))).toEqual([]);
+    const overlaps = boxes.flatMap((a, i) => boxes.slice(i + 1).filter((b) => a.x0 < b.x1 - 1 && b.x0 < a.x1 - 1 && a.y0 < b.y1 - 1 && b.y0 < a.y1 - 1).map((b) => `${a.text} / ${b.text}`));
+    expect(overlaps).toEqual([]);
+  });
+});
+
+describe("the best trial's page", () => {
+  it("shows its held-out test accuracy per seed with the 95% interval, and its seeds' ensemble", async () => {
+    await open(`/runs/${OPEN}/trials/${OPEN}-t009`, sel("trial-hypothesis"));
+    expect(await text("test-per-seed")).toContain("91.23% [90.7%, 91.8%]");
+    expect(await text("test-ensemble")).toMatch(/ensemble of its 3 seeds.*91\.88% \[91\.3%, 92\.4%\]/);
+  });
+
+  it("shows none on a trial the run did not confirm", async () => {
+    await open(`/runs/${OPEN}/trials/${OPEN}-t003`, sel("trial-hypothesis"));
+    expect(await page.$(sel("test-per-seed"))).toBeNull();
+  });
+});
