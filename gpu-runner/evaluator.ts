@@ -124,7 +124,7 @@ export class Evaluator {
     if (missing.length) {
       throw new ResearchError(
         "invalid_config",
-        `no weights kept for trial ${req.weightsOf} seed ${missing.join(", ")} (the runner keeps its run's best ${KEPT_PER_RUN} trials by validation mean, while it runs)`,
+        `no weights kept for trial ${req.weightsOf} seed ${missing.join(", ")} (the runner keeps its run's best ${KEPT_PER_RUN} trials by the run's rule for best, while it runs)`,
       );
     }
     const filesOf = (seed: number): JobFiles =>
