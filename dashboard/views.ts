@@ -255,22 +255,11 @@ function interventionsOf(v: RunView): InterventionRow[] {
   });
 }
 
-/**
- * The judge's RunFinished.reason is the judgement that ended the run: the
- * verdict of the trial judged last ("failed: budget_overrun: cancelled: ...",
- * "accepted"), then, after "; ", why the run ended. Shown as one line under
- * the run's status, a trial stopped at the budget read as the run failing.
- */
+/** Why the run ended (the judge's words for it, RunFinished.reason) and the trial whose judgement ended it. */
 function endingOf(v: RunView): Pick<RunDetail, "reason" | "ended_by"> {
   const reason = v.finished?.reason ?? "";
   const last = [...v.state.trials.values()].find((t) => t.judgedPosition === v.state.judgedCount - 1);
-  const j = last?.judged;
-  if (!last || !j || !isTerminal(j.decision) || j.reason !== reason) return { reason, ended_by: null };
-  // A failure's message may itself hold "; ": the verdict ends with its first line.
-  const message = j.failure?.message.split("\n")[0] ?? "";
-  const at = message && reason.includes(message) ? reason.indexOf(message) + message.length : 0;
-  const cut = reason.indexOf("; ", at);
-  return { reason: cut >= 0 ? reason.slice(cut + 2) : reason, ended_by: last.id };
+  return { reason, ended_by: last?.judged && isTerminal(last.judged.decision) ? last.id : null };
 }
 
 export function runDetail(v: RunView, nowMs = Date.now()): RunDetail {

@@ -33,7 +33,7 @@ async function finishRun(state: RunState, last: TrialJudged, ctx: AgentContext):
         testSkipped: confirmation?.skipped ?? "",
         trials: state.judgedCount,
         seconds: liveSeconds(state, Date.now()),
-        reason: last.reason,
+        reason: last.runReason,
       },
     },
   });
@@ -46,7 +46,7 @@ async function judgeTrial(event: Event, ctx: AgentContext): Promise<void> {
   if (state.finished || !t?.evaluated || t.judged) return;
   const judged = judge(state, t, Date.now());
   await ctx.emit(`${t.id}/judged`, { runId: event.runId, trialId: t.id, body: { case: "trialJudged", value: judged } });
-  ctx.log.info({ verdict: judged.verdict, decision: judged.decision, score: judged.score, reason: judged.reason }, "trial judged");
+  ctx.log.info({ verdict: judged.verdict, decision: judged.decision, score: judged.score, reason: judged.reason, run_reason: judged.runReason }, "trial judged");
   // The run's state now includes this judgement (emit returns once it is stored).
   if (isTerminal(judged.decision)) await finishRun(await ctx.runState(event.runId), judged, ctx);
 }

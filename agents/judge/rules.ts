@@ -7,7 +7,7 @@
  */
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { failure, labelName } from "../../core/failure.js";
-import { Decision, RunStatus, TrialJudgedSchema, Verdict, type TrialJudged } from "../../proto/gen/research/v1/events_pb.js";
+import { Decision, RunEnd, RunStatus, TrialJudgedSchema, Verdict, type TrialJudged } from "../../proto/gen/research/v1/events_pb.js";
 import { bestTrial, doneBy, inFlight, isClaimingPromotion, longTrainingInFlight, patienceOf, plateau, PLATEAU_DELTA, scoreOf, slowestSeedSeconds, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { budgetPlan, nothingFits } from "../../swarm/budget.js";
 
@@ -83,47 +83,50 @@ export function judge(state: RunState, t: TrialState, nowMs: number): TrialJudge
 
   const plan = budgetPlan(withThis, nowMs);
   let decision = Decision.ITERATE;
-  let why = reason;
+  let runEnd = RunEnd.UNSPECIFIED;
+  let why = "";
+  const stop = (end: RunEnd, words: string) => {
+    decision = end === RunEnd.GOAL_MET ? Decision.GOAL_ACHIEVED : Decision.STOP;
+    runEnd = end;
+    why = words;
+  };
   if (verdict === Verdict.ACCEPT && target > 0 && acc && acc.n >= 2 && acc.ci95[0]! >= target) {
-    decision = Decision.GOAL_ACHIEVED;
-    why = `goal met: 95% CI lower bound ${acc.ci95[0]!.toFixed(4)} >= target ${target}`;
+    stop(RunEnd.GOAL_MET, `goal met: 95% CI lower bound ${acc.ci95[0]!.toFixed(4)} >= target ${target}`);
   } else if (state.stopRequested) {
     // The analyst cancels every trial in flight; the last of them to be judged ends the run.
-    if (!inFlight(withThis)) {
-      decision = Decision.STOP;
-      why = `${reason}; ${doneBy(state.stopRequested, "stopped")}`;
-    }
+    if (!inFlight(withThis)) stop(RunEnd.STOPPED_BY_PERSON, doneBy(state.stopRequested, "stopped"));
   } else if (settings?.maxTrials && withThis.judgedCount >= settings.maxTrials) {
-    decision = Decision.STOP;
-    why = `${reason}; trial budget of ${settings.maxTrials} spent`;
+    stop(RunEnd.TRIAL_BUDGET, `trial budget of ${settings.maxTrials} spent`);
   } else if (nothingFits(withThis, nowMs) && !inFlight(withThis)) {
     // Not even the quickest trial seen so far fits before the reserve for the
     // test confirmation and the report, and none still runs (the planner
     // started each only if it fit; the analyst cancels one that reaches the
     // reserve): stop now, so the run ends within its budget.
-    decision = Decision.STOP;
-    why = plan.remainingS <= 0
-      ? `${reason}; time budget of ${state.goal!.timeBudgetS} s spent`
-      : `${reason}; time budget of ${state.goal!.timeBudgetS} s nearly spent: ${plan.remainingS.toFixed(0)} s left, ${plan.reserveS.toFixed(0)} s reserved for the test confirmation and the report`;
+    stop(
+      RunEnd.TIME_BUDGET,
+      plan.remainingS <= 0
+        ? `time budget of ${state.goal!.timeBudgetS} s spent`
+        : `time budget of ${state.goal!.timeBudgetS} s nearly spent: ${plan.remainingS.toFixed(0)} s left, ${plan.reserveS.toFixed(0)} s reserved for the test confirmation and the report`,
+    );
   } else if (t.proposed?.lastTraining && !inFlight(withThis)) {
     // Planned as the run's last long training: nothing long fits after it, and a probe
     // started now could not change the best, so the run ends with its confirmation.
-    decision = Decision.STOP;
-    why = `${reason}; the run's last long training is done, and no training long enough to change the best fits the ${Math.max(0, plan.availableS).toFixed(0)} s left`;
+    stop(RunEnd.LAST_TRAINING, `the run's last long training is done, and no training long enough to change the best fits the ${Math.max(0, plan.availableS).toFixed(0)} s left`);
   } else if (flat.since >= patience && !longTrainingInFlight(withThis)) {
     // Not while a promotion trains: the planner's exploit phase answers a
     // plateau by training the best config longer, and that result decides.
-    decision = Decision.STOP;
     const what = Number.isFinite(flat.best)
       ? `the best 95% CI lower bound (${pct(flat.best)}) has not risen by more than ${PLATEAU_DELTA * 100} pp`
       : "no trial was accepted";
-    why = `${reason}; plateau: ${what} in the last ${patience} ${promotionsOnly ? "promotions with the run's seeds" : "judged trials"}`;
+    stop(RunEnd.PLATEAU, `plateau: ${what} in the last ${patience} ${promotionsOnly ? "promotions with the run's seeds" : "judged trials"}`);
   }
 
   const init: MessageInitShape<typeof TrialJudgedSchema> = {
     verdict,
     decision,
-    reason: why,
+    reason,
+    runEnd,
+    runReason: why,
     bestTrialId: best?.id ?? "",
     score,
     ciLow: acc?.ci95[0] ?? 0,
@@ -136,8 +139,6 @@ export function judge(state: RunState, t: TrialState, nowMs: number): TrialJudge
   return create(TrialJudgedSchema, init);
 }
 
-const BUDGET_SPENT = /; (?:trial|time) budget of [\d.]+(?: s)? (?:spent$|nearly spent: )/;
-
 /**
  * The status of a run that `last` ended. An open-ended run that found a
  * model completed: spending its budget or reaching a plateau is how it is
@@ -148,7 +149,6 @@ export function runStatus(state: RunState, last: TrialJudged): RunStatus {
   if (state.stopRequested) return RunStatus.STOPPED;
   if (state.goal?.openEnded && bestTrial(state)) return RunStatus.COMPLETED;
   // The last long training spent what the plan had for long trainings: the budget, not a plateau.
-  const ended = [...state.trials.values()].find((t) => t.judgedPosition === state.judgedCount - 1);
-  if (ended?.proposed?.lastTraining) return RunStatus.BUDGET_EXHAUSTED;
-  return BUDGET_SPENT.test(last.reason) ? RunStatus.BUDGET_EXHAUSTED : RunStatus.STOPPED;
+  const spent = [RunEnd.TRIAL_BUDGET, RunEnd.TIME_BUDGET, RunEnd.LAST_TRAINING];
+  return spent.includes(last.runEnd) ? RunStatus.BUDGET_EXHAUSTED : RunStatus.STOPPED;
 }

@@ -3,7 +3,7 @@ import { judge, runStatus } from "../../agents/judge/rules.js";
 import { bestTrial } from "../../swarm/run-state.js";
 import { labelName } from "../../core/failure.js";
 import { Surface } from "../../proto/gen/research/v1/common_pb.js";
-import { Decision, InterventionKind, RunStatus, Verdict } from "../../proto/gen/research/v1/events_pb.js";
+import { Decision, InterventionKind, RunEnd, RunStatus, Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import { failure } from "../../core/failure.js";
 import { evaluated, proposed, RUN, started, state } from "./helpers.js";
 
@@ -78,7 +78,7 @@ describe("judge", () => {
   it("stops on the trial budget, the time budget and patience", () => {
     const budget = judgeLast([started({ maxTrials: 1 }), proposed("t0"), evaluated("t0", 0.9)], "t0");
     expect(budget.decision).toBe(Decision.STOP);
-    expect(budget.reason).toMatch(/trial budget of 1 spent/);
+    expect(budget.runReason).toMatch(/trial budget of 1 spent/);
     const late = judgeLast([started({}, { timeBudgetS: 60 }), proposed("t0"), evaluated("t0", 0.9)], "t0", 1000 + 61_000);
     expect(late.decision).toBe(Decision.STOP);
     // The random baseline (no promotions) gives up on a plateau of judged trials.
@@ -89,7 +89,7 @@ describe("judge", () => {
     events.push(proposed("t2", Surface.DATA, ["t0"]), evaluated("t2", 0.86));
     const stale = judgeLast(events, "t2");
     expect(stale.decision).toBe(Decision.STOP);
-    expect(stale.reason).toBe("accepted; plateau: the best 95% CI lower bound (89.00%) has not risen by more than 0.1 pp in the last 2 judged trials");
+    expect(stale).toMatchObject({ reason: "accepted", runEnd: RunEnd.PLATEAU, runReason: "plateau: the best 95% CI lower bound (89.00%) has not risen by more than 0.1 pp in the last 2 judged trials" });
     // Not while the best trains again at a higher fidelity (the exploit phase's answer to a plateau).
     const promotion = proposed("p0", Surface.DATA, ["t0"]);
     (promotion.body as { value: { rung?: number } }).value.rung = 3;
@@ -105,7 +105,7 @@ describe("judge", () => {
     // CI lower bounds 0.89, 0.8905, then 0.8908: never 0.1 pp above 0.89.
     const flat = judgeLast([...judgedRun(start, [0.9, 0.9005]), proposed("t2"), evaluated("t2", 0.9008)], "t2");
     expect(flat.decision).toBe(Decision.STOP);
-    expect(flat.reason).toMatch(/plateau: the best 95% CI lower bound \(89\.00%\)/);
+    expect(flat.runReason).toMatch(/plateau: the best 95% CI lower bound \(89\.00%\)/);
     // 0.89 -> 0.8905 -> 0.892: the last one is progress.
     const rising = judgeLast([...judgedRun(start, [0.9, 0.9005]), proposed("t2"), evaluated("t2", 0.902)], "t2");
     expect(rising.decision).toBe(Decision.ITERATE);
@@ -116,7 +116,7 @@ describe("judge", () => {
     events.push(judgedEvent("t0", Verdict.REJECT), proposed("t1"), evaluated("t1", 0.12));
     const j = judgeLast(events, "t1");
     expect(j.decision).toBe(Decision.STOP);
-    expect(j.reason).toMatch(/plateau: no trial was accepted in the last 2 judged trials$/);
+    expect(j.runReason).toMatch(/plateau: no trial was accepted in the last 2 judged trials$/);
   });
 
   it("measures the gain over the parent on the CI lower bound", () => {
@@ -149,11 +149,11 @@ describe("judge, open-ended goals", () => {
   it("completes on the trial budget, the time budget or a plateau", () => {
     const budget = finish([started({ maxTrials: 1 }, OPEN), proposed("t0"), evaluated("t0", 0.9)], "t0");
     expect(budget.last.decision).toBe(Decision.STOP);
-    expect(budget.last.reason).toBe("accepted; trial budget of 1 spent");
+    expect(budget.last).toMatchObject({ reason: "accepted", runEnd: RunEnd.TRIAL_BUDGET, runReason: "trial budget of 1 spent" });
     expect(budget.status).toBe(RunStatus.COMPLETED);
 
     const late = finish([started({}, { ...OPEN, timeBudgetS: 60 }), proposed("t0"), evaluated("t0", 0.9)], "t0", 1000 + 61_000);
-    expect(late.last.reason).toBe("accepted; time budget of 60 s spent");
+    expect(late.last).toMatchObject({ reason: "accepted", runEnd: RunEnd.TIME_BUDGET, runReason: "time budget of 60 s spent" });
     expect(late.status).toBe(RunStatus.COMPLETED);
 
     // Open-ended: any number of probes below the best is no plateau (a one-seed
@@ -173,7 +173,7 @@ describe("judge, open-ended goals", () => {
     expect(finish(ranked, "p0").last.decision).toBe(Decision.ITERATE);
     const flat = finish([...ranked, judgedEvent("p0"), promote("p1"), evaluated("p1", 0.87)], "p1");
     expect(flat.last.decision).toBe(Decision.STOP);
-    expect(flat.last.reason).toMatch(/plateau: the best 95% CI lower bound \(89\.00%\) has not risen by more than 0\.1 pp in the last 2 promotions with the run's seeds/);
+    expect(flat.last.runReason).toMatch(/plateau: the best 95% CI lower bound \(89\.00%\) has not risen by more than 0\.1 pp in the last 2 promotions with the run's seeds/);
     expect(flat.status).toBe(RunStatus.COMPLETED);
   });
 
@@ -191,11 +191,12 @@ describe("runStatus, targeted goals", () => {
     expect(finish([...judgedRun(started({ patience: 2, planner: "random" }), [0.9, 0.85]), proposed("t2"), evaluated("t2", 0.86)], "t2").status).toBe(RunStatus.STOPPED);
   });
 
-  it("reads the budget from the stop rule, not from a verdict that mentions one", () => {
+  it("reads the budget from the run's end, not from a verdict that mentions one", () => {
     // An illegal trial's reason names the trial budget; the run still ended on a plateau.
     const events = [...judgedRun(started({ patience: 2, planner: "random" }), [0.9, 0.85]), proposed("t2"), evaluated("t2", 0.9, 0.01, { seconds: 600 })];
     const { last, status } = finish(events, "t2");
-    expect(last.reason).toMatch(/^illegal: .*over the trial budget of 60 s; plateau/);
+    expect(last.reason).toMatch(/^illegal: .*over the trial budget of 60 s$/);
+    expect(last.runEnd).toBe(RunEnd.PLATEAU);
     expect(status).toBe(RunStatus.STOPPED);
   });
 });
@@ -223,7 +224,7 @@ describe("the budget plan", () => {
     // 100 s in: 20 s left, 26 s reserved, so not even a 20 s trial fits.
     const stop = judgeLast(events, "t0", 1000 + 100_000);
     expect(stop.decision).toBe(Decision.STOP);
-    expect(stop.reason).toBe("accepted; time budget of 120 s nearly spent: 20 s left, 26 s reserved for the test confirmation and the report");
+    expect(stop.runReason).toBe("time budget of 120 s nearly spent: 20 s left, 26 s reserved for the test confirmation and the report");
     expect(runStatus(state(events), stop)).toBe(RunStatus.BUDGET_EXHAUSTED);
     // A trial still in flight was started because it fit: the judge waits for it (the
     // analyst cancels it if it reaches the reserve) rather than throw its work away.
@@ -240,7 +241,7 @@ describe("the budget plan", () => {
     expect(waiting.decision).toBe(Decision.ITERATE);
     const { last, status } = finish([started(), proposed("t0"), stop, evaluated("t0", 0.8)], "t0");
     expect(last.decision).toBe(Decision.STOP);
-    expect(last.reason).toMatch(/stopped by cli:alice: enough$/);
+    expect(last.runReason).toMatch(/stopped by cli:alice: enough$/);
     expect(status).toBe(RunStatus.STOPPED);
     // Even an open-ended run that found a model: a person stopped it.
     expect(finish([started({}, OPEN), proposed("t0"), stop, evaluated("t0", 0.8)], "t0").status).toBe(RunStatus.STOPPED);

@@ -10,7 +10,7 @@ import puppeteer, { type Browser, type Page } from "puppeteer-core";
 import { createLogger } from "../../core/logger.js";
 import { buildWeb } from "../../dashboard/build.js";
 import { startDashboard, type Dashboard } from "../../dashboard/server.js";
-import { Decision, RunStatus, type Event } from "../../proto/gen/research/v1/events_pb.js";
+import { Decision, RunEnd, RunStatus, type Event } from "../../proto/gen/research/v1/events_pb.js";
 import { EvalResultSchema } from "../../proto/gen/research/v1/runner_pb.js";
 import { runEvents, TRIALS, type TrialSpec } from "../lineage-store/fixtures.js";
 import { workspaceWith } from "./helpers.js";
@@ -35,11 +35,12 @@ function openEndedRun(): Event[] {
   const trials: TrialSpec[] = TRIALS.map((t, i) => ({ ...t, train: knobs(i) }));
   trials[11] = { ...trials[10]!, hypothesis: "one more probe as the budget runs out", fails: { label: "budget_overrun", at: "evaluated" } };
   const events = runEvents(OPEN, trials);
-  const reason = `failed: budget_overrun: ${STOPPED}; time budget of 1200 s spent`;
+  const verdict = `failed: budget_overrun: ${STOPPED}`;
+  const reason = "time budget of 1200 s spent";
   for (const e of events) {
     const b = e.body;
     if (b.case === "runStarted") Object.assign(b.value.goal!, { rawText: "fashion-mnist: best model you can in 20 minutes", openEnded: true, target: 0 });
-    if (b.case === "trialJudged" && e.trialId === `${OPEN}-t011`) Object.assign(b.value, { decision: Decision.STOP, reason, failure: { ...b.value.failure!, message: STOPPED } });
+    if (b.case === "trialJudged" && e.trialId === `${OPEN}-t011`) Object.assign(b.value, { decision: Decision.STOP, reason: verdict, runEnd: RunEnd.TIME_BUDGET, runReason: reason, failure: { ...b.value.failure!, message: STOPPED } });
     if (b.case === "trialEvaluated" && e.trialId === `${OPEN}-t011`) b.value.failure!.message = STOPPED;
     if (b.case === "runFinished") {
       Object.assign(b.value, {

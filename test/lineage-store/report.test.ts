@@ -201,7 +201,7 @@ function openEndedEvents(): Event[] {
       });
     }
     if (b.case === "trialJudged" && b.value.decision === Decision.GOAL_ACHIEVED) Object.assign(b.value, { decision: Decision.ITERATE, reason: "accepted" });
-    if (b.case === "runFinished") Object.assign(b.value, { status: RunStatus.COMPLETED, reason: "accepted; trial budget of 6 spent" });
+    if (b.case === "runFinished") Object.assign(b.value, { status: RunStatus.COMPLETED, reason: "trial budget of 6 spent" });
   }
   return events;
 }
@@ -381,7 +381,7 @@ describe("report of an open-ended run", () => {
 
   it("names the best model with its CI and its one-time test accuracy, and says there was no target", () => {
     const { markdown, json } = buildReport(state, finished);
-    expect(markdown).toContain("**Status:** completed: accepted; trial budget of 6 spent");
+    expect(markdown).toContain("**Status:** completed: trial budget of 6 spent");
     expect(markdown).toContain(
       "No target was set, so there is no goal to meet or miss: the best model found is `run-fmnist-t006`, validation accuracy 92.35% (95% CI 92.08% – 92.62%); " +
         "test accuracy, measured once on the held-out test split: 91.87% (95% CI 91.56% – 92.18%) per seed, 92.43% (95% CI 91.89% – 92.93%) for the ensemble of its 3 seeds.",
