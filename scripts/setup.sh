@@ -9,6 +9,16 @@ cd "$ROOT"
 STAMPS="$ROOT/.setup"
 mkdir -p "$STAMPS"
 say() { [ "${SETUP_QUIET:-0}" = 1 ] || echo "setup: $*" >&2; }
+# Work that takes minutes is announced whatever SETUP_QUIET says: a first launch is otherwise
+# minutes of silence before its first line.
+step() { echo "setup: $* ..." >&2; STEP_T0=$(date +%s); }
+done_step() { echo "setup: done in $(( $(date +%s) - STEP_T0 )) s" >&2; }
+# A command's output only when it fails (pip warns about this machine's configuration on every
+# install, npm draws a spinner): kept in .setup/LOG.
+quietly() {
+  local log="$STAMPS/$1.log"; shift
+  if ! "$@" > "$log" 2>&1; then cat "$log" >&2; echo "setup: failed: $* (output above, kept in $log)" >&2; exit 1; fi
+}
 
 DEB_PACKAGES="python3-torch python3-torchvision python3-numpy python3-scipy python3-sklearn python3-pytest nats-server bubblewrap openssl dataset-fashion-mnist"
 
@@ -51,9 +61,10 @@ install_debian() {
     echo "       install them with: sudo apt-get install -y ${missing[*]}" >&2
     exit 1
   fi
-  say "installing Debian packages: ${missing[*]}"
-  apt-get update -qq >&2
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >&2
+  step "installing Debian packages: ${missing[*]}"
+  quietly apt-update apt-get update -qq
+  quietly apt-install env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
+  done_step
 }
 
 hash_of() { cat "$@" 2>/dev/null | sha256sum | cut -c1-16; }
@@ -61,9 +72,10 @@ hash_of() { cat "$@" 2>/dev/null | sha256sum | cut -c1-16; }
 install_npm() {
   local want; want="$(hash_of package.json package-lock.json)"
   if [ -d node_modules ] && [ "$(cat "$STAMPS/npm" 2>/dev/null)" = "$want" ]; then return 0; fi
-  say "installing npm packages"
-  npm install --no-audit --no-fund --loglevel=error >&2
+  step "installing npm packages (first run, or package-lock.json changed: about a minute)"
+  quietly npm npm install --no-audit --no-fund --no-progress --loglevel=error
   echo "$want" > "$STAMPS/npm"
+  done_step
 }
 
 # The project's Python: the runner's default (torch 2.x, as users and GPU hosts have it; Debian's
@@ -76,11 +88,11 @@ VENV_PACKAGES="torch==2.13.0 numpy==2.4.6 scipy==1.17.1 scikit-learn==1.9.1 pyte
 install_venv() {
   local want; want="$(echo "$VENV_PACKAGES" | sha256sum | cut -c1-16)"
   if [ -x .venv/bin/python ] && [ "$(cat "$STAMPS/venv" 2>/dev/null)" = "$want" ]; then return 0; fi
-  say "installing $VENV_PACKAGES into .venv"
+  step "installing PyTorch and the runner's Python packages into .venv (first run: a few minutes)"
   [ -x .venv/bin/python ] || python3 -m venv .venv
-  # Quiet unless it fails: pip's version and script-location warnings are not the user's business.
-  .venv/bin/python -m pip install --quiet --disable-pip-version-check --no-warn-script-location $VENV_PACKAGES >&2
+  quietly pip .venv/bin/python -m pip install --disable-pip-version-check --no-warn-script-location $VENV_PACKAGES
   echo "$want" > "$STAMPS/venv"
+  done_step
 }
 
 install_debian
