@@ -75,10 +75,12 @@ describe("research-agent", () => {
       [["--seed", "abc"], '--seed must be a whole number from 0 to 4294967295, got "abc"'],
       [["--time-budget", "soon"], '--time-budget must be a duration such as 90s, 20m or 2h, got "soon"'],
       [["--resume", "nosuchrun"], `--resume: ${workspace} has no swarm data (nats/), so no run nosuchrun to resume`],
-      [["--resume", "r1", "--seeds", "2"], "--resume continues run r1 as it was set up; only --time-budget may change it (its new total of live time): drop --goal, --seeds"],
+      [["--resume", "r1", "--seeds", "2"], "--resume continues run r1 as it was set up; only --time-budget may change it (its new total of live time): drop --seeds"],
     ];
     for (const [flags, message] of cases) {
-      const r = await run("research-agent", ["launch", "--goal", "digits: reach 90% validation accuracy", "--workspace", workspace, ...flags]);
+      // A resume takes its goal from the run.
+      const goal = flags[0] === "--resume" ? [] : ["--goal", "digits: reach 90% validation accuracy"];
+      const r = await run("research-agent", ["launch", ...goal, "--workspace", workspace, ...flags]);
       expect(r.code, flags.join(" ")).toBe(1);
       expect(r.stderr.trim()).toBe(`research-agent: ${message}`);
       expect(r.stdout).toBe("");

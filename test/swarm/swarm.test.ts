@@ -14,7 +14,9 @@ import { execFileSync } from "node:child_process";
 import { parseGoal } from "../../core/goal.js";
 import { createLogger } from "../../core/logger.js";
 import { request as queryLineage } from "../../swarm/lineage-query.js";
-import { RunStatus, type Event } from "../../proto/gen/research/v1/events_pb.js";
+import { RunStatus, Verdict, type Event, type RunFinished, type TrialEvaluated, type TrialJudged, type TrialProposed } from "../../proto/gen/research/v1/events_pb.js";
+import { adoptedConcepts, blocksOf } from "../../core/brief.js";
+import { BEST_RULE } from "../../core/ranking.js";
 import { runGoal, runSettings, startSwarm, type RunOutcome, type Swarm } from "../../deploy/swarm.js";
 import { DEFAULT_PYTHON } from "../../core/config.js";
 import { run } from "../helpers/run.js";
@@ -131,6 +133,51 @@ describe("a research run on digits", () => {
     expect(python.stdout.trim(), python.stderr).toBe(`loaded ${seeds.length}`);
     const report = JSON.parse(readFileSync(join(runDir, "report.json"), "utf8")) as { outcome: { best_trial: { weights: { files: { path: string }[]; failure: unknown } } } };
     expect(report.outcome.best_trial.weights).toMatchObject({ files: files.map((path) => ({ path })), failure: null });
+  });
+
+  it("claims in its report only what the stored events show, by the rule the report states", () => {
+    const report = JSON.parse(readFileSync(join(workspace, "runs", outcome.runId, "report.json"), "utf8")) as {
+      outcome: { best_trial_id: string; best_rule: string; why_best: string; test_skipped: string | null; best_trial: { test: { metrics: Record<string, { mean: number }> } | null } };
+      trials: { trial_id: string; num_seeds: number | null; val_examples: number | null; adopted_concepts: string[] }[];
+    };
+    const evaluated = new Map<string, TrialEvaluated>();
+    const judged = new Map<string, TrialJudged>();
+    const proposed = new Map<string, TrialProposed>();
+    for (const e of seen) {
+      if (e.body.case === "trialEvaluated") evaluated.set(e.trialId, e.body.value);
+      if (e.body.case === "trialJudged") judged.set(e.trialId, e.body.value);
+      if (e.body.case === "trialProposed") proposed.set(e.trialId, e.body.value);
+    }
+    // The best, recomputed from the events by the rule the report states: multi-seed first, then the CI lower bound.
+    expect(report.outcome.best_rule).toBe(BEST_RULE);
+    const ranked = [...judged]
+      .filter(([id, j]) => j.verdict === Verdict.ACCEPT && evaluated.get(id)?.result?.aggregated.val_accuracy)
+      .map(([id]) => ({ id, acc: evaluated.get(id)!.result!.aggregated.val_accuracy! }))
+      .sort((a, b) => Number(b.acc.n >= 2) - Number(a.acc.n >= 2) || b.acc.ci95[0]! - a.acc.ci95[0]!);
+    expect(report.outcome.best_trial_id).toBe(ranked[0]!.id);
+    const pct = (x: number) => `${(100 * x).toFixed(2)}%`;
+    expect(report.outcome.why_best).toContain(pct(ranked[0]!.acc.ci95[0]!));
+    if (ranked[1]) expect(report.outcome.why_best).toContain(`${pct(ranked[1].acc.ci95[0]!)} (`);
+    // The test accuracy is the one stored with the run's end, or the report says why there is none.
+    const finished = seen.find((e) => e.body.case === "runFinished")!.body.value as RunFinished;
+    if (finished.testResult) expect(report.outcome.best_trial.test?.metrics.test_accuracy?.mean).toBe(finished.testResult.aggregated.test_accuracy?.mean);
+    else expect(report.outcome.test_skipped).toBe(finished.testSkipped);
+    for (const row of report.trials) {
+      const result = evaluated.get(row.trial_id)?.result;
+      // What each interval counts.
+      expect(row.num_seeds ?? 0, row.trial_id).toBe(result?.numSeeds ?? 0);
+      if (result) expect(row.val_examples, row.trial_id).toBe(result.seedResults[0]!.valExamples);
+      // Each adopted concept names a block the trial's configs hold and its parent's did not.
+      const p = proposed.get(row.trial_id)!;
+      const parent = p.parentIds[0] ? proposed.get(p.parentIds[0]) : undefined;
+      const blocks = blocksOf(JSON.parse(p.modelConfigJson), JSON.parse(p.trainConfigJson));
+      const before = parent ? blocksOf(JSON.parse(parent.modelConfigJson), JSON.parse(parent.trainConfigJson)) : undefined;
+      expect(row.adopted_concepts, row.trial_id).toEqual(adoptedConcepts(outcome.state.briefs, blocks, before).map((c) => c.name).filter((n) => row.adopted_concepts.includes(n)));
+      for (const name of row.adopted_concepts) {
+        const brought = outcome.state.briefs.flatMap((b) => b.architectural_suggestions).find((sg) => sg.name === name)?.building_blocks?.filter((b) => blocks.has(b) && !before?.has(b));
+        expect(brought?.length, `${row.trial_id} ${name}`).toBeGreaterThan(0);
+      }
+    }
   });
 
   it("answers similarity queries over the bus and from the workspace on disk", async () => {
