@@ -12,7 +12,7 @@ import { DECISION, RUN_STATUS, SURFACE, TRIAL_STATUS, VERDICT, type Intervention
 import { interventionEvent, type InterventionCheck } from "../swarm/interventions.js";
 import { FAILURE_LABEL, labelName } from "../core/failure.js";
 import { parseDuration, parseGoal } from "../core/goal.js";
-import { DEFAULT_TIME_BUDGET_S, SEARCH_DEFAULTS } from "../core/defaults.js";
+import { DEFAULT_TIME_BUDGET_S } from "../core/defaults.js";
 import { shortTrialId } from "../core/ids.js";
 import { describeLlm, llmConfigFromFlags } from "../core/llm/config.js";
 import { cliConfig } from "../core/config.js";
@@ -36,81 +36,7 @@ import { ArxivClient } from "../research/arxiv.js";
 import { DeepResearch, type DeepBrief } from "../research/deep-research.js";
 import { parseOutputFormat } from "../research/research.js";
 import { fmtPct, parseFraction, parsePositiveInt, parseSeed } from "./format.js";
-
-/** The dashboard's default port: fixed, so its pages' URLs can be bookmarked and shared. */
-const UI_PORT = 8470;
-
-const HELP = `research-agent — an autonomous ML research swarm for PyTorch
-
-usage:
-  research-agent launch --goal "fashion-mnist: reach 90% validation accuracy" [options]
-  research-agent launch --goal "fashion-mnist: best model you can in 30 minutes" [options]
-  research-agent runs [--json] [--workspace DIR]
-  research-agent watch [RUN] [--workspace DIR | --nats URL]
-  research-agent query --similar "TEXT" [--run RUN] [--k N] [--json] [--workspace DIR | --nats URL]
-  research-agent report RUN [--workspace DIR]
-  research-agent status [--workspace DIR | --nats URL]
-  research-agent pause RUN [--reason TEXT]          start nothing new; trials in flight go on (the budget still runs)
-  research-agent resume RUN
-  research-agent stop RUN [--reason TEXT]           cancel what runs, confirm the best on test, write the report
-  research-agent cancel RUN TRIAL [--reason TEXT]   one trial, labelled cancelled
-  research-agent propose RUN --hypothesis TEXT --model FILE|JSON [--train FILE|JSON] [--parent TRIAL]...
-                 queue a hand-written config: the planner takes it at the next free slot, and it is
-                 validated, built and evaluated like any proposal (train: over the run's probe fidelity)
-  research-agent research "QUERY" [--format "3 suggestions, architecture only"] [--dataset NAME] [--json]
-                 [--notes DIR] [--arxiv] [--workspace DIR]
-  research-agent ablation --goal TEXT [--runs N] [launch options]   research on vs off, matched seeds
-  research-agent secrets DIR [--mounted-at PATH] [--names HOST,...]   a deployment's credentials (docs/DEPLOY.md)
-  research-agent ui [--workspace DIR] [--host H] [--port N] [--token T]   the runs in a browser, live while a
-                 swarm runs (docs/DASHBOARD.md); http://127.0.0.1:${UI_PORT}/ by default (--port 0: a free
-                 port); another --host needs a token (--token, RESEARCH_UI_TOKEN, else a new one in the URL)
-
-launch options:
-  --goal TEXT          dataset, target, limits in plain words, e.g.
-                       "Fashion-MNIST, >= 92% val accuracy, < 200k params, 20 min";
-                       or no target ("maximise accuracy", "best model", "as good
-                       as possible"): the run searches on validation accuracy until
-                       the trial or time budget is spent or it plateaus, and reports
-                       the best model with its 95% CI and one-time test accuracy
-  --max-trials N       trial budget (default 100; the time budget usually ends a run first)
-  --time-budget T      wall-clock budget: 90s, 20m, 2h (default: from the goal, else 30m)
-  --target X           validation accuracy target: 0.9 or 90 (overrides the goal)
-  --max-params N       parameter limit (overrides the goal)
-  --data-dir DIR       dataset location (csv/text/mnist/cifar...; default: standard path)
-  --seeds N            seeds per trial (default 3)
-  --parallel N         trials in flight at once (default 2; on a GPU runner half its slots, at most 4)
-  --planner NAME       builtin (default) or random (the baseline)
-  --subset N           training examples per trial to start with (default: ${SEARCH_DEFAULTS.cpu.subset} on large sets on a CPU, all on a GPU)
-  --epochs N           epochs per trial to start with (default ${SEARCH_DEFAULTS.cpu.epochs})
-  --no-research        skip the research brief
-  --seed N             planner random seed (default 0)
-  --slots N            runner worker slots (default: CPU count; on a GPU host one per 10 GiB of GPU memory, at most 8)
-  --workspace DIR      where lineage, runs, logs and NATS data live (default ./workspace)
-  --nats URL           join an existing NATS instead of starting one
-  --resume RUN         continue an interrupted run from the workspace
-  --unsafe-no-sandbox  run model code without bubblewrap
-  --llm none|openai:MODEL   drive the roles with an LLM on any OpenAI-compatible
-                       endpoint (default none: the built-in brain); key from OPENAI_API_KEY
-  --llm-base-url URL   e.g. http://localhost:11434/v1 (Ollama), http://localhost:8000/v1 (vLLM)
-  --llm-config FILE    per-role endpoints and models (JSON or YAML; see docs/LLM.md)
-  --json               print one JSON object at the end (run id, status, best trial, paths)
-
-launch exit status: 0 when the goal was met, or when a run with no target completed
-  (status completed: it found a best model); 3 when a run with a target ended
-  without meeting it (budget_exhausted, stopped), or a run with no target found
-  no model; 2 on an error; 130 (SIGINT) or 143 (SIGTERM) when stopped before the
-  run ended: the report so far is written, marked interrupted, every process is
-  stopped, and launch --resume RUN goes on from there. A second signal stops at once.
-
-research options:
-  --format TEXT        how much to return: "3 suggestions, 2 insights, architecture only"
-  --dataset NAME       rank for this dataset's modality (default: read from the query)
-  --notes DIR          also search your own papers and notes (.md, .txt; .pdf with pdftotext)
-  --arxiv              also search arXiv live (offline on failure)
-  --workspace DIR      keep the index and the arXiv cache under DIR for the next call
-                       (default: a temporary folder, removed afterwards)
-  --json               print the brief as JSON (the source tally goes to stderr)
-`;
+import { globalHelp, isVerb, UI_PORT, verbHelp, versionText, type Verb } from "./help.js";
 
 const COMMON = {
   workspace: { type: "string", default: "./workspace" },
@@ -124,12 +50,22 @@ function fail(message: string, code = 1): never {
   process.exit(code);
 }
 
+const [verb, ...verbArgs] = process.argv.slice(2);
+
+/** The verb's flags; --help prints the verb's own help and exits. */
 function args<O extends ParseArgsConfig["options"]>(argv: string[], options: O) {
+  let parsed;
   try {
-    return parseArgs({ args: argv, options: { ...COMMON, ...options }, allowPositionals: true });
+    parsed = parseArgs({ args: argv, options: { ...COMMON, ...options }, allowPositionals: true });
   } catch (err) {
-    fail(`${(err as Error).message}\nrun research-agent --help for usage`);
+    fail(`${(err as Error).message}\nrun research-agent ${verb} --help for usage`);
   }
+  // Every verb has COMMON's --help; the generic options type hides it.
+  if ((parsed.values as { help?: boolean }).help) {
+    process.stdout.write(verbHelp(verb as Verb));
+    process.exit(0);
+  }
+  return parsed;
 }
 
 /** What the launcher of the swarm in `workspace` wrote about it (deploy/swarm.ts), if one was launched there. */
@@ -351,7 +287,6 @@ async function withSwarm(
 
 async function launch(argv: string[]): Promise<void> {
   const { values: a } = args(argv, RUN_FLAGS);
-  if (a.help) return void process.stdout.write(HELP);
   const run = prepareRun(a);
   const t0 = Date.now();
   const say = (line: string) => void (!a.json && process.stdout.write(`${elapsed(t0)} ${line}\n`));
@@ -411,7 +346,6 @@ async function launch(argv: string[]): Promise<void> {
 
 async function ablation(argv: string[]): Promise<void> {
   const { values: a } = args(argv, RUN_FLAGS);
-  if (a.help) return void process.stdout.write(HELP);
   const runs = positiveInt("runs", a.runs) ?? 3;
   const run = prepareRun(a);
   const t0 = Date.now();
@@ -452,7 +386,6 @@ async function research(argv: string[]): Promise<void> {
     // No default here: only an explicit workspace keeps the index (and the arXiv cache) for the next call.
     workspace: { type: "string" },
   });
-  if (a.help) return void process.stdout.write(HELP);
   const query = positionals.join(" ").trim() || fail('research needs a query, e.g. research-agent research "regularisation for small CNNs on fashion-mnist"');
   let opts;
   try {
@@ -507,7 +440,6 @@ async function openLineage(workspace: string): Promise<LineageStore> {
 
 async function runs(argv: string[]): Promise<void> {
   const { values: a } = args(argv, {});
-  if (a.help) return void process.stdout.write(HELP);
   const store = await openLineage(a.workspace);
   const rows = await store.listRuns();
   await store.close();
@@ -531,7 +463,6 @@ async function runs(argv: string[]): Promise<void> {
 
 async function watch(argv: string[]): Promise<void> {
   const { values: a, positionals } = args(argv, {});
-  if (a.help) return void process.stdout.write(HELP);
   const states = new Map<string, RunState>();
   const stateOf = (runId: string) => states.get(runId) ?? states.set(runId, emptyRunState(runId)).get(runId)!;
   const print = (e: Event, s: RunState) => {
@@ -561,7 +492,6 @@ async function watch(argv: string[]): Promise<void> {
 
 async function query(argv: string[]): Promise<void> {
   const { values: a } = args(argv, { similar: { type: "string" }, run: { type: "string" }, k: { type: "string" } });
-  if (a.help) return void process.stdout.write(HELP);
   if (!a.similar) fail('query needs --similar "TEXT"');
   const k = a.k ? (parsePositiveInt(a.k) ?? fail(`--k must be a positive integer`)) : 10;
   const bus = await connectOrFail(a.workspace, a.nats);
@@ -587,7 +517,6 @@ async function query(argv: string[]): Promise<void> {
 
 async function report(argv: string[]): Promise<void> {
   const { values: a, positionals } = args(argv, {});
-  if (a.help) return void process.stdout.write(HELP);
   const run = positionals[0] ?? fail("report needs a RUN id");
   const path = join(resolve(a.workspace), "runs", run, "report.md");
   if (existsSync(path)) return void process.stdout.write(readFileSync(path, "utf8"));
@@ -608,7 +537,6 @@ async function report(argv: string[]): Promise<void> {
  */
 async function status(argv: string[]): Promise<void> {
   const { values: a } = args(argv, {});
-  if (a.help) return void process.stdout.write(HELP);
   const bus = (await connectOrFail(a.workspace, a.nats)) ?? fail("no swarm is running for this workspace (give --nats URL or --workspace DIR)");
   const agents = new Map<string, string>();
   const sub = bus.watchHeartbeats((beat) => {
@@ -672,7 +600,6 @@ async function secrets(argv: string[]): Promise<void> {
     // What deploy/compose.yaml and deploy/k8s call the servers.
     names: { type: "string", default: "nats,nats1,nats2,nats3,gpu-runner,*.gpu-runner" },
   });
-  if (a.help) return void process.stdout.write(HELP);
   const dir = resolve(positionals[0] ?? fail("secrets needs a DIR to make them in"));
   const made = ensureSecrets(dir, String(a.names).split(",").map((n) => n.trim()).filter(Boolean));
   writeFileSync(join(dir, "nats-auth.conf"), natsAuthConfig(made, String(a["mounted-at"])), { mode: 0o600 });
@@ -696,8 +623,7 @@ function intervention(kind: InterventionKindName) {
       train: { type: "string" },
       parent: { type: "string", multiple: true },
     });
-    if (a.help) return void process.stdout.write(HELP);
-    const runId = positionals[0] ?? fail(`${kind} needs a RUN id (research-agent runs lists them)`);
+      const runId = positionals[0] ?? fail(`${kind} needs a RUN id (research-agent runs lists them)`);
     if (kind === "cancel_trial" && !positionals[1]) fail("cancel needs a RUN and a TRIAL id");
     const request = { kind, reason: a.reason, trial_id: positionals[1], hypothesis: a.hypothesis, model_config: fileOrText("model", a.model), train_config: fileOrText("train", a.train), parent_ids: a.parent };
     const bus = (await connectOrFail(a.workspace, a.nats)) ?? fail("no swarm is running for this workspace: only a live run can be paused, resumed, stopped, cancelled or given a proposal");
@@ -723,7 +649,6 @@ function intervention(kind: InterventionKindName) {
  */
 async function ui(argv: string[]): Promise<void> {
   const { values: a } = args(argv, { host: { type: "string", default: "127.0.0.1" }, port: { type: "string", default: String(UI_PORT) }, token: { type: "string" } });
-  if (a.help) return void process.stdout.write(HELP);
   const port = Number(a.port);
   if (!/^\d+$/.test(a.port) || port > 65535) fail(`--port must be a whole number from 0 (a free port) to 65535, got "${a.port}"`);
   const workspace = resolve(a.workspace);
@@ -751,8 +676,7 @@ async function ui(argv: string[]): Promise<void> {
   process.once("SIGTERM", stop);
 }
 
-const [command, ...rest] = process.argv.slice(2);
-const commands: Record<string, (argv: string[]) => Promise<void>> = {
+const commands: Record<Verb, (argv: string[]) => Promise<void>> = {
   launch,
   runs,
   watch,
@@ -769,6 +693,12 @@ const commands: Record<string, (argv: string[]) => Promise<void>> = {
   propose: intervention("propose"),
   ui,
 };
-if (!command || command === "--help" || command === "-h" || command === "help") process.stdout.write(HELP);
-else if (!commands[command]) fail(`unknown command "${command}"\n${HELP}`);
-else await commands[command](rest);
+if (!verb || verb === "--help" || verb === "-h") process.stdout.write(globalHelp());
+else if (verb === "--version" || verb === "-V") process.stdout.write(versionText());
+else if (verb === "help") {
+  const about = verbArgs[0];
+  if (about === undefined) process.stdout.write(globalHelp());
+  else if (isVerb(about)) process.stdout.write(verbHelp(about));
+  else fail(`no verb "${about}" (research-agent --help lists them)`);
+} else if (!isVerb(verb)) fail(`unknown command "${verb}" (research-agent --help lists them)`);
+else await commands[verb](verbArgs);

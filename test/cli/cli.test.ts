@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DIGITS_CNN } from "../helpers/models.js";
 import { run as runFile } from "../helpers/run.js";
+import { verbHelp, VERBS as HELP_VERBS, type Verb } from "../../cli/help.js";
 
 // Without NODE_CHANNEL_FD: the CLI must not pick up vitest's IPC channel variable.
 const { NODE_CHANNEL_FD: _ipc, ...inherited } = process.env;
@@ -59,6 +60,8 @@ describe("quick-evaluator", () => {
   });
 });
 
+const VERBS: Verb[] = ["launch", "runs", "watch", "query", "report", "status", "pause", "resume", "stop", "cancel", "propose", "research", "ablation", "secrets", "ui"];
+
 describe("research-agent", () => {
   it("explains a goal it cannot understand", async () => {
     const r = await run("research-agent", ["launch", "--goal", "make it good please", "--workspace", dir]);
@@ -88,8 +91,36 @@ describe("research-agent", () => {
   it("has useful --help", async () => {
     const r = await run("research-agent", ["--help"]);
     expect(r.code).toBe(0);
-    for (const cmd of ["launch", "runs", "watch", "query", "report", "status", "pause", "resume", "stop", "cancel", "propose"]) expect(r.stdout).toContain(`research-agent ${cmd}`);
+    for (const cmd of VERBS) expect(r.stdout).toContain(`research-agent ${cmd}`);
+    expect(Object.keys(HELP_VERBS).sort()).toEqual([...VERBS].sort());
   });
+
+  it("prints its version alone", async () => {
+    const r = await run("research-agent", ["--version"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^research-agent \d+\.\d+\.\d+ \(commit [0-9a-f]{7,}\)\n$/);
+  });
+
+  it("gives each verb its own help, not the global one", () => {
+    for (const v of VERBS) {
+      const text = verbHelp(v);
+      expect(text, v).toMatch(new RegExp(`^usage:\\n  research-agent ${v} `));
+      // Another verb's usage line would mean the global help came back.
+      for (const other of VERBS.filter((o) => o !== v)) expect(text, `${v} --help`).not.toContain(`research-agent ${other} `);
+    }
+    expect(verbHelp("launch")).toContain("launch options:\n  --goal TEXT");
+    expect(verbHelp("query")).toMatch(/--k N +how many trials \(default 10,/);
+  });
+
+  it("prints a verb's help for VERB --help and help VERB, whatever the verb's flags", async () => {
+    // One verb of each kind of flag parsing: the run flags, an intervention, its own flags.
+    const cases: [string, string[]][] = [["launch", ["launch", "--help"]], ["propose", ["propose", "-h"]], ["ui", ["help", "ui"]]];
+    const ran = await Promise.all(cases.map(([, argv]) => run("research-agent", argv)));
+    cases.forEach(([v, argv], i) => {
+      expect(ran[i]!.code, argv.join(" ")).toBe(0);
+      expect(ran[i]!.stdout, argv.join(" ")).toBe(verbHelp(v as Verb));
+    });
+  }, 240_000);
 
   it("says in one line why an intervention cannot be made", async () => {
     const workspace = join(dir, "no-swarm");
