@@ -17,7 +17,7 @@ import { shortTrialId } from "../core/ids.js";
 import { describeLlm, llmConfigFromFlags } from "../core/llm/config.js";
 import { cliConfig } from "../core/config.js";
 import { createLogger } from "../core/logger.js";
-import { request as queryLineage, summaryJson } from "../swarm/lineage-query.js";
+import { DEFAULT_K, MAX_K, request as queryLineage, summaryJson } from "../swarm/lineage-query.js";
 import { summaryOf } from "../lineage-store/query.js";
 import { LineageStore } from "../lineage-store/store.js";
 import { buildReport, writeReport } from "../lineage-store/report.js";
@@ -435,7 +435,7 @@ async function research(argv: string[]): Promise<void> {
 async function openLineage(workspace: string): Promise<LineageStore> {
   const dir = join(resolve(workspace), "lineage");
   if (!existsSync(dir)) fail(`no lineage in ${dir} (is --workspace right?)`);
-  return LineageStore.open(dir, { readOnly: true, embedder: await lineageEmbedder(dir), logger: quietLogger() });
+  return LineageStore.open(dir, { readOnly: true, embedder: await lineageEmbedder(dir, {}, quietLogger()), logger: quietLogger() });
 }
 
 async function runs(argv: string[]): Promise<void> {
@@ -493,7 +493,8 @@ async function watch(argv: string[]): Promise<void> {
 async function query(argv: string[]): Promise<void> {
   const { values: a } = args(argv, { similar: { type: "string" }, run: { type: "string" }, k: { type: "string" } });
   if (!a.similar) fail('query needs --similar "TEXT"');
-  const k = a.k ? (parsePositiveInt(a.k) ?? fail(`--k must be a positive integer`)) : 10;
+  const k = a.k === undefined ? DEFAULT_K : (parsePositiveInt(a.k) ?? 0);
+  if (!(k >= 1 && k <= MAX_K)) fail(`--k must be a whole number from 1 to ${MAX_K}, got "${a.k}"`);
   const bus = await connectOrFail(a.workspace, a.nats);
   let rows: TrialSummary[];
   if (bus) {
@@ -508,11 +509,21 @@ async function query(argv: string[]): Promise<void> {
     const json = rows.map(summaryJson);
     return void process.stdout.write(`${JSON.stringify(json, null, 2)}\n`);
   }
-  for (const r of rows) {
-    process.stdout.write(
-      `${r.distance.toFixed(3)}  ${r.trialId}  ${r.valAccuracy !== undefined ? fmtPct(r.valAccuracy) : "   -   "}  ${FAILURE_LABEL.name(r.failureLabel) ?? "ok"}  ${r.hypothesis}\n`,
-    );
-  }
+  if (rows.length === 0) return void process.stdout.write(`no trials${a.run ? ` in run ${a.run}` : ""} in this workspace's lineage\n`);
+  const table = [
+    ["distance", "trial", "val acc", "status", "hypothesis"],
+    ...rows.map((r) => [
+      r.distance.toFixed(3),
+      r.trialId,
+      r.valAccuracy !== undefined ? fmtPct(r.valAccuracy) : "-",
+      // A failed trial's label says more than its status.
+      FAILURE_LABEL.name(r.failureLabel) ?? TRIAL_STATUS.name(r.status) ?? "?",
+      r.hypothesis,
+    ]),
+  ];
+  const widths = table[0]!.map((_, c) => Math.max(...table.map((row) => row[c]!.length)));
+  const lines = table.map((row) => row.map((cell, c) => (c === row.length - 1 ? cell : cell.padEnd(widths[c]!))).join("  "));
+  process.stdout.write(`closest first; distance: cosine distance to the text, 0 (same direction) to 2 (opposite): lower is closer\n${lines.join("\n")}\n`);
 }
 
 async function report(argv: string[]): Promise<void> {

@@ -5,6 +5,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DIGITS_CNN } from "../helpers/models.js";
 import { run as runFile } from "../helpers/run.js";
+import { LineageStore } from "../../lineage-store/store.js";
+import { runEvents } from "../lineage-store/fixtures.js";
+import { testLogger } from "../bus/helpers.js";
 import { verbHelp, VERBS as HELP_VERBS, type Verb } from "../../cli/help.js";
 
 // Without NODE_CHANNEL_FD: the CLI must not pick up vitest's IPC channel variable.
@@ -120,6 +123,29 @@ describe("research-agent", () => {
       expect(ran[i]!.code, argv.join(" ")).toBe(0);
       expect(ran[i]!.stdout, argv.join(" ")).toBe(verbHelp(v as Verb));
     });
+  }, 240_000);
+
+  it("prints similar trials in labelled columns, closest first, 10 unless --k says otherwise", async () => {
+    const workspace = mkdtempSync(join(tmpdir(), "cli-query-"));
+    const store = await LineageStore.open(join(workspace, "lineage"), { logger: testLogger });
+    await store.applyEvents(runEvents("rq"));
+    await store.close();
+    const [byDefault, three, zero] = await Promise.all([
+      run("research-agent", ["query", "--similar", "squeeze excitation", "--workspace", workspace]),
+      run("research-agent", ["query", "--similar", "squeeze excitation", "--k", "3", "--workspace", workspace]),
+      run("research-agent", ["query", "--similar", "x", "--k", "0", "--workspace", workspace]),
+    ]);
+    expect(byDefault.code, byDefault.stderr).toBe(0);
+    const [note, header, ...rows] = byDefault.stdout.trimEnd().split("\n");
+    expect(note).toMatch(/cosine distance .* lower is closer/);
+    expect(header).toMatch(/^distance +trial +val acc +status +hypothesis$/);
+    expect(rows).toHaveLength(10);
+    const distances = rows.map((r) => Number(r.split(/\s+/)[0]));
+    expect(distances).toEqual([...distances].sort((x, y) => x - y));
+    expect(rows[0]).toContain("squeeze-excitation");
+    expect(three.stdout.trimEnd().split("\n")).toHaveLength(2 + 3);
+    expect(zero.code).toBe(1);
+    expect(zero.stderr.trim()).toBe('research-agent: --k must be a whole number from 1 to 200, got "0"');
   }, 240_000);
 
   it("says in one line why an intervention cannot be made", async () => {
