@@ -19,7 +19,9 @@ const SECTIONS = {
                        or no target ("maximise accuracy", "best model", "as good
                        as possible"): the run searches on validation accuracy until
                        the trial or time budget is spent or it plateaus, and reports
-                       the best model with its 95% CI and one-time test accuracy
+                       the best model with its 95% CI and one-time test accuracy;
+                       a CSV: "csv:/data/titanic.csv target=Survived 0.8" (the file
+                       and its target column are checked before anything starts)
   --max-trials N       trial budget (default 100; the time budget usually ends a run first)
   --time-budget T      wall-clock budget: 90s, 20m, 2h (default: from the goal, else 30m)
   --target X           validation accuracy target: 0.9 or 90 (overrides the goal)

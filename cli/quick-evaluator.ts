@@ -19,6 +19,7 @@ import { connectRunner, evaluateToResult } from "../gpu-runner/client.js";
 import { RUNNER_DEVICES, startRunner, type RunnerDevice, type RunningRunner } from "../gpu-runner/server.js";
 import { EvalResultSchema, GoalStatus, type EvalResult, type EvaluateEvent } from "../proto/gen/research/v1/runner_pb.js";
 import { fmtPct, parseFraction, parsePositiveInt, Progress } from "./format.js";
+import { dataProblem, modelSyntaxError } from "./preflight.js";
 
 const HELP = `quick-evaluator — multi-seed evaluation of one PyTorch model
 
@@ -127,9 +128,45 @@ async function main(): Promise<void> {
   if (device !== undefined && !RUNNER_DEVICES.includes(device)) usage(`--device must be one of ${RUNNER_DEVICES.join(", ")}, got "${a.device}"`);
   if (device !== undefined && a.runner) usage("--device applies to the runner this command starts; --runner names one already running");
   const dataDir = a["data-dir"] ? resolve(a["data-dir"]) : "";
+  const targetColumn = a["target-column"] ?? "";
+  if (a.dataset === "csv" && !targetColumn) usage("--dataset csv needs --target-column COL (the label column)");
+  const noData = dataProblem({ dataset: a.dataset, dataDir, targetColumn });
+  if (noData) usage(noData);
 
-  const log = createLogger("quick-evaluator");
+  // Built before a runner starts, so a bad flag in it starts nothing.
+  const request = {
+    trialId: "quick-evaluator",
+    model: { code, className: a.class },
+    dataset: { name: a.dataset, dataDir, subset: int("subset", a.subset), targetColumn },
+    recipe: {
+      optimizer: choice("optimizer", OPTIMIZER, a.optimizer),
+      schedule: choice("schedule", SCHEDULE, a.schedule),
+      lr: num("lr", a.lr),
+      batchSize: int("batch-size", a["batch-size"]),
+      epochs: int("epochs", a.epochs),
+      emaDecay,
+      amp: a.amp ?? false,
+      channelsLast: a["channels-last"] ?? false,
+      deterministic: a.deterministic ?? false,
+    },
+    seeds,
+    target,
+    evaluateTest: a.test ?? false,
+    budget: {
+      timeBudgetS: num("time-budget", a["time-budget"]),
+      memoryLimitMb: int("memory-limit", a["memory-limit"]),
+      maxParams: BigInt(int("max-params", a["max-params"])),
+    },
+  };
+
   const config = cliConfig();
+  // Checked before a runner starts; the runner would name the file "model.py", not the user's.
+  const syntax = modelSyntaxError(config.runnerPython, a.model);
+  if (syntax) {
+    process.stderr.write(`FAILED [codegen_error]: ${syntax}\n`);
+    process.exit(2);
+  }
+  const log = createLogger("quick-evaluator");
   log.level = config.logLevel;
   let own: RunningRunner | undefined;
   let address = a.runner;
@@ -159,30 +196,7 @@ async function main(): Promise<void> {
   try {
     const result = await evaluateToResult(
       client,
-      {
-        trialId: "quick-evaluator",
-        model: { code, className: a.class },
-        dataset: { name: a.dataset, dataDir, subset: int("subset", a.subset), targetColumn: a["target-column"] ?? "" },
-        recipe: {
-          optimizer: choice("optimizer", OPTIMIZER, a.optimizer),
-          schedule: choice("schedule", SCHEDULE, a.schedule),
-          lr: num("lr", a.lr),
-          batchSize: int("batch-size", a["batch-size"]),
-          epochs: int("epochs", a.epochs),
-          emaDecay,
-          amp: a.amp ?? false,
-          channelsLast: a["channels-last"] ?? false,
-          deterministic: a.deterministic ?? false,
-        },
-        seeds,
-        target,
-        evaluateTest: a.test ?? false,
-        budget: {
-          timeBudgetS: num("time-budget", a["time-budget"]),
-          memoryLimitMb: int("memory-limit", a["memory-limit"]),
-          maxParams: BigInt(int("max-params", a["max-params"])),
-        },
-      },
+      request,
       (e: EvaluateEvent) => progress.onEvent(e),
       { signal: abort.signal },
     );

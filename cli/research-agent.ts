@@ -3,7 +3,7 @@
  * past trials, print a report, show who is alive.
  */
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { tmpdir, userInfo } from "node:os";
+import { homedir, tmpdir, userInfo } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { connectBus, natsAuthConfig, progressSubject, type Bus } from "../bus/index.js";
@@ -36,6 +36,8 @@ import { ArxivClient } from "../research/arxiv.js";
 import { DeepResearch, type DeepBrief } from "../research/deep-research.js";
 import { parseOutputFormat } from "../research/research.js";
 import { fmtPct, parseFraction, parsePositiveInt, parseSeed } from "./format.js";
+import { parseModelConfig, parseTrainConfig } from "../core/model-config.js";
+import { dataProblem } from "./preflight.js";
 import { globalHelp, isVerb, UI_PORT, verbHelp, versionText, type Verb } from "./help.js";
 
 const COMMON = {
@@ -204,6 +206,12 @@ function prepareRun(a: RunArgs) {
   if (parsed.ok && !parsed.goal.timeBudgetS) parsed = parse(DEFAULT_TIME_BUDGET_S);
   if (!parsed.ok && !a.resume) fail(`cannot understand the goal: ${parsed.error}`);
   const goal = parsed.ok ? parsed.goal : undefined;
+  if (goal?.dataDir) {
+    // The runner starts in the repository, not here: a path as the user wrote it is read from here.
+    goal.dataDir = resolve(goal.dataDir.replace(/^~(?=\/|$)/, homedir()));
+    const problem = dataProblem(goal);
+    if (problem) fail(problem);
+  }
   const llmFlags = { llm: a.llm, baseUrl: a["llm-base-url"], file: a["llm-config"] ? resolve(a["llm-config"]) : undefined };
   let llm: string;
   try {
@@ -617,11 +625,18 @@ async function secrets(argv: string[]): Promise<void> {
   process.stdout.write(`secrets in ${dir} (nats.json, runner-token, ca.pem, tls.pem, tls-key.pem, nats-auth.conf); mount it at ${a["mounted-at"]} with RESEARCH_SECRETS=${a["mounted-at"]}\n`);
 }
 
-/** A config flag's value: a file's text, or the JSON itself. */
-function fileOrText(flag: string, v: string | undefined): string | undefined {
-  if (v === undefined || v.trim().startsWith("{")) return v;
-  if (!existsSync(v)) fail(`--${flag}: no file ${v} (give a file, or the JSON itself)`);
-  return readFileSync(v, "utf8");
+/**
+ * A config flag's value, a file's text or the JSON itself, checked with `parse` before
+ * the bus is asked: a problem in a file names the file (YAML errors give its line).
+ */
+function configFlag(flag: string, v: string | undefined, parse: (text: string) => { ok: boolean; error?: string }): string | undefined {
+  if (v === undefined) return undefined;
+  const inline = v.trim().startsWith("{");
+  if (!inline && !existsSync(v)) fail(`--${flag}: no file ${v} (give a file, or the JSON itself)`);
+  const text = inline ? v : readFileSync(v, "utf8");
+  const checked = parse(text);
+  if (!checked.ok) fail(`--${flag}${inline ? "" : ` ${v}`}: ${checked.error}`);
+  return text;
 }
 
 /** pause, resume, stop, cancel and propose: one intervention on a live run (swarm/interventions.ts). */
@@ -636,7 +651,7 @@ function intervention(kind: InterventionKindName) {
     });
       const runId = positionals[0] ?? fail(`${kind} needs a RUN id (research-agent runs lists them)`);
     if (kind === "cancel_trial" && !positionals[1]) fail("cancel needs a RUN and a TRIAL id");
-    const request = { kind, reason: a.reason, trial_id: positionals[1], hypothesis: a.hypothesis, model_config: fileOrText("model", a.model), train_config: fileOrText("train", a.train), parent_ids: a.parent };
+    const request = { kind, reason: a.reason, trial_id: positionals[1], hypothesis: a.hypothesis, model_config: configFlag("model", a.model, parseModelConfig), train_config: configFlag("train", a.train, parseTrainConfig), parent_ids: a.parent };
     const bus = (await connectOrFail(a.workspace, a.nats)) ?? fail("no swarm is running for this workspace: only a live run can be paused, resumed, stopped, cancelled or given a proposal");
     let check: InterventionCheck;
     try {

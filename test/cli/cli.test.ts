@@ -22,7 +22,16 @@ const dir = mkdtempSync(join(tmpdir(), "cli-test-"));
 const good = join(dir, "digits_cnn.py");
 const broken = join(dir, "broken.py");
 writeFileSync(good, DIGITS_CNN);
+const raising = join(dir, "raising.py");
+const people = join(dir, "people.csv");
+const badYaml = join(dir, "model.yaml");
 writeFileSync(broken, "import torch.nn as nn\nclass Net(nn.Module:\n    pass\n");
+writeFileSync(raising, "import torch.nn as nn\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n        undefined_layer\n");
+// The runner sniffs the delimiter: a ';' file is as good as a ',' one.
+writeFileSync(people, "age;city;bought\n31;Oslo;yes\n45;Bergen;no\n");
+writeFileSync(badYaml, "name: wider\nlayers: [16, 32\nhead: linear\n");
+const literal = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+
 
 describe("quick-evaluator", () => {
   it("prints the result document with --json", async () => {
@@ -47,11 +56,32 @@ describe("quick-evaluator", () => {
     expect(r.stderr).toMatch(/seed 0 epoch 1\/2/);
   });
 
-  it("exits 2 with the failure label for a broken model", async () => {
+  it("names the user's file and line for a model with a syntax error, before any runner starts", async () => {
     const r = await run("quick-evaluator", ["--model", broken, "--class", "Net", "--dataset", "digits", "--seeds", "1"]);
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain("FAILED [codegen_error]");
+    expect(r.stderr.trim()).toMatch(new RegExp(`^FAILED \\[codegen_error\\]: ${literal(broken)}, line 2: SyntaxError: [^\\n]+$`));
   });
+
+  it("exits 2 with the runner's failure label for a model that fails when built", async () => {
+    const r = await run("quick-evaluator", ["--model", raising, "--class", "Net", "--dataset", "digits", "--seeds", "1"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/^FAILED \[codegen_error\]: instantiating Net: NameError: name 'undefined_layer' is not defined$/m);
+  });
+
+  it("checks the data flags before it starts a runner", async () => {
+    const base = ["--model", good, "--class", "DigitsNet", "--seeds", "1"];
+    const cases: [string[], string][] = [
+      [["--dataset", "csv", "--data-dir", people], "--dataset csv needs --target-column COL (the label column)"],
+      [["--dataset", "csv", "--data-dir", people, "--target-column", "label"], `csv: no column "label" in ${people}; its header has "age", "city", "bought"`],
+      [["--dataset", "digits", "--data-dir", join(dir, "nowhere")], `digits: no file or folder ${join(dir, "nowhere")}`],
+      [["--dataset", "digits", "--subset", "some"], '--subset must be a positive integer, got "some"'],
+    ];
+    const ran = await Promise.all(cases.map(([flags]) => run("quick-evaluator", [...base, ...flags])));
+    cases.forEach(([flags, message], i) => {
+      expect(ran[i]!.code, flags.join(" ")).toBe(1);
+      expect(ran[i]!.stderr, flags.join(" ")).toBe(`quick-evaluator: ${message}\nrun with --help for usage\n`);
+    });
+  }, 240_000);
 
   it("exits 1 with a usage message for bad flags", async () => {
     const r = await run("quick-evaluator", ["--model", good, "--class", "DigitsNet", "--dataset", "digits", "--seeds", "two"]);
@@ -90,6 +120,29 @@ describe("research-agent", () => {
     }
     expect(existsSync(workspace)).toBe(false);
   });
+
+  it("checks a goal's data files before it starts or writes anything", async () => {
+    const workspace = join(dir, "never-made-data");
+    const missing = join(dir, "missing.csv");
+    const cases: [string[], string][] = [
+      [["--goal", `csv:${missing} target=label: reach 80% validation accuracy`], `csv: no file or folder ${missing}`],
+      [["--goal", `csv:${people} target=label: reach 80% validation accuracy`], `csv: no column "label" in ${people}; its header has "age", "city", "bought"`],
+      [["--goal", "digits: reach 90% validation accuracy", "--data-dir", join(dir, "nowhere")], `digits: no file or folder ${join(dir, "nowhere")}`],
+    ];
+    const ran = await Promise.all([
+      ...cases.map(([flags]) => run("research-agent", ["launch", "--workspace", workspace, ...flags])),
+      run("research-agent", ["launch", "--workspace", workspace, "--goal", `csv:${people}: reach 80% validation accuracy`]),
+    ]);
+    cases.forEach(([flags, message], i) => {
+      expect(ran[i]!.code, flags.join(" ")).toBe(1);
+      expect(ran[i]!.stderr.trim(), flags.join(" ")).toBe(`research-agent: ${message}`);
+      expect(ran[i]!.stdout).toBe("");
+    });
+    const noTarget = ran[cases.length]!;
+    expect(noTarget.code).toBe(1);
+    expect(noTarget.stderr).toMatch(new RegExp(`^research-agent: cannot understand the goal: csv needs its target column, e\\.g\\. "csv:${literal(people)} target=Survived"`));
+    expect(existsSync(workspace)).toBe(false);
+  }, 240_000);
 
   it("has useful --help", async () => {
     const r = await run("research-agent", ["--help"]);
@@ -154,6 +207,7 @@ describe("research-agent", () => {
       [["pause"], "pause needs a RUN id (research-agent runs lists them)"],
       [["cancel", "r1"], "cancel needs a RUN and a TRIAL id"],
       [["propose", "r1", "--hypothesis", "wider", "--model", join(dir, "missing.yaml")], `--model: no file ${join(dir, "missing.yaml")} (give a file, or the JSON itself)`],
+      [["propose", "r1", "--hypothesis", "wider", "--model", badYaml], `--model ${badYaml}: model_config: not valid JSON or YAML: Flow sequence in block collection must be sufficiently indented and end with a ] at line 3, column 1`],
       [["stop", "r1"], "no swarm is running for this workspace: only a live run can be paused, resumed, stopped, cancelled or given a proposal"],
     ];
     for (const [argv, message] of cases) {
