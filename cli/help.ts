@@ -8,6 +8,7 @@ import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import pkg from "../package.json" with { type: "json" };
 import { SEARCH_DEFAULTS } from "../core/defaults.js";
+import { RUNNER_DEVICES } from "../gpu-runner/server.js";
 import { DEFAULT_K, MAX_K } from "../swarm/lineage-query.js";
 
 /** The dashboard's default port: fixed, so its pages' URLs can be bookmarked and shared. */
@@ -35,6 +36,8 @@ const SECTIONS = {
   --no-research        skip the research brief
   --seed N             planner random seed (default 0)
   --slots N            runner worker slots (default: CPU count; on a GPU host one per 10 GiB of GPU memory, at most 8)
+  --device NAME        ${RUNNER_DEVICES.join(", ")}: the device of the runner the launch starts (default auto:
+                       the GPUs when there are any); cuda on a host without one stops before anything starts
   --workspace DIR      where lineage, runs, logs and NATS data live (default ./workspace)
   --nats URL           join an existing NATS instead of starting one
   --resume RUN         continue an interrupted run from the workspace

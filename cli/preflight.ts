@@ -1,12 +1,44 @@
 /**
  * What the CLIs check before they start any process (nats-server, runner,
- * agents): the goal's data files, a user's model file. Each answer is one line naming the user's own input, or undefined
+ * agents): the goal's data files, a user's model file, the device asked
+ * for. Each answer is one line naming the user's own input, or undefined
  * when the check passes. The runner stays the authority: these only catch,
  * in seconds, what would otherwise fail after the whole swarm came up.
  */
 import { execFileSync } from "node:child_process";
 import { closeSync, openSync, readSync, statSync } from "node:fs";
 import { join } from "node:path";
+import { RUNNER_DEVICES, type RunnerDevice } from "../gpu-runner/server.js";
+
+/** --device as the CLIs take it, for the runner they start (gpu-runner/server.ts gives the meaning). */
+export function parseDevice(text: string | undefined): { ok: true; device?: RunnerDevice } | { ok: false; error: string } {
+  if (text === undefined) return { ok: true };
+  if ((RUNNER_DEVICES as readonly string[]).includes(text)) return { ok: true, device: text as RunnerDevice };
+  return { ok: false, error: `--device must be one of ${RUNNER_DEVICES.join(", ")}, got "${text}"` };
+}
+
+/**
+ * Why `python` (the runner's) would refuse `--device cuda`, asked the way the runner
+ * asks: whether its torch sees a CUDA device. Undefined when it does, or when the
+ * question cannot be put here (the runner then answers it).
+ */
+export function cudaProblem(python: string): string | undefined {
+  // The runner's workers never see the caller's CUDA_VISIBLE_DEVICES (gpu-runner/sandbox.ts), so neither does the question.
+  const { CUDA_VISIBLE_DEVICES: _, ...env } = process.env;
+  let out: string;
+  try {
+    out = execFileSync(python, ["-c", "import torch; print(torch.__version__, torch.cuda.is_available())"], {
+      env,
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "ignore"],
+      timeout: 60_000,
+    });
+  } catch {
+    return undefined;
+  }
+  const [torch, available] = out.trim().split(/\s+/);
+  return available === "True" ? undefined : `--device cuda: this host has no CUDA device that ${python} can use (torch ${torch}); use --device cpu or auto`;
+}
 
 // The runner sniffs the delimiter among these (gpu-runner/python/datasets.py, _read_csv).
 const CSV_DELIMITERS = [",", ";", "\t", "|"];

@@ -16,10 +16,10 @@ import { DEFAULTS } from "../gpu-runner/request.js";
 import { DEFAULT_LR, RECIPE_DEFAULTS } from "../core/defaults.js";
 import { OPTIMIZER, SCHEDULE, type ClosedSet } from "../core/enums.js";
 import { connectRunner, evaluateToResult } from "../gpu-runner/client.js";
-import { RUNNER_DEVICES, startRunner, type RunnerDevice, type RunningRunner } from "../gpu-runner/server.js";
+import { startRunner, type RunningRunner } from "../gpu-runner/server.js";
 import { EvalResultSchema, GoalStatus, type EvalResult, type EvaluateEvent } from "../proto/gen/research/v1/runner_pb.js";
 import { fmtPct, parseFraction, parsePositiveInt, Progress } from "./format.js";
-import { dataProblem, modelSyntaxError } from "./preflight.js";
+import { cudaProblem, dataProblem, modelSyntaxError, parseDevice } from "./preflight.js";
 
 const HELP = `quick-evaluator — multi-seed evaluation of one PyTorch model
 
@@ -124,8 +124,9 @@ async function main(): Promise<void> {
   const emaDecay = a["ema-decay"] === undefined ? 0 : Number(a["ema-decay"]);
   if (!(emaDecay >= 0 && emaDecay < 1)) usage(`--ema-decay must be a number in [0, 1), got "${a["ema-decay"]}"`);
   const seeds = int("seeds", a.seeds) || DEFAULTS.seeds;
-  const device = a.device as RunnerDevice | undefined;
-  if (device !== undefined && !RUNNER_DEVICES.includes(device)) usage(`--device must be one of ${RUNNER_DEVICES.join(", ")}, got "${a.device}"`);
+  const parsedDevice = parseDevice(a.device);
+  if (!parsedDevice.ok) usage(parsedDevice.error);
+  const device = parsedDevice.device;
   if (device !== undefined && a.runner) usage("--device applies to the runner this command starts; --runner names one already running");
   const dataDir = a["data-dir"] ? resolve(a["data-dir"]) : "";
   const targetColumn = a["target-column"] ?? "";
@@ -166,6 +167,8 @@ async function main(): Promise<void> {
     process.stderr.write(`FAILED [codegen_error]: ${syntax}\n`);
     process.exit(2);
   }
+  const noCuda = device === "cuda" ? cudaProblem(config.runnerPython) : undefined;
+  if (noCuda) usage(noCuda);
   const log = createLogger("quick-evaluator");
   log.level = config.logLevel;
   let own: RunningRunner | undefined;

@@ -37,7 +37,7 @@ import { DeepResearch, type DeepBrief } from "../research/deep-research.js";
 import { parseOutputFormat } from "../research/research.js";
 import { fmtPct, parseFraction, parsePositiveInt, parseSeed } from "./format.js";
 import { parseModelConfig, parseTrainConfig } from "../core/model-config.js";
-import { dataProblem } from "./preflight.js";
+import { cudaProblem, dataProblem, parseDevice } from "./preflight.js";
 import { globalHelp, isVerb, UI_PORT, verbHelp, versionText, type Verb } from "./help.js";
 
 const COMMON = {
@@ -162,6 +162,7 @@ const RUN_FLAGS = {
   resume: { type: "string" },
   runs: { type: "string" },
   "unsafe-no-sandbox": { type: "boolean" },
+  device: { type: "string" },
   llm: { type: "string" },
   "llm-base-url": { type: "string" },
   "llm-config": { type: "string" },
@@ -219,9 +220,14 @@ function prepareRun(a: RunArgs) {
   } catch (err) {
     fail(`LLM settings: ${(err as Error).message}`);
   }
+  const device = parseDevice(a.device);
+  if (!device.ok) fail(device.error);
+  // Last: it asks the runner's Python, which takes seconds where the other checks take none.
+  const noCuda = device.device === "cuda" ? cudaProblem(cliConfig().runnerPython) : undefined;
+  if (noCuda) fail(noCuda);
   const settings = (swarm: Swarm, research: boolean, seed?: number) =>
     runSettings(goal!, { ...flags, planner: a.planner, rngSeed: seed ?? flags.rngSeed, research, llm }, workspace, swarm.runnerHealth);
-  return { workspace, goal, llmFlags, settings, slots };
+  return { workspace, goal, llmFlags, settings, slots, device: device.device };
 }
 
 /** Exit statuses of a launch stopped by a signal, after its report is written. */
@@ -250,6 +256,7 @@ async function withSwarm(
       workspace: run.workspace,
       natsUrl: a.nats,
       slots: run.slots,
+      device: run.device,
       dataRoots: dataRoot ? [dataRoot] : [],
       unsafeNoSandbox: a["unsafe-no-sandbox"],
       llm: run.llmFlags,
@@ -262,6 +269,9 @@ async function withSwarm(
   } catch (err) {
     fail(`cannot start the swarm: ${(err as Error).message}`, 2);
   }
+  const { slots, device } = swarm.runnerHealth;
+  // Which device the run gets (--device), said before it spends any of its budget.
+  say(`runner: ${slots} slots on ${device?.kind ?? "?"}${device?.kind === "cuda" ? ` (${device.gpus} x ${device.name})` : ""}, torch ${device?.torchVersion ?? "?"}${device?.sandboxed ? ", sandboxed" : ", NOT sandboxed"}`);
   let stopping = false;
   const shutdown = async (code: number): Promise<never> => {
     if (!stopping) {

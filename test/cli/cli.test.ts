@@ -1,9 +1,10 @@
 /** The command-line tools as a user runs them: real processes, real runner, exit codes and output. */
 import { describe, expect, it } from "vitest";
-import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DIGITS_CNN } from "../helpers/models.js";
+import { DEFAULT_PYTHON } from "../../core/config.js";
 import { run as runFile } from "../helpers/run.js";
 import { LineageStore } from "../../lineage-store/store.js";
 import { runEvents } from "../lineage-store/fixtures.js";
@@ -31,7 +32,13 @@ writeFileSync(raising, "import torch.nn as nn\nclass Net(nn.Module):\n    def __
 writeFileSync(people, "age;city;bought\n31;Oslo;yes\n45;Bergen;no\n");
 writeFileSync(badYaml, "name: wider\nlayers: [16, 32\nhead: linear\n");
 const literal = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+const PYTHON = process.env.RUNNER_PYTHON ?? DEFAULT_PYTHON;
 
+/** Whether the runner's Python sees a CUDA device: the tests of --device cuda's refusal need a host without one. */
+async function hostHasCuda(): Promise<boolean> {
+  const r = await runFile(PYTHON, ["-c", "import torch; print(torch.cuda.is_available())"], { timeout: 60_000 });
+  return r.stdout.trim() === "True";
+}
 
 describe("quick-evaluator", () => {
   it("prints the result document with --json", async () => {
@@ -121,13 +128,14 @@ describe("research-agent", () => {
     expect(existsSync(workspace)).toBe(false);
   });
 
-  it("checks a goal's data files before it starts or writes anything", async () => {
+  it("checks a goal's data files and the device before it starts or writes anything", async () => {
     const workspace = join(dir, "never-made-data");
     const missing = join(dir, "missing.csv");
     const cases: [string[], string][] = [
       [["--goal", `csv:${missing} target=label: reach 80% validation accuracy`], `csv: no file or folder ${missing}`],
       [["--goal", `csv:${people} target=label: reach 80% validation accuracy`], `csv: no column "label" in ${people}; its header has "age", "city", "bought"`],
       [["--goal", "digits: reach 90% validation accuracy", "--data-dir", join(dir, "nowhere")], `digits: no file or folder ${join(dir, "nowhere")}`],
+      [["--goal", "digits: reach 90% validation accuracy", "--device", "gpu"], '--device must be one of auto, cpu, cuda, got "gpu"'],
     ];
     const ran = await Promise.all([
       ...cases.map(([flags]) => run("research-agent", ["launch", "--workspace", workspace, ...flags])),
@@ -143,6 +151,35 @@ describe("research-agent", () => {
     expect(noTarget.stderr).toMatch(new RegExp(`^research-agent: cannot understand the goal: csv needs its target column, e\\.g\\. "csv:${literal(people)} target=Survived"`));
     expect(existsSync(workspace)).toBe(false);
   }, 240_000);
+
+  it("refuses --device cuda on a host without CUDA before anything starts", async (ctx) => {
+    if (await hostHasCuda()) ctx.skip();
+    const workspace = join(dir, "never-made-cuda");
+    const [launch, quick] = await Promise.all([
+      run("research-agent", ["launch", "--goal", "digits: reach 90% validation accuracy", "--device", "cuda", "--workspace", workspace]),
+      run("quick-evaluator", ["--model", good, "--class", "DigitsNet", "--dataset", "digits", "--device", "cuda"]),
+    ]);
+    const refusal = `--device cuda: this host has no CUDA device that ${literal(PYTHON)} can use \\(torch [^)]+\\); use --device cpu or auto`;
+    expect(launch.code).toBe(1);
+    expect(launch.stderr.trim()).toMatch(new RegExp(`^research-agent: ${refusal}$`));
+    expect(existsSync(workspace)).toBe(false);
+    expect(quick.code).toBe(1);
+    expect(quick.stderr).toMatch(new RegExp(`^quick-evaluator: ${refusal}\\n`));
+  }, 240_000);
+
+  it("starts its runner on the device asked for, and stops everything when the data fails the runner's own checks", async () => {
+    const workspace = mkdtempSync(join(tmpdir(), "cli-device-"));
+    // Passes the header check, fails the runner's: no feature column besides the label.
+    const labelsOnly = join(dir, "labels-only.csv");
+    writeFileSync(labelsOnly, "label\nyes\nno\nyes\nno\n");
+    const r = await run("research-agent", ["launch", "--goal", `csv:${labelsOnly} target=label 80%`, "--device", "cpu", "--workspace", workspace]);
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stdout).toMatch(/runner: \d+ slots on cpu, torch /);
+    expect(r.stderr).toContain("has no usable feature columns besides 'label'");
+    // Nothing left running: the launch's nats-server is gone with it.
+    const { nats_pid } = JSON.parse(readFileSync(join(workspace, "swarm.json"), "utf8")) as { nats_pid: number };
+    expect(existsSync(`/proc/${nats_pid}`) && readFileSync(`/proc/${nats_pid}/comm`, "utf8").trim() === "nats-server").toBe(false);
+  }, 300_000);
 
   it("has useful --help", async () => {
     const r = await run("research-agent", ["--help"]);
