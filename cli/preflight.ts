@@ -43,14 +43,13 @@ export function cudaProblem(python: string): string | undefined {
 // The runner sniffs the delimiter among these (gpu-runner/python/datasets.py, _read_csv).
 const CSV_DELIMITERS = [",", ";", "\t", "|"];
 
-/** The first line of a file, without a byte-order mark; undefined when the file is empty. */
+/** The first non-blank line of a file, without a byte-order mark; undefined when there is none. */
 function firstLine(path: string): string | undefined {
   const fd = openSync(path, "r");
   try {
     const buf = Buffer.alloc(1 << 16);
     const text = buf.subarray(0, readSync(fd, buf, 0, buf.length, 0)).toString("utf8").replace(/^\uFEFF/, "");
-    const line = text.split(/\r?\n/).find((l) => l.trim() !== "");
-    return line;
+    return text.split(/\r?\n/).find((l) => l.trim() !== "");
   } finally {
     closeSync(fd);
   }
@@ -61,7 +60,12 @@ function firstLine(path: string): string | undefined {
  * runner's delimiters, quotes stripped), so it never refuses a file the runner reads.
  */
 function csvProblem(path: string, target: string): string | undefined {
-  const header = firstLine(path);
+  let header: string | undefined;
+  try {
+    header = firstLine(path);
+  } catch (err) {
+    return `csv: cannot read ${path}: ${(err as Error).message}`;
+  }
   if (header === undefined) return `csv: ${path} is empty, expected a header row`;
   const splits = CSV_DELIMITERS.map((d) => header.split(d).map((f) => f.trim().replace(/^"(.*)"$/, "$1").trim()));
   if (splits.some((fields) => fields.includes(target))) return undefined;
