@@ -16,9 +16,10 @@ import { DEFAULTS } from "../gpu-runner/request.js";
 import { DEFAULT_LR, RECIPE_DEFAULTS } from "../core/defaults.js";
 import { OPTIMIZER, SCHEDULE, type ClosedSet } from "../core/enums.js";
 import { connectRunner, evaluateToResult } from "../gpu-runner/client.js";
-import { RUNNER_DEVICES, startRunner, type RunnerDevice, type RunningRunner } from "../gpu-runner/server.js";
+import { startRunner, type RunningRunner } from "../gpu-runner/server.js";
 import { EvalResultSchema, GoalStatus, type EvalResult, type EvaluateEvent } from "../proto/gen/research/v1/runner_pb.js";
 import { fmtPct, parseFraction, parsePositiveInt, Progress } from "./format.js";
+import { cudaProblem, dataProblem, modelSyntaxError, parseDevice } from "./preflight.js";
 
 const HELP = `quick-evaluator — multi-seed evaluation of one PyTorch model
 
@@ -123,13 +124,52 @@ async function main(): Promise<void> {
   const emaDecay = a["ema-decay"] === undefined ? 0 : Number(a["ema-decay"]);
   if (!(emaDecay >= 0 && emaDecay < 1)) usage(`--ema-decay must be a number in [0, 1), got "${a["ema-decay"]}"`);
   const seeds = int("seeds", a.seeds) || DEFAULTS.seeds;
-  const device = a.device as RunnerDevice | undefined;
-  if (device !== undefined && !RUNNER_DEVICES.includes(device)) usage(`--device must be one of ${RUNNER_DEVICES.join(", ")}, got "${a.device}"`);
+  const parsedDevice = parseDevice(a.device);
+  if (!parsedDevice.ok) usage(parsedDevice.error);
+  const device = parsedDevice.device;
   if (device !== undefined && a.runner) usage("--device applies to the runner this command starts; --runner names one already running");
   const dataDir = a["data-dir"] ? resolve(a["data-dir"]) : "";
+  const targetColumn = a["target-column"] ?? "";
+  if (a.dataset === "csv" && !targetColumn) usage("--dataset csv needs --target-column COL (the label column)");
+  const noData = dataProblem({ dataset: a.dataset, dataDir, targetColumn });
+  if (noData) usage(noData);
 
-  const log = createLogger("quick-evaluator");
+  // Built before a runner starts, so a bad flag in it starts nothing.
+  const request = {
+    trialId: "quick-evaluator",
+    model: { code, className: a.class },
+    dataset: { name: a.dataset, dataDir, subset: int("subset", a.subset), targetColumn },
+    recipe: {
+      optimizer: choice("optimizer", OPTIMIZER, a.optimizer),
+      schedule: choice("schedule", SCHEDULE, a.schedule),
+      lr: num("lr", a.lr),
+      batchSize: int("batch-size", a["batch-size"]),
+      epochs: int("epochs", a.epochs),
+      emaDecay,
+      amp: a.amp ?? false,
+      channelsLast: a["channels-last"] ?? false,
+      deterministic: a.deterministic ?? false,
+    },
+    seeds,
+    target,
+    evaluateTest: a.test ?? false,
+    budget: {
+      timeBudgetS: num("time-budget", a["time-budget"]),
+      memoryLimitMb: int("memory-limit", a["memory-limit"]),
+      maxParams: BigInt(int("max-params", a["max-params"])),
+    },
+  };
+
   const config = cliConfig();
+  // Checked before a runner starts; the runner would name the file "model.py", not the user's.
+  const syntax = modelSyntaxError(config.runnerPython, a.model);
+  if (syntax) {
+    process.stderr.write(`FAILED [codegen_error]: ${syntax}\n`);
+    process.exit(2);
+  }
+  const noCuda = device === "cuda" ? cudaProblem(config.runnerPython) : undefined;
+  if (noCuda) usage(noCuda);
+  const log = createLogger("quick-evaluator");
   log.level = config.logLevel;
   let own: RunningRunner | undefined;
   let address = a.runner;
@@ -159,30 +199,7 @@ async function main(): Promise<void> {
   try {
     const result = await evaluateToResult(
       client,
-      {
-        trialId: "quick-evaluator",
-        model: { code, className: a.class },
-        dataset: { name: a.dataset, dataDir, subset: int("subset", a.subset), targetColumn: a["target-column"] ?? "" },
-        recipe: {
-          optimizer: choice("optimizer", OPTIMIZER, a.optimizer),
-          schedule: choice("schedule", SCHEDULE, a.schedule),
-          lr: num("lr", a.lr),
-          batchSize: int("batch-size", a["batch-size"]),
-          epochs: int("epochs", a.epochs),
-          emaDecay,
-          amp: a.amp ?? false,
-          channelsLast: a["channels-last"] ?? false,
-          deterministic: a.deterministic ?? false,
-        },
-        seeds,
-        target,
-        evaluateTest: a.test ?? false,
-        budget: {
-          timeBudgetS: num("time-budget", a["time-budget"]),
-          memoryLimitMb: int("memory-limit", a["memory-limit"]),
-          maxParams: BigInt(int("max-params", a["max-params"])),
-        },
-      },
+      request,
       (e: EvaluateEvent) => progress.onEvent(e),
       { signal: abort.signal },
     );

@@ -3,7 +3,7 @@
  * past trials, print a report, show who is alive.
  */
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { tmpdir, userInfo } from "node:os";
+import { homedir, tmpdir, userInfo } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { connectBus, natsAuthConfig, progressSubject, type Bus } from "../bus/index.js";
@@ -12,13 +12,13 @@ import { DECISION, RUN_STATUS, SURFACE, TRIAL_STATUS, VERDICT, type Intervention
 import { interventionEvent, type InterventionCheck } from "../swarm/interventions.js";
 import { FAILURE_LABEL, labelName } from "../core/failure.js";
 import { parseDuration, parseGoal } from "../core/goal.js";
-import { DEFAULT_SEEDS, DEFAULT_TIME_BUDGET_S, PROBE_SEEDS, SEARCH_DEFAULTS } from "../core/defaults.js";
+import { DEFAULT_SEEDS, DEFAULT_TIME_BUDGET_S, PROBE_SEEDS } from "../core/defaults.js";
 import { BEST_RULE, intervalBasis, standingOf } from "../core/ranking.js";
 import { shortTrialId } from "../core/ids.js";
 import { describeLlm, llmConfigFromFlags } from "../core/llm/config.js";
 import { cliConfig } from "../core/config.js";
 import { createLogger, type Logger } from "../core/logger.js";
-import { request as queryLineage, summaryJson } from "../swarm/lineage-query.js";
+import { DEFAULT_K, MAX_K, request as queryLineage, summaryJson } from "../swarm/lineage-query.js";
 import { summaryOf } from "../lineage-store/query.js";
 import { LineageStore } from "../lineage-store/store.js";
 import { buildReport, duration, writeReport } from "../lineage-store/report.js";
@@ -37,81 +37,9 @@ import { ArxivClient } from "../research/arxiv.js";
 import { DeepResearch, type DeepBrief } from "../research/deep-research.js";
 import { parseOutputFormat } from "../research/research.js";
 import { fmtPct, parseFraction, parsePositiveInt, parseSeed } from "./format.js";
-
-/** The dashboard's default port: fixed, so its pages' URLs can be bookmarked and shared. */
-const UI_PORT = 8470;
-
-const HELP = `research-agent — an autonomous ML research swarm for PyTorch
-
-usage:
-  research-agent launch --goal "fashion-mnist: reach 90% validation accuracy" [options]
-  research-agent launch --goal "fashion-mnist: best model you can in 30 minutes" [options]
-  research-agent runs [--json] [--workspace DIR]
-  research-agent watch [RUN] [--workspace DIR | --nats URL]
-  research-agent query --similar "TEXT" [--run RUN] [--k N] [--json] [--workspace DIR | --nats URL]
-  research-agent report RUN [--workspace DIR]
-  research-agent status [--workspace DIR | --nats URL]
-  research-agent pause RUN [--reason TEXT]          start nothing new; trials in flight go on (the budget still runs)
-  research-agent resume RUN
-  research-agent stop RUN [--reason TEXT]           cancel what runs, confirm the best on test, write the report
-  research-agent cancel RUN TRIAL [--reason TEXT]   one trial, labelled cancelled
-  research-agent propose RUN --hypothesis TEXT --model FILE|JSON [--train FILE|JSON] [--parent TRIAL]...
-                 queue a hand-written config: the planner takes it at the next free slot, and it is
-                 validated, built and evaluated like any proposal (train: over the run's probe fidelity)
-  research-agent research "QUERY" [--format "3 suggestions, architecture only"] [--dataset NAME] [--json]
-                 [--notes DIR] [--arxiv] [--workspace DIR]
-  research-agent ablation --goal TEXT [--runs N] [launch options]   research on vs off, matched seeds
-  research-agent secrets DIR [--mounted-at PATH] [--names HOST,...]   a deployment's credentials (docs/DEPLOY.md)
-  research-agent ui [--workspace DIR] [--host H] [--port N] [--token T]   the runs in a browser, live while a
-                 swarm runs (docs/DASHBOARD.md); http://127.0.0.1:${UI_PORT}/ by default (--port 0: a free
-                 port); another --host needs a token (--token, RESEARCH_UI_TOKEN, else a new one in the URL)
-
-launch options:
-  --goal TEXT          dataset, target, limits in plain words, e.g.
-                       "Fashion-MNIST, >= 92% val accuracy, < 200k params, 20 min";
-                       or no target ("maximise accuracy", "best model", "as good
-                       as possible"): the run searches on validation accuracy until
-                       the trial or time budget is spent or it plateaus, and reports
-                       the best model with its 95% CI and one-time test accuracy
-  --max-trials N       trial budget (default 100; the time budget usually ends a run first)
-  --time-budget T      wall-clock budget: 90s, 20m, 2h (default: from the goal, else 30m)
-  --target X           validation accuracy target: 0.9 or 90 (overrides the goal)
-  --max-params N       parameter limit (overrides the goal)
-  --data-dir DIR       dataset location (csv/text/mnist/cifar...; default: standard path)
-  --seeds N            seeds per trial (default 3)
-  --parallel N         trials in flight at once (default 2; on a GPU runner half its slots, at most 4)
-  --planner NAME       builtin (default) or random (the baseline)
-  --subset N           training examples per trial to start with (default: ${SEARCH_DEFAULTS.cpu.subset} on large sets on a CPU, all on a GPU)
-  --epochs N           epochs per trial to start with (default ${SEARCH_DEFAULTS.cpu.epochs})
-  --no-research        skip the research brief
-  --seed N             planner random seed (default 0)
-  --slots N            runner worker slots (default: CPU count; on a GPU host one per 10 GiB of GPU memory, at most 8)
-  --workspace DIR      where lineage, runs, logs and NATS data live (default ./workspace)
-  --nats URL           join an existing NATS instead of starting one
-  --resume RUN         continue an interrupted run from the workspace
-  --unsafe-no-sandbox  run model code without bubblewrap
-  --llm none|openai:MODEL   drive the roles with an LLM on any OpenAI-compatible
-                       endpoint (default none: the built-in brain); key from OPENAI_API_KEY
-  --llm-base-url URL   e.g. http://localhost:11434/v1 (Ollama), http://localhost:8000/v1 (vLLM)
-  --llm-config FILE    per-role endpoints and models (JSON or YAML; see docs/LLM.md)
-  --json               print one JSON object at the end (run id, status, best trial, paths)
-
-launch exit status: 0 when the goal was met, or when a run with no target completed
-  (status completed: it found a best model); 3 when a run with a target ended
-  without meeting it (budget_exhausted, stopped), or a run with no target found
-  no model; 2 on an error; 130 (SIGINT) or 143 (SIGTERM) when stopped before the
-  run ended: the report so far is written, marked interrupted, every process is
-  stopped, and launch --resume RUN goes on from there. A second signal stops at once.
-
-research options:
-  --format TEXT        how much to return: "3 suggestions, 2 insights, architecture only"
-  --dataset NAME       rank for this dataset's modality (default: read from the query)
-  --notes DIR          also search your own papers and notes (.md, .txt; .pdf with pdftotext)
-  --arxiv              also search arXiv live (offline on failure)
-  --workspace DIR      keep the index and the arXiv cache under DIR for the next call
-                       (default: a temporary folder, removed afterwards)
-  --json               print the brief as JSON (the source tally goes to stderr)
-`;
+import { parseModelConfig, parseTrainConfig } from "../core/model-config.js";
+import { cudaProblem, dataProblem, parseDevice } from "./preflight.js";
+import { globalHelp, isVerb, UI_PORT, verbHelp, versionText, type Verb } from "./help.js";
 
 const COMMON = {
   workspace: { type: "string", default: "./workspace" },
@@ -125,12 +53,22 @@ function fail(message: string, code = 1): never {
   process.exit(code);
 }
 
+const [verb, ...verbArgs] = process.argv.slice(2);
+
+/** The verb's flags; --help prints the verb's own help and exits. */
 function args<O extends ParseArgsConfig["options"]>(argv: string[], options: O) {
+  let parsed;
   try {
-    return parseArgs({ args: argv, options: { ...COMMON, ...options }, allowPositionals: true });
+    parsed = parseArgs({ args: argv, options: { ...COMMON, ...options }, allowPositionals: true });
   } catch (err) {
-    fail(`${(err as Error).message}\nrun research-agent --help for usage`);
+    fail(`${(err as Error).message}\nrun research-agent ${verb} --help for usage`);
   }
+  // Every verb has COMMON's --help; the generic options type hides it.
+  if ((parsed.values as { help?: boolean }).help) {
+    process.stdout.write(verbHelp(verb as Verb));
+    process.exit(0);
+  }
+  return parsed;
 }
 
 /** What the launcher of the swarm in `workspace` wrote about it (deploy/swarm.ts), if one was launched there. */
@@ -237,6 +175,7 @@ const RUN_FLAGS = {
   resume: { type: "string" },
   runs: { type: "string" },
   "unsafe-no-sandbox": { type: "boolean" },
+  device: { type: "string" },
   llm: { type: "string" },
   "llm-base-url": { type: "string" },
   "llm-config": { type: "string" },
@@ -288,6 +227,12 @@ function prepareRun(a: RunArgs) {
   if (parsed.ok && !parsed.goal.timeBudgetS) parsed = parse(DEFAULT_TIME_BUDGET_S);
   if (!parsed.ok && !a.resume) fail(`cannot understand the goal: ${parsed.error}`);
   const goal = parsed.ok ? parsed.goal : undefined;
+  if (goal?.dataDir) {
+    // The runner starts in the repository, not here: a path as the user wrote it is read from here.
+    goal.dataDir = resolve(goal.dataDir.replace(/^~(?=\/|$)/, homedir()));
+    const problem = dataProblem(goal);
+    if (problem) fail(problem);
+  }
   const llmFlags = { llm: a.llm, baseUrl: a["llm-base-url"], file: a["llm-config"] ? resolve(a["llm-config"]) : undefined };
   let llm: string;
   try {
@@ -295,9 +240,14 @@ function prepareRun(a: RunArgs) {
   } catch (err) {
     fail(`LLM settings: ${(err as Error).message}`);
   }
+  const device = parseDevice(a.device);
+  if (!device.ok) fail(device.error);
+  // Last: it asks the runner's Python, which takes seconds where the other checks take none.
+  const noCuda = device.device === "cuda" ? cudaProblem(cliConfig().runnerPython) : undefined;
+  if (noCuda) fail(noCuda);
   const settings = (swarm: Swarm, research: boolean, seed?: number) =>
     runSettings(goal!, { ...flags, planner: a.planner, rngSeed: seed ?? flags.rngSeed, research, llm }, workspace, swarm.runnerHealth);
-  return { workspace, goal, llmFlags, settings, slots };
+  return { workspace, goal, llmFlags, settings, slots, device: device.device };
 }
 
 /** Exit statuses of a launch stopped by a signal, after its report is written. */
@@ -328,6 +278,7 @@ async function withSwarm(
       workspace: run.workspace,
       natsUrl: a.nats,
       slots: run.slots,
+      device: run.device,
       dataRoots: dataRoot ? [dataRoot] : [],
       unsafeNoSandbox: a["unsafe-no-sandbox"],
       llm: run.llmFlags,
@@ -340,6 +291,9 @@ async function withSwarm(
   } catch (err) {
     fail(`cannot start the swarm: ${(err as Error).message}`, 2);
   }
+  const { slots, device } = swarm.runnerHealth;
+  // Which device the run gets (--device), said before it spends any of its budget.
+  say(`runner: ${slots} slots on ${device?.kind ?? "?"}${device?.kind === "cuda" ? ` (${device.gpus} x ${device.name})` : ""}, torch ${device?.torchVersion ?? "?"}${device?.sandboxed ? ", sandboxed" : ", NOT sandboxed"}`);
   let stopping = false;
   const shutdown = async (code: number): Promise<never> => {
     if (!stopping) {
@@ -373,7 +327,6 @@ async function withSwarm(
 
 async function launch(argv: string[]): Promise<void> {
   const { values: a } = args(argv, RUN_FLAGS);
-  if (a.help) return void process.stdout.write(HELP);
   const run = prepareRun(a);
   const t0 = Date.now();
   const say = (line: string) => void (!a.json && process.stdout.write(`${elapsed(t0)} ${line}\n`));
@@ -435,7 +388,6 @@ async function launch(argv: string[]): Promise<void> {
 
 async function ablation(argv: string[]): Promise<void> {
   const { values: a } = args(argv, RUN_FLAGS);
-  if (a.help) return void process.stdout.write(HELP);
   const runs = positiveInt("runs", a.runs) ?? 3;
   const run = prepareRun(a);
   const t0 = Date.now();
@@ -476,7 +428,6 @@ async function research(argv: string[]): Promise<void> {
     // No default here: only an explicit workspace keeps the index (and the arXiv cache) for the next call.
     workspace: { type: "string" },
   });
-  if (a.help) return void process.stdout.write(HELP);
   const query = positionals.join(" ").trim() || fail('research needs a query, e.g. research-agent research "regularisation for small CNNs on fashion-mnist"');
   let opts;
   try {
@@ -526,7 +477,7 @@ async function research(argv: string[]): Promise<void> {
 async function openLineage(workspace: string): Promise<LineageStore> {
   const dir = join(resolve(workspace), "lineage");
   if (!existsSync(dir)) fail(`no lineage in ${dir} (is --workspace right?)`);
-  return LineageStore.open(dir, { readOnly: true, embedder: await lineageEmbedder(dir), logger: quietLogger() });
+  return LineageStore.open(dir, { readOnly: true, embedder: await lineageEmbedder(dir, {}, quietLogger()), logger: quietLogger() });
 }
 
 /** outcome.seconds of the run's report.json, if it has one. */
@@ -539,7 +490,6 @@ function reportSeconds(runDir: string): number | undefined {
 
 async function runs(argv: string[]): Promise<void> {
   const { values: a } = args(argv, {});
-  if (a.help) return void process.stdout.write(HELP);
   const store = await openLineage(a.workspace);
   const rows = await store.listRuns();
   await store.close();
@@ -569,7 +519,6 @@ async function runs(argv: string[]): Promise<void> {
 
 async function watch(argv: string[]): Promise<void> {
   const { values: a, positionals } = args(argv, {});
-  if (a.help) return void process.stdout.write(HELP);
   const states = new Map<string, RunState>();
   const stateOf = (runId: string) => states.get(runId) ?? states.set(runId, emptyRunState(runId)).get(runId)!;
   const print = (e: Event, s: RunState) => {
@@ -599,9 +548,9 @@ async function watch(argv: string[]): Promise<void> {
 
 async function query(argv: string[]): Promise<void> {
   const { values: a } = args(argv, { similar: { type: "string" }, run: { type: "string" }, k: { type: "string" } });
-  if (a.help) return void process.stdout.write(HELP);
   if (!a.similar) fail('query needs --similar "TEXT"');
-  const k = a.k ? (parsePositiveInt(a.k) ?? fail(`--k must be a positive integer`)) : 10;
+  const k = a.k === undefined ? DEFAULT_K : (parsePositiveInt(a.k) ?? 0);
+  if (!(k >= 1 && k <= MAX_K)) fail(`--k must be a whole number from 1 to ${MAX_K}, got "${a.k}"`);
   const bus = await connectOrFail(a.workspace, a.nats);
   let rows: TrialSummary[];
   if (bus) {
@@ -616,16 +565,25 @@ async function query(argv: string[]): Promise<void> {
     const json = rows.map(summaryJson);
     return void process.stdout.write(`${JSON.stringify(json, null, 2)}\n`);
   }
-  for (const r of rows) {
-    process.stdout.write(
-      `${r.distance.toFixed(3)}  ${r.trialId}  ${r.valAccuracy !== undefined ? fmtPct(r.valAccuracy) : "   -   "}  ${FAILURE_LABEL.name(r.failureLabel) ?? "ok"}  ${r.hypothesis}\n`,
-    );
-  }
+  if (rows.length === 0) return void process.stdout.write(`no trials${a.run ? ` in run ${a.run}` : ""} in this workspace's lineage\n`);
+  const table = [
+    ["distance", "trial", "val acc", "status", "hypothesis"],
+    ...rows.map((r) => [
+      r.distance.toFixed(3),
+      r.trialId,
+      r.valAccuracy !== undefined ? fmtPct(r.valAccuracy) : "-",
+      // A failed trial's label says more than its status.
+      FAILURE_LABEL.name(r.failureLabel) ?? TRIAL_STATUS.name(r.status) ?? "?",
+      r.hypothesis,
+    ]),
+  ];
+  const widths = table[0]!.map((_, c) => Math.max(...table.map((row) => row[c]!.length)));
+  const lines = table.map((row) => row.map((cell, c) => (c === row.length - 1 ? cell : cell.padEnd(widths[c]!))).join("  "));
+  process.stdout.write(`closest first; distance: cosine distance to the text, 0 (same direction) to 2 (opposite): lower is closer\n${lines.join("\n")}\n`);
 }
 
 async function report(argv: string[]): Promise<void> {
   const { values: a, positionals } = args(argv, {});
-  if (a.help) return void process.stdout.write(HELP);
   const run = positionals[0] ?? fail("report needs a RUN id");
   const path = join(resolve(a.workspace), "runs", run, "report.md");
   if (existsSync(path)) return void process.stdout.write(readFileSync(path, "utf8"));
@@ -646,7 +604,6 @@ async function report(argv: string[]): Promise<void> {
  */
 async function status(argv: string[]): Promise<void> {
   const { values: a } = args(argv, {});
-  if (a.help) return void process.stdout.write(HELP);
   const bus = (await connectOrFail(a.workspace, a.nats)) ?? fail("no swarm is running for this workspace (give --nats URL or --workspace DIR)");
   const agents = new Map<string, string>();
   const sub = bus.watchHeartbeats((beat) => {
@@ -710,18 +667,24 @@ async function secrets(argv: string[]): Promise<void> {
     // What deploy/compose.yaml and deploy/k8s call the servers.
     names: { type: "string", default: "nats,nats1,nats2,nats3,gpu-runner,*.gpu-runner" },
   });
-  if (a.help) return void process.stdout.write(HELP);
   const dir = resolve(positionals[0] ?? fail("secrets needs a DIR to make them in"));
   const made = ensureSecrets(dir, String(a.names).split(",").map((n) => n.trim()).filter(Boolean));
   writeFileSync(join(dir, "nats-auth.conf"), natsAuthConfig(made, String(a["mounted-at"])), { mode: 0o600 });
   process.stdout.write(`secrets in ${dir} (nats.json, runner-token, ca.pem, tls.pem, tls-key.pem, nats-auth.conf); mount it at ${a["mounted-at"]} with RESEARCH_SECRETS=${a["mounted-at"]}\n`);
 }
 
-/** A config flag's value: a file's text, or the JSON itself. */
-function fileOrText(flag: string, v: string | undefined): string | undefined {
-  if (v === undefined || v.trim().startsWith("{")) return v;
-  if (!existsSync(v)) fail(`--${flag}: no file ${v} (give a file, or the JSON itself)`);
-  return readFileSync(v, "utf8");
+/**
+ * A config flag's value, a file's text or the JSON itself, checked with `parse` before
+ * the bus is asked: a problem in a file names the file (YAML errors give its line).
+ */
+function configFlag(flag: string, v: string | undefined, parse: (text: string) => { ok: boolean; error?: string }): string | undefined {
+  if (v === undefined) return undefined;
+  const inline = v.trim().startsWith("{");
+  if (!inline && !existsSync(v)) fail(`--${flag}: no file ${v} (give a file, or the JSON itself)`);
+  const text = inline ? v : readFileSync(v, "utf8");
+  const checked = parse(text);
+  if (!checked.ok) fail(`--${flag}${inline ? "" : ` ${v}`}: ${checked.error}`);
+  return text;
 }
 
 /** pause, resume, stop, cancel and propose: one intervention on a live run (swarm/interventions.ts). */
@@ -734,10 +697,9 @@ function intervention(kind: InterventionKindName) {
       train: { type: "string" },
       parent: { type: "string", multiple: true },
     });
-    if (a.help) return void process.stdout.write(HELP);
-    const runId = positionals[0] ?? fail(`${kind} needs a RUN id (research-agent runs lists them)`);
+      const runId = positionals[0] ?? fail(`${kind} needs a RUN id (research-agent runs lists them)`);
     if (kind === "cancel_trial" && !positionals[1]) fail("cancel needs a RUN and a TRIAL id");
-    const request = { kind, reason: a.reason, trial_id: positionals[1], hypothesis: a.hypothesis, model_config: fileOrText("model", a.model), train_config: fileOrText("train", a.train), parent_ids: a.parent };
+    const request = { kind, reason: a.reason, trial_id: positionals[1], hypothesis: a.hypothesis, model_config: configFlag("model", a.model, parseModelConfig), train_config: configFlag("train", a.train, parseTrainConfig), parent_ids: a.parent };
     const bus = (await connectOrFail(a.workspace, a.nats)) ?? fail("no swarm is running for this workspace: only a live run can be paused, resumed, stopped, cancelled or given a proposal");
     let check: InterventionCheck;
     try {
@@ -761,7 +723,6 @@ function intervention(kind: InterventionKindName) {
  */
 async function ui(argv: string[]): Promise<void> {
   const { values: a } = args(argv, { host: { type: "string", default: "127.0.0.1" }, port: { type: "string", default: String(UI_PORT) }, token: { type: "string" } });
-  if (a.help) return void process.stdout.write(HELP);
   const port = Number(a.port);
   if (!/^\d+$/.test(a.port) || port > 65535) fail(`--port must be a whole number from 0 (a free port) to 65535, got "${a.port}"`);
   const workspace = resolve(a.workspace);
@@ -789,8 +750,7 @@ async function ui(argv: string[]): Promise<void> {
   process.once("SIGTERM", stop);
 }
 
-const [command, ...rest] = process.argv.slice(2);
-const commands: Record<string, (argv: string[]) => Promise<void>> = {
+const commands: Record<Verb, (argv: string[]) => Promise<void>> = {
   launch,
   runs,
   watch,
@@ -807,6 +767,12 @@ const commands: Record<string, (argv: string[]) => Promise<void>> = {
   propose: intervention("propose"),
   ui,
 };
-if (!command || command === "--help" || command === "-h" || command === "help") process.stdout.write(HELP);
-else if (!commands[command]) fail(`unknown command "${command}"\n${HELP}`);
-else await commands[command](rest);
+if (!verb || verb === "--help" || verb === "-h") process.stdout.write(globalHelp());
+else if (verb === "--version" || verb === "-V") process.stdout.write(versionText());
+else if (verb === "help") {
+  const about = verbArgs[0];
+  if (about === undefined) process.stdout.write(globalHelp());
+  else if (isVerb(about)) process.stdout.write(verbHelp(about));
+  else fail(`no verb "${about}" (research-agent --help lists them)`);
+} else if (!isVerb(verb)) fail(`unknown command "${verb}" (research-agent --help lists them)`);
+else await commands[verb](verbArgs);

@@ -172,9 +172,10 @@ function durationLabel(seconds: number): string {
   return `${seconds}s`;
 }
 
-// A sentence-ending period or closing parenthesis belongs to the prose, not the path ("..", though, is a path).
+// A sentence-ending period, closing parenthesis or colon belongs to the prose, not the path ("..", though,
+// is a path): "csv:/data/x.csv: reach 80%" names /data/x.csv.
 function unquote(text: string): string {
-  return text.replace(/^(["'])(.*)\1$/, "$2").replace(/(?<=[^.])[.)]+$/, "");
+  return text.replace(/^(["'])(.*)\1$/, "$2").replace(/(?<=[^.])[.):]+$/, "");
 }
 
 /** What the text says, before any override or validation; every list keeps all distinct mentions. */
@@ -336,6 +337,10 @@ const ResolvedGoalSchema = z
         message: `${g.dataset} needs a path, e.g. "${g.dataset === "csv" ? "csv:/data/titanic.csv target=Survived" : "text:/data/reviews"}"`,
       });
     }
+    // The runner needs the label column; said here, a missing one costs no swarm start.
+    if (g.dataset === "csv" && !g.targetColumn) {
+      ctx.addIssue({ code: "custom", path: ["targetColumn"], message: `csv needs its target column, e.g. "csv:${g.dataDir || "/data/titanic.csv"} target=Survived"` });
+    }
   });
 
 export type GoalParse = { ok: true; goal: Goal } | { ok: false; error: string };
@@ -443,7 +448,13 @@ export function parseGoal(text: string, overrides: GoalOverrides = {}): GoalPars
 
   const [first, ...rest] = problems;
   const hint = values.dataset ? "" : ` Known datasets: ${DATASETS.filter((d) => d !== "csv" && d !== "text").join(", ")}, csv:<path> target=<column>, text:<path>.`;
-  const name = values.dataset && values.dataset !== "csv" && values.dataset !== "text" ? values.dataset : "fashion-mnist";
+  // The example keeps what was understood of a file dataset: its path and column are the hard part to phrase.
+  const name =
+    values.dataset === "csv"
+      ? `csv:${values.dataDir ?? "/data/titanic.csv"} target=${values.targetColumn ?? "Survived"}`
+      : values.dataset === "text"
+        ? `text:${values.dataDir ?? "/data/reviews"}`
+        : (values.dataset ?? "fashion-mnist");
   const example = `${name}: ${openEnded ? "best model you can in 30 minutes" : "reach 90% validation accuracy"}`;
   return {
     ok: false,

@@ -363,7 +363,8 @@ export function decodeText(text: string): ParseResult<unknown> {
   try {
     return { ok: true, value: parseYaml(text) };
   } catch (err) {
-    return { ok: false, error: `not valid JSON or YAML: ${(err as Error).message.split("\n")[0]}` };
+    // The first line names the place ("at line 3, column 1:"); the excerpt after its colon is dropped.
+    return { ok: false, error: `not valid JSON or YAML: ${(err as Error).message.split("\n")[0]!.replace(/:$/, "")}` };
   }
 }
 

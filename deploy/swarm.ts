@@ -14,6 +14,7 @@ import { ResearchError } from "../core/failure.js";
 import type { Logger } from "../core/logger.js";
 import { ensureSecrets, loadSecrets, type Secrets } from "../core/secrets.js";
 import { connectRunner, type RunnerClient } from "../gpu-runner/client.js";
+import type { RunnerDevice } from "../gpu-runner/server.js";
 import type { HealthResponse } from "../proto/gen/research/v1/runner_pb.js";
 import { RunSettingsSchema, RunStatus, type Event, type Goal, type RunFinished, type RunSettings } from "../proto/gen/research/v1/events_pb.js";
 import { applyToRunState, emptyRunState, inFlight, liveSeconds, runSoFar, type RunState } from "../swarm/run-state.js";
@@ -39,6 +40,8 @@ export interface SwarmOptions {
   /** Stream replicas when joining a NATS cluster. */
   replicas?: number;
   slots?: number;
+  /** The device of the runner this swarm starts (gpu-runner/server.ts); default auto. */
+  device?: RunnerDevice;
   dataRoots?: string[];
   unsafeNoSandbox?: boolean;
   /** Instances per role (default 1 each). */
@@ -139,6 +142,7 @@ export async function startSwarm(opts: SwarmOptions): Promise<Swarm> {
       "--address",
       runnerAddress,
       ...(opts.slots ? ["--slots", String(opts.slots)] : []),
+      ...(opts.device ? ["--device", opts.device] : []),
       ...(opts.dataRoots ?? []).flatMap((d) => ["--data-root", d]),
       ...(opts.unsafeNoSandbox ? ["--unsafe-no-sandbox"] : []),
     ],

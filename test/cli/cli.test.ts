@@ -1,10 +1,15 @@
 /** The command-line tools as a user runs them: real processes, real runner, exit codes and output. */
 import { describe, expect, it } from "vitest";
-import { existsSync, mkdtempSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DIGITS_CNN } from "../helpers/models.js";
+import { DEFAULT_PYTHON } from "../../core/config.js";
 import { run as runFile } from "../helpers/run.js";
+import { LineageStore } from "../../lineage-store/store.js";
+import { runEvents } from "../lineage-store/fixtures.js";
+import { testLogger } from "../bus/helpers.js";
+import { verbHelp, VERBS as HELP_VERBS, type Verb } from "../../cli/help.js";
 
 // Without NODE_CHANNEL_FD: the CLI must not pick up vitest's IPC channel variable.
 const { NODE_CHANNEL_FD: _ipc, ...inherited } = process.env;
@@ -18,7 +23,22 @@ const dir = mkdtempSync(join(tmpdir(), "cli-test-"));
 const good = join(dir, "digits_cnn.py");
 const broken = join(dir, "broken.py");
 writeFileSync(good, DIGITS_CNN);
+const raising = join(dir, "raising.py");
+const people = join(dir, "people.csv");
+const badYaml = join(dir, "model.yaml");
 writeFileSync(broken, "import torch.nn as nn\nclass Net(nn.Module:\n    pass\n");
+writeFileSync(raising, "import torch.nn as nn\nclass Net(nn.Module):\n    def __init__(self):\n        super().__init__()\n        undefined_layer\n");
+// The runner sniffs the delimiter: a ';' file is as good as a ',' one.
+writeFileSync(people, "age;city;bought\n31;Oslo;yes\n45;Bergen;no\n");
+writeFileSync(badYaml, "name: wider\nlayers: [16, 32\nhead: linear\n");
+const literal = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+const PYTHON = process.env.RUNNER_PYTHON ?? DEFAULT_PYTHON;
+
+/** Whether the runner's Python sees a CUDA device: the tests of --device cuda's refusal need a host without one. */
+async function hostHasCuda(): Promise<boolean> {
+  const r = await runFile(PYTHON, ["-c", "import torch; print(torch.cuda.is_available())"], { timeout: 60_000 });
+  return r.stdout.trim() === "True";
+}
 
 describe("quick-evaluator", () => {
   it("prints the result document with --json", async () => {
@@ -43,11 +63,32 @@ describe("quick-evaluator", () => {
     expect(r.stderr).toMatch(/seed 0 epoch 1\/2/);
   });
 
-  it("exits 2 with the failure label for a broken model", async () => {
+  it("names the user's file and line for a model with a syntax error, before any runner starts", async () => {
     const r = await run("quick-evaluator", ["--model", broken, "--class", "Net", "--dataset", "digits", "--seeds", "1"]);
     expect(r.code).toBe(2);
-    expect(r.stderr).toContain("FAILED [codegen_error]");
+    expect(r.stderr.trim()).toMatch(new RegExp(`^FAILED \\[codegen_error\\]: ${literal(broken)}, line 2: SyntaxError: [^\\n]+$`));
   });
+
+  it("exits 2 with the runner's failure label for a model that fails when built", async () => {
+    const r = await run("quick-evaluator", ["--model", raising, "--class", "Net", "--dataset", "digits", "--seeds", "1"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/^FAILED \[codegen_error\]: instantiating Net: NameError: name 'undefined_layer' is not defined$/m);
+  });
+
+  it("checks the data flags before it starts a runner", async () => {
+    const base = ["--model", good, "--class", "DigitsNet", "--seeds", "1"];
+    const cases: [string[], string][] = [
+      [["--dataset", "csv", "--data-dir", people], "--dataset csv needs --target-column COL (the label column)"],
+      [["--dataset", "csv", "--data-dir", people, "--target-column", "label"], `csv: no column "label" in ${people}; its header has "age", "city", "bought"`],
+      [["--dataset", "digits", "--data-dir", join(dir, "nowhere")], `digits: no file or folder ${join(dir, "nowhere")}`],
+      [["--dataset", "digits", "--subset", "some"], '--subset must be a positive integer, got "some"'],
+    ];
+    const ran = await Promise.all(cases.map(([flags]) => run("quick-evaluator", [...base, ...flags])));
+    cases.forEach(([flags, message], i) => {
+      expect(ran[i]!.code, flags.join(" ")).toBe(1);
+      expect(ran[i]!.stderr, flags.join(" ")).toBe(`quick-evaluator: ${message}\nrun with --help for usage\n`);
+    });
+  }, 240_000);
 
   it("exits 1 with a usage message for bad flags", async () => {
     const r = await run("quick-evaluator", ["--model", good, "--class", "DigitsNet", "--dataset", "digits", "--seeds", "two"]);
@@ -58,6 +99,8 @@ describe("quick-evaluator", () => {
     expect(d.stderr).toContain('--device must be one of auto, cpu, cuda, got "gpu"');
   });
 });
+
+const VERBS: Verb[] = ["launch", "runs", "watch", "query", "report", "status", "pause", "resume", "stop", "cancel", "propose", "research", "ablation", "secrets", "ui"];
 
 describe("research-agent", () => {
   it("explains a goal it cannot understand", async () => {
@@ -88,11 +131,115 @@ describe("research-agent", () => {
     expect(existsSync(workspace)).toBe(false);
   });
 
+  it("checks a goal's data files and the device before it starts or writes anything", async () => {
+    const workspace = join(dir, "never-made-data");
+    const missing = join(dir, "missing.csv");
+    const cases: [string[], string][] = [
+      [["--goal", `csv:${missing} target=label: reach 80% validation accuracy`], `csv: no file or folder ${missing}`],
+      [["--goal", `csv:${people} target=label: reach 80% validation accuracy`], `csv: no column "label" in ${people}; its header has "age", "city", "bought"`],
+      [["--goal", "digits: reach 90% validation accuracy", "--data-dir", join(dir, "nowhere")], `digits: no file or folder ${join(dir, "nowhere")}`],
+      [["--goal", "digits: reach 90% validation accuracy", "--device", "gpu"], '--device must be one of auto, cpu, cuda, got "gpu"'],
+    ];
+    const ran = await Promise.all([
+      ...cases.map(([flags]) => run("research-agent", ["launch", "--workspace", workspace, ...flags])),
+      run("research-agent", ["launch", "--workspace", workspace, "--goal", `csv:${people}: reach 80% validation accuracy`]),
+    ]);
+    cases.forEach(([flags, message], i) => {
+      expect(ran[i]!.code, flags.join(" ")).toBe(1);
+      expect(ran[i]!.stderr.trim(), flags.join(" ")).toBe(`research-agent: ${message}`);
+      expect(ran[i]!.stdout).toBe("");
+    });
+    const noTarget = ran[cases.length]!;
+    expect(noTarget.code).toBe(1);
+    expect(noTarget.stderr).toMatch(new RegExp(`^research-agent: cannot understand the goal: csv needs its target column, e\\.g\\. "csv:${literal(people)} target=Survived"`));
+    expect(existsSync(workspace)).toBe(false);
+  }, 240_000);
+
+  it("refuses --device cuda on a host without CUDA before anything starts", async (ctx) => {
+    if (await hostHasCuda()) ctx.skip();
+    const workspace = join(dir, "never-made-cuda");
+    const [launch, quick] = await Promise.all([
+      run("research-agent", ["launch", "--goal", "digits: reach 90% validation accuracy", "--device", "cuda", "--workspace", workspace]),
+      run("quick-evaluator", ["--model", good, "--class", "DigitsNet", "--dataset", "digits", "--device", "cuda"]),
+    ]);
+    const refusal = `--device cuda: this host has no CUDA device that ${literal(PYTHON)} can use \\(torch [^)]+\\); use --device cpu or auto`;
+    expect(launch.code).toBe(1);
+    expect(launch.stderr.trim()).toMatch(new RegExp(`^research-agent: ${refusal}$`));
+    expect(existsSync(workspace)).toBe(false);
+    expect(quick.code).toBe(1);
+    expect(quick.stderr).toMatch(new RegExp(`^quick-evaluator: ${refusal}\\n`));
+  }, 240_000);
+
+  it("starts its runner on the device asked for, and stops everything when the data fails the runner's own checks", async () => {
+    const workspace = mkdtempSync(join(tmpdir(), "cli-device-"));
+    // Passes the header check, fails the runner's: no feature column besides the label.
+    const labelsOnly = join(dir, "labels-only.csv");
+    writeFileSync(labelsOnly, "label\nyes\nno\nyes\nno\n");
+    const r = await run("research-agent", ["launch", "--goal", `csv:${labelsOnly} target=label 80%`, "--device", "cpu", "--workspace", workspace]);
+    expect(r.code, r.stderr).toBe(2);
+    expect(r.stdout).toMatch(/runner: \d+ slots on cpu, torch /);
+    expect(r.stderr).toContain("has no usable feature columns besides 'label'");
+    // Nothing left running: the launch's nats-server is gone with it.
+    const { nats_pid } = JSON.parse(readFileSync(join(workspace, "swarm.json"), "utf8")) as { nats_pid: number };
+    expect(existsSync(`/proc/${nats_pid}`) && readFileSync(`/proc/${nats_pid}/comm`, "utf8").trim() === "nats-server").toBe(false);
+  }, 300_000);
+
   it("has useful --help", async () => {
     const r = await run("research-agent", ["--help"]);
     expect(r.code).toBe(0);
-    for (const cmd of ["launch", "runs", "watch", "query", "report", "status", "pause", "resume", "stop", "cancel", "propose"]) expect(r.stdout).toContain(`research-agent ${cmd}`);
+    for (const cmd of VERBS) expect(r.stdout).toContain(`research-agent ${cmd}`);
+    expect(Object.keys(HELP_VERBS).sort()).toEqual([...VERBS].sort());
   });
+
+  it("prints its version alone", async () => {
+    const r = await run("research-agent", ["--version"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^research-agent \d+\.\d+\.\d+ \(commit [0-9a-f]{7,}\)\n$/);
+  });
+
+  it("gives each verb its own help, not the global one", () => {
+    for (const v of VERBS) {
+      const text = verbHelp(v);
+      expect(text, v).toMatch(new RegExp(`^usage:\\n  research-agent ${v} `));
+      // Another verb's usage line would mean the global help came back.
+      for (const other of VERBS.filter((o) => o !== v)) expect(text, `${v} --help`).not.toContain(`research-agent ${other} `);
+    }
+    expect(verbHelp("launch")).toContain("launch options:\n  --goal TEXT");
+    expect(verbHelp("query")).toMatch(/--k N +how many trials \(default 10,/);
+  });
+
+  it("prints a verb's help for VERB --help and help VERB, whatever the verb's flags", async () => {
+    // One verb of each kind of flag parsing: the run flags, an intervention, its own flags.
+    const cases: [string, string[]][] = [["launch", ["launch", "--help"]], ["propose", ["propose", "-h"]], ["ui", ["help", "ui"]]];
+    const ran = await Promise.all(cases.map(([, argv]) => run("research-agent", argv)));
+    cases.forEach(([v, argv], i) => {
+      expect(ran[i]!.code, argv.join(" ")).toBe(0);
+      expect(ran[i]!.stdout, argv.join(" ")).toBe(verbHelp(v as Verb));
+    });
+  }, 240_000);
+
+  it("prints similar trials in labelled columns, closest first, 10 unless --k says otherwise", async () => {
+    const workspace = mkdtempSync(join(tmpdir(), "cli-query-"));
+    const store = await LineageStore.open(join(workspace, "lineage"), { logger: testLogger });
+    await store.applyEvents(runEvents("rq"));
+    await store.close();
+    const [byDefault, three, zero] = await Promise.all([
+      run("research-agent", ["query", "--similar", "squeeze excitation", "--workspace", workspace]),
+      run("research-agent", ["query", "--similar", "squeeze excitation", "--k", "3", "--workspace", workspace]),
+      run("research-agent", ["query", "--similar", "x", "--k", "0", "--workspace", workspace]),
+    ]);
+    expect(byDefault.code, byDefault.stderr).toBe(0);
+    const [note, header, ...rows] = byDefault.stdout.trimEnd().split("\n");
+    expect(note).toMatch(/cosine distance .* lower is closer/);
+    expect(header).toMatch(/^distance +trial +val acc +status +hypothesis$/);
+    expect(rows).toHaveLength(10);
+    const distances = rows.map((r) => Number(r.split(/\s+/)[0]));
+    expect(distances).toEqual([...distances].sort((x, y) => x - y));
+    expect(rows[0]).toContain("squeeze-excitation");
+    expect(three.stdout.trimEnd().split("\n")).toHaveLength(2 + 3);
+    expect(zero.code).toBe(1);
+    expect(zero.stderr.trim()).toBe('research-agent: --k must be a whole number from 1 to 200, got "0"');
+  }, 240_000);
 
   it("says in one line why an intervention cannot be made", async () => {
     const workspace = join(dir, "no-swarm");
@@ -100,6 +247,7 @@ describe("research-agent", () => {
       [["pause"], "pause needs a RUN id (research-agent runs lists them)"],
       [["cancel", "r1"], "cancel needs a RUN and a TRIAL id"],
       [["propose", "r1", "--hypothesis", "wider", "--model", join(dir, "missing.yaml")], `--model: no file ${join(dir, "missing.yaml")} (give a file, or the JSON itself)`],
+      [["propose", "r1", "--hypothesis", "wider", "--model", badYaml], `--model ${badYaml}: model_config: not valid JSON or YAML: Flow sequence in block collection must be sufficiently indented and end with a ] at line 3, column 1`],
       [["stop", "r1"], "no swarm is running for this workspace: only a live run can be paused, resumed, stopped, cancelled or given a proposal"],
     ];
     for (const [argv, message] of cases) {

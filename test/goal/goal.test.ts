@@ -27,6 +27,8 @@ const ACCEPTED: [string, Expected][] = [
   ["iris 100%", { dataset: "iris", target: 1 }],
   ["text:/data/reviews 85% accuracy", { dataset: "text", target: 0.85, dataDir: "/data/reviews" }],
   ["csv /data/x.csv label column species 0.9", { dataset: "csv", target: 0.9, dataDir: "/data/x.csv", targetColumn: "species" }],
+  ["csv:/data/x.csv: reach 80% validation accuracy, target=label", { dataset: "csv", target: 0.8, dataDir: "/data/x.csv", targetColumn: "label" }],
+  ["csv:/data/x.csv target=label: reach 80% validation accuracy", { dataset: "csv", target: 0.8, dataDir: "/data/x.csv", targetColumn: "label" }],
   ["synthetic 0.75", { dataset: "synthetic", target: 0.75 }],
 ];
 
@@ -212,6 +214,12 @@ describe("parseGoal", () => {
     if (!withPath.ok) throw new Error(withPath.error);
     expect(withPath.goal.dataDir).toBe("/data/t.csv");
     expect(withPath.goal.targetColumn).toBe("y");
+  });
+
+  it("requires a target column for csv, before any runner is asked", () => {
+    const r = parseGoal("csv:/data/x.csv: reach 80% validation accuracy");
+    expect(r.ok).toBe(false);
+    if (!r.ok) expect(r.error).toMatch(/^csv needs its target column, e.g. "csv:\/data\/x\.csv target=Survived" in /);
   });
 });
 

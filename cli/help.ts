@@ -1,0 +1,154 @@
+/**
+ * research-agent's help as data: each verb's usage lines and the option
+ * sections it shares. The global help and every `VERB --help` are assembled
+ * from these, so a verb's text exists once.
+ */
+import { execFileSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { join, resolve } from "node:path";
+import pkg from "../package.json" with { type: "json" };
+import { SEARCH_DEFAULTS } from "../core/defaults.js";
+import { RUNNER_DEVICES } from "../gpu-runner/server.js";
+import { DEFAULT_K, MAX_K } from "../swarm/lineage-query.js";
+
+/** The dashboard's default port: fixed, so its pages' URLs can be bookmarked and shared. */
+export const UI_PORT = 8470;
+
+const SECTIONS = {
+  "launch options": `  --goal TEXT          dataset, target, limits in plain words, e.g.
+                       "Fashion-MNIST, >= 92% val accuracy, < 200k params, 20 min";
+                       or no target ("maximise accuracy", "best model", "as good
+                       as possible"): the run searches on validation accuracy until
+                       the trial or time budget is spent or it plateaus, and reports
+                       the best model with its 95% CI and one-time test accuracy;
+                       a CSV: "csv:/data/titanic.csv target=Survived 0.8" (the file
+                       and its target column are checked before anything starts)
+  --max-trials N       trial budget (default 100; the time budget usually ends a run first)
+  --time-budget T      wall-clock budget: 90s, 20m, 2h (default: from the goal, else 30m)
+  --target X           validation accuracy target: 0.9 or 90 (overrides the goal)
+  --max-params N       parameter limit (overrides the goal)
+  --data-dir DIR       dataset location (csv/text/mnist/cifar...; default: standard path)
+  --seeds N            seeds per trial (default 3)
+  --parallel N         trials in flight at once (default 2; on a GPU runner half its slots, at most 4)
+  --planner NAME       builtin (default) or random (the baseline)
+  --subset N           training examples per trial to start with (default: ${SEARCH_DEFAULTS.cpu.subset} on large sets on a CPU, all on a GPU)
+  --epochs N           epochs per trial to start with (default ${SEARCH_DEFAULTS.cpu.epochs})
+  --no-research        skip the research brief
+  --seed N             planner random seed (default 0)
+  --slots N            runner worker slots (default: CPU count; on a GPU host one per 10 GiB of GPU memory, at most 8)
+  --device NAME        ${RUNNER_DEVICES.join(", ")}: the device of the runner the launch starts (default auto:
+                       the GPUs when there are any); cuda on a host without one stops before anything starts
+  --workspace DIR      where lineage, runs, logs and NATS data live (default ./workspace)
+  --nats URL           join an existing NATS instead of starting one
+  --resume RUN         continue an interrupted run from the workspace, as it was set up; its clock
+                       counts live time only, and --time-budget sets its new total
+  --unsafe-no-sandbox  run model code without bubblewrap
+  --llm none|openai:MODEL   drive the roles with an LLM on any OpenAI-compatible
+                       endpoint (default none: the built-in brain); key from OPENAI_API_KEY
+  --llm-base-url URL   e.g. http://localhost:11434/v1 (Ollama), http://localhost:8000/v1 (vLLM)
+  --llm-config FILE    per-role endpoints and models (JSON or YAML; see docs/LLM.md)
+  --json               print one JSON object at the end (run id, status, best trial, paths)`,
+  "launch exit status": `  0 when the goal was met, or when a run with no target completed (status
+  completed: it found a best model); 3 when a run with a target ended without
+  meeting it (budget_exhausted, stopped), or a run with no target found no
+  model; 1 on bad input (said in one line before anything starts); 2 on an
+  error; 130 (SIGINT) or 143 (SIGTERM) when stopped before the run ended: the
+  report so far is written, marked interrupted, every process is stopped, and
+  launch --resume RUN goes on from there. A second signal stops at once.`,
+  "query options": `  --similar TEXT       trials closest in meaning to TEXT (their hypothesis, surface, configs, failure)
+  --k N                how many trials (default ${DEFAULT_K}, at most ${MAX_K})
+  --run RUN            only this run's trials
+  --json               the trials as JSON objects (the same fields, distance included)
+  Rows come closest first: distance is the cosine distance between TEXT's embedding
+  and the trial's, from 0 (same direction) to 2 (opposite): lower is closer.`,
+  "research options": `  --format TEXT        how much to return: "3 suggestions, 2 insights, architecture only"
+  --dataset NAME       rank for this dataset's modality (default: read from the query)
+  --notes DIR          also search your own papers and notes (.md, .txt; .pdf with pdftotext)
+  --arxiv              also search arXiv live (offline on failure)
+  --workspace DIR      keep the index and the arXiv cache under DIR for the next call
+                       (default: a temporary folder, removed afterwards)
+  --json               print the brief as JSON (the source tally goes to stderr)`,
+};
+type Section = keyof typeof SECTIONS;
+
+interface VerbHelp {
+  /** The verb's lines under "usage:", as printed. */
+  usage: string;
+  sections?: Section[];
+}
+
+export const VERBS = {
+  launch: {
+    usage: `  research-agent launch --goal "fashion-mnist: reach 90% validation accuracy" [launch options]
+  research-agent launch --goal "fashion-mnist: best model you can in 30 minutes" [launch options]
+  research-agent launch --resume RUN [--workspace DIR]`,
+    sections: ["launch options", "launch exit status"],
+  },
+  runs: { usage: "  research-agent runs [--json] [--workspace DIR]       the workspace's runs: status, trials, best, time" },
+  watch: { usage: "  research-agent watch [RUN] [--workspace DIR | --nats URL]   lineage events live (history first); a stored run replayed" },
+  query: { usage: `  research-agent query --similar "TEXT" [--run RUN] [--k N] [--json] [--workspace DIR | --nats URL]`, sections: ["query options"] },
+  report: { usage: "  research-agent report RUN [--workspace DIR]          the run's report (a live run's so far)" },
+  status: { usage: "  research-agent status [--workspace DIR | --nats URL]   live runs and their trials, runners and slots, agents" },
+  pause: { usage: "  research-agent pause RUN [--reason TEXT]          start nothing new; trials in flight go on (the budget still runs)" },
+  resume: { usage: "  research-agent resume RUN                         trials start again in the slots freed meanwhile" },
+  stop: { usage: "  research-agent stop RUN [--reason TEXT]           cancel what runs, confirm the best on test, write the report" },
+  cancel: { usage: "  research-agent cancel RUN TRIAL [--reason TEXT]   one trial, labelled cancelled" },
+  propose: {
+    usage: `  research-agent propose RUN --hypothesis TEXT --model FILE|JSON [--train FILE|JSON] [--parent TRIAL]...
+                 queue a hand-written config: the planner takes it at the next free slot, and it is
+                 validated, built and evaluated like any proposal (train: over the run's probe fidelity)`,
+  },
+  research: {
+    usage: `  research-agent research "QUERY" [--format "3 suggestions, architecture only"] [--dataset NAME] [--json]
+                 [--notes DIR] [--arxiv] [--workspace DIR]`,
+    sections: ["research options"],
+  },
+  ablation: {
+    usage: "  research-agent ablation --goal TEXT [--runs N] [launch options]   research on vs off, matched seeds (default 3 runs each)",
+    sections: ["launch options"],
+  },
+  secrets: { usage: "  research-agent secrets DIR [--mounted-at PATH] [--names HOST,...]   a deployment's credentials (docs/DEPLOY.md)" },
+  ui: {
+    usage: `  research-agent ui [--workspace DIR] [--host H] [--port N] [--token T]   the runs in a browser, live while a
+                 swarm runs (docs/DASHBOARD.md); http://127.0.0.1:${UI_PORT}/ by default (--port 0: a free
+                 port); another --host needs a token (--token, RESEARCH_UI_TOKEN, else a new one in the URL)`,
+  },
+} satisfies Record<string, VerbHelp>;
+export type Verb = keyof typeof VERBS;
+
+export const isVerb = (name: string): name is Verb => Object.hasOwn(VERBS, name);
+
+const TITLE = "research-agent — an autonomous ML research swarm for PyTorch";
+
+function sections(names: readonly Section[]): string {
+  return names.map((s) => `\n${s}:\n${SECTIONS[s]}\n`).join("");
+}
+
+/** The global help: every verb's usage, then each shared section once. */
+export function globalHelp(): string {
+  const verbs = Object.values(VERBS) as VerbHelp[];
+  const shared = [...new Set(verbs.flatMap((v) => v.sections ?? []))];
+  return `${TITLE}\n\nusage:\n${verbs.map((v) => v.usage).join("\n")}
+  research-agent VERB --help                        one verb's usage and options
+  research-agent --version\n${sections(shared)}`;
+}
+
+/** One verb's usage and its sections. */
+export function verbHelp(verb: Verb): string {
+  const v: VerbHelp = VERBS[verb];
+  return `usage:\n${v.usage}\n${sections(v.sections ?? [])}`;
+}
+
+/** package.json's version, and the commit when running from a git checkout (the pack has none). */
+export function versionText(): string {
+  const root = resolve(import.meta.dirname, "..");
+  let commit = "";
+  if (existsSync(join(root, ".git"))) {
+    try {
+      commit = execFileSync("git", ["-C", root, "rev-parse", "--short", "HEAD"], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"], timeout: 5000 }).trim();
+    } catch {
+      // git missing or not a repository: the version alone
+    }
+  }
+  return `research-agent ${pkg.version}${commit ? ` (commit ${commit})` : ""}\n`;
+}

@@ -1,0 +1,115 @@
+/**
+ * What the CLIs check before they start any process (nats-server, runner,
+ * agents): the goal's data files, a user's model file, the device asked
+ * for. Each answer is one line naming the user's own input, or undefined
+ * when the check passes. The runner stays the authority: these only catch,
+ * in seconds, what would otherwise fail after the whole swarm came up.
+ */
+import { execFileSync } from "node:child_process";
+import { closeSync, openSync, readSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { RUNNER_DEVICES, type RunnerDevice } from "../gpu-runner/server.js";
+
+/** --device as the CLIs take it, for the runner they start (gpu-runner/server.ts gives the meaning). */
+export function parseDevice(text: string | undefined): { ok: true; device?: RunnerDevice } | { ok: false; error: string } {
+  if (text === undefined) return { ok: true };
+  if ((RUNNER_DEVICES as readonly string[]).includes(text)) return { ok: true, device: text as RunnerDevice };
+  return { ok: false, error: `--device must be one of ${RUNNER_DEVICES.join(", ")}, got "${text}"` };
+}
+
+/**
+ * Why `python` (the runner's) would refuse `--device cuda`, asked the way the runner
+ * asks: whether its torch sees a CUDA device. Undefined when it does, or when the
+ * question cannot be put here (the runner then answers it).
+ */
+export function cudaProblem(python: string): string | undefined {
+  // The runner's workers never see the caller's CUDA_VISIBLE_DEVICES (gpu-runner/sandbox.ts), so neither does the question.
+  const { CUDA_VISIBLE_DEVICES: _, ...env } = process.env;
+  let out: string;
+  try {
+    out = execFileSync(python, ["-c", "import torch; print(torch.__version__, torch.cuda.is_available())"], {
+      env,
+      encoding: "utf8",
+      stdio: ["ignore", "pipe", "ignore"],
+      timeout: 60_000,
+    });
+  } catch {
+    return undefined;
+  }
+  const [torch, available] = out.trim().split(/\s+/);
+  return available === "True" ? undefined : `--device cuda: this host has no CUDA device that ${python} can use (torch ${torch}); use --device cpu or auto`;
+}
+
+// The runner sniffs the delimiter among these (gpu-runner/python/datasets.py, _read_csv).
+const CSV_DELIMITERS = [",", ";", "\t", "|"];
+
+/** The first non-blank line of a file, without a byte-order mark; undefined when there is none. */
+function firstLine(path: string): string | undefined {
+  const fd = openSync(path, "r");
+  try {
+    const buf = Buffer.alloc(1 << 16);
+    const text = buf.subarray(0, readSync(fd, buf, 0, buf.length, 0)).toString("utf8").replace(/^\uFEFF/, "");
+    return text.split(/\r?\n/).find((l) => l.trim() !== "");
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Whether `target` is a column of the CSV at `path`: lenient on purpose (any of the
+ * runner's delimiters, quotes stripped), so it never refuses a file the runner reads.
+ */
+function csvProblem(path: string, target: string): string | undefined {
+  let header: string | undefined;
+  try {
+    header = firstLine(path);
+  } catch (err) {
+    return `csv: cannot read ${path}: ${(err as Error).message}`;
+  }
+  if (header === undefined) return `csv: ${path} is empty, expected a header row`;
+  const splits = CSV_DELIMITERS.map((d) => header.split(d).map((f) => f.trim().replace(/^"(.*)"$/, "$1").trim()));
+  if (splits.some((fields) => fields.includes(target))) return undefined;
+  const columns = splits.reduce((a, b) => (b.length > a.length ? b : a));
+  return `csv: no column "${target}" in ${path}; its header has ${columns.map((c) => `"${c}"`).join(", ")}`;
+}
+
+/**
+ * Why the dataset named by a goal or by flags cannot be read, as far as the
+ * files tell: a data path that does not exist, a CSV whose header lacks the
+ * target column. An empty dataDir is the dataset's standard location (the runner's to check).
+ */
+export function dataProblem(d: { dataset: string; dataDir: string; targetColumn: string }): string | undefined {
+  if (!d.dataDir) return undefined;
+  const stat = statSync(d.dataDir, { throwIfNoEntry: false });
+  if (!stat) return `${d.dataset}: no file or folder ${d.dataDir}`;
+  // Whether a target column was given at all is the caller's to say, in its own words (goal or flag).
+  if (d.dataset !== "csv" || !d.targetColumn) return undefined;
+  // A folder holds train.csv and optionally test.csv, as the runner reads it.
+  const file = stat.isDirectory() ? join(d.dataDir, "train.csv") : d.dataDir;
+  if (stat.isDirectory() && !statSync(file, { throwIfNoEntry: false })?.isFile()) return `csv: ${d.dataDir} is a folder without train.csv`;
+  return csvProblem(file, d.targetColumn);
+}
+
+/**
+ * A syntax error in the user's Python model file, named by the user's path and
+ * line (the runner compiles the source as "model.py"). `python` compiles it
+ * without running it, so its grammar is the runner's. Undefined when the file
+ * compiles or `python` cannot be started (the runner then reports it).
+ */
+export function modelSyntaxError(python: string, path: string): string | undefined {
+  const script = [
+    "import sys",
+    "p = sys.argv[1]",
+    "try:",
+    "    compile(open(p, 'rb').read(), p, 'exec', dont_inherit=True)",
+    "except SyntaxError as e:",
+    "    print(f'{p}, line {e.lineno}: {type(e).__name__}: {e.msg}')",
+    "except ValueError as e:",
+    "    print(f'{p}: {e}')",
+  ].join("\n");
+  try {
+    return execFileSync(python, ["-c", script, path], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"], timeout: 30_000 }).trim() || undefined;
+  } catch {
+    return undefined;
+  }
+}
