@@ -19,6 +19,8 @@ export interface Interval {
   ci95: [number, number];
   /** Seeds behind it. */
   n: number;
+  /** Examples each seed was scored on (0: unknown); with `n`, what the interval counts. */
+  examples: number;
 }
 
 export type RunStatusText = "running" | "paused" | "stopping" | "goal_achieved" | "budget_exhausted" | "stopped" | "failed" | "completed" | "interrupted";

@@ -67,8 +67,14 @@ export function applyToView(v: RunView, e: Event): RunView {
   return v;
 }
 
-function interval(s: MetricStats | undefined): Interval | null {
-  return s ? { mean: s.mean, ci95: [s.ci95[0] ?? s.mean, s.ci95[1] ?? s.mean], n: s.n } : null;
+/** `s` with what it counts: its seeds, and the examples each seed was scored on (0: unknown). */
+function interval(s: MetricStats | undefined, examples = 0): Interval | null {
+  return s ? { mean: s.mean, ci95: [s.ci95[0] ?? s.mean, s.ci95[1] ?? s.mean], n: s.n, examples } : null;
+}
+
+/** A trial's validation interval, with the validation examples each seed was scored on. */
+function valInterval(t: TrialState): Interval | null {
+  return interval(valAccuracyOf(t), t.evaluated?.result?.seedResults[0]?.valExamples ?? 0);
 }
 
 /**
@@ -92,7 +98,7 @@ export function runSummary(v: RunView, nowMs = Date.now()): RunSummary {
   const s = v.state;
   const g = s.goal;
   const best = bestOf(v);
-  const bestVal = best && interval(valAccuracyOf(best));
+  const bestVal = best && valInterval(best);
   const test = best && best.id === v.finished?.bestTrialId ? v.finished.testResult?.aggregated.test_accuracy?.mean : undefined;
   const end = v.finished ? s.startedAtMs + v.finished.seconds * 1000 : v.live ? nowMs : v.lastEventAt;
   return {
@@ -174,7 +180,7 @@ export function trialRow(v: RunView, t: TrialState, position: number): TrialRow 
     fidelity: fidelityOf(t, v.state.settings?.seeds ?? 0),
     status: trialStatus(t),
     progress: progressOf(v, t),
-    val: interval(valAccuracyOf(t)),
+    val: valInterval(t),
     verdict: t.judged ? verdictName(t.judged.verdict) : null,
     decision: t.judged ? decisionName(t.judged.decision) : null,
     failure_label: failureLabelOf(t) ?? null,
@@ -332,7 +338,7 @@ function heldOutTest(v: RunView, t: TrialState): HeldOutTest | null {
   const r = v.finished?.bestTrialId === t.id ? v.finished.testResult : undefined;
   if (!r) return null;
   return {
-    per_seed: interval(r.aggregated.test_accuracy),
+    per_seed: interval(r.aggregated.test_accuracy, r.seedResults[0]?.testExamples ?? 0),
     seeds: r.seedResults.flatMap((s) => (s.metrics.test_accuracy === undefined ? [] : [{ seed: s.seed, accuracy: s.metrics.test_accuracy }])),
     ensemble: interval(r.aggregated.ensemble_test_accuracy),
   };

@@ -94,6 +94,8 @@ describe("a finished run's page", () => {
     await open(`/runs/${OPEN}`, sel("run-reason"));
     expect(await text("status-badge")).toBe("completed");
     expect(await text("run-reason")).toBe("time budget of 1200 s spent");
+    // Every interval says what it counts (the fixture's results carry no validation sizes: seeds only).
+    expect(await text("run-best")).toMatch(/\d+\.\d\d% \[[\d.]+%, [\d.]+%\] \(3 seeds\)$/);
     const ended = await text("run-ended-by");
     expect(ended).toContain("t011");
     expect(ended).toContain("budget overrun");
@@ -129,7 +131,7 @@ describe("a finished run's page", () => {
 describe("the best trial's page", () => {
   it("shows its held-out test accuracy per seed with the 95% interval, and its seeds' ensemble", async () => {
     await open(`/runs/${OPEN}/trials/${OPEN}-t009`, sel("trial-hypothesis"));
-    expect(await text("test-per-seed")).toContain("91.23% [90.7%, 91.8%]");
+    expect(await text("test-per-seed")).toContain("91.23% [90.7%, 91.8%] (3 seeds)");
     expect(await text("test-ensemble")).toMatch(/ensemble of its 3 seeds.*91\.88% \[91\.3%, 92\.4%\]/);
   });
 
