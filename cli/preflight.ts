@@ -8,14 +8,6 @@
 import { execFileSync } from "node:child_process";
 import { closeSync, openSync, readSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { RUNNER_DEVICES, type RunnerDevice } from "../gpu-runner/server.js";
-
-/** --device as the CLIs take it, for the runner they start (gpu-runner/server.ts gives the meaning). */
-export function parseDevice(text: string | undefined): { ok: true; device?: RunnerDevice } | { ok: false; error: string } {
-  if (text === undefined) return { ok: true };
-  if ((RUNNER_DEVICES as readonly string[]).includes(text)) return { ok: true, device: text as RunnerDevice };
-  return { ok: false, error: `--device must be one of ${RUNNER_DEVICES.join(", ")}, got "${text}"` };
-}
 
 /**
  * Why `python` (the runner's) would refuse `--device cuda`, asked the way the runner

@@ -16,10 +16,10 @@ import { DEFAULTS } from "../gpu-runner/request.js";
 import { DEFAULT_LR, RECIPE_DEFAULTS } from "../core/defaults.js";
 import { OPTIMIZER, SCHEDULE, type ClosedSet } from "../core/enums.js";
 import { connectRunner, evaluateToResult } from "../gpu-runner/client.js";
-import { startRunner, type RunningRunner } from "../gpu-runner/server.js";
+import { parseDevice, startRunner, type RunningRunner } from "../gpu-runner/server.js";
 import { EvalResultSchema, GoalStatus, type EvalResult, type EvaluateEvent } from "../proto/gen/research/v1/runner_pb.js";
 import { fmtPct, parseFraction, parsePositiveInt, Progress } from "./format.js";
-import { cudaProblem, dataProblem, modelSyntaxError, parseDevice } from "./preflight.js";
+import { cudaProblem, dataProblem, modelSyntaxError } from "./preflight.js";
 
 const HELP = `quick-evaluator — multi-seed evaluation of one PyTorch model
 

@@ -38,7 +38,8 @@ import { DeepResearch, type DeepBrief } from "../research/deep-research.js";
 import { parseOutputFormat } from "../research/research.js";
 import { fmtPct, parseFraction, parsePositiveInt, parseSeed } from "./format.js";
 import { parseModelConfig, parseTrainConfig } from "../core/model-config.js";
-import { cudaProblem, dataProblem, parseDevice } from "./preflight.js";
+import { cudaProblem, dataProblem } from "./preflight.js";
+import { parseDevice } from "../gpu-runner/server.js";
 import { globalHelp, isVerb, UI_PORT, verbHelp, versionText, type Verb } from "./help.js";
 
 const COMMON = {

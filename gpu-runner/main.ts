@@ -8,7 +8,7 @@ import { runnerConfig } from "../core/config.js";
 import { createLogger, setLogLevel } from "../core/logger.js";
 import { exitWithParent } from "../core/process.js";
 import { loadSecrets } from "../core/secrets.js";
-import { RUNNER_DEVICES, startRunner, type RunnerDevice } from "./server.js";
+import { parseDevice, startRunner } from "./server.js";
 
 const { values } = parseArgs({
   options: {
@@ -27,8 +27,9 @@ if (values.help) {
   );
   process.exit(0);
 }
-if (values.device !== undefined && !(RUNNER_DEVICES as readonly string[]).includes(values.device)) {
-  process.stderr.write(`gpu-runner: --device must be one of ${RUNNER_DEVICES.join(", ")}, got "${values.device}"\n`);
+const device = parseDevice(values.device);
+if (!device.ok) {
+  process.stderr.write(`gpu-runner: ${device.error}\n`);
   process.exit(1);
 }
 if (values.slots !== undefined && !(Number.isInteger(Number(values.slots)) && Number(values.slots) >= 1)) {
@@ -45,7 +46,7 @@ try {
     address: config.address,
     slots: values.slots ? Number(values.slots) : undefined,
     python: config.python,
-    device: values.device as RunnerDevice | undefined,
+    device: device.device,
     dataRoots: values["data-root"],
     unsafeNoSandbox: values["unsafe-no-sandbox"],
     secrets: config.secretsDir ? loadSecrets(config.secretsDir) : undefined,
