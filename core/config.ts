@@ -68,8 +68,8 @@ export const ENV = z.object({
     shown: "`/usr/sbin/nats-server`, else `nats-server` on `PATH`",
   }),
   RUNNER_ADDRESS: commaList(z.string().regex(HOST_PORT, { error: "expected host:port, comma-separated" })).default(["127.0.0.1:50051"]).register(VARIABLE_DOCS, {
-    readBy: "agents; gpu-runner",
-    description: "agents: comma-separated `host:port` of gpu-runners, each call to the one with the most free slots net of its queue (`Health`, polled every 2 s; one that does not answer is passed over); gpu-runner: the one `host:port` it listens on when `--address` is not given",
+    readBy: "agents, lineage-store; gpu-runner",
+    description: "agents: comma-separated `host:port` of gpu-runners, each call to the one with the most free slots net of its queue (`Health`, polled every 2 s; one that does not answer is passed over); lineage-store: the same list, asked at a run's end for the best trial's weights (`FetchWeights`); gpu-runner: the one `host:port` it listens on when `--address` is not given",
   }),
   RESEARCH_SECRETS: text.optional().register(VARIABLE_DOCS, {
     readBy: "agents, lineage-store, gpu-runner, CLI",
@@ -146,7 +146,7 @@ export const ENV = z.object({
   }),
   SETUP_QUIET: flag.default("0").register(VARIABLE_DOCS, {
     readBy: "`scripts/setup.sh`",
-    description: "`1`: no progress lines",
+    description: "`1`: no notes when there is nothing to install (installs are announced whatever it says)",
   }),
 });
 type EnvValues = z.output<typeof ENV>;

@@ -27,12 +27,14 @@ describe("subjects", () => {
       "llmCall",
       "researchRequested",
       "runIntervention",
+      "runResumed",
     ]);
     const subjects = EVENT_KINDS.map((k) => subjectFor(create(EventSchema, eventOf(k, "run-1"))));
     expect(subjects).toContain("research.trial.proposed.run-1");
     expect(subjects).toContain("research.run.finished.run-1");
     expect(subjects).toContain("research.llm.call.run-1");
     expect(subjects).toContain("research.run.intervention.run-1");
+    expect(subjects).toContain("research.run.resumed.run-1");
     for (const s of subjects) expect(s).toMatch(/^research\.[a-z-]+\.[a-z-]+\.run-1$/);
   });
 
