@@ -96,7 +96,10 @@ export class WeightStore {
    * undefined), along with whichever trial it displaced.
    */
   settle(runId: string, trialId: string, standing: Standing | undefined): void {
-    if (standing === undefined) return this.drop(runId, trialId);
+    // A failed or cancelled evaluation of a trial that an earlier one kept (the same trial
+    // evaluated twice, say a redelivered message) leaves those weights: dropping them took
+    // a run's best trial's test confirmation with it.
+    if (standing === undefined) return void (this.runs.get(runId)?.has(trialId) || this.drop(runId, trialId));
     let trials = this.runs.get(runId);
     if (!trials) {
       this.runs.set(runId, (trials = new Map()));

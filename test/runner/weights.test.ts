@@ -50,6 +50,15 @@ describe("kept weights", () => {
     expect(store.has("r1", "t1", 0)).toBe(true);
   });
 
+  it("keeps what an evaluation kept when a second one of the same trial fails or is cancelled", () => {
+    root = mkdtempSync(join(tmpdir(), "weights-"));
+    const store = new WeightStore(root);
+    kept(store, "r", "best", three(0.92));
+    // A redelivered trial's second evaluation, cancelled at the run's reserve.
+    store.settle("r", "best", undefined);
+    expect(store.has("r", "best", 0)).toBe(true);
+  });
+
   it("keeps a three-seed best behind one-seed probes with higher bounds (a digits run lost its test confirmation so)", () => {
     root = mkdtempSync(join(tmpdir(), "weights-"));
     const store = new WeightStore(root);
