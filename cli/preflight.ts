@@ -83,24 +83,32 @@ export function dataProblem(d: { dataset: string; dataDir: string; targetColumn:
 }
 
 /**
- * A syntax error in the user's Python model file, named by the user's path and
- * line (the runner compiles the source as "model.py"). `python` compiles it
- * without running it, so its grammar is the runner's. Undefined when the file
- * compiles or `python` cannot be started (the runner then reports it).
+ * What is wrong with the user's Python model file before any runner starts: a syntax error,
+ * named by the user's path and line (the runner compiles the source as "model.py"), or no
+ * top-level class `className`. `python` parses the file without running it, so its grammar
+ * is the runner's. Undefined when the file is fine or `python` cannot be started (the runner
+ * then reports it).
  */
-export function modelSyntaxError(python: string, path: string): string | undefined {
+export function modelFileProblem(python: string, path: string, className: string): string | undefined {
   const script = [
-    "import sys",
-    "p = sys.argv[1]",
+    "import ast, sys",
+    "p, cls = sys.argv[1], sys.argv[2]",
     "try:",
-    "    compile(open(p, 'rb').read(), p, 'exec', dont_inherit=True)",
+    "    tree = compile(open(p, 'rb').read(), p, 'exec', ast.PyCF_ONLY_AST, dont_inherit=True)",
     "except SyntaxError as e:",
     "    print(f'{p}, line {e.lineno}: {type(e).__name__}: {e.msg}')",
     "except ValueError as e:",
     "    print(f'{p}: {e}')",
+    "else:",
+    "    names = [n.name for n in tree.body if isinstance(n, ast.ClassDef)]",
+    // A name bound otherwise at the top level (imported, assigned) may be the class too: the runner decides.
+    "    bound = {a.asname or a.name for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)) for a in n.names}",
+    "    bound |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}",
+    "    if cls not in names and cls not in bound:",
+    "        print(f'{p}: no class {cls} at its top level' + (f' (it has {\", \".join(names)})' if names else ' (it has no class)'))",
   ].join("\n");
   try {
-    return execFileSync(python, ["-c", script, path], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"], timeout: 30_000 }).trim() || undefined;
+    return execFileSync(python, ["-c", script, path, className], { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"], timeout: 30_000 }).trim() || undefined;
   } catch {
     return undefined;
   }

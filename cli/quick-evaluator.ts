@@ -19,7 +19,7 @@ import { connectRunner, evaluateToResult } from "../gpu-runner/client.js";
 import { parseDevice, startRunner, type RunningRunner } from "../gpu-runner/server.js";
 import { EvalResultSchema, GoalStatus, type EvalResult, type EvaluateEvent } from "../proto/gen/research/v1/runner_pb.js";
 import { fmtPct, parseFraction, parsePositiveInt, Progress } from "./format.js";
-import { cudaProblem, dataProblem, modelSyntaxError } from "./preflight.js";
+import { cudaProblem, dataProblem, modelFileProblem } from "./preflight.js";
 
 const HELP = `quick-evaluator — multi-seed evaluation of one PyTorch model
 
@@ -162,9 +162,9 @@ async function main(): Promise<void> {
 
   const config = cliConfig();
   // Checked before a runner starts; the runner would name the file "model.py", not the user's.
-  const syntax = modelSyntaxError(config.runnerPython, a.model);
-  if (syntax) {
-    process.stderr.write(`FAILED [codegen_error]: ${syntax}\n`);
+  const problem = modelFileProblem(config.runnerPython, a.model, a.class);
+  if (problem) {
+    process.stderr.write(`FAILED [codegen_error]: ${problem}\n`);
     process.exit(2);
   }
   const noCuda = device === "cuda" ? cudaProblem(config.runnerPython) : undefined;

@@ -69,6 +69,12 @@ describe("quick-evaluator", () => {
     expect(r.stderr.trim()).toMatch(new RegExp(`^FAILED \\[codegen_error\\]: ${literal(broken)}, line 2: SyntaxError: [^\\n]+$`));
   });
 
+  it("names the class a model file lacks, before any runner starts", async () => {
+    const r = await run("quick-evaluator", ["--model", good, "--class", "Missing", "--dataset", "digits", "--seeds", "1"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr.trim()).toBe(`FAILED [codegen_error]: ${good}: no class Missing at its top level (it has DigitsNet)`);
+  });
+
   it("exits 2 with the runner's failure label for a model that fails when built", async () => {
     const r = await run("quick-evaluator", ["--model", raising, "--class", "Net", "--dataset", "digits", "--seeds", "1"]);
     expect(r.code).toBe(2);
