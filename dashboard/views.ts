@@ -13,7 +13,7 @@ import { Surface } from "../proto/gen/research/v1/common_pb.js";
 import { RunSettingsSchema, Verdict, type Event, type RunFinished } from "../proto/gen/research/v1/events_pb.js";
 import type { EpochProgress, MetricStats } from "../proto/gen/research/v1/runner_pb.js";
 import { decisionName, failureLabelOf, paramsOf, valAccuracyOf, verdictName } from "../lineage-store/report.js";
-import { applyToRunState, bestTrial, inFlightCount, isTerminal, rungOf, scoreOf, trialFailure, trialStatus, type RunState, type TrialState } from "../swarm/run-state.js";
+import { applyToRunState, bestTrial, inFlightCount, isTerminal, rungOf, scoreOf, standing, trialFailure, trialStatus, type RunState, type TrialState } from "../swarm/run-state.js";
 import type { BestSoFarPoint, Fidelity, HeldOutTest, Interval, InterventionRow, LlmUse, RunDetail, RunStatusText, RunSummary, SeedCurves, TrialDetail, TrialRow } from "./api.js";
 
 /** One run as the source keeps it: the fold, and what the fold leaves out. */
@@ -74,7 +74,7 @@ function interval(s: MetricStats | undefined, examples = 0): Interval | null {
 
 /** A trial's validation interval, with the validation examples each seed was scored on. */
 function valInterval(t: TrialState): Interval | null {
-  return interval(valAccuracyOf(t), t.evaluated?.result?.seedResults[0]?.valExamples ?? 0);
+  return interval(valAccuracyOf(t), standing(t)?.valExamples ?? 0);
 }
 
 /**

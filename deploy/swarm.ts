@@ -17,7 +17,7 @@ import { connectRunner, type RunnerClient } from "../gpu-runner/client.js";
 import type { RunnerDevice } from "../gpu-runner/server.js";
 import type { HealthResponse } from "../proto/gen/research/v1/runner_pb.js";
 import { RunSettingsSchema, RunStatus, type Event, type Goal, type RunFinished, type RunSettings } from "../proto/gen/research/v1/events_pb.js";
-import { applyToRunState, emptyRunState, inFlight, liveSeconds, runSoFar, type RunState } from "../swarm/run-state.js";
+import { applyToRunState, downtimeSeconds, emptyRunState, inFlight, liveSeconds, runSoFar, type RunState } from "../swarm/run-state.js";
 import { budgetPlan } from "../swarm/budget.js";
 import { interventionEvent } from "../swarm/interventions.js";
 import { Supervisor } from "./supervisor.js";
@@ -267,19 +267,19 @@ export async function runGoal(
     await Promise.all([watch.stop(), progress.stop()]);
     throw new ResearchError("invalid_config", `run ${runId} has no stored events in this workspace; nothing to resume`);
   }
-  let downtimeMs = state.downtimeMs;
+  let downtimeS = downtimeSeconds(state);
   if (opts.resume && state.goal) {
     // The run's clock stops while nothing of it runs: from its last stored event to now.
-    const downtimeS = Math.max(0, (Date.now() - state.lastEventMs) / 1000);
-    downtimeMs += downtimeS * 1000;
+    const down = Math.max(0, (Date.now() - state.lastEventMs) / 1000);
+    downtimeS += down;
     await swarm.bus.publish({
       runId,
       eventId: `${runId}/resumed-${state.resumes.length + 1}`,
-      body: { case: "runResumed", value: { downtimeS, timeBudgetS: opts.timeBudgetS ?? 0 } },
+      body: { case: "runResumed", value: { downtimeS: down, timeBudgetS: opts.timeBudgetS ?? 0 } },
     });
   }
   const budgetS = (opts.resume && opts.timeBudgetS) || (state.goal ?? opts.start?.goal)?.timeBudgetS || DEFAULT_TIME_BUDGET_S;
-  const startedAt = (state.startedAtMs || Date.now()) + downtimeMs;
+  const startedAt = (state.startedAtMs || Date.now()) + downtimeS * 1000;
   const graceMs = Math.max(300_000, budgetS * 250);
   const deadline = setTimeout(
     () => {

@@ -140,7 +140,7 @@ function trialRow(t: TrialState, position: number) {
     val_accuracy: statsJson(acc),
     num_seeds: t.evaluated?.result?.numSeeds ?? null,
     // What the interval is made of, with num_seeds (core/ranking.ts intervalBasis).
-    val_examples: t.evaluated?.result?.seedResults[0]?.valExamples ?? null,
+    val_examples: standing(t)?.valExamples ?? null,
     score: scoreOf(t) ?? null,
     verdict: t.judged ? verdictName(t.judged.verdict) : null,
     decision: t.judged ? decisionName(t.judged.decision) : null,

@@ -43,8 +43,6 @@ export interface RunState {
   startedAtMs: number;
   /** When the newest stored event was emitted: a resume counts the time since as downtime. */
   lastEventMs: number;
-  /** Time between interruptions and their resumes: not the run's (liveSeconds). */
-  downtimeMs: number;
   /** Each `launch --resume`, in order. */
   resumes: { atMs: number; downtimeS: number; timeBudgetS: number }[];
   briefs: Brief[];
@@ -75,7 +73,6 @@ export function emptyRunState(runId: string): RunState {
     runId,
     startedAtMs: 0,
     lastEventMs: 0,
-    downtimeMs: 0,
     resumes: [],
     briefs: [],
     trials: new Map(),
@@ -101,9 +98,14 @@ function trial(state: RunState, id: string): TrialState {
   return t;
 }
 
+/** Seconds between the run's interruptions and their resumes: not the run's. */
+export function downtimeSeconds(state: RunState): number {
+  return state.resumes.reduce((s, r) => s + r.downtimeS, 0);
+}
+
 /** Seconds the run has been live at `nowMs`: its clock, which the time budget is spent on. */
 export function liveSeconds(state: RunState, nowMs: number): number {
-  return state.startedAtMs ? (nowMs - state.startedAtMs - state.downtimeMs) / 1000 : 0;
+  return state.startedAtMs ? (nowMs - state.startedAtMs) / 1000 - downtimeSeconds(state) : 0;
 }
 
 export function applyToRunState(state: RunState, e: Event): RunState {
@@ -116,7 +118,6 @@ export function applyToRunState(state: RunState, e: Event): RunState {
       state.startedAtMs = Number(e.emittedAtMs);
       break;
     case "runResumed":
-      state.downtimeMs += b.value.downtimeS * 1000;
       state.resumes.push({ atMs: Number(e.emittedAtMs), downtimeS: b.value.downtimeS, timeBudgetS: b.value.timeBudgetS });
       if (b.value.timeBudgetS > 0 && state.goal) state.goal.timeBudgetS = b.value.timeBudgetS;
       break;
@@ -307,18 +308,24 @@ export function standing(t: TrialState): Standing | undefined {
   return standingOf(t.evaluated?.result);
 }
 
-/** The accepted trials, best first by the run's rule (core/ranking.ts BEST_RULE). */
-export function rankedTrials(state: RunState): TrialState[] {
-  const ranked: { t: TrialState; s: Standing }[] = [];
+/** The accepted trials with their standing: what the rule for "best" ranks. */
+function* standings(state: RunState): Generator<{ t: TrialState; s: Standing }> {
   for (const t of state.trials.values()) {
     const s = t.judged?.verdict === Verdict.ACCEPT ? standing(t) : undefined;
-    if (s) ranked.push({ t, s });
+    if (s) yield { t, s };
   }
-  return ranked.sort((a, b) => (outranks(a.s, b.s) ? -1 : outranks(b.s, a.s) ? 1 : 0)).map((x) => x.t);
 }
 
+/** The accepted trials, best first by the run's rule (core/ranking.ts BEST_RULE). */
+export function rankedTrials(state: RunState): TrialState[] {
+  return [...standings(state)].sort((a, b) => (outranks(a.s, b.s) ? -1 : outranks(b.s, a.s) ? 1 : 0)).map((x) => x.t);
+}
+
+/** rankedTrials' first, in one pass (read on every event). */
 export function bestTrial(state: RunState): TrialState | undefined {
-  return rankedTrials(state)[0];
+  let best: { t: TrialState; s: Standing } | undefined;
+  for (const x of standings(state)) if (outranks(x.s, best?.s)) best = x;
+  return best?.t;
 }
 
 export function isTerminal(decision: Decision | undefined): boolean {
