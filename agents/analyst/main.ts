@@ -35,13 +35,6 @@ async function evaluateTrial(event: Event, assembled: TrialAssembled, ctx: Agent
   const t0 = Date.now();
   const trial = state.trials.get(trialId);
   if (!trial) return;
-  // The same trial delivered again while this process still evaluates it: the first publishes
-  // its result. A second evaluation took the runner's slots from the run's test confirmation.
-  if (evaluating.has(trialId)) {
-    ctx.log.warn("trial delivered again while its evaluation runs here; left to the first");
-    return;
-  }
-  evaluating.add(trialId);
   try {
     // The random baseline searches without a scheduler: no pruning.
     const watch = { state, trial, prune: state.settings?.planner !== "random" };
@@ -75,13 +68,8 @@ async function evaluateTrial(event: Event, assembled: TrialAssembled, ctx: Agent
     if (e.label === "runner_unavailable") throw e;
     ctx.log.info({ label: e.label, message: e.message }, "trial failed");
     await publishEvaluated({ failure: e.toProto(), evalSeconds: (Date.now() - t0) / 1000 });
-  } finally {
-    evaluating.delete(trialId);
   }
 }
-
-/** Trials this process is evaluating now. */
-const evaluating = new Set<string>();
 
 await runAgent({
   role: "analyst",
