@@ -8,7 +8,6 @@ import { INTERVENTION_KIND, RUN_STATUS, SURFACE } from "../core/enums.js";
 import { labelName } from "../core/failure.js";
 import { protoJson } from "../core/proto-json.js";
 import { unifiedDiff } from "../core/diff.js";
-import { parseTrainConfig } from "../core/model-config.js";
 import { Surface } from "../proto/gen/research/v1/common_pb.js";
 import { RunSettingsSchema, Verdict, type Event, type RunFinished } from "../proto/gen/research/v1/events_pb.js";
 import type { EpochProgress, MetricStats } from "../proto/gen/research/v1/runner_pb.js";
@@ -119,26 +118,20 @@ export function runSummary(v: RunView, nowMs = Date.now()): RunSummary {
   };
 }
 
-/** The train config with the runner's defaults filled in, so every trial has every knob; undefined when it does not parse. */
-function trainOf(t: TrialState) {
-  const parsed = parseTrainConfig(t.train ?? {});
-  return parsed.ok ? parsed.value : undefined;
-}
-
 /** Fields of a layer that say how wide it is. */
 const WIDTH_FIELDS = ["out_channels", "out_features", "dim"];
 
 /** Numeric config values for parallel coordinates: the recipe's knobs, the model's depth and width, size and fidelity. */
 function featuresOf(t: TrialState): Record<string, number> {
   const f: Record<string, number> = {};
-  const train = trainOf(t);
+  const train = t.train;
   if (train) {
     for (const k of ["lr", "batch_size", "epochs", "subset", "weight_decay", "label_smoothing", "momentum", "warmup_epochs", "grad_clip", "ema_decay"] as const) f[k] = train[k];
   }
-  const layers = (t.model as { layers?: unknown } | undefined)?.layers;
-  if (Array.isArray(layers)) {
+  const layers = t.model?.layers;
+  if (layers) {
     f.layers = layers.length;
-    const widths = layers.flatMap((l) => WIDTH_FIELDS.map((k) => (l as Record<string, unknown>)?.[k]).filter((w): w is number => typeof w === "number"));
+    const widths = layers.flatMap((l) => WIDTH_FIELDS.map((k) => (l as Record<string, unknown>)[k]).filter((w): w is number => typeof w === "number"));
     if (widths.length) f.width = Math.max(...widths);
   }
   const params = paramsOf(t);
@@ -150,7 +143,7 @@ function featuresOf(t: TrialState): Record<string, number> {
 /** What the trial trains on: the EvaluateRequest the coder assembled, else its config with the defaults. */
 function fidelityOf(t: TrialState, runSeeds: number): Fidelity {
   const req = t.assembled?.request;
-  const train = trainOf(t);
+  const train = t.train;
   return {
     rung: rungOf(t),
     subset: req?.dataset?.subset ?? train?.subset ?? 0,

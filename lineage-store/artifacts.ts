@@ -15,7 +15,6 @@ import { protoJson } from "../core/proto-json.js";
 import { stringify as toYaml } from "yaml";
 import { bestTrial, type RunState, type TrialState } from "../swarm/run-state.js";
 import { labelName } from "../core/failure.js";
-import { isRecord } from "../core/json.js";
 import { isId } from "../core/ids.js";
 import { SURFACE, type DecisionName, type VerdictName } from "../core/enums.js";
 import type { Failure } from "../proto/gen/research/v1/common_pb.js";
@@ -85,9 +84,8 @@ function configYaml(json: string, what: string): string {
 }
 
 function modelName(t: TrialState): string {
-  const name = isRecord(t.model) ? t.model.name : undefined;
   // A registry entry needs some name: the class name when the config has none.
-  return typeof name === "string" && name ? name : t.assembled?.className || t.id;
+  return t.model?.name || t.assembled?.className || t.id;
 }
 
 function hypothesisMarkdown(t: TrialState): string {

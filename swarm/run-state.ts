@@ -9,7 +9,7 @@ import { create } from "@bufbuild/protobuf";
 import { Decision, InterventionKind, RunFinishedSchema, Verdict, type Event, type Goal, type Intervention, type LlmCall, type ResearchRequested, type RunFinished, type RunSettings, type RunStatus, type TrialAssembled, type TrialEvaluated, type TrialJudged, type TrialProposed } from "../proto/gen/research/v1/events_pb.js";
 import { parseBrief, type Brief } from "../core/brief.js";
 import { TRIAL_STATUS, type TrialStatusName } from "../core/enums.js";
-import { parseJson } from "../core/json.js";
+import { parseModelConfig, parseTrainConfig, type ModelConfig, type TrainConfig } from "../core/model-config.js";
 import { outranks, standingOf, type Standing } from "../core/ranking.js";
 import { FailureLabel, type Failure } from "../proto/gen/research/v1/common_pb.js";
 import type { SeedResult } from "../proto/gen/research/v1/runner_pb.js";
@@ -26,12 +26,14 @@ export interface TrialState {
   evaluated?: TrialEvaluated;
   judged?: TrialJudged;
   /**
-   * model_config and train_config as authored (parsed once here from the
-   * proposal's JSON text, not validated: the coder validates them); undefined
-   * when the text is not JSON.
+   * model_config and train_config, parsed and validated once here from the
+   * proposal's JSON text, with the schemas' defaults filled: every reader takes
+   * them typed from the fold. Undefined when they do not validate; then
+   * `configError` says why (the coder fails the trial with it).
    */
-  model?: unknown;
-  train?: unknown;
+  model?: ModelConfig;
+  train?: TrainConfig;
+  configError?: string;
   /** Stream order of the judged event among the run's judged events (0-based). */
   judgedPosition?: number;
 }
@@ -108,6 +110,14 @@ export function liveSeconds(state: RunState, nowMs: number): number {
   return state.startedAtMs ? (nowMs - state.startedAtMs) / 1000 - downtimeSeconds(state) : 0;
 }
 
+function configsOf(p: TrialProposed): Pick<TrialState, "model" | "train" | "configError"> {
+  const model = parseModelConfig(p.modelConfigJson);
+  if (!model.ok) return { configError: `model_config: ${model.error}` };
+  const train = parseTrainConfig(p.trainConfigJson);
+  if (!train.ok) return { configError: `train_config: ${train.error}` };
+  return { model: model.value, train: train.value };
+}
+
 export function applyToRunState(state: RunState, e: Event): RunState {
   const b = e.body;
   state.lastEventMs = Math.max(state.lastEventMs, Number(e.emittedAtMs));
@@ -133,8 +143,7 @@ export function applyToRunState(state: RunState, e: Event): RunState {
       const t = trial(state, e.trialId);
       if (!t.proposed) state.order.push(e.trialId);
       t.proposed = b.value;
-      t.model = parseJson(b.value.modelConfigJson);
-      t.train = parseJson(b.value.trainConfigJson);
+      Object.assign(t, configsOf(b.value));
       if (b.value.interventionId) state.proposalTrials.set(b.value.interventionId, e.trialId);
       break;
     }

@@ -14,7 +14,6 @@ import { EvalResultSchema, LearningCurveSchema, SeedResultSchema, type EpochProg
 import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import type { RunState, TrialState } from "../../swarm/run-state.js";
 import { RECIPE_DEFAULTS } from "../../core/defaults.js";
-import { isRecord } from "../../core/json.js";
 
 /** Finished peers needed before the median means anything. */
 const MIN_PEERS = 4;
@@ -24,7 +23,7 @@ const SEED = 0;
 
 const rungOf = (t: TrialState) => t.proposed?.rung ?? 0;
 /** The schedule a trial trains with, as its author wrote it (the schema's default when absent). */
-const scheduleOf = (t: TrialState) => (isRecord(t.train) && typeof t.train.schedule === "string" ? t.train.schedule : RECIPE_DEFAULTS.schedule);
+const scheduleOf = (t: TrialState) => t.train?.schedule ?? RECIPE_DEFAULTS.schedule;
 
 function curveAt(t: TrialState, epoch: number): number | undefined {
   const seed = t.evaluated?.result?.seedResults.find((s) => s.seed === SEED);

@@ -20,6 +20,7 @@ import { labelName } from "../../core/failure.js";
 import type { RunnerClient } from "../../gpu-runner/client.js";
 import type { DatasetInfo, SummarizeResponse } from "../../proto/gen/research/v1/runner_pb.js";
 import type { Prompt } from "../../swarm/prompts.js";
+import type { ModelConfig } from "../../core/model-config.js";
 import { coderTools } from "./tools.js";
 
 const CodeSchema = z.object({ code: z.string().min(20) });
@@ -46,7 +47,7 @@ export async function codegenWithRepair(opts: {
   client: LlmClient;
   prompt: Prompt;
   runner: RunnerClient;
-  modelConfigJson: string;
+  modelConfig: ModelConfig;
   className: string;
   info: DatasetInfo;
   maxParams: number;
@@ -63,7 +64,7 @@ export async function codegenWithRepair(opts: {
       inputDtype: info.inputDtype || "float32",
       numClasses: info.numClasses,
       vocabSize: info.vocabSize || undefined,
-      modelConfigJson: opts.modelConfigJson,
+      modelConfig: opts.modelConfig,
     },
   });
   let messages: ChatCompletionMessageParam[] = [
@@ -75,7 +76,7 @@ export async function codegenWithRepair(opts: {
         input_dtype: info.inputDtype || "float32",
         num_classes: info.numClasses,
         vocab_size: info.vocabSize || undefined,
-        model_config: JSON.parse(opts.modelConfigJson),
+        model_config: opts.modelConfig,
       }),
     },
   ];

@@ -8,12 +8,12 @@ import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { agentConfig } from "../../core/config.js";
 import { DEFAULT_SEEDS } from "../../core/defaults.js";
 import { ResearchError } from "../../core/failure.js";
-import { parseModelConfig, parseTrainConfig, type TrainConfig } from "../../core/model-config.js";
+import type { TrainConfig } from "../../core/model-config.js";
 import { OPTIMIZER, SCHEDULE } from "../../core/enums.js";
-import type { Event, TrialAssembledSchema, TrialProposed } from "../../proto/gen/research/v1/events_pb.js";
+import type { Event, TrialAssembledSchema } from "../../proto/gen/research/v1/events_pb.js";
 import { EvaluateRequestSchema, type DatasetInfo, type SummarizeResponse } from "../../proto/gen/research/v1/runner_pb.js";
 import { datasetInfo, datasetSpec } from "../../swarm/dataset-info.js";
-import type { RunState } from "../../swarm/run-state.js";
+import type { RunState, TrialState } from "../../swarm/run-state.js";
 import { runAgent, type AgentContext } from "../../swarm/runtime.js";
 import { askLlm } from "../../swarm/llm.js";
 import { loadPrompt } from "../../swarm/prompts.js";
@@ -52,12 +52,11 @@ function recipeOf(t: TrainConfig) {
   };
 }
 
-async function assemble(state: RunState, id: string, p: TrialProposed, info: DatasetInfo, ctx: AgentContext): Promise<Assembled> {
-  const model = parseModelConfig(p.modelConfigJson);
-  if (!model.ok) return { failure: new ResearchError("invalid_config", `model_config: ${model.error}`).toProto() };
-  const train = parseTrainConfig(p.trainConfigJson);
-  if (!train.ok) return { failure: new ResearchError("invalid_config", `train_config: ${train.error}`).toProto() };
-  const compiled = compileModel(model.value, {
+async function assemble(state: RunState, t: TrialState, info: DatasetInfo, ctx: AgentContext): Promise<Assembled> {
+  const { id, model, train } = t;
+  const p = t.proposed!;
+  if (!model || !train) return { failure: new ResearchError("invalid_config", t.configError ?? "no model_config").toProto() };
+  const compiled = compileModel(model, {
     inputShape: info.inputShape,
     numClasses: info.numClasses,
     inputDtype: info.inputDtype === "int64" ? "int64" : "float32",
@@ -77,7 +76,7 @@ async function assemble(state: RunState, id: string, p: TrialProposed, info: Dat
         client,
         prompt: CODER_PROMPT,
         runner,
-        modelConfigJson: p.modelConfigJson,
+        modelConfig: model,
         className: compiled.className,
         info,
         maxParams: Number(state.goal?.maxParams ?? 0n),
@@ -112,15 +111,14 @@ async function assemble(state: RunState, id: string, p: TrialProposed, info: Dat
       builtin: () => builtinNarrative(summary, compiled.className),
     })
   ).value;
-  if (summary.failure) return assembled;
   const goal = state.goal;
   const settings = state.settings;
   assembled.request = create(EvaluateRequestSchema, {
     trialId: id,
     runId: state.runId,
     model: { code, className: compiled.className },
-    dataset: { ...datasetSpec(goal), subset: train.value.subset },
-    recipe: recipeOf(train.value),
+    dataset: { ...datasetSpec(goal), subset: train.subset },
+    recipe: recipeOf(train),
     seeds: p.seeds || settings?.seeds || DEFAULT_SEEDS,
     // Every trial of a run sees the same seeds: comparisons are matched.
     baseSeed: 0,
@@ -133,11 +131,12 @@ async function assemble(state: RunState, id: string, p: TrialProposed, info: Dat
   return assembled;
 }
 
-async function handleProposed(event: Event, p: TrialProposed, ctx: AgentContext): Promise<void> {
+async function handleProposed(event: Event, ctx: AgentContext): Promise<void> {
   const state = await ctx.runState(event.runId);
-  if (state.finished || state.trials.get(event.trialId)?.assembled) return;
+  const trial = state.trials.get(event.trialId);
+  if (state.finished || !trial?.proposed || trial.assembled) return;
   const info = await datasetInfo(ctx.runner(), state.goal);
-  const value = await assemble(state, event.trialId, p, info, ctx);
+  const value = await assemble(state, trial, info, ctx);
   await ctx.emit(`${event.trialId}/assembled`, { runId: event.runId, trialId: event.trialId, body: { case: "trialAssembled", value } });
   ctx.log.info({ ok: !value.failure, params: value.summary?.totalParams?.toString() }, "trial assembled");
 }
@@ -148,7 +147,7 @@ await runAgent({
   // An LLM coder's rounds take a while; two trials can be written at once.
   concurrency: 2,
   handle: async (event, ctx) => {
-    if (event.body.case === "trialProposed") await handleProposed(event, event.body.value, ctx);
+    if (event.body.case === "trialProposed") await handleProposed(event, ctx);
   },
   onDeadLetter: async (event, err, ctx) => {
     await ctx.emit(`${event.trialId}/assembled`, {

@@ -12,6 +12,7 @@ import { z } from "zod";
 import { labelName, ResearchError } from "../../core/failure.js";
 import { isId } from "../../core/ids.js";
 import type { ToolDef } from "../../core/llm/client.js";
+import type { ModelConfig } from "../../core/model-config.js";
 import type { RunnerClient } from "../../gpu-runner/client.js";
 import { ScriptLanguage } from "../../proto/gen/research/v1/runner_pb.js";
 
@@ -92,7 +93,7 @@ export interface ProjectInfo {
   inputDtype: string;
   numClasses: number;
   vocabSize?: number;
-  modelConfigJson: string;
+  modelConfig: ModelConfig;
 }
 
 export interface CoderToolsOptions {
@@ -156,7 +157,7 @@ class ${p.className}(nn.Module):
         # TODO: return logits of shape [batch, ${p.numClasses}]
         raise NotImplementedError
 `,
-    "configs/model_config.json": `${JSON.stringify(JSON.parse(p.modelConfigJson), null, 2)}\n`,
+    "configs/model_config.json": `${JSON.stringify(p.modelConfig, null, 2)}\n`,
     "experiments/check_model.py": `"""One forward pass on a dummy batch: the check the runner makes before training."""
 import os
 import sys

@@ -124,8 +124,7 @@ export function fingerprint(model: ModelConfigInput, train: TrainConfigInput): s
 }
 
 export function genomeOf(t: TrialState): Genome | undefined {
-  // The coder validated these before the trial could score; a trial without both has no genome to edit.
-  return isRecord(t.model) && isRecord(t.train) ? { model: t.model as ModelConfigInput, train: t.train as TrainConfigInput } : undefined;
+  return t.model && t.train ? { model: t.model, train: t.train } : undefined;
 }
 
 /**

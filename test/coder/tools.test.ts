@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { create } from "@bufbuild/protobuf";
 import { pino } from "pino";
+import type { ModelConfig } from "../../core/model-config.js";
 import { codegenWithRepair } from "../../agents/coder/llm-coder.js";
 import { coderTools, trialDir, type ProjectInfo } from "../../agents/coder/tools.js";
 import { loadPrompt } from "../../swarm/prompts.js";
@@ -29,8 +30,8 @@ class Net(nn.Module):
     def forward(self, x):
         return self.net(x)
 `;
-const CONFIG = { name: "mlp", layers: [{ type: "flatten" }, { type: "linear", out_features: 32 }] };
-const PROJECT: ProjectInfo = { className: "Net", inputShape: [1, 8, 8], inputDtype: "float32", numClasses: 10, modelConfigJson: JSON.stringify(CONFIG) };
+const CONFIG: ModelConfig = { name: "mlp", layers: [{ type: "flatten" }, { type: "linear", out_features: 32, bias: true }] };
+const PROJECT: ProjectInfo = { className: "Net", inputShape: [1, 8, 8], inputDtype: "float32", numClasses: 10, modelConfig: CONFIG };
 
 let runner: RunningRunner;
 let client: RunnerClient;
@@ -136,7 +137,7 @@ describe("codegen with tools", () => {
       { logger: silent, env: { FAKE_KEY: "sk-test" } },
     );
   const codegen = (c: LlmClient, workDir: string) =>
-    codegenWithRepair({ client: c, prompt: loadPrompt("coder"), runner: client, modelConfigJson: JSON.stringify(CONFIG), className: "Net", info, maxParams: 0, workDir });
+    codegenWithRepair({ client: c, prompt: loadPrompt("coder"), runner: client, modelConfig: CONFIG, className: "Net", info, maxParams: 0, workDir });
 
   it("lets the model write and test its module before it answers", async () => {
     const fake = await startFakeOpenAI([

@@ -5,7 +5,7 @@ import { EventSchema, type Event } from "../../proto/gen/research/v1/events_pb.j
 import { EpochProgressSchema } from "../../proto/gen/research/v1/runner_pb.js";
 import { emptyRunState } from "../../swarm/run-state.js";
 import { applyToView, emptyView, runDetail, runSummary, trialDetail, type RunView } from "../../dashboard/views.js";
-import { runEvents } from "../lineage-store/fixtures.js";
+import { cnn, runEvents } from "../lineage-store/fixtures.js";
 
 const RUN = "r-views";
 const T0 = 1_700_000_000_000;
@@ -82,7 +82,7 @@ describe("dashboard views", () => {
     const t = (i: number) => `${RUN}-t${String(i).padStart(3, "0")}`;
     const propose = ev("", { case: "runIntervention", value: { interventionId: "iv-p", kind: INTERVENTION_KIND.value("propose"), who: "ui:ann", hypothesis: "mine" } }, last + 1);
     const cancel = ev(t(12), { case: "runIntervention", value: { interventionId: "iv-c", kind: INTERVENTION_KIND.value("cancel_trial"), who: "cli:bob", reason: "slow" } }, last + 3);
-    const taken = ev(t(12), { case: "trialProposed", value: { hypothesis: "mine", interventionId: "iv-p", modelConfigJson: JSON.stringify({ name: "m", layers: [{ type: "linear", out_features: 64 }, { type: "relu" }] }), trainConfigJson: "{}", seeds: 1, rung: 0 } }, last + 2);
+    const taken = ev(t(12), { case: "trialProposed", value: { hypothesis: "mine", interventionId: "iv-p", modelConfigJson: JSON.stringify({ name: "m", layers: [{ type: "linear", out_features: 64 }, { type: "activation", fn: "relu" }] }), trainConfigJson: "{}", seeds: 1, rung: 0 } }, last + 2);
     const d = runDetail(viewOf([...events, propose, taken, cancel], true));
 
     expect(d.trials_table.map((r) => r.index)).toEqual([...Array(13).keys()].map((i) => i + 1));
@@ -142,7 +142,7 @@ describe("dashboard views", () => {
       seconds: 10 + s,
     });
     const more = [
-      ev(id, { case: "trialProposed", value: { hypothesis: "wider", rationale: "why not", parentIds: [parent], adoptedConcepts: ["se_block"], modelConfigJson: JSON.stringify({ family: "cnn", channels: [64, 128, 128], kernel_size: 3, head: "linear", batchnorm: true }), trainConfigJson: JSON.stringify({ optimizer: "adam", lr: 0.001 }) } }, last + 1),
+      ev(id, { case: "trialProposed", value: { hypothesis: "wider", rationale: "why not", parentIds: [parent], adoptedConcepts: ["se_block"], modelConfigJson: JSON.stringify(cnn([64, 128, 128], { batchnorm: true })), trainConfigJson: JSON.stringify({ optimizer: "adam", lr: 0.001 }) } }, last + 1),
       ev(id, { case: "trialAssembled", value: { code: "class M: ...\n", diff: "--- a\n+++ b\n", summary: { totalParams: 1234n, flops: 99n, sizeMb: 0.5, layers: [{ name: "fc", type: "Linear", outputShape: [10n], params: 1234n }] }, summaryNarrative: "a small net" } }, last + 2),
       ev(id, {
         case: "trialEvaluated",
@@ -156,8 +156,8 @@ describe("dashboard views", () => {
     const d = trialDetail(v, id)!;
     expect(d.row).toMatchObject({ trial_id: id, index: 13, status: "evaluated" });
     expect(d.config_diff).toContain(`--- ${parent}/config.json`);
-    expect(d.config_diff).toContain("-      32,");
-    expect(d.config_diff).toContain("+      128,");
+    expect(d.config_diff).toMatch(/^- +"out_channels": 32,$/m);
+    expect(d.config_diff).toMatch(/^\+ +"out_channels": 128,$/m);
     expect(d.code_diff).toBe("--- a\n+++ b\n");
     expect(d.summary).toEqual({ total_params: 1234, flops: 99, size_mb: 0.5, layers: [{ name: "fc", type: "Linear", output_shape: [10], params: 1234 }] });
     expect(d.narrative).toBe("it learned");

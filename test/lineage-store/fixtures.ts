@@ -2,6 +2,7 @@ import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { SURFACE, type SurfaceName } from "../../core/enums.js";
 import { failure, type FailureName } from "../../core/failure.js";
 import { trialId } from "../../core/ids.js";
+import type { Layer, ModelConfigInput } from "../../core/model-config.js";
 import {
   Decision,
   EventSchema,
@@ -15,7 +16,7 @@ import { GoalStatus } from "../../proto/gen/research/v1/runner_pb.js";
 export interface TrialSpec {
   hypothesis: string;
   surface: SurfaceName;
-  model: Record<string, unknown>;
+  model: ModelConfigInput;
   train?: Record<string, unknown>;
   /** Mean validation accuracy; absent when the trial failed before a result. */
   score?: number;
@@ -23,12 +24,28 @@ export interface TrialSpec {
   parent?: number;
 }
 
-const cnn = (channels: number[], extra: Record<string, unknown> = {}) => ({
-  family: "cnn",
-  channels,
-  kernel_size: 3,
-  head: "linear",
-  ...extra,
+interface CnnOptions {
+  batchnorm?: boolean;
+  squeeze_excitation?: boolean;
+  dropout?: number;
+  separable?: boolean;
+  head?: "linear" | "gap";
+}
+
+/** A valid model_config: a conv stack (one conv, or a separable pair, per entry of `channels`) and a head. */
+export const cnn = (channels: number[], o: CnnOptions = {}): ModelConfigInput => ({
+  name: `cnn-${channels.join("-")}`,
+  layers: [
+    ...channels.flatMap((c): Layer[] => [
+      ...(o.separable ? [{ type: "depthwise_conv2d" as const }, { type: "pointwise_conv2d" as const, out_channels: c }] : [{ type: "conv2d" as const, out_channels: c }]),
+      ...(o.batchnorm ? [{ type: "batchnorm" as const }] : []),
+      { type: "activation" as const },
+      ...(o.squeeze_excitation ? [{ type: "se" as const }] : []),
+      { type: "maxpool" as const },
+    ] as Layer[]),
+    ...(o.head === "gap" ? [{ type: "global_avgpool" as const }] : [{ type: "flatten" as const }]),
+    ...(o.dropout ? [{ type: "dropout" as const, p: o.dropout }] : []),
+  ] as Layer[],
 });
 
 export const TRIALS: TrialSpec[] = [
@@ -39,7 +56,7 @@ export const TRIALS: TrialSpec[] = [
   { hypothesis: "label smoothing to reduce overconfident predictions", surface: "regularisation", model: cnn([32, 64, 64], { batchnorm: true }), train: { label_smoothing: 0.1 }, score: 0.906, parent: 1 },
   { hypothesis: "dropout before the classifier head", surface: "regularisation", model: cnn([32, 64, 64], { batchnorm: true, dropout: 0.3 }), score: 0.899, parent: 1 },
   { hypothesis: "random crop and horizontal flip augmentation", surface: "data", model: cnn([32, 64, 64], { batchnorm: true }), train: { augment: { hflip: true, crop_padding: 2 } }, score: 0.909, parent: 1 },
-  { hypothesis: "very deep residual network with sixteen blocks at full resolution", surface: "architecture", model: { family: "resnet", blocks: 16, width: 256 }, fails: { label: "oom", at: "evaluated" }, parent: 1 },
+  { hypothesis: "very deep residual network with sixteen blocks at full resolution", surface: "architecture", model: { name: "resnet-16x256", layers: Array.from({ length: 16 }, () => ({ type: "residual" as const, layers: [{ type: "conv2d" as const, out_channels: 256 }, { type: "batchnorm" as const }] })) }, fails: { label: "oom", at: "evaluated" }, parent: 1 },
   { hypothesis: "depthwise separable convolutions to cut parameters", surface: "architecture", model: cnn([32, 64], { separable: true }), fails: { label: "shape_error", at: "assembled" }, parent: 1 },
   { hypothesis: "wider conv stack with batchnorm and more channels", surface: "architecture", model: cnn([48, 96, 96], { batchnorm: true }), score: 0.917, parent: 1 },
   { hypothesis: "adamw optimizer with decoupled weight decay", surface: "optimisation", model: cnn([32, 64, 64], { batchnorm: true }), train: { optimizer: "adamw", weight_decay: 0.05 }, score: 0.908, parent: 1 },

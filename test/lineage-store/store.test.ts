@@ -72,7 +72,7 @@ describe("LineageStore over a run's events", () => {
     expect(se.ci_high).toBeCloseTo(0.921);
     expect(se.code).toContain("class Trial2");
     expect(se.diff).toContain(`--- ${t(1)}`);
-    expect(JSON.parse(se.model_config_json)).toMatchObject({ squeeze_excitation: true });
+    expect(JSON.parse(se.model_config_json).layers).toContainEqual({ type: "se" });
     expect(JSON.parse(se.result_json)).toMatchObject({ numSeeds: 3, aggregated: { val_accuracy: { mean: 0.911 } } });
     expect(JSON.parse(se.analysis_json)).toMatchObject({ overfitting: "mild", weakClasses: [6] });
 
