@@ -22,6 +22,13 @@ export const RECIPE_DEFAULTS = {
  */
 export const DEFAULT_TIME_BUDGET_S = 1800;
 
+/**
+ * A run's settings where the launch names none (deploy/swarm.ts fills them in). Agents
+ * read a setting left at 0 on the wire as this value too: `patience` here is the judge's
+ * and the planner's, whoever started the run.
+ */
+export const RUN_DEFAULTS = { maxTrials: 100, parallel: 2, patience: 10, planner: "builtin", research: true } as const;
+
 /** Seeds per evaluation when nobody chose a number: the fewest that give a seed spread worth an interval. */
 export const DEFAULT_SEEDS = 3;
 

@@ -3,7 +3,7 @@
  * NATS), the gpu-runner, the lineage store and one process per agent role,
  * all supervised; and running a goal on it to the end.
  */
-import { DEFAULT_SEEDS, DEFAULT_TIME_BUDGET_S } from "../core/defaults.js";
+import { DEFAULT_SEEDS, DEFAULT_TIME_BUDGET_S, RUN_DEFAULTS } from "../core/defaults.js";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { randomBytes } from "node:crypto";
@@ -190,7 +190,7 @@ export function newRunId(): string {
   return `r${d}-${randomBytes(2).toString("hex")}`;
 }
 
-export const SETTING_DEFAULTS = { maxTrials: 100, seeds: DEFAULT_SEEDS, parallel: 2, patience: 10, planner: "builtin", research: true } as const;
+export const SETTING_DEFAULTS = { ...RUN_DEFAULTS, seeds: DEFAULT_SEEDS } as const;
 
 /**
  * Trials in flight by default: two on a CPU runner (its slots go to a trial's seeds); on a

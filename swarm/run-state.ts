@@ -10,6 +10,7 @@ import { Decision, InterventionKind, RunFinishedSchema, Verdict, type Event, typ
 import { parseBrief, type Brief } from "../core/brief.js";
 import { TRIAL_STATUS, type TrialStatusName } from "../core/enums.js";
 import { parseModelConfig, parseTrainConfig, type ModelConfig, type TrainConfig } from "../core/model-config.js";
+import { RUN_DEFAULTS } from "../core/defaults.js";
 import { outranks, standingOf, type Standing } from "../core/ranking.js";
 import { FailureLabel, type Failure } from "../proto/gen/research/v1/common_pb.js";
 import type { SeedResult } from "../proto/gen/research/v1/runner_pb.js";
@@ -222,13 +223,12 @@ export function judgedTrials(state: RunState): TrialState[] {
   return state.order.map((id) => state.trials.get(id)!).filter((t) => t.judged);
 }
 
-/** Judged trials without progress before a run stops on a plateau, unless its settings say otherwise. */
-const DEFAULT_PATIENCE = 8;
 /** A rise of the best CI lower bound this small (0.1 pp) is seed noise, not progress. */
 export const PLATEAU_DELTA = 1e-3;
 
+/** Judged trials without progress before a run stops on a plateau. */
 export function patienceOf(state: RunState): number {
-  return state.settings?.patience || DEFAULT_PATIENCE;
+  return state.settings?.patience || RUN_DEFAULTS.patience;
 }
 
 /**

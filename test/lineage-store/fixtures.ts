@@ -16,7 +16,8 @@ import { GoalStatus } from "../../proto/gen/research/v1/runner_pb.js";
 export interface TrialSpec {
   hypothesis: string;
   surface: SurfaceName;
-  model: ModelConfigInput;
+  /** The store keeps whatever was proposed; the embedder bench's configs are loose words for retrieval, not valid configs. */
+  model: ModelConfigInput | Record<string, unknown>;
   train?: Record<string, unknown>;
   /** Mean validation accuracy; absent when the trial failed before a result. */
   score?: number;
