@@ -280,7 +280,7 @@ const AugmentSchema = z.strictObject({
 export const TrainConfigSchema = z
   .strictObject({
     optimizer: z.enum(OPTIMIZER.names).default(RECIPE_DEFAULTS.optimizer),
-    lr: z.number().positive().max(10).default(DEFAULT_LR[RECIPE_DEFAULTS.optimizer]),
+    lr: z.number().positive().max(10).optional().describe("default: the optimizer's (core/defaults.ts DEFAULT_LR: sgd 0.05, adam and adamw 1e-3)"),
     momentum: z.number().min(0).lt(1).default(0.9),
     nesterov: bool().default(false),
     weight_decay: z.number().min(0).max(1).default(0),
@@ -313,7 +313,14 @@ export const TrainConfigSchema = z
   .refine((c) => c.warmup_epochs < c.epochs || c.warmup_epochs === 0, {
     error: "expected fewer warmup epochs than epochs",
     path: ["warmup_epochs"],
-  });
+  })
+  // torch's SGD refuses Nesterov without momentum; other optimizers ignore both.
+  .refine((c) => !(c.optimizer === "sgd" && c.nesterov && c.momentum === 0), {
+    error: "expected momentum > 0 with nesterov",
+    path: ["nesterov"],
+  })
+  // A default that depends on a sibling: plain SGD needs a far larger step than Adam.
+  .transform((c) => ({ ...c, lr: c.lr ?? DEFAULT_LR[c.optimizer] }));
 
 export type TrainConfig = z.infer<typeof TrainConfigSchema>;
 export type TrainConfigInput = z.input<typeof TrainConfigSchema>;

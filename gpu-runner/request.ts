@@ -1,13 +1,15 @@
 /**
  * Checks an evaluation request and turns it into the worker's job spec with
  * every default filled in. The wire format uses 0 / "" / unspecified for "not
- * set"; the defaults below and core/defaults.ts are the runner's documented
+ * set"; the defaults below, core/defaults.ts and (for the recipe) the train_config
+ * schema through core/recipe.ts are the runner's documented
  * behaviour (docs/ARCHITECTURE.md, "Runner defaults"). The Python worker takes
  * no defaults of its own, so every spec built here carries every field.
  */
 import { resolve, sep } from "node:path";
-import { DEFAULT_LR, DEFAULT_SEEDS, RECIPE_DEFAULTS } from "../core/defaults.js";
-import { OPTIMIZER, SCHEDULE, SCRIPT_LANGUAGE } from "../core/enums.js";
+import { DEFAULT_SEEDS } from "../core/defaults.js";
+import { SCRIPT_LANGUAGE } from "../core/enums.js";
+import { trainConfigOfRecipe } from "../core/recipe.js";
 import { ResearchError } from "../core/failure.js";
 import { InputDtypeSchema } from "../core/model-config.js";
 import { DATASETS } from "../core/goal.js";
@@ -112,58 +114,15 @@ function checkDataset(d: DatasetSpec | undefined, dataRoots: string[], issues: I
   };
 }
 
+/** The worker's recipe: every field, from the one schema (core/recipe.ts); `subset` goes in the dataset spec. */
 function checkRecipe(r: Recipe | undefined, issues: Issues) {
-  // A number outside the enum comes from a client built against a newer proto.
-  const optimizer = r?.optimizer ? OPTIMIZER.name(r.optimizer) : RECIPE_DEFAULTS.optimizer;
-  const schedule = r?.schedule ? SCHEDULE.name(r.schedule) : RECIPE_DEFAULTS.schedule;
-  issues.check(optimizer !== undefined, `recipe.optimizer ${r?.optimizer} is not one of ${OPTIMIZER.names.join(", ")}`);
-  issues.check(schedule !== undefined, `recipe.schedule ${r?.schedule} is not one of ${SCHEDULE.names.join(", ")}`);
-  const lr = r?.lr || DEFAULT_LR[optimizer ?? RECIPE_DEFAULTS.optimizer];
-  issues.check(lr > 0 && lr < 10, `recipe.lr ${lr} must be in (0, 10)`);
-  const batchSize = r?.batchSize || RECIPE_DEFAULTS.batchSize;
-  issues.check(batchSize <= 65536, `recipe.batch_size ${batchSize} is larger than 65536`);
-  const epochs = r?.epochs || RECIPE_DEFAULTS.epochs;
-  issues.check(epochs <= 1000, `recipe.epochs ${epochs} is larger than 1000`);
-  for (const [k, v] of [
-    ["momentum", r?.momentum ?? 0],
-    ["label_smoothing", r?.labelSmoothing ?? 0],
-    ["ema_decay", r?.emaDecay ?? 0],
-  ] as const) {
-    issues.check(v >= 0 && v < 1, `recipe.${k} ${v} must be in [0, 1)`);
+  const parsed = trainConfigOfRecipe(r);
+  if (!parsed.ok) {
+    issues.check(false, parsed.error);
+    return undefined;
   }
-  for (const [k, v] of [
-    ["weight_decay", r?.weightDecay ?? 0],
-    ["grad_clip", r?.gradClip ?? 0],
-    ["warmup_epochs", r?.warmupEpochs ?? 0],
-    ["train_seconds", r?.trainSeconds ?? 0],
-  ] as const) {
-    issues.check(v >= 0 && Number.isFinite(v), `recipe.${k} ${v} must be >= 0`);
-  }
-  return {
-    optimizer,
-    lr,
-    momentum: r?.momentum ?? 0,
-    nesterov: r?.nesterov ?? false,
-    weight_decay: r?.weightDecay ?? 0,
-    schedule,
-    warmup_epochs: r?.warmupEpochs ?? 0,
-    step_size: r?.stepSize || Math.max(1, Math.floor(epochs / 3)),
-    gamma: r?.gamma || RECIPE_DEFAULTS.gamma,
-    label_smoothing: r?.labelSmoothing ?? 0,
-    grad_clip: r?.gradClip ?? 0,
-    batch_size: batchSize,
-    epochs,
-    augment: {
-      hflip: r?.augment?.hflip ?? false,
-      crop_padding: r?.augment?.cropPadding ?? 0,
-      cutout: r?.augment?.cutout ?? 0,
-    },
-    amp: r?.amp ?? false,
-    channels_last: r?.channelsLast ?? false,
-    deterministic: r?.deterministic ?? false,
-    ema_decay: r?.emaDecay ?? 0,
-    train_seconds: r?.trainSeconds ?? 0,
-  };
+  const { subset: _inDatasetSpec, ...recipe } = parsed.value;
+  return recipe;
 }
 
 export function limitsFor(wallSeconds: number, memoryMb: number, threads: number, gpuMemoryFraction = 0): Limits {
@@ -206,7 +165,7 @@ export function planEvaluation(req: EvaluateRequest, dataRoots: string[]) {
       class_name: req.model!.className,
       init_kwargs: initKwargs,
       dataset,
-      recipe,
+      recipe: recipe!,
       max_params: Number(req.budget?.maxParams ?? 0n),
       evaluate_test: req.evaluateTest,
       weights: req.weightsOf ? "load" : req.keepWeights ? "keep" : "",

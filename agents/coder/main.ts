@@ -8,8 +8,7 @@ import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { agentConfig } from "../../core/config.js";
 import { DEFAULT_SEEDS } from "../../core/defaults.js";
 import { ResearchError } from "../../core/failure.js";
-import type { TrainConfig } from "../../core/model-config.js";
-import { OPTIMIZER, SCHEDULE } from "../../core/enums.js";
+import { recipeOf } from "../../core/recipe.js";
 import type { Event, TrialAssembledSchema } from "../../proto/gen/research/v1/events_pb.js";
 import { EvaluateRequestSchema, type DatasetInfo, type SummarizeResponse } from "../../proto/gen/research/v1/runner_pb.js";
 import { datasetInfo, datasetSpec } from "../../swarm/dataset-info.js";
@@ -27,30 +26,6 @@ const SUMMARY_PROMPT = loadPrompt("summary");
 const { workspace: WORKSPACE } = agentConfig();
 
 type Assembled = MessageInitShape<typeof TrialAssembledSchema>;
-
-function recipeOf(t: TrainConfig) {
-  return {
-    optimizer: OPTIMIZER.value(t.optimizer),
-    lr: t.lr,
-    momentum: t.momentum,
-    nesterov: t.nesterov,
-    weightDecay: t.weight_decay,
-    schedule: SCHEDULE.value(t.schedule),
-    warmupEpochs: t.warmup_epochs,
-    stepSize: t.step_size,
-    gamma: t.gamma,
-    labelSmoothing: t.label_smoothing,
-    gradClip: t.grad_clip,
-    batchSize: t.batch_size,
-    epochs: t.epochs,
-    augment: { hflip: t.augment.hflip, cropPadding: t.augment.crop_padding, cutout: t.augment.cutout },
-    amp: t.amp,
-    channelsLast: t.channels_last,
-    deterministic: t.deterministic,
-    emaDecay: t.ema_decay,
-    trainSeconds: t.train_seconds,
-  };
-}
 
 async function assemble(state: RunState, t: TrialState, info: DatasetInfo, ctx: AgentContext): Promise<Assembled> {
   const { id, model, train } = t;

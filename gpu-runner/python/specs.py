@@ -8,7 +8,9 @@ defaults live on the TypeScript side (gpu-runner/request.ts, core/defaults.ts),
 which sends every field, so a second set here could only disagree with them.
 """
 
+import json
 import math
+import os
 import re
 
 from datasets import KNOWN, TEXT_VOCAB
@@ -117,40 +119,56 @@ def _model(spec, out):
     out["init_kwargs"] = _object(spec, "init_kwargs", "spec")
 
 
+# The recipe's fields, types and bounds: JSON Schema written from the TypeScript train_config
+# schema (core/recipe.ts, scripts/gen-recipe-schema.ts), so the two sides cannot disagree.
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "recipe_schema.json"), encoding="utf-8") as _f:
+    RECIPE_SCHEMA = json.load(_f)
+_KINDS = {"number": float, "integer": int, "boolean": bool, "string": str}
+
+
+def bounds_text(field):
+    """How a field's bounds read in a message, worded as core/recipe.ts boundsText words them."""
+    if "enum" in field:
+        return _one_of(field["enum"])
+    lo = field.get("exclusiveMinimum", field.get("minimum"))
+    hi = field.get("exclusiveMaximum", field.get("maximum"))
+    opening = "(" if "exclusiveMinimum" in field else "["
+    closing = ")" if "exclusiveMaximum" in field else "]"
+    if lo is not None and hi is not None:
+        return f"in {opening}{lo:g}, {hi:g}{closing}"
+    if lo is not None:
+        return f"{'>' if opening == '(' else '>='} {lo:g}"
+    return f"{'<' if closing == ')' else '<='} {hi:g}" if hi is not None else ""
+
+
+def _within(field, v):
+    return (v > field.get("exclusiveMinimum", -math.inf) and v >= field.get("minimum", -math.inf)
+            and v < field.get("exclusiveMaximum", math.inf) and v <= field.get("maximum", math.inf))
+
+
+def _by_schema(raw, schema, where):
+    out = {}
+    for key, field in schema["properties"].items():
+        if field["type"] == "object":
+            out[key] = _by_schema(_object(raw, key, where), field, f"{where}.{key}")
+            continue
+        if "enum" in field:
+            check = lambda v, f=field: v in f["enum"]  # noqa: E731
+        elif field["type"] in ("number", "integer"):
+            check = lambda v, f=field: _within(f, v)  # noqa: E731
+        else:
+            check = None
+        out[key] = _value(raw, key, _KINDS[field["type"]], where, check, bounds_text(field))
+    return out
+
+
 def _recipe(spec):
-    raw = _object(spec, "recipe", "spec")
-    where = "recipe"
-    nonneg = (lambda v: v >= 0, ">= 0")
-    out = {
-        "optimizer": _value(raw, "optimizer", str, where, lambda v: v in OPTIMIZERS, _one_of(OPTIMIZERS)),
-        "lr": _value(raw, "lr", float, where, lambda v: 0 < v <= 10, "in (0, 10]"),
-        "momentum": _value(raw, "momentum", float, where, lambda v: 0 <= v < 1, "in [0, 1)"),
-        "nesterov": _value(raw, "nesterov", bool, where),
-        "weight_decay": _value(raw, "weight_decay", float, where, *nonneg),
-        "schedule": _value(raw, "schedule", str, where, lambda v: v in SCHEDULES, _one_of(SCHEDULES)),
-        "warmup_epochs": _value(raw, "warmup_epochs", float, where, *nonneg),
-        "step_size": _value(raw, "step_size", int, where, lambda v: v >= 1, ">= 1"),
-        "gamma": _value(raw, "gamma", float, where, lambda v: 0 < v <= 1, "in (0, 1]"),
-        "label_smoothing": _value(raw, "label_smoothing", float, where, lambda v: 0 <= v < 1, "in [0, 1)"),
-        "grad_clip": _value(raw, "grad_clip", float, where, *nonneg),
-        "batch_size": _value(raw, "batch_size", int, where, lambda v: 1 <= v <= 65536, "in [1, 65536]"),
-        "epochs": _value(raw, "epochs", int, where, lambda v: 1 <= v <= 10000, "in [1, 10000]"),
-        "amp": _value(raw, "amp", bool, where),
-        "channels_last": _value(raw, "channels_last", bool, where),
-        "deterministic": _value(raw, "deterministic", bool, where),
-        "ema_decay": _value(raw, "ema_decay", float, where, lambda v: 0 <= v < 1, "in [0, 1)"),
-        "train_seconds": _value(raw, "train_seconds", float, where, *nonneg),
-    }
-    augment = _object(raw, "augment", where)
-    out["augment"] = {
-        "hflip": _value(augment, "hflip", bool, "recipe.augment"),
-        "crop_padding": _value(augment, "crop_padding", int, "recipe.augment", lambda v: 0 <= v <= 64, "in [0, 64]"),
-        "cutout": _value(augment, "cutout", int, "recipe.augment", *nonneg),
-    }
+    out = _by_schema(_object(spec, "recipe", "spec"), RECIPE_SCHEMA, "recipe")
+    # The schema's rules across fields (core/model-config.ts TrainConfigSchema's refinements).
     if out["optimizer"] == "sgd" and out["nesterov"] and out["momentum"] == 0:
         raise _invalid("recipe.nesterov needs recipe.momentum > 0")
-    if out["warmup_epochs"] > out["epochs"]:
-        raise _invalid(f"recipe.warmup_epochs = {out['warmup_epochs']:g} exceeds recipe.epochs = {out['epochs']}")
+    if out["warmup_epochs"] and out["warmup_epochs"] >= out["epochs"]:
+        raise _invalid(f"recipe.warmup_epochs = {out['warmup_epochs']} must be below recipe.epochs = {out['epochs']}")
     return out
 
 

@@ -79,7 +79,7 @@ BAD = [
     ("train", train_spec(recipe={"augment": {"crop_padding": 1000}}), r"^recipe\.augment\.crop_padding = 1000: expected "),
     ("train", train_spec(recipe={"optimizer": "sgd", "nesterov": True, "momentum": 0}),
      r"^recipe\.nesterov needs recipe\.momentum > 0$"),
-    ("train", train_spec(recipe={"epochs": 2, "warmup_epochs": 5}), r"^recipe\.warmup_epochs = 5 exceeds recipe\.epochs = 2$"),
+    ("train", train_spec(recipe={"epochs": 2, "warmup_epochs": 5}), r"^recipe\.warmup_epochs = 5 must be below recipe\.epochs = 2$"),
     ("train", train_spec(recipe=[]), r"^spec\.recipe must be an object, got \[\]$"),
     ("train", train_spec(limits={"memory_mb": 0}), r"^limits\.memory_mb = 0: expected "),
     ("train", train_spec(limits={"wall_seconds": -1}), r"^limits\.wall_seconds = -1\.0: expected "),

@@ -1,0 +1,139 @@
+/**
+ * A training recipe in its three forms, from one schema (TrainConfigSchema):
+ * the train_config people, the planner and LLMs author; the proto Recipe on
+ * the wire, where 0 or an unspecified enum means "not set"; and the JSON
+ * Schema the Python worker checks every job's recipe against
+ * (gpu-runner/python/recipe_schema.json, written by scripts/gen-recipe-schema.ts
+ * and checked against this file by test/core/recipe.test.ts). One set of
+ * fields, bounds and defaults: the runner fills an unset field with the
+ * schema's default, whoever sent the request.
+ */
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import { z } from "zod";
+import { OPTIMIZER, SCHEDULE } from "./enums.js";
+import { formatPath, TrainConfigSchema, type ParseResult, type TrainConfig, type TrainConfigInput } from "./model-config.js";
+import type { Recipe, RecipeSchema } from "../proto/gen/research/v1/runner_pb.js";
+
+/** The wire form of a validated train_config (its `subset` travels in the dataset spec). */
+export function recipeOf(t: TrainConfig): MessageInitShape<typeof RecipeSchema> {
+  return {
+    optimizer: OPTIMIZER.value(t.optimizer),
+    lr: t.lr,
+    momentum: t.momentum,
+    nesterov: t.nesterov,
+    weightDecay: t.weight_decay,
+    schedule: SCHEDULE.value(t.schedule),
+    warmupEpochs: t.warmup_epochs,
+    stepSize: t.step_size,
+    gamma: t.gamma,
+    labelSmoothing: t.label_smoothing,
+    gradClip: t.grad_clip,
+    batchSize: t.batch_size,
+    epochs: t.epochs,
+    augment: { hflip: t.augment.hflip, cropPadding: t.augment.crop_padding, cutout: t.augment.cutout },
+    amp: t.amp,
+    channelsLast: t.channels_last,
+    deterministic: t.deterministic,
+    emaDecay: t.ema_decay,
+    trainSeconds: t.train_seconds,
+  };
+}
+
+/** 0 on the wire is "not set" (the schema's default), except where the proto tracks presence. */
+const set = <T>(v: T): T | undefined => (v === 0 || v === false ? undefined : v);
+
+/** A wire recipe as the train_config it stands for, validated by the one schema. */
+export function trainConfigOfRecipe(r: Recipe | undefined): ParseResult<TrainConfig> {
+  const authored: Record<string, unknown> = {
+    optimizer: r?.optimizer ? (OPTIMIZER.name(r.optimizer) ?? r.optimizer) : undefined,
+    lr: set(r?.lr),
+    momentum: r?.momentum,
+    nesterov: set(r?.nesterov),
+    weight_decay: set(r?.weightDecay),
+    schedule: r?.schedule ? (SCHEDULE.name(r.schedule) ?? r.schedule) : undefined,
+    warmup_epochs: set(r?.warmupEpochs),
+    step_size: set(r?.stepSize),
+    gamma: set(r?.gamma),
+    label_smoothing: set(r?.labelSmoothing),
+    grad_clip: set(r?.gradClip),
+    batch_size: set(r?.batchSize),
+    epochs: set(r?.epochs),
+    augment: { hflip: set(r?.augment?.hflip), crop_padding: set(r?.augment?.cropPadding), cutout: set(r?.augment?.cutout) },
+    amp: set(r?.amp),
+    channels_last: set(r?.channelsLast),
+    deterministic: set(r?.deterministic),
+    ema_decay: set(r?.emaDecay),
+    train_seconds: set(r?.trainSeconds),
+  };
+  const parsed = TrainConfigSchema.safeParse(dropUndefined(authored) as TrainConfigInput);
+  if (parsed.success) return { ok: true, value: parsed.data };
+  return { ok: false, error: parsed.error.issues.map((i) => recipeIssue(i, valueAt(authored, i.path))).join("; ") };
+}
+
+function dropUndefined(o: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(
+    Object.entries(o)
+      .filter(([, v]) => v !== undefined)
+      .map(([k, v]) => [k, v !== null && typeof v === "object" && !Array.isArray(v) ? dropUndefined(v as Record<string, unknown>) : v]),
+  );
+}
+
+function valueAt(o: Record<string, unknown>, path: readonly PropertyKey[]): unknown {
+  let cur: unknown = o;
+  for (const k of path) cur = cur !== null && typeof cur === "object" ? (cur as Record<PropertyKey, unknown>)[k] : undefined;
+  return cur;
+}
+
+interface Bounds {
+  type?: string;
+  enum?: string[];
+  minimum?: number;
+  maximum?: number;
+  exclusiveMinimum?: number;
+  exclusiveMaximum?: number;
+}
+
+/** "in [0, 1)", "one of adam, adamw, sgd", ">= 0": a field's bounds as the runner and the worker both say them. */
+export function boundsText(b: Bounds): string {
+  if (b.enum) return `one of ${b.enum.join(", ")}`;
+  const lo = b.exclusiveMinimum ?? b.minimum;
+  const hi = b.exclusiveMaximum ?? b.maximum;
+  const open = b.exclusiveMinimum !== undefined ? "(" : "[";
+  const close = b.exclusiveMaximum !== undefined ? ")" : "]";
+  if (lo !== undefined && hi !== undefined) return `in ${open}${lo}, ${hi}${close}`;
+  if (lo !== undefined) return `${open === "(" ? ">" : ">="} ${lo}`;
+  if (hi !== undefined) return `${close === ")" ? "<" : "<="} ${hi}`;
+  return b.type ?? "valid";
+}
+
+/** Issues a field's own bounds explain; the rest (a rule across fields) keep the schema's message. */
+const BOUNDS_ISSUES = new Set(["too_big", "too_small", "invalid_type", "invalid_value"]);
+
+function recipeIssue(issue: z.core.$ZodIssue, value: unknown): string {
+  const field = fieldSchema(issue.path);
+  const shown = typeof value === "string" ? JSON.stringify(value) : String(value);
+  const where = `recipe.${formatPath(issue.path)}`;
+  return field && BOUNDS_ISSUES.has(issue.code) ? `${where} ${shown} must be ${boundsText(field)}` : `${where} ${shown}: ${issue.message}`;
+}
+
+function fieldSchema(path: readonly PropertyKey[]): Bounds | undefined {
+  let cur: { properties?: Record<string, unknown> } | undefined = recipeJsonSchema();
+  for (const k of path) cur = cur?.properties?.[String(k)] as typeof cur;
+  return cur as Bounds | undefined;
+}
+
+let jsonSchema: Record<string, unknown> & { properties: Record<string, unknown> } | undefined;
+
+/**
+ * The recipe's fields, types, bounds and defaults as JSON Schema (draft 2020-12): what the
+ * worker's specs.py validates a job's recipe with. `subset` is the dataset spec's.
+ */
+export function recipeJsonSchema(): Record<string, unknown> & { properties: Record<string, unknown> } {
+  if (!jsonSchema) {
+    // The input side: the output's lr default is a transform, which JSON Schema cannot say. The worker is sent every field.
+    const full = z.toJSONSchema(TrainConfigSchema, { io: "input" }) as Record<string, unknown> & { properties: Record<string, unknown> };
+    const { subset: _inDatasetSpec, ...properties } = full.properties;
+    jsonSchema = { ...full, properties, required: Object.keys(properties) };
+  }
+  return jsonSchema;
+}
