@@ -6,6 +6,7 @@ import {
   type Activation,
   type InputDtype,
   type Layer,
+  type LayerType,
   type ModelConfigInput,
 } from "../model-config.js";
 
@@ -167,215 +168,228 @@ interface Compiled {
   note?: string;
 }
 
+/** How one layer type compiles: its PyTorch module, output shape and parameter count, checked against its input. */
+type LayerCompiler<K extends LayerType> = (layer: Extract<Layer, { type: K }>, shape: number[], label: string, path: string, ctx: Ctx) => Compiled;
+
+const use = (ctx: Ctx, h: Helper) => ctx.helpers.add(h);
+
+// Written out, not LayerCompiler<"maxpool" | "avgpool">: TypeScript reads a conditional type's parameter as invariant.
+const maxpoolOrAvgpool = (layer: Extract<Layer, { type: "maxpool" | "avgpool" }>, shape: number[], label: string): Compiled => {
+  const [c, h, w] = image(label, shape);
+  const k = layer.kernel_size;
+  const s = layer.stride ?? k;
+  const p = layer.padding;
+  if (2 * p > k) throw invalid(`${label}: padding ${p} exceeds half the kernel ${k}`);
+  const [oh, ow] = shrink(label, h, w, k, s, p);
+  const cls = layer.type === "maxpool" ? "nn.MaxPool2d" : "nn.AvgPool2d";
+  return one(`${cls}(kernel_size=${k}, stride=${s}${p ? `, padding=${p}` : ""})`, [c, oh, ow], 0);
+};
+
+const tokenOrSequencePool = (layer: Extract<Layer, { type: "token_pool" | "sequence_pool" }>, shape: number[], label: string, _path: string, ctx: Ctx): Compiled => {
+  const [, d] = tokens(label, shape, "use global_avgpool for images, or drop it for flat features");
+  use(ctx, "TokenPool");
+  return one(`TokenPool("${layer.mode}")`, [d], 0);
+};
+
+/** Every layer type's compiler: the mapped type makes a new layer type without one a type error. */
+const LAYER_COMPILERS: { [K in LayerType]: LayerCompiler<K> } = {
+  conv2d: (layer, shape, label) => {
+    const [c, h, w] = image(label, shape);
+    const { out_channels: out, kernel_size: k, stride: s, groups: g } = layer;
+    divisible(label, "in_channels", c, "groups", g);
+    divisible(label, "out_channels", out, "groups", g);
+    const pad = resolvePadding(label, layer.padding, k, s);
+    const [oh, ow] = shrink(label, h, w, k, s, pad);
+    const args = [`${c}, ${out}`, `kernel_size=${k}`, `stride=${s}`, `padding=${pyPad(pad)}`];
+    if (g > 1) args.push(`groups=${g}`);
+    if (!layer.bias) args.push("bias=False");
+    return one(`nn.Conv2d(${args.join(", ")})`, [out, oh, ow], (out * c * k * k) / g + (layer.bias ? out : 0));
+  },
+  depthwise_conv2d: (layer, shape, label) => {
+    const [c, h, w] = image(label, shape);
+    const { kernel_size: k, stride: s } = layer;
+    const out = c * layer.multiplier;
+    const pad = resolvePadding(label, layer.padding, k, s);
+    const [oh, ow] = shrink(label, h, w, k, s, pad);
+    const args = [`${c}, ${out}`, `kernel_size=${k}`, `stride=${s}`, `padding=${pyPad(pad)}`, `groups=${c}`];
+    if (!layer.bias) args.push("bias=False");
+    return one(`nn.Conv2d(${args.join(", ")})`, [out, oh, ow], out * k * k + (layer.bias ? out : 0));
+  },
+  pointwise_conv2d: (layer, shape, label) => {
+    const [c, h, w] = image(label, shape);
+    const out = layer.out_channels;
+    return one(
+      `nn.Conv2d(${c}, ${out}, kernel_size=1${layer.bias ? "" : ", bias=False"})`,
+      [out, h, w],
+      c * out + (layer.bias ? out : 0),
+    );
+  },
+  batchnorm: (layer, shape, label, _path, ctx) => {
+    const ch = shape[shape.length - 1]!;
+    if (shape.length === 3) return one(`nn.BatchNorm2d(${shape[0]})`, shape, 2 * shape[0]!);
+    if (shape.length === 1) return one(`nn.BatchNorm1d(${ch})`, shape, 2 * ch);
+    use(ctx, "TokenBatchNorm");
+    return one(`TokenBatchNorm(${ch})`, shape, 2 * ch);
+  },
+  groupnorm: (layer, shape, label) => {
+    if (shape.length === 2) {
+      throw shapeError(label, `expects [C, H, W] or [features] but gets tokens ${fmt(shape)}; use layernorm for tokens`);
+    }
+    const c = shape[0]!;
+    divisible(label, "channels", c, "groups", layer.groups);
+    return one(`nn.GroupNorm(${layer.groups}, ${c})`, shape, 2 * c);
+  },
+  layernorm: (layer, shape, label, _path, ctx) => {
+    if (shape.length === 3) {
+      use(ctx, "ChannelLayerNorm");
+      return one(`ChannelLayerNorm(${shape[0]})`, shape, 2 * shape[0]!);
+    }
+    const d = shape[shape.length - 1]!;
+    return one(`nn.LayerNorm(${d})`, shape, 2 * d);
+  },
+  activation: (layer, shape, label) => {
+    return one(`${ACT_CLASS[layer.fn]}()`, shape, 0);
+  },
+  maxpool: maxpoolOrAvgpool,
+  avgpool: maxpoolOrAvgpool,
+  global_avgpool: (layer, shape, label) => {
+    const [c] = image(label, shape);
+    return { exprs: [["nn.AdaptiveAvgPool2d(1)"], ["nn.Flatten()"]], shape: [c], params: 0 };
+  },
+  dropout: (layer, shape, label) => {
+    return one(`nn.Dropout(p=${pyFloat(layer.p)})`, shape, 0);
+  },
+  dropout2d: (layer, shape, label) => {
+    image(label, shape);
+    return one(`nn.Dropout2d(p=${pyFloat(layer.p)})`, shape, 0);
+  },
+  flatten: (layer, shape, label) => {
+    return one("nn.Flatten()", [product(shape)], 0);
+  },
+  linear: (layer, shape, label) => {
+    if (shape.length === 3) {
+      throw shapeError(
+        label,
+        `expects a flat [features] input but gets ${fmt(shape)}; add a flatten or global_avgpool before it`,
+      );
+    }
+    const fin = shape[shape.length - 1]!;
+    const out = layer.out_features;
+    return one(
+      `nn.Linear(${fin}, ${out}${layer.bias ? "" : ", bias=False"})`,
+      [...shape.slice(0, -1), out],
+      fin * out + (layer.bias ? out : 0),
+    );
+  },
+  residual: (layer, shape, label, path, ctx) => {
+    return residual(layer.layers, layer.activation, shape, label, path, ctx);
+  },
+  se: (layer, shape, label, _path, ctx) => {
+    const [c] = image(label, shape);
+    const hidden = Math.max(1, Math.floor(c / layer.reduction));
+    use(ctx, "SqueezeExcite");
+    return one(`SqueezeExcite(${c}, ${hidden})`, shape, seParams(c, hidden), `hidden ${hidden}`);
+  },
+  ghost: (layer, shape, label, _path, ctx) => {
+    const [c, h, w] = image(label, shape);
+    const { out_channels: out, ratio, kernel_size: k, dw_kernel_size: dw, stride: s } = layer;
+    const init = Math.ceil(out / ratio);
+    const cheap = init * (ratio - 1);
+    const [oh, ow] = shrink(label, h, w, k, s, Math.floor(k / 2));
+    use(ctx, "GhostModule");
+    const act = layer.activation === "none" ? "nn.Identity" : ACT_CLASS[layer.activation];
+    return one(
+      `GhostModule(${c}, ${out}, ratio=${ratio}, kernel_size=${k}, dw_size=${dw}, stride=${s}, act=${act})`,
+      [out, oh, ow],
+      c * init * k * k + 2 * init + cheap * dw * dw + 2 * cheap,
+      `${init} intrinsic + ${cheap} cheap maps`,
+    );
+  },
+  mbconv: (layer, shape, label, _path, ctx) => {
+    const [c, h, w] = image(label, shape);
+    const { out_channels: out, kernel_size: k, stride: s } = layer;
+    const hidden = Math.max(1, Math.round(c * layer.expand_ratio));
+    const seHidden = layer.se_ratio > 0 ? Math.max(1, Math.floor(c * layer.se_ratio)) : 0;
+    const [oh, ow] = shrink(label, h, w, k, s, Math.floor(k / 2));
+    use(ctx, "MBConv");
+    use(ctx, "SqueezeExcite");
+    const params =
+      (hidden !== c ? c * hidden + 2 * hidden : 0) +
+      hidden * k * k +
+      2 * hidden +
+      (seHidden > 0 ? seParams(hidden, seHidden) : 0) +
+      hidden * out +
+      2 * out;
+    const skip = s === 1 && c === out;
+    return one(
+      `MBConv(${c}, ${out}, hidden=${hidden}, kernel_size=${k}, stride=${s}, se_hidden=${seHidden}, act=${ACT_CLASS[layer.activation]})`,
+      [out, oh, ow],
+      params,
+      `expand ${hidden}${skip ? ", skip connection" : ""}`,
+    );
+  },
+  patch_embed: (layer, shape, label, _path, ctx) => {
+    const [c, h, w] = image(label, shape);
+    const { patch_size: p, dim } = layer;
+    if (p > h || p > w) throw shapeError(label, `patch_size ${p} is larger than the ${h}x${w} input`);
+    const n = Math.floor(h / p) * Math.floor(w / p);
+    use(ctx, "PatchEmbed");
+    const pos = layer.position_embedding;
+    return one(
+      `PatchEmbed(${c}, ${dim}, patch_size=${p}, num_patches=${n}, position_embedding=${pos ? "True" : "False"})`,
+      [n, dim],
+      dim * c * p * p + dim + (pos ? n * dim : 0),
+    );
+  },
+  transformer_encoder: (layer, shape, label, _path, ctx) => {
+    const [, d] = tokens(label, shape, "add a patch_embed (images) or an embedding (token ids) before it");
+    if (d % layer.heads !== 0) throw shapeError(label, `dim ${d} is not divisible by heads ${layer.heads}`);
+    const mlp = Math.max(1, Math.round(d * layer.mlp_ratio));
+    use(ctx, "TransformerBlock");
+    const block = `TransformerBlock(${d}, heads=${layer.heads}, mlp_dim=${mlp}, dropout=${pyFloat(layer.dropout)})`;
+    const perBlock = 4 * d + (4 * d * d + 4 * d) + (2 * d * mlp + mlp + d);
+    return one(repeat(block, layer.depth), shape, layer.depth * perBlock);
+  },
+  mixer_block: (layer, shape, label, _path, ctx) => {
+    const [n, d] = tokens(label, shape, "add a patch_embed before it");
+    const { token_mlp_dim: t, channel_mlp_dim: ch } = layer;
+    use(ctx, "MixerBlock");
+    const block = `MixerBlock(${n}, ${d}, token_mlp_dim=${t}, channel_mlp_dim=${ch}, dropout=${pyFloat(layer.dropout)})`;
+    const perBlock = 4 * d + (2 * n * t + t + n) + (2 * d * ch + ch + d);
+    return one(repeat(block, layer.depth), shape, layer.depth * perBlock);
+  },
+  token_pool: tokenOrSequencePool,
+  sequence_pool: tokenOrSequencePool,
+  embedding: (layer, shape, label, _path, ctx) => {
+    const { vocab_size: v, dim, padding_idx: pad } = layer;
+    const length = shape[0]!;
+    if (ctx.vocabSize !== undefined && v < ctx.vocabSize) {
+      throw invalid(`${label}: vocab_size ${v} is smaller than the dataset's vocabulary ${ctx.vocabSize}`);
+    }
+    if (pad !== undefined && pad >= v) throw invalid(`${label}: padding_idx ${pad} is outside vocab_size ${v}`);
+    const padArg = pad === undefined ? "" : `, padding_idx=${pad}`;
+    if (!layer.position_embedding) return one(`nn.Embedding(${v}, ${dim}${padArg})`, [length, dim], v * dim);
+    use(ctx, "TokenEmbedding");
+    return one(`TokenEmbedding(${v}, ${dim}, length=${length}${padArg})`, [length, dim], v * dim + length * dim);
+  },
+  conv1d: (layer, shape, label, _path, ctx) => {
+    const [len, d] = tokens(label, shape, "add an embedding before it");
+    const { out_channels: out, kernel_size: k, stride: s, groups: g } = layer;
+    divisible(label, "in_channels", d, "groups", g);
+    divisible(label, "out_channels", out, "groups", g);
+    const pad = resolvePadding(label, layer.padding, k, s);
+    const olen = convOut(len, k, s, pad);
+    if (olen < 1) throw shapeError(label, `kernel ${k} (stride ${s}, padding ${pyPad(pad)}) shrinks length ${len} to 0`);
+    use(ctx, "SeqConv1d");
+    const args = [`${d}, ${out}`, `kernel_size=${k}`, `stride=${s}`, `padding=${pyPad(pad)}`];
+    if (g > 1) args.push(`groups=${g}`);
+    if (!layer.bias) args.push("bias=False");
+    return one(`SeqConv1d(${args.join(", ")})`, [olen, out], (out * d * k) / g + (layer.bias ? out : 0));
+  },
+};
+
 function compileLayer(layer: Layer, shape: number[], label: string, path: string, ctx: Ctx): Compiled {
-  const use = (h: Helper) => ctx.helpers.add(h);
-  switch (layer.type) {
-    case "conv2d": {
-      const [c, h, w] = image(label, shape);
-      const { out_channels: out, kernel_size: k, stride: s, groups: g } = layer;
-      divisible(label, "in_channels", c, "groups", g);
-      divisible(label, "out_channels", out, "groups", g);
-      const pad = resolvePadding(label, layer.padding, k, s);
-      const [oh, ow] = shrink(label, h, w, k, s, pad);
-      const args = [`${c}, ${out}`, `kernel_size=${k}`, `stride=${s}`, `padding=${pyPad(pad)}`];
-      if (g > 1) args.push(`groups=${g}`);
-      if (!layer.bias) args.push("bias=False");
-      return one(`nn.Conv2d(${args.join(", ")})`, [out, oh, ow], (out * c * k * k) / g + (layer.bias ? out : 0));
-    }
-    case "depthwise_conv2d": {
-      const [c, h, w] = image(label, shape);
-      const { kernel_size: k, stride: s } = layer;
-      const out = c * layer.multiplier;
-      const pad = resolvePadding(label, layer.padding, k, s);
-      const [oh, ow] = shrink(label, h, w, k, s, pad);
-      const args = [`${c}, ${out}`, `kernel_size=${k}`, `stride=${s}`, `padding=${pyPad(pad)}`, `groups=${c}`];
-      if (!layer.bias) args.push("bias=False");
-      return one(`nn.Conv2d(${args.join(", ")})`, [out, oh, ow], out * k * k + (layer.bias ? out : 0));
-    }
-    case "pointwise_conv2d": {
-      const [c, h, w] = image(label, shape);
-      const out = layer.out_channels;
-      return one(
-        `nn.Conv2d(${c}, ${out}, kernel_size=1${layer.bias ? "" : ", bias=False"})`,
-        [out, h, w],
-        c * out + (layer.bias ? out : 0),
-      );
-    }
-    case "batchnorm": {
-      const ch = shape[shape.length - 1]!;
-      if (shape.length === 3) return one(`nn.BatchNorm2d(${shape[0]})`, shape, 2 * shape[0]!);
-      if (shape.length === 1) return one(`nn.BatchNorm1d(${ch})`, shape, 2 * ch);
-      use("TokenBatchNorm");
-      return one(`TokenBatchNorm(${ch})`, shape, 2 * ch);
-    }
-    case "groupnorm": {
-      if (shape.length === 2) {
-        throw shapeError(label, `expects [C, H, W] or [features] but gets tokens ${fmt(shape)}; use layernorm for tokens`);
-      }
-      const c = shape[0]!;
-      divisible(label, "channels", c, "groups", layer.groups);
-      return one(`nn.GroupNorm(${layer.groups}, ${c})`, shape, 2 * c);
-    }
-    case "layernorm": {
-      if (shape.length === 3) {
-        use("ChannelLayerNorm");
-        return one(`ChannelLayerNorm(${shape[0]})`, shape, 2 * shape[0]!);
-      }
-      const d = shape[shape.length - 1]!;
-      return one(`nn.LayerNorm(${d})`, shape, 2 * d);
-    }
-    case "activation":
-      return one(`${ACT_CLASS[layer.fn]}()`, shape, 0);
-    case "maxpool":
-    case "avgpool": {
-      const [c, h, w] = image(label, shape);
-      const k = layer.kernel_size;
-      const s = layer.stride ?? k;
-      const p = layer.padding;
-      if (2 * p > k) throw invalid(`${label}: padding ${p} exceeds half the kernel ${k}`);
-      const [oh, ow] = shrink(label, h, w, k, s, p);
-      const cls = layer.type === "maxpool" ? "nn.MaxPool2d" : "nn.AvgPool2d";
-      return one(`${cls}(kernel_size=${k}, stride=${s}${p ? `, padding=${p}` : ""})`, [c, oh, ow], 0);
-    }
-    case "global_avgpool": {
-      const [c] = image(label, shape);
-      return { exprs: [["nn.AdaptiveAvgPool2d(1)"], ["nn.Flatten()"]], shape: [c], params: 0 };
-    }
-    case "dropout":
-      return one(`nn.Dropout(p=${pyFloat(layer.p)})`, shape, 0);
-    case "dropout2d":
-      image(label, shape);
-      return one(`nn.Dropout2d(p=${pyFloat(layer.p)})`, shape, 0);
-    case "flatten":
-      return one("nn.Flatten()", [product(shape)], 0);
-    case "linear": {
-      if (shape.length === 3) {
-        throw shapeError(
-          label,
-          `expects a flat [features] input but gets ${fmt(shape)}; add a flatten or global_avgpool before it`,
-        );
-      }
-      const fin = shape[shape.length - 1]!;
-      const out = layer.out_features;
-      return one(
-        `nn.Linear(${fin}, ${out}${layer.bias ? "" : ", bias=False"})`,
-        [...shape.slice(0, -1), out],
-        fin * out + (layer.bias ? out : 0),
-      );
-    }
-    case "residual":
-      return residual(layer.layers, layer.activation, shape, label, path, ctx);
-    case "se": {
-      const [c] = image(label, shape);
-      const hidden = Math.max(1, Math.floor(c / layer.reduction));
-      use("SqueezeExcite");
-      return one(`SqueezeExcite(${c}, ${hidden})`, shape, seParams(c, hidden), `hidden ${hidden}`);
-    }
-    case "ghost": {
-      const [c, h, w] = image(label, shape);
-      const { out_channels: out, ratio, kernel_size: k, dw_kernel_size: dw, stride: s } = layer;
-      const init = Math.ceil(out / ratio);
-      const cheap = init * (ratio - 1);
-      const [oh, ow] = shrink(label, h, w, k, s, Math.floor(k / 2));
-      use("GhostModule");
-      const act = layer.activation === "none" ? "nn.Identity" : ACT_CLASS[layer.activation];
-      return one(
-        `GhostModule(${c}, ${out}, ratio=${ratio}, kernel_size=${k}, dw_size=${dw}, stride=${s}, act=${act})`,
-        [out, oh, ow],
-        c * init * k * k + 2 * init + cheap * dw * dw + 2 * cheap,
-        `${init} intrinsic + ${cheap} cheap maps`,
-      );
-    }
-    case "mbconv": {
-      const [c, h, w] = image(label, shape);
-      const { out_channels: out, kernel_size: k, stride: s } = layer;
-      const hidden = Math.max(1, Math.round(c * layer.expand_ratio));
-      const seHidden = layer.se_ratio > 0 ? Math.max(1, Math.floor(c * layer.se_ratio)) : 0;
-      const [oh, ow] = shrink(label, h, w, k, s, Math.floor(k / 2));
-      use("MBConv");
-      use("SqueezeExcite");
-      const params =
-        (hidden !== c ? c * hidden + 2 * hidden : 0) +
-        hidden * k * k +
-        2 * hidden +
-        (seHidden > 0 ? seParams(hidden, seHidden) : 0) +
-        hidden * out +
-        2 * out;
-      const skip = s === 1 && c === out;
-      return one(
-        `MBConv(${c}, ${out}, hidden=${hidden}, kernel_size=${k}, stride=${s}, se_hidden=${seHidden}, act=${ACT_CLASS[layer.activation]})`,
-        [out, oh, ow],
-        params,
-        `expand ${hidden}${skip ? ", skip connection" : ""}`,
-      );
-    }
-    case "patch_embed": {
-      const [c, h, w] = image(label, shape);
-      const { patch_size: p, dim } = layer;
-      if (p > h || p > w) throw shapeError(label, `patch_size ${p} is larger than the ${h}x${w} input`);
-      const n = Math.floor(h / p) * Math.floor(w / p);
-      use("PatchEmbed");
-      const pos = layer.position_embedding;
-      return one(
-        `PatchEmbed(${c}, ${dim}, patch_size=${p}, num_patches=${n}, position_embedding=${pos ? "True" : "False"})`,
-        [n, dim],
-        dim * c * p * p + dim + (pos ? n * dim : 0),
-      );
-    }
-    case "transformer_encoder": {
-      const [, d] = tokens(label, shape, "add a patch_embed (images) or an embedding (token ids) before it");
-      if (d % layer.heads !== 0) throw shapeError(label, `dim ${d} is not divisible by heads ${layer.heads}`);
-      const mlp = Math.max(1, Math.round(d * layer.mlp_ratio));
-      use("TransformerBlock");
-      const block = `TransformerBlock(${d}, heads=${layer.heads}, mlp_dim=${mlp}, dropout=${pyFloat(layer.dropout)})`;
-      const perBlock = 4 * d + (4 * d * d + 4 * d) + (2 * d * mlp + mlp + d);
-      return one(repeat(block, layer.depth), shape, layer.depth * perBlock);
-    }
-    case "mixer_block": {
-      const [n, d] = tokens(label, shape, "add a patch_embed before it");
-      const { token_mlp_dim: t, channel_mlp_dim: ch } = layer;
-      use("MixerBlock");
-      const block = `MixerBlock(${n}, ${d}, token_mlp_dim=${t}, channel_mlp_dim=${ch}, dropout=${pyFloat(layer.dropout)})`;
-      const perBlock = 4 * d + (2 * n * t + t + n) + (2 * d * ch + ch + d);
-      return one(repeat(block, layer.depth), shape, layer.depth * perBlock);
-    }
-    case "token_pool":
-    case "sequence_pool": {
-      const [, d] = tokens(label, shape, "use global_avgpool for images, or drop it for flat features");
-      use("TokenPool");
-      return one(`TokenPool("${layer.mode}")`, [d], 0);
-    }
-    case "embedding": {
-      const { vocab_size: v, dim, padding_idx: pad } = layer;
-      const length = shape[0]!;
-      if (ctx.vocabSize !== undefined && v < ctx.vocabSize) {
-        throw invalid(`${label}: vocab_size ${v} is smaller than the dataset's vocabulary ${ctx.vocabSize}`);
-      }
-      if (pad !== undefined && pad >= v) throw invalid(`${label}: padding_idx ${pad} is outside vocab_size ${v}`);
-      const padArg = pad === undefined ? "" : `, padding_idx=${pad}`;
-      if (!layer.position_embedding) return one(`nn.Embedding(${v}, ${dim}${padArg})`, [length, dim], v * dim);
-      use("TokenEmbedding");
-      return one(`TokenEmbedding(${v}, ${dim}, length=${length}${padArg})`, [length, dim], v * dim + length * dim);
-    }
-    case "conv1d": {
-      const [len, d] = tokens(label, shape, "add an embedding before it");
-      const { out_channels: out, kernel_size: k, stride: s, groups: g } = layer;
-      divisible(label, "in_channels", d, "groups", g);
-      divisible(label, "out_channels", out, "groups", g);
-      const pad = resolvePadding(label, layer.padding, k, s);
-      const olen = convOut(len, k, s, pad);
-      if (olen < 1) throw shapeError(label, `kernel ${k} (stride ${s}, padding ${pyPad(pad)}) shrinks length ${len} to 0`);
-      use("SeqConv1d");
-      const args = [`${d}, ${out}`, `kernel_size=${k}`, `stride=${s}`, `padding=${pyPad(pad)}`];
-      if (g > 1) args.push(`groups=${g}`);
-      if (!layer.bias) args.push("bias=False");
-      return one(`SeqConv1d(${args.join(", ")})`, [olen, out], (out * d * k) / g + (layer.bias ? out : 0));
-    }
-    default: {
-      const unreachable: never = layer;
-      throw invalid(`${label}: unsupported layer ${JSON.stringify(unreachable)}`);
-    }
-  }
+  return (LAYER_COMPILERS[layer.type] as LayerCompiler<LayerType>)(layer as never, shape, label, path, ctx);
 }
 
 function residual(
