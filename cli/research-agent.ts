@@ -36,7 +36,8 @@ import { buildWeb } from "../dashboard/build.js";
 import { ArxivClient } from "../research/arxiv.js";
 import { DeepResearch, type DeepBrief } from "../research/deep-research.js";
 import { parseOutputFormat } from "../research/research.js";
-import { fmtPct, parseFraction, parsePositiveInt, parseSeed } from "./format.js";
+import { parseFraction, parsePositiveInt, parseSeed } from "./format.js";
+import { pct } from "../core/format.js";
 import { parseModelConfig, parseTrainConfig } from "../core/model-config.js";
 import { cudaProblem, dataProblem } from "./preflight.js";
 import { parseDevice } from "../gpu-runner/server.js";
@@ -119,7 +120,7 @@ export function describeEvent(e: Event, s: RunState): string | undefined {
   switch (b.case) {
     case "runStarted":
       // Runs started before goals carried a description show their target.
-      return `run ${e.runId} started: ${b.value.goal?.description || `${b.value.goal?.dataset} target ${fmtPct(b.value.goal?.target ?? 0)}`} (planner ${b.value.settings?.planner}; ${seedPlan(b.value.settings)}; best: ${BEST_RULE})`;
+      return `run ${e.runId} started: ${b.value.goal?.description || `${b.value.goal?.dataset} target ${pct(b.value.goal?.target ?? 0)}`} (planner ${b.value.settings?.planner}; ${seedPlan(b.value.settings)}; best: ${BEST_RULE})`;
     case "briefReady":
       return `brief ready: ${JSON.parse(b.value.briefJson).summary_title}`;
     case "trialProposed":
@@ -131,13 +132,13 @@ export function describeEvent(e: Event, s: RunState): string | undefined {
     case "trialProgress": {
       // One seed stands for the trial; all seeds' curves are in the results.
       const p = b.value.progress;
-      return p && p.seed === 0 ? `${id} epoch ${p.epoch}/${p.epochs} (seed 0): val ${fmtPct(p.valAccuracy)}, ${p.seconds.toFixed(0)} s` : undefined;
+      return p && p.seed === 0 ? `${id} epoch ${p.epoch}/${p.epochs} (seed 0): val ${pct(p.valAccuracy)}, ${p.seconds.toFixed(0)} s` : undefined;
     }
     case "trialEvaluated": {
       const acc = b.value.result?.aggregated.val_accuracy;
       if (b.value.failure) return `${id} failed [${labelName(b.value.failure.label)}] ${b.value.failure.message.split("\n")[0]}`;
       const basis = standingOf(b.value.result);
-      return acc && basis ? `${id} evaluated: val ${fmtPct(acc.mean)} 95% CI [${fmtPct(acc.ci95[0]!)}, ${fmtPct(acc.ci95[1]!)}] over ${intervalBasis(basis)} in ${b.value.evalSeconds.toFixed(0)} s` : undefined;
+      return acc && basis ? `${id} evaluated: val ${pct(acc.mean)} 95% CI [${pct(acc.ci95[0]!)}, ${pct(acc.ci95[1]!)}] over ${intervalBasis(basis)} in ${b.value.evalSeconds.toFixed(0)} s` : undefined;
     }
     case "trialJudged": {
       const best = bestTrial(s);
@@ -147,7 +148,7 @@ export function describeEvent(e: Event, s: RunState): string | undefined {
         return a;
       }, {});
       const inFlight = inFlightCount(s);
-      return `${id} ${VERDICT.name(b.value.verdict) ?? "?"} -> ${DECISION.name(b.value.decision) ?? "?"} | best ${best ? `${shortTrialId(best.id)} ${fmtPct(meanOf(best) ?? 0)} (CI low ${fmtPct(best.judged?.ciLow ?? 0)}, ${intervalBasis({ seeds: standing(best)?.seeds ?? 0, valExamples: 0 })})` : "none"} | ${b.value.trialsDone} judged, ${inFlight} in flight${Object.keys(failures).length ? ` | failures ${Object.entries(failures).map(([k, v]) => `${k}:${v}`).join(" ")}` : ""}`;
+      return `${id} ${VERDICT.name(b.value.verdict) ?? "?"} -> ${DECISION.name(b.value.decision) ?? "?"} | best ${best ? `${shortTrialId(best.id)} ${pct(meanOf(best) ?? 0)} (CI low ${pct(best.judged?.ciLow ?? 0)}, ${intervalBasis({ seeds: standing(best)?.seeds ?? 0, valExamples: 0 })})` : "none"} | ${b.value.trialsDone} judged, ${inFlight} in flight${Object.keys(failures).length ? ` | failures ${Object.entries(failures).map(([k, v]) => `${k}:${v}`).join(" ")}` : ""}`;
     }
     case "runResumed":
       return `run resumed: ${b.value.downtimeS.toFixed(0)} s down, not counted against the time budget${b.value.timeBudgetS ? `, which is now ${b.value.timeBudgetS.toFixed(0)} s of live time` : ""}`;
@@ -376,7 +377,7 @@ async function launch(argv: string[]): Promise<void> {
       say(`status: ${RUN_STATUS.name(outcome.finished.status) ?? ""} after ${outcome.finished.trials} trials`);
       if (openEnded) say(`no target was set: ${best && acc ? "the best model found follows, not a goal met or missed" : "no model was accepted"}`);
       if (best && acc) {
-        say(`best${openEnded ? " model" : ""}: ${best.id} val ${fmtPct(acc.mean)} 95% CI [${fmtPct(acc.ci95[0]!)}, ${fmtPct(acc.ci95[1]!)}] over ${intervalBasis(standing(best)!)}${test ? `, test ${fmtPct(test.mean)}${ensemble ? ` per seed, ${fmtPct(ensemble.mean)} as an ensemble of its seeds` : ""} (measured once on the test split)` : ""}`);
+        say(`best${openEnded ? " model" : ""}: ${best.id} val ${pct(acc.mean)} 95% CI [${pct(acc.ci95[0]!)}, ${pct(acc.ci95[1]!)}] over ${intervalBasis(standing(best)!)}${test ? `, test ${pct(test.mean)}${ensemble ? ` per seed, ${pct(ensemble.mean)} as an ensemble of its seeds` : ""} (measured once on the test split)` : ""}`);
         if (outcome.finished.testSkipped) say(`test accuracy not measured: ${outcome.finished.testSkipped}`);
       }
       say(`report: ${outcome.finished.reportPath}`);
@@ -399,7 +400,7 @@ async function ablation(argv: string[]): Promise<void> {
       settings: (research, seed) => run.settings(swarm, research, seed),
       runs,
       log,
-      onRun: (r) => say(`research ${r.research ? "on " : "off"} seed ${r.seed}: ${r.status}, best ${fmtPct(r.bestMean)} (CI low ${fmtPct(r.bestCiLow)}) in ${r.trials} trials, ${r.seconds.toFixed(0)} s`),
+      onRun: (r) => say(`research ${r.research ? "on " : "off"} seed ${r.seed}: ${r.status}, best ${pct(r.bestMean)} (CI low ${pct(r.bestCiLow)}) in ${r.trials} trials, ${r.seconds.toFixed(0)} s`),
     });
     const dir = join(run.workspace, "ablations");
     mkdirSync(dir, { recursive: true });
@@ -408,7 +409,7 @@ async function ablation(argv: string[]): Promise<void> {
     if (a.json) process.stdout.write(`${JSON.stringify({ ...result, file })}\n`);
     else {
       const t = result.meanTest;
-      say(`briefs valid: ${fmtPct(result.validBriefRate)}; first trial adopts a brief concept in ${fmtPct(result.adoptionRate)} of research runs`);
+      say(`briefs valid: ${pct(result.validBriefRate)}; first trial adopts a brief concept in ${pct(result.adoptionRate)} of research runs`);
       say(
         t
           ? `uplift (research on - off, best mean val accuracy, ${t.n} matched pairs): ${(100 * t.meanDiff).toFixed(2)} pp, 95% CI [${(100 * t.ci95[0]).toFixed(2)}, ${(100 * t.ci95[1]).toFixed(2)}] pp, paired t = ${t.t.toFixed(2)}, p = ${t.p.toFixed(3)}`
@@ -513,7 +514,7 @@ async function runs(argv: string[]): Promise<void> {
   if (rows.length === 0) return void process.stdout.write("no runs in this workspace\n");
   for (const r of rows) {
     const started = r.started_at ? new Date(r.started_at).toISOString().slice(0, 16).replace("T", " ") : "?";
-    const best = r.best_score !== null ? `best val ${fmtPct(r.best_score)}` : "no best yet";
+    const best = r.best_score !== null ? `best val ${pct(r.best_score)}` : "no best yet";
     process.stdout.write(`${r.run_id}  ${statusOf(r).padEnd(16)} ${String(r.trials).padStart(4)} trials  ${best.padEnd(22)} ${started}  ${duration(seconds(r)).padStart(8)}  ${r.goal}\n`);
   }
 }
@@ -572,7 +573,7 @@ async function query(argv: string[]): Promise<void> {
     ...rows.map((r) => [
       r.distance.toFixed(3),
       r.trialId,
-      r.valAccuracy !== undefined ? fmtPct(r.valAccuracy) : "-",
+      r.valAccuracy !== undefined ? pct(r.valAccuracy) : "-",
       // A failed trial's label says more than its status.
       FAILURE_LABEL.name(r.failureLabel) ?? TRIAL_STATUS.name(r.status) ?? "?",
       r.hypothesis,
@@ -632,7 +633,7 @@ async function liveRuns(workspace: string): Promise<string[]> {
       const best = bestTrial(state);
       const ci = best?.evaluated?.result?.aggregated.val_accuracy?.ci95;
       const held = state.stopRequested ? ` (stopping: ${state.stopRequested.who})` : state.paused ? " (paused)" : "";
-      out.push(`  ${r.run_id}${held}  trials: ${trials}${best && ci ? `; best ${best.id} ${fmtPct(ci[0]!)}–${fmtPct(ci[1]!)}` : ""}  ${r.goal}`);
+      out.push(`  ${r.run_id}${held}  trials: ${trials}${best && ci ? `; best ${best.id} ${pct(ci[0]!)}–${pct(ci[1]!)}` : ""}  ${r.goal}`);
     }
     return out;
   } finally {
