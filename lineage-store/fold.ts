@@ -268,7 +268,7 @@ export function eventText(e: Event, fraction: (x: number) => string = (x) => x.t
     case "trialProposed":
       return `proposed [${SURFACE.name(b.value.surface) ?? ""}] ${b.value.hypothesis}`;
     case "trialAssembled":
-      return b.value.failure ? failed("assembly failed", b.value.failure) : `assembled: ${b.value.summary?.totalParams.toLocaleString()} params`;
+      return b.value.failure ? failed("assembly failed", b.value.failure) : `assembled: ${(b.value.summary?.totalParams ?? 0n).toLocaleString()} params`;
     case "trialProgress": {
       const p = b.value.progress;
       return p ? `epoch ${p.epoch}/${p.epochs} (seed ${p.seed}): val_accuracy ${fraction(p.valAccuracy)}, ${p.seconds.toFixed(0)} s` : "progress";
