@@ -1,7 +1,6 @@
 /** Small formatting and argument helpers shared by the CLIs. */
+import { pct } from "../core/format.js";
 import type { EvaluateEvent } from "../proto/gen/research/v1/runner_pb.js";
-
-export const fmtPct = (x: number): string => `${(x * 100).toFixed(2)}%`;
 
 /** "0.9", "90" and "90%" all mean 0.9. */
 export function parseFraction(text: string): number | undefined {
@@ -38,11 +37,10 @@ export class Progress {
     } else if (ev.case === "progress") {
       const p = ev.value;
       this.write(
-        `seed ${p.seed} epoch ${p.epoch}/${p.epochs}  train_loss ${p.trainLoss.toFixed(4)}  val_acc ${fmtPct(p.valAccuracy)}  val_loss ${p.valLoss.toFixed(4)}`,
+        `seed ${p.seed} epoch ${p.epoch}/${p.epochs}  train_loss ${p.trainLoss.toFixed(4)}  val_acc ${pct(p.valAccuracy)}  val_loss ${p.valLoss.toFixed(4)}`,
       );
     } else if (ev.case === "seedFinished") {
-      this.write(`seed ${ev.value.seed} done: val_acc ${fmtPct(ev.value.valAccuracy)} in ${ev.value.seconds.toFixed(1)} s`);
+      this.write(`seed ${ev.value.seed} done: val_acc ${pct(ev.value.valAccuracy)} in ${ev.value.seconds.toFixed(1)} s`);
     }
   }
-
 }

@@ -18,8 +18,9 @@ import { OPTIMIZER, SCHEDULE, type ClosedSet } from "../core/enums.js";
 import { connectRunner, evaluateToResult } from "../gpu-runner/client.js";
 import { parseDevice, startRunner, type RunningRunner } from "../gpu-runner/server.js";
 import { EvalResultSchema, GoalStatus, type EvalResult, type EvaluateEvent } from "../proto/gen/research/v1/runner_pb.js";
-import { fmtPct, parseFraction, parsePositiveInt, Progress } from "./format.js";
+import { parseFraction, parsePositiveInt, Progress } from "./format.js";
 import { cudaProblem, dataProblem, modelFileProblem } from "./preflight.js";
+import { pct } from "../core/format.js";
 
 const HELP = `quick-evaluator — multi-seed evaluation of one PyTorch model
 
@@ -229,17 +230,17 @@ function render(r: EvalResult, dataset: string): string {
   const lines = [
     `dataset ${dataset} · ${r.numSeeds} seeds · ${r.params.toLocaleString()} params · ${r.seconds.toFixed(1)} s on ${r.device?.kind ?? "?"}${r.device?.sandboxed ? " (sandboxed)" : ""}`,
     acc
-      ? `val_accuracy  mean ${fmtPct(acc.mean)}  std ${fmtPct(acc.std)}  95% CI [${fmtPct(acc.ci95[0]!)}, ${fmtPct(acc.ci95[1]!)}]  min ${fmtPct(acc.min)}  max ${fmtPct(acc.max)}`
+      ? `val_accuracy  mean ${pct(acc.mean)}  std ${pct(acc.std)}  95% CI [${pct(acc.ci95[0]!)}, ${pct(acc.ci95[1]!)}]  min ${pct(acc.min)}  max ${pct(acc.max)}`
       : "val_accuracy  (missing)",
   ];
   for (const key of ["val_f1_macro", "val_roc_auc", "test_accuracy"]) {
     const s = r.aggregated[key];
-    if (s) lines.push(`${key.padEnd(13)} mean ${fmtPct(s.mean)}  95% CI [${fmtPct(s.ci95[0]!)}, ${fmtPct(s.ci95[1]!)}]`);
+    if (s) lines.push(`${key.padEnd(13)} mean ${pct(s.mean)}  95% CI [${pct(s.ci95[0]!)}, ${pct(s.ci95[1]!)}]`);
   }
-  lines.push(`per seed      ${r.seedResults.map((s) => `${s.seed}: ${fmtPct(s.metrics.val_accuracy ?? 0)}`).join("  ")}  (best seed ${r.bestSeed})`);
-  if (r.target > 0) lines.push(`goal          ${fmtPct(r.target)} -> ${GOAL_TEXT[r.goalStatus]}`);
+  lines.push(`per seed      ${r.seedResults.map((s) => `${s.seed}: ${pct(s.metrics.val_accuracy ?? 0)}`).join("  ")}  (best seed ${r.bestSeed})`);
+  if (r.target > 0) lines.push(`goal          ${pct(r.target)} -> ${GOAL_TEXT[r.goalStatus]}`);
   lines.push(
-    `overfitting   ${r.overfitting?.severity ?? "?"} (train-val gap ${fmtPct(r.overfitting?.gap ?? 0)}) · convergence ${r.convergence?.state ?? "?"}`,
+    `overfitting   ${r.overfitting?.severity ?? "?"} (train-val gap ${pct(r.overfitting?.gap ?? 0)}) · convergence ${r.convergence?.state ?? "?"}`,
   );
   if (r.weakClasses.length) lines.push(`weak classes  ${r.weakClasses.map((c) => r.classNames[c] ?? String(c)).join(", ")}`);
   return `${lines.join("\n")}\n`;

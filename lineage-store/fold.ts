@@ -8,6 +8,7 @@ import { DECISION, GOAL_STATUS, INTERVENTION_KIND, RUN_STATUS, SURFACE, VERDICT 
 import { AnalysisSchema, GoalSchema, RunSettingsSchema, type Event } from "../proto/gen/research/v1/events_pb.js";
 import { EvalResultSchema, type EvalResult } from "../proto/gen/research/v1/runner_pb.js";
 import { TRIAL_STAGES, type BriefRow, type RunRow, type TrialRow, type TrialStage } from "./schema.js";
+import { intervalBasis, standingOf } from "../core/ranking.js";
 
 /**
  * Pure event -> row folding. Every rule is "set from the event", "max" or "first non-empty",
@@ -245,49 +246,57 @@ export function describeConfig(json: string): string {
   return [...words].join(" ");
 }
 
-export function summarize(e: Event): string {
+/**
+ * What one event says, in a line: the lineage stores it beside the event and
+ * the CLI prints it (after the trial's id, which the lineage keeps in a column
+ * of its own). `fraction` writes accuracies: the lineage keeps four decimals,
+ * a console shows percentages.
+ */
+export function eventText(e: Event, fraction: (x: number) => string = (x) => x.toFixed(4)): string {
   const b = e.body;
-  const fail = (f: Failure | undefined) =>
-    f && f.label !== 0 ? `${labelName(f.label)}: ${f.message}` : undefined;
-  let s: string;
+  const failed = (what: string, f: Failure) => `${what} [${labelName(f.label)}] ${f.message.split("\n")[0]}`;
   switch (b.case) {
-    case "runStarted":
-      s = `run started: "${b.value.goal?.rawText ?? ""}" on ${b.value.goal?.dataset ?? "?"}`;
-      break;
-    case "briefReady":
-      s = `brief ${b.value.briefId} by ${b.value.author || "?"}: ${b.value.query}`;
-      break;
+    case "runStarted": {
+      const goal = b.value.goal;
+      // Runs started before goals carried a description show their target.
+      return `run ${e.runId} started: ${goal?.description || `${goal?.dataset} target ${fraction(goal?.target ?? 0)}`}`;
+    }
+    case "briefReady": {
+      const brief = parseJson(b.value.briefJson);
+      return `brief ready: ${isRecord(brief) && typeof brief.summary_title === "string" ? brief.summary_title : b.value.query}`;
+    }
     case "trialProposed":
-      s = `#${b.value.index} [${SURFACE.name(b.value.surface) ?? ""}] ${b.value.hypothesis}`;
-      break;
+      return `proposed [${SURFACE.name(b.value.surface) ?? ""}] ${b.value.hypothesis}`;
     case "trialAssembled":
-      s = fail(b.value.failure) ?? `assembled ${b.value.className}, ${b.value.summary?.totalParams ?? 0n} params`;
-      break;
+      return b.value.failure ? failed("assembly failed", b.value.failure) : `assembled: ${(b.value.summary?.totalParams ?? 0n).toLocaleString()} params`;
     case "trialProgress": {
       const p = b.value.progress;
-      s = p ? `seed ${p.seed} epoch ${p.epoch}/${p.epochs} val_accuracy ${p.valAccuracy.toFixed(4)}` : "progress";
-      break;
+      return p ? `epoch ${p.epoch}/${p.epochs} (seed ${p.seed}): val_accuracy ${fraction(p.valAccuracy)}, ${p.seconds.toFixed(0)} s` : "progress";
     }
     case "trialEvaluated": {
+      if (b.value.failure) return failed("failed", b.value.failure);
       const acc = b.value.result?.aggregated.val_accuracy;
-      s = fail(b.value.failure) ??
-        (acc
-          ? `val_accuracy ${acc.mean.toFixed(4)} [${(acc.ci95[0] ?? 0).toFixed(4)}, ${(acc.ci95[1] ?? 0).toFixed(4)}] over ${acc.n} seeds`
-          : "evaluated");
-      break;
+      const basis = standingOf(b.value.result);
+      return acc && basis
+        ? `val_accuracy ${fraction(acc.mean)} [${fraction(acc.ci95[0] ?? 0)}, ${fraction(acc.ci95[1] ?? 0)}] over ${intervalBasis(basis)} (95% CI) in ${b.value.evalSeconds.toFixed(0)} s`
+        : "evaluated";
     }
     case "trialJudged":
-      s = `${VERDICT.name(b.value.verdict) ?? "?"} / ${DECISION.name(b.value.decision) ?? "?"}: ${b.value.reason}`;
-      break;
+      return `${VERDICT.name(b.value.verdict) ?? "?"} -> ${DECISION.name(b.value.decision) ?? "?"}: ${b.value.reason}`;
+    case "runResumed":
+      return `run resumed: ${b.value.downtimeS.toFixed(0)} s down, not counted against the time budget${b.value.timeBudgetS ? `, which is now ${b.value.timeBudgetS.toFixed(0)} s of live time` : ""}`;
     case "runFinished":
-      s = `run ${RUN_STATUS.name(b.value.status) ?? ""}: best ${b.value.bestTrialId || "none"}, ${b.value.trials} trials`;
-      break;
+      return `run finished: ${RUN_STATUS.name(b.value.status) ?? ""} (${b.value.reason}), best ${b.value.bestTrialId || "none"} of ${b.value.trials} trials${b.value.testSkipped ? `; no test accuracy: ${b.value.testSkipped}` : ""}`;
     case "runIntervention":
-      s = `${INTERVENTION_KIND.name(b.value.kind) ?? "?"} by ${b.value.who}${e.trialId ? ` (${e.trialId})` : ""}${b.value.hypothesis || b.value.reason ? `: ${b.value.hypothesis || b.value.reason}` : ""}`;
-      break;
+      return `${INTERVENTION_KIND.name(b.value.kind) ?? "?"} by ${b.value.who}${e.trialId ? ` (${e.trialId})` : ""}${b.value.hypothesis || b.value.reason ? `: ${b.value.hypothesis || b.value.reason}` : ""}`;
     default:
-      s = "";
+      return "";
   }
+}
+
+/** The lineage's one-line summary of an event, clipped to what a row holds. */
+export function summarize(e: Event): string {
+  const s = eventText(e);
   return s.length > 300 ? `${s.slice(0, 297)}...` : s;
 }
 

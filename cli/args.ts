@@ -1,0 +1,37 @@
+/** What every research-agent verb shares: its flags and its one-line failures. */
+import { parseArgs, type ParseArgsConfig } from "node:util";
+import { parsePositiveInt } from "./format.js";
+import { verbHelp, type Verb } from "./help.js";
+
+const COMMON = {
+  workspace: { type: "string", default: "./workspace" },
+  nats: { type: "string" },
+  json: { type: "boolean" },
+  help: { type: "boolean", short: "h" },
+} as const satisfies ParseArgsConfig["options"];
+
+/** The verb this process runs (research-agent.ts has checked it is one). */
+const verb = process.argv[2] as Verb;
+
+export function fail(message: string, code = 1): never {
+  process.stderr.write(`research-agent: ${message}\n`);
+  process.exit(code);
+}
+
+/** The verb's flags; --help prints the verb's own help and exits. */
+export function args<O extends ParseArgsConfig["options"]>(argv: string[], options: O) {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: argv, options: { ...COMMON, ...options }, allowPositionals: true });
+  } catch (err) {
+    fail(`${(err as Error).message}\nrun research-agent ${verb} --help for usage`);
+  }
+  // Every verb has COMMON's --help; the generic options type hides it.
+  if ((parsed.values as { help?: boolean }).help) {
+    process.stdout.write(verbHelp(verb));
+    process.exit(0);
+  }
+  return parsed;
+}
+
+export const positiveInt = (flag: string, v?: string) => (v === undefined ? undefined : (parsePositiveInt(v) ?? fail(`--${flag} must be a positive integer, got "${v}"`)));

@@ -1,0 +1,215 @@
+/** What launch and ablation share: the flags that shape a run, their checks, and a swarm started for the run and always stopped. */
+import { existsSync, statSync } from "node:fs";
+import { homedir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import type { ParseArgsConfig } from "node:util";
+import { cliConfig } from "../core/config.js";
+import { DEFAULT_TIME_BUDGET_S } from "../core/defaults.js";
+import { parseDuration, parseGoal } from "../core/goal.js";
+import { describeLlm, llmConfigFromFlags } from "../core/llm/config.js";
+import type { Logger } from "../core/logger.js";
+import { runSettings, startSwarm, type Swarm } from "../deploy/swarm.js";
+import { parseDevice } from "../gpu-runner/server.js";
+import type { Goal } from "../proto/gen/research/v1/events_pb.js";
+import { args, fail, positiveInt } from "./args.js";
+import { quietLogger } from "./workspace.js";
+import { parseFraction, parseSeed } from "./format.js";
+import { cudaProblem, dataProblem } from "./preflight.js";
+
+export const RUN_FLAGS = {
+  goal: { type: "string" },
+  "max-trials": { type: "string" },
+  "time-budget": { type: "string" },
+  target: { type: "string" },
+  "max-params": { type: "string" },
+  "data-dir": { type: "string" },
+  seeds: { type: "string" },
+  parallel: { type: "string" },
+  planner: { type: "string" },
+  subset: { type: "string" },
+  epochs: { type: "string" },
+  "no-research": { type: "boolean" },
+  seed: { type: "string" },
+  slots: { type: "string" },
+  resume: { type: "string" },
+  runs: { type: "string" },
+  "unsafe-no-sandbox": { type: "boolean" },
+  device: { type: "string" },
+  llm: { type: "string" },
+  "llm-base-url": { type: "string" },
+  "llm-config": { type: "string" },
+} as const satisfies ParseArgsConfig["options"];
+
+export type RunArgs = ReturnType<typeof args<typeof RUN_FLAGS>>["values"];
+
+/** Flags that shape a run when it starts; a resumed run keeps its own. */
+const RUN_SHAPE = ["goal", "target", "max-params", "data-dir", "max-trials", "seeds", "parallel", "subset", "epochs", "seed", "planner"] as const satisfies readonly (keyof RunArgs)[];
+
+/** Exit statuses of a launch stopped by a signal, after its report is written. */
+export const SIGNAL_EXIT: Record<string, number> = { SIGINT: 130, SIGTERM: 143 };
+
+/** A console line with the seconds since `t0`; --json keeps stdout for the one JSON document. */
+export function sayer(json: boolean | undefined): (line: string) => void {
+  const t0 = Date.now();
+  return (line) => void (!json && process.stdout.write(`[${((Date.now() - t0) / 1000).toFixed(0).padStart(5)}s] ${line}\n`));
+}
+
+/** The --resume flags' own checks: a resumed run keeps its shape, and its events must be in the workspace. */
+function checkResume(a: RunArgs, workspace: string): void {
+  if (!a.goal && !a.resume) fail('--goal is required, e.g. --goal "fashion-mnist: reach 90% validation accuracy"');
+  if (!a.resume) return;
+  const fixed = RUN_SHAPE.filter((f) => a[f] !== undefined);
+  if (fixed.length) fail(`--resume continues run ${a.resume} as it was set up; only --time-budget may change it (its new total of live time): drop --${fixed.join(", --")}`);
+  // A run's events live in the workspace's NATS stream (its folder under runs/ may not exist yet);
+  // whether this run is there is known once NATS is up, and said then.
+  if (!existsSync(join(workspace, "nats"))) fail(`--resume: ${workspace} has no swarm data (nats/), so no run ${a.resume} to resume`);
+}
+
+/** The goal from --goal and the flags that override it; none for a resumed run, which keeps its own. */
+function goalOf(a: RunArgs): Goal | undefined {
+  const parse = (timeBudgetS: string | number | undefined) =>
+    parseGoal(a.goal ?? "resume", {
+      target: a.target !== undefined ? (parseFraction(a.target) ?? fail(`--target must be a fraction or percentage, got "${a.target}"`)) : undefined,
+      maxParams: positiveInt("max-params", a["max-params"]),
+      timeBudgetS,
+      dataDir: a["data-dir"] ? resolve(a["data-dir"]) : undefined,
+    });
+  let parsed = parse(a["time-budget"]);
+  if (parsed.ok && !parsed.goal.timeBudgetS) parsed = parse(DEFAULT_TIME_BUDGET_S);
+  if (!parsed.ok && !a.resume) fail(`cannot understand the goal: ${parsed.error}`);
+  const goal = parsed.ok ? parsed.goal : undefined;
+  if (goal?.dataDir) {
+    // The runner starts in the repository, not here: a path as the user wrote it is read from here.
+    goal.dataDir = resolve(goal.dataDir.replace(/^~(?=\/|$)/, homedir()));
+    const problem = dataProblem(goal);
+    if (problem) fail(problem);
+  }
+  return goal;
+}
+
+/**
+ * Goal, settings and swarm options from the flags shared by launch and
+ * ablation. Every flag is checked here, before anything starts or is
+ * written: a bad one exits with a line naming it.
+ */
+export function prepareRun(a: RunArgs) {
+  if (a.planner && !["builtin", "random"].includes(a.planner)) fail(`--planner must be builtin or random, got "${a.planner}"`);
+  const workspace = resolve(a.workspace);
+  checkResume(a, workspace);
+  if (a["time-budget"] !== undefined && !((parseDuration(a["time-budget"]) ?? 0) > 0)) {
+    fail(`--time-budget must be a duration such as 90s, 20m or 2h, got "${a["time-budget"]}"`);
+  }
+  const flags = {
+    maxTrials: positiveInt("max-trials", a["max-trials"]),
+    seeds: positiveInt("seeds", a.seeds),
+    parallel: positiveInt("parallel", a.parallel),
+    subset: positiveInt("subset", a.subset),
+    epochs: positiveInt("epochs", a.epochs),
+    rngSeed: a.seed === undefined ? undefined : (parseSeed(a.seed) ?? fail(`--seed must be a whole number from 0 to 4294967295, got "${a.seed}"`)),
+  };
+  const slots = positiveInt("slots", a.slots);
+  const goal = goalOf(a);
+  const llmFlags = { llm: a.llm, baseUrl: a["llm-base-url"], file: a["llm-config"] ? resolve(a["llm-config"]) : undefined };
+  let llm: string;
+  try {
+    llm = describeLlm(llmConfigFromFlags({ ...llmFlags, workspace }));
+  } catch (err) {
+    fail(`LLM settings: ${(err as Error).message}`);
+  }
+  const device = parseDevice(a.device);
+  if (!device.ok) fail(device.error);
+  // Last: it asks the runner's Python, which takes seconds where the other checks take none.
+  const noCuda = device.device === "cuda" ? cudaProblem(cliConfig().runnerPython) : undefined;
+  if (noCuda) fail(noCuda);
+  const settings = (swarm: Swarm, research: boolean, seed?: number) =>
+    runSettings(goal!, { ...flags, planner: a.planner, rngSeed: seed ?? flags.rngSeed, research, llm }, workspace, swarm.runnerHealth);
+  return { workspace, goal, llmFlags, settings, slots, device: device.device };
+}
+
+export type PreparedRun = ReturnType<typeof prepareRun>;
+
+/** The swarm for the run, its runner told about (which device the run gets, before it spends any of its budget); exits 2 when it cannot start. */
+async function start(a: RunArgs, run: PreparedRun, say: (line: string) => void, log: Logger): Promise<Swarm> {
+  say(`starting the swarm in ${run.workspace} ...`);
+  const dataDir = run.goal?.dataDir;
+  // The runner mounts data roots read-only into its sandbox; a CSV file's folder is its root.
+  const dataRoot = dataDir ? (statSync(dataDir, { throwIfNoEntry: false })?.isFile() ? dirname(dataDir) : dataDir) : undefined;
+  let swarm: Swarm;
+  try {
+    swarm = await startSwarm({
+      workspace: run.workspace,
+      natsUrl: a.nats,
+      slots: run.slots,
+      device: run.device,
+      dataRoots: dataRoot ? [dataRoot] : [],
+      unsafeNoSandbox: a["unsafe-no-sandbox"],
+      llm: run.llmFlags,
+      natsServer: cliConfig().natsServer,
+      replicas: cliConfig().streamReplicas,
+      secretsDir: cliConfig().secretsDir,
+      logger: log,
+      onRestart: (name, n) => say(`process ${name} exited; restarted (${n})`),
+    });
+  } catch (err) {
+    fail(`cannot start the swarm: ${(err as Error).message}`, 2);
+  }
+  const { slots, device } = swarm.runnerHealth;
+  say(`runner: ${slots} slots on ${device?.kind ?? "?"}${device?.kind === "cuda" ? ` (${device.gpus} x ${device.name})` : ""}, torch ${device?.torchVersion ?? "?"}${device?.sandboxed ? ", sandboxed" : ", NOT sandboxed"}`);
+  return swarm;
+}
+
+/** Why the runner cannot train on the goal's dataset, or its shape told on the console. */
+async function datasetProblem(swarm: Swarm, goal: Goal, say: (line: string) => void): Promise<string | undefined> {
+  const info = await swarm.runner.describe({ dataset: { name: goal.dataset, dataDir: goal.dataDir, targetColumn: goal.targetColumn } });
+  if (info.failure) return `dataset ${goal.dataset}: ${info.failure.message}`;
+  say(`dataset ${goal.dataset}: ${info.nTrain} train / ${info.nVal} val / ${info.nTest} test, input ${JSON.stringify(info.inputShape)}, ${info.numClasses} classes`);
+  return undefined;
+}
+
+/**
+ * Starts the swarm, checks the dataset, runs `body`, and always stops the
+ * swarm; exits with `body`'s code (2 when it threw). A SIGINT or SIGTERM
+ * stops at once, unless `body` wraps up on `interrupt` (when `wrapsUp`):
+ * then the first aborts it and a second stops at once.
+ */
+export async function withSwarm(
+  a: RunArgs,
+  run: PreparedRun,
+  say: (line: string) => void,
+  body: (swarm: Swarm, interrupt: AbortSignal, log: Logger) => Promise<number>,
+  wrapsUp = false,
+): Promise<never> {
+  // Beside the swarm's own logs (deploy/supervisor.ts): the console shows `say` lines only.
+  const log = quietLogger(join(run.workspace, "logs", "launcher.log"));
+  const swarm = await start(a, run, say, log);
+  let stopping = false;
+  const shutdown = async (code: number): Promise<never> => {
+    if (!stopping) {
+      stopping = true;
+      say("stopping the swarm ...");
+      await swarm.stop();
+    }
+    process.exit(code);
+  };
+  // fail(), once the swarm is stopped.
+  const failStopping = (message: string): Promise<never> => {
+    process.stderr.write(`research-agent: ${message}\n`);
+    return shutdown(2);
+  };
+  const interrupt = new AbortController();
+  for (const sig of Object.keys(SIGNAL_EXIT)) {
+    process.on(sig, () => {
+      if (!wrapsUp || interrupt.signal.aborted) return void shutdown(SIGNAL_EXIT[sig]!);
+      say(`${sig}: writing the report so far, then stopping (again to stop at once) ...`);
+      interrupt.abort(sig);
+    });
+  }
+  try {
+    const problem = run.goal && (await datasetProblem(swarm, run.goal, say));
+    if (problem) return await failStopping(problem);
+    if (interrupt.signal.aborted) return await shutdown(SIGNAL_EXIT[String(interrupt.signal.reason)]!);
+    return await shutdown(await body(swarm, interrupt.signal, log));
+  } catch (err) {
+    return await failStopping((err as Error).message);
+  }
+}

@@ -1,0 +1,82 @@
+/** launch: a research run on a swarm started for it, its events on the console, its outcome at the end. */
+import { join } from "node:path";
+import { RUN_STATUS } from "../../core/enums.js";
+import { pct } from "../../core/format.js";
+import { parseDuration } from "../../core/goal.js";
+import { intervalBasis } from "../../core/ranking.js";
+import { runGoal } from "../../deploy/swarm.js";
+import { REGISTRY_FILE } from "../../lineage-store/artifacts.js";
+import { writeReport } from "../../lineage-store/report.js";
+import { RunStatus } from "../../proto/gen/research/v1/events_pb.js";
+import { standing } from "../../swarm/run-state.js";
+import { args } from "../args.js";
+import { describeEvent } from "../event-line.js";
+import { prepareRun, RUN_FLAGS, sayer, SIGNAL_EXIT, withSwarm } from "../swarm-run.js";
+
+type Outcome = Awaited<ReturnType<typeof runGoal>>;
+
+/** The run's outcome: one JSON document with --json, else lines for people. */
+function printOutcome(outcome: Outcome, json: boolean | undefined, say: (line: string) => void): void {
+  const { finished } = outcome;
+  const best = outcome.state.trials.get(finished.bestTrialId);
+  const acc = best?.evaluated?.result?.aggregated.val_accuracy;
+  const test = finished.testResult?.aggregated.test_accuracy;
+  const ensemble = finished.testResult?.aggregated.ensemble_test_accuracy;
+  const openEnded = outcome.state.goal?.openEnded ?? false;
+  if (json) {
+    process.stdout.write(
+      `${JSON.stringify({
+        run_id: outcome.runId,
+        open_ended: openEnded,
+        status: RUN_STATUS.name(finished.status) ?? "",
+        reason: finished.reason,
+        trials: finished.trials,
+        seconds: finished.seconds,
+        best_trial: best
+          ? { trial_id: best.id, val_accuracy: acc?.mean, ci_95: acc?.ci95, params: Number(best.evaluated?.result?.params ?? 0), test_accuracy: test?.mean, ensemble_test_accuracy: ensemble?.mean, test_skipped: finished.testSkipped || undefined }
+          : null,
+        report: finished.reportPath,
+        registry: finished.registryPath,
+      })}\n`,
+    );
+    return;
+  }
+  say(`status: ${RUN_STATUS.name(finished.status) ?? ""} after ${finished.trials} trials`);
+  if (openEnded) say(`no target was set: ${best && acc ? "the best model found follows, not a goal met or missed" : "no model was accepted"}`);
+  if (best && acc) {
+    say(`best${openEnded ? " model" : ""}: ${best.id} val ${pct(acc.mean)} 95% CI [${pct(acc.ci95[0]!)}, ${pct(acc.ci95[1]!)}] over ${intervalBasis(standing(best)!)}${test ? `, test ${pct(test.mean)}${ensemble ? ` per seed, ${pct(ensemble.mean)} as an ensemble of its seeds` : ""} (measured once on the test split)` : ""}`);
+    if (finished.testSkipped) say(`test accuracy not measured: ${finished.testSkipped}`);
+  }
+  say(`report: ${finished.reportPath}`);
+  say(`registry: ${finished.registryPath}`);
+}
+
+export default async function launch(argv: string[]): Promise<void> {
+  const { values: a } = args(argv, RUN_FLAGS);
+  const run = prepareRun(a);
+  const say = sayer(a.json);
+  await withSwarm(a, run, say, async (swarm, interrupt, log) => {
+    const outcome = await runGoal(swarm, {
+      start: run.goal ? { goal: run.goal, settings: run.settings(swarm, !a["no-research"]) } : undefined,
+      runId: a.resume,
+      resume: !!a.resume,
+      timeBudgetS: a.resume && a["time-budget"] ? parseDuration(a["time-budget"]) : undefined,
+      signal: interrupt,
+      log,
+      onEvent: (e, s) => {
+        const line = describeEvent(e, s);
+        if (line) say(line);
+      },
+    });
+    if (outcome.interrupted) {
+      // The lineage store writes reports on RunFinished, which an interrupted run has not had.
+      const dir = join(run.workspace, "runs", outcome.runId);
+      await writeReport(dir, outcome.state, outcome.finished);
+      outcome.finished.reportPath = join(dir, "report.md");
+      outcome.finished.registryPath = join(dir, REGISTRY_FILE);
+    }
+    printOutcome(outcome, a.json, say);
+    if (outcome.interrupted) return SIGNAL_EXIT[String(interrupt.reason)] ?? 130;
+    return outcome.finished.status === RunStatus.GOAL_ACHIEVED || outcome.finished.status === RunStatus.COMPLETED ? 0 : 3;
+  }, true);
+}

@@ -1,0 +1,44 @@
+/** A verb's way to the workspace: its swarm, if one is up, and its lineage. */
+import { existsSync, readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { connectBus, type Bus } from "../bus/index.js";
+import { cliConfig } from "../core/config.js";
+import { createLogger } from "../core/logger.js";
+import { workspaceSecrets } from "../deploy/swarm.js";
+import { lineageEmbedder } from "../lineage-store/embedder.js";
+import { LineageStore } from "../lineage-store/store.js";
+import { fail } from "./args.js";
+
+/** What the launcher of the swarm in `workspace` wrote about it (deploy/swarm.ts), if one was launched there. */
+export function swarmFile(workspace: string): { nats_url: string; runner_address: string } | undefined {
+  const f = join(resolve(workspace), "swarm.json");
+  return existsSync(f) ? (JSON.parse(readFileSync(f, "utf8")) as { nats_url: string; runner_address: string }) : undefined;
+}
+
+/** The workspace's swarm (or the one at `nats`), or undefined when none answers within 3 s. */
+export async function connectOrFail(workspace: string, nats?: string): Promise<Bus | undefined> {
+  const url = nats ?? swarmFile(workspace)?.nats_url;
+  if (!url) return undefined;
+  try {
+    return await Promise.race([
+      connectBus({ servers: url, name: "cli", ensureStream: false, logger: quietLogger(), secrets: workspaceSecrets(workspace, cliConfig().secretsDir) }),
+      new Promise<undefined>((r) => setTimeout(r, 3000)),
+    ]);
+  } catch {
+    return undefined;
+  }
+}
+
+/** `file`: where a launcher's logs go, since its console is for the person who launched it. */
+export function quietLogger(file?: string) {
+  const log = createLogger("research-agent", {}, file);
+  log.level = cliConfig().logLevel;
+  return log;
+}
+
+/** The workspace's lineage, read-only (the store process may be writing it). */
+export async function openLineage(workspace: string): Promise<LineageStore> {
+  const dir = join(resolve(workspace), "lineage");
+  if (!existsSync(dir)) fail(`no lineage in ${dir} (is --workspace right?)`);
+  return LineageStore.open(dir, { readOnly: true, embedder: await lineageEmbedder(dir, {}, quietLogger()), logger: quietLogger() });
+}
