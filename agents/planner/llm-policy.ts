@@ -12,7 +12,8 @@ import type { LlmClient } from "../../core/llm/client.js";
 import { scoreOf, meanOf, type TrialState } from "../../swarm/run-state.js";
 import type { Prompt } from "../../swarm/prompts.js";
 import type { Genome } from "./mutations.js";
-import { fingerprint, genomeOf, probeFidelity, type PlanInput, type Proposal } from "./policy.js";
+import { fingerprint, genomeOf } from "./identity.js";
+import { probeFidelity, type PlanInput, type Proposal } from "./policy.js";
 import { PROBE_SEEDS } from "../../core/defaults.js";
 
 const AssessmentSchema = z.object({

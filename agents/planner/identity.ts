@@ -1,0 +1,82 @@
+/**
+ * A candidate's identity: two configs that train the same are one config,
+ * whatever their names or how they spell the defaults. The planner drops a
+ * candidate whose fingerprint already ran in this run or failed anywhere in
+ * the lineage.
+ */
+import { createHash } from "node:crypto";
+import { parseModelConfig, parseTrainConfig, type ModelConfigInput, type TrainConfig, type TrainConfigInput } from "../../core/model-config.js";
+import type { RunState, TrialState } from "../../swarm/run-state.js";
+import { effectiveOptimizer, type Genome } from "./mutations.js";
+
+function canonical(x: unknown): string {
+  if (Array.isArray(x)) return `[${x.map(canonical).join(",")}]`;
+  if (x && typeof x === "object") {
+    return `{${Object.keys(x)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonical((x as Record<string, unknown>)[k])}`)
+      .join(",")}}`;
+  }
+  return JSON.stringify(x);
+}
+
+/**
+ * The recipe as gpu-runner/python/trainer.py runs it: what it ignores left
+ * out, so that two recipes that train identically share a fingerprint.
+ * Dataset- and device-dependent no-ops (augmentation of non-images, amp on a
+ * CPU) stay distinct: a fingerprint also matches lineage rows of other runs.
+ * Deterministic training replays a config; it is not another one.
+ */
+function effectiveRecipe(train: TrainConfig): Partial<TrainConfig> {
+  const { momentum, nesterov, step_size, gamma, deterministic: _replays, ...rest } = train;
+  const optimizer = effectiveOptimizer(train.optimizer, train.weight_decay);
+  return {
+    ...rest,
+    optimizer,
+    // Nesterov without momentum stays distinct: torch's SGD refuses it.
+    ...(optimizer === "sgd" ? { momentum, nesterov } : {}),
+    ...(train.schedule === "step" ? { step_size, gamma } : {}),
+  };
+}
+
+/**
+ * Identity of a candidate for "already tried": layers and recipe, not the
+ * name, with the schema's defaults filled. A config that does not parse keeps
+ * its raw form, which can only match itself.
+ */
+export function fingerprint(model: ModelConfigInput, train: TrainConfigInput): string {
+  const m = parseModelConfig(model);
+  const t = parseTrainConfig(train);
+  return createHash("sha256")
+    .update(canonical({ layers: m.ok ? m.value.layers : model.layers, train: t.ok ? effectiveRecipe(t.value) : train }))
+    .digest("hex")
+    .slice(0, 16);
+}
+
+export function genomeOf(t: TrialState): Genome | undefined {
+  return t.model && t.train ? { model: t.model, train: t.train } : undefined;
+}
+
+/**
+ * What the planner derives from a proposed trial never changes once it is
+ * proposed; kept per trial object (the follower's state reuses them), so a
+ * proposal costs the same at trial 500 as at trial 5.
+ */
+const derived = new WeakMap<TrialState, { fingerprint?: string; params?: number | string }>();
+export function derivedOf(t: TrialState) {
+  let d = derived.get(t);
+  if (!d) derived.set(t, (d = {}));
+  return d;
+}
+
+/** Fingerprints of the configs this run has proposed. */
+export function tried(state: RunState): Set<string> {
+  const out = new Set<string>();
+  for (const t of state.trials.values()) {
+    const d = derivedOf(t);
+    const g = d.fingerprint === undefined ? genomeOf(t) : undefined;
+    if (g) d.fingerprint = fingerprint(g.model, g.train);
+    if (d.fingerprint) out.add(d.fingerprint);
+  }
+  return out;
+}
