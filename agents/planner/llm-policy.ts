@@ -105,6 +105,7 @@ export async function proposeWithLlm(client: LlmClient, prompt: Prompt, input: P
     rationale: `${p.rationale}\nassessment: ${p.assessment.progress}; strengths: ${p.assessment.strengths.join(", ") || "-"}; weaknesses: ${p.assessment.weaknesses.join(", ") || "-"}`,
     parentIds: p.parent_ids,
     surface: p.surface,
+    mutation: "llm",
     model: p.model_config,
     train: { ...(p.train_config satisfies Genome["train"]), ...probeFidelity(input) },
   };

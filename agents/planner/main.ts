@@ -15,9 +15,8 @@ import { Decision, InterventionKind, type Event } from "../../proto/gen/research
 import { datasetInfo } from "../../swarm/dataset-info.js";
 import { inFlightCount, judgedTrials, lastTrainingInFlight, queuedProposals, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { trialId } from "../../core/ids.js";
-import { STALL_TRIALS, stalledOn } from "./stall.js";
-import { labelName } from "../../core/failure.js";
-import { SURFACE } from "../../core/enums.js";
+import { STALL_TRIALS, stallQuery, stalledOn } from "./stall.js";
+import { MUTATION, SURFACE } from "../../core/enums.js";
 import { TrialStatus } from "../../proto/gen/research/v1/common_pb.js";
 import { runAgent, type AgentContext } from "../../swarm/runtime.js";
 import { askLlm, type LlmAnswer } from "../../swarm/llm.js";
@@ -176,6 +175,7 @@ async function publishProposal(ctx: AgentContext, state: RunState, index: number
         rationale: adopted.length ? `${p.rationale}\nadopts from the research brief: ${adopted.map((a) => `${a.name} (${a.blocks.join(", ")})`).join("; ")}` : p.rationale,
         parentIds: p.parentIds,
         surface: p.surface ? SURFACE.value(p.surface) : undefined,
+        mutation: MUTATION.value(p.mutation),
         modelConfigJson: JSON.stringify(p.model),
         trainConfigJson: JSON.stringify(p.train),
         index,
@@ -215,11 +215,7 @@ async function askWhenStalled(ctx: AgentContext, state: RunState, judged: TrialS
   if (!stalled) return;
   const surface = judged.proposed!.surface;
   const name = SURFACE.name(surface);
-  const failures = [...new Set(stalled.map((t) => t.judged?.failure).filter((f) => f).map((f) => labelName(f!.label)))];
-  const tried = stalled.map((t) => (t.proposed?.hypothesis ?? "").split(" on top of")[0]).join("; ");
-  const query = failures.length
-    ? `why did ${tried} fail (${failures.join(", ")}) for ${name} on ${state.goal?.dataset}; ${name} techniques that avoid it`
-    : `${name} techniques for small models on ${state.goal?.dataset} beyond ${tried}`;
+  const query = stallQuery(state, stalled);
   const requestId = `${state.runId}-rq${judged.judgedPosition}`;
   await ctx.emit(`${requestId}/requested`, {
     runId: state.runId,

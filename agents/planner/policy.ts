@@ -18,7 +18,7 @@
  */
 import type { Brief } from "../../core/brief.js";
 import { PROBE_SEEDS, RECIPE_DEFAULTS, SEARCH_DEFAULTS, type SearchDevice } from "../../core/defaults.js";
-import { OPTIMIZER, SURFACE, type SurfaceName as Surface } from "../../core/enums.js";
+import { OPTIMIZER, SURFACE, type MutationName, type SurfaceName as Surface } from "../../core/enums.js";
 import type { ModelConfigInput, TrainConfigInput } from "../../core/model-config.js";
 import { Verdict, type Intervention } from "../../proto/gen/research/v1/events_pb.js";
 import type { DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
@@ -41,6 +41,8 @@ export interface Proposal {
   parentIds: string[];
   /** None for a person's proposal: the bandit over surfaces learns only from its own. */
   surface?: Surface;
+  /** How it was made: the planner decides by this (TrialProposed.mutation), never by the hypothesis' words. */
+  mutation: MutationName;
   model: ModelConfigInput;
   train: TrainConfigInput;
   /** A person's queued proposal this one carries. */
@@ -156,6 +158,7 @@ export const initialBuiltin = (input: PlanInput, count: number): Proposal[] => {
       rationale: `a starting template for this input shape${used.length ? `, chosen for the brief's ${used.join(", ")}` : ""}`,
       parentIds: [],
       surface: "architecture",
+      mutation: "template",
       model: g.model,
       train: g.train,
     });
@@ -235,6 +238,7 @@ export function handProposal(input: PlanInput, v: Intervention): Proposal {
     rationale: `proposed by ${v.who}${v.reason ? `: ${v.reason}` : ""}`,
     parentIds: v.parentIds,
     surface: undefined,
+    mutation: "hand",
     model: parseJson(v.modelConfigJson) as ModelConfigInput,
     train: { ...startingTrain(input), ...(isRecord(train) ? (train as TrainConfigInput) : {}) },
     interventionId: v.interventionId,
@@ -349,6 +353,7 @@ function proposalFrom(
     ].join("\n"),
     parentIds: [parent.id],
     surface: m.surface,
+    mutation: m.name,
     model: { ...g.model, name: `${(g.model.name ?? "model").split("+")[0]}+${m.name}` },
     train: g.train,
   };
@@ -391,9 +396,10 @@ function randomDraw(input: PlanInput, index: number, probe?: Fidelity): Proposal
       rationale: probe ? `trial ${index}: a random probe, since no edit of the good trials is left that fits` : `random planner, trial ${index}`,
       parentIds: [],
       surface: "architecture",
+      mutation: "random",
       model: g.model,
       train: g.train,
-      };
+    };
   }
   return undefined;
 };

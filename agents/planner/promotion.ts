@@ -192,6 +192,7 @@ function timedTop(input: PlanInput, pick: TrialState, ladderNow: Fidelity[]): Ti
     rationale: `the same model and recipe, trained for the time the run has left, its schedule annealed over that time${train.augment?.cutout && !pg.train.augment?.cutout ? ", with cutout" : ""}`,
     parentIds: [pick.id],
     surface: PROMOTION_SURFACE,
+    mutation: "last_training",
     model: pg.model,
     train,
     lastTraining: true,
@@ -215,6 +216,7 @@ function promotionAt(input: PlanInput, promotion: Promotion, ladderNow: Fidelity
     rationale: `${promotion.reason ? `${promotion.reason}; ` : ""}the same model and recipe trained longer${g.train.schedule !== pg.train.schedule ? ` with a ${g.train.schedule} schedule` : ""}${g.train.augment?.crop_padding && !pg.train.augment?.crop_padding ? " and random crops" : ""}`,
     parentIds: [parent.id],
     surface: PROMOTION_SURFACE,
+    mutation: "promotion",
     model: g.model,
     train: g.train,
   };
