@@ -5,7 +5,7 @@
  * the lineage.
  */
 import { createHash } from "node:crypto";
-import { parseModelConfig, parseTrainConfig, type ModelConfigInput, type TrainConfig, type TrainConfigInput } from "../../core/model-config.js";
+import { parseModelConfig, parseTrainConfig, type ModelConfig, type ModelConfigInput, type TrainConfig, type TrainConfigInput } from "../../core/model-config.js";
 import type { RunState, TrialState } from "../../swarm/run-state.js";
 import { effectiveOptimizer, type Genome } from "./mutations.js";
 
@@ -39,18 +39,25 @@ function effectiveRecipe(train: TrainConfig): Partial<TrainConfig> {
   };
 }
 
+function hashOf(layers: unknown, recipe: unknown): string {
+  return createHash("sha256").update(canonical({ layers, train: recipe })).digest("hex").slice(0, 16);
+}
+
+/** Identity of validated configs (a trial's from the fold, a past run's row): layers and recipe, not the name. */
+export function configFingerprint(model: ModelConfig, train: TrainConfig): string {
+  return hashOf(model.layers, effectiveRecipe(train));
+}
+
 /**
- * Identity of a candidate for "already tried": layers and recipe, not the
- * name, with the schema's defaults filled. A config that does not parse keeps
- * its raw form, which can only match itself.
+ * Identity of a config as its author wrote it (a candidate the planner
+ * makes): parsed here, at the planner's edge, with the schema's defaults
+ * filled, so it matches the same config spelt out in full. A config that
+ * does not parse keeps its raw form, which can only match itself.
  */
 export function fingerprint(model: ModelConfigInput, train: TrainConfigInput): string {
   const m = parseModelConfig(model);
   const t = parseTrainConfig(train);
-  return createHash("sha256")
-    .update(canonical({ layers: m.ok ? m.value.layers : model.layers, train: t.ok ? effectiveRecipe(t.value) : train }))
-    .digest("hex")
-    .slice(0, 16);
+  return hashOf(m.ok ? m.value.layers : model.layers, t.ok ? effectiveRecipe(t.value) : train);
 }
 
 export function genomeOf(t: TrialState): Genome | undefined {
@@ -74,8 +81,7 @@ export function tried(state: RunState): Set<string> {
   const out = new Set<string>();
   for (const t of state.trials.values()) {
     const d = derivedOf(t);
-    const g = d.fingerprint === undefined ? genomeOf(t) : undefined;
-    if (g) d.fingerprint = fingerprint(g.model, g.train);
+    if (d.fingerprint === undefined && t.model && t.train) d.fingerprint = configFingerprint(t.model, t.train);
     if (d.fingerprint) out.add(d.fingerprint);
   }
   return out;

@@ -18,19 +18,26 @@ import { trialId } from "../../core/ids.js";
 import { STALL_TRIALS, stallQuery, stalledOn } from "./stall.js";
 import { MUTATION, SURFACE } from "../../core/enums.js";
 import { TrialStatus } from "../../proto/gen/research/v1/common_pb.js";
+import type { TrialSummary } from "../../proto/gen/research/v1/lineage_pb.js";
 import { runAgent, type AgentContext } from "../../swarm/runtime.js";
 import { askLlm, type LlmAnswer } from "../../swarm/llm.js";
 import { loadPrompt } from "../../swarm/prompts.js";
 import { proposeWithLlm } from "./llm-policy.js";
 import { fallbackProbe, handProposal, mulberry32, POLICIES, probeFidelity, type PlanInput, type Proposal } from "./policy.js";
-import { fingerprint } from "./identity.js";
+import { configFingerprint } from "./identity.js";
 import { promote } from "./promotion.js";
 import { genomeFeatures, type Observation } from "./surrogate.js";
-import { isRecord, parseJson } from "../../core/json.js";
 import { searchDevice } from "../../core/defaults.js";
-import type { ModelConfigInput, TrainConfigInput } from "../../core/model-config.js";
+import { parseModelConfig, parseTrainConfig, type ModelConfig, type TrainConfig } from "../../core/model-config.js";
 
 const PROMPT = loadPrompt("planner");
+
+/** A past trial's configs from its lineage row, validated once here: other runs' rows enter the planner only this way. */
+function rowConfigs(row: Pick<TrialSummary, "modelConfigJson" | "trainConfigJson">): { model: ModelConfig; train: TrainConfig } | undefined {
+  const model = parseModelConfig(row.modelConfigJson);
+  const train = parseTrainConfig(row.trainConfigJson);
+  return model.ok && train.ok ? { model: model.value, train: train.value } : undefined;
+}
 
 /** Configs that failed in earlier trials of any run, by fingerprint: the planner must not repeat them. */
 async function failedInLineage(ctx: AgentContext, state: RunState): Promise<Set<string>> {
@@ -41,11 +48,9 @@ async function failedInLineage(ctx: AgentContext, state: RunState): Promise<Set<
     return undefined;
   });
   for (const t of res ?? []) {
-    try {
-      out.add(fingerprint(JSON.parse(t.modelConfigJson), JSON.parse(t.trainConfigJson)));
-    } catch {
-      // A row without parseable configs cannot match a candidate anyway.
-    }
+    const configs = rowConfigs(t);
+    // A row whose configs do not validate cannot match a candidate the planner would propose.
+    if (configs) out.add(configFingerprint(configs.model, configs.train));
   }
   return out;
 }
@@ -66,12 +71,11 @@ async function pastObservations(ctx: AgentContext, input: PlanInput): Promise<Ob
   const out: Observation[] = [];
   for (const t of res) {
     if (t.runId === state.runId || t.ciLow === undefined) continue;
-    const model = parseJson(t.modelConfigJson);
-    const train = parseJson(t.trainConfigJson);
-    if (!isRecord(model) || !isRecord(train) || (train.subset ?? 0) !== probe.subset || train.epochs !== probe.epochs) continue;
-    const params = t.params ?? input.params(model as ModelConfigInput);
+    const configs = rowConfigs(t);
+    if (!configs || configs.train.subset !== probe.subset || configs.train.epochs !== probe.epochs) continue;
+    const params = t.params ?? input.params(configs.model);
     if (typeof params !== "number") continue;
-    out.push({ x: genomeFeatures(model as ModelConfigInput, train as TrainConfigInput, params), y: t.ciLow, weight: PAST_WEIGHT });
+    out.push({ x: genomeFeatures(configs.model, configs.train, params), y: t.ciLow, weight: PAST_WEIGHT });
   }
   if (out.length) ctx.log.info({ observations: out.length }, "surrogate warm-started from past runs");
   return out;
@@ -242,7 +246,7 @@ async function proposeAfter(ctx: AgentContext, state: RunState, judged: TrialSta
   await askWhenStalled(ctx, state, judged);
   const input = await planInput(ctx, state, index);
   const queued = queuedProposals(state)[0];
-  if (queued) return publishProposal(ctx, state, index, handProposal(input, queued), queued.who, "");
+  if (queued) return publishProposal(ctx, state, index, handProposal(input, queued), queued.intervention.who, "");
   // The last long training has the runner to itself: no probe started now could change the
   // result (nothing long fits after it), and each would slow it down on the shared device.
   const last = lastTrainingInFlight(state);

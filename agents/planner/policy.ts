@@ -20,12 +20,11 @@ import type { Brief } from "../../core/brief.js";
 import { PROBE_SEEDS, RECIPE_DEFAULTS, SEARCH_DEFAULTS, type SearchDevice } from "../../core/defaults.js";
 import { OPTIMIZER, SURFACE, type MutationName, type SurfaceName as Surface } from "../../core/enums.js";
 import type { ModelConfigInput, TrainConfigInput } from "../../core/model-config.js";
-import { Verdict, type Intervention } from "../../proto/gen/research/v1/events_pb.js";
+import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import type { DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
-import { isPromotion, rungOf, scoreOf, type RunState, type TrialState } from "../../swarm/run-state.js";
+import { isPromotion, rungOf, scoreOf, type HandProposal, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { BATCH_SIZES, FLIP_SAFE, isImage, lrForBatch, MUTATIONS, type Genome, type Mutation } from "./mutations.js";
 import { TEMPLATE_WIDTH, templatesFor, type Template } from "./templates.js";
-import { isRecord, parseJson } from "../../core/json.js";
 import { fitTpe, GENOME_SPACE, genomeFeatures, type Observation } from "./surrogate.js";
 import { PROMOTION_SURFACE, type Fidelity } from "./scheduler.js";
 import { derivedOf, fingerprint, genomeOf, tried } from "./identity.js";
@@ -227,11 +226,11 @@ function shuffle<T>(xs: T[], rng: () => number): T[] {
 
 /**
  * A person's queued proposal as the planner's: their model, and their
- * training on top of the run's probe fidelity. The coder validates and
- * builds it like any other.
+ * training on top of the run's probe fidelity. The coder builds it like any
+ * other.
  */
-export function handProposal(input: PlanInput, v: Intervention): Proposal {
-  const train = parseJson(v.trainConfigJson);
+export function handProposal(input: PlanInput, queued: HandProposal): Proposal {
+  const { intervention: v, model, train } = queued;
   return {
     rung: 0,
     hypothesis: v.hypothesis,
@@ -239,8 +238,8 @@ export function handProposal(input: PlanInput, v: Intervention): Proposal {
     parentIds: v.parentIds,
     surface: undefined,
     mutation: "hand",
-    model: parseJson(v.modelConfigJson) as ModelConfigInput,
-    train: { ...startingTrain(input), ...(isRecord(train) ? (train as TrainConfigInput) : {}) },
+    model,
+    train: { ...startingTrain(input), ...train },
     interventionId: v.interventionId,
   };
 }

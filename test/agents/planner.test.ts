@@ -2,7 +2,9 @@ import { describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import { adoptedConcepts, blocksOf } from "../../core/brief.js";
 import { compileModel } from "../../core/compiler/compile.js";
-import { fallbackProbe, initialBuiltin, mulberry32, nextBuiltin, randomPolicy, type PlanInput, type Proposal } from "../../agents/planner/policy.js";
+import { fallbackProbe, handProposal, initialBuiltin, mulberry32, nextBuiltin, probeFidelity, randomPolicy, type PlanInput, type Proposal } from "../../agents/planner/policy.js";
+import { interventionEvent } from "../../swarm/interventions.js";
+import { queuedProposals } from "../../swarm/run-state.js";
 import { fingerprint } from "../../agents/planner/identity.js";
 import { promote } from "../../agents/planner/promotion.js";
 import { stalledOn, stallQuery } from "../../agents/planner/stall.js";
@@ -250,6 +252,18 @@ describe("built-in planner", () => {
     expect(new Set(first.map((p) => p.mutation))).toEqual(new Set(["template"]));
     expect(edits.every((p) => MUTATIONS.some((m) => m.name === p.mutation))).toBe(true);
     expect(proposals.slice(-3).map((p) => p.mutation)).toEqual(["random", "random", "promotion"]);
+  });
+
+  it("takes a person's queued proposal as they wrote it, their training over the probe recipe", () => {
+    const model = { name: "hand", layers: [{ type: "flatten" as const }, { type: "linear" as const, out_features: 32 }] };
+    const check = interventionEvent(input([]).state, { kind: "propose", hypothesis: "a small MLP", model_config: model, train_config: { lr: 0.003 } }, "test:alice");
+    if (!check.ok) throw new Error(check.error);
+    const withQueued = input([check.event]);
+    const queued = queuedProposals(withQueued.state);
+    expect(queued).toHaveLength(1);
+    const p = handProposal(withQueued, queued[0]!);
+    expect(p).toMatchObject({ rung: 0, hypothesis: "a small MLP", mutation: "hand", model, interventionId: queued[0]!.intervention.interventionId });
+    expect(p.train).toMatchObject({ ...probeFidelity(withQueued), lr: 0.003 });
   });
 
   it("the random baseline draws valid configs", () => {
