@@ -12,7 +12,7 @@ import { compileModel } from "../../core/compiler/compile.js";
 import { nothingFits } from "../../swarm/budget.js";
 import { request } from "../../swarm/lineage-query.js";
 import { Decision, InterventionKind, type Event } from "../../proto/gen/research/v1/events_pb.js";
-import { datasetInfo } from "../../swarm/dataset-info.js";
+import { compileOptions, datasetInfo } from "../../swarm/dataset-info.js";
 import { inFlightCount, judgedTrials, lastTrainingInFlight, queuedProposals, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { trialId } from "../../core/ids.js";
 import { STALL_TRIALS, stallQuery, stalledOn } from "./stall.js";
@@ -128,7 +128,7 @@ async function planInput(ctx: AgentContext, state: RunState, seed: number): Prom
     info,
     rng: mulberry32((state.settings?.rngSeed ?? 0) * 100_003 + seed),
     params: (model) => {
-      const r = compileModel(model, { inputShape: info.inputShape, numClasses: info.numClasses, inputDtype: info.inputDtype === "int64" ? "int64" : "float32", vocabSize: info.vocabSize || undefined });
+      const r = compileModel(model, compileOptions(info));
       return r.ok ? r.params : r.error;
     },
     failedElsewhere: await fromLineage(state.runId, "failed", () => failedInLineage(ctx, state)),
