@@ -17,6 +17,7 @@
  * random: uniform draws from the same space, no memory. The baseline.
  */
 import type { Brief } from "../../core/brief.js";
+import { pct } from "../../core/format.js";
 import { PROBE_SEEDS, RECIPE_DEFAULTS, SEARCH_DEFAULTS, type SearchDevice } from "../../core/defaults.js";
 import { OPTIMIZER, SURFACE, type MutationName, type SurfaceName as Surface } from "../../core/enums.js";
 import type { ModelConfigInput, TrainConfigInput } from "../../core/model-config.js";
@@ -335,12 +336,11 @@ function proposalFrom(
   rejected: string[],
   ranking?: string,
 ): Proposal {
-  const score = scoreOf(parent);
   const notes = parent.evaluated?.analysis?.notes ?? [];
   return {
     rung: 0,
     seeds: PROBE_SEEDS,
-    hypothesis: `${m.describe} on top of ${parent.id} (CI low ${score !== undefined ? (100 * score).toFixed(2) : "?"}%) improves validation accuracy`,
+    hypothesis: `${m.describe} on top of ${parent.id} (CI low ${pct(scoreOf(parent))}) improves validation accuracy`,
     rationale: [
       `trial ${index}: surface ${m.surface} chosen by the bandit${hint === m.surface ? " and the analyst's reading" : ""}`,
       ...(ranking ? [ranking] : []),
