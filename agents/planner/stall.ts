@@ -1,6 +1,7 @@
 /** When a recipe surface has stopped paying off, so the planner asks the researcher a narrower question. */
 import { MUTATION, SURFACE } from "../../core/enums.js";
 import { labelName } from "../../core/failure.js";
+import { Surface } from "../../proto/gen/research/v1/common_pb.js";
 import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import { judgedTrials, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { MUTATIONS } from "./mutations.js";
@@ -22,7 +23,6 @@ export function stalledOn(state: RunState, judged: TrialState): TrialState[] | u
   return recent;
 }
 
-
 /**
  * What a trial tried, in words for the researcher: a built-in edit's
  * description, found by its Mutation (rewording a hypothesis changes
@@ -35,7 +35,7 @@ function whatItTried(t: TrialState): string {
 
 /** The narrower question for the `stalled` trials' surface: what they tried, and how they failed if they did. */
 export function stallQuery(state: RunState, stalled: TrialState[]): string {
-  const name = SURFACE.name(stalled[0]?.proposed?.surface ?? 0);
+  const name = SURFACE.name(stalled[0]?.proposed?.surface ?? Surface.UNSPECIFIED);
   const failures = [...new Set(stalled.map((t) => t.judged?.failure).filter((f) => f).map((f) => labelName(f!.label)))];
   const tried = stalled.map(whatItTried).join("; ");
   return failures.length

@@ -2,8 +2,8 @@
  * The planner's time model: how long a candidate will take, predicted from
  * its parent's measured seeds, and whether that fits the trial budget and
  * what the run has left before its reserve (swarm/budget.ts, the plan the
- * judge stops by). The scheduler (promotion.ts) and the policies ask it;
- * nothing else in the planner reads a clock or a budget.
+ * judge stops by). The scheduler's moves (promotion.ts) and the policies
+ * take every prediction and budget check of seconds from here.
  */
 import { DEFAULT_SEEDS, RECIPE_DEFAULTS } from "../../core/defaults.js";
 import type { TrainConfigInput } from "../../core/model-config.js";
