@@ -96,7 +96,8 @@ describe("a research run on digits", () => {
     const p = promotions[0]!;
     const parent = outcome.state.trials.get(p.proposed!.parentIds[0]!)!;
     expect(parent.proposed?.rung ?? 0).toBe(0);
-    expect(p.proposed!.modelConfigJson).toBe(parent.proposed!.modelConfigJson);
+    // The same model as validated (the scheduler publishes it with the schema's defaults filled).
+    expect(p.model).toEqual(parent.model);
     expect((p.train as { epochs: number }).epochs).toBe(3 * (parent.train as { epochs: number }).epochs);
     expect(p.proposed!.proposer).toBe("scheduler");
   });
