@@ -1,5 +1,5 @@
 import type { GenEnum } from "@bufbuild/protobuf/codegenv2";
-import { Surface, SurfaceSchema, TrialStatus, TrialStatusSchema } from "../proto/gen/research/v1/common_pb.js";
+import { Mutation, MutationSchema, Surface, SurfaceSchema, TrialStatus, TrialStatusSchema } from "../proto/gen/research/v1/common_pb.js";
 import { Decision, DecisionSchema, InterventionKind, InterventionKindSchema, RunStatus, RunStatusSchema, Verdict, VerdictSchema } from "../proto/gen/research/v1/events_pb.js";
 import {
   GoalStatus,
@@ -52,6 +52,8 @@ export function closedSet<E extends object>(schema: GenEnum<EnumValue<E>>): Clos
 // Failure labels live with the error class (core/failure.ts).
 export const SURFACE = closedSet<typeof Surface>(SurfaceSchema);
 export type SurfaceName = (typeof SURFACE.names)[number];
+export const MUTATION = closedSet<typeof Mutation>(MutationSchema);
+export type MutationName = (typeof MUTATION.names)[number];
 export const OPTIMIZER = closedSet<typeof Optimizer>(OptimizerSchema);
 export type OptimizerName = (typeof OPTIMIZER.names)[number];
 export const SCHEDULE = closedSet<typeof Schedule>(ScheduleSchema);

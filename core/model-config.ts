@@ -344,6 +344,27 @@ export function parseTrainConfig(input: unknown): ParseResult<TrainConfig> {
   return parseWith(TrainConfigSchema, input, "train_config");
 }
 
+/**
+ * A config as its author wrote it, once the schema accepts it: the defaults
+ * not filled, so it can be laid over another config (a person's training
+ * over the planner's probe recipe) without overriding what it left out.
+ */
+export function authoredModelConfig(input: unknown): ParseResult<ModelConfigInput> {
+  return authoredWith(ModelConfigSchema, input, "model_config");
+}
+
+export function authoredTrainConfig(input: unknown): ParseResult<TrainConfigInput> {
+  return authoredWith(TrainConfigSchema, input, "train_config");
+}
+
+function authoredWith<S extends z.ZodType>(schema: S, input: unknown, what: string): ParseResult<z.input<S>> {
+  const data = typeof input === "string" ? decodeText(input) : { ok: true as const, value: input };
+  if (!data.ok) return { ok: false, error: `${what}: ${data.error}` };
+  const parsed = parseWith(schema, data.value, what);
+  // What the schema accepted is of its input type: the one place that is asserted.
+  return parsed.ok ? { ok: true, value: data.value as z.input<S> } : parsed;
+}
+
 function parseWith<T>(schema: z.ZodType<T>, input: unknown, what: string): ParseResult<T> {
   let data = input;
   if (typeof input === "string") {

@@ -1,4 +1,5 @@
 /** The run's dataset as the runner sees it (shapes, classes, sizes), asked once per process. */
+import type { CompileOptions } from "../core/compiler/compile.js";
 import { ResearchError } from "../core/failure.js";
 import type { RunnerClient } from "../gpu-runner/client.js";
 import type { Goal } from "../proto/gen/research/v1/events_pb.js";
@@ -8,6 +9,16 @@ const cache = new Map<string, Promise<DatasetInfo>>();
 
 export function datasetSpec(goal: Goal | undefined) {
   return { name: goal?.dataset ?? "", dataDir: goal?.dataDir ?? "", targetColumn: goal?.targetColumn ?? "" };
+}
+
+/** What the compiler takes from the dataset: the planner counts a candidate's parameters and the coder builds the trial with the same. */
+export function compileOptions(info: DatasetInfo): CompileOptions {
+  return {
+    inputShape: info.inputShape,
+    numClasses: info.numClasses,
+    inputDtype: info.inputDtype === "int64" ? "int64" : "float32",
+    vocabSize: info.vocabSize || undefined,
+  };
 }
 
 export function datasetInfo(runner: RunnerClient, goal: Goal | undefined): Promise<DatasetInfo> {

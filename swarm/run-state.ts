@@ -9,7 +9,7 @@ import { create } from "@bufbuild/protobuf";
 import { Decision, InterventionKind, RunFinishedSchema, Verdict, type Event, type Goal, type Intervention, type LlmCall, type ResearchRequested, type RunFinished, type RunSettings, type RunStatus, type TrialAssembled, type TrialEvaluated, type TrialJudged, type TrialProposed } from "../proto/gen/research/v1/events_pb.js";
 import { parseBrief, type Brief } from "../core/brief.js";
 import { TRIAL_STATUS, type TrialStatusName } from "../core/enums.js";
-import { parseModelConfig, parseTrainConfig, type ModelConfig, type TrainConfig } from "../core/model-config.js";
+import { authoredModelConfig, authoredTrainConfig, parseModelConfig, parseTrainConfig, type ModelConfig, type ModelConfigInput, type TrainConfig, type TrainConfigInput } from "../core/model-config.js";
 import { RUN_DEFAULTS } from "../core/defaults.js";
 import { outranks, standingOf, type Standing } from "../core/ranking.js";
 import { FailureLabel, type Failure } from "../proto/gen/research/v1/common_pb.js";
@@ -37,6 +37,18 @@ export interface TrialState {
   configError?: string;
   /** Stream order of the judged event among the run's judged events (0-based). */
   judgedPosition?: number;
+}
+
+/**
+ * A person's proposal (an Intervention of kind PROPOSE) with its configs
+ * parsed once here, as they wrote them: the planner lays their training over
+ * the run's probe recipe, so the schema's defaults are not filled in.
+ */
+export interface HandProposal {
+  intervention: Intervention;
+  model: ModelConfigInput;
+  /** Empty when they gave none: the probe recipe as it is. */
+  train: TrainConfigInput;
 }
 
 export interface RunState {
@@ -67,6 +79,8 @@ export interface RunState {
   stopRequested?: Intervention;
   /** Trials a person cancelled, by trial id. */
   cancelled: Map<string, Intervention>;
+  /** People's proposals whose configs validate (swarm/interventions.ts lets no other in), in order. */
+  handProposals: HandProposal[];
   /** The trial each queued proposal became, by intervention id. */
   proposalTrials: Map<string, string>;
 }
@@ -88,6 +102,7 @@ export function emptyRunState(runId: string): RunState {
     interventions: [],
     paused: false,
     cancelled: new Map(),
+    handProposals: [],
     proposalTrials: new Map(),
   };
 }
@@ -117,6 +132,12 @@ function configsOf(p: TrialProposed): Pick<TrialState, "model" | "train" | "conf
   const train = parseTrainConfig(p.trainConfigJson);
   if (!train.ok) return { configError: `train_config: ${train.error}` };
   return { model: model.value, train: train.value };
+}
+
+function handProposalOf(v: Intervention): HandProposal | undefined {
+  const model = authoredModelConfig(v.modelConfigJson);
+  const train = v.trainConfigJson ? authoredTrainConfig(v.trainConfigJson) : { ok: true as const, value: {} };
+  return model.ok && train.ok ? { intervention: v, model: model.value, train: train.value } : undefined;
 }
 
 export function applyToRunState(state: RunState, e: Event): RunState {
@@ -176,6 +197,10 @@ export function applyToRunState(state: RunState, e: Event): RunState {
       else if (v.kind === InterventionKind.RESUME) state.paused = false;
       else if (v.kind === InterventionKind.STOP) state.stopRequested ??= v;
       else if (v.kind === InterventionKind.CANCEL_TRIAL && !state.cancelled.has(e.trialId)) state.cancelled.set(e.trialId, v);
+      else if (v.kind === InterventionKind.PROPOSE) {
+        const p = handProposalOf(v);
+        if (p) state.handProposals.push(p);
+      }
       break;
     }
     default:
@@ -283,8 +308,8 @@ export function lastTrainingInFlight(state: RunState): TrialState | undefined {
 }
 
 /** Hand-written proposals queued by people that no trial has taken yet, oldest first. */
-export function queuedProposals(state: RunState): Intervention[] {
-  return state.interventions.filter((v) => v.kind === InterventionKind.PROPOSE && !state.proposalTrials.has(v.interventionId));
+export function queuedProposals(state: RunState): HandProposal[] {
+  return state.handProposals.filter((p) => !state.proposalTrials.has(p.intervention.interventionId));
 }
 
 /** What a person did, in words: "stopped by cli:alice: enough". */

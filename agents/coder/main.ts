@@ -11,7 +11,7 @@ import { ResearchError } from "../../core/failure.js";
 import { recipeOf } from "../../core/recipe.js";
 import type { Event, TrialAssembledSchema } from "../../proto/gen/research/v1/events_pb.js";
 import { EvaluateRequestSchema, type DatasetInfo, type SummarizeResponse } from "../../proto/gen/research/v1/runner_pb.js";
-import { datasetInfo, datasetSpec } from "../../swarm/dataset-info.js";
+import { compileOptions, datasetInfo, datasetSpec } from "../../swarm/dataset-info.js";
 import type { RunState, TrialState } from "../../swarm/run-state.js";
 import { runAgent, type AgentContext } from "../../swarm/runtime.js";
 import { askLlm } from "../../swarm/llm.js";
@@ -31,12 +31,7 @@ async function assemble(state: RunState, t: TrialState, info: DatasetInfo, ctx: 
   const { id, model, train } = t;
   const p = t.proposed!;
   if (!model || !train) return { failure: new ResearchError("invalid_config", t.configError ?? "no model_config").toProto() };
-  const compiled = compileModel(model, {
-    inputShape: info.inputShape,
-    numClasses: info.numClasses,
-    inputDtype: info.inputDtype === "int64" ? "int64" : "float32",
-    vocabSize: info.vocabSize || undefined,
-  });
+  const compiled = compileModel(model, compileOptions(info));
   if (!compiled.ok) return { failure: new ResearchError(compiled.label, compiled.error).toProto() };
 
   const runner = ctx.runner();

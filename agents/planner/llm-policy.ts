@@ -12,7 +12,8 @@ import type { LlmClient } from "../../core/llm/client.js";
 import { scoreOf, meanOf, type TrialState } from "../../swarm/run-state.js";
 import type { Prompt } from "../../swarm/prompts.js";
 import type { Genome } from "./mutations.js";
-import { fingerprint, genomeOf, probeFidelity, type PlanInput, type Proposal } from "./policy.js";
+import { configFingerprint, tried } from "./identity.js";
+import { probeFidelity, type PlanInput, type Proposal } from "./policy.js";
 import { PROBE_SEEDS } from "../../core/defaults.js";
 
 const AssessmentSchema = z.object({
@@ -22,11 +23,7 @@ const AssessmentSchema = z.object({
 });
 
 function proposalSchema(input: PlanInput) {
-  const tried = new Set<string>();
-  for (const t of input.state.trials.values()) {
-    const g = genomeOf(t);
-    if (g) tried.add(fingerprint(g.model, g.train));
-  }
+  const seen = tried(input.state);
   const maxParams = Number(input.state.goal?.maxParams ?? 0n);
   return z
     .object({
@@ -47,8 +44,8 @@ function proposalSchema(input: PlanInput) {
       else if (maxParams > 0 && params > maxParams) {
         ctx.addIssue({ code: "custom", path: ["model_config"], message: `${params} parameters exceed the limit of ${maxParams}` });
       }
-      const fp = fingerprint(p.model_config, p.train_config);
-      if (tried.has(fp)) ctx.addIssue({ code: "custom", path: [], message: "this exact configuration was already tried in this run" });
+      const fp = configFingerprint(p.model_config, p.train_config);
+      if (seen.has(fp)) ctx.addIssue({ code: "custom", path: [], message: "this exact configuration was already tried in this run" });
       if (input.failedElsewhere.has(fp)) ctx.addIssue({ code: "custom", path: [], message: "this exact configuration failed in an earlier run" });
     });
 }
@@ -104,6 +101,7 @@ export async function proposeWithLlm(client: LlmClient, prompt: Prompt, input: P
     rationale: `${p.rationale}\nassessment: ${p.assessment.progress}; strengths: ${p.assessment.strengths.join(", ") || "-"}; weaknesses: ${p.assessment.weaknesses.join(", ") || "-"}`,
     parentIds: p.parent_ids,
     surface: p.surface,
+    mutation: "llm",
     model: p.model_config,
     train: { ...(p.train_config satisfies Genome["train"]), ...probeFidelity(input) },
   };

@@ -12,24 +12,32 @@ import { compileModel } from "../../core/compiler/compile.js";
 import { nothingFits } from "../../swarm/budget.js";
 import { request } from "../../swarm/lineage-query.js";
 import { Decision, InterventionKind, type Event } from "../../proto/gen/research/v1/events_pb.js";
-import { datasetInfo } from "../../swarm/dataset-info.js";
+import { compileOptions, datasetInfo } from "../../swarm/dataset-info.js";
 import { inFlightCount, judgedTrials, lastTrainingInFlight, queuedProposals, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { trialId } from "../../core/ids.js";
-import { STALL_TRIALS, stalledOn } from "./stall.js";
-import { labelName } from "../../core/failure.js";
-import { SURFACE } from "../../core/enums.js";
+import { STALL_TRIALS, stallQuery, stalledOn } from "./stall.js";
+import { MUTATION, SURFACE } from "../../core/enums.js";
 import { TrialStatus } from "../../proto/gen/research/v1/common_pb.js";
+import type { TrialSummary } from "../../proto/gen/research/v1/lineage_pb.js";
 import { runAgent, type AgentContext } from "../../swarm/runtime.js";
 import { askLlm, type LlmAnswer } from "../../swarm/llm.js";
 import { loadPrompt } from "../../swarm/prompts.js";
 import { proposeWithLlm } from "./llm-policy.js";
-import { fallbackProbe, fingerprint, handProposal, mulberry32, POLICIES, probeFidelity, promote, type PlanInput, type Proposal } from "./policy.js";
+import { fallbackProbe, handProposal, mulberry32, POLICIES, probeFidelity, type PlanInput, type Proposal } from "./policy.js";
+import { configFingerprint } from "./identity.js";
+import { promote } from "./promotion.js";
 import { genomeFeatures, type Observation } from "./surrogate.js";
-import { isRecord, parseJson } from "../../core/json.js";
 import { searchDevice } from "../../core/defaults.js";
-import type { ModelConfigInput, TrainConfigInput } from "../../core/model-config.js";
+import { parseModelConfig, parseTrainConfig, type ModelConfig, type TrainConfig } from "../../core/model-config.js";
 
 const PROMPT = loadPrompt("planner");
+
+/** A past trial's configs from its lineage row, validated once here: other runs' rows enter the planner only this way. */
+function rowConfigs(row: Pick<TrialSummary, "modelConfigJson" | "trainConfigJson">): { model: ModelConfig; train: TrainConfig } | undefined {
+  const model = parseModelConfig(row.modelConfigJson);
+  const train = parseTrainConfig(row.trainConfigJson);
+  return model.ok && train.ok ? { model: model.value, train: train.value } : undefined;
+}
 
 /** Configs that failed in earlier trials of any run, by fingerprint: the planner must not repeat them. */
 async function failedInLineage(ctx: AgentContext, state: RunState): Promise<Set<string>> {
@@ -40,11 +48,9 @@ async function failedInLineage(ctx: AgentContext, state: RunState): Promise<Set<
     return undefined;
   });
   for (const t of res ?? []) {
-    try {
-      out.add(fingerprint(JSON.parse(t.modelConfigJson), JSON.parse(t.trainConfigJson)));
-    } catch {
-      // A row without parseable configs cannot match a candidate anyway.
-    }
+    const configs = rowConfigs(t);
+    // A row whose configs do not validate cannot match a candidate the planner would propose.
+    if (configs) out.add(configFingerprint(configs.model, configs.train));
   }
   return out;
 }
@@ -65,12 +71,11 @@ async function pastObservations(ctx: AgentContext, input: PlanInput): Promise<Ob
   const out: Observation[] = [];
   for (const t of res) {
     if (t.runId === state.runId || t.ciLow === undefined) continue;
-    const model = parseJson(t.modelConfigJson);
-    const train = parseJson(t.trainConfigJson);
-    if (!isRecord(model) || !isRecord(train) || (train.subset ?? 0) !== probe.subset || train.epochs !== probe.epochs) continue;
-    const params = t.params ?? input.params(model as ModelConfigInput);
+    const configs = rowConfigs(t);
+    if (!configs || configs.train.subset !== probe.subset || configs.train.epochs !== probe.epochs) continue;
+    const params = t.params ?? input.params(configs.model);
     if (typeof params !== "number") continue;
-    out.push({ x: genomeFeatures(model as ModelConfigInput, train as TrainConfigInput, params), y: t.ciLow, weight: PAST_WEIGHT });
+    out.push({ x: genomeFeatures(configs.model, configs.train, params), y: t.ciLow, weight: PAST_WEIGHT });
   }
   if (out.length) ctx.log.info({ observations: out.length }, "surrogate warm-started from past runs");
   return out;
@@ -123,7 +128,7 @@ async function planInput(ctx: AgentContext, state: RunState, seed: number): Prom
     info,
     rng: mulberry32((state.settings?.rngSeed ?? 0) * 100_003 + seed),
     params: (model) => {
-      const r = compileModel(model, { inputShape: info.inputShape, numClasses: info.numClasses, inputDtype: info.inputDtype === "int64" ? "int64" : "float32", vocabSize: info.vocabSize || undefined });
+      const r = compileModel(model, compileOptions(info));
       return r.ok ? r.params : r.error;
     },
     failedElsewhere: await fromLineage(state.runId, "failed", () => failedInLineage(ctx, state)),
@@ -174,6 +179,7 @@ async function publishProposal(ctx: AgentContext, state: RunState, index: number
         rationale: adopted.length ? `${p.rationale}\nadopts from the research brief: ${adopted.map((a) => `${a.name} (${a.blocks.join(", ")})`).join("; ")}` : p.rationale,
         parentIds: p.parentIds,
         surface: p.surface ? SURFACE.value(p.surface) : undefined,
+        mutation: MUTATION.value(p.mutation),
         modelConfigJson: JSON.stringify(p.model),
         trainConfigJson: JSON.stringify(p.train),
         index,
@@ -213,11 +219,7 @@ async function askWhenStalled(ctx: AgentContext, state: RunState, judged: TrialS
   if (!stalled) return;
   const surface = judged.proposed!.surface;
   const name = SURFACE.name(surface);
-  const failures = [...new Set(stalled.map((t) => t.judged?.failure).filter((f) => f).map((f) => labelName(f!.label)))];
-  const tried = stalled.map((t) => (t.proposed?.hypothesis ?? "").split(" on top of")[0]).join("; ");
-  const query = failures.length
-    ? `why did ${tried} fail (${failures.join(", ")}) for ${name} on ${state.goal?.dataset}; ${name} techniques that avoid it`
-    : `${name} techniques for small models on ${state.goal?.dataset} beyond ${tried}`;
+  const query = stallQuery(state, stalled);
   const requestId = `${state.runId}-rq${judged.judgedPosition}`;
   await ctx.emit(`${requestId}/requested`, {
     runId: state.runId,
@@ -244,7 +246,7 @@ async function proposeAfter(ctx: AgentContext, state: RunState, judged: TrialSta
   await askWhenStalled(ctx, state, judged);
   const input = await planInput(ctx, state, index);
   const queued = queuedProposals(state)[0];
-  if (queued) return publishProposal(ctx, state, index, handProposal(input, queued), queued.who, "");
+  if (queued) return publishProposal(ctx, state, index, handProposal(input, queued), queued.intervention.who, "");
   // The last long training has the runner to itself: no probe started now could change the
   // result (nothing long fits after it), and each would slow it down on the shared device.
   const last = lastTrainingInFlight(state);

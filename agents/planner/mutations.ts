@@ -4,7 +4,7 @@
  * apply equally to configs a template, a user or an LLM wrote.
  */
 import { DEFAULT_LR, RECIPE_DEFAULTS, type SearchDevice } from "../../core/defaults.js";
-import { OPTIMIZER, type OptimizerName, type SurfaceName } from "../../core/enums.js";
+import { OPTIMIZER, type MutationName, type OptimizerName, type SurfaceName } from "../../core/enums.js";
 import type { ModelConfigInput, TrainConfigInput } from "../../core/model-config.js";
 import type { DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
 import type { LayerIn } from "./templates.js";
@@ -14,9 +14,14 @@ export interface Genome {
   train: TrainConfigInput;
 }
 
+/** The ways into a run that are not an edit of a parent (Mutation in common.proto). */
+type NotAnEdit = "promotion" | "last_training" | "template" | "random" | "hand" | "llm";
+/** An edit's name: its Mutation value's, so a proposal records which edit made it. */
+export type EditName = Exclude<MutationName, NotAnEdit>;
+
 export interface Mutation {
   surface: SurfaceName;
-  name: string;
+  name: EditName;
   /** Building blocks the edit introduces (for adoption of brief concepts). */
   blocks: string[];
   apply(g: Genome, info: DatasetInfo, rng: () => number, device: SearchDevice): Genome | undefined;
@@ -157,7 +162,7 @@ export const MUTATIONS: Mutation[] = [
   { surface: "architecture", name: "widen", blocks: [], describe: "widen every layer by 1.5x", apply: (g) => scaleWidths(g, 1.5) },
   { surface: "architecture", name: "narrow", blocks: [], describe: "narrow every layer to 2/3", apply: (g) => scaleWidths(g, 2 / 3) },
   { surface: "architecture", name: "deepen", blocks: [], describe: "repeat the first stage's block", apply: (g) => deepen(g) },
-  { surface: "architecture", name: "add-se", blocks: ["se"], describe: "add squeeze-excitation after conv blocks", apply: (g) => addSe(g) },
+  { surface: "architecture", name: "add_se", blocks: ["se"], describe: "add squeeze-excitation after conv blocks", apply: (g) => addSe(g) },
   {
     surface: "architecture",
     name: "activation",
@@ -167,14 +172,14 @@ export const MUTATIONS: Mutation[] = [
   },
   {
     surface: "optimisation",
-    name: "lr-up",
+    name: "lr_up",
     blocks: [],
     describe: "double the learning rate",
     apply: (g) => (lrOf(g) >= 0.5 ? undefined : train(g, { lr: lrOf(g) * 2 })),
   },
   {
     surface: "optimisation",
-    name: "lr-down",
+    name: "lr_down",
     blocks: [],
     describe: "halve the learning rate",
     apply: (g) => (lrOf(g) <= 1e-5 ? undefined : train(g, { lr: lrOf(g) / 2 })),
@@ -222,14 +227,14 @@ export const MUTATIONS: Mutation[] = [
   { surface: "regularisation", name: "dropout", blocks: ["dropout"], describe: "more dropout before the head", apply: (g) => moreDropout(g) },
   {
     surface: "regularisation",
-    name: "weight-decay",
+    name: "weight_decay",
     blocks: ["weight_decay"],
     describe: "weight decay",
     apply: (g) => ((g.train.weight_decay ?? 0) > 0 ? undefined : train(g, { weight_decay: DECAY[g.train.optimizer ?? RECIPE_DEFAULTS.optimizer] })),
   },
   {
     surface: "regularisation",
-    name: "label-smoothing",
+    name: "label_smoothing",
     blocks: ["label_smoothing"],
     describe: "label smoothing 0.1",
     apply: (g) => ((g.train.label_smoothing ?? 0) > 0 ? undefined : train(g, { label_smoothing: 0.1 })),

@@ -10,7 +10,8 @@
  *   and recipe at the next rung's fidelity, a new trial whose parent it is.
  *
  * New configs (the bandit's edits) always start at rung 0, where their
- * scores are comparable with their parent's.
+ * scores are comparable with their parent's. The moves on a run (promotion,
+ * last long training, exploit phase) are promotion.ts's.
  */
 import { PROBE_SEEDS } from "../../core/defaults.js";
 import type { SurfaceName } from "../../core/enums.js";
@@ -19,7 +20,6 @@ import type { TrainConfigInput } from "../../core/model-config.js";
 import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import type { DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
 import { isPromotion, rungOf, scoreOf, type RunState, type TrialState } from "../../swarm/run-state.js";
-
 
 /**
  * Seeds a promotion at `rung` trains with (undefined: the run's). One on a
@@ -36,12 +36,6 @@ export const ETA = 3;
 /** Rungs above the probe; the top one is the long, exploit-phase training. */
 const MAX_RUNG = 3;
 const MAX_EPOCHS = 60;
-/**
- * The share of a run's time budget for exploration before the exploit phase
- * trains the best config at a shortened top rung (policy.ts exploit), when
- * the whole top rung no longer fits.
- */
-export const EXPLORE_SHARE = 1 / 3;
 /** A rung whose training run is at least this long gets the long-training recipe. */
 const LONG_EPOCHS = 5;
 /**

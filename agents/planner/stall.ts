@@ -1,6 +1,10 @@
 /** When a recipe surface has stopped paying off, so the planner asks the researcher a narrower question. */
+import { MUTATION, SURFACE } from "../../core/enums.js";
+import { labelName } from "../../core/failure.js";
+import { Surface } from "../../proto/gen/research/v1/common_pb.js";
 import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import { judgedTrials, type RunState, type TrialState } from "../../swarm/run-state.js";
+import { MUTATIONS } from "./mutations.js";
 
 /** Trials on one surface, judged in a row, that gained nothing: enough to ask a narrower question. */
 export const STALL_TRIALS = 3;
@@ -19,3 +23,22 @@ export function stalledOn(state: RunState, judged: TrialState): TrialState[] | u
   return recent;
 }
 
+/**
+ * What a trial tried, in words for the researcher: a built-in edit's
+ * description, found by its Mutation (rewording a hypothesis changes
+ * nothing); an authored proposal's (a promotion, an LLM's) hypothesis whole.
+ */
+function whatItTried(t: TrialState): string {
+  const name = t.proposed && MUTATION.name(t.proposed.mutation);
+  return MUTATIONS.find((m) => m.name === name)?.describe ?? t.proposed?.hypothesis ?? "";
+}
+
+/** The narrower question for the `stalled` trials' surface: what they tried, and how they failed if they did. */
+export function stallQuery(state: RunState, stalled: TrialState[]): string {
+  const name = SURFACE.name(stalled[0]?.proposed?.surface ?? Surface.UNSPECIFIED);
+  const failures = [...new Set(stalled.map((t) => t.judged?.failure).filter((f) => f).map((f) => labelName(f!.label)))];
+  const tried = stalled.map(whatItTried).join("; ");
+  return failures.length
+    ? `why did ${tried} fail (${failures.join(", ")}) for ${name} on ${state.goal?.dataset}; ${name} techniques that avoid it`
+    : `${name} techniques for small models on ${state.goal?.dataset} beyond ${tried}`;
+}

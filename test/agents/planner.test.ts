@@ -2,12 +2,18 @@ import { describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import { adoptedConcepts, blocksOf } from "../../core/brief.js";
 import { compileModel } from "../../core/compiler/compile.js";
-import { fingerprint, initialBuiltin, mulberry32, nextBuiltin, promote, randomPolicy, type PlanInput, type Proposal } from "../../agents/planner/policy.js";
-import { stalledOn } from "../../agents/planner/stall.js";
+import { fallbackProbe, handProposal, initialBuiltin, mulberry32, nextBuiltin, probeFidelity, randomPolicy, type PlanInput, type Proposal } from "../../agents/planner/policy.js";
+import { interventionEvent } from "../../swarm/interventions.js";
+import { queuedProposals } from "../../swarm/run-state.js";
+import { fingerprint } from "../../agents/planner/identity.js";
+import { promote } from "../../agents/planner/promotion.js";
+import { stalledOn, stallQuery } from "../../agents/planner/stall.js";
+import { MUTATIONS } from "../../agents/planner/mutations.js";
+import { MUTATION } from "../../core/enums.js";
 import { contextFor } from "../../agents/planner/llm-policy.js";
 import { researchBrief } from "../../research/research.js";
 import { DatasetInfoSchema, SeedResultSchema } from "../../proto/gen/research/v1/runner_pb.js";
-import { Surface } from "../../proto/gen/research/v1/common_pb.js";
+import { Mutation, Surface } from "../../proto/gen/research/v1/common_pb.js";
 import { Decision, Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import type { EventInit } from "../../bus/index.js";
 import { evaluated, proposed, RUN, started, state } from "./helpers.js";
@@ -232,6 +238,34 @@ describe("built-in planner", () => {
     expect(p.rung).toBe(0);
   });
 
+  it("says which way every proposal was made, as a Mutation", () => {
+    const first = initialBuiltin(input([brief()]), 3);
+    const events: EventInit[] = first.flatMap((p, i): EventInit[] => [
+      { runId: RUN, trialId: `t${i}`, body: { case: "trialProposed", value: { surface: Surface.ARCHITECTURE, modelConfigJson: JSON.stringify(p.model), trainConfigJson: JSON.stringify(p.train) } } },
+      timed(evaluated(`t${i}`, 0.85 + i / 100), 10),
+      { runId: RUN, trialId: `t${i}`, body: { case: "trialJudged", value: { verdict: Verdict.ACCEPT, decision: Decision.ITERATE } } },
+    ]);
+    const edits = Array.from({ length: 12 }, (_, i) => nextBuiltin({ ...input(events), rng: mulberry32(i) }, 3 + i)!);
+    const proposals = [...first, ...edits, randomPolicy(input([]), 0)!, fallbackProbe(input([]), 0)!, promote({ ...input(events), nowMs: 1000 }) as Proposal];
+    for (const p of proposals) expect(MUTATION.value(p.mutation), p.hypothesis).not.toBe(Mutation.UNSPECIFIED);
+    for (const p of proposals) expect(MUTATION.value(p.mutation), p.hypothesis).toBeDefined();
+    expect(new Set(first.map((p) => p.mutation))).toEqual(new Set(["template"]));
+    expect(edits.every((p) => MUTATIONS.some((m) => m.name === p.mutation))).toBe(true);
+    expect(proposals.slice(-3).map((p) => p.mutation)).toEqual(["random", "random", "promotion"]);
+  });
+
+  it("takes a person's queued proposal as they wrote it, their training over the probe recipe", () => {
+    const model = { name: "hand", layers: [{ type: "flatten" as const }, { type: "linear" as const, out_features: 32 }] };
+    const check = interventionEvent(input([]).state, { kind: "propose", hypothesis: "a small MLP", model_config: model, train_config: { lr: 0.003 } }, "test:alice");
+    if (!check.ok) throw new Error(check.error);
+    const withQueued = input([check.event]);
+    const queued = queuedProposals(withQueued.state);
+    expect(queued).toHaveLength(1);
+    const p = handProposal(withQueued, queued[0]!);
+    expect(p).toMatchObject({ rung: 0, hypothesis: "a small MLP", mutation: "hand", model, interventionId: queued[0]!.intervention.interventionId });
+    expect(p.train).toMatchObject({ ...probeFidelity(withQueued), lr: 0.003 });
+  });
+
   it("the random baseline draws valid configs", () => {
     const p = randomPolicy(input([]), 0)!;
     expect(compileModel(p.model, { inputShape: [1, 28, 28], numClasses: 10 }).ok).toBe(true);
@@ -266,5 +300,24 @@ describe("stalls", () => {
       { runId: RUN, body: { case: "researchRequested", value: { surface: Surface.REGULARISATION, trialIds: ["t1", "t2", "t3"] } } },
     ]);
     expect(stalledOn(asked, asked.trials.get("t3")!)).toBeUndefined();
+  });
+
+  it("asks about what the stalled trials tried, by their Mutation, whatever their hypotheses say", () => {
+    const run = (hypothesis: (m: string) => string) => {
+      const events: EventInit[] = [];
+      for (const [i, m] of (["dropout", "weight_decay", "label_smoothing"] as const).entries()) {
+        const id = `t${i}`;
+        const value = { surface: Surface.REGULARISATION, parentIds: ["t9"], mutation: MUTATION.value(m)!, hypothesis: hypothesis(m) };
+        events.push({ runId: RUN, trialId: id, body: { case: "trialProposed", value } });
+        events.push({ runId: RUN, trialId: id, body: { case: "trialJudged", value: { verdict: Verdict.ACCEPT, decision: Decision.ITERATE, gain: 0 } } });
+      }
+      const s = state([started({}, { dataset: "fashion-mnist" }), ...events]);
+      return stallQuery(s, stalledOn(s, s.trials.get("t2")!)!);
+    };
+    const query = run((m) => `${m} on top of t9 (CI low 88.00%) improves validation accuracy`);
+    expect(query).toBe(
+      "regularisation techniques for small models on fashion-mnist beyond more dropout before the head; weight decay; label smoothing 0.1",
+    );
+    expect(run((m) => `reworded: we try ${m} and hope`)).toBe(query);
   });
 });

@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file research/v1/common.proto.
  */
 export const file_research_v1_common: GenFile = /*@__PURE__*/
-  fileDesc("ChhyZXNlYXJjaC92MS9jb21tb24ucHJvdG8SC3Jlc2VhcmNoLnYxIlcKB0ZhaWx1cmUSKAoFbGFiZWwYASABKA4yGS5yZXNlYXJjaC52MS5GYWlsdXJlTGFiZWwSDwoHbWVzc2FnZRgCIAEoCRIRCgl0cmFjZWJhY2sYAyABKAkqtwMKDEZhaWx1cmVMYWJlbBIdChlGQUlMVVJFX0xBQkVMX1VOU1BFQ0lGSUVEEAASIAocRkFJTFVSRV9MQUJFTF9JTlZBTElEX0NPTkZJRxABEh8KG0ZBSUxVUkVfTEFCRUxfQ09ERUdFTl9FUlJPUhACEh0KGUZBSUxVUkVfTEFCRUxfU0hBUEVfRVJST1IQAxIXChNGQUlMVVJFX0xBQkVMX0NSQVNIEAQSFQoRRkFJTFVSRV9MQUJFTF9PT00QBRIaChZGQUlMVVJFX0xBQkVMX05BTl9MT1NTEAYSIAocRkFJTFVSRV9MQUJFTF9CVURHRVRfT1ZFUlJVThAHEhsKF0ZBSUxVUkVfTEFCRUxfR0FURV9NSVNTEAgSIwofRkFJTFVSRV9MQUJFTF9TQU5EQk9YX1ZJT0xBVElPThAJEhkKFUZBSUxVUkVfTEFCRUxfSUxMRUdBTBAKEiQKIEZBSUxVUkVfTEFCRUxfUlVOTkVSX1VOQVZBSUxBQkxFEAsSGAoURkFJTFVSRV9MQUJFTF9QUlVORUQQDBIbChdGQUlMVVJFX0xBQkVMX0NBTkNFTExFRBANKuoBCgtFcnJvclJlYXNvbhIcChhFUlJPUl9SRUFTT05fVU5TUEVDSUZJRUQQABIYChRFUlJPUl9SRUFTT05fVElNRU9VVBABEhgKFEVSUk9SX1JFQVNPTl9ORVRXT1JLEAISHQoZRVJST1JfUkVBU09OX1JBVEVfTElNSVRFRBADEhUKEUVSUk9SX1JFQVNPTl9IVFRQEAQSGAoURVJST1JfUkVBU09OX1JFRlVTQUwQBRIfChtFUlJPUl9SRUFTT05fSU5WQUxJRF9PVVRQVVQQBhIYChRFUlJPUl9SRUFTT05fT0ZGTElORRAHKoQBCgdTdXJmYWNlEhcKE1NVUkZBQ0VfVU5TUEVDSUZJRUQQABIYChRTVVJGQUNFX0FSQ0hJVEVDVFVSRRABEhgKFFNVUkZBQ0VfT1BUSU1JU0FUSU9OEAISGgoWU1VSRkFDRV9SRUdVTEFSSVNBVElPThADEhAKDFNVUkZBQ0VfREFUQRAEKrABCgtUcmlhbFN0YXR1cxIcChhUUklBTF9TVEFUVVNfVU5TUEVDSUZJRUQQABIZChVUUklBTF9TVEFUVVNfUFJPUE9TRUQQARIaChZUUklBTF9TVEFUVVNfQVNTRU1CTEVEEAISGgoWVFJJQUxfU1RBVFVTX0VWQUxVQVRFRBADEhcKE1RSSUFMX1NUQVRVU19KVURHRUQQBBIXChNUUklBTF9TVEFUVVNfRkFJTEVEEAViBnByb3RvMw");
+  fileDesc("ChhyZXNlYXJjaC92MS9jb21tb24ucHJvdG8SC3Jlc2VhcmNoLnYxIlcKB0ZhaWx1cmUSKAoFbGFiZWwYASABKA4yGS5yZXNlYXJjaC52MS5GYWlsdXJlTGFiZWwSDwoHbWVzc2FnZRgCIAEoCRIRCgl0cmFjZWJhY2sYAyABKAkqtwMKDEZhaWx1cmVMYWJlbBIdChlGQUlMVVJFX0xBQkVMX1VOU1BFQ0lGSUVEEAASIAocRkFJTFVSRV9MQUJFTF9JTlZBTElEX0NPTkZJRxABEh8KG0ZBSUxVUkVfTEFCRUxfQ09ERUdFTl9FUlJPUhACEh0KGUZBSUxVUkVfTEFCRUxfU0hBUEVfRVJST1IQAxIXChNGQUlMVVJFX0xBQkVMX0NSQVNIEAQSFQoRRkFJTFVSRV9MQUJFTF9PT00QBRIaChZGQUlMVVJFX0xBQkVMX05BTl9MT1NTEAYSIAocRkFJTFVSRV9MQUJFTF9CVURHRVRfT1ZFUlJVThAHEhsKF0ZBSUxVUkVfTEFCRUxfR0FURV9NSVNTEAgSIwofRkFJTFVSRV9MQUJFTF9TQU5EQk9YX1ZJT0xBVElPThAJEhkKFUZBSUxVUkVfTEFCRUxfSUxMRUdBTBAKEiQKIEZBSUxVUkVfTEFCRUxfUlVOTkVSX1VOQVZBSUxBQkxFEAsSGAoURkFJTFVSRV9MQUJFTF9QUlVORUQQDBIbChdGQUlMVVJFX0xBQkVMX0NBTkNFTExFRBANKuoBCgtFcnJvclJlYXNvbhIcChhFUlJPUl9SRUFTT05fVU5TUEVDSUZJRUQQABIYChRFUlJPUl9SRUFTT05fVElNRU9VVBABEhgKFEVSUk9SX1JFQVNPTl9ORVRXT1JLEAISHQoZRVJST1JfUkVBU09OX1JBVEVfTElNSVRFRBADEhUKEUVSUk9SX1JFQVNPTl9IVFRQEAQSGAoURVJST1JfUkVBU09OX1JFRlVTQUwQBRIfChtFUlJPUl9SRUFTT05fSU5WQUxJRF9PVVRQVVQQBhIYChRFUlJPUl9SRUFTT05fT0ZGTElORRAHKoQBCgdTdXJmYWNlEhcKE1NVUkZBQ0VfVU5TUEVDSUZJRUQQABIYChRTVVJGQUNFX0FSQ0hJVEVDVFVSRRABEhgKFFNVUkZBQ0VfT1BUSU1JU0FUSU9OEAISGgoWU1VSRkFDRV9SRUdVTEFSSVNBVElPThADEhAKDFNVUkZBQ0VfREFUQRAEKpEECghNdXRhdGlvbhIYChRNVVRBVElPTl9VTlNQRUNJRklFRBAAEhIKDk1VVEFUSU9OX1dJREVOEAESEwoPTVVUQVRJT05fTkFSUk9XEAISEwoPTVVUQVRJT05fREVFUEVOEAMSEwoPTVVUQVRJT05fQUREX1NFEAQSFwoTTVVUQVRJT05fQUNUSVZBVElPThAFEhIKDk1VVEFUSU9OX0xSX1VQEAYSFAoQTVVUQVRJT05fTFJfRE9XThAHEhMKD01VVEFUSU9OX0NPU0lORRAIEhUKEU1VVEFUSU9OX09ORUNZQ0xFEAkSFgoSTVVUQVRJT05fT1BUSU1JWkVSEAoSEgoOTVVUQVRJT05fQkFUQ0gQCxIUChBNVVRBVElPTl9EUk9QT1VUEAwSGQoVTVVUQVRJT05fV0VJR0hUX0RFQ0FZEA0SHAoYTVVUQVRJT05fTEFCRUxfU01PT1RISU5HEA4SFAoQTVVUQVRJT05fQVVHTUVOVBAPEhMKD01VVEFUSU9OX0NVVE9VVBAQEhYKEk1VVEFUSU9OX1BST01PVElPThAREhoKFk1VVEFUSU9OX0xBU1RfVFJBSU5JTkcQEhIVChFNVVRBVElPTl9URU1QTEFURRATEhMKD01VVEFUSU9OX1JBTkRPTRAUEhEKDU1VVEFUSU9OX0hBTkQQFRIQCgxNVVRBVElPTl9MTE0QFiqwAQoLVHJpYWxTdGF0dXMSHAoYVFJJQUxfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGQoVVFJJQUxfU1RBVFVTX1BST1BPU0VEEAESGgoWVFJJQUxfU1RBVFVTX0FTU0VNQkxFRBACEhoKFlRSSUFMX1NUQVRVU19FVkFMVUFURUQQAxIXChNUUklBTF9TVEFUVVNfSlVER0VEEAQSFwoTVFJJQUxfU1RBVFVTX0ZBSUxFRBAFYgZwcm90bzM");
 
 /**
  * @generated from message research.v1.Failure
@@ -243,6 +243,149 @@ export const SurfaceSchema: GenEnum<Surface> = /*@__PURE__*/
   enumDesc(file_research_v1_common, 2);
 
 /**
+ * How a trial was proposed: the built-in planner's edit of its parent (one
+ * value per edit of agents/planner/mutations.ts), or another way in. The
+ * planner decides on it (the stalled surface's question names the edits);
+ * a proposal's hypothesis is prose for people and is never parsed back.
+ *
+ * @generated from enum research.v1.Mutation
+ */
+export enum Mutation {
+  /**
+   * @generated from enum value: MUTATION_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * @generated from enum value: MUTATION_WIDEN = 1;
+   */
+  WIDEN = 1,
+
+  /**
+   * @generated from enum value: MUTATION_NARROW = 2;
+   */
+  NARROW = 2,
+
+  /**
+   * @generated from enum value: MUTATION_DEEPEN = 3;
+   */
+  DEEPEN = 3,
+
+  /**
+   * @generated from enum value: MUTATION_ADD_SE = 4;
+   */
+  ADD_SE = 4,
+
+  /**
+   * @generated from enum value: MUTATION_ACTIVATION = 5;
+   */
+  ACTIVATION = 5,
+
+  /**
+   * @generated from enum value: MUTATION_LR_UP = 6;
+   */
+  LR_UP = 6,
+
+  /**
+   * @generated from enum value: MUTATION_LR_DOWN = 7;
+   */
+  LR_DOWN = 7,
+
+  /**
+   * @generated from enum value: MUTATION_COSINE = 8;
+   */
+  COSINE = 8,
+
+  /**
+   * @generated from enum value: MUTATION_ONECYCLE = 9;
+   */
+  ONECYCLE = 9,
+
+  /**
+   * @generated from enum value: MUTATION_OPTIMIZER = 10;
+   */
+  OPTIMIZER = 10,
+
+  /**
+   * @generated from enum value: MUTATION_BATCH = 11;
+   */
+  BATCH = 11,
+
+  /**
+   * @generated from enum value: MUTATION_DROPOUT = 12;
+   */
+  DROPOUT = 12,
+
+  /**
+   * @generated from enum value: MUTATION_WEIGHT_DECAY = 13;
+   */
+  WEIGHT_DECAY = 13,
+
+  /**
+   * @generated from enum value: MUTATION_LABEL_SMOOTHING = 14;
+   */
+  LABEL_SMOOTHING = 14,
+
+  /**
+   * @generated from enum value: MUTATION_AUGMENT = 15;
+   */
+  AUGMENT = 15,
+
+  /**
+   * @generated from enum value: MUTATION_CUTOUT = 16;
+   */
+  CUTOUT = 16,
+
+  /**
+   * The scheduler's promotion: the same config at a higher rung's fidelity.
+   *
+   * @generated from enum value: MUTATION_PROMOTION = 17;
+   */
+  PROMOTION = 17,
+
+  /**
+   * The run's last long training: the same config for the time the run has left.
+   *
+   * @generated from enum value: MUTATION_LAST_TRAINING = 18;
+   */
+  LAST_TRAINING = 18,
+
+  /**
+   * A starting template (the first proposals, or a restart when nothing works yet).
+   *
+   * @generated from enum value: MUTATION_TEMPLATE = 19;
+   */
+  TEMPLATE = 19,
+
+  /**
+   * A random draw: the random baseline, or the built-in planner's fallback probe.
+   *
+   * @generated from enum value: MUTATION_RANDOM = 20;
+   */
+  RANDOM = 20,
+
+  /**
+   * A person's queued proposal (an Intervention).
+   *
+   * @generated from enum value: MUTATION_HAND = 21;
+   */
+  HAND = 21,
+
+  /**
+   * Written by an LLM.
+   *
+   * @generated from enum value: MUTATION_LLM = 22;
+   */
+  LLM = 22,
+}
+
+/**
+ * Describes the enum research.v1.Mutation.
+ */
+export const MutationSchema: GenEnum<Mutation> = /*@__PURE__*/
+  enumDesc(file_research_v1_common, 3);
+
+/**
  * How far a trial got: the pipeline stages in the order a trial passes
  * them, then FAILED, where a trial's path ends early once any stage
  * reported a failure.
@@ -285,5 +428,5 @@ export enum TrialStatus {
  * Describes the enum research.v1.TrialStatus.
  */
 export const TrialStatusSchema: GenEnum<TrialStatus> = /*@__PURE__*/
-  enumDesc(file_research_v1_common, 3);
+  enumDesc(file_research_v1_common, 4);
 

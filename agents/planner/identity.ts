@@ -1,0 +1,88 @@
+/**
+ * A candidate's identity: two configs that train the same are one config,
+ * whatever their names or how they spell the defaults. The planner drops a
+ * candidate whose fingerprint already ran in this run or failed anywhere in
+ * the lineage.
+ */
+import { createHash } from "node:crypto";
+import { parseModelConfig, parseTrainConfig, type ModelConfig, type ModelConfigInput, type TrainConfig, type TrainConfigInput } from "../../core/model-config.js";
+import type { RunState, TrialState } from "../../swarm/run-state.js";
+import { effectiveOptimizer, type Genome } from "./mutations.js";
+
+function canonical(x: unknown): string {
+  if (Array.isArray(x)) return `[${x.map(canonical).join(",")}]`;
+  if (x && typeof x === "object") {
+    return `{${Object.keys(x)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonical((x as Record<string, unknown>)[k])}`)
+      .join(",")}}`;
+  }
+  return JSON.stringify(x);
+}
+
+/**
+ * The recipe as gpu-runner/python/trainer.py runs it: what it ignores left
+ * out, so that two recipes that train identically share a fingerprint.
+ * Dataset- and device-dependent no-ops (augmentation of non-images, amp on a
+ * CPU) stay distinct: a fingerprint also matches lineage rows of other runs.
+ * Deterministic training replays a config; it is not another one.
+ */
+function effectiveRecipe(train: TrainConfig): Partial<TrainConfig> {
+  const { momentum, nesterov, step_size, gamma, deterministic: _replays, ...rest } = train;
+  const optimizer = effectiveOptimizer(train.optimizer, train.weight_decay);
+  return {
+    ...rest,
+    optimizer,
+    // Nesterov without momentum stays distinct: torch's SGD refuses it.
+    ...(optimizer === "sgd" ? { momentum, nesterov } : {}),
+    ...(train.schedule === "step" ? { step_size, gamma } : {}),
+  };
+}
+
+function hashOf(layers: unknown, recipe: unknown): string {
+  return createHash("sha256").update(canonical({ layers, train: recipe })).digest("hex").slice(0, 16);
+}
+
+/** Identity of validated configs (a trial's from the fold, a past run's row): layers and recipe, not the name. */
+export function configFingerprint(model: ModelConfig, train: TrainConfig): string {
+  return hashOf(model.layers, effectiveRecipe(train));
+}
+
+/**
+ * Identity of a config as its author wrote it (a candidate the planner
+ * makes): parsed here, at the planner's edge, with the schema's defaults
+ * filled, so it matches the same config spelt out in full. A config that
+ * does not parse keeps its raw form, which can only match itself.
+ */
+export function fingerprint(model: ModelConfigInput, train: TrainConfigInput): string {
+  const m = parseModelConfig(model);
+  const t = parseTrainConfig(train);
+  return hashOf(m.ok ? m.value.layers : model.layers, t.ok ? effectiveRecipe(t.value) : train);
+}
+
+export function genomeOf(t: TrialState): Genome | undefined {
+  return t.model && t.train ? { model: t.model, train: t.train } : undefined;
+}
+
+/**
+ * What the planner derives from a proposed trial never changes once it is
+ * proposed; kept per trial object (the follower's state reuses them), so a
+ * proposal costs the same at trial 500 as at trial 5.
+ */
+const derived = new WeakMap<TrialState, { fingerprint?: string; params?: number | string }>();
+export function derivedOf(t: TrialState) {
+  let d = derived.get(t);
+  if (!d) derived.set(t, (d = {}));
+  return d;
+}
+
+/** Fingerprints of the configs this run has proposed. */
+export function tried(state: RunState): Set<string> {
+  const out = new Set<string>();
+  for (const t of state.trials.values()) {
+    const d = derivedOf(t);
+    if (d.fingerprint === undefined && t.model && t.train) d.fingerprint = configFingerprint(t.model, t.train);
+    if (d.fingerprint) out.add(d.fingerprint);
+  }
+  return out;
+}
