@@ -16,7 +16,8 @@ import { parseArgs } from "node:util";
 import { RUN_STATUS } from "../core/enums.js";
 import { parseGoal } from "../core/goal.js";
 import { createLogger } from "../core/logger.js";
-import { runGoal, runSettings, startSwarm } from "../deploy/swarm.js";
+import { runGoal, startSwarm } from "../deploy/swarm.js";
+import { runSettings } from "../deploy/settings.js";
 import { Verdict, type Event } from "../proto/gen/research/v1/events_pb.js";
 import { judgedTrials } from "../swarm/run-state.js";
 

@@ -8,7 +8,7 @@ import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import pkg from "../package.json" with { type: "json" };
 import { SEARCH_DEFAULTS } from "../core/defaults.js";
-import { RUNNER_DEVICES } from "../gpu-runner/server.js";
+import { RUNNER_DEVICES } from "../gpu-runner/device.js";
 import { DEFAULT_K, MAX_K } from "../swarm/lineage-query.js";
 
 /** The dashboard's default port: fixed, so its pages' URLs can be bookmarked and shared. */

@@ -3,20 +3,19 @@
  * NATS), the gpu-runner, the lineage store and one process per agent role,
  * all supervised; and running a goal on it to the end.
  */
-import { DEFAULT_SEEDS, DEFAULT_TIME_BUDGET_S, RUN_DEFAULTS } from "../core/defaults.js";
+import { DEFAULT_TIME_BUDGET_S } from "../core/defaults.js";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { randomBytes } from "node:crypto";
-import { create } from "@bufbuild/protobuf";
 import { connectBus, freePort, progressSubject, startNatsServer, type Bus, type NatsServer } from "../bus/index.js";
 import { parseResearcherConfig } from "../core/config.js";
 import { ResearchError } from "../core/failure.js";
 import type { Logger } from "../core/logger.js";
 import { ensureSecrets, loadSecrets, type Secrets } from "../core/secrets.js";
 import { connectRunner, type RunnerClient } from "../gpu-runner/client.js";
-import type { RunnerDevice } from "../gpu-runner/server.js";
+import type { RunnerDevice } from "../gpu-runner/device.js";
 import type { HealthResponse } from "../proto/gen/research/v1/runner_pb.js";
-import { RunSettingsSchema, RunStatus, type Event, type Goal, type RunFinished, type RunSettings } from "../proto/gen/research/v1/events_pb.js";
+import { RunStatus, type Event, type Goal, type RunFinished, type RunSettings } from "../proto/gen/research/v1/events_pb.js";
 import { applyToRunState, downtimeSeconds, emptyRunState, inFlight, liveSeconds, runSoFar, type RunState } from "../swarm/run-state.js";
 import { budgetPlan } from "../swarm/budget.js";
 import { interventionEvent } from "../swarm/interventions.js";
@@ -188,34 +187,6 @@ export function workspaceSecrets(workspace: string, secretsDir?: string): Secret
 export function newRunId(): string {
   const d = new Date().toISOString().replace(/[-:]/g, "").replace("T", "-").slice(0, 15);
   return `r${d}-${randomBytes(2).toString("hex")}`;
-}
-
-export const SETTING_DEFAULTS = { ...RUN_DEFAULTS, seeds: DEFAULT_SEEDS } as const;
-
-/**
- * Trials in flight by default: two on a CPU runner (its slots go to a trial's seeds); on a
- * GPU runner half its slots, at most four, since small trials leave a GPU idle and four
- * ResNet-9 trainings already share an H200's throughput (docs/BENCHMARKS.md).
- */
-export function defaultParallel(health?: Pick<HealthResponse, "slots" | "device">): number {
-  if (health?.device?.kind !== "cuda") return SETTING_DEFAULTS.parallel;
-  return Math.max(SETTING_DEFAULTS.parallel, Math.min(4, Math.floor(health.slots / 2)));
-}
-
-export function runSettings(goal: Goal, partial: Partial<RunSettings>, workspace: string, health?: Pick<HealthResponse, "slots" | "device">): RunSettings {
-  const budget = goal.timeBudgetS || DEFAULT_TIME_BUDGET_S;
-  return create(RunSettingsSchema, {
-    ...SETTING_DEFAULTS,
-    parallel: defaultParallel(health),
-    // A seed may use 70% of the run, between one and twenty minutes: the budget
-    // plan admits a trial only when it is predicted to fit, and the exploit
-    // phase's last long training (from a third of the budget, the time left
-    // less the reserve) must not be cut by this cap.
-    trialTimeBudgetS: Math.min(1200, Math.max(60, budget * 0.7)),
-    ...Object.fromEntries(Object.entries(partial).filter(([, v]) => v !== undefined && v !== 0 && v !== "")),
-    research: partial.research ?? SETTING_DEFAULTS.research,
-    workspace: resolve(workspace),
-  });
 }
 
 export interface RunOutcome {

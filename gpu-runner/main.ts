@@ -8,7 +8,8 @@ import { runnerConfig } from "../core/config.js";
 import { createLogger, setLogLevel } from "../core/logger.js";
 import { exitWithParent } from "../core/process.js";
 import { loadSecrets } from "../core/secrets.js";
-import { parseDevice, startRunner } from "./server.js";
+import { parseDevice } from "./device.js";
+import { startRunner } from "./server.js";
 
 const { values } = parseArgs({
   options: {

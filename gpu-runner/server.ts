@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { DEFAULT_PYTHON } from "../core/config.js";
 import { addService } from "../core/grpc.js";
 import { ResearchError } from "../core/failure.js";
+import type { RunnerDevice } from "./device.js";
 import type { Logger } from "../core/logger.js";
 import { tokenMatches, type Secrets } from "../core/secrets.js";
 import { RunnerService } from "../proto/gen/research/v1/runner_pb.js";
@@ -37,15 +38,6 @@ export interface RunnerOptions {
   logger: Logger;
 }
 
-export const RUNNER_DEVICES = ["auto", "cpu", "cuda"] as const;
-export type RunnerDevice = (typeof RUNNER_DEVICES)[number];
-
-/** --device as the runner and the CLIs that start one take it. */
-export function parseDevice(text: string | undefined): { ok: true; device?: RunnerDevice } | { ok: false; error: string } {
-  if (text === undefined) return { ok: true };
-  if ((RUNNER_DEVICES as readonly string[]).includes(text)) return { ok: true, device: text as RunnerDevice };
-  return { ok: false, error: `--device must be one of ${RUNNER_DEVICES.join(", ")}, got "${text}"` };
-}
 
 export interface RunningRunner {
   address: string;

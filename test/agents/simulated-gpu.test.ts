@@ -19,7 +19,7 @@ import { judge } from "../../agents/judge/rules.js";
 import { aggregate } from "../../gpu-runner/stats.js";
 import { DatasetInfoSchema, EvalResultSchema, SeedResultSchema } from "../../proto/gen/research/v1/runner_pb.js";
 import { Decision, EventSchema, GoalSchema, type Event } from "../../proto/gen/research/v1/events_pb.js";
-import { runSettings } from "../../deploy/swarm.js";
+import { runSettings } from "../../deploy/settings.js";
 import { Surface } from "../../proto/gen/research/v1/common_pb.js";
 import { applyToRunState, bestTrial, emptyRunState, lastTrainingInFlight, rungOf, type RunState } from "../../swarm/run-state.js";
 import { budgetPlan, nothingFits } from "../../swarm/budget.js";

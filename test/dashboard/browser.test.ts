@@ -17,7 +17,8 @@ import { createLogger } from "../../core/logger.js";
 import { buildWeb } from "../../dashboard/build.js";
 import { startDashboard, type Dashboard, type WebAssets } from "../../dashboard/server.js";
 import type { RunDetail } from "../../dashboard/api.js";
-import { runGoal, runSettings, startSwarm, workspaceSecrets, type RunOutcome, type Swarm } from "../../deploy/swarm.js";
+import { runGoal, startSwarm, workspaceSecrets, type RunOutcome, type Swarm } from "../../deploy/swarm.js";
+import { runSettings } from "../../deploy/settings.js";
 
 const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
 const SHOTS = process.env.SCREENSHOTS_DIR;

@@ -15,7 +15,8 @@ import { parseGoal } from "../../core/goal.js";
 import { createLogger } from "../../core/logger.js";
 import { labelName } from "../../core/failure.js";
 import { InterventionKind, RunStatus, type Event } from "../../proto/gen/research/v1/events_pb.js";
-import { runGoal, runSettings, startSwarm, type RunOutcome, type Swarm } from "../../deploy/swarm.js";
+import { runGoal, startSwarm, type RunOutcome, type Swarm } from "../../deploy/swarm.js";
+import { runSettings } from "../../deploy/settings.js";
 import { emptyRunState, applyToRunState, inFlight, trialFailure, type RunState } from "../../swarm/run-state.js";
 import { interventionEvent, type InterventionRequest } from "../../swarm/interventions.js";
 

@@ -11,7 +11,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseGoal } from "../../core/goal.js";
 import { createLogger } from "../../core/logger.js";
-import { runGoal, runSettings, startSwarm, type RunOutcome, type Swarm } from "../../deploy/swarm.js";
+import { runGoal, startSwarm, type RunOutcome, type Swarm } from "../../deploy/swarm.js";
+import { runSettings } from "../../deploy/settings.js";
 import { startFakeOpenAI, type FakeOpenAI, type RecordedRequest, type ScriptedReply } from "../helpers/fake-openai.js";
 
 const BRIEF = {

@@ -17,7 +17,8 @@ import { request as queryLineage } from "../../swarm/lineage-query.js";
 import { RunStatus, Verdict, type Event, type RunFinished, type TrialEvaluated, type TrialJudged, type TrialProposed } from "../../proto/gen/research/v1/events_pb.js";
 import { adoptedConcepts, blocksOf } from "../../core/brief.js";
 import { BEST_RULE } from "../../core/ranking.js";
-import { runGoal, runSettings, startSwarm, type RunOutcome, type Swarm } from "../../deploy/swarm.js";
+import { runGoal, startSwarm, type RunOutcome, type Swarm } from "../../deploy/swarm.js";
+import { runSettings } from "../../deploy/settings.js";
 import { DEFAULT_PYTHON } from "../../core/config.js";
 import { run } from "../helpers/run.js";
 

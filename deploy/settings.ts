@@ -1,0 +1,38 @@
+/**
+ * A run's settings from a launch's flags: light on purpose (no bus, no gRPC), so a CLI
+ * checks its flags before it loads the swarm.
+ */
+import { resolve } from "node:path";
+import { create } from "@bufbuild/protobuf";
+import { DEFAULT_SEEDS, DEFAULT_TIME_BUDGET_S, RUN_DEFAULTS } from "../core/defaults.js";
+import { RunSettingsSchema, type Goal, type RunSettings } from "../proto/gen/research/v1/events_pb.js";
+import type { HealthResponse } from "../proto/gen/research/v1/runner_pb.js";
+
+export const SETTING_DEFAULTS = { ...RUN_DEFAULTS, seeds: DEFAULT_SEEDS } as const;
+
+/**
+ * Trials in flight by default: two on a CPU runner (its slots go to a trial's seeds); on a
+ * GPU runner half its slots, at most four, since small trials leave a GPU idle and four
+ * ResNet-9 trainings already share an H200's throughput (docs/BENCHMARKS.md).
+ */
+export function defaultParallel(health?: Pick<HealthResponse, "slots" | "device">): number {
+  if (health?.device?.kind !== "cuda") return SETTING_DEFAULTS.parallel;
+  return Math.max(SETTING_DEFAULTS.parallel, Math.min(4, Math.floor(health.slots / 2)));
+}
+
+export function runSettings(goal: Goal, partial: Partial<RunSettings>, workspace: string, health?: Pick<HealthResponse, "slots" | "device">): RunSettings {
+  const budget = goal.timeBudgetS || DEFAULT_TIME_BUDGET_S;
+  return create(RunSettingsSchema, {
+    ...SETTING_DEFAULTS,
+    parallel: defaultParallel(health),
+    // A seed may use 70% of the run, between one and twenty minutes: the budget
+    // plan admits a trial only when it is predicted to fit, and the exploit
+    // phase's last long training (from a third of the budget, the time left
+    // less the reserve) must not be cut by this cap.
+    trialTimeBudgetS: Math.min(1200, Math.max(60, budget * 0.7)),
+    ...Object.fromEntries(Object.entries(partial).filter(([, v]) => v !== undefined && v !== 0 && v !== "")),
+    research: partial.research ?? SETTING_DEFAULTS.research,
+    workspace: resolve(workspace),
+  });
+}
+
