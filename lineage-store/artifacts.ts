@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { create, type JsonObject } from "@bufbuild/protobuf";
 import { protoJson } from "../core/proto-json.js";
 import { stringify as toYaml } from "yaml";
-import { bestTrial, type RunState, type TrialState } from "../swarm/run-state.js";
+import { bestTrial, failureLabelOf, paramsOf, valAccuracyOf, type RunState, type TrialState } from "../swarm/run-state.js";
 import { labelName } from "../core/failure.js";
 import { isId } from "../core/ids.js";
 import { SURFACE, type DecisionName, type VerdictName } from "../core/enums.js";
@@ -25,9 +25,6 @@ import type { Logger } from "../core/logger.js";
 import { exportBestWeights } from "./weights.js";
 import {
   decisionName,
-  failureLabelOf,
-  paramsOf,
-  valAccuracyOf,
   verdictName,
   writeFileAtomic,
   writeReport,

@@ -6,10 +6,9 @@
 import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { BEST_RULE, intervalBasis, whyBest } from "../core/ranking.js";
-import { bestTrial, rankedTrials, scoreOf, standing, trialFailure, type RunState, type TrialState } from "../swarm/run-state.js";
+import { bestTrial, paramsOf, rankedTrials, scoreOf, standing, surfaceOf, trialFailure, valAccuracyOf, type RunState, type TrialState } from "../swarm/run-state.js";
 import { labelName } from "../core/failure.js";
-import { DECISION, INTERVENTION_KIND, RUN_STATUS, SURFACE, VERDICT, type DecisionName, type VerdictName } from "../core/enums.js";
-import { Surface } from "../proto/gen/research/v1/common_pb.js";
+import { DECISION, INTERVENTION_KIND, RUN_STATUS, VERDICT, type DecisionName, type VerdictName } from "../core/enums.js";
 import { Decision, Verdict, type RunFinished } from "../proto/gen/research/v1/events_pb.js";
 import type { EvalResult, MetricStats } from "../proto/gen/research/v1/runner_pb.js";
 import { failuresSvg, learningCurvesSvg, scoresSvg, type ScorePoint } from "./plots.js";
@@ -38,20 +37,6 @@ export function verdictName(v: Verdict): VerdictName {
 /** A judgement without a decision let the run go on. */
 export function decisionName(d: Decision): DecisionName {
   return DECISION.name(d) ?? "iterate";
-}
-
-export function failureLabelOf(t: TrialState): string | undefined {
-  const f = trialFailure(t);
-  return f ? labelName(f.label) : undefined;
-}
-
-export function paramsOf(t: TrialState): number | undefined {
-  const p = t.evaluated?.result?.params || t.assembled?.summary?.totalParams;
-  return p ? Number(p) : undefined;
-}
-
-export function valAccuracyOf(t: TrialState): MetricStats | undefined {
-  return t.evaluated?.result?.aggregated.val_accuracy;
 }
 
 /** When each trial was judged, from the events or the registry; the report's timeline needs it. */
@@ -131,7 +116,7 @@ function trialRow(t: TrialState, position: number) {
     position,
     index: t.proposed?.index ?? position - 1,
     trial_id: t.id,
-    surface: SURFACE.name(t.proposed?.surface || t.judged?.surface || Surface.UNSPECIFIED) ?? "",
+    surface: surfaceOf(t),
     hypothesis: t.proposed?.hypothesis ?? "",
     parents: t.proposed?.parentIds ?? [],
     proposer: t.proposed?.proposer ?? "",
