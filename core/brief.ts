@@ -104,7 +104,6 @@ export const BriefSchema = z.object({
 
 export type Brief = z.infer<typeof BriefSchema>;
 export type ArchitecturalSuggestion = z.infer<typeof ArchitecturalSuggestionSchema>;
-export type BriefSource = z.infer<typeof BriefSourceSchema>;
 
 export interface BriefIssue {
   /** e.g. "architectural_suggestions[2].name"; "" for the document itself. */
