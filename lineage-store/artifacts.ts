@@ -29,6 +29,7 @@ import {
   writeFileAtomic,
   writeReport,
 } from "./report.js";
+import { ResearchError } from "../core/failure.js";
 
 export const REGISTRY_FILE = "experiments/registry.json";
 export const CURRENT_MODEL_FILE = "src/models/current_model.py";
@@ -60,7 +61,7 @@ export interface RegistryEntry {
 
 export function experimentDir(trialId: string): string {
   // A trial id with a separator or ".." could write outside the run folder.
-  if (!isId(trialId)) throw new Error(`trial id ${JSON.stringify(trialId)} cannot be used as a directory name`);
+  if (!isId(trialId)) throw new ResearchError("invalid_config", `trial id ${JSON.stringify(trialId)} cannot be used as a directory name`);
   return `experiments/${trialId}`;
 }
 
@@ -139,7 +140,7 @@ export async function readRegistry(runDir: string): Promise<RegistryEntry[]> {
     throw err;
   }
   const value: unknown = JSON.parse(text);
-  if (!Array.isArray(value)) throw new Error(`${path} is not a JSON list`);
+  if (!Array.isArray(value)) throw new ResearchError("crash", `${path} is not a JSON list`);
   return value as RegistryEntry[];
 }
 

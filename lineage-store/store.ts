@@ -30,6 +30,7 @@ import {
   type TrialRow,
   type TrialStatus,
 } from "./schema.js";
+import { ResearchError } from "../core/failure.js";
 
 export interface LineageStoreOptions {
   /** Defaults to a 256-dim HashingEmbedder. Must match the embedder the directory was built with. */
@@ -143,7 +144,7 @@ export class LineageStore {
         if (!readOnly) await addMissingColumns(tables[name], schemas[name]);
       } else if (readOnly) {
         db.close();
-        throw new Error(`no lineage store in ${dir} (table ${name} is missing); the writer creates it`);
+        throw new ResearchError("invalid_config", `no lineage store in ${dir} (table ${name} is missing); the writer creates it`);
       } else {
         tables[name] = await db.createEmptyTable(name, schemas[name], { mode: "create", existOk: true });
       }
@@ -171,9 +172,9 @@ export class LineageStore {
    * drawn from it.
    */
   record(event: Event, state?: RunState): Promise<void> {
-    if (this.readOnly) return Promise.reject(new Error("this LineageStore was opened readOnly"));
+    if (this.readOnly) return Promise.reject(new ResearchError("invalid_config", "this LineageStore was opened readOnly"));
     if (!event.eventId && event.body.case !== "heartbeat") {
-      return Promise.reject(new Error(`event without event_id (kind ${eventKind(event)}, run ${event.runId}): cannot be stored idempotently`));
+      return Promise.reject(new ResearchError("invalid_config", `event without event_id (kind ${eventKind(event)}, run ${event.runId}): cannot be stored idempotently`));
     }
     return new Promise<void>((resolve, reject) => {
       this.queued.push({ event, state, resolve, reject });
@@ -204,7 +205,7 @@ export class LineageStore {
    * the store folds any other run itself.
    */
   applyEvents(events: Event[], states: ReadonlyMap<string, RunState> = new Map()): Promise<ApplyResult> {
-    if (this.readOnly) return Promise.reject(new Error("this LineageStore was opened readOnly"));
+    if (this.readOnly) return Promise.reject(new ResearchError("invalid_config", "this LineageStore was opened readOnly"));
     const run = this.writeChain.then(() => this.write(events, states));
     this.writeChain = run.catch(() => undefined);
     return run;
@@ -218,7 +219,7 @@ export class LineageStore {
       if (e.body.case === "heartbeat") {
         result.ignored++;
       } else if (!e.eventId) {
-        throw new Error(`event without event_id (kind ${eventKind(e)}, run ${e.runId}): cannot be stored idempotently`);
+        throw new ResearchError("invalid_config", `event without event_id (kind ${eventKind(e)}, run ${e.runId}): cannot be stored idempotently`);
       } else if (seen.has(e.eventId)) {
         result.duplicates++;
       } else {
@@ -342,7 +343,7 @@ export class LineageStore {
       stale.forEach((entryIndex, j) => {
         const v = vectors[j];
         if (!v || v.length !== this.embedder.dim) {
-          throw new Error(`embedder ${this.embedder.name} returned ${v?.length ?? "no"} values, expected ${this.embedder.dim}`);
+          throw new ResearchError("crash", `embedder ${this.embedder.name} returned ${v?.length ?? "no"} values, expected ${this.embedder.dim}`, "", { reason: "invalid_output" });
         }
         entries[entryIndex]!.vector = Array.from(v);
       });
@@ -363,14 +364,14 @@ export class LineageStore {
     let vector: number[];
     if (q.trialId) {
       const [self] = await this.whereIn("trials", "trial_id", [q.trialId], ["vector"]);
-      if (!self) throw new Error(`unknown trial ${q.trialId}`);
+      if (!self) throw new ResearchError("invalid_config", `unknown trial ${q.trialId}`);
       vector = self.vector as number[];
       where.push(`trial_id != ${sql(q.trialId)}`);
     } else if (q.text?.trim()) {
       const [v] = await this.embedder.embed([q.text]);
       vector = Array.from(v!);
     } else {
-      throw new Error("similarTrials needs text or trialId");
+      throw new ResearchError("invalid_config", "similarTrials needs text or trialId");
     }
     if (q.runId) where.push(`run_id = ${sql(q.runId)}`);
     if (q.dataset) {
@@ -453,7 +454,7 @@ export class LineageStore {
    * this is for the end of a run or a benchmark. Queued behind pending writes.
    */
   async optimize(keepVersionsMs = KEEP_VERSIONS_MS): Promise<void> {
-    if (this.readOnly) throw new Error("this LineageStore was opened readOnly");
+    if (this.readOnly) throw new ResearchError("invalid_config", "this LineageStore was opened readOnly");
     const run = this.writeChain.then(async () => {
       for (const name of TABLES) {
         this.commits[name] = 0;
@@ -526,7 +527,7 @@ async function addMissingColumns(table: lancedb.Table, want: Schema): Promise<vo
   const missing = want.fields.filter((f) => !have.has(f.name));
   if (missing.length === 0) return;
   const notText = missing.filter((f) => f.nullable || String(f.type) !== "Utf8");
-  if (notText.length > 0) throw new Error(`no migration adds column ${notText[0]!.name} to an older lineage store`);
+  if (notText.length > 0) throw new ResearchError("invalid_config", `no migration adds column ${notText[0]!.name} to an older lineage store`);
   await table.addColumns(missing.map((f) => ({ name: f.name, valueSql: "''" })));
 }
 
@@ -534,7 +535,7 @@ async function checkEmbedder(table: lancedb.Table, name: string, embedder: Embed
   const schema = await table.schema();
   const stored = schema.metadata.get(EMBEDDER_KEY);
   if (stored !== undefined && stored !== embedder.name) {
-    throw new Error(
+    throw new ResearchError("invalid_config", 
       `${dir}/${name} holds vectors from embedder ${stored}, not ${embedder.name}: open it with the same embedder`,
     );
   }
@@ -569,6 +570,6 @@ function sql(s: string): string {
 }
 
 function num(x: number): string {
-  if (!Number.isFinite(x)) throw new Error(`not a finite number: ${x}`);
+  if (!Number.isFinite(x)) throw new ResearchError("invalid_config", `not a finite number: ${x}`);
   return String(x);
 }
