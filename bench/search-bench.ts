@@ -27,6 +27,7 @@ import { cpus, hostname, loadavg, tmpdir, totalmem } from "node:os";
 import { dirname, join } from "node:path";
 import { parseArgs } from "node:util";
 import { RUN_STATUS } from "../core/enums.js";
+import { pct } from "../core/format.js";
 import { parseGoal } from "../core/goal.js";
 import { createLogger } from "../core/logger.js";
 import { runGoal, startSwarm } from "../deploy/swarm.js";
@@ -313,7 +314,7 @@ function summarise(records: RunRecord[]): MethodSummary[] {
   });
 }
 
-const pct = (x: number | null) => (x === null ? "–" : `${(100 * x).toFixed(2)}%`);
+const pctOrDash = (x: number | null) => (x === null ? "–" : pct(x));
 
 function table(records: RunRecord[], summary: MethodSummary[]): string {
   const lines = [
@@ -324,14 +325,14 @@ function table(records: RunRecord[], summary: MethodSummary[]): string {
     const ci = s.testCi95 ? ` (${pct(s.testCi95[0]!)}–${pct(s.testCi95[1]!)})` : "";
     const to90 = s.medianSecondsTo90 === null ? "not reached" : `${s.medianSecondsTo90.toFixed(0)} s`;
     lines.push(
-      `| ${s.method} | ${s.runs} | ${pct(s.testMean)}${ci} | ${pct(s.ensembleTestMean)} | ${pct(s.bestValMean)} | ${to90} (${s.reached90}/${s.runs}) | ${s.meanTrials} (${s.meanPruned}) | ${s.maxOverrunS.toFixed(0)} s |`,
+      `| ${s.method} | ${s.runs} | ${pctOrDash(s.testMean)}${ci} | ${pctOrDash(s.ensembleTestMean)} | ${pctOrDash(s.bestValMean)} | ${to90} (${s.reached90}/${s.runs}) | ${s.meanTrials} (${s.meanPruned}) | ${s.maxOverrunS.toFixed(0)} s |`,
     );
   }
   lines.push("", `| run | status | best val (95% CI) | test | ensemble test | trials | pruned | s to 90% | seconds | overrun | load before → after |`, `|---|---|---|---|---|---|---|---|---|---|---|`);
   for (const r of records) {
     const ci = r.bestValCi95 ? ` (${pct(r.bestValCi95[0]!)}–${pct(r.bestValCi95[1]!)})` : "";
     lines.push(
-      `| ${r.method}#${r.repeat} | ${r.status} | ${pct(r.bestValMean)}${ci} | ${pct(r.testAccuracy)} | ${pct(r.ensembleTestAccuracy ?? null)} | ${r.trials} | ${r.pruned} | ${r.secondsTo90 ?? "–"} | ${r.seconds.toFixed(0)} | ${r.overrunS.toFixed(0)} | ${r.loadBefore[0]!.toFixed(1)} → ${r.loadAfter[0]!.toFixed(1)} |`,
+      `| ${r.method}#${r.repeat} | ${r.status} | ${pctOrDash(r.bestValMean)}${ci} | ${pctOrDash(r.testAccuracy)} | ${pctOrDash(r.ensembleTestAccuracy ?? null)} | ${r.trials} | ${r.pruned} | ${r.secondsTo90 ?? "–"} | ${r.seconds.toFixed(0)} | ${r.overrunS.toFixed(0)} | ${r.loadBefore[0]!.toFixed(1)} → ${r.loadAfter[0]!.toFixed(1)} |`,
     );
   }
   return lines.join("\n");

@@ -77,7 +77,7 @@ export async function startConsumption(
   handler: EventHandler,
   options: ConsumeOptions = {},
 ): Promise<Consumption> {
-  if (kinds.length === 0) throw new Error(`role ${role} consumes no event kinds`);
+  if (kinds.length === 0) throw new ResearchError("invalid_config", `role ${role} consumes no event kinds`);
   const settings = {
     ackWaitMs: options.ackWaitMs ?? 30_000,
     maxDeliver: options.maxDeliver ?? 5,
@@ -86,8 +86,8 @@ export async function startConsumption(
     maxInFlight: options.maxInFlight ?? 1,
     onDeadLetter: options.onDeadLetter,
   };
-  if (settings.maxDeliver < 1) throw new Error("maxDeliver must be at least 1");
-  if (!(Number.isInteger(settings.maxInFlight) && settings.maxInFlight >= 1)) throw new Error("maxInFlight must be a positive integer");
+  if (settings.maxDeliver < 1) throw new ResearchError("invalid_config", "maxDeliver must be at least 1");
+  if (!(Number.isInteger(settings.maxInFlight) && settings.maxInFlight >= 1)) throw new ResearchError("invalid_config", "maxInFlight must be a positive integer");
   const counters = { inFlight: 0, handled: 0 };
   const workers: Stoppable[] = [];
   try {
@@ -138,7 +138,7 @@ async function startWorker(
     let event: Event;
     try {
       event = decodeEvent(m.data);
-      if (event.body.case !== kind) throw new Error(`a ${event.body.case} event on a ${kind} subject`);
+      if (event.body.case !== kind) throw new ResearchError("invalid_config", `a ${event.body.case} event on a ${kind} subject`);
     } catch (err) {
       logger.error({ err, subject: m.subject, bytes: m.data.length, seq: m.seq }, "poison message terminated");
       // No reason text: nats-server 2.9 ignores "+TERM <reason>" and would redeliver.

@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { createServer, connect as tcpConnect } from "node:net";
 import { basename, join } from "node:path";
 import type { Secrets } from "../core/secrets.js";
+import { ResearchError } from "../core/failure.js";
 
 export interface NatsServerOptions {
   /** JetStream store directory; reuse it to keep the stream across restarts. */
@@ -69,7 +70,7 @@ export async function startNatsServer(opts: NatsServerOptions): Promise<NatsServ
     if (exited !== undefined || Date.now() > deadline) {
       await kill(child, exit);
       const why = exited !== undefined ? `exited (${exited})` : `not ready after ${timeoutMs} ms`;
-      throw new Error(`nats-server on port ${port} ${why}; stderr tail:\n${stderr.trim()}`);
+      throw new ResearchError("crash", `nats-server on port ${port} ${why}; stderr tail:\n${stderr.trim()}`);
     }
     await sleep(50);
   }

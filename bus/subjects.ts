@@ -1,5 +1,6 @@
 import { isId } from "../core/ids.js";
 import { EventSchema, type Event } from "../proto/gen/research/v1/events_pb.js";
+import { ResearchError } from "../core/failure.js";
 
 /** The JetStream stream that holds the replayable trajectory of every run. */
 export const STREAM = "RESEARCH";
@@ -78,7 +79,7 @@ export function consumerName(role: string, kind: EventKind): string {
 /** Ids become subject tokens and consumer names, so they may not contain separators or wildcards. */
 function token(what: string, value: string): string {
   if (!isId(value)) {
-    throw new Error(`${what} "${value}" is not usable in a NATS subject (use letters, digits, "_" or "-")`);
+    throw new ResearchError("invalid_config", `${what} "${value}" is not usable in a NATS subject (use letters, digits, "_" or "-")`);
   }
   return value;
 }

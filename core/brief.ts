@@ -6,6 +6,7 @@
  */
 import { z } from "zod";
 import { RECIPE_DEFAULTS } from "./defaults.js";
+import { safeParseJson, safeValidate } from "./json.js";
 
 /** Layer names the coder can assemble from a model_config. */
 export const LAYER_BLOCKS = [
@@ -103,7 +104,6 @@ export const BriefSchema = z.object({
 
 export type Brief = z.infer<typeof BriefSchema>;
 export type ArchitecturalSuggestion = z.infer<typeof ArchitecturalSuggestionSchema>;
-export type BriefSource = z.infer<typeof BriefSourceSchema>;
 
 export interface BriefIssue {
   /** e.g. "architectural_suggestions[2].name"; "" for the document itself. */
@@ -122,18 +122,12 @@ export function issuePath(path: readonly PropertyKey[]): string {
  * tolerated because LLMs without structured outputs add one).
  */
 export function parseBrief(input: unknown): BriefParse {
-  let value = input;
-  if (typeof input === "string") {
-    const text = input.trim().replace(/^```(?:json)?\s*\n([\s\S]*?)\n?```$/, "$1");
-    try {
-      value = JSON.parse(text);
-    } catch (err) {
-      const message = `not JSON: ${(err as Error).message}`;
-      return { ok: false, error: `brief is ${message}`, issues: [{ path: "", message }] };
-    }
+  const parsed = typeof input === "string" ? safeParseJson({ text: input, schema: BriefSchema }) : safeValidate({ value: input, schema: BriefSchema });
+  if (parsed.success) return { ok: true, brief: parsed.value };
+  if (parsed.error.kind === "parse") {
+    const message = `not JSON: ${parsed.error.message}`;
+    return { ok: false, error: `brief is ${message}`, issues: [{ path: "", message }] };
   }
-  const parsed = BriefSchema.safeParse(value);
-  if (parsed.success) return { ok: true, brief: parsed.data };
   const issues = parsed.error.issues.map((i) => ({ path: issuePath(i.path), message: i.message }));
   return { ok: false, error: `brief is invalid: ${issues.map((i) => `${i.path || "(root)"}: ${i.message}`).join("; ")}`, issues };
 }

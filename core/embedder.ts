@@ -1,4 +1,5 @@
 import OpenAI from "openai";
+import { ResearchError } from "./failure.js";
 
 /**
  * Turns texts into fixed-size vectors for the lineage tables. `name` is stored
@@ -44,7 +45,7 @@ export class HashingEmbedder implements Embedder {
 
   constructor(options: { dim?: number } = {}) {
     const dim = options.dim ?? 256;
-    if (!Number.isInteger(dim) || dim < 8) throw new Error(`HashingEmbedder dim must be an integer >= 8, got ${dim}`);
+    if (!Number.isInteger(dim) || dim < 8) throw new ResearchError("invalid_config", `HashingEmbedder dim must be an integer >= 8, got ${dim}`);
     this.dim = dim;
     this.name = `hashing-v1-${dim}`;
   }
@@ -155,12 +156,12 @@ export class OpenAIEmbedder implements Embedder {
         ...(this.requestDimensions ? { dimensions: this.dim } : {}),
       });
       if (res.data.length !== input.length) {
-        throw new Error(`embeddings endpoint returned ${res.data.length} vectors for ${input.length} inputs`);
+        throw new ResearchError("crash", `embeddings endpoint returned ${res.data.length} vectors for ${input.length} inputs`, "", { reason: "invalid_output" });
       }
       const byIndex = [...res.data].sort((a, b) => a.index - b.index);
       for (const d of byIndex) {
         if (d.embedding.length !== this.dim) {
-          throw new Error(`model ${this.model} returned a ${d.embedding.length}-dim vector, expected ${this.dim}`);
+          throw new ResearchError("crash", `model ${this.model} returned a ${d.embedding.length}-dim vector, expected ${this.dim}`, "", { reason: "invalid_output" });
         }
         out.push(d.embedding);
       }

@@ -2,10 +2,15 @@
 
 /** A fraction as a percentage with two decimals: 0.91234 -> "91.23%"; undefined -> "?". */
 export function pct(x: number | undefined): string {
-  return x === undefined || !Number.isFinite(x) ? "?" : `${(100 * x).toFixed(2)}%`;
+  return x === undefined || !Number.isFinite(x) ? "?" : `${points(x)}%`;
 }
 
 /** A difference of fractions in percentage points: 0.0123 -> "1.23 pp". */
 export function pp(x: number): string {
-  return `${(100 * x).toFixed(2)} pp`;
+  return `${points(x)} pp`;
+}
+
+/** A fraction as a number of percentage points, where the sentence or the column names the unit: 0.0123 -> "1.23". */
+export function points(x: number, decimals = 2): string {
+  return (100 * x).toFixed(decimals);
 }

@@ -2,6 +2,7 @@ import { z } from "zod";
 import { parse as parseYaml } from "yaml";
 import { DEFAULT_LR, RECIPE_DEFAULTS } from "./defaults.js";
 import { OPTIMIZER, SCHEDULE } from "./enums.js";
+import { safeValidate } from "./json.js";
 
 /*
  * The declarative model and recipe language of the swarm. Users, the built-in
@@ -366,15 +367,16 @@ function authoredWith<S extends z.ZodType>(schema: S, input: unknown, what: stri
 }
 
 function parseWith<T>(schema: z.ZodType<T>, input: unknown, what: string): ParseResult<T> {
-  let data = input;
+  let value = input;
   if (typeof input === "string") {
     const text = decodeText(input);
     if (!text.ok) return { ok: false, error: `${what}: ${text.error}` };
-    data = text.value;
+    value = text.value;
   }
-  const result = schema.safeParse(data);
-  if (result.success) return { ok: true, value: result.data };
-  return { ok: false, error: `invalid ${what}:\n${formatIssues(result.error.issues, data)}` };
+  const result = safeValidate({ value, schema });
+  if (result.success) return { ok: true, value: result.value };
+  // Reworded against the value (a missing layer type, an unknown field), which zod's own text does not say.
+  return { ok: false, error: `invalid ${what}:\n${formatIssues(result.error.issues, value)}` };
 }
 
 export function decodeText(text: string): ParseResult<unknown> {

@@ -5,6 +5,7 @@
  * from `whyBest` over the same numbers, so what is said and what was done cannot drift apart.
  */
 import type { EvalResult } from "../proto/gen/research/v1/runner_pb.js";
+import { pct } from "./format.js";
 
 /** What ranking looks at in one evaluated trial. */
 export interface Standing {
@@ -41,8 +42,6 @@ export function intervalBasis(s: Pick<Standing, "seeds" | "valExamples">): strin
   const seeds = `${s.seeds} seed${s.seeds === 1 ? "" : "s"}`;
   return s.valExamples > 0 ? `${seeds} x ${s.valExamples.toLocaleString("en-US")} validation examples` : seeds;
 }
-
-const pct = (x: number) => `${(100 * x).toFixed(2)}%`;
 
 /**
  * Why `best` is the best, in one sentence, from the rule and the runner-up it beat (the next

@@ -18,6 +18,7 @@ import { FAILURE_LABEL } from "../core/failure.js";
 import type { InterventionReply, LiveMessage, SearchHit } from "./api.js";
 import { DashboardSource } from "./source.js";
 import { runDetail, runSummary, trialDetail, type RunView } from "./views.js";
+import { ResearchError } from "../core/failure.js";
 
 /** The web bundle (build.ts's buildWeb()): the page every app route serves, and the files under /assets/. */
 export interface WebAssets {
@@ -55,14 +56,23 @@ const COOKIE = "research_ui_token";
 /** Paths the app routes itself: each gets index.html. */
 const APP_ROUTES = [/^\/$/, /^\/runs$/, /^\/runs\/[^/]+$/, /^\/runs\/[^/]+\/trials\/[^/]+$/, /^\/runs\/[^/]+\/compare\/[^/]+\/[^/]+$/, /^\/search$/];
 
-/** A failed request: its status and the one line the client is told. */
-class HttpError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-  ) {
-    super(message);
-  }
+/**
+ * The HTTP status a failed request answers with, in one place: a request this
+ * server refuses names its own (404, 405, ...: a status without a reason; an
+ * outside service's status, which comes with one, is not ours to repeat);
+ * otherwise the failure's label decides: a bad request is the client's (400),
+ * a service the answer needs that cannot answer now is 503, anything else is
+ * the server's (500).
+ */
+function httpStatus(err: unknown): number {
+  if (!(err instanceof ResearchError)) return 500;
+  if (err.status !== undefined && err.reason === undefined) return err.status;
+  return err.label === "invalid_config" ? 400 : err.label === "runner_unavailable" ? 503 : 500;
+}
+
+/** Refuses the request: the one line the client is told, with its status. */
+function refuse(status: number, message: string): never {
+  throw new ResearchError("invalid_config", message, "", { status });
 }
 
 function isLoopback(host: string): boolean {
@@ -97,19 +107,19 @@ function sendJson(res: ServerResponse, status: number, body: unknown): void {
 async function readJson(req: IncomingMessage): Promise<unknown> {
   if (!(req.headers["content-type"] ?? "").toLowerCase().startsWith("application/json")) {
     // Also what keeps other sites' pages from posting: a cross-origin JSON request needs a preflight this server never grants.
-    throw new HttpError(415, "the body must be JSON (Content-Type: application/json)");
+    refuse(415, "the body must be JSON (Content-Type: application/json)");
   }
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req as AsyncIterable<Buffer>) {
     size += chunk.length;
-    if (size > MAX_BODY) throw new HttpError(413, `the body is over ${MAX_BODY} bytes`);
+    if (size > MAX_BODY) refuse(413, `the body is over ${MAX_BODY} bytes`);
     chunks.push(chunk);
   }
   try {
     return JSON.parse(Buffer.concat(chunks).toString("utf8"));
   } catch (err) {
-    throw new HttpError(400, `the body is not JSON: ${(err as Error).message}`);
+    refuse(400, `the body is not JSON: ${(err as Error).message}`);
   }
 }
 
@@ -134,18 +144,18 @@ export async function startDashboard(opts: DashboardOptions): Promise<Dashboard>
   const host = opts.host ?? "127.0.0.1";
   const log = opts.logger;
   const token = isLoopback(host) ? undefined : (opts.token ?? randomBytes(24).toString("base64url"));
-  if (token !== undefined && token.length < 16) throw new Error("the dashboard's token must have 16 characters or more");
+  if (token !== undefined && token.length < 16) throw new ResearchError("invalid_config", "the dashboard's token must have 16 characters or more");
   const source = await DashboardSource.open({ workspace: opts.workspace, logger: log, connect: opts.connect, retryMs: opts.retryMs, lostAfterMs: opts.lostAfterMs });
   const streams = new Set<ServerResponse>();
 
-  const runOf = (runId: string): RunView => source.run(runId) ?? raise(404, `no run ${runId} in this workspace`);
+  const runOf = (runId: string): RunView => source.run(runId) ?? refuse(404, `no run ${runId} in this workspace`);
 
   async function search(url: URL): Promise<SearchHit[]> {
     const q = url.searchParams.get("q")?.trim();
-    if (!q) throw new HttpError(400, "search needs q, the text to search for");
+    if (!q) refuse(400, "search needs q, the text to search for");
     const kText = url.searchParams.get("k");
     const k = kText === null ? 10 : Number(kText);
-    if (!Number.isInteger(k) || k < 1 || k > MAX_K) throw new HttpError(400, `k must be a whole number from 1 to ${MAX_K}, got "${kText}"`);
+    if (!Number.isInteger(k) || k < 1 || k > MAX_K) refuse(400, `k must be a whole number from 1 to ${MAX_K}, got "${kText}"`);
     const runId = url.searchParams.get("run") || undefined;
     const bus = source.bus();
     if (bus) {
@@ -201,7 +211,7 @@ export async function startDashboard(opts: DashboardOptions): Promise<Dashboard>
   function serveAsset(req: IncomingMessage, res: ServerResponse, path: string): void {
     const name = decoded(path.slice("/assets/".length));
     const file = Object.hasOwn(opts.assets.files, name) ? opts.assets.files[name] : undefined;
-    if (!file) throw new HttpError(404, `no asset ${path}`);
+    if (!file) refuse(404, `no asset ${path}`);
     const gzip = /\bgzip\b/.test(String(req.headers["accept-encoding"] ?? ""));
     const body = gzip ? gzipped.get(name)! : file.body;
     res.writeHead(200, {
@@ -253,31 +263,31 @@ export async function startDashboard(opts: DashboardOptions): Promise<Dashboard>
         const [status, reply] = await intervene(req, runId);
         return sendJson(res, status, reply);
       }
-      if (method !== "GET") throw new HttpError(405, `${method} ${path} is not a route (see docs/DASHBOARD.md)`);
+      if (method !== "GET") refuse(405, `${method} ${path} is not a route (see docs/DASHBOARD.md)`);
       if (what === "runs" && runId === undefined) return sendJson(res, 200, source.runs().map((v) => runSummary(v)));
       if (what === "runs" && runId && sub === undefined) return sendJson(res, 200, runDetail(runOf(runId)));
       if (what === "runs" && runId && sub === "trials" && trialId && extra === undefined) {
         const view = runOf(runId);
         // A short id ("t007") names the run's trial as the pages show it.
         const detail = trialDetail(view, trialId) ?? trialDetail(view, `${runId}-${trialId}`);
-        return sendJson(res, 200, detail ?? raise(404, `no trial ${trialId} in run ${runId}`));
+        return sendJson(res, 200, detail ?? refuse(404, `no trial ${trialId} in run ${runId}`));
       }
       if (what === "search" && runId === undefined) return sendJson(res, 200, await search(url));
       if (what === "events" && runId === undefined) return events(req, res, url);
-      throw new HttpError(404, `no route ${path} (see docs/DASHBOARD.md)`);
+      refuse(404, `no route ${path} (see docs/DASHBOARD.md)`);
     }
-    if (method !== "GET" && method !== "HEAD") throw new HttpError(405, `${method} ${path} is not a route`);
+    if (method !== "GET" && method !== "HEAD") refuse(405, `${method} ${path} is not a route`);
     if (path.startsWith("/assets/")) return serveAsset(req, res, path);
     if (APP_ROUTES.some((r) => r.test(path))) {
       res.writeHead(200, { "content-type": "text/html; charset=utf-8", "cache-control": "no-cache", "content-length": Buffer.byteLength(opts.assets.html) });
       return void res.end(opts.assets.html);
     }
-    throw new HttpError(404, `no page ${path}`);
+    refuse(404, `no page ${path}`);
   }
 
   const server = createServer((req, res) => {
     handle(req, res).catch((err: unknown) => {
-      const status = err instanceof HttpError ? err.status : 500;
+      const status = httpStatus(err);
       if (status === 500) log.error({ err, method: req.method, url: req.url }, "request failed");
       if (res.headersSent) return void res.end();
       sendJson(res, status, { error: status === 500 ? `internal error: ${(err as Error).message}` : (err as Error).message });
@@ -313,10 +323,8 @@ function decoded(segment: string): string {
   try {
     return decodeURIComponent(segment);
   } catch {
-    throw new HttpError(400, `bad percent-encoding in "${segment}"`);
+    refuse(400, `bad percent-encoding in "${segment}"`);
   }
 }
 
-function raise(status: number, message: string): never {
-  throw new HttpError(status, message);
-}
+

@@ -1,31 +1,26 @@
 /**
  * A run as the dashboard's API shows it (api.ts): pure functions of the run's
  * fold (swarm/run-state.ts) and what the fold does not keep, which the source
- * (source.ts) records beside it: when events happened, the RunFinished itself,
- * and the live per-epoch progress.
+ * (source.ts) records beside it: when events happened and the live per-epoch
+ * progress.
  */
-import { INTERVENTION_KIND, RUN_STATUS, SURFACE } from "../core/enums.js";
+import { INTERVENTION_KIND, RUN_STATUS } from "../core/enums.js";
 import { labelName } from "../core/failure.js";
 import { protoJson } from "../core/proto-json.js";
 import { unifiedDiff } from "../core/diff.js";
-import { Surface } from "../proto/gen/research/v1/common_pb.js";
-import { RunSettingsSchema, Verdict, type Event, type RunFinished } from "../proto/gen/research/v1/events_pb.js";
+import { RunSettingsSchema, Verdict, type Event } from "../proto/gen/research/v1/events_pb.js";
 import type { EpochProgress, MetricStats } from "../proto/gen/research/v1/runner_pb.js";
-import { decisionName, failureLabelOf, paramsOf, valAccuracyOf, verdictName } from "../lineage-store/report.js";
-import { applyToRunState, bestTrial, inFlightCount, isTerminal, rungOf, scoreOf, standing, trialFailure, trialStatus, type RunState, type TrialState } from "../swarm/run-state.js";
+import { decisionName, verdictName } from "../lineage-store/report.js";
+import { applyToRunState, bestTrial, failureLabelOf, inFlightCount, isTerminal, paramsOf, rungOf, scoreOf, standing, surfaceOf, trialFailure, trialStatus, valAccuracyOf, type RunState, type TrialState } from "../swarm/run-state.js";
 import type { BestSoFarPoint, Fidelity, HeldOutTest, Interval, InterventionRow, LlmUse, RunDetail, RunStatusText, RunSummary, SeedCurves, TrialDetail, TrialRow } from "./api.js";
 
 /** One run as the source keeps it: the fold, and what the fold leaves out. */
 export interface RunView {
   state: RunState;
-  /** The stored RunFinished, once the run has ended. */
-  finished?: RunFinished;
   /** emitted_at of each trial's proposal and judgement, and of each intervention (with its event's trial). */
   proposedAt: Map<string, number>;
   judgedAt: Map<string, number>;
   interventions: Map<string, { at: number; trialId: string }>;
-  /** emitted_at of the latest event applied: how long a run that stopped without finishing went on. */
-  lastEventAt: number;
   /** Followed on the bus now. */
   live: boolean;
   /** Latest per-epoch progress of each trial still training, per seed; live only. */
@@ -33,14 +28,13 @@ export interface RunView {
 }
 
 export function emptyView(state: RunState): RunView {
-  return { state, proposedAt: new Map(), judgedAt: new Map(), interventions: new Map(), lastEventAt: 0, live: false, progress: new Map() };
+  return { state, proposedAt: new Map(), judgedAt: new Map(), interventions: new Map(), live: false, progress: new Map() };
 }
 
 /** Applies one event to the run's fold and to what the view keeps beside it. */
 export function applyToView(v: RunView, e: Event): RunView {
   applyToRunState(v.state, e);
   const at = Number(e.emittedAtMs);
-  v.lastEventAt = Math.max(v.lastEventAt, at);
   const b = e.body;
   switch (b.case) {
     case "trialProposed":
@@ -53,9 +47,6 @@ export function applyToView(v: RunView, e: Event): RunView {
     case "trialJudged":
       if (!v.judgedAt.has(e.trialId)) v.judgedAt.set(e.trialId, at);
       v.progress.delete(e.trialId);
-      break;
-    case "runFinished":
-      v.finished = b.value;
       break;
     case "runIntervention":
       v.interventions.set(b.value.interventionId, { at, trialId: e.trialId });
@@ -82,7 +73,7 @@ function valInterval(t: TrialState): Interval | null {
  * `research-agent runs` says.
  */
 function statusOf(v: RunView): RunStatusText {
-  if (v.finished) return (RUN_STATUS.name(v.finished.status) ?? "failed") as RunStatusText;
+  if (v.state.runFinished) return (RUN_STATUS.name(v.state.runFinished.status) ?? "failed") as RunStatusText;
   if (!v.live) return "interrupted";
   if (v.state.stopRequested) return "stopping";
   return v.state.paused ? "paused" : "running";
@@ -90,7 +81,7 @@ function statusOf(v: RunView): RunStatusText {
 
 /** The run's best: the one its RunFinished names (its test accuracy belongs to it), else the fold's rule. */
 function bestOf(v: RunView): TrialState | undefined {
-  return (v.finished?.bestTrialId && v.state.trials.get(v.finished.bestTrialId)) || bestTrial(v.state);
+  return (v.state.runFinished?.bestTrialId && v.state.trials.get(v.state.runFinished.bestTrialId)) || bestTrial(v.state);
 }
 
 export function runSummary(v: RunView, nowMs = Date.now()): RunSummary {
@@ -98,8 +89,8 @@ export function runSummary(v: RunView, nowMs = Date.now()): RunSummary {
   const g = s.goal;
   const best = bestOf(v);
   const bestVal = best && valInterval(best);
-  const test = best && best.id === v.finished?.bestTrialId ? v.finished.testResult?.aggregated.test_accuracy?.mean : undefined;
-  const end = v.finished ? s.startedAtMs + v.finished.seconds * 1000 : v.live ? nowMs : v.lastEventAt;
+  const test = best && best.id === v.state.runFinished?.bestTrialId ? v.state.runFinished.testResult?.aggregated.test_accuracy?.mean : undefined;
+  const end = v.state.runFinished ? s.startedAtMs + v.state.runFinished.seconds * 1000 : v.live ? nowMs : v.state.lastEventMs;
   return {
     run_id: s.runId,
     goal: g?.description || g?.rawText || "",
@@ -166,7 +157,7 @@ export function trialRow(v: RunView, t: TrialState, position: number): TrialRow 
     trial_id: t.id,
     index: position,
     parent_ids: t.proposed?.parentIds ?? [],
-    surface: SURFACE.name(t.proposed?.surface || t.judged?.surface || Surface.UNSPECIFIED) ?? "",
+    surface: surfaceOf(t),
     hypothesis: t.proposed?.hypothesis ?? "",
     proposer: t.proposed?.proposer ?? "",
     params: paramsOf(t) ?? null,
@@ -256,7 +247,7 @@ function interventionsOf(v: RunView): InterventionRow[] {
 
 /** Why the run ended (the judge's words for it, RunFinished.reason) and the trial whose judgement ended it. */
 function endingOf(v: RunView): Pick<RunDetail, "reason" | "ended_by"> {
-  const reason = v.finished?.reason ?? "";
+  const reason = v.state.runFinished?.reason ?? "";
   const last = [...v.state.trials.values()].find((t) => t.judgedPosition === v.state.judgedCount - 1);
   return { reason, ended_by: last?.judged && isTerminal(last.judged.decision) ? last.id : null };
 }
@@ -274,7 +265,7 @@ export function runDetail(v: RunView, nowMs = Date.now()): RunDetail {
     llm: llmOf(s),
     interventions: interventionsOf(v),
     ...endingOf(v),
-    report_path: v.finished?.reportPath || null,
+    report_path: v.state.runFinished?.reportPath || null,
   };
 }
 
@@ -328,7 +319,7 @@ function perClass(t: TrialState): TrialDetail["per_class"] {
 
 /** The run's confirmation on the test split, which the judge makes for the best trial alone. */
 function heldOutTest(v: RunView, t: TrialState): HeldOutTest | null {
-  const r = v.finished?.bestTrialId === t.id ? v.finished.testResult : undefined;
+  const r = v.state.runFinished?.bestTrialId === t.id ? v.state.runFinished.testResult : undefined;
   if (!r) return null;
   return {
     per_seed: interval(r.aggregated.test_accuracy, r.seedResults[0]?.testExamples ?? 0),

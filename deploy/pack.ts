@@ -21,6 +21,7 @@ import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node
 import { dirname, join, relative, resolve, sep } from "node:path";
 import { bundleWeb } from "../dashboard/build.js";
 import { ROLES } from "./swarm.js";
+import { ResearchError } from "../core/failure.js";
 
 const ROOT = resolve(import.meta.dirname, "..");
 
@@ -89,7 +90,7 @@ function resolvePackage(name: string, from: string): string {
   for (let dir = from; ; dir = dirname(dir)) {
     const candidate = join(dir, "node_modules", name);
     if (existsSync(join(candidate, "package.json"))) return candidate;
-    if (dir === ROOT) throw new Error(`pack: ${name}, needed by ${relative(ROOT, from)}, is not installed (npm install)`);
+    if (dir === ROOT) throw new ResearchError("invalid_config", `pack: ${name}, needed by ${relative(ROOT, from)}, is not installed (npm install)`);
   }
 }
 

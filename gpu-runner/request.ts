@@ -138,8 +138,6 @@ export function limitsFor(wallSeconds: number, memoryMb: number, threads: number
   };
 }
 
-export type TrainPlan = ReturnType<typeof planEvaluation>;
-
 export function planEvaluation(req: EvaluateRequest, dataRoots: string[]) {
   const issues = new Issues();
   const initKwargs = checkModel(req.model, issues);

@@ -18,6 +18,7 @@ import { existsSync, lstatSync, readdirSync, readlinkSync, realpathSync } from "
 import { dirname, join, resolve } from "node:path";
 import { execFileSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
+import { ResearchError } from "../core/failure.js";
 
 export const PYTHON_DIR = resolve(dirname(fileURLToPath(import.meta.url)), "python");
 const SANDBOX_CODE_DIR = "/runner";
@@ -140,7 +141,7 @@ export function workerLaunch(opts: LaunchOptions): Launch {
     };
   }
   const bwrap = bubblewrapPath();
-  if (!bwrap) throw new Error("bubblewrap (bwrap) is not installed");
+  if (!bwrap) throw new ResearchError("invalid_config", "bubblewrap (bwrap) is not installed");
   const args = [
     "--unshare-pid",
     "--unshare-net",

@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { create, type JsonObject } from "@bufbuild/protobuf";
 import { protoJson } from "../core/proto-json.js";
 import { stringify as toYaml } from "yaml";
-import { bestTrial, type RunState, type TrialState } from "../swarm/run-state.js";
+import { bestTrial, failureLabelOf, paramsOf, valAccuracyOf, type RunState, type TrialState } from "../swarm/run-state.js";
 import { labelName } from "../core/failure.js";
 import { isId } from "../core/ids.js";
 import { SURFACE, type DecisionName, type VerdictName } from "../core/enums.js";
@@ -25,13 +25,11 @@ import type { Logger } from "../core/logger.js";
 import { exportBestWeights } from "./weights.js";
 import {
   decisionName,
-  failureLabelOf,
-  paramsOf,
-  valAccuracyOf,
   verdictName,
   writeFileAtomic,
   writeReport,
 } from "./report.js";
+import { ResearchError } from "../core/failure.js";
 
 export const REGISTRY_FILE = "experiments/registry.json";
 export const CURRENT_MODEL_FILE = "src/models/current_model.py";
@@ -63,7 +61,7 @@ export interface RegistryEntry {
 
 export function experimentDir(trialId: string): string {
   // A trial id with a separator or ".." could write outside the run folder.
-  if (!isId(trialId)) throw new Error(`trial id ${JSON.stringify(trialId)} cannot be used as a directory name`);
+  if (!isId(trialId)) throw new ResearchError("invalid_config", `trial id ${JSON.stringify(trialId)} cannot be used as a directory name`);
   return `experiments/${trialId}`;
 }
 
@@ -142,7 +140,7 @@ export async function readRegistry(runDir: string): Promise<RegistryEntry[]> {
     throw err;
   }
   const value: unknown = JSON.parse(text);
-  if (!Array.isArray(value)) throw new Error(`${path} is not a JSON list`);
+  if (!Array.isArray(value)) throw new ResearchError("crash", `${path} is not a JSON list`);
   return value as RegistryEntry[];
 }
 

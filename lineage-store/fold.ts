@@ -1,19 +1,19 @@
 import { toJsonString } from "@bufbuild/protobuf";
 import { labelName } from "../core/failure.js";
 import type { Failure } from "../proto/gen/research/v1/common_pb.js";
-import type { FailureName } from "../core/failure.js";
 import { isRecord, parseJson } from "../core/json.js";
-import { trialFailure } from "../swarm/run-state.js";
+import { failureLabelOf, paramsOf, surfaceOf, trialFailureAt, trialStage, trialStatus, valAccuracyOf, type RunState, type TrialState } from "../swarm/run-state.js";
 import { DECISION, GOAL_STATUS, INTERVENTION_KIND, RUN_STATUS, SURFACE, VERDICT } from "../core/enums.js";
 import { AnalysisSchema, GoalSchema, RunSettingsSchema, type Event } from "../proto/gen/research/v1/events_pb.js";
-import { EvalResultSchema, type EvalResult } from "../proto/gen/research/v1/runner_pb.js";
-import { TRIAL_STAGES, type BriefRow, type RunRow, type TrialRow, type TrialStage } from "./schema.js";
+import { EvalResultSchema } from "../proto/gen/research/v1/runner_pb.js";
+import type { BriefRow, RunRow, TrialRow, TrialStage } from "./schema.js";
 import { intervalBasis, standingOf } from "../core/ranking.js";
 
 /**
- * Pure event -> row folding. Every rule is "set from the event", "max" or "first non-empty",
- * so applying an event twice, or a redelivered event late, gives the same row as applying
- * each event once in pipeline order.
+ * Rows as projections of the run's fold (swarm/run-state.ts): the store folds
+ * no events of its own, so a row says what the agents, the report and the
+ * dashboard say. The fold reads which stages are in, not the order they came
+ * in, so a late or repeated event gives the same row.
  */
 
 type BodyCase = NonNullable<Event["body"]["case"]>;
@@ -40,145 +40,71 @@ export const KIND_ORDER: readonly string[] = [
 ];
 
 const ms = (e: Event) => Number(e.emittedAtMs);
-const stageRank = (s: TrialStage) => TRIAL_STAGES.indexOf(s);
-/** Object.assign, but the compiler checks the patch against the row type. */
-const patch = <T extends object>(row: T, p: Partial<T>): void => void Object.assign(row, p);
 
-export function emptyTrial(trialId: string, runId: string, at: number): TrialRow {
-  return {
-    trial_id: trialId, run_id: runId, index: 0, status: "proposed", stage: "proposed", surface: "", hypothesis: "",
-    rationale: "", parent_ids: [], adopted_concepts: [], proposer: "", model_config_json: "", train_config_json: "",
-    code: "", class_name: "", diff: "", params: null, flops: null, val_accuracy: null, ci_low: null, ci_high: null,
-    std: null, seeds: null, goal_status: "", failure_label: "", failure_message: "", failure_stage: "", verdict: "", decision: "",
-    reason: "", gain: null, analysis_json: "", eval_seconds: null, result_json: "", created_at: at, updated_at: at,
-  };
+/** The evaluation's statistics, or the judge's copy of them when the evaluation is not in. */
+function accuracyColumns(t: TrialState): Pick<TrialRow, "val_accuracy" | "std" | "ci_low" | "ci_high"> {
+  const acc = valAccuracyOf(t);
+  if (acc) return { val_accuracy: acc.mean, std: acc.std, ci_low: acc.ci95[0] ?? null, ci_high: acc.ci95[1] ?? null };
+  const j = t.judged;
+  if (j && j.score > 0) return { val_accuracy: j.score, std: null, ci_low: j.ciLow, ci_high: j.ciHigh };
+  return { val_accuracy: null, std: null, ci_low: null, ci_high: null };
 }
 
-export function emptyRun(runId: string, at: number): RunRow {
+export function trialRow(runId: string, t: TrialState): TrialRow {
+  const { proposed: p, assembled: a, evaluated: ev, judged: j } = t;
+  const result = ev?.result;
+  const summary = a?.summary && a.summary.totalParams > 0n ? a.summary : undefined;
+  const failed = trialFailureAt(t);
   return {
-    run_id: runId, goal: "", dataset: "", metric: "", target: null, max_params: null, status: "", started_at: null,
-    finished_at: null, best_trial_id: "", best_score: null, trials: 0, reason: "", goal_json: "", settings_json: "",
-    report_path: "", registry_path: "", test_result_json: "", updated_at: at,
+    trial_id: t.id, run_id: runId, index: p?.index ?? 0, status: trialStatus(t), stage: trialStage(t), surface: surfaceOf(t),
+    hypothesis: p?.hypothesis ?? "", rationale: p?.rationale ?? "", parent_ids: [...(p?.parentIds ?? [])],
+    adopted_concepts: [...(p?.adoptedConcepts ?? [])], proposer: p?.proposer ?? "", model_config_json: p?.modelConfigJson ?? "",
+    train_config_json: p?.trainConfigJson ?? "",
+    code: a?.code ?? "", class_name: a?.className ?? "", diff: a?.diff ?? "",
+    params: paramsOf(t) ?? null, flops: summary ? Number(summary.flops) : null,
+    ...accuracyColumns(t),
+    seeds: result ? result.numSeeds : null, goal_status: result ? (GOAL_STATUS.name(result.goalStatus) ?? "") : "",
+    failure_label: failureLabelOf(t) ?? "", failure_message: failed?.failure.message ?? "",
+    failure_stage: failed?.stage ?? "",
+    verdict: j ? (VERDICT.name(j.verdict) ?? "") : "", decision: j ? (DECISION.name(j.decision) ?? "") : "",
+    reason: j?.reason ?? "", gain: j ? j.gain : null,
+    analysis_json: ev?.analysis ? toJsonString(AnalysisSchema, ev.analysis) : "",
+    eval_seconds: ev ? ev.evalSeconds : null,
+    result_json: result ? toJsonString(EvalResultSchema, result) : "",
+    created_at: t.firstAtMs ?? 0, updated_at: t.lastAtMs ?? 0,
   };
 }
 
 /**
- * Applies one trial event to its row in place. The row's failure follows
- * trialFailure's rule (the earliest stage's labelled failure wins) whatever
- * order the stages arrive in, since the store reads each kind through its own
- * consumer.
+ * The run's best trial: the one run_finished named, else the one the latest
+ * judgement named (each trial_judged carries the run's best so far).
  */
-export function foldTrialRow(row: TrialRow, e: Event): void {
-  const stage = e.body.case ? TRIAL_EVENT_STAGE[e.body.case] : undefined;
-  if (!stage) return;
-  const reached = row.stage;
-  if (!row.run_id) row.run_id = e.runId;
-  row.created_at = Math.min(row.created_at, ms(e));
-  row.updated_at = Math.max(row.updated_at, ms(e));
-  if (stageRank(stage) > stageRank(reached)) row.stage = stage;
-
-  switch (e.body.case) {
-    case "trialProposed": {
-      const p = e.body.value;
-      patch(row, {
-        index: p.index, hypothesis: p.hypothesis, rationale: p.rationale, parent_ids: [...p.parentIds],
-        adopted_concepts: [...p.adoptedConcepts], proposer: p.proposer, model_config_json: p.modelConfigJson,
-        train_config_json: p.trainConfigJson,
-      });
-      if (p.surface) row.surface = SURFACE.name(p.surface) ?? "";
-      break;
-    }
-    case "trialAssembled": {
-      const a = e.body.value;
-      patch(row, { code: a.code, class_name: a.className, diff: a.diff });
-      if (a.summary && a.summary.totalParams > 0n) {
-        row.params = Number(a.summary.totalParams);
-        row.flops = Number(a.summary.flops);
-      }
-      break;
-    }
-    case "trialEvaluated": {
-      const ev = e.body.value;
-      if (ev.result) applyResult(row, ev.result);
-      if (ev.analysis) row.analysis_json = toJsonString(AnalysisSchema, ev.analysis);
-      row.eval_seconds = ev.evalSeconds;
-      break;
-    }
-    case "trialJudged": {
-      const j = e.body.value;
-      patch(row, {
-        verdict: VERDICT.name(j.verdict) ?? "", decision: DECISION.name(j.decision) ?? "", reason: j.reason, gain: j.gain,
-      });
-      if (!row.surface) row.surface = SURFACE.name(j.surface) ?? "";
-      // The evaluation's own statistics win; the judge's copy fills in when that event is missing.
-      if (row.val_accuracy === null && j.score > 0) {
-        patch(row, { val_accuracy: j.score, ci_low: j.ciLow, ci_high: j.ciHigh });
-      }
-      break;
-    }
+function bestTrialId(state: RunState): string {
+  if (state.runFinished?.bestTrialId) return state.runFinished.bestTrialId;
+  let latest: TrialState | undefined;
+  for (const t of state.trials.values()) {
+    if (t.judged?.bestTrialId && (!latest || t.judgedPosition! > latest.judgedPosition!)) latest = t;
   }
-
-  const failure = trialFailure({ [stage]: e.body.value } as Parameters<typeof trialFailure>[0]);
-  if (failure && (!row.failure_stage || stageRank(stage) < stageRank(row.failure_stage))) {
-    patch(row, { failure_label: labelName(failure.label) as FailureName, failure_message: failure.message, failure_stage: stage });
-  }
-  row.status = row.failure_label ? "failed" : row.stage;
+  return latest?.judged?.bestTrialId ?? "";
 }
 
-function applyResult(row: TrialRow, r: EvalResult): void {
-  row.result_json = toJsonString(EvalResultSchema, r);
-  const acc = r.aggregated.val_accuracy;
-  if (acc) {
-    patch(row, { val_accuracy: acc.mean, std: acc.std, ci_low: acc.ci95[0] ?? null, ci_high: acc.ci95[1] ?? null });
-  }
-  row.seeds = r.numSeeds;
-  row.goal_status = GOAL_STATUS.name(r.goalStatus) ?? "";
-  if (r.params > 0n) row.params = Number(r.params);
-}
-
-/** Applies one run-level event to its row in place. */
-export function foldRunRow(row: RunRow, e: Event): void {
-  row.updated_at = Math.max(row.updated_at, ms(e));
-  switch (e.body.case) {
-    case "runStarted": {
-      const { goal, settings } = e.body.value;
-      if (goal) {
-        patch(row, {
-          goal: goal.rawText, dataset: goal.dataset, metric: goal.metric, target: goal.target,
-          max_params: goal.maxParams > 0n ? Number(goal.maxParams) : null, goal_json: toJsonString(GoalSchema, goal),
-        });
-      }
-      if (settings) row.settings_json = toJsonString(RunSettingsSchema, settings);
-      row.started_at = ms(e);
-      if (!row.status) row.status = "running";
-      break;
-    }
-    case "trialJudged": {
-      const j = e.body.value;
-      row.trials = Math.max(row.trials, j.trialsDone);
-      if (!row.status) row.status = "running";
-      // Once finished, the run's best trial is the one run_finished named.
-      if (row.finished_at === null && j.bestTrialId && j.bestTrialId !== row.best_trial_id) {
-        row.best_trial_id = j.bestTrialId;
-        // Filled from the best trial's row by the store, which may hold it in another batch.
-        row.best_score = null;
-      }
-      break;
-    }
-    case "runFinished": {
-      const f = e.body.value;
-      patch(row, {
-        status: RUN_STATUS.name(f.status) ?? "", finished_at: ms(e), report_path: f.reportPath, registry_path: f.registryPath,
-        trials: Math.max(row.trials, f.trials), reason: f.reason,
-        test_result_json: f.testResult ? toJsonString(EvalResultSchema, f.testResult) : "",
-      });
-      if (f.bestTrialId && f.bestTrialId !== row.best_trial_id) {
-        row.best_trial_id = f.bestTrialId;
-        row.best_score = null;
-      }
-      break;
-    }
-  }
+export function runRow(state: RunState): RunRow {
+  const { goal: g, settings, runFinished: f } = state;
+  const best = bestTrialId(state);
+  const bestTrial = state.trials.get(best);
+  let trials = f?.trials ?? 0;
+  for (const t of state.trials.values()) trials = Math.max(trials, t.judged?.trialsDone ?? 0);
+  return {
+    run_id: state.runId, goal: g?.rawText ?? "", dataset: g?.dataset ?? "", metric: g?.metric ?? "", target: g ? g.target : null,
+    max_params: g && g.maxParams > 0n ? Number(g.maxParams) : null, goal_json: g ? toJsonString(GoalSchema, g) : "",
+    settings_json: settings ? toJsonString(RunSettingsSchema, settings) : "",
+    status: f ? (RUN_STATUS.name(f.status) ?? "") : "running",
+    started_at: state.startedAtMs || null, finished_at: f ? state.finishedAtMs : null,
+    best_trial_id: best, best_score: bestTrial ? accuracyColumns(bestTrial).val_accuracy : null, trials,
+    reason: f?.reason ?? "", report_path: f?.reportPath ?? "", registry_path: f?.registryPath ?? "",
+    test_result_json: f?.testResult ? toJsonString(EvalResultSchema, f.testResult) : "",
+    updated_at: state.lastEventMs,
+  };
 }
 
 export function briefRow(e: Event): BriefRow | undefined {

@@ -43,8 +43,9 @@ await runAgent({
   // milliseconds each; batches of hundreds cost about the same).
   maxInFlight: 256,
   handle: async (event, ctx) => {
-    await store.record(event);
+    // The process's one fold of the run: the rows and the run folder are both drawn from it.
     const state = await ctx.runState(event.runId);
+    await store.record(event, state);
     await inOrder(event.runId, () => writeArtifacts(join(workspace, "runs", event.runId), state, event, { runners: ctx.runners(), log: ctx.log }));
   },
   setup: (bus) => void serveQueries(bus, store),

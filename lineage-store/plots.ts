@@ -3,6 +3,7 @@
  * shapes and the generic sans-serif family, so the files render the same in a
  * browser, a Markdown viewer or a CI artifact page without fonts or scripts.
  */
+import { pct, points as inPoints } from "../core/format.js";
 
 export const PLOT_WIDTH = 720;
 export const PLOT_HEIGHT = 360;
@@ -86,7 +87,7 @@ function yAxis(f: Frame, lo: number, hi: number, y: (v: number) => number, label
   const out = ticks.map(
     (t) =>
       `<line x1="${f.left}" x2="${f.right}" y1="${r(y(t))}" y2="${r(y(t))}" stroke="${GRID}"/>` +
-      text(f.left - 6, y(t) + 4, `${(t * 100).toFixed(decimals)}%`, 'text-anchor="end"'),
+      text(f.left - 6, y(t) + 4, `${inPoints(t, decimals)}%`, 'text-anchor="end"'),
   );
   out.push(text(16, (f.top + f.bottom) / 2, label, `text-anchor="middle" transform="rotate(-90 16 ${r((f.top + f.bottom) / 2)})"`));
   return out;
@@ -166,7 +167,7 @@ export function scoresSvg(points: readonly ScorePoint[], target?: number): strin
   if (target) {
     body.push(
       `<line class="target" x1="${f.left}" x2="${f.right}" y1="${r(y(target))}" y2="${r(y(target))}" stroke="${FAILED}" stroke-width="1.5" stroke-dasharray="6 4"/>`,
-      text(f.left + 6, y(target) - 5, `target ${(target * 100).toFixed(2)}%`, `fill="${FAILED}"`),
+      text(f.left + 6, y(target) - 5, `target ${pct(target)}`, `fill="${FAILED}"`),
     );
   }
   points.forEach((p, k) => {
@@ -177,7 +178,7 @@ export function scoresSvg(points: readonly ScorePoint[], target?: number): strin
     }
     const colour = p.best ? BEST : p.accepted ? ACCEPTED : REJECTED;
     const [cLo, cHi] = p.ci95 ?? [p.mean, p.mean];
-    const tip = `${p.trialId}: ${(p.mean * 100).toFixed(2)}% [${(cLo * 100).toFixed(2)}, ${(cHi * 100).toFixed(2)}]${p.failure ? ` (${p.failure})` : ""}`;
+    const tip = `${p.trialId}: ${pct(p.mean)} [${inPoints(cLo)}, ${inPoints(cHi)}]${p.failure ? ` (${p.failure})` : ""}`;
     body.push(
       `<g class="point"><title>${escapeXml(tip)}</title>` +
         `<path d="M${r(cx)} ${r(y(cLo))}V${r(y(cHi))}M${r(cx - 4)} ${r(y(cLo))}h8M${r(cx - 4)} ${r(y(cHi))}h8" stroke="${colour}" stroke-width="1.5"/>` +

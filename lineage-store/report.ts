@@ -6,10 +6,10 @@
 import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { BEST_RULE, intervalBasis, whyBest } from "../core/ranking.js";
-import { bestTrial, rankedTrials, scoreOf, standing, trialFailure, type RunState, type TrialState } from "../swarm/run-state.js";
+import { bestTrial, paramsOf, rankedTrials, scoreOf, standing, surfaceOf, trialFailure, valAccuracyOf, type RunState, type TrialState } from "../swarm/run-state.js";
 import { labelName } from "../core/failure.js";
-import { DECISION, INTERVENTION_KIND, RUN_STATUS, SURFACE, VERDICT, type DecisionName, type VerdictName } from "../core/enums.js";
-import { Surface } from "../proto/gen/research/v1/common_pb.js";
+import { pct, points, pp } from "../core/format.js";
+import { DECISION, INTERVENTION_KIND, RUN_STATUS, VERDICT, type DecisionName, type VerdictName } from "../core/enums.js";
 import { Decision, Verdict, type RunFinished } from "../proto/gen/research/v1/events_pb.js";
 import type { EvalResult, MetricStats } from "../proto/gen/research/v1/runner_pb.js";
 import { failuresSvg, learningCurvesSvg, scoresSvg, type ScorePoint } from "./plots.js";
@@ -40,20 +40,6 @@ export function decisionName(d: Decision): DecisionName {
   return DECISION.name(d) ?? "iterate";
 }
 
-export function failureLabelOf(t: TrialState): string | undefined {
-  const f = trialFailure(t);
-  return f ? labelName(f.label) : undefined;
-}
-
-export function paramsOf(t: TrialState): number | undefined {
-  const p = t.evaluated?.result?.params || t.assembled?.summary?.totalParams;
-  return p ? Number(p) : undefined;
-}
-
-export function valAccuracyOf(t: TrialState): MetricStats | undefined {
-  return t.evaluated?.result?.aggregated.val_accuracy;
-}
-
 /** When each trial was judged, from the events or the registry; the report's timeline needs it. */
 export interface ReportTiming {
   judgedAtMs: ReadonlyMap<string, number>;
@@ -67,8 +53,6 @@ export const PLOT_FILES = {
 
 // ---------- formatting ----------
 
-const pct = (x: number): string => `${(x * 100).toFixed(2)}%`;
-const pp = (x: number): string => (x * 100).toFixed(2);
 const int = (n: number): string => n.toLocaleString("en-US");
 
 /** A run time as the report and `research-agent runs` write it. */
@@ -111,7 +95,7 @@ function meanWithCi(s: StatsJson): string {
 
 function meanPlusMinus(s: StatsJson | null): string {
   if (!s) return "—";
-  return s.ci_95 ? `${pct(s.mean)} ± ${pp((s.ci_95[1] - s.ci_95[0]) / 2)}` : pct(s.mean);
+  return s.ci_95 ? `${pct(s.mean)} ± ${points((s.ci_95[1] - s.ci_95[0]) / 2)}` : pct(s.mean);
 }
 
 function table(header: string[], rows: string[][]): string[] {
@@ -131,7 +115,7 @@ function trialRow(t: TrialState, position: number) {
     position,
     index: t.proposed?.index ?? position - 1,
     trial_id: t.id,
-    surface: SURFACE.name(t.proposed?.surface || t.judged?.surface || Surface.UNSPECIFIED) ?? "",
+    surface: surfaceOf(t),
     hypothesis: t.proposed?.hypothesis ?? "",
     parents: t.proposed?.parentIds ?? [],
     proposer: t.proposed?.proposer ?? "",
@@ -415,7 +399,7 @@ function markdownOf(state: RunState, finished: RunFinished, j: Report["json"]): 
     const acc = b.val_accuracy;
     out.push(`**Best trial:** \`${b.trial_id}\` (#${b.position}, ${cell(b.surface || "no surface")}): ${inline(b.hypothesis)}`, "");
     if (acc) {
-      out.push(`- Validation accuracy: ${meanWithCi(acc)}, std ${pp(acc.std)} pp; the interval counts ${intervalBasis({ seeds: acc.n || b.num_seeds || 0, valExamples: b.val_examples ?? 0 })}`);
+      out.push(`- Validation accuracy: ${meanWithCi(acc)}, std ${pp(acc.std)}; the interval counts ${intervalBasis({ seeds: acc.n || b.num_seeds || 0, valExamples: b.val_examples ?? 0 })}`);
       if (j.outcome.why_best) out.push(`- ${inline(j.outcome.why_best)}`);
       const target = j.goal?.target;
       if (target && acc.ci_95) out.push(`- 95% CI lower bound ${pct(acc.ci_95[0])} against the ${pct(target)} target: ${acc.ci_95[0] >= target ? "met" : "not met"}`);
@@ -473,7 +457,7 @@ function markdownOf(state: RunState, finished: RunFinished, j: Report["json"]): 
         String(s.trials),
         String(s.accepted),
         String(s.failed),
-        s.mean_gain !== null ? `${s.mean_gain >= 0 ? "+" : ""}${pp(s.mean_gain)}` : "—",
+        s.mean_gain !== null ? `${s.mean_gain >= 0 ? "+" : ""}${points(s.mean_gain)}` : "—",
         s.best_val_accuracy !== null ? pct(s.best_val_accuracy) : "—",
       ]),
     ),

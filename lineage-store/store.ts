@@ -1,23 +1,22 @@
-import { toBinary } from "@bufbuild/protobuf";
+import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import * as lancedb from "@lancedb/lancedb";
 import type { Schema } from "apache-arrow";
 import { createLogger, type Logger } from "../core/logger.js";
 import { EventSchema, type Event } from "../proto/gen/research/v1/events_pb.js";
 import { HashingEmbedder, type Embedder } from "../core/embedder.js";
+import { applyToRunState, foldRun, type RunState } from "../swarm/run-state.js";
 import {
   briefEmbedText,
   briefRow,
-  emptyRun,
-  emptyTrial,
   eventKind,
-  foldRunRow,
-  foldTrialRow,
   KIND_ORDER,
   RUN_EVENTS,
   runEmbedText,
+  runRow,
   summarize,
   TRIAL_EVENT_STAGE,
   trialEmbedText,
+  trialRow,
 } from "./fold.js";
 import {
   briefsSchema,
@@ -31,6 +30,7 @@ import {
   type TrialRow,
   type TrialStatus,
 } from "./schema.js";
+import { ResearchError } from "../core/failure.js";
 
 export interface LineageStoreOptions {
   /** Defaults to a 256-dim HashingEmbedder. Must match the embedder the directory was built with. */
@@ -102,7 +102,9 @@ const IN_CHUNK = 500;
  */
 export class LineageStore {
   private writeChain: Promise<unknown> = Promise.resolve();
-  private readonly queued: Array<{ event: Event; resolve: () => void; reject: (err: unknown) => void }> = [];
+  private readonly queued: Array<{ event: Event; state?: RunState; resolve: () => void; reject: (err: unknown) => void }> = [];
+  /** Runs written without the caller's state: their fold, replayed from the stored events once, then kept current here. */
+  private readonly folded = new Map<string, RunState>();
   private readonly columns: Record<"runs" | "trials" | "briefs", string[]>;
   private readonly commits: Record<TableName, number> = { runs: 0, trials: 0, briefs: 0, events: 0 };
 
@@ -142,7 +144,7 @@ export class LineageStore {
         if (!readOnly) await addMissingColumns(tables[name], schemas[name]);
       } else if (readOnly) {
         db.close();
-        throw new Error(`no lineage store in ${dir} (table ${name} is missing); the writer creates it`);
+        throw new ResearchError("invalid_config", `no lineage store in ${dir} (table ${name} is missing); the writer creates it`);
       } else {
         tables[name] = await db.createEmptyTable(name, schemas[name], { mode: "create", existOk: true });
       }
@@ -165,15 +167,17 @@ export class LineageStore {
    * Group commit: resolves once `event` is written. Events recorded while a
    * write is under way join the next one, so a busy bus costs a few LanceDB
    * commits per batch instead of a few per event. A batch that fails rejects
-   * every event in it (their handlers nak and they come back).
+   * every event in it (their handlers nak and they come back). `state` is the
+   * event's run as the process folded it (with the event in): the rows are
+   * drawn from it.
    */
-  record(event: Event): Promise<void> {
-    if (this.readOnly) return Promise.reject(new Error("this LineageStore was opened readOnly"));
+  record(event: Event, state?: RunState): Promise<void> {
+    if (this.readOnly) return Promise.reject(new ResearchError("invalid_config", "this LineageStore was opened readOnly"));
     if (!event.eventId && event.body.case !== "heartbeat") {
-      return Promise.reject(new Error(`event without event_id (kind ${eventKind(event)}, run ${event.runId}): cannot be stored idempotently`));
+      return Promise.reject(new ResearchError("invalid_config", `event without event_id (kind ${eventKind(event)}, run ${event.runId}): cannot be stored idempotently`));
     }
     return new Promise<void>((resolve, reject) => {
-      this.queued.push({ event, resolve, reject });
+      this.queued.push({ event, state, resolve, reject });
       if (this.queued.length === 1) void this.flushQueued();
     });
   }
@@ -185,7 +189,8 @@ export class LineageStore {
     if (batch.length === 0) return;
     if (this.queued.length > 0) void this.flushQueued();
     try {
-      await this.applyEvents(batch.map((q) => q.event));
+      const states = new Map(batch.flatMap((q) => (q.state ? [[q.event.runId, q.state] as const] : [])));
+      await this.applyEvents(batch.map((q) => q.event), states);
       for (const q of batch) q.resolve();
     } catch (err) {
       for (const q of batch) q.reject(err);
@@ -196,15 +201,17 @@ export class LineageStore {
    * Applies events in the given order with at most one commit per table for the whole batch
    * (each LanceDB commit costs milliseconds and a version, so batches are far faster than
    * one call per event). Idempotent on event_id; safe to call concurrently (writes queue).
+   * The rows of a run in `states` are drawn from that state, which must hold the events;
+   * the store folds any other run itself.
    */
-  applyEvents(events: Event[]): Promise<ApplyResult> {
-    if (this.readOnly) return Promise.reject(new Error("this LineageStore was opened readOnly"));
-    const run = this.writeChain.then(() => this.write(events));
+  applyEvents(events: Event[], states: ReadonlyMap<string, RunState> = new Map()): Promise<ApplyResult> {
+    if (this.readOnly) return Promise.reject(new ResearchError("invalid_config", "this LineageStore was opened readOnly"));
+    const run = this.writeChain.then(() => this.write(events, states));
     this.writeChain = run.catch(() => undefined);
     return run;
   }
 
-  private async write(events: Event[]): Promise<ApplyResult> {
+  private async write(events: Event[], given: ReadonlyMap<string, RunState>): Promise<ApplyResult> {
     const result: ApplyResult = { applied: 0, duplicates: 0, ignored: 0 };
     const seen = new Set<string>();
     const candidates: Event[] = [];
@@ -212,7 +219,7 @@ export class LineageStore {
       if (e.body.case === "heartbeat") {
         result.ignored++;
       } else if (!e.eventId) {
-        throw new Error(`event without event_id (kind ${eventKind(e)}, run ${e.runId}): cannot be stored idempotently`);
+        throw new ResearchError("invalid_config", `event without event_id (kind ${eventKind(e)}, run ${e.runId}): cannot be stored idempotently`);
       } else if (seen.has(e.eventId)) {
         result.duplicates++;
       } else {
@@ -235,44 +242,61 @@ export class LineageStore {
       }
     }
 
-    const trials = await this.loadForUpdate<TrialRow>(
-      "trials", "trial_id", trialEvents.filter((e) => e.trialId && e.runId).map((e) => e.trialId), trialEmbedText,
-    );
-    for (const e of trialEvents) {
-      if (!e.trialId || !e.runId) continue;
-      const entry = trials.get(e.trialId) ?? newEntry(emptyTrial(e.trialId, e.runId, Number(e.emittedAtMs)));
-      trials.set(e.trialId, entry);
-      foldTrialRow(entry.row, e);
+    const states = await this.statesOf(fresh, given);
+    try {
+      const trials = await this.loadForUpdate<TrialRow>(
+        "trials", "trial_id", trialEvents.filter((e) => e.trialId && e.runId).map((e) => e.trialId), trialEmbedText,
+      );
+      for (const e of trialEvents) {
+        const t = e.trialId ? states.get(e.runId)?.trials.get(e.trialId) : undefined;
+        if (t) trials.set(t.id, { ...trials.get(t.id), row: trialRow(e.runId, t) });
+      }
+      const runs = await this.loadForUpdate<RunRow>("runs", "run_id", runEvents.filter((e) => e.runId).map((e) => e.runId), runEmbedText);
+      for (const e of runEvents) {
+        const state = states.get(e.runId);
+        if (state) runs.set(e.runId, { ...runs.get(e.runId), row: runRow(state) });
+      }
+      const briefs = fresh.flatMap((e) => {
+        const b = briefRow(e);
+        return b ? [newEntry(b)] : [];
+      });
+
+      await this.upsert("trials", "trial_id", [...trials.values()], trialEmbedText);
+      await this.upsert("runs", "run_id", [...runs.values()], runEmbedText);
+      await this.upsert("briefs", "brief_id", briefs, briefEmbedText);
+      // Events go last: a crash before this line leaves the events unrecorded, so their
+      // redelivery is applied again (rows are drawn from the fold, so the same) instead of
+      // being skipped as seen. A plain append (~7 ms against ~18 ms for mergeInsert) is
+      // enough: the ids were checked above and this is the only writer.
+      await this.tables.events.add(fresh.map(eventRow) as unknown as Record<string, unknown>[]);
+    } catch (err) {
+      // The store's own folds hold events that were not stored: they are replayed from what was.
+      for (const runId of states.keys()) if (!given.has(runId)) this.folded.delete(runId);
+      throw err;
     }
-
-    const runs = await this.loadForUpdate<RunRow>(
-      "runs", "run_id", runEvents.filter((e) => e.runId).map((e) => e.runId), runEmbedText,
-    );
-    for (const e of runEvents) {
-      if (!e.runId) continue;
-      const entry = runs.get(e.runId) ?? newEntry(emptyRun(e.runId, Number(e.emittedAtMs)));
-      runs.set(e.runId, entry);
-      foldRunRow(entry.row, e);
-    }
-    await this.resolveBestScores([...runs.values()].map((x) => x.row), trials);
-
-    const briefs = fresh.flatMap((e) => {
-      const b = briefRow(e);
-      return b ? [newEntry(b)] : [];
-    });
-
-    await this.upsert("trials", "trial_id", [...trials.values()], trialEmbedText);
-    await this.upsert("runs", "run_id", [...runs.values()], runEmbedText);
-    await this.upsert("briefs", "brief_id", briefs, briefEmbedText);
-    // Events go last: a crash before this line leaves the events unrecorded, so their
-    // redelivery is applied again (folding is idempotent) instead of being skipped as seen.
-    // A plain append (~7 ms against ~18 ms for mergeInsert) is enough: the ids were checked
-    // above and this is the only writer.
-    await this.tables.events.add(fresh.map(eventRow) as unknown as Record<string, unknown>[]);
     this.committed("events");
     result.applied = fresh.length;
     await this.compactIfDue();
     return result;
+  }
+
+  /**
+   * The state of each run the events belong to, with them in: the caller's, or
+   * the store's own fold, replayed from the run's stored events the first time.
+   */
+  private async statesOf(events: Event[], given: ReadonlyMap<string, RunState>): Promise<Map<string, RunState>> {
+    const states = new Map<string, RunState>();
+    for (const e of events) {
+      if (!e.runId || states.has(e.runId)) continue;
+      const state = given.get(e.runId) ?? this.folded.get(e.runId) ?? foldRun(e.runId, (await this.eventsOf(e.runId)).map((r) => fromBinary(EventSchema, r.payload)));
+      states.set(e.runId, state);
+    }
+    for (const e of events) {
+      if (!e.runId || given.has(e.runId)) continue;
+      applyToRunState(states.get(e.runId)!, e);
+      this.folded.set(e.runId, states.get(e.runId)!);
+    }
+    return states;
   }
 
   private committed(table: TableName): void {
@@ -286,21 +310,6 @@ export class LineageStore {
       const started = performance.now();
       await this.tables[name].optimize({ cleanupOlderThan: new Date(Date.now() - KEEP_VERSIONS_MS) });
       this.log.debug({ table: name, ms: Math.round(performance.now() - started) }, "compacted");
-    }
-  }
-
-  /** The run's best score is its best trial's score, wherever that trial's row is. */
-  private async resolveBestScores(runs: RunRow[], trials: Map<string, Entry<TrialRow>>): Promise<void> {
-    const pending = runs.filter((r) => r.best_trial_id && r.best_score === null);
-    const missing = pending.map((r) => r.best_trial_id).filter((id) => !trials.has(id));
-    const loaded = new Map(
-      (await this.whereIn("trials", "trial_id", missing, ["trial_id", "val_accuracy"])).map((r) => [
-        String(r.trial_id),
-        r.val_accuracy as number | null,
-      ]),
-    );
-    for (const r of pending) {
-      r.best_score = trials.get(r.best_trial_id)?.row.val_accuracy ?? loaded.get(r.best_trial_id) ?? null;
     }
   }
 
@@ -334,7 +343,7 @@ export class LineageStore {
       stale.forEach((entryIndex, j) => {
         const v = vectors[j];
         if (!v || v.length !== this.embedder.dim) {
-          throw new Error(`embedder ${this.embedder.name} returned ${v?.length ?? "no"} values, expected ${this.embedder.dim}`);
+          throw new ResearchError("crash", `embedder ${this.embedder.name} returned ${v?.length ?? "no"} values, expected ${this.embedder.dim}`, "", { reason: "invalid_output" });
         }
         entries[entryIndex]!.vector = Array.from(v);
       });
@@ -355,14 +364,14 @@ export class LineageStore {
     let vector: number[];
     if (q.trialId) {
       const [self] = await this.whereIn("trials", "trial_id", [q.trialId], ["vector"]);
-      if (!self) throw new Error(`unknown trial ${q.trialId}`);
+      if (!self) throw new ResearchError("invalid_config", `unknown trial ${q.trialId}`);
       vector = self.vector as number[];
       where.push(`trial_id != ${sql(q.trialId)}`);
     } else if (q.text?.trim()) {
       const [v] = await this.embedder.embed([q.text]);
       vector = Array.from(v!);
     } else {
-      throw new Error("similarTrials needs text or trialId");
+      throw new ResearchError("invalid_config", "similarTrials needs text or trialId");
     }
     if (q.runId) where.push(`run_id = ${sql(q.runId)}`);
     if (q.dataset) {
@@ -445,7 +454,7 @@ export class LineageStore {
    * this is for the end of a run or a benchmark. Queued behind pending writes.
    */
   async optimize(keepVersionsMs = KEEP_VERSIONS_MS): Promise<void> {
-    if (this.readOnly) throw new Error("this LineageStore was opened readOnly");
+    if (this.readOnly) throw new ResearchError("invalid_config", "this LineageStore was opened readOnly");
     const run = this.writeChain.then(async () => {
       for (const name of TABLES) {
         this.commits[name] = 0;
@@ -518,7 +527,7 @@ async function addMissingColumns(table: lancedb.Table, want: Schema): Promise<vo
   const missing = want.fields.filter((f) => !have.has(f.name));
   if (missing.length === 0) return;
   const notText = missing.filter((f) => f.nullable || String(f.type) !== "Utf8");
-  if (notText.length > 0) throw new Error(`no migration adds column ${notText[0]!.name} to an older lineage store`);
+  if (notText.length > 0) throw new ResearchError("invalid_config", `no migration adds column ${notText[0]!.name} to an older lineage store`);
   await table.addColumns(missing.map((f) => ({ name: f.name, valueSql: "''" })));
 }
 
@@ -526,7 +535,7 @@ async function checkEmbedder(table: lancedb.Table, name: string, embedder: Embed
   const schema = await table.schema();
   const stored = schema.metadata.get(EMBEDDER_KEY);
   if (stored !== undefined && stored !== embedder.name) {
-    throw new Error(
+    throw new ResearchError("invalid_config", 
       `${dir}/${name} holds vectors from embedder ${stored}, not ${embedder.name}: open it with the same embedder`,
     );
   }
@@ -561,6 +570,6 @@ function sql(s: string): string {
 }
 
 function num(x: number): string {
-  if (!Number.isFinite(x)) throw new Error(`not a finite number: ${x}`);
+  if (!Number.isFinite(x)) throw new ResearchError("invalid_config", `not a finite number: ${x}`);
   return String(x);
 }

@@ -18,6 +18,7 @@ import type { Modality } from "../core/goal.js";
 import type { Embedder } from "../core/embedder.js";
 import { configuredEmbedder } from "../core/embedder-select.js";
 import { CORPUS, sourceUrl, type CorpusEntry, type Surface } from "./corpus.js";
+import { ResearchError } from "../core/failure.js";
 
 export type CorpusSource = "builtin" | "notes" | "arxiv";
 export type ExtraSource = Exclude<CorpusSource, "builtin">;
@@ -136,8 +137,8 @@ export class CorpusIndex {
 
   async search(query: string, options: CorpusSearchOptions = {}): Promise<CorpusHit[]> {
     const k = options.k ?? 10;
-    if (!Number.isInteger(k) || k < 1) throw new Error(`k must be a positive integer, got ${k}`);
-    if (options.modality !== undefined && !MODALITIES.has(options.modality)) throw new Error(`unknown modality ${options.modality}`);
+    if (!Number.isInteger(k) || k < 1) throw new ResearchError("invalid_config", `k must be a positive integer, got ${k}`);
+    if (options.modality !== undefined && !MODALITIES.has(options.modality)) throw new ResearchError("invalid_config", `unknown modality ${options.modality}`);
     // Only words reach the FTS parser, so quotes, colons or AND/OR syntax in a query are never interpreted.
     const words = query.match(/[\p{L}\p{N}]+/gu) ?? [];
     if (words.length === 0) return [];
@@ -220,7 +221,7 @@ async function embed(embedder: Embedder, texts: string[]): Promise<number[][]> {
   if (texts.length === 0) return [];
   const vectors = await embedder.embed(texts);
   return vectors.map((v) => {
-    if (v.length !== embedder.dim) throw new Error(`embedder ${embedder.name} returned ${v.length} values, expected ${embedder.dim}`);
+    if (v.length !== embedder.dim) throw new ResearchError("crash", `embedder ${embedder.name} returned ${v.length} values, expected ${embedder.dim}`, "", { reason: "invalid_output" });
     return Array.from(v);
   });
 }

@@ -16,6 +16,7 @@ import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import { SURFACE } from "../core/enums.js";
 import type { Modality } from "../core/goal.js";
+import { ResearchError } from "../core/failure.js";
 
 const SurfaceSchema = z.enum(SURFACE.names);
 export type Surface = z.infer<typeof SurfaceSchema>;
@@ -59,7 +60,7 @@ export function parseCorpus(text: string, file: string): CorpusEntry[] {
     const lineNo = i + 1;
     if (line.trim() === "") return;
     const fail: (problem: string) => never = (problem) => {
-      throw new Error(`${file}:${lineNo}: ${problem}`);
+      throw new ResearchError("invalid_config", `${file}:${lineNo}: ${problem}`);
     };
     let json: unknown;
     try {

@@ -12,6 +12,7 @@ import {
   type TrialSummary,
 } from "../proto/gen/research/v1/lineage_pb.js";
 import type { Bus } from "../bus/index.js";
+import { ResearchError } from "../core/failure.js";
 
 /**
  * The lineage store's similarity query as it travels between processes (CLI or agent ->
@@ -55,7 +56,7 @@ export function checkRequest(req: SimilarTrialsRequest): string[] {
 export function encodeRequest(init: SimilarTrialsInit): Uint8Array {
   const req = create(SimilarTrialsRequestSchema, init);
   const problems = checkRequest(req);
-  if (problems.length > 0) throw new Error(`bad lineage query: ${problems.join("; ")}`);
+  if (problems.length > 0) throw new ResearchError("invalid_config", `bad lineage query: ${problems.join("; ")}`);
   return toBinary(SimilarTrialsRequestSchema, req);
 }
 
@@ -91,6 +92,6 @@ export const QUERY_SUBJECT = "lineage.query.similar";
  */
 export async function request(bus: Pick<Bus, "request">, init: SimilarTrialsInit, timeoutMs?: number): Promise<TrialSummary[]> {
   const res = decodeResponse(await bus.request(QUERY_SUBJECT, encodeRequest(init), timeoutMs));
-  if (res.error) throw new Error(`lineage query failed: ${res.error}`);
+  if (res.error) throw new ResearchError("invalid_config", `lineage query failed: ${res.error}`);
   return res.trials;
 }

@@ -7,6 +7,7 @@
 import { createHash } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { ResearchError } from "../core/failure.js";
 
 export type PromptRole = "planner" | "coder" | "analyst" | "researcher" | "summary";
 
@@ -24,7 +25,7 @@ export function loadPrompt(role: PromptRole): Prompt {
     .filter((x) => x.m)
     .sort((a, b) => Number(b.m![1]) - Number(a.m![1]));
   const latest = files[0];
-  if (!latest) throw new Error(`no prompt file for ${role} in ${DIR}`);
+  if (!latest) throw new ResearchError("invalid_config", `no prompt file for ${role} in ${DIR}`);
   const text = readFileSync(join(DIR, latest.f), "utf8");
   const hash = createHash("sha256").update(text).digest("hex").slice(0, 8);
   return { role, version: `${role}.v${latest.m![1]}-${hash}`, text };

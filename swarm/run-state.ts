@@ -1,19 +1,20 @@
 /**
  * A run's state folded from its events in stream order: the one fold of the
  * project. Agents keep it current per run (run-states.ts), the launcher and
- * `watch` fold the runs they follow, the report and the run folder are drawn
- * from it, and the lineage store's rows take a trial's outcome from the same
- * rule (trialFailure). A restarted process rebuilds it from the stream.
+ * `watch` fold the runs they follow, and the report, the run folder and the
+ * lineage store's rows are drawn from it. A restarted process rebuilds it
+ * from the stream.
  */
 import { create } from "@bufbuild/protobuf";
 import { Decision, InterventionKind, RunFinishedSchema, Verdict, type Event, type Goal, type Intervention, type LlmCall, type ResearchRequested, type RunFinished, type RunSettings, type RunStatus, type TrialAssembled, type TrialEvaluated, type TrialJudged, type TrialProposed } from "../proto/gen/research/v1/events_pb.js";
 import { parseBrief, type Brief } from "../core/brief.js";
-import { TRIAL_STATUS, type TrialStatusName } from "../core/enums.js";
+import { SURFACE, TRIAL_STATUS, type SurfaceName, type TrialStatusName } from "../core/enums.js";
+import { labelName, type FailureName } from "../core/failure.js";
 import { authoredModelConfig, authoredTrainConfig, parseModelConfig, parseTrainConfig, type ModelConfig, type ModelConfigInput, type TrainConfig, type TrainConfigInput } from "../core/model-config.js";
 import { RUN_DEFAULTS } from "../core/defaults.js";
 import { outranks, standingOf, type Standing } from "../core/ranking.js";
-import { FailureLabel, type Failure } from "../proto/gen/research/v1/common_pb.js";
-import type { SeedResult } from "../proto/gen/research/v1/runner_pb.js";
+import { FailureLabel, Surface, type Failure } from "../proto/gen/research/v1/common_pb.js";
+import type { MetricStats, SeedResult } from "../proto/gen/research/v1/runner_pb.js";
 
 export type TrialStatus = TrialStatusName;
 export type TrialStage = Exclude<TrialStatus, "failed">;
@@ -37,6 +38,9 @@ export interface TrialState {
   configError?: string;
   /** Stream order of the judged event among the run's judged events (0-based). */
   judgedPosition?: number;
+  /** When the first and the last of the trial's stage events (proposed to judged) were emitted. */
+  firstAtMs?: number;
+  lastAtMs?: number;
 }
 
 /**
@@ -66,6 +70,9 @@ export interface RunState {
   order: string[];
   judgedCount: number;
   finished: boolean;
+  /** How the run ended, and when: set with `finished`. */
+  runFinished?: RunFinished;
+  finishedAtMs: number;
   llmCalls: LlmCall[];
   /** Narrower questions the planner asked when a surface stalled. */
   researchRequests: ResearchRequested[];
@@ -96,6 +103,7 @@ export function emptyRunState(runId: string): RunState {
     order: [],
     judgedCount: 0,
     finished: false,
+    finishedAtMs: 0,
     llmCalls: [],
     researchRequests: [],
     briefRequests: [],
@@ -107,12 +115,16 @@ export function emptyRunState(runId: string): RunState {
   };
 }
 
-function trial(state: RunState, id: string): TrialState {
-  let t = state.trials.get(id);
+/** The event's trial, created by its first stage event. */
+function trial(state: RunState, e: Event): TrialState {
+  const at = Number(e.emittedAtMs);
+  let t = state.trials.get(e.trialId);
   if (!t) {
-    t = { id };
-    state.trials.set(id, t);
+    t = { id: e.trialId, firstAtMs: at, lastAtMs: at };
+    state.trials.set(e.trialId, t);
   }
+  t.firstAtMs = Math.min(t.firstAtMs ?? at, at);
+  t.lastAtMs = Math.max(t.lastAtMs ?? at, at);
   return t;
 }
 
@@ -151,7 +163,8 @@ export function applyToRunState(state: RunState, e: Event): RunState {
       break;
     case "runResumed":
       state.resumes.push({ atMs: Number(e.emittedAtMs), downtimeS: b.value.downtimeS, timeBudgetS: b.value.timeBudgetS });
-      if (b.value.timeBudgetS > 0 && state.goal) state.goal.timeBudgetS = b.value.timeBudgetS;
+      // A copy: the goal is the run_started event's, which must stay as it was emitted (the lineage store writes it out).
+      if (b.value.timeBudgetS > 0 && state.goal) state.goal = { ...state.goal, timeBudgetS: b.value.timeBudgetS };
       break;
     case "briefReady": {
       const brief = parseBrief(b.value.briefJson);
@@ -162,7 +175,7 @@ export function applyToRunState(state: RunState, e: Event): RunState {
       break;
     }
     case "trialProposed": {
-      const t = trial(state, e.trialId);
+      const t = trial(state, e);
       if (!t.proposed) state.order.push(e.trialId);
       t.proposed = b.value;
       Object.assign(t, configsOf(b.value));
@@ -170,19 +183,21 @@ export function applyToRunState(state: RunState, e: Event): RunState {
       break;
     }
     case "trialAssembled":
-      trial(state, e.trialId).assembled = b.value;
+      trial(state, e).assembled = b.value;
       break;
     case "trialEvaluated":
-      trial(state, e.trialId).evaluated = b.value;
+      trial(state, e).evaluated = b.value;
       break;
     case "trialJudged": {
-      const t = trial(state, e.trialId);
+      const t = trial(state, e);
       if (!t.judged) t.judgedPosition = state.judgedCount++;
       t.judged = b.value;
       break;
     }
     case "runFinished":
       state.finished = true;
+      state.runFinished = b.value;
+      state.finishedAtMs = Number(e.emittedAtMs);
       break;
     case "llmCall":
       state.llmCalls.push(b.value);
@@ -219,29 +234,63 @@ type Stages = Pick<TrialState, "assembled" | "evaluated" | "judged">;
 
 /**
  * A trial's outcome: the earliest labelled failure along the pipeline (the
- * root cause, not a later stage's echo of it), or none. The one rule for
- * every view of a trial: agents, report, run folder, lineage rows, CLI.
+ * root cause, not a later stage's echo of it) and the stage that reported it,
+ * or none. The one rule for every view of a trial: agents, report, run
+ * folder, lineage rows, CLI. It reads only which stages are in, never the
+ * order they came in.
  */
+export function trialFailureAt(t: Stages): { failure: Failure; stage: TrialStage } | undefined {
+  const found: [Failure | undefined, TrialStage][] = [
+    [t.assembled?.failure, "assembled"],
+    [t.assembled?.summary?.failure, "assembled"],
+    [t.evaluated?.failure, "evaluated"],
+    [t.judged?.failure, "judged"],
+  ];
+  for (const [failure, stage] of found) if (failure && failure.label !== FailureLabel.UNSPECIFIED) return { failure, stage };
+  return undefined;
+}
+
 export function trialFailure(t: Stages): Failure | undefined {
-  return [t.assembled?.failure, t.assembled?.summary?.failure, t.evaluated?.failure, t.judged?.failure].find(
-    (f): f is Failure => f !== undefined && f.label !== FailureLabel.UNSPECIFIED,
-  );
+  return trialFailureAt(t)?.failure;
+}
+
+export function failureLabelOf(t: Stages): FailureName | undefined {
+  const f = trialFailure(t);
+  return f && (labelName(f.label) as FailureName);
+}
+
+/** The furthest stage the trial reached, failed or not. */
+export function trialStage(t: TrialState): TrialStage {
+  return t.judged ? "judged" : t.evaluated ? "evaluated" : t.assembled ? "assembled" : "proposed";
 }
 
 /** Where the trial stands: the furthest stage it reached, or failed. */
 export function trialStatus(t: TrialState): TrialStatus {
-  if (trialFailure(t)) return "failed";
-  return t.judged ? "judged" : t.evaluated ? "evaluated" : t.assembled ? "assembled" : "proposed";
+  return trialFailure(t) ? "failed" : trialStage(t);
+}
+
+/** The proposal's surface, or the judge's when the proposal named none. */
+export function surfaceOf(t: TrialState): SurfaceName | "" {
+  return SURFACE.name(t.proposed?.surface || t.judged?.surface || Surface.UNSPECIFIED) ?? "";
+}
+
+export function valAccuracyOf(t: TrialState): MetricStats | undefined {
+  return t.evaluated?.result?.aggregated.val_accuracy;
 }
 
 /** Validation accuracy used for ranking: the CI lower bound, so a lucky seed does not win. */
 export function scoreOf(t: TrialState): number | undefined {
-  const acc = t.evaluated?.result?.aggregated.val_accuracy;
-  return acc ? acc.ci95[0] : undefined;
+  return valAccuracyOf(t)?.ci95[0];
 }
 
 export function meanOf(t: TrialState): number | undefined {
-  return t.evaluated?.result?.aggregated.val_accuracy?.mean;
+  return valAccuracyOf(t)?.mean;
+}
+
+/** The evaluation's count, or the assembly's summary when the trial was not evaluated. */
+export function paramsOf(t: TrialState): number | undefined {
+  const p = t.evaluated?.result?.params || t.assembled?.summary?.totalParams;
+  return p ? Number(p) : undefined;
 }
 
 export function judgedTrials(state: RunState): TrialState[] {

@@ -3,6 +3,7 @@
  * should try next. The built-in brain's analyst; an LLM may narrate on top.
  */
 import { create } from "@bufbuild/protobuf";
+import { points } from "../../core/format.js";
 import { AnalysisSchema, type Analysis } from "../../proto/gen/research/v1/events_pb.js";
 import type { EvalResult } from "../../proto/gen/research/v1/runner_pb.js";
 
@@ -12,14 +13,14 @@ export function analyse(r: EvalResult): Analysis {
   const state = r.convergence?.state ?? "unknown";
   const acc = r.aggregated.val_accuracy;
   if (severity === "moderate" || severity === "severe") {
-    notes.push(`train-val gap ${(100 * (r.overfitting?.gap ?? 0)).toFixed(1)} points: more regularisation (dropout, weight decay, augmentation) or more data`);
+    notes.push(`train-val gap ${points(r.overfitting?.gap ?? 0, 1)} points: more regularisation (dropout, weight decay, augmentation) or more data`);
   }
   if (state === "improving") notes.push("validation accuracy was still rising at the last epoch: more epochs should pay");
   if (state === "diverging") notes.push("validation accuracy fell over the last epochs: lower the learning rate or add a schedule");
   if (state === "unstable") notes.push("seeds disagree strongly: lower the learning rate or add normalisation");
   if (state === "plateaued" && severity === "none") notes.push("plateaued without overfitting: capacity is the limit; a wider or deeper model should pay");
   if (acc && acc.n >= 2 && acc.ci95[1]! - acc.ci95[0]! > 0.03) {
-    notes.push(`wide 95% CI (${(100 * (acc.ci95[1]! - acc.ci95[0]!)).toFixed(1)} points): more seeds or a larger validation split would tighten it`);
+    notes.push(`wide 95% CI (${points(acc.ci95[1]! - acc.ci95[0]!, 1)} points): more seeds or a larger validation split would tighten it`);
   }
   if (r.weakClasses.length) {
     notes.push(`weak classes: ${r.weakClasses.map((c) => r.classNames[c] ?? String(c)).join(", ")}`);

@@ -14,6 +14,7 @@ import { EvalResultSchema, LearningCurveSchema, SeedResultSchema, type EpochProg
 import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import type { RunState, TrialState } from "../../swarm/run-state.js";
 import { RECIPE_DEFAULTS } from "../../core/defaults.js";
+import { pct } from "../../core/format.js";
 
 /** Finished peers needed before the median means anything. */
 const MIN_PEERS = 4;
@@ -51,7 +52,7 @@ export function pruneReason(state: RunState, trial: TrialState, p: EpochProgress
   if (peers.length < MIN_PEERS) return undefined;
   const m = median(peers);
   if (p.valAccuracy >= m - MARGIN) return undefined;
-  return `pruned after epoch ${p.epoch}/${p.epochs}: seed ${SEED} validation accuracy ${(100 * p.valAccuracy).toFixed(2)}% is below the median ${(100 * m).toFixed(2)}% of ${peers.length} finished trials at rung ${rung} with a ${schedule} schedule`;
+  return `pruned after epoch ${p.epoch}/${p.epochs}: seed ${SEED} validation accuracy ${pct(p.valAccuracy)} is below the median ${pct(m)} of ${peers.length} finished trials at rung ${rung} with a ${schedule} schedule`;
 }
 
 /** The curves a stopped evaluation reached, per seed, so the lineage keeps them. */

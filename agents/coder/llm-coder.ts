@@ -13,7 +13,8 @@
  */
 import { z } from "zod";
 import type { ChatCompletionMessageParam } from "openai/resources/chat/completions";
-import { extractJson, type LlmClient } from "../../core/llm/client.js";
+import type { LlmClient } from "../../core/llm/client.js";
+import { safeParseJson } from "../../core/json.js";
 import { llmError } from "../../core/llm/errors.js";
 import { addUsage, emptyUsage, type Usage } from "../../core/llm/usage.js";
 import { labelName } from "../../core/failure.js";
@@ -28,19 +29,14 @@ export const CODEGEN_ROUNDS = 3;
 /** Model calls per round: room to scaffold, write, run and fix a module, then answer. */
 export const CODEGEN_STEPS = 8;
 
-type Answer = { ok: true; code: string } | { ok: false; error: string };
-
-function parseAnswer(text: string | null): Answer {
+/** The round's code, or why the answer gave none (the model's feedback). */
+function parseAnswer(text: string | null): { ok: true; code: string } | { ok: false; error: string } {
   if (text === null) return { ok: false, error: `You used all ${CODEGEN_STEPS} steps of this round on tools without answering.` };
-  let data: unknown;
-  try {
-    data = JSON.parse(extractJson(text));
-  } catch (err) {
-    return { ok: false, error: `Your answer is not valid JSON: ${(err as Error).message}.` };
-  }
-  const parsed = CodeSchema.safeParse(data);
-  if (!parsed.success) return { ok: false, error: `Your answer does not match {"code": string}:\n${z.prettifyError(parsed.error)}` };
-  return { ok: true, code: parsed.data.code };
+  const parsed = safeParseJson({ text, schema: CodeSchema });
+  if (parsed.success) return { ok: true, code: parsed.value.code };
+  return parsed.error.kind === "parse"
+    ? { ok: false, error: `Your answer is not valid JSON: ${parsed.error.message}.` }
+    : { ok: false, error: `Your answer does not match {"code": string}:\n${parsed.error.message}` };
 }
 
 export async function codegenWithRepair(opts: {

@@ -43,7 +43,7 @@ export class Confined {
   /** The absolute path for `path`; throws when it lies outside, directly or through a link. */
   resolve(path: string): string {
     const target = resolve(this.root, path);
-    if (!within(this.root, target)) throw new Error(`"${path}" is outside the trial directory`);
+    if (!within(this.root, target)) throw new ResearchError("sandbox_violation", `"${path}" is outside the trial directory`);
     // The deepest part that exists decides where the path really leads; what is missing is created as plain directories.
     let existing = target;
     while (!lstatSync(existing, { throwIfNoEntry: false })) existing = dirname(existing);
@@ -51,9 +51,9 @@ export class Confined {
     try {
       real = realpathSync(existing);
     } catch {
-      throw new Error(`"${path}" goes through a broken symbolic link`);
+      throw new ResearchError("sandbox_violation", `"${path}" goes through a broken symbolic link`);
     }
-    if (!within(this.root, real)) throw new Error(`"${path}" leads outside the trial directory through a symbolic link`);
+    if (!within(this.root, real)) throw new ResearchError("sandbox_violation", `"${path}" leads outside the trial directory through a symbolic link`);
     return target;
   }
 

@@ -7,6 +7,7 @@
  */
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { failure, labelName } from "../../core/failure.js";
+import { pct } from "../../core/format.js";
 import { Decision, RunEnd, RunStatus, TrialJudgedSchema, Verdict, type TrialJudged } from "../../proto/gen/research/v1/events_pb.js";
 import { bestTrial, doneBy, inFlight, isClaimingPromotion, longTrainingInFlight, patienceOf, plateau, PLATEAU_DELTA, scoreOf, slowestSeedSeconds, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { budgetPlan, nothingFits } from "../../swarm/budget.js";
@@ -48,8 +49,6 @@ function verdictOf(state: RunState, t: TrialState) {
   }
   return { verdict: Verdict.ACCEPT, failure: undefined, reason: "accepted" };
 }
-
-const pct = (x: number) => `${(x * 100).toFixed(2)}%`;
 
 /**
  * Judges trial `t`. `state` must already contain the trial's evaluation,

@@ -8,6 +8,7 @@ import type {
 } from "openai/resources/chat/completions";
 import { z } from "zod";
 import { ResearchError } from "../failure.js";
+import { safeParseJson, type JsonParseError } from "../json.js";
 import { createLogger, type Logger } from "../logger.js";
 import { endpointFor, LLM_ROLES, type Endpoint, type LlmConfig, type LlmRole } from "./config.js";
 import { llmError } from "./errors.js";
@@ -45,7 +46,7 @@ export interface RepairContext {
   raw: string;
   /** The same text the model would get back as feedback. */
   error: string;
-  kind: "parse" | "validation";
+  kind: JsonParseError["kind"];
   attempt: number;
 }
 
@@ -167,24 +168,26 @@ export class LlmClient {
       lastRaw = choice.message.content ?? "";
       this.throwIfRefused(completion, usage);
 
-      const outcome = parseAnswer(lastRaw, options.schema, choice.finish_reason === "length");
-      if (outcome.ok) return { value: outcome.value, usage, attempts: attempt, raw: lastRaw };
+      const answer = safeParseJson({ text: lastRaw, schema: options.schema });
+      if (answer.success) return { value: answer.value, usage, attempts: attempt, raw: lastRaw };
+      const { kind } = answer.error;
+      const error = feedback(answer.error, choice.finish_reason === "length");
 
       if (options.repair) {
-        const repaired = await options.repair({ raw: lastRaw, error: outcome.error, kind: outcome.kind, attempt });
+        const repaired = await options.repair({ raw: lastRaw, error, kind, attempt });
         if (typeof repaired === "string") {
-          const fixed = parseAnswer(repaired, options.schema, false);
-          if (fixed.ok) return { value: fixed.value, usage, attempts: attempt, raw: repaired };
+          const fixed = safeParseJson({ text: repaired, schema: options.schema });
+          if (fixed.success) return { value: fixed.value, usage, attempts: attempt, raw: repaired };
         }
       }
 
       this.account(usage, { failures: 1 });
-      this.logger.warn({ role: options.role, attempt, kind: outcome.kind, error: outcome.error }, "invalid structured output");
+      this.logger.warn({ role: options.role, attempt, kind, error }, "invalid structured output");
       // Servers that silently ignore response_format leave the model without the schema; prose instead of JSON is the tell.
-      const schemaHint = outcome.kind === "parse" && this.jsonMode === "json_schema" ? ` It must conform to this JSON Schema:\n${JSON.stringify(jsonSchema)}` : "";
+      const schemaHint = kind === "parse" && this.jsonMode === "json_schema" ? ` It must conform to this JSON Schema:\n${JSON.stringify(jsonSchema)}` : "";
       conversation.push(
         { role: "assistant", content: lastRaw },
-        { role: "user", content: `Your previous answer ${outcome.error}\nReply again with only the corrected JSON object for ${options.schemaName}.${schemaHint}` },
+        { role: "user", content: `Your previous answer ${error}\nReply again with only the corrected JSON object for ${options.schemaName}.${schemaHint}` },
       );
     }
     throw llmError("invalid_output", `no valid ${options.schemaName} after ${maxAttempts} answers`, { raw: lastRaw, attempts: usage.calls });
@@ -235,16 +238,15 @@ export class LlmClient {
   private async runTool(tools: Map<string, ToolDef>, call: ChatCompletionMessageFunctionToolCall, role: LlmRole): Promise<string> {
     const tool = tools.get(call.function.name);
     if (!tool) return `error: unknown tool "${call.function.name}"; available: ${[...tools.keys()].join(", ")}`;
-    let args: unknown;
-    try {
-      args = call.function.arguments.trim() === "" ? {} : JSON.parse(call.function.arguments);
-    } catch (err) {
-      return `error: the arguments are not valid JSON (${(err as Error).message}); call ${tool.name} again with a JSON object`;
+    const text = call.function.arguments.trim() === "" ? "{}" : call.function.arguments;
+    const args = safeParseJson({ text, schema: tool.parameters });
+    if (!args.success) {
+      return args.error.kind === "parse"
+        ? `error: the arguments are not valid JSON (${args.error.message}); call ${tool.name} again with a JSON object`
+        : `error: invalid arguments for ${tool.name}:\n${args.error.message}`;
     }
-    const parsed = tool.parameters.safeParse(args);
-    if (!parsed.success) return `error: invalid arguments for ${tool.name}:\n${z.prettifyError(parsed.error)}`;
     try {
-      return await tool.run(parsed.data);
+      return await tool.run(args.value);
     } catch (err) {
       this.logger.warn({ role, tool: tool.name, err }, "tool failed");
       return `error: ${tool.name} failed: ${(err as Error).message ?? String(err)}`;
@@ -414,29 +416,11 @@ export class LlmClients {
   }
 }
 
-type ParseOutcome<T> = { ok: true; value: T } | { ok: false; kind: "parse" | "validation"; error: string };
-
-/** Fenced or prose-wrapped JSON is common without structured outputs, so the object is dug out before parsing. */
-export function extractJson(text: string): string {
-  const fenced = /```(?:json|JSON)?[ \t]*\r?\n?([\s\S]*?)```/.exec(text);
-  const body = (fenced ? fenced[1]! : text).trim();
-  if (body.startsWith("{") || body.startsWith("[")) return body;
-  const start = body.indexOf("{");
-  const end = body.lastIndexOf("}");
-  return start >= 0 && end > start ? body.slice(start, end + 1) : body;
-}
-
-function parseAnswer<T>(raw: string, schema: z.ZodType<T>, truncated: boolean): ParseOutcome<T> {
-  let data: unknown;
-  try {
-    data = JSON.parse(extractJson(raw));
-  } catch (err) {
-    const cut = truncated ? " It was cut off at the token limit: answer more briefly." : "";
-    return { ok: false, kind: "parse", error: `is not valid JSON: ${(err as Error).message}.${cut}` };
-  }
-  const parsed = schema.safeParse(data);
-  if (parsed.success) return { ok: true, value: parsed.data };
-  return { ok: false, kind: "validation", error: `does not match the schema:\n${z.prettifyError(parsed.error)}` };
+/** What the model is told about an answer that gave no value, so it can correct it. */
+function feedback(error: JsonParseError, truncated: boolean): string {
+  if (error.kind === "validation") return `does not match the schema:\n${error.message}`;
+  const cut = truncated ? " It was cut off at the token limit: answer more briefly." : "";
+  return `is not valid JSON: ${error.message}.${cut}`;
 }
 
 /** JSON Schema of what the model should write: the input side, so defaulted fields are optional. */

@@ -31,7 +31,6 @@ export type EndpointConfig = z.infer<typeof EndpointConfigSchema>;
 
 /** A role's entry inherits every field it leaves out from `default`; "none" pins the role to the built-in brain. */
 const RoleEntrySchema = z.union([z.literal("none"), z.strictObject(endpointFields).partial()]);
-export type RoleEntry = z.infer<typeof RoleEntrySchema>;
 
 export const LlmConfigSchema = z
   .strictObject({
