@@ -13,6 +13,7 @@ describe("process config", () => {
       streamReplicas: 1,
       runnerAddresses: ["127.0.0.1:50051"],
       concurrency: undefined,
+      ackWaitS: undefined,
       llm: {},
     });
     expect(c.instance).toMatch(new RegExp(`-${process.pid}$`));
@@ -21,11 +22,12 @@ describe("process config", () => {
   });
 
   it("reads lists and numbers, and takes an empty value for unset", () => {
-    const c = parseAgentConfig({ NATS_URL: "nats://a:4222, nats://b:4222", RUNNER_ADDRESS: "gpu-a:50051,[::1]:50052", NATS_STREAM_REPLICAS: "3", AGENT_CONCURRENCY: "", LLM: "" });
+    const c = parseAgentConfig({ NATS_URL: "nats://a:4222, nats://b:4222", RUNNER_ADDRESS: "gpu-a:50051,[::1]:50052", NATS_STREAM_REPLICAS: "3", AGENT_CONCURRENCY: "", AGENT_ACK_WAIT_S: "10", LLM: "" });
     expect(c.natsServers).toEqual(["nats://a:4222", "nats://b:4222"]);
     expect(c.runnerAddresses).toEqual(["gpu-a:50051", "[::1]:50052"]);
     expect(c.streamReplicas).toBe(3);
     expect(c.concurrency).toBeUndefined();
+    expect(c.ackWaitS).toBe(10);
     expect(c.llm.llm).toBeUndefined();
   });
 
