@@ -314,8 +314,9 @@ export async function runGoal(
   });
   await Promise.all([watch.stop(), progress.stop()]);
   if (result.status === RunStatus.INTERRUPTED) return { runId, state, finished: result, interrupted: true };
-  // The store writes the report after it sees RunFinished.
+  // The store writes the report after it sees RunFinished: seconds when idle, more than 30 s at a
+  // load of 20 on 2 cores, where a shorter wait returned a report path with no file yet.
   const report = result.reportPath;
-  for (let i = 0; i < 120 && report && !existsSync(report); i++) await new Promise((r) => setTimeout(r, 250));
+  for (let i = 0; i < 480 && report && !existsSync(report); i++) await new Promise((r) => setTimeout(r, 250));
   return { runId, state, finished: result };
 }
