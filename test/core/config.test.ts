@@ -1,6 +1,6 @@
-import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
+import { run } from "../helpers/run.js";
 import { DEFAULT_PYTHON, ENV, parseAgentConfig, parseCliConfig, parseResearcherConfig, parseRunnerConfig, VARIABLE_DOCS } from "../../core/config.js";
 
 describe("process config", () => {
@@ -49,8 +49,8 @@ describe("process config", () => {
     expect(() => parseRunnerConfig({}, { address: "50051" })).toThrow('--address="50051"');
   });
 
-  it("stops a process at start with that line and status 2", () => {
-    const r = spawnSync(process.execPath, ["--import", "tsx", "gpu-runner/main.ts"], { env: { ...process.env, LOG_LEVEL: "loud" }, encoding: "utf8", timeout: 60_000 });
+  it("stops a process at start with that line and status 2", async () => {
+    const r = await run(process.execPath, ["--import", "tsx", "gpu-runner/main.ts"], { env: { ...process.env, LOG_LEVEL: "loud" }, timeout: 60_000 });
     expect(r.status).toBe(2);
     expect(r.stderr).toBe(`invalid setting LOG_LEVEL="loud": expected one of fatal, error, warn, info, debug, trace, silent\n`);
   });

@@ -7,7 +7,7 @@
  * levels and still held to the 60 MB limit.
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { execFileSync, spawnSync } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -69,8 +69,8 @@ it("holds no source and no node_modules but LanceDB's, and none is reachable fro
   expect(existsSync("/node_modules")).toBe(false);
 });
 
-it("answers --help from the pack", () => {
-  const r = spawnSync(join(pack, "research-agent"), ["--help"], { cwd: dir, env, encoding: "utf8" });
+it("answers --help from the pack", async () => {
+  const r = await run(join(pack, "research-agent"), ["--help"], { cwd: dir, env, timeout: 120_000 });
   expect(r.status, r.stderr).toBe(0);
   expect(r.stdout).toContain("research-agent launch --goal");
 });
