@@ -40,7 +40,6 @@ export default defineConfig({
     // Two files at a time, whatever the core count: every test must pass on a loaded machine (it
     // does at a load of 15-25 on 2 cores), and two files side by side load 2 idle cores far less.
     maxWorkers: 2,
-    minWorkers: 1,
     sequence: { sequencer: LongestFirst },
   },
 });
