@@ -96,6 +96,11 @@ export const ENV = z.object({
     description: "messages one agent process handles at once (keep the judge at 1 per process)",
     shown: "analyst 4, coder 2, the others 1",
   }),
+  AGENT_ACK_WAIT_S: wholeNumber(600).optional().register(VARIABLE_DOCS, {
+    readBy: "agents, lineage-store",
+    description: "seconds before a message an agent took and did not acknowledge goes to another instance: how long the work of a crashed agent waits. A handler at work reports progress every half of it, so a long evaluation is never handed out twice",
+    shown: "analyst and judge 60, the others 30",
+  }),
   RESEARCH_NOTES: text.optional().register(VARIABLE_DOCS, {
     readBy: "researcher",
     description: "a folder of the user's papers and notes (`.md`, `.txt`; `.pdf` with `pdftotext`) searched next to the built-in corpus",
@@ -212,6 +217,8 @@ export interface AgentConfig {
   instance: string;
   /** Unset: the role's own default. */
   concurrency?: number;
+  /** Unset: the role's own default. */
+  ackWaitS?: number;
   llm: LlmSettings;
   embedder: EmbedderSettings;
 }
@@ -247,6 +254,7 @@ const AGENT = ENV.pick({
   RESEARCH_SECRETS: true,
   INSTANCE_ID: true,
   AGENT_CONCURRENCY: true,
+  AGENT_ACK_WAIT_S: true,
   LLM: true,
   LLM_MODEL: true,
   LLM_BASE_URL: true,
@@ -270,6 +278,7 @@ function agentOf(e: Pick<EnvValues, keyof typeof AGENT.shape>): AgentConfig {
     secretsDir: e.RESEARCH_SECRETS,
     instance: e.INSTANCE_ID,
     concurrency: e.AGENT_CONCURRENCY,
+    ackWaitS: e.AGENT_ACK_WAIT_S,
     llm: { llm: e.LLM, model: e.LLM_MODEL, baseUrl: e.LLM_BASE_URL, file: e.LLM_CONFIG },
     embedder: { choice: e.EMBEDDER, baseUrl: e.EMBEDDER_BASE_URL },
   };

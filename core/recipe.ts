@@ -113,7 +113,8 @@ function recipeIssue(issue: z.core.$ZodIssue, value: unknown): string {
   const field = fieldSchema(issue.path);
   const shown = typeof value === "string" ? JSON.stringify(value) : String(value);
   const where = `recipe.${formatPath(issue.path)}`;
-  return field && BOUNDS_ISSUES.has(issue.code) ? `${where} ${shown} must be ${boundsText(field)}` : `${where} ${shown}: ${issue.message}`;
+  if (!field || !BOUNDS_ISSUES.has(issue.code)) return `${where} ${shown}: ${issue.message}`;
+  return field.enum ? `${where} ${shown} is not ${boundsText(field)}` : `${where} ${shown} must be ${boundsText(field)}`;
 }
 
 function fieldSchema(path: readonly PropertyKey[]): Bounds | undefined {

@@ -4,7 +4,7 @@
  * all supervised; and running a goal on it to the end.
  */
 import { DEFAULT_TIME_BUDGET_S } from "../core/defaults.js";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { randomBytes } from "node:crypto";
 import { connectBus, freePort, progressSubject, startNatsServer, type Bus, type NatsServer } from "../bus/index.js";
@@ -221,10 +221,14 @@ export async function runGoal(
   const state = emptyRunState(runId);
   let resolveFinished!: (f: RunFinished) => void;
   const finished = new Promise<RunFinished>((r) => (resolveFinished = r));
+  let finishedAtMs = 0;
   const watch = await swarm.bus.watch(runId, (e) => {
     applyToRunState(state, e);
     opts.onEvent?.(e, state);
-    if (e.body.case === "runFinished") resolveFinished(e.body.value);
+    if (e.body.case === "runFinished") {
+      finishedAtMs = Number(e.emittedAtMs) || Date.now();
+      resolveFinished(e.body.value);
+    }
   });
   const progress = swarm.bus.subscribe(progressSubject(runId), (e) => opts.onEvent?.(e, state));
   await watch.caughtUp;
@@ -285,8 +289,12 @@ export async function runGoal(
   });
   await Promise.all([watch.stop(), progress.stop()]);
   if (result.status === RunStatus.INTERRUPTED) return { runId, state, finished: result, interrupted: true };
-  // The store writes the report after it sees RunFinished.
+  // The store writes the report once it has stored RunFinished: seconds when idle, more than 30 s
+  // at a load of 20 on 2 cores, where a shorter wait returned a report path with no file yet. A
+  // resumed run's folder still holds the report of its interruption, which does not count: stopped
+  // before it caught up, the store had not stored the run's end (mtimes are a clock tick coarse).
   const report = result.reportPath;
-  for (let i = 0; i < 120 && report && !existsSync(report); i++) await new Promise((r) => setTimeout(r, 250));
+  const written = () => existsSync(report) && statSync(report).mtimeMs >= finishedAtMs - 1000;
+  for (let i = 0; i < 480 && report && !written(); i++) await new Promise((r) => setTimeout(r, 250));
   return { runId, state, finished: result };
 }

@@ -6,13 +6,27 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 SETUP_TESTS=1 bash scripts/setup.sh
-./node_modules/.bin/tsc --noEmit
-# The dashboard's pages: browser code (DOM, JSX), checked with their own settings.
-./node_modules/.bin/tsc --noEmit -p dashboard/web
+# The type checks beside the worker's tests: each side keeps one core busy. Their output is shown
+# in this order once both are done, and either failing stops the suite before vitest.
+out="$(mktemp -d)"
+{
+  ./node_modules/.bin/tsc --noEmit
+  # The dashboard's pages: browser code (DOM, JSX), checked with their own settings.
+  ./node_modules/.bin/tsc --noEmit -p dashboard/web
+} > "$out/tsc" 2>&1 &
+tsc=$!
 # The worker under both interpreters the runner supports: the project's venv (torch 2.x, the
 # default) and Debian's python3 (torch 1.13, the fallback); RUNNER_PYTHON adds its own.
 for py in .venv/bin/python /usr/bin/python3 ${RUNNER_PYTHON:-}; do
   echo "pytest with $py ($("$py" -c 'import torch; print("torch", torch.__version__)'))"
   "$py" -m pytest -q test/python
-done
+done > "$out/pytest" 2>&1 &
+pytest=$!
+failed=0
+wait "$tsc" || failed=1
+cat "$out/tsc"
+wait "$pytest" || failed=1
+cat "$out/pytest"
+rm -rf "$out"
+[ "$failed" = 0 ] || exit 1
 exec ./node_modules/.bin/vitest run "$@"

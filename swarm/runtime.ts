@@ -35,7 +35,7 @@ export interface AgentOptions {
   role: string;
   kinds: readonly EventKind[];
   handle: AgentHandler;
-  /** Redelivery deadline; long handlers (evaluations) are kept alive by the bus. */
+  /** Redelivery deadline (AGENT_ACK_WAIT_S overrides); long handlers (evaluations) are kept alive by the bus. */
   ackWaitMs?: number;
   /** After the last delivery attempt: publish a failure so the run does not wait forever. */
   onDeadLetter?: (event: Event, error: unknown, ctx: AgentContext) => Promise<void>;
@@ -83,7 +83,7 @@ export async function runAgent(opts: AgentOptions): Promise<void> {
     // A runner_unavailable failure is retried by the bus (ResearchError.retryable); anything else is the handler's to label.
     (event) => opts.handle(event, ctx(event)),
     {
-      ackWaitMs: opts.ackWaitMs,
+      ackWaitMs: config.ackWaitS !== undefined ? config.ackWaitS * 1000 : opts.ackWaitMs,
       maxInFlight: opts.maxInFlight,
       onDeadLetter: async (event, err) => {
         log.error({ run_id: event.runId, trial_id: event.trialId, err: (err as Error).message }, "event dead-lettered");

@@ -38,6 +38,8 @@ beforeAll(async () => {
   const logger = createLogger("chaos-test");
   logger.level = "error";
   const workspace = join(root, "workspace");
+  // The agents inherit it: each killed agent's messages come back after 10 s, not after 30-60 s.
+  process.env.AGENT_ACK_WAIT_S = "10";
   const addresses = [`127.0.0.1:${await freePort()}`, `127.0.0.1:${await freePort()}`];
   await Promise.all(addresses.map((address, i) => startRunnerProcess(i, address)));
   swarm = await whenClusterReady(() =>

@@ -97,10 +97,12 @@ describe("quick-evaluator", () => {
   }, 240_000);
 
   it("exits 1 with a usage message for bad flags", async () => {
-    const r = await run("quick-evaluator", ["--model", good, "--class", "DigitsNet", "--dataset", "digits", "--seeds", "two"]);
+    const [r, d] = await Promise.all([
+      run("quick-evaluator", ["--model", good, "--class", "DigitsNet", "--dataset", "digits", "--seeds", "two"]),
+      run("quick-evaluator", ["--model", good, "--class", "DigitsNet", "--dataset", "digits", "--device", "gpu"]),
+    ]);
     expect(r.code).toBe(1);
     expect(r.stderr).toContain('--seeds must be a positive integer, got "two"');
-    const d = await run("quick-evaluator", ["--model", good, "--class", "DigitsNet", "--dataset", "digits", "--device", "gpu"]);
     expect(d.code).toBe(1);
     expect(d.stderr).toContain('--device must be one of auto, cpu, cuda, got "gpu"');
   });
@@ -126,16 +128,19 @@ describe("research-agent", () => {
       [["--resume", "nosuchrun"], `--resume: ${workspace} has no swarm data (nats/), so no run nosuchrun to resume`],
       [["--resume", "r1", "--seeds", "2"], "--resume continues run r1 as it was set up; only --time-budget may change it (its new total of live time): drop --seeds"],
     ];
-    for (const [flags, message] of cases) {
+    // Side by side: each CLI start costs seconds of CPU, and a loaded machine shares more of it with more processes.
+    const ran = await Promise.all(cases.map(([flags]) => {
       // A resume takes its goal from the run.
       const goal = flags[0] === "--resume" ? [] : ["--goal", "digits: reach 90% validation accuracy"];
-      const r = await run("research-agent", ["launch", ...goal, "--workspace", workspace, ...flags]);
-      expect(r.code, flags.join(" ")).toBe(1);
-      expect(r.stderr.trim()).toBe(`research-agent: ${message}`);
-      expect(r.stdout).toBe("");
-    }
+      return run("research-agent", ["launch", ...goal, "--workspace", workspace, ...flags]);
+    }));
+    cases.forEach(([flags, message], i) => {
+      expect(ran[i]!.code, flags.join(" ")).toBe(1);
+      expect(ran[i]!.stderr.trim(), flags.join(" ")).toBe(`research-agent: ${message}`);
+      expect(ran[i]!.stdout, flags.join(" ")).toBe("");
+    });
     expect(existsSync(workspace)).toBe(false);
-  });
+  }, 240_000);
 
   it("checks a goal's data files and the device before it starts or writes anything", async () => {
     const workspace = join(dir, "never-made-data");
@@ -256,10 +261,10 @@ describe("research-agent", () => {
       [["propose", "r1", "--hypothesis", "wider", "--model", badYaml], `--model ${badYaml}: model_config: not valid JSON or YAML: Flow sequence in block collection must be sufficiently indented and end with a ] at line 3, column 1`],
       [["stop", "r1"], "no swarm is running for this workspace: only a live run can be paused, resumed, stopped, cancelled or given a proposal"],
     ];
-    for (const [argv, message] of cases) {
-      const r = await run("research-agent", [...argv, "--workspace", workspace]);
-      expect(r.code, argv.join(" ")).toBe(1);
-      expect(r.stderr.trim()).toBe(`research-agent: ${message}`);
-    }
-  });
+    const ran = await Promise.all(cases.map(([argv]) => run("research-agent", [...argv, "--workspace", workspace])));
+    cases.forEach(([argv, message], i) => {
+      expect(ran[i]!.code, argv.join(" ")).toBe(1);
+      expect(ran[i]!.stderr.trim(), argv.join(" ")).toBe(`research-agent: ${message}`);
+    });
+  }, 240_000);
 });

@@ -14,7 +14,12 @@ import { duration } from "../../lineage-store/report.js";
 // Without NODE_CHANNEL_FD: vitest's worker has an IPC channel, and a child
 // that inherits the variable would take an unrelated fd for its own channel.
 const { NODE_CHANNEL_FD: _ipc, ...inherited } = process.env;
-const env = { ...inherited, LOG_LEVEL: "warn" };
+// The agents inherit AGENT_ACK_WAIT_S: what the killed launcher's analyst held comes back to the
+// resumed one after 10 s, not after its 60 s default.
+const env = { ...inherited, LOG_LEVEL: "warn", AGENT_ACK_WAIT_S: "10" };
+
+/** A CLI call that reads the workspace: 2 s when idle, and a start alone took 40 s at a load of 26. */
+const CLI_TIMEOUT_MS = 180_000;
 
 /** The agents' logs, for a failure message worth reading. */
 function logsOf(workspace: string): string {
@@ -32,7 +37,8 @@ function cleanUp(workspace: string): void {
   rmSync(workspace, { recursive: true, force: true });
 }
 
-describe("launch --resume", () => {
+// Side by side: each test mostly waits on its own swarm (its time budget, JetStream's redelivery).
+describe.concurrent("launch --resume", () => {
   it("finishes a run whose launcher was killed, once per trial", async () => {
     const workspace = mkdtempSync(join(tmpdir(), "resume-test-"));
     try {
@@ -84,8 +90,10 @@ describe("launch --resume", () => {
     try {
       const first = spawn(
         "./research-agent",
-        // A trial budget the run cannot spend before the signal; the time budget ends the resumed run.
-        ["launch", "--goal", "digits: reach 99.9% validation accuracy", "--max-trials", "40", "--time-budget", "75s", "--seeds", "2", "--epochs", "1", "--no-research", "--workspace", workspace],
+        // Budgets the run cannot spend before the signal, even on a loaded machine (at a load of 20 a
+        // 75 s budget ended the run before its first judgement was read); the resume's own time
+        // budget ends the resumed run.
+        ["launch", "--goal", "digits: reach 99.9% validation accuracy", "--max-trials", "40", "--time-budget", "10m", "--seeds", "2", "--epochs", "1", "--no-research", "--workspace", workspace],
         // Its own process group, signalled whole below, as a terminal's Ctrl-C is.
         { env, stdio: ["ignore", "pipe", "pipe"], detached: true },
       );
@@ -105,7 +113,7 @@ describe("launch --resume", () => {
         });
       });
       // A live run has no report yet; `report` renders the run so far.
-      const live = await run("./research-agent", ["report", runId, "--workspace", workspace], { env, timeout: 60_000 });
+      const live = await run("./research-agent", ["report", runId, "--workspace", workspace], { env, timeout: CLI_TIMEOUT_MS });
       expect(live.stdout, live.stderr).toContain("**Status:** running: still running: the report so far, after");
       process.kill(-first.pid!, "SIGINT");
       expect(await exited, `${out}\n${err}`).toBe(130);
@@ -125,12 +133,12 @@ describe("launch --resume", () => {
       expect(ps.split("\n").filter((l) => l.includes(workspace))).toEqual([]);
 
       // With no swarm up, the workspace still lists the run, as interrupted.
-      const listed = await run("./research-agent", ["runs", "--workspace", workspace, "--json"], { env, timeout: 60_000 });
+      const listed = await run("./research-agent", ["runs", "--workspace", workspace, "--json"], { env, timeout: CLI_TIMEOUT_MS });
       expect(JSON.parse(listed.stdout)).toMatchObject([{ run_id: runId, status: "interrupted" }]);
       // Listed a while after the interrupt, with the run time its report states, written alike.
       const stated = (JSON.parse(readFileSync(join(workspace, "runs", runId, "report.json"), "utf8")) as { outcome: { seconds: number } }).outcome.seconds;
       expect(JSON.parse(listed.stdout)[0].seconds).toBe(stated);
-      const line = (await run("./research-agent", ["runs", "--workspace", workspace], { env, timeout: 60_000 })).stdout;
+      const line = (await run("./research-agent", ["runs", "--workspace", workspace], { env, timeout: CLI_TIMEOUT_MS })).stdout;
       expect(line).toContain(` ${duration(stated)} `);
       expect(report).toContain(`run time: ${duration(stated)}.`);
 
@@ -138,7 +146,7 @@ describe("launch --resume", () => {
       const second = await run("./research-agent", ["launch", "--resume", runId, "--workspace", workspace, "--json", "--time-budget", "100s"], { env, timeout: 300_000 });
       const summary = JSON.parse(second.stdout.trim().split("\n").pop()!) as { run_id: string; status: string; trials: number };
       // watch replays the finished run from the workspace, start to end.
-      const replay = await run("./research-agent", ["watch", runId, "--workspace", workspace], { env, timeout: 60_000 });
+      const replay = await run("./research-agent", ["watch", runId, "--workspace", workspace], { env, timeout: CLI_TIMEOUT_MS });
       expect(replay.status, replay.stderr).toBe(0);
       expect(replay.stdout).toContain(`${runId} run ${runId} started`);
       expect(replay.stdout).toMatch(new RegExp(`${runId} run finished: ${summary.status}`));
@@ -151,5 +159,5 @@ describe("launch --resume", () => {
     } finally {
       cleanUp(workspace);
     }
-  }, 420_000);
+  }, 600_000);
 });

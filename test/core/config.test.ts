@@ -1,6 +1,6 @@
-import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
+import { run } from "../helpers/run.js";
 import { DEFAULT_PYTHON, ENV, parseAgentConfig, parseCliConfig, parseResearcherConfig, parseRunnerConfig, VARIABLE_DOCS } from "../../core/config.js";
 
 describe("process config", () => {
@@ -13,6 +13,7 @@ describe("process config", () => {
       streamReplicas: 1,
       runnerAddresses: ["127.0.0.1:50051"],
       concurrency: undefined,
+      ackWaitS: undefined,
       llm: {},
     });
     expect(c.instance).toMatch(new RegExp(`-${process.pid}$`));
@@ -21,11 +22,12 @@ describe("process config", () => {
   });
 
   it("reads lists and numbers, and takes an empty value for unset", () => {
-    const c = parseAgentConfig({ NATS_URL: "nats://a:4222, nats://b:4222", RUNNER_ADDRESS: "gpu-a:50051,[::1]:50052", NATS_STREAM_REPLICAS: "3", AGENT_CONCURRENCY: "", LLM: "" });
+    const c = parseAgentConfig({ NATS_URL: "nats://a:4222, nats://b:4222", RUNNER_ADDRESS: "gpu-a:50051,[::1]:50052", NATS_STREAM_REPLICAS: "3", AGENT_CONCURRENCY: "", AGENT_ACK_WAIT_S: "10", LLM: "" });
     expect(c.natsServers).toEqual(["nats://a:4222", "nats://b:4222"]);
     expect(c.runnerAddresses).toEqual(["gpu-a:50051", "[::1]:50052"]);
     expect(c.streamReplicas).toBe(3);
     expect(c.concurrency).toBeUndefined();
+    expect(c.ackWaitS).toBe(10);
     expect(c.llm.llm).toBeUndefined();
   });
 
@@ -47,8 +49,8 @@ describe("process config", () => {
     expect(() => parseRunnerConfig({}, { address: "50051" })).toThrow('--address="50051"');
   });
 
-  it("stops a process at start with that line and status 2", () => {
-    const r = spawnSync(process.execPath, ["--import", "tsx", "gpu-runner/main.ts"], { env: { ...process.env, LOG_LEVEL: "loud" }, encoding: "utf8", timeout: 60_000 });
+  it("stops a process at start with that line and status 2", async () => {
+    const r = await run(process.execPath, ["--import", "tsx", "gpu-runner/main.ts"], { env: { ...process.env, LOG_LEVEL: "loud" }, timeout: 60_000 });
     expect(r.status).toBe(2);
     expect(r.stderr).toBe(`invalid setting LOG_LEVEL="loud": expected one of fatal, error, warn, info, debug, trace, silent\n`);
   });

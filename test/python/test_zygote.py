@@ -58,7 +58,8 @@ class Zygote:
         self.buffer = b""
         self.jobs = 0
         try:
-            self.ready = self.read()
+            # Its start imports torch and warms it up: seconds when idle, over a minute at a load of 20 on 2 cores.
+            self.ready = self.read(timeout=300)
         except BaseException:
             self.proc.kill()
             self.proc.wait()

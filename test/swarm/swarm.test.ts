@@ -10,7 +10,6 @@ import { connect } from "@nats-io/transport-node";
 import { connectRunner } from "../../gpu-runner/client.js";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { execFileSync } from "node:child_process";
 import { parseGoal } from "../../core/goal.js";
 import { createLogger } from "../../core/logger.js";
 import { request as queryLineage } from "../../swarm/lineage-query.js";
@@ -32,6 +31,8 @@ beforeAll(async () => {
   workspace = mkdtempSync(join(tmpdir(), "swarm-test-"));
   const logger = createLogger("swarm-test");
   logger.level = "warn";
+  // The agents inherit it: the killed analyst's trial comes back after 10 s, not after its 60 s default.
+  process.env.AGENT_ACK_WAIT_S = "10";
   swarm = await startSwarm({ workspace, slots: 2, logger });
   const parsed = parseGoal("digits: reach 99.5% validation accuracy in 10 minutes");
   if (!parsed.ok) throw new Error(parsed.error);
@@ -186,10 +187,9 @@ describe("a research run on digits", () => {
     const first = outcome.state.trials.get(outcome.state.order[0]!)!;
     const hits = await queryLineage(swarm.bus, { text: first.proposed!.hypothesis, k: 3, runId: outcome.runId });
     expect(hits[0]?.trialId).toBe(first.id);
-    const out = execFileSync("./research-agent", ["query", "--similar", first.proposed!.hypothesis, "--workspace", workspace, "--nats", "nats://127.0.0.1:1", "--json"], {
-      encoding: "utf8",
-    });
-    expect((JSON.parse(out) as { trial_id: string }[])[0]?.trial_id).toBe(first.id);
+    const query = await run("./research-agent", ["query", "--similar", first.proposed!.hypothesis, "--workspace", workspace, "--nats", "nats://127.0.0.1:1", "--json"], { timeout: 120_000 });
+    expect(query.status, query.stderr).toBe(0);
+    expect((JSON.parse(query.stdout) as { trial_id: string }[])[0]?.trial_id).toBe(first.id);
   });
 
   it("is protected by default: the workspace's own credentials, and nothing gets in without them", async () => {
@@ -200,7 +200,8 @@ describe("a research run on digits", () => {
     await expect(stranger.health({}, { timeoutMs: 5000 })).rejects.toMatchObject({ label: "runner_unavailable" });
     stranger.close();
     // The CLI logs in with the workspace's credentials: runs, runners and their slots, agents.
-    const status = execFileSync("./research-agent", ["status", "--workspace", workspace], { encoding: "utf8" });
+    const { status: code, stdout: status, stderr } = await run("./research-agent", ["status", "--workspace", workspace], { timeout: 120_000 });
+    expect(code, stderr).toBe(0);
     expect(status).toMatch(/^runs:\n  none running\nrunners:\n  127\.0\.0\.1:\d+  2 slots, \d free, \d queued, \d workers up; cpu .*, sandboxed\nagents:\n/);
     expect(status).toMatch(/judge\/judge/);
   });
