@@ -169,8 +169,12 @@ function tick(v: number): string {
 /** Config features against the score, one line per scored trial. */
 export function Parallel({ run }: { run: RunDetail }) {
   const scored = run.trials_table.filter((t) => t.val);
-  // Only what differs between trials says anything about the score.
-  const dims = [...new Set(scored.flatMap((t) => Object.keys(t.features)))].filter((d) => new Set(scored.map((t) => t.features[d])).size > 1).slice(0, 12);
+  // Only what differs between trials says anything about the score; the model's size first, and
+  // not the rung, which the fidelity columns and the subset and epochs axes already say.
+  const keys = [...new Set(scored.flatMap((t) => Object.keys(t.features)))].filter((d) => d !== "rung");
+  const dims = [...keys.filter((d) => d === "params"), ...keys.filter((d) => d !== "params")]
+    .filter((d) => new Set(scored.map((t) => t.features[d])).size > 1)
+    .slice(0, 12);
   const option = useMemo<Option>(() => {
     const lo = Math.min(...scored.map((t) => t.val!.mean));
     const hi = Math.max(...scored.map((t) => t.val!.mean));
