@@ -8,8 +8,8 @@ import { DEFAULT_TIME_BUDGET_S } from "../core/defaults.js";
 import { parseDuration, parseGoal } from "../core/goal.js";
 import { describeLlm, llmConfigFromFlags } from "../core/llm/config.js";
 import type { Logger } from "../core/logger.js";
-import { startSwarm, type Swarm } from "../deploy/swarm.js";
 import { runSettings } from "../deploy/settings.js";
+import type { Swarm } from "../deploy/swarm.js";
 import { parseDevice } from "../gpu-runner/device.js";
 import type { Goal } from "../proto/gen/research/v1/events_pb.js";
 import { args, fail, positiveInt } from "./args.js";
@@ -135,6 +135,7 @@ async function start(a: RunArgs, run: PreparedRun, say: (line: string) => void, 
   const dataDir = run.goal?.dataDir;
   // The runner mounts data roots read-only into its sandbox; a CSV file's folder is its root.
   const dataRoot = dataDir ? (statSync(dataDir, { throwIfNoEntry: false })?.isFile() ? dirname(dataDir) : dataDir) : undefined;
+  const { startSwarm } = await import("../deploy/swarm.js");
   let swarm: Swarm;
   try {
     swarm = await startSwarm({

@@ -1,12 +1,13 @@
-/** A verb's way to the workspace: its swarm, if one is up, and its lineage. */
+/**
+ * A verb's way to the workspace: its swarm, if one is up, and its lineage. The bus and
+ * LanceDB are imported when first used, so a verb checks its flags before it pays for them.
+ */
 import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { connectBus, type Bus } from "../bus/index.js";
+import type { Bus } from "../bus/index.js";
 import { cliConfig } from "../core/config.js";
 import { createLogger } from "../core/logger.js";
-import { workspaceSecrets } from "../deploy/swarm.js";
-import { lineageEmbedder } from "../lineage-store/embedder.js";
-import { LineageStore } from "../lineage-store/store.js";
+import type { LineageStore } from "../lineage-store/store.js";
 import { fail } from "./args.js";
 
 /** What the launcher of the swarm in `workspace` wrote about it (deploy/swarm.ts), if one was launched there. */
@@ -19,6 +20,7 @@ export function swarmFile(workspace: string): { nats_url: string; runner_address
 export async function connectOrFail(workspace: string, nats?: string): Promise<Bus | undefined> {
   const url = nats ?? swarmFile(workspace)?.nats_url;
   if (!url) return undefined;
+  const [{ connectBus }, { workspaceSecrets }] = await Promise.all([import("../bus/index.js"), import("../deploy/swarm.js")]);
   try {
     return await Promise.race([
       connectBus({ servers: url, name: "cli", ensureStream: false, logger: quietLogger(), secrets: workspaceSecrets(workspace, cliConfig().secretsDir) }),
@@ -40,5 +42,6 @@ export function quietLogger(file?: string) {
 export async function openLineage(workspace: string): Promise<LineageStore> {
   const dir = join(resolve(workspace), "lineage");
   if (!existsSync(dir)) fail(`no lineage in ${dir} (is --workspace right?)`);
+  const [{ LineageStore }, { lineageEmbedder }] = await Promise.all([import("../lineage-store/store.js"), import("../lineage-store/embedder.js")]);
   return LineageStore.open(dir, { readOnly: true, embedder: await lineageEmbedder(dir, {}, quietLogger()), logger: quietLogger() });
 }

@@ -4,9 +4,7 @@ import { RUN_STATUS } from "../../core/enums.js";
 import { pct } from "../../core/format.js";
 import { parseDuration } from "../../core/goal.js";
 import { intervalBasis } from "../../core/ranking.js";
-import { runGoal } from "../../deploy/swarm.js";
-import { REGISTRY_FILE } from "../../lineage-store/artifacts.js";
-import { writeReport } from "../../lineage-store/report.js";
+import type { runGoal } from "../../deploy/swarm.js";
 import { RunStatus } from "../../proto/gen/research/v1/events_pb.js";
 import { standing } from "../../swarm/run-state.js";
 import { args } from "../args.js";
@@ -56,6 +54,11 @@ export default async function launch(argv: string[]): Promise<void> {
   const run = prepareRun(a);
   const say = sayer(a.json);
   await withSwarm(a, run, say, async (swarm, interrupt, log) => {
+    const [{ runGoal }, { REGISTRY_FILE }, { writeReport }] = await Promise.all([
+      import("../../deploy/swarm.js"),
+      import("../../lineage-store/artifacts.js"),
+      import("../../lineage-store/report.js"),
+    ]);
     const outcome = await runGoal(swarm, {
       start: run.goal ? { goal: run.goal, settings: run.settings(swarm, !a["no-research"]) } : undefined,
       runId: a.resume,
