@@ -43,9 +43,11 @@ await runAgent({
   // milliseconds each; batches of hundreds cost about the same).
   maxInFlight: 256,
   handle: async (event, ctx) => {
-    // The process's one fold of the run: the rows and the run folder are both drawn from it.
-    const state = await ctx.runState(event.runId);
-    await store.record(event, state);
+    // The store's fold is the process's one fold of the run: the rows and the run folder are
+    // both drawn from it. Recording waits on nothing else (waiting first for a follower of the
+    // run to catch up kept a loaded store's first rows from the disk past an interrupt).
+    await store.record(event);
+    const state = await store.runState(event.runId);
     await inOrder(event.runId, () => writeArtifacts(join(workspace, "runs", event.runId), state, event, { runners: ctx.runners(), log: ctx.log }));
   },
   setup: (bus) => void serveQueries(bus, store),

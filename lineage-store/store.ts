@@ -182,6 +182,21 @@ export class LineageStore {
     });
   }
 
+  /**
+   * The run as this store folded it from the events it stored (replayed from its
+   * table the first time): what its rows are drawn from, and the lineage-store
+   * process's one fold of the run.
+   */
+  async runState(runId: string): Promise<RunState> {
+    await this.writeChain;
+    let state = this.folded.get(runId);
+    if (!state) {
+      state = foldRun(runId, (await this.eventsOf(runId)).map((r) => fromBinary(EventSchema, r.payload)));
+      this.folded.set(runId, state);
+    }
+    return state;
+  }
+
   private async flushQueued(): Promise<void> {
     // Joins the write chain, so whatever arrives before this batch's turn rides along.
     await this.writeChain;
