@@ -28,7 +28,7 @@ import { startConsumption, type ConsumeOptions, type Consumption, type EventHand
 import { startHeartbeat, watchHeartbeats, type HeartbeatOptions } from "./heartbeat.js";
 import { request, serve, type ServiceHandler } from "./request-reply.js";
 import { readRun, type EventListener, type RunWatch } from "./run-reader.js";
-import { isLive, STREAM, STREAM_SUBJECTS, subjectFor, type EventKind } from "./subjects.js";
+import { consumerName, isLive, STREAM, STREAM_SUBJECTS, subjectFor, type EventKind } from "./subjects.js";
 import { forEachMessage, type Stoppable } from "./subscription.js";
 
 export type EventInit = MessageInitShape<typeof EventSchema>;
@@ -175,6 +175,20 @@ export class Bus {
   ): Promise<Consumption> {
     const deps = { nc: this.nc, js: this.js, jsm: this.jsm, logger: this.logger.child({ role }) };
     return this.track(await startConsumption(deps, role, kinds, handler, opts));
+  }
+
+  /**
+   * Stored events a role has not yet acknowledged, over its durables for `kinds`; Infinity
+   * while a durable does not exist yet (the role has not started consuming).
+   */
+  async backlog(role: string, kinds: readonly EventKind[]): Promise<number> {
+    let total = 0;
+    for (const kind of kinds) {
+      const info = await this.jsm.consumers.info(STREAM, consumerName(role, kind)).catch(() => undefined);
+      if (!info) return Infinity;
+      total += info.num_pending + info.num_ack_pending;
+    }
+    return total;
   }
 
   /** Live events on a subject filter (see subjects.ts), nothing stored: for monitors. */

@@ -7,7 +7,7 @@ import { DEFAULT_TIME_BUDGET_S } from "../core/defaults.js";
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { randomBytes } from "node:crypto";
-import { connectBus, freePort, progressSubject, startNatsServer, type Bus, type NatsServer } from "../bus/index.js";
+import { connectBus, EVENT_KINDS, freePort, progressSubject, startNatsServer, type Bus, type NatsServer } from "../bus/index.js";
 import { parseResearcherConfig } from "../core/config.js";
 import { ResearchError } from "../core/failure.js";
 import type { Logger } from "../core/logger.js";
@@ -288,7 +288,12 @@ export async function runGoal(
     clearInterval(pausedCheck);
   });
   await Promise.all([watch.stop(), progress.stop()]);
-  if (result.status === RunStatus.INTERRUPTED) return { runId, state, finished: result, interrupted: true };
+  if (result.status === RunStatus.INTERRUPTED) {
+    // The store may lag the run (on a loaded machine it had stored nothing of a run interrupted a
+    // minute in, so `runs` listed no run): it gets up to a minute to catch up before it is stopped.
+    for (let i = 0; i < 120 && (await swarm.bus.backlog("lineage-store", EVENT_KINDS).catch(() => 0)) > 0; i++) await new Promise((r) => setTimeout(r, 500));
+    return { runId, state, finished: result, interrupted: true };
+  }
   // The store writes the report once it has stored RunFinished: seconds when idle, more than 30 s
   // at a load of 20 on 2 cores, where a shorter wait returned a report path with no file yet. A
   // resumed run's folder still holds the report of its interruption, which does not count: stopped
