@@ -428,7 +428,8 @@ function issueMessage(issue: z.core.$ZodIssue, data: unknown): string {
   return issue.message.replace(/^Invalid input: /, "");
 }
 
-function valueAt(data: unknown, path: readonly PropertyKey[]): unknown {
+/** The value at a zod issue's path, or undefined where the path leaves the data. */
+export function valueAt(data: unknown, path: readonly PropertyKey[]): unknown {
   let cur = data;
   for (const key of path) {
     if (cur === null || typeof cur !== "object") return undefined;

@@ -11,7 +11,7 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { z } from "zod";
 import { OPTIMIZER, SCHEDULE } from "./enums.js";
-import { formatPath, TrainConfigSchema, type ParseResult, type TrainConfig, type TrainConfigInput } from "./model-config.js";
+import { formatPath, TrainConfigSchema, valueAt, type ParseResult, type TrainConfig, type TrainConfigInput } from "./model-config.js";
 import type { Recipe, RecipeSchema } from "../proto/gen/research/v1/runner_pb.js";
 
 /** The wire form of a validated train_config (its `subset` travels in the dataset spec). */
@@ -76,12 +76,6 @@ function dropUndefined(o: Record<string, unknown>): Record<string, unknown> {
       .filter(([, v]) => v !== undefined)
       .map(([k, v]) => [k, v !== null && typeof v === "object" && !Array.isArray(v) ? dropUndefined(v as Record<string, unknown>) : v]),
   );
-}
-
-function valueAt(o: Record<string, unknown>, path: readonly PropertyKey[]): unknown {
-  let cur: unknown = o;
-  for (const k of path) cur = cur !== null && typeof cur === "object" ? (cur as Record<PropertyKey, unknown>)[k] : undefined;
-  return cur;
 }
 
 interface Bounds {
