@@ -133,9 +133,11 @@ export function tightRungSeconds(input: PlanInput, parent: TrialState, c: Timed,
  * wrong both ways: a GPU shared with probes measured 2-3 times slower than
  * the training would run alone (nothing starts beside the last training), and
  * a loaded CPU slower still; the job itself knows how fast it goes. Its time
- * is LAST_MARGIN of what is left before the reserve, its `seeds` queued as
- * `pick`'s were (queueFactor), less the job's start-up and one more epoch's
- * evaluation, and within the trial budget. `epochs`: what it should reach at
+ * is LAST_MARGIN of what is left before the reserve, its `seeds` run in
+ * rounds of the runner's slots (nothing starts beside it, so no queueing
+ * measured beside others applies: planned as its parent's queue, a 30-minute
+ * run left 307 s unused), each round paying the job's start-up and one more
+ * epoch's evaluation, and within the trial budget. `epochs`: what it should reach at
  * `pick`'s measured pace on the full training split.
  * Undefined when that is less than LAST_SHARE of the budget or than what `pick` trained.
  */
@@ -154,7 +156,8 @@ export function lastTrainingTime(
   const fullEpochS = trained / passes;
   const overhead = startUp + fullEpochS;
   const plan = budgetPlan(state, input.nowMs ?? Date.now());
-  let trainS = (LAST_MARGIN * plan.availableS) / queueFactor(input, pick, seedsOf(input, { seeds })) - overhead;
+  const rounds = Math.ceil(seedsOf(input, { seeds }) / (input.slots || 1));
+  let trainS = (LAST_MARGIN * plan.availableS) / rounds - overhead;
   const trialBudget = state.settings?.trialTimeBudgetS ?? 0;
   if (trialBudget > 0) trainS = Math.min(trainS, 0.85 * trialBudget - overhead);
   trainS = Math.floor(trainS);

@@ -128,12 +128,13 @@ describe("built-in planner", () => {
     ];
     // ASHA has nothing left to promote: t2 went to rung 1 (u2), alone there.
     const events = [...first.flatMap((p, i) => trial(`t${i}`, p, 0.85 + i / 100, 10)), ...trial("u2", first[2]!, 0.9, 30, 1, "t2")];
-    const at = (remainingS: number, extra: EventInit[] = [], patience = 4, trialBudgetS = 0) => {
+    const at = (remainingS: number, extra: EventInit[] = [], patience = 4, trialBudgetS = 0, slots = 3) => {
       const late = input([...events, ...extra]);
       late.state.goal!.timeBudgetS = 1000;
       late.state.settings!.trialTimeBudgetS = trialBudgetS;
       late.state.settings!.patience = patience;
-      return promote({ ...late, nowMs: 1000 + (1000 - remainingS) * 1000 });
+      // u2's three seeds took 30 s together: a runner with three slots.
+      return promote({ ...late, nowMs: 1000 + (1000 - remainingS) * 1000, slots });
     };
     // u2's 30 s a seed at 30k x 3 predict 270 s at rung 3 (54k x 15). With 600 s left
     // there is time for that and more: nothing yet.
@@ -175,9 +176,9 @@ describe("built-in planner", () => {
     expect(at(550, [inFlight])).toBe("wait");
     // Once the best trained at the top rung, a plateau sends the runner-up up for the time that
     // fits: t1's one-seed 10 s at 10k x 3 is 18 s an epoch of the full split, and its three
-    // seeds queue three deep on an unknown runner: 90% of the 511.5 s before w's reserve / 3, less 18 s.
+    // seeds run in three rounds on a runner with one slot: 90% of the 511.5 s before w's reserve / 3, less 18 s.
     const topped = trial("w", first[2]!, 0.91, 270, 3, "u2");
-    expect(at(550, [...topped, ...flat])).toMatchObject({
+    expect(at(550, [...topped, ...flat], 4, 0, 1)).toMatchObject({
       rung: 3,
       parentIds: ["t1"],
       train: { subset: 0, train_seconds: 135 },
