@@ -34,6 +34,7 @@ class LongestFirst extends BaseSequencer {
 export default defineConfig({
   test: {
     include: ["test/**/*.test.ts"],
+    globalSetup: ["test/global-setup.ts"],
     // Real nats-server, real torch workers: give them time.
     testTimeout: 120_000,
     hookTimeout: 180_000,

@@ -5,18 +5,9 @@
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { createWriteStream, mkdirSync, type WriteStream } from "node:fs";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import type { Logger } from "../core/logger.js";
-import { PACKED } from "../core/packed.js";
-
-/** The repository, or the folder the packed swarm was extracted to (its layout is the repository's). */
-export const REPO_ROOT = resolve(import.meta.dirname, "..");
-const TSX = join(REPO_ROOT, "node_modules", "tsx", "dist", "esm", "index.mjs");
-
-/** Node's arguments for an entry: the TypeScript file through tsx, or in the pack the bundle made from it, `<entry>.mjs`. */
-function entryArgs(entry: string): string[] {
-  return PACKED ? [join(REPO_ROOT, entry.replace(/\.ts$/, ".mjs"))] : ["--import", TSX, join(REPO_ROOT, entry)];
-}
+import { entryArgs, REPO_ROOT } from "./entries.js";
 
 export interface ProcessSpec {
   name: string;

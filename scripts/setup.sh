@@ -95,6 +95,27 @@ install_venv() {
   done_step
 }
 
+# The CLI and the processes a launch starts run as bundles (deploy/build.ts, a few seconds):
+# rebuilt when a source is newer than the last build. One build at a time: CLI calls side by
+# side wait for it, then find it current.
+SOURCES="agents bench bus cli core dashboard deploy gpu-runner lineage-store proto quick-evaluator research swarm"
+BUILT=dist/entries/built-from.json
+bundles_stale() {
+  [ ! -f "$BUILT" ] || [ -n "$(find $SOURCES package.json package-lock.json -newer "$BUILT" \( -name '*.ts' -o -name '*.tsx' -o -name 'package*.json' \) -print -quit 2>/dev/null)" ]
+}
+build_entries() {
+  bundles_stale || return 0
+  exec 9> "$STAMPS/build.lock"
+  flock 9
+  if bundles_stale; then
+    step "building the bundles in dist/entries (a source changed since the last build)"
+    quietly build node --import "$ROOT/node_modules/tsx/dist/esm/index.mjs" deploy/build.ts
+    done_step
+  fi
+  exec 9>&-
+}
+
 install_debian
 install_npm
 install_venv
+build_entries

@@ -136,8 +136,8 @@ export function tightRungSeconds(input: PlanInput, parent: TrialState, c: Timed,
  * is LAST_MARGIN of what is left before the reserve, its `seeds` run in
  * rounds of the runner's slots (nothing starts beside it, so no queueing
  * measured beside others applies: planned as its parent's queue, a 30-minute
- * run left 307 s unused), each round paying the job's start-up and one more
- * epoch's evaluation, and within the trial budget. `epochs`: what it should reach at
+ * run left 307 s unused), each round paying the job's start-up and its last
+ * validation pass, and within the trial budget. `epochs`: what it should reach at
  * `pick`'s measured pace on the full training split.
  * Undefined when that is less than LAST_SHARE of the budget or than what `pick` trained.
  */
@@ -154,7 +154,10 @@ export function lastTrainingTime(
   const trained = seed.seconds - startUp;
   const passes = ((pg.train.subset || input.info.nTrain) / input.info.nTrain) * (pg.train.epochs ?? RECIPE_DEFAULTS.epochs);
   const fullEpochS = trained / passes;
-  const overhead = startUp + fullEpochS;
+  // The job stops mid-epoch at its time, then predicts the validation split once: a forward
+  // pass over nVal examples, taken as long as training on them (about three times what it is).
+  // Counting a whole epoch here left 325 s of a 30-minute run unused.
+  const overhead = startUp + (fullEpochS * input.info.nVal) / input.info.nTrain;
   const plan = budgetPlan(state, input.nowMs ?? Date.now());
   const rounds = Math.ceil(seedsOf(input, { seeds }) / (input.slots || 1));
   let trainS = (LAST_MARGIN * plan.availableS) / rounds - overhead;

@@ -158,30 +158,30 @@ describe("built-in planner", () => {
     // 300 s left: the whole of rung 3 no longer fits before the confirmation and the report
     // (270 + 38.5 s); the run has spent 70% of its budget, past its exploration share, so u2
     // trains for the time it has: 90% of the 273.5 s before the reserve (26.5 s), less its
-    // start-up (0 s here) and one epoch of the full split at its pace (18 s): 228 s.
+    // start-up (0 s here) and its last validation pass (6k of the 54k examples at 18 s an epoch: 2 s): 244 s.
     const forTime = at(300) as Proposal;
-    expect(forTime).toMatchObject({ rung: 3, parentIds: ["u2"], lastTraining: true, hypothesis: "train u2 for 228 s on the full training split (about 12 epochs at its measured pace)" });
-    expect(forTime.train).toMatchObject({ subset: 0, epochs: 200, train_seconds: 228, schedule: "cosine", augment: { crop_padding: 2 } });
+    expect(forTime).toMatchObject({ rung: 3, parentIds: ["u2"], lastTraining: true, hypothesis: "train u2 for 244 s on the full training split (about 13 epochs at its measured pace)" });
+    expect(forTime.train).toMatchObject({ subset: 0, epochs: 200, train_seconds: 244, schedule: "cosine", augment: { crop_padding: 2 } });
     expect(forTime.rationale).toMatch(/since the run has spent 70% of its budget exploring, and the whole top rung \(15 epochs\) no longer fits before the reserve; the run's last long training/);
-    expect((at(200) as Proposal).train).toMatchObject({ train_seconds: 138 });
-    // 120 s left: 66 s of training is less than a tenth of the budget: rung 2 (90 s) instead, now or never.
+    expect((at(200) as Proposal).train).toMatchObject({ train_seconds: 154 });
+    // 120 s left: 82 s of training is less than a tenth of the budget: rung 2 (90 s) instead, now or never.
     expect(at(120)).toMatchObject({ rung: 2, parentIds: ["u2"], train: { subset: 0, epochs: 5 }, seeds: undefined, lastTraining: true });
-    // A trial budget of 250 s caps a seed's training at 85% of it less the 18 s: 194 s. Before
+    // A trial budget of 250 s caps a seed's training at 85% of it less the 2 s: 210 s. Before
     // the exploration share (300 s spent of 1000) it waits, unless exploration went flat.
     expect(at(700, [], 4, 250)).toBeUndefined();
-    expect((at(700, flat, 4, 250) as Proposal).train).toMatchObject({ subset: 0, train_seconds: 194 });
-    expect((at(550, [], 4, 250) as Proposal).train).toMatchObject({ subset: 0, train_seconds: 194 });
+    expect((at(700, flat, 4, 250) as Proposal).train).toMatchObject({ subset: 0, train_seconds: 210 });
+    expect((at(550, [], 4, 250) as Proposal).train).toMatchObject({ subset: 0, train_seconds: 210 });
     // One long training at a time: in the exploit phase nothing starts while a promotion trains.
     const inFlight: EventInit = { runId: RUN, trialId: "v", body: { case: "trialProposed", value: { rung: 2, parentIds: ["t1"], surface: Surface.DATA } } };
     expect(at(550, [inFlight])).toBe("wait");
     // Once the best trained at the top rung, a plateau sends the runner-up up for the time that
     // fits: t1's one-seed 10 s at 10k x 3 is 18 s an epoch of the full split, and its three
-    // seeds run in three rounds on a runner with one slot: 90% of the 511.5 s before w's reserve / 3, less 18 s.
+    // seeds run in three rounds on a runner with one slot: 90% of the 511.5 s before w's reserve / 3, less 2 s.
     const topped = trial("w", first[2]!, 0.91, 270, 3, "u2");
     expect(at(550, [...topped, ...flat], 4, 0, 1)).toMatchObject({
       rung: 3,
       parentIds: ["t1"],
-      train: { subset: 0, train_seconds: 135 },
+      train: { subset: 0, train_seconds: 151 },
       rationale: expect.stringMatching(/^exploit: the best config not yet trained this long/),
     });
   });
@@ -212,9 +212,9 @@ describe("built-in planner", () => {
     // long still fits after it: ASHA's promotion as it is.
     expect(at(1000)).toMatchObject({ rung: 2, parentIds: ["u2"], train: { subset: 0, epochs: 5 }, seeds: undefined });
     // With 673.5 s (before the exploration share is spent), nothing twice as long would fit
-    // after rung 2: u2 trains for the time left now, 90% of it over 3 queued seeds less 18 s.
+    // after rung 2: u2 trains for the time left now, 90% of it over 3 rounds of one seed less 2 s.
     const last = at(700) as Proposal;
-    expect(last).toMatchObject({ rung: 3, parentIds: ["u2"], train: { subset: 0, train_seconds: 184 }, seeds: undefined, lastTraining: true });
+    expect(last).toMatchObject({ rung: 3, parentIds: ["u2"], train: { subset: 0, train_seconds: 200 }, seeds: undefined, lastTraining: true });
     expect(last.rationale).toMatch(/the run's last long training: after rung 2's 5 epochs \(predicted 270 s\) no longer training would fit, so it trains for the time that is left now/);
     // ... but not while another long training runs: the two would share the slots.
     const running: EventInit = { runId: RUN, trialId: "v", body: { case: "trialProposed", value: { rung: 2, parentIds: ["u1"], surface: Surface.DATA } } };
@@ -222,7 +222,7 @@ describe("built-in planner", () => {
     // On a runner with 2 slots three seeds take 2 rounds, not 3: 36 s an epoch. With 673.5 s a
     // training twice rung 2's still fits after it; with 533.5 s it does not.
     expect(at(700, [], 2)).toMatchObject({ rung: 2, train: { epochs: 5 } });
-    expect(at(560, [], 2)).toMatchObject({ rung: 3, lastTraining: true, train: { subset: 0, train_seconds: 222 } });
+    expect(at(560, [], 2)).toMatchObject({ rung: 3, lastTraining: true, train: { subset: 0, train_seconds: 238 } });
   });
 
   it("lets the surrogate choose among the chosen surface's edits once four rung-0 trials are in", () => {

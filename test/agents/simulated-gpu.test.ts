@@ -89,21 +89,24 @@ interface Running {
 function simulate(device: Device, kind: SearchDevice, budgetS: number) {
   const events: Event[] = [];
   let state: RunState = emptyRunState(RUN);
+  let clockS = 0;
+  // Any epoch but 0, which a run state takes for "not started".
+  const nowMs = () => 1_700_000_000_000 + clockS * 1000;
   const emit = (e: EventInit) => {
-    const event = create(EventSchema, { emittedAtMs: 0n, ...e }) as Event;
+    // Stamped on the simulated clock: the run's live time, and so its budget plan, follow it.
+    const event = create(EventSchema, { emittedAtMs: BigInt(Math.round(nowMs())), ...e }) as Event;
     events.push(event);
     state = applyToRunState(state, event);
   };
   emit({ runId: RUN, body: { case: "runStarted", value: { goal: { dataset: "fashion-mnist", openEnded: true, timeBudgetS: budgetS }, settings: { maxTrials: 200, seeds: 3, patience: 10, parallel: kind === "cuda" ? 4 : 2, trialTimeBudgetS: runSettings(create(GoalSchema, { timeBudgetS: budgetS }), {}, "/tmp").trialTimeBudgetS, research: false } } } });
   const running: Running[] = [];
-  let clockS = 0;
   const input = (index: number): PlanInput => ({
     state,
     info: FASHION,
     rng: mulberry32(index),
     params: (m) => paramsOf(m),
     failedElsewhere: new Set(),
-    nowMs: clockS * 1000,
+    nowMs: nowMs(),
     slots: device.slots,
     device: kind,
   });
@@ -138,15 +141,15 @@ function simulate(device: Device, kind: SearchDevice, budgetS: number) {
     clockS += device.startUpS / 4; // start-ups overlap the other trials' training
     const result = create(EvalResultSchema, { aggregated: aggregate(seeds), seedResults: seeds, seconds, params: BigInt(done.params), numClasses: 10 });
     // A trial still training at the reserve is cancelled by the analyst: it would have no result.
-    const cut = clockS > budgetS - budgetPlan(state, clockS * 1000).reserveS + 1;
+    const cut = clockS > budgetS - budgetPlan(state, nowMs()).reserveS + 1;
     emit({ runId: RUN, trialId: done.id, body: { case: "trialEvaluated", value: cut ? { failure: { label: 5, message: "budget_overrun" } } : { result } } });
-    const judged = judge(state, state.trials.get(done.id)!, clockS * 1000);
+    const judged = judge(state, state.trials.get(done.id)!, nowMs());
     emit({ runId: RUN, trialId: done.id, body: { case: "trialJudged", value: judged } });
     if (judged.decision !== Decision.ITERATE) break;
     const index = state.settings!.parallel + state.trials.get(done.id)!.judgedPosition!;
     const next = input(index);
     // As the planner's proposeAfter (agents/planner/main.ts) decides.
-    if (nothingFits(state, clockS * 1000) || lastTrainingInFlight(state)) continue;
+    if (nothingFits(state, nowMs()) || lastTrainingInFlight(state)) continue;
     const promotion = promote(next);
     if (promotion === "wait") continue;
     const p = promotion ?? nextBuiltin(next, index) ?? fallbackProbe(next, index);

@@ -23,6 +23,7 @@ import { LineageStore } from "../../lineage-store/store.js";
 import { lineageEmbedder } from "../../lineage-store/embedder.js";
 import { type Event } from "../../proto/gen/research/v1/events_pb.js";
 import { trialFailure } from "../../swarm/run-state.js";
+import { entryArgs } from "../../deploy/entries.js";
 
 let root: string;
 let nodes: NatsServer[] = [];
@@ -81,7 +82,7 @@ beforeAll(async () => {
 
 /** A runner of its own process, as a GPU host runs it, so that it can be killed. */
 async function startRunnerProcess(i: number, address: string): Promise<void> {
-  const child = spawn(process.execPath, ["--import", "tsx", "gpu-runner/main.ts", "--address", address, "--slots", "1"], {
+  const child = spawn(process.execPath, [...entryArgs("gpu-runner/main.ts"), "--address", address, "--slots", "1"], {
     // The IPC channel: a runner outlives no test process that dies (core/process.ts).
     stdio: ["ignore", "pipe", "ignore", "ipc"],
     env: { ...process.env, LOG_LEVEL: "error" },

@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { run } from "../helpers/run.js";
 import { DEFAULT_PYTHON, ENV, parseAgentConfig, parseCliConfig, parseResearcherConfig, parseRunnerConfig, VARIABLE_DOCS } from "../../core/config.js";
+import { entryArgs } from "../../deploy/entries.js";
 
 describe("process config", () => {
   it("fills every default", () => {
@@ -50,7 +51,7 @@ describe("process config", () => {
   });
 
   it("stops a process at start with that line and status 2", async () => {
-    const r = await run(process.execPath, ["--import", "tsx", "gpu-runner/main.ts"], { env: { ...process.env, LOG_LEVEL: "loud" }, timeout: 60_000 });
+    const r = await run(process.execPath, entryArgs("gpu-runner/main.ts"), { env: { ...process.env, LOG_LEVEL: "loud" }, timeout: 60_000 });
     expect(r.status).toBe(2);
     expect(r.stderr).toBe(`invalid setting LOG_LEVEL="loud": expected one of fatal, error, warn, info, debug, trace, silent\n`);
   });

@@ -162,7 +162,7 @@ describe("DeepResearch", () => {
 describe("research-agent research", () => {
   it("takes --notes and says which sources the brief drew on", async () => {
     const { dir, file } = notesFolder();
-    const r = await run("npx", ["tsx", "cli/research-agent.ts", "research", "quill gating channel attention", "--dataset", "fashion-mnist", "--notes", dir], {
+    const r = await run("./research-agent", ["research", "quill gating channel attention", "--dataset", "fashion-mnist", "--notes", dir], {
       timeout: 30_000,
       env: { ...process.env, LOG_LEVEL: "warn" },
     });

@@ -1,0 +1,44 @@
+/**
+ * How a process entry runs: in the packed swarm, its bundle; in a checkout, its
+ * bundle in dist/entries/ (deploy/build.ts) while that is current, else the
+ * TypeScript source through tsx. "Current": none of the files it was built from
+ * changed after its build began, so an edited source never runs stale.
+ */
+import { readFileSync, statSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { PACKED } from "../core/packed.js";
+
+/** The repository, or the folder the packed swarm was extracted to (its layout is the repository's). */
+export const REPO_ROOT = resolve(import.meta.dirname, "..");
+const TSX = join(REPO_ROOT, "node_modules", "tsx", "dist", "esm", "index.mjs");
+
+/** A checkout's bundles, and what each was built from (written by deploy/build.ts). */
+export const DEV_BUNDLES = join(REPO_ROOT, "dist", "entries");
+export const BUILT_FROM = join(DEV_BUNDLES, "built-from.json");
+
+/** Per entry: when its build began (ms since the epoch) and its input files, relative to the repository. */
+export type BuiltFrom = Record<string, { startedMs: number; inputs: string[] }>;
+
+const bundleOf = (dir: string, entry: string) => join(dir, entry.replace(/\.ts$/, ".mjs"));
+
+function currentBundle(entry: string): string | undefined {
+  let built: BuiltFrom[string] | undefined;
+  try {
+    built = (JSON.parse(readFileSync(BUILT_FROM, "utf8")) as BuiltFrom)[entry];
+  } catch {
+    return undefined;
+  }
+  if (!built) return undefined;
+  for (const input of built.inputs) {
+    const stat = statSync(join(REPO_ROOT, input), { throwIfNoEntry: false });
+    if (!stat || stat.mtimeMs >= built.startedMs) return undefined;
+  }
+  return bundleOf(DEV_BUNDLES, entry);
+}
+
+/** Node's arguments for an entry (a .ts path relative to the repository). */
+export function entryArgs(entry: string): string[] {
+  if (PACKED) return [bundleOf(REPO_ROOT, entry)];
+  const bundle = currentBundle(entry);
+  return bundle ? [bundle] : ["--import", TSX, join(REPO_ROOT, entry)];
+}
