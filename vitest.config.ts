@@ -12,6 +12,7 @@ const SECONDS: Record<string, number> = {
   "test/cli/resume.test.ts": 147,
   "test/cli/cli.test.ts": 106,
   "test/deploy/pack-swarm.test.ts": 83,
+  "test/cli/from.test.ts": 90,
   "test/swarm/swarm.test.ts": 62,
   "test/chaos/chaos.test.ts": 60,
   "test/dashboard/browser.test.ts": 48,

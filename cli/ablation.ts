@@ -9,7 +9,7 @@ import { parseBrief } from "../core/brief.js";
 import { RUN_STATUS } from "../core/enums.js";
 import { pairedTTest, type PairedTest } from "../core/stats.js";
 import type { Logger } from "../core/logger.js";
-import { type Event, type Goal, type RunSettings } from "../proto/gen/research/v1/events_pb.js";
+import { type Event, type Goal, type RunSettings, type StartingPoint } from "../proto/gen/research/v1/events_pb.js";
 import { runGoal, type Swarm } from "../deploy/swarm.js";
 
 export interface ArmRun {
@@ -64,7 +64,7 @@ export function summarise(research: boolean, seed: number, runId: string, events
 
 export async function runAblation(
   swarm: Swarm,
-  opts: { goal: Goal; settings: (research: boolean, seed: number) => RunSettings; runs: number; log: Logger; onRun?: (r: ArmRun) => void },
+  opts: { goal: Goal; start?: StartingPoint; settings: (research: boolean, seed: number) => RunSettings; runs: number; log: Logger; onRun?: (r: ArmRun) => void },
 ): Promise<AblationResult> {
   const runs: ArmRun[] = [];
   for (let seed = 0; seed < opts.runs; seed++) {
@@ -74,7 +74,7 @@ export async function runAblation(
       const events: Event[] = [];
       const t0 = Date.now();
       const outcome = await runGoal(swarm, {
-        start: { goal: opts.goal, settings: opts.settings(research, seed) },
+        start: { goal: opts.goal, settings: opts.settings(research, seed), start: opts.start },
         log: opts.log,
         onEvent: (e) => void events.push(e),
       });

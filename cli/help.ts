@@ -23,6 +23,13 @@ const SECTIONS = {
                        the best model with its 95% CI and one-time test accuracy;
                        a CSV: "csv:/data/titanic.csv target=Survived 0.8" (the file
                        and its target column are checked before anything starts)
+  --from SOURCE        start from a model instead of the swarm's templates: a model_config
+                       file (YAML or JSON), or RUN/TRIAL of an earlier run in the workspace
+                       (its model and recipe: "keep improving the best of that run"); it is
+                       trial 0, trained first on its own recipe with the run's seeds, and the
+                       report compares the best model with it
+  --recipe FILE        the starting point's training recipe (a train_config, YAML or JSON;
+                       default: the schema's defaults on the whole training split)
   --max-trials N       trial budget (default 100; the time budget usually ends a run first)
   --time-budget T      wall-clock budget: 90s, 20m, 2h (default: from the goal, else 30m)
   --target X           validation accuracy target: 0.9 or 90 (overrides the goal)

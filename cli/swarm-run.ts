@@ -16,9 +16,12 @@ import { args, fail, positiveInt } from "./args.js";
 import { quietLogger } from "./workspace.js";
 import { parseFraction, parseSeed } from "./format.js";
 import { cudaProblem, dataProblem } from "./preflight.js";
+import { startingPointOf, startProblem } from "./starting-point.js";
 
 export const RUN_FLAGS = {
   goal: { type: "string" },
+  from: { type: "string" },
+  recipe: { type: "string" },
   "max-trials": { type: "string" },
   "time-budget": { type: "string" },
   target: { type: "string" },
@@ -44,7 +47,7 @@ export const RUN_FLAGS = {
 export type RunArgs = ReturnType<typeof args<typeof RUN_FLAGS>>["values"];
 
 /** Flags that shape a run when it starts; a resumed run keeps its own. */
-const RUN_SHAPE = ["goal", "target", "max-params", "data-dir", "max-trials", "seeds", "parallel", "subset", "epochs", "seed", "planner"] as const satisfies readonly (keyof RunArgs)[];
+const RUN_SHAPE = ["goal", "from", "recipe", "target", "max-params", "data-dir", "max-trials", "seeds", "parallel", "subset", "epochs", "seed", "planner"] as const satisfies readonly (keyof RunArgs)[];
 
 /** Exit statuses of a launch stopped by a signal, after its report is written. */
 export const SIGNAL_EXIT: Record<string, number> = { SIGINT: 130, SIGTERM: 143 };
@@ -110,6 +113,7 @@ export function prepareRun(a: RunArgs) {
   };
   const slots = positiveInt("slots", a.slots);
   const goal = goalOf(a);
+  const start = startingPointOf(a.from, a.recipe, workspace);
   const llmFlags = { llm: a.llm, baseUrl: a["llm-base-url"], file: a["llm-config"] ? resolve(a["llm-config"]) : undefined };
   let llm: string;
   try {
@@ -124,7 +128,7 @@ export function prepareRun(a: RunArgs) {
   if (noCuda) fail(noCuda);
   const settings = (swarm: Swarm, research: boolean, seed?: number) =>
     runSettings(goal!, { ...flags, planner: a.planner, rngSeed: seed ?? flags.rngSeed, research, llm }, workspace, swarm.runnerHealth);
-  return { workspace, goal, llmFlags, settings, slots, device: device.device };
+  return { workspace, goal, start, llmFlags, settings, slots, device: device.device };
 }
 
 export type PreparedRun = ReturnType<typeof prepareRun>;
@@ -160,12 +164,15 @@ async function start(a: RunArgs, run: PreparedRun, say: (line: string) => void, 
   return swarm;
 }
 
-/** Why the runner cannot train on the goal's dataset, or its shape told on the console. */
-async function datasetProblem(swarm: Swarm, goal: Goal, say: (line: string) => void): Promise<string | undefined> {
+/**
+ * Why the runner cannot train on the goal's dataset, or the starting point (--from) cannot
+ * train on it; else the dataset's shape told on the console.
+ */
+async function datasetProblem(swarm: Swarm, run: PreparedRun, goal: Goal, say: (line: string) => void): Promise<string | undefined> {
   const info = await swarm.runner.describe({ dataset: { name: goal.dataset, dataDir: goal.dataDir, targetColumn: goal.targetColumn } });
   if (info.failure) return `dataset ${goal.dataset}: ${info.failure.message}`;
   say(`dataset ${goal.dataset}: ${info.nTrain} train / ${info.nVal} val / ${info.nTest} test, input ${JSON.stringify(info.inputShape)}, ${info.numClasses} classes`);
-  return undefined;
+  return run.start && startProblem(run.start, goal, info);
 }
 
 /**
@@ -207,7 +214,7 @@ export async function withSwarm(
     });
   }
   try {
-    const problem = run.goal && (await datasetProblem(swarm, run.goal, say));
+    const problem = run.goal && (await datasetProblem(swarm, run, run.goal, say));
     if (problem) return await failStopping(problem);
     if (interrupt.signal.aborted) return await shutdown(SIGNAL_EXIT[String(interrupt.signal.reason)]!);
     return await shutdown(await body(swarm, interrupt.signal, log));

@@ -14,3 +14,8 @@ export function pp(x: number): string {
 export function points(x: number, decimals = 2): string {
   return (100 * x).toFixed(decimals);
 }
+
+/** A signed change in percentage points: 0.0123 -> "+1.23 pp", -0.004 -> "-0.40 pp". */
+export function gainPp(x: number): string {
+  return `${x >= 0 ? "+" : ""}${pp(x)}`;
+}

@@ -60,6 +60,8 @@ export interface TrialRow {
   index: number;
   parent_ids: string[];
   surface: string;
+  /** The run's starting point (launch --from): trial 0, and trial 1, its rung-0 anchor. */
+  baseline: boolean;
   hypothesis: string;
   proposer: string;
   params: number | null;

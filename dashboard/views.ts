@@ -11,7 +11,7 @@ import { unifiedDiff } from "../core/diff.js";
 import { RunSettingsSchema, Verdict, type Event } from "../proto/gen/research/v1/events_pb.js";
 import type { EpochProgress, MetricStats } from "../proto/gen/research/v1/runner_pb.js";
 import { decisionName, verdictName } from "../lineage-store/report.js";
-import { applyToRunState, bestTrial, failureLabelOf, inFlightCount, isTerminal, paramsOf, rungOf, scoreOf, standing, surfaceOf, trialFailure, trialStatus, valAccuracyOf, type RunState, type TrialState } from "../swarm/run-state.js";
+import { applyToRunState, bestTrial, failureLabelOf, inFlightCount, isBaseline, isTerminal, paramsOf, rungOf, scoreOf, standing, surfaceOf, trialFailure, trialStatus, valAccuracyOf, type RunState, type TrialState } from "../swarm/run-state.js";
 import type { BestSoFarPoint, Fidelity, HeldOutTest, Interval, InterventionRow, LlmUse, RunDetail, RunStatusText, RunSummary, SeedCurves, TrialDetail, TrialRow } from "./api.js";
 
 /** One run as the source keeps it: the fold, and what the fold leaves out. */
@@ -158,6 +158,7 @@ export function trialRow(v: RunView, t: TrialState, position: number): TrialRow 
     index: position,
     parent_ids: t.proposed?.parentIds ?? [],
     surface: surfaceOf(t),
+    baseline: isBaseline(t),
     hypothesis: t.proposed?.hypothesis ?? "",
     proposer: t.proposed?.proposer ?? "",
     params: paramsOf(t) ?? null,

@@ -21,19 +21,21 @@ export type BuiltFrom = Record<string, { startedMs: number; inputs: string[] }>;
 
 const bundleOf = (dir: string, entry: string) => join(dir, entry.replace(/\.ts$/, ".mjs"));
 
-function currentBundle(entry: string): string | undefined {
+/** `entry`'s bundle under `root` (a checkout) when it is current, else undefined. */
+export function currentBundle(entry: string, root = REPO_ROOT): string | undefined {
+  const dir = join(root, "dist", "entries");
   let built: BuiltFrom[string] | undefined;
   try {
-    built = (JSON.parse(readFileSync(BUILT_FROM, "utf8")) as BuiltFrom)[entry];
+    built = (JSON.parse(readFileSync(join(dir, "built-from.json"), "utf8")) as BuiltFrom)[entry];
   } catch {
     return undefined;
   }
   if (!built) return undefined;
   for (const input of built.inputs) {
-    const stat = statSync(join(REPO_ROOT, input), { throwIfNoEntry: false });
+    const stat = statSync(join(root, input), { throwIfNoEntry: false });
     if (!stat || stat.mtimeMs >= built.startedMs) return undefined;
   }
-  return bundleOf(DEV_BUNDLES, entry);
+  return bundleOf(dir, entry);
 }
 
 /** Node's arguments for an entry (a .ts path relative to the repository). */

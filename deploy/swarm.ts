@@ -15,7 +15,7 @@ import { ensureSecrets, loadSecrets, type Secrets } from "../core/secrets.js";
 import { connectRunner, type RunnerClient } from "../gpu-runner/client.js";
 import type { RunnerDevice } from "../gpu-runner/device.js";
 import type { HealthResponse } from "../proto/gen/research/v1/runner_pb.js";
-import { RunStatus, type Event, type Goal, type RunFinished, type RunSettings } from "../proto/gen/research/v1/events_pb.js";
+import { RunStatus, type Event, type Goal, type RunFinished, type RunSettings, type StartingPoint } from "../proto/gen/research/v1/events_pb.js";
 import { applyToRunState, downtimeSeconds, emptyRunState, inFlight, liveSeconds, runSoFar, type RunState } from "../swarm/run-state.js";
 import { budgetPlan } from "../swarm/budget.js";
 import { interventionEvent } from "../swarm/interventions.js";
@@ -205,8 +205,8 @@ export interface RunOutcome {
 export async function runGoal(
   swarm: Swarm,
   opts: {
-    /** A new run: its goal and settings. A resumed run (`resume`) reads both from its stored events. */
-    start?: { goal: Goal; settings: RunSettings };
+    /** A new run: its goal, settings and starting point. A resumed run (`resume`) reads them from its stored events. */
+    start?: { goal: Goal; settings: RunSettings; start?: StartingPoint };
     runId?: string;
     resume?: boolean;
     /** On a resume: the run's new total time budget (seconds of live time; undefined keeps it). */

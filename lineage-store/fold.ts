@@ -1,6 +1,6 @@
 import { toJsonString } from "@bufbuild/protobuf";
 import { labelName } from "../core/failure.js";
-import type { Failure } from "../proto/gen/research/v1/common_pb.js";
+import { Mutation, type Failure } from "../proto/gen/research/v1/common_pb.js";
 import { isRecord, parseJson } from "../core/json.js";
 import { failureLabelOf, paramsOf, surfaceOf, trialFailureAt, trialStage, trialStatus, valAccuracyOf, type RunState, type TrialState } from "../swarm/run-state.js";
 import { DECISION, GOAL_STATUS, INTERVENTION_KIND, RUN_STATUS, SURFACE, VERDICT } from "../core/enums.js";
@@ -185,14 +185,14 @@ export function eventText(e: Event, fraction: (x: number) => string = (x) => x.t
     case "runStarted": {
       const goal = b.value.goal;
       // Runs started before goals carried a description show their target.
-      return `run ${e.runId} started: ${goal?.description || `${goal?.dataset} target ${fraction(goal?.target ?? 0)}`}`;
+      return `run ${e.runId} started: ${goal?.description || `${goal?.dataset} target ${fraction(goal?.target ?? 0)}`}${b.value.start ? `; starting from ${b.value.start.origin}` : ""}`;
     }
     case "briefReady": {
       const brief = parseJson(b.value.briefJson);
       return `brief ready: ${isRecord(brief) && typeof brief.summary_title === "string" ? brief.summary_title : b.value.query}`;
     }
     case "trialProposed":
-      return `proposed [${SURFACE.name(b.value.surface) ?? ""}] ${b.value.hypothesis}`;
+      return `proposed [${b.value.mutation === Mutation.BASELINE ? "start" : (SURFACE.name(b.value.surface) ?? "")}] ${b.value.hypothesis}`;
     case "trialAssembled":
       return b.value.failure ? failed("assembly failed", b.value.failure) : `assembled: ${(b.value.summary?.totalParams ?? 0n).toLocaleString()} params`;
     case "trialProgress": {

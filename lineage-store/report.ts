@@ -8,12 +8,13 @@ import { dirname, join } from "node:path";
 import { BEST_RULE, intervalBasis, whyBest } from "../core/ranking.js";
 import { bestTrial, paramsOf, rankedTrials, scoreOf, standing, surfaceOf, trialFailure, valAccuracyOf, type RunState, type TrialState } from "../swarm/run-state.js";
 import { labelName } from "../core/failure.js";
-import { pct, points, pp } from "../core/format.js";
+import { gainPp, pct, points, pp } from "../core/format.js";
 import { DECISION, INTERVENTION_KIND, RUN_STATUS, VERDICT, type DecisionName, type VerdictName } from "../core/enums.js";
 import { Decision, Verdict, type RunFinished } from "../proto/gen/research/v1/events_pb.js";
 import type { EvalResult, MetricStats } from "../proto/gen/research/v1/runner_pb.js";
 import { failuresSvg, learningCurvesSvg, scoresSvg, type ScorePoint } from "./plots.js";
 import type { WeightsExport } from "./weights.js";
+import { baselineComparison } from "./baseline.js";
 
 let tmpCounter = 0;
 
@@ -337,6 +338,7 @@ function reportJson(state: RunState, finished: RunFinished, rows: TrialRow[], be
       best_rule: BEST_RULE,
       why_best: best ? whyBestOf(state, best) : null,
     },
+    baseline: baselineComparison(state, best, finished.testResult),
     trials: rows,
     failures: countFailures(rows),
     surfaces: surfaceStats(rows),
@@ -353,6 +355,38 @@ function reportJson(state: RunState, finished: RunFinished, rows: TrialRow[], be
       : null,
     plots: PLOT_FILES,
   };
+}
+
+/** The best model against the run's starting point: the gain seed by seed, what changed, and the path that changed it. */
+function baselineSection(c: NonNullable<Report["json"]["baseline"]>): string[] {
+  const out = ["## Against the starting point", "", `Trial 0, \`${c.baseline_trial_id}\`, is ${inline(c.origin)} on its own recipe: validation ${c.baseline_val_mean !== null ? pct(c.baseline_val_mean) : "not measured"}, test ${c.baseline_test_mean !== null ? pct(c.baseline_test_mean) : "not measured"}.`, ""];
+  if (!c.best_trial_id || c.best_trial_id === c.baseline_trial_id) {
+    out.push(c.best_trial_id ? "No trial beat it: the starting point stays the best model." : "No trial was accepted.", "");
+    return out;
+  }
+  const gain = (name: string, g: typeof c.val) =>
+    g
+      ? `- ${name}: ${pct(g.baseline_mean)} -> ${pct(g.best_mean)}, ${gainPp(g.gain)} (95% CI ${gainPp(g.ci_95[0])} to ${gainPp(g.ci_95[1])}, p = ${g.p.toPrecision(2)}, ${g.seeds.length} seeds paired)`
+      : `- ${name}: not compared (fewer than two seeds measured on both)`;
+  out.push(`The best trial \`${c.best_trial_id}\` against it, seed by seed:`, "", gain("validation accuracy", c.val), gain("test accuracy", c.test), "");
+  out.push(`Rule: ${inline(c.rule)}.`, "");
+  if (c.recipe_changes.length) {
+    out.push("What changed in the recipe:", "", ...table(["field", "trial 0", "best"], c.recipe_changes.map((r) => [cell(r.field), cell(JSON.stringify(r.from)), cell(JSON.stringify(r.to))])), "");
+  } else out.push("The recipe is trial 0's.", "");
+  if (c.path) {
+    out.push(
+      "How it got there (each trial from its parent; a change between fidelities is the longer training's as much as the edit's):",
+      "",
+      ...table(
+        ["trial", "move", "hypothesis", "rung", "seeds", "val acc", "change"],
+        c.path.map((p) => [`\`${p.trial_id}\``, cell(p.mutation), cell(short(p.hypothesis, 90)), String(p.rung), String(p.seeds), p.val_mean !== null ? pct(p.val_mean) : "—", p.change !== null ? `${gainPp(p.change)}${p.same_fidelity ? "" : " (fidelity)"}` : "—"]),
+      ),
+      "",
+    );
+  }
+  out.push(c.model_diff ? "The model's code against trial 0's:" : "The model's code is trial 0's.", "");
+  if (c.model_diff) out.push("```diff", c.model_diff.trimEnd(), "```", "");
+  return out;
 }
 
 function markdownOf(state: RunState, finished: RunFinished, j: Report["json"]): string {
@@ -421,6 +455,8 @@ function markdownOf(state: RunState, finished: RunFinished, j: Report["json"]): 
     if (b.weights) out.push(...weightsLines(b.weights));
     out.push("", `![learning curves of the best trial](${PLOT_FILES.learningCurves})`, "");
   } else out.push("No trial was accepted.", "");
+
+  if (j.baseline) out.push(...baselineSection(j.baseline));
 
   out.push("## Trials", "", `![score per trial](${PLOT_FILES.scores})`, "");
   out.push(

@@ -6,14 +6,14 @@
  * from the stream.
  */
 import { create } from "@bufbuild/protobuf";
-import { Decision, InterventionKind, RunFinishedSchema, Verdict, type Event, type Goal, type Intervention, type LlmCall, type ResearchRequested, type RunFinished, type RunSettings, type RunStatus, type TrialAssembled, type TrialEvaluated, type TrialJudged, type TrialProposed } from "../proto/gen/research/v1/events_pb.js";
+import { Decision, InterventionKind, RunFinishedSchema, Verdict, type Event, type Goal, type Intervention, type LlmCall, type ResearchRequested, type RunFinished, type RunSettings, type RunStatus, type StartingPoint, type TrialAssembled, type TrialEvaluated, type TrialJudged, type TrialProposed } from "../proto/gen/research/v1/events_pb.js";
 import { parseBrief, type Brief } from "../core/brief.js";
 import { SURFACE, TRIAL_STATUS, type SurfaceName, type TrialStatusName } from "../core/enums.js";
 import { labelName, type FailureName } from "../core/failure.js";
 import { authoredModelConfig, authoredTrainConfig, parseModelConfig, parseTrainConfig, type ModelConfig, type ModelConfigInput, type TrainConfig, type TrainConfigInput } from "../core/model-config.js";
 import { RUN_DEFAULTS } from "../core/defaults.js";
 import { outranks, standingOf, type Standing } from "../core/ranking.js";
-import { FailureLabel, Surface, type Failure } from "../proto/gen/research/v1/common_pb.js";
+import { FailureLabel, Mutation, Surface, type Failure } from "../proto/gen/research/v1/common_pb.js";
 import type { MetricStats, SeedResult } from "../proto/gen/research/v1/runner_pb.js";
 
 export type TrialStatus = TrialStatusName;
@@ -55,10 +55,19 @@ export interface HandProposal {
   train: TrainConfigInput;
 }
 
+/** Where the run starts from (launch --from), as its author wrote it: the planner proposes it as trial 0. */
+export interface StartingPointState {
+  origin: string;
+  model: ModelConfigInput;
+  train: TrainConfigInput;
+}
+
 export interface RunState {
   runId: string;
   goal?: Goal;
   settings?: RunSettings;
+  /** Set when the run starts from a person's model (validated by the launcher); else from templates. */
+  start?: StartingPointState;
   startedAtMs: number;
   /** When the newest stored event was emitted: a resume counts the time since as downtime. */
   lastEventMs: number;
@@ -152,6 +161,12 @@ function handProposalOf(v: Intervention): HandProposal | undefined {
   return model.ok && train.ok ? { intervention: v, model: model.value, train: train.value } : undefined;
 }
 
+function startingPointOf(p: StartingPoint): StartingPointState | undefined {
+  const model = authoredModelConfig(p.modelConfigJson);
+  const train = authoredTrainConfig(p.trainConfigJson || "{}");
+  return model.ok && train.ok ? { origin: p.origin, model: model.value, train: train.value } : undefined;
+}
+
 export function applyToRunState(state: RunState, e: Event): RunState {
   const b = e.body;
   state.lastEventMs = Math.max(state.lastEventMs, Number(e.emittedAtMs));
@@ -159,6 +174,7 @@ export function applyToRunState(state: RunState, e: Event): RunState {
     case "runStarted":
       state.goal = b.value.goal;
       state.settings = b.value.settings;
+      state.start = b.value.start && startingPointOf(b.value.start);
       state.startedAtMs = Number(e.emittedAtMs);
       break;
     case "runResumed":
@@ -320,6 +336,17 @@ export function plateau(state: RunState, counted: (t: TrialState) => boolean = (
     } else if (counted(t)) since++;
   }
   return { since, best };
+}
+
+/** The run's starting point (launch --from) or its rung-0 anchor: trial 0 and its probe (agents/planner/policy.ts baselineProposals). */
+export function isBaseline(t: TrialState): boolean {
+  return t.proposed?.mutation === Mutation.BASELINE;
+}
+
+/** Trial 0 of a run started from a person's model: the starting point on its own recipe, what the report compares the best with. */
+export function baselineTrial(state: RunState): TrialState | undefined {
+  for (const t of state.trials.values()) if (isBaseline(t) && !t.proposed!.parentIds.length) return t;
+  return undefined;
 }
 
 /** The trial's fidelity rung (agents/planner/scheduler.ts): 0 for every new config. */

@@ -12,7 +12,7 @@ import { recipeOf } from "../../core/recipe.js";
 import type { Event, TrialAssembledSchema } from "../../proto/gen/research/v1/events_pb.js";
 import { EvaluateRequestSchema, type DatasetInfo, type SummarizeResponse } from "../../proto/gen/research/v1/runner_pb.js";
 import { compileOptions, datasetInfo, datasetSpec } from "../../swarm/dataset-info.js";
-import type { RunState, TrialState } from "../../swarm/run-state.js";
+import { baselineTrial, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { runAgent, type AgentContext } from "../../swarm/runtime.js";
 import { askLlm } from "../../swarm/llm.js";
 import { loadPrompt } from "../../swarm/prompts.js";
@@ -94,7 +94,10 @@ async function assemble(state: RunState, t: TrialState, info: DatasetInfo, ctx: 
     baseSeed: 0,
     target: goal?.target ?? 0,
     budget: { maxParams: goal?.maxParams ?? 0n, timeBudgetS: settings?.trialTimeBudgetS ?? 0 },
-    evaluateTest: false,
+    // Trial 0 of a run started from a person's model is also scored on the test split, once: the
+    // report's comparison of the best model with it (never read by the search, which decides on
+    // validation alone). The runner keeps weights of a run's best few, which trial 0 seldom stays.
+    evaluateTest: t.id === baselineTrial(state)?.id,
     // The runner keeps the run's best trials' weights: the test confirmation evaluates them instead of training again.
     keepWeights: true,
   });

@@ -9,7 +9,7 @@ import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { failure, labelName } from "../../core/failure.js";
 import { pct } from "../../core/format.js";
 import { Decision, RunEnd, RunStatus, TrialJudgedSchema, Verdict, type TrialJudged } from "../../proto/gen/research/v1/events_pb.js";
-import { bestTrial, doneBy, inFlight, isClaimingPromotion, longTrainingInFlight, patienceOf, plateau, PLATEAU_DELTA, scoreOf, slowestSeedSeconds, type RunState, type TrialState } from "../../swarm/run-state.js";
+import { baselineTrial, bestTrial, doneBy, inFlight, isClaimingPromotion, longTrainingInFlight, patienceOf, plateau, PLATEAU_DELTA, scoreOf, slowestSeedSeconds, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { budgetPlan, nothingFits } from "../../swarm/budget.js";
 
 // A trial that learns next to nothing is not worth building on.
@@ -20,7 +20,9 @@ const TRIAL_TIME_SLACK = 1.25;
 export function legality(state: RunState, t: TrialState): string | undefined {
   const goal = state.goal;
   const result = t.evaluated?.result;
-  if (t.assembled?.request?.evaluateTest) return "the search evaluated on the test split";
+  // Trial 0 of a run from a person's model is scored on the test split with its training, for the
+  // report's comparison alone (agents/coder/main.ts); no other trial may be.
+  if (t.assembled?.request?.evaluateTest && t !== baselineTrial(state)) return "the search evaluated on the test split";
   if (goal?.maxParams && result && result.params > goal.maxParams) {
     return `${result.params} parameters exceed the goal's limit of ${goal.maxParams}`;
   }

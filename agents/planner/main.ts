@@ -23,7 +23,7 @@ import { runAgent, type AgentContext } from "../../swarm/runtime.js";
 import { askLlm, type LlmAnswer } from "../../swarm/llm.js";
 import { loadPrompt } from "../../swarm/prompts.js";
 import { proposeWithLlm } from "./llm-policy.js";
-import { fallbackProbe, handProposal, mulberry32, POLICIES, probeFidelity, type PlanInput, type Proposal } from "./policy.js";
+import { baselineProposals, fallbackProbe, handProposal, mulberry32, POLICIES, probeFidelity, type PlanInput, type Proposal } from "./policy.js";
 import { configFingerprint } from "./identity.js";
 import { promote } from "./promotion.js";
 import { genomeFeatures, type Observation } from "./surrogate.js";
@@ -205,6 +205,12 @@ async function proposeInitial(ctx: AgentContext, runId: string): Promise<void> {
   if (state.finished || state.order.length > 0) return;
   const count = Math.max(1, Math.min(state.settings?.parallel || 1, state.settings?.maxTrials || Infinity));
   const input = await planInput(ctx, state, 0);
+  // A person's starting point is proposed as it is, by no policy and no LLM.
+  const baseline = baselineProposals(input);
+  if (baseline.length) {
+    for (const [i, p] of baseline.slice(0, count).entries()) await publishProposal(ctx, state, i, p, "launch --from", "");
+    return;
+  }
   const builtin = policyOf(state).initial(input, count);
   for (let i = 0; i < count; i++) {
     // Later initial proposals see the earlier ones, so an LLM does not repeat itself.
@@ -247,6 +253,9 @@ async function proposeAfter(ctx: AgentContext, state: RunState, judged: TrialSta
   const input = await planInput(ctx, state, index);
   const queued = queuedProposals(state)[0];
   if (queued) return publishProposal(ctx, state, index, handProposal(input, queued), queued.intervention.who, "");
+  // With one trial at a time, the starting point's anchor comes after trial 0.
+  const anchor = baselineProposals(input)[0];
+  if (anchor) return publishProposal(ctx, state, index, anchor, "launch --from", "");
   // The last long training has the runner to itself: no probe started now could change the
   // result (nothing long fits after it), and each would slow it down on the shared device.
   const last = lastTrainingInFlight(state);

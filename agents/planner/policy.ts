@@ -22,12 +22,13 @@ import { PROBE_SEEDS, RECIPE_DEFAULTS, SEARCH_DEFAULTS, type SearchDevice } from
 import { OPTIMIZER, SURFACE, type MutationName, type SurfaceName as Surface } from "../../core/enums.js";
 import type { ModelConfigInput, TrainConfigInput } from "../../core/model-config.js";
 import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
+import { trialId } from "../../core/ids.js";
 import type { DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
-import { isPromotion, rungOf, scoreOf, type HandProposal, type RunState, type TrialState } from "../../swarm/run-state.js";
+import { isBaseline, isPromotion, rungOf, scoreOf, type HandProposal, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { BATCH_SIZES, FLIP_SAFE, isImage, lrForBatch, MUTATIONS, type Genome, type Mutation } from "./mutations.js";
 import { TEMPLATE_WIDTH, templatesFor, type Template } from "./templates.js";
 import { fitTpe, GENOME_SPACE, genomeFeatures, type Observation } from "./surrogate.js";
-import { PROMOTION_SURFACE, type Fidelity } from "./scheduler.js";
+import { ladder, PROMOTION_SURFACE, type Fidelity } from "./scheduler.js";
 import { derivedOf, fingerprint, genomeOf, tried } from "./identity.js";
 import { overBudget, predictedSeconds } from "./time-model.js";
 
@@ -249,6 +250,45 @@ export function handProposal(input: PlanInput, queued: HandProposal): Proposal {
 export function probeFidelity(input: PlanInput): Fidelity {
   const probe = startingTrain(input);
   return { subset: probe.subset ?? 0, epochs: probe.epochs ?? RECIPE_DEFAULTS.epochs };
+}
+
+/**
+ * The run's starting point (launch --from) as its first two trials, or the one of them not yet
+ * proposed: trial 0 on its own recipe with the run's seeds, at the ladder's top rung (a full
+ * training, never promoted: what every later trial is measured against), then the same config
+ * at the probe's fidelity with one seed, the rung-0 anchor its edits are compared with at the
+ * same fidelity. None for a run started from templates, or once both are in.
+ */
+export function baselineProposals(input: PlanInput): Proposal[] {
+  const { state } = input;
+  const start = state.start;
+  if (!start) return [];
+  const probe = probeFidelity(input);
+  const baselineId = trialId(state.runId, 0);
+  const proposed = [...state.trials.values()].filter(isBaseline);
+  const name = start.model.name;
+  const out: Proposal[] = [
+    {
+      rung: ladder(input.info, probe).length - 1,
+      hypothesis: `the starting point, ${name} from ${start.origin}, on its own recipe`,
+      rationale: "trial 0: the baseline every later trial is measured against, with the run's seeds",
+      parentIds: [],
+      mutation: "baseline",
+      model: start.model,
+      train: start.train,
+    },
+    {
+      rung: 0,
+      seeds: PROBE_SEEDS,
+      hypothesis: `${name} at the search's probe fidelity (${probe.subset || "all"} examples, ${probe.epochs} epochs)`,
+      rationale: "the starting point's rung-0 anchor: its edits are compared with it at the same fidelity",
+      parentIds: [baselineId],
+      mutation: "baseline",
+      model: start.model,
+      train: { ...start.train, subset: probe.subset, epochs: probe.epochs },
+    },
+  ];
+  return out.filter((p) => !proposed.some((t) => rungOf(t) === p.rung));
 }
 
 /** A new rung-0 config: a bandit-chosen edit of a good rung-0 trial. */

@@ -1,7 +1,8 @@
 /** launch: a research run on a swarm started for it, its events on the console, its outcome at the end. */
 import { join } from "node:path";
 import { RUN_STATUS } from "../../core/enums.js";
-import { pct } from "../../core/format.js";
+import { gainPp, pct } from "../../core/format.js";
+import { baselineComparison } from "../../lineage-store/baseline.js";
 import { parseDuration } from "../../core/goal.js";
 import { intervalBasis } from "../../core/ranking.js";
 import type { runGoal } from "../../deploy/swarm.js";
@@ -21,6 +22,7 @@ function printOutcome(outcome: Outcome, json: boolean | undefined, say: (line: s
   const test = finished.testResult?.aggregated.test_accuracy;
   const ensemble = finished.testResult?.aggregated.ensemble_test_accuracy;
   const openEnded = outcome.state.goal?.openEnded ?? false;
+  const baseline = baselineComparison(outcome.state, best, finished.testResult);
   if (json) {
     process.stdout.write(
       `${JSON.stringify({
@@ -33,6 +35,7 @@ function printOutcome(outcome: Outcome, json: boolean | undefined, say: (line: s
         best_trial: best
           ? { trial_id: best.id, val_accuracy: acc?.mean, ci_95: acc?.ci95, params: Number(best.evaluated?.result?.params ?? 0), test_accuracy: test?.mean, ensemble_test_accuracy: ensemble?.mean, test_skipped: finished.testSkipped || undefined }
           : null,
+        baseline: baseline && { trial_id: baseline.baseline_trial_id, val_accuracy: baseline.baseline_val_mean, test_accuracy: baseline.baseline_test_mean, val_gain: baseline.val, test_gain: baseline.test },
         report: finished.reportPath,
         registry: finished.registryPath,
       })}\n`,
@@ -44,6 +47,14 @@ function printOutcome(outcome: Outcome, json: boolean | undefined, say: (line: s
   if (best && acc) {
     say(`best${openEnded ? " model" : ""}: ${best.id} val ${pct(acc.mean)} 95% CI [${pct(acc.ci95[0]!)}, ${pct(acc.ci95[1]!)}] over ${intervalBasis(standing(best)!)}${test ? `, test ${pct(test.mean)}${ensemble ? ` per seed, ${pct(ensemble.mean)} as an ensemble of its seeds` : ""} (measured once on the test split)` : ""}`);
     if (finished.testSkipped) say(`test accuracy not measured: ${finished.testSkipped}`);
+  }
+  if (baseline) {
+    const gain = (g: typeof baseline.val) => (g ? `${gainPp(g.gain)} (95% CI ${gainPp(g.ci_95[0])} to ${gainPp(g.ci_95[1])}, ${g.seeds.length} seeds paired)` : "not compared");
+    say(
+      baseline.best_trial_id && baseline.best_trial_id !== baseline.baseline_trial_id
+        ? `against trial 0 (${baseline.origin}, val ${pct(baseline.baseline_val_mean ?? undefined)}, test ${pct(baseline.baseline_test_mean ?? undefined)}): validation ${gain(baseline.val)}, test ${gain(baseline.test)}`
+        : `trial 0 (${baseline.origin}) stays the best model: no trial beat it`,
+    );
   }
   say(`report: ${finished.reportPath}`);
   say(`registry: ${finished.registryPath}`);
@@ -60,7 +71,7 @@ export default async function launch(argv: string[]): Promise<void> {
       import("../../lineage-store/report.js"),
     ]);
     const outcome = await runGoal(swarm, {
-      start: run.goal ? { goal: run.goal, settings: run.settings(swarm, !a["no-research"]) } : undefined,
+      start: run.goal ? { goal: run.goal, settings: run.settings(swarm, !a["no-research"]), start: run.start } : undefined,
       runId: a.resume,
       resume: !!a.resume,
       timeBudgetS: a.resume && a["time-budget"] ? parseDuration(a["time-budget"]) : undefined,

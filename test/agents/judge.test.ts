@@ -2,10 +2,11 @@ import { describe, expect, it } from "vitest";
 import { judge, runStatus } from "../../agents/judge/rules.js";
 import { bestTrial } from "../../swarm/run-state.js";
 import { labelName } from "../../core/failure.js";
-import { Surface } from "../../proto/gen/research/v1/common_pb.js";
+import { Mutation, Surface } from "../../proto/gen/research/v1/common_pb.js";
 import { Decision, InterventionKind, RunEnd, RunStatus, Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import { failure } from "../../core/failure.js";
 import { evaluated, proposed, RUN, started, state } from "./helpers.js";
+import type { EventInit } from "../../bus/index.js";
 
 type Events = Parameters<typeof state>[0];
 
@@ -73,6 +74,14 @@ describe("judge", () => {
     );
     expect(peeked.verdict).toBe(Verdict.ILLEGAL);
     expect(peeked.reason).toMatch(/test split/);
+    // Except trial 0 of a run from a person's model (launch --from): scored on test for the report alone.
+    const baseline = (mutation: Mutation, parentIds: string[]): EventInit[] => [
+      { runId: RUN, trialId: "t0", body: { case: "trialProposed", value: { mutation, parentIds, rung: 3, modelConfigJson: JSON.stringify({ name: "m", layers: [{ type: "flatten" }] }), trainConfigJson: "{}" } } },
+      { runId: RUN, trialId: "t0", body: { case: "trialAssembled", value: { request: { evaluateTest: true } } } },
+      evaluated("t0", 0.9),
+    ];
+    expect(judgeLast([started(), ...baseline(Mutation.BASELINE, [])], "t0").verdict).toBe(Verdict.ACCEPT);
+    expect(judgeLast([started(), ...baseline(Mutation.BASELINE, ["t9"])], "t0").verdict).toBe(Verdict.ILLEGAL);
   });
 
   it("stops on the trial budget, the time budget and patience", () => {

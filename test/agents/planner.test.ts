@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import { adoptedConcepts, blocksOf } from "../../core/brief.js";
 import { compileModel } from "../../core/compiler/compile.js";
-import { fallbackProbe, handProposal, initialBuiltin, mulberry32, nextBuiltin, probeFidelity, randomPolicy, type PlanInput, type Proposal } from "../../agents/planner/policy.js";
+import { baselineProposals, fallbackProbe, handProposal, initialBuiltin, mulberry32, nextBuiltin, probeFidelity, randomPolicy, type PlanInput, type Proposal } from "../../agents/planner/policy.js";
 import { interventionEvent } from "../../swarm/interventions.js";
 import { queuedProposals } from "../../swarm/run-state.js";
 import { fingerprint } from "../../agents/planner/identity.js";
@@ -45,6 +45,38 @@ function timed(e: EventInit, seconds: number, seeds = 1): EventInit {
 const brief = (): EventInit => ({
   runId: RUN,
   body: { case: "briefReady", value: { briefJson: JSON.stringify(researchBrief("small cnn for fashion-mnist with squeeze excitation", { dataset: "fashion-mnist" })) } },
+});
+
+describe("a run started from a person's model (launch --from)", () => {
+  const model = { name: "mine", layers: [{ type: "flatten" }, { type: "linear", out_features: 32 }] };
+  const train = { optimizer: "sgd", lr: 0.01, epochs: 2, batch_size: 64 };
+  const withStart = (parallel: number, extra: EventInit[] = []): PlanInput => {
+    const first = started({ parallel }, { dataset: "fashion-mnist" });
+    (first.body!.value as { start?: unknown }).start = { origin: "mine.yaml", modelConfigJson: JSON.stringify(model), trainConfigJson: JSON.stringify(train) };
+    return { ...input([]), state: state([first, ...extra]) };
+  };
+
+  it("folds the starting point once, as its author wrote it", () => {
+    expect(withStart(2).state.start).toEqual({ origin: "mine.yaml", model, train });
+  });
+
+  it("proposes it as trial 0 on its own recipe, then at the probe's fidelity as the anchor of its edits", () => {
+    const inp = withStart(2);
+    const [zero, anchor] = baselineProposals(inp);
+    // Trial 0: the run's seeds (none set), the top rung, never promoted; its recipe as given.
+    expect(zero).toMatchObject({ rung: 3, parentIds: [], mutation: "baseline", model, train });
+    expect(zero!.seeds).toBeUndefined();
+    expect(zero!.hypothesis).toBe("the starting point, mine from mine.yaml, on its own recipe");
+    const probe = probeFidelity(inp);
+    expect(anchor).toMatchObject({ rung: 0, seeds: 1, parentIds: [`${RUN}-t000`], mutation: "baseline", model, train: { ...train, subset: probe.subset, epochs: probe.epochs } });
+    // Once proposed, each is not proposed again; with one trial at a time the anchor comes second.
+    const zeroProposed: EventInit = { runId: RUN, trialId: `${RUN}-t000`, body: { case: "trialProposed", value: { rung: 3, mutation: Mutation.BASELINE, modelConfigJson: JSON.stringify(model), trainConfigJson: JSON.stringify(train) } } };
+    expect(baselineProposals(withStart(1, [zeroProposed]))).toEqual([anchor]);
+    const anchorProposed: EventInit = { runId: RUN, trialId: `${RUN}-t001`, body: { case: "trialProposed", value: { rung: 0, seeds: 1, parentIds: [`${RUN}-t000`], mutation: Mutation.BASELINE, modelConfigJson: JSON.stringify(model), trainConfigJson: "{}" } } };
+    expect(baselineProposals(withStart(1, [zeroProposed, anchorProposed]))).toEqual([]);
+    // A run from templates has none.
+    expect(baselineProposals(input([]))).toEqual([]);
+  });
 });
 
 describe("built-in planner", () => {

@@ -206,7 +206,7 @@ function TrialTable({ run, progress, live, onReply }: { run: RunDetail; progress
                 <a href={trialPath(run.run_id, t.trial_id)}>{shortId(t.trial_id)}</a>
                 {t.parent_ids.length > 0 && <span class="muted"> ← {t.parent_ids.map(shortId).join(", ")}</span>}
               </td>
-              <td>{t.surface}</td>
+              <td>{t.baseline ? <span class="tag" data-testid="baseline-tag" title="the run's starting point (launch --from)">{t.parent_ids.length ? "start, probe" : "start"}</span> : t.surface}</td>
               <td class="hyp" title={t.hypothesis}>
                 {t.hypothesis}
               </td>

@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file research/v1/events.proto.
  */
 export const file_research_v1_events: GenFile = /*@__PURE__*/
-  fileDesc("ChhyZXNlYXJjaC92MS9ldmVudHMucHJvdG8SC3Jlc2VhcmNoLnYxIsYBCgRHb2FsEhAKCHJhd190ZXh0GAEgASgJEg8KB2RhdGFzZXQYAiABKAkSEAoIZGF0YV9kaXIYAyABKAkSDgoGbWV0cmljGAQgASgJEg4KBnRhcmdldBgFIAEoARISCgptYXhfcGFyYW1zGAYgASgEEhUKDXRpbWVfYnVkZ2V0X3MYByABKAESFQoNdGFyZ2V0X2NvbHVtbhgIIAEoCRISCgpvcGVuX2VuZGVkGAkgASgIEhMKC2Rlc2NyaXB0aW9uGAogASgJIuYBCgtSdW5TZXR0aW5ncxISCgptYXhfdHJpYWxzGAEgASgNEg0KBXNlZWRzGAIgASgNEhAKCHBhcmFsbGVsGAMgASgNEg8KB3BsYW5uZXIYBCABKAkSEAoIcGF0aWVuY2UYBSABKA0SDgoGc3Vic2V0GAYgASgNEg4KBmVwb2NocxgHIAEoDRIbChN0cmlhbF90aW1lX2J1ZGdldF9zGAggASgBEhAKCHJuZ19zZWVkGAkgASgNEhEKCXdvcmtzcGFjZRgKIAEoCRIQCghyZXNlYXJjaBgLIAEoCBILCgNsbG0YDCABKAkiWQoKUnVuU3RhcnRlZBIfCgRnb2FsGAEgASgLMhEucmVzZWFyY2gudjEuR29hbBIqCghzZXR0aW5ncxgCIAEoCzIYLnJlc2VhcmNoLnYxLlJ1blNldHRpbmdzIngKCkJyaWVmUmVhZHkSEAoIYnJpZWZfaWQYASABKAkSDQoFcXVlcnkYAiABKAkSEgoKYnJpZWZfanNvbhgDIAEoCRIOCgZhdXRob3IYBCABKAkSEgoKcmVxdWVzdF9pZBgFIAEoCRIRCgl0cmlhbF9pZHMYBiADKAkihgEKEVJlc2VhcmNoUmVxdWVzdGVkEhIKCnJlcXVlc3RfaWQYASABKAkSDQoFcXVlcnkYAiABKAkSJQoHc3VyZmFjZRgGIAEoDjIULnJlc2VhcmNoLnYxLlN1cmZhY2USDgoGcmVhc29uGAQgASgJEhEKCXRyaWFsX2lkcxgFIAMoCUoECAMQBCL2AgoNVHJpYWxQcm9wb3NlZBISCgpoeXBvdGhlc2lzGAEgASgJEhEKCXJhdGlvbmFsZRgCIAEoCRISCgpwYXJlbnRfaWRzGAMgAygJEiUKB3N1cmZhY2UYCyABKA4yFC5yZXNlYXJjaC52MS5TdXJmYWNlEhkKEW1vZGVsX2NvbmZpZ19qc29uGAUgASgJEhkKEXRyYWluX2NvbmZpZ19qc29uGAYgASgJEg0KBWluZGV4GAcgASgNEhgKEGFkb3B0ZWRfY29uY2VwdHMYCCADKAkSEAoIcHJvcG9zZXIYCSABKAkSFgoOcHJvbXB0X3ZlcnNpb24YCiABKAkSDAoEcnVuZxgMIAEoDRINCgVzZWVkcxgNIAEoDRIXCg9pbnRlcnZlbnRpb25faWQYDiABKAkSFQoNbGFzdF90cmFpbmluZxgPIAEoCBInCghtdXRhdGlvbhgQIAEoDjIVLnJlc2VhcmNoLnYxLk11dGF0aW9uSgQIBBAFIvIBCg5UcmlhbEFzc2VtYmxlZBIMCgRjb2RlGAEgASgJEhIKCmNsYXNzX25hbWUYAiABKAkSDAoEZGlmZhgDIAEoCRIvCgdzdW1tYXJ5GAQgASgLMh4ucmVzZWFyY2gudjEuU3VtbWFyaXplUmVzcG9uc2USJQoHZmFpbHVyZRgFIAEoCzIULnJlc2VhcmNoLnYxLkZhaWx1cmUSLQoHcmVxdWVzdBgGIAEoCzIcLnJlc2VhcmNoLnYxLkV2YWx1YXRlUmVxdWVzdBIZChFzdW1tYXJ5X25hcnJhdGl2ZRgHIAEoCRIOCgZhdXRob3IYCCABKAkiPQoNVHJpYWxQcm9ncmVzcxIsCghwcm9ncmVzcxgBIAEoCzIaLnJlc2VhcmNoLnYxLkVwb2NoUHJvZ3Jlc3MibAoIQW5hbHlzaXMSEwoLb3ZlcmZpdHRpbmcYASABKAkSEwoLY29udmVyZ2VuY2UYAiABKAkSFAoMd2Vha19jbGFzc2VzGAMgAygNEg0KBW5vdGVzGAQgAygJEhEKCW5hcnJhdGl2ZRgFIAEoCSKfAQoOVHJpYWxFdmFsdWF0ZWQSJwoGcmVzdWx0GAEgASgLMhcucmVzZWFyY2gudjEuRXZhbFJlc3VsdBIlCgdmYWlsdXJlGAIgASgLMhQucmVzZWFyY2gudjEuRmFpbHVyZRInCghhbmFseXNpcxgDIAEoCzIVLnJlc2VhcmNoLnYxLkFuYWx5c2lzEhQKDGV2YWxfc2Vjb25kcxgEIAEoASLlAgoLVHJpYWxKdWRnZWQSJQoHdmVyZGljdBgBIAEoDjIULnJlc2VhcmNoLnYxLlZlcmRpY3QSJwoIZGVjaXNpb24YAiABKA4yFS5yZXNlYXJjaC52MS5EZWNpc2lvbhIOCgZyZWFzb24YAyABKAkSJAoHcnVuX2VuZBgNIAEoDjITLnJlc2VhcmNoLnYxLlJ1bkVuZBISCgpydW5fcmVhc29uGA4gASgJEhUKDWJlc3RfdHJpYWxfaWQYBCABKAkSDQoFc2NvcmUYBSABKAESDgoGY2lfbG93GAYgASgBEg8KB2NpX2hpZ2gYByABKAESJQoHZmFpbHVyZRgIIAEoCzIULnJlc2VhcmNoLnYxLkZhaWx1cmUSJQoHc3VyZmFjZRgMIAEoDjIULnJlc2VhcmNoLnYxLlN1cmZhY2USDAoEZ2FpbhgKIAEoARITCgt0cmlhbHNfZG9uZRgLIAEoDUoECAkQCiLzAQoLUnVuRmluaXNoZWQSJgoGc3RhdHVzGAkgASgOMhYucmVzZWFyY2gudjEuUnVuU3RhdHVzEhUKDWJlc3RfdHJpYWxfaWQYAiABKAkSEwoLcmVwb3J0X3BhdGgYAyABKAkSFQoNcmVnaXN0cnlfcGF0aBgEIAEoCRIsCgt0ZXN0X3Jlc3VsdBgFIAEoCzIXLnJlc2VhcmNoLnYxLkV2YWxSZXN1bHQSDgoGdHJpYWxzGAYgASgNEg8KB3NlY29uZHMYByABKAESDgoGcmVhc29uGAggASgJEhQKDHRlc3Rfc2tpcHBlZBgKIAEoCUoECAEQAiI3CgpSdW5SZXN1bWVkEhIKCmRvd250aW1lX3MYASABKAESFQoNdGltZV9idWRnZXRfcxgCIAEoASLrAQoHTGxtQ2FsbBIMCgRyb2xlGAEgASgJEg0KBW1vZGVsGAIgASgJEg8KB3B1cnBvc2UYAyABKAkSFQoNcHJvbXB0X3Rva2VucxgEIAEoDRIZChFjb21wbGV0aW9uX3Rva2VucxgFIAEoDRISCgpsYXRlbmN5X21zGAYgASgBEhAKCGNvc3RfdXNkGAcgASgBEhAKCGF0dGVtcHRzGAggASgNEg8KB291dGNvbWUYCSABKAkSDQoFZXJyb3IYCiABKAkSFgoOcHJvbXB0X3ZlcnNpb24YCyABKAkSEAoIcmVxdWVzdHMYDCABKA0iZgoJSGVhcnRiZWF0EgwKBHJvbGUYASABKAkSEAoIaW5zdGFuY2UYAiABKAkSEQoJaW5fZmxpZ2h0GAMgASgNEhUKDXN0YXJ0ZWRfYXRfbXMYBCABKAMSDwoHaGFuZGxlZBgFIAEoDSLPAQoMSW50ZXJ2ZW50aW9uEhcKD2ludGVydmVudGlvbl9pZBgBIAEoCRIrCgRraW5kGAIgASgOMh0ucmVzZWFyY2gudjEuSW50ZXJ2ZW50aW9uS2luZBILCgN3aG8YAyABKAkSDgoGcmVhc29uGAQgASgJEhIKCmh5cG90aGVzaXMYBSABKAkSGQoRbW9kZWxfY29uZmlnX2pzb24YBiABKAkSGQoRdHJhaW5fY29uZmlnX2pzb24YByABKAkSEgoKcGFyZW50X2lkcxgIIAMoCSKIBgoFRXZlbnQSDgoGcnVuX2lkGAEgASgJEhAKCHRyaWFsX2lkGAIgASgJEhAKCGV2ZW50X2lkGAMgASgJEhUKDWVtaXR0ZWRfYXRfbXMYBCABKAMSEAoIcHJvZHVjZXIYBSABKAkSLgoLcnVuX3N0YXJ0ZWQYCiABKAsyFy5yZXNlYXJjaC52MS5SdW5TdGFydGVkSAASLgoLYnJpZWZfcmVhZHkYCyABKAsyFy5yZXNlYXJjaC52MS5CcmllZlJlYWR5SAASNAoOdHJpYWxfcHJvcG9zZWQYDCABKAsyGi5yZXNlYXJjaC52MS5UcmlhbFByb3Bvc2VkSAASNgoPdHJpYWxfYXNzZW1ibGVkGA0gASgLMhsucmVzZWFyY2gudjEuVHJpYWxBc3NlbWJsZWRIABI0Cg50cmlhbF9wcm9ncmVzcxgOIAEoCzIaLnJlc2VhcmNoLnYxLlRyaWFsUHJvZ3Jlc3NIABI2Cg90cmlhbF9ldmFsdWF0ZWQYDyABKAsyGy5yZXNlYXJjaC52MS5UcmlhbEV2YWx1YXRlZEgAEjAKDHRyaWFsX2p1ZGdlZBgQIAEoCzIYLnJlc2VhcmNoLnYxLlRyaWFsSnVkZ2VkSAASMAoMcnVuX2ZpbmlzaGVkGBEgASgLMhgucmVzZWFyY2gudjEuUnVuRmluaXNoZWRIABIrCgloZWFydGJlYXQYEiABKAsyFi5yZXNlYXJjaC52MS5IZWFydGJlYXRIABIoCghsbG1fY2FsbBgTIAEoCzIULnJlc2VhcmNoLnYxLkxsbUNhbGxIABI8ChJyZXNlYXJjaF9yZXF1ZXN0ZWQYFCABKAsyHi5yZXNlYXJjaC52MS5SZXNlYXJjaFJlcXVlc3RlZEgAEjUKEHJ1bl9pbnRlcnZlbnRpb24YFSABKAsyGS5yZXNlYXJjaC52MS5JbnRlcnZlbnRpb25IABIuCgtydW5fcmVzdW1lZBgWIAEoCzIXLnJlc2VhcmNoLnYxLlJ1blJlc3VtZWRIAEIGCgRib2R5Kl8KB1ZlcmRpY3QSFwoTVkVSRElDVF9VTlNQRUNJRklFRBAAEhIKDlZFUkRJQ1RfQUNDRVBUEAESEgoOVkVSRElDVF9SRUpFQ1QQAhITCg9WRVJESUNUX0lMTEVHQUwQAyppCghEZWNpc2lvbhIYChRERUNJU0lPTl9VTlNQRUNJRklFRBAAEhQKEERFQ0lTSU9OX0lURVJBVEUQARIaChZERUNJU0lPTl9HT0FMX0FDSElFVkVEEAISEQoNREVDSVNJT05fU1RPUBADKrkBCgZSdW5FbmQSFwoTUlVOX0VORF9VTlNQRUNJRklFRBAAEhQKEFJVTl9FTkRfR09BTF9NRVQQARIdChlSVU5fRU5EX1NUT1BQRURfQllfUEVSU09OEAISGAoUUlVOX0VORF9UUklBTF9CVURHRVQQAxIXChNSVU5fRU5EX1RJTUVfQlVER0VUEAQSGQoVUlVOX0VORF9MQVNUX1RSQUlOSU5HEAUSEwoPUlVOX0VORF9QTEFURUFVEAYq4wEKCVJ1blN0YXR1cxIaChZSVU5fU1RBVFVTX1VOU1BFQ0lGSUVEEAASFgoSUlVOX1NUQVRVU19SVU5OSU5HEAESHAoYUlVOX1NUQVRVU19HT0FMX0FDSElFVkVEEAISHwobUlVOX1NUQVRVU19CVURHRVRfRVhIQVVTVEVEEAMSFgoSUlVOX1NUQVRVU19TVE9QUEVEEAQSFQoRUlVOX1NUQVRVU19GQUlMRUQQBRIYChRSVU5fU1RBVFVTX0NPTVBMRVRFRBAGEhoKFlJVTl9TVEFUVVNfSU5URVJSVVBURUQQByrPAQoQSW50ZXJ2ZW50aW9uS2luZBIhCh1JTlRFUlZFTlRJT05fS0lORF9VTlNQRUNJRklFRBAAEhsKF0lOVEVSVkVOVElPTl9LSU5EX1BBVVNFEAESHAoYSU5URVJWRU5USU9OX0tJTkRfUkVTVU1FEAISGgoWSU5URVJWRU5USU9OX0tJTkRfU1RPUBADEiIKHklOVEVSVkVOVElPTl9LSU5EX0NBTkNFTF9UUklBTBAEEh0KGUlOVEVSVkVOVElPTl9LSU5EX1BST1BPU0UQBWIGcHJvdG8z", [file_research_v1_common, file_research_v1_runner]);
+  fileDesc("ChhyZXNlYXJjaC92MS9ldmVudHMucHJvdG8SC3Jlc2VhcmNoLnYxIsYBCgRHb2FsEhAKCHJhd190ZXh0GAEgASgJEg8KB2RhdGFzZXQYAiABKAkSEAoIZGF0YV9kaXIYAyABKAkSDgoGbWV0cmljGAQgASgJEg4KBnRhcmdldBgFIAEoARISCgptYXhfcGFyYW1zGAYgASgEEhUKDXRpbWVfYnVkZ2V0X3MYByABKAESFQoNdGFyZ2V0X2NvbHVtbhgIIAEoCRISCgpvcGVuX2VuZGVkGAkgASgIEhMKC2Rlc2NyaXB0aW9uGAogASgJIuYBCgtSdW5TZXR0aW5ncxISCgptYXhfdHJpYWxzGAEgASgNEg0KBXNlZWRzGAIgASgNEhAKCHBhcmFsbGVsGAMgASgNEg8KB3BsYW5uZXIYBCABKAkSEAoIcGF0aWVuY2UYBSABKA0SDgoGc3Vic2V0GAYgASgNEg4KBmVwb2NocxgHIAEoDRIbChN0cmlhbF90aW1lX2J1ZGdldF9zGAggASgBEhAKCHJuZ19zZWVkGAkgASgNEhEKCXdvcmtzcGFjZRgKIAEoCRIQCghyZXNlYXJjaBgLIAEoCBILCgNsbG0YDCABKAkiVQoNU3RhcnRpbmdQb2ludBIOCgZvcmlnaW4YASABKAkSGQoRbW9kZWxfY29uZmlnX2pzb24YAiABKAkSGQoRdHJhaW5fY29uZmlnX2pzb24YAyABKAkihAEKClJ1blN0YXJ0ZWQSHwoEZ29hbBgBIAEoCzIRLnJlc2VhcmNoLnYxLkdvYWwSKgoIc2V0dGluZ3MYAiABKAsyGC5yZXNlYXJjaC52MS5SdW5TZXR0aW5ncxIpCgVzdGFydBgDIAEoCzIaLnJlc2VhcmNoLnYxLlN0YXJ0aW5nUG9pbnQieAoKQnJpZWZSZWFkeRIQCghicmllZl9pZBgBIAEoCRINCgVxdWVyeRgCIAEoCRISCgpicmllZl9qc29uGAMgASgJEg4KBmF1dGhvchgEIAEoCRISCgpyZXF1ZXN0X2lkGAUgASgJEhEKCXRyaWFsX2lkcxgGIAMoCSKGAQoRUmVzZWFyY2hSZXF1ZXN0ZWQSEgoKcmVxdWVzdF9pZBgBIAEoCRINCgVxdWVyeRgCIAEoCRIlCgdzdXJmYWNlGAYgASgOMhQucmVzZWFyY2gudjEuU3VyZmFjZRIOCgZyZWFzb24YBCABKAkSEQoJdHJpYWxfaWRzGAUgAygJSgQIAxAEIvYCCg1UcmlhbFByb3Bvc2VkEhIKCmh5cG90aGVzaXMYASABKAkSEQoJcmF0aW9uYWxlGAIgASgJEhIKCnBhcmVudF9pZHMYAyADKAkSJQoHc3VyZmFjZRgLIAEoDjIULnJlc2VhcmNoLnYxLlN1cmZhY2USGQoRbW9kZWxfY29uZmlnX2pzb24YBSABKAkSGQoRdHJhaW5fY29uZmlnX2pzb24YBiABKAkSDQoFaW5kZXgYByABKA0SGAoQYWRvcHRlZF9jb25jZXB0cxgIIAMoCRIQCghwcm9wb3NlchgJIAEoCRIWCg5wcm9tcHRfdmVyc2lvbhgKIAEoCRIMCgRydW5nGAwgASgNEg0KBXNlZWRzGA0gASgNEhcKD2ludGVydmVudGlvbl9pZBgOIAEoCRIVCg1sYXN0X3RyYWluaW5nGA8gASgIEicKCG11dGF0aW9uGBAgASgOMhUucmVzZWFyY2gudjEuTXV0YXRpb25KBAgEEAUi8gEKDlRyaWFsQXNzZW1ibGVkEgwKBGNvZGUYASABKAkSEgoKY2xhc3NfbmFtZRgCIAEoCRIMCgRkaWZmGAMgASgJEi8KB3N1bW1hcnkYBCABKAsyHi5yZXNlYXJjaC52MS5TdW1tYXJpemVSZXNwb25zZRIlCgdmYWlsdXJlGAUgASgLMhQucmVzZWFyY2gudjEuRmFpbHVyZRItCgdyZXF1ZXN0GAYgASgLMhwucmVzZWFyY2gudjEuRXZhbHVhdGVSZXF1ZXN0EhkKEXN1bW1hcnlfbmFycmF0aXZlGAcgASgJEg4KBmF1dGhvchgIIAEoCSI9Cg1UcmlhbFByb2dyZXNzEiwKCHByb2dyZXNzGAEgASgLMhoucmVzZWFyY2gudjEuRXBvY2hQcm9ncmVzcyJsCghBbmFseXNpcxITCgtvdmVyZml0dGluZxgBIAEoCRITCgtjb252ZXJnZW5jZRgCIAEoCRIUCgx3ZWFrX2NsYXNzZXMYAyADKA0SDQoFbm90ZXMYBCADKAkSEQoJbmFycmF0aXZlGAUgASgJIp8BCg5UcmlhbEV2YWx1YXRlZBInCgZyZXN1bHQYASABKAsyFy5yZXNlYXJjaC52MS5FdmFsUmVzdWx0EiUKB2ZhaWx1cmUYAiABKAsyFC5yZXNlYXJjaC52MS5GYWlsdXJlEicKCGFuYWx5c2lzGAMgASgLMhUucmVzZWFyY2gudjEuQW5hbHlzaXMSFAoMZXZhbF9zZWNvbmRzGAQgASgBIuUCCgtUcmlhbEp1ZGdlZBIlCgd2ZXJkaWN0GAEgASgOMhQucmVzZWFyY2gudjEuVmVyZGljdBInCghkZWNpc2lvbhgCIAEoDjIVLnJlc2VhcmNoLnYxLkRlY2lzaW9uEg4KBnJlYXNvbhgDIAEoCRIkCgdydW5fZW5kGA0gASgOMhMucmVzZWFyY2gudjEuUnVuRW5kEhIKCnJ1bl9yZWFzb24YDiABKAkSFQoNYmVzdF90cmlhbF9pZBgEIAEoCRINCgVzY29yZRgFIAEoARIOCgZjaV9sb3cYBiABKAESDwoHY2lfaGlnaBgHIAEoARIlCgdmYWlsdXJlGAggASgLMhQucmVzZWFyY2gudjEuRmFpbHVyZRIlCgdzdXJmYWNlGAwgASgOMhQucmVzZWFyY2gudjEuU3VyZmFjZRIMCgRnYWluGAogASgBEhMKC3RyaWFsc19kb25lGAsgASgNSgQICRAKIvMBCgtSdW5GaW5pc2hlZBImCgZzdGF0dXMYCSABKA4yFi5yZXNlYXJjaC52MS5SdW5TdGF0dXMSFQoNYmVzdF90cmlhbF9pZBgCIAEoCRITCgtyZXBvcnRfcGF0aBgDIAEoCRIVCg1yZWdpc3RyeV9wYXRoGAQgASgJEiwKC3Rlc3RfcmVzdWx0GAUgASgLMhcucmVzZWFyY2gudjEuRXZhbFJlc3VsdBIOCgZ0cmlhbHMYBiABKA0SDwoHc2Vjb25kcxgHIAEoARIOCgZyZWFzb24YCCABKAkSFAoMdGVzdF9za2lwcGVkGAogASgJSgQIARACIjcKClJ1blJlc3VtZWQSEgoKZG93bnRpbWVfcxgBIAEoARIVCg10aW1lX2J1ZGdldF9zGAIgASgBIusBCgdMbG1DYWxsEgwKBHJvbGUYASABKAkSDQoFbW9kZWwYAiABKAkSDwoHcHVycG9zZRgDIAEoCRIVCg1wcm9tcHRfdG9rZW5zGAQgASgNEhkKEWNvbXBsZXRpb25fdG9rZW5zGAUgASgNEhIKCmxhdGVuY3lfbXMYBiABKAESEAoIY29zdF91c2QYByABKAESEAoIYXR0ZW1wdHMYCCABKA0SDwoHb3V0Y29tZRgJIAEoCRINCgVlcnJvchgKIAEoCRIWCg5wcm9tcHRfdmVyc2lvbhgLIAEoCRIQCghyZXF1ZXN0cxgMIAEoDSJmCglIZWFydGJlYXQSDAoEcm9sZRgBIAEoCRIQCghpbnN0YW5jZRgCIAEoCRIRCglpbl9mbGlnaHQYAyABKA0SFQoNc3RhcnRlZF9hdF9tcxgEIAEoAxIPCgdoYW5kbGVkGAUgASgNIs8BCgxJbnRlcnZlbnRpb24SFwoPaW50ZXJ2ZW50aW9uX2lkGAEgASgJEisKBGtpbmQYAiABKA4yHS5yZXNlYXJjaC52MS5JbnRlcnZlbnRpb25LaW5kEgsKA3dobxgDIAEoCRIOCgZyZWFzb24YBCABKAkSEgoKaHlwb3RoZXNpcxgFIAEoCRIZChFtb2RlbF9jb25maWdfanNvbhgGIAEoCRIZChF0cmFpbl9jb25maWdfanNvbhgHIAEoCRISCgpwYXJlbnRfaWRzGAggAygJIogGCgVFdmVudBIOCgZydW5faWQYASABKAkSEAoIdHJpYWxfaWQYAiABKAkSEAoIZXZlbnRfaWQYAyABKAkSFQoNZW1pdHRlZF9hdF9tcxgEIAEoAxIQCghwcm9kdWNlchgFIAEoCRIuCgtydW5fc3RhcnRlZBgKIAEoCzIXLnJlc2VhcmNoLnYxLlJ1blN0YXJ0ZWRIABIuCgticmllZl9yZWFkeRgLIAEoCzIXLnJlc2VhcmNoLnYxLkJyaWVmUmVhZHlIABI0Cg50cmlhbF9wcm9wb3NlZBgMIAEoCzIaLnJlc2VhcmNoLnYxLlRyaWFsUHJvcG9zZWRIABI2Cg90cmlhbF9hc3NlbWJsZWQYDSABKAsyGy5yZXNlYXJjaC52MS5UcmlhbEFzc2VtYmxlZEgAEjQKDnRyaWFsX3Byb2dyZXNzGA4gASgLMhoucmVzZWFyY2gudjEuVHJpYWxQcm9ncmVzc0gAEjYKD3RyaWFsX2V2YWx1YXRlZBgPIAEoCzIbLnJlc2VhcmNoLnYxLlRyaWFsRXZhbHVhdGVkSAASMAoMdHJpYWxfanVkZ2VkGBAgASgLMhgucmVzZWFyY2gudjEuVHJpYWxKdWRnZWRIABIwCgxydW5fZmluaXNoZWQYESABKAsyGC5yZXNlYXJjaC52MS5SdW5GaW5pc2hlZEgAEisKCWhlYXJ0YmVhdBgSIAEoCzIWLnJlc2VhcmNoLnYxLkhlYXJ0YmVhdEgAEigKCGxsbV9jYWxsGBMgASgLMhQucmVzZWFyY2gudjEuTGxtQ2FsbEgAEjwKEnJlc2VhcmNoX3JlcXVlc3RlZBgUIAEoCzIeLnJlc2VhcmNoLnYxLlJlc2VhcmNoUmVxdWVzdGVkSAASNQoQcnVuX2ludGVydmVudGlvbhgVIAEoCzIZLnJlc2VhcmNoLnYxLkludGVydmVudGlvbkgAEi4KC3J1bl9yZXN1bWVkGBYgASgLMhcucmVzZWFyY2gudjEuUnVuUmVzdW1lZEgAQgYKBGJvZHkqXwoHVmVyZGljdBIXChNWRVJESUNUX1VOU1BFQ0lGSUVEEAASEgoOVkVSRElDVF9BQ0NFUFQQARISCg5WRVJESUNUX1JFSkVDVBACEhMKD1ZFUkRJQ1RfSUxMRUdBTBADKmkKCERlY2lzaW9uEhgKFERFQ0lTSU9OX1VOU1BFQ0lGSUVEEAASFAoQREVDSVNJT05fSVRFUkFURRABEhoKFkRFQ0lTSU9OX0dPQUxfQUNISUVWRUQQAhIRCg1ERUNJU0lPTl9TVE9QEAMquQEKBlJ1bkVuZBIXChNSVU5fRU5EX1VOU1BFQ0lGSUVEEAASFAoQUlVOX0VORF9HT0FMX01FVBABEh0KGVJVTl9FTkRfU1RPUFBFRF9CWV9QRVJTT04QAhIYChRSVU5fRU5EX1RSSUFMX0JVREdFVBADEhcKE1JVTl9FTkRfVElNRV9CVURHRVQQBBIZChVSVU5fRU5EX0xBU1RfVFJBSU5JTkcQBRITCg9SVU5fRU5EX1BMQVRFQVUQBirjAQoJUnVuU3RhdHVzEhoKFlJVTl9TVEFUVVNfVU5TUEVDSUZJRUQQABIWChJSVU5fU1RBVFVTX1JVTk5JTkcQARIcChhSVU5fU1RBVFVTX0dPQUxfQUNISUVWRUQQAhIfChtSVU5fU1RBVFVTX0JVREdFVF9FWEhBVVNURUQQAxIWChJSVU5fU1RBVFVTX1NUT1BQRUQQBBIVChFSVU5fU1RBVFVTX0ZBSUxFRBAFEhgKFFJVTl9TVEFUVVNfQ09NUExFVEVEEAYSGgoWUlVOX1NUQVRVU19JTlRFUlJVUFRFRBAHKs8BChBJbnRlcnZlbnRpb25LaW5kEiEKHUlOVEVSVkVOVElPTl9LSU5EX1VOU1BFQ0lGSUVEEAASGwoXSU5URVJWRU5USU9OX0tJTkRfUEFVU0UQARIcChhJTlRFUlZFTlRJT05fS0lORF9SRVNVTUUQAhIaChZJTlRFUlZFTlRJT05fS0lORF9TVE9QEAMSIgoeSU5URVJWRU5USU9OX0tJTkRfQ0FOQ0VMX1RSSUFMEAQSHQoZSU5URVJWRU5USU9OX0tJTkRfUFJPUE9TRRAFYgZwcm90bzM", [file_research_v1_common, file_research_v1_runner]);
 
 /**
  * A research goal after parsing the user's words.
@@ -173,6 +173,40 @@ export const RunSettingsSchema: GenMessage<RunSettings> = /*@__PURE__*/
   messageDesc(file_research_v1_events, 1);
 
 /**
+ * Where a run starts from (launch --from): trial 0, evaluated first with the
+ * run's seeds on its own recipe; every later trial is measured against it.
+ *
+ * @generated from message research.v1.StartingPoint
+ */
+export type StartingPoint = Message<"research.v1.StartingPoint"> & {
+  /**
+   * What the person named: a file, or RUN/TRIAL of an earlier run (for people).
+   *
+   * @generated from field: string origin = 1;
+   */
+  origin: string;
+
+  /**
+   * Validated at the launcher: a model_config and its train_config as JSON.
+   *
+   * @generated from field: string model_config_json = 2;
+   */
+  modelConfigJson: string;
+
+  /**
+   * @generated from field: string train_config_json = 3;
+   */
+  trainConfigJson: string;
+};
+
+/**
+ * Describes the message research.v1.StartingPoint.
+ * Use `create(StartingPointSchema)` to create a new message.
+ */
+export const StartingPointSchema: GenMessage<StartingPoint> = /*@__PURE__*/
+  messageDesc(file_research_v1_events, 2);
+
+/**
  * @generated from message research.v1.RunStarted
  */
 export type RunStarted = Message<"research.v1.RunStarted"> & {
@@ -185,6 +219,13 @@ export type RunStarted = Message<"research.v1.RunStarted"> & {
    * @generated from field: research.v1.RunSettings settings = 2;
    */
   settings?: RunSettings | undefined;
+
+  /**
+   * Unset: the swarm starts from its own templates.
+   *
+   * @generated from field: research.v1.StartingPoint start = 3;
+   */
+  start?: StartingPoint | undefined;
 };
 
 /**
@@ -192,7 +233,7 @@ export type RunStarted = Message<"research.v1.RunStarted"> & {
  * Use `create(RunStartedSchema)` to create a new message.
  */
 export const RunStartedSchema: GenMessage<RunStarted> = /*@__PURE__*/
-  messageDesc(file_research_v1_events, 2);
+  messageDesc(file_research_v1_events, 3);
 
 /**
  * @generated from message research.v1.BriefReady
@@ -240,7 +281,7 @@ export type BriefReady = Message<"research.v1.BriefReady"> & {
  * Use `create(BriefReadySchema)` to create a new message.
  */
 export const BriefReadySchema: GenMessage<BriefReady> = /*@__PURE__*/
-  messageDesc(file_research_v1_events, 3);
+  messageDesc(file_research_v1_events, 4);
 
 /**
  * The planner asks a narrower question when a recipe surface stalls.
@@ -281,7 +322,7 @@ export type ResearchRequested = Message<"research.v1.ResearchRequested"> & {
  * Use `create(ResearchRequestedSchema)` to create a new message.
  */
 export const ResearchRequestedSchema: GenMessage<ResearchRequested> = /*@__PURE__*/
-  messageDesc(file_research_v1_events, 4);
+  messageDesc(file_research_v1_events, 5);
 
 /**
  * @generated from message research.v1.TrialProposed
@@ -387,7 +428,7 @@ export type TrialProposed = Message<"research.v1.TrialProposed"> & {
  * Use `create(TrialProposedSchema)` to create a new message.
  */
 export const TrialProposedSchema: GenMessage<TrialProposed> = /*@__PURE__*/
-  messageDesc(file_research_v1_events, 5);
+  messageDesc(file_research_v1_events, 6);
 
 /**
  * @generated from message research.v1.TrialAssembled
@@ -447,7 +488,7 @@ export type TrialAssembled = Message<"research.v1.TrialAssembled"> & {
  * Use `create(TrialAssembledSchema)` to create a new message.
  */
 export const TrialAssembledSchema: GenMessage<TrialAssembled> = /*@__PURE__*/
-  messageDesc(file_research_v1_events, 6);
+  messageDesc(file_research_v1_events, 7);
 
 /**
  * @generated from message research.v1.TrialProgress
@@ -464,7 +505,7 @@ export type TrialProgress = Message<"research.v1.TrialProgress"> & {
  * Use `create(TrialProgressSchema)` to create a new message.
  */
 export const TrialProgressSchema: GenMessage<TrialProgress> = /*@__PURE__*/
-  messageDesc(file_research_v1_events, 7);
+  messageDesc(file_research_v1_events, 8);
 
 /**
  * @generated from message research.v1.Analysis
@@ -501,7 +542,7 @@ export type Analysis = Message<"research.v1.Analysis"> & {
  * Use `create(AnalysisSchema)` to create a new message.
  */
 export const AnalysisSchema: GenMessage<Analysis> = /*@__PURE__*/
-  messageDesc(file_research_v1_events, 8);
+  messageDesc(file_research_v1_events, 9);
 
 /**
  * @generated from message research.v1.TrialEvaluated
@@ -533,7 +574,7 @@ export type TrialEvaluated = Message<"research.v1.TrialEvaluated"> & {
  * Use `create(TrialEvaluatedSchema)` to create a new message.
  */
 export const TrialEvaluatedSchema: GenMessage<TrialEvaluated> = /*@__PURE__*/
-  messageDesc(file_research_v1_events, 9);
+  messageDesc(file_research_v1_events, 10);
 
 /**
  * @generated from message research.v1.TrialJudged
@@ -616,7 +657,7 @@ export type TrialJudged = Message<"research.v1.TrialJudged"> & {
  * Use `create(TrialJudgedSchema)` to create a new message.
  */
 export const TrialJudgedSchema: GenMessage<TrialJudged> = /*@__PURE__*/
-  messageDesc(file_research_v1_events, 10);
+  messageDesc(file_research_v1_events, 11);
 
 /**
  * @generated from message research.v1.RunFinished
@@ -681,7 +722,7 @@ export type RunFinished = Message<"research.v1.RunFinished"> & {
  * Use `create(RunFinishedSchema)` to create a new message.
  */
 export const RunFinishedSchema: GenMessage<RunFinished> = /*@__PURE__*/
-  messageDesc(file_research_v1_events, 11);
+  messageDesc(file_research_v1_events, 12);
 
 /**
  * A run continued by `launch --resume` after its launcher stopped. The time
@@ -713,7 +754,7 @@ export type RunResumed = Message<"research.v1.RunResumed"> & {
  * Use `create(RunResumedSchema)` to create a new message.
  */
 export const RunResumedSchema: GenMessage<RunResumed> = /*@__PURE__*/
-  messageDesc(file_research_v1_events, 12);
+  messageDesc(file_research_v1_events, 13);
 
 /**
  * One call to an LLM by an agent, with what it cost and how it ended.
@@ -797,7 +838,7 @@ export type LlmCall = Message<"research.v1.LlmCall"> & {
  * Use `create(LlmCallSchema)` to create a new message.
  */
 export const LlmCallSchema: GenMessage<LlmCall> = /*@__PURE__*/
-  messageDesc(file_research_v1_events, 13);
+  messageDesc(file_research_v1_events, 14);
 
 /**
  * @generated from message research.v1.Heartbeat
@@ -834,7 +875,7 @@ export type Heartbeat = Message<"research.v1.Heartbeat"> & {
  * Use `create(HeartbeatSchema)` to create a new message.
  */
 export const HeartbeatSchema: GenMessage<Heartbeat> = /*@__PURE__*/
-  messageDesc(file_research_v1_events, 14);
+  messageDesc(file_research_v1_events, 15);
 
 /**
  * @generated from message research.v1.Intervention
@@ -891,7 +932,7 @@ export type Intervention = Message<"research.v1.Intervention"> & {
  * Use `create(InterventionSchema)` to create a new message.
  */
 export const InterventionSchema: GenMessage<Intervention> = /*@__PURE__*/
-  messageDesc(file_research_v1_events, 15);
+  messageDesc(file_research_v1_events, 16);
 
 /**
  * Every message on research.> is one Event: common ids plus one body.
@@ -1015,7 +1056,7 @@ export type Event = Message<"research.v1.Event"> & {
  * Use `create(EventSchema)` to create a new message.
  */
 export const EventSchema: GenMessage<Event> = /*@__PURE__*/
-  messageDesc(file_research_v1_events, 16);
+  messageDesc(file_research_v1_events, 17);
 
 /**
  * @generated from enum research.v1.Verdict

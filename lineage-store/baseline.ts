@@ -1,0 +1,96 @@
+/**
+ * The best model against the run's starting point (launch --from), by one
+ * rule (BASELINE_RULE): what the report says about "how much better than what
+ * I had, and why", drawn from the folded run only.
+ */
+import { MUTATION } from "../core/enums.js";
+import { unifiedDiff } from "../core/diff.js";
+import { pairedTTest } from "../core/stats.js";
+import type { EvalResult, SeedResult } from "../proto/gen/research/v1/runner_pb.js";
+import { baselineTrial, meanOf, rungOf, type RunState, type TrialState } from "../swarm/run-state.js";
+
+export const BASELINE_RULE =
+  "trial 0 is the starting point trained on its own recipe with the run's seeds, and scored once on the test split with that training; the best trial (the rule above) is compared with it seed by seed, since every trial of a run trains with the same seeds: the gain is the mean of the per-seed differences, with Student's t 95% interval and two-sided p over them; validation from the two trials' evaluations, test from trial 0's and the best's one-time confirmation";
+
+/** Per-seed values of `metric`, by seed. */
+function bySeed(seeds: SeedResult[] | undefined, metric: string): Map<number, number> {
+  const out = new Map<number, number>();
+  for (const s of seeds ?? []) {
+    const v = s.metrics[metric];
+    if (v !== undefined) out.set(s.seed, v);
+  }
+  return out;
+}
+
+/** best - baseline over the seeds both have; null below two pairs. */
+function paired(base: Map<number, number>, best: Map<number, number>) {
+  const seeds = [...base.keys()].filter((s) => best.has(s)).sort((a, b) => a - b);
+  if (seeds.length < 2) return null;
+  const t = pairedTTest(seeds.map((s) => base.get(s)!), seeds.map((s) => best.get(s)!));
+  const mean = (m: Map<number, number>) => seeds.reduce((sum, s) => sum + m.get(s)!, 0) / seeds.length;
+  return { seeds, baseline_mean: mean(base), best_mean: mean(best), gain: t.meanDiff, ci_95: t.ci95, p: t.p };
+}
+
+type Flat = Record<string, unknown>;
+function flatten(x: object, prefix = "", out: Flat = {}): Flat {
+  for (const [k, v] of Object.entries(x)) {
+    if (v && typeof v === "object" && !Array.isArray(v)) flatten(v, `${prefix}${k}.`, out);
+    else out[`${prefix}${k}`] = v;
+  }
+  return out;
+}
+
+/** The recipe fields the best trial trains with differently, defaults filled on both sides. */
+function recipeChanges(base: TrialState, best: TrialState) {
+  const a = flatten(base.train ?? {});
+  const b = flatten(best.train ?? {});
+  return [...new Set([...Object.keys(a), ...Object.keys(b)])]
+    .filter((k) => JSON.stringify(a[k]) !== JSON.stringify(b[k]))
+    .sort()
+    .map((field) => ({ field, from: a[field] ?? null, to: b[field] ?? null }));
+}
+
+/** The best trial's ancestry back to trial 0, oldest first, each step with its measured change. */
+function pathTo(state: RunState, best: TrialState, base: TrialState) {
+  const chain: TrialState[] = [];
+  for (let t: TrialState | undefined = best; t && chain.length <= state.trials.size; t = t.proposed?.parentIds[0] ? state.trials.get(t.proposed.parentIds[0]) : undefined) {
+    chain.unshift(t);
+    if (t === base) break;
+  }
+  if (chain[0] !== base) return null;
+  return chain.map((t, i) => {
+    const mean = meanOf(t);
+    const parent = i > 0 ? meanOf(chain[i - 1]!) : undefined;
+    return {
+      trial_id: t.id,
+      mutation: MUTATION.name(t.proposed?.mutation ?? 0) ?? "",
+      hypothesis: t.proposed?.hypothesis ?? "",
+      rung: rungOf(t),
+      seeds: t.evaluated?.result?.seedResults.length ?? 0,
+      val_mean: mean ?? null,
+      // Between fidelities (a probe, a promotion) the change is the fidelity's as much as the edit's.
+      change: mean !== undefined && parent !== undefined ? mean - parent : null,
+      same_fidelity: i > 0 && rungOf(t) === rungOf(chain[i - 1]!),
+    };
+  });
+}
+
+export function baselineComparison(state: RunState, best: TrialState | undefined, bestTest: EvalResult | undefined) {
+  const base = baselineTrial(state);
+  if (!base) return null;
+  const baseResult = base.evaluated?.result;
+  const other = best && best !== base ? best : undefined;
+  return {
+    origin: state.start?.origin ?? "",
+    rule: BASELINE_RULE,
+    baseline_trial_id: base.id,
+    baseline_val_mean: meanOf(base) ?? null,
+    baseline_test_mean: baseResult?.aggregated.test_accuracy?.mean ?? null,
+    best_trial_id: best?.id ?? null,
+    val: other && baseResult ? paired(bySeed(baseResult.seedResults, "val_accuracy"), bySeed(other.evaluated?.result?.seedResults, "val_accuracy")) : null,
+    test: other && baseResult ? paired(bySeed(baseResult.seedResults, "test_accuracy"), bySeed(bestTest?.seedResults, "test_accuracy")) : null,
+    recipe_changes: other ? recipeChanges(base, other) : [],
+    model_diff: other && base.assembled?.code && other.assembled?.code ? unifiedDiff(base.assembled.code, other.assembled.code, `${base.id}/model_code.py`, `${other.id}/model_code.py`) : "",
+    path: other ? pathTo(state, other, base) : null,
+  };
+}
