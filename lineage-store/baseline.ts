@@ -50,13 +50,18 @@ function recipeChanges(base: TrialState, best: TrialState) {
     .map((field) => ({ field, from: a[field] ?? null, to: b[field] ?? null }));
 }
 
-/** The best trial's ancestry back to trial 0, oldest first, each step with its measured change. */
-function pathTo(state: RunState, best: TrialState, base: TrialState) {
+/** The best trial's line of first parents, oldest first: back to trial 0, or to the trial it started from. */
+function ancestry(state: RunState, best: TrialState, base: TrialState): TrialState[] {
   const chain: TrialState[] = [];
   for (let t: TrialState | undefined = best; t && chain.length <= state.trials.size; t = t.proposed?.parentIds[0] ? state.trials.get(t.proposed.parentIds[0]) : undefined) {
     chain.unshift(t);
     if (t === base) break;
   }
+  return chain;
+}
+
+/** The best trial's ancestry back to trial 0, each step with its measured change; null when it does not descend from trial 0. */
+function pathTo(chain: TrialState[], base: TrialState) {
   if (chain[0] !== base) return null;
   return chain.map((t, i) => {
     const mean = meanOf(t);
@@ -80,6 +85,7 @@ export function baselineComparison(state: RunState, best: TrialState | undefined
   if (!base) return null;
   const baseResult = base.evaluated?.result;
   const other = best && best !== base ? best : undefined;
+  const chain = other && ancestry(state, other, base);
   return {
     origin: state.start?.origin ?? "",
     rule: BASELINE_RULE,
@@ -91,6 +97,8 @@ export function baselineComparison(state: RunState, best: TrialState | undefined
     test: other && baseResult ? paired(bySeed(baseResult.seedResults, "test_accuracy"), bySeed(bestTest?.seedResults, "test_accuracy")) : null,
     recipe_changes: other ? recipeChanges(base, other) : [],
     model_diff: other && base.assembled?.code && other.assembled?.code ? unifiedDiff(base.assembled.code, other.assembled.code, `${base.id}/model_code.py`, `${other.id}/model_code.py`) : "",
-    path: other ? pathTo(state, other, base) : null,
+    path: chain && pathTo(chain, base),
+    // Where the best trial's line starts when not at trial 0 (a template after the starting point's edits fell behind).
+    best_root: chain && chain[0] !== base ? { trial_id: chain[0]!.id, mutation: MUTATION.name(chain[0]!.proposed?.mutation ?? 0) ?? "" } : null,
   };
 }

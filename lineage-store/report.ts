@@ -373,7 +373,8 @@ function baselineSection(c: NonNullable<Report["json"]["baseline"]>): string[] {
   if (c.recipe_changes.length) {
     out.push("What changed in the recipe:", "", ...table(["field", "trial 0", "best"], c.recipe_changes.map((r) => [cell(r.field), cell(JSON.stringify(r.from)), cell(JSON.stringify(r.to))])), "");
   } else out.push("The recipe is trial 0's.", "");
-  if (c.path) {
+  if (!c.path) out.push(`The best trial does not descend from trial 0: the search found it from ${c.best_root ? `\`${c.best_root.trial_id}\` (${cell(c.best_root.mutation)})` : "elsewhere"}, after the starting point's edits fell behind.`, "");
+  else {
     out.push(
       "How it got there (each trial from its parent; a change between fidelities is the longer training's as much as the edit's):",
       "",

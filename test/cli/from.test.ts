@@ -19,7 +19,7 @@ const model = join(dir, "small.yaml");
 writeFileSync(model, "name: small-mlp\nlayers:\n  - type: flatten\n  - type: linear\n    out_features: 16\n  - type: activation\n    fn: relu\n");
 const recipe = join(dir, "recipe.yaml");
 // A weak recipe, so that the search has room above it.
-writeFileSync(recipe, "optimizer: sgd\nlr: 0.01\nmomentum: 0\nepochs: 1\nbatch_size: 64\n");
+writeFileSync(recipe, "optimizer: sgd\nlr: 0.05\nmomentum: 0\nepochs: 1\nbatch_size: 64\n");
 
 interface Summary {
   run_id: string;
@@ -48,7 +48,7 @@ describe("launch --from", () => {
     // Trial 0 is the model and recipe as given; trial 1 the same at the probe's fidelity.
     const config = (t: string, f: string) => readFileSync(join(workspace, "runs", first.run_id, "experiments", t, f), "utf8");
     expect(config(t0, "model_config.yaml")).toContain("name: small-mlp");
-    expect(config(t0, "train_config.yaml")).toMatch(/optimizer: sgd[\s\S]*lr: 0.01/);
+    expect(config(t0, "train_config.yaml")).toMatch(/optimizer: sgd[\s\S]*lr: 0.05/);
     expect(config(t0, "hypothesis.md")).toContain(`from ${model}`);
     expect(trials.length).toBeGreaterThanOrEqual(2);
     expect(first.baseline?.trial_id).toBe(t0);
@@ -73,7 +73,8 @@ describe("launch --from", () => {
       expect(first.baseline!.val_gain!.gain).toBeCloseTo(t.meanDiff, 10);
       expect(first.baseline!.val_gain!.ci_95[0]).toBeCloseTo(t.ci95[0], 10);
       expect(report).toContain(`The best trial \`${best}\` against it, seed by seed`);
-      expect(report).toMatch(/How it got there[\s\S]*`[\w-]+-t000` \| baseline/);
+      // Its line of parents from trial 0, or where else it started (a template, when the starting point's edits fell behind).
+      expect(report).toMatch(/How it got there[\s\S]*`[\w-]+-t000` \| baseline|The best trial does not descend from trial 0: the search found it from `[\w-]+-t\d{3}`/);
     } else expect(report).toContain("No trial beat it");
   }, 400_000);
 

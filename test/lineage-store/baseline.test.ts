@@ -63,6 +63,15 @@ describe("the best model against the starting point", () => {
     expect(c.model_diff).toContain("-# trial 0\n+# trial 3");
   });
 
+  it("says where the best trial's line starts when it does not descend from trial 0", () => {
+    const fromTemplate = state([...events, ...trial(4, { rung: 3, mutation: Mutation.TEMPLATE, train: {}, val: [0.95, 0.96, 0.97] })]);
+    const other = baselineComparison(fromTemplate, bestTrial(fromTemplate), undefined)!;
+    expect(other.best_trial_id).toBe(id(4));
+    expect(other.path).toBeNull();
+    expect(other.best_root).toEqual({ trial_id: id(4), mutation: "template" });
+    expect(c.best_root).toBeNull();
+  });
+
   it("says nothing of a run started from templates", () => {
     expect(baselineComparison(state([started(), ...trial(0, { rung: 0, mutation: Mutation.TEMPLATE, train: {}, val: [0.8] })]), undefined, undefined)).toBeNull();
   });
