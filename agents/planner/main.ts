@@ -205,17 +205,15 @@ async function proposeInitial(ctx: AgentContext, runId: string): Promise<void> {
   if (state.finished || state.order.length > 0) return;
   const count = Math.max(1, Math.min(state.settings?.parallel || 1, state.settings?.maxTrials || Infinity));
   const input = await planInput(ctx, state, 0);
-  // A person's starting point is proposed as it is, by no policy and no LLM.
-  const baseline = baselineProposals(input);
-  if (baseline.length) {
-    for (const [i, p] of baseline.slice(0, count).entries()) await publishProposal(ctx, state, i, p, "launch --from", "");
-    return;
-  }
-  const builtin = policyOf(state).initial(input, count);
-  for (let i = 0; i < count; i++) {
+  // A person's starting point is proposed as it is, by no policy and no LLM. Slots beyond its
+  // two trials (a runner with room for more) start the run's own first proposals beside it.
+  const baseline = baselineProposals(input).slice(0, count);
+  for (const [i, p] of baseline.entries()) await publishProposal(ctx, state, i, p, "launch --from", "");
+  const builtin = policyOf(state).initial(input, count - baseline.length);
+  for (let i = baseline.length; i < count; i++) {
     // Later initial proposals see the earlier ones, so an LLM does not repeat itself.
     const current = i === 0 ? input : { ...input, state: await ctx.runState(runId) };
-    await propose(ctx, current, i, () => builtin[i]);
+    await propose(ctx, current, i, () => builtin[i - baseline.length]);
   }
 }
 

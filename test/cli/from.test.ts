@@ -40,7 +40,7 @@ describe("launch --from", () => {
   let first: Summary;
 
   it("trains the starting point first as trial 0 and reports the best model against it, seed by seed", async () => {
-    const r = await launch(["--goal", "digits: maximise accuracy", "--from", model, "--recipe", recipe, "--time-budget", "75s", "--seeds", "2", "--no-research", "--workspace", workspace, "--json"]);
+    const r = await launch(["--goal", "digits: maximise accuracy", "--from", model, "--recipe", recipe, "--time-budget", "75s", "--seeds", "2", "--parallel", "3", "--no-research", "--workspace", workspace, "--json"]);
     expect([0, 3], r.stderr).toContain(r.status);
     first = JSON.parse(r.stdout.trim().split("\n").pop()!) as Summary;
     const t0 = `${first.run_id}-t000`;
@@ -50,7 +50,9 @@ describe("launch --from", () => {
     expect(config(t0, "model_config.yaml")).toContain("name: small-mlp");
     expect(config(t0, "train_config.yaml")).toMatch(/optimizer: sgd[\s\S]*lr: 0.05/);
     expect(config(t0, "hypothesis.md")).toContain(`from ${model}`);
-    expect(trials.length).toBeGreaterThanOrEqual(2);
+    // A third slot starts the run's own first proposal beside them: trial ids stay contiguous.
+    expect(trials).toContain(`${first.run_id}-t002`);
+    expect(config(`${first.run_id}-t002`, "hypothesis.md")).toContain("is a strong starting point");
     expect(first.baseline?.trial_id).toBe(t0);
     // Its test accuracy was measured with its own training; both are the stored evaluation's.
     const stored = JSON.parse(readFileSync(join(workspace, "runs", first.run_id, "experiments", t0, "results.json"), "utf8")) as { aggregated: { test_accuracy: { mean: number } } };
