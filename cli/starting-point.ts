@@ -40,8 +40,14 @@ function trainOf(text: string, where: string): TrainConfigInput {
   return t.ok ? t.value : fail(`${where}: ${oneLine(t.error)}`, 2);
 }
 
+/** A starting point as it goes on the wire, with its model as validated here (startProblem compiles it). */
+export interface Start {
+  point: StartingPoint;
+  model: ModelConfigInput;
+}
+
 /** The run's starting point from --from and --recipe, or none; a bad one exits 2 with a line naming it. */
-export function startingPointOf(from: string | undefined, recipe: string | undefined, workspace: string): StartingPoint | undefined {
+export function startingPointOf(from: string | undefined, recipe: string | undefined, workspace: string): Start | undefined {
   if (!from) {
     if (recipe) fail("--recipe is the training recipe of a starting point: give --from too");
     return undefined;
@@ -61,14 +67,15 @@ export function startingPointOf(from: string | undefined, recipe: string | undef
     model = modelOf(readText(path, "--from"), from);
   }
   if (recipe) train = trainOf(readText(resolve(recipe), "--recipe"), `--recipe ${recipe}`);
-  return create(StartingPointSchema, { origin: from, modelConfigJson: JSON.stringify(model), trainConfigJson: JSON.stringify(train) });
+  return { point: create(StartingPointSchema, { origin: from, modelConfigJson: JSON.stringify(model), trainConfigJson: JSON.stringify(train) }), model };
 }
 
 /** Why the starting point cannot train on the goal's dataset: its shape, or the goal's parameter limit. */
-export function startProblem(start: StartingPoint, goal: Goal, info: DatasetInfo): string | undefined {
-  const compiled = compileModel(JSON.parse(start.modelConfigJson) as ModelConfigInput, compileOptions(info));
-  if (!compiled.ok) return `--from ${start.origin}: does not fit ${goal.dataset}: ${compiled.error}`;
+export function startProblem(start: Start, goal: Goal, info: DatasetInfo): string | undefined {
+  const { origin } = start.point;
+  const compiled = compileModel(start.model, compileOptions(info));
+  if (!compiled.ok) return `--from ${origin}: does not fit ${goal.dataset}: ${compiled.error}`;
   const max = Number(goal.maxParams);
-  if (max > 0 && compiled.params > max) return `--from ${start.origin}: ${compiled.params.toLocaleString("en-US")} parameters exceed the goal's limit of ${max.toLocaleString("en-US")}`;
+  if (max > 0 && compiled.params > max) return `--from ${origin}: ${compiled.params.toLocaleString("en-US")} parameters exceed the goal's limit of ${max.toLocaleString("en-US")}`;
   return undefined;
 }

@@ -9,9 +9,9 @@
  *   node --import tsx deploy/build.ts
  */
 import { mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
-import { basename, join } from "node:path";
+import { join } from "node:path";
 import { bundleEntry, ENTRIES } from "./bundle.js";
-import { BUILT_FROM, DEV_BUNDLES, type BuiltFrom } from "./entries.js";
+import { BUILT_FROM_FILE, DEV_BUNDLES, type BuiltFrom } from "./entries.js";
 
 // Beside dist/entries, at the same depth: each bundle's paths to its sources stay right after the swap.
 const next = `${DEV_BUNDLES}.next-${process.pid}`;
@@ -26,6 +26,6 @@ await Promise.all(
     builtFrom[entry] = { startedMs, inputs: [...inputs, "package-lock.json"] };
   }),
 );
-writeFileSync(join(next, basename(BUILT_FROM)), JSON.stringify(builtFrom));
+writeFileSync(join(next, BUILT_FROM_FILE), JSON.stringify(builtFrom));
 rmSync(DEV_BUNDLES, { recursive: true, force: true });
 renameSync(next, DEV_BUNDLES);

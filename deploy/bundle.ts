@@ -13,10 +13,11 @@
  */
 import { build, type Plugin } from "esbuild";
 import { readFileSync } from "node:fs";
-import { basename, dirname, join, relative, resolve, sep } from "node:path";
+import { basename, dirname, join, relative, sep } from "node:path";
+import { REPO_ROOT as ROOT } from "./entries.js";
 import { ROLES } from "./swarm.js";
 
-export const ROOT = resolve(import.meta.dirname, "..");
+export { ROOT };
 
 /** What runs as a process: the CLIs, what the launcher supervises (deploy/swarm.ts), and the runner benchmark a GPU host is checked with. */
 export const ENTRIES = [

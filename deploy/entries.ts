@@ -12,9 +12,10 @@ import { PACKED } from "../core/packed.js";
 export const REPO_ROOT = resolve(import.meta.dirname, "..");
 const TSX = join(REPO_ROOT, "node_modules", "tsx", "dist", "esm", "index.mjs");
 
-/** A checkout's bundles, and what each was built from (written by deploy/build.ts). */
-export const DEV_BUNDLES = join(REPO_ROOT, "dist", "entries");
-export const BUILT_FROM = join(DEV_BUNDLES, "built-from.json");
+/** A checkout's bundles, and the record of what each was built from (written by deploy/build.ts). */
+const bundlesIn = (root: string) => join(root, "dist", "entries");
+export const BUILT_FROM_FILE = "built-from.json";
+export const DEV_BUNDLES = bundlesIn(REPO_ROOT);
 
 /** Per entry: when its build began (ms since the epoch) and its input files, relative to the repository. */
 export type BuiltFrom = Record<string, { startedMs: number; inputs: string[] }>;
@@ -23,10 +24,10 @@ const bundleOf = (dir: string, entry: string) => join(dir, entry.replace(/\.ts$/
 
 /** `entry`'s bundle under `root` (a checkout) when it is current, else undefined. */
 export function currentBundle(entry: string, root = REPO_ROOT): string | undefined {
-  const dir = join(root, "dist", "entries");
+  const dir = bundlesIn(root);
   let built: BuiltFrom[string] | undefined;
   try {
-    built = (JSON.parse(readFileSync(join(dir, "built-from.json"), "utf8")) as BuiltFrom)[entry];
+    built = (JSON.parse(readFileSync(join(dir, BUILT_FROM_FILE), "utf8")) as BuiltFrom)[entry];
   } catch {
     return undefined;
   }

@@ -14,7 +14,7 @@ export default async function ablation(argv: string[]): Promise<void> {
   await withSwarm(a, run, say, async (swarm, _interrupt, log) => {
     const result = await runAblation(swarm, {
       goal: run.goal!,
-      start: run.start,
+      start: run.start?.point,
       settings: (research, seed) => run.settings(swarm, research, seed),
       runs,
       log,

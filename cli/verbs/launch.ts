@@ -71,7 +71,7 @@ export default async function launch(argv: string[]): Promise<void> {
       import("../../lineage-store/report.js"),
     ]);
     const outcome = await runGoal(swarm, {
-      start: run.goal ? { goal: run.goal, settings: run.settings(swarm, !a["no-research"]), start: run.start } : undefined,
+      start: run.goal ? { goal: run.goal, settings: run.settings(swarm, !a["no-research"]), start: run.start?.point } : undefined,
       runId: a.resume,
       resume: !!a.resume,
       timeBudgetS: a.resume && a["time-budget"] ? parseDuration(a["time-budget"]) : undefined,
