@@ -33,7 +33,7 @@ import { runSettings } from "../deploy/settings.js";
 import { lineageEmbedder } from "../lineage-store/embedder.js";
 import { LineageStore } from "../lineage-store/store.js";
 import type { Event } from "../proto/gen/research/v1/events_pb.js";
-import { compileModel } from "../core/compiler/compile.js";
+import { paramsCounter } from "../agents/planner/params.js";
 import { mulberry32, POLICIES, type PlanInput } from "../agents/planner/policy.js";
 import { TrialStatus } from "../proto/gen/research/v1/common_pb.js";
 import { decodeResponse, encodeRequest, QUERY_SUBJECT } from "../swarm/lineage-query.js";
@@ -118,10 +118,7 @@ async function probe(runId: string, trial: number): Promise<void> {
 function policyTimes(runId: string): { trials: number; nextMs: number; randomMs: number }[] {
   const state: RunState = emptyRunState(runId);
   const out: { trials: number; nextMs: number; randomMs: number }[] = [];
-  const params: PlanInput["params"] = (model) => {
-    const r = compileModel(model, { inputShape: DIGITS.inputShape, numClasses: DIGITS.numClasses, inputDtype: "float32" });
-    return r.ok ? r.params : r.error;
-  };
+  const params = paramsCounter(state, DIGITS);
   const time = (f: () => unknown) => {
     const runs = Array.from({ length: 5 }, () => {
       const t = performance.now();

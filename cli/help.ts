@@ -23,11 +23,14 @@ const SECTIONS = {
                        the best model with its 95% CI and one-time test accuracy;
                        a CSV: "csv:/data/titanic.csv target=Survived 0.8" (the file
                        and its target column are checked before anything starts)
-  --from SOURCE        start from a model instead of the swarm's templates: a model_config
-                       file (YAML or JSON), or RUN/TRIAL of an earlier run in the workspace
-                       (its model and recipe: "keep improving the best of that run"); it is
-                       trial 0, trained first on its own recipe with the run's seeds, and the
-                       report compares the best model with it
+  --from SOURCE        start from a model instead of the swarm's templates: a model in Python
+                       (model.py with --class), a model_config file (YAML or JSON), or RUN/TRIAL
+                       of an earlier run in the workspace (its model and recipe: "keep improving
+                       the best of that run"); it is trial 0, trained first on its own recipe
+                       with the run's seeds, and the report compares the best model with it.
+                       In a model in Python the search changes the recipe and the constructor's
+                       numeric and boolean keyword arguments (width=32, dropout=0.1), not the code
+  --class NAME         the nn.Module subclass of --from model.py to train, built as NAME(**kwargs)
   --recipe FILE        the starting point's training recipe (a train_config, YAML or JSON;
                        default: the schema's defaults on the whole training split)
   --max-trials N       trial budget (default 100; the time budget usually ends a run first)
@@ -88,6 +91,7 @@ export const VERBS = {
   launch: {
     usage: `  research-agent launch --goal "fashion-mnist: reach 90% validation accuracy" [launch options]
   research-agent launch --goal "fashion-mnist: best model you can in 30 minutes" [launch options]
+  research-agent launch --from my_model.py --class Net [--recipe recipe.yaml] --goal "fashion-mnist: maximise accuracy"
   research-agent launch --resume RUN [--workspace DIR]`,
     sections: ["launch options", "launch exit status"],
   },

@@ -1,21 +1,25 @@
 /**
- * launch --from: where a run starts, read and checked at the edge. A
- * model_config file (YAML or JSON) with an optional --recipe (a train_config),
- * or RUN/TRIAL of an earlier run in the workspace, whose configs its run folder
- * keeps. Checked twice before the run spends anything: here its text against
- * the schemas, and once the runner has described the dataset, the model against
- * the dataset's shape and the goal's parameter limit (startProblem). Either
- * failing is one line and exit status 2.
+ * launch --from: where a run starts, read and checked at the edge. A model in
+ * Python (a file and --class), a model_config file (YAML or JSON), or RUN/TRIAL
+ * of an earlier run in the workspace, whose files its run folder keeps; each
+ * with an optional --recipe (a train_config). Checked twice before the run
+ * spends anything: here its text (the Python's syntax and class, the configs
+ * against the schemas), and once the runner has described the dataset, the
+ * model built on the dataset's shape against the goal's parameter limit
+ * (startProblem: a model in Python is built by the runner, in its sandbox).
+ * Either failing is one line and exit status 2.
  */
 import { create } from "@bufbuild/protobuf";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { compileModel } from "../core/compiler/compile.js";
-import { authoredModelConfig, authoredTrainConfig, type ModelConfigInput, type TrainConfigInput } from "../core/model-config.js";
+import { authoredTrainConfig, authoredTrialModel, isCodeModel, type TrainConfigInput, type TrialModelInput } from "../core/model-config.js";
+import type { RunnerClient } from "../gpu-runner/client.js";
 import { StartingPointSchema, type Goal, type StartingPoint } from "../proto/gen/research/v1/events_pb.js";
 import type { DatasetInfo } from "../proto/gen/research/v1/runner_pb.js";
 import { compileOptions } from "../swarm/dataset-info.js";
 import { fail } from "./args.js";
+import { modelFileProblem } from "./preflight.js";
 
 const RUN_TRIAL = /^(r[\w-]+?)\/(?:\1-)?(t\d{3,})$/;
 
@@ -30,8 +34,8 @@ function oneLine(error: string): string {
   return issues.length ? `${head} ${issues.join("; ")}` : head!;
 }
 
-function modelOf(text: string, where: string): ModelConfigInput {
-  const m = authoredModelConfig(text);
+function modelOf(text: string, where: string): TrialModelInput {
+  const m = authoredTrialModel(text);
   return m.ok ? m.value : fail(`--from ${where}: ${oneLine(m.error)}`, 2);
 }
 
@@ -40,19 +44,38 @@ function trainOf(text: string, where: string): TrainConfigInput {
   return t.ok ? t.value : fail(`${where}: ${oneLine(t.error)}`, 2);
 }
 
-/** A starting point as it goes on the wire, with its model as validated here (startProblem compiles it). */
+/** A starting point as it goes on the wire, with its model as validated here (startProblem builds it). */
 export interface Start {
   point: StartingPoint;
-  model: ModelConfigInput;
+  model: TrialModelInput;
 }
 
-/** The run's starting point from --from and --recipe, or none; a bad one exits 2 with a line naming it. */
-export function startingPointOf(from: string | undefined, recipe: string | undefined, workspace: string): Start | undefined {
+/** What names the starting point: --from, and --class for a model in Python. */
+export interface StartFlags {
+  from?: string;
+  recipe?: string;
+  class?: string;
+}
+
+/** A model in Python: its source, and a code model_config naming the class (built with its defaults). */
+function pythonModel(path: string, from: string, className: string | undefined, python: string): { model: TrialModelInput; code: string } {
+  if (!className) fail(`--from ${from} is a model in Python: give --class NAME, the nn.Module to train`);
+  const code = readText(path, "--from");
+  const problem = modelFileProblem(python, path, className);
+  if (problem) fail(`--from ${problem}`, 2);
+  return { model: { name: className, class_name: className, init_kwargs: {} }, code };
+}
+
+/** The run's starting point from the flags, or none; a bad one exits 2 with a line naming it. */
+export function startingPointOf(flags: StartFlags, workspace: string, python: string): Start | undefined {
+  const { from, recipe } = flags;
   if (!from) {
     if (recipe) fail("--recipe is the training recipe of a starting point: give --from too");
+    if (flags.class) fail("--class names the nn.Module of a model in Python: give --from FILE.py too");
     return undefined;
   }
-  let model: ModelConfigInput;
+  let model: TrialModelInput;
+  let code = "";
   let train: TrainConfigInput = {};
   const trial = RUN_TRIAL.exec(from);
   if (trial && !existsSync(from)) {
@@ -60,22 +83,53 @@ export function startingPointOf(from: string | undefined, recipe: string | undef
     const dir = join(workspace, "runs", run!, "experiments", `${run}-${t}`);
     if (!existsSync(dir)) fail(`--from ${from}: no trial ${run}-${t} in ${join(workspace, "runs")} (a run's trials are in its folder once it has stored them)`, 2);
     model = modelOf(readText(join(dir, "model_config.yaml"), `--from ${from}`), from);
+    // A code trial trains its run's Python, which the folder keeps beside its configs.
+    if (isCodeModel(model)) code = readText(join(dir, "model_code.py"), `--from ${from}`);
     train = trainOf(readText(join(dir, "train_config.yaml"), `--from ${from}`), `--from ${from}`);
   } else {
     const path = resolve(from);
-    if (/\.py$/i.test(path)) fail(`--from ${from}: a model's Python file is not a starting point yet; give its model_config (YAML or JSON) or RUN/TRIAL of an earlier run`, 2);
-    model = modelOf(readText(path, "--from"), from);
+    if (/\.py$/i.test(path)) ({ model, code } = pythonModel(path, from, flags.class, python));
+    else {
+      model = modelOf(readText(path, "--from"), from);
+      if (isCodeModel(model)) fail(`--from ${from}: a model_config that names a class is a model in Python: give --from FILE.py --class ${model.class_name}`, 2);
+    }
   }
+  if (flags.class && !code) fail(`--class is for a model in Python (--from FILE.py), and ${from} is a model_config`);
   if (recipe) train = trainOf(readText(resolve(recipe), "--recipe"), `--recipe ${recipe}`);
-  return { point: create(StartingPointSchema, { origin: from, modelConfigJson: JSON.stringify(model), trainConfigJson: JSON.stringify(train) }), model };
+  return {
+    point: create(StartingPointSchema, { origin: from, modelConfigJson: JSON.stringify(model), trainConfigJson: JSON.stringify(train), modelCode: code }),
+    model,
+  };
 }
 
-/** Why the starting point cannot train on the goal's dataset: its shape, or the goal's parameter limit. */
-export function startProblem(start: Start, goal: Goal, info: DatasetInfo): string | undefined {
+const count = (n: number) => n.toLocaleString("en-US");
+
+/**
+ * Why the starting point cannot train on the goal's dataset: its shape, or the goal's parameter
+ * limit. A model in Python is built by the runner (Summarize, in its sandbox): what it finds (the
+ * size, the constructor's numeric and boolean arguments) goes into the starting point.
+ */
+export async function startProblem(start: Start, goal: Goal, info: DatasetInfo, runner: RunnerClient): Promise<string | undefined> {
   const { origin } = start.point;
-  const compiled = compileModel(start.model, compileOptions(info));
-  if (!compiled.ok) return `--from ${origin}: does not fit ${goal.dataset}: ${compiled.error}`;
+  let params: number;
+  if (isCodeModel(start.model)) {
+    const { model } = start;
+    const summary = await runner.summarize({
+      model: { code: start.point.modelCode, className: model.class_name, initKwargsJson: JSON.stringify(model.init_kwargs ?? {}) },
+      inputShape: info.inputShape,
+      numClasses: info.numClasses,
+      inputDtype: info.inputDtype,
+    });
+    if (summary.failure) return `--from ${origin}: does not build for ${goal.dataset}: ${summary.failure.message}`;
+    params = Number(summary.totalParams);
+    start.point.arguments = summary.arguments;
+    start.point.params = summary.totalParams;
+  } else {
+    const compiled = compileModel(start.model, compileOptions(info));
+    if (!compiled.ok) return `--from ${origin}: does not fit ${goal.dataset}: ${compiled.error}`;
+    params = compiled.params;
+  }
   const max = Number(goal.maxParams);
-  if (max > 0 && compiled.params > max) return `--from ${origin}: ${compiled.params.toLocaleString("en-US")} parameters exceed the goal's limit of ${max.toLocaleString("en-US")}`;
+  if (max > 0 && params > max) return `--from ${origin}: ${count(params)} parameters exceed the goal's limit of ${count(max)}`;
   return undefined;
 }

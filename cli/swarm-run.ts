@@ -11,7 +11,9 @@ import type { Logger } from "../core/logger.js";
 import { runSettings } from "../deploy/settings.js";
 import type { Swarm } from "../deploy/swarm.js";
 import { parseDevice } from "../gpu-runner/device.js";
-import type { Goal } from "../proto/gen/research/v1/events_pb.js";
+import type { Goal, StartingPoint } from "../proto/gen/research/v1/events_pb.js";
+import { ArgumentKind, type DatasetInfo } from "../proto/gen/research/v1/runner_pb.js";
+import { searchableArguments } from "../core/model-config.js";
 import { args, fail, positiveInt } from "./args.js";
 import { quietLogger } from "./workspace.js";
 import { parseFraction, parseSeed } from "./format.js";
@@ -21,6 +23,7 @@ import { startingPointOf, startProblem } from "./starting-point.js";
 export const RUN_FLAGS = {
   goal: { type: "string" },
   from: { type: "string" },
+  class: { type: "string" },
   recipe: { type: "string" },
   "max-trials": { type: "string" },
   "time-budget": { type: "string" },
@@ -47,7 +50,7 @@ export const RUN_FLAGS = {
 export type RunArgs = ReturnType<typeof args<typeof RUN_FLAGS>>["values"];
 
 /** Flags that shape a run when it starts; a resumed run keeps its own. */
-const RUN_SHAPE = ["goal", "from", "recipe", "target", "max-params", "data-dir", "max-trials", "seeds", "parallel", "subset", "epochs", "seed", "planner"] as const satisfies readonly (keyof RunArgs)[];
+const RUN_SHAPE = ["goal", "from", "class", "recipe", "target", "max-params", "data-dir", "max-trials", "seeds", "parallel", "subset", "epochs", "seed", "planner"] as const satisfies readonly (keyof RunArgs)[];
 
 /** Exit statuses of a launch stopped by a signal, after its report is written. */
 export const SIGNAL_EXIT: Record<string, number> = { SIGINT: 130, SIGTERM: 143 };
@@ -113,7 +116,7 @@ export function prepareRun(a: RunArgs) {
   };
   const slots = positiveInt("slots", a.slots);
   const goal = goalOf(a);
-  const start = startingPointOf(a.from, a.recipe, workspace);
+  const start = startingPointOf(a, workspace, cliConfig().runnerPython);
   const llmFlags = { llm: a.llm, baseUrl: a["llm-base-url"], file: a["llm-config"] ? resolve(a["llm-config"]) : undefined };
   let llm: string;
   try {
@@ -172,7 +175,17 @@ async function datasetProblem(swarm: Swarm, run: PreparedRun, goal: Goal, say: (
   const info = await swarm.runner.describe({ dataset: { name: goal.dataset, dataDir: goal.dataDir, targetColumn: goal.targetColumn } });
   if (info.failure) return `dataset ${goal.dataset}: ${info.failure.message}`;
   say(`dataset ${goal.dataset}: ${info.nTrain} train / ${info.nVal} val / ${info.nTest} test, input ${JSON.stringify(info.inputShape)}, ${info.numClasses} classes`);
-  return run.start && startProblem(run.start, goal, info);
+  if (!run.start) return undefined;
+  const problem = await startProblem(run.start, goal, info, swarm.runner);
+  if (!problem && run.start.point.modelCode) say(startLine(run.start.point, info));
+  return problem;
+}
+
+/** A model in Python as the runner built it: its size, and the arguments the search may change. */
+function startLine(p: StartingPoint, info: DatasetInfo): string {
+  const args = searchableArguments(p.arguments, info);
+  const named = args.map((a) => `${a.name}=${a.kind === ArgumentKind.BOOL ? a.defaultValue !== 0 : a.defaultValue}`).join(", ");
+  return `starting point ${p.origin}: ${Number(p.params).toLocaleString("en-US")} parameters; ${args.length ? `constructor arguments the search may change: ${named}` : "no numeric or boolean constructor argument to search: the recipe only"}`;
 }
 
 /**

@@ -3,6 +3,7 @@ import { parse as parseYaml } from "yaml";
 import { DEFAULT_LR, RECIPE_DEFAULTS } from "./defaults.js";
 import { OPTIMIZER, SCHEDULE } from "./enums.js";
 import { safeValidate } from "./json.js";
+import { ArgumentKind, type DatasetInfo, type ModelArgument } from "../proto/gen/research/v1/runner_pb.js";
 
 /*
  * The declarative model and recipe language of the swarm. Users, the built-in
@@ -272,6 +273,57 @@ export const ModelConfigSchema = z
 export type ModelConfig = z.infer<typeof ModelConfigSchema>;
 export type ModelConfigInput = z.input<typeof ModelConfigSchema>;
 
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+export const CodeModelSchema = z
+  .strictObject({
+    name: z.string().min(1, { error: "expected a non-empty name" }).max(200),
+    description: z.string().max(4000).optional(),
+    class_name: z.string().regex(IDENTIFIER, { error: "expected a Python class name" }),
+    init_kwargs: z
+      .record(z.string().regex(IDENTIFIER, { error: "expected a Python identifier" }), z.union([z.number(), z.boolean()], { error: "expected a number or true/false" }))
+      .default({})
+      .describe("constructor keyword arguments that differ from the class's defaults"),
+  })
+  .describe("a model in Python (launch --from model.py --class NAME): the class of the run's model source, built with these keyword arguments");
+
+export type CodeModel = z.infer<typeof CodeModelSchema>;
+export type CodeModelInput = z.input<typeof CodeModelSchema>;
+/** What a trial trains: a model_config the compiler builds, or a person's own class in Python. */
+export type TrialModel = ModelConfig | CodeModel;
+export type TrialModelInput = ModelConfigInput | CodeModelInput;
+
+/**
+ * Arguments that fix the data's shape, not the model's capacity, are not searched: one named for
+ * the classes or the input (num_classes, in_channels, input_dim), or an int whose default is the
+ * class count, the flat input size or an input dimension above 1 (n_out=10, features=784).
+ * Changing them can only break the model.
+ */
+export function searchableArguments(args: readonly ModelArgument[], info: DatasetInfo): ModelArgument[] {
+  const shapeSizes = new Set([info.numClasses, ...info.inputShape.filter((d) => d > 1), info.inputShape.reduce((a, b) => a * b, 1)]);
+  return args.filter((a) => !/class|^in_|^input|^n_?inputs?$/i.test(a.name) && !(a.kind === ArgumentKind.INT && shapeSizes.has(a.defaultValue)));
+}
+
+/** An argument's default as the value its kind takes. */
+export const argumentDefault = (a: ModelArgument): number | boolean => (a.kind === ArgumentKind.BOOL ? a.defaultValue !== 0 : a.defaultValue);
+
+/** The constructor arguments two code models build with differently, defaults filled from `args`. */
+export function argumentChanges(from: TrialModelInput, to: TrialModelInput, args: readonly ModelArgument[]) {
+  if (!isCodeModel(from) || !isCodeModel(to)) return [];
+  const defaults = new Map(args.map((a) => [a.name, argumentDefault(a)]));
+  const a: CodeModelInput["init_kwargs"] = from.init_kwargs ?? {};
+  const b: CodeModelInput["init_kwargs"] = to.init_kwargs ?? {};
+  return [...new Set([...Object.keys(a), ...Object.keys(b)])]
+    .map((name) => ({ name, from: a[name] ?? defaults.get(name) ?? null, to: b[name] ?? defaults.get(name) ?? null }))
+    .filter((c) => c.from !== c.to)
+    .sort((x, y) => x.name.localeCompare(y.name));
+}
+
+/** A code model names its class; a model_config lists layers. */
+export function isCodeModel<M extends TrialModelInput>(m: M): m is Extract<M, CodeModelInput> {
+  return "class_name" in m;
+}
+
 const AugmentSchema = z.strictObject({
   hflip: bool().default(false),
   crop_padding: nonNegInt(64).default(0).describe("random crop after zero padding; 0 disables"),
@@ -340,6 +392,21 @@ export type ParseResult<T> = { ok: true; value: T } | { ok: false; error: string
 export function parseModelConfig(input: unknown): ParseResult<ModelConfig> {
   return parseWith(ModelConfigSchema, input, "model_config");
 }
+
+/** A trial's model: a code model when it names a class_name, else a model_config. */
+export function parseTrialModel(input: unknown): ParseResult<TrialModel> {
+  const data = typeof input === "string" ? decodeText(input) : { ok: true as const, value: input };
+  if (!data.ok) return { ok: false, error: `model_config: ${data.error}` };
+  return namesClass(data.value) ? parseWith(CodeModelSchema, data.value, "model_config") : parseModelConfig(data.value);
+}
+
+export function authoredTrialModel(input: unknown): ParseResult<TrialModelInput> {
+  const data = typeof input === "string" ? decodeText(input) : { ok: true as const, value: input };
+  if (!data.ok) return { ok: false, error: `model_config: ${data.error}` };
+  return namesClass(data.value) ? authoredWith(CodeModelSchema, data.value, "model_config") : authoredModelConfig(data.value);
+}
+
+const namesClass = (x: unknown) => x !== null && typeof x === "object" && "class_name" in x;
 
 export function parseTrainConfig(input: unknown): ParseResult<TrainConfig> {
   return parseWith(TrainConfigSchema, input, "train_config");

@@ -8,6 +8,7 @@ import { INTERVENTION_KIND, RUN_STATUS } from "../core/enums.js";
 import { labelName } from "../core/failure.js";
 import { protoJson } from "../core/proto-json.js";
 import { unifiedDiff } from "../core/diff.js";
+import { isCodeModel } from "../core/model-config.js";
 import { RunSettingsSchema, Verdict, type Event } from "../proto/gen/research/v1/events_pb.js";
 import type { EpochProgress, MetricStats } from "../proto/gen/research/v1/runner_pb.js";
 import { decisionName, verdictName } from "../lineage-store/report.js";
@@ -119,7 +120,8 @@ function featuresOf(t: TrialState): Record<string, number> {
   if (train) {
     for (const k of ["lr", "batch_size", "epochs", "subset", "weight_decay", "label_smoothing", "momentum", "warmup_epochs", "grad_clip", "ema_decay"] as const) f[k] = train[k];
   }
-  const layers = t.model?.layers;
+  // A model in Python has no layers to read; its size is in params.
+  const layers = t.model && !isCodeModel(t.model) ? t.model.layers : undefined;
   if (layers) {
     f.layers = layers.length;
     const widths = layers.flatMap((l) => WIDTH_FIELDS.map((k) => (l as Record<string, unknown>)[k]).filter((w): w is number => typeof w === "number"));

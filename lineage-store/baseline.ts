@@ -4,6 +4,7 @@
  * I had, and why", drawn from the folded run only.
  */
 import { MUTATION } from "../core/enums.js";
+import { argumentChanges } from "../core/model-config.js";
 import { unifiedDiff } from "../core/diff.js";
 import { pairedTTest } from "../core/stats.js";
 import type { EvalResult, SeedResult } from "../proto/gen/research/v1/runner_pb.js";
@@ -96,6 +97,8 @@ export function baselineComparison(state: RunState, best: TrialState | undefined
     val: other && baseResult ? paired(bySeed(baseResult.seedResults, "val_accuracy"), bySeed(other.evaluated?.result?.seedResults, "val_accuracy")) : null,
     test: other && baseResult ? paired(bySeed(baseResult.seedResults, "test_accuracy"), bySeed(bestTest?.seedResults, "test_accuracy")) : null,
     recipe_changes: other ? recipeChanges(base, other) : [],
+    // A model in Python: the constructor arguments the best builds it with, against trial 0's.
+    argument_changes: other && base.model && other.model ? argumentChanges(base.model, other.model, state.start?.code?.arguments ?? []) : [],
     model_diff: other && base.assembled?.code && other.assembled?.code ? unifiedDiff(base.assembled.code, other.assembled.code, `${base.id}/model_code.py`, `${other.id}/model_code.py`) : "",
     path: chain && pathTo(chain, base),
     // Where the best trial's line starts when not at trial 0 (a template after the starting point's edits fell behind).

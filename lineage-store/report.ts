@@ -373,6 +373,9 @@ function baselineSection(c: NonNullable<Report["json"]["baseline"]>): string[] {
   if (c.recipe_changes.length) {
     out.push("What changed in the recipe:", "", ...table(["field", "trial 0", "best"], c.recipe_changes.map((r) => [cell(r.field), cell(JSON.stringify(r.from)), cell(JSON.stringify(r.to))])), "");
   } else out.push("The recipe is trial 0's.", "");
+  if (c.argument_changes.length) {
+    out.push("What changed in the model's constructor arguments:", "", ...table(["argument", "trial 0", "best"], c.argument_changes.map((r) => [cell(r.name), cell(JSON.stringify(r.from)), cell(JSON.stringify(r.to))])), "");
+  }
   if (!c.path) out.push(`The best trial does not descend from trial 0: the search found it from ${c.best_root ? `\`${c.best_root.trial_id}\` (${cell(c.best_root.mutation)})` : "elsewhere"}, after the starting point's edits fell behind.`, "");
   else {
     out.push(

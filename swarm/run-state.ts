@@ -10,11 +10,22 @@ import { Decision, InterventionKind, RunFinishedSchema, Verdict, type Event, typ
 import { parseBrief, type Brief } from "../core/brief.js";
 import { SURFACE, TRIAL_STATUS, type SurfaceName, type TrialStatusName } from "../core/enums.js";
 import { labelName, type FailureName } from "../core/failure.js";
-import { authoredModelConfig, authoredTrainConfig, parseModelConfig, parseTrainConfig, type ModelConfig, type ModelConfigInput, type TrainConfig, type TrainConfigInput } from "../core/model-config.js";
+import {
+  authoredModelConfig,
+  authoredTrainConfig,
+  authoredTrialModel,
+  parseTrainConfig,
+  parseTrialModel,
+  type ModelConfigInput,
+  type TrainConfig,
+  type TrainConfigInput,
+  type TrialModel,
+  type TrialModelInput,
+} from "../core/model-config.js";
 import { RUN_DEFAULTS } from "../core/defaults.js";
 import { outranks, standingOf, type Standing } from "../core/ranking.js";
 import { FailureLabel, Mutation, Surface, type Failure } from "../proto/gen/research/v1/common_pb.js";
-import type { MetricStats, SeedResult } from "../proto/gen/research/v1/runner_pb.js";
+import type { MetricStats, ModelArgument, SeedResult } from "../proto/gen/research/v1/runner_pb.js";
 
 export type TrialStatus = TrialStatusName;
 export type TrialStage = Exclude<TrialStatus, "failed">;
@@ -33,7 +44,7 @@ export interface TrialState {
    * them typed from the fold. Undefined when they do not validate; then
    * `configError` says why (the coder fails the trial with it).
    */
-  model?: ModelConfig;
+  model?: TrialModel;
   train?: TrainConfig;
   configError?: string;
   /** Stream order of the judged event among the run's judged events (0-based). */
@@ -58,8 +69,10 @@ export interface HandProposal {
 /** Where the run starts from (launch --from), as its author wrote it: the planner proposes it as trial 0. */
 export interface StartingPointState {
   origin: string;
-  model: ModelConfigInput;
+  model: TrialModelInput;
   train: TrainConfigInput;
+  /** A model in Python: the source every code trial trains, and what the runner found in it. */
+  code?: { source: string; arguments: ModelArgument[]; params: number };
 }
 
 export interface RunState {
@@ -148,7 +161,7 @@ export function liveSeconds(state: RunState, nowMs: number): number {
 }
 
 function configsOf(p: TrialProposed): Pick<TrialState, "model" | "train" | "configError"> {
-  const model = parseModelConfig(p.modelConfigJson);
+  const model = parseTrialModel(p.modelConfigJson);
   if (!model.ok) return { configError: `model_config: ${model.error}` };
   const train = parseTrainConfig(p.trainConfigJson);
   if (!train.ok) return { configError: `train_config: ${train.error}` };
@@ -162,9 +175,11 @@ function handProposalOf(v: Intervention): HandProposal | undefined {
 }
 
 function startingPointOf(p: StartingPoint): StartingPointState | undefined {
-  const model = authoredModelConfig(p.modelConfigJson);
+  const model = authoredTrialModel(p.modelConfigJson);
   const train = authoredTrainConfig(p.trainConfigJson || "{}");
-  return model.ok && train.ok ? { origin: p.origin, model: model.value, train: train.value } : undefined;
+  if (!model.ok || !train.ok) return undefined;
+  const code = p.modelCode ? { source: p.modelCode, arguments: p.arguments, params: Number(p.params) } : undefined;
+  return { origin: p.origin, model: model.value, train: train.value, ...(code && { code }) };
 }
 
 export function applyToRunState(state: RunState, e: Event): RunState {

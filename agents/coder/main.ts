@@ -1,6 +1,7 @@
 /**
  * The coder (assembler): model_config -> PyTorch source with the built-in
- * compiler, checked by the runner's Summarize (a real forward pass in the
+ * compiler (or a person's own model in Python with the trial's constructor
+ * arguments), checked by the runner's Summarize (a real forward pass in the
  * sandbox), diffed against the parent's code, and packaged with the full
  * evaluation request so the analyst needs nothing else.
  */
@@ -10,7 +11,8 @@ import { DEFAULT_SEEDS } from "../../core/defaults.js";
 import { ResearchError } from "../../core/failure.js";
 import { recipeOf } from "../../core/recipe.js";
 import type { Event, TrialAssembledSchema } from "../../proto/gen/research/v1/events_pb.js";
-import { EvaluateRequestSchema, type DatasetInfo, type SummarizeResponse } from "../../proto/gen/research/v1/runner_pb.js";
+import { EvaluateRequestSchema, ModelSourceSchema, type DatasetInfo, type ModelSource, type SummarizeResponse } from "../../proto/gen/research/v1/runner_pb.js";
+import { isCodeModel, type CodeModel, type ModelConfig } from "../../core/model-config.js";
 import { compileOptions, datasetInfo, datasetSpec } from "../../swarm/dataset-info.js";
 import { baselineTrial, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { runAgent, type AgentContext } from "../../swarm/runtime.js";
@@ -27,17 +29,31 @@ const { workspace: WORKSPACE } = agentConfig();
 
 type Assembled = MessageInitShape<typeof TrialAssembledSchema>;
 
-async function assemble(state: RunState, t: TrialState, info: DatasetInfo, ctx: AgentContext): Promise<Assembled> {
-  const { id, model, train } = t;
-  const p = t.proposed!;
-  if (!model || !train) return { failure: new ResearchError("invalid_config", t.configError ?? "no model_config").toProto() };
-  const compiled = compileModel(model, compileOptions(info));
-  if (!compiled.ok) return { failure: new ResearchError(compiled.label, compiled.error).toProto() };
+/** A trial's model as the runner builds it: its source, class and constructor arguments, and who wrote the source. */
+interface Source {
+  model: ModelSource;
+  author: string;
+  /** Set when the runner already summarised this exact source (the LLM coder's checks). */
+  summary?: SummarizeResponse;
+}
 
+/**
+ * A model in Python: the run's source (launch --from model.py), built with the trial's
+ * arguments. The built-in brain changes arguments and recipe, never the code.
+ */
+function personSource(state: RunState, model: CodeModel): Source | ResearchError {
+  const code = state.start?.code;
+  if (!code) return new ResearchError("invalid_config", `model_config names class ${model.class_name}, but this run started from no model in Python`);
+  return { model: create(ModelSourceSchema, { code: code.source, className: model.class_name, initKwargsJson: JSON.stringify(model.init_kwargs) }), author: `person:${state.start!.origin}` };
+}
+
+/** A model_config compiled to PyTorch; an LLM may write its own code instead, checked by the runner. */
+async function compiledSource(state: RunState, t: TrialState, model: ModelConfig, info: DatasetInfo, ctx: AgentContext): Promise<Source | ResearchError> {
+  const compiled = compileModel(model, compileOptions(info));
+  if (!compiled.ok) return new ResearchError(compiled.label, compiled.error);
   const runner = ctx.runner();
-  const ids = { runId: state.runId, trialId: id };
-  // The compiler's code is the reference and the fallback; an LLM may write its own, checked by the runner.
-  const written = await askLlm<{ code: string; summary?: SummarizeResponse }>(ctx, ids, {
+  // The compiler's code is the reference and the fallback.
+  const written = await askLlm<{ code: string; summary?: SummarizeResponse }>(ctx, { runId: state.runId, trialId: t.id }, {
     role: "coder",
     purpose: "codegen",
     prompt: CODER_PROMPT,
@@ -50,26 +66,42 @@ async function assemble(state: RunState, t: TrialState, info: DatasetInfo, ctx: 
         className: compiled.className,
         info,
         maxParams: Number(state.goal?.maxParams ?? 0n),
-        workDir: trialDir(WORKSPACE, state.runId, id),
+        workDir: trialDir(WORKSPACE, state.runId, t.id),
       }),
     builtin: () => ({ code: compiled.code, summary: undefined }),
   });
-  const code = written.value.code;
+  return {
+    model: create(ModelSourceSchema, { code: written.value.code, className: compiled.className }),
+    author: written.model ? `llm:${written.model}` : "compiler",
+    summary: written.value.summary,
+  };
+}
+
+async function assemble(state: RunState, t: TrialState, info: DatasetInfo, ctx: AgentContext): Promise<Assembled> {
+  const { id, model, train } = t;
+  const p = t.proposed!;
+  if (!model || !train) return { failure: new ResearchError("invalid_config", t.configError ?? "no model_config").toProto() };
+  const source = isCodeModel(model) ? personSource(state, model) : await compiledSource(state, t, model, info, ctx);
+  if (source instanceof ResearchError) return { failure: source.toProto() };
+
+  const runner = ctx.runner();
+  const ids = { runId: state.runId, trialId: id };
+  const { code, className } = source.model;
   const summary =
-    written.value.summary ??
+    source.summary ??
     (await runner
-      .summarize({ model: { code, className: compiled.className }, inputShape: info.inputShape, numClasses: info.numClasses, inputDtype: info.inputDtype })
+      .summarize({ model: source.model, inputShape: info.inputShape, numClasses: info.numClasses, inputDtype: info.inputDtype })
       .catch((err: unknown) => {
         throw new ResearchError("runner_unavailable", `summarize: ${(err as Error).message}`);
       }));
   const parent = p.parentIds[0] ? state.trials.get(p.parentIds[0])?.assembled : undefined;
   const assembled: Assembled = {
     code,
-    className: compiled.className,
+    className,
     diff: parent ? unifiedDiff(parent.code, code, `${p.parentIds[0]}/model_code.py`, `${id}/model_code.py`) : "",
     summary,
     failure: summary.failure,
-    author: written.model ? `llm:${written.model}` : "compiler",
+    author: source.author,
   };
   if (summary.failure) return assembled;
   assembled.summaryNarrative = (
@@ -77,8 +109,8 @@ async function assemble(state: RunState, t: TrialState, info: DatasetInfo, ctx: 
       role: "summary",
       purpose: "summary-narrative",
       prompt: SUMMARY_PROMPT,
-      ask: (client) => narrateSummary(client, SUMMARY_PROMPT, summary, compiled.className),
-      builtin: () => builtinNarrative(summary, compiled.className),
+      ask: (client) => narrateSummary(client, SUMMARY_PROMPT, summary, className),
+      builtin: () => builtinNarrative(summary, className),
     })
   ).value;
   const goal = state.goal;
@@ -86,7 +118,7 @@ async function assemble(state: RunState, t: TrialState, info: DatasetInfo, ctx: 
   assembled.request = create(EvaluateRequestSchema, {
     trialId: id,
     runId: state.runId,
-    model: { code, className: compiled.className },
+    model: source.model,
     dataset: { ...datasetSpec(goal), subset: train.subset },
     recipe: recipeOf(train),
     seeds: p.seeds || settings?.seeds || DEFAULT_SEEDS,

@@ -5,7 +5,7 @@
  * the lineage.
  */
 import { createHash } from "node:crypto";
-import { parseModelConfig, parseTrainConfig, type ModelConfig, type ModelConfigInput, type TrainConfig, type TrainConfigInput } from "../../core/model-config.js";
+import { isCodeModel, parseTrainConfig, parseTrialModel, type TrainConfig, type TrainConfigInput, type TrialModel, type TrialModelInput } from "../../core/model-config.js";
 import type { RunState, TrialState } from "../../swarm/run-state.js";
 import { effectiveOptimizer, type Genome } from "./mutations.js";
 
@@ -39,13 +39,23 @@ function effectiveRecipe(train: TrainConfig): Partial<TrainConfig> {
   };
 }
 
-function hashOf(layers: unknown, recipe: unknown): string {
-  return createHash("sha256").update(canonical({ layers, train: recipe })).digest("hex").slice(0, 16);
+/**
+ * What makes a model the model it is: a model_config's layers, or a code model's class and
+ * arguments (its source is the run's: code models of two runs share a fingerprint only when
+ * their classes and arguments do, so the lineage's failures are not held against them; the
+ * planner reads other runs' rows only as model_configs).
+ */
+function modelIdentity(model: TrialModelInput): unknown {
+  return isCodeModel(model) ? { class_name: model.class_name, init_kwargs: model.init_kwargs ?? {} } : model.layers;
 }
 
-/** Identity of validated configs (a trial's from the fold, a past run's row): layers and recipe, not the name. */
-export function configFingerprint(model: ModelConfig, train: TrainConfig): string {
-  return hashOf(model.layers, effectiveRecipe(train));
+function hashOf(model: unknown, recipe: unknown): string {
+  return createHash("sha256").update(canonical({ layers: model, train: recipe })).digest("hex").slice(0, 16);
+}
+
+/** Identity of validated configs (a trial's from the fold, a past run's row): layers (or class and arguments) and recipe, not the name. */
+export function configFingerprint(model: TrialModel, train: TrainConfig): string {
+  return hashOf(modelIdentity(model), effectiveRecipe(train));
 }
 
 /**
@@ -54,10 +64,10 @@ export function configFingerprint(model: ModelConfig, train: TrainConfig): strin
  * filled, so it matches the same config spelt out in full. A config that
  * does not parse keeps its raw form, which can only match itself.
  */
-export function fingerprint(model: ModelConfigInput, train: TrainConfigInput): string {
-  const m = parseModelConfig(model);
+export function fingerprint(model: TrialModelInput, train: TrainConfigInput): string {
+  const m = parseTrialModel(model);
   const t = parseTrainConfig(train);
-  return hashOf(m.ok ? m.value.layers : model.layers, t.ok ? effectiveRecipe(t.value) : train);
+  return hashOf(modelIdentity(m.ok ? m.value : model), t.ok ? effectiveRecipe(t.value) : train);
 }
 
 export function genomeOf(t: TrialState): Genome | undefined {

@@ -8,11 +8,10 @@
  * propose the same trial id and JetStream keeps one.
  */
 import { adoptedConcepts, blocksOf } from "../../core/brief.js";
-import { compileModel } from "../../core/compiler/compile.js";
 import { nothingFits } from "../../swarm/budget.js";
 import { request } from "../../swarm/lineage-query.js";
 import { Decision, InterventionKind, type Event } from "../../proto/gen/research/v1/events_pb.js";
-import { compileOptions, datasetInfo } from "../../swarm/dataset-info.js";
+import { datasetInfo } from "../../swarm/dataset-info.js";
 import { inFlightCount, judgedTrials, lastTrainingInFlight, queuedProposals, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { trialId } from "../../core/ids.js";
 import { STALL_TRIALS, stallQuery, stalledOn } from "./stall.js";
@@ -25,6 +24,7 @@ import { loadPrompt } from "../../swarm/prompts.js";
 import { proposeWithLlm } from "./llm-policy.js";
 import { baselineProposals, fallbackProbe, handProposal, mulberry32, POLICIES, probeFidelity, type PlanInput, type Proposal } from "./policy.js";
 import { configFingerprint } from "./identity.js";
+import { paramsCounter } from "./params.js";
 import { promote } from "./promotion.js";
 import { genomeFeatures, type Observation } from "./surrogate.js";
 import { searchDevice } from "../../core/defaults.js";
@@ -127,10 +127,7 @@ async function planInput(ctx: AgentContext, state: RunState, seed: number): Prom
     state,
     info,
     rng: mulberry32((state.settings?.rngSeed ?? 0) * 100_003 + seed),
-    params: (model) => {
-      const r = compileModel(model, compileOptions(info));
-      return r.ok ? r.params : r.error;
-    },
+    params: paramsCounter(state, info),
     failedElsewhere: await fromLineage(state.runId, "failed", () => failedInLineage(ctx, state)),
     nowMs: Date.now(),
     ...(await runnerHardware(ctx)),

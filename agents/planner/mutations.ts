@@ -1,17 +1,31 @@
 /**
  * Edits of a parent trial, one recipe surface each. They work on the
  * declarative model_config and train_config (not on templates), so they
- * apply equally to configs a template, a user or an LLM wrote.
+ * apply equally to configs a template, a user or an LLM wrote. A model in
+ * Python (launch --from model.py) gets every recipe edit and, instead of the
+ * layer edits, changes of its constructor's numeric and boolean arguments.
  */
 import { DEFAULT_LR, RECIPE_DEFAULTS, type SearchDevice } from "../../core/defaults.js";
 import { OPTIMIZER, type MutationName, type OptimizerName, type SurfaceName } from "../../core/enums.js";
-import type { ModelConfigInput, TrainConfigInput } from "../../core/model-config.js";
-import type { DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
+import { argumentChanges, argumentDefault, isCodeModel, searchableArguments, type ModelConfigInput, type TrainConfigInput, type TrialModelInput } from "../../core/model-config.js";
+import { ArgumentKind, type DatasetInfo, type ModelArgument } from "../../proto/gen/research/v1/runner_pb.js";
 import type { LayerIn } from "./templates.js";
 
 export interface Genome {
-  model: ModelConfigInput;
+  model: TrialModelInput;
   train: TrainConfigInput;
+}
+
+/** A genome whose model is a model_config: the layer edits' input. */
+type LayerGenome = Genome & { model: ModelConfigInput };
+
+/** What an edit may look at besides the parent. */
+export interface EditEnv {
+  info: DatasetInfo;
+  rng: () => number;
+  device: SearchDevice;
+  /** A model in Python: its constructor's numeric and boolean arguments (launch --from model.py); else none. */
+  arguments: readonly ModelArgument[];
 }
 
 /** The ways into a run that are not an edit of a parent (Mutation in common.proto). */
@@ -24,8 +38,10 @@ export interface Mutation {
   name: EditName;
   /** Building blocks the edit introduces (for adoption of brief concepts). */
   blocks: string[];
-  apply(g: Genome, info: DatasetInfo, rng: () => number, device: SearchDevice): Genome | undefined;
+  apply(g: Genome, env: EditEnv): Genome | undefined;
   describe: string;
+  /** The edit in words when `describe` cannot say it (which argument, to what). */
+  explain?(parent: Genome, child: Genome, env: EditEnv): string;
 }
 
 const clone = <T>(x: T): T => structuredClone(x);
@@ -64,8 +80,13 @@ function scaleLayer(l: LayerIn, f: number): LayerIn {
   }
 }
 
+/** An edit of a model_config's layers: none applies to a model in Python. */
+function onLayers(edit: (g: LayerGenome, env: EditEnv) => Genome | undefined): Mutation["apply"] {
+  return (g, env) => (isCodeModel(g.model) ? undefined : edit(g as LayerGenome, env));
+}
+
 /** Scales every width but an explicit classifier's (a final linear layer). */
-function scaleWidths(g: Genome, f: number): Genome {
+function scaleWidths(g: LayerGenome, f: number): Genome {
   const model = clone(g.model);
   const last = model.layers.length - 1;
   model.layers = model.layers.map((l, i) => (i === last && l.type === "linear" ? l : mapLayers([l], (x) => scaleLayer(x, f))[0]!));
@@ -75,7 +96,7 @@ function scaleWidths(g: Genome, f: number): Genome {
 const isPool = (l: LayerIn) => l.type === "maxpool" || l.type === "avgpool" || l.type === "global_avgpool" || l.type === "flatten";
 
 /** Repeats the block just before the first pooling stage (or the last hidden block of an MLP). */
-function deepen(g: Genome): Genome | undefined {
+function deepen(g: LayerGenome): Genome | undefined {
   const layers = g.model.layers;
   const end = layers.findIndex(isPool);
   const stop = end < 0 ? layers.length : end;
@@ -102,7 +123,7 @@ function deepen(g: Genome): Genome | undefined {
   return { ...g, model };
 }
 
-function addSe(g: Genome): Genome | undefined {
+function addSe(g: LayerGenome): Genome | undefined {
   if (JSON.stringify(g.model).includes('"se"')) return undefined;
   const out: LayerIn[] = [];
   let added = false;
@@ -117,7 +138,7 @@ function addSe(g: Genome): Genome | undefined {
   return added ? { ...g, model: { ...clone(g.model), layers: out } } : undefined;
 }
 
-function setActivation(g: Genome, fn: "relu" | "gelu" | "silu" | "mish"): Genome | undefined {
+function setActivation(g: LayerGenome, fn: "relu" | "gelu" | "silu" | "mish"): Genome | undefined {
   if (!JSON.stringify(g.model).includes('"activation"')) return undefined;
   const model = clone(g.model);
   model.layers = mapLayers(model.layers, (l) => (l.type === "activation" ? { ...l, fn } : l));
@@ -125,7 +146,7 @@ function setActivation(g: Genome, fn: "relu" | "gelu" | "silu" | "mish"): Genome
 }
 
 /** Raises the last dropout, or adds one before the implicit head. */
-function moreDropout(g: Genome): Genome | undefined {
+function moreDropout(g: LayerGenome): Genome | undefined {
   const model = clone(g.model);
   const i = model.layers.map((l) => l.type).lastIndexOf("dropout");
   if (i >= 0) {
@@ -136,7 +157,38 @@ function moreDropout(g: Genome): Genome | undefined {
   return { ...g, model };
 }
 
-const train = (g: Genome, patch: Partial<TrainConfigInput>): Genome => ({ ...g, train: { ...g.train, ...patch } });
+/** The values one edit may move an argument to from `v`: up or down a step of its kind's scale. */
+function stepsOf(a: ModelArgument, v: number | boolean): Array<number | boolean> {
+  if (typeof v === "boolean") return [!v];
+  if (a.kind === ArgumentKind.INT) {
+    // Small counts (depth, blocks) move by one; widths by half again.
+    const up = v >= 4 ? Math.round(v * 1.5) : v + 1;
+    const down = v >= 4 ? Math.round(v / 1.5) : v - 1;
+    return [up, ...(down >= Math.min(1, a.defaultValue) ? [down] : [])];
+  }
+  // A value in [0, 1) reads as a rate (dropout, a drop-path): tenths; anything else doubles or halves.
+  if (v >= 0 && v < 1) return [Math.min(0.9, Math.round((v + 0.1) * 100) / 100), ...(v > 0 ? [Math.max(0, Math.round((v - 0.1) * 100) / 100)] : [])];
+  return [v * 2, v / 2];
+}
+
+/** One searchable constructor argument of a model in Python moved a step; undefined for a model_config. */
+function editArgument(g: Genome, env: EditEnv): Genome | undefined {
+  if (!isCodeModel(g.model)) return undefined;
+  const kwargs = g.model.init_kwargs ?? {};
+  const moves = searchableArguments(env.arguments, env.info).flatMap((a) => stepsOf(a, kwargs[a.name] ?? argumentDefault(a)).map((to) => ({ a, to })));
+  if (moves.length === 0) return undefined;
+  const { a, to } = pick(moves, env.rng);
+  const init_kwargs = { ...kwargs, [a.name]: to };
+  // Back at its default the argument is left out: one model, one spelling (and one fingerprint).
+  if (to === argumentDefault(a)) delete init_kwargs[a.name];
+  return { ...g, model: { ...g.model, init_kwargs } };
+}
+
+// A rate to four significant digits: three times 0.05 is 0.15 in a recipe, not 0.15000000000000002.
+const train = (g: Genome, patch: Partial<TrainConfigInput>): Genome => ({
+  ...g,
+  train: { ...g.train, ...patch, ...(patch.lr !== undefined && { lr: Number(patch.lr.toPrecision(4)) }) },
+});
 const pick = <T>(xs: readonly T[], rng: () => number): T => xs[Math.floor(rng() * xs.length)]!;
 export const isImage = (info: DatasetInfo) => info.inputShape.length === 3 && info.inputDtype !== "int64";
 /** The shorter side of an image dataset's samples; 0 for other data. */
@@ -159,16 +211,27 @@ export function lrForBatch(optimizer: OptimizerName, lr: number, from: number, t
 export const BATCH_SIZES: Readonly<Record<SearchDevice, readonly number[]>> = { cpu: [64, 128, 256], cuda: [256, 512, 1024] };
 
 export const MUTATIONS: Mutation[] = [
-  { surface: "architecture", name: "widen", blocks: [], describe: "widen every layer by 1.5x", apply: (g) => scaleWidths(g, 1.5) },
-  { surface: "architecture", name: "narrow", blocks: [], describe: "narrow every layer to 2/3", apply: (g) => scaleWidths(g, 2 / 3) },
-  { surface: "architecture", name: "deepen", blocks: [], describe: "repeat the first stage's block", apply: (g) => deepen(g) },
-  { surface: "architecture", name: "add_se", blocks: ["se"], describe: "add squeeze-excitation after conv blocks", apply: (g) => addSe(g) },
+  { surface: "architecture", name: "widen", blocks: [], describe: "widen every layer by 1.5x", apply: onLayers((g) => scaleWidths(g, 1.5)) },
+  { surface: "architecture", name: "narrow", blocks: [], describe: "narrow every layer to 2/3", apply: onLayers((g) => scaleWidths(g, 2 / 3)) },
+  { surface: "architecture", name: "deepen", blocks: [], describe: "repeat the first stage's block", apply: onLayers(deepen) },
+  { surface: "architecture", name: "add_se", blocks: ["se"], describe: "add squeeze-excitation after conv blocks", apply: onLayers(addSe) },
   {
     surface: "architecture",
     name: "activation",
     blocks: ["activation:gelu", "activation:silu", "activation:mish"],
     describe: "switch the activation function",
-    apply: (g, _i, rng) => setActivation(g, pick(["gelu", "silu", "mish", "relu"] as const, rng)),
+    apply: onLayers((g, { rng }) => setActivation(g, pick(["gelu", "silu", "mish", "relu"] as const, rng))),
+  },
+  {
+    surface: "architecture",
+    name: "argument",
+    blocks: [],
+    describe: "change one of the model's constructor arguments",
+    apply: editArgument,
+    explain: (parent, child, env) =>
+      `set ${argumentChanges(parent.model, child.model, env.arguments)
+        .map((c) => `${c.name} ${c.from} -> ${c.to}`)
+        .join(", ")}`,
   },
   {
     surface: "optimisation",
@@ -204,7 +267,7 @@ export const MUTATIONS: Mutation[] = [
     name: "optimizer",
     blocks: ["adamw", "sgd"],
     describe: "switch optimizer",
-    apply: (g, _i, rng) => {
+    apply: (g, { rng }) => {
       const decay = g.train.weight_decay ?? 0;
       const opt = pick(OPTIMIZER.names.filter((o) => o !== effectiveOptimizer(g.train.optimizer ?? RECIPE_DEFAULTS.optimizer, decay)), rng);
       // Decay stays on or off at the new optimizer's scale, except that AdamW always brings it: without, it is Adam.
@@ -217,14 +280,14 @@ export const MUTATIONS: Mutation[] = [
     name: "batch",
     blocks: [],
     describe: "change the batch size, the learning rate scaled with it",
-    apply: (g, _i, rng, device) => {
+    apply: (g, { rng, device }) => {
       const from = g.train.batch_size ?? RECIPE_DEFAULTS.batchSize;
       const to = pick(BATCH_SIZES[device].filter((x) => x !== from), rng);
       const optimizer = g.train.optimizer ?? RECIPE_DEFAULTS.optimizer;
       return train(g, { batch_size: to, lr: lrForBatch(optimizer, lrOf(g), from, to) });
     },
   },
-  { surface: "regularisation", name: "dropout", blocks: ["dropout"], describe: "more dropout before the head", apply: (g) => moreDropout(g) },
+  { surface: "regularisation", name: "dropout", blocks: ["dropout"], describe: "more dropout before the head", apply: onLayers(moreDropout) },
   {
     surface: "regularisation",
     name: "weight_decay",
@@ -244,7 +307,7 @@ export const MUTATIONS: Mutation[] = [
     name: "augment",
     blocks: ["random_crop", "hflip"],
     describe: "random crop (and flips where labels allow)",
-    apply: (g, info) => {
+    apply: (g, { info }) => {
       if (!isImage(info) || (g.train.augment?.crop_padding ?? 0) > 0) return undefined;
       return train(g, { augment: { ...g.train.augment, crop_padding: 2, hflip: FLIP_SAFE.has(info.name) } });
     },
@@ -254,7 +317,7 @@ export const MUTATIONS: Mutation[] = [
     name: "cutout",
     blocks: ["cutout"],
     describe: "cutout: a random square of each training image blanked",
-    apply: (g, info) => {
+    apply: (g, { info }) => {
       if (!isImage(info) || (g.train.augment?.cutout ?? 0) > 0) return undefined;
       return train(g, { augment: { ...g.train.augment, cutout: cutoutFor(imageSide(info)) } });
     },

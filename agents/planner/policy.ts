@@ -20,12 +20,12 @@ import type { Brief } from "../../core/brief.js";
 import { pct } from "../../core/format.js";
 import { PROBE_SEEDS, RECIPE_DEFAULTS, SEARCH_DEFAULTS, type SearchDevice } from "../../core/defaults.js";
 import { OPTIMIZER, SURFACE, type MutationName, type SurfaceName as Surface } from "../../core/enums.js";
-import type { ModelConfigInput, TrainConfigInput } from "../../core/model-config.js";
+import type { TrainConfigInput, TrialModelInput } from "../../core/model-config.js";
 import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import { trialId } from "../../core/ids.js";
 import type { DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
 import { isBaseline, isPromotion, rungOf, scoreOf, type HandProposal, type RunState, type TrialState } from "../../swarm/run-state.js";
-import { BATCH_SIZES, FLIP_SAFE, isImage, lrForBatch, MUTATIONS, type Genome, type Mutation } from "./mutations.js";
+import { BATCH_SIZES, FLIP_SAFE, isImage, lrForBatch, MUTATIONS, type EditEnv, type Genome, type Mutation } from "./mutations.js";
 import { TEMPLATE_WIDTH, templatesFor, type Template } from "./templates.js";
 import { fitTpe, GENOME_SPACE, genomeFeatures, type Observation } from "./surrogate.js";
 import { ladder, PROMOTION_SURFACE, type Fidelity } from "./scheduler.js";
@@ -44,7 +44,7 @@ export interface Proposal {
   surface?: Surface;
   /** How it was made: the planner decides by this (TrialProposed.mutation), never by the hypothesis' words. */
   mutation: MutationName;
-  model: ModelConfigInput;
+  model: TrialModelInput;
   train: TrainConfigInput;
   /** A person's queued proposal this one carries. */
   interventionId?: string;
@@ -57,7 +57,7 @@ export interface PlanInput {
   info: DatasetInfo;
   rng: () => number;
   /** Parameter count of a config, or an error message when it does not compile. */
-  params: (model: ModelConfigInput) => number | string;
+  params: (model: TrialModelInput) => number | string;
   /** Fingerprints of configs that failed in any run (lineage feedback). */
   failedElsewhere: Set<string>;
   /** Now, for the budget plan; injected so the policy is testable. */
@@ -291,18 +291,24 @@ export function baselineProposals(input: PlanInput): Proposal[] {
   return out.filter((p) => !proposed.some((t) => rungOf(t) === p.rung));
 }
 
+function editEnv(input: PlanInput): EditEnv {
+  return { info: input.info, rng: input.rng, device: input.device ?? "cpu", arguments: input.state.start?.code?.arguments ?? [] };
+}
+
 /** A new rung-0 config: a bandit-chosen edit of a good rung-0 trial. */
 export const nextBuiltin: Policy = (input, index) => {
   const { state, rng } = input;
   const accepted = [...state.trials.values()]
     .filter((t) => t.judged?.verdict === Verdict.ACCEPT && rungOf(t) === 0)
     .sort((a, b) => (scoreOf(b) ?? 0) - (scoreOf(a) ?? 0));
-  if (accepted.length === 0) {
-    // Nothing works yet: restart from a template not tried so far.
-    return initialBuiltin(input, 1)[0];
-  }
+  // A run from a person's model edits its rung-0 anchor while the anchor still trains (trial 0
+  // ends first when its recipe is short): a template in that slot would put the swarm's own
+  // models before the one the run is about.
+  const anchor = accepted.length === 0 ? [...state.trials.values()].find((t) => isBaseline(t) && rungOf(t) === 0 && !t.judged) : undefined;
+  // Nothing works yet: restart from a template not tried so far.
+  if (accepted.length === 0 && !anchor) return initialBuiltin(input, 1)[0];
   // Mostly the best; sometimes a runner-up, so one lucky trial does not own the search.
-  const parent = rng() < 0.75 ? accepted[0]! : accepted[Math.floor(rng() * Math.min(3, accepted.length))]!;
+  const parent = anchor ?? (rng() < 0.75 ? accepted[0]! : accepted[Math.floor(rng() * Math.min(3, accepted.length))]!);
   const pg = genomeOf(parent);
   if (!pg) return undefined;
   const seen = tried(state);
@@ -312,6 +318,7 @@ export const nextBuiltin: Policy = (input, index) => {
   const brief = state.briefs[state.briefs.length - 1];
   const conceptsOf = (m: Mutation) => (brief?.architectural_suggestions ?? []).filter((s) => s.building_blocks?.some((b) => m.blocks.includes(b))).map((s) => s.name);
   const surrogate = fitTpe(GENOME_SPACE, [...rungZeroHistory(input), ...(input.pastObservations ?? [])]);
+  const env = editEnv(input);
   for (const surface of surfaceOrder(state, rng, hint)) {
     const candidates = shuffle(
       MUTATIONS.filter((x) => x.surface === surface),
@@ -319,7 +326,7 @@ export const nextBuiltin: Policy = (input, index) => {
     ).sort((a, b) => conceptsOf(b).length - conceptsOf(a).length);
     const valid: Array<{ m: Mutation; g: Genome; score: number }> = [];
     for (const m of candidates) {
-      const g = m.apply(structuredClone(pg), input.info, rng, input.device ?? "cpu");
+      const g = m.apply(structuredClone(pg), env);
       if (!g) continue;
       const why = withinBudget(input, g, seen) ?? overBudget(input, parent, predictedSeconds(input, parent, g, pg), PROBE_SEEDS);
       if (why) {
@@ -327,12 +334,12 @@ export const nextBuiltin: Policy = (input, index) => {
         continue;
       }
       // Without a surrogate yet, the first valid edit in the brief-first order wins.
-      if (!surrogate) return proposalFrom(m, parent, g, index, hint, rejected);
+      if (!surrogate) return proposalFrom(m, parent, g, env, index, hint, rejected);
       valid.push({ m, g, score: surrogate.score(genomeFeatures(g.model, g.train, input.params(g.model) as number)) });
     }
     // The surrogate picks within the bandit's surface; a brief concept breaks ties.
     const best = valid.sort((a, b) => b.score - a.score || conceptsOf(b.m).length - conceptsOf(a.m).length)[0];
-    if (best) return proposalFrom(best.m, parent, best.g, index, hint, rejected, surrogateNote(valid));
+    if (best) return proposalFrom(best.m, parent, best.g, env, index, hint, rejected, surrogateNote(valid));
   }
   return undefined;
 };
@@ -371,6 +378,7 @@ function proposalFrom(
   m: Mutation,
   parent: TrialState,
   g: Genome,
+  env: EditEnv,
   index: number,
   hint: Surface | undefined,
   rejected: string[],
@@ -380,7 +388,7 @@ function proposalFrom(
   return {
     rung: 0,
     seeds: PROBE_SEEDS,
-    hypothesis: `${m.describe} on top of ${parent.id} (CI low ${pct(scoreOf(parent))}) improves validation accuracy`,
+    hypothesis: `${m.explain?.(genomeOf(parent)!, g, env) ?? m.describe} on top of ${parent.id} (${parent.judged ? `CI low ${pct(scoreOf(parent))}` : "still training"}) improves validation accuracy`,
     rationale: [
       `trial ${index}: surface ${m.surface} chosen by the bandit${hint === m.surface ? " and the analyst's reading" : ""}`,
       ...(ranking ? [ranking] : []),
@@ -426,7 +434,7 @@ function randomDraw(input: PlanInput, index: number, probe?: Fidelity): Proposal
     // One coin for the draw (a coin per element could match neither).
     const width = rng() < 0.5 ? "widen" : "narrow";
     const widen = MUTATIONS.find((m) => m.name === width)!;
-    if (rng() < 0.5) g = widen.apply(g, info, rng, input.device ?? "cpu") ?? g;
+    if (rng() < 0.5) g = widen.apply(g, editEnv(input)) ?? g;
     if (withinBudget(input, g, seen)) continue;
     return {
       rung: 0,

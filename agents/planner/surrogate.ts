@@ -16,7 +16,7 @@
  */
 import { DEFAULT_LR, RECIPE_DEFAULTS } from "../../core/defaults.js";
 import { OPTIMIZER, SCHEDULE } from "../../core/enums.js";
-import { ACTIVATIONS, type Activation, type ModelConfigInput, type TrainConfigInput } from "../../core/model-config.js";
+import { ACTIVATIONS, isCodeModel, type Activation, type TrainConfigInput, type TrialModelInput } from "../../core/model-config.js";
 import type { LayerIn } from "./templates.js";
 
 export interface Observation {
@@ -167,8 +167,9 @@ export const GENOME_SPACE: Dimension[] = [
 ];
 
 /** What a trial trained with, in GENOME_SPACE's order; absent fields read as the schemas' defaults. */
-export function genomeFeatures(model: ModelConfigInput, train: TrainConfigInput, params: number): number[] {
-  const layers = flatLayers(model.layers);
+export function genomeFeatures(model: TrialModelInput, train: TrainConfigInput, params: number): number[] {
+  // A model in Python has no layers to read: it is seen through its size and its recipe.
+  const layers = isCodeModel(model) ? [] : flatLayers(model.layers);
   const optimizer = train.optimizer ?? RECIPE_DEFAULTS.optimizer;
   const schedule = train.schedule ?? RECIPE_DEFAULTS.schedule;
   return [

@@ -11,6 +11,7 @@ measured here, so a model could misreport them; nothing decides on them.
 """
 
 import contextlib
+import inspect
 import itertools
 import linecache
 import math
@@ -505,6 +506,28 @@ def _traced(model, x, what):
     return out, layers
 
 
+# bool first: a bool is an int to isinstance, and type() is exact.
+_ARGUMENT_KINDS = {bool: "ARGUMENT_KIND_BOOL", int: "ARGUMENT_KIND_INT", float: "ARGUMENT_KIND_FLOAT"}
+
+
+def constructor_arguments(cls):
+    """The keyword arguments of cls(...) whose default is a finite number or a boolean.
+
+    These are what the built-in brain may change in a model it did not write: a width, a depth,
+    a dropout, a flag. Defaults of other types (strings, None, tensors) are left as they are.
+    """
+    try:
+        params = inspect.signature(cls).parameters.values()
+    except (TypeError, ValueError):  # a signature that cannot be read (a C extension's)
+        return []
+    out = []
+    for p in params:
+        kind = _ARGUMENT_KINDS.get(type(p.default))
+        if kind and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and math.isfinite(p.default):
+            out.append({"name": p.name, "kind": kind, "default_value": float(p.default)})
+    return out
+
+
 def summarize(spec):
     _seed_everything(0)
     model = build_model(spec)
@@ -526,6 +549,7 @@ def summarize(spec):
         "trainable_params": sum(p.numel() for p in model.parameters() if p.requires_grad),
         "flops": sum(layer["flops"] for layer in layers),
         "layers": layers, "output_shape": list(out.shape), "size_mb": state_bytes / 2 ** 20,
+        "arguments": constructor_arguments(type(model)),
     }
 
 

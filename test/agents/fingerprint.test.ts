@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
-import { compileModel } from "../../core/compiler/compile.js";
+import { paramsCounter } from "../../agents/planner/params.js";
 import type { TrainConfigInput } from "../../core/model-config.js";
 import { MUTATIONS, type Genome } from "../../agents/planner/mutations.js";
 import { mulberry32, nextBuiltin } from "../../agents/planner/policy.js";
@@ -52,7 +52,7 @@ describe("mutations", () => {
           const parent: Genome = { model: t.build(info), train };
           for (const m of MUTATIONS) {
             for (let seed = 0; seed < 4; seed++) {
-              const child = m.apply(structuredClone(parent), info, mulberry32(seed), device);
+              const child = m.apply(structuredClone(parent), { info, rng: mulberry32(seed), device, arguments: [] });
               if (!child) continue;
               children++;
               expect(fingerprint(child.model, child.train), `${t.name} ${JSON.stringify(train)} ${m.name}`).not.toBe(fingerprint(parent.model, parent.train));
@@ -67,7 +67,7 @@ describe("mutations", () => {
   it("switch Adam to AdamW only with weight decay", () => {
     const optimizer = MUTATIONS.find((m) => m.name === "optimizer")!;
     const parent: Genome = { model, train: { optimizer: "adam", lr: 2e-3 } };
-    const children = Array.from({ length: 16 }, (_, seed) => optimizer.apply(structuredClone(parent), IMAGES, mulberry32(seed), "cpu")!);
+    const children = Array.from({ length: 16 }, (_, seed) => optimizer.apply(structuredClone(parent), { info: IMAGES, rng: mulberry32(seed), device: "cpu", arguments: [] })!);
     const adamw = children.filter((c) => c.train.optimizer === "adamw");
     expect(adamw.length).toBeGreaterThan(0);
     for (const c of adamw) expect(c.train.weight_decay).toBe(0.05);
@@ -86,11 +86,10 @@ describe("the built-in planner", () => {
     ];
     const parent = fingerprint(parentModel, train);
     expect(fingerprint(parentModel, { ...train, optimizer: "adamw", weight_decay: 0 })).toBe(parent);
-    const params = (m: Genome["model"]) => {
-      const r = compileModel(m, { inputShape: [1, 28, 28], numClasses: 10 });
-      return r.ok ? r.params : r.error;
-    };
-    const proposals = Array.from({ length: 24 }, (_, i) => nextBuiltin({ state: state(events), info: IMAGES, rng: mulberry32(i), params, failedElsewhere: new Set() }, 1 + i)!);
+    const proposals = Array.from({ length: 24 }, (_, i) => {
+      const s = state(events);
+      return nextBuiltin({ state: s, info: IMAGES, rng: mulberry32(i), params: paramsCounter(s, IMAGES), failedElsewhere: new Set() }, 1 + i)!;
+    });
     expect(proposals.every((p) => p !== undefined)).toBe(true);
     expect(proposals.map((p) => fingerprint(p.model, p.train))).not.toContain(parent);
     expect(proposals.some((p) => p.model.name.endsWith("+optimizer"))).toBe(true);

@@ -2,6 +2,8 @@ import { describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import { adoptedConcepts, blocksOf } from "../../core/brief.js";
 import { compileModel } from "../../core/compiler/compile.js";
+import { argumentChanges, isCodeModel, searchableArguments, type TrialModelInput } from "../../core/model-config.js";
+import { paramsCounter } from "../../agents/planner/params.js";
 import { baselineProposals, fallbackProbe, handProposal, initialBuiltin, mulberry32, nextBuiltin, probeFidelity, randomPolicy, type PlanInput, type Proposal } from "../../agents/planner/policy.js";
 import { interventionEvent } from "../../swarm/interventions.js";
 import { queuedProposals } from "../../swarm/run-state.js";
@@ -12,7 +14,7 @@ import { MUTATIONS } from "../../agents/planner/mutations.js";
 import { MUTATION } from "../../core/enums.js";
 import { contextFor } from "../../agents/planner/llm-policy.js";
 import { researchBrief } from "../../research/research.js";
-import { DatasetInfoSchema, SeedResultSchema } from "../../proto/gen/research/v1/runner_pb.js";
+import { ArgumentKind, DatasetInfoSchema, ModelArgumentSchema, SeedResultSchema } from "../../proto/gen/research/v1/runner_pb.js";
 import { Mutation, Surface } from "../../proto/gen/research/v1/common_pb.js";
 import { Decision, Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import type { EventInit } from "../../bus/index.js";
@@ -20,16 +22,19 @@ import { evaluated, proposed, RUN, started, state } from "./helpers.js";
 
 const FASHION = create(DatasetInfoSchema, { name: "fashion-mnist", inputShape: [1, 28, 28], numClasses: 10, inputDtype: "float32", nTrain: 54000, nVal: 6000 });
 
+/** The templates and their edits are model_configs: compiled as the coder would. */
+function compiled(m: TrialModelInput) {
+  if (isCodeModel(m)) throw new Error(`${m.class_name}: a model in Python where a model_config was expected`);
+  return compileModel(m, { inputShape: [1, 28, 28], numClasses: 10 });
+}
+
 function input(events: EventInit[], maxParams = 0): PlanInput {
   const s = state([started({ parallel: 2 }, { dataset: "fashion-mnist", maxParams: BigInt(maxParams) }), ...events]);
   return {
     state: s,
     info: FASHION,
     rng: mulberry32(7),
-    params: (m) => {
-      const r = compileModel(m, { inputShape: [1, 28, 28], numClasses: 10 });
-      return r.ok ? r.params : r.error;
-    },
+    params: paramsCounter(s, FASHION),
     failedElsewhere: new Set(),
   };
 }
@@ -79,6 +84,71 @@ describe("a run started from a person's model (launch --from)", () => {
   });
 });
 
+describe("a run started from a model in Python (launch --from model.py --class Net)", () => {
+  const model = { name: "Net", class_name: "Net", init_kwargs: {} };
+  const train = { optimizer: "adam", lr: 2e-3, epochs: 2 };
+  const argument = (name: string, kind: ArgumentKind, defaultValue: number) => create(ModelArgumentSchema, { name, kind, defaultValue });
+  // What the runner found in the constructor: Net(num_classes=10, in_channels=1, width=32, depth=2, dropout=0.1, bn=True).
+  const args = [
+    argument("num_classes", ArgumentKind.INT, 10),
+    argument("in_channels", ArgumentKind.INT, 1),
+    argument("width", ArgumentKind.INT, 32),
+    argument("depth", ArgumentKind.INT, 2),
+    argument("dropout", ArgumentKind.FLOAT, 0.1),
+    argument("bn", ArgumentKind.BOOL, 1),
+  ];
+  const codeRun = (extra: EventInit[] = []) => {
+    const first = started({ parallel: 2 }, { dataset: "fashion-mnist" });
+    (first.body!.value as { start?: unknown }).start = { origin: "net.py", modelConfigJson: JSON.stringify(model), trainConfigJson: JSON.stringify(train), modelCode: "class Net: ...", arguments: args, params: 50_000n };
+    const s = state([first, ...extra]);
+    return (seed: number): PlanInput => ({ ...input([]), state: s, rng: mulberry32(seed), params: paramsCounter(s, FASHION) });
+  };
+  const anchor: EventInit = { runId: RUN, trialId: `${RUN}-t001`, body: { case: "trialProposed", value: { rung: 0, seeds: 1, parentIds: [`${RUN}-t000`], mutation: Mutation.BASELINE, modelConfigJson: JSON.stringify(model), trainConfigJson: JSON.stringify(train) } } };
+
+  it("folds the source and what the runner found in it", () => {
+    const start = codeRun()(0).state.start!;
+    expect(start.model).toEqual(model);
+    expect(start.code).toEqual({ source: "class Net: ...", arguments: args, params: 50_000 });
+  });
+
+  it("searches the constructor's arguments that set capacity, a step at a time, and never those that fix the data's shape", () => {
+    expect(searchableArguments(args, FASHION).map((a) => a.name)).toEqual(["width", "depth", "dropout", "bn"]);
+    const plan = codeRun([anchor, evaluated(`${RUN}-t001`, 0.8), { runId: RUN, trialId: `${RUN}-t001`, body: { case: "trialJudged", value: { verdict: Verdict.ACCEPT, decision: Decision.ITERATE } } }]);
+    const moves = new Set<string>();
+    for (let seed = 0; seed < 64; seed++) {
+      const p = nextBuiltin(plan(seed), 2)!;
+      expect(isCodeModel(p.model)).toBe(true);
+      if (p.mutation !== "argument") continue;
+      const kwargs = (p.model as { init_kwargs: Record<string, number | boolean> }).init_kwargs;
+      expect(Object.keys(kwargs)).toHaveLength(1);
+      const [name, value] = Object.entries(kwargs)[0]!;
+      moves.add(`${name}=${String(value)}`);
+      expect(p.hypothesis).toMatch(new RegExp(`^set ${name} (32|2|0.1|true) -> ${String(value)} on top of ${RUN}-t001 `));
+      // The layer edits have nothing to work on in code: the architecture surface is the arguments.
+      expect(p.surface).toBe("architecture");
+    }
+    expect(moves).toEqual(new Set(["width=48", "width=21", "depth=3", "depth=1", "dropout=0.2", "dropout=0", "bn=false"]));
+  });
+
+  it("edits the anchor while it still trains instead of starting a template", () => {
+    const p = nextBuiltin(codeRun([anchor])(1), 2)!;
+    expect(p.parentIds).toEqual([`${RUN}-t001`]);
+    expect(p.hypothesis).toContain("(still training)");
+    expect(isCodeModel(p.model)).toBe(true);
+  });
+
+  it("counts a code model's parameters as the runner measured them", () => {
+    const summarized: EventInit = { runId: RUN, trialId: `${RUN}-t002`, body: { case: "trialAssembled", value: { summary: { totalParams: 80_000n } } } };
+    const wide = { ...model, init_kwargs: { width: 48 } };
+    const proposedWide: EventInit = { runId: RUN, trialId: `${RUN}-t002`, body: { case: "trialProposed", value: { modelConfigJson: JSON.stringify(wide), trainConfigJson: "{}" } } };
+    const count = codeRun([proposedWide, summarized])(0).params;
+    expect(count(wide)).toBe(80_000);
+    // Not built yet: the starting point's size, as the launcher measured it.
+    expect(count({ ...model, init_kwargs: { depth: 3 } })).toBe(50_000);
+    expect(argumentChanges(model, wide, args)).toEqual([{ name: "width", from: 32, to: 48 }]);
+  });
+});
+
 describe("built-in planner", () => {
   it("starts from templates that adopt the brief's concepts, on a subset of a large dataset", () => {
     const proposals = initialBuiltin(input([brief()]), 2);
@@ -93,7 +163,7 @@ describe("built-in planner", () => {
 
   it("respects the parameter limit", () => {
     for (const p of initialBuiltin(input([], 15_000), 3)) {
-      const r = compileModel(p.model, { inputShape: [1, 28, 28], numClasses: 10 });
+      const r = compiled(p.model);
       expect(r.ok && r.params).toBeLessThanOrEqual(15_000);
     }
   });
@@ -301,7 +371,7 @@ describe("built-in planner", () => {
 
   it("the random baseline draws valid configs", () => {
     const p = randomPolicy(input([]), 0)!;
-    expect(compileModel(p.model, { inputShape: [1, 28, 28], numClasses: 10 }).ok).toBe(true);
+    expect(compiled(p.model).ok).toBe(true);
   });
 });
 

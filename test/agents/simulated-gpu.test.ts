@@ -12,7 +12,7 @@ import { describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import { compileModel } from "../../core/compiler/compile.js";
 import type { SearchDevice } from "../../core/defaults.js";
-import type { ModelConfigInput, TrainConfigInput } from "../../core/model-config.js";
+import { isCodeModel, type TrainConfigInput, type TrialModelInput } from "../../core/model-config.js";
 import { fallbackProbe, initialBuiltin, mulberry32, nextBuiltin, type PlanInput, type Proposal } from "../../agents/planner/policy.js";
 import { promote } from "../../agents/planner/promotion.js";
 import { judge } from "../../agents/judge/rules.js";
@@ -47,7 +47,8 @@ const H200: Device = { startUpS: 1.0, epochS: (p) => 0.28 * Math.max(1, p / 61_0
 // epochs x 3 seeds on two slots, ~30 s an epoch a seed on one core.
 const CPU2: Device = { startUpS: 0.3, epochS: (p) => 30 * (p / 170_000) ** 0.8, lanes: 2, slots: 2 };
 
-const paramsOf = (model: ModelConfigInput) => {
+const paramsOf = (model: TrialModelInput) => {
+  if (isCodeModel(model)) throw new Error(`${model.class_name}: this simulation trains model_configs only`);
   const r = compileModel(model, { inputShape: [1, 28, 28], numClasses: 10 });
   if (!r.ok) throw new Error(r.error);
   return r.params;

@@ -1,12 +1,13 @@
 /**
- * launch --from: a run that starts from a person's model (a model_config file, or an earlier
- * run's trial) trains it first as trial 0 and reports the best model against it; a bad
- * starting point is one line and exit status 2 before the run spends anything.
+ * launch --from: a run that starts from a person's model (a model in Python, a model_config
+ * file, or an earlier run's trial) trains it first as trial 0 and reports the best model
+ * against it; a bad starting point is one line and exit status 2 before the run spends anything.
  */
 import { describe, expect, it } from "vitest";
 import { existsSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { parse as parseYaml } from "yaml";
 import { run } from "../helpers/run.js";
 import { pairedTTest } from "../../core/stats.js";
 
@@ -21,6 +22,27 @@ const recipe = join(dir, "recipe.yaml");
 // A weak recipe, so that the search has room above it.
 writeFileSync(recipe, "optimizer: sgd\nlr: 0.05\nmomentum: 0\nepochs: 1\nbatch_size: 64\n");
 
+// A model in Python with its size and regularisation in the constructor (8 x 8 digits).
+const net = join(dir, "net.py");
+const NET_SOURCE = `import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self, num_classes=10, width=16, depth=1, dropout=0.0, batchnorm=False):
+        super().__init__()
+        layers, features = [nn.Flatten()], 64
+        for _ in range(depth):
+            layers += [nn.Linear(features, width)] + ([nn.BatchNorm1d(width)] if batchnorm else []) + [nn.ReLU(), nn.Dropout(dropout)]
+            features = width
+        self.body = nn.Sequential(*layers)
+        self.head = nn.Linear(features, num_classes)
+
+    def forward(self, x):
+        return self.head(self.body(x))
+`;
+writeFileSync(net, NET_SOURCE);
+const NET_DEFAULTS: Record<string, number | boolean> = { width: 16, depth: 1, dropout: 0, batchnorm: false };
+
 interface Summary {
   run_id: string;
   status: string;
@@ -28,6 +50,10 @@ interface Summary {
   baseline: { trial_id: string; val_accuracy: number; test_accuracy: number; val_gain: { seeds: number[]; gain: number; ci_95: [number, number] } | null } | null;
   report: string;
 }
+
+/** A file of a trial's folder in a run. */
+const trialFile = (workspace: string, runId: string, trial: string, file: string) => readFileSync(join(workspace, "runs", runId, "experiments", trial, file), "utf8");
+const hypothesisOf = (workspace: string, runId: string, trial: string) => trialFile(workspace, runId, trial, "hypothesis.md").split("## Hypothesis")[1]!.split("##")[0]!.trim();
 
 /** Seed -> metric of a trial, from the run folder's results.json (the stored evaluation). */
 function seedMetric(workspace: string, runId: string, trial: string, metric: string): Map<number, number> {
@@ -37,16 +63,48 @@ function seedMetric(workspace: string, runId: string, trial: string, metric: str
 
 describe("launch --from", () => {
   const workspace = mkdtempSync(join(tmpdir(), "from-ws-"));
-  let first: Summary;
+  let py: Summary;
+  let argumentTrial: string;
 
-  it("trains the starting point first as trial 0 and reports the best model against it, seed by seed", async () => {
-    const r = await launch(["--goal", "digits: maximise accuracy", "--from", model, "--recipe", recipe, "--time-budget", "75s", "--seeds", "2", "--parallel", "3", "--no-research", "--workspace", workspace, "--json"]);
+  it.concurrent("trains a model in Python as trial 0, then searches its constructor's arguments beside its recipe", async () => {
+    const r = await launch(["--goal", "digits: maximise accuracy", "--from", net, "--class", "Net", "--recipe", recipe, "--time-budget", "60s", "--seeds", "2", "--no-research", "--workspace", workspace, "--json"]);
     expect([0, 3], r.stderr).toContain(r.status);
-    first = JSON.parse(r.stdout.trim().split("\n").pop()!) as Summary;
+    py = JSON.parse(r.stdout.trim().split("\n").pop()!) as Summary;
+    const file = (t: string, f: string) => trialFile(workspace, py.run_id, t, f);
+    const trials = readdirSync(join(workspace, "runs", py.run_id, "experiments")).filter((f) => f.startsWith(py.run_id)).sort();
+    const t0 = `${py.run_id}-t000`;
+    expect(parseYaml(file(t0, "model_config.yaml"))).toEqual({ name: "Net", class_name: "Net", init_kwargs: {} });
+    expect(hypothesisOf(workspace, py.run_id, t0)).toBe(`the starting point, Net from ${net}, on its own recipe`);
+    // Every trial of the run trains the person's source as it is, each with its own arguments.
+    for (const t of trials) expect(file(t, "model_code.py"), t).toBe(NET_SOURCE);
+    const edits = trials.filter((t) => /^set (width|depth|dropout|batchnorm) /.test(hypothesisOf(workspace, py.run_id, t)));
+    expect(edits.length, trials.map((t) => hypothesisOf(workspace, py.run_id, t)).join("\n")).toBeGreaterThan(0);
+    argumentTrial = edits[0]!;
+    const [, name, from, to] = /^set (\w+) (\S+) -> (\S+) on top of/.exec(hypothesisOf(workspace, py.run_id, argumentTrial))!;
+    expect(from).toBe(String(NET_DEFAULTS[name!]));
+    const edited = parseYaml(file(argumentTrial, "model_config.yaml")) as { class_name: string; init_kwargs: Record<string, unknown> };
+    expect(edited.init_kwargs).toEqual({ [name!]: JSON.parse(to!) });
+    // The report's argument changes are the two trials' configs, defaults filled.
+    const baseline = (JSON.parse(readFileSync(py.report.replace(/\.md$/, ".json"), "utf8")) as { baseline: { argument_changes: { name: string; from: unknown; to: unknown }[] } }).baseline;
+    const best = py.best_trial!.trial_id;
+    const bestKwargs = (parseYaml(file(best, "model_config.yaml")) as { init_kwargs?: Record<string, unknown> }).init_kwargs ?? {};
+    expect(baseline.argument_changes).toEqual(
+      Object.keys(bestKwargs)
+        .sort()
+        .map((k) => ({ name: k, from: NET_DEFAULTS[k], to: bestKwargs[k] }))
+        .filter((c) => c.from !== c.to),
+    );
+  }, 400_000);
+
+  it.concurrent("trains a model_config as trial 0 and reports the best model against it, seed by seed", async () => {
+    const ws = mkdtempSync(join(tmpdir(), "from-yaml-"));
+    const r = await launch(["--goal", "digits: maximise accuracy", "--from", model, "--recipe", recipe, "--time-budget", "60s", "--seeds", "2", "--parallel", "3", "--no-research", "--workspace", ws, "--json"]);
+    expect([0, 3], r.stderr).toContain(r.status);
+    const first = JSON.parse(r.stdout.trim().split("\n").pop()!) as Summary;
     const t0 = `${first.run_id}-t000`;
-    const trials = readdirSync(join(workspace, "runs", first.run_id, "experiments")).filter((f) => f.startsWith(first.run_id));
+    const trials = readdirSync(join(ws, "runs", first.run_id, "experiments")).filter((f) => f.startsWith(first.run_id));
     // Trial 0 is the model and recipe as given; trial 1 the same at the probe's fidelity.
-    const config = (t: string, f: string) => readFileSync(join(workspace, "runs", first.run_id, "experiments", t, f), "utf8");
+    const config = (t: string, f: string) => trialFile(ws, first.run_id, t, f);
     expect(config(t0, "model_config.yaml")).toContain("name: small-mlp");
     expect(config(t0, "train_config.yaml")).toMatch(/optimizer: sgd[\s\S]*lr: 0.05/);
     expect(config(t0, "hypothesis.md")).toContain(`from ${model}`);
@@ -55,10 +113,10 @@ describe("launch --from", () => {
     expect(config(`${first.run_id}-t002`, "hypothesis.md")).toContain("is a strong starting point");
     expect(first.baseline?.trial_id).toBe(t0);
     // Its test accuracy was measured with its own training; both are the stored evaluation's.
-    const stored = JSON.parse(readFileSync(join(workspace, "runs", first.run_id, "experiments", t0, "results.json"), "utf8")) as { aggregated: { test_accuracy: { mean: number } } };
+    const stored = JSON.parse(config(t0, "results.json")) as { aggregated: { test_accuracy: { mean: number } } };
     expect(first.baseline!.test_accuracy).toBe(stored.aggregated.test_accuracy.mean);
-    expect(seedMetric(workspace, first.run_id, t0, "test_accuracy").size).toBe(2);
-    const baseVal = seedMetric(workspace, first.run_id, t0, "val_accuracy");
+    expect(seedMetric(ws, first.run_id, t0, "test_accuracy").size).toBe(2);
+    const baseVal = seedMetric(ws, first.run_id, t0, "val_accuracy");
     expect(first.baseline!.val_accuracy).toBeCloseTo([...baseVal.values()].reduce((a, b) => a + b) / baseVal.size, 10);
     const report = readFileSync(first.report, "utf8");
     expect(report).toContain("## Against the starting point");
@@ -68,7 +126,7 @@ describe("launch --from", () => {
     const best = first.best_trial!.trial_id;
     if (best !== t0) {
       // The gain is recomputed from the two trials' stored seeds by the rule the report states.
-      const bestVal = seedMetric(workspace, first.run_id, best, "val_accuracy");
+      const bestVal = seedMetric(ws, first.run_id, best, "val_accuracy");
       const seeds = [...baseVal.keys()].filter((s) => bestVal.has(s));
       const t = pairedTTest(seeds.map((s) => baseVal.get(s)!), seeds.map((s) => bestVal.get(s)!));
       expect(first.baseline!.val_gain!.seeds).toEqual(seeds);
@@ -80,36 +138,42 @@ describe("launch --from", () => {
     } else expect(report).toContain("No trial beat it");
   }, 400_000);
 
-  it("starts from an earlier run's trial: its model and its recipe", async () => {
-    const best = first.best_trial!.trial_id;
-    const short = best.slice(first.run_id.length + 1);
-    const r = await launch(["--goal", "digits: maximise accuracy", "--from", `${first.run_id}/${short}`, "--time-budget", "45s", "--seeds", "2", "--max-trials", "2", "--no-research", "--workspace", workspace, "--json"]);
+  it("starts from an earlier run's trial: its model in Python, its arguments and its recipe", async () => {
+    const short = argumentTrial.slice(py.run_id.length + 1);
+    const r = await launch(["--goal", "digits: maximise accuracy", "--from", `${py.run_id}/${short}`, "--time-budget", "45s", "--seeds", "2", "--max-trials", "2", "--no-research", "--workspace", workspace, "--json"]);
     expect([0, 3], r.stderr).toContain(r.status);
     const second = JSON.parse(r.stdout.trim().split("\n").pop()!) as Summary;
-    expect(second.run_id).not.toBe(first.run_id);
-    const read = (runId: string, t: string, f: string) => readFileSync(join(workspace, "runs", runId, "experiments", t, f), "utf8");
-    expect(read(second.run_id, `${second.run_id}-t000`, "model_config.yaml").replace(/^name: .*$/m, "")).toBe(read(first.run_id, best, "model_config.yaml").replace(/^name: .*$/m, ""));
-    expect(read(second.run_id, `${second.run_id}-t000`, "train_config.yaml")).toBe(read(first.run_id, best, "train_config.yaml"));
+    expect(second.run_id).not.toBe(py.run_id);
+    const t0 = `${second.run_id}-t000`;
+    const read = (runId: string, t: string, f: string) => trialFile(workspace, runId, t, f);
+    expect(read(second.run_id, t0, "model_config.yaml").replace(/^name: .*$/m, "")).toBe(read(py.run_id, argumentTrial, "model_config.yaml").replace(/^name: .*$/m, ""));
+    expect(read(second.run_id, t0, "train_config.yaml")).toBe(read(py.run_id, argumentTrial, "train_config.yaml"));
+    expect(read(second.run_id, t0, "model_code.py")).toBe(NET_SOURCE);
   }, 300_000);
 
   it("refuses a bad starting point in one line with status 2, before anything starts", async () => {
     const ws = mkdtempSync(join(tmpdir(), "from-bad-"));
     const bad = join(dir, "bad.yaml");
     writeFileSync(bad, "name: bad\nlayers:\n  - type: conv2d\n    out_channels: -3\n");
-    const py = join(dir, "net.py");
-    writeFileSync(py, "import torch.nn as nn\nclass Net(nn.Module):\n    pass\n");
-    const cases: [string[], RegExp][] = [
-      [["--from", join(dir, "missing.yaml")], /^research-agent: --from: no such file: .*missing\.yaml\n$/],
-      [["--from", bad], /^research-agent: --from .*bad\.yaml: invalid model_config: layers\[0\]\.out_channels: expected a positive integer\n$/],
-      [["--from", model, "--recipe", bad], /^research-agent: --recipe .*bad\.yaml: invalid train_config: .*\n$/],
-      [["--from", py], /^research-agent: --from .*net\.py: a model's Python file is not a starting point yet; .*\n$/],
-      [["--from", "r20990101-000000-0000/t003"], /^research-agent: --from r20990101-000000-0000\/t003: no trial r20990101-000000-0000-t003 in .*\n$/],
-      [["--recipe", recipe], /^research-agent: --recipe is the training recipe of a starting point: give --from too\n$/],
+    const broken = join(dir, "broken.py");
+    writeFileSync(broken, "import torch.nn as nn\nclass Net(nn.Module)\n    pass\n");
+    // [flags, stderr, status]: a usage error (a flag missing or misplaced) is 1, a bad starting point 2.
+    const cases: [string[], RegExp, number][] = [
+      [["--from", join(dir, "missing.yaml")], /^research-agent: --from: no such file: .*missing\.yaml\n$/, 2],
+      [["--from", bad], /^research-agent: --from .*bad\.yaml: invalid model_config: layers\[0\]\.out_channels: expected a positive integer\n$/, 2],
+      [["--from", model, "--recipe", bad], /^research-agent: --recipe .*bad\.yaml: invalid train_config: .*\n$/, 2],
+      [["--from", broken, "--class", "Net"], /^research-agent: --from .*broken\.py, line 2: SyntaxError: expected ':'\n$/, 2],
+      [["--from", net, "--class", "Missing"], /^research-agent: --from .*net\.py: no class Missing at its top level \(it has Net\)\n$/, 2],
+      [["--from", net], /^research-agent: --from .*net\.py is a model in Python: give --class NAME, the nn\.Module to train\n/, 1],
+      [["--from", model, "--class", "Net"], /^research-agent: --class is for a model in Python \(--from FILE\.py\), and .*small\.yaml is a model_config\n/, 1],
+      [["--class", "Net"], /^research-agent: --class names the nn\.Module of a model in Python: give --from FILE\.py too\n/, 1],
+      [["--from", "r20990101-000000-0000/t003"], /^research-agent: --from r20990101-000000-0000\/t003: no trial r20990101-000000-0000-t003 in .*\n$/, 2],
+      [["--recipe", recipe], /^research-agent: --recipe is the training recipe of a starting point: give --from too\n/, 1],
     ];
     const results = await Promise.all(cases.map(([args]) => launch(["--goal", "digits: maximise accuracy", ...args, "--workspace", ws])));
     results.forEach((r, i) => {
       expect(r.stderr, cases[i]![0].join(" ")).toMatch(cases[i]![1]);
-      expect(r.status).toBe(cases[i]![0][0] === "--recipe" ? 1 : 2);
+      expect(r.status, cases[i]![0].join(" ")).toBe(cases[i]![2]);
     });
     // Nothing was started or written for any of them.
     expect(existsSync(join(ws, "nats"))).toBe(false);
@@ -117,11 +181,12 @@ describe("launch --from", () => {
 
   it("refuses a starting point that does not fit the goal once the runner has described the dataset, and stops everything", async () => {
     const ws = mkdtempSync(join(tmpdir(), "from-fit-"));
-    const big = join(dir, "big.yaml");
-    writeFileSync(big, "name: big\nlayers:\n  - type: flatten\n  - type: linear\n    out_features: 512\n");
-    const r = await launch(["--goal", "digits: maximise accuracy, under 5000 parameters", "--from", big, "--workspace", ws]);
+    // The runner builds it on the dataset's shape (test/runner/runner.test.ts has each way it can fail).
+    const seven = join(dir, "seven.py");
+    writeFileSync(seven, NET_SOURCE.replace("num_classes=10", "num_classes=7"));
+    const r = await launch(["--goal", "digits: maximise accuracy", "--from", seven, "--class", "Net", "--workspace", ws]);
     expect(r.status, r.stderr).toBe(2);
-    expect(r.stderr).toMatch(/^research-agent: --from .*big\.yaml: 38,\d{3} parameters exceed the goal's limit of 5,000\n$/);
+    expect(r.stderr).toMatch(/^research-agent: --from .*seven\.py: does not build for digits: .*forward returned shape \[1, 7\], expected \[1, 10\] \(batch, num_classes\)\n$/);
     const { nats_pid } = JSON.parse(readFileSync(join(ws, "swarm.json"), "utf8")) as { nats_pid: number };
     expect(existsSync(`/proc/${nats_pid}`) && readFileSync(`/proc/${nats_pid}/comm`, "utf8").trim() === "nats-server").toBe(false);
   }, 300_000);

@@ -286,6 +286,38 @@ def test_summary_counts_parameters_flops_and_output_shapes():
     assert summary["flops"] == conv["flops"] + linear["flops"]
 
 
+ARGUMENTS = """
+import torch.nn as nn
+
+class Net(nn.Module):
+    def __init__(self, num_classes=4, width=8, *, dropout=0.1, bn=True, act="relu", scale=float("inf"), extra=None):
+        super().__init__()
+        self.body = nn.Sequential(nn.Flatten(), nn.Linear(64, width), nn.Dropout(dropout))
+        self.head = nn.Linear(width, num_classes)
+
+    def forward(self, x):
+        return self.head(self.body(x))
+"""
+
+
+def test_summary_lists_the_constructors_numeric_and_boolean_arguments_in_order():
+    summary, _ = run("summarize", source=ARGUMENTS, input_shape=[1, 8, 8], num_classes=4, init_kwargs={"width": 16})
+    assert summary["arguments"] == [
+        {"name": "num_classes", "kind": "ARGUMENT_KIND_INT", "default_value": 4.0},
+        {"name": "width", "kind": "ARGUMENT_KIND_INT", "default_value": 8.0},
+        {"name": "dropout", "kind": "ARGUMENT_KIND_FLOAT", "default_value": 0.1},
+        {"name": "bn", "kind": "ARGUMENT_KIND_BOOL", "default_value": 1.0},
+    ]
+    # Built with the request's keyword arguments: 64 * 16 + 16 + 16 * 4 + 4.
+    assert summary["total_params"] == 1108
+
+
+def test_a_constructor_argument_without_default_is_named_when_the_model_is_built():
+    source = ARGUMENTS.replace("num_classes=4, width=8", "num_classes, width")
+    failure("codegen_error", "missing 2 required positional arguments: 'num_classes' and 'width'", task="summarize",
+            source=source, input_shape=[1, 8, 8], num_classes=4)
+
+
 def test_summary_counts_attention_once_per_block():
     summary, _ = run("summarize", source=TRANSFORMER, input_shape=[12], input_dtype="int64", vocab_size=1000,
                      num_classes=2)

@@ -12,10 +12,11 @@ import { createLogger } from "../../core/logger.js";
 import { ResearchError } from "../../core/failure.js";
 import { connectRunner, evaluateToResult, type RunnerClient } from "../../gpu-runner/client.js";
 import { startRunner, type RunningRunner } from "../../gpu-runner/server.js";
-import { EvalResultSchema, GoalStatus, ScriptLanguage, type EvaluateRequestSchema, type Optimizer } from "../../proto/gen/research/v1/runner_pb.js";
+import { ArgumentKind, DatasetInfoSchema, EvalResultSchema, GoalStatus, ScriptLanguage, type EvaluateRequestSchema, type Optimizer } from "../../proto/gen/research/v1/runner_pb.js";
+import { startProblem, type Start } from "../../cli/starting-point.js";
 import { DIGITS_CNN, hostile } from "../helpers/models.js";
 import { watchedEvaluation } from "../../agents/analyst/evaluation.js";
-import { Decision, TrialJudgedSchema, Verdict } from "../../proto/gen/research/v1/events_pb.js";
+import { Decision, GoalSchema, StartingPointSchema, TrialJudgedSchema, Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import { labelName } from "../../core/failure.js";
 import type { EventInit } from "../../bus/index.js";
 import { evaluated, RUN, started, state } from "../agents/helpers.js";
@@ -139,6 +140,54 @@ describe("runner service", () => {
     expect(d.inputShape).toEqual([1, 8, 8]);
     expect(d.numClasses).toBe(10);
     expect(d.nTrain + d.nVal + d.nTest).toBe(1797);
+  });
+});
+
+describe("a starting point in Python, built by the runner before a run spends anything (launch --from model.py)", () => {
+  const NET = (init: string, out = "num_classes") => `import torch.nn as nn
+
+class Net(nn.Module):
+    def __init__(self, ${init}):
+        super().__init__()
+        self.body = nn.Sequential(nn.Flatten(), nn.Linear(64, width), nn.ReLU(), nn.Dropout(dropout))
+        self.head = nn.Linear(width, ${out})
+
+    def forward(self, x):
+        return self.head(self.body(x))
+`;
+  const GOOD = NET("num_classes=10, width=16, dropout=0.1, bn=False");
+  const digits = create(DatasetInfoSchema, { name: "digits", inputShape: [1, 8, 8], numClasses: 10, inputDtype: "float32" });
+  const problemOf = (code: string, maxParams = 0, className = "Net") => {
+    const model = { name: className, class_name: className, init_kwargs: {} };
+    const start: Start = { point: create(StartingPointSchema, { origin: "net.py", modelConfigJson: JSON.stringify(model), modelCode: code }), model };
+    return { start, problem: startProblem(start, create(GoalSchema, { dataset: "digits", maxParams: BigInt(maxParams) }), digits, client) };
+  };
+
+  it("records its size and the constructor's numeric and boolean arguments", async () => {
+    const { start, problem } = problemOf(GOOD);
+    expect(await problem).toBeUndefined();
+    expect(Number(start.point.params)).toBe(64 * 16 + 16 + 16 * 10 + 10);
+    expect(start.point.arguments.map((a) => [a.name, a.kind, a.defaultValue])).toEqual([
+      ["num_classes", ArgumentKind.INT, 10],
+      ["width", ArgumentKind.INT, 16],
+      ["dropout", ArgumentKind.FLOAT, 0.1],
+      ["bn", ArgumentKind.BOOL, 0],
+    ]);
+  });
+
+  it("names each bad one in one line: an import that fails, a class that needs arguments, an output that misses the classes, too many parameters", async () => {
+    const cases: [ReturnType<typeof problemOf>, RegExp][] = [
+      [problemOf(`import not_a_package\n${GOOD}`), /^--from net\.py: does not build for digits: .*ModuleNotFoundError: No module named 'not_a_package'/],
+      [problemOf(NET("num_classes=10, *, width, dropout=0.1")), /^--from net\.py: does not build for digits: instantiating Net: TypeError: .*missing 1 required keyword-only argument: 'width'$/],
+      [problemOf(NET("num_classes=10, width=16, dropout=0.1", "7")), /^--from net\.py: does not build for digits: .*forward returned shape \[1, 7\], expected \[1, 10\] \(batch, num_classes\)$/],
+      [problemOf(GOOD, 500), /^--from net\.py: 1,210 parameters exceed the goal's limit of 500$/],
+      [problemOf(GOOD, 0, "Missing"), /^--from net\.py: does not build for digits: the source defines no nn\.Module subclass named 'Missing' \(nn\.Module subclasses found: Net\)$/],
+    ];
+    for (const [c, expected] of cases) expect(await c.problem).toMatch(expected);
+    // A model_config is compiled here, no runner needed, and held to the same limit.
+    const mlp = { name: "mlp", layers: [{ type: "flatten" as const }, { type: "linear" as const, out_features: 512 }] };
+    const yaml: Start = { point: create(StartingPointSchema, { origin: "big.yaml", modelConfigJson: JSON.stringify(mlp) }), model: mlp };
+    expect(await startProblem(yaml, create(GoalSchema, { dataset: "digits", maxParams: 5000n }), digits, client)).toBe("--from big.yaml: 38,410 parameters exceed the goal's limit of 5,000");
   });
 });
 

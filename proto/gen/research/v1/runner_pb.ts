@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file research/v1/runner.proto.
  */
 export const file_research_v1_runner: GenFile = /*@__PURE__*/
-  fileDesc("ChhyZXNlYXJjaC92MS9ydW5uZXIucHJvdG8SC3Jlc2VhcmNoLnYxIkkKC01vZGVsU291cmNlEgwKBGNvZGUYASABKAkSEgoKY2xhc3NfbmFtZRgCIAEoCRIYChBpbml0X2t3YXJnc19qc29uGAMgASgJIssBCgtEYXRhc2V0U3BlYxIMCgRuYW1lGAEgASgJEhAKCGRhdGFfZGlyGAIgASgJEg4KBnN1YnNldBgDIAEoDRIUCgx2YWxfZnJhY3Rpb24YBCABKAESEgoKc3BsaXRfc2VlZBgFIAEoDRIVCg10YXJnZXRfY29sdW1uGAYgASgJEg0KBXNoYXBlGAcgAygNEhMKC251bV9jbGFzc2VzGAggASgNEhIKCmRpZmZpY3VsdHkYCSABKAESEwoLdGVzdF9zdWJzZXQYCiABKA0iPgoHQXVnbWVudBINCgVoZmxpcBgBIAEoCBIUCgxjcm9wX3BhZGRpbmcYAiABKA0SDgoGY3V0b3V0GAMgASgNItUDCgZSZWNpcGUSKQoJb3B0aW1pemVyGBEgASgOMhYucmVzZWFyY2gudjEuT3B0aW1pemVyEgoKAmxyGAIgASgBEhUKCG1vbWVudHVtGAMgASgBSACIAQESEAoIbmVzdGVyb3YYBCABKAgSFAoMd2VpZ2h0X2RlY2F5GAUgASgBEicKCHNjaGVkdWxlGBIgASgOMhUucmVzZWFyY2gudjEuU2NoZWR1bGUSFQoNd2FybXVwX2Vwb2NocxgHIAEoARIRCglzdGVwX3NpemUYCCABKA0SDQoFZ2FtbWEYCSABKAESFwoPbGFiZWxfc21vb3RoaW5nGAogASgBEhEKCWdyYWRfY2xpcBgLIAEoARISCgpiYXRjaF9zaXplGAwgASgNEg4KBmVwb2NocxgNIAEoDRIlCgdhdWdtZW50GA4gASgLMhQucmVzZWFyY2gudjEuQXVnbWVudBILCgNhbXAYDyABKAgSFQoNY2hhbm5lbHNfbGFzdBgQIAEoCBIRCgllbWFfZGVjYXkYEyABKAESFQoNZGV0ZXJtaW5pc3RpYxgUIAEoCBIVCg10cmFpbl9zZWNvbmRzGBUgASgBQgsKCV9tb21lbnR1bUoECAEQAkoECAYQByJMCgZCdWRnZXQSEgoKbWF4X3BhcmFtcxgBIAEoBBIVCg10aW1lX2J1ZGdldF9zGAIgASgBEhcKD21lbW9yeV9saW1pdF9tYhgDIAEoDSLEAgoPRXZhbHVhdGVSZXF1ZXN0EhAKCHRyaWFsX2lkGAEgASgJEg4KBnJ1bl9pZBgCIAEoCRInCgVtb2RlbBgDIAEoCzIYLnJlc2VhcmNoLnYxLk1vZGVsU291cmNlEikKB2RhdGFzZXQYBCABKAsyGC5yZXNlYXJjaC52MS5EYXRhc2V0U3BlYxIjCgZyZWNpcGUYBSABKAsyEy5yZXNlYXJjaC52MS5SZWNpcGUSDQoFc2VlZHMYBiABKA0SEQoJYmFzZV9zZWVkGAcgASgNEg4KBnRhcmdldBgIIAEoARIjCgZidWRnZXQYCSABKAsyEy5yZXNlYXJjaC52MS5CdWRnZXQSFQoNZXZhbHVhdGVfdGVzdBgKIAEoCBIUCgxrZWVwX3dlaWdodHMYCyABKAgSEgoKd2VpZ2h0c19vZhgMIAEoCSJ3CgpEZXZpY2VJbmZvEgwKBGtpbmQYASABKAkSDAoEbmFtZRgCIAEoCRIVCg10b3JjaF92ZXJzaW9uGAMgASgJEhEKCXNhbmRib3hlZBgEIAEoCBIMCgRncHVzGAUgASgNEhUKDWdwdV9tZW1vcnlfbWIYBiABKAQiUwoHU3RhcnRlZBInCgZkZXZpY2UYASABKAsyFy5yZXNlYXJjaC52MS5EZXZpY2VJbmZvEg0KBXNlZWRzGAIgASgNEhAKCHF1ZXVlZF9zGAMgASgBIq0BCg1FcG9jaFByb2dyZXNzEgwKBHNlZWQYASABKA0SDQoFZXBvY2gYAiABKA0SDgoGZXBvY2hzGAMgASgNEhIKCnRyYWluX2xvc3MYBCABKAESFgoOdHJhaW5fYWNjdXJhY3kYBSABKAESEAoIdmFsX2xvc3MYBiABKAESFAoMdmFsX2FjY3VyYWN5GAcgASgBEgoKAmxyGAggASgBEg8KB3NlY29uZHMYCSABKAEiagoMU2VlZEZpbmlzaGVkEgwKBHNlZWQYASABKA0SFAoMdmFsX2FjY3VyYWN5GAIgASgBEg8KB3NlY29uZHMYAyABKAESJQoHZmFpbHVyZRgEIAEoCzIULnJlc2VhcmNoLnYxLkZhaWx1cmUiXAoLTWV0cmljU3RhdHMSDAoEbWVhbhgBIAEoARILCgNzdGQYAiABKAESDQoFY2lfOTUYAyADKAESCwoDbWluGAQgASgBEgsKA21heBgFIAEoARIJCgFuGAYgASgNImMKDENsYXNzTWV0cmljcxITCgtjbGFzc19pbmRleBgBIAEoDRIRCglwcmVjaXNpb24YAiABKAESDgoGcmVjYWxsGAMgASgBEgoKAmYxGAQgASgBEg8KB3N1cHBvcnQYBSABKA0iHgoMQ29uZnVzaW9uUm93Eg4KBmNvdW50cxgBIAMoDSJvCg1MZWFybmluZ0N1cnZlEhIKCnRyYWluX2xvc3MYASADKAESFgoOdHJhaW5fYWNjdXJhY3kYAiADKAESEAoIdmFsX2xvc3MYAyADKAESFAoMdmFsX2FjY3VyYWN5GAQgAygBEgoKAmxyGAUgAygBIo8DCgpTZWVkUmVzdWx0EgwKBHNlZWQYASABKA0SNQoHbWV0cmljcxgCIAMoCzIkLnJlc2VhcmNoLnYxLlNlZWRSZXN1bHQuTWV0cmljc0VudHJ5EiwKCXBlcl9jbGFzcxgDIAMoCzIZLnJlc2VhcmNoLnYxLkNsYXNzTWV0cmljcxIzChBjb25mdXNpb25fbWF0cml4GAQgAygLMhkucmVzZWFyY2gudjEuQ29uZnVzaW9uUm93EjIKDmxlYXJuaW5nX2N1cnZlGAUgASgLMhoucmVzZWFyY2gudjEuTGVhcm5pbmdDdXJ2ZRIPCgdzZWNvbmRzGAYgASgBEh0KFXNlY29uZHNfdG9fZmlyc3Rfc3RlcBgHIAEoARIYChBlcG9jaHNfY29tcGxldGVkGAggASgNEhQKDHZhbF9leGFtcGxlcxgJIAEoDRIVCg10ZXN0X2V4YW1wbGVzGAogASgNGi4KDE1ldHJpY3NFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAE6AjgBIiwKC092ZXJmaXR0aW5nEgsKA2dhcBgBIAEoARIQCghzZXZlcml0eRgCIAEoCSJGCgtDb252ZXJnZW5jZRINCgVzdGF0ZRgBIAEoCRIUCgxyZWNlbnRfc2xvcGUYAiABKAESEgoKYmVzdF9lcG9jaBgDIAEoDSKoBAoKRXZhbFJlc3VsdBI7CgphZ2dyZWdhdGVkGAEgAygLMicucmVzZWFyY2gudjEuRXZhbFJlc3VsdC5BZ2dyZWdhdGVkRW50cnkSLQoMc2VlZF9yZXN1bHRzGAIgAygLMhcucmVzZWFyY2gudjEuU2VlZFJlc3VsdBIRCgliZXN0X3NlZWQYAyABKA0SEQoJbnVtX3NlZWRzGAQgASgNEhUKDWdvYWxfYWNoaWV2ZWQYBSABKAgSLAoLZ29hbF9zdGF0dXMYBiABKA4yFy5yZXNlYXJjaC52MS5Hb2FsU3RhdHVzEg4KBnRhcmdldBgHIAEoARItCgtvdmVyZml0dGluZxgIIAEoCzIYLnJlc2VhcmNoLnYxLk92ZXJmaXR0aW5nEi0KC2NvbnZlcmdlbmNlGAkgASgLMhgucmVzZWFyY2gudjEuQ29udmVyZ2VuY2USDgoGcGFyYW1zGAogASgEEg8KB3NlY29uZHMYCyABKAESJwoGZGV2aWNlGAwgASgLMhcucmVzZWFyY2gudjEuRGV2aWNlSW5mbxITCgtudW1fY2xhc3NlcxgNIAEoDRITCgtjbGFzc19uYW1lcxgOIAMoCRIUCgx3ZWFrX2NsYXNzZXMYDyADKA0aSwoPQWdncmVnYXRlZEVudHJ5EgsKA2tleRgBIAEoCRInCgV2YWx1ZRgCIAEoCzIYLnJlc2VhcmNoLnYxLk1ldHJpY1N0YXRzOgI4ASL5AQoNRXZhbHVhdGVFdmVudBInCgdzdGFydGVkGAEgASgLMhQucmVzZWFyY2gudjEuU3RhcnRlZEgAEi4KCHByb2dyZXNzGAIgASgLMhoucmVzZWFyY2gudjEuRXBvY2hQcm9ncmVzc0gAEjIKDXNlZWRfZmluaXNoZWQYAyABKAsyGS5yZXNlYXJjaC52MS5TZWVkRmluaXNoZWRIABIpCgZyZXN1bHQYBCABKAsyFy5yZXNlYXJjaC52MS5FdmFsUmVzdWx0SAASJwoHZmFpbHVyZRgFIAEoCzIULnJlc2VhcmNoLnYxLkZhaWx1cmVIAEIHCgVldmVudCJ6ChBTdW1tYXJpemVSZXF1ZXN0EicKBW1vZGVsGAEgASgLMhgucmVzZWFyY2gudjEuTW9kZWxTb3VyY2USEwoLaW5wdXRfc2hhcGUYAiADKA0SEwoLbnVtX2NsYXNzZXMYAyABKA0SEwoLaW5wdXRfZHR5cGUYBCABKAkiXAoJTGF5ZXJJbmZvEgwKBG5hbWUYASABKAkSDAoEdHlwZRgCIAEoCRIUCgxvdXRwdXRfc2hhcGUYAyADKAMSDgoGcGFyYW1zGAQgASgEEg0KBWZsb3BzGAUgASgEIsgBChFTdW1tYXJpemVSZXNwb25zZRIUCgx0b3RhbF9wYXJhbXMYASABKAQSGAoQdHJhaW5hYmxlX3BhcmFtcxgCIAEoBBINCgVmbG9wcxgDIAEoBBImCgZsYXllcnMYBCADKAsyFi5yZXNlYXJjaC52MS5MYXllckluZm8SFAoMb3V0cHV0X3NoYXBlGAUgAygDEg8KB3NpemVfbWIYBiABKAESJQoHZmFpbHVyZRgHIAEoCzIULnJlc2VhcmNoLnYxLkZhaWx1cmUiDwoNSGVhbHRoUmVxdWVzdCKIAQoOSGVhbHRoUmVzcG9uc2USJwoGZGV2aWNlGAEgASgLMhcucmVzZWFyY2gudjEuRGV2aWNlSW5mbxINCgVzbG90cxgCIAEoDRISCgpmcmVlX3Nsb3RzGAMgASgNEhMKC3F1ZXVlX2RlcHRoGAQgASgNEhUKDXdvcmtlcnNfcmVhZHkYBSABKA0iPAoPRGVzY3JpYmVSZXF1ZXN0EikKB2RhdGFzZXQYASABKAsyGC5yZXNlYXJjaC52MS5EYXRhc2V0U3BlYyLaAQoLRGF0YXNldEluZm8SDAoEbmFtZRgBIAEoCRITCgtpbnB1dF9zaGFwZRgCIAMoDRITCgtudW1fY2xhc3NlcxgDIAEoDRITCgtjbGFzc19uYW1lcxgEIAMoCRITCgtpbnB1dF9kdHlwZRgFIAEoCRISCgp2b2NhYl9zaXplGAYgASgNEg8KB25fdHJhaW4YByABKA0SDQoFbl92YWwYCCABKA0SDgoGbl90ZXN0GAkgASgNEiUKB2ZhaWx1cmUYCiABKAsyFC5yZXNlYXJjaC52MS5GYWlsdXJlIssBCg1TY3JpcHRSZXF1ZXN0Ei0KCGxhbmd1YWdlGAUgASgOMhsucmVzZWFyY2gudjEuU2NyaXB0TGFuZ3VhZ2USDgoGc291cmNlGAIgASgJEhEKCXRpbWVvdXRfcxgDIAEoARI0CgVmaWxlcxgEIAMoCzIlLnJlc2VhcmNoLnYxLlNjcmlwdFJlcXVlc3QuRmlsZXNFbnRyeRosCgpGaWxlc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFKBAgBEAIizgEKDFNjcmlwdFJlc3VsdBIRCglleGl0X2NvZGUYASABKAUSDgoGc3Rkb3V0GAIgASgJEhEKCXRpbWVkX291dBgDIAEoCBIlCgdmYWlsdXJlGAQgASgLMhQucmVzZWFyY2gudjEuRmFpbHVyZRIzCgVmaWxlcxgFIAMoCzIkLnJlc2VhcmNoLnYxLlNjcmlwdFJlc3VsdC5GaWxlc0VudHJ5GiwKCkZpbGVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASIyCg5XZWlnaHRzUmVxdWVzdBIOCgZydW5faWQYASABKAkSEAoIdHJpYWxfaWQYAiABKAkiOAoMV2VpZ2h0c0NodW5rEgwKBHNlZWQYASABKA0SDAoEc2l6ZRgCIAEoBBIMCgRkYXRhGAMgASgMKmIKCU9wdGltaXplchIZChVPUFRJTUlaRVJfVU5TUEVDSUZJRUQQABISCg5PUFRJTUlaRVJfQURBTRABEhMKD09QVElNSVpFUl9BREFNVxACEhEKDU9QVElNSVpFUl9TR0QQAyp2CghTY2hlZHVsZRIYChRTQ0hFRFVMRV9VTlNQRUNJRklFRBAAEhEKDVNDSEVEVUxFX05PTkUQARIRCg1TQ0hFRFVMRV9TVEVQEAISEwoPU0NIRURVTEVfQ09TSU5FEAMSFQoRU0NIRURVTEVfT05FQ1lDTEUQBCqUAQoKR29hbFN0YXR1cxIbChdHT0FMX1NUQVRVU19VTlNQRUNJRklFRBAAEhgKFEdPQUxfU1RBVFVTX0FDSElFVkVEEAESFgoSR09BTF9TVEFUVVNfTElLRUxZEAISHAoYR09BTF9TVEFUVVNfTk9UX0FDSElFVkVEEAMSGQoVR09BTF9TVEFUVVNfTk9fVEFSR0VUEAQqZwoOU2NyaXB0TGFuZ3VhZ2USHwobU0NSSVBUX0xBTkdVQUdFX1VOU1BFQ0lGSUVEEAASGgoWU0NSSVBUX0xBTkdVQUdFX1BZVEhPThABEhgKFFNDUklQVF9MQU5HVUFHRV9CQVNIEAIyuAMKDVJ1bm5lclNlcnZpY2USRgoIRXZhbHVhdGUSHC5yZXNlYXJjaC52MS5FdmFsdWF0ZVJlcXVlc3QaGi5yZXNlYXJjaC52MS5FdmFsdWF0ZUV2ZW50MAESSgoJU3VtbWFyaXplEh0ucmVzZWFyY2gudjEuU3VtbWFyaXplUmVxdWVzdBoeLnJlc2VhcmNoLnYxLlN1bW1hcml6ZVJlc3BvbnNlEkEKBkhlYWx0aBIaLnJlc2VhcmNoLnYxLkhlYWx0aFJlcXVlc3QaGy5yZXNlYXJjaC52MS5IZWFsdGhSZXNwb25zZRJCCghEZXNjcmliZRIcLnJlc2VhcmNoLnYxLkRlc2NyaWJlUmVxdWVzdBoYLnJlc2VhcmNoLnYxLkRhdGFzZXRJbmZvEkIKCVJ1blNjcmlwdBIaLnJlc2VhcmNoLnYxLlNjcmlwdFJlcXVlc3QaGS5yZXNlYXJjaC52MS5TY3JpcHRSZXN1bHQSSAoMRmV0Y2hXZWlnaHRzEhsucmVzZWFyY2gudjEuV2VpZ2h0c1JlcXVlc3QaGS5yZXNlYXJjaC52MS5XZWlnaHRzQ2h1bmswAWIGcHJvdG8z", [file_research_v1_common]);
+  fileDesc("ChhyZXNlYXJjaC92MS9ydW5uZXIucHJvdG8SC3Jlc2VhcmNoLnYxIkkKC01vZGVsU291cmNlEgwKBGNvZGUYASABKAkSEgoKY2xhc3NfbmFtZRgCIAEoCRIYChBpbml0X2t3YXJnc19qc29uGAMgASgJIl0KDU1vZGVsQXJndW1lbnQSDAoEbmFtZRgBIAEoCRInCgRraW5kGAIgASgOMhkucmVzZWFyY2gudjEuQXJndW1lbnRLaW5kEhUKDWRlZmF1bHRfdmFsdWUYAyABKAEiywEKC0RhdGFzZXRTcGVjEgwKBG5hbWUYASABKAkSEAoIZGF0YV9kaXIYAiABKAkSDgoGc3Vic2V0GAMgASgNEhQKDHZhbF9mcmFjdGlvbhgEIAEoARISCgpzcGxpdF9zZWVkGAUgASgNEhUKDXRhcmdldF9jb2x1bW4YBiABKAkSDQoFc2hhcGUYByADKA0SEwoLbnVtX2NsYXNzZXMYCCABKA0SEgoKZGlmZmljdWx0eRgJIAEoARITCgt0ZXN0X3N1YnNldBgKIAEoDSI+CgdBdWdtZW50Eg0KBWhmbGlwGAEgASgIEhQKDGNyb3BfcGFkZGluZxgCIAEoDRIOCgZjdXRvdXQYAyABKA0i1QMKBlJlY2lwZRIpCglvcHRpbWl6ZXIYESABKA4yFi5yZXNlYXJjaC52MS5PcHRpbWl6ZXISCgoCbHIYAiABKAESFQoIbW9tZW50dW0YAyABKAFIAIgBARIQCghuZXN0ZXJvdhgEIAEoCBIUCgx3ZWlnaHRfZGVjYXkYBSABKAESJwoIc2NoZWR1bGUYEiABKA4yFS5yZXNlYXJjaC52MS5TY2hlZHVsZRIVCg13YXJtdXBfZXBvY2hzGAcgASgBEhEKCXN0ZXBfc2l6ZRgIIAEoDRINCgVnYW1tYRgJIAEoARIXCg9sYWJlbF9zbW9vdGhpbmcYCiABKAESEQoJZ3JhZF9jbGlwGAsgASgBEhIKCmJhdGNoX3NpemUYDCABKA0SDgoGZXBvY2hzGA0gASgNEiUKB2F1Z21lbnQYDiABKAsyFC5yZXNlYXJjaC52MS5BdWdtZW50EgsKA2FtcBgPIAEoCBIVCg1jaGFubmVsc19sYXN0GBAgASgIEhEKCWVtYV9kZWNheRgTIAEoARIVCg1kZXRlcm1pbmlzdGljGBQgASgIEhUKDXRyYWluX3NlY29uZHMYFSABKAFCCwoJX21vbWVudHVtSgQIARACSgQIBhAHIkwKBkJ1ZGdldBISCgptYXhfcGFyYW1zGAEgASgEEhUKDXRpbWVfYnVkZ2V0X3MYAiABKAESFwoPbWVtb3J5X2xpbWl0X21iGAMgASgNIsQCCg9FdmFsdWF0ZVJlcXVlc3QSEAoIdHJpYWxfaWQYASABKAkSDgoGcnVuX2lkGAIgASgJEicKBW1vZGVsGAMgASgLMhgucmVzZWFyY2gudjEuTW9kZWxTb3VyY2USKQoHZGF0YXNldBgEIAEoCzIYLnJlc2VhcmNoLnYxLkRhdGFzZXRTcGVjEiMKBnJlY2lwZRgFIAEoCzITLnJlc2VhcmNoLnYxLlJlY2lwZRINCgVzZWVkcxgGIAEoDRIRCgliYXNlX3NlZWQYByABKA0SDgoGdGFyZ2V0GAggASgBEiMKBmJ1ZGdldBgJIAEoCzITLnJlc2VhcmNoLnYxLkJ1ZGdldBIVCg1ldmFsdWF0ZV90ZXN0GAogASgIEhQKDGtlZXBfd2VpZ2h0cxgLIAEoCBISCgp3ZWlnaHRzX29mGAwgASgJIncKCkRldmljZUluZm8SDAoEa2luZBgBIAEoCRIMCgRuYW1lGAIgASgJEhUKDXRvcmNoX3ZlcnNpb24YAyABKAkSEQoJc2FuZGJveGVkGAQgASgIEgwKBGdwdXMYBSABKA0SFQoNZ3B1X21lbW9yeV9tYhgGIAEoBCJTCgdTdGFydGVkEicKBmRldmljZRgBIAEoCzIXLnJlc2VhcmNoLnYxLkRldmljZUluZm8SDQoFc2VlZHMYAiABKA0SEAoIcXVldWVkX3MYAyABKAEirQEKDUVwb2NoUHJvZ3Jlc3MSDAoEc2VlZBgBIAEoDRINCgVlcG9jaBgCIAEoDRIOCgZlcG9jaHMYAyABKA0SEgoKdHJhaW5fbG9zcxgEIAEoARIWCg50cmFpbl9hY2N1cmFjeRgFIAEoARIQCgh2YWxfbG9zcxgGIAEoARIUCgx2YWxfYWNjdXJhY3kYByABKAESCgoCbHIYCCABKAESDwoHc2Vjb25kcxgJIAEoASJqCgxTZWVkRmluaXNoZWQSDAoEc2VlZBgBIAEoDRIUCgx2YWxfYWNjdXJhY3kYAiABKAESDwoHc2Vjb25kcxgDIAEoARIlCgdmYWlsdXJlGAQgASgLMhQucmVzZWFyY2gudjEuRmFpbHVyZSJcCgtNZXRyaWNTdGF0cxIMCgRtZWFuGAEgASgBEgsKA3N0ZBgCIAEoARINCgVjaV85NRgDIAMoARILCgNtaW4YBCABKAESCwoDbWF4GAUgASgBEgkKAW4YBiABKA0iYwoMQ2xhc3NNZXRyaWNzEhMKC2NsYXNzX2luZGV4GAEgASgNEhEKCXByZWNpc2lvbhgCIAEoARIOCgZyZWNhbGwYAyABKAESCgoCZjEYBCABKAESDwoHc3VwcG9ydBgFIAEoDSIeCgxDb25mdXNpb25Sb3cSDgoGY291bnRzGAEgAygNIm8KDUxlYXJuaW5nQ3VydmUSEgoKdHJhaW5fbG9zcxgBIAMoARIWCg50cmFpbl9hY2N1cmFjeRgCIAMoARIQCgh2YWxfbG9zcxgDIAMoARIUCgx2YWxfYWNjdXJhY3kYBCADKAESCgoCbHIYBSADKAEijwMKClNlZWRSZXN1bHQSDAoEc2VlZBgBIAEoDRI1CgdtZXRyaWNzGAIgAygLMiQucmVzZWFyY2gudjEuU2VlZFJlc3VsdC5NZXRyaWNzRW50cnkSLAoJcGVyX2NsYXNzGAMgAygLMhkucmVzZWFyY2gudjEuQ2xhc3NNZXRyaWNzEjMKEGNvbmZ1c2lvbl9tYXRyaXgYBCADKAsyGS5yZXNlYXJjaC52MS5Db25mdXNpb25Sb3cSMgoObGVhcm5pbmdfY3VydmUYBSABKAsyGi5yZXNlYXJjaC52MS5MZWFybmluZ0N1cnZlEg8KB3NlY29uZHMYBiABKAESHQoVc2Vjb25kc190b19maXJzdF9zdGVwGAcgASgBEhgKEGVwb2Noc19jb21wbGV0ZWQYCCABKA0SFAoMdmFsX2V4YW1wbGVzGAkgASgNEhUKDXRlc3RfZXhhbXBsZXMYCiABKA0aLgoMTWV0cmljc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoAToCOAEiLAoLT3ZlcmZpdHRpbmcSCwoDZ2FwGAEgASgBEhAKCHNldmVyaXR5GAIgASgJIkYKC0NvbnZlcmdlbmNlEg0KBXN0YXRlGAEgASgJEhQKDHJlY2VudF9zbG9wZRgCIAEoARISCgpiZXN0X2Vwb2NoGAMgASgNIqgECgpFdmFsUmVzdWx0EjsKCmFnZ3JlZ2F0ZWQYASADKAsyJy5yZXNlYXJjaC52MS5FdmFsUmVzdWx0LkFnZ3JlZ2F0ZWRFbnRyeRItCgxzZWVkX3Jlc3VsdHMYAiADKAsyFy5yZXNlYXJjaC52MS5TZWVkUmVzdWx0EhEKCWJlc3Rfc2VlZBgDIAEoDRIRCgludW1fc2VlZHMYBCABKA0SFQoNZ29hbF9hY2hpZXZlZBgFIAEoCBIsCgtnb2FsX3N0YXR1cxgGIAEoDjIXLnJlc2VhcmNoLnYxLkdvYWxTdGF0dXMSDgoGdGFyZ2V0GAcgASgBEi0KC292ZXJmaXR0aW5nGAggASgLMhgucmVzZWFyY2gudjEuT3ZlcmZpdHRpbmcSLQoLY29udmVyZ2VuY2UYCSABKAsyGC5yZXNlYXJjaC52MS5Db252ZXJnZW5jZRIOCgZwYXJhbXMYCiABKAQSDwoHc2Vjb25kcxgLIAEoARInCgZkZXZpY2UYDCABKAsyFy5yZXNlYXJjaC52MS5EZXZpY2VJbmZvEhMKC251bV9jbGFzc2VzGA0gASgNEhMKC2NsYXNzX25hbWVzGA4gAygJEhQKDHdlYWtfY2xhc3NlcxgPIAMoDRpLCg9BZ2dyZWdhdGVkRW50cnkSCwoDa2V5GAEgASgJEicKBXZhbHVlGAIgASgLMhgucmVzZWFyY2gudjEuTWV0cmljU3RhdHM6AjgBIvkBCg1FdmFsdWF0ZUV2ZW50EicKB3N0YXJ0ZWQYASABKAsyFC5yZXNlYXJjaC52MS5TdGFydGVkSAASLgoIcHJvZ3Jlc3MYAiABKAsyGi5yZXNlYXJjaC52MS5FcG9jaFByb2dyZXNzSAASMgoNc2VlZF9maW5pc2hlZBgDIAEoCzIZLnJlc2VhcmNoLnYxLlNlZWRGaW5pc2hlZEgAEikKBnJlc3VsdBgEIAEoCzIXLnJlc2VhcmNoLnYxLkV2YWxSZXN1bHRIABInCgdmYWlsdXJlGAUgASgLMhQucmVzZWFyY2gudjEuRmFpbHVyZUgAQgcKBWV2ZW50InoKEFN1bW1hcml6ZVJlcXVlc3QSJwoFbW9kZWwYASABKAsyGC5yZXNlYXJjaC52MS5Nb2RlbFNvdXJjZRITCgtpbnB1dF9zaGFwZRgCIAMoDRITCgtudW1fY2xhc3NlcxgDIAEoDRITCgtpbnB1dF9kdHlwZRgEIAEoCSJcCglMYXllckluZm8SDAoEbmFtZRgBIAEoCRIMCgR0eXBlGAIgASgJEhQKDG91dHB1dF9zaGFwZRgDIAMoAxIOCgZwYXJhbXMYBCABKAQSDQoFZmxvcHMYBSABKAQi9wEKEVN1bW1hcml6ZVJlc3BvbnNlEhQKDHRvdGFsX3BhcmFtcxgBIAEoBBIYChB0cmFpbmFibGVfcGFyYW1zGAIgASgEEg0KBWZsb3BzGAMgASgEEiYKBmxheWVycxgEIAMoCzIWLnJlc2VhcmNoLnYxLkxheWVySW5mbxIUCgxvdXRwdXRfc2hhcGUYBSADKAMSDwoHc2l6ZV9tYhgGIAEoARIlCgdmYWlsdXJlGAcgASgLMhQucmVzZWFyY2gudjEuRmFpbHVyZRItCglhcmd1bWVudHMYCCADKAsyGi5yZXNlYXJjaC52MS5Nb2RlbEFyZ3VtZW50Ig8KDUhlYWx0aFJlcXVlc3QiiAEKDkhlYWx0aFJlc3BvbnNlEicKBmRldmljZRgBIAEoCzIXLnJlc2VhcmNoLnYxLkRldmljZUluZm8SDQoFc2xvdHMYAiABKA0SEgoKZnJlZV9zbG90cxgDIAEoDRITCgtxdWV1ZV9kZXB0aBgEIAEoDRIVCg13b3JrZXJzX3JlYWR5GAUgASgNIjwKD0Rlc2NyaWJlUmVxdWVzdBIpCgdkYXRhc2V0GAEgASgLMhgucmVzZWFyY2gudjEuRGF0YXNldFNwZWMi2gEKC0RhdGFzZXRJbmZvEgwKBG5hbWUYASABKAkSEwoLaW5wdXRfc2hhcGUYAiADKA0SEwoLbnVtX2NsYXNzZXMYAyABKA0SEwoLY2xhc3NfbmFtZXMYBCADKAkSEwoLaW5wdXRfZHR5cGUYBSABKAkSEgoKdm9jYWJfc2l6ZRgGIAEoDRIPCgduX3RyYWluGAcgASgNEg0KBW5fdmFsGAggASgNEg4KBm5fdGVzdBgJIAEoDRIlCgdmYWlsdXJlGAogASgLMhQucmVzZWFyY2gudjEuRmFpbHVyZSLLAQoNU2NyaXB0UmVxdWVzdBItCghsYW5ndWFnZRgFIAEoDjIbLnJlc2VhcmNoLnYxLlNjcmlwdExhbmd1YWdlEg4KBnNvdXJjZRgCIAEoCRIRCgl0aW1lb3V0X3MYAyABKAESNAoFZmlsZXMYBCADKAsyJS5yZXNlYXJjaC52MS5TY3JpcHRSZXF1ZXN0LkZpbGVzRW50cnkaLAoKRmlsZXNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBSgQIARACIs4BCgxTY3JpcHRSZXN1bHQSEQoJZXhpdF9jb2RlGAEgASgFEg4KBnN0ZG91dBgCIAEoCRIRCgl0aW1lZF9vdXQYAyABKAgSJQoHZmFpbHVyZRgEIAEoCzIULnJlc2VhcmNoLnYxLkZhaWx1cmUSMwoFZmlsZXMYBSADKAsyJC5yZXNlYXJjaC52MS5TY3JpcHRSZXN1bHQuRmlsZXNFbnRyeRosCgpGaWxlc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiMgoOV2VpZ2h0c1JlcXVlc3QSDgoGcnVuX2lkGAEgASgJEhAKCHRyaWFsX2lkGAIgASgJIjgKDFdlaWdodHNDaHVuaxIMCgRzZWVkGAEgASgNEgwKBHNpemUYAiABKAQSDAoEZGF0YRgDIAEoDCp1CgxBcmd1bWVudEtpbmQSHQoZQVJHVU1FTlRfS0lORF9VTlNQRUNJRklFRBAAEhUKEUFSR1VNRU5UX0tJTkRfSU5UEAESFwoTQVJHVU1FTlRfS0lORF9GTE9BVBACEhYKEkFSR1VNRU5UX0tJTkRfQk9PTBADKmIKCU9wdGltaXplchIZChVPUFRJTUlaRVJfVU5TUEVDSUZJRUQQABISCg5PUFRJTUlaRVJfQURBTRABEhMKD09QVElNSVpFUl9BREFNVxACEhEKDU9QVElNSVpFUl9TR0QQAyp2CghTY2hlZHVsZRIYChRTQ0hFRFVMRV9VTlNQRUNJRklFRBAAEhEKDVNDSEVEVUxFX05PTkUQARIRCg1TQ0hFRFVMRV9TVEVQEAISEwoPU0NIRURVTEVfQ09TSU5FEAMSFQoRU0NIRURVTEVfT05FQ1lDTEUQBCqUAQoKR29hbFN0YXR1cxIbChdHT0FMX1NUQVRVU19VTlNQRUNJRklFRBAAEhgKFEdPQUxfU1RBVFVTX0FDSElFVkVEEAESFgoSR09BTF9TVEFUVVNfTElLRUxZEAISHAoYR09BTF9TVEFUVVNfTk9UX0FDSElFVkVEEAMSGQoVR09BTF9TVEFUVVNfTk9fVEFSR0VUEAQqZwoOU2NyaXB0TGFuZ3VhZ2USHwobU0NSSVBUX0xBTkdVQUdFX1VOU1BFQ0lGSUVEEAASGgoWU0NSSVBUX0xBTkdVQUdFX1BZVEhPThABEhgKFFNDUklQVF9MQU5HVUFHRV9CQVNIEAIyuAMKDVJ1bm5lclNlcnZpY2USRgoIRXZhbHVhdGUSHC5yZXNlYXJjaC52MS5FdmFsdWF0ZVJlcXVlc3QaGi5yZXNlYXJjaC52MS5FdmFsdWF0ZUV2ZW50MAESSgoJU3VtbWFyaXplEh0ucmVzZWFyY2gudjEuU3VtbWFyaXplUmVxdWVzdBoeLnJlc2VhcmNoLnYxLlN1bW1hcml6ZVJlc3BvbnNlEkEKBkhlYWx0aBIaLnJlc2VhcmNoLnYxLkhlYWx0aFJlcXVlc3QaGy5yZXNlYXJjaC52MS5IZWFsdGhSZXNwb25zZRJCCghEZXNjcmliZRIcLnJlc2VhcmNoLnYxLkRlc2NyaWJlUmVxdWVzdBoYLnJlc2VhcmNoLnYxLkRhdGFzZXRJbmZvEkIKCVJ1blNjcmlwdBIaLnJlc2VhcmNoLnYxLlNjcmlwdFJlcXVlc3QaGS5yZXNlYXJjaC52MS5TY3JpcHRSZXN1bHQSSAoMRmV0Y2hXZWlnaHRzEhsucmVzZWFyY2gudjEuV2VpZ2h0c1JlcXVlc3QaGS5yZXNlYXJjaC52MS5XZWlnaHRzQ2h1bmswAWIGcHJvdG8z", [file_research_v1_common]);
 
 /**
  * @generated from message research.v1.ModelSource
@@ -44,6 +44,38 @@ export type ModelSource = Message<"research.v1.ModelSource"> & {
  */
 export const ModelSourceSchema: GenMessage<ModelSource> = /*@__PURE__*/
   messageDesc(file_research_v1_runner, 0);
+
+/**
+ * A keyword argument of a model's constructor whose default is a number or a
+ * boolean: what the built-in brain can search over in code it did not write.
+ *
+ * @generated from message research.v1.ModelArgument
+ */
+export type ModelArgument = Message<"research.v1.ModelArgument"> & {
+  /**
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * @generated from field: research.v1.ArgumentKind kind = 2;
+   */
+  kind: ArgumentKind;
+
+  /**
+   * The default as a number (a boolean is 0 or 1).
+   *
+   * @generated from field: double default_value = 3;
+   */
+  defaultValue: number;
+};
+
+/**
+ * Describes the message research.v1.ModelArgument.
+ * Use `create(ModelArgumentSchema)` to create a new message.
+ */
+export const ModelArgumentSchema: GenMessage<ModelArgument> = /*@__PURE__*/
+  messageDesc(file_research_v1_runner, 1);
 
 /**
  * @generated from message research.v1.DatasetSpec
@@ -122,7 +154,7 @@ export type DatasetSpec = Message<"research.v1.DatasetSpec"> & {
  * Use `create(DatasetSpecSchema)` to create a new message.
  */
 export const DatasetSpecSchema: GenMessage<DatasetSpec> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 1);
+  messageDesc(file_research_v1_runner, 2);
 
 /**
  * @generated from message research.v1.Augment
@@ -149,7 +181,7 @@ export type Augment = Message<"research.v1.Augment"> & {
  * Use `create(AugmentSchema)` to create a new message.
  */
 export const AugmentSchema: GenMessage<Augment> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 2);
+  messageDesc(file_research_v1_runner, 3);
 
 /**
  * @generated from message research.v1.Recipe
@@ -274,7 +306,7 @@ export type Recipe = Message<"research.v1.Recipe"> & {
  * Use `create(RecipeSchema)` to create a new message.
  */
 export const RecipeSchema: GenMessage<Recipe> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 3);
+  messageDesc(file_research_v1_runner, 4);
 
 /**
  * @generated from message research.v1.Budget
@@ -305,7 +337,7 @@ export type Budget = Message<"research.v1.Budget"> & {
  * Use `create(BudgetSchema)` to create a new message.
  */
 export const BudgetSchema: GenMessage<Budget> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 4);
+  messageDesc(file_research_v1_runner, 5);
 
 /**
  * @generated from message research.v1.EvaluateRequest
@@ -389,7 +421,7 @@ export type EvaluateRequest = Message<"research.v1.EvaluateRequest"> & {
  * Use `create(EvaluateRequestSchema)` to create a new message.
  */
 export const EvaluateRequestSchema: GenMessage<EvaluateRequest> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 5);
+  messageDesc(file_research_v1_runner, 6);
 
 /**
  * @generated from message research.v1.DeviceInfo
@@ -435,7 +467,7 @@ export type DeviceInfo = Message<"research.v1.DeviceInfo"> & {
  * Use `create(DeviceInfoSchema)` to create a new message.
  */
 export const DeviceInfoSchema: GenMessage<DeviceInfo> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 6);
+  messageDesc(file_research_v1_runner, 7);
 
 /**
  * @generated from message research.v1.Started
@@ -464,7 +496,7 @@ export type Started = Message<"research.v1.Started"> & {
  * Use `create(StartedSchema)` to create a new message.
  */
 export const StartedSchema: GenMessage<Started> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 7);
+  messageDesc(file_research_v1_runner, 8);
 
 /**
  * @generated from message research.v1.EpochProgress
@@ -521,7 +553,7 @@ export type EpochProgress = Message<"research.v1.EpochProgress"> & {
  * Use `create(EpochProgressSchema)` to create a new message.
  */
 export const EpochProgressSchema: GenMessage<EpochProgress> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 8);
+  messageDesc(file_research_v1_runner, 9);
 
 /**
  * @generated from message research.v1.SeedFinished
@@ -553,7 +585,7 @@ export type SeedFinished = Message<"research.v1.SeedFinished"> & {
  * Use `create(SeedFinishedSchema)` to create a new message.
  */
 export const SeedFinishedSchema: GenMessage<SeedFinished> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 9);
+  messageDesc(file_research_v1_runner, 10);
 
 /**
  * @generated from message research.v1.MetricStats
@@ -599,7 +631,7 @@ export type MetricStats = Message<"research.v1.MetricStats"> & {
  * Use `create(MetricStatsSchema)` to create a new message.
  */
 export const MetricStatsSchema: GenMessage<MetricStats> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 10);
+  messageDesc(file_research_v1_runner, 11);
 
 /**
  * @generated from message research.v1.ClassMetrics
@@ -636,7 +668,7 @@ export type ClassMetrics = Message<"research.v1.ClassMetrics"> & {
  * Use `create(ClassMetricsSchema)` to create a new message.
  */
 export const ClassMetricsSchema: GenMessage<ClassMetrics> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 11);
+  messageDesc(file_research_v1_runner, 12);
 
 /**
  * @generated from message research.v1.ConfusionRow
@@ -653,7 +685,7 @@ export type ConfusionRow = Message<"research.v1.ConfusionRow"> & {
  * Use `create(ConfusionRowSchema)` to create a new message.
  */
 export const ConfusionRowSchema: GenMessage<ConfusionRow> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 12);
+  messageDesc(file_research_v1_runner, 13);
 
 /**
  * @generated from message research.v1.LearningCurve
@@ -690,7 +722,7 @@ export type LearningCurve = Message<"research.v1.LearningCurve"> & {
  * Use `create(LearningCurveSchema)` to create a new message.
  */
 export const LearningCurveSchema: GenMessage<LearningCurve> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 13);
+  messageDesc(file_research_v1_runner, 14);
 
 /**
  * @generated from message research.v1.SeedResult
@@ -760,7 +792,7 @@ export type SeedResult = Message<"research.v1.SeedResult"> & {
  * Use `create(SeedResultSchema)` to create a new message.
  */
 export const SeedResultSchema: GenMessage<SeedResult> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 14);
+  messageDesc(file_research_v1_runner, 15);
 
 /**
  * @generated from message research.v1.Overfitting
@@ -786,7 +818,7 @@ export type Overfitting = Message<"research.v1.Overfitting"> & {
  * Use `create(OverfittingSchema)` to create a new message.
  */
 export const OverfittingSchema: GenMessage<Overfitting> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 15);
+  messageDesc(file_research_v1_runner, 16);
 
 /**
  * @generated from message research.v1.Convergence
@@ -817,7 +849,7 @@ export type Convergence = Message<"research.v1.Convergence"> & {
  * Use `create(ConvergenceSchema)` to create a new message.
  */
 export const ConvergenceSchema: GenMessage<Convergence> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 16);
+  messageDesc(file_research_v1_runner, 17);
 
 /**
  * @generated from message research.v1.EvalResult
@@ -906,7 +938,7 @@ export type EvalResult = Message<"research.v1.EvalResult"> & {
  * Use `create(EvalResultSchema)` to create a new message.
  */
 export const EvalResultSchema: GenMessage<EvalResult> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 17);
+  messageDesc(file_research_v1_runner, 18);
 
 /**
  * @generated from message research.v1.EvaluateEvent
@@ -953,7 +985,7 @@ export type EvaluateEvent = Message<"research.v1.EvaluateEvent"> & {
  * Use `create(EvaluateEventSchema)` to create a new message.
  */
 export const EvaluateEventSchema: GenMessage<EvaluateEvent> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 18);
+  messageDesc(file_research_v1_runner, 19);
 
 /**
  * @generated from message research.v1.SummarizeRequest
@@ -989,7 +1021,7 @@ export type SummarizeRequest = Message<"research.v1.SummarizeRequest"> & {
  * Use `create(SummarizeRequestSchema)` to create a new message.
  */
 export const SummarizeRequestSchema: GenMessage<SummarizeRequest> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 19);
+  messageDesc(file_research_v1_runner, 20);
 
 /**
  * @generated from message research.v1.LayerInfo
@@ -1026,7 +1058,7 @@ export type LayerInfo = Message<"research.v1.LayerInfo"> & {
  * Use `create(LayerInfoSchema)` to create a new message.
  */
 export const LayerInfoSchema: GenMessage<LayerInfo> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 20);
+  messageDesc(file_research_v1_runner, 21);
 
 /**
  * @generated from message research.v1.SummarizeResponse
@@ -1068,6 +1100,14 @@ export type SummarizeResponse = Message<"research.v1.SummarizeResponse"> & {
    * @generated from field: research.v1.Failure failure = 7;
    */
   failure?: Failure | undefined;
+
+  /**
+   * The constructor's keyword arguments with a number or boolean default, in
+   * the order of its signature (inspect.signature of the class).
+   *
+   * @generated from field: repeated research.v1.ModelArgument arguments = 8;
+   */
+  arguments: ModelArgument[];
 };
 
 /**
@@ -1075,7 +1115,7 @@ export type SummarizeResponse = Message<"research.v1.SummarizeResponse"> & {
  * Use `create(SummarizeResponseSchema)` to create a new message.
  */
 export const SummarizeResponseSchema: GenMessage<SummarizeResponse> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 21);
+  messageDesc(file_research_v1_runner, 22);
 
 /**
  * @generated from message research.v1.HealthRequest
@@ -1088,7 +1128,7 @@ export type HealthRequest = Message<"research.v1.HealthRequest"> & {
  * Use `create(HealthRequestSchema)` to create a new message.
  */
 export const HealthRequestSchema: GenMessage<HealthRequest> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 22);
+  messageDesc(file_research_v1_runner, 23);
 
 /**
  * @generated from message research.v1.HealthResponse
@@ -1125,7 +1165,7 @@ export type HealthResponse = Message<"research.v1.HealthResponse"> & {
  * Use `create(HealthResponseSchema)` to create a new message.
  */
 export const HealthResponseSchema: GenMessage<HealthResponse> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 23);
+  messageDesc(file_research_v1_runner, 24);
 
 /**
  * @generated from message research.v1.DescribeRequest
@@ -1142,7 +1182,7 @@ export type DescribeRequest = Message<"research.v1.DescribeRequest"> & {
  * Use `create(DescribeRequestSchema)` to create a new message.
  */
 export const DescribeRequestSchema: GenMessage<DescribeRequest> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 24);
+  messageDesc(file_research_v1_runner, 25);
 
 /**
  * @generated from message research.v1.DatasetInfo
@@ -1210,7 +1250,7 @@ export type DatasetInfo = Message<"research.v1.DatasetInfo"> & {
  * Use `create(DatasetInfoSchema)` to create a new message.
  */
 export const DatasetInfoSchema: GenMessage<DatasetInfo> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 25);
+  messageDesc(file_research_v1_runner, 26);
 
 /**
  * @generated from message research.v1.ScriptRequest
@@ -1247,7 +1287,7 @@ export type ScriptRequest = Message<"research.v1.ScriptRequest"> & {
  * Use `create(ScriptRequestSchema)` to create a new message.
  */
 export const ScriptRequestSchema: GenMessage<ScriptRequest> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 26);
+  messageDesc(file_research_v1_runner, 27);
 
 /**
  * @generated from message research.v1.ScriptResult
@@ -1296,7 +1336,7 @@ export type ScriptResult = Message<"research.v1.ScriptResult"> & {
  * Use `create(ScriptResultSchema)` to create a new message.
  */
 export const ScriptResultSchema: GenMessage<ScriptResult> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 27);
+  messageDesc(file_research_v1_runner, 28);
 
 /**
  * @generated from message research.v1.WeightsRequest
@@ -1318,7 +1358,7 @@ export type WeightsRequest = Message<"research.v1.WeightsRequest"> & {
  * Use `create(WeightsRequestSchema)` to create a new message.
  */
 export const WeightsRequestSchema: GenMessage<WeightsRequest> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 28);
+  messageDesc(file_research_v1_runner, 29);
 
 /**
  * A piece of one seed's kept weights: a torch.save'd state_dict of the
@@ -1352,7 +1392,38 @@ export type WeightsChunk = Message<"research.v1.WeightsChunk"> & {
  * Use `create(WeightsChunkSchema)` to create a new message.
  */
 export const WeightsChunkSchema: GenMessage<WeightsChunk> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 29);
+  messageDesc(file_research_v1_runner, 30);
+
+/**
+ * @generated from enum research.v1.ArgumentKind
+ */
+export enum ArgumentKind {
+  /**
+   * @generated from enum value: ARGUMENT_KIND_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * @generated from enum value: ARGUMENT_KIND_INT = 1;
+   */
+  INT = 1,
+
+  /**
+   * @generated from enum value: ARGUMENT_KIND_FLOAT = 2;
+   */
+  FLOAT = 2,
+
+  /**
+   * @generated from enum value: ARGUMENT_KIND_BOOL = 3;
+   */
+  BOOL = 3,
+}
+
+/**
+ * Describes the enum research.v1.ArgumentKind.
+ */
+export const ArgumentKindSchema: GenEnum<ArgumentKind> = /*@__PURE__*/
+  enumDesc(file_research_v1_runner, 0);
 
 /**
  * @generated from enum research.v1.Optimizer
@@ -1383,7 +1454,7 @@ export enum Optimizer {
  * Describes the enum research.v1.Optimizer.
  */
 export const OptimizerSchema: GenEnum<Optimizer> = /*@__PURE__*/
-  enumDesc(file_research_v1_runner, 0);
+  enumDesc(file_research_v1_runner, 1);
 
 /**
  * Learning-rate schedule over the epochs.
@@ -1421,7 +1492,7 @@ export enum Schedule {
  * Describes the enum research.v1.Schedule.
  */
 export const ScheduleSchema: GenEnum<Schedule> = /*@__PURE__*/
-  enumDesc(file_research_v1_runner, 1);
+  enumDesc(file_research_v1_runner, 2);
 
 /**
  * @generated from enum research.v1.GoalStatus
@@ -1463,7 +1534,7 @@ export enum GoalStatus {
  * Describes the enum research.v1.GoalStatus.
  */
 export const GoalStatusSchema: GenEnum<GoalStatus> = /*@__PURE__*/
-  enumDesc(file_research_v1_runner, 2);
+  enumDesc(file_research_v1_runner, 3);
 
 /**
  * @generated from enum research.v1.ScriptLanguage
@@ -1489,7 +1560,7 @@ export enum ScriptLanguage {
  * Describes the enum research.v1.ScriptLanguage.
  */
 export const ScriptLanguageSchema: GenEnum<ScriptLanguage> = /*@__PURE__*/
-  enumDesc(file_research_v1_runner, 3);
+  enumDesc(file_research_v1_runner, 4);
 
 /**
  * The evaluation service. Untrusted model code never runs in the server

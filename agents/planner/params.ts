@@ -1,0 +1,33 @@
+/**
+ * A candidate's parameter count: the planner holds it against the goal's limit, scales a
+ * trial's time by it, and shows it to the surrogate. A model_config is compiled here. A
+ * model in Python is built only in the runner's sandbox, so its count is the runner's: a
+ * trial of this run with the same class and arguments once the coder has summarised it,
+ * else the starting point's, as the launcher measured it. An argument edit's own size is
+ * known once it is built; the runner holds it against the limit then (a labelled failure).
+ */
+import { compileModel } from "../../core/compiler/compile.js";
+import { isCodeModel, type TrialModelInput } from "../../core/model-config.js";
+import type { DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
+import { compileOptions } from "../../swarm/dataset-info.js";
+import type { RunState } from "../../swarm/run-state.js";
+import { fingerprint } from "./identity.js";
+
+export function paramsCounter(state: RunState, info: DatasetInfo): (model: TrialModelInput) => number | string {
+  const options = compileOptions(info);
+  return (model) => {
+    if (!isCodeModel(model)) {
+      const r = compileModel(model, options);
+      return r.ok ? r.params : r.error;
+    }
+    const code = state.start?.code;
+    if (!code) return `model_config: ${model.class_name} is a model in Python, and this run started from none`;
+    // The recipe plays no part in the count: fingerprints are compared at an empty one.
+    const same = fingerprint(model, {});
+    for (const t of state.trials.values()) {
+      const total = t.assembled?.summary?.totalParams;
+      if (total && t.model && isCodeModel(t.model) && fingerprint(t.model, {}) === same) return Number(total);
+    }
+    return code.params;
+  };
+}
