@@ -126,6 +126,36 @@ export interface RunDetail extends RunSummary {
   /** The trial whose judgement ended the run; its outcome is that trial's, not the run's. */
   ended_by: string | null;
   report_path: string | null;
+  /** Null for a run started from the swarm's templates. */
+  against_start: AgainstStart | null;
+}
+
+/** best - trial 0 over the seeds both trained with (Student's t on the per-seed differences). */
+export interface PairedGain {
+  seeds: number[];
+  baseline_mean: number;
+  best_mean: number;
+  gain: number;
+  ci_95: [number, number];
+  p: number;
+}
+
+/** The best model against the run's starting point (launch --from), by the report's rule (lineage-store/baseline.ts). */
+export interface AgainstStart {
+  origin: string;
+  rule: string;
+  baseline_trial_id: string;
+  baseline_val_mean: number | null;
+  baseline_test_mean: number | null;
+  best_trial_id: string | null;
+  val: PairedGain | null;
+  test: PairedGain | null;
+  recipe_changes: { field: string; from: unknown; to: unknown }[];
+  argument_changes: { name: string; from: unknown; to: unknown }[];
+  model_diff: string;
+  /** The best trial's parents from trial 0, each step's measured change; null when it does not descend from trial 0. */
+  path: { trial_id: string; mutation: string; hypothesis: string; rung: number; seeds: number; val_mean: number | null; change: number | null; same_fidelity: boolean }[] | null;
+  best_root: { trial_id: string; mutation: string } | null;
 }
 
 export interface SeedCurves {

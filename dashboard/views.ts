@@ -11,7 +11,8 @@ import { unifiedDiff } from "../core/diff.js";
 import { isCodeModel } from "../core/model-config.js";
 import { RunSettingsSchema, Verdict, type Event } from "../proto/gen/research/v1/events_pb.js";
 import type { EpochProgress, MetricStats } from "../proto/gen/research/v1/runner_pb.js";
-import { decisionName, verdictName } from "../lineage-store/report.js";
+import { chosenBest, decisionName, verdictName } from "../lineage-store/report.js";
+import { baselineComparison } from "../lineage-store/baseline.js";
 import { applyToRunState, bestTrial, failureLabelOf, inFlightCount, isBaseline, isTerminal, paramsOf, rungOf, scoreOf, standing, surfaceOf, trialFailure, trialStatus, valAccuracyOf, type RunState, type TrialState } from "../swarm/run-state.js";
 import type { BestSoFarPoint, Fidelity, HeldOutTest, Interval, InterventionRow, LlmUse, RunDetail, RunStatusText, RunSummary, SeedCurves, TrialDetail, TrialRow } from "./api.js";
 
@@ -269,6 +270,7 @@ export function runDetail(v: RunView, nowMs = Date.now()): RunDetail {
     interventions: interventionsOf(v),
     ...endingOf(v),
     report_path: v.state.runFinished?.reportPath || null,
+    against_start: baselineComparison(s, chosenBest(s, s.runFinished), s.runFinished?.testResult),
   };
 }
 

@@ -100,7 +100,7 @@ export function baselineComparison(state: RunState, best: TrialState | undefined
     // A model in Python: the constructor arguments the best builds it with, against trial 0's.
     argument_changes: other && base.model && other.model ? argumentChanges(base.model, other.model, state.start?.code?.arguments ?? []) : [],
     model_diff: other && base.assembled?.code && other.assembled?.code ? unifiedDiff(base.assembled.code, other.assembled.code, `${base.id}/model_code.py`, `${other.id}/model_code.py`) : "",
-    path: chain && pathTo(chain, base),
+    path: chain ? pathTo(chain, base) : null,
     // Where the best trial's line starts when not at trial 0 (a template after the starting point's edits fell behind).
     best_root: chain && chain[0] !== base ? { trial_id: chain[0]!.id, mutation: MUTATION.name(chain[0]!.proposed?.mutation ?? 0) ?? "" } : null,
   };

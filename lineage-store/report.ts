@@ -254,8 +254,9 @@ function whyBestOf(state: RunState, best: TrialState): string | null {
   return whyBest({ id: best.id, standing: own }, next && other ? { id: next.id, standing: other } : undefined, ranked.length);
 }
 
-function chosenBest(state: RunState, finished: RunFinished): TrialState | undefined {
-  return (finished.bestTrialId && state.trials.get(finished.bestTrialId)) || bestTrial(state);
+/** The run's best: the one it ended with, else the rule's pick so far (a live run). */
+export function chosenBest(state: RunState, finished: RunFinished | undefined): TrialState | undefined {
+  return (finished?.bestTrialId && state.trials.get(finished.bestTrialId)) || bestTrial(state);
 }
 
 function scorePoints(rows: TrialRow[]): ScorePoint[] {

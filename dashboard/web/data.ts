@@ -70,7 +70,6 @@ export function useLive(run: string | undefined, onMessage: (m: LiveMessage) => 
   const handler = useRef(onMessage);
   handler.current = onMessage;
   useEffect(() => {
-    const source = new EventSource(run ? `/api/events?run=${encodeURIComponent(run)}` : "/api/events");
     const on = (e: MessageEvent<string>) => {
       try {
         handler.current(JSON.parse(e.data) as LiveMessage);
@@ -78,10 +77,32 @@ export function useLive(run: string | undefined, onMessage: (m: LiveMessage) => 
         // A comment or keep-alive line, not a message.
       }
     };
-    // Whether the server names its events or not, each carries its `type`.
-    source.addEventListener("message", on);
-    source.addEventListener("change", on);
-    source.addEventListener("progress", on);
-    return () => source.close();
+    let source: EventSource | undefined;
+    const connect = () => {
+      source = new EventSource(run ? `/api/events?run=${encodeURIComponent(run)}` : "/api/events");
+      // Whether the server names its events or not, each carries its `type`.
+      for (const type of ["message", "change", "progress"]) source.addEventListener(type, on);
+    };
+    // A page left for another stays in the browser's back-forward cache with its stream open:
+    // six pages later every connection the browser allows to the dashboard is held, and the
+    // next page never loads. Closed when the page is hidden, opened again when it comes back
+    // (with a reload: what happened meanwhile was not streamed to it).
+    const hide = () => {
+      source?.close();
+      source = undefined;
+    };
+    const show = (e: PageTransitionEvent) => {
+      if (!e.persisted || source) return;
+      connect();
+      handler.current({ type: "change", run_id: run ?? "", trial_id: "", kind: "restored" });
+    };
+    connect();
+    addEventListener("pagehide", hide);
+    addEventListener("pageshow", show);
+    return () => {
+      removeEventListener("pagehide", hide);
+      removeEventListener("pageshow", show);
+      hide();
+    };
   }, [run]);
 }

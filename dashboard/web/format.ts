@@ -3,6 +3,9 @@ import type { Interval } from "../api";
 
 export const pct = (x: number | null | undefined, digits = 2) => (x == null || Number.isNaN(x) ? "–" : `${(x * 100).toFixed(digits)}%`);
 
+/** A difference of fractions in percentage points, signed: 0.0117 -> "+1.17 pp". */
+export const gainPp = (x: number) => `${x >= 0 ? "+" : "−"}${Math.abs(x * 100).toFixed(2)} pp`;
+
 /** An interval with what it counts: "91.07% [90.0%, 92.0%] (3 × 6,000)", seeds × examples a seed. */
 export const ci = (v: Interval | null | undefined) =>
   v ? `${pct(v.mean)} [${pct(v.ci95[0], 1)}, ${pct(v.ci95[1], 1)}] (${v.n}${v.examples ? ` × ${v.examples.toLocaleString("en-US")}` : ` seed${v.n === 1 ? "" : "s"}`})` : "–";

@@ -10,13 +10,16 @@ import puppeteer, { type Browser, type Page } from "puppeteer-core";
 import { createLogger } from "../../core/logger.js";
 import { buildWeb } from "../../dashboard/build.js";
 import { startDashboard, type Dashboard } from "../../dashboard/server.js";
-import { Decision, RunEnd, RunStatus, type Event } from "../../proto/gen/research/v1/events_pb.js";
-import { EvalResultSchema } from "../../proto/gen/research/v1/runner_pb.js";
+import { Decision, RunEnd, RunStatus, StartingPointSchema, type Event } from "../../proto/gen/research/v1/events_pb.js";
+import { ArgumentKind, EvalResultSchema, MetricStatsSchema, SeedResultSchema } from "../../proto/gen/research/v1/runner_pb.js";
+import { Mutation } from "../../proto/gen/research/v1/common_pb.js";
+import { pairedTTest } from "../../core/stats.js";
 import { runEvents, TRIALS, type TrialSpec } from "../lineage-store/fixtures.js";
 import { workspaceWith } from "./helpers.js";
 
 const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
 const OPEN = "r-open";
+const START = "r-start";
 const TARGETED = "r-target";
 const STOPPED = "cancelled: the run's time budget reached its reserve for the test confirmation and the report";
 
@@ -60,6 +63,49 @@ function openEndedRun(): Event[] {
   return events;
 }
 
+const NET = { name: "Net", class_name: "Net", init_kwargs: {} };
+const BASE_VAL = [0.87, 0.88, 0.89];
+const BASE_TEST = [0.86, 0.87, 0.88];
+const BEST_VAL = [0.9, 0.915, 0.92];
+const BEST_TEST = [0.895, 0.9, 0.91];
+
+/**
+ * A run from a model in Python: trial 0 on its own recipe (3 seeds, scored on test), its anchor,
+ * an argument edit of the anchor, and that edit promoted to the full training: the best,
+ * confirmed on test.
+ */
+function startedRun(): Event[] {
+  const trials: TrialSpec[] = [
+    { hypothesis: "the starting point, Net from net.py, on its own recipe", surface: "architecture", model: NET, train: { optimizer: "sgd", lr: 0.05, epochs: 1 }, score: 0.88 },
+    { hypothesis: "Net at the search's probe fidelity", surface: "architecture", model: NET, train: { optimizer: "sgd", lr: 0.05, epochs: 3, subset: 10_000 }, score: 0.85, parent: 0 },
+    { hypothesis: "set width 16 -> 24 on top of t001", surface: "architecture", model: { ...NET, init_kwargs: { width: 24 } }, train: { optimizer: "sgd", lr: 0.05, epochs: 3, subset: 10_000 }, score: 0.87, parent: 1 },
+    { hypothesis: "promote t002 to rung 3", surface: "data", model: { ...NET, init_kwargs: { width: 24 } }, train: { optimizer: "sgd", lr: 0.05, epochs: 12 }, score: 0.912, parent: 2 },
+  ];
+  const moves = [
+    { mutation: Mutation.BASELINE, rung: 3 },
+    { mutation: Mutation.BASELINE, rung: 0 },
+    { mutation: Mutation.ARGUMENT, rung: 0 },
+    { mutation: Mutation.PROMOTION, rung: 3 },
+  ];
+  const seeds = (val: number[], test?: number[]) => val.map((v, seed) => ({ seed, metrics: { val_accuracy: v, ...(test && { test_accuracy: test[seed]! }) } }));
+  const events = runEvents(START, trials);
+  for (const e of events) {
+    const b = e.body;
+    const k = Number(e.trialId.slice(-3));
+    if (b.case === "runStarted") {
+      b.value.start = create(StartingPointSchema, { origin: "net.py", modelConfigJson: JSON.stringify(NET), trainConfigJson: JSON.stringify(trials[0]!.train), modelCode: "class Net: ...", params: 1210n, arguments: [{ name: "width", kind: ArgumentKind.INT, defaultValue: 16 }] });
+    }
+    if (b.case === "trialProposed") Object.assign(b.value, moves[k]);
+    if (b.case === "trialEvaluated" && k === 0) {
+      b.value.result!.seedResults = seeds(BASE_VAL, BASE_TEST).map((r) => create(SeedResultSchema, r));
+      b.value.result!.aggregated.test_accuracy = create(MetricStatsSchema, { mean: 0.87, std: 0.01, ci95: [0.85, 0.89], min: 0.86, max: 0.88, n: 3 });
+    }
+    if (b.case === "trialEvaluated" && k === 3) b.value.result!.seedResults = seeds(BEST_VAL).map((r) => create(SeedResultSchema, r));
+    if (b.case === "runFinished") b.value.testResult = create(EvalResultSchema, { numSeeds: 3, seedResults: seeds([0, 0, 0], BEST_TEST) });
+  }
+  return events;
+}
+
 let workspace: string;
 let dashboard: Dashboard;
 let browser: Browser;
@@ -75,7 +121,7 @@ async function open(path: string, waitFor: string): Promise<void> {
 }
 
 beforeAll(async () => {
-  workspace = await workspaceWith({ [OPEN]: openEndedRun(), [TARGETED]: runEvents(TARGETED) });
+  workspace = await workspaceWith({ [OPEN]: openEndedRun(), [TARGETED]: runEvents(TARGETED), [START]: startedRun() });
   const logger = createLogger("dashboard-pages-test");
   logger.level = "warn";
   dashboard = await startDashboard({ workspace, assets: await buildWeb(), logger, port: 0 });
@@ -138,5 +184,33 @@ describe("the best trial's page", () => {
   it("shows none on a trial the run did not confirm", async () => {
     await open(`/runs/${OPEN}/trials/${OPEN}-t003`, sel("trial-hypothesis"));
     expect(await page.$(sel("test-per-seed"))).toBeNull();
+  });
+});
+
+describe("a run started from a person's model", () => {
+  it("shows the best model against trial 0 seed by seed, what changed, and the path from trial 0", async () => {
+    await open(`/runs/${START}`, sel("against-start"));
+    expect(await text("against-start")).toContain("Trial 0, t000, is net.py on its own recipe: validation 88.00%, test 87.00%.");
+    const pp = (x: number) => `${x >= 0 ? "+" : "−"}${Math.abs(x * 100).toFixed(2)} pp`;
+    const val = pairedTTest(BASE_VAL, BEST_VAL);
+    expect(await text("gain-validation")).toBe(`validation88.00%91.17%${pp(val.meanDiff)} [${pp(val.ci95[0])}, ${pp(val.ci95[1])}]${val.p.toPrecision(2)}3`);
+    const test = pairedTTest(BASE_TEST, BEST_TEST);
+    expect(await text("gain-test")).toContain(`${pp(test.meanDiff)} [${pp(test.ci95[0])}, ${pp(test.ci95[1])}]`);
+    const changes = await page.$$eval(`${sel("start-changes")} tbody tr`, (rs) => rs.map((r) => [...r.querySelectorAll("td")].map((d) => d.textContent ?? "").join(" | ")));
+    expect(changes).toEqual(["epochs | 1 | 12", "width (constructor) | 16 | 24"]);
+    const path = await page.$$eval(`${sel("start-path")} tbody tr`, (rs) => rs.map((r) => [...r.querySelectorAll("td")].slice(0, 2).map((d) => d.textContent ?? "").join(" ")));
+    expect(path).toEqual(["t000 baseline", "t001 baseline", "t002 argument", "t003 promotion"]);
+  });
+
+  it("has no such panel for a run from the swarm's templates", async () => {
+    await open(`/runs/${OPEN}`, sel("run-reason"));
+    expect(await page.$(sel("against-start"))).toBeNull();
+  });
+});
+
+describe("browsing", () => {
+  it("keeps loading pages one after another: a page left in the back-forward cache holds no event stream", async () => {
+    // Chromium allows six connections to a host; each page that kept its stream held one of them.
+    for (let i = 0; i < 8; i++) await open(i % 2 ? `/runs/${OPEN}` : `/runs/${START}`, i % 2 ? sel("run-reason") : sel("against-start"));
   });
 });

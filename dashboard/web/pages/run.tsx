@@ -1,11 +1,12 @@
 /** `/runs/:run`: one run, live while a swarm follows it. */
 import { useState } from "preact/hooks";
-import type { InterventionReply, LiveMessage, RunDetail, TrialRow } from "../../api";
+import type { AgainstStart, InterventionReply, LiveMessage, PairedGain, RunDetail, TrialRow } from "../../api";
 import { useJson, useLive } from "../data";
-import { ci, count, duration, pct, shortId, when } from "../format";
+import { ci, count, duration, gainPp, pct, shortId, when } from "../format";
 import { CancelButton, ProposeForm, ReplyLine, RunControls, canIntervene } from "../interventions";
 import { BestSoFar, Failures, Intervals, LineageTree, Parallel } from "../run-charts";
 import { navigate, trialPath } from "../router";
+import { Diff } from "../diff";
 import { Loading, Outcome, Section, StatusBadge } from "../ui";
 
 type Progress = NonNullable<TrialRow["progress"]> & { seed: number };
@@ -32,6 +33,11 @@ export function RunPage({ runId }: { runId: string }) {
       <RunHeader run={r} />
       {live && <RunControls run={r} onReply={onReply} />}
       <ReplyLine reply={reply} />
+      {r.against_start && (
+        <Section title="Against the starting point" wide testid="against-start">
+          <AgainstStartView run={r} c={r.against_start} />
+        </Section>
+      )}
       <Section title={`Trials (${r.trials_table.length})`} wide>
         <TrialTable run={r} progress={progress} live={live} onReply={onReply} />
       </Section>
@@ -267,6 +273,127 @@ function Briefs({ run }: { run: RunDetail }) {
           </table>
         </div>
       ))}
+    </>
+  );
+}
+
+/** The report's "Against the starting point", from the same comparison (lineage-store/baseline.ts). */
+function AgainstStartView({ run, c }: { run: RunDetail; c: AgainstStart }) {
+  const link = (id: string) => <a href={trialPath(run.run_id, id)}>{shortId(id)}</a>;
+  const head = (
+    <p>
+      Trial 0, {link(c.baseline_trial_id)}, is <code>{c.origin}</code> on its own recipe: validation {pct(c.baseline_val_mean)}, test {pct(c.baseline_test_mean)}.
+    </p>
+  );
+  if (!c.best_trial_id || c.best_trial_id === c.baseline_trial_id) {
+    return (
+      <>
+        {head}
+        <p>{c.best_trial_id ? "No trial beat it: the starting point stays the best model." : "No trial accepted yet."}</p>
+      </>
+    );
+  }
+  const gainRow = (name: string, g: PairedGain | null) => (
+    <tr data-testid={`gain-${name}`}>
+      <td>{name}</td>
+      {g ? (
+        <>
+          <td class="num">{pct(g.baseline_mean)}</td>
+          <td class="num">{pct(g.best_mean)}</td>
+          <td class="num">
+            {gainPp(g.gain)} [{gainPp(g.ci_95[0])}, {gainPp(g.ci_95[1])}]
+          </td>
+          <td class="num">{g.p.toPrecision(2)}</td>
+          <td class="num">{g.seeds.length}</td>
+        </>
+      ) : (
+        <td colSpan={5} class="muted">
+          not compared (fewer than two seeds measured on both)
+        </td>
+      )}
+    </tr>
+  );
+  const changes = [
+    ...c.recipe_changes.map((r) => ({ what: r.field, from: r.from, to: r.to })),
+    ...c.argument_changes.map((r) => ({ what: `${r.name} (constructor)`, from: r.from, to: r.to })),
+  ];
+  return (
+    <>
+      {head}
+      <p>The best trial {link(c.best_trial_id)} against it, seed by seed:</p>
+      <table class="grid">
+        <thead>
+          <tr>
+            <th />
+            <th class="num">trial 0</th>
+            <th class="num">best</th>
+            <th class="num">gain [95% CI]</th>
+            <th class="num">p</th>
+            <th class="num">seeds</th>
+          </tr>
+        </thead>
+        <tbody>
+          {gainRow("validation", c.val)}
+          {gainRow("test", c.test)}
+        </tbody>
+      </table>
+      {changes.length > 0 ? (
+        <table class="grid" data-testid="start-changes">
+          <thead>
+            <tr>
+              <th>what changed</th>
+              <th>trial 0</th>
+              <th>best</th>
+            </tr>
+          </thead>
+          <tbody>
+            {changes.map((x) => (
+              <tr>
+                <td class="nowrap">{x.what}</td>
+                <td>{JSON.stringify(x.from)}</td>
+                <td>{JSON.stringify(x.to)}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      ) : (
+        <p class="muted">The recipe and the model's arguments are trial 0's.</p>
+      )}
+      {c.path ? (
+        <table class="grid" data-testid="start-path">
+          <thead>
+            <tr>
+              <th>trial</th>
+              <th>move</th>
+              <th>hypothesis</th>
+              <th class="num">rung</th>
+              <th class="num">val</th>
+              <th class="num">change</th>
+            </tr>
+          </thead>
+          <tbody>
+            {c.path.map((p) => (
+              <tr>
+                <td>{link(p.trial_id)}</td>
+                <td>
+                  <span class="tag">{p.mutation}</span>
+                </td>
+                <td>{p.hypothesis}</td>
+                <td class="num">{p.rung}</td>
+                <td class="num">{pct(p.val_mean)}</td>
+                <td class="num">{p.change === null ? "–" : `${gainPp(p.change)}${p.same_fidelity ? "" : " (fidelity)"}`}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      ) : (
+        <p>
+          The best trial does not descend from trial 0: the search found it from {c.best_root ? link(c.best_root.trial_id) : "elsewhere"}
+          {c.best_root ? ` (${c.best_root.mutation})` : ""}.
+        </p>
+      )}
+      {c.model_diff ? <Diff text={c.model_diff} testid="start-diff" /> : <p class="muted">The model's code is trial 0's.</p>}
+      <p class="muted">Rule: {c.rule}.</p>
     </>
   );
 }
