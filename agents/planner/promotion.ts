@@ -15,6 +15,7 @@ import { atRung, ladder, nextPromotion, promotedIds, PROMOTION_SURFACE, seedsAtR
 import {
   explorationSpent,
   LAST_EPOCHS,
+  lastTrainingSeeds,
   lastTrainingTime,
   nowOrNever,
   overBudget,
@@ -180,14 +181,14 @@ function exploit(input: PlanInput, ladderNow: Fidelity[]): Proposal | undefined 
 function timedTop(input: PlanInput, pick: TrialState, ladderNow: Fidelity[]): Timed | undefined {
   const pg = genomeOf(pick);
   if (!pg) return undefined;
-  const top = ladderNow[ladderNow.length - 1]!;
-  const time = lastTrainingTime(input, pick, pg, seedsAtRung(top));
+  const seeds = lastTrainingSeeds(input);
+  const time = lastTrainingTime(input, pick, pg, seeds);
   if (!time) return undefined;
   const { trainS, epochs: pace } = time;
   const train = { ...atRung(pg.train, { subset: 0, epochs: pace }, imageSide(input.info)), epochs: LAST_EPOCHS, train_seconds: trainS };
   const proposal: Proposal = {
     rung: ladderNow.length - 1,
-    seeds: seedsAtRung(top),
+    seeds,
     hypothesis: `train ${pick.id} for ${trainS} s on the full training split (about ${pace} epochs at its measured pace)`,
     rationale: `the same model and recipe, trained for the time the run has left, its schedule annealed over that time${train.augment?.cutout && !pg.train.augment?.cutout ? ", with cutout" : ""}`,
     parentIds: [pick.id],

@@ -82,6 +82,19 @@ export function seedsOf(input: PlanInput, p: Pick<Proposal, "seeds">): number {
 }
 
 /**
+ * The seeds of the run's last long training: the run's, and when they take several rounds of
+ * the runner's slots, as many more as fill the last round (3 on 2 slots: 4). Nothing starts
+ * beside a last training, so those slots would idle through its last round; each seed more
+ * joins its ensemble and narrows its interval at no cost in time. Undefined: the run's seeds.
+ */
+export function lastTrainingSeeds(input: PlanInput): number | undefined {
+  const seeds = seedsOf(input, {});
+  const filled = Math.ceil(seeds / (input.slots || 1)) * (input.slots || 1);
+  // Undefined: the run's own, as every other trial at the top rung.
+  return seeds > (input.slots || 1) && filled > seeds ? filled : undefined;
+}
+
+/**
  * Why a genome cannot start now, given a seed's predicted time; undefined
  * when it fits: each seed within the trial budget, the whole trial (seeds
  * queued as its parent's were) before the run's reserve.

@@ -324,7 +324,8 @@ describe("built-in planner", () => {
     // On a runner with 2 slots three seeds take 2 rounds, not 3: 36 s an epoch. With 673.5 s a
     // training twice rung 2's still fits after it; with 533.5 s it does not.
     expect(at(700, [], 2)).toMatchObject({ rung: 2, train: { epochs: 5 } });
-    expect(at(560, [], 2)).toMatchObject({ rung: 3, lastTraining: true, train: { subset: 0, train_seconds: 238 } });
+    // Its three seeds would leave a slot idle in their second round: a fourth seed fills it, in the same time.
+    expect(at(560, [], 2)).toMatchObject({ rung: 3, lastTraining: true, seeds: 4, train: { subset: 0, train_seconds: 238 } });
   });
 
   it("lets the surrogate choose among the chosen surface's edits once four rung-0 trials are in", () => {
