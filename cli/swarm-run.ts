@@ -12,8 +12,8 @@ import { runSettings } from "../deploy/settings.js";
 import type { Swarm } from "../deploy/swarm.js";
 import { parseDevice } from "../gpu-runner/device.js";
 import type { Goal, StartingPoint } from "../proto/gen/research/v1/events_pb.js";
-import { ArgumentKind, type DatasetInfo } from "../proto/gen/research/v1/runner_pb.js";
-import { searchableArguments } from "../core/model-config.js";
+import type { DatasetInfo } from "../proto/gen/research/v1/runner_pb.js";
+import { argumentDefault, searchableArguments } from "../core/model-config.js";
 import { args, fail, positiveInt } from "./args.js";
 import { quietLogger } from "./workspace.js";
 import { parseFraction, parseSeed } from "./format.js";
@@ -184,7 +184,7 @@ async function datasetProblem(swarm: Swarm, run: PreparedRun, goal: Goal, say: (
 /** A model in Python as the runner built it: its size, and the arguments the search may change. */
 function startLine(p: StartingPoint, info: DatasetInfo): string {
   const args = searchableArguments(p.arguments, info);
-  const named = args.map((a) => `${a.name}=${a.kind === ArgumentKind.BOOL ? a.defaultValue !== 0 : a.defaultValue}`).join(", ");
+  const named = args.map((a) => `${a.name}=${argumentDefault(a)}`).join(", ");
   return `starting point ${p.origin}: ${Number(p.params).toLocaleString("en-US")} parameters; ${args.length ? `constructor arguments the search may change: ${named}` : "no numeric or boolean constructor argument to search: the recipe only"}`;
 }
 

@@ -15,6 +15,9 @@ import { fingerprint } from "./identity.js";
 
 export function paramsCounter(state: RunState, info: DatasetInfo): (model: TrialModelInput) => number | string {
   const options = compileOptions(info);
+  // The recipe plays no part in the count: fingerprints are taken at an empty one.
+  const modelKey = (model: TrialModelInput) => fingerprint(model, {});
+  let summarised: Map<string, number> | undefined;
   return (model) => {
     if (!isCodeModel(model)) {
       const r = compileModel(model, options);
@@ -22,12 +25,10 @@ export function paramsCounter(state: RunState, info: DatasetInfo): (model: Trial
     }
     const code = state.start?.code;
     if (!code) return `model_config: ${model.class_name} is a model in Python, and this run started from none`;
-    // The recipe plays no part in the count: fingerprints are compared at an empty one.
-    const same = fingerprint(model, {});
-    for (const t of state.trials.values()) {
-      const total = t.assembled?.summary?.totalParams;
-      if (total && t.model && isCodeModel(t.model) && fingerprint(t.model, {}) === same) return Number(total);
-    }
-    return code.params;
+    // Read once per counter (one proposal's), not once per candidate: the planner asks for every edit it weighs.
+    summarised ??= new Map(
+      [...state.trials.values()].flatMap((t) => (t.model && isCodeModel(t.model) && t.assembled?.summary?.totalParams ? [[modelKey(t.model), Number(t.assembled.summary.totalParams)] as const] : [])),
+    );
+    return summarised.get(modelKey(model)) ?? code.params;
   };
 }

@@ -89,9 +89,9 @@ export function seedsOf(input: PlanInput, p: Pick<Proposal, "seeds">): number {
  */
 export function lastTrainingSeeds(input: PlanInput): number | undefined {
   const seeds = seedsOf(input, {});
-  const filled = Math.ceil(seeds / (input.slots || 1)) * (input.slots || 1);
-  // Undefined: the run's own, as every other trial at the top rung.
-  return seeds > (input.slots || 1) && filled > seeds ? filled : undefined;
+  const slots = input.slots || 1;
+  const filled = Math.ceil(seeds / slots) * slots;
+  return seeds > slots && filled > seeds ? filled : undefined;
 }
 
 /**
