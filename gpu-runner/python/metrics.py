@@ -11,7 +11,14 @@ import base64
 import math
 
 import numpy as np
-from sklearn import metrics as skm
+
+
+def _sklearn_metrics():
+    # Imported when the referee scores: the trainer imports this module for encode() alone, and
+    # scikit-learn would cost every zygote (one per runner slot) 1.5 s of CPU at start.
+    from sklearn import metrics
+
+    return metrics
 
 
 def _ranking(y_true, probs, score):
@@ -25,6 +32,7 @@ def _ranking(y_true, probs, score):
 
 def summary(y_true, probs, loss, prefix):
     """Scalar metrics named `<prefix>_<metric>` (prefix val or test)."""
+    skm = _sklearn_metrics()
     y_pred = probs.argmax(axis=1)
     out = {
         "accuracy": skm.accuracy_score(y_true, y_pred),
@@ -41,14 +49,14 @@ def summary(y_true, probs, loss, prefix):
 
 def per_class(y_true, probs, num_classes):
     labels = list(range(num_classes))
-    precision, recall, f1, support = skm.precision_recall_fscore_support(
+    precision, recall, f1, support = _sklearn_metrics().precision_recall_fscore_support(
         y_true, probs.argmax(axis=1), labels=labels, zero_division=0)
     return [{"class_index": c, "precision": float(precision[c]), "recall": float(recall[c]),
              "f1": float(f1[c]), "support": int(support[c])} for c in labels]
 
 
 def confusion(y_true, probs, num_classes):
-    matrix = skm.confusion_matrix(y_true, probs.argmax(axis=1), labels=list(range(num_classes)))
+    matrix = _sklearn_metrics().confusion_matrix(y_true, probs.argmax(axis=1), labels=list(range(num_classes)))
     return [{"counts": [int(v) for v in row]} for row in matrix]
 
 

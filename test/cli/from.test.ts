@@ -12,7 +12,10 @@ import { run } from "../helpers/run.js";
 import { pairedTTest } from "../../core/stats.js";
 
 const { NODE_CHANNEL_FD: _ipc, ...inherited } = process.env;
-const env = { ...inherited, LOG_LEVEL: "warn" };
+// The hashing embedder (EMBEDDER=hashing, a choice the product offers): these runs test where a run
+// starts from, not similarity, and MiniLM's server costs a launch about 8 s of CPU (the CLI and
+// swarm tests keep the default).
+const env = { ...inherited, LOG_LEVEL: "warn", EMBEDDER: "hashing" };
 const launch = (args: string[]) => run("./research-agent", ["launch", ...args], { env, timeout: 300_000 });
 
 const dir = mkdtempSync(join(tmpdir(), "from-test-"));

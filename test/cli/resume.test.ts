@@ -16,7 +16,10 @@ import { duration } from "../../lineage-store/report.js";
 const { NODE_CHANNEL_FD: _ipc, ...inherited } = process.env;
 // The agents inherit AGENT_ACK_WAIT_S: what the killed launcher's analyst held comes back to the
 // resumed one after 10 s, not after its 60 s default.
-const env = { ...inherited, LOG_LEVEL: "warn", AGENT_ACK_WAIT_S: "10" };
+// The hashing embedder (EMBEDDER=hashing, a choice the product offers): these runs test interrupting
+// and resuming, not similarity, and MiniLM's server costs a launch about 8 s of CPU (the CLI and
+// swarm tests keep the default).
+const env = { ...inherited, LOG_LEVEL: "warn", EMBEDDER: "hashing", AGENT_ACK_WAIT_S: "10" };
 
 /** A CLI call that reads the workspace: 2 s when idle, and a start alone took 40 s at a load of 26. */
 const CLI_TIMEOUT_MS = 180_000;
@@ -143,7 +146,7 @@ describe.concurrent("launch --resume", () => {
       expect(report).toContain(`run time: ${duration(stated)}.`);
 
       // A new total budget of live time: the time the run was down is not spent from it.
-      const second = await run("./research-agent", ["launch", "--resume", runId, "--workspace", workspace, "--json", "--time-budget", "100s"], { env, timeout: 300_000 });
+      const second = await run("./research-agent", ["launch", "--resume", runId, "--workspace", workspace, "--json", "--time-budget", "75s"], { env, timeout: 300_000 });
       const summary = JSON.parse(second.stdout.trim().split("\n").pop()!) as { run_id: string; status: string; trials: number };
       // watch replays the finished run from the workspace, start to end.
       const replay = await run("./research-agent", ["watch", runId, "--workspace", workspace], { env, timeout: CLI_TIMEOUT_MS });
@@ -155,7 +158,7 @@ describe.concurrent("launch --resume", () => {
       expect(["goal_achieved", "budget_exhausted", "stopped"]).toContain(summary.status);
       const resumed = readFileSync(join(workspace, "runs", runId, "report.md"), "utf8");
       expect(resumed).not.toContain("interrupted by SIGINT");
-      expect(resumed).toMatch(/- Interrupted, then resumed at [\d.]+ s of live time after [\d.]+ (s|min) down; the time budget became 1\.7 min\./);
+      expect(resumed).toMatch(/- Interrupted, then resumed at [\d.]+ s of live time after [\d.]+ (s|min) down; the time budget became 75\.0 s\./);
     } finally {
       cleanUp(workspace);
     }
