@@ -2,6 +2,7 @@ import { z } from "zod";
 import { parse as parseYaml } from "yaml";
 import { DEFAULT_LR, RECIPE_DEFAULTS } from "./defaults.js";
 import { OPTIMIZER, SCHEDULE } from "./enums.js";
+import { isId } from "./ids.js";
 import { safeValidate } from "./json.js";
 import { ArgumentKind, type DatasetInfo, type ModelArgument } from "../proto/gen/research/v1/runner_pb.js";
 
@@ -284,8 +285,19 @@ export const CodeModelSchema = z
       .record(z.string().regex(IDENTIFIER, { error: "expected a Python identifier" }), z.union([z.number(), z.boolean()], { error: "expected a number or true/false" }))
       .default({})
       .describe("constructor keyword arguments that differ from the class's defaults"),
+    code_edit: z
+      .string()
+      .min(10, { error: "expected a change to the code in at least 10 characters" })
+      .max(4000)
+      .optional()
+      .describe("a change to the code this model starts from, in words: the coder's LLM makes it, and the runner checks the result before it trains"),
+    source_trial: z
+      .string()
+      .refine(isId, { error: "expected a trial id" })
+      .optional()
+      .describe("the trial whose code this class is taken from (one that made a code edit); absent: the run's own model source"),
   })
-  .describe("a model in Python (launch --from model.py --class NAME): the class of the run's model source, built with these keyword arguments");
+  .describe("a model in Python (launch --from model.py --class NAME): the class of the run's model source, or of an earlier trial's edit of it, built with these keyword arguments");
 
 export type CodeModel = z.infer<typeof CodeModelSchema>;
 export type CodeModelInput = z.input<typeof CodeModelSchema>;
@@ -317,6 +329,16 @@ export function argumentChanges(from: TrialModelInput, to: TrialModelInput, args
     .map((name) => ({ name, from: a[name] ?? defaults.get(name) ?? null, to: b[name] ?? defaults.get(name) ?? null }))
     .filter((c) => c.from !== c.to)
     .sort((x, y) => x.name.localeCompare(y.name));
+}
+
+/**
+ * The model a child of trial `id` starts from: a code edit, once made, is that trial's code, so
+ * its children take their class from it (`source_trial`) and do not make the edit again.
+ */
+export function childModel(model: TrialModel, id: string): TrialModel {
+  if (!isCodeModel(model) || !model.code_edit) return model;
+  const { code_edit: _made, ...rest } = model;
+  return { ...rest, source_trial: id };
 }
 
 /** A code model names its class; a model_config lists layers. */

@@ -9,7 +9,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { ResearchError } from "../core/failure.js";
 
-export type PromptRole = "planner" | "coder" | "analyst" | "researcher" | "summary";
+export type PromptRole = "planner" | "coder" | "coder-edit" | "analyst" | "researcher" | "summary";
 
 export interface Prompt {
   role: PromptRole;

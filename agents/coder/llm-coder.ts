@@ -1,12 +1,14 @@
 /**
- * LLM code generation for the coder, always checked by the runner: the code
- * must import, construct, run a forward pass on a dummy batch with the right
- * output shape (Summarize does all of that in the sandbox) and stay within
- * the parameter limit. Each round is a bounded tool-calling conversation in
- * which the model may write and test its module in its trial directory
- * (agents/coder/tools.ts) before it answers. A failed check, or an answer
- * that is not the expected JSON, goes back to the model for another round;
- * after the last round the caller falls back to the compiler.
+ * LLM code for the coder, a module written from a model_config or a code edit
+ * of a model in Python, always checked by the runner: the code must import,
+ * construct with the trial's arguments, run a forward pass on a dummy batch
+ * with the right output shape (Summarize does all of that in the sandbox) and
+ * stay within the parameter limit. Each round is a bounded tool-calling
+ * conversation in which the model may write and test its module in its trial
+ * directory (agents/coder/tools.ts) before it answers. A failed check, or an
+ * answer that is not the expected JSON, goes back to the model for another
+ * round; after the last round the caller falls back to the compiler (a
+ * model_config) or labels the trial (a code edit: the built-in brain makes none).
  *
  * And the model summary's narrative, whose numbers must all come from the
  * runner's Summarize: a narrative with any other number is refused.
@@ -21,8 +23,7 @@ import { labelName } from "../../core/failure.js";
 import type { RunnerClient } from "../../gpu-runner/client.js";
 import type { DatasetInfo, SummarizeResponse } from "../../proto/gen/research/v1/runner_pb.js";
 import type { Prompt } from "../../swarm/prompts.js";
-import type { ModelConfig } from "../../core/model-config.js";
-import { coderTools } from "./tools.js";
+import { coderTools, type CoderTask } from "./tools.js";
 
 const CodeSchema = z.object({ code: z.string().min(20) });
 export const CODEGEN_ROUNDS = 3;
@@ -39,41 +40,32 @@ function parseAnswer(text: string | null): { ok: true; code: string } | { ok: fa
     : { ok: false, error: `Your answer does not match {"code": string}:\n${parsed.error.message}` };
 }
 
-export async function codegenWithRepair(opts: {
+/**
+ * A module written (from a model_config) or edited (a code edit of a model in Python) by the
+ * LLM, returned only once the runner has built it with the trial's arguments, run a forward pass
+ * and counted its parameters within the limit.
+ */
+export async function writeWithRepair(opts: {
   client: LlmClient;
   prompt: Prompt;
   runner: RunnerClient;
-  modelConfig: ModelConfig;
+  task: CoderTask;
   className: string;
   info: DatasetInfo;
   maxParams: number;
   /** The trial's directory for the model's file tools; code from it only ever runs in the runner's sandbox. */
   workDir: string;
 }): Promise<{ value: { code: string; summary: SummarizeResponse }; usage: Usage; attempts: number }> {
-  const { client, info } = opts;
-  const tools = coderTools({
-    dir: opts.workDir,
-    runner: opts.runner,
-    project: {
-      className: opts.className,
-      inputShape: info.inputShape,
-      inputDtype: info.inputDtype || "float32",
-      numClasses: info.numClasses,
-      vocabSize: info.vocabSize || undefined,
-      modelConfig: opts.modelConfig,
-    },
-  });
+  const { client, info, task } = opts;
+  const project = { className: opts.className, inputShape: info.inputShape, inputDtype: info.inputDtype || "float32", numClasses: info.numClasses, vocabSize: info.vocabSize || undefined };
+  const tools = coderTools({ dir: opts.workDir, runner: opts.runner, project: { ...project, task } });
+  const what =
+    "modelConfig" in task ? { model_config: task.modelConfig } : { code_edit: task.edit, init_kwargs: task.initKwargs, source: task.source };
+  const initKwargsJson = "initKwargs" in task ? JSON.stringify(task.initKwargs) : "";
   let messages: ChatCompletionMessageParam[] = [
     {
       role: "user",
-      content: JSON.stringify({
-        class_name: opts.className,
-        input_shape: info.inputShape,
-        input_dtype: info.inputDtype || "float32",
-        num_classes: info.numClasses,
-        vocab_size: info.vocabSize || undefined,
-        model_config: opts.modelConfig,
-      }),
+      content: JSON.stringify({ class_name: project.className, input_shape: project.inputShape, input_dtype: project.inputDtype, num_classes: project.numClasses, vocab_size: project.vocabSize, ...what }),
     },
   ];
   const usage = emptyUsage("coder", client.endpoint.model);
@@ -95,7 +87,7 @@ export async function codegenWithRepair(opts: {
       continue;
     }
     const summary = await opts.runner.summarize({
-      model: { code: answer.code, className: opts.className },
+      model: { code: answer.code, className: opts.className, initKwargsJson },
       inputShape: info.inputShape,
       numClasses: info.numClasses,
       inputDtype: info.inputDtype,

@@ -20,10 +20,11 @@ import { askLlm } from "../../swarm/llm.js";
 import { loadPrompt } from "../../swarm/prompts.js";
 import { compileModel } from "../../core/compiler/compile.js";
 import { unifiedDiff } from "../../core/diff.js";
-import { builtinNarrative, codegenWithRepair, narrateSummary } from "./llm-coder.js";
+import { builtinNarrative, narrateSummary, writeWithRepair } from "./llm-coder.js";
 import { trialDir } from "./tools.js";
 
 const CODER_PROMPT = loadPrompt("coder");
+const EDIT_PROMPT = loadPrompt("coder-edit");
 const SUMMARY_PROMPT = loadPrompt("summary");
 const { workspace: WORKSPACE } = agentConfig();
 
@@ -38,13 +39,41 @@ interface Source {
 }
 
 /**
- * A model in Python: the run's source (launch --from model.py), built with the trial's
- * arguments. The built-in brain changes arguments and recipe, never the code.
+ * A model in Python: the run's source (launch --from model.py), or the code an earlier trial's
+ * edit made (source_trial), built with the trial's arguments. A trial with a code_edit has the
+ * coder's LLM make it, checked by the runner before it trains; the built-in brain edits no code,
+ * so without an LLM, or when its last round still fails, the trial is labelled codegen_error.
  */
-function personSource(state: RunState, model: CodeModel): Source | ResearchError {
-  const code = state.start?.code;
-  if (!code) return new ResearchError("invalid_config", `model_config names class ${model.class_name}, but this run started from no model in Python`);
-  return { model: create(ModelSourceSchema, { code: code.source, className: model.class_name, initKwargsJson: JSON.stringify(model.init_kwargs) }), author: `person:${state.start!.origin}` };
+async function codeSource(state: RunState, t: TrialState, model: CodeModel, info: DatasetInfo, ctx: AgentContext): Promise<Source | ResearchError> {
+  const start = state.start?.code;
+  if (!start) return new ResearchError("invalid_config", `model_config names class ${model.class_name}, but this run started from no model in Python`);
+  const from = model.source_trial ? state.trials.get(model.source_trial)?.assembled : undefined;
+  if (model.source_trial && !from?.code) return new ResearchError("invalid_config", `model_config takes its code from ${model.source_trial}, which has none`);
+  const base = from ? { code: from.code, author: from.author } : { code: start.source, author: `person:${state.start!.origin}` };
+  const source = (code: string) => create(ModelSourceSchema, { code, className: model.class_name, initKwargsJson: JSON.stringify(model.init_kwargs) });
+  const edit = model.code_edit;
+  if (!edit) return { model: source(base.code), author: base.author };
+  const written = await askLlm<{ code: string; summary: SummarizeResponse } | undefined>(ctx, { runId: state.runId, trialId: t.id }, {
+    role: "coder",
+    purpose: "code-edit",
+    prompt: EDIT_PROMPT,
+    ask: (client) =>
+      writeWithRepair({
+        client,
+        prompt: EDIT_PROMPT,
+        runner: ctx.runner(),
+        task: { source: base.code, initKwargs: model.init_kwargs, edit },
+        className: model.class_name,
+        info,
+        maxParams: Number(state.goal?.maxParams ?? 0n),
+        workDir: trialDir(WORKSPACE, state.runId, t.id),
+      }),
+    builtin: () => undefined,
+  });
+  if (!written.value) {
+    return new ResearchError("codegen_error", written.fallbackReason ? `the code edit was not made: ${written.fallbackReason}` : "a code edit needs an LLM for the coder (--llm): the built-in brain edits no code");
+  }
+  return { model: source(written.value.code), author: `llm:${written.model}`, summary: written.value.summary };
 }
 
 /** A model_config compiled to PyTorch; an LLM may write its own code instead, checked by the runner. */
@@ -58,11 +87,11 @@ async function compiledSource(state: RunState, t: TrialState, model: ModelConfig
     purpose: "codegen",
     prompt: CODER_PROMPT,
     ask: (client) =>
-      codegenWithRepair({
+      writeWithRepair({
         client,
         prompt: CODER_PROMPT,
         runner,
-        modelConfig: model,
+        task: { modelConfig: model },
         className: compiled.className,
         info,
         maxParams: Number(state.goal?.maxParams ?? 0n),
@@ -81,7 +110,7 @@ async function assemble(state: RunState, t: TrialState, info: DatasetInfo, ctx: 
   const { id, model, train } = t;
   const p = t.proposed!;
   if (!model || !train) return { failure: new ResearchError("invalid_config", t.configError ?? "no model_config").toProto() };
-  const source = isCodeModel(model) ? personSource(state, model) : await compiledSource(state, t, model, info, ctx);
+  const source = isCodeModel(model) ? await codeSource(state, t, model, info, ctx) : await compiledSource(state, t, model, info, ctx);
   if (source instanceof ResearchError) return { failure: source.toProto() };
 
   const runner = ctx.runner();

@@ -86,14 +86,17 @@ export class Confined {
   }
 }
 
-/** What the scaffold's stub and check script are written for. */
+/** The module to write: one that implements a model_config, or an edit of existing source. */
+export type CoderTask = { modelConfig: ModelConfig } | { source: string; initKwargs: Record<string, number | boolean>; edit: string };
+
+/** What the scaffold's module, README and check script are written for. */
 export interface ProjectInfo {
   className: string;
   inputShape: number[];
   inputDtype: string;
   numClasses: number;
   vocabSize?: number;
-  modelConfig: ModelConfig;
+  task: CoderTask;
 }
 
 export interface CoderToolsOptions {
@@ -127,11 +130,19 @@ function listing(dir: Confined, start: string): string {
 
 function scaffold(p: ProjectInfo): Record<string, string> {
   const batch = p.inputDtype === "int64" ? `torch.randint(0, ${p.vocabSize ?? 2}, (2, *INPUT_SHAPE))` : "torch.randn(2, *INPUT_SHAPE)";
+  const edit = "source" in p.task ? p.task : undefined;
+  // A Python string literal of the arguments' JSON: JSON's escapes are Python's too.
+  const kwargs = edit ? `**json.loads(${JSON.stringify(JSON.stringify(edit.initKwargs))})` : "";
   return {
     "README.md": `# ${p.className}
 
-- \`src/models/model.py\`: the module, \`class ${p.className}(nn.Module)\`; its constructor takes no required arguments.
-- \`configs/model_config.json\`: the architecture to implement, layers in order.
+${
+  edit
+    ? `- \`src/models/model.py\`: the module to edit, \`class ${p.className}(nn.Module)\`; the trial builds it as \`${p.className}(${kwargs})\`.
+- The change to make: ${edit.edit}`
+    : `- \`src/models/model.py\`: the module, \`class ${p.className}(nn.Module)\`; its constructor takes no required arguments.
+- \`configs/model_config.json\`: the architecture to implement, layers in order.`
+}
 - \`experiments/check_model.py\`: builds the model and runs one forward pass on a dummy batch of shape
   [2, ${p.inputShape.join(", ")}] (${p.inputDtype}), expecting logits of shape [2, ${p.numClasses}].
   Run it with bash_run: \`python3 experiments/check_model.py\`.
@@ -141,7 +152,9 @@ write are copied back here. The final answer is the module's source as JSON: {"c
 `,
     "src/__init__.py": "",
     "src/models/__init__.py": "",
-    "src/models/model.py": `import torch
+    "src/models/model.py":
+      edit?.source ??
+      `import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
@@ -157,8 +170,9 @@ class ${p.className}(nn.Module):
         # TODO: return logits of shape [batch, ${p.numClasses}]
         raise NotImplementedError
 `,
-    "configs/model_config.json": `${JSON.stringify(p.modelConfig, null, 2)}\n`,
+    ...("modelConfig" in p.task && { "configs/model_config.json": `${JSON.stringify(p.task.modelConfig, null, 2)}\n` }),
     "experiments/check_model.py": `"""One forward pass on a dummy batch: the check the runner makes before training."""
+import json
 import os
 import sys
 
@@ -171,7 +185,7 @@ from src.models.model import ${p.className}
 INPUT_SHAPE = ${JSON.stringify(p.inputShape)}
 NUM_CLASSES = ${p.numClasses}
 
-model = ${p.className}()
+model = ${p.className}(${kwargs})
 model.eval()
 with torch.no_grad():
     logits = model(${batch})
@@ -253,7 +267,7 @@ export function coderTools(opts: CoderToolsOptions): ToolDef[] {
     tool({
       name: "create_pytorch_project_scaffold",
       description:
-        "Creates src/models/model.py (a stub of the module to write), configs/model_config.json, experiments/check_model.py (a forward-pass check) and a README in the trial directory. Existing files are kept.",
+        "Creates src/models/model.py (a stub of the module to write, or the module to edit), configs/model_config.json (when implementing one), experiments/check_model.py (a forward-pass check) and a README in the trial directory. Existing files are kept.",
       parameters: z.object({}),
       run: async () => {
         const created: string[] = [];

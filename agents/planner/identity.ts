@@ -5,7 +5,7 @@
  * the lineage.
  */
 import { createHash } from "node:crypto";
-import { isCodeModel, parseTrainConfig, parseTrialModel, type TrainConfig, type TrainConfigInput, type TrialModel, type TrialModelInput } from "../../core/model-config.js";
+import { childModel, isCodeModel, parseTrainConfig, parseTrialModel, type TrainConfig, type TrainConfigInput, type TrialModel, type TrialModelInput } from "../../core/model-config.js";
 import type { RunState, TrialState } from "../../swarm/run-state.js";
 import { effectiveOptimizer, type Genome } from "./mutations.js";
 
@@ -40,13 +40,16 @@ function effectiveRecipe(train: TrainConfig): Partial<TrainConfig> {
 }
 
 /**
- * What makes a model the model it is: a model_config's layers, or a code model's class and
- * arguments (its source is the run's: code models of two runs share a fingerprint only when
- * their classes and arguments do, so the lineage's failures are not held against them; the
- * planner reads other runs' rows only as model_configs).
+ * What makes a model the model it is: a model_config's layers, or a code model's class,
+ * arguments and where its code comes from (the run's source, an earlier trial's edit, or an edit
+ * still to make). Code models of two runs share a fingerprint only when all of that does, so the
+ * lineage's failures are not held against them; the planner reads other runs' rows only as
+ * model_configs.
  */
 function modelIdentity(model: TrialModelInput): unknown {
-  return isCodeModel(model) ? { class_name: model.class_name, init_kwargs: model.init_kwargs ?? {} } : model.layers;
+  if (!isCodeModel(model)) return model.layers;
+  const { class_name, init_kwargs = {}, code_edit, source_trial } = model;
+  return { class_name, init_kwargs, ...(code_edit && { code_edit }), ...(source_trial && { source_trial }) };
 }
 
 function hashOf(model: unknown, recipe: unknown): string {
@@ -70,8 +73,9 @@ export function fingerprint(model: TrialModelInput, train: TrainConfigInput): st
   return hashOf(modelIdentity(m.ok ? m.value : model), t.ok ? effectiveRecipe(t.value) : train);
 }
 
+/** What an edit of trial `t` starts from: its configs, with the code its edit made (childModel). */
 export function genomeOf(t: TrialState): Genome | undefined {
-  return t.model && t.train ? { model: t.model, train: t.train } : undefined;
+  return t.model && t.train ? { model: childModel(t.model, t.id), train: t.train } : undefined;
 }
 
 /**

@@ -7,14 +7,18 @@
  */
 import { z } from "zod";
 import { SURFACE } from "../../core/enums.js";
-import { ModelConfigSchema, TrainConfigSchema } from "../../core/model-config.js";
+import { argumentDefault, CodeModelSchema, isCodeModel, ModelConfigSchema, TrainConfigSchema, type TrialModel } from "../../core/model-config.js";
+import { ArgumentKind } from "../../proto/gen/research/v1/runner_pb.js";
 import type { LlmClient } from "../../core/llm/client.js";
 import { scoreOf, meanOf, type TrialState } from "../../swarm/run-state.js";
 import type { Prompt } from "../../swarm/prompts.js";
 import type { Genome } from "./mutations.js";
-import { configFingerprint, tried } from "./identity.js";
+import { configFingerprint, genomeOf, tried } from "./identity.js";
 import { probeFidelity, type PlanInput, type Proposal } from "./policy.js";
 import { PROBE_SEEDS } from "../../core/defaults.js";
+
+/** The run's model source shown to the LLM, at most this long: an edit is asked of a model it can read. */
+const MODEL_SOURCE_CHARS = 12_000;
 
 const AssessmentSchema = z.object({
   progress: z.string().describe("how the run is going so far"),
@@ -22,29 +26,54 @@ const AssessmentSchema = z.object({
   weaknesses: z.array(z.string()),
 });
 
+/**
+ * On a run from a model in Python the LLM edits that model: its constructor's arguments, and its
+ * code, by a change in words (code_edit) that the coder's LLM makes. Where the code comes from is
+ * the planner's to fill in, from the parent (childModel), never the LLM's.
+ */
+const CodeProposalSchema = CodeModelSchema.omit({ source_trial: true });
+
+/** The proposal's model as the trial takes it: a code model continues its parent's code. */
+function resolvedModel(input: PlanInput, model: TrialModel, parentIds: readonly string[]): TrialModel {
+  const parent = parentIds[0] ? input.state.trials.get(parentIds[0]) : undefined;
+  const from = parent && genomeOf(parent)?.model;
+  return isCodeModel(model) && from && isCodeModel(from) && from.source_trial ? { ...model, source_trial: from.source_trial } : model;
+}
+
 function proposalSchema(input: PlanInput) {
   const seen = tried(input.state);
   const maxParams = Number(input.state.goal?.maxParams ?? 0n);
+  const start = input.state.start;
+  const startClass = start?.code && isCodeModel(start.model) ? start.model.class_name : undefined;
   return z
     .object({
       hypothesis: z.string().min(10),
       rationale: z.string().min(10),
       surface: z.enum(SURFACE.names),
       parent_ids: z.array(z.string()).max(2).describe("trial ids this proposal edits; [] for a fresh start"),
-      model_config: ModelConfigSchema,
+      model_config: startClass ? CodeProposalSchema : ModelConfigSchema,
       train_config: TrainConfigSchema,
       assessment: AssessmentSchema,
     })
     .superRefine((p, ctx) => {
       for (const id of p.parent_ids) {
-        if (!input.state.trials.has(id)) ctx.addIssue({ code: "custom", path: ["parent_ids"], message: `unknown trial id "${id}"` });
+        const parent = input.state.trials.get(id);
+        if (!parent) ctx.addIssue({ code: "custom", path: ["parent_ids"], message: `unknown trial id "${id}"` });
+        // Its children build on the code its edit made, which must exist first.
+        else if (parent.model && isCodeModel(parent.model) && parent.model.code_edit && !parent.assembled?.code) {
+          ctx.addIssue({ code: "custom", path: ["parent_ids"], message: `trial "${id}" has not made its code edit yet: choose another parent` });
+        }
       }
-      const params = input.params(p.model_config);
+      if (startClass && isCodeModel(p.model_config) && p.model_config.class_name !== startClass) {
+        ctx.addIssue({ code: "custom", path: ["model_config", "class_name"], message: `this run's model is class ${startClass}` });
+      }
+      const model = resolvedModel(input, p.model_config, p.parent_ids);
+      const params = input.params(model);
       if (typeof params === "string") ctx.addIssue({ code: "custom", path: ["model_config"], message: params });
       else if (maxParams > 0 && params > maxParams) {
         ctx.addIssue({ code: "custom", path: ["model_config"], message: `${params} parameters exceed the limit of ${maxParams}` });
       }
-      const fp = configFingerprint(p.model_config, p.train_config);
+      const fp = configFingerprint(model, p.train_config);
       if (seen.has(fp)) ctx.addIssue({ code: "custom", path: [], message: "this exact configuration was already tried in this run" });
       if (input.failedElsewhere.has(fp)) ctx.addIssue({ code: "custom", path: [], message: "this exact configuration failed in an earlier run" });
     });
@@ -76,6 +105,13 @@ export function contextFor(input: PlanInput, index: number): string {
       dataset: { input_shape: info.inputShape, input_dtype: info.inputDtype, num_classes: info.numClasses, n_train: info.nTrain, n_val: info.nVal },
       budgets: { trial_time_budget_s: state.settings?.trialTimeBudgetS, seeds_per_trial: state.settings?.seeds, max_trials: state.settings?.maxTrials },
       next_trial_index: index,
+      ...(state.start?.code && {
+        model_in_python: {
+          source: state.start.code.source.slice(0, MODEL_SOURCE_CHARS),
+          constructor_arguments: state.start.code.arguments.map((a) => ({ name: a.name, kind: ArgumentKind[a.kind].toLowerCase(), default: argumentDefault(a) })),
+          parameters: state.start.code.params,
+        },
+      }),
       research_brief: state.briefs.flatMap((b) => b.architectural_suggestions.map((s) => ({ name: s.name, building_blocks: s.building_blocks, note: s.implementation_note }))),
       trials_so_far: trials.map(trialLine),
     },
@@ -102,7 +138,7 @@ export async function proposeWithLlm(client: LlmClient, prompt: Prompt, input: P
     parentIds: p.parent_ids,
     surface: p.surface,
     mutation: "llm",
-    model: p.model_config,
+    model: resolvedModel(input, p.model_config, p.parent_ids),
     train: { ...(p.train_config satisfies Genome["train"]), ...probeFidelity(input) },
   };
   return { value: proposal, usage: r.usage, attempts: r.attempts };

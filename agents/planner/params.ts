@@ -2,8 +2,9 @@
  * A candidate's parameter count: the planner holds it against the goal's limit, scales a
  * trial's time by it, and shows it to the surrogate. A model_config is compiled here. A
  * model in Python is built only in the runner's sandbox, so its count is the runner's: a
- * trial of this run with the same class and arguments once the coder has summarised it,
- * else the starting point's, as the launcher measured it. An argument edit's own size is
+ * trial of this run with the same class, arguments and code once the coder has summarised it,
+ * else the trial whose code edit it builds on, else the starting point's, as the launcher
+ * measured it. An argument edit's own size is
  * known once it is built; the runner holds it against the limit then (a labelled failure).
  */
 import { compileModel } from "../../core/compiler/compile.js";
@@ -29,6 +30,8 @@ export function paramsCounter(state: RunState, info: DatasetInfo): (model: Trial
     summarised ??= new Map(
       [...state.trials.values()].flatMap((t) => (t.model && isCodeModel(t.model) && t.assembled?.summary?.totalParams ? [[modelKey(t.model), Number(t.assembled.summary.totalParams)] as const] : [])),
     );
-    return summarised.get(modelKey(model)) ?? code.params;
+    // An edited class is counted as the trial that made the edit built it, until this one is built.
+    const source = model.source_trial ? state.trials.get(model.source_trial)?.assembled?.summary?.totalParams : undefined;
+    return summarised.get(modelKey(model)) ?? (source ? Number(source) : code.params);
   };
 }

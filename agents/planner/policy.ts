@@ -20,7 +20,7 @@ import type { Brief } from "../../core/brief.js";
 import { pct } from "../../core/format.js";
 import { PROBE_SEEDS, RECIPE_DEFAULTS, SEARCH_DEFAULTS, type SearchDevice } from "../../core/defaults.js";
 import { OPTIMIZER, SURFACE, type MutationName, type SurfaceName as Surface } from "../../core/enums.js";
-import type { TrainConfigInput, TrialModelInput } from "../../core/model-config.js";
+import { isCodeModel, type TrainConfigInput, type TrialModelInput } from "../../core/model-config.js";
 import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import { trialId } from "../../core/ids.js";
 import type { DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
@@ -291,8 +291,10 @@ export function baselineProposals(input: PlanInput): Proposal[] {
   return out.filter((p) => !proposed.some((t) => rungOf(t) === p.rung));
 }
 
-function editEnv(input: PlanInput): EditEnv {
-  return { info: input.info, rng: input.rng, device: input.device ?? "cpu", arguments: input.state.start?.code?.arguments ?? [] };
+/** What edits of `parent` may change: an edited class's constructor is the one its trial's runner summarised. */
+function editEnv(input: PlanInput, parent?: TrialState): EditEnv {
+  const summarised = parent?.model && isCodeModel(parent.model) ? parent.assembled?.summary?.arguments : undefined;
+  return { info: input.info, rng: input.rng, device: input.device ?? "cpu", arguments: summarised ?? input.state.start?.code?.arguments ?? [] };
 }
 
 /** A new rung-0 config: a bandit-chosen edit of a good rung-0 trial. */
@@ -318,7 +320,7 @@ export const nextBuiltin: Policy = (input, index) => {
   const brief = state.briefs[state.briefs.length - 1];
   const conceptsOf = (m: Mutation) => (brief?.architectural_suggestions ?? []).filter((s) => s.building_blocks?.some((b) => m.blocks.includes(b))).map((s) => s.name);
   const surrogate = fitTpe(GENOME_SPACE, [...rungZeroHistory(input), ...(input.pastObservations ?? [])]);
-  const env = editEnv(input);
+  const env = editEnv(input, parent);
   for (const surface of surfaceOrder(state, rng, hint)) {
     const candidates = shuffle(
       MUTATIONS.filter((x) => x.surface === surface),

@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import { paramsCounter } from "../../agents/planner/params.js";
-import type { TrainConfigInput } from "../../core/model-config.js";
+import { childModel, type TrainConfigInput, type TrialModel } from "../../core/model-config.js";
 import { MUTATIONS, type Genome } from "../../agents/planner/mutations.js";
 import { mulberry32, nextBuiltin } from "../../agents/planner/policy.js";
-import { fingerprint } from "../../agents/planner/identity.js";
+import { fingerprint, genomeOf } from "../../agents/planner/identity.js";
 import { templatesFor } from "../../agents/planner/templates.js";
 import { Surface } from "../../proto/gen/research/v1/common_pb.js";
 import { Decision, Verdict } from "../../proto/gen/research/v1/events_pb.js";
@@ -32,6 +32,26 @@ describe("fingerprint", () => {
     expect(same({ schedule: "step", step_size: 3 }, { schedule: "step" })).toBe(false);
     // torch's SGD refuses nesterov without momentum: a failure, not a twin of the plain config.
     expect(same({ optimizer: "sgd", momentum: 0, nesterov: true }, { optimizer: "sgd", momentum: 0 })).toBe(false);
+  });
+});
+
+describe("a model in Python's code", () => {
+  const net = { name: "net", class_name: "Net", init_kwargs: { width: 32 } };
+  const edit = { ...net, code_edit: "add batch normalisation after each linear layer" };
+
+  it("is part of its identity: the run's source, an edit to make and an edit made are three models", () => {
+    const ids = [net, edit, { ...net, source_trial: "r1-t005" }].map((m) => fingerprint(m, {}));
+    expect(new Set(ids).size).toBe(3);
+    expect(fingerprint({ ...edit, name: "renamed" }, {})).toBe(fingerprint(edit, {}));
+  });
+
+  it("is inherited: a trial's edits start from the code its edit made, and never make the edit again", () => {
+    const s = state([started(), { runId: RUN, trialId: "r1-t005", body: { case: "trialProposed", value: { modelConfigJson: JSON.stringify(edit), trainConfigJson: "{}" } } }]);
+    const g = genomeOf(s.trials.get("r1-t005")!)!;
+    expect(g.model).toEqual({ name: "net", class_name: "Net", init_kwargs: { width: 32 }, source_trial: "r1-t005" });
+    // A trial that builds on an edit passes the same code on.
+    expect(childModel(g.model as TrialModel, "r1-t009")).toBe(g.model);
+    expect(childModel(net, "r1-t009")).toBe(net);
   });
 });
 

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { create } from "@bufbuild/protobuf";
 import { pino } from "pino";
 import type { ModelConfig } from "../../core/model-config.js";
-import { codegenWithRepair } from "../../agents/coder/llm-coder.js";
+import { writeWithRepair } from "../../agents/coder/llm-coder.js";
 import { coderTools, trialDir, type ProjectInfo } from "../../agents/coder/tools.js";
 import { loadPrompt } from "../../swarm/prompts.js";
 import { LlmClient, type ToolDef } from "../../core/llm/client.js";
@@ -31,7 +31,7 @@ class Net(nn.Module):
         return self.net(x)
 `;
 const CONFIG: ModelConfig = { name: "mlp", layers: [{ type: "flatten" }, { type: "linear", out_features: 32, bias: true }] };
-const PROJECT: ProjectInfo = { className: "Net", inputShape: [1, 8, 8], inputDtype: "float32", numClasses: 10, modelConfig: CONFIG };
+const PROJECT: ProjectInfo = { className: "Net", inputShape: [1, 8, 8], inputDtype: "float32", numClasses: 10, task: { modelConfig: CONFIG } };
 
 let runner: RunningRunner;
 let client: RunnerClient;
@@ -51,8 +51,8 @@ afterAll(async () => {
   if (root) rmSync(root, { recursive: true, force: true });
 });
 
-function toolsIn(dir: string): Record<string, ToolDef> {
-  return Object.fromEntries(coderTools({ dir, runner: client, project: PROJECT }).map((t) => [t.name, t]));
+function toolsIn(dir: string, project: ProjectInfo = PROJECT): Record<string, ToolDef> {
+  return Object.fromEntries(coderTools({ dir, runner: client, project }).map((t) => [t.name, t]));
 }
 
 async function call(tools: Record<string, ToolDef>, name: string, args: unknown): Promise<string> {
@@ -126,6 +126,19 @@ describe("script tools", () => {
     expect(await call(tools, "create_pytorch_project_scaffold", {})).toMatch(/^created: nothing\nkept existing: README\.md/);
     expect(readFileSync(join(dir, "src/models/model.py"), "utf8")).toBe(MODEL);
   });
+
+  it("scaffolds a code edit: the module as it is, checked with the trial's arguments", async () => {
+    const dir = join(root, "edit");
+    const source = MODEL.replace("def __init__(self):", "def __init__(self, hidden=8, bias=True):");
+    const tools = toolsIn(dir, { ...PROJECT, task: { source, initKwargs: { hidden: 3, bias: false }, edit: "add a dropout layer" } });
+    expect(await call(tools, "create_pytorch_project_scaffold", {})).toMatch(/^created: README\.md, .*src\/models\/model\.py, experiments\/check_model\.py$/);
+    expect(readFileSync(join(dir, "src/models/model.py"), "utf8")).toBe(source);
+    expect(readFileSync(join(dir, "README.md"), "utf8")).toContain("The change to make: add a dropout layer");
+    // The arguments reach the constructor as Python values (false, not JSON's false).
+    const check = readFileSync(join(dir, "experiments/check_model.py"), "utf8");
+    expect(check).toContain(`model = Net(**json.loads("{\\"hidden\\":3,\\"bias\\":false}"))`);
+    expect(await call(tools, "bash_run", { command: "python3 experiments/check_model.py" })).toMatch(/^exit code 0\noutput:\nok: logits \(2, 10\)/);
+  });
 });
 
 describe("codegen with tools", () => {
@@ -137,7 +150,7 @@ describe("codegen with tools", () => {
       { logger: silent, env: { FAKE_KEY: "sk-test" } },
     );
   const codegen = (c: LlmClient, workDir: string) =>
-    codegenWithRepair({ client: c, prompt: loadPrompt("coder"), runner: client, modelConfig: CONFIG, className: "Net", info, maxParams: 0, workDir });
+    writeWithRepair({ client: c, prompt: loadPrompt("coder"), runner: client, task: { modelConfig: CONFIG }, className: "Net", info, maxParams: 0, workDir });
 
   it("lets the model write and test its module before it answers", async () => {
     const fake = await startFakeOpenAI([
