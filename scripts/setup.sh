@@ -98,10 +98,17 @@ install_venv() {
 # The CLI and the processes a launch starts run as bundles (deploy/build.ts, a few seconds):
 # rebuilt when a source is newer than the last build. One build at a time: CLI calls side by
 # side wait for it, then find it current.
-SOURCES="agents bench bus cli core dashboard deploy gpu-runner lineage-store proto quick-evaluator research swarm"
 BUILT=dist/entries/built-from.json
+# Stale by deploy/entries.ts's own rule (currentBundle): a file some bundle was built from, as
+# deploy/build.ts recorded it, changed or went away after that bundle's build began; or the
+# build itself changed.
 bundles_stale() {
-  [ ! -f "$BUILT" ] || [ -n "$(find $SOURCES package.json package-lock.json -newer "$BUILT" \( -name '*.ts' -o -name '*.tsx' -o -name 'package*.json' \) -print -quit 2>/dev/null)" ]
+  [ ! -f "$BUILT" ] || node -e '
+    const fs = require("fs");
+    const built = JSON.parse(fs.readFileSync(process.argv[1], "utf8"));
+    const changed = (f, ms) => { const s = fs.statSync(f, { throwIfNoEntry: false }); return !s || s.mtimeMs >= ms; };
+    process.exit(Object.values(built).some((e) => [...e.inputs, "deploy/build.ts", "deploy/bundle.ts"].some((f) => changed(f, e.startedMs))) ? 0 : 1);
+  ' "$BUILT"
 }
 build_entries() {
   bundles_stale || return 0
