@@ -80,11 +80,18 @@ export function startingPointOf(flags: StartFlags, workspace: string, python: st
   const trial = RUN_TRIAL.exec(from);
   if (trial && !existsSync(from)) {
     const [, run, t] = trial;
+    if (flags.class) fail(`--class is for a model in Python (--from FILE.py); ${from} is a trial, which names its own class`);
     const dir = join(workspace, "runs", run!, "experiments", `${run}-${t}`);
     if (!existsSync(dir)) fail(`--from ${from}: no trial ${run}-${t} in ${join(workspace, "runs")} (a run's trials are in its folder once it has stored them)`, 2);
     model = modelOf(readText(join(dir, "model_config.yaml"), `--from ${from}`), from);
-    // A code trial trains its run's Python, which the folder keeps beside its configs.
-    if (isCodeModel(model)) code = readText(join(dir, "model_code.py"), `--from ${from}`);
+    // A code trial trains the code its folder keeps beside its configs: its run's Python, or the
+    // code an LLM's edit made, which is this run's source as it is (no edit to make, no trial of
+    // that run to take it from).
+    if (isCodeModel(model)) {
+      const { code_edit: _made, source_trial: _from, ...asIs } = model;
+      model = asIs;
+      code = readText(join(dir, "model_code.py"), `--from ${from}`);
+    }
     train = trainOf(readText(join(dir, "train_config.yaml"), `--from ${from}`), `--from ${from}`);
   } else {
     const path = resolve(from);

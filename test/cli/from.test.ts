@@ -171,6 +171,7 @@ describe("launch --from", () => {
       [["--from", model, "--class", "Net"], /^research-agent: --class is for a model in Python \(--from FILE\.py\), and .*small\.yaml is a model_config\n/, 1],
       [["--class", "Net"], /^research-agent: --class names the nn\.Module of a model in Python: give --from FILE\.py too\n/, 1],
       [["--from", "r20990101-000000-0000/t003"], /^research-agent: --from r20990101-000000-0000\/t003: no trial r20990101-000000-0000-t003 in .*\n$/, 2],
+      [["--from", "r20990101-000000-0000/t003", "--class", "Net"], /^research-agent: --class is for a model in Python \(--from FILE\.py\); r20990101-000000-0000\/t003 is a trial, which names its own class\n$/, 1],
       [["--recipe", recipe], /^research-agent: --recipe is the training recipe of a starting point: give --from too\n/, 1],
     ];
     const results = await Promise.all(cases.map(([args]) => launch(["--goal", "digits: maximise accuracy", ...args, "--workspace", ws])));
