@@ -70,20 +70,6 @@ function failureOf(e: TerminalEvent): ResearchError {
     : new ResearchError("crash", `worker answered "${e.kind}" where another result was expected`);
 }
 
-/** `f` over `items`, at most `lanes` at a time, each lane taking the next item when its last ends; results in order. */
-async function inLanes<T, R>(items: readonly T[], lanes: number, f: (item: T) => Promise<R>): Promise<R[]> {
-  const out: R[] = new Array(items.length);
-  let next = 0;
-  const lane = async () => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await f(items[i]!);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(lanes, items.length) }, lane));
-  return out;
-}
-
 export class Evaluator {
   private readonly threads: number;
 
@@ -125,9 +111,8 @@ export class Evaluator {
 
   /**
    * Streams started, per-epoch progress, per-seed completions and then one
-   * result or one failure. Seeds run concurrently on free slots (a background
-   * request's on all but one); the first failing seed cancels the rest, since
-   * a broken model fails every seed.
+   * result or one failure. Seeds run concurrently on free slots; the first
+   * failing seed cancels the rest, since a broken model fails every seed.
    * Throws ResearchError("invalid_config") before streaming for a bad request.
    */
   evaluate(req: EvaluateRequest, signal?: AbortSignal): AsyncIterable<EvaluateEventInit> {
@@ -215,8 +200,7 @@ export class Evaluator {
 
     let seedInfo: TerminalEvent | undefined;
     const predictions = new Map<number, Record<Part, unknown>>();
-    const lanes = req.background ? Math.max(1, this.opts.pool.stats().slots - 1) : seeds.length;
-    inLanes(seeds, lanes, (s) => runSeed(s).catch((f) => (abort.abort(), Promise.reject(f))))
+    Promise.all(seeds.map((s) => runSeed(s).catch((f) => (abort.abort(), Promise.reject(f)))))
       .then(async (results) => {
         const info = seedInfo as Record<string, unknown> | undefined;
         const result = this.result(results, plan.target, (Date.now() - t0) / 1000, info);

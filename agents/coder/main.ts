@@ -144,7 +144,6 @@ async function assemble(state: RunState, t: TrialState, info: DatasetInfo, ctx: 
   ).value;
   const goal = state.goal;
   const settings = state.settings;
-  const isTrialZero = t.id === baselineTrial(state)?.id;
   assembled.request = create(EvaluateRequestSchema, {
     trialId: id,
     runId: state.runId,
@@ -159,10 +158,7 @@ async function assemble(state: RunState, t: TrialState, info: DatasetInfo, ctx: 
     // Trial 0 of a run started from a person's model is also scored on the test split, once: the
     // report's comparison of the best model with it (never read by the search, which decides on
     // validation alone). The runner keeps weights of a run's best few, which trial 0 seldom stays.
-    evaluateTest: isTrialZero,
-    // Beside the search (more than one trial in flight), trial 0's seeds leave it a slot: its
-    // first edits would otherwise queue behind trial 0's longest training for minutes.
-    background: isTrialZero && (settings?.parallel ?? 1) > 1,
+    evaluateTest: t.id === baselineTrial(state)?.id,
     // The runner keeps the run's best trials' weights: the test confirmation evaluates them instead of training again.
     keepWeights: true,
   });

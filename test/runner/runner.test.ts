@@ -478,25 +478,6 @@ describe("requests, cancellation and concurrency", () => {
     expect(results).toHaveLength(4);
     for (const r of results) expect(r.numSeeds).toBe(1);
   });
-
-  it("leaves a slot to other requests beside a background evaluation, and none without it", async () => {
-    for (const background of [true, false]) {
-      const log: string[] = [];
-      const follow = async (tag: string, req: Req) => {
-        for await (const e of client.evaluate(req)) log.push(`${tag} ${e.event.case}`);
-      };
-      const long = follow("long", digits(DIGITS_CNN, "DigitsNet", { trialId: `long-${background}`, recipe: { epochs: 8, batchSize: 32 }, seeds: 2, background }));
-      while (!log.includes("long started")) await new Promise((r) => setTimeout(r, 20));
-      await Promise.all([long, follow("short", digits(DIGITS_CNN, "DigitsNet", { trialId: `short-${background}` }))]);
-      // Epochs the long request had trained when the short one started. Background: its seeds take
-      // one slot, and the short request the other at once, while seed 0 trains. Otherwise both seeds
-      // hold the slots until one has trained all 8 epochs.
-      const epochsBefore = log.slice(0, log.indexOf("short started")).filter((l) => l === "long progress").length;
-      if (background) expect(epochsBefore, log.join(", ")).toBeLessThan(8);
-      else expect(epochsBefore, log.join(", ")).toBeGreaterThanOrEqual(8);
-      expect(log.filter((l) => l === "long seedFinished")).toHaveLength(2);
-    }
-  });
 });
 
 describe("watched evaluations against the real runner", () => {
