@@ -32,6 +32,8 @@ const runners: ChildProcess[] = [];
 let outcome: RunOutcome;
 const seen: Event[] = [];
 const chaos: string[] = [];
+/** When each event and kill came: printed when the run took long, to see what it waited for. */
+const timeline: string[] = [];
 
 beforeAll(async () => {
   root = mkdtempSync(join(tmpdir(), "chaos-test-"));
@@ -50,15 +52,18 @@ beforeAll(async () => {
   if (!parsed.ok) throw new Error(parsed.error);
   const kill = (what: string, names: string[]) => {
     chaos.push(what);
+    timeline.push(`${((Date.now() - t0) / 1000).toFixed(0)} s: killed ${what}`);
     for (const name of names) swarm.supervisor.child(name)?.kill("SIGKILL");
   };
   const count = (kind: string) => seen.filter((e) => e.body.case === kind).length;
+  const t0 = Date.now();
   outcome = await runGoal(swarm, {
     start: { goal: parsed.goal, settings: runSettings(parsed.goal, { maxTrials: 6, seeds: 2, parallel: 2, epochs: 2, trialTimeBudgetS: 90 }, workspace) },
     log: logger,
     onEvent: (e) => {
       seen.push(e);
       const kind = e.body.case;
+      if (kind !== "trialProgress") timeline.push(`${((Date.now() - t0) / 1000).toFixed(0)} s: ${e.trialId || e.runId} ${kind}`);
       if (kind === "trialEvaluated" && count(kind) === 1) kill("lineage-store", ["lineage-store"]);
       if (kind === "trialAssembled" && count(kind) === 2) {
         setTimeout(() => {
@@ -78,6 +83,8 @@ beforeAll(async () => {
       }
     },
   });
+  // A run of this size ends in about 100 s on two idle cores; one took 300 s in a fresh clone's suite.
+  if (Date.now() - t0 > 150_000) console.log(`the chaos run took ${((Date.now() - t0) / 1000).toFixed(0)} s:\n${timeline.join("\n")}`);
 }, 900_000);
 
 /** A runner of its own process, as a GPU host runs it, so that it can be killed. */
