@@ -95,13 +95,13 @@ install_venv() {
   done_step
 }
 
-# The CLI and the processes a launch starts run as bundles (deploy/build.ts, a few seconds):
-# rebuilt when a source is newer than the last build. One build at a time: CLI calls side by
-# side wait for it, then find it current.
+# The CLI and the processes a launch starts run as bundles (deploy/build.ts, a few seconds),
+# rebuilt when stale by deploy/entries.ts's own rule (currentBundle, restated here in plain
+# Node, which starts in milliseconds where tsx takes half a second): a file some bundle was
+# built from, as built-from.json records it, changed or went away after that bundle's build
+# began; or the build itself changed. One build at a time: CLI calls side by side wait for it,
+# then find it current.
 BUILT=dist/entries/built-from.json
-# Stale by deploy/entries.ts's own rule (currentBundle): a file some bundle was built from, as
-# deploy/build.ts recorded it, changed or went away after that bundle's build began; or the
-# build itself changed.
 bundles_stale() {
   [ ! -f "$BUILT" ] || node -e '
     const fs = require("fs");

@@ -388,13 +388,13 @@ def _cifar100(spec):
 # --- SVHN (cropped digits, .mat) --------------------------------------------------------
 
 def _svhn(spec):
+    import scipy.io  # the referee's import only: the zygote never loads a dataset
+
     what = "train_32x32.mat and test_32x32.mat"
     directory = _data_dir(spec, "svhn", what)
     parts = []
     for name in ("train_32x32.mat", "test_32x32.mat"):
         path = _find(directory, [name], "svhn", what)
-        import scipy.io  # the referee's import only: the zygote never loads a dataset
-
         mat = scipy.io.loadmat(path)
         if "X" not in mat or "y" not in mat:
             raise _invalid(f"{path}: expected variables X and y")
