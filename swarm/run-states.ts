@@ -41,26 +41,27 @@ export class RunStates {
   }
 
   /**
-   * The run's state including every event stored before the call. The object
-   * is shared and keeps changing as events arrive: read it, don't write it.
+   * The run's state including every event stored before the call, and its
+   * events up to stream sequence `atLeastSeq` (the event a handler holds). The
+   * object is shared and keeps changing as events arrive: read it, don't write it.
    */
-  async get(runId: string): Promise<RunState> {
+  async get(runId: string, atLeastSeq = 0): Promise<RunState> {
     try {
-      return await this.current(runId);
+      return await this.current(runId, atLeastSeq);
     } catch (err) {
       // An ordered consumer lives on one NATS node; with that node gone it stays "offline".
       // A new follower reads the run again from the (replicated) stream.
       this.log.warn({ err, run_id: runId }, "the run's follower failed; reading the run again");
       await this.drop(runId);
-      return await this.current(runId);
+      return await this.current(runId, atLeastSeq);
     }
   }
 
-  private async current(runId: string): Promise<RunState> {
+  private async current(runId: string, atLeastSeq: number): Promise<RunState> {
     const f = this.follower(runId);
     f.lastUsedMs = Date.now();
     const watch = await f.watch;
-    await watch.sync();
+    await watch.sync(atLeastSeq);
     return f.state;
   }
 

@@ -19,7 +19,7 @@ import { RunStates } from "./run-states.js";
 export interface AgentContext {
   bus: Bus;
   log: Logger;
-  /** The run's state, current with every event stored before the call (shared: read, don't write). */
+  /** The run's state, current with every event stored before the call, the handled one included (shared: read, don't write). */
   runState(runId: string): Promise<RunState>;
   /** Publishes an event whose id is derived from `key`, so a redelivered message republishes the same id. */
   emit(key: string, init: EventInit): Promise<void>;
@@ -63,10 +63,11 @@ export async function runAgent(opts: AgentOptions): Promise<void> {
   });
   const runners = new Runners(config.runnerAddresses, secrets, log);
   const runs = new RunStates(bus, log);
-  const ctx = (event: Event): AgentContext => ({
+  /** `seq`: the handled event's stream sequence, which its run's state must have applied. */
+  const ctx = (event: Event, seq = 0): AgentContext => ({
     bus,
     log: log.child({ run_id: event.runId, ...(event.trialId ? { trial_id: event.trialId } : {}) }),
-    runState: (runId) => runs.get(runId),
+    runState: (runId) => runs.get(runId, runId === event.runId ? seq : 0),
     emit: async (key, init) => {
       await bus.publish({ ...init, eventId: `${init.runId}/${key}` });
     },
@@ -81,7 +82,7 @@ export async function runAgent(opts: AgentOptions): Promise<void> {
     opts.role,
     opts.kinds,
     // A runner_unavailable failure is retried by the bus (ResearchError.retryable); anything else is the handler's to label.
-    (event) => opts.handle(event, ctx(event)),
+    (event, handled) => opts.handle(event, ctx(event, handled.seq)),
     {
       ackWaitMs: config.ackWaitS !== undefined ? config.ackWaitS * 1000 : opts.ackWaitMs,
       maxInFlight: opts.maxInFlight,

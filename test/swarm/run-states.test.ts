@@ -54,6 +54,22 @@ describe("RunStates", () => {
     }
   });
 
+  it("waits for the event a handler holds when the follower's replica has not reported it yet", async () => {
+    // In a cluster a durable consumer can deliver an event that the follower's replica does not
+    // hold yet; here the event is stored 300 ms after the get that names its sequence.
+    const runs = new RunStates(bus, testLogger);
+    try {
+      const first = await publisher.publish(proposed("rs-lag", 0));
+      expect((await runs.get("rs-lag", first.seq)).order).toEqual(["rs-lag-t0"]);
+      const later = new Promise<number>((resolve) => setTimeout(() => void publisher.publish(proposed("rs-lag", 1)).then((ack) => resolve(ack.seq)), 300));
+      const state = await runs.get("rs-lag", first.seq + 1);
+      expect(state.order).toEqual(["rs-lag-t0", "rs-lag-t1"]);
+      expect(await later).toBe(first.seq + 1);
+    } finally {
+      await runs.close();
+    }
+  });
+
   it("stops the least recently used follower beyond its limit and rebuilds it on demand", async () => {
     const runs = new RunStates(bus, testLogger, { maxRuns: 1 });
     try {
