@@ -10,6 +10,8 @@ import {
   ScheduleSchema,
   ScriptLanguage,
   ScriptLanguageSchema,
+  Task,
+  TaskSchema,
 } from "../proto/gen/research/v1/runner_pb.js";
 
 /*
@@ -70,4 +72,6 @@ export type VerdictName = (typeof VERDICT.names)[number];
 export const DECISION = closedSet<typeof Decision>(DecisionSchema);
 export type DecisionName = (typeof DECISION.names)[number];
 export const GOAL_STATUS = closedSet<typeof GoalStatus>(GoalStatusSchema);
+export const TASK = closedSet<typeof Task>(TaskSchema);
+export type TaskName = (typeof TASK.names)[number];
 export type GoalStatusName = (typeof GOAL_STATUS.names)[number];

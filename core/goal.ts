@@ -23,6 +23,7 @@ export const DATASETS = [
   "iris",
   "wine",
   "breast_cancer",
+  "diabetes",
   "csv",
   "text",
   "synthetic",
@@ -42,6 +43,7 @@ const MODALITY: Record<DatasetName, Modality | undefined> = {
   iris: "tabular",
   wine: "tabular",
   breast_cancer: "tabular",
+  diabetes: "tabular",
   csv: "tabular",
   text: "text",
   synthetic: undefined,
@@ -67,6 +69,7 @@ const DATASET_PATTERNS: readonly (readonly [RegExp, DatasetName])[] = [
   [/\biris\b/gi, "iris"],
   [/\bwine\b/gi, "wine"],
   [/\bbreast[-_ ]?cancer\b/gi, "breast_cancer"],
+  [/\bdiabetes\b/gi, "diabetes"],
   [/\bsynthetic\b/gi, "synthetic"],
 ];
 

@@ -6,12 +6,16 @@
  */
 import type { EvalResult } from "../proto/gen/research/v1/runner_pb.js";
 import { pct } from "./format.js";
+import { ACCURACY, pessimisticBound, utility, type Objective } from "./objective.js";
 
 /** What ranking looks at in one evaluated trial. */
 export interface Standing {
   /** Seeds evaluated. */
   seeds: number;
-  /** Lower bound of the 95% interval of validation accuracy. */
+  /**
+   * The pessimistic end of the 95% interval of the validation metric, as a utility (higher is
+   * better): the lower bound of accuracy; minus the upper bound of a metric to minimise.
+   */
   ciLow: number;
   /** Validation examples each seed was scored on (0 when unknown). */
   valExamples: number;
@@ -31,10 +35,10 @@ export function outranks(a: Standing, b: Standing | undefined): boolean {
   return a.ciLow > b.ciLow;
 }
 
-export function standingOf(result: EvalResult | undefined): Standing | undefined {
-  const acc = result?.aggregated.val_accuracy;
-  if (!result || !acc) return undefined;
-  return { seeds: acc.n || result.seedResults.length, ciLow: acc.ci95[0] ?? 0, valExamples: result.seedResults[0]?.valExamples ?? 0 };
+export function standingOf(result: EvalResult | undefined, goal: Objective = ACCURACY): Standing | undefined {
+  const stats = result?.aggregated[goal.key];
+  if (!result || !stats) return undefined;
+  return { seeds: stats.n || result.seedResults.length, ciLow: utility(goal, pessimisticBound(goal, stats)), valExamples: result.seedResults[0]?.valExamples ?? 0 };
 }
 
 /** What an interval is made of: "3 seeds x 6,000 validation examples". */

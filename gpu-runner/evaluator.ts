@@ -12,6 +12,8 @@ import { availableParallelism } from "node:os";
 import { setMaxListeners } from "node:events";
 import { create, fromJson, type JsonValue, type MessageInitShape } from "@bufbuild/protobuf";
 import { standingOf } from "../core/ranking.js";
+import { utility, type Objective } from "../core/objective.js";
+import { TASK } from "../core/enums.js";
 import { AsyncQueue } from "../core/async-queue.js";
 import { ResearchError } from "../core/failure.js";
 import type { Logger } from "../core/logger.js";
@@ -24,6 +26,7 @@ import {
   ScriptResultSchema,
   SeedResultSchema,
   SummarizeResponseSchema,
+  Task,
   type DatasetInfo,
   type DescribeRequest,
   type DeviceInfo,
@@ -39,7 +42,7 @@ import {
 import type { WorkerPool } from "./pool.js";
 import { limitsFor, planDescribe, planEvaluation, planScript, planSummary, DEFAULTS, SCRIPT } from "./request.js";
 import type { MetricStats } from "../proto/gen/research/v1/runner_pb.js";
-import { aggregate, clipToUnit, convergence, describeProportion, goalStatus, overfitting, weakClasses } from "./stats.js";
+import { aggregate, clipToUnit, convergence, describeProportion, describeWithSampling, goalStatus, overfitting, weakClasses } from "./stats.js";
 import type { JobFiles, TerminalEvent, WorkerEvent } from "./worker.js";
 import { KEPT_PER_RUN, type WeightStore } from "./weights.js";
 import type { Gpu } from "./gpus.js";
@@ -117,6 +120,7 @@ export class Evaluator {
    */
   evaluate(req: EvaluateRequest, signal?: AbortSignal): AsyncIterable<EvaluateEventInit> {
     const plan = planEvaluation(req, this.opts.dataRoots);
+    const goal = plan.objective;
     const log = this.opts.logger.child({ run_id: req.runId, trial_id: req.trialId });
     const weights = this.opts.weights;
     const seeds = Array.from({ length: plan.seeds }, (_, i) => plan.baseSeed + i);
@@ -160,16 +164,18 @@ export class Evaluator {
     const runSeed = async (seed: number): Promise<SeedResult> => {
       const split = await prepared;
       // Epochs are scored in order, each as it arrives; the result waits for the last.
-      const valCurve = { val_loss: [] as number[], val_accuracy: [] as number[] };
+      // Accuracy is classification's alone; val_metric is the request's metric, whichever it is.
+      const valCurve: Record<string, number[]> = { val_loss: [], val_metric: [], ...(goal.task === "classification" && { val_accuracy: [] }) };
       let scored = Promise.resolve();
       const onEvent = (e: WorkerEvent) => {
         if (e.kind !== "epoch") return;
         const { val_predictions: predictions, ...point } = e;
         scored = scored.then(async () => {
           const s = await score("val", [predictions], false);
-          valCurve.val_accuracy.push(Number(s.val_accuracy));
-          valCurve.val_loss.push(Number(s.val_loss));
-          const progress = { ...point, val_accuracy: s.val_accuracy, val_loss: s.val_loss };
+          const epoch: Record<string, number> = { val_loss: Number(s.val_loss), val_metric: Number(s[goal.key]) };
+          if (valCurve.val_accuracy) epoch.val_accuracy = Number(s.val_accuracy);
+          for (const [key, value] of Object.entries(epoch)) valCurve[key]!.push(value);
+          const progress = { ...point, ...epoch };
           out.push({ event: { case: "progress", value: fromJson(EpochProgressSchema, progress as JsonValue, JSON_OPTS) } });
         });
         scored.catch(() => {}); // awaited below; a failed score fails the seed there
@@ -185,14 +191,15 @@ export class Evaluator {
       const scoredResult = {
         ...rest,
         metrics: { ...(rest.metrics as Record<string, number>), ...(v.metrics as object), ...(t?.metrics as object | undefined) },
-        per_class: v.per_class,
-        confusion_matrix: v.confusion_matrix,
+        // A regression has no classes.
+        ...(v.per_class !== undefined && { per_class: v.per_class, confusion_matrix: v.confusion_matrix }),
         val_examples: v.examples,
         test_examples: t?.examples ?? 0,
         learning_curve: curve,
       };
       const result = fromJson(SeedResultSchema, scoredResult as JsonValue, JSON_OPTS);
-      out.push({ event: { case: "seedFinished", value: { seed, valAccuracy: result.metrics.val_accuracy ?? 0, seconds: result.seconds } } });
+      const valMetric = result.metrics[goal.key] ?? 0;
+      out.push({ event: { case: "seedFinished", value: { seed, valAccuracy: result.metrics.val_accuracy ?? 0, valMetric, seconds: result.seconds } } });
       seedInfo ??= end;
       predictions.set(seed, { val, test });
       return result;
@@ -203,9 +210,9 @@ export class Evaluator {
     Promise.all(seeds.map((s) => runSeed(s).catch((f) => (abort.abort(), Promise.reject(f)))))
       .then(async (results) => {
         const info = seedInfo as Record<string, unknown> | undefined;
-        const result = this.result(results, plan.target, (Date.now() - t0) / 1000, info);
-        if (req.evaluateTest) Object.assign(result.aggregated, await this.ensemble(seeds.map((s) => predictions.get(s)!), score));
-        if (req.keepWeights) weights.settle(req.runId, req.trialId, standingOf(result));
+        const result = this.result(results, plan.target, goal, (Date.now() - t0) / 1000, info);
+        if (req.evaluateTest) Object.assign(result.aggregated, await this.ensemble(seeds.map((s) => predictions.get(s)!), goal, score));
+        if (req.keepWeights) weights.settle(req.runId, req.trialId, standingOf(result, goal));
         out.push({ event: { case: "result", value: result } });
         log.info({ seeds: results.length, seconds: (Date.now() - t0) / 1000 }, "evaluation finished");
       })
@@ -232,26 +239,35 @@ export class Evaluator {
   }
 
   /**
-   * `ensemble_val_accuracy` and `ensemble_test_accuracy` of a confirmation's
-   * seeds as one model (per example, the class of highest mean probability):
-   * the seeds are paid for already, and their average is a stronger model than
-   * any one of them. One model, so the interval is the binomial part alone.
+   * `ensemble_val_<metric>` and `ensemble_test_<metric>` of a confirmation's
+   * seeds as one model (per example, the class of highest mean probability, or
+   * the mean predicted value): the seeds are paid for already, and their
+   * average is a stronger model than any one of them. One model, so the
+   * interval is the evaluation set's sampling error alone.
    */
-  private async ensemble(seeds: Record<Part, unknown>[], score: (part: Part, p: unknown[], full: boolean) => Promise<Scores>) {
+  private async ensemble(seeds: Record<Part, unknown>[], goal: Objective, score: (part: Part, p: unknown[], full: boolean) => Promise<Scores>) {
     const out: Record<string, MetricStats> = {};
     if (seeds.length < 2) return out;
     for (const part of ["val", "test"] as const) {
       if (seeds.some((s) => s[part] === undefined)) continue;
-      const s = await score(part, seeds.map((x) => x[part]), false);
-      out[`ensemble_${part}_accuracy`] = clipToUnit(describeProportion([Number(s[`${part}_accuracy`])], s.examples));
+      const key = `${part}_${goal.metric}`;
+      if (goal.proportion) {
+        const s = await score(part, seeds.map((x) => x[part]), false);
+        out[`ensemble_${key}`] = clipToUnit(describeProportion([Number(s[key])], s.examples));
+      } else {
+        const { metrics } = (await score(part, seeds.map((x) => x[part]), true)) as { metrics?: Record<string, number> };
+        const se = metrics?.[`${key}_se`];
+        out[`ensemble_${key}`] = describeWithSampling([Number(metrics?.[key])], se === undefined ? [] : [se]);
+      }
     }
     return out;
   }
 
-  private result(seeds: SeedResult[], target: number, seconds: number, info: Record<string, unknown> | undefined) {
+  private result(seeds: SeedResult[], target: number, goal: Objective, seconds: number, info: Record<string, unknown> | undefined) {
     const agg = aggregate(seeds);
-    const status = goalStatus(agg.val_accuracy, target);
-    const best = seeds.reduce((a, b) => ((b.metrics.val_accuracy ?? 0) > (a.metrics.val_accuracy ?? 0) ? b : a));
+    const status = goalStatus(agg[goal.key], target, goal);
+    const value = (s: SeedResult) => utility(goal, s.metrics[goal.key] ?? Number.NaN);
+    const best = seeds.reduce((a, b) => (value(b) > value(a) || Number.isNaN(value(a)) ? b : a));
     return create(EvalResultSchema, {
       aggregated: agg,
       seedResults: seeds,
@@ -282,7 +298,8 @@ export class Evaluator {
   async describe(req: DescribeRequest, signal?: AbortSignal): Promise<DatasetInfo> {
     const { dataset } = planDescribe(req.dataset, this.opts.dataRoots);
     try {
-      return fromJson(DatasetInfoSchema, (await this.prepare(dataset, signal)).info as JsonValue, JSON_OPTS);
+      const { task, ...info } = (await this.prepare(dataset, signal)).info;
+      return create(DatasetInfoSchema, { ...fromJson(DatasetInfoSchema, info as JsonValue, JSON_OPTS), task: TASK.value(String(task)) ?? Task.UNSPECIFIED });
     } catch (err) {
       return create(DatasetInfoSchema, { failure: ResearchError.from(err).toProto() });
     }

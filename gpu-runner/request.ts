@@ -8,18 +8,20 @@
  */
 import { resolve, sep } from "node:path";
 import { DEFAULT_SEEDS } from "../core/defaults.js";
-import { SCRIPT_LANGUAGE } from "../core/enums.js";
+import { SCRIPT_LANGUAGE, TASK } from "../core/enums.js";
 import { trainConfigOfRecipe } from "../core/recipe.js";
 import { ResearchError } from "../core/failure.js";
 import { InputDtypeSchema } from "../core/model-config.js";
 import { DATASETS } from "../core/goal.js";
-import type {
-  DatasetSpec,
-  EvaluateRequest,
-  ModelSource,
-  Recipe,
-  ScriptRequest,
-  SummarizeRequest,
+import { objective } from "../core/objective.js";
+import {
+  Task,
+  type DatasetSpec,
+  type EvaluateRequest,
+  type ModelSource,
+  type Recipe,
+  type ScriptRequest,
+  type SummarizeRequest,
 } from "../proto/gen/research/v1/runner_pb.js";
 
 export const DEFAULTS = {
@@ -111,6 +113,7 @@ function checkDataset(d: DatasetSpec | undefined, dataRoots: string[], issues: I
     num_classes: d?.numClasses ?? 0,
     difficulty: d?.difficulty ?? 0,
     test_subset: d?.testSubset ?? 0,
+    task: TASK.name(d?.task ?? Task.UNSPECIFIED) ?? "classification",
   };
 }
 
@@ -145,7 +148,12 @@ export function planEvaluation(req: EvaluateRequest, dataRoots: string[]) {
   const recipe = checkRecipe(req.recipe, issues);
   const seeds = req.seeds || DEFAULTS.seeds;
   issues.check(seeds <= DEFAULTS.maxSeeds, `seeds ${seeds} is more than ${DEFAULTS.maxSeeds}`);
-  issues.check(req.target >= 0 && req.target <= 1, `target ${req.target} must be a fraction in [0, 1]`);
+  const goal = objective(req.metric);
+  issues.check(
+    dataset.task === goal.task,
+    `metric ${goal.metric} is for ${goal.task}, and dataset ${dataset.name} is asked for ${dataset.task}: ${goal.task === "regression" ? "set dataset.task to regression" : "a regression dataset is scored by rmse, mae or r2"}`,
+  );
+  issues.check(req.target >= 0 && (!goal.proportion || req.target <= 1) && Number.isFinite(req.target), `target ${req.target} must be ${goal.proportion ? "a fraction in [0, 1]" : "a finite number >= 0"}`);
   const timeBudgetS = req.budget?.timeBudgetS || DEFAULTS.timeBudgetS;
   issues.check(timeBudgetS > 0 && Number.isFinite(timeBudgetS), `budget.time_budget_s ${timeBudgetS} must be positive`);
   const memoryLimitMb = req.budget?.memoryLimitMb || DEFAULTS.memoryLimitMb;
@@ -156,6 +164,7 @@ export function planEvaluation(req: EvaluateRequest, dataRoots: string[]) {
     seeds,
     baseSeed: req.baseSeed,
     target: req.target,
+    objective: goal,
     timeBudgetS,
     memoryLimitMb,
     job: {

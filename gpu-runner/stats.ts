@@ -18,8 +18,13 @@
  * Welch-Satterthwaite t: with two or three seeds the estimated degrees of
  * freedom are too optimistic and coverage fell to 89% in simulation.
  * test/runner/stats.test.ts checks coverage on simulated trials.
+ *
+ * A regression's RMSE and MAE carry the same second component: the referee
+ * reports each seed's standard error over the evaluation set (`<metric>_se`),
+ * added in quadrature with its own z quantile (describeWithSampling).
  */
 import { create } from "@bufbuild/protobuf";
+import { ACCURACY, pessimisticBound, reaches, type Objective } from "../core/objective.js";
 import { tCritical975 } from "../core/stats.js";
 import {
   ConvergenceSchema,
@@ -69,6 +74,25 @@ export function describeProportion(values: number[], examples: number): MetricSt
 }
 
 /**
+ * describe() for a metric every seed measures on the same examples, given each seed's standard
+ * error over those examples (the mean of them is that component's size).
+ */
+export function describeWithSampling(values: number[], standardErrors: number[]): MetricStats {
+  const stats = describe(values);
+  if (stats.n === 0 || standardErrors.length === 0) return stats;
+  const seedHalf = (stats.ci95[1]! - stats.ci95[0]!) / 2;
+  const se = standardErrors.reduce((a, b) => a + b, 0) / standardErrors.length;
+  const half = Math.sqrt(seedHalf ** 2 + (Z975 * se) ** 2);
+  stats.ci95 = [stats.mean - half, stats.mean + half];
+  return stats;
+}
+
+/** Suffix of a metric's standard error over the evaluation set, as the referee reports it. */
+const SE = "_se";
+/** Metrics that live in [0, 1]; an interval past either end says nothing more. */
+const UNIT = /accuracy|f1|precision|recall|auc/;
+
+/**
  * The proportions among the metrics, with the examples they were counted on.
  * F1, precision, recall and the AUCs are not a mean of N independent 0/1
  * outcomes, so p(1-p)/N is not their sampling variance (that needs per-example
@@ -90,23 +114,29 @@ export function clipToUnit(stats: MetricStats): MetricStats {
 export function aggregate(seeds: SeedResult[]): Record<string, MetricStats> {
   const out: Record<string, MetricStats> = {};
   if (seeds.length === 0) return out;
-  const keys = Object.keys(seeds[0]!.metrics).filter((k) => seeds.every((s) => Number.isFinite(s.metrics[k])));
+  const reported = (k: string) => seeds.every((s) => Number.isFinite(s.metrics[k]));
+  const keys = Object.keys(seeds[0]!.metrics).filter((k) => !k.endsWith(SE) && reported(k));
   for (const key of keys.sort()) {
     const values = seeds.map((s) => s.metrics[key]!);
     const examples = PROPORTIONS[key];
-    const stats = examples ? describeProportion(values, examples(seeds[0]!)) : describe(values);
-    if (!key.endsWith("loss")) clipToUnit(stats);
+    const stats = examples
+      ? describeProportion(values, examples(seeds[0]!))
+      : reported(key + SE)
+        ? describeWithSampling(values, seeds.map((s) => s.metrics[key + SE]!))
+        : describe(values);
+    if (UNIT.test(key)) clipToUnit(stats);
     out[key] = stats;
   }
   out.seconds = describe(seeds.map((s) => s.seconds));
   return out;
 }
 
-export function goalStatus(stats: MetricStats | undefined, target: number): GoalStatus {
+/** Achieved: the pessimistic end of the interval (over 2 seeds or more) reaches the target; likely: the mean does. */
+export function goalStatus(stats: MetricStats | undefined, target: number, o: Objective = ACCURACY): GoalStatus {
   if (!(target > 0)) return GoalStatus.NO_TARGET;
   if (!stats || stats.n === 0) return GoalStatus.NOT_ACHIEVED;
-  if (stats.n >= 2 && stats.ci95[0]! >= target) return GoalStatus.ACHIEVED;
-  return stats.mean >= target ? GoalStatus.LIKELY : GoalStatus.NOT_ACHIEVED;
+  if (stats.n >= 2 && reaches(o, pessimisticBound(o, stats), target)) return GoalStatus.ACHIEVED;
+  return reaches(o, stats.mean, target) ? GoalStatus.LIKELY : GoalStatus.NOT_ACHIEVED;
 }
 
 export function overfitting(seeds: SeedResult[]): Overfitting {

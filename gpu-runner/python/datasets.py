@@ -50,9 +50,17 @@ def _invalid(message):
     return TaskFailure("invalid_config", message)
 
 
+# The proto enum Task by snake_case name (test/core/closed-sets.test.ts holds the two together).
+TASKS = ("classification", "regression")
+
+
 @dataclass
 class Raw:
-    """A dataset as a loader returns it; a published one (`load_published`) has no labels (None)."""
+    """A dataset as a loader returns it; a published one (`load_published`) has no labels (None).
+
+    Classification: y holds class indices (int64) into class_names. Regression: y holds the
+    numeric targets (float64) in their own units, and class_names is empty.
+    """
     name: str
     x_train: np.ndarray
     y_train: np.ndarray
@@ -60,6 +68,7 @@ class Raw:
     y_test: np.ndarray
     class_names: list
     vocab_size: int = 0
+    task: str = "classification"
 
     @property
     def input_dtype(self):
@@ -81,7 +90,7 @@ class Split:
     def describe(self):
         raw = self.raw
         return {
-            "kind": "dataset", "name": raw.name,
+            "kind": "dataset", "name": raw.name, "task": raw.task,
             "input_shape": list(raw.x_train.shape[1:]),
             "num_classes": len(raw.class_names), "class_names": list(raw.class_names),
             "input_dtype": raw.input_dtype, "vocab_size": raw.vocab_size,
@@ -92,7 +101,7 @@ class Split:
 def cache_key(spec):
     """What determines a loader's output. Files are assumed not to change while a zygote lives."""
     generated = spec["name"] == "synthetic"
-    return (spec["name"], spec["data_dir"], spec["target_column"],
+    return (spec["name"], spec["task"], spec["data_dir"], spec["target_column"],
             tuple(spec["shape"]) if generated else (),
             spec["num_classes"] if generated else 0,
             spec["difficulty"] if generated else 0.0,
@@ -104,7 +113,12 @@ def load(spec):
     if loader is None:
         raise _invalid(f"unknown dataset {spec['name']!r}; known: {', '.join(sorted(_LOADERS))}")
     try:
-        return loader(spec)
+        raw = loader(spec)
+        if raw.task != spec["task"]:
+            raise _invalid(f"{spec['name']} is a {raw.task} dataset, not {spec['task']}: "
+                           + ("its goal needs a regression metric (rmse, mae or r2)" if raw.task == "regression" else
+                              "a regression goal needs a numeric target (a csv target column, or diabetes)"))
+        return raw
     except TaskFailure:
         raise
     except (OSError, ValueError, KeyError, EOFError, pickle.UnpicklingError, struct.error) as exc:
@@ -190,7 +204,8 @@ def publish(split, spec, public_root, private_root):
         _save_npy(raw.x_train)(os.path.join(partial, "x_train.npy"))
         _save_npy(raw.x_test)(os.path.join(partial, "x_test.npy"))
         with open(os.path.join(partial, "meta.json"), "w") as f:
-            json.dump({"name": raw.name, "class_names": list(raw.class_names), "vocab_size": raw.vocab_size}, f)
+            json.dump({"name": raw.name, "class_names": list(raw.class_names), "vocab_size": raw.vocab_size,
+                       "task": raw.task}, f)
         try:
             os.rename(partial, folder)
         except OSError:  # published meanwhile by another referee
@@ -200,7 +215,7 @@ def publish(split, spec, public_root, private_root):
         with open(path, "wb") as f:
             np.savez(f, train=split.train, val=split.val, test=split.test)
     _write_atomically(os.path.join(public_root, f"s-{sid}.npz"), write_split)
-    labels = np.full(len(raw.y_train), -1, dtype=np.int64)
+    labels = np.full(len(raw.y_train), -1 if raw.task == "classification" else np.nan, dtype=raw.y_train.dtype)
     labels[split.train] = raw.y_train[split.train]
     labels_path = os.path.join(private_root, f"y-{sid}.npy")
     _write_atomically(labels_path, _save_npy(labels))
@@ -216,7 +231,7 @@ def load_published(public_root, did):
         x_test = np.load(os.path.join(folder, "x_test.npy"), allow_pickle=False)
     except (OSError, ValueError) as exc:
         raise TaskFailure("crash", f"the published dataset {did} cannot be read: {exc}") from exc
-    return Raw(meta["name"], x_train, None, x_test, None, meta["class_names"], meta["vocab_size"])
+    return Raw(meta["name"], x_train, None, x_test, None, meta["class_names"], meta["vocab_size"], meta["task"])
 
 
 def published_split(raw, public_root, sid):
@@ -247,9 +262,21 @@ def feature_stats(x, idx, chunk=4096):
     return mean.astype(np.float32).reshape(shape), std.astype(np.float32).reshape(shape)
 
 
+# Numeric targets are stratified by the bins of their deciles, so a validation or test carve-out
+# spans the range of the target as a classification one spans the classes.
+_TARGET_BINS = 10
+
+
+def _strata(y):
+    if y.dtype.kind != "f":
+        return y
+    edges = np.unique(np.quantile(y, np.linspace(0, 1, _TARGET_BINS + 1)[1:-1]))
+    return np.searchsorted(edges, y, side="right")
+
+
 def _stratified_take(y, idx, n, rng):
     """Split idx into (n stratified by y, the rest), per-class counts by largest remainder."""
-    classes, inverse = np.unique(y[idx], return_inverse=True)
+    classes, inverse = np.unique(_strata(y[idx]), return_inverse=True)
     counts = np.bincount(inverse, minlength=len(classes))
     exact = counts * (n / len(idx))
     alloc = np.floor(exact).astype(np.int64)
@@ -405,7 +432,7 @@ def _svhn(spec):
 
 # --- scikit-learn's bundled toys ------------------------------------------------------
 
-def _sklearn(loader, images=False):
+def _sklearn(loader, images=False, regression=False):
     def load_toy(spec):
         # Imported here, by the referee: scikit-learn costs every zygote (a runner slot) 1.5 s of
         # CPU at start, and no zygote loads a dataset.
@@ -413,6 +440,8 @@ def _sklearn(loader, images=False):
 
         bunch = getattr(sklearn_datasets, loader)()
         x = bunch.images[:, None].astype(np.uint8) if images else bunch.data.astype(np.float32)
+        if regression:
+            return Raw(spec["name"], *_carve_test(x, bunch.target.astype(np.float64)), [], task="regression")
         names = [str(n) for n in bunch.target_names]
         return Raw(spec["name"], *_carve_test(x, bunch.target.astype(np.int64)), names)
     return load_toy
@@ -431,7 +460,8 @@ def _encode_labels(train_labels, test_labels, where):
         values = None
     if values is not None:
         if not all(math.isfinite(v) and v == int(v) for v in values.values()):
-            raise _invalid(f"{where}: target looks continuous; only classification is supported")
+            raise _invalid(f"{where}: the target looks continuous, not a class; "
+                           "for regression, name a regression metric in the goal (rmse, mae or r2)")
         ordered = sorted(values, key=values.get)
         names = [str(int(values[label])) for label in ordered]
         code = {label: i for i, label in enumerate(ordered)}
@@ -546,7 +576,9 @@ def _csv(spec):
             raise _invalid(f"csv: {test_path} has columns {test_header}, expected those of {path}: {header}")
         test_rows = [r for r in test_rows if not _is_missing(r[t])]
     else:
-        labels = np.unique([r[t] for r in rows], return_inverse=True)[1]
+        targets = [r[t] for r in rows]
+        labels = _numeric_targets(targets, path, target) if spec["task"] == "regression" else \
+            np.unique(targets, return_inverse=True)[1]
         _, _, test_idx, _ = _carve_test(np.arange(len(rows)), labels)
         held_out = set(test_idx.tolist())
         test_rows = [r for i, r in enumerate(rows) if i in held_out]
@@ -554,7 +586,11 @@ def _csv(spec):
     if not rows:
         raise _invalid(f"csv: {path} has no rows with a value in {target!r}")
 
-    y_train, y_test, names = _encode_labels([r[t] for r in rows], [r[t] for r in test_rows], f"csv {path}")
+    if spec["task"] == "regression":
+        y_train, names = _numeric_targets([r[t] for r in rows], path, target), []
+        y_test = _numeric_targets([r[t] for r in test_rows], test_path or path, target)
+    else:
+        y_train, y_test, names = _encode_labels([r[t] for r in rows], [r[t] for r in test_rows], f"csv {path}")
     blocks_train, blocks_test = [], []
     for j in range(len(header)):
         if j == t:
@@ -567,8 +603,18 @@ def _csv(spec):
         raise _invalid(f"csv: {path} has no usable feature columns besides {target!r}")
     x_train = np.concatenate(blocks_train, axis=1)
     x_test = np.concatenate(blocks_test, axis=1) if test_rows else np.zeros((0, x_train.shape[1]), np.float32)
+    if spec["task"] == "regression":
+        return Raw("csv", x_train, y_train, x_test, y_test, names, task="regression")
     known = y_test >= 0
     return Raw("csv", x_train, y_train, x_test[known], y_test[known], names)
+
+
+def _numeric_targets(values, path, target):
+    numbers = [_as_number(v) for v in values]
+    bad = next((v for v, n in zip(values, numbers) if n is None), None)
+    if bad is not None:
+        raise _invalid(f"csv: {path}: a regression target must be numeric, and {target!r} holds {bad!r}")
+    return np.array(numbers, dtype=np.float64)
 
 
 # --- text -----------------------------------------------------------------------------
@@ -678,6 +724,7 @@ _LOADERS = {
     "iris": _sklearn("load_iris"),
     "wine": _sklearn("load_wine"),
     "breast_cancer": _sklearn("load_breast_cancer"),
+    "diabetes": _sklearn("load_diabetes", regression=True),
     "csv": _csv,
     "text": _text,
     "synthetic": _synthetic,

@@ -1,5 +1,6 @@
-"""Classification metrics from predicted probabilities, via sklearn.metrics, computed
-by the referee (referee.py) from the predictions a job returns.
+"""Classification metrics from predicted probabilities, via sklearn.metrics, and
+regression metrics from predicted values, computed by the referee (referee.py)
+from the predictions a job returns.
 
 Validation sets carved from small subsets can miss classes entirely, so the
 ranking metrics (ROC-AUC, PR-AUC) are averaged over the classes that are
@@ -77,7 +78,7 @@ def decode(encoded, examples, num_classes, what):
         array = np.frombuffer(base64.b64decode(encoded["data"], validate=True), dtype=np.float32)
         array = array.reshape(examples, num_classes)
     except (KeyError, TypeError, ValueError) as exc:
-        raise ValueError(f"{what}: expected log-probabilities of shape [{examples}, {num_classes}]: {exc}") from exc
+        raise ValueError(f"{what}: expected predictions of shape [{examples}, {num_classes}]: {exc}") from exc
     if not np.isfinite(array).all():
         raise ValueError(f"{what}: the predictions are not all finite")
     return array.astype(np.float64)
@@ -97,3 +98,29 @@ def score(y_true, logprobs, num_classes, prefix, full):
         return {f"{prefix}_accuracy": accuracy, f"{prefix}_loss": loss}
     return {"metrics": summary(y_true, probs, loss, prefix), "per_class": per_class(y_true, probs, num_classes),
             "confusion_matrix": confusion(y_true, probs, num_classes)}
+
+
+def score_regression(y_true, predictions, prefix, full):
+    """RMSE, MAE and R^2 of one seed's predicted values, or of several seeds' as one model (their mean).
+
+    Every seed is scored on the same examples, so the spread between seeds holds none of the
+    error of having drawn them: `full` adds `<metric>_se`, that sampling error of RMSE and MAE
+    (the delta method for RMSE), which gpu-runner/stats.ts adds to the seed spread as it does
+    the binomial error of an accuracy. R^2 is left undefined for a constant target.
+    """
+    values = np.mean(predictions, axis=0)[:, 0]
+    errors = values - y_true
+    n = len(y_true)
+    squared = errors ** 2
+    absolute = np.abs(errors)
+    mse = float(squared.mean())
+    rmse = math.sqrt(mse)
+    out = {"rmse": rmse, "mae": float(absolute.mean()), "loss": mse}
+    spread = float(np.sum((y_true - y_true.mean()) ** 2))
+    if spread > 0:
+        out["r2"] = 1.0 - float(squared.sum()) / spread
+    if full and n > 1:
+        out["rmse_se"] = float(squared.std(ddof=1)) / math.sqrt(n) / (2 * rmse) if rmse > 0 else 0.0
+        out["mae_se"] = float(absolute.std(ddof=1)) / math.sqrt(n)
+    named = {f"{prefix}_{k}": float(v) for k, v in out.items() if math.isfinite(v)}
+    return {"metrics": named} if full else named

@@ -68,17 +68,20 @@ class Referee:
         split = self.split(dataset)
         raw = split.raw
         y = raw.y_train[split.val] if part == "val" else raw.y_test[split.test]
-        num_classes = len(raw.class_names)
+        regression = raw.task == "regression"
+        width = 1 if regression else len(raw.class_names)
         predictions = spec.get("predictions")
         if not isinstance(predictions, list) or not predictions:
             raise TaskFailure("invalid_config", "spec.predictions must be a non-empty list")
         try:
-            logprobs = [metrics.decode(p, len(y), num_classes, f"{part} predictions") for p in predictions]
+            decoded = [metrics.decode(p, len(y), width, f"{part} predictions") for p in predictions]
         except ValueError as exc:
             # A job's predictions are the model's output: a wrong shape is its failure.
             raise TaskFailure("crash", str(exc)) from exc
-        return {"kind": "scores", "examples": len(y),
-                **metrics.score(y, logprobs, num_classes, part, bool(spec.get("full")))}
+        full = bool(spec.get("full"))
+        scores = metrics.score_regression(y, decoded, part, full) if regression else \
+            metrics.score(y, decoded, width, part, full)
+        return {"kind": "scores", "examples": len(y), **scores}
 
     def answer(self, message):
         task, spec = message.get("task"), message.get("spec")

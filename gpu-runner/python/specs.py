@@ -13,7 +13,7 @@ import math
 import os
 import re
 
-from datasets import KNOWN, TEXT_VOCAB
+from datasets import KNOWN, TASKS, TEXT_VOCAB
 from failures import TaskFailure
 
 # The proto enums Optimizer, Schedule and ScriptLanguage, by their snake_case names in
@@ -92,6 +92,7 @@ def dataset(spec):
     where = "dataset"
     out = {
         "name": _value(raw, "name", str, where, lambda v: v in KNOWN, f"one of {', '.join(KNOWN)}"),
+        "task": _value(raw, "task", str, where, lambda v: v in TASKS, _one_of(TASKS)),
         "data_dir": _value(raw, "data_dir", str, where),
         "subset": _value(raw, "subset", int, where, lambda v: v >= 0, ">= 0"),
         "val_fraction": _value(raw, "val_fraction", float, where, lambda v: 0 <= v < 1, "in [0, 1) (0: the default)"),

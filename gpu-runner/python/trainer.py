@@ -5,9 +5,14 @@ set rlimits; the model source is untrusted. Each stage runs under a Stage so
 that whatever the model does surfaces as the failure label of that stage.
 
 This process holds no validation or test label: it returns the model's
-predictions (log-probabilities) on those splits, after each epoch and at the
-end, and the referee (referee.py) scores them. Training loss and accuracy are
-measured here, so a model could misreport them; nothing decides on them.
+predictions (log-probabilities, or a regression's values in the target's
+units) on those splits, after each epoch and at the end, and the referee
+(referee.py) scores them. Training loss and accuracy are measured here, so a
+model could misreport them; nothing decides on them.
+
+A regression model has one output, trained with the mean squared error of
+targets standardised over the training split (so one learning rate suits a
+target in any units); its predictions go back in the target's own units.
 """
 
 import contextlib
@@ -43,8 +48,9 @@ from datasets import feature_stats
 from failures import Stage, TaskFailure, classify, tail
 
 MODEL_FILE = "model.py"
-# The validation curve (val_loss, val_accuracy) is the referee's: the runner adds it.
+# The validation curve (val_loss, val_accuracy or val_rmse) is the referee's: the runner adds it.
 CURVE_KEYS = ("train_loss", "train_accuracy", "lr")
+REGRESSION_CURVE_KEYS = ("train_loss", "lr")
 
 
 def _seed_everything(seed):
@@ -86,13 +92,15 @@ def _first_tensor(value):
 
 
 def _check_output(out, batch, num_classes, where):
-    expected = [batch, num_classes]
+    """num_classes 0: a regression model, with one output."""
+    expected = [batch, num_classes or 1]
+    dims = "(batch, num_classes)" if num_classes else "(batch, 1): one value per example for a regression"
     if not isinstance(out, torch.Tensor):
         raise TaskFailure("shape_error", f"{where}: forward returned {type(out).__name__}, "
-                          f"expected a tensor of shape {expected} (batch, num_classes)")
+                          f"expected a tensor of shape {expected} {dims}")
     if list(out.shape) != expected:
         raise TaskFailure("shape_error", f"{where}: forward returned shape {list(out.shape)}, "
-                          f"expected {expected} (batch, num_classes)")
+                          f"expected {expected} {dims}")
 
 
 class _Data:
@@ -107,6 +115,12 @@ class _Data:
         raw = split.raw
         self.is_text = raw.vocab_size > 0
         self.is_image = raw.x_train.ndim == 4
+        self.regression = raw.task == "regression"
+        self.target_mean, self.target_std = 0.0, 1.0
+        if self.regression:
+            known = y_train[split.train]
+            self.target_mean, self.target_std = float(known.mean()), float(known.std()) or 1.0
+            y_train = ((y_train - self.target_mean) / self.target_std).astype(np.float32)
         self.x_train = torch.from_numpy(raw.x_train)
         self.y_train = torch.from_numpy(y_train)
         self.x_test = torch.from_numpy(raw.x_test)
@@ -255,6 +269,8 @@ def _predict(model, data, x_all, idx, batch_size, acc, amp_dtype, channels_last,
         logits = torch.cat(outputs)
     if not torch.isfinite(logits).all():
         raise TaskFailure("nan_loss", f"{what}: the model's outputs are not all finite")
+    if data.regression:
+        return metrics.encode((logits * data.target_std + data.target_mean).cpu().numpy())
     return metrics.encode(F.log_softmax(logits, 1).cpu().numpy())
 
 
@@ -337,12 +353,16 @@ def train(spec, split, emit, t0):
     schedule = _Schedule(recipe, steps_per_epoch, recipe["lr"])
     steps_done = 0
     _set_lr(optimizer, schedule.lr(0))
-    criterion = nn.CrossEntropyLoss(label_smoothing=recipe["label_smoothing"])
+    if data.regression:
+        def criterion(out, y):
+            return F.mse_loss(out[:, 0], y)
+    else:
+        criterion = nn.CrossEntropyLoss(label_smoothing=recipe["label_smoothing"])
     scaler = acc.grad_scaler(enabled=amp_dtype == torch.float16)
     eval_batch = max(256, batch_size)
     # Validation and test see the averaged weights when there are any, so curves and final metrics agree.
     ema = _Ema(model, recipe["ema_decay"]) if recipe["ema_decay"] > 0 else None
-    curve = {key: [] for key in CURVE_KEYS}
+    curve = {key: [] for key in (REGRESSION_CURVE_KEYS if data.regression else CURVE_KEYS)}
     seconds_to_first_step = None
 
     epochs = 0 if loaded else recipe["epochs"]
@@ -386,16 +406,18 @@ def train(spec, split, emit, t0):
                 emit({"kind": "first_step", "seconds": seconds_to_first_step})
             loss_sum += value * len(y)
             seen += len(y)
-            correct += (logits.detach().argmax(1) == y).sum()
+            if not data.regression:
+                correct += (logits.detach().argmax(1) == y).sum()
             if schedule.out_of_time():
                 break
 
         with ema.applied(model) if ema else contextlib.nullcontext():
             val_predictions = _predict(model, data, data.x_train, data.val, eval_batch, acc, amp_dtype, channels_last,
                                        f"predicting the validation split after epoch {epoch}")
-        point = {"train_loss": loss_sum / seen, "train_accuracy": correct.item() / seen,
-                 "lr": optimizer.param_groups[0]["lr"]}
-        for key in CURVE_KEYS:
+        point = {"train_loss": loss_sum / seen, "lr": optimizer.param_groups[0]["lr"]}
+        if not data.regression:
+            point["train_accuracy"] = correct.item() / seen
+        for key in curve:
             curve[key].append(point[key])
         emit({"kind": "epoch", "seed": seed, "epoch": epoch, "epochs": recipe["epochs"], **point,
               "val_predictions": val_predictions, "seconds": time.monotonic() - t0})
@@ -409,10 +431,7 @@ def train(spec, split, emit, t0):
     elif spec["weights"] == "keep":
         with ema.applied(model) if ema else contextlib.nullcontext():
             _save_weights(model, spec["weights_fd"])
-    result_metrics = {}
-    if curve["train_accuracy"]:
-        result_metrics["train_accuracy"] = curve["train_accuracy"][-1]
-        result_metrics["train_loss"] = curve["train_loss"][-1]
+    result_metrics = {key: curve[key][-1] for key in ("train_accuracy", "train_loss") if curve.get(key)}
     outputs = {"val_predictions": val_predictions}
     if spec["evaluate_test"]:
         if not len(data.test):

@@ -2,7 +2,7 @@ import { execFileSync } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { DEFAULT_PYTHON } from "../../core/config.js";
-import { closedSet, OPTIMIZER, SCHEDULE, SCRIPT_LANGUAGE, SURFACE, TRIAL_STATUS } from "../../core/enums.js";
+import { closedSet, OPTIMIZER, SCHEDULE, SCRIPT_LANGUAGE, SURFACE, TASK, TRIAL_STATUS } from "../../core/enums.js";
 import { FAILURE_LABELS, labelFromName, labelName } from "../../core/failure.js";
 import { DATASETS } from "../../core/goal.js";
 import { InputDtypeSchema } from "../../core/model-config.js";
@@ -17,7 +17,7 @@ function workerSets(): Record<string, string[]> {
   const code = [
     "import json, datasets, failures, specs",
     "print(json.dumps({'optimizers': specs.OPTIMIZERS, 'schedules': specs.SCHEDULES, 'script_languages': specs.SCRIPT_LANGUAGES,",
-    "  'input_dtypes': specs.INPUT_DTYPES, 'failure_labels': sorted(failures.LABELS), 'datasets': sorted(datasets.KNOWN)}))",
+    "  'input_dtypes': specs.INPUT_DTYPES, 'failure_labels': sorted(failures.LABELS), 'datasets': sorted(datasets.KNOWN), 'tasks': datasets.TASKS}))",
   ].join("\n");
   const out = execFileSync(PYTHON, ["-c", code], { cwd: WORKER_DIR, encoding: "utf8", env: { ...process.env, PYTHONDONTWRITEBYTECODE: "1" } });
   return JSON.parse(out) as Record<string, string[]>;
@@ -54,5 +54,6 @@ describe("closed sets", () => {
     // The worker labels only what it can see happen (never gate_miss or illegal, the judge's).
     expect(FAILURE_LABELS).toEqual(expect.arrayContaining(worker.failure_labels!));
     expect(worker.datasets).toEqual([...DATASETS].sort());
+    expect(worker.tasks).toEqual(TASK.names);
   });
 });

@@ -26,7 +26,8 @@ torch.set_num_threads(1)
 # Job specs are complete, as gpu-runner/request.ts sends them: the worker has no defaults.
 # These values are neutral stand-ins for the fields a test does not care about.
 _DATASET = {"name": "digits", "data_dir": "", "subset": 0, "val_fraction": 0.1, "split_seed": 0,
-            "target_column": "", "shape": [], "num_classes": 0, "difficulty": 0.0, "test_subset": 0}
+            "target_column": "", "shape": [], "num_classes": 0, "difficulty": 0.0, "test_subset": 0,
+            "task": "classification"}
 _FULL = {
     "train": {
         "source": "", "class_name": "Net", "init_kwargs": {}, "dataset": _DATASET,
@@ -84,8 +85,8 @@ def scored(dataset, result, progress=()):
     out = {k: v for k, v in result.items() if not k.endswith("_predictions")}
     curve = [referee().score({"dataset": dataset, "part": "val", "predictions": [e["val_predictions"]]})
              for e in progress if e["kind"] == "epoch"]
-    out["learning_curve"] = {**result["learning_curve"], "val_accuracy": [c["val_accuracy"] for c in curve],
-                             "val_loss": [c["val_loss"] for c in curve]}
+    out["learning_curve"] = {**result["learning_curve"],
+                             **{key: [c[key] for c in curve] for key in (curve[0] if curve else ()) if key.startswith("val_")}}
     out["metrics"] = dict(result["metrics"])
     for part in ("val", "test"):
         if f"{part}_predictions" in result:
@@ -93,7 +94,7 @@ def scored(dataset, result, progress=()):
                                  "predictions": [result[f"{part}_predictions"]]})
             out["metrics"].update(s["metrics"])
             out[f"{part}_examples"] = s["examples"]
-            if part == "val":
+            if part == "val" and "per_class" in s:
                 out["per_class"], out["confusion_matrix"] = s["per_class"], s["confusion_matrix"]
     return out
 

@@ -195,7 +195,7 @@ def test_csv_errors_point_at_the_column_or_line(tmp_path):
     ragged = write(tmp_path / "r.csv", "a,b,label\n1,2,x\n3,y\n")
     invalid("line 3 has 2 fields, the header has 3", name="csv", data_dir=ragged, target_column="label")
     continuous = write(tmp_path / "c.csv", "a,y\n" + "".join(f"{i},{i / 3:.3f}\n" for i in range(20)))
-    invalid("target looks continuous", name="csv", data_dir=continuous, target_column="y")
+    invalid("the target looks continuous, not a class; for regression, name a regression metric", name="csv", data_dir=continuous, target_column="y")
     single = write(tmp_path / "s.csv", "a,y\n" + "".join(f"{i},same\n" for i in range(20)))
     invalid("the target has 1 class(es)", name="csv", data_dir=single, target_column="y")
     invalid("is not a file", name="csv", data_dir=str(tmp_path / "missing.csv"), target_column="y")
@@ -277,7 +277,7 @@ def test_describe_reports_what_a_planner_needs(fixtures_dir):
     raw = datasets.load(spec(name="text", data_dir=os.path.join(fixtures_dir, "text")))
     description = datasets.split(raw, spec(name="text")).describe()
     assert description == {
-        "kind": "dataset", "name": "text", "input_shape": [datasets.TEXT_LENGTH], "num_classes": 2,
+        "kind": "dataset", "name": "text", "task": "classification", "input_shape": [datasets.TEXT_LENGTH], "num_classes": 2,
         "class_names": ["0", "1"], "input_dtype": "int64", "vocab_size": datasets.TEXT_VOCAB,
         "n_train": 180, "n_val": 20, "n_test": 50,
     }
@@ -304,3 +304,41 @@ def test_the_cache_key_ignores_what_does_not_change_a_file_loader():
     generated = {"name": "synthetic", "shape": [4], "num_classes": 2}
     assert datasets.cache_key(spec(**generated)) != datasets.cache_key(spec(**generated, split_seed=1))
     assert datasets.cache_key(spec(**generated)) != datasets.cache_key(spec(**generated, difficulty=0.5))
+
+
+def test_diabetes_is_a_regression_with_its_targets_in_their_own_units():
+    raw = datasets.load(spec(name="diabetes", task="regression"))
+    assert raw.task == "regression" and raw.class_names == [] and raw.y_train.dtype == np.float64
+    assert raw.x_train.shape[1] == 10 and len(raw.y_train) + len(raw.y_test) == 442
+    assert 25 <= raw.y_train.min() and raw.y_train.max() <= 346  # disease progression, as scikit-learn ships it
+    split = datasets.split(raw, spec(name="diabetes", task="regression"))
+    assert split.describe()["task"] == "regression" and split.describe()["num_classes"] == 0
+    # Stratified by the target's deciles: the validation carve-out spans the range.
+    val = raw.y_train[split.val]
+    deciles = np.quantile(raw.y_train, [0.1, 0.9])
+    assert (val < deciles[0]).any() and (val > deciles[1]).any()
+
+
+def test_a_csv_regression_reads_a_numeric_target_and_says_what_is_wrong_with_others(tmp_path):
+    table = write(tmp_path / "house.csv", "rooms,area,price\n" + "".join(f"{i % 5 + 1},{40 + i},{1000 + 13.5 * i}\n" for i in range(60)))
+    raw = datasets.load(spec(name="csv", data_dir=table, target_column="price", task="regression"))
+    assert raw.task == "regression" and len(raw.y_test) == 12 and raw.y_train.dtype == np.float64
+    assert sorted(np.concatenate([raw.y_train, raw.y_test])) == [1000 + 13.5 * i for i in range(60)]
+    words = write(tmp_path / "w.csv", "a,price\n" + "".join(f"{i},{'cheap' if i % 2 else i}\n" for i in range(20)))
+    invalid("a regression target must be numeric, and 'price' holds 'cheap'", name="csv", data_dir=words, target_column="price", task="regression")
+    invalid("digits is a classification dataset, not regression: a regression goal needs a numeric target",
+            name="digits", task="regression")
+    invalid("diabetes is a regression dataset, not classification: its goal needs a regression metric", name="diabetes")
+
+
+def test_a_regression_split_publishes_only_its_training_targets(tmp_path):
+    raw = datasets.load(spec(name="diabetes", task="regression"))
+    dataset = spec(name="diabetes", task="regression")
+    split = datasets.split(raw, dataset)
+    (tmp_path / "private").mkdir()
+    published = datasets.publish(split, dataset, str(tmp_path / "public"), str(tmp_path / "private"))
+    targets = np.load(published["labels"])
+    assert targets.dtype == np.float64 and np.isnan(targets[split.val]).all()
+    assert np.array_equal(targets[split.train], raw.y_train[split.train])
+    again = datasets.load_published(str(tmp_path / "public"), published["dataset_id"])
+    assert again.task == "regression" and again.y_train is None

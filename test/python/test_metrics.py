@@ -81,7 +81,7 @@ def test_predictions_travel_as_float32_log_probabilities_checked_against_their_s
     encoded = metrics.encode(logprobs)
     assert np.allclose(metrics.decode(encoded, 3, 3, "val"), logprobs, atol=1e-6)
     for examples, classes in ((4, 3), (3, 2)):
-        with pytest.raises(ValueError, match=r"val: expected log-probabilities of shape"):
+        with pytest.raises(ValueError, match=r"val: expected predictions of shape"):
             metrics.decode(encoded, examples, classes, "val")
     with pytest.raises(ValueError, match="not all finite"):
         metrics.decode(metrics.encode(np.full((3, 3), np.nan)), 3, 3, "val")
@@ -107,3 +107,19 @@ def test_a_score_is_the_models_own_and_several_seeds_score_as_one_model():
     # Claiming more than certainty buys nothing: probabilities are renormalised first.
     inflated = metrics.score(y, [a + 5], 3, "val", full=False)
     assert inflated["val_loss"] == pytest.approx(one["val_loss"])
+
+
+def test_regression_scores_in_the_targets_units_with_their_sampling_errors():
+    y = np.array([1.0, 2.0, 3.0, 4.0])
+    predicted = np.array([[1.0], [2.0], [5.0], [4.0]])
+    quick = metrics.score_regression(y, [predicted], "val", False)
+    assert quick["val_rmse"] == pytest.approx(1.0) and quick["val_mae"] == pytest.approx(0.5)
+    assert quick["val_loss"] == pytest.approx(1.0) and quick["val_r2"] == pytest.approx(1 - 4 / 5)
+    assert not any(k.endswith("_se") for k in quick)
+    full = metrics.score_regression(y, [predicted], "test", True)["metrics"]
+    # Squared errors 0, 0, 4, 0: their standard error is 2 / sqrt(4), halved over RMSE 1 by the delta method.
+    assert full["test_rmse_se"] == pytest.approx(0.5) and full["test_mae_se"] == pytest.approx(0.5)
+    # Seeds average into one model; a constant target leaves R^2 out rather than dividing by zero.
+    two = metrics.score_regression(y, [predicted, np.array([[1.0], [2.0], [1.0], [4.0]])], "val", False)
+    assert two["val_rmse"] == 0.0 and two["val_r2"] == 1.0
+    assert "val_r2" not in metrics.score_regression(np.ones(3), [np.zeros((3, 1))], "val", False)

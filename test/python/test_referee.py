@@ -54,7 +54,7 @@ def test_what_is_published_holds_inputs_and_indices_and_no_held_out_label(tmp_pa
 
         # Predictions of the wrong shape are the job's failure; a bad request is the caller's; it serves on.
         wrong = ask("w", "score", {"dataset": DIGITS, "part": "val", "predictions": [metrics.encode(np.zeros((n + 1, classes)))]})
-        assert wrong["label"] == "crash" and "expected log-probabilities of shape" in wrong["message"]
+        assert wrong["label"] == "crash" and "expected predictions of shape" in wrong["message"]
         assert ask("t", "train", {})["label"] == "invalid_config"
         assert ask("m", "prepare", {"dataset": {**DIGITS, "name": "csv", "data_dir": "/nonexistent", "target_column": "y"}})["label"] == "invalid_config"
         assert ask("again", "prepare", {"dataset": DIGITS})["split_id"] == sid

@@ -109,6 +109,41 @@ def test_a_full_recipe_trains_and_reports_validation_and_test_metrics():
     assert result["val_examples"] == 16 and result["test_examples"] > 0
 
 
+REGRESSOR = """
+import torch.nn as nn
+
+class Net(nn.Module):
+    def __init__(self, outputs=1):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(10, 32), nn.ReLU(), nn.Linear(32, outputs))
+
+    def forward(self, x):
+        return self.net(x)
+"""
+
+DIABETES = {"name": "diabetes", "task": "regression"}
+
+
+def test_a_regression_trains_on_standardised_targets_and_is_scored_in_their_units():
+    recipe = {"optimizer": "adam", "lr": 0.01, "batch_size": 32, "epochs": 8, "label_smoothing": 0.1}
+    result, progress = run("train", source=REGRESSOR, dataset=DIABETES, recipe=recipe, evaluate_test=True)
+    assert result["kind"] == "result", result
+    m = result["metrics"]
+    # Predicting the mean has an RMSE of the target's spread (about 77 on diabetes); a model that learned beats it.
+    spread = float(np.std(datasets.load(specs.dataset(full_spec("prepare", dataset=DIABETES))).y_train))
+    assert m["val_rmse"] < 0.85 * spread and m["test_rmse"] < 0.85 * spread and m["val_r2"] > 0.25
+    assert {"val_mae", "val_rmse_se", "test_mae_se", "train_loss"} <= set(m) and "train_accuracy" not in m
+    curve = result["learning_curve"]
+    assert set(curve) == {"train_loss", "lr", "val_loss", "val_rmse", "val_mae", "val_r2"}
+    assert len(curve["val_rmse"]) == 8 and curve["val_rmse"][-1] < curve["val_rmse"][0]
+    assert result["num_classes"] == 0 and result["class_names"] == [] and "per_class" not in result
+
+
+def test_a_regression_model_with_more_than_one_output_is_a_shape_error():
+    failure("shape_error", "expected [2, 1] (batch, 1): one value per example for a regression",
+            source=REGRESSOR, dataset=DIABETES, init_kwargs={"outputs": 2})
+
+
 def test_a_training_cut_by_time_stops_there_and_still_anneals():
     """train_seconds: the run's last long training takes the time it has; its schedule follows that time."""
     recipe = {"epochs": 400, "batch_size": 16, "schedule": "cosine", "train_seconds": 0.5}

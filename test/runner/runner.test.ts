@@ -12,7 +12,18 @@ import { createLogger } from "../../core/logger.js";
 import { ResearchError } from "../../core/failure.js";
 import { connectRunner, evaluateToResult, type RunnerClient } from "../../gpu-runner/client.js";
 import { startRunner, type RunningRunner } from "../../gpu-runner/server.js";
-import { ArgumentKind, DatasetInfoSchema, EvalResultSchema, GoalStatus, ScriptLanguage, type EvaluateRequestSchema, type Optimizer } from "../../proto/gen/research/v1/runner_pb.js";
+import {
+  ArgumentKind,
+  DatasetInfoSchema,
+  EvalResultSchema,
+  GoalStatus,
+  Metric,
+  ScriptLanguage,
+  Task,
+  type EvaluateEvent,
+  type EvaluateRequestSchema,
+  type Optimizer,
+} from "../../proto/gen/research/v1/runner_pb.js";
 import { startProblem, type Start } from "../../cli/starting-point.js";
 import { DIGITS_CNN, hostile } from "../helpers/models.js";
 import { watchedEvaluation } from "../../agents/analyst/evaluation.js";
@@ -124,6 +135,61 @@ describe("runner service", () => {
     const gone = await failureOf({ ...req, trialId: "t-other-test", weightsOf: "t-never-kept", evaluateTest: true });
     expect(gone.label).toBe("invalid_config");
     expect(gone.message).toMatch(/no weights kept for trial t-never-kept seed 0, 1/);
+  });
+
+  it("evaluates a regression on diabetes: RMSE in the target's units, lower is better, an interval that counts the validation set", async () => {
+    const mlp = `
+import torch.nn as nn
+
+class Regressor(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(10, 32), nn.ReLU(), nn.Linear(32, 1))
+
+    def forward(self, x):
+        return self.net(x)
+`;
+    const req = (extra: Partial<Req>): Req =>
+      ({
+        trialId: "t-regressor",
+        model: { code: mlp, className: "Regressor" },
+        dataset: { name: "diabetes", task: Task.REGRESSION },
+        metric: Metric.RMSE,
+        seeds: 3,
+        recipe: { epochs: 8, batchSize: 32, lr: 0.01 },
+        budget: { timeBudgetS: 60 },
+        ...extra,
+      }) as Req;
+    const events: EvaluateEvent[] = [];
+    const result = await evaluateToResult(client, req({ target: 70, evaluateTest: true }), (e) => events.push(e));
+    const rmse = result.aggregated.val_rmse!;
+    // Predicting the mean scores the target's spread, about 77; the interval is wider than the seeds' spread alone.
+    expect(rmse.n).toBe(3);
+    expect(rmse.mean).toBeGreaterThan(40);
+    expect(rmse.mean).toBeLessThan(65);
+    expect(rmse.ci95[1]! - rmse.ci95[0]!).toBeGreaterThan((2 * 4.30 * rmse.std) / Math.sqrt(3));
+    expect(result.aggregated.val_r2!.mean).toBeGreaterThan(0.25);
+    expect(result.aggregated.val_rmse_se).toBeUndefined();
+    // Met on the interval's upper end: lower is better.
+    expect(result.goalStatus).toBe(rmse.ci95[1]! <= 70 ? GoalStatus.ACHIEVED : GoalStatus.LIKELY);
+    const best = result.seedResults.find((s) => s.seed === result.bestSeed)!;
+    expect(Math.min(...result.seedResults.map((s) => s.metrics.val_rmse!))).toBe(best.metrics.val_rmse);
+    expect(result.numClasses).toBe(0);
+    expect(result.aggregated.val_accuracy).toBeUndefined();
+    expect(result.aggregated.ensemble_test_rmse!.mean).toBeGreaterThan(30);
+    const progress = events.flatMap((e) => (e.event.case === "progress" ? [e.event.value] : []));
+    expect(progress).toHaveLength(24);
+    expect(progress.every((p) => p.valMetric > 0 && p.valAccuracy === 0)).toBe(true);
+    expect(result.seedResults[0]!.learningCurve?.valMetric).toHaveLength(8);
+    const finished = events.flatMap((e) => (e.event.case === "seedFinished" ? [e.event.value] : []));
+    expect(finished.map((f) => f.valMetric).sort()).toEqual(result.seedResults.map((s) => s.metrics.val_rmse).sort());
+
+    // A metric that does not fit the dataset's task is refused before anything trains.
+    const mismatch = await failureOf(req({ metric: Metric.ACCURACY }));
+    expect(mismatch.label).toBe("invalid_config");
+    expect(mismatch.message).toMatch(/metric accuracy is for classification, and dataset diabetes is asked for regression/);
+    const notRegression = await failureOf(req({ dataset: { name: "digits", task: Task.REGRESSION } }));
+    expect(notRegression.message).toMatch(/digits is a classification dataset, not regression/);
   });
 
   it("summarizes a model: params, layers with output shapes, FLOPs", async () => {

@@ -2,7 +2,8 @@ import { describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import { mulberry32 } from "../../agents/planner/policy.js";
 import { aggregate, describeProportion, goalStatus } from "../../gpu-runner/stats.js";
-import { GoalStatus, SeedResultSchema } from "../../proto/gen/research/v1/runner_pb.js";
+import { GoalStatus, Metric, SeedResultSchema } from "../../proto/gen/research/v1/runner_pb.js";
+import { objective } from "../../core/objective.js";
 
 const seed = (correct: number, examples: number, f1 = correct / examples) =>
   create(SeedResultSchema, { metrics: { val_accuracy: correct / examples, val_f1_macro: f1, val_loss: 0.3 }, valExamples: examples });
@@ -92,4 +93,29 @@ describe("coverage on simulated trials", () => {
       }
     });
   }
+});
+
+describe("a regression's interval and goal", () => {
+  const regression = (rmse: number, se: number) => create(SeedResultSchema, { metrics: { val_rmse: rmse, val_rmse_se: se, val_r2: 0.5 }, valExamples: 90 });
+
+  it("adds the validation set's sampling error to the seeds' spread, unclipped, and keeps the errors out of the result", () => {
+    const agg = aggregate([regression(52, 3), regression(54, 3), regression(56, 3)]);
+    const rmse = agg.val_rmse!;
+    const seedHalf = (4.303 * 2) / Math.sqrt(3);
+    expect(rmse.mean).toBe(54);
+    expect(rmse.ci95[1]! - 54).toBeCloseTo(Math.sqrt(seedHalf ** 2 + (1.96 * 3) ** 2), 2);
+    expect(agg.val_rmse_se).toBeUndefined();
+    // One seed: the sampling error alone, not a point.
+    const one = aggregate([regression(52, 3)]).val_rmse!;
+    expect(one.ci95).toEqual([52 - 1.959964 * 3, 52 + 1.959964 * 3]);
+  });
+
+  it("is met when the interval's upper end is at or below a target to minimise", () => {
+    const rmse = aggregate([regression(50, 1), regression(51, 1)]).val_rmse!;
+    const o = objective(Metric.RMSE);
+    expect(goalStatus(rmse, 60, o)).toBe(GoalStatus.ACHIEVED);
+    expect(goalStatus(rmse, 51, o)).toBe(GoalStatus.LIKELY);
+    expect(goalStatus(rmse, 49, o)).toBe(GoalStatus.NOT_ACHIEVED);
+    expect(goalStatus(rmse, 0, o)).toBe(GoalStatus.NO_TARGET);
+  });
 });

@@ -1,0 +1,65 @@
+/**
+ * What a run decides on: one validation metric and which way is better. The parts that rank,
+ * compare or test a goal read their numbers through an Objective, so "better" has one
+ * definition per metric: higher accuracy and R^2, lower RMSE and MAE. Decisions take the
+ * pessimistic end of a 95% interval: the lower bound of a metric to maximise, the upper bound
+ * of one to minimise; `utility` turns either into a number where higher is better, so a
+ * ranking written once serves both directions.
+ */
+import { Metric, MetricSchema, type MetricStats } from "../proto/gen/research/v1/runner_pb.js";
+import { closedSet, type TaskName } from "./enums.js";
+import { pct } from "./format.js";
+
+export const METRIC = closedSet<typeof Metric>(MetricSchema);
+export type MetricName = (typeof METRIC.names)[number];
+
+interface MetricFacts {
+  /** The datasets it scores. */
+  task: TaskName;
+  higherIsBetter: boolean;
+  /** A share of examples, shown as a percentage (its interval counts the finite validation set). */
+  proportion: boolean;
+  /** For people: "RMSE", "accuracy". */
+  label: string;
+}
+
+const FACTS: Record<MetricName, MetricFacts> = {
+  accuracy: { task: "classification", higherIsBetter: true, proportion: true, label: "accuracy" },
+  rmse: { task: "regression", higherIsBetter: false, proportion: false, label: "RMSE" },
+  mae: { task: "regression", higherIsBetter: false, proportion: false, label: "MAE" },
+  r2: { task: "regression", higherIsBetter: true, proportion: false, label: "R²" },
+};
+
+export interface Objective extends MetricFacts {
+  metric: MetricName;
+  /** The validation metric's key among a result's metrics: val_accuracy, val_rmse, ... */
+  key: `val_${MetricName}`;
+}
+
+/** The objective of a metric; unspecified (every run before regression): accuracy. */
+export function objective(metric: Metric = Metric.UNSPECIFIED): Objective {
+  const name = METRIC.name(metric) ?? "accuracy";
+  return { metric: name, key: `val_${name}`, ...FACTS[name] };
+}
+
+export const ACCURACY = objective(Metric.ACCURACY);
+
+/** A value of the metric as a number where higher is better. */
+export function utility(o: Objective, value: number): number {
+  return o.higherIsBetter ? value : -value;
+}
+
+/** The pessimistic end of a 95% interval: the lower bound to maximise, the upper bound to minimise. */
+export function pessimisticBound(o: Objective, stats: MetricStats): number {
+  return (o.higherIsBetter ? stats.ci95[0] : stats.ci95[1]) ?? stats.mean;
+}
+
+/** Whether a value of the metric reaches a target, in the metric's direction. */
+export function reaches(o: Objective, value: number, target: number): boolean {
+  return o.higherIsBetter ? value >= target : value <= target;
+}
+
+/** A value for people: a percentage for a proportion, four significant digits otherwise. */
+export function formatMetric(o: Objective, value: number): string {
+  return o.proportion ? pct(value) : Number(value.toPrecision(4)).toString();
+}
