@@ -1,12 +1,12 @@
 /** The console's line for a lineage event, for launch and watch. */
 import { DEFAULT_SEEDS, PROBE_SEEDS } from "../core/defaults.js";
 import { labelName } from "../core/failure.js";
-import { pct } from "../core/format.js";
 import { shortTrialId } from "../core/ids.js";
-import { BEST_RULE, intervalBasis } from "../core/ranking.js";
+import { bestRule, intervalBasis } from "../core/ranking.js";
 import { eventText } from "../lineage-store/fold.js";
 import type { Event, RunSettings } from "../proto/gen/research/v1/events_pb.js";
-import { bestTrial, inFlightCount, meanOf, standing, type RunState } from "../swarm/run-state.js";
+import { bestTrial, inFlightCount, meanOf, scoreText, standing, type RunState } from "../swarm/run-state.js";
+import { formatMetric } from "../core/objective.js";
 
 /** What the run's banner promises about seeds: every planner probes a slice of the split with one. */
 function seedPlan(settings: RunSettings | undefined): string {
@@ -23,7 +23,7 @@ function standingLine(judgedCount: number, s: RunState): string {
   for (const t of s.trials.values()) {
     if (t.judged?.failure) failures.set(labelName(t.judged.failure.label), (failures.get(labelName(t.judged.failure.label)) ?? 0) + 1);
   }
-  const bestText = best ? `${shortTrialId(best.id)} ${pct(meanOf(best) ?? 0)} (CI low ${pct(best.judged?.ciLow ?? 0)}, ${intervalBasis({ seeds: standing(best)?.seeds ?? 0, valExamples: 0 })})` : "none";
+  const bestText = best ? `${shortTrialId(best.id)} ${formatMetric(s.objective, meanOf(best) ?? 0)} (${scoreText(best)}, ${intervalBasis({ seeds: standing(best)?.seeds ?? 0, valExamples: 0 })})` : "none";
   const failureText = failures.size ? ` | failures ${[...failures].map(([k, v]) => `${k}:${v}`).join(" ")}` : "";
   return `best ${bestText} | ${judgedCount} judged, ${inFlightCount(s)} in flight${failureText}`;
 }
@@ -33,11 +33,11 @@ export function describeEvent(e: Event, s: RunState): string | undefined {
   const b = e.body;
   // One seed stands for the trial; all seeds' curves are in the results.
   if (b.case === "trialProgress" && b.value.progress?.seed !== 0) return undefined;
-  const text = eventText(e, pct);
+  const text = eventText(e, s.objective, true);
   if (!text) return undefined;
   // An intervention's text names its trial in full.
   const line = e.trialId && b.case !== "runIntervention" ? `${shortTrialId(e.trialId)} ${text}` : text;
-  if (b.case === "runStarted") return `${line} (planner ${b.value.settings?.planner}; ${seedPlan(b.value.settings)}; best: ${BEST_RULE})`;
+  if (b.case === "runStarted") return `${line} (planner ${b.value.settings?.planner}; ${seedPlan(b.value.settings)}; best: ${bestRule(s.objective)})`;
   if (b.case === "trialJudged") return `${line} | ${standingLine(b.value.trialsDone, s)}`;
   return line;
 }

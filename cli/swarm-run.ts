@@ -12,11 +12,12 @@ import { runSettings } from "../deploy/settings.js";
 import type { Swarm } from "../deploy/swarm.js";
 import { parseDevice } from "../gpu-runner/device.js";
 import type { Goal, StartingPoint } from "../proto/gen/research/v1/events_pb.js";
-import type { DatasetInfo } from "../proto/gen/research/v1/runner_pb.js";
+import { Task, type DatasetInfo } from "../proto/gen/research/v1/runner_pb.js";
+import { datasetSpec } from "../swarm/dataset-info.js";
 import { argumentDefault, searchableArguments } from "../core/model-config.js";
 import { args, fail, positiveInt } from "./args.js";
 import { quietLogger } from "./workspace.js";
-import { parseFraction, parseSeed } from "./format.js";
+import { parseSeed } from "./format.js";
 import { cudaProblem, dataProblem } from "./preflight.js";
 import { startingPointOf, startProblem } from "./starting-point.js";
 
@@ -76,7 +77,8 @@ function checkResume(a: RunArgs, workspace: string): void {
 function goalOf(a: RunArgs): Goal | undefined {
   const parse = (timeBudgetS: string | number | undefined) =>
     parseGoal(a.goal ?? "resume", {
-      target: a.target !== undefined ? (parseFraction(a.target) ?? fail(`--target must be a fraction or percentage, got "${a.target}"`)) : undefined,
+      // Read in the goal's metric's units: "92%" or 0.92 for accuracy, 55 for an RMSE.
+      target: a.target,
       maxParams: positiveInt("max-params", a["max-params"]),
       timeBudgetS,
       dataDir: a["data-dir"] ? resolve(a["data-dir"]) : undefined,
@@ -172,9 +174,10 @@ async function start(a: RunArgs, run: PreparedRun, say: (line: string) => void, 
  * train on it; else the dataset's shape told on the console.
  */
 async function datasetProblem(swarm: Swarm, run: PreparedRun, goal: Goal, say: (line: string) => void): Promise<string | undefined> {
-  const info = await swarm.runner.describe({ dataset: { name: goal.dataset, dataDir: goal.dataDir, targetColumn: goal.targetColumn } });
+  const info = await swarm.runner.describe({ dataset: datasetSpec(goal) });
   if (info.failure) return `dataset ${goal.dataset}: ${info.failure.message}`;
-  say(`dataset ${goal.dataset}: ${info.nTrain} train / ${info.nVal} val / ${info.nTest} test, input ${JSON.stringify(info.inputShape)}, ${info.numClasses} classes`);
+  const target = info.task === Task.REGRESSION ? "a numeric target" : `${info.numClasses} classes`;
+  say(`dataset ${goal.dataset}: ${info.nTrain} train / ${info.nVal} val / ${info.nTest} test, input ${JSON.stringify(info.inputShape)}, ${target}`);
   if (!run.start) return undefined;
   const problem = await startProblem(run.start, goal, info, swarm.runner);
   if (!problem && run.start.point.modelCode) say(startLine(run.start.point, info));

@@ -11,6 +11,7 @@
 import { create } from "@bufbuild/protobuf";
 import { z } from "zod";
 import { GoalSchema, type Goal } from "../proto/gen/research/v1/events_pb.js";
+import { METRIC, objective, type MetricName } from "./objective.js";
 
 /** Dataset names as the runner's DatasetSpec spells them. */
 export const DATASETS = [
@@ -54,8 +55,8 @@ export function datasetModality(dataset: string): Modality | undefined {
   return name ? MODALITY[name] : undefined;
 }
 
-/** The only metric the judge decides on today. */
-export const METRIC = "val_accuracy";
+/** Datasets whose target is a number: their goals decide on RMSE unless they name another regression metric. */
+const REGRESSION_DATASETS: ReadonlySet<DatasetName> = new Set(["diabetes"]);
 
 // Longer names first: "fashion-mnist" must win over "mnist", "cifar100" over "cifar10".
 const DATASET_PATTERNS: readonly (readonly [RegExp, DatasetName])[] = [
@@ -121,12 +122,26 @@ const ACCURACY_WORD = /^(?:val|validation|accuracy|acc|top)$/i;
 
 // No target: find the best model within the limits. "maximum" alone is left out: "maximum 200k params" is a limit.
 const OPEN_ENDED =
-  /\b(?:maximi[sz](?:e|ing)|optimi[sz]e|best|highest|most\s+accurate|max(?:imum)?\s+(?:val(?:idation)?\s+|test\s+)?(?:accuracy|acc)|as\s+(?:good|high|accurate|well)\s+as\s+(?:possible|(?:you|we|it)\s+can))\b/gi;
+  /\b(?:maximi[sz](?:e|ing)|minimi[sz](?:e|ing)|optimi[sz]e|best|highest|lowest|most\s+accurate|max(?:imum)?\s+(?:val(?:idation)?\s+|test\s+)?(?:accuracy|acc)|as\s+(?:good|high|accurate|well)\s+as\s+(?:possible|(?:you|we|it)\s+can))\b/gi;
 // Asking for test accuracy is no licence to search on the test split; the description says so.
 const TEST_ACCURACY = /\btest(?:[-_ ](?:set|split))?[-_ ](?:accuracy|acc)\b/gi;
 
 const OTHER_METRIC =
-  /\b(macro[-_ ]?f1|micro[-_ ]?f1|f1(?:[-_ ]score)?|roc[-_ ]?auc|pr[-_ ]?auc|auc|precision|recall|loss|mse|rmse|mae|r2|perplexity|bleu|top[-_ ]?5)\b/gi;
+  /\b(macro[-_ ]?f1|micro[-_ ]?f1|f1(?:[-_ ]score)?|roc[-_ ]?auc|pr[-_ ]?auc|auc|precision|recall|loss|mse|perplexity|bleu|top[-_ ]?5)\b/gi;
+
+// A regression's metrics by the words people use; a target follows in the target's own units.
+const REGRESSION_WORDS = String.raw`(rmse|root[-_ ]mean[-_ ]squared?[-_ ]error|mae|mean[-_ ]absolute[-_ ]error|r2|r²|r\^2|r[-_ ]squared)`;
+const REGRESSION_TARGET = new RegExp(
+  String.raw`\b${REGRESSION_WORDS}\s*(?:(?:<=|>=|<|>|≤|≥|=|:)\s*|(?:below|under|above|over|at most|at least|of|to)\s+)?(-?${NUM})(?![\w%])`,
+  "gi",
+);
+const REGRESSION_METRIC = new RegExp(String.raw`\b${REGRESSION_WORDS}(?![\w^²])`, "gi");
+
+function regressionMetric(word: string): MetricName {
+  const w = word.toLowerCase();
+  if (/^r(?:2|²|\^2|[-_ ]squared)$/.test(w)) return "r2";
+  return w === "mae" || w.startsWith("mean") ? "mae" : "rmse";
+}
 
 const COUNT_MULTIPLIER: Record<string, number> = { k: 1e3, thousand: 1e3, m: 1e6, million: 1e6, b: 1e9, billion: 1e9 };
 
@@ -190,6 +205,9 @@ export interface GoalReading {
   maxParams: number[];
   timeBudgets: number[];
   otherMetrics: string[];
+  /** Regression metrics named ("rmse", "r2"), and targets stated in their units. */
+  metrics: MetricName[];
+  regressionTargets: number[];
   /** The words that ask for no target ("maximise", "best", "as good as possible"). */
   openEnded: string[];
   /** The text names test accuracy. */
@@ -219,7 +237,7 @@ function pushDistinct<T>(list: T[], value: T): void {
 export function readGoalText(text: string): GoalReading {
   const s = new Scanner(text);
   const r: GoalReading = {
-    datasets: [], dataDirs: [], targetColumns: [], targets: [], maxParams: [], timeBudgets: [], otherMetrics: [], openEnded: [], testAccuracy: false,
+    datasets: [], dataDirs: [], targetColumns: [], targets: [], maxParams: [], timeBudgets: [], otherMetrics: [], metrics: [], regressionTargets: [], openEnded: [], testAccuracy: false,
   };
 
   for (const m of s.take(FILE_DATASET)) {
@@ -240,6 +258,11 @@ export function readGoalText(text: string): GoalReading {
   for (const m of s.take(TIME_COMPOUND)) pushDistinct(r.timeBudgets, toNumber(m[1]!) * 3600 + toNumber(m[2]!) * 60);
   for (const m of s.take(TIME)) pushDistinct(r.timeBudgets, toNumber(m[1]!) * unitSeconds(m[2]!));
 
+  for (const m of s.take(REGRESSION_TARGET)) {
+    pushDistinct(r.metrics, regressionMetric(m[1]!));
+    pushDistinct(r.regressionTargets, toNumber(m[2]!));
+  }
+  for (const m of s.take(REGRESSION_METRIC)) pushDistinct(r.metrics, regressionMetric(m[1]!));
   s.take(TOP1);
   // Before the bare numbers: "0.95 test accuracy" is a target even though "test" is no accuracy word.
   r.testAccuracy = s.take(TEST_ACCURACY).length > 0;
@@ -270,6 +293,13 @@ const maxParamsSchema = z
   .positive({ error: "max_params must be positive" });
 const timeBudgetSchema = z.number().positive({ error: "time budget must be positive" });
 
+/** A regression target in the target's units: an error above 0, or R² up to 1. */
+function regressionTargetSchema(metric: MetricName) {
+  return metric === "r2"
+    ? z.number().lte(1, { error: (iss) => `an R² target must be at most 1, got ${String(iss.input)}` })
+    : z.number().gt(0, { error: (iss) => `a ${metric} target must be above 0, got ${String(iss.input)}` });
+}
+
 function fromText(read: (text: string) => number | undefined, what: string) {
   return (v: string | number | bigint, ctx: z.RefinementCtx<string | number | bigint>): number => {
     if (typeof v !== "string") return Number(v);
@@ -295,25 +325,23 @@ export const GoalOverridesSchema = z
     }),
     dataDir: z.string().min(1),
     targetColumn: z.string().min(1),
-    metric: z.string().transform((v, ctx) => {
-      if (!/^(?:val[-_ ]?)?(?:accuracy|acc)$|^val(?:idation)?[-_ ]accuracy$/i.test(v.trim())) {
-        ctx.issues.push({ code: "custom", message: `only ${METRIC} can be a target, got "${v}"`, input: v });
+    metric: z.string().transform((v, ctx): MetricName => {
+      const word = v.trim().replace(/^val(?:idation)?[-_ ]/i, "");
+      if (/^(?:accuracy|acc)$/i.test(word)) return "accuracy";
+      if (new RegExp(`^${REGRESSION_WORDS}$`, "i").test(word)) return regressionMetric(word);
+      ctx.issues.push({ code: "custom", message: `the metric must be accuracy, rmse, mae or r2, got "${v}"`, input: v });
+      return z.NEVER;
+    }),
+    // A number here is read in the goal's metric's units (a fraction or percent for accuracy) once the metric is known.
+    target: z.union([z.number(), z.string()]).transform((v, ctx) => {
+      if (typeof v === "number") return { value: v, percent: false };
+      const m = /^\s*(-?\d+(?:\.\d+)?|-?\.\d+)\s*(%)?\s*$/.exec(v);
+      if (!m?.[1]) {
+        ctx.issues.push({ code: "custom", message: `cannot read "${v}" as a target`, input: v });
         return z.NEVER;
       }
-      return METRIC;
+      return { value: Number(m[1]), percent: Boolean(m[2]) };
     }),
-    target: z
-      .union([z.number(), z.string()])
-      .transform((v, ctx) => {
-        if (typeof v === "number") return toFraction(v, false);
-        const m = /^\s*(\d+(?:\.\d+)?|\.\d+)\s*(%)?\s*$/.exec(v);
-        if (!m?.[1]) {
-          ctx.issues.push({ code: "custom", message: `cannot read "${v}" as a target`, input: v });
-          return z.NEVER;
-        }
-        return toFraction(Number(m[1]), Boolean(m[2]));
-      })
-      .pipe(targetSchema),
     maxParams: z.union([z.number(), z.bigint(), z.string()]).transform(fromText(parseCount, "a parameter count")).pipe(maxParamsSchema),
     timeBudgetS: z.union([z.number(), z.string()]).transform(fromText(parseDuration, "a duration")).pipe(timeBudgetSchema),
   })
@@ -327,12 +355,23 @@ const ResolvedGoalSchema = z
     dataset: z.enum(DATASETS),
     dataDir: z.string(),
     targetColumn: z.string(),
-    metric: z.literal(METRIC),
-    target: targetSchema.optional(),
+    metric: z.enum(METRIC.names),
+    target: z.number().optional(),
     maxParams: maxParamsSchema.optional(),
     timeBudgetS: timeBudgetSchema.optional(),
   })
   .superRefine((g, ctx) => {
+    if (g.target !== undefined) {
+      const check = g.metric === "accuracy" ? targetSchema : regressionTargetSchema(g.metric);
+      for (const issue of check.safeParse(g.target).error?.issues ?? []) ctx.addIssue({ code: "custom", path: ["target"], message: issue.message });
+    }
+    const task = objective(METRIC.value(g.metric)).task;
+    if (task === "classification" && REGRESSION_DATASETS.has(g.dataset)) {
+      ctx.addIssue({ code: "custom", path: ["metric"], message: `${g.dataset} is a regression dataset: its goal decides on rmse, mae or r2, not accuracy` });
+    }
+    if (task === "regression" && g.dataset !== "csv" && !REGRESSION_DATASETS.has(g.dataset)) {
+      ctx.addIssue({ code: "custom", path: ["metric"], message: `${g.dataset} is a classification dataset: ${g.metric} needs a numeric target (diabetes, or a csv target column)` });
+    }
     if ((g.dataset === "csv" || g.dataset === "text") && !g.dataDir) {
       ctx.addIssue({
         code: "custom",
@@ -353,10 +392,16 @@ type ResolvedGoal = z.output<typeof ResolvedGoalSchema>;
 /** What the run will do, in words: the Goal's description. */
 function describeGoal(g: ResolvedGoal, testAccuracy: boolean): string {
   const data = g.dataDir ? `${g.dataset} (${g.dataDir})` : g.dataset;
+  const o = objective(METRIC.value(g.metric));
+  const until = "until the trial or time budget is spent or it plateaus";
   const parts = [
-    g.target !== undefined
-      ? `reach ${percentLabel(g.target)} validation accuracy on ${data} (95% CI lower bound)`
-      : `find the most accurate model on ${data}: no target; maximise validation accuracy until the trial or time budget is spent or it plateaus`,
+    o.proportion
+      ? g.target !== undefined
+        ? `reach ${percentLabel(g.target)} validation accuracy on ${data} (95% CI lower bound)`
+        : `find the most accurate model on ${data}: no target; maximise validation accuracy ${until}`
+      : g.target !== undefined
+        ? `reach validation ${o.label} ${g.target} or ${o.higherIsBetter ? "higher" : "lower"} on ${data} (95% CI ${o.higherIsBetter ? "lower" : "upper"} bound)`
+        : `find the model with the ${o.higherIsBetter ? "highest" : "lowest"} validation ${o.label} on ${data}: no target; ${o.higherIsBetter ? "maximise" : "minimise"} it ${until}`,
   ];
   if (g.maxParams !== undefined) parts.push(`at most ${g.maxParams.toLocaleString("en-US")} parameters`);
   if (g.timeBudgetS !== undefined) parts.push(`within ${durationLabel(g.timeBudgetS)}`);
@@ -364,12 +409,16 @@ function describeGoal(g: ResolvedGoal, testAccuracy: boolean): string {
   return testAccuracy ? `${text}; the search never uses the test split: the best model's test accuracy is measured once at the end` : text;
 }
 
-function understood(r: { dataset?: string; dataDir?: string; targetColumn?: string; target?: number; maxParams?: number; timeBudgetS?: number }, openEnded: boolean): string {
+function understood(
+  r: { dataset?: string; dataDir?: string; targetColumn?: string; metric: MetricName; target?: number; maxParams?: number; timeBudgetS?: number },
+  openEnded: boolean,
+): string {
   const parts: string[] = [];
   if (r.dataset) parts.push(`dataset=${r.dataset}`);
   if (r.dataDir) parts.push(`path=${r.dataDir}`);
   if (r.targetColumn) parts.push(`target_column=${r.targetColumn}`);
-  if (r.target !== undefined) parts.push(`target=${percentLabel(r.target)}`);
+  if (r.metric !== "accuracy") parts.push(`metric=${r.metric}`);
+  if (r.target !== undefined) parts.push(`target=${r.metric === "accuracy" ? percentLabel(r.target) : r.target}`);
   if (openEnded) parts.push("no target (best model)");
   if (r.maxParams !== undefined) parts.push(`max_params=${r.maxParams}`);
   if (r.timeBudgetS !== undefined) parts.push(`time_budget=${durationLabel(r.timeBudgetS)}`);
@@ -397,26 +446,44 @@ export function parseGoal(text: string, overrides: GoalOverrides = {}): GoalPars
   const r = readGoalText(text);
   const problems: string[] = [];
 
+  const dataset = single(over.dataset, r.datasets, "datasets", String, problems);
+  // Unnamed, the metric is the dataset's: RMSE for a numeric target, else accuracy.
+  const metric = single(over.metric, r.metrics, "metrics", String, problems) ?? (dataset && REGRESSION_DATASETS.has(dataset) ? "rmse" : "accuracy");
+  const regression = metric !== "accuracy";
+  // Accuracy targets are fractions or percentages; a regression's are in its target's units.
+  const overTarget = over.target && (regression ? over.target.value : toFraction(over.target.value, over.target.percent));
+  const stated = regression ? r.regressionTargets : r.targets;
+  const showTarget = (v: number) => (regression ? `${metric} ${v}` : percentLabel(v));
   const values = {
-    dataset: single(over.dataset, r.datasets, "datasets", String, problems),
+    dataset,
     dataDir: single(over.dataDir, r.dataDirs, "data paths", String, problems),
     targetColumn: single(over.targetColumn, r.targetColumns, "target columns", String, problems),
-    target: single(over.target, r.targets, "targets", percentLabel, problems),
+    metric,
+    target: single(overTarget, stated, "targets", showTarget, problems),
     maxParams: single(over.maxParams, r.maxParams, "parameter limits", String, problems),
     timeBudgetS: single(over.timeBudgetS, r.timeBudgets, "time budgets", durationLabel, problems),
   };
   if (!over.metric && r.otherMetrics.length) {
-    problems.push(`only validation accuracy can be a target, not ${r.otherMetrics.join(", ")}`);
+    problems.push(`a goal decides on accuracy, rmse, mae or r2, not ${r.otherMetrics.join(", ")}`);
+  }
+  if (regression && r.targets.length) {
+    problems.push(`a ${metric} target is in the target's own units (e.g. "${metric} below 55"), not ${r.targets.map(percentLabel).join(", ")}`);
   }
   // An override target settles it; in the text alone, "maximise" next to "90%" leaves the stop rule unclear.
   const openEnded = over.target === undefined && r.openEnded.length > 0;
-  if (openEnded && r.targets.length) {
-    problems.push(`asks for the best accuracy possible (${r.openEnded.map((w) => `"${w}"`).join(", ")}) and for a target (${r.targets.map(percentLabel).join(", ")}); keep one`);
+  if (openEnded && stated.length) {
+    problems.push(`asks for the best model possible (${r.openEnded.map((w) => `"${w}"`).join(", ")}) and for a target (${stated.map(showTarget).join(", ")}); keep one`);
   }
 
   const missing: string[] = [];
   if (!values.dataset) missing.push(r.unknownDataset ? `a known dataset ("${r.unknownDataset}" is not one)` : "a dataset");
-  if (values.target === undefined && !openEnded) missing.push('a target accuracy (or "maximise accuracy" for the best model within the limits)');
+  if (values.target === undefined && !openEnded) {
+    missing.push(
+      regression
+        ? `a target (e.g. "${metric} ${objective(METRIC.value(metric)).higherIsBetter ? "above 0.5" : "below 55"}", or "${objective(METRIC.value(metric)).higherIsBetter ? "maximise" : "minimise"} ${metric}" for the best model within the limits)`
+        : 'a target accuracy (or "maximise accuracy" for the best model within the limits)',
+    );
+  }
   if (missing.length) problems.unshift(`could not find ${missing.join(" or ")}`);
 
   if (!problems.length) {
@@ -425,7 +492,6 @@ export function parseGoal(text: string, overrides: GoalOverrides = {}): GoalPars
       target: openEnded ? undefined : values.target,
       dataDir: values.dataDir ?? "",
       targetColumn: values.targetColumn ?? "",
-      metric: METRIC,
     });
     if (resolved.success) {
       const g = resolved.data;
@@ -435,7 +501,7 @@ export function parseGoal(text: string, overrides: GoalOverrides = {}): GoalPars
           rawText: text,
           dataset: g.dataset,
           dataDir: g.dataDir,
-          metric: g.metric,
+          objective: METRIC.value(g.metric),
           // The runner reads target 0 as "no target" (GoalStatus NO_TARGET).
           target: g.target ?? 0,
           openEnded: g.target === undefined,
@@ -458,7 +524,9 @@ export function parseGoal(text: string, overrides: GoalOverrides = {}): GoalPars
       : values.dataset === "text"
         ? `text:${values.dataDir ?? "/data/reviews"}`
         : (values.dataset ?? "fashion-mnist");
-  const example = `${name}: ${openEnded ? "best model you can in 30 minutes" : "reach 90% validation accuracy"}`;
+  // A regression example only where the dataset has a numeric target.
+  const numeric = regression && (values.dataset === "csv" || (values.dataset !== undefined && REGRESSION_DATASETS.has(values.dataset)));
+  const example = `${name}: ${openEnded ? "best model you can in 30 minutes" : numeric ? `${metric} ${objective(METRIC.value(metric)).higherIsBetter ? "above 0.5" : "below 55"}` : "reach 90% validation accuracy"}`;
   return {
     ok: false,
     error: `${first} in "${text}"${rest.map((p) => `; ${p}`).join("")}; understood: ${understood(values, openEnded)}.${hint} Write e.g. "${example}"`,

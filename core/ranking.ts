@@ -5,8 +5,7 @@
  * from `whyBest` over the same numbers, so what is said and what was done cannot drift apart.
  */
 import type { EvalResult } from "../proto/gen/research/v1/runner_pb.js";
-import { pct } from "./format.js";
-import { ACCURACY, pessimisticBound, utility, type Objective } from "./objective.js";
+import { ACCURACY, formatMetric, pessimisticBound, utility, type Objective } from "./objective.js";
 
 /** What ranking looks at in one evaluated trial. */
 export interface Standing {
@@ -21,9 +20,14 @@ export interface Standing {
   valExamples: number;
 }
 
-export const BEST_RULE =
-  "the accepted trial with the highest 95% CI lower bound on validation accuracy, among trials evaluated with at least 2 seeds " +
-  "(a one-seed probe's interval cannot see the spread between seeds, so one counts only while no accepted trial has two)";
+/** The rule in words, for the run's metric: "the accepted trial with the highest 95% CI lower bound on validation accuracy, ...". */
+export function bestRule(o: Objective = ACCURACY): string {
+  const bound = o.higherIsBetter ? "highest 95% CI lower bound" : "lowest 95% CI upper bound";
+  return (
+    `the accepted trial with the ${bound} on validation ${o.label}, among trials evaluated with at least 2 seeds ` +
+    "(a one-seed probe's interval cannot see the spread between seeds, so one counts only while no accepted trial has two)"
+  );
+}
 
 /** Whether a trial counts among the multi-seed ones, which outrank every one-seed probe. */
 export const multiSeed = (s: Standing) => s.seeds >= 2;
@@ -52,12 +56,20 @@ export function intervalBasis(s: Pick<Standing, "seeds" | "valExamples">): strin
  * trial by the same rule). Says when the two were scored on validation sets of different sizes
  * (a probe on a slice of the training split carves its validation set out of that slice).
  */
-export function whyBest(best: { id: string; standing: Standing }, runnerUp: { id: string; standing: Standing } | undefined, accepted: number): string {
+export function whyBest(
+  best: { id: string; standing: Standing },
+  runnerUp: { id: string; standing: Standing } | undefined,
+  accepted: number,
+  o: Objective = ACCURACY,
+): string {
   const pool = multiSeed(best.standing) ? "accepted trials with at least 2 seeds" : "accepted trials (none has 2 seeds or more, so one-seed probes count)";
-  const own = `${pct(best.standing.ciLow)} (${intervalBasis(best.standing)})`;
-  if (!runnerUp) return `Best by the run's rule, the highest 95% CI lower bound of the ${pool}: ${own}, the only such trial of ${accepted} accepted.`;
+  // A standing's bound is a utility: negated back into the metric's units for people.
+  const bound = (s: Standing) => formatMetric(o, utility(o, s.ciLow));
+  const rule = o.higherIsBetter ? `the highest 95% CI lower bound` : `the lowest 95% CI upper bound of ${o.label}`;
+  const own = `${bound(best.standing)} (${intervalBasis(best.standing)})`;
+  if (!runnerUp) return `Best by the run's rule, ${rule} of the ${pool}: ${own}, the only such trial of ${accepted} accepted.`;
   const other = runnerUp.standing;
   const below = multiSeed(best.standing) && !multiSeed(other) ? "; the runner-up is a one-seed probe, which ranks below every multi-seed trial whatever its bound" : "";
   const sets = best.standing.valExamples && other.valExamples && best.standing.valExamples !== other.valExamples ? "; the two were scored on different validation sets" : "";
-  return `Best by the run's rule, the highest 95% CI lower bound of the ${pool}: ${own} against ${pct(other.ciLow)} (${intervalBasis(other)}) for the runner-up \`${runnerUp.id}\`${below}${sets}.`;
+  return `Best by the run's rule, ${rule} of the ${pool}: ${own} against ${bound(other)} (${intervalBasis(other)}) for the runner-up \`${runnerUp.id}\`${below}${sets}.`;
 }

@@ -13,7 +13,7 @@ import { RunSettingsSchema, Verdict, type Event } from "../proto/gen/research/v1
 import type { EpochProgress, MetricStats } from "../proto/gen/research/v1/runner_pb.js";
 import { chosenBest, decisionName, verdictName } from "../lineage-store/report.js";
 import { baselineComparison } from "../lineage-store/baseline.js";
-import { applyToRunState, bestTrial, failureLabelOf, inFlightCount, isBaseline, isTerminal, paramsOf, rungOf, scoreOf, standing, surfaceOf, trialFailure, trialStatus, valAccuracyOf, type RunState, type TrialState } from "../swarm/run-state.js";
+import { applyToRunState, bestTrial, failureLabelOf, inFlightCount, isBaseline, isTerminal, paramsOf, rungOf, scoreOf, standing, surfaceOf, trialFailure, trialStatus, valMetricOf, type RunState, type TrialState } from "../swarm/run-state.js";
 import type { BestSoFarPoint, Fidelity, HeldOutTest, Interval, InterventionRow, LlmUse, RunDetail, RunStatusText, RunSummary, SeedCurves, TrialDetail, TrialRow } from "./api.js";
 
 /** One run as the source keeps it: the fold, and what the fold leaves out. */
@@ -66,7 +66,7 @@ function interval(s: MetricStats | undefined, examples = 0): Interval | null {
 
 /** A trial's validation interval, with the validation examples each seed was scored on. */
 function valInterval(t: TrialState): Interval | null {
-  return interval(valAccuracyOf(t), standing(t)?.valExamples ?? 0);
+  return interval(valMetricOf(t), standing(t)?.valExamples ?? 0);
 }
 
 /**

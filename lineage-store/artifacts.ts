@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { create, type JsonObject } from "@bufbuild/protobuf";
 import { protoJson } from "../core/proto-json.js";
 import { stringify as toYaml } from "yaml";
-import { bestTrial, failureLabelOf, paramsOf, valAccuracyOf, type RunState, type TrialState } from "../swarm/run-state.js";
+import { bestTrial, failureLabelOf, paramsOf, valMetricOf, type RunState, type TrialState } from "../swarm/run-state.js";
 import { labelName } from "../core/failure.js";
 import { isId } from "../core/ids.js";
 import { SURFACE, type DecisionName, type VerdictName } from "../core/enums.js";
@@ -109,7 +109,7 @@ function hypothesisMarkdown(t: TrialState): string {
 }
 
 export function registryEntry(state: RunState, t: TrialState, judgedAtMs: number): RegistryEntry {
-  const acc = valAccuracyOf(t);
+  const acc = valMetricOf(t);
   return {
     run_id: state.runId,
     trial_id: t.id,

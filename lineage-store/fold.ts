@@ -2,12 +2,13 @@ import { toJsonString } from "@bufbuild/protobuf";
 import { labelName } from "../core/failure.js";
 import { Mutation, type Failure } from "../proto/gen/research/v1/common_pb.js";
 import { isRecord, parseJson } from "../core/json.js";
-import { failureLabelOf, paramsOf, surfaceOf, trialFailureAt, trialStage, trialStatus, valAccuracyOf, type RunState, type TrialState } from "../swarm/run-state.js";
+import { failureLabelOf, paramsOf, surfaceOf, trialFailureAt, trialStage, trialStatus, valMetricOf, type RunState, type TrialState } from "../swarm/run-state.js";
 import { DECISION, GOAL_STATUS, INTERVENTION_KIND, RUN_STATUS, SURFACE, VERDICT } from "../core/enums.js";
 import { AnalysisSchema, GoalSchema, RunSettingsSchema, type Event } from "../proto/gen/research/v1/events_pb.js";
 import { EvalResultSchema } from "../proto/gen/research/v1/runner_pb.js";
 import type { BriefRow, RunRow, TrialRow, TrialStage } from "./schema.js";
 import { intervalBasis, standingOf } from "../core/ranking.js";
+import { ACCURACY, formatMetric, objective, type Objective } from "../core/objective.js";
 
 /**
  * Rows as projections of the run's fold (swarm/run-state.ts): the store folds
@@ -43,7 +44,7 @@ const ms = (e: Event) => Number(e.emittedAtMs);
 
 /** The evaluation's statistics, or the judge's copy of them when the evaluation is not in. */
 function accuracyColumns(t: TrialState): Pick<TrialRow, "val_accuracy" | "std" | "ci_low" | "ci_high"> {
-  const acc = valAccuracyOf(t);
+  const acc = valMetricOf(t);
   if (acc) return { val_accuracy: acc.mean, std: acc.std, ci_low: acc.ci95[0] ?? null, ci_high: acc.ci95[1] ?? null };
   const j = t.judged;
   if (j && j.score > 0) return { val_accuracy: j.score, std: null, ci_low: j.ciLow, ci_high: j.ciHigh };
@@ -95,7 +96,7 @@ export function runRow(state: RunState): RunRow {
   let trials = f?.trials ?? 0;
   for (const t of state.trials.values()) trials = Math.max(trials, t.judged?.trialsDone ?? 0);
   return {
-    run_id: state.runId, goal: g?.rawText ?? "", dataset: g?.dataset ?? "", metric: g?.metric ?? "", target: g ? g.target : null,
+    run_id: state.runId, goal: g?.rawText ?? "", dataset: g?.dataset ?? "", metric: g ? objective(g.objective).key : "", target: g ? g.target : null,
     max_params: g && g.maxParams > 0n ? Number(g.maxParams) : null, goal_json: g ? toJsonString(GoalSchema, g) : "",
     settings_json: settings ? toJsonString(RunSettingsSchema, settings) : "",
     status: f ? (RUN_STATUS.name(f.status) ?? "") : "running",
@@ -178,14 +179,19 @@ export function describeConfig(json: string): string {
  * of its own). `fraction` writes accuracies: the lineage keeps four decimals,
  * a console shows percentages.
  */
-export function eventText(e: Event, fraction: (x: number) => string = (x) => x.toFixed(4)): string {
+/**
+ * An event in one line. `o` is the run's objective (its RunStarted comes first); for people, its
+ * numbers are written as the metric is (a percentage for accuracy), else with four decimals.
+ */
+export function eventText(e: Event, o: Objective = ACCURACY, forPeople = false): string {
+  const fraction = (x: number) => (forPeople ? formatMetric(o, x) : x.toFixed(4));
   const b = e.body;
   const failed = (what: string, f: Failure) => `${what} [${labelName(f.label)}] ${f.message.split("\n")[0]}`;
   switch (b.case) {
     case "runStarted": {
       const goal = b.value.goal;
       // Runs started before goals carried a description show their target.
-      return `run ${e.runId} started: ${goal?.description || `${goal?.dataset} target ${fraction(goal?.target ?? 0)}`}${b.value.start ? `; starting from ${b.value.start.origin}` : ""}`;
+      return `run ${e.runId} started: ${goal?.description || `${goal?.dataset} target ${(goal?.target ?? 0).toFixed(4)}`}${b.value.start ? `; starting from ${b.value.start.origin}` : ""}`;
     }
     case "briefReady": {
       const brief = parseJson(b.value.briefJson);
@@ -197,14 +203,15 @@ export function eventText(e: Event, fraction: (x: number) => string = (x) => x.t
       return b.value.failure ? failed("assembly failed", b.value.failure) : `assembled: ${(b.value.summary?.totalParams ?? 0n).toLocaleString()} params`;
     case "trialProgress": {
       const p = b.value.progress;
-      return p ? `epoch ${p.epoch}/${p.epochs} (seed ${p.seed}): val_accuracy ${fraction(p.valAccuracy)}, ${p.seconds.toFixed(0)} s` : "progress";
+      // Progress of runners from before val_metric carries accuracy alone.
+      return p ? `epoch ${p.epoch}/${p.epochs} (seed ${p.seed}): ${o.key} ${fraction(p.valMetric || p.valAccuracy)}, ${p.seconds.toFixed(0)} s` : "progress";
     }
     case "trialEvaluated": {
       if (b.value.failure) return failed("failed", b.value.failure);
-      const acc = b.value.result?.aggregated.val_accuracy;
-      const basis = standingOf(b.value.result);
-      return acc && basis
-        ? `val_accuracy ${fraction(acc.mean)} [${fraction(acc.ci95[0] ?? 0)}, ${fraction(acc.ci95[1] ?? 0)}] over ${intervalBasis(basis)} (95% CI) in ${b.value.evalSeconds.toFixed(0)} s`
+      const stats = b.value.result?.aggregated[o.key];
+      const basis = standingOf(b.value.result, o);
+      return stats && basis
+        ? `${o.key} ${fraction(stats.mean)} [${fraction(stats.ci95[0] ?? 0)}, ${fraction(stats.ci95[1] ?? 0)}] over ${intervalBasis(basis)} (95% CI) in ${b.value.evalSeconds.toFixed(0)} s`
         : "evaluated";
     }
     case "trialJudged":

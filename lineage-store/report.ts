@@ -5,8 +5,9 @@
  */
 import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import { BEST_RULE, intervalBasis, whyBest } from "../core/ranking.js";
-import { bestTrial, paramsOf, rankedTrials, scoreOf, standing, surfaceOf, trialFailure, valAccuracyOf, type RunState, type TrialState } from "../swarm/run-state.js";
+import { bestRule, intervalBasis, whyBest } from "../core/ranking.js";
+import { formatMetric, objective, reaches, type Objective } from "../core/objective.js";
+import { bestTrial, paramsOf, rankedTrials, scoreOf, standing, surfaceOf, trialFailure, valMetricOf, type RunState, type TrialState } from "../swarm/run-state.js";
 import { labelName } from "../core/failure.js";
 import { gainPp, pct, points, pp } from "../core/format.js";
 import { DECISION, INTERVENTION_KIND, RUN_STATUS, VERDICT, type DecisionName, type VerdictName } from "../core/enums.js";
@@ -90,13 +91,16 @@ interface StatsJson {
   n: number;
 }
 
-function meanWithCi(s: StatsJson): string {
-  return s.ci_95 ? `${pct(s.mean)} (95% CI ${pct(s.ci_95[0])} – ${pct(s.ci_95[1])})` : pct(s.mean);
+function meanWithCi(s: StatsJson, o: Objective): string {
+  const f = (v: number) => formatMetric(o, v);
+  return s.ci_95 ? `${f(s.mean)} (95% CI ${f(s.ci_95[0])} – ${f(s.ci_95[1])})` : f(s.mean);
 }
 
-function meanPlusMinus(s: StatsJson | null): string {
+/** "91.20% ± 0.85" (points) for accuracy, "54.3 ± 6.1" in a regression's units. */
+function meanPlusMinus(s: StatsJson | null, o: Objective): string {
   if (!s) return "—";
-  return s.ci_95 ? `${pct(s.mean)} ± ${points((s.ci_95[1] - s.ci_95[0]) / 2)}` : pct(s.mean);
+  const half = s.ci_95 ? (s.ci_95[1] - s.ci_95[0]) / 2 : undefined;
+  return half === undefined ? formatMetric(o, s.mean) : `${formatMetric(o, s.mean)} ± ${o.proportion ? points(half) : formatMetric(o, half)}`;
 }
 
 function table(header: string[], rows: string[][]): string[] {
@@ -110,7 +114,7 @@ function statsJson(s: MetricStats | undefined): StatsJson | null {
 // ---------- the report's parts, as data ----------
 
 function trialRow(t: TrialState, position: number) {
-  const acc = valAccuracyOf(t);
+  const acc = valMetricOf(t);
   const f = trialFailure(t);
   return {
     position,
@@ -147,7 +151,7 @@ function countFailures(rows: TrialRow[]): Record<string, number> {
   return Object.fromEntries(Object.entries(counts).sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0])));
 }
 
-function surfaceStats(rows: TrialRow[]) {
+function surfaceStats(rows: TrialRow[], o: Objective) {
   const by = new Map<string, TrialRow[]>();
   for (const r of rows) by.set(r.surface || "(none)", [...(by.get(r.surface || "(none)") ?? []), r]);
   return [...by.entries()].map(([surface, rs]) => {
@@ -161,7 +165,7 @@ function surfaceStats(rows: TrialRow[]) {
       accepted: rs.filter((r) => r.verdict === "accept").length,
       failed: rs.filter((r) => r.failure_label).length,
       mean_gain: gains.length ? gains.reduce((a, b) => a + b, 0) / gains.length : null,
-      best_val_accuracy: means.length ? Math.max(...means) : null,
+      best_val_accuracy: means.length ? (o.higherIsBetter ? Math.max(...means) : Math.min(...means)) : null,
     };
   });
 }
@@ -251,7 +255,7 @@ function whyBestOf(state: RunState, best: TrialState): string | null {
   if (!own) return null;
   const next = ranked.find((t) => t !== best);
   const other = next && standing(next);
-  return whyBest({ id: best.id, standing: own }, next && other ? { id: next.id, standing: other } : undefined, ranked.length);
+  return whyBest({ id: best.id, standing: own }, next && other ? { id: next.id, standing: other } : undefined, ranked.length, state.objective);
 }
 
 /** The run's best: the one it ended with, else the rule's pick so far (a live run). */
@@ -323,7 +327,7 @@ function reportJson(state: RunState, finished: RunFinished, rows: TrialRow[], be
     run_id: state.runId,
     goal: g
       ? {
-          raw_text: g.rawText, description: g.description, dataset: g.dataset, metric: g.metric || "val_accuracy", open_ended: g.openEnded,
+          raw_text: g.rawText, description: g.description, dataset: g.dataset, metric: objective(g.objective).key, open_ended: g.openEnded,
           target: (!g.openEnded && g.target) || null, max_params: Number(g.maxParams) || null, time_budget_s: g.timeBudgetS || null,
         }
       : null,
@@ -336,13 +340,13 @@ function reportJson(state: RunState, finished: RunFinished, rows: TrialRow[], be
       best_trial_id: best?.id ?? null,
       test_skipped: finished.testSkipped || null,
       resumes: resumesOf(state),
-      best_rule: BEST_RULE,
+      best_rule: bestRule(state.objective),
       why_best: best ? whyBestOf(state, best) : null,
     },
     baseline: baselineComparison(state, best, finished.testResult),
     trials: rows,
     failures: countFailures(rows),
-    surfaces: surfaceStats(rows),
+    surfaces: surfaceStats(rows, state.objective),
     timeline: timeline(state, finished, timing),
     research: briefUse(state, rows),
     llm: llmUse(state),
@@ -395,6 +399,8 @@ function baselineSection(c: NonNullable<Report["json"]["baseline"]>): string[] {
 }
 
 function markdownOf(state: RunState, finished: RunFinished, j: Report["json"]): string {
+  const o = state.objective;
+  const show = (v: number) => formatMetric(o, v);
   const out: string[] = [`# Research report: ${inline(state.runId)}`, ""];
 
   out.push("## Goal", "");
@@ -407,7 +413,7 @@ function markdownOf(state: RunState, finished: RunFinished, j: Report["json"]): 
         [
           ["dataset", cell(j.goal.dataset || "—")],
           ["metric", cell(j.goal.metric)],
-          ["target", j.goal.target ? pct(j.goal.target) : j.goal.open_ended ? "none (open-ended: the best model within the limits)" : "none"],
+          ["target", j.goal.target ? show(j.goal.target) : j.goal.open_ended ? "none (open-ended: the best model within the limits)" : "none"],
           ["max parameters", j.goal.max_params ? int(j.goal.max_params) : "no limit"],
           ["time budget", j.goal.time_budget_s ? duration(j.goal.time_budget_s) : "no limit"],
         ],
@@ -426,11 +432,11 @@ function markdownOf(state: RunState, finished: RunFinished, j: Report["json"]): 
   const openEnded = j.goal?.open_ended ?? false;
   if (openEnded) {
     // With no target, the run's answer is the best model itself; say so before the details.
-    const found = b?.val_accuracy ? `the best model found is \`${b.trial_id}\`, validation accuracy ${meanWithCi(b.val_accuracy)}` : "no model was accepted";
-    const test = b?.test?.metrics.test_accuracy;
-    const ensemble = b?.test?.metrics.ensemble_test_accuracy;
+    const found = b?.val_accuracy ? `the best model found is \`${b.trial_id}\`, validation ${o.label} ${meanWithCi(b.val_accuracy, o)}` : "no model was accepted";
+    const test = b?.test?.metrics[`test_${o.metric}`];
+    const ensemble = b?.test?.metrics[`ensemble_test_${o.metric}`];
     out.push(
-      `No target was set, so there is no goal to meet or miss: ${found}${test ? `; test accuracy, measured once on the held-out test split: ${meanWithCi(test)}` : ""}${ensemble ? ` per seed, ${meanWithCi(ensemble)} for the ensemble of its ${b!.test!.num_seeds} seeds` : ""}.`,
+      `No target was set, so there is no goal to meet or miss: ${found}${test ? `; test ${o.label}, measured once on the held-out test split: ${meanWithCi(test, o)}` : ""}${ensemble ? ` per seed, ${meanWithCi(ensemble, o)} for the ensemble of its ${b!.test!.num_seeds} seeds` : ""}.`,
       "",
     );
   }
@@ -438,23 +444,28 @@ function markdownOf(state: RunState, finished: RunFinished, j: Report["json"]): 
     const acc = b.val_accuracy;
     out.push(`**Best trial:** \`${b.trial_id}\` (#${b.position}, ${cell(b.surface || "no surface")}): ${inline(b.hypothesis)}`, "");
     if (acc) {
-      out.push(`- Validation accuracy: ${meanWithCi(acc)}, std ${pp(acc.std)}; the interval counts ${intervalBasis({ seeds: acc.n || b.num_seeds || 0, valExamples: b.val_examples ?? 0 })}`);
+      out.push(
+        `- Validation ${o.label}: ${meanWithCi(acc, o)}, std ${o.proportion ? pp(acc.std) : show(acc.std)}; the interval counts ${intervalBasis({ seeds: acc.n || b.num_seeds || 0, valExamples: b.val_examples ?? 0 })}`,
+      );
       if (j.outcome.why_best) out.push(`- ${inline(j.outcome.why_best)}`);
       const target = j.goal?.target;
-      if (target && acc.ci_95) out.push(`- 95% CI lower bound ${pct(acc.ci_95[0])} against the ${pct(target)} target: ${acc.ci_95[0] >= target ? "met" : "not met"}`);
+      if (target && acc.ci_95) {
+        const bound = o.higherIsBetter ? acc.ci_95[0] : acc.ci_95[1];
+        out.push(`- 95% CI ${o.higherIsBetter ? "lower" : "upper"} bound ${show(bound)} against the ${show(target)} target: ${reaches(o, bound, target) ? "met" : "not met"}`);
+      }
     }
     out.push(`- Parameters: ${b.params !== null ? int(b.params) : "unknown"}`);
-    const test = b.test?.metrics.test_accuracy;
+    const test = b.test?.metrics[`test_${o.metric}`];
     out.push(
       test
-        ? `- Held-out test accuracy (one-time confirmation on the test split, never used in search): ${meanWithCi(test)} over ${b.test!.num_seeds} seeds`
-        : `- Held-out test accuracy: not measured: ${finished.testSkipped ? inline(finished.testSkipped) : "no confirmation on the test split was recorded"}`,
+        ? `- Held-out test ${o.label} (one-time confirmation on the test split, never used in search): ${meanWithCi(test, o)} over ${b.test!.num_seeds} seeds`
+        : `- Held-out test ${o.label}: not measured: ${finished.testSkipped ? inline(finished.testSkipped) : "no confirmation on the test split was recorded"}`,
     );
-    const ensemble = b.test?.metrics.ensemble_test_accuracy;
-    const ensembleVal = b.test?.metrics.ensemble_val_accuracy;
+    const ensemble = b.test?.metrics[`ensemble_test_${o.metric}`];
+    const ensembleVal = b.test?.metrics[`ensemble_val_${o.metric}`];
     if (ensemble) {
       out.push(
-        `- Ensemble of its ${b.test!.num_seeds} seeds (mean of their probabilities, no extra training): test ${meanWithCi(ensemble)}${ensembleVal ? `, validation ${pct(ensembleVal.mean)}` : ""}`,
+        `- Ensemble of its ${b.test!.num_seeds} seeds (mean of their ${o.proportion ? "probabilities" : "predictions"}, no extra training): test ${meanWithCi(ensemble, o)}${ensembleVal ? `, validation ${show(ensembleVal.mean)}` : ""}`,
       );
     }
     if (b.weights) out.push(...weightsLines(b.weights));
@@ -466,14 +477,14 @@ function markdownOf(state: RunState, finished: RunFinished, j: Report["json"]): 
   out.push("## Trials", "", `![score per trial](${PLOT_FILES.scores})`, "");
   out.push(
     ...table(
-      ["#", "trial", "surface", "hypothesis", "params", "val acc (mean ± 95% CI, pp)", "seeds x val examples", "verdict", "failure", "eval time"],
+      ["#", "trial", "surface", "hypothesis", "params", o.proportion ? "val acc (mean ± 95% CI, pp)" : `val ${o.label} (mean ± 95% CI)`, "seeds x val examples", "verdict", "failure", "eval time"],
       j.trials.map((r) => [
         String(r.position),
         `\`${r.trial_id}\`${r.best ? " ★" : ""}`,
         cell(r.surface || "—"),
         cell(short(r.hypothesis) || "—"),
         r.params !== null ? int(r.params) : "—",
-        meanPlusMinus(r.val_accuracy),
+        meanPlusMinus(r.val_accuracy, o),
         r.num_seeds ? `${r.num_seeds} x ${r.val_examples ? int(r.val_examples) : "?"}` : "—",
         r.verdict ?? "pending",
         r.failure_label ?? "",
@@ -492,14 +503,14 @@ function markdownOf(state: RunState, finished: RunFinished, j: Report["json"]): 
   out.push("## Surfaces", "");
   out.push(
     ...table(
-      ["surface", "trials", "accepted", "failed", "mean gain (pp)", "best val acc"],
+      ["surface", "trials", "accepted", "failed", o.proportion ? "mean gain (pp)" : `mean gain (${o.label}, + is better)`, o.proportion ? "best val acc" : `best val ${o.label}`],
       j.surfaces.map((s) => [
         cell(s.surface),
         String(s.trials),
         String(s.accepted),
         String(s.failed),
-        s.mean_gain !== null ? `${s.mean_gain >= 0 ? "+" : ""}${points(s.mean_gain)}` : "—",
-        s.best_val_accuracy !== null ? pct(s.best_val_accuracy) : "—",
+        s.mean_gain !== null ? `${s.mean_gain >= 0 ? "+" : ""}${o.proportion ? points(s.mean_gain) : show(s.mean_gain)}` : "—",
+        s.best_val_accuracy !== null ? show(s.best_val_accuracy) : "—",
       ]),
     ),
     "",

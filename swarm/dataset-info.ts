@@ -3,19 +3,28 @@ import type { CompileOptions } from "../core/compiler/compile.js";
 import { ResearchError } from "../core/failure.js";
 import type { RunnerClient } from "../gpu-runner/client.js";
 import type { Goal } from "../proto/gen/research/v1/events_pb.js";
-import type { DatasetInfo } from "../proto/gen/research/v1/runner_pb.js";
+import { Task, type DatasetInfo } from "../proto/gen/research/v1/runner_pb.js";
+import { objective } from "../core/objective.js";
+import { TASK } from "../core/enums.js";
 
 const cache = new Map<string, Promise<DatasetInfo>>();
 
+/** The goal's dataset as the runner takes it: its task is the goal's metric's (a regression for RMSE, MAE, R²). */
 export function datasetSpec(goal: Goal | undefined) {
-  return { name: goal?.dataset ?? "", dataDir: goal?.dataDir ?? "", targetColumn: goal?.targetColumn ?? "" };
+  const task = TASK.value(objective(goal?.objective).task) ?? Task.UNSPECIFIED;
+  return { name: goal?.dataset ?? "", dataDir: goal?.dataDir ?? "", targetColumn: goal?.targetColumn ?? "", task };
+}
+
+/** The model's output width: one logit per class, or one value for a regression. */
+export function outputWidth(info: DatasetInfo): number {
+  return info.task === Task.REGRESSION ? 1 : info.numClasses;
 }
 
 /** What the compiler takes from the dataset: the planner counts a candidate's parameters and the coder builds the trial with the same. */
 export function compileOptions(info: DatasetInfo): CompileOptions {
   return {
     inputShape: info.inputShape,
-    numClasses: info.numClasses,
+    numClasses: outputWidth(info),
     inputDtype: info.inputDtype === "int64" ? "int64" : "float32",
     vocabSize: info.vocabSize || undefined,
   };

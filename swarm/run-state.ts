@@ -24,6 +24,7 @@ import {
 } from "../core/model-config.js";
 import { RUN_DEFAULTS } from "../core/defaults.js";
 import { outranks, standingOf, type Standing } from "../core/ranking.js";
+import { ACCURACY, formatMetric, objective, pessimisticBound, utility, type Objective } from "../core/objective.js";
 import { FailureLabel, Mutation, Surface, type Failure } from "../proto/gen/research/v1/common_pb.js";
 import type { MetricStats, ModelArgument, SeedResult } from "../proto/gen/research/v1/runner_pb.js";
 
@@ -34,6 +35,8 @@ export const TRIAL_STAGES: readonly TrialStage[] = TRIAL_STATUS.names.filter((s)
 
 export interface TrialState {
   id: string;
+  /** The run's: what the trial's scores are read through. */
+  objective: Objective;
   proposed?: TrialProposed;
   assembled?: TrialAssembled;
   evaluated?: TrialEvaluated;
@@ -78,6 +81,8 @@ export interface StartingPointState {
 export interface RunState {
   runId: string;
   goal?: Goal;
+  /** The metric the run decides on and its direction, from the goal (accuracy before it is known). */
+  objective: Objective;
   settings?: RunSettings;
   /** Set when the run starts from a person's model (validated by the launcher); else from templates. */
   start?: StartingPointState;
@@ -117,6 +122,7 @@ export interface RunState {
 export function emptyRunState(runId: string): RunState {
   return {
     runId,
+    objective: ACCURACY,
     startedAtMs: 0,
     lastEventMs: 0,
     resumes: [],
@@ -142,7 +148,7 @@ function trial(state: RunState, e: Event): TrialState {
   const at = Number(e.emittedAtMs);
   let t = state.trials.get(e.trialId);
   if (!t) {
-    t = { id: e.trialId, firstAtMs: at, lastAtMs: at };
+    t = { id: e.trialId, objective: state.objective, firstAtMs: at, lastAtMs: at };
     state.trials.set(e.trialId, t);
   }
   t.firstAtMs = Math.min(t.firstAtMs ?? at, at);
@@ -188,6 +194,7 @@ export function applyToRunState(state: RunState, e: Event): RunState {
   switch (b.case) {
     case "runStarted":
       state.goal = b.value.goal;
+      state.objective = objective(b.value.goal?.objective);
       state.settings = b.value.settings;
       state.start = b.value.start && startingPointOf(b.value.start);
       state.startedAtMs = Number(e.emittedAtMs);
@@ -305,17 +312,30 @@ export function surfaceOf(t: TrialState): SurfaceName | "" {
   return SURFACE.name(t.proposed?.surface || t.judged?.surface || Surface.UNSPECIFIED) ?? "";
 }
 
-export function valAccuracyOf(t: TrialState): MetricStats | undefined {
-  return t.evaluated?.result?.aggregated.val_accuracy;
+/** The run's validation metric of the trial (accuracy, or a regression's RMSE, MAE or R²). */
+export function valMetricOf(t: TrialState): MetricStats | undefined {
+  return t.evaluated?.result?.aggregated[t.objective.key];
 }
 
-/** Validation accuracy used for ranking: the CI lower bound, so a lucky seed does not win. */
+/**
+ * The score ranking uses: the pessimistic end of the 95% interval (so a lucky seed does not
+ * win), as a utility where higher is better: accuracy's lower bound, minus an RMSE's upper one.
+ */
 export function scoreOf(t: TrialState): number | undefined {
-  return valAccuracyOf(t)?.ci95[0];
+  const stats = valMetricOf(t);
+  return stats && utility(t.objective, pessimisticBound(t.objective, stats));
 }
 
+/** The mean of the validation metric, in its units. */
 export function meanOf(t: TrialState): number | undefined {
-  return valAccuracyOf(t)?.mean;
+  return valMetricOf(t)?.mean;
+}
+
+/** The score for people: "CI low 91.20%" or "CI high 54.3". */
+export function scoreText(t: TrialState): string {
+  const stats = valMetricOf(t);
+  const end = t.objective.higherIsBetter ? "low" : "high";
+  return `CI ${end} ${stats ? formatMetric(t.objective, pessimisticBound(t.objective, stats)) : "?"}`;
 }
 
 /** The evaluation's count, or the assembly's summary when the trial was not evaluated. */
@@ -345,7 +365,9 @@ export function plateau(state: RunState, counted: (t: TrialState) => boolean = (
   let since = 0;
   for (const t of judgedTrials(state).sort((a, b) => a.judgedPosition! - b.judgedPosition!)) {
     const s = t.judged?.verdict === Verdict.ACCEPT ? (scoreOf(t) ?? -Infinity) : -Infinity;
-    if (s > best + PLATEAU_DELTA) {
+    // A share of examples rises in absolute steps; an error in the target's units, relative to its size.
+    const delta = state.objective.proportion || !Number.isFinite(best) ? PLATEAU_DELTA : PLATEAU_DELTA * Math.abs(best);
+    if (s > best + delta) {
       best = s;
       since = 0;
     } else if (counted(t)) since++;
@@ -430,7 +452,7 @@ export function inFlight(state: RunState): boolean {
 
 /** A trial's standing under the run's rule for "best" (core/ranking.ts). */
 export function standing(t: TrialState): Standing | undefined {
-  return standingOf(t.evaluated?.result);
+  return standingOf(t.evaluated?.result, t.objective);
 }
 
 /** The accepted trials with their standing: what the rule for "best" ranks. */
@@ -441,7 +463,7 @@ function* standings(state: RunState): Generator<{ t: TrialState; s: Standing }> 
   }
 }
 
-/** The accepted trials, best first by the run's rule (core/ranking.ts BEST_RULE). */
+/** The accepted trials, best first by the run's rule (core/ranking.ts bestRule). */
 export function rankedTrials(state: RunState): TrialState[] {
   return [...standings(state)].sort((a, b) => (outranks(a.s, b.s) ? -1 : outranks(b.s, a.s) ? 1 : 0)).map((x) => x.t);
 }

@@ -1,7 +1,7 @@
 /**
  * Early stopping of running trials by the median stopping rule (Golovin et
  * al., "Google Vizier", 2017), within a fidelity rung and a learning-rate
- * schedule: a trial whose validation accuracy after epoch e is clearly below
+ * schedule: a trial whose validation metric after epoch e is clearly worse than
  * the median of its peers' finished curves after epoch e is stopped, and its
  * slot goes to the next proposal. Peers share the schedule because it shapes
  * the early epochs: a one-cycle warm-up trails a constant rate, and on an
@@ -14,11 +14,11 @@ import { EvalResultSchema, LearningCurveSchema, SeedResultSchema, type EpochProg
 import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import type { RunState, TrialState } from "../../swarm/run-state.js";
 import { RECIPE_DEFAULTS } from "../../core/defaults.js";
-import { pct } from "../../core/format.js";
+import { formatMetric, utility, type Objective } from "../../core/objective.js";
 
 /** Finished peers needed before the median means anything. */
 const MIN_PEERS = 4;
-/** How far below the median counts as clearly below (accuracy points). */
+/** How much worse than the median counts as clearly worse: accuracy points, or a share of a regression's median. */
 const MARGIN = 0.01;
 const SEED = 0;
 
@@ -26,9 +26,15 @@ const rungOf = (t: TrialState) => t.proposed?.rung ?? 0;
 /** The schedule a trial trains with, as its author wrote it (the schema's default when absent). */
 const scheduleOf = (t: TrialState) => t.train?.schedule ?? RECIPE_DEFAULTS.schedule;
 
+/** The metric after an epoch; runners from before val_metric recorded accuracy alone. */
 function curveAt(t: TrialState, epoch: number): number | undefined {
-  const seed = t.evaluated?.result?.seedResults.find((s) => s.seed === SEED);
-  return seed?.learningCurve?.valAccuracy[epoch - 1];
+  const curve = t.evaluated?.result?.seedResults.find((s) => s.seed === SEED)?.learningCurve;
+  return (curve?.valMetric.length ? curve.valMetric : curve?.valAccuracy)?.[epoch - 1];
+}
+
+function clearlyWorse(o: Objective, value: number, median: number): boolean {
+  const margin = o.proportion ? MARGIN : MARGIN * Math.abs(median);
+  return utility(o, value) < utility(o, median) - margin;
 }
 
 function median(xs: number[]): number {
@@ -51,8 +57,10 @@ export function pruneReason(state: RunState, trial: TrialState, p: EpochProgress
   }
   if (peers.length < MIN_PEERS) return undefined;
   const m = median(peers);
-  if (p.valAccuracy >= m - MARGIN) return undefined;
-  return `pruned after epoch ${p.epoch}/${p.epochs}: seed ${SEED} validation accuracy ${pct(p.valAccuracy)} is below the median ${pct(m)} of ${peers.length} finished trials at rung ${rung} with a ${schedule} schedule`;
+  const o = state.objective;
+  const value = p.valMetric || p.valAccuracy;
+  if (!clearlyWorse(o, value, m)) return undefined;
+  return `pruned after epoch ${p.epoch}/${p.epochs}: seed ${SEED} validation ${o.label} ${formatMetric(o, value)} is ${o.higherIsBetter ? "below" : "above"} the median ${formatMetric(o, m)} of ${peers.length} finished trials at rung ${rung} with a ${schedule} schedule`;
 }
 
 /** The curves a stopped evaluation reached, per seed, so the lineage keeps them. */
@@ -72,6 +80,7 @@ export function partialResult(progress: EpochProgress[]): EvalResult {
           trainAccuracy: sorted.map((x) => x.trainAccuracy),
           valLoss: sorted.map((x) => x.valLoss),
           valAccuracy: sorted.map((x) => x.valAccuracy),
+          valMetric: sorted.map((x) => x.valMetric),
           lr: sorted.map((x) => x.lr),
         }),
       });

@@ -24,6 +24,7 @@ import type { RunnerClient } from "../../gpu-runner/client.js";
 import type { DatasetInfo, SummarizeResponse } from "../../proto/gen/research/v1/runner_pb.js";
 import type { Prompt } from "../../swarm/prompts.js";
 import { coderTools, type CoderTask } from "./tools.js";
+import { outputWidth } from "../../swarm/dataset-info.js";
 
 const CodeSchema = z.object({ code: z.string().min(20) });
 export const CODEGEN_ROUNDS = 3;
@@ -57,7 +58,7 @@ export async function writeWithRepair(opts: {
   workDir: string;
 }): Promise<{ value: { code: string; summary: SummarizeResponse }; usage: Usage; attempts: number }> {
   const { client, info, task } = opts;
-  const project = { className: opts.className, inputShape: info.inputShape, inputDtype: info.inputDtype || "float32", numClasses: info.numClasses, vocabSize: info.vocabSize || undefined };
+  const project = { className: opts.className, inputShape: info.inputShape, inputDtype: info.inputDtype || "float32", numClasses: outputWidth(info), vocabSize: info.vocabSize || undefined };
   const tools = coderTools({ dir: opts.workDir, runner: opts.runner, project: { ...project, task } });
   const what =
     "modelConfig" in task ? { model_config: task.modelConfig } : { code_edit: task.edit, init_kwargs: task.initKwargs, source: task.source };
@@ -89,7 +90,7 @@ export async function writeWithRepair(opts: {
     const summary = await opts.runner.summarize({
       model: { code: answer.code, className: opts.className, initKwargsJson },
       inputShape: info.inputShape,
-      numClasses: info.numClasses,
+      numClasses: outputWidth(info),
       inputDtype: info.inputDtype,
     });
     const params = Number(summary.totalParams);

@@ -13,7 +13,7 @@ import { recipeOf } from "../../core/recipe.js";
 import type { Event, TrialAssembledSchema } from "../../proto/gen/research/v1/events_pb.js";
 import { EvaluateRequestSchema, ModelSourceSchema, type DatasetInfo, type ModelSource, type SummarizeResponse } from "../../proto/gen/research/v1/runner_pb.js";
 import { isCodeModel, type CodeModel, type ModelConfig } from "../../core/model-config.js";
-import { compileOptions, datasetInfo, datasetSpec } from "../../swarm/dataset-info.js";
+import { compileOptions, datasetInfo, datasetSpec, outputWidth } from "../../swarm/dataset-info.js";
 import { baselineTrial, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { runAgent, type AgentContext } from "../../swarm/runtime.js";
 import { askLlm } from "../../swarm/llm.js";
@@ -119,7 +119,7 @@ async function assemble(state: RunState, t: TrialState, info: DatasetInfo, ctx: 
   const summary =
     source.summary ??
     (await runner
-      .summarize({ model: source.model, inputShape: info.inputShape, numClasses: info.numClasses, inputDtype: info.inputDtype })
+      .summarize({ model: source.model, inputShape: info.inputShape, numClasses: outputWidth(info), inputDtype: info.inputDtype })
       .catch((err: unknown) => {
         throw new ResearchError("runner_unavailable", `summarize: ${(err as Error).message}`);
       }));
@@ -154,6 +154,7 @@ async function assemble(state: RunState, t: TrialState, info: DatasetInfo, ctx: 
     // Every trial of a run sees the same seeds: comparisons are matched.
     baseSeed: 0,
     target: goal?.target ?? 0,
+    metric: goal?.objective,
     budget: { maxParams: goal?.maxParams ?? 0n, timeBudgetS: settings?.trialTimeBudgetS ?? 0 },
     // Trial 0 of a run started from a person's model is also scored on the test split, once: the
     // report's comparison of the best model with it (never read by the search, which decides on

@@ -1,18 +1,21 @@
 /**
  * The judge's rules, as pure functions of the run state: legality, the
  * verdict, the iterate / goal achieved / stop decision and the run's final
- * status. The goal is decided on the 95% CI lower bound of validation
- * accuracy, never the mean. An open-ended goal (no target) is never
- * achieved: it stops on the trial budget, the time budget or a plateau.
+ * status. The goal is decided on the pessimistic end of the 95% interval of
+ * the run's validation metric (the lower bound of accuracy, the upper bound of
+ * an RMSE), never the mean. An open-ended goal (no target) is never achieved:
+ * it stops on the trial budget, the time budget or a plateau.
  */
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { failure, labelName } from "../../core/failure.js";
 import { pct } from "../../core/format.js";
 import { Decision, RunEnd, RunStatus, TrialJudgedSchema, Verdict, type TrialJudged } from "../../proto/gen/research/v1/events_pb.js";
-import { baselineTrial, bestTrial, doneBy, inFlight, isClaimingPromotion, longTrainingInFlight, patienceOf, plateau, PLATEAU_DELTA, scoreOf, slowestSeedSeconds, type RunState, type TrialState } from "../../swarm/run-state.js";
+import { baselineTrial, bestTrial, doneBy, inFlight, isClaimingPromotion, longTrainingInFlight, patienceOf, plateau, PLATEAU_DELTA, scoreOf, slowestSeedSeconds, valMetricOf, type RunState, type TrialState } from "../../swarm/run-state.js";
+import { formatMetric, pessimisticBound, reaches, utility } from "../../core/objective.js";
 import { budgetPlan, nothingFits } from "../../swarm/budget.js";
 
-// A trial that learns next to nothing is not worth building on.
+// A trial that learns next to nothing is not worth building on: a classifier within 10 points of
+// chance, or a regression no better than predicting the mean (R² at or below 0).
 const GATE_ABOVE_CHANCE = 0.1;
 // Time over the per-trial budget tolerated before a trial is called illegal (process start, transfer).
 const TRIAL_TIME_SLACK = 1.25;
@@ -39,6 +42,15 @@ function verdictOf(state: RunState, t: TrialState) {
   if (f) return { verdict: Verdict.REJECT, failure: f, reason: `failed: ${labelName(f.label)}: ${f.message.split("\n")[0]}` };
   const illegal = legality(state, t);
   if (illegal) return { verdict: Verdict.ILLEGAL, failure: failure("illegal", illegal), reason: `illegal: ${illegal}` };
+  if (state.objective.task === "regression") {
+    const r2 = t.evaluated?.result?.aggregated.val_r2?.mean ?? 0;
+    if (r2 > 0) return { verdict: Verdict.ACCEPT, failure: undefined, reason: "accepted" };
+    return {
+      verdict: Verdict.REJECT,
+      failure: failure("gate_miss", `mean validation R² ${r2.toFixed(3)} is no better than predicting the mean target (0)`),
+      reason: "no better than the mean",
+    };
+  }
   const mean = t.evaluated?.result?.aggregated.val_accuracy?.mean ?? 0;
   const classes = t.evaluated?.result?.numClasses || 10;
   const gate = 1 / classes + GATE_ABOVE_CHANCE;
@@ -59,7 +71,8 @@ function verdictOf(state: RunState, t: TrialState) {
 export function judge(state: RunState, t: TrialState, nowMs: number): TrialJudged {
   const { verdict, failure: f, reason } = verdictOf(state, t);
   const score = scoreOf(t) ?? 0;
-  const acc = t.evaluated?.result?.aggregated.val_accuracy;
+  const o = state.objective;
+  const stats = valMetricOf(t);
   const parent = t.proposed?.parentIds[0] ? state.trials.get(t.proposed.parentIds[0]) : undefined;
   const parentScore = parent ? scoreOf(parent) : undefined;
   const gain = verdict === Verdict.ACCEPT && parentScore !== undefined ? score - parentScore : 0;
@@ -91,8 +104,9 @@ export function judge(state: RunState, t: TrialState, nowMs: number): TrialJudge
     runEnd = end;
     why = words;
   };
-  if (verdict === Verdict.ACCEPT && target > 0 && acc && acc.n >= 2 && acc.ci95[0]! >= target) {
-    stop(RunEnd.GOAL_MET, `goal met: 95% CI lower bound ${acc.ci95[0]!.toFixed(4)} >= target ${target}`);
+  if (verdict === Verdict.ACCEPT && target > 0 && stats && stats.n >= 2 && reaches(o, pessimisticBound(o, stats), target)) {
+    const end = o.higherIsBetter ? "lower bound" : "upper bound";
+    stop(RunEnd.GOAL_MET, `goal met: 95% CI ${end} ${pessimisticBound(o, stats).toFixed(4)} ${o.higherIsBetter ? ">=" : "<="} target ${target}`);
   } else if (state.stopRequested) {
     // The analyst cancels every trial in flight; the last of them to be judged ends the run.
     if (!inFlight(withThis)) stop(RunEnd.STOPPED_BY_PERSON, doneBy(state.stopRequested, "stopped"));
@@ -116,9 +130,11 @@ export function judge(state: RunState, t: TrialState, nowMs: number): TrialJudge
   } else if (flat.since >= patience && !longTrainingInFlight(withThis)) {
     // Not while a promotion trains: the planner's exploit phase answers a
     // plateau by training the best config longer, and that result decides.
-    const what = Number.isFinite(flat.best)
-      ? `the best 95% CI lower bound (${pct(flat.best)}) has not risen by more than ${PLATEAU_DELTA * 100} pp`
-      : "no trial was accepted";
+    const what = !Number.isFinite(flat.best)
+      ? "no trial was accepted"
+      : o.proportion
+        ? `the best 95% CI lower bound (${pct(flat.best)}) has not risen by more than ${PLATEAU_DELTA * 100} pp`
+        : `the best 95% CI ${o.higherIsBetter ? "lower" : "upper"} bound (${formatMetric(o, utility(o, flat.best))}) has not ${o.higherIsBetter ? "risen" : "fallen"} by more than ${PLATEAU_DELTA * 100}%`;
     stop(RunEnd.PLATEAU, `plateau: ${what} in the last ${patience} ${promotionsOnly ? "promotions with the run's seeds" : "judged trials"}`);
   }
 
@@ -130,8 +146,8 @@ export function judge(state: RunState, t: TrialState, nowMs: number): TrialJudge
     runReason: why,
     bestTrialId: best?.id ?? "",
     score,
-    ciLow: acc?.ci95[0] ?? 0,
-    ciHigh: acc?.ci95[1] ?? 0,
+    ciLow: stats?.ci95[0] ?? 0,
+    ciHigh: stats?.ci95[1] ?? 0,
     failure: f,
     surface: t.proposed?.surface,
     gain,

@@ -10,7 +10,8 @@ import { SURFACE } from "../../core/enums.js";
 import { argumentDefault, CodeModelSchema, isCodeModel, ModelConfigSchema, TrainConfigSchema, type TrialModel } from "../../core/model-config.js";
 import { ArgumentKind } from "../../proto/gen/research/v1/runner_pb.js";
 import type { LlmClient } from "../../core/llm/client.js";
-import { scoreOf, meanOf, type TrialState } from "../../swarm/run-state.js";
+import { meanOf, valMetricOf, type TrialState } from "../../swarm/run-state.js";
+import { pessimisticBound } from "../../core/objective.js";
 import type { Prompt } from "../../swarm/prompts.js";
 import type { Genome } from "./mutations.js";
 import { configFingerprint, genomeOf, tried } from "./identity.js";
@@ -88,8 +89,8 @@ function trialLine(t: TrialState) {
     model_config: t.model,
     train_config: t.train,
     params: t.assembled?.summary ? Number(t.assembled.summary.totalParams) : undefined,
-    val_accuracy_mean: meanOf(t),
-    val_accuracy_ci_low: scoreOf(t),
+    [`${t.objective.key}_mean`]: meanOf(t),
+    [`${t.objective.key}_ci_${t.objective.higherIsBetter ? "low" : "high"}`]: valMetricOf(t) && pessimisticBound(t.objective, valMetricOf(t)!),
     eval_seconds: t.evaluated?.evalSeconds,
     failure: t.judged?.failure?.message ?? t.evaluated?.failure?.message,
     analysis: t.evaluated?.analysis?.notes,
@@ -101,7 +102,14 @@ export function contextFor(input: PlanInput, index: number): string {
   const trials = state.order.map((id) => state.trials.get(id)!).slice(-20);
   return JSON.stringify(
     {
-      goal: { text: state.goal?.rawText, dataset: state.goal?.dataset, ...(state.goal?.openEnded ? { objective: "maximise validation accuracy within the limits (no target)" } : { target_val_accuracy: state.goal?.target }), max_params: Number(state.goal?.maxParams ?? 0n) },
+      goal: {
+        text: state.goal?.rawText,
+        dataset: state.goal?.dataset,
+        ...(state.goal?.openEnded
+          ? { objective: `${state.objective.higherIsBetter ? "maximise" : "minimise"} validation ${state.objective.label} within the limits (no target)` }
+          : { [`target_${state.objective.key}`]: state.goal?.target }),
+        max_params: Number(state.goal?.maxParams ?? 0n),
+      },
       dataset: { input_shape: info.inputShape, input_dtype: info.inputDtype, num_classes: info.numClasses, n_train: info.nTrain, n_val: info.nVal },
       budgets: { trial_time_budget_s: state.settings?.trialTimeBudgetS, seeds_per_trial: state.settings?.seeds, max_trials: state.settings?.maxTrials },
       next_trial_index: index,

@@ -8,7 +8,7 @@
 import { DEFAULT_LR, RECIPE_DEFAULTS, type SearchDevice } from "../../core/defaults.js";
 import { OPTIMIZER, type MutationName, type OptimizerName, type SurfaceName } from "../../core/enums.js";
 import { argumentChanges, argumentDefault, isCodeModel, searchableArguments, type ModelConfigInput, type TrainConfigInput, type TrialModelInput } from "../../core/model-config.js";
-import { ArgumentKind, type DatasetInfo, type ModelArgument } from "../../proto/gen/research/v1/runner_pb.js";
+import { ArgumentKind, Task, type DatasetInfo, type ModelArgument } from "../../proto/gen/research/v1/runner_pb.js";
 import type { LayerIn } from "./templates.js";
 
 export interface Genome {
@@ -300,7 +300,8 @@ export const MUTATIONS: Mutation[] = [
     name: "label_smoothing",
     blocks: ["label_smoothing"],
     describe: "label smoothing 0.1",
-    apply: (g) => ((g.train.label_smoothing ?? 0) > 0 ? undefined : train(g, { label_smoothing: 0.1 })),
+    // A regression has no labels to smooth.
+    apply: (g, { info }) => ((g.train.label_smoothing ?? 0) > 0 || info.task === Task.REGRESSION ? undefined : train(g, { label_smoothing: 0.1 })),
   },
   {
     surface: "regularisation",

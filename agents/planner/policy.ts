@@ -17,14 +17,13 @@
  * random: uniform draws from the same space, no memory. The baseline.
  */
 import type { Brief } from "../../core/brief.js";
-import { pct } from "../../core/format.js";
 import { PROBE_SEEDS, RECIPE_DEFAULTS, SEARCH_DEFAULTS, type SearchDevice } from "../../core/defaults.js";
 import { OPTIMIZER, SURFACE, type MutationName, type SurfaceName as Surface } from "../../core/enums.js";
 import { isCodeModel, type TrainConfigInput, type TrialModelInput } from "../../core/model-config.js";
 import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import { trialId } from "../../core/ids.js";
 import type { DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
-import { isBaseline, isPromotion, rungOf, scoreOf, type HandProposal, type RunState, type TrialState } from "../../swarm/run-state.js";
+import { isBaseline, isPromotion, rungOf, scoreOf, scoreText, type HandProposal, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { BATCH_SIZES, FLIP_SAFE, isImage, lrForBatch, MUTATIONS, type EditEnv, type Genome, type Mutation } from "./mutations.js";
 import { TEMPLATE_WIDTH, templatesFor, type Template } from "./templates.js";
 import { fitTpe, GENOME_SPACE, genomeFeatures, type Observation } from "./surrogate.js";
@@ -390,7 +389,7 @@ function proposalFrom(
   return {
     rung: 0,
     seeds: PROBE_SEEDS,
-    hypothesis: `${m.explain?.(genomeOf(parent)!, g, env) ?? m.describe} on top of ${parent.id} (${parent.judged ? `CI low ${pct(scoreOf(parent))}` : "still training"}) improves validation accuracy`,
+    hypothesis: `${m.explain?.(genomeOf(parent)!, g, env) ?? m.describe} on top of ${parent.id} (${parent.judged ? scoreText(parent) : "still training"}) improves validation ${parent.objective.label}`,
     rationale: [
       `trial ${index}: surface ${m.surface} chosen by the bandit${hint === m.surface ? " and the analyst's reading" : ""}`,
       ...(ranking ? [ranking] : []),

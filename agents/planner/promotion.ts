@@ -5,9 +5,8 @@
  * which trains the best config found for what the run has left. Every move
  * is checked against the time model (time-model.ts).
  */
-import { pct } from "../../core/format.js";
 import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
-import { bestTrial, isClaimingPromotion, isPromotion, patienceOf, plateau, rungOf, scoreOf, type RunState, type TrialState } from "../../swarm/run-state.js";
+import { bestTrial, isClaimingPromotion, isPromotion, patienceOf, plateau, rungOf, scoreOf, scoreText, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { genomeOf } from "./identity.js";
 import { imageSide, type Genome } from "./mutations.js";
 import { probeFidelity, type PlanInput, type Proposal } from "./policy.js";
@@ -141,7 +140,7 @@ function exploit(input: PlanInput, ladderNow: Fidelity[]): Proposal | undefined 
   const who = pick === bestTrial(state) ? "the run's best" : "the best config not yet trained this long";
   const exploitAt = (candidate: Timed, rung: number, why: string, lastTraining: boolean): Proposal => ({
     ...candidate.proposal,
-    rationale: `exploit: ${who} (CI low ${pct(scoreOf(pick))}) trains at rung ${rung} now, since ${why}${lastTraining ? "; the run's last long training" : ""}; ${candidate.proposal.rationale}`,
+    rationale: `exploit: ${who} (${scoreText(pick)}) trains at rung ${rung} now, since ${why}${lastTraining ? "; the run's last long training" : ""}; ${candidate.proposal.rationale}`,
     lastTraining,
   });
   const flatWhy = `the best CI low has not risen in the last ${since} judged trials`;

@@ -7,7 +7,8 @@ import { parseDuration } from "../../core/goal.js";
 import { intervalBasis } from "../../core/ranking.js";
 import type { runGoal } from "../../deploy/swarm.js";
 import { RunStatus } from "../../proto/gen/research/v1/events_pb.js";
-import { standing } from "../../swarm/run-state.js";
+import { standing, valMetricOf } from "../../swarm/run-state.js";
+import { formatMetric } from "../../core/objective.js";
 import { args } from "../args.js";
 import { describeEvent } from "../event-line.js";
 import { prepareRun, RUN_FLAGS, sayer, SIGNAL_EXIT, withSwarm } from "../swarm-run.js";
@@ -18,9 +19,11 @@ type Outcome = Awaited<ReturnType<typeof runGoal>>;
 function printOutcome(outcome: Outcome, json: boolean | undefined, say: (line: string) => void): void {
   const { finished } = outcome;
   const best = outcome.state.trials.get(finished.bestTrialId);
-  const acc = best?.evaluated?.result?.aggregated.val_accuracy;
-  const test = finished.testResult?.aggregated.test_accuracy;
-  const ensemble = finished.testResult?.aggregated.ensemble_test_accuracy;
+  const o = outcome.state.objective;
+  const acc = best && valMetricOf(best);
+  const test = finished.testResult?.aggregated[`test_${o.metric}`];
+  const ensemble = finished.testResult?.aggregated[`ensemble_test_${o.metric}`];
+  const show = (v: number) => formatMetric(o, v);
   const openEnded = outcome.state.goal?.openEnded ?? false;
   const baseline = baselineComparison(outcome.state, best, finished.testResult);
   if (json) {
@@ -28,12 +31,21 @@ function printOutcome(outcome: Outcome, json: boolean | undefined, say: (line: s
       `${JSON.stringify({
         run_id: outcome.runId,
         open_ended: openEnded,
+        metric: o.key,
         status: RUN_STATUS.name(finished.status) ?? "",
         reason: finished.reason,
         trials: finished.trials,
         seconds: finished.seconds,
         best_trial: best
-          ? { trial_id: best.id, val_accuracy: acc?.mean, ci_95: acc?.ci95, params: Number(best.evaluated?.result?.params ?? 0), test_accuracy: test?.mean, ensemble_test_accuracy: ensemble?.mean, test_skipped: finished.testSkipped || undefined }
+          ? {
+              trial_id: best.id,
+              [o.key]: acc?.mean,
+              ci_95: acc?.ci95,
+              params: Number(best.evaluated?.result?.params ?? 0),
+              [`test_${o.metric}`]: test?.mean,
+              [`ensemble_test_${o.metric}`]: ensemble?.mean,
+              test_skipped: finished.testSkipped || undefined,
+            }
           : null,
         baseline: baseline && { trial_id: baseline.baseline_trial_id, val_accuracy: baseline.baseline_val_mean, test_accuracy: baseline.baseline_test_mean, val_gain: baseline.val, test_gain: baseline.test },
         report: finished.reportPath,
@@ -45,7 +57,7 @@ function printOutcome(outcome: Outcome, json: boolean | undefined, say: (line: s
   say(`status: ${RUN_STATUS.name(finished.status) ?? ""} after ${finished.trials} trials`);
   if (openEnded) say(`no target was set: ${best && acc ? "the best model found follows, not a goal met or missed" : "no model was accepted"}`);
   if (best && acc) {
-    say(`best${openEnded ? " model" : ""}: ${best.id} val ${pct(acc.mean)} 95% CI [${pct(acc.ci95[0]!)}, ${pct(acc.ci95[1]!)}] over ${intervalBasis(standing(best)!)}${test ? `, test ${pct(test.mean)}${ensemble ? ` per seed, ${pct(ensemble.mean)} as an ensemble of its seeds` : ""} (measured once on the test split)` : ""}`);
+    say(`best${openEnded ? " model" : ""}: ${best.id} val ${o.proportion ? "" : `${o.label} `}${show(acc.mean)} 95% CI [${show(acc.ci95[0]!)}, ${show(acc.ci95[1]!)}] over ${intervalBasis(standing(best)!)}${test ? `, test ${show(test.mean)}${ensemble ? ` per seed, ${show(ensemble.mean)} as an ensemble of its seeds` : ""} (measured once on the test split)` : ""}`);
     if (finished.testSkipped) say(`test accuracy not measured: ${finished.testSkipped}`);
   }
   if (baseline) {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { datasetModality, normaliseDataset, parseCount, parseDuration, parseGoal, readGoalText } from "../../core/goal.js";
+import { Metric } from "../../proto/gen/research/v1/runner_pb.js";
 
 interface Expected {
   dataset: string;
@@ -41,15 +42,15 @@ const REJECTED: [string, RegExp][] = [
   ["mnist or cifar10 90%", /several datasets \(cifar10, mnist\)/],
   ["mnist 90% and 95% accuracy", /several targets \(90%, 95%\)/],
   ["mnist 90%, 100k params, 200k params", /several parameter limits/],
-  ["mnist 0.9 macro f1", /only validation accuracy can be a target, not macro f1/],
+  ["mnist 0.9 macro f1", /a goal decides on accuracy, rmse, mae or r2, not macro f1/],
   ["csv target=label 0.8", /could not find a dataset/],
   // No default dataset, with or without a target.
   ["find the best model you can in 30 minutes", /could not find a dataset in .*understood: no target \(best model\), time_budget=30min\..*Write e\.g\. "fashion-mnist: best model you can in 30 minutes"/],
   ["maximise accuracy", /could not find a dataset/],
   ["imagenet: best model", /"imagenet" is not one/],
-  ["mnist maximise accuracy, at least 90%", /asks for the best accuracy possible \("maximise"\) and for a target \(90%\); keep one/],
+  ["mnist maximise accuracy, at least 90%", /asks for the best model possible \("maximise"\) and for a target \(90%\); keep one/],
   ["fmnist: as good as possible, 95% val accuracy", /"as good as possible"\) and for a target \(95%\)/],
-  ["mnist maximise macro f1", /only validation accuracy can be a target, not macro f1/],
+  ["mnist maximise macro f1", /a goal decides on accuracy, rmse, mae or r2, not macro f1/],
   ["mnist best model, 100k params, 200k params", /several parameter limits/],
   // "maximum" before a limit is no request for the best accuracy.
   ["mnist: maximum 200k params", /could not find a target accuracy/],
@@ -83,7 +84,7 @@ describe("parseGoal", () => {
     if (!r.ok) throw new Error(r.error);
     expect(r.goal.$typeName).toBe("research.v1.Goal");
     expect(r.goal.rawText).toBe(text);
-    expect(r.goal.metric).toBe("val_accuracy");
+    expect(r.goal.objective).toBe(Metric.ACCURACY);
     expect(r.goal.dataset).toBe(want.dataset);
     expect(r.goal.target).toBeCloseTo(want.target, 10);
     expect(r.goal.maxParams).toBe(BigInt(want.maxParams ?? 0));
@@ -100,7 +101,7 @@ describe("parseGoal", () => {
     expect(r.goal.openEnded).toBe(true);
     // Target 0 reaches the runner as "no target" (GoalStatus NO_TARGET).
     expect(r.goal.target).toBe(0);
-    expect(r.goal.metric).toBe("val_accuracy");
+    expect(r.goal.objective).toBe(Metric.ACCURACY);
     expect(r.goal.dataset).toBe(want.dataset);
     expect(r.goal.maxParams).toBe(BigInt(want.maxParams ?? 0));
     expect(r.goal.timeBudgetS).toBe(want.timeBudgetS ?? 0);
@@ -189,14 +190,14 @@ describe("parseGoal", () => {
 
   it("rejects out-of-range or unreadable overrides with the field's path", () => {
     const cases: [Parameters<typeof parseGoal>[1], RegExp][] = [
-      [{ target: 150 }, /invalid override: target: target must be at most 100%, got 150%/],
+      [{ target: 150 }, /target must be at most 100%, got 150%/],
       [{ target: 0 }, /target must be above 0%/],
       [{ maxParams: -5 }, /maxParams: max_params must be positive/],
       [{ maxParams: "lots" }, /maxParams: cannot read "lots" as a parameter count/],
       [{ timeBudgetS: 0 }, /timeBudgetS: time budget must be positive/],
       [{ timeBudgetS: "soon" }, /cannot read "soon" as a duration/],
       [{ dataset: "imagenet" }, /dataset: unknown dataset "imagenet"/],
-      [{ metric: "f1" }, /metric: only val_accuracy can be a target/],
+      [{ metric: "f1" }, /invalid override: metric: the metric must be accuracy, rmse, mae or r2, got "f1"/],
     ];
     for (const [overrides, pattern] of cases) {
       const r = parseGoal("mnist 90%", overrides);
@@ -275,5 +276,46 @@ describe("goal helpers", () => {
       testAccuracy: true,
       targets: [],
     });
+  });
+});
+
+describe("regression goals", () => {
+  const read = (text: string, overrides = {}) => {
+    const r = parseGoal(text, overrides);
+    if (!r.ok) throw new Error(r.error);
+    return r.goal;
+  };
+  const refused = (text: string, overrides = {}) => {
+    const r = parseGoal(text, overrides);
+    if (r.ok) throw new Error(`accepted ${text}`);
+    return r.error;
+  };
+
+  it("reads a target in the target's own units and which way is better", () => {
+    const g = read("diabetes: rmse below 55 in 10 minutes");
+    expect([g.dataset, g.objective, g.target, g.openEnded, g.timeBudgetS]).toEqual(["diabetes", Metric.RMSE, 55, false, 600]);
+    expect(g.description).toBe("reach validation RMSE 55 or lower on diabetes (95% CI upper bound), within 10min");
+    const r2 = read("csv:/data/house.csv target=price: r2 above 0.8");
+    expect([r2.dataset, r2.targetColumn, r2.objective, r2.target]).toEqual(["csv", "price", Metric.R2, 0.8]);
+    expect(r2.description).toMatch(/^reach validation R² 0\.8 or higher on csv \(\/data\/house\.csv\) \(95% CI lower bound\)/);
+    expect(read("diabetes: mean absolute error under 40").objective).toBe(Metric.MAE);
+  });
+
+  it("asks for no target when told to minimise, and defaults a numeric dataset's metric to RMSE", () => {
+    const g = read("csv:/data/house.csv target=price: minimise rmse in 30 minutes");
+    expect([g.objective, g.openEnded, g.target]).toEqual([Metric.RMSE, true, 0]);
+    expect(g.description).toMatch(/^find the model with the lowest validation RMSE on csv \(\/data\/house\.csv\): no target; minimise it/);
+    expect(read("diabetes: best model in 5 minutes").objective).toBe(Metric.RMSE);
+    expect(read("diabetes", { metric: "mae", target: 42 })).toMatchObject({ objective: Metric.MAE, target: 42 });
+  });
+
+  it("refuses a metric that does not fit the dataset, and a percentage for a regression target, in one line", () => {
+    expect(refused("diabetes: reach 90% accuracy")).toMatch(/a rmse target is in the target's own units \(e\.g\. "rmse below 55"\), not 90%/);
+    expect(refused("diabetes: 90% accuracy", { metric: "accuracy" })).toMatch(/diabetes is a regression dataset: its goal decides on rmse, mae or r2, not accuracy/);
+    expect(refused("mnist: rmse below 0.3")).toMatch(/mnist is a classification dataset: rmse needs a numeric target/);
+    expect(refused("diabetes: rmse below -3")).toMatch(/a rmse target must be above 0, got -3/);
+    expect(refused("diabetes: r2 above 1.5")).toMatch(/an R² target must be at most 1, got 1\.5/);
+    expect(refused("diabetes in 10 minutes")).toMatch(/could not find a target \(e\.g\. "rmse below 55", or "minimise rmse" for the best model/);
+    for (const text of ["diabetes: reach 90% accuracy", "diabetes in 10 minutes"]) expect(refused(text).split("\n")).toHaveLength(1);
   });
 });

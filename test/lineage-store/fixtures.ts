@@ -86,7 +86,7 @@ export function runEvents(runId: string, trials: TrialSpec[] = TRIALS, t0 = 1_70
   ev("", {
     case: "runStarted",
     value: {
-      goal: { rawText: "Fashion-MNIST, at least 92% validation accuracy, under 200k parameters, 20 minutes", dataset: "fashion-mnist", metric: "val_accuracy", target: 0.92, maxParams: 200_000n, timeBudgetS: 1200 },
+      goal: { rawText: "Fashion-MNIST, at least 92% validation accuracy, under 200k parameters, 20 minutes", dataset: "fashion-mnist", target: 0.92, maxParams: 200_000n, timeBudgetS: 1200 },
       settings: { maxTrials: trials.length, seeds: 3, parallel: 2, planner: "builtin", patience: 5, subset: 10_000, epochs: 3 },
     },
   }, "cli");

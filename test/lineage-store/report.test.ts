@@ -110,7 +110,7 @@ function runEvents(): Event[] {
   ev("", {
     case: "runStarted",
     value: {
-      goal: { rawText: "Fashion-MNIST, at least 92% validation accuracy, under 200k parameters, 20 minutes", dataset: "fashion-mnist", metric: "val_accuracy", target, maxParams: 200_000n, timeBudgetS: 1200 },
+      goal: { rawText: "Fashion-MNIST, at least 92% validation accuracy, under 200k parameters, 20 minutes", dataset: "fashion-mnist", target, maxParams: 200_000n, timeBudgetS: 1200 },
       settings: { maxTrials: 12, seeds: SEEDS, parallel: 2, planner: "builtin", patience: 4, subset: 10_000, epochs: EPOCHS, trialTimeBudgetS: 120, rngSeed: 7, research: true },
     },
   }, 0);

@@ -33,6 +33,7 @@ import type { EventInit } from "../../bus/index.js";
 import { evaluated, RUN, started, state } from "../agents/helpers.js";
 import { confirmOnTest } from "../../agents/judge/confirm.js";
 import { datasetFixtures } from "../helpers/fixtures.js";
+import { ACCURACY } from "../../core/objective.js";
 
 type Req = MessageInitShape<typeof EvaluateRequestSchema>;
 let runner: RunningRunner;
@@ -579,7 +580,7 @@ describe("watched evaluations against the real runner", () => {
       digits(DIGITS_CNN, "DigitsNet", { trialId: "stopped", recipe: { epochs: 500, batchSize: 32 }, seeds: 1 }),
       { state: s, trial: s.trials.get("new")!, prune: false },
       // After the first epoch the follower applies the judge's stop decision for another trial.
-      () => void s.trials.set("other", { id: "other", judged: create(TrialJudgedSchema, { decision: Decision.STOP }) }),
+      () => void s.trials.set("other", { id: "other", objective: ACCURACY, judged: create(TrialJudgedSchema, { decision: Decision.STOP }) }),
     );
     expect(out.stopped && labelName(out.stopped.label)).toBe("budget_overrun");
     expect(out.stopped?.message).toMatch(/the run stopped/);

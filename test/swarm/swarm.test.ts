@@ -15,7 +15,7 @@ import { createLogger } from "../../core/logger.js";
 import { request as queryLineage } from "../../swarm/lineage-query.js";
 import { RunStatus, Verdict, type Event, type RunFinished, type TrialEvaluated, type TrialJudged, type TrialProposed } from "../../proto/gen/research/v1/events_pb.js";
 import { adoptedConcepts, blocksOf } from "../../core/brief.js";
-import { BEST_RULE } from "../../core/ranking.js";
+import { bestRule } from "../../core/ranking.js";
 import { runGoal, startSwarm, type RunOutcome, type Swarm } from "../../deploy/swarm.js";
 import { runSettings } from "../../deploy/settings.js";
 import { DEFAULT_PYTHON } from "../../core/config.js";
@@ -152,7 +152,7 @@ describe("a research run on digits", () => {
       if (e.body.case === "trialProposed") proposed.set(e.trialId, e.body.value);
     }
     // The best, recomputed from the events by the rule the report states: multi-seed first, then the CI lower bound.
-    expect(report.outcome.best_rule).toBe(BEST_RULE);
+    expect(report.outcome.best_rule).toBe(bestRule());
     const ranked = [...judged]
       .filter(([id, j]) => j.verdict === Verdict.ACCEPT && evaluated.get(id)?.result?.aggregated.val_accuracy)
       .map(([id]) => ({ id, acc: evaluated.get(id)!.result!.aggregated.val_accuracy! }))
