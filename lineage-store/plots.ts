@@ -3,7 +3,8 @@
  * shapes and the generic sans-serif family, so the files render the same in a
  * browser, a Markdown viewer or a CI artifact page without fonts or scripts.
  */
-import { pct, points as inPoints } from "../core/format.js";
+import { points as inPoints } from "../core/format.js";
+import { ACCURACY, formatMetric, type Objective } from "../core/objective.js";
 
 export const PLOT_WIDTH = 720;
 export const PLOT_HEIGHT = 360;
@@ -71,23 +72,23 @@ function pctDecimals(ticks: number[]): number {
   return Math.max(0, Math.min(3, Math.ceil(-Math.log10(step) + 1e-9)));
 }
 
-/** Accuracy axis range with a little headroom, kept inside [0, 1]. */
-function accuracyRange(values: number[]): [number, number] {
+/** Axis range with a little headroom; a proportion's is kept inside [0, 1]. */
+function metricRange(values: number[], o: Objective): [number, number] {
   let lo = Math.min(...values);
   let hi = Math.max(...values);
-  const span = Math.max(hi - lo, 0.01);
-  lo = Math.max(0, lo - span * 0.12);
-  hi = Math.min(1, hi + span * 0.12);
-  return [lo, hi];
+  const span = Math.max(hi - lo, o.proportion ? 0.01 : Math.abs(hi) * 0.01 || 0.01);
+  lo = lo - span * 0.12;
+  hi = hi + span * 0.12;
+  return o.proportion ? [Math.max(0, lo), Math.min(1, hi)] : [lo, hi];
 }
 
-function yAxis(f: Frame, lo: number, hi: number, y: (v: number) => number, label: string): string[] {
+function yAxis(f: Frame, lo: number, hi: number, y: (v: number) => number, label: string, o: Objective): string[] {
   const ticks = niceTicks(lo, hi);
   const decimals = pctDecimals(ticks);
   const out = ticks.map(
     (t) =>
       `<line x1="${f.left}" x2="${f.right}" y1="${r(y(t))}" y2="${r(y(t))}" stroke="${GRID}"/>` +
-      text(f.left - 6, y(t) + 4, `${inPoints(t, decimals)}%`, 'text-anchor="end"'),
+      text(f.left - 6, y(t) + 4, o.proportion ? `${inPoints(t, decimals)}%` : String(t), 'text-anchor="end"'),
   );
   out.push(text(16, (f.top + f.bottom) / 2, label, `text-anchor="middle" transform="rotate(-90 16 ${r((f.top + f.bottom) / 2)})"`));
   return out;
@@ -139,35 +140,36 @@ export interface ScorePoint {
   failure?: string;
 }
 
+/** A seed's curves of the run's metric: validation, and training where it is measured (accuracy). */
 export interface SeedCurve {
   seed: number;
-  valAccuracy: readonly number[];
-  trainAccuracy: readonly number[];
+  val: readonly number[];
+  train: readonly number[];
 }
 
 /**
- * Mean validation accuracy per trial with 95% CI bars, in the order given;
- * trials without a score are red crosses on the floor, the target is a dashed
- * line and the best trial is ringed.
+ * The run's validation metric per trial (mean, 95% CI bars), in the order
+ * given; trials without a score are red crosses on the floor, the target is a
+ * dashed line and the best trial is ringed.
  */
-export function scoresSvg(points: readonly ScorePoint[], target?: number): string {
-  const title = "Validation accuracy per trial (mean, 95% CI)";
+export function scoresSvg(points: readonly ScorePoint[], target?: number, o: Objective = ACCURACY): string {
+  const title = `Validation ${o.label} per trial (mean, 95% CI${o.higherIsBetter ? "" : "; lower is better"})`;
   if (points.length === 0) return noData(title, "no trials yet");
   const values = points.flatMap((p) => (p.mean === undefined ? [] : [p.mean, ...(p.ci95 ?? [])]));
   if (target) values.push(target);
   const f = FRAME;
-  const [lo, hi] = values.length ? accuracyRange(values) : [0, 1];
+  const [lo, hi] = values.length ? metricRange(values, o) : [0, 1];
   // The band between the lowest tick and the axis is where failed trials sit.
   const floor = f.bottom - 14;
   const y = (v: number) => floor - ((v - lo) / (hi - lo)) * (floor - f.top);
   const n = points.length;
   const x = (i: number) => f.left + ((i - 0.5) / n) * (f.right - f.left);
 
-  const body: string[] = [...yAxis(f, lo, hi, y, "validation accuracy"), axesBox(f), ...xTicks(f, n, x, "trial (proposal order)")];
+  const body: string[] = [...yAxis(f, lo, hi, y, `validation ${o.label}`, o), axesBox(f), ...xTicks(f, n, x, "trial (proposal order)")];
   if (target) {
     body.push(
       `<line class="target" x1="${f.left}" x2="${f.right}" y1="${r(y(target))}" y2="${r(y(target))}" stroke="${FAILED}" stroke-width="1.5" stroke-dasharray="6 4"/>`,
-      text(f.left + 6, y(target) - 5, `target ${pct(target)}`, `fill="${FAILED}"`),
+      text(f.left + 6, y(target) - 5, `target ${formatMetric(o, target)}`, `fill="${FAILED}"`),
     );
   }
   points.forEach((p, k) => {
@@ -178,7 +180,7 @@ export function scoresSvg(points: readonly ScorePoint[], target?: number): strin
     }
     const colour = p.best ? BEST : p.accepted ? ACCEPTED : REJECTED;
     const [cLo, cHi] = p.ci95 ?? [p.mean, p.mean];
-    const tip = `${p.trialId}: ${pct(p.mean)} [${inPoints(cLo)}, ${inPoints(cHi)}]${p.failure ? ` (${p.failure})` : ""}`;
+    const tip = `${p.trialId}: ${formatMetric(o, p.mean)} [${o.proportion ? inPoints(cLo) : formatMetric(o, cLo)}, ${o.proportion ? inPoints(cHi) : formatMetric(o, cHi)}]${p.failure ? ` (${p.failure})` : ""}`;
     body.push(
       `<g class="point"><title>${escapeXml(tip)}</title>` +
         `<path d="M${r(cx)} ${r(y(cLo))}V${r(y(cHi))}M${r(cx - 4)} ${r(y(cLo))}h8M${r(cx - 4)} ${r(y(cHi))}h8" stroke="${colour}" stroke-width="1.5"/>` +
@@ -198,17 +200,17 @@ export function scoresSvg(points: readonly ScorePoint[], target?: number): strin
   return svgDoc(title, body);
 }
 
-/** Per-seed validation (solid) and train (dashed) accuracy per epoch of one trial. */
-export function learningCurvesSvg(trialId: string | undefined, seeds: readonly SeedCurve[]): string {
+/** Per-seed validation (solid) and train (dashed) metric per epoch of one trial. */
+export function learningCurvesSvg(trialId: string | undefined, seeds: readonly SeedCurve[], o: Objective = ACCURACY): string {
   const title = trialId ? `Learning curves of the best trial (${trialId})` : "Learning curves of the best trial";
-  const curves = seeds.filter((c) => c.valAccuracy.length || c.trainAccuracy.length);
+  const curves = seeds.filter((c) => c.val.length || c.train.length);
   if (!curves.length) return noData(title, trialId ? "no learning curves recorded" : "no accepted trial");
-  const epochs = Math.max(...curves.map((c) => Math.max(c.valAccuracy.length, c.trainAccuracy.length)));
+  const epochs = Math.max(...curves.map((c) => Math.max(c.val.length, c.train.length)));
   const f = FRAME;
-  const [lo, hi] = accuracyRange(curves.flatMap((c) => [...c.valAccuracy, ...c.trainAccuracy]));
+  const [lo, hi] = metricRange(curves.flatMap((c) => [...c.val, ...c.train]), o);
   const y = (v: number) => f.bottom - ((v - lo) / (hi - lo)) * (f.bottom - f.top);
   const x = (e: number) => (epochs === 1 ? (f.left + f.right) / 2 : f.left + 16 + ((e - 1) / (epochs - 1)) * (f.right - f.left - 32));
-  const body: string[] = [...yAxis(f, lo, hi, y, "accuracy"), axesBox(f), ...xTicks(f, epochs, x, "epoch")];
+  const body: string[] = [...yAxis(f, lo, hi, y, o.label, o), axesBox(f), ...xTicks(f, epochs, x, "epoch")];
   const colourOf = (k: number) => SEED_COLORS[k % SEED_COLORS.length]!;
   curves.forEach((c, k) => {
     const line = (vs: readonly number[], cls: string, dashed: boolean) =>
@@ -216,7 +218,7 @@ export function learningCurvesSvg(trialId: string | undefined, seeds: readonly S
         ? `<polyline class="${cls}" points="${vs.map((v, e) => `${r(x(e + 1))},${r(y(v))}`).join(" ")}" fill="none" stroke="${colourOf(k)}" stroke-width="2"${dashed ? ' stroke-dasharray="5 4" stroke-opacity="0.75"' : ""}/>` +
           vs.map((v, e) => `<circle cx="${r(x(e + 1))}" cy="${r(y(v))}" r="${dashed ? 2 : 3}" fill="${colourOf(k)}"/>`).join("")
         : "";
-    body.push(`<g class="seed"><title>seed ${c.seed}</title>${line(c.trainAccuracy, "train", true)}${line(c.valAccuracy, "val", false)}</g>`);
+    body.push(`<g class="seed"><title>seed ${c.seed}</title>${line(c.train, "train", true)}${line(c.val, "val", false)}</g>`);
   });
   body.push(
     ...legend([

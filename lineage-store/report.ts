@@ -583,14 +583,16 @@ export function buildReport(state: RunState, finished: RunFinished, timing?: Rep
 export function reportPlots(state: RunState, finished: RunFinished): Record<string, string> {
   const best = chosenBest(state, finished);
   const rows = rowsOf(state, best);
+  const o = state.objective;
+  // Accuracy is measured in training too; a regression's metric on the validation split alone.
   const curves = (best?.evaluated?.result?.seedResults ?? []).map((s) => ({
     seed: s.seed,
-    valAccuracy: s.learningCurve?.valAccuracy ?? [],
-    trainAccuracy: s.learningCurve?.trainAccuracy ?? [],
+    val: (o.proportion ? s.learningCurve?.valAccuracy : s.learningCurve?.valMetric) ?? [],
+    train: (o.proportion ? s.learningCurve?.trainAccuracy : undefined) ?? [],
   }));
   return {
-    [PLOT_FILES.scores]: scoresSvg(scorePoints(rows), state.goal?.target),
-    [PLOT_FILES.learningCurves]: learningCurvesSvg(best?.id, curves),
+    [PLOT_FILES.scores]: scoresSvg(scorePoints(rows), state.goal?.target, o),
+    [PLOT_FILES.learningCurves]: learningCurvesSvg(best?.id, curves, o),
     [PLOT_FILES.failures]: failuresSvg(countFailures(rows)),
   };
 }

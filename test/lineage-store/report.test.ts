@@ -359,7 +359,7 @@ describe("run artifacts and report", () => {
     expect(markdown).toContain("No trial was accepted.");
     for (const svg of Object.values(reportPlots(empty, finished))) assertBalancedXml(svg);
     assertBalancedXml(scoresSvg([{ trialId: `<a&"b'>`, mean: 0.5, ci95: [0.4, 0.6], accepted: true, best: true }], 0.7));
-    assertBalancedXml(learningCurvesSvg("t<1>", [{ seed: 0, valAccuracy: [0.5], trainAccuracy: [0.6] }]));
+    assertBalancedXml(learningCurvesSvg("t<1>", [{ seed: 0, val: [0.5], train: [0.6] }]));
     assertBalancedXml(failuresSvg({ "a<b": 3 }));
     expect(escapeXml(`<a href="x">&'`)).toBe("&lt;a href=&quot;x&quot;&gt;&amp;&apos;");
     expect(niceTicks(0.86, 0.93)).toEqual([0.86, 0.88, 0.9, 0.92]);
