@@ -35,7 +35,8 @@ const SECTIONS = {
                        default: the schema's defaults on the whole training split)
   --max-trials N       trial budget (default 100; the time budget usually ends a run first)
   --time-budget T      wall-clock budget: 90s, 20m, 2h (default: from the goal, else 30m)
-  --target X           validation accuracy target: 0.9 or 90 (overrides the goal)
+  --target X           the target in the goal's metric's units, overriding the goal's:
+                       0.9 or 90% for accuracy, 55 for an RMSE
   --max-params N       parameter limit (overrides the goal)
   --data-dir DIR       dataset location (csv/text/mnist/cifar...; default: standard path)
   --seeds N            seeds per trial (default 3)

@@ -307,6 +307,9 @@ describe("regression goals", () => {
     expect(g.description).toMatch(/^find the model with the lowest validation RMSE on csv \(\/data\/house\.csv\): no target; minimise it/);
     expect(read("diabetes: best model in 5 minutes").objective).toBe(Metric.RMSE);
     expect(read("diabetes", { metric: "mae", target: 42 })).toMatchObject({ objective: Metric.MAE, target: 42 });
+    // --target as typed: in the metric's units for a regression, a fraction or percentage for accuracy.
+    expect(read("diabetes: minimise rmse", { target: "55" })).toMatchObject({ objective: Metric.RMSE, target: 55, openEnded: false });
+    expect(read("mnist", { target: "90" }).target).toBeCloseTo(0.9, 10);
   });
 
   it("refuses a metric that does not fit the dataset, and a percentage for a regression target, in one line", () => {
