@@ -277,7 +277,7 @@ export class Evaluator {
       goalStatus: status,
       target,
       overfitting: overfitting(seeds),
-      convergence: convergence(seeds),
+      convergence: convergence(seeds, goal),
       params: BigInt(Number(info?.params ?? 0)),
       seconds,
       device: { ...this.device(), ...deviceOf(info) },

@@ -24,7 +24,7 @@
  * added in quadrature with its own z quantile (describeWithSampling).
  */
 import { create } from "@bufbuild/protobuf";
-import { ACCURACY, pessimisticBound, reaches, type Objective } from "../core/objective.js";
+import { ACCURACY, pessimisticBound, reaches, utility, type Objective } from "../core/objective.js";
 import { tCritical975 } from "../core/stats.js";
 import {
   ConvergenceSchema,
@@ -146,9 +146,15 @@ export function overfitting(seeds: SeedResult[]): Overfitting {
   return create(OverfittingSchema, { gap, severity });
 }
 
-/** Reads the mean validation-accuracy curve across seeds. */
-export function convergence(seeds: SeedResult[]): Convergence {
-  const curves = seeds.map((s) => s.learningCurve?.valAccuracy ?? []).filter((c) => c.length > 0);
+/**
+ * Reads the mean validation curve across seeds: accuracy's, or the request's metric as a utility
+ * (higher is better), its thresholds in accuracy points or, for a metric in the target's units, as
+ * shares of the curve's last value (a slope of -1% an epoch is diverging, as -1 point is for accuracy).
+ */
+export function convergence(seeds: SeedResult[], o: Objective = ACCURACY): Convergence {
+  const curves = seeds
+    .map((s) => (o.proportion ? s.learningCurve?.valAccuracy : s.learningCurve?.valMetric.map((v) => utility(o, v))) ?? [])
+    .filter((c) => c.length > 0);
   const epochs = Math.min(...curves.map((c) => c.length));
   if (curves.length === 0 || !Number.isFinite(epochs)) return create(ConvergenceSchema, { state: "unknown" });
   const mean = Array.from({ length: epochs }, (_, e) => curves.reduce((a, c) => a + c[e]!, 0) / curves.length);
@@ -157,11 +163,12 @@ export function convergence(seeds: SeedResult[]): Convergence {
   const recentSlope = window > 0 ? (mean[epochs - 1]! - mean[epochs - 1 - window]!) / window : 0;
   const finals = curves.map((c) => c[epochs - 1]!);
   const spread = Math.max(...finals) - Math.min(...finals);
+  const unit = o.proportion ? 1 : Math.abs(mean[epochs - 1]!) || 1;
   let state: string;
   if (epochs < 2) state = "undetermined";
-  else if (spread > 0.15) state = "unstable";
-  else if (recentSlope < -0.01) state = "diverging";
-  else if (recentSlope > 0.005) state = "improving";
+  else if (spread > 0.15 * unit) state = "unstable";
+  else if (recentSlope < -0.01 * unit) state = "diverging";
+  else if (recentSlope > 0.005 * unit) state = "improving";
   else state = bestEpoch === epochs ? "converged" : "plateaued";
   return create(ConvergenceSchema, { state, recentSlope, bestEpoch });
 }

@@ -15,8 +15,9 @@ export function analyse(r: EvalResult): Analysis {
   if (severity === "moderate" || severity === "severe") {
     notes.push(`train-val gap ${points(r.overfitting?.gap ?? 0, 1)} points: more regularisation (dropout, weight decay, augmentation) or more data`);
   }
-  if (state === "improving") notes.push("validation accuracy was still rising at the last epoch: more epochs should pay");
-  if (state === "diverging") notes.push("validation accuracy fell over the last epochs: lower the learning rate or add a schedule");
+  // Convergence reads the run's metric in its direction (gpu-runner/stats.ts): "improving" is a falling RMSE.
+  if (state === "improving") notes.push("the validation metric was still improving at the last epoch: more epochs should pay");
+  if (state === "diverging") notes.push("the validation metric got worse over the last epochs: lower the learning rate or add a schedule");
   if (state === "unstable") notes.push("seeds disagree strongly: lower the learning rate or add normalisation");
   if (state === "plateaued" && severity === "none") notes.push("plateaued without overfitting: capacity is the limit; a wider or deeper model should pay");
   if (acc && acc.n >= 2 && acc.ci95[1]! - acc.ci95[0]! > 0.03) {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import { mulberry32 } from "../../agents/planner/policy.js";
-import { aggregate, describeProportion, goalStatus } from "../../gpu-runner/stats.js";
+import { aggregate, convergence, describeProportion, goalStatus } from "../../gpu-runner/stats.js";
 import { GoalStatus, Metric, SeedResultSchema } from "../../proto/gen/research/v1/runner_pb.js";
 import { objective } from "../../core/objective.js";
 
@@ -108,6 +108,14 @@ describe("a regression's interval and goal", () => {
     // One seed: the sampling error alone, not a point.
     const one = aggregate([regression(52, 3)]).val_rmse!;
     expect(one.ci95).toEqual([52 - 1.959964 * 3, 52 + 1.959964 * 3]);
+  });
+
+  it("reads an RMSE curve in its direction: falling is improving, rising is diverging", () => {
+    const curve = (valMetric: number[]) => create(SeedResultSchema, { learningCurve: { valMetric } });
+    const o = objective(Metric.RMSE);
+    expect(convergence([curve([70, 62, 56, 52]), curve([71, 63, 57, 53])], o).state).toBe("improving");
+    expect(convergence([curve([52, 53, 56, 60]), curve([52, 54, 57, 61])], o).state).toBe("diverging");
+    expect(convergence([curve([55, 54.95, 54.92, 54.9])], o)).toMatchObject({ state: "converged", bestEpoch: 4 });
   });
 
   it("is met when the interval's upper end is at or below a target to minimise", () => {

@@ -870,7 +870,8 @@ export type Convergence = Message<"research.v1.Convergence"> & {
   state: string;
 
   /**
-   * Mean change of validation accuracy over the last epochs.
+   * Mean change an epoch of the validation metric over the last epochs, as a
+   * utility (higher is better: an RMSE that falls rises here).
    *
    * @generated from field: double recent_slope = 2;
    */
