@@ -72,6 +72,6 @@ export type VerdictName = (typeof VERDICT.names)[number];
 export const DECISION = closedSet<typeof Decision>(DecisionSchema);
 export type DecisionName = (typeof DECISION.names)[number];
 export const GOAL_STATUS = closedSet<typeof GoalStatus>(GoalStatusSchema);
+export type GoalStatusName = (typeof GOAL_STATUS.names)[number];
 export const TASK = closedSet<typeof Task>(TaskSchema);
 export type TaskName = (typeof TASK.names)[number];
-export type GoalStatusName = (typeof GOAL_STATUS.names)[number];

@@ -11,7 +11,7 @@
 import { create } from "@bufbuild/protobuf";
 import { z } from "zod";
 import { GoalSchema, type Goal } from "../proto/gen/research/v1/events_pb.js";
-import { METRIC, objective, type MetricName } from "./objective.js";
+import { METRIC, objectiveNamed, type MetricName, type Objective } from "./objective.js";
 
 /** Dataset names as the runner's DatasetSpec spells them. */
 export const DATASETS = [
@@ -136,6 +136,11 @@ const REGRESSION_TARGET = new RegExp(
   "gi",
 );
 const REGRESSION_METRIC = new RegExp(String.raw`\b${REGRESSION_WORDS}(?![\w^²])`, "gi");
+
+/** A regression target as a goal states it: "rmse below 55", "r2 above 0.5". */
+function targetExample(o: Objective): string {
+  return `${o.metric} ${o.higherIsBetter ? "above 0.5" : "below 55"}`;
+}
 
 function regressionMetric(word: string): MetricName {
   const w = word.toLowerCase();
@@ -365,7 +370,7 @@ const ResolvedGoalSchema = z
       const check = g.metric === "accuracy" ? targetSchema : regressionTargetSchema(g.metric);
       for (const issue of check.safeParse(g.target).error?.issues ?? []) ctx.addIssue({ code: "custom", path: ["target"], message: issue.message });
     }
-    const task = objective(METRIC.value(g.metric)).task;
+    const task = objectiveNamed(g.metric).task;
     if (task === "classification" && REGRESSION_DATASETS.has(g.dataset)) {
       ctx.addIssue({ code: "custom", path: ["metric"], message: `${g.dataset} is a regression dataset: its goal decides on rmse, mae or r2, not accuracy` });
     }
@@ -392,7 +397,7 @@ type ResolvedGoal = z.output<typeof ResolvedGoalSchema>;
 /** What the run will do, in words: the Goal's description. */
 function describeGoal(g: ResolvedGoal, testAccuracy: boolean): string {
   const data = g.dataDir ? `${g.dataset} (${g.dataDir})` : g.dataset;
-  const o = objective(METRIC.value(g.metric));
+  const o = objectiveNamed(g.metric);
   const until = "until the trial or time budget is spent or it plateaus";
   const parts = [
     o.proportion
@@ -449,7 +454,8 @@ export function parseGoal(text: string, overrides: GoalOverrides = {}): GoalPars
   const dataset = single(over.dataset, r.datasets, "datasets", String, problems);
   // Unnamed, the metric is the dataset's: RMSE for a numeric target, else accuracy.
   const metric = single(over.metric, r.metrics, "metrics", String, problems) ?? (dataset && REGRESSION_DATASETS.has(dataset) ? "rmse" : "accuracy");
-  const regression = metric !== "accuracy";
+  const goalObjective = objectiveNamed(metric);
+  const regression = goalObjective.task === "regression";
   // Accuracy targets are fractions or percentages; a regression's are in its target's units.
   const overTarget = over.target && (regression ? over.target.value : toFraction(over.target.value, over.target.percent));
   const stated = regression ? r.regressionTargets : r.targets;
@@ -480,7 +486,7 @@ export function parseGoal(text: string, overrides: GoalOverrides = {}): GoalPars
   if (values.target === undefined && !openEnded) {
     missing.push(
       regression
-        ? `a target (e.g. "${metric} ${objective(METRIC.value(metric)).higherIsBetter ? "above 0.5" : "below 55"}", or "${objective(METRIC.value(metric)).higherIsBetter ? "maximise" : "minimise"} ${metric}" for the best model within the limits)`
+        ? `a target (e.g. "${targetExample(goalObjective)}", or "${goalObjective.higherIsBetter ? "maximise" : "minimise"} ${metric}" for the best model within the limits)`
         : 'a target accuracy (or "maximise accuracy" for the best model within the limits)',
     );
   }
@@ -526,7 +532,7 @@ export function parseGoal(text: string, overrides: GoalOverrides = {}): GoalPars
         : (values.dataset ?? "fashion-mnist");
   // A regression example only where the dataset has a numeric target.
   const numeric = regression && (values.dataset === "csv" || (values.dataset !== undefined && REGRESSION_DATASETS.has(values.dataset)));
-  const example = `${name}: ${openEnded ? "best model you can in 30 minutes" : numeric ? `${metric} ${objective(METRIC.value(metric)).higherIsBetter ? "above 0.5" : "below 55"}` : "reach 90% validation accuracy"}`;
+  const example = `${name}: ${openEnded ? "best model you can in 30 minutes" : numeric ? targetExample(goalObjective) : "reach 90% validation accuracy"}`;
   return {
     ok: false,
     error: `${first} in "${text}"${rest.map((p) => `; ${p}`).join("")}; understood: ${understood(values, openEnded)}.${hint} Write e.g. "${example}"`,

@@ -38,7 +38,10 @@ export interface Objective extends MetricFacts {
 
 /** The objective of a metric; unspecified (every run before regression): accuracy. */
 export function objective(metric: Metric = Metric.UNSPECIFIED): Objective {
-  const name = METRIC.name(metric) ?? "accuracy";
+  return objectiveNamed(METRIC.name(metric) ?? "accuracy");
+}
+
+export function objectiveNamed(name: MetricName): Objective {
   return { metric: name, key: `val_${name}`, ...FACTS[name] };
 }
 
@@ -52,6 +55,14 @@ export function utility(o: Objective, value: number): number {
 /** The pessimistic end of a 95% interval: the lower bound to maximise, the upper bound to minimise. */
 export function pessimisticBound(o: Objective, stats: MetricStats): number {
   return (o.higherIsBetter ? stats.ci95[0] : stats.ci95[1]) ?? stats.mean;
+}
+
+/**
+ * A tolerance in the metric's units: `size` itself for a proportion (accuracy points), that
+ * share of `around` for a metric in the target's units, whose scale is the data's.
+ */
+export function tolerance(o: Objective, size: number, around: number): number {
+  return o.proportion || !Number.isFinite(around) ? size : size * Math.abs(around);
 }
 
 /** Whether a value of the metric reaches a target, in the metric's direction. */

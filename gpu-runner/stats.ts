@@ -24,7 +24,7 @@
  * added in quadrature with its own z quantile (describeWithSampling).
  */
 import { create } from "@bufbuild/protobuf";
-import { ACCURACY, pessimisticBound, reaches, utility, type Objective } from "../core/objective.js";
+import { ACCURACY, pessimisticBound, reaches, tolerance, utility, type Objective } from "../core/objective.js";
 import { tCritical975 } from "../core/stats.js";
 import {
   ConvergenceSchema,
@@ -163,7 +163,7 @@ export function convergence(seeds: SeedResult[], o: Objective = ACCURACY): Conve
   const recentSlope = window > 0 ? (mean[epochs - 1]! - mean[epochs - 1 - window]!) / window : 0;
   const finals = curves.map((c) => c[epochs - 1]!);
   const spread = Math.max(...finals) - Math.min(...finals);
-  const unit = o.proportion ? 1 : Math.abs(mean[epochs - 1]!) || 1;
+  const unit = tolerance(o, 1, mean[epochs - 1]!) || 1;
   let state: string;
   if (epochs < 2) state = "undetermined";
   else if (spread > 0.15 * unit) state = "unstable";

@@ -24,7 +24,7 @@ import {
 } from "../core/model-config.js";
 import { RUN_DEFAULTS } from "../core/defaults.js";
 import { outranks, standingOf, type Standing } from "../core/ranking.js";
-import { ACCURACY, formatMetric, objective, pessimisticBound, utility, type Objective } from "../core/objective.js";
+import { ACCURACY, formatMetric, objective, pessimisticBound, tolerance, type Objective } from "../core/objective.js";
 import { FailureLabel, Mutation, Surface, type Failure } from "../proto/gen/research/v1/common_pb.js";
 import type { MetricStats, ModelArgument, SeedResult } from "../proto/gen/research/v1/runner_pb.js";
 
@@ -322,8 +322,13 @@ export function valMetricOf(t: TrialState): MetricStats | undefined {
  * win), as a utility where higher is better: accuracy's lower bound, minus an RMSE's upper one.
  */
 export function scoreOf(t: TrialState): number | undefined {
+  return standing(t)?.ciLow;
+}
+
+/** The pessimistic end of the 95% interval of the trial's validation metric, in its units. */
+export function boundOf(t: TrialState): number | undefined {
   const stats = valMetricOf(t);
-  return stats && utility(t.objective, pessimisticBound(t.objective, stats));
+  return stats && pessimisticBound(t.objective, stats);
 }
 
 /** The mean of the validation metric, in its units. */
@@ -333,9 +338,8 @@ export function meanOf(t: TrialState): number | undefined {
 
 /** The score for people: "CI low 91.20%" or "CI high 54.3". */
 export function scoreText(t: TrialState): string {
-  const stats = valMetricOf(t);
-  const end = t.objective.higherIsBetter ? "low" : "high";
-  return `CI ${end} ${stats ? formatMetric(t.objective, pessimisticBound(t.objective, stats)) : "?"}`;
+  const bound = boundOf(t);
+  return `CI ${t.objective.higherIsBetter ? "low" : "high"} ${bound === undefined ? "?" : formatMetric(t.objective, bound)}`;
 }
 
 /** The evaluation's count, or the assembly's summary when the trial was not evaluated. */
@@ -366,8 +370,7 @@ export function plateau(state: RunState, counted: (t: TrialState) => boolean = (
   for (const t of judgedTrials(state).sort((a, b) => a.judgedPosition! - b.judgedPosition!)) {
     const s = t.judged?.verdict === Verdict.ACCEPT ? (scoreOf(t) ?? -Infinity) : -Infinity;
     // A share of examples rises in absolute steps; an error in the target's units, relative to its size.
-    const delta = state.objective.proportion || !Number.isFinite(best) ? PLATEAU_DELTA : PLATEAU_DELTA * Math.abs(best);
-    if (s > best + delta) {
+    if (s > best + tolerance(state.objective, PLATEAU_DELTA, best)) {
       best = s;
       since = 0;
     } else if (counted(t)) since++;

@@ -14,7 +14,7 @@ import { EvalResultSchema, LearningCurveSchema, SeedResultSchema, type EpochProg
 import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import type { RunState, TrialState } from "../../swarm/run-state.js";
 import { RECIPE_DEFAULTS } from "../../core/defaults.js";
-import { formatMetric, utility, type Objective } from "../../core/objective.js";
+import { formatMetric, tolerance, utility, type Objective } from "../../core/objective.js";
 
 /** Finished peers needed before the median means anything. */
 const MIN_PEERS = 4;
@@ -33,8 +33,7 @@ function curveAt(t: TrialState, epoch: number): number | undefined {
 }
 
 function clearlyWorse(o: Objective, value: number, median: number): boolean {
-  const margin = o.proportion ? MARGIN : MARGIN * Math.abs(median);
-  return utility(o, value) < utility(o, median) - margin;
+  return utility(o, value) < utility(o, median) - tolerance(o, MARGIN, median);
 }
 
 function median(xs: number[]): number {

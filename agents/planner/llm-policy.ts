@@ -10,8 +10,7 @@ import { SURFACE } from "../../core/enums.js";
 import { argumentDefault, CodeModelSchema, isCodeModel, ModelConfigSchema, TrainConfigSchema, type TrialModel } from "../../core/model-config.js";
 import { ArgumentKind } from "../../proto/gen/research/v1/runner_pb.js";
 import type { LlmClient } from "../../core/llm/client.js";
-import { meanOf, valMetricOf, type TrialState } from "../../swarm/run-state.js";
-import { pessimisticBound } from "../../core/objective.js";
+import { boundOf, meanOf, type TrialState } from "../../swarm/run-state.js";
 import type { Prompt } from "../../swarm/prompts.js";
 import type { Genome } from "./mutations.js";
 import { configFingerprint, genomeOf, tried } from "./identity.js";
@@ -90,7 +89,7 @@ function trialLine(t: TrialState) {
     train_config: t.train,
     params: t.assembled?.summary ? Number(t.assembled.summary.totalParams) : undefined,
     [`${t.objective.key}_mean`]: meanOf(t),
-    [`${t.objective.key}_ci_${t.objective.higherIsBetter ? "low" : "high"}`]: valMetricOf(t) && pessimisticBound(t.objective, valMetricOf(t)!),
+    [`${t.objective.key}_ci_${t.objective.higherIsBetter ? "low" : "high"}`]: boundOf(t),
     eval_seconds: t.evaluated?.evalSeconds,
     failure: t.judged?.failure?.message ?? t.evaluated?.failure?.message,
     analysis: t.evaluated?.analysis?.notes,
