@@ -170,6 +170,7 @@ const TransformerEncoder = z
     mlp_ratio: z.number().positive().max(16).default(4),
     dropout: dropProb().default(0),
     depth: posInt(64).default(1),
+    causal: bool().default(false).describe("each position attends to itself and earlier ones only (a language model)"),
   })
   .describe("pre-norm transformer blocks over tokens [N,D]; D comes from the input and must divide by heads");
 
@@ -200,6 +201,15 @@ const Embedding = z
 const Conv1d = z
   .strictObject({ type: z.literal("conv1d"), ...convFields() })
   .describe("1-d convolution along a sequence [L,D] -> [L', out_channels]");
+
+const Gru = z
+  .strictObject({
+    type: z.literal("gru"),
+    hidden: channels().default(128),
+    layers: posInt(8).default(1),
+    dropout: dropProb().default(0).describe("between stacked layers (needs layers > 1)"),
+  })
+  .describe("a GRU along a sequence [L,D] -> [L, hidden], reading left to right (causal)");
 
 const SequencePool = z
   .strictObject({ type: z.literal("sequence_pool"), mode: poolMode() })
@@ -243,6 +253,7 @@ export const LayerSchema = z
     TokenPool,
     Embedding,
     Conv1d,
+    Gru,
     SequencePool,
   ])
   .meta({ id: "Layer" });
@@ -268,8 +279,13 @@ export const ModelConfigSchema = z
     num_classes: posInt(1 << 20).optional(),
     input_dtype: InputDtypeSchema.optional().describe("int64 for token ids"),
     layers: z.array(LayerSchema).min(1, { error: "expected at least one layer" }).max(512),
+    tie_embeddings: bool()
+      .optional()
+      .describe("a language model's head shares the weights of its first layer, an embedding of the same width (Press & Wolf 2017)"),
   })
-  .describe("a model as a list of layers; a linear head to num_classes is appended when the last shape is not [num_classes]");
+  .describe(
+    "a model as a list of layers; a linear head to num_classes is appended when the last shape is not [num_classes] (a language model: at each position, to the vocabulary)",
+  );
 
 export type ModelConfig = z.infer<typeof ModelConfigSchema>;
 export type ModelConfigInput = z.input<typeof ModelConfigSchema>;
@@ -384,6 +400,10 @@ export const TrainConfigSchema = z
       .max(86400)
       .default(0)
       .describe("stop training this many seconds after the first step, annealing the schedule over that time (0: train every epoch)"),
+    // Whether it divides the row is the dataset's to say: the worker checks it (trainer.py).
+    context: nonNegInt(4096)
+      .default(0)
+      .describe("language modelling: the bytes a model reads at once, a power of two dividing the dataset's row (0: the whole row)"),
   })
   .refine((c) => c.warmup_epochs < c.epochs || c.warmup_epochs === 0, {
     error: "expected fewer warmup epochs than epochs",

@@ -36,6 +36,7 @@ export function recipeOf(t: TrainConfig): MessageInitShape<typeof RecipeSchema> 
     deterministic: t.deterministic,
     emaDecay: t.ema_decay,
     trainSeconds: t.train_seconds,
+    context: t.context,
   };
 }
 
@@ -64,6 +65,7 @@ export function trainConfigOfRecipe(r: Recipe | undefined): ParseResult<TrainCon
     deterministic: set(r?.deterministic),
     ema_decay: set(r?.emaDecay),
     train_seconds: set(r?.trainSeconds),
+    context: set(r?.context),
   };
   const parsed = TrainConfigSchema.safeParse(dropUndefined(authored) as TrainConfigInput);
   if (parsed.success) return { ok: true, value: parsed.data };

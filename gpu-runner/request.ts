@@ -151,7 +151,7 @@ export function planEvaluation(req: EvaluateRequest, dataRoots: string[]) {
   const goal = objective(req.metric);
   issues.check(
     dataset.task === goal.task,
-    `metric ${goal.metric} is for ${goal.task}, and dataset ${dataset.name} is asked for ${dataset.task}: ${goal.task === "regression" ? "set dataset.task to regression" : "a regression dataset is scored by rmse, mae or r2"}`,
+    `metric ${goal.metric} is for ${goal.task}, and dataset ${dataset.name} is asked for ${dataset.task}: set dataset.task to ${goal.task}`,
   );
   issues.check(req.target >= 0 && (!goal.proportion || req.target <= 1) && Number.isFinite(req.target), `target ${req.target} must be ${goal.proportion ? "a fraction in [0, 1]" : "a finite number >= 0"}`);
   const timeBudgetS = req.budget?.timeBudgetS || DEFAULTS.timeBudgetS;
@@ -194,6 +194,9 @@ export function planSummary(req: SummarizeRequest) {
     input_shape: req.inputShape,
     input_dtype: dtype,
     num_classes: req.numClasses,
+    task: TASK.name(req.task) ?? "classification",
+    // Absent: the worker's default, the text loader's hashing vocabulary.
+    ...(req.vocabSize && { vocab_size: req.vocabSize }),
   };
 }
 

@@ -32,6 +32,12 @@ from failures import TaskFailure
 
 TEXT_VOCAB = 1 << 14
 TEXT_LENGTH = 128
+# A corpus for language modelling is cut into rows of LM_CONTEXT + 1 bytes, each row starting at
+# the previous one's last byte, so every byte but the first is a target exactly once; a model
+# reads up to LM_CONTEXT bytes (the recipe's context may be shorter) and predicts the next.
+LM_CONTEXT = 256
+LM_VOCAB = 256
+LM_MIN_ROWS = 20
 SYNTHETIC_SIZE = 2500
 MAX_ONE_HOT_LEVELS = 32
 
@@ -51,7 +57,7 @@ def _invalid(message):
 
 
 # The proto enum Task by snake_case name (test/core/closed-sets.test.ts holds the two together).
-TASKS = ("classification", "regression")
+TASKS = ("classification", "regression", "language_modelling")
 
 
 @dataclass
@@ -59,7 +65,9 @@ class Raw:
     """A dataset as a loader returns it; a published one (`load_published`) has no labels (None).
 
     Classification: y holds class indices (int64) into class_names. Regression: y holds the
-    numeric targets (float64) in their own units, and class_names is empty.
+    numeric targets (float64) in their own units, and class_names is empty. Language modelling:
+    x holds rows of bytes (uint8), y is all zeros (the targets are the next bytes of x), and
+    vocab_size is LM_VOCAB.
     """
     name: str
     x_train: np.ndarray
@@ -73,6 +81,14 @@ class Raw:
     @property
     def input_dtype(self):
         return "int64" if self.vocab_size else "float32"
+
+    @property
+    def prediction_width(self):
+        """Numbers a job predicts per example: a probability per class, one value, or per position the
+        log-probability of the byte that comes next."""
+        if self.task == "language_modelling":
+            return self.x_train.shape[1] - 1
+        return 1 if self.task == "regression" else len(self.class_names)
 
     @property
     def nbytes(self):
@@ -91,7 +107,7 @@ class Split:
         raw = self.raw
         return {
             "kind": "dataset", "name": raw.name, "task": raw.task,
-            "input_shape": list(raw.x_train.shape[1:]),
+            "input_shape": [raw.prediction_width] if raw.task == "language_modelling" else list(raw.x_train.shape[1:]),
             "num_classes": len(raw.class_names), "class_names": list(raw.class_names),
             "input_dtype": raw.input_dtype, "vocab_size": raw.vocab_size,
             "n_train": int(len(self.train)), "n_val": int(len(self.val)), "n_test": int(len(self.test)),
@@ -117,7 +133,9 @@ def load(spec):
         if raw.task != spec["task"]:
             raise _invalid(f"{spec['name']} is a {raw.task} dataset, not {spec['task']}: "
                            + ("its goal needs a regression metric (rmse, mae or r2)" if raw.task == "regression" else
-                              "a regression goal needs a numeric target (a csv target column, or diabetes)"))
+                              "a regression goal needs a numeric target (a csv target column, or diabetes)"
+                              if spec["task"] == "regression" else
+                              "bits per byte needs a text corpus (text:FILE.txt or a folder of .txt files)"))
         return raw
     except TaskFailure:
         raise
@@ -134,10 +152,12 @@ VAL_MIN_EXAMPLES = 1000
 VAL_MAX_FRACTION = 0.3
 
 
-def val_count(n_pool, fraction):
+def val_count(n_pool, fraction, targets_per_example=1):
+    """A language model's row holds hundreds of targets: the minimum counts targets, not rows."""
     if fraction:
         return max(1, int(round(n_pool * fraction)))
-    return max(1, int(round(max(VAL_FRACTION * n_pool, min(VAL_MIN_EXAMPLES, VAL_MAX_FRACTION * n_pool)))))
+    minimum = math.ceil(VAL_MIN_EXAMPLES / targets_per_example)
+    return max(1, int(round(max(VAL_FRACTION * n_pool, min(minimum, VAL_MAX_FRACTION * n_pool)))))
 
 
 def split(raw, spec):
@@ -146,7 +166,8 @@ def split(raw, spec):
     pool = np.arange(len(raw.y_train))
     if 0 < spec["subset"] < len(pool):
         pool, _ = _stratified_take(raw.y_train, pool, spec["subset"], rng)
-    n_val = val_count(len(pool), spec["val_fraction"])
+    n_val = val_count(len(pool), spec["val_fraction"],
+                      raw.prediction_width if raw.task == "language_modelling" else 1)
     if n_val >= len(pool):
         raise _invalid(f"{spec['name']}: {len(pool)} training samples leave none for training after "
                        f"a validation fraction of {spec['val_fraction']:g}")
@@ -215,7 +236,7 @@ def publish(split, spec, public_root, private_root):
         with open(path, "wb") as f:
             np.savez(f, train=split.train, val=split.val, test=split.test)
     _write_atomically(os.path.join(public_root, f"s-{sid}.npz"), write_split)
-    labels = np.full(len(raw.y_train), -1 if raw.task == "classification" else np.nan, dtype=raw.y_train.dtype)
+    labels = np.full(len(raw.y_train), -1 if raw.y_train.dtype.kind == "i" else np.nan, dtype=raw.y_train.dtype)
     labels[split.train] = raw.y_train[split.train]
     labels_path = os.path.join(private_root, f"y-{sid}.npy")
     _write_atomically(labels_path, _save_npy(labels))
@@ -689,6 +710,35 @@ def _text(spec):
     return Raw("text", *split_parts, names, vocab_size=TEXT_VOCAB)
 
 
+def _corpus(spec):
+    """A text file, or the .txt files of a folder in path order, as bytes; the last rows are the test split."""
+    path = spec["data_dir"]
+    if os.path.isdir(path):
+        files = sorted(os.path.join(d, f) for d, _, names in os.walk(path) for f in names if f.endswith(".txt"))
+        if not files:
+            raise _invalid(f"text: {path} holds no .txt file to model")
+    elif os.path.isfile(path):
+        files = [path]
+    else:
+        raise _invalid(f"text: {path or '(empty data_dir)'} is not a file or a directory "
+                       "(a language model reads a text file, or a folder of .txt files)")
+    parts = []
+    for name in files:
+        with open(name, "rb") as f:
+            parts.append(f.read())
+    data = np.frombuffer(b"\n".join(parts), np.uint8)
+    rows = (len(data) - 1) // LM_CONTEXT
+    if rows < LM_MIN_ROWS:
+        raise _invalid(f"text: {path} holds {len(data):,} bytes; a language model needs at least "
+                       f"{LM_MIN_ROWS * LM_CONTEXT + 1:,} ({LM_MIN_ROWS} rows of {LM_CONTEXT} bytes)")
+    x = data[np.arange(rows)[:, None] * LM_CONTEXT + np.arange(LM_CONTEXT + 1)]
+    # The tail, not a random draw: test text never interleaves with the text trained on.
+    n_test = int(round(rows * _TEST_FRACTION))
+    y = np.zeros(rows, np.int64)
+    return Raw("text", x[:-n_test], y[:-n_test], x[-n_test:], y[-n_test:], [], vocab_size=LM_VOCAB,
+               task="language_modelling")
+
+
 # --- synthetic ------------------------------------------------------------------------
 
 def _synthetic(spec):
@@ -726,7 +776,7 @@ _LOADERS = {
     "breast_cancer": _sklearn("load_breast_cancer"),
     "diabetes": _sklearn("load_diabetes", regression=True),
     "csv": _csv,
-    "text": _text,
+    "text": lambda spec: _corpus(spec) if spec["task"] == "language_modelling" else _text(spec),
     "synthetic": _synthetic,
 }
 KNOWN = tuple(sorted(_LOADERS))

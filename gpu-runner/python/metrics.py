@@ -1,6 +1,7 @@
-"""Classification metrics from predicted probabilities, via sklearn.metrics, and
-regression metrics from predicted values, computed by the referee (referee.py)
-from the predictions a job returns.
+"""Classification metrics from predicted probabilities, via sklearn.metrics,
+regression metrics from predicted values, and a language model's bits per byte
+from the log-probabilities it gave each next byte, computed by the referee
+(referee.py) from the predictions a job returns.
 
 Validation sets carved from small subsets can miss classes entirely, so the
 ranking metrics (ROC-AUC, PR-AUC) are averaged over the classes that are
@@ -122,5 +123,23 @@ def score_regression(y_true, predictions, prefix, full):
     if full and n > 1:
         out["rmse_se"] = float(squared.std(ddof=1)) / math.sqrt(n) / (2 * rmse) if rmse > 0 else 0.0
         out["mae_se"] = float(absolute.std(ddof=1)) / math.sqrt(n)
+    named = {f"{prefix}_{k}": float(v) for k, v in out.items() if math.isfinite(v)}
+    return {"metrics": named} if full else named
+
+
+def score_text(logprobs, prefix, full):
+    """Bits per byte of one seed's log-probabilities of each next byte [rows, positions], or of
+    several seeds' as one model (per byte, their mean probability: the mixture of the models).
+
+    Perplexity is per byte. `full` adds `bits_per_byte_se`, the sampling error of the rows
+    drawn: bytes within a row are not independent, so it counts rows, not bytes.
+    """
+    probs = np.mean([np.exp(lp) for lp in logprobs], axis=0)
+    bits = -np.log2(np.maximum(probs, 1e-30))
+    per_row = bits.mean(axis=1)
+    bpb = float(per_row.mean())
+    out = {"bits_per_byte": bpb, "loss": bpb * math.log(2), "perplexity": 2.0 ** bpb}
+    if full and len(per_row) > 1:
+        out["bits_per_byte_se"] = float(per_row.std(ddof=1)) / math.sqrt(len(per_row))
     named = {f"{prefix}_{k}": float(v) for k, v in out.items() if math.isfinite(v)}
     return {"metrics": named} if full else named

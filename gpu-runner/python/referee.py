@@ -68,8 +68,7 @@ class Referee:
         split = self.split(dataset)
         raw = split.raw
         y = raw.y_train[split.val] if part == "val" else raw.y_test[split.test]
-        regression = raw.task == "regression"
-        width = 1 if regression else len(raw.class_names)
+        width = raw.prediction_width
         predictions = spec.get("predictions")
         if not isinstance(predictions, list) or not predictions:
             raise TaskFailure("invalid_config", "spec.predictions must be a non-empty list")
@@ -79,8 +78,12 @@ class Referee:
             # A job's predictions are the model's output: a wrong shape is its failure.
             raise TaskFailure("crash", str(exc)) from exc
         full = bool(spec.get("full"))
-        scores = metrics.score_regression(y, decoded, part, full) if regression else \
-            metrics.score(y, decoded, width, part, full)
+        if raw.task == "language_modelling":
+            scores = metrics.score_text(decoded, part, full)
+        elif raw.task == "regression":
+            scores = metrics.score_regression(y, decoded, part, full)
+        else:
+            scores = metrics.score(y, decoded, width, part, full)
         return {"kind": "scores", "examples": len(y), **scores}
 
     def answer(self, message):

@@ -211,6 +211,7 @@ def validate(task, spec):
         out["input_dtype"] = _value(spec, "input_dtype", str, "spec", lambda v: v in INPUT_DTYPES,
                                     _one_of(INPUT_DTYPES))
         out["num_classes"] = _value(spec, "num_classes", int, "spec", lambda v: v >= 0, ">= 0")
+        out["task"] = _value(spec, "task", str, "spec", lambda v: v in TASKS, _one_of(TASKS))
         # The one default: the TypeScript side never knows the text loader's hashing vocabulary.
         out["vocab_size"] = _value({"vocab_size": TEXT_VOCAB, **spec}, "vocab_size", int, "spec", lambda v: v >= 2, ">= 2")
         out["threads"] = _value(spec, "threads", int, "spec", lambda v: 1 <= v <= 256, "in [1, 256]")

@@ -51,6 +51,9 @@ MODEL_FILE = "model.py"
 # The validation curve (val_loss, val_accuracy or val_rmse) is the referee's: the runner adds it.
 CURVE_KEYS = ("train_loss", "train_accuracy", "lr")
 REGRESSION_CURVE_KEYS = ("train_loss", "lr")
+# Bytes of text a trained language model writes for the report, and how freely it picks them.
+SAMPLE_BYTES = 300
+SAMPLE_TEMPERATURE = 0.8
 
 
 def _seed_everything(seed):
@@ -91,10 +94,7 @@ def _first_tensor(value):
     return None
 
 
-def _check_output(out, batch, num_classes, where):
-    """num_classes 0: a regression model, with one output."""
-    expected = [batch, num_classes or 1]
-    dims = "(batch, num_classes)" if num_classes else "(batch, 1): one value per example for a regression"
+def _check_output(out, expected, dims, where):
     if not isinstance(out, torch.Tensor):
         raise TaskFailure("shape_error", f"{where}: forward returned {type(out).__name__}, "
                           f"expected a tensor of shape {expected} {dims}")
@@ -111,11 +111,21 @@ class _Data:
     the job's device once its lane is chosen.
     """
 
-    def __init__(self, split, y_train):
+    def __init__(self, split, y_train, context):
         raw = split.raw
         self.is_text = raw.vocab_size > 0
         self.is_image = raw.x_train.ndim == 4
         self.regression = raw.task == "regression"
+        self.lm = raw.task == "language_modelling"
+        self.num_classes = len(raw.class_names)
+        self.vocab_size = raw.vocab_size
+        # A language model reads `context` bytes at once; each row of the corpus holds
+        # `windows` of them, and an epoch draws each row that many times.
+        self.context = (context or raw.prediction_width) if self.lm else 0
+        if self.lm and raw.prediction_width % self.context:
+            raise TaskFailure("invalid_config", f"recipe.context = {context} must divide the corpus rows of "
+                              f"{raw.prediction_width} bytes (a power of two up to {raw.prediction_width})")
+        self.windows = raw.prediction_width // self.context if self.lm else 1
         self.target_mean, self.target_std = 0.0, 1.0
         if self.regression:
             known = y_train[split.train]
@@ -141,6 +151,27 @@ class _Data:
 
     def inputs(self, x):
         return x.long() if self.is_text else (x.float() - self.mean) / self.std
+
+    def batch(self, idx):
+        """Inputs and targets of training examples; for a language model, a window of each row at a
+        random offset, its bytes as inputs and the bytes after them as targets."""
+        if not self.lm:
+            return self.inputs(self.x_train[idx]), self.y_train[idx]
+        rows = self.x_train[idx]
+        offsets = torch.randint(0, rows.shape[1] - self.context, (len(idx), 1), device=rows.device)
+        windows = rows.gather(1, offsets + torch.arange(self.context + 1, device=rows.device)).long()
+        return windows[:, :-1], windows[:, 1:]
+
+    def output_shape(self, batch):
+        """The shape a model's output must have for `batch` examples, and what its dimensions mean."""
+        if self.lm:
+            return [batch, self.context, self.vocab_size], "(batch, length, 256): a score per byte value at each position"
+        if self.regression:
+            return [batch, 1], "(batch, 1): one value per example for a regression"
+        return [batch, self.num_classes], "(batch, num_classes)"
+
+    def check_output(self, out, batch, where):
+        _check_output(out, *self.output_shape(batch), where)
 
 
 class _Schedule:
@@ -257,6 +288,8 @@ class _Ema:
 
 def _predict(model, data, x_all, idx, batch_size, acc, amp_dtype, channels_last, what):
     """The model's predictions on x_all[idx] as the referee takes them (metrics.encode)."""
+    if data.lm:
+        return _predict_text(model, data, x_all, idx, batch_size, acc, amp_dtype, what)
     model.eval()
     outputs = []
     with Stage("crash", what), torch.no_grad():
@@ -272,6 +305,57 @@ def _predict(model, data, x_all, idx, batch_size, acc, amp_dtype, channels_last,
     if data.regression:
         return metrics.encode((logits * data.target_std + data.target_mean).cpu().numpy())
     return metrics.encode(F.log_softmax(logits, 1).cpu().numpy())
+
+
+def _predict_text(model, data, x_all, idx, batch_size, acc, amp_dtype, what):
+    """Per row, the log-probability the model gives each next byte, reading the row in windows of
+    its context that start afresh, so every context scores the same 256 targets per row.
+
+    The targets are the inputs shifted by one: a language model's labels cannot be kept from
+    the sandbox, so this log-softmax and gather are the trainer's, and the causality probe in
+    `train` refuses a model that reads ahead."""
+    model.eval()
+    rows_per_chunk = max(1, batch_size // data.windows)
+    outputs = []
+    with Stage("crash", what), torch.no_grad():
+        for chunk in idx.split(rows_per_chunk):
+            rows = x_all[chunk].long()
+            x = rows[:, :-1].reshape(-1, data.context)
+            y = rows[:, 1:].reshape(-1, data.context)
+            with acc.autocast(amp_dtype):
+                logits = model(x).float()
+            if not torch.isfinite(logits).all():
+                raise TaskFailure("nan_loss", f"{what}: the model's outputs are not all finite")
+            picked = F.log_softmax(logits, -1).gather(-1, y[..., None])[..., 0]
+            outputs.append(picked.reshape(len(rows), -1))
+    return metrics.encode(torch.cat(outputs).cpu().numpy())
+
+
+def _check_causal(model, data, x):
+    """A language model must not read ahead: changing a byte may change predictions from its
+    position on, never before it (the bytes it predicts are in its inputs)."""
+    where = x.shape[1] // 2
+    altered = x.clone()
+    altered[:, where] = (altered[:, where] + 1) % data.vocab_size
+    with Stage("shape_error", "the causality probe"), torch.no_grad():
+        model.eval()
+        before, after = model(x)[:, :where], model(altered)[:, :where]
+    if not torch.allclose(before, after, rtol=1e-3, atol=1e-4):
+        raise TaskFailure("codegen_error", f"the model reads ahead: changing byte {where} of {x.shape[1]} changed its "
+                          "predictions at earlier positions (mask attention to earlier positions; no bidirectional layers)")
+
+
+def _sample_text(model, data, prompt, acc, seed):
+    """Text the model writes after `prompt` (a 1-D tensor of bytes), drawn at SAMPLE_TEMPERATURE."""
+    model.eval()
+    generator = torch.Generator(device=prompt.device).manual_seed(seed)
+    text = prompt.long()[None]
+    with Stage("crash", "writing a sample of text"), torch.no_grad():
+        for _ in range(SAMPLE_BYTES):
+            logits = model(text[:, -data.context:])[:, -1].float() / SAMPLE_TEMPERATURE
+            following = torch.multinomial(F.softmax(logits, -1), 1, generator=generator)
+            text = torch.cat([text, following], 1)
+    return bytes(text[0, len(prompt):].cpu().tolist()).decode("utf-8", errors="replace")
 
 
 def _read_labels(fd):
@@ -302,10 +386,10 @@ def _training_flops(model, data, recipe):
     """The job's predicted FLOPs, for the CPU lane (accel.py), or None where there is no lane to
     choose: one example's forward pass, counted by the summary's hooks, ~3 times per trained
     example (forward and backward) and once per validated one."""
-    passes = 3 * len(data.train) * recipe["epochs"] + len(data.val) * (recipe["epochs"] + 1)
+    passes = data.windows * (3 * len(data.train) * recipe["epochs"] + len(data.val) * (recipe["epochs"] + 1))
     if not accel.lane_open(_param_count(model), passes):
         return None
-    x = data.inputs(data.x_train[data.train[:1]])
+    x = data.batch(data.train[:1])[0]
     _, layers = _traced(model, x, f"forward pass on 1 training sample of shape {list(x.shape)}")
     return passes * sum(layer["flops"] for layer in layers)
 
@@ -316,12 +400,12 @@ def train(spec, split, emit, t0):
     _seed_everything(seed)
     y_train = _read_labels(spec["labels_fd"])
     model = build_model(spec)
-    data = _Data(split, y_train)
+    data = _Data(split, y_train, recipe["context"])
     acc = accel.choose(_training_flops(model, data, recipe))
     acc.cap_memory(spec["limits"]["gpu_memory_fraction"])
     with Stage("crash", "moving the dataset to the device"):
         data.to(acc.tensors)
-    num_classes = len(split.raw.class_names)
+    num_classes = data.num_classes
     amp_dtype = acc.amp_dtype(recipe["amp"])
     channels_last = recipe["channels_last"] and acc.cuda and data.is_image
     use_augment = augment.wanted(recipe["augment"]) and data.is_image
@@ -329,13 +413,15 @@ def train(spec, split, emit, t0):
     with Stage("crash", "moving the model to the device"):
         model = model.to(acc.tensors, memory_format=torch.channels_last) if channels_last else model.to(acc.tensors)
 
-    probe = data.inputs(data.x_train[data.train[:2]])
+    probe = data.batch(data.train[:2])[0]
     what = f"forward pass on {len(probe)} training samples of shape {list(probe.shape)}"
     with Stage("shape_error", what):
         model.eval()
         with torch.no_grad():
             out = model(probe)
-    _check_output(out, len(probe), num_classes, what)
+    data.check_output(out, len(probe), what)
+    if data.lm:
+        _check_causal(model, data, probe)
     # After the first forward: lazy modules (nn.LazyLinear) have no shape before it.
     params = sum(p.numel() for p in model.parameters())
     if spec["max_params"] and params > spec["max_params"]:
@@ -347,7 +433,7 @@ def train(spec, split, emit, t0):
         _load_weights(model, spec["weights_fd"], acc.tensors)
     optimizer = _optimizer(model, recipe)
     batch_size = min(recipe["batch_size"], len(data.train))
-    n_train = len(data.train)
+    n_train = len(data.train) * data.windows
     # A final batch of one sample breaks BatchNorm in training mode; it is skipped.
     steps_per_epoch = n_train // batch_size + (1 if n_train % batch_size > 1 else 0)
     schedule = _Schedule(recipe, steps_per_epoch, recipe["lr"])
@@ -356,24 +442,27 @@ def train(spec, split, emit, t0):
     if data.regression:
         def criterion(out, y):
             return F.mse_loss(out[:, 0], y)
+    elif data.lm:
+        def criterion(out, y):
+            return F.cross_entropy(out.flatten(0, 1), y.flatten())
     else:
         criterion = nn.CrossEntropyLoss(label_smoothing=recipe["label_smoothing"])
     scaler = acc.grad_scaler(enabled=amp_dtype == torch.float16)
     eval_batch = max(256, batch_size)
     # Validation and test see the averaged weights when there are any, so curves and final metrics agree.
     ema = _Ema(model, recipe["ema_decay"]) if recipe["ema_decay"] > 0 else None
-    curve = {key: [] for key in (REGRESSION_CURVE_KEYS if data.regression else CURVE_KEYS)}
+    curve = {key: [] for key in (CURVE_KEYS if num_classes else REGRESSION_CURVE_KEYS)}
     seconds_to_first_step = None
 
     epochs = 0 if loaded else recipe["epochs"]
     for epoch in range(1, epochs + 1):
         model.train()
-        order = data.train[torch.randperm(n_train, device=acc.tensors)]
+        order = data.train.repeat(data.windows)[torch.randperm(n_train, device=acc.tensors)]
         loss_sum, seen = 0.0, 0
         correct = torch.zeros((), dtype=torch.long, device=acc.tensors)
         for step in range(1, steps_per_epoch + 1):
             idx = order[(step - 1) * batch_size: step * batch_size]
-            x, y = data.inputs(data.x_train[idx]), data.y_train[idx]
+            x, y = data.batch(idx)
             if use_augment:
                 x = augment.apply(x, recipe["augment"])
             if channels_last:
@@ -382,7 +471,7 @@ def train(spec, split, emit, t0):
                 with acc.autocast(amp_dtype):
                     logits = model(x)
                     if epoch == 1 and step == 1:
-                        _check_output(logits, len(y), num_classes, "forward pass in training mode")
+                        data.check_output(logits, len(y), "forward pass in training mode")
                     loss = criterion(logits.float(), y)
                 value = loss.item()
                 if not math.isfinite(value):
@@ -406,7 +495,7 @@ def train(spec, split, emit, t0):
                 emit({"kind": "first_step", "seconds": seconds_to_first_step})
             loss_sum += value * len(y)
             seen += len(y)
-            if not data.regression:
+            if num_classes:
                 correct += (logits.detach().argmax(1) == y).sum()
             if schedule.out_of_time():
                 break
@@ -415,7 +504,7 @@ def train(spec, split, emit, t0):
             val_predictions = _predict(model, data, data.x_train, data.val, eval_batch, acc, amp_dtype, channels_last,
                                        f"predicting the validation split after epoch {epoch}")
         point = {"train_loss": loss_sum / seen, "lr": optimizer.param_groups[0]["lr"]}
-        if not data.regression:
+        if num_classes:
             point["train_accuracy"] = correct.item() / seen
         for key in curve:
             curve[key].append(point[key])
@@ -439,6 +528,8 @@ def train(spec, split, emit, t0):
         with ema.applied(model) if ema else contextlib.nullcontext():
             outputs["test_predictions"] = _predict(model, data, data.x_test, data.test, eval_batch, acc, amp_dtype,
                                                    channels_last, "predicting the test split")
+            if data.lm:
+                outputs["sample"] = _sample_text(model, data, data.x_test[data.test[0], :data.context], acc, seed)
     return {
         **outputs,
         "kind": "result", "seed": seed, "metrics": result_metrics,
@@ -557,8 +648,10 @@ def summarize(spec):
         x = torch.randn(shape)
     what = f"forward pass on one sample of shape {shape}"
     out, layers = _traced(model, x, what)
-    if spec["num_classes"]:
-        _check_output(out, 1, spec["num_classes"], what)
+    if spec["task"] == "language_modelling":
+        _check_output(out, [1, shape[1], spec["vocab_size"]], "(batch, length, 256): a score per byte value at each position", what)
+    elif spec["num_classes"]:
+        _check_output(out, [1, spec["num_classes"]], "(batch, num_classes)", what)
     elif not isinstance(out, torch.Tensor):
         raise TaskFailure("shape_error", f"forward returned {type(out).__name__}, expected a tensor")
     total = sum(p.numel() for p in model.parameters())

@@ -279,9 +279,9 @@ def _event_bytes_limit(spec, split):
     the bound by doing its job."""
     if split is None:
         return EVENT_BYTES_LIMIT
-    classes = len(split.raw.class_names) or 1  # a regression predicts one value per example
-    return (EVENT_BYTES_LIMIT + metrics.encoded_bytes(len(split.val), classes) * (spec["recipe"]["epochs"] + 1)
-            + metrics.encoded_bytes(len(split.test), classes))
+    width = split.raw.prediction_width
+    return (EVENT_BYTES_LIMIT + metrics.encoded_bytes(len(split.val), width) * (spec["recipe"]["epochs"] + 1)
+            + metrics.encoded_bytes(len(split.test), width))
 
 
 class _Job:

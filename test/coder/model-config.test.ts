@@ -98,7 +98,7 @@ describe("ModelConfigSchema", () => {
     const schema = modelConfigJsonSchema() as { $defs: { Layer: { oneOf: unknown[] } }; required: string[] };
     expect(schema.required).toEqual(["name", "layers"]);
     expect(schema.$defs.Layer.oneOf).toHaveLength(LAYER_TYPES.length);
-    expect(LAYER_TYPES).toHaveLength(25);
+    expect(LAYER_TYPES).toHaveLength(26);
     expect(ModelConfigSchema.safeParse(CNN).success).toBe(true);
   });
 });
@@ -128,6 +128,7 @@ describe("TrainConfigSchema", () => {
         deterministic: false,
         ema_decay: 0,
         train_seconds: 0,
+        context: 0,
         subset: 0,
       },
     });

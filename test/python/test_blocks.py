@@ -49,6 +49,12 @@ CASES = {
                   [6, 32], 16 * 32 * 3 + 32),
     "TokenBatchNorm": (lambda: blocks.TokenBatchNorm(16), torch.randn(BATCH, 12, 16), [12, 16], 32),
     "ChannelLayerNorm": (lambda: blocks.ChannelLayerNorm(6), torch.randn(BATCH, 6, 5, 5), [6, 5, 5], 12),
+    "TransformerBlock causal": (lambda: blocks.TransformerBlock(24, heads=4, mlp_dim=48, causal=True),
+                                torch.randn(BATCH, 10, 24), [10, 24], None),
+    "TokenEmbedding shorter input": (lambda: blocks.TokenEmbedding(100, 16, length=12),
+                                     torch.randint(0, 100, (BATCH, 5)), [5, 16], None),
+    "SeqGRU": (lambda: blocks.SeqGRU(16, 24, num_layers=2, dropout=0.1), torch.randn(BATCH, 12, 16), [12, 24],
+               3 * (24 * 16 + 24 * 24 + 2 * 24) + 3 * (2 * 24 * 24 + 2 * 24)),
 }
 
 
@@ -73,6 +79,23 @@ def test_helper_forward_backward_and_shapes(case):
     module.eval()
     with torch.no_grad():
         assert list(module(x).shape) == [BATCH] + shape
+
+
+def test_a_causal_block_reads_no_later_position():
+    torch.manual_seed(0)
+    block = blocks.TransformerBlock(24, heads=4, mlp_dim=48, causal=True).eval()
+    x = torch.randn(1, 10, 24)
+    later = x.clone()
+    later[:, 6] += torch.randn(24)  # not a constant: LayerNorm would remove it
+    with torch.no_grad():
+        before, after = block(x), block(later)
+    assert torch.allclose(before[:, :6], after[:, :6], atol=1e-6)
+    assert not torch.allclose(before[:, 6:], after[:, 6:])
+    # Without the mask, position 0 already sees position 6.
+    open_block = blocks.TransformerBlock(24, heads=4, mlp_dim=48).eval()
+    open_block.load_state_dict(block.state_dict())
+    with torch.no_grad():
+        assert not torch.allclose(open_block(x)[:, :6], open_block(later)[:, :6])
 
 
 def test_token_pool_modes_differ():

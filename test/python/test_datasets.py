@@ -342,3 +342,36 @@ def test_a_regression_split_publishes_only_its_training_targets(tmp_path):
     assert np.array_equal(targets[split.train], raw.y_train[split.train])
     again = datasets.load_published(str(tmp_path / "public"), published["dataset_id"])
     assert again.task == "regression" and again.y_train is None
+
+
+def corpus(path):
+    return {"name": "text", "task": "language_modelling", "data_dir": str(path)}
+
+
+def test_a_corpus_is_rows_of_bytes_with_its_tail_held_out_for_test(tmp_path):
+    text = bytes(range(256)) * 40  # 10,240 bytes: 39 rows of 256 targets
+    (tmp_path / "b.txt").write_bytes(text[5000:])
+    (tmp_path / "a.txt").write_bytes(text[:5000])
+    (tmp_path / "notes.md").write_text("not text to model")
+    raw = datasets.load(spec(**corpus(tmp_path)))
+    joined = np.frombuffer(text[:5000] + b"\n" + text[5000:], np.uint8)
+    assert raw.task == "language_modelling" and raw.vocab_size == 256 and raw.prediction_width == 256
+    rows = np.concatenate([raw.x_train, raw.x_test])
+    assert rows.shape == (40, 257) and rows.dtype == np.uint8
+    assert (rows[:, 1:] == joined[1:40 * 256 + 1].reshape(40, 256)).all()  # every byte but the first a target once
+    assert len(raw.x_test) == 8 and (raw.x_test[0] == joined[32 * 256:33 * 256 + 1]).all()
+    split = datasets.split(raw, spec(**corpus(tmp_path)))
+    assert split.describe()["input_shape"] == [256] and split.describe()["input_dtype"] == "int64"
+    # A tenth of the pool: each row holds 256 targets, so no minimum of 1,000 rows applies.
+    assert len(split.val) == 3 and len(split.train) == 29
+
+
+def test_a_corpus_too_small_or_missing_gets_one_line(tmp_path):
+    (tmp_path / "tiny.txt").write_text("too short")
+    invalid("holds 9 bytes; a language model needs at least 5,121", **corpus(tmp_path / "tiny.txt"))
+    (tmp_path / "empty").mkdir()
+    invalid("holds no .txt file", **corpus(tmp_path / "empty"))
+    invalid("is not a file or a directory", **corpus(tmp_path / "absent.txt"))
+    message = invalid("digits is a classification dataset, not language_modelling: bits per byte needs a text corpus",
+                      name="digits", task="language_modelling")
+    assert "\n" not in message

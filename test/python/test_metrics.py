@@ -123,3 +123,18 @@ def test_regression_scores_in_the_targets_units_with_their_sampling_errors():
     two = metrics.score_regression(y, [predicted, np.array([[1.0], [2.0], [1.0], [4.0]])], "val", False)
     assert two["val_rmse"] == 0.0 and two["val_r2"] == 1.0
     assert "val_r2" not in metrics.score_regression(np.ones(3), [np.zeros((3, 1))], "val", False)
+
+
+def test_bits_per_byte_count_rows_and_mix_seeds_per_byte():
+    uniform = np.full((3, 4), np.log(1 / 256))
+    quick = metrics.score_text([uniform], "val", False)
+    assert quick["val_bits_per_byte"] == pytest.approx(8.0) and quick["val_perplexity"] == pytest.approx(256)
+    assert quick["val_loss"] == pytest.approx(np.log(256)) and not any(k.endswith("_se") for k in quick)
+    # Rows of 1 and 3 bits: the error counts the two rows, not their eight bytes.
+    rows = np.log2(np.array([[0.5] * 4, [0.125] * 4])) * np.log(2)
+    full = metrics.score_text([rows], "test", True)["metrics"]
+    assert full["test_bits_per_byte"] == pytest.approx(2.0)
+    assert full["test_bits_per_byte_se"] == pytest.approx(np.std([1, 3], ddof=1) / np.sqrt(2))
+    # Two seeds are one model that mixes them: p = (1 + 0.25) / 2 per byte.
+    mixed = metrics.score_text([np.zeros((1, 2)), np.full((1, 2), np.log(0.25))], "val", False)
+    assert mixed["val_bits_per_byte"] == pytest.approx(-np.log2(0.625))

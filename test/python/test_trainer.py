@@ -366,3 +366,56 @@ def test_summary_counts_attention_once_per_block():
 def test_summary_with_the_wrong_class_count_is_a_shape_error():
     failure("shape_error", "forward returned shape [1, 4], expected [1, 7]", task="summarize",
             input_shape=[1, 8, 8], num_classes=7)
+
+
+BYTE_GRU = """
+import torch.nn as nn
+
+class Net(nn.Module):
+    def __init__(self, width=48, bidirectional=False):
+        super().__init__()
+        self.embed = nn.Embedding(256, width)
+        self.rnn = nn.GRU(width, width, batch_first=True, bidirectional=bidirectional)
+        self.head = nn.Linear(width * (2 if bidirectional else 1), 256)
+
+    def forward(self, x):
+        return self.head(self.rnn(self.embed(x))[0])
+"""
+
+
+@pytest.fixture
+def corpus(fixtures_dir):
+    return {"name": "text", "task": "language_modelling", "data_dir": os.path.join(fixtures_dir, "corpus")}
+
+
+def test_a_language_model_learns_the_corpus_and_writes_a_sample(corpus):
+    recipe = {"optimizer": "adamw", "lr": 0.01, "batch_size": 16, "epochs": 3, "context": 64}
+    result, progress = run("train", source=BYTE_GRU, dataset=corpus, recipe=recipe, evaluate_test=True)
+    assert result["kind"] == "result", result
+    m = result["metrics"]
+    # Uniform guessing costs 8 bits per byte; the grammar's words are learnt within seconds.
+    assert m["val_bits_per_byte"] < 3.5 and m["test_bits_per_byte"] < 3.5, m
+    assert m["val_perplexity"] == pytest.approx(2 ** m["val_bits_per_byte"])
+    assert {"val_bits_per_byte_se", "test_loss", "train_loss"} <= set(m) and "train_accuracy" not in m
+    curve = result["learning_curve"]
+    assert len(curve["val_bits_per_byte"]) == 3 and curve["val_bits_per_byte"][-1] < curve["val_bits_per_byte"][0]
+    # 4 windows of 64 per 256-byte row: an epoch draws each training row 4 times.
+    rows = result["val_examples"]
+    assert rows >= 1 and result["num_classes"] == 0
+    assert len(result["sample"]) > 100 and " the " in result["sample"], result["sample"]
+
+
+def test_a_model_that_reads_ahead_is_refused_before_it_trains(corpus):
+    failure("codegen_error", "the model reads ahead", source=BYTE_GRU, dataset=corpus,
+            init_kwargs={"bidirectional": True}, recipe={"context": 32})
+
+
+def test_a_language_model_context_must_divide_the_rows(corpus):
+    failure("invalid_config", "recipe.context = 512 must divide the corpus rows of 256 bytes",
+            source=BYTE_GRU, dataset=corpus, recipe={"context": 512})
+
+
+def test_a_language_model_returns_a_score_per_byte_value_at_each_position(corpus):
+    last_only = BYTE_GRU.replace("self.embed(x))[0])", "self.embed(x))[0][:, -1])")
+    failure("shape_error", "returned shape [2, 256], expected [2, 32, 256] (batch, length, 256)", source=last_only,
+            dataset=corpus, recipe={"context": 32})
