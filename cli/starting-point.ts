@@ -17,7 +17,7 @@ import { authoredTrainConfig, authoredTrialModel, isCodeModel, type TrainConfigI
 import type { RunnerClient } from "../gpu-runner/client.js";
 import { StartingPointSchema, type Goal, type StartingPoint } from "../proto/gen/research/v1/events_pb.js";
 import type { DatasetInfo } from "../proto/gen/research/v1/runner_pb.js";
-import { compileOptions, outputWidth } from "../swarm/dataset-info.js";
+import { compileOptions, summaryInput } from "../swarm/dataset-info.js";
 import { fail } from "./args.js";
 import { modelFileProblem } from "./preflight.js";
 
@@ -123,9 +123,7 @@ export async function startProblem(start: Start, goal: Goal, info: DatasetInfo, 
     const { model } = start;
     const summary = await runner.summarize({
       model: { code: start.point.modelCode, className: model.class_name, initKwargsJson: JSON.stringify(model.init_kwargs ?? {}) },
-      inputShape: info.inputShape,
-      numClasses: outputWidth(info),
-      inputDtype: info.inputDtype,
+      ...summaryInput(info),
     });
     if (summary.failure) return `--from ${origin}: does not build for ${goal.dataset}: ${summary.failure.message}`;
     params = Number(summary.totalParams);

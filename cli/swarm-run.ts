@@ -176,7 +176,8 @@ async function start(a: RunArgs, run: PreparedRun, say: (line: string) => void, 
 async function datasetProblem(swarm: Swarm, run: PreparedRun, goal: Goal, say: (line: string) => void): Promise<string | undefined> {
   const info = await swarm.runner.describe({ dataset: datasetSpec(goal) });
   if (info.failure) return `dataset ${goal.dataset}: ${info.failure.message}`;
-  const target = info.task === Task.REGRESSION ? "a numeric target" : `${info.numClasses} classes`;
+  const target =
+    info.task === Task.REGRESSION ? "a numeric target" : info.task === Task.LANGUAGE_MODELLING ? `next-byte prediction over ${info.vocabSize} byte values` : `${info.numClasses} classes`;
   say(`dataset ${goal.dataset}: ${info.nTrain} train / ${info.nVal} val / ${info.nTest} test, input ${JSON.stringify(info.inputShape)}, ${target}`);
   if (!run.start) return undefined;
   const problem = await startProblem(run.start, goal, info, swarm.runner);

@@ -55,6 +55,12 @@ export function datasetModality(dataset: string): Modality | undefined {
   return name ? MODALITY[name] : undefined;
 }
 
+/** The metrics a goal can decide on, for messages: "accuracy, rmse, ... or bits_per_byte". */
+const METRIC_CHOICES = `${METRIC.names.slice(0, -1).join(", ")} or ${METRIC.names.at(-1)}`;
+
+/** A text dataset's path as an example: a corpus for a language model, labelled sentences otherwise. */
+const textExample = (task: string): string => (task === "language_modelling" ? "/data/corpus.txt" : "/data/reviews");
+
 /** Datasets whose target is a number: their goals decide on RMSE unless they name another regression metric. */
 const REGRESSION_DATASETS: ReadonlySet<DatasetName> = new Set(["diabetes"]);
 
@@ -88,7 +94,8 @@ export function normaliseDataset(name: string): DatasetName | undefined {
 const NUM = String.raw`(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?|\.\d+)`;
 const PATH = String.raw`("[^"]+"|'[^']+'|[^\s,;]+)`;
 
-const FILE_DATASET = new RegExp(String.raw`\b(csv|text)\s*(?:[:=]\s*|\s(?:file\s+)?(?:at\s+)?(?=[./~]))${PATH}`, "gi");
+// After "text: " with a space, only a path-like word is a path: "text: bits per byte below 2" names none.
+const FILE_DATASET = new RegExp(String.raw`\b(csv|text)\s*(?:[:=](?:(?=\S)|\s+(?=[./~"']))|\s(?:file\s+)?(?:at\s+)?(?=[./~]))${PATH}`, "gi");
 const BARE_CSV_PATH = /(?<![\w/.~-])((?:~|\.{1,2})?\/[^\s,;]+\.(?:csv|tsv)|[\w.-]+\.(?:csv|tsv))\b/gi;
 // "target: 90%" must stay a target, so a bare "target" only names a column with "=".
 const TARGET_COLUMN = [
@@ -129,22 +136,24 @@ const TEST_ACCURACY = /\btest(?:[-_ ](?:set|split))?[-_ ](?:accuracy|acc)\b/gi;
 const OTHER_METRIC =
   /\b(macro[-_ ]?f1|micro[-_ ]?f1|f1(?:[-_ ]score)?|roc[-_ ]?auc|pr[-_ ]?auc|auc|precision|recall|loss|mse|perplexity|bleu|top[-_ ]?5)\b/gi;
 
-// A regression's metrics by the words people use; a target follows in the target's own units.
-const REGRESSION_WORDS = String.raw`(rmse|root[-_ ]mean[-_ ]squared?[-_ ]error|mae|mean[-_ ]absolute[-_ ]error|r2|r²|r\^2|r[-_ ]squared)`;
-const REGRESSION_TARGET = new RegExp(
-  String.raw`\b${REGRESSION_WORDS}\s*(?:(?:<=|>=|<|>|≤|≥|=|:)\s*|(?:below|under|above|over|at most|at least|of|to)\s+)?(-?${NUM})(?![\w%])`,
+// The metrics measured in their own units (a regression's, a language model's) by the words people
+// use; a target follows in those units.
+const UNIT_METRIC_WORDS = String.raw`(rmse|root[-_ ]mean[-_ ]squared?[-_ ]error|mae|mean[-_ ]absolute[-_ ]error|r2|r²|r\^2|r[-_ ]squared|bits?[-_ ]per[-_ ]byte|bits?/byte|bpb)`;
+const UNIT_TARGET = new RegExp(
+  String.raw`\b${UNIT_METRIC_WORDS}\s*(?:(?:<=|>=|<|>|≤|≥|=|:)\s*|(?:below|under|above|over|at most|at least|of|to)\s+)?(-?${NUM})(?![\w%])`,
   "gi",
 );
-const REGRESSION_METRIC = new RegExp(String.raw`\b${REGRESSION_WORDS}(?![\w^²])`, "gi");
+const UNIT_METRIC = new RegExp(String.raw`\b${UNIT_METRIC_WORDS}(?![\w^²])`, "gi");
 
-/** A regression target as a goal states it: "rmse below 55", "r2 above 0.5". */
+/** A target in the metric's units as a goal states it: "rmse below 55", "r2 above 0.5", "bits_per_byte below 2". */
 function targetExample(o: Objective): string {
-  return `${o.metric} ${o.higherIsBetter ? "above 0.5" : "below 55"}`;
+  return `${o.metric} ${o.higherIsBetter ? "above 0.5" : o.task === "language_modelling" ? "below 2" : "below 55"}`;
 }
 
-function regressionMetric(word: string): MetricName {
+function unitMetric(word: string): MetricName {
   const w = word.toLowerCase();
   if (/^r(?:2|²|\^2|[-_ ]squared)$/.test(w)) return "r2";
+  if (w.startsWith("bit") || w === "bpb") return "bits_per_byte";
   return w === "mae" || w.startsWith("mean") ? "mae" : "rmse";
 }
 
@@ -210,9 +219,9 @@ export interface GoalReading {
   maxParams: number[];
   timeBudgets: number[];
   otherMetrics: string[];
-  /** Regression metrics named ("rmse", "r2"), and targets stated in their units. */
+  /** Metrics in their own units named ("rmse", "r2", "bits per byte"), and targets stated in those units. */
   metrics: MetricName[];
-  regressionTargets: number[];
+  unitTargets: number[];
   /** The words that ask for no target ("maximise", "best", "as good as possible"). */
   openEnded: string[];
   /** The text names test accuracy. */
@@ -242,7 +251,7 @@ function pushDistinct<T>(list: T[], value: T): void {
 export function readGoalText(text: string): GoalReading {
   const s = new Scanner(text);
   const r: GoalReading = {
-    datasets: [], dataDirs: [], targetColumns: [], targets: [], maxParams: [], timeBudgets: [], otherMetrics: [], metrics: [], regressionTargets: [], openEnded: [], testAccuracy: false,
+    datasets: [], dataDirs: [], targetColumns: [], targets: [], maxParams: [], timeBudgets: [], otherMetrics: [], metrics: [], unitTargets: [], openEnded: [], testAccuracy: false,
   };
 
   for (const m of s.take(FILE_DATASET)) {
@@ -263,11 +272,11 @@ export function readGoalText(text: string): GoalReading {
   for (const m of s.take(TIME_COMPOUND)) pushDistinct(r.timeBudgets, toNumber(m[1]!) * 3600 + toNumber(m[2]!) * 60);
   for (const m of s.take(TIME)) pushDistinct(r.timeBudgets, toNumber(m[1]!) * unitSeconds(m[2]!));
 
-  for (const m of s.take(REGRESSION_TARGET)) {
-    pushDistinct(r.metrics, regressionMetric(m[1]!));
-    pushDistinct(r.regressionTargets, toNumber(m[2]!));
+  for (const m of s.take(UNIT_TARGET)) {
+    pushDistinct(r.metrics, unitMetric(m[1]!));
+    pushDistinct(r.unitTargets, toNumber(m[2]!));
   }
-  for (const m of s.take(REGRESSION_METRIC)) pushDistinct(r.metrics, regressionMetric(m[1]!));
+  for (const m of s.take(UNIT_METRIC)) pushDistinct(r.metrics, unitMetric(m[1]!));
   s.take(TOP1);
   // Before the bare numbers: "0.95 test accuracy" is a target even though "test" is no accuracy word.
   r.testAccuracy = s.take(TEST_ACCURACY).length > 0;
@@ -298,8 +307,8 @@ const maxParamsSchema = z
   .positive({ error: "max_params must be positive" });
 const timeBudgetSchema = z.number().positive({ error: "time budget must be positive" });
 
-/** A regression target in the target's units: an error above 0, or R² up to 1. */
-function regressionTargetSchema(metric: MetricName) {
+/** A target in the metric's units: an error or bits per byte above 0, or R² up to 1. */
+function unitTargetSchema(metric: MetricName) {
   return metric === "r2"
     ? z.number().lte(1, { error: (iss) => `an R² target must be at most 1, got ${String(iss.input)}` })
     : z.number().gt(0, { error: (iss) => `a ${metric} target must be above 0, got ${String(iss.input)}` });
@@ -333,8 +342,8 @@ export const GoalOverridesSchema = z
     metric: z.string().transform((v, ctx): MetricName => {
       const word = v.trim().replace(/^val(?:idation)?[-_ ]/i, "");
       if (/^(?:accuracy|acc)$/i.test(word)) return "accuracy";
-      if (new RegExp(`^${REGRESSION_WORDS}$`, "i").test(word)) return regressionMetric(word);
-      ctx.issues.push({ code: "custom", message: `the metric must be accuracy, rmse, mae or r2, got "${v}"`, input: v });
+      if (new RegExp(`^${UNIT_METRIC_WORDS}$`, "i").test(word)) return unitMetric(word);
+      ctx.issues.push({ code: "custom", message: `the metric must be ${METRIC_CHOICES}, got "${v}"`, input: v });
       return z.NEVER;
     }),
     // A number here is read in the goal's metric's units (a fraction or percent for accuracy) once the metric is known.
@@ -367,7 +376,7 @@ const ResolvedGoalSchema = z
   })
   .superRefine((g, ctx) => {
     if (g.target !== undefined) {
-      const check = g.metric === "accuracy" ? targetSchema : regressionTargetSchema(g.metric);
+      const check = g.metric === "accuracy" ? targetSchema : unitTargetSchema(g.metric);
       for (const issue of check.safeParse(g.target).error?.issues ?? []) ctx.addIssue({ code: "custom", path: ["target"], message: issue.message });
     }
     const task = objectiveNamed(g.metric).task;
@@ -377,11 +386,14 @@ const ResolvedGoalSchema = z
     if (task === "regression" && g.dataset !== "csv" && !REGRESSION_DATASETS.has(g.dataset)) {
       ctx.addIssue({ code: "custom", path: ["metric"], message: `${g.dataset} is a classification dataset: ${g.metric} needs a numeric target (diabetes, or a csv target column)` });
     }
+    if (task === "language_modelling" && g.dataset !== "text") {
+      ctx.addIssue({ code: "custom", path: ["metric"], message: `${g.metric} needs a text corpus, e.g. "text:/data/corpus.txt", not ${g.dataset}` });
+    }
     if ((g.dataset === "csv" || g.dataset === "text") && !g.dataDir) {
       ctx.addIssue({
         code: "custom",
         path: ["dataDir"],
-        message: `${g.dataset} needs a path, e.g. "${g.dataset === "csv" ? "csv:/data/titanic.csv target=Survived" : "text:/data/reviews"}"`,
+        message: `${g.dataset} needs a path, e.g. "${g.dataset === "csv" ? "csv:/data/titanic.csv target=Survived" : `text:${textExample(task)}`}"`,
       });
     }
     // The runner needs the label column; said here, a missing one costs no swarm start.
@@ -455,11 +467,11 @@ export function parseGoal(text: string, overrides: GoalOverrides = {}): GoalPars
   // Unnamed, the metric is the dataset's: RMSE for a numeric target, else accuracy.
   const metric = single(over.metric, r.metrics, "metrics", String, problems) ?? (dataset && REGRESSION_DATASETS.has(dataset) ? "rmse" : "accuracy");
   const goalObjective = objectiveNamed(metric);
-  const regression = goalObjective.task === "regression";
-  // Accuracy targets are fractions or percentages; a regression's are in its target's units.
-  const overTarget = over.target && (regression ? over.target.value : toFraction(over.target.value, over.target.percent));
-  const stated = regression ? r.regressionTargets : r.targets;
-  const showTarget = (v: number) => (regression ? `${metric} ${v}` : percentLabel(v));
+  const inUnits = !goalObjective.proportion;
+  // Accuracy targets are fractions or percentages; other metrics' are in their own units.
+  const overTarget = over.target && (inUnits ? over.target.value : toFraction(over.target.value, over.target.percent));
+  const stated = inUnits ? r.unitTargets : r.targets;
+  const showTarget = (v: number) => (inUnits ? `${metric} ${v}` : percentLabel(v));
   const values = {
     dataset,
     dataDir: single(over.dataDir, r.dataDirs, "data paths", String, problems),
@@ -470,10 +482,10 @@ export function parseGoal(text: string, overrides: GoalOverrides = {}): GoalPars
     timeBudgetS: single(over.timeBudgetS, r.timeBudgets, "time budgets", durationLabel, problems),
   };
   if (!over.metric && r.otherMetrics.length) {
-    problems.push(`a goal decides on accuracy, rmse, mae or r2, not ${r.otherMetrics.join(", ")}`);
+    problems.push(`a goal decides on ${METRIC_CHOICES}, not ${r.otherMetrics.join(", ")}`);
   }
-  if (regression && r.targets.length) {
-    problems.push(`a ${metric} target is in the target's own units (e.g. "${metric} below 55"), not ${r.targets.map(percentLabel).join(", ")}`);
+  if (inUnits && r.targets.length) {
+    problems.push(`a ${metric} target is in the metric's own units (e.g. "${targetExample(goalObjective)}"), not ${r.targets.map(percentLabel).join(", ")}`);
   }
   // An override target settles it; in the text alone, "maximise" next to "90%" leaves the stop rule unclear.
   const openEnded = over.target === undefined && r.openEnded.length > 0;
@@ -485,7 +497,7 @@ export function parseGoal(text: string, overrides: GoalOverrides = {}): GoalPars
   if (!values.dataset) missing.push(r.unknownDataset ? `a known dataset ("${r.unknownDataset}" is not one)` : "a dataset");
   if (values.target === undefined && !openEnded) {
     missing.push(
-      regression
+      inUnits
         ? `a target (e.g. "${targetExample(goalObjective)}", or "${goalObjective.higherIsBetter ? "maximise" : "minimise"} ${metric}" for the best model within the limits)`
         : 'a target accuracy (or "maximise accuracy" for the best model within the limits)',
     );
@@ -528,11 +540,14 @@ export function parseGoal(text: string, overrides: GoalOverrides = {}): GoalPars
     values.dataset === "csv"
       ? `csv:${values.dataDir ?? "/data/titanic.csv"} target=${values.targetColumn ?? "Survived"}`
       : values.dataset === "text"
-        ? `text:${values.dataDir ?? "/data/reviews"}`
+        ? `text:${values.dataDir ?? textExample(goalObjective.task)}`
         : (values.dataset ?? "fashion-mnist");
-  // A regression example only where the dataset has a numeric target.
-  const numeric = regression && (values.dataset === "csv" || (values.dataset !== undefined && REGRESSION_DATASETS.has(values.dataset)));
-  const example = `${name}: ${openEnded ? "best model you can in 30 minutes" : numeric ? targetExample(goalObjective) : "reach 90% validation accuracy"}`;
+  // An example in the metric's units only where the dataset can be scored by it.
+  const fits =
+    goalObjective.task === "regression"
+      ? values.dataset === "csv" || (values.dataset !== undefined && REGRESSION_DATASETS.has(values.dataset))
+      : goalObjective.task === "language_modelling" && values.dataset === "text";
+  const example = `${name}: ${openEnded ? "best model you can in 30 minutes" : fits ? targetExample(goalObjective) : "reach 90% validation accuracy"}`;
   return {
     ok: false,
     error: `${first} in "${text}"${rest.map((p) => `; ${p}`).join("")}; understood: ${understood(values, openEnded)}.${hint} Write e.g. "${example}"`,

@@ -1,7 +1,7 @@
 /**
  * What a run decides on: one validation metric and which way is better. The parts that rank,
  * compare or test a goal read their numbers through an Objective, so "better" has one
- * definition per metric: higher accuracy and R^2, lower RMSE and MAE. Decisions take the
+ * definition per metric: higher accuracy and R^2, lower RMSE, MAE and bits per byte. Decisions take the
  * pessimistic end of a 95% interval: the lower bound of a metric to maximise, the upper bound
  * of one to minimise; `utility` turns either into a number where higher is better, so a
  * ranking written once serves both directions.
@@ -28,6 +28,7 @@ const FACTS: Record<MetricName, MetricFacts> = {
   rmse: { task: "regression", higherIsBetter: false, proportion: false, label: "RMSE" },
   mae: { task: "regression", higherIsBetter: false, proportion: false, label: "MAE" },
   r2: { task: "regression", higherIsBetter: true, proportion: false, label: "R²" },
+  bits_per_byte: { task: "language_modelling", higherIsBetter: false, proportion: false, label: "bits per byte" },
 };
 
 export interface Objective extends MetricFacts {

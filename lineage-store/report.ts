@@ -195,7 +195,15 @@ function testStats(r: EvalResult | undefined) {
       .filter(([k]) => k.startsWith("test_") || k.startsWith("ensemble_"))
       .map(([k, s]) => [k, statsJson(s)]),
   );
-  return { num_seeds: r.numSeeds, metrics };
+  // A language model's text, from the seed the evaluation names best.
+  const sample = r.seedResults.find((x) => x.seed === r.bestSeed)?.sample || null;
+  return { num_seeds: r.numSeeds, metrics, sample, sample_seed: sample ? r.bestSeed : null };
+}
+
+/** A language model's sample as a fenced block; the fence outruns any backticks the model wrote. */
+function sampleLines(text: string, seed: number | null): string[] {
+  const fence = "`".repeat(Math.max(3, ...[...text.matchAll(/`+/g)].map((m) => m[0].length + 1)));
+  return ["", `Text the best model wrote (seed ${seed}), continuing the first row of the test split:`, "", `${fence}text`, text, fence];
 }
 
 function weightsJson(w: WeightsExport | undefined) {
@@ -469,6 +477,7 @@ function markdownOf(state: RunState, finished: RunFinished, j: Report["json"]): 
       );
     }
     if (b.weights) out.push(...weightsLines(b.weights));
+    if (b.test?.sample) out.push(...sampleLines(b.test.sample, b.test.sample_seed));
     out.push("", `![learning curves of the best trial](${PLOT_FILES.learningCurves})`, "");
   } else out.push("No trial was accepted.", "");
 

@@ -15,8 +15,9 @@ export function datasetSpec(goal: Goal | undefined) {
   return { name: goal?.dataset ?? "", dataDir: goal?.dataDir ?? "", targetColumn: goal?.targetColumn ?? "", task };
 }
 
-/** The model's output width: one logit per class, or one value for a regression. */
+/** The model's output width: one logit per class, one value for a regression, or, at each position, one per byte value. */
 export function outputWidth(info: DatasetInfo): number {
+  if (info.task === Task.LANGUAGE_MODELLING) return info.vocabSize;
   return info.task === Task.REGRESSION ? 1 : info.numClasses;
 }
 
@@ -27,7 +28,13 @@ export function compileOptions(info: DatasetInfo): CompileOptions {
     numClasses: outputWidth(info),
     inputDtype: info.inputDtype === "int64" ? "int64" : "float32",
     vocabSize: info.vocabSize || undefined,
+    perPosition: info.task === Task.LANGUAGE_MODELLING,
   };
+}
+
+/** What a Summarize request takes from the dataset: the shape, dtype and vocabulary of one input, and the output that fits. */
+export function summaryInput(info: DatasetInfo) {
+  return { inputShape: info.inputShape, numClasses: outputWidth(info), inputDtype: info.inputDtype, vocabSize: info.vocabSize, task: info.task };
 }
 
 export function datasetInfo(runner: RunnerClient, goal: Goal | undefined): Promise<DatasetInfo> {

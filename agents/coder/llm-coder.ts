@@ -24,7 +24,7 @@ import type { RunnerClient } from "../../gpu-runner/client.js";
 import type { DatasetInfo, SummarizeResponse } from "../../proto/gen/research/v1/runner_pb.js";
 import type { Prompt } from "../../swarm/prompts.js";
 import { coderTools, type CoderTask } from "./tools.js";
-import { outputWidth } from "../../swarm/dataset-info.js";
+import { outputWidth, summaryInput } from "../../swarm/dataset-info.js";
 
 const CodeSchema = z.object({ code: z.string().min(20) });
 export const CODEGEN_ROUNDS = 3;
@@ -89,9 +89,7 @@ export async function writeWithRepair(opts: {
     }
     const summary = await opts.runner.summarize({
       model: { code: answer.code, className: opts.className, initKwargsJson },
-      inputShape: info.inputShape,
-      numClasses: outputWidth(info),
-      inputDtype: info.inputDtype,
+      ...summaryInput(info),
     });
     const params = Number(summary.totalParams);
     if (!summary.failure && (opts.maxParams <= 0 || params <= opts.maxParams)) {

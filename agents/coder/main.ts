@@ -13,7 +13,7 @@ import { recipeOf } from "../../core/recipe.js";
 import type { Event, TrialAssembledSchema } from "../../proto/gen/research/v1/events_pb.js";
 import { EvaluateRequestSchema, ModelSourceSchema, type DatasetInfo, type ModelSource, type SummarizeResponse } from "../../proto/gen/research/v1/runner_pb.js";
 import { isCodeModel, type CodeModel, type ModelConfig } from "../../core/model-config.js";
-import { compileOptions, datasetInfo, datasetSpec, outputWidth } from "../../swarm/dataset-info.js";
+import { compileOptions, datasetInfo, datasetSpec, summaryInput } from "../../swarm/dataset-info.js";
 import { baselineTrial, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { runAgent, type AgentContext } from "../../swarm/runtime.js";
 import { askLlm } from "../../swarm/llm.js";
@@ -119,7 +119,7 @@ async function assemble(state: RunState, t: TrialState, info: DatasetInfo, ctx: 
   const summary =
     source.summary ??
     (await runner
-      .summarize({ model: source.model, inputShape: info.inputShape, numClasses: outputWidth(info), inputDtype: info.inputDtype })
+      .summarize({ model: source.model, ...summaryInput(info) })
       .catch((err: unknown) => {
         throw new ResearchError("runner_unavailable", `summarize: ${(err as Error).message}`);
       }));

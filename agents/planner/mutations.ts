@@ -75,6 +75,8 @@ function scaleLayer(l: LayerIn, f: number): LayerIn {
     case "patch_embed":
     case "embedding":
       return { ...l, dim: round8((l.dim ?? 64) * f) };
+    case "gru":
+      return { ...l, hidden: round8((l.hidden ?? 128) * f) };
     default:
       return l;
   }
@@ -103,7 +105,7 @@ function deepen(g: LayerGenome): Genome | undefined {
   let start = -1;
   for (let i = stop - 1; i >= 0; i--) {
     const t = layers[i]!.type;
-    if (["conv2d", "residual", "mbconv", "ghost", "linear", "conv1d", "transformer_encoder", "mixer_block"].includes(t)) {
+    if (["conv2d", "residual", "mbconv", "ghost", "linear", "conv1d", "transformer_encoder", "mixer_block", "gru"].includes(t)) {
       start = i;
       break;
     }
@@ -113,9 +115,9 @@ function deepen(g: LayerGenome): Genome | undefined {
   const head = block[0]!;
   // Stride inside a repeated block would shrink the map again.
   if ("stride" in head && head.stride !== undefined && head.stride > 1) block[0] = { ...head, stride: 1 } as LayerIn;
-  if (head.type === "transformer_encoder" || head.type === "mixer_block") {
+  if (head.type === "transformer_encoder" || head.type === "mixer_block" || head.type === "gru") {
     const model = clone(g.model);
-    model.layers[start] = { ...head, depth: (head.depth ?? 1) + 1 };
+    model.layers[start] = head.type === "gru" ? { ...head, layers: (head.layers ?? 1) + 1 } : { ...head, depth: (head.depth ?? 1) + 1 };
     return { ...g, model };
   }
   const model = clone(g.model);
@@ -190,6 +192,10 @@ const train = (g: Genome, patch: Partial<TrainConfigInput>): Genome => ({
   train: { ...g.train, ...patch, ...(patch.lr !== undefined && { lr: Number(patch.lr.toPrecision(4)) }) },
 });
 const pick = <T>(xs: readonly T[], rng: () => number): T => xs[Math.floor(rng() * xs.length)]!;
+/** Classification: the task of every dataset before regression (unspecified) and since. */
+const hasClasses = (info: DatasetInfo) => info.task !== Task.REGRESSION && info.task !== Task.LANGUAGE_MODELLING;
+/** The shortest context the context edit goes to: fewer bytes than a word or two leave a model nothing to read. */
+const MIN_CONTEXT = 16;
 export const isImage = (info: DatasetInfo) => info.inputShape.length === 3 && info.inputDtype !== "int64";
 /** The shorter side of an image dataset's samples; 0 for other data. */
 export const imageSide = (info: DatasetInfo) => (isImage(info) ? Math.min(info.inputShape[1] ?? 0, info.inputShape[2] ?? 0) : 0);
@@ -300,8 +306,24 @@ export const MUTATIONS: Mutation[] = [
     name: "label_smoothing",
     blocks: ["label_smoothing"],
     describe: "label smoothing 0.1",
-    // A regression has no labels to smooth.
-    apply: (g, { info }) => ((g.train.label_smoothing ?? 0) > 0 || info.task === Task.REGRESSION ? undefined : train(g, { label_smoothing: 0.1 })),
+    // A regression has no labels to smooth, and a language model's bits per byte would pay for them.
+    apply: (g, { info }) => ((g.train.label_smoothing ?? 0) > 0 || !hasClasses(info) ? undefined : train(g, { label_smoothing: 0.1 })),
+  },
+  {
+    surface: "architecture",
+    name: "context",
+    blocks: ["context"],
+    describe: "halve or double the bytes a language model reads at once",
+    apply: (g, { info, rng }) => {
+      if (info.task !== Task.LANGUAGE_MODELLING) return undefined;
+      const row = info.inputShape[0] ?? 0;
+      const from = g.train.context || row;
+      const options = [from / 2, from * 2].filter((c) => c >= MIN_CONTEXT && c <= row);
+      if (!options.length) return undefined;
+      const to = pick(options, rng);
+      // The whole row is the schema's default: one context, one spelling (and one fingerprint).
+      return train(g, { context: to === row ? 0 : to });
+    },
   },
   {
     surface: "regularisation",

@@ -130,6 +130,25 @@ function withinBudget(input: PlanInput, g: Genome, seen: Set<string>): string | 
   return undefined;
 }
 
+/** How many times a template may be narrowed to fit the goal's parameter limit (each 2/3 the width). */
+const FIT_STEPS = 6;
+
+/**
+ * A template as it fits the goal's parameter limit: narrowed (every width to 2/3) until it does.
+ * Templates are sized for no limit; without this, a goal of "150k params" on a corpus whose
+ * templates have 260k-460k had no candidate at all, and the run waited for one.
+ */
+function fitted(input: PlanInput, g: Genome): Genome {
+  const max = Number(input.state.goal?.maxParams ?? 0n);
+  const narrow = MUTATIONS.find((m) => m.name === "narrow")!;
+  for (let i = 0; i < FIT_STEPS && max > 0; i++) {
+    const p = input.params(g.model);
+    if (typeof p === "string" || p <= max) break;
+    g = narrow.apply(g, editEnv(input)) ?? g;
+  }
+  return g;
+}
+
 export const initialBuiltin = (input: PlanInput, count: number): Proposal[] => {
   const blocks = briefBlocks(input.state.briefs);
   const recipeBlocks = blocks.filter((b) => RECIPE_FROM_BRIEF[b]);
@@ -147,7 +166,7 @@ export const initialBuiltin = (input: PlanInput, count: number): Proposal[] => {
     // A family's own recipe stands; the brief's recipe knob goes to families without one.
     const knob = recipe && !t.recipe ? RECIPE_FROM_BRIEF[recipe] : undefined;
     const train = { ...startingTrain(input, t), ...knob };
-    const g: Genome = { model: t.build(input.info, TEMPLATE_WIDTH[device]), train };
+    const g = fitted(input, { model: t.build(input.info, TEMPLATE_WIDTH[device]), train });
     if (withinBudget(input, g, seen)) continue;
     seen.add(fingerprint(g.model, g.train));
     const used = [...t.blocks.filter((b) => blocks.includes(b)), ...(knob ? [recipe!] : [])];
@@ -431,7 +450,7 @@ function randomDraw(input: PlanInput, index: number, probe?: Fidelity): Proposal
       epochs: probe?.epochs ?? 2 + Math.floor(rng() * 5),
       subset: probe?.subset ?? subsets[Math.floor(rng() * subsets.length)]!,
     };
-    let g: Genome = { model: t.build(info, TEMPLATE_WIDTH[device]), train };
+    let g = fitted(input, { model: t.build(info, TEMPLATE_WIDTH[device]), train });
     // One coin for the draw (a coin per element could match neither).
     const width = rng() < 0.5 ? "widen" : "narrow";
     const widen = MUTATIONS.find((m) => m.name === width)!;

@@ -11,7 +11,7 @@
  */
 import type { SearchDevice } from "../../core/defaults.js";
 import type { ModelConfigInput, TrainConfigInput } from "../../core/model-config.js";
-import type { DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
+import { Task, type DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
 
 export type LayerIn = ModelConfigInput["layers"][number];
 type Layer = LayerIn;
@@ -237,11 +237,47 @@ const TEXT: Template[] = [
 ];
 
 /**
+ * Byte-level language models, sized for two CPU cores: a GPT-style causal transformer (learned
+ * positions, pre-norm blocks, a head tied to the embedding) and a GRU, the recurrent baseline.
+ * Both read 128 bytes at once (the context edit moves it) and clip gradients, as language
+ * models are trained.
+ */
+const LANGUAGE: Template[] = [
+  {
+    name: "byte-transformer",
+    blocks: ["embedding", "transformer_encoder", "layernorm", "weight_tying"],
+    build: (info, width = 1) => ({
+      name: "byte-transformer",
+      tie_embeddings: true,
+      layers: [
+        { type: "embedding", vocab_size: info.vocabSize, dim: 128 * width, position_embedding: true },
+        { type: "transformer_encoder", heads: 4, mlp_ratio: 4, depth: 2, causal: true },
+        { type: "layernorm" },
+      ],
+    }),
+    recipe: { optimizer: "adamw", lr: 2e-3, weight_decay: 0.05, batch_size: 16, context: 128, grad_clip: 1, schedule: "cosine" },
+  },
+  {
+    name: "byte-gru",
+    blocks: ["embedding", "gru"],
+    build: (info, width = 1) => ({
+      name: "byte-gru",
+      layers: [
+        { type: "embedding", vocab_size: info.vocabSize, dim: 64 * width },
+        { type: "gru", hidden: 256 * width },
+      ],
+    }),
+    recipe: { optimizer: "adam", lr: 3e-3, batch_size: 16, context: 128, grad_clip: 1, schedule: "cosine" },
+  },
+];
+
+/**
  * The templates for a dataset, in the order the planner tries them. ResNet-9 is a GPU family: on
  * two CPU cores its 0.19M-parameter form made every probe as slow as the VGG-style net's, and a
  * "reach 90%" launch that started with the two had not reached it after 30 minutes.
  */
 export function templatesFor(info: DatasetInfo, device: SearchDevice = "cpu"): Template[] {
+  if (info.task === Task.LANGUAGE_MODELLING) return LANGUAGE;
   if (info.inputDtype === "int64") return TEXT;
   if (info.inputShape.length !== 3) return TABULAR;
   return device === "cuda" ? [RESNET9, ...IMAGE] : IMAGE;

@@ -104,10 +104,12 @@ class PatchEmbed(nn.Module):
 
 
 class TransformerBlock(nn.Module):
-    """Pre-norm encoder block (ViT): x + attn(norm(x)), then x + mlp(norm(x))."""
+    """Pre-norm block (ViT, GPT-2): x + attn(norm(x)), then x + mlp(norm(x)); causal: each position
+    attends to itself and earlier ones only, as a language model must."""
 
-    def __init__(self, dim, heads, mlp_dim, dropout=0.0):
+    def __init__(self, dim, heads, mlp_dim, dropout=0.0, causal=False):
         super().__init__()
+        self.causal = causal
         self.norm1 = nn.LayerNorm(dim)
         self.attn = nn.MultiheadAttention(dim, heads, dropout=dropout, batch_first=True)
         self.norm2 = nn.LayerNorm(dim)
@@ -117,7 +119,9 @@ class TransformerBlock(nn.Module):
 
     def forward(self, x):
         h = self.norm1(x)
-        x = x + self.attn(h, h, h, need_weights=False)[0]
+        # A boolean mask (True: may not attend) rather than is_causal, which torch 1.13 lacks.
+        mask = torch.ones(x.shape[1], x.shape[1], dtype=torch.bool, device=x.device).triu(1) if self.causal else None
+        x = x + self.attn(h, h, h, attn_mask=mask, need_weights=False)[0]
         return x + self.mlp(self.norm2(x))
 
 
@@ -161,7 +165,8 @@ class TokenEmbedding(nn.Module):
         nn.init.trunc_normal_(self.pos, std=0.02)
 
     def forward(self, x):
-        return self.tok(x) + self.pos
+        # A language model may read fewer positions than it was built for (its recipe's context).
+        return self.tok(x) + self.pos[:, :x.shape[1]]
 
 
 class SeqConv1d(nn.Conv1d):
@@ -183,3 +188,13 @@ class ChannelLayerNorm(nn.LayerNorm):
 
     def forward(self, x):
         return super().forward(x.permute(0, 2, 3, 1)).permute(0, 3, 1, 2)
+
+
+class SeqGRU(nn.GRU):
+    """A GRU over [batch, length, channels] that returns its output at every position."""
+
+    def __init__(self, input_size, hidden_size, num_layers=1, dropout=0.0):
+        super().__init__(input_size, hidden_size, num_layers=num_layers, dropout=dropout, batch_first=True)
+
+    def forward(self, x):
+        return super().forward(x)[0]

@@ -30,6 +30,8 @@ export interface CompileOptions {
   className?: string;
   /** Text datasets: ids go up to vocabSize - 1, so an embedding must be at least this large. */
   vocabSize?: number;
+  /** A language model: the output is numClasses scores at every position, [length, numClasses]. */
+  perPosition?: boolean;
 }
 
 export interface LayerShape {
@@ -57,6 +59,7 @@ const HELPERS = [
   "SeqConv1d",
   "TokenBatchNorm",
   "ChannelLayerNorm",
+  "SeqGRU",
 ] as const;
 type Helper = (typeof HELPERS)[number];
 
@@ -111,14 +114,16 @@ export function compileModel(config: ModelConfigInput, opts: CompileOptions = {}
 
     const ctx: Ctx = { helpers: new Set(), vocabSize: opts.vocabSize };
     const body = compileSequence(cfg.layers, { shape, ids: inputDtype === "int64" }, "layers", ctx);
-    const items = [...body.items, ...implicitHead(body.flow.shape, numClasses)];
-    const params = items.reduce((sum, it) => sum + it.params, 0);
+    const head = opts.perPosition ? positionHead(body.flow.shape, numClasses) : implicitHead(body.flow.shape, numClasses);
+    const items = [...body.items, ...head];
+    const tied = cfg.tie_embeddings ? tiedHead(cfg.layers[0], items) : undefined;
+    const params = items.reduce((sum, it) => sum + it.params, 0) - (tied?.shared ?? 0);
     const outputShape = items[items.length - 1]?.shape ?? shape;
     const shapes: LayerShape[] = [
       { layer: "input", shape, params: 0 },
       ...items.map((it) => ({ layer: it.label, shape: it.shape, params: it.params })),
     ];
-    const code = render({ name: cfg.name, className, inputShape: shape, inputDtype, outputShape, params, items, helpers: ctx.helpers });
+    const code = render({ name: cfg.name, className, inputShape: shape, inputDtype, outputShape, params, items, helpers: ctx.helpers, tie: tied?.statements });
     return { ok: true, code, className, shapes, params, outputShape };
   } catch (err) {
     if (err instanceof ResearchError && isCompileFailure(err.label)) return { ok: false, label: err.label, error: err.message };
@@ -346,7 +351,7 @@ const LAYER_COMPILERS: { [K in LayerType]: LayerCompiler<K> } = {
     if (d % layer.heads !== 0) throw shapeError(label, `dim ${d} is not divisible by heads ${layer.heads}`);
     const mlp = Math.max(1, Math.round(d * layer.mlp_ratio));
     use(ctx, "TransformerBlock");
-    const block = `TransformerBlock(${d}, heads=${layer.heads}, mlp_dim=${mlp}, dropout=${pyFloat(layer.dropout)})`;
+    const block = `TransformerBlock(${d}, heads=${layer.heads}, mlp_dim=${mlp}, dropout=${pyFloat(layer.dropout)}${layer.causal ? ", causal=True" : ""})`;
     const perBlock = 4 * d + (4 * d * d + 4 * d) + (2 * d * mlp + mlp + d);
     return one(repeat(block, layer.depth), shape, layer.depth * perBlock);
   },
@@ -385,6 +390,16 @@ const LAYER_COMPILERS: { [K in LayerType]: LayerCompiler<K> } = {
     if (g > 1) args.push(`groups=${g}`);
     if (!layer.bias) args.push("bias=False");
     return one(`SeqConv1d(${args.join(", ")})`, [olen, out], (out * d * k) / g + (layer.bias ? out : 0));
+  },
+  gru: (layer, shape, label, _path, ctx) => {
+    const [len, d] = tokens(label, shape, "add an embedding before it");
+    const { hidden: h, layers: n } = layer;
+    if (layer.dropout > 0 && n === 1) throw invalid(`${label}: dropout ${layer.dropout} acts between stacked layers; set layers > 1 or dropout 0`);
+    use(ctx, "SeqGRU");
+    const args = [`${d}, ${h}`, ...(n > 1 ? [`num_layers=${n}`] : []), ...(layer.dropout > 0 ? [`dropout=${pyFloat(layer.dropout)}`] : [])];
+    // Per layer: input-to-hidden and hidden-to-hidden weights and both biases, for 3 gates.
+    const params = 3 * (h * d + h * h + 2 * h) + (n - 1) * 3 * (2 * h * h + 2 * h);
+    return one(`SeqGRU(${args.join(", ")})`, [len, h], params);
   },
 };
 
@@ -464,6 +479,34 @@ function implicitHead(shape: number[], numClasses: number): Item[] {
     params,
   });
   return items;
+}
+
+/** A language model's head: at each position, a linear map to the vocabulary's scores. */
+function positionHead(shape: number[], vocab: number): Item[] {
+  const [length, d] = tokens("head", shape, "a language model keeps one vector per position: no pooling or flatten");
+  if (d === vocab) return [];
+  const params = d * vocab + vocab;
+  return [{ label: "head linear", comment: `head (implicit): at each position, linear to ${vocab} scores, ${count(params)} params`, exprs: [[`nn.Linear(${d}, ${vocab})`]], shape: [length, vocab], params }];
+}
+
+/**
+ * Weight tying: the head's matrix is the first layer's embedding table, so the model learns one
+ * vector per token for reading and writing; `shared` is the parameter count it saves.
+ */
+function tiedHead(first: Layer | undefined, items: Item[]): { statements: string[]; shared: number } {
+  const head = items[items.length - 1];
+  if (first?.type !== "embedding" || head?.label !== "head linear" || items.length < 2) {
+    throw invalid("tie_embeddings: the layers must start with an embedding and end where the implicit head maps them to the vocabulary");
+  }
+  const [, width] = items[items.length - 2]!.shape;
+  if (width !== first.dim) throw invalid(`tie_embeddings: the head reads width ${width}, the embedding's dim is ${first.dim}; they must match`);
+  const table = first.position_embedding ? "self.layers[0].tok.weight" : "self.layers[0].weight";
+  // nn.Embedding's N(0, 1) table would make the head's logits ~sqrt(dim) wide: initial losses of
+  // tens of bits per byte. At 1/sqrt(dim) they start near unit width, as GPT-2's 0.02 does at 768.
+  return {
+    statements: [`self.layers[${items.length - 1}].weight = ${table}`, `nn.init.normal_(${table}, std=${pyFloat(Number((1 / Math.sqrt(width!)).toPrecision(4)))})`],
+    shared: first.vocab_size * first.dim,
+  };
 }
 
 function image(label: string, shape: number[]): [number, number, number] {
@@ -607,6 +650,8 @@ interface RenderInput {
   params: number;
   items: Item[];
   helpers: Set<Helper>;
+  /** The statements that tie the head to the embedding, if the config asks. */
+  tie?: string[];
 }
 
 function render(r: RenderInput): string {
@@ -625,6 +670,7 @@ function render(r: RenderInput): string {
     "    def __init__(self):",
     "        super().__init__()",
     `        self.layers = ${layers.join("\n")}`,
+    ...(r.tie ?? []).map((line) => `        ${line}`),
     "",
     "    def forward(self, x):",
     "        return self.layers(x)",

@@ -94,7 +94,7 @@ describe("a regression goal", () => {
     // A goal that cannot be read is a usage error (1); a dataset the runner cannot train on as asked, 2.
     const cases: [string[], number, RegExp][] = [
       [["--goal", "mnist: rmse below 0.3"], 1, /mnist is a classification dataset: rmse needs a numeric target.*Write e\.g\. "mnist: reach 90% validation accuracy"/],
-      [["--goal", "diabetes: reach 90% accuracy"], 1, /a rmse target is in the target's own units/],
+      [["--goal", "diabetes: reach 90% accuracy"], 1, /a rmse target is in the metric's own units/],
       [["--goal", `csv:${house} target=price: reach 90% accuracy`], 2, /the target looks continuous, not a class; for regression, name a regression metric/],
       [["--goal", `csv:${words} target=label: minimise rmse`], 2, /a regression target must be numeric, and 'label' holds '(cheap|dear)'/],
     ];

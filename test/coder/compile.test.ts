@@ -162,6 +162,7 @@ const CASES: Case[] = [
         { type: "conv1d", out_channels: 64, kernel_size: 4, stride: 2, padding: 1 },
         { type: "linear", out_features: 48 },
         { type: "transformer_encoder", heads: 4 },
+        { type: "gru", hidden: 40, layers: 2, dropout: 0.1 },
         { type: "sequence_pool", mode: "max" },
       ],
     },
@@ -380,6 +381,39 @@ describe("compileModel", () => {
         error: "invalid model_config:\n- layers[0].p: expected a number in [0, 1)",
       });
       expect(compileModel({ name: "m", layers: [{ type: "flatten" }] }, { inputShape: [4] })).toMatchObject({ label: "invalid_config" });
+    });
+  });
+
+  describe("language models", () => {
+    const lm = { inputShape: [256], numClasses: 256, inputDtype: "int64" as const, vocabSize: 256, perPosition: true };
+    const embedding = { type: "embedding" as const, vocab_size: 256, dim: 64, position_embedding: true };
+    const gpt = (extra: Partial<ModelConfigInput> = {}) =>
+      compileModel({ name: "gpt", layers: [embedding, { type: "transformer_encoder", heads: 4, causal: true }, { type: "layernorm" }], ...extra }, lm);
+
+    it("end at a score per byte value at every position, the head shared with the embedding when tied", () => {
+      const untied = gpt();
+      const tied = gpt({ tie_embeddings: true });
+      if (!untied.ok || !tied.ok) throw new Error("did not compile");
+      expect(untied.outputShape).toEqual([256, 256]);
+      expect(untied.shapes.at(-1)).toEqual({ layer: "head linear", shape: [256, 256], params: 64 * 256 + 256 });
+      expect(tied.params).toBe(untied.params - 256 * 64);
+      expect(tied.code).toContain("self.layers[3].weight = self.layers[0].tok.weight\n        nn.init.normal_(self.layers[0].tok.weight, std=0.125)");
+      expect(untied.code).toContain("TransformerBlock(64, heads=4, mlp_dim=256, dropout=0.0, causal=True)");
+      const gru = compileModel({ name: "rnn", layers: [{ type: "embedding", vocab_size: 256, dim: 32 }, { type: "gru", hidden: 48 }] }, lm);
+      expect(gru.ok && gru.shapes.slice(-2)).toEqual([
+        { layer: "layers[1] gru", shape: [256, 48], params: 3 * (48 * 32 + 48 * 48 + 2 * 48) },
+        { layer: "head linear", shape: [256, 256], params: 48 * 256 + 256 },
+      ]);
+    });
+
+    it("refuse a pooled output and a tie the widths do not allow", () => {
+      const pooled = compileModel({ name: "pooled", layers: [embedding, { type: "sequence_pool" }] }, lm);
+      expect(pooled).toMatchObject({ ok: false, label: "shape_error" });
+      expect(!pooled.ok && pooled.error).toMatch(/a language model keeps one vector per position/);
+      const wide = compileModel({ name: "wide", tie_embeddings: true, layers: [embedding, { type: "linear", out_features: 32 }] }, lm);
+      expect(!wide.ok && wide.error).toBe("tie_embeddings: the head reads width 32, the embedding's dim is 64; they must match");
+      const single = compileModel({ name: "g", layers: [embedding, { type: "gru", hidden: 32, dropout: 0.2 }] }, lm);
+      expect(!single.ok && single.error).toMatch(/dropout 0\.2 acts between stacked layers; set layers > 1 or dropout 0/);
     });
   });
 

@@ -42,7 +42,7 @@ const REJECTED: [string, RegExp][] = [
   ["mnist or cifar10 90%", /several datasets \(cifar10, mnist\)/],
   ["mnist 90% and 95% accuracy", /several targets \(90%, 95%\)/],
   ["mnist 90%, 100k params, 200k params", /several parameter limits/],
-  ["mnist 0.9 macro f1", /a goal decides on accuracy, rmse, mae or r2, not macro f1/],
+  ["mnist 0.9 macro f1", /a goal decides on accuracy, rmse, mae, r2 or bits_per_byte, not macro f1/],
   ["csv target=label 0.8", /could not find a dataset/],
   // No default dataset, with or without a target.
   ["find the best model you can in 30 minutes", /could not find a dataset in .*understood: no target \(best model\), time_budget=30min\..*Write e\.g\. "fashion-mnist: best model you can in 30 minutes"/],
@@ -50,7 +50,7 @@ const REJECTED: [string, RegExp][] = [
   ["imagenet: best model", /"imagenet" is not one/],
   ["mnist maximise accuracy, at least 90%", /asks for the best model possible \("maximise"\) and for a target \(90%\); keep one/],
   ["fmnist: as good as possible, 95% val accuracy", /"as good as possible"\) and for a target \(95%\)/],
-  ["mnist maximise macro f1", /a goal decides on accuracy, rmse, mae or r2, not macro f1/],
+  ["mnist maximise macro f1", /a goal decides on accuracy, rmse, mae, r2 or bits_per_byte, not macro f1/],
   ["mnist best model, 100k params, 200k params", /several parameter limits/],
   // "maximum" before a limit is no request for the best accuracy.
   ["mnist: maximum 200k params", /could not find a target accuracy/],
@@ -197,7 +197,7 @@ describe("parseGoal", () => {
       [{ timeBudgetS: 0 }, /timeBudgetS: time budget must be positive/],
       [{ timeBudgetS: "soon" }, /cannot read "soon" as a duration/],
       [{ dataset: "imagenet" }, /dataset: unknown dataset "imagenet"/],
-      [{ metric: "f1" }, /invalid override: metric: the metric must be accuracy, rmse, mae or r2, got "f1"/],
+      [{ metric: "f1" }, /invalid override: metric: the metric must be accuracy, rmse, mae, r2 or bits_per_byte, got "f1"/],
     ];
     for (const [overrides, pattern] of cases) {
       const r = parseGoal("mnist 90%", overrides);
@@ -313,12 +313,40 @@ describe("regression goals", () => {
   });
 
   it("refuses a metric that does not fit the dataset, and a percentage for a regression target, in one line", () => {
-    expect(refused("diabetes: reach 90% accuracy")).toMatch(/a rmse target is in the target's own units \(e\.g\. "rmse below 55"\), not 90%/);
+    expect(refused("diabetes: reach 90% accuracy")).toMatch(/a rmse target is in the metric's own units \(e\.g\. "rmse below 55"\), not 90%/);
     expect(refused("diabetes: 90% accuracy", { metric: "accuracy" })).toMatch(/diabetes is a regression dataset: its goal decides on rmse, mae or r2, not accuracy/);
     expect(refused("mnist: rmse below 0.3")).toMatch(/mnist is a classification dataset: rmse needs a numeric target/);
     expect(refused("diabetes: rmse below -3")).toMatch(/a rmse target must be above 0, got -3/);
     expect(refused("diabetes: r2 above 1.5")).toMatch(/an R² target must be at most 1, got 1\.5/);
     expect(refused("diabetes in 10 minutes")).toMatch(/could not find a target \(e\.g\. "rmse below 55", or "minimise rmse" for the best model/);
     for (const text of ["diabetes: reach 90% accuracy", "diabetes in 10 minutes"]) expect(refused(text).split("\n")).toHaveLength(1);
+  });
+});
+
+describe("language modelling goals", () => {
+  const parsed = (text: string, overrides = {}) => parseGoal(text, overrides);
+
+  it("reads bits per byte on a text corpus, lower being better", () => {
+    const r = parsed("text:/data/corpus.txt: bits per byte below 2.5 in 10 minutes");
+    if (!r.ok) throw new Error(r.error);
+    expect([r.goal.dataset, r.goal.dataDir, r.goal.objective, r.goal.target, r.goal.timeBudgetS]).toEqual(["text", "/data/corpus.txt", Metric.BITS_PER_BYTE, 2.5, 600]);
+    expect(r.goal.description).toBe("reach validation bits per byte 2.5 or lower on text (/data/corpus.txt) (95% CI upper bound), within 10min");
+    const open = parsed("text:/data/books: minimise bpb in 30 minutes");
+    expect(open.ok && [open.goal.objective, open.goal.openEnded, open.goal.dataDir]).toEqual([Metric.BITS_PER_BYTE, true, "/data/books"]);
+    const flag = parsed("text:/data/c.txt", { metric: "bits_per_byte", target: "1.8" });
+    expect(flag.ok && [flag.goal.objective, flag.goal.target]).toEqual([Metric.BITS_PER_BYTE, 1.8]);
+  });
+
+  it("refuses bits per byte without a corpus, and a percentage for its target, in one line", () => {
+    const refused = (text: string) => {
+      const r = parsed(text);
+      if (r.ok) throw new Error(`accepted ${text}`);
+      expect(r.error.split("\n")).toHaveLength(1);
+      return r.error;
+    };
+    expect(refused("fashion-mnist: bits per byte below 2")).toMatch(/bits_per_byte needs a text corpus, e\.g\. "text:\/data\/corpus\.txt", not fashion-mnist/);
+    expect(refused("text:/data/c.txt: bpb below 20%")).toMatch(/a bits_per_byte target is in the metric's own units \(e\.g\. "bits_per_byte below 2"\), not 20%/);
+    expect(refused("text:/data/c.txt: bpb below 0")).toMatch(/a bits_per_byte target must be above 0, got 0/);
+    expect(refused("text: bits per byte below 2")).not.toMatch(/understood: dataset=text, path=bits/);
   });
 });
