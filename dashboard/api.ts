@@ -1,7 +1,8 @@
 /**
  * The dashboard's HTTP API as types: what the server (server.ts, views.ts)
  * sends and the pages (web/) read. JSON, snake_case like the report's
- * JSON and `runs --json`; accuracies are fractions (0.9123), times are
+ * JSON and `runs --json`; values of a run's metric are in its units (an
+ * accuracy a fraction, 0.9123; an RMSE the target's), times are
  * milliseconds since the epoch (`*_at`) or seconds (`*_s`). docs/DASHBOARD.md
  * documents each route with these shapes.
  *
@@ -12,8 +13,25 @@
  *   POST /api/runs/:run/interventions           InterventionRequest (swarm/interventions.ts) -> InterventionReply
  *   GET  /api/events[?run=RUN]                  text/event-stream of LiveMessage
  */
+import type { MetricName } from "../core/objective.js";
 
-/** 95% interval of a mean: validation accuracy across seeds and examples (gpu-runner/stats.ts). */
+/** The run's objective (core/objective.ts), for whoever reads the JSON: its metric, its name for people, its direction. */
+export interface ObjectiveJson {
+  metric: MetricName;
+  /** "accuracy", "RMSE". */
+  label: string;
+  higher_is_better: boolean;
+  /** A share shown as a percentage (accuracy); any other metric is in its own units. */
+  proportion: boolean;
+}
+
+/**
+ * A number of the run's metric under the name the run's results give it: `val_accuracy`,
+ * `test_rmse`, ...; the objective says which one a run has.
+ */
+export type MetricNamed<Prefix extends string, V> = { [K in `${Prefix}${MetricName}`]?: V };
+
+/** 95% interval of a mean: the run's metric across seeds and examples (gpu-runner/stats.ts). */
 export interface Interval {
   mean: number;
   ci95: [number, number];
@@ -32,13 +50,15 @@ export interface RunSummary {
   /** 0 when open-ended. */
   target: number;
   open_ended: boolean;
+  objective: ObjectiveJson;
   status: RunStatusText;
   /** Followed on the bus now (events arrive live). */
   live: boolean;
   trials: number;
   judged: number;
   in_flight: number;
-  best: { trial_id: string; val: Interval; test_accuracy: number | null } | null;
+  /** `test_<metric>`: its one-time test confirmation, null until the run ends with one. */
+  best: ({ trial_id: string; val: Interval } & MetricNamed<"test_", number | null>) | null;
   started_at: number;
   /** Wall seconds so far (running) or in all (finished). */
   seconds: number;
@@ -68,8 +88,8 @@ export interface TrialRow {
   fidelity: Fidelity;
   /** proposed | assembled | evaluated | judged | failed (trial_status). */
   status: string;
-  /** Latest per-epoch progress while it trains (seed 0), from the live feed; null otherwise. */
-  progress: { epoch: number; epochs: number; val_accuracy: number; seconds: number } | null;
+  /** Latest per-epoch progress while it trains (seed 0), from the live feed, with `val_<metric>`; null otherwise. */
+  progress: EpochJson | null;
   val: Interval | null;
   verdict: string | null;
   decision: string | null;
@@ -81,14 +101,21 @@ export interface TrialRow {
   features: Record<string, number>;
 }
 
-/** The best accepted CI lower bound after each judged trial. */
+/** One epoch of a trial training now: `val_<metric>`, the validation value after it. */
+export type EpochJson = { epoch: number; epochs: number; seconds: number } & MetricNamed<"val_", number>;
+
+/**
+ * The best accepted bound after each judged trial, at the pessimistic end of its 95% interval:
+ * `best_ci_low` for a metric to maximise, `best_ci_high` for one to minimise.
+ */
 export interface BestSoFarPoint {
   trial_id: string;
   /** Judged trials so far (1-based). */
   judged: number;
   /** Seconds since the run started. */
   t_s: number;
-  best_ci_low: number;
+  best_ci_low?: number;
+  best_ci_high?: number;
   best_trial_id: string;
 }
 
@@ -164,6 +191,9 @@ export interface SeedCurves {
   train_accuracy: number[];
   val_loss: number[];
   val_accuracy: number[];
+  /** The run's metric per epoch on the validation split, and on the training split where the runner measures it there ([] otherwise). */
+  val_metric: number[];
+  train_metric: number[];
   lr: number[];
   metrics: Record<string, number>;
   seconds: number;
@@ -171,6 +201,7 @@ export interface SeedCurves {
 
 export interface TrialDetail {
   run_id: string;
+  objective: ObjectiveJson;
   row: TrialRow;
   rationale: string;
   adopted_concepts: string[];
@@ -196,22 +227,24 @@ export interface TrialDetail {
   children: string[];
 }
 
-/** Test-split accuracy of one trial's seed models: each alone, and the ensemble of their mean probabilities. */
+/** The run's metric on the test split for one trial's seed models: each alone, and the ensemble of their predictions. */
 export interface HeldOutTest {
   /** The seeds' mean, with its 95% interval. */
   per_seed: Interval | null;
-  seeds: { seed: number; accuracy: number }[];
+  /** Each seed's under the metric's name: `{ seed, accuracy }`, `{ seed, rmse }`. */
+  seeds: ({ seed: number } & MetricNamed<"", number>)[];
   ensemble: Interval | null;
 }
 
-export interface SearchHit {
+/** A trial like the text, with its run's objective and `val_<metric>`, its validation mean (null when not measured). */
+export type SearchHit = {
   run_id: string;
+  objective: ObjectiveJson;
   trial_id: string;
   distance: number;
   hypothesis: string;
-  val_accuracy: number | null;
   failure_label: string | null;
-}
+} & MetricNamed<"val_", number | null>;
 
 export type InterventionReply = { ok: true; intervention_id: string; summary: string } | { ok: false; error: string };
 
@@ -222,4 +255,4 @@ export type InterventionReply = { ok: true; intervention_id: string; summary: st
  */
 export type LiveMessage =
   | { type: "change"; run_id: string; trial_id: string; kind: string }
-  | { type: "progress"; run_id: string; trial_id: string; seed: number; epoch: number; epochs: number; val_accuracy: number; train_accuracy: number; seconds: number };
+  | ({ type: "progress"; run_id: string; trial_id: string; seed: number; train_accuracy: number } & EpochJson);

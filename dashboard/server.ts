@@ -11,13 +11,14 @@ import { gzipSync } from "node:zlib";
 import { hostname, userInfo } from "node:os";
 import type { Bus } from "../bus/index.js";
 import type { Logger } from "../core/logger.js";
+import type { Objective } from "../core/objective.js";
 import { summaryOf } from "../lineage-store/query.js";
 import { interventionEvent } from "../swarm/interventions.js";
 import { MAX_K, request as queryLineage, type TrialSummary } from "../swarm/lineage-query.js";
 import { FAILURE_LABEL } from "../core/failure.js";
 import type { InterventionReply, LiveMessage, SearchHit } from "./api.js";
 import { DashboardSource } from "./source.js";
-import { runDetail, runSummary, trialDetail, type RunView } from "./views.js";
+import { named, objectiveJson, runDetail, runSummary, trialDetail, type RunView } from "./views.js";
 import { ResearchError } from "../core/failure.js";
 
 /** The web bundle (build.ts's buildWeb()): the page every app route serves, and the files under /assets/. */
@@ -129,13 +130,15 @@ function whoOf(req: IncomingMessage): string {
   return `ui:${named || userInfo().username}`;
 }
 
-function hitOf(t: TrialSummary): SearchHit {
+/** A hit with its run's objective: the lineage's `val_accuracy` holds the run's metric, whichever it is. */
+function hitOf(t: TrialSummary, o: Objective): SearchHit {
   return {
     run_id: t.runId,
+    objective: objectiveJson(o),
     trial_id: t.trialId,
     distance: t.distance,
     hypothesis: t.hypothesis,
-    val_accuracy: t.valAccuracy ?? null,
+    ...named(o.key, t.valAccuracy ?? null),
     failure_label: FAILURE_LABEL.name(t.failureLabel) ?? null,
   };
 }
@@ -161,13 +164,13 @@ export async function startDashboard(opts: DashboardOptions): Promise<Dashboard>
     if (bus) {
       // The lineage store's own process answers with its embedder warm.
       try {
-        return (await queryLineage(bus, { text: q, k, runId })).map(hitOf);
+        return (await queryLineage(bus, { text: q, k, runId })).map((t) => hitOf(t, source.objectiveOf(t.runId)));
       } catch (err) {
         log.warn({ err }, "the lineage store did not answer the search; searching the lineage here");
       }
     }
     const store = await source.lineage();
-    return store ? (await store.similarTrials({ text: q, k, runId })).map((h) => hitOf(summaryOf(h))) : [];
+    return store ? (await store.similarTrials({ text: q, k, runId })).map((h) => hitOf(summaryOf(h), source.objectiveOf(h.run_id))) : [];
   }
 
   async function intervene(req: IncomingMessage, runId: string): Promise<[number, InterventionReply]> {

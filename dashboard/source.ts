@@ -14,13 +14,14 @@ import { join, resolve } from "node:path";
 import { fromBinary } from "@bufbuild/protobuf";
 import { progressSubject, type Bus, type RunWatch } from "../bus/index.js";
 import type { Logger } from "../core/logger.js";
+import { ACCURACY, type Objective } from "../core/objective.js";
 import { EventSchema, type Event } from "../proto/gen/research/v1/events_pb.js";
 import type { EpochProgress } from "../proto/gen/research/v1/runner_pb.js";
 import { lineageEmbedder } from "../lineage-store/embedder.js";
 import { LineageStore } from "../lineage-store/store.js";
 import { emptyRunState } from "../swarm/run-state.js";
 import type { LiveMessage } from "./api.js";
-import { applyToView, emptyView, type RunView } from "./views.js";
+import { applyToView, emptyView, epochJson, type RunView } from "./views.js";
 
 export interface SourceOptions {
   workspace: string;
@@ -86,6 +87,11 @@ export class DashboardSource {
 
   run(runId: string): RunView | undefined {
     return this.shown.get(runId)?.view;
+  }
+
+  /** The run's objective; a run not folded yet has an empty fold's. */
+  objectiveOf(runId: string): Objective {
+    return (this.shown.get(runId) ?? this.following?.runs.get(runId))?.view.state.objective ?? ACCURACY;
   }
 
   /** The bus followed now, to publish on and to ask the lineage store over. */
@@ -227,7 +233,7 @@ export class DashboardSource {
     let seeds = trials.get(e.trialId);
     if (!seeds) trials.set(e.trialId, (seeds = new Map()));
     seeds.set(p.seed, p);
-    this.notify({ type: "progress", run_id: e.runId, trial_id: e.trialId, seed: p.seed, epoch: p.epoch, epochs: p.epochs, val_accuracy: p.valAccuracy, train_accuracy: p.trainAccuracy, seconds: p.seconds });
+    this.notify({ type: "progress", run_id: e.runId, trial_id: e.trialId, seed: p.seed, ...epochJson(this.objectiveOf(e.runId), p), train_accuracy: p.trainAccuracy });
   }
 
   /** A bus that stays disconnected is let go: the swarm stopped, or came back elsewhere. */

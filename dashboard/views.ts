@@ -13,8 +13,9 @@ import { RunSettingsSchema, Verdict, type Event } from "../proto/gen/research/v1
 import type { EpochProgress, MetricStats } from "../proto/gen/research/v1/runner_pb.js";
 import { chosenBest, decisionName, verdictName } from "../lineage-store/report.js";
 import { baselineComparison } from "../lineage-store/baseline.js";
-import { applyToRunState, bestTrial, failureLabelOf, inFlightCount, isBaseline, isTerminal, paramsOf, rungOf, scoreOf, standing, surfaceOf, trialFailure, trialStatus, valMetricOf, type RunState, type TrialState } from "../swarm/run-state.js";
-import type { BestSoFarPoint, Fidelity, HeldOutTest, Interval, InterventionRow, LlmUse, RunDetail, RunStatusText, RunSummary, SeedCurves, TrialDetail, TrialRow } from "./api.js";
+import type { Objective } from "../core/objective.js";
+import { applyToRunState, bestTrial, boundOf, failureLabelOf, inFlightCount, isBaseline, isTerminal, metricCurves, paramsOf, rungOf, scoreOf, standing, surfaceOf, trialFailure, trialStatus, valMetricOf, type RunState, type TrialState } from "../swarm/run-state.js";
+import type { BestSoFarPoint, EpochJson, Fidelity, HeldOutTest, Interval, InterventionRow, LlmUse, ObjectiveJson, RunDetail, RunStatusText, RunSummary, SeedCurves, TrialDetail, TrialRow } from "./api.js";
 
 /** One run as the source keeps it: the fold, and what the fold leaves out. */
 export interface RunView {
@@ -59,6 +60,15 @@ export function applyToView(v: RunView, e: Event): RunView {
   return v;
 }
 
+export function objectiveJson(o: Objective): ObjectiveJson {
+  return { metric: o.metric, label: o.label, higher_is_better: o.higherIsBetter, proportion: o.proportion };
+}
+
+/** `{ [key]: value }`, typed as a number of the metric under its name (api.ts MetricNamed). */
+export function named<K extends string, V>(key: K, value: V): Partial<Record<K, V>> {
+  return { [key]: value } as Partial<Record<K, V>>;
+}
+
 /** `s` with what it counts: its seeds, and the examples each seed was scored on (0: unknown). */
 function interval(s: MetricStats | undefined, examples = 0): Interval | null {
   return s ? { mean: s.mean, ci95: [s.ci95[0] ?? s.mean, s.ci95[1] ?? s.mean], n: s.n, examples } : null;
@@ -81,7 +91,7 @@ function statusOf(v: RunView): RunStatusText {
   return v.state.paused ? "paused" : "running";
 }
 
-/** The run's best: the one its RunFinished names (its test accuracy belongs to it), else the fold's rule. */
+/** The run's best: the one its RunFinished names (its test result belongs to it), else the fold's rule. */
 function bestOf(v: RunView): TrialState | undefined {
   return (v.state.runFinished?.bestTrialId && v.state.trials.get(v.state.runFinished.bestTrialId)) || bestTrial(v.state);
 }
@@ -91,7 +101,8 @@ export function runSummary(v: RunView, nowMs = Date.now()): RunSummary {
   const g = s.goal;
   const best = bestOf(v);
   const bestVal = best && valInterval(best);
-  const test = best && best.id === v.state.runFinished?.bestTrialId ? v.state.runFinished.testResult?.aggregated.test_accuracy?.mean : undefined;
+  const testKey = `test_${s.objective.metric}` as const;
+  const test = best && best.id === v.state.runFinished?.bestTrialId ? v.state.runFinished.testResult?.aggregated[testKey]?.mean : undefined;
   const end = v.state.runFinished ? s.startedAtMs + v.state.runFinished.seconds * 1000 : v.live ? nowMs : v.state.lastEventMs;
   return {
     run_id: s.runId,
@@ -99,12 +110,13 @@ export function runSummary(v: RunView, nowMs = Date.now()): RunSummary {
     dataset: g?.dataset ?? "",
     target: g && !g.openEnded ? g.target : 0,
     open_ended: g?.openEnded ?? false,
+    objective: objectiveJson(s.objective),
     status: statusOf(v),
     live: v.live,
     trials: s.order.length,
     judged: s.judgedCount,
     in_flight: inFlightCount(s),
-    best: best && bestVal ? { trial_id: best.id, val: bestVal, test_accuracy: test ?? null } : null,
+    best: best && bestVal ? { trial_id: best.id, val: bestVal, ...named(testKey, test ?? null) } : null,
     started_at: s.startedAtMs,
     seconds: s.startedAtMs ? Math.max(0, (end - s.startedAtMs) / 1000) : 0,
     time_budget_s: g?.timeBudgetS ?? 0,
@@ -146,12 +158,16 @@ function fidelityOf(t: TrialState, runSeeds: number): Fidelity {
   };
 }
 
+/** An epoch's progress as the API shows it; runners from before val_metric reported accuracy alone. */
+export function epochJson(o: Objective, p: EpochProgress): EpochJson {
+  return { epoch: p.epoch, epochs: p.epochs, ...named(o.key, p.valMetric || p.valAccuracy), seconds: p.seconds };
+}
+
 /** The lowest seed's latest epoch stands for the trial while it trains. */
 function progressOf(v: RunView, t: TrialState): TrialRow["progress"] {
   const seeds = v.progress.get(t.id);
   if (!seeds?.size || t.evaluated) return null;
-  const p = seeds.get(Math.min(...seeds.keys()))!;
-  return { epoch: p.epoch, epochs: p.epochs, val_accuracy: p.valAccuracy, seconds: p.seconds };
+  return epochJson(t.objective, seeds.get(Math.min(...seeds.keys()))!);
 }
 
 export function trialRow(v: RunView, t: TrialState, position: number): TrialRow {
@@ -179,22 +195,24 @@ export function trialRow(v: RunView, t: TrialState, position: number): TrialRow 
   };
 }
 
-/** After each judged trial, in judged order: the best accepted CI lower bound so far (from the first accepted trial on). */
+/** After each judged trial, in judged order: the best accepted bound so far, in the metric's units (from the first accepted trial on). */
 function bestSoFar(v: RunView): BestSoFarPoint[] {
   const judged = [...v.state.trials.values()].filter((t) => t.judged).sort((a, b) => a.judgedPosition! - b.judgedPosition!);
   const points: BestSoFarPoint[] = [];
-  let best: { score: number; id: string } | undefined;
+  const boundKey = v.state.objective.higherIsBetter ? "best_ci_low" : "best_ci_high";
+  let best: { score: number; trial: TrialState } | undefined;
   for (const t of judged) {
+    // Scores are utilities (higher is better in either direction); the chart shows the bound itself.
     const score = t.judged!.verdict === Verdict.ACCEPT ? scoreOf(t) : undefined;
-    if (score !== undefined && (!best || score > best.score)) best = { score, id: t.id };
+    if (score !== undefined && (!best || score > best.score)) best = { score, trial: t };
     if (!best) continue;
     const at = v.judgedAt.get(t.id);
     points.push({
       trial_id: t.id,
       judged: t.judgedPosition! + 1,
       t_s: at !== undefined && v.state.startedAtMs ? (at - v.state.startedAtMs) / 1000 : 0,
-      best_ci_low: best.score,
-      best_trial_id: best.id,
+      ...named(boundKey, boundOf(best.trial)!),
+      best_trial_id: best.trial.id,
     });
   }
   return points;
@@ -280,16 +298,21 @@ function configText(t: TrialState | undefined): string {
 }
 
 function seedCurves(t: TrialState): SeedCurves[] {
-  return (t.evaluated?.result?.seedResults ?? []).map((r) => ({
-    seed: r.seed,
-    train_loss: r.learningCurve?.trainLoss ?? [],
-    train_accuracy: r.learningCurve?.trainAccuracy ?? [],
-    val_loss: r.learningCurve?.valLoss ?? [],
-    val_accuracy: r.learningCurve?.valAccuracy ?? [],
-    lr: r.learningCurve?.lr ?? [],
-    metrics: { ...r.metrics },
-    seconds: r.seconds,
-  }));
+  return (t.evaluated?.result?.seedResults ?? []).map((r) => {
+    const curves = metricCurves(t.objective, r.learningCurve);
+    return {
+      seed: r.seed,
+      train_loss: r.learningCurve?.trainLoss ?? [],
+      train_accuracy: r.learningCurve?.trainAccuracy ?? [],
+      val_loss: r.learningCurve?.valLoss ?? [],
+      val_accuracy: r.learningCurve?.valAccuracy ?? [],
+      val_metric: curves.val,
+      train_metric: curves.train,
+      lr: r.learningCurve?.lr ?? [],
+      metrics: { ...r.metrics },
+      seconds: r.seconds,
+    };
+  });
 }
 
 function confusionSum(t: TrialState): number[][] {
@@ -326,10 +349,15 @@ function perClass(t: TrialState): TrialDetail["per_class"] {
 function heldOutTest(v: RunView, t: TrialState): HeldOutTest | null {
   const r = v.state.runFinished?.bestTrialId === t.id ? v.state.runFinished.testResult : undefined;
   if (!r) return null;
+  const metric = t.objective.metric;
+  const key = `test_${metric}` as const;
   return {
-    per_seed: interval(r.aggregated.test_accuracy, r.seedResults[0]?.testExamples ?? 0),
-    seeds: r.seedResults.flatMap((s) => (s.metrics.test_accuracy === undefined ? [] : [{ seed: s.seed, accuracy: s.metrics.test_accuracy }])),
-    ensemble: interval(r.aggregated.ensemble_test_accuracy),
+    per_seed: interval(r.aggregated[key], r.seedResults[0]?.testExamples ?? 0),
+    seeds: r.seedResults.flatMap((s) => {
+      const value = s.metrics[key];
+      return value === undefined ? [] : [{ seed: s.seed, ...named(metric, value) }];
+    }),
+    ensemble: interval(r.aggregated[`ensemble_${key}`]),
   };
 }
 
@@ -345,6 +373,7 @@ export function trialDetail(v: RunView, trialId: string): TrialDetail | undefine
   const f = trialFailure(t);
   return {
     run_id: s.runId,
+    objective: objectiveJson(t.objective),
     row: trialRow(v, t, position + 1),
     rationale: t.proposed?.rationale ?? "",
     adopted_concepts: t.proposed?.adoptedConcepts ?? [],

@@ -7,7 +7,7 @@ import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { bestRule, intervalBasis, whyBest } from "../core/ranking.js";
 import { formatMetric, objective, reaches, type Objective } from "../core/objective.js";
-import { bestTrial, paramsOf, rankedTrials, scoreOf, standing, surfaceOf, trialFailure, valMetricOf, type RunState, type TrialState } from "../swarm/run-state.js";
+import { bestTrial, metricCurves, paramsOf, rankedTrials, scoreOf, standing, surfaceOf, trialFailure, valMetricOf, type RunState, type TrialState } from "../swarm/run-state.js";
 import { labelName } from "../core/failure.js";
 import { gainPp, pct, points, pp } from "../core/format.js";
 import { DECISION, INTERVENTION_KIND, RUN_STATUS, VERDICT, type DecisionName, type VerdictName } from "../core/enums.js";
@@ -593,12 +593,7 @@ export function reportPlots(state: RunState, finished: RunFinished): Record<stri
   const best = chosenBest(state, finished);
   const rows = rowsOf(state, best);
   const o = state.objective;
-  // Accuracy is measured in training too; a regression's metric on the validation split alone.
-  const curves = (best?.evaluated?.result?.seedResults ?? []).map((s) => ({
-    seed: s.seed,
-    val: (o.proportion ? s.learningCurve?.valAccuracy : s.learningCurve?.valMetric) ?? [],
-    train: (o.proportion ? s.learningCurve?.trainAccuracy : undefined) ?? [],
-  }));
+  const curves = (best?.evaluated?.result?.seedResults ?? []).map((s) => ({ seed: s.seed, ...metricCurves(o, s.learningCurve) }));
   return {
     [PLOT_FILES.scores]: scoresSvg(scorePoints(rows), state.goal?.target, o),
     [PLOT_FILES.learningCurves]: learningCurvesSvg(best?.id, curves, o),

@@ -26,7 +26,7 @@ import { RUN_DEFAULTS } from "../core/defaults.js";
 import { outranks, standingOf, type Standing } from "../core/ranking.js";
 import { ACCURACY, formatMetric, objective, pessimisticBound, tolerance, type Objective } from "../core/objective.js";
 import { FailureLabel, Mutation, Surface, type Failure } from "../proto/gen/research/v1/common_pb.js";
-import type { MetricStats, ModelArgument, SeedResult } from "../proto/gen/research/v1/runner_pb.js";
+import type { LearningCurve, MetricStats, ModelArgument, SeedResult } from "../proto/gen/research/v1/runner_pb.js";
 
 export type TrialStatus = TrialStatusName;
 export type TrialStage = Exclude<TrialStatus, "failed">;
@@ -334,6 +334,15 @@ export function boundOf(t: TrialState): number | undefined {
 /** The mean of the validation metric, in its units. */
 export function meanOf(t: TrialState): number | undefined {
   return valMetricOf(t)?.mean;
+}
+
+/**
+ * A seed's per-epoch curves of the metric: on the validation split (runners from before
+ * val_metric recorded accuracy alone), and on the training split where the runner measures it
+ * there: accuracy is measured in training too, a regression's metric on the validation split alone.
+ */
+export function metricCurves(o: Objective, c: LearningCurve | undefined): { val: number[]; train: number[] } {
+  return { val: (c?.valMetric.length ? c.valMetric : c?.valAccuracy) ?? [], train: (o.proportion && c?.trainAccuracy) || [] };
 }
 
 /** The score for people: "CI low 91.20%" or "CI high 54.3". */

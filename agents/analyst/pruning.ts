@@ -12,7 +12,7 @@
 import { create } from "@bufbuild/protobuf";
 import { EvalResultSchema, LearningCurveSchema, SeedResultSchema, type EpochProgress, type EvalResult } from "../../proto/gen/research/v1/runner_pb.js";
 import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
-import type { RunState, TrialState } from "../../swarm/run-state.js";
+import { metricCurves, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { RECIPE_DEFAULTS } from "../../core/defaults.js";
 import { formatMetric, tolerance, utility, type Objective } from "../../core/objective.js";
 
@@ -26,10 +26,9 @@ const rungOf = (t: TrialState) => t.proposed?.rung ?? 0;
 /** The schedule a trial trains with, as its author wrote it (the schema's default when absent). */
 const scheduleOf = (t: TrialState) => t.train?.schedule ?? RECIPE_DEFAULTS.schedule;
 
-/** The metric after an epoch; runners from before val_metric recorded accuracy alone. */
+/** The metric after an epoch. */
 function curveAt(t: TrialState, epoch: number): number | undefined {
-  const curve = t.evaluated?.result?.seedResults.find((s) => s.seed === SEED)?.learningCurve;
-  return (curve?.valMetric.length ? curve.valMetric : curve?.valAccuracy)?.[epoch - 1];
+  return metricCurves(t.objective, t.evaluated?.result?.seedResults.find((s) => s.seed === SEED)?.learningCurve).val[epoch - 1];
 }
 
 function clearlyWorse(o: Objective, value: number, median: number): boolean {

@@ -2,42 +2,54 @@
 import { useMemo } from "preact/hooks";
 import type { SeedCurves } from "../api";
 import { Chart, type Option } from "./chart";
+import { bare, metricTick, type Objective } from "./format";
 
-type CurveKey = "val_accuracy" | "train_accuracy" | "val_loss" | "train_loss";
+/** The run's metric (validation and, where the runner measures it there, training), or the loss. */
+export type CurveKind = "metric" | "loss";
+type CurveKey = "val_metric" | "train_metric" | "val_loss" | "train_loss";
+
+const KEYS: Record<CurveKind, readonly [CurveKey, CurveKey]> = { metric: ["val_metric", "train_metric"], loss: ["val_loss", "train_loss"] };
 
 const epochs = (n: number) => Array.from({ length: n }, (_, i) => i + 1);
 
-function axes(kind: "accuracy" | "loss"): Option {
+function axes(o: Objective, kind: CurveKind): Option {
+  const metric = kind === "metric";
   return {
     grid: { left: 52, right: 16, top: 30, bottom: 36 },
-    tooltip: { trigger: "axis", valueFormatter: (v: number) => (kind === "accuracy" ? `${(v * 100).toFixed(2)}%` : v.toFixed(4)) },
+    tooltip: { trigger: "axis", valueFormatter: (v: number) => (metric ? bare(o, v) : v.toFixed(4)) },
     legend: { top: 0, type: "scroll", itemWidth: 14, itemHeight: 8 },
     xAxis: { type: "category", name: "epoch", nameLocation: "middle", nameGap: 22, boundaryGap: false },
-    yAxis: kind === "accuracy" ? { type: "value", scale: true, axisLabel: { formatter: (v: number) => `${(v * 100).toFixed(0)}%` } } : { type: "value", scale: true },
+    yAxis: metric ? { type: "value", scale: true, axisLabel: { formatter: metricTick(o, 0) } } : { type: "value", scale: true },
   };
 }
 
-const line = (name: string, data: number[], dashed: boolean, color?: string) => ({
-  type: "line",
-  name,
-  data,
-  symbolSize: 4,
-  lineStyle: { type: dashed ? "dashed" : "solid", width: 1.5 },
-  ...(color ? { itemStyle: { color } } : {}),
-});
+/** A line per curve that has points: a metric the runner does not measure in training has no training line. */
+const line = (name: string, data: number[], dashed: boolean, color?: string) =>
+  data.length
+    ? [
+        {
+          type: "line",
+          name,
+          data,
+          symbolSize: 4,
+          lineStyle: { type: dashed ? "dashed" : "solid", width: 1.5 },
+          ...(color ? { itemStyle: { color } } : {}),
+        },
+      ]
+    : [];
 
 /** Validation (solid) and training (dashed) of `kind`, one pair per seed. */
-export function SeedCurvesChart({ seeds, kind, testid }: { seeds: SeedCurves[]; kind: "accuracy" | "loss"; testid?: string }) {
+export function SeedCurvesChart({ o, seeds, kind, testid }: { o: Objective; seeds: SeedCurves[]; kind: CurveKind; testid?: string }) {
   const option = useMemo<Option>(() => {
-    const n = Math.max(0, ...seeds.map((s) => s.val_accuracy.length));
-    const [val, train] = kind === "accuracy" ? (["val_accuracy", "train_accuracy"] as const) : (["val_loss", "train_loss"] as const);
-    const a = axes(kind);
+    const [val, train] = KEYS[kind];
+    const n = Math.max(0, ...seeds.map((s) => s[val].length));
+    const a = axes(o, kind);
     return {
       ...a,
       xAxis: { ...(a.xAxis as object), data: epochs(n) },
-      series: seeds.flatMap((s) => [line(`seed ${s.seed} val`, s[val], false), line(`seed ${s.seed} train`, s[train], true)]),
+      series: seeds.flatMap((s) => [...line(`seed ${s.seed} val`, s[val], false), ...line(`seed ${s.seed} train`, s[train], true)]),
     };
-  }, [seeds, kind]);
+  }, [o, seeds, kind]);
   return <Chart option={option} height={230} testid={testid} />;
 }
 
@@ -50,21 +62,21 @@ export function meanCurve(seeds: SeedCurves[], key: CurveKey): number[] {
 }
 
 /** Two trials' seed means overlaid: A blue, B orange; validation solid, training dashed. */
-export function OverlayChart({ a, b, kind }: { a: { name: string; seeds: SeedCurves[] }; b: { name: string; seeds: SeedCurves[] }; kind: "accuracy" | "loss" }) {
+export function OverlayChart({ o, a, b, kind, testid }: { o: Objective; a: { name: string; seeds: SeedCurves[] }; b: { name: string; seeds: SeedCurves[] }; kind: CurveKind; testid: string }) {
   const option = useMemo<Option>(() => {
-    const [val, train] = kind === "accuracy" ? (["val_accuracy", "train_accuracy"] as const) : (["val_loss", "train_loss"] as const);
+    const [val, train] = KEYS[kind];
     const n = Math.max(meanCurve(a.seeds, val).length, meanCurve(b.seeds, val).length);
-    const ax = axes(kind);
+    const ax = axes(o, kind);
     return {
       ...ax,
       xAxis: { ...(ax.xAxis as object), data: epochs(n) },
       series: [
-        line(`${a.name} val`, meanCurve(a.seeds, val), false, "#2f6fb0"),
-        line(`${a.name} train`, meanCurve(a.seeds, train), true, "#2f6fb0"),
-        line(`${b.name} val`, meanCurve(b.seeds, val), false, "#d9822b"),
-        line(`${b.name} train`, meanCurve(b.seeds, train), true, "#d9822b"),
+        ...line(`${a.name} val`, meanCurve(a.seeds, val), false, "#2f6fb0"),
+        ...line(`${a.name} train`, meanCurve(a.seeds, train), true, "#2f6fb0"),
+        ...line(`${b.name} val`, meanCurve(b.seeds, val), false, "#d9822b"),
+        ...line(`${b.name} train`, meanCurve(b.seeds, train), true, "#d9822b"),
       ],
     };
-  }, [a, b, kind]);
-  return <Chart option={option} height={230} testid={`overlay-${kind}`} />;
+  }, [o, a, b, kind]);
+  return <Chart option={option} height={230} testid={testid} />;
 }

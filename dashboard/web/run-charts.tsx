@@ -2,38 +2,39 @@
 import { useMemo } from "preact/hooks";
 import type { RunDetail, TrialRow } from "../api";
 import { Chart, type ChartClick, type Option } from "./chart";
-import { count, esc, outcomeColor, pct, shortId } from "./format";
+import { bare, esc, metric, metricTick, objectiveOf, outcomeColor, shortId, span, tick, type Objective } from "./format";
 import { navigate, trialPath } from "./router";
 
-/** A percentage axis that always reaches the target, so its line is on the chart. */
-const pctAxis = (target: number) => ({
+/** An axis of the metric that always reaches the target (beyond the values on the side the metric improves towards), so its line is on the chart. */
+const metricAxis = (o: Objective, run: RunDetail) => ({
   type: "value",
   scale: true,
-  ...(target > 0 && { max: (v: { max: number }) => Math.max(v.max, target) }),
-  axisLabel: { formatter: (v: number) => `${(v * 100).toFixed(1)}%` },
+  ...(!run.open_ended && (o.higherIsBetter ? { max: (v: { max: number }) => Math.max(v.max, run.target) } : { min: (v: { min: number }) => Math.min(v.min, run.target) })),
+  axisLabel: { formatter: metricTick(o, 1) },
 });
 
-const targetLine = (target: number) =>
-  target > 0
-    ? { markLine: { silent: true, symbol: "none", lineStyle: { color: "#c0392b", type: "dashed" }, label: { position: "insideEndTop", formatter: `target ${pct(target, 1)}` }, data: [{ yAxis: target }] } }
-    : {};
+const targetLine = (o: Objective, run: RunDetail) =>
+  run.open_ended
+    ? {}
+    : { markLine: { silent: true, symbol: "none", lineStyle: { color: "#c0392b", type: "dashed" }, label: { position: "insideEndTop", formatter: `target ${metric(o, run.target, 1)}` }, data: [{ yAxis: run.target }] } };
 
-/** The best accepted CI lower bound, against wall time or against trials judged. */
+/** The best accepted bound (the CI's lower end for a metric to maximise, its upper end for one to minimise), against wall time or against trials judged. */
 export function BestSoFar({ run, over }: { run: RunDetail; over: "time" | "trials" }) {
   const option = useMemo<Option>(() => {
+    const o = objectiveOf(run.objective);
     const byTime = over === "time";
     return {
       grid: { left: 52, right: 16, top: 24, bottom: 36 },
       tooltip: { trigger: "axis" },
       xAxis: byTime ? { type: "value", name: "minutes", nameLocation: "middle", nameGap: 22, min: 0 } : { type: "value", name: "trials judged", nameLocation: "middle", nameGap: 22, minInterval: 1, min: 0 },
-      yAxis: pctAxis(run.target),
+      yAxis: metricAxis(o, run),
       series: [
         {
           type: "line",
           step: "end",
           symbolSize: 5,
-          data: run.best_so_far.map((p) => [byTime ? +(p.t_s / 60).toFixed(2) : p.judged, p.best_ci_low]),
-          ...targetLine(run.target),
+          data: run.best_so_far.map((p) => [byTime ? +(p.t_s / 60).toFixed(2) : p.judged, p.best_ci_low ?? p.best_ci_high]),
+          ...targetLine(o, run),
         },
       ],
     };
@@ -46,12 +47,13 @@ export function BestSoFar({ run, over }: { run: RunDetail; over: "time" | "trial
 export function Intervals({ run }: { run: RunDetail }) {
   const scored = run.trials_table.filter((t) => t.val);
   const option = useMemo<Option>(() => {
+    const o = objectiveOf(run.objective);
     const bars = scored.map((t, i) => ({ value: [i, t.val!.ci95[0], t.val!.ci95[1]], itemStyle: { color: outcomeColor(t.verdict, t.failure_label) } }));
     return {
       grid: { left: 52, right: 16, top: 24, bottom: 36 },
       xAxis: { type: "category", data: scored.map((t) => shortId(t.trial_id)) },
-      yAxis: pctAxis(run.target),
-      tooltip: { trigger: "item", formatter: (p: { dataIndex: number }) => tip(scored[p.dataIndex]) },
+      yAxis: metricAxis(o, run),
+      tooltip: { trigger: "item", formatter: (p: { dataIndex: number }) => tip(o, scored[p.dataIndex]) },
       series: [
         {
           type: "custom",
@@ -71,7 +73,7 @@ export function Intervals({ run }: { run: RunDetail }) {
           type: "scatter",
           symbolSize: 6,
           data: scored.map((t, i) => ({ value: [i, t.val!.mean], itemStyle: { color: outcomeColor(t.verdict, t.failure_label) } })),
-          ...targetLine(run.target),
+          ...targetLine(o, run),
         },
       ],
     };
@@ -80,9 +82,9 @@ export function Intervals({ run }: { run: RunDetail }) {
   return <Chart option={option} height={220} testid="intervals-chart" onClick={(p) => scored[p.dataIndex] && navigate(trialPath(run.run_id, scored[p.dataIndex]!.trial_id))} />;
 }
 
-function tip(t: TrialRow | undefined): string {
+function tip(o: Objective, t: TrialRow | undefined): string {
   if (!t) return "";
-  const score = t.val ? `${pct(t.val.mean)} [${pct(t.val.ci95[0], 1)}, ${pct(t.val.ci95[1], 1)}]` : t.status;
+  const score = t.val ? esc(span(o, t.val)) : t.status;
   return `<b>${esc(shortId(t.trial_id))}</b> ${esc(t.failure_label ?? t.verdict ?? t.status)}<br>${score}<br><span style="white-space:normal">${esc(t.hypothesis.slice(0, 160))}</span>`;
 }
 
@@ -96,10 +98,11 @@ interface TreeNode {
 
 /** Parent -> child by each trial's first parent; trials without one hang from the run. */
 function lineage(run: RunDetail): { root: TreeNode; leaves: number } {
+  const o = objectiveOf(run.objective);
   const nodes = new Map<string, TreeNode>();
   for (const t of run.trials_table) {
     const color = outcomeColor(t.verdict, t.failure_label, t.status);
-    nodes.set(t.trial_id, { name: shortId(t.trial_id), value: t.trial_id, children: [], itemStyle: { color, borderColor: color }, tooltip: { formatter: tip(t) } });
+    nodes.set(t.trial_id, { name: shortId(t.trial_id), value: t.trial_id, children: [], itemStyle: { color, borderColor: color }, tooltip: { formatter: tip(o, t) } });
   }
   const root: TreeNode = { name: "run", value: "", children: [], itemStyle: { color: "#34495e", borderColor: "#34495e" }, tooltip: { formatter: esc(run.goal) } };
   for (const t of run.trials_table) {
@@ -158,13 +161,8 @@ export function LineageTree({ run }: { run: RunDetail }) {
   );
 }
 
-/** Tick values in a few characters, so neighbouring axes' labels keep apart: 30k, 5e-4, 0.25. */
-function tick(v: number): string {
-  const a = Math.abs(v);
-  if (a >= 1e3) return count(v).replace(".0", "");
-  if (a > 0 && a < 0.01) return Number(v.toPrecision(2)).toExponential();
-  return String(Number(v.toPrecision(3)));
-}
+const PALE = "#d0dcea";
+const DARK = "#1f5fa8";
 
 /** Config features against the score, one line per scored trial. */
 export function Parallel({ run }: { run: RunDetail }) {
@@ -176,6 +174,7 @@ export function Parallel({ run }: { run: RunDetail }) {
     .filter((d) => new Set(scored.map((t) => t.features[d])).size > 1)
     .slice(0, 12);
   const option = useMemo<Option>(() => {
+    const o = objectiveOf(run.objective);
     const lo = Math.min(...scored.map((t) => t.val!.mean));
     const hi = Math.max(...scored.map((t) => t.val!.mean));
     return {
@@ -195,8 +194,10 @@ export function Parallel({ run }: { run: RunDetail }) {
           axisLabel: { formatter: tick, hideOverlap: true },
         },
       },
-      parallelAxis: [...dims.map((d, i) => ({ dim: i, name: d.replace(/_/g, " "), scale: true })), { dim: dims.length, name: "val acc", scale: true, axisLabel: { formatter: (v: number) => pct(v, 1) } }],
-      visualMap: { show: true, dimension: dims.length, min: lo, max: hi === lo ? lo + 1e-3 : hi, right: 0, top: "middle", itemHeight: 100, calculable: false, text: [pct(hi, 1), pct(lo, 1)], inRange: { color: ["#d0dcea", "#1f5fa8"] } },
+      // "acc" as the report's tables shorten accuracy, the one proportion; any other metric by its label.
+      parallelAxis: [...dims.map((d, i) => ({ dim: i, name: d.replace(/_/g, " "), scale: true })), { dim: dims.length, name: `val ${o.proportion ? "acc" : o.label}`, scale: true, axisLabel: { formatter: metricTick(o, 1) } }],
+      // The better the score, the darker its line, whichever way the metric improves.
+      visualMap: { show: true, dimension: dims.length, min: lo, max: hi === lo ? lo + 1e-3 : hi, right: 0, top: "middle", itemHeight: 100, calculable: false, text: [bare(o, hi, 1), bare(o, lo, 1)], inRange: { color: o.higherIsBetter ? [PALE, DARK] : [DARK, PALE] } },
       series: [{ type: "parallel", lineStyle: { width: 1.5, opacity: 0.8 }, data: scored.map((t) => [...dims.map((d) => t.features[d] ?? null), t.val!.mean]) }],
     };
   }, [run]);

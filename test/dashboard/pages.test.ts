@@ -10,17 +10,19 @@ import puppeteer, { type Browser, type Page } from "puppeteer-core";
 import { createLogger } from "../../core/logger.js";
 import { buildWeb } from "../../dashboard/build.js";
 import { startDashboard, type Dashboard } from "../../dashboard/server.js";
-import { Decision, RunEnd, RunStatus, StartingPointSchema, type Event } from "../../proto/gen/research/v1/events_pb.js";
-import { ArgumentKind, EvalResultSchema, MetricStatsSchema, SeedResultSchema } from "../../proto/gen/research/v1/runner_pb.js";
+import { Decision, GoalSchema, RunEnd, RunStatus, StartingPointSchema, type Event } from "../../proto/gen/research/v1/events_pb.js";
+import { ArgumentKind, EvalResultSchema, Metric, MetricStatsSchema, SeedResultSchema } from "../../proto/gen/research/v1/runner_pb.js";
 import { Mutation } from "../../proto/gen/research/v1/common_pb.js";
 import { pairedTTest } from "../../core/stats.js";
 import { runEvents, TRIALS, type TrialSpec } from "../lineage-store/fixtures.js";
+import type { RunDetail } from "../../dashboard/api.js";
 import { workspaceWith } from "./helpers.js";
 
 const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
 const OPEN = "r-open";
 const START = "r-start";
 const TARGETED = "r-target";
+const REGRESSION = "r-rmse";
 const STOPPED = "cancelled: the run's time budget reached its reserve for the test confirmation and the report";
 
 /** Twelve knobs that differ between trials, as in a long run: the parallel chart's every axis. */
@@ -106,6 +108,57 @@ function startedRun(): Event[] {
   return events;
 }
 
+/** Validation RMSE of each trial over 2 seeds: mean and the half-width of its 95% interval. */
+const RMSE = [
+  { hypothesis: "linear model on the standardised features", mean: 62, half: 2 },
+  // The best by the rule: the lowest upper bound, 56.9.
+  { hypothesis: "two hidden layers of 64 units with relu", mean: 55.4, half: 1.5 },
+  // The lowest mean, but so wide an interval that its upper bound (62.2) is not the lowest.
+  { hypothesis: "one wide hidden layer of 512 units", mean: 54.2, half: 8 },
+  // The highest: what a rule for accuracy would pick.
+  { hypothesis: "dropout between the hidden layers", mean: 71, half: 1 },
+];
+
+/**
+ * A finished regression run on diabetes, as test/cli/regression.test.ts's runs end: the goal's
+ * metric RMSE, every result and curve in it, the judge's best confirmed once on the test split.
+ */
+function regressionRun(): Event[] {
+  const trials: TrialSpec[] = RMSE.map((t, i) => ({ hypothesis: t.hypothesis, surface: "architecture", model: { name: `mlp-${i}`, layers: [] }, train: { lr: 0.001 * (i + 1), batch_size: 32 * (i + 1) }, score: t.mean, parent: i ? 0 : undefined }));
+  const events = runEvents(REGRESSION, trials);
+  const stats = (mean: number, half: number, n: number) => ({ mean, std: half / 2, ci95: [mean - half, mean + half], min: mean - half / 2, max: mean + half / 2, n });
+  for (const e of events) {
+    const b = e.body;
+    const k = Number(e.trialId.slice(-3));
+    if (b.case === "runStarted") {
+      b.value.goal = create(GoalSchema, { rawText: "diabetes: rmse below 50", dataset: "diabetes", target: 50, objective: Metric.RMSE, timeBudgetS: 600 });
+      b.value.settings!.seeds = 2;
+    }
+    if (b.case === "trialProgress") Object.assign(b.value.progress!, { valAccuracy: 0, valMetric: RMSE[k]!.mean + 10 / b.value.progress!.epoch });
+    if (b.case === "trialEvaluated" && b.value.result) {
+      const { mean, half } = RMSE[k]!;
+      b.value.result = create(EvalResultSchema, {
+        numSeeds: 2,
+        target: 50,
+        aggregated: { val_rmse: stats(mean, half, 2) },
+        seedResults: [0, 1].map((seed) => ({ seed, metrics: { val_rmse: mean + (seed ? 1 : -1) }, learningCurve: { trainLoss: [1.2, 0.6], valLoss: [1.1, 0.7], valMetric: [mean + 12, mean + (seed ? 1 : -1)] } })),
+      });
+      b.value.analysis = undefined;
+    }
+    if (b.case === "runFinished") {
+      Object.assign(b.value, {
+        bestTrialId: `${REGRESSION}-t001`,
+        testResult: create(EvalResultSchema, {
+          numSeeds: 2,
+          aggregated: { test_rmse: stats(56.7, 1.5, 2), ensemble_test_rmse: stats(55.9, 1.9, 1) },
+          seedResults: [0, 1].map((seed) => ({ seed, metrics: { test_rmse: 56.1 + seed * 1.2 } })),
+        }),
+      });
+    }
+  }
+  return events;
+}
+
 let workspace: string;
 let dashboard: Dashboard;
 let browser: Browser;
@@ -121,7 +174,7 @@ async function open(path: string, waitFor: string): Promise<void> {
 }
 
 beforeAll(async () => {
-  workspace = await workspaceWith({ [OPEN]: openEndedRun(), [TARGETED]: runEvents(TARGETED), [START]: startedRun() });
+  workspace = await workspaceWith({ [OPEN]: openEndedRun(), [TARGETED]: runEvents(TARGETED), [START]: startedRun(), [REGRESSION]: regressionRun() });
   const logger = createLogger("dashboard-pages-test");
   logger.level = "warn";
   dashboard = await startDashboard({ workspace, assets: await buildWeb(), logger, port: 0 });
@@ -205,6 +258,62 @@ describe("a run started from a person's model", () => {
   it("has no such panel for a run from the swarm's templates", async () => {
     await open(`/runs/${OPEN}`, sel("run-reason"));
     expect(await page.$(sel("against-start"))).toBeNull();
+  });
+});
+
+describe("a regression run's pages", () => {
+  const svgTexts = (testid: string) => page.$$eval(`${sel(testid)} svg text`, (ts) => ts.map((t) => t.textContent ?? ""));
+  // What the page shows, charts included (the folded settings are not), less the name of its intervals.
+  const shown = async () => (await page.evaluate(() => document.body.innerText)).replaceAll("95% CI", "");
+
+  it("lists the run with its best and test RMSE", async () => {
+    await open("/runs", `${sel("run-row")}[data-run="${REGRESSION}"]`);
+    const cells = await page.$eval(`${sel("run-row")}[data-run="${REGRESSION}"]`, (r) => [...r.querySelectorAll("td.num")].slice(0, 2).map((d) => d.textContent ?? ""));
+    expect(cells).toEqual(["RMSE 55.4 [53.9, 56.9] (2 seeds)", "RMSE 56.7"]);
+  });
+
+  it("names the lowest upper bound of RMSE the best, in RMSE, with no percentage or accuracy anywhere", async () => {
+    await open(`/runs/${REGRESSION}`, `${sel("intervals-chart")} svg text`);
+    expect(await text("run-best")).toBe("t001: RMSE 55.4 [53.9, 56.9] (2 seeds)");
+    expect(await text("run-test")).toBe("RMSE 56.7");
+    expect(await text("run-metric")).toBe("RMSE, lower is better");
+    expect(await page.$eval(`${sel("trial-row")}.best`, (r) => r.getAttribute("data-trial"))).toBe(`${REGRESSION}-t001`);
+    expect(await titles()).toContain("Best so far (CI upper bound) over time");
+    await page.waitForSelector(`${sel("parallel-chart")} svg text`);
+    expect(await svgTexts("parallel-chart")).toContain("val RMSE");
+    const ticks = await svgTexts("intervals-chart");
+    expect(ticks).toContain("target RMSE 50");
+    expect(ticks.join(" ")).not.toMatch(/%/);
+    expect(await shown()).not.toMatch(/%|accuracy|\bacc\b/i);
+    // The best-so-far line is the best's upper bound, in RMSE, and its trial the run state's best.
+    const d = (await page.evaluate(`fetch("/api/runs/${REGRESSION}").then((r) => r.json())`)) as RunDetail;
+    expect(d.objective).toEqual({ metric: "rmse", label: "RMSE", higher_is_better: false, proportion: false });
+    expect(d.best_so_far.at(-1)).toMatchObject({ best_trial_id: `${REGRESSION}-t001`, best_ci_high: 56.9 });
+    expect(d.best_so_far.at(-1)).not.toHaveProperty("best_ci_low");
+  });
+
+  it("shows the best trial's held-out test RMSE, its RMSE per epoch, and no classes", async () => {
+    await open(`/runs/${REGRESSION}/trials/${REGRESSION}-t001`, `${sel("curves-rmse")} svg text`);
+    expect(await text("test-per-seed")).toContain("RMSE 56.7 [55.2, 58.2] (2 seeds)");
+    expect(await text("test-ensemble")).toContain("RMSE 55.9 [54, 57.8]");
+    expect(await titles()).toContain("RMSE per epoch");
+    expect(await page.$(sel("confusion"))).toBeNull();
+    const ticks = await svgTexts("curves-rmse");
+    expect(ticks.filter((t) => Number(t) >= 40)).not.toEqual([]);
+    expect(ticks.join(" ")).not.toMatch(/%/);
+    expect(await shown()).not.toMatch(/%|accuracy/i);
+  });
+
+  it("compares two trials' validation RMSE", async () => {
+    await open(`/runs/${REGRESSION}/compare/${REGRESSION}-t001/${REGRESSION}-t002`, `${sel("overlay-rmse")} svg text`);
+    expect(await titles()).toContain("Validation RMSE (seed means)");
+    expect(await shown()).not.toMatch(/%|accuracy/i);
+  });
+
+  it("finds its trials with their validation RMSE", async () => {
+    await open(`/search?q=${encodeURIComponent(RMSE[1]!.hypothesis)}`, `${sel("search-results")} tbody tr`);
+    const row = await page.$$eval(`${sel("search-results")} tbody tr`, (rs, id) => rs.find((r) => r.querySelector(`a[href$="/trials/${id}"]`))?.querySelector("td:nth-child(4)")?.textContent, `${REGRESSION}-t001`);
+    expect(row).toBe("RMSE 55.4");
   });
 });
 

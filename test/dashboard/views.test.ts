@@ -2,7 +2,7 @@ import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { INTERVENTION_KIND } from "../../core/enums.js";
 import { EventSchema, type Event } from "../../proto/gen/research/v1/events_pb.js";
-import { EpochProgressSchema } from "../../proto/gen/research/v1/runner_pb.js";
+import { EpochProgressSchema, Metric } from "../../proto/gen/research/v1/runner_pb.js";
 import { emptyRunState } from "../../swarm/run-state.js";
 import { applyToView, emptyView, runDetail, runSummary, trialDetail, type RunView } from "../../dashboard/views.js";
 import { cnn, runEvents } from "../lineage-store/fixtures.js";
@@ -126,6 +126,26 @@ describe("dashboard views", () => {
     applyToView(v, ev(id, { case: "trialEvaluated", value: { evalSeconds: 3 } }, last + 2));
     expect(v.progress.has(id)).toBe(false);
     expect(runDetail(v).trials_table[12]!.progress).toBeNull();
+  });
+
+  it("names a regression's numbers by its metric: live progress, curves and the test confirmation in RMSE", () => {
+    const id = `${RUN}-t000`;
+    const rmse = (mean: number) => ({ mean, std: 1, ci95: [mean - 2, mean + 2], n: 2 });
+    const v = viewOf([
+      ev("", { case: "runStarted", value: { goal: { rawText: "diabetes: rmse below 50", dataset: "diabetes", target: 50, objective: Metric.RMSE } } }, T0),
+      ev(id, { case: "trialProposed", value: { hypothesis: "mlp", modelConfigJson: "{}", trainConfigJson: "{}" } }, T0 + 1),
+    ], true);
+    v.progress.set(id, new Map([[0, create(EpochProgressSchema, { seed: 0, epoch: 2, epochs: 5, valMetric: 61.5, seconds: 3 })]]));
+    expect(runDetail(v).trials_table[0]!.progress).toEqual({ epoch: 2, epochs: 5, val_rmse: 61.5, seconds: 3 });
+    applyToView(v, ev(id, { case: "trialEvaluated", value: { result: { aggregated: { val_rmse: rmse(55) }, numSeeds: 2, seedResults: [0, 1].map((seed) => ({ seed, metrics: { val_rmse: 55 }, learningCurve: { valLoss: [0.9, 0.7], valMetric: [60, 55] } })) } } }, T0 + 2));
+    applyToView(v, ev("", { case: "runFinished", value: { bestTrialId: id, testResult: { aggregated: { test_rmse: rmse(56) }, seedResults: [0, 1].map((seed) => ({ seed, metrics: { test_rmse: 56 + seed } })) } } }, T0 + 3));
+    const s = runSummary(v);
+    expect(s.objective).toEqual({ metric: "rmse", label: "RMSE", higher_is_better: false, proportion: false });
+    expect(s.best).toMatchObject({ trial_id: id, test_rmse: 56 });
+    expect(s.best).not.toHaveProperty("test_accuracy");
+    const d = trialDetail(v, id)!;
+    expect(d.seeds.map((c) => [c.val_metric, c.train_metric])).toEqual([[[60, 55], []], [[60, 55], []]]);
+    expect(d.test?.seeds).toEqual([{ seed: 0, rmse: 56 }, { seed: 1, rmse: 57 }]);
   });
 
   it("details a trial: config diff against its first parent, code diff, confusion summed over seeds, per-class means, children", () => {

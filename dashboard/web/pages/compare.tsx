@@ -3,7 +3,7 @@ import type { TrialDetail } from "../../api";
 import { OverlayChart } from "../curves";
 import { useJson } from "../data";
 import { Diff, lineDiff } from "../diff";
-import { ci, count, plural, pretty, shortId } from "../format";
+import { ci, count, objectiveOf, plural, pretty, shortId } from "../format";
 import { runPath, trialPath } from "../router";
 import { Loading, Outcome, Section } from "../ui";
 
@@ -15,6 +15,9 @@ export function ComparePage({ runId, a, b }: { runId: string; a: string; b: stri
   const tb = useJson<TrialDetail>(trialUrl(runId, b));
   if (!ta.data || !tb.data) return <Loading error={ta.error ?? tb.error} />;
   const [x, y] = [ta.data, tb.data];
+  const o = objectiveOf(x.objective);
+  // The runner measures some metrics in training too (accuracy), others on the validation split alone.
+  const trained = [...x.seeds, ...y.seeds].some((s) => s.train_metric.length);
   return (
     <>
       <header class="run-head">
@@ -34,7 +37,7 @@ export function ComparePage({ runId, a, b }: { runId: string; a: string; b: stri
             <dl class="facts">
               <div>
                 <dt>val (95% CI)</dt>
-                <dd>{ci(t.row.val)}</dd>
+                <dd>{ci(o, t.row.val)}</dd>
               </div>
               <div>
                 <dt>outcome</dt>
@@ -55,11 +58,11 @@ export function ComparePage({ runId, a, b }: { runId: string; a: string; b: stri
             </dl>
           </Section>
         ))}
-        <Section title="Validation and training accuracy (seed means)">
-          <OverlayChart a={{ name: shortId(a), seeds: x.seeds }} b={{ name: shortId(b), seeds: y.seeds }} kind="accuracy" />
+        <Section title={`${trained ? "Validation and training" : "Validation"} ${o.label} (seed means)`}>
+          <OverlayChart o={o} a={{ name: shortId(a), seeds: x.seeds }} b={{ name: shortId(b), seeds: y.seeds }} kind="metric" testid={`overlay-${o.metric}`} />
         </Section>
         <Section title="Loss (seed means)">
-          <OverlayChart a={{ name: shortId(a), seeds: x.seeds }} b={{ name: shortId(b), seeds: y.seeds }} kind="loss" />
+          <OverlayChart o={o} a={{ name: shortId(a), seeds: x.seeds }} b={{ name: shortId(b), seeds: y.seeds }} kind="loss" testid="overlay-loss" />
         </Section>
         <Section title={`Configs: ${shortId(a)} (−) against ${shortId(b)} (+)`} wide>
           <Diff text={lineDiff(configText(x), configText(y))} testid="compare-diff" />

@@ -1,15 +1,15 @@
 /** `/runs/:run`: one run, live while a swarm follows it. */
 import { useState } from "preact/hooks";
-import type { AgainstStart, InterventionReply, LiveMessage, PairedGain, RunDetail, TrialRow } from "../../api";
+import type { AgainstStart, EpochJson, InterventionReply, LiveMessage, PairedGain, RunDetail, TrialRow } from "../../api";
 import { useJson, useLive } from "../data";
-import { ci, count, duration, gainPp, pct, shortId, when } from "../format";
+import { ci, count, duration, gain, metric, objectiveOf, shortId, when, type Objective } from "../format";
 import { CancelButton, ProposeForm, ReplyLine, RunControls, canIntervene } from "../interventions";
 import { BestSoFar, Failures, Intervals, LineageTree, Parallel } from "../run-charts";
 import { navigate, trialPath } from "../router";
 import { Diff } from "../diff";
 import { Loading, Outcome, Section, StatusBadge } from "../ui";
 
-type Progress = NonNullable<TrialRow["progress"]> & { seed: number };
+type Progress = EpochJson & { seed: number };
 
 export function RunPage({ runId }: { runId: string }) {
   const run = useJson<RunDetail>(`/api/runs/${encodeURIComponent(runId)}`);
@@ -18,7 +18,7 @@ export function RunPage({ runId }: { runId: string }) {
   const [reply, setReply] = useState<InterventionReply | null>(null);
   useLive(runId, (m: LiveMessage) => {
     if (m.type === "change") run.reload();
-    else setProgress((p) => ({ ...p, [m.trial_id]: { epoch: m.epoch, epochs: m.epochs, val_accuracy: m.val_accuracy, seconds: m.seconds, seed: m.seed } }));
+    else setProgress((p) => ({ ...p, [m.trial_id]: m }));
   });
   const onReply = (r: InterventionReply) => {
     setReply(r);
@@ -27,25 +27,26 @@ export function RunPage({ runId }: { runId: string }) {
 
   const r = run.data;
   if (!r) return <Loading error={run.error} />;
+  const o = objectiveOf(r.objective);
   const live = canIntervene(r);
   return (
     <>
-      <RunHeader run={r} />
+      <RunHeader o={o} run={r} />
       {live && <RunControls run={r} onReply={onReply} />}
       <ReplyLine reply={reply} />
       {r.against_start && (
         <Section title="Against the starting point" wide testid="against-start">
-          <AgainstStartView run={r} c={r.against_start} />
+          <AgainstStartView o={o} run={r} c={r.against_start} />
         </Section>
       )}
       <Section title={`Trials (${r.trials_table.length})`} wide>
-        <TrialTable run={r} progress={progress} live={live} onReply={onReply} />
+        <TrialTable o={o} run={r} progress={progress} live={live} onReply={onReply} />
       </Section>
       <div class="cards">
         <Section title="Lineage" wide testid="lineage">
           {r.trials_table.length ? <LineageTree run={r} /> : <p class="muted">No trials yet.</p>}
         </Section>
-        <Section title="Best so far (CI lower bound) over time">
+        <Section title={`Best so far (CI ${o.higherIsBetter ? "lower" : "upper"} bound) over time`}>
           <BestSoFar run={r} over="time" />
         </Section>
         <Section title="Best so far over trials">
@@ -81,7 +82,7 @@ export function RunPage({ runId }: { runId: string }) {
   );
 }
 
-function RunHeader({ run }: { run: RunDetail }) {
+function RunHeader({ o, run }: { o: Objective; run: RunDetail }) {
   const used = run.time_budget_s > 0 ? Math.min(1, run.seconds / run.time_budget_s) : 0;
   return (
     <header class="run-head">
@@ -98,15 +99,21 @@ function RunHeader({ run }: { run: RunDetail }) {
         </div>
         <div>
           <dt>best (val, 95% CI)</dt>
-          <dd data-testid="run-best">{run.best ? <a href={trialPath(run.run_id, run.best.trial_id)}>{`${shortId(run.best.trial_id)}: ${ci(run.best.val)}`}</a> : "–"}</dd>
+          <dd data-testid="run-best">{run.best ? <a href={trialPath(run.run_id, run.best.trial_id)}>{`${shortId(run.best.trial_id)}: ${ci(o, run.best.val)}`}</a> : "–"}</dd>
         </div>
         <div>
           <dt>test</dt>
-          <dd>{pct(run.best?.test_accuracy)}</dd>
+          <dd data-testid="run-test">{metric(o, run.best?.[`test_${o.metric}`])}</dd>
         </div>
         <div>
           <dt>target</dt>
-          <dd>{run.open_ended ? "open-ended" : pct(run.target, 1)}</dd>
+          <dd>{run.open_ended ? "open-ended" : metric(o, run.target, 1)}</dd>
+        </div>
+        <div>
+          <dt>metric</dt>
+          <dd data-testid="run-metric">
+            {o.label}, {o.higherIsBetter ? "higher" : "lower"} is better
+          </dd>
         </div>
         <div>
           <dt>trials</dt>
@@ -159,7 +166,7 @@ function EndedBy({ run }: { run: RunDetail }) {
   );
 }
 
-function ProgressCell({ row, live }: { row: TrialRow; live?: Progress }) {
+function ProgressCell({ o, row, live }: { o: Objective; row: TrialRow; live?: Progress }) {
   const p = live ?? row.progress;
   const running = row.status === "proposed" || row.status === "assembled";
   if (!p || !running) return <td class="progress" data-testid="progress-cell" />;
@@ -170,14 +177,14 @@ function ProgressCell({ row, live }: { row: TrialRow; live?: Progress }) {
         <span style={{ width: `${(p.epoch / Math.max(1, p.epochs)) * 100}%` }} />
       </span>
       {p.epoch}/{p.epochs}
-      {seed} · {pct(p.val_accuracy, 1)}
+      {seed} · {metric(o, p[o.key], 1)}
     </td>
   );
 }
 
 const fidelity = (f: TrialRow["fidelity"]) => `r${f.rung} · ${f.epochs} ep · ${f.subset ? count(f.subset) : "all"} · ×${f.seeds}`;
 
-function TrialTable({ run, progress, live, onReply }: { run: RunDetail; progress: Record<string, Progress>; live: boolean; onReply: (r: InterventionReply) => void }) {
+function TrialTable({ o, run, progress, live, onReply }: { o: Objective; run: RunDetail; progress: Record<string, Progress>; live: boolean; onReply: (r: InterventionReply) => void }) {
   if (!run.trials_table.length) return <p class="muted">No trials yet.</p>;
   const best = run.best?.trial_id;
   return (
@@ -218,8 +225,8 @@ function TrialTable({ run, progress, live, onReply }: { run: RunDetail; progress
               </td>
               <td class="num">{count(t.params)}</td>
               <td class="nowrap">{fidelity(t.fidelity)}</td>
-              <ProgressCell row={t} live={progress[t.trial_id]} />
-              <td class="num nowrap">{ci(t.val)}</td>
+              <ProgressCell o={o} row={t} live={progress[t.trial_id]} />
+              <td class="num nowrap">{ci(o, t.val)}</td>
               <td title={t.failure_message ?? t.decision ?? ""}>
                 <Outcome verdict={t.verdict} failure={t.failure_label} status={t.status} />
               </td>
@@ -278,11 +285,11 @@ function Briefs({ run }: { run: RunDetail }) {
 }
 
 /** The report's "Against the starting point", from the same comparison (lineage-store/baseline.ts). */
-function AgainstStartView({ run, c }: { run: RunDetail; c: AgainstStart }) {
+function AgainstStartView({ o, run, c }: { o: Objective; run: RunDetail; c: AgainstStart }) {
   const link = (id: string) => <a href={trialPath(run.run_id, id)}>{shortId(id)}</a>;
   const head = (
     <p>
-      Trial 0, {link(c.baseline_trial_id)}, is <code>{c.origin}</code> on its own recipe: validation {pct(c.baseline_val_mean)}, test {pct(c.baseline_test_mean)}.
+      Trial 0, {link(c.baseline_trial_id)}, is <code>{c.origin}</code> on its own recipe: validation {metric(o, c.baseline_val_mean)}, test {metric(o, c.baseline_test_mean)}.
     </p>
   );
   if (!c.best_trial_id || c.best_trial_id === c.baseline_trial_id) {
@@ -298,10 +305,10 @@ function AgainstStartView({ run, c }: { run: RunDetail; c: AgainstStart }) {
       <td>{name}</td>
       {g ? (
         <>
-          <td class="num">{pct(g.baseline_mean)}</td>
-          <td class="num">{pct(g.best_mean)}</td>
+          <td class="num">{metric(o, g.baseline_mean)}</td>
+          <td class="num">{metric(o, g.best_mean)}</td>
           <td class="num">
-            {gainPp(g.gain)} [{gainPp(g.ci_95[0])}, {gainPp(g.ci_95[1])}]
+            {gain(o, g.gain)} [{gain(o, g.ci_95[0])}, {gain(o, g.ci_95[1])}]
           </td>
           <td class="num">{g.p.toPrecision(2)}</td>
           <td class="num">{g.seeds.length}</td>
@@ -380,8 +387,8 @@ function AgainstStartView({ run, c }: { run: RunDetail; c: AgainstStart }) {
                 </td>
                 <td>{p.hypothesis}</td>
                 <td class="num">{p.rung}</td>
-                <td class="num">{pct(p.val_mean)}</td>
-                <td class="num">{p.change === null ? "–" : `${gainPp(p.change)}${p.same_fidelity ? "" : " (fidelity)"}`}</td>
+                <td class="num">{metric(o, p.val_mean)}</td>
+                <td class="num">{p.change === null ? "–" : `${gain(o, p.change)}${p.same_fidelity ? "" : " (fidelity)"}`}</td>
               </tr>
             ))}
           </tbody>

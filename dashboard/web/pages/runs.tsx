@@ -1,7 +1,7 @@
 /** `/` and `/runs`: every run in the workspace, live ones updating. */
 import type { RunSummary } from "../../api";
 import { useJson, useLive } from "../data";
-import { ci, duration, pct, when } from "../format";
+import { ci, duration, metric, objectiveOf, when } from "../format";
 import { runPath } from "../router";
 import { Loading, StatusBadge } from "../ui";
 
@@ -31,30 +31,37 @@ export function RunsPage() {
           </thead>
           <tbody>
             {[...runs.data].sort((a, b) => b.started_at - a.started_at).map((r) => (
-              <tr key={r.run_id} data-testid="run-row" data-run={r.run_id} class={r.live ? "is-live" : ""}>
-                <td class="nowrap">
-                  <a href={runPath(r.run_id)}>{r.run_id}</a>
-                </td>
-                <td class="goal">{r.goal}</td>
-                <td>
-                  <StatusBadge status={r.status} live={r.live} />
-                </td>
-                <td class="num">{ci(r.best?.val)}</td>
-                <td class="num">{pct(r.best?.test_accuracy)}</td>
-                <td class="num">
-                  {r.judged}/{r.trials}
-                </td>
-                <td class="num">{r.in_flight || ""}</td>
-                <td>{when(r.started_at)}</td>
-                <td class="num">
-                  {duration(r.seconds)}
-                  {r.time_budget_s > 0 && <span class="muted"> / {duration(r.time_budget_s)}</span>}
-                </td>
-              </tr>
+              <RunRow key={r.run_id} run={r} />
             ))}
           </tbody>
         </table>
       )}
     </>
+  );
+}
+
+function RunRow({ run: r }: { run: RunSummary }) {
+  const o = objectiveOf(r.objective);
+  return (
+    <tr data-testid="run-row" data-run={r.run_id} class={r.live ? "is-live" : ""}>
+      <td class="nowrap">
+        <a href={runPath(r.run_id)}>{r.run_id}</a>
+      </td>
+      <td class="goal">{r.goal}</td>
+      <td>
+        <StatusBadge status={r.status} live={r.live} />
+      </td>
+      <td class="num">{ci(o, r.best?.val)}</td>
+      <td class="num">{metric(o, r.best?.[`test_${o.metric}`])}</td>
+      <td class="num">
+        {r.judged}/{r.trials}
+      </td>
+      <td class="num">{r.in_flight || ""}</td>
+      <td>{when(r.started_at)}</td>
+      <td class="num">
+        {duration(r.seconds)}
+        {r.time_budget_s > 0 && <span class="muted"> / {duration(r.time_budget_s)}</span>}
+      </td>
+    </tr>
   );
 }

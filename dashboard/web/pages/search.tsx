@@ -2,7 +2,7 @@
 import { useState } from "preact/hooks";
 import type { SearchHit } from "../../api";
 import { useJson } from "../data";
-import { pct, shortId } from "../format";
+import { metric, objectiveOf, shortId } from "../format";
 import { navigate, runPath, trialPath } from "../router";
 import { Loading } from "../ui";
 
@@ -42,17 +42,25 @@ function Hits({ hits }: { hits: SearchHit[] }) {
       </thead>
       <tbody>
         {hits.map((h) => (
-          <tr key={h.trial_id}>
-            <td class="num">{h.distance.toFixed(3)}</td>
-            <td class="nowrap">
-              <a href={runPath(h.run_id)}>{h.run_id}</a> / <a href={trialPath(h.run_id, h.trial_id)}>{shortId(h.trial_id)}</a>
-            </td>
-            <td>{h.hypothesis}</td>
-            <td class="num">{pct(h.val_accuracy)}</td>
-            <td>{h.failure_label?.replace(/_/g, " ")}</td>
-          </tr>
+          <Hit key={h.trial_id} hit={h} />
         ))}
       </tbody>
     </table>
+  );
+}
+
+/** Hits come from every run: each value is in its own run's metric. */
+function Hit({ hit: h }: { hit: SearchHit }) {
+  const o = objectiveOf(h.objective);
+  return (
+    <tr>
+      <td class="num">{h.distance.toFixed(3)}</td>
+      <td class="nowrap">
+        <a href={runPath(h.run_id)}>{h.run_id}</a> / <a href={trialPath(h.run_id, h.trial_id)}>{shortId(h.trial_id)}</a>
+      </td>
+      <td>{h.hypothesis}</td>
+      <td class="num">{metric(o, h[o.key])}</td>
+      <td>{h.failure_label?.replace(/_/g, " ")}</td>
+    </tr>
   );
 }

@@ -5,7 +5,7 @@ import { Chart, type Option } from "../chart";
 import { SeedCurvesChart } from "../curves";
 import { useJson, useLive } from "../data";
 import { Diff } from "../diff";
-import { ci, count, esc, pct, plural, pretty, shortId } from "../format";
+import { ci, count, esc, metric, objectiveOf, pct, plural, pretty, shortId, title, type Objective } from "../format";
 import { comparePath, navigate, runPath, trialPath } from "../router";
 import { Json, Loading, Outcome, Section } from "../ui";
 
@@ -20,6 +20,7 @@ export function TrialPage({ runId, trialId }: { runId: string; trialId: string }
   const t = trial.data;
   if (!t) return <Loading error={trial.error} />;
   const row = t.row;
+  const o = objectiveOf(t.objective);
   return (
     <>
       <header class="run-head">
@@ -37,18 +38,18 @@ export function TrialPage({ runId, trialId }: { runId: string; trialId: string }
           </div>
           <div>
             <dt>val (95% CI)</dt>
-            <dd>{ci(row.val)}</dd>
+            <dd>{ci(o, row.val)}</dd>
           </div>
           {t.test && (
             <>
               <div data-testid="test-per-seed">
                 <dt>held-out test, per seed (95% CI)</dt>
-                <dd title={t.test.seeds.map((x) => `seed ${x.seed}: ${pct(x.accuracy)}`).join(", ")}>{ci(t.test.per_seed)}</dd>
+                <dd title={t.test.seeds.map((x) => `seed ${x.seed}: ${metric(o, x[o.metric])}`).join(", ")}>{ci(o, t.test.per_seed)}</dd>
               </div>
               {t.test.ensemble && (
                 <div data-testid="test-ensemble">
                   <dt>held-out test, ensemble of its {plural(t.test.per_seed?.n ?? t.test.seeds.length, "seed")}</dt>
-                  <dd>{ci(t.test.ensemble)}</dd>
+                  <dd>{ci(o, t.test.ensemble)}</dd>
                 </div>
               )}
             </>
@@ -81,7 +82,7 @@ export function TrialPage({ runId, trialId }: { runId: string; trialId: string }
           </div>
         </dl>
         {t.judged_reason && <p class="reason">{t.judged_reason}</p>}
-        <ComparePicker runId={runId} trialId={trialId} run={run.data} />
+        <ComparePicker o={o} runId={runId} trialId={trialId} run={run.data} />
       </header>
       <div class="cards">
         <Section title="Rationale" wide>
@@ -95,16 +96,20 @@ export function TrialPage({ runId, trialId }: { runId: string; trialId: string }
             {t.failure.traceback && <pre class="code">{t.failure.traceback}</pre>}
           </Section>
         )}
-        <Section title="Accuracy per epoch" testid="curves">
-          {t.seeds.length ? <SeedCurvesChart seeds={t.seeds} kind="accuracy" testid="curves-accuracy" /> : <p class="muted">No epochs trained.</p>}
+        <Section title={`${title(o)} per epoch`} testid="curves">
+          {t.seeds.length ? <SeedCurvesChart o={o} seeds={t.seeds} kind="metric" testid={`curves-${o.metric}`} /> : <p class="muted">No epochs trained.</p>}
         </Section>
-        <Section title="Loss per epoch">{t.seeds.length ? <SeedCurvesChart seeds={t.seeds} kind="loss" testid="curves-loss" /> : <p class="muted">No epochs trained.</p>}</Section>
-        <Section title="Confusion matrix (summed over seeds)" testid="confusion">
-          {t.confusion_matrix.length ? <Confusion detail={t} /> : <p class="muted">No predictions.</p>}
-        </Section>
-        <Section title="Per class">
-          <PerClass detail={t} />
-        </Section>
+        <Section title="Loss per epoch">{t.seeds.length ? <SeedCurvesChart o={o} seeds={t.seeds} kind="loss" testid="curves-loss" /> : <p class="muted">No epochs trained.</p>}</Section>
+        {o.task === "classification" && (
+          <>
+            <Section title="Confusion matrix (summed over seeds)" testid="confusion">
+              {t.confusion_matrix.length ? <Confusion detail={t} /> : <p class="muted">No predictions.</p>}
+            </Section>
+            <Section title="Per class">
+              <PerClass detail={t} />
+            </Section>
+          </>
+        )}
         {t.analysis && (
           <Section title="Analysis" wide>
             <p>
@@ -157,7 +162,7 @@ function TrialLinks({ run, ids }: { run: string; ids: string[] }) {
   );
 }
 
-function ComparePicker({ runId, trialId, run }: { runId: string; trialId: string; run: RunDetail | null }) {
+function ComparePicker({ o, runId, trialId, run }: { o: Objective; runId: string; trialId: string; run: RunDetail | null }) {
   const others = run?.trials_table.filter((r) => r.trial_id !== trialId) ?? [];
   if (!others.length) return null;
   return (
@@ -165,9 +170,9 @@ function ComparePicker({ runId, trialId, run }: { runId: string; trialId: string
       compare with…{" "}
       <select data-testid="compare-picker" onChange={(e) => e.currentTarget.value && navigate(comparePath(runId, trialId, e.currentTarget.value))}>
         <option value="">choose a trial</option>
-        {others.map((o) => (
-          <option value={o.trial_id}>
-            {shortId(o.trial_id)} · {o.val ? pct(o.val.mean) : (o.failure_label ?? o.status)} · {o.hypothesis.slice(0, 60)}
+        {others.map((r) => (
+          <option value={r.trial_id}>
+            {shortId(r.trial_id)} · {r.val ? metric(o, r.val.mean) : (r.failure_label ?? r.status)} · {r.hypothesis.slice(0, 60)}
           </option>
         ))}
       </select>
