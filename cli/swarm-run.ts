@@ -4,7 +4,8 @@ import { homedir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import type { ParseArgsConfig } from "node:util";
 import { cliConfig } from "../core/config.js";
-import { DEFAULT_TIME_BUDGET_S } from "../core/defaults.js";
+import { DEFAULT_TIME_BUDGET_S, searchDevice } from "../core/defaults.js";
+import { smallestTemplate } from "../agents/planner/policy.js";
 import { parseDuration, parseGoal } from "../core/goal.js";
 import { describeLlm, llmConfigFromFlags } from "../core/llm/config.js";
 import type { Logger } from "../core/logger.js";
@@ -179,10 +180,19 @@ async function datasetProblem(swarm: Swarm, run: PreparedRun, goal: Goal, say: (
   const target =
     info.task === Task.REGRESSION ? "a numeric target" : info.task === Task.LANGUAGE_MODELLING ? `next-byte prediction over ${info.vocabSize} byte values` : `${info.numClasses} classes`;
   say(`dataset ${goal.dataset}: ${info.nTrain} train / ${info.nVal} val / ${info.nTest} test, input ${JSON.stringify(info.inputShape)}, ${target}`);
-  if (!run.start) return undefined;
+  if (!run.start) return templateProblem(swarm, goal, info);
   const problem = await startProblem(run.start, goal, info, swarm.runner);
   if (!problem && run.start.point.modelCode) say(startLine(run.start.point, info));
   return problem;
+}
+
+/** Why the built-in brain would have no model to start from: every template, narrowed, is over the goal's parameter limit. */
+function templateProblem(swarm: Swarm, goal: Goal, info: DatasetInfo): string | undefined {
+  const max = Number(goal.maxParams);
+  if (!max) return undefined;
+  const smallest = smallestTemplate(info, searchDevice(swarm.runnerHealth.device?.kind), max);
+  if (!smallest || smallest.params <= max) return undefined;
+  return `the goal's limit of ${max.toLocaleString("en-US")} parameters is below every starting model for ${goal.dataset} (the smallest, ${smallest.name}, narrowed, has ${smallest.params.toLocaleString("en-US")}): raise the limit, or start from your own model with --from`;
 }
 
 /** A model in Python as the runner built it: its size, and the arguments the search may change. */

@@ -20,6 +20,8 @@ import type { Brief } from "../../core/brief.js";
 import { PROBE_SEEDS, RECIPE_DEFAULTS, SEARCH_DEFAULTS, type SearchDevice } from "../../core/defaults.js";
 import { OPTIMIZER, SURFACE, type MutationName, type SurfaceName as Surface } from "../../core/enums.js";
 import { isCodeModel, type TrainConfigInput, type TrialModelInput } from "../../core/model-config.js";
+import { compileModel } from "../../core/compiler/compile.js";
+import { compileOptions } from "../../swarm/dataset-info.js";
 import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import { trialId } from "../../core/ids.js";
 import type { DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
@@ -134,19 +136,40 @@ function withinBudget(input: PlanInput, g: Genome, seen: Set<string>): string | 
 const FIT_STEPS = 6;
 
 /**
- * A template as it fits the goal's parameter limit: narrowed (every width to 2/3) until it does.
- * Templates are sized for no limit; without this, a goal of "150k params" on a corpus whose
- * templates have 260k-460k had no candidate at all, and the run waited for one.
+ * A template as it fits a parameter limit: narrowed (every width to 2/3) until it does, or as
+ * narrow as FIT_STEPS make it. Templates are sized for no limit; without this, a goal of "150k
+ * params" on a corpus whose templates have 260k-460k had no candidate at all, and the run waited
+ * for one.
  */
-function fitted(input: PlanInput, g: Genome): Genome {
-  const max = Number(input.state.goal?.maxParams ?? 0n);
+function narrowedToFit(g: Genome, max: number, count: PlanInput["params"], env: EditEnv): Genome {
   const narrow = MUTATIONS.find((m) => m.name === "narrow")!;
   for (let i = 0; i < FIT_STEPS && max > 0; i++) {
-    const p = input.params(g.model);
+    const p = count(g.model);
     if (typeof p === "string" || p <= max) break;
-    g = narrow.apply(g, editEnv(input)) ?? g;
+    g = narrow.apply(g, env) ?? g;
   }
   return g;
+}
+
+const fitted = (input: PlanInput, g: Genome): Genome => narrowedToFit(g, Number(input.state.goal?.maxParams ?? 0n), input.params, editEnv(input));
+
+/**
+ * The fewest parameters a starting template reaches for a parameter limit of `max`: a limit below
+ * it leaves the built-in brain nothing to start from, which a launch says before it starts.
+ */
+export function smallestTemplate(info: DatasetInfo, device: SearchDevice, max: number): { name: string; params: number } | undefined {
+  const env: EditEnv = { info, device, rng: () => 0.5, arguments: [] };
+  const options = compileOptions(info);
+  // Templates are model_configs: their count is the compiler's.
+  const count = (model: TrialModelInput) => {
+    const r = isCodeModel(model) ? undefined : compileModel(model, options);
+    return r?.ok ? r.params : (r?.error ?? "a model in Python");
+  };
+  const sizes = templatesFor(info, device).flatMap((t) => {
+    const p = count(narrowedToFit({ model: t.build(info, TEMPLATE_WIDTH[device]), train: {} }, max, count, env).model);
+    return typeof p === "number" ? [{ name: t.name, params: p }] : [];
+  });
+  return sizes.sort((a, b) => a.params - b.params)[0];
 }
 
 export const initialBuiltin = (input: PlanInput, count: number): Proposal[] => {

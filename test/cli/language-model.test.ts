@@ -57,6 +57,8 @@ describe("a language-modelling goal", () => {
       ["fashion-mnist: bits per byte below 2", 1, /bits_per_byte needs a text corpus, e\.g\. "text:\/data\/corpus\.txt", not fashion-mnist/],
       [`text:${dir}/short.txt: bits per byte below 2`, 2, /holds 18 bytes; a language model needs at least 5,121/],
       [`text:${dir}/no-text: minimise bits per byte`, 2, /holds no \.txt file to model/],
+      // Templates are narrowed to a limit, down to a point: below it the run would have nothing to start from.
+      [`text:${datasetFixtures()}/corpus: minimise bits per byte, 5k params`, 2, /the goal's limit of 5,000 parameters is below every starting model for text \(the smallest, byte-\w+, narrowed, has [\d,]+\)/],
     ];
     for (const [goal, status, message] of cases) {
       const r = await launch(["--goal", goal, "--time-budget", "30s", "--no-research", "--workspace", workspace()]);
