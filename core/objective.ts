@@ -8,7 +8,7 @@
  */
 import { Metric, MetricSchema, type MetricStats } from "../proto/gen/research/v1/runner_pb.js";
 import { closedSet, type TaskName } from "./enums.js";
-import { pct } from "./format.js";
+import { gainPp, pct } from "./format.js";
 
 export const METRIC = closedSet<typeof Metric>(MetricSchema);
 export type MetricName = (typeof METRIC.names)[number];
@@ -74,4 +74,9 @@ export function reaches(o: Objective, value: number, target: number): boolean {
 /** A value for people: a percentage for a proportion, four significant digits otherwise. */
 export function formatMetric(o: Objective, value: number): string {
   return o.proportion ? pct(value) : Number(value.toPrecision(4)).toString();
+}
+
+/** A signed change of the metric: percentage points for a proportion, else in its units: "+1.17 pp", "-2.31". */
+export function formatChange(o: Objective, delta: number): string {
+  return o.proportion ? gainPp(delta) : `${delta >= 0 ? "+" : "-"}${formatMetric(o, Math.abs(delta))}`;
 }

@@ -23,7 +23,7 @@ function bySeed(seeds: SeedResult[] | undefined, metric: string): Map<number, nu
   return out;
 }
 
-/** best - baseline over the seeds both have; null below two pairs. */
+/** best - baseline over the seeds both have, in the metric's units (negative is better for a loss); null below two pairs. */
 function paired(base: Map<number, number>, best: Map<number, number>) {
   const seeds = [...base.keys()].filter((s) => best.has(s)).sort((a, b) => a - b);
   if (seeds.length < 2) return null;
@@ -87,15 +87,18 @@ export function baselineComparison(state: RunState, best: TrialState | undefined
   const baseResult = base.evaluated?.result;
   const other = best && best !== base ? best : undefined;
   const chain = other && ancestry(state, other, base);
+  // The run's metric, whichever way it is better: the gains are best - trial 0 in its units.
+  const { key: val, metric } = state.objective;
+  const test = `test_${metric}`;
   return {
     origin: state.start?.origin ?? "",
     rule: BASELINE_RULE,
     baseline_trial_id: base.id,
     baseline_val_mean: meanOf(base) ?? null,
-    baseline_test_mean: baseResult?.aggregated.test_accuracy?.mean ?? null,
+    baseline_test_mean: baseResult?.aggregated[test]?.mean ?? null,
     best_trial_id: best?.id ?? null,
-    val: other && baseResult ? paired(bySeed(baseResult.seedResults, "val_accuracy"), bySeed(other.evaluated?.result?.seedResults, "val_accuracy")) : null,
-    test: other && baseResult ? paired(bySeed(baseResult.seedResults, "test_accuracy"), bySeed(bestTest?.seedResults, "test_accuracy")) : null,
+    val: other && baseResult ? paired(bySeed(baseResult.seedResults, val), bySeed(other.evaluated?.result?.seedResults, val)) : null,
+    test: other && baseResult ? paired(bySeed(baseResult.seedResults, test), bySeed(bestTest?.seedResults, test)) : null,
     recipe_changes: other ? recipeChanges(base, other) : [],
     // A model in Python: the constructor arguments the best builds it with, against trial 0's.
     argument_changes: other && base.model && other.model ? argumentChanges(base.model, other.model, state.start?.code?.arguments ?? []) : [],

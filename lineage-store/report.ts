@@ -6,10 +6,10 @@
 import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { bestRule, intervalBasis, whyBest } from "../core/ranking.js";
-import { formatMetric, objective, reaches, type Objective } from "../core/objective.js";
+import { formatChange, formatMetric, objective, reaches, type Objective } from "../core/objective.js";
 import { bestTrial, metricCurves, paramsOf, rankedTrials, scoreOf, standing, surfaceOf, trialFailure, valMetricOf, type RunState, type TrialState } from "../swarm/run-state.js";
 import { labelName } from "../core/failure.js";
-import { gainPp, pct, points, pp } from "../core/format.js";
+import { points, pp } from "../core/format.js";
 import { DECISION, INTERVENTION_KIND, RUN_STATUS, VERDICT, type DecisionName, type VerdictName } from "../core/enums.js";
 import { Decision, Verdict, type RunFinished } from "../proto/gen/research/v1/events_pb.js";
 import type { EvalResult, MetricStats } from "../proto/gen/research/v1/runner_pb.js";
@@ -371,17 +371,19 @@ function reportJson(state: RunState, finished: RunFinished, rows: TrialRow[], be
 }
 
 /** The best model against the run's starting point: the gain seed by seed, what changed, and the path that changed it. */
-function baselineSection(c: NonNullable<Report["json"]["baseline"]>): string[] {
-  const out = ["## Against the starting point", "", `Trial 0, \`${c.baseline_trial_id}\`, is ${inline(c.origin)} on its own recipe: validation ${c.baseline_val_mean !== null ? pct(c.baseline_val_mean) : "not measured"}, test ${c.baseline_test_mean !== null ? pct(c.baseline_test_mean) : "not measured"}.`, ""];
+function baselineSection(c: NonNullable<Report["json"]["baseline"]>, o: Objective): string[] {
+  const show = (v: number | null) => (v !== null ? formatMetric(o, v) : "not measured");
+  const change = (x: number) => formatChange(o, x);
+  const out = ["## Against the starting point", "", `Trial 0, \`${c.baseline_trial_id}\`, is ${inline(c.origin)} on its own recipe: validation ${show(c.baseline_val_mean)}, test ${show(c.baseline_test_mean)}.`, ""];
   if (!c.best_trial_id || c.best_trial_id === c.baseline_trial_id) {
     out.push(c.best_trial_id ? "No trial beat it: the starting point stays the best model." : "No trial was accepted.", "");
     return out;
   }
   const gain = (name: string, g: typeof c.val) =>
     g
-      ? `- ${name}: ${pct(g.baseline_mean)} -> ${pct(g.best_mean)}, ${gainPp(g.gain)} (95% CI ${gainPp(g.ci_95[0])} to ${gainPp(g.ci_95[1])}, p = ${g.p.toPrecision(2)}, ${g.seeds.length} seeds paired)`
+      ? `- ${name}: ${show(g.baseline_mean)} -> ${show(g.best_mean)}, ${change(g.gain)} (95% CI ${change(g.ci_95[0])} to ${change(g.ci_95[1])}, p = ${g.p.toPrecision(2)}, ${g.seeds.length} seeds paired)`
       : `- ${name}: not compared (fewer than two seeds measured on both)`;
-  out.push(`The best trial \`${c.best_trial_id}\` against it, seed by seed:`, "", gain("validation accuracy", c.val), gain("test accuracy", c.test), "");
+  out.push(`The best trial \`${c.best_trial_id}\` against it, seed by seed:`, "", gain(`validation ${o.label}`, c.val), gain(`test ${o.label}`, c.test), "");
   out.push(`Rule: ${inline(c.rule)}.`, "");
   if (c.recipe_changes.length) {
     out.push("What changed in the recipe:", "", ...table(["field", "trial 0", "best"], c.recipe_changes.map((r) => [cell(r.field), cell(JSON.stringify(r.from)), cell(JSON.stringify(r.to))])), "");
@@ -395,8 +397,8 @@ function baselineSection(c: NonNullable<Report["json"]["baseline"]>): string[] {
       "How it got there (each trial from its parent; a change between fidelities is the longer training's as much as the edit's):",
       "",
       ...table(
-        ["trial", "move", "hypothesis", "rung", "seeds", "val acc", "change"],
-        c.path.map((p) => [`\`${p.trial_id}\``, cell(p.mutation), cell(short(p.hypothesis, 90)), String(p.rung), String(p.seeds), p.val_mean !== null ? pct(p.val_mean) : "—", p.change !== null ? `${gainPp(p.change)}${p.same_fidelity ? "" : " (fidelity)"}` : "—"]),
+        ["trial", "move", "hypothesis", "rung", "seeds", o.proportion ? "val acc" : `val ${o.label}`, "change"],
+        c.path.map((p) => [`\`${p.trial_id}\``, cell(p.mutation), cell(short(p.hypothesis, 90)), String(p.rung), String(p.seeds), p.val_mean !== null ? formatMetric(o, p.val_mean) : "—", p.change !== null ? `${change(p.change)}${p.same_fidelity ? "" : " (fidelity)"}` : "—"]),
       ),
       "",
     );
@@ -481,7 +483,7 @@ function markdownOf(state: RunState, finished: RunFinished, j: Report["json"]): 
     out.push("", `![learning curves of the best trial](${PLOT_FILES.learningCurves})`, "");
   } else out.push("No trial was accepted.", "");
 
-  if (j.baseline) out.push(...baselineSection(j.baseline));
+  if (j.baseline) out.push(...baselineSection(j.baseline, o));
 
   out.push("## Trials", "", `![score per trial](${PLOT_FILES.scores})`, "");
   out.push(

@@ -5,6 +5,7 @@ import { baselineComparison } from "../../lineage-store/baseline.js";
 import { bestTrial } from "../../swarm/run-state.js";
 import { pairedTTest } from "../../core/stats.js";
 import { Mutation, Surface } from "../../proto/gen/research/v1/common_pb.js";
+import { Metric } from "../../proto/gen/research/v1/runner_pb.js";
 import { Decision, Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import { EvalResultSchema, SeedResultSchema } from "../../proto/gen/research/v1/runner_pb.js";
 import type { EventInit } from "../../bus/index.js";
@@ -14,10 +15,11 @@ const model = { name: "mine", layers: [{ type: "flatten" }] };
 const id = (k: number) => `${RUN}-t00${k}`;
 
 /** A trial through to its judgement, with per-seed validation (and test) accuracies. */
-function trial(k: number, p: { rung: number; parent?: number; mutation: Mutation; train: object; val: number[]; test?: number[] }): EventInit[] {
-  const seeds = p.val.map((v, seed) => create(SeedResultSchema, { seed, metrics: { val_accuracy: v, ...(p.test && { test_accuracy: p.test[seed]! }) }, valExamples: 300 }));
+function trial(k: number, p: { rung: number; parent?: number; mutation: Mutation; train: object; val: number[]; test?: number[]; metric?: string }): EventInit[] {
+  const m = p.metric ?? "accuracy";
+  const seeds = p.val.map((v, seed) => create(SeedResultSchema, { seed, metrics: { [`val_${m}`]: v, ...(p.test && { [`test_${m}`]: p.test[seed]! }) }, valExamples: 300 }));
   const mean = p.val.reduce((a, b) => a + b) / p.val.length;
-  const result = create(EvalResultSchema, { aggregated: { val_accuracy: { mean, std: 0.01, ci95: [mean - 0.01, mean + 0.01], n: p.val.length, min: mean, max: mean } }, seedResults: seeds, seconds: 5, numClasses: 10 });
+  const result = create(EvalResultSchema, { aggregated: { [`val_${m}`]: { mean, std: 0.01, ci95: [mean - 0.01, mean + 0.01], n: p.val.length, min: mean, max: mean } }, seedResults: seeds, seconds: 5, numClasses: 10 });
   return [
     { runId: RUN, trialId: id(k), body: { case: "trialProposed", value: { rung: p.rung, seeds: p.val.length === 1 ? 1 : 0, parentIds: p.parent === undefined ? [] : [id(p.parent)], mutation: p.mutation, surface: Surface.OPTIMISATION, hypothesis: `h${k}`, modelConfigJson: JSON.stringify(model), trainConfigJson: JSON.stringify(p.train) } } },
     { runId: RUN, trialId: id(k), body: { case: "trialAssembled", value: { code: `# trial ${k}\n`, className: "Net" } } },
@@ -70,6 +72,23 @@ describe("the best model against the starting point", () => {
     expect(other.path).toBeNull();
     expect(other.best_root).toEqual({ trial_id: id(4), mutation: "template" });
     expect(c.best_root).toBeNull();
+  });
+
+  it("compares in the run's metric: for a loss, a gain below zero is the better model", () => {
+    const bpb = started({ parallel: 2 }, { dataset: "text", objective: Metric.BITS_PER_BYTE, target: 0, openEnded: true });
+    (bpb.body!.value as { start?: unknown }).start = { origin: "mine.yaml", modelConfigJson: JSON.stringify(model), trainConfigJson: "{}" };
+    const lm = state([
+      bpb,
+      ...trial(0, { rung: 3, mutation: Mutation.BASELINE, train: {}, val: [2.4, 2.5, 2.45], test: [2.5, 2.6, 2.55], metric: "bits_per_byte" }),
+      ...trial(1, { rung: 3, parent: 0, mutation: Mutation.CONTEXT, train: { context: 64 }, val: [2.1, 2.2, 2.2], metric: "bits_per_byte" }),
+    ]);
+    const best = bestTrial(lm)!;
+    expect(best.id).toBe(id(1));
+    const cmp = baselineComparison(lm, best, create(EvalResultSchema, { seedResults: [2.2, 2.3, 2.25].map((v, seed) => create(SeedResultSchema, { seed, metrics: { test_bits_per_byte: v } })) }))!;
+    expect(cmp.val).toMatchObject({ baseline_mean: 2.45, gain: pairedTTest([2.4, 2.5, 2.45], [2.1, 2.2, 2.2]).meanDiff });
+    expect(cmp.val!.gain).toBeLessThan(0);
+    expect(cmp.test!.gain).toBeCloseTo(-0.3, 12);
+    expect(cmp.path!.map((p) => p.mutation)).toEqual(["baseline", "context"]);
   });
 
   it("says nothing of a run started from templates", () => {
