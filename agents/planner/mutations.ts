@@ -214,7 +214,14 @@ export function lrForBatch(optimizer: OptimizerName, lr: number, from: number, t
 }
 
 /** Batch sizes the batch edit moves between: larger on a GPU, where small batches leave it idle. */
-export const BATCH_SIZES: Readonly<Record<SearchDevice, readonly number[]>> = { cpu: [64, 128, 256], cuda: [256, 512, 1024] };
+const BATCH_SIZES: Readonly<Record<SearchDevice, readonly number[]>> = { cpu: [64, 128, 256], cuda: [256, 512, 1024] };
+/** A language model's batch counts windows of up to 256 bytes: an image batch's sizes would be 10-100x its tokens. */
+const WINDOW_BATCH_SIZES: Readonly<Record<SearchDevice, readonly number[]>> = { cpu: [8, 16, 32], cuda: [32, 64, 128] };
+
+/** The batch sizes the batch edit and the random draw choose among, for the dataset and device. */
+export function batchSizes(info: DatasetInfo, device: SearchDevice): readonly number[] {
+  return (info.task === Task.LANGUAGE_MODELLING ? WINDOW_BATCH_SIZES : BATCH_SIZES)[device];
+}
 
 export const MUTATIONS: Mutation[] = [
   { surface: "architecture", name: "widen", blocks: [], describe: "widen every layer by 1.5x", apply: onLayers((g) => scaleWidths(g, 1.5)) },
@@ -286,9 +293,9 @@ export const MUTATIONS: Mutation[] = [
     name: "batch",
     blocks: [],
     describe: "change the batch size, the learning rate scaled with it",
-    apply: (g, { rng, device }) => {
+    apply: (g, { rng, device, info }) => {
       const from = g.train.batch_size ?? RECIPE_DEFAULTS.batchSize;
-      const to = pick(BATCH_SIZES[device].filter((x) => x !== from), rng);
+      const to = pick(batchSizes(info, device).filter((x) => x !== from), rng);
       const optimizer = g.train.optimizer ?? RECIPE_DEFAULTS.optimizer;
       return train(g, { batch_size: to, lr: lrForBatch(optimizer, lrOf(g), from, to) });
     },

@@ -24,9 +24,9 @@ import { compileModel } from "../../core/compiler/compile.js";
 import { compileOptions } from "../../swarm/dataset-info.js";
 import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import { trialId } from "../../core/ids.js";
-import type { DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
+import { Task, type DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
 import { isBaseline, isPromotion, rungOf, scoreOf, scoreText, type HandProposal, type RunState, type TrialState } from "../../swarm/run-state.js";
-import { BATCH_SIZES, FLIP_SAFE, isImage, lrForBatch, MUTATIONS, type EditEnv, type Genome, type Mutation } from "./mutations.js";
+import { batchSizes, FLIP_SAFE, isImage, lrForBatch, MUTATIONS, type EditEnv, type Genome, type Mutation } from "./mutations.js";
 import { TEMPLATE_WIDTH, templatesFor, type Template } from "./templates.js";
 import { fitTpe, GENOME_SPACE, genomeFeatures, type Observation } from "./surrogate.js";
 import { ladder, PROMOTION_SURFACE, type Fidelity } from "./scheduler.js";
@@ -93,14 +93,18 @@ function startingTrain(input: PlanInput, template?: Template): TrainConfigInput 
   const s = input.state.settings;
   const d = SEARCH_DEFAULTS[input.device ?? "cpu"];
   const total = input.info.nTrain + input.info.nVal;
+  const slice = input.info.task === Task.LANGUAGE_MODELLING ? d.corpusRows : d.subset;
   // A set barely larger than the slice is not worth slicing.
-  const subset = s?.subset || (d.subset && total > 1.2 * d.subset ? d.subset : 0);
+  const subset = s?.subset || (slice && total > 1.2 * slice ? slice : 0);
   const recipe: TrainConfigInput = { optimizer: "adam", lr: 2e-3, ...template?.recipe };
   const image = isImage(input.info);
+  // A family that names its batch keeps it, its lr being for that batch (a language model's
+  // batch counts windows of hundreds of bytes); any other lr is for 128, scaled to the device's.
+  const batch = template?.recipe?.batch_size;
   return {
     ...recipe,
-    lr: lrForBatch(recipe.optimizer ?? RECIPE_DEFAULTS.optimizer, recipe.lr!, 128, d.batchSize),
-    batch_size: d.batchSize,
+    lr: batch ? recipe.lr : lrForBatch(recipe.optimizer ?? RECIPE_DEFAULTS.optimizer, recipe.lr!, 128, d.batchSize),
+    batch_size: batch ?? d.batchSize,
     epochs: s?.epochs || d.epochs,
     subset,
     ...(d.amp && { amp: true }),
@@ -469,7 +473,7 @@ function randomDraw(input: PlanInput, index: number, probe?: Fidelity): Proposal
       ...start,
       optimizer: OPTIMIZER.names[Math.floor(rng() * OPTIMIZER.names.length)]!,
       lr: Math.exp(Math.log(3e-4) + rng() * (Math.log(1e-2) - Math.log(3e-4))),
-      batch_size: BATCH_SIZES[device][Math.floor(rng() * 3)]!,
+      batch_size: batchSizes(info, device)[Math.floor(rng() * 3)]!,
       epochs: probe?.epochs ?? 2 + Math.floor(rng() * 5),
       subset: probe?.subset ?? subsets[Math.floor(rng() * subsets.length)]!,
     };

@@ -21,7 +21,7 @@ export interface Template {
   blocks: string[];
   /** `width` scales the channels of image templates (1 on a CPU). */
   build(info: DatasetInfo, width?: number): ModelConfigInput;
-  /** The recipe the family trains best with, where it differs from the planner's start (lr at batch 128). */
+  /** The recipe the family trains best with, where it differs from the planner's start (lr at batch 128, or at its own batch_size). */
   recipe?: Partial<TrainConfigInput>;
 }
 
