@@ -147,6 +147,20 @@ function setActivation(g: LayerGenome, fn: "relu" | "gelu" | "silu" | "mish"): G
   return JSON.stringify(model) === JSON.stringify(g.model) ? undefined : { ...g, model };
 }
 
+/**
+ * Every transformer block's heads halved or doubled; a count its width does not divide is the
+ * compiler's to refuse, and the planner then passes over the edit.
+ */
+function setHeads(g: LayerGenome, rng: () => number): Genome | undefined {
+  const blocks = g.model.layers.filter((l) => l.type === "transformer_encoder");
+  if (!blocks.length) return undefined;
+  const heads = blocks[0]!.heads ?? 4;
+  const to = pick([heads * 2, ...(heads > 1 ? [heads / 2] : [])], rng);
+  const model = clone(g.model);
+  model.layers = model.layers.map((l) => (l.type === "transformer_encoder" ? { ...l, heads: to } : l));
+  return { ...g, model };
+}
+
 /** Raises the last dropout, or adds one before the implicit head. */
 function moreDropout(g: LayerGenome): Genome | undefined {
   const model = clone(g.model);
@@ -228,6 +242,7 @@ export const MUTATIONS: Mutation[] = [
   { surface: "architecture", name: "narrow", blocks: [], describe: "narrow every layer to 2/3", apply: onLayers((g) => scaleWidths(g, 2 / 3)) },
   { surface: "architecture", name: "deepen", blocks: [], describe: "repeat the first stage's block", apply: onLayers(deepen) },
   { surface: "architecture", name: "add_se", blocks: ["se"], describe: "add squeeze-excitation after conv blocks", apply: onLayers(addSe) },
+  { surface: "architecture", name: "heads", blocks: ["transformer_encoder"], describe: "halve or double the attention heads", apply: onLayers((g, { rng }) => setHeads(g, rng)) },
   {
     surface: "architecture",
     name: "activation",

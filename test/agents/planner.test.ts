@@ -14,7 +14,7 @@ import { MUTATIONS } from "../../agents/planner/mutations.js";
 import { MUTATION } from "../../core/enums.js";
 import { contextFor } from "../../agents/planner/llm-policy.js";
 import { researchBrief } from "../../research/research.js";
-import { ArgumentKind, DatasetInfoSchema, ModelArgumentSchema, SeedResultSchema } from "../../proto/gen/research/v1/runner_pb.js";
+import { ArgumentKind, DatasetInfoSchema, Metric, ModelArgumentSchema, SeedResultSchema, Task } from "../../proto/gen/research/v1/runner_pb.js";
 import { Mutation, Surface } from "../../proto/gen/research/v1/common_pb.js";
 import { Decision, Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import type { EventInit } from "../../bus/index.js";
@@ -430,5 +430,41 @@ describe("stalls", () => {
       "regularisation techniques for small models on fashion-mnist beyond more dropout before the head; weight decay; label smoothing 0.1",
     );
     expect(run((m) => `reworded: we try ${m} and hope`)).toBe(query);
+  });
+});
+
+describe("a language model's start and edits", () => {
+  const CORPUS = create(DatasetInfoSchema, { name: "text", inputShape: [256], numClasses: 0, inputDtype: "int64", vocabSize: 256, nTrain: 2813, nVal: 312, task: Task.LANGUAGE_MODELLING });
+  const lmInput = (maxParams = 0): PlanInput => {
+    const s = state([started({ parallel: 2 }, { dataset: "text", objective: Metric.BITS_PER_BYTE, maxParams: BigInt(maxParams) })]);
+    return { state: s, info: CORPUS, rng: mulberry32(3), params: paramsCounter(s, CORPUS), failedElsewhere: new Set() };
+  };
+  const env = { info: CORPUS, device: "cpu" as const, arguments: [] };
+  const edit = (name: string) => MUTATIONS.find((m) => m.name === name)!;
+
+  it("starts from a causal transformer and a GRU on a slice of rows, at their own batch of windows", () => {
+    const [transformer, gru] = initialBuiltin(lmInput(), 2);
+    expect([transformer!.model.name, gru!.model.name]).toEqual(["byte-transformer", "byte-gru"]);
+    // 1,000 rows of 256 targets each: a CPU probe's slice of a corpus, counted in rows.
+    expect(transformer!.train).toMatchObject({ subset: 1000, batch_size: 16, context: 128, lr: 2e-3 });
+    const count = paramsCounter(lmInput().state, CORPUS);
+    expect(count(transformer!.model)).toBe(462_592);
+  });
+
+  it("moves the context within the row and the heads to counts the width divides", () => {
+    const g = { model: initialBuiltin(lmInput(), 1)[0]!.model, train: { context: 128 } };
+    const contexts = new Set<number | undefined>();
+    const heads = new Set<number>();
+    for (let seed = 0; seed < 16; seed++) {
+      contexts.add(edit("context").apply(g, { ...env, rng: mulberry32(seed) })!.train.context);
+      const layers = (edit("heads").apply(g, { ...env, rng: mulberry32(seed) })!.model as { layers: { type: string; heads?: number }[] }).layers;
+      heads.add(layers.find((l) => l.type === "transformer_encoder")!.heads!);
+    }
+    // 256 is the whole row: the schema's default, spelt 0.
+    expect(contexts).toEqual(new Set([64, 0]));
+    expect(heads).toEqual(new Set([2, 8]));
+    // No context edit for other tasks, and no label smoothing for a language model.
+    expect(edit("context").apply(g, { ...env, info: FASHION, rng: mulberry32(0) })).toBeUndefined();
+    expect(edit("label_smoothing").apply(g, { ...env, rng: mulberry32(0) })).toBeUndefined();
   });
 });
