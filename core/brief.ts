@@ -37,6 +37,7 @@ export const LAYER_BLOCKS = [
   "token_pool",
   "embedding",
   "conv1d",
+  "gru",
   "sequence_pool",
 ] as const;
 

@@ -91,6 +91,8 @@ export function describeWithSampling(values: number[], standardErrors: number[])
 const SE = "_se";
 /** Metrics that live in [0, 1]; an interval past either end says nothing more. */
 const UNIT = /accuracy|f1|precision|recall|auc/;
+/** Errors, losses and bits are never negative: two seeds' wide t interval can reach below 0, which says nothing more. */
+const NON_NEGATIVE = /rmse|mae|loss|bits_per_byte|perplexity/;
 
 /**
  * The proportions among the metrics, with the examples they were counted on.
@@ -125,6 +127,7 @@ export function aggregate(seeds: SeedResult[]): Record<string, MetricStats> {
         ? describeWithSampling(values, seeds.map((s) => s.metrics[key + SE]!))
         : describe(values);
     if (UNIT.test(key)) clipToUnit(stats);
+    else if (NON_NEGATIVE.test(key)) stats.ci95 = stats.ci95.map((v) => Math.max(0, v));
     out[key] = stats;
   }
   out.seconds = describe(seeds.map((s) => s.seconds));

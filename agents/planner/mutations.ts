@@ -334,7 +334,7 @@ export const MUTATIONS: Mutation[] = [
   {
     surface: "architecture",
     name: "context",
-    blocks: ["context"],
+    blocks: [],
     describe: "halve or double the bytes a language model reads at once",
     apply: (g, { info, rng }) => {
       if (info.task !== Task.LANGUAGE_MODELLING) return undefined;

@@ -245,7 +245,7 @@ const TEXT: Template[] = [
 const LANGUAGE: Template[] = [
   {
     name: "byte-transformer",
-    blocks: ["embedding", "transformer_encoder", "layernorm", "weight_tying"],
+    blocks: ["embedding", "transformer_encoder", "layernorm"],
     build: (info, width = 1) => ({
       name: "byte-transformer",
       tie_embeddings: true,

@@ -27,7 +27,7 @@ interface ReportTrial {
 describe("a language-modelling goal", () => {
   it.concurrent("reaches a bits-per-byte target on a folder of text, met on the interval's upper end, and shows the best model's text", async () => {
     const corpus = join(datasetFixtures(), "corpus");
-    const r = await launch(["--goal", `text:${corpus}: bits per byte below 3.6, 150k params`, "--time-budget", "120s", "--seeds", "2", "--no-research", "--workspace", workspace(), "--json"]);
+    const r = await launch(["--goal", `text:${corpus}: bits per byte below 3.6, 150k params`, "--time-budget", "240s", "--seeds", "2", "--no-research", "--workspace", workspace(), "--json"]);
     expect(r.status, r.stderr).toBe(0);
     const s = JSON.parse(r.stdout.trim().split("\n").pop()!) as { status: string; metric: string; best_trial: Record<string, number>; report: string };
     expect([s.status, s.metric]).toEqual(["goal_achieved", "val_bits_per_byte"]);
@@ -37,10 +37,11 @@ describe("a language-modelling goal", () => {
     // Met by the stated rule: the upper bound over 2 seeds at or below the target, and far below 8 bits (a uniform guess).
     expect(best.num_seeds).toBe(2);
     expect(best.val_accuracy!.ci_95![1]).toBeLessThanOrEqual(3.6);
+    // Met when met, not when the budget ran out: on an idle machine it takes about a minute.
     expect(s.best_trial.val_bits_per_byte).toBe(best.val_accuracy!.mean);
     expect(s.best_trial.test_bits_per_byte).toBeLessThan(4.5);
     const markdown = readFileSync(s.report, "utf8");
-    expect(markdown).toMatch(/- Validation bits per byte: \d\.\d+ \(95% CI \d\.\d+ – \d\.\d+\)/);
+    expect(markdown).toMatch(/- Validation bits per byte: \d\.\d+ \(95% CI \d(\.\d+)? – \d\.\d+\)/);
     expect(markdown).toMatch(/- Held-out test bits per byte \(one-time confirmation/);
     // The sample is the best model's own text: bytes of the corpus's alphabet, not noise.
     const sample = /continuing the first row of the test split:\n\n```text\n([^]*?)\n```/.exec(markdown)?.[1] ?? "";

@@ -110,6 +110,14 @@ describe("a regression's interval and goal", () => {
     expect(one.ci95).toEqual([52 - 1.959964 * 3, 52 + 1.959964 * 3]);
   });
 
+  it("keeps a never-negative metric's interval at or above 0, its upper end untouched", () => {
+    const bits = (v: number) => create(SeedResultSchema, { metrics: { val_bits_per_byte: v, val_bits_per_byte_se: 0.01 } });
+    // Two seeds far apart: t with one degree of freedom reaches below 0 bits.
+    const agg = aggregate([bits(0.8), bits(1.1)]).val_bits_per_byte!;
+    expect(agg.ci95[0]).toBe(0);
+    expect(agg.ci95[1]).toBeGreaterThan(2);
+  });
+
   it("reads an RMSE curve in its direction: falling is improving, rising is diverging", () => {
     const curve = (valMetric: number[]) => create(SeedResultSchema, { learningCurve: { valMetric } });
     const o = objective(Metric.RMSE);
