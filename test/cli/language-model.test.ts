@@ -8,38 +8,32 @@ import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { datasetFixtures } from "../helpers/fixtures.js";
+import { reportOf, summaryOf } from "../helpers/report.js";
 import { run } from "../helpers/run.js";
 
 const { NODE_CHANNEL_FD: _ipc, ...inherited } = process.env;
 // These runs test direction, not similarity: the hashing embedder spares each launch MiniLM's start.
 const env = { ...inherited, LOG_LEVEL: "warn", EMBEDDER: "hashing" };
-const launch = (args: string[]) => run("./research-agent", ["launch", ...args], { env, timeout: 300_000 });
+const launch = (args: string[], timeout = 300_000) => run("./research-agent", ["launch", ...args], { env, timeout });
 const workspace = () => mkdtempSync(join(tmpdir(), "lm-ws-"));
-
-interface ReportTrial {
-  trial_id: string;
-  verdict: string | null;
-  num_seeds: number | null;
-  val_accuracy: { mean: number; ci_95: [number, number] | null } | null;
-  best: boolean;
-}
 
 describe("a language-modelling goal", () => {
   it.concurrent("reaches a bits-per-byte target on a folder of text, met on the interval's upper end, and shows the best model's text", async () => {
     const corpus = join(datasetFixtures(), "corpus");
-    const r = await launch(["--goal", `text:${corpus}: bits per byte below 3.6, 150k params`, "--time-budget", "240s", "--seeds", "2", "--no-research", "--workspace", workspace(), "--json"]);
+    const r = await launch(["--goal", `text:${corpus}: bits per byte below 3.6, 150k params`, "--time-budget", "300s", "--seeds", "2", "--no-research", "--workspace", workspace(), "--json"], 420_000);
     expect(r.status, r.stderr).toBe(0);
-    const s = JSON.parse(r.stdout.trim().split("\n").pop()!) as { status: string; metric: string; best_trial: Record<string, number>; report: string };
+    const s = summaryOf(r.stdout);
     expect([s.status, s.metric]).toEqual(["goal_achieved", "val_bits_per_byte"]);
-    const report = JSON.parse(readFileSync(s.report.replace(/\.md$/, ".json"), "utf8")) as { trials: ReportTrial[]; outcome: { best_rule: string } };
+    const report = reportOf(s);
     expect(report.outcome.best_rule).toMatch(/^the accepted trial with the lowest 95% CI upper bound on validation bits per byte/);
     const best = report.trials.find((t) => t.best)!;
     // Met by the stated rule: the upper bound over 2 seeds at or below the target, and far below 8 bits (a uniform guess).
     expect(best.num_seeds).toBe(2);
     expect(best.val_accuracy!.ci_95![1]).toBeLessThanOrEqual(3.6);
-    // Met when met, not when the budget ran out: on an idle machine it takes about a minute.
-    expect(s.best_trial.val_bits_per_byte).toBe(best.val_accuracy!.mean);
-    expect(s.best_trial.test_bits_per_byte).toBeLessThan(4.5);
+    // Met when met, not when the budget ran out: alone on an idle machine it takes about a minute,
+    // beside other swarms' files 4 (the budget leaves room for a loaded machine).
+    expect(s.best_trial!.val_bits_per_byte).toBe(best.val_accuracy!.mean);
+    expect(s.best_trial!.test_bits_per_byte).toBeLessThan(4.5);
     const markdown = readFileSync(s.report, "utf8");
     expect(markdown).toMatch(/- Validation bits per byte: \d\.\d+ \(95% CI \d(\.\d+)? – \d\.\d+\)/);
     expect(markdown).toMatch(/- Held-out test bits per byte \(one-time confirmation/);
@@ -47,7 +41,7 @@ describe("a language-modelling goal", () => {
     const sample = /continuing the first row of the test split:\n\n```text\n([^]*?)\n```/.exec(markdown)?.[1] ?? "";
     expect(sample.length).toBeGreaterThan(100);
     expect(sample.match(/[a-z .]/g)!.length / sample.length).toBeGreaterThan(0.8);
-  }, 400_000);
+  }, 480_000);
 
   it.concurrent("that cannot work is one line: exit status 1 for the goal's words, 2 for a corpus the runner cannot read", async () => {
     const dir = mkdtempSync(join(tmpdir(), "lm-bad-"));

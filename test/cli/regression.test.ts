@@ -7,6 +7,7 @@ import { describe, expect, it } from "vitest";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { reportOf, summaryOf } from "../helpers/report.js";
 import { run } from "../helpers/run.js";
 
 const { NODE_CHANNEL_FD: _ipc, ...inherited } = process.env;
@@ -27,24 +28,6 @@ writeFileSync(
       return `${a.toFixed(4)},${b.toFixed(4)},${c.toFixed(4)},${a > 0 ? "big" : "small"},${(3 * a - 2 * b + c / 2 + 0.5 * rand()).toFixed(4)}\n`;
     }).join(""),
 );
-
-interface Summary {
-  run_id: string;
-  status: string;
-  metric: string;
-  best_trial: Record<string, number | string | number[]> | null;
-  report: string;
-}
-interface ReportTrial {
-  trial_id: string;
-  verdict: string | null;
-  num_seeds: number | null;
-  val_accuracy: { mean: number; ci_95: [number, number] | null } | null;
-  best: boolean;
-}
-
-const summaryOf = (stdout: string) => JSON.parse(stdout.trim().split("\n").pop()!) as Summary;
-const reportOf = (s: Summary) => JSON.parse(readFileSync(s.report.replace(/\.md$/, ".json"), "utf8")) as { trials: ReportTrial[]; outcome: { best_rule: string } };
 
 describe("a regression goal", () => {
   it.concurrent("reaches an RMSE target on a CSV's numeric column, met on the interval's upper end", async () => {
