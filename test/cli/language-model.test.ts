@@ -18,9 +18,10 @@ const launch = (args: string[], timeout = 300_000) => run("./research-agent", ["
 const workspace = () => mkdtempSync(join(tmpdir(), "lm-ws-"));
 
 describe("a language-modelling goal", () => {
-  it.concurrent("reaches a bits-per-byte target on a folder of text, met on the interval's upper end, and shows the best model's text", async () => {
+  // One after the other: the refusals' four swarm starts beside the training would slow it by minutes on 2 cores.
+  it("reaches a bits-per-byte target on a folder of text, met on the interval's upper end, and shows the best model's text", async () => {
     const corpus = join(datasetFixtures(), "corpus");
-    const r = await launch(["--goal", `text:${corpus}: bits per byte below 3.6, 150k params`, "--time-budget", "300s", "--seeds", "2", "--no-research", "--workspace", workspace(), "--json"], 420_000);
+    const r = await launch(["--goal", `text:${corpus}: bits per byte below 3.6, 150k params`, "--time-budget", "360s", "--seeds", "2", "--no-research", "--workspace", workspace(), "--json"], 480_000);
     expect(r.status, r.stderr).toBe(0);
     const s = summaryOf(r.stdout);
     expect([s.status, s.metric]).toEqual(["goal_achieved", "val_bits_per_byte"]);
@@ -31,7 +32,7 @@ describe("a language-modelling goal", () => {
     expect(best.num_seeds).toBe(2);
     expect(best.val_accuracy!.ci_95![1]).toBeLessThanOrEqual(3.6);
     // Met when met, not when the budget ran out: alone on an idle machine it takes about a minute,
-    // beside other swarms' files 4 (the budget leaves room for a loaded machine).
+    // beside another file's swarms and its own refusals' up to 5 (the budget leaves room for more).
     expect(s.best_trial!.val_bits_per_byte).toBe(best.val_accuracy!.mean);
     expect(s.best_trial!.test_bits_per_byte).toBeLessThan(4.5);
     const markdown = readFileSync(s.report, "utf8");
@@ -41,9 +42,9 @@ describe("a language-modelling goal", () => {
     const sample = /continuing the first row of the test split:\n\n```text\n([^]*?)\n```/.exec(markdown)?.[1] ?? "";
     expect(sample.length).toBeGreaterThan(100);
     expect(sample.match(/[a-z .]/g)!.length / sample.length).toBeGreaterThan(0.8);
-  }, 480_000);
+  }, 540_000);
 
-  it.concurrent("that cannot work is one line: exit status 1 for the goal's words, 2 for a corpus the runner cannot read", async () => {
+  it("that cannot work is one line: exit status 1 for the goal's words, 2 for a corpus the runner cannot read", async () => {
     const dir = mkdtempSync(join(tmpdir(), "lm-bad-"));
     mkdirSync(join(dir, "no-text"));
     writeFileSync(join(dir, "no-text", "notes.md"), "markdown is not read");
