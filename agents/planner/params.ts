@@ -14,16 +14,23 @@ import { compileOptions } from "../../swarm/dataset-info.js";
 import type { RunState } from "../../swarm/run-state.js";
 import { fingerprint } from "./identity.js";
 
-export function paramsCounter(state: RunState, info: DatasetInfo): (model: TrialModelInput) => number | string {
+/** A model_config's count, the compiler's for the dataset; a model in Python has none here. */
+export function configParamsCounter(info: DatasetInfo): (model: TrialModelInput) => number | string {
   const options = compileOptions(info);
+  return (model) => {
+    if (isCodeModel(model)) return `model_config: ${model.class_name} is a model in Python`;
+    const r = compileModel(model, options);
+    return r.ok ? r.params : r.error;
+  };
+}
+
+export function paramsCounter(state: RunState, info: DatasetInfo): (model: TrialModelInput) => number | string {
+  const configParams = configParamsCounter(info);
   // The recipe plays no part in the count: fingerprints are taken at an empty one.
   const modelKey = (model: TrialModelInput) => fingerprint(model, {});
   let summarised: Map<string, number> | undefined;
   return (model) => {
-    if (!isCodeModel(model)) {
-      const r = compileModel(model, options);
-      return r.ok ? r.params : r.error;
-    }
+    if (!isCodeModel(model)) return configParams(model);
     const code = state.start?.code;
     if (!code) return `model_config: ${model.class_name} is a model in Python, and this run started from none`;
     // Read once per counter (one proposal's), not once per candidate: the planner asks for every edit it weighs.

@@ -20,14 +20,13 @@ import type { Brief } from "../../core/brief.js";
 import { PROBE_SEEDS, RECIPE_DEFAULTS, SEARCH_DEFAULTS, type SearchDevice } from "../../core/defaults.js";
 import { OPTIMIZER, SURFACE, type MutationName, type SurfaceName as Surface } from "../../core/enums.js";
 import { isCodeModel, type TrainConfigInput, type TrialModelInput } from "../../core/model-config.js";
-import { compileModel } from "../../core/compiler/compile.js";
-import { compileOptions } from "../../swarm/dataset-info.js";
 import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import { trialId } from "../../core/ids.js";
 import { Task, type DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
 import { isBaseline, isPromotion, rungOf, scoreOf, scoreText, type HandProposal, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { batchSizes, FLIP_SAFE, isImage, lrForBatch, MUTATIONS, type EditEnv, type Genome, type Mutation } from "./mutations.js";
 import { TEMPLATE_WIDTH, templatesFor, type Template } from "./templates.js";
+import { configParamsCounter } from "./params.js";
 import { fitTpe, GENOME_SPACE, genomeFeatures, type Observation } from "./surrogate.js";
 import { ladder, PROMOTION_SURFACE, type Fidelity } from "./scheduler.js";
 import { derivedOf, fingerprint, genomeOf, tried } from "./identity.js";
@@ -163,12 +162,8 @@ const fitted = (input: PlanInput, g: Genome): Genome => narrowedToFit(g, Number(
  */
 export function smallestTemplate(info: DatasetInfo, device: SearchDevice, max: number): { name: string; params: number } | undefined {
   const env: EditEnv = { info, device, rng: () => 0.5, arguments: [] };
-  const options = compileOptions(info);
   // Templates are model_configs: their count is the compiler's.
-  const count = (model: TrialModelInput) => {
-    const r = isCodeModel(model) ? undefined : compileModel(model, options);
-    return r?.ok ? r.params : (r?.error ?? "a model in Python");
-  };
+  const count = configParamsCounter(info);
   const sizes = templatesFor(info, device).flatMap((t) => {
     const p = count(narrowedToFit({ model: t.build(info, TEMPLATE_WIDTH[device]), train: {} }, max, count, env).model);
     return typeof p === "number" ? [{ name: t.name, params: p }] : [];
