@@ -13,9 +13,22 @@ const COMMON = {
 /** The verb this process runs (research-agent.ts has checked it is one). */
 const verb = process.argv[2] as Verb;
 
+/**
+ * A verb's one-line refusal and its exit status. Thrown, not exited on the spot, so that serve
+ * can answer a goal's refusal over HTTP with launch's own checks; research-agent.ts prints it
+ * and exits with its status.
+ */
+export class CliFailure extends Error {
+  constructor(
+    message: string,
+    readonly code: number,
+  ) {
+    super(message);
+  }
+}
+
 export function fail(message: string, code = 1): never {
-  process.stderr.write(`research-agent: ${message}\n`);
-  process.exit(code);
+  throw new CliFailure(message, code);
 }
 
 /** The verb's flags; --help prints the verb's own help and exits. */

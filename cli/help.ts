@@ -66,6 +66,17 @@ const SECTIONS = {
   error; 130 (SIGINT) or 143 (SIGTERM) when stopped before the run ended: the
   report so far is written, marked interrupted, every process is stopped, and
   launch --resume RUN goes on from there. A second signal stops at once.`,
+  "serve options": `  --runs N             runs side by side on the swarm's runner (default 1); the rest wait in order
+  --data-root DIR      a folder the runner may read a goal's data from (csv:, text:, --data-dir);
+                       repeat it for several. Built-in datasets need none
+  --host H, --port N, --token T   the dashboard's address and token, as for ui
+  --slots N, --device NAME, --unsafe-no-sandbox, --llm ..., --llm-base-url URL, --llm-config FILE
+                       the swarm's runner and agents, as for launch
+  --workspace DIR      where lineage, runs, logs and NATS data live (default ./workspace)
+  A run is asked for with JSON: {"goal": "digits: 95% accuracy", "time_budget": "5m"} and any of
+  launch's run flags in snake_case (target, max_params, seeds, max_trials, data_dir, from, class,
+  recipe, no_research, ...); paths are this machine's. A refused goal is answered 400 with
+  launch's own one line; an accepted one 202 with its run id and place in the queue.`,
   "query options": `  --similar TEXT       trials closest in meaning to TEXT (their hypothesis, surface, configs, failure)
   --k N                how many trials (default ${DEFAULT_K}, at most ${MAX_K})
   --run RUN            only this run's trials
@@ -124,6 +135,13 @@ export const VERBS = {
     usage: `  research-agent ui [--workspace DIR] [--host H] [--port N] [--token T]   the runs in a browser, live while a
                  swarm runs (docs/DASHBOARD.md); http://127.0.0.1:${UI_PORT}/ by default (--port 0: a free
                  port); another --host needs a token (--token, RESEARCH_UI_TOKEN, else a new one in the URL)`,
+  },
+  serve: {
+    usage: `  research-agent serve [--runs N] [--data-root DIR]... [--host H] [--port N] [--token T] [swarm options]
+                 a long-lived swarm a team shares: its dashboard takes goals (its form, POST /api/runs, the
+                 Python client), checks each as launch does, and runs them in order, N side by side
+                 (default 1); SIGINT or SIGTERM interrupts the runs going (reports so far written) and stops`,
+    sections: ["serve options"],
   },
 } satisfies Record<string, VerbHelp>;
 export type Verb = keyof typeof VERBS;

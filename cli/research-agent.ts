@@ -5,7 +5,7 @@
  * pay for the swarm's imports.
  */
 import type { InterventionKindName } from "../core/enums.js";
-import { fail } from "./args.js";
+import { CliFailure, fail } from "./args.js";
 import { globalHelp, isVerb, verbHelp, versionText, type Verb } from "./help.js";
 
 type Command = (argv: string[]) => Promise<void>;
@@ -28,15 +28,29 @@ const commands: Record<Verb, () => Promise<Command>> = {
   cancel: () => intervention("cancel_trial"),
   propose: () => intervention("propose"),
   ui: async () => (await import("./verbs/ui.js")).default,
+  serve: async () => (await import("./verbs/serve.js")).default,
 };
 
+/** A refusal ends the process with its one line, wherever it was thrown (an event handler's too); anything else as Node would. */
+function exitOn(err: unknown): never {
+  if (err instanceof CliFailure) process.stderr.write(`research-agent: ${err.message}\n`);
+  else console.error(err);
+  process.exit(err instanceof CliFailure ? err.code : 1);
+}
+process.on("uncaughtException", exitOn);
+process.on("unhandledRejection", exitOn);
+
 const [verb, ...verbArgs] = process.argv.slice(2);
-if (!verb || verb === "--help" || verb === "-h") process.stdout.write(globalHelp());
-else if (verb === "--version" || verb === "-V") process.stdout.write(versionText());
-else if (verb === "help") {
-  const about = verbArgs[0];
-  if (about === undefined) process.stdout.write(globalHelp());
-  else if (isVerb(about)) process.stdout.write(verbHelp(about));
-  else fail(`no verb "${about}" (research-agent --help lists them)`);
-} else if (!isVerb(verb)) fail(`unknown command "${verb}" (research-agent --help lists them)`);
-else await (await commands[verb]())(verbArgs);
+try {
+  if (!verb || verb === "--help" || verb === "-h") process.stdout.write(globalHelp());
+  else if (verb === "--version" || verb === "-V") process.stdout.write(versionText());
+  else if (verb === "help") {
+    const about = verbArgs[0];
+    if (about === undefined) process.stdout.write(globalHelp());
+    else if (isVerb(about)) process.stdout.write(verbHelp(about));
+    else fail(`no verb "${about}" (research-agent --help lists them)`);
+  } else if (!isVerb(verb)) fail(`unknown command "${verb}" (research-agent --help lists them)`);
+  else await (await commands[verb]())(verbArgs);
+} catch (err) {
+  exitOn(err);
+}

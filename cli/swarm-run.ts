@@ -1,4 +1,4 @@
-/** What launch and ablation share: the flags that shape a run, their checks, and a swarm started for the run and always stopped. */
+/** What launch, ablation and serve share: the flags that shape a run and a swarm, their checks, and a swarm started and always stopped. */
 import { existsSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -16,7 +16,7 @@ import type { Goal, StartingPoint } from "../proto/gen/research/v1/events_pb.js"
 import { Task, type DatasetInfo } from "../proto/gen/research/v1/runner_pb.js";
 import { datasetSpec } from "../swarm/dataset-info.js";
 import { argumentDefault, searchableArguments } from "../core/model-config.js";
-import { args, fail, positiveInt } from "./args.js";
+import { args, CliFailure, fail, positiveInt } from "./args.js";
 import { quietLogger } from "./workspace.js";
 import { parseSeed } from "./format.js";
 import { cudaProblem, dataProblem } from "./preflight.js";
@@ -98,13 +98,12 @@ function goalOf(a: RunArgs): Goal | undefined {
 }
 
 /**
- * Goal, settings and swarm options from the flags shared by launch and
- * ablation. Every flag is checked here, before anything starts or is
- * written: a bad one exits with a line naming it.
+ * A run's goal, settings and starting point from its flags, checked before anything starts or
+ * is written: a bad one fails with a line naming it. launch checks its command line here, and
+ * serve each goal it is sent.
  */
-export function prepareRun(a: RunArgs) {
+export function prepareGoal(a: RunArgs, workspace: string) {
   if (a.planner && !["builtin", "random"].includes(a.planner)) fail(`--planner must be builtin or random, got "${a.planner}"`);
-  const workspace = resolve(a.workspace);
   checkResume(a, workspace);
   if (a["time-budget"] !== undefined && !((parseDuration(a["time-budget"]) ?? 0) > 0)) {
     fail(`--time-budget must be a duration such as 90s, 20m or 2h, got "${a["time-budget"]}"`);
@@ -117,9 +116,18 @@ export function prepareRun(a: RunArgs) {
     epochs: positiveInt("epochs", a.epochs),
     rngSeed: a.seed === undefined ? undefined : (parseSeed(a.seed) ?? fail(`--seed must be a whole number from 0 to 4294967295, got "${a.seed}"`)),
   };
-  const slots = positiveInt("slots", a.slots);
   const goal = goalOf(a);
   const start = startingPointOf(a, workspace, cliConfig().runnerPython);
+  /** The run's settings on the swarm it runs on, `llm` the description of its agents' LLM. */
+  const settings = (running: Swarm, research: boolean, llm: string, seed?: number) =>
+    runSettings(goal!, { ...flags, planner: a.planner, rngSeed: seed ?? flags.rngSeed, research, llm }, workspace, running.runnerHealth);
+  return { goal, start, settings };
+}
+
+/** The swarm's own flags: where it lives, its runner's slots and device, the LLM its agents use. */
+export function prepareSwarm(a: RunArgs) {
+  const workspace = resolve(a.workspace);
+  const slots = positiveInt("slots", a.slots);
   const llmFlags = { llm: a.llm, baseUrl: a["llm-base-url"], file: a["llm-config"] ? resolve(a["llm-config"]) : undefined };
   let llm: string;
   try {
@@ -132,30 +140,42 @@ export function prepareRun(a: RunArgs) {
   // Last: it asks the runner's Python, which takes seconds where the other checks take none.
   const noCuda = device.device === "cuda" ? cudaProblem(cliConfig().runnerPython) : undefined;
   if (noCuda) fail(noCuda);
-  const settings = (swarm: Swarm, research: boolean, seed?: number) =>
-    runSettings(goal!, { ...flags, planner: a.planner, rngSeed: seed ?? flags.rngSeed, research, llm }, workspace, swarm.runnerHealth);
-  return { workspace, goal, start, llmFlags, settings, slots, device: device.device };
+  return { workspace, llmFlags, llm, slots, device: device.device };
+}
+
+export type PreparedSwarm = ReturnType<typeof prepareSwarm>;
+
+/** launch's and ablation's every flag, the run's before the swarm's. */
+export function prepareRun(a: RunArgs) {
+  // The swarm's checks end with the slow CUDA probe.
+  const goal = prepareGoal(a, resolve(a.workspace));
+  const swarm = prepareSwarm(a);
+  return { ...swarm, ...goal, settings: (running: Swarm, research: boolean, seed?: number) => goal.settings(running, research, swarm.llm, seed) };
 }
 
 export type PreparedRun = ReturnType<typeof prepareRun>;
 
-/** The swarm for the run, its runner told about (which device the run gets, before it spends any of its budget); exits 2 when it cannot start. */
-async function start(a: RunArgs, run: PreparedRun, say: (line: string) => void, log: Logger): Promise<Swarm> {
-  say(`starting the swarm in ${run.workspace} ...`);
-  const dataDir = run.goal?.dataDir;
-  // The runner mounts data roots read-only into its sandbox; a CSV file's folder is its root.
-  const dataRoot = dataDir ? (statSync(dataDir, { throwIfNoEntry: false })?.isFile() ? dirname(dataDir) : dataDir) : undefined;
+/** The folder the runner must be able to read for the goal's data: a CSV file's folder, else the data folder itself. */
+export function dataRootOf(goal: Goal | undefined): string | undefined {
+  const dataDir = goal?.dataDir;
+  return dataDir ? (statSync(dataDir, { throwIfNoEntry: false })?.isFile() ? dirname(dataDir) : dataDir) : undefined;
+}
+
+/** The swarm, its runner told about (which device a run gets, before it spends any budget); exits 2 when it cannot start. */
+export async function startSwarmFor(a: RunArgs, flags: PreparedSwarm, dataRoots: string[], say: (line: string) => void, log: Logger): Promise<Swarm> {
+  say(`starting the swarm in ${flags.workspace} ...`);
   const { startSwarm } = await import("../deploy/swarm.js");
   let swarm: Swarm;
   try {
     swarm = await startSwarm({
-      workspace: run.workspace,
+      workspace: flags.workspace,
       natsUrl: a.nats,
-      slots: run.slots,
-      device: run.device,
-      dataRoots: dataRoot ? [dataRoot] : [],
+      slots: flags.slots,
+      device: flags.device,
+      // Mounted read-only into the runner's sandbox.
+      dataRoots,
       unsafeNoSandbox: a["unsafe-no-sandbox"],
-      llm: run.llmFlags,
+      llm: flags.llmFlags,
       natsServer: cliConfig().natsServer,
       replicas: cliConfig().streamReplicas,
       secretsDir: cliConfig().secretsDir,
@@ -174,7 +194,7 @@ async function start(a: RunArgs, run: PreparedRun, say: (line: string) => void, 
  * Why the runner cannot train on the goal's dataset, or the starting point (--from) cannot
  * train on it; else the dataset's shape told on the console.
  */
-async function datasetProblem(swarm: Swarm, run: PreparedRun, goal: Goal, say: (line: string) => void): Promise<string | undefined> {
+export async function datasetProblem(swarm: Swarm, run: Pick<PreparedRun, "start">, goal: Goal, say: (line: string) => void): Promise<string | undefined> {
   const info = await swarm.runner.describe({ dataset: datasetSpec(goal) });
   if (info.failure) return `dataset ${goal.dataset}: ${info.failure.message}`;
   const target =
@@ -217,7 +237,8 @@ export async function withSwarm(
 ): Promise<never> {
   // Beside the swarm's own logs (deploy/supervisor.ts): the console shows `say` lines only.
   const log = quietLogger(join(run.workspace, "logs", "launcher.log"));
-  const swarm = await start(a, run, say, log);
+  const root = dataRootOf(run.goal);
+  const swarm = await startSwarmFor(a, run, root ? [root] : [], say, log);
   let stopping = false;
   const shutdown = async (code: number): Promise<never> => {
     if (!stopping) {
@@ -228,9 +249,9 @@ export async function withSwarm(
     process.exit(code);
   };
   // fail(), once the swarm is stopped.
-  const failStopping = (message: string): Promise<never> => {
+  const failStopping = (message: string, code = 2): Promise<never> => {
     process.stderr.write(`research-agent: ${message}\n`);
-    return shutdown(2);
+    return shutdown(code);
   };
   const interrupt = new AbortController();
   for (const sig of Object.keys(SIGNAL_EXIT)) {
@@ -246,6 +267,6 @@ export async function withSwarm(
     if (interrupt.signal.aborted) return await shutdown(SIGNAL_EXIT[String(interrupt.signal.reason)]!);
     return await shutdown(await body(swarm, interrupt.signal, log));
   } catch (err) {
-    return await failStopping((err as Error).message);
+    return await failStopping((err as Error).message, err instanceof CliFailure ? err.code : 2);
   }
 }

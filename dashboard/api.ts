@@ -10,10 +10,13 @@
  *   GET  /api/runs/:run                         RunDetail
  *   GET  /api/runs/:run/trials/:trial           TrialDetail
  *   GET  /api/search?q=TEXT[&run=RUN][&k=N]     SearchHit[]
+ *   POST /api/runs                              StartRunRequest (intake.ts) -> StartRunReply: serve's dashboard only
+ *   GET  /api/queue                             QueueJson: the runs serve took, going and waiting
  *   POST /api/runs/:run/interventions           InterventionRequest (swarm/interventions.ts) -> InterventionReply
  *   GET  /api/events[?run=RUN]                  text/event-stream of LiveMessage
  */
 import type { MetricName } from "../core/objective.js";
+export type { QueueJson, QueuedRun, StartRunReply, StartRunRequest } from "./intake.js";
 
 /** The run's objective (core/objective.ts), for whoever reads the JSON: its metric, its name for people, its direction. */
 export interface ObjectiveJson {

@@ -17,6 +17,7 @@ import { interventionEvent } from "../swarm/interventions.js";
 import { MAX_K, request as queryLineage, type TrialSummary } from "../swarm/lineage-query.js";
 import { FAILURE_LABEL } from "../core/failure.js";
 import type { InterventionReply, LiveMessage, SearchHit } from "./api.js";
+import { NO_INTAKE, StartRunRequestSchema, type RunIntake, type StartRunReply } from "./intake.js";
 import { DashboardSource } from "./source.js";
 import { named, objectiveJson, runDetail, runSummary, trialDetail, type RunView } from "./views.js";
 import { ResearchError } from "../core/failure.js";
@@ -43,6 +44,8 @@ export interface DashboardOptions {
   retryMs?: number;
   /** How long a bus may stay disconnected before it is let go (ms). */
   lostAfterMs?: number;
+  /** Takes new runs (POST /api/runs): a dashboard of `research-agent serve`; without one, new runs are refused. */
+  intake?: RunIntake;
 }
 
 export interface Dashboard {
@@ -188,6 +191,20 @@ export async function startDashboard(opts: DashboardOptions): Promise<Dashboard>
     return [202, { ok: true, intervention_id: id, summary: check.summary }];
   }
 
+  async function startRun(req: IncomingMessage): Promise<[number, StartRunReply]> {
+    const body = await readJson(req);
+    if (!opts.intake) return [409, { ok: false, error: "this dashboard takes no new runs: start them with research-agent launch, or serve the workspace with research-agent serve" }];
+    const parsed = StartRunRequestSchema.safeParse(body);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]!;
+      return [400, { ok: false, error: `${issue.path.join(".") || "request"}: ${issue.message}` }];
+    }
+    const who = whoOf(req);
+    const [status, reply] = await opts.intake.submit(parsed.data, who);
+    log.info({ run_id: reply.ok ? reply.run_id : undefined, who, status }, reply.ok ? "run submitted" : `run refused: ${reply.error}`);
+    return [status, reply];
+  }
+
   function events(req: IncomingMessage, res: ServerResponse, url: URL): void {
     // A run not seen yet may start while the page waits: no 404 here.
     const only = url.searchParams.get("run") || undefined;
@@ -266,6 +283,10 @@ export async function startDashboard(opts: DashboardOptions): Promise<Dashboard>
         const [status, reply] = await intervene(req, runId);
         return sendJson(res, status, reply);
       }
+      if (method === "POST" && what === "runs" && runId === undefined) {
+        const [status, reply] = await startRun(req);
+        return sendJson(res, status, reply);
+      }
       if (method !== "GET") refuse(405, `${method} ${path} is not a route (see docs/DASHBOARD.md)`);
       if (what === "runs" && runId === undefined) return sendJson(res, 200, source.runs().map((v) => runSummary(v)));
       if (what === "runs" && runId && sub === undefined) return sendJson(res, 200, runDetail(runOf(runId)));
@@ -276,6 +297,7 @@ export async function startDashboard(opts: DashboardOptions): Promise<Dashboard>
         return sendJson(res, 200, detail ?? refuse(404, `no trial ${trialId} in run ${runId}`));
       }
       if (what === "search" && runId === undefined) return sendJson(res, 200, await search(url));
+      if (what === "queue" && runId === undefined) return sendJson(res, 200, opts.intake?.queue() ?? NO_INTAKE);
       if (what === "events" && runId === undefined) return events(req, res, url);
       refuse(404, `no route ${path} (see docs/DASHBOARD.md)`);
     }

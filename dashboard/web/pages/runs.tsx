@@ -1,5 +1,6 @@
 /** `/` and `/runs`: every run in the workspace, live ones updating. */
-import type { RunSummary } from "../../api";
+import type { QueueJson, RunSummary } from "../../api";
+import { NewRun } from "../new-run";
 import { useJson, useLive } from "../data";
 import { ci, duration, metric, objectiveOf, when } from "../format";
 import { runPath } from "../router";
@@ -7,11 +8,25 @@ import { Loading, StatusBadge } from "../ui";
 
 export function RunsPage() {
   const runs = useJson<RunSummary[]>("/api/runs");
-  useLive(undefined, (m) => m.type === "change" && runs.reload());
+  const queue = useJson<QueueJson>("/api/queue");
+  useLive(undefined, (m) => {
+    if (m.type !== "change") return;
+    runs.reload();
+    queue.reload();
+  });
   if (!runs.data) return <Loading error={runs.error} />;
   return (
     <>
       <h1>Runs</h1>
+      {queue.data?.accepting && (
+        <NewRun
+          queue={queue.data}
+          onChange={() => {
+            queue.reload();
+            runs.reload();
+          }}
+        />
+      )}
       {runs.data.length === 0 ? (
         <p class="muted">No runs in this workspace yet: start one with <code>./research-agent launch "…"</code>.</p>
       ) : (

@@ -1,0 +1,213 @@
+/**
+ * serve: one long-lived swarm a team shares, and its dashboard. Goals come in
+ * over the dashboard's API (POST /api/runs: its form, the Python client, curl),
+ * each checked as launch checks its flags and the runner the dataset and
+ * starting point, before it is queued; they run in the order they came, up to
+ * --runs side by side on the swarm's runner. SIGINT or SIGTERM interrupts the
+ * runs going (each one's report so far is written; launch --resume continues
+ * it), drops the runs still waiting, and stops the swarm.
+ */
+import { join, resolve, sep } from "node:path";
+import { existsSync } from "node:fs";
+import { cliConfig } from "../../core/config.js";
+import { newRunId, runGoal, type Swarm } from "../../deploy/swarm.js";
+import { buildWeb } from "../../dashboard/build.js";
+import type { QueuedRun, RunIntake, StartRunFields, StartRunReply } from "../../dashboard/intake.js";
+import { startDashboard, type Dashboard } from "../../dashboard/server.js";
+import { REGISTRY_FILE } from "../../lineage-store/artifacts.js";
+import { writeReport } from "../../lineage-store/report.js";
+import { RUN_STATUS } from "../../core/enums.js";
+import { args, CliFailure, fail, positiveInt } from "../args.js";
+import { describeEvent } from "../event-line.js";
+import { UI_PORT } from "../help.js";
+import { datasetProblem, dataRootOf, prepareGoal, prepareSwarm, RUN_FLAGS, sayer, SIGNAL_EXIT, startSwarmFor, type RunArgs } from "../swarm-run.js";
+import { connectOrFail, quietLogger } from "../workspace.js";
+import type { Logger } from "../../core/logger.js";
+
+const SERVE_FLAGS = {
+  host: { type: "string", default: "127.0.0.1" },
+  port: { type: "string", default: String(UI_PORT) },
+  token: { type: "string" },
+  runs: { type: "string", default: "1" },
+  "data-root": { type: "string", multiple: true },
+  slots: RUN_FLAGS.slots,
+  device: RUN_FLAGS.device,
+  "unsafe-no-sandbox": RUN_FLAGS["unsafe-no-sandbox"],
+  llm: RUN_FLAGS.llm,
+  "llm-base-url": RUN_FLAGS["llm-base-url"],
+  "llm-config": RUN_FLAGS["llm-config"],
+} as const;
+
+/** A request's fields as launch's flags, so that one set of checks (prepareGoal) answers both. */
+function flagsOf(f: StartRunFields, a: RunArgs): RunArgs {
+  return {
+    ...a,
+    goal: f.goal,
+    "time-budget": f.time_budget,
+    target: f.target,
+    "max-params": f.max_params,
+    "max-trials": f.max_trials,
+    seeds: f.seeds,
+    parallel: f.parallel,
+    subset: f.subset,
+    epochs: f.epochs,
+    seed: f.seed,
+    planner: f.planner,
+    "data-dir": f.data_dir,
+    from: f.from,
+    class: f.class,
+    recipe: f.recipe,
+    "no-research": f.no_research,
+  };
+}
+
+interface Taken extends QueuedRun {
+  go: (signal: AbortSignal) => Promise<void>;
+}
+
+/** The serve's runs: checked, then started in the order they came while fewer than `maxRuns` go. */
+class Intake implements RunIntake {
+  private readonly waiting: Taken[] = [];
+  private readonly going = new Map<string, { run: Taken; stop: AbortController; done: Promise<void> }>();
+
+  constructor(
+    private readonly swarm: Swarm,
+    private readonly a: RunArgs,
+    private readonly flags: ReturnType<typeof prepareSwarm>,
+    private readonly dataRoots: string[],
+    private readonly maxRuns: number,
+    private readonly say: (line: string) => void,
+    private readonly log: Logger,
+  ) {}
+
+  async submit(fields: StartRunFields, who: string): Promise<[number, StartRunReply]> {
+    let prepared: ReturnType<typeof prepareGoal>;
+    try {
+      prepared = prepareGoal(flagsOf(fields, this.a), this.flags.workspace);
+    } catch (err) {
+      if (err instanceof CliFailure) return [400, { ok: false, error: err.message }];
+      throw err;
+    }
+    const { goal } = prepared;
+    const root = dataRootOf(goal);
+    if (root && !this.dataRoots.some((r) => root === r || root.startsWith(r + sep))) {
+      return [400, { ok: false, error: `${root} is outside the folders this swarm's runner reads: serve it with --data-root` }];
+    }
+    const problem = await datasetProblem(this.swarm, prepared, goal!, () => {});
+    if (problem) return [400, { ok: false, error: problem }];
+    const runId = newRunId();
+    const run: Taken = {
+      run_id: runId,
+      goal: fields.goal,
+      who,
+      submitted_at: Date.now(),
+      go: (signal) => this.follow(runId, prepared, !fields.no_research, signal),
+    };
+    this.waiting.push(run);
+    this.pump();
+    // 0: started now; else how many runs start before it, itself included.
+    const position = this.waiting.indexOf(run) + 1;
+    this.say(`${runId} ${position === 0 ? "starts" : `is queued (${position} to start before it, itself included)`}: ${fields.goal} (from ${who})`);
+    return [202, { ok: true, run_id: runId, position }];
+  }
+
+  queue() {
+    const view = ({ go: _go, ...r }: Taken): QueuedRun => r;
+    return { accepting: true, max_runs: this.maxRuns, running: [...this.going.values()].map((g) => view(g.run)), queued: this.waiting.map(view) };
+  }
+
+  private pump(): void {
+    while (this.going.size < this.maxRuns && this.waiting.length > 0) {
+      const run = this.waiting.shift()!;
+      const stop = new AbortController();
+      const done = run
+        .go(stop.signal)
+        .catch((err: unknown) => {
+          this.log.error({ run_id: run.run_id, err }, "run failed");
+          this.say(`${run.run_id} failed: ${(err as Error).message}`);
+        })
+        .finally(() => {
+          this.going.delete(run.run_id);
+          this.pump();
+        });
+      this.going.set(run.run_id, { run, stop, done });
+    }
+  }
+
+  private async follow(runId: string, prepared: ReturnType<typeof prepareGoal>, research: boolean, signal: AbortSignal): Promise<void> {
+    const outcome = await runGoal(this.swarm, {
+      start: { goal: prepared.goal!, settings: prepared.settings(this.swarm, research, this.flags.llm), start: prepared.start?.point },
+      runId,
+      signal,
+      log: this.log.child({ run_id: runId }),
+      onEvent: (e, s) => {
+        if (e.body.case !== "runStarted" && e.body.case !== "runFinished") return;
+        const line = describeEvent(e, s);
+        if (line) this.say(`${runId} ${line}`);
+      },
+    });
+    if (outcome.interrupted) {
+      // The lineage store writes reports on RunFinished, which an interrupted run has not had.
+      const dir = join(this.flags.workspace, "runs", runId);
+      await writeReport(dir, outcome.state, outcome.finished);
+      this.say(`${runId} ${RUN_STATUS.name(outcome.finished.status)}: report so far in ${join(dir, "report.md")}; launch --resume ${runId} continues it`);
+    } else {
+      this.say(`${runId} report: ${outcome.finished.reportPath}, registry: ${join(this.flags.workspace, "runs", runId, REGISTRY_FILE)}`);
+    }
+  }
+
+  /** Interrupts every run going (each writes its report so far) and drops the ones waiting. */
+  async close(reason: string): Promise<void> {
+    const dropped = this.waiting.splice(0);
+    if (dropped.length) this.say(`dropping ${dropped.length} queued run(s) that never started: ${dropped.map((r) => r.run_id).join(", ")}`);
+    const going = [...this.going.values()];
+    for (const g of going) g.stop.abort(reason);
+    await Promise.all(going.map((g) => g.done));
+  }
+}
+
+export default async function serve(argv: string[]): Promise<void> {
+  const { values: a } = args(argv, SERVE_FLAGS);
+  const port = Number(a.port);
+  if (!/^\d+$/.test(a.port) || port > 65535) fail(`--port must be a whole number from 0 (a free port) to 65535, got "${a.port}"`);
+  const maxRuns = positiveInt("runs", a.runs)!;
+  const dataRoots = (a["data-root"] ?? []).map((d) => resolve(d));
+  for (const d of dataRoots) if (!existsSync(d)) fail(`--data-root: no folder ${d}`);
+  const runArgs = a as unknown as RunArgs;
+  const flags = prepareSwarm(runArgs);
+  const say = sayer(false);
+  const log = quietLogger(join(flags.workspace, "logs", "serve.log"));
+  const swarm = await startSwarmFor(runArgs, flags, dataRoots, say, log);
+  const intake = new Intake(swarm, runArgs, flags, dataRoots, maxRuns, say, log);
+  let dashboard: Dashboard | undefined;
+  let stopping = false;
+  const shutdown = async (code: number, why: string): Promise<never> => {
+    if (!stopping) {
+      stopping = true;
+      say(`${why}: stopping ...`);
+      await intake.close(why);
+      await dashboard?.close();
+      await swarm.stop();
+    }
+    process.exit(code);
+  };
+  for (const sig of Object.keys(SIGNAL_EXIT)) process.on(sig, () => void shutdown(stopping ? SIGNAL_EXIT[sig]! : 0, sig));
+  try {
+    dashboard = await startDashboard({
+      workspace: flags.workspace,
+      host: a.host,
+      port,
+      token: a.token ?? cliConfig().uiToken,
+      logger: log,
+      assets: await buildWeb(),
+      connect: () => connectOrFail(flags.workspace, a.nats),
+      intake,
+    });
+  } catch (err) {
+    const inUse = (err as NodeJS.ErrnoException).code === "EADDRINUSE";
+    process.stderr.write(`research-agent: ${inUse ? `port ${port} is in use (another dashboard?): give --port N, or --port 0 for a free one` : `cannot start the dashboard: ${(err as Error).message}`}\n`);
+    return void (await shutdown(2, "no dashboard"));
+  }
+  say(`dashboard: ${dashboard.url}`);
+  say(`taking goals at POST /api/runs and the dashboard's form; ${maxRuns} run(s) at a time`);
+}

@@ -1,0 +1,154 @@
+/**
+ * research-agent serve as a team uses it: a real swarm that stays up, goals sent
+ * through its dashboard's form in a real Chromium and over the API, each checked
+ * as launch checks it, run in order, and a stop that leaves the run going with
+ * its report so far and nothing running.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync, mkdtempSync, readFileSync, readdirSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import puppeteer, { type Browser } from "puppeteer-core";
+import type { QueueJson, RunSummary, StartRunReply } from "../../dashboard/api.js";
+
+const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
+// Without NODE_CHANNEL_FD: the CLI must not pick up vitest's IPC channel variable.
+const { NODE_CHANNEL_FD: _ipc, ...inherited } = process.env;
+
+const workspace = mkdtempSync(join(tmpdir(), "serve-test-"));
+let serve: ChildProcess;
+let exited: Promise<number | null>;
+let url: string;
+const lines: string[] = [];
+let browser: Browser | undefined;
+
+async function post(body: unknown, contentType = "application/json"): Promise<{ status: number; reply: StartRunReply }> {
+  const res = await fetch(new URL("/api/runs", url), { method: "POST", headers: { "content-type": contentType }, body: JSON.stringify(body) });
+  return { status: res.status, reply: (await res.json()) as StartRunReply };
+}
+
+const get = async <T>(path: string): Promise<T> => (await (await fetch(new URL(path, url))).json()) as T;
+
+async function until<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs: number): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe();
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; serve said:\n${lines.join("\n")}`);
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
+const FINISHED = new Set(["goal_achieved", "budget_exhausted", "stopped", "failed", "completed", "interrupted"]);
+
+beforeAll(async () => {
+  serve = spawn("./research-agent", ["serve", "--workspace", workspace, "--port", "0", "--runs", "1", "--slots", "2"], {
+    env: { ...inherited, LOG_LEVEL: "warn", EMBEDDER: "hashing" },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  exited = new Promise((r) => serve.once("exit", (code) => r(code)));
+  createInterface({ input: serve.stderr! }).on("line", (l) => lines.push(`stderr: ${l}`));
+  url = await new Promise<string>((resolve, reject) => {
+    createInterface({ input: serve.stdout! }).on("line", (l) => {
+      lines.push(l);
+      const m = /dashboard: (\S+)/.exec(l);
+      if (m) resolve(m[1]!);
+    });
+    void exited.then((code) => reject(new Error(`serve exited ${code} before its dashboard was up:\n${lines.join("\n")}`)));
+  });
+}, 180_000);
+
+afterAll(async () => {
+  await browser?.close();
+  if (serve.exitCode === null) serve.kill("SIGKILL");
+});
+
+describe("research-agent serve", () => {
+  it("answers a goal it cannot run with launch's own line, and takes nothing", async () => {
+    const cases: [unknown, string][] = [
+      [{ goal: "make it good please" }, "cannot understand the goal"],
+      [{ goal: "digits: 95% accuracy", time_budget: "soon" }, '--time-budget must be a duration such as 90s, 20m or 2h, got "soon"'],
+      [{ goal: "digits: 95% accuracy", colour: "red" }, "colour"],
+      [{ goal: "digits: 95% accuracy", from: join(workspace, "nowhere.py"), class: "Net" }, `no such file: ${join(workspace, "nowhere.py")}`],
+      [{ goal: `csv:${join(workspace, "people.csv")} target=bought` }, "people.csv"],
+    ];
+    for (const [body, message] of cases) {
+      const { status, reply } = await post(body);
+      expect(status, JSON.stringify(body)).toBe(400);
+      expect(reply.ok).toBe(false);
+      expect(!reply.ok && reply.error, JSON.stringify(body)).toContain(message);
+    }
+    const res = await fetch(new URL("/api/runs", url), { method: "POST", headers: { "content-type": "text/plain" }, body: "digits" });
+    expect(res.status).toBe(415);
+    expect(await get<QueueJson>("/api/queue")).toEqual({ accepting: true, max_runs: 1, running: [], queued: [] });
+    expect(await get<RunSummary[]>("/api/runs")).toEqual([]);
+  });
+
+  it("starts a goal from the dashboard's form, queues the next behind it, and runs both to their end", async () => {
+    browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox", "--disable-dev-shm-usage"] });
+    const page = await browser.newPage();
+    await page.goto(url, { waitUntil: "domcontentloaded" });
+    await page.waitForSelector('[data-testid="new-run-goal"]');
+    await page.type('[data-testid="new-run-goal"]', "digits: reach 90% validation accuracy");
+    await page.click('[data-testid="new-run"] summary');
+    await page.type('[data-testid="new-run-time_budget"]', "60s");
+    await page.click('[data-testid="new-run-submit"]');
+    const replyText = await page.waitForSelector('[data-testid="new-run-reply"]').then((el) => el!.evaluate((e) => e.textContent ?? ""));
+    const first = /^(r[\w-]+) started$/.exec(replyText.trim())?.[1];
+    expect(first, replyText).toBeDefined();
+
+    const { status, reply } = await post({ goal: "digits: reach 90% validation accuracy", time_budget: "45s", seeds: 2 });
+    expect(status).toBe(202);
+    expect(reply).toMatchObject({ ok: true, position: 1 });
+    const second = reply.ok ? reply.run_id : "";
+    const queue = await get<QueueJson>("/api/queue");
+    expect(queue.running.map((r) => r.run_id)).toEqual([first]);
+    expect(queue.queued.map((r) => [r.run_id, r.goal])).toEqual([[second, "digits: reach 90% validation accuracy"]]);
+    // The page lists the waiting run while the first one goes.
+    await page.reload({ waitUntil: "domcontentloaded" });
+    await page.waitForSelector(`[data-testid="queued-row"]`);
+
+    const runs = await until(
+      "both runs to end",
+      async () => {
+        const all = await get<RunSummary[]>("/api/runs");
+        return all.length === 2 && all.every((r) => FINISHED.has(r.status)) ? all : undefined;
+      },
+      200_000,
+    );
+    const byId = new Map(runs.map((r) => [r.run_id, r]));
+    // In the order they came: the second started once the first had ended.
+    expect(byId.get(second)!.started_at).toBeGreaterThanOrEqual(byId.get(first!)!.started_at + byId.get(first!)!.seconds * 1000 - 1000);
+    expect(byId.get(first!)!.time_budget_s).toBe(60);
+    expect(byId.get(second)!.time_budget_s).toBe(45);
+    // The lineage store writes each report once it has stored the run's end.
+    for (const id of [first!, second]) await until(`${id}'s report`, async () => existsSync(join(workspace, "runs", id, "report.md")) || undefined, 60_000);
+    // serve lets a run go once its report is written, the moment the store has stored its end.
+    await until("the queue to empty", async () => ((await get<QueueJson>("/api/queue")).running.length === 0 ? true : undefined), 60_000);
+    expect(await get<QueueJson>("/api/queue")).toMatchObject({ running: [], queued: [] });
+  }, 300_000);
+
+  it("stops on SIGTERM: the run going is interrupted with its report so far, and nothing is left running", async () => {
+    const { reply } = await post({ goal: "digits: reach 99.9% validation accuracy", time_budget: "5m" });
+    const third = reply.ok ? reply.run_id : "";
+    expect(third).not.toBe("");
+    await until("a trial of the third run", async () => ((await get<RunSummary[]>("/api/runs")).find((r) => r.run_id === third)?.trials ?? 0) > 0 || undefined, 120_000);
+    serve.kill("SIGTERM");
+    expect(await exited).toBe(0);
+    const report = readFileSync(join(workspace, "runs", third, "report.md"), "utf8");
+    expect(report).toMatch(/interrupted/i);
+    expect(lines.join("\n")).toContain(`launch --resume ${third}`);
+    const left = readdirSync("/proc")
+      .filter((p) => /^\d+$/.test(p))
+      .filter((p) => {
+        try {
+          return readFileSync(`/proc/${p}/cmdline`, "utf8").includes(workspace);
+        } catch {
+          return false;
+        }
+      });
+    expect(left).toEqual([]);
+  }, 180_000);
+});
