@@ -1,8 +1,11 @@
 /**
- * A fixed number of warm workers (slots) and a FIFO queue of jobs waiting
- * for one. A worker that died (a trial killed it, or it crashed) is replaced
- * before its slot takes the next job, so one bad trial costs one restart,
- * never the service.
+ * A fixed number of workers (slots) and a FIFO queue of jobs waiting for one.
+ * Slot 0's worker starts with the pool (it reports the device); every other
+ * slot's starts the first time the slot takes a job, and stays warm after: a
+ * worker's start is seconds of CPU (torch and torch._dynamo imported), spent
+ * only where a slot is used. A worker that died (a trial killed it, or it
+ * crashed) is replaced before its slot takes the next job, so one bad trial
+ * costs one restart, never the service.
  */
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
@@ -49,10 +52,9 @@ export class WorkerPool {
   }
 
   async start(): Promise<DeviceReport> {
-    const devices = await Promise.all(this.workers.map((w) => w.start()));
-    this.device = devices[0];
+    this.device = await this.workers[0]!.start();
     this.idle.push(...this.workers);
-    return this.device!;
+    return this.device;
   }
 
   stats() {
@@ -66,7 +68,9 @@ export class WorkerPool {
 
   private acquire(signal?: AbortSignal): Promise<Worker> {
     if (this.closed) return Promise.reject(new ResearchError("runner_unavailable", "runner is shutting down"));
-    const worker = this.idle.shift();
+    // A warm worker before one not started yet.
+    const warm = this.idle.findIndex((w) => w.alive);
+    const [worker] = this.idle.splice(Math.max(0, warm), 1);
     if (worker) return Promise.resolve(worker);
     return new Promise((resolve, reject) => {
       const onAbort = () => {

@@ -80,7 +80,9 @@ describe("runner service", () => {
   it("reports health with device, slots and sandbox", async () => {
     const h = await client.health({});
     expect(h.slots).toBe(2);
-    expect(h.workersReady).toBe(2);
+    // Slot 0's worker is up; slot 1's starts when the slot takes its first job.
+    expect(h.workersReady).toBe(1);
+    expect(h.freeSlots).toBe(2);
     expect(h.device?.kind).toBe("cpu");
     expect(h.device?.sandboxed).toBe(true);
     expect(h.device?.gpus).toBe(0);
@@ -544,6 +546,7 @@ describe("requests, cancellation and concurrency", () => {
     const results = await Promise.all(running);
     expect(results).toHaveLength(4);
     for (const r of results) expect(r.numSeeds).toBe(1);
+    expect((await client.health({})).workersReady).toBe(2);
   });
 });
 
