@@ -1,7 +1,9 @@
 /**
  * The dashboard in a real browser: headless Chromium (puppeteer-core) on the
  * real server, first following a real swarm while a small run on digits goes
- * on, then reading the finished run from disk with no swarm at all.
+ * on, then reading the finished run from disk with no swarm at all. The
+ * Python client's tests (clients/python/tests) run against the same run at
+ * both moments.
  *
  * With SCREENSHOTS_DIR set (npm run screenshots: docs/img) it also saves the
  * pages docs/DASHBOARD.md shows.
@@ -9,7 +11,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import puppeteer, { type Browser, type Page } from "puppeteer-core";
 import { connectBus } from "../../bus/index.js";
 import { parseGoal } from "../../core/goal.js";
@@ -19,6 +21,7 @@ import { startDashboard, type Dashboard, type WebAssets } from "../../dashboard/
 import type { RunDetail } from "../../dashboard/api.js";
 import { runGoal, startSwarm, workspaceSecrets, type RunOutcome, type Swarm } from "../../deploy/swarm.js";
 import { runSettings } from "../../deploy/settings.js";
+import { installPythonClient, pythonClientTests } from "../helpers/python-client.js";
 
 const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
 const SHOTS = process.env.SCREENSHOTS_DIR;
@@ -29,6 +32,11 @@ logger.level = "warn";
 let workspace: string;
 let swarm: Swarm | undefined;
 let dashboard: Dashboard | undefined;
+/** While the run goes on: a second dashboard beyond loopback, with a token, for the Python client. */
+let clientDashboard: Dashboard | undefined;
+const CLIENT_TOKEN = "a-token-for-the-python-client";
+/** Where pip installed the Python client (installed while the swarm starts). */
+let clientSite: Promise<string>;
 let browser: Browser | undefined;
 let page: Page;
 let assets: WebAssets;
@@ -58,17 +66,17 @@ const rowsSignature = () => page.evaluate(ROWS) as Promise<string>;
 const apiJson = <T>(path: string) => page.evaluate(`fetch(${JSON.stringify(path)}).then((r) => r.json())`) as Promise<T>;
 
 beforeAll(async () => {
+  clientSite = installPythonClient();
+  // Awaited by the client's tests; a failure before then must not go unhandled.
+  clientSite.catch(() => undefined);
   workspace = mkdtempSync(join(tmpdir(), "dashboard-test-"));
   if (SHOTS) mkdirSync(SHOTS, { recursive: true });
   assets = await buildWeb();
   swarm = await startSwarm({ workspace, slots: 2, logger });
   const natsUrl = swarm.natsUrl;
-  dashboard = await startDashboard({
-    workspace,
-    assets,
-    logger,
-    connect: () => connectBus({ servers: natsUrl.split(","), name: "dashboard-test", ensureStream: false, logger, secrets: workspaceSecrets(workspace) }),
-  });
+  const connect = (name: string) => () => connectBus({ servers: natsUrl.split(","), name, ensureStream: false, logger, secrets: workspaceSecrets(workspace) });
+  dashboard = await startDashboard({ workspace, assets, logger, connect: connect("dashboard-test") });
+  clientDashboard = await startDashboard({ workspace, assets, logger, host: "0.0.0.0", token: CLIENT_TOKEN, connect: connect("python-client-test") });
   browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox", "--disable-dev-shm-usage"], defaultViewport: { width: 1280, height: 900 } });
   page = await browser.newPage();
   const parsed = parseGoal("digits: reach 99.5% validation accuracy in 10 minutes");
@@ -87,8 +95,11 @@ afterAll(async () => {
   // Each closes on its own: one failing must not leave the others running.
   await browser?.close().catch(() => undefined);
   await dashboard?.close().catch(() => undefined);
+  await clientDashboard?.close().catch(() => undefined);
   await swarm?.stop().catch(() => undefined);
   if (workspace) rmSync(workspace, { recursive: true, force: true });
+  const site = await clientSite?.catch(() => undefined);
+  if (site) rmSync(dirname(site), { recursive: true, force: true });
 });
 
 let runId = "";
@@ -101,6 +112,20 @@ describe("while a run goes on", () => {
     runId = (await page.$eval(sel("run-row"), (r) => r.getAttribute("data-run"))) ?? "";
     expect(runId).toMatch(/^r/);
     expect(await page.$eval(sel("status-badge"), (b) => b.textContent)).toMatch(/running/);
+  });
+
+  it("serves the Python client the live run with its token: events, a pause and a resume, refusals", async () => {
+    expect(runId).toMatch(/^r/);
+    const port = new URL(clientDashboard!.url).port;
+    const ran = await pythonClientTests(await clientSite, "test_live.py", { RESEARCH_UI_URL: `http://127.0.0.1:${port}/`, RESEARCH_UI_TOKEN: CLIENT_TOKEN, RESEARCH_SWARM_TEST_RUN: runId });
+    expect(ran.status, ran.stdout + ran.stderr).toBe(0);
+    expect(ran.stdout).not.toMatch(/skipped/);
+    // The page's own dashboard has the resume too before the page pauses the run.
+    const paused = async () => ((await (await fetch(new URL(`/api/runs/${runId}`, dashboard!.url))).json()) as RunDetail).paused;
+    for (const deadline = Date.now() + 10_000; await paused(); ) {
+      if (Date.now() > deadline) throw new Error("the page's dashboard never saw the resume");
+      await new Promise((r) => setTimeout(r, 100));
+    }
   });
 
   it("opens the run page from its link and updates it in place", async () => {
@@ -133,6 +158,8 @@ describe("after the run, with no swarm", () => {
 
   beforeAll(async () => {
     outcome = await run;
+    await clientDashboard?.close();
+    clientDashboard = undefined;
     await dashboard?.close();
     dashboard = undefined;
     await swarm?.stop();
@@ -160,9 +187,9 @@ describe("after the run, with no swarm", () => {
     await page.waitForSelector(`${sel("lineage-tree")} svg text`);
     const labels = await page.$$eval(`${sel("lineage-tree")} svg text`, (ts) => ts.map((t) => t.textContent ?? ""));
     for (const t of detail.trials_table) expect(labels).toContain(t.trial_id.slice(t.trial_id.lastIndexOf("-") + 1));
-    // A finished run takes no interventions.
+    // A finished run takes no interventions. It had the Python client's pause and resume, then the page's.
     expect(await page.$(sel("run-controls"))).toBeNull();
-    expect(await page.$$(`${sel("interventions-table")} tbody tr`)).toHaveLength(2);
+    expect(await page.$$(`${sel("interventions-table")} tbody tr`)).toHaveLength(4);
     await shot("run");
   });
 
@@ -193,5 +220,12 @@ describe("after the run, with no swarm", () => {
     await page.waitForSelector(`${sel("search-results")} tbody tr`, { timeout: 60_000 });
     const links = await page.$$eval(`${sel("search-results")} a`, (as) => as.map((a) => a.getAttribute("href") ?? ""));
     expect(links.some((h) => h.startsWith(`/runs/${runId}/trials/`))).toBe(true);
+  });
+
+  it("serves the Python client the finished run: trials, the best, a lineage, search, errors", async () => {
+    // The page's dashboard, on loopback: no token. Its search has the embedder warm by now.
+    const ran = await pythonClientTests(await clientSite, "test_finished.py", { RESEARCH_UI_URL: dashboard!.url, RESEARCH_UI_TOKEN: "", RESEARCH_SWARM_TEST_RUN: runId });
+    expect(ran.status, ran.stdout + ran.stderr).toBe(0);
+    expect(ran.stdout).not.toMatch(/skipped/);
   });
 });
