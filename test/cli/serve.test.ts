@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { createInterface } from "node:readline";
 import puppeteer, { type Browser } from "puppeteer-core";
 import type { QueueJson, RunSummary, StartRunReply } from "../../dashboard/api.js";
+import { installPythonClient, pythonClientTests } from "../helpers/python-client.js";
 
 const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
 // Without NODE_CHANNEL_FD: the CLI must not pick up vitest's IPC channel variable.
@@ -23,6 +24,10 @@ let exited: Promise<number | null>;
 let url: string;
 const lines: string[] = [];
 let browser: Browser | undefined;
+let clientSite: Promise<string>;
+// The form's run searches its whole budget, so the client's goal is sure to find it going.
+const OPEN_GOAL = "digits: maximise validation accuracy";
+const GOAL = "digits: reach 90% validation accuracy";
 
 async function post(body: unknown, contentType = "application/json"): Promise<{ status: number; reply: StartRunReply }> {
   const res = await fetch(new URL("/api/runs", url), { method: "POST", headers: { "content-type": contentType }, body: JSON.stringify(body) });
@@ -44,6 +49,9 @@ async function until<T>(what: string, probe: () => Promise<T | undefined>, timeo
 const FINISHED = new Set(["goal_achieved", "budget_exhausted", "stopped", "failed", "completed", "interrupted"]);
 
 beforeAll(async () => {
+  clientSite = installPythonClient();
+  // Awaited by the client's test; a failure before then must not go unhandled.
+  clientSite.catch(() => undefined);
   serve = spawn("./research-agent", ["serve", "--workspace", workspace, "--port", "0", "--runs", "1", "--slots", "2"], {
     env: { ...inherited, LOG_LEVEL: "warn", EMBEDDER: "hashing" },
     stdio: ["ignore", "pipe", "pipe"],
@@ -86,26 +94,27 @@ describe("research-agent serve", () => {
     expect(await get<RunSummary[]>("/api/runs")).toEqual([]);
   });
 
-  it("starts a goal from the dashboard's form, queues the next behind it, and runs both to their end", async () => {
+  it("starts a goal from the dashboard's form, queues the Python client's behind it, and runs both to their end", async () => {
     browser = await puppeteer.launch({ executablePath: CHROMIUM, headless: true, args: ["--no-sandbox", "--disable-dev-shm-usage"] });
     const page = await browser.newPage();
     await page.goto(url, { waitUntil: "domcontentloaded" });
     await page.waitForSelector('[data-testid="new-run-goal"]');
-    await page.type('[data-testid="new-run-goal"]', "digits: reach 90% validation accuracy");
+    await page.type('[data-testid="new-run-goal"]', OPEN_GOAL);
     await page.click('[data-testid="new-run"] summary');
-    await page.type('[data-testid="new-run-time_budget"]', "60s");
+    await page.type('[data-testid="new-run-time_budget"]', "30s");
     await page.click('[data-testid="new-run-submit"]');
     const replyText = await page.waitForSelector('[data-testid="new-run-reply"]').then((el) => el!.evaluate((e) => e.textContent ?? ""));
     const first = /^(r[\w-]+) started$/.exec(replyText.trim())?.[1];
     expect(first, replyText).toBeDefined();
 
-    const { status, reply } = await post({ goal: "digits: reach 90% validation accuracy", time_budget: "45s", seeds: 2 });
-    expect(status).toBe(202);
-    expect(reply).toMatchObject({ ok: true, position: 1 });
-    const second = reply.ok ? reply.run_id : "";
+    // The client's start_run and queue (clients/python/tests/test_serve.py): its goal waits behind the form's.
+    const ran = await pythonClientTests(await clientSite, "test_serve.py", { RESEARCH_UI_URL: url, RESEARCH_UI_TOKEN: "", RESEARCH_SWARM_TEST_RUN: first!, RESEARCH_SWARM_TEST_GOAL: GOAL });
+    expect(ran.status, ran.stdout + ran.stderr).toBe(0);
+    expect(ran.stdout).not.toMatch(/skipped/);
     const queue = await get<QueueJson>("/api/queue");
     expect(queue.running.map((r) => r.run_id)).toEqual([first]);
-    expect(queue.queued.map((r) => [r.run_id, r.goal])).toEqual([[second, "digits: reach 90% validation accuracy"]]);
+    expect(queue.queued.map((r) => [r.goal, r.who])).toEqual([[GOAL, "ui:pytest"]]);
+    const second = queue.queued[0]!.run_id;
     // The page lists the waiting run while the first one goes.
     await page.reload({ waitUntil: "domcontentloaded" });
     await page.waitForSelector(`[data-testid="queued-row"]`);
@@ -121,7 +130,8 @@ describe("research-agent serve", () => {
     const byId = new Map(runs.map((r) => [r.run_id, r]));
     // In the order they came: the second started once the first had ended.
     expect(byId.get(second)!.started_at).toBeGreaterThanOrEqual(byId.get(first!)!.started_at + byId.get(first!)!.seconds * 1000 - 1000);
-    expect(byId.get(first!)!.time_budget_s).toBe(60);
+    expect(byId.get(first!)!.time_budget_s).toBe(30);
+    expect(byId.get(first!)!.goal).toContain("maximise");
     expect(byId.get(second)!.time_budget_s).toBe(45);
     // The lineage store writes each report once it has stored the run's end.
     for (const id of [first!, second]) await until(`${id}'s report`, async () => existsSync(join(workspace, "runs", id, "report.md")) || undefined, 60_000);

@@ -9,13 +9,13 @@ from .client import DEFAULT_URL, Client, EventStream, trial_record
 from .errors import Code, DashboardError
 from .types import (AgainstStart, Analysis, Best, BestSoFarPoint, Brief, Change, ClassScores, Epoch, Failure, Fidelity, HeldOutTest,
                     InterventionReply, InterventionRow, Interval, LayerSummary, LiveMessage, LlmUse, ModelSummary, Objective, PairedGain,
-                    PathStep, Progress, RunDetail, RunSummary, SearchHit, SeedCurves, SeedScore, Suggestion, TrialDetail, TrialRow)
+                    PathStep, Progress, Queue, QueuedRun, RunDetail, RunSummary, RunTaken, SearchHit, SeedCurves, SeedScore, Suggestion, TrialDetail, TrialRow)
 
 __version__ = "0.1.0"
 
 __all__ = [
     "DEFAULT_URL", "Client", "EventStream", "trial_record", "Code", "DashboardError", "AgainstStart", "Analysis", "Best", "BestSoFarPoint",
     "Brief", "Change", "ClassScores", "Epoch", "Failure", "Fidelity", "HeldOutTest", "InterventionReply", "InterventionRow", "Interval",
-    "LayerSummary", "LiveMessage", "LlmUse", "ModelSummary", "Objective", "PairedGain", "PathStep", "Progress", "RunDetail", "RunSummary",
+    "LayerSummary", "LiveMessage", "LlmUse", "ModelSummary", "Objective", "PairedGain", "PathStep", "Progress", "Queue", "QueuedRun", "RunDetail", "RunSummary", "RunTaken",
     "SearchHit", "SeedCurves", "SeedScore", "Suggestion", "TrialDetail", "TrialRow",
 ]

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
 from .errors import Code, DashboardError, code_of_status
-from .types import Best, InterventionReply, LiveMessage, RunDetail, RunSummary, SearchHit, TrialDetail, TrialRow, live_message
+from .types import Best, InterventionReply, LiveMessage, Queue, RunDetail, RunSummary, RunTaken, SearchHit, TrialDetail, TrialRow, live_message
 
 if TYPE_CHECKING:
     import pandas
@@ -120,6 +120,21 @@ class Client:
         dashboard closes the stream. Use it in a ``with`` block, or ``close()`` it.
         """
         return EventStream(self, run, timeout)
+
+    # New runs (a dashboard of `research-agent serve`: else DashboardError with Code.CONFLICT).
+
+    def start_run(self, goal: str, **flags: str | int | bool) -> RunTaken:
+        """Asks the swarm for a run of ``goal``: checked as ``launch`` checks its flags, then queued.
+
+        ``flags`` are launch's run flags in snake_case: ``time_budget="20m"``, ``max_params=200_000``,
+        ``seeds=3``, ``from_="model.py"`` with ``class_="Net"`` (paths on the serving machine), ...
+        A goal the swarm cannot run raises DashboardError (``bad_request``) with launch's own line.
+        """
+        body = {k.rstrip("_"): v for k, v in flags.items()}
+        return RunTaken.from_json(self._call("POST", "/api/runs", {"goal": goal, **body}))
+
+    def queue(self) -> Queue:
+        return Queue.from_json(self._call("GET", "/api/queue"))
 
     # Interventions (a swarm must be running the run: else DashboardError with Code.CONFLICT).
 

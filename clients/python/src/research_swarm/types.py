@@ -410,6 +410,34 @@ class InterventionReply(_Json):
 
 
 @dataclass(frozen=True)
+class RunTaken(_Json):
+    """``POST /api/runs``: a goal a ``research-agent serve`` swarm took (a refusal raises DashboardError)."""
+
+    run_id: str
+    #: 0: started now; N: the runs that start before it, itself included.
+    position: int
+
+
+@dataclass(frozen=True)
+class QueuedRun(_Json):
+    run_id: str
+    goal: str
+    #: Who asked: ``ui:NAME`` from the client's ``user``.
+    who: str
+    submitted_at: int
+
+
+@dataclass(frozen=True)
+class Queue(_Json):
+    """``GET /api/queue``: whether the dashboard takes new runs (``research-agent serve``), and those it took that go or wait."""
+
+    accepting: bool
+    max_runs: int
+    running: list[QueuedRun]
+    queued: list[QueuedRun]
+
+
+@dataclass(frozen=True)
 class Change(_Json):
     """An event was applied to a run (``kind``: the event's, e.g. ``trialJudged``), or its fold was replaced
     (``caught_up``, ``bus_lost``): fetch again what shows the run."""
