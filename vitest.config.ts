@@ -15,6 +15,7 @@ const SECONDS: Record<string, number> = {
   "test/cli/from.test.ts": 90,
   "test/cli/language-model.test.ts": 140,
   "test/cli/regression.test.ts": 78,
+  "test/cli/serve.test.ts": 50,
   "test/swarm/swarm.test.ts": 62,
   "test/chaos/chaos.test.ts": 60,
   "test/dashboard/browser.test.ts": 48,
