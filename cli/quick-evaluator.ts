@@ -43,7 +43,8 @@ usage: quick-evaluator --model FILE.py --class NAME --dataset NAME [options]
   --ema-decay X          evaluate an exponential moving average of the weights
                          with this decay, in [0, 1), e.g. 0.999 (default 0: off)
   --amp                  mixed precision on CUDA (bf16 where the GPU has it, else fp16)
-  --channels-last        channels-last memory format for image models on CUDA
+  --channels-last        channels-last memory for image models (faster convolutions on CPUs and GPUs;
+                         a model whose code cannot run in it trains in its own layout)
   --deterministic        bit-for-bit repeatable training where torch allows it
   --device NAME          auto, cpu or cuda, for the runner this command starts
                          (default auto: the GPUs when there are any)

@@ -84,9 +84,19 @@ export function mulberry32(seed: number): () => number {
 }
 
 /**
+ * Channels-last memory for images where the device's convolutions are faster on it (core/defaults.ts):
+ * how a trial is laid out in memory, not what it trains, so the search's trials of a starting
+ * point take it too (trial 0 keeps its own recipe whole). The runner keeps a model whose code
+ * cannot run on it in its own layout.
+ */
+function memoryFormat(input: PlanInput): Pick<TrainConfigInput, "channels_last"> {
+  return SEARCH_DEFAULTS[input.device ?? "cpu"].channelsLast && isImage(input.info) ? { channels_last: true } : {};
+}
+
+/**
  * The rung-0 probe for the runner's device (core/defaults.ts SEARCH_DEFAULTS): the run's
- * search subset and epochs, the device's batch size with Adam's rate scaled to it, and on
- * a GPU mixed precision and channels-last images. A template's own recipe goes on top.
+ * search subset and epochs, the device's batch size with Adam's rate scaled to it, on a GPU
+ * mixed precision, and channels-last images. A template's own recipe goes on top.
  */
 function startingTrain(input: PlanInput, template?: Template): TrainConfigInput {
   const s = input.state.settings;
@@ -107,7 +117,7 @@ function startingTrain(input: PlanInput, template?: Template): TrainConfigInput 
     epochs: s?.epochs || d.epochs,
     subset,
     ...(d.amp && { amp: true }),
-    ...(d.channelsLast && image && { channels_last: true }),
+    ...memoryFormat(input),
     ...(template?.recipe && image && FLIP_SAFE.has(input.info.name) && { augment: { hflip: true } }),
   };
 }
@@ -325,7 +335,7 @@ export function baselineProposals(input: PlanInput): Proposal[] {
       parentIds: [baselineId],
       mutation: "baseline",
       model: start.model,
-      train: { ...start.train, subset: probe.subset, epochs: probe.epochs },
+      train: { ...start.train, subset: probe.subset, epochs: probe.epochs, ...memoryFormat(input) },
     },
   ];
   return out.filter((p) => !proposed.some((t) => rungOf(t) === p.rung));

@@ -286,6 +286,21 @@ class _Ema:
             self.swap(model)
 
 
+def _channels_last(model, probe):
+    """Whether the model runs in channels-last memory, moved there if it does: oneDNN's and cuDNN's
+    convolutions are faster on it (on this project's 2-core CPU, 1.6-2x for the reference CNN's
+    epoch). Code that reshapes its activations with .view() cannot run on it, and trains as it is."""
+    try:
+        # Within the try: a 5-D parameter (Conv3d) has no channels-last layout.
+        model.to(memory_format=torch.channels_last)
+        with torch.no_grad():
+            model(probe.contiguous(memory_format=torch.channels_last))
+        return True
+    except RuntimeError:
+        model.to(memory_format=torch.contiguous_format)
+        return False
+
+
 def _predict(model, data, x_all, idx, batch_size, acc, amp_dtype, channels_last, what):
     """The model's predictions on x_all[idx] as the referee takes them (metrics.encode)."""
     if data.lm:
@@ -407,11 +422,11 @@ def train(spec, split, emit, t0):
         data.to(acc.tensors)
     num_classes = data.num_classes
     amp_dtype = acc.amp_dtype(recipe["amp"])
-    channels_last = recipe["channels_last"] and acc.cuda and data.is_image
+    channels_last = recipe["channels_last"] and data.is_image
     use_augment = augment.wanted(recipe["augment"]) and data.is_image
     acc.set_determinism(recipe["deterministic"])
     with Stage("crash", "moving the model to the device"):
-        model = model.to(acc.tensors, memory_format=torch.channels_last) if channels_last else model.to(acc.tensors)
+        model = model.to(acc.tensors)
 
     probe = data.batch(data.train[:2])[0]
     what = f"forward pass on {len(probe)} training samples of shape {list(probe.shape)}"
@@ -420,6 +435,8 @@ def train(spec, split, emit, t0):
         with torch.no_grad():
             out = model(probe)
     data.check_output(out, len(probe), what)
+    if channels_last:
+        channels_last = _channels_last(model, probe)
     if data.lm:
         _check_causal(model, data, probe)
     # After the first forward: lazy modules (nn.LazyLinear) have no shape before it.
@@ -538,7 +555,7 @@ def train(spec, split, emit, t0):
         "seconds_to_first_step": seconds_to_first_step,
         "epochs_completed": epochs,
         "params": params, "num_classes": num_classes, "class_names": list(split.raw.class_names),
-        "device": acc.info(),
+        "device": {**acc.info(), "memory_format": "channels_last" if channels_last else "contiguous"},
     }
 
 

@@ -43,7 +43,7 @@ async function hostHasCuda(): Promise<boolean> {
 describe("quick-evaluator", () => {
   it("prints the result document with --json", async () => {
     const r = await run("quick-evaluator", ["--model", good, "--class", "DigitsNet", "--dataset", "digits", "--epochs", "3", "--seeds", "2", "--target", "80", "--json",
-      // GPU recipe flags are accepted everywhere and apply only on CUDA; --device cpu hides any GPU.
+      // GPU recipe flags are accepted everywhere (--amp applies only on CUDA, --channels-last on any device); --device cpu hides any GPU.
       "--amp", "--channels-last", "--deterministic", "--device", "cpu"]);
     expect(r.code, r.stderr).toBe(0);
     const json = JSON.parse(r.stdout) as Record<string, any>;

@@ -419,3 +419,20 @@ def test_a_language_model_returns_a_score_per_byte_value_at_each_position(corpus
     last_only = BYTE_GRU.replace("self.embed(x))[0])", "self.embed(x))[0][:, -1])")
     failure("shape_error", "returned shape [2, 256], expected [2, 32, 256] (batch, length, 256)", source=last_only,
             dataset=corpus, recipe={"context": 32})
+
+
+VIEW_CNN = CNN.replace("self.features(x).flatten(1)", "self.features(x).view(len(x), -1)")
+
+
+@pytest.mark.parametrize("source, memory_format", [(CNN, "channels_last"), (VIEW_CNN, "contiguous")])
+def test_channels_last_memory_where_the_models_code_allows_it(source, memory_format):
+    # On the CPU too (oneDNN's convolutions are faster on it); .view() of a channels-last
+    # activation raises, so such a model trains in its own layout instead of failing.
+    end, _ = run("train", source=source, recipe={"epochs": 2, "channels_last": True})
+    assert end["kind"] == "result", end
+    assert end["device"]["memory_format"] == memory_format
+    plain, _ = run("train", source=source, recipe={"epochs": 2})
+    assert plain["device"]["memory_format"] == "contiguous"
+    # The same training in another layout: only the order of sums differs.
+    assert end["metrics"]["train_loss"] == pytest.approx(plain["metrics"]["train_loss"], rel=1e-4)
+    assert end["metrics"]["val_loss"] == pytest.approx(plain["metrics"]["val_loss"], rel=1e-3)
