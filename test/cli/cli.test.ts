@@ -108,7 +108,7 @@ describe("quick-evaluator", () => {
   });
 });
 
-const VERBS: Verb[] = ["launch", "runs", "watch", "query", "report", "status", "pause", "resume", "stop", "cancel", "propose", "research", "ablation", "secrets", "ui"];
+const VERBS: Verb[] = ["launch", "runs", "watch", "query", "report", "export", "status", "pause", "resume", "stop", "cancel", "propose", "research", "ablation", "secrets", "ui"];
 
 describe("research-agent", () => {
   it("explains a goal it cannot understand", async () => {
