@@ -33,7 +33,7 @@ VERSION = 1
 MLFLOW_PARAM_MAX = 6000
 MLFLOW_TAG_MAX = 5000
 # log_batch takes at most this many of each in one call.
-MLFLOW_BATCH = {"metrics": 1000, "params": 100, "tags": 100}
+MLFLOW_BATCH = {"metrics": 1000, "params": 100}
 
 
 class ExportError(Exception):
@@ -216,6 +216,12 @@ def mlflow_status(trial):
     return "FINISHED" if trial["verdict"] else "RUNNING"
 
 
+def mlflow_key(key):
+    """A param name MLflow accepts (letters, digits, "_", "-", ".", " ", ":", "/", at most 250): a
+    config the fold could not validate is kept as written, and an LLM may have written any key."""
+    return "".join(c if c.isalnum() or c in "_-. :/" else "_" for c in key)[:250]
+
+
 def cut(text, limit):
     text = str(text)
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -254,20 +260,21 @@ def write_mlflow(doc, dest, project):
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2")
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "30")
     import mlflow.exceptions
-    from mlflow.entities import Metric, Param, RunTag, ViewType
+    from mlflow.entities import Metric, Param, ViewType
     from mlflow.tracking import MlflowClient
 
     uri = dest if is_uri(dest) else "file://" + local_dir(dest)
     client = MlflowClient(tracking_uri=uri)
 
-    def batch(run_id, metrics=(), params=(), tags=()):
-        metrics, params, tags = list(metrics), list(params), list(tags)
-        while metrics or params or tags:
-            client.log_batch(run_id, metrics=metrics[: MLFLOW_BATCH["metrics"]], params=params[: MLFLOW_BATCH["params"]], tags=tags[: MLFLOW_BATCH["tags"]])
-            metrics, params, tags = metrics[MLFLOW_BATCH["metrics"] :], params[MLFLOW_BATCH["params"] :], tags[MLFLOW_BATCH["tags"] :]
+    def batch(run_id, metrics, params):
+        while metrics or params:
+            client.log_batch(run_id, metrics=metrics[: MLFLOW_BATCH["metrics"]], params=params[: MLFLOW_BATCH["params"]])
+            metrics, params = metrics[MLFLOW_BATCH["metrics"] :], params[MLFLOW_BATCH["params"] :]
 
     def params_of(flat):
-        return [Param(k, cut(v if not isinstance(v, bool) else str(v).lower(), MLFLOW_PARAM_MAX)) for k, v in flat.items()]
+        # Through a dict: two keys that become one name would make MLflow refuse the whole batch.
+        named = {mlflow_key(k): cut(v if not isinstance(v, bool) else str(v).lower(), MLFLOW_PARAM_MAX) for k, v in flat.items()}
+        return [Param(k, v) for k, v in named.items()]
 
     try:
         experiment = client.get_experiment_by_name(project)

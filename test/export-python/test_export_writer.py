@@ -74,6 +74,12 @@ def test_confusion_markdown_and_epoch_rows():
                           "seed_1/train_loss": 2.0, "seed_1/val_accuracy": 0.8, "seed_1/lr": 0.001}
 
 
+def test_mlflow_keys_keep_what_mlflow_takes():
+    assert ew.mlflow_key("model.layers.0.out_channels") == "model.layers.0.out_channels"
+    assert ew.mlflow_key("model.why?(really)") == "model.why__really_"
+    assert len(ew.mlflow_key("x" * 400)) == 250
+
+
 def test_uri_or_folder():
     assert ew.is_uri("http://127.0.0.1:5000") and ew.is_uri("https://mlflow.example/") and ew.is_uri("file:///tmp/x")
     assert not ew.is_uri("/tmp/out") and not ew.is_uri("relative/dir") and not ew.is_uri("a b://c")
