@@ -58,7 +58,10 @@ const SECTIONS = {
                        endpoint (default none: the built-in brain); key from OPENAI_API_KEY
   --llm-base-url URL   e.g. http://localhost:11434/v1 (Ollama), http://localhost:8000/v1 (vLLM)
   --llm-config FILE    per-role endpoints and models (JSON or YAML; see docs/LLM.md)
-  --json               print one JSON object at the end (run id, status, best trial, paths)`,
+  --json               print one JSON object at the end (run id, status, best trial, paths)
+  --export tensorboard:DIR   (launch) each trial into DIR/RUN as soon as it is judged, for a
+                       tensorboard --logdir DIR beside the run; the report and the best trial's
+                       confusion matrix at the end (the export verb writes mlflow and wandb)`,
   "launch exit status": `  0 when the goal was met, or when a run with no target completed (status
   completed: it found a best model); 3 when a run with a target ended without
   meeting it (budget_exhausted, stopped), or a run with no target found no

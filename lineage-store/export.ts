@@ -154,7 +154,8 @@ function seedsOf(t: TrialState): ExportSeed[] {
   });
 }
 
-function exportTrial(state: RunState, t: TrialState, best: TrialState | undefined): ExportTrial {
+/** One trial's part of the document; `best` (the run's best, if it has one yet) alone gets the confusion matrix. */
+export function exportTrial(state: RunState, t: TrialState, best: TrialState | undefined): ExportTrial {
   const p = t.proposed;
   const f = trialFailure(t);
   const result = t.evaluated?.result;
@@ -217,6 +218,17 @@ export function exportRun(state: RunState, reportMarkdown: string): ExportRun {
     report_markdown: reportMarkdown,
     trials: state.order.map((id) => exportTrial(state, state.trials.get(id)!, best)),
   };
+}
+
+/**
+ * `launch --export`'s lines to the writer (export_writer.py --follow): a trial as soon as it is
+ * judged, with what of the run it needs; at the end the whole run, which adds the report, the
+ * best trial's confusion matrix and any trial not sent yet.
+ */
+export type FollowLine = { run: Pick<ExportRun, "run_id" | "metric" | "started_at_ms">; trial: ExportTrial } | { run: ExportRun };
+
+export function judgedLine(state: RunState, t: TrialState): FollowLine {
+  return { run: { run_id: state.runId, metric: state.objective.metric, started_at_ms: state.startedAtMs || null }, trial: exportTrial(state, t, undefined) };
 }
 
 export function exportDocument(runs: ExportRun[]): ExportDocument {

@@ -15,6 +15,8 @@ The document holds every number; this script only maps names. What a person sees
   the research run, for `wandb sync`.
 A run exported again replaces its earlier export; a run is staged first and moved into place
 whole, or (MLflow) its new runs are deleted again when one fails, so no half of a run stays.
+With --follow (TensorBoard only, `launch --export`), stdin is a JSON line per judged trial and a
+last line with the whole run; each trial is written once, as it comes (follow_tensorboard).
 """
 
 import argparse
@@ -140,69 +142,141 @@ def local_dir(dest):
 # ---------- TensorBoard ----------
 
 
+class TensorBoard:
+    """TensorBoard's own event-file writer and summary protos (no TensorFlow needed): the root of a
+    run (its report, its hparams experiment), a trial's folder (its hparams session, score,
+    hypothesis, and for the best its confusion matrix) and each seed's folder (its curves)."""
+
+    def __init__(self):
+        from tensorboard.compat.proto.event_pb2 import Event
+        from tensorboard.compat.proto.summary_pb2 import Summary
+        from tensorboard.plugins.hparams import summary_v2 as hp
+        from tensorboard.plugins.text.summary_v2 import text_pb
+        from tensorboard.summary.writer.event_file_writer import EventFileWriter
+
+        self.Event, self.Summary, self.hp, self.text_pb, self.EventFileWriter = Event, Summary, hp, text_pb, EventFileWriter
+
+    def file(self, logdir):
+        """A new event file in `logdir`; TensorBoard reads every file of a folder as one run."""
+        tb = self
+
+        class Writer:
+            def __init__(self):
+                self.file = tb.EventFileWriter(logdir, max_queue_size=1000, flush_secs=3600)
+
+            def summary(self, summary, step, wall_time):
+                self.file.add_event(tb.Event(summary=summary, step=step, wall_time=wall_time))
+
+            def scalar(self, tag, value, step, wall_time):
+                self.summary(tb.Summary(value=[tb.Summary.Value(tag=tag, simple_value=value)]), step, wall_time)
+
+            def text(self, tag, markdown, wall_time):
+                self.summary(tb.text_pb(tag, markdown), 0, wall_time)
+
+            def close(self):
+                self.file.close()
+
+        return Writer()
+
+    def root(self, folder, run):
+        start = wall(run.get("started_at_ms"), 0.0)
+        keys = sorted({k for t in run["trials"] for k in t["params"]})
+        w = self.file(folder)
+        w.summary(self.hp.hparams_config_pb([self.hp.HParam(k) for k in keys], [self.hp.Metric("score"), self.hp.Metric(f"val_{run['metric']}")], time_created_secs=start), 0, start)
+        w.text("report", run["report_markdown"], start)
+        w.close()
+
+    def trial(self, folder, run, t):
+        at = wall(trial_time(run, t), wall(run.get("started_at_ms"), 0.0))
+        metric = f"val_{run['metric']}"
+        w = self.file(folder)
+        w.summary(self.hp.hparams_pb(t["params"], trial_id=t["trial_id"], start_time_secs=wall(t.get("started_at_ms"), at)), 0, at)
+        if t["score"] is not None:
+            w.scalar("score", t["score"], 0, at)
+        if metric in t["metrics"]:
+            w.scalar(metric, t["metrics"][metric], 0, at)
+        w.text("hypothesis", t["hypothesis_markdown"] or t["hypothesis"], at)
+        w.close()
+        self.confusion(folder, run, t)
+        for s in t["seeds"]:
+            w = self.file(os.path.join(folder, f"seed-{s['seed']}"))
+            for name, values in s["curves"].items():
+                for k, v in enumerate(values):
+                    w.scalar(name, v, k + 1, at)
+            w.close()
+
+    def confusion(self, folder, run, t):
+        """The best trial's confusion matrix as an image, and its counts as text under a tag of
+        their own (a run's tag belongs to one plugin)."""
+        if not t["confusion"]:
+            return
+        at = wall(trial_time(run, t), 0.0)
+        image = confusion_png(t["confusion"]["counts"])
+        width, height = struct.unpack(">II", image[16:24])
+        w = self.file(folder)
+        w.summary(self.Summary(value=[self.Summary.Value(tag="confusion_matrix", image=self.Summary.Image(height=height, width=width, colorspace=3, encoded_image_string=image))]), 0, at)
+        w.text("confusion_matrix_counts", confusion_markdown(t["confusion"]), at)
+        w.close()
+
+
 def write_tensorboard(doc, dest, project):
-    from tensorboard.compat.proto.event_pb2 import Event
-    from tensorboard.compat.proto.summary_pb2 import Summary
-    from tensorboard.plugins.hparams import summary_v2 as hp
-    from tensorboard.plugins.text.summary_v2 import text_pb
-    from tensorboard.summary.writer.event_file_writer import EventFileWriter
-
-    class Writer:
-        """One event file in one run folder of TensorBoard's."""
-
-        def __init__(self, logdir):
-            self.file = EventFileWriter(logdir, max_queue_size=1000, flush_secs=3600)
-
-        def summary(self, summary, step, wall_time):
-            self.file.add_event(Event(summary=summary, step=step, wall_time=wall_time))
-
-        def scalar(self, tag, value, step, wall_time):
-            self.summary(Summary(value=[Summary.Value(tag=tag, simple_value=value)]), step, wall_time)
-
-        def text(self, tag, markdown, wall_time):
-            self.summary(text_pb(tag, markdown), 0, wall_time)
-
-        def close(self):
-            self.file.close()
-
+    tb = TensorBoard()
     dest = local_dir(dest)
     for run in doc["runs"]:
         stage = tempfile.mkdtemp(prefix=f".{run['run_id']}.", dir=dest)
         try:
-            start = wall(run.get("started_at_ms"), 0.0)
-            metric = f"val_{run['metric']}"
-            root = Writer(stage)
-            keys = sorted({k for t in run["trials"] for k in t["params"]})
-            root.summary(hp.hparams_config_pb([hp.HParam(k) for k in keys], [hp.Metric("score"), hp.Metric(metric)], time_created_secs=start), 0, start)
-            root.text("report", run["report_markdown"], start)
-            root.close()
+            tb.root(stage, run)
             for t in run["trials"]:
-                at = wall(trial_time(run, t), start)
-                w = Writer(os.path.join(stage, t["trial_id"]))
-                w.summary(hp.hparams_pb(t["params"], trial_id=t["trial_id"], start_time_secs=wall(t.get("started_at_ms"), at)), 0, at)
-                if t["score"] is not None:
-                    w.scalar("score", t["score"], 0, at)
-                if metric in t["metrics"]:
-                    w.scalar(metric, t["metrics"][metric], 0, at)
-                w.text("hypothesis", t["hypothesis_markdown"] or t["hypothesis"], at)
-                if t["confusion"]:
-                    image = confusion_png(t["confusion"]["counts"])
-                    width = height = int.from_bytes(image[16:20], "big")
-                    w.summary(Summary(value=[Summary.Value(tag="confusion_matrix", image=Summary.Image(height=height, width=width, colorspace=3, encoded_image_string=image))]), 0, at)
-                    w.text("confusion_matrix_counts", confusion_markdown(t["confusion"]), at)
-                w.close()
-                for s in t["seeds"]:
-                    w = Writer(os.path.join(stage, t["trial_id"], f"seed-{s['seed']}"))
-                    for name, values in s["curves"].items():
-                        for k, v in enumerate(values):
-                            w.scalar(name, v, k + 1, at)
-                    w.close()
+                tb.trial(os.path.join(stage, t["trial_id"]), run, t)
             final = os.path.join(dest, run["run_id"])
             replace_dir(stage, final)
         except BaseException:
             shutil.rmtree(stage, ignore_errors=True)
             raise
         yield {"run_id": run["run_id"], "trials": len(run["trials"]), "where": final}
+
+
+def follow_tensorboard(lines, dest):
+    """`launch --export tensorboard:DEST`: each line is {"run": ..., "trial": ...} for a trial just
+    judged, written once into DEST/RUN/TRIAL (staged beside it, then moved in whole, so
+    TensorBoard never reads half a trial); the last, {"run": ...} with every trial, adds the
+    run's report and hparams experiment, the trials not written yet, and the best trial's
+    confusion matrix as a file of its own in its folder. Nothing written is replaced while
+    TensorBoard may be reading it."""
+    tb = TensorBoard()
+    dest = local_dir(dest)
+    written = set()
+
+    def trial(run, t):
+        folder = os.path.join(dest, run["run_id"], t["trial_id"])
+        if t["trial_id"] in written or os.path.exists(folder):
+            written.add(t["trial_id"])
+            return False
+        os.makedirs(os.path.dirname(folder), exist_ok=True)
+        stage = tempfile.mkdtemp(prefix=f".{t['trial_id']}.", dir=os.path.dirname(folder))
+        try:
+            tb.trial(stage, run, dict(t, confusion=None))
+            os.rename(stage, folder)
+        except BaseException:
+            shutil.rmtree(stage, ignore_errors=True)
+            raise
+        written.add(t["trial_id"])
+        return True
+
+    for line in lines:
+        if not line.strip():
+            continue
+        item = json.loads(line)
+        run = item["run"]
+        if "trial" in item:
+            trial(run, item["trial"])
+            continue
+        for t in run["trials"]:
+            trial(run, t)
+            if t["best"]:
+                tb.confusion(os.path.join(dest, run["run_id"], t["trial_id"]), run, t)
+        tb.root(os.path.join(dest, run["run_id"]), run)
+        yield {"run_id": run["run_id"], "trials": len(run["trials"]), "where": os.path.join(dest, run["run_id"])}
 
 
 # ---------- MLflow ----------
@@ -435,10 +509,12 @@ def main(argv=None):
     p.add_argument("--to", choices=sorted(WRITERS), required=True)
     p.add_argument("--dest", required=True, help="a folder, or for mlflow a tracking server's URI")
     p.add_argument("--project", default="research-swarm", help="the MLflow experiment or W&B project")
+    p.add_argument("--follow", action="store_true", help="tensorboard: one judged trial a line, as a run goes (launch --export)")
     a = p.parse_args(argv)
     try:
-        doc = read_document(sys.stdin)
-        for written in WRITERS[a.to](doc, a.dest, a.project):
+        if a.follow and a.to != "tensorboard":
+            raise ExportError("invalid_config", f"--follow writes tensorboard only, not {a.to}")
+        for written in follow_tensorboard(sys.stdin, a.dest) if a.follow else WRITERS[a.to](read_document(sys.stdin), a.dest, a.project):
             print(json.dumps(written), flush=True)
     except ExportError as e:
         print(f"export_writer: {e.label}: {e}", file=sys.stderr)

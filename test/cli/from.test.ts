@@ -69,6 +69,9 @@ describe("launch --from", () => {
   const workspace = mkdtempSync(join(tmpdir(), "from-ws-"));
   let py: Summary;
   let argumentTrial: string;
+  // The run below that streams to TensorBoard as it goes (launch --export), and where to.
+  let second: Summary;
+  const live = mkdtempSync(join(tmpdir(), "from-live-"));
 
   it.concurrent("trains a model in Python as trial 0, then searches its constructor's arguments beside its recipe", async () => {
     const r = await launch(["--goal", "digits: maximise accuracy", "--from", net, "--class", "Net", "--recipe", recipe, "--time-budget", "60s", "--seeds", "2", "--no-research", "--workspace", workspace, "--json"]);
@@ -144,9 +147,9 @@ describe("launch --from", () => {
 
   it("starts from an earlier run's trial: its model in Python, its arguments and its recipe", async () => {
     const short = argumentTrial.slice(py.run_id.length + 1);
-    const r = await launch(["--goal", "digits: maximise accuracy", "--from", `${py.run_id}/${short}`, "--time-budget", "45s", "--seeds", "2", "--max-trials", "2", "--no-research", "--workspace", workspace, "--json"]);
+    const r = await launch(["--goal", "digits: maximise accuracy", "--from", `${py.run_id}/${short}`, "--time-budget", "45s", "--seeds", "2", "--max-trials", "2", "--no-research", "--workspace", workspace, "--json", "--export", `tensorboard:${live}`]);
     expect([0, 3], r.stderr).toContain(r.status);
-    const second = JSON.parse(r.stdout.trim().split("\n").pop()!) as Summary;
+    second = JSON.parse(r.stdout.trim().split("\n").pop()!) as Summary;
     expect(second.run_id).not.toBe(py.run_id);
     const t0 = `${second.run_id}-t000`;
     const read = (runId: string, t: string, f: string) => trialFile(workspace, runId, t, f);
@@ -156,7 +159,7 @@ describe("launch --from", () => {
   }, 300_000);
 
   // The finished runs above, exported: this file's runs are real and already paid for.
-  it("exports its runs to TensorBoard, MLflow and W&B, where each tracker's own reader finds every trial, epoch and param stored", async () => {
+  it("exports its runs to TensorBoard, MLflow and W&B, where each tracker's own reader finds every trial, epoch and param stored, as a launch streamed to TensorBoard live", async () => {
     const out = mkdtempSync(join(tmpdir(), "from-export-"));
     const to = { tensorboard: join(out, "tb"), mlflow: join(out, "mlflow"), wandb: join(out, "wandb") };
     const exportRuns = (args: string[]) => run("./research-agent", ["export", ...args, "--workspace", workspace], { env, timeout: 300_000 });
@@ -190,10 +193,12 @@ describe("launch --from", () => {
     expect(ml.stdout).toContain(`${py.run_id}: `);
     const state = await storedRun(workspace, py.run_id);
     expect(state.finished).toBe(true);
-    const back = await readBack(to);
+    const back = await readBack({ ...to, live });
     checkTensorBoard(back.tensorboard, state, readFileSync(py.report, "utf8"));
     checkMlflow(back.mlflow, state);
     checkWandb(back.wandb, state);
+    // The run that streamed live (launch --export tensorboard:DIR) holds the same as an export after it.
+    checkTensorBoard(back.live!, await storedRun(workspace, second.run_id), readFileSync(second.report, "utf8"));
   }, 300_000);
 
   it("refuses a bad starting point in one line with status 2, before anything starts", async () => {

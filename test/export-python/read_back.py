@@ -2,7 +2,7 @@
 document, for test/cli/from.test.ts to hold against the stored events. One process for the
 three formats: each library's import costs seconds.
 
-    read_back.py --tensorboard DIR --mlflow DIR --wandb DIR [--project NAME]
+    read_back.py --tensorboard DIR --mlflow DIR --wandb DIR [--live DIR] [--project NAME]
 
 - TensorBoard: through TensorBoard's own data provider over its plugin event multiplexer (what
   `tensorboard --logdir` serves from): scalars, images, and each trial's hparams session.
@@ -152,6 +152,7 @@ def wandb(dest):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--tensorboard")
+    p.add_argument("--live", help="a TensorBoard folder a launch streamed into (launch --export)")
     p.add_argument("--mlflow")
     p.add_argument("--wandb")
     p.add_argument("--project", default="research-swarm")
@@ -159,6 +160,8 @@ def main():
     out = {}
     if a.tensorboard:
         out["tensorboard"] = tensorboard(a.tensorboard)
+    if a.live:
+        out["live"] = tensorboard(a.live)
     if a.mlflow:
         out["mlflow"] = mlflow(a.mlflow, a.project)
     if a.wandb:

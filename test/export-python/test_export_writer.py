@@ -143,3 +143,29 @@ def test_mlflow_export_done_twice_leaves_one_active_export(tmp_path, monkeypatch
     history = client.get_metric_history(ok.info.run_id, "seed_1/val_accuracy")
     assert sorted((m.step, m.value) for m in history) == [(1, 0.8), (2, 0.91)]
     assert sorted(a.path for a in client.list_artifacts(ok.info.run_id)) == ["confusion_matrix.json", "confusion_matrix.png", "hypothesis.md", "model_code.py"]
+
+
+def test_following_a_run_writes_each_trial_once_as_it_comes_then_the_run(tmp_path, monkeypatch, capsys):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    run = document()["runs"][0]
+    first, failed = run["trials"]
+    lines = [{"run": run, "trial": dict(first, best=False, confusion=None)}, {"run": run, "trial": dict(first, best=False, confusion=None)}, {"run": run}]
+    monkeypatch.setattr("sys.stdin", io.StringIO("".join(json.dumps(x) + "\n" for x in lines)))
+    assert ew.main(["--to", "tensorboard", "--dest", str(tmp_path), "--follow"]) == 0
+    out, err = capsys.readouterr()
+    assert [json.loads(x) for x in out.splitlines()] == [{"run_id": "r1", "trials": 2, "where": str(tmp_path / "r1")}], err
+    # Each trial's folder once (the second line of the first was a repeat), no staging left.
+    assert sorted(f for f in os.listdir(tmp_path / "r1") if not f.startswith("events.")) == ["r1-t000", "r1-t001"]
+    trial = EventAccumulator(str(tmp_path / "r1" / "r1-t000"), size_guidance={"images": 0, "scalars": 0})
+    trial.Reload()
+    assert len(trial.Scalars("score")) == 1 and len(trial.Images("confusion_matrix")) == 1
+    root = EventAccumulator(str(tmp_path / "r1"), size_guidance={"tensors": 0})
+    root.Reload()
+    assert "report" in root.Tags()["tensors"]
+
+
+def test_following_is_for_tensorboard_only(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))
+    assert ew.main(["--to", "mlflow", "--dest", str(tmp_path), "--follow"]) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == "export_writer: invalid_config: --follow writes tensorboard only, not mlflow"

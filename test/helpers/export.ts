@@ -16,15 +16,19 @@ import { run } from "./run.js";
 
 const ROOT = join(import.meta.dirname, "..", "..");
 
+interface TensorBoardRead {
+  scalars: Record<string, Record<string, [number, number][]>>;
+  images: Record<string, string[]>;
+  image_blobs: Record<string, { width: number; height: number; png_magic: string }>;
+  text: Record<string, Record<string, string>>;
+  sessions: Record<string, Flat>;
+  experiments: Record<string, { hparams: string[]; metrics: string[] }>;
+}
+
 interface ReadBack {
-  tensorboard: {
-    scalars: Record<string, Record<string, [number, number][]>>;
-    images: Record<string, string[]>;
-    image_blobs: Record<string, { width: number; height: number; png_magic: string }>;
-    text: Record<string, Record<string, string>>;
-    sessions: Record<string, Flat>;
-    experiments: Record<string, { hparams: string[]; metrics: string[] }>;
-  };
+  tensorboard: TensorBoardRead;
+  /** A launch's live export (launch --export tensorboard:DIR), when one was read. */
+  live?: TensorBoardRead;
   mlflow: Record<string, { name: string; status: string; params: Record<string, string>; tags: Record<string, string>; metrics: Record<string, [number, number][]>; artifacts: string[] }>;
   wandb: Record<string, { id: string; group: string; job_type: string; name: string; project: string; tags: string[]; config: Flat; history: Record<string, number>[]; summary: Record<string, unknown>; files: string[]; exit_code: number | null }>;
 }
@@ -40,8 +44,9 @@ export async function storedRun(workspace: string, runId: string): Promise<RunSt
 }
 
 /** What the three readers find, in one Python process (each library's import costs seconds). */
-export async function readBack(dirs: { tensorboard: string; mlflow: string; wandb: string }): Promise<ReadBack> {
-  const r = await run(join(ROOT, ".venv-export", "bin", "python"), [join(ROOT, "test", "export-python", "read_back.py"), "--tensorboard", dirs.tensorboard, "--mlflow", dirs.mlflow, "--wandb", dirs.wandb], { timeout: 180_000 });
+export async function readBack(dirs: { tensorboard: string; mlflow: string; wandb: string; live?: string }): Promise<ReadBack> {
+  const live = dirs.live ? ["--live", dirs.live] : [];
+  const r = await run(join(ROOT, ".venv-export", "bin", "python"), [join(ROOT, "test", "export-python", "read_back.py"), "--tensorboard", dirs.tensorboard, "--mlflow", dirs.mlflow, "--wandb", dirs.wandb, ...live], { timeout: 180_000 });
   expect(r.status, r.stderr).toBe(0);
   return JSON.parse(r.stdout) as ReadBack;
 }
@@ -71,7 +76,7 @@ function sameParams(got: Record<string, string>, want: Flat, what: string): void
   }
 }
 
-export function checkTensorBoard(tb: ReadBack["tensorboard"], state: RunState, report: string): void {
+export function checkTensorBoard(tb: TensorBoardRead, state: RunState, report: string): void {
   const runId = state.runId;
   expect(tb.text[runId]?.["report"]).toBe(report);
   const keys = new Set<string>();
