@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import shutil
+import signal
 import struct
 import sys
 import tempfile
@@ -514,6 +515,10 @@ def main(argv=None):
     try:
         if a.follow and a.to != "tensorboard":
             raise ExportError("invalid_config", f"--follow writes tensorboard only, not {a.to}")
+        if a.follow:
+            # A Ctrl-C at the launch reaches its whole process group: the launch writes the report
+            # so far and then ends this writer's input, which is how it stops.
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
         for written in follow_tensorboard(sys.stdin, a.dest) if a.follow else WRITERS[a.to](read_document(sys.stdin), a.dest, a.project):
             print(json.dumps(written), flush=True)
     except ExportError as e:

@@ -152,6 +152,8 @@ def test_following_a_run_writes_each_trial_once_as_it_comes_then_the_run(tmp_pat
     first, failed = run["trials"]
     lines = [{"run": run, "trial": dict(first, best=False, confusion=None)}, {"run": run, "trial": dict(first, best=False, confusion=None)}, {"run": run}]
     monkeypatch.setattr("sys.stdin", io.StringIO("".join(json.dumps(x) + "\n" for x in lines)))
+    # Following ignores Ctrl-C (its launch ends it), but not in pytest's own process.
+    monkeypatch.setattr("signal.signal", lambda *_: None)
     assert ew.main(["--to", "tensorboard", "--dest", str(tmp_path), "--follow"]) == 0
     out, err = capsys.readouterr()
     assert [json.loads(x) for x in out.splitlines()] == [{"run_id": "r1", "trials": 2, "where": str(tmp_path / "r1")}], err
