@@ -12,7 +12,7 @@ const SECONDS: Record<string, number> = {
   "test/cli/resume.test.ts": 147,
   "test/cli/cli.test.ts": 106,
   "test/deploy/pack-swarm.test.ts": 83,
-  "test/cli/from.test.ts": 90,
+  "test/cli/from.test.ts": 97,
   "test/cli/language-model.test.ts": 140,
   "test/cli/regression.test.ts": 78,
   "test/cli/serve.test.ts": 50,

@@ -58,7 +58,10 @@ const SECTIONS = {
                        endpoint (default none: the built-in brain); key from OPENAI_API_KEY
   --llm-base-url URL   e.g. http://localhost:11434/v1 (Ollama), http://localhost:8000/v1 (vLLM)
   --llm-config FILE    per-role endpoints and models (JSON or YAML; see docs/LLM.md)
-  --json               print one JSON object at the end (run id, status, best trial, paths)`,
+  --json               print one JSON object at the end (run id, status, best trial, paths)
+  --export tensorboard:DIR   (launch) each trial into DIR/RUN as soon as it is judged, for a
+                       tensorboard --logdir DIR beside the run; the report and the best trial's
+                       confusion matrix at the end (the export verb writes mlflow and wandb)`,
   "launch exit status": `  0 when the goal was met, or when a run with no target completed (status
   completed: it found a best model); 3 when a run with a target ended without
   meeting it (budget_exhausted, stopped), or a run with no target found no
@@ -83,6 +86,20 @@ const SECTIONS = {
   --json               the trials as JSON objects (the same fields, distance included)
   Rows come closest first: distance is the cosine distance between TEXT's embedding
   and the trial's, from 0 (same direction) to 2 (opposite): lower is closer.`,
+  "export options": `  --to FORMAT          tensorboard: event files in DIR/RUN/TRIAL (hparams, the trial's score, text) and
+                       DIR/RUN/TRIAL/seed-N (per-epoch loss, the run's metric, lr); the best trial's
+                       confusion matrix as an image; the report as text
+                       mlflow: a file store in DIR, or the tracking server DIR names (http://...): one
+                       parent run per run, a child per trial (params: its configs flattened; metrics
+                       per epoch per seed; tags: verdict, failure, fidelity, parents; artifacts: code,
+                       hypothesis, report); MLflow 3 reads a file store with MLFLOW_ALLOW_FILE_STORE=true
+                       wandb: offline runs in DIR/wandb (one per trial, grouped by run) for wandb sync;
+                       no network is used
+  --all                every run of the workspace
+  --project NAME       the MLflow experiment or W&B project (default research-swarm)
+  The first export installs the trackers' libraries into .venv-export (a minute or two, once).
+  An export of a run already in DIR replaces it. Exit status 1 for bad input (said in one line
+  before anything is written), 2 when writing failed.`,
   "research options": `  --format TEXT        how much to return: "3 suggestions, 2 insights, architecture only"
   --dataset NAME       rank for this dataset's modality (default: read from the query)
   --notes DIR          also search your own papers and notes (.md, .txt; .pdf with pdftotext)
@@ -111,6 +128,11 @@ export const VERBS = {
   watch: { usage: "  research-agent watch [RUN] [--workspace DIR | --nats URL]   lineage events live (history first); a stored run replayed" },
   query: { usage: `  research-agent query --similar "TEXT" [--run RUN] [--k N] [--json] [--workspace DIR | --nats URL]`, sections: ["query options"] },
   report: { usage: "  research-agent report RUN [--workspace DIR]          the run's report (a live run's so far)" },
+  export: {
+    usage: `  research-agent export RUN --to tensorboard|mlflow|wandb DIR [--workspace DIR] [--project NAME]
+  research-agent export --all --to tensorboard|mlflow|wandb DIR   every run of the workspace`,
+    sections: ["export options"],
+  },
   status: { usage: "  research-agent status [--workspace DIR | --nats URL]   live runs and their trials, runners and slots, agents" },
   pause: { usage: "  research-agent pause RUN [--reason TEXT]          start nothing new; trials in flight go on (the budget still runs)" },
   resume: { usage: "  research-agent resume RUN                         trials start again in the slots freed meanwhile" },

@@ -1,6 +1,6 @@
 /**
  * research-agent: launch a research run, watch lineage events live, query
- * past trials, print a report, show who is alive. Each verb is a module of
+ * past trials, print a report, export runs to other trackers, show who is alive. Each verb is a module of
  * cli/verbs/, loaded only when it runs: --help and the light verbs do not
  * pay for the swarm's imports.
  */
@@ -18,6 +18,7 @@ const commands: Record<Verb, () => Promise<Command>> = {
   watch: async () => (await import("./verbs/watch.js")).default,
   query: async () => (await import("./verbs/query.js")).default,
   report: async () => (await import("./verbs/report.js")).default,
+  export: async () => (await import("./verbs/export.js")).default,
   status: async () => (await import("./verbs/status.js")).default,
   research: async () => (await import("./verbs/research.js")).default,
   ablation: async () => (await import("./verbs/ablation.js")).default,

@@ -4,10 +4,12 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { fromBinary } from "@bufbuild/protobuf";
 import type { Bus } from "../bus/index.js";
 import { cliConfig } from "../core/config.js";
 import { createLogger } from "../core/logger.js";
 import type { LineageStore } from "../lineage-store/store.js";
+import { EventSchema, type Event } from "../proto/gen/research/v1/events_pb.js";
 import { fail } from "./args.js";
 
 /** What the launcher of the swarm in `workspace` wrote about it (deploy/swarm.ts), if one was launched there. */
@@ -44,4 +46,28 @@ export async function openLineage(workspace: string): Promise<LineageStore> {
   if (!existsSync(dir)) fail(`no lineage in ${dir} (is --workspace right?)`);
   const [{ LineageStore }, { lineageEmbedder }] = await Promise.all([import("../lineage-store/store.js"), import("../lineage-store/embedder.js")]);
   return LineageStore.open(dir, { readOnly: true, embedder: await lineageEmbedder(dir, {}, quietLogger()), logger: quietLogger() });
+}
+
+/** A run's events as the lineage stored them, in stream order: none for a run it does not have. */
+export async function storedEvents(workspace: string, run: string): Promise<Event[]> {
+  return (await storedRuns(workspace, [run])).get(run) ?? [];
+}
+
+/**
+ * Each run's stored events through one opening of the lineage: the runs named, or every run of
+ * the workspace (newest first) when `runs` is undefined. A named run the lineage lacks is absent.
+ */
+export async function storedRuns(workspace: string, runs?: readonly string[]): Promise<Map<string, Event[]>> {
+  const store = await openLineage(workspace);
+  try {
+    const ids = runs ?? (await store.listRuns()).map((r) => r.run_id);
+    const out = new Map<string, Event[]>();
+    for (const id of ids) {
+      const events = (await store.eventsOf(id)).map((row) => fromBinary(EventSchema, row.payload));
+      if (events.length) out.set(id, events);
+    }
+    return out;
+  } finally {
+    await store.close();
+  }
 }

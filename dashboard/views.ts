@@ -14,7 +14,7 @@ import type { EpochProgress, MetricStats } from "../proto/gen/research/v1/runner
 import { chosenBest, decisionName, verdictName } from "../lineage-store/report.js";
 import { baselineComparison } from "../lineage-store/baseline.js";
 import type { Objective } from "../core/objective.js";
-import { applyToRunState, bestTrial, boundOf, failureLabelOf, inFlightCount, isBaseline, isTerminal, metricCurves, paramsOf, rungOf, scoreOf, standing, surfaceOf, trialFailure, trialStatus, valMetricOf, type RunState, type TrialState } from "../swarm/run-state.js";
+import { applyToRunState, bestTrial, boundOf, confusionOf, failureLabelOf, inFlightCount, isBaseline, isTerminal, metricCurves, paramsOf, rungOf, scoreOf, standing, surfaceOf, trialFailure, trialStatus, valMetricOf, type RunState, type TrialState } from "../swarm/run-state.js";
 import type { BestSoFarPoint, EpochJson, Fidelity, HeldOutTest, Interval, InterventionRow, LlmUse, ObjectiveJson, RunDetail, RunStatusText, RunSummary, SeedCurves, TrialDetail, TrialRow } from "./api.js";
 
 /** One run as the source keeps it: the fold, and what the fold leaves out. */
@@ -315,17 +315,6 @@ function seedCurves(t: TrialState): SeedCurves[] {
   });
 }
 
-function confusionSum(t: TrialState): number[][] {
-  const sum: number[][] = [];
-  for (const r of t.evaluated?.result?.seedResults ?? []) {
-    r.confusionMatrix.forEach((row, i) => {
-      const out = (sum[i] ??= []);
-      row.counts.forEach((c, j) => (out[j] = (out[j] ?? 0) + c));
-    });
-  }
-  return sum;
-}
-
 /** Each class's precision, recall and F1 averaged over seeds (all score the same validation examples). */
 function perClass(t: TrialState): TrialDetail["per_class"] {
   const seeds = t.evaluated?.result?.seedResults ?? [];
@@ -394,7 +383,7 @@ export function trialDetail(v: RunView, trialId: string): TrialDetail | undefine
     narrative: analysis?.narrative || t.assembled?.summaryNarrative || "",
     seeds: seedCurves(t),
     class_names: t.evaluated?.result?.classNames ?? [],
-    confusion_matrix: confusionSum(t),
+    confusion_matrix: confusionOf(t),
     per_class: perClass(t),
     analysis: analysis ? { overfitting: analysis.overfitting, convergence: analysis.convergence, weak_classes: analysis.weakClasses, notes: analysis.notes } : null,
     judged_reason: t.judged?.reason ?? "",

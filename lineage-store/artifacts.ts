@@ -86,7 +86,8 @@ function modelName(t: TrialState): string {
   return t.model?.name || t.assembled?.className || t.id;
 }
 
-function hypothesisMarkdown(t: TrialState): string {
+/** A trial's hypothesis.md: who proposed it, from which parents, why. */
+export function hypothesisMarkdown(t: TrialState): string {
   const p = t.proposed!;
   const ids = (xs: string[]) => (xs.length ? xs.map((x) => `\`${x}\``).join(", ") : "none");
   return [

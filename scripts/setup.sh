@@ -96,6 +96,29 @@ install_venv() {
   done_step
 }
 
+# The trackers' libraries for `research-agent export` (lineage-store/export_writer.py), in a venv of
+# their own so that their pins (protobuf, numpy) never move the runner's. Not every launch needs
+# them: the first export installs them (`setup.sh export`), and so does the test command. pytest
+# for the writer's own tests (test/export-python).
+EXPORT_PACKAGES="tensorboard==2.21.0 mlflow-skinny==3.17.2 wandb==0.31.0 pytest==9.2.0"
+
+export_venv_current() { [ -x .venv-export/bin/python ] && [ "$(cat "$STAMPS/venv-export" 2>/dev/null)" = "$1" ]; }
+install_export_venv() {
+  local want; want="$(echo "$EXPORT_PACKAGES" | sha256sum | cut -c1-16)"
+  export_venv_current "$want" && return 0
+  # Exports side by side on a fresh machine: one installs, the others wait for it and find it done.
+  exec 8> "$STAMPS/venv-export.lock"
+  flock 8
+  if ! export_venv_current "$want"; then
+    step "installing the export libraries (TensorBoard, MLflow, W&B) into .venv-export (first export: a minute or two)"
+    [ -x .venv-export/bin/python ] || python3 -m venv .venv-export
+    quietly pip-export .venv-export/bin/python -m pip install --disable-pip-version-check --no-warn-script-location $EXPORT_PACKAGES
+    echo "$want" > "$STAMPS/venv-export"
+    done_step
+  fi
+  exec 8>&-
+}
+
 # The CLI and the processes a launch starts run as bundles (deploy/build.ts, a few seconds),
 # rebuilt when stale by deploy/entries.ts's own rule (currentBundle, restated here in plain
 # Node, which starts in milliseconds where tsx takes half a second): a file some bundle was
@@ -123,7 +146,11 @@ build_entries() {
   exec 9>&-
 }
 
+# `setup.sh export`: the export venv alone (research-agent export calls it before it writes).
+if [ "${1:-}" = export ]; then install_export_venv; exit 0; fi
+
 install_debian
 install_npm
 install_venv
+[ "${SETUP_TESTS:-0}" = 1 ] && install_export_venv
 build_entries

@@ -17,10 +17,15 @@ out="$(mktemp -d)"
 tsc=$!
 # The worker under both interpreters the runner supports: the project's venv (torch 2.x, the
 # default) and Debian's python3 (torch 1.13, the fallback); RUNNER_PYTHON adds its own.
-for py in .venv/bin/python /usr/bin/python3 ${RUNNER_PYTHON:-}; do
-  echo "pytest with $py ($("$py" -c 'import torch; print("torch", torch.__version__)'))"
-  "$py" -m pytest -q test/python
-done > "$out/pytest" 2>&1 &
+{
+  for py in .venv/bin/python /usr/bin/python3 ${RUNNER_PYTHON:-}; do
+    echo "pytest with $py ($("$py" -c 'import torch; print("torch", torch.__version__)'))"
+    "$py" -m pytest -q test/python
+  done
+  # The export writer's own tests need the trackers' libraries, which .venv-export alone has.
+  echo "pytest of the export writer with .venv-export/bin/python"
+  .venv-export/bin/python -m pytest -q test/export-python
+} > "$out/pytest" 2>&1 &
 pytest=$!
 failed=0
 wait "$tsc" || failed=1

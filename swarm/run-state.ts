@@ -345,6 +345,22 @@ export function metricCurves(o: Objective, c: LearningCurve | undefined): { val:
   return { val: (c?.valMetric.length ? c.valMetric : c?.valAccuracy) ?? [], train: (o.proportion && c?.trainAccuracy) || [] };
 }
 
+/**
+ * A trial's confusion matrix on the validation split (rows: true class, columns: predicted),
+ * its seeds' counts added: every seed scores the same examples. Empty for a regression or
+ * language model, and for a trial without a result.
+ */
+export function confusionOf(t: TrialState): number[][] {
+  const sum: number[][] = [];
+  for (const r of t.evaluated?.result?.seedResults ?? []) {
+    r.confusionMatrix.forEach((row, i) => {
+      const out = (sum[i] ??= []);
+      row.counts.forEach((c, j) => (out[j] = (out[j] ?? 0) + c));
+    });
+  }
+  return sum;
+}
+
 /** The score for people: "CI low 91.20%" or "CI high 54.3". */
 export function scoreText(t: TrialState): string {
   const bound = boundOf(t);

@@ -1,4 +1,5 @@
 /** launch: a research run on a swarm started for it, its events on the console, its outcome at the end. */
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { RUN_STATUS } from "../../core/enums.js";
 import { gainPp, pct } from "../../core/format.js";
@@ -9,8 +10,9 @@ import type { runGoal } from "../../deploy/swarm.js";
 import { RunStatus } from "../../proto/gen/research/v1/events_pb.js";
 import { standing, valMetricOf } from "../../swarm/run-state.js";
 import { formatMetric } from "../../core/objective.js";
-import { args } from "../args.js";
+import { args, fail } from "../args.js";
 import { describeEvent } from "../event-line.js";
+import { ensureExportPython, FollowingWriter, isUri, writableFolder } from "../export-writer.js";
 import { prepareRun, RUN_FLAGS, sayer, SIGNAL_EXIT, withSwarm } from "../swarm-run.js";
 
 type Outcome = Awaited<ReturnType<typeof runGoal>>;
@@ -72,16 +74,31 @@ function printOutcome(outcome: Outcome, json: boolean | undefined, say: (line: s
   say(`registry: ${finished.registryPath}`);
 }
 
+/** --export FORMAT:DIR, checked before anything starts: only TensorBoard follows a run as it goes. */
+function liveExportFolder(spec: string): string {
+  const at = spec.indexOf(":");
+  const [format, dest] = at < 0 ? [spec, ""] : [spec.slice(0, at), spec.slice(at + 1)];
+  if (format !== "tensorboard") fail(`--export: only tensorboard follows a run live (--export tensorboard:DIR), got "${spec}"; research-agent export writes mlflow and wandb after the run`);
+  if (!dest || isUri(dest)) fail(`--export tensorboard:DIR needs a folder, got "${spec}"`);
+  return writableFolder(dest, "--export: ");
+}
+
 export default async function launch(argv: string[]): Promise<void> {
-  const { values: a } = args(argv, RUN_FLAGS);
+  const { values: a } = args(argv, { ...RUN_FLAGS, export: { type: "string" } });
   const run = prepareRun(a);
+  const live = a.export === undefined ? undefined : liveExportFolder(a.export);
   const say = sayer(a.json);
+  // Its first install takes a minute or two: before the run's clock starts, not during it.
+  if (live) await ensureExportPython();
   await withSwarm(a, run, say, async (swarm, interrupt, log) => {
-    const [{ runGoal }, { REGISTRY_FILE }, { writeReport }] = await Promise.all([
+    const [{ runGoal }, { REGISTRY_FILE }, { writeReport, buildReport }, { judgedLine, exportRun }] = await Promise.all([
       import("../../deploy/swarm.js"),
       import("../../lineage-store/artifacts.js"),
       import("../../lineage-store/report.js"),
+      import("../../lineage-store/export.js"),
     ]);
+    // A failed live export is said once; the run goes on without it.
+    const follower = live && new FollowingWriter("tensorboard", live, (f) => say(`live export to ${live} stopped [${f.label}]: ${f.message}`));
     const outcome = await runGoal(swarm, {
       start: run.goal ? { goal: run.goal, settings: run.settings(swarm, !a["no-research"]), start: run.start?.point } : undefined,
       runId: a.resume,
@@ -92,6 +109,8 @@ export default async function launch(argv: string[]): Promise<void> {
       onEvent: (e, s) => {
         const line = describeEvent(e, s);
         if (line) say(line);
+        const t = e.body.case === "trialJudged" ? s.trials.get(e.trialId) : undefined;
+        if (follower && t) follower.send(judgedLine(s, t));
       },
     });
     if (outcome.interrupted) {
@@ -100,6 +119,12 @@ export default async function launch(argv: string[]): Promise<void> {
       await writeReport(dir, outcome.state, outcome.finished);
       outcome.finished.reportPath = join(dir, "report.md");
       outcome.finished.registryPath = join(dir, REGISTRY_FILE);
+    }
+    if (follower) {
+      const path = outcome.finished.reportPath;
+      const report = path && existsSync(path) ? readFileSync(path, "utf8") : buildReport(outcome.state, outcome.finished).markdown;
+      follower.send({ run: exportRun(outcome.state, report) });
+      if (!(await follower.close())) say(`tensorboard: ${join(live!, outcome.runId)} (tensorboard --logdir ${live})`);
     }
     printOutcome(outcome, a.json, say);
     if (outcome.interrupted) return SIGNAL_EXIT[String(interrupt.reason)] ?? 130;

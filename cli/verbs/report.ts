@@ -1,12 +1,11 @@
 /** report: a run's report, or for a run still going, the report so far. */
 import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { fromBinary } from "@bufbuild/protobuf";
 import { buildReport } from "../../lineage-store/report.js";
-import { EventSchema, RunStatus, type Event } from "../../proto/gen/research/v1/events_pb.js";
+import { RunStatus, type Event } from "../../proto/gen/research/v1/events_pb.js";
 import { foldRun, runSoFar } from "../../swarm/run-state.js";
 import { args, fail } from "../args.js";
-import { connectOrFail, openLineage } from "../workspace.js";
+import { connectOrFail, storedEvents } from "../workspace.js";
 
 export default async function report(argv: string[]): Promise<void> {
   const { values: a, positionals } = args(argv, {});
@@ -32,13 +31,4 @@ async function liveEvents(workspace: string, run: string): Promise<Event[] | und
     await bus.close();
   }
   return events;
-}
-
-async function storedEvents(workspace: string, run: string): Promise<Event[]> {
-  const store = await openLineage(workspace);
-  try {
-    return (await store.eventsOf(run)).map((row) => fromBinary(EventSchema, row.payload));
-  } finally {
-    await store.close();
-  }
 }

@@ -108,7 +108,7 @@ describe("quick-evaluator", () => {
   });
 });
 
-const VERBS: Verb[] = ["launch", "runs", "watch", "query", "report", "status", "pause", "resume", "stop", "cancel", "propose", "research", "ablation", "secrets", "ui", "serve"];
+const VERBS: Verb[] = ["launch", "runs", "watch", "query", "report", "export", "status", "pause", "resume", "stop", "cancel", "propose", "research", "ablation", "secrets", "ui", "serve"];
 
 describe("research-agent", () => {
   it("explains a goal it cannot understand", async () => {
@@ -127,6 +127,8 @@ describe("research-agent", () => {
       [["--time-budget", "soon"], '--time-budget must be a duration such as 90s, 20m or 2h, got "soon"'],
       [["--resume", "nosuchrun"], `--resume: ${workspace} has no swarm data (nats/), so no run nosuchrun to resume`],
       [["--resume", "r1", "--seeds", "2"], "--resume continues run r1 as it was set up; only --time-budget may change it (its new total of live time): drop --seeds"],
+      [["--export", "mlflow:out"], '--export: only tensorboard follows a run live (--export tensorboard:DIR), got "mlflow:out"; research-agent export writes mlflow and wandb after the run'],
+      [["--export", `tensorboard:${good}/tb`], `--export: cannot make ${good}/tb: ${good} is not a folder`],
     ];
     // Side by side: each CLI start costs seconds of CPU, and a loaded machine shares more of it with more processes.
     const ran = await Promise.all(cases.map(([flags]) => {

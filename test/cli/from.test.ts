@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { parse as parseYaml } from "yaml";
 import { run } from "../helpers/run.js";
 import { pairedTTest } from "../../core/stats.js";
+import { checkMlflow, checkTensorBoard, checkWandb, readBack, storedRun } from "../helpers/export.js";
 
 const { NODE_CHANNEL_FD: _ipc, ...inherited } = process.env;
 // The hashing embedder (EMBEDDER=hashing, a choice the product offers): these runs test where a run
@@ -68,6 +69,9 @@ describe("launch --from", () => {
   const workspace = mkdtempSync(join(tmpdir(), "from-ws-"));
   let py: Summary;
   let argumentTrial: string;
+  // The run below that streams to TensorBoard as it goes (launch --export), and where to.
+  let second: Summary;
+  const live = mkdtempSync(join(tmpdir(), "from-live-"));
 
   it.concurrent("trains a model in Python as trial 0, then searches its constructor's arguments beside its recipe", async () => {
     const r = await launch(["--goal", "digits: maximise accuracy", "--from", net, "--class", "Net", "--recipe", recipe, "--time-budget", "60s", "--seeds", "2", "--no-research", "--workspace", workspace, "--json"]);
@@ -143,15 +147,58 @@ describe("launch --from", () => {
 
   it("starts from an earlier run's trial: its model in Python, its arguments and its recipe", async () => {
     const short = argumentTrial.slice(py.run_id.length + 1);
-    const r = await launch(["--goal", "digits: maximise accuracy", "--from", `${py.run_id}/${short}`, "--time-budget", "45s", "--seeds", "2", "--max-trials", "2", "--no-research", "--workspace", workspace, "--json"]);
+    const r = await launch(["--goal", "digits: maximise accuracy", "--from", `${py.run_id}/${short}`, "--time-budget", "45s", "--seeds", "2", "--max-trials", "2", "--no-research", "--workspace", workspace, "--json", "--export", `tensorboard:${live}`]);
     expect([0, 3], r.stderr).toContain(r.status);
-    const second = JSON.parse(r.stdout.trim().split("\n").pop()!) as Summary;
+    second = JSON.parse(r.stdout.trim().split("\n").pop()!) as Summary;
     expect(second.run_id).not.toBe(py.run_id);
     const t0 = `${second.run_id}-t000`;
     const read = (runId: string, t: string, f: string) => trialFile(workspace, runId, t, f);
     expect(read(second.run_id, t0, "model_config.yaml").replace(/^name: .*$/m, "")).toBe(read(py.run_id, argumentTrial, "model_config.yaml").replace(/^name: .*$/m, ""));
     expect(read(second.run_id, t0, "train_config.yaml")).toBe(read(py.run_id, argumentTrial, "train_config.yaml"));
     expect(read(second.run_id, t0, "model_code.py")).toBe(NET_SOURCE);
+  }, 300_000);
+
+  // The finished runs above, exported: this file's runs are real and already paid for.
+  it("exports its runs to TensorBoard, MLflow and W&B, where each tracker's own reader finds every trial, epoch and param stored, as a launch streamed to TensorBoard live", async () => {
+    const out = mkdtempSync(join(tmpdir(), "from-export-"));
+    const to = { tensorboard: join(out, "tb"), mlflow: join(out, "mlflow"), wandb: join(out, "wandb") };
+    const exportRuns = (args: string[]) => run("./research-agent", ["export", ...args, "--workspace", workspace], { env, timeout: 300_000 });
+    const file = join(out, "a-file");
+    writeFileSync(file, "");
+    // [args, stderr, status]: bad input is one line, exit status 1, before anything is written.
+    const bad: [string[], string][] = [
+      [["r20990101-000000-0000", "--to", "tensorboard", join(out, "none")], `no run r20990101-000000-0000 in this workspace (research-agent runs lists them)`],
+      [[py.run_id, "--to", "csv", join(out, "none")], '--to must be one of tensorboard, mlflow, wandb, got "csv"'],
+      [[py.run_id, join(out, "none")], "export needs --to tensorboard|mlflow|wandb"],
+      [[py.run_id, "--to", "mlflow"], "export needs a RUN id and a DIR (or --all DIR)"],
+      [[py.run_id, "--to", "tensorboard", join(file, "tb")], `cannot make ${join(file, "tb")}: ${file} is not a folder`],
+      [[py.run_id, "--to", "wandb", "http://127.0.0.1:9/"], "--to wandb writes files: give a folder, not http://127.0.0.1:9/ (only --to mlflow takes a tracking server's URI)"],
+    ];
+    // Side by side; the first export on a fresh machine installs .venv-export, and the others wait for it.
+    const [tb, ml, wb, ...refused] = await Promise.all([
+      exportRuns(["--all", "--to", "tensorboard", to.tensorboard]),
+      exportRuns([py.run_id, "--to", "mlflow", to.mlflow]),
+      exportRuns([py.run_id, "--to", "wandb", to.wandb]),
+      ...bad.map(([args]) => exportRuns(args)),
+    ]);
+    refused.forEach((r, i) => {
+      expect(r.stderr, bad[i]![0].join(" ")).toBe(`research-agent: ${bad[i]![1]}\n`);
+      expect(r.status, bad[i]![0].join(" ")).toBe(1);
+    });
+    expect(existsSync(join(out, "none"))).toBe(false);
+    for (const r of [tb, ml, wb]) expect(r.status, r.stderr).toBe(0);
+    // --all: both runs of the workspace.
+    expect(readdirSync(to.tensorboard).sort()).toEqual(tb.stdout.split("\n").filter((l) => / trials -> /.test(l)).map((l) => l.split(":")[0]).sort());
+    expect(readdirSync(to.tensorboard)).toHaveLength(2);
+    expect(ml.stdout).toContain(`${py.run_id}: `);
+    const state = await storedRun(workspace, py.run_id);
+    expect(state.finished).toBe(true);
+    const back = await readBack({ ...to, live });
+    checkTensorBoard(back.tensorboard, state, readFileSync(py.report, "utf8"));
+    checkMlflow(back.mlflow, state);
+    checkWandb(back.wandb, state);
+    // The run that streamed live (launch --export tensorboard:DIR) holds the same as an export after it.
+    checkTensorBoard(back.live!, await storedRun(workspace, second.run_id), readFileSync(second.report, "utf8"));
   }, 300_000);
 
   it("refuses a bad starting point in one line with status 2, before anything starts", async () => {

@@ -1,0 +1,63 @@
+/**
+ * export: stored runs to TensorBoard, MLflow or W&B. The runs' events are folded here, once,
+ * into one neutral document (lineage-store/export.ts), and one Python process writes it with
+ * the trackers' own libraries (lineage-store/export_writer.py, in `.venv-export`, which
+ * scripts/setup.sh installs on the first export). Every check of the input comes before that
+ * install and before anything is written.
+ */
+import { existsSync, readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { RunStatus } from "../../proto/gen/research/v1/events_pb.js";
+import { exportDocument, exportRun, EXPORT_FORMATS, type ExportFormat } from "../../lineage-store/export.js";
+import { buildReport } from "../../lineage-store/report.js";
+import { foldRun, runSoFar } from "../../swarm/run-state.js";
+import { args, fail } from "../args.js";
+import { ensureExportPython, isUri, writableFolder, writeDocument } from "../export-writer.js";
+import { quietLogger, storedRuns } from "../workspace.js";
+
+/** How a person looks at what went to `where`. */
+const VIEW: Record<ExportFormat, (where: string) => string> = {
+  tensorboard: (where) => `tensorboard --logdir ${where}`,
+  // MLflow 3 serves its file store only when asked to (export_writer.py says why it is one).
+  mlflow: (where) => (isUri(where) ? `the MLflow server at ${where}` : `MLFLOW_ALLOW_FILE_STORE=true mlflow ui --backend-store-uri ${where}`),
+  wandb: (where) => `wandb sync ${join(where, "wandb", "offline-run-*")}`,
+};
+
+export default async function exportRuns(argv: string[]): Promise<void> {
+  const { values: a, positionals } = args(argv, {
+    to: { type: "string" },
+    all: { type: "boolean" },
+    project: { type: "string", default: "research-swarm" },
+  });
+  const format = (a.to ?? fail(`export needs --to ${EXPORT_FORMATS.join("|")}`)) as ExportFormat;
+  if (!EXPORT_FORMATS.includes(format)) fail(`--to must be one of ${EXPORT_FORMATS.join(", ")}, got "${a.to}"`);
+  if (a.all ? positionals.length !== 1 : positionals.length !== 2) fail(a.all ? "export --all takes one DIR and no RUN" : "export needs a RUN id and a DIR (or --all DIR)");
+  const runIds = a.all ? undefined : [positionals[0]!];
+  const dest = positionals.at(-1)!;
+  if (isUri(dest) && format !== "mlflow") fail(`--to ${format} writes files: give a folder, not ${dest} (only --to mlflow takes a tracking server's URI)`);
+  const where = isUri(dest) ? dest : writableFolder(dest);
+
+  const runs = await storedRuns(a.workspace, runIds);
+  if (runIds && !runs.has(runIds[0]!)) fail(`no run ${runIds[0]} in this workspace (research-agent runs lists them)`);
+  if (!runs.size) fail("no runs in this workspace to export");
+  const doc = exportDocument(
+    [...runs].map(([id, events]) => {
+      const state = foldRun(id, events);
+      // The run folder's report is the one people read; a run without one yet gets its report so far.
+      const file = join(resolve(a.workspace), "runs", id, "report.md");
+      const report = existsSync(file) ? readFileSync(file, "utf8") : buildReport(state, runSoFar(state, RunStatus.RUNNING, "not finished: the report so far")).markdown;
+      return exportRun(state, report);
+    }),
+  );
+
+  await ensureExportPython();
+  const log = quietLogger();
+  const result = await writeDocument(format, where, String(a.project), JSON.stringify(doc));
+  if (!result.ok) {
+    log.debug({ stderr: result.stderr }, "export writer failed");
+    fail(`export to ${format} failed [${result.failure.label}]: ${result.failure.message}`, 2);
+  }
+  log.info({ format, where, runs: result.written.length }, "exported");
+  for (const w of result.written) process.stdout.write(`${w.run_id}: ${w.trials} trials -> ${w.where}\n`);
+  process.stdout.write(`view with: ${VIEW[format](where)}\n`);
+}
