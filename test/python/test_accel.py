@@ -34,7 +34,8 @@ def test_a_training_job_makes_every_cuda_call_as_a_gpu_host_accepts_it(monkeypat
         result, progress = run("train", dataset=LARGER, recipe=GPU_RECIPE, evaluate_test=True,
                                limits={"gpu_memory_fraction": 0.125})
         assert result["kind"] == "result", result
-        assert result["device"] == {"kind": "cuda", "name": "NVIDIA H200", "torch_version": torch.__version__}
+        assert result["device"] == {"kind": "cuda", "name": "NVIDIA H200", "torch_version": torch.__version__,
+                                    "memory_format": "channels_last"}
         assert gpu.called("set_memory_fraction") == [(0.125, 0)]
         assert gpu.called("synchronize") == [(0,)]  # once, for the time to the first step
         assert not torch.backends.cudnn.deterministic and torch.get_float32_matmul_precision() == "high"
