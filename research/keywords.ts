@@ -13,7 +13,7 @@ import type { Surface } from "./corpus.js";
  * them (a mixup paper that also mentions weight decay) must not read as
  * buildable; callers that want coder names only can filter with isCoderBlock.
  */
-export const MISSING_BLOCKS = ["mixup", "cutmix", "distillation", "lstm", "conv1d", "drop_path", "gradient_boosting"] as const;
+export const MISSING_BLOCKS = ["mixup", "cutmix", "distillation", "lstm", "drop_path", "gradient_boosting"] as const;
 export type MissingBlock = (typeof MISSING_BLOCKS)[number];
 export type InferredBlock = BuildingBlock | MissingBlock;
 

@@ -102,6 +102,12 @@ describe("the brief's vocabulary follows the coder's", () => {
       expect(ACTIVATIONS as readonly string[]).toContain(b.slice("activation:".length));
     }
   });
+
+  it("never calls a block the coder has missing", async () => {
+    const { CODER_VOCABULARY } = await import("../../core/brief.js");
+    const { MISSING_BLOCKS } = await import("../../research/keywords.js");
+    expect(MISSING_BLOCKS.filter((b) => CODER_VOCABULARY.includes(b))).toEqual([]);
+  });
 });
 
 describe("what a trial adopts from a brief", () => {
