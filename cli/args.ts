@@ -48,3 +48,16 @@ export function args<O extends ParseArgsConfig["options"]>(argv: string[], optio
 }
 
 export const positiveInt = (flag: string, v?: string) => (v === undefined ? undefined : (parsePositiveInt(v) ?? fail(`--${flag} must be a positive integer, got "${v}"`)));
+
+/** A dashboard's --port: 0 takes a free one. */
+export function dashboardPort(v: string): number {
+  const port = Number(v);
+  return /^\d+$/.test(v) && port <= 65535 ? port : fail(`--port must be a whole number from 0 (a free port) to 65535, got "${v}"`);
+}
+
+/** Why a dashboard could not start on `port`, in one line. */
+export function dashboardStartProblem(err: unknown, port: number): string {
+  return (err as NodeJS.ErrnoException).code === "EADDRINUSE"
+    ? `port ${port} is in use (another dashboard?): give --port N, or --port 0 for a free one`
+    : `cannot start the dashboard: ${(err as Error).message}`;
+}

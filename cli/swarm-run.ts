@@ -10,7 +10,7 @@ import { parseDuration, parseGoal } from "../core/goal.js";
 import { describeLlm, llmConfigFromFlags } from "../core/llm/config.js";
 import type { Logger } from "../core/logger.js";
 import { runSettings } from "../deploy/settings.js";
-import type { Swarm } from "../deploy/swarm.js";
+import type { RunOutcome, Swarm } from "../deploy/swarm.js";
 import { parseDevice } from "../gpu-runner/device.js";
 import type { Goal, StartingPoint } from "../proto/gen/research/v1/events_pb.js";
 import { Task, type DatasetInfo } from "../proto/gen/research/v1/runner_pb.js";
@@ -269,4 +269,16 @@ export async function withSwarm(
   } catch (err) {
     return await failStopping((err as Error).message, err instanceof CliFailure ? err.code : 2);
   }
+}
+
+/**
+ * An interrupted run's report so far, and its paths on the outcome: the lineage store writes
+ * reports on RunFinished, which an interrupted run has not had.
+ */
+export async function writeInterruptedReport(workspace: string, outcome: RunOutcome): Promise<void> {
+  const [{ writeReport }, { REGISTRY_FILE }] = await Promise.all([import("../lineage-store/report.js"), import("../lineage-store/artifacts.js")]);
+  const dir = join(workspace, "runs", outcome.runId);
+  await writeReport(dir, outcome.state, outcome.finished);
+  outcome.finished.reportPath = join(dir, "report.md");
+  outcome.finished.registryPath = join(dir, REGISTRY_FILE);
 }

@@ -13,7 +13,7 @@ import { formatMetric } from "../../core/objective.js";
 import { args, fail } from "../args.js";
 import { describeEvent } from "../event-line.js";
 import { ensureExportPython, FollowingWriter, isUri, writableFolder } from "../export-writer.js";
-import { prepareRun, RUN_FLAGS, sayer, SIGNAL_EXIT, withSwarm } from "../swarm-run.js";
+import { prepareRun, RUN_FLAGS, sayer, SIGNAL_EXIT, withSwarm, writeInterruptedReport } from "../swarm-run.js";
 
 type Outcome = Awaited<ReturnType<typeof runGoal>>;
 
@@ -91,9 +91,8 @@ export default async function launch(argv: string[]): Promise<void> {
   // Its first install takes a minute or two: before the run's clock starts, not during it.
   if (live) await ensureExportPython();
   await withSwarm(a, run, say, async (swarm, interrupt, log) => {
-    const [{ runGoal }, { REGISTRY_FILE }, { writeReport, buildReport }, { judgedLine, exportRun }] = await Promise.all([
+    const [{ runGoal }, { buildReport }, { judgedLine, exportRun }] = await Promise.all([
       import("../../deploy/swarm.js"),
-      import("../../lineage-store/artifacts.js"),
       import("../../lineage-store/report.js"),
       import("../../lineage-store/export.js"),
     ]);
@@ -113,13 +112,7 @@ export default async function launch(argv: string[]): Promise<void> {
         if (follower && t) follower.send(judgedLine(s, t));
       },
     });
-    if (outcome.interrupted) {
-      // The lineage store writes reports on RunFinished, which an interrupted run has not had.
-      const dir = join(run.workspace, "runs", outcome.runId);
-      await writeReport(dir, outcome.state, outcome.finished);
-      outcome.finished.reportPath = join(dir, "report.md");
-      outcome.finished.registryPath = join(dir, REGISTRY_FILE);
-    }
+    if (outcome.interrupted) await writeInterruptedReport(run.workspace, outcome);
     if (follower) {
       const path = outcome.finished.reportPath;
       const report = path && existsSync(path) ? readFileSync(path, "utf8") : buildReport(outcome.state, outcome.finished).markdown;

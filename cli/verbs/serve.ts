@@ -14,13 +14,11 @@ import { newRunId, runGoal, type Swarm } from "../../deploy/swarm.js";
 import { buildWeb } from "../../dashboard/build.js";
 import type { QueuedRun, RunIntake, StartRunFields, StartRunReply } from "../../dashboard/intake.js";
 import { startDashboard, type Dashboard } from "../../dashboard/server.js";
-import { REGISTRY_FILE } from "../../lineage-store/artifacts.js";
-import { writeReport } from "../../lineage-store/report.js";
 import { RUN_STATUS } from "../../core/enums.js";
-import { args, CliFailure, fail, positiveInt } from "../args.js";
+import { args, CliFailure, dashboardPort, dashboardStartProblem, fail, positiveInt } from "../args.js";
 import { describeEvent } from "../event-line.js";
 import { UI_PORT } from "../help.js";
-import { datasetProblem, dataRootOf, prepareGoal, prepareSwarm, RUN_FLAGS, sayer, SIGNAL_EXIT, startSwarmFor, type RunArgs } from "../swarm-run.js";
+import { datasetProblem, dataRootOf, prepareGoal, prepareSwarm, RUN_FLAGS, sayer, SIGNAL_EXIT, startSwarmFor, writeInterruptedReport, type RunArgs } from "../swarm-run.js";
 import { connectOrFail, quietLogger } from "../workspace.js";
 import type { Logger } from "../../core/logger.js";
 
@@ -147,12 +145,10 @@ class Intake implements RunIntake {
       },
     });
     if (outcome.interrupted) {
-      // The lineage store writes reports on RunFinished, which an interrupted run has not had.
-      const dir = join(this.flags.workspace, "runs", runId);
-      await writeReport(dir, outcome.state, outcome.finished);
-      this.say(`${runId} ${RUN_STATUS.name(outcome.finished.status)}: report so far in ${join(dir, "report.md")}; launch --resume ${runId} continues it`);
+      await writeInterruptedReport(this.flags.workspace, outcome);
+      this.say(`${runId} ${RUN_STATUS.name(outcome.finished.status)}: report so far in ${outcome.finished.reportPath}; launch --resume ${runId} continues it`);
     } else {
-      this.say(`${runId} report: ${outcome.finished.reportPath}, registry: ${join(this.flags.workspace, "runs", runId, REGISTRY_FILE)}`);
+      this.say(`${runId} report: ${outcome.finished.reportPath}, registry: ${outcome.finished.registryPath}`);
     }
   }
 
@@ -168,8 +164,7 @@ class Intake implements RunIntake {
 
 export default async function serve(argv: string[]): Promise<void> {
   const { values: a } = args(argv, SERVE_FLAGS);
-  const port = Number(a.port);
-  if (!/^\d+$/.test(a.port) || port > 65535) fail(`--port must be a whole number from 0 (a free port) to 65535, got "${a.port}"`);
+  const port = dashboardPort(a.port);
   const maxRuns = positiveInt("runs", a.runs)!;
   const dataRoots = (a["data-root"] ?? []).map((d) => resolve(d));
   for (const d of dataRoots) if (!existsSync(d)) fail(`--data-root: no folder ${d}`);
@@ -204,8 +199,7 @@ export default async function serve(argv: string[]): Promise<void> {
       intake,
     });
   } catch (err) {
-    const inUse = (err as NodeJS.ErrnoException).code === "EADDRINUSE";
-    process.stderr.write(`research-agent: ${inUse ? `port ${port} is in use (another dashboard?): give --port N, or --port 0 for a free one` : `cannot start the dashboard: ${(err as Error).message}`}\n`);
+    process.stderr.write(`research-agent: ${dashboardStartProblem(err, port)}\n`);
     return void (await shutdown(2, "no dashboard"));
   }
   say(`dashboard: ${dashboard.url}`);

@@ -8,14 +8,13 @@ import { cliConfig } from "../../core/config.js";
 import { createLogger } from "../../core/logger.js";
 import { buildWeb } from "../../dashboard/build.js";
 import { startDashboard, type Dashboard } from "../../dashboard/server.js";
-import { args, fail } from "../args.js";
+import { args, dashboardPort, dashboardStartProblem, fail } from "../args.js";
 import { connectOrFail } from "../workspace.js";
 import { UI_PORT } from "../help.js";
 
 export default async function ui(argv: string[]): Promise<void> {
   const { values: a } = args(argv, { host: { type: "string", default: "127.0.0.1" }, port: { type: "string", default: String(UI_PORT) }, token: { type: "string" } });
-  const port = Number(a.port);
-  if (!/^\d+$/.test(a.port) || port > 65535) fail(`--port must be a whole number from 0 (a free port) to 65535, got "${a.port}"`);
+  const port = dashboardPort(a.port);
   const workspace = resolve(a.workspace);
   if (!existsSync(workspace)) fail(`no workspace ${workspace} (is --workspace right?)`);
   const logger = createLogger("dashboard");
@@ -32,8 +31,7 @@ export default async function ui(argv: string[]): Promise<void> {
       connect: () => connectOrFail(workspace, a.nats),
     });
   } catch (err) {
-    const inUse = (err as NodeJS.ErrnoException).code === "EADDRINUSE";
-    fail(inUse ? `port ${port} is in use (another dashboard?): give --port N, or --port 0 for a free one` : `cannot start the dashboard: ${(err as Error).message}`, 2);
+    fail(dashboardStartProblem(err, port), 2);
   }
   process.stdout.write(`dashboard: ${dashboard.url}\n`);
   const stop = () => void dashboard.close().then(() => process.exit(0));
