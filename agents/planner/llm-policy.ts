@@ -16,6 +16,7 @@ import type { Genome } from "./mutations.js";
 import { configFingerprint, genomeOf, tried } from "./identity.js";
 import { probeFidelity, type PlanInput, type Proposal } from "./policy.js";
 import { PROBE_SEEDS } from "../../core/defaults.js";
+import { brokenPromises } from "./promises.js";
 
 /** The run's model source shown to the LLM, at most this long: an edit is asked of a model it can read. */
 const MODEL_SOURCE_CHARS = 12_000;
@@ -40,7 +41,7 @@ function resolvedModel(input: PlanInput, model: TrialModel, parentIds: readonly 
   return isCodeModel(model) && from && isCodeModel(from) && from.source_trial ? { ...model, source_trial: from.source_trial } : model;
 }
 
-function proposalSchema(input: PlanInput) {
+function proposalSchema(input: PlanInput, index: number) {
   const seen = tried(input.state);
   const maxParams = Number(input.state.goal?.maxParams ?? 0n);
   const start = input.state.start;
@@ -76,6 +77,10 @@ function proposalSchema(input: PlanInput) {
       const fp = configFingerprint(model, p.train_config);
       if (seen.has(fp)) ctx.addIssue({ code: "custom", path: [], message: "this exact configuration was already tried in this run" });
       if (input.failedElsewhere.has(fp)) ctx.addIssue({ code: "custom", path: [], message: "this exact configuration failed in an earlier run" });
+      // The planner's promises bind an LLM's proposal as they bind the built-in brain's: it must fit the time plan.
+      for (const broken of brokenPromises(input, index, { kind: "propose", proposal: asProposal(input, p), by: "policy" })) {
+        ctx.addIssue({ code: "custom", path: [], message: broken });
+      }
     });
 }
 
@@ -127,26 +132,31 @@ export function contextFor(input: PlanInput, index: number): string {
   );
 }
 
-export async function proposeWithLlm(client: LlmClient, prompt: Prompt, input: PlanInput, index: number) {
-  const r = await client.generateObject({
-    role: "planner",
-    schema: proposalSchema(input),
-    schemaName: "trial_proposal",
-    system: prompt.text,
-    prompt: contextFor(input, index),
-  });
-  const p = r.value;
-  const proposal: Proposal = {
-    // The scheduler decides fidelity: an LLM's config is a new one, probed at rung 0.
+type LlmProposal = z.output<ReturnType<typeof proposalSchema>>;
+
+/** The LLM's answer as the planner's proposal: a new config, probed at rung 0 (the scheduler decides fidelity). */
+function asProposal(input: PlanInput, p: Omit<LlmProposal, "assessment"> & { assessment?: LlmProposal["assessment"] }): Proposal {
+  const a = p.assessment;
+  return {
     rung: 0,
     seeds: PROBE_SEEDS,
     hypothesis: p.hypothesis,
-    rationale: `${p.rationale}\nassessment: ${p.assessment.progress}; strengths: ${p.assessment.strengths.join(", ") || "-"}; weaknesses: ${p.assessment.weaknesses.join(", ") || "-"}`,
+    rationale: a ? `${p.rationale}\nassessment: ${a.progress}; strengths: ${a.strengths.join(", ") || "-"}; weaknesses: ${a.weaknesses.join(", ") || "-"}` : p.rationale,
     parentIds: p.parent_ids,
     surface: p.surface,
     mutation: "llm",
     model: resolvedModel(input, p.model_config, p.parent_ids),
     train: { ...(p.train_config satisfies Genome["train"]), ...probeFidelity(input) },
   };
-  return { value: proposal, usage: r.usage, attempts: r.attempts };
+}
+
+export async function proposeWithLlm(client: LlmClient, prompt: Prompt, input: PlanInput, index: number) {
+  const r = await client.generateObject({
+    role: "planner",
+    schema: proposalSchema(input, index),
+    schemaName: "trial_proposal",
+    system: prompt.text,
+    prompt: contextFor(input, index),
+  });
+  return { value: asProposal(input, r.value), usage: r.usage, attempts: r.attempts };
 }

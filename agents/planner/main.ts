@@ -8,11 +8,10 @@
  * propose the same trial id and JetStream keeps one.
  */
 import { adoptedConcepts, blocksOf } from "../../core/brief.js";
-import { nothingFits } from "../../swarm/budget.js";
 import { request } from "../../swarm/lineage-query.js";
 import { Decision, InterventionKind, type Event } from "../../proto/gen/research/v1/events_pb.js";
 import { datasetInfo } from "../../swarm/dataset-info.js";
-import { inFlightCount, judgedTrials, lastTrainingInFlight, queuedProposals, type RunState, type TrialState } from "../../swarm/run-state.js";
+import { inFlightCount, judgedTrials, queuedProposals, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { trialId } from "../../core/ids.js";
 import { STALL_TRIALS, stallQuery, stalledOn } from "./stall.js";
 import { MUTATION, SURFACE } from "../../core/enums.js";
@@ -22,10 +21,9 @@ import { runAgent, type AgentContext } from "../../swarm/runtime.js";
 import { askLlm, type LlmAnswer } from "../../swarm/llm.js";
 import { loadPrompt } from "../../swarm/prompts.js";
 import { proposeWithLlm } from "./llm-policy.js";
-import { baselineProposals, fallbackProbe, handProposal, mulberry32, POLICIES, probeFidelity, type PlanInput, type Proposal } from "./policy.js";
+import { baselineProposals, planInputFor, POLICIES, probeFidelity, type PlanInput, type Proposal } from "./policy.js";
+import { decide } from "./decide.js";
 import { configFingerprint } from "./identity.js";
-import { paramsCounter } from "./params.js";
-import { promote } from "./promotion.js";
 import { genomeFeatures, type Observation } from "./surrogate.js";
 import { searchDevice } from "../../core/defaults.js";
 import { parseModelConfig, parseTrainConfig, type ModelConfig, type TrainConfig } from "../../core/model-config.js";
@@ -121,17 +119,13 @@ function runnerHardware(ctx: AgentContext): Promise<Pick<PlanInput, "slots" | "d
   return hardware;
 }
 
-async function planInput(ctx: AgentContext, state: RunState, seed: number): Promise<PlanInput> {
+async function planInput(ctx: AgentContext, state: RunState, index: number): Promise<PlanInput> {
   const info = await datasetInfo(ctx.runner(), state.goal);
-  const input: PlanInput = {
-    state,
-    info,
-    rng: mulberry32((state.settings?.rngSeed ?? 0) * 100_003 + seed),
-    params: paramsCounter(state, info),
+  const input = planInputFor(state, info, index, {
     failedElsewhere: await fromLineage(state.runId, "failed", () => failedInLineage(ctx, state)),
     nowMs: Date.now(),
     ...(await runnerHardware(ctx)),
-  };
+  });
   input.pastObservations = await fromLineage(state.runId, "past", () => pastObservations(ctx, input));
   return input;
 }
@@ -233,35 +227,31 @@ async function askWhenStalled(ctx: AgentContext, state: RunState, judged: TrialS
 }
 
 /**
- * The proposal for the slot that `judged` freed (trial P + its judged
- * position): a person's queued proposal first, then the scheduler's
- * promotion, then a new config. Nothing while the run is paused or stopping.
+ * The proposal for the slot that `judged` freed (trial P + its judged position): what the
+ * decision core (decide.ts) chooses, a new config of the built-in policy asked of the LLM
+ * first when one is configured.
  */
 async function proposeAfter(ctx: AgentContext, state: RunState, judged: TrialState): Promise<void> {
-  if (state.finished || state.paused || state.stopRequested || judged.judgedPosition === undefined) return;
-  // Past the reserve nothing may start (a random fallback draw has no prediction to
-  // check): a 30-minute run proposed 30 trials the analyst cancelled at once.
-  if (nothingFits(state, Date.now())) return;
+  if (state.finished || judged.judgedPosition === undefined) return;
   const index = (state.settings?.parallel || 1) + judged.judgedPosition;
-  if (index >= (state.settings?.maxTrials || Infinity) || state.trials.get(trialId(state.runId, index))?.proposed) return;
+  if (state.trials.get(trialId(state.runId, index))?.proposed) return;
   await askWhenStalled(ctx, state, judged);
   const input = await planInput(ctx, state, index);
-  const queued = queuedProposals(state)[0];
-  if (queued) return publishProposal(ctx, state, index, handProposal(input, queued), queued.intervention.who, "");
-  // With one trial at a time, the starting point's anchor comes after trial 0.
-  const anchor = baselineProposals(input)[0];
-  if (anchor) return publishProposal(ctx, state, index, anchor, "launch --from", "");
-  // The last long training has the runner to itself: no probe started now could change the
-  // result (nothing long fits after it), and each would slow it down on the shared device.
-  const last = lastTrainingInFlight(state);
-  if (last) return void ctx.log.info({ trial_id: last.id }, "the run's last long training is running; proposing nothing beside it");
-  // The scheduler's promotions come first, whoever authors new configs; the
-  // random baseline has no scheduler.
-  const promotion = state.settings?.planner === "random" ? undefined : promote(input);
-  if (promotion === "wait") return void ctx.log.info({ index }, "exploit phase: a long training runs; proposing nothing beside it");
-  if (promotion) return publishProposal(ctx, state, index, promotion, "scheduler", "");
-  // A random probe keeps the run moving when every edit of the good trials is spent.
-  await propose(ctx, input, index, () => policyOf(state).next(input, index) ?? fallbackProbe(input, index));
+  const move = decide(input, index);
+  switch (move.kind) {
+    case "nothing":
+      if (move.broken) ctx.log.error({ index, broken: move.broken }, "the decision core held back a move that breaks the planner's promises");
+      else ctx.log.info({ index, why: move.why }, "proposing nothing");
+      return;
+    case "wait":
+      return void ctx.log.info({ index, why: move.why }, "waiting for a trial in flight");
+    case "promote":
+      return publishProposal(ctx, state, index, move.proposal, "scheduler", "");
+    case "propose":
+      if (move.by === "person") return publishProposal(ctx, state, index, move.proposal, queuedProposals(state)[0]!.intervention.who, "");
+      if (move.by === "starting point") return publishProposal(ctx, state, index, move.proposal, "launch --from", "");
+      return propose(ctx, input, index, () => move.proposal);
+  }
 }
 
 async function proposeNext(ctx: AgentContext, event: Event): Promise<void> {

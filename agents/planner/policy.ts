@@ -26,11 +26,11 @@ import { Task, type DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js
 import { isBaseline, isPromotion, rungOf, scoreOf, scoreText, type HandProposal, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { batchSizes, FLIP_SAFE, isImage, lrForBatch, MUTATIONS, type EditEnv, type Genome, type Mutation } from "./mutations.js";
 import { TEMPLATE_WIDTH, templatesFor, type Template } from "./templates.js";
-import { configParamsCounter } from "./params.js";
+import { configParamsCounter, paramsCounter } from "./params.js";
 import { fitTpe, GENOME_SPACE, genomeFeatures, type Observation } from "./surrogate.js";
 import { ladder, PROMOTION_SURFACE, type Fidelity } from "./scheduler.js";
 import { derivedOf, fingerprint, genomeOf, tried } from "./identity.js";
-import { overBudget, predictedSeconds } from "./time-model.js";
+import { timing } from "./time-model.js";
 
 export interface Proposal {
   /** Fidelity rung (scheduler.ts): 0 for every new config. */
@@ -71,6 +71,15 @@ export interface PlanInput {
 }
 
 export type Policy = (input: PlanInput, index: number) => Proposal | undefined;
+
+/**
+ * The input of the decision for trial `index`: the run's random stream for that trial (seeded
+ * by the run's --seed and the index, so a replay of the run's events decides the same), its
+ * parameter counter, and what the caller knows of the lineage and the runner.
+ */
+export function planInputFor(state: RunState, info: DatasetInfo, index: number, rest: Omit<PlanInput, "state" | "info" | "rng" | "params" | "failedElsewhere"> & Partial<Pick<PlanInput, "failedElsewhere">>): PlanInput {
+  return { state, info, rng: mulberry32((state.settings?.rngSeed ?? 0) * 100_003 + index), params: paramsCounter(state, info), failedElsewhere: new Set(), ...rest };
+}
 
 export function mulberry32(seed: number): () => number {
   let a = seed >>> 0;
@@ -199,7 +208,8 @@ export const initialBuiltin = (input: PlanInput, count: number): Proposal[] => {
     const knob = recipe && !t.recipe ? RECIPE_FROM_BRIEF[recipe] : undefined;
     const train = { ...startingTrain(input, t), ...knob };
     const g = fitted(input, { model: t.build(input.info, TEMPLATE_WIDTH[device]), train });
-    if (withinBudget(input, g, seen)) continue;
+    // A restart later in the run is timed from the measured trial closest in size.
+    if (withinBudget(input, g, seen) ?? timing(input, g, PROBE_SEEDS).over) continue;
     seen.add(fingerprint(g.model, g.train));
     const used = [...t.blocks.filter((b) => blocks.includes(b)), ...(knob ? [recipe!] : [])];
     out.push({
@@ -380,7 +390,7 @@ export const nextBuiltin: Policy = (input, index) => {
     for (const m of candidates) {
       const g = m.apply(structuredClone(pg), env);
       if (!g) continue;
-      const why = withinBudget(input, g, seen) ?? overBudget(input, parent, predictedSeconds(input, parent, g, pg), PROBE_SEEDS);
+      const why = withinBudget(input, g, seen) ?? timing(input, g, PROBE_SEEDS, parent).over;
       if (why) {
         rejected.push(`${m.name}: ${why}`);
         continue;
@@ -459,13 +469,10 @@ function proposalFrom(
 }
 
 /**
- * A random template with a random recipe; no memory, no feedback. As the baseline it draws
- * the fidelity too; as the built-in brain's fallback (every edit of the good trials spent)
- * it is a one-seed probe at the run's probe fidelity, so it costs what a probe costs: a
- * fallback drawing three seeds and long epochs filled the last minutes of runs with
- * trainings that the reserve cut.
+ * The random baseline: a random template with a random recipe and fidelity; no memory, no
+ * feedback, no scheduler.
  */
-function randomDraw(input: PlanInput, index: number, probe?: Fidelity): Proposal | undefined {
+export const randomPolicy: Policy = (input, index) => {
   const { rng, info } = input;
   const device = input.device ?? "cpu";
   const templates = templatesFor(info, device);
@@ -479,8 +486,8 @@ function randomDraw(input: PlanInput, index: number, probe?: Fidelity): Proposal
       optimizer: OPTIMIZER.names[Math.floor(rng() * OPTIMIZER.names.length)]!,
       lr: Math.exp(Math.log(3e-4) + rng() * (Math.log(1e-2) - Math.log(3e-4))),
       batch_size: batchSizes(info, device)[Math.floor(rng() * 3)]!,
-      epochs: probe?.epochs ?? 2 + Math.floor(rng() * 5),
-      subset: probe?.subset ?? subsets[Math.floor(rng() * subsets.length)]!,
+      epochs: 2 + Math.floor(rng() * 5),
+      subset: subsets[Math.floor(rng() * subsets.length)]!,
     };
     let g = fitted(input, { model: t.build(info, TEMPLATE_WIDTH[device]), train });
     // One coin for the draw (a coin per element could match neither).
@@ -490,9 +497,8 @@ function randomDraw(input: PlanInput, index: number, probe?: Fidelity): Proposal
     if (withinBudget(input, g, seen)) continue;
     return {
       rung: 0,
-      ...(probe && { seeds: PROBE_SEEDS }),
       hypothesis: `random draw: ${t.name}, ${train.optimizer} lr ${train.lr!.toExponential(1)}, ${train.epochs} epochs`,
-      rationale: probe ? `trial ${index}: a random probe, since no edit of the good trials is left that fits` : `random planner, trial ${index}`,
+      rationale: `random planner, trial ${index}`,
       parentIds: [],
       surface: "architecture",
       mutation: "random",
@@ -502,12 +508,6 @@ function randomDraw(input: PlanInput, index: number, probe?: Fidelity): Proposal
   }
   return undefined;
 };
-
-/** The baseline's draw. */
-export const randomPolicy: Policy = (input, index) => randomDraw(input, index);
-
-/** The built-in brain's last resort: a random probe. */
-export const fallbackProbe: Policy = (input, index) => randomDraw(input, index, probeFidelity(input));
 
 const initialRandom = (input: PlanInput, count: number): Proposal[] =>
   Array.from({ length: count }, (_, k) => randomPolicy(input, k)).filter((p): p is Proposal => p !== undefined);

@@ -1,36 +1,48 @@
 /**
- * The planner's time model: how long a candidate will take, predicted from
- * its parent's measured seeds, and whether that fits the trial budget and
- * what the run has left before its reserve (swarm/budget.ts, the plan the
- * judge stops by). The scheduler's moves (promotion.ts) and the policies
- * take every prediction and budget check of seconds from here.
+ * The planner's time model: how long a candidate will take, predicted from the pace this run
+ * measured, and the run's time plan every move is checked against (promises.ts):
+ *
+ * - exploration has the first EXPLORE_SHARE of the budget; by its end at the latest the run's
+ *   last long training starts, so nothing else may be planned to run past it;
+ * - the last long training trains the chosen config on the full training split with the run's
+ *   seeds for the time left before the reserve (swarm/budget.ts, the plan the judge stops by),
+ *   its seeds placed on the runner's slots as the trials in flight will free them.
  */
 import { DEFAULT_SEEDS, RECIPE_DEFAULTS } from "../../core/defaults.js";
 import type { TrainConfigInput } from "../../core/model-config.js";
 import { budgetPlan, overRunBudget } from "../../swarm/budget.js";
-import { liveSeconds, slowestSeed, slowestSeedSeconds, type TrialState } from "../../swarm/run-state.js";
+import { liveSeconds, paramsOf, slowestSeed, slowestSeedSeconds, type RunState, type TrialState } from "../../swarm/run-state.js";
+import { derivedOf, genomeOf } from "./identity.js";
 import type { Genome } from "./mutations.js";
 import type { PlanInput, Proposal } from "./policy.js";
 
 /**
- * The share of a run's time budget for exploration before the exploit phase
- * trains the best config at a shortened top rung (promotion.ts exploit), when
- * the whole top rung no longer fits.
+ * The share of a run's time budget that exploration (probes, edits, ASHA's promotions) may use:
+ * the last long training starts by then at the latest. On two CPU cores a 30-minute
+ * Fashion-MNIST run's best config was found by minute 5 to 12 in every recorded run, and what
+ * then raised validation accuracy was training it longer (3 -> 8 full-split epochs: 92.3% -> 93.1%
+ * val, docs/BENCHMARKS.md), never a later probe; a run that kept probing to the end
+ * (test/fixtures/runs/fmnist-30min-open-c982011) never trained a config on the full split.
  */
 export const EXPLORE_SHARE = 1 / 3;
 
 /**
- * The run's last long training is planned to end this far into the time left
- * before the reserve: it is the run's longest training, and one cut by the
- * reserve (a loaded machine, a seed queued behind a probe) is lost whole.
+ * The run's last long training is planned to end this far into the time left before the
+ * reserve: it is the run's longest training, and one cut by the reserve (a loaded machine, a
+ * seed queued behind a probe) is lost whole.
  */
 const LAST_MARGIN = 0.9;
 
-/**
- * A last long training takes at least this share of the run's budget, and longer than
- * its config trained before: a shorter one tells little more than the trials it follows.
- */
+/** A last long training takes at least this share of the run's budget: a shorter one tells little more than the trials before it. */
 const LAST_SHARE = 0.1;
+
+/**
+ * A config's last long training should reach at least this many times the passes over the
+ * training split it was measured at: a config that can only train about as long as it did
+ * (a 381k-parameter net at 1.55 epochs, after its 1.67 at rung 1) gains less there than a
+ * smaller one trained twice as long (the c982011 recording: 91.46% test against 92.27%).
+ */
+export const LAST_GAIN = 2;
 
 /** Epochs a last long training may reach when its time allows: it stops at its time (train_seconds) first. */
 export const LAST_EPOCHS = 200;
@@ -41,142 +53,230 @@ export interface Timed {
   predictedS: number;
 }
 
-/**
- * Seconds a genome's slowest seed should take, from its parent's measured seed: the time to
- * its first step stays (the job's start-up: ~1 s of CUDA context on a GPU host, most of a
- * short probe there), the training after it scales with examples x epochs and sqrt(params).
- */
-export function predictedSeconds(input: PlanInput, parent: TrialState, g: Genome, pg: Genome): number | undefined {
-  const seed = slowestSeed(parent);
-  if (!seed) return undefined;
-  // subset 0 is the whole training split (validation is held out of it).
-  const size = (t: TrainConfigInput) => (t.subset || input.info.nTrain) * (t.epochs ?? RECIPE_DEFAULTS.epochs);
-  const pp = input.params(pg.model);
-  const cp = input.params(g.model);
-  const capacity = typeof pp === "number" && typeof cp === "number" && pp > 0 ? Math.sqrt(cp / pp) : 1;
-  const startUp = Math.min(seed.secondsToFirstStep, seed.seconds);
-  return startUp + (seed.seconds - startUp) * (size(g.train) / size(pg.train)) * capacity;
+/** Passes over the full training split a recipe makes (subset 0 is the whole split, validation held out). */
+export function passesOf(input: Pick<PlanInput, "info">, train: TrainConfigInput): number {
+  const n = input.info.nTrain;
+  return ((train.subset || n) / n) * (train.epochs ?? RECIPE_DEFAULTS.epochs);
 }
 
 /**
- * How much longer a trial with `seeds` seeds takes from start to its last
- * seed than its slowest seed: its seeds share the runner's slots with each
- * other and with the run's other trials in flight. The parent's, measured,
- * scaled by the rounds its seeds take on the runner's slots against the
- * parent's (pessimistic: the run's other trials use slots too, yet a
- * 30-minute run's 3-seed training on 2 slots took 1.6 times its slowest
- * seed, not the 2 rounds assumed here; without the slot count, 3 as if
- * seeds ran one after another, it was planned 6 epochs where 9 fitted).
+ * The measured trial whose pace predicts a candidate's: its parent when measured (the same
+ * model at another fidelity, or one edit away), else the run's measured trial closest in size
+ * (a template, a random draw). Undefined while the run has measured nothing.
  */
-function queueFactor(input: PlanInput, parent: TrialState, seeds: number): number {
-  const result = parent.evaluated?.result;
-  const seed = slowestSeedSeconds(parent);
+export function paceSource(input: PlanInput, g: Genome, parent?: TrialState): TrialState | undefined {
+  if (parent && slowestSeed(parent)) return parent;
+  const size = input.params(g.model);
+  if (typeof size !== "number") return undefined;
+  let best: TrialState | undefined;
+  let gap = Infinity;
+  for (const t of input.state.trials.values()) {
+    const p = paramsOf(t);
+    const s = slowestSeed(t);
+    // A cut or pruned seed's time is not its recipe's.
+    if (!p || !s || t.evaluated?.failure || !genomeOf(t)) continue;
+    const d = Math.abs(Math.log(size / p));
+    if (d < gap) [best, gap] = [t, d];
+  }
+  return best;
+}
+
+/**
+ * Seconds a genome's slowest seed should take, from the measured seed of `from`: the time to its
+ * first step stays (the job's start-up: ~1 s of CUDA context on a GPU host, most of a short
+ * probe there), the training after it scales with examples x epochs and sqrt(params).
+ */
+export function predictedSeconds(input: PlanInput, g: Genome, from: TrialState): number | undefined {
+  const seed = slowestSeed(from);
+  const fg = genomeOf(from);
+  if (!seed || !fg) return undefined;
+  const pp = derivedParams(input, from);
+  const cp = input.params(g.model);
+  const capacity = typeof pp === "number" && typeof cp === "number" && pp > 0 ? Math.sqrt(cp / pp) : 1;
+  const startUp = Math.min(seed.secondsToFirstStep, seed.seconds);
+  return startUp + (seed.seconds - startUp) * (passesOf(input, g.train) / passesOf(input, fg.train)) * capacity;
+}
+
+/** A trial's parameter count as the planner counts candidates (params.ts), so the two scale alike. */
+function derivedParams(input: PlanInput, t: TrialState): number | string | undefined {
+  const d = derivedOf(t);
+  const g = genomeOf(t);
+  return g && (d.params ??= input.params(g.model));
+}
+
+/**
+ * How much longer a trial with `seeds` seeds takes from start to its last seed than its slowest
+ * seed: its seeds share the runner's slots with each other and with the run's other trials in
+ * flight. The measured ratio of `from`, scaled by the rounds its seeds take on the runner's
+ * slots against the ones `from` took (without the slot count, as if seeds ran one after another).
+ */
+function queueFactor(input: PlanInput, from: TrialState, seeds: number): number {
+  const result = from.evaluated?.result;
+  const seed = slowestSeedSeconds(from);
   const measured = result?.seconds && seed ? Math.max(1, result.seconds / seed) : 1;
   const rounds = (n: number) => Math.ceil(n / (input.slots || 1));
   return measured * Math.max(1, rounds(seeds) / rounds(result?.seedResults.length || seeds));
 }
 
 /** Seeds a proposal evaluates with. */
-export function seedsOf(input: PlanInput, p: Pick<Proposal, "seeds">): number {
+export function seedsOf(input: Pick<PlanInput, "state">, p: Pick<Proposal, "seeds">): number {
   return p.seeds || input.state.settings?.seeds || DEFAULT_SEEDS;
 }
 
-/**
- * The seeds of the run's last long training: the run's, and when they take several rounds of
- * the runner's slots, as many more as fill the last round (3 on 2 slots: 4). Nothing starts
- * beside a last training, so those slots would idle through its last round; each seed more
- * joins its ensemble and narrows its interval at no cost in time. Undefined: the run's seeds.
- */
-export function lastTrainingSeeds(input: PlanInput): number | undefined {
-  const seeds = seedsOf(input, {});
-  const slots = input.slots || 1;
-  const filled = Math.ceil(seeds / slots) * slots;
-  return seeds > slots && filled > seeds ? filled : undefined;
+/** A candidate's predicted wall time from its start to its last seed, scaled from `from`. */
+export function wallSeconds(input: PlanInput, g: Genome, seeds: number, from: TrialState): number | undefined {
+  const s = predictedSeconds(input, g, from);
+  return s === undefined ? undefined : s * queueFactor(input, from, seeds);
+}
+
+/** Whether the run plans a last long training: the built-in brain's runs with a clock (the random baseline has none). */
+export function plansLastTraining(state: RunState): boolean {
+  return state.settings?.planner !== "random" && (state.goal?.timeBudgetS ?? 0) > 0;
+}
+
+/** Seconds of the run's clock left until exploration's share of the budget is spent (negative once it is); Infinity without a plan. */
+export function exploreLeftS(input: PlanInput): number {
+  const { state } = input;
+  if (!plansLastTraining(state)) return Infinity;
+  return EXPLORE_SHARE * state.goal!.timeBudgetS - liveSeconds(state, input.nowMs ?? Date.now());
+}
+
+/** The run's last long training, once proposed. */
+export function lastTrainingOf(state: RunState): TrialState | undefined {
+  for (const t of state.trials.values()) if (t.proposed?.lastTraining) return t;
+  return undefined;
 }
 
 /**
- * Why a genome cannot start now, given a seed's predicted time; undefined
- * when it fits: each seed within the trial budget, the whole trial (seeds
- * queued as its parent's were) before the run's reserve.
+ * Why a candidate whose trial is predicted to take `wallS` (start to last seed) cannot start
+ * now, or undefined when it fits: each seed within the trial budget, the whole trial before the
+ * run's reserve, and, while the run's last long training is still to come, before exploration's
+ * share of the budget ends (a probe past it would slow that training, or delay it).
  */
-export function overBudget(input: PlanInput, parent: TrialState, predicted: number | undefined, seeds: number): string | undefined {
-  if (predicted === undefined) return undefined;
+export function overBudget(input: PlanInput, seedS: number, wallS: number): string | undefined {
   const trialBudget = input.state.settings?.trialTimeBudgetS ?? 0;
-  if (trialBudget > 0 && predicted > trialBudget * 0.85) return `predicted ${predicted.toFixed(0)} s exceeds the trial budget`;
-  return overRunBudget(budgetPlan(input.state, input.nowMs ?? Date.now()), predicted * queueFactor(input, parent, seeds));
+  if (trialBudget > 0 && seedS > trialBudget * 0.85) return `predicted ${seedS.toFixed(0)} s exceeds the trial budget`;
+  const reserve = overRunBudget(budgetPlan(input.state, input.nowMs ?? Date.now()), wallS);
+  if (reserve) return reserve;
+  const left = exploreLeftS(input);
+  if (!lastTrainingOf(input.state) && wallS > left) {
+    return `predicted ${wallS.toFixed(0)} s would run past the end of exploration (${Math.max(0, left).toFixed(0)} s away), when the run's last long training starts`;
+  }
+  return undefined;
 }
 
-/** A candidate's predicted wall time: its slowest seed, queued as its parent's seeds were. */
-export function wallOf(input: PlanInput, parent: TrialState, c: Timed): number {
-  return c.predictedS * queueFactor(input, parent, seedsOf(input, c.proposal));
-}
-
-/** The run's time spent and its budget, once it has spent its exploration share (EXPLORE_SHARE); undefined before, or without a budget. */
-export function explorationSpent(input: PlanInput): { spentS: number; budgetS: number } | undefined {
-  const budgetS = input.state.goal?.timeBudgetS ?? 0;
-  const spentS = liveSeconds(input.state, input.nowMs ?? Date.now());
-  return budgetS > 0 && spentS >= EXPLORE_SHARE * budgetS ? { spentS, budgetS } : undefined;
-}
-
-/**
- * The seconds left before the reserve when a training of `wallS` is now or
- * never: after it, another as long would not fit. Undefined while it would.
- */
-export function nowOrNever(input: PlanInput, wallS: number): number | undefined {
-  const { availableS } = budgetPlan(input.state, input.nowMs ?? Date.now());
-  return availableS < 2 * wallS ? availableS : undefined;
+/** A candidate of `seeds` seeds timed from the run's measured pace, and why it cannot start now (undefined: it fits). */
+export function timing(input: PlanInput, g: Genome, seeds: number, parent?: TrialState): { seedS?: number; wallS?: number; over?: string } {
+  const from = paceSource(input, g, parent);
+  const seedS = from && predictedSeconds(input, g, from);
+  if (!from || seedS === undefined) return {};
+  const wallS = seedS * queueFactor(input, from, seeds);
+  return { seedS, wallS, over: overBudget(input, seedS, wallS) };
 }
 
 /**
- * A rung's predicted wall time when the budget is tight: after its `epochs`,
- * no training twice as long fits in LAST_MARGIN of what is left before the
- * reserve. Undefined when one would.
+ * Seconds from now until each of the runner's slots is free, by the predicted ends of the trials
+ * in flight (each of their seeds holds a slot until its trial's predicted end); a trial with
+ * nothing measured to predict it from counts as ending now.
  */
-export function tightRungSeconds(input: PlanInput, parent: TrialState, c: Timed, epochs: number): number | undefined {
-  const plan = budgetPlan(input.state, input.nowMs ?? Date.now());
-  const perEpoch = wallOf(input, parent, c) / epochs;
-  const after = plan.availableS - perEpoch * epochs;
-  return LAST_MARGIN * after >= 2 * perEpoch * epochs ? undefined : perEpoch * epochs;
+export function slotsFreeIn(input: PlanInput): number[] {
+  const now = input.nowMs ?? Date.now();
+  const busy: number[] = [];
+  for (const t of input.state.trials.values()) {
+    const g = genomeOf(t);
+    if (!t.proposed || t.judged || !g) continue;
+    const parent = t.proposed.parentIds[0] ? input.state.trials.get(t.proposed.parentIds[0]) : undefined;
+    const seeds = seedsOf(input, t.proposed);
+    const from = paceSource(input, g, parent);
+    // A time-boxed training stops at its time.
+    const wall = g.train.train_seconds ? g.train.train_seconds : from && wallSeconds(input, g, seeds, from);
+    const left = wall === undefined ? 0 : Math.max(0, wall - (now - (t.firstAtMs ?? now)) / 1000);
+    for (let i = 0; i < seeds; i++) busy.push(left);
+  }
+  const slots = input.slots || 1;
+  const out = busy.sort((a, b) => b - a).slice(0, slots);
+  while (out.length < slots) out.push(0);
+  return out;
+}
+
+/** When `seeds` jobs of `durationS` each end, taken in order by whichever slot is free first. */
+function lastEnd(freeIn: readonly number[], seeds: number, durationS: number): number {
+  const slots = [...freeIn];
+  let end = 0;
+  for (let i = 0; i < seeds; i++) {
+    const j = slots.indexOf(Math.min(...slots));
+    slots[j] = slots[j]! + durationS;
+    end = Math.max(end, slots[j]!);
+  }
+  return end;
+}
+
+/** The longest duration per seed with which `seeds` jobs on those slots all end within `horizonS`. */
+function longestSeed(freeIn: readonly number[], seeds: number, horizonS: number): number {
+  let lo = 0;
+  let hi = Math.max(0, horizonS);
+  for (let i = 0; i < 40; i++) {
+    const mid = (lo + hi) / 2;
+    if (lastEnd(freeIn, seeds, mid) <= horizonS) lo = mid;
+    else hi = mid;
+  }
+  return lo;
+}
+
+export interface LastTrainingTime {
+  /** Seconds each seed trains (train_seconds): the job anneals its schedule over that time. */
+  trainS: number;
+  /** The epochs that should reach at `pick`'s measured pace on the full training split. */
+  epochs: number;
+  /** Seeds: the run's, or more when they fill the slots' last round at no cost in time. */
+  seeds: number;
+  /** A seed's predicted seconds, start-up and last validation pass included. */
+  predictedS: number;
+  /** How many times the passes `pick` was measured at its training reaches. */
+  gain: number;
 }
 
 /**
- * The time of the run's last long training of `pick` (promotion.ts timedTop),
- * not a number of epochs: the job anneals its schedule over that time
- * (train_seconds). Epochs predicted from trials timed beside others were
- * wrong both ways: a GPU shared with probes measured 2-3 times slower than
- * the training would run alone (nothing starts beside the last training), and
- * a loaded CPU slower still; the job itself knows how fast it goes. Its time
- * is LAST_MARGIN of what is left before the reserve, its `seeds` run in
- * rounds of the runner's slots (nothing starts beside it, so no queueing
- * measured beside others applies: planned as its parent's queue, a 30-minute
- * run left 307 s unused), each round paying the job's start-up and its last
- * validation pass, and within the trial budget. `epochs`: what it should reach at
- * `pick`'s measured pace on the full training split.
- * Undefined when that is less than LAST_SHARE of the budget or than what `pick` trained.
+ * The time of the run's last long training of `pick`, not a number of epochs: the job anneals its
+ * schedule over that time (train_seconds). Epochs predicted from trials timed beside others were
+ * wrong both ways (a GPU shared with probes measured 2-3 times slower than the training runs
+ * alone; a loaded CPU slower still); the job itself knows how fast it goes. Its seeds are placed
+ * on the runner's slots as the trials in flight free them (slotsFreeIn), each paying the job's
+ * start-up and its last validation pass, all ending within LAST_MARGIN of the time left before
+ * the reserve and each within the trial budget. Seeds beyond the run's fill the last round when
+ * that costs no time (3 seeds on 2 slots train 4: nothing starts beside a last training, and the
+ * slot would idle). Undefined when that is less than LAST_SHARE of the budget or no longer than
+ * `pick` trained.
  */
-export function lastTrainingTime(
-  input: PlanInput,
-  pick: TrialState,
-  pg: Genome,
-  seeds: number | undefined,
-): { trainS: number; epochs: number; predictedS: number } | undefined {
+export function lastTrainingTime(input: PlanInput, pick: TrialState, pg: Genome): LastTrainingTime | undefined {
   const { state } = input;
   const seed = slowestSeed(pick);
-  if (!seed || !((state.goal?.timeBudgetS ?? 0) > 0)) return undefined;
+  if (!seed || !plansLastTraining(state)) return undefined;
   const startUp = Math.min(seed.secondsToFirstStep, seed.seconds);
   const trained = seed.seconds - startUp;
-  const passes = ((pg.train.subset || input.info.nTrain) / input.info.nTrain) * (pg.train.epochs ?? RECIPE_DEFAULTS.epochs);
+  const passes = passesOf(input, pg.train);
   const fullEpochS = trained / passes;
   // The job stops mid-epoch at its time, then predicts the validation split once: a forward
   // pass over nVal examples, taken as long as training on them (about three times what it is).
-  // Counting a whole epoch here left 325 s of a 30-minute run unused.
   const overhead = startUp + (fullEpochS * input.info.nVal) / input.info.nTrain;
-  const plan = budgetPlan(state, input.nowMs ?? Date.now());
-  const rounds = Math.ceil(seedsOf(input, { seeds }) / (input.slots || 1));
-  let trainS = (LAST_MARGIN * plan.availableS) / rounds - overhead;
+  const horizon = LAST_MARGIN * budgetPlan(state, input.nowMs ?? Date.now()).availableS;
+  const free = slotsFreeIn(input);
+  const runSeeds = seedsOf(input, {});
+  const slots = input.slots || 1;
+  const filled = input.device === "cuda" ? runSeeds : Math.ceil(runSeeds / slots) * slots;
+  let seeds = runSeeds;
+  let perSeed = longestSeed(free, runSeeds, horizon);
+  if (filled > runSeeds && longestSeed(free, filled, horizon) >= perSeed - 1) seeds = filled;
+  let trainS = perSeed - overhead;
   const trialBudget = state.settings?.trialTimeBudgetS ?? 0;
   if (trialBudget > 0) trainS = Math.min(trainS, 0.85 * trialBudget - overhead);
   trainS = Math.floor(trainS);
   if (trainS < LAST_SHARE * state.goal!.timeBudgetS || trainS <= trained) return undefined;
-  return { trainS, epochs: Math.min(LAST_EPOCHS, Math.floor(trainS / fullEpochS)), predictedS: overhead + trainS };
+  perSeed = overhead + trainS;
+  return { trainS, epochs: Math.min(LAST_EPOCHS, Math.floor(trainS / fullEpochS)), seeds, predictedS: perSeed, gain: trainS / fullEpochS / passes };
+}
+
+/** The predicted end, in seconds from now, of a last training of `seeds` seeds of `predictedS` each on the slots as they free up. */
+export function lastTrainingEnd(input: PlanInput, seeds: number, predictedS: number): number {
+  return lastEnd(slotsFreeIn(input), seeds, predictedS);
 }

@@ -4,11 +4,11 @@ import { adoptedConcepts, blocksOf } from "../../core/brief.js";
 import { compileModel } from "../../core/compiler/compile.js";
 import { argumentChanges, isCodeModel, searchableArguments, type TrialModelInput } from "../../core/model-config.js";
 import { paramsCounter } from "../../agents/planner/params.js";
-import { baselineProposals, fallbackProbe, handProposal, initialBuiltin, mulberry32, nextBuiltin, probeFidelity, randomPolicy, smallestTemplate, type PlanInput, type Proposal } from "../../agents/planner/policy.js";
+import { baselineProposals, handProposal, initialBuiltin, mulberry32, nextBuiltin, probeFidelity, randomPolicy, smallestTemplate, type PlanInput } from "../../agents/planner/policy.js";
 import { interventionEvent } from "../../swarm/interventions.js";
 import { queuedProposals } from "../../swarm/run-state.js";
 import { fingerprint } from "../../agents/planner/identity.js";
-import { promote } from "../../agents/planner/promotion.js";
+import { ashaPromotion } from "../../agents/planner/promotion.js";
 import { stalledOn, stallQuery } from "../../agents/planner/stall.js";
 import { MUTATIONS } from "../../agents/planner/mutations.js";
 import { MUTATION } from "../../core/enums.js";
@@ -18,7 +18,7 @@ import { ArgumentKind, DatasetInfoSchema, Metric, ModelArgumentSchema, SeedResul
 import { Mutation, Surface } from "../../proto/gen/research/v1/common_pb.js";
 import { Decision, Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import type { EventInit } from "../../bus/index.js";
-import { evaluated, proposed, RUN, started, state } from "./helpers.js";
+import { evaluated, RUN, started, state } from "./helpers.js";
 
 const FASHION = create(DatasetInfoSchema, { name: "fashion-mnist", inputShape: [1, 28, 28], numClasses: 10, inputDtype: "float32", nTrain: 54000, nVal: 6000 });
 
@@ -197,144 +197,6 @@ describe("built-in planner", () => {
     expect(fingerprint(again.model, again.train)).not.toBe(fingerprint(first.model, first.train));
   });
 
-  it("promotes the best of three rung-0 trials to more data, and only when it fits the budget", () => {
-    const first = initialBuiltin(input([]), 3);
-    const events: EventInit[] = first.flatMap((p, i): EventInit[] => [
-      { runId: RUN, trialId: `t${i}`, body: { case: "trialProposed", value: { surface: Surface.ARCHITECTURE, modelConfigJson: JSON.stringify(p.model), trainConfigJson: JSON.stringify(p.train) } } },
-      timed(evaluated(`t${i}`, 0.85 + i / 100), 10),
-      { runId: RUN, trialId: `t${i}`, body: { case: "trialJudged", value: { verdict: Verdict.ACCEPT, decision: Decision.ITERATE } } },
-    ]);
-    const p = promote({ ...input(events), nowMs: 1000 }) as Proposal;
-    expect(p).toMatchObject({ rung: 1, parentIds: ["t2"], surface: "data", model: first[2]!.model });
-    expect(p.train).toMatchObject({ ...first[2]!.train, subset: 30_000, epochs: 3 });
-    expect(p.hypothesis).toBe("promote t2 to rung 1: 30000 examples, 3 epochs");
-    // Rung 1 (10k x 3, 30k x 3, 54k x 5, 54k x 15) is on a slice of the training split: it
-    // only ranks configs, with one seed like the probe. The full split's rungs train with
-    // the run's seeds (below).
-    expect(p.seeds).toBe(1);
-    // The probe's 10 s at 10k examples predict 30 s at 30k; should it become the best,
-    // its confirmation (kept weights: 10 + 0.05 x 30 s) and the report (15 s) must fit
-    // after it: 50 s left is not enough, 60 s is.
-    const late = input(events);
-    late.state.goal!.timeBudgetS = 200;
-    expect(promote({ ...late, nowMs: 1000 + 150_000 })).toBeUndefined();
-    expect(promote({ ...late, nowMs: 1000 + 140_000 })).toBeDefined();
-  });
-
-  it("exploit phase: trains the run's best at the top rung, or for the time left once exploration has had its share", () => {
-    const first = initialBuiltin(input([]), 3);
-    const trial = (id: string, p: (typeof first)[number], mean: number, seconds: number, rung = 0, parent?: string): EventInit[] => [
-      {
-        runId: RUN,
-        trialId: id,
-        body: {
-          case: "trialProposed",
-          value: { rung, parentIds: parent ? [parent] : [], surface: parent ? Surface.DATA : Surface.ARCHITECTURE, modelConfigJson: JSON.stringify(p.model), trainConfigJson: JSON.stringify({ ...p.train, subset: rung ? 30_000 : p.train.subset }) },
-        },
-      },
-      timed(evaluated(id, mean), seconds, rung ? 3 : 1),
-      { runId: RUN, trialId: id, body: { case: "trialJudged", value: { verdict: Verdict.ACCEPT, decision: Decision.ITERATE } } },
-    ];
-    // ASHA has nothing left to promote: t2 went to rung 1 (u2), alone there.
-    const events = [...first.flatMap((p, i) => trial(`t${i}`, p, 0.85 + i / 100, 10)), ...trial("u2", first[2]!, 0.9, 30, 1, "t2")];
-    const at = (remainingS: number, extra: EventInit[] = [], patience = 4, trialBudgetS = 0, slots = 3) => {
-      const late = input([...events, ...extra]);
-      late.state.goal!.timeBudgetS = 1000;
-      late.state.settings!.trialTimeBudgetS = trialBudgetS;
-      late.state.settings!.patience = patience;
-      // u2's three seeds took 30 s together: a runner with three slots.
-      return promote({ ...late, nowMs: 1000 + (1000 - remainingS) * 1000, slots });
-    };
-    // u2's 30 s a seed at 30k x 3 predict 270 s at rung 3 (54k x 15). With 600 s left
-    // there is time for that and more: nothing yet.
-    expect(at(600)).toBeUndefined();
-    // ... unless exploration went flat for half the judge's patience (4 here).
-    const flat = ["f0", "f1"].flatMap((id): EventInit[] => [
-      proposed(id),
-      { runId: RUN, trialId: id, body: { case: "trialJudged", value: { verdict: Verdict.REJECT, decision: Decision.ITERATE } } },
-    ]);
-    const whenFlat = at(600, flat) as Proposal;
-    expect(whenFlat.rationale).toMatch(/^exploit: .* rung 3 now, since the best CI low has not risen in the last 2 judged trials; the same/);
-    expect(whenFlat.lastTraining).toBe(false);
-    // 550 s left: after 270 s, another 270 s would not fit before the reserve; now or never,
-    // and so the run's last long training.
-    const now = at(550) as Proposal;
-    expect(now).toMatchObject({ rung: 3, parentIds: ["u2"], surface: "data", model: first[2]!.model, seeds: undefined, lastTraining: true });
-    expect(now.train).toMatchObject({ subset: 0, epochs: 15, schedule: "cosine" });
-    // Not before the run has judged a patience's worth of trials (4 judged here).
-    expect(at(550, [], 5)).toBeUndefined();
-    expect(now.rationale).toMatch(/^exploit: the run's best \(CI low 89\.00%\) trains at rung 3 now, since its predicted 270 s still fit the 524 s left before the reserve; the run's last long training/);
-    // 300 s left: the whole of rung 3 no longer fits before the confirmation and the report
-    // (270 + 38.5 s); the run has spent 70% of its budget, past its exploration share, so u2
-    // trains for the time it has: 90% of the 273.5 s before the reserve (26.5 s), less its
-    // start-up (0 s here) and its last validation pass (6k of the 54k examples at 18 s an epoch: 2 s): 244 s.
-    const forTime = at(300) as Proposal;
-    expect(forTime).toMatchObject({ rung: 3, parentIds: ["u2"], lastTraining: true, hypothesis: "train u2 for 244 s on the full training split (about 13 epochs at its measured pace)" });
-    expect(forTime.train).toMatchObject({ subset: 0, epochs: 200, train_seconds: 244, schedule: "cosine", augment: { crop_padding: 2 } });
-    expect(forTime.rationale).toMatch(/since the run has spent 70% of its budget exploring, and the whole top rung \(15 epochs\) no longer fits before the reserve; the run's last long training/);
-    expect((at(200) as Proposal).train).toMatchObject({ train_seconds: 154 });
-    // 120 s left: 82 s of training is less than a tenth of the budget: rung 2 (90 s) instead, now or never.
-    expect(at(120)).toMatchObject({ rung: 2, parentIds: ["u2"], train: { subset: 0, epochs: 5 }, seeds: undefined, lastTraining: true });
-    // A trial budget of 250 s caps a seed's training at 85% of it less the 2 s: 210 s. Before
-    // the exploration share (300 s spent of 1000) it waits, unless exploration went flat.
-    expect(at(700, [], 4, 250)).toBeUndefined();
-    expect((at(700, flat, 4, 250) as Proposal).train).toMatchObject({ subset: 0, train_seconds: 210 });
-    expect((at(550, [], 4, 250) as Proposal).train).toMatchObject({ subset: 0, train_seconds: 210 });
-    // One long training at a time: in the exploit phase nothing starts while a promotion trains.
-    const inFlight: EventInit = { runId: RUN, trialId: "v", body: { case: "trialProposed", value: { rung: 2, parentIds: ["t1"], surface: Surface.DATA } } };
-    expect(at(550, [inFlight])).toBe("wait");
-    // Once the best trained at the top rung, a plateau sends the runner-up up for the time that
-    // fits: t1's one-seed 10 s at 10k x 3 is 18 s an epoch of the full split, and its three
-    // seeds run in three rounds on a runner with one slot: 90% of the 511.5 s before w's reserve / 3, less 2 s.
-    const topped = trial("w", first[2]!, 0.91, 270, 3, "u2");
-    expect(at(550, [...topped, ...flat], 4, 0, 1)).toMatchObject({
-      rung: 3,
-      parentIds: ["t1"],
-      train: { subset: 0, train_seconds: 151 },
-      rationale: expect.stringMatching(/^exploit: the best config not yet trained this long/),
-    });
-  });
-
-  it("on a tight budget, makes the promotion to the full split the run's last long training", () => {
-    const first = initialBuiltin(input([]), 3);
-    // Three probes, each promoted to rung 1 (30k x 3, one seed, 30 s): ASHA sends the best (u2) to rung 2.
-    const events: EventInit[] = first.flatMap((p, i): EventInit[] => [
-      { runId: RUN, trialId: `t${i}`, body: { case: "trialProposed", value: { surface: Surface.ARCHITECTURE, modelConfigJson: JSON.stringify(p.model), trainConfigJson: JSON.stringify(p.train) } } },
-      timed(evaluated(`t${i}`, 0.85 + i / 100), 10),
-      { runId: RUN, trialId: `t${i}`, body: { case: "trialJudged", value: { verdict: Verdict.ACCEPT, decision: Decision.ITERATE } } },
-      {
-        runId: RUN,
-        trialId: `u${i}`,
-        body: { case: "trialProposed", value: { rung: 1, seeds: 1, parentIds: [`t${i}`], surface: Surface.DATA, modelConfigJson: JSON.stringify(p.model), trainConfigJson: JSON.stringify({ ...p.train, subset: 30_000 }) } },
-      },
-      timed(evaluated(`u${i}`, 0.88 + i / 100), 30),
-      { runId: RUN, trialId: `u${i}`, body: { case: "trialJudged", value: { verdict: Verdict.ACCEPT, decision: Decision.ITERATE } } },
-    ]);
-    const at = (remainingS: number, extra: EventInit[] = [], slots?: number) => {
-      const late = input([...events, ...extra]);
-      late.state.goal!.timeBudgetS = 1000;
-      late.state.settings!.trialTimeBudgetS = 0;
-      return promote({ ...late, nowMs: 1000 + (1000 - remainingS) * 1000, slots });
-    };
-    // Rung 2 (54k x 5) predicts 90 s a seed, 270 s for three seeds queued as one-seed u2's
-    // were not (x 3): 54 s an epoch. With 973.5 s before the reserve, a training twice as
-    // long still fits after it: ASHA's promotion as it is.
-    expect(at(1000)).toMatchObject({ rung: 2, parentIds: ["u2"], train: { subset: 0, epochs: 5 }, seeds: undefined });
-    // With 673.5 s (before the exploration share is spent), nothing twice as long would fit
-    // after rung 2: u2 trains for the time left now, 90% of it over 3 rounds of one seed less 2 s.
-    const last = at(700) as Proposal;
-    expect(last).toMatchObject({ rung: 3, parentIds: ["u2"], train: { subset: 0, train_seconds: 200 }, seeds: undefined, lastTraining: true });
-    expect(last.rationale).toMatch(/the run's last long training: after rung 2's 5 epochs \(predicted 270 s\) no longer training would fit, so it trains for the time that is left now/);
-    // ... but not while another long training runs: the two would share the slots.
-    const running: EventInit = { runId: RUN, trialId: "v", body: { case: "trialProposed", value: { rung: 2, parentIds: ["u1"], surface: Surface.DATA } } };
-    expect(at(700, [running])).toBeUndefined();
-    // On a runner with 2 slots three seeds take 2 rounds, not 3: 36 s an epoch. With 673.5 s a
-    // training twice rung 2's still fits after it; with 533.5 s it does not.
-    expect(at(700, [], 2)).toMatchObject({ rung: 2, train: { epochs: 5 } });
-    // Its three seeds would leave a slot idle in their second round: a fourth seed fills it, in the same time.
-    expect(at(560, [], 2)).toMatchObject({ rung: 3, lastTraining: true, seeds: 4, train: { subset: 0, train_seconds: 238 } });
-  });
-
   it("lets the surrogate choose among the chosen surface's edits once four rung-0 trials are in", () => {
     const starts = initialBuiltin(input([]), 4);
     const events: EventInit[] = starts.flatMap((p, i): EventInit[] => [
@@ -357,12 +219,12 @@ describe("built-in planner", () => {
       { runId: RUN, trialId: `t${i}`, body: { case: "trialJudged", value: { verdict: Verdict.ACCEPT, decision: Decision.ITERATE } } },
     ]);
     const edits = Array.from({ length: 12 }, (_, i) => nextBuiltin({ ...input(events), rng: mulberry32(i) }, 3 + i)!);
-    const proposals = [...first, ...edits, randomPolicy(input([]), 0)!, fallbackProbe(input([]), 0)!, promote({ ...input(events), nowMs: 1000 }) as Proposal];
+    const proposals = [...first, ...edits, randomPolicy(input([]), 0)!, ashaPromotion({ ...input(events), nowMs: 1000 })!];
     for (const p of proposals) expect(MUTATION.value(p.mutation), p.hypothesis).not.toBe(Mutation.UNSPECIFIED);
     for (const p of proposals) expect(MUTATION.value(p.mutation), p.hypothesis).toBeDefined();
     expect(new Set(first.map((p) => p.mutation))).toEqual(new Set(["template"]));
     expect(edits.every((p) => MUTATIONS.some((m) => m.name === p.mutation))).toBe(true);
-    expect(proposals.slice(-3).map((p) => p.mutation)).toEqual(["random", "random", "promotion"]);
+    expect(proposals.slice(-2).map((p) => p.mutation)).toEqual(["random", "promotion"]);
   });
 
   it("takes a person's queued proposal as they wrote it, their training over the probe recipe", () => {

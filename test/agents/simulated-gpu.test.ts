@@ -13,16 +13,16 @@ import { create } from "@bufbuild/protobuf";
 import { compileModel } from "../../core/compiler/compile.js";
 import type { SearchDevice } from "../../core/defaults.js";
 import { isCodeModel, type TrainConfigInput, type TrialModelInput } from "../../core/model-config.js";
-import { fallbackProbe, initialBuiltin, mulberry32, nextBuiltin, type PlanInput, type Proposal } from "../../agents/planner/policy.js";
-import { promote } from "../../agents/planner/promotion.js";
+import { initialBuiltin, mulberry32, type PlanInput, type Proposal } from "../../agents/planner/policy.js";
+import { decide } from "../../agents/planner/decide.js";
 import { judge } from "../../agents/judge/rules.js";
 import { aggregate } from "../../gpu-runner/stats.js";
 import { DatasetInfoSchema, EvalResultSchema, SeedResultSchema } from "../../proto/gen/research/v1/runner_pb.js";
 import { Decision, EventSchema, GoalSchema, type Event } from "../../proto/gen/research/v1/events_pb.js";
 import { runSettings } from "../../deploy/settings.js";
 import { Surface } from "../../proto/gen/research/v1/common_pb.js";
-import { applyToRunState, bestTrial, emptyRunState, lastTrainingInFlight, rungOf, type RunState } from "../../swarm/run-state.js";
-import { budgetPlan, nothingFits } from "../../swarm/budget.js";
+import { applyToRunState, bestTrial, emptyRunState, rungOf, type RunState } from "../../swarm/run-state.js";
+import { budgetPlan } from "../../swarm/budget.js";
 import type { EventInit } from "../../bus/index.js";
 import { SURFACE } from "../../core/enums.js";
 
@@ -148,13 +148,10 @@ function simulate(device: Device, kind: SearchDevice, budgetS: number) {
     emit({ runId: RUN, trialId: done.id, body: { case: "trialJudged", value: judged } });
     if (judged.decision !== Decision.ITERATE) break;
     const index = state.settings!.parallel + state.trials.get(done.id)!.judgedPosition!;
-    const next = input(index);
     // As the planner's proposeAfter (agents/planner/main.ts) decides.
-    if (nothingFits(state, nowMs()) || lastTrainingInFlight(state)) continue;
-    const promotion = promote(next);
-    if (promotion === "wait") continue;
-    const p = promotion ?? nextBuiltin(next, index) ?? fallbackProbe(next, index);
-    if (p) start(index, p);
+    const move = decide(input(index), index);
+    if (move.kind === "nothing") expect(move.broken ?? []).toEqual([]);
+    if (move.kind === "propose" || move.kind === "promote") start(index, move.proposal);
   }
   return { state, clockS, events };
 }

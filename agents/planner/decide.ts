@@ -1,0 +1,113 @@
+/**
+ * The planner's decision core: what the slot a judgement freed should do next, as a pure
+ * function of the run's folded state and the clock (PlanInput), in the spirit of a Ray Tune
+ * scheduler's on_trial_result: propose a new config, promote one (train it again at another
+ * fidelity), wait, or nothing. agents/planner/main.ts publishes what it returns; the tests and
+ * the replays of recorded runs call it the same way. Every move is checked against the
+ * planner's promises (promises.ts) before it leaves here.
+ *
+ * In order:
+ * 1. nothing once the run is over, paused, stopping, past its reserve or out of trials;
+ * 2. a person's queued proposal, then the starting point's anchor (launch --from);
+ * 3. wait while the run's last long training trains: nothing starts beside it;
+ * 4. the random baseline draws (it has no scheduler and no last training);
+ * 5. once exploitation has begun (exploration's share of the budget spent, the trial budget
+ *    down to its last trial, or a patience of judged trials without progress), the last long
+ *    training;
+ * 6. while exploring: a confirmation of a probe that makes a target likely, ASHA's promotion,
+ *    the policy's edit; each only if it ends before exploration does. When ASHA would send a
+ *    config to the full training split and that does not fit, the last long training starts:
+ *    the config has earned a long training where claims are made (on two CPU cores a
+ *    30-minute run that did so at minute 5 reached 93.17% test, docs/BENCHMARKS.md);
+ * 7. with nothing left that fits, the last long training now, unless a promotion in flight
+ *    may become the best first: the time goes to training the best config longer, not to
+ *    random draws (a run that drew 26 of them in its last six minutes, 21 pruned within
+ *    seconds, never trained its best on the full split: test/fixtures/runs/fmnist-30min-open-c982011).
+ */
+import { RUN_DEFAULTS } from "../../core/defaults.js";
+import { nothingFits } from "../../swarm/budget.js";
+import { lastTrainingInFlight, patienceOf, plateau, queuedProposals } from "../../swarm/run-state.js";
+import { baselineProposals, handProposal, nextBuiltin, randomPolicy, type PlanInput, type Proposal } from "./policy.js";
+import { ashaPromotion, confirmation, fullSplitDue, lastTraining, promotionInFlight } from "./promotion.js";
+import { brokenPromises } from "./promises.js";
+import { exploreLeftS, lastTrainingOf, plansLastTraining } from "./time-model.js";
+
+/** Who authored a new config: a person, the starting point, or the built-in policy (an edit, or a template when nothing works yet). */
+export type Author = "person" | "starting point" | "policy";
+
+export type Move =
+  /** A new config (an edit, a template, a person's proposal), at the probe's fidelity. */
+  | { kind: "propose"; proposal: Proposal; by: Author }
+  /** The scheduler's: a config trained again at another fidelity (ASHA, a confirmation, the last long training). */
+  | { kind: "promote"; proposal: Proposal }
+  /** Nothing now; a trial in flight will be judged and bring the next decision. */
+  | { kind: "wait"; why: string }
+  /** Nothing now, nor for this slot; `broken` when a move was held back because it would break a promise (a bug). */
+  | { kind: "nothing"; why: string; broken?: string[] };
+
+/** Why exploitation has begun (the last long training is due), or undefined while the run explores. */
+export function exploiting(input: PlanInput, index: number): string | undefined {
+  const { state } = input;
+  if (!plansLastTraining(state)) return undefined;
+  if (lastTrainingOf(state)) return "the run's last long training was proposed";
+  if (exploreLeftS(input) <= 0) return "exploration has spent its share of the budget";
+  const maxTrials = state.settings?.maxTrials || RUN_DEFAULTS.maxTrials;
+  if (index >= maxTrials - 1) return "the trial budget is down to its last trial";
+  const patience = patienceOf(state);
+  const since = plateau(state).since;
+  if (state.judgedCount >= patience && since >= patience) return `the best CI low has not risen in the last ${since} judged trials`;
+  return undefined;
+}
+
+function choose(input: PlanInput, index: number): Move {
+  const { state } = input;
+  const now = input.nowMs ?? Date.now();
+  if (state.finished || state.paused || state.stopRequested) return { kind: "nothing", why: "the run is finished, paused or stopping" };
+  // Past the reserve nothing may start: not even the quickest trial seen so far would finish.
+  if (nothingFits(state, now)) return { kind: "nothing", why: "past the reserve for the test confirmation and the report" };
+  if (index >= (state.settings?.maxTrials || RUN_DEFAULTS.maxTrials)) return { kind: "nothing", why: "the trial budget is spent" };
+  const queued = queuedProposals(state)[0];
+  if (queued) return { kind: "propose", proposal: handProposal(input, queued), by: "person" };
+  // With one trial at a time, the starting point's anchor comes after trial 0.
+  const anchor = baselineProposals(input)[0];
+  if (anchor) return { kind: "propose", proposal: anchor, by: "starting point" };
+  // The last long training has the runner to itself: no trial started now could change the
+  // result, and each would slow it down on the shared device.
+  const last = lastTrainingInFlight(state);
+  if (last) return { kind: "wait", why: `the run's last long training (${last.id}) is running` };
+  if (state.settings?.planner === "random") {
+    const p = randomPolicy(input, index);
+    return p ? { kind: "propose", proposal: p, by: "policy" } : { kind: "nothing", why: "no random draw is left" };
+  }
+  const exploit = exploiting(input, index);
+  if (exploit) {
+    const p = lastTraining(input);
+    if (p) return { kind: "promote", proposal: { ...p, rationale: `${exploit}: ${p.rationale}` } };
+    return { kind: "nothing", why: `${exploit}, and no last long training fits the time left` };
+  }
+  const scheduled = confirmation(input) ?? ashaPromotion(input);
+  if (scheduled) return { kind: "promote", proposal: scheduled };
+  const due = fullSplitDue(input);
+  const earned = due && lastTraining(input);
+  if (due && earned) {
+    const why = `ASHA promotes ${due.trial.id} to the full training split (${due.reason}), which does not fit before exploration ends`;
+    return { kind: "promote", proposal: { ...earned, rationale: `${why}: ${earned.rationale}` } };
+  }
+  const edit = nextBuiltin(input, index);
+  if (edit) return { kind: "propose", proposal: edit, by: "policy" };
+  // Nothing else ends before exploration does: the last long training starts early, after a
+  // promotion in flight that may become the best (an H200 run passed a ResNet-9 still at
+  // rung 1 over for a smaller CNN's last training, and the ResNet-9 then beat it).
+  const promoting = promotionInFlight(state);
+  if (promoting) return { kind: "wait", why: `nothing else fits before exploration ends; ${promoting.id}, a promotion in flight, may become the best to train last` };
+  const p = lastTraining(input);
+  if (p) return { kind: "promote", proposal: { ...p, rationale: `nothing else fits before exploration ends: ${p.rationale}` } };
+  return { kind: "nothing", why: "no trial fits the time left" };
+}
+
+/** The move for trial `index`, the slot a judgement freed (trial P + its judged position). */
+export function decide(input: PlanInput, index: number): Move {
+  const move = choose(input, index);
+  const broken = brokenPromises(input, index, move);
+  return broken.length ? { kind: "nothing", why: `held back: ${broken.join("; ")}`, broken } : move;
+}

@@ -1,0 +1,193 @@
+/**
+ * The planner's decision core (agents/planner/decide.ts) on small hand-built runs with a budget:
+ * what it proposes while exploring, when and what it trains last, a target's confirmation, and
+ * the promises it will not break (agents/planner/promises.ts).
+ */
+import { describe, expect, it } from "vitest";
+import { create } from "@bufbuild/protobuf";
+import { decide, type Move } from "../../agents/planner/decide.js";
+import { ashaPromotion } from "../../agents/planner/promotion.js";
+import { brokenPromises } from "../../agents/planner/promises.js";
+import { initialBuiltin, planInputFor, type PlanInput, type Proposal } from "../../agents/planner/policy.js";
+import { Surface } from "../../proto/gen/research/v1/common_pb.js";
+import { Decision, Verdict } from "../../proto/gen/research/v1/events_pb.js";
+import { DatasetInfoSchema, SeedResultSchema } from "../../proto/gen/research/v1/runner_pb.js";
+import type { EventInit } from "../../bus/index.js";
+import { evaluated, proposed, RUN, started, state } from "./helpers.js";
+
+const FASHION = create(DatasetInfoSchema, { name: "fashion-mnist", inputShape: [1, 28, 28], numClasses: 10, inputDtype: "float32", nTrain: 54000, nVal: 6000 });
+/** The run's clock starts at 1 s (helpers.started). */
+const at = (liveS: number) => 1000 + liveS * 1000;
+
+const templates = initialBuiltin(planInputFor(state([started({ parallel: 2 }, { dataset: "fashion-mnist" })]), FASHION, 0, {}), 3);
+
+/** A finished trial of template `k`: `seconds` a seed, at `rung` (30k x 3 above 0), `seeds` seeds of `valExamples` each. */
+function trial(id: string, k: number, mean: number, seconds: number, o: { rung?: number; parent?: string; seeds?: number; valExamples?: number } = {}): EventInit[] {
+  const p = templates[k]!;
+  const rung = o.rung ?? 0;
+  const seeds = o.seeds ?? 1;
+  const e = evaluated(id, mean, 0.01, { n: seeds });
+  const result = (e.body as { value: { result: { seedResults: unknown[]; seconds: number } } }).value.result;
+  result.seedResults = Array.from({ length: seeds }, (_, seed) => create(SeedResultSchema, { seed, seconds, valExamples: o.valExamples ?? 1000 }));
+  result.seconds = seconds;
+  return [
+    {
+      runId: RUN,
+      trialId: id,
+      body: {
+        case: "trialProposed",
+        value: {
+          rung,
+          seeds: seeds === 1 ? 1 : 0,
+          parentIds: o.parent ? [o.parent] : [],
+          surface: o.parent ? Surface.DATA : Surface.ARCHITECTURE,
+          modelConfigJson: JSON.stringify(p.model),
+          trainConfigJson: JSON.stringify({ ...p.train, subset: rung ? 30_000 : p.train.subset }),
+        },
+      },
+    },
+    e,
+    { runId: RUN, trialId: id, body: { case: "trialJudged", value: { verdict: Verdict.ACCEPT, decision: Decision.ITERATE } } },
+  ];
+}
+
+/** Three probes (10 s a seed at 10k x 3) and t2 promoted to rung 1 (u2: 30 s at 30k x 3, one seed). */
+const explored = [...[0, 1, 2].flatMap((k) => trial(`t${k}`, k, 0.85 + k / 100, 10)), ...trial("u2", 2, 0.9, 30, { rung: 1, parent: "t2", valExamples: 3000 })];
+
+function run(events: EventInit[], liveS: number, o: { budgetS?: number; target?: number; maxTrials?: number; patience?: number } = {}): { input: PlanInput; index: number } {
+  const goal = o.target ? { dataset: "fashion-mnist", target: o.target, timeBudgetS: o.budgetS ?? 1000 } : { dataset: "fashion-mnist", openEnded: true, timeBudgetS: o.budgetS ?? 1000 };
+  const s = state([started({ parallel: 2, maxTrials: o.maxTrials ?? 100, patience: o.patience ?? 10, trialTimeBudgetS: 0 }, goal), ...events]);
+  const index = 2 + s.judgedCount;
+  return { input: planInputFor(s, FASHION, index, { nowMs: at(liveS), slots: 2, device: "cpu" }), index };
+}
+
+function decided(events: EventInit[], liveS: number, o: Parameters<typeof run>[2] = {}): Move {
+  const { input, index } = run(events, liveS, o);
+  const move = decide(input, index);
+  expect(brokenPromises(input, index, move)).toEqual([]);
+  return move;
+}
+
+const proposalOf = (m: Move): Proposal => {
+  if (m.kind !== "propose" && m.kind !== "promote") throw new Error(`${m.kind}: ${m.why}`);
+  return m.proposal;
+};
+
+describe("exploring", () => {
+  it("promotes by ASHA and edits while each fits before exploration ends", () => {
+    const m = decided([...[0, 1, 2].flatMap((k) => trial(`t${k}`, k, 0.85 + k / 100, 10))], 100);
+    expect(m.kind).toBe("promote");
+    expect(proposalOf(m)).toMatchObject({ rung: 1, parentIds: ["t2"], seeds: 1, train: { subset: 30_000, epochs: 3 } });
+    // The promotion's 30 s (3 x t2's 10 s) must end before a third of the 1000 s budget:
+    // at 300 s it does, at 310 s it would not, and the policy's 10 s probe edit fits instead.
+    const { input } = run([...[0, 1, 2].flatMap((k) => trial(`t${k}`, k, 0.85 + k / 100, 10))], 300);
+    expect(ashaPromotion(input)).toBeDefined();
+    const late = decided([...[0, 1, 2].flatMap((k) => trial(`t${k}`, k, 0.85 + k / 100, 10))], 310);
+    expect(proposalOf(late)).toMatchObject({ rung: 0, seeds: 1 });
+    expect(late.kind).toBe("propose");
+  });
+
+  it("starts the last long training early once nothing else ends before exploration does", () => {
+    // 330 s: an edit of t2 (10 s a seed) would end after 333 s.
+    const m = decided(explored, 330);
+    expect(proposalOf(m)).toMatchObject({ lastTraining: true, mutation: "last_training", parentIds: ["u2"] });
+    expect(proposalOf(m).rationale).toMatch(/^nothing else fits before exploration ends: the run's last long training/);
+  });
+
+  it("trains last the config ASHA sends to the full split when that promotion does not fit before exploration ends", () => {
+    // Three configs at rung 1 (30k x 3): the best, u2, has earned rung 2 (54k x 5 with the run's
+    // three seeds: 90 s a seed, two rounds on two slots, 180 s).
+    const climbed = [
+      ...[0, 1, 2].flatMap((k) => trial(`t${k}`, k, 0.85 + k / 100, 10)),
+      ...[0, 1, 2].flatMap((k) => trial(`u${k}`, k, 0.88 + k / 100, 30, { rung: 1, parent: `t${k}`, valExamples: 3000 })),
+    ];
+    expect(proposalOf(decided(climbed, 100))).toMatchObject({ rung: 2, parentIds: ["u2"], seeds: undefined, train: { subset: 0, epochs: 5 } });
+    const last = proposalOf(decided(climbed, 200));
+    expect(last).toMatchObject({ lastTraining: true, parentIds: ["u2"] });
+    expect(last.rationale).toMatch(/^ASHA promotes u2 to the full training split \(#1 of 3 finished at rung 1 \(top 1\/3\)\), which does not fit before exploration ends: the run's last long training/);
+  });
+
+  it("waits for a promotion in flight that may become the best, rather than train last without it", () => {
+    const inFlight = proposed("v");
+    (inFlight.body!.value as { rung: number; parentIds: string[] }).rung = 1;
+    (inFlight.body!.value as { rung: number; parentIds: string[] }).parentIds = ["t1"];
+    expect(decided([...explored, inFlight], 330)).toMatchObject({ kind: "wait" });
+  });
+});
+
+describe("the last long training", () => {
+  it("starts once exploration's share is spent, on the full split with the run's seeds for the time left", () => {
+    const p = proposalOf(decided(explored, 340));
+    expect(p).toMatchObject({ rung: 3, parentIds: ["u2"], surface: "data", mutation: "last_training", lastTraining: true });
+    // 660 s left less the reserve (15 s + 10 s + 5% of u2's 30 s): 633.5 s. Three seeds on two
+    // slots take two rounds; a fourth fills the second at no cost: 4 seeds of 90% x 633.5 / 2,
+    // less u2's last validation pass (6k of 54k examples at 18 s a full epoch: 2 s): 283 s.
+    expect(p.seeds).toBe(4);
+    expect(p.train).toMatchObject({ subset: 0, train_seconds: 283, epochs: 200, schedule: "cosine", augment: { crop_padding: 2 } });
+    expect(p.hypothesis).toBe("train u2 for 283 s on the full training split (about 15 epochs at its measured pace)");
+    expect(p.rationale).toMatch(/^exploration has spent its share of the budget: the run's last long training: the run's best by score/);
+  });
+
+  it("trains a config that gains from the time, not one that would train about as long as it did", () => {
+    // u2 took 300 s at 30k x 3: in 283 s it would not reach 2x its passes; t2 would, many times.
+    const slow = [...[0, 1, 2].flatMap((k) => trial(`t${k}`, k, 0.85 + k / 100, 10)), ...trial("u2", 2, 0.9, 300, { rung: 1, parent: "t2", valExamples: 3000 })];
+    const p = proposalOf(decided(slow, 340));
+    expect(p.parentIds).toEqual(["t2"]);
+    expect(p.rationale).toMatch(/the best by score whose training in the time left reaches 2x the passes it was measured at \(\d+\.\dx; u2 would not\)/);
+  });
+
+  it("places its seeds after the trials in flight", () => {
+    // A probe edit in flight (from t1, 10 s a seed, started at 330 s) holds a slot for 10 s.
+    const edit = proposed("e");
+    Object.assign(edit.body!.value as object, { parentIds: ["t1"], seeds: 1, modelConfigJson: JSON.stringify(templates[1]!.model), trainConfigJson: JSON.stringify(templates[1]!.train) });
+    (edit as { emittedAtMs?: bigint }).emittedAtMs = BigInt(at(335));
+    const p = proposalOf(decided([...explored, edit], 340));
+    // Slots free in [5, 0] s: three seeds (two rounds on one slot, one on the other after 5 s)
+    // beat four, whose fourth would wait for the third on the slot that was busy.
+    expect(p.seeds).toBeUndefined();
+    expect(p.train.train_seconds).toBe(283);
+  });
+
+  it("waits while it trains, and is due at the trial budget's last trial and after a patience without progress", () => {
+    const last = proposalOf(decided(explored, 340));
+    const inFlight: EventInit = { runId: RUN, trialId: "l", body: { case: "trialProposed", value: { rung: 3, parentIds: ["u2"], lastTraining: true, modelConfigJson: JSON.stringify(last.model), trainConfigJson: JSON.stringify(last.train) } } };
+    expect(decided([...explored, inFlight], 400)).toMatchObject({ kind: "wait" });
+    // 4 judged: the next is trial 6, the last of a 7-trial budget.
+    expect(proposalOf(decided(explored, 100, { maxTrials: 7 })).lastTraining).toBe(true);
+    expect(proposalOf(decided(explored, 100, { maxTrials: 8 })).lastTraining).toBeUndefined();
+    // Four judged trials since the best CI low rose (u2 raised it), with a patience of 4.
+    const flat = ["f0", "f1", "f2", "f3"].flatMap((id): EventInit[] => [proposed(id), { runId: RUN, trialId: id, body: { case: "trialJudged", value: { verdict: Verdict.REJECT, decision: Decision.ITERATE } } }]);
+    const early = proposalOf(decided([...explored, ...flat], 100, { patience: 4 }));
+    expect(early.rationale).toMatch(/^the best CI low has not risen in the last 4 judged trials: /);
+  });
+});
+
+describe("a goal with a target", () => {
+  it("confirms a probe that makes the target likely on the full split with the run's seeds", () => {
+    // u2: 90% on 3,000 examples, one seed; 88% needs 0.8 pp of margin on 6,000.
+    const m = decided(explored, 100, { target: 0.88 });
+    expect(proposalOf(m)).toMatchObject({ parentIds: ["u2"], seeds: undefined, train: { subset: 0, epochs: 2 } });
+    expect(proposalOf(m).hypothesis).toMatch(/^confirm u2 on the full training split with the run's seeds \(2 epochs\)/);
+    // 89.5% is not likely from one seed at 90%: the search goes on.
+    expect(proposalOf(decided(explored, 100, { target: 0.895 })).hypothesis).not.toMatch(/^confirm/);
+  });
+});
+
+describe("the promises", () => {
+  it("flag a probe that runs past exploration, a random draw, and a late move that is not the last training", () => {
+    const { input, index } = run(explored, 340);
+    const probe: Move = { kind: "propose", by: "policy", proposal: { ...templates[0]!, rung: 0, seeds: 1, hypothesis: "a probe", rationale: "", parentIds: [], mutation: "random" } };
+    expect(brokenPromises(input, index, probe)).toEqual([
+      expect.stringMatching(/^last training by the end of exploration: exploration's share of the budget is spent and the move is "a probe"/),
+      expect.stringMatching(/^every trial fits before exploration ends: a probe: predicted \d+ s would run past the end of exploration \(0 s away\)/),
+      "no random draws once exploitation has begun: a random draw after exploration's share of the budget",
+    ]);
+    const last = proposalOf(decide(input, index));
+    expect(brokenPromises(input, index, { kind: "promote", proposal: { ...last, train: { ...last.train, subset: 30_000 } } })).toEqual([
+      "the last training is on the full split with the run's seeds: the last training trains on 30000 examples, not the full split",
+    ]);
+    expect(brokenPromises(input, index, { kind: "promote", proposal: { ...last, seeds: 2 } })).toEqual([
+      "the last training is on the full split with the run's seeds: the last training has 2 seeds, fewer than the run's 3",
+    ]);
+  });
+});
