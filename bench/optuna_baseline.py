@@ -12,15 +12,20 @@ max-pooling), width, depth, convolutions per stage, an optional hidden layer, dr
 or SGD with momentum, lr, weight decay, batch size, epochs (2-12), no schedule or cosine, label
 smoothing, optional flip and crop augmentation (the runner's augment.py), training subset.
 
+Channels-last memory, as a competent user on a CPU would choose (torch 2.x trains these CNNs
+1.5-1.6x faster in it on one core, docs/BENCHMARKS.md; the swarm's CPU trials use it too).
+
 One seed per trial, per-epoch `trial.report` of validation accuracy and MedianPruner. The wall-clock
 budget covers everything, start-up and the final step included: nothing is retrained; the best
 completed trial's weights, kept in memory, are evaluated once on the test split. A trial still
 training when the budget (less a reserve for that evaluation) runs out is stopped and counted as
 cut, never as complete.
 
-    /usr/bin/python3 bench/optuna_baseline.py --budget-s 1800 --seed 0 --out /tmp/optuna.json
+    bench/out/venv-optuna/bin/python bench/optuna_baseline.py --budget-s 1800 --seed 0 --out /tmp/optuna.json
 
-Needs Debian's python3-optuna (apt-get install python3-optuna) next to python3-torch.
+Needs torch and optuna: bench/search-series.sh makes bench/out/venv-optuna (torch 2.13 from this
+machine's wheel, as the runner's .venv has, and Optuna from PyPI); Debian's python3-optuna beside
+python3-torch 1.13 works too.
 """
 
 import time
@@ -118,12 +123,16 @@ class Data:
         return self._subsets[subset]
 
 
+def channels_last(x):
+    return x.contiguous(memory_format=torch.channels_last)
+
+
 def evaluate(model, data, x_all, y_all, idx):
     model.eval()
     correct = 0
     with torch.no_grad():
         for chunk in idx.split(1000):
-            correct += (model(data.inputs(x_all[chunk])).argmax(1) == y_all[chunk]).sum().item()
+            correct += (model(channels_last(data.inputs(x_all[chunk]))).argmax(1) == y_all[chunk]).sum().item()
     return correct / len(idx)
 
 
@@ -171,7 +180,7 @@ class Search:
         p = suggest(trial)
         torch.manual_seed(self.seed * 100003 + trial.number)
         data = self.data
-        model = Net(p["width"], p["stages"], p["convs"], p["hidden"], p["dropout"])
+        model = Net(p["width"], p["stages"], p["convs"], p["hidden"], p["dropout"]).to(memory_format=torch.channels_last)
         params = [q for q in model.parameters() if q.requires_grad]
         if p["optimizer"] == "sgd":
             opt = torch.optim.SGD(params, lr=p["lr"], momentum=0.9, nesterov=True, weight_decay=p["weight_decay"])
@@ -206,7 +215,7 @@ class Search:
                     x = data.inputs(data.x_train[idx])
                     if aug["hflip"] or aug["crop_padding"]:
                         x = augment.apply(x, aug)
-                    loss = criterion(model(x), data.y_train[idx])
+                    loss = criterion(model(channels_last(x)), data.y_train[idx])
                     if not math.isfinite(loss.item()):
                         record["state"] = "failed (nan loss)"
                         raise optuna.TrialPruned()
@@ -276,7 +285,7 @@ def main():
     test_ci95 = None
     if search.best_state is not None:
         p = search.best_params
-        model = Net(p["width"], p["stages"], p["convs"], p["hidden"], p["dropout"])
+        model = Net(p["width"], p["stages"], p["convs"], p["hidden"], p["dropout"]).to(memory_format=torch.channels_last)
         model.load_state_dict(search.best_state)
         test_accuracy = evaluate(model, data, data.x_test, data.y_test, data.test)
         # One model on a finite test set: the binomial sampling error only.

@@ -5,7 +5,7 @@ import { shortTrialId } from "../core/ids.js";
 import { bestRule, intervalBasis } from "../core/ranking.js";
 import { eventText } from "../lineage-store/fold.js";
 import type { Event, RunSettings } from "../proto/gen/research/v1/events_pb.js";
-import { bestTrial, inFlightCount, meanOf, scoreText, standing, type RunState } from "../swarm/run-state.js";
+import { bestTrial, firstSeed, inFlightCount, meanOf, scoreText, standing, type RunState } from "../swarm/run-state.js";
 import { formatMetric } from "../core/objective.js";
 
 /** What the run's banner promises about seeds: every planner probes a slice of the split with one. */
@@ -32,7 +32,7 @@ function standingLine(judgedCount: number, s: RunState): string {
 export function describeEvent(e: Event, s: RunState): string | undefined {
   const b = e.body;
   // One seed stands for the trial; all seeds' curves are in the results.
-  if (b.case === "trialProgress" && b.value.progress?.seed !== 0) return undefined;
+  if (b.case === "trialProgress" && b.value.progress?.seed !== firstSeed(s.settings)) return undefined;
   const text = eventText(e, s.objective, true);
   if (!text) return undefined;
   // An intervention's text names its trial in full.

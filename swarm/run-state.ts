@@ -380,6 +380,15 @@ export function judgedTrials(state: RunState): TrialState[] {
 /** A rise of the best CI lower bound this small (0.1 pp) is seed noise, not progress. */
 export const PLATEAU_DELTA = 1e-3;
 
+/**
+ * The first training seed of every trial of a run (its seeds count up from it): a thousand apart
+ * per planner seed (--seed), so runs with different --seed are independent samples, not replays
+ * of the same training seeds; every trial of one run shares them, so its comparisons are matched.
+ */
+export function firstSeed(settings: Pick<RunSettings, "rngSeed"> | undefined): number {
+  return ((settings?.rngSeed ?? 0) % 1_000_000) * 1000;
+}
+
 /** Judged trials without progress before a run stops on a plateau. */
 export function patienceOf(state: RunState): number {
   return state.settings?.patience || RUN_DEFAULTS.patience;

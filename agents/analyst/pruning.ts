@@ -7,12 +7,13 @@
  * the early epochs: a one-cycle warm-up trails a constant rate, and on an
  * H200 two ResNet-9 probes were pruned after epoch 1 of 3 (76% and 81%)
  * against a median of 84% set by Adam trials. Curves are compared seed for
- * seed (seed 0 of each trial), since seeds of one trial start at different times.
+ * seed (each trial's first seed, the run's: swarm/run-state.ts firstSeed), since seeds of one
+ * trial start at different times.
  */
 import { create } from "@bufbuild/protobuf";
 import { EvalResultSchema, LearningCurveSchema, SeedResultSchema, type EpochProgress, type EvalResult } from "../../proto/gen/research/v1/runner_pb.js";
 import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
-import { metricCurves, type RunState, type TrialState } from "../../swarm/run-state.js";
+import { firstSeed, metricCurves, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { RECIPE_DEFAULTS } from "../../core/defaults.js";
 import { formatMetric, tolerance, utility, type Objective } from "../../core/objective.js";
 
@@ -20,15 +21,14 @@ import { formatMetric, tolerance, utility, type Objective } from "../../core/obj
 const MIN_PEERS = 4;
 /** How much worse than the median counts as clearly worse: accuracy points, or a share of a regression's median. */
 const MARGIN = 0.01;
-const SEED = 0;
 
 const rungOf = (t: TrialState) => t.proposed?.rung ?? 0;
 /** The schedule a trial trains with, as its author wrote it (the schema's default when absent). */
 const scheduleOf = (t: TrialState) => t.train?.schedule ?? RECIPE_DEFAULTS.schedule;
 
-/** The metric after an epoch. */
-function curveAt(t: TrialState, epoch: number): number | undefined {
-  return metricCurves(t.objective, t.evaluated?.result?.seedResults.find((s) => s.seed === SEED)?.learningCurve).val[epoch - 1];
+/** The metric of `seed` after an epoch. */
+function curveAt(t: TrialState, seed: number, epoch: number): number | undefined {
+  return metricCurves(t.objective, t.evaluated?.result?.seedResults.find((s) => s.seed === seed)?.learningCurve).val[epoch - 1];
 }
 
 function clearlyWorse(o: Objective, value: number, median: number): boolean {
@@ -44,13 +44,14 @@ function median(xs: number[]): number {
 /** Why `trial` should stop after this progress report, or undefined to let it run. */
 export function pruneReason(state: RunState, trial: TrialState, p: EpochProgress): string | undefined {
   // The last epoch costs nothing more to finish, and a finished curve is worth more.
-  if (p.seed !== SEED || p.epoch >= p.epochs) return undefined;
+  const seed = firstSeed(state.settings);
+  if (p.seed !== seed || p.epoch >= p.epochs) return undefined;
   const rung = rungOf(trial);
   const schedule = scheduleOf(trial);
   const peers: number[] = [];
   for (const t of state.trials.values()) {
     if (t.id === trial.id || rungOf(t) !== rung || scheduleOf(t) !== schedule || t.judged?.verdict !== Verdict.ACCEPT) continue;
-    const v = curveAt(t, p.epoch);
+    const v = curveAt(t, seed, p.epoch);
     if (v !== undefined) peers.push(v);
   }
   if (peers.length < MIN_PEERS) return undefined;
@@ -58,7 +59,7 @@ export function pruneReason(state: RunState, trial: TrialState, p: EpochProgress
   const o = state.objective;
   const value = p.valMetric || p.valAccuracy;
   if (!clearlyWorse(o, value, m)) return undefined;
-  return `pruned after epoch ${p.epoch}/${p.epochs}: seed ${SEED} validation ${o.label} ${formatMetric(o, value)} is ${o.higherIsBetter ? "below" : "above"} the median ${formatMetric(o, m)} of ${peers.length} finished trials at rung ${rung} with a ${schedule} schedule`;
+  return `pruned after epoch ${p.epoch}/${p.epochs}: seed ${seed} validation ${o.label} ${formatMetric(o, value)} is ${o.higherIsBetter ? "below" : "above"} the median ${formatMetric(o, m)} of ${peers.length} finished trials at rung ${rung} with a ${schedule} schedule`;
 }
 
 /** The curves a stopped evaluation reached, per seed, so the lineage keeps them. */

@@ -14,7 +14,7 @@ import type { Event, TrialAssembledSchema } from "../../proto/gen/research/v1/ev
 import { EvaluateRequestSchema, ModelSourceSchema, type DatasetInfo, type ModelSource, type SummarizeResponse } from "../../proto/gen/research/v1/runner_pb.js";
 import { isCodeModel, type CodeModel, type ModelConfig } from "../../core/model-config.js";
 import { compileOptions, datasetInfo, datasetSpec, summaryInput } from "../../swarm/dataset-info.js";
-import { baselineTrial, type RunState, type TrialState } from "../../swarm/run-state.js";
+import { baselineTrial, firstSeed, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { runAgent, type AgentContext } from "../../swarm/runtime.js";
 import { askLlm } from "../../swarm/llm.js";
 import { loadPrompt } from "../../swarm/prompts.js";
@@ -151,8 +151,8 @@ async function assemble(state: RunState, t: TrialState, info: DatasetInfo, ctx: 
     dataset: { ...datasetSpec(goal), subset: train.subset },
     recipe: recipeOf(train),
     seeds: p.seeds || settings?.seeds || DEFAULT_SEEDS,
-    // Every trial of a run sees the same seeds: comparisons are matched.
-    baseSeed: 0,
+    // Every trial of a run sees the same seeds (comparisons are matched); another --seed, others.
+    baseSeed: firstSeed(settings),
     target: goal?.target ?? 0,
     metric: goal?.objective,
     budget: { maxParams: goal?.maxParams ?? 0n, timeBudgetS: settings?.trialTimeBudgetS ?? 0 },

@@ -14,11 +14,10 @@
  * 5. once exploitation has begun (exploration's share of the budget spent, the trial budget
  *    down to its last trial, or a patience of judged trials without progress), the last long
  *    training;
- * 6. while exploring: a confirmation of a probe that makes a target likely, ASHA's promotion,
- *    the policy's edit; each only if it ends before exploration does. When ASHA would send a
- *    config to the full training split and that does not fit, the last long training starts:
- *    the config has earned a long training where claims are made (on two CPU cores a
- *    30-minute run that did so at minute 5 reached 93.17% test, docs/BENCHMARKS.md);
+ * 6. while exploring: a confirmation of a probe that makes a target likely; when ASHA sends a
+ *    config from a slice to the full training split, the last long training in an open-ended
+ *    run (with a target, when the promotion does not fit: promotion.ts fullSplitDue); ASHA's
+ *    promotion; the policy's edit; each only if it ends before exploration does;
  * 7. with nothing left that fits, the last long training now, unless a promotion in flight
  *    may become the best first: the time goes to training the best config longer, not to
  *    random draws (a run that drew 26 of them in its last six minutes, 21 pruned within
@@ -85,14 +84,16 @@ function choose(input: PlanInput, index: number): Move {
     if (p) return { kind: "promote", proposal: { ...p, rationale: `${exploit}: ${p.rationale}` } };
     return { kind: "nothing", why: `${exploit}, and no last long training fits the time left` };
   }
-  const scheduled = confirmation(input) ?? ashaPromotion(input);
-  if (scheduled) return { kind: "promote", proposal: scheduled };
+  const confirm = confirmation(input);
+  if (confirm) return { kind: "promote", proposal: confirm };
   const due = fullSplitDue(input);
   const earned = due && lastTraining(input);
   if (due && earned) {
-    const why = `ASHA promotes ${due.trial.id} to the full training split (${due.reason}), which does not fit before exploration ends`;
+    const why = `ASHA promotes ${due.trial.id} to the full training split (${due.reason})${state.goal?.openEnded ? "" : ", which does not fit before exploration ends"}`;
     return { kind: "promote", proposal: { ...earned, rationale: `${why}: ${earned.rationale}` } };
   }
+  const promotion = ashaPromotion(input);
+  if (promotion) return { kind: "promote", proposal: promotion };
   const edit = nextBuiltin(input, index);
   if (edit) return { kind: "propose", proposal: edit, by: "policy" };
   // Nothing else ends before exploration does: the last long training starts early, after a

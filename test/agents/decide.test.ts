@@ -94,17 +94,21 @@ describe("exploring", () => {
     expect(proposalOf(m).rationale).toMatch(/^nothing else fits before exploration ends: the run's last long training/);
   });
 
-  it("trains last the config ASHA sends to the full split when that promotion does not fit before exploration ends", () => {
+  it("trains last the config ASHA sends to the full split: at once when open-ended, with a target once that promotion no longer fits", () => {
     // Three configs at rung 1 (30k x 3): the best, u2, has earned rung 2 (54k x 5 with the run's
     // three seeds: 90 s a seed, two rounds on two slots, 180 s).
     const climbed = [
       ...[0, 1, 2].flatMap((k) => trial(`t${k}`, k, 0.85 + k / 100, 10)),
       ...[0, 1, 2].flatMap((k) => trial(`u${k}`, k, 0.88 + k / 100, 30, { rung: 1, parent: `t${k}`, valExamples: 3000 })),
     ];
-    expect(proposalOf(decided(climbed, 100))).toMatchObject({ rung: 2, parentIds: ["u2"], seeds: undefined, train: { subset: 0, epochs: 5 } });
-    const last = proposalOf(decided(climbed, 200));
+    const open = proposalOf(decided(climbed, 100));
+    expect(open).toMatchObject({ lastTraining: true, parentIds: ["u2"] });
+    expect(open.rationale).toMatch(/^ASHA promotes u2 to the full training split \(#1 of 3 finished at rung 1 \(top 1\/3\)\): the run's last long training/);
+    // With a target out of reach of one seed (95%), the promotion's three seeds may meet it: it stands while it fits.
+    expect(proposalOf(decided(climbed, 100, { target: 0.95 }))).toMatchObject({ rung: 2, parentIds: ["u2"], seeds: undefined, train: { subset: 0, epochs: 5 } });
+    const last = proposalOf(decided(climbed, 200, { target: 0.95 }));
     expect(last).toMatchObject({ lastTraining: true, parentIds: ["u2"] });
-    expect(last.rationale).toMatch(/^ASHA promotes u2 to the full training split \(#1 of 3 finished at rung 1 \(top 1\/3\)\), which does not fit before exploration ends: the run's last long training/);
+    expect(last.rationale).toMatch(/^ASHA promotes u2 to the full training split \(.*\), which does not fit before exploration ends: the run's last long training/);
   });
 
   it("waits for a promotion in flight that may become the best, rather than train last without it", () => {

@@ -1,0 +1,67 @@
+/**
+ * Does a long training gain from cutout? The planner gives long rungs and last trainings of
+ * CUTOUT_EPOCHS epochs or more cutout (agents/planner/scheduler.ts); this measures the choice on
+ * the validation split (never the test split): one model and recipe trained for `--epochs` on the
+ * full training split with random crops, with and without cutout, `--seeds` seeds each, through
+ * the runner as a run's trials are.
+ *
+ *   npx tsx bench/cutout.ts [--template bn-cnn] [--epochs 20] [--seeds 2] [--out bench/results/cutout-<commit>.json]
+ */
+import { execFileSync } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { cpus, loadavg } from "node:os";
+import { parseArgs } from "node:util";
+import { create } from "@bufbuild/protobuf";
+import { compileModel } from "../core/compiler/compile.js";
+import { cliConfig } from "../core/config.js";
+import { createLogger } from "../core/logger.js";
+import { parseTrainConfig } from "../core/model-config.js";
+import { recipeOf } from "../core/recipe.js";
+import { connectRunner, evaluateToResult } from "../gpu-runner/client.js";
+import { startRunner } from "../gpu-runner/server.js";
+import { templatesFor } from "../agents/planner/templates.js";
+import { cutoutFor } from "../agents/planner/mutations.js";
+import { DatasetInfoSchema } from "../proto/gen/research/v1/runner_pb.js";
+
+const { values: a } = parseArgs({ options: { template: { type: "string", default: "bn-cnn" }, epochs: { type: "string", default: "20" }, seeds: { type: "string", default: "2" }, out: { type: "string" } } });
+const FASHION = create(DatasetInfoSchema, { name: "fashion-mnist", inputShape: [1, 28, 28], numClasses: 10, inputDtype: "float32", nTrain: 54000, nVal: 6000 });
+const template = templatesFor(FASHION, "cpu").find((t) => t.name === a.template);
+if (!template) throw new Error(`no template ${a.template}`);
+const compiled = compileModel(template.build(FASHION, 1), { inputShape: [1, 28, 28], numClasses: 10 });
+if (!compiled.ok) throw new Error(compiled.error);
+const epochs = Number(a.epochs);
+const seeds = Number(a.seeds);
+// The search's long-training recipe for this template (scheduler.ts atRung): Adam 2e-3 at batch 128, cosine, crops, channels-last.
+const base = { optimizer: "adam", lr: 2e-3, batch_size: 128, epochs, schedule: "cosine", channels_last: true, ...template.recipe };
+const arms = { crops: { crop_padding: 2 }, "crops + cutout": { crop_padding: 2, cutout: cutoutFor(28) } };
+
+const config = cliConfig();
+const log = createLogger("cutout-bench");
+log.level = "warn";
+const runner = await startRunner({ slots: Math.min(2, cpus().length), python: config.runnerPython, logger: log });
+const client = connectRunner(runner.address);
+const commit = execFileSync("git", ["rev-parse", "--short", "HEAD"], { encoding: "utf8" }).trim();
+const results: Record<string, { val: number[]; mean: number; seconds: number }> = {};
+const loadBefore = loadavg();
+try {
+  for (const [arm, augment] of Object.entries(arms)) {
+    const train = parseTrainConfig({ ...base, augment });
+    if (!train.ok) throw new Error(train.error);
+    const r = await evaluateToResult(client, {
+      trialId: `cutout-${arm}`,
+      model: { code: compiled.code, className: compiled.className },
+      dataset: { name: "fashion-mnist" },
+      recipe: recipeOf(train.value),
+      seeds,
+      budget: { timeBudgetS: 3600 },
+    });
+    const val = r.seedResults.map((s) => s.metrics.val_accuracy ?? 0);
+    results[arm] = { val, mean: val.reduce((x, y) => x + y, 0) / val.length, seconds: r.seconds };
+    console.log(`${arm}: validation ${val.map((v) => (100 * v).toFixed(2)).join(", ")} (mean ${(100 * results[arm].mean).toFixed(2)}%), ${r.seconds.toFixed(0)} s`);
+  }
+} finally {
+  await runner.close();
+}
+const out = a.out ?? `bench/results/cutout-${a.template}-${epochs}ep-${commit}.json`;
+writeFileSync(out, `${JSON.stringify({ commit, template: a.template, params: compiled.params, epochs, seeds, recipe: base, arms: results, split: "validation (6,000 of the training split's 60,000; the test split unused)", cpus: cpus().length, cpu: cpus()[0]?.model, load: { before: loadBefore, after: loadavg() } }, null, 2)}\n`);
+console.log(`wrote ${out}`);

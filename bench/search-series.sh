@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# The research-power series (docs/BENCHMARKS.md, "Headline results"), at the checked-out commit,
+# one run after another on this machine:
+#   - open-ended 30-minute Fashion-MNIST runs with the README's defaults, --seed 0, 1, 2 (each seed
+#     is another planner stream and other training seeds: swarm/run-state.ts firstSeed),
+#   - the README's first command, --seed 0, 1, 2,
+#   - the Optuna baseline once (bench/optuna_baseline.py: TPE + median pruning on the runner's own
+#     split, the same 30 minutes).
+# Each run is kept as it ends in bench/out/series-<commit>/ (a series cut short goes on from where
+# it stopped when started again), and bench/series-summary.ts writes them all, with each run's
+# command, seeds, load and outcome and the planner's whole-run promises checked on its stored
+# events, to bench/results/search-series-<commit>.json.
+#
+#   bash bench/search-series.sh [--open N] [--readme N] [--optuna N] [--minutes M]
+#
+# About 2.5 hours on two cores with the defaults. Nothing else should run beside it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+open=3 readme=3 optuna=1 minutes=30
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --open) open="$2"; shift 2 ;;
+    --readme) readme="$2"; shift 2 ;;
+    --optuna) optuna="$2"; shift 2 ;;
+    --minutes) minutes="$2"; shift 2 ;;
+    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "search-series: unknown argument $1" >&2; exit 1 ;;
+  esac
+done
+[ -z "$(git status --porcelain --untracked-files=no)" ] || echo "search-series: the working tree has changes: the runs are of $(git rev-parse --short HEAD) plus them" >&2
+commit="$(git rev-parse --short HEAD)"
+out="bench/out/series-$commit"
+mkdir -p "$out"
+bash scripts/setup.sh
+
+load() { cut -d' ' -f1-3 /proc/loadavg; }
+
+# One launch: its command, seed, wall time and load around it, and its --json line, in $out/NAME.json.
+launch() {
+  local name="$1" seed="$2"; shift 2
+  [ -f "$out/$name.json" ] && { echo "search-series: $name done before, kept" >&2; return 0; }
+  local ws="$out/$name-workspace"
+  rm -rf "$ws"
+  echo "search-series: $name: research-agent launch $* --seed $seed ($(date -u +%H:%M:%S))" >&2
+  local before t0 rc=0
+  before="$(load)"; t0="$(date +%s.%N)"
+  ./research-agent launch "$@" --seed "$seed" --workspace "$ws" --json > "$out/$name.stdout" 2> "$out/$name.log" || rc=$?
+  node -e '
+    const [name, seed, rc, t0, before, after, ws, stdout, ...command] = process.argv.slice(1);
+    const lines = require("fs").readFileSync(stdout, "utf8").trim().split("\n");
+    const launch = lines.length && lines[lines.length - 1].startsWith("{") ? JSON.parse(lines[lines.length - 1]) : null;
+    process.stdout.write(JSON.stringify({ name, kind: "swarm", seed: Number(seed), command: ["./research-agent", ...command, "--seed", seed].join(" "),
+      exit: Number(rc), wall_s: Date.now() / 1000 - Number(t0), load_before: before, load_after: after, workspace: ws, launch }) + "\n");
+  ' "$name" "$seed" "$rc" "$t0" "$before" "$(load)" "$ws" "$out/$name.stdout" launch "$@" > "$out/$name.json"
+  echo "search-series: $name: exit $rc, $(tail -c 300 "$out/$name.stdout")" >&2
+}
+
+for ((i = 0; i < open; i++)); do
+  launch "open-$i" "$i" --goal "fashion-mnist: maximise test accuracy" --time-budget "${minutes}m"
+done
+for ((i = 0; i < readme; i++)); do
+  launch "readme-$i" "$i" --goal "fashion-mnist: reach 90% validation accuracy"
+done
+
+if [ "$optuna" -gt 0 ]; then
+  venv=bench/out/venv-optuna
+  if [ ! -x "$venv/bin/python" ]; then
+    echo "search-series: making $venv (torch 2.13 as the runner's .venv has, Optuna 5)" >&2
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check torch==2.13.0 optuna==5.0.0 numpy scipy > "$out/venv-optuna.log" 2>&1
+  fi
+  for ((i = 0; i < optuna; i++)); do
+    name="optuna-$i"
+    [ -f "$out/$name.json" ] && continue
+    echo "search-series: $name: bench/optuna_baseline.py --budget-s $((minutes * 60)) --seed $i ($(date -u +%H:%M:%S))" >&2
+    before="$(load)"; t0="$(date +%s.%N)"
+    "$venv/bin/python" bench/optuna_baseline.py --budget-s "$((minutes * 60))" --seed "$i" --out "$out/$name.result.json" > /dev/null 2> "$out/$name.log"
+    node -e '
+      const [name, seed, t0, before, after, result, minutes] = process.argv.slice(1);
+      process.stdout.write(JSON.stringify({ name, kind: "optuna", seed: Number(seed), command: `bench/optuna_baseline.py --budget-s ${minutes * 60} --seed ${seed}`,
+        wall_s: Date.now() / 1000 - Number(t0), load_before: before, load_after: after, result: JSON.parse(require("fs").readFileSync(result, "utf8")) }) + "\n");
+    ' "$name" "$i" "$t0" "$before" "$(load)" "$out/$name.result.json" "$minutes" > "$out/$name.json"
+  done
+fi
+
+npx tsx bench/series-summary.ts "$out" "bench/results/search-series-$commit.json"

@@ -1,0 +1,117 @@
+/**
+ * The series of bench/search-series.sh as one document: every run's command, seed, load and
+ * outcome, read from its launch line and its stored events (the best trial by the run's rule,
+ * when its last long training was proposed and how long it trained, when a target was met, the
+ * planner's whole-run promises), then mean, min and max per kind of run, and the targets of
+ * docs/BENCHMARKS.md held against them.
+ *
+ *   npx tsx bench/series-summary.ts bench/out/series-<commit> bench/results/search-series-<commit>.json
+ */
+import { execFileSync } from "node:child_process";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { cpus, release, totalmem } from "node:os";
+import { join } from "node:path";
+import { storedEvents } from "../cli/workspace.js";
+import { Decision } from "../proto/gen/research/v1/events_pb.js";
+import { bestTrial, foldRun, liveSeconds, valMetricOf } from "../swarm/run-state.js";
+import { runPromiseBreaks } from "../agents/planner/promises.js";
+
+const [dir, out] = process.argv.slice(2);
+if (!dir || !out) throw new Error("usage: npx tsx bench/series-summary.ts SERIES_DIR OUT.json");
+
+interface Kept {
+  name: string;
+  kind: "swarm" | "optuna";
+  seed: number;
+  command: string;
+  exit?: number;
+  wall_s: number;
+  load_before: string;
+  load_after: string;
+  workspace?: string;
+  launch?: { run_id: string; status: string; seconds: number; trials: number; best_trial?: { trial_id: string; params?: number; test_accuracy?: number; ensemble_test_accuracy?: number } } | null;
+  result?: Record<string, unknown> & { test_accuracy: number | null; best_val_accuracy: number | null };
+}
+
+const kept: Kept[] = readdirSync(dir)
+  .filter((f) => /^(open|readme|optuna)-\d+\.json$/.test(f))
+  .sort()
+  .map((f) => JSON.parse(readFileSync(join(dir, f), "utf8")));
+
+async function swarmRun(k: Kept) {
+  const l = k.launch;
+  if (!l) return { ...k, outcome: "no launch line (see the run's log)" };
+  const state = foldRun(l.run_id, await storedEvents(k.workspace!, l.run_id));
+  const budget = state.goal?.timeBudgetS ?? 0;
+  const best = bestTrial(state);
+  const last = [...state.trials.values()].find((t) => t.proposed?.lastTraining);
+  const met = [...state.trials.values()].find((t) => t.judged?.decision === Decision.GOAL_ACHIEVED);
+  const stats = best && valMetricOf(best);
+  const { workspace: _ws, ...rest } = k;
+  return {
+    ...rest,
+    status: l.status,
+    run_seconds: l.seconds,
+    trials: l.trials,
+    best: best && {
+      trial_id: best.id,
+      hypothesis: best.proposed?.hypothesis,
+      model: best.model && "name" in best.model ? best.model.name : undefined,
+      params: l.best_trial?.params,
+      seeds: stats?.n,
+      val_mean: stats?.mean,
+      val_ci95: stats?.ci95,
+      test_per_seed: l.best_trial?.test_accuracy,
+      test_ensemble: l.best_trial?.ensemble_test_accuracy,
+    },
+    last_training: last && {
+      trial_id: last.id,
+      proposed_at_s: liveSeconds(state, last.firstAtMs!),
+      train_seconds: last.train?.train_seconds,
+      seeds: last.evaluated?.result?.seedResults.length,
+      epochs: last.evaluated?.result?.seedResults.map((s) => s.epochsCompleted),
+      parent: last.proposed?.parentIds[0],
+    },
+    goal_met_at_s: met ? liveSeconds(state, met.lastAtMs!) : null,
+    promises_broken: runPromiseBreaks(state, 0.05 * budget),
+  };
+}
+
+const stat = (xs: number[]) => (xs.length ? { n: xs.length, mean: xs.reduce((a, b) => a + b, 0) / xs.length, min: Math.min(...xs), max: Math.max(...xs) } : null);
+const runs = [];
+for (const k of kept) runs.push(k.kind === "swarm" ? await swarmRun(k) : k);
+type Run = Awaited<ReturnType<typeof swarmRun>> & Partial<Kept>;
+const open = runs.filter((r) => r.name.startsWith("open-")) as Run[];
+const readme = runs.filter((r) => r.name.startsWith("readme-")) as Run[];
+const optuna = runs.filter((r) => r.name.startsWith("optuna-")) as Kept[];
+const nums = (xs: (number | null | undefined)[]) => xs.filter((x): x is number => typeof x === "number");
+const openEnsemble = stat(nums(open.map((r) => ("best" in r ? r.best?.test_ensemble : undefined))));
+const openPerSeed = stat(nums(open.map((r) => ("best" in r ? r.best?.test_per_seed : undefined))));
+const optunaTest = stat(nums(optuna.map((r) => r.result?.test_accuracy)));
+const toGoal = stat(nums(readme.map((r) => ("goal_met_at_s" in r ? r.goal_met_at_s : undefined))));
+const summary = {
+  open_ended_test_ensemble: openEnsemble,
+  open_ended_test_per_seed: openPerSeed,
+  optuna_test: optunaTest,
+  readme_goal_met: `${readme.filter((r) => "goal_met_at_s" in r && r.goal_met_at_s !== null).length} of ${readme.length}`,
+  readme_seconds_to_goal: toGoal,
+  targets: {
+    "open-ended ensemble test mean >= 93.0%": openEnsemble ? openEnsemble.mean >= 0.93 : null,
+    "every open-ended run >= 92.5% (ensemble)": openEnsemble ? openEnsemble.min >= 0.925 : null,
+    "every open-ended run above the Optuna run (ensemble)": openEnsemble && optunaTest ? openEnsemble.min > optunaTest.max : null,
+    "README goal confirmed in <= 600 s in every run": readme.length ? readme.every((r) => "goal_met_at_s" in r && r.goal_met_at_s !== null && r.goal_met_at_s <= 600) : null,
+  },
+  promises_broken: runs.flatMap((r) => ("promises_broken" in r ? (r.promises_broken as string[]).map((b) => `${r.name}: ${b}`) : [])),
+};
+const git = (args: string[]) => execFileSync("git", args, { encoding: "utf8" }).trim();
+const doc = {
+  commit: git(["rev-parse", "--short", "HEAD"]),
+  date: new Date().toISOString(),
+  machine: { cpu: cpus()[0]?.model, cores: cpus().length, memory_gib: Math.round(totalmem() / 2 ** 30), kernel: release() },
+  command: "bash bench/search-series.sh",
+  summary,
+  runs,
+};
+writeFileSync(out, `${JSON.stringify(doc, null, 2)}\n`);
+console.log(JSON.stringify(summary, null, 2));
+console.log(`wrote ${out}`);

@@ -1,0 +1,51 @@
+/**
+ * An open-ended run on real data, launched as a user launches it: the first 6,000 training images
+ * of Fashion-MNIST, "the best model you can in 2 minutes". Read back from the run's stored events
+ * (the lineage on disk): the run trained its last long training on the full training split with
+ * the run's seeds, started by the end of exploration, and the report's best is that multi-seed
+ * trial; the planner's whole-run promises hold (agents/planner/promises.ts).
+ */
+import { describe, expect, it } from "vitest";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { run } from "../helpers/run.js";
+import { fashionSlice } from "../helpers/fixtures.js";
+import { reportOf, summaryOf } from "../helpers/report.js";
+import { storedEvents } from "../../cli/workspace.js";
+import { foldRun, liveSeconds } from "../../swarm/run-state.js";
+import { runPromiseBreaks } from "../../agents/planner/promises.js";
+import { EXPLORE_SHARE } from "../../agents/planner/time-model.js";
+
+const { NODE_CHANNEL_FD: _ipc, ...inherited } = process.env;
+const env = { ...inherited, LOG_LEVEL: "warn", EMBEDDER: "hashing" };
+const BUDGET_S = 120;
+
+describe("an open-ended run on a slice of Fashion-MNIST", () => {
+  it("ends with its best config trained last, on the full split with the run's seeds, and reports that trial as its best", async () => {
+    const workspace = mkdtempSync(join(tmpdir(), "open-ended-"));
+    const data = fashionSlice(6000, 1000);
+    const r = await run("./research-agent", ["launch", "--goal", "fashion-mnist: best model you can in 2 minutes", "--data-dir", data, "--workspace", workspace, "--json"], { env, timeout: 400_000 });
+    expect(r.status, r.stderr.slice(-2000)).toBe(0);
+    const summary = summaryOf(r.stdout);
+    expect(summary.status).toBe("completed");
+    const state = foldRun(summary.run_id, await storedEvents(workspace, summary.run_id));
+    expect(state.goal?.timeBudgetS).toBe(BUDGET_S);
+
+    const last = [...state.trials.values()].find((t) => t.proposed?.lastTraining);
+    expect(last, "a last long training").toBeDefined();
+    expect(last!.train?.subset).toBe(0);
+    expect(last!.train?.train_seconds).toBeGreaterThan(0);
+    expect(last!.evaluated?.result?.seedResults.length).toBeGreaterThanOrEqual(3);
+    // Proposed by the end of exploration's share of the budget, give or take the trials in flight then.
+    expect(liveSeconds(state, last!.firstAtMs!)).toBeLessThanOrEqual(EXPLORE_SHARE * BUDGET_S + 0.05 * BUDGET_S);
+    expect(runPromiseBreaks(state, 0.05 * BUDGET_S)).toEqual([]);
+
+    const report = reportOf(summary);
+    const best = report.trials.find((t) => t.best)!;
+    expect(best.trial_id).toBe(last!.id);
+    expect(best.num_seeds).toBeGreaterThanOrEqual(3);
+    expect(summary.best_trial?.trial_id).toBe(last!.id);
+    expect(summary.best_trial?.test_accuracy).toBeGreaterThan(0.7);
+  });
+});
