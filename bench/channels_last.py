@@ -1,11 +1,14 @@
-"""The reference CNN's training step on one CPU core, contiguous against channels-last memory.
+"""A CNN's training step on one CPU core: contiguous memory, channels-last, and channels-last in
+bf16 autocast (where the CPU computes bf16 natively, as the runner trains a mixed-precision
+recipe: gpu-runner/python/accel.py).
 
-    .venv/bin/python bench/channels_last.py [--steps 30] [--repeats 4]
+    .venv/bin/python bench/channels_last.py [--model reference|vgg] [--steps 30] [--repeats 4]
 
-Times Adam steps of bench/start/reference_cnn.py's FashionCNN (61k parameters) on random
-28x28 batches, one thread (a runner slot's share of a 2-core machine), the two layouts taking
-turns so that load on a shared machine falls on both; prints each layout's median as seconds
-per Fashion-MNIST epoch (54,000 examples) and the ratio, per batch size.
+Times Adam steps on random 28x28 batches, one thread (a runner slot's share of a 2-core machine):
+bench/start/reference_cnn.py's FashionCNN (61k parameters), or the planner's VGG-style template
+(agents/planner/templates.ts vgg-cnn: two convolutions per stage, 24-48-96 channels, 170k). The
+settings take turns, so that load on a shared machine falls on all; prints each one's median as
+seconds per Fashion-MNIST epoch (54,000 examples) and its speed against contiguous fp32, per batch size.
 """
 import argparse
 import os
@@ -14,14 +17,29 @@ import sys
 import time
 
 import torch
+import torch.nn as nn
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "start"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "gpu-runner", "python"))
 from reference_cnn import FashionCNN  # noqa: E402
+import accel  # noqa: E402
 
 
-def epoch_seconds(channels_last, batch, steps):
+def vgg():
+    layers, c, w = [], 1, 24
+    for _ in range(3):
+        layers += [nn.Conv2d(c, w, 3, padding=1, bias=False), nn.BatchNorm2d(w), nn.ReLU(),
+                   nn.Conv2d(w, w, 3, padding=1, bias=False), nn.BatchNorm2d(w), nn.ReLU(), nn.MaxPool2d(2)]
+        c, w = w, w * 2
+    return nn.Sequential(*layers, nn.Flatten(), nn.Dropout(0.3), nn.Linear(c * 3 * 3, 10))
+
+
+MODELS = {"reference": FashionCNN, "vgg": vgg}
+
+
+def epoch_seconds(model_fn, channels_last, bf16, batch, steps):
     torch.manual_seed(0)
-    model = FashionCNN()
+    model = model_fn()
     x, y = torch.randn(batch, 1, 28, 28), torch.randint(0, 10, (batch,))
     if channels_last:
         model = model.to(memory_format=torch.channels_last)
@@ -30,7 +48,9 @@ def epoch_seconds(channels_last, batch, steps):
 
     def step():
         opt.zero_grad()
-        torch.nn.functional.cross_entropy(model(x), y).backward()
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+            loss = torch.nn.functional.cross_entropy(model(x).float(), y)
+        loss.backward()
         opt.step()
 
     for _ in range(3):
@@ -43,18 +63,24 @@ def epoch_seconds(channels_last, batch, steps):
 
 def main():
     p = argparse.ArgumentParser()
+    p.add_argument("--model", choices=sorted(MODELS), default="reference")
     p.add_argument("--steps", type=int, default=30)
     p.add_argument("--repeats", type=int, default=4)
     a = p.parse_args()
     torch.set_num_threads(1)
-    print(f"torch {torch.__version__}, 1 thread, load {os.getloadavg()[0]:.1f}")
+    settings = {"contiguous": (False, False), "channels-last": (True, False)}
+    if accel.cpu_bf16():
+        settings["channels-last bf16"] = (True, True)
+    print(f"torch {torch.__version__}, {a.model}, 1 thread, load {os.getloadavg()[0]:.1f}, "
+          f"bf16 {'native' if accel.cpu_bf16() else 'not native here: not measured'}")
     for batch in (64, 128, 256):
-        plain, last = [], []
+        times = {name: [] for name in settings}
         for _ in range(a.repeats):
-            plain.append(epoch_seconds(False, batch, a.steps))
-            last.append(epoch_seconds(True, batch, a.steps))
-        p, c = statistics.median(plain), statistics.median(last)
-        print(f"batch {batch}: contiguous {p:.1f} s/epoch, channels-last {c:.1f} s/epoch, {p / c:.2f}x")
+            for name, (last, bf16) in settings.items():
+                times[name].append(epoch_seconds(MODELS[a.model], last, bf16, batch, a.steps))
+        med = {name: statistics.median(t) for name, t in times.items()}
+        base = med["contiguous"]
+        print(f"batch {batch}: " + ", ".join(f"{name} {s:.1f} s/epoch ({base / s:.2f}x)" for name, s in med.items()))
 
 
 if __name__ == "__main__":

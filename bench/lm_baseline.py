@@ -28,6 +28,11 @@ seed's model, the probe) is counted in the budget, so the whole program takes ab
 (loading the data excepted, reported apart); a run is shortened only if the runs before it overran
 (on a machine other work slows down), so that the total stays within the budget.
 
+With --final-seconds S (bench/lm-bench.sh passes the per-seed training time of the swarm's best
+trial), the sweep keeps the budget and the pick is then trained from scratch with every seed for S
+seconds: the final models train as long as the swarm's best did, and the program takes longer
+than --seconds by that much.
+
 Deterministic given a seed in all but the number of steps, which the wall clock sets (as in the
 swarm); --steps fixes the steps of every run instead, for a reproducible run.
 
@@ -237,6 +242,10 @@ def main():
     ap.add_argument("--families", default=",".join(FAMILIES), help="which families the sweep tries")
     ap.add_argument("--steps", type=int, default=0, help="fix every run's steps instead of timing it")
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--final-seconds", type=float, default=0,
+                    help="train each seed's final model this long (as long as the swarm's best trained a seed): "
+                         "the sweep keeps --seconds; 0: the pick's sweep run is the first seed's model and the "
+                         "retrains share --seconds with the sweep")
     args = ap.parse_args()
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
     families = [f for f in args.families.split(",") if f]
@@ -269,7 +278,9 @@ def main():
         return correction * per_window[family] * rows * windows_per_row
 
     configs = [(f, lr) for f in families for lr in LEARNING_RATES[f]]
-    runs_left = len(configs) + len(seeds) - 1
+    final_seconds = args.final_seconds
+    # With --final-seconds the budget is the sweep's alone; the final models are trained after it.
+    runs_left = len(configs) + (0 if final_seconds else len(seeds) - 1)
 
     def share(pending_eval):
         left = deadline - time.monotonic() - pending_eval
@@ -287,13 +298,13 @@ def main():
     sweep, best_model = [], None
     worst_test = max(per_window[f] for f in families)
     planned_eval = (sum(eval_cost(f, len(val_rows)) for f, _ in configs)
-                    + worst_test * len(test_rows) * windows_per_row * len(seeds))
+                    + (0 if final_seconds else worst_test * len(test_rows) * windows_per_row * len(seeds)))
     planned = share(planned_eval)
     log(f"plan: {len(configs)} sweep runs + {len(seeds) - 1} retrains of {planned:.1f}s each; "
         f"evaluation ~{planned_eval:.0f}s (probe took {time.monotonic() - start:.1f}s)")
     for i, (family, lr) in enumerate(configs):
         pending = sum(eval_cost(f, len(val_rows)) for f, _ in configs[i:]) + \
-            correction * worst_test * len(test_rows) * windows_per_row * len(seeds)
+            (0 if final_seconds else correction * worst_test * len(test_rows) * windows_per_row * len(seeds))
         seconds = min(planned, share(pending))
         model, info = train(family, lr, seeds[0], train_rows, args.ctx, args.batch, seconds, args.steps)
         val_bpb, took = timed_eval(model, val_rows, family)
@@ -311,7 +322,9 @@ def main():
 
     per_seed, final = [], []
     for k, seed in enumerate(seeds):
-        if k == 0:
+        if final_seconds:
+            model, info = train(family, lr, seed, train_rows, args.ctx, args.batch, final_seconds, args.steps)
+        elif k == 0:
             model = model0
             info = {key: best[key] for key in ("steps", "train_seconds", "bytes_seen", "final_train_bpb")}
         else:
@@ -322,7 +335,7 @@ def main():
         test_bpb, took = timed_eval(model, test_rows, family)
         per_seed.append(test_bpb)
         final.append({"seed": seed, "test_bpb": round(test_bpb, 4), **info, "eval_seconds": round(took, 2),
-                      "reused_sweep_run": k == 0})
+                      "reused_sweep_run": k == 0 and not final_seconds})
         log(f"seed {seed}: test {test_bpb:.4f} bpb ({info['steps']} steps, {info['train_seconds']:.1f}s), "
             f"eval {took:.1f}s")
     used = time.monotonic() - start
@@ -335,8 +348,11 @@ def main():
         "seconds_budget": args.seconds,
         "seconds_used": round(used, 1),
         "seconds_load": round(load_seconds, 1),
-        "budget_split": f"{len(configs)} sweep runs + {len(seeds) - 1} retrains, equal training shares; "
-                        "evaluation counted in the budget",
+        "budget_split": (f"{len(configs)} sweep runs sharing the budget, then {len(seeds)} final models of "
+                         f"{final_seconds:.0f}s each" if final_seconds else
+                         f"{len(configs)} sweep runs + {len(seeds) - 1} retrains, equal training shares; "
+                         "evaluation counted in the budget"),
+        "final_seconds": final_seconds or None,
         "ctx": args.ctx,
         "batch": args.batch,
         "steps_fixed": args.steps or None,

@@ -11,10 +11,7 @@ import { execFileSync } from "node:child_process";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { cpus, release, totalmem } from "node:os";
 import { join } from "node:path";
-import { storedEvents } from "../cli/workspace.js";
-import { Decision } from "../proto/gen/research/v1/events_pb.js";
-import { bestTrial, foldRun, liveSeconds, valMetricOf } from "../swarm/run-state.js";
-import { runPromiseBreaks } from "../agents/planner/promises.js";
+import { runFacts } from "./run-facts.js";
 
 const [dir, out] = process.argv.slice(2);
 if (!dir || !out) throw new Error("usage: npx tsx bench/series-summary.ts SERIES_DIR OUT.json");
@@ -40,40 +37,16 @@ const kept: Kept[] = readdirSync(dir)
 
 async function swarmRun(k: Kept) {
   const l = k.launch;
-  if (!l) return { ...k, outcome: "no launch line (see the run's log)" };
-  const state = foldRun(l.run_id, await storedEvents(k.workspace!, l.run_id));
-  const budget = state.goal?.timeBudgetS ?? 0;
-  const best = bestTrial(state);
-  const last = [...state.trials.values()].find((t) => t.proposed?.lastTraining);
-  const met = [...state.trials.values()].find((t) => t.judged?.decision === Decision.GOAL_ACHIEVED);
-  const stats = best && valMetricOf(best);
-  const { workspace: _ws, ...rest } = k;
+  const { workspace, ...rest } = k;
+  if (!l) return { ...rest, outcome: "no launch line (see the run's log)" };
+  const facts = await runFacts(workspace!, l.run_id);
   return {
     ...rest,
     status: l.status,
     run_seconds: l.seconds,
     trials: l.trials,
-    best: best && {
-      trial_id: best.id,
-      hypothesis: best.proposed?.hypothesis,
-      model: best.model && "name" in best.model ? best.model.name : undefined,
-      params: l.best_trial?.params,
-      seeds: stats?.n,
-      val_mean: stats?.mean,
-      val_ci95: stats?.ci95,
-      test_per_seed: l.best_trial?.test_accuracy,
-      test_ensemble: l.best_trial?.ensemble_test_accuracy,
-    },
-    last_training: last && {
-      trial_id: last.id,
-      proposed_at_s: liveSeconds(state, last.firstAtMs!),
-      train_seconds: last.train?.train_seconds,
-      seeds: last.evaluated?.result?.seedResults.length,
-      epochs: last.evaluated?.result?.seedResults.map((s) => s.epochsCompleted),
-      parent: last.proposed?.parentIds[0],
-    },
-    goal_met_at_s: met ? liveSeconds(state, met.lastAtMs!) : null,
-    promises_broken: runPromiseBreaks(state, 0.05 * budget),
+    ...facts,
+    best: facts.best && { ...facts.best, params: l.best_trial?.params, test_per_seed: l.best_trial?.test_accuracy, test_ensemble: l.best_trial?.ensemble_test_accuracy },
   };
 }
 

@@ -35,6 +35,9 @@ usage: quick-evaluator --model FILE.py --class NAME --dataset NAME [options]
   --target-column COL    csv only: the label column
   --subset N             stratified training subset (default: all)
   --epochs N             default ${RECIPE_DEFAULTS.epochs}
+  --train-seconds S      stop each seed's training S seconds after its first step, mid-epoch if
+                         need be, --epochs the most it may reach; cosine and one-cycle anneal
+                         over that time (how a run's last long training trains)
   --seeds N              default ${DEFAULTS.seeds}
   --batch-size N         default ${RECIPE_DEFAULTS.batchSize}
   --lr X                 default: ${Object.entries(DEFAULT_LR).map(([o, lr]) => `${lr} for ${o}`).join(", ")}
@@ -78,6 +81,7 @@ async function main(): Promise<void> {
         "target-column": { type: "string" },
         subset: { type: "string" },
         epochs: { type: "string" },
+        "train-seconds": { type: "string" },
         seeds: { type: "string" },
         "batch-size": { type: "string" },
         lr: { type: "string" },
@@ -148,6 +152,7 @@ async function main(): Promise<void> {
       lr: num("lr", a.lr),
       batchSize: int("batch-size", a["batch-size"]),
       epochs: int("epochs", a.epochs),
+      trainSeconds: num("train-seconds", a["train-seconds"]),
       emaDecay,
       amp: a.amp ?? false,
       channelsLast: a["channels-last"] ?? false,

@@ -55,7 +55,7 @@ export const PROBE_SEEDS = 1;
  * through in about a minute an epoch here at its batch of 16 windows.
  */
 export const SEARCH_DEFAULTS = {
-  cpu: { epochs: 3, subset: 10_000, corpusRows: 1_000, batchSize: 128, amp: false, channelsLast: true },
+  cpu: { epochs: 3, subset: 10_000, corpusRows: 1_000, batchSize: 128, amp: true, channelsLast: true },
   cuda: { epochs: 3, subset: 0, corpusRows: 0, batchSize: 512, amp: true, channelsLast: true },
 } as const satisfies Record<string, { epochs: number; subset: number; corpusRows: number; batchSize: number; amp: boolean; channelsLast: boolean }>;
 

@@ -555,7 +555,8 @@ def train(spec, split, emit, t0):
         "seconds_to_first_step": seconds_to_first_step,
         "epochs_completed": epochs,
         "params": params, "num_classes": num_classes, "class_names": list(split.raw.class_names),
-        "device": {**acc.info(), "memory_format": "channels_last" if channels_last else "contiguous"},
+        "device": {**acc.info(), "memory_format": "channels_last" if channels_last else "contiguous",
+                   "precision": acc.precision(amp_dtype)},
     }
 
 

@@ -42,13 +42,15 @@ async function hostHasCuda(): Promise<boolean> {
 
 describe("quick-evaluator", () => {
   it("prints the result document with --json", async () => {
-    const r = await run("quick-evaluator", ["--model", good, "--class", "DigitsNet", "--dataset", "digits", "--epochs", "3", "--seeds", "2", "--target", "80", "--json",
+    const r = await run("quick-evaluator", ["--model", good, "--class", "DigitsNet", "--dataset", "digits", "--epochs", "500", "--train-seconds", "2", "--seeds", "2", "--target", "80", "--json",
       // GPU recipe flags are accepted everywhere (--amp applies only on CUDA, --channels-last on any device); --device cpu hides any GPU.
       "--amp", "--channels-last", "--deterministic", "--device", "cpu"]);
     expect(r.code, r.stderr).toBe(0);
     const json = JSON.parse(r.stdout) as Record<string, any>;
     expect(json.device.kind).toBe("cpu");
     expect(json.num_seeds).toBe(2);
+    // Its time stopped each seed's training long before its 500 epochs.
+    for (const seed of json.seed_results) expect(seed.epochs_completed).toBeLessThan(500);
     expect(json.aggregated.val_accuracy.mean).toBeGreaterThan(0.8);
     expect(json.aggregated.val_accuracy.ci_95).toHaveLength(2);
     expect(json.target).toBeCloseTo(0.8);
@@ -88,6 +90,7 @@ describe("quick-evaluator", () => {
       [["--dataset", "csv", "--data-dir", people, "--target-column", "label"], `csv: no column "label" in ${people}; its header has "age", "city", "bought"`],
       [["--dataset", "digits", "--data-dir", join(dir, "nowhere")], `digits: no file or folder ${join(dir, "nowhere")}`],
       [["--dataset", "digits", "--subset", "some"], '--subset must be a positive integer, got "some"'],
+      [["--dataset", "digits", "--train-seconds", "soon"], '--train-seconds must be a positive number, got "soon"'],
     ];
     const ran = await Promise.all(cases.map(([flags]) => run("quick-evaluator", [...base, ...flags])));
     cases.forEach(([flags, message], i) => {

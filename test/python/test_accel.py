@@ -35,7 +35,7 @@ def test_a_training_job_makes_every_cuda_call_as_a_gpu_host_accepts_it(monkeypat
                                limits={"gpu_memory_fraction": 0.125})
         assert result["kind"] == "result", result
         assert result["device"] == {"kind": "cuda", "name": "NVIDIA H200", "torch_version": torch.__version__,
-                                    "memory_format": "channels_last"}
+                                    "memory_format": "channels_last", "precision": "bf16"}
         assert gpu.called("set_memory_fraction") == [(0.125, 0)]
         assert gpu.called("synchronize") == [(0,)]  # once, for the time to the first step
         assert not torch.backends.cudnn.deterministic and torch.get_float32_matmul_precision() == "high"
@@ -89,13 +89,31 @@ def test_a_gpu_without_bf16_trains_mixed_precision_in_fp16_with_a_scaler(monkeyp
         assert acc.info()["name"] == "Tesla T4"
 
 
-def test_without_cuda_mixed_precision_is_off_and_nothing_touches_the_gpu():
+def test_without_cuda_nothing_touches_the_gpu(monkeypatch):
+    monkeypatch.setattr(accel, "_cpuinfo", lambda key: "fpu avx2" if key == "flags" else "a test CPU")
     acc = accel.choose(10 ** 15)
     assert acc.kind == ("mps" if torch.backends.mps.is_available() else "cpu")
     assert acc.amp_dtype(True) is None
     assert not acc.grad_scaler(enabled=False).is_enabled()
     acc.synchronize()
     acc.cap_memory(0.5)
+
+
+@pytest.mark.parametrize("flags, precision", [("fpu avx2 avx512f avx512_bf16", "bf16"), ("fpu avx2 amx_bf16", "bf16"),
+                                              ("fpu avx2 avx512f", "fp32")])
+def test_on_a_cpu_mixed_precision_is_bf16_where_the_cpu_computes_it_natively(monkeypatch, flags, precision):
+    """A CPU without native bf16 would emulate it, slower than fp32: such a job trains in fp32.
+    torch 1.13's CPU autocast is not used (the runner's fallback interpreter)."""
+    monkeypatch.setattr(accel, "_cpuinfo", lambda key: flags if key == "flags" else "a test CPU")
+    if torch.__version__.startswith("1."):
+        precision = "fp32"
+    assert accel.Accelerator(torch.device("cpu")).amp_dtype(True) is {"bf16": torch.bfloat16, "fp32": None}[precision]
+    result, _ = run("train", recipe={"epochs": 3, "batch_size": 32, "amp": True, "channels_last": True})
+    assert result["kind"] == "result", result
+    assert result["device"]["kind"] == "cpu" and result["device"]["precision"] == precision
+    assert result["metrics"]["val_accuracy"] > 0.5  # chance is 0.25
+    plain, _ = run("train", recipe={"epochs": 1})
+    assert plain["device"]["precision"] == "fp32"
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU: the stand-in covers the calls on CPU")

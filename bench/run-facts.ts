@@ -1,0 +1,52 @@
+/**
+ * What the benchmarks read of a finished run, from its stored events (the lineage on disk): the
+ * best trial by the run's rule with its interval and per-seed training time, when its last long
+ * training was proposed and how long it trained, when a target was met, and the planner's
+ * whole-run promises (agents/planner/promises.ts).
+ *
+ *   npx tsx bench/run-facts.ts WORKSPACE RUN_ID     (prints them as JSON)
+ */
+import { pathToFileURL } from "node:url";
+import { storedEvents } from "../cli/workspace.js";
+import { Decision } from "../proto/gen/research/v1/events_pb.js";
+import { bestTrial, foldRun, liveSeconds, slowestSeedSeconds, valMetricOf } from "../swarm/run-state.js";
+import { runPromiseBreaks } from "../agents/planner/promises.js";
+
+export async function runFacts(workspace: string, runId: string) {
+  const state = foldRun(runId, await storedEvents(workspace, runId));
+  const budget = state.goal?.timeBudgetS ?? 0;
+  const best = bestTrial(state);
+  const last = [...state.trials.values()].find((t) => t.proposed?.lastTraining);
+  const met = [...state.trials.values()].find((t) => t.judged?.decision === Decision.GOAL_ACHIEVED);
+  const stats = best && valMetricOf(best);
+  return {
+    best: best && {
+      trial_id: best.id,
+      hypothesis: best.proposed?.hypothesis,
+      model: best.model && "name" in best.model ? best.model.name : undefined,
+      seeds: stats?.n,
+      val_mean: stats?.mean,
+      val_ci95: stats?.ci95,
+      slowest_seed_s: slowestSeedSeconds(best),
+    },
+    last_training: last && {
+      trial_id: last.id,
+      proposed_at_s: liveSeconds(state, last.firstAtMs!),
+      train_seconds: last.train?.train_seconds,
+      seeds: last.evaluated?.result?.seedResults.length,
+      epochs: last.evaluated?.result?.seedResults.map((s) => s.epochsCompleted),
+      parent: last.proposed?.parentIds[0],
+    },
+    goal_met_at_s: met ? liveSeconds(state, met.lastAtMs!) : null,
+    promises_broken: runPromiseBreaks(state, 0.05 * budget),
+  };
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1]!).href) {
+  const [workspace, run] = process.argv.slice(2);
+  if (!workspace || !run) {
+    process.stderr.write("usage: npx tsx bench/run-facts.ts WORKSPACE RUN_ID\n");
+    process.exit(1);
+  }
+  process.stdout.write(`${JSON.stringify(await runFacts(workspace, run), null, 2)}\n`);
+}
