@@ -35,7 +35,7 @@ export function ashaPromotion(input: PlanInput): Proposal | undefined {
  * earned a training where claims are made, against at least two others at the rung below, and
  * the time left is worth more as that training than as more probes and a shorter one: on two
  * CPU cores a 30-minute run that trained its first such config from minute 5 reached 93.09%
- * validation, bench/results/search-series-*.json), and with a target when the promotion does not
+ * validation, bench/results/search-dev-runs-2026-11-27.json), and with a target when the promotion does not
  * fit before exploration ends (where it fits, its seeds may meet the goal sooner). (Where probes
  * see the whole split already, as on a GPU, no promotion is this one.)
  */
@@ -145,7 +145,7 @@ export function lastTraining(input: PlanInput): Proposal | undefined {
     rung: rungs(input).length - 1,
     seeds: time.seeds === seedsOf(input, {}) ? undefined : time.seeds,
     hypothesis: `train ${pick.id} for ${time.trainS} s on the full training split (about ${time.epochs} epochs at its measured pace)`,
-    rationale: `the run's last long training: ${why}; the same model and recipe on the full split with the run's seeds, for the time the run has left, its schedule annealed over that time${train.augment?.cutout && !pg.train.augment?.cutout ? ", with cutout" : ""}`,
+    rationale: `the run's last long training: ${why}; the same model and recipe on the full split with the run's seeds, for the time the run has left, its schedule annealed over that time${train.augment?.crop_padding && !pg.train.augment?.crop_padding ? ", with random crops" : ""}`,
     parentIds: [pick.id],
     surface: PROMOTION_SURFACE,
     mutation: "last_training",

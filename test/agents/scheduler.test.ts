@@ -47,12 +47,12 @@ describe("fidelity ladder", () => {
     ]);
   });
 
-  it("gives long rungs an annealed rate and random crops, very long ones cutout, and leaves short ones as they are", () => {
+  it("gives long rungs an annealed rate and random crops, no cutout of their own, and leaves short ones as they are", () => {
     expect(atRung({ optimizer: "adam", lr: 0.002 }, { subset: 30_000, epochs: 3 }, 28)).toEqual({ optimizer: "adam", lr: 0.002, subset: 30_000, epochs: 3 });
     const long = atRung({ optimizer: "adam", schedule: "onecycle", augment: { hflip: true } }, { subset: 0, epochs: 15 }, 28);
     expect(long).toEqual({ optimizer: "adam", schedule: "onecycle", subset: 0, epochs: 15, augment: { hflip: true, crop_padding: 2 } });
     expect(atRung({}, { subset: 0, epochs: 15 }, 0)).toEqual({ schedule: "cosine", subset: 0, epochs: 15 });
-    expect(atRung({}, { subset: 0, epochs: 27 }, 28).augment).toEqual({ crop_padding: 2, cutout: 7 });
+    expect(atRung({}, { subset: 0, epochs: 27 }, 28).augment).toEqual({ crop_padding: 2 });
     expect(atRung({ augment: { cutout: 4 } }, { subset: 0, epochs: 27 }, 32).augment).toEqual({ cutout: 4, crop_padding: 2 });
     expect(atRung({}, { subset: 0, epochs: 27 }, 0).augment).toBeUndefined();
   });

@@ -180,12 +180,12 @@ describe("the planner on a simulated H200", () => {
     expect(Number(first[0]!.evaluated!.result!.params)).toBeGreaterThan(2_000_000);
   });
 
-  it("trains its best config for the time left once a third of the budget is spent, with cutout, and ends within the budget", () => {
+  it("trains its best config for the time left once a third of the budget is spent, and ends within the budget", () => {
     expect(last).toBeDefined();
     expect(last.evaluated!.result!.seedResults.length).toBe(3);
     expect(trainOf(last).train_seconds).toBeGreaterThan(100);
     expect(last.evaluated!.result!.seedResults[0]!.epochsCompleted).toBeGreaterThanOrEqual(30);
-    expect(trainOf(last).augment?.cutout).toBeGreaterThan(0);
+    expect(trainOf(last).augment?.crop_padding).toBeGreaterThan(0);
     expect(clockS).toBeLessThanOrEqual(300);
     expect([...state.trials.values()].filter((t) => t.evaluated?.failure)).toEqual([]);
     // It became the run's best, and the run ended with it.
