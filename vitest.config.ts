@@ -14,6 +14,7 @@ const SECONDS: Record<string, number> = {
   "test/deploy/pack-swarm.test.ts": 83,
   "test/cli/from.test.ts": 97,
   "test/cli/language-model.test.ts": 140,
+  "test/cli/open-ended.test.ts": 100,
   "test/cli/regression.test.ts": 78,
   "test/cli/serve.test.ts": 50,
   "test/swarm/swarm.test.ts": 62,

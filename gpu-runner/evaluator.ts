@@ -154,6 +154,15 @@ export class Evaluator {
       return limits;
     };
 
+    // A time-boxed training with a deadline: each seed trains the recipe's time, or what is left to
+    // the deadline when it starts, less the most any seed of it spent outside training so far.
+    let overheadS = 0;
+    const timeBox = (): number | undefined => {
+      const planned = plan.job.recipe.train_seconds;
+      if (!(plan.deadlineS > 0 && planned > 0)) return undefined;
+      return Math.max(1, Math.min(planned, plan.deadlineS - (Date.now() - t0) / 1000 - overheadS));
+    };
+
     const prepared = this.prepare(plan.job.dataset, abort.signal);
     const score = async (part: Part, predictions: unknown[], full: boolean): Promise<Scores> => {
       const end = await this.opts.referee.run("score", () => ({ dataset: plan.job.dataset, part, predictions, full }), () => {}, abort.signal);
@@ -181,9 +190,17 @@ export class Evaluator {
         scored.catch(() => {}); // awaited below; a failed score fails the seed there
       };
       const job = { ...plan.job, dataset_id: split.dataset_id, split_id: split.split_id, seed, threads: this.threads };
-      const makeSpec = () => ({ ...job, limits: startSeed() });
+      let trainS: number | undefined;
+      const makeSpec = () => {
+        trainS = timeBox();
+        return { ...job, ...(trainS !== undefined && { recipe: { ...job.recipe, train_seconds: trainS } }), limits: startSeed() };
+      };
       const end = await this.opts.pool.run("train", makeSpec, onEvent, abort.signal, { labels: split.labels, ...filesOf(seed) });
       if (end.kind !== "result") throw failureOf(end);
+      if (trainS !== undefined) {
+        overheadS = Math.max(overheadS, Number(end.seconds) - trainS);
+        if (trainS < plan.job.recipe.train_seconds) log.info({ seed, train_seconds: trainS, planned: plan.job.recipe.train_seconds }, "seed started late: trains less to end by the deadline");
+      }
       await scored;
       const { val_predictions: val, test_predictions: test, ...rest } = end;
       const [v, t] = await Promise.all([score("val", [val], true), test ? score("test", [test], true) : undefined]);

@@ -159,6 +159,8 @@ export function planEvaluation(req: EvaluateRequest, dataRoots: string[]) {
   const memoryLimitMb = req.budget?.memoryLimitMb || DEFAULTS.memoryLimitMb;
   issues.check(memoryLimitMb >= 512, `budget.memory_limit_mb ${memoryLimitMb} is below 512 (torch alone needs more)`);
   issues.check(!(req.keepWeights && req.weightsOf), "keep_weights and weights_of exclude each other: kept weights are never trained again");
+  const deadlineS = req.budget?.deadlineS ?? 0;
+  issues.check(deadlineS >= 0 && Number.isFinite(deadlineS), `budget.deadline_s ${deadlineS} must be a finite number >= 0`);
   issues.throwIfAny("evaluation request");
   return {
     seeds,
@@ -167,6 +169,7 @@ export function planEvaluation(req: EvaluateRequest, dataRoots: string[]) {
     objective: goal,
     timeBudgetS,
     memoryLimitMb,
+    deadlineS,
     job: {
       source: req.model!.code,
       class_name: req.model!.className,

@@ -216,6 +216,8 @@ export function eventText(e: Event, o: Objective = ACCURACY, forPeople = false):
     }
     case "trialJudged":
       return `${VERDICT.name(b.value.verdict) ?? "?"} -> ${DECISION.name(b.value.decision) ?? "?"}: ${b.value.reason}`;
+    case "plannerIdle":
+      return `planner idle: ${b.value.reason}; nothing in flight`;
     case "runResumed":
       return `run resumed: ${b.value.downtimeS.toFixed(0)} s down, not counted against the time budget${b.value.timeBudgetS ? `, which is now ${b.value.timeBudgetS.toFixed(0)} s of live time` : ""}`;
     case "runFinished":

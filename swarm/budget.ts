@@ -46,6 +46,16 @@ export function overRunBudget(plan: BudgetPlan, predictedS: number): string | un
   return `predicted ${predictedS.toFixed(0)} s exceeds the ${Math.max(0, room).toFixed(0)} s the run has left after reserving its confirmation`;
 }
 
+/**
+ * Seconds from `nowMs` by which the seeds of a run's last long training must all end
+ * (EvaluateRequest budget.deadline_s: a seed that starts late trains less): the time before
+ * the reserve, less a few seconds for the request to reach the runner and its end to reach the judge.
+ */
+export function lastTrainingDeadlineS(state: RunState, nowMs: number): number {
+  return Math.max(1, budgetPlan(state, nowMs).availableS - DEADLINE_SLACK_S);
+}
+const DEADLINE_SLACK_S = 5;
+
 /** Whether the best trial, measured at `trainS` a seed, can still be trained again for its confirmation. */
 export function retrainFits(plan: BudgetPlan, trainS: number): boolean {
   return plan.remainingS - REPORT_S >= RETRAIN_FACTOR * trainS;

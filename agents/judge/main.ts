@@ -5,7 +5,7 @@
  */
 import { join } from "node:path";
 import { create } from "@bufbuild/protobuf";
-import { Decision, InterventionKind, TrialJudgedSchema, type Event, type TrialJudged } from "../../proto/gen/research/v1/events_pb.js";
+import { Decision, InterventionKind, RunEnd, TrialJudgedSchema, type Event, type TrialJudged } from "../../proto/gen/research/v1/events_pb.js";
 import { bestTrial, doneBy, inFlight, isTerminal, liveSeconds, type RunState } from "../../swarm/run-state.js";
 import { runAgent, type AgentContext } from "../../swarm/runtime.js";
 import { confirmOnTest } from "./confirm.js";
@@ -52,6 +52,18 @@ async function judgeTrial(event: Event, ctx: AgentContext): Promise<void> {
 }
 
 /**
+ * The planner has nothing that fits to propose and no trial is in flight: no judgement will come
+ * to end the run, so it ends here (unless a trial was proposed, or a person paused or stopped it
+ * meanwhile).
+ */
+async function endIdleRun(event: Event, ctx: AgentContext): Promise<void> {
+  const state = await ctx.runState(event.runId);
+  if (event.body.case !== "plannerIdle" || state.finished || state.paused || state.stopRequested || inFlight(state)) return;
+  const last = create(TrialJudgedSchema, { decision: Decision.STOP, runEnd: RunEnd.NOTHING_FITS, runReason: `nothing more fits: ${event.body.value.reason}` });
+  await finishRun(state, last, ctx);
+}
+
+/**
  * A person stopped the run: with nothing in flight it ends here; otherwise the
  * analyst cancels what runs and the judgement of the last one ends it.
  */
@@ -64,12 +76,13 @@ async function stopRun(event: Event, ctx: AgentContext): Promise<void> {
 
 await runAgent({
   role: "judge",
-  kinds: ["trialEvaluated", "runIntervention"],
+  kinds: ["trialEvaluated", "runIntervention", "plannerIdle"],
   // The final test confirmation may train the best model once more (when its weights are gone).
   ackWaitMs: 60_000,
   // One judgement at a time per judge: each decides on the count of the ones before it.
   handle: async (event, ctx) => {
     if (event.body.case === "trialEvaluated") await judgeTrial(event, ctx);
     else if (event.body.case === "runIntervention" && event.body.value.kind === InterventionKind.STOP) await stopRun(event, ctx);
+    else if (event.body.case === "plannerIdle") await endIdleRun(event, ctx);
   },
 });

@@ -173,7 +173,8 @@ export function runStatus(state: RunState, last: TrialJudged): RunStatus {
   if (last.decision === Decision.GOAL_ACHIEVED) return RunStatus.GOAL_ACHIEVED;
   if (state.stopRequested) return RunStatus.STOPPED;
   if (state.goal?.openEnded && bestTrial(state)) return RunStatus.COMPLETED;
-  // The last long training spent what the plan had for long trainings: the budget, not a plateau.
-  const spent = [RunEnd.TRIAL_BUDGET, RunEnd.TIME_BUDGET, RunEnd.LAST_TRAINING];
+  // The last long training spent what the plan had for long trainings, and nothing fitting is the
+  // time budget spent too: the budget, not a plateau.
+  const spent = [RunEnd.TRIAL_BUDGET, RunEnd.TIME_BUDGET, RunEnd.LAST_TRAINING, RunEnd.NOTHING_FITS];
   return spent.includes(last.runEnd) ? RunStatus.BUDGET_EXHAUSTED : RunStatus.STOPPED;
 }

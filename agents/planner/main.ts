@@ -11,7 +11,7 @@ import { adoptedConcepts, blocksOf } from "../../core/brief.js";
 import { request } from "../../swarm/lineage-query.js";
 import { Decision, InterventionKind, type Event } from "../../proto/gen/research/v1/events_pb.js";
 import { datasetInfo } from "../../swarm/dataset-info.js";
-import { inFlightCount, judgedTrials, queuedProposals, type RunState, type TrialState } from "../../swarm/run-state.js";
+import { inFlight, inFlightCount, judgedTrials, queuedProposals, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { trialId } from "../../core/ids.js";
 import { STALL_TRIALS, stallQuery, stalledOn } from "./stall.js";
 import { MUTATION, SURFACE } from "../../core/enums.js";
@@ -242,6 +242,10 @@ async function proposeAfter(ctx: AgentContext, state: RunState, judged: TrialSta
     case "nothing":
       if (move.broken) ctx.log.error({ index, broken: move.broken }, "the decision core held back a move that breaks the planner's promises");
       else ctx.log.info({ index, why: move.why }, "proposing nothing");
+      // With nothing in flight no judgement will come to end the run: the judge ends it on this.
+      if (!inFlight(state) && !state.paused && !state.stopRequested) {
+        await ctx.emit(`idle/${index}`, { runId: state.runId, body: { case: "plannerIdle", value: { reason: move.why, index } } });
+      }
       return;
     case "wait":
       return void ctx.log.info({ index, why: move.why }, "waiting for a trial in flight");

@@ -550,6 +550,22 @@ describe("requests, cancellation and concurrency", () => {
   });
 });
 
+describe("a time-boxed training with a deadline (a run's last long training)", () => {
+  it("trains each seed for its time, and a seed that starts late for what is left to the deadline", async () => {
+    // Three seeds of 2 s on two slots: the third starts once one of the first two is done, so
+    // with 3.5 s to the deadline it trains for less than its 2 s.
+    const boxed = (deadlineS: number) => digits(DIGITS_CNN, "DigitsNet", { trialId: `boxed-${deadlineS}`, seeds: 3, recipe: { epochs: 10_000, batchSize: 32, trainSeconds: 2 }, budget: { timeBudgetS: 60, deadlineS } });
+    const r = await evaluateToResult(client, boxed(3.5));
+    const seconds = r.seedResults.map((s) => s.seconds).sort((a, b) => a - b);
+    expect(seconds[0]).toBeLessThan(1.8);
+    expect(seconds[2]).toBeGreaterThanOrEqual(2);
+    expect(r.seconds).toBeLessThan(3.5 + 2);
+    // Without a deadline every seed trains its 2 s.
+    const free = await evaluateToResult(client, boxed(0));
+    for (const s of free.seedResults) expect(s.seconds).toBeGreaterThanOrEqual(2);
+  });
+});
+
 describe("watched evaluations against the real runner", () => {
   it("stops a trial below its rung's median after one epoch, frees the slots and keeps its curve", async () => {
     // Four finished peers whose seed 0 was at 99% after epoch 1: a fresh digits CNN is not.
