@@ -87,12 +87,12 @@ function choose(input: PlanInput, index: number): Move {
   const confirm = confirmation(input);
   if (confirm) return { kind: "promote", proposal: confirm };
   const due = fullSplitDue(input);
-  const earned = due && lastTraining(input);
-  if (due && earned) {
+  const earned = due && due !== "wait" && lastTraining(input);
+  if (due && due !== "wait" && earned) {
     const why = `ASHA promotes ${due.trial.id} to the full training split (${due.reason})${state.goal?.openEnded ? "" : ", which does not fit before exploration ends"}`;
     return { kind: "promote", proposal: { ...earned, rationale: `${why}: ${earned.rationale}` } };
   }
-  const promotion = ashaPromotion(input);
+  const promotion = due === "wait" ? undefined : ashaPromotion(input);
   if (promotion) return { kind: "promote", proposal: promotion };
   const edit = nextBuiltin(input, index);
   if (edit) return { kind: "propose", proposal: edit, by: "policy" };

@@ -10,6 +10,7 @@
  * Every move is timed by the time model (time-model.ts); decide.ts chooses among them.
  */
 import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
+import { Mutation } from "../../proto/gen/research/v1/common_pb.js";
 import { reaches } from "../../core/objective.js";
 import { isClaimingPromotion, isPromotion, meanOf, rungOf, scoreOf, scoreText, valMetricOf, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { genomeOf } from "./identity.js";
@@ -37,14 +38,19 @@ export function ashaPromotion(input: PlanInput): Proposal | undefined {
  * CPU cores a 30-minute run that trained its first such config from minute 5 reached 93.09%
  * validation, bench/results/search-dev-runs-2026-11-27.json), and with a target when the promotion does not
  * fit before exploration ends (where it fits, its seeds may meet the goal sooner). (Where probes
- * see the whole split already, as on a GPU, no promotion is this one.)
+ * see the whole split already, as on a GPU, no promotion is this one.) "wait": it is due, but a
+ * starting template is still probing; neither it nor ASHA's promotion goes ahead yet.
  */
-export function fullSplitDue(input: PlanInput): Promotion | undefined {
+export function fullSplitDue(input: PlanInput): Promotion | "wait" | undefined {
   const ladderNow = rungs(input);
   const promotion = nextPromotion(input.state, ladderNow.length - 1);
   if (!promotion || ladderNow[promotion.rung]!.subset !== 0 || ladderNow[promotion.rung - 1]!.subset === 0) return undefined;
-  if (input.state.goal?.openEnded) return promotion;
-  return promotionAt(input, promotion, ladderNow[promotion.rung]!) ? undefined : promotion;
+  const due = input.state.goal?.openEnded || !promotionAt(input, promotion, ladderNow[promotion.rung]!);
+  if (!due) return undefined;
+  // Not while a starting template still probes: its family may be the one to train (a small
+  // CNN's three quick probes once sent it to the full split while the VGG-style net, better, still ran).
+  for (const t of input.state.trials.values()) if (t.proposed?.mutation === Mutation.TEMPLATE && !t.judged) return "wait";
+  return promotion;
 }
 
 /** A promotion still training. */

@@ -9,7 +9,7 @@ import { decide, type Move } from "../../agents/planner/decide.js";
 import { ashaPromotion } from "../../agents/planner/promotion.js";
 import { brokenPromises } from "../../agents/planner/promises.js";
 import { initialBuiltin, planInputFor, type PlanInput, type Proposal } from "../../agents/planner/policy.js";
-import { Surface } from "../../proto/gen/research/v1/common_pb.js";
+import { Mutation, Surface } from "../../proto/gen/research/v1/common_pb.js";
 import { Decision, Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import { DatasetInfoSchema, SeedResultSchema } from "../../proto/gen/research/v1/runner_pb.js";
 import type { EventInit } from "../../bus/index.js";
@@ -103,6 +103,12 @@ describe("exploring", () => {
     ];
     const open = proposalOf(decided(climbed, 100));
     expect(open).toMatchObject({ lastTraining: true, parentIds: ["u2"] });
+    // Not while a starting template still probes: its family may be the one to train last.
+    const template = proposed("v");
+    (template.body!.value as { mutation: number }).mutation = Mutation.TEMPLATE;
+    const waiting = decided([...climbed, template], 100);
+    expect(waiting.kind).toBe("propose");
+    expect(proposalOf(waiting).rung).toBe(0);
     expect(open.rationale).toMatch(/^ASHA promotes u2 to the full training split \(#1 of 3 finished at rung 1 \(top 1\/3\)\): the run's last long training/);
     // With a target out of reach of one seed (95%), the promotion's three seeds may meet it: it stands while it fits.
     expect(proposalOf(decided(climbed, 100, { target: 0.95 }))).toMatchObject({ rung: 2, parentIds: ["u2"], seeds: undefined, train: { subset: 0, epochs: 5 } });

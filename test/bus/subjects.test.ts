@@ -28,6 +28,7 @@ describe("subjects", () => {
       "researchRequested",
       "runIntervention",
       "runResumed",
+      "plannerIdle",
     ]);
     const subjects = EVENT_KINDS.map((k) => subjectFor(create(EventSchema, eventOf(k, "run-1"))));
     expect(subjects).toContain("research.trial.proposed.run-1");

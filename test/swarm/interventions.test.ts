@@ -147,9 +147,12 @@ describe("interventions on a live run", () => {
     const stored = await store.eventsOf(state.runId, { kind: "run_intervention" });
     await store.close();
     expect(stored.map((r) => r.summary)).toEqual(expect.arrayContaining([expect.stringMatching(/^cancel_trial by test:alice \(.*\): not worth it$/), "stop by test:alice: enough"]));
-    expect(stored).toHaveLength(5);
+    // One cancel or more (a victim may end before its cancel reaches it: the test tries the next).
     const kinds = state.interventions.map((v) => v.kind);
-    expect(kinds).toEqual([InterventionKind.PAUSE, InterventionKind.PROPOSE, InterventionKind.RESUME, InterventionKind.CANCEL_TRIAL, InterventionKind.STOP]);
+    expect(stored).toHaveLength(kinds.length);
+    const cancels = kinds.filter((k) => k === InterventionKind.CANCEL_TRIAL).length;
+    expect(cancels).toBeGreaterThanOrEqual(1);
+    expect(kinds).toEqual([InterventionKind.PAUSE, InterventionKind.PROPOSE, InterventionKind.RESUME, ...Array(cancels).fill(InterventionKind.CANCEL_TRIAL), InterventionKind.STOP]);
     expect(state.interventions.every((v) => v.who === "test:alice")).toBe(true);
     // Whatever a planner had under way when the stop came was cancelled, not trained.
     const stopAt = seen.findIndex((e) => e.body.case === "runIntervention" && e.body.value.kind === InterventionKind.STOP);
