@@ -45,7 +45,8 @@ const SECTIONS = {
   --subset N           training examples per trial to start with (default: ${SEARCH_DEFAULTS.cpu.subset} on large sets on a CPU, all on a GPU)
   --epochs N           epochs per trial to start with (default ${SEARCH_DEFAULTS.cpu.epochs})
   --no-research        skip the research brief
-  --seed N             planner random seed (default 0)
+  --seed N             the run's random seed (default 0): the planner's draws and the trials'
+                       training seeds (1000N onward), so another --seed is an independent run
   --slots N            runner worker slots (default: CPU count; on a GPU host one per 10 GiB of GPU memory, at most 8)
   --device NAME        ${RUNNER_DEVICES.join(", ")}: the device of the runner the launch starts (default auto:
                        the GPUs when there are any); cuda on a host without one stops before anything starts
