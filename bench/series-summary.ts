@@ -72,6 +72,7 @@ const summary = {
     "open-ended ensemble test mean >= 93.0%": openEnsemble ? openEnsemble.mean >= 0.93 : null,
     "every open-ended run >= 92.5% (ensemble)": openEnsemble ? openEnsemble.min >= 0.925 : null,
     "every open-ended run above the Optuna run (ensemble)": openEnsemble && optunaTest ? openEnsemble.min > optunaTest.max : null,
+    "every open-ended run above the Optuna run (per seed)": openPerSeed && optunaTest ? openPerSeed.min > optunaTest.max : null,
     "README goal confirmed in <= 600 s in every run": readme.length ? readme.every((r) => "goal_met_at_s" in r && r.goal_met_at_s !== null && r.goal_met_at_s <= 600) : null,
   },
   promises_broken: runs.flatMap((r) => ("promises_broken" in r ? (r.promises_broken as string[]).map((b) => `${r.name}: ${b}`) : [])),
