@@ -3,7 +3,7 @@
  * runners started here, as production runs them. Measures cold and warm
  * latency of the seed documents' three quick-evaluation cases, time to the
  * first training step, multi-seed scaling, and a reference CNN on full
- * Fashion-MNIST. How to read the numbers: docs/BENCHMARKS.md, "Runner".
+ * Fashion-MNIST. How to read the numbers: bench/HISTORY.md, "Runner".
  *
  *   npx tsx bench/runner-bench.ts [--quick] [--short] [--slots N] [--fashion-dir DIR] [--out FILE]
  *

@@ -21,7 +21,7 @@ import type { PlanInput, Proposal } from "./policy.js";
  * the last long training starts by then at the latest. On two CPU cores a 30-minute
  * Fashion-MNIST run's best config was found by minute 5 to 12 in every recorded run, and what
  * then raised validation accuracy was training it longer (3 -> 8 full-split epochs: 92.3% -> 93.1%
- * val, docs/BENCHMARKS.md), never a later probe; a run that kept probing to the end
+ * val, bench/HISTORY.md), never a later probe; a run that kept probing to the end
  * (test/fixtures/runs/fmnist-30min-open-c982011) never trained a config on the full split.
  */
 export const EXPLORE_SHARE = 1 / 3;

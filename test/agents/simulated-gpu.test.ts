@@ -1,7 +1,7 @@
 /**
  * The built-in planner and the judge over a whole run, on a simulated GPU with a virtual
  * clock: what the planner proposes is "trained" by a model of an H200's timings (the
- * figures measured there, docs/BENCHMARKS.md) and of Fashion-MNIST accuracy by model
+ * figures measured there, bench/HISTORY.md) and of Fashion-MNIST accuracy by model
  * size, data, epochs and augmentation, then judged by the real judge rules. Nothing
  * here measures a GPU: it checks that the planner spends a fast device's time as it
  * should (residual families, full-data probes, the last long training as long as the
@@ -39,7 +39,7 @@ interface Device {
   slots: number;
 }
 
-// H200 as measured (FIELD-NOTES, docs/BENCHMARKS.md): ~1 s to a warm job's first step; the
+// H200 as measured (FIELD-NOTES, bench/HISTORY.md): ~1 s to a warm job's first step; the
 // 61k-parameter reference CNN 0.28 s an epoch (bf16, batch 512), ResNet-9 (3.0M) 0.85 s, and
 // three ResNet-9 seeds at once 2.54 s an epoch each: one such model fills the GPU.
 const H200: Device = { startUpS: 1.0, epochS: (p) => 0.28 * Math.max(1, p / 61_000) ** 0.28, lanes: 1.2, slots: 8 };

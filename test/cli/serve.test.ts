@@ -65,8 +65,11 @@ beforeAll(async () => {
       if (m) resolve(m[1]!);
     });
     void exited.then((code) => reject(new Error(`serve exited ${code} before its dashboard was up:\n${lines.join("\n")}`)));
+    // Our own deadline, under the hook's: a hook's timeout lets the tests run on without a URL
+    // and hides what serve said (a CI run on a loaded machine failed that way).
+    setTimeout(() => reject(new Error(`serve's dashboard not up after 270 s; serve said:\n${lines.join("\n")}`)), 270_000).unref();
   });
-}, 180_000);
+}, 300_000);
 
 afterAll(async () => {
   await browser?.close();
