@@ -16,7 +16,7 @@
 import { createHash } from "node:crypto";
 import * as grpc from "@grpc/grpc-js";
 import { create, toBinary } from "@bufbuild/protobuf";
-import { RECIPE_DEFAULTS } from "../core/defaults.js";
+import { RECIPE_DEFAULTS } from "../core/space.js";
 import { ResearchError } from "../core/failure.js";
 import { addService } from "../core/grpc.js";
 import { aggregate, convergence, goalStatus, overfitting, weakClasses } from "../gpu-runner/stats.js";

@@ -44,6 +44,10 @@ const SECTIONS = {
   --planner NAME       builtin (default) or random (the baseline)
   --subset N           training examples per trial to start with (default: ${SEARCH_DEFAULTS.cpu.subset} on large sets on a CPU, all on a GPU)
   --epochs N           epochs per trial to start with (default ${SEARCH_DEFAULTS.cpu.epochs})
+  --space FILE         narrow the search (YAML or JSON, or the document itself: '{lr: {low: 1e-4,
+                       high: 1e-2}}'): per dimension of core/space.ts a value (pinned), {low, high},
+                       {values: [..]} or "default" (left out); families: [vgg-cnn, ...] limits the
+                       templates. The report prints the space searched (docs/ARCHITECTURE.md)
   --no-research        skip the research brief
   --seed N             the run's random seed (default 0): the planner's draws and the trials'
                        training seeds (1000N onward), so another --seed is an independent run
@@ -79,7 +83,7 @@ const SECTIONS = {
   --workspace DIR      where lineage, runs, logs and NATS data live (default ./workspace)
   A run is asked for with JSON: {"goal": "digits: 95% accuracy", "time_budget": "5m"} and any of
   launch's run flags in snake_case (target, max_params, seeds, max_trials, data_dir, from, class,
-  recipe, no_research, ...); paths are this machine's. A refused goal is answered 400 with
+  recipe, no_research, space as a JSON object, ...); paths are this machine's. A refused goal is answered 400 with
   launch's own one line; an accepted one 202 with its run id and place in the queue.`,
   "query options": `  --similar TEXT       trials closest in meaning to TEXT (their hypothesis, surface, configs, failure)
   --k N                how many trials (default ${DEFAULT_K}, at most ${MAX_K})

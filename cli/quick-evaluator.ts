@@ -13,7 +13,7 @@ import { cliConfig } from "../core/config.js";
 import { createLogger } from "../core/logger.js";
 import { DATASETS } from "../core/goal.js";
 import { DEFAULTS } from "../gpu-runner/request.js";
-import { DEFAULT_LR, RECIPE_DEFAULTS } from "../core/defaults.js";
+import { DEFAULT_LR, RECIPE_DEFAULTS } from "../core/space.js";
 import { OPTIMIZER, SCHEDULE, type ClosedSet } from "../core/enums.js";
 import { connectRunner, evaluateToResult } from "../gpu-runner/client.js";
 import { parseDevice } from "../gpu-runner/device.js";

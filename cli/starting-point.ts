@@ -48,6 +48,8 @@ function trainOf(text: string, where: string): TrainConfigInput {
 export interface Start {
   point: StartingPoint;
   model: TrialModelInput;
+  /** Its recipe as the person wrote it (--recipe, or the trial's). */
+  train: TrainConfigInput;
 }
 
 /** What names the starting point: --from, and --class for a model in Python. */
@@ -106,6 +108,7 @@ export function startingPointOf(flags: StartFlags, workspace: string, python: st
   return {
     point: create(StartingPointSchema, { origin: from, modelConfigJson: JSON.stringify(model), trainConfigJson: JSON.stringify(train), modelCode: code }),
     model,
+    train,
   };
 }
 

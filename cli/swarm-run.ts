@@ -1,21 +1,24 @@
 /** What launch, ablation and serve share: the flags that shape a run and a swarm, their checks, and a swarm started and always stopped. */
-import { existsSync, statSync } from "node:fs";
+import { create } from "@bufbuild/protobuf";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import type { ParseArgsConfig } from "node:util";
 import { cliConfig } from "../core/config.js";
 import { DEFAULT_TIME_BUDGET_S, searchDevice } from "../core/defaults.js";
 import { smallestTemplate } from "../agents/planner/policy.js";
+import { templatesFor } from "../agents/planner/templates.js";
 import { parseDuration, parseGoal } from "../core/goal.js";
 import { describeLlm, llmConfigFromFlags } from "../core/llm/config.js";
 import type { Logger } from "../core/logger.js";
 import { runSettings } from "../deploy/settings.js";
 import type { RunOutcome, Swarm } from "../deploy/swarm.js";
 import { parseDevice } from "../gpu-runner/device.js";
-import type { Goal, StartingPoint } from "../proto/gen/research/v1/events_pb.js";
+import { SearchSpaceSchema, type Goal, type StartingPoint } from "../proto/gen/research/v1/events_pb.js";
 import { Task, type DatasetInfo } from "../proto/gen/research/v1/runner_pb.js";
 import { datasetSpec } from "../swarm/dataset-info.js";
-import { argumentDefault, searchableArguments } from "../core/model-config.js";
+import { argumentDefault, decodeText, searchableArguments } from "../core/model-config.js";
+import { outsideSpace, parseSpace, spaceMessage, type SpaceSpec } from "../core/space.js";
 import { args, CliFailure, fail, positiveInt } from "./args.js";
 import { quietLogger } from "./workspace.js";
 import { parseSeed } from "./format.js";
@@ -47,12 +50,13 @@ export const RUN_FLAGS = {
   llm: { type: "string" },
   "llm-base-url": { type: "string" },
   "llm-config": { type: "string" },
+  space: { type: "string" },
 } as const satisfies ParseArgsConfig["options"];
 
 export type RunArgs = ReturnType<typeof args<typeof RUN_FLAGS>>["values"];
 
 /** Flags that shape a run when it starts; a resumed run keeps its own. */
-const RUN_SHAPE = ["goal", "from", "class", "recipe", "target", "max-params", "data-dir", "max-trials", "seeds", "parallel", "subset", "epochs", "seed", "planner"] as const satisfies readonly (keyof RunArgs)[];
+const RUN_SHAPE = ["goal", "from", "class", "recipe", "target", "max-params", "data-dir", "max-trials", "seeds", "parallel", "subset", "epochs", "seed", "planner", "space"] as const satisfies readonly (keyof RunArgs)[];
 
 /** Exit statuses of a launch stopped by a signal, after its report is written. */
 export const SIGNAL_EXIT: Record<string, number> = { SIGINT: 130, SIGTERM: 143 };
@@ -118,10 +122,30 @@ export function prepareGoal(a: RunArgs, workspace: string) {
   };
   const goal = goalOf(a);
   const start = startingPointOf(a, workspace, cliConfig().runnerPython);
+  const space = spaceFlag(a.space);
+  const outside = space && start && outsideSpace(space, start.train);
+  if (outside) fail(`--${a.recipe ? "recipe" : "from"}: the starting point's ${outside} (--space)`);
   /** The run's settings on the swarm it runs on, `llm` the description of its agents' LLM. */
   const settings = (running: Swarm, research: boolean, llm: string, seed?: number) =>
-    runSettings(goal!, { ...flags, planner: a.planner, rngSeed: seed ?? flags.rngSeed, research, llm }, workspace, running.runnerHealth);
-  return { goal, start, settings };
+    runSettings(
+      goal!,
+      { ...flags, planner: a.planner, rngSeed: seed ?? flags.rngSeed, research, llm, space: space && create(SearchSpaceSchema, spaceMessage(space)) },
+      workspace,
+      running.runnerHealth,
+    );
+  return { goal, start, space, settings };
+}
+
+/** --space: a YAML or JSON file, or the document itself when it starts with "{" (what serve passes on). */
+function spaceFlag(value: string | undefined): SpaceSpec | undefined {
+  if (value === undefined) return undefined;
+  const inline = value.trimStart().startsWith("{");
+  if (!inline && !existsSync(value)) fail(`--space: no file ${value} (a YAML or JSON space, or the document itself: --space '{lr: {low: 1e-4, high: 1e-2}}')`);
+  const text = decodeText(inline ? value : readFileSync(value, "utf8"));
+  if (!text.ok) fail(`--space: ${text.error}`);
+  const parsed = parseSpace(text.value);
+  if (!parsed.ok) fail(`--${parsed.error}`);
+  return parsed.value;
 }
 
 /** The swarm's own flags: where it lives, its runner's slots and device, the LLM its agents use. */
@@ -194,25 +218,33 @@ export async function startSwarmFor(a: RunArgs, flags: PreparedSwarm, dataRoots:
  * Why the runner cannot train on the goal's dataset, or the starting point (--from) cannot
  * train on it; else the dataset's shape told on the console.
  */
-export async function datasetProblem(swarm: Swarm, run: Pick<PreparedRun, "start">, goal: Goal, say: (line: string) => void): Promise<string | undefined> {
+export async function datasetProblem(swarm: Swarm, run: Pick<PreparedRun, "start" | "space">, goal: Goal, say: (line: string) => void): Promise<string | undefined> {
   const info = await swarm.runner.describe({ dataset: datasetSpec(goal) });
   if (info.failure) return `dataset ${goal.dataset}: ${info.failure.message}`;
   const target =
     info.task === Task.REGRESSION ? "a numeric target" : info.task === Task.LANGUAGE_MODELLING ? `next-byte prediction over ${info.vocabSize} byte values` : `${info.numClasses} classes`;
   say(`dataset ${goal.dataset}: ${info.nTrain} train / ${info.nVal} val / ${info.nTest} test, input ${JSON.stringify(info.inputShape)}, ${target}`);
-  if (!run.start) return templateProblem(swarm, goal, info);
+  if (!run.start) return familyProblem(swarm, run.space, info) ?? templateProblem(swarm, goal, info, run.space?.families);
   const problem = await startProblem(run.start, goal, info, swarm.runner);
   if (!problem && run.start.point.modelCode) say(startLine(run.start.point, info));
   return problem;
 }
 
 /** Why the built-in brain would have no model to start from: every template, narrowed, is over the goal's parameter limit. */
-function templateProblem(swarm: Swarm, goal: Goal, info: DatasetInfo): string | undefined {
+function templateProblem(swarm: Swarm, goal: Goal, info: DatasetInfo, families?: string[]): string | undefined {
   const max = Number(goal.maxParams);
   if (!max) return undefined;
-  const smallest = smallestTemplate(info, searchDevice(swarm.runnerHealth.device?.kind), max);
+  const smallest = smallestTemplate(info, searchDevice(swarm.runnerHealth.device?.kind), max, families);
   if (!smallest || smallest.params <= max) return undefined;
   return `the goal's limit of ${max.toLocaleString("en-US")} parameters is below every starting model for ${goal.dataset} (the smallest, ${smallest.name}, narrowed, has ${smallest.params.toLocaleString("en-US")}): raise the limit, or start from your own model with --from`;
+}
+
+/** Why the space's families (--space) leave the built-in brain no template for this data. */
+function familyProblem(swarm: Swarm, space: SpaceSpec | undefined, info: DatasetInfo): string | undefined {
+  if (!space?.families.length) return undefined;
+  const names = templatesFor(info, searchDevice(swarm.runnerHealth.device?.kind)).map((t) => t.name);
+  const unknown = space.families.filter((f) => !names.includes(f));
+  return unknown.length ? `--space: no template ${unknown.join(", ")} for this data; its families are ${names.join(", ")}` : undefined;
 }
 
 /** A model in Python as the runner built it: its size, and the arguments the search may change. */

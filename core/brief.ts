@@ -5,7 +5,7 @@
  * through one schema.
  */
 import { z } from "zod";
-import { RECIPE_DEFAULTS } from "./defaults.js";
+import { RECIPE_DEFAULTS } from "./space.js";
 import { safeParseJson, safeValidate } from "./json.js";
 
 /** Layer names the coder can assemble from a model_config. */

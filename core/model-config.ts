@@ -1,7 +1,6 @@
 import { z } from "zod";
 import { parse as parseYaml } from "yaml";
-import { DEFAULT_LR, RECIPE_DEFAULTS } from "./defaults.js";
-import { OPTIMIZER, SCHEDULE } from "./enums.js";
+import { DEFAULT_LR, recipeObjectSchema } from "./space.js";
 import { isId } from "./ids.js";
 import { safeValidate } from "./json.js";
 import { ArgumentKind, type DatasetInfo, type ModelArgument } from "../proto/gen/research/v1/runner_pb.js";
@@ -362,49 +361,8 @@ export function isCodeModel<M extends TrialModelInput>(m: M): m is Extract<M, Co
   return "class_name" in m;
 }
 
-const AugmentSchema = z.strictObject({
-  hflip: bool().default(false),
-  crop_padding: nonNegInt(64).default(0).describe("random crop after zero padding; 0 disables"),
-  cutout: nonNegInt(1024).default(0).describe("side of the square cut out; 0 disables"),
-});
-
-export const TrainConfigSchema = z
-  .strictObject({
-    optimizer: z.enum(OPTIMIZER.names).default(RECIPE_DEFAULTS.optimizer),
-    lr: z.number().positive().max(10).optional().describe("default: the optimizer's (core/defaults.ts DEFAULT_LR: sgd 0.05, adam and adamw 1e-3)"),
-    momentum: z.number().min(0).lt(1).default(0.9),
-    nesterov: bool().default(false),
-    weight_decay: z.number().min(0).max(1).default(0),
-    schedule: z.enum(SCHEDULE.names).default(RECIPE_DEFAULTS.schedule),
-    warmup_epochs: nonNegInt(10000).default(0),
-    step_size: posInt(10000).default(10).describe("epochs between decays of the step schedule"),
-    gamma: z.number().positive().max(1).default(RECIPE_DEFAULTS.gamma),
-    label_smoothing: z.number().min(0).lt(1).default(0),
-    grad_clip: z.number().min(0).default(0).describe("max gradient norm; 0 disables"),
-    batch_size: posInt(1 << 16).default(RECIPE_DEFAULTS.batchSize),
-    epochs: posInt(10000).default(RECIPE_DEFAULTS.epochs),
-    subset: nonNegInt(1 << 30).default(0).describe("stratified training examples used; 0 means the whole training split"),
-    augment: AugmentSchema.prefault({}),
-    amp: bool().default(false),
-    channels_last: bool().default(false),
-    deterministic: bool().default(false).describe("bit-for-bit repeatable training where torch allows it (slower on GPUs)"),
-    ema_decay: z
-      .number()
-      .min(0)
-      .lt(1)
-      .default(0)
-      .describe("decay of an exponential moving average of the weights, used for evaluation (e.g. 0.999); 0 disables"),
-    train_seconds: z
-      .number()
-      .min(0)
-      .max(86400)
-      .default(0)
-      .describe("stop training this many seconds after the first step, annealing the schedule over that time (0: train every epoch)"),
-    // Whether it divides the row is the dataset's to say: the worker checks it (trainer.py).
-    context: nonNegInt(4096)
-      .default(0)
-      .describe("language modelling: the bytes a model reads at once, a power of two dividing the dataset's row (0: the whole row)"),
-  })
+/** The recipe's fields, bounds and defaults are the search space's rows (core/space.ts); the rules across fields are here. */
+export const TrainConfigSchema = recipeObjectSchema()
   .refine((c) => c.warmup_epochs < c.epochs || c.warmup_epochs === 0, {
     error: "expected fewer warmup epochs than epochs",
     path: ["warmup_epochs"],

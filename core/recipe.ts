@@ -1,5 +1,5 @@
 /**
- * A training recipe in its three forms, from one schema (TrainConfigSchema):
+ * A training recipe in its three forms, from one table (core/space.ts) by way of one schema (TrainConfigSchema):
  * the train_config people, the planner and LLMs author; the proto Recipe on
  * the wire, where 0 or an unspecified enum means "not set"; and the JSON
  * Schema the Python worker checks every job's recipe against
@@ -10,74 +10,21 @@
  */
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { z } from "zod";
-import { OPTIMIZER, SCHEDULE } from "./enums.js";
-import { formatPath, TrainConfigSchema, valueAt, type ParseResult, type TrainConfig, type TrainConfigInput } from "./model-config.js";
+import { formatPath, TrainConfigSchema, valueAt, type ParseResult, type TrainConfig } from "./model-config.js";
+import { authoredFromWire, wireFields } from "./space.js";
 import type { Recipe, RecipeSchema } from "../proto/gen/research/v1/runner_pb.js";
 
-/** The wire form of a validated train_config (its `subset` travels in the dataset spec). */
+/** The wire form of a validated train_config (its `subset` travels in the dataset spec): the rows' fields, camelCased (core/space.ts). */
 export function recipeOf(t: TrainConfig): MessageInitShape<typeof RecipeSchema> {
-  return {
-    optimizer: OPTIMIZER.value(t.optimizer),
-    lr: t.lr,
-    momentum: t.momentum,
-    nesterov: t.nesterov,
-    weightDecay: t.weight_decay,
-    schedule: SCHEDULE.value(t.schedule),
-    warmupEpochs: t.warmup_epochs,
-    stepSize: t.step_size,
-    gamma: t.gamma,
-    labelSmoothing: t.label_smoothing,
-    gradClip: t.grad_clip,
-    batchSize: t.batch_size,
-    epochs: t.epochs,
-    augment: { hflip: t.augment.hflip, cropPadding: t.augment.crop_padding, cutout: t.augment.cutout },
-    amp: t.amp,
-    channelsLast: t.channels_last,
-    deterministic: t.deterministic,
-    emaDecay: t.ema_decay,
-    trainSeconds: t.train_seconds,
-    context: t.context,
-  };
+  return wireFields(t) as MessageInitShape<typeof RecipeSchema>;
 }
-
-/** 0 on the wire is "not set" (the schema's default), except where the proto tracks presence. */
-const set = <T>(v: T): T | undefined => (v === 0 || v === false ? undefined : v);
 
 /** A wire recipe as the train_config it stands for, validated by the one schema. */
 export function trainConfigOfRecipe(r: Recipe | undefined): ParseResult<TrainConfig> {
-  const authored: Record<string, unknown> = {
-    optimizer: r?.optimizer ? (OPTIMIZER.name(r.optimizer) ?? r.optimizer) : undefined,
-    lr: set(r?.lr),
-    momentum: r?.momentum,
-    nesterov: set(r?.nesterov),
-    weight_decay: set(r?.weightDecay),
-    schedule: r?.schedule ? (SCHEDULE.name(r.schedule) ?? r.schedule) : undefined,
-    warmup_epochs: set(r?.warmupEpochs),
-    step_size: set(r?.stepSize),
-    gamma: set(r?.gamma),
-    label_smoothing: set(r?.labelSmoothing),
-    grad_clip: set(r?.gradClip),
-    batch_size: set(r?.batchSize),
-    epochs: set(r?.epochs),
-    augment: { hflip: set(r?.augment?.hflip), crop_padding: set(r?.augment?.cropPadding), cutout: set(r?.augment?.cutout) },
-    amp: set(r?.amp),
-    channels_last: set(r?.channelsLast),
-    deterministic: set(r?.deterministic),
-    ema_decay: set(r?.emaDecay),
-    train_seconds: set(r?.trainSeconds),
-    context: set(r?.context),
-  };
-  const parsed = TrainConfigSchema.safeParse(dropUndefined(authored) as TrainConfigInput);
+  const authored = authoredFromWire(r as unknown as Record<string, unknown> | undefined);
+  const parsed = TrainConfigSchema.safeParse(authored);
   if (parsed.success) return { ok: true, value: parsed.data };
   return { ok: false, error: parsed.error.issues.map((i) => recipeIssue(i, valueAt(authored, i.path))).join("; ") };
-}
-
-function dropUndefined(o: Record<string, unknown>): Record<string, unknown> {
-  return Object.fromEntries(
-    Object.entries(o)
-      .filter(([, v]) => v !== undefined)
-      .map(([k, v]) => [k, v !== null && typeof v === "object" && !Array.isArray(v) ? dropUndefined(v as Record<string, unknown>) : v]),
-  );
 }
 
 interface Bounds {

@@ -3,6 +3,7 @@
  * tools, and SVG plots beside them. Built from the folded RunState only, so
  * a report can be regenerated at any time from the replayed trajectory.
  */
+import { describeSpace, spaceOf } from "../core/space.js";
 import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { bestRule, intervalBasis, whyBest } from "../core/ranking.js";
@@ -366,6 +367,8 @@ function reportJson(state: RunState, finished: RunFinished, rows: TrialRow[], be
           llm: s.llm || "none",
         }
       : null,
+    // What a person narrowed the search to (launch --space), one phrase per dimension; [] for the built-in space.
+    search_space: describeSpace(spaceOf(s?.space)),
     plots: PLOT_FILES,
   };
 }
@@ -576,6 +579,13 @@ function markdownOf(state: RunState, finished: RunFinished, j: Report["json"]): 
     );
   }
 
+  out.push("## Search space", "");
+  out.push(
+    j.search_space.length
+      ? `Narrowed with --space: ${j.search_space.map(inline).join("; ")}. Every other dimension kept the built-in table's range (core/space.ts); a proposal outside the space was never made.`
+      : "The built-in space: every dimension of core/space.ts at the table's range, every template family for this data.",
+    "",
+  );
   out.push("## Settings", "");
   if (j.settings) {
     out.push(...table(["setting", "value"], Object.entries(j.settings).map(([k, v]) => [k, cell(String(v)) || "—"])), "");

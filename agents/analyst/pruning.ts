@@ -14,7 +14,7 @@ import { create } from "@bufbuild/protobuf";
 import { EvalResultSchema, LearningCurveSchema, SeedResultSchema, type EpochProgress, type EvalResult } from "../../proto/gen/research/v1/runner_pb.js";
 import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import { firstSeed, metricCurves, type RunState, type TrialState } from "../../swarm/run-state.js";
-import { RECIPE_DEFAULTS } from "../../core/defaults.js";
+import { RECIPE_DEFAULTS } from "../../core/space.js";
 import { formatMetric, tolerance, utility, type Objective } from "../../core/objective.js";
 
 /** Finished peers needed before the median means anything. */

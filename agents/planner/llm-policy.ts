@@ -5,6 +5,7 @@
  * every check is a zod issue, so the client feeds its exact text back to the
  * model for another attempt.
  */
+import { describeSpace, outsideSpace, spaceOf } from "../../core/space.js";
 import { z } from "zod";
 import { SURFACE } from "../../core/enums.js";
 import { argumentDefault, CodeModelSchema, isCodeModel, ModelConfigSchema, TrainConfigSchema, type TrialModel } from "../../core/model-config.js";
@@ -44,6 +45,7 @@ function resolvedModel(input: PlanInput, model: TrialModel, parentIds: readonly 
 function proposalSchema(input: PlanInput, index: number) {
   const seen = tried(input.state);
   const maxParams = Number(input.state.goal?.maxParams ?? 0n);
+  const space = spaceOf(input.state.settings?.space);
   const start = input.state.start;
   const startClass = start?.code && isCodeModel(start.model) ? start.model.class_name : undefined;
   return z
@@ -74,6 +76,8 @@ function proposalSchema(input: PlanInput, index: number) {
       else if (maxParams > 0 && params > maxParams) {
         ctx.addIssue({ code: "custom", path: ["model_config"], message: `${params} parameters exceed the limit of ${maxParams}` });
       }
+      const outside = outsideSpace(space, p.train_config);
+      if (outside) ctx.addIssue({ code: "custom", path: ["train_config"], message: outside });
       const fp = configFingerprint(model, p.train_config);
       if (seen.has(fp)) ctx.addIssue({ code: "custom", path: [], message: "this exact configuration was already tried in this run" });
       if (input.failedElsewhere.has(fp)) ctx.addIssue({ code: "custom", path: [], message: "this exact configuration failed in an earlier run" });
@@ -113,6 +117,8 @@ export function contextFor(input: PlanInput, index: number): string {
           ? { objective: `${state.objective.higherIsBetter ? "maximise" : "minimise"} validation ${state.objective.label} within the limits (no target)` }
           : { [`target_${state.objective.key}`]: state.goal?.target }),
         max_params: Number(state.goal?.maxParams ?? 0n),
+        // What the person narrowed the search to: a proposal outside it is refused.
+        ...(state.settings?.space && { search_space: describeSpace(spaceOf(state.settings.space)) }),
       },
       dataset: { input_shape: info.inputShape, input_dtype: info.inputDtype, num_classes: info.numClasses, n_train: info.nTrain, n_val: info.nVal },
       budgets: { trial_time_budget_s: state.settings?.trialTimeBudgetS, seeds_per_trial: state.settings?.seeds, max_trials: state.settings?.maxTrials },

@@ -5,10 +5,11 @@
  * Python (launch --from model.py) gets every recipe edit and, instead of the
  * layer edits, changes of its constructor's numeric and boolean arguments.
  */
-import { DEFAULT_LR, RECIPE_DEFAULTS, type SearchDevice } from "../../core/defaults.js";
+import type { SearchDevice } from "../../core/defaults.js";
+import { applies, batchSizes, DEFAULT_LR, isImage, RECIPE_DEFAULTS } from "../../core/space.js";
 import { OPTIMIZER, type MutationName, type OptimizerName, type SurfaceName } from "../../core/enums.js";
 import { argumentChanges, argumentDefault, isCodeModel, searchableArguments, type ModelConfigInput, type TrainConfigInput, type TrialModelInput } from "../../core/model-config.js";
-import { ArgumentKind, Task, type DatasetInfo, type ModelArgument } from "../../proto/gen/research/v1/runner_pb.js";
+import { ArgumentKind, type DatasetInfo, type ModelArgument } from "../../proto/gen/research/v1/runner_pb.js";
 import type { LayerIn } from "./templates.js";
 
 export interface Genome {
@@ -206,11 +207,8 @@ const train = (g: Genome, patch: Partial<TrainConfigInput>): Genome => ({
   train: { ...g.train, ...patch, ...(patch.lr !== undefined && { lr: Number(patch.lr.toPrecision(4)) }) },
 });
 const pick = <T>(xs: readonly T[], rng: () => number): T => xs[Math.floor(rng() * xs.length)]!;
-/** Classification: the task of every dataset before regression (unspecified) and since. */
-const hasClasses = (info: DatasetInfo) => info.task !== Task.REGRESSION && info.task !== Task.LANGUAGE_MODELLING;
 /** The shortest context the context edit goes to: fewer bytes than a word or two leave a model nothing to read. */
 const MIN_CONTEXT = 16;
-export const isImage = (info: DatasetInfo) => info.inputShape.length === 3 && info.inputDtype !== "int64";
 /** The shorter side of an image dataset's samples; 0 for other data. */
 export const imageSide = (info: DatasetInfo) => (isImage(info) ? Math.min(info.inputShape[1] ?? 0, info.inputShape[2] ?? 0) : 0);
 /** Cutout's square: a quarter of the side (7 px on 28 x 28, 8 on 32 x 32), the size that pays on both. */
@@ -227,15 +225,6 @@ export function lrForBatch(optimizer: OptimizerName, lr: number, from: number, t
   return lr * (optimizer === "sgd" ? ratio : Math.sqrt(ratio));
 }
 
-/** Batch sizes the batch edit moves between: larger on a GPU, where small batches leave it idle. */
-const BATCH_SIZES: Readonly<Record<SearchDevice, readonly number[]>> = { cpu: [64, 128, 256], cuda: [256, 512, 1024] };
-/** A language model's batch counts windows of up to 256 bytes: an image batch's sizes would be 10-100x its tokens. */
-const WINDOW_BATCH_SIZES: Readonly<Record<SearchDevice, readonly number[]>> = { cpu: [8, 16, 32], cuda: [32, 64, 128] };
-
-/** The batch sizes the batch edit and the random draw choose among, for the dataset and device. */
-export function batchSizes(info: DatasetInfo, device: SearchDevice): readonly number[] {
-  return (info.task === Task.LANGUAGE_MODELLING ? WINDOW_BATCH_SIZES : BATCH_SIZES)[device];
-}
 
 export const MUTATIONS: Mutation[] = [
   { surface: "architecture", name: "widen", blocks: [], describe: "widen every layer by 1.5x", apply: onLayers((g) => scaleWidths(g, 1.5)) },
@@ -328,8 +317,7 @@ export const MUTATIONS: Mutation[] = [
     name: "label_smoothing",
     blocks: ["label_smoothing"],
     describe: "label smoothing 0.1",
-    // A regression has no labels to smooth, and a language model's bits per byte would pay for them.
-    apply: (g, { info }) => ((g.train.label_smoothing ?? 0) > 0 || !hasClasses(info) ? undefined : train(g, { label_smoothing: 0.1 })),
+    apply: (g, { info }) => ((g.train.label_smoothing ?? 0) > 0 || !applies("label_smoothing", info) ? undefined : train(g, { label_smoothing: 0.1 })),
   },
   {
     surface: "architecture",
@@ -337,7 +325,7 @@ export const MUTATIONS: Mutation[] = [
     blocks: [],
     describe: "halve or double the bytes a language model reads at once",
     apply: (g, { info, rng }) => {
-      if (info.task !== Task.LANGUAGE_MODELLING) return undefined;
+      if (!applies("context", info)) return undefined;
       const row = info.inputShape[0] ?? 0;
       const from = g.train.context || row;
       const options = [from / 2, from * 2].filter((c) => c >= MIN_CONTEXT && c <= row);
@@ -353,7 +341,7 @@ export const MUTATIONS: Mutation[] = [
     blocks: ["random_crop", "hflip"],
     describe: "random crop (and flips where labels allow)",
     apply: (g, { info }) => {
-      if (!isImage(info) || (g.train.augment?.crop_padding ?? 0) > 0) return undefined;
+      if (!applies("augment.crop_padding", info) || (g.train.augment?.crop_padding ?? 0) > 0) return undefined;
       return train(g, { augment: { ...g.train.augment, crop_padding: 2, hflip: FLIP_SAFE.has(info.name) } });
     },
   },
@@ -363,7 +351,7 @@ export const MUTATIONS: Mutation[] = [
     blocks: ["cutout"],
     describe: "cutout: a random square of each training image blanked",
     apply: (g, { info }) => {
-      if (!isImage(info) || (g.train.augment?.cutout ?? 0) > 0) return undefined;
+      if (!applies("augment.cutout", info) || (g.train.augment?.cutout ?? 0) > 0) return undefined;
       return train(g, { augment: { ...g.train.augment, cutout: cutoutFor(imageSide(info)) } });
     },
   },

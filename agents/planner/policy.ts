@@ -17,14 +17,15 @@
  * random: uniform draws from the same space, no memory. The baseline.
  */
 import type { Brief } from "../../core/brief.js";
-import { PROBE_SEEDS, RECIPE_DEFAULTS, SEARCH_DEFAULTS, type SearchDevice } from "../../core/defaults.js";
-import { OPTIMIZER, SURFACE, type MutationName, type SurfaceName as Surface } from "../../core/enums.js";
+import { PROBE_SEEDS, SEARCH_DEFAULTS, type SearchDevice } from "../../core/defaults.js";
+import { drawIn, intoSpace, isImage, outsideSpace, RECIPE_DEFAULTS, spaceOf, type DimensionName } from "../../core/space.js";
+import { SURFACE, type MutationName, type OptimizerName, type SurfaceName as Surface } from "../../core/enums.js";
 import { isCodeModel, type TrainConfigInput, type TrialModelInput } from "../../core/model-config.js";
 import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import { trialId } from "../../core/ids.js";
 import { Task, type DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
 import { isBaseline, isPromotion, rungOf, scoreOf, scoreText, type HandProposal, type RunState, type TrialState } from "../../swarm/run-state.js";
-import { batchSizes, FLIP_SAFE, isImage, lrForBatch, MUTATIONS, type EditEnv, type Genome, type Mutation } from "./mutations.js";
+import { FLIP_SAFE, lrForBatch, MUTATIONS, type EditEnv, type Genome, type Mutation } from "./mutations.js";
 import { TEMPLATE_WIDTH, templatesFor, type Template } from "./templates.js";
 import { configParamsCounter, paramsCounter } from "./params.js";
 import { fitTpe, GENOME_SPACE, genomeFeatures, type Observation } from "./surrogate.js";
@@ -119,7 +120,7 @@ function startingTrain(input: PlanInput, template?: Template): TrainConfigInput 
   // A family that names its batch keeps it, its lr being for that batch (a language model's
   // batch counts windows of hundreds of bytes); any other lr is for 128, scaled to the device's.
   const batch = template?.recipe?.batch_size;
-  return {
+  return intoSpace(spaceOf(s?.space), {
     ...recipe,
     lr: batch ? recipe.lr : lrForBatch(recipe.optimizer ?? RECIPE_DEFAULTS.optimizer, recipe.lr!, 128, d.batchSize),
     batch_size: batch ?? d.batchSize,
@@ -128,7 +129,13 @@ function startingTrain(input: PlanInput, template?: Template): TrainConfigInput 
     ...(d.amp && { amp: true }),
     ...memoryFormat(input),
     ...(template?.recipe && image && FLIP_SAFE.has(input.info.name) && { augment: { hflip: true } }),
-  };
+  });
+}
+
+/** The templates the run may start from: the data's, narrowed to the families of the run's space (launch --space). */
+function searchTemplates(info: DatasetInfo, device: SearchDevice, families: readonly string[]): Template[] {
+  const all = templatesFor(info, device);
+  return families.length ? all.filter((t) => families.includes(t.name)) : all;
 }
 
 /** Building blocks named by a brief, in the brief's order of relevance. */
@@ -151,7 +158,7 @@ function withinBudget(input: PlanInput, g: Genome, seen: Set<string>): string | 
   if (typeof p === "string") return p;
   const max = Number(input.state.goal?.maxParams ?? 0n);
   if (max > 0 && p > max) return `${p} parameters exceed the limit of ${max}`;
-  return undefined;
+  return outsideSpace(spaceOf(input.state.settings?.space), g.train);
 }
 
 /** How many times a template may be narrowed to fit the goal's parameter limit (each 2/3 the width). */
@@ -179,11 +186,11 @@ const fitted = (input: PlanInput, g: Genome): Genome => narrowedToFit(g, Number(
  * The fewest parameters a starting template reaches for a parameter limit of `max`: a limit below
  * it leaves the built-in brain nothing to start from, which a launch says before it starts.
  */
-export function smallestTemplate(info: DatasetInfo, device: SearchDevice, max: number): { name: string; params: number } | undefined {
+export function smallestTemplate(info: DatasetInfo, device: SearchDevice, max: number, families: readonly string[] = []): { name: string; params: number } | undefined {
   const env: EditEnv = { info, device, rng: () => 0.5, arguments: [] };
   // Templates are model_configs: their count is the compiler's.
   const count = configParamsCounter(info);
-  const sizes = templatesFor(info, device).flatMap((t) => {
+  const sizes = searchTemplates(info, device, families).flatMap((t) => {
     const p = count(narrowedToFit({ model: t.build(info, TEMPLATE_WIDTH[device]), train: {} }, max, count, env).model);
     return typeof p === "number" ? [{ name: t.name, params: p }] : [];
   });
@@ -195,7 +202,8 @@ export const initialBuiltin = (input: PlanInput, count: number): Proposal[] => {
   const recipeBlocks = blocks.filter((b) => RECIPE_FROM_BRIEF[b]);
   const rank = (t: Template) => t.blocks.filter((b) => blocks.includes(b)).length;
   const device = input.device ?? "cpu";
-  const templates = templatesFor(input.info, device)
+  const space = spaceOf(input.state.settings?.space);
+  const templates = searchTemplates(input.info, device, space.families)
     .map((t, i) => ({ t, i, r: rank(t) }))
     .sort((a, b) => b.r - a.r || a.i - b.i)
     .map((x) => x.t);
@@ -206,7 +214,7 @@ export const initialBuiltin = (input: PlanInput, count: number): Proposal[] => {
     const recipe = recipeBlocks[out.length % Math.max(1, recipeBlocks.length)];
     // A family's own recipe stands; the brief's recipe knob goes to families without one.
     const knob = recipe && !t.recipe ? RECIPE_FROM_BRIEF[recipe] : undefined;
-    const train = { ...startingTrain(input, t), ...knob };
+    const train = intoSpace(space, { ...startingTrain(input, t), ...knob });
     const g = fitted(input, { model: t.build(input.info, TEMPLATE_WIDTH[device]), train });
     // A restart later in the run is timed from the measured trial closest in size.
     if (withinBudget(input, g, seen) ?? timing(input, g, PROBE_SEEDS).over) continue;
@@ -475,18 +483,21 @@ function proposalFrom(
 export const randomPolicy: Policy = (input, index) => {
   const { rng, info } = input;
   const device = input.device ?? "cpu";
-  const templates = templatesFor(info, device);
+  const space = spaceOf(input.state.settings?.space);
+  const templates = searchTemplates(info, device, space.families);
   const seen = tried(input.state);
+  const draw = (name: DimensionName) => drawIn(space, name, rng, device, info);
   for (let attempt = 0; attempt < 20; attempt++) {
     const t = templates[Math.floor(rng() * templates.length)]!;
     const start = startingTrain(input);
     const subsets = start.subset ? [start.subset, start.subset * 2, start.subset * 4, 0] : [0];
+    // The draws in this order: a run's random stream gives the same trials it gave before the table.
     const train: TrainConfigInput = {
       ...start,
-      optimizer: OPTIMIZER.names[Math.floor(rng() * OPTIMIZER.names.length)]!,
-      lr: Math.exp(Math.log(3e-4) + rng() * (Math.log(1e-2) - Math.log(3e-4))),
-      batch_size: batchSizes(info, device)[Math.floor(rng() * 3)]!,
-      epochs: 2 + Math.floor(rng() * 5),
+      optimizer: draw("optimizer") as OptimizerName,
+      lr: draw("lr") as number,
+      batch_size: draw("batch_size") as number,
+      epochs: draw("epochs") as number,
       subset: subsets[Math.floor(rng() * subsets.length)]!,
     };
     let g = fitted(input, { model: t.build(info, TEMPLATE_WIDTH[device]), train });

@@ -14,8 +14,7 @@
  * cost O(history) per score and need no dependency; the product kernel keeps
  * interactions such as "the right lr depends on the optimizer".
  */
-import { DEFAULT_LR, RECIPE_DEFAULTS } from "../../core/defaults.js";
-import { OPTIMIZER, SCHEDULE } from "../../core/enums.js";
+import { RECIPE_FEATURES, recipeFeatures } from "../../core/space.js";
 import { ACTIVATIONS, isCodeModel, type Activation, type TrainConfigInput, type TrialModelInput } from "../../core/model-config.js";
 import type { LayerIn } from "./templates.js";
 
@@ -149,44 +148,39 @@ function logNormal(x: number, mu: number, sigma: number): number {
   return -0.5 * z * z - Math.log(sigma) - LOG_SQRT_2PI;
 }
 
-/** The order of genomeFeatures' values. Subset and epochs are absent: they are the fidelity, which the scheduler decides. */
-export const GENOME_SPACE: Dimension[] = [
-  { name: "log10_params", kind: "continuous", low: 3, high: 8 },
-  { name: "depth", kind: "continuous", low: 1, high: 40 },
-  { name: "log10_lr", kind: "continuous", low: -5, high: 0 },
-  { name: "log10_weight_decay", kind: "continuous", low: -6, high: 0 },
-  { name: "label_smoothing", kind: "continuous", low: 0, high: 0.3 },
-  { name: "dropout", kind: "continuous", low: 0, high: 0.6 },
-  { name: "optimizer", kind: "categorical", categories: OPTIMIZER.names.length },
-  { name: "schedule", kind: "categorical", categories: SCHEDULE.names.length },
-  { name: "log2_batch_size", kind: "continuous", low: 4, high: 10 },
-  { name: "augment", kind: "categorical", categories: 2 },
-  { name: "se", kind: "categorical", categories: 2 },
+/** The model's own features, read off its layers (a model in Python has none to read: its size only). */
+const MODEL_FEATURES: Array<{ dim: Dimension; read: (layers: LayerIn[], params: number) => number }> = [
+  { dim: { name: "log10_params", kind: "continuous", low: 3, high: 8 }, read: (_, params) => Math.log10(Math.max(1, params)) },
+  { dim: { name: "depth", kind: "continuous", low: 1, high: 40 }, read: (layers) => layers.reduce((s, l) => s + weightedDepth(l), 0) },
+  { dim: { name: "dropout", kind: "continuous", low: 0, high: 0.6 }, read: (layers) => Math.max(0, ...layers.map(dropoutOf)) },
+  { dim: { name: "se", kind: "categorical", categories: 2 }, read: (layers) => (layers.some((l) => l.type === "se" || (l.type === "mbconv" && (l.se_ratio ?? 0.25) > 0)) ? 1 : 0) },
   // The last category: no explicit activation (a transformer's or mixer's is built in).
-  { name: "activation", kind: "categorical", categories: ACTIVATIONS.length + 1 },
+  { dim: { name: "activation", kind: "categorical", categories: ACTIVATIONS.length + 1 }, read: dominantActivation },
 ];
+
+const RECIPE_DIMS: Dimension[] = RECIPE_FEATURES.map(({ row, feature }) =>
+  "categorical" in feature ? { name: feature.name, kind: "categorical", categories: row.choices!.length } : { name: feature.name, kind: "continuous", low: feature.low, high: feature.high },
+);
+
+/**
+ * The surrogate's order of the model's features and the recipe's (the rows of core/space.ts
+ * with a feature), as it was before the table, so a run's scores stay what they were; a new
+ * row's feature comes last.
+ */
+const ORDER = ["log10_params", "depth", "log10_lr", "log10_weight_decay", "label_smoothing", "dropout", "optimizer", "schedule", "log2_batch_size", "augment", "se", "activation"];
+const rank = (name: string) => (ORDER.includes(name) ? ORDER.indexOf(name) : ORDER.length);
+const ALL = [...MODEL_FEATURES.map((f) => f.dim.name), ...RECIPE_DIMS.map((d) => d.name)];
+/** Where each of ALL's values goes in GENOME_SPACE. */
+const POSITION = ALL.map((_, i) => i).sort((a, b) => rank(ALL[a]!) - rank(ALL[b]!) || a - b);
+
+/** The order of genomeFeatures' values. Subset and epochs are absent: they are the fidelity, which the scheduler decides. */
+export const GENOME_SPACE: Dimension[] = POSITION.map((i) => [...MODEL_FEATURES.map((f) => f.dim), ...RECIPE_DIMS][i]!);
 
 /** What a trial trained with, in GENOME_SPACE's order; absent fields read as the schemas' defaults. */
 export function genomeFeatures(model: TrialModelInput, train: TrainConfigInput, params: number): number[] {
-  // A model in Python has no layers to read: it is seen through its size and its recipe.
   const layers = isCodeModel(model) ? [] : flatLayers(model.layers);
-  const optimizer = train.optimizer ?? RECIPE_DEFAULTS.optimizer;
-  const schedule = train.schedule ?? RECIPE_DEFAULTS.schedule;
-  return [
-    Math.log10(Math.max(1, params)),
-    layers.reduce((s, l) => s + weightedDepth(l), 0),
-    // The schema's default lr is the default optimizer's, whatever optimizer the config names.
-    Math.log10(train.lr ?? DEFAULT_LR[RECIPE_DEFAULTS.optimizer]),
-    Math.log10((train.weight_decay ?? 0) + 1e-6),
-    train.label_smoothing ?? 0,
-    Math.max(0, ...layers.map(dropoutOf)),
-    OPTIMIZER.names.indexOf(optimizer),
-    SCHEDULE.names.indexOf(schedule),
-    Math.log2(train.batch_size ?? RECIPE_DEFAULTS.batchSize),
-    (train.augment?.crop_padding ?? 0) > 0 ? 1 : 0,
-    layers.some((l) => l.type === "se" || (l.type === "mbconv" && (l.se_ratio ?? 0.25) > 0)) ? 1 : 0,
-    dominantActivation(layers),
-  ];
+  const all = [...MODEL_FEATURES.map((f) => f.read(layers, params)), ...recipeFeatures(train)];
+  return POSITION.map((i) => all[i]!);
 }
 
 /** The index in ACTIVATIONS of the most used activation (the first on a tie), ACTIVATIONS.length when there is none. */

@@ -8,7 +8,8 @@
  *   seeds for the time left before the reserve (swarm/budget.ts, the plan the judge stops by),
  *   its seeds placed on the runner's slots as the trials in flight will free them.
  */
-import { DEFAULT_SEEDS, RECIPE_DEFAULTS } from "../../core/defaults.js";
+import { DEFAULT_SEEDS } from "../../core/defaults.js";
+import { RECIPE_DEFAULTS } from "../../core/space.js";
 import type { TrainConfigInput } from "../../core/model-config.js";
 import { budgetPlan, overRunBudget } from "../../swarm/budget.js";
 import { liveSeconds, paramsOf, slowestSeed, slowestSeedSeconds, type RunState, type TrialState } from "../../swarm/run-state.js";

@@ -56,6 +56,7 @@ function flagsOf(f: StartRunFields, a: RunArgs): RunArgs {
     class: f.class,
     recipe: f.recipe,
     "no-research": f.no_research,
+    space: f.space && JSON.stringify(f.space),
   };
 }
 

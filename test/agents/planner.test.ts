@@ -13,6 +13,7 @@ import { stalledOn, stallQuery } from "../../agents/planner/stall.js";
 import { MUTATIONS } from "../../agents/planner/mutations.js";
 import { MUTATION } from "../../core/enums.js";
 import { contextFor } from "../../agents/planner/llm-policy.js";
+import { outsideSpace, parseSpace, spaceMessage } from "../../core/space.js";
 import { researchBrief } from "../../research/research.js";
 import { ArgumentKind, DatasetInfoSchema, Metric, ModelArgumentSchema, SeedResultSchema, Task } from "../../proto/gen/research/v1/runner_pb.js";
 import { Mutation, Surface } from "../../proto/gen/research/v1/common_pb.js";
@@ -328,5 +329,44 @@ describe("a language model's start and edits", () => {
     // No context edit for other tasks, and no label smoothing for a language model.
     expect(edit("context").apply(g, { ...env, info: FASHION, rng: mulberry32(0) })).toBeUndefined();
     expect(edit("label_smoothing").apply(g, { ...env, rng: mulberry32(0) })).toBeUndefined();
+  });
+});
+
+describe("a narrowed space (launch --space)", () => {
+  const parsed = parseSpace({ families: ["vgg-cnn", "bn-cnn"], optimizer: { values: ["adamw"] }, lr: { low: 5e-4, high: 1.5e-3 }, label_smoothing: "default", batch_size: { values: [128, 256] } });
+  if (!parsed.ok) throw new Error(parsed.error);
+  const space = parsed.value;
+  const narrowed = (events: EventInit[]): PlanInput => {
+    const s = state([started({ parallel: 2, space: spaceMessage(space) }, { dataset: "fashion-mnist" }), ...events]);
+    return { state: s, info: FASHION, rng: mulberry32(7), params: paramsCounter(s, FASHION), failedElsewhere: new Set() };
+  };
+
+  it("starts from its families only, with recipes moved into it", () => {
+    const first = initialBuiltin(narrowed([]), 4);
+    expect(first.length).toBeGreaterThan(0);
+    for (const p of first) {
+      expect(["vgg-cnn", "bn-cnn"]).toContain(p.model.name);
+      expect(outsideSpace(space, p.train), p.hypothesis).toBeUndefined();
+    }
+  });
+
+  it("never edits out of it, and its random draws stay in it", () => {
+    const first = initialBuiltin(narrowed([]), 2);
+    const events: EventInit[] = first.flatMap((p, i): EventInit[] => [
+      { runId: RUN, trialId: `t${i}`, body: { case: "trialProposed", value: { surface: Surface.ARCHITECTURE, modelConfigJson: JSON.stringify(p.model), trainConfigJson: JSON.stringify(p.train) } } },
+      timed(evaluated(`t${i}`, 0.85 + i / 100), 10),
+      { runId: RUN, trialId: `t${i}`, body: { case: "trialJudged", value: { verdict: Verdict.ACCEPT, decision: Decision.ITERATE } } },
+    ]);
+    const edits = Array.from({ length: 16 }, (_, i) => nextBuiltin({ ...narrowed(events), rng: mulberry32(i) }, 2 + i)).filter((p) => p !== undefined);
+    expect(edits.length).toBeGreaterThan(8);
+    for (const p of edits) expect(outsideSpace(space, p.train), p.hypothesis).toBeUndefined();
+    // Edits of what the space pins are passed over, with the reason said.
+    expect(edits.map((p) => p.mutation)).not.toContain("label_smoothing");
+    expect(edits.map((p) => p.mutation)).not.toContain("optimizer");
+    const draws = Array.from({ length: 12 }, (_, i) => randomPolicy({ ...narrowed([]), rng: mulberry32(100 + i) }, i)!);
+    for (const p of draws) {
+      expect(outsideSpace(space, p.train), p.hypothesis).toBeUndefined();
+      expect(p.model.name).toMatch(/^(vgg-cnn|bn-cnn)/);
+    }
   });
 });

@@ -132,6 +132,9 @@ describe("research-agent", () => {
       [["--resume", "r1", "--seeds", "2"], "--resume continues run r1 as it was set up; only --time-budget may change it (its new total of live time): drop --seeds"],
       [["--export", "mlflow:out"], '--export: only tensorboard follows a run live (--export tensorboard:DIR), got "mlflow:out"; research-agent export writes mlflow and wandb after the run'],
       [["--export", `tensorboard:${good}/tb`], `--export: cannot make ${good}/tb: ${good} is not a folder`],
+      [["--space", "{lr: {low: 0.1, high: 0.01}}"], "--space: lr low 0.1 is above high 0.01"],
+      [["--space", join(dir, "no-space.yaml")], `--space: no file ${join(dir, "no-space.yaml")} (a YAML or JSON space, or the document itself: --space '{lr: {low: 1e-4, high: 1e-2}}')`],
+      [["--space", "{epochs: 3}"], "--space: epochs is not searched (epochs are the scheduler's fidelity: --epochs sets the probes', the time budget the last training's); set it with a --recipe or a flag instead"],
     ];
     // Side by side: each CLI start costs seconds of CPU, and a loaded machine shares more of it with more processes.
     const ran = await Promise.all(cases.map(([flags]) => {

@@ -8,6 +8,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { parse as parseYaml } from "yaml";
 import { run } from "../helpers/run.js";
 import { duration } from "../../lineage-store/report.js";
 
@@ -42,12 +43,14 @@ function cleanUp(workspace: string): void {
 
 // Side by side: each test mostly waits on its own swarm (its time budget, JetStream's redelivery).
 describe.concurrent("launch --resume", () => {
-  it("finishes a run whose launcher was killed, once per trial", async () => {
+  it("finishes a run whose launcher was killed, once per trial, in the space it was launched with", async () => {
     const workspace = mkdtempSync(join(tmpdir(), "resume-test-"));
+    // The resumed run's agents read the space from the run's first event, as the killed ones did.
+    const space = "{families: [bn-cnn, vgg-cnn, se-cnn], optimizer: {values: [adam, adamw]}, label_smoothing: default}";
     try {
       const first = spawn(
         "./research-agent",
-        ["launch", "--goal", "digits: reach 99.9% validation accuracy", "--max-trials", "6", "--seeds", "3", "--epochs", "1", "--no-research", "--workspace", workspace],
+        ["launch", "--goal", "digits: reach 99.9% validation accuracy", "--max-trials", "6", "--seeds", "3", "--epochs", "1", "--no-research", "--space", space, "--workspace", workspace],
         // Its own process group, signalled whole below, as a terminal's Ctrl-C is.
         { env, stdio: ["ignore", "pipe", "pipe"], detached: true },
       );
@@ -82,7 +85,17 @@ describe.concurrent("launch --resume", () => {
       const ids = registry.map((e) => e.trial_id);
       expect(new Set(ids).size).toBe(ids.length);
       expect(ids).toHaveLength(summary.trials);
-      expect(existsSync(join(workspace, "runs", runId, "report.md"))).toBe(true);
+      expect(readFileSync(join(workspace, "runs", runId, "report.md"), "utf8")).toContain(
+        "Narrowed with --space: families bn-cnn, vgg-cnn, se-cnn; optimizer one of adam, adamw; label_smoothing fixed at 0.",
+      );
+      for (const id of ids) {
+        const folder = join(workspace, "runs", runId, "experiments", id);
+        const train = parseYaml(readFileSync(join(folder, "train_config.yaml"), "utf8")) as { optimizer?: string; label_smoothing?: number };
+        const model = parseYaml(readFileSync(join(folder, "model_config.yaml"), "utf8")) as { name: string };
+        expect(["adam", "adamw"], id).toContain(train.optimizer ?? "adam");
+        expect(train.label_smoothing ?? 0, id).toBe(0);
+        expect(model.name, id).toMatch(/^(bn-cnn|vgg-cnn|se-cnn)\b/);
+      }
     } finally {
       cleanUp(workspace);
     }

@@ -228,7 +228,7 @@ class Net(nn.Module):
   const digits = create(DatasetInfoSchema, { name: "digits", inputShape: [1, 8, 8], numClasses: 10, inputDtype: "float32" });
   const problemOf = (code: string, maxParams = 0, className = "Net") => {
     const model = { name: className, class_name: className, init_kwargs: {} };
-    const start: Start = { point: create(StartingPointSchema, { origin: "net.py", modelConfigJson: JSON.stringify(model), modelCode: code }), model };
+    const start: Start = { point: create(StartingPointSchema, { origin: "net.py", modelConfigJson: JSON.stringify(model), modelCode: code }), model, train: {} };
     return { start, problem: startProblem(start, create(GoalSchema, { dataset: "digits", maxParams: BigInt(maxParams) }), digits, client) };
   };
 
@@ -255,7 +255,7 @@ class Net(nn.Module):
     for (const [c, expected] of cases) expect(await c.problem).toMatch(expected);
     // A model_config is compiled here, no runner needed, and held to the same limit.
     const mlp = { name: "mlp", layers: [{ type: "flatten" as const }, { type: "linear" as const, out_features: 512 }] };
-    const yaml: Start = { point: create(StartingPointSchema, { origin: "big.yaml", modelConfigJson: JSON.stringify(mlp) }), model: mlp };
+    const yaml: Start = { point: create(StartingPointSchema, { origin: "big.yaml", modelConfigJson: JSON.stringify(mlp) }), model: mlp, train: {} };
     expect(await startProblem(yaml, create(GoalSchema, { dataset: "digits", maxParams: 5000n }), digits, client)).toBe("--from big.yaml: 38,410 parameters exceed the goal's limit of 5,000");
   });
 });

@@ -123,11 +123,12 @@ class Client:
 
     # New runs (a dashboard of `research-agent serve`: else DashboardError with Code.CONFLICT).
 
-    def start_run(self, goal: str, **flags: str | int | bool) -> RunTaken:
+    def start_run(self, goal: str, **flags: str | int | bool | dict[str, Any]) -> RunTaken:
         """Asks the swarm for a run of ``goal``: checked as ``launch`` checks its flags, then queued.
 
         ``flags`` are launch's run flags in snake_case: ``time_budget="20m"``, ``max_params=200_000``,
-        ``seeds=3``, ``from_="model.py"`` with ``class_="Net"`` (paths on the serving machine), ...
+        ``seeds=3``, ``from_="model.py"`` with ``class_="Net"`` (paths on the serving machine),
+        ``space={"lr": {"low": 1e-4, "high": 1e-2}, "families": ["vgg-cnn"]}`` (launch --space's document), ...
         A goal the swarm cannot run raises DashboardError (``bad_request``) with launch's own line.
         """
         body = {k.rstrip("_"): v for k, v in flags.items()}

@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file research/v1/events.proto.
  */
 export const file_research_v1_events: GenFile = /*@__PURE__*/
-  fileDesc("ChhyZXNlYXJjaC92MS9ldmVudHMucHJvdG8SC3Jlc2VhcmNoLnYxIuQBCgRHb2FsEhAKCHJhd190ZXh0GAEgASgJEg8KB2RhdGFzZXQYAiABKAkSEAoIZGF0YV9kaXIYAyABKAkSDgoGdGFyZ2V0GAUgASgBEhIKCm1heF9wYXJhbXMYBiABKAQSFQoNdGltZV9idWRnZXRfcxgHIAEoARIVCg10YXJnZXRfY29sdW1uGAggASgJEhIKCm9wZW5fZW5kZWQYCSABKAgSEwoLZGVzY3JpcHRpb24YCiABKAkSJgoJb2JqZWN0aXZlGAsgASgOMhMucmVzZWFyY2gudjEuTWV0cmljSgQIBBAFIuYBCgtSdW5TZXR0aW5ncxISCgptYXhfdHJpYWxzGAEgASgNEg0KBXNlZWRzGAIgASgNEhAKCHBhcmFsbGVsGAMgASgNEg8KB3BsYW5uZXIYBCABKAkSEAoIcGF0aWVuY2UYBSABKA0SDgoGc3Vic2V0GAYgASgNEg4KBmVwb2NocxgHIAEoDRIbChN0cmlhbF90aW1lX2J1ZGdldF9zGAggASgBEhAKCHJuZ19zZWVkGAkgASgNEhEKCXdvcmtzcGFjZRgKIAEoCRIQCghyZXNlYXJjaBgLIAEoCBILCgNsbG0YDCABKAkiqAEKDVN0YXJ0aW5nUG9pbnQSDgoGb3JpZ2luGAEgASgJEhkKEW1vZGVsX2NvbmZpZ19qc29uGAIgASgJEhkKEXRyYWluX2NvbmZpZ19qc29uGAMgASgJEhIKCm1vZGVsX2NvZGUYBCABKAkSLQoJYXJndW1lbnRzGAUgAygLMhoucmVzZWFyY2gudjEuTW9kZWxBcmd1bWVudBIOCgZwYXJhbXMYBiABKAQihAEKClJ1blN0YXJ0ZWQSHwoEZ29hbBgBIAEoCzIRLnJlc2VhcmNoLnYxLkdvYWwSKgoIc2V0dGluZ3MYAiABKAsyGC5yZXNlYXJjaC52MS5SdW5TZXR0aW5ncxIpCgVzdGFydBgDIAEoCzIaLnJlc2VhcmNoLnYxLlN0YXJ0aW5nUG9pbnQieAoKQnJpZWZSZWFkeRIQCghicmllZl9pZBgBIAEoCRINCgVxdWVyeRgCIAEoCRISCgpicmllZl9qc29uGAMgASgJEg4KBmF1dGhvchgEIAEoCRISCgpyZXF1ZXN0X2lkGAUgASgJEhEKCXRyaWFsX2lkcxgGIAMoCSKGAQoRUmVzZWFyY2hSZXF1ZXN0ZWQSEgoKcmVxdWVzdF9pZBgBIAEoCRINCgVxdWVyeRgCIAEoCRIlCgdzdXJmYWNlGAYgASgOMhQucmVzZWFyY2gudjEuU3VyZmFjZRIOCgZyZWFzb24YBCABKAkSEQoJdHJpYWxfaWRzGAUgAygJSgQIAxAEIvYCCg1UcmlhbFByb3Bvc2VkEhIKCmh5cG90aGVzaXMYASABKAkSEQoJcmF0aW9uYWxlGAIgASgJEhIKCnBhcmVudF9pZHMYAyADKAkSJQoHc3VyZmFjZRgLIAEoDjIULnJlc2VhcmNoLnYxLlN1cmZhY2USGQoRbW9kZWxfY29uZmlnX2pzb24YBSABKAkSGQoRdHJhaW5fY29uZmlnX2pzb24YBiABKAkSDQoFaW5kZXgYByABKA0SGAoQYWRvcHRlZF9jb25jZXB0cxgIIAMoCRIQCghwcm9wb3NlchgJIAEoCRIWCg5wcm9tcHRfdmVyc2lvbhgKIAEoCRIMCgRydW5nGAwgASgNEg0KBXNlZWRzGA0gASgNEhcKD2ludGVydmVudGlvbl9pZBgOIAEoCRIVCg1sYXN0X3RyYWluaW5nGA8gASgIEicKCG11dGF0aW9uGBAgASgOMhUucmVzZWFyY2gudjEuTXV0YXRpb25KBAgEEAUi8gEKDlRyaWFsQXNzZW1ibGVkEgwKBGNvZGUYASABKAkSEgoKY2xhc3NfbmFtZRgCIAEoCRIMCgRkaWZmGAMgASgJEi8KB3N1bW1hcnkYBCABKAsyHi5yZXNlYXJjaC52MS5TdW1tYXJpemVSZXNwb25zZRIlCgdmYWlsdXJlGAUgASgLMhQucmVzZWFyY2gudjEuRmFpbHVyZRItCgdyZXF1ZXN0GAYgASgLMhwucmVzZWFyY2gudjEuRXZhbHVhdGVSZXF1ZXN0EhkKEXN1bW1hcnlfbmFycmF0aXZlGAcgASgJEg4KBmF1dGhvchgIIAEoCSI9Cg1UcmlhbFByb2dyZXNzEiwKCHByb2dyZXNzGAEgASgLMhoucmVzZWFyY2gudjEuRXBvY2hQcm9ncmVzcyJsCghBbmFseXNpcxITCgtvdmVyZml0dGluZxgBIAEoCRITCgtjb252ZXJnZW5jZRgCIAEoCRIUCgx3ZWFrX2NsYXNzZXMYAyADKA0SDQoFbm90ZXMYBCADKAkSEQoJbmFycmF0aXZlGAUgASgJIp8BCg5UcmlhbEV2YWx1YXRlZBInCgZyZXN1bHQYASABKAsyFy5yZXNlYXJjaC52MS5FdmFsUmVzdWx0EiUKB2ZhaWx1cmUYAiABKAsyFC5yZXNlYXJjaC52MS5GYWlsdXJlEicKCGFuYWx5c2lzGAMgASgLMhUucmVzZWFyY2gudjEuQW5hbHlzaXMSFAoMZXZhbF9zZWNvbmRzGAQgASgBIuUCCgtUcmlhbEp1ZGdlZBIlCgd2ZXJkaWN0GAEgASgOMhQucmVzZWFyY2gudjEuVmVyZGljdBInCghkZWNpc2lvbhgCIAEoDjIVLnJlc2VhcmNoLnYxLkRlY2lzaW9uEg4KBnJlYXNvbhgDIAEoCRIkCgdydW5fZW5kGA0gASgOMhMucmVzZWFyY2gudjEuUnVuRW5kEhIKCnJ1bl9yZWFzb24YDiABKAkSFQoNYmVzdF90cmlhbF9pZBgEIAEoCRINCgVzY29yZRgFIAEoARIOCgZjaV9sb3cYBiABKAESDwoHY2lfaGlnaBgHIAEoARIlCgdmYWlsdXJlGAggASgLMhQucmVzZWFyY2gudjEuRmFpbHVyZRIlCgdzdXJmYWNlGAwgASgOMhQucmVzZWFyY2gudjEuU3VyZmFjZRIMCgRnYWluGAogASgBEhMKC3RyaWFsc19kb25lGAsgASgNSgQICRAKIvMBCgtSdW5GaW5pc2hlZBImCgZzdGF0dXMYCSABKA4yFi5yZXNlYXJjaC52MS5SdW5TdGF0dXMSFQoNYmVzdF90cmlhbF9pZBgCIAEoCRITCgtyZXBvcnRfcGF0aBgDIAEoCRIVCg1yZWdpc3RyeV9wYXRoGAQgASgJEiwKC3Rlc3RfcmVzdWx0GAUgASgLMhcucmVzZWFyY2gudjEuRXZhbFJlc3VsdBIOCgZ0cmlhbHMYBiABKA0SDwoHc2Vjb25kcxgHIAEoARIOCgZyZWFzb24YCCABKAkSFAoMdGVzdF9za2lwcGVkGAogASgJSgQIARACIiwKC1BsYW5uZXJJZGxlEg4KBnJlYXNvbhgBIAEoCRINCgVpbmRleBgCIAEoDSI3CgpSdW5SZXN1bWVkEhIKCmRvd250aW1lX3MYASABKAESFQoNdGltZV9idWRnZXRfcxgCIAEoASLrAQoHTGxtQ2FsbBIMCgRyb2xlGAEgASgJEg0KBW1vZGVsGAIgASgJEg8KB3B1cnBvc2UYAyABKAkSFQoNcHJvbXB0X3Rva2VucxgEIAEoDRIZChFjb21wbGV0aW9uX3Rva2VucxgFIAEoDRISCgpsYXRlbmN5X21zGAYgASgBEhAKCGNvc3RfdXNkGAcgASgBEhAKCGF0dGVtcHRzGAggASgNEg8KB291dGNvbWUYCSABKAkSDQoFZXJyb3IYCiABKAkSFgoOcHJvbXB0X3ZlcnNpb24YCyABKAkSEAoIcmVxdWVzdHMYDCABKA0iZgoJSGVhcnRiZWF0EgwKBHJvbGUYASABKAkSEAoIaW5zdGFuY2UYAiABKAkSEQoJaW5fZmxpZ2h0GAMgASgNEhUKDXN0YXJ0ZWRfYXRfbXMYBCABKAMSDwoHaGFuZGxlZBgFIAEoDSLPAQoMSW50ZXJ2ZW50aW9uEhcKD2ludGVydmVudGlvbl9pZBgBIAEoCRIrCgRraW5kGAIgASgOMh0ucmVzZWFyY2gudjEuSW50ZXJ2ZW50aW9uS2luZBILCgN3aG8YAyABKAkSDgoGcmVhc29uGAQgASgJEhIKCmh5cG90aGVzaXMYBSABKAkSGQoRbW9kZWxfY29uZmlnX2pzb24YBiABKAkSGQoRdHJhaW5fY29uZmlnX2pzb24YByABKAkSEgoKcGFyZW50X2lkcxgIIAMoCSK6BgoFRXZlbnQSDgoGcnVuX2lkGAEgASgJEhAKCHRyaWFsX2lkGAIgASgJEhAKCGV2ZW50X2lkGAMgASgJEhUKDWVtaXR0ZWRfYXRfbXMYBCABKAMSEAoIcHJvZHVjZXIYBSABKAkSLgoLcnVuX3N0YXJ0ZWQYCiABKAsyFy5yZXNlYXJjaC52MS5SdW5TdGFydGVkSAASLgoLYnJpZWZfcmVhZHkYCyABKAsyFy5yZXNlYXJjaC52MS5CcmllZlJlYWR5SAASNAoOdHJpYWxfcHJvcG9zZWQYDCABKAsyGi5yZXNlYXJjaC52MS5UcmlhbFByb3Bvc2VkSAASNgoPdHJpYWxfYXNzZW1ibGVkGA0gASgLMhsucmVzZWFyY2gudjEuVHJpYWxBc3NlbWJsZWRIABI0Cg50cmlhbF9wcm9ncmVzcxgOIAEoCzIaLnJlc2VhcmNoLnYxLlRyaWFsUHJvZ3Jlc3NIABI2Cg90cmlhbF9ldmFsdWF0ZWQYDyABKAsyGy5yZXNlYXJjaC52MS5UcmlhbEV2YWx1YXRlZEgAEjAKDHRyaWFsX2p1ZGdlZBgQIAEoCzIYLnJlc2VhcmNoLnYxLlRyaWFsSnVkZ2VkSAASMAoMcnVuX2ZpbmlzaGVkGBEgASgLMhgucmVzZWFyY2gudjEuUnVuRmluaXNoZWRIABIrCgloZWFydGJlYXQYEiABKAsyFi5yZXNlYXJjaC52MS5IZWFydGJlYXRIABIoCghsbG1fY2FsbBgTIAEoCzIULnJlc2VhcmNoLnYxLkxsbUNhbGxIABI8ChJyZXNlYXJjaF9yZXF1ZXN0ZWQYFCABKAsyHi5yZXNlYXJjaC52MS5SZXNlYXJjaFJlcXVlc3RlZEgAEjUKEHJ1bl9pbnRlcnZlbnRpb24YFSABKAsyGS5yZXNlYXJjaC52MS5JbnRlcnZlbnRpb25IABIuCgtydW5fcmVzdW1lZBgWIAEoCzIXLnJlc2VhcmNoLnYxLlJ1blJlc3VtZWRIABIwCgxwbGFubmVyX2lkbGUYFyABKAsyGC5yZXNlYXJjaC52MS5QbGFubmVySWRsZUgAQgYKBGJvZHkqXwoHVmVyZGljdBIXChNWRVJESUNUX1VOU1BFQ0lGSUVEEAASEgoOVkVSRElDVF9BQ0NFUFQQARISCg5WRVJESUNUX1JFSkVDVBACEhMKD1ZFUkRJQ1RfSUxMRUdBTBADKmkKCERlY2lzaW9uEhgKFERFQ0lTSU9OX1VOU1BFQ0lGSUVEEAASFAoQREVDSVNJT05fSVRFUkFURRABEhoKFkRFQ0lTSU9OX0dPQUxfQUNISUVWRUQQAhIRCg1ERUNJU0lPTl9TVE9QEAMq0wEKBlJ1bkVuZBIXChNSVU5fRU5EX1VOU1BFQ0lGSUVEEAASFAoQUlVOX0VORF9HT0FMX01FVBABEh0KGVJVTl9FTkRfU1RPUFBFRF9CWV9QRVJTT04QAhIYChRSVU5fRU5EX1RSSUFMX0JVREdFVBADEhcKE1JVTl9FTkRfVElNRV9CVURHRVQQBBIZChVSVU5fRU5EX0xBU1RfVFJBSU5JTkcQBRITCg9SVU5fRU5EX1BMQVRFQVUQBhIYChRSVU5fRU5EX05PVEhJTkdfRklUUxAHKuMBCglSdW5TdGF0dXMSGgoWUlVOX1NUQVRVU19VTlNQRUNJRklFRBAAEhYKElJVTl9TVEFUVVNfUlVOTklORxABEhwKGFJVTl9TVEFUVVNfR09BTF9BQ0hJRVZFRBACEh8KG1JVTl9TVEFUVVNfQlVER0VUX0VYSEFVU1RFRBADEhYKElJVTl9TVEFUVVNfU1RPUFBFRBAEEhUKEVJVTl9TVEFUVVNfRkFJTEVEEAUSGAoUUlVOX1NUQVRVU19DT01QTEVURUQQBhIaChZSVU5fU1RBVFVTX0lOVEVSUlVQVEVEEAcqzwEKEEludGVydmVudGlvbktpbmQSIQodSU5URVJWRU5USU9OX0tJTkRfVU5TUEVDSUZJRUQQABIbChdJTlRFUlZFTlRJT05fS0lORF9QQVVTRRABEhwKGElOVEVSVkVOVElPTl9LSU5EX1JFU1VNRRACEhoKFklOVEVSVkVOVElPTl9LSU5EX1NUT1AQAxIiCh5JTlRFUlZFTlRJT05fS0lORF9DQU5DRUxfVFJJQUwQBBIdChlJTlRFUlZFTlRJT05fS0lORF9QUk9QT1NFEAViBnByb3RvMw", [file_research_v1_common, file_research_v1_runner]);
+  fileDesc("ChhyZXNlYXJjaC92MS9ldmVudHMucHJvdG8SC3Jlc2VhcmNoLnYxIuQBCgRHb2FsEhAKCHJhd190ZXh0GAEgASgJEg8KB2RhdGFzZXQYAiABKAkSEAoIZGF0YV9kaXIYAyABKAkSDgoGdGFyZ2V0GAUgASgBEhIKCm1heF9wYXJhbXMYBiABKAQSFQoNdGltZV9idWRnZXRfcxgHIAEoARIVCg10YXJnZXRfY29sdW1uGAggASgJEhIKCm9wZW5fZW5kZWQYCSABKAgSEwoLZGVzY3JpcHRpb24YCiABKAkSJgoJb2JqZWN0aXZlGAsgASgOMhMucmVzZWFyY2gudjEuTWV0cmljSgQIBBAFIo8CCgtSdW5TZXR0aW5ncxISCgptYXhfdHJpYWxzGAEgASgNEg0KBXNlZWRzGAIgASgNEhAKCHBhcmFsbGVsGAMgASgNEg8KB3BsYW5uZXIYBCABKAkSEAoIcGF0aWVuY2UYBSABKA0SDgoGc3Vic2V0GAYgASgNEg4KBmVwb2NocxgHIAEoDRIbChN0cmlhbF90aW1lX2J1ZGdldF9zGAggASgBEhAKCHJuZ19zZWVkGAkgASgNEhEKCXdvcmtzcGFjZRgKIAEoCRIQCghyZXNlYXJjaBgLIAEoCBILCgNsbG0YDCABKAkSJwoFc3BhY2UYDSABKAsyGC5yZXNlYXJjaC52MS5TZWFyY2hTcGFjZSJQCgtTZWFyY2hTcGFjZRIQCghmYW1pbGllcxgBIAMoCRIvCgpkaW1lbnNpb25zGAIgAygLMhsucmVzZWFyY2gudjEuU3BhY2VEaW1lbnNpb24idAoOU3BhY2VEaW1lbnNpb24SDAoEbmFtZRgBIAEoCRIQCgNsb3cYAiABKAFIAIgBARIRCgRoaWdoGAMgASgBSAGIAQESDwoHbnVtYmVycxgEIAMoARINCgVuYW1lcxgFIAMoCUIGCgRfbG93QgcKBV9oaWdoIqgBCg1TdGFydGluZ1BvaW50Eg4KBm9yaWdpbhgBIAEoCRIZChFtb2RlbF9jb25maWdfanNvbhgCIAEoCRIZChF0cmFpbl9jb25maWdfanNvbhgDIAEoCRISCgptb2RlbF9jb2RlGAQgASgJEi0KCWFyZ3VtZW50cxgFIAMoCzIaLnJlc2VhcmNoLnYxLk1vZGVsQXJndW1lbnQSDgoGcGFyYW1zGAYgASgEIoQBCgpSdW5TdGFydGVkEh8KBGdvYWwYASABKAsyES5yZXNlYXJjaC52MS5Hb2FsEioKCHNldHRpbmdzGAIgASgLMhgucmVzZWFyY2gudjEuUnVuU2V0dGluZ3MSKQoFc3RhcnQYAyABKAsyGi5yZXNlYXJjaC52MS5TdGFydGluZ1BvaW50IngKCkJyaWVmUmVhZHkSEAoIYnJpZWZfaWQYASABKAkSDQoFcXVlcnkYAiABKAkSEgoKYnJpZWZfanNvbhgDIAEoCRIOCgZhdXRob3IYBCABKAkSEgoKcmVxdWVzdF9pZBgFIAEoCRIRCgl0cmlhbF9pZHMYBiADKAkihgEKEVJlc2VhcmNoUmVxdWVzdGVkEhIKCnJlcXVlc3RfaWQYASABKAkSDQoFcXVlcnkYAiABKAkSJQoHc3VyZmFjZRgGIAEoDjIULnJlc2VhcmNoLnYxLlN1cmZhY2USDgoGcmVhc29uGAQgASgJEhEKCXRyaWFsX2lkcxgFIAMoCUoECAMQBCL2AgoNVHJpYWxQcm9wb3NlZBISCgpoeXBvdGhlc2lzGAEgASgJEhEKCXJhdGlvbmFsZRgCIAEoCRISCgpwYXJlbnRfaWRzGAMgAygJEiUKB3N1cmZhY2UYCyABKA4yFC5yZXNlYXJjaC52MS5TdXJmYWNlEhkKEW1vZGVsX2NvbmZpZ19qc29uGAUgASgJEhkKEXRyYWluX2NvbmZpZ19qc29uGAYgASgJEg0KBWluZGV4GAcgASgNEhgKEGFkb3B0ZWRfY29uY2VwdHMYCCADKAkSEAoIcHJvcG9zZXIYCSABKAkSFgoOcHJvbXB0X3ZlcnNpb24YCiABKAkSDAoEcnVuZxgMIAEoDRINCgVzZWVkcxgNIAEoDRIXCg9pbnRlcnZlbnRpb25faWQYDiABKAkSFQoNbGFzdF90cmFpbmluZxgPIAEoCBInCghtdXRhdGlvbhgQIAEoDjIVLnJlc2VhcmNoLnYxLk11dGF0aW9uSgQIBBAFIvIBCg5UcmlhbEFzc2VtYmxlZBIMCgRjb2RlGAEgASgJEhIKCmNsYXNzX25hbWUYAiABKAkSDAoEZGlmZhgDIAEoCRIvCgdzdW1tYXJ5GAQgASgLMh4ucmVzZWFyY2gudjEuU3VtbWFyaXplUmVzcG9uc2USJQoHZmFpbHVyZRgFIAEoCzIULnJlc2VhcmNoLnYxLkZhaWx1cmUSLQoHcmVxdWVzdBgGIAEoCzIcLnJlc2VhcmNoLnYxLkV2YWx1YXRlUmVxdWVzdBIZChFzdW1tYXJ5X25hcnJhdGl2ZRgHIAEoCRIOCgZhdXRob3IYCCABKAkiPQoNVHJpYWxQcm9ncmVzcxIsCghwcm9ncmVzcxgBIAEoCzIaLnJlc2VhcmNoLnYxLkVwb2NoUHJvZ3Jlc3MibAoIQW5hbHlzaXMSEwoLb3ZlcmZpdHRpbmcYASABKAkSEwoLY29udmVyZ2VuY2UYAiABKAkSFAoMd2Vha19jbGFzc2VzGAMgAygNEg0KBW5vdGVzGAQgAygJEhEKCW5hcnJhdGl2ZRgFIAEoCSKfAQoOVHJpYWxFdmFsdWF0ZWQSJwoGcmVzdWx0GAEgASgLMhcucmVzZWFyY2gudjEuRXZhbFJlc3VsdBIlCgdmYWlsdXJlGAIgASgLMhQucmVzZWFyY2gudjEuRmFpbHVyZRInCghhbmFseXNpcxgDIAEoCzIVLnJlc2VhcmNoLnYxLkFuYWx5c2lzEhQKDGV2YWxfc2Vjb25kcxgEIAEoASLlAgoLVHJpYWxKdWRnZWQSJQoHdmVyZGljdBgBIAEoDjIULnJlc2VhcmNoLnYxLlZlcmRpY3QSJwoIZGVjaXNpb24YAiABKA4yFS5yZXNlYXJjaC52MS5EZWNpc2lvbhIOCgZyZWFzb24YAyABKAkSJAoHcnVuX2VuZBgNIAEoDjITLnJlc2VhcmNoLnYxLlJ1bkVuZBISCgpydW5fcmVhc29uGA4gASgJEhUKDWJlc3RfdHJpYWxfaWQYBCABKAkSDQoFc2NvcmUYBSABKAESDgoGY2lfbG93GAYgASgBEg8KB2NpX2hpZ2gYByABKAESJQoHZmFpbHVyZRgIIAEoCzIULnJlc2VhcmNoLnYxLkZhaWx1cmUSJQoHc3VyZmFjZRgMIAEoDjIULnJlc2VhcmNoLnYxLlN1cmZhY2USDAoEZ2FpbhgKIAEoARITCgt0cmlhbHNfZG9uZRgLIAEoDUoECAkQCiLzAQoLUnVuRmluaXNoZWQSJgoGc3RhdHVzGAkgASgOMhYucmVzZWFyY2gudjEuUnVuU3RhdHVzEhUKDWJlc3RfdHJpYWxfaWQYAiABKAkSEwoLcmVwb3J0X3BhdGgYAyABKAkSFQoNcmVnaXN0cnlfcGF0aBgEIAEoCRIsCgt0ZXN0X3Jlc3VsdBgFIAEoCzIXLnJlc2VhcmNoLnYxLkV2YWxSZXN1bHQSDgoGdHJpYWxzGAYgASgNEg8KB3NlY29uZHMYByABKAESDgoGcmVhc29uGAggASgJEhQKDHRlc3Rfc2tpcHBlZBgKIAEoCUoECAEQAiIsCgtQbGFubmVySWRsZRIOCgZyZWFzb24YASABKAkSDQoFaW5kZXgYAiABKA0iNwoKUnVuUmVzdW1lZBISCgpkb3dudGltZV9zGAEgASgBEhUKDXRpbWVfYnVkZ2V0X3MYAiABKAEi6wEKB0xsbUNhbGwSDAoEcm9sZRgBIAEoCRINCgVtb2RlbBgCIAEoCRIPCgdwdXJwb3NlGAMgASgJEhUKDXByb21wdF90b2tlbnMYBCABKA0SGQoRY29tcGxldGlvbl90b2tlbnMYBSABKA0SEgoKbGF0ZW5jeV9tcxgGIAEoARIQCghjb3N0X3VzZBgHIAEoARIQCghhdHRlbXB0cxgIIAEoDRIPCgdvdXRjb21lGAkgASgJEg0KBWVycm9yGAogASgJEhYKDnByb21wdF92ZXJzaW9uGAsgASgJEhAKCHJlcXVlc3RzGAwgASgNImYKCUhlYXJ0YmVhdBIMCgRyb2xlGAEgASgJEhAKCGluc3RhbmNlGAIgASgJEhEKCWluX2ZsaWdodBgDIAEoDRIVCg1zdGFydGVkX2F0X21zGAQgASgDEg8KB2hhbmRsZWQYBSABKA0izwEKDEludGVydmVudGlvbhIXCg9pbnRlcnZlbnRpb25faWQYASABKAkSKwoEa2luZBgCIAEoDjIdLnJlc2VhcmNoLnYxLkludGVydmVudGlvbktpbmQSCwoDd2hvGAMgASgJEg4KBnJlYXNvbhgEIAEoCRISCgpoeXBvdGhlc2lzGAUgASgJEhkKEW1vZGVsX2NvbmZpZ19qc29uGAYgASgJEhkKEXRyYWluX2NvbmZpZ19qc29uGAcgASgJEhIKCnBhcmVudF9pZHMYCCADKAkiugYKBUV2ZW50Eg4KBnJ1bl9pZBgBIAEoCRIQCgh0cmlhbF9pZBgCIAEoCRIQCghldmVudF9pZBgDIAEoCRIVCg1lbWl0dGVkX2F0X21zGAQgASgDEhAKCHByb2R1Y2VyGAUgASgJEi4KC3J1bl9zdGFydGVkGAogASgLMhcucmVzZWFyY2gudjEuUnVuU3RhcnRlZEgAEi4KC2JyaWVmX3JlYWR5GAsgASgLMhcucmVzZWFyY2gudjEuQnJpZWZSZWFkeUgAEjQKDnRyaWFsX3Byb3Bvc2VkGAwgASgLMhoucmVzZWFyY2gudjEuVHJpYWxQcm9wb3NlZEgAEjYKD3RyaWFsX2Fzc2VtYmxlZBgNIAEoCzIbLnJlc2VhcmNoLnYxLlRyaWFsQXNzZW1ibGVkSAASNAoOdHJpYWxfcHJvZ3Jlc3MYDiABKAsyGi5yZXNlYXJjaC52MS5UcmlhbFByb2dyZXNzSAASNgoPdHJpYWxfZXZhbHVhdGVkGA8gASgLMhsucmVzZWFyY2gudjEuVHJpYWxFdmFsdWF0ZWRIABIwCgx0cmlhbF9qdWRnZWQYECABKAsyGC5yZXNlYXJjaC52MS5UcmlhbEp1ZGdlZEgAEjAKDHJ1bl9maW5pc2hlZBgRIAEoCzIYLnJlc2VhcmNoLnYxLlJ1bkZpbmlzaGVkSAASKwoJaGVhcnRiZWF0GBIgASgLMhYucmVzZWFyY2gudjEuSGVhcnRiZWF0SAASKAoIbGxtX2NhbGwYEyABKAsyFC5yZXNlYXJjaC52MS5MbG1DYWxsSAASPAoScmVzZWFyY2hfcmVxdWVzdGVkGBQgASgLMh4ucmVzZWFyY2gudjEuUmVzZWFyY2hSZXF1ZXN0ZWRIABI1ChBydW5faW50ZXJ2ZW50aW9uGBUgASgLMhkucmVzZWFyY2gudjEuSW50ZXJ2ZW50aW9uSAASLgoLcnVuX3Jlc3VtZWQYFiABKAsyFy5yZXNlYXJjaC52MS5SdW5SZXN1bWVkSAASMAoMcGxhbm5lcl9pZGxlGBcgASgLMhgucmVzZWFyY2gudjEuUGxhbm5lcklkbGVIAEIGCgRib2R5Kl8KB1ZlcmRpY3QSFwoTVkVSRElDVF9VTlNQRUNJRklFRBAAEhIKDlZFUkRJQ1RfQUNDRVBUEAESEgoOVkVSRElDVF9SRUpFQ1QQAhITCg9WRVJESUNUX0lMTEVHQUwQAyppCghEZWNpc2lvbhIYChRERUNJU0lPTl9VTlNQRUNJRklFRBAAEhQKEERFQ0lTSU9OX0lURVJBVEUQARIaChZERUNJU0lPTl9HT0FMX0FDSElFVkVEEAISEQoNREVDSVNJT05fU1RPUBADKtMBCgZSdW5FbmQSFwoTUlVOX0VORF9VTlNQRUNJRklFRBAAEhQKEFJVTl9FTkRfR09BTF9NRVQQARIdChlSVU5fRU5EX1NUT1BQRURfQllfUEVSU09OEAISGAoUUlVOX0VORF9UUklBTF9CVURHRVQQAxIXChNSVU5fRU5EX1RJTUVfQlVER0VUEAQSGQoVUlVOX0VORF9MQVNUX1RSQUlOSU5HEAUSEwoPUlVOX0VORF9QTEFURUFVEAYSGAoUUlVOX0VORF9OT1RISU5HX0ZJVFMQByrjAQoJUnVuU3RhdHVzEhoKFlJVTl9TVEFUVVNfVU5TUEVDSUZJRUQQABIWChJSVU5fU1RBVFVTX1JVTk5JTkcQARIcChhSVU5fU1RBVFVTX0dPQUxfQUNISUVWRUQQAhIfChtSVU5fU1RBVFVTX0JVREdFVF9FWEhBVVNURUQQAxIWChJSVU5fU1RBVFVTX1NUT1BQRUQQBBIVChFSVU5fU1RBVFVTX0ZBSUxFRBAFEhgKFFJVTl9TVEFUVVNfQ09NUExFVEVEEAYSGgoWUlVOX1NUQVRVU19JTlRFUlJVUFRFRBAHKs8BChBJbnRlcnZlbnRpb25LaW5kEiEKHUlOVEVSVkVOVElPTl9LSU5EX1VOU1BFQ0lGSUVEEAASGwoXSU5URVJWRU5USU9OX0tJTkRfUEFVU0UQARIcChhJTlRFUlZFTlRJT05fS0lORF9SRVNVTUUQAhIaChZJTlRFUlZFTlRJT05fS0lORF9TVE9QEAMSIgoeSU5URVJWRU5USU9OX0tJTkRfQ0FOQ0VMX1RSSUFMEAQSHQoZSU5URVJWRU5USU9OX0tJTkRfUFJPUE9TRRAFYgZwcm90bzM", [file_research_v1_common, file_research_v1_runner]);
 
 /**
  * A research goal after parsing the user's words.
@@ -165,6 +165,14 @@ export type RunSettings = Message<"research.v1.RunSettings"> & {
    * @generated from field: string llm = 12;
    */
   llm: string;
+
+  /**
+   * What a person narrowed the search to (launch --space); unset: the whole
+   * built-in space (core/space.ts).
+   *
+   * @generated from field: research.v1.SearchSpace space = 13;
+   */
+  space?: SearchSpace | undefined;
 };
 
 /**
@@ -173,6 +181,74 @@ export type RunSettings = Message<"research.v1.RunSettings"> & {
  */
 export const RunSettingsSchema: GenMessage<RunSettings> = /*@__PURE__*/
   messageDesc(file_research_v1_events, 1);
+
+/**
+ * A narrowed search space: the template families allowed and, per dimension
+ * of the table in core/space.ts, a range or the values allowed (one value:
+ * pinned). Dimensions not named keep the table's range.
+ *
+ * @generated from message research.v1.SearchSpace
+ */
+export type SearchSpace = Message<"research.v1.SearchSpace"> & {
+  /**
+   * @generated from field: repeated string families = 1;
+   */
+  families: string[];
+
+  /**
+   * @generated from field: repeated research.v1.SpaceDimension dimensions = 2;
+   */
+  dimensions: SpaceDimension[];
+};
+
+/**
+ * Describes the message research.v1.SearchSpace.
+ * Use `create(SearchSpaceSchema)` to create a new message.
+ */
+export const SearchSpaceSchema: GenMessage<SearchSpace> = /*@__PURE__*/
+  messageDesc(file_research_v1_events, 2);
+
+/**
+ * @generated from message research.v1.SpaceDimension
+ */
+export type SpaceDimension = Message<"research.v1.SpaceDimension"> & {
+  /**
+   * A row of core/space.ts: "lr", "optimizer", "augment.cutout".
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * @generated from field: optional double low = 2;
+   */
+  low?: number | undefined;
+
+  /**
+   * @generated from field: optional double high = 3;
+   */
+  high?: number | undefined;
+
+  /**
+   * The values allowed, by the row's type: numbers (booleans as 0 and 1) or
+   * names (an optimizer, a schedule).
+   *
+   * @generated from field: repeated double numbers = 4;
+   */
+  numbers: number[];
+
+  /**
+   * @generated from field: repeated string names = 5;
+   */
+  names: string[];
+};
+
+/**
+ * Describes the message research.v1.SpaceDimension.
+ * Use `create(SpaceDimensionSchema)` to create a new message.
+ */
+export const SpaceDimensionSchema: GenMessage<SpaceDimension> = /*@__PURE__*/
+  messageDesc(file_research_v1_events, 3);
 
 /**
  * Where a run starts from (launch --from): trial 0, evaluated first with the
@@ -227,7 +303,7 @@ export type StartingPoint = Message<"research.v1.StartingPoint"> & {
  * Use `create(StartingPointSchema)` to create a new message.
  */
 export const StartingPointSchema: GenMessage<StartingPoint> = /*@__PURE__*/
-  messageDesc(file_research_v1_events, 2);
+  messageDesc(file_research_v1_events, 4);
 
 /**
  * @generated from message research.v1.RunStarted
@@ -256,7 +332,7 @@ export type RunStarted = Message<"research.v1.RunStarted"> & {
  * Use `create(RunStartedSchema)` to create a new message.
  */
 export const RunStartedSchema: GenMessage<RunStarted> = /*@__PURE__*/
-  messageDesc(file_research_v1_events, 3);
+  messageDesc(file_research_v1_events, 5);
 
 /**
  * @generated from message research.v1.BriefReady
@@ -304,7 +380,7 @@ export type BriefReady = Message<"research.v1.BriefReady"> & {
  * Use `create(BriefReadySchema)` to create a new message.
  */
 export const BriefReadySchema: GenMessage<BriefReady> = /*@__PURE__*/
-  messageDesc(file_research_v1_events, 4);
+  messageDesc(file_research_v1_events, 6);
 
 /**
  * The planner asks a narrower question when a recipe surface stalls.
@@ -345,7 +421,7 @@ export type ResearchRequested = Message<"research.v1.ResearchRequested"> & {
  * Use `create(ResearchRequestedSchema)` to create a new message.
  */
 export const ResearchRequestedSchema: GenMessage<ResearchRequested> = /*@__PURE__*/
-  messageDesc(file_research_v1_events, 5);
+  messageDesc(file_research_v1_events, 7);
 
 /**
  * @generated from message research.v1.TrialProposed
@@ -451,7 +527,7 @@ export type TrialProposed = Message<"research.v1.TrialProposed"> & {
  * Use `create(TrialProposedSchema)` to create a new message.
  */
 export const TrialProposedSchema: GenMessage<TrialProposed> = /*@__PURE__*/
-  messageDesc(file_research_v1_events, 6);
+  messageDesc(file_research_v1_events, 8);
 
 /**
  * @generated from message research.v1.TrialAssembled
@@ -511,7 +587,7 @@ export type TrialAssembled = Message<"research.v1.TrialAssembled"> & {
  * Use `create(TrialAssembledSchema)` to create a new message.
  */
 export const TrialAssembledSchema: GenMessage<TrialAssembled> = /*@__PURE__*/
-  messageDesc(file_research_v1_events, 7);
+  messageDesc(file_research_v1_events, 9);
 
 /**
  * @generated from message research.v1.TrialProgress
@@ -528,7 +604,7 @@ export type TrialProgress = Message<"research.v1.TrialProgress"> & {
  * Use `create(TrialProgressSchema)` to create a new message.
  */
 export const TrialProgressSchema: GenMessage<TrialProgress> = /*@__PURE__*/
-  messageDesc(file_research_v1_events, 8);
+  messageDesc(file_research_v1_events, 10);
 
 /**
  * @generated from message research.v1.Analysis
@@ -565,7 +641,7 @@ export type Analysis = Message<"research.v1.Analysis"> & {
  * Use `create(AnalysisSchema)` to create a new message.
  */
 export const AnalysisSchema: GenMessage<Analysis> = /*@__PURE__*/
-  messageDesc(file_research_v1_events, 9);
+  messageDesc(file_research_v1_events, 11);
 
 /**
  * @generated from message research.v1.TrialEvaluated
@@ -597,7 +673,7 @@ export type TrialEvaluated = Message<"research.v1.TrialEvaluated"> & {
  * Use `create(TrialEvaluatedSchema)` to create a new message.
  */
 export const TrialEvaluatedSchema: GenMessage<TrialEvaluated> = /*@__PURE__*/
-  messageDesc(file_research_v1_events, 10);
+  messageDesc(file_research_v1_events, 12);
 
 /**
  * @generated from message research.v1.TrialJudged
@@ -686,7 +762,7 @@ export type TrialJudged = Message<"research.v1.TrialJudged"> & {
  * Use `create(TrialJudgedSchema)` to create a new message.
  */
 export const TrialJudgedSchema: GenMessage<TrialJudged> = /*@__PURE__*/
-  messageDesc(file_research_v1_events, 11);
+  messageDesc(file_research_v1_events, 13);
 
 /**
  * @generated from message research.v1.RunFinished
@@ -751,7 +827,7 @@ export type RunFinished = Message<"research.v1.RunFinished"> & {
  * Use `create(RunFinishedSchema)` to create a new message.
  */
 export const RunFinishedSchema: GenMessage<RunFinished> = /*@__PURE__*/
-  messageDesc(file_research_v1_events, 12);
+  messageDesc(file_research_v1_events, 14);
 
 /**
  * The planner's answer to a judgement, when it is nothing and no trial is in
@@ -782,7 +858,7 @@ export type PlannerIdle = Message<"research.v1.PlannerIdle"> & {
  * Use `create(PlannerIdleSchema)` to create a new message.
  */
 export const PlannerIdleSchema: GenMessage<PlannerIdle> = /*@__PURE__*/
-  messageDesc(file_research_v1_events, 13);
+  messageDesc(file_research_v1_events, 15);
 
 /**
  * A run continued by `launch --resume` after its launcher stopped. The time
@@ -814,7 +890,7 @@ export type RunResumed = Message<"research.v1.RunResumed"> & {
  * Use `create(RunResumedSchema)` to create a new message.
  */
 export const RunResumedSchema: GenMessage<RunResumed> = /*@__PURE__*/
-  messageDesc(file_research_v1_events, 14);
+  messageDesc(file_research_v1_events, 16);
 
 /**
  * One call to an LLM by an agent, with what it cost and how it ended.
@@ -898,7 +974,7 @@ export type LlmCall = Message<"research.v1.LlmCall"> & {
  * Use `create(LlmCallSchema)` to create a new message.
  */
 export const LlmCallSchema: GenMessage<LlmCall> = /*@__PURE__*/
-  messageDesc(file_research_v1_events, 15);
+  messageDesc(file_research_v1_events, 17);
 
 /**
  * @generated from message research.v1.Heartbeat
@@ -935,7 +1011,7 @@ export type Heartbeat = Message<"research.v1.Heartbeat"> & {
  * Use `create(HeartbeatSchema)` to create a new message.
  */
 export const HeartbeatSchema: GenMessage<Heartbeat> = /*@__PURE__*/
-  messageDesc(file_research_v1_events, 16);
+  messageDesc(file_research_v1_events, 18);
 
 /**
  * @generated from message research.v1.Intervention
@@ -992,7 +1068,7 @@ export type Intervention = Message<"research.v1.Intervention"> & {
  * Use `create(InterventionSchema)` to create a new message.
  */
 export const InterventionSchema: GenMessage<Intervention> = /*@__PURE__*/
-  messageDesc(file_research_v1_events, 17);
+  messageDesc(file_research_v1_events, 19);
 
 /**
  * Every message on research.> is one Event: common ids plus one body.
@@ -1122,7 +1198,7 @@ export type Event = Message<"research.v1.Event"> & {
  * Use `create(EventSchema)` to create a new message.
  */
 export const EventSchema: GenMessage<Event> = /*@__PURE__*/
-  messageDesc(file_research_v1_events, 18);
+  messageDesc(file_research_v1_events, 20);
 
 /**
  * @generated from enum research.v1.Verdict
