@@ -46,6 +46,8 @@ interface Row {
   appliesTo?: (info: DatasetInfo) => boolean;
   /** The surrogate's encoding (agents/planner/surrogate.ts): its bounds and how a value maps onto them. */
   feature?: { name: string; low: number; high: number; encode: (v: number) => number } | { name: string; categorical: true };
+  /** How the planner's edit of it moves it (agents/planner/mutations.ts): a factor within limits, or the value it sets. */
+  edit?: { factor: number; min: number; max: number } | { to: number } | { byOptimizer: Readonly<Record<OptimizerName, number>> };
   /** The random planner's prior: a log-uniform or uniform range, or the values it picks among. */
   draw?: { log?: boolean; low: number; high: number; int?: boolean } | { values: (device: SearchDevice, info: DatasetInfo) => readonly DimValue[] };
 }
@@ -86,6 +88,8 @@ export const SPACE = [
     describe: "default: the optimizer's (core/space.ts DEFAULT_LR: sgd 0.05, adam and adamw 1e-3)",
     surface: "optimisation",
     feature: { name: "log10_lr", low: -5, high: 0, encode: Math.log10 },
+    // Doubled or halved, never above 0.5 or below 1e-5.
+    edit: { factor: 2, min: 1e-5, max: 0.5 },
     draw: { log: true, low: 3e-4, high: 1e-2 },
   },
   { name: "momentum", kind: "float", min: 0, max: 1, lt: true, default: 0.9, presence: true, surface: "optimisation" },
@@ -98,6 +102,8 @@ export const SPACE = [
     default: 0,
     surface: "regularisation",
     feature: { name: "log10_weight_decay", low: -6, high: 0, encode: (v) => Math.log10(v + 1e-6) },
+    // AdamW's decay is scaled by the learning rate, hence its far larger usual value.
+    edit: { byOptimizer: { sgd: 5e-4, adam: 5e-4, adamw: 0.05 } },
   },
   { name: "schedule", kind: "choice", choices: SCHEDULE.names, default: "none", surface: "optimisation", feature: { name: "schedule", categorical: true } },
   { name: "warmup_epochs", kind: "int", min: 0, max: 10000, default: 0, surface: "optimisation" },
@@ -114,6 +120,7 @@ export const SPACE = [
     // A regression has no labels to smooth, and a language model's bits per byte would pay for them.
     appliesTo: hasClasses,
     feature: { name: "label_smoothing", low: 0, high: 0.3, encode: (v) => v },
+    edit: { to: 0.1 },
   },
   { name: "grad_clip", kind: "float", min: 0, default: 0, describe: "max gradient norm; 0 disables", surface: "optimisation" },
   {
@@ -139,6 +146,7 @@ export const SPACE = [
     surface: "regularisation",
     appliesTo: isImage,
     feature: { name: "augment", low: 0, high: 1, encode: (v) => (v > 0 ? 1 : 0) },
+    edit: { to: 2 },
   },
   { name: "augment.cutout", kind: "int", min: 0, max: 1024, default: 0, describe: "side of the square cut out; 0 disables", surface: "regularisation", appliesTo: isImage },
   { name: "amp", kind: "bool", default: false },
@@ -188,6 +196,10 @@ export function dimension(name: string): Row | undefined {
 export function applies(name: DimensionName, info: DatasetInfo): boolean {
   return dimension(name)?.appliesTo?.(info) ?? true;
 }
+
+type EditOf<N extends DimensionName> = Extract<(typeof SPACE)[number], { name: N }> extends { edit: infer E } ? E : never;
+/** A row's edit step, typed by its row: `editOf("lr").factor`. */
+export const editOf = <N extends DimensionName>(name: N) => BY_NAME.get(name)!.edit as EditOf<N>;
 
 type DefaultOf<N extends DimensionName> = Extract<(typeof SPACE)[number], { name: N }> extends { default: infer D } ? D : never;
 const defaultOf = <N extends DimensionName>(name: N) => BY_NAME.get(name)!.default as DefaultOf<N>;

@@ -6,7 +6,7 @@
  * layer edits, changes of its constructor's numeric and boolean arguments.
  */
 import type { SearchDevice } from "../../core/defaults.js";
-import { applies, batchSizes, DEFAULT_LR, isImage, RECIPE_DEFAULTS } from "../../core/space.js";
+import { applies, batchSizes, DEFAULT_LR, editOf, isImage, RECIPE_DEFAULTS } from "../../core/space.js";
 import { OPTIMIZER, type MutationName, type OptimizerName, type SurfaceName } from "../../core/enums.js";
 import { argumentChanges, argumentDefault, isCodeModel, searchableArguments, type ModelConfigInput, type TrainConfigInput, type TrialModelInput } from "../../core/model-config.js";
 import { ArgumentKind, type DatasetInfo, type ModelArgument } from "../../proto/gen/research/v1/runner_pb.js";
@@ -53,8 +53,8 @@ const round8 = (x: number) => Math.max(8, Math.round(x / 8) * 8);
 /** The optimizer a recipe trains with: AdamW's decoupled decay is its only difference from Adam, and at 0 torch's steps are bit for bit Adam's. */
 export const effectiveOptimizer = (optimizer: OptimizerName, weightDecay: number): OptimizerName =>
   optimizer === "adamw" && weightDecay === 0 ? "adam" : optimizer;
-// AdamW's decay is scaled by the learning rate, hence its far larger usual value.
-const DECAY: Readonly<Record<OptimizerName, number>> = { sgd: 5e-4, adam: 5e-4, adamw: 0.05 };
+const DECAY = editOf("weight_decay").byOptimizer;
+const LR = editOf("lr");
 
 function mapLayers(layers: LayerIn[], fn: (l: LayerIn) => LayerIn): LayerIn[] {
   return layers.map((l) => {
@@ -255,14 +255,14 @@ export const MUTATIONS: Mutation[] = [
     name: "lr_up",
     blocks: [],
     describe: "double the learning rate",
-    apply: (g) => (lrOf(g) >= 0.5 ? undefined : train(g, { lr: lrOf(g) * 2 })),
+    apply: (g) => (lrOf(g) >= LR.max ? undefined : train(g, { lr: lrOf(g) * LR.factor })),
   },
   {
     surface: "optimisation",
     name: "lr_down",
     blocks: [],
     describe: "halve the learning rate",
-    apply: (g) => (lrOf(g) <= 1e-5 ? undefined : train(g, { lr: lrOf(g) / 2 })),
+    apply: (g) => (lrOf(g) <= LR.min ? undefined : train(g, { lr: lrOf(g) / LR.factor })),
   },
   {
     surface: "optimisation",
@@ -317,7 +317,7 @@ export const MUTATIONS: Mutation[] = [
     name: "label_smoothing",
     blocks: ["label_smoothing"],
     describe: "label smoothing 0.1",
-    apply: (g, { info }) => ((g.train.label_smoothing ?? 0) > 0 || !applies("label_smoothing", info) ? undefined : train(g, { label_smoothing: 0.1 })),
+    apply: (g, { info }) => ((g.train.label_smoothing ?? 0) > 0 || !applies("label_smoothing", info) ? undefined : train(g, { label_smoothing: editOf("label_smoothing").to })),
   },
   {
     surface: "architecture",
@@ -342,7 +342,7 @@ export const MUTATIONS: Mutation[] = [
     describe: "random crop (and flips where labels allow)",
     apply: (g, { info }) => {
       if (!applies("augment.crop_padding", info) || (g.train.augment?.crop_padding ?? 0) > 0) return undefined;
-      return train(g, { augment: { ...g.train.augment, crop_padding: 2, hflip: FLIP_SAFE.has(info.name) } });
+      return train(g, { augment: { ...g.train.augment, crop_padding: editOf("augment.crop_padding").to, hflip: FLIP_SAFE.has(info.name) } });
     },
   },
   {

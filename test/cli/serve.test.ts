@@ -84,6 +84,9 @@ describe("research-agent serve", () => {
       [{ goal: "digits: 95% accuracy", colour: "red" }, "colour"],
       [{ goal: "digits: 95% accuracy", from: join(workspace, "nowhere.py"), class: "Net" }, `no such file: ${join(workspace, "nowhere.py")}`],
       [{ goal: `csv:${join(workspace, "people.csv")} target=bought` }, "people.csv"],
+      // The space is the document itself, checked as launch --space checks it; a path is not read.
+      [{ goal: "digits: 95% accuracy", space: { lr: { low: 0.1, high: 0.01 } } }, "--space: lr low 0.1 is above high 0.01"],
+      [{ goal: "digits: 95% accuracy", space: "/etc/space.yaml" }, "space"],
     ];
     for (const [body, message] of cases) {
       const { status, reply } = await post(body);
@@ -138,6 +141,9 @@ describe("research-agent serve", () => {
     expect(byId.get(second)!.time_budget_s).toBe(45);
     // The lineage store writes each report once it has stored the run's end.
     for (const id of [first!, second]) await until(`${id}'s report`, async () => existsSync(join(workspace, "runs", id, "report.md")) || undefined, 60_000);
+    // The client's goal came with a space (start_run(space=...)): its run searched that space, the form's the built-in one.
+    expect(readFileSync(join(workspace, "runs", second, "report.md"), "utf8")).toContain("Narrowed with --space: optimizer one of adam, adamw.");
+    expect(readFileSync(join(workspace, "runs", first!, "report.md"), "utf8")).toContain("The built-in space:");
     // serve lets a run go once its report is written, the moment the store has stored its end.
     await until("the queue to empty", async () => ((await get<QueueJson>("/api/queue")).running.length === 0 ? true : undefined), 60_000);
     expect(await get<QueueJson>("/api/queue")).toMatchObject({ running: [], queued: [] });
