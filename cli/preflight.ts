@@ -6,8 +6,9 @@
  * in seconds, what would otherwise fail after the whole swarm came up.
  */
 import { execFileSync } from "node:child_process";
-import { closeSync, openSync, readSync, statSync } from "node:fs";
-import { join } from "node:path";
+import { statSync } from "node:fs";
+import { csvColumnProblem } from "../core/tasks/files.js";
+import { taskFor } from "../core/tasks/index.js";
 
 /**
  * Why `python` (the runner's) would refuse `--device cuda`, asked the way the runner
@@ -32,39 +33,6 @@ export function cudaProblem(python: string): string | undefined {
   return available === "True" ? undefined : `--device cuda: this host has no CUDA device that ${python} can use (torch ${torch}); use --device cpu or auto`;
 }
 
-// The runner sniffs the delimiter among these (gpu-runner/python/datasets.py, _read_csv).
-const CSV_DELIMITERS = [",", ";", "\t", "|"];
-
-/** The first non-blank line of a file, without a byte-order mark; undefined when there is none. */
-function firstLine(path: string): string | undefined {
-  const fd = openSync(path, "r");
-  try {
-    const buf = Buffer.alloc(1 << 16);
-    const text = buf.subarray(0, readSync(fd, buf, 0, buf.length, 0)).toString("utf8").replace(/^\uFEFF/, "");
-    return text.split(/\r?\n/).find((l) => l.trim() !== "");
-  } finally {
-    closeSync(fd);
-  }
-}
-
-/**
- * Whether `target` is a column of the CSV at `path`: lenient on purpose (any of the
- * runner's delimiters, quotes stripped), so it never refuses a file the runner reads.
- */
-function csvProblem(path: string, target: string): string | undefined {
-  let header: string | undefined;
-  try {
-    header = firstLine(path);
-  } catch (err) {
-    return `csv: cannot read ${path}: ${(err as Error).message}`;
-  }
-  if (header === undefined) return `csv: ${path} is empty, expected a header row`;
-  const splits = CSV_DELIMITERS.map((d) => header.split(d).map((f) => f.trim().replace(/^"(.*)"$/, "$1").trim()));
-  if (splits.some((fields) => fields.includes(target))) return undefined;
-  const columns = splits.reduce((a, b) => (b.length > a.length ? b : a));
-  return `csv: no column "${target}" in ${path}; its header has ${columns.map((c) => `"${c}"`).join(", ")}`;
-}
-
 /**
  * Why the dataset named by a goal or by flags cannot be read, as far as the
  * files tell: a data path that does not exist, a CSV whose header lacks the
@@ -74,12 +42,11 @@ export function dataProblem(d: { dataset: string; dataDir: string; targetColumn:
   if (!d.dataDir) return undefined;
   const stat = statSync(d.dataDir, { throwIfNoEntry: false });
   if (!stat) return `${d.dataset}: no file or folder ${d.dataDir}`;
+  const task = taskFor(d.dataset);
+  if (task) return task.dataProblem(d.dataDir, d.targetColumn);
   // Whether a target column was given at all is the caller's to say, in its own words (goal or flag).
   if (d.dataset !== "csv" || !d.targetColumn) return undefined;
-  // A folder holds train.csv and optionally test.csv, as the runner reads it.
-  const file = stat.isDirectory() ? join(d.dataDir, "train.csv") : d.dataDir;
-  if (stat.isDirectory() && !statSync(file, { throwIfNoEntry: false })?.isFile()) return `csv: ${d.dataDir} is a folder without train.csv`;
-  return csvProblem(file, d.targetColumn);
+  return csvColumnProblem("csv", d.dataDir, d.targetColumn);
 }
 
 /**

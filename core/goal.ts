@@ -12,9 +12,10 @@ import { create } from "@bufbuild/protobuf";
 import { z } from "zod";
 import { GoalSchema, type Goal } from "../proto/gen/research/v1/events_pb.js";
 import { METRIC, objectiveNamed, type MetricName, type Objective } from "./objective.js";
+import { taskFor, TASKS } from "./tasks/index.js";
 
-/** Dataset names as the runner's DatasetSpec spells them. */
-export const DATASETS = [
+/** Dataset names as the runner's DatasetSpec spells them: the built-in ones, then the task registry's (core/tasks/). */
+const BUILT_IN = [
   "fashion-mnist",
   "mnist",
   "cifar10",
@@ -29,12 +30,13 @@ export const DATASETS = [
   "text",
   "synthetic",
 ] as const;
+export const DATASETS = [...BUILT_IN, ...TASKS.map((t) => t.dataset)] as const;
 export type DatasetName = (typeof DATASETS)[number];
 
 export type Modality = "vision" | "tabular" | "text";
 
 // synthetic has no fixed modality: its shape is chosen per run.
-const MODALITY: Record<DatasetName, Modality | undefined> = {
+const MODALITY: Record<(typeof BUILT_IN)[number], Modality | undefined> = {
   "fashion-mnist": "vision",
   mnist: "vision",
   cifar10: "vision",
@@ -52,7 +54,7 @@ const MODALITY: Record<DatasetName, Modality | undefined> = {
 
 export function datasetModality(dataset: string): Modality | undefined {
   const name = normaliseDataset(dataset);
-  return name ? MODALITY[name] : undefined;
+  return name ? (taskFor(name)?.modality ?? MODALITY[name as (typeof BUILT_IN)[number]]) : undefined;
 }
 
 /** The metrics a goal can decide on, for messages: "accuracy, rmse, ... or bits_per_byte". */
@@ -95,7 +97,9 @@ const NUM = String.raw`(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?|\.\d+)`;
 const PATH = String.raw`("[^"]+"|'[^']+'|[^\s,;]+)`;
 
 // After "text: " with a space, only a path-like word is a path: "text: bits per byte below 2" names none.
-const FILE_DATASET = new RegExp(String.raw`\b(csv|text)\s*(?:[:=](?:(?=\S)|\s+(?=[./~"']))|\s(?:file\s+)?(?:at\s+)?(?=[./~]))${PATH}`, "gi");
+/** Datasets a goal names by a path: "csv:PATH", "text:PATH" and the registry's tasks ("signal:PATH"). */
+const FILE_DATASETS = ["csv", "text", ...TASKS.map((t) => t.dataset)];
+const FILE_DATASET = new RegExp(String.raw`\b(${FILE_DATASETS.join("|")})\s*(?:[:=](?:(?=\S)|\s+(?=[./~"']))|\s(?:file\s+)?(?:at\s+)?(?=[./~]))${PATH}`, "gi");
 const BARE_CSV_PATH = /(?<![\w/.~-])((?:~|\.{1,2})?\/[^\s,;]+\.(?:csv|tsv)|[\w.-]+\.(?:csv|tsv))\b/gi;
 // "target: 90%" must stay a target, so a bare "target" only names a column with "=".
 const TARGET_COLUMN = [
@@ -389,6 +393,11 @@ const ResolvedGoalSchema = z
     if (task === "language_modelling" && g.dataset !== "text") {
       ctx.addIssue({ code: "custom", path: ["metric"], message: `${g.metric} needs a text corpus, e.g. "text:/data/corpus.txt", not ${g.dataset}` });
     }
+    const fileTask = taskFor(g.dataset);
+    if (fileTask && !g.dataDir) ctx.addIssue({ code: "custom", path: ["dataDir"], message: `${g.dataset} needs a path, e.g. "${fileTask.example}"` });
+    if (fileTask && g.dataDir && !g.targetColumn && fileTask.needsTarget(g.dataDir)) {
+      ctx.addIssue({ code: "custom", path: ["targetColumn"], message: `${g.dataset} needs its class column for ${g.dataDir}, e.g. "${fileTask.example}"` });
+    }
     if ((g.dataset === "csv" || g.dataset === "text") && !g.dataDir) {
       ctx.addIssue({
         code: "custom",
@@ -534,14 +543,18 @@ export function parseGoal(text: string, overrides: GoalOverrides = {}): GoalPars
   }
 
   const [first, ...rest] = problems;
-  const hint = values.dataset ? "" : ` Known datasets: ${DATASETS.filter((d) => d !== "csv" && d !== "text").join(", ")}, csv:<path> target=<column>, text:<path>.`;
+  const hint = values.dataset
+    ? ""
+    : ` Known datasets: ${BUILT_IN.filter((d) => d !== "csv" && d !== "text").join(", ")}, csv:<path> target=<column>, text:<path>, ${TASKS.map((t) => `${t.dataset}:<path>`).join(", ")}.`;
   // The example keeps what was understood of a file dataset: its path and column are the hard part to phrase.
   const name =
     values.dataset === "csv"
       ? `csv:${values.dataDir ?? "/data/titanic.csv"} target=${values.targetColumn ?? "Survived"}`
       : values.dataset === "text"
         ? `text:${values.dataDir ?? textExample(goalObjective.task)}`
-        : (values.dataset ?? "fashion-mnist");
+        : values.dataset && taskFor(values.dataset)
+          ? taskFor(values.dataset)!.example
+          : (values.dataset ?? "fashion-mnist");
   // An example in the metric's units only where the dataset can be scored by it.
   const fits =
     goalObjective.task === "regression"

@@ -11,20 +11,14 @@
  * test/fixtures/runs/h200-5.5min-open-ea238f7.jsonl).
  */
 import type { SearchDevice } from "../../core/defaults.js";
-import type { ModelConfigInput, TrainConfigInput } from "../../core/model-config.js";
+import type { ModelConfigInput } from "../../core/model-config.js";
+import { taskFor } from "../../core/tasks/index.js";
+import type { Template } from "../../core/tasks/task.js";
 import { Task, type DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
 
 export type LayerIn = ModelConfigInput["layers"][number];
 type Layer = LayerIn;
 
-export interface Template {
-  name: string;
-  blocks: string[];
-  /** `width` scales the channels of image templates (1 on a CPU). */
-  build(info: DatasetInfo, width?: number): ModelConfigInput;
-  /** The recipe the family trains best with, where it differs from the planner's start (lr at batch 128, or at its own batch_size). */
-  recipe?: Partial<TrainConfigInput>;
-}
 
 /** Channel multiplier of the image templates by device. */
 export const TEMPLATE_WIDTH: Readonly<Record<SearchDevice, number>> = { cpu: 1, cuda: 4 };
@@ -278,6 +272,8 @@ const LANGUAGE: Template[] = [
  * "reach 90%" launch that started with the two had not reached it after 30 minutes.
  */
 export function templatesFor(info: DatasetInfo, device: SearchDevice = "cpu"): Template[] {
+  const task = taskFor(info.name);
+  if (task) return task.templates(info, device);
   if (info.task === Task.LANGUAGE_MODELLING) return LANGUAGE;
   if (info.inputDtype === "int64") return TEXT;
   if (info.inputShape.length !== 3) return TABULAR;

@@ -779,4 +779,8 @@ _LOADERS = {
     "text": lambda spec: _corpus(spec) if spec["task"] == "language_modelling" else _text(spec),
     "synthetic": _synthetic,
 }
+# Tasks added through the registry (tasks/) bring their own loaders; the built-in names come first.
+import tasks  # noqa: E402  (the registry imports nothing of this module until it loads a dataset)
+
+_LOADERS = {**tasks.LOADERS, **_LOADERS}
 KNOWN = tuple(sorted(_LOADERS))

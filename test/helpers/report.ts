@@ -16,6 +16,7 @@ export interface LaunchSummary {
   metric: string;
   best_trial: Record<string, number | string | number[]> | null;
   report: string;
+  registry: string;
 }
 
 /** The last line of a `launch --json`'s stdout. */
