@@ -21,6 +21,7 @@ const SECONDS: Record<string, number> = {
   "test/chaos/chaos.test.ts": 235, // its 6-minute run now trains its last long training for the time left
   "test/dashboard/browser.test.ts": 48,
   "test/swarm/llm-swarm.test.ts": 37,
+  "test/cli/signal.test.ts": 20,
   "test/runner/runner.test.ts": 32,
   "test/swarm/interventions.test.ts": 31,
   "test/coder/tools.test.ts": 16,
