@@ -26,8 +26,8 @@ export const StartRunRequestSchema = z.strictObject({
   class: z.string().max(200).optional(),
   recipe: z.string().max(4000).optional(),
   no_research: z.boolean().optional(),
-  // The space document itself (launch --space's YAML as JSON), never a path: serve reads no file for it.
-  space: z.record(z.string(), z.unknown()).optional(),
+  // The space document itself (launch --space's), as an object or as YAML or JSON text (the form's), never a path: serve reads no file for it.
+  space: z.union([z.record(z.string(), z.unknown()), z.string().max(20000)]).optional(),
 });
 export type StartRunRequest = z.input<typeof StartRunRequestSchema>;
 export type StartRunFields = z.output<typeof StartRunRequestSchema>;

@@ -7,6 +7,7 @@
  * runs going (each one's report so far is written; launch --resume continues
  * it), drops the runs still waiting, and stops the swarm.
  */
+import { decodeText } from "../../core/model-config.js";
 import { join, resolve, sep } from "node:path";
 import { existsSync } from "node:fs";
 import { cliConfig } from "../../core/config.js";
@@ -36,6 +37,13 @@ const SERVE_FLAGS = {
   "llm-config": RUN_FLAGS["llm-config"],
 } as const;
 
+/** A request's space given as text (the form's YAML or JSON): the document itself, decoded here so that launch's --space never reads it as a path. */
+function spaceDocument(text: string): unknown {
+  const doc = decodeText(text);
+  if (!doc.ok) fail(`--space: ${doc.error}`);
+  return doc.value;
+}
+
 /** A request's fields as launch's flags, so that one set of checks (prepareGoal) answers both. */
 function flagsOf(f: StartRunFields, a: RunArgs): RunArgs {
   return {
@@ -56,7 +64,7 @@ function flagsOf(f: StartRunFields, a: RunArgs): RunArgs {
     class: f.class,
     recipe: f.recipe,
     "no-research": f.no_research,
-    space: f.space && JSON.stringify(f.space),
+    space: f.space === undefined ? undefined : JSON.stringify(typeof f.space === "string" ? spaceDocument(f.space) : f.space),
   };
 }
 

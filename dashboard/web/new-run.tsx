@@ -26,6 +26,7 @@ const FIELDS: { name: keyof StartRunRequest; label: string; placeholder: string 
   { name: "from", label: "start from (this machine's path)", placeholder: "model.py, config.yaml or RUN/TRIAL" },
   { name: "class", label: "class (a model in Python)", placeholder: "Net" },
   { name: "recipe", label: "recipe (train_config file)", placeholder: "recipe.yaml" },
+  { name: "space", label: "search space (YAML or JSON, as launch --space)", placeholder: "{optimizer: {values: [adam, adamw]}, families: [vgg-cnn]}" },
 ];
 
 export function NewRun({ queue, onChange }: { queue: QueueJson; onChange: () => void }) {

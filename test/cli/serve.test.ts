@@ -86,7 +86,8 @@ describe("research-agent serve", () => {
       [{ goal: `csv:${join(workspace, "people.csv")} target=bought` }, "people.csv"],
       // The space is the document itself, checked as launch --space checks it; a path is not read.
       [{ goal: "digits: 95% accuracy", space: { lr: { low: 0.1, high: 0.01 } } }, "--space: lr low 0.1 is above high 0.01"],
-      [{ goal: "digits: 95% accuracy", space: "/etc/space.yaml" }, "space"],
+      [{ goal: "digits: 95% accuracy", space: "/etc/space.yaml" }, "--space: expected a mapping of dimensions"],
+      [{ goal: "digits: 95% accuracy", space: "{lr: [1" }, "--space: "],
     ];
     for (const [body, message] of cases) {
       const { status, reply } = await post(body);
@@ -108,6 +109,8 @@ describe("research-agent serve", () => {
     await page.type('[data-testid="new-run-goal"]', OPEN_GOAL);
     await page.click('[data-testid="new-run"] summary');
     await page.type('[data-testid="new-run-time_budget"]', "30s");
+    // A space typed into the form as YAML, checked as launch --space checks it.
+    await page.type('[data-testid="new-run-space"]', "{label_smoothing: default}");
     await page.click('[data-testid="new-run-submit"]');
     const replyText = await page.waitForSelector('[data-testid="new-run-reply"]').then((el) => el!.evaluate((e) => e.textContent ?? ""));
     const first = /^(r[\w-]+) started$/.exec(replyText.trim())?.[1];
@@ -141,9 +144,9 @@ describe("research-agent serve", () => {
     expect(byId.get(second)!.time_budget_s).toBe(45);
     // The lineage store writes each report once it has stored the run's end.
     for (const id of [first!, second]) await until(`${id}'s report`, async () => existsSync(join(workspace, "runs", id, "report.md")) || undefined, 60_000);
-    // The client's goal came with a space (start_run(space=...)): its run searched that space, the form's the built-in one.
+    // Each goal came with a space: the client's as a dict (start_run(space=...)), the form's as YAML text.
     expect(readFileSync(join(workspace, "runs", second, "report.md"), "utf8")).toContain("Narrowed with --space: optimizer one of adam, adamw.");
-    expect(readFileSync(join(workspace, "runs", first!, "report.md"), "utf8")).toContain("The built-in space:");
+    expect(readFileSync(join(workspace, "runs", first!, "report.md"), "utf8")).toContain("Narrowed with --space: label_smoothing fixed at 0.");
     // serve lets a run go once its report is written, the moment the store has stored its end.
     await until("the queue to empty", async () => ((await get<QueueJson>("/api/queue")).running.length === 0 ? true : undefined), 60_000);
     expect(await get<QueueJson>("/api/queue")).toMatchObject({ running: [], queued: [] });

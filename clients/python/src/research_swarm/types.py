@@ -1,4 +1,5 @@
-"""The dashboard's JSON as dataclasses: the types of dashboard/api.ts, fields named as the JSON names them.
+"""The dashboard's JSON as dataclasses: the types of dashboard/api.ts, fields named as the JSON names them
+(test/dashboard/client-types.test.ts checks every class against api.ts, field for field).
 
 One difference: a number of the run's metric is named in the JSON by the metric (``val_accuracy``,
 ``test_rmse``); here it is the field named by its prefix (``val``, ``test``), and the run's
