@@ -8,6 +8,7 @@
  * it), drops the runs still waiting, and stops the swarm.
  */
 import { decodeText } from "../../core/model-config.js";
+import { parseSpace } from "../../core/space.js";
 import { join, resolve, sep } from "node:path";
 import { existsSync } from "node:fs";
 import { cliConfig } from "../../core/config.js";
@@ -41,6 +42,9 @@ const SERVE_FLAGS = {
 function spaceDocument(text: string): unknown {
   const doc = decodeText(text);
   if (!doc.ok) fail(`--space: ${doc.error}`);
+  // Anything but a mapping is refused here: as text it could name a file, which launch would read.
+  const checked = parseSpace(doc.value);
+  if (!checked.ok) fail(`--${checked.error}`);
   return doc.value;
 }
 
