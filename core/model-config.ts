@@ -2,6 +2,7 @@ import { z } from "zod";
 import { parse as parseYaml } from "yaml";
 import { DEFAULT_LR, recipeObjectSchema } from "./space.js";
 import { isId } from "./ids.js";
+import { bool, nonNegInt, posInt } from "./zod-fields.js";
 import { safeValidate } from "./json.js";
 import { ArgumentKind, type DatasetInfo, type ModelArgument } from "../proto/gen/research/v1/runner_pb.js";
 
@@ -12,28 +13,9 @@ import { ArgumentKind, type DatasetInfo, type ModelArgument } from "../proto/gen
  * falling back to a default.
  */
 
-const POSITIVE_INT = "expected a positive integer";
-const NON_NEGATIVE_INT = "expected a non-negative integer";
-
-function posInt(max: number) {
-  return z
-    .int({ error: POSITIVE_INT })
-    .min(1, { error: POSITIVE_INT })
-    .max(max, { error: `expected at most ${max}` });
-}
-
-function nonNegInt(max: number) {
-  return z
-    .int({ error: NON_NEGATIVE_INT })
-    .min(0, { error: NON_NEGATIVE_INT })
-    .max(max, { error: `expected at most ${max}` });
-}
-
 /** A probability that still lets signal through: p = 1 would zero every activation. */
 const dropProb = () =>
   z.number({ error: "expected a number in [0, 1)" }).min(0, { error: "expected a number in [0, 1)" }).lt(1, { error: "expected a number in [0, 1)" });
-
-const bool = () => z.boolean({ error: "expected true or false" });
 
 export const ACTIVATIONS = ["relu", "gelu", "silu", "mish", "tanh", "sigmoid", "leaky_relu", "hardswish"] as const;
 export const ActivationSchema = z.enum(ACTIVATIONS);

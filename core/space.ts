@@ -16,6 +16,7 @@
  */
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { z } from "zod";
+import { bool, nonNegInt, posInt } from "./zod-fields.js";
 import type { SearchDevice } from "./defaults.js";
 import { OPTIMIZER, SCHEDULE, type OptimizerName, type SurfaceName } from "./enums.js";
 import type { SearchSpace, SearchSpaceSchema } from "../proto/gen/research/v1/events_pb.js";
@@ -40,8 +41,9 @@ interface Row {
   describe?: string;
   /** The proto Recipe tracks the field's presence: 0 is a value, not "unset". */
   presence?: boolean;
-  /** The surface the planner's edits move it on; absent: the search leaves it alone (fidelity, execution). */
+  /** The surface the planner's edits move it on; absent: the search leaves it alone, and `fixed` says why. */
   surface?: SurfaceName;
+  fixed?: string;
   /** The data it means something for; absent: every dataset. */
   appliesTo?: (info: DatasetInfo) => boolean;
   /** The surrogate's encoding (agents/planner/surrogate.ts): its bounds and how a value maps onto them. */
@@ -107,8 +109,8 @@ export const SPACE = [
   },
   { name: "schedule", kind: "choice", choices: SCHEDULE.names, default: "none", surface: "optimisation", feature: { name: "schedule", categorical: true } },
   { name: "warmup_epochs", kind: "int", min: 0, max: 10000, default: 0, surface: "optimisation" },
-  { name: "step_size", kind: "int", min: 1, max: 10000, default: 10, describe: "epochs between decays of the step schedule" },
-  { name: "gamma", kind: "float", positive: true, max: 1, default: 0.1 },
+  { name: "step_size", fixed: "the step schedule's own setting", kind: "int", min: 1, max: 10000, default: 10, describe: "epochs between decays of the step schedule" },
+  { name: "gamma", fixed: "the step schedule's own setting", kind: "float", positive: true, max: 1, default: 0.1 },
   {
     name: "label_smoothing",
     kind: "float",
@@ -133,8 +135,8 @@ export const SPACE = [
     feature: { name: "log2_batch_size", low: 4, high: 10, encode: Math.log2 },
     draw: { values: (device, info) => batchSizes(info, device) },
   },
-  { name: "epochs", kind: "int", min: 1, max: 10000, default: 2, draw: { low: 2, high: 6, int: true } },
-  { name: "subset", kind: "int", min: 0, max: 1 << 30, default: 0, describe: "stratified training examples used; 0 means the whole training split" },
+  { name: "epochs", fixed: "epochs are the scheduler's fidelity: --epochs sets the probes', the time budget the last training's", kind: "int", min: 1, max: 10000, default: 2, draw: { low: 2, high: 6, int: true } },
+  { name: "subset", fixed: "the training examples are the scheduler's fidelity: --subset sets the probes'", kind: "int", min: 0, max: 1 << 30, default: 0, describe: "stratified training examples used; 0 means the whole training split" },
   { name: "augment.hflip", kind: "bool", default: false, surface: "regularisation", appliesTo: isImage },
   {
     name: "augment.crop_padding",
@@ -149,9 +151,9 @@ export const SPACE = [
     edit: { to: 2 },
   },
   { name: "augment.cutout", kind: "int", min: 0, max: 1024, default: 0, describe: "side of the square cut out; 0 disables", surface: "regularisation", appliesTo: isImage },
-  { name: "amp", kind: "bool", default: false },
-  { name: "channels_last", kind: "bool", default: false },
-  { name: "deterministic", kind: "bool", default: false, describe: "bit-for-bit repeatable training where torch allows it (slower on GPUs)" },
+  { name: "amp", fixed: "how the device computes, chosen for it", kind: "bool", default: false },
+  { name: "channels_last", fixed: "how the device lays out images, chosen for it", kind: "bool", default: false },
+  { name: "deterministic", fixed: "how the device computes, chosen for it", kind: "bool", default: false, describe: "bit-for-bit repeatable training where torch allows it (slower on GPUs)" },
   {
     name: "ema_decay",
     kind: "float",
@@ -164,6 +166,7 @@ export const SPACE = [
   },
   {
     name: "train_seconds",
+    fixed: "the last training's clock, set by the time budget",
     kind: "float",
     min: 0,
     max: 86400,
@@ -220,26 +223,18 @@ export const RECIPE_DEFAULTS = {
 
 // ---------------------------------------------------------------- the zod schema
 
-const POSITIVE_INT = "expected a positive integer";
-const NON_NEGATIVE_INT = "expected a non-negative integer";
-
 function zodOf(r: Row): z.ZodType {
   let t: z.ZodType;
   switch (r.kind) {
     case "bool":
-      t = z.boolean({ error: "expected true or false" });
+      t = bool();
       break;
     case "choice":
       t = z.enum(r.choices as [string, ...string[]]);
       break;
-    case "int": {
-      const msg = r.min === 1 ? POSITIVE_INT : NON_NEGATIVE_INT;
-      t = z
-        .int({ error: msg })
-        .min(r.min ?? 0, { error: msg })
-        .max(r.max!, { error: `expected at most ${r.max}` });
+    case "int":
+      t = r.min === 1 ? posInt(r.max!) : nonNegInt(r.max!);
       break;
-    }
     case "float": {
       let n = z.number();
       if (r.positive) n = n.positive();
@@ -418,25 +413,13 @@ export function parseSpace(doc: unknown): { ok: true; value: SpaceSpec } | { ok:
     }
     const r = dimension(name);
     if (!r) return { ok: false, error: `space: unknown dimension "${name}"; the search's dimensions are ${SEARCHED.join(", ")} (and families)` };
-    if (!r.surface) return { ok: false, error: `space: ${name} is not searched (${FIXED_WHY[name] ?? "the runner's setting"}); set it with a --recipe or a flag instead` };
+    if (!r.surface) return { ok: false, error: `space: ${name} is not searched (${r.fixed}); set it with a --recipe or a flag instead` };
     const range = rangeOf(r, spec);
     if (typeof range === "string") return { ok: false, error: range };
     out.dims[name as DimensionName] = range;
   }
   return { ok: true, value: out };
 }
-
-/** Why a row is not the search's to move, for the one-line refusal. */
-const FIXED_WHY: Record<string, string> = {
-  epochs: "epochs are the scheduler's fidelity: --epochs sets the probes', the time budget the last training's",
-  subset: "the training examples are the scheduler's fidelity: --subset sets the probes'",
-  step_size: "the step schedule's own setting",
-  gamma: "the step schedule's own setting",
-  amp: "how the device computes, chosen for it",
-  channels_last: "how the device lays out images, chosen for it",
-  deterministic: "how the device computes, chosen for it",
-  train_seconds: "the last training's clock, set by the time budget",
-};
 
 function rangeOf(r: Row, spec: unknown): DimRange | string {
   if (spec === "default") {
@@ -453,8 +436,8 @@ function rangeOf(r: Row, spec: unknown): DimRange | string {
     }
     if (keys.length > 0 && keys.every((k) => k === "low" || k === "high")) {
       if (r.kind === "bool" || r.kind === "choice") return `space: ${r.name} takes {values: [...]}, not a range: it is ${rangeText(r)}`;
-      const bad = keys.map((k) => badValue(r, o[k]) && `${badValue(r, o[k])} (its ${k})`).find((e) => e);
-      if (bad) return bad;
+      const bad = keys.map((k) => [badValue(r, o[k]), k] as const).find(([e]) => e);
+      if (bad) return `${bad[0]} (its ${bad[1]})`;
       const low = o.low as number | undefined;
       const high = o.high as number | undefined;
       if (low !== undefined && high !== undefined && low > high) return `space: ${r.name} low ${low} is above high ${high}`;
@@ -539,9 +522,20 @@ export function spaceMessage(s: SpaceSpec): MessageInitShape<typeof SearchSpaceS
   };
 }
 
-/** The space a run's settings carry; unset (every run before --space): the built-in space. */
+const read = new WeakMap<SearchSpace, SpaceSpec>();
+
+/**
+ * The space a run's settings carry; unset (every run before --space): the built-in space.
+ * Read once per message: the planner asks for it with every candidate it weighs.
+ */
 export function spaceOf(m: SearchSpace | undefined): SpaceSpec {
   if (!m) return EMPTY_SPACE;
+  let space = read.get(m);
+  if (!space) read.set(m, (space = spaceFromMessage(m)));
+  return space;
+}
+
+function spaceFromMessage(m: SearchSpace): SpaceSpec {
   const dims: SpaceSpec["dims"] = {};
   for (const d of m.dimensions) {
     const row = dimension(d.name);

@@ -169,12 +169,12 @@ const RECIPE_DIMS: Dimension[] = RECIPE_FEATURES.map(({ row, feature }) =>
  */
 const ORDER = ["log10_params", "depth", "log10_lr", "log10_weight_decay", "label_smoothing", "dropout", "optimizer", "schedule", "log2_batch_size", "augment", "se", "activation"];
 const rank = (name: string) => (ORDER.includes(name) ? ORDER.indexOf(name) : ORDER.length);
-const ALL = [...MODEL_FEATURES.map((f) => f.dim.name), ...RECIPE_DIMS.map((d) => d.name)];
+const ALL: Dimension[] = [...MODEL_FEATURES.map((f) => f.dim), ...RECIPE_DIMS];
 /** Where each of ALL's values goes in GENOME_SPACE. */
-const POSITION = ALL.map((_, i) => i).sort((a, b) => rank(ALL[a]!) - rank(ALL[b]!) || a - b);
+const POSITION = ALL.map((_, i) => i).sort((a, b) => rank(ALL[a]!.name) - rank(ALL[b]!.name) || a - b);
 
 /** The order of genomeFeatures' values. Subset and epochs are absent: they are the fidelity, which the scheduler decides. */
-export const GENOME_SPACE: Dimension[] = POSITION.map((i) => [...MODEL_FEATURES.map((f) => f.dim), ...RECIPE_DIMS][i]!);
+export const GENOME_SPACE: Dimension[] = POSITION.map((i) => ALL[i]!);
 
 /** What a trial trained with, in GENOME_SPACE's order; absent fields read as the schemas' defaults. */
 export function genomeFeatures(model: TrialModelInput, train: TrainConfigInput, params: number): number[] {
