@@ -48,6 +48,37 @@ export function objectiveNamed(name: MetricName): Objective {
 
 export const ACCURACY = objective(Metric.ACCURACY);
 
+/** Where a reported number can lie: a share in [0, 1], an error or loss that is never negative, or any real (R² of a bad model is below 0). */
+export type MetricRange = "unit" | "non_negative" | "real";
+
+/**
+ * Every number a trial's results report (the referee's scores and the trainer's running ones),
+ * by its name without the split: an interval past the range says nothing more, and
+ * gpu-runner/stats.ts clips it there. A metric missing here is not clipped; the test beside
+ * stats.ts scores with the worker's own code and fails on any name this table lacks.
+ */
+const RANGES = {
+  accuracy: "unit",
+  f1_macro: "unit",
+  f1_weighted: "unit",
+  precision_macro: "unit",
+  recall_macro: "unit",
+  roc_auc: "unit",
+  pr_auc: "unit",
+  loss: "non_negative",
+  rmse: "non_negative",
+  mae: "non_negative",
+  r2: "real",
+  bits_per_byte: "non_negative",
+  perplexity: "non_negative",
+} as const satisfies Record<string, MetricRange> & Record<MetricName, MetricRange>;
+
+/** The range of a reported metric by its key (`val_accuracy`, `test_rmse`, `train_loss`); undefined for a name the table lacks. */
+export function metricRange(key: string): MetricRange | undefined {
+  const name = key.replace(/^(?:val|test|train)_/, "");
+  return Object.hasOwn(RANGES, name) ? RANGES[name as keyof typeof RANGES] : undefined;
+}
+
 /** A value of the metric as a number where higher is better. */
 export function utility(o: Objective, value: number): number {
   return o.higherIsBetter ? value : -value;

@@ -24,7 +24,7 @@
  * added in quadrature with its own z quantile (describeWithSampling).
  */
 import { create } from "@bufbuild/protobuf";
-import { ACCURACY, pessimisticBound, reaches, tolerance, utility, type Objective } from "../core/objective.js";
+import { ACCURACY, metricRange, pessimisticBound, reaches, tolerance, utility, type Objective } from "../core/objective.js";
 import { tCritical975 } from "../core/stats.js";
 import {
   ConvergenceSchema,
@@ -89,10 +89,6 @@ export function describeWithSampling(values: number[], standardErrors: number[])
 
 /** Suffix of a metric's standard error over the evaluation set, as the referee reports it. */
 const SE = "_se";
-/** Metrics that live in [0, 1]; an interval past either end says nothing more. */
-const UNIT = /accuracy|f1|precision|recall|auc/;
-/** Errors, losses and bits are never negative: two seeds' wide t interval can reach below 0, which says nothing more. */
-const NON_NEGATIVE = /rmse|mae|loss|bits_per_byte|perplexity/;
 
 /**
  * The proportions among the metrics, with the examples they were counted on.
@@ -126,8 +122,10 @@ export function aggregate(seeds: SeedResult[]): Record<string, MetricStats> {
       : reported(key + SE)
         ? describeWithSampling(values, seeds.map((s) => s.metrics[key + SE]!))
         : describe(values);
-    if (UNIT.test(key)) clipToUnit(stats);
-    else if (NON_NEGATIVE.test(key)) stats.ci95 = stats.ci95.map((v) => Math.max(0, v));
+    // Two seeds' wide t interval can reach past a metric's range (below 0 for an error), which says nothing more.
+    const range = metricRange(key);
+    if (range === "unit") clipToUnit(stats);
+    else if (range === "non_negative") stats.ci95 = stats.ci95.map((v) => Math.max(0, v));
     out[key] = stats;
   }
   out.seconds = describe(seeds.map((s) => s.seconds));

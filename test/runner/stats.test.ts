@@ -3,7 +3,12 @@ import { create } from "@bufbuild/protobuf";
 import { mulberry32 } from "../../agents/planner/policy.js";
 import { aggregate, convergence, describeProportion, goalStatus } from "../../gpu-runner/stats.js";
 import { GoalStatus, Metric, SeedResultSchema } from "../../proto/gen/research/v1/runner_pb.js";
-import { objective } from "../../core/objective.js";
+import { join } from "node:path";
+import { DEFAULT_PYTHON } from "../../core/config.js";
+import { metricRange, objective } from "../../core/objective.js";
+import { run } from "../helpers/run.js";
+
+const PYTHON = process.env.RUNNER_PYTHON ?? DEFAULT_PYTHON;
 
 const seed = (correct: number, examples: number, f1 = correct / examples) =>
   create(SeedResultSchema, { metrics: { val_accuracy: correct / examples, val_f1_macro: f1, val_loss: 0.3 }, valExamples: examples });
@@ -133,5 +138,32 @@ describe("a regression's interval and goal", () => {
     expect(goalStatus(rmse, 51, o)).toBe(GoalStatus.LIKELY);
     expect(goalStatus(rmse, 49, o)).toBe(GoalStatus.NOT_ACHIEVED);
     expect(goalStatus(rmse, 0, o)).toBe(GoalStatus.NO_TARGET);
+  });
+});
+
+describe("metric ranges", () => {
+  it("cover every metric the worker's own scorers report, for every task", async () => {
+    // The referee's code scores small made-up predictions; a metric added there without a range in core/objective.ts fails here.
+    const script = [
+      "import json, sys",
+      "import numpy as np",
+      "sys.path.insert(0, 'gpu-runner/python')",
+      "import metrics",
+      "rng = np.random.default_rng(0)",
+      "y = np.array([0, 1, 2, 0, 1, 2, 0, 1])",
+      "lp = np.log(rng.dirichlet(np.ones(3), size=len(y)))",
+      "keys = set(metrics.score(y, [lp, lp], 3, 'val', True)['metrics'])",
+      "keys |= set(metrics.score(y, [lp], 3, 'test', False))",
+      "t = rng.normal(size=8)",
+      "keys |= set(metrics.score_regression(t, [t[:, None] + 0.1, t[:, None] - 0.2], 'val', True)['metrics'])",
+      "keys |= set(metrics.score_text([np.log(np.full((4, 5), 0.3))], 'val', True)['metrics'])",
+      "print(json.dumps(sorted(keys)))",
+    ].join("\n");
+    const r = await run(PYTHON, ["-c", script], { cwd: join(import.meta.dirname, "..", ".."), timeout: 60_000 });
+    const keys = (JSON.parse(r.stdout || "[]") as string[]).filter((k) => !k.endsWith("_se"));
+    expect(keys.length, r.stderr).toBeGreaterThan(10);
+    expect(keys.filter((k) => metricRange(k) === undefined)).toEqual([]);
+    expect(["val_accuracy", "test_roc_auc", "train_accuracy"].map(metricRange)).toEqual(["unit", "unit", "unit"]);
+    expect(["val_rmse", "train_loss", "val_perplexity", "val_r2"].map(metricRange)).toEqual(["non_negative", "non_negative", "non_negative", "real"]);
   });
 });
