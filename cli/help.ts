@@ -23,6 +23,9 @@ const SECTIONS = {
                        the best model with its 95% CI and one-time test accuracy;
                        a CSV: "csv:/data/titanic.csv target=Survived 0.8" (the file
                        and its target column are checked before anything starts)
+  --goal FILE.yaml     a run document (YAML or JSON): goal: "...", beside it launch's run
+                       flags in snake_case (time_budget, max_params, seeds, space, ...), as
+                       serve's POST /api/runs takes them; flags on the command line win
   --from SOURCE        start from a model instead of the swarm's templates: a model in Python
                        (model.py with --class), a model_config file (YAML or JSON), or RUN/TRIAL
                        of an earlier run in the workspace (its model and recipe: "keep improving

@@ -18,6 +18,7 @@ import { SearchSpaceSchema, type Goal, type StartingPoint } from "../proto/gen/r
 import { Task, type DatasetInfo } from "../proto/gen/research/v1/runner_pb.js";
 import { datasetSpec } from "../swarm/dataset-info.js";
 import { argumentDefault, decodeText, searchableArguments } from "../core/model-config.js";
+import { parseRunDocument, type RunDocumentFields } from "../core/run-document.js";
 import { outsideSpace, parseSpace, spaceMessage, type SpaceSpec } from "../core/space.js";
 import { args, CliFailure, fail, positiveInt } from "./args.js";
 import { quietLogger } from "./workspace.js";
@@ -134,6 +135,61 @@ export function prepareGoal(a: RunArgs, workspace: string) {
       running.runnerHealth,
     );
   return { goal, start, space, settings };
+}
+
+/**
+ * A run document's fields (core/run-document.ts) as launch's flags, every run-shaping one (an
+ * absent field undefined), so that one set of checks (prepareGoal) answers a file, a request
+ * and a command line.
+ */
+export function documentFlags(f: RunDocumentFields): Pick<RunArgs, (typeof RUN_SHAPE)[number] | "time-budget" | "no-research"> {
+  return {
+    goal: f.goal,
+    "time-budget": f.time_budget,
+    target: f.target,
+    "max-params": f.max_params,
+    "max-trials": f.max_trials,
+    seeds: f.seeds,
+    parallel: f.parallel,
+    subset: f.subset,
+    epochs: f.epochs,
+    seed: f.seed,
+    planner: f.planner,
+    "data-dir": f.data_dir,
+    from: f.from,
+    class: f.class,
+    recipe: f.recipe,
+    "no-research": f.no_research,
+    space: f.space === undefined ? undefined : JSON.stringify(typeof f.space === "string" ? spaceDocument(f.space) : f.space),
+  };
+}
+
+/** A document's space given as text (the form's YAML or JSON): decoded here, so that --space never reads it as a path. */
+function spaceDocument(text: string): unknown {
+  const doc = decodeText(text);
+  if (!doc.ok) fail(`--space: ${doc.error}`);
+  // Anything but a mapping is refused here: as text it could name a file, which --space would read.
+  const checked = parseSpace(doc.value);
+  if (!checked.ok) fail(`--${checked.error}`);
+  return doc.value;
+}
+
+/** A --goal that names a run document rather than saying the goal: a YAML or JSON file. */
+const GOAL_FILE = /\.(?:ya?ml|json)$/i;
+
+/**
+ * launch --goal run.yaml: the run document's fields (its goal and run flags, as serve's API takes
+ * them), under the command line's flags, which win flag by flag. Only launch and ablation read a
+ * file here: serve's goals arrive as documents already, and a posted goal is never a path.
+ */
+export function withGoalDocument<A extends RunArgs>(a: A): A {
+  const file = a.goal?.trim();
+  if (!file || !GOAL_FILE.test(file)) return a;
+  if (!existsSync(file)) fail(`--goal: no file ${file} (a run document: goal: "fashion-mnist: reach 92% validation accuracy", with launch's flags in snake_case beside it)`);
+  const doc = parseRunDocument(readFileSync(file, "utf8"));
+  if (!doc.ok) fail(`--goal ${file}: ${doc.error}`);
+  const given = Object.fromEntries(Object.entries(a).filter(([key, value]) => key !== "goal" && value !== undefined));
+  return { ...a, ...documentFlags(doc.value), ...given };
 }
 
 /** --space: a YAML or JSON file, or the document itself when it starts with "{" (what serve passes on). */

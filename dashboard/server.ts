@@ -17,7 +17,8 @@ import { interventionEvent } from "../swarm/interventions.js";
 import { MAX_K, request as queryLineage, type TrialSummary } from "../swarm/lineage-query.js";
 import { FAILURE_LABEL } from "../core/failure.js";
 import type { InterventionReply, LiveMessage, SearchHit } from "./api.js";
-import { NO_INTAKE, StartRunRequestSchema, type RunIntake, type StartRunReply } from "./intake.js";
+import { checkRunDocument } from "../core/run-document.js";
+import { NO_INTAKE, type RunIntake, type StartRunReply } from "./intake.js";
 import { DashboardSource } from "./source.js";
 import { named, objectiveJson, runDetail, runSummary, trialDetail, type RunView } from "./views.js";
 import { ResearchError } from "../core/failure.js";
@@ -194,13 +195,10 @@ export async function startDashboard(opts: DashboardOptions): Promise<Dashboard>
   async function startRun(req: IncomingMessage): Promise<[number, StartRunReply]> {
     const body = await readJson(req);
     if (!opts.intake) return [409, { ok: false, error: "this dashboard takes no new runs: start them with research-agent launch, or serve the workspace with research-agent serve" }];
-    const parsed = StartRunRequestSchema.safeParse(body);
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0]!;
-      return [400, { ok: false, error: `${issue.path.join(".") || "request"}: ${issue.message}` }];
-    }
+    const checked = checkRunDocument(body);
+    if (!checked.ok) return [400, { ok: false, error: checked.error }];
     const who = whoOf(req);
-    const [status, reply] = await opts.intake.submit(parsed.data, who);
+    const [status, reply] = await opts.intake.submit(checked.value, who);
     log.info({ run_id: reply.ok ? reply.run_id : undefined, who, status }, reply.ok ? "run submitted" : `run refused: ${reply.error}`);
     return [status, reply];
   }

@@ -4,10 +4,10 @@ import { join } from "node:path";
 import { pct, pp } from "../../core/format.js";
 import { args, positiveInt } from "../args.js";
 import { runAblation } from "../ablation.js";
-import { prepareRun, RUN_FLAGS, sayer, withSwarm } from "../swarm-run.js";
+import { prepareRun, RUN_FLAGS, sayer, withGoalDocument, withSwarm } from "../swarm-run.js";
 
 export default async function ablation(argv: string[]): Promise<void> {
-  const { values: a } = args(argv, RUN_FLAGS);
+  const a = withGoalDocument(args(argv, RUN_FLAGS).values);
   const runs = positiveInt("runs", a.runs) ?? 3;
   const run = prepareRun(a);
   const say = sayer(a.json);

@@ -13,7 +13,7 @@ import { formatMetric } from "../../core/objective.js";
 import { args, fail } from "../args.js";
 import { describeEvent } from "../event-line.js";
 import { ensureExportPython, FollowingWriter, isUri, writableFolder } from "../export-writer.js";
-import { prepareRun, RUN_FLAGS, sayer, SIGNAL_EXIT, withSwarm, writeInterruptedReport } from "../swarm-run.js";
+import { prepareRun, RUN_FLAGS, sayer, SIGNAL_EXIT, withGoalDocument, withSwarm, writeInterruptedReport } from "../swarm-run.js";
 
 type Outcome = Awaited<ReturnType<typeof runGoal>>;
 
@@ -84,7 +84,7 @@ function liveExportFolder(spec: string): string {
 }
 
 export default async function launch(argv: string[]): Promise<void> {
-  const { values: a } = args(argv, { ...RUN_FLAGS, export: { type: "string" } });
+  const a = withGoalDocument(args(argv, { ...RUN_FLAGS, export: { type: "string" } }).values);
   const run = prepareRun(a);
   const live = a.export === undefined ? undefined : liveExportFolder(a.export);
   const say = sayer(a.json);

@@ -7,8 +7,6 @@
  * runs going (each one's report so far is written; launch --resume continues
  * it), drops the runs still waiting, and stops the swarm.
  */
-import { decodeText } from "../../core/model-config.js";
-import { parseSpace } from "../../core/space.js";
 import { join, resolve, sep } from "node:path";
 import { existsSync } from "node:fs";
 import { cliConfig } from "../../core/config.js";
@@ -20,7 +18,7 @@ import { RUN_STATUS } from "../../core/enums.js";
 import { args, CliFailure, dashboardPort, dashboardStartProblem, fail, positiveInt } from "../args.js";
 import { describeEvent } from "../event-line.js";
 import { UI_PORT } from "../help.js";
-import { datasetProblem, dataRootOf, prepareGoal, prepareSwarm, RUN_FLAGS, sayer, SIGNAL_EXIT, startSwarmFor, writeInterruptedReport, type RunArgs } from "../swarm-run.js";
+import { datasetProblem, dataRootOf, documentFlags, prepareGoal, prepareSwarm, RUN_FLAGS, sayer, SIGNAL_EXIT, startSwarmFor, writeInterruptedReport, type RunArgs } from "../swarm-run.js";
 import { connectOrFail, quietLogger } from "../workspace.js";
 import type { Logger } from "../../core/logger.js";
 
@@ -37,40 +35,6 @@ const SERVE_FLAGS = {
   "llm-base-url": RUN_FLAGS["llm-base-url"],
   "llm-config": RUN_FLAGS["llm-config"],
 } as const;
-
-/** A request's space given as text (the form's YAML or JSON): the document itself, decoded here so that launch's --space never reads it as a path. */
-function spaceDocument(text: string): unknown {
-  const doc = decodeText(text);
-  if (!doc.ok) fail(`--space: ${doc.error}`);
-  // Anything but a mapping is refused here: as text it could name a file, which launch would read.
-  const checked = parseSpace(doc.value);
-  if (!checked.ok) fail(`--${checked.error}`);
-  return doc.value;
-}
-
-/** A request's fields as launch's flags, so that one set of checks (prepareGoal) answers both. */
-function flagsOf(f: StartRunFields, a: RunArgs): RunArgs {
-  return {
-    ...a,
-    goal: f.goal,
-    "time-budget": f.time_budget,
-    target: f.target,
-    "max-params": f.max_params,
-    "max-trials": f.max_trials,
-    seeds: f.seeds,
-    parallel: f.parallel,
-    subset: f.subset,
-    epochs: f.epochs,
-    seed: f.seed,
-    planner: f.planner,
-    "data-dir": f.data_dir,
-    from: f.from,
-    class: f.class,
-    recipe: f.recipe,
-    "no-research": f.no_research,
-    space: f.space === undefined ? undefined : JSON.stringify(typeof f.space === "string" ? spaceDocument(f.space) : f.space),
-  };
-}
 
 interface Taken extends QueuedRun {
   go: (signal: AbortSignal) => Promise<void>;
@@ -94,7 +58,7 @@ class Intake implements RunIntake {
   async submit(fields: StartRunFields, who: string): Promise<[number, StartRunReply]> {
     let prepared: ReturnType<typeof prepareGoal>;
     try {
-      prepared = prepareGoal(flagsOf(fields, this.a), this.flags.workspace);
+      prepared = prepareGoal({ ...this.a, ...documentFlags(fields) }, this.flags.workspace);
     } catch (err) {
       if (err instanceof CliFailure) return [400, { ok: false, error: err.message }];
       throw err;
