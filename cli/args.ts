@@ -27,12 +27,18 @@ export class CliFailure extends Error {
   }
 }
 
-export function fail(message: string, code = 1): never {
+/** Exit statuses, the same for every verb (research-agent --help's "exit status", the README). */
+export const EXIT = { ok: 0, badInput: 1, cannotRun: 2, budgetSpent: 3 } as const;
+
+export function fail(message: string, code: number = EXIT.badInput): never {
   throw new CliFailure(message, code);
 }
 
-/** The verb's flags; --help prints the verb's own help and exits. */
-export function args<O extends ParseArgsConfig["options"]>(argv: string[], options: O) {
+/**
+ * The verb's flags; --help prints the verb's own help and exits. Every verb takes --json: one that
+ * has no single document to give passes `noJson`, why not, and --json is refused with it.
+ */
+export function args<O extends ParseArgsConfig["options"]>(argv: string[], options: O, noJson?: string) {
   let parsed;
   try {
     parsed = parseArgs({ args: argv, options: { ...COMMON, ...options }, allowPositionals: true });
@@ -44,6 +50,7 @@ export function args<O extends ParseArgsConfig["options"]>(argv: string[], optio
     process.stdout.write(verbHelp(verb));
     process.exit(0);
   }
+  if (noJson && (parsed.values as { json?: boolean }).json) fail(`${verb} has no --json: ${noJson}`);
   return parsed;
 }
 

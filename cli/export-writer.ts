@@ -9,7 +9,7 @@ import { accessSync, constants, existsSync, statSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { ExportFormat } from "../lineage-store/export.js";
-import { fail } from "./args.js";
+import { EXIT, fail } from "./args.js";
 
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 export const EXPORT_PYTHON = join(ROOT, ".venv-export", "bin", "python");
@@ -47,9 +47,9 @@ export async function ensureExportPython(): Promise<void> {
   const setup = join(ROOT, "scripts", "setup.sh");
   if (existsSync(setup)) {
     const code = await new Promise<number | null>((done) => spawn("bash", [setup, "export"], { stdio: ["ignore", "ignore", "inherit"] }).on("close", done));
-    if (code !== 0) fail("could not install the export libraries (set-up's message above)", 2);
+    if (code !== 0) fail("could not install the export libraries (set-up's message above)", EXIT.cannotRun);
   }
-  if (!existsSync(EXPORT_PYTHON)) fail(`no ${EXPORT_PYTHON}: run scripts/setup.sh export to install the export libraries`, 2);
+  if (!existsSync(EXPORT_PYTHON)) fail(`no ${EXPORT_PYTHON}: run scripts/setup.sh export to install the export libraries`, EXIT.cannotRun);
 }
 
 /** What the writer says of each run it wrote (one JSON line each on its stdout). */

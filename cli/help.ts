@@ -70,13 +70,15 @@ const SECTIONS = {
   --export tensorboard:DIR   (launch) each trial into DIR/RUN as soon as it is judged, for a
                        tensorboard --logdir DIR beside the run; the report and the best trial's
                        confusion matrix at the end (the export verb writes mlflow and wandb)`,
-  "launch exit status": `  0 when the goal was met, or when a run with no target completed (status
-  completed: it found a best model); 3 when a run with a target ended without
-  meeting it (budget_exhausted, stopped), or a run with no target found no
-  model; 1 on bad input (said in one line before anything starts); 2 on an
-  error; 130 (SIGINT) or 143 (SIGTERM) when stopped before the run ended: the
-  report so far is written, marked interrupted, every process is stopped, and
-  launch --resume RUN goes on from there. A second signal stops at once.`,
+  "exit status": `  0    done; for launch, the goal met, or a run with no target completed (it found a best model)
+  1    bad input, said in one line before anything starts or is written: a flag, the goal, a
+       data file, a --from model that does not parse, build or fit the data
+  2    cannot run: no swarm for the workspace, a swarm or writer that failed (said in one line)
+  3    launch: the budget was spent without meeting the goal, or a run with no target found no model
+  130, 143   launch stopped by SIGINT or SIGTERM: the report so far is written, marked interrupted,
+       every process stopped, and launch --resume RUN goes on from there (a second signal stops at once)
+  --json prints one JSON document on stdout, with times in seconds; watch, ui and serve have none
+  and refuse it.`,
   "serve options": `  --runs N             runs side by side on the swarm's runner (default 1); the rest wait in order
   --data-root DIR      a folder the runner may read a goal's data from (csv:, text:, --data-dir);
                        repeat it for several. Built-in datasets need none
@@ -106,8 +108,7 @@ const SECTIONS = {
   --all                every run of the workspace
   --project NAME       the MLflow experiment or W&B project (default research-swarm)
   The first export installs the trackers' libraries into .venv-export (a minute or two, once).
-  An export of a run already in DIR replaces it. Exit status 1 for bad input (said in one line
-  before anything is written), 2 when writing failed.`,
+  An export of a run already in DIR replaces it.`,
   "research options": `  --format TEXT        how much to return: "3 suggestions, 2 insights, architecture only"
   --dataset NAME       rank for this dataset's modality (default: read from the query)
   --notes DIR          also search your own papers and notes (.md, .txt; .pdf with pdftotext)
@@ -130,20 +131,20 @@ export const VERBS = {
   research-agent launch --goal "fashion-mnist: best model you can in 30 minutes" [launch options]
   research-agent launch --from my_model.py --class Net [--recipe recipe.yaml] --goal "fashion-mnist: maximise accuracy"
   research-agent launch --resume RUN [--workspace DIR]`,
-    sections: ["launch options", "launch exit status"],
+    sections: ["launch options"],
   },
   runs: { usage: "  research-agent runs [--json] [--workspace DIR]       the workspace's runs: status, trials, best, time" },
   watch: { usage: "  research-agent watch [RUN] [--workspace DIR | --nats URL]   lineage events live (history first); a stored run replayed" },
   query: { usage: `  research-agent query --similar "TEXT" [--run RUN] [--k N] [--json] [--workspace DIR | --nats URL]`, sections: ["query options"] },
-  report: { usage: "  research-agent report RUN [--workspace DIR]          the run's report (a live run's so far)" },
+  report: { usage: "  research-agent report RUN [--json] [--workspace DIR]   the run's report (a live run's so far); --json: report.json" },
   export: {
     usage: `  research-agent export RUN --to tensorboard|mlflow|wandb DIR [--workspace DIR] [--project NAME]
   research-agent export --all --to tensorboard|mlflow|wandb DIR   every run of the workspace`,
     sections: ["export options"],
   },
-  status: { usage: "  research-agent status [--workspace DIR | --nats URL]   live runs and their trials, runners and slots, agents" },
+  status: { usage: "  research-agent status [--json] [--workspace DIR | --nats URL]   live runs and their trials, runners and slots, agents" },
   pause: { usage: "  research-agent pause RUN [--reason TEXT]          start nothing new; trials in flight go on (the budget still runs)" },
-  resume: { usage: "  research-agent resume RUN                         trials start again in the slots freed meanwhile" },
+  resume: { usage: "  research-agent resume RUN                         a paused run's trials start again (an interrupted run: launch --resume RUN)" },
   stop: { usage: "  research-agent stop RUN [--reason TEXT]           cancel what runs, confirm the best on test, write the report" },
   cancel: { usage: "  research-agent cancel RUN TRIAL [--reason TEXT]   one trial, labelled cancelled" },
   propose: {
@@ -190,13 +191,13 @@ export function globalHelp(): string {
   const shared = [...new Set(verbs.flatMap((v) => v.sections ?? []))];
   return `${TITLE}\n\nusage:\n${verbs.map((v) => v.usage).join("\n")}
   research-agent VERB --help                        one verb's usage and options
-  research-agent --version\n${sections(shared)}`;
+  research-agent --version\n${sections([...shared, "exit status"])}`;
 }
 
 /** One verb's usage and its sections. */
 export function verbHelp(verb: Verb): string {
   const v: VerbHelp = VERBS[verb];
-  return `usage:\n${v.usage}\n${sections(v.sections ?? [])}`;
+  return `usage:\n${v.usage}\n${sections([...(v.sections ?? []), "exit status"])}`;
 }
 
 /** package.json's version, and the commit when running from a git checkout (the pack has none). */

@@ -7,7 +7,7 @@
  * against the schemas), and once the runner has described the dataset, the
  * model built on the dataset's shape against the goal's parameter limit
  * (startProblem: a model in Python is built by the runner, in its sandbox).
- * Either failing is one line and exit status 2.
+ * Either failing is one line and exit status 1, bad input.
  */
 import { create } from "@bufbuild/protobuf";
 import { existsSync, readFileSync, statSync } from "node:fs";
@@ -24,7 +24,7 @@ import { modelFileProblem } from "./preflight.js";
 const RUN_TRIAL = /^(r[\w-]+?)\/(?:\1-)?(t\d{3,})$/;
 
 function readText(path: string, what: string): string {
-  if (!existsSync(path) || !statSync(path).isFile()) fail(`${what}: no such file: ${path}`, 2);
+  if (!existsSync(path) || !statSync(path).isFile()) fail(`${what}: no such file: ${path}`);
   return readFileSync(path, "utf8");
 }
 
@@ -36,12 +36,12 @@ function oneLine(error: string): string {
 
 function modelOf(text: string, where: string): TrialModelInput {
   const m = authoredTrialModel(text);
-  return m.ok ? m.value : fail(`--from ${where}: ${oneLine(m.error)}`, 2);
+  return m.ok ? m.value : fail(`--from ${where}: ${oneLine(m.error)}`);
 }
 
 function trainOf(text: string, where: string): TrainConfigInput {
   const t = authoredTrainConfig(text);
-  return t.ok ? t.value : fail(`${where}: ${oneLine(t.error)}`, 2);
+  return t.ok ? t.value : fail(`${where}: ${oneLine(t.error)}`);
 }
 
 /** A starting point as it goes on the wire, with its model as validated here (startProblem builds it). */
@@ -64,7 +64,7 @@ function pythonModel(path: string, from: string, className: string | undefined, 
   if (!className) fail(`--from ${from} is a model in Python: give --class NAME, the nn.Module to train`);
   const code = readText(path, "--from");
   const problem = modelFileProblem(python, path, className);
-  if (problem) fail(`--from ${problem}`, 2);
+  if (problem) fail(`--from ${problem}`);
   return { model: { name: className, class_name: className, init_kwargs: {} }, code };
 }
 
@@ -84,7 +84,7 @@ export function startingPointOf(flags: StartFlags, workspace: string, python: st
     const [, run, t] = trial;
     if (flags.class) fail(`--class is for a model in Python (--from FILE.py); ${from} is a trial, which names its own class`);
     const dir = join(workspace, "runs", run!, "experiments", `${run}-${t}`);
-    if (!existsSync(dir)) fail(`--from ${from}: no trial ${run}-${t} in ${join(workspace, "runs")} (a run's trials are in its folder once it has stored them)`, 2);
+    if (!existsSync(dir)) fail(`--from ${from}: no trial ${run}-${t} in ${join(workspace, "runs")} (a run's trials are in its folder once it has stored them)`);
     model = modelOf(readText(join(dir, "model_config.yaml"), `--from ${from}`), from);
     // A code trial trains the code its folder keeps beside its configs: its run's Python, or the
     // code an LLM's edit made, which is this run's source as it is (no edit to make, no trial of
@@ -100,7 +100,7 @@ export function startingPointOf(flags: StartFlags, workspace: string, python: st
     if (/\.py$/i.test(path)) ({ model, code } = pythonModel(path, from, flags.class, python));
     else {
       model = modelOf(readText(path, "--from"), from);
-      if (isCodeModel(model)) fail(`--from ${from}: a model_config that names a class is a model in Python: give --from FILE.py --class ${model.class_name}`, 2);
+      if (isCodeModel(model)) fail(`--from ${from}: a model_config that names a class is a model in Python: give --from FILE.py --class ${model.class_name}`);
     }
   }
   if (flags.class && !code) fail(`--class is for a model in Python (--from FILE.py), and ${from} is a model_config`);

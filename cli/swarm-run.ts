@@ -20,7 +20,7 @@ import { datasetSpec } from "../swarm/dataset-info.js";
 import { argumentDefault, decodeText, searchableArguments } from "../core/model-config.js";
 import { parseRunDocument, type RunDocumentFields } from "../core/run-document.js";
 import { outsideSpace, parseSpace, spaceMessage, type SpaceSpec } from "../core/space.js";
-import { args, CliFailure, fail, positiveInt } from "./args.js";
+import { args, CliFailure, EXIT, fail, positiveInt } from "./args.js";
 import { quietLogger } from "./workspace.js";
 import { parseSeed } from "./format.js";
 import { cudaProblem, dataProblem } from "./preflight.js";
@@ -263,7 +263,7 @@ export async function startSwarmFor(a: RunArgs, flags: PreparedSwarm, dataRoots:
       onRestart: (name, n) => say(`process ${name} exited; restarted (${n})`),
     });
   } catch (err) {
-    fail(`cannot start the swarm: ${(err as Error).message}`, 2);
+    fail(`cannot start the swarm: ${(err as Error).message}`, EXIT.cannotRun);
   }
   const { slots, device } = swarm.runnerHealth;
   say(`runner: ${slots} slots on ${device?.kind ?? "?"}${device?.kind === "cuda" ? ` (${device.gpus} x ${device.name})` : ""}, torch ${device?.torchVersion ?? "?"}${device?.sandboxed ? ", sandboxed" : ", NOT sandboxed"}`);
@@ -337,7 +337,7 @@ export async function withSwarm(
     process.exit(code);
   };
   // fail(), once the swarm is stopped.
-  const failStopping = (message: string, code = 2): Promise<never> => {
+  const failStopping = (message: string, code: number): Promise<never> => {
     process.stderr.write(`research-agent: ${message}\n`);
     return shutdown(code);
   };
@@ -351,11 +351,12 @@ export async function withSwarm(
   }
   try {
     const problem = run.goal && (await datasetProblem(swarm, run, run.goal, say));
-    if (problem) return await failStopping(problem);
+    // The data or the starting point, as the runner found them: the user's input.
+    if (problem) return await failStopping(problem, EXIT.badInput);
     if (interrupt.signal.aborted) return await shutdown(SIGNAL_EXIT[String(interrupt.signal.reason)]!);
     return await shutdown(await body(swarm, interrupt.signal, log));
   } catch (err) {
-    return await failStopping((err as Error).message, err instanceof CliFailure ? err.code : 2);
+    return await failStopping((err as Error).message, err instanceof CliFailure ? err.code : EXIT.cannotRun);
   }
 }
 

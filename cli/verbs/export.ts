@@ -11,7 +11,7 @@ import { RunStatus } from "../../proto/gen/research/v1/events_pb.js";
 import { exportDocument, exportRun, EXPORT_FORMATS, type ExportFormat } from "../../lineage-store/export.js";
 import { buildReport } from "../../lineage-store/report.js";
 import { foldRun, runSoFar } from "../../swarm/run-state.js";
-import { args, fail } from "../args.js";
+import { args, EXIT, fail } from "../args.js";
 import { ensureExportPython, isUri, writableFolder, writeDocument } from "../export-writer.js";
 import { quietLogger, storedRuns } from "../workspace.js";
 
@@ -55,9 +55,10 @@ export default async function exportRuns(argv: string[]): Promise<void> {
   const result = await writeDocument(format, where, String(a.project), JSON.stringify(doc));
   if (!result.ok) {
     log.debug({ stderr: result.stderr }, "export writer failed");
-    fail(`export to ${format} failed [${result.failure.label}]: ${result.failure.message}`, 2);
+    fail(`export to ${format} failed [${result.failure.label}]: ${result.failure.message}`, EXIT.cannotRun);
   }
   log.info({ format, where, runs: result.written.length }, "exported");
+  if (a.json) return void process.stdout.write(`${JSON.stringify({ format, written: result.written, view: VIEW[format](where) })}\n`);
   for (const w of result.written) process.stdout.write(`${w.run_id}: ${w.trials} trials -> ${w.where}\n`);
   process.stdout.write(`view with: ${VIEW[format](where)}\n`);
 }

@@ -5,7 +5,7 @@ import type { InterventionKindName } from "../../core/enums.js";
 import { parseModelConfig, parseTrainConfig } from "../../core/model-config.js";
 import { interventionEvent, type InterventionCheck } from "../../swarm/interventions.js";
 import { applyToRunState, emptyRunState } from "../../swarm/run-state.js";
-import { args, fail } from "../args.js";
+import { args, EXIT, fail } from "../args.js";
 import { connectOrFail } from "../workspace.js";
 
 /**
@@ -34,7 +34,13 @@ export function intervention(kind: InterventionKindName) {
     const runId = positionals[0] ?? fail(`${kind} needs a RUN id (research-agent runs lists them)`);
     if (kind === "cancel_trial" && !positionals[1]) fail("cancel needs a RUN and a TRIAL id");
     const request = { kind, reason: a.reason, trial_id: positionals[1], hypothesis: a.hypothesis, model_config: configFlag("model", a.model, parseModelConfig), train_config: configFlag("train", a.train, parseTrainConfig), parent_ids: a.parent };
-    const bus = (await connectOrFail(a.workspace, a.nats)) ?? fail("no swarm is running for this workspace: only a live run can be paused, resumed, stopped, cancelled or given a proposal");
+    const bus = (await connectOrFail(a.workspace, a.nats)) ??
+      fail(
+        kind === "resume"
+          ? `no swarm is running for this workspace: resume goes on with a paused run; an interrupted one goes on with research-agent launch --resume ${runId}`
+          : "no swarm is running for this workspace: only a live run can be paused, resumed, stopped, cancelled or given a proposal",
+        EXIT.cannotRun,
+      );
     let check: InterventionCheck;
     try {
       const state = emptyRunState(runId);
@@ -47,6 +53,6 @@ export function intervention(kind: InterventionKindName) {
       await bus.close();
     }
     if (!check.ok) fail(check.error);
-    process.stdout.write(`${check.summary}\n`);
+    process.stdout.write(a.json ? `${JSON.stringify({ run_id: runId, kind, summary: check.summary })}\n` : `${check.summary}\n`);
   };
 }

@@ -10,7 +10,7 @@ import type { runGoal } from "../../deploy/swarm.js";
 import { RunStatus } from "../../proto/gen/research/v1/events_pb.js";
 import { standing, valMetricOf } from "../../swarm/run-state.js";
 import { formatMetric } from "../../core/objective.js";
-import { args, fail } from "../args.js";
+import { args, EXIT, fail } from "../args.js";
 import { describeEvent } from "../event-line.js";
 import { ensureExportPython, FollowingWriter, isUri, writableFolder } from "../export-writer.js";
 import { prepareRun, RUN_FLAGS, sayer, SIGNAL_EXIT, withGoalDocument, withSwarm, writeInterruptedReport } from "../swarm-run.js";
@@ -121,6 +121,6 @@ export default async function launch(argv: string[]): Promise<void> {
     }
     printOutcome(outcome, a.json, say);
     if (outcome.interrupted) return SIGNAL_EXIT[String(interrupt.reason)] ?? 130;
-    return outcome.finished.status === RunStatus.GOAL_ACHIEVED || outcome.finished.status === RunStatus.COMPLETED ? 0 : 3;
+    return outcome.finished.status === RunStatus.GOAL_ACHIEVED || outcome.finished.status === RunStatus.COMPLETED ? EXIT.ok : EXIT.budgetSpent;
   }, true);
 }

@@ -10,7 +10,8 @@ import { connectOrFail, storedEvents } from "../workspace.js";
 export default async function report(argv: string[]): Promise<void> {
   const { values: a, positionals } = args(argv, {});
   const run = positionals[0] ?? fail("report needs a RUN id");
-  const path = join(resolve(a.workspace), "runs", run, "report.md");
+  // --json: report.json beside report.md, the same report as one document.
+  const path = join(resolve(a.workspace), "runs", run, a.json ? "report.json" : "report.md");
   if (existsSync(path)) return void process.stdout.write(readFileSync(path, "utf8"));
   // A run still going has no report yet: render one from its events so far, read from the
   // swarm's stream while one is up (the lineage store commits in groups, so it may lag the run).
@@ -18,7 +19,8 @@ export default async function report(argv: string[]): Promise<void> {
   if (events.length === 0) fail(`no run ${run} in this workspace (research-agent runs lists them)`);
   const state = foldRun(run, events);
   const sofar = runSoFar(state, RunStatus.RUNNING, `still running: the report so far, after ${state.judgedCount} judged trials`);
-  process.stdout.write(buildReport(state, sofar).markdown);
+  const built = buildReport(state, sofar);
+  process.stdout.write(a.json ? `${JSON.stringify(built.json, null, 2)}\n` : built.markdown);
 }
 
 async function liveEvents(workspace: string, run: string): Promise<Event[] | undefined> {

@@ -32,13 +32,34 @@ export default async function runs(argv: string[]): Promise<void> {
     return stated ?? ((running ? Date.now() : (r.finished_at ?? r.updated_at)) - (r.started_at ?? r.updated_at)) / 1000;
   };
   if (a.json) {
-    const json = rows.map((r) => ({ run_id: r.run_id, goal: r.goal, status: statusOf(r), trials: r.trials, best_trial_id: r.best_trial_id, best_val_accuracy: r.best_score, started_at: r.started_at, seconds: seconds(r) }));
+    // Times in seconds, as every verb's JSON: started_at since the epoch, seconds of run time.
+    const json = rows.map((r) => ({
+      run_id: r.run_id, goal: r.goal, status: statusOf(r), trials: r.trials, best_trial_id: r.best_trial_id || null, best_val_mean: r.best_score,
+      started_at: r.started_at === null ? null : r.started_at / 1000, seconds: seconds(r),
+    }));
     return void process.stdout.write(`${JSON.stringify(json, null, 2)}\n`);
   }
   if (rows.length === 0) return void process.stdout.write("no runs in this workspace\n");
-  for (const r of rows) {
-    const started = r.started_at ? new Date(r.started_at).toISOString().slice(0, 16).replace("T", " ") : "?";
-    const best = r.best_score !== null ? `best val ${pct(r.best_score)}` : "no best yet";
-    process.stdout.write(`${r.run_id}  ${statusOf(r).padEnd(16)} ${String(r.trials).padStart(4)} trials  ${best.padEnd(22)} ${started}  ${duration(seconds(r)).padStart(8)}  ${r.goal}\n`);
-  }
+  // Local time, its zone in the header; the best is the judge's (the highest pessimistic 95% bound), shown by its validation mean.
+  const zone = new Intl.DateTimeFormat("en-US", { timeZoneName: "short" }).formatToParts(new Date()).find((p) => p.type === "timeZoneName")?.value ?? "local";
+  const table = rows.map((r) => [
+    r.run_id,
+    statusOf(r),
+    String(r.trials),
+    r.best_score !== null ? `${r.best_trial_id.replace(`${r.run_id}-`, "")} ${pct(r.best_score)}` : "none yet",
+    r.started_at ? localMinute(new Date(r.started_at)) : "?",
+    duration(seconds(r)),
+    r.goal,
+  ]);
+  const header = ["RUN", "STATUS", "TRIALS", "BEST (val mean)", `STARTED (${zone})`, "TIME", "GOAL"];
+  const widths = header.map((h, i) => Math.max(h.length, ...table.map((row) => row[i]!.length)));
+  const line = (cells: string[]) => cells.map((c, i) => (i === cells.length - 1 ? c : i === 2 || i === 5 ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join("  ");
+  process.stdout.write(`${[header, ...table].map(line).join("\n")}\n`);
+  process.stdout.write("best: the trial the judge ranks first, by the pessimistic end of its 95% interval (the report says how many seeds)\n");
+}
+
+/** "2026-11-28 07:05" in this machine's time zone. */
+function localMinute(d: Date): string {
+  const two = (n: number) => String(n).padStart(2, "0");
+  return `${d.getFullYear()}-${two(d.getMonth() + 1)}-${two(d.getDate())} ${two(d.getHours())}:${two(d.getMinutes())}`;
 }

@@ -17,5 +17,7 @@ export default async function secrets(argv: string[]): Promise<void> {
   const dir = resolve(positionals[0] ?? fail("secrets needs a DIR to make them in"));
   const made = ensureSecrets(dir, String(a.names).split(",").map((n) => n.trim()).filter(Boolean));
   writeFileSync(join(dir, "nats-auth.conf"), natsAuthConfig(made, String(a["mounted-at"])), { mode: 0o600 });
-  process.stdout.write(`secrets in ${dir} (nats.json, runner-token, ca.pem, tls.pem, tls-key.pem, nats-auth.conf); mount it at ${a["mounted-at"]} with RESEARCH_SECRETS=${a["mounted-at"]}\n`);
+  const files = ["nats.json", "runner-token", "ca.pem", "tls.pem", "tls-key.pem", "nats-auth.conf"];
+  if (a.json) return void process.stdout.write(`${JSON.stringify({ dir, files, mounted_at: a["mounted-at"] })}\n`);
+  process.stdout.write(`secrets in ${dir} (${files.join(", ")}); mount it at ${a["mounted-at"]} with RESEARCH_SECRETS=${a["mounted-at"]}\n`);
 }

@@ -140,7 +140,7 @@ class Intake implements RunIntake {
 }
 
 export default async function serve(argv: string[]): Promise<void> {
-  const { values: a } = args(argv, SERVE_FLAGS);
+  const { values: a } = args(argv, SERVE_FLAGS, "it serves runs until stopped; its dashboard's API is JSON (docs/DASHBOARD.md)");
   const port = dashboardPort(a.port);
   const maxRuns = positiveInt("runs", a.runs)!;
   const dataRoots = (a["data-root"] ?? []).map((d) => resolve(d));

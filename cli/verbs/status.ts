@@ -13,23 +13,39 @@ import { workspaceSecrets } from "../../deploy/swarm.js";
 import { connectRunner } from "../../gpu-runner/client.js";
 import { EventSchema } from "../../proto/gen/research/v1/events_pb.js";
 import { bestTrial, foldRun, trialStatus } from "../../swarm/run-state.js";
-import { args, fail } from "../args.js";
+import { args, EXIT, fail } from "../args.js";
 import { connectOrFail, openLineage, swarmFile } from "../workspace.js";
 
-async function liveRuns(workspace: string): Promise<string[]> {
+interface LiveRun {
+  run_id: string;
+  goal: string;
+  /** running, paused, or stopping (a stop was asked for, by `stopping_by`). */
+  state: string;
+  stopping_by?: string;
+  /** Trials by status (trial_status names). */
+  trials: Record<string, number>;
+  best: { trial_id: string; val_ci95: [number, number] } | null;
+}
+
+async function liveRuns(workspace: string): Promise<LiveRun[]> {
   if (!existsSync(join(resolve(workspace), "lineage"))) return [];
   const store = await openLineage(workspace);
   try {
-    const out: string[] = [];
+    const out: LiveRun[] = [];
     for (const r of (await store.listRuns()).filter((x) => x.status === "running")) {
       const state = foldRun(r.run_id, (await store.eventsOf(r.run_id)).map((row) => fromBinary(EventSchema, row.payload)));
-      const counts = new Map<string, number>();
-      for (const t of state.trials.values()) counts.set(trialStatus(t), (counts.get(trialStatus(t)) ?? 0) + 1);
-      const trials = TRIAL_STATUS.names.filter((n) => counts.has(n)).map((n) => `${counts.get(n)} ${n}`).join(", ") || "none yet";
+      const trials: Record<string, number> = {};
+      for (const t of state.trials.values()) trials[trialStatus(t)] = (trials[trialStatus(t)] ?? 0) + 1;
       const best = bestTrial(state);
-      const ci = best?.evaluated?.result?.aggregated.val_accuracy?.ci95;
-      const held = state.stopRequested ? ` (stopping: ${state.stopRequested.who})` : state.paused ? " (paused)" : "";
-      out.push(`  ${r.run_id}${held}  trials: ${trials}${best && ci ? `; best ${best.id} ${pct(ci[0]!)}–${pct(ci[1]!)}` : ""}  ${r.goal}`);
+      const ci = best && state.objective && best.evaluated?.result?.aggregated[state.objective.key]?.ci95;
+      out.push({
+        run_id: r.run_id,
+        goal: r.goal,
+        state: state.stopRequested ? "stopping" : state.paused ? "paused" : "running",
+        ...(state.stopRequested && { stopping_by: state.stopRequested.who }),
+        trials,
+        best: best && ci ? { trial_id: best.id, val_ci95: [ci[0]!, ci[1]!] } : null,
+      });
     }
     return out;
   } finally {
@@ -37,7 +53,20 @@ async function liveRuns(workspace: string): Promise<string[]> {
   }
 }
 
-async function runnerHealth(workspace: string): Promise<string[]> {
+function runLine(r: LiveRun): string {
+  const trials = TRIAL_STATUS.names.filter((n) => n in r.trials).map((n) => `${r.trials[n]} ${n}`).join(", ") || "none yet";
+  const held = r.state === "stopping" ? ` (stopping: ${r.stopping_by})` : r.state === "paused" ? " (paused)" : "";
+  const best = r.best ? `; best ${r.best.trial_id} ${pct(r.best.val_ci95[0])}–${pct(r.best.val_ci95[1])}` : "";
+  return `  ${r.run_id}${held}  trials: ${trials}${best}  ${r.goal}`;
+}
+
+interface RunnerJson {
+  address: string;
+  health?: { slots: number; free_slots: number; queue_depth: number; workers_ready: number; device: string; sandboxed: boolean };
+  error?: string;
+}
+
+async function runnerHealth(workspace: string): Promise<RunnerJson[]> {
   const addresses = swarmFile(workspace)?.runner_address.split(",") ?? [];
   return Promise.all(
     addresses.map(async (address) => {
@@ -45,9 +74,9 @@ async function runnerHealth(workspace: string): Promise<string[]> {
       try {
         const h = await client.health({}, { timeoutMs: 3000 });
         const d = h.device;
-        return `  ${address}  ${h.slots} slots, ${h.freeSlots} free, ${h.queueDepth} queued, ${h.workersReady} workers up; ${d?.kind ?? "?"} ${d?.name ?? ""}${d?.sandboxed ? ", sandboxed" : ", NOT sandboxed"}`;
+        return { address, health: { slots: h.slots, free_slots: h.freeSlots, queue_depth: h.queueDepth, workers_ready: h.workersReady, device: `${d?.kind ?? "?"} ${d?.name ?? ""}`.trim(), sandboxed: !!d?.sandboxed } };
       } catch (err) {
-        return `  ${address}  not answering: ${(err as Error).message}`;
+        return { address, error: (err as Error).message };
       } finally {
         client.close();
       }
@@ -55,18 +84,25 @@ async function runnerHealth(workspace: string): Promise<string[]> {
   );
 }
 
+function runnerLine({ address, health: h, error }: RunnerJson): string {
+  if (!h) return `  ${address}  not answering: ${error}`;
+  return `  ${address}  ${h.slots} slots, ${h.free_slots} free, ${h.queue_depth} queued, ${h.workers_ready} workers up; ${h.device}${h.sandboxed ? ", sandboxed" : ", NOT sandboxed"}`;
+}
+
 export default async function status(argv: string[]): Promise<void> {
   const { values: a } = args(argv, {});
-  const bus = (await connectOrFail(a.workspace, a.nats)) ?? fail("no swarm is running for this workspace (give --nats URL or --workspace DIR)");
-  const agents = new Map<string, string>();
+  const bus = (await connectOrFail(a.workspace, a.nats)) ?? fail("no swarm is running for this workspace (give --nats URL or --workspace DIR)", EXIT.cannotRun);
+  const agents = new Map<string, { in_flight: number; handled: number; up_s: number }>();
   const sub = bus.watchHeartbeats((beat) => {
-    agents.set(`${beat.role}/${beat.instance}`, `in flight ${beat.inFlight}, handled ${beat.handled}, up ${((Date.now() - Number(beat.startedAtMs)) / 1000).toFixed(0)} s`);
+    agents.set(`${beat.role}/${beat.instance}`, { in_flight: beat.inFlight, handled: Number(beat.handled), up_s: Math.round((Date.now() - Number(beat.startedAtMs)) / 1000) });
   });
-  const [runLines, runnerLines] = await Promise.all([liveRuns(a.workspace), runnerHealth(a.workspace), new Promise((r) => setTimeout(r, 6000))]); // heartbeats come every 5 s
+  const [runs, runners] = await Promise.all([liveRuns(a.workspace), runnerHealth(a.workspace), new Promise((r) => setTimeout(r, 6000))]); // heartbeats come every 5 s
   await sub.stop();
   await bus.close();
-  const lines = ["runs:", ...(runLines.length ? runLines : ["  none running"]), "runners:", ...runnerLines, "agents:"];
-  lines.push(...(agents.size ? [...agents.entries()].sort().map(([who, what]) => `  ${who.padEnd(38)} ${what}`) : ["  no heartbeats in 6 s"]));
+  const sorted = [...agents.entries()].sort(([x], [y]) => x.localeCompare(y));
+  if (agents.size === 0) process.exitCode = EXIT.cannotRun;
+  if (a.json) return void process.stdout.write(`${JSON.stringify({ runs, runners, agents: sorted.map(([agent, beat]) => ({ agent, ...beat })) })}\n`);
+  const lines = ["runs:", ...(runs.length ? runs.map(runLine) : ["  none running"]), "runners:", ...runners.map(runnerLine), "agents:"];
+  lines.push(...(agents.size ? sorted.map(([who, b]) => `  ${who.padEnd(38)} in flight ${b.in_flight}, handled ${b.handled}, up ${b.up_s} s`) : ["  no heartbeats in 6 s"]));
   process.stdout.write(`${lines.join("\n")}\n`);
-  if (agents.size === 0) process.exitCode = 1;
 }

@@ -262,16 +262,21 @@ describe("research-agent", () => {
 
   it("says in one line why an intervention cannot be made", async () => {
     const workspace = join(dir, "no-swarm");
-    const cases: [string[], string][] = [
+    const cases: [string[], string, number?][] = [
       [["pause"], "pause needs a RUN id (research-agent runs lists them)"],
       [["cancel", "r1"], "cancel needs a RUN and a TRIAL id"],
       [["propose", "r1", "--hypothesis", "wider", "--model", join(dir, "missing.yaml")], `--model: no file ${join(dir, "missing.yaml")} (give a file, or the JSON itself)`],
       [["propose", "r1", "--hypothesis", "wider", "--model", badYaml], `--model ${badYaml}: model_config: not valid JSON or YAML: Flow sequence in block collection must be sufficiently indented and end with a ] at line 3, column 1`],
-      [["stop", "r1"], "no swarm is running for this workspace: only a live run can be paused, resumed, stopped, cancelled or given a proposal"],
+      // No swarm: the command cannot run (2), and resume names what goes on with an interrupted run.
+      [["stop", "r1"], "no swarm is running for this workspace: only a live run can be paused, resumed, stopped, cancelled or given a proposal", 2],
+      [["resume", "r1"], "no swarm is running for this workspace: resume goes on with a paused run; an interrupted one goes on with research-agent launch --resume r1", 2],
+      // A verb with no one document to give refuses --json.
+      [["watch", "r1", "--json"], "watch has no --json: it prints events as they come, a line each; report RUN --json gives a run as one document"],
+      [["ui", "--json"], "ui has no --json: it serves the dashboard, whose API is JSON (docs/DASHBOARD.md)"],
     ];
     const ran = await Promise.all(cases.map(([argv]) => run("research-agent", [...argv, "--workspace", workspace])));
-    cases.forEach(([argv, message], i) => {
-      expect(ran[i]!.code, argv.join(" ")).toBe(1);
+    cases.forEach(([argv, message, code], i) => {
+      expect(ran[i]!.code, argv.join(" ")).toBe(code ?? 1);
       expect(ran[i]!.stderr.trim(), argv.join(" ")).toBe(`research-agent: ${message}`);
     });
   }, 240_000);

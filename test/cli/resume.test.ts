@@ -131,6 +131,8 @@ describe.concurrent("launch --resume", () => {
       // A live run has no report yet; `report` renders the run so far.
       const live = await run("./research-agent", ["report", runId, "--workspace", workspace], { env, timeout: CLI_TIMEOUT_MS });
       expect(live.stdout, live.stderr).toContain("**Status:** running: still running: the report so far, after");
+      const json = await run("./research-agent", ["report", runId, "--json", "--workspace", workspace], { env, timeout: CLI_TIMEOUT_MS });
+      expect(JSON.parse(json.stdout), json.stderr).toMatchObject({ run_id: runId, outcome: { status: "running" } });
       process.kill(-first.pid!, "SIGINT");
       expect(await exited, `${out}\n${err}`).toBe(130);
       expect(err).not.toMatch(/Unhandled|DrainingConnectionError/);
