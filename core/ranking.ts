@@ -73,3 +73,25 @@ export function whyBest(
   const sets = best.standing.valExamples && other.valExamples && best.standing.valExamples !== other.valExamples ? "; the two were scored on different validation sets" : "";
   return `Best by the run's rule, ${rule} of the ${pool}: ${own} against ${bound(other)} (${intervalBasis(other)}) for the runner-up \`${runnerUp.id}\`${below}${sets}.`;
 }
+
+/** Whether an edit's hypothesis held, apart from whether the trial ran and was accepted. */
+export type HypothesisOutcome = "supported" | "refuted" | "inconclusive";
+
+/**
+ * The run's one rule for a hypothesis: the change of the validation mean from the trial's parent,
+ * both trained at the same fidelity (training examples and epochs), with a 95% interval taken
+ * from the two trials' own intervals as independent estimates (half-width sqrt(a^2 + b^2), each a
+ * seed spread and the validation set's sampling error). Supported when the whole interval is a
+ * gain, refuted when it is a loss, inconclusive otherwise; `change` is a utility (+ is better).
+ */
+export function hypothesisOutcome(
+  child: { mean: number; ci95: readonly number[] },
+  parent: { mean: number; ci95: readonly number[] },
+  o: Objective = ACCURACY,
+): { outcome: HypothesisOutcome; change: number; ci95: [number, number] } {
+  const half = (s: { ci95: readonly number[] }) => (s.ci95.length === 2 ? (s.ci95[1]! - s.ci95[0]!) / 2 : 0);
+  const change = utility(o, child.mean) - utility(o, parent.mean);
+  const h = Math.hypot(half(child), half(parent));
+  const ci95: [number, number] = [change - h, change + h];
+  return { outcome: ci95[0] > 0 ? "supported" : ci95[1] < 0 ? "refuted" : "inconclusive", change, ci95 };
+}

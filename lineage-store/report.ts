@@ -6,9 +6,9 @@
 import { describeSpace, spaceOf } from "../core/space.js";
 import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
-import { bestRule, intervalBasis, whyBest } from "../core/ranking.js";
+import { bestRule, hypothesisOutcome, intervalBasis, whyBest, type HypothesisOutcome } from "../core/ranking.js";
 import { formatChange, formatMetric, objective, reaches, type Objective } from "../core/objective.js";
-import { bestTrial, metricCurves, paramsOf, rankedTrials, scoreOf, standing, surfaceOf, trialFailure, valMetricOf, type RunState, type TrialState } from "../swarm/run-state.js";
+import { bestTrial, isPromotion, metricCurves, paramsOf, rankedTrials, scoreOf, standing, surfaceOf, trialFailure, trialStatus, valMetricOf, type RunState, type TrialState } from "../swarm/run-state.js";
 import { labelName } from "../core/failure.js";
 import { points, pp } from "../core/format.js";
 import { DECISION, INTERVENTION_KIND, RUN_STATUS, VERDICT, type DecisionName, type VerdictName } from "../core/enums.js";
@@ -140,8 +140,52 @@ function trialRow(t: TrialState, position: number) {
     failure_message: f?.message ?? null,
     eval_seconds: t.evaluated ? t.evaluated.evalSeconds || t.evaluated.result?.seconds || null : null,
     judged_position: t.judgedPosition ?? null,
+    // The same config trained again on more data, epochs or seeds: no hypothesis of its own, and its change no edit's gain.
+    promotion: isPromotion(t),
+    hypothesis_outcome: null as ReturnType<typeof outcomeOf>,
     best: false,
   };
+}
+
+/**
+ * Whether the trial's hypothesis held (core/ranking.ts hypothesisOutcome): against its first
+ * parent, both evaluated at the same training examples and epochs. None for a promotion, a
+ * trial without an evaluated parent, or one trained at another fidelity than its parent.
+ */
+function outcomeOf(state: RunState, t: TrialState): { outcome: HypothesisOutcome; parent_id: string; change: number; ci_95: [number, number] } | null {
+  const parent = state.trials.get(t.proposed?.parentIds[0] ?? "");
+  const [own, theirs] = [valMetricOf(t), parent && valMetricOf(parent)];
+  if (isPromotion(t) || !parent || !own || !theirs || !t.train || !parent.train) return null;
+  if (t.train.subset !== parent.train.subset || t.train.epochs !== parent.train.epochs) return null;
+  const h = hypothesisOutcome(own, theirs, t.objective);
+  return { outcome: h.outcome, parent_id: parent.id, change: h.change, ci_95: h.ci95 };
+}
+
+/** What a trial is, for people: "vgg-cnn, 170,218 parameters, adam lr 0.002, cosine schedule, batch 128, 2 epochs on 12,000 examples". */
+function whatItIs(t: TrialState): string {
+  const m = t.model;
+  const r = t.train;
+  const params = paramsOf(t);
+  const parts = [
+    m ? ("class_name" in m && m.class_name ? `${m.class_name} (your code)` : m.name || "model") : t.assembled?.className || "model",
+    params !== undefined ? `${int(params)} parameters` : "",
+    r ? `${r.optimizer} lr ${r.lr}` : "",
+    r && r.schedule !== "none" ? `${r.schedule} schedule` : "",
+    r ? `batch ${r.batch_size}` : "",
+    r ? `${r.epochs} epoch${r.epochs === 1 ? "" : "s"} on ${r.subset ? `${int(r.subset)} examples` : "the whole training split"}` : "",
+  ];
+  return parts.filter(Boolean).join(", ");
+}
+
+/** The trial's first-parent line back to where the run started, oldest first, each step with how it was made. */
+function pathTo(state: RunState, t: TrialState): { trial_id: string; step: string }[] {
+  const path: { trial_id: string; step: string }[] = [];
+  const seen = new Set<string>();
+  for (let at: TrialState | undefined = t; at && !seen.has(at.id); at = state.trials.get(at.proposed?.parentIds[0] ?? "")) {
+    seen.add(at.id);
+    path.unshift({ trial_id: at.id, step: isPromotion(at) ? "promotion" : at.proposed?.parentIds.length ? short(at.proposed.hypothesis, 80) : `start: ${short(at.proposed?.hypothesis ?? "", 80)}` });
+  }
+  return path;
 }
 
 type TrialRow = ReturnType<typeof trialRow>;
@@ -156,14 +200,18 @@ function surfaceStats(rows: TrialRow[], o: Objective) {
   const by = new Map<string, TrialRow[]>();
   for (const r of rows) by.set(r.surface || "(none)", [...(by.get(r.surface || "(none)") ?? []), r]);
   return [...by.entries()].map(([surface, rs]) => {
-    // Gain only means something for trials that produced a score.
-    const gains = rs.filter((r) => r.verdict && r.val_accuracy).map((r) => r.gain ?? 0);
+    // Gain only means something for an edit that produced a score: a promotion's change is more data, epochs or seeds.
+    const gains = rs.filter((r) => r.verdict && r.val_accuracy && !r.promotion).map((r) => r.gain ?? 0);
+    const outcomes = rs.flatMap((r) => (r.hypothesis_outcome ? [r.hypothesis_outcome.outcome] : []));
     const means = rs.flatMap((r) => (r.val_accuracy ? [r.val_accuracy.mean] : []));
     return {
       surface,
       trials: rs.length,
       judged: rs.filter((r) => r.verdict).length,
       accepted: rs.filter((r) => r.verdict === "accept").length,
+      promotions: rs.filter((r) => r.promotion).length,
+      supported: outcomes.filter((x) => x === "supported").length,
+      refuted: outcomes.filter((x) => x === "refuted").length,
       failed: rs.filter((r) => r.failure_label).length,
       mean_gain: gains.length ? gains.reduce((a, b) => a + b, 0) / gains.length : null,
       best_val_accuracy: means.length ? (o.higherIsBetter ? Math.max(...means) : Math.min(...means)) : null,
@@ -267,6 +315,49 @@ function whyBestOf(state: RunState, best: TrialState): string | null {
   return whyBest({ id: best.id, standing: own }, next && other ? { id: next.id, standing: other } : undefined, ranked.length, state.objective);
 }
 
+/**
+ * Where the run stands for whoever picks it up: the budget left, trials proposed and not judged,
+ * what the best still needs, its weights, and the command that goes on from here.
+ */
+function nextSteps(state: RunState, finished: RunFinished, best: TrialState | undefined, weights: WeightsExport | undefined) {
+  const budget = state.goal?.timeBudgetS || 0;
+  const workspace = state.settings?.workspace || "./workspace";
+  const status = RUN_STATUS.name(finished.status) ?? "";
+  const bestStats = best && valMetricOf(best);
+  const seeds = bestStats?.n ?? 0;
+  const runSeeds = state.settings?.seeds || 0;
+  const tested = Boolean(finished.testResult?.aggregated[`test_${state.objective.metric}`]);
+  const confirmation = !best
+    ? "no model was accepted, so there is nothing to confirm"
+    : seeds < 2
+      ? `the best has ${seeds} seed: a claim needs it trained again with the run's ${runSeeds || "several"} seeds on the whole training split`
+      : tested
+        ? "confirmed: the best was measured once on the test split"
+        : "the best has not been measured on the test split yet: the run's end does that once";
+  const goalText = state.goal?.rawText ?? "";
+  const command =
+    status === "interrupted" || status === "running"
+      ? `research-agent launch --resume ${state.runId} --workspace ${workspace}`
+      : best
+        ? `research-agent launch --from ${state.runId}/${best.id.slice(state.runId.length + 1)} --goal ${JSON.stringify(goalText)} --workspace ${workspace}`
+        : `research-agent launch --goal ${JSON.stringify(goalText)} --workspace ${workspace}`;
+  return {
+    budget_left_s: budget ? Math.max(0, budget - finished.seconds) : null,
+    pending: [...state.trials.values()].filter((t) => !t.judged && trialStatus(t) !== "failed").map((t) => ({ trial_id: t.id, hypothesis: t.proposed?.hypothesis ?? "" })),
+    confirmation,
+    weights: !best
+      ? "none: no best model"
+      : weights?.files.length
+        ? `saved: ${weights.files.map((f) => f.path).join(", ")}${weights.failure ? ` (some seeds not: ${weights.failure.message})` : ""}`
+        : weights?.failure
+          ? `not saved: ${weights.failure.message}`
+          : status === "running" || status === "interrupted"
+            ? "not saved yet: the best trial's weights are fetched from the runner when the run ends"
+            : "none recorded with this report",
+    command,
+  };
+}
+
 /** The run's best: the one it ended with, else the rule's pick so far (a live run). */
 export function chosenBest(state: RunState, finished: RunFinished | undefined): TrialState | undefined {
   return (finished?.bestTrialId && state.trials.get(finished.bestTrialId)) || bestTrial(state);
@@ -284,7 +375,10 @@ function scorePoints(rows: TrialRow[]): ScorePoint[] {
 }
 
 function rowsOf(state: RunState, best: TrialState | undefined): TrialRow[] {
-  return state.order.map((id, k) => ({ ...trialRow(state.trials.get(id)!, k + 1), best: id === best?.id }));
+  return state.order.map((id, k) => {
+    const t = state.trials.get(id)!;
+    return { ...trialRow(t, k + 1), hypothesis_outcome: outcomeOf(state, t), best: id === best?.id };
+  });
 }
 
 // ---------- public API ----------
@@ -345,13 +439,14 @@ function reportJson(state: RunState, finished: RunFinished, rows: TrialRow[], be
       reason: finished.reason,
       trials: finished.trials || state.judgedCount,
       seconds: finished.seconds,
-      best_trial: bestRow ? { ...bestRow, test: testStats(finished.testResult), weights: weightsJson(weights) } : null,
+      best_trial: bestRow && best ? { ...bestRow, what: whatItIs(best), path: pathTo(state, best), test: testStats(finished.testResult), weights: weightsJson(weights) } : null,
       best_trial_id: best?.id ?? null,
       test_skipped: finished.testSkipped || null,
       resumes: resumesOf(state),
       best_rule: bestRule(state.objective),
       why_best: best ? whyBestOf(state, best) : null,
     },
+    next_steps: nextSteps(state, finished, best, weights),
     baseline: baselineComparison(state, best, finished.testResult),
     trials: rows,
     failures: countFailures(rows),
@@ -455,16 +550,22 @@ function markdownOf(state: RunState, finished: RunFinished, j: Report["json"]): 
   }
   if (b) {
     const acc = b.val_accuracy;
-    out.push(`**Best trial:** \`${b.trial_id}\` (#${b.position}, ${cell(b.surface || "no surface")}): ${inline(b.hypothesis)}`, "");
+    out.push(`**Best trial:** \`${b.trial_id}\`: ${inline(b.what)}`, "");
+    out.push(`- Path: ${b.path.map((p) => `\`${p.trial_id}\` (${inline(p.step)})`).join(" → ")}`);
     if (acc) {
-      out.push(
-        `- Validation ${o.label}: ${meanWithCi(acc, o)}, std ${o.proportion ? pp(acc.std) : show(acc.std)}; the interval counts ${intervalBasis({ seeds: acc.n || b.num_seeds || 0, valExamples: b.val_examples ?? 0 })}`,
-      );
+      const seeds = acc.n || b.num_seeds || 0;
+      // A spread needs two seeds: one seed's interval is the validation set's sampling error alone.
+      const spread = seeds >= 2 ? `, std ${o.proportion ? pp(acc.std) : show(acc.std)}` : "";
+      out.push(`- Validation ${o.label}: ${meanWithCi(acc, o)}${spread}; the interval counts ${intervalBasis({ seeds, valExamples: b.val_examples ?? 0 })}`);
       if (j.outcome.why_best) out.push(`- ${inline(j.outcome.why_best)}`);
       const target = j.goal?.target;
       if (target && acc.ci_95) {
         const bound = o.higherIsBetter ? acc.ci_95[0] : acc.ci_95[1];
-        out.push(`- 95% CI ${o.higherIsBetter ? "lower" : "upper"} bound ${show(bound)} against the ${show(target)} target: ${reaches(o, bound, target) ? "met" : "not met"}`);
+        out.push(
+          seeds < 2
+            ? `- The ${show(target)} target cannot be met by a one-seed trial: the goal needs the 95% CI ${o.higherIsBetter ? "lower" : "upper"} bound over 2 seeds or more (this trial's, over its one seed, is ${show(bound)})`
+            : `- 95% CI ${o.higherIsBetter ? "lower" : "upper"} bound ${show(bound)} against the ${show(target)} target: ${reaches(o, bound, target) ? "met" : "not met"}`,
+        );
       }
     }
     out.push(`- Parameters: ${b.params !== null ? int(b.params) : "unknown"}`);
@@ -491,7 +592,7 @@ function markdownOf(state: RunState, finished: RunFinished, j: Report["json"]): 
   out.push("## Trials", "", `![score per trial](${PLOT_FILES.scores})`, "");
   out.push(
     ...table(
-      ["#", "trial", "surface", "hypothesis", "params", o.proportion ? "val acc (mean ± 95% CI, pp)" : `val ${o.label} (mean ± 95% CI)`, "seeds x val examples", "verdict", "failure", "eval time"],
+      ["#", "trial", "surface", "hypothesis", "params", o.proportion ? "val acc (mean ± 95% CI, pp)" : `val ${o.label} (mean ± 95% CI)`, "seeds x val examples", "held?", "verdict", "failure", "eval time"],
       j.trials.map((r) => [
         String(r.position),
         `\`${r.trial_id}\`${r.best ? " ★" : ""}`,
@@ -500,11 +601,14 @@ function markdownOf(state: RunState, finished: RunFinished, j: Report["json"]): 
         r.params !== null ? int(r.params) : "—",
         meanPlusMinus(r.val_accuracy, o),
         r.num_seeds ? `${r.num_seeds} x ${r.val_examples ? int(r.val_examples) : "?"}` : "—",
+        r.promotion ? "promotion" : r.hypothesis_outcome ? `${r.hypothesis_outcome.outcome} (${formatChange(o, r.hypothesis_outcome.change)})` : "—",
         r.verdict ?? "pending",
         r.failure_label ?? "",
         r.eval_seconds !== null ? duration(r.eval_seconds) : "—",
       ]),
     ),
+    "",
+    `"held?" is whether the trial's hypothesis held (core/ranking.ts): the change of its validation mean from its first parent trained at the same examples and epochs, with a 95% interval from the two trials' intervals; supported when the interval is all gain, refuted when all loss, else inconclusive; a promotion trains the same config on more data, epochs or seeds and tests no hypothesis. "verdict" is the judge's: accept means the trial ran and its score counts towards the best, whether or not its change helped.`,
     "",
   );
 
@@ -517,11 +621,14 @@ function markdownOf(state: RunState, finished: RunFinished, j: Report["json"]): 
   out.push("## Surfaces", "");
   out.push(
     ...table(
-      ["surface", "trials", "accepted", "failed", o.proportion ? "mean gain (pp)" : `mean gain (${o.label}, + is better)`, o.proportion ? "best val acc" : `best val ${o.label}`],
+      ["surface", "trials", "promotions", "accepted", "supported", "refuted", "failed", o.proportion ? "mean gain of edits (pp)" : `mean gain of edits (${o.label}, + is better)`, o.proportion ? "best val acc" : `best val ${o.label}`],
       j.surfaces.map((s) => [
         cell(s.surface),
         String(s.trials),
+        String(s.promotions),
         String(s.accepted),
+        String(s.supported),
+        String(s.refuted),
         String(s.failed),
         s.mean_gain !== null ? `${s.mean_gain >= 0 ? "+" : ""}${o.proportion ? points(s.mean_gain) : show(s.mean_gain)}` : "—",
         s.best_val_accuracy !== null ? show(s.best_val_accuracy) : "—",
@@ -590,6 +697,12 @@ function markdownOf(state: RunState, finished: RunFinished, j: Report["json"]): 
   if (j.settings) {
     out.push(...table(["setting", "value"], Object.entries(j.settings).map(([k, v]) => [k, cell(String(v)) || "—"])), "");
   } else out.push("Not recorded.", "");
+
+  const n = j.next_steps;
+  out.push("## Next steps", "");
+  if (n.budget_left_s !== null) out.push(`- Time budget left: ${duration(n.budget_left_s)}`);
+  out.push(`- Trials proposed and not judged: ${n.pending.length ? n.pending.map((p) => `\`${p.trial_id}\` (${inline(short(p.hypothesis, 60))})`).join(", ") : "none"}`);
+  out.push(`- Confirmation: ${inline(n.confirmation)}`, `- Weights: ${inline(n.weights)}`, `- To go on: \`${n.command}\``, "");
   return out.join("\n");
 }
 

@@ -309,7 +309,7 @@ describe("run artifacts and report", () => {
     // User text must neither break the table nor inject HTML.
     expect(md).toContain("depthwise separable convs \\| cut params &lt;50k &amp; keep accuracy");
     const trialRows = md.split("\n").filter((l) => l.startsWith("| ") && l.includes("`run-fmnist-t"));
-    expect(trialRows.filter((l) => l.split(/(?<!\\)\|/).length === 12)).toHaveLength(SPECS.length);
+    expect(trialRows.filter((l) => l.split(/(?<!\\)\|/).length === 13)).toHaveLength(SPECS.length);
 
     const json = JSON.parse(await readFile(join(dir, "report.json"), "utf8"));
     expect(json.outcome.best_trial_id).toBe(tid(5));
