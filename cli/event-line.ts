@@ -5,7 +5,9 @@ import { shortTrialId } from "../core/ids.js";
 import { bestRule, intervalBasis } from "../core/ranking.js";
 import { eventText } from "../lineage-store/fold.js";
 import type { Event, RunSettings } from "../proto/gen/research/v1/events_pb.js";
-import { bestTrial, firstSeed, inFlightCount, meanOf, scoreText, standing, type RunState } from "../swarm/run-state.js";
+import type { EpochProgress } from "../proto/gen/research/v1/runner_pb.js";
+import { duration } from "../lineage-store/report.js";
+import { bestTrial, firstSeed, inFlightCount, liveSeconds, meanOf, scoreText, standing, type RunState, type TrialState } from "../swarm/run-state.js";
 import { formatMetric } from "../core/objective.js";
 
 /** What the run's banner promises about seeds: every planner probes a slice of the split with one. */
@@ -14,6 +16,23 @@ function seedPlan(settings: RunSettings | undefined): string {
   return seeds !== PROBE_SEEDS
     ? `trials on a slice of the training split train ${PROBE_SEEDS} seed, trials on the full split ${seeds}`
     : `${seeds} seeds a trial`;
+}
+
+/**
+ * ", ~2.5 min left": a training that the clock stops (the run's last, its epochs an upper bound)
+ * by its clock, any other by the epochs left at its pace so far.
+ */
+export function timeLeft(p: EpochProgress, t: TrialState | undefined): string {
+  const clock = t?.train?.train_seconds ?? 0;
+  const left = clock > 0 ? clock - p.seconds : p.epoch > 0 ? (p.seconds / p.epoch) * (p.epochs - p.epoch) : 0;
+  const stops = clock > 0 ? `; its clock stops it at ${duration(clock)}, before epoch ${p.epochs}` : "";
+  return left > 0 ? `, ~${duration(left)} left${stops}` : stops;
+}
+
+/** ", 17.5 min of the 30.0 min budget left" at the event's time: the run's live clock against its time budget. */
+function budgetLeft(s: RunState, atMs: number): string {
+  const budget = s.goal?.timeBudgetS ?? 0;
+  return budget > 0 ? ` | ${duration(Math.max(0, budget - liveSeconds(s, atMs)))} of ${duration(budget)} left` : "";
 }
 
 /** Where the run stands after a judgement: its best trial, what is left in flight, its failures by label. */
@@ -38,6 +57,7 @@ export function describeEvent(e: Event, s: RunState): string | undefined {
   // An intervention's text names its trial in full.
   const line = e.trialId && b.case !== "runIntervention" ? `${shortTrialId(e.trialId)} ${text}` : text;
   if (b.case === "runStarted") return `${line} (planner ${b.value.settings?.planner}; ${seedPlan(b.value.settings)}; best: ${bestRule(s.objective)})`;
-  if (b.case === "trialJudged") return `${line} | ${standingLine(b.value.trialsDone, s)}`;
+  if (b.case === "trialJudged") return `${line} | ${standingLine(b.value.trialsDone, s)}${budgetLeft(s, Number(e.emittedAtMs))}`;
+  if (b.case === "trialProgress" && b.value.progress) return `${line}${timeLeft(b.value.progress, s.trials.get(e.trialId))}`;
   return line;
 }

@@ -62,10 +62,21 @@ const RUN_SHAPE = ["goal", "from", "class", "recipe", "target", "max-params", "d
 /** Exit statuses of a launch stopped by a signal, after its report is written. */
 export const SIGNAL_EXIT: Record<string, number> = { SIGINT: 130, SIGTERM: 143 };
 
-/** A console line with the seconds since `t0`; --json keeps stdout for the one JSON document. */
-export function sayer(json: boolean | undefined): (line: string) => void {
+/**
+ * A console line with the seconds since `t0`; --json keeps stdout for the one JSON document. On a
+ * terminal a transient line (a training's progress) is rewritten in place by the next line, so
+ * that epochs do not scroll away what the run decided; elsewhere every line is a plain line.
+ */
+export function sayer(json: boolean | undefined, tty = Boolean(process.stdout.isTTY)): (line: string, transient?: boolean) => void {
   const t0 = Date.now();
-  return (line) => void (!json && process.stdout.write(`[${((Date.now() - t0) / 1000).toFixed(0).padStart(5)}s] ${line}\n`));
+  let open = false;
+  return (line, transient = false) => {
+    if (json) return;
+    const text = `[${((Date.now() - t0) / 1000).toFixed(0).padStart(5)}s] ${line}`;
+    if (!tty) return void process.stdout.write(`${text}\n`);
+    process.stdout.write(`${open ? "\r\x1b[K" : ""}${text}${transient ? "" : "\n"}`);
+    open = transient;
+  };
 }
 
 /** The --resume flags' own checks: a resumed run keeps its shape, and its events must be in the workspace. */

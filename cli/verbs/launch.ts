@@ -84,7 +84,7 @@ function liveExportFolder(spec: string): string {
 }
 
 export default async function launch(argv: string[]): Promise<void> {
-  const a = withGoalDocument(args(argv, { ...RUN_FLAGS, export: { type: "string" } }).values);
+  const a = withGoalDocument(args(argv, { ...RUN_FLAGS, export: { type: "string" }, quiet: { type: "boolean", short: "q" } }).values);
   const run = prepareRun(a);
   const live = a.export === undefined ? undefined : liveExportFolder(a.export);
   const say = sayer(a.json);
@@ -106,8 +106,8 @@ export default async function launch(argv: string[]): Promise<void> {
       signal: interrupt,
       log,
       onEvent: (e, s) => {
-        const line = describeEvent(e, s);
-        if (line) say(line);
+        const line = !a.quiet && describeEvent(e, s);
+        if (line) say(line, e.body.case === "trialProgress");
         const t = e.body.case === "trialJudged" ? s.trials.get(e.trialId) : undefined;
         if (follower && t) follower.send(judgedLine(s, t));
       },
