@@ -228,4 +228,11 @@ describe("after the run, with no swarm", () => {
     expect(ran.status, ran.stdout + ran.stderr).toBe(0);
     expect(ran.stdout).not.toMatch(/skipped/);
   });
+
+  it("gives the Python client the same finished run offline, from the workspace on disk", async () => {
+    const env = { RESEARCH_UI_URL: dashboard!.url, RESEARCH_UI_TOKEN: "", RESEARCH_SWARM_TEST_RUN: runId, RESEARCH_SWARM_WORKSPACE: workspace };
+    const ran = await pythonClientTests(await clientSite, "test_workspace.py", env);
+    expect(ran.status, ran.stdout + ran.stderr).toBe(0);
+    expect(ran.stdout).toMatch(/2 passed/);
+  });
 });

@@ -4,12 +4,15 @@
     client = Client("http://127.0.0.1:8470/")      # the URL `research-agent ui` prints, ?token= and all
     run = client.runs()[0]
     client.best(run.run_id)
+
+A finished workspace reads offline, with no dashboard: ``open_workspace("workspace")`` (workspace.py).
 """
 from .client import DEFAULT_URL, Client, EventStream, trial_record
 from .errors import Code, DashboardError
 from .types import (AgainstStart, Analysis, Best, BestSoFarPoint, Brief, Change, ClassScores, Epoch, Failure, Fidelity, HeldOutTest,
                     InterventionReply, InterventionRow, Interval, LayerSummary, LiveMessage, LlmUse, ModelSummary, Objective, PairedGain,
                     PathStep, Progress, Queue, QueuedRun, RunDetail, RunSummary, RunTaken, SearchHit, SeedCurves, SeedScore, Suggestion, TrialDetail, TrialRow)
+from .workspace import Workspace, open_workspace
 
 __version__ = "0.1.0"
 
@@ -17,5 +20,5 @@ __all__ = [
     "DEFAULT_URL", "Client", "EventStream", "trial_record", "Code", "DashboardError", "AgainstStart", "Analysis", "Best", "BestSoFarPoint",
     "Brief", "Change", "ClassScores", "Epoch", "Failure", "Fidelity", "HeldOutTest", "InterventionReply", "InterventionRow", "Interval",
     "LayerSummary", "LiveMessage", "LlmUse", "ModelSummary", "Objective", "PairedGain", "PathStep", "Progress", "Queue", "QueuedRun", "RunDetail", "RunSummary", "RunTaken",
-    "SearchHit", "SeedCurves", "SeedScore", "Suggestion", "TrialDetail", "TrialRow",
+    "SearchHit", "SeedCurves", "SeedScore", "Suggestion", "TrialDetail", "TrialRow", "Workspace", "open_workspace",
 ]

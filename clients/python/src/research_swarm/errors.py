@@ -35,8 +35,9 @@ def code_of_status(status: int) -> Code:
 
 
 class DashboardError(Exception):
-    """A call to the dashboard failed: ``code`` says why, ``message`` is the dashboard's one line
-    (or the client's, when it got no answer), ``status`` the HTTP status (None without one)."""
+    """A call to the dashboard (or a read of a workspace on disk) failed: ``code`` says why, ``message``
+    is the dashboard's one line (or the client's, when it got no answer), ``status`` the HTTP status
+    (None without one)."""
 
     def __init__(self, code: Code, message: str, status: int | None = None) -> None:
         super().__init__(f"[{code.value}] {message}")
