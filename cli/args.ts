@@ -13,6 +13,15 @@ const COMMON = {
 /** The verb this process runs (research-agent.ts has checked it is one). */
 const verb = process.argv[2] as Verb;
 
+/** Flags renamed so that no two can be confused, by verb, each with what it is now: the old name is told, not guessed. */
+const SEEDS = "--seeds-per-trial (a trial's seeds; --seed is the run's random seed)";
+const RENAMED: Partial<Record<Verb, Record<string, string>>> = {
+  launch: { "--seeds": SEEDS },
+  ablation: { "--seeds": SEEDS },
+  serve: { "--seeds": SEEDS, "--runs": "--max-runs (runs side by side; ablation's --runs is its number of pairs)" },
+  propose: { "--train": "--recipe (a train_config, as launch --recipe takes)" },
+};
+
 /**
  * A verb's one-line refusal and its exit status. Thrown, not exited on the spot, so that serve
  * can answer a goal's refusal over HTTP with launch's own checks; research-agent.ts prints it
@@ -39,6 +48,9 @@ export function fail(message: string, code: number = EXIT.badInput): never {
  * has no single document to give passes `noJson`, why not, and --json is refused with it.
  */
 export function args<O extends ParseArgsConfig["options"]>(argv: string[], options: O, noJson?: string) {
+  for (const [old, now] of Object.entries(RENAMED[verb] ?? {})) {
+    if (argv.some((x) => x === old || x.startsWith(`${old}=`))) fail(`${old} is now ${now}`);
+  }
   let parsed;
   try {
     parsed = parseArgs({ args: argv, options: { ...COMMON, ...options }, allowPositionals: true });

@@ -24,7 +24,7 @@ const SECTIONS = {
                        a CSV: "csv:/data/titanic.csv target=Survived 0.8" (the file
                        and its target column are checked before anything starts)
   --goal FILE.yaml     a run document (YAML or JSON): goal: "...", beside it launch's run
-                       flags in snake_case (time_budget, max_params, seeds, space, ...), as
+                       flags in snake_case (time_budget, max_params, seeds_per_trial, space, ...), as
                        serve's POST /api/runs takes them; flags on the command line win
   --from SOURCE        start from a model instead of the swarm's templates: a model in Python
                        (model.py with --class), a model_config file (YAML or JSON), or RUN/TRIAL
@@ -42,7 +42,7 @@ const SECTIONS = {
                        0.9 or 90% for accuracy, 55 for an RMSE
   --max-params N       parameter limit (overrides the goal)
   --data-dir DIR       dataset location (csv/text/mnist/cifar...; default: standard path)
-  --seeds N            seeds per trial (default 3)
+  --seeds-per-trial N  seeds a trial trains with (default 3; probes on a slice of the split use 1)
   --parallel N         trials in flight at once (default 2; on a GPU runner half its slots, at most 4)
   --planner NAME       builtin (default) or random (the baseline)
   --subset N           training examples per trial to start with (default: ${SEARCH_DEFAULTS.cpu.subset} on large sets on a CPU, all on a GPU)
@@ -82,7 +82,7 @@ const SECTIONS = {
        every process stopped, and launch --resume RUN goes on from there (a second signal stops at once)
   --json prints one JSON document on stdout, with times in seconds; watch, ui and serve have none
   and refuse it.`,
-  "serve options": `  --runs N             runs side by side on the swarm's runner (default 1); the rest wait in order
+  "serve options": `  --max-runs N         runs side by side on the swarm's runner (default 1); the rest wait in order
   --data-root DIR      a folder the runner may read a goal's data from (csv:, text:, --data-dir);
                        repeat it for several. Built-in datasets need none
   --host H, --port N, --token T   the dashboard's address and token, as for ui
@@ -90,7 +90,7 @@ const SECTIONS = {
                        the swarm's runner and agents, as for launch
   --workspace DIR      where lineage, runs, logs and NATS data live (default ./workspace)
   A run is asked for with JSON: {"goal": "digits: 95% accuracy", "time_budget": "5m"} and any of
-  launch's run flags in snake_case (target, max_params, seeds, max_trials, data_dir, from, class,
+  launch's run flags in snake_case (target, max_params, seeds_per_trial, max_trials, data_dir, from, class,
   recipe, no_research, space as a JSON object, ...); paths are this machine's. A refused goal is answered 400 with
   launch's own one line; an accepted one 202 with its run id and place in the queue.`,
   "query options": `  --similar TEXT       trials closest in meaning to TEXT (their hypothesis, surface, configs, failure)
@@ -151,9 +151,9 @@ export const VERBS = {
   stop: { usage: "  research-agent stop RUN [--reason TEXT]           cancel what runs, confirm the best on test, write the report" },
   cancel: { usage: "  research-agent cancel RUN TRIAL [--reason TEXT]   one trial, labelled cancelled" },
   propose: {
-    usage: `  research-agent propose RUN --hypothesis TEXT --model FILE|JSON [--train FILE|JSON] [--parent TRIAL]...
+    usage: `  research-agent propose RUN --hypothesis TEXT --model FILE|JSON [--recipe FILE|JSON] [--parent TRIAL]...
                  queue a hand-written config: the planner takes it at the next free slot, and it is
-                 validated, built and evaluated like any proposal (train: over the run's probe fidelity)`,
+                 validated, built and evaluated like any proposal (recipe: over the run's probe fidelity)`,
   },
   research: {
     usage: `  research-agent research "QUERY" [--format "3 suggestions, architecture only"] [--dataset NAME] [--json]
@@ -161,7 +161,7 @@ export const VERBS = {
     sections: ["research options"],
   },
   ablation: {
-    usage: "  research-agent ablation --goal TEXT [--runs N] [launch options]   research on vs off, matched seeds (default 3 runs each)",
+    usage: "  research-agent ablation --goal TEXT [--runs N] [launch options]   research on vs off, N pairs of runs on matched seeds (default 3)",
     sections: ["launch options"],
   },
   secrets: { usage: "  research-agent secrets DIR [--mounted-at PATH] [--names HOST,...]   a deployment's credentials (docs/DEPLOY.md)" },
@@ -171,7 +171,7 @@ export const VERBS = {
                  port); another --host needs a token (--token, RESEARCH_UI_TOKEN, else a new one in the URL)`,
   },
   serve: {
-    usage: `  research-agent serve [--runs N] [--data-root DIR]... [--host H] [--port N] [--token T] [swarm options]
+    usage: `  research-agent serve [--max-runs N] [--data-root DIR]... [--host H] [--port N] [--token T] [swarm options]
                  a long-lived swarm a team shares: its dashboard takes goals (its form, POST /api/runs, the
                  Python client), checks each as launch does, and runs them in order, N side by side
                  (default 1); SIGINT or SIGTERM interrupts the runs going (reports so far written) and stops`,

@@ -36,7 +36,7 @@ export const RUN_FLAGS = {
   target: { type: "string" },
   "max-params": { type: "string" },
   "data-dir": { type: "string" },
-  seeds: { type: "string" },
+  "seeds-per-trial": { type: "string" },
   parallel: { type: "string" },
   planner: { type: "string" },
   subset: { type: "string" },
@@ -45,7 +45,6 @@ export const RUN_FLAGS = {
   seed: { type: "string" },
   slots: { type: "string" },
   resume: { type: "string" },
-  runs: { type: "string" },
   "unsafe-no-sandbox": { type: "boolean" },
   device: { type: "string" },
   llm: { type: "string" },
@@ -57,7 +56,7 @@ export const RUN_FLAGS = {
 export type RunArgs = ReturnType<typeof args<typeof RUN_FLAGS>>["values"];
 
 /** Flags that shape a run when it starts; a resumed run keeps its own. */
-const RUN_SHAPE = ["goal", "from", "class", "recipe", "target", "max-params", "data-dir", "max-trials", "seeds", "parallel", "subset", "epochs", "seed", "planner", "space"] as const satisfies readonly (keyof RunArgs)[];
+const RUN_SHAPE = ["goal", "from", "class", "recipe", "target", "max-params", "data-dir", "max-trials", "seeds-per-trial", "parallel", "subset", "epochs", "seed", "planner", "space"] as const satisfies readonly (keyof RunArgs)[];
 
 /** Exit statuses of a launch stopped by a signal, after its report is written. */
 export const SIGNAL_EXIT: Record<string, number> = { SIGINT: 130, SIGTERM: 143 };
@@ -126,7 +125,7 @@ export function prepareGoal(a: RunArgs, workspace: string) {
   }
   const flags = {
     maxTrials: positiveInt("max-trials", a["max-trials"]),
-    seeds: positiveInt("seeds", a.seeds),
+    seeds: positiveInt("seeds-per-trial", a["seeds-per-trial"]),
     parallel: positiveInt("parallel", a.parallel),
     subset: positiveInt("subset", a.subset),
     epochs: positiveInt("epochs", a.epochs),
@@ -160,7 +159,7 @@ export function documentFlags(f: RunDocumentFields): Pick<RunArgs, (typeof RUN_S
     target: f.target,
     "max-params": f.max_params,
     "max-trials": f.max_trials,
-    seeds: f.seeds,
+    "seeds-per-trial": f.seeds_per_trial,
     parallel: f.parallel,
     subset: f.subset,
     epochs: f.epochs,

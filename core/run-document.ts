@@ -16,7 +16,7 @@ export const RunDocumentSchema = z.strictObject({
   target: z.union([z.number(), z.string().max(20)]).transform(String).optional(),
   max_params: count.optional(),
   max_trials: count.optional(),
-  seeds: count.optional(),
+  seeds_per_trial: count.optional(),
   parallel: count.optional(),
   subset: count.optional(),
   epochs: count.optional(),
@@ -35,8 +35,13 @@ export type RunDocumentFields = z.output<typeof RunDocumentSchema>;
 
 type Checked = { ok: true; value: RunDocumentFields } | { ok: false; error: string };
 
+/** Keys renamed since they were first taken, each with its new name: a document with the old one is told. */
+const RENAMED: Record<string, string> = { seeds: "seeds_per_trial (a trial's seeds; seed is the run's random seed)" };
+
 /** A run document's fields, or the one line that says what is wrong with it (its first problem). */
 export function checkRunDocument(value: unknown): Checked {
+  const old = value && typeof value === "object" ? Object.keys(RENAMED).find((k) => k in value) : undefined;
+  if (old) return { ok: false, error: `${old} is now ${RENAMED[old]}` };
   const parsed = RunDocumentSchema.safeParse(value);
   if (parsed.success) return { ok: true, value: parsed.data };
   const issue = parsed.error.issues[0]!;

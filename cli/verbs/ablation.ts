@@ -7,7 +7,7 @@ import { runAblation } from "../ablation.js";
 import { prepareRun, RUN_FLAGS, sayer, withGoalDocument, withSwarm } from "../swarm-run.js";
 
 export default async function ablation(argv: string[]): Promise<void> {
-  const a = withGoalDocument(args(argv, RUN_FLAGS).values);
+  const a = withGoalDocument(args(argv, { ...RUN_FLAGS, runs: { type: "string" } }).values);
   const runs = positiveInt("runs", a.runs) ?? 3;
   const run = prepareRun(a);
   const say = sayer(a.json);

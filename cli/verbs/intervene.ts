@@ -28,12 +28,12 @@ export function intervention(kind: InterventionKindName) {
       reason: { type: "string" },
       hypothesis: { type: "string" },
       model: { type: "string" },
-      train: { type: "string" },
+      recipe: { type: "string" },
       parent: { type: "string", multiple: true },
     });
     const runId = positionals[0] ?? fail(`${kind} needs a RUN id (research-agent runs lists them)`);
     if (kind === "cancel_trial" && !positionals[1]) fail("cancel needs a RUN and a TRIAL id");
-    const request = { kind, reason: a.reason, trial_id: positionals[1], hypothesis: a.hypothesis, model_config: configFlag("model", a.model, parseModelConfig), train_config: configFlag("train", a.train, parseTrainConfig), parent_ids: a.parent };
+    const request = { kind, reason: a.reason, trial_id: positionals[1], hypothesis: a.hypothesis, model_config: configFlag("model", a.model, parseModelConfig), train_config: configFlag("recipe", a.recipe, parseTrainConfig), parent_ids: a.parent };
     const bus = (await connectOrFail(a.workspace, a.nats)) ??
       fail(
         kind === "resume"

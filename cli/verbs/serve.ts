@@ -3,7 +3,7 @@
  * over the dashboard's API (POST /api/runs: its form, the Python client, curl),
  * each checked as launch checks its flags and the runner the dataset and
  * starting point, before it is queued; they run in the order they came, up to
- * --runs side by side on the swarm's runner. SIGINT or SIGTERM interrupts the
+ * --max-runs side by side on the swarm's runner. SIGINT or SIGTERM interrupts the
  * runs going (each one's report so far is written; launch --resume continues
  * it), drops the runs still waiting, and stops the swarm.
  */
@@ -26,7 +26,7 @@ const SERVE_FLAGS = {
   host: { type: "string", default: "127.0.0.1" },
   port: { type: "string", default: String(UI_PORT) },
   token: { type: "string" },
-  runs: { type: "string", default: "1" },
+  "max-runs": { type: "string", default: "1" },
   "data-root": { type: "string", multiple: true },
   slots: RUN_FLAGS.slots,
   device: RUN_FLAGS.device,
@@ -142,7 +142,7 @@ class Intake implements RunIntake {
 export default async function serve(argv: string[]): Promise<void> {
   const { values: a } = args(argv, SERVE_FLAGS, "it serves runs until stopped; its dashboard's API is JSON (docs/DASHBOARD.md)");
   const port = dashboardPort(a.port);
-  const maxRuns = positiveInt("runs", a.runs)!;
+  const maxRuns = positiveInt("max-runs", a["max-runs"])!;
   const dataRoots = (a["data-root"] ?? []).map((d) => resolve(d));
   for (const d of dataRoots) if (!existsSync(d)) fail(`--data-root: no folder ${d}`);
   const runArgs = a as unknown as RunArgs;

@@ -22,7 +22,7 @@ function requestOf(fields: Record<string, string>): StartRunRequest {
 const FIELDS: { name: keyof StartRunRequest; label: string; placeholder: string }[] = [
   { name: "time_budget", label: "time budget", placeholder: "30m" },
   { name: "max_params", label: "max parameters", placeholder: "from the goal" },
-  { name: "seeds", label: "seeds", placeholder: "3" },
+  { name: "seeds_per_trial", label: "seeds per trial", placeholder: "3" },
   { name: "from", label: "start from (this machine's path)", placeholder: "model.py, config.yaml or RUN/TRIAL" },
   { name: "class", label: "class (a model in Python)", placeholder: "Net" },
   { name: "recipe", label: "recipe (train_config file)", placeholder: "recipe.yaml" },

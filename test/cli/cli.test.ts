@@ -124,12 +124,13 @@ describe("research-agent", () => {
     const workspace = join(dir, "never-made");
     const cases: [string[], string][] = [
       [["--max-trials", "abc"], '--max-trials must be a positive integer, got "abc"'],
-      [["--seeds", "2x"], '--seeds must be a positive integer, got "2x"'],
+      [["--seeds-per-trial", "2x"], '--seeds-per-trial must be a positive integer, got "2x"'],
+      [["--seeds", "2"], "--seeds is now --seeds-per-trial (a trial's seeds; --seed is the run's random seed)"],
       [["--parallel", "zero"], '--parallel must be a positive integer, got "zero"'],
       [["--seed", "abc"], '--seed must be a whole number from 0 to 4294967295, got "abc"'],
       [["--time-budget", "soon"], '--time-budget must be a duration such as 90s, 20m or 2h, got "soon"'],
       [["--resume", "nosuchrun"], `--resume: ${workspace} has no swarm data (nats/), so no run nosuchrun to resume`],
-      [["--resume", "r1", "--seeds", "2"], "--resume continues run r1 as it was set up; only --time-budget may change it (its new total of live time): drop --seeds"],
+      [["--resume", "r1", "--seeds-per-trial", "2"], "--resume continues run r1 as it was set up; only --time-budget may change it (its new total of live time): drop --seeds-per-trial"],
       [["--export", "mlflow:out"], '--export: only tensorboard follows a run live (--export tensorboard:DIR), got "mlflow:out"; research-agent export writes mlflow and wandb after the run'],
       [["--export", `tensorboard:${good}/tb`], `--export: cannot make ${good}/tb: ${good} is not a folder`],
       [["--space", "{lr: {low: 0.1, high: 0.01}}"], "--space: lr low 0.1 is above high 0.01"],

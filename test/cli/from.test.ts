@@ -74,7 +74,7 @@ describe("launch --from", () => {
   const live = mkdtempSync(join(tmpdir(), "from-live-"));
 
   it.concurrent("trains a model in Python as trial 0, then searches its constructor's arguments beside its recipe", async () => {
-    const r = await launch(["--goal", "digits: maximise accuracy", "--from", net, "--class", "Net", "--recipe", recipe, "--time-budget", "60s", "--seeds", "2", "--no-research", "--workspace", workspace, "--json"]);
+    const r = await launch(["--goal", "digits: maximise accuracy", "--from", net, "--class", "Net", "--recipe", recipe, "--time-budget", "60s", "--seeds-per-trial", "2", "--no-research", "--workspace", workspace, "--json"]);
     expect([0, 3], r.stderr).toContain(r.status);
     py = JSON.parse(r.stdout.trim().split("\n").pop()!) as Summary;
     const file = (t: string, f: string) => trialFile(workspace, py.run_id, t, f);
@@ -105,7 +105,7 @@ describe("launch --from", () => {
 
   it.concurrent("trains a model_config as trial 0 and reports the best model against it, seed by seed", async () => {
     const ws = mkdtempSync(join(tmpdir(), "from-yaml-"));
-    const r = await launch(["--goal", "digits: maximise accuracy", "--from", model, "--recipe", recipe, "--time-budget", "60s", "--seeds", "2", "--parallel", "3", "--no-research", "--workspace", ws, "--json"]);
+    const r = await launch(["--goal", "digits: maximise accuracy", "--from", model, "--recipe", recipe, "--time-budget", "60s", "--seeds-per-trial", "2", "--parallel", "3", "--no-research", "--workspace", ws, "--json"]);
     expect([0, 3], r.stderr).toContain(r.status);
     const first = JSON.parse(r.stdout.trim().split("\n").pop()!) as Summary;
     const t0 = `${first.run_id}-t000`;
@@ -147,7 +147,7 @@ describe("launch --from", () => {
 
   it("starts from an earlier run's trial: its model in Python, its arguments and its recipe", async () => {
     const short = argumentTrial.slice(py.run_id.length + 1);
-    const r = await launch(["--goal", "digits: maximise accuracy", "--from", `${py.run_id}/${short}`, "--time-budget", "45s", "--seeds", "2", "--max-trials", "2", "--no-research", "--workspace", workspace, "--json", "--export", `tensorboard:${live}`]);
+    const r = await launch(["--goal", "digits: maximise accuracy", "--from", `${py.run_id}/${short}`, "--time-budget", "45s", "--seeds-per-trial", "2", "--max-trials", "2", "--no-research", "--workspace", workspace, "--json", "--export", `tensorboard:${live}`]);
     expect([0, 3], r.stderr).toContain(r.status);
     second = JSON.parse(r.stdout.trim().split("\n").pop()!) as Summary;
     expect(second.run_id).not.toBe(py.run_id);

@@ -21,7 +21,7 @@ describe("a language-modelling goal", () => {
   // One after the other: the refusals' four swarm starts beside the training would slow it by minutes on 2 cores.
   it("reaches a bits-per-byte target on a folder of text, met on the interval's upper end, and shows the best model's text", async () => {
     const corpus = join(datasetFixtures(), "corpus");
-    const r = await launch(["--goal", `text:${corpus}: bits per byte below 3.6, 150k params`, "--time-budget", "360s", "--seeds", "2", "--no-research", "--workspace", workspace(), "--json"], 480_000);
+    const r = await launch(["--goal", `text:${corpus}: bits per byte below 3.6, 150k params`, "--time-budget", "360s", "--seeds-per-trial", "2", "--no-research", "--workspace", workspace(), "--json"], 480_000);
     expect(r.status, r.stderr).toBe(0);
     const s = summaryOf(r.stdout);
     expect([s.status, s.metric]).toEqual(["goal_achieved", "val_bits_per_byte"]);

@@ -93,7 +93,7 @@ beforeAll(async () => {
   // Five trials end the run (about 25 s idle); the time budget is room for a loaded machine.
   const r = await run(
     "./research-agent",
-    ["launch", "--goal", "digits: maximise accuracy", "--from", join(dir, "net.py"), "--class", "Net", "--recipe", join(dir, "recipe.yaml"), "--time-budget", "4m", "--seeds", "2", "--max-trials", "5", "--no-research", "--llm", "openai:fake-model", "--llm-base-url", fake.baseURL, "--workspace", workspace, "--json"],
+    ["launch", "--goal", "digits: maximise accuracy", "--from", join(dir, "net.py"), "--class", "Net", "--recipe", join(dir, "recipe.yaml"), "--time-budget", "4m", "--seeds-per-trial", "2", "--max-trials", "5", "--no-research", "--llm", "openai:fake-model", "--llm-base-url", fake.baseURL, "--workspace", workspace, "--json"],
     { env: { ...inherited, LOG_LEVEL: "warn", EMBEDDER: "hashing", OPENAI_API_KEY: "sk-test" }, timeout: 300_000 },
   );
   status = r.status;

@@ -32,7 +32,7 @@ writeFileSync(
 describe("a regression goal", () => {
   it.concurrent("reaches an RMSE target on a CSV's numeric column, met on the interval's upper end", async () => {
     const ws = mkdtempSync(join(tmpdir(), "regression-ws-"));
-    const r = await launch(["--goal", `csv:${house} target=price: rmse below 1.5`, "--time-budget", "90s", "--seeds", "2", "--no-research", "--workspace", ws, "--json"]);
+    const r = await launch(["--goal", `csv:${house} target=price: rmse below 1.5`, "--time-budget", "90s", "--seeds-per-trial", "2", "--no-research", "--workspace", ws, "--json"]);
     expect(r.status, r.stderr).toBe(0);
     const s = summaryOf(r.stdout);
     expect([s.status, s.metric]).toEqual(["goal_achieved", "val_rmse"]);
@@ -46,7 +46,7 @@ describe("a regression goal", () => {
 
   it.concurrent("names the best as the lowest upper bound of RMSE among accepted multi-seed trials, and the report says it in the metric's units", async () => {
     const ws = mkdtempSync(join(tmpdir(), "regression-ws-"));
-    const r = await launch(["--goal", "diabetes: minimise rmse", "--time-budget", "60s", "--seeds", "2", "--no-research", "--workspace", ws, "--json"]);
+    const r = await launch(["--goal", "diabetes: minimise rmse", "--time-budget", "60s", "--seeds-per-trial", "2", "--no-research", "--workspace", ws, "--json"]);
     expect(r.status, r.stderr).toBe(0);
     const s = summaryOf(r.stdout);
     expect([s.status, s.metric]).toEqual(["completed", "val_rmse"]);

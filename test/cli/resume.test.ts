@@ -50,7 +50,7 @@ describe.concurrent("launch --resume", () => {
     try {
       const first = spawn(
         "./research-agent",
-        ["launch", "--goal", "digits: reach 99.9% validation accuracy", "--max-trials", "6", "--seeds", "3", "--epochs", "1", "--no-research", "--space", space, "--workspace", workspace],
+        ["launch", "--goal", "digits: reach 99.9% validation accuracy", "--max-trials", "6", "--seeds-per-trial", "3", "--epochs", "1", "--no-research", "--space", space, "--workspace", workspace],
         // Its own process group, signalled whole below, as a terminal's Ctrl-C is.
         { env, stdio: ["ignore", "pipe", "pipe"], detached: true },
       );
@@ -109,7 +109,7 @@ describe.concurrent("launch --resume", () => {
         // Budgets the run cannot spend before the signal, even on a loaded machine (at a load of 20 a
         // 75 s budget ended the run before its first judgement was read); the resume's own time
         // budget ends the resumed run.
-        ["launch", "--goal", "digits: reach 99.9% validation accuracy", "--max-trials", "40", "--time-budget", "10m", "--seeds", "2", "--epochs", "1", "--no-research", "--workspace", workspace],
+        ["launch", "--goal", "digits: reach 99.9% validation accuracy", "--max-trials", "40", "--time-budget", "10m", "--seeds-per-trial", "2", "--epochs", "1", "--no-research", "--workspace", workspace],
         // Its own process group, signalled whole below, as a terminal's Ctrl-C is.
         { env, stdio: ["ignore", "pipe", "pipe"], detached: true },
       );

@@ -28,7 +28,7 @@ const refusal = (a: RunArgs) => {
 const RUN = `goal: "digits: reach 90% validation accuracy"
 time_budget: 5m
 max_params: 50000
-seeds: 2
+seeds_per_trial: 2
 no_research: true
 space:
   optimizer: adamw
@@ -38,18 +38,18 @@ space:
 describe("a run document as the goal", () => {
   it("gives the goal, the run's flags and its space, as the same flags would", () => {
     const a = withGoalDocument({ goal: file("run.yaml", RUN), workspace: dir });
-    expect(a).toMatchObject({ goal: "digits: reach 90% validation accuracy", "time-budget": "5m", seeds: "2", "no-research": true });
+    expect(a).toMatchObject({ goal: "digits: reach 90% validation accuracy", "time-budget": "5m", "seeds-per-trial": "2", "no-research": true });
     const { goal, space } = prepareGoal(a, dir);
     expect(goal).toMatchObject({ dataset: "digits", target: 0.9, maxParams: 50_000n, timeBudgetS: 300 });
     expect(space).toEqual({ families: [], dims: { optimizer: { values: ["adamw"] }, lr: { low: 0.001, high: 0.01 } } });
     // JSON is the same document.
-    const json = withGoalDocument({ goal: file("run.json", JSON.stringify({ goal: "digits: maximise accuracy", seeds: 4 })), workspace: dir });
-    expect(json).toMatchObject({ goal: "digits: maximise accuracy", seeds: "4" });
+    const json = withGoalDocument({ goal: file("run.json", JSON.stringify({ goal: "digits: maximise accuracy", seeds_per_trial: 4 })), workspace: dir });
+    expect(json).toMatchObject({ goal: "digits: maximise accuracy", "seeds-per-trial": "4" });
   });
 
   it("lets the command line's flags win over the document's", () => {
-    const a = withGoalDocument({ goal: file("run.yaml", RUN), workspace: dir, seeds: "5", "time-budget": "2m" });
-    expect(a).toMatchObject({ seeds: "5", "time-budget": "2m", "max-params": "50000" });
+    const a = withGoalDocument({ goal: file("run.yaml", RUN), workspace: dir, "seeds-per-trial": "5", "time-budget": "2m" });
+    expect(a).toMatchObject({ "seeds-per-trial": "5", "time-budget": "2m", "max-params": "50000" });
     expect(prepareGoal(a, dir).goal?.timeBudgetS).toBe(120);
   });
 
@@ -58,10 +58,13 @@ describe("a run document as the goal", () => {
       `--goal: no file ${join(dir, "none.yaml")} (a run document: goal: "fashion-mnist: reach 92% validation accuracy", with launch's flags in snake_case beside it)`,
     );
     expect(refusal({ goal: file("typo.yaml", `${RUN}sedes: 3\n`), workspace: dir })).toBe(`--goal ${join(dir, "typo.yaml")}: run document: Unrecognized key: "sedes"`);
-    expect(refusal({ goal: file("nogoal.yaml", "seeds: 3\n"), workspace: dir })).toMatch(/^--goal .*nogoal\.yaml: goal: /);
+    expect(refusal({ goal: file("nogoal.yaml", "max_trials: 3\n"), workspace: dir })).toMatch(/^--goal .*nogoal\.yaml: goal: /);
     expect(refusal({ goal: file("broken.yaml", "goal: [unclosed\n"), workspace: dir })).toMatch(/^--goal .*broken\.yaml: not valid JSON or YAML: /);
     // The values meet launch's checks: the same line as the flag.
-    expect(refusal({ goal: file("seeds.yaml", `${RUN.replace("seeds: 2", "seeds: two")}`), workspace: dir })).toBe('--seeds must be a positive integer, got "two"');
+    expect(refusal({ goal: file("seeds.yaml", `${RUN.replace("seeds_per_trial: 2", "seeds_per_trial: two")}`), workspace: dir })).toBe('--seeds-per-trial must be a positive integer, got "two"');
+    expect(refusal({ goal: file("old.yaml", RUN.replace("seeds_per_trial: 2", "seeds: 2")), workspace: dir })).toBe(
+      `--goal ${join(dir, "old.yaml")}: seeds is now seeds_per_trial (a trial's seeds; seed is the run's random seed)`,
+    );
     expect(refusal({ goal: file("space.yaml", `${RUN.replace("low: 0.001", "low: 0.1")}`), workspace: dir })).toBe("--space: lr low 0.1 is above high 0.01");
   });
 

@@ -52,7 +52,7 @@ beforeAll(async () => {
   clientSite = installPythonClient();
   // Awaited by the client's test; a failure before then must not go unhandled.
   clientSite.catch(() => undefined);
-  serve = spawn("./research-agent", ["serve", "--workspace", workspace, "--port", "0", "--runs", "1", "--slots", "2"], {
+  serve = spawn("./research-agent", ["serve", "--workspace", workspace, "--port", "0", "--max-runs", "1", "--slots", "2"], {
     env: { ...inherited, LOG_LEVEL: "warn", EMBEDDER: "hashing" },
     stdio: ["ignore", "pipe", "pipe"],
   });

@@ -30,7 +30,7 @@ describe("a signal goal", () => {
   it("reaches its target from a CSV and from a folder of arrays, on the task's own templates", async () => {
     const [csv, npy] = await Promise.all([signals("csv"), signals("npy")]);
     const launch = (goal: string) =>
-      run("./research-agent", ["launch", "--goal", goal, "--time-budget", "90s", "--seeds", "2", "--no-research", "--workspace", mkdtempSync(join(tmpdir(), "signal-ws-")), "--json"], {
+      run("./research-agent", ["launch", "--goal", goal, "--time-budget", "90s", "--seeds-per-trial", "2", "--no-research", "--workspace", mkdtempSync(join(tmpdir(), "signal-ws-")), "--json"], {
         env,
         timeout: 300_000,
       });

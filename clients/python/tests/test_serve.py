@@ -20,7 +20,7 @@ def test_a_goal_the_swarm_cannot_run_is_refused_with_launchs_line(client: Client
 
 
 def test_a_goal_waits_behind_the_run_going(client: Client, run_id: str):
-    taken = client.start_run(os.environ["RESEARCH_SWARM_TEST_GOAL"], time_budget="45s", seeds=2,
+    taken = client.start_run(os.environ["RESEARCH_SWARM_TEST_GOAL"], time_budget="45s", seeds_per_trial=2,
                              space={"optimizer": {"values": ["adam", "adamw"]}})
     assert taken.position == 1
     queue = client.queue()
