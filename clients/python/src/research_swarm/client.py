@@ -127,7 +127,7 @@ class Client:
         """Asks the swarm for a run of ``goal``: checked as ``launch`` checks its flags, then queued.
 
         ``flags`` are launch's run flags in snake_case: ``time_budget="20m"``, ``max_params=200_000``,
-        ``seeds=3``, ``from_="model.py"`` with ``class_="Net"`` (paths on the serving machine),
+        ``seeds_per_trial=3``, ``from_="model.py"`` with ``class_="Net"`` (paths on the serving machine),
         ``space={"lr": {"low": 1e-4, "high": 1e-2}, "families": ["vgg-cnn"]}`` (launch --space's document), ...
         A goal the swarm cannot run raises DashboardError (``bad_request``) with launch's own line.
         """
