@@ -68,8 +68,14 @@ function pythonModel(path: string, from: string, className: string | undefined, 
   return { model: { name: className, class_name: className, init_kwargs: {} }, code };
 }
 
-/** The run's starting point from the flags, or none; a bad one exits 2 with a line naming it. */
-export function startingPointOf(flags: StartFlags, workspace: string, python: string): Start | undefined {
+/**
+ * Where a goal may read its files: every path it names, judged after symlinks and "..", must lie
+ * under a root (serve's --data-root), else the goal is refused before anything is read.
+ */
+export type Confine = (path: string, what: string) => void;
+
+/** The run's starting point from the flags, or none; a bad one exits 1 with a line naming it. */
+export function startingPointOf(flags: StartFlags, workspace: string, python: string, confine?: Confine): Start | undefined {
   const { from, recipe } = flags;
   if (!from) {
     if (recipe) fail("--recipe is the training recipe of a starting point: give --from too");
@@ -97,6 +103,7 @@ export function startingPointOf(flags: StartFlags, workspace: string, python: st
     train = trainOf(readText(join(dir, "train_config.yaml"), `--from ${from}`), `--from ${from}`);
   } else {
     const path = resolve(from);
+    confine?.(path, "--from");
     if (/\.py$/i.test(path)) ({ model, code } = pythonModel(path, from, flags.class, python));
     else {
       model = modelOf(readText(path, "--from"), from);
@@ -104,6 +111,7 @@ export function startingPointOf(flags: StartFlags, workspace: string, python: st
     }
   }
   if (flags.class && !code) fail(`--class is for a model in Python (--from FILE.py), and ${from} is a model_config`);
+  if (recipe) confine?.(resolve(recipe), "--recipe");
   if (recipe) train = trainOf(readText(resolve(recipe), "--recipe"), `--recipe ${recipe}`);
   return {
     point: create(StartingPointSchema, { origin: from, modelConfigJson: JSON.stringify(model), trainConfigJson: JSON.stringify(train), modelCode: code }),

@@ -1,8 +1,8 @@
 /** What launch, ablation and serve share: the flags that shape a run and a swarm, their checks, and a swarm started and always stopped. */
 import { create } from "@bufbuild/protobuf";
-import { existsSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readFileSync, realpathSync, statSync } from "node:fs";
 import { homedir } from "node:os";
-import { dirname, join, resolve } from "node:path";
+import { basename, dirname, join, resolve, sep } from "node:path";
 import type { ParseArgsConfig } from "node:util";
 import { cliConfig } from "../core/config.js";
 import { DEFAULT_TIME_BUDGET_S, searchDevice } from "../core/defaults.js";
@@ -24,7 +24,7 @@ import { args, CliFailure, EXIT, fail, positiveInt } from "./args.js";
 import { quietLogger } from "./workspace.js";
 import { parseSeed } from "./format.js";
 import { cudaProblem, dataProblem } from "./preflight.js";
-import { startingPointOf, startProblem } from "./starting-point.js";
+import { startingPointOf, startProblem, type Confine } from "./starting-point.js";
 
 export const RUN_FLAGS = {
   goal: { type: "string" },
@@ -90,7 +90,7 @@ function checkResume(a: RunArgs, workspace: string): void {
 }
 
 /** The goal from --goal and the flags that override it; none for a resumed run, which keeps its own. */
-function goalOf(a: RunArgs): Goal | undefined {
+function goalOf(a: RunArgs, confine?: Confine): Goal | undefined {
   const parse = (timeBudgetS: string | number | undefined) =>
     parseGoal(a.goal ?? "resume", {
       // Read in the goal's metric's units: "92%" or 0.92 for accuracy, 55 for an RMSE.
@@ -106,6 +106,7 @@ function goalOf(a: RunArgs): Goal | undefined {
   if (goal?.dataDir) {
     // The runner starts in the repository, not here: a path as the user wrote it is read from here.
     goal.dataDir = resolve(goal.dataDir.replace(/^~(?=\/|$)/, homedir()));
+    confine?.(goal.dataDir, "the goal's data");
     const problem = dataProblem(goal);
     if (problem) fail(problem);
   }
@@ -117,7 +118,7 @@ function goalOf(a: RunArgs): Goal | undefined {
  * is written: a bad one fails with a line naming it. launch checks its command line here, and
  * serve each goal it is sent.
  */
-export function prepareGoal(a: RunArgs, workspace: string) {
+export function prepareGoal(a: RunArgs, workspace: string, confine?: Confine) {
   if (a.planner && !["builtin", "random"].includes(a.planner)) fail(`--planner must be builtin or random, got "${a.planner}"`);
   checkResume(a, workspace);
   if (a["time-budget"] !== undefined && !((parseDuration(a["time-budget"]) ?? 0) > 0)) {
@@ -131,8 +132,8 @@ export function prepareGoal(a: RunArgs, workspace: string) {
     epochs: positiveInt("epochs", a.epochs),
     rngSeed: a.seed === undefined ? undefined : (parseSeed(a.seed) ?? fail(`--seed must be a whole number from 0 to 4294967295, got "${a.seed}"`)),
   };
-  const goal = goalOf(a);
-  const start = startingPointOf(a, workspace, cliConfig().runnerPython);
+  const goal = goalOf(a, confine);
+  const start = startingPointOf(a, workspace, cliConfig().runnerPython, confine);
   const space = spaceFlag(a.space);
   const outside = space && start && outsideSpace(space, start.train);
   if (outside) fail(`--${a.recipe ? "recipe" : "from"}: the starting point's ${outside} (--space)`);
@@ -182,6 +183,36 @@ function spaceDocument(text: string): unknown {
   const checked = parseSpace(doc.value);
   if (!checked.ok) fail(`--${checked.error}`);
   return doc.value;
+}
+
+/**
+ * serve's rule for a posted goal's paths (the data, --from, --recipe): each, its symlinks and ".."
+ * resolved (realpath), must lie under one of `roots`, also resolved; none means no path at all.
+ */
+export function confineTo(roots: string[]): Confine {
+  const real = roots.map((r) => realpathSync(r));
+  return (path, what) => {
+    // A path that does not exist is judged by its nearest folder that does, so that whether a file
+    // outside the roots exists is never told.
+    const at = realOrNearest(path);
+    if (!real.some((r) => at.path === r || at.path.startsWith(r === sep ? r : r + sep))) {
+      fail(`${what} ${path} is outside the folders this swarm reads${real.length ? ` (${real.join(", ")})` : ""}: serve it with --data-root`);
+    }
+    if (!at.exists) fail(`${what}: no such file: ${path}`);
+  };
+}
+
+/** The path with its symlinks and ".." resolved: all of it where it exists, else its longest existing prefix. */
+function realOrNearest(path: string): { path: string; exists: boolean } {
+  const missing: string[] = [];
+  for (let p = resolve(path); ; p = dirname(p)) {
+    try {
+      return { path: join(realpathSync(p), ...missing.reverse()), exists: missing.length === 0 };
+    } catch {
+      if (dirname(p) === p) return { path: resolve(path), exists: false };
+      missing.push(basename(p));
+    }
+  }
 }
 
 /** A --goal that names a run document rather than saying the goal: a YAML or JSON file. */
@@ -246,7 +277,7 @@ export function prepareRun(a: RunArgs) {
 export type PreparedRun = ReturnType<typeof prepareRun>;
 
 /** The folder the runner must be able to read for the goal's data: a CSV file's folder, else the data folder itself. */
-export function dataRootOf(goal: Goal | undefined): string | undefined {
+function dataRootOf(goal: Goal | undefined): string | undefined {
   const dataDir = goal?.dataDir;
   return dataDir ? (statSync(dataDir, { throwIfNoEntry: false })?.isFile() ? dirname(dataDir) : dataDir) : undefined;
 }

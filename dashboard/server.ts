@@ -35,7 +35,7 @@ export interface DashboardOptions {
   host?: string;
   /** 0: a free port. */
   port?: number;
-  /** Required beyond loopback; made when not given. */
+  /** Required when given, on loopback too; beyond loopback made when not given. */
   token?: string;
   logger: Logger;
   assets: WebAssets;
@@ -52,6 +52,8 @@ export interface DashboardOptions {
 export interface Dashboard {
   /** Where to open it; with `?token=` when a token is needed. */
   url: string;
+  /** Who may use it (and, on serve's, start runs), in words for its banner. */
+  access: string;
   close(): Promise<void>;
 }
 
@@ -150,7 +152,8 @@ function hitOf(t: TrialSummary, o: Objective): SearchHit {
 export async function startDashboard(opts: DashboardOptions): Promise<Dashboard> {
   const host = opts.host ?? "127.0.0.1";
   const log = opts.logger;
-  const token = isLoopback(host) ? undefined : (opts.token ?? randomBytes(24).toString("base64url"));
+  // A token given is wanted on loopback too: on a shared machine every user can reach 127.0.0.1.
+  const token = opts.token || (isLoopback(host) ? undefined : randomBytes(24).toString("base64url"));
   if (token !== undefined && token.length < 16) throw new ResearchError("invalid_config", "the dashboard's token must have 16 characters or more");
   const source = await DashboardSource.open({ workspace: opts.workspace, logger: log, connect: opts.connect, retryMs: opts.retryMs, lostAfterMs: opts.lostAfterMs });
   const streams = new Set<ServerResponse>();
@@ -331,6 +334,9 @@ export async function startDashboard(opts: DashboardOptions): Promise<Dashboard>
   log.info({ host, port, auth: token !== undefined }, "dashboard listening");
   return {
     url,
+    access: token
+      ? "whoever holds its token (the URL's ?token=, or Authorization: Bearer)"
+      : `anyone who can reach ${shownHost}:${port} on this machine, with no token (--token or RESEARCH_UI_TOKEN asks for one)`,
     async close() {
       for (const res of streams) res.end();
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));

@@ -7,8 +7,8 @@
  * runs going (each one's report so far is written; launch --resume continues
  * it), drops the runs still waiting, and stops the swarm.
  */
-import { join, resolve, sep } from "node:path";
-import { existsSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { existsSync, realpathSync } from "node:fs";
 import { cliConfig } from "../../core/config.js";
 import { newRunId, runGoal, type Swarm } from "../../deploy/swarm.js";
 import { buildWeb } from "../../dashboard/build.js";
@@ -18,7 +18,7 @@ import { RUN_STATUS } from "../../core/enums.js";
 import { args, CliFailure, dashboardPort, dashboardStartProblem, fail, positiveInt } from "../args.js";
 import { describeEvent } from "../event-line.js";
 import { UI_PORT } from "../help.js";
-import { datasetProblem, dataRootOf, documentFlags, prepareGoal, prepareSwarm, RUN_FLAGS, sayer, SIGNAL_EXIT, startSwarmFor, writeInterruptedReport, type RunArgs } from "../swarm-run.js";
+import { confineTo, datasetProblem, documentFlags, prepareGoal, prepareSwarm, RUN_FLAGS, sayer, SIGNAL_EXIT, startSwarmFor, writeInterruptedReport, type RunArgs } from "../swarm-run.js";
 import { connectOrFail, quietLogger } from "../workspace.js";
 import type { Logger } from "../../core/logger.js";
 
@@ -58,16 +58,12 @@ class Intake implements RunIntake {
   async submit(fields: StartRunFields, who: string): Promise<[number, StartRunReply]> {
     let prepared: ReturnType<typeof prepareGoal>;
     try {
-      prepared = prepareGoal({ ...this.a, ...documentFlags(fields) }, this.flags.workspace);
+      prepared = prepareGoal({ ...this.a, ...documentFlags(fields) }, this.flags.workspace, confineTo(this.dataRoots));
     } catch (err) {
       if (err instanceof CliFailure) return [400, { ok: false, error: err.message }];
       throw err;
     }
     const { goal } = prepared;
-    const root = dataRootOf(goal);
-    if (root && !this.dataRoots.some((r) => root === r || root.startsWith(r + sep))) {
-      return [400, { ok: false, error: `${root} is outside the folders this swarm's runner reads: serve it with --data-root` }];
-    }
     const problem = await datasetProblem(this.swarm, prepared, goal!, () => {});
     if (problem) return [400, { ok: false, error: problem }];
     const runId = newRunId();
@@ -143,8 +139,9 @@ export default async function serve(argv: string[]): Promise<void> {
   const { values: a } = args(argv, SERVE_FLAGS, "it serves runs until stopped; its dashboard's API is JSON (docs/DASHBOARD.md)");
   const port = dashboardPort(a.port);
   const maxRuns = positiveInt("max-runs", a["max-runs"])!;
-  const dataRoots = (a["data-root"] ?? []).map((d) => resolve(d));
-  for (const d of dataRoots) if (!existsSync(d)) fail(`--data-root: no folder ${d}`);
+  for (const d of a["data-root"] ?? []) if (!existsSync(d)) fail(`--data-root: no folder ${resolve(d)}`);
+  // As the runner's sandbox will see them: a root that is a symlink is where it leads.
+  const dataRoots = (a["data-root"] ?? []).map((d) => realpathSync(d));
   const runArgs = a as unknown as RunArgs;
   const flags = prepareSwarm(runArgs);
   const say = sayer(false);
@@ -181,4 +178,5 @@ export default async function serve(argv: string[]): Promise<void> {
   }
   say(`dashboard: ${dashboard.url}`);
   say(`taking goals at POST /api/runs and the dashboard's form; ${maxRuns} run(s) at a time`);
+  say(`who can start runs: ${dashboard.access}; their data, --from and --recipe only under ${dataRoots.length ? dataRoots.join(", ") : "no folder (built-in datasets only: serve --data-root DIR)"}`);
 }

@@ -33,7 +33,7 @@ export default async function ui(argv: string[]): Promise<void> {
   } catch (err) {
     fail(dashboardStartProblem(err, port), 2);
   }
-  process.stdout.write(`dashboard: ${dashboard.url}\n`);
+  process.stdout.write(`dashboard: ${dashboard.url}\nwho can see it and act on runs: ${dashboard.access}\n`);
   const stop = () => void dashboard.close().then(() => process.exit(0));
   process.once("SIGINT", stop);
   process.once("SIGTERM", stop);

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, readdirSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, readdirSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
@@ -19,6 +19,9 @@ const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
 const { NODE_CHANNEL_FD: _ipc, ...inherited } = process.env;
 
 const workspace = mkdtempSync(join(tmpdir(), "serve-test-"));
+// The one folder posted goals may read from; a symlink in it leads out.
+const dataRoot = mkdtempSync(join(tmpdir(), "serve-data-"));
+symlinkSync("/etc", join(dataRoot, "etc"));
 let serve: ChildProcess;
 let exited: Promise<number | null>;
 let url: string;
@@ -52,7 +55,7 @@ beforeAll(async () => {
   clientSite = installPythonClient();
   // Awaited by the client's test; a failure before then must not go unhandled.
   clientSite.catch(() => undefined);
-  serve = spawn("./research-agent", ["serve", "--workspace", workspace, "--port", "0", "--max-runs", "1", "--slots", "2"], {
+  serve = spawn("./research-agent", ["serve", "--workspace", workspace, "--port", "0", "--max-runs", "1", "--slots", "2", "--data-root", dataRoot], {
     env: { ...inherited, LOG_LEVEL: "warn", EMBEDDER: "hashing" },
     stdio: ["ignore", "pipe", "pipe"],
   });
@@ -82,8 +85,12 @@ describe("research-agent serve", () => {
       [{ goal: "make it good please" }, "cannot understand the goal"],
       [{ goal: "digits: 95% accuracy", time_budget: "soon" }, '--time-budget must be a duration such as 90s, 20m or 2h, got "soon"'],
       [{ goal: "digits: 95% accuracy", colour: "red" }, "colour"],
-      [{ goal: "digits: 95% accuracy", from: join(workspace, "nowhere.py"), class: "Net" }, `no such file: ${join(workspace, "nowhere.py")}`],
-      [{ goal: `csv:${join(workspace, "people.csv")} target=bought` }, "people.csv"],
+      [{ goal: "digits: 95% accuracy", from: join(dataRoot, "nowhere.py"), class: "Net" }, `no such file: ${join(dataRoot, "nowhere.py")}`],
+      // Every path a goal names lies under --data-root once symlinks and .. are resolved; nothing outside is read.
+      [{ goal: `csv:${join(workspace, "people.csv")} target=bought` }, `the goal's data ${join(workspace, "people.csv")} is outside the folders this swarm reads`],
+      [{ goal: `csv:${join(dataRoot, "etc", "passwd")} target=x: maximise accuracy` }, `the goal's data ${join(dataRoot, "etc", "passwd")} is outside the folders this swarm reads`],
+      [{ goal: "digits: 95% accuracy", from: join(dataRoot, "..", "..", "etc", "hostname"), class: "Net" }, "--from /etc/hostname is outside the folders this swarm reads"],
+      [{ goal: "digits: 95% accuracy", from: join(dataRoot, "etc", "hostname"), class: "Net" }, `--from ${join(dataRoot, "etc", "hostname")} is outside the folders this swarm reads`],
       // The space is the document itself, checked as launch --space checks it; a path is not read.
       [{ goal: "digits: 95% accuracy", space: { lr: { low: 0.1, high: 0.01 } } }, "--space: lr low 0.1 is above high 0.01"],
       [{ goal: "digits: 95% accuracy", space: "/etc/space.yaml" }, "--space: expected a mapping of dimensions"],

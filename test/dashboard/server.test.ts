@@ -176,6 +176,26 @@ describe("dashboard server beyond loopback", () => {
     expect(await page.text()).toBe(ASSETS.html);
   });
 
+  it("wants a token given on loopback too, and says who can use it", async () => {
+    expect(dash.access).toBe("whoever holds its token (the URL's ?token=, or Authorization: Bearer)");
+    const local = await startDashboard({ workspace, token: TOKEN, logger: testLogger, assets: ASSETS });
+    try {
+      const base = `http://127.0.0.1:${new URL(local.url).port}`;
+      expect(local.url).toBe(`${base}/?token=${TOKEN}`);
+      expect((await fetch(`${base}/api/runs`)).status).toBe(401);
+      expect((await fetch(`${base}/api/runs`, { headers: { authorization: `Bearer ${TOKEN}` } })).status).toBe(200);
+    } finally {
+      await local.close();
+    }
+    const open = await startDashboard({ workspace, logger: testLogger, assets: ASSETS });
+    try {
+      expect(open.access).toMatch(/^anyone who can reach 127\.0\.0\.1:\d+ on this machine, with no token/);
+      expect((await fetch(`http://127.0.0.1:${new URL(open.url).port}/api/runs`)).status).toBe(200);
+    } finally {
+      await open.close();
+    }
+  });
+
   it("refuses a token too short to guard anything", async () => {
     await expect(startDashboard({ workspace, host: "0.0.0.0", token: "short", logger: testLogger, assets: ASSETS })).rejects.toThrow(/16 characters/);
   });
