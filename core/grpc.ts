@@ -91,6 +91,41 @@ function contextOf(call: grpc.ServerUnaryCall<unknown, unknown> | grpc.ServerWri
   return { signal: abort.signal, metadata: call.metadata, peer: call.getPeer() };
 }
 
+/**
+ * A request whose bytes do not decode as its message. grpc-js would end such a call INTERNAL, as if
+ * the service had failed; the server's deserializer returns this instead, and the call ends
+ * INVALID_ARGUMENT, the caller's mistake, before any handler runs.
+ */
+class Undecodable {
+  constructor(readonly details: string) {}
+}
+
+function undecodable(request: unknown): grpc.ServiceError | undefined {
+  if (!(request instanceof Undecodable)) return undefined;
+  return Object.assign(new Error(request.details), { code: grpc.status.INVALID_ARGUMENT, details: request.details, metadata: new grpc.Metadata() });
+}
+
+/** The service's definition for a server: a request that does not decode becomes an Undecodable. */
+function serverDefinition<S extends GenServiceMethods>(desc: GenService<S>): grpc.ServiceDefinition {
+  const def = serviceDefinition(desc);
+  const out: Record<string, grpc.MethodDefinition<unknown, unknown>> = {};
+  for (const method of desc.methods) {
+    const m = def[method.localName]!;
+    const decode = m.requestDeserialize;
+    out[method.localName] = {
+      ...m,
+      requestDeserialize: (buf: Buffer) => {
+        try {
+          return decode(buf);
+        } catch (err) {
+          return new Undecodable(`the request is not a ${method.input.typeName}: ${(err as Error).message}`);
+        }
+      },
+    };
+  }
+  return out;
+}
+
 const UNAUTHENTICATED: grpc.ServiceError = Object.assign(new Error("the call carries no valid token for this service"), {
   code: grpc.status.UNAUTHENTICATED,
   details: "the call carries no valid token for this service",
@@ -114,6 +149,8 @@ export function addService<S extends GenServiceMethods>(
     if (method.methodKind === "unary") {
       impl[method.localName] = (call: grpc.ServerUnaryCall<unknown, unknown>, cb: grpc.sendUnaryData<unknown>) => {
         if (!authorize(call.metadata)) return cb(UNAUTHENTICATED);
+        const bad = undecodable(call.request);
+        if (bad) return cb(bad);
         (handler(call.request, contextOf(call)) as Promise<unknown>).then(
           (res) => cb(null, res),
           (err) => cb(toStatus(err)),
@@ -122,6 +159,8 @@ export function addService<S extends GenServiceMethods>(
     } else {
       impl[method.localName] = async (call: grpc.ServerWritableStream<unknown, unknown>) => {
         if (!authorize(call.metadata)) return void call.emit("error", UNAUTHENTICATED);
+        const bad = undecodable(call.request);
+        if (bad) return void call.emit("error", bad);
         const ctx = contextOf(call);
         try {
           for await (const msg of handler(call.request, ctx) as AsyncIterable<unknown>) {
@@ -136,7 +175,7 @@ export function addService<S extends GenServiceMethods>(
       };
     }
   }
-  server.addService(serviceDefinition(desc), impl);
+  server.addService(serverDefinition(desc), impl);
 }
 
 function callOptions(opts?: CallOptions): grpc.CallOptions {

