@@ -6,6 +6,13 @@
 export const DEFAULT_TIME_BUDGET_S = 1800;
 
 /**
+ * The launcher's watchdog: a run with nothing in flight, nothing proposed and no event of its own
+ * for this long ends (RUN_END_IDLE). A working planner proposes within seconds of a judgement;
+ * the longest quiet spell of a healthy run is an LLM researcher's brief before its first trial.
+ */
+export const IDLE_GRACE_S = 180;
+
+/**
  * A run's settings where the launch names none (deploy/swarm.ts fills them in). Agents
  * read a setting left at 0 on the wire as this value too: `patience` here is the judge's
  * and the planner's, whoever started the run.

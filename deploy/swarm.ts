@@ -3,7 +3,7 @@
  * NATS), the gpu-runner, the lineage store and one process per agent role,
  * all supervised; and running a goal on it to the end.
  */
-import { DEFAULT_TIME_BUDGET_S } from "../core/defaults.js";
+import { DEFAULT_TIME_BUDGET_S, IDLE_GRACE_S } from "../core/defaults.js";
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { randomBytes } from "node:crypto";
@@ -15,8 +15,8 @@ import { ensureSecrets, loadSecrets, type Secrets } from "../core/secrets.js";
 import { connectRunner, type RunnerClient } from "../gpu-runner/client.js";
 import type { RunnerDevice } from "../gpu-runner/device.js";
 import type { HealthResponse } from "../proto/gen/research/v1/runner_pb.js";
-import { RunStatus, type Event, type Goal, type RunFinished, type RunSettings, type StartingPoint } from "../proto/gen/research/v1/events_pb.js";
-import { applyToRunState, downtimeSeconds, emptyRunState, inFlight, liveSeconds, runSoFar, type RunState } from "../swarm/run-state.js";
+import { RunEnd, RunStatus, type Event, type Goal, type RunFinished, type RunSettings, type StartingPoint } from "../proto/gen/research/v1/events_pb.js";
+import { applyToRunState, downtimeSeconds, emptyRunState, inFlight, isTerminal, liveSeconds, runSoFar, type RunState } from "../swarm/run-state.js";
 import { budgetPlan } from "../swarm/budget.js";
 import { interventionEvent } from "../swarm/interventions.js";
 import { Supervisor } from "./supervisor.js";
@@ -214,6 +214,8 @@ export async function runGoal(
     onEvent?: (e: Event, s: RunState) => void;
     /** Stop following (the launcher was told to stop): the outcome is the run so far, marked interrupted. */
     signal?: AbortSignal;
+    /** The watchdog's grace period, seconds (default IDLE_GRACE_S). */
+    idleGraceS?: number;
     log: Logger;
   },
 ): Promise<RunOutcome> {
@@ -269,7 +271,21 @@ export async function runGoal(
   // A paused run with nothing in flight gets no judgement that could end it: at the reserve
   // for its confirmation and report, the launcher stops it, so the budget still holds.
   let pausedStopSent = false;
+  // The watchdog: a run nothing moves (no trial in flight or proposed, no event of its own for the
+  // grace period) gets no judgement that could end it; it says so to the judge, which ends it. Not
+  // once a judgement has ended the run: the judge's test confirmation can be quiet for minutes.
+  const graceS = opts.idleGraceS ?? IDLE_GRACE_S;
+  let idleSent = false;
+  const ending = () => [...state.trials.values()].some((t) => isTerminal(t.judged?.decision));
   const pausedCheck = setInterval(() => {
+    const quietS = (Date.now() - state.lastEventMs) / 1000;
+    if (!idleSent && state.startedAtMs && !state.finished && !state.paused && !state.stopRequested && !inFlight(state) && !ending() && quietS > graceS) {
+      idleSent = true;
+      const reason = `the watchdog: nothing in flight and nothing proposed for ${graceS} s`;
+      void swarm.bus
+        .publish({ runId, eventId: `${runId}/watchdog-idle`, body: { case: "plannerIdle", value: { reason, runEnd: RunEnd.IDLE } } })
+        .catch((err: unknown) => opts.log.warn({ err }, "could not end the idle run"));
+    }
     if (pausedStopSent || state.finished || !state.paused || state.stopRequested || inFlight(state) || budgetPlan(state, Date.now()).availableS > 0) return;
     pausedStopSent = true;
     const stop = interventionEvent(state, { kind: "stop", reason: "the time budget ran out while the run was paused" }, "launcher");

@@ -34,6 +34,7 @@ async function finishRun(state: RunState, last: TrialJudged, ctx: AgentContext):
         trials: state.judgedCount,
         seconds: liveSeconds(state, Date.now()),
         reason: last.runReason,
+        runEnd: last.runEnd,
       },
     },
   });
@@ -52,14 +53,16 @@ async function judgeTrial(event: Event, ctx: AgentContext): Promise<void> {
 }
 
 /**
- * The planner has nothing that fits to propose and no trial is in flight: no judgement will come
- * to end the run, so it ends here (unless a trial was proposed, or a person paused or stopped it
- * meanwhile).
+ * The planner has nothing that fits to propose, or the launcher's watchdog saw nothing proposed
+ * for its grace period, and no trial is in flight: no judgement will come to end the run, so it
+ * ends here (unless a trial was proposed, or a person paused or stopped it meanwhile).
  */
 async function endIdleRun(event: Event, ctx: AgentContext): Promise<void> {
   const state = await ctx.runState(event.runId);
   if (event.body.case !== "plannerIdle" || state.finished || state.paused || state.stopRequested || inFlight(state)) return;
-  const last = create(TrialJudgedSchema, { decision: Decision.STOP, runEnd: RunEnd.NOTHING_FITS, runReason: `nothing more fits: ${event.body.value.reason}` });
+  const idle = event.body.value;
+  const runEnd = idle.runEnd || RunEnd.NOTHING_FITS;
+  const last = create(TrialJudgedSchema, { decision: Decision.STOP, runEnd, runReason: runEnd === RunEnd.IDLE ? idle.reason : `nothing more fits: ${idle.reason}` });
   await finishRun(state, last, ctx);
 }
 

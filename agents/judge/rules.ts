@@ -171,7 +171,8 @@ export function judge(state: RunState, t: TrialState, nowMs: number): TrialJudge
  */
 export function runStatus(state: RunState, last: TrialJudged): RunStatus {
   if (last.decision === Decision.GOAL_ACHIEVED) return RunStatus.GOAL_ACHIEVED;
-  if (state.stopRequested) return RunStatus.STOPPED;
+  // The watchdog's end is no run's plan, whatever it found.
+  if (state.stopRequested || last.runEnd === RunEnd.IDLE) return RunStatus.STOPPED;
   if (state.goal?.openEnded && bestTrial(state)) return RunStatus.COMPLETED;
   // The last long training spent what the plan had for long trainings, and nothing fitting is the
   // time budget spent too: the budget, not a plateau.
