@@ -121,6 +121,18 @@ install_export_venv() {
   exec 8>&-
 }
 
+# The validators the suite checks deploy/ with, offline (each ships the engine's own schemas:
+# Kubernetes' OpenAPI-derived JSON schemas, the Compose specification's): the test command only.
+DEPLOY_CHECK_PACKAGES="kubernetes-validate==1.37.0 check-jsonschema==0.39.0"
+install_deploy_checks() {
+  local want; want="$(echo "$DEPLOY_CHECK_PACKAGES" | sha256sum | cut -c1-16)"
+  [ "$(cat "$STAMPS/deploy-checks" 2>/dev/null)" = "$want" ] && return 0
+  step "installing the deployment validators into .venv (tests only)"
+  quietly pip-deploy .venv/bin/python -m pip install --disable-pip-version-check --no-warn-script-location $DEPLOY_CHECK_PACKAGES
+  echo "$want" > "$STAMPS/deploy-checks"
+  done_step
+}
+
 # The CLI and the processes a launch starts run as bundles (deploy/build.ts, a few seconds),
 # rebuilt when stale by deploy/entries.ts's own rule (currentBundle, restated here in plain
 # Node, which starts in milliseconds where tsx takes half a second): a file some bundle was
@@ -155,4 +167,5 @@ install_debian
 install_npm
 install_venv
 [ "${SETUP_TESTS:-0}" = 1 ] && install_export_venv
+[ "${SETUP_TESTS:-0}" = 1 ] && install_deploy_checks
 build_entries
