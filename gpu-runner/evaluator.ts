@@ -42,6 +42,7 @@ import {
 import type { WorkerPool } from "./pool.js";
 import { limitsFor, planDescribe, planEvaluation, planScript, planSummary, DEFAULTS, SCRIPT } from "./request.js";
 import type { MetricStats } from "../proto/gen/research/v1/runner_pb.js";
+import { Flights } from "./flights.js";
 import { aggregate, clipToUnit, convergence, describeProportion, describeWithSampling, goalStatus, overfitting, weakClasses } from "./stats.js";
 import type { JobFiles, TerminalEvent, WorkerEvent } from "./worker.js";
 import { KEPT_PER_RUN, type WeightStore } from "./weights.js";
@@ -75,6 +76,8 @@ function failureOf(e: TerminalEvent): ResearchError {
 
 export class Evaluator {
   private readonly threads: number;
+  /** Evaluations by idempotency key: a redelivered request trains nothing again. */
+  readonly flights = new Flights<EvaluateEventInit>();
 
   constructor(private readonly opts: EvaluatorOptions) {
     this.threads = Math.max(1, Math.floor(availableParallelism() / opts.pool.stats().slots));
@@ -118,6 +121,12 @@ export class Evaluator {
    * failing seed cancels the rest, since a broken model fails every seed.
    * Throws ResearchError("invalid_config") before streaming for a bad request.
    */
+  /** `evaluate`, once per idempotency key (flights.ts): a duplicate request joins the evaluation of its key. */
+  evaluateOnce(req: EvaluateRequest, signal?: AbortSignal): AsyncIterable<EvaluateEventInit> {
+    if (!req.idempotencyKey) return this.evaluate(req, signal);
+    return this.flights.join(req.idempotencyKey, (s) => this.evaluate(req, s), signal);
+  }
+
   evaluate(req: EvaluateRequest, signal?: AbortSignal): AsyncIterable<EvaluateEventInit> {
     const plan = planEvaluation(req, this.opts.dataRoots);
     const goal = plan.objective;

@@ -113,7 +113,7 @@ export async function startRunner(opts: RunnerOptions): Promise<RunningRunner> {
     server,
     RunnerService,
     {
-      evaluate: (req, ctx) => evaluator.evaluate(req, ctx.signal),
+      evaluate: (req, ctx) => evaluator.evaluateOnce(req, ctx.signal),
       summarize: (req, ctx) => evaluator.summarize(req, ctx.signal),
       describe: (req, ctx) => evaluator.describe(req, ctx.signal),
       runScript: (req, ctx) => evaluator.runScript(req, ctx.signal),

@@ -164,6 +164,8 @@ async function assemble(state: RunState, t: TrialState, info: DatasetInfo, ctx: 
     evaluateTest: t.id === baselineTrial(state)?.id,
     // The runner keeps the run's best trials' weights: the test confirmation evaluates them instead of training again.
     keepWeights: true,
+    // A redelivered or duplicated evaluation of this trial joins the one running (gpu-runner/flights.ts).
+    idempotencyKey: `${state.runId}/${t.id}`,
   });
   return assembled;
 }

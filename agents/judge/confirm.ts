@@ -23,7 +23,7 @@ export async function confirmOnTest(state: RunState, runners: RunnerClient[], lo
   };
   if (!request) return skip("the best trial has no assembled request to evaluate");
   if (runners.length === 0) return skip("no runner was reachable");
-  const confirm = { ...request, trialId: `${best.id}-test`, evaluateTest: true, keepWeights: false };
+  const confirm = { ...request, trialId: `${best.id}-test`, evaluateTest: true, keepWeights: false, idempotencyKey: `${state.runId}/${best.id}/confirm` };
   log.info({ best: best.id }, "confirming the best trial's weights on the held-out test split");
   // The weights are on whichever runner trained the trial; one without them says so at once.
   let gone = false;

@@ -122,6 +122,23 @@ describe("runner service", () => {
     expect(json.aggregated.val_f1_macro.mean).toBeGreaterThan(0.8);
   });
 
+  it("trains once for a request and its duplicates (one idempotency key): a duplicate's caller leaving cancels nothing", async () => {
+    const req = digits(DIGITS_CNN, "DigitsNet", { runId: "r-once", trialId: "t-once", seeds: 1, recipe: { epochs: 3, batchSize: 32 }, idempotencyKey: "r-once/t-once" });
+    const gone = new AbortController();
+    const leaving = evaluateToResult(client, req, () => gone.abort(), { signal: gone.signal }).catch((err: unknown) => err);
+    const [first, second] = await Promise.all([evaluateToResult(client, req), evaluateToResult(client, req)]);
+    await leaving;
+    // One training: the same seconds to the millisecond, the same curve.
+    expect(second.seedResults[0]!.seconds).toBe(first.seedResults[0]!.seconds);
+    expect(second.seedResults[0]!.learningCurve).toEqual(first.seedResults[0]!.learningCurve);
+    // A redelivery after the end gets the stored answer at once.
+    const t0 = Date.now();
+    const again = await evaluateToResult(client, req);
+    expect(Date.now() - t0).toBeLessThan(1000);
+    expect(again.seedResults[0]!.seconds).toBe(first.seedResults[0]!.seconds);
+    expect((await client.health({})).freeSlots).toBe(2);
+  });
+
   it("keeps a trial's weights and evaluates them on the test split without training again", async () => {
     const req = digits(DIGITS_CNN, "DigitsNet", { runId: "r-weights", trialId: "t-kept", seeds: 2, recipe: { epochs: 3, batchSize: 32, lr: 0.003 } });
     const trained = await evaluateToResult(client, { ...req, keepWeights: true });

@@ -1,0 +1,89 @@
+/**
+ * One evaluation per idempotency key (gpu-runner/flights.ts): duplicates join the one running or
+ * get its stored events; it is cancelled only when every caller has gone, and then forgotten.
+ */
+import { describe, expect, it } from "vitest";
+import { Flights } from "../../gpu-runner/flights.js";
+
+/** An evaluation that yields `n` events `gapMs` apart, counting its starts and seeing its cancellation. */
+function source(n: number, gapMs = 20, fail?: Error) {
+  const seen = { starts: 0, cancelled: 0 };
+  const start = (signal: AbortSignal) => {
+    seen.starts++;
+    signal.addEventListener("abort", () => seen.cancelled++);
+    return (async function* () {
+      for (let i = 0; i < n; i++) {
+        if (signal.aborted) return;
+        await new Promise((r) => setTimeout(r, gapMs));
+        yield `e${i}`;
+      }
+      if (fail) throw fail;
+    })();
+  };
+  return { seen, start };
+}
+
+async function all(events: AsyncIterable<string>): Promise<string[]> {
+  const out: string[] = [];
+  for await (const e of events) out.push(e);
+  return out;
+}
+
+describe("flights", () => {
+  it("shares one evaluation between a request and its duplicates, late ones getting the events so far", async () => {
+    const flights = new Flights<string>();
+    const { seen, start } = source(5);
+    const first = all(flights.join("r/t1", start));
+    await new Promise((r) => setTimeout(r, 50));
+    const late = all(flights.join("r/t1", start));
+    expect(await first).toEqual(["e0", "e1", "e2", "e3", "e4"]);
+    expect(await late).toEqual(["e0", "e1", "e2", "e3", "e4"]);
+    // Ended: a redelivery gets the stored events at once, nothing started again.
+    const t0 = Date.now();
+    expect(await all(flights.join("r/t1", start))).toEqual(["e0", "e1", "e2", "e3", "e4"]);
+    expect(Date.now() - t0).toBeLessThan(15);
+    expect(seen.starts).toBe(1);
+    expect(flights.counts).toEqual({ started: 1, joined: 2 });
+    // Another key is another evaluation.
+    await all(flights.join("r/t2", start));
+    expect(seen.starts).toBe(2);
+  });
+
+  it("goes on while one caller is left, and is cancelled and forgotten when the last one leaves", async () => {
+    const flights = new Flights<string>();
+    const { seen, start } = source(6);
+    const gone = new AbortController();
+    const leaving = all(flights.join("r/t1", start, gone.signal));
+    const staying = all(flights.join("r/t1", start));
+    setTimeout(() => gone.abort(), 50);
+    expect((await leaving).length).toBeLessThan(6);
+    expect(await staying).toEqual(["e0", "e1", "e2", "e3", "e4", "e5"]);
+    expect(seen.cancelled).toBe(0);
+
+    const only = new AbortController();
+    const cut = all(flights.join("r/t3", start, only.signal));
+    setTimeout(() => only.abort(), 30);
+    await cut;
+    expect(seen.cancelled).toBe(1);
+    // Forgotten: the restarted caller's request trains anew.
+    expect(await all(flights.join("r/t3", start))).toHaveLength(6);
+    expect(seen.starts).toBe(3);
+  });
+
+  it("gives every caller the failure, and keeps no flight for a request refused before it started", async () => {
+    const flights = new Flights<string>();
+    const { start } = source(2, 10, new Error("out of memory"));
+    const a = all(flights.join("r/t1", start));
+    const b = all(flights.join("r/t1", start));
+    await expect(a).rejects.toThrow("out of memory");
+    await expect(b).rejects.toThrow("out of memory");
+    let tries = 0;
+    const refuse = () => {
+      tries++;
+      throw new Error("invalid evaluation request");
+    };
+    expect(() => flights.join("r/t9", refuse)).toThrow("invalid evaluation request");
+    expect(() => flights.join("r/t9", refuse)).toThrow("invalid evaluation request");
+    expect(tries).toBe(2);
+  });
+});
