@@ -112,7 +112,14 @@ export class Evaluator {
 
   health(): MessageInitShape<typeof HealthResponseSchema> {
     const s = this.opts.pool.stats();
-    return { device: this.device(), slots: s.slots, freeSlots: s.free, queueDepth: s.queueDepth, workersReady: s.ready };
+    const f = this.flights.counts;
+    return { device: this.device(), slots: s.slots, freeSlots: s.free, queueDepth: s.queueDepth, workersReady: s.ready, evaluationsStarted: BigInt(f.started), evaluationsJoined: BigInt(f.joined) };
+  }
+
+  /** `evaluate`, once per idempotency key (flights.ts): a duplicate request joins the evaluation of its key. */
+  evaluateOnce(req: EvaluateRequest, signal?: AbortSignal): AsyncIterable<EvaluateEventInit> {
+    if (!req.idempotencyKey) return this.evaluate(req, signal);
+    return this.flights.join(req.idempotencyKey, (s) => this.evaluate(req, s), signal);
   }
 
   /**
@@ -121,12 +128,6 @@ export class Evaluator {
    * failing seed cancels the rest, since a broken model fails every seed.
    * Throws ResearchError("invalid_config") before streaming for a bad request.
    */
-  /** `evaluate`, once per idempotency key (flights.ts): a duplicate request joins the evaluation of its key. */
-  evaluateOnce(req: EvaluateRequest, signal?: AbortSignal): AsyncIterable<EvaluateEventInit> {
-    if (!req.idempotencyKey) return this.evaluate(req, signal);
-    return this.flights.join(req.idempotencyKey, (s) => this.evaluate(req, s), signal);
-  }
-
   evaluate(req: EvaluateRequest, signal?: AbortSignal): AsyncIterable<EvaluateEventInit> {
     const plan = planEvaluation(req, this.opts.dataRoots);
     const goal = plan.objective;

@@ -62,7 +62,7 @@ function runLine(r: LiveRun): string {
 
 interface RunnerJson {
   address: string;
-  health?: { slots: number; free_slots: number; queue_depth: number; workers_ready: number; device: string; sandboxed: boolean };
+  health?: { slots: number; free_slots: number; queue_depth: number; workers_ready: number; device: string; sandboxed: boolean; evaluations_started: number; evaluations_joined: number };
   error?: string;
 }
 
@@ -74,7 +74,7 @@ async function runnerHealth(workspace: string): Promise<RunnerJson[]> {
       try {
         const h = await client.health({}, { timeoutMs: 3000 });
         const d = h.device;
-        return { address, health: { slots: h.slots, free_slots: h.freeSlots, queue_depth: h.queueDepth, workers_ready: h.workersReady, device: `${d?.kind ?? "?"} ${d?.name ?? ""}`.trim(), sandboxed: !!d?.sandboxed } };
+        return { address, health: { slots: h.slots, free_slots: h.freeSlots, queue_depth: h.queueDepth, workers_ready: h.workersReady, device: `${d?.kind ?? "?"} ${d?.name ?? ""}`.trim(), sandboxed: !!d?.sandboxed, evaluations_started: Number(h.evaluationsStarted), evaluations_joined: Number(h.evaluationsJoined) } };
       } catch (err) {
         return { address, error: (err as Error).message };
       } finally {
@@ -86,7 +86,7 @@ async function runnerHealth(workspace: string): Promise<RunnerJson[]> {
 
 function runnerLine({ address, health: h, error }: RunnerJson): string {
   if (!h) return `  ${address}  not answering: ${error}`;
-  return `  ${address}  ${h.slots} slots, ${h.free_slots} free, ${h.queue_depth} queued, ${h.workers_ready} workers up; ${h.device}${h.sandboxed ? ", sandboxed" : ", NOT sandboxed"}`;
+  return `  ${address}  ${h.slots} slots, ${h.free_slots} free, ${h.queue_depth} queued, ${h.workers_ready} workers up; ${h.device}${h.sandboxed ? ", sandboxed" : ", NOT sandboxed"}; ${h.evaluations_started} evaluations, ${h.evaluations_joined} duplicate requests joined one`;
 }
 
 export default async function status(argv: string[]): Promise<void> {

@@ -26,6 +26,10 @@ let swarm: Swarm;
 let outcome: RunOutcome;
 const seen: Event[] = [];
 let killedAnalyst = false;
+/** A trial whose assembly was published twice (another event id), as a publisher retrying would. */
+let duplicated = "";
+let firstAssembled = "";
+const DUPLICATE = "-published-twice";
 
 beforeAll(async () => {
   workspace = mkdtempSync(join(tmpdir(), "swarm-test-"));
@@ -41,9 +45,16 @@ beforeAll(async () => {
     log: logger,
     onEvent: (e) => {
       seen.push(e);
+      // The second assembly (not the first, whose analyst is killed below) published again: the
+      // analyst evaluates it twice, side by side, and the runner must train it once.
+      if (!duplicated && e.body.case === "trialAssembled" && !e.body.value.failure && killedAnalyst && e.trialId !== firstAssembled) {
+        duplicated = e.trialId;
+        void swarm.bus.publish({ runId: e.runId, trialId: e.trialId, eventId: `${e.eventId}${DUPLICATE}`, body: e.body });
+      }
       // Kill the analyst while it holds a trial: JetStream must hand that trial to its restarted successor.
       if (!killedAnalyst && e.body.case === "trialAssembled" && !e.body.value.failure) {
         killedAnalyst = true;
+        firstAssembled = e.trialId;
         setTimeout(() => swarm.supervisor.child("analyst")?.kill("SIGKILL"), 300);
       }
     },
@@ -55,7 +66,7 @@ afterAll(async () => {
   if (workspace) rmSync(workspace, { recursive: true, force: true });
 });
 
-const kinds = (trialId: string, kind: string) => seen.filter((e) => e.trialId === trialId && e.body.case === kind).length;
+const kinds = (trialId: string, kind: string) => seen.filter((e) => e.trialId === trialId && e.body.case === kind && !e.eventId.endsWith(DUPLICATE)).length;
 
 describe("a research run on digits", () => {
   it("runs to its end with a decision on the CI", () => {
@@ -202,7 +213,11 @@ describe("a research run on digits", () => {
     // The CLI logs in with the workspace's credentials: runs, runners and their slots, agents.
     const { status: code, stdout: status, stderr } = await run("./research-agent", ["status", "--workspace", workspace], { timeout: 120_000 });
     expect(code, stderr).toBe(0);
-    expect(status).toMatch(/^runs:\n  none running\nrunners:\n  127\.0\.0\.1:\d+  2 slots, \d free, \d queued, \d workers up; cpu .*, sandboxed\nagents:\n/);
+    expect(status).toMatch(/^runs:\n  none running\nrunners:\n  127\.0\.0\.1:\d+  2 slots, \d free, \d queued, \d workers up; cpu .*, sandboxed; \d+ evaluations, \d+ duplicate requests joined one\nagents:\n/);
+    // The trial assembled twice trained once: its duplicate request joined the evaluation running.
+    expect(duplicated).not.toBe("");
+    expect(Number(/(\d+) duplicate requests joined one/.exec(status)![1])).toBeGreaterThanOrEqual(1);
+    expect(kinds(duplicated, "trialEvaluated")).toBe(1);
     expect(status).toMatch(/judge\/judge/);
   });
 });
