@@ -19,6 +19,32 @@ export function parseNvidiaSmi(csv: string): Gpu[] {
     .map(([name, memory]) => ({ name: name!, memoryMb: Number(memory) }));
 }
 
+/** Free memory of each GPU now (MB), in nvidia-smi's order; none where it cannot say. */
+export function freeGpuMemory(): number[] {
+  try {
+    const out = execFileSync("nvidia-smi", ["--query-gpu=memory.free", "--format=csv,noheader,nounits"], { encoding: "utf8", timeout: 5_000, stdio: ["ignore", "pipe", "ignore"] });
+    return out.split("\n").filter((l) => l.trim()).map(Number).filter(Number.isFinite);
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * Which idle slot a job takes: on a host with several GPUs, one on the GPU with the most free
+ * memory (another process's allocation counts: the host may be shared); among those, a warm
+ * worker before one that has not started, then the lowest slot. Without a reading of free memory
+ * (or one GPU), the first warm idle slot, then the first idle one. Indexes into `idle`.
+ */
+export function pickSlot(idle: { gpu?: number; warm: boolean }[], free: number[]): number {
+  const memory = (s: { gpu?: number }) => (s.gpu === undefined ? 0 : (free[s.gpu] ?? 0));
+  let best = 0;
+  for (let i = 1; i < idle.length; i++) {
+    const [a, b] = [idle[i]!, idle[best]!];
+    if (memory(a) > memory(b) || (memory(a) === memory(b) && a.warm && !b.warm)) best = i;
+  }
+  return best;
+}
+
 export function listGpus(): Gpu[] {
   try {
     const out = execFileSync("nvidia-smi", ["--query-gpu=name,memory.total", "--format=csv,noheader,nounits"], { encoding: "utf8", timeout: 10_000, stdio: ["ignore", "pipe", "ignore"] });

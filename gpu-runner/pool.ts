@@ -11,6 +11,7 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import type { Logger } from "../core/logger.js";
 import { ResearchError } from "../core/failure.js";
+import { pickSlot } from "./gpus.js";
 import type { Launch } from "./sandbox.js";
 import { Worker, type DeviceReport, type JobFiles, type TerminalEvent, type WorkerEvent, type WorkerTask } from "./worker.js";
 
@@ -22,6 +23,8 @@ export interface PoolOptions {
   sandbox: boolean;
   /** The GPUs slots are spread over, round robin, one per worker; none: CPU only; undefined: leave them as they are. */
   gpus?: number;
+  /** Each GPU's free memory now (MB), read when a job picks its slot (gpus.ts freeGpuMemory); with several GPUs only. */
+  freeMemory?: () => number[];
   scratchRoot: string;
   logger: Logger;
 }
@@ -34,6 +37,8 @@ interface Waiter {
 export class WorkerPool {
   private readonly workers: Worker[];
   private readonly idle: Worker[] = [];
+  /** The GPU each worker is pinned to, by worker. */
+  private readonly gpuOf = new Map<Worker, number>();
   private readonly queue: Waiter[] = [];
   private closed = false;
   device?: DeviceReport;
@@ -45,6 +50,7 @@ export class WorkerPool {
       const visibleGpus = opts.gpus === undefined ? undefined : opts.gpus === 0 ? "" : String(i % opts.gpus);
       return new Worker(`slot-${i}`, opts.launch(scratchDir, visibleGpus), opts.logger, scratchDir);
     });
+    if (opts.gpus) this.workers.forEach((w, i) => this.gpuOf.set(w, i % opts.gpus!));
   }
 
   get sandboxed(): boolean {
@@ -68,10 +74,12 @@ export class WorkerPool {
 
   private acquire(signal?: AbortSignal): Promise<Worker> {
     if (this.closed) return Promise.reject(new ResearchError("runner_unavailable", "runner is shutting down"));
-    // A warm worker before one not started yet.
-    const warm = this.idle.findIndex((w) => w.alive);
-    const [worker] = this.idle.splice(Math.max(0, warm), 1);
-    if (worker) return Promise.resolve(worker);
+    if (this.idle.length) {
+      // Several GPUs: the one with the most free memory; else a warm worker before one not started yet.
+      const free = this.opts.gpus && this.opts.gpus > 1 && this.opts.freeMemory ? this.opts.freeMemory() : [];
+      const at = pickSlot(this.idle.map((w) => ({ gpu: this.gpuOf.get(w), warm: w.alive })), free);
+      return Promise.resolve(this.idle.splice(at, 1)[0]!);
+    }
     return new Promise((resolve, reject) => {
       const onAbort = () => {
         const i = this.queue.indexOf(waiter);

@@ -2,11 +2,11 @@ import { describe, expect, it } from "vitest";
 import { execFileSync } from "node:child_process";
 import { createLogger } from "../../core/logger.js";
 import { ResearchError } from "../../core/failure.js";
-import { mkdtempSync, rmSync } from "node:fs";
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Evaluator } from "../../gpu-runner/evaluator.js";
-import { defaultSlots, parseNvidiaSmi } from "../../gpu-runner/gpus.js";
+import { defaultSlots, freeGpuMemory, parseNvidiaSmi, pickSlot } from "../../gpu-runner/gpus.js";
 import { WorkerPool } from "../../gpu-runner/pool.js";
 import { WeightStore } from "../../gpu-runner/weights.js";
 import { workerLaunch } from "../../gpu-runner/sandbox.js";
@@ -23,6 +23,31 @@ describe("GPU host sizing", () => {
     ]);
     expect(parseNvidiaSmi("")).toEqual([]);
     expect(parseNvidiaSmi("No devices were found\n")).toEqual([]);
+  });
+
+  it("places a job on the GPU with the most free memory, as nvidia-smi reads it, warm slots first among equals", () => {
+    // An 8-GPU host as a stand-in nvidia-smi reports it: GPU 5 the emptiest, 2 and 6 tied behind it.
+    const bin = mkdtempSync(join(tmpdir(), "nvidia-smi-"));
+    const free = [1200, 30000, 64000, 8000, 512, 70000, 64000, 40000];
+    writeFileSync(join(bin, "nvidia-smi"), `#!/bin/sh\ncase "$*" in *memory.free*) printf '${free.join("\\n")}\\n' ;; *) exit 9 ;; esac\n`);
+    chmodSync(join(bin, "nvidia-smi"), 0o755);
+    const path = process.env.PATH;
+    process.env.PATH = `${bin}:${path}`;
+    try {
+      expect(freeGpuMemory()).toEqual(free);
+    } finally {
+      process.env.PATH = path;
+      rmSync(bin, { recursive: true, force: true });
+    }
+    // 16 slots over 8 GPUs (slot i on GPU i % 8), all idle: a slot on GPU 5.
+    const slots = Array.from({ length: 16 }, (_, i) => ({ gpu: i % 8, warm: i < 3 }));
+    expect(slots[pickSlot(slots, free)]!.gpu).toBe(5);
+    // GPU 5's slots busy: GPUs 2 and 6 tie, and slot 2 is warm where 6, 10 and 14 are not.
+    const rest = slots.filter((s) => s.gpu !== 5);
+    expect(rest[pickSlot(rest, free)]).toEqual({ gpu: 2, warm: true });
+    // No reading (a CPU host, one GPU, nvidia-smi gone): the first warm slot, else the first.
+    expect(pickSlot([{ warm: false }, { warm: true }, { warm: true }], [])).toBe(1);
+    expect(pickSlot([{ warm: false }, { warm: false }], [])).toBe(0);
   });
 
   it("sizes slots by GPU memory, bounded by the CPUs to drive them; a CPU host gets one per CPU", () => {
