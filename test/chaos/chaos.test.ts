@@ -10,7 +10,7 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { spawn, type ChildProcess } from "node:child_process";
 import { createInterface } from "node:readline";
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort, type NatsServer } from "../../bus/index.js";
@@ -21,8 +21,9 @@ import { runGoal, startSwarm, type RunOutcome, type Swarm } from "../../deploy/s
 import { runSettings } from "../../deploy/settings.js";
 import { LineageStore } from "../../lineage-store/store.js";
 import { lineageEmbedder } from "../../lineage-store/embedder.js";
-import { type Event } from "../../proto/gen/research/v1/events_pb.js";
-import { trialFailure } from "../../swarm/run-state.js";
+import { fromBinary } from "@bufbuild/protobuf";
+import { EventSchema, type Event } from "../../proto/gen/research/v1/events_pb.js";
+import { bestTrial, foldRun, trialFailure, valMetricOf } from "../../swarm/run-state.js";
 import { entryArgs } from "../../deploy/entries.js";
 
 let root: string;
@@ -125,12 +126,29 @@ it("ends with every trial once, each judged or labelled, and a lineage that lost
   // Per-epoch progress is live only (core NATS, no id) and never stored.
   const ids = seen.filter((e) => e.eventId !== "").map((e) => e.eventId).sort();
   let stored: string[] = [];
+  let events: Event[] = [];
   for (let i = 0; i < 30 && stored.length < ids.length; i++) {
     if (i > 0) await new Promise((r) => setTimeout(r, 2000));
     const store = await LineageStore.open(dir, { readOnly: true, embedder: await lineageEmbedder(dir), logger: createLogger("chaos-test") });
-    stored = (await store.eventsOf(outcome.runId)).map((r) => r.event_id).sort();
+    const rows = await store.eventsOf(outcome.runId);
+    stored = rows.map((r) => r.event_id).sort();
+    events = rows.map((r) => fromBinary(EventSchema, r.payload));
     await store.close();
   }
   expect(ids.filter((id) => !stored.includes(id)), "events the store never got").toEqual([]);
   expect(stored).toEqual(ids);
+
+  // The report's best and its interval recompute from the stored events by the run's rule.
+  const again = foldRun(outcome.runId, events);
+  const best = bestTrial(again);
+  expect(best?.id ?? "").toBe(outcome.finished.bestTrialId);
+  const reportPath = outcome.finished.reportPath.replace(/\.md$/, ".json");
+  for (let i = 0; i < 30 && !existsSync(reportPath); i++) await new Promise((r) => setTimeout(r, 1000));
+  const report = JSON.parse(readFileSync(reportPath, "utf8")) as { outcome: { best_trial_id: string | null; best_trial: { val_accuracy: { mean: number; ci_95: [number, number] } } | null } };
+  expect(report.outcome.best_trial_id).toBe(best?.id ?? null);
+  if (best) {
+    const stats = valMetricOf(best)!;
+    expect(report.outcome.best_trial!.val_accuracy.mean).toBe(stats.mean);
+    expect(report.outcome.best_trial!.val_accuracy.ci_95).toEqual([stats.ci95[0], stats.ci95[1]]);
+  }
 }, 120_000);
