@@ -87,7 +87,7 @@ describe("research-agent serve", () => {
       [{ goal: "digits: 95% accuracy", colour: "red" }, "colour"],
       [{ goal: "digits: 95% accuracy", from: join(dataRoot, "nowhere.py"), class: "Net" }, `no such file: ${join(dataRoot, "nowhere.py")}`],
       // Every path a goal names lies under --data-root once symlinks and .. are resolved; nothing outside is read.
-      [{ goal: `csv:${join(workspace, "people.csv")} target=bought` }, `the goal's data ${join(workspace, "people.csv")} is outside the folders this swarm reads`],
+      [{ goal: `csv:${join(workspace, "people.csv")} target=bought: maximise accuracy` }, `the goal's data ${join(workspace, "people.csv")} is outside the folders this swarm reads`],
       [{ goal: `csv:${join(dataRoot, "etc", "passwd")} target=x: maximise accuracy` }, `the goal's data ${join(dataRoot, "etc", "passwd")} is outside the folders this swarm reads`],
       [{ goal: "digits: 95% accuracy", from: join(dataRoot, "..", "..", "etc", "hostname"), class: "Net" }, "--from /etc/hostname is outside the folders this swarm reads"],
       [{ goal: "digits: 95% accuracy", from: join(dataRoot, "etc", "hostname"), class: "Net" }, `--from ${join(dataRoot, "etc", "hostname")} is outside the folders this swarm reads`],
