@@ -201,13 +201,13 @@ describe("launch --from", () => {
     checkTensorBoard(back.live!, await storedRun(workspace, second.run_id), readFileSync(second.report, "utf8"));
   }, 300_000);
 
-  it("refuses a bad starting point in one line with status 2, before anything starts", async () => {
+  it("refuses a bad starting point in one line with status 1, before anything starts", async () => {
     const ws = mkdtempSync(join(tmpdir(), "from-bad-"));
     const bad = join(dir, "bad.yaml");
     writeFileSync(bad, "name: bad\nlayers:\n  - type: conv2d\n    out_channels: -3\n");
     const broken = join(dir, "broken.py");
     writeFileSync(broken, "import torch.nn as nn\nclass Net(nn.Module)\n    pass\n");
-    // [flags, stderr, status]: a usage error (a flag missing or misplaced) is 1, a bad starting point 2.
+    // [flags, stderr, status]: a usage error and a bad starting point alike are bad input, 1.
     const cases: [string[], RegExp, number][] = [
       [["--from", join(dir, "missing.yaml")], /^research-agent: --from: no such file: .*missing\.yaml\n$/, 1],
       [["--from", bad], /^research-agent: --from .*bad\.yaml: invalid model_config: layers\[0\]\.out_channels: expected a positive integer\n$/, 1],
