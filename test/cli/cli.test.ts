@@ -228,6 +228,15 @@ describe("research-agent", () => {
     expect(verbHelp("query")).toMatch(/--k N +how many trials \(default 10,/);
   });
 
+  it("gives one JSON document with --json where a verb has one: secrets", async () => {
+    const where = join(dir, "secrets-json");
+    const r = await run("research-agent", ["secrets", where, "--json"]);
+    expect(r.code, r.stderr).toBe(0);
+    const doc = JSON.parse(r.stdout) as { dir: string; files: string[]; mounted_at: string };
+    expect(doc).toMatchObject({ dir: where, mounted_at: "/secrets" });
+    for (const f of doc.files) expect(existsSync(join(where, f)), f).toBe(true);
+  }, 120_000);
+
   it("prints a verb's help for VERB --help and help VERB, whatever the verb's flags", async () => {
     // One verb of each kind of flag parsing: the run flags, an intervention, its own flags.
     const cases: [string, string[]][] = [["launch", ["launch", "--help"]], ["propose", ["propose", "-h"]], ["ui", ["help", "ui"]]];

@@ -211,8 +211,17 @@ describe("a research run on digits", () => {
     await expect(stranger.health({}, { timeoutMs: 5000 })).rejects.toMatchObject({ label: "runner_unavailable" });
     stranger.close();
     // The CLI logs in with the workspace's credentials: runs, runners and their slots, agents.
-    const { status: code, stdout: status, stderr } = await run("./research-agent", ["status", "--workspace", workspace], { timeout: 120_000 });
+    const [{ status: code, stdout: status, stderr }, json] = await Promise.all([
+      run("./research-agent", ["status", "--workspace", workspace], { timeout: 120_000 }),
+      run("./research-agent", ["status", "--json", "--workspace", workspace], { timeout: 120_000 }),
+    ]);
     expect(code, stderr).toBe(0);
+    // The same as one JSON document.
+    const doc = JSON.parse(json.stdout) as { runs: unknown[]; runners: { health?: { slots: number; evaluations_joined: number } }[]; agents: { agent: string }[] };
+    expect(doc.runs).toEqual([]);
+    expect(doc.runners[0]!.health).toMatchObject({ slots: 2 });
+    expect(doc.runners[0]!.health!.evaluations_joined).toBeGreaterThanOrEqual(1);
+    expect(doc.agents.map((a) => a.agent.split("/")[0])).toEqual(expect.arrayContaining(["researcher", "planner", "coder", "analyst", "judge"]));
     expect(status).toMatch(/^runs:\n  none running\nrunners:\n  127\.0\.0\.1:\d+  2 slots, \d free, \d queued, \d workers up; cpu .*, sandboxed; \d+ evaluations, \d+ duplicate requests joined one\nagents:\n/);
     // The trial assembled twice trained once: its duplicate request joined the evaluation running.
     expect(duplicated).not.toBe("");
