@@ -333,7 +333,9 @@ function nextSteps(state: RunState, finished: RunFinished, best: TrialState | un
       ? `the best has ${seeds} seed: a claim needs it trained again with the run's ${runSeeds || "several"} seeds on the whole training split`
       : tested
         ? "confirmed: the best was measured once on the test split"
-        : "the best has not been measured on the test split yet: the run's end does that once";
+        : status === "running" || status === "interrupted"
+          ? "the best has not been measured on the test split yet: the run's end does that once"
+          : `the best was not measured on the test split: ${finished.testSkipped || "no confirmation was recorded"}`;
   const goalText = state.goal?.rawText ?? "";
   const command =
     status === "interrupted" || status === "running"
