@@ -18,7 +18,7 @@ const SEEDS = "--seeds-per-trial (a trial's seeds; --seed is the run's random se
 const RENAMED: Partial<Record<Verb, Record<string, string>>> = {
   launch: { "--seeds": SEEDS },
   ablation: { "--seeds": SEEDS },
-  serve: { "--seeds": SEEDS, "--runs": "--max-runs (runs side by side; ablation's --runs is its number of pairs)" },
+  serve: { "--runs": "--max-runs (runs side by side; ablation's --runs is its number of pairs)" },
   propose: { "--train": "--recipe (a train_config, as launch --recipe takes)" },
 };
 
