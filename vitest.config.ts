@@ -24,6 +24,7 @@ const SECONDS: Record<string, number> = {
   "test/cli/signal.test.ts": 20,
   "test/runner/runner.test.ts": 32,
   "test/swarm/interventions.test.ts": 31,
+  "test/swarm/watchdog.test.ts": 25, // a swarm's start and stop around an 8-second grace period (not measured alone yet)
   "test/coder/tools.test.ts": 16,
   "test/runner/weights.test.ts": 15,
   "test/swarm/runners.test.ts": 14,
