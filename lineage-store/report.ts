@@ -172,9 +172,19 @@ function whatItIs(t: TrialState): string {
     r ? `${r.optimizer} lr ${r.lr}` : "",
     r && r.schedule !== "none" ? `${r.schedule} schedule` : "",
     r ? `batch ${r.batch_size}` : "",
-    r ? `${r.epochs} epoch${r.epochs === 1 ? "" : "s"} on ${r.subset ? `${int(r.subset)} examples` : "the whole training split"}` : "",
+    r ? `${epochsOf(t, r)} on ${r.subset ? `${int(r.subset)} examples` : "the whole training split"}` : "",
   ];
   return parts.filter(Boolean).join(", ");
+}
+
+/** "3 epochs"; a training the clock stopped (its epochs an upper bound): "16 epochs in 737 s", as its seeds trained. */
+function epochsOf(t: TrialState, r: NonNullable<TrialState["train"]>): string {
+  const plural = (n: number | string) => `${n} epoch${n === 1 ? "" : "s"}`;
+  if (!(r.train_seconds > 0)) return plural(r.epochs);
+  const done = (t.evaluated?.result?.seedResults ?? []).map((s) => s.epochsCompleted).filter((e) => e > 0);
+  const lo = Math.min(...done);
+  const hi = Math.max(...done);
+  return `${done.length ? plural(lo === hi ? lo : `${lo}-${hi}`) : `up to ${plural(r.epochs)}`} in ${duration(r.train_seconds)}`;
 }
 
 /** The trial's first-parent line back to where the run started, oldest first, each step with how it was made. */

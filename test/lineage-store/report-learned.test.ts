@@ -60,6 +60,10 @@ describe("a report says what was learned", () => {
     expect(best.path.map((p) => p.trial_id.slice(-4))).toEqual(["t000", "t006", "t007"]);
     expect(best.path.map((p) => p.step)).toEqual([expect.stringMatching(/^start: vgg-cnn/), expect.stringMatching(/^widen every layer/), "promotion"]);
     expect(open.markdown).toContain("- Validation accuracy: 91.77% (95% CI 90.73% – 92.70%); the interval counts 1 seed x 3,000 validation examples");
+    // A training the clock stopped says how far it got, not its upper bound of epochs.
+    expect(reportOf("h200-5.5min-open-ea238f7.jsonl").json.outcome.best_trial!.what).toBe(
+      "resnet9+deepen, 3,179,722 parameters, sgd lr 0.2, onecycle schedule, batch 512, 57 epochs in 2.2 min on the whole training split",
+    );
     // Three seeds: the spread is there.
     expect(reportOf("fmnist-reach90-f823c5b.jsonl").markdown).toContain("- Validation accuracy: 91.92% (95% CI 91.19% – 92.60%), std 0.06 pp; the interval counts 3 seeds");
   });
