@@ -193,7 +193,14 @@ function pathTo(state: RunState, t: TrialState): { trial_id: string; step: strin
   const seen = new Set<string>();
   for (let at: TrialState | undefined = t; at && !seen.has(at.id); at = state.trials.get(at.proposed?.parentIds[0] ?? "")) {
     seen.add(at.id);
-    path.unshift({ trial_id: at.id, step: isPromotion(at) ? "promotion" : at.proposed?.parentIds.length ? short(at.proposed.hypothesis, 80) : `start: ${short(at.proposed?.hypothesis ?? "", 80)}` });
+    const step = at.proposed?.lastTraining
+      ? "the run's last long training"
+      : isPromotion(at)
+        ? "promotion"
+        : at.proposed?.parentIds.length
+          ? short(at.proposed.hypothesis, 80)
+          : `start: ${short(at.proposed?.hypothesis ?? "", 80)}`;
+    path.unshift({ trial_id: at.id, step });
   }
   return path;
 }
