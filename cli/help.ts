@@ -67,7 +67,7 @@ const SECTIONS = {
   --llm-base-url URL   e.g. http://localhost:11434/v1 (Ollama), http://localhost:8000/v1 (vLLM)
   --llm-config FILE    per-role endpoints and models (JSON or YAML; see docs/LLM.md)
   --json               print one JSON object at the end (run id, status, best trial, paths)
-  --quiet, -q          (launch) no line per event: the start, the outcome and the paths only.
+  --quiet, -q          (launch) no line per event: the checks before the start, the outcome and the paths only.
                        Otherwise each judgement says the budget left, each epoch the time its
                        training has left; on a terminal an epoch's line is rewritten by the next
   --export tensorboard:DIR   (launch) each trial into DIR/RUN as soon as it is judged, for a
