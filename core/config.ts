@@ -77,8 +77,8 @@ export const ENV = z.object({
     shown: "none; `launch`: `<workspace>/secrets`",
   }),
   RESEARCH_UI_TOKEN: z.string().regex(/^[A-Za-z0-9._~-]{16,}$/, { error: "expected 16 or more letters, digits, '.', '_', '~' or '-'" }).optional().register(VARIABLE_DOCS, {
-    readBy: "CLI (`ui`)",
-    description: "the dashboard's access token when it listens beyond loopback (`--token` wins): requests carry `Authorization: Bearer TOKEN`, or open the URL once with `?token=TOKEN` (an HttpOnly cookie then). Unset: a new one per start, printed in the URL",
+    readBy: "CLI (`ui`, `serve`)",
+    description: "the dashboard's access token, wanted on loopback too when set (`--token` wins): requests carry `Authorization: Bearer TOKEN`, or open the URL once with `?token=TOKEN` (an HttpOnly cookie then). Unset: none on loopback, beyond it a new one per start, printed in the URL",
     shown: "none",
   }),
   RUNNER_PYTHON: text.default(DEFAULT_PYTHON).register(VARIABLE_DOCS, {

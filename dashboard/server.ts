@@ -273,7 +273,7 @@ export async function startDashboard(opts: DashboardOptions): Promise<Dashboard>
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const url = new URL(req.url ?? "/", "http://dashboard");
+    const url = requestUrl(req.url ?? "/");
     if (!authorised(req, res, url)) return;
     const path = url.pathname;
     const method = req.method ?? "GET";
@@ -346,6 +346,19 @@ export async function startDashboard(opts: DashboardOptions): Promise<Dashboard>
       await source.close();
     },
   };
+}
+
+/**
+ * The request's target as a URL. Read as a path on this server, never against a base: a target
+ * such as "//" (what "/api/..//" normalises to) would otherwise be a scheme-relative URL with no
+ * host, and throw (the fuzz test found it as a 500).
+ */
+function requestUrl(target: string): URL {
+  try {
+    return new URL(`http://dashboard${target.startsWith("/") ? target : `/${target}`}`);
+  } catch {
+    refuse(400, `cannot read the request target ${JSON.stringify(target.slice(0, 200))}`);
+  }
 }
 
 function decoded(segment: string): string {

@@ -71,15 +71,15 @@ describe("a regression goal", () => {
     expect(r.stdout + r.stderr).not.toMatch(/label smoothing/);
   }, 400_000);
 
-  it.concurrent("that does not fit its dataset is one line: exit status 1 for the goal's words, 2 for a dataset the runner cannot train as asked", async () => {
+  it.concurrent("that does not fit its dataset is one line with exit status 1, bad input, whether the goal's words or a dataset the runner cannot train as asked", async () => {
     const words = join(dir, "words.csv");
     writeFileSync(words, "x,label\n" + Array.from({ length: 40 }, (_, i) => `${i},${i % 2 ? "cheap" : "dear"}\n`).join(""));
-    // A goal that cannot be read is a usage error (1); a dataset the runner cannot train on as asked, 2.
+    // A goal that cannot be read and a dataset the runner cannot train on as asked are both the user's input to fix (1).
     const cases: [string[], number, RegExp][] = [
       [["--goal", "mnist: rmse below 0.3"], 1, /mnist is a classification dataset: rmse needs a numeric target.*Write e\.g\. "mnist: reach 90% validation accuracy"/],
       [["--goal", "diabetes: reach 90% accuracy"], 1, /a rmse target is in the metric's own units/],
-      [["--goal", `csv:${house} target=price: reach 90% accuracy`], 2, /the target looks continuous, not a class; for regression, name a regression metric/],
-      [["--goal", `csv:${words} target=label: minimise rmse`], 2, /a regression target must be numeric, and 'label' holds '(cheap|dear)'/],
+      [["--goal", `csv:${house} target=price: reach 90% accuracy`], 1, /the target looks continuous, not a class; for regression, name a regression metric/],
+      [["--goal", `csv:${words} target=label: minimise rmse`], 1, /a regression target must be numeric, and 'label' holds '(cheap|dear)'/],
     ];
     for (const [args, status, message] of cases) {
       const r = await launch([...args, "--time-budget", "30s", "--no-research", "--workspace", mkdtempSync(join(tmpdir(), "regression-bad-"))]);

@@ -666,8 +666,12 @@ describe("the judge's test confirmation against the real runner", () => {
     const retrained = (await confirmOnTest(judgedRun("lost", lost, 5, 600), [client], log, 1000 + 10_000))?.result;
     expect(retrained?.seedResults.map((s) => s.epochsCompleted)).toEqual([2, 2]);
     expect(retrained?.aggregated.test_accuracy?.mean).toBeGreaterThan(0.7);
-    // 20 s left is not: the run ends without a test result rather than past its budget, and says why.
-    expect(await confirmOnTest(judgedRun("lost", lost, 5, 600), [client], log, 1000 + 580_000)).toEqual({
+    // The same confirmation again (a redelivered run end): its stored answer, nothing trained (gpu-runner/flights.ts).
+    const again = (await confirmOnTest(judgedRun("lost", lost, 5, 600), [client], log, 1000 + 10_000))?.result;
+    expect(again?.seedResults.map((s) => s.seconds)).toEqual(retrained?.seedResults.map((s) => s.seconds));
+    // 20 s left is not room: the run ends without a test result rather than past its budget, and says why.
+    const late = { ...request, trialId: "late" };
+    expect(await confirmOnTest(judgedRun("late", late, 5, 600), [client], log, 1000 + 580_000)).toEqual({
       skipped: "no runner kept the best trial's weights, and training it again (about 5 s a seed) did not fit the 20 s left",
     });
   });
