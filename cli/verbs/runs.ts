@@ -41,11 +41,14 @@ export default async function runs(argv: string[]): Promise<void> {
   };
   if (a.json) {
     // Times in seconds, as every verb's JSON: started_at since the epoch, seconds of run time.
-    const json = rows.map((r) => ({
-      run_id: r.run_id, goal: r.goal, status: statusOf(r), trials: r.trials, metric: r.metric, best_trial_id: r.best_trial_id || null, best_val_mean: r.best_score,
-      best_val_ci95: bests.get(r.run_id)?.ci_low != null ? [bests.get(r.run_id)!.ci_low, bests.get(r.run_id)!.ci_high] : null, best_seeds: bests.get(r.run_id)?.seeds ?? null,
-      started_at: r.started_at === null ? null : r.started_at / 1000, seconds: seconds(r),
-    }));
+    const json = rows.map((r) => {
+      const best = bests.get(r.run_id);
+      return {
+        run_id: r.run_id, goal: r.goal, status: statusOf(r), trials: r.trials, metric: r.metric, best_trial_id: r.best_trial_id || null, best_val_mean: r.best_score,
+        best_val_ci95: best?.ci_low != null ? [best.ci_low, best.ci_high] : null, best_seeds: best?.seeds ?? null,
+        started_at: r.started_at === null ? null : r.started_at / 1000, seconds: seconds(r),
+      };
+    });
     return void process.stdout.write(`${JSON.stringify(json, null, 2)}\n`);
   }
   if (rows.length === 0) return void process.stdout.write("no runs in this workspace\n");
