@@ -271,9 +271,11 @@ async function ensureConsumer(deps: Deps, name: string, kind: EventKind, s: Sett
   const tunables: Partial<ConsumerConfig> = {
     ack_wait: nanos(s.ackWaitMs),
     max_deliver: s.maxDeliver,
-    // Redeliveries after a timeout (a crashed instance) back off too; the
-    // server then uses backoff[0] as the ack wait, so it equals ackWaitMs.
-    backoff: ackBackoff(s.ackWaitMs, s.maxDeliver).map(nanos),
+    // No `backoff`: with one, the server adds backoff[n] - backoff[0] to every delayed nak
+    // (nats-server consumer.go, processNak backdates by ack_wait, checkPending measures against
+    // the backoff), so the fourth retry of an unreachable runner came 3 minutes late, not 8 s.
+    // A timeout's redelivery (an instance that died) waits one ack_wait each time.
+    backoff: [],
   };
   try {
     const info = await deps.jsm.consumers.add(STREAM, {
@@ -293,11 +295,6 @@ async function ensureConsumer(deps: Deps, name: string, kind: EventKind, s: Sett
     const info = await deps.jsm.consumers.update(STREAM, name, tunables);
     return deps.js.consumers.getConsumerFromInfo(info);
   }
-}
-
-/** ackWait, 2x, 4x ... one value per redelivery; the server wants fewer values than max_deliver. */
-function ackBackoff(ackWaitMs: number, maxDeliver: number): number[] {
-  return Array.from({ length: maxDeliver - 1 }, (_, i) => Math.min(ackWaitMs * 2 ** i, MAX_DELAY_MS));
 }
 
 /**

@@ -16,8 +16,8 @@ import { connectRunner, type RunnerClient } from "../gpu-runner/client.js";
 import type { RunnerDevice } from "../gpu-runner/device.js";
 import type { HealthResponse } from "../proto/gen/research/v1/runner_pb.js";
 import { RunEnd, RunStatus, type Event, type Goal, type RunFinished, type RunSettings, type StartingPoint } from "../proto/gen/research/v1/events_pb.js";
-import { applyToRunState, downtimeSeconds, emptyRunState, inFlight, isTerminal, liveSeconds, runSoFar, type RunState } from "../swarm/run-state.js";
-import { budgetPlan } from "../swarm/budget.js";
+import { applyToRunState, downtimeSeconds, emptyRunState, inFlight, inFlightCount, isTerminal, liveSeconds, runSoFar, type RunState } from "../swarm/run-state.js";
+import { budgetPlan, budgetSpent } from "../swarm/budget.js";
 import { interventionEvent } from "../swarm/interventions.js";
 import { Supervisor } from "./supervisor.js";
 
@@ -277,7 +277,17 @@ export async function runGoal(
   const graceS = opts.idleGraceS ?? IDLE_GRACE_S;
   let idleSent = false;
   const ending = () => [...state.trials.values()].some((t) => isTerminal(t.judged?.decision));
+  let spentSent = false;
   const pausedCheck = setInterval(() => {
+    // Only the report's time left and no judgement ending the run: trials in flight wait on a
+    // runner that does not answer (or agents that are gone); the judge ends the run now.
+    if (!spentSent && state.startedAtMs && !state.finished && !ending() && budgetSpent(state, Date.now())) {
+      spentSent = true;
+      const reason = `the watchdog: the time budget is spent with ${inFlightCount(state)} trial(s) in flight and no judgement ending the run`;
+      void swarm.bus
+        .publish({ runId, eventId: `${runId}/watchdog-budget`, body: { case: "plannerIdle", value: { reason, runEnd: RunEnd.TIME_BUDGET } } })
+        .catch((err: unknown) => opts.log.warn({ err }, "could not end the run at its budget"));
+    }
     const quietS = (Date.now() - state.lastEventMs) / 1000;
     if (!idleSent && state.startedAtMs && !state.finished && !state.paused && !state.stopRequested && !inFlight(state) && !ending() && quietS > graceS) {
       idleSent = true;

@@ -131,7 +131,7 @@ export class Evaluator {
   evaluate(req: EvaluateRequest, signal?: AbortSignal): AsyncIterable<EvaluateEventInit> {
     const plan = planEvaluation(req, this.opts.dataRoots);
     const goal = plan.objective;
-    const log = this.opts.logger.child({ run_id: req.runId, trial_id: req.trialId });
+    const log = this.opts.logger.child({ run_id: req.runId, trial_id: req.trialId, key: req.idempotencyKey });
     const weights = this.opts.weights;
     const seeds = Array.from({ length: plan.seeds }, (_, i) => plan.baseSeed + i);
     const missing = req.weightsOf ? seeds.filter((s) => !weights.has(req.runId, req.weightsOf, s)) : [];
@@ -141,6 +141,8 @@ export class Evaluator {
         `no weights kept for trial ${req.weightsOf} seed ${missing.join(", ")} (the runner keeps its run's best ${KEPT_PER_RUN} trials by the run's rule for best, while it runs)`,
       );
     }
+    // What a count of trainings started reads (the chaos test does, from this runner's own log).
+    log.info({ seeds: plan.seeds, training: !req.weightsOf }, "evaluation started");
     const filesOf = (seed: number): JobFiles =>
       req.weightsOf ? { load: weights.file(req.runId, req.weightsOf, seed) } : req.keepWeights ? { keep: weights.file(req.runId, req.trialId, seed) } : {};
     const out = new AsyncQueue<EvaluateEventInit>();
@@ -249,7 +251,7 @@ export class Evaluator {
           const f = ResearchError.from(err);
           out.push({ event: { case: "failure", value: f.toProto() } });
           log.info({ label: f.label, message: f.message }, "evaluation failed");
-        }
+        } else log.info("evaluation cancelled");
       })
       .finally(() => {
         signal?.removeEventListener("abort", onCallerAbort);

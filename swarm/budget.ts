@@ -56,6 +56,25 @@ export function lastTrainingDeadlineS(state: RunState, nowMs: number): number {
 }
 const DEADLINE_SLACK_S = 5;
 
+/**
+ * Seconds the test confirmation may wait for a runner: until the report's reserve, but never less
+ * than CONFIRM_FLOOR_S, so a run judged late still gets a confirmation (seconds when the runner
+ * answers) and a runner that never answers holds the run past its budget by the floor at most.
+ */
+export function confirmTimeoutS(plan: BudgetPlan): number {
+  return Math.max(CONFIRM_FLOOR_S, plan.remainingS - REPORT_S);
+}
+const CONFIRM_FLOOR_S = 20;
+
+/**
+ * Whether only the report's time is left and the run must end now, whatever is in flight (the
+ * launcher's watchdog asks the judge to): a run whose agents work has ended or is ending by then,
+ * since its trials are cancelled at the reserve, which is longer.
+ */
+export function budgetSpent(state: RunState, nowMs: number): boolean {
+  return budgetPlan(state, nowMs).remainingS <= REPORT_S;
+}
+
 /** Whether the best trial, measured at `trainS` a seed, can still be trained again for its confirmation. */
 export function retrainFits(plan: BudgetPlan, trainS: number): boolean {
   return plan.remainingS - REPORT_S >= RETRAIN_FACTOR * trainS;

@@ -2,7 +2,7 @@ import { ResearchError } from "../../core/failure.js";
 import type { Logger } from "../../core/logger.js";
 import { evaluateToResult, type RunnerClient } from "../../gpu-runner/client.js";
 import type { EvalResult } from "../../proto/gen/research/v1/runner_pb.js";
-import { budgetPlan, retrainFits } from "../../swarm/budget.js";
+import { budgetPlan, confirmTimeoutS, retrainFits } from "../../swarm/budget.js";
 import { bestTrial, slowestSeedSeconds, type RunState } from "../../swarm/run-state.js";
 
 /** The confirmation's result, or why there is none (said in the report and at the end of the launch). */
@@ -11,7 +11,8 @@ export type Confirmation = { result: EvalResult; skipped?: undefined } | { resul
 /**
  * The best trial's weights, kept by the runner that trained it, evaluated
  * once on the test split; trained again only when no runner has them any
- * more and the budget leaves room for it.
+ * more and the budget leaves room for it. Every call has a deadline (swarm/budget.ts
+ * confirmTimeoutS): a runner that never answers costs the confirmation, not the run its end.
  */
 export async function confirmOnTest(state: RunState, runners: RunnerClient[], log: Logger, nowMs: number): Promise<Confirmation | undefined> {
   const best = bestTrial(state);
@@ -25,28 +26,33 @@ export async function confirmOnTest(state: RunState, runners: RunnerClient[], lo
   if (runners.length === 0) return skip("no runner was reachable");
   const confirm = { ...request, trialId: `${best.id}-test`, evaluateTest: true, keepWeights: false, idempotencyKey: `${state.runId}/${best.id}/confirm` };
   log.info({ best: best.id }, "confirming the best trial's weights on the held-out test split");
+  const untilMs = nowMs + confirmTimeoutS(budgetPlan(state, nowMs)) * 1000;
+  const opts = () => (Number.isFinite(untilMs) ? { timeoutMs: Math.max(1, untilMs - Date.now()) } : {});
+  const unanswered = () => `no runner answered within the ${((untilMs - nowMs) / 1000).toFixed(0)} s the run's budget left for it`;
   // The weights are on whichever runner trained the trial; one without them says so at once.
   let gone = false;
   let lastError = "";
   for (const runner of runners) {
     try {
-      return { result: await evaluateToResult(runner, { ...confirm, weightsOf: best.id }) };
+      return { result: await evaluateToResult(runner, { ...confirm, weightsOf: best.id }, undefined, opts()) };
     } catch (err) {
       const e = ResearchError.from(err);
+      if (e.reason === "timeout") return skip(unanswered());
       gone ||= e.label === "invalid_config";
       lastError = e.message.split("\n")[0]!;
       log.warn({ err: e.message }, "test confirmation from kept weights failed on a runner");
     }
   }
   if (!gone) return skip(`evaluating the kept weights failed: ${lastError}`);
-  const plan = budgetPlan(state, nowMs);
+  const plan = budgetPlan(state, Date.now());
   const trainS = slowestSeedSeconds(best) ?? 0;
   if (!retrainFits(plan, trainS)) {
     return skip(`no runner kept the best trial's weights, and training it again (about ${trainS.toFixed(0)} s a seed) did not fit the ${Math.max(0, plan.remainingS).toFixed(0)} s left`);
   }
   try {
-    return { result: await evaluateToResult(runners[0]!, confirm) };
+    return { result: await evaluateToResult(runners[0]!, confirm, undefined, opts()) };
   } catch (err) {
+    if (ResearchError.from(err).reason === "timeout") return skip(unanswered());
     return skip(`training the best trial again for its confirmation failed: ${ResearchError.from(err).message.split("\n")[0]}`);
   }
 }

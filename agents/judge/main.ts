@@ -55,14 +55,17 @@ async function judgeTrial(event: Event, ctx: AgentContext): Promise<void> {
 /**
  * The planner has nothing that fits to propose, or the launcher's watchdog saw nothing proposed
  * for its grace period, and no trial is in flight: no judgement will come to end the run, so it
- * ends here (unless a trial was proposed, or a person paused or stopped it meanwhile).
+ * ends here (unless a trial was proposed, or a person paused or stopped it meanwhile). When the
+ * watchdog says the budget is spent (RUN_END_TIME_BUDGET: trials still in flight hold no answer
+ * from the runner), the run ends whatever is in flight.
  */
 async function endIdleRun(event: Event, ctx: AgentContext): Promise<void> {
   const state = await ctx.runState(event.runId);
-  if (event.body.case !== "plannerIdle" || state.finished || state.paused || state.stopRequested || inFlight(state)) return;
+  if (event.body.case !== "plannerIdle" || state.finished) return;
   const idle = event.body.value;
   const runEnd = idle.runEnd || RunEnd.NOTHING_FITS;
-  const last = create(TrialJudgedSchema, { decision: Decision.STOP, runEnd, runReason: runEnd === RunEnd.IDLE ? idle.reason : `nothing more fits: ${idle.reason}` });
+  if (runEnd !== RunEnd.TIME_BUDGET && (state.paused || state.stopRequested || inFlight(state))) return;
+  const last = create(TrialJudgedSchema, { decision: Decision.STOP, runEnd, runReason: runEnd === RunEnd.NOTHING_FITS ? `nothing more fits: ${idle.reason}` : idle.reason });
   await finishRun(state, last, ctx);
 }
 

@@ -108,6 +108,23 @@ describe("bus", () => {
     expect(deliveries).toEqual([1, 2]);
   });
 
+  it("retries a retryable failure after its own delays (1x, 2x, 4x), never the ack wait's, then dead-letters it", async () => {
+    const at: number[] = [];
+    let deadLettered = 0;
+    const c = await bus.consume("unreachable", ["trialAssembled"], async (event) => {
+      if (event.runId !== "unreachable-run") return;
+      at.push(Date.now());
+      throw new ResearchError("runner_unavailable", "connect ECONNREFUSED");
+    }, { ...fast, ackWaitMs: 5_000, retryDelayMs: 300, maxDeliver: 4, onDeadLetter: () => void deadLettered++ });
+    await bus.publish(eventOf("trialAssembled", "unreachable-run", "t1"));
+    await waitFor("the dead letter", () => deadLettered === 1, 20_000);
+    await c.stop();
+    const gaps = at.slice(1).map((t, i) => t - at[i]!);
+    expect(gaps).toHaveLength(3);
+    // 0.3, 0.6 and 1.2 s asked; with an ack-wait backoff on the consumer (5, 10, 20 s) it was not dead-lettered after 20 s.
+    gaps.forEach((gap, i) => expect(gap, `retry ${i + 1} of ${gaps.join(", ")} ms`).toBeLessThan(300 * 2 ** i + 2_000));
+  }, 30_000);
+
   it("terminates poison messages and keeps consuming", async () => {
     const seen: string[] = [];
     const c = await bus.consume("poisoned", ["trialJudged"], async (event) => {

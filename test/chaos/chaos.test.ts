@@ -3,13 +3,16 @@
  * at 3 replicas) and two runners, while the lineage store, a runner (for
  * good: its trial must move to the other), four agents at once, the store,
  * the other runner and the analyst at once, and a NATS node are killed, each
- * at a point where it holds work. The run must
- * end, every trial once, each with a verdict or a failure label, and the
- * restarted lineage store must hold every event of the run exactly once.
+ * at a point where it holds work, and every trial's proposal, assembly and
+ * evaluation is published a second time under another event id (a publisher
+ * retrying). The run must end, every trial once, each with a verdict or a
+ * failure label, the restarted lineage store must hold every event of the run
+ * exactly once, and the runners' own logs must show no training of a trial
+ * running twice at once or started again after one of it finished, and no
+ * process of the killed runner left.
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { spawn, type ChildProcess } from "node:child_process";
-import { createInterface } from "node:readline";
+import type { ChildProcess } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -24,7 +27,7 @@ import { lineageEmbedder } from "../../lineage-store/embedder.js";
 import { fromBinary } from "@bufbuild/protobuf";
 import { EventSchema, type Event } from "../../proto/gen/research/v1/events_pb.js";
 import { bestTrial, foldRun, trialFailure, valMetricOf } from "../../swarm/run-state.js";
-import { entryArgs } from "../../deploy/entries.js";
+import { alive, descendants, startRunnerProcess as startRunner } from "../helpers/runner-process.js";
 
 let root: string;
 let nodes: NatsServer[] = [];
@@ -35,6 +38,16 @@ const seen: Event[] = [];
 const chaos: string[] = [];
 /** When each event and kill came: printed when the run took long, to see what it waited for. */
 const timeline: string[] = [];
+/** A second publication of an event, under another event id: the agents and the runner must absorb it. */
+const DUPLICATE = "-published-twice";
+const duplicated: string[] = [];
+/** The runners' own log of evaluations (by idempotency key), per runner process. */
+const runnerLog: { runner: string; key: string; msg: string; training: boolean; time: number }[] = [];
+/** When each runner process was killed (ms): an evaluation it was running ended then. */
+const diedAt = new Map<string, number>();
+const runnerName: string[] = [];
+/** The processes under runner 0 when it was killed for good. */
+let killedRunnerProcesses: number[] = [];
 
 beforeAll(async () => {
   root = mkdtempSync(join(tmpdir(), "chaos-test-"));
@@ -56,7 +69,7 @@ beforeAll(async () => {
     timeline.push(`${((Date.now() - t0) / 1000).toFixed(0)} s: killed ${what}`);
     for (const name of names) swarm.supervisor.child(name)?.kill("SIGKILL");
   };
-  const count = (kind: string) => seen.filter((e) => e.body.case === kind).length;
+  const count = (kind: string) => seen.filter((e) => e.body.case === kind && !e.eventId.endsWith(DUPLICATE)).length;
   const t0 = Date.now();
   outcome = await runGoal(swarm, {
     start: { goal: parsed.goal, settings: runSettings(parsed.goal, { maxTrials: 6, seeds: 2, parallel: 2, epochs: 2, trialTimeBudgetS: 90 }, workspace) },
@@ -65,16 +78,24 @@ beforeAll(async () => {
       seen.push(e);
       const kind = e.body.case;
       if (kind !== "trialProgress") timeline.push(`${((Date.now() - t0) / 1000).toFixed(0)} s: ${e.trialId || e.runId} ${kind}`);
+      if (e.eventId.endsWith(DUPLICATE)) return;
+      if (["trialProposed", "trialAssembled", "trialEvaluated"].includes(kind!)) {
+        duplicated.push(e.eventId);
+        void swarm.bus.publish({ runId: e.runId, trialId: e.trialId, eventId: `${e.eventId}${DUPLICATE}`, body: e.body }).catch(() => duplicated.pop());
+      }
       if (kind === "trialEvaluated" && count(kind) === 1) kill("lineage-store", ["lineage-store"]);
       if (kind === "trialAssembled" && count(kind) === 2) {
         setTimeout(() => {
           chaos.push("runner 0, for good");
+          killedRunnerProcesses = descendants(runners[0]!.pid!);
+          diedAt.set(runnerName[0]!, Date.now());
           runners[0]!.kill("SIGKILL"); // mid-evaluation
         }, 500);
       }
       if (kind === "trialProposed" && count(kind) === 4) kill("agents", ["planner", "coder", "analyst", "judge"]);
       if (kind === "trialJudged" && count(kind) === 2) {
         kill("store, runner 1 and analyst together", ["lineage-store", "analyst"]);
+        diedAt.set(runnerName[1]!, Date.now());
         runners[1]!.kill("SIGKILL");
         setTimeout(() => startRunnerProcess(1, addresses[1]!).catch((err: unknown) => chaos.push(`runner 1 did not restart: ${String(err)}`)), 2_000);
       }
@@ -88,18 +109,17 @@ beforeAll(async () => {
   if (Date.now() - t0 > 150_000) console.log(`the chaos run took ${((Date.now() - t0) / 1000).toFixed(0)} s:\n${timeline.join("\n")}`);
 }, 900_000);
 
-/** A runner of its own process, as a GPU host runs it, so that it can be killed. */
+/** Runner i at its address: a process of its own, as a GPU host runs it, so that it can be killed; its log of evaluations kept. */
 async function startRunnerProcess(i: number, address: string): Promise<void> {
-  const child = spawn(process.execPath, [...entryArgs("gpu-runner/main.ts"), "--address", address, "--slots", "1"], {
-    // The IPC channel: a runner outlives no test process that dies (core/process.ts).
-    stdio: ["ignore", "pipe", "ignore", "ipc"],
-    env: { ...process.env, LOG_LEVEL: "error" },
+  const name = `runner ${i}, start ${runnerName.filter((n) => n.startsWith(`runner ${i},`)).length + 1}`;
+  runners[i] = await startRunner(address, {
+    onLog: (e) => {
+      if (typeof e.key === "string" && e.key && /^evaluation (started|finished|failed|cancelled)$/.test(String(e.msg))) {
+        runnerLog.push({ runner: name, key: e.key, msg: String(e.msg).slice("evaluation ".length), training: e.training !== false, time: Number(e.time) });
+      }
+    },
   });
-  runners[i] = child;
-  await new Promise<void>((resolve, reject) => {
-    createInterface({ input: child.stdout! }).on("line", (line) => line.startsWith("runner listening") && resolve());
-    child.once("exit", (code) => reject(new Error(`runner ${i} exited (${code}) before listening`)));
-  });
+  runnerName[i] = name;
 }
 
 afterAll(async () => {
@@ -112,7 +132,7 @@ afterAll(async () => {
 it("ends with every trial once, each judged or labelled, and a lineage that lost and doubled nothing", async () => {
   expect(chaos).toEqual(expect.arrayContaining(["lineage-store", "runner 0, for good", "agents", "store, runner 1 and analyst together", "nats node"]));
   expect(outcome.finished.trials).toBeGreaterThanOrEqual(3);
-  const byTrial = (id: string, kind: string) => seen.filter((e) => e.trialId === id && e.body.case === kind).length;
+  const byTrial = (id: string, kind: string) => seen.filter((e) => e.trialId === id && e.body.case === kind && !e.eventId.endsWith(DUPLICATE)).length;
   for (const id of outcome.state.order) {
     expect(byTrial(id, "trialProposed"), id).toBe(1);
     for (const kind of ["trialAssembled", "trialEvaluated", "trialJudged"]) expect(byTrial(id, kind), `${id} ${kind}`).toBeLessThanOrEqual(1);
@@ -123,8 +143,8 @@ it("ends with every trial once, each judged or labelled, and a lineage that lost
 
   // The restarted store caught up: every event of the run, each once.
   const dir = join(root, "workspace", "lineage");
-  // Per-epoch progress is live only (core NATS, no id) and never stored.
-  const ids = seen.filter((e) => e.eventId !== "").map((e) => e.eventId).sort();
+  // Per-epoch progress is live only (core NATS, no id) and never stored. The duplicates are stored too, each once.
+  const ids = [...new Set(seen.filter((e) => e.eventId !== "").map((e) => e.eventId))].sort();
   let stored: string[] = [];
   let events: Event[] = [];
   for (let i = 0; i < 30 && stored.length < ids.length; i++) {
@@ -152,3 +172,33 @@ it("ends with every trial once, each judged or labelled, and a lineage that lost
     expect(report.outcome.best_trial!.val_accuracy.ci_95).toEqual([stats.ci95[0], stats.ci95[1]]);
   }
 }, 120_000);
+
+it("trains no trial twice at once nor again after it finished, by the runners' own logs, and leaves no process of a killed runner", async () => {
+  expect(duplicated.length, "duplicates injected").toBeGreaterThanOrEqual(6);
+  const trainings = runnerLog.filter((l) => l.training);
+  expect(trainings.filter((l) => l.msg === "started").length).toBeGreaterThanOrEqual(3);
+  const restarted: string[] = [];
+  for (const key of new Set(trainings.map((l) => l.key))) {
+    const lines = trainings.filter((l) => l.key === key).sort((a, b) => a.time - b.time);
+    // The runner processes training this key now, and whether one of its trainings finished.
+    const running = new Set<string>();
+    let finished = false;
+    for (const l of lines) {
+      for (const r of running) if ((diedAt.get(r) ?? Infinity) <= l.time) running.delete(r);
+      if (l.msg === "started") {
+        expect(running.size, `${key} started on ${l.runner} while training on ${[...running].join(", ")}`).toBe(0);
+        expect(finished, `${key} started again on ${l.runner} after it finished`).toBe(false);
+        if (lines.indexOf(l) > 0) restarted.push(key);
+        running.add(l.runner);
+      } else {
+        running.delete(l.runner);
+        finished ||= l.msg === "finished";
+      }
+    }
+  }
+  // A training cut short (its runner killed, or every caller of it gone) is started again: said, not hidden.
+  console.log(`chaos: ${duplicated.length} duplicates injected; ${trainings.filter((l) => l.msg === "started").length} trainings started, ${restarted.length} of them again after one was cut short (${restarted.join(", ") || "none"})`);
+  expect(killedRunnerProcesses.length).toBeGreaterThanOrEqual(2);
+  for (let i = 0; i < 20 && alive(killedRunnerProcesses).length; i++) await new Promise((r) => setTimeout(r, 500));
+  expect(alive(killedRunnerProcesses), "processes of the runner killed for good").toEqual([]);
+});

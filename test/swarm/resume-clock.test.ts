@@ -2,7 +2,7 @@
 import { describe, expect, it } from "vitest";
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { EventSchema, RunFinishedSchema, RunStatus, type Event } from "../../proto/gen/research/v1/events_pb.js";
-import { budgetPlan } from "../../swarm/budget.js";
+import { budgetPlan, budgetSpent, confirmTimeoutS } from "../../swarm/budget.js";
 import { applyToRunState, emptyRunState, liveSeconds } from "../../swarm/run-state.js";
 import { buildReport } from "../../lineage-store/report.js";
 
@@ -29,5 +29,22 @@ describe("a resumed run's clock", () => {
     expect(json.outcome.resumes).toEqual([{ at_s: 37, downtime_s: 563, time_budget_s: 240 }]);
     expect(markdown).toContain("run time: 3.3 min live (the time between an interruption and its resume is not counted)");
     expect(markdown).toContain("- Interrupted, then resumed at 37.0 s of live time after 9.4 min down; the time budget became 4.0 min.");
+  });
+});
+
+describe("the end of a run's budget", () => {
+  const state = emptyRunState("r");
+  applyToRunState(state, at(0, { case: "runStarted", value: { goal: { dataset: "digits", timeBudgetS: 120 } } }));
+
+  it("is spent when only the report's 15 s are left, whatever is in flight", () => {
+    expect(budgetSpent(state, T0 + 104_000)).toBe(false);
+    expect(budgetSpent(state, T0 + 105_000)).toBe(true);
+  });
+
+  it("gives the confirmation the time to the report's reserve, and never less than 20 s", () => {
+    // No trial measured: the reserve is the report's 15 s and the confirmation's 10 s.
+    expect(confirmTimeoutS(budgetPlan(state, T0 + 95_000))).toBeCloseTo(20);
+    expect(confirmTimeoutS(budgetPlan(state, T0 + 60_000))).toBeCloseTo(45);
+    expect(confirmTimeoutS(budgetPlan(state, T0 + 130_000))).toBe(20);
   });
 });

@@ -861,7 +861,8 @@ export type PlannerIdle = Message<"research.v1.PlannerIdle"> & {
   index: number;
 
   /**
-   * Set by the launcher's watchdog (RUN_END_IDLE) when it, not the planner, says nothing comes.
+   * Set by the launcher's watchdog when it, not the planner, ends the run: RUN_END_IDLE when
+   * nothing comes, RUN_END_TIME_BUDGET when the budget is spent with trials still in flight.
    *
    * @generated from field: research.v1.RunEnd run_end = 3;
    */
