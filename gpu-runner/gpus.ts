@@ -3,7 +3,10 @@
  * (outside the sandbox, without initialising CUDA), and the slot count they
  * suggest. A host without nvidia-smi has none.
  */
-import { execFileSync } from "node:child_process";
+import { execFile, execFileSync } from "node:child_process";
+import { promisify } from "node:util";
+
+const execFileAsync = promisify(execFile);
 
 export interface Gpu {
   name: string;
@@ -20,12 +23,44 @@ export function parseNvidiaSmi(csv: string): Gpu[] {
 }
 
 /** Free memory of each GPU now (MB), in nvidia-smi's order; none where it cannot say. */
-export function freeGpuMemory(): number[] {
+export async function freeGpuMemory(): Promise<number[]> {
   try {
-    const out = execFileSync("nvidia-smi", ["--query-gpu=memory.free", "--format=csv,noheader,nounits"], { encoding: "utf8", timeout: 5_000, stdio: ["ignore", "pipe", "ignore"] });
-    return out.split("\n").filter((l) => l.trim()).map(Number).filter(Number.isFinite);
+    const { stdout } = await execFileAsync("nvidia-smi", ["--query-gpu=memory.free", "--format=csv,noheader,nounits"], { encoding: "utf8", timeout: 5_000 });
+    return stdout.split("\n").filter((l) => l.trim()).map(Number).filter(Number.isFinite);
   } catch {
     return [];
+  }
+}
+
+/**
+ * The GPUs' free memory as last read, for the slot a job takes: reading it is a process start
+ * (tens of ms, more on a busy host), so a job never waits on it; each look at a reading older
+ * than `maxAgeMs` starts a new one in the background. None until the first read completes.
+ */
+export class FreeGpuMemory {
+  private reading: number[] = [];
+  private readAtMs = 0;
+  private pending?: Promise<void>;
+
+  constructor(
+    private readonly read: () => Promise<number[]> = freeGpuMemory,
+    private readonly maxAgeMs = 1_000,
+  ) {}
+
+  latest = (): number[] => {
+    if (Date.now() - this.readAtMs > this.maxAgeMs) void this.refresh();
+    return this.reading;
+  };
+
+  /** A new reading; one at a time (a call while one runs waits for that one). */
+  refresh(): Promise<void> {
+    this.pending ??= this.read()
+      .then((r) => {
+        this.reading = r;
+        this.readAtMs = Date.now();
+      })
+      .finally(() => (this.pending = undefined));
+    return this.pending;
   }
 }
 

@@ -23,7 +23,7 @@ export interface PoolOptions {
   sandbox: boolean;
   /** The GPUs slots are spread over, round robin, one per worker; none: CPU only; undefined: leave them as they are. */
   gpus?: number;
-  /** Each GPU's free memory now (MB), read when a job picks its slot (gpus.ts freeGpuMemory); with several GPUs only. */
+  /** Each GPU's free memory (MB) as last read, when a job picks its slot (gpus.ts FreeGpuMemory); with several GPUs only. */
   freeMemory?: () => number[];
   scratchRoot: string;
   logger: Logger;

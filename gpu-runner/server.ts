@@ -18,7 +18,7 @@ import { Evaluator } from "./evaluator.js";
 import { WeightStore } from "./weights.js";
 import { WorkerPool } from "./pool.js";
 import { checkSandbox, refereeLaunch, workerLaunch } from "./sandbox.js";
-import { defaultSlots, freeGpuMemory, listGpus } from "./gpus.js";
+import { defaultSlots, FreeGpuMemory, listGpus } from "./gpus.js";
 
 export const DEFAULT_DATA_ROOTS = ["/usr/share/datasets"];
 
@@ -76,7 +76,9 @@ export async function startRunner(opts: RunnerOptions): Promise<RunningRunner> {
   const slots = opts.slots ?? defaultSlots(gpus, availableParallelism());
   // A CPU runner hides the GPUs; with several, each slot is pinned to one. Summaries share the first.
   const pinned = opts.device === "cpu" ? 0 : gpus.length > 1 ? gpus.length : undefined;
-  const pool = new WorkerPool({ ...common, slots, gpus: pinned, freeMemory: freeGpuMemory, scratchRoot: join(scratchRoot, "train") });
+  const free = pinned && pinned > 1 ? new FreeGpuMemory() : undefined;
+  await free?.refresh();
+  const pool = new WorkerPool({ ...common, slots, gpus: pinned, freeMemory: free?.latest, scratchRoot: join(scratchRoot, "train") });
   const quick = new WorkerPool({ ...common, slots: 1, gpus: pinned && 1, scratchRoot: join(scratchRoot, "quick") });
   const referee = new WorkerPool({
     launch: () => refereeLaunch(python, publishedDir, privateDir),

@@ -62,7 +62,9 @@ beforeAll(async () => {
   swarm = await whenClusterReady(() =>
     startSwarm({ workspace, natsUrl: nodes.map((n) => n.url).join(","), runnerAddress: addresses.join(","), replicas: 3, logger }),
   );
-  const parsed = parseGoal("digits: reach 99.9% validation accuracy in 6 minutes");
+  // Every fault lands in the first minute (at 6-40 s on two idle cores, the agents' recovery the
+  // slowest part); the rest of the budget goes to the run's last long training.
+  const parsed = parseGoal("digits: reach 99.9% validation accuracy in 4 minutes");
   if (!parsed.ok) throw new Error(parsed.error);
   const kill = (what: string, names: string[]) => {
     chaos.push(what);
@@ -105,8 +107,8 @@ beforeAll(async () => {
       }
     },
   });
-  // A run of this size ends in about 100 s on two idle cores; one took 300 s in a fresh clone's suite.
-  if (Date.now() - t0 > 150_000) console.log(`the chaos run took ${((Date.now() - t0) / 1000).toFixed(0)} s:\n${timeline.join("\n")}`);
+  // The run ends by its budget (its last training takes the time left): past it, say what it waited for.
+  if (Date.now() - t0 > 250_000) console.log(`the chaos run took ${((Date.now() - t0) / 1000).toFixed(0)} s:\n${timeline.join("\n")}`);
 }, 900_000);
 
 /** Runner i at its address: a process of its own, as a GPU host runs it, so that it can be killed; its log of evaluations kept. */

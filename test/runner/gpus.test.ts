@@ -6,7 +6,7 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Evaluator } from "../../gpu-runner/evaluator.js";
-import { defaultSlots, freeGpuMemory, parseNvidiaSmi, pickSlot } from "../../gpu-runner/gpus.js";
+import { defaultSlots, FreeGpuMemory, freeGpuMemory, parseNvidiaSmi, pickSlot } from "../../gpu-runner/gpus.js";
 import { WorkerPool } from "../../gpu-runner/pool.js";
 import { WeightStore } from "../../gpu-runner/weights.js";
 import { workerLaunch } from "../../gpu-runner/sandbox.js";
@@ -25,7 +25,7 @@ describe("GPU host sizing", () => {
     expect(parseNvidiaSmi("No devices were found\n")).toEqual([]);
   });
 
-  it("places a job on the GPU with the most free memory, as nvidia-smi reads it, warm slots first among equals", () => {
+  it("places a job on the GPU with the most free memory, as nvidia-smi reads it, warm slots first among equals", async () => {
     // An 8-GPU host as a stand-in nvidia-smi reports it: GPU 5 the emptiest, 2 and 6 tied behind it.
     const bin = mkdtempSync(join(tmpdir(), "nvidia-smi-"));
     const free = [1200, 30000, 64000, 8000, 512, 70000, 64000, 40000];
@@ -34,7 +34,12 @@ describe("GPU host sizing", () => {
     const path = process.env.PATH;
     process.env.PATH = `${bin}:${path}`;
     try {
-      expect(freeGpuMemory()).toEqual(free);
+      expect(await freeGpuMemory()).toEqual(free);
+      // A job's look at the reading never waits on nvidia-smi: none before the first read, the last one after.
+      const reading = new FreeGpuMemory(freeGpuMemory, 60_000);
+      expect(reading.latest()).toEqual([]);
+      await reading.refresh();
+      expect(reading.latest()).toEqual(free);
     } finally {
       process.env.PATH = path;
       rmSync(bin, { recursive: true, force: true });
