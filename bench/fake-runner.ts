@@ -154,6 +154,8 @@ export async function startFakeRunner(): Promise<FakeRunner> {
     fetchWeights: async function* () {
       throw new ResearchError("invalid_config", "the benchmark's fake runner trains nothing and keeps no weights");
     },
+    // Its evaluations answer at once: nothing runs long enough to cancel.
+    cancel: async () => ({ cancelled: false }),
   });
   const port = await new Promise<number>((resolve, reject) =>
     server.bindAsync("127.0.0.1:0", grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),

@@ -3,11 +3,22 @@
  * consumer did not acknowledge it in time, and a publisher may send twice; an evaluation request
  * that carries an idempotency key therefore joins the flight of that key when there is one: while
  * it runs, the caller gets the events so far and then the rest; once it has ended with a result or
- * a failure, the stored events, for `keepMs`. Nothing trains twice. The evaluation is cancelled
- * only when every caller has gone, and a flight cancelled that way is forgotten at once, so a
- * later request (the restarted analyst's) starts it anew.
+ * a failure, the stored events, for `keepMs`. Nothing trains twice.
+ *
+ * A flight ends early only on purpose: `cancel(key)` (the analyst pruned or stopped it) ends it
+ * when its last caller has gone, and forgets it. A caller that just goes away (its process died)
+ * leaves it running for `orphanGraceMs`, longer than the agents' acknowledgement deadline, so the
+ * restarted analyst's redelivered request joins it instead of training it again; with nobody
+ * back by then it is cancelled and forgotten.
  */
 import { AsyncQueue } from "../core/async-queue.js";
+
+/**
+ * How long an evaluation whose callers all went away without cancelling it runs on: past the
+ * analyst's acknowledgement deadline (60 s, swarm/runtime.ts), when JetStream hands its message
+ * to the restarted analyst, with room for that process to start.
+ */
+export const ORPHAN_GRACE_MS = 180_000;
 
 interface Flight<T> {
   events: T[];
@@ -17,6 +28,10 @@ interface Flight<T> {
   /** Callers following it now, each woken when an event arrives. */
   callers: Set<() => void>;
   abort: AbortController;
+  /** Asked to end (Cancel): ends as its last caller leaves, with no grace. */
+  cancelled: boolean;
+  /** Running with no caller: cancelled when this fires. */
+  orphaned?: NodeJS.Timeout;
 }
 
 export class Flights<T> {
@@ -24,7 +39,10 @@ export class Flights<T> {
   /** Evaluations started, and requests that joined one instead: what the tests and the logs count. */
   readonly counts = { started: 0, joined: 0 };
 
-  constructor(private readonly keepMs = 10 * 60_000) {}
+  constructor(
+    private readonly keepMs = 10 * 60_000,
+    private readonly orphanGraceMs = ORPHAN_GRACE_MS,
+  ) {}
 
   /**
    * The events of the evaluation under `key`, started with `start` when none is running or kept.
@@ -33,16 +51,36 @@ export class Flights<T> {
    */
   join(key: string, start: (signal: AbortSignal) => AsyncIterable<T>, signal?: AbortSignal): AsyncIterable<T> {
     let flight = this.flights.get(key);
-    if (flight) this.counts.joined++;
-    else {
+    if (flight) {
+      this.counts.joined++;
+      clearTimeout(flight.orphaned);
+    } else {
       const abort = new AbortController();
       const stream = start(abort.signal);
-      flight = { events: [], ended: false, callers: new Set(), abort };
+      flight = { events: [], ended: false, callers: new Set(), abort, cancelled: false };
       this.flights.set(key, flight);
       this.counts.started++;
       void this.pump(key, flight, stream);
     }
     return this.follow(key, flight, signal);
+  }
+
+  /**
+   * Ends the evaluation of `key` on purpose: now when no caller follows it, else as the last one
+   * leaves. False when none of that key is running.
+   */
+  cancel(key: string): boolean {
+    const f = this.flights.get(key);
+    if (!f || f.ended) return false;
+    f.cancelled = true;
+    if (f.callers.size === 0) this.end(key, f);
+    return true;
+  }
+
+  private end(key: string, f: Flight<T>): void {
+    clearTimeout(f.orphaned);
+    f.abort.abort();
+    if (this.flights.get(key) === f) this.flights.delete(key);
   }
 
   private async pump(key: string, f: Flight<T>, stream: AsyncIterable<T>): Promise<void> {
@@ -56,7 +94,8 @@ export class Flights<T> {
     }
     f.ended = true;
     for (const wake of f.callers) wake();
-    // Cancelled because every caller left: no answer to keep (leave() forgot it already).
+    clearTimeout(f.orphaned);
+    // Cancelled: no answer to keep (end() forgot it already).
     if (!f.abort.signal.aborted) setTimeout(() => this.flights.get(key) === f && this.flights.delete(key), this.keepMs).unref();
   }
 
@@ -74,11 +113,10 @@ export class Flights<T> {
     const leave = () => {
       if (!f.callers.delete(wake)) return;
       out.close();
-      // The last caller gone: nobody waits for this evaluation any more.
-      if (f.callers.size === 0 && !f.ended) {
-        f.abort.abort();
-        this.flights.delete(key);
-      }
+      if (f.callers.size > 0 || f.ended) return;
+      // The last caller gone: ended now if it was cancelled, else after the grace unless one comes back.
+      if (f.cancelled) this.end(key, f);
+      else f.orphaned = setTimeout(() => f.callers.size === 0 && this.end(key, f), this.orphanGraceMs).unref();
     };
     f.callers.add(wake);
     if (signal?.aborted) leave();

@@ -121,6 +121,7 @@ export async function startRunner(opts: RunnerOptions): Promise<RunningRunner> {
       runScript: (req, ctx) => evaluator.runScript(req, ctx.signal),
       health: async () => evaluator.health(),
       fetchWeights: (req) => weights.chunks(req.runId, req.trialId),
+      cancel: async (req) => ({ cancelled: evaluator.flights.cancel(req.idempotencyKey) }),
     },
     authorize,
   );

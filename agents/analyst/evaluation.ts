@@ -6,6 +6,8 @@
  * run's time reaches the reserve for the test confirmation and the report
  * (the judge waits for trials in flight before it stops on the budget), so
  * the confirmation gets the runner to itself and the run ends within its budget.
+ * Every such stop tells the runner (Cancel), which otherwise keeps an evaluation whose caller
+ * went away running for the restarted analyst to join.
  */
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { failure } from "../../core/failure.js";
@@ -40,6 +42,11 @@ export async function watchedEvaluation(
   const abort = new AbortController();
   let stopped: Failure | undefined;
   const stop = (f: Failure) => {
+    if (!stopped && request.idempotencyKey) {
+      // On purpose, so the runner ends it now: a caller that only goes away (crashed) leaves it
+      // running for the redelivery to join (gpu-runner/flights.ts).
+      runner.cancel({ idempotencyKey: request.idempotencyKey }, { timeoutMs: 5_000 }).catch(() => undefined);
+    }
     stopped ??= f;
     abort.abort();
   };

@@ -1,6 +1,7 @@
 /**
  * One evaluation per idempotency key (gpu-runner/flights.ts): duplicates join the one running or
- * get its stored events; it is cancelled only when every caller has gone, and then forgotten.
+ * get its stored events; it ends early only when cancelled, or when every caller has gone and
+ * none came back within the grace, and is then forgotten.
  */
 import { describe, expect, it } from "vitest";
 import { Flights } from "../../gpu-runner/flights.js";
@@ -49,7 +50,7 @@ describe("flights", () => {
     expect(seen.starts).toBe(2);
   });
 
-  it("goes on while one caller is left, and is cancelled and forgotten when the last one leaves", async () => {
+  it("goes on while one caller is left; cancelled, it ends as the last one leaves, and is forgotten", async () => {
     const flights = new Flights<string>();
     const { seen, start } = source(6);
     const gone = new AbortController();
@@ -62,12 +63,41 @@ describe("flights", () => {
 
     const only = new AbortController();
     const cut = all(flights.join("r/t3", start, only.signal));
-    setTimeout(() => only.abort(), 30);
+    setTimeout(() => (expect(flights.cancel("r/t3")).toBe(true), only.abort()), 30);
     await cut;
     expect(seen.cancelled).toBe(1);
-    // Forgotten: the restarted caller's request trains anew.
+    // Forgotten: a later request trains anew; a key that is not running has nothing to cancel.
     expect(await all(flights.join("r/t3", start))).toHaveLength(6);
     expect(seen.starts).toBe(3);
+    expect(flights.cancel("r/t3")).toBe(false);
+  });
+
+  it("runs on for its grace when its only caller dies, for the redelivery to join; then, with nobody back, ends", async () => {
+    const flights = new Flights<string>(60_000, 100);
+    const { seen, start } = source(8, 25);
+    const crashed = new AbortController();
+    const first = all(flights.join("r/t1", start, crashed.signal));
+    setTimeout(() => crashed.abort(), 40);
+    await first;
+    // The restarted caller, within the grace: the whole evaluation, from its first event, trained once.
+    await new Promise((r) => setTimeout(r, 50));
+    expect(await all(flights.join("r/t1", start))).toEqual(["e0", "e1", "e2", "e3", "e4", "e5", "e6", "e7"]);
+    expect(seen).toEqual({ starts: 1, cancelled: 0 });
+
+    // Nobody back within the grace: cancelled and forgotten.
+    const lost = new AbortController();
+    const alone = all(flights.join("r/t2", start, lost.signal));
+    setTimeout(() => lost.abort(), 40);
+    await alone;
+    await new Promise((r) => setTimeout(r, 150));
+    expect(seen).toEqual({ starts: 2, cancelled: 1 });
+    // Cancelled after its caller died: ended at once, no grace.
+    const died = new AbortController();
+    const third = all(flights.join("r/t4", start, died.signal));
+    setTimeout(() => died.abort(), 40);
+    await third;
+    expect(flights.cancel("r/t4")).toBe(true);
+    expect(seen.cancelled).toBe(2);
   });
 
   it("gives every caller the failure, and keeps no flight for a request refused before it started", async () => {

@@ -10,7 +10,7 @@ import fc from "fast-check";
 import { createLogger } from "../../core/logger.js";
 import { connectRunner, type RunnerClient } from "../../gpu-runner/client.js";
 import { startRunner, type RunningRunner } from "../../gpu-runner/server.js";
-import { DescribeRequestSchema, EvaluateRequestSchema, HealthRequestSchema, ScriptRequestSchema, SummarizeRequestSchema, WeightsRequestSchema } from "../../proto/gen/research/v1/runner_pb.js";
+import { CancelRequestSchema, DescribeRequestSchema, EvaluateRequestSchema, HealthRequestSchema, ScriptRequestSchema, SummarizeRequestSchema, WeightsRequestSchema } from "../../proto/gen/research/v1/runner_pb.js";
 
 // The same inputs on every run: a failure is a bug to fix, never a run's luck.
 fc.configureGlobal({ seed: 20261128 });
@@ -44,6 +44,7 @@ const RPCS: [string, Uint8Array, boolean][] = [
   ["RunScript", toBinary(ScriptRequestSchema, create(ScriptRequestSchema, { source: "raise SystemExit(3)", timeoutS: 5 })), false],
   ["FetchWeights", toBinary(WeightsRequestSchema, create(WeightsRequestSchema, { runId: "r1", trialId: "no-such-trial" })), true],
   ["Health", toBinary(HealthRequestSchema, create(HealthRequestSchema, {})), false],
+  ["Cancel", toBinary(CancelRequestSchema, create(CancelRequestSchema, { idempotencyKey: "r1/t001" })), false],
 ];
 
 /** One call with these bytes as its request: the status it ended with (0 OK), within 20 s. */

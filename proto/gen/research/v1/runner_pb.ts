@@ -12,7 +12,44 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file research/v1/runner.proto.
  */
 export const file_research_v1_runner: GenFile = /*@__PURE__*/
-  fileDesc("ChhyZXNlYXJjaC92MS9ydW5uZXIucHJvdG8SC3Jlc2VhcmNoLnYxIkkKC01vZGVsU291cmNlEgwKBGNvZGUYASABKAkSEgoKY2xhc3NfbmFtZRgCIAEoCRIYChBpbml0X2t3YXJnc19qc29uGAMgASgJIl0KDU1vZGVsQXJndW1lbnQSDAoEbmFtZRgBIAEoCRInCgRraW5kGAIgASgOMhkucmVzZWFyY2gudjEuQXJndW1lbnRLaW5kEhUKDWRlZmF1bHRfdmFsdWUYAyABKAEi7AEKC0RhdGFzZXRTcGVjEgwKBG5hbWUYASABKAkSEAoIZGF0YV9kaXIYAiABKAkSDgoGc3Vic2V0GAMgASgNEhQKDHZhbF9mcmFjdGlvbhgEIAEoARISCgpzcGxpdF9zZWVkGAUgASgNEhUKDXRhcmdldF9jb2x1bW4YBiABKAkSDQoFc2hhcGUYByADKA0SEwoLbnVtX2NsYXNzZXMYCCABKA0SEgoKZGlmZmljdWx0eRgJIAEoARITCgt0ZXN0X3N1YnNldBgKIAEoDRIfCgR0YXNrGAsgASgOMhEucmVzZWFyY2gudjEuVGFzayI+CgdBdWdtZW50Eg0KBWhmbGlwGAEgASgIEhQKDGNyb3BfcGFkZGluZxgCIAEoDRIOCgZjdXRvdXQYAyABKA0i5gMKBlJlY2lwZRIpCglvcHRpbWl6ZXIYESABKA4yFi5yZXNlYXJjaC52MS5PcHRpbWl6ZXISCgoCbHIYAiABKAESFQoIbW9tZW50dW0YAyABKAFIAIgBARIQCghuZXN0ZXJvdhgEIAEoCBIUCgx3ZWlnaHRfZGVjYXkYBSABKAESJwoIc2NoZWR1bGUYEiABKA4yFS5yZXNlYXJjaC52MS5TY2hlZHVsZRIVCg13YXJtdXBfZXBvY2hzGAcgASgBEhEKCXN0ZXBfc2l6ZRgIIAEoDRINCgVnYW1tYRgJIAEoARIXCg9sYWJlbF9zbW9vdGhpbmcYCiABKAESEQoJZ3JhZF9jbGlwGAsgASgBEhIKCmJhdGNoX3NpemUYDCABKA0SDgoGZXBvY2hzGA0gASgNEiUKB2F1Z21lbnQYDiABKAsyFC5yZXNlYXJjaC52MS5BdWdtZW50EgsKA2FtcBgPIAEoCBIVCg1jaGFubmVsc19sYXN0GBAgASgIEhEKCWVtYV9kZWNheRgTIAEoARIVCg1kZXRlcm1pbmlzdGljGBQgASgIEhUKDXRyYWluX3NlY29uZHMYFSABKAESDwoHY29udGV4dBgWIAEoDUILCglfbW9tZW50dW1KBAgBEAJKBAgGEAciYAoGQnVkZ2V0EhIKCm1heF9wYXJhbXMYASABKAQSFQoNdGltZV9idWRnZXRfcxgCIAEoARIXCg9tZW1vcnlfbGltaXRfbWIYAyABKA0SEgoKZGVhZGxpbmVfcxgEIAEoASKCAwoPRXZhbHVhdGVSZXF1ZXN0EhAKCHRyaWFsX2lkGAEgASgJEg4KBnJ1bl9pZBgCIAEoCRInCgVtb2RlbBgDIAEoCzIYLnJlc2VhcmNoLnYxLk1vZGVsU291cmNlEikKB2RhdGFzZXQYBCABKAsyGC5yZXNlYXJjaC52MS5EYXRhc2V0U3BlYxIjCgZyZWNpcGUYBSABKAsyEy5yZXNlYXJjaC52MS5SZWNpcGUSDQoFc2VlZHMYBiABKA0SEQoJYmFzZV9zZWVkGAcgASgNEg4KBnRhcmdldBgIIAEoARIjCgZidWRnZXQYCSABKAsyEy5yZXNlYXJjaC52MS5CdWRnZXQSFQoNZXZhbHVhdGVfdGVzdBgKIAEoCBIUCgxrZWVwX3dlaWdodHMYCyABKAgSEgoKd2VpZ2h0c19vZhgMIAEoCRIjCgZtZXRyaWMYDSABKA4yEy5yZXNlYXJjaC52MS5NZXRyaWMSFwoPaWRlbXBvdGVuY3lfa2V5GA4gASgJIncKCkRldmljZUluZm8SDAoEa2luZBgBIAEoCRIMCgRuYW1lGAIgASgJEhUKDXRvcmNoX3ZlcnNpb24YAyABKAkSEQoJc2FuZGJveGVkGAQgASgIEgwKBGdwdXMYBSABKA0SFQoNZ3B1X21lbW9yeV9tYhgGIAEoBCJTCgdTdGFydGVkEicKBmRldmljZRgBIAEoCzIXLnJlc2VhcmNoLnYxLkRldmljZUluZm8SDQoFc2VlZHMYAiABKA0SEAoIcXVldWVkX3MYAyABKAEiwQEKDUVwb2NoUHJvZ3Jlc3MSDAoEc2VlZBgBIAEoDRINCgVlcG9jaBgCIAEoDRIOCgZlcG9jaHMYAyABKA0SEgoKdHJhaW5fbG9zcxgEIAEoARIWCg50cmFpbl9hY2N1cmFjeRgFIAEoARIQCgh2YWxfbG9zcxgGIAEoARIUCgx2YWxfYWNjdXJhY3kYByABKAESCgoCbHIYCCABKAESDwoHc2Vjb25kcxgJIAEoARISCgp2YWxfbWV0cmljGAogASgBIn4KDFNlZWRGaW5pc2hlZBIMCgRzZWVkGAEgASgNEhQKDHZhbF9hY2N1cmFjeRgCIAEoARIPCgdzZWNvbmRzGAMgASgBEiUKB2ZhaWx1cmUYBCABKAsyFC5yZXNlYXJjaC52MS5GYWlsdXJlEhIKCnZhbF9tZXRyaWMYBSABKAEiXAoLTWV0cmljU3RhdHMSDAoEbWVhbhgBIAEoARILCgNzdGQYAiABKAESDQoFY2lfOTUYAyADKAESCwoDbWluGAQgASgBEgsKA21heBgFIAEoARIJCgFuGAYgASgNImMKDENsYXNzTWV0cmljcxITCgtjbGFzc19pbmRleBgBIAEoDRIRCglwcmVjaXNpb24YAiABKAESDgoGcmVjYWxsGAMgASgBEgoKAmYxGAQgASgBEg8KB3N1cHBvcnQYBSABKA0iHgoMQ29uZnVzaW9uUm93Eg4KBmNvdW50cxgBIAMoDSKDAQoNTGVhcm5pbmdDdXJ2ZRISCgp0cmFpbl9sb3NzGAEgAygBEhYKDnRyYWluX2FjY3VyYWN5GAIgAygBEhAKCHZhbF9sb3NzGAMgAygBEhQKDHZhbF9hY2N1cmFjeRgEIAMoARIKCgJschgFIAMoARISCgp2YWxfbWV0cmljGAYgAygBIp8DCgpTZWVkUmVzdWx0EgwKBHNlZWQYASABKA0SNQoHbWV0cmljcxgCIAMoCzIkLnJlc2VhcmNoLnYxLlNlZWRSZXN1bHQuTWV0cmljc0VudHJ5EiwKCXBlcl9jbGFzcxgDIAMoCzIZLnJlc2VhcmNoLnYxLkNsYXNzTWV0cmljcxIzChBjb25mdXNpb25fbWF0cml4GAQgAygLMhkucmVzZWFyY2gudjEuQ29uZnVzaW9uUm93EjIKDmxlYXJuaW5nX2N1cnZlGAUgASgLMhoucmVzZWFyY2gudjEuTGVhcm5pbmdDdXJ2ZRIPCgdzZWNvbmRzGAYgASgBEh0KFXNlY29uZHNfdG9fZmlyc3Rfc3RlcBgHIAEoARIYChBlcG9jaHNfY29tcGxldGVkGAggASgNEhQKDHZhbF9leGFtcGxlcxgJIAEoDRIVCg10ZXN0X2V4YW1wbGVzGAogASgNEg4KBnNhbXBsZRgLIAEoCRouCgxNZXRyaWNzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgBOgI4ASIsCgtPdmVyZml0dGluZxILCgNnYXAYASABKAESEAoIc2V2ZXJpdHkYAiABKAkiRgoLQ29udmVyZ2VuY2USDQoFc3RhdGUYASABKAkSFAoMcmVjZW50X3Nsb3BlGAIgASgBEhIKCmJlc3RfZXBvY2gYAyABKA0iqAQKCkV2YWxSZXN1bHQSOwoKYWdncmVnYXRlZBgBIAMoCzInLnJlc2VhcmNoLnYxLkV2YWxSZXN1bHQuQWdncmVnYXRlZEVudHJ5Ei0KDHNlZWRfcmVzdWx0cxgCIAMoCzIXLnJlc2VhcmNoLnYxLlNlZWRSZXN1bHQSEQoJYmVzdF9zZWVkGAMgASgNEhEKCW51bV9zZWVkcxgEIAEoDRIVCg1nb2FsX2FjaGlldmVkGAUgASgIEiwKC2dvYWxfc3RhdHVzGAYgASgOMhcucmVzZWFyY2gudjEuR29hbFN0YXR1cxIOCgZ0YXJnZXQYByABKAESLQoLb3ZlcmZpdHRpbmcYCCABKAsyGC5yZXNlYXJjaC52MS5PdmVyZml0dGluZxItCgtjb252ZXJnZW5jZRgJIAEoCzIYLnJlc2VhcmNoLnYxLkNvbnZlcmdlbmNlEg4KBnBhcmFtcxgKIAEoBBIPCgdzZWNvbmRzGAsgASgBEicKBmRldmljZRgMIAEoCzIXLnJlc2VhcmNoLnYxLkRldmljZUluZm8SEwoLbnVtX2NsYXNzZXMYDSABKA0SEwoLY2xhc3NfbmFtZXMYDiADKAkSFAoMd2Vha19jbGFzc2VzGA8gAygNGksKD0FnZ3JlZ2F0ZWRFbnRyeRILCgNrZXkYASABKAkSJwoFdmFsdWUYAiABKAsyGC5yZXNlYXJjaC52MS5NZXRyaWNTdGF0czoCOAEi+QEKDUV2YWx1YXRlRXZlbnQSJwoHc3RhcnRlZBgBIAEoCzIULnJlc2VhcmNoLnYxLlN0YXJ0ZWRIABIuCghwcm9ncmVzcxgCIAEoCzIaLnJlc2VhcmNoLnYxLkVwb2NoUHJvZ3Jlc3NIABIyCg1zZWVkX2ZpbmlzaGVkGAMgASgLMhkucmVzZWFyY2gudjEuU2VlZEZpbmlzaGVkSAASKQoGcmVzdWx0GAQgASgLMhcucmVzZWFyY2gudjEuRXZhbFJlc3VsdEgAEicKB2ZhaWx1cmUYBSABKAsyFC5yZXNlYXJjaC52MS5GYWlsdXJlSABCBwoFZXZlbnQirwEKEFN1bW1hcml6ZVJlcXVlc3QSJwoFbW9kZWwYASABKAsyGC5yZXNlYXJjaC52MS5Nb2RlbFNvdXJjZRITCgtpbnB1dF9zaGFwZRgCIAMoDRITCgtudW1fY2xhc3NlcxgDIAEoDRITCgtpbnB1dF9kdHlwZRgEIAEoCRISCgp2b2NhYl9zaXplGAUgASgNEh8KBHRhc2sYBiABKA4yES5yZXNlYXJjaC52MS5UYXNrIlwKCUxheWVySW5mbxIMCgRuYW1lGAEgASgJEgwKBHR5cGUYAiABKAkSFAoMb3V0cHV0X3NoYXBlGAMgAygDEg4KBnBhcmFtcxgEIAEoBBINCgVmbG9wcxgFIAEoBCL3AQoRU3VtbWFyaXplUmVzcG9uc2USFAoMdG90YWxfcGFyYW1zGAEgASgEEhgKEHRyYWluYWJsZV9wYXJhbXMYAiABKAQSDQoFZmxvcHMYAyABKAQSJgoGbGF5ZXJzGAQgAygLMhYucmVzZWFyY2gudjEuTGF5ZXJJbmZvEhQKDG91dHB1dF9zaGFwZRgFIAMoAxIPCgdzaXplX21iGAYgASgBEiUKB2ZhaWx1cmUYByABKAsyFC5yZXNlYXJjaC52MS5GYWlsdXJlEi0KCWFyZ3VtZW50cxgIIAMoCzIaLnJlc2VhcmNoLnYxLk1vZGVsQXJndW1lbnQiDwoNSGVhbHRoUmVxdWVzdCLBAQoOSGVhbHRoUmVzcG9uc2USJwoGZGV2aWNlGAEgASgLMhcucmVzZWFyY2gudjEuRGV2aWNlSW5mbxINCgVzbG90cxgCIAEoDRISCgpmcmVlX3Nsb3RzGAMgASgNEhMKC3F1ZXVlX2RlcHRoGAQgASgNEhUKDXdvcmtlcnNfcmVhZHkYBSABKA0SGwoTZXZhbHVhdGlvbnNfc3RhcnRlZBgGIAEoBBIaChJldmFsdWF0aW9uc19qb2luZWQYByABKAQiPAoPRGVzY3JpYmVSZXF1ZXN0EikKB2RhdGFzZXQYASABKAsyGC5yZXNlYXJjaC52MS5EYXRhc2V0U3BlYyL7AQoLRGF0YXNldEluZm8SDAoEbmFtZRgBIAEoCRITCgtpbnB1dF9zaGFwZRgCIAMoDRITCgtudW1fY2xhc3NlcxgDIAEoDRITCgtjbGFzc19uYW1lcxgEIAMoCRITCgtpbnB1dF9kdHlwZRgFIAEoCRISCgp2b2NhYl9zaXplGAYgASgNEg8KB25fdHJhaW4YByABKA0SDQoFbl92YWwYCCABKA0SDgoGbl90ZXN0GAkgASgNEiUKB2ZhaWx1cmUYCiABKAsyFC5yZXNlYXJjaC52MS5GYWlsdXJlEh8KBHRhc2sYCyABKA4yES5yZXNlYXJjaC52MS5UYXNrIssBCg1TY3JpcHRSZXF1ZXN0Ei0KCGxhbmd1YWdlGAUgASgOMhsucmVzZWFyY2gudjEuU2NyaXB0TGFuZ3VhZ2USDgoGc291cmNlGAIgASgJEhEKCXRpbWVvdXRfcxgDIAEoARI0CgVmaWxlcxgEIAMoCzIlLnJlc2VhcmNoLnYxLlNjcmlwdFJlcXVlc3QuRmlsZXNFbnRyeRosCgpGaWxlc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFKBAgBEAIizgEKDFNjcmlwdFJlc3VsdBIRCglleGl0X2NvZGUYASABKAUSDgoGc3Rkb3V0GAIgASgJEhEKCXRpbWVkX291dBgDIAEoCBIlCgdmYWlsdXJlGAQgASgLMhQucmVzZWFyY2gudjEuRmFpbHVyZRIzCgVmaWxlcxgFIAMoCzIkLnJlc2VhcmNoLnYxLlNjcmlwdFJlc3VsdC5GaWxlc0VudHJ5GiwKCkZpbGVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASIyCg5XZWlnaHRzUmVxdWVzdBIOCgZydW5faWQYASABKAkSEAoIdHJpYWxfaWQYAiABKAkiOAoMV2VpZ2h0c0NodW5rEgwKBHNlZWQYASABKA0SDAoEc2l6ZRgCIAEoBBIMCgRkYXRhGAMgASgMKnUKDEFyZ3VtZW50S2luZBIdChlBUkdVTUVOVF9LSU5EX1VOU1BFQ0lGSUVEEAASFQoRQVJHVU1FTlRfS0lORF9JTlQQARIXChNBUkdVTUVOVF9LSU5EX0ZMT0FUEAISFgoSQVJHVU1FTlRfS0lORF9CT09MEAMqZwoEVGFzaxIUChBUQVNLX1VOU1BFQ0lGSUVEEAASFwoTVEFTS19DTEFTU0lGSUNBVElPThABEhMKD1RBU0tfUkVHUkVTU0lPThACEhsKF1RBU0tfTEFOR1VBR0VfTU9ERUxMSU5HEAMqYgoJT3B0aW1pemVyEhkKFU9QVElNSVpFUl9VTlNQRUNJRklFRBAAEhIKDk9QVElNSVpFUl9BREFNEAESEwoPT1BUSU1JWkVSX0FEQU1XEAISEQoNT1BUSU1JWkVSX1NHRBADKnYKCFNjaGVkdWxlEhgKFFNDSEVEVUxFX1VOU1BFQ0lGSUVEEAASEQoNU0NIRURVTEVfTk9ORRABEhEKDVNDSEVEVUxFX1NURVAQAhITCg9TQ0hFRFVMRV9DT1NJTkUQAxIVChFTQ0hFRFVMRV9PTkVDWUNMRRAEKn8KBk1ldHJpYxIWChJNRVRSSUNfVU5TUEVDSUZJRUQQABITCg9NRVRSSUNfQUNDVVJBQ1kQARIPCgtNRVRSSUNfUk1TRRACEg4KCk1FVFJJQ19NQUUQAxINCglNRVRSSUNfUjIQBBIYChRNRVRSSUNfQklUU19QRVJfQllURRAFKpQBCgpHb2FsU3RhdHVzEhsKF0dPQUxfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGAoUR09BTF9TVEFUVVNfQUNISUVWRUQQARIWChJHT0FMX1NUQVRVU19MSUtFTFkQAhIcChhHT0FMX1NUQVRVU19OT1RfQUNISUVWRUQQAxIZChVHT0FMX1NUQVRVU19OT19UQVJHRVQQBCpnCg5TY3JpcHRMYW5ndWFnZRIfChtTQ1JJUFRfTEFOR1VBR0VfVU5TUEVDSUZJRUQQABIaChZTQ1JJUFRfTEFOR1VBR0VfUFlUSE9OEAESGAoUU0NSSVBUX0xBTkdVQUdFX0JBU0gQAjK4AwoNUnVubmVyU2VydmljZRJGCghFdmFsdWF0ZRIcLnJlc2VhcmNoLnYxLkV2YWx1YXRlUmVxdWVzdBoaLnJlc2VhcmNoLnYxLkV2YWx1YXRlRXZlbnQwARJKCglTdW1tYXJpemUSHS5yZXNlYXJjaC52MS5TdW1tYXJpemVSZXF1ZXN0Gh4ucmVzZWFyY2gudjEuU3VtbWFyaXplUmVzcG9uc2USQQoGSGVhbHRoEhoucmVzZWFyY2gudjEuSGVhbHRoUmVxdWVzdBobLnJlc2VhcmNoLnYxLkhlYWx0aFJlc3BvbnNlEkIKCERlc2NyaWJlEhwucmVzZWFyY2gudjEuRGVzY3JpYmVSZXF1ZXN0GhgucmVzZWFyY2gudjEuRGF0YXNldEluZm8SQgoJUnVuU2NyaXB0EhoucmVzZWFyY2gudjEuU2NyaXB0UmVxdWVzdBoZLnJlc2VhcmNoLnYxLlNjcmlwdFJlc3VsdBJICgxGZXRjaFdlaWdodHMSGy5yZXNlYXJjaC52MS5XZWlnaHRzUmVxdWVzdBoZLnJlc2VhcmNoLnYxLldlaWdodHNDaHVuazABYgZwcm90bzM", [file_research_v1_common]);
+  fileDesc("ChhyZXNlYXJjaC92MS9ydW5uZXIucHJvdG8SC3Jlc2VhcmNoLnYxIigKDUNhbmNlbFJlcXVlc3QSFwoPaWRlbXBvdGVuY3lfa2V5GAEgASgJIiAKC0NhbmNlbFJlcGx5EhEKCWNhbmNlbGxlZBgBIAEoCCJJCgtNb2RlbFNvdXJjZRIMCgRjb2RlGAEgASgJEhIKCmNsYXNzX25hbWUYAiABKAkSGAoQaW5pdF9rd2FyZ3NfanNvbhgDIAEoCSJdCg1Nb2RlbEFyZ3VtZW50EgwKBG5hbWUYASABKAkSJwoEa2luZBgCIAEoDjIZLnJlc2VhcmNoLnYxLkFyZ3VtZW50S2luZBIVCg1kZWZhdWx0X3ZhbHVlGAMgASgBIuwBCgtEYXRhc2V0U3BlYxIMCgRuYW1lGAEgASgJEhAKCGRhdGFfZGlyGAIgASgJEg4KBnN1YnNldBgDIAEoDRIUCgx2YWxfZnJhY3Rpb24YBCABKAESEgoKc3BsaXRfc2VlZBgFIAEoDRIVCg10YXJnZXRfY29sdW1uGAYgASgJEg0KBXNoYXBlGAcgAygNEhMKC251bV9jbGFzc2VzGAggASgNEhIKCmRpZmZpY3VsdHkYCSABKAESEwoLdGVzdF9zdWJzZXQYCiABKA0SHwoEdGFzaxgLIAEoDjIRLnJlc2VhcmNoLnYxLlRhc2siPgoHQXVnbWVudBINCgVoZmxpcBgBIAEoCBIUCgxjcm9wX3BhZGRpbmcYAiABKA0SDgoGY3V0b3V0GAMgASgNIuYDCgZSZWNpcGUSKQoJb3B0aW1pemVyGBEgASgOMhYucmVzZWFyY2gudjEuT3B0aW1pemVyEgoKAmxyGAIgASgBEhUKCG1vbWVudHVtGAMgASgBSACIAQESEAoIbmVzdGVyb3YYBCABKAgSFAoMd2VpZ2h0X2RlY2F5GAUgASgBEicKCHNjaGVkdWxlGBIgASgOMhUucmVzZWFyY2gudjEuU2NoZWR1bGUSFQoNd2FybXVwX2Vwb2NocxgHIAEoARIRCglzdGVwX3NpemUYCCABKA0SDQoFZ2FtbWEYCSABKAESFwoPbGFiZWxfc21vb3RoaW5nGAogASgBEhEKCWdyYWRfY2xpcBgLIAEoARISCgpiYXRjaF9zaXplGAwgASgNEg4KBmVwb2NocxgNIAEoDRIlCgdhdWdtZW50GA4gASgLMhQucmVzZWFyY2gudjEuQXVnbWVudBILCgNhbXAYDyABKAgSFQoNY2hhbm5lbHNfbGFzdBgQIAEoCBIRCgllbWFfZGVjYXkYEyABKAESFQoNZGV0ZXJtaW5pc3RpYxgUIAEoCBIVCg10cmFpbl9zZWNvbmRzGBUgASgBEg8KB2NvbnRleHQYFiABKA1CCwoJX21vbWVudHVtSgQIARACSgQIBhAHImAKBkJ1ZGdldBISCgptYXhfcGFyYW1zGAEgASgEEhUKDXRpbWVfYnVkZ2V0X3MYAiABKAESFwoPbWVtb3J5X2xpbWl0X21iGAMgASgNEhIKCmRlYWRsaW5lX3MYBCABKAEiggMKD0V2YWx1YXRlUmVxdWVzdBIQCgh0cmlhbF9pZBgBIAEoCRIOCgZydW5faWQYAiABKAkSJwoFbW9kZWwYAyABKAsyGC5yZXNlYXJjaC52MS5Nb2RlbFNvdXJjZRIpCgdkYXRhc2V0GAQgASgLMhgucmVzZWFyY2gudjEuRGF0YXNldFNwZWMSIwoGcmVjaXBlGAUgASgLMhMucmVzZWFyY2gudjEuUmVjaXBlEg0KBXNlZWRzGAYgASgNEhEKCWJhc2Vfc2VlZBgHIAEoDRIOCgZ0YXJnZXQYCCABKAESIwoGYnVkZ2V0GAkgASgLMhMucmVzZWFyY2gudjEuQnVkZ2V0EhUKDWV2YWx1YXRlX3Rlc3QYCiABKAgSFAoMa2VlcF93ZWlnaHRzGAsgASgIEhIKCndlaWdodHNfb2YYDCABKAkSIwoGbWV0cmljGA0gASgOMhMucmVzZWFyY2gudjEuTWV0cmljEhcKD2lkZW1wb3RlbmN5X2tleRgOIAEoCSJ3CgpEZXZpY2VJbmZvEgwKBGtpbmQYASABKAkSDAoEbmFtZRgCIAEoCRIVCg10b3JjaF92ZXJzaW9uGAMgASgJEhEKCXNhbmRib3hlZBgEIAEoCBIMCgRncHVzGAUgASgNEhUKDWdwdV9tZW1vcnlfbWIYBiABKAQiUwoHU3RhcnRlZBInCgZkZXZpY2UYASABKAsyFy5yZXNlYXJjaC52MS5EZXZpY2VJbmZvEg0KBXNlZWRzGAIgASgNEhAKCHF1ZXVlZF9zGAMgASgBIsEBCg1FcG9jaFByb2dyZXNzEgwKBHNlZWQYASABKA0SDQoFZXBvY2gYAiABKA0SDgoGZXBvY2hzGAMgASgNEhIKCnRyYWluX2xvc3MYBCABKAESFgoOdHJhaW5fYWNjdXJhY3kYBSABKAESEAoIdmFsX2xvc3MYBiABKAESFAoMdmFsX2FjY3VyYWN5GAcgASgBEgoKAmxyGAggASgBEg8KB3NlY29uZHMYCSABKAESEgoKdmFsX21ldHJpYxgKIAEoASJ+CgxTZWVkRmluaXNoZWQSDAoEc2VlZBgBIAEoDRIUCgx2YWxfYWNjdXJhY3kYAiABKAESDwoHc2Vjb25kcxgDIAEoARIlCgdmYWlsdXJlGAQgASgLMhQucmVzZWFyY2gudjEuRmFpbHVyZRISCgp2YWxfbWV0cmljGAUgASgBIlwKC01ldHJpY1N0YXRzEgwKBG1lYW4YASABKAESCwoDc3RkGAIgASgBEg0KBWNpXzk1GAMgAygBEgsKA21pbhgEIAEoARILCgNtYXgYBSABKAESCQoBbhgGIAEoDSJjCgxDbGFzc01ldHJpY3MSEwoLY2xhc3NfaW5kZXgYASABKA0SEQoJcHJlY2lzaW9uGAIgASgBEg4KBnJlY2FsbBgDIAEoARIKCgJmMRgEIAEoARIPCgdzdXBwb3J0GAUgASgNIh4KDENvbmZ1c2lvblJvdxIOCgZjb3VudHMYASADKA0igwEKDUxlYXJuaW5nQ3VydmUSEgoKdHJhaW5fbG9zcxgBIAMoARIWCg50cmFpbl9hY2N1cmFjeRgCIAMoARIQCgh2YWxfbG9zcxgDIAMoARIUCgx2YWxfYWNjdXJhY3kYBCADKAESCgoCbHIYBSADKAESEgoKdmFsX21ldHJpYxgGIAMoASKfAwoKU2VlZFJlc3VsdBIMCgRzZWVkGAEgASgNEjUKB21ldHJpY3MYAiADKAsyJC5yZXNlYXJjaC52MS5TZWVkUmVzdWx0Lk1ldHJpY3NFbnRyeRIsCglwZXJfY2xhc3MYAyADKAsyGS5yZXNlYXJjaC52MS5DbGFzc01ldHJpY3MSMwoQY29uZnVzaW9uX21hdHJpeBgEIAMoCzIZLnJlc2VhcmNoLnYxLkNvbmZ1c2lvblJvdxIyCg5sZWFybmluZ19jdXJ2ZRgFIAEoCzIaLnJlc2VhcmNoLnYxLkxlYXJuaW5nQ3VydmUSDwoHc2Vjb25kcxgGIAEoARIdChVzZWNvbmRzX3RvX2ZpcnN0X3N0ZXAYByABKAESGAoQZXBvY2hzX2NvbXBsZXRlZBgIIAEoDRIUCgx2YWxfZXhhbXBsZXMYCSABKA0SFQoNdGVzdF9leGFtcGxlcxgKIAEoDRIOCgZzYW1wbGUYCyABKAkaLgoMTWV0cmljc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoAToCOAEiLAoLT3ZlcmZpdHRpbmcSCwoDZ2FwGAEgASgBEhAKCHNldmVyaXR5GAIgASgJIkYKC0NvbnZlcmdlbmNlEg0KBXN0YXRlGAEgASgJEhQKDHJlY2VudF9zbG9wZRgCIAEoARISCgpiZXN0X2Vwb2NoGAMgASgNIqgECgpFdmFsUmVzdWx0EjsKCmFnZ3JlZ2F0ZWQYASADKAsyJy5yZXNlYXJjaC52MS5FdmFsUmVzdWx0LkFnZ3JlZ2F0ZWRFbnRyeRItCgxzZWVkX3Jlc3VsdHMYAiADKAsyFy5yZXNlYXJjaC52MS5TZWVkUmVzdWx0EhEKCWJlc3Rfc2VlZBgDIAEoDRIRCgludW1fc2VlZHMYBCABKA0SFQoNZ29hbF9hY2hpZXZlZBgFIAEoCBIsCgtnb2FsX3N0YXR1cxgGIAEoDjIXLnJlc2VhcmNoLnYxLkdvYWxTdGF0dXMSDgoGdGFyZ2V0GAcgASgBEi0KC292ZXJmaXR0aW5nGAggASgLMhgucmVzZWFyY2gudjEuT3ZlcmZpdHRpbmcSLQoLY29udmVyZ2VuY2UYCSABKAsyGC5yZXNlYXJjaC52MS5Db252ZXJnZW5jZRIOCgZwYXJhbXMYCiABKAQSDwoHc2Vjb25kcxgLIAEoARInCgZkZXZpY2UYDCABKAsyFy5yZXNlYXJjaC52MS5EZXZpY2VJbmZvEhMKC251bV9jbGFzc2VzGA0gASgNEhMKC2NsYXNzX25hbWVzGA4gAygJEhQKDHdlYWtfY2xhc3NlcxgPIAMoDRpLCg9BZ2dyZWdhdGVkRW50cnkSCwoDa2V5GAEgASgJEicKBXZhbHVlGAIgASgLMhgucmVzZWFyY2gudjEuTWV0cmljU3RhdHM6AjgBIvkBCg1FdmFsdWF0ZUV2ZW50EicKB3N0YXJ0ZWQYASABKAsyFC5yZXNlYXJjaC52MS5TdGFydGVkSAASLgoIcHJvZ3Jlc3MYAiABKAsyGi5yZXNlYXJjaC52MS5FcG9jaFByb2dyZXNzSAASMgoNc2VlZF9maW5pc2hlZBgDIAEoCzIZLnJlc2VhcmNoLnYxLlNlZWRGaW5pc2hlZEgAEikKBnJlc3VsdBgEIAEoCzIXLnJlc2VhcmNoLnYxLkV2YWxSZXN1bHRIABInCgdmYWlsdXJlGAUgASgLMhQucmVzZWFyY2gudjEuRmFpbHVyZUgAQgcKBWV2ZW50Iq8BChBTdW1tYXJpemVSZXF1ZXN0EicKBW1vZGVsGAEgASgLMhgucmVzZWFyY2gudjEuTW9kZWxTb3VyY2USEwoLaW5wdXRfc2hhcGUYAiADKA0SEwoLbnVtX2NsYXNzZXMYAyABKA0SEwoLaW5wdXRfZHR5cGUYBCABKAkSEgoKdm9jYWJfc2l6ZRgFIAEoDRIfCgR0YXNrGAYgASgOMhEucmVzZWFyY2gudjEuVGFzayJcCglMYXllckluZm8SDAoEbmFtZRgBIAEoCRIMCgR0eXBlGAIgASgJEhQKDG91dHB1dF9zaGFwZRgDIAMoAxIOCgZwYXJhbXMYBCABKAQSDQoFZmxvcHMYBSABKAQi9wEKEVN1bW1hcml6ZVJlc3BvbnNlEhQKDHRvdGFsX3BhcmFtcxgBIAEoBBIYChB0cmFpbmFibGVfcGFyYW1zGAIgASgEEg0KBWZsb3BzGAMgASgEEiYKBmxheWVycxgEIAMoCzIWLnJlc2VhcmNoLnYxLkxheWVySW5mbxIUCgxvdXRwdXRfc2hhcGUYBSADKAMSDwoHc2l6ZV9tYhgGIAEoARIlCgdmYWlsdXJlGAcgASgLMhQucmVzZWFyY2gudjEuRmFpbHVyZRItCglhcmd1bWVudHMYCCADKAsyGi5yZXNlYXJjaC52MS5Nb2RlbEFyZ3VtZW50Ig8KDUhlYWx0aFJlcXVlc3QiwQEKDkhlYWx0aFJlc3BvbnNlEicKBmRldmljZRgBIAEoCzIXLnJlc2VhcmNoLnYxLkRldmljZUluZm8SDQoFc2xvdHMYAiABKA0SEgoKZnJlZV9zbG90cxgDIAEoDRITCgtxdWV1ZV9kZXB0aBgEIAEoDRIVCg13b3JrZXJzX3JlYWR5GAUgASgNEhsKE2V2YWx1YXRpb25zX3N0YXJ0ZWQYBiABKAQSGgoSZXZhbHVhdGlvbnNfam9pbmVkGAcgASgEIjwKD0Rlc2NyaWJlUmVxdWVzdBIpCgdkYXRhc2V0GAEgASgLMhgucmVzZWFyY2gudjEuRGF0YXNldFNwZWMi+wEKC0RhdGFzZXRJbmZvEgwKBG5hbWUYASABKAkSEwoLaW5wdXRfc2hhcGUYAiADKA0SEwoLbnVtX2NsYXNzZXMYAyABKA0SEwoLY2xhc3NfbmFtZXMYBCADKAkSEwoLaW5wdXRfZHR5cGUYBSABKAkSEgoKdm9jYWJfc2l6ZRgGIAEoDRIPCgduX3RyYWluGAcgASgNEg0KBW5fdmFsGAggASgNEg4KBm5fdGVzdBgJIAEoDRIlCgdmYWlsdXJlGAogASgLMhQucmVzZWFyY2gudjEuRmFpbHVyZRIfCgR0YXNrGAsgASgOMhEucmVzZWFyY2gudjEuVGFzayLLAQoNU2NyaXB0UmVxdWVzdBItCghsYW5ndWFnZRgFIAEoDjIbLnJlc2VhcmNoLnYxLlNjcmlwdExhbmd1YWdlEg4KBnNvdXJjZRgCIAEoCRIRCgl0aW1lb3V0X3MYAyABKAESNAoFZmlsZXMYBCADKAsyJS5yZXNlYXJjaC52MS5TY3JpcHRSZXF1ZXN0LkZpbGVzRW50cnkaLAoKRmlsZXNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBSgQIARACIs4BCgxTY3JpcHRSZXN1bHQSEQoJZXhpdF9jb2RlGAEgASgFEg4KBnN0ZG91dBgCIAEoCRIRCgl0aW1lZF9vdXQYAyABKAgSJQoHZmFpbHVyZRgEIAEoCzIULnJlc2VhcmNoLnYxLkZhaWx1cmUSMwoFZmlsZXMYBSADKAsyJC5yZXNlYXJjaC52MS5TY3JpcHRSZXN1bHQuRmlsZXNFbnRyeRosCgpGaWxlc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiMgoOV2VpZ2h0c1JlcXVlc3QSDgoGcnVuX2lkGAEgASgJEhAKCHRyaWFsX2lkGAIgASgJIjgKDFdlaWdodHNDaHVuaxIMCgRzZWVkGAEgASgNEgwKBHNpemUYAiABKAQSDAoEZGF0YRgDIAEoDCp1CgxBcmd1bWVudEtpbmQSHQoZQVJHVU1FTlRfS0lORF9VTlNQRUNJRklFRBAAEhUKEUFSR1VNRU5UX0tJTkRfSU5UEAESFwoTQVJHVU1FTlRfS0lORF9GTE9BVBACEhYKEkFSR1VNRU5UX0tJTkRfQk9PTBADKmcKBFRhc2sSFAoQVEFTS19VTlNQRUNJRklFRBAAEhcKE1RBU0tfQ0xBU1NJRklDQVRJT04QARITCg9UQVNLX1JFR1JFU1NJT04QAhIbChdUQVNLX0xBTkdVQUdFX01PREVMTElORxADKmIKCU9wdGltaXplchIZChVPUFRJTUlaRVJfVU5TUEVDSUZJRUQQABISCg5PUFRJTUlaRVJfQURBTRABEhMKD09QVElNSVpFUl9BREFNVxACEhEKDU9QVElNSVpFUl9TR0QQAyp2CghTY2hlZHVsZRIYChRTQ0hFRFVMRV9VTlNQRUNJRklFRBAAEhEKDVNDSEVEVUxFX05PTkUQARIRCg1TQ0hFRFVMRV9TVEVQEAISEwoPU0NIRURVTEVfQ09TSU5FEAMSFQoRU0NIRURVTEVfT05FQ1lDTEUQBCp/CgZNZXRyaWMSFgoSTUVUUklDX1VOU1BFQ0lGSUVEEAASEwoPTUVUUklDX0FDQ1VSQUNZEAESDwoLTUVUUklDX1JNU0UQAhIOCgpNRVRSSUNfTUFFEAMSDQoJTUVUUklDX1IyEAQSGAoUTUVUUklDX0JJVFNfUEVSX0JZVEUQBSqUAQoKR29hbFN0YXR1cxIbChdHT0FMX1NUQVRVU19VTlNQRUNJRklFRBAAEhgKFEdPQUxfU1RBVFVTX0FDSElFVkVEEAESFgoSR09BTF9TVEFUVVNfTElLRUxZEAISHAoYR09BTF9TVEFUVVNfTk9UX0FDSElFVkVEEAMSGQoVR09BTF9TVEFUVVNfTk9fVEFSR0VUEAQqZwoOU2NyaXB0TGFuZ3VhZ2USHwobU0NSSVBUX0xBTkdVQUdFX1VOU1BFQ0lGSUVEEAASGgoWU0NSSVBUX0xBTkdVQUdFX1BZVEhPThABEhgKFFNDUklQVF9MQU5HVUFHRV9CQVNIEAIy+AMKDVJ1bm5lclNlcnZpY2USRgoIRXZhbHVhdGUSHC5yZXNlYXJjaC52MS5FdmFsdWF0ZVJlcXVlc3QaGi5yZXNlYXJjaC52MS5FdmFsdWF0ZUV2ZW50MAESSgoJU3VtbWFyaXplEh0ucmVzZWFyY2gudjEuU3VtbWFyaXplUmVxdWVzdBoeLnJlc2VhcmNoLnYxLlN1bW1hcml6ZVJlc3BvbnNlEkEKBkhlYWx0aBIaLnJlc2VhcmNoLnYxLkhlYWx0aFJlcXVlc3QaGy5yZXNlYXJjaC52MS5IZWFsdGhSZXNwb25zZRJCCghEZXNjcmliZRIcLnJlc2VhcmNoLnYxLkRlc2NyaWJlUmVxdWVzdBoYLnJlc2VhcmNoLnYxLkRhdGFzZXRJbmZvEkIKCVJ1blNjcmlwdBIaLnJlc2VhcmNoLnYxLlNjcmlwdFJlcXVlc3QaGS5yZXNlYXJjaC52MS5TY3JpcHRSZXN1bHQSSAoMRmV0Y2hXZWlnaHRzEhsucmVzZWFyY2gudjEuV2VpZ2h0c1JlcXVlc3QaGS5yZXNlYXJjaC52MS5XZWlnaHRzQ2h1bmswARI+CgZDYW5jZWwSGi5yZXNlYXJjaC52MS5DYW5jZWxSZXF1ZXN0GhgucmVzZWFyY2gudjEuQ2FuY2VsUmVwbHliBnByb3RvMw", [file_research_v1_common]);
+
+/**
+ * @generated from message research.v1.CancelRequest
+ */
+export type CancelRequest = Message<"research.v1.CancelRequest"> & {
+  /**
+   * @generated from field: string idempotency_key = 1;
+   */
+  idempotencyKey: string;
+};
+
+/**
+ * Describes the message research.v1.CancelRequest.
+ * Use `create(CancelRequestSchema)` to create a new message.
+ */
+export const CancelRequestSchema: GenMessage<CancelRequest> = /*@__PURE__*/
+  messageDesc(file_research_v1_runner, 0);
+
+/**
+ * @generated from message research.v1.CancelReply
+ */
+export type CancelReply = Message<"research.v1.CancelReply"> & {
+  /**
+   * Whether an evaluation of that key was running (and is now ended, or will end
+   * as its last caller leaves).
+   *
+   * @generated from field: bool cancelled = 1;
+   */
+  cancelled: boolean;
+};
+
+/**
+ * Describes the message research.v1.CancelReply.
+ * Use `create(CancelReplySchema)` to create a new message.
+ */
+export const CancelReplySchema: GenMessage<CancelReply> = /*@__PURE__*/
+  messageDesc(file_research_v1_runner, 1);
 
 /**
  * @generated from message research.v1.ModelSource
@@ -43,7 +80,7 @@ export type ModelSource = Message<"research.v1.ModelSource"> & {
  * Use `create(ModelSourceSchema)` to create a new message.
  */
 export const ModelSourceSchema: GenMessage<ModelSource> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 0);
+  messageDesc(file_research_v1_runner, 2);
 
 /**
  * A keyword argument of a model's constructor whose default is a number or a
@@ -75,7 +112,7 @@ export type ModelArgument = Message<"research.v1.ModelArgument"> & {
  * Use `create(ModelArgumentSchema)` to create a new message.
  */
 export const ModelArgumentSchema: GenMessage<ModelArgument> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 1);
+  messageDesc(file_research_v1_runner, 3);
 
 /**
  * @generated from message research.v1.DatasetSpec
@@ -161,7 +198,7 @@ export type DatasetSpec = Message<"research.v1.DatasetSpec"> & {
  * Use `create(DatasetSpecSchema)` to create a new message.
  */
 export const DatasetSpecSchema: GenMessage<DatasetSpec> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 2);
+  messageDesc(file_research_v1_runner, 4);
 
 /**
  * @generated from message research.v1.Augment
@@ -188,7 +225,7 @@ export type Augment = Message<"research.v1.Augment"> & {
  * Use `create(AugmentSchema)` to create a new message.
  */
 export const AugmentSchema: GenMessage<Augment> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 3);
+  messageDesc(file_research_v1_runner, 5);
 
 /**
  * @generated from message research.v1.Recipe
@@ -322,7 +359,7 @@ export type Recipe = Message<"research.v1.Recipe"> & {
  * Use `create(RecipeSchema)` to create a new message.
  */
 export const RecipeSchema: GenMessage<Recipe> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 4);
+  messageDesc(file_research_v1_runner, 6);
 
 /**
  * @generated from message research.v1.Budget
@@ -365,7 +402,7 @@ export type Budget = Message<"research.v1.Budget"> & {
  * Use `create(BudgetSchema)` to create a new message.
  */
 export const BudgetSchema: GenMessage<Budget> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 5);
+  messageDesc(file_research_v1_runner, 7);
 
 /**
  * @generated from message research.v1.EvaluateRequest
@@ -455,8 +492,10 @@ export type EvaluateRequest = Message<"research.v1.EvaluateRequest"> & {
   /**
    * Requests with the same key share one evaluation (gpu-runner/flights.ts): a
    * duplicate delivery attaches to the one running, or gets its stored events once
-   * it has ended, and trains nothing. "run/trial" for a trial, "run/trial/confirm"
-   * for its test confirmation; empty: no sharing.
+   * it has ended, and trains nothing; when its last caller goes away without Cancel,
+   * it runs on for a grace period, so a redelivery after a crash joins it too.
+   * "run/trial" for a trial, "run/trial/confirm" for its test confirmation; empty:
+   * no sharing, and a caller going away cancels it.
    *
    * @generated from field: string idempotency_key = 14;
    */
@@ -468,7 +507,7 @@ export type EvaluateRequest = Message<"research.v1.EvaluateRequest"> & {
  * Use `create(EvaluateRequestSchema)` to create a new message.
  */
 export const EvaluateRequestSchema: GenMessage<EvaluateRequest> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 6);
+  messageDesc(file_research_v1_runner, 8);
 
 /**
  * @generated from message research.v1.DeviceInfo
@@ -514,7 +553,7 @@ export type DeviceInfo = Message<"research.v1.DeviceInfo"> & {
  * Use `create(DeviceInfoSchema)` to create a new message.
  */
 export const DeviceInfoSchema: GenMessage<DeviceInfo> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 7);
+  messageDesc(file_research_v1_runner, 9);
 
 /**
  * @generated from message research.v1.Started
@@ -543,7 +582,7 @@ export type Started = Message<"research.v1.Started"> & {
  * Use `create(StartedSchema)` to create a new message.
  */
 export const StartedSchema: GenMessage<Started> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 8);
+  messageDesc(file_research_v1_runner, 10);
 
 /**
  * @generated from message research.v1.EpochProgress
@@ -608,7 +647,7 @@ export type EpochProgress = Message<"research.v1.EpochProgress"> & {
  * Use `create(EpochProgressSchema)` to create a new message.
  */
 export const EpochProgressSchema: GenMessage<EpochProgress> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 9);
+  messageDesc(file_research_v1_runner, 11);
 
 /**
  * @generated from message research.v1.SeedFinished
@@ -647,7 +686,7 @@ export type SeedFinished = Message<"research.v1.SeedFinished"> & {
  * Use `create(SeedFinishedSchema)` to create a new message.
  */
 export const SeedFinishedSchema: GenMessage<SeedFinished> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 10);
+  messageDesc(file_research_v1_runner, 12);
 
 /**
  * @generated from message research.v1.MetricStats
@@ -693,7 +732,7 @@ export type MetricStats = Message<"research.v1.MetricStats"> & {
  * Use `create(MetricStatsSchema)` to create a new message.
  */
 export const MetricStatsSchema: GenMessage<MetricStats> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 11);
+  messageDesc(file_research_v1_runner, 13);
 
 /**
  * @generated from message research.v1.ClassMetrics
@@ -730,7 +769,7 @@ export type ClassMetrics = Message<"research.v1.ClassMetrics"> & {
  * Use `create(ClassMetricsSchema)` to create a new message.
  */
 export const ClassMetricsSchema: GenMessage<ClassMetrics> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 12);
+  messageDesc(file_research_v1_runner, 14);
 
 /**
  * @generated from message research.v1.ConfusionRow
@@ -747,7 +786,7 @@ export type ConfusionRow = Message<"research.v1.ConfusionRow"> & {
  * Use `create(ConfusionRowSchema)` to create a new message.
  */
 export const ConfusionRowSchema: GenMessage<ConfusionRow> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 13);
+  messageDesc(file_research_v1_runner, 15);
 
 /**
  * @generated from message research.v1.LearningCurve
@@ -791,7 +830,7 @@ export type LearningCurve = Message<"research.v1.LearningCurve"> & {
  * Use `create(LearningCurveSchema)` to create a new message.
  */
 export const LearningCurveSchema: GenMessage<LearningCurve> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 14);
+  messageDesc(file_research_v1_runner, 16);
 
 /**
  * @generated from message research.v1.SeedResult
@@ -869,7 +908,7 @@ export type SeedResult = Message<"research.v1.SeedResult"> & {
  * Use `create(SeedResultSchema)` to create a new message.
  */
 export const SeedResultSchema: GenMessage<SeedResult> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 15);
+  messageDesc(file_research_v1_runner, 17);
 
 /**
  * @generated from message research.v1.Overfitting
@@ -895,7 +934,7 @@ export type Overfitting = Message<"research.v1.Overfitting"> & {
  * Use `create(OverfittingSchema)` to create a new message.
  */
 export const OverfittingSchema: GenMessage<Overfitting> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 16);
+  messageDesc(file_research_v1_runner, 18);
 
 /**
  * @generated from message research.v1.Convergence
@@ -927,7 +966,7 @@ export type Convergence = Message<"research.v1.Convergence"> & {
  * Use `create(ConvergenceSchema)` to create a new message.
  */
 export const ConvergenceSchema: GenMessage<Convergence> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 17);
+  messageDesc(file_research_v1_runner, 19);
 
 /**
  * @generated from message research.v1.EvalResult
@@ -1016,7 +1055,7 @@ export type EvalResult = Message<"research.v1.EvalResult"> & {
  * Use `create(EvalResultSchema)` to create a new message.
  */
 export const EvalResultSchema: GenMessage<EvalResult> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 18);
+  messageDesc(file_research_v1_runner, 20);
 
 /**
  * @generated from message research.v1.EvaluateEvent
@@ -1063,7 +1102,7 @@ export type EvaluateEvent = Message<"research.v1.EvaluateEvent"> & {
  * Use `create(EvaluateEventSchema)` to create a new message.
  */
 export const EvaluateEventSchema: GenMessage<EvaluateEvent> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 19);
+  messageDesc(file_research_v1_runner, 21);
 
 /**
  * @generated from message research.v1.SummarizeRequest
@@ -1114,7 +1153,7 @@ export type SummarizeRequest = Message<"research.v1.SummarizeRequest"> & {
  * Use `create(SummarizeRequestSchema)` to create a new message.
  */
 export const SummarizeRequestSchema: GenMessage<SummarizeRequest> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 20);
+  messageDesc(file_research_v1_runner, 22);
 
 /**
  * @generated from message research.v1.LayerInfo
@@ -1151,7 +1190,7 @@ export type LayerInfo = Message<"research.v1.LayerInfo"> & {
  * Use `create(LayerInfoSchema)` to create a new message.
  */
 export const LayerInfoSchema: GenMessage<LayerInfo> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 21);
+  messageDesc(file_research_v1_runner, 23);
 
 /**
  * @generated from message research.v1.SummarizeResponse
@@ -1208,7 +1247,7 @@ export type SummarizeResponse = Message<"research.v1.SummarizeResponse"> & {
  * Use `create(SummarizeResponseSchema)` to create a new message.
  */
 export const SummarizeResponseSchema: GenMessage<SummarizeResponse> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 22);
+  messageDesc(file_research_v1_runner, 24);
 
 /**
  * @generated from message research.v1.HealthRequest
@@ -1221,7 +1260,7 @@ export type HealthRequest = Message<"research.v1.HealthRequest"> & {
  * Use `create(HealthRequestSchema)` to create a new message.
  */
 export const HealthRequestSchema: GenMessage<HealthRequest> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 23);
+  messageDesc(file_research_v1_runner, 25);
 
 /**
  * @generated from message research.v1.HealthResponse
@@ -1271,7 +1310,7 @@ export type HealthResponse = Message<"research.v1.HealthResponse"> & {
  * Use `create(HealthResponseSchema)` to create a new message.
  */
 export const HealthResponseSchema: GenMessage<HealthResponse> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 24);
+  messageDesc(file_research_v1_runner, 26);
 
 /**
  * @generated from message research.v1.DescribeRequest
@@ -1288,7 +1327,7 @@ export type DescribeRequest = Message<"research.v1.DescribeRequest"> & {
  * Use `create(DescribeRequestSchema)` to create a new message.
  */
 export const DescribeRequestSchema: GenMessage<DescribeRequest> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 25);
+  messageDesc(file_research_v1_runner, 27);
 
 /**
  * @generated from message research.v1.DatasetInfo
@@ -1363,7 +1402,7 @@ export type DatasetInfo = Message<"research.v1.DatasetInfo"> & {
  * Use `create(DatasetInfoSchema)` to create a new message.
  */
 export const DatasetInfoSchema: GenMessage<DatasetInfo> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 26);
+  messageDesc(file_research_v1_runner, 28);
 
 /**
  * @generated from message research.v1.ScriptRequest
@@ -1400,7 +1439,7 @@ export type ScriptRequest = Message<"research.v1.ScriptRequest"> & {
  * Use `create(ScriptRequestSchema)` to create a new message.
  */
 export const ScriptRequestSchema: GenMessage<ScriptRequest> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 27);
+  messageDesc(file_research_v1_runner, 29);
 
 /**
  * @generated from message research.v1.ScriptResult
@@ -1449,7 +1488,7 @@ export type ScriptResult = Message<"research.v1.ScriptResult"> & {
  * Use `create(ScriptResultSchema)` to create a new message.
  */
 export const ScriptResultSchema: GenMessage<ScriptResult> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 28);
+  messageDesc(file_research_v1_runner, 30);
 
 /**
  * @generated from message research.v1.WeightsRequest
@@ -1471,7 +1510,7 @@ export type WeightsRequest = Message<"research.v1.WeightsRequest"> & {
  * Use `create(WeightsRequestSchema)` to create a new message.
  */
 export const WeightsRequestSchema: GenMessage<WeightsRequest> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 29);
+  messageDesc(file_research_v1_runner, 31);
 
 /**
  * A piece of one seed's kept weights: a torch.save'd state_dict of the
@@ -1505,7 +1544,7 @@ export type WeightsChunk = Message<"research.v1.WeightsChunk"> & {
  * Use `create(WeightsChunkSchema)` to create a new message.
  */
 export const WeightsChunkSchema: GenMessage<WeightsChunk> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 30);
+  messageDesc(file_research_v1_runner, 32);
 
 /**
  * @generated from enum research.v1.ArgumentKind
@@ -1823,6 +1862,18 @@ export const RunnerService: GenService<{
     methodKind: "server_streaming";
     input: typeof WeightsRequestSchema;
     output: typeof WeightsChunkSchema;
+  },
+  /**
+   * Ends the evaluation of an idempotency key on purpose (pruned, cancelled, out of
+   * time): a caller that merely goes away (its process died) leaves it running a
+   * grace period for the redelivered request to join (gpu-runner/flights.ts).
+   *
+   * @generated from rpc research.v1.RunnerService.Cancel
+   */
+  cancel: {
+    methodKind: "unary";
+    input: typeof CancelRequestSchema;
+    output: typeof CancelReplySchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_research_v1_runner, 0);
