@@ -25,6 +25,10 @@ cut, never as complete.
 
     bench/out/venv-optuna/bin/python bench/optuna_baseline.py --budget-s 1800 --seed 0 --out /tmp/optuna.json
 
+On a GPU (--device cuda, what scripts/gpu-check.sh runs beside the search in one sitting) the data
+sit on the device, training is in bf16 autocast where the GPU has it, and the space is what a
+competent user gives a GPU: wider nets (32-96 channels), batches of 128-512, up to 20 epochs.
+
 Needs torch and optuna: bench/search-series.sh makes bench/out/venv-optuna (torch 2.13 from this
 machine's wheel, as the runner's .venv has, and Optuna from PyPI); Debian's python3-optuna beside
 python3-torch 1.13 works too.
@@ -56,6 +60,7 @@ import datasets  # noqa: E402  (the runner's loader and split)
 import optuna  # noqa: E402
 
 TARGET = 0.90
+DEVICE = torch.device("cpu")  # set in main()
 # The runner's spec for a Fashion-MNIST goal: gpu-runner/request.ts fills val_fraction 0.1 and
 # split_seed 0; subset 0 gives the full-data split every trial validates on.
 SPEC = {"name": "fashion-mnist", "data_dir": "", "subset": 0, "val_fraction": 0.1, "split_seed": 0,
@@ -103,15 +108,16 @@ class Data:
         raw = datasets.load(SPEC)
         split = datasets.split(raw, SPEC)
         self.split = split
-        self.x_train = torch.from_numpy(raw.x_train)
-        self.y_train = torch.from_numpy(raw.y_train)
-        self.x_test = torch.from_numpy(raw.x_test)
-        self.y_test = torch.from_numpy(raw.y_test)
-        self.train = torch.from_numpy(split.train)
-        self.val = torch.from_numpy(split.val)
-        self.test = torch.from_numpy(split.test)
+        on = lambda a: torch.from_numpy(a).to(DEVICE)  # noqa: E731  (all of it fits a GPU: 47 MB)
+        self.x_train = on(raw.x_train)
+        self.y_train = on(raw.y_train)
+        self.x_test = on(raw.x_test)
+        self.y_test = on(raw.y_test)
+        self.train = on(split.train)
+        self.val = on(split.val)
+        self.test = on(split.test)
         mean, std = datasets.feature_stats(raw.x_train, split.train)
-        self.mean, self.std = torch.from_numpy(mean), torch.from_numpy(std)
+        self.mean, self.std = on(mean), on(std)
         self._subsets = {}
 
     def inputs(self, x):
@@ -123,7 +129,7 @@ class Data:
         if subset not in self._subsets:
             idx, _ = datasets._stratified_take(self.split.raw.y_train, self.split.train, subset,
                                                np.random.default_rng(subset))
-            self._subsets[subset] = torch.from_numpy(idx)
+            self._subsets[subset] = torch.from_numpy(idx).to(DEVICE)
         return self._subsets[subset]
 
 
@@ -131,11 +137,11 @@ def channels_last(x):
     return x.contiguous(memory_format=torch.channels_last)
 
 
-AMP = {"on": False}  # set in main(): bf16 autocast where the CPU computes bf16 natively
+AMP = {"on": False}  # set in main(): bf16 autocast where the device computes bf16 natively
 
 
 def autocast():
-    return torch.autocast("cpu", dtype=torch.bfloat16, enabled=AMP["on"])
+    return torch.autocast(DEVICE.type, dtype=torch.bfloat16, enabled=AMP["on"])
 
 
 def evaluate(model, data, x_all, y_all, idx):
@@ -149,15 +155,16 @@ def evaluate(model, data, x_all, y_all, idx):
 
 
 def suggest(trial):
+    gpu = DEVICE.type == "cuda"
     p = {
-        "width": trial.suggest_categorical("width", [16, 24, 32, 48]),
+        "width": trial.suggest_categorical("width", [32, 48, 64, 96] if gpu else [16, 24, 32, 48]),
         "stages": trial.suggest_int("stages", 2, 3),
         "convs": trial.suggest_int("convs", 1, 2),
         "hidden": trial.suggest_categorical("hidden", [0, 128]),
         "dropout": trial.suggest_float("dropout", 0.0, 0.5),
         "optimizer": trial.suggest_categorical("optimizer", ["adam", "adamw", "sgd"]),
-        "batch_size": trial.suggest_categorical("batch_size", [64, 128, 256]),
-        "epochs": trial.suggest_int("epochs", 2, 12),
+        "batch_size": trial.suggest_categorical("batch_size", [128, 256, 512] if gpu else [64, 128, 256]),
+        "epochs": trial.suggest_int("epochs", 2, 20 if gpu else 12),
         "schedule": trial.suggest_categorical("schedule", ["none", "cosine"]),
         "label_smoothing": trial.suggest_float("label_smoothing", 0.0, 0.15),
         "hflip": trial.suggest_categorical("hflip", [False, True]),
@@ -192,7 +199,7 @@ class Search:
         p = suggest(trial)
         torch.manual_seed(self.seed * 100003 + trial.number)
         data = self.data
-        model = Net(p["width"], p["stages"], p["convs"], p["hidden"], p["dropout"]).to(memory_format=torch.channels_last)
+        model = Net(p["width"], p["stages"], p["convs"], p["hidden"], p["dropout"]).to(DEVICE, memory_format=torch.channels_last)
         params = [q for q in model.parameters() if q.requires_grad]
         if p["optimizer"] == "sgd":
             opt = torch.optim.SGD(params, lr=p["lr"], momentum=0.9, nesterov=True, weight_decay=p["weight_decay"])
@@ -219,7 +226,7 @@ class Search:
                     raise BudgetCut()
                 e0 = elapsed()
                 model.train()
-                order = train_idx[torch.randperm(n)]
+                order = train_idx[torch.randperm(n, device=DEVICE)]
                 for step in range(steps):
                     if elapsed() > self.deadline:
                         raise BudgetCut()
@@ -270,10 +277,19 @@ def main():
     ap.add_argument("--reserve-s", type=float, default=20,
                     help="seconds kept back for the final test evaluation and writing the result")
     ap.add_argument("--out", required=True)
-    ap.add_argument("--no-amp", action="store_true", help="train in fp32 even where the CPU computes bf16 natively")
+    ap.add_argument("--no-amp", action="store_true", help="train in fp32 even where the device computes bf16 natively")
+    ap.add_argument("--device", choices=["cpu", "cuda", "auto"], default="cpu", help="auto: the GPU when there is one")
+    ap.add_argument("--data-dir", default="", help="Fashion-MNIST's idx files (default: where the runner's loader looks)")
     args = ap.parse_args()
+    global DEVICE
+    DEVICE = torch.device("cuda" if args.device == "cuda" or (args.device == "auto" and torch.cuda.is_available()) else "cpu")
+    SPEC["data_dir"] = args.data_dir
     torch.set_num_threads(args.threads)
-    AMP["on"] = not args.no_amp and accel.cpu_bf16()
+    if DEVICE.type == "cuda":
+        torch.backends.cudnn.benchmark = True
+        AMP["on"] = not args.no_amp and torch.cuda.is_bf16_supported()
+    else:
+        AMP["on"] = not args.no_amp and accel.cpu_bf16()
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
 
@@ -301,7 +317,7 @@ def main():
     test_ci95 = None
     if search.best_state is not None:
         p = search.best_params
-        model = Net(p["width"], p["stages"], p["convs"], p["hidden"], p["dropout"]).to(memory_format=torch.channels_last)
+        model = Net(p["width"], p["stages"], p["convs"], p["hidden"], p["dropout"]).to(DEVICE, memory_format=torch.channels_last)
         model.load_state_dict(search.best_state)
         test_accuracy = evaluate(model, data, data.x_test, data.y_test, data.test)
         # One model on a finite test set: the binomial sampling error only.
@@ -328,6 +344,7 @@ def main():
         "seconds": elapsed(),
         "n_train": len(data.train), "n_val": len(data.val), "n_test": len(data.test),
         "threads": args.threads,
+        "device": torch.cuda.get_device_name() if DEVICE.type == "cuda" else "cpu",
         "precision": "bf16" if AMP["on"] else "fp32",
         "optuna": optuna.__version__, "torch": torch.__version__,
         "loadavg": list(os.getloadavg()),

@@ -2,10 +2,13 @@
 # The GPU check: on a GPU host, the runner benchmark on CUDA (time to the first step, seeds
 # 1/3/5, the seed documents' three cases, the reference CNN's and ResNet-9's epochs), then
 # an open-ended research run on Fashion-MNIST for a given number of minutes, start-up
-# included; one JSON summary. Runs from an extracted swarm pack (scripts/pack-swarm.sh) or a
-# checkout; on a host without a GPU it says so and measures the CPU.
+# included, then the peer in the same sitting: Optuna (TPE + median pruning,
+# bench/optuna_baseline.py) on the same GPU, data and split for the same minutes; one JSON
+# summary. Runs from an extracted swarm pack (scripts/pack-swarm.sh) or a checkout; on a host
+# without a GPU it says so and measures the CPU. With the defaults, about 14 minutes.
 #
-#   scripts/gpu-check.sh [--minutes M] [--data DIR] [--out DIR] [--workspace DIR] [--goal GOAL] [--skip-bench] [--skip-run]
+#   scripts/gpu-check.sh [--minutes M] [--data DIR] [--out DIR] [--workspace DIR] [--goal GOAL]
+#                        [--skip-bench] [--skip-run] [--skip-optuna] [--optuna-wheels DIR]
 #
 #   --minutes M    the research run's budget, start-up and report included (default 5.5)
 #   --data DIR     Fashion-MNIST's idx files (default: the pack's data/fashion-mnist, else
@@ -14,6 +17,8 @@
 #                  (default ./gpu-check-<date>)
 #   --workspace DIR  the run's workspace (default OUT/workspace); its report and results are copied to OUT
 #   --goal GOAL    the run's goal (default "fashion-mnist: maximise accuracy")
+#   --optuna-wheels DIR  Optuna and its dependencies as wheels, unpacked into OUT for a Python
+#                  that lacks Optuna (default: the pack's wheels/optuna; pack-swarm.sh --optuna)
 #
 # RUNNER_PYTHON names a Python with torch, numpy, scipy and scikit-learn (default: the lent
 # GPU hosts' /opt/torch/.venv/bin/python3 when it exists). docs/DEPLOY.md, "The GPU check".
@@ -26,6 +31,8 @@ GOAL="fashion-mnist: maximise accuracy"
 WS=""
 BENCH=1
 RUN=1
+OPTUNA=1
+WHEELS=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --minutes) MINUTES="$2"; shift 2 ;;
@@ -35,7 +42,9 @@ while [ $# -gt 0 ]; do
     --workspace) WS="$(realpath -m "$2")"; shift 2 ;;
     --skip-bench) BENCH=0; shift ;;
     --skip-run) RUN=0; shift ;;
-    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --skip-optuna) OPTUNA=0; shift ;;
+    --optuna-wheels) WHEELS="$(realpath -m "$2")"; shift 2 ;;
+    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "gpu-check: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -89,6 +98,31 @@ if [ "$RUN" = 1 ]; then
   echo "$WALL" > "$OUT/launch.wall"
 fi
 
+if [ "$OPTUNA" = 1 ]; then
+  # The same budget as the research run's launch, start-up included: the baseline's clock starts
+  # at its own start and its reserve covers the final test evaluation.
+  BUDGET_S=$(awk -v m="$MINUTES" 'BEGIN { printf "%d", m * 60 - 30 }')
+  WHEELS="${WHEELS:-$ROOT/wheels/optuna}"
+  OPTUNA_ENV=()
+  if ! "$PY" -c 'import optuna' 2>/dev/null && [ -d "$WHEELS" ]; then
+    # A wheel is a zip of what an install puts in site-packages: unpacked, it is installed (no pip needed).
+    "$PY" -c 'import sys, zipfile; [zipfile.ZipFile(w).extractall(sys.argv[1]) for w in sys.argv[2:]]' "$OUT/optuna-site" "$WHEELS"/*.whl
+    OPTUNA_ENV=(env "PYTHONPATH=$OUT/optuna-site${PYTHONPATH:+:$PYTHONPATH}")
+  fi
+  if "${OPTUNA_ENV[@]}" "$PY" -c 'import optuna' 2>/dev/null; then
+    say "the peer: Optuna on the same device and data, ${BUDGET_S} s ..."
+    t0=$(date +%s.%N)
+    set +e
+    "${OPTUNA_ENV[@]}" "$PY" "$ROOT/bench/optuna_baseline.py" --device auto --data-dir "$DATA" --budget-s "$BUDGET_S" --seed 0 \
+      --threads "$(nproc)" --out "$OUT/optuna.json" 2> "$OUT/optuna.log" > /dev/null
+    rc=$?
+    set -e
+    say "the peer: exit $rc after $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s"
+  else
+    say "the peer: no Optuna for $PY and no wheels at $WHEELS (--optuna-wheels DIR): skipped"
+  fi
+fi
+
 GPU="$GPU" MINUTES="$MINUTES" "$PY" - "$OUT" <<'EOF'
 import json, os, sys
 out = sys.argv[1]
@@ -123,6 +157,16 @@ if os.path.exists(os.path.join(out, "launch.wall")):
         summary["research"].update(outcome=report["outcome"], trials=[
             {k: t.get(k) for k in ("trial_id", "hypothesis", "params", "val_accuracy", "num_seeds", "eval_seconds", "verdict", "failure_label")}
             for t in report["trials"]])
+peer = read("optuna.json")
+if peer and "test_accuracy" in peer:
+    summary["optuna"] = {k: peer.get(k) for k in ("device", "precision", "test_accuracy", "test_ci95", "best_val_accuracy", "trials",
+                                                   "completed", "pruned", "cut", "seconds", "budget_s", "optuna", "torch")}
+    best = ((summary.get("research") or {}).get("outcome") or {}).get("best_trial") or {}
+    ours = (((best.get("test") or {}).get("metrics") or {}).get("test_accuracy") or {}).get("mean")
+    if isinstance(ours, (int, float)) and isinstance(peer.get("test_accuracy"), (int, float)):
+        # Per seed (the swarm's mean over its best trial's seeds) against Optuna's one model.
+        summary["side_by_side"] = {"swarm_test_per_seed": ours, "optuna_test": peer["test_accuracy"],
+                                   "lead_pp": round(100 * (ours - peer["test_accuracy"]), 2)}
 json.dump(summary, sys.stdout, indent=2)
 with open(os.path.join(out, "gpu-check.json"), "w") as f:
     json.dump(summary, f, indent=2)

@@ -3,13 +3,16 @@
 # machine's Node, nats-server, LanceDB's native module, bubblewrap and openssl with their
 # libraries, the Python worker; nothing to fetch or install there but a Python with torch.
 #
-#   scripts/pack-swarm.sh [--out DIR] [--dataset NAME]... [--fast]
+#   scripts/pack-swarm.sh [--out DIR] [--dataset NAME]... [--optuna PYVER] [--fast]
 #
 # Writes DIR/*.tar.xz (default dist/swarm), each at most 60 MB and extractable on its own, so each
 # can travel alone: swarm-app (the processes, worker and assets), swarm-node, swarm-lancedb,
 # swarm-tools (nats-server, bwrap, openssl), and per --dataset a swarm-data-NAME with the files of
 # /usr/share/datasets/NAME (uncompressed, then xz). DIR/MANIFEST.txt lists each part's files.
 # --fast: xz -0, for tests: larger parts, held to the same 60 MB.
+# --optuna PYVER: a swarm-optuna part with Optuna and its dependencies as wheels for that Python
+# (e.g. 3.12; numpy left out, the host's torch has its own), fetched from the package index here,
+# for scripts/gpu-check.sh's peer on a host that cannot install them.
 #
 # On the host, every part extracted into one folder makes the pack:
 #   mkdir swarm && for p in swarm-*.tar.xz; do tar -C swarm -xf "$p"; done
@@ -25,12 +28,14 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 OUT="$ROOT/dist/swarm"
 DATASETS=()
 FAST=0
+OPTUNA_PY=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) OUT="$(realpath -m "$2")"; shift 2 ;;
     --dataset) DATASETS+=("$2"); shift 2 ;;
     --fast) FAST=1; shift ;;
-    -h|--help) sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --optuna) OPTUNA_PY="$2"; shift 2 ;;
+    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "pack-swarm: unknown argument $1 (see --help)" >&2; exit 1 ;;
   esac
 done
@@ -61,7 +66,7 @@ mv "$APP/node_modules" "$STAGE/lancedb/"
 # Debug symbols of the native module: 30 MB of its 186.
 find "$STAGE/lancedb" -name '*.node' -exec strip --strip-unneeded {} +
 # Files the processes read at run time, where their sources expect them (deploy/pack.ts).
-for asset in gpu-runner/python swarm/prompts research/corpus.jsonl core/compiler/blocks.py core/embed_server.py test/fixtures/make_datasets.py scripts/gpu-check.sh; do
+for asset in gpu-runner/python swarm/prompts research/corpus.jsonl core/compiler/blocks.py core/embed_server.py test/fixtures/make_datasets.py scripts/gpu-check.sh bench/optuna_baseline.py; do
   mkdir -p "$APP/$(dirname "$asset")"
   cp -r "$ROOT/$asset" "$APP/$asset"
 done
@@ -131,6 +136,14 @@ for name in "${DATASETS[@]}"; do
   find "$data" -name '*.gz' -exec gunzip {} +
 done
 
+# --- Optuna for the GPU check's peer, as wheels for the host's Python ---
+if [ -n "$OPTUNA_PY" ]; then
+  mkdir -p "$STAGE/optuna/wheels/optuna"
+  python3 -m pip download optuna --only-binary=:all: --python-version "$OPTUNA_PY" --platform manylinux2014_x86_64 \
+    --platform manylinux_2_17_x86_64 -d "$STAGE/optuna/wheels/optuna" -q
+  rm -f "$STAGE/optuna/wheels/optuna"/numpy-*.whl
+fi
+
 # --- parts ---
 # part NAME STAGE_DIR XZ_LEVEL WHAT
 part() {
@@ -155,6 +168,7 @@ part swarm-node "$STAGE/node" 6 "Node $("$STAGE/node/bin/node" --version)"
 part swarm-lancedb "$STAGE/lancedb" 9 "node_modules: LanceDB with its native module, apache-arrow"
 part swarm-tools "$TOOLS" 9 "nats-server $("$NATS" --version | awk '{print $NF}'), bwrap, openssl"
 for name in "${DATASETS[@]}"; do part "swarm-data-$name" "$STAGE/data-$name" 9 "datasets/$name"; done
+if [ -n "$OPTUNA_PY" ]; then part swarm-optuna "$STAGE/optuna" 6 "wheels/optuna: Optuna for Python $OPTUNA_PY"; fi
 
 {
   echo "# The packed swarm (scripts/pack-swarm.sh) of $(git -C "$ROOT" rev-parse --short HEAD)$(git -C "$ROOT" diff --quiet HEAD -- . 2>/dev/null || echo ' with uncommitted changes'), $(date -u +%Y-%m-%dT%H:%MZ)."
