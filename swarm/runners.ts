@@ -58,6 +58,20 @@ export class Runners {
 
   /** The runner with the most room; in turn among equals. */
   pick(): RunnerClient {
+    return this.choose().client;
+  }
+
+  /** `pick()`'s runner, by its address (what a lease on an evaluation key holds, swarm/runner-leases.ts). */
+  pickAddress(): string {
+    return this.choose().address;
+  }
+
+  /** The runner at `address`; `pick()`'s when it is not one of these (another process's list). */
+  at(address: string): RunnerClient {
+    return this.runners.find((r) => r.address === address)?.client ?? this.pick();
+  }
+
+  private choose(): Runner {
     const live = this.runners.filter((r) => r.up);
     const candidates = live.length ? live : this.runners;
     let best: Runner | undefined;
@@ -67,7 +81,7 @@ export class Runners {
     }
     this.next++;
     best!.sent++;
-    return best!.client;
+    return best!;
   }
 
   all(): RunnerClient[] {

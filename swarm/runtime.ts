@@ -12,6 +12,7 @@ import { exitWithParent } from "../core/process.js";
 import { loadSecrets } from "../core/secrets.js";
 import type { Event } from "../proto/gen/research/v1/events_pb.js";
 import type { RunnerClient } from "../gpu-runner/client.js";
+import { RunnerLeases } from "./runner-leases.js";
 import { Runners } from "./runners.js";
 import type { RunState } from "./run-state.js";
 import { RunStates } from "./run-states.js";
@@ -27,6 +28,12 @@ export interface AgentContext {
   runner(): RunnerClient;
   /** Every runner, those answering first: for what only one of them holds (a trial's kept weights). */
   runners(): RunnerClient[];
+  /**
+   * The runner that evaluates `key` (an idempotency key): the one a request with that key went
+   * to before, else one picked by health and claimed for the key (swarm/runner-leases.ts).
+   * `release()` gives it up when that runner failed the evaluation, so a retry picks again.
+   */
+  runnerFor(key: string): Promise<{ client: RunnerClient; release(): Promise<void> }>;
 }
 
 export type AgentHandler = (event: Event, ctx: AgentContext) => Promise<void>;
@@ -63,6 +70,17 @@ export async function runAgent(opts: AgentOptions): Promise<void> {
   });
   const runners = new Runners(config.runnerAddresses, secrets, log);
   const runs = new RunStates(bus, log);
+  // Opened by the first agent that asks (the analyst): the others never need the bucket.
+  let leases: Promise<RunnerLeases> | undefined;
+  const runnerFor = async (key: string) => {
+    leases ??= RunnerLeases.open(bus, config.streamReplicas).catch((err: unknown) => {
+      leases = undefined;
+      throw err;
+    });
+    const held = await leases;
+    const address = await held.holder(key, () => runners.pickAddress());
+    return { client: runners.at(address), release: () => held.release(key, address) };
+  };
   /** `seq`: the handled event's stream sequence, which its run's state must have applied. */
   const ctx = (event: Event, seq = 0): AgentContext => ({
     bus,
@@ -73,6 +91,7 @@ export async function runAgent(opts: AgentOptions): Promise<void> {
     },
     runner: () => runners.pick(),
     runners: () => runners.all(),
+    runnerFor,
   });
 
   // Each consumption holds one message at a time; several on the same durables

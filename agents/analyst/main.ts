@@ -35,10 +35,13 @@ async function evaluateTrial(event: Event, assembled: TrialAssembled, ctx: Agent
   const t0 = Date.now();
   const trial = state.trials.get(trialId);
   if (!trial) return;
+  // A duplicate or redelivered request goes where the first went: that runner trains it once.
+  const key = assembled.request.idempotencyKey;
+  const runner = key ? await ctx.runnerFor(key) : { client: ctx.runner(), release: async () => {} };
   try {
     // The random baseline searches without a scheduler: no pruning.
     const watch = { state, trial, prune: state.settings?.planner !== "random" };
-    const evaluation = await watchedEvaluation(ctx.runner(), assembled.request, watch, (progress) =>
+    const evaluation = await watchedEvaluation(runner.client, assembled.request, watch, (progress) =>
       ctx.bus.publishLive({ runId, trialId, body: { case: "trialProgress", value: { progress } } }),
     );
     if (evaluation.stopped) {
@@ -65,7 +68,11 @@ async function evaluateTrial(event: Event, assembled: TrialAssembled, ctx: Agent
     await publishEvaluated({ result, analysis, evalSeconds });
   } catch (err) {
     const e = ResearchError.from(err);
-    if (e.label === "runner_unavailable") throw e;
+    if (e.label === "runner_unavailable") {
+      // Its runner is gone or unreachable: the redelivery picks another.
+      await runner.release().catch(() => undefined);
+      throw e;
+    }
     ctx.log.info({ label: e.label, message: e.message }, "trial failed");
     await publishEvaluated({ failure: e.toProto(), evalSeconds: (Date.now() - t0) / 1000 });
   }

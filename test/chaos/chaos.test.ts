@@ -1,11 +1,11 @@
 /**
  * Chaos on loopback: a short digits run on a 3-node JetStream cluster (stream
- * at 3 replicas) and two runners, while the lineage store, a runner (for
- * good: its trial must move to the other), four agents at once, the store,
- * the other runner and the analyst at once, and a NATS node are killed, each
- * at a point where it holds work, and every trial's proposal, assembly and
- * evaluation is published a second time under another event id (a publisher
- * retrying). The run must end, every trial once, each with a verdict or a
+ * at 3 replicas) and three runner processes, while the lineage store, a runner
+ * (for good: its trial must move to another), four agents at once, the store,
+ * a second runner (restarted 2 s later) and the analyst at once, and a NATS
+ * node are killed, each at a point where it holds work, and every trial's
+ * proposal, assembly and evaluation is published a second time under another
+ * event id (a publisher retrying). The run must end, every trial once, each with a verdict or a
  * failure label, the restarted lineage store must hold every event of the run
  * exactly once, and the runners' own logs must show no training of a trial
  * running twice at once or started again after one of it finished, and no
@@ -57,7 +57,7 @@ beforeAll(async () => {
   const workspace = join(root, "workspace");
   // The agents inherit it: each killed agent's messages come back after 10 s, not after 30-60 s.
   process.env.AGENT_ACK_WAIT_S = "10";
-  const addresses = [`127.0.0.1:${await freePort()}`, `127.0.0.1:${await freePort()}`];
+  const addresses = await Promise.all([0, 1, 2].map(async () => `127.0.0.1:${await freePort()}`));
   await Promise.all(addresses.map((address, i) => startRunnerProcess(i, address)));
   swarm = await whenClusterReady(() =>
     startSwarm({ workspace, natsUrl: nodes.map((n) => n.url).join(","), runnerAddress: addresses.join(","), replicas: 3, logger }),
