@@ -12,6 +12,7 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { create, type JsonObject } from "@bufbuild/protobuf";
 import { protoJson } from "../core/proto-json.js";
+import { parseJson } from "../core/json.js";
 import { stringify as toYaml } from "yaml";
 import { bestTrial, failureLabelOf, paramsOf, valMetricOf, type RunState, type TrialState } from "../swarm/run-state.js";
 import { labelName } from "../core/failure.js";
@@ -74,11 +75,8 @@ function failureJson(f: Failure): JsonObject {
 /** Config text is user- or LLM-authored JSON; text that doesn't parse is kept verbatim rather than lost. */
 function configYaml(json: string, what: string): string {
   if (!json.trim()) return toYaml({});
-  try {
-    return toYaml(JSON.parse(json));
-  } catch {
-    return `# ${what} was not valid JSON; kept verbatim\n${toYaml(json)}`;
-  }
+  const value = parseJson(json);
+  return value === undefined ? `# ${what} was not valid JSON; kept verbatim\n${toYaml(json)}` : toYaml(value);
 }
 
 function modelName(t: TrialState): string {

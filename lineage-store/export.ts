@@ -21,6 +21,7 @@
  */
 import { DECISION, MUTATION, RUN_STATUS, VERDICT } from "../core/enums.js";
 import { labelName } from "../core/failure.js";
+import { parseJson } from "../core/json.js";
 import type { MetricName } from "../core/objective.js";
 import { Mutation } from "../proto/gen/research/v1/common_pb.js";
 import { boundOf, confusionOf, metricCurves, paramsOf, rungOf, surfaceOf, trialFailure, trialStatus, type RunState, type TrialState } from "../swarm/run-state.js";
@@ -119,11 +120,7 @@ export function flatten(value: unknown, prefix = "", out: Flat = {}): Flat {
 /** The proposal's JSON as written, when the fold could not validate it (kept rather than lost). */
 function rawJson(text: string | undefined): unknown {
   if (!text?.trim()) return {};
-  try {
-    return JSON.parse(text);
-  } catch {
-    return { unparsed: text };
-  }
+  return parseJson(text) ?? { unparsed: text };
 }
 
 function paramsOfTrial(t: TrialState): Flat {
