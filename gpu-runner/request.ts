@@ -178,6 +178,7 @@ export function planEvaluation(req: EvaluateRequest, dataRoots: string[]) {
       recipe: recipe!,
       max_params: Number(req.budget?.maxParams ?? 0n),
       evaluate_test: req.evaluateTest,
+      measure_inference: req.measureInference,
       weights: req.weightsOf ? "load" : req.keepWeights ? "keep" : "",
     },
   };

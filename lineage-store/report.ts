@@ -13,7 +13,7 @@ import { labelName } from "../core/failure.js";
 import { points, pp } from "../core/format.js";
 import { DECISION, INTERVENTION_KIND, RUN_STATUS, VERDICT, type DecisionName, type VerdictName } from "../core/enums.js";
 import { Decision, Verdict, type RunFinished } from "../proto/gen/research/v1/events_pb.js";
-import type { EvalResult, MetricStats } from "../proto/gen/research/v1/runner_pb.js";
+import type { EvalResult, InferenceTiming, MetricStats } from "../proto/gen/research/v1/runner_pb.js";
 import { failuresSvg, learningCurvesSvg, scoresSvg, type ScorePoint } from "./plots.js";
 import type { WeightsExport } from "./weights.js";
 import { baselineComparison } from "./baseline.js";
@@ -263,7 +263,29 @@ function testStats(r: EvalResult | undefined) {
   );
   // A language model's text, from the seed the evaluation names best.
   const sample = r.seedResults.find((x) => x.seed === r.bestSeed)?.sample || null;
-  return { num_seeds: r.numSeeds, metrics, sample, sample_seed: sample ? r.bestSeed : null };
+  return { num_seeds: r.numSeeds, metrics, sample, sample_seed: sample ? r.bestSeed : null, inference: inferenceJson(r) };
+}
+
+/**
+ * What the best model costs to run, from its confirmation's seeds (gpu-runner's measure_inference):
+ * per batch size the median over seeds of each seed's median, and the largest 90th percentile;
+ * null when the confirmation did not measure it (a run from before it did).
+ */
+function inferenceJson(r: EvalResult) {
+  const costs = r.seedResults.map((s) => s.inference).filter((c) => c !== undefined);
+  if (!costs.length) return null;
+  const timing = (pick: (c: (typeof costs)[number]) => InferenceTiming | undefined) => {
+    const ts = costs.map(pick).filter((t) => t !== undefined);
+    if (!ts.length) return null;
+    const medians = ts.map((t) => t.medianMs).sort((a, b) => a - b);
+    return { batch: ts[0]!.batch, median_ms: medians[Math.floor((medians.length - 1) / 2)]!, p90_ms: Math.max(...ts.map((t) => t.p90Ms)), seeds: ts.length };
+  };
+  return {
+    device: r.device?.kind ?? "",
+    batch_1: timing((c) => c.batch1),
+    batch_eval: timing((c) => c.batchEval),
+    flops_per_sample: Number(costs[0]!.flopsPerSample),
+  };
 }
 
 /** A language model's sample as a fenced block; the fence outruns any backticks the model wrote. */
@@ -599,6 +621,13 @@ function markdownOf(state: RunState, finished: RunFinished, j: Report["json"]): 
     if (ensemble) {
       out.push(
         `- Ensemble of its ${b.test!.num_seeds} seeds (mean of their ${o.proportion ? "probabilities" : "predictions"}, no extra training): test ${meanWithCi(ensemble, o)}${ensembleVal ? `, validation ${show(ensembleVal.mean)}` : ""}`,
+      );
+    }
+    const cost = b.test?.inference;
+    if (cost?.batch_1 && cost.batch_eval) {
+      const per = (t: { batch: number; median_ms: number }) => `${(t.median_ms / t.batch).toPrecision(2)} ms an example`;
+      out.push(
+        `- Inference on the ${cost.device || "device"} it trained on (median of its seeds, each timed warm beside the others): ${cost.batch_1.median_ms.toPrecision(2)} ms for one example; ${cost.batch_eval.median_ms.toPrecision(3)} ms for a batch of ${cost.batch_eval.batch} (${per(cost.batch_eval)}); ${(cost.flops_per_sample / 1e6).toPrecision(3)} MFLOPs an example`,
       );
     }
     if (b.weights) out.push(...weightsLines(b.weights));

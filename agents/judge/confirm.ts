@@ -24,7 +24,8 @@ export async function confirmOnTest(state: RunState, runners: RunnerClient[], lo
   };
   if (!request) return skip("the best trial has no assembled request to evaluate");
   if (runners.length === 0) return skip("no runner was reachable");
-  const confirm = { ...request, trialId: `${best.id}-test`, evaluateTest: true, keepWeights: false, idempotencyKey: `${state.runId}/${best.id}/confirm` };
+  // The report also says what the best model costs to run (seconds within the confirmation's reserve).
+  const confirm = { ...request, trialId: `${best.id}-test`, evaluateTest: true, measureInference: true, keepWeights: false, idempotencyKey: `${state.runId}/${best.id}/confirm` };
   log.info({ best: best.id }, "confirming the best trial's weights on the held-out test split");
   const untilMs = nowMs + confirmTimeoutS(budgetPlan(state, nowMs)) * 1000;
   const opts = () => (Number.isFinite(untilMs) ? { timeoutMs: Math.max(1, untilMs - Date.now()) } : {});

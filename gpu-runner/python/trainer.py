@@ -22,6 +22,7 @@ import linecache
 import math
 import os
 import random
+import statistics
 import sys
 import time
 import traceback
@@ -547,6 +548,8 @@ def train(spec, split, emit, t0):
                                                    channels_last, "predicting the test split")
             if data.lm:
                 outputs["sample"] = _sample_text(model, data, data.x_test[data.test[0], :data.context], acc, seed)
+    if spec["measure_inference"]:
+        outputs["inference"] = _inference_cost(model, data, acc, amp_dtype, channels_last, eval_batch)
     return {
         **outputs,
         "kind": "result", "seed": seed, "metrics": result_metrics,
@@ -558,6 +561,46 @@ def train(spec, split, emit, t0):
         "device": {**acc.info(), "memory_format": "channels_last" if channels_last else "contiguous",
                    "precision": acc.precision(amp_dtype)},
     }
+
+
+def _inference_cost(model, data, acc, amp_dtype, channels_last, eval_batch):
+    """What the trained model costs to run where it trained: milliseconds per forward pass of one
+    sample and of an evaluation batch (warm: WARM_PASSES first; the device synchronised around
+    each pass; the median and 90th percentile of up to INFERENCE_REPEATS passes, fewer past
+    INFERENCE_SECONDS), and the FLOPs of one sample's forward pass. On validation inputs, after
+    everything else the result holds, so measuring changes none of it."""
+    model.eval()
+    cost = {}
+    for key, n in (("batch_1", 1), ("batch_eval", max(1, min(eval_batch, len(data.val))))):
+        x = data.batch(data.val[:n])[0]
+        if channels_last:
+            x = x.contiguous(memory_format=torch.channels_last)
+        times = []
+        with Stage("crash", f"timing the model's inference at batch {n}"), torch.no_grad():
+            started = time.monotonic()
+            for i in range(WARM_PASSES + INFERENCE_REPEATS):
+                acc.synchronize()
+                t = time.perf_counter()
+                with acc.autocast(amp_dtype):
+                    model(x)
+                acc.synchronize()
+                if i >= WARM_PASSES:
+                    times.append(1000 * (time.perf_counter() - t))
+                if len(times) >= MIN_REPEATS and time.monotonic() - started > INFERENCE_SECONDS:
+                    break
+        times.sort()
+        cost[key] = {"batch": n, "median_ms": statistics.median(times), "p90_ms": times[int(0.9 * (len(times) - 1))],
+                     "repeats": len(times)}
+    _, layers = _traced(model, data.batch(data.val[:1])[0], "counting the FLOPs of one sample's forward pass")
+    cost["flops_per_sample"] = sum(layer["flops"] for layer in layers)
+    return cost
+
+
+# Inference timing (_inference_cost): at most ~2 s per batch size, what a confirmation can spare.
+WARM_PASSES = 3
+INFERENCE_REPEATS = 30
+MIN_REPEATS = 5
+INFERENCE_SECONDS = 2.0
 
 
 # --- summarize ------------------------------------------------------------------------

@@ -109,6 +109,21 @@ def test_a_full_recipe_trains_and_reports_validation_and_test_metrics():
     assert result["val_examples"] == 16 and result["test_examples"] > 0
 
 
+def test_measures_the_trained_models_inference_only_when_asked_and_changes_nothing_else():
+    recipe = {"batch_size": 32, "epochs": 2, "lr": 0.01}
+    plain, _ = run("train", recipe=recipe, evaluate_test=True, seed=3)
+    timed, _ = run("train", recipe=recipe, evaluate_test=True, seed=3, measure_inference=True)
+    assert "inference" not in plain
+    cost = timed["inference"]
+    for key, batch in (("batch_1", 1), ("batch_eval", 16)):  # the evaluation batch, capped by the 16 validation rows
+        t = cost[key]
+        assert t["batch"] == batch and 5 <= t["repeats"] <= trainer.INFERENCE_REPEATS, t
+        assert 0 < t["median_ms"] <= t["p90_ms"], t
+    assert cost["flops_per_sample"] > 0
+    # Timed after everything else: the same metrics, seed for seed.
+    assert timed["metrics"] == plain["metrics"]
+
+
 REGRESSOR = """
 import torch.nn as nn
 

@@ -143,7 +143,7 @@ describe("runner service", () => {
     const req = digits(DIGITS_CNN, "DigitsNet", { runId: "r-weights", trialId: "t-kept", seeds: 2, recipe: { epochs: 3, batchSize: 32, lr: 0.003 } });
     const trained = await evaluateToResult(client, { ...req, keepWeights: true });
     const events: string[] = [];
-    const confirmed = await evaluateToResult(client, { ...req, trialId: "t-kept-test", weightsOf: "t-kept", evaluateTest: true }, (e) => events.push(e.event.case ?? ""));
+    const confirmed = await evaluateToResult(client, { ...req, trialId: "t-kept-test", weightsOf: "t-kept", evaluateTest: true, measureInference: true }, (e) => events.push(e.event.case ?? ""));
     // The same weights, seed by seed: the same validation score, and no epoch trained.
     const val = (r: typeof trained) => r.seedResults.map((s) => [s.seed, s.metrics.val_accuracy]).sort();
     expect(val(confirmed)).toEqual(val(trained));
@@ -151,6 +151,14 @@ describe("runner service", () => {
     expect(confirmed.seedResults.every((s) => s.epochsCompleted === 0)).toBe(true);
     expect(events).not.toContain("progress");
     expect(trained.aggregated.test_accuracy).toBeUndefined();
+    // Its inference timed where it ran, as asked; the training, not asked, has none.
+    for (const s of confirmed.seedResults) {
+      expect(s.inference?.batch1?.batch).toBe(1);
+      expect(s.inference!.batch1!.medianMs).toBeGreaterThan(0);
+      expect(s.inference!.batchEval!.p90Ms).toBeGreaterThanOrEqual(s.inference!.batchEval!.medianMs);
+      expect(s.inference!.flopsPerSample).toBeGreaterThan(0n);
+    }
+    expect(trained.seedResults.every((s) => s.inference === undefined)).toBe(true);
 
     const gone = await failureOf({ ...req, trialId: "t-other-test", weightsOf: "t-never-kept", evaluateTest: true });
     expect(gone.label).toBe("invalid_config");

@@ -125,7 +125,10 @@ describe("a research run on digits", () => {
   it("writes the report and the MVP's registry layout, with the best trial's trained weights beside its code", async () => {
     const runDir = join(workspace, "runs", outcome.runId);
     expect(existsSync(outcome.finished.reportPath)).toBe(true);
-    expect(readFileSync(outcome.finished.reportPath, "utf8")).toContain(outcome.finished.bestTrialId);
+    const markdown = readFileSync(outcome.finished.reportPath, "utf8");
+    expect(markdown).toContain(outcome.finished.bestTrialId);
+    // What the best model costs to run, timed in its test confirmation.
+    expect(markdown).toMatch(/^- Inference on the cpu it trained on \(median of its seeds, each timed warm beside the others\): [\d.e+-]+ ms for one example; [\d.e+-]+ ms for a batch of \d+ \([\d.e+-]+ ms an example\); [\d.e+-]+ MFLOPs an example$/m);
     const registry = JSON.parse(readFileSync(join(runDir, "experiments", "registry.json"), "utf8")) as Record<string, unknown>[];
     expect(registry.length).toBe(outcome.finished.trials);
     expect(Object.keys(registry[0]!)).toEqual(
