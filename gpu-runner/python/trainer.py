@@ -566,8 +566,8 @@ def train(spec, split, emit, t0):
 def _inference_cost(model, data, acc, amp_dtype, channels_last, eval_batch):
     """What the trained model costs to run where it trained: milliseconds per forward pass of one
     sample and of an evaluation batch (warm: WARM_PASSES first; the device synchronised around
-    each pass; the median and 90th percentile of up to INFERENCE_REPEATS passes, fewer past
-    INFERENCE_SECONDS), and the FLOPs of one sample's forward pass. On validation inputs, after
+    each pass; the median and 90th percentile of up to INFERENCE_REPEATS passes, fewer once
+    INFERENCE_SECONDS have gone), and the FLOPs of one sample's forward pass. On validation inputs, after
     everything else the result holds, so measuring changes none of it."""
     model.eval()
     cost = {}
@@ -596,11 +596,12 @@ def _inference_cost(model, data, acc, amp_dtype, channels_last, eval_batch):
     return cost
 
 
-# Inference timing (_inference_cost): at most ~2 s per batch size, what a confirmation can spare.
-WARM_PASSES = 3
+# Inference timing (_inference_cost): about a second per batch size (warm passes included), what a
+# confirmation's reserve can spare; a model slower than that gets MIN_REPEATS timed passes.
+WARM_PASSES = 2
 INFERENCE_REPEATS = 30
-MIN_REPEATS = 5
-INFERENCE_SECONDS = 2.0
+MIN_REPEATS = 3
+INFERENCE_SECONDS = 1.0
 
 
 # --- summarize ------------------------------------------------------------------------

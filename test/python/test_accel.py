@@ -43,6 +43,16 @@ def test_a_training_job_makes_every_cuda_call_as_a_gpu_host_accepts_it(monkeypat
     assert [e["epoch"] for e in progress if e["kind"] == "epoch"] == [1, 2, 3]
 
 
+def test_timing_inference_synchronises_the_device_around_every_pass(monkeypatch):
+    monkeypatch.setattr(accel, "CPU_LANE_FLOPS", 0)
+    with cuda_standin(monkeypatch) as gpu:
+        result, _ = run("train", dataset=LARGER, recipe=GPU_RECIPE, evaluate_test=True, measure_inference=True)
+        assert result["kind"] == "result", result
+        passes = sum(result["inference"][key]["repeats"] for key in ("batch_1", "batch_eval")) + 2 * trainer.WARM_PASSES
+        # Before and after each pass, on the job's device; once more for the time to the first step.
+        assert gpu.called("synchronize") == [(0,)] * (1 + 2 * passes)
+
+
 def test_a_deterministic_recipe_turns_off_tf32_and_autotuning_stays_off(monkeypatch):
     monkeypatch.setattr(accel, "CPU_LANE_FLOPS", 0)
     with cuda_standin(monkeypatch):
