@@ -15,7 +15,7 @@ import { AsyncQueue } from "../core/async-queue.js";
 
 /**
  * How long an evaluation whose callers all went away without cancelling it runs on: past the
- * analyst's acknowledgement deadline (60 s, swarm/runtime.ts), when JetStream hands its message
+ * analyst's acknowledgement deadline (60 s, agents/analyst/main.ts), when JetStream hands its message
  * to the restarted analyst, with room for that process to start.
  */
 export const ORPHAN_GRACE_MS = 180_000;
