@@ -16,6 +16,8 @@
  *   GET  /api/events[?run=RUN]                  text/event-stream of LiveMessage
  */
 import type { MetricName } from "../core/objective.js";
+import type { InferenceCostJson } from "../lineage-store/report.js";
+export type { InferenceCostJson, InferenceTimingJson } from "../lineage-store/report.js";
 export type { QueueJson, QueuedRun, StartRunReply, StartRunRequest } from "./intake.js";
 
 /** The run's objective (core/objective.ts), for whoever reads the JSON: its metric, its name for people, its direction. */
@@ -237,6 +239,8 @@ export interface HeldOutTest {
   /** Each seed's under the metric's name: `{ seed, accuracy }`, `{ seed, rmse }`. */
   seeds: ({ seed: number } & MetricNamed<"", number>)[];
   ensemble: Interval | null;
+  /** What the model costs to run on the device it trained on, timed in the confirmation; null when not measured. */
+  inference: InferenceCostJson | null;
 }
 
 /** A trial like the text, with its run's objective and `val_<metric>`, its validation mean (null when not measured). */

@@ -11,7 +11,7 @@ import { unifiedDiff } from "../core/diff.js";
 import { isCodeModel } from "../core/model-config.js";
 import { RunSettingsSchema, Verdict, type Event } from "../proto/gen/research/v1/events_pb.js";
 import type { EpochProgress, MetricStats } from "../proto/gen/research/v1/runner_pb.js";
-import { chosenBest, decisionName, verdictName } from "../lineage-store/report.js";
+import { chosenBest, decisionName, inferenceJson, verdictName } from "../lineage-store/report.js";
 import { baselineComparison } from "../lineage-store/baseline.js";
 import type { Objective } from "../core/objective.js";
 import { applyToRunState, bestTrial, boundOf, confusionOf, failureLabelOf, inFlightCount, isBaseline, isTerminal, metricCurves, paramsOf, rungOf, scoreOf, standing, surfaceOf, trialFailure, trialStatus, valMetricOf, type RunState, type TrialState } from "../swarm/run-state.js";
@@ -347,6 +347,7 @@ function heldOutTest(v: RunView, t: TrialState): HeldOutTest | null {
       return value === undefined ? [] : [{ seed: s.seed, ...named(metric, value) }];
     }),
     ensemble: interval(r.aggregated[`ensemble_${key}`]),
+    inference: inferenceJson(r),
   };
 }
 

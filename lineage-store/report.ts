@@ -266,15 +266,27 @@ function testStats(r: EvalResult | undefined) {
   return { num_seeds: r.numSeeds, metrics, sample, sample_seed: sample ? r.bestSeed : null, inference: inferenceJson(r) };
 }
 
-/**
- * What the best model costs to run, from its confirmation's seeds (gpu-runner's measure_inference):
- * per batch size the median over seeds of each seed's median, and the largest 90th percentile;
- * null when the confirmation did not measure it (a run from before it did).
- */
-function inferenceJson(r: EvalResult) {
+/** Milliseconds per forward pass of a batch: the median over seeds of each seed's median, the largest 90th percentile. */
+export interface InferenceTimingJson {
+  batch: number;
+  median_ms: number;
+  p90_ms: number;
+  seeds: number;
+}
+
+/** What a model costs to run on the device it trained on (gpu-runner's measure_inference), in the report and the dashboard. */
+export interface InferenceCostJson {
+  device: string;
+  batch_1: InferenceTimingJson | null;
+  batch_eval: InferenceTimingJson | null;
+  flops_per_sample: number;
+}
+
+/** The confirmation's inference cost over its seeds; null when it did not measure it (a run from before it did). */
+export function inferenceJson(r: EvalResult): InferenceCostJson | null {
   const costs = r.seedResults.map((s) => s.inference).filter((c) => c !== undefined);
   if (!costs.length) return null;
-  const timing = (pick: (c: (typeof costs)[number]) => InferenceTiming | undefined) => {
+  const timing = (pick: (c: (typeof costs)[number]) => InferenceTiming | undefined): InferenceTimingJson | null => {
     const ts = costs.map(pick).filter((t) => t !== undefined);
     if (!ts.length) return null;
     const medians = ts.map((t) => t.medianMs).sort((a, b) => a - b);

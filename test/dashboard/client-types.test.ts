@@ -40,6 +40,8 @@ const PAIRS: Record<string, string> = {
   Failure: "TrialDetail.failure",
   SeedScore: "HeldOutTest.seeds[]",
   HeldOutTest: "HeldOutTest",
+  InferenceCost: "HeldOutTest.inference",
+  InferenceTiming: "HeldOutTest.inference.batch_1",
   TrialDetail: "TrialDetail",
   SearchHit: "SearchHit",
   InterventionReply: "InterventionReply",

@@ -57,7 +57,12 @@ function openEndedRun(): Event[] {
             test_accuracy: { mean: 0.9123, std: 0.002, ci95: [0.9071, 0.9175], min: 0.91, max: 0.9145, n: 3 },
             ensemble_test_accuracy: { mean: 0.9188, std: 0, ci95: [0.9133, 0.924], min: 0.9188, max: 0.9188, n: 1 },
           },
-          seedResults: [0, 1, 2].map((seed) => ({ seed, metrics: { test_accuracy: 0.91 + seed * 0.00225 } })),
+          seedResults: [0, 1, 2].map((seed) => ({
+            seed,
+            metrics: { test_accuracy: 0.91 + seed * 0.00225 },
+            inference: { batch1: { batch: 1, medianMs: 0.4 + seed * 0.1, p90Ms: 0.9, repeats: 30 }, batchEval: { batch: 512, medianMs: 21 + seed, p90Ms: 25, repeats: 30 }, flopsPerSample: 4_560_000n },
+          })),
+          device: { kind: "cpu" },
         }),
       });
     }
@@ -232,6 +237,8 @@ describe("the best trial's page", () => {
     await open(`/runs/${OPEN}/trials/${OPEN}-t009`, sel("trial-hypothesis"));
     expect(await text("test-per-seed")).toContain("91.23% [90.7%, 91.8%] (3 seeds)");
     expect(await text("test-ensemble")).toMatch(/ensemble of its 3 seeds.*91\.88% \[91\.3%, 92\.4%\]/);
+    // The median of the seeds' medians: 0.5 ms and 22 ms.
+    expect(await text("test-inference")).toMatch(/inference on the cpu it trained on \(median of its seeds\)\s*0\.50 ms for one example · 22\.0 ms for a batch of 512 · 4\.56 MFLOPs an example/);
   });
 
   it("shows none on a trial the run did not confirm", async () => {

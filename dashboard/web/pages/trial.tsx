@@ -52,6 +52,15 @@ export function TrialPage({ runId, trialId }: { runId: string; trialId: string }
                   <dd>{ci(o, t.test.ensemble)}</dd>
                 </div>
               )}
+              {t.test.inference?.batch_1 && t.test.inference.batch_eval && (
+                <div data-testid="test-inference">
+                  <dt>inference on the {t.test.inference.device || "device"} it trained on (median of its seeds)</dt>
+                  <dd title={`90th percentiles: ${t.test.inference.batch_1.p90_ms.toPrecision(2)} ms and ${t.test.inference.batch_eval.p90_ms.toPrecision(3)} ms`}>
+                    {t.test.inference.batch_1.median_ms.toPrecision(2)} ms for one example · {t.test.inference.batch_eval.median_ms.toPrecision(3)} ms for a batch of{" "}
+                    {t.test.inference.batch_eval.batch} · {(t.test.inference.flops_per_sample / 1e6).toPrecision(3)} MFLOPs an example
+                  </dd>
+                </div>
+              )}
             </>
           )}
           <div>

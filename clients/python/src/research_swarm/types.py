@@ -347,13 +347,36 @@ class SeedScore(_Json):
 
 
 @dataclass(frozen=True)
+class InferenceTiming(_Json):
+    """Milliseconds per forward pass of a batch of ``batch`` examples: the median over ``seeds`` seeds of each seed's median, the largest 90th percentile."""
+
+    batch: int
+    median_ms: float
+    p90_ms: float
+    seeds: int
+
+
+@dataclass(frozen=True)
+class InferenceCost(_Json):
+    """What the model costs to run on the device it trained on (``device``: "cpu", "cuda"), timed in the test confirmation."""
+
+    device: str
+    batch_1: InferenceTiming | None
+    batch_eval: InferenceTiming | None
+    #: One example's forward pass: 2 x the multiply-accumulates of its conv, linear and attention layers.
+    flops_per_sample: int
+
+
+@dataclass(frozen=True)
 class HeldOutTest(_Json):
-    """The run's one confirmation on the test split (its best trial's): the seeds' mean, each seed, and their ensemble."""
+    """The run's one confirmation on the test split (its best trial's): the seeds' mean, each seed, their ensemble, and what the model costs to run."""
 
     per_seed: Interval | None
     seeds: list[SeedScore]
     #: None with one seed.
     ensemble: Interval | None
+    #: None for a run whose confirmation did not time it.
+    inference: InferenceCost | None
 
 
 @dataclass(frozen=True)
