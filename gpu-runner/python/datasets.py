@@ -56,6 +56,13 @@ def _invalid(message):
     return TaskFailure("invalid_config", message)
 
 
+def columns_text(header, limit=None):
+    """A file's column names for a one-line message: a name with a line break or other control
+    character in it (a quote left open spans lines) is shown quoted and escaped."""
+    shown = [repr(c) if any(ord(ch) < 32 for ch in c) else c for c in header[:limit]]
+    return ", ".join(shown) + (" ..." if limit is not None and len(header) > limit else "")
+
+
 # The proto enum Task by snake_case name (test/core/closed-sets.test.ts holds the two together).
 TASKS = ("classification", "regression", "language_modelling")
 
@@ -588,7 +595,7 @@ def _csv(spec):
     target = spec["target_column"]
     if target not in header:
         raise _invalid(f"csv: target_column {target!r} is not a column of {path}; "
-                       f"available columns: {', '.join(header)}")
+                       f"available columns: {columns_text(header)}")
     t = header.index(target)
     rows = [r for r in rows if not _is_missing(r[t])]
     # Before the test split is carved from them: there is nothing to carve from none.

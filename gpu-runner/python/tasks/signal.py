@@ -31,7 +31,7 @@ def _csv(path, target):
     header, rows = D._read_csv(path)
     if target not in header:
         raise D._invalid(f"signal: target_column {target!r} is not a column of {path}; "
-                         f"available columns: {', '.join(header[:8])}{' ...' if len(header) > 8 else ''}")
+                         f"available columns: {D.columns_text(header, 8)}")
     if len(header) < 2:
         raise D._invalid(f"signal: {path} has no sequence columns besides {target!r}")
     t = header.index(target)
