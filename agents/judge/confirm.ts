@@ -27,9 +27,12 @@ export async function confirmOnTest(state: RunState, runners: RunnerClient[], lo
   // The report also says what the best model costs to run (seconds within the confirmation's reserve).
   const confirm = { ...request, trialId: `${best.id}-test`, evaluateTest: true, measureInference: true, keepWeights: false, idempotencyKey: `${state.runId}/${best.id}/confirm` };
   log.info({ best: best.id }, "confirming the best trial's weights on the held-out test split");
-  const untilMs = nowMs + confirmTimeoutS(budgetPlan(state, nowMs)) * 1000;
-  const opts = () => (Number.isFinite(untilMs) ? { timeoutMs: Math.max(1, untilMs - Date.now()) } : {});
-  const unanswered = () => `no runner answered within the ${((untilMs - nowMs) / 1000).toFixed(0)} s the run's budget left for it`;
+  // The run's clock is `nowMs` (a test's may be its own); the calls' deadlines count from now.
+  const calledAtMs = Date.now();
+  const runNow = () => nowMs + (Date.now() - calledAtMs);
+  const timeoutS = confirmTimeoutS(budgetPlan(state, nowMs));
+  const opts = () => (Number.isFinite(timeoutS) ? { timeoutMs: Math.max(1, timeoutS * 1000 - (Date.now() - calledAtMs)) } : {});
+  const unanswered = () => `no runner answered within the ${timeoutS.toFixed(0)} s the run's budget left for it`;
   // The weights are on whichever runner trained the trial; one without them says so at once.
   let gone = false;
   let lastError = "";
@@ -45,7 +48,7 @@ export async function confirmOnTest(state: RunState, runners: RunnerClient[], lo
     }
   }
   if (!gone) return skip(`evaluating the kept weights failed: ${lastError}`);
-  const plan = budgetPlan(state, Date.now());
+  const plan = budgetPlan(state, runNow());
   const trainS = slowestSeedSeconds(best) ?? 0;
   if (!retrainFits(plan, trainS)) {
     return skip(`no runner kept the best trial's weights, and training it again (about ${trainS.toFixed(0)} s a seed) did not fit the ${Math.max(0, plan.remainingS).toFixed(0)} s left`);
