@@ -56,7 +56,8 @@ export async function confirmOnTest(state: RunState, runners: RunnerClient[], lo
   try {
     return { result: await evaluateToResult(runners[0]!, confirm, undefined, opts()) };
   } catch (err) {
-    if (ResearchError.from(err).reason === "timeout") return skip(unanswered());
-    return skip(`training the best trial again for its confirmation failed: ${ResearchError.from(err).message.split("\n")[0]}`);
+    const e = ResearchError.from(err);
+    if (e.reason === "timeout") return skip(unanswered());
+    return skip(`training the best trial again for its confirmation failed: ${e.message.split("\n")[0]}`);
   }
 }
