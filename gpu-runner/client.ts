@@ -32,9 +32,30 @@ export function runnerCredentials(secrets: Secrets, token = secrets.runnerToken)
   return grpc.credentials.combineChannelCredentials(grpc.credentials.createSsl(readFileSync(secrets.files.ca)), bearer);
 }
 
+/** Failures the runner itself answered with (a `failure` event): its evaluation has ended there. */
+const answered = new WeakSet<ResearchError>();
+
+/**
+ * Whether the runner ended the evaluation with this failure. When it did not, the call broke (the
+ * connection dropped, the stream stopped short) and the runner may still be training it: a
+ * caller that moves it elsewhere would train it twice (swarm/runner-leases.ts).
+ */
+export function endedByRunner(err: ResearchError): boolean {
+  return answered.has(err);
+}
+
+/** Whether the runner answers a Health call within `timeoutMs`: it is up, whatever became of a call to it. */
+export function answers(client: RunnerClient, timeoutMs = 5_000): Promise<boolean> {
+  return client.health({}, { timeoutMs }).then(
+    () => true,
+    () => false,
+  );
+}
+
 /**
  * Runs one evaluation to its end. Resolves with the result; a trial failure
- * or an unreachable runner rejects with a labelled ResearchError.
+ * or an unreachable runner rejects with a labelled ResearchError. An error
+ * `onEvent` throws is its own, never the runner's.
  */
 export async function evaluateToResult(
   client: RunnerClient,
@@ -42,16 +63,29 @@ export async function evaluateToResult(
   onEvent: (e: EvaluateEvent) => void = () => {},
   opts?: CallOptions,
 ): Promise<EvalResult> {
+  const events = client.evaluate(req, opts)[Symbol.asyncIterator]();
   try {
-    for await (const e of client.evaluate(req, opts)) {
+    for (;;) {
+      let next: IteratorResult<EvaluateEvent>;
+      try {
+        next = await events.next();
+      } catch (err) {
+        throw ResearchError.from(err, "runner_unavailable");
+      }
+      if (next.done) throw new ResearchError("runner_unavailable", "the runner closed the stream without a result", "", { reason: "network" });
+      const e = next.value;
       onEvent(e);
       if (e.event.case === "result") return e.event.value;
-      if (e.event.case === "failure") throw ResearchError.fromProto(e.event.value);
+      if (e.event.case === "failure") {
+        const failed = ResearchError.fromProto(e.event.value);
+        answered.add(failed);
+        throw failed;
+      }
     }
-  } catch (err) {
-    throw ResearchError.from(err, "runner_unavailable");
+  } finally {
+    // Ends the call when the caller stops early (a result, or onEvent threw).
+    await events.return?.();
   }
-  throw new ResearchError("runner_unavailable", "the runner closed the stream without a result");
 }
 
 export interface SeedWeights {

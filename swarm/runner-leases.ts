@@ -5,8 +5,8 @@
  * it, not to the one health would pick now: with three runners, a trial's duplicate once trained
  * on a second runner beside the first (the chaos test's count of trainings found it). The first
  * request claims a runner for its key (`create` fails where a key exists: a lease); the others
- * read it. A runner that fails the evaluation (unreachable, gone) gives its lease up, and the
- * redelivery claims another.
+ * read it. A runner that failed the evaluation itself, or that no longer answers, loses its lease
+ * (agents/analyst/main.ts), and the redelivery claims another.
  */
 import { Kvm, type KV } from "@nats-io/kv";
 import type { Bus } from "../bus/index.js";

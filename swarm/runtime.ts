@@ -79,7 +79,14 @@ export async function runAgent(opts: AgentOptions): Promise<void> {
     });
     const held = await leases;
     const address = await held.holder(key, () => runners.pickAddress());
-    return { client: runners.at(address), release: () => held.release(key, address) };
+    log.info({ key, runner: address }, "evaluation key held by runner");
+    return {
+      client: runners.at(address),
+      release: async () => {
+        log.info({ key, runner: address }, "evaluation key released: its runner failed it");
+        await held.release(key, address);
+      },
+    };
   };
   /** `seq`: the handled event's stream sequence, which its run's state must have applied. */
   const ctx = (event: Event, seq = 0): AgentContext => ({

@@ -9,6 +9,7 @@ import { cancelledBy } from "../../swarm/run-state.js";
 import { runAgent, type AgentContext } from "../../swarm/runtime.js";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { Event, TrialAssembled, TrialEvaluatedSchema } from "../../proto/gen/research/v1/events_pb.js";
+import { answers, endedByRunner } from "../../gpu-runner/client.js";
 import { askLlm } from "../../swarm/llm.js";
 import { loadPrompt } from "../../swarm/prompts.js";
 import { analyse, statsForNarrative } from "./analysis.js";
@@ -69,8 +70,11 @@ async function evaluateTrial(event: Event, assembled: TrialAssembled, ctx: Agent
   } catch (err) {
     const e = ResearchError.from(err);
     if (e.label === "runner_unavailable") {
-      // Its runner is gone or unreachable: the redelivery picks another.
-      await runner.release().catch(() => undefined);
+      // The runner ended it with this failure, or is gone: the redelivery may take another. A call
+      // that broke while its runner still answers may have left it training there: the
+      // redelivery goes back and joins it (gpu-runner/flights.ts), so that nothing trains twice.
+      if (endedByRunner(e) || !(await answers(runner.client))) await runner.release().catch(() => undefined);
+      else ctx.log.warn({ err: e.message }, "the call to the runner broke while it still answers: the redelivery rejoins it there");
       throw e;
     }
     ctx.log.info({ label: e.label, message: e.message }, "trial failed");

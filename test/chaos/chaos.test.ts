@@ -94,7 +94,7 @@ beforeAll(async () => {
           runners[0]!.kill("SIGKILL"); // mid-evaluation
         }, 500);
       }
-      if (kind === "trialProposed" && count(kind) === 4) kill("agents", ["planner", "coder", "analyst", "judge"]);
+      if (kind === "trialProposed" && count(kind) === 3) kill("agents", ["planner", "coder", "analyst", "judge"]);
       if (kind === "trialJudged" && count(kind) === 2) {
         kill("store, runner 1 and analyst together", ["lineage-store", "analyst"]);
         diedAt.set(runnerName[1]!, Date.now());
@@ -180,6 +180,11 @@ it("trains no trial twice at once nor again after it finished, by the runners' o
   const trainings = runnerLog.filter((l) => l.training);
   expect(trainings.filter((l) => l.msg === "started").length).toBeGreaterThanOrEqual(3);
   const restarted: string[] = [];
+  // What a failure prints: the key's evaluations by the runners' logs, and the analysts' leases of it.
+  const story = (key: string) => {
+    const leases = readFileSync(join(root, "workspace", "logs", "analyst.log"), "utf8").split("\n").filter((l) => l.includes(key) && /runner|lease|evaluation key/.test(l));
+    return ["runners:", ...runnerLog.filter((l) => l.key === key).map((l) => `${l.time} ${l.runner} ${l.msg}`), "analysts:", ...leases].join("\n");
+  };
   for (const key of new Set(trainings.map((l) => l.key))) {
     const lines = trainings.filter((l) => l.key === key).sort((a, b) => a.time - b.time);
     // The runner processes training this key now, and whether one of its trainings finished.
@@ -188,8 +193,8 @@ it("trains no trial twice at once nor again after it finished, by the runners' o
     for (const l of lines) {
       for (const r of running) if ((diedAt.get(r) ?? Infinity) <= l.time) running.delete(r);
       if (l.msg === "started") {
-        expect(running.size, `${key} started on ${l.runner} while training on ${[...running].join(", ")}`).toBe(0);
-        expect(finished, `${key} started again on ${l.runner} after it finished`).toBe(false);
+        expect(running.size, `${key} started on ${l.runner} while training on ${[...running].join(", ")}\n${story(key)}`).toBe(0);
+        expect(finished, `${key} started again on ${l.runner} after it finished\n${story(key)}`).toBe(false);
         if (lines.indexOf(l) > 0) restarted.push(key);
         running.add(l.runner);
       } else {

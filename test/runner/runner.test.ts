@@ -10,7 +10,7 @@ import { create, toJson, type MessageInitShape } from "@bufbuild/protobuf";
 import { DEFAULT_PYTHON, SYSTEM_PYTHON } from "../../core/config.js";
 import { createLogger } from "../../core/logger.js";
 import { ResearchError } from "../../core/failure.js";
-import { connectRunner, evaluateToResult, type RunnerClient } from "../../gpu-runner/client.js";
+import { connectRunner, endedByRunner, evaluateToResult, type RunnerClient } from "../../gpu-runner/client.js";
 import { startRunner, type RunningRunner } from "../../gpu-runner/server.js";
 import {
   ArgumentKind,
@@ -127,7 +127,10 @@ describe("runner service", () => {
     const gone = new AbortController();
     const leaving = evaluateToResult(client, req, () => gone.abort(), { signal: gone.signal }).catch((err: unknown) => err);
     const [first, second] = await Promise.all([evaluateToResult(client, req), evaluateToResult(client, req)]);
-    await leaving;
+    // The caller that went away broke its call: the runner may train on, and did.
+    const left = (await leaving) as ResearchError;
+    expect(left).toBeInstanceOf(ResearchError);
+    expect(endedByRunner(left)).toBe(false);
     // One training: the same seconds to the millisecond, the same curve.
     expect(second.seedResults[0]!.seconds).toBe(first.seedResults[0]!.seconds);
     expect(second.seedResults[0]!.learningCurve).toEqual(first.seedResults[0]!.learningCurve);
@@ -136,6 +139,9 @@ describe("runner service", () => {
     const again = await evaluateToResult(client, req);
     expect(Date.now() - t0).toBeLessThan(1000);
     expect(again.seedResults[0]!.seconds).toBe(first.seedResults[0]!.seconds);
+    // A caller's own error while it reads the events stays its own: not the runner's unavailability.
+    const own = new Error("the caller's own mistake");
+    await expect(evaluateToResult(client, req, () => { throw own; })).rejects.toBe(own);
     expect((await client.health({})).freeSlots).toBe(2);
   });
 
@@ -362,6 +368,8 @@ describe("hostile and broken model code", () => {
       const f = await failureOf(digits(code, "Net", extra));
       expect(f.label, f.message).toBe(label);
       expect(f.message.length).toBeGreaterThan(0);
+      // The runner's own answer: its evaluation has ended (a caller may move the trial elsewhere).
+      expect(endedByRunner(f)).toBe(true);
       expect((await client.health({})).workersReady).toBeGreaterThanOrEqual(1);
     });
   }
