@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { parse as parseYaml } from "yaml";
+import { parseDocument } from "yaml";
 import { DEFAULT_LR, recipeObjectSchema } from "./space.js";
 import { isId } from "./ids.js";
 import { bool, nonNegInt, posInt } from "./zod-fields.js";
@@ -439,11 +439,17 @@ export function decodeText(text: string): ParseResult<unknown> {
       // Fall through: a YAML flow mapping also starts with "{".
     }
   }
+  // A warning (an unknown tag or directive) refuses too: it is a mistake in the file, and the
+  // library would otherwise print it to stderr in many lines and read on.
+  const doc = parseDocument(text, { logLevel: "silent" });
+  const problem = doc.errors[0] ?? doc.warnings[0];
+  // The first line names the place ("at line 3, column 1:"); the excerpt after its colon is dropped.
+  if (problem) return { ok: false, error: `not valid JSON or YAML: ${problem.message.split("\n")[0]!.replace(/:$/, "")}` };
   try {
-    return { ok: true, value: parseYaml(text) };
+    return { ok: true, value: doc.toJS() };
   } catch (err) {
-    // The first line names the place ("at line 3, column 1:"); the excerpt after its colon is dropped.
-    return { ok: false, error: `not valid JSON or YAML: ${(err as Error).message.split("\n")[0]!.replace(/:$/, "")}` };
+    // An alias the document cannot resolve, or one that expands too far.
+    return { ok: false, error: `not valid JSON or YAML: ${(err as Error).message.split("\n")[0]}` };
   }
 }
 

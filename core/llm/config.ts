@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
-import { parse as parseYaml } from "yaml";
+import { decodeText } from "../model-config.js";
 import { ResearchError } from "../failure.js";
 
 /**
@@ -110,14 +110,10 @@ export function loadLlmConfigFile(path: string): LlmConfig {
   } catch (err) {
     throw new ResearchError("invalid_config", `cannot read LLM config ${path}: ${(err as Error).message}`, "", { cause: err });
   }
-  let data: unknown;
-  try {
-    // YAML is a superset of JSON, so one parser reads llm.json and llm.yaml alike.
-    data = parseYaml(text);
-  } catch (err) {
-    throw new ResearchError("invalid_config", `LLM config ${path} is not valid JSON or YAML: ${(err as Error).message.split("\n")[0]}`);
-  }
-  return parseLlmConfig(data ?? {}, `LLM config ${path}`);
+  // One reader for llm.json and llm.yaml alike, as for model and recipe files.
+  const data = decodeText(text);
+  if (!data.ok) throw new ResearchError("invalid_config", `LLM config ${path} is ${data.error}`);
+  return parseLlmConfig(data.value ?? {}, `LLM config ${path}`);
 }
 
 export const WORKSPACE_CONFIG_NAMES = ["llm.json", "llm.yaml", "llm.yml"] as const;

@@ -4,7 +4,7 @@
  * the goal parser's refusal is one line. Each input is also timed: a regex that backtracks
  * catastrophically would show as one input taking far longer than the rest.
  */
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import fc from "fast-check";
 import { parseGoal } from "../../core/goal.js";
 import { authoredTrialModel, decodeText, parseModelConfig, parseTrainConfig } from "../../core/model-config.js";
@@ -74,6 +74,12 @@ describe("fuzzed doors", () => {
     fc.assert(fc.property(value, (v) => [parseModelConfig, parseTrainConfig, authoredTrialModel].every((parse) => refusedOrTaken(parse(v)))), { numRuns: RUNS });
     expect(stats.inputs).toBe(RUNS);
     expect(stats.slowestMs).toBeLessThan(250);
+    // An unknown tag or directive is a mistake in the file: one line, nothing printed to stderr.
+    const warned = vi.spyOn(process, "emitWarning");
+    expect(decodeText("!f91 layers: 3")).toEqual({ ok: false, error: "not valid JSON or YAML: Unresolved tag: !f91 at line 1, column 1" });
+    expect(decodeText("%D/ x\n---\nlayers: 3")).toMatchObject({ ok: false, error: expect.stringMatching(/^not valid JSON or YAML: Unknown directive %D\/ at line 1, column 1$/) });
+    expect(warned).not.toHaveBeenCalled();
+    warned.mockRestore();
   });
 
   it("run documents and search spaces: taken or refused in one line", () => {
