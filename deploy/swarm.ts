@@ -143,6 +143,9 @@ export async function startSwarm(opts: SwarmOptions): Promise<Swarm> {
       ...(opts.slots ? ["--slots", String(opts.slots)] : []),
       ...(opts.device ? ["--device", opts.device] : []),
       ...(opts.dataRoots ?? []).flatMap((d) => ["--data-root", d]),
+      // The supervisor restarts a runner that dies: the one after it answers what it had ended, and keeps its weights.
+      "--state-dir",
+      join(workspace, "runner-state"),
       ...(opts.unsafeNoSandbox ? ["--unsafe-no-sandbox"] : []),
     ],
     env: common,

@@ -10,7 +10,8 @@
  */
 import { availableParallelism } from "node:os";
 import { setMaxListeners } from "node:events";
-import { create, fromJson, type JsonValue, type MessageInitShape } from "@bufbuild/protobuf";
+import { create, fromJson, toJsonString, type JsonValue, type MessageInitShape } from "@bufbuild/protobuf";
+import { join } from "node:path";
 import { standingOf } from "../core/ranking.js";
 import { utility, type Objective } from "../core/objective.js";
 import { TASK } from "../core/enums.js";
@@ -30,7 +31,7 @@ import {
   type DatasetInfo,
   type DescribeRequest,
   type DeviceInfo,
-  type EvaluateEventSchema,
+  EvaluateEventSchema,
   type EvaluateRequest,
   type HealthResponseSchema,
   type ScriptRequest,
@@ -42,7 +43,8 @@ import {
 import type { WorkerPool } from "./pool.js";
 import { limitsFor, planDescribe, planEvaluation, planScript, planSummary, DEFAULTS, SCRIPT } from "./request.js";
 import type { MetricStats } from "../proto/gen/research/v1/runner_pb.js";
-import { Flights } from "./flights.js";
+import { Flights, FlightStore } from "./flights.js";
+import { FailureLabel } from "../proto/gen/research/v1/common_pb.js";
 import { aggregate, clipToUnit, convergence, describeProportion, describeWithSampling, goalStatus, overfitting, weakClasses } from "./stats.js";
 import type { JobFiles, TerminalEvent, WorkerEvent } from "./worker.js";
 import { KEPT_PER_RUN, type WeightStore } from "./weights.js";
@@ -59,6 +61,8 @@ export interface EvaluatorOptions {
   referee: WorkerPool;
   dataRoots: string[];
   weights: WeightStore;
+  /** Where ended evaluations' answers outlive this process (flights.ts); memory only without it. */
+  stateDir?: string;
   /** The host's GPUs (gpus.ts); empty on a CPU runner. */
   gpus?: Gpu[];
   logger: Logger;
@@ -77,9 +81,21 @@ function failureOf(e: TerminalEvent): ResearchError {
 export class Evaluator {
   private readonly threads: number;
   /** Evaluations by idempotency key: a redelivered request trains nothing again. */
-  readonly flights = new Flights<EvaluateEventInit>();
+  readonly flights: Flights<EvaluateEventInit>;
 
   constructor(private readonly opts: EvaluatorOptions) {
+    const codec = {
+      encode: (events: EvaluateEventInit[]) => `[${events.map((e) => toJsonString(EvaluateEventSchema, create(EvaluateEventSchema, e))).join(",")}]`,
+      decode: (text: string) => (JSON.parse(text) as JsonValue[]).map((e) => fromJson(EvaluateEventSchema, e)),
+    };
+    this.flights = new Flights<EvaluateEventInit>({
+      // A result, or a failure that would come again; not an unavailable runner's, which a retry may not meet.
+      settled: (events) => {
+        const last = events.at(-1)?.event;
+        return last?.case === "result" || (last?.case === "failure" && last.value.label !== FailureLabel.RUNNER_UNAVAILABLE);
+      },
+      store: opts.stateDir ? new FlightStore(join(opts.stateDir, "evaluations"), codec) : undefined,
+    });
     this.threads = Math.max(1, Math.floor(availableParallelism() / opts.pool.stats().slots));
   }
 

@@ -2,8 +2,9 @@
  * Exactly-once evaluation under at-least-once delivery. JetStream redelivers a message whose
  * consumer did not acknowledge it in time, and a publisher may send twice; an evaluation request
  * that carries an idempotency key therefore joins the flight of that key when there is one: while
- * it runs, the caller gets the events so far and then the rest; once it has ended with a result or
- * a failure, the stored events, for `keepMs`. Nothing trains twice.
+ * it runs, the caller gets the events so far and then the rest; once it has ended with an answer
+ * worth keeping (a result, or a failure that would come again), the stored events, for `keepMs`
+ * in memory and, with a store, on disk across restarts of the runner. Nothing trains twice.
  *
  * A flight ends early only on purpose: `cancel(key)` (the analyst pruned or stopped it) ends it
  * when its last caller has gone, and forgets it. A caller that just goes away (its process died)
@@ -11,6 +12,8 @@
  * restarted analyst's redelivered request joins it instead of training it again; with nobody
  * back by then it is cancelled and forgotten.
  */
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { AsyncQueue } from "../core/async-queue.js";
 
 /**
@@ -34,15 +37,70 @@ interface Flight<T> {
   orphaned?: NodeJS.Timeout;
 }
 
+/** A day: longer than any run whose messages could still be redelivered (the runner leases' TTL). */
+export const STORED_FOR_MS = 24 * 3600_000;
+
+/**
+ * Ended flights' answers on disk, one file per key, so that a runner restarted on the same
+ * directory answers a redelivered request as the one before it would have: with the stored
+ * events, not with a second training. Files older than `maxAgeMs` are removed as it opens.
+ */
+export class FlightStore<T> {
+  constructor(
+    private readonly dir: string,
+    private readonly codec: { encode(events: T[]): string; decode(text: string): T[] },
+    private readonly maxAgeMs = STORED_FOR_MS,
+  ) {
+    mkdirSync(dir, { recursive: true });
+    for (const name of readdirSync(dir)) {
+      const path = join(dir, name);
+      if (name.endsWith(".tmp") || Date.now() - statSync(path).mtimeMs > maxAgeMs) rmSync(path, { force: true });
+    }
+  }
+
+  /** Keys arrive over the wire: a file name that cannot escape the directory, whatever they hold. */
+  private file(key: string): string {
+    return join(this.dir, `${Buffer.from(key).toString("base64url")}.json`);
+  }
+
+  save(key: string, events: T[]): void {
+    const path = this.file(key);
+    // Whole or not at all: a runner killed mid-write leaves a .tmp, removed at the next start.
+    writeFileSync(`${path}.tmp`, this.codec.encode(events));
+    renameSync(`${path}.tmp`, path);
+  }
+
+  load(key: string): T[] | undefined {
+    const path = this.file(key);
+    try {
+      if (Date.now() - statSync(path).mtimeMs > this.maxAgeMs) return undefined;
+      return this.codec.decode(readFileSync(path, "utf8"));
+    } catch {
+      // None stored, or unreadable: the request trains.
+      return undefined;
+    }
+  }
+}
+
+export interface FlightsOptions<T> {
+  keepMs?: number;
+  orphanGraceMs?: number;
+  /** Whether an ended flight's events are an answer to keep; otherwise it is forgotten as it ends (a failure worth retrying). */
+  settled?: (events: T[]) => boolean;
+  store?: FlightStore<T>;
+}
+
 export class Flights<T> {
   private readonly flights = new Map<string, Flight<T>>();
   /** Evaluations started, and requests that joined one instead: what the tests and the logs count. */
   readonly counts = { started: 0, joined: 0 };
+  private readonly keepMs: number;
+  private readonly orphanGraceMs: number;
 
-  constructor(
-    private readonly keepMs = 10 * 60_000,
-    private readonly orphanGraceMs = ORPHAN_GRACE_MS,
-  ) {}
+  constructor(private readonly opts: FlightsOptions<T> = {}) {
+    this.keepMs = opts.keepMs ?? 10 * 60_000;
+    this.orphanGraceMs = opts.orphanGraceMs ?? ORPHAN_GRACE_MS;
+  }
 
   /**
    * The events of the evaluation under `key`, started with `start` when none is running or kept.
@@ -50,7 +108,7 @@ export class Flights<T> {
    * caller's: its abort detaches this caller alone.
    */
   join(key: string, start: (signal: AbortSignal) => AsyncIterable<T>, signal?: AbortSignal): AsyncIterable<T> {
-    let flight = this.flights.get(key);
+    let flight = this.flights.get(key) ?? this.stored(key);
     if (flight) {
       this.counts.joined++;
       clearTimeout(flight.orphaned);
@@ -77,6 +135,20 @@ export class Flights<T> {
     return true;
   }
 
+  /** A flight of an earlier process of this runner that ended with an answer, from the store. */
+  private stored(key: string): Flight<T> | undefined {
+    const events = this.opts.store?.load(key);
+    if (!events) return undefined;
+    const f: Flight<T> = { events, ended: true, callers: new Set(), abort: new AbortController(), cancelled: false };
+    this.flights.set(key, f);
+    this.forgetLater(key, f);
+    return f;
+  }
+
+  private forgetLater(key: string, f: Flight<T>): void {
+    setTimeout(() => this.flights.get(key) === f && this.flights.delete(key), this.keepMs).unref();
+  }
+
   private end(key: string, f: Flight<T>): void {
     clearTimeout(f.orphaned);
     f.abort.abort();
@@ -95,8 +167,20 @@ export class Flights<T> {
     f.ended = true;
     for (const wake of f.callers) wake();
     clearTimeout(f.orphaned);
-    // Cancelled: no answer to keep (end() forgot it already).
-    if (!f.abort.signal.aborted) setTimeout(() => this.flights.get(key) === f && this.flights.delete(key), this.keepMs).unref();
+    // Cancelled: no answer to keep (end() forgot it already). A failure worth retrying is not
+    // one either: the next request for the key trains again.
+    if (f.abort.signal.aborted) return;
+    const settled = f.error === undefined && (this.opts.settled?.(f.events) ?? true);
+    if (!settled) {
+      if (this.flights.get(key) === f) this.flights.delete(key);
+      return;
+    }
+    this.forgetLater(key, f);
+    try {
+      this.opts.store?.save(key, f.events);
+    } catch {
+      // A full or read-only disk costs the answer across a restart, not the answer now.
+    }
   }
 
   private follow(key: string, f: Flight<T>, signal?: AbortSignal): AsyncIterable<T> {

@@ -1,6 +1,6 @@
 /**
  * The runner as a standalone service:
- *   tsx gpu-runner/main.ts [--address 0.0.0.0:50051] [--slots N] [--device auto|cpu|cuda] [--data-root DIR]... [--unsafe-no-sandbox]
+ *   tsx gpu-runner/main.ts [--address 0.0.0.0:50051] [--slots N] [--device auto|cpu|cuda] [--data-root DIR]... [--state-dir DIR] [--unsafe-no-sandbox]
  * Prints one line "runner listening on HOST:PORT" on stdout when ready.
  */
 import { parseArgs } from "node:util";
@@ -18,13 +18,14 @@ const { values } = parseArgs({
     device: { type: "string" },
     python: { type: "string" },
     "data-root": { type: "string", multiple: true },
+    "state-dir": { type: "string" },
     "unsafe-no-sandbox": { type: "boolean" },
     help: { type: "boolean", short: "h" },
   },
 });
 if (values.help) {
   process.stdout.write(
-    "gpu-runner: gRPC evaluation service\n  --address HOST:PORT (default 127.0.0.1:50051, env RUNNER_ADDRESS)\n  --slots N (default: the CPU count; on a GPU host one per 10 GiB of GPU memory, at most 8 per GPU and the CPU count)\n  --device auto|cpu|cuda (default auto: the GPUs when there are any; cuda: refuse to start without one)\n  --python PATH (default: RUNNER_PYTHON, else the project's .venv/bin/python, else /usr/bin/python3)\n  --data-root DIR (repeatable; datasets are only read from these and /usr/share/datasets)\n  --unsafe-no-sandbox (run model code without bubblewrap)\nWith RESEARCH_SECRETS set it serves TLS and refuses calls without the deployment's token (docs/DEPLOY.md).\n",
+    "gpu-runner: gRPC evaluation service\n  --address HOST:PORT (default 127.0.0.1:50051, env RUNNER_ADDRESS)\n  --slots N (default: the CPU count; on a GPU host one per 10 GiB of GPU memory, at most 8 per GPU and the CPU count)\n  --device auto|cpu|cuda (default auto: the GPUs when there are any; cuda: refuse to start without one)\n  --python PATH (default: RUNNER_PYTHON, else the project's .venv/bin/python, else /usr/bin/python3)\n  --data-root DIR (repeatable; datasets are only read from these and /usr/share/datasets)\n  --state-dir DIR (ended evaluations' answers and kept weights outlive a restart there, for a day; default: none, they go with the process)\n  --unsafe-no-sandbox (run model code without bubblewrap)\nWith RESEARCH_SECRETS set it serves TLS and refuses calls without the deployment's token (docs/DEPLOY.md).\n",
   );
   process.exit(0);
 }
@@ -49,6 +50,7 @@ try {
     python: config.python,
     device: device.device,
     dataRoots: values["data-root"],
+    stateDir: values["state-dir"],
     unsafeNoSandbox: values["unsafe-no-sandbox"],
     secrets: config.secretsDir ? loadSecrets(config.secretsDir) : undefined,
     logger: log,

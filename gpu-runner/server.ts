@@ -33,6 +33,13 @@ export interface RunnerOptions {
   unsafeNoSandbox?: boolean;
   /** auto (default): the GPUs when there are any; cpu: none, even on a GPU host; cuda: fail to start without one. */
   device?: RunnerDevice;
+  /**
+   * Where ended evaluations' answers and kept weights outlive this process, so that a runner
+   * restarted on it answers a redelivered request without training again, and still has the
+   * best trials' weights for the test confirmation. Without it, both live in scratch space and
+   * go with the process.
+   */
+  stateDir?: string;
   /** Serve TLS with the deployment's certificate and refuse calls without its token (core/secrets.ts). */
   secrets?: Secrets;
   logger: Logger;
@@ -101,8 +108,8 @@ export async function startRunner(opts: RunnerOptions): Promise<RunningRunner> {
     throw new ResearchError("runner_unavailable", `--device cuda: ${python} sees no CUDA device (torch ${device.torch_version}, ${gpus.length} GPU(s) listed by nvidia-smi)`);
   }
   log.info({ slots: pool.stats().slots, device, sandbox, ms: Date.now() - t0 }, "workers ready");
-  const weights = new WeightStore(join(scratchRoot, "weights"));
-  const evaluator = new Evaluator({ pool, quick, referee, dataRoots, gpus, weights, logger: log });
+  const weights = new WeightStore(join(opts.stateDir ?? scratchRoot, "weights"));
+  const evaluator = new Evaluator({ pool, quick, referee, dataRoots, gpus, weights, stateDir: opts.stateDir, logger: log });
 
   const server = new grpc.Server({ "grpc.max_receive_message_length": 64 * 1024 * 1024 });
   const secrets = opts.secrets;

@@ -11,11 +11,13 @@
  * which the judge trains it again when the budget allows. Ranking by the
  * validation mean instead dropped a digits run's three-seed best behind
  * one-seed probes with higher means, and its test accuracy went unmeasured.
- * Weights live as long as the runner's scratch directory; the newest runs
+ * Weights live as long as the runner's scratch directory, or in its state
+ * directory across restarts until their run is a day untouched; the newest runs
  * are kept. The same files leave the runner over its FetchWeights rpc, so a
  * run's folder gets its best model.
  */
-import { existsSync, mkdirSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from "node:fs";
+import { STORED_FOR_MS } from "./flights.js";
 import { open, type FileHandle } from "node:fs/promises";
 import { join } from "node:path";
 import { outranks, type Standing } from "../core/ranking.js";
@@ -37,7 +39,14 @@ export class WeightStore {
   /** run -> trial -> its standing, in the order runs first kept something. */
   private readonly runs = new Map<string, Map<string, Standing>>();
 
-  constructor(private readonly root: string) {}
+  constructor(private readonly root: string) {
+    // A runner's state directory keeps them across restarts: a run untouched for a day is over.
+    if (!existsSync(root)) return;
+    for (const run of readdirSync(root)) {
+      const dir = join(root, run);
+      if (Date.now() - statSync(dir).mtimeMs > STORED_FOR_MS) rmSync(dir, { recursive: true, force: true });
+    }
+  }
 
   private dir(runId: string, trialId: string): string {
     return join(this.root, component(runId), component(trialId));

@@ -115,6 +115,8 @@ beforeAll(async () => {
 async function startRunnerProcess(i: number, address: string): Promise<void> {
   const name = `runner ${i}, start ${runnerName.filter((n) => n.startsWith(`runner ${i},`)).length + 1}`;
   runners[i] = await startRunner(address, {
+    // As launch starts its runner: a restarted one answers what the killed one had ended.
+    args: ["--state-dir", join(root, `runner-${i}-state`)],
     onLog: (e) => {
       if (typeof e.key === "string" && e.key && /^evaluation (started|finished|failed|cancelled)$/.test(String(e.msg))) {
         runnerLog.push({ runner: name, key: e.key, msg: String(e.msg).slice("evaluation ".length), training: e.training !== false, time: Number(e.time) });

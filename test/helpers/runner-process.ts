@@ -10,9 +10,9 @@ import { entryArgs } from "../../deploy/entries.js";
 /** Resolves once it listens on `address`; with `onLog`, it logs at info and each pino JSON line of its log is passed on. */
 export async function startRunnerProcess(
   address: string,
-  opts: { slots?: number; env?: NodeJS.ProcessEnv; onLog?: (entry: Record<string, unknown>) => void } = {},
+  opts: { slots?: number; args?: string[]; env?: NodeJS.ProcessEnv; onLog?: (entry: Record<string, unknown>) => void } = {},
 ): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [...entryArgs("gpu-runner/main.ts"), "--address", address, "--slots", String(opts.slots ?? 1)], {
+  const child = spawn(process.execPath, [...entryArgs("gpu-runner/main.ts"), "--address", address, "--slots", String(opts.slots ?? 1), ...(opts.args ?? [])], {
     // The IPC channel: a runner outlives no test process that dies (core/process.ts).
     stdio: ["ignore", "pipe", opts.onLog ? "pipe" : "ignore", "ipc"],
     env: { ...process.env, ...opts.env, LOG_LEVEL: opts.onLog ? "info" : "error" },

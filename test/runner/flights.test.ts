@@ -4,7 +4,10 @@
  * none came back within the grace, and is then forgotten.
  */
 import { describe, expect, it } from "vitest";
-import { Flights } from "../../gpu-runner/flights.js";
+import { mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Flights, FlightStore, STORED_FOR_MS } from "../../gpu-runner/flights.js";
 
 /** An evaluation that yields `n` events `gapMs` apart, counting its starts and seeing its cancellation. */
 function source(n: number, gapMs = 20, fail?: Error) {
@@ -73,7 +76,7 @@ describe("flights", () => {
   });
 
   it("runs on for its grace when its only caller dies, for the redelivery to join; then, with nobody back, ends", async () => {
-    const flights = new Flights<string>(60_000, 100);
+    const flights = new Flights<string>({ keepMs: 60_000, orphanGraceMs: 100 });
     const { seen, start } = source(8, 25);
     const crashed = new AbortController();
     const first = all(flights.join("r/t1", start, crashed.signal));
@@ -115,5 +118,38 @@ describe("flights", () => {
     expect(() => flights.join("r/t9", refuse)).toThrow("invalid evaluation request");
     expect(() => flights.join("r/t9", refuse)).toThrow("invalid evaluation request");
     expect(tries).toBe(2);
+  });
+
+  it("keeps an ended answer on disk for the next process on the same directory; a failure worth retrying is kept nowhere", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "flights-"));
+    try {
+      const codec = { encode: (events: string[]) => JSON.stringify(events), decode: (text: string) => JSON.parse(text) as string[] };
+      // What a runner killed mid-write leaves, and an answer older than a day: both gone at the next start.
+      writeFileSync(join(dir, "half.json.tmp"), "[");
+      writeFileSync(join(dir, "old.json"), "[]");
+      const dayAgo = (Date.now() - STORED_FOR_MS - 60_000) / 1000;
+      utimesSync(join(dir, "old.json"), dayAgo, dayAgo);
+      const settled = (events: string[]) => events.at(-1) !== "retry";
+      const before = new Flights<string>({ settled, store: new FlightStore(dir, codec) });
+      expect(readdirSync(dir)).toEqual([]);
+      const { seen, start } = source(3, 5);
+      expect(await all(before.join("r/t1", start))).toEqual(["e0", "e1", "e2"]);
+
+      // The runner restarted: the redelivered request gets the answer, and nothing trains again.
+      const after = new Flights<string>({ settled, store: new FlightStore(dir, codec) });
+      expect(await all(after.join("r/t1", start))).toEqual(["e0", "e1", "e2"]);
+      expect(seen.starts).toBe(1);
+      expect(after.counts).toEqual({ started: 0, joined: 1 });
+
+      // An answer that says "try again" is not kept, in memory or on disk: the next request trains.
+      let runs = 0;
+      const flaky = () => (runs++, (async function* () { yield "retry"; })());
+      expect(await all(after.join("r/t2", flaky))).toEqual(["retry"]);
+      expect(await all(after.join("r/t2", flaky))).toEqual(["retry"]);
+      expect(runs).toBe(2);
+      expect(readdirSync(dir)).toHaveLength(1);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

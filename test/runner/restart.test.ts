@@ -1,0 +1,70 @@
+/**
+ * A runner restarted on its state directory (`--state-dir`, which `launch` gives the runner it
+ * starts) answers a redelivered request with what the one killed before it had ended, instead of
+ * training it again, and still has the trial's kept weights for the test confirmation.
+ */
+import { afterAll, expect, it } from "vitest";
+import type { ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import { freePort } from "../../bus/index.js";
+import { connectRunner, evaluateToResult } from "../../gpu-runner/client.js";
+import type { EvaluateRequestSchema } from "../../proto/gen/research/v1/runner_pb.js";
+import { DIGITS_CNN } from "../helpers/models.js";
+import { startRunnerProcess } from "../helpers/runner-process.js";
+
+const root = mkdtempSync(join(tmpdir(), "runner-restart-"));
+const runners: ChildProcess[] = [];
+afterAll(() => {
+  for (const r of runners) r.kill("SIGKILL");
+  rmSync(root, { recursive: true, force: true });
+});
+
+it("answers from the state its killed predecessor left, trains nothing again, and confirms from the kept weights", async () => {
+  const address = `127.0.0.1:${await freePort()}`;
+  const log: Record<string, unknown>[] = [];
+  const start = async () => {
+    const runner = await startRunnerProcess(address, { args: ["--state-dir", join(root, "state")], onLog: (e) => log.push(e) });
+    runners.push(runner);
+    return runner;
+  };
+  const request = {
+    runId: "r-restart",
+    trialId: "t1",
+    idempotencyKey: "r-restart/t1",
+    model: { code: DIGITS_CNN, className: "DigitsNet" },
+    dataset: { name: "digits", subset: 300 },
+    recipe: { epochs: 1, batchSize: 32 },
+    seeds: 2,
+    keepWeights: true,
+    budget: { timeBudgetS: 60 },
+  } satisfies MessageInitShape<typeof EvaluateRequestSchema>;
+  const trainings = () => log.filter((e) => e.msg === "evaluation started" && e.training === true).map((e) => e.key);
+
+  const first = await start();
+  const before = connectRunner(address);
+  const answered = await evaluateToResult(before, request);
+  before.close();
+  first.kill("SIGKILL");
+  await new Promise((r) => first.once("exit", r));
+
+  await start();
+  const after = connectRunner(address);
+  try {
+    // The analyst's redelivered request, after the runner's restart: the same answer, at once.
+    const t0 = Date.now();
+    const again = await evaluateToResult(after, request);
+    expect(Date.now() - t0).toBeLessThan(2_000);
+    expect(again.seedResults.map((s) => s.seconds)).toEqual(answered.seedResults.map((s) => s.seconds));
+    expect(again.aggregated).toEqual(answered.aggregated);
+    expect(Number((await after.health({})).evaluationsJoined)).toBe(1);
+    // The judge's confirmation: from the weights the first process kept, no training.
+    const confirmed = await evaluateToResult(after, { ...request, trialId: "t1-test", idempotencyKey: "r-restart/t1/confirm", keepWeights: false, weightsOf: "t1", evaluateTest: true });
+    expect(confirmed.aggregated.test_accuracy?.mean).toBeGreaterThan(0);
+    expect(trainings()).toEqual(["r-restart/t1"]);
+  } finally {
+    after.close();
+  }
+}, 120_000);
