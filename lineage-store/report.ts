@@ -266,11 +266,12 @@ function testStats(r: EvalResult | undefined) {
   return { num_seeds: r.numSeeds, metrics, sample, sample_seed: sample ? r.bestSeed : null, inference: inferenceJson(r) };
 }
 
-/** Milliseconds per forward pass of a batch: the median over seeds of each seed's median, the largest 90th percentile. */
+/** Milliseconds per forward pass of a batch: the median over seeds of each seed's median, the largest 90th percentile; on a GPU the largest allocator peak (MiB), else null. */
 export interface InferenceTimingJson {
   batch: number;
   median_ms: number;
   p90_ms: number;
+  peak_memory_mb: number | null;
   seeds: number;
 }
 
@@ -290,7 +291,14 @@ export function inferenceJson(r: EvalResult): InferenceCostJson | null {
     const ts = costs.map(pick).filter((t) => t !== undefined);
     if (!ts.length) return null;
     const medians = ts.map((t) => t.medianMs).sort((a, b) => a - b);
-    return { batch: ts[0]!.batch, median_ms: medians[Math.floor((medians.length - 1) / 2)]!, p90_ms: Math.max(...ts.map((t) => t.p90Ms)), seeds: ts.length };
+    const peaks = ts.map((t) => t.peakMemoryMb).filter((m) => m !== undefined);
+    return {
+      batch: ts[0]!.batch,
+      median_ms: medians[Math.floor((medians.length - 1) / 2)]!,
+      p90_ms: Math.max(...ts.map((t) => t.p90Ms)),
+      peak_memory_mb: peaks.length ? Math.max(...peaks) : null,
+      seeds: ts.length,
+    };
   };
   return {
     device: r.device?.kind ?? "",
@@ -298,6 +306,11 @@ export function inferenceJson(r: EvalResult): InferenceCostJson | null {
     batch_eval: timing((c) => c.batchEval),
     flops_per_sample: Number(costs[0]!.flopsPerSample),
   };
+}
+
+/** The GPU memory a batch's passes held at most (weights included); nothing on a CPU, which counts none. */
+function peakText(t: InferenceTimingJson): string {
+  return t.peak_memory_mb === null ? "" : `; at most ${t.peak_memory_mb.toPrecision(3)} MiB of GPU memory for the batch, weights included`;
 }
 
 /** A language model's sample as a fenced block; the fence outruns any backticks the model wrote. */
@@ -639,7 +652,7 @@ function markdownOf(state: RunState, finished: RunFinished, j: Report["json"]): 
     if (cost?.batch_1 && cost.batch_eval) {
       const per = (t: { batch: number; median_ms: number }) => `${(t.median_ms / t.batch).toPrecision(2)} ms an example`;
       out.push(
-        `- Inference on the ${cost.device || "device"} it trained on (median of its seeds, each timed warm beside the others): ${cost.batch_1.median_ms.toPrecision(2)} ms for one example; ${cost.batch_eval.median_ms.toPrecision(3)} ms for a batch of ${cost.batch_eval.batch} (${per(cost.batch_eval)}); ${(cost.flops_per_sample / 1e6).toPrecision(3)} MFLOPs an example`,
+        `- Inference on the ${cost.device || "device"} it trained on (median of its seeds, each timed warm beside the others): ${cost.batch_1.median_ms.toPrecision(2)} ms for one example; ${cost.batch_eval.median_ms.toPrecision(3)} ms for a batch of ${cost.batch_eval.batch} (${per(cost.batch_eval)}); ${(cost.flops_per_sample / 1e6).toPrecision(3)} MFLOPs an example${peakText(cost.batch_eval)}`,
       );
     }
     if (b.weights) out.push(...weightsLines(b.weights));

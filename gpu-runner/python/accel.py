@@ -145,6 +145,15 @@ class Accelerator:
         if self.cuda:
             torch.cuda.synchronize(self.device)
 
+    def reset_peak_memory(self):
+        if self.cuda:
+            torch.cuda.reset_peak_memory_stats(self.device)
+
+    def peak_memory_mb(self):
+        """The most memory torch's allocator held on the job's GPU since reset_peak_memory, in MiB
+        (the weights included); None on a CPU, whose allocator keeps no such count."""
+        return torch.cuda.max_memory_allocated(self.device) / 2 ** 20 if self.cuda else None
+
 
 def choose(train_flops):
     """The accelerator of a job whose training is predicted to cost `train_flops` (None: unknown)."""

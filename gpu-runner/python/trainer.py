@@ -567,7 +567,8 @@ def _inference_cost(model, data, acc, amp_dtype, channels_last, eval_batch):
     """What the trained model costs to run where it trained: milliseconds per forward pass of one
     sample and of an evaluation batch (warm: WARM_PASSES first; the device synchronised around
     each pass; the median and 90th percentile of up to INFERENCE_REPEATS passes, fewer once
-    INFERENCE_SECONDS have gone), and the FLOPs of one sample's forward pass. On validation inputs, after
+    INFERENCE_SECONDS have gone), on a GPU the allocator's peak memory over those passes, and the
+    FLOPs of one sample's forward pass. On validation inputs, after
     everything else the result holds, so measuring changes none of it."""
     model.eval()
     cost = {}
@@ -577,6 +578,7 @@ def _inference_cost(model, data, acc, amp_dtype, channels_last, eval_batch):
             x = x.contiguous(memory_format=torch.channels_last)
         times = []
         with Stage("crash", f"timing the model's inference at batch {n}"), torch.no_grad():
+            acc.reset_peak_memory()
             started = time.monotonic()
             for i in range(WARM_PASSES + INFERENCE_REPEATS):
                 acc.synchronize()
@@ -591,6 +593,9 @@ def _inference_cost(model, data, acc, amp_dtype, channels_last, eval_batch):
         times.sort()
         cost[key] = {"batch": n, "median_ms": statistics.median(times), "p90_ms": times[int(0.9 * (len(times) - 1))],
                      "repeats": len(times)}
+        peak = acc.peak_memory_mb()
+        if peak is not None:
+            cost[key]["peak_memory_mb"] = peak
     _, layers = _traced(model, data.batch(data.val[:1])[0], "counting the FLOPs of one sample's forward pass")
     cost["flops_per_sample"] = sum(layer["flops"] for layer in layers)
     return cost

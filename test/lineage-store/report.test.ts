@@ -9,10 +9,10 @@ import { SURFACE, type SurfaceName } from "../../core/enums.js";
 import { failure, type FailureName } from "../../core/failure.js";
 import { trialId } from "../../core/ids.js";
 import { Decision, EventSchema, RunStatus, Verdict, type Event } from "../../proto/gen/research/v1/events_pb.js";
-import { GoalStatus, type EvalResultSchema } from "../../proto/gen/research/v1/runner_pb.js";
+import { EvalResultSchema, GoalStatus } from "../../proto/gen/research/v1/runner_pb.js";
 import { readRegistry, writeArtifacts, type RegistryEntry } from "../../lineage-store/artifacts.js";
 import { escapeXml, failuresSvg, learningCurvesSvg, niceTicks, scoresSvg } from "../../lineage-store/plots.js";
-import { buildReport, PLOT_FILES, reportPlots } from "../../lineage-store/report.js";
+import { buildReport, inferenceJson, PLOT_FILES, reportPlots } from "../../lineage-store/report.js";
 
 const RUN = "run-fmnist";
 const T0 = 1_750_000_000_000;
@@ -407,5 +407,27 @@ describe("report of an open-ended run", () => {
 
   it("draws no target line", () => {
     expect(count(reportPlots(state, finished)[PLOT_FILES.scores]!, 'class="target"')).toBe(0);
+  });
+});
+
+describe("a model's inference cost in the report", () => {
+  const result = (device: string, peaks: (number | undefined)[]) =>
+    create(EvalResultSchema, {
+      device: { kind: device },
+      seedResults: peaks.map((peak, seed) => ({
+        seed,
+        inference: {
+          batch1: { batch: 1, medianMs: 0.5 + seed, p90Ms: 1 + seed, repeats: 30 },
+          batchEval: { batch: 256, medianMs: 10 + seed, p90Ms: 12 + seed, repeats: 30, ...(peak !== undefined && { peakMemoryMb: peak }) },
+          flopsPerSample: 1_000_000n,
+        },
+      })),
+    });
+
+  it("gives a GPU's allocator peak as the largest over the seeds, and none on a CPU", () => {
+    const gpu = inferenceJson(result("cuda", [80, 96, 88]))!;
+    expect(gpu.batch_eval).toEqual({ batch: 256, median_ms: 11, p90_ms: 14, peak_memory_mb: 96, seeds: 3 });
+    expect(gpu.batch_1!.peak_memory_mb).toBeNull();
+    expect(inferenceJson(result("cpu", [undefined, undefined]))!.batch_eval!.peak_memory_mb).toBeNull();
   });
 });

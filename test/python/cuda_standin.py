@@ -77,6 +77,21 @@ class CudaStandin:
         self._index("_cuda_setMemoryFraction", device)
         self.calls.append(("set_memory_fraction", (fraction, device)))
 
+    def reset_peak_memory_stats(self, device):
+        self._index("_cuda_resetPeakMemoryStats", device)
+        if not self.initialised:
+            raise RuntimeError("_cuda_resetPeakMemoryStats before CUDA was initialised")
+        self.calls.append(("reset_peak_memory_stats", (device,)))
+
+    def memory_stats(self, device):
+        # What the caching allocator reports (nested, as the C++ binding returns it); the
+        # stand-in allocates nothing on a GPU, so the peak is a fixed value a test can look for.
+        self._index("_cuda_memoryStats", device)
+        self.calls.append(("memory_stats", (device,)))
+        return {"allocated_bytes": {"all": {"current": 0, "peak": self.PEAK_BYTES, "allocated": 0, "freed": 0}}}
+
+    PEAK_BYTES = 96 << 20
+
     def synchronize(self, *args):
         if args:
             raise TypeError(f"_cuda_synchronize() takes no arguments ({len(args)} given)")
@@ -96,6 +111,9 @@ def cuda_standin(monkeypatch, name="NVIDIA H200", major=9, total_memory=143771 <
             (torch._C, "_cuda_setDevice", gpu.set_device),
             (torch._C, "_cuda_setMemoryFraction", gpu.set_memory_fraction),
             (torch._C, "_cuda_synchronize", gpu.synchronize),
+            (torch._C, "_cuda_resetPeakMemoryStats", gpu.reset_peak_memory_stats),
+            (torch._C, "_cuda_memoryStats", gpu.memory_stats),
+            (torch.cuda.memory, "is_initialized", lambda: gpu.initialised),
             (torch.cuda, "_device_count_nvml", gpu.device_count),
             (torch.cuda, "_cached_device_count", None),
             (torch.cuda, "_lazy_init", gpu.lazy_init),

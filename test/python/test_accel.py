@@ -51,6 +51,10 @@ def test_timing_inference_synchronises_the_device_around_every_pass(monkeypatch)
         passes = sum(result["inference"][key]["repeats"] for key in ("batch_1", "batch_eval")) + 2 * trainer.WARM_PASSES
         # Before and after each pass, on the job's device; once more for the time to the first step.
         assert gpu.called("synchronize") == [(0,)] * (1 + 2 * passes)
+        # The allocator's peak, reset before each batch size's passes and read after them.
+        assert gpu.called("reset_peak_memory_stats") == [(0,)] * 2
+        for key in ("batch_1", "batch_eval"):
+            assert result["inference"][key]["peak_memory_mb"] == 96.0
 
 
 def test_a_deterministic_recipe_turns_off_tf32_and_autotuning_stays_off(monkeypatch):

@@ -119,6 +119,8 @@ def test_measures_the_trained_models_inference_only_when_asked_and_changes_nothi
         t = cost[key]
         assert t["batch"] == batch and trainer.MIN_REPEATS <= t["repeats"] <= trainer.INFERENCE_REPEATS, t
         assert 0 < t["median_ms"] <= t["p90_ms"], t
+        # A CPU's allocator keeps no peak: none is made up (the GPU's is in test_accel.py).
+        assert "peak_memory_mb" not in t, t
     assert cost["flops_per_sample"] > 0
     # Timed after everything else: the same metrics, seed for seed.
     assert timed["metrics"] == plain["metrics"]

@@ -58,6 +58,7 @@ export function TrialPage({ runId, trialId }: { runId: string; trialId: string }
                   <dd title={`90th percentiles: ${t.test.inference.batch_1.p90_ms.toPrecision(2)} ms and ${t.test.inference.batch_eval.p90_ms.toPrecision(3)} ms`}>
                     {t.test.inference.batch_1.median_ms.toPrecision(2)} ms for one example · {t.test.inference.batch_eval.median_ms.toPrecision(3)} ms for a batch of{" "}
                     {t.test.inference.batch_eval.batch} · {(t.test.inference.flops_per_sample / 1e6).toPrecision(3)} MFLOPs an example
+                    {t.test.inference.batch_eval.peak_memory_mb !== null && ` · at most ${t.test.inference.batch_eval.peak_memory_mb.toPrecision(3)} MiB of GPU memory for the batch`}
                   </dd>
                 </div>
               )}

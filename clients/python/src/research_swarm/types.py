@@ -353,6 +353,8 @@ class InferenceTiming(_Json):
     batch: int
     median_ms: float
     p90_ms: float
+    #: On a GPU the allocator's largest peak over the seeds (MiB, weights included); None on a CPU.
+    peak_memory_mb: float | None
     seeds: int
 
 
