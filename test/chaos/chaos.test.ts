@@ -3,7 +3,8 @@
  * at 3 replicas) and three runner processes, while the lineage store, a runner
  * (for good: its trial must move to another), four agents at once, the store,
  * a second runner (restarted 2 s later) and the analyst at once, and a NATS
- * node are killed, each at a point where it holds work, and every trial's
+ * node are killed, each at a point where it holds work (and the run stopped, as a person would,
+ * a judgement after the last), and every trial's
  * proposal, assembly and evaluation is published a second time under another
  * event id (a publisher retrying). The run must end, every trial once, each with a verdict or a
  * failure label, the restarted lineage store must hold every event of the run
@@ -27,6 +28,7 @@ import { lineageEmbedder } from "../../lineage-store/embedder.js";
 import { fromBinary } from "@bufbuild/protobuf";
 import { EventSchema, type Event } from "../../proto/gen/research/v1/events_pb.js";
 import { bestTrial, foldRun, trialFailure, valMetricOf } from "../../swarm/run-state.js";
+import { interventionEvent } from "../../swarm/interventions.js";
 import { alive, descendants, startRunnerProcess as startRunner } from "../helpers/runner-process.js";
 
 let root: string;
@@ -63,7 +65,7 @@ beforeAll(async () => {
     startSwarm({ workspace, natsUrl: nodes.map((n) => n.url).join(","), runnerAddress: addresses.join(","), replicas: 3, logger }),
   );
   // Every fault lands in the first minute (at 6-40 s on two idle cores, the agents' recovery the
-  // slowest part); the rest of the budget goes to the run's last long training.
+  // slowest part); a stop ends the run after them, before its last long training takes the rest.
   const parsed = parseGoal("digits: reach 99.9% validation accuracy in 4 minutes");
   if (!parsed.ok) throw new Error(parsed.error);
   const kill = (what: string, names: string[]) => {
@@ -72,6 +74,15 @@ beforeAll(async () => {
     for (const name of names) swarm.supervisor.child(name)?.kill("SIGKILL");
   };
   const count = (kind: string) => seen.filter((e) => e.body.case === kind && !e.eventId.endsWith(DUPLICATE)).length;
+  let stopping = false;
+  const stop = (runId: string) => {
+    if (stopping) return;
+    stopping = true;
+    const check = interventionEvent(foldRun(runId, seen.filter((e) => !e.eventId.endsWith(DUPLICATE))), { kind: "stop", reason: "the faults are done" }, "chaos-test");
+    if (!check.ok) return void chaos.push(`stop refused: ${check.error}`);
+    timeline.push(`${((Date.now() - t0) / 1000).toFixed(0)} s: stop`);
+    void swarm.bus.publish(check.event).catch((err: unknown) => chaos.push(`stop not published: ${String(err)}`));
+  };
   const t0 = Date.now();
   outcome = await runGoal(swarm, {
     start: { goal: parsed.goal, settings: runSettings(parsed.goal, { maxTrials: 6, seeds: 2, parallel: 2, epochs: 2, trialTimeBudgetS: 90 }, workspace) },
@@ -104,10 +115,14 @@ beforeAll(async () => {
       if (kind === "trialJudged" && count(kind) === 3) {
         chaos.push("nats node");
         void nodes[1]!.stop();
+        // The rest of the budget would go to one long training: a judgement more on the two
+        // nodes left (or a minute) shows the run goes on, and then a person's stop ends it.
+        setTimeout(() => stop(e.runId), 60_000).unref();
       }
+      if (kind === "trialJudged" && count(kind) === 4) stop(e.runId);
     },
   });
-  // The run ends by its budget (its last training takes the time left): past it, say what it waited for.
+  // The run ends by the stop, or by its budget on a machine too loaded for a fourth judgement: past it, say what it waited for.
   if (Date.now() - t0 > 250_000) console.log(`the chaos run took ${((Date.now() - t0) / 1000).toFixed(0)} s:\n${timeline.join("\n")}`);
 }, 900_000);
 
@@ -135,6 +150,7 @@ afterAll(async () => {
 
 it("ends with every trial once, each judged or labelled, and a lineage that lost and doubled nothing", async () => {
   expect(chaos).toEqual(expect.arrayContaining(["lineage-store", "runner 0, for good", "agents", "store, runner 1 and analyst together", "nats node"]));
+  expect(chaos.filter((c) => c.startsWith("stop")), "the stop after the faults").toEqual([]);
   expect(outcome.finished.trials).toBeGreaterThanOrEqual(3);
   const byTrial = (id: string, kind: string) => seen.filter((e) => e.trialId === id && e.body.case === kind && !e.eventId.endsWith(DUPLICATE)).length;
   for (const id of outcome.state.order) {
