@@ -280,6 +280,8 @@ export interface InferenceCostJson {
   device: string;
   batch_1: InferenceTimingJson | null;
   batch_eval: InferenceTimingJson | null;
+  /** A model that trained on a GPU: one example on the host's CPU; null otherwise. */
+  host_cpu_batch_1: InferenceTimingJson | null;
   flops_per_sample: number;
 }
 
@@ -304,6 +306,7 @@ export function inferenceJson(r: EvalResult): InferenceCostJson | null {
     device: r.device?.kind ?? "",
     batch_1: timing((c) => c.batch1),
     batch_eval: timing((c) => c.batchEval),
+    host_cpu_batch_1: timing((c) => c.hostCpuBatch1),
     flops_per_sample: Number(costs[0]!.flopsPerSample),
   };
 }
@@ -652,7 +655,7 @@ function markdownOf(state: RunState, finished: RunFinished, j: Report["json"]): 
     if (cost?.batch_1 && cost.batch_eval) {
       const per = (t: { batch: number; median_ms: number }) => `${(t.median_ms / t.batch).toPrecision(2)} ms an example`;
       out.push(
-        `- Inference on the ${cost.device || "device"} it trained on (median of its seeds, each timed warm beside the others): ${cost.batch_1.median_ms.toPrecision(2)} ms for one example; ${cost.batch_eval.median_ms.toPrecision(3)} ms for a batch of ${cost.batch_eval.batch} (${per(cost.batch_eval)}); ${(cost.flops_per_sample / 1e6).toPrecision(3)} MFLOPs an example${peakText(cost.batch_eval)}`,
+        `- Inference on the ${cost.device || "device"} it trained on (median of its seeds, each timed warm beside the others): ${cost.batch_1.median_ms.toPrecision(2)} ms for one example; ${cost.batch_eval.median_ms.toPrecision(3)} ms for a batch of ${cost.batch_eval.batch} (${per(cost.batch_eval)}); ${(cost.flops_per_sample / 1e6).toPrecision(3)} MFLOPs an example${peakText(cost.batch_eval)}${cost.host_cpu_batch_1 ? `; ${cost.host_cpu_batch_1.median_ms.toPrecision(2)} ms for one example on the host's CPU` : ""}`,
       );
     }
     if (b.weights) out.push(...weightsLines(b.weights));

@@ -565,10 +565,9 @@ def train(spec, split, emit, t0):
 
 def _inference_cost(model, data, acc, amp_dtype, channels_last, eval_batch):
     """What the trained model costs to run where it trained: milliseconds per forward pass of one
-    sample and of an evaluation batch (warm: WARM_PASSES first; the device synchronised around
-    each pass; the median and 90th percentile of up to INFERENCE_REPEATS passes, fewer once
-    INFERENCE_SECONDS have gone), on a GPU the allocator's peak memory over those passes, and the
-    FLOPs of one sample's forward pass. On validation inputs, after
+    sample and of an evaluation batch (_time_passes, the device synchronised around each pass),
+    on a GPU the allocator's peak memory over those passes and one sample's pass on the host's
+    CPU as well, and the FLOPs of one sample's forward pass. On validation inputs, after
     everything else the result holds, so measuring changes none of it."""
     model.eval()
     cost = {}
@@ -576,29 +575,46 @@ def _inference_cost(model, data, acc, amp_dtype, channels_last, eval_batch):
         x = data.batch(data.val[:n])[0]
         if channels_last:
             x = x.contiguous(memory_format=torch.channels_last)
-        times = []
+
+        def forward():
+            with acc.autocast(amp_dtype):
+                model(x)
         with Stage("crash", f"timing the model's inference at batch {n}"), torch.no_grad():
             acc.reset_peak_memory()
-            started = time.monotonic()
-            for i in range(WARM_PASSES + INFERENCE_REPEATS):
-                acc.synchronize()
-                t = time.perf_counter()
-                with acc.autocast(amp_dtype):
-                    model(x)
-                acc.synchronize()
-                if i >= WARM_PASSES:
-                    times.append(1000 * (time.perf_counter() - t))
-                if len(times) >= MIN_REPEATS and time.monotonic() - started > INFERENCE_SECONDS:
-                    break
-        times.sort()
-        cost[key] = {"batch": n, "median_ms": statistics.median(times), "p90_ms": times[int(0.9 * (len(times) - 1))],
-                     "repeats": len(times)}
+            cost[key] = {"batch": n, **_time_passes(forward, acc.synchronize)}
         peak = acc.peak_memory_mb()
         if peak is not None:
             cost[key]["peak_memory_mb"] = peak
-    _, layers = _traced(model, data.batch(data.val[:1])[0], "counting the FLOPs of one sample's forward pass")
+    x = data.batch(data.val[:1])[0]
+    _, layers = _traced(model, x, "counting the FLOPs of one sample's forward pass")
     cost["flops_per_sample"] = sum(layer["flops"] for layer in layers)
+    if acc.cuda:
+        # Where a model trained on a GPU often runs: one sample on the host's CPU (fp32, the job's
+        # threads). The model is not used after this, so it moves rather than being copied.
+        model.to("cpu")
+        x = x.cpu()
+        with Stage("crash", "timing the model's inference on the host's CPU"), torch.no_grad():
+            cost["host_cpu_batch_1"] = {"batch": 1, **_time_passes(lambda: model(x), lambda: None)}
     return cost
+
+
+def _time_passes(run, sync):
+    """Milliseconds per call of `run`, warm (WARM_PASSES first), `sync` before and after each: the
+    median and 90th percentile of up to INFERENCE_REPEATS calls, fewer (at least MIN_REPEATS)
+    once INFERENCE_SECONDS have gone."""
+    times = []
+    started = time.monotonic()
+    for i in range(WARM_PASSES + INFERENCE_REPEATS):
+        sync()
+        t = time.perf_counter()
+        run()
+        sync()
+        if i >= WARM_PASSES:
+            times.append(1000 * (time.perf_counter() - t))
+        if len(times) >= MIN_REPEATS and time.monotonic() - started > INFERENCE_SECONDS:
+            break
+    times.sort()
+    return {"median_ms": statistics.median(times), "p90_ms": times[int(0.9 * (len(times) - 1))], "repeats": len(times)}
 
 
 # Inference timing (_inference_cost): about a second per batch size (warm passes included), what a

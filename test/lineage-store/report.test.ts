@@ -420,6 +420,7 @@ describe("a model's inference cost in the report", () => {
           batch1: { batch: 1, medianMs: 0.5 + seed, p90Ms: 1 + seed, repeats: 30 },
           batchEval: { batch: 256, medianMs: 10 + seed, p90Ms: 12 + seed, repeats: 30, ...(peak !== undefined && { peakMemoryMb: peak }) },
           flopsPerSample: 1_000_000n,
+          ...(device === "cuda" && { hostCpuBatch1: { batch: 1, medianMs: 3 + seed, p90Ms: 4 + seed, repeats: 10 } }),
         },
       })),
     });
@@ -428,6 +429,9 @@ describe("a model's inference cost in the report", () => {
     const gpu = inferenceJson(result("cuda", [80, 96, 88]))!;
     expect(gpu.batch_eval).toEqual({ batch: 256, median_ms: 11, p90_ms: 14, peak_memory_mb: 96, seeds: 3 });
     expect(gpu.batch_1!.peak_memory_mb).toBeNull();
-    expect(inferenceJson(result("cpu", [undefined, undefined]))!.batch_eval!.peak_memory_mb).toBeNull();
+    expect(gpu.host_cpu_batch_1).toEqual({ batch: 1, median_ms: 4, p90_ms: 6, peak_memory_mb: null, seeds: 3 });
+    const cpu = inferenceJson(result("cpu", [undefined, undefined]))!;
+    expect(cpu.batch_eval!.peak_memory_mb).toBeNull();
+    expect(cpu.host_cpu_batch_1).toBeNull();
   });
 });

@@ -55,6 +55,10 @@ def test_timing_inference_synchronises_the_device_around_every_pass(monkeypatch)
         assert gpu.called("reset_peak_memory_stats") == [(0,)] * 2
         for key in ("batch_1", "batch_eval"):
             assert result["inference"][key]["peak_memory_mb"] == 96.0
+        # Trained on a GPU: one sample on the host's CPU as well, where no device is synchronised.
+        host = result["inference"]["host_cpu_batch_1"]
+        assert host["batch"] == 1 and trainer.MIN_REPEATS <= host["repeats"] <= trainer.INFERENCE_REPEATS, host
+        assert 0 < host["median_ms"] <= host["p90_ms"] and "peak_memory_mb" not in host, host
 
 
 def test_a_deterministic_recipe_turns_off_tf32_and_autotuning_stays_off(monkeypatch):

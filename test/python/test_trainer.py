@@ -122,6 +122,7 @@ def test_measures_the_trained_models_inference_only_when_asked_and_changes_nothi
         # A CPU's allocator keeps no peak: none is made up (the GPU's is in test_accel.py).
         assert "peak_memory_mb" not in t, t
     assert cost["flops_per_sample"] > 0
+    assert "host_cpu_batch_1" not in cost  # it trained on the host's CPU: batch_1 says it
     # Timed after everything else: the same metrics, seed for seed.
     assert timed["metrics"] == plain["metrics"]
 

@@ -163,6 +163,9 @@ describe("runner service", () => {
       expect(s.inference!.batch1!.medianMs).toBeGreaterThan(0);
       expect(s.inference!.batchEval!.p90Ms).toBeGreaterThanOrEqual(s.inference!.batchEval!.medianMs);
       expect(s.inference!.flopsPerSample).toBeGreaterThan(0n);
+      // Trained on the CPU: no allocator peak, no second timing on the host's CPU.
+      expect(s.inference!.batchEval!.peakMemoryMb).toBeUndefined();
+      expect(s.inference!.hostCpuBatch1).toBeUndefined();
     }
     expect(trained.seedResults.every((s) => s.inference === undefined)).toBe(true);
 

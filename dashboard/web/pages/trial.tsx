@@ -59,6 +59,7 @@ export function TrialPage({ runId, trialId }: { runId: string; trialId: string }
                     {t.test.inference.batch_1.median_ms.toPrecision(2)} ms for one example · {t.test.inference.batch_eval.median_ms.toPrecision(3)} ms for a batch of{" "}
                     {t.test.inference.batch_eval.batch} · {(t.test.inference.flops_per_sample / 1e6).toPrecision(3)} MFLOPs an example
                     {t.test.inference.batch_eval.peak_memory_mb !== null && ` · at most ${t.test.inference.batch_eval.peak_memory_mb.toPrecision(3)} MiB of GPU memory for the batch`}
+                    {t.test.inference.host_cpu_batch_1 && ` · ${t.test.inference.host_cpu_batch_1.median_ms.toPrecision(2)} ms for one example on the host's CPU`}
                   </dd>
                 </div>
               )}

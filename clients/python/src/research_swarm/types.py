@@ -365,6 +365,8 @@ class InferenceCost(_Json):
     device: str
     batch_1: InferenceTiming | None
     batch_eval: InferenceTiming | None
+    #: A model that trained on a GPU: one example on the host's CPU; None otherwise.
+    host_cpu_batch_1: InferenceTiming | None
     #: One example's forward pass: 2 x the multiply-accumulates of its conv, linear and attention layers.
     flops_per_sample: int
 
