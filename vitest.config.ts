@@ -2,33 +2,37 @@ import { defineConfig } from "vitest/config";
 import { BaseSequencer, type TestSpecification } from "vitest/node";
 
 /**
- * Seconds each long file takes alone on 2 cores (idle, or at a load of 3-5 where measured after
- * the tests' own changes). Most of a swarm test is waiting (start-up, a time budget, JetStream's
- * redelivery): the chaos, swarm and resume tests keep 0.6-0.7 of a core busy, so two files side
- * by side take little longer than the longer of them. The longest start first, so
- * that no long file is left to run alone at the end; the others fill in beside them.
+ * Seconds each long file took in the whole suite from a fresh clone (2 cores, two files at a
+ * time, 2026-11-28; the chaos file since its stop after the faults, alone). Most of a swarm test
+ * is waiting (start-up, a time budget, JetStream's redelivery), so two files side by side take
+ * little longer than the longer of them. The longest start first, so that no long file is left
+ * to run alone at the end; the others fill in beside them.
  */
 const SECONDS: Record<string, number> = {
   "test/cli/resume.test.ts": 147,
-  "test/cli/cli.test.ts": 106,
-  "test/deploy/pack-swarm.test.ts": 83,
-  "test/cli/from.test.ts": 97,
-  "test/cli/language-model.test.ts": 140,
-  "test/cli/open-ended.test.ts": 100,
-  "test/cli/regression.test.ts": 78,
-  "test/cli/serve.test.ts": 50,
-  "test/swarm/swarm.test.ts": 62,
-  "test/chaos/chaos.test.ts": 120, // stopped a judgement after its last fault
-  "test/dashboard/browser.test.ts": 48,
-  "test/swarm/llm-swarm.test.ts": 37,
-  "test/cli/signal.test.ts": 20,
-  "test/runner/runner.test.ts": 32,
-  "test/swarm/interventions.test.ts": 31,
-  "test/swarm/watchdog.test.ts": 110, // three swarms side by side, two of them 90-second runs
-  "test/coder/tools.test.ts": 16,
-  "test/runner/weights.test.ts": 15,
-  "test/swarm/runners.test.ts": 14,
-  "test/bus/resilience.test.ts": 13,
+  "test/swarm/watchdog.test.ts": 112, // three swarms side by side, two of them 90-second runs
+  "test/cli/open-ended.test.ts": 102,
+  "test/chaos/chaos.test.ts": 100, // 82 s alone: stopped a judgement after its last fault
+  "test/swarm/swarm.test.ts": 91,
+  "test/deploy/pack-swarm.test.ts": 88,
+  "test/cli/from.test.ts": 88,
+  "test/dashboard/browser.test.ts": 75,
+  "test/cli/language-model.test.ts": 55,
+  "test/runner/runner.test.ts": 50,
+  "test/cli/cli.test.ts": 45,
+  "test/cli/regression.test.ts": 44,
+  "test/cli/signal.test.ts": 43,
+  "test/cli/serve.test.ts": 41,
+  "test/swarm/llm-swarm.test.ts": 27,
+  "test/coder/tools.test.ts": 25,
+  "test/swarm/interventions.test.ts": 23,
+  "test/cli/llm-edit.test.ts": 20,
+  "test/runner/restart.test.ts": 18,
+  "test/bus/cluster.test.ts": 14,
+  "test/bus/resilience.test.ts": 14,
+  "test/dashboard/pages.test.ts": 12,
+  "test/runner/weights.test.ts": 11,
+  "test/swarm/runners.test.ts": 9,
 };
 
 class LongestFirst extends BaseSequencer {
