@@ -20,6 +20,7 @@ import { Mutation, Surface } from "../../proto/gen/research/v1/common_pb.js";
 import { Decision, Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import type { EventInit } from "../../bus/index.js";
 import { evaluated, RUN, started, state } from "./helpers.js";
+import { lastTrainingDueS } from "../../agents/planner/promises.js";
 
 const FASHION = create(DatasetInfoSchema, { name: "fashion-mnist", inputShape: [1, 28, 28], numClasses: 10, inputDtype: "float32", nTrain: 54000, nVal: 6000 });
 
@@ -368,5 +369,26 @@ describe("a narrowed space (launch --space)", () => {
       expect(outsideSpace(space, p.train), p.hypothesis).toBeUndefined();
       expect(p.model.name).toMatch(/^(vgg-cnn|bn-cnn)/);
     }
+  });
+});
+
+describe("when the last long training is due (promises.ts lastTrainingDueS)", () => {
+  // A 120-s run: exploration's share ends at 40 s; a starting template judged at `judgedS`.
+  const run = (judgedS: number) =>
+    state([
+      started({}, { timeBudgetS: 120 }),
+      {
+        runId: RUN,
+        trialId: "t000",
+        emittedAtMs: 2_000n,
+        body: { case: "trialProposed", value: { hypothesis: "a starting template", mutation: Mutation.TEMPLATE, modelConfigJson: JSON.stringify({ name: "t", layers: [{ type: "flatten" }] }), trainConfigJson: "{}" } },
+      },
+      { ...evaluated("t000", 0.9), emittedAtMs: BigInt(1000 + judgedS * 1000 - 10) },
+      { runId: RUN, trialId: "t000", emittedAtMs: BigInt(1000 + judgedS * 1000), body: { case: "trialJudged", value: { verdict: Verdict.ACCEPT, decision: Decision.ITERATE } } },
+    ]);
+
+  it("is exploration's share of the budget, or the later judgement of a starting template the planner waits for", () => {
+    expect(lastTrainingDueS(run(20))).toBeCloseTo(40, 6);
+    expect(lastTrainingDueS(run(47))).toBeCloseTo(47, 6);
   });
 });
