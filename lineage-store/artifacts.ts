@@ -19,7 +19,7 @@ import { labelName } from "../core/failure.js";
 import { isId } from "../core/ids.js";
 import { SURFACE, type DecisionName, type VerdictName } from "../core/enums.js";
 import type { Failure } from "../proto/gen/research/v1/common_pb.js";
-import { AnalysisSchema, type Event } from "../proto/gen/research/v1/events_pb.js";
+import { AnalysisSchema, type Event, type RunFinished } from "../proto/gen/research/v1/events_pb.js";
 import { EvalResultSchema, SummarizeResponseSchema } from "../proto/gen/research/v1/runner_pb.js";
 import type { RunnerClient } from "../gpu-runner/client.js";
 import type { Logger } from "../core/logger.js";
@@ -201,25 +201,31 @@ export async function writeArtifacts(runDir: string, state: RunState, event: Eve
         ...(v.failure ? { failure: failureJson(v.failure) } : {}),
       };
       await writeFileAtomic(file("results.json"), jsonText(results));
-      return;
+      break;
     }
     case "trialJudged": {
       if (!t?.judged) return;
       const at = Number(event.emittedAtMs) || Date.now();
       await updateRegistry(runDir, registryEntry(state, t, at));
-      if (bestTrial(state)?.id === t.id) await writeCurrentModel(runDir, t);
-      return;
+      if (bestTrial(state)?.id === t.id && !state.runFinished) await writeCurrentModel(runDir, t);
+      break;
     }
-    case "runFinished": {
-      const judgedAtMs = new Map((await readRegistry(runDir)).map((e) => [e.trial_id, Date.parse(e.timestamp)]));
-      const best = state.trials.get(body.value.bestTrialId);
-      // The weights are the finished run's best trial's: the code beside them must be that trial's too.
-      if (best) await writeCurrentModel(runDir, best);
-      const weights = weightsFrom && (await exportBestWeights(runDir, state, body.value, weightsFrom.runners, currentWeightsFile, weightsFrom.log));
-      await writeReport(runDir, state, body.value, { judgedAtMs }, weights);
-      return;
-    }
+    case "runFinished":
+      return writeRunEnd(runDir, state, body.value, weightsFrom);
     default:
       return;
   }
+  // A trial's evaluation or verdict that came after the run's end (the store takes each kind of
+  // event on its own, so one redelivered after a restart can): the report again, with it in.
+  if (state.runFinished) await writeRunEnd(runDir, state, state.runFinished, weightsFrom);
+}
+
+/** The finished run's best model, its weights and its report. */
+async function writeRunEnd(runDir: string, state: RunState, finished: RunFinished, weightsFrom: WeightsSource | undefined): Promise<void> {
+  const judgedAtMs = new Map((await readRegistry(runDir)).map((e) => [e.trial_id, Date.parse(e.timestamp)]));
+  const best = state.trials.get(finished.bestTrialId);
+  // The weights are the finished run's best trial's: the code beside them must be that trial's too.
+  if (best) await writeCurrentModel(runDir, best);
+  const weights = weightsFrom && (await exportBestWeights(runDir, state, finished, weightsFrom.runners, currentWeightsFile, weightsFrom.log));
+  await writeReport(runDir, state, finished, { judgedAtMs }, weights);
 }

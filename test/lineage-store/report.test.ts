@@ -352,6 +352,26 @@ describe("run artifacts and report", () => {
     expect((await readdir(join(dir, "experiments"), { recursive: true })).filter((f) => String(f).endsWith(".tmp"))).toEqual([]);
   });
 
+  it("writes the report again when the best's evaluation and verdict come after the run's end (the store takes each kind on its own)", async () => {
+    const late = await mkdtemp(join(tmpdir(), "artifacts-late-"));
+    try {
+      const best = tid(5);
+      const isLate = (e: Event) => e.trialId === best && (e.body.case === "trialEvaluated" || e.body.case === "trialJudged");
+      const order = [...events.filter((e) => !isLate(e)), ...events.filter(isLate)];
+      expect(order.findIndex((e) => e.body.case === "runFinished")).toBeLessThan(order.findIndex(isLate));
+      const s = emptyRunState(RUN);
+      for (const e of order) {
+        applyToRunState(s, e);
+        await writeArtifacts(late, s, e);
+      }
+      const report = JSON.parse(await readFile(join(late, "report.json"), "utf8")) as { outcome: { best_trial_id: string; best_trial: { val_accuracy: { mean: number } | null } } };
+      expect(report.outcome.best_trial_id).toBe(best);
+      expect(report.outcome.best_trial.val_accuracy?.mean).toBe(0.9235);
+    } finally {
+      await rm(late, { recursive: true, force: true });
+    }
+  });
+
   it("handles empty runs and hostile text", () => {
     const empty = emptyRunState("run-empty");
     const finished = events.at(-1)!.body.value as Parameters<typeof buildReport>[1];
