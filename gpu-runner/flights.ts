@@ -40,6 +40,17 @@ interface Flight<T> {
 /** A day: longer than any run whose messages could still be redelivered (the runner leases' TTL). */
 export const STORED_FOR_MS = 24 * 3600_000;
 
+/** Ids arrive over the wire: a path component that cannot escape its directory, whatever they hold. */
+export const pathComponent = (id: string) => Buffer.from(id).toString("base64url") || "_";
+
+/** Removes what in `dir` was last written more than `maxAgeMs` ago (and what `stale` names), as a store opens. */
+export function pruneOld(dir: string, maxAgeMs: number, stale: (name: string) => boolean = () => false): void {
+  for (const name of readdirSync(dir)) {
+    const path = join(dir, name);
+    if (stale(name) || Date.now() - statSync(path).mtimeMs > maxAgeMs) rmSync(path, { recursive: true, force: true });
+  }
+}
+
 /**
  * Ended flights' answers on disk, one file per key, so that a runner restarted on the same
  * directory answers a redelivered request as the one before it would have: with the stored
@@ -52,15 +63,11 @@ export class FlightStore<T> {
     private readonly maxAgeMs = STORED_FOR_MS,
   ) {
     mkdirSync(dir, { recursive: true });
-    for (const name of readdirSync(dir)) {
-      const path = join(dir, name);
-      if (name.endsWith(".tmp") || Date.now() - statSync(path).mtimeMs > maxAgeMs) rmSync(path, { force: true });
-    }
+    pruneOld(dir, maxAgeMs, (name) => name.endsWith(".tmp"));
   }
 
-  /** Keys arrive over the wire: a file name that cannot escape the directory, whatever they hold. */
   private file(key: string): string {
-    return join(this.dir, `${Buffer.from(key).toString("base64url")}.json`);
+    return join(this.dir, `${pathComponent(key)}.json`);
   }
 
   save(key: string, events: T[]): void {

@@ -16,8 +16,8 @@
  * are kept. The same files leave the runner over its FetchWeights rpc, so a
  * run's folder gets its best model.
  */
-import { existsSync, mkdirSync, readdirSync, rmSync, statSync } from "node:fs";
-import { STORED_FOR_MS } from "./flights.js";
+import { existsSync, mkdirSync, readdirSync, rmSync } from "node:fs";
+import { pathComponent, pruneOld, STORED_FOR_MS } from "./flights.js";
 import { open, type FileHandle } from "node:fs/promises";
 import { join } from "node:path";
 import { outranks, type Standing } from "../core/ranking.js";
@@ -32,24 +32,17 @@ const KEPT_RUNS = 16;
 /** Bytes per streamed chunk: a quarter of gRPC's default 4 MB message limit, which foreign clients keep. */
 export const CHUNK_BYTES = 1 << 20;
 
-/** Ids arrive over the wire: a path component that cannot escape the root, whatever they hold. */
-const component = (id: string) => Buffer.from(id).toString("base64url") || "_";
-
 export class WeightStore {
   /** run -> trial -> its standing, in the order runs first kept something. */
   private readonly runs = new Map<string, Map<string, Standing>>();
 
   constructor(private readonly root: string) {
     // A runner's state directory keeps them across restarts: a run untouched for a day is over.
-    if (!existsSync(root)) return;
-    for (const run of readdirSync(root)) {
-      const dir = join(root, run);
-      if (Date.now() - statSync(dir).mtimeMs > STORED_FOR_MS) rmSync(dir, { recursive: true, force: true });
-    }
+    if (existsSync(root)) pruneOld(root, STORED_FOR_MS);
   }
 
   private dir(runId: string, trialId: string): string {
-    return join(this.root, component(runId), component(trialId));
+    return join(this.root, pathComponent(runId), pathComponent(trialId));
   }
 
   /** Where seed `seed` of a trial's weights are written (the worker moves them there) and read from. */
@@ -114,7 +107,7 @@ export class WeightStore {
       this.runs.set(runId, (trials = new Map()));
       for (const old of [...this.runs.keys()].slice(0, Math.max(0, this.runs.size - KEPT_RUNS))) {
         this.runs.delete(old);
-        rmSync(join(this.root, component(old)), { recursive: true, force: true });
+        rmSync(join(this.root, pathComponent(old)), { recursive: true, force: true });
       }
     }
     trials.set(trialId, standing);
