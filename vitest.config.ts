@@ -11,7 +11,7 @@ import { BaseSequencer, type TestSpecification } from "vitest/node";
 const SECONDS: Record<string, number> = {
   "test/cli/resume.test.ts": 147,
   "test/swarm/watchdog.test.ts": 112, // three swarms side by side, two of them 90-second runs
-  "test/cli/open-ended.test.ts": 102,
+  "test/cli/open-ended.test.ts": 165,
   "test/chaos/chaos.test.ts": 100, // 82 s alone: stopped a judgement after its last fault
   "test/swarm/swarm.test.ts": 91,
   "test/deploy/pack-swarm.test.ts": 88,

@@ -1,6 +1,6 @@
 /**
  * An open-ended run on real data, launched as a user launches it: the first 15,000 training images
- * of Fashion-MNIST, "the best model you can in 2 minutes" (probes on the CPU's 10k slice of the
+ * of Fashion-MNIST, "the best model you can in 3 minutes" (probes on the CPU's 10k slice of the
  * 13,500 the runner trains on, so the full split is where claims are made, as on the whole set). Read back from the run's stored events
  * (the lineage on disk): the run trained its last long training on the full training split with
  * the run's seeds, started by the end of exploration, and the report's best is that multi-seed
@@ -19,13 +19,16 @@ import { runPromiseBreaks } from "../../agents/planner/promises.js";
 
 const { NODE_CHANNEL_FD: _ipc, ...inherited } = process.env;
 const env = { ...inherited, LOG_LEVEL: "warn", EMBEDDER: "hashing" };
-const BUDGET_S = 120;
+// 3 minutes, not 2: under the whole suite's load a 2-minute run's slow first template (the
+// 170k-parameter vgg-cnn) was judged so late that no last training fit the time left, and the
+// planner rightly proposed none (2 of 4 fresh suites on 2026-11-28).
+const BUDGET_S = 180;
 
 describe("an open-ended run on a slice of Fashion-MNIST", () => {
   it("ends with its best config trained last, on the full split with the run's seeds, and reports that trial as its best", async () => {
     const workspace = mkdtempSync(join(tmpdir(), "open-ended-"));
     const data = fashionSlice(15_000, 2000);
-    const r = await run("./research-agent", ["launch", "--goal", "fashion-mnist: best model you can in 2 minutes", "--data-dir", data, "--workspace", workspace, "--json"], { env, timeout: 400_000 });
+    const r = await run("./research-agent", ["launch", "--goal", "fashion-mnist: best model you can in 3 minutes", "--data-dir", data, "--workspace", workspace, "--json"], { env, timeout: 400_000 });
     expect(r.status, r.stderr.slice(-2000)).toBe(0);
     const summary = summaryOf(r.stdout);
     expect(summary.status).toBe("completed");
@@ -48,5 +51,5 @@ describe("an open-ended run on a slice of Fashion-MNIST", () => {
     expect(best.num_seeds).toBeGreaterThanOrEqual(3);
     expect(summary.best_trial?.trial_id).toBe(last!.id);
     expect(summary.best_trial?.test_accuracy).toBeGreaterThan(0.7);
-  });
+  }, 420_000);
 });
