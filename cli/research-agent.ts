@@ -40,6 +40,14 @@ function exitOn(err: unknown): never {
 }
 process.on("uncaughtException", exitOn);
 process.on("unhandledRejection", exitOn);
+// A console that went away (its terminal closed, `| head` done reading) fails every later write
+// with EPIPE, an uncaught error that would end a launch at once, its swarm not stopped and its
+// report not written: the run goes on without a console, as under nohup.
+for (const stream of [process.stdout, process.stderr]) {
+  stream.on("error", (err: NodeJS.ErrnoException) => {
+    if (err.code !== "EPIPE") exitOn(err);
+  });
+}
 
 const [verb, ...verbArgs] = process.argv.slice(2);
 try {

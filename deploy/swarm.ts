@@ -123,6 +123,18 @@ export async function startSwarm(opts: SwarmOptions): Promise<Swarm> {
     nats = await startNatsServer({ dataDir: join(workspace, "nats"), binary: opts.natsServer, secrets });
     natsUrl = nats.url;
   }
+  // However this process ends (an uncaught error exits without awaiting `stop`), its nats-server
+  // goes with it: the agents end with their parent (core/process.ts), the server, in a process
+  // group of its own, would not.
+  const natsPid = nats?.pid;
+  const killNats = () => {
+    try {
+      if (natsPid) process.kill(natsPid, "SIGKILL");
+    } catch {
+      // already gone
+    }
+  };
+  if (natsPid) process.once("exit", killNats);
   const supervisor = new Supervisor(join(workspace, "logs"), log, opts.onRestart);
   const runnerAddress = opts.runnerAddress ?? `127.0.0.1:${await freePort()}`;
   // Children inherit the launcher's environment (LOG_LEVEL, OPENAI_API_KEY, ...); these are
@@ -158,6 +170,7 @@ export async function startSwarm(opts: SwarmOptions): Promise<Swarm> {
     runner.close();
     await bus.close();
     await nats?.stop();
+    process.off("exit", killNats);
   };
   let runnerHealth: HealthResponse;
   try {
