@@ -15,7 +15,8 @@ import { runSettings } from "../deploy/settings.js";
 import type { RunOutcome, Swarm } from "../deploy/swarm.js";
 import { parseDevice } from "../gpu-runner/device.js";
 import { SearchSpaceSchema, type Goal, type StartingPoint } from "../proto/gen/research/v1/events_pb.js";
-import { Task, type DatasetInfo } from "../proto/gen/research/v1/runner_pb.js";
+import type { DatasetInfo } from "../proto/gen/research/v1/runner_pb.js";
+import { learningOf } from "../core/learning/index.js";
 import { datasetSpec } from "../swarm/dataset-info.js";
 import { argumentDefault, decodeText, searchableArguments } from "../core/model-config.js";
 import { parseRunDocument, type RunDocumentFields } from "../core/run-document.js";
@@ -318,9 +319,7 @@ export async function startSwarmFor(a: RunArgs, flags: PreparedSwarm, dataRoots:
 export async function datasetProblem(swarm: Swarm, run: Pick<PreparedRun, "start" | "space">, goal: Goal, say: (line: string) => void): Promise<string | undefined> {
   const info = await swarm.runner.describe({ dataset: datasetSpec(goal) });
   if (info.failure) return `dataset ${goal.dataset}: ${info.failure.message}`;
-  const target =
-    info.task === Task.REGRESSION ? "a numeric target" : info.task === Task.LANGUAGE_MODELLING ? `next-byte prediction over ${info.vocabSize} byte values` : `${info.numClasses} classes`;
-  say(`dataset ${goal.dataset}: ${info.nTrain} train / ${info.nVal} val / ${info.nTest} test, input ${JSON.stringify(info.inputShape)}, ${target}`);
+  say(`dataset ${goal.dataset}: ${info.nTrain} train / ${info.nVal} val / ${info.nTest} test, input ${JSON.stringify(info.inputShape)}, ${learningOf(info.task).describeTarget(info)}`);
   if (!run.start) return familyProblem(swarm, run.space, info) ?? templateProblem(swarm, goal, info, run.space?.families);
   const problem = await startProblem(run.start, goal, info, swarm.runner);
   if (!problem && run.start.point.modelCode) say(startLine(run.start.point, info));

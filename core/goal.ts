@@ -151,7 +151,7 @@ const UNIT_METRIC = new RegExp(String.raw`\b${UNIT_METRIC_WORDS}(?![\w^²])`, "g
 
 /** A target in the metric's units as a goal states it: "rmse below 55", "r2 above 0.5", "bits_per_byte below 2". */
 function targetExample(o: Objective): string {
-  return `${o.metric} ${o.higherIsBetter ? "above 0.5" : o.task === "language_modelling" ? "below 2" : "below 55"}`;
+  return `${o.metric} ${o.example}`;
 }
 
 function unitMetric(word: string): MetricName {

@@ -9,29 +9,20 @@
 import { Metric, MetricSchema, type MetricStats } from "../proto/gen/research/v1/runner_pb.js";
 import { closedSet, type TaskName } from "./enums.js";
 import { gainPp, pct } from "./format.js";
+import { LEARNINGS } from "./learning/index.js";
+import type { MetricFacts, MetricRange } from "./learning/learning.js";
 
 export const METRIC = closedSet<typeof Metric>(MetricSchema);
 export type MetricName = (typeof METRIC.names)[number];
 
-interface MetricFacts {
-  /** The datasets it scores. */
-  task: TaskName;
-  higherIsBetter: boolean;
-  /** A share of examples, shown as a percentage (its interval counts the finite validation set). */
-  proportion: boolean;
-  /** For people: "RMSE", "accuracy". */
-  label: string;
-}
-
-const FACTS: Record<MetricName, MetricFacts> = {
-  accuracy: { task: "classification", higherIsBetter: true, proportion: true, label: "accuracy" },
-  rmse: { task: "regression", higherIsBetter: false, proportion: false, label: "RMSE" },
-  mae: { task: "regression", higherIsBetter: false, proportion: false, label: "MAE" },
-  r2: { task: "regression", higherIsBetter: true, proportion: false, label: "R²" },
-  bits_per_byte: { task: "language_modelling", higherIsBetter: false, proportion: false, label: "bits per byte" },
-};
+/** A metric's facts (core/learning/: each task's module declares the metrics its goals decide on), and the task it scores. */
+const FACTS = Object.fromEntries(
+  Object.values(LEARNINGS).flatMap((l) => Object.entries(l.metrics).map(([metric, facts]) => [metric, { ...facts, task: l.name }])),
+) as Record<MetricName, MetricFacts & { task: TaskName }>;
 
 export interface Objective extends MetricFacts {
+  /** The datasets it scores. */
+  task: TaskName;
   metric: MetricName;
   /** The validation metric's key among a result's metrics: val_accuracy, val_rmse, ... */
   key: `val_${MetricName}`;
@@ -48,30 +39,14 @@ export function objectiveNamed(name: MetricName): Objective {
 
 export const ACCURACY = objective(Metric.ACCURACY);
 
-/** Where a reported number can lie: a share in [0, 1], an error or loss that is never negative, or any real (R² of a bad model is below 0). */
-export type MetricRange = "unit" | "non_negative" | "real";
-
 /**
  * Every number a trial's results report (the referee's scores and the trainer's running ones),
- * by its name without the split: an interval past the range says nothing more, and
- * gpu-runner/stats.ts clips it there. A metric missing here is not clipped; the test beside
- * stats.ts scores with the worker's own code and fails on any name this table lacks.
+ * by its name without the split, from each task's table (core/learning/): an interval past the
+ * range says nothing more, and gpu-runner/stats.ts clips it there. A metric missing there is not
+ * clipped; the test beside stats.ts scores with the worker's own code and fails on any name the
+ * tables lack.
  */
-const RANGES = {
-  accuracy: "unit",
-  f1_macro: "unit",
-  f1_weighted: "unit",
-  precision_macro: "unit",
-  recall_macro: "unit",
-  roc_auc: "unit",
-  pr_auc: "unit",
-  loss: "non_negative",
-  rmse: "non_negative",
-  mae: "non_negative",
-  r2: "real",
-  bits_per_byte: "non_negative",
-  perplexity: "non_negative",
-} as const satisfies Record<string, MetricRange> & Record<MetricName, MetricRange>;
+const RANGES: Readonly<Record<string, MetricRange>> = Object.assign({}, ...Object.values(LEARNINGS).map((l) => l.ranges));
 
 /** The range of a reported metric by its key (`val_accuracy`, `test_rmse`, `train_loss`); undefined for a name the table lacks. */
 export function metricRange(key: string): MetricRange | undefined {

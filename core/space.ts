@@ -20,7 +20,8 @@ import { bool, nonNegInt, posInt } from "./zod-fields.js";
 import type { SearchDevice } from "./defaults.js";
 import { OPTIMIZER, SCHEDULE, type OptimizerName, type SurfaceName } from "./enums.js";
 import type { SearchSpace, SearchSpaceSchema } from "../proto/gen/research/v1/events_pb.js";
-import { Task, type DatasetInfo } from "../proto/gen/research/v1/runner_pb.js";
+import type { DatasetInfo } from "../proto/gen/research/v1/runner_pb.js";
+import { learningOf } from "./learning/index.js";
 
 
 type Kind = "float" | "int" | "bool" | "choice";
@@ -54,10 +55,11 @@ interface Row {
   draw?: { log?: boolean; low: number; high: number; int?: boolean } | { values: (device: SearchDevice, info: DatasetInfo) => readonly DimValue[] };
 }
 
-/** Classification: the task of every dataset before regression (unspecified) and since. */
-export const hasClasses = (info: DatasetInfo) => info.task !== Task.REGRESSION && info.task !== Task.LANGUAGE_MODELLING;
+/** Examples with classes (core/learning/): the task of every dataset before regression (unspecified) and since. */
+export const hasClasses = (info: DatasetInfo) => learningOf(info.task).classes;
 export const isImage = (info: DatasetInfo) => info.inputShape.length === 3 && info.inputDtype !== "int64";
-const isCorpus = (info: DatasetInfo) => info.task === Task.LANGUAGE_MODELLING;
+/** Examples are windows of a corpus, predicted at every position (a language model's). */
+const isCorpus = (info: DatasetInfo) => learningOf(info.task).perPosition;
 
 /**
  * The runner's learning rate for a request without one: plain SGD needs a far larger

@@ -14,6 +14,7 @@ import { create, fromJson, toJsonString, type JsonValue, type MessageInitShape }
 import { join } from "node:path";
 import { standingOf } from "../core/ranking.js";
 import { utility, type Objective } from "../core/objective.js";
+import { learningOf } from "../core/learning/index.js";
 import { TASK } from "../core/enums.js";
 import { AsyncQueue } from "../core/async-queue.js";
 import { ResearchError } from "../core/failure.js";
@@ -201,8 +202,8 @@ export class Evaluator {
     const runSeed = async (seed: number): Promise<SeedResult> => {
       const split = await prepared;
       // Epochs are scored in order, each as it arrives; the result waits for the last.
-      // Accuracy is classification's alone; val_metric is the request's metric, whichever it is.
-      const valCurve: Record<string, number[]> = { val_loss: [], val_metric: [], ...(goal.task === "classification" && { val_accuracy: [] }) };
+      // Accuracy is a classifier's alone; val_metric is the request's metric, whichever it is.
+      const valCurve: Record<string, number[]> = { val_loss: [], val_metric: [], ...(learningOf(goal.task).classes && { val_accuracy: [] }) };
       let scored = Promise.resolve();
       const onEvent = (e: WorkerEvent) => {
         if (e.kind !== "epoch") return;

@@ -8,7 +8,8 @@
  */
 import { resolve, sep } from "node:path";
 import { DEFAULT_SEEDS } from "../core/defaults.js";
-import { SCRIPT_LANGUAGE, TASK } from "../core/enums.js";
+import { SCRIPT_LANGUAGE } from "../core/enums.js";
+import { learningOf } from "../core/learning/index.js";
 import { trainConfigOfRecipe } from "../core/recipe.js";
 import { ResearchError } from "../core/failure.js";
 import { InputDtypeSchema } from "../core/model-config.js";
@@ -113,7 +114,7 @@ function checkDataset(d: DatasetSpec | undefined, dataRoots: string[], issues: I
     num_classes: d?.numClasses ?? 0,
     difficulty: d?.difficulty ?? 0,
     test_subset: d?.testSubset ?? 0,
-    task: TASK.name(d?.task ?? Task.UNSPECIFIED) ?? "classification",
+    task: learningOf(d?.task ?? Task.UNSPECIFIED).name,
   };
 }
 
@@ -198,7 +199,7 @@ export function planSummary(req: SummarizeRequest) {
     input_shape: req.inputShape,
     input_dtype: dtype,
     num_classes: req.numClasses,
-    task: TASK.name(req.task) ?? "classification",
+    task: learningOf(req.task).name,
     // Absent: the worker's default, the text loader's hashing vocabulary.
     ...(req.vocabSize && { vocab_size: req.vocabSize }),
   };

@@ -5,6 +5,7 @@ import type { RunnerClient } from "../gpu-runner/client.js";
 import type { Goal } from "../proto/gen/research/v1/events_pb.js";
 import { Task, type DatasetInfo } from "../proto/gen/research/v1/runner_pb.js";
 import { objective } from "../core/objective.js";
+import { learningOf } from "../core/learning/index.js";
 import { TASK } from "../core/enums.js";
 
 const cache = new Map<string, Promise<DatasetInfo>>();
@@ -15,10 +16,9 @@ export function datasetSpec(goal: Goal | undefined) {
   return { name: goal?.dataset ?? "", dataDir: goal?.dataDir ?? "", targetColumn: goal?.targetColumn ?? "", task };
 }
 
-/** The model's output width: one logit per class, one value for a regression, or, at each position, one per byte value. */
+/** The model's output width, by its task (core/learning/): one logit per class, one value for a regression, or, at each position, one per byte value. */
 export function outputWidth(info: DatasetInfo): number {
-  if (info.task === Task.LANGUAGE_MODELLING) return info.vocabSize;
-  return info.task === Task.REGRESSION ? 1 : info.numClasses;
+  return learningOf(info.task).outputWidth(info);
 }
 
 /** What the compiler takes from the dataset: the planner counts a candidate's parameters and the coder builds the trial with the same. */
@@ -28,7 +28,7 @@ export function compileOptions(info: DatasetInfo): CompileOptions {
     numClasses: outputWidth(info),
     inputDtype: info.inputDtype === "int64" ? "int64" : "float32",
     vocabSize: info.vocabSize || undefined,
-    perPosition: info.task === Task.LANGUAGE_MODELLING,
+    perPosition: learningOf(info.task).perPosition,
   };
 }
 

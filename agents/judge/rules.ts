@@ -13,12 +13,8 @@ import { Decision, RunEnd, RunStatus, TrialJudgedSchema, Verdict, type TrialJudg
 import { baselineTrial, bestTrial, doneBy, inFlight, isClaimingPromotion, longTrainingInFlight, patienceOf, plateau, PLATEAU_DELTA, scoreOf, slowestSeedSeconds, valMetricOf, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { formatMetric, pessimisticBound, reaches, utility } from "../../core/objective.js";
 import { budgetPlan, nothingFits } from "../../swarm/budget.js";
+import { learningOf } from "../../core/learning/index.js";
 
-// A trial that learns next to nothing is not worth building on: a classifier within 10 points of
-// chance, or a regression no better than predicting the mean (R² at or below 0).
-const GATE_ABOVE_CHANCE = 0.1;
-/** A language model that guesses every byte value alike scores log2(256) bits per byte. */
-const UNIFORM_BITS_PER_BYTE = 8;
 // Time over the per-trial budget tolerated before a trial is called illegal (process start, transfer).
 const TRIAL_TIME_SLACK = 1.25;
 
@@ -39,27 +35,10 @@ export function legality(state: RunState, t: TrialState): string | undefined {
   return undefined;
 }
 
-/** Why a trial is no better than a guess, by the run's task; undefined when it is better. */
-function gateMiss(state: RunState, t: TrialState): { message: string; reason: string } | undefined {
-  const agg = t.evaluated?.result?.aggregated;
-  switch (state.objective.task) {
-    case "regression": {
-      const r2 = agg?.val_r2?.mean ?? 0;
-      if (r2 > 0) return undefined;
-      return { message: `mean validation R² ${r2.toFixed(3)} is no better than predicting the mean target (0)`, reason: "no better than the mean" };
-    }
-    case "language_modelling": {
-      const bits = agg?.val_bits_per_byte?.mean ?? Number.POSITIVE_INFINITY;
-      if (bits < UNIFORM_BITS_PER_BYTE) return undefined;
-      return { message: `mean validation bits per byte ${bits.toFixed(3)} is no better than a uniform guess over 256 byte values (8)`, reason: "no better than a uniform guess" };
-    }
-    default: {
-      const mean = agg?.val_accuracy?.mean ?? 0;
-      const gate = 1 / (t.evaluated?.result?.numClasses || 10) + GATE_ABOVE_CHANCE;
-      if (mean >= gate) return undefined;
-      return { message: `mean validation accuracy ${mean.toFixed(3)} is below the gate ${gate.toFixed(3)}`, reason: "below the accuracy gate" };
-    }
-  }
+/** Why a trial is no better than a guess, by the run's task's gate (core/learning/); undefined when it is better. */
+function gateMiss(state: RunState, t: TrialState) {
+  const result = t.evaluated?.result;
+  return learningOf(state.objective.task).gateMiss(result?.aggregated ?? {}, result?.numClasses ?? 0);
 }
 
 function verdictOf(state: RunState, t: TrialState) {

@@ -23,7 +23,8 @@ import { SURFACE, type MutationName, type OptimizerName, type SurfaceName as Sur
 import { isCodeModel, type TrainConfigInput, type TrialModelInput } from "../../core/model-config.js";
 import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import { trialId } from "../../core/ids.js";
-import { Task, type DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
+import type { DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
+import { learningOf } from "../../core/learning/index.js";
 import { isBaseline, isPromotion, rungOf, scoreOf, scoreText, type HandProposal, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { FLIP_SAFE, lrForBatch, MUTATIONS, type EditEnv, type Genome, type Mutation } from "./mutations.js";
 import type { Template } from "../../core/tasks/task.js";
@@ -113,7 +114,8 @@ function startingTrain(input: PlanInput, template?: Template): TrainConfigInput 
   const s = input.state.settings;
   const d = SEARCH_DEFAULTS[input.device ?? "cpu"];
   const total = input.info.nTrain + input.info.nVal;
-  const slice = input.info.task === Task.LANGUAGE_MODELLING ? d.corpusRows : d.subset;
+  // A corpus probes on rows of windows, other data on examples.
+  const slice = learningOf(input.info.task).perPosition ? d.corpusRows : d.subset;
   // A set barely larger than the slice is not worth slicing.
   const subset = s?.subset || (slice && total > 1.2 * slice ? slice : 0);
   const recipe: TrainConfigInput = { optimizer: "adam", lr: 2e-3, ...template?.recipe };

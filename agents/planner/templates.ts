@@ -14,7 +14,8 @@ import type { SearchDevice } from "../../core/defaults.js";
 import type { ModelConfigInput } from "../../core/model-config.js";
 import { taskFor } from "../../core/tasks/index.js";
 import type { Template } from "../../core/tasks/task.js";
-import { Task, type DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
+import type { DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
+import { learningOf } from "../../core/learning/index.js";
 
 export type LayerIn = ModelConfigInput["layers"][number];
 type Layer = LayerIn;
@@ -274,7 +275,7 @@ const LANGUAGE: Template[] = [
 export function templatesFor(info: DatasetInfo, device: SearchDevice = "cpu"): Template[] {
   const task = taskFor(info.name);
   if (task) return task.templates(info, device);
-  if (info.task === Task.LANGUAGE_MODELLING) return LANGUAGE;
+  if (learningOf(info.task).perPosition) return LANGUAGE;
   if (info.inputDtype === "int64") return TEXT;
   if (info.inputShape.length !== 3) return TABULAR;
   return device === "cuda" ? [RESNET9, ...IMAGE] : IMAGE;

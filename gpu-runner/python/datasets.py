@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+import learning
 from failures import TaskFailure
 
 TEXT_VOCAB = 1 << 14
@@ -64,7 +65,7 @@ def columns_text(header, limit=None):
 
 
 # The proto enum Task by snake_case name (test/core/closed-sets.test.ts holds the two together).
-TASKS = ("classification", "regression", "language_modelling")
+TASKS = learning.NAMES
 
 
 @dataclass
@@ -93,9 +94,7 @@ class Raw:
     def prediction_width(self):
         """Numbers a job predicts per example: a probability per class, one value, or per position the
         log-probability of the byte that comes next."""
-        if self.task == "language_modelling":
-            return self.x_train.shape[1] - 1
-        return 1 if self.task == "regression" else len(self.class_names)
+        return learning.of(self.task).prediction_width(self)
 
     @property
     def nbytes(self):
@@ -114,7 +113,7 @@ class Split:
         raw = self.raw
         return {
             "kind": "dataset", "name": raw.name, "task": raw.task,
-            "input_shape": [raw.prediction_width] if raw.task == "language_modelling" else list(raw.x_train.shape[1:]),
+            "input_shape": learning.of(raw.task).input_shape(raw),
             "num_classes": len(raw.class_names), "class_names": list(raw.class_names),
             "input_dtype": raw.input_dtype, "vocab_size": raw.vocab_size,
             "n_train": int(len(self.train)), "n_val": int(len(self.val)), "n_test": int(len(self.test)),
@@ -139,10 +138,7 @@ def load(spec):
         raw = loader(spec)
         if raw.task != spec["task"]:
             raise _invalid(f"{spec['name']} is a {raw.task} dataset, not {spec['task']}: "
-                           + ("its goal needs a regression metric (rmse, mae or r2)" if raw.task == "regression" else
-                              "a regression goal needs a numeric target (a csv target column, or diabetes)"
-                              if spec["task"] == "regression" else
-                              "bits per byte needs a text corpus (text:FILE.txt or a folder of .txt files)"))
+                           + (learning.of(raw.task).asked_otherwise or learning.of(spec["task"]).needs))
         return raw
     except TaskFailure:
         raise
@@ -173,8 +169,7 @@ def split(raw, spec):
     pool = np.arange(len(raw.y_train))
     if 0 < spec["subset"] < len(pool):
         pool, _ = _stratified_take(raw.y_train, pool, spec["subset"], rng)
-    n_val = val_count(len(pool), spec["val_fraction"],
-                      raw.prediction_width if raw.task == "language_modelling" else 1)
+    n_val = val_count(len(pool), spec["val_fraction"], learning.of(raw.task).targets_per_example(raw))
     if n_val >= len(pool):
         raise _invalid(f"{spec['name']}: {len(pool)} training samples leave none for training after "
                        f"a validation fraction of {spec['val_fraction']:g}")

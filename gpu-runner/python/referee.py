@@ -24,6 +24,7 @@ import traceback
 from collections import OrderedDict
 
 import datasets
+import learning
 import metrics
 import specs
 from failures import TaskFailure, tail
@@ -77,13 +78,7 @@ class Referee:
         except ValueError as exc:
             # A job's predictions are the model's output: a wrong shape is its failure.
             raise TaskFailure("crash", str(exc)) from exc
-        full = bool(spec.get("full"))
-        if raw.task == "language_modelling":
-            scores = metrics.score_text(decoded, part, full)
-        elif raw.task == "regression":
-            scores = metrics.score_regression(y, decoded, part, full)
-        else:
-            scores = metrics.score(y, decoded, width, part, full)
+        scores = learning.of(raw.task).score(y, decoded, width, part, bool(spec.get("full")))
         return {"kind": "scores", "examples": len(y), **scores}
 
     def answer(self, message):

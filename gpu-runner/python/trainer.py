@@ -10,9 +10,9 @@ units) on those splits, after each epoch and at the end, and the referee
 (referee.py) scores them. Training loss and accuracy are measured here, so a
 model could misreport them; nothing decides on them.
 
-A regression model has one output, trained with the mean squared error of
-targets standardised over the training split (so one learning rate suits a
-target in any units); its predictions go back in the target's own units.
+What differs by task (the targets as learnt, the batches, the output's shape,
+the loss, the predictions the referee scores) is the task's learning
+(learning/): the loop here names no task.
 """
 
 import contextlib
@@ -31,7 +31,6 @@ import types
 import numpy as np
 import torch
 import torch.nn as nn
-import torch.nn.functional as F
 
 try:
     # torch 2.x optimizers import torch._dynamo at their first step: 4-6 s in every job on a GPU
@@ -43,18 +42,13 @@ except ImportError:  # torch 1.x has none
 
 import accel
 import augment
+import learning
 import metrics
 import policy
 from datasets import feature_stats
 from failures import Stage, TaskFailure, classify, tail
 
 MODEL_FILE = "model.py"
-# The validation curve (val_loss, val_accuracy or val_rmse) is the referee's: the runner adds it.
-CURVE_KEYS = ("train_loss", "train_accuracy", "lr")
-REGRESSION_CURVE_KEYS = ("train_loss", "lr")
-# Bytes of text a trained language model writes for the report, and how freely it picks them.
-SAMPLE_BYTES = 300
-SAMPLE_TEMPERATURE = 0.8
 
 
 def _seed_everything(seed):
@@ -114,24 +108,16 @@ class _Data:
 
     def __init__(self, split, y_train, context):
         raw = split.raw
+        self.learning = learning.of(raw.task)
         self.is_text = raw.vocab_size > 0
         self.is_image = raw.x_train.ndim == 4
-        self.regression = raw.task == "regression"
-        self.lm = raw.task == "language_modelling"
         self.num_classes = len(raw.class_names)
         self.vocab_size = raw.vocab_size
-        # A language model reads `context` bytes at once; each row of the corpus holds
-        # `windows` of them, and an epoch draws each row that many times.
-        self.context = (context or raw.prediction_width) if self.lm else 0
-        if self.lm and raw.prediction_width % self.context:
-            raise TaskFailure("invalid_config", f"recipe.context = {context} must divide the corpus rows of "
-                              f"{raw.prediction_width} bytes (a power of two up to {raw.prediction_width})")
-        self.windows = raw.prediction_width // self.context if self.lm else 1
+        # What a task may change (learning/): the examples an epoch draws from each row (a
+        # language model's windows of `context` bytes), and the targets' standardisation.
+        self.context, self.windows = 0, 1
         self.target_mean, self.target_std = 0.0, 1.0
-        if self.regression:
-            known = y_train[split.train]
-            self.target_mean, self.target_std = float(known.mean()), float(known.std()) or 1.0
-            y_train = ((y_train - self.target_mean) / self.target_std).astype(np.float32)
+        y_train = self.learning.prepare(self, y_train, split, context)
         self.x_train = torch.from_numpy(raw.x_train)
         self.y_train = torch.from_numpy(y_train)
         self.x_test = torch.from_numpy(raw.x_test)
@@ -154,25 +140,11 @@ class _Data:
         return x.long() if self.is_text else (x.float() - self.mean) / self.std
 
     def batch(self, idx):
-        """Inputs and targets of training examples; for a language model, a window of each row at a
-        random offset, its bytes as inputs and the bytes after them as targets."""
-        if not self.lm:
-            return self.inputs(self.x_train[idx]), self.y_train[idx]
-        rows = self.x_train[idx]
-        offsets = torch.randint(0, rows.shape[1] - self.context, (len(idx), 1), device=rows.device)
-        windows = rows.gather(1, offsets + torch.arange(self.context + 1, device=rows.device)).long()
-        return windows[:, :-1], windows[:, 1:]
-
-    def output_shape(self, batch):
-        """The shape a model's output must have for `batch` examples, and what its dimensions mean."""
-        if self.lm:
-            return [batch, self.context, self.vocab_size], "(batch, length, 256): a score per byte value at each position"
-        if self.regression:
-            return [batch, 1], "(batch, 1): one value per example for a regression"
-        return [batch, self.num_classes], "(batch, num_classes)"
+        """Inputs and targets of the training examples `idx`, as the task draws them."""
+        return self.learning.batch(self, idx)
 
     def check_output(self, out, batch, where):
-        _check_output(out, *self.output_shape(batch), where)
+        _check_output(out, *self.learning.output_shape(self, batch), where)
 
 
 class _Schedule:
@@ -303,75 +275,23 @@ def _channels_last(model, probe):
 
 
 def _predict(model, data, x_all, idx, batch_size, acc, amp_dtype, channels_last, what):
-    """The model's predictions on x_all[idx] as the referee takes them (metrics.encode)."""
-    if data.lm:
-        return _predict_text(model, data, x_all, idx, batch_size, acc, amp_dtype, what)
+    """The model's predictions on x_all[idx] as the referee takes them (metrics.encode): the task's
+    own (learning/), or its encoding of the model's outputs on batches of the examples."""
+    def forward(x):
+        if channels_last:
+            x = x.contiguous(memory_format=torch.channels_last)
+        with acc.autocast(amp_dtype):
+            return model(x).float()
+
+    own = data.learning.predict(model, data, x_all, idx, batch_size, forward, what)
+    if own is not None:
+        return own
     model.eval()
-    outputs = []
     with Stage("crash", what), torch.no_grad():
-        for chunk in idx.split(batch_size):
-            x = data.inputs(x_all[chunk])
-            if channels_last:
-                x = x.contiguous(memory_format=torch.channels_last)
-            with acc.autocast(amp_dtype):
-                outputs.append(model(x).float())
-        logits = torch.cat(outputs)
+        logits = torch.cat([forward(data.inputs(x_all[chunk])) for chunk in idx.split(batch_size)])
     if not torch.isfinite(logits).all():
         raise TaskFailure("nan_loss", f"{what}: the model's outputs are not all finite")
-    if data.regression:
-        return metrics.encode((logits * data.target_std + data.target_mean).cpu().numpy())
-    return metrics.encode(F.log_softmax(logits, 1).cpu().numpy())
-
-
-def _predict_text(model, data, x_all, idx, batch_size, acc, amp_dtype, what):
-    """Per row, the log-probability the model gives each next byte, reading the row in windows of
-    its context that start afresh, so every context scores the same 256 targets per row.
-
-    The targets are the inputs shifted by one: a language model's labels cannot be kept from
-    the sandbox, so this log-softmax and gather are the trainer's, and the causality probe in
-    `train` refuses a model that reads ahead."""
-    model.eval()
-    rows_per_chunk = max(1, batch_size // data.windows)
-    outputs = []
-    with Stage("crash", what), torch.no_grad():
-        for chunk in idx.split(rows_per_chunk):
-            rows = x_all[chunk].long()
-            x = rows[:, :-1].reshape(-1, data.context)
-            y = rows[:, 1:].reshape(-1, data.context)
-            with acc.autocast(amp_dtype):
-                logits = model(x).float()
-            if not torch.isfinite(logits).all():
-                raise TaskFailure("nan_loss", f"{what}: the model's outputs are not all finite")
-            picked = F.log_softmax(logits, -1).gather(-1, y[..., None])[..., 0]
-            outputs.append(picked.reshape(len(rows), -1))
-    return metrics.encode(torch.cat(outputs).cpu().numpy())
-
-
-def _check_causal(model, data, x):
-    """A language model must not read ahead: changing a byte may change predictions from its
-    position on, never before it (the bytes it predicts are in its inputs)."""
-    where = x.shape[1] // 2
-    altered = x.clone()
-    altered[:, where] = (altered[:, where] + 1) % data.vocab_size
-    with Stage("shape_error", "the causality probe"), torch.no_grad():
-        model.eval()
-        before, after = model(x)[:, :where], model(altered)[:, :where]
-    if not torch.allclose(before, after, rtol=1e-3, atol=1e-4):
-        raise TaskFailure("codegen_error", f"the model reads ahead: changing byte {where} of {x.shape[1]} changed its "
-                          "predictions at earlier positions (mask attention to earlier positions; no bidirectional layers)")
-
-
-def _sample_text(model, data, prompt, acc, seed):
-    """Text the model writes after `prompt` (a 1-D tensor of bytes), drawn at SAMPLE_TEMPERATURE."""
-    model.eval()
-    generator = torch.Generator(device=prompt.device).manual_seed(seed)
-    text = prompt.long()[None]
-    with Stage("crash", "writing a sample of text"), torch.no_grad():
-        for _ in range(SAMPLE_BYTES):
-            logits = model(text[:, -data.context:])[:, -1].float() / SAMPLE_TEMPERATURE
-            following = torch.multinomial(F.softmax(logits, -1), 1, generator=generator)
-            text = torch.cat([text, following], 1)
-    return bytes(text[0, len(prompt):].cpu().tolist()).decode("utf-8", errors="replace")
+    return metrics.encode(data.learning.encode(data, logits).cpu().numpy())
 
 
 def _read_labels(fd):
@@ -438,8 +358,7 @@ def train(spec, split, emit, t0):
     data.check_output(out, len(probe), what)
     if channels_last:
         channels_last = _channels_last(model, probe)
-    if data.lm:
-        _check_causal(model, data, probe)
+    data.learning.check_model(model, data, probe)
     # After the first forward: lazy modules (nn.LazyLinear) have no shape before it.
     params = sum(p.numel() for p in model.parameters())
     if spec["max_params"] and params > spec["max_params"]:
@@ -457,19 +376,14 @@ def train(spec, split, emit, t0):
     schedule = _Schedule(recipe, steps_per_epoch, recipe["lr"])
     steps_done = 0
     _set_lr(optimizer, schedule.lr(0))
-    if data.regression:
-        def criterion(out, y):
-            return F.mse_loss(out[:, 0], y)
-    elif data.lm:
-        def criterion(out, y):
-            return F.cross_entropy(out.flatten(0, 1), y.flatten())
-    else:
-        criterion = nn.CrossEntropyLoss(label_smoothing=recipe["label_smoothing"])
+    criterion = data.learning.criterion(recipe)
     scaler = acc.grad_scaler(enabled=amp_dtype == torch.float16)
     eval_batch = max(256, batch_size)
     # Validation and test see the averaged weights when there are any, so curves and final metrics agree.
     ema = _Ema(model, recipe["ema_decay"]) if recipe["ema_decay"] > 0 else None
-    curve = {key: [] for key in (CURVE_KEYS if num_classes else REGRESSION_CURVE_KEYS)}
+    # The trainer's own curve (the validation curve is the referee's: the runner adds it).
+    curve = {key: [] for key in data.learning.curve_keys}
+    tracks_accuracy = "train_accuracy" in curve
     seconds_to_first_step = None
 
     epochs = 0 if loaded else recipe["epochs"]
@@ -513,8 +427,8 @@ def train(spec, split, emit, t0):
                 emit({"kind": "first_step", "seconds": seconds_to_first_step})
             loss_sum += value * len(y)
             seen += len(y)
-            if num_classes:
-                correct += (logits.detach().argmax(1) == y).sum()
+            if tracks_accuracy:
+                correct += data.learning.correct(logits, y)
             if schedule.out_of_time():
                 break
 
@@ -522,7 +436,7 @@ def train(spec, split, emit, t0):
             val_predictions = _predict(model, data, data.x_train, data.val, eval_batch, acc, amp_dtype, channels_last,
                                        f"predicting the validation split after epoch {epoch}")
         point = {"train_loss": loss_sum / seen, "lr": optimizer.param_groups[0]["lr"]}
-        if num_classes:
+        if tracks_accuracy:
             point["train_accuracy"] = correct.item() / seen
         for key in curve:
             curve[key].append(point[key])
@@ -546,8 +460,7 @@ def train(spec, split, emit, t0):
         with ema.applied(model) if ema else contextlib.nullcontext():
             outputs["test_predictions"] = _predict(model, data, data.x_test, data.test, eval_batch, acc, amp_dtype,
                                                    channels_last, "predicting the test split")
-            if data.lm:
-                outputs["sample"] = _sample_text(model, data, data.x_test[data.test[0], :data.context], acc, seed)
+            outputs.update(data.learning.test_outputs(model, data, acc, seed))
     if spec["measure_inference"]:
         outputs["inference"] = _inference_cost(model, data, acc, amp_dtype, channels_last, eval_batch)
     return {
@@ -731,10 +644,9 @@ def summarize(spec):
         x = torch.randn(shape)
     what = f"forward pass on one sample of shape {shape}"
     out, layers = _traced(model, x, what)
-    if spec["task"] == "language_modelling":
-        _check_output(out, [1, shape[1], spec["vocab_size"]], "(batch, length, 256): a score per byte value at each position", what)
-    elif spec["num_classes"]:
-        _check_output(out, [1, spec["num_classes"]], "(batch, num_classes)", what)
+    expected = learning.of(spec["task"]).summary_shape(spec)
+    if expected:
+        _check_output(out, *expected, what)
     elif not isinstance(out, torch.Tensor):
         raise TaskFailure("shape_error", f"forward returned {type(out).__name__}, expected a tensor")
     total = sum(p.numel() for p in model.parameters())

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import datasets
+import learning
 import metrics
 import specs
 import trainer
@@ -100,7 +101,7 @@ def test_a_full_recipe_trains_and_reports_validation_and_test_metrics():
     assert result["metrics"]["val_accuracy"] > 0.5  # chance is 0.25
     assert {"test_accuracy", "test_loss", "test_f1_macro", "train_loss"} <= set(result["metrics"])
     curve = result["learning_curve"]
-    assert all(len(curve[key]) == 3 for key in trainer.CURVE_KEYS)
+    assert all(len(curve[key]) == 3 for key in learning.of("classification").curve_keys)
     assert curve["lr"][1] > curve["lr"][2]  # one-cycle anneals towards the end
     assert len(result["per_class"]) == 4 and len(result["confusion_matrix"]) == 4
     assert result["params"] == 80 + 16 + 516 and result["epochs_completed"] == 3
