@@ -1,5 +1,10 @@
 /** How the product writes numbers for people: one formatter each, so a report, a console line and a page agree. */
 
+/** Words as a list that ends in "or": ["rmse", "mae", "r2"] -> "rmse, mae or r2". */
+export function orList(words: readonly string[]): string {
+  return words.length > 1 ? `${words.slice(0, -1).join(", ")} or ${words.at(-1)}` : (words[0] ?? "");
+}
+
 /** A fraction as a percentage with two decimals: 0.91234 -> "91.23%"; undefined -> "?". */
 export function pct(x: number | undefined): string {
   return x === undefined || !Number.isFinite(x) ? "?" : `${points(x)}%`;

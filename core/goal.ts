@@ -13,74 +13,34 @@ import { z } from "zod";
 import { GoalSchema, type Goal } from "../proto/gen/research/v1/events_pb.js";
 import { METRIC, objectiveNamed, type MetricName, type Objective } from "./objective.js";
 import { taskFor, TASKS } from "./tasks/index.js";
+import { BUILT_IN, builtIn, type Modality } from "./tasks/built-in.js";
+import { LEARNINGS, learningOf } from "./learning/index.js";
+import type { TaskName } from "./enums.js";
+import { orList } from "./format.js";
 
 /** Dataset names as the runner's DatasetSpec spells them: the built-in ones, then the task registry's (core/tasks/). */
-const BUILT_IN = [
-  "fashion-mnist",
-  "mnist",
-  "cifar10",
-  "cifar100",
-  "svhn",
-  "digits",
-  "iris",
-  "wine",
-  "breast_cancer",
-  "diabetes",
-  "csv",
-  "text",
-  "synthetic",
-] as const;
-export const DATASETS = [...BUILT_IN, ...TASKS.map((t) => t.dataset)] as const;
+export const DATASETS = [...BUILT_IN.map((d) => d.name), ...TASKS.map((t) => t.dataset)] as const;
 export type DatasetName = (typeof DATASETS)[number];
 
-export type Modality = "vision" | "tabular" | "text";
-
-// synthetic has no fixed modality: its shape is chosen per run.
-const MODALITY: Record<(typeof BUILT_IN)[number], Modality | undefined> = {
-  "fashion-mnist": "vision",
-  mnist: "vision",
-  cifar10: "vision",
-  cifar100: "vision",
-  svhn: "vision",
-  digits: "vision",
-  iris: "tabular",
-  wine: "tabular",
-  breast_cancer: "tabular",
-  diabetes: "tabular",
-  csv: "tabular",
-  text: "text",
-  synthetic: undefined,
-};
+export type { Modality };
 
 export function datasetModality(dataset: string): Modality | undefined {
   const name = normaliseDataset(dataset);
-  return name ? (taskFor(name)?.modality ?? MODALITY[name as (typeof BUILT_IN)[number]]) : undefined;
+  return name ? (taskFor(name)?.modality ?? builtIn(name)?.modality) : undefined;
+}
+
+/** The tasks (core/learning/) a goal may ask of a dataset, the first when it names no metric. */
+function servesOf(dataset: DatasetName): readonly TaskName[] {
+  return builtIn(dataset)?.serves ?? taskFor(dataset)!.serves;
 }
 
 /** The metrics a goal can decide on, for messages: "accuracy, rmse, ... or bits_per_byte". */
-const METRIC_CHOICES = `${METRIC.names.slice(0, -1).join(", ")} or ${METRIC.names.at(-1)}`;
+const METRIC_CHOICES = orList(METRIC.names);
 
 /** A text dataset's path as an example: a corpus for a language model, labelled sentences otherwise. */
-const textExample = (task: string): string => (task === "language_modelling" ? "/data/corpus.txt" : "/data/reviews");
+const textExample = (task: string): string => (learningOf(task as TaskName).perPosition ? "/data/corpus.txt" : "/data/reviews");
 
-/** Datasets whose target is a number: their goals decide on RMSE unless they name another regression metric. */
-const REGRESSION_DATASETS: ReadonlySet<DatasetName> = new Set(["diabetes"]);
-
-// Longer names first: "fashion-mnist" must win over "mnist", "cifar100" over "cifar10".
-const DATASET_PATTERNS: readonly (readonly [RegExp, DatasetName])[] = [
-  [/\b(?:fashion[-_ ]?mnist|f[-_]?mnist)\b/gi, "fashion-mnist"],
-  [/\bcifar[-_ ]?100\b/gi, "cifar100"],
-  [/\bcifar[-_ ]?10\b/gi, "cifar10"],
-  // "MNIST digits" is MNIST, not sklearn's digits.
-  [/\bmnist(?:[-_ ]digits)?\b/gi, "mnist"],
-  [/\bsvhn\b/gi, "svhn"],
-  [/\b(?:sklearn[-_ ]?)?digits\b/gi, "digits"],
-  [/\biris\b/gi, "iris"],
-  [/\bwine\b/gi, "wine"],
-  [/\bbreast[-_ ]?cancer\b/gi, "breast_cancer"],
-  [/\bdiabetes\b/gi, "diabetes"],
-  [/\bsynthetic\b/gi, "synthetic"],
-];
+const DATASET_PATTERNS: readonly (readonly [RegExp, DatasetName])[] = BUILT_IN.flatMap((d) => ("aliases" in d ? [[d.aliases, d.name] as const] : []));
 
 /** Canonical dataset name for an alias ("FashionMNIST", "cifar-10", "breast-cancer"), or undefined. */
 export function normaliseDataset(name: string): DatasetName | undefined {
@@ -98,7 +58,7 @@ const PATH = String.raw`("[^"]+"|'[^']+'|[^\s,;]+)`;
 
 // After "text: " with a space, only a path-like word is a path: "text: bits per byte below 2" names none.
 /** Datasets a goal names by a path: "csv:PATH", "text:PATH" and the registry's tasks ("signal:PATH"). */
-const FILE_DATASETS = ["csv", "text", ...TASKS.map((t) => t.dataset)];
+const FILE_DATASETS = [...BUILT_IN.filter((d) => "path" in d).map((d) => d.name), ...TASKS.map((t) => t.dataset)];
 const FILE_DATASET = new RegExp(String.raw`\b(${FILE_DATASETS.join("|")})\s*(?:[:=](?:(?=\S)|\s+(?=[./~"']))|\s(?:file\s+)?(?:at\s+)?(?=[./~]))${PATH}`, "gi");
 const BARE_CSV_PATH = /(?<![\w/.~-])((?:~|\.{1,2})?\/[^\s,;]+\.(?:csv|tsv)|[\w.-]+\.(?:csv|tsv))\b/gi;
 // "target: 90%" must stay a target, so a bare "target" only names a column with "=".
@@ -384,14 +344,10 @@ const ResolvedGoalSchema = z
       for (const issue of check.safeParse(g.target).error?.issues ?? []) ctx.addIssue({ code: "custom", path: ["target"], message: issue.message });
     }
     const task = objectiveNamed(g.metric).task;
-    if (task === "classification" && REGRESSION_DATASETS.has(g.dataset)) {
-      ctx.addIssue({ code: "custom", path: ["metric"], message: `${g.dataset} is a regression dataset: its goal decides on rmse, mae or r2, not accuracy` });
-    }
-    if (task === "regression" && g.dataset !== "csv" && !REGRESSION_DATASETS.has(g.dataset)) {
-      ctx.addIssue({ code: "custom", path: ["metric"], message: `${g.dataset} is a classification dataset: ${g.metric} needs a numeric target (diabetes, or a csv target column)` });
-    }
-    if (task === "language_modelling" && g.dataset !== "text") {
-      ctx.addIssue({ code: "custom", path: ["metric"], message: `${g.metric} needs a text corpus, e.g. "text:/data/corpus.txt", not ${g.dataset}` });
+    const serves = servesOf(g.dataset);
+    if (!serves.includes(task)) {
+      const decidesOn = serves.flatMap((t) => Object.keys(LEARNINGS[t].metrics));
+      ctx.addIssue({ code: "custom", path: ["metric"], message: learningOf(task).refusal({ dataset: g.dataset, metric: g.metric, serves, decidesOn }) });
     }
     const fileTask = taskFor(g.dataset);
     if (fileTask && !g.dataDir) ctx.addIssue({ code: "custom", path: ["dataDir"], message: `${g.dataset} needs a path, e.g. "${fileTask.example}"` });
@@ -474,7 +430,7 @@ export function parseGoal(text: string, overrides: GoalOverrides = {}): GoalPars
 
   const dataset = single(over.dataset, r.datasets, "datasets", String, problems);
   // Unnamed, the metric is the dataset's: RMSE for a numeric target, else accuracy.
-  const metric = single(over.metric, r.metrics, "metrics", String, problems) ?? (dataset && REGRESSION_DATASETS.has(dataset) ? "rmse" : "accuracy");
+  const metric = single(over.metric, r.metrics, "metrics", String, problems) ?? (dataset ? (Object.keys(LEARNINGS[servesOf(dataset)[0]!].metrics)[0] as MetricName) : "accuracy");
   const goalObjective = objectiveNamed(metric);
   const inUnits = !goalObjective.proportion;
   // Accuracy targets are fractions or percentages; other metrics' are in their own units.
@@ -545,7 +501,7 @@ export function parseGoal(text: string, overrides: GoalOverrides = {}): GoalPars
   const [first, ...rest] = problems;
   const hint = values.dataset
     ? ""
-    : ` Known datasets: ${BUILT_IN.filter((d) => d !== "csv" && d !== "text").join(", ")}, csv:<path> target=<column>, text:<path>, ${TASKS.map((t) => `${t.dataset}:<path>`).join(", ")}.`;
+    : ` Known datasets: ${BUILT_IN.filter((d) => !("path" in d)).map((d) => d.name).join(", ")}, csv:<path> target=<column>, text:<path>, ${TASKS.map((t) => `${t.dataset}:<path>`).join(", ")}.`;
   // The example keeps what was understood of a file dataset: its path and column are the hard part to phrase.
   const name =
     values.dataset === "csv"
@@ -556,10 +512,7 @@ export function parseGoal(text: string, overrides: GoalOverrides = {}): GoalPars
           ? taskFor(values.dataset)!.example
           : (values.dataset ?? "fashion-mnist");
   // An example in the metric's units only where the dataset can be scored by it.
-  const fits =
-    goalObjective.task === "regression"
-      ? values.dataset === "csv" || (values.dataset !== undefined && REGRESSION_DATASETS.has(values.dataset))
-      : goalObjective.task === "language_modelling" && values.dataset === "text";
+  const fits = !goalObjective.proportion && values.dataset !== undefined && servesOf(values.dataset).includes(goalObjective.task);
   const example = `${name}: ${openEnded ? "best model you can in 30 minutes" : fits ? targetExample(goalObjective) : "reach 90% validation accuracy"}`;
   return {
     ok: false,

@@ -1,4 +1,5 @@
 /** Classification: a class per example, decided on accuracy. */
+import { orList } from "../format.js";
 import type { Learning } from "./learning.js";
 
 /** A classifier within this many points of chance learns next to nothing and is not worth building on. */
@@ -21,6 +22,7 @@ export const CLASSIFICATION = {
   perPosition: false,
   classes: true,
   describeTarget: (info) => `${info.numClasses} classes`,
+  refusal: (m) => `${m.dataset} is a ${m.serves.join(" or ")} dataset: its goal decides on ${orList(m.decidesOn)}, not ${m.metric}`,
   gateMiss(aggregated, numClasses) {
     const mean = aggregated.val_accuracy?.mean ?? 0;
     const gate = 1 / (numClasses || 10) + GATE_ABOVE_CHANCE;

@@ -12,6 +12,7 @@ export const LANGUAGE_MODELLING = {
   perPosition: true,
   classes: false,
   describeTarget: (info) => `next-byte prediction over ${info.vocabSize} byte values`,
+  refusal: (m) => `${m.metric} needs a text corpus, e.g. "text:/data/corpus.txt", not ${m.dataset}`,
   gateMiss(aggregated) {
     const bits = aggregated.val_bits_per_byte?.mean ?? Number.POSITIVE_INFINITY;
     if (bits < UNIFORM_BITS_PER_BYTE) return undefined;

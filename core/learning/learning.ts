@@ -30,6 +30,17 @@ export interface GateMiss {
   reason: string;
 }
 
+/** A goal that asks a task of a dataset that serves others, for the task's refusal. */
+export interface Mismatch {
+  dataset: string;
+  /** The metric the goal named. */
+  metric: string;
+  /** The tasks the dataset serves. */
+  serves: readonly TaskName[];
+  /** The metrics a goal on that dataset decides on. */
+  decidesOn: readonly string[];
+}
+
 export interface Learning {
   name: TaskName;
   /** The metrics a goal of this task may decide on. */
@@ -48,6 +59,8 @@ export interface Learning {
   classes: boolean;
   /** What a model predicts, for the console's line about the dataset: "10 classes". */
   describeTarget(info: DatasetInfo): string;
+  /** Why a goal cannot ask this task of a dataset (one line, for the goal parser). */
+  refusal(m: Mismatch): string;
   /** The judge's gate: why a trial is no better than a guess, from its aggregated metrics; undefined when it is better. */
   gateMiss(aggregated: Readonly<Record<string, MetricStats>>, numClasses: number): GateMiss | undefined;
 }

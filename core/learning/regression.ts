@@ -13,6 +13,7 @@ export const REGRESSION = {
   perPosition: false,
   classes: false,
   describeTarget: () => "a numeric target",
+  refusal: (m) => `${m.dataset} is a ${m.serves.join(" or ")} dataset: ${m.metric} needs a numeric target (diabetes, or a csv target column)`,
   // A regression no better than predicting the mean target (R² at or below 0) learns nothing.
   gateMiss(aggregated) {
     const r2 = aggregated.val_r2?.mean ?? 0;

@@ -56,6 +56,7 @@ const TEMPLATES: Template[] = [
 export const SIGNAL = {
   dataset: "signal",
   describe: "1-D signals (sensor-style sequences), one class each",
+  serves: ["classification"],
   example: "signal:/data/signals.csv target=label",
   needsTarget: (path) => !isArrays(path),
   dataProblem: (path, targetColumn) => (isArrays(path) || !targetColumn ? undefined : csvColumnProblem("signal", path, targetColumn)),

@@ -7,7 +7,8 @@
  * runner's accepted names, the pre-flight check and the planner's templates.
  */
 import type { SearchDevice } from "../defaults.js";
-import type { Modality } from "../goal.js";
+import type { TaskName } from "../enums.js";
+import type { Modality } from "./built-in.js";
 import type { ModelConfigInput, TrainConfigInput } from "../model-config.js";
 import type { DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
 
@@ -28,6 +29,8 @@ export interface TaskModule {
   describe: string;
   /** The research corpus's modality its briefs draw on; none: the brief keys on the goal's words alone. */
   modality?: Modality;
+  /** The tasks (core/learning/) a goal may ask of it, the first when it names no metric. */
+  serves: readonly [TaskName, ...TaskName[]];
   /** A goal that names it, for the goal parser's messages. */
   example: string;
   /** Whether a goal's path needs target=COLUMN (a CSV does; a folder of arrays does not). */
