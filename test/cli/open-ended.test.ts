@@ -19,9 +19,10 @@ import { runPromiseBreaks } from "../../agents/planner/promises.js";
 
 const { NODE_CHANNEL_FD: _ipc, ...inherited } = process.env;
 const env = { ...inherited, LOG_LEVEL: "warn", EMBEDDER: "hashing" };
-// 3 minutes, not 2: under the whole suite's load a 2-minute run's slow first template (the
-// 170k-parameter vgg-cnn) was judged so late that no last training fit the time left, and the
-// planner rightly proposed none (2 of 4 fresh suites on 2026-11-28).
+// 3 minutes: under the whole suite's load a 2-minute run's first judgement could come so late
+// that no last training fit the time left (2 of 4 fresh suites on 2026-11-28). A 3-minute run
+// that started beside the resume file's two swarms still had its first judgement at 104 s, so
+// the test also takes that case, as the planner's promise states it (below).
 const BUDGET_S = 180;
 
 describe("an open-ended run on a slice of Fashion-MNIST", () => {
@@ -36,7 +37,16 @@ describe("an open-ended run on a slice of Fashion-MNIST", () => {
     expect(state.goal?.timeBudgetS).toBe(BUDGET_S);
 
     const last = [...state.trials.values()].find((t) => t.proposed?.lastTraining);
-    expect(last, "a last long training").toBeDefined();
+    if (!last) {
+      // The promise is a last long training when one fits. On a machine loaded enough that none
+      // fit what was left once exploration ended, the run must say so, and the promise checker
+      // (which replays every decision with the planner's own time model, and fails a decision
+      // that passed over a last training that fit) must find every promise kept.
+      expect(state.runFinished?.reason).toMatch(/no last long training fits the time left/);
+      expect(runPromiseBreaks(state, 0.05 * BUDGET_S)).toEqual([]);
+      console.log(`open-ended: no last long training fit (${state.judgedCount} trials judged): ${state.runFinished?.reason}`);
+      return;
+    }
     expect(last!.train?.subset).toBe(0);
     expect(last!.train?.train_seconds).toBeGreaterThan(0);
     expect(last!.evaluated?.result?.seedResults.length).toBeGreaterThanOrEqual(3);
