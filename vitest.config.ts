@@ -22,6 +22,7 @@ const SECONDS: Record<string, number> = {
   "test/cli/cli.test.ts": 45,
   "test/cli/regression.test.ts": 44,
   "test/cli/closed-console.test.ts": 15,
+  "test/cli/warm-start.test.ts": 31,
   "test/cli/signal.test.ts": 43,
   "test/cli/serve.test.ts": 41,
   "test/swarm/llm-swarm.test.ts": 27,

@@ -4,6 +4,8 @@
 #   - open-ended 30-minute Fashion-MNIST runs with the README's defaults, --seed 0, 1, 2 (each seed
 #     is another planner stream and other training seeds: swarm/run-state.ts firstSeed),
 #   - the README's first command, --seed 0, 1, 2,
+#   - with --warm N, the README's command again in each of the first N README runs' workspaces,
+#     the same --seed: a warm start from that run (issue 37), paired with it (cold against warm),
 #   - the Optuna baseline once (bench/optuna_baseline.py: TPE + median pruning on the runner's own
 #     split, the same 30 minutes).
 # Each run is kept as it ends in bench/out/series-<commit>/ (a series cut short goes on from where
@@ -11,19 +13,20 @@
 # command, seeds, load and outcome and the planner's whole-run promises checked on its stored
 # events, to bench/results/search-series-<commit>.json.
 #
-#   bash bench/search-series.sh [--open N] [--readme N] [--optuna N] [--minutes M]
+#   bash bench/search-series.sh [--open N] [--readme N] [--warm N] [--optuna N] [--minutes M]
 #
 # About 2.5 hours on two cores with the defaults. Nothing else should run beside it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-open=3 readme=3 optuna=1 minutes=30
+open=3 readme=3 warm=0 optuna=1 minutes=30
 while [ $# -gt 0 ]; do
   case "$1" in
     --open) open="$2"; shift 2 ;;
     --readme) readme="$2"; shift 2 ;;
+    --warm) warm="$2"; shift 2 ;;
     --optuna) optuna="$2"; shift 2 ;;
     --minutes) minutes="$2"; shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "search-series: unknown argument $1" >&2; exit 1 ;;
   esac
 done
@@ -36,11 +39,12 @@ bash scripts/setup.sh
 load() { cut -d' ' -f1-3 /proc/loadavg; }
 
 # One launch: its command, seed, wall time and load around it, and its --json line, in $out/NAME.json.
+# In a fresh workspace of its own, or with WS=DIR in that one as it is (a warm start from its runs).
 launch() {
   local name="$1" seed="$2"; shift 2
   [ -f "$out/$name.json" ] && { echo "search-series: $name done before, kept" >&2; return 0; }
-  local ws="$out/$name-workspace"
-  rm -rf "$ws"
+  local ws="${WS:-$out/$name-workspace}"
+  [ -n "${WS:-}" ] || rm -rf "$ws"
   echo "search-series: $name: research-agent launch $* --seed $seed ($(date -u +%H:%M:%S))" >&2
   local before t0 rc=0
   before="$(load)"; t0="$(date +%s.%N)"
@@ -60,6 +64,9 @@ for ((i = 0; i < open; i++)); do
 done
 for ((i = 0; i < readme; i++)); do
   launch "readme-$i" "$i" --goal "fashion-mnist: reach 90% validation accuracy"
+done
+for ((i = 0; i < warm; i++)); do
+  WS="$out/readme-$i-workspace" launch "warm-$i" "$i" --goal "fashion-mnist: reach 90% validation accuracy"
 done
 
 if [ "$optuna" -gt 0 ]; then

@@ -31,7 +31,7 @@ interface Kept {
 }
 
 const kept: Kept[] = readdirSync(dir)
-  .filter((f) => /^(open|readme|optuna)-\d+\.json$/.test(f))
+  .filter((f) => /^(open|readme|warm|optuna)-\d+\.json$/.test(f))
   .sort()
   .map((f) => JSON.parse(readFileSync(join(dir, f), "utf8")));
 
@@ -62,12 +62,18 @@ const openEnsemble = stat(nums(open.map((r) => ("best" in r ? r.best?.test_ensem
 const openPerSeed = stat(nums(open.map((r) => ("best" in r ? r.best?.test_per_seed : undefined))));
 const optunaTest = stat(nums(optuna.map((r) => r.result?.test_accuracy)));
 const toGoal = stat(nums(readme.map((r) => ("goal_met_at_s" in r ? r.goal_met_at_s : undefined))));
+// A warm start (issue 37) against the cold run whose workspace it started in, same --seed: seconds to the goal, cold minus warm.
+const metAt = (r: Run | undefined) => (r && "goal_met_at_s" in r && typeof r.goal_met_at_s === "number" ? r.goal_met_at_s : undefined);
+const warm = runs.filter((r) => r.name.startsWith("warm-")) as Run[];
+const pairs = warm.map((w) => ({ seed: w.seed, cold_s: metAt(readme.find((r) => r.seed === w.seed)) ?? null, warm_s: metAt(w) ?? null }));
+const saved = stat(nums(pairs.map((p) => (p.cold_s !== null && p.warm_s !== null ? p.cold_s - p.warm_s : undefined))));
 const summary = {
   open_ended_test_ensemble: openEnsemble,
   open_ended_test_per_seed: openPerSeed,
   optuna_test: optunaTest,
   readme_goal_met: `${readme.filter((r) => "goal_met_at_s" in r && r.goal_met_at_s !== null).length} of ${readme.length}`,
   readme_seconds_to_goal: toGoal,
+  ...(warm.length && { warm_start_pairs: pairs, warm_start_seconds_saved: saved, warm_goal_met: `${pairs.filter((p) => p.warm_s !== null).length} of ${pairs.length}` }),
   targets: {
     "open-ended ensemble test mean >= 93.0%": openEnsemble ? openEnsemble.mean >= 0.93 : null,
     "every open-ended run >= 92.5% (ensemble)": openEnsemble ? openEnsemble.min >= 0.925 : null,

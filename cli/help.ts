@@ -52,6 +52,10 @@ const SECTIONS = {
                        {values: [..]} or "default" (left out); families: [vgg-cnn, ...] limits the
                        templates. The report prints the space searched (docs/ARCHITECTURE.md)
   --no-research        skip the research brief
+  --no-warm-start      learn nothing from past runs in the workspace (by default a run on a built-in
+                       dataset with an accuracy goal first re-evaluates the strongest configs of past
+                       runs on it, and its surrogate and failure memory start from theirs)
+  --warm-start-from R  learn from these past runs only (run ids, comma-separated)
   --seed N             the run's random seed (default 0): the planner's draws and the trials'
                        training seeds (1000N onward), so another --seed is an independent run
   --slots N            runner worker slots (default: CPU count; on a GPU host one per 10 GiB of GPU memory, at most 8)

@@ -6,6 +6,7 @@ import { basename, dirname, join, resolve, sep } from "node:path";
 import type { ParseArgsConfig } from "node:util";
 import { cliConfig } from "../core/config.js";
 import { DEFAULT_TIME_BUDGET_S, searchDevice } from "../core/defaults.js";
+import { isId } from "../core/ids.js";
 import { smallestTemplate } from "../agents/planner/policy.js";
 import { templatesFor } from "../agents/planner/templates.js";
 import { parseDuration, parseGoal } from "../core/goal.js";
@@ -43,6 +44,8 @@ export const RUN_FLAGS = {
   subset: { type: "string" },
   epochs: { type: "string" },
   "no-research": { type: "boolean" },
+  "no-warm-start": { type: "boolean" },
+  "warm-start-from": { type: "string" },
   seed: { type: "string" },
   slots: { type: "string" },
   resume: { type: "string" },
@@ -57,7 +60,7 @@ export const RUN_FLAGS = {
 export type RunArgs = ReturnType<typeof args<typeof RUN_FLAGS>>["values"];
 
 /** Flags that shape a run when it starts; a resumed run keeps its own. */
-const RUN_SHAPE = ["goal", "from", "class", "recipe", "target", "max-params", "data-dir", "max-trials", "seeds-per-trial", "parallel", "subset", "epochs", "seed", "planner", "space"] as const satisfies readonly (keyof RunArgs)[];
+const RUN_SHAPE = ["goal", "from", "class", "recipe", "target", "max-params", "data-dir", "max-trials", "seeds-per-trial", "parallel", "subset", "epochs", "seed", "planner", "space", "no-warm-start", "warm-start-from"] as const satisfies readonly (keyof RunArgs)[];
 
 /** Exit statuses of a launch stopped by a signal, after its report is written. */
 export const SIGNAL_EXIT: Record<string, number> = { SIGINT: 130, SIGTERM: 143 };
@@ -114,6 +117,17 @@ function goalOf(a: RunArgs, confine?: Confine): Goal | undefined {
   return goal;
 }
 
+/** --warm-start-from's runs (comma-separated run ids); it and --no-warm-start contradict each other. */
+function warmStartFrom(a: RunArgs): string[] | undefined {
+  const text = a["warm-start-from"];
+  if (text === undefined) return undefined;
+  if (a["no-warm-start"]) fail("--warm-start-from names runs to learn from, --no-warm-start learns from none: give one of them");
+  const runs = text.split(",").map((r) => r.trim());
+  const bad = runs.find((r) => !isId(r));
+  if (bad !== undefined) fail(`--warm-start-from takes run ids separated by commas (research-agent runs lists them), got "${bad}"`);
+  return runs;
+}
+
 /**
  * A run's goal, settings and starting point from its flags, checked before anything starts or
  * is written: a bad one fails with a line naming it. launch checks its command line here, and
@@ -132,6 +146,8 @@ export function prepareGoal(a: RunArgs, workspace: string, confine?: Confine) {
     subset: positiveInt("subset", a.subset),
     epochs: positiveInt("epochs", a.epochs),
     rngSeed: a.seed === undefined ? undefined : (parseSeed(a.seed) ?? fail(`--seed must be a whole number from 0 to 4294967295, got "${a.seed}"`)),
+    noWarmStart: a["no-warm-start"] || undefined,
+    warmStartFrom: warmStartFrom(a),
   };
   const goal = goalOf(a, confine);
   const start = startingPointOf(a, workspace, cliConfig().runnerPython, confine);
@@ -172,6 +188,8 @@ export function documentFlags(f: RunDocumentFields): Pick<RunArgs, (typeof RUN_S
     class: f.class,
     recipe: f.recipe,
     "no-research": f.no_research,
+    "no-warm-start": f.no_warm_start,
+    "warm-start-from": f.warm_start_from,
     space: f.space === undefined ? undefined : JSON.stringify(typeof f.space === "string" ? spaceDocument(f.space) : f.space),
   };
 }

@@ -27,6 +27,9 @@ export const RunDocumentSchema = z.strictObject({
   class: z.string().max(200).optional(),
   recipe: z.string().max(4000).optional(),
   no_research: z.boolean().optional(),
+  no_warm_start: z.boolean().optional(),
+  // Run ids separated by commas, as --warm-start-from takes them.
+  warm_start_from: z.string().max(2000).optional(),
   // The space document itself (launch --space's), as a mapping or as YAML or JSON text (the form's), never a path: serve reads no file for it.
   space: z.union([z.record(z.string(), z.unknown()), z.string().max(20000)]).optional(),
 });

@@ -126,6 +126,8 @@ function trialRow(t: TrialState, position: number) {
     parents: t.proposed?.parentIds ?? [],
     proposer: t.proposed?.proposer ?? "",
     adopted_concepts: t.proposed?.adoptedConcepts ?? [],
+    // Past trials (of other runs) whose configs it starts from: a warm start, evaluated here.
+    informed_by: t.proposed?.informedBy ?? [],
     params: paramsOf(t) ?? null,
     val_accuracy: statsJson(acc),
     num_seeds: t.evaluated?.result?.numSeeds ?? null,
@@ -528,7 +530,7 @@ function reportJson(state: RunState, finished: RunFinished, rows: TrialRow[], be
       ? {
           max_trials: s.maxTrials, seeds: s.seeds, parallel: s.parallel, planner: s.planner, patience: s.patience, subset: s.subset,
           epochs: s.epochs, trial_time_budget_s: s.trialTimeBudgetS, rng_seed: s.rngSeed, workspace: s.workspace, research: s.research,
-          llm: s.llm || "none",
+          llm: s.llm || "none", warm_start: !s.noWarmStart, warm_start_from: s.warmStartFrom,
         }
       : null,
     // What a person narrowed the search to (launch --space), one phrase per dimension; [] for the built-in space.
@@ -735,6 +737,13 @@ function markdownOf(state: RunState, finished: RunFinished, j: Report["json"]): 
   const adopted = Object.entries(j.research.adopted_concepts);
   if (adopted.length) {
     out.push(...table(["concept adopted", "trials"], adopted.map(([c, ids]) => [cell(c), ids.map((id) => `\`${id}\``).join(", ")])), "");
+  }
+
+  const warm = j.trials.filter((r) => r.informed_by.length);
+  if (warm.length) {
+    out.push("## Warm start", "");
+    out.push("Trials that start from a past run's config on this dataset (launch --no-warm-start turns this off). Each was evaluated here; no past score counts as this run's.", "");
+    out.push(...table(["trial", "from past trials", "here: val (mean ± 95% CI)", "verdict"], warm.map((r) => [`\`${r.trial_id}\``, r.informed_by.map((id) => `\`${id}\``).join(", "), meanPlusMinus(r.val_accuracy, o), r.verdict ?? "—"])), "");
   }
 
   out.push("## LLM use", "");

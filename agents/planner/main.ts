@@ -9,10 +9,11 @@
  */
 import { adoptedConcepts, blocksOf } from "../../core/brief.js";
 import { request } from "../../swarm/lineage-query.js";
-import { Decision, InterventionKind, type Event } from "../../proto/gen/research/v1/events_pb.js";
+import { Decision, InterventionKind, Verdict, type Event } from "../../proto/gen/research/v1/events_pb.js";
 import { datasetInfo } from "../../swarm/dataset-info.js";
 import { inFlight, inFlightCount, judgedTrials, queuedProposals, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { trialId } from "../../core/ids.js";
+import { builtIn } from "../../core/tasks/built-in.js";
 import { STALL_TRIALS, stallQuery, stalledOn } from "./stall.js";
 import { MUTATION, SURFACE } from "../../core/enums.js";
 import { TrialStatus } from "../../proto/gen/research/v1/common_pb.js";
@@ -21,7 +22,7 @@ import { runAgent, type AgentContext } from "../../swarm/runtime.js";
 import { askLlm, type LlmAnswer } from "../../swarm/llm.js";
 import { loadPrompt } from "../../swarm/prompts.js";
 import { proposeWithLlm } from "./llm-policy.js";
-import { baselineProposals, planInputFor, POLICIES, probeFidelity, type PlanInput, type Proposal } from "./policy.js";
+import { baselineProposals, planInputFor, POLICIES, probeFidelity, type PastConfig, type PlanInput, type Proposal } from "./policy.js";
 import { decide } from "./decide.js";
 import { configFingerprint } from "./identity.js";
 import { genomeFeatures, type Observation } from "./surrogate.js";
@@ -40,12 +41,15 @@ function rowConfigs(row: Pick<TrialSummary, "modelConfigJson" | "trainConfigJson
 /** Configs that failed in earlier trials of any run, by fingerprint: the planner must not repeat them. */
 async function failedInLineage(ctx: AgentContext, state: RunState): Promise<Set<string>> {
   const out = new Set<string>();
+  if (state.settings?.noWarmStart) return out;
   const text = `${state.goal?.dataset ?? ""} ${state.goal?.rawText ?? ""}`.trim() || "trial";
   const res = await request(ctx.bus, { text, k: 50, status: TrialStatus.FAILED }).catch((err: unknown) => {
     ctx.log.warn({ err: (err as Error).message }, "lineage store not reachable; planning without past failures");
     return undefined;
   });
+  const from = new Set(state.settings?.warmStartFrom ?? []);
   for (const t of res ?? []) {
+    if (from.size && !from.has(t.runId)) continue;
     const configs = rowConfigs(t);
     // A row whose configs do not validate cannot match a candidate the planner would propose.
     if (configs) out.add(configFingerprint(configs.model, configs.train));
@@ -54,29 +58,37 @@ async function failedInLineage(ctx: AgentContext, state: RunState): Promise<Set<
 }
 
 /**
- * Past runs' rung-0 results on this dataset at this run's probe fidelity: the
- * surrogate's warm start, so a new run begins where earlier ones got to.
+ * Past runs' rung-0 results on this dataset at this run's probe fidelity: the surrogate's prior
+ * observations and, strongest first, the configs the first proposals start from (a warm start,
+ * so a new run begins where earlier ones got to). None with --no-warm-start; only the runs of
+ * --warm-start-from when it names some. Only for an accuracy goal on a built-in dataset: a
+ * lineage row's interval is accuracy's, and a name such as "csv" says nothing of which file.
  */
-async function pastObservations(ctx: AgentContext, input: PlanInput): Promise<Observation[]> {
+async function pastRuns(ctx: AgentContext, input: PlanInput): Promise<Pick<PlanInput, "pastObservations" | "pastConfigs">> {
   const { state } = input;
   const dataset = state.goal?.dataset;
-  if (!dataset) return [];
+  const named = dataset ? builtIn(dataset) : undefined;
+  if (!named || named.path || state.objective.metric !== "accuracy" || state.settings?.noWarmStart) return {};
+  const from = new Set(state.settings?.warmStartFrom ?? []);
   const probe = probeFidelity(input);
   const res = await request(ctx.bus, { text: `${dataset} ${state.goal?.rawText ?? ""}`, k: 200, dataset, status: TrialStatus.JUDGED }).catch((err: unknown) => {
     ctx.log.warn({ err: (err as Error).message }, "lineage store not reachable; no warm start from past runs");
     return [];
   });
-  const out: Observation[] = [];
+  const observations: Observation[] = [];
+  const configs: PastConfig[] = [];
   for (const t of res) {
-    if (t.runId === state.runId || t.ciLow === undefined) continue;
-    const configs = rowConfigs(t);
-    if (!configs || configs.train.subset !== probe.subset || configs.train.epochs !== probe.epochs) continue;
-    const params = t.params ?? input.params(configs.model);
+    if (t.runId === state.runId || t.ciLow === undefined || (from.size && !from.has(t.runId))) continue;
+    const c = rowConfigs(t);
+    if (!c || c.train.subset !== probe.subset || c.train.epochs !== probe.epochs) continue;
+    const params = t.params ?? input.params(c.model);
     if (typeof params !== "number") continue;
-    out.push({ x: genomeFeatures(configs.model, configs.train, params), y: t.ciLow, weight: PAST_WEIGHT });
+    observations.push({ x: genomeFeatures(c.model, c.train, params), y: t.ciLow, weight: PAST_WEIGHT });
+    if (t.verdict === Verdict.ACCEPT) configs.push({ trialId: t.trialId, runId: t.runId, model: c.model, train: c.train, ciLow: t.ciLow });
   }
-  if (out.length) ctx.log.info({ observations: out.length }, "surrogate warm-started from past runs");
-  return out;
+  configs.sort((x, y) => y.ciLow - x.ciLow);
+  if (observations.length) ctx.log.info({ observations: observations.length, configs: configs.length, best: configs[0]?.trialId }, "warm start from past runs");
+  return { pastObservations: observations, pastConfigs: configs };
 }
 
 /** A past run's result counts half as much as this run's: same data, other circumstances. */
@@ -126,8 +138,7 @@ async function planInput(ctx: AgentContext, state: RunState, index: number): Pro
     nowMs: Date.now(),
     ...(await runnerHardware(ctx)),
   });
-  input.pastObservations = await fromLineage(state.runId, "past", () => pastObservations(ctx, input));
-  return input;
+  return { ...input, ...(await fromLineage(state.runId, "past", () => pastRuns(ctx, input))) };
 }
 
 /**
@@ -181,6 +192,7 @@ async function publishProposal(ctx: AgentContext, state: RunState, index: number
         promptVersion,
         interventionId: p.interventionId ?? "",
         lastTraining: p.lastTraining ?? false,
+        informedBy: p.informedBy ?? [],
       },
     },
   });

@@ -30,7 +30,7 @@ export interface EditEnv {
 }
 
 /** The ways into a run that are not an edit of a parent (Mutation in common.proto). */
-type NotAnEdit = "promotion" | "last_training" | "template" | "random" | "hand" | "llm" | "baseline";
+type NotAnEdit = "promotion" | "last_training" | "template" | "random" | "hand" | "llm" | "baseline" | "warm_start";
 /** An edit's name: its Mutation value's, so a proposal records which edit made it. */
 export type EditName = Exclude<MutationName, NotAnEdit>;
 

@@ -17,6 +17,7 @@
  * random: uniform draws from the same space, no memory. The baseline.
  */
 import type { Brief } from "../../core/brief.js";
+import { pct } from "../../core/format.js";
 import { PROBE_SEEDS, SEARCH_DEFAULTS, type SearchDevice } from "../../core/defaults.js";
 import { drawIn, intoSpace, isImage, outsideSpace, RECIPE_DEFAULTS, spaceOf, type DimensionName } from "../../core/space.js";
 import { SURFACE, type MutationName, type OptimizerName, type SurfaceName as Surface } from "../../core/enums.js";
@@ -53,6 +54,18 @@ export interface Proposal {
   interventionId?: string;
   /** The run's last long training: nothing long fits after it, so nothing else starts beside it. */
   lastTraining?: boolean;
+  /** Past trials (of other runs) it starts from: a warm start (TrialProposed.informed_by). */
+  informedBy?: string[];
+}
+
+/** A past run's config on this goal's dataset, measured at this run's probe fidelity (the lineage's warm start). */
+export interface PastConfig {
+  trialId: string;
+  runId: string;
+  model: TrialModelInput;
+  train: TrainConfigInput;
+  /** Its validation lower bound there: the order of the warm start, never a result of this run. */
+  ciLow: number;
 }
 
 export interface PlanInput {
@@ -67,6 +80,8 @@ export interface PlanInput {
   nowMs?: number;
   /** Rung-0 results of past runs on the same dataset (lineage warm start), weighted below this run's. */
   pastObservations?: Observation[];
+  /** Past runs' configs on this dataset at this run's probe fidelity, strongest first: the first proposals' candidates. */
+  pastConfigs?: PastConfig[];
   /** Training slots of the runner (its Health); unknown: a trial's seeds are taken to run one after another. */
   slots?: number;
   /** What the runner trains on (its Health): the starting fidelity, batch, precision and templates (core/defaults.ts). */
@@ -200,6 +215,44 @@ export function smallestTemplate(info: DatasetInfo, device: SearchDevice, max: n
   return sizes.sort((a, b) => a.params - b.params)[0];
 }
 
+/**
+ * The first proposals of a warm start: the strongest configs of past runs on this dataset, at
+ * most WARM_STARTS of them, each as this run's space, limits and budget allow it (one that does
+ * not fit them is passed over, not changed) and not tried here yet. Each is evaluated here like
+ * a template: its past score orders the candidates and never counts as a result of this run.
+ */
+function warmStarts(input: PlanInput, count: number, space: ReturnType<typeof spaceOf>, seen: Set<string>): Proposal[] {
+  const out: Proposal[] = [];
+  const family = new Set(space.families);
+  for (const past of input.pastConfigs ?? []) {
+    if (out.length >= Math.min(count, WARM_STARTS)) break;
+    // An edited config keeps its family's name before the edits' ("bn-cnn+add_se").
+    if (family.size && !family.has((past.model.name ?? "").split("+")[0]!)) continue;
+    const g = { model: structuredClone(past.model), train: intoSpace(space, { ...past.train, ...memoryFormat(input) }) };
+    const params = input.params(g.model);
+    const max = input.state.goal?.maxParams;
+    if (typeof params !== "number" || (max && params > max)) continue;
+    if (withinBudget(input, g, seen) ?? timing(input, g, PROBE_SEEDS).over) continue;
+    seen.add(fingerprint(g.model, g.train));
+    out.push({
+      rung: 0,
+      seeds: PROBE_SEEDS,
+      hypothesis: `${g.model.name ?? "the model"} from past run ${past.runId} (${past.trialId}, CI low ${pct(past.ciLow)} there) is a strong start here`,
+      rationale: "a warm start: the strongest config of a past run on this dataset at this fidelity, evaluated again here; its past score is not this run's",
+      parentIds: [],
+      surface: "architecture",
+      mutation: "warm_start",
+      model: g.model,
+      train: g.train,
+      informedBy: [past.trialId],
+    });
+  }
+  return out;
+}
+
+/** Past configs a warm start proposes before the templates: the rest of the first proposals explore. */
+const WARM_STARTS = 2;
+
 export const initialBuiltin = (input: PlanInput, count: number): Proposal[] => {
   const blocks = briefBlocks(input.state.briefs);
   const recipeBlocks = blocks.filter((b) => RECIPE_FROM_BRIEF[b]);
@@ -211,7 +264,7 @@ export const initialBuiltin = (input: PlanInput, count: number): Proposal[] => {
     .sort((a, b) => b.r - a.r || a.i - b.i)
     .map((x) => x.t);
   const seen = tried(input.state);
-  const out: Proposal[] = [];
+  const out: Proposal[] = warmStarts(input, count, space, seen);
   for (const t of templates) {
     if (out.length >= count) break;
     const recipe = recipeBlocks[out.length % Math.max(1, recipeBlocks.length)];

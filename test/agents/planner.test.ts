@@ -192,6 +192,33 @@ describe("built-in planner", () => {
     }
   });
 
+  it("starts from the strongest past configs that fit this goal, before the templates, each evaluated here", () => {
+    const [a, b, c] = initialBuiltin(input([]), 3);
+    const past = (trialId: string, p: typeof a, ciLow: number) => ({ trialId, runId: "r-past", model: p!.model, train: p!.train, ciLow });
+    // Strongest first: what the planner's lineage query hands over (agents/planner/main.ts pastRuns).
+    const pastConfigs = [past("r-past-t007", c, 0.9), past("r-past-t002", b, 0.85), past("r-past-t001", a, 0.8)];
+    const warm = initialBuiltin({ ...input([]), pastConfigs }, 3);
+    expect(warm.map((p) => p.mutation)).toEqual(["warm_start", "warm_start", "template"]);
+    expect(warm.map((p) => p.informedBy)).toEqual([["r-past-t007"], ["r-past-t002"], undefined]);
+    expect(fingerprint(warm[0]!.model, warm[0]!.train)).toBe(fingerprint(c!.model, c!.train));
+    // A probe like any template's: rung 0, one seed; its past score only ordered the candidates.
+    expect(warm[0]).toMatchObject({ rung: 0, seeds: 1, parentIds: [] });
+    expect(warm[0]!.hypothesis).toContain("from past run r-past (r-past-t007, CI low 90.00% there)");
+    // The templates that follow are not the past configs again.
+    expect(fingerprint(warm[2]!.model, warm[2]!.train)).not.toBe(fingerprint(b!.model, b!.train));
+    // A past config over this goal's parameter limit is passed over, not narrowed.
+    const paramsOf = (m: TrialModelInput) => {
+      const r = compiled(m);
+      return r.ok ? r.params : Infinity;
+    };
+    // A limit the middle-sized past config meets and the largest does not.
+    const limit = pastConfigs.map((p) => paramsOf(p.model)).sort((x, y) => x - y)[1]!;
+    const fitting = pastConfigs.filter((p) => paramsOf(p.model) <= limit).map((p) => [p.trialId]);
+    expect(fitting).toHaveLength(2);
+    const limited = initialBuiltin({ ...input([], limit), pastConfigs }, 3);
+    expect(limited.filter((p) => p.mutation === "warm_start").map((p) => p.informedBy)).toEqual(fitting.slice(0, 2));
+  });
+
   it("does not propose what failed elsewhere in the lineage", () => {
     const base = input([]);
     const first = initialBuiltin(base, 1)[0]!;
