@@ -229,9 +229,6 @@ function warmStarts(input: PlanInput, count: number, space: ReturnType<typeof sp
     // An edited config keeps its family's name before the edits' ("bn-cnn+add_se").
     if (family.size && !family.has((past.model.name ?? "").split("+")[0]!)) continue;
     const g = { model: structuredClone(past.model), train: intoSpace(space, { ...past.train, ...memoryFormat(input) }) };
-    const params = input.params(g.model);
-    const max = input.state.goal?.maxParams;
-    if (typeof params !== "number" || (max && params > max)) continue;
     if (withinBudget(input, g, seen) ?? timing(input, g, PROBE_SEEDS).over) continue;
     seen.add(fingerprint(g.model, g.train));
     out.push({
