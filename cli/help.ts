@@ -53,8 +53,8 @@ const SECTIONS = {
                        templates. The report prints the space searched (docs/ARCHITECTURE.md)
   --no-research        skip the research brief
   --no-warm-start      learn nothing from past runs in the workspace (by default a run on a built-in
-                       dataset with an accuracy goal first re-evaluates the strongest configs of past
-                       runs on it, and its surrogate and failure memory start from theirs)
+                       dataset with an accuracy goal starts its surrogate and failure memory from
+                       theirs, and an open-ended one first re-evaluates their strongest configs)
   --warm-start-from R  learn from these past runs only (run ids, comma-separated)
   --seed N             the run's random seed (default 0): the planner's draws and the trials'
                        training seeds (1000N onward), so another --seed is an independent run

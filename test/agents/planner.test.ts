@@ -197,7 +197,10 @@ describe("built-in planner", () => {
     const past = (trialId: string, p: typeof a, ciLow: number) => ({ trialId, runId: "r-past", model: p!.model, train: p!.train, ciLow });
     // Strongest first: what the planner's lineage query hands over (agents/planner/main.ts pastRuns).
     const pastConfigs = [past("r-past-t007", c, 0.9), past("r-past-t002", b, 0.85), past("r-past-t001", a, 0.8)];
-    const warm = initialBuiltin({ ...input([]), pastConfigs }, 3);
+    // A goal with a target starts from the templates: it is after the first config that meets it.
+    expect(initialBuiltin({ ...input([]), pastConfigs }, 3).map((p) => p.mutation)).toEqual(["template", "template", "template"]);
+    const openEnded = (maxParams = 0) => ({ ...input([], maxParams), state: state([started({ parallel: 2 }, { dataset: "fashion-mnist", maxParams: BigInt(maxParams), target: 0, openEnded: true })]) });
+    const warm = initialBuiltin({ ...openEnded(), pastConfigs }, 3);
     expect(warm.map((p) => p.mutation)).toEqual(["warm_start", "warm_start", "template"]);
     expect(warm.map((p) => p.informedBy)).toEqual([["r-past-t007"], ["r-past-t002"], undefined]);
     expect(fingerprint(warm[0]!.model, warm[0]!.train)).toBe(fingerprint(c!.model, c!.train));
@@ -215,7 +218,7 @@ describe("built-in planner", () => {
     const limit = pastConfigs.map((p) => paramsOf(p.model)).sort((x, y) => x - y)[1]!;
     const fitting = pastConfigs.filter((p) => paramsOf(p.model) <= limit).map((p) => [p.trialId]);
     expect(fitting).toHaveLength(2);
-    const limited = initialBuiltin({ ...input([], limit), pastConfigs }, 3);
+    const limited = initialBuiltin({ ...openEnded(limit), pastConfigs }, 3);
     expect(limited.filter((p) => p.mutation === "warm_start").map((p) => p.informedBy)).toEqual(fitting.slice(0, 2));
   });
 

@@ -24,8 +24,9 @@ describe("a run in a workspace with past runs on its dataset", () => {
     const workspace = mkdtempSync(join(tmpdir(), "warm-start-"));
     try {
       const launch = async (...flags: string[]): Promise<{ state: RunState; report: string }> => {
-        // An unreachable target: each run ends on its trial budget, its probes at the same fidelity.
-        const args = ["launch", "--goal", "digits: reach 99.9% validation accuracy", "--max-trials", "2", "--parallel", "2", "--time-budget", "2m", "--no-research", "--workspace", workspace, "--json", ...flags];
+        // Open-ended (a goal with a target does not start from past configs): each run ends on its
+        // trial budget, its probes at the same fidelity.
+        const args = ["launch", "--goal", "digits: maximise accuracy", "--max-trials", "2", "--parallel", "2", "--time-budget", "2m", "--no-research", "--workspace", workspace, "--json", ...flags];
         const r = await run("./research-agent", args, { env, timeout: 240_000 });
         expect([0, 3], r.stderr.slice(-2000)).toContain(r.status);
         const summary = summaryOf(r.stdout);
