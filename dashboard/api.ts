@@ -210,6 +210,8 @@ export interface TrialDetail {
   row: TrialRow;
   rationale: string;
   adopted_concepts: string[];
+  /** Past trials (of other runs) whose configs it starts from: a warm start, evaluated in this run. */
+  informed_by: string[];
   model_config: unknown;
   train_config: unknown;
   /** Unified diff of the configs (pretty JSON) against the first parent's; "" without a parent. */

@@ -367,6 +367,7 @@ export function trialDetail(v: RunView, trialId: string): TrialDetail | undefine
     row: trialRow(v, t, position + 1),
     rationale: t.proposed?.rationale ?? "",
     adopted_concepts: t.proposed?.adoptedConcepts ?? [],
+    informed_by: t.proposed?.informedBy ?? [],
     model_config: t.model ?? null,
     train_config: t.train ?? null,
     config_diff: parent ? unifiedDiff(configText(parent), configText(t), `${parent.id}/config.json`, `${t.id}/config.json`) : "",

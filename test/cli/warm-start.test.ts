@@ -2,7 +2,8 @@
  * Research that remembers (issue 37): three short digits runs in one workspace, as a user
  * launches them. The second starts from the first run's strongest configs, evaluated again here
  * (its first proposals are warm starts naming the past trials they came from, and the report
- * says so); with --no-warm-start a run starts from the templates as a first run does.
+ * and the dashboard's trial page say so); with --no-warm-start a run starts from the templates
+ * as a first run does.
  */
 import { describe, expect, it } from "vitest";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
@@ -13,6 +14,7 @@ import { summaryOf } from "../helpers/report.js";
 import { storedEvents } from "../../cli/workspace.js";
 import { foldRun, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { fingerprint, genomeOf } from "../../agents/planner/identity.js";
+import { emptyView, trialDetail } from "../../dashboard/views.js";
 import { Mutation } from "../../proto/gen/research/v1/common_pb.js";
 import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
 
@@ -53,6 +55,8 @@ describe("a run in a workspace with past runs on its dataset", () => {
       expect(warm.state.trials.get(warm.state.order[0]!)?.evaluated, "evaluated in this run").toBeDefined();
       expect(warm.report).toContain("## Warm start");
       expect(warm.report).toContain(`\`${from!.id}\``);
+      // The dashboard's trial page says what the trial started from.
+      expect(trialDetail(emptyView(warm.state), warm.state.order[0]!)?.informed_by).toEqual([from!.id]);
 
       const off = await launch("--no-warm-start");
       expect(firsts(off.state).map((p) => p.mutation)).toEqual([Mutation.TEMPLATE, Mutation.TEMPLATE]);

@@ -99,6 +99,7 @@ export function TrialPage({ runId, trialId }: { runId: string; trialId: string }
         <Section title="Rationale" wide>
           <p>{t.rationale || <span class="muted">–</span>}</p>
           {t.adopted_concepts.length > 0 && <p class="muted">Adopted from the research brief: {t.adopted_concepts.join(", ")}</p>}
+          {t.informed_by.length > 0 && <p class="muted" data-testid="warm-start">Warm start: the config of past trial {t.informed_by.join(", ")}, evaluated again in this run</p>}
           {t.narrative && <p>{t.narrative}</p>}
         </Section>
         {t.failure && (

@@ -392,6 +392,8 @@ class TrialDetail(_Json):
     row: TrialRow
     rationale: str
     adopted_concepts: list[str]
+    #: Past trials (of other runs) whose configs it starts from: a warm start, evaluated in this run.
+    informed_by: list[str]
     #: As their author wrote them (None when not JSON).
     model_config: Any
     train_config: Any
