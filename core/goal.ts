@@ -38,7 +38,7 @@ function servesOf(dataset: DatasetName): readonly TaskName[] {
 const METRIC_CHOICES = orList(METRIC.names);
 
 /** A text dataset's path as an example: a corpus for a language model, labelled sentences otherwise. */
-const textExample = (task: string): string => (learningOf(task as TaskName).perPosition ? "/data/corpus.txt" : "/data/reviews");
+const textExample = (task: TaskName): string => (learningOf(task).perPosition ? "/data/corpus.txt" : "/data/reviews");
 
 const DATASET_PATTERNS: readonly (readonly [RegExp, DatasetName])[] = BUILT_IN.flatMap((d) => ("aliases" in d ? [[d.aliases, d.name] as const] : []));
 

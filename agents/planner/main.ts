@@ -38,18 +38,27 @@ function rowConfigs(row: Pick<TrialSummary, "modelConfigJson" | "trainConfigJson
   return model.ok && train.ok ? { model: model.value, train: train.value } : undefined;
 }
 
-/** Configs that failed in earlier trials of any run, by fingerprint: the planner must not repeat them. */
+/**
+ * Whether a run's trials may inform this run: only the runs of --warm-start-from when it names
+ * some, else any (the callers learn nothing at all with --no-warm-start).
+ */
+function learnsFrom(state: RunState): (runId: string) => boolean {
+  const from = new Set(state.settings?.warmStartFrom ?? []);
+  return (runId) => from.size === 0 || from.has(runId);
+}
+
+/** Configs that failed in earlier trials of any run this one learns from, by fingerprint: the planner must not repeat them. */
 async function failedInLineage(ctx: AgentContext, state: RunState): Promise<Set<string>> {
   const out = new Set<string>();
   if (state.settings?.noWarmStart) return out;
+  const learns = learnsFrom(state);
   const text = `${state.goal?.dataset ?? ""} ${state.goal?.rawText ?? ""}`.trim() || "trial";
   const res = await request(ctx.bus, { text, k: 50, status: TrialStatus.FAILED }).catch((err: unknown) => {
     ctx.log.warn({ err: (err as Error).message }, "lineage store not reachable; planning without past failures");
     return undefined;
   });
-  const from = new Set(state.settings?.warmStartFrom ?? []);
   for (const t of res ?? []) {
-    if (from.size && !from.has(t.runId)) continue;
+    if (!learns(t.runId)) continue;
     const configs = rowConfigs(t);
     // A row whose configs do not validate cannot match a candidate the planner would propose.
     if (configs) out.add(configFingerprint(configs.model, configs.train));
@@ -69,7 +78,7 @@ async function pastRuns(ctx: AgentContext, input: PlanInput): Promise<Pick<PlanI
   const dataset = state.goal?.dataset;
   const named = dataset ? builtIn(dataset) : undefined;
   if (!named || named.path || state.objective.metric !== "accuracy" || state.settings?.noWarmStart) return {};
-  const from = new Set(state.settings?.warmStartFrom ?? []);
+  const learns = learnsFrom(state);
   const probe = probeFidelity(input);
   const res = await request(ctx.bus, { text: `${dataset} ${state.goal?.rawText ?? ""}`, k: 200, dataset, status: TrialStatus.JUDGED }).catch((err: unknown) => {
     ctx.log.warn({ err: (err as Error).message }, "lineage store not reachable; no warm start from past runs");
@@ -78,7 +87,7 @@ async function pastRuns(ctx: AgentContext, input: PlanInput): Promise<Pick<PlanI
   const observations: Observation[] = [];
   const configs: PastConfig[] = [];
   for (const t of res) {
-    if (t.runId === state.runId || t.ciLow === undefined || (from.size && !from.has(t.runId))) continue;
+    if (t.runId === state.runId || !learns(t.runId) || t.ciLow === undefined) continue;
     const c = rowConfigs(t);
     if (!c || c.train.subset !== probe.subset || c.train.epochs !== probe.epochs) continue;
     const params = t.params ?? input.params(c.model);

@@ -40,8 +40,6 @@ export const BUILT_IN = [
   { name: "synthetic", aliases: /\bsynthetic\b/gi, serves: ["classification"] },
 ] as const satisfies readonly BuiltInDataset[];
 
-export type BuiltInName = (typeof BUILT_IN)[number]["name"];
-
 /** The built-in dataset of a name, undefined for another. */
 export function builtIn(name: string): BuiltInDataset | undefined {
   return (BUILT_IN as readonly BuiltInDataset[]).find((d) => d.name === name);

@@ -1,8 +1,9 @@
-"""The runner's registry of learning, one module per proto Task (core/tasks/learning.ts is the
-swarm's twin): how a model of the task learns (targets, batches, output shape, loss) and how the
+"""The runner's registry of learning, one module per proto Task (core/learning/ is the swarm's
+twin): how a model of the task learns (targets, batches, output shape, loss) and how the
 referee scores it. The trainer, the referee and the loaders ask here; none of them names a task.
 test/python/test_learning.py fails when a module omits what base.Learning requires."""
 from learning import classification, language_modelling, regression
+from learning.base import Learning
 
 # In the proto enum's order (test/core/closed-sets.test.ts holds the two together).
 MODULES = (classification, regression, language_modelling)
@@ -22,7 +23,6 @@ REQUIRED = ("prediction_width", "score", "output_shape", "criterion")
 
 def missing(cls):
     """What a Learning subclass leaves undefined of what the registry requires."""
-    from learning.base import Learning
     out = [f"the attribute {a}" for a in ("name", "needs") if not getattr(cls, a)]
     out += [f"{m}()" for m in REQUIRED if getattr(cls, m) is getattr(Learning, m)]
     if cls.encode is Learning.encode and cls.predict is Learning.predict:
