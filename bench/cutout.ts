@@ -19,7 +19,7 @@ import { parseTrainConfig } from "../core/model-config.js";
 import { recipeOf } from "../core/recipe.js";
 import { connectRunner, evaluateToResult } from "../gpu-runner/client.js";
 import { startRunner } from "../gpu-runner/server.js";
-import { templatesFor } from "../agents/planner/templates.js";
+import { templatesFor } from "../core/tasks/index.js";
 import { cutoutFor } from "../agents/planner/mutations.js";
 import { DatasetInfoSchema } from "../proto/gen/research/v1/runner_pb.js";
 

@@ -10,7 +10,7 @@
 # reader of that format; `bible -f Gen1:1-Rev22:21` dumps every verse, one line each, prefixed
 # with its reference ("Ge1:1 In the beginning ..."). The prefix is cut, leaving 31,102 lines of
 # plain ASCII prose, 4,137,850 bytes (sha256 printed below), Genesis to Revelation in order. The
-# loader (gpu-runner/python/datasets.py `_corpus`) cuts it into 16,163 rows and holds the last
+# loader (gpu-runner/python/tasks/text.py `_corpus`) cuts it into 16,163 rows and holds the last
 # 3,233 out as the test split: the New Testament from Matthew 27 on. The same text (with
 # references) is the Canterbury large corpus's bible.txt, a classic compression benchmark.
 #

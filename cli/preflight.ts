@@ -7,8 +7,7 @@
  */
 import { execFileSync } from "node:child_process";
 import { statSync } from "node:fs";
-import { csvColumnProblem } from "../core/tasks/files.js";
-import { taskFor } from "../core/tasks/index.js";
+import { datasetNamed } from "../core/tasks/index.js";
 
 /**
  * Why `python` (the runner's) would refuse `--device cuda`, asked the way the runner
@@ -42,11 +41,7 @@ export function dataProblem(d: { dataset: string; dataDir: string; targetColumn:
   if (!d.dataDir) return undefined;
   const stat = statSync(d.dataDir, { throwIfNoEntry: false });
   if (!stat) return `${d.dataset}: no file or folder ${d.dataDir}`;
-  const task = taskFor(d.dataset);
-  if (task) return task.dataProblem(d.dataDir, d.targetColumn);
-  // Whether a target column was given at all is the caller's to say, in its own words (goal or flag).
-  if (d.dataset !== "csv" || !d.targetColumn) return undefined;
-  return csvColumnProblem("csv", d.dataDir, d.targetColumn);
+  return datasetNamed(d.dataset)?.file?.dataProblem(d.dataDir, d.targetColumn);
 }
 
 /**

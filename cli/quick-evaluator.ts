@@ -12,6 +12,7 @@ import { ResearchError } from "../core/failure.js";
 import { cliConfig } from "../core/config.js";
 import { createLogger } from "../core/logger.js";
 import { DATASETS } from "../core/goal.js";
+import { datasetNamed } from "../core/tasks/index.js";
 import { DEFAULTS } from "../gpu-runner/request.js";
 import { DEFAULT_LR, RECIPE_DEFAULTS } from "../core/space.js";
 import { OPTIMIZER, SCHEDULE, type ClosedSet } from "../core/enums.js";
@@ -137,7 +138,9 @@ async function main(): Promise<void> {
   if (device !== undefined && a.runner) usage("--device applies to the runner this command starts; --runner names one already running");
   const dataDir = a["data-dir"] ? resolve(a["data-dir"]) : "";
   const targetColumn = a["target-column"] ?? "";
-  if (a.dataset === "csv" && !targetColumn) usage("--dataset csv needs --target-column COL (the label column)");
+  const file = datasetNamed(a.dataset)?.file;
+  if (file && !dataDir) usage(`--dataset ${a.dataset} needs --data-dir PATH (its files have no standard place)`);
+  if (file && !targetColumn && file.missingTarget(dataDir)) usage(`--dataset ${a.dataset} needs --target-column COL (the label column)`);
   const noData = dataProblem({ dataset: a.dataset, dataDir, targetColumn });
   if (noData) usage(noData);
 

@@ -8,7 +8,7 @@ import { cliConfig } from "../core/config.js";
 import { DEFAULT_TIME_BUDGET_S, searchDevice } from "../core/defaults.js";
 import { isId } from "../core/ids.js";
 import { smallestTemplate } from "../agents/planner/policy.js";
-import { templatesFor } from "../agents/planner/templates.js";
+import { templatesFor } from "../core/tasks/index.js";
 import { parseDuration, parseGoal } from "../core/goal.js";
 import { describeLlm, llmConfigFromFlags } from "../core/llm/config.js";
 import type { Logger } from "../core/logger.js";

@@ -40,14 +40,18 @@ export const PROBE_SEEDS = 1;
  * that keep the GPU busy, with bf16 autocast. Images train in channels-last memory on both:
  * oneDNN's convolutions on a CPU are faster on it as cuDNN's are (docs/BENCHMARKS.md).
  * The rungs above the probe, the last long training and the time plan use the run's own
- * measured timings. A corpus's rows hold 256 targets each: a CPU probe of a language model
+ * measured timings. The starting templates (core/tasks/) are `templateWidth` times as wide
+ * on a GPU. A corpus's rows hold 256 targets each: a CPU probe of a language model
  * reads a slice of 1,000 rows (256k bytes), which a 0.46M-parameter byte transformer trains
  * through in about a minute an epoch here at its batch of 16 windows.
  */
 export const SEARCH_DEFAULTS = {
-  cpu: { epochs: 3, subset: 10_000, corpusRows: 1_000, batchSize: 128, amp: true, channelsLast: true },
-  cuda: { epochs: 3, subset: 0, corpusRows: 0, batchSize: 512, amp: true, channelsLast: true },
-} as const satisfies Record<string, { epochs: number; subset: number; corpusRows: number; batchSize: number; amp: boolean; channelsLast: boolean }>;
+  cpu: { epochs: 3, subset: 10_000, corpusRows: 1_000, batchSize: 128, amp: true, channelsLast: true, templateWidth: 1 },
+  cuda: { epochs: 3, subset: 0, corpusRows: 0, batchSize: 512, amp: true, channelsLast: true, templateWidth: 4 },
+} as const satisfies Record<
+  string,
+  { epochs: number; subset: number; corpusRows: number; batchSize: number; amp: boolean; channelsLast: boolean; templateWidth: number }
+>;
 
 export type SearchDevice = keyof typeof SEARCH_DEFAULTS;
 

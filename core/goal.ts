@@ -12,35 +12,30 @@ import { create } from "@bufbuild/protobuf";
 import { z } from "zod";
 import { GoalSchema, type Goal } from "../proto/gen/research/v1/events_pb.js";
 import { METRIC, objectiveNamed, type MetricName, type Objective } from "./objective.js";
-import { taskFor, TASKS } from "./tasks/index.js";
-import { BUILT_IN, builtIn, type Modality } from "./tasks/built-in.js";
+import { DATASET_TABLE, datasetNamed, type DatasetName } from "./tasks/index.js";
+import type { Modality } from "./tasks/task.js";
 import { LEARNINGS, learningOf } from "./learning/index.js";
 import type { TaskName } from "./enums.js";
 import { orList } from "./format.js";
 
 /** Dataset names as the runner's DatasetSpec spells them: the built-in ones, then the task registry's (core/tasks/). */
-export const DATASETS = [...BUILT_IN.map((d) => d.name), ...TASKS.map((t) => t.dataset)] as const;
-export type DatasetName = (typeof DATASETS)[number];
-
-export type { Modality };
+export const DATASETS = DATASET_TABLE.map((d) => d.name) as [DatasetName, ...DatasetName[]];
+export type { DatasetName, Modality };
 
 export function datasetModality(dataset: string): Modality | undefined {
   const name = normaliseDataset(dataset);
-  return name ? (taskFor(name)?.modality ?? builtIn(name)?.modality) : undefined;
+  return name ? datasetNamed(name)?.task.modality : undefined;
 }
 
 /** The tasks (core/learning/) a goal may ask of a dataset, the first when it names no metric. */
 function servesOf(dataset: DatasetName): readonly TaskName[] {
-  return builtIn(dataset)?.serves ?? taskFor(dataset)!.serves;
+  return datasetNamed(dataset)!.serves;
 }
 
 /** The metrics a goal can decide on, for messages: "accuracy, rmse, ... or bits_per_byte". */
 const METRIC_CHOICES = orList(METRIC.names);
 
-/** A text dataset's path as an example: a corpus for a language model, labelled sentences otherwise. */
-const textExample = (task: TaskName): string => (learningOf(task).perPosition ? "/data/corpus.txt" : "/data/reviews");
-
-const DATASET_PATTERNS: readonly (readonly [RegExp, DatasetName])[] = BUILT_IN.flatMap((d) => ("aliases" in d ? [[d.aliases, d.name] as const] : []));
+const DATASET_PATTERNS: readonly (readonly [RegExp, DatasetName])[] = DATASET_TABLE.flatMap((d) => (d.aliases ? [[d.aliases, d.name] as const] : []));
 
 /** Canonical dataset name for an alias ("FashionMNIST", "cifar-10", "breast-cancer"), or undefined. */
 export function normaliseDataset(name: string): DatasetName | undefined {
@@ -57,8 +52,8 @@ const NUM = String.raw`(\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?|\.\d+)`;
 const PATH = String.raw`("[^"]+"|'[^']+'|[^\s,;]+)`;
 
 // After "text: " with a space, only a path-like word is a path: "text: bits per byte below 2" names none.
-/** Datasets a goal names by a path: "csv:PATH", "text:PATH" and the registry's tasks ("signal:PATH"). */
-const FILE_DATASETS = [...BUILT_IN.filter((d) => "path" in d).map((d) => d.name), ...TASKS.map((t) => t.dataset)];
+/** Datasets a goal names by a path: "csv:PATH", "text:PATH", "signal:PATH". */
+const FILE_DATASETS = DATASET_TABLE.filter((d) => d.file).map((d) => d.name);
 const FILE_DATASET = new RegExp(String.raw`\b(${FILE_DATASETS.join("|")})\s*(?:[:=](?:(?=\S)|\s+(?=[./~"']))|\s(?:file\s+)?(?:at\s+)?(?=[./~]))${PATH}`, "gi");
 const BARE_CSV_PATH = /(?<![\w/.~-])((?:~|\.{1,2})?\/[^\s,;]+\.(?:csv|tsv)|[\w.-]+\.(?:csv|tsv))\b/gi;
 // "target: 90%" must stay a target, so a bare "target" only names a column with "=".
@@ -349,22 +344,11 @@ const ResolvedGoalSchema = z
       const decidesOn = serves.flatMap((t) => Object.keys(LEARNINGS[t].metrics));
       ctx.addIssue({ code: "custom", path: ["metric"], message: learningOf(task).refusal({ dataset: g.dataset, metric: g.metric, serves, decidesOn }) });
     }
-    const fileTask = taskFor(g.dataset);
-    if (fileTask && !g.dataDir) ctx.addIssue({ code: "custom", path: ["dataDir"], message: `${g.dataset} needs a path, e.g. "${fileTask.example}"` });
-    if (fileTask && g.dataDir && !g.targetColumn && fileTask.needsTarget(g.dataDir)) {
-      ctx.addIssue({ code: "custom", path: ["targetColumn"], message: `${g.dataset} needs its class column for ${g.dataDir}, e.g. "${fileTask.example}"` });
-    }
-    if ((g.dataset === "csv" || g.dataset === "text") && !g.dataDir) {
-      ctx.addIssue({
-        code: "custom",
-        path: ["dataDir"],
-        message: `${g.dataset} needs a path, e.g. "${g.dataset === "csv" ? "csv:/data/titanic.csv target=Survived" : `text:${textExample(task)}`}"`,
-      });
-    }
+    const file = datasetNamed(g.dataset)!.file;
+    if (file && !g.dataDir) ctx.addIssue({ code: "custom", path: ["dataDir"], message: `${g.dataset} needs a path, e.g. "${file.example(task)}"` });
     // The runner needs the label column; said here, a missing one costs no swarm start.
-    if (g.dataset === "csv" && !g.targetColumn) {
-      ctx.addIssue({ code: "custom", path: ["targetColumn"], message: `csv needs its target column, e.g. "csv:${g.dataDir || "/data/titanic.csv"} target=Survived"` });
-    }
+    const missing = file && g.dataDir && !g.targetColumn ? file.missingTarget(g.dataDir) : undefined;
+    if (missing) ctx.addIssue({ code: "custom", path: ["targetColumn"], message: missing });
   });
 
 export type GoalParse = { ok: true; goal: Goal } | { ok: false; error: string };
@@ -501,16 +485,10 @@ export function parseGoal(text: string, overrides: GoalOverrides = {}): GoalPars
   const [first, ...rest] = problems;
   const hint = values.dataset
     ? ""
-    : ` Known datasets: ${BUILT_IN.filter((d) => !("path" in d)).map((d) => d.name).join(", ")}, csv:<path> target=<column>, text:<path>, ${TASKS.map((t) => `${t.dataset}:<path>`).join(", ")}.`;
+    : ` Known datasets: ${[...DATASET_TABLE.filter((d) => !d.file).map((d) => d.name), ...DATASET_TABLE.flatMap((d) => (d.file ? [d.file.usage] : []))].join(", ")}.`;
   // The example keeps what was understood of a file dataset: its path and column are the hard part to phrase.
-  const name =
-    values.dataset === "csv"
-      ? `csv:${values.dataDir ?? "/data/titanic.csv"} target=${values.targetColumn ?? "Survived"}`
-      : values.dataset === "text"
-        ? `text:${values.dataDir ?? textExample(goalObjective.task)}`
-        : values.dataset && taskFor(values.dataset)
-          ? taskFor(values.dataset)!.example
-          : (values.dataset ?? "fashion-mnist");
+  const file = values.dataset && datasetNamed(values.dataset)?.file;
+  const name = file ? file.example(goalObjective.task, values) : (values.dataset ?? "fashion-mnist");
   // An example in the metric's units only where the dataset can be scored by it.
   const fits = !goalObjective.proportion && values.dataset !== undefined && servesOf(values.dataset).includes(goalObjective.task);
   const example = `${name}: ${openEnded ? "best model you can in 30 minutes" : fits ? targetExample(goalObjective) : "reach 90% validation accuracy"}`;

@@ -270,6 +270,8 @@ export const ModelConfigSchema = z
 
 export type ModelConfig = z.infer<typeof ModelConfigSchema>;
 export type ModelConfigInput = z.input<typeof ModelConfigSchema>;
+/** A layer as a template or an edit writes it (before defaults). */
+export type LayerInput = ModelConfigInput["layers"][number];
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
 

@@ -14,6 +14,7 @@ import { trainConfigOfRecipe } from "../core/recipe.js";
 import { ResearchError } from "../core/failure.js";
 import { InputDtypeSchema } from "../core/model-config.js";
 import { DATASETS } from "../core/goal.js";
+import { datasetNamed } from "../core/tasks/index.js";
 import { objective } from "../core/objective.js";
 import {
   Task,
@@ -96,8 +97,8 @@ function checkDataset(d: DatasetSpec | undefined, dataRoots: string[], issues: I
       `dataset.data_dir ${d.dataDir} is outside the runner's data roots (${dataRoots.join(", ")}); start the runner with --data-root`,
     );
   }
-  if (name === "csv") issues.check(!!d?.targetColumn, "dataset.target_column is required for csv");
-  if (name === "csv" || name === "text") issues.check(!!d?.dataDir, `dataset.data_dir is required for ${name}`);
+  // A person's files have no standard place; which column a file needs is the worker's to check (specs.py).
+  if (datasetNamed(name)?.file) issues.check(!!d?.dataDir, `dataset.data_dir is required for ${name}`);
   if (name === "synthetic") {
     issues.check((d?.shape.length ?? 0) > 0, "dataset.shape is required for synthetic");
     issues.check((d?.numClasses ?? 0) >= 2, "dataset.num_classes >= 2 is required for synthetic");

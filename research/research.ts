@@ -9,6 +9,7 @@ import { z } from "zod";
 import { SURFACE } from "../core/enums.js";
 import { BriefSchema, isCoderBlock, type ArchitecturalSuggestion, type Brief } from "../core/brief.js";
 import { datasetModality, normaliseDataset, readGoalText, type Modality } from "../core/goal.js";
+import { datasetNamed } from "../core/tasks/index.js";
 import { CORPUS, sourceUrl, type CorpusEntry, type Surface } from "./corpus.js";
 
 export const ResearchOptionsSchema = z
@@ -293,8 +294,6 @@ function formatSeconds(s: number): string {
   return `${s} s`;
 }
 
-const DIGIT_DATASETS = new Set(["mnist", "svhn", "digits"]);
-
 function insights(ctx: QueryContext, chosen: readonly RankedEntry[]): string[] {
   const out: string[] = [];
   const goal = [
@@ -312,8 +311,8 @@ function insights(ctx: QueryContext, chosen: readonly RankedEntry[]): string[] {
 
   if (ctx.modality === "vision") {
     out.push(
-      ctx.dataset && DIGIT_DATASETS.has(ctx.dataset)
-        ? "Do not use `hflip` on digit data: a mirrored digit is a different or invalid symbol; `random_crop` with small padding is safe."
+      ctx.dataset && !datasetNamed(ctx.dataset)?.mirrors
+        ? "Do not use `hflip` on this data: a mirrored image can carry another label (a mirrored digit is a different or invalid symbol); `random_crop` with small padding is safe."
         : "`random_crop` with padding plus `hflip` is the near-free augmentation baseline for small natural or clothing images.",
     );
     if (ctx.maxParams !== undefined) {

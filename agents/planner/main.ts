@@ -13,7 +13,7 @@ import { Decision, InterventionKind, Verdict, type Event } from "../../proto/gen
 import { datasetInfo } from "../../swarm/dataset-info.js";
 import { inFlight, inFlightCount, judgedTrials, queuedProposals, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { trialId } from "../../core/ids.js";
-import { builtIn } from "../../core/tasks/built-in.js";
+import { datasetNamed } from "../../core/tasks/index.js";
 import { STALL_TRIALS, stallQuery, stalledOn } from "./stall.js";
 import { MUTATION, SURFACE } from "../../core/enums.js";
 import { TrialStatus } from "../../proto/gen/research/v1/common_pb.js";
@@ -70,14 +70,14 @@ async function failedInLineage(ctx: AgentContext, state: RunState): Promise<Set<
  * Past runs' rung-0 results on this dataset at this run's probe fidelity: the surrogate's prior
  * observations and, strongest first, the configs the first proposals start from (a warm start,
  * so a new run begins where earlier ones got to). None with --no-warm-start; only the runs of
- * --warm-start-from when it names some. Only for an accuracy goal on a built-in dataset: a
+ * --warm-start-from when it names some. Only for an accuracy goal on a dataset the runner holds: a
  * lineage row's interval is accuracy's, and a name such as "csv" says nothing of which file.
  */
 async function pastRuns(ctx: AgentContext, input: PlanInput): Promise<Pick<PlanInput, "pastObservations" | "pastConfigs">> {
   const { state } = input;
   const dataset = state.goal?.dataset;
-  const named = dataset ? builtIn(dataset) : undefined;
-  if (!named || named.path || state.objective.metric !== "accuracy" || state.settings?.noWarmStart) return {};
+  const named = dataset ? datasetNamed(dataset) : undefined;
+  if (!named || named.file || state.objective.metric !== "accuracy" || state.settings?.noWarmStart) return {};
   const learns = learnsFrom(state);
   const probe = probeFidelity(input);
   const res = await request(ctx.bus, { text: `${dataset} ${state.goal?.rawText ?? ""}`, k: 200, dataset, status: TrialStatus.JUDGED }).catch((err: unknown) => {

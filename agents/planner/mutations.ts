@@ -10,7 +10,8 @@ import { applies, batchSizes, DEFAULT_LR, editOf, isImage, RECIPE_DEFAULTS } fro
 import { OPTIMIZER, type MutationName, type OptimizerName, type SurfaceName } from "../../core/enums.js";
 import { argumentChanges, argumentDefault, isCodeModel, searchableArguments, type ModelConfigInput, type TrainConfigInput, type TrialModelInput } from "../../core/model-config.js";
 import { ArgumentKind, type DatasetInfo, type ModelArgument } from "../../proto/gen/research/v1/runner_pb.js";
-import type { LayerIn } from "./templates.js";
+import type { LayerInput } from "../../core/model-config.js";
+import { mirrors } from "../../core/tasks/index.js";
 
 export interface Genome {
   model: TrialModelInput;
@@ -56,14 +57,14 @@ export const effectiveOptimizer = (optimizer: OptimizerName, weightDecay: number
 const DECAY = editOf("weight_decay").byOptimizer;
 const LR = editOf("lr");
 
-function mapLayers(layers: LayerIn[], fn: (l: LayerIn) => LayerIn): LayerIn[] {
+function mapLayers(layers: LayerInput[], fn: (l: LayerInput) => LayerInput): LayerInput[] {
   return layers.map((l) => {
     const out = fn(l);
     return out.type === "residual" ? { ...out, layers: mapLayers(out.layers, fn) } : out;
   });
 }
 
-function scaleLayer(l: LayerIn, f: number): LayerIn {
+function scaleLayer(l: LayerInput, f: number): LayerInput {
   switch (l.type) {
     case "conv2d":
     case "pointwise_conv2d":
@@ -96,7 +97,7 @@ function scaleWidths(g: LayerGenome, f: number): Genome {
   return { ...g, model };
 }
 
-const isPool = (l: LayerIn) => l.type === "maxpool" || l.type === "avgpool" || l.type === "global_avgpool" || l.type === "flatten";
+const isPool = (l: LayerInput) => l.type === "maxpool" || l.type === "avgpool" || l.type === "global_avgpool" || l.type === "flatten";
 
 /** Repeats the block just before the first pooling stage (or the last hidden block of an MLP). */
 function deepen(g: LayerGenome): Genome | undefined {
@@ -115,7 +116,7 @@ function deepen(g: LayerGenome): Genome | undefined {
   const block = clone(layers.slice(start, stop));
   const head = block[0]!;
   // Stride inside a repeated block would shrink the map again.
-  if ("stride" in head && head.stride !== undefined && head.stride > 1) block[0] = { ...head, stride: 1 } as LayerIn;
+  if ("stride" in head && head.stride !== undefined && head.stride > 1) block[0] = { ...head, stride: 1 } as LayerInput;
   if (head.type === "transformer_encoder" || head.type === "mixer_block" || head.type === "gru") {
     const model = clone(g.model);
     model.layers[start] = head.type === "gru" ? { ...head, layers: (head.layers ?? 1) + 1 } : { ...head, depth: (head.depth ?? 1) + 1 };
@@ -128,7 +129,7 @@ function deepen(g: LayerGenome): Genome | undefined {
 
 function addSe(g: LayerGenome): Genome | undefined {
   if (JSON.stringify(g.model).includes('"se"')) return undefined;
-  const out: LayerIn[] = [];
+  const out: LayerInput[] = [];
   let added = false;
   g.model.layers.forEach((l, i) => {
     out.push(l);
@@ -213,8 +214,6 @@ const MIN_CONTEXT = 16;
 export const imageSide = (info: DatasetInfo) => (isImage(info) ? Math.min(info.inputShape[1] ?? 0, info.inputShape[2] ?? 0) : 0);
 /** Cutout's square: a quarter of the side (7 px on 28 x 28, 8 on 32 x 32), the size that pays on both. */
 export const cutoutFor = (side: number) => Math.max(4, Math.round(side / 4));
-// Mirror images keep their label only where left and right mean nothing.
-export const FLIP_SAFE = new Set(["fashion-mnist", "cifar10", "cifar100"]);
 
 /**
  * The learning rate that keeps a recipe's step at another batch size: SGD's grows with the
@@ -342,7 +341,7 @@ export const MUTATIONS: Mutation[] = [
     describe: "random crop (and flips where labels allow)",
     apply: (g, { info }) => {
       if (!applies("augment.crop_padding", info) || (g.train.augment?.crop_padding ?? 0) > 0) return undefined;
-      return train(g, { augment: { ...g.train.augment, crop_padding: editOf("augment.crop_padding").to, hflip: FLIP_SAFE.has(info.name) } });
+      return train(g, { augment: { ...g.train.augment, crop_padding: editOf("augment.crop_padding").to, hflip: mirrors(info) } });
     },
   },
   {

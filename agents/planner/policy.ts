@@ -27,9 +27,9 @@ import { trialId } from "../../core/ids.js";
 import type { DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
 import { learningOf } from "../../core/learning/index.js";
 import { isBaseline, isPromotion, rungOf, scoreOf, scoreText, type HandProposal, type RunState, type TrialState } from "../../swarm/run-state.js";
-import { FLIP_SAFE, lrForBatch, MUTATIONS, type EditEnv, type Genome, type Mutation } from "./mutations.js";
+import { lrForBatch, MUTATIONS, type EditEnv, type Genome, type Mutation } from "./mutations.js";
 import type { Template } from "../../core/tasks/task.js";
-import { TEMPLATE_WIDTH, templatesFor } from "./templates.js";
+import { mirrors, templatesFor } from "../../core/tasks/index.js";
 import { configParamsCounter, paramsCounter } from "./params.js";
 import { fitTpe, GENOME_SPACE, genomeFeatures, type Observation } from "./surrogate.js";
 import { ladder, PROMOTION_SURFACE, type Fidelity } from "./scheduler.js";
@@ -146,7 +146,7 @@ function startingTrain(input: PlanInput, template?: Template): TrainConfigInput 
     subset,
     ...(d.amp && { amp: true }),
     ...memoryFormat(input),
-    ...(template?.recipe && image && FLIP_SAFE.has(input.info.name) && { augment: { hflip: true } }),
+    ...(template?.recipe && image && mirrors(input.info) && { augment: { hflip: true } }),
   });
 }
 
@@ -209,7 +209,7 @@ export function smallestTemplate(info: DatasetInfo, device: SearchDevice, max: n
   // Templates are model_configs: their count is the compiler's.
   const count = configParamsCounter(info);
   const sizes = searchTemplates(info, device, families).flatMap((t) => {
-    const p = count(narrowedToFit({ model: t.build(info, TEMPLATE_WIDTH[device]), train: {} }, max, count, env).model);
+    const p = count(narrowedToFit({ model: t.build(info, SEARCH_DEFAULTS[device].templateWidth), train: {} }, max, count, env).model);
     return typeof p === "number" ? [{ name: t.name, params: p }] : [];
   });
   return sizes.sort((a, b) => a.params - b.params)[0];
@@ -275,7 +275,7 @@ export const initialBuiltin = (input: PlanInput, count: number): Proposal[] => {
     // A family's own recipe stands; the brief's recipe knob goes to families without one.
     const knob = recipe && !t.recipe ? RECIPE_FROM_BRIEF[recipe] : undefined;
     const train = intoSpace(space, { ...startingTrain(input, t), ...knob });
-    const g = fitted(input, { model: t.build(input.info, TEMPLATE_WIDTH[device]), train });
+    const g = fitted(input, { model: t.build(input.info, SEARCH_DEFAULTS[device].templateWidth), train });
     // A restart later in the run is timed from the measured trial closest in size.
     if (withinBudget(input, g, seen) ?? timing(input, g, PROBE_SEEDS).over) continue;
     seen.add(fingerprint(g.model, g.train));
@@ -560,7 +560,7 @@ export const randomPolicy: Policy = (input, index) => {
       epochs: draw("epochs") as number,
       subset: subsets[Math.floor(rng() * subsets.length)]!,
     };
-    let g = fitted(input, { model: t.build(info, TEMPLATE_WIDTH[device]), train });
+    let g = fitted(input, { model: t.build(info, SEARCH_DEFAULTS[device].templateWidth), train });
     // One coin for the draw (a coin per element could match neither).
     const width = rng() < 0.5 ? "widen" : "narrow";
     const widen = MUTATIONS.find((m) => m.name === width)!;

@@ -16,7 +16,7 @@
  */
 import { RECIPE_FEATURES, recipeFeatures } from "../../core/space.js";
 import { ACTIVATIONS, isCodeModel, type Activation, type TrainConfigInput, type TrialModelInput } from "../../core/model-config.js";
-import type { LayerIn } from "./templates.js";
+import type { LayerInput } from "../../core/model-config.js";
 
 export interface Observation {
   x: number[];
@@ -149,7 +149,7 @@ function logNormal(x: number, mu: number, sigma: number): number {
 }
 
 /** The model's own features, read off its layers (a model in Python has none to read: its size only). */
-const MODEL_FEATURES: Array<{ dim: Dimension; read: (layers: LayerIn[], params: number) => number }> = [
+const MODEL_FEATURES: Array<{ dim: Dimension; read: (layers: LayerInput[], params: number) => number }> = [
   { dim: { name: "log10_params", kind: "continuous", low: 3, high: 8 }, read: (_, params) => Math.log10(Math.max(1, params)) },
   { dim: { name: "depth", kind: "continuous", low: 1, high: 40 }, read: (layers) => layers.reduce((s, l) => s + weightedDepth(l), 0) },
   { dim: { name: "dropout", kind: "continuous", low: 0, high: 0.6 }, read: (layers) => Math.max(0, ...layers.map(dropoutOf)) },
@@ -184,7 +184,7 @@ export function genomeFeatures(model: TrialModelInput, train: TrainConfigInput, 
 }
 
 /** The index in ACTIVATIONS of the most used activation (the first on a tie), ACTIVATIONS.length when there is none. */
-function dominantActivation(layers: LayerIn[]): number {
+function dominantActivation(layers: LayerInput[]): number {
   const counts = new Map<Activation, number>();
   for (const l of layers) {
     const fn = l.type === "activation" ? (l.fn ?? "relu") : l.type === "mbconv" ? (l.activation ?? "silu") : undefined;
@@ -195,12 +195,12 @@ function dominantActivation(layers: LayerIn[]): number {
   return best === undefined ? ACTIVATIONS.length : ACTIVATIONS.indexOf(best);
 }
 
-function flatLayers(layers: LayerIn[]): LayerIn[] {
+function flatLayers(layers: LayerInput[]): LayerInput[] {
   return layers.flatMap((l) => (l.type === "residual" ? [l, ...flatLayers(l.layers)] : [l]));
 }
 
 /** Layers with weights that transform features; norms and SE gates do not add depth. */
-function weightedDepth(l: LayerIn): number {
+function weightedDepth(l: LayerInput): number {
   switch (l.type) {
     case "conv2d":
     case "depthwise_conv2d":
@@ -221,7 +221,7 @@ function weightedDepth(l: LayerIn): number {
 }
 
 /** Defaults as in core/model-config.ts: 0.1 for dropout layers, 0 inside transformer and mixer blocks. */
-function dropoutOf(l: LayerIn): number {
+function dropoutOf(l: LayerInput): number {
   switch (l.type) {
     case "dropout":
     case "dropout2d":

@@ -6,7 +6,7 @@
 import { closeSync, openSync, readSync, statSync } from "node:fs";
 import { join } from "node:path";
 
-// The runner sniffs the delimiter among these (gpu-runner/python/datasets.py, _read_csv).
+// The runner sniffs the delimiter among these (gpu-runner/python/data_files.py, _read_csv).
 const CSV_DELIMITERS = [",", ";", "\t", "|"];
 
 /** The first non-blank line of a file, without a byte-order mark; undefined when there is none. */

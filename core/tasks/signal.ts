@@ -53,12 +53,22 @@ const TEMPLATES: Template[] = [
   },
 ];
 
+const EXAMPLE = "signal:/data/signals.csv target=label";
+
 export const SIGNAL = {
-  dataset: "signal",
+  name: "signal",
   describe: "1-D signals (sensor-style sequences), one class each",
-  serves: ["classification"],
-  example: "signal:/data/signals.csv target=label",
-  needsTarget: (path) => !isArrays(path),
-  dataProblem: (path, targetColumn) => (isArrays(path) || !targetColumn ? undefined : csvColumnProblem("signal", path, targetColumn)),
+  datasets: [
+    {
+      name: "signal",
+      serves: ["classification"],
+      file: {
+        usage: "signal:<path>",
+        example: () => EXAMPLE,
+        missingTarget: (path) => (isArrays(path) ? undefined : `signal needs its class column for ${path}, e.g. "${EXAMPLE}"`),
+        dataProblem: (path, targetColumn) => (isArrays(path) || !targetColumn ? undefined : csvColumnProblem("signal", path, targetColumn)),
+      },
+    },
+  ],
   templates: () => TEMPLATES,
 } as const satisfies TaskModule;

@@ -13,8 +13,9 @@ import math
 import os
 import re
 
-from datasets import KNOWN, TASKS, TEXT_VOCAB
+from datasets import KNOWN, TASKS
 from failures import TaskFailure
+from tasks.text import TEXT_VOCAB
 
 # The proto enums Optimizer, Schedule and ScriptLanguage, by their snake_case names in
 # declaration order. The worker has no protobuf runtime, so they are copied here;

@@ -5,7 +5,7 @@ import { childModel, type TrainConfigInput, type TrialModel } from "../../core/m
 import { MUTATIONS, type Genome } from "../../agents/planner/mutations.js";
 import { mulberry32, nextBuiltin } from "../../agents/planner/policy.js";
 import { fingerprint, genomeOf } from "../../agents/planner/identity.js";
-import { templatesFor } from "../../agents/planner/templates.js";
+import { templatesFor } from "../../core/tasks/index.js";
 import { Surface } from "../../proto/gen/research/v1/common_pb.js";
 import { Decision, Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import { DatasetInfoSchema } from "../../proto/gen/research/v1/runner_pb.js";

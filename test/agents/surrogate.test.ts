@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import { mulberry32 } from "../../agents/planner/policy.js";
 import { fitTpe, genomeFeatures, GENOME_SPACE, MIN_HISTORY, type Dimension, type Observation } from "../../agents/planner/surrogate.js";
-import { templatesFor } from "../../agents/planner/templates.js";
+import { templatesFor } from "../../core/tasks/index.js";
 import { ACTIVATIONS, type ModelConfigInput, type TrainConfigInput } from "../../core/model-config.js";
 import { DatasetInfoSchema } from "../../proto/gen/research/v1/runner_pb.js";
 

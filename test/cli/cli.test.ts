@@ -87,6 +87,7 @@ describe("quick-evaluator", () => {
     const base = ["--model", good, "--class", "DigitsNet", "--seeds", "1"];
     const cases: [string[], string][] = [
       [["--dataset", "csv", "--data-dir", people], "--dataset csv needs --target-column COL (the label column)"],
+      [["--dataset", "text"], "--dataset text needs --data-dir PATH (its files have no standard place)"],
       [["--dataset", "csv", "--data-dir", people, "--target-column", "label"], `csv: no column "label" in ${people}; its header has "age", "city", "bought"`],
       [["--dataset", "digits", "--data-dir", join(dir, "nowhere")], `digits: no file or folder ${join(dir, "nowhere")}`],
       [["--dataset", "digits", "--subset", "some"], '--subset must be a positive integer, got "some"'],

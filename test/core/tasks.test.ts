@@ -1,40 +1,64 @@
 /** The task registry: what every task must declare, on both sides of the wire, and the signal task through it. */
 import { describe, expect, it } from "vitest";
-import { create } from "@bufbuild/protobuf";
+import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { compileModel } from "../../core/compiler/compile.js";
 import { DEFAULT_PYTHON } from "../../core/config.js";
 import { DATASETS, parseGoal } from "../../core/goal.js";
-import { TASKS, taskFor } from "../../core/tasks/index.js";
-import { templatesFor } from "../../agents/planner/templates.js";
+import { DATASET_TABLE, TASKS, datasetNamed, templatesFor } from "../../core/tasks/index.js";
 import { dataProblem } from "../../cli/preflight.js";
+import { compileOptions } from "../../swarm/dataset-info.js";
 import { DatasetInfoSchema, Task } from "../../proto/gen/research/v1/runner_pb.js";
 import { run } from "../helpers/run.js";
 
 const PYTHON = process.env.RUNNER_PYTHON ?? DEFAULT_PYTHON;
 const WORKER = join(import.meta.dirname, "..", "..", "gpu-runner", "python");
 
+/** Data of each module's kind as the runner describes it: a module without one here fails the test below. */
+const SAMPLES: Record<string, MessageInitShape<typeof DatasetInfoSchema>[]> = {
+  images: [{ inputShape: [1, 28, 28], numClasses: 10, inputDtype: "float32" }, { inputShape: [3, 32, 32], numClasses: 100, inputDtype: "float32" }, { inputShape: [1, 8, 8], numClasses: 10, inputDtype: "float32" }],
+  tabular: [{ inputShape: [13], numClasses: 3, inputDtype: "float32" }, { inputShape: [10], numClasses: 0, inputDtype: "float32", task: Task.REGRESSION }],
+  text: [{ inputShape: [128], numClasses: 4, inputDtype: "int64", vocabSize: 16384 }, { inputShape: [256], numClasses: 0, inputDtype: "int64", vocabSize: 256, task: Task.LANGUAGE_MODELLING }],
+  synthetic: [{ inputShape: [3, 16, 16], numClasses: 5, inputDtype: "float32" }, { inputShape: [20], numClasses: 5, inputDtype: "float32" }],
+  signal: [{ inputShape: [40, 2], numClasses: 5, inputDtype: "float32" }],
+};
+
 describe("the task registry", () => {
-  it("has every task on both sides: the runner's twin loads each dataset the swarm names", async () => {
-    const r = await run(PYTHON, ["-c", "import tasks, json; print(json.dumps(sorted(tasks.LOADERS)))"], { cwd: WORKER, timeout: 60_000 });
-    expect(JSON.parse(r.stdout), r.stderr).toEqual(TASKS.map((t) => t.dataset).sort());
+  it("has every module and dataset on both sides: the runner's twin loads each dataset the swarm names, in a module of the same name", async () => {
+    const script = "import tasks, json; print(json.dumps({m.__name__.split('.')[-1]: sorted(m.LOADERS) for m in tasks.MODULES}))";
+    const r = await run(PYTHON, ["-c", script], { cwd: WORKER, timeout: 60_000 });
+    expect(JSON.parse(r.stdout), r.stderr).toEqual(Object.fromEntries(TASKS.map((t) => [t.name, t.datasets.map((d) => d.name).sort()])));
   });
 
-  it("gives each task a goal the parser reads, a name the runner takes, and templates that compile for its data", () => {
+  it("gives each dataset a goal the parser reads and a name the runner takes, and each module templates that compile for its data", () => {
+    expect(new Set(DATASET_TABLE.map((d) => d.name)).size, "a dataset in two modules").toBe(DATASET_TABLE.length);
+    for (const d of DATASET_TABLE) {
+      expect(DATASETS).toContain(d.name);
+      const words = d.file ? d.file.example(d.serves[0]) : d.name;
+      const parsed = parseGoal(`${words}: best model you can in 30 minutes`);
+      expect(parsed.ok ? parsed.goal.dataset : parsed.error, words).toBe(d.name);
+      if (d.file) expect(parsed.ok && parsed.goal.dataDir, words).toBeTruthy();
+    }
     for (const task of TASKS) {
-      expect(DATASETS).toContain(task.dataset);
-      const parsed = parseGoal(`${task.example}: maximise accuracy`);
-      expect(parsed.ok && [parsed.goal.dataset, parsed.goal.dataDir, parsed.goal.targetColumn], task.dataset).toEqual([task.dataset, expect.any(String), expect.any(String)]);
-      const info = create(DatasetInfoSchema, { name: task.dataset, inputShape: [40, 2], numClasses: 5, inputDtype: "float32", task: Task.CLASSIFICATION });
-      const templates = templatesFor(info, "cpu");
-      expect(templates.length, task.dataset).toBeGreaterThan(0);
-      for (const t of templates) {
-        const compiled = compileModel(t.build(info, 1), { inputShape: [40, 2], numClasses: 5 });
-        expect(compiled.ok, `${t.name}: ${compiled.ok ? "" : compiled.error}`).toBe(true);
+      expect(SAMPLES[task.name], `no sample data for the module ${task.name}`).toBeDefined();
+      for (const sample of SAMPLES[task.name]!) {
+        const info = create(DatasetInfoSchema, { name: task.datasets[0].name, task: Task.CLASSIFICATION, ...sample });
+        for (const device of ["cpu", "cuda"] as const) {
+          const templates = templatesFor(info, device);
+          expect(templates.length, `${task.name} ${device}`).toBeGreaterThan(0);
+          for (const t of templates) {
+            const compiled = compileModel(t.build(info, 1), compileOptions(info));
+            expect(compiled.ok, `${task.name}/${t.name}: ${compiled.ok ? "" : compiled.error}`).toBe(true);
+          }
+        }
       }
     }
+  });
+
+  it("refuses a dataset no module has", () => {
+    expect(() => templatesFor(create(DatasetInfoSchema, { name: "imagenet" }))).toThrow(/no task module has a dataset named "imagenet"/);
   });
 });
 
@@ -64,7 +88,7 @@ describe("the signal task", () => {
     expect(dataProblem({ dataset: "signal", dataDir: join(dir, "none"), targetColumn: "label" })).toBe(`signal: no file or folder ${join(dir, "none")}`);
     mkdirSync(arrays);
     writeFileSync(join(arrays, "x.npy"), "");
-    expect(taskFor("signal")!.needsTarget(arrays)).toBe(false);
+    expect(datasetNamed("signal")!.file!.missingTarget(arrays)).toBeUndefined();
     expect(dataProblem({ dataset: "signal", dataDir: arrays, targetColumn: "" })).toBeUndefined();
     const goal = parseGoal(`signal:${arrays}: maximise accuracy`);
     expect(goal.ok && goal.goal.dataset).toBe("signal");

@@ -1,4 +1,5 @@
-"""datasets.py: loaders on files in their real formats, the errors a user's files can cause, and splits."""
+"""datasets.py and the loaders of tasks/ (images, tabular, text, synthetic): loaders on files in their
+real formats, the errors a user's files can cause, and splits."""
 
 import gzip
 import os
@@ -13,6 +14,8 @@ import datasets
 import specs
 from conftest import full_spec
 from failures import TaskFailure
+from tasks.images import DIGIT_CLASSES, FASHION_MNIST_CLASSES
+from tasks.text import TEXT_LENGTH, TEXT_VOCAB, tokenize
 
 
 def spec(**fields):
@@ -31,14 +34,14 @@ def invalid(message_part, **fields):
 # --- loaders on the fixture files -------------------------------------------------------
 
 @pytest.mark.parametrize("fields, shape, n_train, n_test, class_names", [
-    ({"name": "mnist", "data_dir": "mnist"}, [1, 28, 28], 200, 50, datasets.DIGIT_CLASSES),
-    ({"name": "fashion-mnist", "data_dir": "mnist"}, [1, 28, 28], 200, 50, datasets.FASHION_MNIST_CLASSES),
+    ({"name": "mnist", "data_dir": "mnist"}, [1, 28, 28], 200, 50, DIGIT_CLASSES),
+    ({"name": "fashion-mnist", "data_dir": "mnist"}, [1, 28, 28], 200, 50, FASHION_MNIST_CLASSES),
     ({"name": "cifar10", "data_dir": "cifar10"}, [3, 32, 32], 300, 60, None),
     ({"name": "cifar10", "data_dir": "cifar10/cifar-10-batches-py"}, [3, 32, 32], 300, 60, None),
     ({"name": "cifar100", "data_dir": "cifar100"}, [3, 32, 32], 200, 50, [f"fine_{i}" for i in range(100)]),
-    ({"name": "svhn", "data_dir": "svhn"}, [3, 32, 32], 200, 50, datasets.DIGIT_CLASSES),
+    ({"name": "svhn", "data_dir": "svhn"}, [3, 32, 32], 200, 50, DIGIT_CLASSES),
     ({"name": "csv", "data_dir": "tabular.csv", "target_column": "bought"}, [6], 200, 50, ["no", "yes"]),
-    ({"name": "text", "data_dir": "text"}, [datasets.TEXT_LENGTH], 200, 50, ["0", "1"]),
+    ({"name": "text", "data_dir": "text"}, [TEXT_LENGTH], 200, 50, ["0", "1"]),
 ], ids=lambda v: f"{v['name']}@{v['data_dir']}" if isinstance(v, dict) else None)
 def test_a_fixture_file_loads_in_its_real_format(fixtures_dir, fields, shape, n_train, n_test, class_names):
     raw = datasets.load(spec(**{**fields, "data_dir": os.path.join(fixtures_dir, fields["data_dir"])}))
@@ -76,8 +79,8 @@ def test_csv_imputes_missing_values_and_encodes_categories(fixtures_dir):
 
 def test_text_is_hashed_into_padded_ids(fixtures_dir):
     raw = datasets.load(spec(name="text", data_dir=os.path.join(fixtures_dir, "text")))
-    assert raw.vocab_size == datasets.TEXT_VOCAB
-    assert raw.x_train.min() >= 0 and raw.x_train.max() < datasets.TEXT_VOCAB
+    assert raw.vocab_size == TEXT_VOCAB
+    assert raw.x_train.min() >= 0 and raw.x_train.max() < TEXT_VOCAB
     assert (raw.x_train[:, -1] == 0).all()  # fixture sentences are short: padded at the end
 
 
@@ -222,11 +225,11 @@ def test_text_files_without_labels_or_text_are_refused(tmp_path):
 
 
 def test_tokenize_is_stable_case_blind_and_fixed_length():
-    ids = datasets.tokenize("Great film, GREAT plot!")
-    assert len(ids) == datasets.TEXT_LENGTH
-    assert ids[0] == ids[2] and ids[0] != ids[1] and ids[4:] == [0] * (datasets.TEXT_LENGTH - 4)
-    assert datasets.tokenize("great film")[:2] == ids[:2]
-    assert datasets.tokenize("word " * 500) == [datasets.tokenize("word")[0]] * datasets.TEXT_LENGTH
+    ids = tokenize("Great film, GREAT plot!")
+    assert len(ids) == TEXT_LENGTH
+    assert ids[0] == ids[2] and ids[0] != ids[1] and ids[4:] == [0] * (TEXT_LENGTH - 4)
+    assert tokenize("great film")[:2] == ids[:2]
+    assert tokenize("word " * 500) == [tokenize("word")[0]] * TEXT_LENGTH
 
 
 # --- splits -----------------------------------------------------------------------------
@@ -277,8 +280,8 @@ def test_describe_reports_what_a_planner_needs(fixtures_dir):
     raw = datasets.load(spec(name="text", data_dir=os.path.join(fixtures_dir, "text")))
     description = datasets.split(raw, spec(name="text")).describe()
     assert description == {
-        "kind": "dataset", "name": "text", "task": "classification", "input_shape": [datasets.TEXT_LENGTH], "num_classes": 2,
-        "class_names": ["0", "1"], "input_dtype": "int64", "vocab_size": datasets.TEXT_VOCAB,
+        "kind": "dataset", "name": "text", "task": "classification", "input_shape": [TEXT_LENGTH], "num_classes": 2,
+        "class_names": ["0", "1"], "input_dtype": "int64", "vocab_size": TEXT_VOCAB,
         "n_train": 180, "n_val": 20, "n_test": 50,
     }
 

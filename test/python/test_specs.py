@@ -9,10 +9,10 @@ import re
 
 import pytest
 
-import datasets
 import specs
 from conftest import full_spec
 from failures import TaskFailure
+from tasks.text import TEXT_VOCAB
 
 SOURCE = "import torch.nn as nn\nclass Net(nn.Module):\n    pass\n"
 
@@ -55,7 +55,7 @@ def test_every_field_is_required(path):
 
 
 def test_but_the_text_vocabulary_which_only_the_worker_knows():
-    assert specs.validate("summarize", MINIMAL["summarize"])["vocab_size"] == datasets.TEXT_VOCAB
+    assert specs.validate("summarize", MINIMAL["summarize"])["vocab_size"] == TEXT_VOCAB
 
 
 def test_numbers_are_coerced_only_where_nothing_is_lost():

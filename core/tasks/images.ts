@@ -1,28 +1,20 @@
 /**
- * Starting architectures per input modality, written in the coder's
- * model_config vocabulary. Each template names the building blocks it uses,
- * so a brief's suggestion can pick the template that adopts it. On a CPU they
- * start small on purpose (16 channels in the first stage): a 2-core CPU trains
- * a 20k-parameter CNN through Fashion-MNIST in seconds per epoch, and the
- * architecture surface widens and deepens what pays off. On a GPU the image
- * templates are four times as wide, with ResNet-9 first: a 3M-parameter ResNet-9
- * trains a Fashion-MNIST epoch in under a second there, and its 3-epoch probe led
- * the other families' on validation in the H200 run (92.83% against 88.90-90.77%,
+ * Images: Fashion-MNIST, MNIST, CIFAR-10/100, SVHN (the runner's copies under
+ * /usr/share/datasets) and scikit-learn's 8x8 digits; the loaders are
+ * gpu-runner/python/tasks/images.py.
+ *
+ * The starting architectures, in the coder's model_config vocabulary. Each template names the
+ * building blocks it uses, so a brief's suggestion can pick the template that adopts it. On a
+ * CPU they start small on purpose (16 channels in the first stage): a 2-core CPU trains a
+ * 20k-parameter CNN through Fashion-MNIST in seconds per epoch, and the architecture surface
+ * widens and deepens what pays off. On a GPU they are four times as wide, with ResNet-9 first:
+ * a 3M-parameter ResNet-9 trains a Fashion-MNIST epoch in under a second there, and its 3-epoch
+ * probe led the other families' on validation in the H200 run (92.83% against 88.90-90.77%,
  * test/fixtures/runs/h200-5.5min-open-ea238f7.jsonl).
  */
-import type { SearchDevice } from "../../core/defaults.js";
-import type { ModelConfigInput } from "../../core/model-config.js";
-import { taskFor } from "../../core/tasks/index.js";
-import type { Template } from "../../core/tasks/task.js";
+import type { LayerInput as Layer } from "../model-config.js";
 import type { DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
-import { learningOf } from "../../core/learning/index.js";
-
-export type LayerIn = ModelConfigInput["layers"][number];
-type Layer = LayerIn;
-
-
-/** Channel multiplier of the image templates by device. */
-export const TEMPLATE_WIDTH: Readonly<Record<SearchDevice, number>> = { cpu: 1, cuda: 4 };
+import type { TaskModule, Template } from "./task.js";
 
 const conv = (out: number): Layer => ({ type: "conv2d", out_channels: out, kernel_size: 3, padding: "same", bias: false });
 const bn = (): Layer => ({ type: "batchnorm" });
@@ -64,7 +56,7 @@ const RESNET9: Template = {
   recipe: { optimizer: "sgd", lr: 0.05, momentum: 0.9, nesterov: true, weight_decay: 5e-4, schedule: "onecycle", label_smoothing: 0.1 },
 };
 
-const IMAGE: Template[] = [
+const FAMILIES: Template[] = [
   {
     // The capacity the small templates lack: two convolutions per stage, 24
     // channels doubling per stage (Fashion-MNIST: 160k parameters), the shape of
@@ -169,114 +161,23 @@ const IMAGE: Template[] = [
   },
 ];
 
-const TABULAR: Template[] = [
-  {
-    name: "mlp",
-    blocks: ["linear", "batchnorm", "dropout"],
-    build: () => ({
-      name: "mlp",
-      layers: [
-        { type: "linear", out_features: 128 },
-        { type: "batchnorm" },
-        { type: "activation", fn: "relu" },
-        { type: "dropout", p: 0.1 },
-        { type: "linear", out_features: 64 },
-        { type: "batchnorm" },
-        { type: "activation", fn: "relu" },
-      ],
-    }),
-  },
-  {
-    name: "residual-mlp",
-    blocks: ["linear", "layernorm", "residual", "activation:gelu"],
-    build: () => ({
-      name: "residual-mlp",
-      layers: [
-        { type: "linear", out_features: 128 },
-        { type: "activation", fn: "gelu" },
-        { type: "residual", layers: [{ type: "layernorm" }, { type: "linear", out_features: 128 }, { type: "activation", fn: "gelu" }] },
-        { type: "dropout", p: 0.1 },
-      ],
-    }),
-  },
-];
-
-const TEXT: Template[] = [
-  {
-    name: "bag-of-embeddings",
-    blocks: ["embedding", "sequence_pool", "linear"],
-    build: (info) => ({
-      name: "bag-of-embeddings",
-      layers: [
-        { type: "embedding", vocab_size: info.vocabSize || 16384, dim: 64, padding_idx: 0 },
-        { type: "sequence_pool", mode: "mean" },
-        { type: "linear", out_features: 64 },
-        { type: "activation", fn: "relu" },
-        { type: "dropout", p: 0.2 },
-      ],
-    }),
-  },
-  {
-    name: "conv1d-text",
-    blocks: ["embedding", "conv1d", "sequence_pool"],
-    build: (info) => ({
-      name: "conv1d-text",
-      layers: [
-        { type: "embedding", vocab_size: info.vocabSize || 16384, dim: 64, padding_idx: 0 },
-        { type: "conv1d", out_channels: 64, kernel_size: 3, padding: "same" },
-        { type: "activation", fn: "relu" },
-        { type: "sequence_pool", mode: "max" },
-        { type: "dropout", p: 0.2 },
-      ],
-    }),
-  },
-];
-
-/**
- * Byte-level language models, sized for two CPU cores: a GPT-style causal transformer (learned
- * positions, pre-norm blocks, a head tied to the embedding) and a GRU, the recurrent baseline.
- * Both read 128 bytes at once (the context edit moves it) and clip gradients, as language
- * models are trained.
- */
-const LANGUAGE: Template[] = [
-  {
-    name: "byte-transformer",
-    blocks: ["embedding", "transformer_encoder", "layernorm"],
-    build: (info, width = 1) => ({
-      name: "byte-transformer",
-      tie_embeddings: true,
-      layers: [
-        { type: "embedding", vocab_size: info.vocabSize, dim: 128 * width, position_embedding: true },
-        { type: "transformer_encoder", heads: 4, mlp_ratio: 4, depth: 2, causal: true },
-        { type: "layernorm" },
-      ],
-    }),
-    recipe: { optimizer: "adamw", lr: 2e-3, weight_decay: 0.05, batch_size: 16, context: 128, grad_clip: 1, schedule: "cosine" },
-  },
-  {
-    name: "byte-gru",
-    blocks: ["embedding", "gru"],
-    build: (info, width = 1) => ({
-      name: "byte-gru",
-      layers: [
-        { type: "embedding", vocab_size: info.vocabSize, dim: 64 * width },
-        { type: "gru", hidden: 256 * width },
-      ],
-    }),
-    recipe: { optimizer: "adam", lr: 3e-3, batch_size: 16, context: 128, grad_clip: 1, schedule: "cosine" },
-  },
-];
-
-/**
- * The templates for a dataset, in the order the planner tries them. ResNet-9 is a GPU family: on
- * two CPU cores its 0.19M-parameter form made every probe as slow as the VGG-style net's, and a
- * "reach 90%" launch that started with the two had not reached it after 30 minutes.
- */
-export function templatesFor(info: DatasetInfo, device: SearchDevice = "cpu"): Template[] {
-  const task = taskFor(info.name);
-  if (task) return task.templates(info, device);
-  if (learningOf(info.task).perPosition) return LANGUAGE;
-  if (info.inputDtype === "int64") return TEXT;
-  if (info.inputShape.length !== 3) return TABULAR;
-  return device === "cuda" ? [RESNET9, ...IMAGE] : IMAGE;
-}
+export const IMAGES = {
+  name: "images",
+  describe: "images, one class each",
+  modality: "vision",
+  datasets: [
+    { name: "fashion-mnist", aliases: /\b(?:fashion[-_ ]?mnist|f[-_]?mnist)\b/gi, serves: ["classification"], mirrors: true },
+    { name: "cifar100", aliases: /\bcifar[-_ ]?100\b/gi, serves: ["classification"], mirrors: true },
+    { name: "cifar10", aliases: /\bcifar[-_ ]?10\b/gi, serves: ["classification"], mirrors: true },
+    // "MNIST digits" is MNIST, not sklearn's digits. A mirrored digit is another symbol or none.
+    { name: "mnist", aliases: /\bmnist(?:[-_ ]digits)?\b/gi, serves: ["classification"] },
+    { name: "svhn", aliases: /\bsvhn\b/gi, serves: ["classification"] },
+    { name: "digits", aliases: /\b(?:sklearn[-_ ]?)?digits\b/gi, serves: ["classification"] },
+  ],
+  /**
+   * ResNet-9 is a GPU family: on two CPU cores its 0.19M-parameter form made every probe as slow
+   * as the VGG-style net's, and a "reach 90%" launch that started with the two had not reached
+   * it after 30 minutes.
+   */
+  templates: (_info, device) => (device === "cuda" ? [RESNET9, ...FAMILIES] : FAMILIES),
+} as const satisfies TaskModule;

@@ -1,0 +1,97 @@
+/**
+ * Text (`text:PATH`): labelled sentences to classify (a folder with train.tsv or train.jsonl, a
+ * label per text), or a corpus to model byte by byte (a text file, or a folder's .txt files);
+ * the loaders are gpu-runner/python/tasks/text.py. The starting models are an
+ * embedding bag and a 1-D CNN for classes, a causal transformer and a GRU for a corpus.
+ */
+import { learningOf } from "../learning/index.js";
+import type { TaskName } from "../enums.js";
+import type { TaskModule, Template } from "./task.js";
+
+const CLASSIFIERS: Template[] = [
+  {
+    name: "bag-of-embeddings",
+    blocks: ["embedding", "sequence_pool", "linear"],
+    build: (info) => ({
+      name: "bag-of-embeddings",
+      layers: [
+        { type: "embedding", vocab_size: info.vocabSize || 16384, dim: 64, padding_idx: 0 },
+        { type: "sequence_pool", mode: "mean" },
+        { type: "linear", out_features: 64 },
+        { type: "activation", fn: "relu" },
+        { type: "dropout", p: 0.2 },
+      ],
+    }),
+  },
+  {
+    name: "conv1d-text",
+    blocks: ["embedding", "conv1d", "sequence_pool"],
+    build: (info) => ({
+      name: "conv1d-text",
+      layers: [
+        { type: "embedding", vocab_size: info.vocabSize || 16384, dim: 64, padding_idx: 0 },
+        { type: "conv1d", out_channels: 64, kernel_size: 3, padding: "same" },
+        { type: "activation", fn: "relu" },
+        { type: "sequence_pool", mode: "max" },
+        { type: "dropout", p: 0.2 },
+      ],
+    }),
+  },
+];
+
+/**
+ * Byte-level language models, sized for two CPU cores: a GPT-style causal transformer (learned
+ * positions, pre-norm blocks, a head tied to the embedding) and a GRU, the recurrent baseline.
+ * Both read 128 bytes at once (the context edit moves it) and clip gradients, as language
+ * models are trained.
+ */
+const LANGUAGE_MODELS: Template[] = [
+  {
+    name: "byte-transformer",
+    blocks: ["embedding", "transformer_encoder", "layernorm"],
+    build: (info, width = 1) => ({
+      name: "byte-transformer",
+      tie_embeddings: true,
+      layers: [
+        { type: "embedding", vocab_size: info.vocabSize, dim: 128 * width, position_embedding: true },
+        { type: "transformer_encoder", heads: 4, mlp_ratio: 4, depth: 2, causal: true },
+        { type: "layernorm" },
+      ],
+    }),
+    recipe: { optimizer: "adamw", lr: 2e-3, weight_decay: 0.05, batch_size: 16, context: 128, grad_clip: 1, schedule: "cosine" },
+  },
+  {
+    name: "byte-gru",
+    blocks: ["embedding", "gru"],
+    build: (info, width = 1) => ({
+      name: "byte-gru",
+      layers: [
+        { type: "embedding", vocab_size: info.vocabSize, dim: 64 * width },
+        { type: "gru", hidden: 256 * width },
+      ],
+    }),
+    recipe: { optimizer: "adam", lr: 3e-3, batch_size: 16, context: 128, grad_clip: 1, schedule: "cosine" },
+  },
+];
+
+/** A text dataset's path as an example: a corpus for a language model, labelled sentences otherwise. */
+const textPath = (task: TaskName): string => (learningOf(task).perPosition ? "/data/corpus.txt" : "/data/reviews");
+
+export const TEXT = {
+  name: "text",
+  describe: "text: labelled sentences, or a corpus to model byte by byte",
+  modality: "text",
+  datasets: [
+    {
+      name: "text",
+      serves: ["classification", "language_modelling"],
+      file: {
+        usage: "text:<path>",
+        example: (task, given) => `text:${given?.dataDir ?? textPath(task)}`,
+        missingTarget: () => undefined,
+        dataProblem: () => undefined,
+      },
+    },
+  ],
+  templates: (info) => (learningOf(info.task).perPosition ? LANGUAGE_MODELS : CLASSIFIERS),
+} as const satisfies TaskModule;
