@@ -23,6 +23,11 @@ export function trialId(runId: string, index: number): string {
   return `${runId}-t${String(index).padStart(3, "0")}`;
 }
 
+/** The run a trial id belongs to: "<run>" of "<run>-t007". */
+export function runOfTrial(id: string): string {
+  return id.replace(TRIAL_SUFFIX, "");
+}
+
 /** "t007": what tells a run's trials apart, for lines that already name the run; other ids whole. */
 export function shortTrialId(id: string): string {
   const m = TRIAL_SUFFIX.exec(id);

@@ -160,6 +160,23 @@ export interface RunDetail extends RunSummary {
   report_path: string | null;
   /** Null for a run started from the swarm's templates. */
   against_start: AgainstStart | null;
+  /** What the run started from in past runs: its trials whose configs came from there (a warm start), in the order proposed; empty for a cold start. */
+  warm_start: WarmStartRow[];
+}
+
+/** A trial of this run whose config is a past run's trial's, evaluated again here (agents/planner/policy.ts, warm starts). */
+export interface WarmStartRow {
+  trial_id: string;
+  /** The past trials whose config it took, each with its run. */
+  past: PastTrial[];
+  /** Its validation interval here, in this run, once evaluated: no past score counts. */
+  val: Interval | null;
+  verdict: string | null;
+}
+
+export interface PastTrial {
+  run_id: string;
+  trial_id: string;
 }
 
 /** best - trial 0 over the seeds both trained with (Student's t on the per-seed differences). */

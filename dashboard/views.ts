@@ -8,6 +8,7 @@ import { INTERVENTION_KIND, RUN_STATUS } from "../core/enums.js";
 import { labelName } from "../core/failure.js";
 import { protoJson } from "../core/proto-json.js";
 import { unifiedDiff } from "../core/diff.js";
+import { runOfTrial } from "../core/ids.js";
 import { isCodeModel } from "../core/model-config.js";
 import { RunSettingsSchema, Verdict, type Event } from "../proto/gen/research/v1/events_pb.js";
 import type { EpochProgress, MetricStats } from "../proto/gen/research/v1/runner_pb.js";
@@ -15,7 +16,7 @@ import { chosenBest, decisionName, inferenceJson, verdictName } from "../lineage
 import { baselineComparison } from "../lineage-store/baseline.js";
 import type { Objective } from "../core/objective.js";
 import { applyToRunState, bestTrial, boundOf, confusionOf, failureLabelOf, inFlightCount, isBaseline, isTerminal, metricCurves, paramsOf, rungOf, scoreOf, standing, surfaceOf, trialFailure, trialStatus, valMetricOf, type RunState, type TrialState } from "../swarm/run-state.js";
-import type { BestSoFarPoint, EpochJson, Fidelity, HeldOutTest, Interval, InterventionRow, LlmUse, ObjectiveJson, RunDetail, RunStatusText, RunSummary, SeedCurves, TrialDetail, TrialRow } from "./api.js";
+import type { BestSoFarPoint, EpochJson, Fidelity, HeldOutTest, Interval, InterventionRow, LlmUse, ObjectiveJson, RunDetail, RunStatusText, RunSummary, SeedCurves, TrialDetail, TrialRow, WarmStartRow } from "./api.js";
 
 /** One run as the source keeps it: the fold, and what the fold leaves out. */
 export interface RunView {
@@ -195,6 +196,16 @@ export function trialRow(v: RunView, t: TrialState, position: number): TrialRow 
   };
 }
 
+/** The trials whose configs came from past runs (a warm start), with how each did here. */
+function warmStartOf(s: RunState): WarmStartRow[] {
+  return s.order.flatMap((id) => {
+    const t = s.trials.get(id)!;
+    const from = t.proposed?.informedBy ?? [];
+    if (!from.length) return [];
+    return [{ trial_id: id, past: from.map((p) => ({ run_id: runOfTrial(p), trial_id: p })), val: valInterval(t), verdict: t.judged ? verdictName(t.judged.verdict) : null }];
+  });
+}
+
 /** After each judged trial, in judged order: the best accepted bound so far, in the metric's units (from the first accepted trial on). */
 function bestSoFar(v: RunView): BestSoFarPoint[] {
   const judged = [...v.state.trials.values()].filter((t) => t.judged).sort((a, b) => a.judgedPosition! - b.judgedPosition!);
@@ -289,6 +300,7 @@ export function runDetail(v: RunView, nowMs = Date.now()): RunDetail {
     ...endingOf(v),
     report_path: v.state.runFinished?.reportPath || null,
     against_start: baselineComparison(s, chosenBest(s, s.runFinished), s.runFinished?.testResult),
+    warm_start: warmStartOf(s),
   };
 }
 

@@ -12,9 +12,9 @@ import { join } from "node:path";
 import { run } from "../helpers/run.js";
 import { summaryOf } from "../helpers/report.js";
 import { storedEvents } from "../../cli/workspace.js";
-import { foldRun, type RunState, type TrialState } from "../../swarm/run-state.js";
+import { foldRun, valMetricOf, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { fingerprint, genomeOf } from "../../agents/planner/identity.js";
-import { emptyView, trialDetail } from "../../dashboard/views.js";
+import { emptyView, runDetail, trialDetail } from "../../dashboard/views.js";
 import { Mutation } from "../../proto/gen/research/v1/common_pb.js";
 import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
 
@@ -57,10 +57,15 @@ describe("a run in a workspace with past runs on its dataset", () => {
       expect(warm.report).toContain(`\`${from!.id}\``);
       // The dashboard's trial page says what the trial started from.
       expect(trialDetail(emptyView(warm.state), warm.state.order[0]!)?.informed_by).toEqual([from!.id]);
+      // And its run page, what the run started from, with how each past config did here.
+      const started = runDetail(emptyView(warm.state)).warm_start;
+      expect(started[0]).toMatchObject({ trial_id: warm.state.order[0], past: [{ run_id: cold.state.runId, trial_id: from!.id }] });
+      expect(started[0]!.val?.mean, "its score here").toBe(valMetricOf(warm.state.trials.get(warm.state.order[0]!)!)!.mean);
 
       const off = await launch("--no-warm-start");
       expect(firsts(off.state).map((p) => p.mutation)).toEqual([Mutation.TEMPLATE, Mutation.TEMPLATE]);
       expect(off.report).not.toContain("## Warm start");
+      expect(runDetail(emptyView(off.state)).warm_start).toEqual([]);
     } finally {
       rmSync(workspace, { recursive: true, force: true });
     }

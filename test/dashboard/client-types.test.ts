@@ -32,6 +32,8 @@ const PAIRS: Record<string, string> = {
   PathStep: "AgainstStart.path[]",
   AgainstStart: "AgainstStart",
   RunDetail: "RunDetail",
+  WarmStartRow: "WarmStartRow",
+  PastTrial: "PastTrial",
   SeedCurves: "SeedCurves",
   ModelSummary: "TrialDetail.summary",
   LayerSummary: "TrialDetail.summary.layers[]",

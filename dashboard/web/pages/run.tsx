@@ -39,6 +39,11 @@ export function RunPage({ runId }: { runId: string }) {
           <AgainstStartView o={o} run={r} c={r.against_start} />
         </Section>
       )}
+      {r.warm_start.length > 0 && (
+        <Section title="Started from past runs" wide testid="warm-start">
+          <WarmStart o={o} run={r} />
+        </Section>
+      )}
       <Section title={`Trials (${r.trials_table.length})`} wide>
         <TrialTable o={o} run={r} progress={progress} live={live} onReply={onReply} />
       </Section>
@@ -429,6 +434,44 @@ function LlmTable({ run }: { run: RunDetail }) {
         ))}
       </tbody>
     </table>
+  );
+}
+
+/** The trials whose configs came from past runs, each linked to where it came from, with how it did here. */
+function WarmStart({ o, run }: { o: Objective; run: RunDetail }) {
+  return (
+    <>
+      <p class="muted">A warm start: these configs did well in earlier runs on this data; each was trained and judged again here, and no past score counts in this run.</p>
+      <table class="grid" data-testid="warm-start-table">
+        <thead>
+          <tr>
+            <th>trial</th>
+            <th>config of</th>
+            <th>here</th>
+            <th>verdict</th>
+          </tr>
+        </thead>
+        <tbody>
+          {run.warm_start.map((w) => (
+            <tr key={w.trial_id}>
+              <td>
+                <a href={trialPath(run.run_id, w.trial_id)}>{shortId(w.trial_id)}</a>
+              </td>
+              <td>
+                {w.past.map((p, k) => (
+                  <>
+                    {k > 0 && ", "}
+                    <a href={trialPath(p.run_id, p.trial_id)}>{p.trial_id}</a>
+                  </>
+                ))}
+              </td>
+              <td>{w.val ? ci(o, w.val) : "–"}</td>
+              <td>{w.verdict ?? "–"}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </>
   );
 }
 

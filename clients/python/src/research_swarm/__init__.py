@@ -11,7 +11,8 @@ from .client import DEFAULT_URL, Client, EventStream, trial_record
 from .errors import Code, DashboardError
 from .types import (AgainstStart, Analysis, Best, BestSoFarPoint, Brief, Change, ClassScores, Epoch, Failure, Fidelity, HeldOutTest,
                     InterventionReply, InterventionRow, Interval, LayerSummary, LiveMessage, LlmUse, ModelSummary, Objective, PairedGain,
-                    PathStep, Progress, Queue, QueuedRun, RunDetail, RunSummary, RunTaken, SearchHit, SeedCurves, SeedScore, Suggestion, TrialDetail, TrialRow)
+                    PastTrial, PathStep, Progress, Queue, QueuedRun, RunDetail, RunSummary, RunTaken, SearchHit, SeedCurves, SeedScore, Suggestion,
+                    TrialDetail, TrialRow, WarmStartRow)
 from .workspace import Workspace, open_workspace
 
 __version__ = "0.1.0"
@@ -19,6 +20,6 @@ __version__ = "0.1.0"
 __all__ = [
     "DEFAULT_URL", "Client", "EventStream", "trial_record", "Code", "DashboardError", "AgainstStart", "Analysis", "Best", "BestSoFarPoint",
     "Brief", "Change", "ClassScores", "Epoch", "Failure", "Fidelity", "HeldOutTest", "InterventionReply", "InterventionRow", "Interval",
-    "LayerSummary", "LiveMessage", "LlmUse", "ModelSummary", "Objective", "PairedGain", "PathStep", "Progress", "Queue", "QueuedRun", "RunDetail", "RunSummary", "RunTaken",
-    "SearchHit", "SeedCurves", "SeedScore", "Suggestion", "TrialDetail", "TrialRow", "Workspace", "open_workspace",
+    "LayerSummary", "LiveMessage", "LlmUse", "ModelSummary", "Objective", "PairedGain", "PastTrial", "PathStep", "Progress", "Queue", "QueuedRun", "RunDetail", "RunSummary", "RunTaken",
+    "SearchHit", "SeedCurves", "SeedScore", "Suggestion", "TrialDetail", "TrialRow", "WarmStartRow", "Workspace", "open_workspace",
 ]

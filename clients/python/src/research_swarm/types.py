@@ -262,6 +262,24 @@ class AgainstStart(_Json):
 
 
 @dataclass(frozen=True)
+class PastTrial(_Json):
+    run_id: str
+    trial_id: str
+
+
+@dataclass(frozen=True)
+class WarmStartRow(_Json):
+    """A trial whose config is a past run's trial's (a warm start), evaluated again in this run."""
+
+    trial_id: str
+    #: The past trials whose config it took.
+    past: list[PastTrial]
+    #: Its validation interval here (None until evaluated): no past score counts.
+    val: Interval | None
+    verdict: str | None
+
+
+@dataclass(frozen=True)
 class RunDetail(RunSummary):
     """``GET /api/runs/:run``: the summary and everything the run page shows."""
 
@@ -279,6 +297,8 @@ class RunDetail(RunSummary):
     ended_by: str | None
     report_path: str | None
     against_start: AgainstStart | None
+    #: What the run started from in past runs; empty for a cold start.
+    warm_start: list[WarmStartRow]
 
 
 @dataclass(frozen=True)
