@@ -1,14 +1,15 @@
 /**
  * What the benchmarks read of a finished run, from its stored events (the lineage on disk): the
  * best trial by the run's rule with its interval and per-seed training time, when its last long
- * training was proposed and how long it trained, when a target was met, and the planner's
- * whole-run promises (agents/planner/promises.ts).
+ * training was proposed and how long it trained, when a target was met, every confirmed trial
+ * (accepted, at least two seeds: what the run's rule can call best) with when it was judged, and
+ * the planner's whole-run promises (agents/planner/promises.ts).
  *
  *   npx tsx bench/run-facts.ts WORKSPACE RUN_ID     (prints them as JSON)
  */
 import { pathToFileURL } from "node:url";
 import { storedEvents } from "../cli/workspace.js";
-import { Decision } from "../proto/gen/research/v1/events_pb.js";
+import { Decision, Verdict } from "../proto/gen/research/v1/events_pb.js";
 import { bestTrial, foldRun, liveSeconds, slowestSeedSeconds, valMetricOf } from "../swarm/run-state.js";
 import { runPromiseBreaks } from "../agents/planner/promises.js";
 
@@ -38,6 +39,10 @@ export async function runFacts(workspace: string, runId: string) {
       parent: last.proposed?.parentIds[0],
     },
     goal_met_at_s: met ? liveSeconds(state, met.lastAtMs!) : null,
+    confirmed: [...state.trials.values()]
+      .filter((t) => t.judged?.verdict === Verdict.ACCEPT && (valMetricOf(t)?.n ?? 0) >= 2)
+      .map((t) => ({ trial_id: t.id, at_s: liveSeconds(state, t.lastAtMs!), val_mean: valMetricOf(t)!.mean }))
+      .sort((a, b) => a.at_s - b.at_s),
     promises_broken: runPromiseBreaks(state, 0.05 * budget),
   };
 }

@@ -6,6 +6,8 @@
 #   - the README's first command, --seed 0, 1, 2,
 #   - with --warm N, the README's command again in each of the first N README runs' workspaces,
 #     the same --seed: a warm start from that run (issue 37), paired with it (cold against warm),
+#   - with --open-warm N, the open-ended run again in each of the first N open runs' workspaces,
+#     the same --seed and minutes: a warm start from it (issue 37's 30-minute pair),
 #   - the Optuna baseline once (bench/optuna_baseline.py: TPE + median pruning on the runner's own
 #     split, the same 30 minutes).
 # Each run is kept as it ends in bench/out/series-<commit>/ (a series cut short goes on from where
@@ -13,20 +15,21 @@
 # command, seeds, load and outcome and the planner's whole-run promises checked on its stored
 # events, to bench/results/search-series-<commit>.json.
 #
-#   bash bench/search-series.sh [--open N] [--readme N] [--warm N] [--optuna N] [--minutes M]
+#   bash bench/search-series.sh [--open N] [--readme N] [--warm N] [--open-warm N] [--optuna N] [--minutes M]
 #
 # About 2.5 hours on two cores with the defaults. Nothing else should run beside it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-open=3 readme=3 warm=0 optuna=1 minutes=30
+open=3 readme=3 warm=0 openwarm=0 optuna=1 minutes=30
 while [ $# -gt 0 ]; do
   case "$1" in
     --open) open="$2"; shift 2 ;;
     --readme) readme="$2"; shift 2 ;;
     --warm) warm="$2"; shift 2 ;;
+    --open-warm) openwarm="$2"; shift 2 ;;
     --optuna) optuna="$2"; shift 2 ;;
     --minutes) minutes="$2"; shift 2 ;;
-    -h|--help) sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "search-series: unknown argument $1" >&2; exit 1 ;;
   esac
 done
@@ -64,6 +67,9 @@ for ((i = 0; i < open; i++)); do
 done
 for ((i = 0; i < readme; i++)); do
   launch "readme-$i" "$i" --goal "fashion-mnist: reach 90% validation accuracy"
+done
+for ((i = 0; i < openwarm; i++)); do
+  WS="$out/open-$i-workspace" launch "openwarm-$i" "$i" --goal "fashion-mnist: maximise test accuracy" --time-budget "${minutes}m"
 done
 for ((i = 0; i < warm; i++)); do
   WS="$out/readme-$i-workspace" launch "warm-$i" "$i" --goal "fashion-mnist: reach 90% validation accuracy"

@@ -31,7 +31,7 @@ interface Kept {
 }
 
 const kept: Kept[] = readdirSync(dir)
-  .filter((f) => /^(open|readme|warm|optuna)-\d+\.json$/.test(f))
+  .filter((f) => /^(open|readme|warm|openwarm|optuna)-\d+\.json$/.test(f))
   .sort()
   .map((f) => JSON.parse(readFileSync(join(dir, f), "utf8")));
 
@@ -67,18 +67,45 @@ const metAt = (r: Run | undefined) => (r && "goal_met_at_s" in r && typeof r.goa
 const warm = runs.filter((r) => r.name.startsWith("warm-")) as Run[];
 const pairs = warm.map((w) => ({ seed: w.seed, cold_s: metAt(readme.find((r) => r.seed === w.seed)) ?? null, warm_s: metAt(w) ?? null }));
 const saved = stat(nums(pairs.map((p) => (p.cold_s !== null && p.warm_s !== null ? p.cold_s - p.warm_s : undefined))));
+// The open-ended pair (issue 37): the cold run's best (by the run's rule) against the warm run in its workspace, same --seed:
+// when the warm run first confirmed (accepted, two seeds or more) a validation mean at least the cold best's, and where each ended.
+const openWarm = runs.filter((r) => r.name.startsWith("openwarm-")) as Run[];
+const bestOf = (r: Run | undefined) => (r && "best" in r ? r.best : undefined);
+const openPairs = openWarm.map((w) => {
+  const cold = open.find((r) => r.seed === w.seed);
+  const coldVal = bestOf(cold)?.val_mean;
+  const reached = coldVal === undefined || !("confirmed" in w) ? undefined : w.confirmed.find((c) => c.val_mean >= coldVal);
+  return {
+    seed: w.seed,
+    cold_best_val: coldVal ?? null,
+    cold_run_s: cold && "run_seconds" in cold ? cold.run_seconds : null,
+    warm_reached_cold_best_at_s: reached?.at_s ?? null,
+    warm_best_val: bestOf(w)?.val_mean ?? null,
+    cold_test_per_seed: bestOf(cold)?.test_per_seed ?? null,
+    warm_test_per_seed: bestOf(w)?.test_per_seed ?? null,
+    cold_test_ensemble: bestOf(cold)?.test_ensemble ?? null,
+    warm_test_ensemble: bestOf(w)?.test_ensemble ?? null,
+  };
+});
 const summary = {
   open_ended_test_ensemble: openEnsemble,
   open_ended_test_per_seed: openPerSeed,
   optuna_test: optunaTest,
   readme_goal_met: `${readme.filter((r) => "goal_met_at_s" in r && r.goal_met_at_s !== null).length} of ${readme.length}`,
   readme_seconds_to_goal: toGoal,
+  ...(openWarm.length && { open_warm_pairs: openPairs }),
   ...(warm.length && { warm_start_pairs: pairs, warm_start_seconds_saved: saved, warm_goal_met: `${pairs.filter((p) => p.warm_s !== null).length} of ${pairs.length}` }),
   targets: {
     "open-ended ensemble test mean >= 93.0%": openEnsemble ? openEnsemble.mean >= 0.93 : null,
     "every open-ended run >= 92.5% (ensemble)": openEnsemble ? openEnsemble.min >= 0.925 : null,
     "every open-ended run above the Optuna run (ensemble)": openEnsemble && optunaTest ? openEnsemble.min > optunaTest.max : null,
     "every open-ended run above the Optuna run (per seed)": openPerSeed && optunaTest ? openPerSeed.min > optunaTest.max : null,
+    "warm open run reaches the cold run's best confirmed val in <= 1/3 of the cold run's time, every pair": openPairs.length
+      ? openPairs.every((p) => p.warm_reached_cold_best_at_s !== null && p.cold_run_s !== null && p.warm_reached_cold_best_at_s <= p.cold_run_s / 3)
+      : null,
+    "warm open run ends higher than the cold run (best val), every pair": openPairs.length
+      ? openPairs.every((p) => p.warm_best_val !== null && p.cold_best_val !== null && p.warm_best_val > p.cold_best_val)
+      : null,
     "README goal confirmed in <= 600 s in every run": readme.length ? readme.every((r) => "goal_met_at_s" in r && r.goal_met_at_s !== null && r.goal_met_at_s <= 600) : null,
   },
   promises_broken: runs.flatMap((r) => ("promises_broken" in r ? (r.promises_broken as string[]).map((b) => `${r.name}: ${b}`) : [])),
