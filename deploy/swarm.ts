@@ -14,7 +14,8 @@ import type { Logger } from "../core/logger.js";
 import { ensureSecrets, loadSecrets, type Secrets } from "../core/secrets.js";
 import { connectRunner, type RunnerClient } from "../gpu-runner/client.js";
 import type { RunnerDevice } from "../gpu-runner/device.js";
-import type { HealthResponse } from "../proto/gen/research/v1/runner_pb.js";
+import type { DatasetInfo, HealthResponse } from "../proto/gen/research/v1/runner_pb.js";
+import { datasetSpec } from "../swarm/dataset-info.js";
 import { RunEnd, RunStatus, type Event, type Goal, type RunFinished, type RunSettings, type StartingPoint } from "../proto/gen/research/v1/events_pb.js";
 import { applyToRunState, downtimeSeconds, emptyRunState, inFlight, inFlightCount, isTerminal, liveSeconds, runSoFar, type RunState } from "../swarm/run-state.js";
 import { budgetPlan, budgetSpent } from "../swarm/budget.js";
@@ -214,6 +215,19 @@ export interface RunOutcome {
 }
 
 /**
+ * The run's dataset as the runner describes it, recorded in RunStarted for later runs' warm starts
+ * (they compare their data with it). The runner has just described it for the launch's checks, so
+ * this is answered from its cache; a failure leaves it unrecorded, which costs only that.
+ */
+async function describedAtStart(swarm: Swarm, goal: Goal, log: Logger): Promise<DatasetInfo | undefined> {
+  const info = await swarm.runner.describe({ dataset: datasetSpec(goal) }).catch((err: unknown) => {
+    log.warn({ err: (err as Error).message }, "dataset not described; the run records no description of it");
+    return undefined;
+  });
+  return info && !info.failure ? info : undefined;
+}
+
+/**
  * Starts (or resumes) a run and follows it to RunFinished, passing every
  * event to `onEvent`. A run past its time budget plus a grace period is
  * closed by the launcher itself, so `launch` always ends.
@@ -254,7 +268,7 @@ export async function runGoal(
     await swarm.bus.publish({
       runId,
       eventId: `${runId}/started`,
-      body: { case: "runStarted", value: opts.start },
+      body: { case: "runStarted", value: { ...opts.start, dataset: await describedAtStart(swarm, opts.start.goal, opts.log) } },
     });
   } else if (!state.goal) {
     await Promise.all([watch.stop(), progress.stop()]);

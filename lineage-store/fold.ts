@@ -5,7 +5,7 @@ import { isRecord, parseJson } from "../core/json.js";
 import { failureLabelOf, paramsOf, surfaceOf, trialFailureAt, trialStage, trialStatus, valMetricOf, type RunState, type TrialState } from "../swarm/run-state.js";
 import { DECISION, GOAL_STATUS, INTERVENTION_KIND, RUN_STATUS, SURFACE, VERDICT } from "../core/enums.js";
 import { AnalysisSchema, GoalSchema, RunSettingsSchema, type Event } from "../proto/gen/research/v1/events_pb.js";
-import { EvalResultSchema } from "../proto/gen/research/v1/runner_pb.js";
+import { DatasetInfoSchema, EvalResultSchema } from "../proto/gen/research/v1/runner_pb.js";
 import type { BriefRow, RunRow, TrialRow, TrialStage } from "./schema.js";
 import { intervalBasis, standingOf } from "../core/ranking.js";
 import { ACCURACY, formatMetric, objective, type Objective } from "../core/objective.js";
@@ -104,6 +104,7 @@ export function runRow(state: RunState): RunRow {
     best_trial_id: best, best_score: bestTrial ? accuracyColumns(bestTrial).val_accuracy : null, trials,
     reason: f?.reason ?? "", report_path: f?.reportPath ?? "", registry_path: f?.registryPath ?? "",
     test_result_json: f?.testResult ? toJsonString(EvalResultSchema, f.testResult) : "",
+    dataset_json: state.dataset ? toJsonString(DatasetInfoSchema, state.dataset) : "",
     updated_at: state.lastEventMs,
   };
 }

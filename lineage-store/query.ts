@@ -1,4 +1,5 @@
-import { create } from "@bufbuild/protobuf";
+import { create, fromJsonString } from "@bufbuild/protobuf";
+import { DatasetInfoSchema } from "../proto/gen/research/v1/runner_pb.js";
 import type { Bus, Stoppable } from "../bus/index.js";
 import { TrialSummarySchema } from "../proto/gen/research/v1/lineage_pb.js";
 import {
@@ -53,6 +54,8 @@ export function summaryOf(hit: TrialHit): TrialSummary {
     failureMessage: hit.failure_message,
     verdict: VERDICT.value(hit.verdict),
     distance: hit.distance,
+    // A run from before descriptions were recorded: its dataset's name alone.
+    dataset: hit.run_dataset_json ? fromJsonString(DatasetInfoSchema, hit.run_dataset_json, { ignoreUnknownFields: true }) : create(DatasetInfoSchema, { name: hit.run_dataset }),
   });
 }
 

@@ -34,6 +34,8 @@ export interface RunRow {
   report_path: string;
   registry_path: string;
   test_result_json: string;
+  /** The dataset as the runner described it at launch (DatasetInfo as JSON); "" for a run that recorded none. */
+  dataset_json: string;
   updated_at: number;
 }
 
@@ -119,7 +121,7 @@ export function runsSchema(dim: number, embedder: string): Schema {
       text("status"), col("started_at", new Int64()), col("finished_at", new Int64()),
       text("best_trial_id"), col("best_score", new Float64()), col("trials", new Int32(), false),
       text("reason"), text("goal_json"), text("settings_json"), text("report_path"), text("registry_path"),
-      text("test_result_json"), col("updated_at", new Int64(), false),
+      text("test_result_json"), col("updated_at", new Int64(), false), text("dataset_json"),
       vector(dim),
     ],
     new Map([[EMBEDDER_KEY, embedder]]),

@@ -68,7 +68,8 @@ export interface SimilarTrialsQuery {
 }
 
 /** A trial with its cosine distance to the query (0 = same direction, 2 = opposite). */
-export type TrialHit = TrialRow & { distance: number };
+/** A trial found by a query, with its run's dataset: its name, and its description at launch (RunRow.dataset_json, "" when unrecorded). */
+export type TrialHit = TrialRow & { distance: number; run_dataset: string; run_dataset_json: string };
 
 export interface ApplyResult {
   /** Events written by this call. */
@@ -406,7 +407,13 @@ export class LineageStore {
       .select([...this.columns.trials, "_distance"])
       .limit(k);
     if (where.length > 0) search = search.where(where.join(" AND "));
-    return (await rowsOf<TrialRow & { _distance: number }>(search)).map(({ _distance, ...row }) => ({ ...row, distance: _distance }));
+    const hits = await rowsOf<TrialRow & { _distance: number }>(search);
+    const runs = await this.whereIn("runs", "run_id", [...new Set(hits.map((h) => h.run_id))], ["run_id", "dataset", "dataset_json"]);
+    const datasets = new Map(runs.map((r) => [r.run_id as string, { name: String(r.dataset ?? ""), json: String(r.dataset_json ?? "") }]));
+    return hits.map(({ _distance, ...row }) => {
+      const d = datasets.get(row.run_id);
+      return { ...row, distance: _distance, run_dataset: d?.name ?? "", run_dataset_json: d?.json ?? "" };
+    });
   }
 
   /** Keyword (BM25) search over hypotheses through the full-text index. */

@@ -26,7 +26,7 @@ import { RUN_DEFAULTS } from "../core/defaults.js";
 import { outranks, standingOf, type Standing } from "../core/ranking.js";
 import { ACCURACY, formatMetric, objective, pessimisticBound, tolerance, type Objective } from "../core/objective.js";
 import { FailureLabel, Mutation, Surface, type Failure } from "../proto/gen/research/v1/common_pb.js";
-import type { LearningCurve, MetricStats, ModelArgument, SeedResult } from "../proto/gen/research/v1/runner_pb.js";
+import type { DatasetInfo, LearningCurve, MetricStats, ModelArgument, SeedResult } from "../proto/gen/research/v1/runner_pb.js";
 
 export type TrialStatus = TrialStatusName;
 export type TrialStage = Exclude<TrialStatus, "failed">;
@@ -86,6 +86,8 @@ export interface RunState {
   settings?: RunSettings;
   /** Set when the run starts from a person's model (validated by the launcher); else from templates. */
   start?: StartingPointState;
+  /** The dataset as the runner described it at launch; unset in runs from before it was recorded. */
+  dataset?: DatasetInfo;
   startedAtMs: number;
   /** When the newest stored event was emitted: a resume counts the time since as downtime. */
   lastEventMs: number;
@@ -197,6 +199,7 @@ export function applyToRunState(state: RunState, e: Event): RunState {
       state.objective = objective(b.value.goal?.objective);
       state.settings = b.value.settings;
       state.start = b.value.start && startingPointOf(b.value.start);
+      state.dataset = b.value.dataset;
       state.startedAtMs = Number(e.emittedAtMs);
       break;
     case "runResumed":

@@ -9,34 +9,24 @@
  */
 import { adoptedConcepts, blocksOf } from "../../core/brief.js";
 import { request } from "../../swarm/lineage-query.js";
-import { Decision, InterventionKind, Verdict, type Event } from "../../proto/gen/research/v1/events_pb.js";
+import { Decision, InterventionKind, type Event } from "../../proto/gen/research/v1/events_pb.js";
 import { datasetInfo } from "../../swarm/dataset-info.js";
 import { inFlight, inFlightCount, judgedTrials, queuedProposals, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { trialId } from "../../core/ids.js";
-import { datasetNamed } from "../../core/tasks/index.js";
 import { STALL_TRIALS, stallQuery, stalledOn } from "./stall.js";
 import { MUTATION, SURFACE } from "../../core/enums.js";
 import { TrialStatus } from "../../proto/gen/research/v1/common_pb.js";
-import type { TrialSummary } from "../../proto/gen/research/v1/lineage_pb.js";
 import { runAgent, type AgentContext } from "../../swarm/runtime.js";
 import { askLlm, type LlmAnswer } from "../../swarm/llm.js";
 import { loadPrompt } from "../../swarm/prompts.js";
 import { proposeWithLlm } from "./llm-policy.js";
-import { baselineProposals, planInputFor, POLICIES, probeFidelity, type PastConfig, type PlanInput, type Proposal } from "./policy.js";
+import { baselineProposals, planInputFor, POLICIES, probeFidelity, type PlanInput, type Proposal } from "./policy.js";
 import { decide } from "./decide.js";
 import { configFingerprint } from "./identity.js";
-import { genomeFeatures, type Observation } from "./surrogate.js";
+import { pastEvidence, rowConfigs } from "./past-runs.js";
 import { searchDevice } from "../../core/defaults.js";
-import { parseModelConfig, parseTrainConfig, type ModelConfig, type TrainConfig } from "../../core/model-config.js";
 
 const PROMPT = loadPrompt("planner");
-
-/** A past trial's configs from its lineage row, validated once here: other runs' rows enter the planner only this way. */
-function rowConfigs(row: Pick<TrialSummary, "modelConfigJson" | "trainConfigJson">): { model: ModelConfig; train: TrainConfig } | undefined {
-  const model = parseModelConfig(row.modelConfigJson);
-  const train = parseTrainConfig(row.trainConfigJson);
-  return model.ok && train.ok ? { model: model.value, train: train.value } : undefined;
-}
 
 /**
  * Whether a run's trials may inform this run: only the runs of --warm-start-from when it names
@@ -67,41 +57,22 @@ async function failedInLineage(ctx: AgentContext, state: RunState): Promise<Set<
 }
 
 /**
- * Past runs' rung-0 results on this dataset at this run's probe fidelity: the surrogate's prior
- * observations and, strongest first, the configs the first proposals start from (a warm start,
- * so a new run begins where earlier ones got to). None with --no-warm-start; only the runs of
- * --warm-start-from when it names some. Only for an accuracy goal on a dataset the runner holds: a
- * lineage row's interval is accuracy's, and a name such as "csv" says nothing of which file.
+ * What past runs give this one (past-runs.ts): the rows of judged trials the lineage finds for
+ * this goal, any dataset, weighed by how far each run's data is from this run's. None with
+ * --no-warm-start; only the runs of --warm-start-from when it names some. Only for an accuracy
+ * goal: a lineage row's interval is accuracy's.
  */
 async function pastRuns(ctx: AgentContext, input: PlanInput): Promise<Pick<PlanInput, "pastObservations" | "pastConfigs">> {
   const { state } = input;
-  const dataset = state.goal?.dataset;
-  const named = dataset ? datasetNamed(dataset) : undefined;
-  if (!named || named.file || state.objective.metric !== "accuracy" || state.settings?.noWarmStart) return {};
-  const learns = learnsFrom(state);
-  const probe = probeFidelity(input);
-  const res = await request(ctx.bus, { text: `${dataset} ${state.goal?.rawText ?? ""}`, k: 200, dataset, status: TrialStatus.JUDGED }).catch((err: unknown) => {
+  if (!state.goal || state.objective.metric !== "accuracy" || state.settings?.noWarmStart) return {};
+  const res = await request(ctx.bus, { text: `${state.goal.dataset} ${state.goal.rawText}`, k: 200, status: TrialStatus.JUDGED }).catch((err: unknown) => {
     ctx.log.warn({ err: (err as Error).message }, "lineage store not reachable; no warm start from past runs");
     return [];
   });
-  const observations: Observation[] = [];
-  const configs: PastConfig[] = [];
-  for (const t of res) {
-    if (t.runId === state.runId || !learns(t.runId) || t.ciLow === undefined) continue;
-    const c = rowConfigs(t);
-    if (!c || c.train.subset !== probe.subset || c.train.epochs !== probe.epochs) continue;
-    const params = t.params ?? input.params(c.model);
-    if (typeof params !== "number") continue;
-    observations.push({ x: genomeFeatures(c.model, c.train, params), y: t.ciLow, weight: PAST_WEIGHT });
-    if (t.verdict === Verdict.ACCEPT) configs.push({ trialId: t.trialId, runId: t.runId, model: c.model, train: c.train, ciLow: t.ciLow });
-  }
-  configs.sort((x, y) => y.ciLow - x.ciLow);
+  const { observations, configs } = pastEvidence(res, { runId: state.runId, info: input.info, probe: probeFidelity(input), learns: learnsFrom(state), params: input.params });
   if (observations.length) ctx.log.info({ observations: observations.length, configs: configs.length, best: configs[0]?.trialId }, "warm start from past runs");
   return { pastObservations: observations, pastConfigs: configs };
 }
-
-/** A past run's result counts half as much as this run's: same data, other circumstances. */
-const PAST_WEIGHT = 0.5;
 
 /**
  * Lineage lookups per run, kept a few minutes: what other runs learned changes

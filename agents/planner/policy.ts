@@ -58,7 +58,7 @@ export interface Proposal {
   informedBy?: string[];
 }
 
-/** A past run's config on this goal's dataset, measured at this run's probe fidelity (the lineage's warm start). */
+/** A past run's config on this goal's data or data that looks the same, measured at this run's probe fidelity (the lineage's warm start). */
 export interface PastConfig {
   trialId: string;
   runId: string;
@@ -66,6 +66,8 @@ export interface PastConfig {
   train: TrainConfigInput;
   /** Its validation lower bound there: the order of the warm start, never a result of this run. */
   ciLow: number;
+  /** What its result weighs in this run's surrogate: less the farther its dataset (past-runs.ts). */
+  weight: number;
 }
 
 export interface PlanInput {
@@ -78,7 +80,7 @@ export interface PlanInput {
   failedElsewhere: Set<string>;
   /** Now, for the budget plan; injected so the policy is testable. */
   nowMs?: number;
-  /** Rung-0 results of past runs on the same dataset (lineage warm start), weighted below this run's. */
+  /** Rung-0 results of past runs on comparable data (lineage warm start), weighted below this run's, the less the farther their data. */
   pastObservations?: Observation[];
   /** Past runs' configs on this dataset at this run's probe fidelity, strongest first: the first proposals' candidates. */
   pastConfigs?: PastConfig[];
@@ -216,7 +218,8 @@ export function smallestTemplate(info: DatasetInfo, device: SearchDevice, max: n
 }
 
 /**
- * The first proposals of a warm start: the strongest configs of past runs on this dataset, at
+ * The first proposals of a warm start: the strongest configs of past runs on this data (or data
+ * that looks the same: past-runs.ts), at
  * most WARM_STARTS of them, each as this run's space, limits and budget allow it (one that does
  * not fit them is passed over, not changed) and not tried here yet. Each is evaluated here like
  * a template: its past score orders the candidates and never counts as a result of this run.
@@ -242,7 +245,7 @@ function warmStarts(input: PlanInput, count: number, space: ReturnType<typeof sp
       rung: 0,
       seeds: PROBE_SEEDS,
       hypothesis: `${g.model.name ?? "the model"} from past run ${past.runId} (${past.trialId}, CI low ${pct(past.ciLow)} there) is a strong start here`,
-      rationale: "a warm start: the strongest config of a past run on this dataset at this fidelity, evaluated again here; its past score is not this run's",
+      rationale: "a warm start: the strongest config of a past run on this data (or data that looks the same) at this fidelity, evaluated again here; its past score is not this run's",
       parentIds: [],
       surface: "architecture",
       mutation: "warm_start",

@@ -23,7 +23,7 @@ export interface Observation {
   /** Higher is better. */
   y: number;
   /**
-   * 1 when absent. Below 1 for warm-start points (past runs on the same dataset):
+   * 1 when absent. Below 1 for warm-start points (past runs on comparable data, agents/planner/past-runs.ts):
    * they count towards the densities and the good/bad split, but less than this run's.
    */
   weight?: number;

@@ -14,6 +14,7 @@ import { trialsSchema } from "../../lineage-store/schema.js";
 import { FailureLabel, Surface, TrialStatus } from "../../proto/gen/research/v1/common_pb.js";
 import { EventSchema, Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import { SimilarTrialsRequestSchema } from "../../proto/gen/research/v1/lineage_pb.js";
+import { DatasetInfoSchema } from "../../proto/gen/research/v1/runner_pb.js";
 import { trialId } from "../../core/ids.js";
 import { runEvents, TRIALS } from "./fixtures.js";
 
@@ -31,8 +32,10 @@ describe("LineageStore over a run's events", () => {
   const dir = join(root, "main");
   let store: LineageStore;
   const events = runEvents(RUN);
-  // A second, shorter run, to check that run filters really filter.
+  // A second, shorter run, to check that run filters really filter; it recorded its dataset's description at launch.
   const other = runEvents(OTHER, TRIALS.slice(1, 4), 1_800_000_000_000);
+  const described = create(DatasetInfoSchema, { name: "fashion-mnist", inputShape: [1, 28, 28], numClasses: 10, inputDtype: "float32", nTrain: 54_000, nVal: 6_000, nTest: 10_000 });
+  for (const e of other) if (e.body.case === "runStarted") e.body.value.dataset = described;
 
   beforeAll(async () => {
     store = await LineageStore.open(dir);
@@ -191,6 +194,11 @@ describe("LineageStore over a run's events", () => {
     const clean = decodeResponse(await answer(store, encodeRequest({ text: "convolutional network", runId: RUN, failureLabel: FailureLabel.UNSPECIFIED })));
     expect(clean.trials).toHaveLength(Math.min(10, TRIALS.length - 3));
     expect(clean.trials.every((h) => h.failureLabel === FailureLabel.UNSPECIFIED)).toBe(true);
+    // Each trial comes with its run's dataset: as described at launch, or by its name alone for a run that recorded none.
+    const all = decodeResponse(await answer(store, encodeRequest({ text: "convolutional network", k: 50 })));
+    const datasetOf = (run: string) => all.trials.find((x) => x.runId === run)?.dataset;
+    expect(datasetOf(OTHER)).toEqual(described);
+    expect(datasetOf(RUN)).toEqual(create(DatasetInfoSchema, { name: "fashion-mnist" }));
     const failed = decodeResponse(await answer(store, encodeRequest({ text: "convolutional network", k: 50, status: TrialStatus.FAILED })));
     expect(failed.trials.map((h) => h.trialId).sort()).toEqual([t(7), t(8), t(11)]);
     const band = decodeResponse(await answer(store, encodeRequest({ text: "convolutional network", k: 50, runId: RUN, minScore: 0.905, maxScore: 0.912 })));
