@@ -3,10 +3,12 @@
  * launches them. The second starts from the first run's strongest configs, evaluated again here
  * (its first proposals are warm starts naming the past trials they came from, and the report
  * and the dashboard's trial page say so); with --no-warm-start a run starts from the templates
- * as a first run does.
+ * as a first run does. Then two CSVs that look alike (same columns, classes and size), one with
+ * its labels shuffled: a run on the second starts from the first's config, scores it on its own
+ * data, and no past score becomes its own.
  */
 import { describe, expect, it } from "vitest";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { run } from "../helpers/run.js";
@@ -66,6 +68,40 @@ describe("a run in a workspace with past runs on its dataset", () => {
       expect(firsts(off.state).map((p) => p.mutation)).toEqual([Mutation.TEMPLATE, Mutation.TEMPLATE]);
       expect(off.report).not.toContain("## Warm start");
       expect(runDetail(emptyView(off.state)).warm_start).toEqual([]);
+    } finally {
+      rmSync(workspace, { recursive: true, force: true });
+    }
+  }, 600_000);
+
+  it("starts from a CSV that looks the same, and scores its config on this run's data: a misleading past costs only evaluations", async () => {
+    const workspace = mkdtempSync(join(tmpdir(), "warm-start-csv-"));
+    try {
+      // 3,000 rows, 6 features, the class a threshold on two of them; the copy has the same rows with shuffled labels.
+      let seed = 7;
+      const rand = () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31) * 2 - 1;
+      const rows = Array.from({ length: 3000 }, () => Array.from({ length: 6 }, rand));
+      const labels = rows.map((r) => (r[0]! + r[1]! > 0 ? 1 : 0));
+      const shuffled = labels.map((_, i) => labels[(i * 277) % labels.length]!);
+      const csv = (y: number[]) => ["a,b,c,d,e,f,label", ...rows.map((r, i) => `${r.map((v) => v.toFixed(4)).join(",")},${y[i]}`)].join("\n") + "\n";
+      writeFileSync(join(workspace, "real.csv"), csv(labels));
+      writeFileSync(join(workspace, "shuffled.csv"), csv(shuffled));
+      const launch = async (file: string): Promise<RunState> => {
+        const goal = `csv:${join(workspace, file)} target=label: maximise accuracy`;
+        const args = ["launch", "--goal", goal, "--max-trials", "2", "--parallel", "2", "--time-budget", "2m", "--no-research", "--workspace", workspace, "--json"];
+        const r = await run("./research-agent", args, { env, timeout: 240_000 });
+        expect([0, 3], r.stderr.slice(-2000)).toContain(r.status);
+        const summary = summaryOf(r.stdout);
+        return foldRun(summary.run_id, await storedEvents(workspace, summary.run_id));
+      };
+      const real = await launch("real.csv");
+      expect(real.dataset?.nTrain, "the run recorded its data's description").toBeGreaterThan(0);
+      const misled = await launch("shuffled.csv");
+      const first = misled.trials.get(misled.order[0]!)!;
+      expect(first.proposed?.mutation).toBe(Mutation.WARM_START);
+      const from = real.trials.get(first.proposed!.informedBy[0]!)!;
+      // The same config, scored on the shuffled labels here: near chance, not its score on the real ones.
+      expect(valMetricOf(from)!.mean).toBeGreaterThan(0.8);
+      expect(valMetricOf(first)!.mean).toBeLessThan(0.7);
     } finally {
       rmSync(workspace, { recursive: true, force: true });
     }
