@@ -1,5 +1,5 @@
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
-import { headers, type NatsConnection } from "@nats-io/transport-node";
+import { headers, NoRespondersError, RequestError, type NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
 import { ResearchError } from "../core/failure.js";
 import { FailureSchema } from "../proto/gen/research/v1/common_pb.js";
@@ -37,13 +37,34 @@ export function serve(
   });
 }
 
+/** How long a request waits before it asks again a service that has no responder yet. */
+const NO_RESPONDER_RETRY_MS = 200;
+
+const noResponders = (err: unknown) => err instanceof NoRespondersError || (err instanceof RequestError && err.isNoResponders());
+
+/**
+ * One request and its reply. A service with no responder yet is asked again until the timeout:
+ * a swarm's processes start in any order, and a planner's first question to the lineage store
+ * (what past runs learned) came 0.9 s before the store subscribed, which left that run without
+ * its warm start.
+ */
 export async function request(
   nc: NatsConnection,
   subject: string,
   payload: Uint8Array,
   timeoutMs = 5_000,
 ): Promise<Uint8Array> {
-  const reply = await nc.request(subject, payload, { timeout: timeoutMs });
+  const deadline = Date.now() + timeoutMs;
+  let reply;
+  for (;;) {
+    try {
+      reply = await nc.request(subject, payload, { timeout: Math.max(1, deadline - Date.now()) });
+      break;
+    } catch (err) {
+      if (!noResponders(err) || Date.now() + NO_RESPONDER_RETRY_MS >= deadline) throw err;
+      await new Promise((r) => setTimeout(r, NO_RESPONDER_RETRY_MS));
+    }
+  }
   if (reply.headers?.has(ERROR_HEADER)) {
     const failure = fromBinary(FailureSchema, reply.data);
     throw ResearchError.fromProto({ ...failure, message: `${subject}: ${failure.message}` });

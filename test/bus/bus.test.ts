@@ -265,6 +265,18 @@ describe("bus", () => {
     await Promise.all([s1.stop(), s2.stop()]);
   });
 
+  it("asks again a service that has no responder yet, until its timeout: a swarm's processes start in any order", async () => {
+    const asked = bus.request("lineage.starting", new TextEncoder().encode("early"), 3_000);
+    await new Promise((r) => setTimeout(r, 700));
+    const s = other.serve("lineage.starting", async (req) => req);
+    expect(new TextDecoder().decode(await asked)).toBe("early");
+    await s.stop();
+    // With no responder at all, the request fails at its timeout, not later.
+    const t0 = Date.now();
+    await expect(bus.request("lineage.nobody", new TextEncoder().encode("x"), 600)).rejects.toThrow();
+    expect(Date.now() - t0).toBeLessThan(1_500);
+  });
+
   it("publishes heartbeats that watchHeartbeats sees", async () => {
     const beats: Heartbeat[] = [];
     const watcher = other.watchHeartbeats((beat) => void beats.push(beat));
