@@ -1,5 +1,5 @@
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
-import { headers, NoRespondersError, RequestError, type NatsConnection } from "@nats-io/transport-node";
+import { headers, NoRespondersError, RequestError, type Msg, type NatsConnection } from "@nats-io/transport-node";
 import type { Logger } from "pino";
 import { ResearchError } from "../core/failure.js";
 import { FailureSchema } from "../proto/gen/research/v1/common_pb.js";
@@ -42,6 +42,18 @@ const NO_RESPONDER_RETRY_MS = 200;
 
 const noResponders = (err: unknown) => err instanceof NoRespondersError || (err instanceof RequestError && err.isNoResponders());
 
+/** The reply to `payload`, asking again while the subject has no responder and time is left before `deadline`. */
+async function replyBy(nc: NatsConnection, subject: string, payload: Uint8Array, deadline: number): Promise<Msg> {
+  for (;;) {
+    try {
+      return await nc.request(subject, payload, { timeout: Math.max(1, deadline - Date.now()) });
+    } catch (err) {
+      if (!noResponders(err) || Date.now() + NO_RESPONDER_RETRY_MS >= deadline) throw err;
+      await new Promise((r) => setTimeout(r, NO_RESPONDER_RETRY_MS));
+    }
+  }
+}
+
 /**
  * One request and its reply. A service with no responder yet is asked again until the timeout:
  * a swarm's processes start in any order, and a planner's first question to the lineage store
@@ -54,17 +66,7 @@ export async function request(
   payload: Uint8Array,
   timeoutMs = 5_000,
 ): Promise<Uint8Array> {
-  const deadline = Date.now() + timeoutMs;
-  let reply;
-  for (;;) {
-    try {
-      reply = await nc.request(subject, payload, { timeout: Math.max(1, deadline - Date.now()) });
-      break;
-    } catch (err) {
-      if (!noResponders(err) || Date.now() + NO_RESPONDER_RETRY_MS >= deadline) throw err;
-      await new Promise((r) => setTimeout(r, NO_RESPONDER_RETRY_MS));
-    }
-  }
+  const reply = await replyBy(nc, subject, payload, Date.now() + timeoutMs);
   if (reply.headers?.has(ERROR_HEADER)) {
     const failure = fromBinary(FailureSchema, reply.data);
     throw ResearchError.fromProto({ ...failure, message: `${subject}: ${failure.message}` });

@@ -67,8 +67,10 @@ export interface SimilarTrialsQuery {
   surface?: string;
 }
 
-/** A trial with its cosine distance to the query (0 = same direction, 2 = opposite). */
-/** A trial found by a query, with its run's dataset: its name, and its description at launch (RunRow.dataset_json, "" when unrecorded). */
+/**
+ * A trial found by a query: its cosine distance to the query (0 = same direction, 2 = opposite),
+ * and its run's dataset, by name and as described at launch (RunRow.dataset_json, "" when unrecorded).
+ */
 export type TrialHit = TrialRow & { distance: number; run_dataset: string; run_dataset_json: string };
 
 export interface ApplyResult {
