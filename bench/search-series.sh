@@ -8,6 +8,10 @@
 #     the same --seed: a warm start from that run (issue 37), paired with it (cold against warm),
 #   - with --open-warm N, the open-ended run again in each of the first N open runs' workspaces,
 #     the same --seed and minutes: a warm start from it (issue 37's 30-minute pair),
+#   - with --csv-pairs N, issue 37's misleading past, N pairs on a CSV (sklearn's 8x8 digits as a
+#     table, written to bench/out/csv/): a 5-minute run cold, a 3-minute run on the same table with
+#     its labels shuffled (--seed 100+i), then the 5-minute run again in that run's workspace, whose
+#     only past is the lookalike: its configs are proposed first and its results weigh on the surrogate,
 #   - the Optuna baseline once (bench/optuna_baseline.py: TPE + median pruning on the runner's own
 #     split, the same 30 minutes).
 # Each run is kept as it ends in bench/out/series-<commit>/ (a series cut short goes on from where
@@ -15,21 +19,22 @@
 # command, seeds, load and outcome and the planner's whole-run promises checked on its stored
 # events, to bench/results/search-series-<commit>.json.
 #
-#   bash bench/search-series.sh [--open N] [--readme N] [--warm N] [--open-warm N] [--optuna N] [--minutes M]
+#   bash bench/search-series.sh [--open N] [--readme N] [--warm N] [--open-warm N] [--csv-pairs N] [--optuna N] [--minutes M]
 #
 # About 2.5 hours on two cores with the defaults. Nothing else should run beside it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-open=3 readme=3 warm=0 openwarm=0 optuna=1 minutes=30
+open=3 readme=3 warm=0 openwarm=0 csvpairs=0 optuna=1 minutes=30
 while [ $# -gt 0 ]; do
   case "$1" in
     --open) open="$2"; shift 2 ;;
     --readme) readme="$2"; shift 2 ;;
     --warm) warm="$2"; shift 2 ;;
     --open-warm) openwarm="$2"; shift 2 ;;
+    --csv-pairs) csvpairs="$2"; shift 2 ;;
     --optuna) optuna="$2"; shift 2 ;;
     --minutes) minutes="$2"; shift 2 ;;
-    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "search-series: unknown argument $1" >&2; exit 1 ;;
   esac
 done
@@ -73,6 +78,24 @@ for ((i = 0; i < openwarm; i++)); do
 done
 for ((i = 0; i < warm; i++)); do
   WS="$out/readme-$i-workspace" launch "warm-$i" "$i" --goal "fashion-mnist: reach 90% validation accuracy"
+done
+if [ "$csvpairs" -gt 0 ]; then
+  csv="$(pwd)/bench/out/csv"
+  mkdir -p "$csv"
+  # The same rows twice: the real labels, and a permutation of them (the lookalike: same columns, classes and sizes).
+  /usr/bin/python3 -c '
+import sys, numpy as np
+from sklearn.datasets import load_digits
+d = load_digits()
+head = ",".join([f"p{i}" for i in range(64)] + ["label"])
+for name, y in (("digits.csv", d.target), ("digits-shuffled.csv", np.random.default_rng(0).permutation(d.target))):
+    np.savetxt(f"{sys.argv[1]}/{name}", np.column_stack([d.data, y]), fmt="%g", delimiter=",", header=head, comments="")
+' "$csv"
+fi
+for ((i = 0; i < csvpairs; i++)); do
+  launch "csvcold-$i" "$i" --goal "csv:$csv/digits.csv target=label: maximise accuracy" --time-budget 5m
+  launch "csvlure-$i" "$((100 + i))" --goal "csv:$csv/digits-shuffled.csv target=label: maximise accuracy" --time-budget 3m
+  WS="$out/csvlure-$i-workspace" launch "csvwarm-$i" "$i" --goal "csv:$csv/digits.csv target=label: maximise accuracy" --time-budget 5m
 done
 
 if [ "$optuna" -gt 0 ]; then

@@ -12,6 +12,7 @@ import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { cpus, release, totalmem } from "node:os";
 import { join } from "node:path";
 import { runFacts } from "./run-facts.js";
+import { pairedTTest } from "../core/stats.js";
 
 const [dir, out] = process.argv.slice(2);
 if (!dir || !out) throw new Error("usage: npx tsx bench/series-summary.ts SERIES_DIR OUT.json");
@@ -31,7 +32,7 @@ interface Kept {
 }
 
 const kept: Kept[] = readdirSync(dir)
-  .filter((f) => /^(open|readme|warm|openwarm|optuna)-\d+\.json$/.test(f))
+  .filter((f) => /^(open|readme|warm|openwarm|csvcold|csvlure|csvwarm|optuna)-\d+\.json$/.test(f))
   .sort()
   .map((f) => JSON.parse(readFileSync(join(dir, f), "utf8")));
 
@@ -51,7 +52,7 @@ async function swarmRun(k: Kept) {
 }
 
 const stat = (xs: number[]) => (xs.length ? { n: xs.length, mean: xs.reduce((a, b) => a + b, 0) / xs.length, min: Math.min(...xs), max: Math.max(...xs) } : null);
-const runs = [];
+const runs: (Awaited<ReturnType<typeof swarmRun>> | Kept)[] = [];
 for (const k of kept) runs.push(k.kind === "swarm" ? await swarmRun(k) : k);
 type Run = Awaited<ReturnType<typeof swarmRun>> & Partial<Kept>;
 const open = runs.filter((r) => r.name.startsWith("open-")) as Run[];
@@ -87,6 +88,23 @@ const openPairs = openWarm.map((w) => {
     warm_test_ensemble: bestOf(w)?.test_ensemble ?? null,
   };
 });
+// The misleading past (issue 37): a CSV run cold against the same run in a workspace whose only past is a lookalike
+// with shuffled labels, same --seed; test accuracy per seed of each run's best, warm minus cold, with its paired interval.
+const csvCold = runs.filter((r) => r.name.startsWith("csvcold-")) as Run[];
+const csvPairs = (runs.filter((r) => r.name.startsWith("csvwarm-")) as Run[]).map((w) => {
+  const cold = csvCold.find((r) => r.seed === w.seed);
+  const lure = runs.find((r) => r.name === `csvlure-${w.seed}`) as Run | undefined;
+  return {
+    seed: w.seed,
+    lure_best_val: bestOf(lure)?.val_mean ?? null,
+    cold_best_val: bestOf(cold)?.val_mean ?? null,
+    warm_best_val: bestOf(w)?.val_mean ?? null,
+    cold_test_per_seed: bestOf(cold)?.test_per_seed ?? null,
+    warm_test_per_seed: bestOf(w)?.test_per_seed ?? null,
+  };
+});
+const csvBoth = csvPairs.filter((p) => p.cold_test_per_seed !== null && p.warm_test_per_seed !== null);
+const csvPaired = csvBoth.length >= 2 ? pairedTTest(csvBoth.map((p) => p.cold_test_per_seed!), csvBoth.map((p) => p.warm_test_per_seed!)) : null;
 const summary = {
   open_ended_test_ensemble: openEnsemble,
   open_ended_test_per_seed: openPerSeed,
@@ -94,6 +112,7 @@ const summary = {
   readme_goal_met: `${readme.filter((r) => "goal_met_at_s" in r && r.goal_met_at_s !== null).length} of ${readme.length}`,
   readme_seconds_to_goal: toGoal,
   ...(openWarm.length && { open_warm_pairs: openPairs }),
+  ...(csvPairs.length && { misleading_past_pairs: csvPairs, misleading_past_test_warm_minus_cold: csvPaired }),
   ...(warm.length && { warm_start_pairs: pairs, warm_start_seconds_saved: saved, warm_goal_met: `${pairs.filter((p) => p.warm_s !== null).length} of ${pairs.length}` }),
   targets: {
     "open-ended ensemble test mean >= 93.0%": openEnsemble ? openEnsemble.mean >= 0.93 : null,
@@ -106,6 +125,7 @@ const summary = {
     "warm open run ends higher than the cold run (best val), every pair": openPairs.length
       ? openPairs.every((p) => p.warm_best_val !== null && p.cold_best_val !== null && p.warm_best_val > p.cold_best_val)
       : null,
+    "a run whose past is misleading is no worse than cold beyond the paired 95% interval (test per seed)": csvPaired ? csvPaired.ci95[1] >= 0 : null,
     "README goal confirmed in <= 600 s in every run": readme.length ? readme.every((r) => "goal_met_at_s" in r && r.goal_met_at_s !== null && r.goal_met_at_s <= 600) : null,
   },
   promises_broken: runs.flatMap((r) => ("promises_broken" in r ? (r.promises_broken as string[]).map((b) => `${r.name}: ${b}`) : [])),

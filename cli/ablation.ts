@@ -11,6 +11,7 @@ import { pairedTTest, type PairedTest } from "../core/stats.js";
 import type { Logger } from "../core/logger.js";
 import { type Event, type Goal, type RunSettings, type StartingPoint } from "../proto/gen/research/v1/events_pb.js";
 import { runGoal, type Swarm } from "../deploy/swarm.js";
+import { briefSent } from "../core/config-wire.js";
 
 export interface ArmRun {
   research: boolean;
@@ -45,7 +46,7 @@ export function summarise(research: boolean, seed: number, runId: string, events
   const bestEvaluated = events.find((e) => e.trialId === bestId && e.body.case === "trialEvaluated");
   const bestMean = bestEvaluated?.body.case === "trialEvaluated" ? (bestEvaluated.body.value.result?.aggregated.val_accuracy?.mean ?? 0) : 0;
   const bestJudged = events.find((e) => e.trialId === bestId && e.body.case === "trialJudged");
-  const briefs = events.flatMap((e) => (e.body.case === "briefReady" ? [e.body.value.briefJson] : []));
+  const briefs = events.flatMap((e) => (e.body.case === "briefReady" ? [briefSent(e.body.value)] : []));
   const first = events.find((e) => e.body.case === "trialProposed");
   return {
     research,

@@ -20,6 +20,7 @@ import type { DatasetInfo } from "../proto/gen/research/v1/runner_pb.js";
 import { compileOptions, summaryInput } from "../swarm/dataset-info.js";
 import { fail } from "./args.js";
 import { modelFileProblem } from "./preflight.js";
+import { kwargsMessage, modelSpec, trainSpec } from "../core/config-wire.js";
 
 const RUN_TRIAL = /^(r[\w-]+?)\/(?:\1-)?(t\d{3,})$/;
 
@@ -114,7 +115,7 @@ export function startingPointOf(flags: StartFlags, workspace: string, python: st
   if (recipe) confine?.(resolve(recipe), "--recipe");
   if (recipe) train = trainOf(readText(resolve(recipe), "--recipe"), `--recipe ${recipe}`);
   return {
-    point: create(StartingPointSchema, { origin: from, modelConfigJson: JSON.stringify(model), trainConfigJson: JSON.stringify(train), modelCode: code }),
+    point: create(StartingPointSchema, { origin: from, model: modelSpec(model), train: trainSpec(train), modelCode: code }),
     model,
     train,
   };
@@ -133,7 +134,7 @@ export async function startProblem(start: Start, goal: Goal, info: DatasetInfo, 
   if (isCodeModel(start.model)) {
     const { model } = start;
     const summary = await runner.summarize({
-      model: { code: start.point.modelCode, className: model.class_name, initKwargsJson: JSON.stringify(model.init_kwargs ?? {}) },
+      model: { code: start.point.modelCode, className: model.class_name, initKwargs: kwargsMessage(model.init_kwargs ?? {}) },
       ...summaryInput(info),
     });
     if (summary.failure) return `--from ${origin}: does not build for ${goal.dataset}: ${summary.failure.message}`;

@@ -318,8 +318,7 @@ export function authoredFromWire(wire: Record<string, unknown> | undefined): Rec
       if (v !== undefined) out[head] = v;
     } else {
       const v = fromWire(r, (wire?.[camel(head)] as Record<string, unknown> | undefined)?.[camel(leaf)]);
-      const obj = (out[head] ??= {}) as Record<string, unknown>;
-      if (v !== undefined) obj[leaf] = v;
+      if (v !== undefined) ((out[head] ??= {}) as Record<string, unknown>)[leaf] = v;
     }
   }
   return out;

@@ -25,6 +25,8 @@ import {
   type ScriptRequest,
   type SummarizeRequest,
 } from "../proto/gen/research/v1/runner_pb.js";
+import { kwargsSent } from "../core/config-wire.js";
+import { isRecord } from "../core/json.js";
 
 export const DEFAULTS = {
   seeds: DEFAULT_SEEDS,
@@ -69,15 +71,9 @@ class Issues {
 function checkModel(model: ModelSource | undefined, issues: Issues): Record<string, unknown> {
   issues.check(!!model?.code.trim(), "model.code is empty");
   issues.check(/^[A-Za-z_][A-Za-z0-9_]*$/.test(model?.className ?? ""), `model.class_name "${model?.className ?? ""}" is not a Python identifier`);
-  if (!model?.initKwargsJson) return {};
-  try {
-    const v = JSON.parse(model.initKwargsJson) as unknown;
-    if (v && typeof v === "object" && !Array.isArray(v)) return v as Record<string, unknown>;
-  } catch {
-    // reported below
-  }
-  issues.check(false, "model.init_kwargs_json must be a JSON object");
-  return {};
+  const kwargs = model ? kwargsSent(model) : {};
+  issues.check(kwargs === undefined || isRecord(kwargs), "model.init_kwargs_json must be a JSON object");
+  return isRecord(kwargs) ? kwargs : {};
 }
 
 function under(path: string, roots: string[]): boolean {

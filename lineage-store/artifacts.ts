@@ -12,7 +12,6 @@ import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { create, type JsonObject } from "@bufbuild/protobuf";
 import { protoJson } from "../core/proto-json.js";
-import { parseJson } from "../core/json.js";
 import { stringify as toYaml } from "yaml";
 import { bestTrial, failureLabelOf, paramsOf, valMetricOf, type RunState, type TrialState } from "../swarm/run-state.js";
 import { labelName } from "../core/failure.js";
@@ -31,6 +30,7 @@ import {
   writeReport,
 } from "./report.js";
 import { ResearchError } from "../core/failure.js";
+import { modelSent, trainSent } from "../core/config-wire.js";
 
 export const REGISTRY_FILE = "experiments/registry.json";
 export const CURRENT_MODEL_FILE = "src/models/current_model.py";
@@ -73,10 +73,9 @@ function failureJson(f: Failure): JsonObject {
 }
 
 /** Config text is user- or LLM-authored JSON; text that doesn't parse is kept verbatim rather than lost. */
-function configYaml(json: string, what: string): string {
-  if (!json.trim()) return toYaml({});
-  const value = parseJson(json);
-  return value === undefined ? `# ${what} was not valid JSON; kept verbatim\n${toYaml(json)}` : toYaml(value);
+/** A config as its trial was sent it (config-wire.ts); text is what an old event held that was not JSON. */
+function configYaml(value: unknown, what: string): string {
+  return typeof value === "string" ? `# ${what} was not valid JSON; kept verbatim\n${toYaml(value)}` : toYaml(value ?? {});
 }
 
 function modelName(t: TrialState): string {
@@ -156,7 +155,7 @@ async function writeCurrentModel(runDir: string, t: TrialState): Promise<void> {
   if (!t.assembled?.code) return;
   await Promise.all([
     writeFileAtomic(join(runDir, CURRENT_MODEL_FILE), t.assembled.code),
-    writeFileAtomic(join(runDir, CURRENT_CONFIG_FILE), configYaml(t.proposed?.modelConfigJson ?? "", "model_config")),
+    writeFileAtomic(join(runDir, CURRENT_CONFIG_FILE), configYaml(t.proposed && modelSent(t.proposed), "model_config")),
   ]);
 }
 
@@ -174,8 +173,8 @@ export async function writeArtifacts(runDir: string, state: RunState, event: Eve
     case "trialProposed": {
       if (!t?.proposed) return;
       await Promise.all([
-        writeFileAtomic(file("model_config.yaml"), configYaml(t.proposed.modelConfigJson, "model_config")),
-        writeFileAtomic(file("train_config.yaml"), configYaml(t.proposed.trainConfigJson, "train_config")),
+        writeFileAtomic(file("model_config.yaml"), configYaml(modelSent(t.proposed), "model_config")),
+        writeFileAtomic(file("train_config.yaml"), configYaml(trainSent(t.proposed), "train_config")),
         writeFileAtomic(file("hypothesis.md"), hypothesisMarkdown(t)),
       ]);
       return;

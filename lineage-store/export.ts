@@ -21,12 +21,12 @@
  */
 import { DECISION, MUTATION, RUN_STATUS, VERDICT } from "../core/enums.js";
 import { labelName } from "../core/failure.js";
-import { parseJson } from "../core/json.js";
 import type { MetricName } from "../core/objective.js";
 import { Mutation } from "../proto/gen/research/v1/common_pb.js";
 import { boundOf, confusionOf, metricCurves, paramsOf, rungOf, surfaceOf, trialFailure, trialStatus, type RunState, type TrialState } from "../swarm/run-state.js";
 import { hypothesisMarkdown } from "./artifacts.js";
 import { chosenBest } from "./report.js";
+import { modelSent, trainSent } from "../core/config-wire.js";
 
 export const EXPORT_FORMATS = ["tensorboard", "mlflow", "wandb"] as const;
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];
@@ -117,15 +117,14 @@ export function flatten(value: unknown, prefix = "", out: Flat = {}): Flat {
   return out;
 }
 
-/** The proposal's JSON as written, when the fold could not validate it (kept rather than lost). */
-function rawJson(text: string | undefined): unknown {
-  if (!text?.trim()) return {};
-  return parseJson(text) ?? { unparsed: text };
+/** A config as the trial was sent it, when the fold could not validate it (kept rather than lost); text is an old event's that was not JSON. */
+function asSent(value: unknown): unknown {
+  return typeof value === "string" ? { unparsed: value } : (value ?? {});
 }
 
 function paramsOfTrial(t: TrialState): Flat {
-  const model = t.model ?? rawJson(t.proposed?.modelConfigJson);
-  const train = t.train ?? rawJson(t.proposed?.trainConfigJson);
+  const model = t.model ?? asSent(t.proposed && modelSent(t.proposed));
+  const train = t.train ?? asSent(t.proposed && trainSent(t.proposed));
   return { ...flatten(model, "model"), ...flatten(train, "train") };
 }
 

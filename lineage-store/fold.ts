@@ -9,6 +9,7 @@ import { DatasetInfoSchema, EvalResultSchema } from "../proto/gen/research/v1/ru
 import type { BriefRow, RunRow, TrialRow, TrialStage } from "./schema.js";
 import { intervalBasis, standingOf } from "../core/ranking.js";
 import { ACCURACY, formatMetric, objective, type Objective } from "../core/objective.js";
+import { briefSent, modelSent, trainSent } from "../core/config-wire.js";
 
 /**
  * Rows as projections of the run's fold (swarm/run-state.ts): the store folds
@@ -42,6 +43,9 @@ export const KIND_ORDER: readonly string[] = [
 
 const ms = (e: Event) => Number(e.emittedAtMs);
 
+/** A config's column: its JSON, "" when none was sent. */
+const asText = (v: unknown) => (v === undefined ? "" : JSON.stringify(v));
+
 /** The evaluation's statistics, or the judge's copy of them when the evaluation is not in. */
 function accuracyColumns(t: TrialState): Pick<TrialRow, "val_accuracy" | "std" | "ci_low" | "ci_high"> {
   const acc = valMetricOf(t);
@@ -59,8 +63,8 @@ export function trialRow(runId: string, t: TrialState): TrialRow {
   return {
     trial_id: t.id, run_id: runId, index: p?.index ?? 0, status: trialStatus(t), stage: trialStage(t), surface: surfaceOf(t),
     hypothesis: p?.hypothesis ?? "", rationale: p?.rationale ?? "", parent_ids: [...(p?.parentIds ?? [])],
-    adopted_concepts: [...(p?.adoptedConcepts ?? [])], proposer: p?.proposer ?? "", model_config_json: p?.modelConfigJson ?? "",
-    train_config_json: p?.trainConfigJson ?? "",
+    adopted_concepts: [...(p?.adoptedConcepts ?? [])], proposer: p?.proposer ?? "", model_config_json: asText(p && modelSent(p)),
+    train_config_json: asText(p && trainSent(p)),
     code: a?.code ?? "", class_name: a?.className ?? "", diff: a?.diff ?? "",
     params: paramsOf(t) ?? null, flops: summary ? Number(summary.flops) : null,
     ...accuracyColumns(t),
@@ -112,10 +116,10 @@ export function runRow(state: RunState): RunRow {
 export function briefRow(e: Event): BriefRow | undefined {
   if (e.body.case !== "briefReady") return undefined;
   const b = e.body.value;
-  const parsed = parseJson(b.briefJson);
-  const title = isRecord(parsed) && typeof parsed.summary_title === "string" ? parsed.summary_title : "";
+  const brief = briefSent(b);
+  const title = isRecord(brief) && typeof brief.summary_title === "string" ? brief.summary_title : "";
   return {
-    brief_id: b.briefId, run_id: e.runId, query: b.query, title, brief_json: b.briefJson, author: b.author,
+    brief_id: b.briefId, run_id: e.runId, query: b.query, title, brief_json: asText(brief), author: b.author,
     created_at: ms(e),
   };
 }
@@ -195,7 +199,7 @@ export function eventText(e: Event, o: Objective = ACCURACY, forPeople = false):
       return `run ${e.runId} started: ${goal?.description || `${goal?.dataset} target ${(goal?.target ?? 0).toFixed(4)}`}${b.value.start ? `; starting from ${b.value.start.origin}` : ""}`;
     }
     case "briefReady": {
-      const brief = parseJson(b.value.briefJson);
+      const brief = briefSent(b.value);
       return `brief ready: ${isRecord(brief) && typeof brief.summary_title === "string" ? brief.summary_title : b.value.query}`;
     }
     case "trialProposed":

@@ -14,6 +14,9 @@ import {
 import { SURFACE, TRIAL_STATUS, VERDICT } from "../core/enums.js";
 import { FAILURE_LABEL } from "../core/failure.js";
 import type { LineageStore, SimilarTrialsQuery, TrialHit } from "./store.js";
+import { modelSpec, trainSpec } from "../core/config-wire.js";
+import { authoredTrainConfig, authoredTrialModel } from "../core/model-config.js";
+import type { ModelSpec, TrainSpec } from "../proto/gen/research/v1/model_pb.js";
 
 /** The store's side of the similarity query (the wire and the client are in swarm/lineage-query.ts). */
 
@@ -34,6 +37,17 @@ export function storeQuery(req: SimilarTrialsRequest): SimilarTrialsQuery {
   };
 }
 
+/** A stored model column as it travels, checked where it leaves storage; unset when it does not validate. */
+function storedModel(text: string): ModelSpec | undefined {
+  const m = authoredTrialModel(text);
+  return m.ok ? modelSpec(m.value) : undefined;
+}
+
+function storedTrain(text: string): TrainSpec | undefined {
+  const t = authoredTrainConfig(text || "{}");
+  return t.ok ? trainSpec(t.value) : undefined;
+}
+
 /** The part of a store hit that travels: no code, diff or full result. */
 export function summaryOf(hit: TrialHit): TrialSummary {
   return create(TrialSummarySchema, {
@@ -44,8 +58,8 @@ export function summaryOf(hit: TrialHit): TrialSummary {
     surface: SURFACE.value(hit.surface),
     hypothesis: hit.hypothesis,
     parentIds: hit.parent_ids,
-    modelConfigJson: hit.model_config_json,
-    trainConfigJson: hit.train_config_json,
+    model: storedModel(hit.model_config_json),
+    train: storedTrain(hit.train_config_json),
     params: hit.params ?? undefined,
     valAccuracy: hit.val_accuracy ?? undefined,
     ciLow: hit.ci_low ?? undefined,

@@ -327,7 +327,7 @@ function sampleLines(text: string, seed: number | null): string[] {
 function weightsJson(w: WeightsExport | undefined) {
   if (!w) return null;
   const failure = w.failure ? { label: labelName(w.failure.label), message: w.failure.message } : null;
-  return { class_name: w.className, init_kwargs_json: w.initKwargsJson, files: w.files, failure, seconds: w.seconds };
+  return { class_name: w.className, init_kwargs: w.initKwargs, files: w.files, failure, seconds: w.seconds };
 }
 
 /** Where the best trial's weights are and how to load one, or why they are not there. */
@@ -335,12 +335,13 @@ function weightsLines(w: NonNullable<ReturnType<typeof weightsJson>>): string[] 
   const why = w.failure ? `${w.failure.label}: ${inline(w.failure.message)}` : "";
   if (!w.files.length) return [`- Trained weights: not in the run folder (${why})`];
   const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MB`;
-  const kwargs = w.init_kwargs_json.trim() && w.init_kwargs_json.trim() !== "{}" ? `**json.loads(${JSON.stringify(w.init_kwargs_json)})` : "";
+  // As Python writes them: numbers as they are, booleans capitalised.
+  const kwargs = Object.entries(w.init_kwargs).map(([k, v]) => `${k}=${typeof v === "boolean" ? (v ? "True" : "False") : v}`).join(", ");
   return [
     `- Trained weights, as evaluation saw them (a state_dict per seed, beside the code): ${w.files.map((f) => `\`${f.path}\` (${mb(f.bytes)})`).join(", ")}${why ? `; the other seeds' are missing (${why})` : ""}. From the run folder:`,
     "",
     "  ```python",
-    `  import ${kwargs ? "json, " : ""}sys, torch`,
+    "  import sys, torch",
     "  sys.path.insert(0, \"src/models\")",
     `  from current_model import ${w.class_name}`,
     `  model = ${w.class_name}(${kwargs})`,

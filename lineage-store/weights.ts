@@ -17,6 +17,7 @@ import type { Failure } from "../proto/gen/research/v1/common_pb.js";
 import type { RunFinished } from "../proto/gen/research/v1/events_pb.js";
 import { budgetPlan } from "../swarm/budget.js";
 import type { RunState } from "../swarm/run-state.js";
+import { kwargsSent } from "../core/config-wire.js";
 
 /**
  * The fetch comes out of the report's reserve (swarm/budget.ts), leaving the
@@ -32,7 +33,7 @@ const REPORT_MS = 1_000;
 export interface WeightsExport {
   /** What to build before loading a file: the class in the code beside it, with these keyword arguments. */
   className: string;
-  initKwargsJson: string;
+  initKwargs: Record<string, number | boolean>;
   /** Relative to the run folder, by seed. */
   files: { seed: number; path: string; bytes: number }[];
   /** Why some or all of the trial's seeds have no file. */
@@ -59,7 +60,7 @@ export async function exportBestWeights(
   if (!best || !model?.code) return undefined;
   const t0 = Date.now();
   const seeds = (best.evaluated?.result?.seedResults ?? []).map((s) => s.seed);
-  const out: WeightsExport = { className: model.className, initKwargsJson: model.initKwargsJson, files: [], seconds: 0 };
+  const out: WeightsExport = { className: model.className, initKwargs: kwargsSent(model) as WeightsExport["initKwargs"], files: [], seconds: 0 };
   const onDisk = (seed: number) => ({ seed, path: fileOf(seed), bytes: statSync(join(runDir, fileOf(seed))).size });
   if (seeds.length && seeds.every((s) => existsSync(join(runDir, fileOf(s))))) return { ...out, files: seeds.map(onDisk) };
 

@@ -8,9 +8,10 @@
 import { randomBytes } from "node:crypto";
 import { z } from "zod";
 import { INTERVENTION_KIND } from "../core/enums.js";
-import { decodeText, parseModelConfig, parseTrainConfig } from "../core/model-config.js";
+import { authoredModelConfig, authoredTrainConfig, decodeText } from "../core/model-config.js";
 import type { EventInit } from "../bus/index.js";
 import { trialStatus, type RunState } from "./run-state.js";
+import { modelSpec, trainSpec } from "../core/config-wire.js";
 
 /** A request as people and the dashboard's API write it (snake_case, configs as JSON values or text). */
 export const InterventionRequestSchema = z.strictObject({
@@ -58,7 +59,7 @@ export function interventionEvent(state: RunState, request: unknown, who: string
   const id = `iv-${randomBytes(4).toString("hex")}`;
   let trialId = "";
   let summary: string;
-  const body = { interventionId: id, kind: INTERVENTION_KIND.value(r.kind)!, who, reason: r.reason ?? "", hypothesis: "", modelConfigJson: "", trainConfigJson: "", parentIds: [] as string[] };
+  const body = { interventionId: id, kind: INTERVENTION_KIND.value(r.kind)!, who, reason: r.reason ?? "", hypothesis: "", parentIds: [] as string[] };
   switch (r.kind) {
     case "pause":
       if (state.paused) return fail(`run ${state.runId} is already paused`);
@@ -86,22 +87,20 @@ export function interventionEvent(state: RunState, request: unknown, who: string
       if (r.model_config === undefined) return fail("propose needs a model_config");
       const model = decoded(r.model_config, "model_config");
       if (!model.ok) return fail(model.error);
-      const checked = parseModelConfig(model.value);
+      const checked = authoredModelConfig(model.value);
       if (!checked.ok) return fail(checked.error);
       const train = r.train_config === undefined ? undefined : decoded(r.train_config, "train_config");
       if (train && !train.ok) return fail(train.error);
-      if (train) {
-        const t = parseTrainConfig(train.value);
-        if (!t.ok) return fail(t.error);
-      }
+      const trainChecked = train && authoredTrainConfig(train.value);
+      if (trainChecked && !trainChecked.ok) return fail(trainChecked.error);
       const parents = (r.parent_ids ?? []).map((p) => fullTrialId(state, p));
       const missing = parents.find((p) => !state.trials.has(p));
       if (missing) return fail(`no parent trial ${missing} in run ${state.runId}`);
       // As written, not as parsed: the planner lays the person's training over the run's probe fidelity.
       Object.assign(body, {
         hypothesis: r.hypothesis.trim(),
-        modelConfigJson: JSON.stringify(model.value),
-        trainConfigJson: train ? JSON.stringify(train.value) : "",
+        model: modelSpec(checked.value),
+        train: trainChecked && trainSpec(trainChecked.value),
         parentIds: parents,
       });
       summary = `queued a proposal for run ${state.runId}: the planner takes it at the next free slot`;

@@ -8,6 +8,7 @@
 import { create } from "@bufbuild/protobuf";
 import { Decision, InterventionKind, RunFinishedSchema, Verdict, type Event, type Goal, type Intervention, type LlmCall, type ResearchRequested, type RunFinished, type RunSettings, type RunStatus, type StartingPoint, type TrialAssembled, type TrialEvaluated, type TrialJudged, type TrialProposed } from "../proto/gen/research/v1/events_pb.js";
 import { parseBrief, type Brief } from "../core/brief.js";
+import { briefSent, modelSent, trainSent } from "../core/config-wire.js";
 import { SURFACE, TRIAL_STATUS, type SurfaceName, type TrialStatusName } from "../core/enums.js";
 import { labelName, type FailureName } from "../core/failure.js";
 import {
@@ -169,22 +170,22 @@ export function liveSeconds(state: RunState, nowMs: number): number {
 }
 
 function configsOf(p: TrialProposed): Pick<TrialState, "model" | "train" | "configError"> {
-  const model = parseTrialModel(p.modelConfigJson);
+  const model = parseTrialModel(modelSent(p));
   if (!model.ok) return { configError: `model_config: ${model.error}` };
-  const train = parseTrainConfig(p.trainConfigJson);
+  const train = parseTrainConfig(trainSent(p));
   if (!train.ok) return { configError: `train_config: ${train.error}` };
   return { model: model.value, train: train.value };
 }
 
 function handProposalOf(v: Intervention): HandProposal | undefined {
-  const model = authoredModelConfig(v.modelConfigJson);
-  const train = v.trainConfigJson ? authoredTrainConfig(v.trainConfigJson) : { ok: true as const, value: {} };
+  const model = authoredModelConfig(modelSent(v));
+  const train = authoredTrainConfig(trainSent(v));
   return model.ok && train.ok ? { intervention: v, model: model.value, train: train.value } : undefined;
 }
 
 function startingPointOf(p: StartingPoint): StartingPointState | undefined {
-  const model = authoredTrialModel(p.modelConfigJson);
-  const train = authoredTrainConfig(p.trainConfigJson || "{}");
+  const model = authoredTrialModel(modelSent(p));
+  const train = authoredTrainConfig(trainSent(p));
   if (!model.ok || !train.ok) return undefined;
   const code = p.modelCode ? { source: p.modelCode, arguments: p.arguments, params: Number(p.params) } : undefined;
   return { origin: p.origin, model: model.value, train: train.value, ...(code && { code }) };
@@ -208,7 +209,7 @@ export function applyToRunState(state: RunState, e: Event): RunState {
       if (b.value.timeBudgetS > 0 && state.goal) state.goal = { ...state.goal, timeBudgetS: b.value.timeBudgetS };
       break;
     case "briefReady": {
-      const brief = parseBrief(b.value.briefJson);
+      const brief = parseBrief(briefSent(b.value));
       if (brief.ok) {
         state.briefs.push(brief.brief);
         state.briefRequests.push(b.value.requestId);

@@ -25,6 +25,7 @@ import type { DatasetInfo, SummarizeResponse } from "../../proto/gen/research/v1
 import type { Prompt } from "../../swarm/prompts.js";
 import { coderTools, type CoderTask } from "./tools.js";
 import { outputWidth, summaryInput } from "../../swarm/dataset-info.js";
+import { kwargsMessage } from "../../core/config-wire.js";
 
 const CodeSchema = z.object({ code: z.string().min(20) });
 export const CODEGEN_ROUNDS = 3;
@@ -62,7 +63,7 @@ export async function writeWithRepair(opts: {
   const tools = coderTools({ dir: opts.workDir, runner: opts.runner, project: { ...project, task } });
   const what =
     "modelConfig" in task ? { model_config: task.modelConfig } : { code_edit: task.edit, init_kwargs: task.initKwargs, source: task.source };
-  const initKwargsJson = "initKwargs" in task ? JSON.stringify(task.initKwargs) : "";
+  const initKwargs = "initKwargs" in task ? kwargsMessage(task.initKwargs) : {};
   let messages: ChatCompletionMessageParam[] = [
     {
       role: "user",
@@ -88,7 +89,7 @@ export async function writeWithRepair(opts: {
       continue;
     }
     const summary = await opts.runner.summarize({
-      model: { code: answer.code, className: opts.className, initKwargsJson },
+      model: { code: answer.code, className: opts.className, initKwargs },
       ...summaryInput(info),
     });
     const params = Number(summary.totalParams);

@@ -23,6 +23,7 @@ import { compileModel } from "../../core/compiler/compile.js";
 import { unifiedDiff } from "../../core/diff.js";
 import { builtinNarrative, narrateSummary, writeWithRepair } from "./llm-coder.js";
 import { trialDir } from "./tools.js";
+import { kwargsMessage } from "../../core/config-wire.js";
 
 const CODER_PROMPT = loadPrompt("coder");
 const EDIT_PROMPT = loadPrompt("coder-edit");
@@ -51,7 +52,7 @@ async function codeSource(state: RunState, t: TrialState, model: CodeModel, info
   const from = model.source_trial ? state.trials.get(model.source_trial)?.assembled : undefined;
   if (model.source_trial && !from?.code) return new ResearchError("invalid_config", `model_config takes its code from ${model.source_trial}, which has none`);
   const base = from ? { code: from.code, author: from.author } : { code: start.source, author: `person:${state.start!.origin}` };
-  const source = (code: string) => create(ModelSourceSchema, { code, className: model.class_name, initKwargsJson: JSON.stringify(model.init_kwargs) });
+  const source = (code: string) => create(ModelSourceSchema, { code, className: model.class_name, initKwargs: kwargsMessage(model.init_kwargs) });
   const edit = model.code_edit;
   if (!edit) return { model: source(base.code), author: base.author };
   const written = await askLlm<{ code: string; summary: SummarizeResponse } | undefined>(ctx, { runId: state.runId, trialId: t.id }, {

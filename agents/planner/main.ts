@@ -25,6 +25,7 @@ import { decide } from "./decide.js";
 import { configFingerprint } from "./identity.js";
 import { pastEvidence, rowConfigs } from "./past-runs.js";
 import { searchDevice } from "../../core/defaults.js";
+import { modelSpec, trainSpec } from "../../core/config-wire.js";
 
 const PROMPT = loadPrompt("planner");
 
@@ -162,8 +163,8 @@ async function publishProposal(ctx: AgentContext, state: RunState, index: number
         parentIds: p.parentIds,
         surface: p.surface ? SURFACE.value(p.surface) : undefined,
         mutation: MUTATION.value(p.mutation),
-        modelConfigJson: JSON.stringify(p.model),
-        trainConfigJson: JSON.stringify(p.train),
+        model: modelSpec(p.model),
+        train: trainSpec(p.train),
         index,
         rung: p.rung,
         seeds: p.seeds ?? 0,

@@ -22,6 +22,7 @@ import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import type { DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
 import type { PastConfig } from "./policy.js";
 import { genomeFeatures, type Observation } from "./surrogate.js";
+import { modelOfSpec, trainOfSpec } from "../../core/config-wire.js";
 
 /** A past run's result counts half as much as this run's on the same data: other circumstances. */
 export const PAST_WEIGHT = 0.5;
@@ -29,9 +30,9 @@ export const PAST_WEIGHT = 0.5;
 export const WARM_START_DISTANCE = 0.5;
 
 /** A past trial's configs from its lineage row, validated once here: other runs' rows enter the planner only this way. */
-export function rowConfigs(row: Pick<TrialSummary, "modelConfigJson" | "trainConfigJson">): { model: ModelConfig; train: TrainConfig } | undefined {
-  const model = parseModelConfig(row.modelConfigJson);
-  const train = parseTrainConfig(row.trainConfigJson);
+export function rowConfigs(row: Pick<TrialSummary, "model" | "train">): { model: ModelConfig; train: TrainConfig } | undefined {
+  const model = parseModelConfig(modelOfSpec(row.model));
+  const train = parseTrainConfig(trainOfSpec(row.train));
   return model.ok && train.ok ? { model: model.value, train: train.value } : undefined;
 }
 

@@ -18,6 +18,7 @@ import { runAgent, type AgentContext } from "../../swarm/runtime.js";
 import { ArxivClient } from "../../research/arxiv.js";
 import { sourceUrl } from "../../research/corpus.js";
 import { DeepResearch } from "../../research/deep-research.js";
+import { briefMessage } from "../../core/config-wire.js";
 
 const PROMPT = loadPrompt("researcher");
 const CONFIG = researcherConfig();
@@ -70,13 +71,12 @@ async function writeBrief(
       return brief;
     },
   });
-  const briefJson = JSON.stringify(answer.value);
-  const briefId = `brief-${createHash("sha256").update(briefJson).digest("hex").slice(0, 12)}`;
+  const briefId = `brief-${createHash("sha256").update(JSON.stringify(answer.value)).digest("hex").slice(0, 12)}`;
   await ctx.emit(`brief/${link.requestId || "initial"}`, {
     runId,
     body: {
       case: "briefReady",
-      value: { briefId, query, briefJson, author: answer.model ? `llm:${answer.model}` : "builtin", ...link },
+      value: { briefId, query, brief: briefMessage(answer.value), author: answer.model ? `llm:${answer.model}` : "builtin", ...link },
     },
   });
   ctx.log.info({ brief_id: briefId, query, suggestions: answer.value.architectural_suggestions.length }, "brief ready");

@@ -14,6 +14,7 @@ import { Decision, Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import { DatasetInfoSchema, SeedResultSchema } from "../../proto/gen/research/v1/runner_pb.js";
 import type { EventInit } from "../../bus/index.js";
 import { evaluated, proposed, RUN, started, state } from "./helpers.js";
+import { modelSpec, trainSpec } from "../../core/config-wire.js";
 
 const FASHION = create(DatasetInfoSchema, { name: "fashion-mnist", inputShape: [1, 28, 28], numClasses: 10, inputDtype: "float32", nTrain: 54000, nVal: 6000 });
 /** The run's clock starts at 1 s (helpers.started). */
@@ -41,8 +42,8 @@ function trial(id: string, k: number, mean: number, seconds: number, o: { rung?:
           seeds: seeds === 1 ? 1 : 0,
           parentIds: o.parent ? [o.parent] : [],
           surface: o.parent ? Surface.DATA : Surface.ARCHITECTURE,
-          modelConfigJson: JSON.stringify(p.model),
-          trainConfigJson: JSON.stringify({ ...p.train, subset: rung ? 30_000 : p.train.subset }),
+          model: modelSpec(p.model),
+          train: trainSpec({ ...p.train, subset: rung ? 30_000 : p.train.subset }),
         },
       },
     },
@@ -149,7 +150,7 @@ describe("the last long training", () => {
   it("places its seeds after the trials in flight", () => {
     // A probe edit in flight (from t1, 10 s a seed, started at 330 s) holds a slot for 10 s.
     const edit = proposed("e");
-    Object.assign(edit.body!.value as object, { parentIds: ["t1"], seeds: 1, modelConfigJson: JSON.stringify(templates[1]!.model), trainConfigJson: JSON.stringify(templates[1]!.train) });
+    Object.assign(edit.body!.value as object, { parentIds: ["t1"], seeds: 1, model: modelSpec(templates[1]!.model), train: trainSpec(templates[1]!.train) });
     (edit as { emittedAtMs?: bigint }).emittedAtMs = BigInt(at(335));
     const p = proposalOf(decided([...explored, edit], 340));
     // Slots free in [5, 0] s: three seeds (two rounds on one slot, one on the other after 5 s)
@@ -160,7 +161,7 @@ describe("the last long training", () => {
 
   it("waits while it trains, and is due at the trial budget's last trial and after a patience without progress", () => {
     const last = proposalOf(decided(explored, 340));
-    const inFlight: EventInit = { runId: RUN, trialId: "l", body: { case: "trialProposed", value: { rung: 3, parentIds: ["u2"], lastTraining: true, modelConfigJson: JSON.stringify(last.model), trainConfigJson: JSON.stringify(last.train) } } };
+    const inFlight: EventInit = { runId: RUN, trialId: "l", body: { case: "trialProposed", value: { rung: 3, parentIds: ["u2"], lastTraining: true, model: modelSpec(last.model), train: trainSpec(last.train) } } };
     expect(decided([...explored, inFlight], 400)).toMatchObject({ kind: "wait" });
     // 4 judged: the next is trial 6, the last of a 7-trial budget.
     expect(proposalOf(decided(explored, 100, { maxTrials: 7 })).lastTraining).toBe(true);

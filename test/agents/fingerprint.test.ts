@@ -11,6 +11,7 @@ import { Decision, Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import { DatasetInfoSchema } from "../../proto/gen/research/v1/runner_pb.js";
 import type { EventInit } from "../../bus/index.js";
 import { evaluated, RUN, started, state } from "./helpers.js";
+import { modelSpec, trainSpec } from "../../core/config-wire.js";
 
 const IMAGES = create(DatasetInfoSchema, { name: "fashion-mnist", inputShape: [1, 28, 28], numClasses: 10, inputDtype: "float32", nTrain: 54000, nVal: 6000 });
 const TABLES = create(DatasetInfoSchema, { name: "wine", inputShape: [13], numClasses: 3, inputDtype: "float32", nTrain: 142, nVal: 36 });
@@ -46,7 +47,7 @@ describe("a model in Python's code", () => {
   });
 
   it("is inherited: a trial's edits start from the code its edit made, and never make the edit again", () => {
-    const s = state([started(), { runId: RUN, trialId: "r1-t005", body: { case: "trialProposed", value: { modelConfigJson: JSON.stringify(edit), trainConfigJson: "{}" } } }]);
+    const s = state([started(), { runId: RUN, trialId: "r1-t005", body: { case: "trialProposed", value: { model: modelSpec(edit), train: trainSpec({}) } } }]);
     const g = genomeOf(s.trials.get("r1-t005")!)!;
     expect(g.model).toEqual({ name: "net", class_name: "Net", init_kwargs: { width: 32 }, source_trial: "r1-t005" });
     // A trial that builds on an edit passes the same code on.
@@ -100,7 +101,7 @@ describe("the built-in planner", () => {
     const parentModel = templatesFor(IMAGES)[0]!.build(IMAGES);
     const events: EventInit[] = [
       started({ parallel: 2 }, { dataset: "fashion-mnist" }),
-      { runId: RUN, trialId: "t0", body: { case: "trialProposed", value: { surface: Surface.ARCHITECTURE, modelConfigJson: JSON.stringify(parentModel), trainConfigJson: JSON.stringify(train) } } },
+      { runId: RUN, trialId: "t0", body: { case: "trialProposed", value: { surface: Surface.ARCHITECTURE, model: modelSpec(parentModel), train: trainSpec(train) } } },
       evaluated("t0", 0.88),
       { runId: RUN, trialId: "t0", body: { case: "trialJudged", value: { verdict: Verdict.ACCEPT, decision: Decision.ITERATE } } },
     ];

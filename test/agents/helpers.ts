@@ -5,6 +5,7 @@ import { EventSchema, type Event } from "../../proto/gen/research/v1/events_pb.j
 import { EvalResultSchema } from "../../proto/gen/research/v1/runner_pb.js";
 import { foldRun } from "../../swarm/run-state.js";
 import type { EventInit } from "../../bus/index.js";
+import { modelSpec, trainSpec } from "../../core/config-wire.js";
 
 export const RUN = "r1";
 
@@ -25,7 +26,7 @@ export function proposed(id: string, surface = Surface.ARCHITECTURE, parentIds: 
     trialId: id,
     body: {
       case: "trialProposed",
-      value: { surface, parentIds, hypothesis: `h ${id}`, modelConfigJson: JSON.stringify({ name: id, layers: [{ type: "flatten" }] }), trainConfigJson: "{}" },
+      value: { surface, parentIds, hypothesis: `h ${id}`, model: modelSpec({ name: id, layers: [{ type: "flatten" }] }), train: trainSpec({}) },
     },
   };
 }

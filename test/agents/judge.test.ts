@@ -7,6 +7,7 @@ import { Decision, InterventionKind, RunEnd, RunStatus, Verdict } from "../../pr
 import { failure } from "../../core/failure.js";
 import { evaluated, proposed, RUN, started, state } from "./helpers.js";
 import type { EventInit } from "../../bus/index.js";
+import { modelSpec, trainSpec } from "../../core/config-wire.js";
 
 type Events = Parameters<typeof state>[0];
 
@@ -76,7 +77,7 @@ describe("judge", () => {
     expect(peeked.reason).toMatch(/test split/);
     // Except trial 0 of a run from a person's model (launch --from): scored on test for the report alone.
     const baseline = (mutation: Mutation, parentIds: string[]): EventInit[] => [
-      { runId: RUN, trialId: "t0", body: { case: "trialProposed", value: { mutation, parentIds, rung: 3, modelConfigJson: JSON.stringify({ name: "m", layers: [{ type: "flatten" }] }), trainConfigJson: "{}" } } },
+      { runId: RUN, trialId: "t0", body: { case: "trialProposed", value: { mutation, parentIds, rung: 3, model: modelSpec({ name: "m", layers: [{ type: "flatten" }] }), train: trainSpec({}) } } },
       { runId: RUN, trialId: "t0", body: { case: "trialAssembled", value: { request: { evaluateTest: true } } } },
       evaluated("t0", 0.9),
     ];

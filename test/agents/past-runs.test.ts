@@ -5,6 +5,8 @@ import { datasetDistance, pastEvidence, PAST_WEIGHT, WARM_START_DISTANCE } from 
 import { DatasetInfoSchema, Task } from "../../proto/gen/research/v1/runner_pb.js";
 import { TrialSummarySchema } from "../../proto/gen/research/v1/lineage_pb.js";
 import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
+import { modelSpec, trainSpec } from "../../core/config-wire.js";
+import type { TrainConfigInput } from "../../core/model-config.js";
 
 const info = (i: MessageInitShape<typeof DatasetInfoSchema>) => create(DatasetInfoSchema, { inputDtype: "float32", task: Task.CLASSIFICATION, ...i });
 const CLOTHES = ["T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker", "Bag", "Ankle boot"];
@@ -35,13 +37,13 @@ describe("the distance between two datasets", () => {
 });
 
 describe("the evidence of past runs", () => {
-  const train = { optimizer: "adam", lr: 0.002, epochs: 3, subset: 10_000 };
+  const train: TrainConfigInput = { optimizer: "adam", lr: 0.002, epochs: 3, subset: 10_000 };
   const row = (trialId: string, dataset: typeof FASHION, ciLow: number, over: { verdict?: Verdict; epochs?: number; runId?: string } = {}) =>
     create(TrialSummarySchema, {
       trialId,
       runId: over.runId ?? trialId.replace(/-t\d+$/, ""),
-      modelConfigJson: JSON.stringify({ name: "mlp", layers: [{ type: "flatten" }, { type: "linear", out_features: 32 }] }),
-      trainConfigJson: JSON.stringify({ ...train, epochs: over.epochs ?? 3 }),
+      model: modelSpec({ name: "mlp", layers: [{ type: "flatten" }, { type: "linear", out_features: 32 }] }),
+      train: trainSpec({ ...train, epochs: over.epochs ?? 3 }),
       params: 25_450,
       ciLow,
       verdict: over.verdict ?? Verdict.ACCEPT,

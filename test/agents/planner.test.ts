@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import { adoptedConcepts, blocksOf } from "../../core/brief.js";
 import { compileModel } from "../../core/compiler/compile.js";
-import { argumentChanges, isCodeModel, searchableArguments, type TrialModelInput } from "../../core/model-config.js";
+import { argumentChanges, isCodeModel, searchableArguments, type ModelConfigInput, type TrainConfigInput, type TrialModelInput } from "../../core/model-config.js";
 import { paramsCounter } from "../../agents/planner/params.js";
 import { baselineProposals, handProposal, initialBuiltin, mulberry32, nextBuiltin, probeFidelity, randomPolicy, smallestTemplate, type PlanInput } from "../../agents/planner/policy.js";
 import { interventionEvent } from "../../swarm/interventions.js";
@@ -21,6 +21,7 @@ import { Decision, Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import type { EventInit } from "../../bus/index.js";
 import { evaluated, RUN, started, state } from "./helpers.js";
 import { lastTrainingDueS } from "../../agents/planner/promises.js";
+import { briefMessage, modelSpec, trainSpec } from "../../core/config-wire.js";
 
 const FASHION = create(DatasetInfoSchema, { name: "fashion-mnist", inputShape: [1, 28, 28], numClasses: 10, inputDtype: "float32", nTrain: 54000, nVal: 6000 });
 
@@ -51,15 +52,15 @@ function timed(e: EventInit, seconds: number, seeds = 1): EventInit {
 
 const brief = (): EventInit => ({
   runId: RUN,
-  body: { case: "briefReady", value: { briefJson: JSON.stringify(researchBrief("small cnn for fashion-mnist with squeeze excitation", { dataset: "fashion-mnist" })) } },
+  body: { case: "briefReady", value: { brief: briefMessage(researchBrief("small cnn for fashion-mnist with squeeze excitation", { dataset: "fashion-mnist" })) } },
 });
 
 describe("a run started from a person's model (launch --from)", () => {
-  const model = { name: "mine", layers: [{ type: "flatten" }, { type: "linear", out_features: 32 }] };
-  const train = { optimizer: "sgd", lr: 0.01, epochs: 2, batch_size: 64 };
+  const model: ModelConfigInput = { name: "mine", layers: [{ type: "flatten" }, { type: "linear", out_features: 32 }] };
+  const train: TrainConfigInput = { optimizer: "sgd", lr: 0.01, epochs: 2, batch_size: 64 };
   const withStart = (parallel: number, extra: EventInit[] = []): PlanInput => {
     const first = started({ parallel }, { dataset: "fashion-mnist" });
-    (first.body!.value as { start?: unknown }).start = { origin: "mine.yaml", modelConfigJson: JSON.stringify(model), trainConfigJson: JSON.stringify(train) };
+    (first.body!.value as { start?: unknown }).start = { origin: "mine.yaml", model: modelSpec(model), train: trainSpec(train) };
     return { ...input([]), state: state([first, ...extra]) };
   };
 
@@ -77,9 +78,9 @@ describe("a run started from a person's model (launch --from)", () => {
     const probe = probeFidelity(inp);
     expect(anchor).toMatchObject({ rung: 0, seeds: 1, parentIds: [`${RUN}-t000`], mutation: "baseline", model, train: { ...train, subset: probe.subset, epochs: probe.epochs } });
     // Once proposed, each is not proposed again; with one trial at a time the anchor comes second.
-    const zeroProposed: EventInit = { runId: RUN, trialId: `${RUN}-t000`, body: { case: "trialProposed", value: { rung: 3, mutation: Mutation.BASELINE, modelConfigJson: JSON.stringify(model), trainConfigJson: JSON.stringify(train) } } };
+    const zeroProposed: EventInit = { runId: RUN, trialId: `${RUN}-t000`, body: { case: "trialProposed", value: { rung: 3, mutation: Mutation.BASELINE, model: modelSpec(model), train: trainSpec(train) } } };
     expect(baselineProposals(withStart(1, [zeroProposed]))).toEqual([anchor]);
-    const anchorProposed: EventInit = { runId: RUN, trialId: `${RUN}-t001`, body: { case: "trialProposed", value: { rung: 0, seeds: 1, parentIds: [`${RUN}-t000`], mutation: Mutation.BASELINE, modelConfigJson: JSON.stringify(model), trainConfigJson: "{}" } } };
+    const anchorProposed: EventInit = { runId: RUN, trialId: `${RUN}-t001`, body: { case: "trialProposed", value: { rung: 0, seeds: 1, parentIds: [`${RUN}-t000`], mutation: Mutation.BASELINE, model: modelSpec(model), train: trainSpec({}) } } };
     expect(baselineProposals(withStart(1, [zeroProposed, anchorProposed]))).toEqual([]);
     // A run from templates has none.
     expect(baselineProposals(input([]))).toEqual([]);
@@ -87,8 +88,8 @@ describe("a run started from a person's model (launch --from)", () => {
 });
 
 describe("a run started from a model in Python (launch --from model.py --class Net)", () => {
-  const model = { name: "Net", class_name: "Net", init_kwargs: {} };
-  const train = { optimizer: "adam", lr: 2e-3, epochs: 2 };
+  const model: TrialModelInput = { name: "Net", class_name: "Net", init_kwargs: {} };
+  const train: TrainConfigInput = { optimizer: "adam", lr: 2e-3, epochs: 2 };
   const argument = (name: string, kind: ArgumentKind, defaultValue: number) => create(ModelArgumentSchema, { name, kind, defaultValue });
   // What the runner found in the constructor: Net(num_classes=10, in_channels=1, width=32, depth=2, dropout=0.1, bn=True).
   const args = [
@@ -101,11 +102,11 @@ describe("a run started from a model in Python (launch --from model.py --class N
   ];
   const codeRun = (extra: EventInit[] = []) => {
     const first = started({ parallel: 2 }, { dataset: "fashion-mnist" });
-    (first.body!.value as { start?: unknown }).start = { origin: "net.py", modelConfigJson: JSON.stringify(model), trainConfigJson: JSON.stringify(train), modelCode: "class Net: ...", arguments: args, params: 50_000n };
+    (first.body!.value as { start?: unknown }).start = { origin: "net.py", model: modelSpec(model), train: trainSpec(train), modelCode: "class Net: ...", arguments: args, params: 50_000n };
     const s = state([first, ...extra]);
     return (seed: number): PlanInput => ({ ...input([]), state: s, rng: mulberry32(seed), params: paramsCounter(s, FASHION) });
   };
-  const anchor: EventInit = { runId: RUN, trialId: `${RUN}-t001`, body: { case: "trialProposed", value: { rung: 0, seeds: 1, parentIds: [`${RUN}-t000`], mutation: Mutation.BASELINE, modelConfigJson: JSON.stringify(model), trainConfigJson: JSON.stringify(train) } } };
+  const anchor: EventInit = { runId: RUN, trialId: `${RUN}-t001`, body: { case: "trialProposed", value: { rung: 0, seeds: 1, parentIds: [`${RUN}-t000`], mutation: Mutation.BASELINE, model: modelSpec(model), train: trainSpec(train) } } };
 
   it("folds the source and what the runner found in it", () => {
     const start = codeRun()(0).state.start!;
@@ -142,7 +143,7 @@ describe("a run started from a model in Python (launch --from model.py --class N
   it("counts a code model's parameters as the runner measured them", () => {
     const summarized: EventInit = { runId: RUN, trialId: `${RUN}-t002`, body: { case: "trialAssembled", value: { summary: { totalParams: 80_000n } } } };
     const wide = { ...model, init_kwargs: { width: 48 } };
-    const proposedWide: EventInit = { runId: RUN, trialId: `${RUN}-t002`, body: { case: "trialProposed", value: { modelConfigJson: JSON.stringify(wide), trainConfigJson: "{}" } } };
+    const proposedWide: EventInit = { runId: RUN, trialId: `${RUN}-t002`, body: { case: "trialProposed", value: { model: modelSpec(wide), train: trainSpec({}) } } };
     const count = codeRun([proposedWide, summarized])(0).params;
     expect(count(wide)).toBe(80_000);
     // Not built yet: the starting point's size, as the launcher measured it.
@@ -180,7 +181,7 @@ describe("built-in planner", () => {
   it("edits the best accepted trial and never repeats a configuration", () => {
     const first = initialBuiltin(input([]), 1)[0]!;
     const events: EventInit[] = [
-      { runId: RUN, trialId: "t0", body: { case: "trialProposed", value: { surface: Surface.ARCHITECTURE, modelConfigJson: JSON.stringify(first.model), trainConfigJson: JSON.stringify(first.train) } } },
+      { runId: RUN, trialId: "t0", body: { case: "trialProposed", value: { surface: Surface.ARCHITECTURE, model: modelSpec(first.model), train: trainSpec(first.train) } } },
       evaluated("t0", 0.88),
       { runId: RUN, trialId: "t0", body: { case: "trialJudged", value: { verdict: Verdict.ACCEPT, decision: Decision.ITERATE } } },
     ];
@@ -232,7 +233,7 @@ describe("built-in planner", () => {
   it("lets the surrogate choose among the chosen surface's edits once four rung-0 trials are in", () => {
     const starts = initialBuiltin(input([]), 4);
     const events: EventInit[] = starts.flatMap((p, i): EventInit[] => [
-      { runId: RUN, trialId: `t${i}`, body: { case: "trialProposed", value: { surface: Surface.ARCHITECTURE, modelConfigJson: JSON.stringify(p.model), trainConfigJson: JSON.stringify(p.train) } } },
+      { runId: RUN, trialId: `t${i}`, body: { case: "trialProposed", value: { surface: Surface.ARCHITECTURE, model: modelSpec(p.model), train: trainSpec(p.train) } } },
       evaluated(`t${i}`, 0.8 + i / 50),
       { runId: RUN, trialId: `t${i}`, body: { case: "trialJudged", value: { verdict: Verdict.ACCEPT, decision: Decision.ITERATE } } },
     ]);
@@ -246,7 +247,7 @@ describe("built-in planner", () => {
   it("says which way every proposal was made, as a Mutation", () => {
     const first = initialBuiltin(input([brief()]), 3);
     const events: EventInit[] = first.flatMap((p, i): EventInit[] => [
-      { runId: RUN, trialId: `t${i}`, body: { case: "trialProposed", value: { surface: Surface.ARCHITECTURE, modelConfigJson: JSON.stringify(p.model), trainConfigJson: JSON.stringify(p.train) } } },
+      { runId: RUN, trialId: `t${i}`, body: { case: "trialProposed", value: { surface: Surface.ARCHITECTURE, model: modelSpec(p.model), train: trainSpec(p.train) } } },
       timed(evaluated(`t${i}`, 0.85 + i / 100), 10),
       { runId: RUN, trialId: `t${i}`, body: { case: "trialJudged", value: { verdict: Verdict.ACCEPT, decision: Decision.ITERATE } } },
     ]);
@@ -384,7 +385,7 @@ describe("a narrowed space (launch --space)", () => {
   it("never edits out of it, and its random draws stay in it", () => {
     const first = initialBuiltin(narrowed([]), 2);
     const events: EventInit[] = first.flatMap((p, i): EventInit[] => [
-      { runId: RUN, trialId: `t${i}`, body: { case: "trialProposed", value: { surface: Surface.ARCHITECTURE, modelConfigJson: JSON.stringify(p.model), trainConfigJson: JSON.stringify(p.train) } } },
+      { runId: RUN, trialId: `t${i}`, body: { case: "trialProposed", value: { surface: Surface.ARCHITECTURE, model: modelSpec(p.model), train: trainSpec(p.train) } } },
       timed(evaluated(`t${i}`, 0.85 + i / 100), 10),
       { runId: RUN, trialId: `t${i}`, body: { case: "trialJudged", value: { verdict: Verdict.ACCEPT, decision: Decision.ITERATE } } },
     ]);
@@ -411,7 +412,7 @@ describe("when the last long training is due (promises.ts lastTrainingDueS)", ()
         runId: RUN,
         trialId: "t000",
         emittedAtMs: 2_000n,
-        body: { case: "trialProposed", value: { hypothesis: "a starting template", mutation: Mutation.TEMPLATE, modelConfigJson: JSON.stringify({ name: "t", layers: [{ type: "flatten" }] }), trainConfigJson: "{}" } },
+        body: { case: "trialProposed", value: { hypothesis: "a starting template", mutation: Mutation.TEMPLATE, model: modelSpec({ name: "t", layers: [{ type: "flatten" }] }), train: trainSpec({}) } },
       },
       { ...evaluated("t000", 0.9), emittedAtMs: BigInt(1000 + judgedS * 1000 - 10) },
       { runId: RUN, trialId: "t000", emittedAtMs: BigInt(1000 + judgedS * 1000), body: { case: "trialJudged", value: { verdict: Verdict.ACCEPT, decision: Decision.ITERATE } } },

@@ -12,6 +12,8 @@ import { trialId } from "../../core/ids.js";
 import { applyToRunState, emptyRunState, type RunState } from "../../swarm/run-state.js";
 import { planInputFor, type PlanInput } from "../../agents/planner/policy.js";
 import type { SearchDevice } from "../../core/defaults.js";
+import { trainSent, trainSpec } from "../../core/config-wire.js";
+import type { TrainConfigInput } from "../../core/model-config.js";
 
 const DIR = join(import.meta.dirname, "..", "fixtures", "runs");
 
@@ -59,8 +61,11 @@ export function scaled(evs: Event[], factor: number): Event[] {
         }
       }
     } else if (b.case === "trialProposed") {
-      const train = JSON.parse(b.value.trainConfigJson);
-      if (train.train_seconds) b.value.trainConfigJson = JSON.stringify({ ...train, train_seconds: Math.round(train.train_seconds * factor) });
+      const train = trainSent(b.value) as TrainConfigInput;
+      if (train.train_seconds) {
+        b.value.train = trainSpec({ ...train, train_seconds: Math.round(train.train_seconds * factor) });
+        b.value.trainConfigJson = "";
+      }
     }
     return c;
   });

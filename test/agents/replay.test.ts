@@ -13,6 +13,8 @@ import { brokenPromises, runPromiseBreaks } from "../../agents/planner/promises.
 import { EXPLORE_SHARE } from "../../agents/planner/time-model.js";
 import type { Proposal } from "../../agents/planner/policy.js";
 import { decisionPoints, events, finalState, RECORDINGS, scaled, type DecisionPoint } from "./recordings.js";
+import { modelSent, trainSent } from "../../core/config-wire.js";
+import type { TrainConfigInput, TrialModelInput } from "../../core/model-config.js";
 
 /** The move a recorded proposal was, as the decision core would have returned it. */
 function recordedMove(p: DecisionPoint): Move | undefined {
@@ -27,8 +29,8 @@ function recordedMove(p: DecisionPoint): Move | undefined {
     rationale: v.rationale,
     parentIds: v.parentIds,
     mutation,
-    model: JSON.parse(v.modelConfigJson),
-    train: JSON.parse(v.trainConfigJson),
+    model: modelSent(v) as TrialModelInput,
+    train: trainSent(v) as TrainConfigInput,
     lastTraining: v.lastTraining,
   };
   return v.rung > 0 ? { kind: "promote", proposal } : { kind: "propose", proposal, by: "policy" };

@@ -7,6 +7,7 @@ import { Verdict, type TrialJudged } from "../../proto/gen/research/v1/events_pb
 import { EpochProgressSchema, EvalResultSchema } from "../../proto/gen/research/v1/runner_pb.js";
 import type { EventInit } from "../../bus/index.js";
 import { proposed, RUN, started, state } from "./helpers.js";
+import { trainSpec } from "../../core/config-wire.js";
 
 const judged = (id: string, verdict = Verdict.ACCEPT): EventInit => ({
   runId: RUN,
@@ -104,7 +105,7 @@ describe("median stopping within a rung", () => {
 
   it("compares a trial only with peers of its learning-rate schedule, whose warm-up shapes the early epochs", () => {
     const onecycle = proposed("warm");
-    (onecycle.body!.value as { trainConfigJson: string }).trainConfigJson = JSON.stringify({ schedule: "onecycle" });
+    (onecycle.body!.value as { train: unknown }).train = trainSpec({ schedule: "onecycle" });
     const s = state([started(), ...peers(5), onecycle]);
     expect(pruneReason(s, s.trials.get("warm")!, progress(1, 0.75))).toBeUndefined();
   });

@@ -12,7 +12,7 @@ import { describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import { compileModel } from "../../core/compiler/compile.js";
 import type { SearchDevice } from "../../core/defaults.js";
-import { isCodeModel, type TrainConfigInput, type TrialModelInput } from "../../core/model-config.js";
+import { isCodeModel, type TrainConfig, type TrainConfigInput, type TrialModelInput } from "../../core/model-config.js";
 import { initialBuiltin, mulberry32, type PlanInput, type Proposal } from "../../agents/planner/policy.js";
 import { decide } from "../../agents/planner/decide.js";
 import { judge } from "../../agents/judge/rules.js";
@@ -25,6 +25,7 @@ import { applyToRunState, bestTrial, emptyRunState, rungOf, type RunState } from
 import { budgetPlan } from "../../swarm/budget.js";
 import type { EventInit } from "../../bus/index.js";
 import { SURFACE } from "../../core/enums.js";
+import { modelSpec, trainSpec } from "../../core/config-wire.js";
 
 const FASHION = create(DatasetInfoSchema, { name: "fashion-mnist", inputShape: [1, 28, 28], numClasses: 10, inputDtype: "float32", nTrain: 54000, nVal: 6000 });
 const RUN = "rsim";
@@ -113,7 +114,7 @@ function simulate(device: Device, kind: SearchDevice, budgetS: number) {
   });
   const start = (index: number, p: Proposal) => {
     const id = `${RUN}-t${String(index).padStart(3, "0")}`;
-    emit({ runId: RUN, trialId: id, body: { case: "trialProposed", value: { hypothesis: p.hypothesis, rationale: p.rationale, parentIds: p.parentIds, surface: p.surface ? SURFACE.value(p.surface) : Surface.ARCHITECTURE, modelConfigJson: JSON.stringify(p.model), trainConfigJson: JSON.stringify(p.train), index, rung: p.rung, seeds: p.seeds ?? 0, lastTraining: p.lastTraining ?? false } } });
+    emit({ runId: RUN, trialId: id, body: { case: "trialProposed", value: { hypothesis: p.hypothesis, rationale: p.rationale, parentIds: p.parentIds, surface: p.surface ? SURFACE.value(p.surface) : Surface.ARCHITECTURE, model: modelSpec(p.model), train: trainSpec(p.train), index, rung: p.rung, seeds: p.seeds ?? 0, lastTraining: p.lastTraining ?? false } } });
     const params = paramsOf(p.model);
     const passes = ((p.train.subset || FASHION.nTrain) / FASHION.nTrain) * (p.train.epochs ?? 2);
     const epochS = device.epochS(params);
@@ -158,14 +159,14 @@ function simulate(device: Device, kind: SearchDevice, budgetS: number) {
 
 export function timeline(state: RunState): string {
   return [...state.trials.values()].map((t) => {
-    const tr = JSON.parse(t.proposed?.trainConfigJson ?? "{}");
+    const tr = t.train ?? ({} as Partial<TrainConfig>);
     const r = t.evaluated?.result;
-    return `${t.id}${t.proposed?.lastTraining ? "*" : ""} r${rungOf(t)} ${JSON.parse(t.proposed?.modelConfigJson ?? "{}").name} ${tr.subset}x${tr.epochs}${tr.train_seconds ? `(${tr.train_seconds}s, ${r?.seedResults[0]?.epochsCompleted} done)` : ""} s${t.proposed?.seeds || 3} ${r ? `${(100 * r.aggregated.val_accuracy!.mean).toFixed(2)} ${r.seedResults[0]?.seconds.toFixed(1)}s` : t.evaluated?.failure?.message} ${t.judged?.reason?.slice(0, 80) ?? ""}`;
+    return `${t.id}${t.proposed?.lastTraining ? "*" : ""} r${rungOf(t)} ${t.model?.name} ${tr.subset}x${tr.epochs}${tr.train_seconds ? `(${tr.train_seconds}s, ${r?.seedResults[0]?.epochsCompleted} done)` : ""} s${t.proposed?.seeds || 3} ${r ? `${(100 * r.aggregated.val_accuracy!.mean).toFixed(2)} ${r.seedResults[0]?.seconds.toFixed(1)}s` : t.evaluated?.failure?.message} ${t.judged?.reason?.slice(0, 80) ?? ""}`;
   }).join("\n");
 }
 
 const trials = (s: RunState) => [...s.trials.values()].filter((t) => t.evaluated?.result);
-const trainOf = (t: { proposed?: { trainConfigJson: string } }) => JSON.parse(t.proposed!.trainConfigJson) as TrainConfigInput;
+const trainOf = (t: { train?: TrainConfig }) => t.train!;
 
 describe("the planner on a simulated H200", () => {
   const { state, clockS } = simulate(H200, "cuda", 300);
@@ -175,7 +176,7 @@ describe("the planner on a simulated H200", () => {
 
   it("probes residual, GPU-sized families on the whole training split, in bf16 batches of 512", () => {
     const first = done.filter((t) => rungOf(t) === 0).slice(0, 4);
-    expect(JSON.parse(first[0]!.proposed!.modelConfigJson).name).toBe("resnet9");
+    expect(first[0]!.model!.name).toBe("resnet9");
     for (const t of first) expect(trainOf(t)).toMatchObject({ subset: 0, epochs: 3, batch_size: 512, amp: true, channels_last: true });
     expect(Number(first[0]!.evaluated!.result!.params)).toBeGreaterThan(2_000_000);
   });

@@ -8,6 +8,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startingPointOf } from "../../cli/starting-point.js";
+import { modelSent, trainSent } from "../../core/config-wire.js";
 
 it("continues an edited trial from the code its folder keeps, with no edit left to make", () => {
   const ws = mkdtempSync(join(tmpdir(), "start-edited-"));
@@ -18,7 +19,7 @@ it("continues an edited trial from the code its folder keeps, with no edit left 
   writeFileSync(join(dir, "model_config.yaml"), "name: net\nclass_name: Net\ninit_kwargs:\n  width: 24\ncode_edit: add batch normalisation after the linear layer\nsource_trial: r1-t002\n");
   writeFileSync(join(dir, "train_config.yaml"), "optimizer: adam\nlr: 0.01\n");
   const start = startingPointOf({ from: "r1/t005" }, ws, "python3")!;
-  expect(JSON.parse(start.point.modelConfigJson)).toEqual({ name: "net", class_name: "Net", init_kwargs: { width: 24 } });
+  expect(modelSent(start.point)).toEqual({ name: "net", class_name: "Net", init_kwargs: { width: 24 } });
   expect(start.point.modelCode).toBe(code);
-  expect(JSON.parse(start.point.trainConfigJson)).toMatchObject({ optimizer: "adam", lr: 0.01 });
+  expect(trainSent(start.point)).toMatchObject({ optimizer: "adam", lr: 0.01 });
 });

@@ -17,6 +17,8 @@ import { pairedTTest } from "../../core/stats.js";
 import { runEvents, TRIALS, type TrialSpec } from "../lineage-store/fixtures.js";
 import type { RunDetail } from "../../dashboard/api.js";
 import { workspaceWith } from "./helpers.js";
+import { modelSpec, trainSpec } from "../../core/config-wire.js";
+import type { TrainConfigInput } from "../../core/model-config.js";
 
 const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
 const OPEN = "r-open";
@@ -100,7 +102,7 @@ function startedRun(): Event[] {
     const b = e.body;
     const k = Number(e.trialId.slice(-3));
     if (b.case === "runStarted") {
-      b.value.start = create(StartingPointSchema, { origin: "net.py", modelConfigJson: JSON.stringify(NET), trainConfigJson: JSON.stringify(trials[0]!.train), modelCode: "class Net: ...", params: 1210n, arguments: [{ name: "width", kind: ArgumentKind.INT, defaultValue: 16 }] });
+      b.value.start = create(StartingPointSchema, { origin: "net.py", model: modelSpec(NET), train: trainSpec(trials[0]!.train as TrainConfigInput), modelCode: "class Net: ...", params: 1210n, arguments: [{ name: "width", kind: ArgumentKind.INT, defaultValue: 16 }] });
     }
     if (b.case === "trialProposed") Object.assign(b.value, moves[k]);
     if (b.case === "trialEvaluated" && k === 0) {

@@ -6,6 +6,7 @@ import { EpochProgressSchema, Metric } from "../../proto/gen/research/v1/runner_
 import { emptyRunState } from "../../swarm/run-state.js";
 import { applyToView, emptyView, runDetail, runSummary, trialDetail, type RunView } from "../../dashboard/views.js";
 import { cnn, runEvents } from "../lineage-store/fixtures.js";
+import { briefMessage, modelSpec, trainSpec } from "../../core/config-wire.js";
 
 const RUN = "r-views";
 const T0 = 1_700_000_000_000;
@@ -25,7 +26,7 @@ const brief = ev("", {
   case: "briefReady",
   value: {
     requestId: "rq-1",
-    briefJson: JSON.stringify({
+    brief: briefMessage({
       summary_title: "Compact CNNs",
       insights: ["batchnorm helps"],
       architectural_suggestions: [{ name: "se_block", description: "squeeze excitation", implementation_note: "after each stage" }],
@@ -82,7 +83,7 @@ describe("dashboard views", () => {
     const t = (i: number) => `${RUN}-t${String(i).padStart(3, "0")}`;
     const propose = ev("", { case: "runIntervention", value: { interventionId: "iv-p", kind: INTERVENTION_KIND.value("propose"), who: "ui:ann", hypothesis: "mine" } }, last + 1);
     const cancel = ev(t(12), { case: "runIntervention", value: { interventionId: "iv-c", kind: INTERVENTION_KIND.value("cancel_trial"), who: "cli:bob", reason: "slow" } }, last + 3);
-    const taken = ev(t(12), { case: "trialProposed", value: { hypothesis: "mine", interventionId: "iv-p", modelConfigJson: JSON.stringify({ name: "m", layers: [{ type: "linear", out_features: 64 }, { type: "activation", fn: "relu" }] }), trainConfigJson: "{}", seeds: 1, rung: 0 } }, last + 2);
+    const taken = ev(t(12), { case: "trialProposed", value: { hypothesis: "mine", interventionId: "iv-p", model: modelSpec({ name: "m", layers: [{ type: "linear", out_features: 64 }, { type: "activation", fn: "relu" }] }), train: trainSpec({}), seeds: 1, rung: 0 } }, last + 2);
     const d = runDetail(viewOf([...events, propose, taken, cancel], true));
 
     expect(d.trials_table.map((r) => r.index)).toEqual([...Array(13).keys()].map((i) => i + 1));
@@ -162,7 +163,7 @@ describe("dashboard views", () => {
       seconds: 10 + s,
     });
     const more = [
-      ev(id, { case: "trialProposed", value: { hypothesis: "wider", rationale: "why not", parentIds: [parent], adoptedConcepts: ["se_block"], modelConfigJson: JSON.stringify(cnn([64, 128, 128], { batchnorm: true })), trainConfigJson: JSON.stringify({ optimizer: "adam", lr: 0.001 }) } }, last + 1),
+      ev(id, { case: "trialProposed", value: { hypothesis: "wider", rationale: "why not", parentIds: [parent], adoptedConcepts: ["se_block"], model: modelSpec(cnn([64, 128, 128], { batchnorm: true })), train: trainSpec({ optimizer: "adam", lr: 0.001 }) } }, last + 1),
       ev(id, { case: "trialAssembled", value: { code: "class M: ...\n", diff: "--- a\n+++ b\n", summary: { totalParams: 1234n, flops: 99n, sizeMb: 0.5, layers: [{ name: "fc", type: "Linear", outputShape: [10n], params: 1234n }] }, summaryNarrative: "a small net" } }, last + 2),
       ev(id, {
         case: "trialEvaluated",

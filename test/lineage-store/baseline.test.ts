@@ -10,18 +10,20 @@ import { Decision, Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import { EvalResultSchema, SeedResultSchema } from "../../proto/gen/research/v1/runner_pb.js";
 import type { EventInit } from "../../bus/index.js";
 import { RUN, started, state } from "../agents/helpers.js";
+import { modelSpec, trainSpec } from "../../core/config-wire.js";
+import type { ModelConfigInput, TrainConfigInput } from "../../core/model-config.js";
 
-const model = { name: "mine", layers: [{ type: "flatten" }] };
+const model: ModelConfigInput = { name: "mine", layers: [{ type: "flatten" }] };
 const id = (k: number) => `${RUN}-t00${k}`;
 
 /** A trial through to its judgement, with per-seed validation (and test) accuracies. */
-function trial(k: number, p: { rung: number; parent?: number; mutation: Mutation; train: object; val: number[]; test?: number[]; metric?: string }): EventInit[] {
+function trial(k: number, p: { rung: number; parent?: number; mutation: Mutation; train: TrainConfigInput; val: number[]; test?: number[]; metric?: string }): EventInit[] {
   const m = p.metric ?? "accuracy";
   const seeds = p.val.map((v, seed) => create(SeedResultSchema, { seed, metrics: { [`val_${m}`]: v, ...(p.test && { [`test_${m}`]: p.test[seed]! }) }, valExamples: 300 }));
   const mean = p.val.reduce((a, b) => a + b) / p.val.length;
   const result = create(EvalResultSchema, { aggregated: { [`val_${m}`]: { mean, std: 0.01, ci95: [mean - 0.01, mean + 0.01], n: p.val.length, min: mean, max: mean } }, seedResults: seeds, seconds: 5, numClasses: 10 });
   return [
-    { runId: RUN, trialId: id(k), body: { case: "trialProposed", value: { rung: p.rung, seeds: p.val.length === 1 ? 1 : 0, parentIds: p.parent === undefined ? [] : [id(p.parent)], mutation: p.mutation, surface: Surface.OPTIMISATION, hypothesis: `h${k}`, modelConfigJson: JSON.stringify(model), trainConfigJson: JSON.stringify(p.train) } } },
+    { runId: RUN, trialId: id(k), body: { case: "trialProposed", value: { rung: p.rung, seeds: p.val.length === 1 ? 1 : 0, parentIds: p.parent === undefined ? [] : [id(p.parent)], mutation: p.mutation, surface: Surface.OPTIMISATION, hypothesis: `h${k}`, model: modelSpec(model), train: trainSpec(p.train) } } },
     { runId: RUN, trialId: id(k), body: { case: "trialAssembled", value: { code: `# trial ${k}\n`, className: "Net" } } },
     { runId: RUN, trialId: id(k), body: { case: "trialEvaluated", value: { result } } },
     { runId: RUN, trialId: id(k), body: { case: "trialJudged", value: { verdict: Verdict.ACCEPT, decision: Decision.ITERATE } } },
@@ -30,7 +32,7 @@ function trial(k: number, p: { rung: number; parent?: number; mutation: Mutation
 
 describe("the best model against the starting point", () => {
   const first = started({ parallel: 2 });
-  (first.body!.value as { start?: unknown }).start = { origin: "mine.yaml", modelConfigJson: JSON.stringify(model), trainConfigJson: JSON.stringify({ lr: 0.01 }) };
+  (first.body!.value as { start?: unknown }).start = { origin: "mine.yaml", model: modelSpec(model), train: trainSpec({ lr: 0.01 }) };
   const events = [
     first,
     ...trial(0, { rung: 3, mutation: Mutation.BASELINE, train: { lr: 0.01, epochs: 3 }, val: [0.8, 0.82, 0.81], test: [0.79, 0.8, 0.8] }),
@@ -76,7 +78,7 @@ describe("the best model against the starting point", () => {
 
   it("compares in the run's metric: for a loss, a gain below zero is the better model", () => {
     const bpb = started({ parallel: 2 }, { dataset: "text", objective: Metric.BITS_PER_BYTE, target: 0, openEnded: true });
-    (bpb.body!.value as { start?: unknown }).start = { origin: "mine.yaml", modelConfigJson: JSON.stringify(model), trainConfigJson: "{}" };
+    (bpb.body!.value as { start?: unknown }).start = { origin: "mine.yaml", model: modelSpec(model), train: trainSpec({}) };
     const lm = state([
       bpb,
       ...trial(0, { rung: 3, mutation: Mutation.BASELINE, train: {}, val: [2.4, 2.5, 2.45], test: [2.5, 2.6, 2.55], metric: "bits_per_byte" }),

@@ -2,7 +2,7 @@ import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { SURFACE, type SurfaceName } from "../../core/enums.js";
 import { failure, type FailureName } from "../../core/failure.js";
 import { trialId } from "../../core/ids.js";
-import type { Layer, ModelConfigInput } from "../../core/model-config.js";
+import { authoredTrainConfig, authoredTrialModel, type Layer, type ModelConfigInput, type TrainConfigInput, type TrialModelInput } from "../../core/model-config.js";
 import {
   Decision,
   EventSchema,
@@ -11,14 +11,16 @@ import {
   type Event,
 } from "../../proto/gen/research/v1/events_pb.js";
 import { GoalStatus } from "../../proto/gen/research/v1/runner_pb.js";
+import { modelSpec, trainSpec } from "../../core/config-wire.js";
 
 /** One trial of a synthetic but realistic run: what the planner proposed and how it ended. */
 export interface TrialSpec {
   hypothesis: string;
   surface: SurfaceName;
   /** The store keeps whatever was proposed; the embedder bench's configs are loose words for retrieval, not valid configs. */
-  model: ModelConfigInput | Record<string, unknown>;
-  train?: Record<string, unknown>;
+  /** Anything else (bench/embedder-bench.ts's shorthand) is stored as runs before typed configs stored theirs: JSON text. */
+  model: TrialModelInput | Record<string, unknown>;
+  train?: TrainConfigInput | Record<string, unknown>;
   /** Mean validation accuracy; absent when the trial failed before a result. */
   score?: number;
   fails?: { label: FailureName; at: "assembled" | "evaluated" };
@@ -66,6 +68,14 @@ export const TRIALS: TrialSpec[] = [
 
 type EventInit = MessageInitShape<typeof EventSchema>;
 
+function configs(t: TrialSpec) {
+  const train = t.train ?? { optimizer: "adam", lr: 0.001 };
+  const model = authoredTrialModel(t.model);
+  const checked = authoredTrainConfig(train);
+  if (model.ok && checked.ok) return { model: modelSpec(model.value), train: trainSpec(checked.value) };
+  return { modelConfigJson: JSON.stringify(t.model), trainConfigJson: JSON.stringify(train) };
+}
+
 /**
  * Every event of one run in emission order: run_started, a brief, then per trial
  * proposed -> assembled -> progress -> evaluated -> judged, and run_finished.
@@ -94,6 +104,7 @@ export function runEvents(runId: string, trials: TrialSpec[] = TRIALS, t0 = 1_70
     case: "briefReady",
     value: {
       briefId: `${runId}-brief`, query: "small cnn fashion-mnist", author: "builtin",
+      // Stored before briefs were typed, and not valid as a brief: the lineage keeps it as it came.
       briefJson: JSON.stringify({
         summary_title: "Compact CNNs for Fashion-MNIST",
         insights: ["batch normalisation speeds convergence", "squeeze-and-excitation adds channel attention cheaply"],
@@ -111,7 +122,7 @@ export function runEvents(runId: string, trials: TrialSpec[] = TRIALS, t0 = 1_70
       case: "trialProposed",
       value: {
         hypothesis: t.hypothesis, rationale: `because ${t.hypothesis} should help`, parentIds, surface: SURFACE.value(t.surface),
-        modelConfigJson: JSON.stringify(t.model), trainConfigJson: JSON.stringify(t.train ?? { optimizer: "adam", lr: 0.001 }),
+        ...configs(t),
         index: i, adoptedConcepts: t.hypothesis.includes("squeeze") ? ["se_block"] : [], proposer: `planner-${t.surface}`,
       },
     }, "planner");

@@ -13,6 +13,8 @@ import { EvalResultSchema, GoalStatus } from "../../proto/gen/research/v1/runner
 import { readRegistry, writeArtifacts, type RegistryEntry } from "../../lineage-store/artifacts.js";
 import { escapeXml, failuresSvg, learningCurvesSvg, niceTicks, scoresSvg } from "../../lineage-store/plots.js";
 import { buildReport, inferenceJson, PLOT_FILES, reportPlots } from "../../lineage-store/report.js";
+import { briefMessage, modelSpec, trainSpec } from "../../core/config-wire.js";
+import type { ModelConfigInput } from "../../core/model-config.js";
 
 const RUN = "run-fmnist";
 const T0 = 1_750_000_000_000;
@@ -63,9 +65,9 @@ const SPECS: Spec[] = [
 ];
 
 const tid = (i: number) => trialId(RUN, i + 1);
-const modelConfig = (s: Spec, i: number) => ({
+const modelConfig = (s: Spec, i: number): ModelConfigInput => ({
   name: `fmnist_cnn_${i + 1}`,
-  layers: s.channels.flatMap((c) => [{ type: "conv2d", out_channels: c }, { type: "batchnorm" }, { type: "activation", fn: "relu" }]),
+  layers: s.channels.flatMap((c) => [{ type: "conv2d" as const, out_channels: c }, { type: "batchnorm" as const }, { type: "activation" as const, fn: "relu" as const }]),
 });
 const codeOf = (i: number) => `import torch.nn as nn\n\n\nclass Trial${i + 1}(nn.Module):\n    """${SPECS[i]!.hypothesis}"""\n`;
 const paramsOf = (s: Spec) => BigInt(s.channels.reduce((a, c) => a + c * 9 * 32, 0));
@@ -120,7 +122,7 @@ function runEvents(): Event[] {
       briefId: "b1",
       query: "compact cnn fashion-mnist",
       author: "builtin",
-      briefJson: JSON.stringify({
+      brief: briefMessage({
         summary_title: "Compact CNNs for Fashion-MNIST",
         insights: ["Batch normalisation speeds up convergence of small CNNs."],
         architectural_suggestions: [
@@ -138,7 +140,7 @@ function runEvents(): Event[] {
       case: "trialProposed",
       value: {
         hypothesis: s.hypothesis, rationale: `prior trials suggest ${s.surface} is paying off`, parentIds, surface: SURFACE.value(s.surface),
-        modelConfigJson: JSON.stringify(modelConfig(s, i)), trainConfigJson: JSON.stringify({ optimizer: "adamw", lr: 0.002, epochs: EPOCHS }),
+        model: modelSpec(modelConfig(s, i)), train: trainSpec({ optimizer: "adamw", lr: 0.002, epochs: EPOCHS }),
         index: i, adoptedConcepts: s.concepts ?? [], proposer: `planner-${s.surface}`,
       },
     }, 2);

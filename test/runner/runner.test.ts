@@ -34,6 +34,7 @@ import { evaluated, RUN, started, state } from "../agents/helpers.js";
 import { confirmOnTest } from "../../agents/judge/confirm.js";
 import { datasetFixtures } from "../helpers/fixtures.js";
 import { ACCURACY } from "../../core/objective.js";
+import { modelSpec } from "../../core/config-wire.js";
 
 type Req = MessageInitShape<typeof EvaluateRequestSchema>;
 let runner: RunningRunner;
@@ -262,7 +263,7 @@ class Net(nn.Module):
   const digits = create(DatasetInfoSchema, { name: "digits", inputShape: [1, 8, 8], numClasses: 10, inputDtype: "float32" });
   const problemOf = (code: string, maxParams = 0, className = "Net") => {
     const model = { name: className, class_name: className, init_kwargs: {} };
-    const start: Start = { point: create(StartingPointSchema, { origin: "net.py", modelConfigJson: JSON.stringify(model), modelCode: code }), model, train: {} };
+    const start: Start = { point: create(StartingPointSchema, { origin: "net.py", model: modelSpec(model), modelCode: code }), model, train: {} };
     return { start, problem: startProblem(start, create(GoalSchema, { dataset: "digits", maxParams: BigInt(maxParams) }), digits, client) };
   };
 
@@ -289,7 +290,7 @@ class Net(nn.Module):
     for (const [c, expected] of cases) expect(await c.problem).toMatch(expected);
     // A model_config is compiled here, no runner needed, and held to the same limit.
     const mlp = { name: "mlp", layers: [{ type: "flatten" as const }, { type: "linear" as const, out_features: 512 }] };
-    const yaml: Start = { point: create(StartingPointSchema, { origin: "big.yaml", modelConfigJson: JSON.stringify(mlp) }), model: mlp, train: {} };
+    const yaml: Start = { point: create(StartingPointSchema, { origin: "big.yaml", model: modelSpec(mlp) }), model: mlp, train: {} };
     expect(await startProblem(yaml, create(GoalSchema, { dataset: "digits", maxParams: 5000n }), digits, client)).toBe("--from big.yaml: 38,410 parameters exceed the goal's limit of 5,000");
   });
 });

@@ -107,7 +107,7 @@ describe("interventions on a live run", () => {
     const hand = [...state.trials.values()].find((t) => t.proposed?.interventionId === proposeId)!;
     expect(hand.proposed!.proposer).toBe("test:alice");
     expect(hand.proposed!.parentIds).toEqual([parent]);
-    const train = JSON.parse(hand.proposed!.trainConfigJson) as { lr: number; epochs: number };
+    const train = hand.train!;
     // The person's lr over the run's probe fidelity.
     expect(train.lr).toBe(0.003);
     expect(train.epochs).toBe(2);

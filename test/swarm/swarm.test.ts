@@ -20,6 +20,8 @@ import { runGoal, startSwarm, type RunOutcome, type Swarm } from "../../deploy/s
 import { runSettings } from "../../deploy/settings.js";
 import { DEFAULT_PYTHON } from "../../core/config.js";
 import { run } from "../helpers/run.js";
+import { modelSent, trainSent } from "../../core/config-wire.js";
+import type { TrainConfigInput, TrialModelInput } from "../../core/model-config.js";
 
 let workspace: string;
 let swarm: Swarm;
@@ -187,8 +189,8 @@ describe("a research run on digits", () => {
       // Each adopted concept names a block the trial's configs hold and its parent's did not.
       const p = proposed.get(row.trial_id)!;
       const parent = p.parentIds[0] ? proposed.get(p.parentIds[0]) : undefined;
-      const blocks = blocksOf(JSON.parse(p.modelConfigJson), JSON.parse(p.trainConfigJson));
-      const before = parent ? blocksOf(JSON.parse(parent.modelConfigJson), JSON.parse(parent.trainConfigJson)) : undefined;
+      const blocks = blocksOf(modelSent(p) as TrialModelInput, trainSent(p) as TrainConfigInput);
+      const before = parent ? blocksOf(modelSent(parent) as TrialModelInput, trainSent(parent) as TrainConfigInput) : undefined;
       expect(row.adopted_concepts, row.trial_id).toEqual(adoptedConcepts(outcome.state.briefs, blocks, before).map((c) => c.name).filter((n) => row.adopted_concepts.includes(n)));
       for (const name of row.adopted_concepts) {
         const brought = outcome.state.briefs.flatMap((b) => b.architectural_suggestions).find((sg) => sg.name === name)?.building_blocks?.filter((b) => blocks.has(b) && !before?.has(b));

@@ -6,6 +6,8 @@ import type { GenEnum, GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2"
 import { enumDesc, fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Failure, Mutation, Surface } from "./common_pb.js";
 import { file_research_v1_common } from "./common_pb.js";
+import type { ModelSpec, TrainSpec } from "./model_pb.js";
+import { file_research_v1_model } from "./model_pb.js";
 import type { DatasetInfo, EpochProgress, EvalResult, EvaluateRequest, Metric, ModelArgument, SummarizeResponse } from "./runner_pb.js";
 import { file_research_v1_runner } from "./runner_pb.js";
 import type { Message } from "@bufbuild/protobuf";
@@ -14,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file research/v1/events.proto.
  */
 export const file_research_v1_events: GenFile = /*@__PURE__*/
-  fileDesc("ChhyZXNlYXJjaC92MS9ldmVudHMucHJvdG8SC3Jlc2VhcmNoLnYxIuQBCgRHb2FsEhAKCHJhd190ZXh0GAEgASgJEg8KB2RhdGFzZXQYAiABKAkSEAoIZGF0YV9kaXIYAyABKAkSDgoGdGFyZ2V0GAUgASgBEhIKCm1heF9wYXJhbXMYBiABKAQSFQoNdGltZV9idWRnZXRfcxgHIAEoARIVCg10YXJnZXRfY29sdW1uGAggASgJEhIKCm9wZW5fZW5kZWQYCSABKAgSEwoLZGVzY3JpcHRpb24YCiABKAkSJgoJb2JqZWN0aXZlGAsgASgOMhMucmVzZWFyY2gudjEuTWV0cmljSgQIBBAFIr8CCgtSdW5TZXR0aW5ncxISCgptYXhfdHJpYWxzGAEgASgNEg0KBXNlZWRzGAIgASgNEhAKCHBhcmFsbGVsGAMgASgNEg8KB3BsYW5uZXIYBCABKAkSEAoIcGF0aWVuY2UYBSABKA0SDgoGc3Vic2V0GAYgASgNEg4KBmVwb2NocxgHIAEoDRIbChN0cmlhbF90aW1lX2J1ZGdldF9zGAggASgBEhAKCHJuZ19zZWVkGAkgASgNEhEKCXdvcmtzcGFjZRgKIAEoCRIQCghyZXNlYXJjaBgLIAEoCBILCgNsbG0YDCABKAkSJwoFc3BhY2UYDSABKAsyGC5yZXNlYXJjaC52MS5TZWFyY2hTcGFjZRIVCg1ub193YXJtX3N0YXJ0GA4gASgIEhcKD3dhcm1fc3RhcnRfZnJvbRgPIAMoCSJQCgtTZWFyY2hTcGFjZRIQCghmYW1pbGllcxgBIAMoCRIvCgpkaW1lbnNpb25zGAIgAygLMhsucmVzZWFyY2gudjEuU3BhY2VEaW1lbnNpb24idAoOU3BhY2VEaW1lbnNpb24SDAoEbmFtZRgBIAEoCRIQCgNsb3cYAiABKAFIAIgBARIRCgRoaWdoGAMgASgBSAGIAQESDwoHbnVtYmVycxgEIAMoARINCgVuYW1lcxgFIAMoCUIGCgRfbG93QgcKBV9oaWdoIqgBCg1TdGFydGluZ1BvaW50Eg4KBm9yaWdpbhgBIAEoCRIZChFtb2RlbF9jb25maWdfanNvbhgCIAEoCRIZChF0cmFpbl9jb25maWdfanNvbhgDIAEoCRISCgptb2RlbF9jb2RlGAQgASgJEi0KCWFyZ3VtZW50cxgFIAMoCzIaLnJlc2VhcmNoLnYxLk1vZGVsQXJndW1lbnQSDgoGcGFyYW1zGAYgASgEIq8BCgpSdW5TdGFydGVkEh8KBGdvYWwYASABKAsyES5yZXNlYXJjaC52MS5Hb2FsEioKCHNldHRpbmdzGAIgASgLMhgucmVzZWFyY2gudjEuUnVuU2V0dGluZ3MSKQoFc3RhcnQYAyABKAsyGi5yZXNlYXJjaC52MS5TdGFydGluZ1BvaW50EikKB2RhdGFzZXQYBCABKAsyGC5yZXNlYXJjaC52MS5EYXRhc2V0SW5mbyJ4CgpCcmllZlJlYWR5EhAKCGJyaWVmX2lkGAEgASgJEg0KBXF1ZXJ5GAIgASgJEhIKCmJyaWVmX2pzb24YAyABKAkSDgoGYXV0aG9yGAQgASgJEhIKCnJlcXVlc3RfaWQYBSABKAkSEQoJdHJpYWxfaWRzGAYgAygJIoYBChFSZXNlYXJjaFJlcXVlc3RlZBISCgpyZXF1ZXN0X2lkGAEgASgJEg0KBXF1ZXJ5GAIgASgJEiUKB3N1cmZhY2UYBiABKA4yFC5yZXNlYXJjaC52MS5TdXJmYWNlEg4KBnJlYXNvbhgEIAEoCRIRCgl0cmlhbF9pZHMYBSADKAlKBAgDEAQiiwMKDVRyaWFsUHJvcG9zZWQSEgoKaHlwb3RoZXNpcxgBIAEoCRIRCglyYXRpb25hbGUYAiABKAkSEgoKcGFyZW50X2lkcxgDIAMoCRIlCgdzdXJmYWNlGAsgASgOMhQucmVzZWFyY2gudjEuU3VyZmFjZRIZChFtb2RlbF9jb25maWdfanNvbhgFIAEoCRIZChF0cmFpbl9jb25maWdfanNvbhgGIAEoCRINCgVpbmRleBgHIAEoDRIYChBhZG9wdGVkX2NvbmNlcHRzGAggAygJEhAKCHByb3Bvc2VyGAkgASgJEhYKDnByb21wdF92ZXJzaW9uGAogASgJEgwKBHJ1bmcYDCABKA0SDQoFc2VlZHMYDSABKA0SFwoPaW50ZXJ2ZW50aW9uX2lkGA4gASgJEhUKDWxhc3RfdHJhaW5pbmcYDyABKAgSJwoIbXV0YXRpb24YECABKA4yFS5yZXNlYXJjaC52MS5NdXRhdGlvbhITCgtpbmZvcm1lZF9ieRgRIAMoCUoECAQQBSLyAQoOVHJpYWxBc3NlbWJsZWQSDAoEY29kZRgBIAEoCRISCgpjbGFzc19uYW1lGAIgASgJEgwKBGRpZmYYAyABKAkSLwoHc3VtbWFyeRgEIAEoCzIeLnJlc2VhcmNoLnYxLlN1bW1hcml6ZVJlc3BvbnNlEiUKB2ZhaWx1cmUYBSABKAsyFC5yZXNlYXJjaC52MS5GYWlsdXJlEi0KB3JlcXVlc3QYBiABKAsyHC5yZXNlYXJjaC52MS5FdmFsdWF0ZVJlcXVlc3QSGQoRc3VtbWFyeV9uYXJyYXRpdmUYByABKAkSDgoGYXV0aG9yGAggASgJIj0KDVRyaWFsUHJvZ3Jlc3MSLAoIcHJvZ3Jlc3MYASABKAsyGi5yZXNlYXJjaC52MS5FcG9jaFByb2dyZXNzImwKCEFuYWx5c2lzEhMKC292ZXJmaXR0aW5nGAEgASgJEhMKC2NvbnZlcmdlbmNlGAIgASgJEhQKDHdlYWtfY2xhc3NlcxgDIAMoDRINCgVub3RlcxgEIAMoCRIRCgluYXJyYXRpdmUYBSABKAkinwEKDlRyaWFsRXZhbHVhdGVkEicKBnJlc3VsdBgBIAEoCzIXLnJlc2VhcmNoLnYxLkV2YWxSZXN1bHQSJQoHZmFpbHVyZRgCIAEoCzIULnJlc2VhcmNoLnYxLkZhaWx1cmUSJwoIYW5hbHlzaXMYAyABKAsyFS5yZXNlYXJjaC52MS5BbmFseXNpcxIUCgxldmFsX3NlY29uZHMYBCABKAEi5QIKC1RyaWFsSnVkZ2VkEiUKB3ZlcmRpY3QYASABKA4yFC5yZXNlYXJjaC52MS5WZXJkaWN0EicKCGRlY2lzaW9uGAIgASgOMhUucmVzZWFyY2gudjEuRGVjaXNpb24SDgoGcmVhc29uGAMgASgJEiQKB3J1bl9lbmQYDSABKA4yEy5yZXNlYXJjaC52MS5SdW5FbmQSEgoKcnVuX3JlYXNvbhgOIAEoCRIVCg1iZXN0X3RyaWFsX2lkGAQgASgJEg0KBXNjb3JlGAUgASgBEg4KBmNpX2xvdxgGIAEoARIPCgdjaV9oaWdoGAcgASgBEiUKB2ZhaWx1cmUYCCABKAsyFC5yZXNlYXJjaC52MS5GYWlsdXJlEiUKB3N1cmZhY2UYDCABKA4yFC5yZXNlYXJjaC52MS5TdXJmYWNlEgwKBGdhaW4YCiABKAESEwoLdHJpYWxzX2RvbmUYCyABKA1KBAgJEAoimQIKC1J1bkZpbmlzaGVkEiYKBnN0YXR1cxgJIAEoDjIWLnJlc2VhcmNoLnYxLlJ1blN0YXR1cxIVCg1iZXN0X3RyaWFsX2lkGAIgASgJEhMKC3JlcG9ydF9wYXRoGAMgASgJEhUKDXJlZ2lzdHJ5X3BhdGgYBCABKAkSLAoLdGVzdF9yZXN1bHQYBSABKAsyFy5yZXNlYXJjaC52MS5FdmFsUmVzdWx0Eg4KBnRyaWFscxgGIAEoDRIPCgdzZWNvbmRzGAcgASgBEg4KBnJlYXNvbhgIIAEoCRIUCgx0ZXN0X3NraXBwZWQYCiABKAkSJAoHcnVuX2VuZBgLIAEoDjITLnJlc2VhcmNoLnYxLlJ1bkVuZEoECAEQAiJSCgtQbGFubmVySWRsZRIOCgZyZWFzb24YASABKAkSDQoFaW5kZXgYAiABKA0SJAoHcnVuX2VuZBgDIAEoDjITLnJlc2VhcmNoLnYxLlJ1bkVuZCI3CgpSdW5SZXN1bWVkEhIKCmRvd250aW1lX3MYASABKAESFQoNdGltZV9idWRnZXRfcxgCIAEoASLrAQoHTGxtQ2FsbBIMCgRyb2xlGAEgASgJEg0KBW1vZGVsGAIgASgJEg8KB3B1cnBvc2UYAyABKAkSFQoNcHJvbXB0X3Rva2VucxgEIAEoDRIZChFjb21wbGV0aW9uX3Rva2VucxgFIAEoDRISCgpsYXRlbmN5X21zGAYgASgBEhAKCGNvc3RfdXNkGAcgASgBEhAKCGF0dGVtcHRzGAggASgNEg8KB291dGNvbWUYCSABKAkSDQoFZXJyb3IYCiABKAkSFgoOcHJvbXB0X3ZlcnNpb24YCyABKAkSEAoIcmVxdWVzdHMYDCABKA0iZgoJSGVhcnRiZWF0EgwKBHJvbGUYASABKAkSEAoIaW5zdGFuY2UYAiABKAkSEQoJaW5fZmxpZ2h0GAMgASgNEhUKDXN0YXJ0ZWRfYXRfbXMYBCABKAMSDwoHaGFuZGxlZBgFIAEoDSLPAQoMSW50ZXJ2ZW50aW9uEhcKD2ludGVydmVudGlvbl9pZBgBIAEoCRIrCgRraW5kGAIgASgOMh0ucmVzZWFyY2gudjEuSW50ZXJ2ZW50aW9uS2luZBILCgN3aG8YAyABKAkSDgoGcmVhc29uGAQgASgJEhIKCmh5cG90aGVzaXMYBSABKAkSGQoRbW9kZWxfY29uZmlnX2pzb24YBiABKAkSGQoRdHJhaW5fY29uZmlnX2pzb24YByABKAkSEgoKcGFyZW50X2lkcxgIIAMoCSK6BgoFRXZlbnQSDgoGcnVuX2lkGAEgASgJEhAKCHRyaWFsX2lkGAIgASgJEhAKCGV2ZW50X2lkGAMgASgJEhUKDWVtaXR0ZWRfYXRfbXMYBCABKAMSEAoIcHJvZHVjZXIYBSABKAkSLgoLcnVuX3N0YXJ0ZWQYCiABKAsyFy5yZXNlYXJjaC52MS5SdW5TdGFydGVkSAASLgoLYnJpZWZfcmVhZHkYCyABKAsyFy5yZXNlYXJjaC52MS5CcmllZlJlYWR5SAASNAoOdHJpYWxfcHJvcG9zZWQYDCABKAsyGi5yZXNlYXJjaC52MS5UcmlhbFByb3Bvc2VkSAASNgoPdHJpYWxfYXNzZW1ibGVkGA0gASgLMhsucmVzZWFyY2gudjEuVHJpYWxBc3NlbWJsZWRIABI0Cg50cmlhbF9wcm9ncmVzcxgOIAEoCzIaLnJlc2VhcmNoLnYxLlRyaWFsUHJvZ3Jlc3NIABI2Cg90cmlhbF9ldmFsdWF0ZWQYDyABKAsyGy5yZXNlYXJjaC52MS5UcmlhbEV2YWx1YXRlZEgAEjAKDHRyaWFsX2p1ZGdlZBgQIAEoCzIYLnJlc2VhcmNoLnYxLlRyaWFsSnVkZ2VkSAASMAoMcnVuX2ZpbmlzaGVkGBEgASgLMhgucmVzZWFyY2gudjEuUnVuRmluaXNoZWRIABIrCgloZWFydGJlYXQYEiABKAsyFi5yZXNlYXJjaC52MS5IZWFydGJlYXRIABIoCghsbG1fY2FsbBgTIAEoCzIULnJlc2VhcmNoLnYxLkxsbUNhbGxIABI8ChJyZXNlYXJjaF9yZXF1ZXN0ZWQYFCABKAsyHi5yZXNlYXJjaC52MS5SZXNlYXJjaFJlcXVlc3RlZEgAEjUKEHJ1bl9pbnRlcnZlbnRpb24YFSABKAsyGS5yZXNlYXJjaC52MS5JbnRlcnZlbnRpb25IABIuCgtydW5fcmVzdW1lZBgWIAEoCzIXLnJlc2VhcmNoLnYxLlJ1blJlc3VtZWRIABIwCgxwbGFubmVyX2lkbGUYFyABKAsyGC5yZXNlYXJjaC52MS5QbGFubmVySWRsZUgAQgYKBGJvZHkqXwoHVmVyZGljdBIXChNWRVJESUNUX1VOU1BFQ0lGSUVEEAASEgoOVkVSRElDVF9BQ0NFUFQQARISCg5WRVJESUNUX1JFSkVDVBACEhMKD1ZFUkRJQ1RfSUxMRUdBTBADKmkKCERlY2lzaW9uEhgKFERFQ0lTSU9OX1VOU1BFQ0lGSUVEEAASFAoQREVDSVNJT05fSVRFUkFURRABEhoKFkRFQ0lTSU9OX0dPQUxfQUNISUVWRUQQAhIRCg1ERUNJU0lPTl9TVE9QEAMq5QEKBlJ1bkVuZBIXChNSVU5fRU5EX1VOU1BFQ0lGSUVEEAASFAoQUlVOX0VORF9HT0FMX01FVBABEh0KGVJVTl9FTkRfU1RPUFBFRF9CWV9QRVJTT04QAhIYChRSVU5fRU5EX1RSSUFMX0JVREdFVBADEhcKE1JVTl9FTkRfVElNRV9CVURHRVQQBBIZChVSVU5fRU5EX0xBU1RfVFJBSU5JTkcQBRITCg9SVU5fRU5EX1BMQVRFQVUQBhIYChRSVU5fRU5EX05PVEhJTkdfRklUUxAHEhAKDFJVTl9FTkRfSURMRRAIKuMBCglSdW5TdGF0dXMSGgoWUlVOX1NUQVRVU19VTlNQRUNJRklFRBAAEhYKElJVTl9TVEFUVVNfUlVOTklORxABEhwKGFJVTl9TVEFUVVNfR09BTF9BQ0hJRVZFRBACEh8KG1JVTl9TVEFUVVNfQlVER0VUX0VYSEFVU1RFRBADEhYKElJVTl9TVEFUVVNfU1RPUFBFRBAEEhUKEVJVTl9TVEFUVVNfRkFJTEVEEAUSGAoUUlVOX1NUQVRVU19DT01QTEVURUQQBhIaChZSVU5fU1RBVFVTX0lOVEVSUlVQVEVEEAcqzwEKEEludGVydmVudGlvbktpbmQSIQodSU5URVJWRU5USU9OX0tJTkRfVU5TUEVDSUZJRUQQABIbChdJTlRFUlZFTlRJT05fS0lORF9QQVVTRRABEhwKGElOVEVSVkVOVElPTl9LSU5EX1JFU1VNRRACEhoKFklOVEVSVkVOVElPTl9LSU5EX1NUT1AQAxIiCh5JTlRFUlZFTlRJT05fS0lORF9DQU5DRUxfVFJJQUwQBBIdChlJTlRFUlZFTlRJT05fS0lORF9QUk9QT1NFEAViBnByb3RvMw", [file_research_v1_common, file_research_v1_runner]);
+  fileDesc("ChhyZXNlYXJjaC92MS9ldmVudHMucHJvdG8SC3Jlc2VhcmNoLnYxIuQBCgRHb2FsEhAKCHJhd190ZXh0GAEgASgJEg8KB2RhdGFzZXQYAiABKAkSEAoIZGF0YV9kaXIYAyABKAkSDgoGdGFyZ2V0GAUgASgBEhIKCm1heF9wYXJhbXMYBiABKAQSFQoNdGltZV9idWRnZXRfcxgHIAEoARIVCg10YXJnZXRfY29sdW1uGAggASgJEhIKCm9wZW5fZW5kZWQYCSABKAgSEwoLZGVzY3JpcHRpb24YCiABKAkSJgoJb2JqZWN0aXZlGAsgASgOMhMucmVzZWFyY2gudjEuTWV0cmljSgQIBBAFIr8CCgtSdW5TZXR0aW5ncxISCgptYXhfdHJpYWxzGAEgASgNEg0KBXNlZWRzGAIgASgNEhAKCHBhcmFsbGVsGAMgASgNEg8KB3BsYW5uZXIYBCABKAkSEAoIcGF0aWVuY2UYBSABKA0SDgoGc3Vic2V0GAYgASgNEg4KBmVwb2NocxgHIAEoDRIbChN0cmlhbF90aW1lX2J1ZGdldF9zGAggASgBEhAKCHJuZ19zZWVkGAkgASgNEhEKCXdvcmtzcGFjZRgKIAEoCRIQCghyZXNlYXJjaBgLIAEoCBILCgNsbG0YDCABKAkSJwoFc3BhY2UYDSABKAsyGC5yZXNlYXJjaC52MS5TZWFyY2hTcGFjZRIVCg1ub193YXJtX3N0YXJ0GA4gASgIEhcKD3dhcm1fc3RhcnRfZnJvbRgPIAMoCSJQCgtTZWFyY2hTcGFjZRIQCghmYW1pbGllcxgBIAMoCRIvCgpkaW1lbnNpb25zGAIgAygLMhsucmVzZWFyY2gudjEuU3BhY2VEaW1lbnNpb24idAoOU3BhY2VEaW1lbnNpb24SDAoEbmFtZRgBIAEoCRIQCgNsb3cYAiABKAFIAIgBARIRCgRoaWdoGAMgASgBSAGIAQESDwoHbnVtYmVycxgEIAMoARINCgVuYW1lcxgFIAMoCUIGCgRfbG93QgcKBV9oaWdoIv4BCg1TdGFydGluZ1BvaW50Eg4KBm9yaWdpbhgBIAEoCRIdChFtb2RlbF9jb25maWdfanNvbhgCIAEoCUICGAESHQoRdHJhaW5fY29uZmlnX2pzb24YAyABKAlCAhgBEiUKBW1vZGVsGAcgASgLMhYucmVzZWFyY2gudjEuTW9kZWxTcGVjEiUKBXRyYWluGAggASgLMhYucmVzZWFyY2gudjEuVHJhaW5TcGVjEhIKCm1vZGVsX2NvZGUYBCABKAkSLQoJYXJndW1lbnRzGAUgAygLMhoucmVzZWFyY2gudjEuTW9kZWxBcmd1bWVudBIOCgZwYXJhbXMYBiABKAQirwEKClJ1blN0YXJ0ZWQSHwoEZ29hbBgBIAEoCzIRLnJlc2VhcmNoLnYxLkdvYWwSKgoIc2V0dGluZ3MYAiABKAsyGC5yZXNlYXJjaC52MS5SdW5TZXR0aW5ncxIpCgVzdGFydBgDIAEoCzIaLnJlc2VhcmNoLnYxLlN0YXJ0aW5nUG9pbnQSKQoHZGF0YXNldBgEIAEoCzIYLnJlc2VhcmNoLnYxLkRhdGFzZXRJbmZvIp8BCgpCcmllZlJlYWR5EhAKCGJyaWVmX2lkGAEgASgJEg0KBXF1ZXJ5GAIgASgJEhYKCmJyaWVmX2pzb24YAyABKAlCAhgBEg4KBmF1dGhvchgEIAEoCRISCgpyZXF1ZXN0X2lkGAUgASgJEhEKCXRyaWFsX2lkcxgGIAMoCRIhCgVicmllZhgHIAEoCzISLnJlc2VhcmNoLnYxLkJyaWVmIqQBCgVCcmllZhIVCg1zdW1tYXJ5X3RpdGxlGAEgASgJEhAKCGluc2lnaHRzGAIgAygJEkcKGWFyY2hpdGVjdHVyYWxfc3VnZ2VzdGlvbnMYAyADKAsyJC5yZXNlYXJjaC52MS5BcmNoaXRlY3R1cmFsU3VnZ2VzdGlvbhIpCgdzb3VyY2VzGAQgAygLMhgucmVzZWFyY2gudjEuQnJpZWZTb3VyY2UimAEKF0FyY2hpdGVjdHVyYWxTdWdnZXN0aW9uEgwKBG5hbWUYASABKAkSEwoLZGVzY3JpcHRpb24YAiABKAkSGwoTaW1wbGVtZW50YXRpb25fbm90ZRgDIAEoCRIXCg9idWlsZGluZ19ibG9ja3MYBCADKAkSFgoJYnVpbGRhYmxlGAUgASgISACIAQFCDAoKX2J1aWxkYWJsZSIpCgtCcmllZlNvdXJjZRINCgV0aXRsZRgBIAEoCRILCgN1cmwYAiABKAkihgEKEVJlc2VhcmNoUmVxdWVzdGVkEhIKCnJlcXVlc3RfaWQYASABKAkSDQoFcXVlcnkYAiABKAkSJQoHc3VyZmFjZRgGIAEoDjIULnJlc2VhcmNoLnYxLlN1cmZhY2USDgoGcmVhc29uGAQgASgJEhEKCXRyaWFsX2lkcxgFIAMoCUoECAMQBCLhAwoNVHJpYWxQcm9wb3NlZBISCgpoeXBvdGhlc2lzGAEgASgJEhEKCXJhdGlvbmFsZRgCIAEoCRISCgpwYXJlbnRfaWRzGAMgAygJEiUKB3N1cmZhY2UYCyABKA4yFC5yZXNlYXJjaC52MS5TdXJmYWNlEh0KEW1vZGVsX2NvbmZpZ19qc29uGAUgASgJQgIYARIdChF0cmFpbl9jb25maWdfanNvbhgGIAEoCUICGAESDQoFaW5kZXgYByABKA0SGAoQYWRvcHRlZF9jb25jZXB0cxgIIAMoCRIQCghwcm9wb3NlchgJIAEoCRIWCg5wcm9tcHRfdmVyc2lvbhgKIAEoCRIMCgRydW5nGAwgASgNEg0KBXNlZWRzGA0gASgNEhcKD2ludGVydmVudGlvbl9pZBgOIAEoCRIVCg1sYXN0X3RyYWluaW5nGA8gASgIEicKCG11dGF0aW9uGBAgASgOMhUucmVzZWFyY2gudjEuTXV0YXRpb24SEwoLaW5mb3JtZWRfYnkYESADKAkSJQoFbW9kZWwYEiABKAsyFi5yZXNlYXJjaC52MS5Nb2RlbFNwZWMSJQoFdHJhaW4YEyABKAsyFi5yZXNlYXJjaC52MS5UcmFpblNwZWNKBAgEEAUi8gEKDlRyaWFsQXNzZW1ibGVkEgwKBGNvZGUYASABKAkSEgoKY2xhc3NfbmFtZRgCIAEoCRIMCgRkaWZmGAMgASgJEi8KB3N1bW1hcnkYBCABKAsyHi5yZXNlYXJjaC52MS5TdW1tYXJpemVSZXNwb25zZRIlCgdmYWlsdXJlGAUgASgLMhQucmVzZWFyY2gudjEuRmFpbHVyZRItCgdyZXF1ZXN0GAYgASgLMhwucmVzZWFyY2gudjEuRXZhbHVhdGVSZXF1ZXN0EhkKEXN1bW1hcnlfbmFycmF0aXZlGAcgASgJEg4KBmF1dGhvchgIIAEoCSI9Cg1UcmlhbFByb2dyZXNzEiwKCHByb2dyZXNzGAEgASgLMhoucmVzZWFyY2gudjEuRXBvY2hQcm9ncmVzcyJsCghBbmFseXNpcxITCgtvdmVyZml0dGluZxgBIAEoCRITCgtjb252ZXJnZW5jZRgCIAEoCRIUCgx3ZWFrX2NsYXNzZXMYAyADKA0SDQoFbm90ZXMYBCADKAkSEQoJbmFycmF0aXZlGAUgASgJIp8BCg5UcmlhbEV2YWx1YXRlZBInCgZyZXN1bHQYASABKAsyFy5yZXNlYXJjaC52MS5FdmFsUmVzdWx0EiUKB2ZhaWx1cmUYAiABKAsyFC5yZXNlYXJjaC52MS5GYWlsdXJlEicKCGFuYWx5c2lzGAMgASgLMhUucmVzZWFyY2gudjEuQW5hbHlzaXMSFAoMZXZhbF9zZWNvbmRzGAQgASgBIuUCCgtUcmlhbEp1ZGdlZBIlCgd2ZXJkaWN0GAEgASgOMhQucmVzZWFyY2gudjEuVmVyZGljdBInCghkZWNpc2lvbhgCIAEoDjIVLnJlc2VhcmNoLnYxLkRlY2lzaW9uEg4KBnJlYXNvbhgDIAEoCRIkCgdydW5fZW5kGA0gASgOMhMucmVzZWFyY2gudjEuUnVuRW5kEhIKCnJ1bl9yZWFzb24YDiABKAkSFQoNYmVzdF90cmlhbF9pZBgEIAEoCRINCgVzY29yZRgFIAEoARIOCgZjaV9sb3cYBiABKAESDwoHY2lfaGlnaBgHIAEoARIlCgdmYWlsdXJlGAggASgLMhQucmVzZWFyY2gudjEuRmFpbHVyZRIlCgdzdXJmYWNlGAwgASgOMhQucmVzZWFyY2gudjEuU3VyZmFjZRIMCgRnYWluGAogASgBEhMKC3RyaWFsc19kb25lGAsgASgNSgQICRAKIpkCCgtSdW5GaW5pc2hlZBImCgZzdGF0dXMYCSABKA4yFi5yZXNlYXJjaC52MS5SdW5TdGF0dXMSFQoNYmVzdF90cmlhbF9pZBgCIAEoCRITCgtyZXBvcnRfcGF0aBgDIAEoCRIVCg1yZWdpc3RyeV9wYXRoGAQgASgJEiwKC3Rlc3RfcmVzdWx0GAUgASgLMhcucmVzZWFyY2gudjEuRXZhbFJlc3VsdBIOCgZ0cmlhbHMYBiABKA0SDwoHc2Vjb25kcxgHIAEoARIOCgZyZWFzb24YCCABKAkSFAoMdGVzdF9za2lwcGVkGAogASgJEiQKB3J1bl9lbmQYCyABKA4yEy5yZXNlYXJjaC52MS5SdW5FbmRKBAgBEAIiUgoLUGxhbm5lcklkbGUSDgoGcmVhc29uGAEgASgJEg0KBWluZGV4GAIgASgNEiQKB3J1bl9lbmQYAyABKA4yEy5yZXNlYXJjaC52MS5SdW5FbmQiNwoKUnVuUmVzdW1lZBISCgpkb3dudGltZV9zGAEgASgBEhUKDXRpbWVfYnVkZ2V0X3MYAiABKAEi6wEKB0xsbUNhbGwSDAoEcm9sZRgBIAEoCRINCgVtb2RlbBgCIAEoCRIPCgdwdXJwb3NlGAMgASgJEhUKDXByb21wdF90b2tlbnMYBCABKA0SGQoRY29tcGxldGlvbl90b2tlbnMYBSABKA0SEgoKbGF0ZW5jeV9tcxgGIAEoARIQCghjb3N0X3VzZBgHIAEoARIQCghhdHRlbXB0cxgIIAEoDRIPCgdvdXRjb21lGAkgASgJEg0KBWVycm9yGAogASgJEhYKDnByb21wdF92ZXJzaW9uGAsgASgJEhAKCHJlcXVlc3RzGAwgASgNImYKCUhlYXJ0YmVhdBIMCgRyb2xlGAEgASgJEhAKCGluc3RhbmNlGAIgASgJEhEKCWluX2ZsaWdodBgDIAEoDRIVCg1zdGFydGVkX2F0X21zGAQgASgDEg8KB2hhbmRsZWQYBSABKA0ipQIKDEludGVydmVudGlvbhIXCg9pbnRlcnZlbnRpb25faWQYASABKAkSKwoEa2luZBgCIAEoDjIdLnJlc2VhcmNoLnYxLkludGVydmVudGlvbktpbmQSCwoDd2hvGAMgASgJEg4KBnJlYXNvbhgEIAEoCRISCgpoeXBvdGhlc2lzGAUgASgJEh0KEW1vZGVsX2NvbmZpZ19qc29uGAYgASgJQgIYARIdChF0cmFpbl9jb25maWdfanNvbhgHIAEoCUICGAESEgoKcGFyZW50X2lkcxgIIAMoCRIlCgVtb2RlbBgJIAEoCzIWLnJlc2VhcmNoLnYxLk1vZGVsU3BlYxIlCgV0cmFpbhgKIAEoCzIWLnJlc2VhcmNoLnYxLlRyYWluU3BlYyK6BgoFRXZlbnQSDgoGcnVuX2lkGAEgASgJEhAKCHRyaWFsX2lkGAIgASgJEhAKCGV2ZW50X2lkGAMgASgJEhUKDWVtaXR0ZWRfYXRfbXMYBCABKAMSEAoIcHJvZHVjZXIYBSABKAkSLgoLcnVuX3N0YXJ0ZWQYCiABKAsyFy5yZXNlYXJjaC52MS5SdW5TdGFydGVkSAASLgoLYnJpZWZfcmVhZHkYCyABKAsyFy5yZXNlYXJjaC52MS5CcmllZlJlYWR5SAASNAoOdHJpYWxfcHJvcG9zZWQYDCABKAsyGi5yZXNlYXJjaC52MS5UcmlhbFByb3Bvc2VkSAASNgoPdHJpYWxfYXNzZW1ibGVkGA0gASgLMhsucmVzZWFyY2gudjEuVHJpYWxBc3NlbWJsZWRIABI0Cg50cmlhbF9wcm9ncmVzcxgOIAEoCzIaLnJlc2VhcmNoLnYxLlRyaWFsUHJvZ3Jlc3NIABI2Cg90cmlhbF9ldmFsdWF0ZWQYDyABKAsyGy5yZXNlYXJjaC52MS5UcmlhbEV2YWx1YXRlZEgAEjAKDHRyaWFsX2p1ZGdlZBgQIAEoCzIYLnJlc2VhcmNoLnYxLlRyaWFsSnVkZ2VkSAASMAoMcnVuX2ZpbmlzaGVkGBEgASgLMhgucmVzZWFyY2gudjEuUnVuRmluaXNoZWRIABIrCgloZWFydGJlYXQYEiABKAsyFi5yZXNlYXJjaC52MS5IZWFydGJlYXRIABIoCghsbG1fY2FsbBgTIAEoCzIULnJlc2VhcmNoLnYxLkxsbUNhbGxIABI8ChJyZXNlYXJjaF9yZXF1ZXN0ZWQYFCABKAsyHi5yZXNlYXJjaC52MS5SZXNlYXJjaFJlcXVlc3RlZEgAEjUKEHJ1bl9pbnRlcnZlbnRpb24YFSABKAsyGS5yZXNlYXJjaC52MS5JbnRlcnZlbnRpb25IABIuCgtydW5fcmVzdW1lZBgWIAEoCzIXLnJlc2VhcmNoLnYxLlJ1blJlc3VtZWRIABIwCgxwbGFubmVyX2lkbGUYFyABKAsyGC5yZXNlYXJjaC52MS5QbGFubmVySWRsZUgAQgYKBGJvZHkqXwoHVmVyZGljdBIXChNWRVJESUNUX1VOU1BFQ0lGSUVEEAASEgoOVkVSRElDVF9BQ0NFUFQQARISCg5WRVJESUNUX1JFSkVDVBACEhMKD1ZFUkRJQ1RfSUxMRUdBTBADKmkKCERlY2lzaW9uEhgKFERFQ0lTSU9OX1VOU1BFQ0lGSUVEEAASFAoQREVDSVNJT05fSVRFUkFURRABEhoKFkRFQ0lTSU9OX0dPQUxfQUNISUVWRUQQAhIRCg1ERUNJU0lPTl9TVE9QEAMq5QEKBlJ1bkVuZBIXChNSVU5fRU5EX1VOU1BFQ0lGSUVEEAASFAoQUlVOX0VORF9HT0FMX01FVBABEh0KGVJVTl9FTkRfU1RPUFBFRF9CWV9QRVJTT04QAhIYChRSVU5fRU5EX1RSSUFMX0JVREdFVBADEhcKE1JVTl9FTkRfVElNRV9CVURHRVQQBBIZChVSVU5fRU5EX0xBU1RfVFJBSU5JTkcQBRITCg9SVU5fRU5EX1BMQVRFQVUQBhIYChRSVU5fRU5EX05PVEhJTkdfRklUUxAHEhAKDFJVTl9FTkRfSURMRRAIKuMBCglSdW5TdGF0dXMSGgoWUlVOX1NUQVRVU19VTlNQRUNJRklFRBAAEhYKElJVTl9TVEFUVVNfUlVOTklORxABEhwKGFJVTl9TVEFUVVNfR09BTF9BQ0hJRVZFRBACEh8KG1JVTl9TVEFUVVNfQlVER0VUX0VYSEFVU1RFRBADEhYKElJVTl9TVEFUVVNfU1RPUFBFRBAEEhUKEVJVTl9TVEFUVVNfRkFJTEVEEAUSGAoUUlVOX1NUQVRVU19DT01QTEVURUQQBhIaChZSVU5fU1RBVFVTX0lOVEVSUlVQVEVEEAcqzwEKEEludGVydmVudGlvbktpbmQSIQodSU5URVJWRU5USU9OX0tJTkRfVU5TUEVDSUZJRUQQABIbChdJTlRFUlZFTlRJT05fS0lORF9QQVVTRRABEhwKGElOVEVSVkVOVElPTl9LSU5EX1JFU1VNRRACEhoKFklOVEVSVkVOVElPTl9LSU5EX1NUT1AQAxIiCh5JTlRFUlZFTlRJT05fS0lORF9DQU5DRUxfVFJJQUwQBBIdChlJTlRFUlZFTlRJT05fS0lORF9QUk9QT1NFEAViBnByb3RvMw", [file_research_v1_common, file_research_v1_model, file_research_v1_runner]);
 
 /**
  * A research goal after parsing the user's words.
@@ -281,17 +283,31 @@ export type StartingPoint = Message<"research.v1.StartingPoint"> & {
   origin: string;
 
   /**
-   * Validated at the launcher: a model_config and its train_config as JSON. A
-   * model in Python is a code model_config (class_name, init_kwargs).
+   * Runs started before configs were typed: the two as JSON text (read by core/config-wire.ts only).
    *
-   * @generated from field: string model_config_json = 2;
+   * @generated from field: string model_config_json = 2 [deprecated = true];
+   * @deprecated
    */
   modelConfigJson: string;
 
   /**
-   * @generated from field: string train_config_json = 3;
+   * @generated from field: string train_config_json = 3 [deprecated = true];
+   * @deprecated
    */
   trainConfigJson: string;
+
+  /**
+   * Validated at the launcher, as authored (defaults not filled). A model in
+   * Python is a ClassSpec (class_name, init_kwargs).
+   *
+   * @generated from field: research.v1.ModelSpec model = 7;
+   */
+  model?: ModelSpec | undefined;
+
+  /**
+   * @generated from field: research.v1.TrainSpec train = 8;
+   */
+  train?: TrainSpec | undefined;
 
   /**
    * A model in Python (launch --from model.py --class NAME): its source, which
@@ -373,9 +389,10 @@ export type BriefReady = Message<"research.v1.BriefReady"> & {
   query: string;
 
   /**
-   * The brief as validated JSON (summary_title, insights, architectural_suggestions, sources).
+   * Briefs stored before they were typed: the brief as JSON text (read by core/config-wire.ts only).
    *
-   * @generated from field: string brief_json = 3;
+   * @generated from field: string brief_json = 3 [deprecated = true];
+   * @deprecated
    */
   briefJson: string;
 
@@ -397,6 +414,11 @@ export type BriefReady = Message<"research.v1.BriefReady"> & {
    * @generated from field: repeated string trial_ids = 6;
    */
   trialIds: string[];
+
+  /**
+   * @generated from field: research.v1.Brief brief = 7;
+   */
+  brief?: Brief | undefined;
 };
 
 /**
@@ -405,6 +427,101 @@ export type BriefReady = Message<"research.v1.BriefReady"> & {
  */
 export const BriefReadySchema: GenMessage<BriefReady> = /*@__PURE__*/
   messageDesc(file_research_v1_events, 6);
+
+/**
+ * What the researcher found for a question (core/brief.ts validates it where it is written).
+ *
+ * @generated from message research.v1.Brief
+ */
+export type Brief = Message<"research.v1.Brief"> & {
+  /**
+   * @generated from field: string summary_title = 1;
+   */
+  summaryTitle: string;
+
+  /**
+   * @generated from field: repeated string insights = 2;
+   */
+  insights: string[];
+
+  /**
+   * @generated from field: repeated research.v1.ArchitecturalSuggestion architectural_suggestions = 3;
+   */
+  architecturalSuggestions: ArchitecturalSuggestion[];
+
+  /**
+   * @generated from field: repeated research.v1.BriefSource sources = 4;
+   */
+  sources: BriefSource[];
+};
+
+/**
+ * Describes the message research.v1.Brief.
+ * Use `create(BriefSchema)` to create a new message.
+ */
+export const BriefSchema: GenMessage<Brief> = /*@__PURE__*/
+  messageDesc(file_research_v1_events, 7);
+
+/**
+ * @generated from message research.v1.ArchitecturalSuggestion
+ */
+export type ArchitecturalSuggestion = Message<"research.v1.ArchitecturalSuggestion"> & {
+  /**
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * @generated from field: string description = 2;
+   */
+  description: string;
+
+  /**
+   * @generated from field: string implementation_note = 3;
+   */
+  implementationNote: string;
+
+  /**
+   * Free names, not an enum: an LLM may name ideas the coder lacks, and `buildable` says so.
+   *
+   * @generated from field: repeated string building_blocks = 4;
+   */
+  buildingBlocks: string[];
+
+  /**
+   * @generated from field: optional bool buildable = 5;
+   */
+  buildable?: boolean | undefined;
+};
+
+/**
+ * Describes the message research.v1.ArchitecturalSuggestion.
+ * Use `create(ArchitecturalSuggestionSchema)` to create a new message.
+ */
+export const ArchitecturalSuggestionSchema: GenMessage<ArchitecturalSuggestion> = /*@__PURE__*/
+  messageDesc(file_research_v1_events, 8);
+
+/**
+ * @generated from message research.v1.BriefSource
+ */
+export type BriefSource = Message<"research.v1.BriefSource"> & {
+  /**
+   * @generated from field: string title = 1;
+   */
+  title: string;
+
+  /**
+   * @generated from field: string url = 2;
+   */
+  url: string;
+};
+
+/**
+ * Describes the message research.v1.BriefSource.
+ * Use `create(BriefSourceSchema)` to create a new message.
+ */
+export const BriefSourceSchema: GenMessage<BriefSource> = /*@__PURE__*/
+  messageDesc(file_research_v1_events, 9);
 
 /**
  * The planner asks a narrower question when a recipe surface stalls.
@@ -445,7 +562,7 @@ export type ResearchRequested = Message<"research.v1.ResearchRequested"> & {
  * Use `create(ResearchRequestedSchema)` to create a new message.
  */
 export const ResearchRequestedSchema: GenMessage<ResearchRequested> = /*@__PURE__*/
-  messageDesc(file_research_v1_events, 7);
+  messageDesc(file_research_v1_events, 10);
 
 /**
  * @generated from message research.v1.TrialProposed
@@ -472,14 +589,16 @@ export type TrialProposed = Message<"research.v1.TrialProposed"> & {
   surface: Surface;
 
   /**
-   * model_config and train_config as JSON text (authored by a policy or an LLM).
+   * Events written before configs were typed: the two as JSON text (read by core/config-wire.ts only).
    *
-   * @generated from field: string model_config_json = 5;
+   * @generated from field: string model_config_json = 5 [deprecated = true];
+   * @deprecated
    */
   modelConfigJson: string;
 
   /**
-   * @generated from field: string train_config_json = 6;
+   * @generated from field: string train_config_json = 6 [deprecated = true];
+   * @deprecated
    */
   trainConfigJson: string;
 
@@ -552,6 +671,18 @@ export type TrialProposed = Message<"research.v1.TrialProposed"> & {
    * @generated from field: repeated string informed_by = 17;
    */
   informedBy: string[];
+
+  /**
+   * The model and training config, validated by whoever proposed them (a policy, an LLM, a person).
+   *
+   * @generated from field: research.v1.ModelSpec model = 18;
+   */
+  model?: ModelSpec | undefined;
+
+  /**
+   * @generated from field: research.v1.TrainSpec train = 19;
+   */
+  train?: TrainSpec | undefined;
 };
 
 /**
@@ -559,7 +690,7 @@ export type TrialProposed = Message<"research.v1.TrialProposed"> & {
  * Use `create(TrialProposedSchema)` to create a new message.
  */
 export const TrialProposedSchema: GenMessage<TrialProposed> = /*@__PURE__*/
-  messageDesc(file_research_v1_events, 8);
+  messageDesc(file_research_v1_events, 11);
 
 /**
  * @generated from message research.v1.TrialAssembled
@@ -619,7 +750,7 @@ export type TrialAssembled = Message<"research.v1.TrialAssembled"> & {
  * Use `create(TrialAssembledSchema)` to create a new message.
  */
 export const TrialAssembledSchema: GenMessage<TrialAssembled> = /*@__PURE__*/
-  messageDesc(file_research_v1_events, 9);
+  messageDesc(file_research_v1_events, 12);
 
 /**
  * @generated from message research.v1.TrialProgress
@@ -636,7 +767,7 @@ export type TrialProgress = Message<"research.v1.TrialProgress"> & {
  * Use `create(TrialProgressSchema)` to create a new message.
  */
 export const TrialProgressSchema: GenMessage<TrialProgress> = /*@__PURE__*/
-  messageDesc(file_research_v1_events, 10);
+  messageDesc(file_research_v1_events, 13);
 
 /**
  * @generated from message research.v1.Analysis
@@ -673,7 +804,7 @@ export type Analysis = Message<"research.v1.Analysis"> & {
  * Use `create(AnalysisSchema)` to create a new message.
  */
 export const AnalysisSchema: GenMessage<Analysis> = /*@__PURE__*/
-  messageDesc(file_research_v1_events, 11);
+  messageDesc(file_research_v1_events, 14);
 
 /**
  * @generated from message research.v1.TrialEvaluated
@@ -705,7 +836,7 @@ export type TrialEvaluated = Message<"research.v1.TrialEvaluated"> & {
  * Use `create(TrialEvaluatedSchema)` to create a new message.
  */
 export const TrialEvaluatedSchema: GenMessage<TrialEvaluated> = /*@__PURE__*/
-  messageDesc(file_research_v1_events, 12);
+  messageDesc(file_research_v1_events, 15);
 
 /**
  * @generated from message research.v1.TrialJudged
@@ -794,7 +925,7 @@ export type TrialJudged = Message<"research.v1.TrialJudged"> & {
  * Use `create(TrialJudgedSchema)` to create a new message.
  */
 export const TrialJudgedSchema: GenMessage<TrialJudged> = /*@__PURE__*/
-  messageDesc(file_research_v1_events, 13);
+  messageDesc(file_research_v1_events, 16);
 
 /**
  * @generated from message research.v1.RunFinished
@@ -867,7 +998,7 @@ export type RunFinished = Message<"research.v1.RunFinished"> & {
  * Use `create(RunFinishedSchema)` to create a new message.
  */
 export const RunFinishedSchema: GenMessage<RunFinished> = /*@__PURE__*/
-  messageDesc(file_research_v1_events, 14);
+  messageDesc(file_research_v1_events, 17);
 
 /**
  * The planner's answer to a judgement, when it is nothing and no trial is in
@@ -906,7 +1037,7 @@ export type PlannerIdle = Message<"research.v1.PlannerIdle"> & {
  * Use `create(PlannerIdleSchema)` to create a new message.
  */
 export const PlannerIdleSchema: GenMessage<PlannerIdle> = /*@__PURE__*/
-  messageDesc(file_research_v1_events, 15);
+  messageDesc(file_research_v1_events, 18);
 
 /**
  * A run continued by `launch --resume` after its launcher stopped. The time
@@ -938,7 +1069,7 @@ export type RunResumed = Message<"research.v1.RunResumed"> & {
  * Use `create(RunResumedSchema)` to create a new message.
  */
 export const RunResumedSchema: GenMessage<RunResumed> = /*@__PURE__*/
-  messageDesc(file_research_v1_events, 16);
+  messageDesc(file_research_v1_events, 19);
 
 /**
  * One call to an LLM by an agent, with what it cost and how it ended.
@@ -1022,7 +1153,7 @@ export type LlmCall = Message<"research.v1.LlmCall"> & {
  * Use `create(LlmCallSchema)` to create a new message.
  */
 export const LlmCallSchema: GenMessage<LlmCall> = /*@__PURE__*/
-  messageDesc(file_research_v1_events, 17);
+  messageDesc(file_research_v1_events, 20);
 
 /**
  * @generated from message research.v1.Heartbeat
@@ -1059,7 +1190,7 @@ export type Heartbeat = Message<"research.v1.Heartbeat"> & {
  * Use `create(HeartbeatSchema)` to create a new message.
  */
 export const HeartbeatSchema: GenMessage<Heartbeat> = /*@__PURE__*/
-  messageDesc(file_research_v1_events, 18);
+  messageDesc(file_research_v1_events, 21);
 
 /**
  * @generated from message research.v1.Intervention
@@ -1088,20 +1219,24 @@ export type Intervention = Message<"research.v1.Intervention"> & {
   reason: string;
 
   /**
-   * PROPOSE only: model_config and train_config as JSON text; an empty
-   * train_config takes the run's probe fidelity.
+   * PROPOSE only: the hypothesis, model and training config as authored
+   * (defaults not filled); a train config left unset takes the run's probe fidelity.
    *
    * @generated from field: string hypothesis = 5;
    */
   hypothesis: string;
 
   /**
-   * @generated from field: string model_config_json = 6;
+   * Interventions stored before configs were typed: the two as JSON text (read by core/config-wire.ts only).
+   *
+   * @generated from field: string model_config_json = 6 [deprecated = true];
+   * @deprecated
    */
   modelConfigJson: string;
 
   /**
-   * @generated from field: string train_config_json = 7;
+   * @generated from field: string train_config_json = 7 [deprecated = true];
+   * @deprecated
    */
   trainConfigJson: string;
 
@@ -1109,6 +1244,16 @@ export type Intervention = Message<"research.v1.Intervention"> & {
    * @generated from field: repeated string parent_ids = 8;
    */
   parentIds: string[];
+
+  /**
+   * @generated from field: research.v1.ModelSpec model = 9;
+   */
+  model?: ModelSpec | undefined;
+
+  /**
+   * @generated from field: research.v1.TrainSpec train = 10;
+   */
+  train?: TrainSpec | undefined;
 };
 
 /**
@@ -1116,7 +1261,7 @@ export type Intervention = Message<"research.v1.Intervention"> & {
  * Use `create(InterventionSchema)` to create a new message.
  */
 export const InterventionSchema: GenMessage<Intervention> = /*@__PURE__*/
-  messageDesc(file_research_v1_events, 19);
+  messageDesc(file_research_v1_events, 22);
 
 /**
  * Every message on research.> is one Event: common ids plus one body.
@@ -1246,7 +1391,7 @@ export type Event = Message<"research.v1.Event"> & {
  * Use `create(EventSchema)` to create a new message.
  */
 export const EventSchema: GenMessage<Event> = /*@__PURE__*/
-  messageDesc(file_research_v1_events, 20);
+  messageDesc(file_research_v1_events, 23);
 
 /**
  * @generated from enum research.v1.Verdict

@@ -8,6 +8,8 @@ import type { FailureLabel, Surface, TrialStatus } from "./common_pb.js";
 import { file_research_v1_common } from "./common_pb.js";
 import type { Verdict } from "./events_pb.js";
 import { file_research_v1_events } from "./events_pb.js";
+import type { ModelSpec, TrainSpec } from "./model_pb.js";
+import { file_research_v1_model } from "./model_pb.js";
 import type { DatasetInfo } from "./runner_pb.js";
 import { file_research_v1_runner } from "./runner_pb.js";
 import type { Message } from "@bufbuild/protobuf";
@@ -16,7 +18,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file research/v1/lineage.proto.
  */
 export const file_research_v1_lineage: GenFile = /*@__PURE__*/
-  fileDesc("ChlyZXNlYXJjaC92MS9saW5lYWdlLnByb3RvEgtyZXNlYXJjaC52MSLaAgoUU2ltaWxhclRyaWFsc1JlcXVlc3QSDAoEdGV4dBgBIAEoCRIQCgh0cmlhbF9pZBgCIAEoCRIJCgFrGAMgASgNEg4KBnJ1bl9pZBgEIAEoCRI1Cg1mYWlsdXJlX2xhYmVsGAogASgOMhkucmVzZWFyY2gudjEuRmFpbHVyZUxhYmVsSACIAQESFgoJbWluX3Njb3JlGAYgASgBSAGIAQESFgoJbWF4X3Njb3JlGAcgASgBSAKIAQESKAoGc3RhdHVzGAsgASgOMhgucmVzZWFyY2gudjEuVHJpYWxTdGF0dXMSJQoHc3VyZmFjZRgMIAEoDjIULnJlc2VhcmNoLnYxLlN1cmZhY2USDwoHZGF0YXNldBgNIAEoCUIQCg5fZmFpbHVyZV9sYWJlbEIMCgpfbWluX3Njb3JlQgwKCl9tYXhfc2NvcmVKBAgFEAZKBAgIEAlKBAgJEAoiwwQKDFRyaWFsU3VtbWFyeRIQCgh0cmlhbF9pZBgBIAEoCRIOCgZydW5faWQYAiABKAkSDQoFaW5kZXgYAyABKA0SKAoGc3RhdHVzGBIgASgOMhgucmVzZWFyY2gudjEuVHJpYWxTdGF0dXMSJQoHc3VyZmFjZRgTIAEoDjIULnJlc2VhcmNoLnYxLlN1cmZhY2USEgoKaHlwb3RoZXNpcxgGIAEoCRISCgpwYXJlbnRfaWRzGAcgAygJEhkKEW1vZGVsX2NvbmZpZ19qc29uGAggASgJEhkKEXRyYWluX2NvbmZpZ19qc29uGAkgASgJEhMKBnBhcmFtcxgKIAEoAUgAiAEBEhkKDHZhbF9hY2N1cmFjeRgLIAEoAUgBiAEBEhMKBmNpX2xvdxgMIAEoAUgCiAEBEhQKB2NpX2hpZ2gYDSABKAFIA4gBARIwCg1mYWlsdXJlX2xhYmVsGBQgASgOMhkucmVzZWFyY2gudjEuRmFpbHVyZUxhYmVsEhcKD2ZhaWx1cmVfbWVzc2FnZRgPIAEoCRIlCgd2ZXJkaWN0GBUgASgOMhQucmVzZWFyY2gudjEuVmVyZGljdBIQCghkaXN0YW5jZRgRIAEoARIpCgdkYXRhc2V0GBYgASgLMhgucmVzZWFyY2gudjEuRGF0YXNldEluZm9CCQoHX3BhcmFtc0IPCg1fdmFsX2FjY3VyYWN5QgkKB19jaV9sb3dCCgoIX2NpX2hpZ2hKBAgEEAVKBAgFEAZKBAgOEA9KBAgQEBEiYgoVU2ltaWxhclRyaWFsc1Jlc3BvbnNlEikKBnRyaWFscxgBIAMoCzIZLnJlc2VhcmNoLnYxLlRyaWFsU3VtbWFyeRINCgVlcnJvchgCIAEoCRIPCgd0b29rX21zGAMgASgBYgZwcm90bzM", [file_research_v1_common, file_research_v1_events, file_research_v1_runner]);
+  fileDesc("ChlyZXNlYXJjaC92MS9saW5lYWdlLnByb3RvEgtyZXNlYXJjaC52MSLaAgoUU2ltaWxhclRyaWFsc1JlcXVlc3QSDAoEdGV4dBgBIAEoCRIQCgh0cmlhbF9pZBgCIAEoCRIJCgFrGAMgASgNEg4KBnJ1bl9pZBgEIAEoCRI1Cg1mYWlsdXJlX2xhYmVsGAogASgOMhkucmVzZWFyY2gudjEuRmFpbHVyZUxhYmVsSACIAQESFgoJbWluX3Njb3JlGAYgASgBSAGIAQESFgoJbWF4X3Njb3JlGAcgASgBSAKIAQESKAoGc3RhdHVzGAsgASgOMhgucmVzZWFyY2gudjEuVHJpYWxTdGF0dXMSJQoHc3VyZmFjZRgMIAEoDjIULnJlc2VhcmNoLnYxLlN1cmZhY2USDwoHZGF0YXNldBgNIAEoCUIQCg5fZmFpbHVyZV9sYWJlbEIMCgpfbWluX3Njb3JlQgwKCl9tYXhfc2NvcmVKBAgFEAZKBAgIEAlKBAgJEAoi5wQKDFRyaWFsU3VtbWFyeRIQCgh0cmlhbF9pZBgBIAEoCRIOCgZydW5faWQYAiABKAkSDQoFaW5kZXgYAyABKA0SKAoGc3RhdHVzGBIgASgOMhgucmVzZWFyY2gudjEuVHJpYWxTdGF0dXMSJQoHc3VyZmFjZRgTIAEoDjIULnJlc2VhcmNoLnYxLlN1cmZhY2USEgoKaHlwb3RoZXNpcxgGIAEoCRISCgpwYXJlbnRfaWRzGAcgAygJEiUKBW1vZGVsGBcgASgLMhYucmVzZWFyY2gudjEuTW9kZWxTcGVjEiUKBXRyYWluGBggASgLMhYucmVzZWFyY2gudjEuVHJhaW5TcGVjEhMKBnBhcmFtcxgKIAEoAUgAiAEBEhkKDHZhbF9hY2N1cmFjeRgLIAEoAUgBiAEBEhMKBmNpX2xvdxgMIAEoAUgCiAEBEhQKB2NpX2hpZ2gYDSABKAFIA4gBARIwCg1mYWlsdXJlX2xhYmVsGBQgASgOMhkucmVzZWFyY2gudjEuRmFpbHVyZUxhYmVsEhcKD2ZhaWx1cmVfbWVzc2FnZRgPIAEoCRIlCgd2ZXJkaWN0GBUgASgOMhQucmVzZWFyY2gudjEuVmVyZGljdBIQCghkaXN0YW5jZRgRIAEoARIpCgdkYXRhc2V0GBYgASgLMhgucmVzZWFyY2gudjEuRGF0YXNldEluZm9CCQoHX3BhcmFtc0IPCg1fdmFsX2FjY3VyYWN5QgkKB19jaV9sb3dCCgoIX2NpX2hpZ2hKBAgEEAVKBAgFEAZKBAgIEAlKBAgJEApKBAgOEA9KBAgQEBEiYgoVU2ltaWxhclRyaWFsc1Jlc3BvbnNlEikKBnRyaWFscxgBIAMoCzIZLnJlc2VhcmNoLnYxLlRyaWFsU3VtbWFyeRINCgVlcnJvchgCIAEoCRIPCgd0b29rX21zGAMgASgBYgZwcm90bzM", [file_research_v1_common, file_research_v1_events, file_research_v1_model, file_research_v1_runner]);
 
 /**
  * Exactly one of text or trial_id. Filters left unset match every trial.
@@ -141,16 +143,16 @@ export type TrialSummary = Message<"research.v1.TrialSummary"> & {
   parentIds: string[];
 
   /**
-   * As authored by a policy or an LLM (JSON text).
+   * As authored by a policy, an LLM or a person.
    *
-   * @generated from field: string model_config_json = 8;
+   * @generated from field: research.v1.ModelSpec model = 23;
    */
-  modelConfigJson: string;
+  model?: ModelSpec | undefined;
 
   /**
-   * @generated from field: string train_config_json = 9;
+   * @generated from field: research.v1.TrainSpec train = 24;
    */
-  trainConfigJson: string;
+  train?: TrainSpec | undefined;
 
   /**
    * Unset when not measured.

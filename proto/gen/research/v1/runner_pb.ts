@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file research/v1/runner.proto.
  */
 export const file_research_v1_runner: GenFile = /*@__PURE__*/
-  fileDesc("ChhyZXNlYXJjaC92MS9ydW5uZXIucHJvdG8SC3Jlc2VhcmNoLnYxIigKDUNhbmNlbFJlcXVlc3QSFwoPaWRlbXBvdGVuY3lfa2V5GAEgASgJIiAKC0NhbmNlbFJlcGx5EhEKCWNhbmNlbGxlZBgBIAEoCCJJCgtNb2RlbFNvdXJjZRIMCgRjb2RlGAEgASgJEhIKCmNsYXNzX25hbWUYAiABKAkSGAoQaW5pdF9rd2FyZ3NfanNvbhgDIAEoCSJdCg1Nb2RlbEFyZ3VtZW50EgwKBG5hbWUYASABKAkSJwoEa2luZBgCIAEoDjIZLnJlc2VhcmNoLnYxLkFyZ3VtZW50S2luZBIVCg1kZWZhdWx0X3ZhbHVlGAMgASgBIuwBCgtEYXRhc2V0U3BlYxIMCgRuYW1lGAEgASgJEhAKCGRhdGFfZGlyGAIgASgJEg4KBnN1YnNldBgDIAEoDRIUCgx2YWxfZnJhY3Rpb24YBCABKAESEgoKc3BsaXRfc2VlZBgFIAEoDRIVCg10YXJnZXRfY29sdW1uGAYgASgJEg0KBXNoYXBlGAcgAygNEhMKC251bV9jbGFzc2VzGAggASgNEhIKCmRpZmZpY3VsdHkYCSABKAESEwoLdGVzdF9zdWJzZXQYCiABKA0SHwoEdGFzaxgLIAEoDjIRLnJlc2VhcmNoLnYxLlRhc2siPgoHQXVnbWVudBINCgVoZmxpcBgBIAEoCBIUCgxjcm9wX3BhZGRpbmcYAiABKA0SDgoGY3V0b3V0GAMgASgNIuYDCgZSZWNpcGUSKQoJb3B0aW1pemVyGBEgASgOMhYucmVzZWFyY2gudjEuT3B0aW1pemVyEgoKAmxyGAIgASgBEhUKCG1vbWVudHVtGAMgASgBSACIAQESEAoIbmVzdGVyb3YYBCABKAgSFAoMd2VpZ2h0X2RlY2F5GAUgASgBEicKCHNjaGVkdWxlGBIgASgOMhUucmVzZWFyY2gudjEuU2NoZWR1bGUSFQoNd2FybXVwX2Vwb2NocxgHIAEoARIRCglzdGVwX3NpemUYCCABKA0SDQoFZ2FtbWEYCSABKAESFwoPbGFiZWxfc21vb3RoaW5nGAogASgBEhEKCWdyYWRfY2xpcBgLIAEoARISCgpiYXRjaF9zaXplGAwgASgNEg4KBmVwb2NocxgNIAEoDRIlCgdhdWdtZW50GA4gASgLMhQucmVzZWFyY2gudjEuQXVnbWVudBILCgNhbXAYDyABKAgSFQoNY2hhbm5lbHNfbGFzdBgQIAEoCBIRCgllbWFfZGVjYXkYEyABKAESFQoNZGV0ZXJtaW5pc3RpYxgUIAEoCBIVCg10cmFpbl9zZWNvbmRzGBUgASgBEg8KB2NvbnRleHQYFiABKA1CCwoJX21vbWVudHVtSgQIARACSgQIBhAHImAKBkJ1ZGdldBISCgptYXhfcGFyYW1zGAEgASgEEhUKDXRpbWVfYnVkZ2V0X3MYAiABKAESFwoPbWVtb3J5X2xpbWl0X21iGAMgASgNEhIKCmRlYWRsaW5lX3MYBCABKAEinQMKD0V2YWx1YXRlUmVxdWVzdBIQCgh0cmlhbF9pZBgBIAEoCRIOCgZydW5faWQYAiABKAkSJwoFbW9kZWwYAyABKAsyGC5yZXNlYXJjaC52MS5Nb2RlbFNvdXJjZRIpCgdkYXRhc2V0GAQgASgLMhgucmVzZWFyY2gudjEuRGF0YXNldFNwZWMSIwoGcmVjaXBlGAUgASgLMhMucmVzZWFyY2gudjEuUmVjaXBlEg0KBXNlZWRzGAYgASgNEhEKCWJhc2Vfc2VlZBgHIAEoDRIOCgZ0YXJnZXQYCCABKAESIwoGYnVkZ2V0GAkgASgLMhMucmVzZWFyY2gudjEuQnVkZ2V0EhUKDWV2YWx1YXRlX3Rlc3QYCiABKAgSFAoMa2VlcF93ZWlnaHRzGAsgASgIEhIKCndlaWdodHNfb2YYDCABKAkSIwoGbWV0cmljGA0gASgOMhMucmVzZWFyY2gudjEuTWV0cmljEhcKD2lkZW1wb3RlbmN5X2tleRgOIAEoCRIZChFtZWFzdXJlX2luZmVyZW5jZRgPIAEoCCJ3CgpEZXZpY2VJbmZvEgwKBGtpbmQYASABKAkSDAoEbmFtZRgCIAEoCRIVCg10b3JjaF92ZXJzaW9uGAMgASgJEhEKCXNhbmRib3hlZBgEIAEoCBIMCgRncHVzGAUgASgNEhUKDWdwdV9tZW1vcnlfbWIYBiABKAQiUwoHU3RhcnRlZBInCgZkZXZpY2UYASABKAsyFy5yZXNlYXJjaC52MS5EZXZpY2VJbmZvEg0KBXNlZWRzGAIgASgNEhAKCHF1ZXVlZF9zGAMgASgBIsEBCg1FcG9jaFByb2dyZXNzEgwKBHNlZWQYASABKA0SDQoFZXBvY2gYAiABKA0SDgoGZXBvY2hzGAMgASgNEhIKCnRyYWluX2xvc3MYBCABKAESFgoOdHJhaW5fYWNjdXJhY3kYBSABKAESEAoIdmFsX2xvc3MYBiABKAESFAoMdmFsX2FjY3VyYWN5GAcgASgBEgoKAmxyGAggASgBEg8KB3NlY29uZHMYCSABKAESEgoKdmFsX21ldHJpYxgKIAEoASJ+CgxTZWVkRmluaXNoZWQSDAoEc2VlZBgBIAEoDRIUCgx2YWxfYWNjdXJhY3kYAiABKAESDwoHc2Vjb25kcxgDIAEoARIlCgdmYWlsdXJlGAQgASgLMhQucmVzZWFyY2gudjEuRmFpbHVyZRISCgp2YWxfbWV0cmljGAUgASgBIlwKC01ldHJpY1N0YXRzEgwKBG1lYW4YASABKAESCwoDc3RkGAIgASgBEg0KBWNpXzk1GAMgAygBEgsKA21pbhgEIAEoARILCgNtYXgYBSABKAESCQoBbhgGIAEoDSJjCgxDbGFzc01ldHJpY3MSEwoLY2xhc3NfaW5kZXgYASABKA0SEQoJcHJlY2lzaW9uGAIgASgBEg4KBnJlY2FsbBgDIAEoARIKCgJmMRgEIAEoARIPCgdzdXBwb3J0GAUgASgNIh4KDENvbmZ1c2lvblJvdxIOCgZjb3VudHMYASADKA0igwEKDUxlYXJuaW5nQ3VydmUSEgoKdHJhaW5fbG9zcxgBIAMoARIWCg50cmFpbl9hY2N1cmFjeRgCIAMoARIQCgh2YWxfbG9zcxgDIAMoARIUCgx2YWxfYWNjdXJhY3kYBCADKAESCgoCbHIYBSADKAESEgoKdmFsX21ldHJpYxgGIAMoASLOAwoKU2VlZFJlc3VsdBIMCgRzZWVkGAEgASgNEjUKB21ldHJpY3MYAiADKAsyJC5yZXNlYXJjaC52MS5TZWVkUmVzdWx0Lk1ldHJpY3NFbnRyeRIsCglwZXJfY2xhc3MYAyADKAsyGS5yZXNlYXJjaC52MS5DbGFzc01ldHJpY3MSMwoQY29uZnVzaW9uX21hdHJpeBgEIAMoCzIZLnJlc2VhcmNoLnYxLkNvbmZ1c2lvblJvdxIyCg5sZWFybmluZ19jdXJ2ZRgFIAEoCzIaLnJlc2VhcmNoLnYxLkxlYXJuaW5nQ3VydmUSDwoHc2Vjb25kcxgGIAEoARIdChVzZWNvbmRzX3RvX2ZpcnN0X3N0ZXAYByABKAESGAoQZXBvY2hzX2NvbXBsZXRlZBgIIAEoDRIUCgx2YWxfZXhhbXBsZXMYCSABKA0SFQoNdGVzdF9leGFtcGxlcxgKIAEoDRIOCgZzYW1wbGUYCyABKAkSLQoJaW5mZXJlbmNlGAwgASgLMhoucmVzZWFyY2gudjEuSW5mZXJlbmNlQ29zdBouCgxNZXRyaWNzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgBOgI4ASLCAQoNSW5mZXJlbmNlQ29zdBItCgdiYXRjaF8xGAEgASgLMhwucmVzZWFyY2gudjEuSW5mZXJlbmNlVGltaW5nEjAKCmJhdGNoX2V2YWwYAiABKAsyHC5yZXNlYXJjaC52MS5JbmZlcmVuY2VUaW1pbmcSGAoQZmxvcHNfcGVyX3NhbXBsZRgDIAEoBBI2ChBob3N0X2NwdV9iYXRjaF8xGAQgASgLMhwucmVzZWFyY2gudjEuSW5mZXJlbmNlVGltaW5nIoQBCg9JbmZlcmVuY2VUaW1pbmcSDQoFYmF0Y2gYASABKA0SEQoJbWVkaWFuX21zGAIgASgBEg4KBnA5MF9tcxgDIAEoARIPCgdyZXBlYXRzGAQgASgNEhsKDnBlYWtfbWVtb3J5X21iGAUgASgBSACIAQFCEQoPX3BlYWtfbWVtb3J5X21iIiwKC092ZXJmaXR0aW5nEgsKA2dhcBgBIAEoARIQCghzZXZlcml0eRgCIAEoCSJGCgtDb252ZXJnZW5jZRINCgVzdGF0ZRgBIAEoCRIUCgxyZWNlbnRfc2xvcGUYAiABKAESEgoKYmVzdF9lcG9jaBgDIAEoDSKoBAoKRXZhbFJlc3VsdBI7CgphZ2dyZWdhdGVkGAEgAygLMicucmVzZWFyY2gudjEuRXZhbFJlc3VsdC5BZ2dyZWdhdGVkRW50cnkSLQoMc2VlZF9yZXN1bHRzGAIgAygLMhcucmVzZWFyY2gudjEuU2VlZFJlc3VsdBIRCgliZXN0X3NlZWQYAyABKA0SEQoJbnVtX3NlZWRzGAQgASgNEhUKDWdvYWxfYWNoaWV2ZWQYBSABKAgSLAoLZ29hbF9zdGF0dXMYBiABKA4yFy5yZXNlYXJjaC52MS5Hb2FsU3RhdHVzEg4KBnRhcmdldBgHIAEoARItCgtvdmVyZml0dGluZxgIIAEoCzIYLnJlc2VhcmNoLnYxLk92ZXJmaXR0aW5nEi0KC2NvbnZlcmdlbmNlGAkgASgLMhgucmVzZWFyY2gudjEuQ29udmVyZ2VuY2USDgoGcGFyYW1zGAogASgEEg8KB3NlY29uZHMYCyABKAESJwoGZGV2aWNlGAwgASgLMhcucmVzZWFyY2gudjEuRGV2aWNlSW5mbxITCgtudW1fY2xhc3NlcxgNIAEoDRITCgtjbGFzc19uYW1lcxgOIAMoCRIUCgx3ZWFrX2NsYXNzZXMYDyADKA0aSwoPQWdncmVnYXRlZEVudHJ5EgsKA2tleRgBIAEoCRInCgV2YWx1ZRgCIAEoCzIYLnJlc2VhcmNoLnYxLk1ldHJpY1N0YXRzOgI4ASL5AQoNRXZhbHVhdGVFdmVudBInCgdzdGFydGVkGAEgASgLMhQucmVzZWFyY2gudjEuU3RhcnRlZEgAEi4KCHByb2dyZXNzGAIgASgLMhoucmVzZWFyY2gudjEuRXBvY2hQcm9ncmVzc0gAEjIKDXNlZWRfZmluaXNoZWQYAyABKAsyGS5yZXNlYXJjaC52MS5TZWVkRmluaXNoZWRIABIpCgZyZXN1bHQYBCABKAsyFy5yZXNlYXJjaC52MS5FdmFsUmVzdWx0SAASJwoHZmFpbHVyZRgFIAEoCzIULnJlc2VhcmNoLnYxLkZhaWx1cmVIAEIHCgVldmVudCKvAQoQU3VtbWFyaXplUmVxdWVzdBInCgVtb2RlbBgBIAEoCzIYLnJlc2VhcmNoLnYxLk1vZGVsU291cmNlEhMKC2lucHV0X3NoYXBlGAIgAygNEhMKC251bV9jbGFzc2VzGAMgASgNEhMKC2lucHV0X2R0eXBlGAQgASgJEhIKCnZvY2FiX3NpemUYBSABKA0SHwoEdGFzaxgGIAEoDjIRLnJlc2VhcmNoLnYxLlRhc2siXAoJTGF5ZXJJbmZvEgwKBG5hbWUYASABKAkSDAoEdHlwZRgCIAEoCRIUCgxvdXRwdXRfc2hhcGUYAyADKAMSDgoGcGFyYW1zGAQgASgEEg0KBWZsb3BzGAUgASgEIvcBChFTdW1tYXJpemVSZXNwb25zZRIUCgx0b3RhbF9wYXJhbXMYASABKAQSGAoQdHJhaW5hYmxlX3BhcmFtcxgCIAEoBBINCgVmbG9wcxgDIAEoBBImCgZsYXllcnMYBCADKAsyFi5yZXNlYXJjaC52MS5MYXllckluZm8SFAoMb3V0cHV0X3NoYXBlGAUgAygDEg8KB3NpemVfbWIYBiABKAESJQoHZmFpbHVyZRgHIAEoCzIULnJlc2VhcmNoLnYxLkZhaWx1cmUSLQoJYXJndW1lbnRzGAggAygLMhoucmVzZWFyY2gudjEuTW9kZWxBcmd1bWVudCIPCg1IZWFsdGhSZXF1ZXN0IsEBCg5IZWFsdGhSZXNwb25zZRInCgZkZXZpY2UYASABKAsyFy5yZXNlYXJjaC52MS5EZXZpY2VJbmZvEg0KBXNsb3RzGAIgASgNEhIKCmZyZWVfc2xvdHMYAyABKA0SEwoLcXVldWVfZGVwdGgYBCABKA0SFQoNd29ya2Vyc19yZWFkeRgFIAEoDRIbChNldmFsdWF0aW9uc19zdGFydGVkGAYgASgEEhoKEmV2YWx1YXRpb25zX2pvaW5lZBgHIAEoBCI8Cg9EZXNjcmliZVJlcXVlc3QSKQoHZGF0YXNldBgBIAEoCzIYLnJlc2VhcmNoLnYxLkRhdGFzZXRTcGVjIvsBCgtEYXRhc2V0SW5mbxIMCgRuYW1lGAEgASgJEhMKC2lucHV0X3NoYXBlGAIgAygNEhMKC251bV9jbGFzc2VzGAMgASgNEhMKC2NsYXNzX25hbWVzGAQgAygJEhMKC2lucHV0X2R0eXBlGAUgASgJEhIKCnZvY2FiX3NpemUYBiABKA0SDwoHbl90cmFpbhgHIAEoDRINCgVuX3ZhbBgIIAEoDRIOCgZuX3Rlc3QYCSABKA0SJQoHZmFpbHVyZRgKIAEoCzIULnJlc2VhcmNoLnYxLkZhaWx1cmUSHwoEdGFzaxgLIAEoDjIRLnJlc2VhcmNoLnYxLlRhc2siywEKDVNjcmlwdFJlcXVlc3QSLQoIbGFuZ3VhZ2UYBSABKA4yGy5yZXNlYXJjaC52MS5TY3JpcHRMYW5ndWFnZRIOCgZzb3VyY2UYAiABKAkSEQoJdGltZW91dF9zGAMgASgBEjQKBWZpbGVzGAQgAygLMiUucmVzZWFyY2gudjEuU2NyaXB0UmVxdWVzdC5GaWxlc0VudHJ5GiwKCkZpbGVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUoECAEQAiLOAQoMU2NyaXB0UmVzdWx0EhEKCWV4aXRfY29kZRgBIAEoBRIOCgZzdGRvdXQYAiABKAkSEQoJdGltZWRfb3V0GAMgASgIEiUKB2ZhaWx1cmUYBCABKAsyFC5yZXNlYXJjaC52MS5GYWlsdXJlEjMKBWZpbGVzGAUgAygLMiQucmVzZWFyY2gudjEuU2NyaXB0UmVzdWx0LkZpbGVzRW50cnkaLAoKRmlsZXNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIjIKDldlaWdodHNSZXF1ZXN0Eg4KBnJ1bl9pZBgBIAEoCRIQCgh0cmlhbF9pZBgCIAEoCSI4CgxXZWlnaHRzQ2h1bmsSDAoEc2VlZBgBIAEoDRIMCgRzaXplGAIgASgEEgwKBGRhdGEYAyABKAwqdQoMQXJndW1lbnRLaW5kEh0KGUFSR1VNRU5UX0tJTkRfVU5TUEVDSUZJRUQQABIVChFBUkdVTUVOVF9LSU5EX0lOVBABEhcKE0FSR1VNRU5UX0tJTkRfRkxPQVQQAhIWChJBUkdVTUVOVF9LSU5EX0JPT0wQAypnCgRUYXNrEhQKEFRBU0tfVU5TUEVDSUZJRUQQABIXChNUQVNLX0NMQVNTSUZJQ0FUSU9OEAESEwoPVEFTS19SRUdSRVNTSU9OEAISGwoXVEFTS19MQU5HVUFHRV9NT0RFTExJTkcQAypiCglPcHRpbWl6ZXISGQoVT1BUSU1JWkVSX1VOU1BFQ0lGSUVEEAASEgoOT1BUSU1JWkVSX0FEQU0QARITCg9PUFRJTUlaRVJfQURBTVcQAhIRCg1PUFRJTUlaRVJfU0dEEAMqdgoIU2NoZWR1bGUSGAoUU0NIRURVTEVfVU5TUEVDSUZJRUQQABIRCg1TQ0hFRFVMRV9OT05FEAESEQoNU0NIRURVTEVfU1RFUBACEhMKD1NDSEVEVUxFX0NPU0lORRADEhUKEVNDSEVEVUxFX09ORUNZQ0xFEAQqfwoGTWV0cmljEhYKEk1FVFJJQ19VTlNQRUNJRklFRBAAEhMKD01FVFJJQ19BQ0NVUkFDWRABEg8KC01FVFJJQ19STVNFEAISDgoKTUVUUklDX01BRRADEg0KCU1FVFJJQ19SMhAEEhgKFE1FVFJJQ19CSVRTX1BFUl9CWVRFEAUqlAEKCkdvYWxTdGF0dXMSGwoXR09BTF9TVEFUVVNfVU5TUEVDSUZJRUQQABIYChRHT0FMX1NUQVRVU19BQ0hJRVZFRBABEhYKEkdPQUxfU1RBVFVTX0xJS0VMWRACEhwKGEdPQUxfU1RBVFVTX05PVF9BQ0hJRVZFRBADEhkKFUdPQUxfU1RBVFVTX05PX1RBUkdFVBAEKmcKDlNjcmlwdExhbmd1YWdlEh8KG1NDUklQVF9MQU5HVUFHRV9VTlNQRUNJRklFRBAAEhoKFlNDUklQVF9MQU5HVUFHRV9QWVRIT04QARIYChRTQ1JJUFRfTEFOR1VBR0VfQkFTSBACMvgDCg1SdW5uZXJTZXJ2aWNlEkYKCEV2YWx1YXRlEhwucmVzZWFyY2gudjEuRXZhbHVhdGVSZXF1ZXN0GhoucmVzZWFyY2gudjEuRXZhbHVhdGVFdmVudDABEkoKCVN1bW1hcml6ZRIdLnJlc2VhcmNoLnYxLlN1bW1hcml6ZVJlcXVlc3QaHi5yZXNlYXJjaC52MS5TdW1tYXJpemVSZXNwb25zZRJBCgZIZWFsdGgSGi5yZXNlYXJjaC52MS5IZWFsdGhSZXF1ZXN0GhsucmVzZWFyY2gudjEuSGVhbHRoUmVzcG9uc2USQgoIRGVzY3JpYmUSHC5yZXNlYXJjaC52MS5EZXNjcmliZVJlcXVlc3QaGC5yZXNlYXJjaC52MS5EYXRhc2V0SW5mbxJCCglSdW5TY3JpcHQSGi5yZXNlYXJjaC52MS5TY3JpcHRSZXF1ZXN0GhkucmVzZWFyY2gudjEuU2NyaXB0UmVzdWx0EkgKDEZldGNoV2VpZ2h0cxIbLnJlc2VhcmNoLnYxLldlaWdodHNSZXF1ZXN0GhkucmVzZWFyY2gudjEuV2VpZ2h0c0NodW5rMAESPgoGQ2FuY2VsEhoucmVzZWFyY2gudjEuQ2FuY2VsUmVxdWVzdBoYLnJlc2VhcmNoLnYxLkNhbmNlbFJlcGx5YgZwcm90bzM", [file_research_v1_common]);
+  fileDesc("ChhyZXNlYXJjaC92MS9ydW5uZXIucHJvdG8SC3Jlc2VhcmNoLnYxIigKDUNhbmNlbFJlcXVlc3QSFwoPaWRlbXBvdGVuY3lfa2V5GAEgASgJIiAKC0NhbmNlbFJlcGx5EhEKCWNhbmNlbGxlZBgBIAEoCCLYAQoLTW9kZWxTb3VyY2USDAoEY29kZRgBIAEoCRISCgpjbGFzc19uYW1lGAIgASgJEhwKEGluaXRfa3dhcmdzX2pzb24YAyABKAlCAhgBEj0KC2luaXRfa3dhcmdzGAQgAygLMigucmVzZWFyY2gudjEuTW9kZWxTb3VyY2UuSW5pdEt3YXJnc0VudHJ5GkoKD0luaXRLd2FyZ3NFbnRyeRILCgNrZXkYASABKAkSJgoFdmFsdWUYAiABKAsyFy5yZXNlYXJjaC52MS5Ld2FyZ1ZhbHVlOgI4ASI3CgpLd2FyZ1ZhbHVlEhAKBm51bWJlchgBIAEoAUgAEg4KBGZsYWcYAiABKAhIAEIHCgV2YWx1ZSJdCg1Nb2RlbEFyZ3VtZW50EgwKBG5hbWUYASABKAkSJwoEa2luZBgCIAEoDjIZLnJlc2VhcmNoLnYxLkFyZ3VtZW50S2luZBIVCg1kZWZhdWx0X3ZhbHVlGAMgASgBIuwBCgtEYXRhc2V0U3BlYxIMCgRuYW1lGAEgASgJEhAKCGRhdGFfZGlyGAIgASgJEg4KBnN1YnNldBgDIAEoDRIUCgx2YWxfZnJhY3Rpb24YBCABKAESEgoKc3BsaXRfc2VlZBgFIAEoDRIVCg10YXJnZXRfY29sdW1uGAYgASgJEg0KBXNoYXBlGAcgAygNEhMKC251bV9jbGFzc2VzGAggASgNEhIKCmRpZmZpY3VsdHkYCSABKAESEwoLdGVzdF9zdWJzZXQYCiABKA0SHwoEdGFzaxgLIAEoDjIRLnJlc2VhcmNoLnYxLlRhc2siPgoHQXVnbWVudBINCgVoZmxpcBgBIAEoCBIUCgxjcm9wX3BhZGRpbmcYAiABKA0SDgoGY3V0b3V0GAMgASgNIuYDCgZSZWNpcGUSKQoJb3B0aW1pemVyGBEgASgOMhYucmVzZWFyY2gudjEuT3B0aW1pemVyEgoKAmxyGAIgASgBEhUKCG1vbWVudHVtGAMgASgBSACIAQESEAoIbmVzdGVyb3YYBCABKAgSFAoMd2VpZ2h0X2RlY2F5GAUgASgBEicKCHNjaGVkdWxlGBIgASgOMhUucmVzZWFyY2gudjEuU2NoZWR1bGUSFQoNd2FybXVwX2Vwb2NocxgHIAEoARIRCglzdGVwX3NpemUYCCABKA0SDQoFZ2FtbWEYCSABKAESFwoPbGFiZWxfc21vb3RoaW5nGAogASgBEhEKCWdyYWRfY2xpcBgLIAEoARISCgpiYXRjaF9zaXplGAwgASgNEg4KBmVwb2NocxgNIAEoDRIlCgdhdWdtZW50GA4gASgLMhQucmVzZWFyY2gudjEuQXVnbWVudBILCgNhbXAYDyABKAgSFQoNY2hhbm5lbHNfbGFzdBgQIAEoCBIRCgllbWFfZGVjYXkYEyABKAESFQoNZGV0ZXJtaW5pc3RpYxgUIAEoCBIVCg10cmFpbl9zZWNvbmRzGBUgASgBEg8KB2NvbnRleHQYFiABKA1CCwoJX21vbWVudHVtSgQIARACSgQIBhAHImAKBkJ1ZGdldBISCgptYXhfcGFyYW1zGAEgASgEEhUKDXRpbWVfYnVkZ2V0X3MYAiABKAESFwoPbWVtb3J5X2xpbWl0X21iGAMgASgNEhIKCmRlYWRsaW5lX3MYBCABKAEinQMKD0V2YWx1YXRlUmVxdWVzdBIQCgh0cmlhbF9pZBgBIAEoCRIOCgZydW5faWQYAiABKAkSJwoFbW9kZWwYAyABKAsyGC5yZXNlYXJjaC52MS5Nb2RlbFNvdXJjZRIpCgdkYXRhc2V0GAQgASgLMhgucmVzZWFyY2gudjEuRGF0YXNldFNwZWMSIwoGcmVjaXBlGAUgASgLMhMucmVzZWFyY2gudjEuUmVjaXBlEg0KBXNlZWRzGAYgASgNEhEKCWJhc2Vfc2VlZBgHIAEoDRIOCgZ0YXJnZXQYCCABKAESIwoGYnVkZ2V0GAkgASgLMhMucmVzZWFyY2gudjEuQnVkZ2V0EhUKDWV2YWx1YXRlX3Rlc3QYCiABKAgSFAoMa2VlcF93ZWlnaHRzGAsgASgIEhIKCndlaWdodHNfb2YYDCABKAkSIwoGbWV0cmljGA0gASgOMhMucmVzZWFyY2gudjEuTWV0cmljEhcKD2lkZW1wb3RlbmN5X2tleRgOIAEoCRIZChFtZWFzdXJlX2luZmVyZW5jZRgPIAEoCCJ3CgpEZXZpY2VJbmZvEgwKBGtpbmQYASABKAkSDAoEbmFtZRgCIAEoCRIVCg10b3JjaF92ZXJzaW9uGAMgASgJEhEKCXNhbmRib3hlZBgEIAEoCBIMCgRncHVzGAUgASgNEhUKDWdwdV9tZW1vcnlfbWIYBiABKAQiUwoHU3RhcnRlZBInCgZkZXZpY2UYASABKAsyFy5yZXNlYXJjaC52MS5EZXZpY2VJbmZvEg0KBXNlZWRzGAIgASgNEhAKCHF1ZXVlZF9zGAMgASgBIsEBCg1FcG9jaFByb2dyZXNzEgwKBHNlZWQYASABKA0SDQoFZXBvY2gYAiABKA0SDgoGZXBvY2hzGAMgASgNEhIKCnRyYWluX2xvc3MYBCABKAESFgoOdHJhaW5fYWNjdXJhY3kYBSABKAESEAoIdmFsX2xvc3MYBiABKAESFAoMdmFsX2FjY3VyYWN5GAcgASgBEgoKAmxyGAggASgBEg8KB3NlY29uZHMYCSABKAESEgoKdmFsX21ldHJpYxgKIAEoASJ+CgxTZWVkRmluaXNoZWQSDAoEc2VlZBgBIAEoDRIUCgx2YWxfYWNjdXJhY3kYAiABKAESDwoHc2Vjb25kcxgDIAEoARIlCgdmYWlsdXJlGAQgASgLMhQucmVzZWFyY2gudjEuRmFpbHVyZRISCgp2YWxfbWV0cmljGAUgASgBIlwKC01ldHJpY1N0YXRzEgwKBG1lYW4YASABKAESCwoDc3RkGAIgASgBEg0KBWNpXzk1GAMgAygBEgsKA21pbhgEIAEoARILCgNtYXgYBSABKAESCQoBbhgGIAEoDSJjCgxDbGFzc01ldHJpY3MSEwoLY2xhc3NfaW5kZXgYASABKA0SEQoJcHJlY2lzaW9uGAIgASgBEg4KBnJlY2FsbBgDIAEoARIKCgJmMRgEIAEoARIPCgdzdXBwb3J0GAUgASgNIh4KDENvbmZ1c2lvblJvdxIOCgZjb3VudHMYASADKA0igwEKDUxlYXJuaW5nQ3VydmUSEgoKdHJhaW5fbG9zcxgBIAMoARIWCg50cmFpbl9hY2N1cmFjeRgCIAMoARIQCgh2YWxfbG9zcxgDIAMoARIUCgx2YWxfYWNjdXJhY3kYBCADKAESCgoCbHIYBSADKAESEgoKdmFsX21ldHJpYxgGIAMoASLOAwoKU2VlZFJlc3VsdBIMCgRzZWVkGAEgASgNEjUKB21ldHJpY3MYAiADKAsyJC5yZXNlYXJjaC52MS5TZWVkUmVzdWx0Lk1ldHJpY3NFbnRyeRIsCglwZXJfY2xhc3MYAyADKAsyGS5yZXNlYXJjaC52MS5DbGFzc01ldHJpY3MSMwoQY29uZnVzaW9uX21hdHJpeBgEIAMoCzIZLnJlc2VhcmNoLnYxLkNvbmZ1c2lvblJvdxIyCg5sZWFybmluZ19jdXJ2ZRgFIAEoCzIaLnJlc2VhcmNoLnYxLkxlYXJuaW5nQ3VydmUSDwoHc2Vjb25kcxgGIAEoARIdChVzZWNvbmRzX3RvX2ZpcnN0X3N0ZXAYByABKAESGAoQZXBvY2hzX2NvbXBsZXRlZBgIIAEoDRIUCgx2YWxfZXhhbXBsZXMYCSABKA0SFQoNdGVzdF9leGFtcGxlcxgKIAEoDRIOCgZzYW1wbGUYCyABKAkSLQoJaW5mZXJlbmNlGAwgASgLMhoucmVzZWFyY2gudjEuSW5mZXJlbmNlQ29zdBouCgxNZXRyaWNzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgBOgI4ASLCAQoNSW5mZXJlbmNlQ29zdBItCgdiYXRjaF8xGAEgASgLMhwucmVzZWFyY2gudjEuSW5mZXJlbmNlVGltaW5nEjAKCmJhdGNoX2V2YWwYAiABKAsyHC5yZXNlYXJjaC52MS5JbmZlcmVuY2VUaW1pbmcSGAoQZmxvcHNfcGVyX3NhbXBsZRgDIAEoBBI2ChBob3N0X2NwdV9iYXRjaF8xGAQgASgLMhwucmVzZWFyY2gudjEuSW5mZXJlbmNlVGltaW5nIoQBCg9JbmZlcmVuY2VUaW1pbmcSDQoFYmF0Y2gYASABKA0SEQoJbWVkaWFuX21zGAIgASgBEg4KBnA5MF9tcxgDIAEoARIPCgdyZXBlYXRzGAQgASgNEhsKDnBlYWtfbWVtb3J5X21iGAUgASgBSACIAQFCEQoPX3BlYWtfbWVtb3J5X21iIiwKC092ZXJmaXR0aW5nEgsKA2dhcBgBIAEoARIQCghzZXZlcml0eRgCIAEoCSJGCgtDb252ZXJnZW5jZRINCgVzdGF0ZRgBIAEoCRIUCgxyZWNlbnRfc2xvcGUYAiABKAESEgoKYmVzdF9lcG9jaBgDIAEoDSKoBAoKRXZhbFJlc3VsdBI7CgphZ2dyZWdhdGVkGAEgAygLMicucmVzZWFyY2gudjEuRXZhbFJlc3VsdC5BZ2dyZWdhdGVkRW50cnkSLQoMc2VlZF9yZXN1bHRzGAIgAygLMhcucmVzZWFyY2gudjEuU2VlZFJlc3VsdBIRCgliZXN0X3NlZWQYAyABKA0SEQoJbnVtX3NlZWRzGAQgASgNEhUKDWdvYWxfYWNoaWV2ZWQYBSABKAgSLAoLZ29hbF9zdGF0dXMYBiABKA4yFy5yZXNlYXJjaC52MS5Hb2FsU3RhdHVzEg4KBnRhcmdldBgHIAEoARItCgtvdmVyZml0dGluZxgIIAEoCzIYLnJlc2VhcmNoLnYxLk92ZXJmaXR0aW5nEi0KC2NvbnZlcmdlbmNlGAkgASgLMhgucmVzZWFyY2gudjEuQ29udmVyZ2VuY2USDgoGcGFyYW1zGAogASgEEg8KB3NlY29uZHMYCyABKAESJwoGZGV2aWNlGAwgASgLMhcucmVzZWFyY2gudjEuRGV2aWNlSW5mbxITCgtudW1fY2xhc3NlcxgNIAEoDRITCgtjbGFzc19uYW1lcxgOIAMoCRIUCgx3ZWFrX2NsYXNzZXMYDyADKA0aSwoPQWdncmVnYXRlZEVudHJ5EgsKA2tleRgBIAEoCRInCgV2YWx1ZRgCIAEoCzIYLnJlc2VhcmNoLnYxLk1ldHJpY1N0YXRzOgI4ASL5AQoNRXZhbHVhdGVFdmVudBInCgdzdGFydGVkGAEgASgLMhQucmVzZWFyY2gudjEuU3RhcnRlZEgAEi4KCHByb2dyZXNzGAIgASgLMhoucmVzZWFyY2gudjEuRXBvY2hQcm9ncmVzc0gAEjIKDXNlZWRfZmluaXNoZWQYAyABKAsyGS5yZXNlYXJjaC52MS5TZWVkRmluaXNoZWRIABIpCgZyZXN1bHQYBCABKAsyFy5yZXNlYXJjaC52MS5FdmFsUmVzdWx0SAASJwoHZmFpbHVyZRgFIAEoCzIULnJlc2VhcmNoLnYxLkZhaWx1cmVIAEIHCgVldmVudCKvAQoQU3VtbWFyaXplUmVxdWVzdBInCgVtb2RlbBgBIAEoCzIYLnJlc2VhcmNoLnYxLk1vZGVsU291cmNlEhMKC2lucHV0X3NoYXBlGAIgAygNEhMKC251bV9jbGFzc2VzGAMgASgNEhMKC2lucHV0X2R0eXBlGAQgASgJEhIKCnZvY2FiX3NpemUYBSABKA0SHwoEdGFzaxgGIAEoDjIRLnJlc2VhcmNoLnYxLlRhc2siXAoJTGF5ZXJJbmZvEgwKBG5hbWUYASABKAkSDAoEdHlwZRgCIAEoCRIUCgxvdXRwdXRfc2hhcGUYAyADKAMSDgoGcGFyYW1zGAQgASgEEg0KBWZsb3BzGAUgASgEIvcBChFTdW1tYXJpemVSZXNwb25zZRIUCgx0b3RhbF9wYXJhbXMYASABKAQSGAoQdHJhaW5hYmxlX3BhcmFtcxgCIAEoBBINCgVmbG9wcxgDIAEoBBImCgZsYXllcnMYBCADKAsyFi5yZXNlYXJjaC52MS5MYXllckluZm8SFAoMb3V0cHV0X3NoYXBlGAUgAygDEg8KB3NpemVfbWIYBiABKAESJQoHZmFpbHVyZRgHIAEoCzIULnJlc2VhcmNoLnYxLkZhaWx1cmUSLQoJYXJndW1lbnRzGAggAygLMhoucmVzZWFyY2gudjEuTW9kZWxBcmd1bWVudCIPCg1IZWFsdGhSZXF1ZXN0IsEBCg5IZWFsdGhSZXNwb25zZRInCgZkZXZpY2UYASABKAsyFy5yZXNlYXJjaC52MS5EZXZpY2VJbmZvEg0KBXNsb3RzGAIgASgNEhIKCmZyZWVfc2xvdHMYAyABKA0SEwoLcXVldWVfZGVwdGgYBCABKA0SFQoNd29ya2Vyc19yZWFkeRgFIAEoDRIbChNldmFsdWF0aW9uc19zdGFydGVkGAYgASgEEhoKEmV2YWx1YXRpb25zX2pvaW5lZBgHIAEoBCI8Cg9EZXNjcmliZVJlcXVlc3QSKQoHZGF0YXNldBgBIAEoCzIYLnJlc2VhcmNoLnYxLkRhdGFzZXRTcGVjIvsBCgtEYXRhc2V0SW5mbxIMCgRuYW1lGAEgASgJEhMKC2lucHV0X3NoYXBlGAIgAygNEhMKC251bV9jbGFzc2VzGAMgASgNEhMKC2NsYXNzX25hbWVzGAQgAygJEhMKC2lucHV0X2R0eXBlGAUgASgJEhIKCnZvY2FiX3NpemUYBiABKA0SDwoHbl90cmFpbhgHIAEoDRINCgVuX3ZhbBgIIAEoDRIOCgZuX3Rlc3QYCSABKA0SJQoHZmFpbHVyZRgKIAEoCzIULnJlc2VhcmNoLnYxLkZhaWx1cmUSHwoEdGFzaxgLIAEoDjIRLnJlc2VhcmNoLnYxLlRhc2siywEKDVNjcmlwdFJlcXVlc3QSLQoIbGFuZ3VhZ2UYBSABKA4yGy5yZXNlYXJjaC52MS5TY3JpcHRMYW5ndWFnZRIOCgZzb3VyY2UYAiABKAkSEQoJdGltZW91dF9zGAMgASgBEjQKBWZpbGVzGAQgAygLMiUucmVzZWFyY2gudjEuU2NyaXB0UmVxdWVzdC5GaWxlc0VudHJ5GiwKCkZpbGVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUoECAEQAiLOAQoMU2NyaXB0UmVzdWx0EhEKCWV4aXRfY29kZRgBIAEoBRIOCgZzdGRvdXQYAiABKAkSEQoJdGltZWRfb3V0GAMgASgIEiUKB2ZhaWx1cmUYBCABKAsyFC5yZXNlYXJjaC52MS5GYWlsdXJlEjMKBWZpbGVzGAUgAygLMiQucmVzZWFyY2gudjEuU2NyaXB0UmVzdWx0LkZpbGVzRW50cnkaLAoKRmlsZXNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIjIKDldlaWdodHNSZXF1ZXN0Eg4KBnJ1bl9pZBgBIAEoCRIQCgh0cmlhbF9pZBgCIAEoCSI4CgxXZWlnaHRzQ2h1bmsSDAoEc2VlZBgBIAEoDRIMCgRzaXplGAIgASgEEgwKBGRhdGEYAyABKAwqdQoMQXJndW1lbnRLaW5kEh0KGUFSR1VNRU5UX0tJTkRfVU5TUEVDSUZJRUQQABIVChFBUkdVTUVOVF9LSU5EX0lOVBABEhcKE0FSR1VNRU5UX0tJTkRfRkxPQVQQAhIWChJBUkdVTUVOVF9LSU5EX0JPT0wQAypnCgRUYXNrEhQKEFRBU0tfVU5TUEVDSUZJRUQQABIXChNUQVNLX0NMQVNTSUZJQ0FUSU9OEAESEwoPVEFTS19SRUdSRVNTSU9OEAISGwoXVEFTS19MQU5HVUFHRV9NT0RFTExJTkcQAypiCglPcHRpbWl6ZXISGQoVT1BUSU1JWkVSX1VOU1BFQ0lGSUVEEAASEgoOT1BUSU1JWkVSX0FEQU0QARITCg9PUFRJTUlaRVJfQURBTVcQAhIRCg1PUFRJTUlaRVJfU0dEEAMqdgoIU2NoZWR1bGUSGAoUU0NIRURVTEVfVU5TUEVDSUZJRUQQABIRCg1TQ0hFRFVMRV9OT05FEAESEQoNU0NIRURVTEVfU1RFUBACEhMKD1NDSEVEVUxFX0NPU0lORRADEhUKEVNDSEVEVUxFX09ORUNZQ0xFEAQqfwoGTWV0cmljEhYKEk1FVFJJQ19VTlNQRUNJRklFRBAAEhMKD01FVFJJQ19BQ0NVUkFDWRABEg8KC01FVFJJQ19STVNFEAISDgoKTUVUUklDX01BRRADEg0KCU1FVFJJQ19SMhAEEhgKFE1FVFJJQ19CSVRTX1BFUl9CWVRFEAUqlAEKCkdvYWxTdGF0dXMSGwoXR09BTF9TVEFUVVNfVU5TUEVDSUZJRUQQABIYChRHT0FMX1NUQVRVU19BQ0hJRVZFRBABEhYKEkdPQUxfU1RBVFVTX0xJS0VMWRACEhwKGEdPQUxfU1RBVFVTX05PVF9BQ0hJRVZFRBADEhkKFUdPQUxfU1RBVFVTX05PX1RBUkdFVBAEKmcKDlNjcmlwdExhbmd1YWdlEh8KG1NDUklQVF9MQU5HVUFHRV9VTlNQRUNJRklFRBAAEhoKFlNDUklQVF9MQU5HVUFHRV9QWVRIT04QARIYChRTQ1JJUFRfTEFOR1VBR0VfQkFTSBACMvgDCg1SdW5uZXJTZXJ2aWNlEkYKCEV2YWx1YXRlEhwucmVzZWFyY2gudjEuRXZhbHVhdGVSZXF1ZXN0GhoucmVzZWFyY2gudjEuRXZhbHVhdGVFdmVudDABEkoKCVN1bW1hcml6ZRIdLnJlc2VhcmNoLnYxLlN1bW1hcml6ZVJlcXVlc3QaHi5yZXNlYXJjaC52MS5TdW1tYXJpemVSZXNwb25zZRJBCgZIZWFsdGgSGi5yZXNlYXJjaC52MS5IZWFsdGhSZXF1ZXN0GhsucmVzZWFyY2gudjEuSGVhbHRoUmVzcG9uc2USQgoIRGVzY3JpYmUSHC5yZXNlYXJjaC52MS5EZXNjcmliZVJlcXVlc3QaGC5yZXNlYXJjaC52MS5EYXRhc2V0SW5mbxJCCglSdW5TY3JpcHQSGi5yZXNlYXJjaC52MS5TY3JpcHRSZXF1ZXN0GhkucmVzZWFyY2gudjEuU2NyaXB0UmVzdWx0EkgKDEZldGNoV2VpZ2h0cxIbLnJlc2VhcmNoLnYxLldlaWdodHNSZXF1ZXN0GhkucmVzZWFyY2gudjEuV2VpZ2h0c0NodW5rMAESPgoGQ2FuY2VsEhoucmVzZWFyY2gudjEuQ2FuY2VsUmVxdWVzdBoYLnJlc2VhcmNoLnYxLkNhbmNlbFJlcGx5YgZwcm90bzM", [file_research_v1_common]);
 
 /**
  * @generated from message research.v1.CancelRequest
@@ -68,11 +68,19 @@ export type ModelSource = Message<"research.v1.ModelSource"> & {
   className: string;
 
   /**
-   * Keyword arguments for the constructor, as a JSON object (user-authored).
+   * Requests stored before init_kwargs was typed carry the arguments here, as a JSON object.
    *
-   * @generated from field: string init_kwargs_json = 3;
+   * @generated from field: string init_kwargs_json = 3 [deprecated = true];
+   * @deprecated
    */
   initKwargsJson: string;
+
+  /**
+   * Keyword arguments for the constructor (user-authored).
+   *
+   * @generated from field: map<string, research.v1.KwargValue> init_kwargs = 4;
+   */
+  initKwargs: { [key: string]: KwargValue };
 };
 
 /**
@@ -81,6 +89,37 @@ export type ModelSource = Message<"research.v1.ModelSource"> & {
  */
 export const ModelSourceSchema: GenMessage<ModelSource> = /*@__PURE__*/
   messageDesc(file_research_v1_runner, 2);
+
+/**
+ * A constructor's keyword argument: a number or a boolean.
+ *
+ * @generated from message research.v1.KwargValue
+ */
+export type KwargValue = Message<"research.v1.KwargValue"> & {
+  /**
+   * @generated from oneof research.v1.KwargValue.value
+   */
+  value: {
+    /**
+     * @generated from field: double number = 1;
+     */
+    value: number;
+    case: "number";
+  } | {
+    /**
+     * @generated from field: bool flag = 2;
+     */
+    value: boolean;
+    case: "flag";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message research.v1.KwargValue.
+ * Use `create(KwargValueSchema)` to create a new message.
+ */
+export const KwargValueSchema: GenMessage<KwargValue> = /*@__PURE__*/
+  messageDesc(file_research_v1_runner, 3);
 
 /**
  * A keyword argument of a model's constructor whose default is a number or a
@@ -112,7 +151,7 @@ export type ModelArgument = Message<"research.v1.ModelArgument"> & {
  * Use `create(ModelArgumentSchema)` to create a new message.
  */
 export const ModelArgumentSchema: GenMessage<ModelArgument> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 3);
+  messageDesc(file_research_v1_runner, 4);
 
 /**
  * @generated from message research.v1.DatasetSpec
@@ -198,7 +237,7 @@ export type DatasetSpec = Message<"research.v1.DatasetSpec"> & {
  * Use `create(DatasetSpecSchema)` to create a new message.
  */
 export const DatasetSpecSchema: GenMessage<DatasetSpec> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 4);
+  messageDesc(file_research_v1_runner, 5);
 
 /**
  * @generated from message research.v1.Augment
@@ -225,7 +264,7 @@ export type Augment = Message<"research.v1.Augment"> & {
  * Use `create(AugmentSchema)` to create a new message.
  */
 export const AugmentSchema: GenMessage<Augment> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 5);
+  messageDesc(file_research_v1_runner, 6);
 
 /**
  * @generated from message research.v1.Recipe
@@ -359,7 +398,7 @@ export type Recipe = Message<"research.v1.Recipe"> & {
  * Use `create(RecipeSchema)` to create a new message.
  */
 export const RecipeSchema: GenMessage<Recipe> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 6);
+  messageDesc(file_research_v1_runner, 7);
 
 /**
  * @generated from message research.v1.Budget
@@ -402,7 +441,7 @@ export type Budget = Message<"research.v1.Budget"> & {
  * Use `create(BudgetSchema)` to create a new message.
  */
 export const BudgetSchema: GenMessage<Budget> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 7);
+  messageDesc(file_research_v1_runner, 8);
 
 /**
  * @generated from message research.v1.EvaluateRequest
@@ -516,7 +555,7 @@ export type EvaluateRequest = Message<"research.v1.EvaluateRequest"> & {
  * Use `create(EvaluateRequestSchema)` to create a new message.
  */
 export const EvaluateRequestSchema: GenMessage<EvaluateRequest> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 8);
+  messageDesc(file_research_v1_runner, 9);
 
 /**
  * @generated from message research.v1.DeviceInfo
@@ -562,7 +601,7 @@ export type DeviceInfo = Message<"research.v1.DeviceInfo"> & {
  * Use `create(DeviceInfoSchema)` to create a new message.
  */
 export const DeviceInfoSchema: GenMessage<DeviceInfo> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 9);
+  messageDesc(file_research_v1_runner, 10);
 
 /**
  * @generated from message research.v1.Started
@@ -591,7 +630,7 @@ export type Started = Message<"research.v1.Started"> & {
  * Use `create(StartedSchema)` to create a new message.
  */
 export const StartedSchema: GenMessage<Started> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 10);
+  messageDesc(file_research_v1_runner, 11);
 
 /**
  * @generated from message research.v1.EpochProgress
@@ -656,7 +695,7 @@ export type EpochProgress = Message<"research.v1.EpochProgress"> & {
  * Use `create(EpochProgressSchema)` to create a new message.
  */
 export const EpochProgressSchema: GenMessage<EpochProgress> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 11);
+  messageDesc(file_research_v1_runner, 12);
 
 /**
  * @generated from message research.v1.SeedFinished
@@ -695,7 +734,7 @@ export type SeedFinished = Message<"research.v1.SeedFinished"> & {
  * Use `create(SeedFinishedSchema)` to create a new message.
  */
 export const SeedFinishedSchema: GenMessage<SeedFinished> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 12);
+  messageDesc(file_research_v1_runner, 13);
 
 /**
  * @generated from message research.v1.MetricStats
@@ -741,7 +780,7 @@ export type MetricStats = Message<"research.v1.MetricStats"> & {
  * Use `create(MetricStatsSchema)` to create a new message.
  */
 export const MetricStatsSchema: GenMessage<MetricStats> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 13);
+  messageDesc(file_research_v1_runner, 14);
 
 /**
  * @generated from message research.v1.ClassMetrics
@@ -778,7 +817,7 @@ export type ClassMetrics = Message<"research.v1.ClassMetrics"> & {
  * Use `create(ClassMetricsSchema)` to create a new message.
  */
 export const ClassMetricsSchema: GenMessage<ClassMetrics> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 14);
+  messageDesc(file_research_v1_runner, 15);
 
 /**
  * @generated from message research.v1.ConfusionRow
@@ -795,7 +834,7 @@ export type ConfusionRow = Message<"research.v1.ConfusionRow"> & {
  * Use `create(ConfusionRowSchema)` to create a new message.
  */
 export const ConfusionRowSchema: GenMessage<ConfusionRow> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 15);
+  messageDesc(file_research_v1_runner, 16);
 
 /**
  * @generated from message research.v1.LearningCurve
@@ -839,7 +878,7 @@ export type LearningCurve = Message<"research.v1.LearningCurve"> & {
  * Use `create(LearningCurveSchema)` to create a new message.
  */
 export const LearningCurveSchema: GenMessage<LearningCurve> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 16);
+  messageDesc(file_research_v1_runner, 17);
 
 /**
  * @generated from message research.v1.SeedResult
@@ -925,7 +964,7 @@ export type SeedResult = Message<"research.v1.SeedResult"> & {
  * Use `create(SeedResultSchema)` to create a new message.
  */
 export const SeedResultSchema: GenMessage<SeedResult> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 17);
+  messageDesc(file_research_v1_runner, 18);
 
 /**
  * @generated from message research.v1.InferenceCost
@@ -963,7 +1002,7 @@ export type InferenceCost = Message<"research.v1.InferenceCost"> & {
  * Use `create(InferenceCostSchema)` to create a new message.
  */
 export const InferenceCostSchema: GenMessage<InferenceCost> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 18);
+  messageDesc(file_research_v1_runner, 19);
 
 /**
  * @generated from message research.v1.InferenceTiming
@@ -1006,7 +1045,7 @@ export type InferenceTiming = Message<"research.v1.InferenceTiming"> & {
  * Use `create(InferenceTimingSchema)` to create a new message.
  */
 export const InferenceTimingSchema: GenMessage<InferenceTiming> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 19);
+  messageDesc(file_research_v1_runner, 20);
 
 /**
  * @generated from message research.v1.Overfitting
@@ -1032,7 +1071,7 @@ export type Overfitting = Message<"research.v1.Overfitting"> & {
  * Use `create(OverfittingSchema)` to create a new message.
  */
 export const OverfittingSchema: GenMessage<Overfitting> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 20);
+  messageDesc(file_research_v1_runner, 21);
 
 /**
  * @generated from message research.v1.Convergence
@@ -1064,7 +1103,7 @@ export type Convergence = Message<"research.v1.Convergence"> & {
  * Use `create(ConvergenceSchema)` to create a new message.
  */
 export const ConvergenceSchema: GenMessage<Convergence> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 21);
+  messageDesc(file_research_v1_runner, 22);
 
 /**
  * @generated from message research.v1.EvalResult
@@ -1153,7 +1192,7 @@ export type EvalResult = Message<"research.v1.EvalResult"> & {
  * Use `create(EvalResultSchema)` to create a new message.
  */
 export const EvalResultSchema: GenMessage<EvalResult> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 22);
+  messageDesc(file_research_v1_runner, 23);
 
 /**
  * @generated from message research.v1.EvaluateEvent
@@ -1200,7 +1239,7 @@ export type EvaluateEvent = Message<"research.v1.EvaluateEvent"> & {
  * Use `create(EvaluateEventSchema)` to create a new message.
  */
 export const EvaluateEventSchema: GenMessage<EvaluateEvent> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 23);
+  messageDesc(file_research_v1_runner, 24);
 
 /**
  * @generated from message research.v1.SummarizeRequest
@@ -1251,7 +1290,7 @@ export type SummarizeRequest = Message<"research.v1.SummarizeRequest"> & {
  * Use `create(SummarizeRequestSchema)` to create a new message.
  */
 export const SummarizeRequestSchema: GenMessage<SummarizeRequest> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 24);
+  messageDesc(file_research_v1_runner, 25);
 
 /**
  * @generated from message research.v1.LayerInfo
@@ -1288,7 +1327,7 @@ export type LayerInfo = Message<"research.v1.LayerInfo"> & {
  * Use `create(LayerInfoSchema)` to create a new message.
  */
 export const LayerInfoSchema: GenMessage<LayerInfo> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 25);
+  messageDesc(file_research_v1_runner, 26);
 
 /**
  * @generated from message research.v1.SummarizeResponse
@@ -1345,7 +1384,7 @@ export type SummarizeResponse = Message<"research.v1.SummarizeResponse"> & {
  * Use `create(SummarizeResponseSchema)` to create a new message.
  */
 export const SummarizeResponseSchema: GenMessage<SummarizeResponse> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 26);
+  messageDesc(file_research_v1_runner, 27);
 
 /**
  * @generated from message research.v1.HealthRequest
@@ -1358,7 +1397,7 @@ export type HealthRequest = Message<"research.v1.HealthRequest"> & {
  * Use `create(HealthRequestSchema)` to create a new message.
  */
 export const HealthRequestSchema: GenMessage<HealthRequest> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 27);
+  messageDesc(file_research_v1_runner, 28);
 
 /**
  * @generated from message research.v1.HealthResponse
@@ -1408,7 +1447,7 @@ export type HealthResponse = Message<"research.v1.HealthResponse"> & {
  * Use `create(HealthResponseSchema)` to create a new message.
  */
 export const HealthResponseSchema: GenMessage<HealthResponse> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 28);
+  messageDesc(file_research_v1_runner, 29);
 
 /**
  * @generated from message research.v1.DescribeRequest
@@ -1425,7 +1464,7 @@ export type DescribeRequest = Message<"research.v1.DescribeRequest"> & {
  * Use `create(DescribeRequestSchema)` to create a new message.
  */
 export const DescribeRequestSchema: GenMessage<DescribeRequest> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 29);
+  messageDesc(file_research_v1_runner, 30);
 
 /**
  * @generated from message research.v1.DatasetInfo
@@ -1500,7 +1539,7 @@ export type DatasetInfo = Message<"research.v1.DatasetInfo"> & {
  * Use `create(DatasetInfoSchema)` to create a new message.
  */
 export const DatasetInfoSchema: GenMessage<DatasetInfo> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 30);
+  messageDesc(file_research_v1_runner, 31);
 
 /**
  * @generated from message research.v1.ScriptRequest
@@ -1537,7 +1576,7 @@ export type ScriptRequest = Message<"research.v1.ScriptRequest"> & {
  * Use `create(ScriptRequestSchema)` to create a new message.
  */
 export const ScriptRequestSchema: GenMessage<ScriptRequest> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 31);
+  messageDesc(file_research_v1_runner, 32);
 
 /**
  * @generated from message research.v1.ScriptResult
@@ -1586,7 +1625,7 @@ export type ScriptResult = Message<"research.v1.ScriptResult"> & {
  * Use `create(ScriptResultSchema)` to create a new message.
  */
 export const ScriptResultSchema: GenMessage<ScriptResult> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 32);
+  messageDesc(file_research_v1_runner, 33);
 
 /**
  * @generated from message research.v1.WeightsRequest
@@ -1608,7 +1647,7 @@ export type WeightsRequest = Message<"research.v1.WeightsRequest"> & {
  * Use `create(WeightsRequestSchema)` to create a new message.
  */
 export const WeightsRequestSchema: GenMessage<WeightsRequest> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 33);
+  messageDesc(file_research_v1_runner, 34);
 
 /**
  * A piece of one seed's kept weights: a torch.save'd state_dict of the
@@ -1642,7 +1681,7 @@ export type WeightsChunk = Message<"research.v1.WeightsChunk"> & {
  * Use `create(WeightsChunkSchema)` to create a new message.
  */
 export const WeightsChunkSchema: GenMessage<WeightsChunk> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 34);
+  messageDesc(file_research_v1_runner, 35);
 
 /**
  * @generated from enum research.v1.ArgumentKind
