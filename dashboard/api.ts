@@ -162,6 +162,17 @@ export interface RunDetail extends RunSummary {
   against_start: AgainstStart | null;
   /** What the run started from in past runs: its trials whose configs came from there (a warm start), in the order proposed; empty for a cold start. */
   warm_start: WarmStartRow[];
+  /** The results of past runs the planner's surrogate held as prior observations; null when it held none. */
+  past_prior: PastPrior | null;
+}
+
+/** Past runs' results in the surrogate's prior: each weighs 1/2 x exp(-distance of its dataset), each of this run's own 1. */
+export interface PastPrior {
+  /** Proposals the policy or an LLM made with them in the planner's input. */
+  trials: number;
+  /** The most past results at once, and their summed weight then. */
+  observations: number;
+  weight: number;
 }
 
 /** A trial of this run whose config is a past run's trial's, evaluated again here (agents/planner/policy.ts, warm starts). */
@@ -177,6 +188,8 @@ export interface WarmStartRow {
 export interface PastTrial {
   run_id: string;
   trial_id: string;
+  /** How much its dataset is like this run's (1/2 x exp(-distance)); null in runs recorded before weights were. */
+  weight: number | null;
 }
 
 /** best - trial 0 over the seeds both trained with (Student's t on the per-seed differences). */

@@ -15,7 +15,7 @@ import type { EpochProgress, MetricStats } from "../proto/gen/research/v1/runner
 import { chosenBest, decisionName, inferenceJson, verdictName } from "../lineage-store/report.js";
 import { baselineComparison } from "../lineage-store/baseline.js";
 import type { Objective } from "../core/objective.js";
-import { applyToRunState, bestTrial, boundOf, confusionOf, failureLabelOf, inFlightCount, isBaseline, isTerminal, metricCurves, paramsOf, rungOf, scoreOf, standing, surfaceOf, trialFailure, trialStatus, valMetricOf, type RunState, type TrialState } from "../swarm/run-state.js";
+import { applyToRunState, bestTrial, boundOf, confusionOf, failureLabelOf, inFlightCount, isBaseline, isTerminal, metricCurves, paramsOf, pastPriorOf, rungOf, scoreOf, standing, surfaceOf, trialFailure, trialStatus, valMetricOf, type RunState, type TrialState } from "../swarm/run-state.js";
 import type { BestSoFarPoint, EpochJson, Fidelity, HeldOutTest, Interval, InterventionRow, LlmUse, ObjectiveJson, RunDetail, RunStatusText, RunSummary, SeedCurves, TrialDetail, TrialRow, WarmStartRow } from "./api.js";
 
 /** One run as the source keeps it: the fold, and what the fold leaves out. */
@@ -202,9 +202,11 @@ function warmStartOf(s: RunState): WarmStartRow[] {
     const t = s.trials.get(id)!;
     const from = t.proposed?.informedBy ?? [];
     if (!from.length) return [];
-    return [{ trial_id: id, past: from.map((p) => ({ run_id: runOfTrial(p), trial_id: p })), val: valInterval(t), verdict: t.judged ? verdictName(t.judged.verdict) : null }];
+    const weights = t.proposed!.informedWeights;
+    return [{ trial_id: id, past: from.map((p, i) => ({ run_id: runOfTrial(p), trial_id: p, weight: weights[i] ?? null })), val: valInterval(t), verdict: t.judged ? verdictName(t.judged.verdict) : null }];
   });
 }
+
 
 /** After each judged trial, in judged order: the best accepted bound so far, in the metric's units (from the first accepted trial on). */
 function bestSoFar(v: RunView): BestSoFarPoint[] {
@@ -301,6 +303,7 @@ export function runDetail(v: RunView, nowMs = Date.now()): RunDetail {
     report_path: v.state.runFinished?.reportPath || null,
     against_start: baselineComparison(s, chosenBest(s, s.runFinished), s.runFinished?.testResult),
     warm_start: warmStartOf(s),
+    past_prior: pastPriorOf(s) ?? null,
   };
 }
 

@@ -8,7 +8,7 @@ import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { bestRule, hypothesisOutcome, intervalBasis, whyBest, type HypothesisOutcome } from "../core/ranking.js";
 import { formatChange, formatMetric, objective, reaches, type Objective } from "../core/objective.js";
-import { bestTrial, isPromotion, metricCurves, paramsOf, rankedTrials, scoreOf, standing, surfaceOf, trialFailure, trialStatus, valMetricOf, type RunState, type TrialState } from "../swarm/run-state.js";
+import { bestTrial, isPromotion, metricCurves, paramsOf, pastPriorOf, rankedTrials, scoreOf, standing, surfaceOf, trialFailure, trialStatus, valMetricOf, type RunState, type TrialState } from "../swarm/run-state.js";
 import { labelName } from "../core/failure.js";
 import { points, pp } from "../core/format.js";
 import { DECISION, INTERVENTION_KIND, RUN_STATUS, VERDICT, type DecisionName, type VerdictName } from "../core/enums.js";
@@ -128,6 +128,8 @@ function trialRow(t: TrialState, position: number) {
     adopted_concepts: t.proposed?.adoptedConcepts ?? [],
     // Past trials (of other runs) whose configs it starts from: a warm start, evaluated here.
     informed_by: t.proposed?.informedBy ?? [],
+    // Each one's weight (1/2 x exp(-distance of its dataset)), in the same order; empty in runs recorded before weights were.
+    informed_weights: t.proposed?.informedWeights ?? [],
     params: paramsOf(t) ?? null,
     val_accuracy: statsJson(acc),
     num_seeds: t.evaluated?.result?.numSeeds ?? null,
@@ -525,6 +527,8 @@ function reportJson(state: RunState, finished: RunFinished, rows: TrialRow[], be
     surfaces: surfaceStats(rows, state.objective),
     timeline: timeline(state, finished, timing),
     research: briefUse(state, rows),
+    // Past runs' results in the planner's surrogate as prior observations (null: none).
+    past_prior: pastPriorOf(state) ?? null,
     llm: llmUse(state),
     interventions: interventionsOf(state),
     settings: s
@@ -741,10 +745,18 @@ function markdownOf(state: RunState, finished: RunFinished, j: Report["json"]): 
   }
 
   const warm = j.trials.filter((r) => r.informed_by.length);
-  if (warm.length) {
+  const prior = j.past_prior;
+  if (warm.length || prior) {
     out.push("## Warm start", "");
-    out.push("Trials that start from a past run's config on this dataset (launch --no-warm-start turns this off). Each was evaluated here; no past score counts as this run's.", "");
-    out.push(...table(["trial", "from past trials", "here: val (mean ± 95% CI)", "verdict"], warm.map((r) => [`\`${r.trial_id}\``, r.informed_by.map((id) => `\`${id}\``).join(", "), meanPlusMinus(r.val_accuracy, o), r.verdict ?? "—"])), "");
+    out.push("What this run took from past runs (launch --no-warm-start turns this off). A past result weighs 1/2 x exp(-d), d the distance between its dataset and this run's (0: the same description); each of this run's own results weighs 1. No past score counts as this run's.", "");
+    if (prior) {
+      out.push(`- The surrogate held up to ${prior.observations} past results as prior observations (summed weight ${prior.weight.toFixed(2)}) when it proposed ${prior.trials} of this run's trials.`, "");
+    }
+    if (warm.length) {
+      const from = (r: (typeof warm)[number]) => r.informed_by.map((id, i) => `\`${id}\`${r.informed_weights[i] === undefined ? "" : ` (weight ${r.informed_weights[i]!.toFixed(2)})`}`).join(", ");
+      out.push("Trials that start from a past run's config, each evaluated here:", "");
+      out.push(...table(["trial", "from past trials", "here: val (mean ± 95% CI)", "verdict"], warm.map((r) => [`\`${r.trial_id}\``, from(r), meanPlusMinus(r.val_accuracy, o), r.verdict ?? "—"])), "");
+    }
   }
 
   out.push("## LLM use", "");

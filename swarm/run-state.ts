@@ -544,3 +544,14 @@ export function runSoFar(state: RunState, status: RunStatus, reason: string, now
     bestTrialId: bestTrial(state)?.id ?? "",
   });
 }
+
+/**
+ * The results of past runs the planner's surrogate held as prior observations (TrialProposed.past_observations):
+ * how many proposals were planned with them, and the most at once with their summed weight then. Undefined when none.
+ */
+export function pastPriorOf(s: RunState): { trials: number; observations: number; weight: number } | undefined {
+  const planned = [...s.trials.values()].flatMap((t) => (t.proposed && t.proposed.pastObservations > 0 ? [t.proposed] : []));
+  if (!planned.length) return undefined;
+  const most = planned.reduce((a, b) => (b.pastObservations > a.pastObservations ? b : a));
+  return { trials: planned.length, observations: most.pastObservations, weight: most.pastWeight };
+}

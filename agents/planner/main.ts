@@ -144,10 +144,13 @@ async function propose(ctx: AgentContext, input: PlanInput, index: number, built
     return;
   }
   const proposer = answer.model ? `llm:${answer.model}` : `${state.settings?.planner || "builtin"}${answer.fallbackReason ? " (LLM fallback)" : ""}`;
-  await publishProposal(ctx, state, index, answer.value, proposer, answer.model ? PROMPT.version : "");
+  const past = input.pastObservations ?? [];
+  const prior = { pastObservations: past.length, pastWeight: past.reduce((s, o) => s + (o.weight ?? 1), 0) };
+  await publishProposal(ctx, state, index, answer.value, proposer, answer.model ? PROMPT.version : "", prior);
 }
 
-async function publishProposal(ctx: AgentContext, state: RunState, index: number, p: Proposal, proposer: string, promptVersion: string): Promise<void> {
+/** `prior`: the past results in the surrogate's prior when the policy or an LLM proposed it; none for a promotion or a person's trial. */
+async function publishProposal(ctx: AgentContext, state: RunState, index: number, p: Proposal, proposer: string, promptVersion: string, prior?: { pastObservations: number; pastWeight: number }): Promise<void> {
   const id = trialId(state.runId, index);
   // What the trial adopts from the briefs is read from its configs against its parent's, whoever proposed it.
   const parent = p.parentIds[0] ? state.trials.get(p.parentIds[0]) : undefined;
@@ -173,7 +176,9 @@ async function publishProposal(ctx: AgentContext, state: RunState, index: number
         promptVersion,
         interventionId: p.interventionId ?? "",
         lastTraining: p.lastTraining ?? false,
-        informedBy: p.informedBy ?? [],
+        informedBy: (p.informedBy ?? []).map((x) => x.trialId),
+        informedWeights: (p.informedBy ?? []).map((x) => x.weight),
+        ...prior,
       },
     },
   });

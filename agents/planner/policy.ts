@@ -54,8 +54,8 @@ export interface Proposal {
   interventionId?: string;
   /** The run's last long training: nothing long fits after it, so nothing else starts beside it. */
   lastTraining?: boolean;
-  /** Past trials (of other runs) it starts from: a warm start (TrialProposed.informed_by). */
-  informedBy?: string[];
+  /** Past trials (of other runs) it starts from, each with its weight: a warm start (TrialProposed.informed_by). */
+  informedBy?: { trialId: string; weight: number }[];
 }
 
 /** A past run's config on this goal's data or data that looks the same, measured at this run's probe fidelity (the lineage's warm start). */
@@ -251,7 +251,7 @@ function warmStarts(input: PlanInput, count: number, space: ReturnType<typeof sp
       mutation: "warm_start",
       model: g.model,
       train: g.train,
-      informedBy: [past.trialId],
+      informedBy: [{ trialId: past.trialId, weight: past.weight }],
     });
   }
   return out;

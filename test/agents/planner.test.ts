@@ -203,7 +203,7 @@ describe("built-in planner", () => {
     const openEnded = (maxParams = 0) => ({ ...input([], maxParams), state: state([started({ parallel: 2 }, { dataset: "fashion-mnist", maxParams: BigInt(maxParams), target: 0, openEnded: true })]) });
     const warm = initialBuiltin({ ...openEnded(), pastConfigs }, 3);
     expect(warm.map((p) => p.mutation)).toEqual(["warm_start", "warm_start", "template"]);
-    expect(warm.map((p) => p.informedBy)).toEqual([["r-past-t007"], ["r-past-t002"], undefined]);
+    expect(warm.map((p) => p.informedBy)).toEqual([[{ trialId: "r-past-t007", weight: 0.5 }], [{ trialId: "r-past-t002", weight: 0.5 }], undefined]);
     expect(fingerprint(warm[0]!.model, warm[0]!.train)).toBe(fingerprint(c!.model, c!.train));
     // A probe like any template's: rung 0, one seed; its past score only ordered the candidates.
     expect(warm[0]).toMatchObject({ rung: 0, seeds: 1, parentIds: [] });
@@ -217,7 +217,7 @@ describe("built-in planner", () => {
     };
     // A limit the middle-sized past config meets and the largest does not.
     const limit = pastConfigs.map((p) => paramsOf(p.model)).sort((x, y) => x - y)[1]!;
-    const fitting = pastConfigs.filter((p) => paramsOf(p.model) <= limit).map((p) => [p.trialId]);
+    const fitting = pastConfigs.filter((p) => paramsOf(p.model) <= limit).map((p) => [{ trialId: p.trialId, weight: p.weight }]);
     expect(fitting).toHaveLength(2);
     const limited = initialBuiltin({ ...openEnded(limit), pastConfigs }, 3);
     expect(limited.filter((p) => p.mutation === "warm_start").map((p) => p.informedBy)).toEqual(fitting.slice(0, 2));

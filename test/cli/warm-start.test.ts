@@ -61,13 +61,21 @@ describe("a run in a workspace with past runs on its dataset", () => {
       expect(trialDetail(emptyView(warm.state), warm.state.order[0]!)?.informed_by).toEqual([from!.id]);
       // And its run page, what the run started from, with how each past config did here.
       const started = runDetail(emptyView(warm.state)).warm_start;
-      expect(started[0]).toMatchObject({ trial_id: warm.state.order[0], past: [{ run_id: cold.state.runId, trial_id: from!.id }] });
+      // The same dataset, described the same: distance 0, so half a result of this run's own.
+      expect(started[0]).toMatchObject({ trial_id: warm.state.order[0], past: [{ run_id: cold.state.runId, trial_id: from!.id, weight: 0.5 }] });
+      expect(warm.report).toContain(`\`${from!.id}\` (weight 0.50)`);
+      // The first run's judged probes were in the surrogate's prior, each at that weight.
+      const prior = runDetail(emptyView(warm.state)).past_prior;
+      expect(prior?.observations, "past results in the prior").toBeGreaterThan(0);
+      expect(prior?.weight).toBeCloseTo(prior!.observations * 0.5, 6);
+      expect(warm.report).toContain(`The surrogate held up to ${prior!.observations} past results as prior observations`);
       expect(started[0]!.val?.mean, "its score here").toBe(valMetricOf(warm.state.trials.get(warm.state.order[0]!)!)!.mean);
 
       const off = await launch("--no-warm-start");
       expect(firsts(off.state).map((p) => p.mutation)).toEqual([Mutation.TEMPLATE, Mutation.TEMPLATE]);
       expect(off.report).not.toContain("## Warm start");
       expect(runDetail(emptyView(off.state)).warm_start).toEqual([]);
+      expect(runDetail(emptyView(off.state)).past_prior).toBeNull();
     } finally {
       rmSync(workspace, { recursive: true, force: true });
     }

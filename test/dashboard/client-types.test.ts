@@ -34,6 +34,7 @@ const PAIRS: Record<string, string> = {
   RunDetail: "RunDetail",
   WarmStartRow: "WarmStartRow",
   PastTrial: "PastTrial",
+  PastPrior: "PastPrior",
   SeedCurves: "SeedCurves",
   ModelSummary: "TrialDetail.summary",
   LayerSummary: "TrialDetail.summary.layers[]",

@@ -39,7 +39,7 @@ export function RunPage({ runId }: { runId: string }) {
           <AgainstStartView o={o} run={r} c={r.against_start} />
         </Section>
       )}
-      {r.warm_start.length > 0 && (
+      {(r.warm_start.length > 0 || r.past_prior) && (
         <Section title="Started from past runs" wide testid="warm-start">
           <WarmStart o={o} run={r} />
         </Section>
@@ -441,36 +441,46 @@ function LlmTable({ run }: { run: RunDetail }) {
 function WarmStart({ o, run }: { o: Objective; run: RunDetail }) {
   return (
     <>
-      <p class="muted">A warm start: these configs did well in earlier runs on this data; each was trained and judged again here, and no past score counts in this run.</p>
-      <table class="grid" data-testid="warm-start-table">
-        <thead>
-          <tr>
-            <th>trial</th>
-            <th>config of</th>
-            <th>here</th>
-            <th>verdict</th>
-          </tr>
-        </thead>
-        <tbody>
-          {run.warm_start.map((w) => (
-            <tr key={w.trial_id}>
-              <td>
-                <a href={trialPath(run.run_id, w.trial_id)}>{shortId(w.trial_id)}</a>
-              </td>
-              <td>
-                {w.past.map((p, k) => (
-                  <>
-                    {k > 0 && ", "}
-                    <a href={trialPath(p.run_id, p.trial_id)}>{p.trial_id}</a>
-                  </>
-                ))}
-              </td>
-              <td>{w.val ? ci(o, w.val) : "–"}</td>
-              <td>{w.verdict ?? "–"}</td>
+      <p class="muted">
+        What this run took from past runs. A past result weighs ½·e<sup>−d</sup>, d the distance between its dataset and this one (0: the same description); each of this run's own results weighs 1. No past score counts in this run.
+      </p>
+      {run.past_prior && (
+        <p data-testid="past-prior">
+          The surrogate held up to {run.past_prior.observations} past results as prior observations (summed weight {run.past_prior.weight.toFixed(2)}) when it proposed {run.past_prior.trials} of this run's trials.
+        </p>
+      )}
+      {run.warm_start.length > 0 && (
+        <table class="grid" data-testid="warm-start-table">
+          <thead>
+            <tr>
+              <th>trial</th>
+              <th>config of</th>
+              <th>here</th>
+              <th>verdict</th>
             </tr>
-          ))}
-        </tbody>
-      </table>
+          </thead>
+          <tbody>
+            {run.warm_start.map((w) => (
+              <tr key={w.trial_id}>
+                <td>
+                  <a href={trialPath(run.run_id, w.trial_id)}>{shortId(w.trial_id)}</a>
+                </td>
+                <td>
+                  {w.past.map((p, k) => (
+                    <>
+                      {k > 0 && ", "}
+                      <a href={trialPath(p.run_id, p.trial_id)}>{p.trial_id}</a>
+                      {p.weight !== null && ` (weight ${p.weight.toFixed(2)})`}
+                    </>
+                  ))}
+                </td>
+                <td>{w.val ? ci(o, w.val) : "–"}</td>
+                <td>{w.verdict ?? "–"}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
     </>
   );
 }

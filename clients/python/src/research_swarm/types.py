@@ -265,6 +265,19 @@ class AgainstStart(_Json):
 class PastTrial(_Json):
     run_id: str
     trial_id: str
+    #: How much its dataset is like this run's (1/2 x exp(-distance)); None in runs recorded before weights were.
+    weight: float | None
+
+
+@dataclass(frozen=True)
+class PastPrior(_Json):
+    """Past runs' results in the surrogate's prior: each weighs 1/2 x exp(-distance of its dataset), each of the run's own 1."""
+
+    #: Proposals the policy or an LLM made with them in the planner's input.
+    trials: int
+    #: The most past results at once, and their summed weight then.
+    observations: int
+    weight: float
 
 
 @dataclass(frozen=True)
@@ -299,6 +312,8 @@ class RunDetail(RunSummary):
     against_start: AgainstStart | None
     #: What the run started from in past runs; empty for a cold start.
     warm_start: list[WarmStartRow]
+    #: Past runs' results in the planner's surrogate as prior observations; None when it held none.
+    past_prior: PastPrior | None
 
 
 @dataclass(frozen=True)
