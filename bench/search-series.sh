@@ -8,6 +8,8 @@
 #     the same --seed: a warm start from that run (issue 37), paired with it (cold against warm),
 #   - with --open-warm N, the open-ended run again in each of the first N open runs' workspaces,
 #     the same --seed and minutes: a warm start from it (issue 37's 30-minute pair),
+#   - with --digits-pairs N, issue 37's other data, N pairs of 5-minute digits runs, --seed i: one
+#     cold, one in the workspace of README run i, whose only past is that Fashion-MNIST run,
 #   - with --csv-pairs N, issue 37's misleading past, N pairs on a CSV (sklearn's 8x8 digits as a
 #     table, written to bench/out/csv/): a 5-minute run cold, a 3-minute run on the same table with
 #     its labels shuffled (--seed 100+i), then the 5-minute run again in that run's workspace, whose
@@ -19,22 +21,23 @@
 # command, seeds, load and outcome and the planner's whole-run promises checked on its stored
 # events, to bench/results/search-series-<commit>.json.
 #
-#   bash bench/search-series.sh [--open N] [--readme N] [--warm N] [--open-warm N] [--csv-pairs N] [--optuna N] [--minutes M]
+#   bash bench/search-series.sh [--open N] [--readme N] [--warm N] [--open-warm N] [--digits-pairs N] [--csv-pairs N] [--optuna N] [--minutes M]
 #
 # About 2.5 hours on two cores with the defaults. Nothing else should run beside it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-open=3 readme=3 warm=0 openwarm=0 csvpairs=0 optuna=1 minutes=30
+open=3 readme=3 warm=0 openwarm=0 digitspairs=0 csvpairs=0 optuna=1 minutes=30
 while [ $# -gt 0 ]; do
   case "$1" in
     --open) open="$2"; shift 2 ;;
     --readme) readme="$2"; shift 2 ;;
     --warm) warm="$2"; shift 2 ;;
     --open-warm) openwarm="$2"; shift 2 ;;
+    --digits-pairs) digitspairs="$2"; shift 2 ;;
     --csv-pairs) csvpairs="$2"; shift 2 ;;
     --optuna) optuna="$2"; shift 2 ;;
     --minutes) minutes="$2"; shift 2 ;;
-    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "search-series: unknown argument $1" >&2; exit 1 ;;
   esac
 done
@@ -78,6 +81,10 @@ for ((i = 0; i < openwarm; i++)); do
 done
 for ((i = 0; i < warm; i++)); do
   WS="$out/readme-$i-workspace" launch "warm-$i" "$i" --goal "fashion-mnist: reach 90% validation accuracy"
+done
+for ((i = 0; i < digitspairs; i++)); do
+  launch "digitscold-$i" "$i" --goal "digits: maximise accuracy" --time-budget 5m
+  WS="$out/readme-$i-workspace" launch "digitswarm-$i" "$i" --goal "digits: maximise accuracy" --time-budget 5m
 done
 if [ "$csvpairs" -gt 0 ]; then
   csv="$(pwd)/bench/out/csv"

@@ -32,7 +32,7 @@ interface Kept {
 }
 
 const kept: Kept[] = readdirSync(dir)
-  .filter((f) => /^(open|readme|warm|openwarm|csvcold|csvlure|csvwarm|optuna)-\d+\.json$/.test(f))
+  .filter((f) => /^(open|readme|warm|openwarm|digitscold|digitswarm|csvcold|csvlure|csvwarm|optuna)-\d+\.json$/.test(f))
   .sort()
   .map((f) => JSON.parse(readFileSync(join(dir, f), "utf8")));
 
@@ -88,23 +88,23 @@ const openPairs = openWarm.map((w) => {
     warm_test_ensemble: bestOf(w)?.test_ensemble ?? null,
   };
 });
+// Other data (issue 37): a digits run cold against the same run in a README run's workspace (Fashion-MNIST its only past), same --seed.
+const coldWarm = (coldPrefix: string, warmPrefix: string) =>
+  (runs.filter((r) => r.name.startsWith(warmPrefix)) as Run[]).map((w) => {
+    const cold = runs.find((r) => r.name === `${coldPrefix}${w.seed}`) as Run | undefined;
+    return { seed: w.seed, cold_best_val: bestOf(cold)?.val_mean ?? null, warm_best_val: bestOf(w)?.val_mean ?? null, cold_test_per_seed: bestOf(cold)?.test_per_seed ?? null, warm_test_per_seed: bestOf(w)?.test_per_seed ?? null };
+  });
+/** Test per seed, warm minus cold, over the pairs with both: a paired t interval. */
+const pairedTest = (pairs: { cold_test_per_seed: number | null; warm_test_per_seed: number | null }[]) => {
+  const both = pairs.filter((p) => p.cold_test_per_seed !== null && p.warm_test_per_seed !== null);
+  return both.length >= 2 ? pairedTTest(both.map((p) => p.cold_test_per_seed!), both.map((p) => p.warm_test_per_seed!)) : null;
+};
+const digitsPairs = coldWarm("digitscold-", "digitswarm-");
+const digitsPaired = pairedTest(digitsPairs);
 // The misleading past (issue 37): a CSV run cold against the same run in a workspace whose only past is a lookalike
 // with shuffled labels, same --seed; test accuracy per seed of each run's best, warm minus cold, with its paired interval.
-const csvCold = runs.filter((r) => r.name.startsWith("csvcold-")) as Run[];
-const csvPairs = (runs.filter((r) => r.name.startsWith("csvwarm-")) as Run[]).map((w) => {
-  const cold = csvCold.find((r) => r.seed === w.seed);
-  const lure = runs.find((r) => r.name === `csvlure-${w.seed}`) as Run | undefined;
-  return {
-    seed: w.seed,
-    lure_best_val: bestOf(lure)?.val_mean ?? null,
-    cold_best_val: bestOf(cold)?.val_mean ?? null,
-    warm_best_val: bestOf(w)?.val_mean ?? null,
-    cold_test_per_seed: bestOf(cold)?.test_per_seed ?? null,
-    warm_test_per_seed: bestOf(w)?.test_per_seed ?? null,
-  };
-});
-const csvBoth = csvPairs.filter((p) => p.cold_test_per_seed !== null && p.warm_test_per_seed !== null);
-const csvPaired = csvBoth.length >= 2 ? pairedTTest(csvBoth.map((p) => p.cold_test_per_seed!), csvBoth.map((p) => p.warm_test_per_seed!)) : null;
+const csvPairs = coldWarm("csvcold-", "csvwarm-").map((p) => ({ ...p, lure_best_val: bestOf(runs.find((r) => r.name === `csvlure-${p.seed}`) as Run | undefined)?.val_mean ?? null }));
+const csvPaired = pairedTest(csvPairs);
 const summary = {
   open_ended_test_ensemble: openEnsemble,
   open_ended_test_per_seed: openPerSeed,
@@ -112,6 +112,7 @@ const summary = {
   readme_goal_met: `${readme.filter((r) => "goal_met_at_s" in r && r.goal_met_at_s !== null).length} of ${readme.length}`,
   readme_seconds_to_goal: toGoal,
   ...(openWarm.length && { open_warm_pairs: openPairs }),
+  ...(digitsPairs.length && { other_data_pairs: digitsPairs, other_data_test_warm_minus_cold: digitsPaired }),
   ...(csvPairs.length && { misleading_past_pairs: csvPairs, misleading_past_test_warm_minus_cold: csvPaired }),
   ...(warm.length && { warm_start_pairs: pairs, warm_start_seconds_saved: saved, warm_goal_met: `${pairs.filter((p) => p.warm_s !== null).length} of ${pairs.length}` }),
   targets: {
@@ -125,6 +126,7 @@ const summary = {
     "warm open run ends higher than the cold run (best val), every pair": openPairs.length
       ? openPairs.every((p) => p.warm_best_val !== null && p.cold_best_val !== null && p.warm_best_val > p.cold_best_val)
       : null,
+    "a digits run whose past is Fashion-MNIST is no worse than cold beyond the paired 95% interval (test per seed)": digitsPaired ? digitsPaired.ci95[1] >= 0 : null,
     "a run whose past is misleading is no worse than cold beyond the paired 95% interval (test per seed)": csvPaired ? csvPaired.ci95[1] >= 0 : null,
     "README goal confirmed in <= 600 s in every run": readme.length ? readme.every((r) => "goal_met_at_s" in r && r.goal_met_at_s !== null && r.goal_met_at_s <= 600) : null,
   },
