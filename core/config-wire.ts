@@ -55,16 +55,16 @@ const enumNumber = (e: DescEnum, name: unknown) => {
 };
 const enumName = (e: DescEnum, n: JsonValue) => e.values.find((x) => x.number === n)?.localName.toLowerCase();
 
-/** One value of `f` in proto JSON, whatever its kind (lists and maps element by element). */
-function encodeField(f: DescField, v: unknown): JsonValue {
-  const one = (x: unknown): JsonValue => {
-    if (f.message) return encodeMessage(f.message, x);
-    if (f.enum) return enumNumber(f.enum, x);
-    return x as JsonValue;
-  };
+/** `one` applied to a field's value: to each element of a list or each value of a map. */
+function eachValue<U>(f: DescField, v: unknown, one: (x: unknown) => U): U | U[] | Record<string, U> {
   if (f.fieldKind === "list") return (v as unknown[]).map(one);
   if (f.fieldKind === "map") return Object.fromEntries(Object.entries(v as object).map(([k, x]) => [k, one(x)]));
   return one(v);
+}
+
+/** A field's value in proto JSON. */
+function encodeField(f: DescField, v: unknown): JsonValue {
+  return eachValue(f, v, (x): JsonValue => (f.message ? encodeMessage(f.message, x) : f.enum ? enumNumber(f.enum, x) : (x as JsonValue)));
 }
 
 function encodeMessage(desc: DescMessage, v: unknown): JsonObject {
@@ -79,14 +79,7 @@ function encodeMessage(desc: DescMessage, v: unknown): JsonObject {
 }
 
 function decodeField(f: DescField, v: JsonValue): unknown {
-  const one = (x: JsonValue): unknown => {
-    if (f.message) return decodeMessage(f.message, x as JsonObject);
-    if (f.enum) return enumName(f.enum, x);
-    return x;
-  };
-  if (f.fieldKind === "list") return (v as JsonValue[]).map(one);
-  if (f.fieldKind === "map") return Object.fromEntries(Object.entries(v as JsonObject).map(([k, x]) => [k, one(x)]));
-  return one(v);
+  return eachValue(f, v, (x) => (f.message ? decodeMessage(f.message, x as JsonObject) : f.enum ? enumName(f.enum, x as JsonValue) : x));
 }
 
 function decodeMessage(desc: DescMessage, v: JsonObject): unknown {
