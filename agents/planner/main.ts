@@ -22,8 +22,7 @@ import { loadPrompt } from "../../swarm/prompts.js";
 import { proposeWithLlm } from "./llm-policy.js";
 import { baselineProposals, planInputFor, POLICIES, probeFidelity, type PlanInput, type Proposal } from "./policy.js";
 import { decide } from "./decide.js";
-import { configFingerprint } from "./identity.js";
-import { pastEvidence, rowConfigs } from "./past-runs.js";
+import { pastEvidence, pastFailures } from "./past-runs.js";
 import { searchDevice } from "../../core/defaults.js";
 import { modelSpec, trainSpec } from "../../core/config-wire.js";
 
@@ -38,23 +37,16 @@ function learnsFrom(state: RunState): (runId: string) => boolean {
   return (runId) => from.size === 0 || from.has(runId);
 }
 
-/** Configs that failed in earlier trials of any run this one learns from, by fingerprint: the planner must not repeat them. */
+/** Configs that failed in earlier trials of any run this one learns from (past-runs.ts pastFailures): the planner must not repeat them. */
 async function failedInLineage(ctx: AgentContext, state: RunState): Promise<Set<string>> {
-  const out = new Set<string>();
-  if (state.settings?.noWarmStart) return out;
+  if (state.settings?.noWarmStart) return new Set();
   const learns = learnsFrom(state);
   const text = `${state.goal?.dataset ?? ""} ${state.goal?.rawText ?? ""}`.trim() || "trial";
   const res = await request(ctx.bus, { text, k: 50, status: TrialStatus.FAILED }).catch((err: unknown) => {
     ctx.log.warn({ err: (err as Error).message }, "lineage store not reachable; planning without past failures");
     return undefined;
   });
-  for (const t of res ?? []) {
-    if (!learns(t.runId)) continue;
-    const configs = rowConfigs(t);
-    // A row whose configs do not validate cannot match a candidate the planner would propose.
-    if (configs) out.add(configFingerprint(configs.model, configs.train));
-  }
-  return out;
+  return pastFailures(res ?? [], learns);
 }
 
 /**
@@ -203,6 +195,11 @@ async function proposeInitial(ctx: AgentContext, runId: string): Promise<void> {
     // Later initial proposals see the earlier ones, so an LLM does not repeat itself.
     const current = i === 0 ? input : { ...input, state: await ctx.runState(runId) };
     await propose(ctx, current, i, () => builtin[i - baseline.length]);
+  }
+  // No first trial at all: no judgement will come to end the run, so the judge ends it on this.
+  const after = await ctx.runState(runId);
+  if (after.order.length === 0 && !after.paused && !after.stopRequested) {
+    await ctx.emit("idle/0", { runId, body: { case: "plannerIdle", value: { reason: "no starting config fits the budgets", index: 0 } } });
   }
 }
 

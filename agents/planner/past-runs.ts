@@ -19,6 +19,8 @@ import { parseModelConfig, parseTrainConfig } from "../../core/model-config.js";
 import { datasetNamed } from "../../core/tasks/index.js";
 import type { TrialSummary } from "../../proto/gen/research/v1/lineage_pb.js";
 import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
+import { FailureLabel } from "../../proto/gen/research/v1/common_pb.js";
+import { configFingerprint } from "./identity.js";
 import type { DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
 import type { PastConfig } from "./policy.js";
 import { genomeFeatures, type Observation } from "./surrogate.js";
@@ -29,11 +31,41 @@ export const PAST_WEIGHT = 0.5;
 /** The farthest a past dataset may be for its configs to be proposed first: the same data, or data that looks the same. */
 export const WARM_START_DISTANCE = 0.5;
 
+/**
+ * The failures that say a config cannot train, whatever data it meets: it did not build, crashed,
+ * ran out of memory or time, diverged, or broke the sandbox. Not a score too low for its data
+ * (gate_miss: a lookalike dataset with shuffled labels fails every config that way, and learning
+ * that would bar this run's own templates), nor a trial pruned, cancelled or left without a runner.
+ */
+export const CONFIG_FAULTS: ReadonlySet<FailureLabel> = new Set([
+  FailureLabel.INVALID_CONFIG,
+  FailureLabel.CODEGEN_ERROR,
+  FailureLabel.SHAPE_ERROR,
+  FailureLabel.CRASH,
+  FailureLabel.OOM,
+  FailureLabel.NAN_LOSS,
+  FailureLabel.BUDGET_OVERRUN,
+  FailureLabel.SANDBOX_VIOLATION,
+  FailureLabel.ILLEGAL,
+]);
+
 /** A past trial's configs from its lineage row, validated once here: other runs' rows enter the planner only this way. */
 export function rowConfigs(row: Pick<TrialSummary, "model" | "train">): { model: ModelConfig; train: TrainConfig } | undefined {
   const model = parseModelConfig(modelOfSpec(row.model));
   const train = parseTrainConfig(trainOfSpec(row.train));
   return model.ok && train.ok ? { model: model.value, train: train.value } : undefined;
+}
+
+/** The fingerprints of configs that failed in past runs this one learns from, for a fault of the config: the planner does not propose them again. */
+export function pastFailures(rows: readonly TrialSummary[], learns: (runId: string) => boolean): Set<string> {
+  const out = new Set<string>();
+  for (const t of rows) {
+    if (!learns(t.runId) || !CONFIG_FAULTS.has(t.failureLabel)) continue;
+    const configs = rowConfigs(t);
+    // A row whose configs do not validate cannot match a candidate the planner would propose.
+    if (configs) out.add(configFingerprint(configs.model, configs.train));
+  }
+  return out;
 }
 
 const sameList = <T>(a: readonly T[], b: readonly T[]) => a.length === b.length && a.every((x, i) => x === b[i]);

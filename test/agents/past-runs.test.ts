@@ -1,7 +1,9 @@
 /** What a run takes from past runs (agents/planner/past-runs.ts): the distance between datasets, and the evidence it weighs by it. */
 import { describe, expect, it } from "vitest";
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
-import { datasetDistance, pastEvidence, PAST_WEIGHT, WARM_START_DISTANCE } from "../../agents/planner/past-runs.js";
+import { datasetDistance, pastEvidence, pastFailures, rowConfigs, PAST_WEIGHT, WARM_START_DISTANCE } from "../../agents/planner/past-runs.js";
+import { configFingerprint } from "../../agents/planner/identity.js";
+import { FailureLabel } from "../../proto/gen/research/v1/common_pb.js";
 import { DatasetInfoSchema, Task } from "../../proto/gen/research/v1/runner_pb.js";
 import { TrialSummarySchema } from "../../proto/gen/research/v1/lineage_pb.js";
 import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
@@ -37,6 +39,17 @@ describe("the distance between two datasets", () => {
 });
 
 describe("the evidence of past runs", () => {
+  it("remembers the configs that failed for a fault of their own, not those that scored too low or were stopped", () => {
+    const failed = (trialId: string, label: FailureLabel, runId = "p") =>
+      create(TrialSummarySchema, { trialId, runId, model: modelSpec({ name: trialId, layers: [{ type: "flatten" }, { type: "linear", out_features: 8 }] }), train: trainSpec({ epochs: 3 }), failureLabel: label });
+    const rows = [failed("crash", FailureLabel.CRASH), failed("oom", FailureLabel.OOM), failed("low", FailureLabel.GATE_MISS), failed("pruned", FailureLabel.PRUNED), failed("cancelled", FailureLabel.CANCELLED), failed("away", FailureLabel.RUNNER_UNAVAILABLE), failed("elsewhere", FailureLabel.CRASH, "forbidden")];
+    const fp = (name: string) => {
+      const c = rowConfigs(rows.find((r) => r.trialId === name)!)!;
+      return configFingerprint(c.model, c.train);
+    };
+    expect(pastFailures(rows, (r) => r !== "forbidden")).toEqual(new Set([fp("crash"), fp("oom")]));
+  });
+
   const train: TrainConfigInput = { optimizer: "adam", lr: 0.002, epochs: 3, subset: 10_000 };
   const row = (trialId: string, dataset: typeof FASHION, ciLow: number, over: { verdict?: Verdict; epochs?: number; runId?: string } = {}) =>
     create(TrialSummarySchema, {
