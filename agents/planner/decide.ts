@@ -23,6 +23,7 @@
  *    random draws (a run that drew 26 of them in its last six minutes, 21 pruned within
  *    seconds, never trained its best on the full split: test/fixtures/runs/fmnist-30min-open-c982011).
  */
+import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import { RUN_DEFAULTS } from "../../core/defaults.js";
 import { nothingFits } from "../../swarm/budget.js";
 import { lastTrainingInFlight, patienceOf, plateau, queuedProposals } from "../../swarm/run-state.js";
@@ -103,7 +104,10 @@ function choose(input: PlanInput, index: number): Move {
   if (promoting) return { kind: "wait", why: `nothing else fits before exploration ends; ${promoting.id}, a promotion in flight, may become the best to train last` };
   const p = lastTraining(input);
   if (p) return { kind: "promote", proposal: { ...p, rationale: `nothing else fits before exploration ends: ${p.rationale}` } };
-  return { kind: "nothing", why: "no trial fits the time left" };
+  // With nothing accepted there is nothing to edit or train long: the policy restarts from the
+  // starting templates, and when every one has been tried the run has nothing left to try.
+  const accepted = [...state.trials.values()].some((t) => t.judged?.verdict === Verdict.ACCEPT);
+  return { kind: "nothing", why: accepted ? "no trial fits the time left" : "no trial was accepted and every starting template has been tried" };
 }
 
 /** The move for trial `index`, the slot a judgement freed (trial P + its judged position). */

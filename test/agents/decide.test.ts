@@ -20,10 +20,11 @@ const FASHION = create(DatasetInfoSchema, { name: "fashion-mnist", inputShape: [
 /** The run's clock starts at 1 s (helpers.started). */
 const at = (liveS: number) => 1000 + liveS * 1000;
 
-const templates = initialBuiltin(planInputFor(state([started({ parallel: 2 }, { dataset: "fashion-mnist" })]), FASHION, 0, {}), 3);
+/** Every starting template the policy has for Fashion-MNIST on a CPU, in its order. */
+const templates = initialBuiltin(planInputFor(state([started({ parallel: 2 }, { dataset: "fashion-mnist" })]), FASHION, 0, {}), 99);
 
 /** A finished trial of template `k`: `seconds` a seed, at `rung` (30k x 3 above 0), `seeds` seeds of `valExamples` each. */
-function trial(id: string, k: number, mean: number, seconds: number, o: { rung?: number; parent?: string; seeds?: number; valExamples?: number } = {}): EventInit[] {
+function trial(id: string, k: number, mean: number, seconds: number, o: { rung?: number; parent?: string; seeds?: number; valExamples?: number; verdict?: Verdict } = {}): EventInit[] {
   const p = templates[k]!;
   const rung = o.rung ?? 0;
   const seeds = o.seeds ?? 1;
@@ -48,7 +49,7 @@ function trial(id: string, k: number, mean: number, seconds: number, o: { rung?:
       },
     },
     e,
-    { runId: RUN, trialId: id, body: { case: "trialJudged", value: { verdict: Verdict.ACCEPT, decision: Decision.ITERATE } } },
+    { runId: RUN, trialId: id, body: { case: "trialJudged", value: { verdict: o.verdict ?? Verdict.ACCEPT, decision: Decision.ITERATE } } },
   ];
 }
 
@@ -75,6 +76,11 @@ const proposalOf = (m: Move): Proposal => {
 };
 
 describe("exploring", () => {
+  it("says so when it stops because no trial was accepted and every starting template has been tried", () => {
+    const rejected = templates.flatMap((_, k) => trial(`t${k}`, k, 0.1, 10, { verdict: Verdict.REJECT }));
+    expect(decided(rejected, 100)).toEqual({ kind: "nothing", why: "no trial was accepted and every starting template has been tried" });
+  });
+
   it("promotes by ASHA and edits while each fits before exploration ends", () => {
     const m = decided([...[0, 1, 2].flatMap((k) => trial(`t${k}`, k, 0.85 + k / 100, 10))], 100);
     expect(m.kind).toBe("promote");
