@@ -131,7 +131,7 @@ export function modelSent(x: { model?: ModelSpec; modelConfigJson: string }): un
 
 /** What a message carries as its train config: typed, or an old event's JSON text; nothing sent is `{}` (every default). */
 export function trainSent(x: { train?: TrainSpec; trainConfigJson: string }): unknown {
-  return x.train ? trainOfSpec(x.train) : x.trainConfigJson ? legacy(x.trainConfigJson) : {};
+  return x.train ? trainOfSpec(x.train) : (legacy(x.trainConfigJson) ?? {});
 }
 
 /** What a BriefReady carries: the typed brief, or an old event's JSON text. */
@@ -141,8 +141,8 @@ export function briefSent(b: { brief?: BriefMessage; briefJson: string }): unkno
 
 /** A code model's constructor arguments as a request carries them (requests stored before: JSON text). */
 export function kwargsSent(m: ModelSource): unknown {
-  if (Object.keys(m.initKwargs).length || !m.initKwargsJson) return Object.fromEntries(Object.entries(m.initKwargs).map(([k, v]) => [k, v.value.value]));
-  return legacy(m.initKwargsJson);
+  if (!Object.keys(m.initKwargs).length && m.initKwargsJson) return legacy(m.initKwargsJson);
+  return Object.fromEntries(Object.entries(m.initKwargs).map(([k, v]) => [k, v.value.value]));
 }
 
 /** Constructor arguments as a request carries them. */

@@ -207,7 +207,6 @@ function warmStartOf(s: RunState): WarmStartRow[] {
   });
 }
 
-
 /** After each judged trial, in judged order: the best accepted bound so far, in the metric's units (from the first accepted trial on). */
 function bestSoFar(v: RunView): BestSoFarPoint[] {
   const judged = [...v.state.trials.values()].filter((t) => t.judged).sort((a, b) => a.judgedPosition! - b.judgedPosition!);

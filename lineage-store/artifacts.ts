@@ -72,7 +72,6 @@ function failureJson(f: Failure): JsonObject {
   return { label: labelName(f.label), message: f.message, traceback: f.traceback };
 }
 
-/** Config text is user- or LLM-authored JSON; text that doesn't parse is kept verbatim rather than lost. */
 /** A config as its trial was sent it (config-wire.ts); text is what an old event held that was not JSON. */
 function configYaml(value: unknown, what: string): string {
   return typeof value === "string" ? `# ${what} was not valid JSON; kept verbatim\n${toYaml(value)}` : toYaml(value ?? {});

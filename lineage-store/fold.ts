@@ -113,13 +113,17 @@ export function runRow(state: RunState): RunRow {
   };
 }
 
+/** A brief's title as its event carries it; undefined when an old event's text has none. */
+function briefTitle(brief: unknown): string | undefined {
+  return isRecord(brief) && typeof brief.summary_title === "string" ? brief.summary_title : undefined;
+}
+
 export function briefRow(e: Event): BriefRow | undefined {
   if (e.body.case !== "briefReady") return undefined;
   const b = e.body.value;
   const brief = briefSent(b);
-  const title = isRecord(brief) && typeof brief.summary_title === "string" ? brief.summary_title : "";
   return {
-    brief_id: b.briefId, run_id: e.runId, query: b.query, title, brief_json: asText(brief), author: b.author,
+    brief_id: b.briefId, run_id: e.runId, query: b.query, title: briefTitle(brief) ?? "", brief_json: asText(brief), author: b.author,
     created_at: ms(e),
   };
 }
@@ -199,8 +203,7 @@ export function eventText(e: Event, o: Objective = ACCURACY, forPeople = false):
       return `run ${e.runId} started: ${goal?.description || `${goal?.dataset} target ${(goal?.target ?? 0).toFixed(4)}`}${b.value.start ? `; starting from ${b.value.start.origin}` : ""}`;
     }
     case "briefReady": {
-      const brief = briefSent(b.value);
-      return `brief ready: ${isRecord(brief) && typeof brief.summary_title === "string" ? brief.summary_title : b.value.query}`;
+      return `brief ready: ${briefTitle(briefSent(b.value)) ?? b.value.query}`;
     }
     case "trialProposed":
       return `proposed [${b.value.mutation === Mutation.BASELINE ? "start" : (SURFACE.name(b.value.surface) ?? "")}] ${b.value.hypothesis}`;

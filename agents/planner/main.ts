@@ -196,11 +196,14 @@ async function proposeInitial(ctx: AgentContext, runId: string): Promise<void> {
     const current = i === 0 ? input : { ...input, state: await ctx.runState(runId) };
     await propose(ctx, current, i, () => builtin[i - baseline.length]);
   }
-  // No first trial at all: no judgement will come to end the run, so the judge ends it on this.
   const after = await ctx.runState(runId);
-  if (after.order.length === 0 && !after.paused && !after.stopRequested) {
-    await ctx.emit("idle/0", { runId, body: { case: "plannerIdle", value: { reason: "no starting config fits the budgets", index: 0 } } });
-  }
+  if (after.order.length === 0) await sayIdle(ctx, after, 0, "no starting config fits the budgets");
+}
+
+/** The planner proposes nothing for slot `index`: with nothing in flight no judgement will come to end the run, so the judge ends it on this. */
+async function sayIdle(ctx: AgentContext, state: RunState, index: number, reason: string): Promise<void> {
+  if (inFlight(state) || state.paused || state.stopRequested) return;
+  await ctx.emit(`idle/${index}`, { runId: state.runId, body: { case: "plannerIdle", value: { reason, index } } });
 }
 
 async function askWhenStalled(ctx: AgentContext, state: RunState, judged: TrialState): Promise<void> {
@@ -237,11 +240,7 @@ async function proposeAfter(ctx: AgentContext, state: RunState, judged: TrialSta
     case "nothing":
       if (move.broken) ctx.log.error({ index, broken: move.broken }, "the decision core held back a move that breaks the planner's promises");
       else ctx.log.info({ index, why: move.why }, "proposing nothing");
-      // With nothing in flight no judgement will come to end the run: the judge ends it on this.
-      if (!inFlight(state) && !state.paused && !state.stopRequested) {
-        await ctx.emit(`idle/${index}`, { runId: state.runId, body: { case: "plannerIdle", value: { reason: move.why, index } } });
-      }
-      return;
+      return sayIdle(ctx, state, index, move.why);
     case "wait":
       return void ctx.log.info({ index, why: move.why }, "waiting for a trial in flight");
     case "promote":
