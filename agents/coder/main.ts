@@ -165,6 +165,8 @@ async function assemble(state: RunState, t: TrialState, info: DatasetInfo, ctx: 
     evaluateTest: t.id === baselineTrial(state)?.id,
     // The runner keeps the run's best trials' weights: the test confirmation evaluates them instead of training again.
     keepWeights: true,
+    // Every evaluated model's latency is measured where it ran: a goal may limit it or trade it off.
+    measureInference: true,
     // A redelivered or duplicated evaluation of this trial joins the one running (gpu-runner/flights.ts).
     idempotencyKey: `${state.runId}/${t.id}`,
   });

@@ -462,7 +462,10 @@ def train(spec, split, emit, t0):
                                                    channels_last, "predicting the test split")
             outputs.update(data.learning.test_outputs(model, data, acc, seed))
     if spec["measure_inference"]:
-        outputs["inference"] = _inference_cost(model, data, acc, amp_dtype, channels_last, eval_batch)
+        outputs["inference"] = _inference_cost(model, data, acc, amp_dtype, channels_last, eval_batch,
+                                               # The test confirmation trains nothing (it loads kept weights)
+                                               # and runs once a run: its timings take their full seconds.
+                                               3 * INFERENCE_SECONDS if loaded else INFERENCE_SHARE * (time.monotonic() - t0))
     return {
         **outputs,
         "kind": "result", "seed": seed, "metrics": result_metrics,
@@ -476,15 +479,27 @@ def train(spec, split, emit, t0):
     }
 
 
-def _inference_cost(model, data, acc, amp_dtype, channels_last, eval_batch):
+def _inference_cost(model, data, acc, amp_dtype, channels_last, eval_batch, budget):
     """What the trained model costs to run where it trained: milliseconds per forward pass of one
     sample and of an evaluation batch (_time_passes, the device synchronised around each pass),
     on a GPU the allocator's peak memory over those passes and one sample's pass on the host's
-    CPU as well, and the FLOPs of one sample's forward pass. On validation inputs, after
-    everything else the result holds, so measuring changes none of it."""
+    CPU as well, and the FLOPs of one sample's forward pass (its multiply-accumulates are half of
+    them). On validation inputs, after everything else the result holds, so measuring changes
+    none of it.
+
+    Every evaluated trial is measured, a short probe too, so the timings share `budget` seconds
+    (INFERENCE_SHARE of the seed's time so far): each gets an even share of what is left when it
+    starts, at most INFERENCE_SECONDS, and MIN_REPEATS timed passes whatever its share.
+    measure_seconds: the wall time all of this took, so that its cost to the job can be checked."""
+    started = time.monotonic()
+    timings = 3 if acc.cuda else 2
+
+    def share(left):  # seconds for the next timing, `left` of them still to run
+        return min(INFERENCE_SECONDS, max(0.0, started + budget - time.monotonic()) / left)
+
     model.eval()
     cost = {}
-    for key, n in (("batch_1", 1), ("batch_eval", max(1, min(eval_batch, len(data.val))))):
+    for i, (key, n) in enumerate((("batch_1", 1), ("batch_eval", max(1, min(eval_batch, len(data.val)))))):
         x = data.batch(data.val[:n])[0]
         if channels_last:
             x = x.contiguous(memory_format=torch.channels_last)
@@ -494,7 +509,7 @@ def _inference_cost(model, data, acc, amp_dtype, channels_last, eval_batch):
                 model(x)
         with Stage("crash", f"timing the model's inference at batch {n}"), torch.no_grad():
             acc.reset_peak_memory()
-            cost[key] = {"batch": n, **_time_passes(forward, acc.synchronize)}
+            cost[key] = {"batch": n, **_time_passes(forward, acc.synchronize, share(timings - i))}
         peak = acc.peak_memory_mb()
         if peak is not None:
             cost[key]["peak_memory_mb"] = peak
@@ -507,14 +522,15 @@ def _inference_cost(model, data, acc, amp_dtype, channels_last, eval_batch):
         model.to("cpu")
         x = x.cpu()
         with Stage("crash", "timing the model's inference on the host's CPU"), torch.no_grad():
-            cost["host_cpu_batch_1"] = {"batch": 1, **_time_passes(lambda: model(x), lambda: None)}
+            cost["host_cpu_batch_1"] = {"batch": 1, **_time_passes(lambda: model(x), lambda: None, share(1))}
+    cost["measure_seconds"] = time.monotonic() - started
     return cost
 
 
-def _time_passes(run, sync):
+def _time_passes(run, sync, seconds):
     """Milliseconds per call of `run`, warm (WARM_PASSES first), `sync` before and after each: the
     median and 90th percentile of up to INFERENCE_REPEATS calls, fewer (at least MIN_REPEATS)
-    once INFERENCE_SECONDS have gone."""
+    where another would end past `seconds` (warm passes included), as the last one foretells."""
     times = []
     started = time.monotonic()
     for i in range(WARM_PASSES + INFERENCE_REPEATS):
@@ -522,20 +538,25 @@ def _time_passes(run, sync):
         t = time.perf_counter()
         run()
         sync()
+        took = time.perf_counter() - t
         if i >= WARM_PASSES:
-            times.append(1000 * (time.perf_counter() - t))
-        if len(times) >= MIN_REPEATS and time.monotonic() - started > INFERENCE_SECONDS:
+            times.append(1000 * took)
+        if len(times) >= MIN_REPEATS and time.monotonic() - started + took > seconds:
             break
     times.sort()
     return {"median_ms": statistics.median(times), "p90_ms": times[int(0.9 * (len(times) - 1))], "repeats": len(times)}
 
 
-# Inference timing (_inference_cost): about a second per batch size (warm passes included), what a
-# confirmation's reserve can spare; a model slower than that gets MIN_REPEATS timed passes.
+# Inference timing (_inference_cost), asked of every evaluated trial: INFERENCE_SHARE of the seed's
+# time so far for all its timings, so that measuring adds at most about 5% to a cheap probe (the
+# rest of that is the MIN_REPEATS floor and the FLOP count), and never more than INFERENCE_SECONDS
+# per timing (warm passes included) however long it trained. A model slower than its share gets
+# MIN_REPEATS timed passes.
 WARM_PASSES = 2
 INFERENCE_REPEATS = 30
 MIN_REPEATS = 3
 INFERENCE_SECONDS = 1.0
+INFERENCE_SHARE = 0.03
 
 
 # --- summarize ------------------------------------------------------------------------

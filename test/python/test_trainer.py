@@ -128,6 +128,33 @@ def test_measures_the_trained_models_inference_only_when_asked_and_changes_nothi
     assert timed["metrics"] == plain["metrics"]
 
 
+def test_measuring_inference_adds_at_most_five_percent_to_a_probe():
+    """Every evaluated trial is timed, so a probe pays for it: the timings share 3% of the seed's
+    time (trainer.INFERENCE_SHARE); MIN_REPEATS passes, warm passes and the FLOP count come on top."""
+    recipe = {"batch_size": 16, "epochs": 4, "lr": 0.01}
+    probe = {**IMAGES, "subset": 1280}  # a few tenths of a second here
+    plain, _ = run("train", dataset=probe, recipe=recipe, seed=3)
+    timed, _ = run("train", dataset=probe, recipe=recipe, seed=3, measure_inference=True)
+    assert "inference" not in plain and timed["metrics"] == plain["metrics"]
+    spent = timed["inference"]["measure_seconds"]
+    # 20 ms of slack: the floor of 2 x (WARM_PASSES + MIN_REPEATS) passes and one FLOP-counting trace
+    # (about 1.5 ms here) does not shrink with the job, and a shared 2-core host's scheduler can
+    # stall a pass for a few milliseconds; neither is the budget's to hold.
+    assert 0 < spent <= 0.05 * timed["seconds"] + 0.02, (spent, timed["seconds"], plain["seconds"])
+
+
+def test_timing_stops_before_a_pass_would_end_past_its_share_but_not_below_the_floor():
+    passes = []
+    started = time.monotonic()
+    out = trainer._time_passes(lambda: (passes.append(1), time.sleep(0.01)), lambda: None, 0.1)
+    took = time.monotonic() - started
+    # 0.1 s holds about 10 passes of 10 ms, 2 of them warm: never INFERENCE_REPEATS; a slow host's late wake-ups are the slack.
+    assert trainer.MIN_REPEATS <= out["repeats"] < trainer.INFERENCE_REPEATS and took <= 0.1 + 0.05, (out, took)
+    assert len(passes) == trainer.WARM_PASSES + out["repeats"]
+    # A share smaller than one pass: MIN_REPEATS timed passes all the same.
+    assert trainer._time_passes(lambda: time.sleep(0.01), lambda: None, 0.0)["repeats"] == trainer.MIN_REPEATS
+
+
 REGRESSOR = """
 import torch.nn as nn
 
