@@ -21,6 +21,7 @@ const SECONDS: Record<string, number> = {
   "test/runner/runner.test.ts": 50,
   "test/cli/cli.test.ts": 45,
   "test/cli/regression.test.ts": 44,
+  "test/cli/pareto.test.ts": 61,
   "test/cli/closed-console.test.ts": 15,
   "test/cli/warm-start.test.ts": 31,
   "test/cli/signal.test.ts": 43,

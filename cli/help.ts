@@ -23,6 +23,10 @@ const SECTIONS = {
                        the best model with its 95% CI and one-time test accuracy;
                        a CSV: "csv:/data/titanic.csv target=Survived 0.8" (the file
                        and its target column are checked before anything starts)
+                       a latency limit per example, at batch 1 on the runner's device:
+                       "fashion-mnist: best accuracy under 2 ms per image"; several
+                       objectives: "digits: pareto: accuracy vs parameters vs latency"
+                       (no target: the report and --json give the front and its knee)
   --goal FILE.yaml     a run document (YAML or JSON): goal: "...", beside it launch's run
                        flags in snake_case (time_budget, max_params, seeds_per_trial, space, ...), as
                        serve's POST /api/runs takes them; flags on the command line win

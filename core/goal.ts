@@ -11,7 +11,7 @@
 import { create } from "@bufbuild/protobuf";
 import { z } from "zod";
 import { GoalSchema, type Goal } from "../proto/gen/research/v1/events_pb.js";
-import { METRIC, objectiveNamed, type MetricName, type Objective } from "./objective.js";
+import { COST, COSTS, METRIC, objectiveNamed, type CostName, type MetricName, type Objective } from "./objective.js";
 import { DATASET_TABLE, datasetNamed, type DatasetName } from "./tasks/index.js";
 import type { Modality } from "./tasks/task.js";
 import { LEARNINGS, learningOf } from "./learning/index.js";
@@ -116,6 +116,40 @@ function unitMetric(word: string): MetricName {
   return w === "mae" || w.startsWith("mean") ? "mae" : "rmse";
 }
 
+// "pareto: accuracy vs parameters vs latency": the metric and the costs it is traded off against.
+// A term is a word or a few ("val accuracy", "model size"), never a word that starts the next phrase.
+const TERM = String.raw`[a-z][\w^²/-]*(?:\s+(?!(?:vs|versus|against|in|within|under|below|at|on|for|with)\b)[a-z][\w^²/-]*){0,2}`;
+const PARETO = new RegExp(String.raw`\bpareto(?:[-_ ]front)?\s*(?:of\s+|[:=]\s*)?(${TERM}(?:\s+(?:vs\.?|versus|against)\s+${TERM})+)`, "gi");
+const PARETO_TERMS = /\s+(?:vs\.?|versus|against)\s+/i;
+const PARETO_WORD = /\bpareto\b/gi;
+
+// Latency per example: "under 2 ms per image", "latency below 0.5ms", "300 µs an example".
+const LATENCY_UNIT = String.raw`(ms|milliseconds?|µs|us|microseconds?)`;
+const PER_EXAMPLE = String.raw`(?:\s*(?:per|\/|an?|each)\s*(?:image|example|sample|input|prediction|inference|row|item)s?)?(?:\s+(?:latency|inference))?`;
+const LATENCY_BELOW = new RegExp(
+  String.raw`(?:\blatency\s*(?:of\s+)?)?(?:(?:<=|<|≤|under|below|at\s+most|within|less\s+than|no\s+more\s+than)\s*)?${NUM}\s*${LATENCY_UNIT}\b${PER_EXAMPLE}`,
+  "gi",
+);
+// A latency floor asks for a slower model: no goal means it.
+const LATENCY_ABOVE = new RegExp(String.raw`(?:\blatency\s*)?(?:>=|>|≥|over|above|more\s+than|at\s+least)\s*${NUM}\s*${LATENCY_UNIT}\b${PER_EXAMPLE}`, "gi");
+/** No forward pass of a PyTorch module on any device takes less: the call's own overhead is about this. */
+const FASTEST_MS = 0.01;
+
+function milliseconds(value: string, unit: string): number {
+  return toNumber(value) / (/^(?:ms|milli)/i.test(unit) ? 1 : 1000);
+}
+
+/** A Pareto term as the metric it names, or undefined: "accuracy", "val acc", "top-1", "rmse", "r2". */
+function metricWord(term: string): MetricName | undefined {
+  const word = term.trim().replace(/^(?:val(?:idation)?|test)[-_ ]/i, "");
+  if (/^(?:accuracy|acc|top[-_ ]?1(?:[-_ ]accuracy)?)$/i.test(word)) return "accuracy";
+  return new RegExp(`^${UNIT_METRIC_WORDS}$`, "i").test(word) ? unitMetric(word) : undefined;
+}
+
+function costWord(term: string): CostName | undefined {
+  return COST.names.find((c) => COSTS[c].words.test(term.trim()));
+}
+
 const COUNT_MULTIPLIER: Record<string, number> = { k: 1e3, thousand: 1e3, m: 1e6, million: 1e6, b: 1e9, billion: 1e9 };
 
 function toNumber(text: string): number {
@@ -185,6 +219,13 @@ export interface GoalReading {
   openEnded: string[];
   /** The text names test accuracy. */
   testAccuracy: boolean;
+  /** Each "pareto: a vs b vs c" as its terms. */
+  pareto: string[][];
+  /** "pareto" with no "a vs b" after it. */
+  paretoBare: boolean;
+  /** Latency limits in milliseconds per example, and latency floors as written (an error). */
+  maxLatencyMs: number[];
+  latencyFloors: string[];
   /** A leading "name:" that is no known dataset, for the error message. */
   unknownDataset?: string;
 }
@@ -211,6 +252,7 @@ export function readGoalText(text: string): GoalReading {
   const s = new Scanner(text);
   const r: GoalReading = {
     datasets: [], dataDirs: [], targetColumns: [], targets: [], maxParams: [], timeBudgets: [], otherMetrics: [], metrics: [], unitTargets: [], openEnded: [], testAccuracy: false,
+    pareto: [], paretoBare: false, maxLatencyMs: [], latencyFloors: [],
   };
 
   for (const m of s.take(FILE_DATASET)) {
@@ -224,6 +266,12 @@ export function readGoalText(text: string): GoalReading {
   for (const pattern of TARGET_COLUMN) for (const m of s.take(pattern)) pushDistinct(r.targetColumns, unquote(m[1]!));
   for (const m of s.take(DATA_DIR)) pushDistinct(r.dataDirs, unquote(m[1]!));
   for (const [pattern, dataset] of DATASET_PATTERNS) if (s.take(pattern).length) pushDistinct(r.datasets, dataset);
+  // Before the parameter counts and metric words, which its terms name.
+  for (const m of s.take(PARETO)) r.pareto.push(m[1]!.split(PARETO_TERMS).map((t) => t.trim().toLowerCase()));
+  r.paretoBare = s.take(PARETO_WORD).length > 0;
+  // Before the times: "2 ms" is no duration.
+  for (const m of s.take(LATENCY_ABOVE)) r.latencyFloors.push(m[0].trim());
+  for (const m of s.take(LATENCY_BELOW)) pushDistinct(r.maxLatencyMs, milliseconds(m[1]!, m[2]!));
 
   for (const m of [...s.take(PARAMS_AFTER), ...s.take(PARAMS_BEFORE), ...s.take(PARAMS_BARE)]) {
     pushDistinct(r.maxParams, count(m[1]!, m[2]));
@@ -251,7 +299,7 @@ export function readGoalText(text: string): GoalReading {
 
   if (!r.datasets.length) {
     const lead = /^\s*(?:dataset\s*[:=]\s*)?([A-Za-z][\w-]*)\s*[:,]/.exec(text)?.[1];
-    if (lead && !/^(?:goal|target|task)$/i.test(lead)) r.unknownDataset = lead;
+    if (lead && !/^(?:goal|target|task|pareto)$/i.test(lead)) r.unknownDataset = lead;
   }
   return r;
 }
@@ -332,6 +380,11 @@ const ResolvedGoalSchema = z
     target: z.number().optional(),
     maxParams: maxParamsSchema.optional(),
     timeBudgetS: timeBudgetSchema.optional(),
+    tradeOffs: z.array(z.enum(COST.names)),
+    maxLatencyMs: z
+      .number()
+      .gte(FASTEST_MS, { error: (iss) => `a latency limit of ${String(iss.input)} ms per example is impossible: no PyTorch forward pass takes under ${FASTEST_MS} ms` })
+      .optional(),
   })
   .superRefine((g, ctx) => {
     if (g.target !== undefined) {
@@ -360,8 +413,11 @@ function describeGoal(g: ResolvedGoal, testAccuracy: boolean): string {
   const data = g.dataDir ? `${g.dataset} (${g.dataDir})` : g.dataset;
   const o = objectiveNamed(g.metric);
   const until = "until the trial or time budget is spent or it plateaus";
+  const versus = [o.proportion ? "validation accuracy" : `validation ${o.label}`, ...g.tradeOffs.map((c) => COSTS[c].label)].join(" vs ");
   const parts = [
-    o.proportion
+    g.tradeOffs.length
+      ? `find the Pareto front of ${versus} on ${data}: no target; ${o.higherIsBetter ? "maximise" : "minimise"} the metric and minimise the ${g.tradeOffs.length > 1 ? "costs" : "cost"} ${until}`
+      : o.proportion
       ? g.target !== undefined
         ? `reach ${percentLabel(g.target)} validation accuracy on ${data} (95% CI lower bound)`
         : `find the most accurate model on ${data}: no target; maximise validation accuracy ${until}`
@@ -370,13 +426,14 @@ function describeGoal(g: ResolvedGoal, testAccuracy: boolean): string {
         : `find the model with the ${o.higherIsBetter ? "highest" : "lowest"} validation ${o.label} on ${data}: no target; ${o.higherIsBetter ? "maximise" : "minimise"} it ${until}`,
   ];
   if (g.maxParams !== undefined) parts.push(`at most ${g.maxParams.toLocaleString("en-US")} parameters`);
+  if (g.maxLatencyMs !== undefined) parts.push(`at most ${g.maxLatencyMs} ms per example (batch 1, on the runner's device)`);
   if (g.timeBudgetS !== undefined) parts.push(`within ${durationLabel(g.timeBudgetS)}`);
   const text = parts.join(", ");
   return testAccuracy ? `${text}; the search never uses the test split: the best model's test accuracy is measured once at the end` : text;
 }
 
 function understood(
-  r: { dataset?: string; dataDir?: string; targetColumn?: string; metric: MetricName; target?: number; maxParams?: number; timeBudgetS?: number },
+  r: { dataset?: string; dataDir?: string; targetColumn?: string; metric: MetricName; target?: number; maxParams?: number; timeBudgetS?: number; tradeOffs: CostName[]; maxLatencyMs?: number },
   openEnded: boolean,
 ): string {
   const parts: string[] = [];
@@ -385,8 +442,10 @@ function understood(
   if (r.targetColumn) parts.push(`target_column=${r.targetColumn}`);
   if (r.metric !== "accuracy") parts.push(`metric=${r.metric}`);
   if (r.target !== undefined) parts.push(`target=${r.metric === "accuracy" ? percentLabel(r.target) : r.target}`);
-  if (openEnded) parts.push("no target (best model)");
+  if (r.tradeOffs.length) parts.push(`pareto=${[r.metric, ...r.tradeOffs].join(" vs ")}`);
+  else if (openEnded) parts.push("no target (best model)");
   if (r.maxParams !== undefined) parts.push(`max_params=${r.maxParams}`);
+  if (r.maxLatencyMs !== undefined) parts.push(`max_latency=${r.maxLatencyMs}ms`);
   if (r.timeBudgetS !== undefined) parts.push(`time_budget=${durationLabel(r.timeBudgetS)}`);
   return parts.length ? parts.join(", ") : "nothing";
 }
@@ -396,6 +455,28 @@ function single<T>(override: T | undefined, mentions: T[], field: string, show: 
   if (override !== undefined) return override;
   if (mentions.length > 1) problems.push(`found several ${field} (${mentions.map(show).join(", ")})`);
   return mentions[0];
+}
+
+/**
+ * A Pareto goal's metric and costs from its terms ("accuracy vs parameters vs latency"): one
+ * metric and at least one cost, each named once; what is wrong goes to `problems`.
+ */
+function paretoOf(r: GoalReading, problems: string[]): { metric: MetricName; costs: CostName[] } | undefined {
+  const costList = orList(COST.names.map((c) => COSTS[c].label));
+  if (r.paretoBare || r.pareto.length > 1) {
+    problems.push(`a Pareto goal names what it trades off once, e.g. "pareto: accuracy vs parameters vs latency"`);
+    return undefined;
+  }
+  const terms = r.pareto[0];
+  if (!terms) return undefined;
+  const metrics = terms.flatMap((t) => metricWord(t) ?? []);
+  const costs = terms.flatMap((t) => costWord(t) ?? []);
+  const unknown = terms.filter((t) => !metricWord(t) && !costWord(t));
+  if (unknown.length) problems.push(`a Pareto goal trades the metric off against ${costList}; ${unknown.map((t) => `"${t}"`).join(", ")} is none of them`);
+  else if (metrics.length !== 1) problems.push(`a Pareto goal trades one metric off against ${costList}, got ${metrics.length ? metrics.join(" and ") : "none"}`);
+  else if (new Set(costs).size !== costs.length) problems.push(`a Pareto goal names each of its objectives once`);
+  else return { metric: metrics[0]!, costs };
+  return undefined;
 }
 
 /**
@@ -413,6 +494,8 @@ export function parseGoal(text: string, overrides: GoalOverrides = {}): GoalPars
   const problems: string[] = [];
 
   const dataset = single(over.dataset, r.datasets, "datasets", String, problems);
+  const pareto = paretoOf(r, problems);
+  if (pareto?.metric) pushDistinct(r.metrics, pareto.metric);
   // Unnamed, the metric is the dataset's: RMSE for a numeric target, else accuracy.
   const metric = single(over.metric, r.metrics, "metrics", String, problems) ?? (dataset ? (Object.keys(LEARNINGS[servesOf(dataset)[0]!].metrics)[0] as MetricName) : "accuracy");
   const goalObjective = objectiveNamed(metric);
@@ -429,7 +512,12 @@ export function parseGoal(text: string, overrides: GoalOverrides = {}): GoalPars
     target: single(overTarget, stated, "targets", showTarget, problems),
     maxParams: single(over.maxParams, r.maxParams, "parameter limits", String, problems),
     timeBudgetS: single(over.timeBudgetS, r.timeBudgets, "time budgets", durationLabel, problems),
+    tradeOffs: pareto?.costs ?? [],
+    maxLatencyMs: single(undefined, r.maxLatencyMs, "latency limits", (v) => `${v} ms`, problems),
   };
+  if (r.latencyFloors.length) {
+    problems.push(`a latency limit is an upper bound (e.g. "under 2 ms per image"), not ${r.latencyFloors.map((f) => `"${f}"`).join(", ")}`);
+  }
   if (!over.metric && r.otherMetrics.length) {
     problems.push(`a goal decides on ${METRIC_CHOICES}, not ${r.otherMetrics.join(", ")}`);
   }
@@ -437,6 +525,9 @@ export function parseGoal(text: string, overrides: GoalOverrides = {}): GoalPars
     problems.push(`a ${metric} target is in the metric's own units (e.g. "${targetExample(goalObjective)}"), not ${r.targets.map(percentLabel).join(", ")}`);
   }
   // An override target settles it; in the text alone, "maximise" next to "90%" leaves the stop rule unclear.
+  // A Pareto goal has no target, whether or not its terms are right.
+  const asksPareto = r.pareto.length > 0 || r.paretoBare;
+  if (asksPareto) r.openEnded.push("pareto");
   const openEnded = over.target === undefined && r.openEnded.length > 0;
   if (openEnded && stated.length) {
     problems.push(`asks for the best model possible (${r.openEnded.map((w) => `"${w}"`).join(", ")}) and for a target (${stated.map(showTarget).join(", ")}); keep one`);
@@ -475,6 +566,8 @@ export function parseGoal(text: string, overrides: GoalOverrides = {}): GoalPars
           maxParams: BigInt(g.maxParams ?? 0),
           timeBudgetS: g.timeBudgetS ?? 0,
           targetColumn: g.targetColumn,
+          tradeOffs: g.tradeOffs.map((c) => COST.value(c)!),
+          maxLatencyMs: g.maxLatencyMs ?? 0,
           description: describeGoal(g, r.testAccuracy),
         }),
       };
@@ -491,7 +584,7 @@ export function parseGoal(text: string, overrides: GoalOverrides = {}): GoalPars
   const name = file ? file.example(goalObjective.task, values) : (values.dataset ?? "fashion-mnist");
   // An example in the metric's units only where the dataset can be scored by it.
   const fits = !goalObjective.proportion && values.dataset !== undefined && servesOf(values.dataset).includes(goalObjective.task);
-  const example = `${name}: ${openEnded ? "best model you can in 30 minutes" : fits ? targetExample(goalObjective) : "reach 90% validation accuracy"}`;
+  const example = `${name}: ${asksPareto ? "pareto: accuracy vs parameters vs latency" : openEnded ? "best model you can in 30 minutes" : fits ? targetExample(goalObjective) : "reach 90% validation accuracy"}`;
   return {
     ok: false,
     error: `${first} in "${text}"${rest.map((p) => `; ${p}`).join("")}; understood: ${understood(values, openEnded)}.${hint} Write e.g. "${example}"`,

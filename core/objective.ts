@@ -7,6 +7,7 @@
  * ranking written once serves both directions.
  */
 import { Metric, MetricSchema, type MetricStats } from "../proto/gen/research/v1/runner_pb.js";
+import { CostSchema, type Cost } from "../proto/gen/research/v1/common_pb.js";
 import { closedSet, type TaskName } from "./enums.js";
 import { gainPp, pct } from "./format.js";
 import { LEARNINGS } from "./learning/index.js";
@@ -38,6 +39,19 @@ export function objectiveNamed(name: MetricName): Objective {
 }
 
 export const ACCURACY = objective(Metric.ACCURACY);
+
+export const COST = closedSet<typeof Cost>(CostSchema);
+export type CostName = (typeof COST.names)[number];
+
+/**
+ * What a goal may trade off against its metric or limit (Goal.trade_offs, Goal.max_latency_ms),
+ * each minimised: how people name it in a goal, and how it reads. Parameters are counted;
+ * latency is measured by the runner for every trial (milliseconds per example at batch 1).
+ */
+export const COSTS: Record<CostName, { label: string; unit: string; words: RegExp }> = {
+  params: { label: "parameters", unit: "", words: /^(?:params?|parameters?|param(?:eter)?[-_ ]count|(?:model[-_ ])?size|weights)$/i },
+  latency: { label: "latency per example", unit: "ms", words: /^(?:latency|inference[-_ ](?:time|latency)|speed|ms)$/i },
+};
 
 /**
  * Every number a trial's results report (the referee's scores and the trainer's running ones),

@@ -266,3 +266,61 @@ export function failuresSvg(counts: Readonly<Record<string, number>>): string {
   body.push(`<path d="M${f.left} ${f.top}V${f.bottom}" stroke="${INK}"/>`);
   return svgDoc(title, body);
 }
+
+/** One trial on a Pareto plot: its metric and one cost, each a mean with its interval. */
+export interface FrontPoint {
+  trialId: string;
+  metric: { mean: number; low: number; high: number };
+  cost: { mean: number; low: number; high: number };
+  onFront: boolean;
+  knee: boolean;
+}
+
+/**
+ * A Pareto goal's trials on its metric (up) against one cost (across, on a log scale: parameters
+ * and latency span orders of magnitude), each with its intervals as whiskers; the front's trials
+ * are joined in cost order, dominated ones grey, the knee ringed.
+ */
+export function frontSvg(points: readonly FrontPoint[], costLabel: string, o: Objective = ACCURACY): string {
+  const title = `Pareto front: validation ${o.label} against ${costLabel} (95% CI whiskers)`;
+  const usable = points.filter((p) => p.cost.low > 0);
+  if (!usable.length) return noData(title, "no trial on the front yet");
+  const f = FRAME;
+  const [lo, hi] = metricRange(usable.flatMap((p) => [p.metric.low, p.metric.high]), o);
+  const y = (v: number) => f.bottom - ((v - lo) / (hi - lo)) * (f.bottom - f.top);
+  const lx = usable.flatMap((p) => [Math.log10(p.cost.low), Math.log10(p.cost.high)]);
+  const pad = Math.max(0.05, (Math.max(...lx) - Math.min(...lx)) * 0.08);
+  const [xlo, xhi] = [Math.min(...lx) - pad, Math.max(...lx) + pad];
+  const x = (v: number) => f.left + ((Math.log10(v) - xlo) / (xhi - xlo)) * (f.right - f.left);
+  const body: string[] = [...yAxis(f, lo, hi, y, `validation ${o.label}`, o), axesBox(f)];
+  for (let e = Math.ceil(xlo); e <= Math.floor(xhi); e++) {
+    for (const m of [1, 2, 5]) {
+      const v = m * 10 ** e;
+      if (Math.log10(v) < xlo || Math.log10(v) > xhi) continue;
+      body.push(`<line x1="${r(x(v))}" x2="${r(x(v))}" y1="${f.bottom}" y2="${f.bottom + 4}" stroke="${INK}"/>`, text(x(v), f.bottom + 17, Number(v.toPrecision(3)).toLocaleString("en-US"), 'text-anchor="middle"'));
+    }
+  }
+  body.push(text((f.left + f.right) / 2, f.bottom + 36, `${costLabel} (log scale)`, 'text-anchor="middle"'));
+  const front = usable.filter((p) => p.onFront).sort((a, b) => a.cost.mean - b.cost.mean);
+  if (front.length > 1) body.push(`<path class="front" d="${front.map((p, i) => `${i ? "L" : "M"}${r(x(p.cost.mean))} ${r(y(p.metric.mean))}`).join("")}" fill="none" stroke="${BEST}" stroke-width="1.5"/>`);
+  for (const p of usable) {
+    const colour = p.onFront ? BEST : REJECTED;
+    const [cx, cy] = [x(p.cost.mean), y(p.metric.mean)];
+    const tip = `${p.trialId}: ${formatMetric(o, p.metric.mean)}, ${Number(p.cost.mean.toPrecision(3))} ${costLabel}${p.knee ? " (knee)" : ""}`;
+    body.push(
+      `<g class="${p.onFront ? "front-point" : "point"}"><title>${escapeXml(tip)}</title>` +
+        `<path d="M${r(cx)} ${r(y(p.metric.low))}V${r(y(p.metric.high))}M${r(x(p.cost.low))} ${r(cy)}H${r(x(p.cost.high))}" stroke="${colour}" stroke-width="1.2"/>` +
+        `<circle cx="${r(cx)}" cy="${r(cy)}" r="4" fill="${colour}"/>` +
+        (p.knee ? `<circle class="knee" cx="${r(cx)}" cy="${r(cy)}" r="9" fill="none" stroke="${ACCEPTED}" stroke-width="2"/>` : "") +
+        "</g>",
+    );
+  }
+  body.push(
+    ...legend([
+      { swatch: `<circle cx="8" cy="0" r="4" fill="${BEST}"/>`, label: "on the front" },
+      { swatch: `<circle cx="8" cy="0" r="4" fill="${REJECTED}"/>`, label: "dominated" },
+      { swatch: `<circle cx="8" cy="0" r="7" fill="none" stroke="${ACCEPTED}" stroke-width="2"/>`, label: "knee" },
+    ]),
+  );
+  return svgDoc(title, body);
+}

@@ -1,5 +1,6 @@
 import { create, fromJsonString } from "@bufbuild/protobuf";
-import { DatasetInfoSchema } from "../proto/gen/research/v1/runner_pb.js";
+import { DatasetInfoSchema, EvalResultSchema } from "../proto/gen/research/v1/runner_pb.js";
+import { latencyOfResult } from "../swarm/front.js";
 import type { Bus, Stoppable } from "../bus/index.js";
 import { TrialSummarySchema } from "../proto/gen/research/v1/lineage_pb.js";
 import {
@@ -61,6 +62,7 @@ export function summaryOf(hit: TrialHit): TrialSummary {
     model: storedModel(hit.model_config_json),
     train: storedTrain(hit.train_config_json),
     params: hit.params ?? undefined,
+    latencyMs: hit.result_json ? latencyOfResult(fromJsonString(EvalResultSchema, hit.result_json, { ignoreUnknownFields: true }))?.mean : undefined,
     valAccuracy: hit.val_accuracy ?? undefined,
     ciLow: hit.ci_low ?? undefined,
     ciHigh: hit.ci_high ?? undefined,

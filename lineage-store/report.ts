@@ -7,14 +7,15 @@ import { describeSpace, spaceOf } from "../core/space.js";
 import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { bestRule, hypothesisOutcome, intervalBasis, whyBest, type HypothesisOutcome } from "../core/ranking.js";
-import { formatChange, formatMetric, objective, reaches, type Objective } from "../core/objective.js";
+import { COSTS, formatChange, formatMetric, objective, reaches, type Objective } from "../core/objective.js";
+import { FRONT_RULE, frontOf, latencyOf, rungPoints, tradeOffsOf } from "../swarm/front.js";
 import { bestTrial, isPromotion, metricCurves, paramsOf, pastPriorOf, rankedTrials, scoreOf, standing, surfaceOf, trialFailure, trialStatus, valMetricOf, type RunState, type TrialState } from "../swarm/run-state.js";
 import { labelName } from "../core/failure.js";
 import { points, pp } from "../core/format.js";
 import { DECISION, INTERVENTION_KIND, RUN_STATUS, VERDICT, type DecisionName, type VerdictName } from "../core/enums.js";
 import { Decision, Verdict, type RunFinished } from "../proto/gen/research/v1/events_pb.js";
 import type { EvalResult, InferenceTiming, MetricStats } from "../proto/gen/research/v1/runner_pb.js";
-import { failuresSvg, learningCurvesSvg, scoresSvg, type ScorePoint } from "./plots.js";
+import { failuresSvg, frontSvg, learningCurvesSvg, scoresSvg, type ScorePoint } from "./plots.js";
 import type { WeightsExport } from "./weights.js";
 import { baselineComparison } from "./baseline.js";
 
@@ -53,6 +54,8 @@ export const PLOT_FILES = {
   learningCurves: "plots/learning_curves.svg",
   failures: "plots/failures.svg",
 } as const;
+/** A Pareto goal's front against its first cost: written only for such a goal. */
+export const FRONT_PLOT = "plots/front.svg";
 
 // ---------- formatting ----------
 
@@ -131,6 +134,8 @@ function trialRow(t: TrialState, position: number) {
     // Each one's weight (1/2 x exp(-distance of its dataset)), in the same order; empty in runs recorded before weights were.
     informed_weights: t.proposed?.informedWeights ?? [],
     params: paramsOf(t) ?? null,
+    // Milliseconds per example at batch 1 on the device it ran on (swarm/front.ts latencyOf); null: not timed.
+    latency_ms: latencyOf(t)?.mean ?? null,
     val_accuracy: statsJson(acc),
     num_seeds: t.evaluated?.result?.numSeeds ?? null,
     // What the interval is made of, with num_seeds (core/ranking.ts intervalBasis).
@@ -506,6 +511,7 @@ function reportJson(state: RunState, finished: RunFinished, rows: TrialRow[], be
       ? {
           raw_text: g.rawText, description: g.description, dataset: g.dataset, metric: objective(g.objective).key, open_ended: g.openEnded,
           target: (!g.openEnded && g.target) || null, max_params: Number(g.maxParams) || null, time_budget_s: g.timeBudgetS || null,
+          trade_offs: tradeOffsOf(state), max_latency_ms: g.maxLatencyMs || null,
         }
       : null,
     outcome: {
@@ -527,6 +533,8 @@ function reportJson(state: RunState, finished: RunFinished, rows: TrialRow[], be
     surfaces: surfaceStats(rows, state.objective),
     timeline: timeline(state, finished, timing),
     research: briefUse(state, rows),
+    front: frontJson(state),
+    limits: limitsJson(state, rows, best),
     // Past runs' results in the planner's surrogate as prior observations (null: none).
     past_prior: pastPriorOf(state) ?? null,
     llm: llmUse(state),
@@ -541,6 +549,45 @@ function reportJson(state: RunState, finished: RunFinished, rows: TrialRow[], be
     // What a person narrowed the search to (launch --space), one phrase per dimension; [] for the built-in space.
     search_space: describeSpace(spaceOf(s?.space)),
     plots: PLOT_FILES,
+  };
+}
+
+/** A Pareto goal's front by its rule (swarm/front.ts), each trial's objectives with their intervals; null for any other goal. */
+export function frontJson(state: RunState) {
+  const f = frontOf(state);
+  if (!f) return null;
+  const long = [...state.trials.values()].filter((t) => t.proposed?.lastTraining);
+  return {
+    rule: FRONT_RULE,
+    axes: f.axes.map((a) => ({ name: a.name, higher_is_better: a.higherIsBetter })),
+    trials: f.trials.map(({ t, p, crowding }) => ({
+      trial_id: t.id,
+      values: p.values.map((v) => ({ mean: v.mean, low: v.low, high: v.high })),
+      // NSGA-II's crowding distance on the front; null for its extremes (infinite).
+      crowding: Number.isFinite(crowding) ? crowding : null,
+    })),
+    knee: f.knee?.id ?? null,
+    // The front's trials trained again on the full split with the run's seeds (the run's last long training).
+    trained_long: long.map((t) => ({ trial_id: t.id, from: t.proposed!.parentIds[0] ?? "", val: statsJson(valMetricOf(t)) })),
+    plot: FRONT_PLOT,
+  };
+}
+
+/**
+ * What the goal's limits did: the trials timed within the latency limit, those over it (each
+ * labelled over_limit by the judge, so never accepted), and the best, which is therefore the
+ * best within every limit. null for a goal without a latency limit.
+ */
+function limitsJson(state: RunState, rows: TrialRow[], best: TrialState | undefined) {
+  const limit = state.goal?.maxLatencyMs ?? 0;
+  if (!(limit > 0)) return null;
+  const timed = rows.filter((r) => r.latency_ms !== null);
+  return {
+    max_latency_ms: limit,
+    max_params: Number(state.goal?.maxParams ?? 0n) || null,
+    within: timed.filter((r) => r.latency_ms! <= limit).map((r) => r.trial_id),
+    over: rows.filter((r) => r.failure_label === "over_limit").map((r) => r.trial_id),
+    best_within: best?.id ?? null,
   };
 }
 
@@ -582,6 +629,39 @@ function baselineSection(c: NonNullable<Report["json"]["baseline"]>, o: Objectiv
   return out;
 }
 
+function frontSection(f: NonNullable<Report["json"]["front"]>, o: Objective): string[] {
+  const value = (v: { mean: number; low: number; high: number }, i: number) =>
+    i === 0 ? `${formatMetric(o, v.mean)} [${formatMetric(o, v.low)}, ${formatMetric(o, v.high)}]` : v.low === v.high ? int(Math.round(v.mean)) : `${v.mean.toPrecision(3)} [${v.low.toPrecision(3)}, ${v.high.toPrecision(3)}]`;
+  const out = ["## Pareto front", "", `The front: ${inline(f.rule)}.`, ""];
+  if (!f.trials.length) return [...out, "No trial is on the front yet.", ""];
+  out.push(
+    ...table(
+      ["trial", ...f.axes.map((a, i) => `${i === 0 ? `val ${o.label}` : a.name} (${a.higher_is_better ? "higher" : "lower"} is better)`), "crowding"],
+      f.trials.map((t) => [`\`${t.trial_id}\`${t.trial_id === f.knee ? " (knee)" : ""}`, ...t.values.map(value), t.crowding === null ? "extreme" : t.crowding.toFixed(2)]),
+    ),
+    "",
+  );
+  if (f.knee) out.push(`The knee, the balanced trade-off (the front's point closest to the ideal once each objective is scaled to the front's range): \`${f.knee}\`.`, "");
+  for (const l of f.trained_long) out.push(`- \`${l.trial_id}\` trained \`${l.from}\` on the full training split with the run's seeds: validation ${meanPlusMinus(l.val, o)}`);
+  if (f.trained_long.length) out.push("");
+  out.push(`![Pareto front](${f.plot})`, "");
+  return out;
+}
+
+function limitsSection(l: NonNullable<Report["json"]["limits"]>): string[] {
+  const ids = (xs: string[]) => (xs.length ? xs.map((id) => `\`${id}\``).join(", ") : "none");
+  return [
+    "## Limits",
+    "",
+    `Latency at most ${l.max_latency_ms} ms per example (batch 1, warm, on the runner's device; a trial's latency is the median of its seeds'). A trial over it is labelled over_limit and not accepted, so the best trial is the best within every limit.`,
+    "",
+    `- Within the limit: ${l.within.length} (${ids(l.within)})`,
+    `- Over it: ${l.over.length} (${ids(l.over)})`,
+    `- The best within every limit: ${l.best_within ? `\`${l.best_within}\`` : "none"}`,
+    "",
+  ];
+}
+
 function markdownOf(state: RunState, finished: RunFinished, j: Report["json"]): string {
   const o = state.objective;
   const show = (v: number) => formatMetric(o, v);
@@ -599,6 +679,8 @@ function markdownOf(state: RunState, finished: RunFinished, j: Report["json"]): 
           ["metric", cell(j.goal.metric)],
           ["target", j.goal.target ? show(j.goal.target) : j.goal.open_ended ? "none (open-ended: the best model within the limits)" : "none"],
           ["max parameters", j.goal.max_params ? int(j.goal.max_params) : "no limit"],
+          ["max latency", j.goal.max_latency_ms ? `${j.goal.max_latency_ms} ms per example (batch 1, on the runner's device)` : "no limit"],
+          ...(j.goal.trade_offs.length ? [["Pareto objectives", `${o.label} vs ${j.goal.trade_offs.map((c) => COSTS[c].label).join(" vs ")}`]] : []),
           ["time budget", j.goal.time_budget_s ? duration(j.goal.time_budget_s) : "no limit"],
         ],
       ),
@@ -645,6 +727,7 @@ function markdownOf(state: RunState, finished: RunFinished, j: Report["json"]): 
       }
     }
     out.push(`- Parameters: ${b.params !== null ? int(b.params) : "unknown"}`);
+    if (b.latency_ms !== null) out.push(`- Latency: ${b.latency_ms.toPrecision(3)} ms per example (batch 1, warm, on the device it ran on; median of its seeds)`);
     const test = b.test?.metrics[`test_${o.metric}`];
     out.push(
       test
@@ -670,6 +753,8 @@ function markdownOf(state: RunState, finished: RunFinished, j: Report["json"]): 
     out.push("", `![learning curves of the best trial](${PLOT_FILES.learningCurves})`, "");
   } else out.push("No trial was accepted.", "");
 
+  if (j.front) out.push(...frontSection(j.front, o));
+  if (j.limits) out.push(...limitsSection(j.limits));
   if (j.baseline) out.push(...baselineSection(j.baseline, o));
 
   out.push("## Trials", "", `![score per trial](${PLOT_FILES.scores})`, "");
@@ -811,7 +896,17 @@ export function buildReport(state: RunState, finished: RunFinished, timing?: Rep
   return { markdown: markdownOf(state, finished, json), json };
 }
 
-/** The three plots, keyed by their path relative to the run folder. */
+/** A Pareto goal's rung-0 trials on its metric against its first cost, the front marked; none for another goal. */
+function frontPlot(state: RunState): Record<string, string> {
+  const f = frontOf(state);
+  const cost = tradeOffsOf(state)[0];
+  if (!f || !cost) return {};
+  const on = new Set(f.trials.map((x) => x.t.id));
+  const points = rungPoints(state, 0).map(({ t, p }) => ({ trialId: t.id, metric: p.values[0]!, cost: p.values[1]!, onFront: on.has(t.id), knee: t === f.knee }));
+  return { [FRONT_PLOT]: frontSvg(points, COSTS[cost].label, state.objective) };
+}
+
+/** The plots, keyed by their path relative to the run folder. */
 export function reportPlots(state: RunState, finished: RunFinished): Record<string, string> {
   const best = chosenBest(state, finished);
   const rows = rowsOf(state, best);
@@ -821,6 +916,7 @@ export function reportPlots(state: RunState, finished: RunFinished): Record<stri
     [PLOT_FILES.scores]: scoresSvg(scorePoints(rows), state.goal?.target, o),
     [PLOT_FILES.learningCurves]: learningCurvesSvg(best?.id, curves, o),
     [PLOT_FILES.failures]: failuresSvg(countFailures(rows)),
+    ...frontPlot(state),
   };
 }
 

@@ -14,6 +14,7 @@ import { baselineTrial, bestTrial, doneBy, inFlight, isClaimingPromotion, longTr
 import { formatMetric, pessimisticBound, reaches, utility } from "../../core/objective.js";
 import { budgetPlan, nothingFits } from "../../swarm/budget.js";
 import { learningOf } from "../../core/learning/index.js";
+import { overLimit } from "../../swarm/front.js";
 
 // Time over the per-trial budget tolerated before a trial is called illegal (process start, transfer).
 const TRIAL_TIME_SLACK = 1.25;
@@ -48,6 +49,9 @@ function verdictOf(state: RunState, t: TrialState) {
   if (illegal) return { verdict: Verdict.ILLEGAL, failure: failure("illegal", illegal), reason: `illegal: ${illegal}` };
   const miss = gateMiss(state, t);
   if (miss) return { verdict: Verdict.REJECT, failure: failure("gate_miss", miss.message), reason: miss.reason };
+  // A limit that only the trained model shows: its latency, measured by the runner where it ran.
+  const over = overLimit(state, t);
+  if (over) return { verdict: Verdict.REJECT, failure: failure("over_limit", over), reason: `over the limit: ${over}` };
   return { verdict: Verdict.ACCEPT, failure: undefined, reason: "accepted" };
 }
 

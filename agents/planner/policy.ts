@@ -34,7 +34,9 @@ import { configParamsCounter, paramsCounter } from "./params.js";
 import { fitTpe, GENOME_SPACE, genomeFeatures, type Observation } from "./surrogate.js";
 import { ladder, PROMOTION_SURFACE, type Fidelity } from "./scheduler.js";
 import { derivedOf, fingerprint, genomeOf, tried } from "./identity.js";
-import { timing } from "./time-model.js";
+import { predictedLatencyMs, timing } from "./time-model.js";
+import { axesOf, frontOf, pointOf, rungPoints } from "../../swarm/front.js";
+import { chebyshev, simplexWeights } from "../../core/pareto.js";
 
 export interface Proposal {
   /** Fidelity rung (scheduler.ts): 0 for every new config. */
@@ -170,7 +172,7 @@ const RECIPE_FROM_BRIEF: Record<string, Partial<TrainConfigInput>> = {
   weight_decay: { weight_decay: 5e-4 },
 };
 
-function withinBudget(input: PlanInput, g: Genome, seen: Set<string>): string | undefined {
+function withinBudget(input: PlanInput, g: Genome, seen: Set<string>, parent?: TrialState): string | undefined {
   const fp = fingerprint(g.model, g.train);
   if (seen.has(fp)) return "already tried in this run";
   if (input.failedElsewhere.has(fp)) return "failed the same way in the lineage";
@@ -178,6 +180,9 @@ function withinBudget(input: PlanInput, g: Genome, seen: Set<string>): string | 
   if (typeof p === "string") return p;
   const max = Number(input.state.goal?.maxParams ?? 0n);
   if (max > 0 && p > max) return `${p} parameters exceed the limit of ${max}`;
+  const limit = input.state.goal?.maxLatencyMs ?? 0;
+  const latency = limit > 0 ? predictedLatencyMs(input, g, parent) : undefined;
+  if (latency !== undefined && latency > limit) return `predicted ${latency.toPrecision(2)} ms per example, over the goal's limit of ${limit} ms`;
   return outsideSpace(spaceOf(input.state.settings?.space), g.train);
 }
 
@@ -440,8 +445,17 @@ export const nextBuiltin: Policy = (input, index) => {
   const anchor = accepted.length === 0 ? [...state.trials.values()].find((t) => isBaseline(t) && rungOf(t) === 0 && !t.judged) : undefined;
   // Nothing works yet: restart from a template not tried so far.
   if (accepted.length === 0 && !anchor) return initialBuiltin(input, 1)[0];
-  // Mostly the best; sometimes a runner-up, so one lucky trial does not own the search.
-  const parent = anchor ?? (rng() < 0.75 ? accepted[0]! : accepted[Math.floor(rng() * Math.min(3, accepted.length))]!);
+  const front = frontOf(state);
+  // Mostly the best; sometimes a runner-up, so one lucky trial does not own the search. A
+  // Pareto goal edits any trial of its front: the search moves along the front, not only
+  // toward its most accurate end.
+  const parent =
+    anchor ??
+    (front?.trials.length
+      ? front.trials[Math.floor(rng() * front.trials.length)]!.t
+      : rng() < 0.75
+        ? accepted[0]!
+        : accepted[Math.floor(rng() * Math.min(3, accepted.length))]!);
   const pg = genomeOf(parent);
   if (!pg) return undefined;
   const seen = tried(state);
@@ -450,7 +464,10 @@ export const nextBuiltin: Policy = (input, index) => {
   // The newest brief (a stall's narrower question, or the run's first) puts its concepts first.
   const brief = state.briefs[state.briefs.length - 1];
   const conceptsOf = (m: Mutation) => (brief?.architectural_suggestions ?? []).filter((s) => s.building_blocks?.some((b) => m.blocks.includes(b))).map((s) => s.name);
-  const surrogate = fitTpe(GENOME_SPACE, [...rungZeroHistory(input), ...(input.pastObservations ?? [])]);
+  // A Pareto goal's surrogate learns one scalarisation of the objectives per proposal (ParEGO):
+  // the weights are drawn anew each time, so the proposals spread along the front. Past runs'
+  // observations are scores of the metric alone, so they inform only a single-objective surrogate.
+  const surrogate = fitTpe(GENOME_SPACE, front ? rungZeroHistory(input, scalarised(state, rng)) : [...rungZeroHistory(input), ...(input.pastObservations ?? [])]);
   const env = editEnv(input, parent);
   for (const surface of surfaceOrder(state, rng, hint)) {
     const candidates = shuffle(
@@ -461,7 +478,7 @@ export const nextBuiltin: Policy = (input, index) => {
     for (const m of candidates) {
       const g = m.apply(structuredClone(pg), env);
       if (!g) continue;
-      const why = withinBudget(input, g, seen) ?? timing(input, g, PROBE_SEEDS, parent).over;
+      const why = withinBudget(input, g, seen, parent) ?? timing(input, g, PROBE_SEEDS, parent).over;
       if (why) {
         rejected.push(`${m.name}: ${why}`);
         continue;
@@ -478,10 +495,33 @@ export const nextBuiltin: Policy = (input, index) => {
 };
 
 /**
- * What the surrogate learns from: this run's finished rung-0 trials (scores
- * at other fidelities are not comparable), failures at the bottom.
+ * A Pareto goal's objectives as one number where higher is better: the augmented Chebyshev
+ * scalarisation (core/pareto.ts) with weights drawn from `rng`, each axis normalised over the
+ * run's rung-0 trials. Undefined for a trial missing an objective.
  */
-function rungZeroHistory(input: PlanInput): Observation[] {
+function scalarised(state: RunState, rng: () => number): (t: TrialState) => number | undefined {
+  const axes = axesOf(state);
+  const points = rungPoints(state, 0).map((x) => x.p);
+  const weights = simplexWeights(axes.length, rng);
+  const bounds = axes.map((a, i) => {
+    const means = points.map((p) => p.values[i]!.mean);
+    const [lo, hi] = [Math.min(...means), Math.max(...means)];
+    // An axis on which the trials do not differ yet still needs a scale.
+    const pad = hi > lo ? 0 : Math.max(1e-9, Math.abs(hi) * 1e-3);
+    return a.higherIsBetter ? ([lo - pad, hi] as const) : ([hi + pad, lo] as const);
+  });
+  return (t) => {
+    const p = pointOf(state, t);
+    return p && chebyshev(p.values.map((v) => v.mean), axes, weights, bounds);
+  };
+}
+
+/**
+ * What the surrogate learns from: this run's finished rung-0 trials (scores
+ * at other fidelities are not comparable), failures at the bottom. `value`
+ * is an accepted trial's worth: its score, or a Pareto goal's scalarisation.
+ */
+function rungZeroHistory(input: PlanInput, value: (t: TrialState) => number | undefined = scoreOf): Observation[] {
   const out: Observation[] = [];
   let worst = Infinity;
   const failed: Array<{ g: Genome; params: number }> = [];
@@ -491,7 +531,7 @@ function rungZeroHistory(input: PlanInput): Observation[] {
     const d = derivedOf(t);
     const params = g && (d.params ??= input.params(g.model));
     if (!g || typeof params !== "number") continue;
-    const y = t.judged.verdict === Verdict.ACCEPT ? scoreOf(t) : undefined;
+    const y = t.judged.verdict === Verdict.ACCEPT ? value(t) : undefined;
     if (y === undefined) failed.push({ g, params });
     else {
       worst = Math.min(worst, y);

@@ -14,6 +14,7 @@ import { Mutation } from "../../proto/gen/research/v1/common_pb.js";
 import { reaches } from "../../core/objective.js";
 import { isClaimingPromotion, isPromotion, meanOf, rungOf, scoreOf, scoreText, valMetricOf, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { genomeOf } from "./identity.js";
+import { frontOf } from "../../swarm/front.js";
 import { imageSide, type Genome } from "./mutations.js";
 import { probeFidelity, type PlanInput, type Proposal } from "./policy.js";
 import { atRung, ladder, nextPromotion, PROMOTION_SURFACE, seedsAtRung, type Fidelity, type Promotion } from "./scheduler.js";
@@ -132,9 +133,11 @@ function timedLast(input: PlanInput, pick: TrialState): { pick: TrialState; pg: 
  */
 export function lastTraining(input: PlanInput): Proposal | undefined {
   const { state } = input;
-  const ranked = [...state.trials.values()]
-    .filter((t) => t.judged?.verdict === Verdict.ACCEPT && !t.proposed?.lastTraining)
-    .sort((a, b) => (scoreOf(b) ?? 0) - (scoreOf(a) ?? 0));
+  const front = frontOf(state);
+  // A Pareto goal trains its front's knee, the balanced trade-off, else the next trial of the front.
+  const ranked = front
+    ? [...new Set([front.knee, ...front.trials.map((x) => x.t)])].filter((t): t is TrialState => t !== undefined && !t.proposed?.lastTraining)
+    : [...state.trials.values()].filter((t) => t.judged?.verdict === Verdict.ACCEPT && !t.proposed?.lastTraining).sort((a, b) => (scoreOf(b) ?? 0) - (scoreOf(a) ?? 0));
   const timed = ranked.map((t) => timedLast(input, t)).filter((x) => x !== undefined);
   const chosen = timed.find((x) => x.time.gain >= LAST_GAIN) ?? timed.sort((a, b) => b.time.gain - a.time.gain)[0];
   if (!chosen) return undefined;
@@ -143,7 +146,9 @@ export function lastTraining(input: PlanInput): Proposal | undefined {
   const train = { ...atRung(pg.train, { subset: 0, epochs: time.epochs }, imageSide(input.info)), epochs: LAST_EPOCHS, train_seconds: time.trainS };
   const why =
     pick === best
-      ? `the run's best by score (${scoreText(pick)})`
+      ? front
+        ? `the knee of the Pareto front (${scoreText(pick)})`
+        : `the run's best by score (${scoreText(pick)})`
       : time.gain >= LAST_GAIN
         ? `${scoreText(pick)}, the best by score whose training in the time left reaches ${LAST_GAIN}x the passes it was measured at (${time.gain.toFixed(1)}x; ${ranked[0]!.id} would not)`
         : `${scoreText(pick)}: no config reaches ${LAST_GAIN}x the passes it was measured at in the time left, and this one gains most (${time.gain.toFixed(1)}x)`;

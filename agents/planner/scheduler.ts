@@ -19,6 +19,8 @@ import type { TrainConfigInput } from "../../core/model-config.js";
 import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import type { DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
 import { isPromotion, rungOf, scoreOf, type RunState, type TrialState } from "../../swarm/run-state.js";
+import { axesOf, pointOf, tradeOffsOf } from "../../swarm/front.js";
+import { topK } from "../../core/pareto.js";
 
 /**
  * Seeds a promotion at `rung` trains with (undefined: the run's). One on a
@@ -117,17 +119,31 @@ export function nextPromotion(state: RunState, topRung: number): Promotion | und
     const finished = [...state.trials.values()].filter((t) => t.judged && rungOf(t) === r);
     const k = Math.floor(finished.length / ETA);
     if (k === 0) continue;
-    const ranked = finished
-      .filter((t) => t.judged!.verdict === Verdict.ACCEPT)
-      .sort((a, b) => (scoreOf(b) ?? 0) - (scoreOf(a) ?? 0))
-      .slice(0, k);
+    const ranked = topOfRung(
+      state,
+      finished.filter((t) => t.judged!.verdict === Verdict.ACCEPT),
+      k,
+    );
     const pick = ranked.find((t) => !promoted.has(t.id));
     if (pick) {
       const place = ranked.indexOf(pick) + 1;
-      return { trial: pick, rung: r + 1, reason: `#${place} of ${finished.length} finished at rung ${r} (top 1/${ETA})` };
+      const by = tradeOffsOf(state).length ? " by the front's rank and crowding" : "";
+      return { trial: pick, rung: r + 1, reason: `#${place} of ${finished.length} finished at rung ${r} (top 1/${ETA}${by})` };
     }
   }
   return undefined;
+}
+
+/**
+ * The best `k` of a rung's accepted trials, best first: by score; for a Pareto goal by the
+ * front's rank, then crowding (NSGA-II's order, core/pareto.ts topK), so the configs that go up
+ * spread along the front instead of crowding at its most accurate end.
+ */
+function topOfRung(state: RunState, accepted: TrialState[], k: number): TrialState[] {
+  if (!tradeOffsOf(state).length) return accepted.sort((a, b) => (scoreOf(b) ?? 0) - (scoreOf(a) ?? 0)).slice(0, k);
+  const points = accepted.flatMap((t) => pointOf(state, t) ?? []);
+  const byId = new Map(accepted.map((t) => [t.id, t]));
+  return topK(points, axesOf(state), Math.min(k, points.length)).map((p) => byId.get(p.id)!);
 }
 
 /** The surface a promotion is filed under: more data and epochs is the data surface's move. */

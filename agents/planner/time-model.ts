@@ -14,6 +14,7 @@ import type { TrainConfigInput } from "../../core/model-config.js";
 import { budgetPlan, overRunBudget } from "../../swarm/budget.js";
 import { liveSeconds, paramsOf, slowestSeed, slowestSeedSeconds, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { derivedOf, genomeOf } from "./identity.js";
+import { latencyOf } from "../../swarm/front.js";
 import type { Genome } from "./mutations.js";
 import type { PlanInput, Proposal } from "./policy.js";
 
@@ -100,6 +101,30 @@ export function predictedSeconds(input: PlanInput, g: Genome, from: TrialState):
   const capacity = typeof pp === "number" && typeof cp === "number" && pp > 0 ? Math.sqrt(cp / pp) : 1;
   const startUp = Math.min(seed.secondsToFirstStep, seed.seconds);
   return startUp + (seed.seconds - startUp) * (passesOf(input, g.train) / passesOf(input, fg.train)) * capacity;
+}
+
+/**
+ * A candidate's latency per example (ms, batch 1), from the timed trial that predicts it: its
+ * parent when timed, else the timed trial closest in size; scaled by the square root of the
+ * parameter ratio, as its training time is (a forward pass grows with the model, and at batch 1
+ * a small model's per-layer overhead keeps it from growing in proportion). Undefined while
+ * nothing is timed: the judge holds the trial to the limit once it has run (swarm/front.ts).
+ */
+export function predictedLatencyMs(input: PlanInput, g: Genome, parent?: TrialState): number | undefined {
+  const size = input.params(g.model);
+  if (typeof size !== "number") return undefined;
+  let from = parent && latencyOf(parent) ? parent : undefined;
+  let gap = Infinity;
+  for (const t of from ? [] : input.state.trials.values()) {
+    const p = paramsOf(t);
+    if (!p || !latencyOf(t)) continue;
+    const d = Math.abs(Math.log(size / p));
+    if (d < gap) [from, gap] = [t, d];
+  }
+  const measured = from && latencyOf(from);
+  const fp = from && derivedParams(input, from);
+  if (!measured || typeof fp !== "number" || !(fp > 0)) return undefined;
+  return measured.mean * Math.sqrt(size / fp);
 }
 
 /** A trial's parameter count as the planner counts candidates (params.ts), so the two scale alike. */

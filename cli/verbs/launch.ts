@@ -4,6 +4,8 @@ import { join } from "node:path";
 import { RUN_STATUS } from "../../core/enums.js";
 import { gainPp, pct } from "../../core/format.js";
 import { baselineComparison } from "../../lineage-store/baseline.js";
+import { frontJson } from "../../lineage-store/report.js";
+import { latencyOf } from "../../swarm/front.js";
 import { parseDuration } from "../../core/goal.js";
 import { intervalBasis } from "../../core/ranking.js";
 import type { runGoal } from "../../deploy/swarm.js";
@@ -44,11 +46,14 @@ function printOutcome(outcome: Outcome, json: boolean | undefined, say: (line: s
               [o.key]: acc?.mean,
               ci_95: acc?.ci95,
               params: Number(best.evaluated?.result?.params ?? 0),
+              latency_ms: latencyOf(best)?.mean,
               [`test_${o.metric}`]: test?.mean,
               [`ensemble_test_${o.metric}`]: ensemble?.mean,
               test_skipped: finished.testSkipped || undefined,
             }
           : null,
+        // A Pareto goal's front (report.json's front): each trial's objectives with their intervals, and the knee.
+        front: frontJson(outcome.state) ?? undefined,
         baseline: baseline && { trial_id: baseline.baseline_trial_id, val_accuracy: baseline.baseline_val_mean, test_accuracy: baseline.baseline_test_mean, val_gain: baseline.val, test_gain: baseline.test },
         report: finished.reportPath,
         registry: finished.registryPath,

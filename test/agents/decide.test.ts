@@ -9,7 +9,12 @@ import { decide, type Move } from "../../agents/planner/decide.js";
 import { ashaPromotion } from "../../agents/planner/promotion.js";
 import { brokenPromises } from "../../agents/planner/promises.js";
 import { initialBuiltin, planInputFor, type PlanInput, type Proposal } from "../../agents/planner/policy.js";
-import { Mutation, Surface } from "../../proto/gen/research/v1/common_pb.js";
+import { Cost, Mutation, Surface } from "../../proto/gen/research/v1/common_pb.js";
+import { nextPromotion } from "../../agents/planner/scheduler.js";
+import { frontOf } from "../../swarm/front.js";
+import { nextBuiltin } from "../../agents/planner/policy.js";
+import { predictedLatencyMs } from "../../agents/planner/time-model.js";
+import { genomeOf } from "../../agents/planner/identity.js";
 import { Decision, Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import { DatasetInfoSchema, SeedResultSchema } from "../../proto/gen/research/v1/runner_pb.js";
 import type { EventInit } from "../../bus/index.js";
@@ -24,13 +29,20 @@ const at = (liveS: number) => 1000 + liveS * 1000;
 const templates = initialBuiltin(planInputFor(state([started({ parallel: 2 }, { dataset: "fashion-mnist" })]), FASHION, 0, {}), 99);
 
 /** A finished trial of template `k`: `seconds` a seed, at `rung` (30k x 3 above 0), `seeds` seeds of `valExamples` each. */
-function trial(id: string, k: number, mean: number, seconds: number, o: { rung?: number; parent?: string; seeds?: number; valExamples?: number; verdict?: Verdict } = {}): EventInit[] {
+function trial(
+  id: string,
+  k: number,
+  mean: number,
+  seconds: number,
+  o: { rung?: number; parent?: string; seeds?: number; valExamples?: number; verdict?: Verdict; params?: number; latencyMs?: number } = {},
+): EventInit[] {
   const p = templates[k]!;
   const rung = o.rung ?? 0;
   const seeds = o.seeds ?? 1;
-  const e = evaluated(id, mean, 0.01, { n: seeds });
+  const e = evaluated(id, mean, 0.01, { n: seeds, params: o.params === undefined ? undefined : BigInt(o.params) });
   const result = (e.body as { value: { result: { seedResults: unknown[]; seconds: number } } }).value.result;
-  result.seedResults = Array.from({ length: seeds }, (_, seed) => create(SeedResultSchema, { seed, seconds, valExamples: o.valExamples ?? 1000 }));
+  const inference = o.latencyMs === undefined ? undefined : { batch1: { batch: 1, medianMs: o.latencyMs, p90Ms: o.latencyMs * 1.1, repeats: 30 } };
+  result.seedResults = Array.from({ length: seeds }, (_, seed) => create(SeedResultSchema, { seed, seconds, valExamples: o.valExamples ?? 1000, inference }));
   result.seconds = seconds;
   return [
     {
@@ -56,8 +68,15 @@ function trial(id: string, k: number, mean: number, seconds: number, o: { rung?:
 /** Three probes (10 s a seed at 10k x 3) and t2 promoted to rung 1 (u2: 30 s at 30k x 3, one seed). */
 const explored = [...[0, 1, 2].flatMap((k) => trial(`t${k}`, k, 0.85 + k / 100, 10)), ...trial("u2", 2, 0.9, 30, { rung: 1, parent: "t2", valExamples: 3000 })];
 
-function run(events: EventInit[], liveS: number, o: { budgetS?: number; target?: number; maxTrials?: number; patience?: number } = {}): { input: PlanInput; index: number } {
-  const goal = o.target ? { dataset: "fashion-mnist", target: o.target, timeBudgetS: o.budgetS ?? 1000 } : { dataset: "fashion-mnist", openEnded: true, timeBudgetS: o.budgetS ?? 1000 };
+function run(
+  events: EventInit[],
+  liveS: number,
+  o: { budgetS?: number; target?: number; maxTrials?: number; patience?: number; tradeOffs?: Cost[]; maxLatencyMs?: number } = {},
+): { input: PlanInput; index: number } {
+  const limits = { tradeOffs: o.tradeOffs ?? [], maxLatencyMs: o.maxLatencyMs ?? 0 };
+  const goal = o.target
+    ? { dataset: "fashion-mnist", target: o.target, timeBudgetS: o.budgetS ?? 1000, ...limits }
+    : { dataset: "fashion-mnist", openEnded: true, timeBudgetS: o.budgetS ?? 1000, ...limits };
   const s = state([started({ parallel: 2, maxTrials: o.maxTrials ?? 100, patience: o.patience ?? 10, trialTimeBudgetS: 0 }, goal), ...events]);
   const index = 2 + s.judgedCount;
   return { input: planInputFor(s, FASHION, index, { nowMs: at(liveS), slots: 2, device: "cpu" }), index };
@@ -206,5 +225,59 @@ describe("the promises", () => {
     expect(brokenPromises(input, index, { kind: "promote", proposal: { ...last, seeds: 2 } })).toEqual([
       "the last training is on the full split with the run's seeds: the last training has 2 seeds, fewer than the run's 3",
     ]);
+  });
+});
+
+describe("a Pareto goal: accuracy vs parameters vs latency (issue 39)", () => {
+  const PARETO = { tradeOffs: [Cost.PARAMS, Cost.LATENCY] };
+  // Six probes, 10 s a seed: t1 the most accurate and the largest, t0 the smallest; t3 and t4
+  // are dominated by t2 beyond every interval (accuracy +-0.01, latency up to +10%).
+  const probes = [
+    ...trial("t0", 0, 0.85, 10, { params: 20_000, latencyMs: 0.5 }),
+    ...trial("t1", 1, 0.9, 10, { params: 400_000, latencyMs: 3 }),
+    ...trial("t2", 2, 0.88, 10, { params: 100_000, latencyMs: 1 }),
+    ...trial("t3", 3, 0.84, 10, { params: 200_000, latencyMs: 2 }),
+    ...trial("t4", 4, 0.83, 10, { params: 300_000, latencyMs: 2.5 }),
+    ...trial("t5", 5, 0.86, 10, { params: 50_000, latencyMs: 0.8 }),
+  ];
+
+  it("holds the front by the intervals, and names its knee", () => {
+    const f = frontOf(run(probes, 100, PARETO).input.state)!;
+    expect(f.trials.map((x) => x.t.id)).toEqual(["t1", "t2", "t5", "t0"]);
+    expect(f.knee?.id).toBe("t2");
+  });
+
+  it("promotes the top 1/3 of a rung by the front's rank and crowding, not by accuracy alone", () => {
+    const pareto = nextPromotion(run(probes, 100, PARETO).input.state, 3)!;
+    // The front's extremes first (infinite crowding), in input order: t0, the smallest.
+    expect([pareto.trial.id, pareto.reason]).toEqual(["t0", "#1 of 6 finished at rung 0 (top 1/3 by the front's rank and crowding)"]);
+    // The same trials under a single-objective goal: the most accurate.
+    expect(nextPromotion(run(probes, 100).input.state, 3)!.trial.id).toBe("t1");
+  });
+
+  it("edits trials of the front, and trains its knee last", () => {
+    const front = new Set(["t0", "t1", "t2", "t5"]);
+    for (let k = 0; k < 8; k++) {
+      const { input } = run(probes, 100, PARETO);
+      const p = nextBuiltin({ ...input, rng: () => ((k + 0.5) / 8) % 1 }, 8);
+      expect(front.has(p!.parentIds[0]!)).toBe(true);
+    }
+    const last = proposalOf(decided(probes, 340, PARETO));
+    expect(last).toMatchObject({ lastTraining: true, parentIds: ["t2"] });
+    expect(last.rationale).toMatch(/the knee of the Pareto front/);
+  });
+
+  it("proposes no edit predicted over a latency limit", () => {
+    const { input } = run(probes.slice(6, 9), 100, { maxLatencyMs: 1.05 });
+    const parent = input.state.trials.get("t2")!;
+    let skipped = 0;
+    for (let k = 0; k < 8; k++) {
+      const p = nextBuiltin({ ...input, rng: () => ((k + 0.5) / 8) % 1 }, 3)!;
+      expect(predictedLatencyMs(input, { model: p.model, train: p.train }, parent)!).toBeLessThanOrEqual(1.05);
+      if (/over the goal's limit of 1\.05 ms/.test(p.rationale)) skipped++;
+    }
+    // Edits that grow the model were there to propose, and were skipped for the limit.
+    expect(skipped).toBeGreaterThan(0);
+    expect(predictedLatencyMs(input, genomeOf(parent)!, parent)).toBeCloseTo(1, 6);
   });
 });

@@ -31,9 +31,11 @@ export function proposed(id: string, surface = Surface.ARCHITECTURE, parentIds: 
   };
 }
 
-export function result(mean: number, halfWidth: number, extra: { params?: bigint; seconds?: number; n?: number } = {}) {
+/** An evaluation result; `latencyMs`: each seed's median latency per example at batch 1 (its 90th percentile 10% above). */
+export function result(mean: number, halfWidth: number, extra: { params?: bigint; seconds?: number; n?: number; latencyMs?: number[] } = {}) {
   return create(EvalResultSchema, {
     aggregated: { val_accuracy: { mean, std: halfWidth / 2, ci95: [mean - halfWidth, mean + halfWidth], n: extra.n ?? 3, min: mean, max: mean } },
+    seedResults: (extra.latencyMs ?? []).map((ms, seed) => ({ seed, inference: { batch1: { batch: 1, medianMs: ms, p90Ms: ms * 1.1, repeats: 30 } } })),
     params: extra.params ?? 1000n,
     seconds: extra.seconds ?? 10,
     numClasses: 10,

@@ -257,3 +257,31 @@ describe("the budget plan", () => {
     expect(finish([started({}, OPEN), proposed("t0"), stop, evaluated("t0", 0.8)], "t0").status).toBe(RunStatus.STOPPED);
   });
 });
+
+describe("the judge and a goal's latency limit (issue 39)", () => {
+  const LIMIT = { maxLatencyMs: 2 };
+
+  it("accepts a trial whose median latency is within the limit and labels one over it over_limit", () => {
+    const within = judgeLast([started({}, LIMIT), proposed("t0"), evaluated("t0", 0.9, 0.01, { latencyMs: [1.2, 1.9, 2.4] })], "t0");
+    expect(within.verdict).toBe(Verdict.ACCEPT);
+    const over = judgeLast([started({}, LIMIT), proposed("t0"), evaluated("t0", 0.97, 0.01, { latencyMs: [2.1, 2.5, 1.5] })], "t0");
+    expect([over.verdict, labelName(over.failure!.label)]).toEqual([Verdict.REJECT, "over_limit"]);
+    expect(over.reason).toBe("over the limit: 2.10 ms per example, over the goal's limit of 2 ms");
+    // Over the limit, a trial meets no goal however accurate it is.
+    expect(over.decision).toBe(Decision.ITERATE);
+  });
+
+  it("cannot accept an untimed trial under a latency limit, and ignores latency without one", () => {
+    const untimed = judgeLast([started({}, LIMIT), proposed("t0"), evaluated("t0", 0.9)], "t0");
+    expect(untimed.failure?.message).toMatch(/its latency was not measured/);
+    expect(judgeLast([started(), proposed("t0"), evaluated("t0", 0.9, 0.01, { latencyMs: [50] })], "t0").verdict).toBe(Verdict.ACCEPT);
+  });
+
+  it("leaves the best trial the best within the limit", () => {
+    const events: Events = [started({}, { ...LIMIT, ...OPEN }), proposed("t0"), evaluated("t0", 0.95, 0.01, { latencyMs: [3] }), proposed("t1"), evaluated("t1", 0.9, 0.01, { latencyMs: [1] })];
+    const s = state(events);
+    const [j0, j1] = [judge(s, s.trials.get("t0")!, 2000), judge(s, s.trials.get("t1")!, 2000)];
+    const after = state([...events, { runId: RUN, trialId: "t0", body: { case: "trialJudged", value: j0 } }, { runId: RUN, trialId: "t1", body: { case: "trialJudged", value: j1 } }]);
+    expect(bestTrial(after)?.id).toBe("t1");
+  });
+});

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { datasetModality, normaliseDataset, parseCount, parseDuration, parseGoal, readGoalText } from "../../core/goal.js";
 import { Metric } from "../../proto/gen/research/v1/runner_pb.js";
+import { Cost } from "../../proto/gen/research/v1/common_pb.js";
 
 interface Expected {
   dataset: string;
@@ -348,5 +349,51 @@ describe("language modelling goals", () => {
     expect(refused("text:/data/c.txt: bpb below 20%")).toMatch(/a bits_per_byte target is in the metric's own units \(e\.g\. "bits_per_byte below 2"\), not 20%/);
     expect(refused("text:/data/c.txt: bpb below 0")).toMatch(/a bits_per_byte target must be above 0, got 0/);
     expect(refused("text: bits per byte below 2")).not.toMatch(/understood: dataset=text, path=bits/);
+  });
+});
+
+describe("Pareto goals and latency limits (issue 39)", () => {
+  const read = (text: string) => {
+    const r = parseGoal(text);
+    if (!r.ok) throw new Error(r.error);
+    return r.goal;
+  };
+  const refused = (text: string) => {
+    const r = parseGoal(text);
+    if (r.ok) throw new Error(`accepted ${text}`);
+    expect(r.error.split("\n")).toHaveLength(1);
+    return r.error;
+  };
+
+  it("reads the objectives of a Pareto goal in the order written, after a dataset prefix", () => {
+    const g = read("digits: pareto: accuracy vs parameters vs latency");
+    expect([g.dataset, g.objective, g.tradeOffs, g.openEnded, g.target, g.maxLatencyMs]).toEqual(["digits", Metric.ACCURACY, [Cost.PARAMS, Cost.LATENCY], true, 0, 0]);
+    expect(g.description).toMatch(/^find the Pareto front of validation accuracy vs parameters vs latency per example on digits: no target/);
+    expect(read("fashion-mnist: pareto: val accuracy versus latency, 15 min")).toMatchObject({ tradeOffs: [Cost.LATENCY], timeBudgetS: 900 });
+    // A regression's metric is one of its objectives too.
+    expect(read("csv:/data/house.csv target=price: pareto: rmse vs params")).toMatchObject({ objective: Metric.RMSE, tradeOffs: [Cost.PARAMS], openEnded: true });
+    // A single-objective goal trades nothing off.
+    expect(read("fashion-mnist: best model in 30 minutes").tradeOffs).toEqual([]);
+  });
+
+  it("reads a latency limit per example in ms or µs, beside the other limits", () => {
+    const g = read("fashion-mnist: best accuracy under 2 ms per image on this CPU");
+    expect([g.maxLatencyMs, g.openEnded, g.tradeOffs]).toEqual([2, true, []]);
+    expect(g.description).toMatch(/at most 2 ms per example \(batch 1, on the runner's device\)/);
+    expect(read("csv:/data/house.csv target=y: minimise rmse, at most 50k params, latency below 500 µs")).toMatchObject({ objective: Metric.RMSE, maxParams: 50_000n, maxLatencyMs: 0.5 });
+    expect(read("mnist: reach 98% accuracy, < 1ms latency, 20 min")).toMatchObject({ target: 0.98, maxLatencyMs: 1, timeBudgetS: 1200 });
+  });
+
+  it("refuses in one line an objective the task does not have, contradicting limits and an impossible latency", () => {
+    expect(refused("fashion-mnist: pareto: rmse vs latency")).toMatch(/fashion-mnist is a classification dataset: rmse needs a numeric target/);
+    expect(refused("fashion-mnist: pareto: accuracy vs flops")).toMatch(/a Pareto goal trades the metric off against parameters or latency per example; "flops" is none of them/);
+    expect(refused("fashion-mnist: pareto: params vs latency")).toMatch(/trades one metric off against parameters or latency per example, got none/);
+    expect(refused("fashion-mnist: pareto: accuracy vs latency vs inference time")).toMatch(/names each of its objectives once/);
+    expect(refused("fashion-mnist: pareto")).toMatch(/names what it trades off once, e\.g\. "pareto: accuracy vs parameters vs latency"/);
+    expect(refused("fashion-mnist: pareto: accuracy vs latency, reach 90%")).toMatch(/asks for the best model possible \("pareto"\) and for a target \(90%\); keep one/);
+    expect(refused("fashion-mnist: best accuracy under 2 ms and under 5 ms per image")).toMatch(/found several latency limits \(2 ms, 5 ms\)/);
+    expect(refused("fashion-mnist: best accuracy over 2 ms per image")).toMatch(/a latency limit is an upper bound/);
+    expect(refused("fashion-mnist: best accuracy under 0.001 ms per image")).toMatch(/0\.001 ms per example is impossible/);
+    expect(refused("pareto: accuracy vs parameters vs latency")).toMatch(/could not find a dataset.*Write e\.g\. "fashion-mnist: pareto: accuracy vs parameters vs latency"/);
   });
 });

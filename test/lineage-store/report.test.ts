@@ -12,7 +12,10 @@ import { Decision, EventSchema, RunStatus, Verdict, type Event } from "../../pro
 import { EvalResultSchema, GoalStatus } from "../../proto/gen/research/v1/runner_pb.js";
 import { readRegistry, writeArtifacts, type RegistryEntry } from "../../lineage-store/artifacts.js";
 import { escapeXml, failuresSvg, learningCurvesSvg, niceTicks, scoresSvg } from "../../lineage-store/plots.js";
-import { buildReport, inferenceJson, PLOT_FILES, reportPlots } from "../../lineage-store/report.js";
+import { buildReport, FRONT_PLOT, inferenceJson, PLOT_FILES, reportPlots } from "../../lineage-store/report.js";
+import { evaluated, proposed, RUN as AGENT_RUN, started, state as agentState } from "../agents/helpers.js";
+import { Cost } from "../../proto/gen/research/v1/common_pb.js";
+import type { EventInit } from "../../bus/index.js";
 import { briefMessage, modelSpec, trainSpec } from "../../core/config-wire.js";
 import type { ModelConfigInput } from "../../core/model-config.js";
 
@@ -455,5 +458,49 @@ describe("a model's inference cost in the report", () => {
     const cpu = inferenceJson(result("cpu", [undefined, undefined]))!;
     expect(cpu.batch_eval!.peak_memory_mb).toBeNull();
     expect(cpu.host_cpu_batch_1).toBeNull();
+  });
+});
+
+describe("a Pareto goal with a latency limit in the report (issue 39)", () => {
+  // Four probes: a (small, fast), b (accurate, large), c (dominated by a), d (over the limit).
+  const probe = (id: string, mean: number, params: number, ms: number, verdict = Verdict.ACCEPT): EventInit[] => [
+    proposed(id),
+    evaluated(id, mean, 0.01, { n: 1, params: BigInt(params), latencyMs: [ms] }),
+    { runId: AGENT_RUN, trialId: id, body: { case: "trialJudged", value: { verdict, decision: Decision.ITERATE, failure: verdict === Verdict.ACCEPT ? undefined : failure("over_limit", "2.50 ms per example") } } },
+  ];
+  const s = agentState([
+    started({}, { dataset: "fashion-mnist", openEnded: true, target: 0, tradeOffs: [Cost.PARAMS, Cost.LATENCY], maxLatencyMs: 2 }),
+    ...probe("a", 0.85, 20_000, 0.5),
+    ...probe("b", 0.9, 400_000, 1.8),
+    ...probe("c", 0.8, 60_000, 0.9),
+    ...probe("d", 0.93, 900_000, 2.5, Verdict.REJECT),
+  ]);
+  const finished = { status: RunStatus.COMPLETED, reason: "time budget spent", trials: 4, seconds: 100, bestTrialId: "b" } as Parameters<typeof buildReport>[1];
+
+  it("states the front by its rule with each objective's interval, the knee and the limit's outcome", () => {
+    const { markdown, json } = buildReport(s, finished);
+    expect(json.goal).toMatchObject({ trade_offs: ["params", "latency"], max_latency_ms: 2 });
+    expect(json.front!.trials.map((t) => t.trial_id)).toEqual(["b", "a"]);
+    expect(json.front!.axes.map((a) => a.name)).toEqual(["accuracy", "parameters", "latency per example"]);
+    expect(json.front!.trials[1]!.values[2]).toEqual({ mean: 0.5, low: 0.5, high: 0.55 });
+    expect(json.limits).toMatchObject({ max_latency_ms: 2, within: ["a", "b", "c"], over: ["d"], best_within: "b" });
+    expect(json.trials.find((r) => r.trial_id === "d")!.latency_ms).toBe(2.5);
+    expect(markdown).toContain("## Pareto front");
+    expect(markdown).toContain("| `a` (knee) | 85.00% [84.00%, 86.00%] | 20,000 | 0.500 [0.500, 0.550] | extreme |");
+    expect(markdown).toMatch(/The knee, the balanced trade-off .*: `a`\./);
+    expect(markdown).toContain("- Over it: 1 (`d`)");
+    expect(markdown).toContain("| Pareto objectives | accuracy vs parameters vs latency per example |");
+    const svg = reportPlots(s, finished)[FRONT_PLOT]!;
+    expect(count(svg, 'class="front-point"')).toBe(2);
+    expect(count(svg, 'class="point"')).toBe(1);
+    expect(count(svg, 'class="knee"')).toBe(1);
+  });
+
+  it("has no front or limits for a single-objective goal", () => {
+    const plain = agentState([started({}, { dataset: "fashion-mnist", openEnded: true, target: 0 }), ...probe("a", 0.85, 20_000, 0.5)]);
+    const { json, markdown } = buildReport(plain, finished);
+    expect([json.front, json.limits]).toEqual([null, null]);
+    expect(markdown).not.toContain("## Pareto front");
+    expect(reportPlots(plain, finished)[FRONT_PLOT]).toBeUndefined();
   });
 });

@@ -1,0 +1,55 @@
+/**
+ * Goals with several objectives and a latency limit (issue 39), launched as a user launches
+ * them, on the built-in digits with the real runner: every evaluated trial's latency is measured
+ * where it ran; a Pareto run's front comes back in `launch --json` and report.json by its rule,
+ * with its plot; a limit no model can meet labels every trial over_limit and ends the run with
+ * nothing accepted, instead of a best that breaks it.
+ */
+import { describe, expect, it } from "vitest";
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { run } from "../helpers/run.js";
+import { summaryOf } from "../helpers/report.js";
+import { storedEvents } from "../../cli/workspace.js";
+import { foldRun } from "../../swarm/run-state.js";
+import { latencyOf } from "../../swarm/front.js";
+import { labelName } from "../../core/failure.js";
+
+const { NODE_CHANNEL_FD: _ipc, ...inherited } = process.env;
+const env = { ...inherited, LOG_LEVEL: "warn", EMBEDDER: "hashing" };
+
+/** A launch and its stored run; `exit` 3 where the run ends without a model (cli/args.ts EXIT.budgetSpent). */
+async function launch(goal: string, exit = 0) {
+  const workspace = mkdtempSync(join(tmpdir(), "pareto-"));
+  const r = await run("./research-agent", ["launch", "--goal", goal, "--workspace", workspace, "--no-research", "--json"], { env, timeout: 300_000 });
+  expect(r.status, r.stderr.slice(-2000)).toBe(exit);
+  const summary = summaryOf(r.stdout) as ReturnType<typeof summaryOf> & { front?: { trials: { trial_id: string; values: unknown[] }[]; knee: string | null } };
+  return { summary, state: foldRun(summary.run_id, await storedEvents(workspace, summary.run_id)) };
+}
+
+describe("a Pareto goal and a latency limit on digits", () => {
+  it("measures every trial's latency and reports the front of accuracy vs parameters vs latency", async () => {
+    const { summary, state } = await launch("digits: pareto: accuracy vs parameters vs latency, 75 seconds");
+    // A pruned trial's partial result is cut before its model is timed.
+    const evaluated = [...state.trials.values()].filter((t) => t.evaluated?.result && !t.evaluated.failure);
+    expect(evaluated.length).toBeGreaterThanOrEqual(3);
+    for (const t of evaluated) expect(latencyOf(t)?.mean, t.id).toBeGreaterThan(0);
+    const front = summary.front!;
+    expect(front.trials.length).toBeGreaterThanOrEqual(1);
+    for (const t of front.trials) expect(t.values).toHaveLength(3);
+    expect(front.trials.map((t) => t.trial_id)).toContain(front.knee);
+    const report = JSON.parse(readFileSync(summary.report.replace(/\.md$/, ".json"), "utf8"));
+    expect(report.front.trials).toEqual(front.trials);
+    expect(readFileSync(summary.report, "utf8")).toContain("## Pareto front");
+    expect(existsSync(join(dirname(summary.report), "plots", "front.svg"))).toBe(true);
+  }, 320_000);
+
+  it("labels every trial over a limit no model can meet, and accepts none", async () => {
+    const { summary, state } = await launch("digits: best accuracy under 0.01 ms per example, 60 seconds", 3);
+    const judged = [...state.trials.values()].filter((t) => t.judged && t.evaluated?.result && !t.evaluated.failure);
+    expect(judged.length).toBeGreaterThanOrEqual(1);
+    for (const t of judged) expect(labelName(t.judged!.failure!.label), t.id).toBe("over_limit");
+    expect(summary.best_trial).toBeNull();
+  }, 320_000);
+});
