@@ -68,6 +68,10 @@ export interface RunSummary {
   /** Wall seconds so far (running) or in all (finished). */
   seconds: number;
   time_budget_s: number;
+  /** A Pareto goal's costs traded off against the metric, in the order written ("params", "latency": core/objective.ts COSTS); [] for any other goal. */
+  trade_offs: string[];
+  /** The most milliseconds one example's forward pass may take (batch 1, on the runner's device); null: no limit. */
+  max_latency_ms: number | null;
 }
 
 export interface Fidelity {
@@ -90,6 +94,8 @@ export interface TrialRow {
   hypothesis: string;
   proposer: string;
   params: number | null;
+  /** Milliseconds per example at batch 1 on the device it ran on, the median of its seeds' (swarm/front.ts latencyOf); null: not timed. */
+  latency_ms: number | null;
   fidelity: Fidelity;
   /** proposed | assembled | evaluated | judged | failed (trial_status). */
   status: string;
@@ -164,6 +170,60 @@ export interface RunDetail extends RunSummary {
   warm_start: WarmStartRow[];
   /** The results of past runs the planner's surrogate held as prior observations; null when it held none. */
   past_prior: PastPrior | null;
+  /** A Pareto goal's front, as the report's JSON has it (lineage-store/report.ts frontJson); null for a goal that trades nothing off. */
+  front: FrontJson | null;
+  /** What the goal's latency limit did; null for a goal without one. */
+  limits: LimitsJson | null;
+}
+
+/** An objective's value for a trial: its mean and interval (the metric's 95% interval, a latency's spread over seeds, a count's own value). */
+export interface Estimate {
+  mean: number;
+  low: number;
+  high: number;
+}
+
+/** One axis of a Pareto goal: the run's metric first, then each cost (minimised), by its name for people ("parameters", "latency per example"). */
+export interface FrontAxis {
+  name: string;
+  higher_is_better: boolean;
+}
+
+export interface FrontTrial {
+  trial_id: string;
+  /** One per axis, in the axes' order. */
+  values: Estimate[];
+  /** NSGA-II's crowding distance on the front; null for its extremes (infinite). */
+  crowding: number | null;
+}
+
+/** The trials no other accepted rung-0 trial dominates (swarm/front.ts FRONT_RULE), best metric first. */
+export interface FrontJson {
+  /** The rule in words. */
+  rule: string;
+  axes: FrontAxis[];
+  trials: FrontTrial[];
+  /** The balanced trade-off (core/pareto.ts knee); null with none. */
+  knee: string | null;
+  /**
+   * The front's trials trained again on the full split with the run's seeds: each one's trial,
+   * the front trial it trains (`from`), its validation stats, its one-time test stats (null
+   * before the run's end, or when not measured), its parameters and latency.
+   */
+  trained_long: { trial_id: string; from: string; val: Stats | null; test: Stats | null; params: number | null; latency_ms: number | null }[];
+  /** The report's plot of it, relative to the run's folder. */
+  plot: string;
+}
+
+type Stats = { mean: number; std: number; ci_95: [number, number] | null; min: number; max: number; n: number };
+
+/** A goal's latency limit and what it did: the trials timed within it, those over it (labelled over_limit, never accepted), and the best within every limit. */
+export interface LimitsJson {
+  max_latency_ms: number;
+  max_params: number | null;
+  within: string[];
+  over: string[];
+  best_within: string | null;
 }
 
 /** Past runs' results in the surrogate's prior: each weighs 1/2 x exp(-distance of its dataset), each of this run's own 1. */

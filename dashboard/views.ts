@@ -12,7 +12,8 @@ import { runOfTrial } from "../core/ids.js";
 import { isCodeModel } from "../core/model-config.js";
 import { RunSettingsSchema, Verdict, type Event } from "../proto/gen/research/v1/events_pb.js";
 import type { EpochProgress, MetricStats } from "../proto/gen/research/v1/runner_pb.js";
-import { chosenBest, decisionName, inferenceJson, verdictName } from "../lineage-store/report.js";
+import { chosenBest, decisionName, frontJson, inferenceJson, limitsJson, verdictName } from "../lineage-store/report.js";
+import { latencyOf, tradeOffsOf } from "../swarm/front.js";
 import { baselineComparison } from "../lineage-store/baseline.js";
 import type { Objective } from "../core/objective.js";
 import { applyToRunState, bestTrial, boundOf, confusionOf, failureLabelOf, inFlightCount, isBaseline, isTerminal, metricCurves, paramsOf, pastPriorOf, rungOf, scoreOf, standing, surfaceOf, trialFailure, trialStatus, valMetricOf, type RunState, type TrialState } from "../swarm/run-state.js";
@@ -121,6 +122,8 @@ export function runSummary(v: RunView, nowMs = Date.now()): RunSummary {
     started_at: s.startedAtMs,
     seconds: s.startedAtMs ? Math.max(0, (end - s.startedAtMs) / 1000) : 0,
     time_budget_s: g?.timeBudgetS ?? 0,
+    trade_offs: tradeOffsOf(s),
+    max_latency_ms: g?.maxLatencyMs || null,
   };
 }
 
@@ -182,6 +185,7 @@ export function trialRow(v: RunView, t: TrialState, position: number): TrialRow 
     hypothesis: t.proposed?.hypothesis ?? "",
     proposer: t.proposed?.proposer ?? "",
     params: paramsOf(t) ?? null,
+    latency_ms: latencyOf(t)?.mean ?? null,
     fidelity: fidelityOf(t, v.state.settings?.seeds ?? 0),
     status: trialStatus(t),
     progress: progressOf(v, t),
@@ -303,6 +307,8 @@ export function runDetail(v: RunView, nowMs = Date.now()): RunDetail {
     against_start: baselineComparison(s, chosenBest(s, s.runFinished), s.runFinished?.testResult),
     warm_start: warmStartOf(s),
     past_prior: pastPriorOf(s) ?? null,
+    front: frontJson(s, s.runFinished),
+    limits: limitsJson(s, bestOf(v)),
   };
 }
 

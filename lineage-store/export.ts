@@ -12,7 +12,8 @@
  *   filled), flattened to dotted keys ("train.lr", "model.layers.0.type"); the proposal's own
  *   JSON text when it does not validate;
  * - its score: the pessimistic end of the validation metric's 95% interval, in the metric's
- *   units (core/objective.ts), the number the run ranks by; and the aggregated means;
+ *   units (core/objective.ts), the number the run ranks by; and the aggregated means; beside
+ *   its parameter count, its latency per example where the runner timed it (swarm/front.ts);
  * - the best trial's confusion matrix (validation, its seeds' counts added), where the run has
  *   one (classification);
  * - the run's report in Markdown, and the numbers of the best trial's one-time test confirmation.
@@ -26,6 +27,7 @@ import { Mutation } from "../proto/gen/research/v1/common_pb.js";
 import { boundOf, confusionOf, metricCurves, paramsOf, rungOf, surfaceOf, trialFailure, trialStatus, type RunState, type TrialState } from "../swarm/run-state.js";
 import { hypothesisMarkdown } from "./artifacts.js";
 import { chosenBest } from "./report.js";
+import { latencyOf, tradeOffsOf } from "../swarm/front.js";
 import { modelSent, trainSent } from "../core/config-wire.js";
 
 export const EXPORT_FORMATS = ["tensorboard", "mlflow", "wandb"] as const;
@@ -66,6 +68,8 @@ export interface ExportTrial {
   best: boolean;
   params: Flat;
   num_params: number | null;
+  /** Milliseconds per example at batch 1 on the device it ran on, the median of its seeds' (swarm/front.ts latencyOf); null: not timed. */
+  latency_ms: number | null;
   /** The pessimistic end of the validation metric's 95% interval, in its units: what the run ranks by. */
   score: number | null;
   /** Aggregated over seeds: the mean of each metric the evaluation reports (val_accuracy, val_loss, ...). */
@@ -175,6 +179,7 @@ export function exportTrial(state: RunState, t: TrialState, best: TrialState | u
     best: isBest,
     params: paramsOfTrial(t),
     num_params: paramsOf(t) ?? null,
+    latency_ms: latencyOf(t)?.mean ?? null,
     score: boundOf(t) ?? null,
     metrics: Object.fromEntries(Object.entries(result?.aggregated ?? {}).map(([k, s]) => [k, s.mean])),
     seeds: seedsOf(t),
@@ -202,7 +207,16 @@ export function exportRun(state: RunState, reportMarkdown: string): ExportRun {
     started_at_ms: state.startedAtMs || null,
     ended_at_ms: state.finishedAtMs || null,
     params: {
-      ...flatten(g ? { dataset: g.dataset, metric: state.objective.metric, target: g.openEnded ? null : g.target, max_params: Number(g.maxParams) || null, time_budget_s: g.timeBudgetS || null, open_ended: g.openEnded } : {}, "goal"),
+      ...flatten(
+        g
+          ? {
+              dataset: g.dataset, metric: state.objective.metric, target: g.openEnded ? null : g.target, max_params: Number(g.maxParams) || null, time_budget_s: g.timeBudgetS || null, open_ended: g.openEnded,
+              // A Pareto goal's costs traded off against the metric ("goal.trade_offs.0": "params"; "[]" for any other goal), and a latency limit.
+              trade_offs: tradeOffsOf(state), max_latency_ms: g.maxLatencyMs || null,
+            }
+          : {},
+        "goal",
+      ),
       ...flatten(
         state.settings
           ? { max_trials: state.settings.maxTrials, seeds: state.settings.seeds, parallel: state.settings.parallel, planner: state.settings.planner, patience: state.settings.patience, subset: state.settings.subset, epochs: state.settings.epochs, research: state.settings.research, llm: state.settings.llm || "none" }

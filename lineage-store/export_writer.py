@@ -196,6 +196,8 @@ class TensorBoard:
             w.scalar("score", t["score"], 0, at)
         if metric in t["metrics"]:
             w.scalar(metric, t["metrics"][metric], 0, at)
+        if t.get("latency_ms") is not None:
+            w.scalar("latency_ms", t["latency_ms"], 0, at)
         w.text("hypothesis", t["hypothesis_markdown"] or t["hypothesis"], at)
         w.close()
         self.confusion(folder, run, t)
@@ -396,6 +398,8 @@ def write_mlflow(doc, dest, project):
                     metrics.append(Metric("score", t["score"], at, 0))
                 if t["num_params"] is not None:
                     metrics.append(Metric("num_params", t["num_params"], at, 0))
+                if t.get("latency_ms") is not None:
+                    metrics.append(Metric("latency_ms", t["latency_ms"], at, 0))
                 batch(cid, metrics=metrics, params=params_of(t["params"]))
                 if t["code"]:
                     client.log_text(cid, t["code"], "model_code.py")
@@ -453,7 +457,7 @@ def write_wandb(doc, dest, project):
                 for epoch, row in epoch_rows(t["seeds"]):
                     r.log(row, step=epoch)
                 summary = dict(t["metrics"])
-                summary.update({"score": t["score"], "num_params": t["num_params"], "status": t["status"], "verdict": t["verdict"], "decision": t["decision"], "failure_label": t["failure_label"], "failure_message": t["failure_message"]})
+                summary.update({"score": t["score"], "num_params": t["num_params"], "latency_ms": t.get("latency_ms"), "status": t["status"], "verdict": t["verdict"], "decision": t["decision"], "failure_label": t["failure_label"], "failure_message": t["failure_message"]})
                 r.summary.update({k: v for k, v in summary.items() if v is not None})
                 if t["code"]:
                     save(r, "model_code.py", t["code"])

@@ -9,7 +9,7 @@ import { dirname, join } from "node:path";
 import { bestRule, hypothesisOutcome, intervalBasis, whyBest, type HypothesisOutcome } from "../core/ranking.js";
 import { COSTS, formatChange, formatMetric, objective, reaches, type Objective } from "../core/objective.js";
 import { FRONT_RULE, frontOf, latencyOf, rungPoints, tradeOffsOf } from "../swarm/front.js";
-import { bestTrial, isPromotion, metricCurves, paramsOf, pastPriorOf, rankedTrials, scoreOf, standing, surfaceOf, trialFailure, trialStatus, valMetricOf, type RunState, type TrialState } from "../swarm/run-state.js";
+import { bestTrial, failureLabelOf, isPromotion, metricCurves, paramsOf, pastPriorOf, rankedTrials, scoreOf, standing, surfaceOf, trialFailure, trialStatus, valMetricOf, type RunState, type TrialState } from "../swarm/run-state.js";
 import { labelName } from "../core/failure.js";
 import { points, pp } from "../core/format.js";
 import { DECISION, INTERVENTION_KIND, RUN_STATUS, VERDICT, type DecisionName, type VerdictName } from "../core/enums.js";
@@ -533,8 +533,8 @@ function reportJson(state: RunState, finished: RunFinished, rows: TrialRow[], be
     surfaces: surfaceStats(rows, state.objective),
     timeline: timeline(state, finished, timing),
     research: briefUse(state, rows),
-    front: frontJson(state),
-    limits: limitsJson(state, rows, best),
+    front: frontJson(state, finished),
+    limits: limitsJson(state, best),
     // Past runs' results in the planner's surrogate as prior observations (null: none).
     past_prior: pastPriorOf(state) ?? null,
     llm: llmUse(state),
@@ -553,10 +553,12 @@ function reportJson(state: RunState, finished: RunFinished, rows: TrialRow[], be
 }
 
 /** A Pareto goal's front by its rule (swarm/front.ts), each trial's objectives with their intervals; null for any other goal. */
-export function frontJson(state: RunState) {
+export function frontJson(state: RunState, finished?: RunFinished) {
   const f = frontOf(state);
   if (!f) return null;
   const long = [...state.trials.values()].filter((t) => t.proposed?.lastTraining);
+  // Each one's one-time test evaluation: the best's is the run's test result, the others' the front's.
+  const testOf = (t: TrialState) => (t.id === finished?.bestTrialId ? finished.testResult : finished?.frontTests.find((x) => x.trialId === t.id)?.result);
   return {
     rule: FRONT_RULE,
     axes: f.axes.map((a) => ({ name: a.name, higher_is_better: a.higherIsBetter })),
@@ -568,25 +570,35 @@ export function frontJson(state: RunState) {
     })),
     knee: f.knee?.id ?? null,
     // The front's trials trained again on the full split with the run's seeds (the run's last long training).
-    trained_long: long.map((t) => ({ trial_id: t.id, from: t.proposed!.parentIds[0] ?? "", val: statsJson(valMetricOf(t)) })),
+    trained_long: long.map((t) => {
+      const test = testOf(t);
+      return {
+        trial_id: t.id,
+        from: t.proposed!.parentIds[0] ?? "",
+        val: statsJson(valMetricOf(t)),
+        test: statsJson(test?.aggregated[`test_${state.objective.metric}`]),
+        params: paramsOf(t) ?? null,
+        latency_ms: latencyOf(t)?.mean ?? null,
+      };
+    }),
     plot: FRONT_PLOT,
   };
 }
 
 /**
- * What the goal's limits did: the trials timed within the latency limit, those over it (each
- * labelled over_limit by the judge, so never accepted), and the best, which is therefore the
- * best within every limit. null for a goal without a latency limit.
+ * What the goal's latency limit did: the trials timed within it, those the judge labelled
+ * over_limit (never accepted), and the best, which is therefore the best within every limit.
+ * null for a goal without a latency limit.
  */
-function limitsJson(state: RunState, rows: TrialRow[], best: TrialState | undefined) {
+export function limitsJson(state: RunState, best: TrialState | undefined) {
   const limit = state.goal?.maxLatencyMs ?? 0;
   if (!(limit > 0)) return null;
-  const timed = rows.filter((r) => r.latency_ms !== null);
+  const trials = state.order.flatMap((id) => state.trials.get(id) ?? []);
   return {
     max_latency_ms: limit,
     max_params: Number(state.goal?.maxParams ?? 0n) || null,
-    within: timed.filter((r) => r.latency_ms! <= limit).map((r) => r.trial_id),
-    over: rows.filter((r) => r.failure_label === "over_limit").map((r) => r.trial_id),
+    within: trials.filter((t) => (latencyOf(t)?.mean ?? Infinity) <= limit).map((t) => t.id),
+    over: trials.filter((t) => failureLabelOf(t) === "over_limit").map((t) => t.id),
     best_within: best?.id ?? null,
   };
 }
@@ -630,8 +642,13 @@ function baselineSection(c: NonNullable<Report["json"]["baseline"]>, o: Objectiv
 }
 
 function frontSection(f: NonNullable<Report["json"]["front"]>, o: Objective): string[] {
+  // The metric in its units with its interval, a count as a count, a measured cost with its spread.
   const value = (v: { mean: number; low: number; high: number }, i: number) =>
-    i === 0 ? `${formatMetric(o, v.mean)} [${formatMetric(o, v.low)}, ${formatMetric(o, v.high)}]` : v.low === v.high ? int(Math.round(v.mean)) : `${v.mean.toPrecision(3)} [${v.low.toPrecision(3)}, ${v.high.toPrecision(3)}]`;
+    i === 0
+      ? `${formatMetric(o, v.mean)} [${formatMetric(o, v.low)}, ${formatMetric(o, v.high)}]`
+      : f.axes[i]!.name === COSTS.params.label
+        ? int(Math.round(v.mean))
+        : `${v.mean.toPrecision(3)} [${v.low.toPrecision(3)}, ${v.high.toPrecision(3)}]`;
   const out = ["## Pareto front", "", `The front: ${inline(f.rule)}.`, ""];
   if (!f.trials.length) return [...out, "No trial is on the front yet.", ""];
   out.push(
@@ -642,7 +659,10 @@ function frontSection(f: NonNullable<Report["json"]["front"]>, o: Objective): st
     "",
   );
   if (f.knee) out.push(`The knee, the balanced trade-off (the front's point closest to the ideal once each objective is scaled to the front's range): \`${f.knee}\`.`, "");
-  for (const l of f.trained_long) out.push(`- \`${l.trial_id}\` trained \`${l.from}\` on the full training split with the run's seeds: validation ${meanPlusMinus(l.val, o)}`);
+  for (const l of f.trained_long) {
+    const cost = [l.params !== null ? `${int(l.params)} parameters` : "", l.latency_ms !== null ? `${l.latency_ms.toPrecision(3)} ms per example` : ""].filter(Boolean).join(", ");
+    out.push(`- \`${l.trial_id}\` trained \`${l.from}\` on the full training split with the run's seeds: validation ${meanPlusMinus(l.val, o)}, test ${l.test ? meanPlusMinus(l.test, o) : "not measured"}${cost ? `; ${cost}` : ""}`);
+  }
   if (f.trained_long.length) out.push("");
   out.push(`![Pareto front](${f.plot})`, "");
   return out;

@@ -5,6 +5,7 @@
  * report written, within its budget.
  */
 import { bestTrial, liveSeconds, slowestSeedSeconds, type RunState } from "./run-state.js";
+import { FRONT_TRAININGS, tradeOffsOf } from "./front.js";
 
 /** Writing the report and closing the run, after the confirmation. */
 const REPORT_S = 15;
@@ -30,7 +31,9 @@ export function budgetPlan(state: RunState, nowMs: number): BudgetPlan {
   const budget = state.goal?.timeBudgetS ?? 0;
   const remainingS = budget > 0 ? budget - liveSeconds(state, nowMs) : Infinity;
   const best = bestTrial(state);
-  const reserveS = REPORT_S + confirmSeconds((best && slowestSeedSeconds(best)) || 0);
+  // A Pareto goal confirms its other front trials trained long too, from their kept weights.
+  const front = tradeOffsOf(state).length ? (FRONT_TRAININGS - 1) * confirmSeconds(0) : 0;
+  const reserveS = REPORT_S + confirmSeconds((best && slowestSeedSeconds(best)) || 0) + front;
   return { remainingS, reserveS, availableS: remainingS - reserveS };
 }
 

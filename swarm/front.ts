@@ -106,3 +106,31 @@ export function frontOf(state: RunState): Front | undefined {
   const k = knee(first, axes);
   return { axes, trials, knee: k && byId.get(k.id) };
 }
+
+/**
+ * Front trials a Pareto goal trains long, each on the full training split with the run's seeds,
+ * one after another in the time exploration leaves: the knee first, then the front's extremes
+ * (the largest crowding distance), so the claims span the trade-off and meet in its balance.
+ */
+export const FRONT_TRAININGS = 3;
+
+/** The front trials a Pareto goal's last long trainings train, in their order; empty for another goal. */
+export function frontPicks(state: RunState): TrialState[] {
+  const f = frontOf(state);
+  if (!f) return [];
+  const byCrowding = [...f.trials].sort((a, b) => b.crowding - a.crowding).map((x) => x.t);
+  return [...new Set([...(f.knee ? [f.knee] : []), ...byCrowding])].slice(0, FRONT_TRAININGS);
+}
+
+/** The front trials trained long so far (the parents of the run's last long trainings). */
+export function trainedLong(state: RunState): Set<string> {
+  const out = new Set<string>();
+  for (const t of state.trials.values()) if (t.proposed?.lastTraining && t.proposed.parentIds[0]) out.add(t.proposed.parentIds[0]);
+  return out;
+}
+
+/** How many of a Pareto goal's front picks are still to train long (0 for another goal). */
+export function longTrainingsLeft(state: RunState): number {
+  const done = trainedLong(state);
+  return frontPicks(state).filter((t) => !done.has(t.id)).length;
+}

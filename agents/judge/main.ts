@@ -8,7 +8,7 @@ import { create } from "@bufbuild/protobuf";
 import { Decision, InterventionKind, RunEnd, TrialJudgedSchema, type Event, type TrialJudged } from "../../proto/gen/research/v1/events_pb.js";
 import { bestTrial, doneBy, inFlight, isTerminal, liveSeconds, type RunState } from "../../swarm/run-state.js";
 import { runAgent, type AgentContext } from "../../swarm/runtime.js";
-import { confirmOnTest } from "./confirm.js";
+import { confirmFront, confirmOnTest } from "./confirm.js";
 import { judge, runStatus } from "./rules.js";
 
 function runDir(state: RunState): string {
@@ -18,6 +18,7 @@ function runDir(state: RunState): string {
 async function finishRun(state: RunState, last: TrialJudged, ctx: AgentContext): Promise<void> {
   const best = bestTrial(state);
   const confirmation = await confirmOnTest(state, ctx.runners(), ctx.log, Date.now());
+  const frontTests = await confirmFront(state, ctx.runners(), ctx.log, Date.now());
   const dir = runDir(state);
   const status = runStatus(state, last);
   await ctx.emit("finished", {
@@ -31,6 +32,7 @@ async function finishRun(state: RunState, last: TrialJudged, ctx: AgentContext):
         registryPath: join(dir, "experiments", "registry.json"),
         testResult: confirmation?.result,
         testSkipped: confirmation?.skipped ?? "",
+        frontTests,
         trials: state.judgedCount,
         seconds: liveSeconds(state, Date.now()),
         reason: last.runReason,

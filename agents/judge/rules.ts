@@ -14,7 +14,7 @@ import { baselineTrial, bestTrial, doneBy, inFlight, isClaimingPromotion, longTr
 import { formatMetric, pessimisticBound, reaches, utility } from "../../core/objective.js";
 import { budgetPlan, nothingFits } from "../../swarm/budget.js";
 import { learningOf } from "../../core/learning/index.js";
-import { overLimit } from "../../swarm/front.js";
+import { longTrainingsLeft, overLimit } from "../../swarm/front.js";
 
 // Time over the per-trial budget tolerated before a trial is called illegal (process start, transfer).
 const TRIAL_TIME_SLACK = 1.25;
@@ -114,9 +114,11 @@ export function judge(state: RunState, t: TrialState, nowMs: number): TrialJudge
         ? `time budget of ${state.goal!.timeBudgetS} s spent`
         : `time budget of ${state.goal!.timeBudgetS} s nearly spent: ${plan.remainingS.toFixed(0)} s left, ${plan.reserveS.toFixed(0)} s reserved for the test confirmation and the report`,
     );
-  } else if (t.proposed?.lastTraining && !inFlight(withThis)) {
+  } else if (t.proposed?.lastTraining && !inFlight(withThis) && longTrainingsLeft(withThis) === 0) {
     // Planned as the run's last long training: nothing long fits after it, and a probe
-    // started now could not change the best, so the run ends with its confirmation.
+    // started now could not change the best, so the run ends with its confirmation. A Pareto
+    // goal's front trials train long one after another: the last of them ends it (one that no
+    // longer fits leaves the planner idle, which ends it too).
     stop(RunEnd.LAST_TRAINING, `the run's last long training is done, and no training long enough to change the best fits the ${Math.max(0, plan.availableS).toFixed(0)} s left`);
   } else if (flat.since >= patience && !longTrainingInFlight(withThis)) {
     // Not while a promotion trains: the planner's exploit phase answers a

@@ -14,7 +14,7 @@ import { Mutation } from "../../proto/gen/research/v1/common_pb.js";
 import { reaches } from "../../core/objective.js";
 import { isClaimingPromotion, isPromotion, meanOf, rungOf, scoreOf, scoreText, valMetricOf, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { genomeOf } from "./identity.js";
-import { frontOf } from "../../swarm/front.js";
+import { frontOf, frontPicks, trainedLong } from "../../swarm/front.js";
 import { imageSide, type Genome } from "./mutations.js";
 import { probeFidelity, type PlanInput, type Proposal } from "./policy.js";
 import { atRung, ladder, nextPromotion, PROMOTION_SURFACE, seedsAtRung, type Fidelity, type Promotion } from "./scheduler.js";
@@ -117,10 +117,10 @@ export function confirmation(input: PlanInput): Proposal | undefined {
   );
 }
 
-/** `pick`'s last long training and its time, or undefined when none fits (time-model.ts lastTrainingTime). */
-function timedLast(input: PlanInput, pick: TrialState): { pick: TrialState; pg: Genome; time: LastTrainingTime } | undefined {
+/** `pick`'s last long training in `share` of the time left and its time, or undefined when none fits (time-model.ts lastTrainingTime). */
+function timedLast(input: PlanInput, pick: TrialState, share: number): { pick: TrialState; pg: Genome; time: LastTrainingTime } | undefined {
   const pg = genomeOf(pick);
-  const time = pg && lastTrainingTime(input, pick, pg);
+  const time = pg && lastTrainingTime(input, pick, pg, share);
   return pg && time && { pick, pg, time };
 }
 
@@ -134,21 +134,24 @@ function timedLast(input: PlanInput, pick: TrialState): { pick: TrialState; pg: 
 export function lastTraining(input: PlanInput): Proposal | undefined {
   const { state } = input;
   const front = frontOf(state);
-  // A Pareto goal trains its front's knee, the balanced trade-off, else the next trial of the front.
-  const ranked = front
-    ? [...new Set([front.knee, ...front.trials.map((x) => x.t)])].filter((t): t is TrialState => t !== undefined && !t.proposed?.lastTraining)
-    : [...state.trials.values()].filter((t) => t.judged?.verdict === Verdict.ACCEPT && !t.proposed?.lastTraining).sort((a, b) => (scoreOf(b) ?? 0) - (scoreOf(a) ?? 0));
-  const timed = ranked.map((t) => timedLast(input, t)).filter((x) => x !== undefined);
+  // A Pareto goal trains its front picks (swarm/front.ts: the knee, then the extremes) one after
+  // another, each in an even share of the time left.
+  const done = trainedLong(state);
+  const picks = front && frontPicks(state).filter((t) => !done.has(t.id));
+  const ranked =
+    picks ??
+    [...state.trials.values()].filter((t) => t.judged?.verdict === Verdict.ACCEPT && !t.proposed?.lastTraining).sort((a, b) => (scoreOf(b) ?? 0) - (scoreOf(a) ?? 0));
+  const share = picks?.length ? 1 / picks.length : 1;
+  const timed = ranked.map((t) => timedLast(input, t, share)).filter((x) => x !== undefined);
   const chosen = timed.find((x) => x.time.gain >= LAST_GAIN) ?? timed.sort((a, b) => b.time.gain - a.time.gain)[0];
   if (!chosen) return undefined;
   const { pick, pg, time } = chosen;
   const best = ranked[0];
   const train = { ...atRung(pg.train, { subset: 0, epochs: time.epochs }, imageSide(input.info)), epochs: LAST_EPOCHS, train_seconds: time.trainS };
-  const why =
-    pick === best
-      ? front
-        ? `the knee of the Pareto front (${scoreText(pick)})`
-        : `the run's best by score (${scoreText(pick)})`
+  const why = front
+    ? `${pick === front.knee ? "the knee" : "an extreme"} of the Pareto front (${scoreText(pick)}), front trial ${done.size + 1} of ${done.size + ranked.length} to train long, in ${share === 1 ? "the" : `1/${ranked.length} of the`} time left`
+    : pick === best
+      ? `the run's best by score (${scoreText(pick)})`
       : time.gain >= LAST_GAIN
         ? `${scoreText(pick)}, the best by score whose training in the time left reaches ${LAST_GAIN}x the passes it was measured at (${time.gain.toFixed(1)}x; ${ranked[0]!.id} would not)`
         : `${scoreText(pick)}: no config reaches ${LAST_GAIN}x the passes it was measured at in the time left, and this one gains most (${time.gain.toFixed(1)}x)`;

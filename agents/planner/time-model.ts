@@ -276,9 +276,10 @@ export interface LastTrainingTime {
  * the reserve and each within the trial budget. Seeds beyond the run's fill the last round when
  * that costs no time (3 seeds on 2 slots train 4: nothing starts beside a last training, and the
  * slot would idle). Undefined when that is less than LAST_SHARE of the budget or no longer than
- * `pick` trained.
+ * `pick` trained. `share`: the part of the time left this training has (a Pareto goal's front
+ * trials train long one after another, swarm/front.ts), LAST_SHARE scaled with it.
  */
-export function lastTrainingTime(input: PlanInput, pick: TrialState, pg: Genome): LastTrainingTime | undefined {
+export function lastTrainingTime(input: PlanInput, pick: TrialState, pg: Genome, share = 1): LastTrainingTime | undefined {
   const { state } = input;
   const seed = slowestSeed(pick);
   if (!seed || !plansLastTraining(state)) return undefined;
@@ -289,7 +290,7 @@ export function lastTrainingTime(input: PlanInput, pick: TrialState, pg: Genome)
   // The job stops mid-epoch at its time, then predicts the validation split once: a forward
   // pass over nVal examples, taken as long as training on them (about three times what it is).
   const overhead = startUp + (fullEpochS * input.info.nVal) / input.info.nTrain;
-  const horizon = LAST_MARGIN * budgetPlan(state, input.nowMs ?? Date.now()).availableS;
+  const horizon = LAST_MARGIN * share * budgetPlan(state, input.nowMs ?? Date.now()).availableS;
   const free = slotsFreeIn(input);
   const runSeeds = seedsOf(input, {});
   const slots = input.slots || 1;
@@ -301,7 +302,7 @@ export function lastTrainingTime(input: PlanInput, pick: TrialState, pg: Genome)
   const trialBudget = state.settings?.trialTimeBudgetS ?? 0;
   if (trialBudget > 0) trainS = Math.min(trainS, 0.85 * trialBudget - overhead);
   trainS = Math.floor(trainS);
-  if (trainS < LAST_SHARE * state.goal!.timeBudgetS || trainS <= trained) return undefined;
+  if (trainS < LAST_SHARE * share * state.goal!.timeBudgetS || trainS <= trained) return undefined;
   perSeed = overhead + trainS;
   return { trainS, epochs: Math.min(LAST_EPOCHS, Math.floor(trainS / fullEpochS)), seeds, predictedS: perSeed, gain: trainS / fullEpochS / passes };
 }

@@ -53,7 +53,7 @@ function printOutcome(outcome: Outcome, json: boolean | undefined, say: (line: s
             }
           : null,
         // A Pareto goal's front (report.json's front): each trial's objectives with their intervals, and the knee.
-        front: frontJson(outcome.state) ?? undefined,
+        front: frontJson(outcome.state, finished) ?? undefined,
         baseline: baseline && { trial_id: baseline.baseline_trial_id, val_accuracy: baseline.baseline_val_mean, test_accuracy: baseline.baseline_test_mean, val_gain: baseline.val, test_gain: baseline.test },
         report: finished.reportPath,
         registry: finished.registryPath,

@@ -11,11 +11,12 @@ import { brokenPromises } from "../../agents/planner/promises.js";
 import { initialBuiltin, planInputFor, type PlanInput, type Proposal } from "../../agents/planner/policy.js";
 import { Cost, Mutation, Surface } from "../../proto/gen/research/v1/common_pb.js";
 import { nextPromotion } from "../../agents/planner/scheduler.js";
-import { frontOf } from "../../swarm/front.js";
+import { frontOf, longTrainingsLeft } from "../../swarm/front.js";
+import { judge } from "../../agents/judge/rules.js";
 import { nextBuiltin } from "../../agents/planner/policy.js";
 import { predictedLatencyMs } from "../../agents/planner/time-model.js";
 import { genomeOf } from "../../agents/planner/identity.js";
-import { Decision, Verdict } from "../../proto/gen/research/v1/events_pb.js";
+import { Decision, RunEnd, Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import { DatasetInfoSchema, SeedResultSchema } from "../../proto/gen/research/v1/runner_pb.js";
 import type { EventInit } from "../../bus/index.js";
 import { evaluated, proposed, RUN, started, state } from "./helpers.js";
@@ -267,6 +268,27 @@ describe("a Pareto goal: accuracy vs parameters vs latency (issue 39)", () => {
     expect(last.rationale).toMatch(/the knee of the Pareto front/);
   });
 
+  it("trains the front's picks long one after another, each in its share of the time left, and ends with the last", () => {
+    const first = proposalOf(decided(probes, 340, PARETO));
+    expect(first.parentIds).toEqual(["t2"]);
+    // The knee's training, then t1 and t0 (the extremes): this one has a third of the time left.
+    const alone = proposalOf(decided(probes, 340));
+    expect(first.train.train_seconds!).toBeLessThan(alone.train.train_seconds! / 2);
+    const knee: EventInit[] = [
+      { runId: RUN, trialId: "L1", body: { case: "trialProposed", value: { rung: 3, parentIds: ["t2"], lastTraining: true, model: modelSpec(first.model), train: trainSpec(first.train) } } },
+      timedResult("L1", 0.9, 100),
+      { runId: RUN, trialId: "L1", body: { case: "trialJudged", value: { verdict: Verdict.ACCEPT, decision: Decision.ITERATE } } },
+    ];
+    const { input } = run([...probes, ...knee], 500, PARETO);
+    expect(longTrainingsLeft(input.state)).toBe(2);
+    const second = proposalOf(decided([...probes, ...knee], 500, PARETO));
+    expect(second).toMatchObject({ lastTraining: true, parentIds: ["t1"] });
+    expect(second.rationale).toMatch(/an extreme of the Pareto front .*front trial 2 of 3 to train long, in 1\/2 of the time left/);
+    // The judge ends the run with the last of them, not the first.
+    const s = input.state;
+    expect(judge({ ...s, trials: new Map([...s.trials].filter(([id]) => id !== "L1")) }, s.trials.get("L1")!, at(500)).runEnd).not.toBe(RunEnd.LAST_TRAINING);
+  });
+
   it("proposes no edit predicted over a latency limit", () => {
     const { input } = run(probes.slice(6, 9), 100, { maxLatencyMs: 1.05 });
     const parent = input.state.trials.get("t2")!;
@@ -281,3 +303,12 @@ describe("a Pareto goal: accuracy vs parameters vs latency (issue 39)", () => {
     expect(predictedLatencyMs(input, genomeOf(parent)!, parent)).toBeCloseTo(1, 6);
   });
 });
+
+/** An evaluation of `seeds` seeds of `seconds` each, as the runner reports one. */
+function timedResult(id: string, mean: number, seconds: number, seeds = 4): EventInit {
+  const e = evaluated(id, mean, 0.01, { n: seeds, params: 100_000n, latencyMs: Array.from({ length: seeds }, () => 1) });
+  const result = (e.body as { value: { result: { seedResults: { seconds: number }[]; seconds: number } } }).value.result;
+  for (const r of result.seedResults) r.seconds = seconds;
+  result.seconds = seconds * 2;
+  return e;
+}

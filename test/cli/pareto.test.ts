@@ -2,7 +2,7 @@
  * Goals with several objectives and a latency limit (issue 39), launched as a user launches
  * them, on the built-in digits with the real runner: every evaluated trial's latency is measured
  * where it ran; a Pareto run's front comes back in `launch --json` and report.json by its rule,
- * with its plot; a limit no model can meet labels every trial over_limit and ends the run with
+ * with its plot, and its picks trained long, each evaluated once on the test split; a limit no model can meet labels every trial over_limit and ends the run with
  * nothing accepted, instead of a best that breaks it.
  */
 import { describe, expect, it } from "vitest";
@@ -30,7 +30,7 @@ async function launch(goal: string, exit = 0) {
 
 describe("a Pareto goal and a latency limit on digits", () => {
   it("measures every trial's latency and reports the front of accuracy vs parameters vs latency", async () => {
-    const { summary, state } = await launch("digits: pareto: accuracy vs parameters vs latency, 75 seconds");
+    const { summary, state } = await launch("digits: pareto: accuracy vs parameters vs latency, 100 seconds");
     // A pruned trial's partial result is cut before its model is timed.
     const evaluated = [...state.trials.values()].filter((t) => t.evaluated?.result && !t.evaluated.failure);
     expect(evaluated.length).toBeGreaterThanOrEqual(3);
@@ -43,6 +43,14 @@ describe("a Pareto goal and a latency limit on digits", () => {
     expect(report.front.trials).toEqual(front.trials);
     expect(readFileSync(summary.report, "utf8")).toContain("## Pareto front");
     expect(existsSync(join(dirname(summary.report), "plots", "front.svg"))).toBe(true);
+    // The front's picks trained long with the run's seeds, each then evaluated once on the test split.
+    const long = report.front.trained_long as { trial_id: string; from: string; test: { mean: number } | null }[];
+    expect(long.length).toBeGreaterThanOrEqual(1);
+    expect(long[0]!.from).toBe(front.knee);
+    for (const l of long) {
+      expect(state.trials.get(l.trial_id)!.evaluated!.result!.seedResults.length, l.trial_id).toBeGreaterThanOrEqual(3);
+      expect(l.test?.mean, l.trial_id).toBeGreaterThan(0.5);
+    }
   }, 320_000);
 
   it("labels every trial over a limit no model can meet, and accepts none", async () => {

@@ -10,9 +10,10 @@ import puppeteer, { type Browser, type Page } from "puppeteer-core";
 import { createLogger } from "../../core/logger.js";
 import { buildWeb } from "../../dashboard/build.js";
 import { startDashboard, type Dashboard } from "../../dashboard/server.js";
-import { Decision, GoalSchema, RunEnd, RunStatus, StartingPointSchema, type Event } from "../../proto/gen/research/v1/events_pb.js";
+import { Decision, GoalSchema, RunEnd, RunStatus, StartingPointSchema, Verdict, type Event } from "../../proto/gen/research/v1/events_pb.js";
 import { ArgumentKind, EvalResultSchema, Metric, MetricStatsSchema, SeedResultSchema } from "../../proto/gen/research/v1/runner_pb.js";
-import { Mutation } from "../../proto/gen/research/v1/common_pb.js";
+import { Cost, Mutation } from "../../proto/gen/research/v1/common_pb.js";
+import { failure } from "../../core/failure.js";
 import { pairedTTest } from "../../core/stats.js";
 import { runEvents, TRIALS, type TrialSpec } from "../lineage-store/fixtures.js";
 import type { RunDetail } from "../../dashboard/api.js";
@@ -25,6 +26,7 @@ const OPEN = "r-open";
 const START = "r-start";
 const TARGETED = "r-target";
 const REGRESSION = "r-rmse";
+const PARETO = "r-pareto";
 const STOPPED = "cancelled: the run's time budget reached its reserve for the test confirmation and the report";
 
 /** Twelve knobs that differ between trials, as in a long run: the parallel chart's every axis. */
@@ -166,6 +168,40 @@ function regressionRun(): Event[] {
   return events;
 }
 
+/** Each probe's latency per example (ms, every seed's median; its 90th percentile 10% above). */
+const LATENCY = [0.5, 1.8, 0.9, 2.5];
+
+/**
+ * A Pareto goal under a latency limit: t000 small and fast, t001 accurate and larger, t002
+ * dominated by t000, t003 the most accurate but over the limit (over_limit, rejected). The
+ * fixture's parameters grow with the index: 40,000, 49,000, 58,000, 67,000.
+ */
+function paretoRun(): Event[] {
+  const trials: TrialSpec[] = [0.85, 0.9, 0.8, 0.93].map((score, i) => ({ hypothesis: `probe ${i}`, surface: "architecture", model: { name: `cnn-${i}`, layers: [] }, score }));
+  const events = runEvents(PARETO, trials);
+  for (const e of events) {
+    const b = e.body;
+    const k = Number(e.trialId.slice(-3));
+    if (b.case === "runStarted") {
+      b.value.goal = create(GoalSchema, {
+        rawText: "fashion-mnist: pareto: accuracy vs parameters vs latency, under 2 ms per image",
+        dataset: "fashion-mnist",
+        openEnded: true,
+        tradeOffs: [Cost.PARAMS, Cost.LATENCY],
+        maxLatencyMs: 2,
+        timeBudgetS: 1200,
+      });
+    }
+    if (b.case === "trialEvaluated" && b.value.result) {
+      b.value.result.seedResults = [0, 1, 2].map((seed) => create(SeedResultSchema, { seed, metrics: { val_accuracy: trials[k]!.score! }, inference: { batch1: { batch: 1, medianMs: LATENCY[k]!, p90Ms: LATENCY[k]! * 1.1, repeats: 30 } } }));
+    }
+    if (b.case === "trialJudged" && k === 3) Object.assign(b.value, { verdict: Verdict.REJECT, reason: "failed: over_limit", failure: failure("over_limit", "2.50 ms per example, over the goal's limit of 2 ms") });
+    if (b.case === "trialJudged" && k === 3) b.value.bestTrialId = `${PARETO}-t001`;
+    if (b.case === "runFinished") Object.assign(b.value, { status: RunStatus.COMPLETED, bestTrialId: `${PARETO}-t001`, reason: "time budget spent" });
+  }
+  return events;
+}
+
 let workspace: string;
 let dashboard: Dashboard;
 let browser: Browser;
@@ -181,7 +217,7 @@ async function open(path: string, waitFor: string): Promise<void> {
 }
 
 beforeAll(async () => {
-  workspace = await workspaceWith({ [OPEN]: openEndedRun(), [TARGETED]: runEvents(TARGETED), [START]: startedRun(), [REGRESSION]: regressionRun() });
+  workspace = await workspaceWith({ [OPEN]: openEndedRun(), [TARGETED]: runEvents(TARGETED), [START]: startedRun(), [REGRESSION]: regressionRun(), [PARETO]: paretoRun() });
   const logger = createLogger("dashboard-pages-test");
   logger.level = "warn";
   dashboard = await startDashboard({ workspace, assets: await buildWeb(), logger, port: 0 });
@@ -323,6 +359,46 @@ describe("a regression run's pages", () => {
     await open(`/search?q=${encodeURIComponent(RMSE[1]!.hypothesis)}`, `${sel("search-results")} tbody tr`);
     const row = await page.$$eval(`${sel("search-results")} tbody tr`, (rs, id) => rs.find((r) => r.querySelector(`a[href$="/trials/${id}"]`))?.querySelector("td:nth-child(4)")?.textContent, `${REGRESSION}-t001`);
     expect(row).toBe("RMSE 55.4");
+  });
+});
+
+describe("a Pareto run's page", () => {
+  it("shows the front as points with their intervals and the knee, a table of every objective, the latency limit's outcome and each trial's latency", async () => {
+    await open(`/runs/${PARETO}`, `${sel("front-chart")} svg text`);
+    expect(await titles()).toContain("Pareto front: accuracy vs parameters vs latency per example");
+    expect(await text("run-trade-offs")).toBe("parameters, latency per example");
+    expect(await text("run-max-latency")).toBe("2 ms per example");
+    expect(await text("limits-line")).toBe("3 within the limit of 2 ms, 1 over it (over_limit); the best within every limit: t001.");
+    // Best metric first; t002 is dominated by t000, t003 was not accepted.
+    const rows = await page.$$eval(`${sel("front-row")}`, (rs) => rs.map((r) => [r.getAttribute("data-trial"), ...[...r.querySelectorAll("td")].map((d) => d.textContent ?? "")]));
+    expect(rows).toEqual([
+      [`${PARETO}-t001`, "t001", "90.00% [89.0%, 91.0%]", "49,000", "1.8 ms [1.8, 1.98]", "extreme"],
+      [`${PARETO}-t000`, "t000 knee", "85.00% [84.0%, 86.0%]", "40,000", "0.5 ms [0.5, 0.55]", "extreme"],
+    ]);
+    expect(await text("front-knee")).toBe("The knee, the balanced trade-off: t000.");
+    const svg = await page.$$eval(`${sel("front-chart")} svg text`, (ts) => ts.map((t) => t.textContent ?? ""));
+    // Accuracy against the first cost the goal trades off, on a log axis.
+    expect(svg).toEqual(expect.arrayContaining(["knee", "parameters", "accuracy", "10k", "100k"]));
+    expect(await page.$$eval(sel("latency-cell"), (cs) => cs.map((c) => c.textContent))).toEqual(["0.5", "1.8", "0.9", "2.5"]);
+  });
+
+  it("opens a front point's trial on a click", async () => {
+    await open(`/runs/${PARETO}`, `${sel("front-chart")} svg text`);
+    // Past the entry animation: the knee's label sits to the right of its diamond.
+    await new Promise((r) => setTimeout(r, 800));
+    const at = await page.$$eval(`${sel("front-chart")} svg text`, (ts) => {
+      const r = ts.find((t) => t.textContent === "knee")!.getBoundingClientRect();
+      return { x: r.left - 12, y: r.top + r.height / 2 };
+    });
+    await page.mouse.click(at.x, at.y);
+    await page.waitForSelector(sel("trial-hypothesis"));
+    expect(new URL(page.url()).pathname).toBe(`/runs/${PARETO}/trials/${PARETO}-t000`);
+  });
+
+  it("has no front on a run of one metric", async () => {
+    await open(`/runs/${OPEN}`, sel("run-reason"));
+    expect(await page.$(sel("front"))).toBeNull();
+    expect(await page.$(sel("latency-cell"))).toBeNull();
   });
 });
 

@@ -7,6 +7,11 @@ import { emptyRunState } from "../../swarm/run-state.js";
 import { applyToView, emptyView, runDetail, runSummary, trialDetail, type RunView } from "../../dashboard/views.js";
 import { cnn, runEvents } from "../lineage-store/fixtures.js";
 import { briefMessage, modelSpec, trainSpec } from "../../core/config-wire.js";
+import { failure } from "../../core/failure.js";
+import { Cost } from "../../proto/gen/research/v1/common_pb.js";
+import { Decision, Verdict } from "../../proto/gen/research/v1/events_pb.js";
+import { evaluated, proposed, started } from "../agents/helpers.js";
+import type { EventInit } from "../../bus/index.js";
 
 const RUN = "r-views";
 const T0 = 1_700_000_000_000;
@@ -194,5 +199,53 @@ describe("dashboard views", () => {
     expect(trialDetail(v, `${RUN}-t000`)!.config_diff).toBe("");
     expect(trialDetail(v, `${RUN}-t008`)!.failure).toMatchObject({ label: "shape_error" });
     expect(trialDetail(v, "nope")).toBeUndefined();
+  });
+});
+
+describe("a Pareto goal with a latency limit in the dashboard's views (issue 39)", () => {
+  // As the report's test: a (small, fast), b (accurate, large), c (dominated by a), d (over the limit, rejected).
+  const judged = (id: string, verdict: Verdict): EventInit => ({
+    runId: "r1",
+    trialId: id,
+    body: { case: "trialJudged", value: { verdict, decision: Decision.ITERATE, failure: verdict === Verdict.ACCEPT ? undefined : failure("over_limit", "2.50 ms per example, over the goal's limit of 2 ms") } },
+  });
+  const probe = (id: string, mean: number, params: number, ms: number, verdict = Verdict.ACCEPT): EventInit[] => [proposed(id), evaluated(id, mean, 0.01, { n: 1, params: BigInt(params), latencyMs: [ms] }), judged(id, verdict)];
+  const events = (goal: Record<string, unknown>) =>
+    [started({}, { dataset: "fashion-mnist", openEnded: true, target: 0, ...goal }), ...probe("a", 0.85, 20_000, 0.5), ...probe("b", 0.9, 400_000, 1.8), ...probe("c", 0.8, 60_000, 0.9), ...probe("d", 0.93, 900_000, 2.5, Verdict.REJECT)].map(
+      (e, k) => create(EventSchema, { ...e, eventId: `e${k}`, emittedAtMs: BigInt(T0 + k) }) as Event,
+    );
+  const view = (goal: Record<string, unknown>) => {
+    const v = emptyView(emptyRunState("r1"));
+    for (const e of events(goal)) applyToView(v, e);
+    return v;
+  };
+
+  it("sends the front with each objective's interval and the knee, the limit's outcome, the goal's trade-offs and each trial's latency", () => {
+    const d = runDetail(view({ tradeOffs: [Cost.PARAMS, Cost.LATENCY], maxLatencyMs: 2 }));
+    expect(d).toMatchObject({ trade_offs: ["params", "latency"], max_latency_ms: 2 });
+    expect(d.trials_table.map((r) => [r.trial_id, r.latency_ms, r.failure_label])).toEqual([["a", 0.5, null], ["b", 1.8, null], ["c", 0.9, null], ["d", 2.5, "over_limit"]]);
+    expect(d.front).toMatchObject({ axes: [{ name: "accuracy", higher_is_better: true }, { name: "parameters", higher_is_better: false }, { name: "latency per example", higher_is_better: false }], knee: "a", trained_long: [] });
+    expect(d.front!.trials.map((t) => t.trial_id)).toEqual(["b", "a"]);
+    expect(d.front!.trials[1]!.values).toEqual([{ mean: 0.85, low: 0.84, high: 0.86 }, { mean: 20_000, low: 20_000, high: 20_000 }, { mean: 0.5, low: 0.5, high: 0.55 }]);
+    expect(d.front!.rule).toMatch(/rung-0 probes/);
+    // The best by the run's rule among the accepted: d, over the limit, was not accepted.
+    expect(d.limits).toEqual({ max_latency_ms: 2, max_params: null, within: ["a", "b", "c"], over: ["d"], best_within: "b" });
+    expect(runSummary(view({ tradeOffs: [Cost.PARAMS, Cost.LATENCY], maxLatencyMs: 2 }))).toMatchObject({ trade_offs: ["params", "latency"], max_latency_ms: 2 });
+  });
+
+  it("sends neither for a goal of one metric, and a latency limit alone without a front", () => {
+    const plain = runDetail(view({}));
+    expect([plain.front, plain.limits, plain.trade_offs, plain.max_latency_ms]).toEqual([null, null, [], null]);
+    // Still timed: each trial's latency comes through whatever the goal.
+    expect(plain.trials_table.map((r) => r.latency_ms)).toEqual([0.5, 1.8, 0.9, 2.5]);
+    const limited = runDetail(view({ maxLatencyMs: 2 }));
+    expect(limited.front).toBeNull();
+    expect(limited.limits).toMatchObject({ within: ["a", "b", "c"], over: ["d"] });
+  });
+
+  it("has no latency for a trial the runner did not time", () => {
+    const d = runDetail(viewOf(runEvents(RUN, undefined, T0)));
+    expect(d.trials_table.every((r) => r.latency_ms === null)).toBe(true);
+    expect([d.front, d.limits]).toEqual([null, null]);
   });
 });

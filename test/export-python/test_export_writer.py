@@ -20,7 +20,7 @@ def document(run_id="r1", report="# Research report: r1\n"):
         "status": "judged", "verdict": "accept", "decision": "iterate", "failure_label": None, "failure_message": None,
         "fidelity": {"rung": 0, "epochs": 2, "subset": 0, "seeds": 2}, "best": True,
         "params": {"model.name": "cnn", "model.layers.0.type": "conv2d", "train.lr": 0.001, "train.amp": False},
-        "num_params": 1234, "score": 0.9, "metrics": {"val_accuracy": 0.92, "val_loss": 0.3},
+        "num_params": 1234, "latency_ms": 0.52, "score": 0.9, "metrics": {"val_accuracy": 0.92, "val_loss": 0.3},
         "seeds": [
             {"seed": s, "epochs_completed": 2, "seconds": 1.0, "metrics": {"val_accuracy": 0.92},
              "curves": {"train_loss": [1.0 + s, 0.5], "val_accuracy": [0.8, 0.9 + s / 100], "lr": [0.001, 0.0005]}}
@@ -30,12 +30,12 @@ def document(run_id="r1", report="# Research report: r1\n"):
         "code": "class Net: pass\n", "started_at_ms": 1_700_000_000_000, "ended_at_ms": 1_700_000_005_000,
     }
     failed = dict(trial, trial_id=f"{run_id}-t001", index=1, parent_ids=[trial["trial_id"]], status="failed", verdict="reject",
-                  failure_label="oom", failure_message="CUDA out of memory", best=False, score=None, metrics={}, seeds=[], confusion=None)
+                  failure_label="oom", failure_message="CUDA out of memory", best=False, score=None, latency_ms=None, metrics={}, seeds=[], confusion=None)
     return {"kind": ew.KIND, "version": ew.VERSION, "runs": [{
         "run_id": run_id, "goal": "digits 90%", "dataset": "digits", "metric": "accuracy", "higher_is_better": True,
         "status": "budget_exhausted", "reason": "max trials", "best_trial_id": trial["trial_id"],
         "started_at_ms": 1_699_999_999_000, "ended_at_ms": 1_700_000_010_000,
-        "params": {"settings.seeds": 2}, "test": {"test_accuracy": 0.91}, "report_markdown": report, "trials": [trial, failed],
+        "params": {"settings.seeds": 2, "goal.trade_offs.0": "params", "goal.trade_offs.1": "latency", "goal.max_latency_ms": 2}, "test": {"test_accuracy": 0.91}, "report_markdown": report, "trials": [trial, failed],
     }]}
 
 
@@ -113,6 +113,13 @@ def test_tensorboard_export_done_twice_leaves_one_export(tmp_path, monkeypatch, 
     seed = EventAccumulator(str(tmp_path / "tensorboard" / "r1" / "r1-t000" / "seed-1"), size_guidance={"scalars": 0})
     seed.Reload()
     assert [(e.step, round(e.value, 6)) for e in seed.Scalars("train_loss")] == [(1, 2.0), (2, 0.5)]
+    # The trial's latency beside its score, where it was timed; the failed trial has none.
+    trial = EventAccumulator(str(tmp_path / "tensorboard" / "r1" / "r1-t000"), size_guidance={"scalars": 0})
+    trial.Reload()
+    assert [(e.step, round(e.value, 6)) for e in trial.Scalars("latency_ms")] == [(0, 0.52)]
+    failed = EventAccumulator(str(tmp_path / "tensorboard" / "r1" / "r1-t001"), size_guidance={"scalars": 0})
+    failed.Reload()
+    assert "latency_ms" not in failed.Tags()["scalars"]
     best = EventAccumulator(str(tmp_path / "tensorboard" / "r1" / "r1-t000"), size_guidance={"images": 0, "tensors": 0})
     best.Reload()
     (image,) = best.Images("confusion_matrix")
@@ -140,6 +147,9 @@ def test_mlflow_export_done_twice_leaves_one_active_export(tmp_path, monkeypatch
     assert failed.info.status == "FAILED" and failed.data.tags["failure_label"] == "oom" and failed.data.tags["parent_trial"] == "r1-t000"
     ok = children["r1-t000"]
     assert ok.data.params == {"model.name": "cnn", "model.layers.0.type": "conv2d", "train.lr": "0.001", "train.amp": "false"}
+    assert ok.data.metrics["latency_ms"] == 0.52 and ok.data.metrics["num_params"] == 1234 and "latency_ms" not in failed.data.metrics
+    parent_params = parent.data.params
+    assert parent_params["goal.trade_offs.0"] == "params" and parent_params["goal.trade_offs.1"] == "latency" and parent_params["goal.max_latency_ms"] == "2"
     history = client.get_metric_history(ok.info.run_id, "seed_1/val_accuracy")
     assert sorted((m.step, m.value) for m in history) == [(1, 0.8), (2, 0.91)]
     assert sorted(a.path for a in client.list_artifacts(ok.info.run_id)) == ["confusion_matrix.json", "confusion_matrix.png", "hypothesis.md", "model_code.py"]
@@ -171,3 +181,15 @@ def test_following_is_for_tensorboard_only(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr("sys.stdin", io.StringIO(""))
     assert ew.main(["--to", "mlflow", "--dest", str(tmp_path), "--follow"]) == 2
     assert capsys.readouterr().err.splitlines()[-1] == "export_writer: invalid_config: --follow writes tensorboard only, not mlflow"
+
+
+def test_wandb_runs_carry_each_trials_latency_in_its_summary_and_the_goals_trade_offs_in_the_runs_config(tmp_path, monkeypatch, capsys):
+    import read_back
+
+    code, written, err = run_main(tmp_path, "wandb", document(), monkeypatch, capsys)
+    assert code == 0, err
+    runs = {r["name"]: r for r in read_back.wandb(str(tmp_path / "wandb")).values()}
+    assert sorted(runs) == ["r1", "r1-t000", "r1-t001"]
+    assert runs["r1-t000"]["summary"]["latency_ms"] == 0.52 and runs["r1-t000"]["summary"]["num_params"] == 1234
+    assert "latency_ms" not in runs["r1-t001"]["summary"]
+    assert runs["r1"]["config"]["goal.trade_offs.0"] == "params" and runs["r1"]["config"]["goal.max_latency_ms"] == 2

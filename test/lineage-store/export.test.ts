@@ -3,6 +3,8 @@ import { describe, expect, it } from "vitest";
 import { exportDocument, exportRun, flatten } from "../../lineage-store/export.js";
 import { foldRun } from "../../swarm/run-state.js";
 import { runEvents, TRIALS } from "./fixtures.js";
+import { evaluated, proposed, started, state as agentState } from "../agents/helpers.js";
+import { Cost } from "../../proto/gen/research/v1/common_pb.js";
 
 describe("the export document", () => {
   it("flattens configs to dotted keys, keeping empty lists and objects and nulls as text", () => {
@@ -45,5 +47,22 @@ describe("the export document", () => {
       expect(t.confusion).toBeNull();
     });
     expect(run.trials.filter((t) => t.best).map((t) => t.trial_id)).toEqual([run.best_trial_id]);
+  });
+
+  it("gives each trial its latency beside its parameter count where the runner timed it, and a Pareto goal's objectives with the goal's fields", () => {
+    const s = agentState([
+      started({}, { dataset: "fashion-mnist", openEnded: true, target: 0, tradeOffs: [Cost.PARAMS, Cost.LATENCY], maxLatencyMs: 2 }),
+      proposed("a"),
+      evaluated("a", 0.85, 0.01, { params: 20_000n, latencyMs: [0.6, 0.5, 0.7] }),
+      proposed("b"),
+      evaluated("b", 0.9, 0.01, { params: 400_000n }),
+    ]);
+    const run = exportRun(s, "");
+    // The median of its seeds' medians; a trial the runner did not time has none.
+    expect(run.trials.map((t) => [t.trial_id, t.num_params, t.latency_ms])).toEqual([["a", 20_000, 0.6], ["b", 400_000, null]]);
+    expect(run.params).toMatchObject({ "goal.trade_offs.0": "params", "goal.trade_offs.1": "latency", "goal.max_latency_ms": 2 });
+    const plain = exportRun(foldRun("rx", runEvents("rx")), "");
+    expect(plain.params).toMatchObject({ "goal.trade_offs": "[]", "goal.max_latency_ms": "null" });
+    expect(plain.trials.every((t) => t.latency_ms === null)).toBe(true);
   });
 });

@@ -1,5 +1,6 @@
 /** `/runs/:run`: one run, live while a swarm follows it. */
 import { useState } from "preact/hooks";
+import { COSTS, type CostName } from "../../../core/objective";
 import type { AgainstStart, EpochJson, InterventionReply, LiveMessage, PairedGain, RunDetail, TrialRow } from "../../api";
 import { useJson, useLive } from "../data";
 import { ci, count, duration, gain, metric, objectiveOf, shortId, when, type Objective } from "../format";
@@ -7,6 +8,7 @@ import { CancelButton, ProposeForm, ReplyLine, RunControls, canIntervene } from 
 import { BestSoFar, Failures, Intervals, LineageTree, Parallel } from "../run-charts";
 import { navigate, trialPath } from "../router";
 import { Diff } from "../diff";
+import { FrontView } from "../front";
 import { Loading, Outcome, Section, StatusBadge } from "../ui";
 
 type Progress = EpochJson & { seed: number };
@@ -42,6 +44,11 @@ export function RunPage({ runId }: { runId: string }) {
       {(r.warm_start.length > 0 || r.past_prior) && (
         <Section title="Started from past runs" wide testid="warm-start">
           <WarmStart o={o} run={r} />
+        </Section>
+      )}
+      {(r.front || r.limits) && (
+        <Section title={r.front ? `Pareto front: ${r.front.axes.map((a) => a.name).join(" vs ")}` : "Latency limit"} wide testid="front">
+          <FrontView run={r} />
         </Section>
       )}
       <Section title={`Trials (${r.trials_table.length})`} wide>
@@ -120,6 +127,18 @@ function RunHeader({ o, run }: { o: Objective; run: RunDetail }) {
             {o.label}, {o.higherIsBetter ? "higher" : "lower"} is better
           </dd>
         </div>
+        {run.trade_offs.length > 0 && (
+          <div>
+            <dt>traded off against</dt>
+            <dd data-testid="run-trade-offs">{run.trade_offs.map((c) => (c in COSTS ? COSTS[c as CostName].label : c)).join(", ")}</dd>
+          </div>
+        )}
+        {run.max_latency_ms !== null && (
+          <div>
+            <dt>max latency</dt>
+            <dd data-testid="run-max-latency">{run.max_latency_ms} ms per example</dd>
+          </div>
+        )}
         <div>
           <dt>trials</dt>
           <dd>
@@ -192,6 +211,8 @@ const fidelity = (f: TrialRow["fidelity"]) => `r${f.rung} · ${f.epochs} ep · $
 function TrialTable({ o, run, progress, live, onReply }: { o: Objective; run: RunDetail; progress: Record<string, Progress>; live: boolean; onReply: (r: InterventionReply) => void }) {
   if (!run.trials_table.length) return <p class="muted">No trials yet.</p>;
   const best = run.best?.trial_id;
+  // Latency where the runner timed it: a column only once some trial has one.
+  const timed = run.trials_table.some((t) => t.latency_ms !== null);
   return (
     <div class="scroll">
       <table class="grid trials" data-testid="trials-table">
@@ -202,6 +223,11 @@ function TrialTable({ o, run, progress, live, onReply }: { o: Objective; run: Ru
             <th>surface</th>
             <th>hypothesis</th>
             <th class="num">params</th>
+            {timed && (
+              <th class="num" title="milliseconds per example at batch 1, warm, on the device it ran on (the median of its seeds')">
+                ms/ex
+              </th>
+            )}
             <th title="rung · epochs · training examples · seeds">fidelity</th>
             <th>progress</th>
             <th class="num">val (95% CI)</th>
@@ -229,6 +255,11 @@ function TrialTable({ o, run, progress, live, onReply }: { o: Objective; run: Ru
                 {t.hypothesis}
               </td>
               <td class="num">{count(t.params)}</td>
+              {timed && (
+                <td class="num" data-testid="latency-cell">
+                  {t.latency_ms === null ? "–" : Number(t.latency_ms.toPrecision(3))}
+                </td>
+              )}
               <td class="nowrap">{fidelity(t.fidelity)}</td>
               <ProgressCell o={o} row={t} live={progress[t.trial_id]} />
               <td class="num nowrap">{ci(o, t.val)}</td>

@@ -9,9 +9,9 @@ A finished workspace reads offline, with no dashboard: ``open_workspace("workspa
 """
 from .client import DEFAULT_URL, Client, EventStream, trial_record
 from .errors import Code, DashboardError
-from .types import (AgainstStart, Analysis, Best, BestSoFarPoint, Brief, Change, ClassScores, Epoch, Failure, Fidelity, HeldOutTest,
-                    InterventionReply, InterventionRow, Interval, LayerSummary, LiveMessage, LlmUse, ModelSummary, Objective, PairedGain,
-                    PastTrial, PathStep, Progress, Queue, QueuedRun, RunDetail, RunSummary, RunTaken, SearchHit, SeedCurves, SeedScore, Suggestion,
+from .types import (AgainstStart, Analysis, Best, BestSoFarPoint, Brief, Change, ClassScores, Epoch, Estimate, Failure, Fidelity, Front,
+                    FrontAxis, FrontTrial, HeldOutTest, InterventionReply, InterventionRow, Interval, LayerSummary, Limits, LiveMessage, LlmUse,
+                    ModelSummary, Objective, PairedGain, PastTrial, PathStep, Progress, Queue, QueuedRun, RunDetail, RunSummary, RunTaken, SearchHit, SeedCurves, SeedScore, Suggestion,
                     TrialDetail, TrialRow, WarmStartRow)
 from .workspace import Workspace, open_workspace
 
@@ -19,7 +19,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "DEFAULT_URL", "Client", "EventStream", "trial_record", "Code", "DashboardError", "AgainstStart", "Analysis", "Best", "BestSoFarPoint",
-    "Brief", "Change", "ClassScores", "Epoch", "Failure", "Fidelity", "HeldOutTest", "InterventionReply", "InterventionRow", "Interval",
-    "LayerSummary", "LiveMessage", "LlmUse", "ModelSummary", "Objective", "PairedGain", "PastTrial", "PathStep", "Progress", "Queue", "QueuedRun", "RunDetail", "RunSummary", "RunTaken",
+    "Brief", "Change", "ClassScores", "Epoch", "Estimate", "Failure", "Fidelity", "Front", "FrontAxis", "FrontTrial", "HeldOutTest",
+    "InterventionReply", "InterventionRow", "Interval", "LayerSummary", "Limits", "LiveMessage", "LlmUse", "ModelSummary", "Objective", "PairedGain", "PastTrial", "PathStep", "Progress", "Queue", "QueuedRun", "RunDetail", "RunSummary", "RunTaken",
     "SearchHit", "SeedCurves", "SeedScore", "Suggestion", "TrialDetail", "TrialRow", "WarmStartRow", "Workspace", "open_workspace",
 ]

@@ -283,7 +283,7 @@ class EventStream:
 
 
 #: The columns of ``trials_frame`` (and the keys of ``trial_record``), before the features.
-TRIAL_COLUMNS = ["trial_id", "index", "parent_ids", "status", "surface", "proposer", "hypothesis", "params", "rung", "subset", "epochs",
+TRIAL_COLUMNS = ["trial_id", "index", "parent_ids", "status", "surface", "proposer", "hypothesis", "params", "latency_ms", "rung", "subset", "epochs",
                  "seeds", "val_mean", "val_low", "val_high", "val_n", "verdict", "decision", "failure_label", "proposed_at", "judged_at"]
 
 
@@ -293,7 +293,7 @@ def trial_record(r: TrialRow) -> dict[str, Any]:
     low, high = v.ci95 if v else (None, None)
     record = {
         "trial_id": r.trial_id, "index": r.index, "parent_ids": r.parent_ids, "status": r.status, "surface": r.surface,
-        "proposer": r.proposer, "hypothesis": r.hypothesis, "params": r.params, "rung": f.rung, "subset": f.subset,
+        "proposer": r.proposer, "hypothesis": r.hypothesis, "params": r.params, "latency_ms": r.latency_ms, "rung": f.rung, "subset": f.subset,
         "epochs": f.epochs, "seeds": f.seeds, "val_mean": v.mean if v else None, "val_low": low, "val_high": high,
         "val_n": v.n if v else None, "verdict": r.verdict, "decision": r.decision, "failure_label": r.failure_label,
         "proposed_at": r.proposed_at, "judged_at": r.judged_at,

@@ -111,6 +111,10 @@ class RunSummary(_Json):
     started_at: int
     seconds: float
     time_budget_s: float
+    #: A Pareto goal's costs traded off against the metric, in the order written ("params", "latency"); empty for any other goal.
+    trade_offs: list[str]
+    #: The most milliseconds one example's forward pass may take (batch 1, on the runner's device); None: no limit.
+    max_latency_ms: float | None
 
 
 @dataclass(frozen=True)
@@ -147,6 +151,8 @@ class TrialRow(_Json):
     hypothesis: str
     proposer: str
     params: int | None
+    #: Milliseconds per example at batch 1 on the device it ran on, the median of its seeds'; None: not timed.
+    latency_ms: float | None
     fidelity: Fidelity
     #: proposed, assembled, evaluated, judged, failed.
     status: str
@@ -281,6 +287,58 @@ class PastPrior(_Json):
 
 
 @dataclass(frozen=True)
+class Estimate(_Json):
+    """An objective's value for a trial: its mean and interval (the metric's 95% interval, a latency's spread over seeds, a count's own value)."""
+
+    mean: float
+    low: float
+    high: float
+
+
+@dataclass(frozen=True)
+class FrontAxis(_Json):
+    """An axis of a Pareto goal: the run's metric first, then each cost (minimised), by its name for people."""
+
+    name: str
+    higher_is_better: bool
+
+
+@dataclass(frozen=True)
+class FrontTrial(_Json):
+    trial_id: str
+    #: One per axis, in the axes' order.
+    values: list[Estimate]
+    #: NSGA-II's crowding distance on the front; None for its extremes (infinite).
+    crowding: float | None
+
+
+@dataclass(frozen=True)
+class Front(_Json):
+    """A Pareto goal's front as the report has it: the accepted rung-0 trials no other dominates (``rule``), best metric first."""
+
+    rule: str
+    axes: list[FrontAxis]
+    trials: list[FrontTrial]
+    #: The balanced trade-off; None with none.
+    knee: str | None
+    #: The front's trials trained again on the full split: ``{"trial_id", "from", "val", "test", "params", "latency_ms"}`` each, ``val`` and ``test`` the report's stats (mean, std, ci_95, min, max, n) or None.
+    trained_long: list[dict[str, Any]]
+    #: The report's plot of it, relative to the run's folder.
+    plot: str
+
+
+@dataclass(frozen=True)
+class Limits(_Json):
+    """A goal's latency limit and what it did: the trials timed within it, those over it (labelled over_limit, never accepted), the best within every limit."""
+
+    max_latency_ms: float
+    max_params: int | None
+    within: list[str]
+    over: list[str]
+    best_within: str | None
+
+
+@dataclass(frozen=True)
 class WarmStartRow(_Json):
     """A trial whose config is a past run's trial's (a warm start), evaluated again in this run."""
 
@@ -314,6 +372,10 @@ class RunDetail(RunSummary):
     warm_start: list[WarmStartRow]
     #: Past runs' results in the planner's surrogate as prior observations; None when it held none.
     past_prior: PastPrior | None
+    #: A Pareto goal's front; None for a goal that trades nothing off.
+    front: Front | None
+    #: What the goal's latency limit did; None for a goal without one.
+    limits: Limits | None
 
 
 @dataclass(frozen=True)
