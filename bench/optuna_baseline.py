@@ -29,6 +29,13 @@ On a GPU (--device cuda, what scripts/gpu-check.sh runs beside the search in one
 sit on the device, training is in bf16 autocast where the GPU has it, and the space is what a
 competent user gives a GPU: wider nets (32-96 channels), batches of 128-512, up to 20 epochs.
 
+With --pareto (issue 39's benchmark), a multi-objective study of validation accuracy (maximised),
+parameters and latency per example (minimised): Optuna's multi-objective TPE sampler over the same
+space, without pruning (Optuna's pruners refuse multi-objective studies), each completed model
+timed as the runner times one (batch 1, warm, the median of up to 30 passes, one thread, in the
+evaluation's precision and memory layout). At the end every trial of the study's front
+(study.best_trials) is evaluated once on the test split, and the result lists them.
+
 Needs torch and optuna: bench/search-series.sh makes bench/out/venv-optuna (torch 2.13 from this
 machine's wheel, as the runner's .venv has, and Optuna from PyPI); Debian's python3-optuna beside
 python3-torch 1.13 works too.
@@ -154,6 +161,32 @@ def evaluate(model, data, x_all, y_all, idx):
     return correct / len(idx)
 
 
+def latency_ms(model, data, warm=2, repeats=30, seconds=1.0):
+    """Milliseconds per example at batch 1, as the runner times a trial (trainer.py _time_passes):
+    warm passes first, then the median of up to `repeats` within `seconds`, on one thread as one
+    of the runner's jobs has, in the evaluation's precision and layout."""
+    model.eval()
+    x = channels_last(data.inputs(data.x_train[data.val[:1]]))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    times = []
+    started = time.monotonic()
+    try:
+        with torch.no_grad():
+            for i in range(warm + repeats):
+                t = time.perf_counter()
+                with autocast():
+                    model(x)
+                if i >= warm:
+                    times.append(1000 * (time.perf_counter() - t))
+                if len(times) >= 3 and time.monotonic() - started > seconds:
+                    break
+    finally:
+        torch.set_num_threads(threads)
+    times.sort()
+    return times[len(times) // 2]
+
+
 def suggest(trial):
     gpu = DEVICE.type == "cuda"
     p = {
@@ -194,6 +227,8 @@ class Search:
         self.first_epoch_90 = None  # first epoch-end validation accuracy >= TARGET, any trial
         self.first_trial_90 = None  # first completed trial whose final validation accuracy >= TARGET
         self.history = []
+        self.pareto = False  # set in main(): a multi-objective study, no pruning
+        self.kept = {}  # trial number -> (params, state dict) of completed models, in --pareto mode
 
     def objective(self, trial):
         p = suggest(trial)
@@ -249,6 +284,8 @@ class Search:
                 record["val"].append(round(val, 4))
                 if val >= TARGET and self.first_epoch_90 is None:
                     self.first_epoch_90 = elapsed()
+                if self.pareto:
+                    continue
                 trial.report(val, epoch)
                 if epoch < p["epochs"] and trial.should_prune():
                     record["state"] = "pruned"
@@ -260,6 +297,12 @@ class Search:
         finally:
             record["end_s"] = round(elapsed(), 1)
         record["state"] = "complete"
+        if self.pareto:
+            n_params = sum(q.numel() for q in model.parameters())
+            latency = latency_ms(model, data)
+            record.update(n_params=n_params, latency_ms=round(latency, 4))
+            self.kept[trial.number] = (p, copy.deepcopy(model.state_dict()))
+            return val, n_params, latency
         if val >= TARGET and self.first_trial_90 is None:
             self.first_trial_90 = elapsed()
         if val > self.best_value:
@@ -280,6 +323,7 @@ def main():
     ap.add_argument("--no-amp", action="store_true", help="train in fp32 even where the device computes bf16 natively")
     ap.add_argument("--device", choices=["cpu", "cuda", "auto"], default="cpu", help="auto: the GPU when there is one")
     ap.add_argument("--data-dir", default="", help="Fashion-MNIST's idx files (default: where the runner's loader looks)")
+    ap.add_argument("--pareto", action="store_true", help="a multi-objective study: validation accuracy vs parameters vs latency per example")
     args = ap.parse_args()
     global DEVICE
     DEVICE = torch.device("cuda" if args.device == "cuda" or (args.device == "auto" and torch.cuda.is_available()) else "cpu")
@@ -299,10 +343,13 @@ def main():
         data = Data()
     loaded_s = elapsed()
     search = Search(data, args.budget_s - args.reserve_s, args.seed)
-    study = optuna.create_study(
-        direction="maximize",
-        sampler=optuna.samplers.TPESampler(seed=args.seed, n_startup_trials=5, multivariate=True, group=True),
-        pruner=optuna.pruners.MedianPruner(n_startup_trials=3, n_warmup_steps=0))
+    search.pareto = args.pareto
+    sampler = optuna.samplers.TPESampler(seed=args.seed, n_startup_trials=5, multivariate=True, group=True)
+    if args.pareto:
+        study = optuna.create_study(directions=["maximize", "minimize", "minimize"], sampler=sampler)
+    else:
+        study = optuna.create_study(direction="maximize", sampler=sampler,
+                                    pruner=optuna.pruners.MedianPruner(n_startup_trials=3, n_warmup_steps=0))
 
     def progress(study, trial):
         rec = search.history[-1] if search.history else {}
@@ -312,6 +359,8 @@ def main():
             study.stop()
 
     study.optimize(search.objective, callbacks=[progress], gc_after_trial=True)
+    if args.pareto:
+        return write_front(args, study, search, data, loaded_s)
 
     test_accuracy = None
     test_ci95 = None
@@ -354,6 +403,29 @@ def main():
     with open(args.out, "w") as f:
         f.write(json.dumps(result) + "\n")
     print(json.dumps({k: v for k, v in result.items() if k not in ("history", "best_params")}), flush=True)
+
+
+def write_front(args, study, search, data, loaded_s):
+    """--pareto's result: every trial of the study's front, evaluated once on the test split."""
+    front = []
+    for t in sorted(study.best_trials, key=lambda t: -t.values[0]):
+        p, state = search.kept[t.number]
+        model = Net(p["width"], p["stages"], p["convs"], p["hidden"], p["dropout"]).to(DEVICE, memory_format=torch.channels_last)
+        model.load_state_dict(state)
+        front.append({"number": t.number, "val_accuracy": t.values[0], "params": int(t.values[1]), "latency_ms": t.values[2],
+                      "test_accuracy": evaluate(model, data, data.x_test, data.y_test, data.test), "config": p})
+    states = [r.get("state", "?") for r in search.history]
+    result = {
+        "method": "optuna-pareto", "sampler": "TPESampler (multi-objective), no pruning", "seed": args.seed, "budget_s": args.budget_s,
+        "front": front, "trials": len(search.history), "completed": states.count("complete"), "cut": states.count("cut"),
+        "failed": sum(s.startswith("failed") for s in states), "data_load_s": loaded_s, "seconds": elapsed(),
+        "threads": args.threads, "precision": "bf16" if AMP["on"] else "fp32", "optuna": optuna.__version__, "torch": torch.__version__,
+        "loadavg": list(os.getloadavg()), "history": search.history,
+    }
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    with open(args.out, "w") as f:
+        f.write(json.dumps(result) + "\n")
+    print(json.dumps({k: v for k, v in result.items() if k != "history"}), flush=True)
 
 
 if __name__ == "__main__":

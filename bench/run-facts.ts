@@ -10,8 +10,10 @@
 import { pathToFileURL } from "node:url";
 import { storedEvents } from "../cli/workspace.js";
 import { Decision, Verdict } from "../proto/gen/research/v1/events_pb.js";
-import { bestTrial, foldRun, liveSeconds, slowestSeedSeconds, valMetricOf } from "../swarm/run-state.js";
+import { bestTrial, foldRun, liveSeconds, rungOf, slowestSeedSeconds, valMetricOf } from "../swarm/run-state.js";
 import { runPromiseBreaks } from "../agents/planner/promises.js";
+
+const shareStats = (xs: number[]) => (xs.length ? { seeds: xs.length, median: [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!, max: Math.max(...xs) } : null);
 
 export async function runFacts(workspace: string, runId: string) {
   const state = foldRun(runId, await storedEvents(workspace, runId));
@@ -44,6 +46,12 @@ export async function runFacts(workspace: string, runId: string) {
       .map((t) => ({ trial_id: t.id, at_s: liveSeconds(state, t.lastAtMs!), val_mean: valMetricOf(t)!.mean }))
       .sort((a, b) => a.at_s - b.at_s),
     promises_broken: runPromiseBreaks(state, 0.05 * budget),
+    // What timing each model's inference cost its seed (issue 39: at most 5% of a probe), over the run's rung-0 probes' seeds.
+    inference_share_of_probe: shareStats(
+      [...state.trials.values()].flatMap((t) =>
+        rungOf(t) === 0 ? (t.evaluated?.result?.seedResults ?? []).flatMap((s) => (s.inference?.measureSeconds && s.seconds ? [s.inference.measureSeconds / s.seconds] : [])) : [],
+      ),
+    ),
   };
 }
 

@@ -15,18 +15,23 @@
 #     its labels shuffled (--seed 100+i), then the 5-minute run again in that run's workspace, whose
 #     only past is the lookalike: its configs are proposed first and its results weigh on the surrogate,
 #   - the Optuna baseline once (bench/optuna_baseline.py: TPE + median pruning on the runner's own
-#     split, the same 30 minutes).
+#     split, the same 30 minutes),
+#   - with --pareto N, issue 39's benchmark, N pairs back to back: "fashion-mnist: pareto: accuracy
+#     vs parameters vs latency" for --pareto-minutes (15) with --seed i, then Optuna's multi-objective
+#     study of the same three over its space for the same time (optuna_baseline.py --pareto --seed i);
+#     each side's front of test accuracy, parameters and latency per example, and its dominated
+#     hypervolume (bench/series-summary.ts, the reference there).
 # Each run is kept as it ends in bench/out/series-<commit>/ (a series cut short goes on from where
 # it stopped when started again), and bench/series-summary.ts writes them all, with each run's
 # command, seeds, load and outcome and the planner's whole-run promises checked on its stored
 # events, to bench/results/search-series-<commit>.json.
 #
-#   bash bench/search-series.sh [--open N] [--readme N] [--warm N] [--open-warm N] [--digits-pairs N] [--csv-pairs N] [--optuna N] [--minutes M]
+#   bash bench/search-series.sh [--open N] [--readme N] [--warm N] [--open-warm N] [--digits-pairs N] [--csv-pairs N] [--optuna N] [--minutes M] [--pareto N] [--pareto-minutes M]
 #
 # About 2.5 hours on two cores with the defaults. Nothing else should run beside it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-open=3 readme=3 warm=0 openwarm=0 digitspairs=0 csvpairs=0 optuna=1 minutes=30
+open=3 readme=3 warm=0 openwarm=0 digitspairs=0 csvpairs=0 optuna=1 minutes=30 pareto=0 paretominutes=15
 while [ $# -gt 0 ]; do
   case "$1" in
     --open) open="$2"; shift 2 ;;
@@ -37,7 +42,9 @@ while [ $# -gt 0 ]; do
     --csv-pairs) csvpairs="$2"; shift 2 ;;
     --optuna) optuna="$2"; shift 2 ;;
     --minutes) minutes="$2"; shift 2 ;;
-    -h|--help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --pareto) pareto="$2"; shift 2 ;;
+    --pareto-minutes) paretominutes="$2"; shift 2 ;;
+    -h|--help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "search-series: unknown argument $1" >&2; exit 1 ;;
   esac
 done
@@ -105,13 +112,15 @@ for ((i = 0; i < csvpairs; i++)); do
   WS="$out/csvlure-$i-workspace" launch "csvwarm-$i" "$i" --goal "csv:$csv/digits.csv target=label: maximise accuracy" --time-budget 5m
 done
 
-if [ "$optuna" -gt 0 ]; then
-  venv=bench/out/venv-optuna
+venv=bench/out/venv-optuna
+if [ "$optuna" -gt 0 ] || [ "$pareto" -gt 0 ]; then
   if [ ! -x "$venv/bin/python" ]; then
     echo "search-series: making $venv (torch 2.13 as the runner's .venv has, Optuna 5)" >&2
     python3 -m venv "$venv"
     "$venv/bin/pip" install --quiet --disable-pip-version-check torch==2.13.0 optuna==5.0.0 numpy scipy > "$out/venv-optuna.log" 2>&1
   fi
+fi
+if [ "$optuna" -gt 0 ]; then
   for ((i = 0; i < optuna; i++)); do
     name="optuna-$i"
     [ -f "$out/$name.json" ] && continue
@@ -125,5 +134,19 @@ if [ "$optuna" -gt 0 ]; then
     ' "$name" "$i" "$t0" "$before" "$(load)" "$out/$name.result.json" "$minutes" > "$out/$name.json"
   done
 fi
+
+for ((i = 0; i < pareto; i++)); do
+  launch "pareto-$i" "$i" --goal "fashion-mnist: pareto: accuracy vs parameters vs latency" --time-budget "${paretominutes}m"
+  name="optunapareto-$i"
+  [ -f "$out/$name.json" ] && continue
+  echo "search-series: $name: bench/optuna_baseline.py --pareto --budget-s $((paretominutes * 60)) --seed $i ($(date -u +%H:%M:%S))" >&2
+  before="$(load)"; t0="$(date +%s.%N)"
+  "$venv/bin/python" bench/optuna_baseline.py --pareto --reserve-s 60 --budget-s "$((paretominutes * 60))" --seed "$i" --out "$out/$name.result.json" > /dev/null 2> "$out/$name.log"
+  node -e '
+    const [name, seed, t0, before, after, result, minutes] = process.argv.slice(1);
+    process.stdout.write(JSON.stringify({ name, kind: "optuna", seed: Number(seed), command: `bench/optuna_baseline.py --pareto --reserve-s 60 --budget-s ${minutes * 60} --seed ${seed}`,
+      wall_s: Date.now() / 1000 - Number(t0), load_before: before, load_after: after, result: JSON.parse(require("fs").readFileSync(result, "utf8")) }) + "\n");
+  ' "$name" "$i" "$t0" "$before" "$(load)" "$out/$name.result.json" "$paretominutes" > "$out/$name.json"
+done
 
 npx tsx bench/series-summary.ts "$out" "bench/results/search-series-$commit.json"

@@ -13,6 +13,7 @@ import { cpus, release, totalmem } from "node:os";
 import { join } from "node:path";
 import { runFacts } from "./run-facts.js";
 import { pairedTTest } from "../core/stats.js";
+import { hypervolume, type Axis } from "../core/pareto.js";
 
 const [dir, out] = process.argv.slice(2);
 if (!dir || !out) throw new Error("usage: npx tsx bench/series-summary.ts SERIES_DIR OUT.json");
@@ -27,12 +28,12 @@ interface Kept {
   load_before: string;
   load_after: string;
   workspace?: string;
-  launch?: { run_id: string; status: string; seconds: number; trials: number; best_trial?: { trial_id: string; params?: number; test_accuracy?: number; ensemble_test_accuracy?: number } } | null;
+  launch?: { run_id: string; status: string; seconds: number; trials: number; report?: string; best_trial?: { trial_id: string; params?: number; test_accuracy?: number; ensemble_test_accuracy?: number } } | null;
   result?: Record<string, unknown> & { test_accuracy: number | null; best_val_accuracy: number | null };
 }
 
 const kept: Kept[] = readdirSync(dir)
-  .filter((f) => /^(open|readme|warm|openwarm|digitscold|digitswarm|csvcold|csvlure|csvwarm|optuna)-\d+\.json$/.test(f))
+  .filter((f) => /^(open|readme|warm|openwarm|digitscold|digitswarm|csvcold|csvlure|csvwarm|optuna|pareto|optunapareto)-\d+\.json$/.test(f))
   .sort()
   .map((f) => JSON.parse(readFileSync(join(dir, f), "utf8")));
 
@@ -105,6 +106,42 @@ const digitsPaired = pairedTest(digitsPairs);
 // with shuffled labels, same --seed; test accuracy per seed of each run's best, warm minus cold, with its paired interval.
 const csvPairs = coldWarm("csvcold-", "csvwarm-").map((p) => ({ ...p, lure_best_val: bestOf(runs.find((r) => r.name === `csvlure-${p.seed}`) as Run | undefined)?.val_mean ?? null }));
 const csvPaired = pairedTest(csvPairs);
+// Issue 39: each side's front of (test accuracy, parameters, latency per example) and the volume it
+// dominates. The swarm's are its front trials trained long on the full split (report.json
+// front.trained_long, each evaluated once on the test split); Optuna's, every trial of its study's
+// front (study.best_trials), each evaluated once on the test split. Parameters and latency span
+// orders of magnitude, so they count on a log scale; the reference is the corner of 80% test
+// accuracy, 2M parameters and 20 ms per example, worse than any model either side keeps.
+const HV_AXES: Axis[] = [
+  { name: "test accuracy", higherIsBetter: true },
+  { name: "log10 parameters", higherIsBetter: false },
+  { name: "log10 ms per example", higherIsBetter: false },
+];
+const HV_REFERENCE = [0.8, Math.log10(2e6), Math.log10(20)];
+interface FrontPoint {
+  test: number;
+  params: number;
+  latency_ms: number;
+}
+const hv = (pts: FrontPoint[]) =>
+  hypervolume(
+    pts.map((p, i) => ({ id: String(i), values: [p.test, Math.log10(p.params), Math.log10(p.latency_ms)].map((v) => ({ mean: v, low: v, high: v })) })),
+    HV_AXES,
+    HV_REFERENCE,
+  );
+const swarmFront = (r: Run | undefined): FrontPoint[] => {
+  const report = r?.launch?.report && JSON.parse(readFileSync(r.launch.report.replace(/\.md$/, ".json"), "utf8"));
+  const long = (report?.front?.trained_long ?? []) as { test: { mean: number } | null; params: number | null; latency_ms: number | null }[];
+  return long.flatMap((l) => (l.test && l.params && l.latency_ms ? [{ test: l.test.mean, params: l.params, latency_ms: l.latency_ms }] : []));
+};
+const optunaFront = (r: Kept | undefined): FrontPoint[] =>
+  ((r?.result?.front ?? []) as { test_accuracy: number; params: number; latency_ms: number }[]).map((p) => ({ test: p.test_accuracy, params: p.params, latency_ms: p.latency_ms }));
+const paretoPairs = (runs.filter((r) => /^pareto-\d+$/.test(r.name)) as Run[]).map((r) => {
+  const peer = runs.find((o) => o.name === `optunapareto-${r.seed}`) as Kept | undefined;
+  const [mine, theirs] = [swarmFront(r), optunaFront(peer)];
+  return { seed: r.seed, swarm_hypervolume: hv(mine), optuna_hypervolume: peer ? hv(theirs) : null, swarm_front: mine, optuna_front: theirs };
+});
+
 const summary = {
   open_ended_test_ensemble: openEnsemble,
   open_ended_test_per_seed: openPerSeed,
@@ -114,6 +151,12 @@ const summary = {
   ...(openWarm.length && { open_warm_pairs: openPairs }),
   ...(digitsPairs.length && { other_data_pairs: digitsPairs, other_data_test_warm_minus_cold: digitsPaired }),
   ...(csvPairs.length && { misleading_past_pairs: csvPairs, misleading_past_test_warm_minus_cold: csvPaired }),
+  ...(paretoPairs.length && {
+    pareto_pairs: paretoPairs,
+    pareto_hypervolume_rule: `dominated hypervolume of (test accuracy, log10 parameters, log10 ms per example) against the reference (${HV_REFERENCE.map((x) => x.toFixed(3)).join(", ")})`,
+    swarm_hypervolume: stat(paretoPairs.map((p) => p.swarm_hypervolume)),
+    optuna_hypervolume: stat(nums(paretoPairs.map((p) => p.optuna_hypervolume))),
+  }),
   ...(warm.length && { warm_start_pairs: pairs, warm_start_seconds_saved: saved, warm_goal_met: `${pairs.filter((p) => p.warm_s !== null).length} of ${pairs.length}` }),
   targets: {
     "open-ended ensemble test mean >= 93.0%": openEnsemble ? openEnsemble.mean >= 0.93 : null,
@@ -128,6 +171,9 @@ const summary = {
       : null,
     "a digits run whose past is Fashion-MNIST is no worse than cold beyond the paired 95% interval (test per seed)": digitsPaired ? digitsPaired.ci95[1] >= 0 : null,
     "a run whose past is misleading is no worse than cold beyond the paired 95% interval (test per seed)": csvPaired ? csvPaired.ci95[1] >= 0 : null,
+    "a Pareto run's front dominates a larger hypervolume than Optuna's multi-objective study, every pair": paretoPairs.length
+      ? paretoPairs.every((p) => p.optuna_hypervolume !== null && p.swarm_hypervolume > p.optuna_hypervolume)
+      : null,
     "README goal confirmed in <= 600 s in every run": readme.length ? readme.every((r) => "goal_met_at_s" in r && r.goal_met_at_s !== null && r.goal_met_at_s <= 600) : null,
   },
   promises_broken: runs.flatMap((r) => ("promises_broken" in r ? (r.promises_broken as string[]).map((b) => `${r.name}: ${b}`) : [])),
