@@ -130,6 +130,17 @@ function cross(x: number, y: number, size: number, cls: string, tip: string): st
   );
 }
 
+/** One trial on a plot: a dot with its interval whiskers (a path), its tip, and a ring when it is the one to find. */
+function markedPoint(cls: string, tip: string, whiskers: string, width: number, cx: number, cy: number, colour: string, ring?: { cls: string; colour: string }): string {
+  return (
+    `<g class="${cls}"><title>${escapeXml(tip)}</title>` +
+    `<path d="${whiskers}" stroke="${colour}" stroke-width="${width}"/>` +
+    `<circle cx="${r(cx)}" cy="${r(cy)}" r="4" fill="${colour}"/>` +
+    (ring ? `<circle class="${ring.cls}" cx="${r(cx)}" cy="${r(cy)}" r="9" fill="none" stroke="${ring.colour}" stroke-width="2"/>` : "") +
+    "</g>"
+  );
+}
+
 export interface ScorePoint {
   trialId: string;
   /** Absent when the trial produced no result (it failed before or during evaluation). */
@@ -181,13 +192,8 @@ export function scoresSvg(points: readonly ScorePoint[], target?: number, o: Obj
     const colour = p.best ? BEST : p.accepted ? ACCEPTED : REJECTED;
     const [cLo, cHi] = p.ci95 ?? [p.mean, p.mean];
     const tip = `${p.trialId}: ${formatMetric(o, p.mean)} [${o.proportion ? inPoints(cLo) : formatMetric(o, cLo)}, ${o.proportion ? inPoints(cHi) : formatMetric(o, cHi)}]${p.failure ? ` (${p.failure})` : ""}`;
-    body.push(
-      `<g class="point"><title>${escapeXml(tip)}</title>` +
-        `<path d="M${r(cx)} ${r(y(cLo))}V${r(y(cHi))}M${r(cx - 4)} ${r(y(cLo))}h8M${r(cx - 4)} ${r(y(cHi))}h8" stroke="${colour}" stroke-width="1.5"/>` +
-        `<circle cx="${r(cx)}" cy="${r(y(p.mean))}" r="4" fill="${colour}"/>` +
-        (p.best ? `<circle class="best" cx="${r(cx)}" cy="${r(y(p.mean))}" r="9" fill="none" stroke="${BEST}" stroke-width="2"/>` : "") +
-        "</g>",
-    );
+    const whiskers = `M${r(cx)} ${r(y(cLo))}V${r(y(cHi))}M${r(cx - 4)} ${r(y(cLo))}h8M${r(cx - 4)} ${r(y(cHi))}h8`;
+    body.push(markedPoint("point", tip, whiskers, 1.5, cx, y(p.mean), colour, p.best ? { cls: "best", colour: BEST } : undefined));
   });
   body.push(
     ...legend([
@@ -307,13 +313,8 @@ export function frontSvg(points: readonly FrontPoint[], costLabel: string, o: Ob
     const colour = p.onFront ? BEST : REJECTED;
     const [cx, cy] = [x(p.cost.mean), y(p.metric.mean)];
     const tip = `${p.trialId}: ${formatMetric(o, p.metric.mean)}, ${Number(p.cost.mean.toPrecision(3))} ${costLabel}${p.knee ? " (knee)" : ""}`;
-    body.push(
-      `<g class="${p.onFront ? "front-point" : "point"}"><title>${escapeXml(tip)}</title>` +
-        `<path d="M${r(cx)} ${r(y(p.metric.low))}V${r(y(p.metric.high))}M${r(x(p.cost.low))} ${r(cy)}H${r(x(p.cost.high))}" stroke="${colour}" stroke-width="1.2"/>` +
-        `<circle cx="${r(cx)}" cy="${r(cy)}" r="4" fill="${colour}"/>` +
-        (p.knee ? `<circle class="knee" cx="${r(cx)}" cy="${r(cy)}" r="9" fill="none" stroke="${ACCEPTED}" stroke-width="2"/>` : "") +
-        "</g>",
-    );
+    const whiskers = `M${r(cx)} ${r(y(p.metric.low))}V${r(y(p.metric.high))}M${r(x(p.cost.low))} ${r(cy)}H${r(x(p.cost.high))}`;
+    body.push(markedPoint(p.onFront ? "front-point" : "point", tip, whiskers, 1.2, cx, cy, colour, p.knee ? { cls: "knee", colour: ACCEPTED } : undefined));
   }
   body.push(
     ...legend([

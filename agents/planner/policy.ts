@@ -446,6 +446,10 @@ export const nextBuiltin: Policy = (input, index) => {
   // Nothing works yet: restart from a template not tried so far.
   if (accepted.length === 0 && !anchor) return initialBuiltin(input, 1)[0];
   const front = frontOf(state);
+  // A Pareto goal probes every starting family once before it edits: each is another trade-off
+  // of size and speed (1805356's pareto-0 probed two families and edited one of them to the end).
+  const fresh = front && initialBuiltin(input, 1)[0];
+  if (fresh) return fresh;
   // Mostly the best; sometimes a runner-up, so one lucky trial does not own the search. A
   // Pareto goal edits any trial of its front: the search moves along the front, not only
   // toward its most accurate end.

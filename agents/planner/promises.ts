@@ -144,7 +144,8 @@ export function runPromiseBreaks(state: RunState, deadlineSlackS: number): strin
   }
   const best = bestTrial(state);
   if (best && state.finished && (valMetricOf(best)?.n ?? 0) < 2) out.push(`the run ended with a one-seed best (${best.id})`);
-  if (best && state.finished && !goalMet && last && best !== last && !isClaimingPromotion(best)) out.push(`the run's best (${best.id}) is not a trial with the run's seeds`);
+  // A Pareto goal trains several front trials last (swarm/front.ts), any of which may be the best.
+  if (best && state.finished && !goalMet && last && !best.proposed?.lastTraining && !isClaimingPromotion(best)) out.push(`the run's best (${best.id}) is not a trial with the run's seeds`);
   for (const t of state.trials.values()) {
     if (t.proposed?.mutation !== Mutation.RANDOM) continue;
     const at = liveSeconds(state, t.firstAtMs ?? 0);

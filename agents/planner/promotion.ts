@@ -14,7 +14,7 @@ import { Mutation } from "../../proto/gen/research/v1/common_pb.js";
 import { reaches } from "../../core/objective.js";
 import { isClaimingPromotion, isPromotion, meanOf, rungOf, scoreOf, scoreText, valMetricOf, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { genomeOf } from "./identity.js";
-import { frontOf, frontPicks, trainedLong } from "../../swarm/front.js";
+import { frontOf, frontPicks, tradeOffsOf, trainedLong } from "../../swarm/front.js";
 import { imageSide, type Genome } from "./mutations.js";
 import { probeFidelity, type PlanInput, type Proposal } from "./policy.js";
 import { atRung, ladder, nextPromotion, PROMOTION_SURFACE, seedsAtRung, type Fidelity, type Promotion } from "./scheduler.js";
@@ -40,12 +40,17 @@ export function ashaPromotion(input: PlanInput): Proposal | undefined {
  * validation, bench/results/search-dev-runs-2026-11-27.json), and with a target when the promotion does not
  * fit before exploration ends (where it fits, its seeds may meet the goal sooner). (Where probes
  * see the whole split already, as on a GPU, no promotion is this one.) "wait": it is due, but a
- * starting template is still probing; neither it nor ASHA's promotion goes ahead yet.
+ * starting template is still probing, or the goal is a Pareto goal, whose claims on the full
+ * split are its front's long trainings; neither it nor ASHA's promotion goes ahead yet.
  */
 export function fullSplitDue(input: PlanInput): Promotion | "wait" | undefined {
   const ladderNow = rungs(input);
   const promotion = nextPromotion(input.state, ladderNow.length - 1);
   if (!promotion || ladderNow[promotion.rung]!.subset !== 0 || ladderNow[promotion.rung - 1]!.subset === 0) return undefined;
+  // A Pareto goal's claims are its front's long trainings once exploration ends (swarm/front.ts
+  // frontPicks): until then every slot goes to probes that build the front. (One such run,
+  // 1805356's pareto-0, trained its first front trial long at 125 s of 900 and probed 12 configs.)
+  if (tradeOffsOf(input.state).length) return "wait";
   const due = input.state.goal?.openEnded || !promotionAt(input, promotion, ladderNow[promotion.rung]!);
   if (!due) return undefined;
   // Not while a starting template still probes: its family may be the one to train (a small

@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import { decide, type Move } from "../../agents/planner/decide.js";
-import { ashaPromotion } from "../../agents/planner/promotion.js";
+import { ashaPromotion, fullSplitDue } from "../../agents/planner/promotion.js";
 import { brokenPromises } from "../../agents/planner/promises.js";
 import { initialBuiltin, planInputFor, type PlanInput, type Proposal } from "../../agents/planner/policy.js";
 import { Cost, Mutation, Surface } from "../../proto/gen/research/v1/common_pb.js";
@@ -231,8 +231,9 @@ describe("the promises", () => {
 
 describe("a Pareto goal: accuracy vs parameters vs latency (issue 39)", () => {
   const PARETO = { tradeOffs: [Cost.PARAMS, Cost.LATENCY] };
-  // Six probes, 10 s a seed: t1 the most accurate and the largest, t0 the smallest; t3 and t4
-  // are dominated by t2 beyond every interval (accuracy +-0.01, latency up to +10%).
+  // A probe of every starting family, 10 s a seed: t1 the most accurate and the largest, t0 the
+  // smallest; t3, t4, t6 and t7 are dominated by t2 beyond every interval (accuracy +-0.01,
+  // latency up to +10%).
   const probes = [
     ...trial("t0", 0, 0.85, 10, { params: 20_000, latencyMs: 0.5 }),
     ...trial("t1", 1, 0.9, 10, { params: 400_000, latencyMs: 3 }),
@@ -240,6 +241,8 @@ describe("a Pareto goal: accuracy vs parameters vs latency (issue 39)", () => {
     ...trial("t3", 3, 0.84, 10, { params: 200_000, latencyMs: 2 }),
     ...trial("t4", 4, 0.83, 10, { params: 300_000, latencyMs: 2.5 }),
     ...trial("t5", 5, 0.86, 10, { params: 50_000, latencyMs: 0.8 }),
+    ...trial("t6", 6, 0.8, 10, { params: 300_000, latencyMs: 3 }),
+    ...trial("t7", 7, 0.81, 10, { params: 250_000, latencyMs: 2.2 }),
   ];
 
   it("holds the front by the intervals, and names its knee", () => {
@@ -251,7 +254,7 @@ describe("a Pareto goal: accuracy vs parameters vs latency (issue 39)", () => {
   it("promotes the top 1/3 of a rung by the front's rank and crowding, not by accuracy alone", () => {
     const pareto = nextPromotion(run(probes, 100, PARETO).input.state, 3)!;
     // The front's extremes first (infinite crowding), in input order: t0, the smallest.
-    expect([pareto.trial.id, pareto.reason]).toEqual(["t0", "#1 of 6 finished at rung 0 (top 1/3 by the front's rank and crowding)"]);
+    expect([pareto.trial.id, pareto.reason]).toEqual(["t0", "#1 of 8 finished at rung 0 (top 1/3 by the front's rank and crowding)"]);
     // The same trials under a single-objective goal: the most accurate.
     expect(nextPromotion(run(probes, 100).input.state, 3)!.trial.id).toBe("t1");
   });
@@ -266,6 +269,22 @@ describe("a Pareto goal: accuracy vs parameters vs latency (issue 39)", () => {
     const last = proposalOf(decided(probes, 340, PARETO));
     expect(last).toMatchObject({ lastTraining: true, parentIds: ["t2"] });
     expect(last.rationale).toMatch(/the knee of the Pareto front/);
+  });
+
+  it("probes every starting family once before it edits", () => {
+    const { input } = run(probes.slice(0, 18), 100, PARETO);
+    const p = nextBuiltin(input, 8)!;
+    expect([p.mutation, p.parentIds, p.model.name]).toEqual(["template", [], templates[6]!.model.name]);
+  });
+
+  it("keeps probing until exploration ends instead of training a config on the full split early", () => {
+    const rung1 = (id: string, parent: string, k: number, mean: number, params: number, ms: number) => trial(id, k, mean, 30, { rung: 1, parent, valExamples: 3000, params, latencyMs: ms });
+    const promoted = [...probes, ...rung1("u1", "t1", 1, 0.91, 400_000, 3), ...rung1("u2", "t2", 2, 0.89, 100_000, 1), ...rung1("u0", "t0", 0, 0.86, 20_000, 0.5)];
+    // A single-objective open-ended run trains ASHA's full-split pick last at once; a Pareto goal waits.
+    expect(typeof fullSplitDue(run(promoted, 100).input)).toBe("object");
+    expect(fullSplitDue(run(promoted, 100, PARETO).input)).toBe("wait");
+    const pareto = proposalOf(decided(promoted, 100, PARETO));
+    expect([pareto.lastTraining, pareto.rung]).toEqual([undefined, 0]);
   });
 
   it("trains the front's picks long one after another, each in its share of the time left, and ends with the last", () => {
