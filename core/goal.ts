@@ -139,11 +139,19 @@ function milliseconds(value: string, unit: string): number {
   return toNumber(value) / (/^(?:ms|milli)/i.test(unit) ? 1 : 1000);
 }
 
-/** A Pareto term as the metric it names, or undefined: "accuracy", "val acc", "top-1", "rmse", "r2". */
-function metricWord(term: string): MetricName | undefined {
-  const word = term.trim().replace(/^(?:val(?:idation)?|test)[-_ ]/i, "");
-  if (/^(?:accuracy|acc|top[-_ ]?1(?:[-_ ]accuracy)?)$/i.test(word)) return "accuracy";
+/**
+ * The metric a word names, or undefined: "accuracy", "val acc", "rmse", "validation r2" (--metric's
+ * words); `prefix` is what may stand before it, `accuracy` the words for accuracy.
+ */
+function metricNamed(text: string, prefix = /^val(?:idation)?[-_ ]/i, accuracy = /^(?:accuracy|acc)$/i): MetricName | undefined {
+  const word = text.trim().replace(prefix, "");
+  if (accuracy.test(word)) return "accuracy";
   return new RegExp(`^${UNIT_METRIC_WORDS}$`, "i").test(word) ? unitMetric(word) : undefined;
+}
+
+/** A Pareto term as the metric it names: "accuracy", "test acc", "top-1", "rmse", "r2". */
+function metricWord(term: string): MetricName | undefined {
+  return metricNamed(term, /^(?:val(?:idation)?|test)[-_ ]/i, /^(?:accuracy|acc|top[-_ ]?1(?:[-_ ]accuracy)?)$/i);
 }
 
 function costWord(term: string): CostName | undefined {
@@ -347,9 +355,8 @@ export const GoalOverridesSchema = z
     dataDir: z.string().min(1),
     targetColumn: z.string().min(1),
     metric: z.string().transform((v, ctx): MetricName => {
-      const word = v.trim().replace(/^val(?:idation)?[-_ ]/i, "");
-      if (/^(?:accuracy|acc)$/i.test(word)) return "accuracy";
-      if (new RegExp(`^${UNIT_METRIC_WORDS}$`, "i").test(word)) return unitMetric(word);
+      const named = metricNamed(v);
+      if (named) return named;
       ctx.issues.push({ code: "custom", message: `the metric must be ${METRIC_CHOICES}, got "${v}"`, input: v });
       return z.NEVER;
     }),

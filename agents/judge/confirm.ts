@@ -43,11 +43,12 @@ export async function confirmOnTest(state: RunState, runners: RunnerClient[], lo
  * Never trained again for it: the budget reserves a kept-weights evaluation for each.
  */
 export async function confirmFront(state: RunState, runners: RunnerClient[], log: Logger, nowMs: number): Promise<TrialTest[]> {
+  if (!tradeOffsOf(state).length) return [];
   const best = bestTrial(state);
   const call = confirmCall(state, nowMs);
   const out: TrialTest[] = [];
   for (const t of state.trials.values()) {
-    if (!t.proposed?.lastTraining || t === best || t.judged?.verdict !== Verdict.ACCEPT || !tradeOffsOf(state).length) continue;
+    if (!t.proposed?.lastTraining || t === best || t.judged?.verdict !== Verdict.ACCEPT) continue;
     const kept = await keptOnTest(state, t, runners, log, call);
     out.push(
       create(TrialTestSchema, "gone" in kept ? { trialId: t.id, skipped: `no runner kept its weights: ${kept.lastError}` } : { trialId: t.id, result: kept.result, skipped: kept.skipped ?? "" }),

@@ -72,15 +72,19 @@ export function passesOf(input: Pick<PlanInput, "info">, train: TrainConfigInput
  */
 export function paceSource(input: PlanInput, g: Genome, parent?: TrialState): TrialState | undefined {
   if (parent && slowestSeed(parent)) return parent;
+  // A cut or pruned seed's time is not its recipe's.
+  return closestInSize(input, g, (t) => !!slowestSeed(t) && !t.evaluated?.failure && !!genomeOf(t));
+}
+
+/** The run's trial closest in parameter count to `g` (on a log scale) among those `measured`; undefined when `g` does not count. */
+function closestInSize(input: PlanInput, g: Genome, measured: (t: TrialState) => boolean): TrialState | undefined {
   const size = input.params(g.model);
   if (typeof size !== "number") return undefined;
   let best: TrialState | undefined;
   let gap = Infinity;
   for (const t of input.state.trials.values()) {
     const p = paramsOf(t);
-    const s = slowestSeed(t);
-    // A cut or pruned seed's time is not its recipe's.
-    if (!p || !s || t.evaluated?.failure || !genomeOf(t)) continue;
+    if (!p || !measured(t)) continue;
     const d = Math.abs(Math.log(size / p));
     if (d < gap) [best, gap] = [t, d];
   }
@@ -113,14 +117,7 @@ export function predictedSeconds(input: PlanInput, g: Genome, from: TrialState):
 export function predictedLatencyMs(input: PlanInput, g: Genome, parent?: TrialState): number | undefined {
   const size = input.params(g.model);
   if (typeof size !== "number") return undefined;
-  let from = parent && latencyOf(parent) ? parent : undefined;
-  let gap = Infinity;
-  for (const t of from ? [] : input.state.trials.values()) {
-    const p = paramsOf(t);
-    if (!p || !latencyOf(t)) continue;
-    const d = Math.abs(Math.log(size / p));
-    if (d < gap) [from, gap] = [t, d];
-  }
+  const from = parent && latencyOf(parent) ? parent : closestInSize(input, g, (t) => latencyOf(t) !== undefined);
   const measured = from && latencyOf(from);
   const fp = from && derivedParams(input, from);
   if (!measured || typeof fp !== "number" || !(fp > 0)) return undefined;
