@@ -131,6 +131,29 @@ export function hypervolume(points: readonly Point[], axes: readonly Axis[], ref
   return volume(inside, ref);
 }
 
+/**
+ * Up to `k` of `points`, after `first`, chosen one at a time: each the point that adds the most
+ * hypervolume above `reference` to those chosen before it (greedy hypervolume subset selection,
+ * as SMS-EMOA keeps its population). A point that adds nothing (dominated on the means by those
+ * chosen) is never chosen, so fewer than `k` may come back. Ties keep the input order.
+ */
+export function greedyHypervolume(points: readonly Point[], axes: readonly Axis[], reference: readonly number[], k: number, first: readonly Point[] = []): Point[] {
+  const chosen = first.slice(0, k);
+  while (chosen.length < k) {
+    const base = hypervolume(chosen, axes, reference);
+    let best: Point | undefined;
+    let gain = 0;
+    for (const p of points) {
+      if (chosen.some((c) => c.id === p.id)) continue;
+      const g = hypervolume([...chosen, p], axes, reference) - base;
+      if (g > gain) [best, gain] = [p, g];
+    }
+    if (!best) break;
+    chosen.push(best);
+  }
+  return chosen;
+}
+
 /** The volume dominated by `points` (utilities, each strictly above `ref` on every axis) and bounded below by `ref`. */
 function volume(points: readonly number[][], ref: readonly number[]): number {
   const d = ref.length;

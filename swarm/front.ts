@@ -7,7 +7,7 @@
 import { Verdict } from "../proto/gen/research/v1/events_pb.js";
 import type { EvalResult } from "../proto/gen/research/v1/runner_pb.js";
 import { COST, COSTS, type CostName } from "../core/objective.js";
-import { crowding, knee, nondominatedFronts, type Axis, type Estimate, type Point } from "../core/pareto.js";
+import { crowding, greedyHypervolume, knee, nondominatedFronts, type Axis, type Estimate, type Point } from "../core/pareto.js";
 import { paramsOf, rungOf, valMetricOf, type RunState, type TrialState } from "./run-state.js";
 
 /**
@@ -109,8 +109,14 @@ export function frontOf(state: RunState): Front | undefined {
 
 /**
  * Front trials a Pareto goal trains long, each on the full training split with the run's seeds,
- * one after another in the time exploration leaves: the knee first, then the front's extremes
- * (the largest crowding distance), so the claims span the trade-off and meet in its balance.
+ * one after another in the time exploration leaves: the knee first, then the front trial that
+ * adds the most hypervolume to those picked before it (core/pareto.ts greedyHypervolume), and so
+ * on, so the claims span the trade-off and meet in its balance. Hypervolume on the means, costs
+ * by their logarithm (a model half the size is the same step at 20k parameters as at 200k),
+ * above a reference a tenth of each axis's range beyond the front's worst. A trial that adds
+ * nothing to those picked (within the intervals of the front, beaten on every mean) is not
+ * trained: dc836a7's first Pareto run would have trained long a se-cnn that its bn-cnn beat on
+ * accuracy, size and latency, the crowding-distance rule taking the front's extremes.
  */
 export const FRONT_TRAININGS = 3;
 
@@ -118,8 +124,22 @@ export const FRONT_TRAININGS = 3;
 export function frontPicks(state: RunState): TrialState[] {
   const f = frontOf(state);
   if (!f) return [];
-  const byCrowding = [...f.trials].sort((a, b) => b.crowding - a.crowding).map((x) => x.t);
-  return [...new Set([...(f.knee ? [f.knee] : []), ...byCrowding])].slice(0, FRONT_TRAININGS);
+  const points = f.trials.map((x) => onLogCosts(x.p));
+  const reference = f.axes.map((a, i) => {
+    const means = points.map((p) => p.values[i]!.mean);
+    const [lo, hi] = [Math.min(...means), Math.max(...means)];
+    const pad = (hi - lo) / 10 || Math.abs(hi) / 100 || 1e-9;
+    return a.higherIsBetter ? lo - pad : hi + pad;
+  });
+  const knee = points.filter((p) => p.id === f.knee?.id);
+  const byId = new Map(f.trials.map((x) => [x.t.id, x.t]));
+  return greedyHypervolume(points, f.axes, reference, FRONT_TRAININGS, knee).map((p) => byId.get(p.id)!);
+}
+
+/** A point with its costs (every axis after the metric) as their base-10 logarithms. */
+function onLogCosts(p: Point): Point {
+  const log = (x: number) => Math.log10(Math.max(x, 1e-12));
+  return { id: p.id, values: p.values.map((v, i) => (i === 0 ? v : { mean: log(v.mean), low: log(v.low), high: log(v.high) })) };
 }
 
 /** The front trials trained long so far (the parents of the run's last long trainings). */

@@ -9,11 +9,18 @@
  * against a median of 84% set by Adam trials. Curves are compared seed for
  * seed (each trial's first seed, the run's: swarm/run-state.ts firstSeed), since seeds of one
  * trial start at different times.
+ *
+ * A Pareto goal's trial is compared only with peers no larger than it (parameters, the cost a
+ * trial declares before it trains; latency is timed at its end): a small model less accurate
+ * than the median of larger ones may still be on the front, and dc836a7's Pareto run pruned
+ * its 2.7k-parameter ghost-net against a median set by 20k-170k ones. With fewer than
+ * MIN_PEERS as small, it runs to the end.
  */
 import { create } from "@bufbuild/protobuf";
 import { EvalResultSchema, LearningCurveSchema, SeedResultSchema, type EpochProgress, type EvalResult } from "../../proto/gen/research/v1/runner_pb.js";
 import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
-import { firstSeed, metricCurves, type RunState, type TrialState } from "../../swarm/run-state.js";
+import { firstSeed, metricCurves, paramsOf, type RunState, type TrialState } from "../../swarm/run-state.js";
+import { tradeOffsOf } from "../../swarm/front.js";
 import { RECIPE_DEFAULTS } from "../../core/space.js";
 import { formatMetric, tolerance, utility, type Objective } from "../../core/objective.js";
 
@@ -48,9 +55,12 @@ export function pruneReason(state: RunState, trial: TrialState, p: EpochProgress
   if (p.seed !== seed || p.epoch >= p.epochs) return undefined;
   const rung = rungOf(trial);
   const schedule = scheduleOf(trial);
+  // A Pareto goal's peers: no larger than the trial (Infinity: any size, for a single objective).
+  const size = tradeOffsOf(state).length ? (paramsOf(trial) ?? 0) : Infinity;
   const peers: number[] = [];
   for (const t of state.trials.values()) {
     if (t.id === trial.id || rungOf(t) !== rung || scheduleOf(t) !== schedule || t.judged?.verdict !== Verdict.ACCEPT) continue;
+    if ((paramsOf(t) ?? Infinity) > size) continue;
     const v = curveAt(t, seed, p.epoch);
     if (v !== undefined) peers.push(v);
   }
@@ -59,7 +69,7 @@ export function pruneReason(state: RunState, trial: TrialState, p: EpochProgress
   const o = state.objective;
   const value = p.valMetric || p.valAccuracy;
   if (!clearlyWorse(o, value, m)) return undefined;
-  return `pruned after epoch ${p.epoch}/${p.epochs}: seed ${seed} validation ${o.label} ${formatMetric(o, value)} is ${o.higherIsBetter ? "below" : "above"} the median ${formatMetric(o, m)} of ${peers.length} finished trials at rung ${rung} with a ${schedule} schedule`;
+  return `pruned after epoch ${p.epoch}/${p.epochs}: seed ${seed} validation ${o.label} ${formatMetric(o, value)} is ${o.higherIsBetter ? "below" : "above"} the median ${formatMetric(o, m)} of ${peers.length} finished trials at rung ${rung} with a ${schedule} schedule${Number.isFinite(size) ? ` and at most its ${size} parameters` : ""}`;
 }
 
 /** The curves a stopped evaluation reached, per seed, so the lineage keeps them. */

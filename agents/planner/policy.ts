@@ -265,7 +265,20 @@ function warmStarts(input: PlanInput, count: number, space: ReturnType<typeof sp
 /** Past configs a warm start proposes before the templates: the rest of the first proposals explore. */
 const WARM_STARTS = 2;
 
-export const initialBuiltin = (input: PlanInput, count: number): Proposal[] => {
+/** The starting families a run has probed, in any recipe: an edited config keeps its family's name before the edits' ("bn-cnn+add_se"). */
+function triedFamilies(state: RunState): Set<string> {
+  const out = new Set<string>();
+  for (const t of state.trials.values()) if (t.model && "name" in t.model && t.model.name) out.add(t.model.name.split("+")[0]!);
+  return out;
+}
+
+/**
+ * The run's first proposals: warm starts, then one starting template per family, as many as
+ * `count`. `newFamilies`: only families no trial of the run has used yet, in any recipe (a
+ * Pareto goal's probe of every family: the same family in the brief's other recipe is not
+ * another trade-off).
+ */
+export const initialBuiltin = (input: PlanInput, count: number, newFamilies = false): Proposal[] => {
   const blocks = briefBlocks(input.state.briefs);
   const recipeBlocks = blocks.filter((b) => RECIPE_FROM_BRIEF[b]);
   const rank = (t: Template) => t.blocks.filter((b) => blocks.includes(b)).length;
@@ -276,9 +289,11 @@ export const initialBuiltin = (input: PlanInput, count: number): Proposal[] => {
     .sort((a, b) => b.r - a.r || a.i - b.i)
     .map((x) => x.t);
   const seen = tried(input.state);
-  const out: Proposal[] = warmStarts(input, count, space, seen);
+  const skip = newFamilies ? triedFamilies(input.state) : new Set<string>();
+  const out: Proposal[] = newFamilies ? [] : warmStarts(input, count, space, seen);
   for (const t of templates) {
     if (out.length >= count) break;
+    if (skip.has(t.name)) continue;
     const recipe = recipeBlocks[out.length % Math.max(1, recipeBlocks.length)];
     // A family's own recipe stands; the brief's recipe knob goes to families without one.
     const knob = recipe && !t.recipe ? RECIPE_FROM_BRIEF[recipe] : undefined;
@@ -447,8 +462,9 @@ export const nextBuiltin: Policy = (input, index) => {
   if (accepted.length === 0 && !anchor) return initialBuiltin(input, 1)[0];
   const front = frontOf(state);
   // A Pareto goal probes every starting family once before it edits: each is another trade-off
-  // of size and speed (1805356's pareto-0 probed two families and edited one of them to the end).
-  const fresh = front && initialBuiltin(input, 1)[0];
+  // of size and speed (1805356's pareto-0 probed two families and edited one of them to the end;
+  // dc836a7's probed mbconv-net twice, in the brief's two recipes, 67 s a probe).
+  const fresh = front && initialBuiltin(input, 1, true)[0];
   if (fresh) return fresh;
   // Mostly the best; sometimes a runner-up, so one lucky trial does not own the search. A
   // Pareto goal edits any trial of its front: the search moves along the front, not only

@@ -139,7 +139,7 @@ function timedLast(input: PlanInput, pick: TrialState, share: number): { pick: T
 export function lastTraining(input: PlanInput): Proposal | undefined {
   const { state } = input;
   const front = frontOf(state);
-  // A Pareto goal trains its front picks (swarm/front.ts: the knee, then the extremes) one after
+  // A Pareto goal trains its front picks (swarm/front.ts: the knee, then by hypervolume) one after
   // another, each in an even share of the time left.
   const done = trainedLong(state);
   const picks = front && frontPicks(state).filter((t) => !done.has(t.id));
@@ -154,7 +154,7 @@ export function lastTraining(input: PlanInput): Proposal | undefined {
   const best = ranked[0];
   const train = { ...atRung(pg.train, { subset: 0, epochs: time.epochs }, imageSide(input.info)), epochs: LAST_EPOCHS, train_seconds: time.trainS };
   const why = front
-    ? `${pick === front.knee ? "the knee" : "an extreme"} of the Pareto front (${scoreText(pick)}), front trial ${done.size + 1} of ${done.size + ranked.length} to train long, in ${share === 1 ? "the" : `1/${ranked.length} of the`} time left`
+    ? `${pick === front.knee ? "the knee of the Pareto front" : "the Pareto front's trial adding most hypervolume to those trained long before it"} (${scoreText(pick)}), front trial ${done.size + 1} of ${done.size + ranked.length} to train long, in ${share === 1 ? "the" : `1/${ranked.length} of the`} time left`
     : pick === best
       ? `the run's best by score (${scoreText(pick)})`
       : time.gain >= LAST_GAIN

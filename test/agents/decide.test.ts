@@ -11,7 +11,7 @@ import { brokenPromises } from "../../agents/planner/promises.js";
 import { initialBuiltin, planInputFor, type PlanInput, type Proposal } from "../../agents/planner/policy.js";
 import { Cost, Mutation, Surface } from "../../proto/gen/research/v1/common_pb.js";
 import { nextPromotion } from "../../agents/planner/scheduler.js";
-import { frontOf, longTrainingsLeft } from "../../swarm/front.js";
+import { frontOf, frontPicks, longTrainingsLeft } from "../../swarm/front.js";
 import { judge } from "../../agents/judge/rules.js";
 import { nextBuiltin } from "../../agents/planner/policy.js";
 import { predictedLatencyMs } from "../../agents/planner/time-model.js";
@@ -275,6 +275,10 @@ describe("a Pareto goal: accuracy vs parameters vs latency (issue 39)", () => {
     const { input } = run(probes.slice(0, 18), 100, PARETO);
     const p = nextBuiltin(input, 8)!;
     expect([p.mutation, p.parentIds, p.model.name]).toEqual(["template", [], templates[6]!.model.name]);
+    // A family probed in another recipe (a brief's knob) is probed: the next family is.
+    const otherRecipe: EventInit = { runId: RUN, trialId: "t6", body: { case: "trialProposed", value: { rung: 0, model: modelSpec(templates[6]!.model), train: trainSpec({ ...templates[6]!.train, lr: 0.0123 }) } } };
+    const next = nextBuiltin(run([...probes.slice(0, 18), otherRecipe], 100, PARETO).input, 8)!;
+    expect([next.mutation, next.model.name]).toEqual(["template", templates[7]!.model.name]);
   });
 
   it("keeps probing until exploration ends instead of training a config on the full split early", () => {
@@ -290,7 +294,9 @@ describe("a Pareto goal: accuracy vs parameters vs latency (issue 39)", () => {
   it("trains the front's picks long one after another, each in its share of the time left, and ends with the last", () => {
     const first = proposalOf(decided(probes, 340, PARETO));
     expect(first.parentIds).toEqual(["t2"]);
-    // The knee's training, then t1 and t0 (the extremes): this one has a third of the time left.
+    // The knee's training, then t0 and t5 (by the hypervolume each adds on log costs; t1, the
+    // most accurate, adds a sliver: 2 points of accuracy at 4x t2's size and 3x its latency):
+    // this one has a third of the time left.
     const alone = proposalOf(decided(probes, 340));
     expect(first.train.train_seconds!).toBeLessThan(alone.train.train_seconds! / 2);
     const knee: EventInit[] = [
@@ -301,8 +307,9 @@ describe("a Pareto goal: accuracy vs parameters vs latency (issue 39)", () => {
     const { input } = run([...probes, ...knee], 500, PARETO);
     expect(longTrainingsLeft(input.state)).toBe(2);
     const second = proposalOf(decided([...probes, ...knee], 500, PARETO));
-    expect(second).toMatchObject({ lastTraining: true, parentIds: ["t1"] });
-    expect(second.rationale).toMatch(/an extreme of the Pareto front .*front trial 2 of 3 to train long, in 1\/2 of the time left/);
+    expect(frontPicks(input.state).map((t) => t.id)).toEqual(["t2", "t0", "t5"]);
+    expect(second).toMatchObject({ lastTraining: true, parentIds: ["t0"] });
+    expect(second.rationale).toMatch(/the Pareto front's trial adding most hypervolume .*front trial 2 of 3 to train long, in 1\/2 of the time left/);
     // The judge ends the run with the last of them, not the first.
     const s = input.state;
     expect(judge({ ...s, trials: new Map([...s.trials].filter(([id]) => id !== "L1")) }, s.trials.get("L1")!, at(500)).runEnd).not.toBe(RunEnd.LAST_TRAINING);

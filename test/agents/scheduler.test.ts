@@ -2,7 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { partialResult, pruneReason } from "../../agents/analyst/pruning.js";
 import { atRung, ETA, ladder, nextPromotion } from "../../agents/planner/scheduler.js";
-import { Surface } from "../../proto/gen/research/v1/common_pb.js";
+import { Cost, Surface } from "../../proto/gen/research/v1/common_pb.js";
 import { Verdict, type TrialJudged } from "../../proto/gen/research/v1/events_pb.js";
 import { EpochProgressSchema, EvalResultSchema } from "../../proto/gen/research/v1/runner_pb.js";
 import type { EventInit } from "../../bus/index.js";
@@ -108,6 +108,20 @@ describe("median stopping within a rung", () => {
     (onecycle.body!.value as { train: unknown }).train = trainSpec({ schedule: "onecycle" });
     const s = state([started(), ...peers(5), onecycle]);
     expect(pruneReason(s, s.trials.get("warm")!, progress(1, 0.75))).toBeUndefined();
+  });
+
+  it("compares a Pareto goal's trial only with peers no larger than it", () => {
+    const sized = (id: string, params: bigint): EventInit => ({ runId: RUN, trialId: id, body: { case: "trialAssembled", value: { summary: { totalParams: params } } } });
+    // Peers of 20k, 40k, ..., 100k parameters; the median of all five after epoch 1 is 0.82.
+    const sizedPeers = Array.from({ length: 5 }, (_, i) => [...finished(`t${i}`, 0.85, [0.8 + i / 100, 0.85, 0.87]), sized(`t${i}`, BigInt(20_000 * (i + 1)))]).flat();
+    const pareto = (params: bigint) => {
+      const s = state([started({}, { openEnded: true, target: 0, tradeOffs: [Cost.PARAMS, Cost.LATENCY] }), ...sizedPeers, proposed("new"), sized("new", params)]);
+      return pruneReason(s, s.trials.get("new")!, progress(1, 0.75));
+    };
+    // 3k parameters: no peer is as small, so it runs to the end (a single-objective goal would stop it).
+    expect(pareto(3_000n)).toBeUndefined();
+    // 80k: four peers as small or smaller (median 0.815).
+    expect(pareto(80_000n)).toMatch(/below the median 81\.50% of 4 finished trials at rung 0 with a none schedule and at most its 80000 parameters/);
   });
 
   it("keeps the curves a stopped trial reached", () => {

@@ -6,6 +6,7 @@ import {
   chebyshev,
   crowding,
   dominates,
+  greedyHypervolume,
   hypervolume,
   knee,
   nondominatedFronts,
@@ -181,6 +182,24 @@ describe("hypervolume", () => {
     const estimate = monteCarlo(utilities, axes.map(() => 0), axes.map(() => 1), 100_000, rng);
     expect(exact).toBeGreaterThan(0.1);
     expect(Math.abs(exact - estimate) / exact).toBeLessThan(0.02);
+  });
+});
+
+describe("greedyHypervolume", () => {
+  const UP: Axis = { name: "up", higherIsBetter: true };
+  // Boxes above (0, 0): a 1x3 and c 3x1 (3 each), b 2x2 (4, the largest), d inside b's box.
+  const stairs = [point("a", 1, 3), point("b", 2, 2), point("c", 3, 1), point("d", 1.5, 1.5)];
+
+  it("takes the largest box first, then what adds most to those taken, never a point that adds nothing", () => {
+    expect(ids(greedyHypervolume(stairs, [UP, UP], [0, 0], 2))).toEqual(["b", "a"]);
+    // After b, a and c add 1 each (a first: input order); d adds nothing, so only three come back.
+    expect(ids(greedyHypervolume(stairs, [UP, UP], [0, 0], 4))).toEqual(["b", "a", "c"]);
+  });
+
+  it("starts from the points it is given", () => {
+    // After c, a and b add 2 each: a, first in the input.
+    expect(ids(greedyHypervolume(stairs, [UP, UP], [0, 0], 2, [stairs[2]!]))).toEqual(["c", "a"]);
+    expect(ids(greedyHypervolume(stairs, [UP, UP], [0, 0], 1, [stairs[2]!, stairs[0]!]))).toEqual(["c"]);
   });
 });
 
