@@ -14,7 +14,7 @@ import type { TrainConfigInput } from "../../core/model-config.js";
 import { budgetPlan, overRunBudget } from "../../swarm/budget.js";
 import { liveSeconds, paramsOf, slowestSeed, slowestSeedSeconds, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { derivedOf, genomeOf } from "./identity.js";
-import { latencyOf } from "../../swarm/front.js";
+import { FRONT_TRAININGS, latencyOf, tradeOffsOf } from "../../swarm/front.js";
 import type { Genome } from "./mutations.js";
 import type { PlanInput, Proposal } from "./policy.js";
 
@@ -38,7 +38,11 @@ export const EXPLORE_SHARE = 1 / 3;
  */
 const LAST_MARGIN = 0.95;
 
-/** A last long training takes at least this share of the run's budget: a shorter one tells little more than the trials before it. */
+/**
+ * A last long training takes at least this share of the run's budget (a Pareto goal's front
+ * trainings, this share of the budget's third each): a shorter one tells little more than the
+ * trials before it.
+ */
 const LAST_SHARE = 0.1;
 
 /**
@@ -272,9 +276,12 @@ export interface LastTrainingTime {
  * start-up and its last validation pass, all ending within LAST_MARGIN of the time left before
  * the reserve and each within the trial budget. Seeds beyond the run's fill the last round when
  * that costs no time (3 seeds on 2 slots train 4: nothing starts beside a last training, and the
- * slot would idle). Undefined when that is less than LAST_SHARE of the budget or no longer than
- * `pick` trained. `share`: the part of the time left this training has (a Pareto goal's front
- * trials train long one after another, swarm/front.ts), LAST_SHARE scaled with it.
+ * slot would idle). Undefined when that is less than LAST_SHARE of the budget (of its
+ * FRONT_TRAININGS-th for a Pareto goal) or no longer than `pick` trained. `share`: the part of
+ * the time left this training has (a Pareto goal's front trials train long one after another,
+ * swarm/front.ts). The floor is not scaled with `share`: with it, the last of dc836a7's Pareto
+ * run's front trainings, whose share was the whole time left, needed 90 s a seed of 900 where the
+ * first had needed 30, and it did not train (75 s fitted).
  */
 export function lastTrainingTime(input: PlanInput, pick: TrialState, pg: Genome, share = 1): LastTrainingTime | undefined {
   const { state } = input;
@@ -299,7 +306,8 @@ export function lastTrainingTime(input: PlanInput, pick: TrialState, pg: Genome,
   const trialBudget = state.settings?.trialTimeBudgetS ?? 0;
   if (trialBudget > 0) trainS = Math.min(trainS, 0.85 * trialBudget - overhead);
   trainS = Math.floor(trainS);
-  if (trainS < LAST_SHARE * share * state.goal!.timeBudgetS || trainS <= trained) return undefined;
+  const floorS = (LAST_SHARE * state.goal!.timeBudgetS) / (tradeOffsOf(state).length ? FRONT_TRAININGS : 1);
+  if (trainS < floorS || trainS <= trained) return undefined;
   perSeed = overhead + trainS;
   return { trainS, epochs: Math.min(LAST_EPOCHS, Math.floor(trainS / fullEpochS)), seeds, predictedS: perSeed, gain: trainS / fullEpochS / passes };
 }

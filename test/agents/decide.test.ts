@@ -310,6 +310,17 @@ describe("a Pareto goal: accuracy vs parameters vs latency (issue 39)", () => {
     expect(frontPicks(input.state).map((t) => t.id)).toEqual(["t2", "t0", "t5"]);
     expect(second).toMatchObject({ lastTraining: true, parentIds: ["t0"] });
     expect(second.rationale).toMatch(/the Pareto front's trial adding most hypervolume .*front trial 2 of 3 to train long, in 1\/2 of the time left/);
+    // The last pick, t5, with the time left for about 60 s a seed: under a tenth of the 1000 s
+    // budget, over a tenth of its third (what each front training is held to), so it trains.
+    const long = (id: string, parent: string, p: Proposal): EventInit[] => [
+      { runId: RUN, trialId: id, body: { case: "trialProposed", value: { rung: 3, parentIds: [parent], lastTraining: true, model: modelSpec(p.model), train: trainSpec(p.train) } } },
+      timedResult(id, 0.9, 100),
+      { runId: RUN, trialId: id, body: { case: "trialJudged", value: { verdict: Verdict.ACCEPT, decision: Decision.ITERATE } } },
+    ];
+    const third = proposalOf(decided([...probes, ...knee, ...long("L2", "t0", second)], 820, PARETO));
+    expect(third).toMatchObject({ lastTraining: true, parentIds: ["t5"] });
+    expect(third.train.train_seconds).toBeGreaterThan(33);
+    expect(third.train.train_seconds).toBeLessThan(100);
     // The judge ends the run with the last of them, not the first.
     const s = input.state;
     expect(judge({ ...s, trials: new Map([...s.trials].filter(([id]) => id !== "L1")) }, s.trials.get("L1")!, at(500)).runEnd).not.toBe(RunEnd.LAST_TRAINING);
