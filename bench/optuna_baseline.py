@@ -36,6 +36,12 @@ timed as the runner times one (batch 1, warm, the median of up to 30 passes, one
 evaluation's precision and memory layout). At the end every trial of the study's front
 (study.best_trials) is evaluated once on the test split, and the result lists them.
 
+With --max-latency-ms L (issue 39's constrained benchmark), the single-objective study with the
+latency per example at most L as a constraint, as a competent user sets one (Trial.set_constraint:
+TPE learns where the feasible region is), each model timed as above before it trains
+(untrained weights cost the same to run), one over the limit stopped at once (pruned, infeasible),
+and the best *feasible* completed trial evaluated on the test split.
+
 Needs torch and optuna: bench/search-series.sh makes bench/out/venv-optuna (torch 2.13 from this
 machine's wheel, as the runner's .venv has, and Optuna from PyPI); Debian's python3-optuna beside
 python3-torch 1.13 works too.
@@ -224,17 +230,26 @@ class Search:
         self.best_value = -1.0
         self.best_state = None
         self.best_trial = None
+        self.best_latency_ms = None
         self.first_epoch_90 = None  # first epoch-end validation accuracy >= TARGET, any trial
         self.first_trial_90 = None  # first completed trial whose final validation accuracy >= TARGET
         self.history = []
         self.pareto = False  # set in main(): a multi-objective study, no pruning
         self.kept = {}  # trial number -> (params, state dict) of completed models, in --pareto mode
+        self.max_latency_ms = 0.0  # set in main(): --max-latency-ms, a constraint on the single objective
 
     def objective(self, trial):
         p = suggest(trial)
         torch.manual_seed(self.seed * 100003 + trial.number)
         data = self.data
         model = Net(p["width"], p["stages"], p["convs"], p["hidden"], p["dropout"]).to(DEVICE, memory_format=torch.channels_last)
+        if self.max_latency_ms:
+            latency = latency_ms(model, data)
+            trial.set_user_attr("latency_ms", latency)
+            trial.set_constraint("latency_ms", latency - self.max_latency_ms)  # feasible at <= 0
+            if latency > self.max_latency_ms:
+                self.history.append({"number": trial.number, "params": p, "state": "infeasible", "latency_ms": round(latency, 4)})
+                raise optuna.TrialPruned()
         params = [q for q in model.parameters() if q.requires_grad]
         if p["optimizer"] == "sgd":
             opt = torch.optim.SGD(params, lr=p["lr"], momentum=0.9, nesterov=True, weight_decay=p["weight_decay"])
@@ -307,6 +322,7 @@ class Search:
             self.first_trial_90 = elapsed()
         if val > self.best_value:
             self.best_value, self.best_trial = val, trial.number
+            self.best_latency_ms = trial.user_attrs.get("latency_ms")
             self.best_state = copy.deepcopy(model.state_dict())
             self.best_params = p
         return val
@@ -324,6 +340,7 @@ def main():
     ap.add_argument("--device", choices=["cpu", "cuda", "auto"], default="cpu", help="auto: the GPU when there is one")
     ap.add_argument("--data-dir", default="", help="Fashion-MNIST's idx files (default: where the runner's loader looks)")
     ap.add_argument("--pareto", action="store_true", help="a multi-objective study: validation accuracy vs parameters vs latency per example")
+    ap.add_argument("--max-latency-ms", type=float, default=0.0, help="a constrained study: validation accuracy with latency per example at most this")
     args = ap.parse_args()
     global DEVICE
     DEVICE = torch.device("cuda" if args.device == "cuda" or (args.device == "auto" and torch.cuda.is_available()) else "cpu")
@@ -344,6 +361,7 @@ def main():
     loaded_s = elapsed()
     search = Search(data, args.budget_s - args.reserve_s, args.seed)
     search.pareto = args.pareto
+    search.max_latency_ms = args.max_latency_ms
     sampler = optuna.samplers.TPESampler(seed=args.seed, n_startup_trials=5, multivariate=True, group=True)
     if args.pareto:
         study = optuna.create_study(directions=["maximize", "minimize", "minimize"], sampler=sampler)
@@ -376,6 +394,8 @@ def main():
     result = {
         "method": "optuna",
         "seed": args.seed,
+        "max_latency_ms": args.max_latency_ms or None,
+        "best_latency_ms": search.best_latency_ms,
         "budget_s": args.budget_s,
         "best_val_accuracy": search.best_value if search.best_state is not None else None,
         "test_accuracy": test_accuracy,
@@ -385,6 +405,7 @@ def main():
         "trials": len(search.history),
         "completed": states.count("complete"),
         "pruned": states.count("pruned"),
+        "infeasible": states.count("infeasible"),
         "cut": states.count("cut"),
         "failed": sum(s.startswith("failed") for s in states),
         "seconds_to_90_val_trial": search.first_trial_90,

@@ -16,6 +16,10 @@
 #     only past is the lookalike: its configs are proposed first and its results weigh on the surrogate,
 #   - the Optuna baseline once (bench/optuna_baseline.py: TPE + median pruning on the runner's own
 #     split, the same 30 minutes),
+#   - with --latency N, issue 39's constrained benchmark, N pairs back to back: "fashion-mnist: best
+#     accuracy under --latency-ms (1) ms per image" for --latency-minutes (15) with --seed i, then Optuna's
+#     study of validation accuracy with that latency as a constraint (optuna_baseline.py
+#     --max-latency-ms) for the same time;
 #   - with --pareto N, issue 39's benchmark, N pairs back to back: "fashion-mnist: pareto: accuracy
 #     vs parameters vs latency" for --pareto-minutes (15) with --seed i, then Optuna's multi-objective
 #     study of the same three over its space for the same time (optuna_baseline.py --pareto --seed i);
@@ -26,12 +30,12 @@
 # command, seeds, load and outcome and the planner's whole-run promises checked on its stored
 # events, to bench/results/search-series-<commit>.json.
 #
-#   bash bench/search-series.sh [--open N] [--readme N] [--warm N] [--open-warm N] [--digits-pairs N] [--csv-pairs N] [--optuna N] [--minutes M] [--pareto N] [--pareto-minutes M]
+#   bash bench/search-series.sh [--open N] [--readme N] [--warm N] [--open-warm N] [--digits-pairs N] [--csv-pairs N] [--optuna N] [--minutes M] [--pareto N] [--pareto-minutes M] [--latency N] [--latency-ms L] [--latency-minutes M]
 #
 # About 2.5 hours on two cores with the defaults. Nothing else should run beside it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-open=3 readme=3 warm=0 openwarm=0 digitspairs=0 csvpairs=0 optuna=1 minutes=30 pareto=0 paretominutes=15
+open=3 readme=3 warm=0 openwarm=0 digitspairs=0 csvpairs=0 optuna=1 minutes=30 pareto=0 paretominutes=15 latency=0 latencyms=1 latencyminutes=15
 while [ $# -gt 0 ]; do
   case "$1" in
     --open) open="$2"; shift 2 ;;
@@ -44,6 +48,9 @@ while [ $# -gt 0 ]; do
     --minutes) minutes="$2"; shift 2 ;;
     --pareto) pareto="$2"; shift 2 ;;
     --pareto-minutes) paretominutes="$2"; shift 2 ;;
+    --latency) latency="$2"; shift 2 ;;
+    --latency-ms) latencyms="$2"; shift 2 ;;
+    --latency-minutes) latencyminutes="$2"; shift 2 ;;
     -h|--help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "search-series: unknown argument $1" >&2; exit 1 ;;
   esac
@@ -113,7 +120,7 @@ for ((i = 0; i < csvpairs; i++)); do
 done
 
 venv=bench/out/venv-optuna
-if [ "$optuna" -gt 0 ] || [ "$pareto" -gt 0 ]; then
+if [ "$optuna" -gt 0 ] || [ "$pareto" -gt 0 ] || [ "$latency" -gt 0 ]; then
   if [ ! -x "$venv/bin/python" ]; then
     echo "search-series: making $venv (torch 2.13 as the runner's .venv has, Optuna 5)" >&2
     python3 -m venv "$venv"
@@ -147,6 +154,20 @@ for ((i = 0; i < pareto; i++)); do
     process.stdout.write(JSON.stringify({ name, kind: "optuna", seed: Number(seed), command: `bench/optuna_baseline.py --pareto --reserve-s 60 --budget-s ${minutes * 60} --seed ${seed}`,
       wall_s: Date.now() / 1000 - Number(t0), load_before: before, load_after: after, result: JSON.parse(require("fs").readFileSync(result, "utf8")) }) + "\n");
   ' "$name" "$i" "$t0" "$before" "$(load)" "$out/$name.result.json" "$paretominutes" > "$out/$name.json"
+done
+
+for ((i = 0; i < latency; i++)); do
+  launch "latency-$i" "$i" --goal "fashion-mnist: best accuracy under ${latencyms} ms per image" --time-budget "${latencyminutes}m"
+  name="optunalatency-$i"
+  [ -f "$out/$name.json" ] && continue
+  echo "search-series: $name: bench/optuna_baseline.py --max-latency-ms $latencyms --budget-s $((latencyminutes * 60)) --seed $i ($(date -u +%H:%M:%S))" >&2
+  before="$(load)"; t0="$(date +%s.%N)"
+  "$venv/bin/python" bench/optuna_baseline.py --max-latency-ms "$latencyms" --budget-s "$((latencyminutes * 60))" --seed "$i" --out "$out/$name.result.json" > /dev/null 2> "$out/$name.log"
+  node -e '
+    const [name, seed, t0, before, after, result, minutes, ms] = process.argv.slice(1);
+    process.stdout.write(JSON.stringify({ name, kind: "optuna", seed: Number(seed), command: `bench/optuna_baseline.py --max-latency-ms ${ms} --budget-s ${minutes * 60} --seed ${seed}`,
+      wall_s: Date.now() / 1000 - Number(t0), load_before: before, load_after: after, result: JSON.parse(require("fs").readFileSync(result, "utf8")) }) + "\n");
+  ' "$name" "$i" "$t0" "$before" "$(load)" "$out/$name.result.json" "$latencyminutes" "$latencyms" > "$out/$name.json"
 done
 
 npx tsx bench/series-summary.ts "$out" "bench/results/search-series-$commit.json"

@@ -159,6 +159,8 @@ export function planEvaluation(req: EvaluateRequest, dataRoots: string[]) {
   issues.check(!(req.keepWeights && req.weightsOf), "keep_weights and weights_of exclude each other: kept weights are never trained again");
   const deadlineS = req.budget?.deadlineS ?? 0;
   issues.check(deadlineS >= 0 && Number.isFinite(deadlineS), `budget.deadline_s ${deadlineS} must be a finite number >= 0`);
+  const maxLatencyMs = req.budget?.maxLatencyMs ?? 0;
+  issues.check(maxLatencyMs >= 0 && Number.isFinite(maxLatencyMs), `budget.max_latency_ms ${maxLatencyMs} must be a finite number >= 0`);
   issues.throwIfAny("evaluation request");
   return {
     seeds,
@@ -175,6 +177,7 @@ export function planEvaluation(req: EvaluateRequest, dataRoots: string[]) {
       dataset,
       recipe: recipe!,
       max_params: Number(req.budget?.maxParams ?? 0n),
+      max_latency_ms: maxLatencyMs,
       evaluate_test: req.evaluateTest,
       measure_inference: req.measureInference,
       weights: req.weightsOf ? "load" : req.keepWeights ? "keep" : "",

@@ -158,7 +158,7 @@ async function assemble(state: RunState, t: TrialState, info: DatasetInfo, ctx: 
     target: goal?.target ?? 0,
     metric: goal?.objective,
     // The last long training's seeds all end before the run's reserve, a late one training less.
-    budget: { maxParams: goal?.maxParams ?? 0n, timeBudgetS: settings?.trialTimeBudgetS ?? 0, deadlineS: t.proposed?.lastTraining ? lastTrainingDeadlineS(state, Date.now()) : 0 },
+    budget: { maxParams: goal?.maxParams ?? 0n, maxLatencyMs: goal?.maxLatencyMs ?? 0, timeBudgetS: settings?.trialTimeBudgetS ?? 0, deadlineS: t.proposed?.lastTraining ? lastTrainingDeadlineS(state, Date.now()) : 0 },
     // Trial 0 of a run started from a person's model is also scored on the test split, once: the
     // report's comparison of the best model with it (never read by the search, which decides on
     // validation alone). The runner keeps weights of a run's best few, which trial 0 seldom stays.

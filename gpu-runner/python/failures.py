@@ -10,7 +10,7 @@ import traceback
 
 LABELS = frozenset({
     "invalid_config", "codegen_error", "shape_error", "crash", "oom",
-    "nan_loss", "budget_overrun", "sandbox_violation", "runner_unavailable",
+    "nan_loss", "budget_overrun", "sandbox_violation", "runner_unavailable", "over_limit",
 })
 
 TRACEBACK_LINES = 30

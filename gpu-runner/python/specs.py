@@ -203,6 +203,7 @@ def validate(task, spec):
         out["recipe"] = _recipe(spec)
         out["seed"] = _value(spec, "seed", int, "spec", lambda v: 0 <= v < 2 ** 32, "in [0, 2^32)")
         out["max_params"] = _value(spec, "max_params", int, "spec", lambda v: v >= 0, ">= 0")
+        out["max_latency_ms"] = _value(spec, "max_latency_ms", float, "spec", lambda v: v >= 0, ">= 0")
         out["evaluate_test"] = _value(spec, "evaluate_test", bool, "spec")
         out["measure_inference"] = _value(spec, "measure_inference", bool, "spec")
         out["weights"] = _value(spec, "weights", str, "spec", lambda v: v in WEIGHTS, _one_of(WEIGHTS))

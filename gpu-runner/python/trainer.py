@@ -366,6 +366,8 @@ def train(spec, split, emit, t0):
                           f"{spec['max_params']:,}")
 
     loaded = spec["weights"] == "load"
+    if spec["max_latency_ms"] and not loaded:
+        _check_latency(model, data, acc, amp_dtype, channels_last, spec["max_latency_ms"])
     if loaded:
         _load_weights(model, spec["weights_fd"], acc.tensors)
     optimizer = _optimizer(model, recipe)
@@ -527,6 +529,26 @@ def _inference_cost(model, data, acc, amp_dtype, channels_last, eval_batch, budg
     return cost
 
 
+def _check_latency(model, data, acc, amp_dtype, channels_last, limit_ms):
+    """Stop a seed whose model is clearly over the goal's latency limit before it trains: one
+    sample's forward pass timed as _inference_cost times it, on the untrained weights (they cost
+    what trained ones do), for LIMIT_CHECK_SECONDS. Over the limit by more than LIMIT_SLACK is
+    over_limit at once; nearer it, the judge decides on the trained model's timing, the claim's."""
+    x = data.batch(data.val[:1])[0]
+    if channels_last:
+        x = x.contiguous(memory_format=torch.channels_last)
+
+    def forward():
+        with acc.autocast(amp_dtype):
+            model(x)
+    model.eval()
+    with Stage("crash", "timing the model against the goal's latency limit"), torch.no_grad():
+        t = _time_passes(forward, acc.synchronize, LIMIT_CHECK_SECONDS)
+    if t["median_ms"] > LIMIT_SLACK * limit_ms:
+        raise TaskFailure("over_limit", f"{t['median_ms']:.3g} ms per example at batch 1 before training, over the "
+                          f"goal's limit of {limit_ms:g} ms by more than {LIMIT_SLACK - 1:.0%}")
+
+
 def _time_passes(run, sync, seconds):
     """Milliseconds per call of `run`, warm (WARM_PASSES first), `sync` before and after each: the
     median and 90th percentile of up to INFERENCE_REPEATS calls, fewer (at least MIN_REPEATS)
@@ -557,6 +579,10 @@ INFERENCE_REPEATS = 30
 MIN_REPEATS = 3
 INFERENCE_SECONDS = 1.0
 INFERENCE_SHARE = 0.03
+# The latency limit's check before training (_check_latency): a few passes on an idle core take
+# tens of milliseconds; a pass timed beside another slot's training can be a fifth slower.
+LIMIT_CHECK_SECONDS = 0.2
+LIMIT_SLACK = 1.25
 
 
 # --- summarize ------------------------------------------------------------------------

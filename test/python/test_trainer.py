@@ -143,6 +143,17 @@ def test_measuring_inference_adds_at_most_five_percent_to_a_probe():
     assert 0 < spent <= 0.05 * timed["seconds"] + 0.02, (spent, timed["seconds"], plain["seconds"])
 
 
+def test_a_model_clearly_over_the_latency_limit_stops_before_it_trains():
+    slow = CNN.replace("return self.head(", "time.sleep(0.01)\n        return self.head(").replace("import torch.nn", "import time\nimport torch.nn")
+    started = time.monotonic()
+    event = failure("over_limit", "over the goal's limit of 2 ms by more than 25%", source=slow, max_latency_ms=2.0, recipe={"epochs": 50})
+    # Timed for LIMIT_CHECK_SECONDS, not trained for 50 epochs of 10 ms passes.
+    assert time.monotonic() - started < 5, event
+    # Under its limit it trains (and nearer it than LIMIT_SLACK, the judge holds the trained model to it).
+    result, progress = run("train", source=slow, max_latency_ms=20.0, recipe={"epochs": 1})
+    assert result["kind"] == "result" and progress, result
+
+
 def test_timing_stops_before_a_pass_would_end_past_its_share_but_not_below_the_floor():
     passes = []
     started = time.monotonic()

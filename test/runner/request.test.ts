@@ -22,3 +22,15 @@ describe("planEvaluation's recipe", () => {
     }
   });
 });
+
+describe("planEvaluation's budget", () => {
+  it("sends the goal's latency limit, 0 (none) when unset, and refuses one below 0 or not finite", () => {
+    expect(planEvaluation(request({}), []).job.max_latency_ms).toBe(0);
+    const limited = create(EvaluateRequestSchema, { ...request({}), budget: { maxLatencyMs: 1.5 } });
+    expect(planEvaluation(limited, []).job.max_latency_ms).toBe(1.5);
+    for (const maxLatencyMs of [-1, Number.POSITIVE_INFINITY, Number.NaN]) {
+      const bad = create(EvaluateRequestSchema, { ...request({}), budget: { maxLatencyMs } });
+      expect(() => planEvaluation(bad, [])).toThrow(/budget\.max_latency_ms .* must be a finite number >= 0/);
+    }
+  });
+});
