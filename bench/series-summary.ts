@@ -8,7 +8,7 @@
  *   npx tsx bench/series-summary.ts bench/out/series-<commit> bench/results/search-series-<commit>.json
  */
 import { execFileSync } from "node:child_process";
-import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { cpus, release, totalmem } from "node:os";
 import { join } from "node:path";
 import { runFacts } from "./run-facts.js";
@@ -129,17 +129,38 @@ const hv = (pts: FrontPoint[]) =>
     HV_AXES,
     HV_REFERENCE,
   );
-const swarmFront = (r: Run | undefined): FrontPoint[] => {
+// Each side times its models as it goes, the swarm beside another slot's training, Optuna alone:
+// bench/retime.py times every claimed model again in one harness, alike, into retimed.json, and
+// the hypervolume on those latencies is the fair one (null where the folder has none).
+const retimed = existsSync(join(dir, "retimed.json"))
+  ? (JSON.parse(readFileSync(join(dir, "retimed.json"), "utf8")) as { harness: Record<string, unknown>; runs: Record<string, Record<string, { latency_ms: number }>> })
+  : undefined;
+type Claimed = FrontPoint & { key: string };
+const swarmFront = (r: Run | undefined): Claimed[] => {
   const report = r?.launch?.report && JSON.parse(readFileSync(r.launch.report.replace(/\.md$/, ".json"), "utf8"));
-  const long = (report?.front?.trained_long ?? []) as { test: { mean: number } | null; params: number | null; latency_ms: number | null }[];
-  return long.flatMap((l) => (l.test && l.params && l.latency_ms ? [{ test: l.test.mean, params: l.params, latency_ms: l.latency_ms }] : []));
+  const long = (report?.front?.trained_long ?? []) as { trial_id: string; test: { mean: number } | null; params: number | null; latency_ms: number | null }[];
+  return long.flatMap((l) => (l.test && l.params && l.latency_ms ? [{ key: l.trial_id, test: l.test.mean, params: l.params, latency_ms: l.latency_ms }] : []));
 };
-const optunaFront = (r: Kept | undefined): FrontPoint[] =>
-  ((r?.result?.front ?? []) as { test_accuracy: number; params: number; latency_ms: number }[]).map((p) => ({ test: p.test_accuracy, params: p.params, latency_ms: p.latency_ms }));
+const optunaFront = (r: Kept | undefined): Claimed[] =>
+  ((r?.result?.front ?? []) as { number: number; test_accuracy: number; params: number; latency_ms: number }[]).map((p) => ({ key: String(p.number), test: p.test_accuracy, params: p.params, latency_ms: p.latency_ms }));
+/** A run's claimed points with the latencies retime.py measured, or null where it did not measure them all. */
+const retimedFront = (name: string, pts: Claimed[]): FrontPoint[] | null => {
+  const times = retimed?.runs[name];
+  return times && pts.every((p) => times[p.key]) ? pts.map((p) => ({ ...p, latency_ms: times[p.key]!.latency_ms })) : null;
+};
 const paretoPairs = (runs.filter((r) => /^pareto-\d+$/.test(r.name)) as Run[]).map((r) => {
   const peer = runs.find((o) => o.name === `optunapareto-${r.seed}`) as Kept | undefined;
   const [mine, theirs] = [swarmFront(r), optunaFront(peer)];
-  return { seed: r.seed, swarm_hypervolume: hv(mine), optuna_hypervolume: peer ? hv(theirs) : null, swarm_front: mine, optuna_front: theirs };
+  const [mineAgain, theirsAgain] = [retimedFront(r.name, mine), peer ? retimedFront(peer.name, theirs) : null];
+  return {
+    seed: r.seed,
+    swarm_hypervolume: hv(mine),
+    optuna_hypervolume: peer ? hv(theirs) : null,
+    swarm_hypervolume_retimed: mineAgain && hv(mineAgain),
+    optuna_hypervolume_retimed: theirsAgain && hv(theirsAgain),
+    swarm_front: mineAgain ?? mine,
+    optuna_front: theirsAgain ?? theirs,
+  };
 });
 // Issue 39's constrained goal: each side's best model within the latency limit, by its own timing
 // (the swarm's judge rejects a trial timed over it; Optuna's study stops a model timed over it
@@ -173,6 +194,11 @@ const summary = {
     pareto_hypervolume_rule: `dominated hypervolume of (test accuracy, log10 parameters, log10 ms per example) against the reference (${HV_REFERENCE.map((x) => x.toFixed(3)).join(", ")})`,
     swarm_hypervolume: stat(paretoPairs.map((p) => p.swarm_hypervolume)),
     optuna_hypervolume: stat(nums(paretoPairs.map((p) => p.optuna_hypervolume))),
+    ...(retimed && {
+      retime_harness: retimed.harness,
+      swarm_hypervolume_retimed: stat(nums(paretoPairs.map((p) => p.swarm_hypervolume_retimed))),
+      optuna_hypervolume_retimed: stat(nums(paretoPairs.map((p) => p.optuna_hypervolume_retimed))),
+    }),
   }),
   ...(latencyPairs.length && {
     latency_pairs: latencyPairs,
@@ -195,6 +221,9 @@ const summary = {
     "a run whose past is misleading is no worse than cold beyond the paired 95% interval (test per seed)": csvPaired ? csvPaired.ci95[1] >= 0 : null,
     "a Pareto run's front dominates a larger hypervolume than Optuna's multi-objective study, every pair": paretoPairs.length
       ? paretoPairs.every((p) => p.optuna_hypervolume !== null && p.swarm_hypervolume > p.optuna_hypervolume)
+      : null,
+    "the same, with every model's latency re-timed alike in one harness (bench/retime.py)": paretoPairs.length && retimed
+      ? paretoPairs.every((p) => p.swarm_hypervolume_retimed !== null && p.optuna_hypervolume_retimed !== null && p.swarm_hypervolume_retimed > p.optuna_hypervolume_retimed)
       : null,
     "a latency-constrained goal's best has a higher test accuracy than the constrained Optuna study's, every pair": latencyPairs.length
       ? latencyPairs.every((p) => p.swarm_test !== null && (p.optuna_test === null || p.swarm_test > p.optuna_test))

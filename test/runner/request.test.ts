@@ -3,11 +3,12 @@ import { describe, expect, it } from "vitest";
 import { planEvaluation } from "../../gpu-runner/request.js";
 import { EvaluateRequestSchema } from "../../proto/gen/research/v1/runner_pb.js";
 
-const request = (recipe: Record<string, unknown>) =>
+const request = (recipe: Record<string, unknown>, budget: { maxLatencyMs?: number } = {}) =>
   create(EvaluateRequestSchema, {
     model: { code: "import torch.nn as nn\n", className: "Net" },
     dataset: { name: "digits" },
     recipe,
+    budget,
   });
 
 describe("planEvaluation's recipe", () => {
@@ -26,11 +27,9 @@ describe("planEvaluation's recipe", () => {
 describe("planEvaluation's budget", () => {
   it("sends the goal's latency limit, 0 (none) when unset, and refuses one below 0 or not finite", () => {
     expect(planEvaluation(request({}), []).job.max_latency_ms).toBe(0);
-    const limited = create(EvaluateRequestSchema, { ...request({}), budget: { maxLatencyMs: 1.5 } });
-    expect(planEvaluation(limited, []).job.max_latency_ms).toBe(1.5);
+    expect(planEvaluation(request({}, { maxLatencyMs: 1.5 }), []).job.max_latency_ms).toBe(1.5);
     for (const maxLatencyMs of [-1, Number.POSITIVE_INFINITY, Number.NaN]) {
-      const bad = create(EvaluateRequestSchema, { ...request({}), budget: { maxLatencyMs } });
-      expect(() => planEvaluation(bad, [])).toThrow(/budget\.max_latency_ms .* must be a finite number >= 0/);
+      expect(() => planEvaluation(request({}, { maxLatencyMs }), [])).toThrow(/budget\.max_latency_ms .* must be a finite number >= 0/);
     }
   });
 });
