@@ -95,9 +95,9 @@ function checkDataset(d: DatasetSpec | undefined, dataRoots: string[], issues: I
   }
   // A person's files have no standard place; which column a file needs is the worker's to check (specs.py).
   if (datasetNamed(name)?.file) issues.check(!!d?.dataDir, `dataset.data_dir is required for ${name}`);
-  if (name === "synthetic") {
-    issues.check((d?.shape.length ?? 0) > 0, "dataset.shape is required for synthetic");
-    issues.check((d?.numClasses ?? 0) >= 2, "dataset.num_classes >= 2 is required for synthetic");
+  if (datasetNamed(name)?.generated) {
+    issues.check((d?.shape.length ?? 0) > 0, `dataset.shape is required for ${name}`);
+    issues.check((d?.numClasses ?? 0) >= 2, `dataset.num_classes >= 2 is required for ${name}`);
     issues.check((d?.difficulty ?? 0) >= 0 && (d?.difficulty ?? 0) <= 1, "dataset.difficulty must be in [0, 1]");
   }
   return {

@@ -10,6 +10,6 @@ import type { TaskModule } from "./task.js";
 export const SYNTHETIC = {
   name: "synthetic",
   describe: "synthetic classes of a chosen shape",
-  datasets: [{ name: "synthetic", aliases: /\bsynthetic\b/gi, serves: ["classification"] }],
+  datasets: [{ name: "synthetic", aliases: /\bsynthetic\b/gi, serves: ["classification"], generated: true }],
   templates: (info, device) => (info.inputShape.length === 3 ? IMAGES : TABULAR).templates(info, device),
 } as const satisfies TaskModule;

@@ -46,6 +46,8 @@ export interface TaskDataset {
   serves: readonly [TaskName, ...TaskName[]];
   /** Named with a path to a person's files, not the runner's own copy. */
   file?: FileDataset;
+  /** Drawn by the runner for the shape, classes and difficulty its request names (DatasetSpec.shape, num_classes, difficulty), which it therefore needs. */
+  generated?: boolean;
   /** Images whose labels survive a horizontal mirror (clothes, objects; not digits): the planner's crop edit flips them too. */
   mirrors?: boolean;
 }

@@ -33,3 +33,13 @@ describe("planEvaluation's budget", () => {
     }
   });
 });
+
+describe("planEvaluation's dataset", () => {
+  it("needs the shape and classes of data the runner draws (a task's generated dataset)", () => {
+    const drawn = (dataset: Record<string, unknown>) => create(EvaluateRequestSchema, { model: { code: "import torch.nn as nn\n", className: "Net" }, dataset, recipe: {} });
+    expect(() => planEvaluation(drawn({ name: "synthetic" }), [])).toThrow(/dataset\.shape is required for synthetic.*num_classes >= 2 is required for synthetic/s);
+    expect(planEvaluation(drawn({ name: "synthetic", shape: [1, 8, 8], numClasses: 4 }), []).job.dataset.shape).toEqual([1, 8, 8]);
+    // The runner's own copies need neither.
+    expect(planEvaluation(drawn({ name: "digits" }), []).job.dataset.shape).toEqual([]);
+  });
+});
