@@ -8,7 +8,7 @@ import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { bestRule, hypothesisOutcome, intervalBasis, whyBest, type HypothesisOutcome } from "../core/ranking.js";
 import { COSTS, formatChange, formatMetric, objective, reaches, type Objective } from "../core/objective.js";
-import { FRONT_RULE, frontOf, latencyOf, rungPoints, tradeOffsOf } from "../swarm/front.js";
+import { FRONT_RULE, frontOf, latencyOf, tradeOffsOf } from "../swarm/front.js";
 import { bestTrial, failureLabelOf, isPromotion, metricCurves, paramsOf, pastPriorOf, rankedTrials, scoreOf, standing, surfaceOf, trialFailure, trialStatus, valMetricOf, type RunState, type TrialState } from "../swarm/run-state.js";
 import { labelName } from "../core/failure.js";
 import { points, pp } from "../core/format.js";
@@ -922,7 +922,7 @@ function frontPlot(state: RunState): Record<string, string> {
   const cost = tradeOffsOf(state)[0];
   if (!f || !cost) return {};
   const on = new Set(f.trials.map((x) => x.t.id));
-  const points = rungPoints(state, 0).map(({ t, p }) => ({ trialId: t.id, metric: p.values[0]!, cost: p.values[1]!, onFront: on.has(t.id), knee: t === f.knee }));
+  const points = f.points.map(({ t, p }) => ({ trialId: t.id, metric: p.values[0]!, cost: p.values[1]!, onFront: on.has(t.id), knee: t === f.knee }));
   return { [FRONT_PLOT]: frontSvg(points, COSTS[cost].label, state.objective) };
 }
 

@@ -72,7 +72,7 @@ export const FRONT_RULE =
   "that no other trial there dominates: at least as good on every objective beyond its 95% interval and better on one by its mean";
 
 /** The accepted trials at `rung` as points on the goal's axes. */
-export function rungPoints(state: RunState, rung: number): { t: TrialState; p: Point }[] {
+function rungPoints(state: RunState, rung: number): { t: TrialState; p: Point }[] {
   const out: { t: TrialState; p: Point }[] = [];
   for (const t of state.trials.values()) {
     if (t.judged?.verdict !== Verdict.ACCEPT || rungOf(t) !== rung) continue;
@@ -84,6 +84,8 @@ export function rungPoints(state: RunState, rung: number): { t: TrialState; p: P
 
 export interface Front {
   axes: Axis[];
+  /** Every accepted rung-0 trial as a point, the front's and the rest. */
+  points: { t: TrialState; p: Point }[];
   /** The front's trials, best metric first. */
   trials: { t: TrialState; p: Point; crowding: number }[];
   /** The front's knee (core/pareto.ts knee): the balanced trade-off. */
@@ -104,7 +106,7 @@ export function frontOf(state: RunState): Front | undefined {
   const sign = axes[0]!.higherIsBetter ? -1 : 1;
   const trials = first.map((p) => ({ t: byId.get(p.id)!, p, crowding: crowd.get(p.id) ?? 0 })).sort((a, b) => sign * (a.p.values[0]!.mean - b.p.values[0]!.mean));
   const k = knee(first, axes);
-  return { axes, trials, knee: k && byId.get(k.id) };
+  return { axes, points, trials, knee: k && byId.get(k.id) };
 }
 
 /**
@@ -120,10 +122,8 @@ export function frontOf(state: RunState): Front | undefined {
  */
 export const FRONT_TRAININGS = 3;
 
-/** The front trials a Pareto goal's last long trainings train, in their order; empty for another goal. */
-export function frontPicks(state: RunState): TrialState[] {
-  const f = frontOf(state);
-  if (!f) return [];
+/** The front trials a Pareto goal's last long trainings train, in their order. */
+export function frontPicks(f: Front): TrialState[] {
   const points = f.trials.map((x) => onLogCosts(x.p));
   const reference = f.axes.map((a, i) => {
     const means = points.map((p) => p.values[i]!.mean);
@@ -152,5 +152,6 @@ export function trainedLong(state: RunState): Set<string> {
 /** How many of a Pareto goal's front picks are still to train long (0 for another goal). */
 export function longTrainingsLeft(state: RunState): number {
   const done = trainedLong(state);
-  return frontPicks(state).filter((t) => !done.has(t.id)).length;
+  const f = frontOf(state);
+  return f ? frontPicks(f).filter((t) => !done.has(t.id)).length : 0;
 }

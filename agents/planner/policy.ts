@@ -35,7 +35,7 @@ import { fitTpe, GENOME_SPACE, genomeFeatures, type Observation } from "./surrog
 import { ladder, PROMOTION_SURFACE, type Fidelity } from "./scheduler.js";
 import { derivedOf, fingerprint, genomeOf, tried } from "./identity.js";
 import { predictedLatencyMs, timing } from "./time-model.js";
-import { axesOf, frontOf, pointOf, rungPoints } from "../../swarm/front.js";
+import { frontOf, pointOf, type Front } from "../../swarm/front.js";
 import { chebyshev, simplexWeights } from "../../core/pareto.js";
 
 export interface Proposal {
@@ -487,7 +487,7 @@ export const nextBuiltin: Policy = (input, index) => {
   // A Pareto goal's surrogate learns one scalarisation of the objectives per proposal (ParEGO):
   // the weights are drawn anew each time, so the proposals spread along the front. Past runs'
   // observations are scores of the metric alone, so they inform only a single-objective surrogate.
-  const surrogate = fitTpe(GENOME_SPACE, front ? rungZeroHistory(input, scalarised(state, rng)) : [...rungZeroHistory(input), ...(input.pastObservations ?? [])]);
+  const surrogate = fitTpe(GENOME_SPACE, front ? rungZeroHistory(input, scalarised(state, front, rng)) : [...rungZeroHistory(input), ...(input.pastObservations ?? [])]);
   const env = editEnv(input, parent);
   for (const surface of surfaceOrder(state, rng, hint)) {
     const candidates = shuffle(
@@ -519,9 +519,9 @@ export const nextBuiltin: Policy = (input, index) => {
  * scalarisation (core/pareto.ts) with weights drawn from `rng`, each axis normalised over the
  * run's rung-0 trials. Undefined for a trial missing an objective.
  */
-function scalarised(state: RunState, rng: () => number): (t: TrialState) => number | undefined {
-  const axes = axesOf(state);
-  const points = rungPoints(state, 0).map((x) => x.p);
+function scalarised(state: RunState, front: Front, rng: () => number): (t: TrialState) => number | undefined {
+  const { axes } = front;
+  const points = front.points.map((x) => x.p);
   const weights = simplexWeights(axes.length, rng);
   const bounds = axes.map((a, i) => {
     const means = points.map((p) => p.values[i]!.mean);

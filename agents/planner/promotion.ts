@@ -142,7 +142,7 @@ export function lastTraining(input: PlanInput): Proposal | undefined {
   // A Pareto goal trains its front picks (swarm/front.ts: the knee, then by hypervolume) one after
   // another, each in an even share of the time left.
   const done = trainedLong(state);
-  const picks = front && frontPicks(state).filter((t) => !done.has(t.id));
+  const picks = front && frontPicks(front).filter((t) => !done.has(t.id));
   const ranked =
     picks ??
     [...state.trials.values()].filter((t) => t.judged?.verdict === Verdict.ACCEPT && !t.proposed?.lastTraining).sort((a, b) => (scoreOf(b) ?? 0) - (scoreOf(a) ?? 0));
