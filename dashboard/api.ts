@@ -210,7 +210,8 @@ export interface FrontJson {
    * the front trial it trains (`from`), its validation stats, its one-time test stats (null
    * before the run's end, or when not measured), its parameters and latency.
    */
-  trained_long: { trial_id: string; from: string; val: Stats | null; test: Stats | null; params: number | null; latency_ms: number | null }[];
+  /** on_front: no other long training dominates it (the claims' own front). */
+  trained_long: { trial_id: string; from: string; val: Stats | null; test: Stats | null; params: number | null; latency_ms: number | null; on_front: boolean }[];
   /** The report's plot of it, relative to the run's folder. */
   plot: string;
 }

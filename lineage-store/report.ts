@@ -8,7 +8,8 @@ import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { bestRule, hypothesisOutcome, intervalBasis, whyBest, type HypothesisOutcome } from "../core/ranking.js";
 import { COSTS, formatChange, formatMetric, objective, reaches, type Objective } from "../core/objective.js";
-import { FRONT_RULE, frontOf, latencyOf, tradeOffsOf } from "../swarm/front.js";
+import { FRONT_RULE, frontOf, latencyOf, pointOf, tradeOffsOf } from "../swarm/front.js";
+import { nondominatedFronts } from "../core/pareto.js";
 import { bestTrial, failureLabelOf, isPromotion, metricCurves, paramsOf, pastPriorOf, rankedTrials, scoreOf, standing, surfaceOf, trialFailure, trialStatus, valMetricOf, type RunState, type TrialState } from "../swarm/run-state.js";
 import { labelName } from "../core/failure.js";
 import { points, pp } from "../core/format.js";
@@ -557,6 +558,9 @@ export function frontJson(state: RunState, finished?: RunFinished) {
   const f = frontOf(state);
   if (!f) return null;
   const long = [...state.trials.values()].filter((t) => t.proposed?.lastTraining);
+  // The claims' own front: the long trainings no other long training dominates (FRONT_RULE's dominance, on validation).
+  const longPoints = long.flatMap((t) => pointOf(state, t) ?? []);
+  const onFront = new Set((nondominatedFronts(longPoints, f.axes)[0] ?? []).map((p) => p.id));
   // Each one's one-time test evaluation: the best's is the run's test result, the others' the front's.
   const testOf = (t: TrialState) => (t.id === finished?.bestTrialId ? finished.testResult : finished?.frontTests.find((x) => x.trialId === t.id)?.result);
   return {
@@ -579,6 +583,7 @@ export function frontJson(state: RunState, finished?: RunFinished) {
         test: statsJson(test?.aggregated[`test_${state.objective.metric}`]),
         params: paramsOf(t) ?? null,
         latency_ms: latencyOf(t)?.mean ?? null,
+        on_front: onFront.has(t.id),
       };
     }),
     plot: FRONT_PLOT,
@@ -661,7 +666,8 @@ function frontSection(f: NonNullable<Report["json"]["front"]>, o: Objective): st
   if (f.knee) out.push(`The knee, the balanced trade-off (the front's point closest to the ideal once each objective is scaled to the front's range): \`${f.knee}\`.`, "");
   for (const l of f.trained_long) {
     const cost = [l.params !== null ? `${int(l.params)} parameters` : "", l.latency_ms !== null ? `${l.latency_ms.toPrecision(3)} ms per example` : ""].filter(Boolean).join(", ");
-    out.push(`- \`${l.trial_id}\` trained \`${l.from}\` on the full training split with the run's seeds: validation ${meanPlusMinus(l.val, o)}, test ${l.test ? meanPlusMinus(l.test, o) : "not measured"}${cost ? `; ${cost}` : ""}`);
+    const dominated = l.on_front ? "" : " (dominated by another long training)";
+    out.push(`- \`${l.trial_id}\` trained \`${l.from}\` on the full training split with the run's seeds: validation ${meanPlusMinus(l.val, o)}, test ${l.test ? meanPlusMinus(l.test, o) : "not measured"}${cost ? `; ${cost}` : ""}${dominated}`);
   }
   if (f.trained_long.length) out.push("");
   out.push(`![Pareto front](${f.plot})`, "");
@@ -673,7 +679,7 @@ function limitsSection(l: NonNullable<Report["json"]["limits"]>): string[] {
   return [
     "## Limits",
     "",
-    `Latency at most ${l.max_latency_ms} ms per example (batch 1, warm, on the runner's device; a trial's latency is the median of its seeds'). A trial over it is labelled over_limit and not accepted, so the best trial is the best within every limit.`,
+    `Latency at most ${l.max_latency_ms} ms per example (batch 1, warm, on the runner's device; a trial's latency is the median of its seeds'). A trial over it is labelled over_limit and not accepted (by the runner before it trains when its untrained model is timed over the limit by more than 25%, else by the judge on its trained model's timing), so the best trial is the best within every limit.`,
     "",
     `- Within the limit: ${l.within.length} (${ids(l.within)})`,
     `- Over it: ${l.over.length} (${ids(l.over)})`,

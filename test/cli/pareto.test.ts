@@ -44,9 +44,10 @@ describe("a Pareto goal and a latency limit on digits", () => {
     expect(readFileSync(summary.report, "utf8")).toContain("## Pareto front");
     expect(existsSync(join(dirname(summary.report), "plots", "front.svg"))).toBe(true);
     // The front's picks trained long with the run's seeds, each then evaluated once on the test split.
-    const long = report.front.trained_long as { trial_id: string; from: string; test: { mean: number } | null }[];
+    const long = report.front.trained_long as { trial_id: string; from: string; test: { mean: number } | null; on_front: boolean }[];
     expect(long.length).toBeGreaterThanOrEqual(1);
     expect(long[0]!.from).toBe(front.knee);
+    expect(long.some((l) => l.on_front)).toBe(true);
     for (const l of long) {
       expect(state.trials.get(l.trial_id)!.evaluated!.result!.seedResults.length, l.trial_id).toBeGreaterThanOrEqual(3);
       expect(l.test?.mean, l.trial_id).toBeGreaterThan(0.5);
@@ -55,9 +56,12 @@ describe("a Pareto goal and a latency limit on digits", () => {
 
   it("labels every trial over a limit no model can meet, and accepts none", async () => {
     const { summary, state } = await launch("digits: best accuracy under 0.01 ms per example, 60 seconds", 3);
-    const judged = [...state.trials.values()].filter((t) => t.judged && t.evaluated?.result && !t.evaluated.failure);
+    // Every trial judged (but one cancelled at the end) is over_limit, most of them stopped before
+    // they trained: the runner times each seed's untrained model against the limit.
+    const judged = [...state.trials.values()].filter((t) => t.judged && labelName(t.judged.failure?.label ?? 0) !== "cancelled");
     expect(judged.length).toBeGreaterThanOrEqual(1);
     for (const t of judged) expect(labelName(t.judged!.failure!.label), t.id).toBe("over_limit");
+    expect(judged.some((t) => t.evaluated?.failure && labelName(t.evaluated.failure.label) === "over_limit")).toBe(true);
     expect(summary.best_trial).toBeNull();
   }, 320_000);
 });

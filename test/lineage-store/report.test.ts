@@ -468,14 +468,15 @@ describe("a Pareto goal with a latency limit in the report (issue 39)", () => {
     evaluated(id, mean, 0.01, { n: 1, params: BigInt(params), latencyMs: [ms] }),
     { runId: AGENT_RUN, trialId: id, body: { case: "trialJudged", value: { verdict, decision: Decision.ITERATE, failure: verdict === Verdict.ACCEPT ? undefined : failure("over_limit", "2.50 ms per example") } } },
   ];
-  const s = agentState([
+  const events = [
     started({}, { dataset: "fashion-mnist", openEnded: true, target: 0, tradeOffs: [Cost.PARAMS, Cost.LATENCY], maxLatencyMs: 2 }),
     ...probe("a", 0.85, 20_000, 0.5),
     ...probe("b", 0.9, 400_000, 1.8),
     ...probe("c", 0.8, 60_000, 0.9),
     ...probe("d", 0.93, 900_000, 2.5, Verdict.REJECT),
-  ]);
-  const finished = { status: RunStatus.COMPLETED, reason: "time budget spent", trials: 4, seconds: 100, bestTrialId: "b" } as Parameters<typeof buildReport>[1];
+  ];
+  const s = agentState(events);
+  const finished = { status: RunStatus.COMPLETED, reason: "time budget spent", trials: 4, seconds: 100, bestTrialId: "b", frontTests: [] } as unknown as Parameters<typeof buildReport>[1];
 
   it("states the front by its rule with each objective's interval, the knee and the limit's outcome", () => {
     const { markdown, json } = buildReport(s, finished);
@@ -494,6 +495,21 @@ describe("a Pareto goal with a latency limit in the report (issue 39)", () => {
     expect(count(svg, 'class="front-point"')).toBe(2);
     expect(count(svg, 'class="point"')).toBe(1);
     expect(count(svg, 'class="knee"')).toBe(1);
+  });
+
+  it("marks the long trainings no other long training dominates: the claims' own front", () => {
+    const long = (id: string, parent: string, mean: number, params: number, ms: number): EventInit[] => {
+      const [p, e, j] = probe(id, mean, params, ms);
+      (p!.body!.value as { lastTraining: boolean; parentIds: string[]; rung: number }).lastTraining = true;
+      (p!.body!.value as { parentIds: string[] }).parentIds = [parent];
+      return [p!, e!, j!];
+    };
+    // La beats Lc on accuracy beyond their intervals, size and latency; Lb is the accurate end.
+    const trained = agentState([...events, ...long("La", "a", 0.9, 20_000, 0.5), ...long("Lb", "b", 0.93, 400_000, 1.8), ...long("Lc", "c", 0.86, 60_000, 0.9)]);
+    const { markdown, json } = buildReport(trained, finished);
+    expect(json.front!.trained_long.map((l) => [l.trial_id, l.on_front])).toEqual([["La", true], ["Lb", true], ["Lc", false]]);
+    expect(markdown).toMatch(/- `Lc` trained `c` .*\(dominated by another long training\)/);
+    expect(markdown).not.toMatch(/- `La` .*dominated/);
   });
 
   it("has no front or limits for a single-objective goal", () => {
