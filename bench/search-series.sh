@@ -127,52 +127,36 @@ if [ "$optuna" -gt 0 ] || [ "$pareto" -gt 0 ] || [ "$latency" -gt 0 ]; then
     "$venv/bin/pip" install --quiet --disable-pip-version-check torch==2.13.0 optuna==5.0.0 numpy scipy > "$out/venv-optuna.log" 2>&1
   fi
 fi
-if [ "$optuna" -gt 0 ]; then
-  for ((i = 0; i < optuna; i++)); do
-    name="optuna-$i"
-    [ -f "$out/$name.json" ] && continue
-    echo "search-series: $name: bench/optuna_baseline.py --budget-s $((minutes * 60)) --seed $i ($(date -u +%H:%M:%S))" >&2
-    before="$(load)"; t0="$(date +%s.%N)"
-    "$venv/bin/python" bench/optuna_baseline.py --budget-s "$((minutes * 60))" --seed "$i" --out "$out/$name.result.json" > /dev/null 2> "$out/$name.log"
-    node -e '
-      const [name, seed, t0, before, after, result, minutes] = process.argv.slice(1);
-      process.stdout.write(JSON.stringify({ name, kind: "optuna", seed: Number(seed), command: `bench/optuna_baseline.py --budget-s ${minutes * 60} --seed ${seed}`,
-        wall_s: Date.now() / 1000 - Number(t0), load_before: before, load_after: after, result: JSON.parse(require("fs").readFileSync(result, "utf8")) }) + "\n");
-    ' "$name" "$i" "$t0" "$before" "$(load)" "$out/$name.result.json" "$minutes" > "$out/$name.json"
-  done
-fi
+# One Optuna study (bench/optuna_baseline.py ARGS --seed SEED): its command, seed, wall time and
+# load around it, and its result, in $out/NAME.json.
+peer() {
+  local name="$1" seed="$2"; shift 2
+  [ -f "$out/$name.json" ] && { echo "search-series: $name done before, kept" >&2; return 0; }
+  local args=("$@" --seed "$seed") before t0
+  echo "search-series: $name: bench/optuna_baseline.py ${args[*]} ($(date -u +%H:%M:%S))" >&2
+  before="$(load)"; t0="$(date +%s.%N)"
+  "$venv/bin/python" bench/optuna_baseline.py "${args[@]}" --out "$out/$name.result.json" > /dev/null 2> "$out/$name.log"
+  node -e '
+    const [name, seed, t0, before, after, result, ...args] = process.argv.slice(1);
+    process.stdout.write(JSON.stringify({ name, kind: "optuna", seed: Number(seed), command: ["bench/optuna_baseline.py", ...args].join(" "),
+      wall_s: Date.now() / 1000 - Number(t0), load_before: before, load_after: after, result: JSON.parse(require("fs").readFileSync(result, "utf8")) }) + "\n");
+  ' "$name" "$seed" "$t0" "$before" "$(load)" "$out/$name.result.json" "${args[@]}" > "$out/$name.json"
+}
 
+for ((i = 0; i < optuna; i++)); do
+  peer "optuna-$i" "$i" --budget-s "$((minutes * 60))"
+done
 for ((i = 0; i < pareto; i++)); do
   launch "pareto-$i" "$i" --goal "fashion-mnist: pareto: accuracy vs parameters vs latency" --time-budget "${paretominutes}m"
-  name="optunapareto-$i"
-  [ -f "$out/$name.json" ] && continue
-  echo "search-series: $name: bench/optuna_baseline.py --pareto --budget-s $((paretominutes * 60)) --seed $i ($(date -u +%H:%M:%S))" >&2
-  before="$(load)"; t0="$(date +%s.%N)"
-  "$venv/bin/python" bench/optuna_baseline.py --pareto --reserve-s 60 --budget-s "$((paretominutes * 60))" --seed "$i" --out "$out/$name.result.json" > /dev/null 2> "$out/$name.log"
-  node -e '
-    const [name, seed, t0, before, after, result, minutes] = process.argv.slice(1);
-    process.stdout.write(JSON.stringify({ name, kind: "optuna", seed: Number(seed), command: `bench/optuna_baseline.py --pareto --reserve-s 60 --budget-s ${minutes * 60} --seed ${seed}`,
-      wall_s: Date.now() / 1000 - Number(t0), load_before: before, load_after: after, result: JSON.parse(require("fs").readFileSync(result, "utf8")) }) + "\n");
-  ' "$name" "$i" "$t0" "$before" "$(load)" "$out/$name.result.json" "$paretominutes" > "$out/$name.json"
+  peer "optunapareto-$i" "$i" --pareto --reserve-s 60 --budget-s "$((paretominutes * 60))"
 done
-
 # Both sides' claimed models timed again alike, with nothing else running (bench/retime.py).
 if [ "$pareto" -gt 0 ]; then
   "$venv/bin/python" bench/retime.py "$out" > "$out/retime.log" 2>&1 || echo "search-series: bench/retime.py failed (see $out/retime.log)" >&2
 fi
-
 for ((i = 0; i < latency; i++)); do
   launch "latency-$i" "$i" --goal "fashion-mnist: best accuracy under ${latencyms} ms per image" --time-budget "${latencyminutes}m"
-  name="optunalatency-$i"
-  [ -f "$out/$name.json" ] && continue
-  echo "search-series: $name: bench/optuna_baseline.py --max-latency-ms $latencyms --budget-s $((latencyminutes * 60)) --seed $i ($(date -u +%H:%M:%S))" >&2
-  before="$(load)"; t0="$(date +%s.%N)"
-  "$venv/bin/python" bench/optuna_baseline.py --max-latency-ms "$latencyms" --budget-s "$((latencyminutes * 60))" --seed "$i" --out "$out/$name.result.json" > /dev/null 2> "$out/$name.log"
-  node -e '
-    const [name, seed, t0, before, after, result, minutes, ms] = process.argv.slice(1);
-    process.stdout.write(JSON.stringify({ name, kind: "optuna", seed: Number(seed), command: `bench/optuna_baseline.py --max-latency-ms ${ms} --budget-s ${minutes * 60} --seed ${seed}`,
-      wall_s: Date.now() / 1000 - Number(t0), load_before: before, load_after: after, result: JSON.parse(require("fs").readFileSync(result, "utf8")) }) + "\n");
-  ' "$name" "$i" "$t0" "$before" "$(load)" "$out/$name.result.json" "$latencyminutes" "$latencyms" > "$out/$name.json"
+  peer "optunalatency-$i" "$i" --max-latency-ms "$latencyms" --budget-s "$((latencyminutes * 60))"
 done
 
 npx tsx bench/series-summary.ts "$out" "bench/results/search-series-$commit.json"
