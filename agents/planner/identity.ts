@@ -100,3 +100,8 @@ export function tried(state: RunState): Set<string> {
   }
   return out;
 }
+
+/** A config's starting family by its name: an edited config keeps its family's name before the edits' ("bn-cnn+add_se"). */
+export function familyOf(name: string | undefined): string {
+  return (name ?? "").split("+")[0]!;
+}

@@ -33,7 +33,7 @@ import { mirrors, templatesFor } from "../../core/tasks/index.js";
 import { configParamsCounter, paramsCounter } from "./params.js";
 import { fitTpe, GENOME_SPACE, genomeFeatures, type Observation } from "./surrogate.js";
 import { ladder, PROMOTION_SURFACE, type Fidelity } from "./scheduler.js";
-import { derivedOf, fingerprint, genomeOf, tried } from "./identity.js";
+import { derivedOf, familyOf, fingerprint, genomeOf, tried } from "./identity.js";
 import { predictedLatencyMs, timing } from "./time-model.js";
 import { frontOf, pointOf, type Front } from "../../swarm/front.js";
 import { chebyshev, simplexWeights } from "../../core/pareto.js";
@@ -241,8 +241,7 @@ function warmStarts(input: PlanInput, count: number, space: ReturnType<typeof sp
   const family = new Set(space.families);
   for (const past of input.pastConfigs ?? []) {
     if (out.length >= Math.min(count, WARM_STARTS)) break;
-    // An edited config keeps its family's name before the edits' ("bn-cnn+add_se").
-    if (family.size && !family.has((past.model.name ?? "").split("+")[0]!)) continue;
+    if (family.size && !family.has(familyOf(past.model.name))) continue;
     const g = { model: structuredClone(past.model), train: intoSpace(space, { ...past.train, ...memoryFormat(input) }) };
     if (withinBudget(input, g, seen) ?? timing(input, g, PROBE_SEEDS).over) continue;
     seen.add(fingerprint(g.model, g.train));
@@ -265,10 +264,10 @@ function warmStarts(input: PlanInput, count: number, space: ReturnType<typeof sp
 /** Past configs a warm start proposes before the templates: the rest of the first proposals explore. */
 const WARM_STARTS = 2;
 
-/** The starting families a run has probed, in any recipe: an edited config keeps its family's name before the edits' ("bn-cnn+add_se"). */
+/** The starting families a run has probed, in any recipe. */
 function triedFamilies(state: RunState): Set<string> {
   const out = new Set<string>();
-  for (const t of state.trials.values()) if (t.model && "name" in t.model && t.model.name) out.add(t.model.name.split("+")[0]!);
+  for (const t of state.trials.values()) if (t.model && "name" in t.model && t.model.name) out.add(familyOf(t.model.name));
   return out;
 }
 
@@ -594,7 +593,7 @@ function proposalFrom(
     parentIds: [parent.id],
     surface: m.surface,
     mutation: m.name,
-    model: { ...g.model, name: `${(g.model.name ?? "model").split("+")[0]}+${m.name}` },
+    model: { ...g.model, name: `${familyOf(g.model.name) || "model"}+${m.name}` },
     train: g.train,
   };
 }

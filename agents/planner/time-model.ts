@@ -13,7 +13,7 @@ import { RECIPE_DEFAULTS } from "../../core/space.js";
 import type { TrainConfigInput } from "../../core/model-config.js";
 import { budgetPlan, overRunBudget } from "../../swarm/budget.js";
 import { liveSeconds, paramsOf, slowestSeed, slowestSeedSeconds, type RunState, type TrialState } from "../../swarm/run-state.js";
-import { derivedOf, genomeOf } from "./identity.js";
+import { derivedOf, familyOf, genomeOf } from "./identity.js";
 import { FRONT_TRAININGS, latencyOf, tradeOffsOf } from "../../swarm/front.js";
 import type { Genome } from "./mutations.js";
 import type { PlanInput, Proposal } from "./policy.js";
@@ -113,15 +113,20 @@ export function predictedSeconds(input: PlanInput, g: Genome, from: TrialState):
 
 /**
  * A candidate's latency per example (ms, batch 1), from the timed trial that predicts it: its
- * parent when timed, else the timed trial closest in size; scaled by the square root of the
- * parameter ratio, as its training time is (a forward pass grows with the model, and at batch 1
- * a small model's per-layer overhead keeps it from growing in proportion). Undefined while
- * nothing is timed: the judge holds the trial to the limit once it has run (swarm/front.ts).
+ * parent when timed, else the timed trial of its family closest in size; scaled by the square
+ * root of the parameter ratio, as its training time is (a forward pass grows with the model, and
+ * at batch 1 a small model's per-layer overhead keeps it from growing in proportion). Never from
+ * another family: at batch 1 the layers count more than the parameters (a 25k-parameter SE-CNN
+ * timed 1.2 ms where a 20k BN-CNN takes 0.3), and a0f36fe's run under 1 ms, predicting every
+ * template from its first SE-CNN and MBConv probes, proposed none and ended after 27 s.
+ * Undefined then: the runner stops a model clearly over the limit before it trains, and the
+ * judge holds the rest to it once they have run (swarm/front.ts).
  */
 export function predictedLatencyMs(input: PlanInput, g: Genome, parent?: TrialState): number | undefined {
   const size = input.params(g.model);
   if (typeof size !== "number") return undefined;
-  const from = parent && latencyOf(parent) ? parent : closestInSize(input, g, (t) => latencyOf(t) !== undefined);
+  const family = familyOf(g.model.name);
+  const from = parent && latencyOf(parent) ? parent : closestInSize(input, g, (t) => latencyOf(t) !== undefined && familyOf(genomeOf(t)?.model.name) === family);
   const measured = from && latencyOf(from);
   const fp = from && derivedParams(input, from);
   if (!measured || typeof fp !== "number" || !(fp > 0)) return undefined;
