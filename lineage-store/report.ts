@@ -8,7 +8,7 @@ import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { bestRule, hypothesisOutcome, intervalBasis, whyBest, type HypothesisOutcome } from "../core/ranking.js";
 import { COSTS, formatChange, formatMetric, objective, reaches, type Objective } from "../core/objective.js";
-import { FRONT_RULE, frontOf, latencyOf, pointOf, tradeOffsOf } from "../swarm/front.js";
+import { FRONT_RULE, frontOf, latencyOf, limitLatencyMs, pointOf, tradeOffsOf } from "../swarm/front.js";
 import { nondominatedFronts } from "../core/pareto.js";
 import { bestTrial, failureLabelOf, isPromotion, metricCurves, paramsOf, pastPriorOf, rankedTrials, scoreOf, standing, surfaceOf, trialFailure, trialStatus, valMetricOf, type RunState, type TrialState } from "../swarm/run-state.js";
 import { labelName } from "../core/failure.js";
@@ -602,7 +602,7 @@ export function limitsJson(state: RunState, best: TrialState | undefined) {
   return {
     max_latency_ms: limit,
     max_params: Number(state.goal?.maxParams ?? 0n) || null,
-    within: trials.filter((t) => (latencyOf(t)?.mean ?? Infinity) <= limit).map((t) => t.id),
+    within: trials.filter((t) => (limitLatencyMs(state, t) ?? Infinity) <= limit).map((t) => t.id),
     over: trials.filter((t) => failureLabelOf(t) === "over_limit").map((t) => t.id),
     best_within: best?.id ?? null,
   };
@@ -679,7 +679,7 @@ function limitsSection(l: NonNullable<Report["json"]["limits"]>): string[] {
   return [
     "## Limits",
     "",
-    `Latency at most ${l.max_latency_ms} ms per example (batch 1, warm, on the runner's device; a trial's latency is the median of its seeds'). A trial over it is labelled over_limit and not accepted (by the runner before it trains when its untrained model is timed over the limit by more than 25%, else by the judge on its trained model's timing), so the best trial is the best within every limit.`,
+    `Latency at most ${l.max_latency_ms} ms per example (batch 1, warm, on the runner's device; a trial's latency is the fastest seed median the run timed for its model, since a slot training beside a timing only slows it). A trial over it is labelled over_limit and not accepted (by the runner before it trains when its untrained model is timed over the limit by more than 25%, else by the judge on its trained model's timing), so the best trial is the best within every limit.`,
     "",
     `- Within the limit: ${l.within.length} (${ids(l.within)})`,
     `- Over it: ${l.over.length} (${ids(l.over)})`,

@@ -15,7 +15,7 @@ import { EvaluateRequestSchema, ModelSourceSchema, type DatasetInfo, type ModelS
 import { isCodeModel, type CodeModel, type ModelConfig } from "../../core/model-config.js";
 import { compileOptions, datasetInfo, datasetSpec, summaryInput } from "../../swarm/dataset-info.js";
 import { lastTrainingDeadlineS } from "../../swarm/budget.js";
-import { baselineTrial, firstSeed, type RunState, type TrialState } from "../../swarm/run-state.js";
+import { baselineTrial, firstSeed, isPromotion, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { runAgent, type AgentContext } from "../../swarm/runtime.js";
 import { askLlm } from "../../swarm/llm.js";
 import { loadPrompt } from "../../swarm/prompts.js";
@@ -158,7 +158,8 @@ async function assemble(state: RunState, t: TrialState, info: DatasetInfo, ctx: 
     target: goal?.target ?? 0,
     metric: goal?.objective,
     // The last long training's seeds all end before the run's reserve, a late one training less.
-    budget: { maxParams: goal?.maxParams ?? 0n, maxLatencyMs: goal?.maxLatencyMs ?? 0, timeBudgetS: settings?.trialTimeBudgetS ?? 0, deadlineS: t.proposed?.lastTraining ? lastTrainingDeadlineS(state, Date.now()) : 0 },
+    // The runner's latency check before training is for configs not timed yet: a promotion's parent was, within the limit.
+    budget: { maxParams: goal?.maxParams ?? 0n, maxLatencyMs: isPromotion(t) ? 0 : (goal?.maxLatencyMs ?? 0), timeBudgetS: settings?.trialTimeBudgetS ?? 0, deadlineS: t.proposed?.lastTraining ? lastTrainingDeadlineS(state, Date.now()) : 0 },
     // Trial 0 of a run started from a person's model is also scored on the test split, once: the
     // report's comparison of the best model with it (never read by the search, which decides on
     // validation alone). The runner keeps weights of a run's best few, which trial 0 seldom stays.

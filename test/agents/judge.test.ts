@@ -261,14 +261,26 @@ describe("the budget plan", () => {
 describe("the judge and a goal's latency limit (issue 39)", () => {
   const LIMIT = { maxLatencyMs: 2 };
 
-  it("accepts a trial whose median latency is within the limit and labels one over it over_limit", () => {
-    const within = judgeLast([started({}, LIMIT), proposed("t0"), evaluated("t0", 0.9, 0.01, { latencyMs: [1.2, 1.9, 2.4] })], "t0");
+  it("accepts a trial whose fastest seed is within the limit and labels one over it over_limit", () => {
+    // A slot training beside a timing only slows it: the fastest seed median is the model's.
+    const within = judgeLast([started({}, LIMIT), proposed("t0"), evaluated("t0", 0.9, 0.01, { latencyMs: [2.2, 1.9, 2.4] })], "t0");
     expect(within.verdict).toBe(Verdict.ACCEPT);
-    const over = judgeLast([started({}, LIMIT), proposed("t0"), evaluated("t0", 0.97, 0.01, { latencyMs: [2.1, 2.5, 1.5] })], "t0");
+    const over = judgeLast([started({}, LIMIT), proposed("t0"), evaluated("t0", 0.97, 0.01, { latencyMs: [2.1, 2.5, 2.3] })], "t0");
     expect([over.verdict, labelName(over.failure!.label)]).toEqual([Verdict.REJECT, "over_limit"]);
     expect(over.reason).toBe("over the limit: 2.10 ms per example, over the goal's limit of 2 ms");
     // Over the limit, a trial meets no goal however accurate it is.
     expect(over.decision).toBe(Decision.ITERATE);
+  });
+
+  it("holds a trial to the fastest timing of its model in the run, whatever its recipe", () => {
+    // t1 trains t0's model longer; timed beside the other slot's training it reads 2.6 ms.
+    const again = proposed("t1");
+    (again.body!.value as { model: unknown }).model = (proposed("t0").body!.value as { model: unknown }).model;
+    const events: Events = [started({}, LIMIT), proposed("t0"), evaluated("t0", 0.9, 0.01, { latencyMs: [1.5] }), again, evaluated("t1", 0.93, 0.01, { latencyMs: [2.6, 2.7, 2.9] })];
+    expect(judgeLast(events, "t1").verdict).toBe(Verdict.ACCEPT);
+    // Another model timed as fast counts for nothing.
+    const other: Events = [started({}, LIMIT), proposed("t0"), evaluated("t0", 0.9, 0.01, { latencyMs: [1.5] }), proposed("t1"), evaluated("t1", 0.93, 0.01, { latencyMs: [2.6, 2.7, 2.9] })];
+    expect(labelName(judgeLast(other, "t1").failure!.label)).toBe("over_limit");
   });
 
   it("cannot accept an untimed trial under a latency limit, and ignores latency without one", () => {
