@@ -602,7 +602,8 @@ export function limitsJson(state: RunState, best: TrialState | undefined) {
   return {
     max_latency_ms: limit,
     max_params: Number(state.goal?.maxParams ?? 0n) || null,
-    within: trials.filter((t) => (limitLatencyMs(state, t) ?? Infinity) <= limit).map((t) => t.id),
+    // A trial the judge labelled over_limit stays over, even if a later, quieter timing of its model is within.
+    within: trials.filter((t) => failureLabelOf(t) !== "over_limit" && (limitLatencyMs(state, t) ?? Infinity) <= limit).map((t) => t.id),
     over: trials.filter((t) => failureLabelOf(t) === "over_limit").map((t) => t.id),
     best_within: best?.id ?? null,
   };
