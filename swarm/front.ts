@@ -48,12 +48,8 @@ export function costOf(t: TrialState, cost: CostName): Estimate | undefined {
 export function limitLatencyMs(state: RunState, t: TrialState): number | undefined {
   const key = (u: TrialState) => JSON.stringify([u.model, u.train?.channels_last ?? false, u.train?.amp ?? false]);
   const mine = key(t);
-  let fastest: number | undefined;
-  for (const u of [t, ...state.trials.values()]) {
-    const low = u === t || key(u) === mine ? latencyOf(u)?.low : undefined;
-    if (low !== undefined && !(fastest! <= low)) fastest = low;
-  }
-  return fastest;
+  const lows = [t, ...state.trials.values()].flatMap((u) => (u === t || key(u) === mine ? (latencyOf(u)?.low ?? []) : []));
+  return lows.length ? Math.min(...lows) : undefined;
 }
 
 /** Why a trial is over a limit of the goal that is known only once it ran (its latency, limitLatencyMs), or undefined. */
