@@ -4,7 +4,9 @@
  * best trial and the report are reserved from the start, so a run ends,
  * report written, within its budget.
  */
-import { bestTrial, liveSeconds, slowestSeedSeconds, type RunState } from "./run-state.js";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { BudgetSchema } from "../proto/gen/research/v1/runner_pb.js";
+import { bestTrial, isPromotion, liveSeconds, slowestSeedSeconds, type RunState, type TrialState } from "./run-state.js";
 import { FRONT_TRAININGS, tradeOffsOf } from "./front.js";
 
 /** Writing the report and closing the run, after the confirmation. */
@@ -58,6 +60,22 @@ export function lastTrainingDeadlineS(state: RunState, nowMs: number): number {
   return Math.max(1, budgetPlan(state, nowMs).availableS - DEADLINE_SLACK_S);
 }
 const DEADLINE_SLACK_S = 5;
+
+/**
+ * The runner's budget for trial `t` (EvaluateRequest.budget): the goal's parameter limit; its
+ * latency limit for the runner's check before training, but not for a promotion, whose config was
+ * timed within the limit at its lower rung (timed again beside another slot's training, it could be
+ * stopped for the noise); the run's time per trial; and a last long training's deadline.
+ */
+export function trialBudget(state: RunState, t: TrialState, nowMs: number): MessageInitShape<typeof BudgetSchema> {
+  const goal = state.goal;
+  return {
+    maxParams: goal?.maxParams ?? 0n,
+    maxLatencyMs: isPromotion(t) ? 0 : (goal?.maxLatencyMs ?? 0),
+    timeBudgetS: state.settings?.trialTimeBudgetS ?? 0,
+    deadlineS: t.proposed?.lastTraining ? lastTrainingDeadlineS(state, nowMs) : 0,
+  };
+}
 
 /**
  * Seconds the test confirmation may wait for a runner: until the report's reserve, but never less

@@ -14,8 +14,8 @@ import type { Event, TrialAssembledSchema } from "../../proto/gen/research/v1/ev
 import { EvaluateRequestSchema, ModelSourceSchema, type DatasetInfo, type ModelSource, type SummarizeResponse } from "../../proto/gen/research/v1/runner_pb.js";
 import { isCodeModel, type CodeModel, type ModelConfig } from "../../core/model-config.js";
 import { compileOptions, datasetInfo, datasetSpec, summaryInput } from "../../swarm/dataset-info.js";
-import { lastTrainingDeadlineS } from "../../swarm/budget.js";
-import { baselineTrial, firstSeed, isPromotion, type RunState, type TrialState } from "../../swarm/run-state.js";
+import { trialBudget } from "../../swarm/budget.js";
+import { baselineTrial, firstSeed, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { runAgent, type AgentContext } from "../../swarm/runtime.js";
 import { askLlm } from "../../swarm/llm.js";
 import { loadPrompt } from "../../swarm/prompts.js";
@@ -158,8 +158,7 @@ async function assemble(state: RunState, t: TrialState, info: DatasetInfo, ctx: 
     target: goal?.target ?? 0,
     metric: goal?.objective,
     // The last long training's seeds all end before the run's reserve, a late one training less.
-    // The runner's latency check before training is for configs not timed yet: a promotion's parent was, within the limit.
-    budget: { maxParams: goal?.maxParams ?? 0n, maxLatencyMs: isPromotion(t) ? 0 : (goal?.maxLatencyMs ?? 0), timeBudgetS: settings?.trialTimeBudgetS ?? 0, deadlineS: t.proposed?.lastTraining ? lastTrainingDeadlineS(state, Date.now()) : 0 },
+    budget: trialBudget(state, t, Date.now()),
     // Trial 0 of a run started from a person's model is also scored on the test split, once: the
     // report's comparison of the best model with it (never read by the search, which decides on
     // validation alone). The runner keeps weights of a run's best few, which trial 0 seldom stays.
