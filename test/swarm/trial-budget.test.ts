@@ -6,7 +6,7 @@ import type { EventInit } from "../../bus/index.js";
 
 const promoted = (id: string, extra: Record<string, unknown>): EventInit => {
   const p = proposed(id);
-  return { ...p, body: { case: "trialProposed", value: { ...(p.body.value as object), ...extra } } } as EventInit;
+  return { ...p, body: { case: "trialProposed", value: { ...(p.body!.value as object), ...extra } } } as EventInit;
 };
 
 describe("a trial's runner budget", () => {
