@@ -35,6 +35,7 @@ const SECONDS: Record<string, number> = {
   "test/bus/resilience.test.ts": 14,
   "test/dashboard/pages.test.ts": 12,
   "test/runner/weights.test.ts": 11,
+  "test/runner/seeds-together.test.ts": 10,
   "test/swarm/runners.test.ts": 9,
 };
 

@@ -19,7 +19,7 @@ import { ROLES } from "./swarm.js";
 
 export { ROOT };
 
-/** What runs as a process: the CLIs, what the launcher supervises (deploy/swarm.ts), and the runner benchmark a GPU host is checked with. */
+/** What runs as a process: the CLIs, what the launcher supervises (deploy/swarm.ts), and the runner benchmarks a GPU host is checked with. */
 export const ENTRIES = [
   "cli/research-agent.ts",
   "cli/quick-evaluator.ts",
@@ -27,6 +27,7 @@ export const ENTRIES = [
   "lineage-store/main.ts",
   ...ROLES.map((role) => `agents/${role}/main.ts`),
   "bench/runner-bench.ts",
+  "bench/seeds-bench.ts",
 ];
 
 /** Left out of the bundles: shipped in node_modules/, or (esbuild) never loaded in the pack (dashboard/build.ts). */

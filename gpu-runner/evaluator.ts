@@ -50,6 +50,7 @@ import { aggregate, clipToUnit, convergence, describeProportion, describeWithSam
 import type { JobFiles, TerminalEvent, WorkerEvent } from "./worker.js";
 import { KEPT_PER_RUN, type WeightStore } from "./weights.js";
 import type { Gpu } from "./gpus.js";
+import type { SeedPlacement } from "./device.js";
 
 type EvaluateEventInit = MessageInitShape<typeof EvaluateEventSchema>;
 const JSON_OPTS = { ignoreUnknownFields: true };
@@ -66,8 +67,13 @@ export interface EvaluatorOptions {
   stateDir?: string;
   /** The host's GPUs (gpus.ts); empty on a CPU runner. */
   gpus?: Gpu[];
+  /** Where a trial's seeds train (device.ts SeedPlacement); "auto" by default. */
+  seeds?: SeedPlacement;
   logger: Logger;
 }
+
+/** Models found to have no batched form, remembered so their next trials go apart at once. */
+const APART_REMEMBERED = 256;
 
 type Prepared = Extract<TerminalEvent, { kind: "prepared" }>;
 type Scores = Extract<TerminalEvent, { kind: "scores" }>;
@@ -81,6 +87,8 @@ function failureOf(e: TerminalEvent): ResearchError {
 
 export class Evaluator {
   private readonly threads: number;
+  /** Model (source, class, arguments) -> why its seeds cannot train together. */
+  private readonly apart = new Map<string, string>();
   /** Evaluations by idempotency key: a redelivered request trains nothing again. */
   readonly flights: Flights<EvaluateEventInit>;
 
@@ -115,6 +123,16 @@ export class Evaluator {
 
   private gpus(): Gpu[] {
     return this.opts.gpus ?? [];
+  }
+
+  private get together(): boolean {
+    const placement = this.opts.seeds ?? "auto";
+    return placement === "together" || (placement === "auto" && this.opts.pool.device?.kind === "cuda");
+  }
+
+  private rememberApart(modelKey: string, reason: string): void {
+    this.apart.set(modelKey, reason);
+    if (this.apart.size > APART_REMEMBERED) this.apart.delete(this.apart.keys().next().value!);
   }
 
   /**
@@ -160,8 +178,12 @@ export class Evaluator {
     }
     // What a count of trainings started reads (the chaos test does, from this runner's own log).
     log.info({ seeds: plan.seeds, training: !req.weightsOf }, "evaluation started");
-    const filesOf = (seed: number): JobFiles =>
-      req.weightsOf ? { load: weights.file(req.runId, req.weightsOf, seed) } : req.keepWeights ? { keep: weights.file(req.runId, req.trialId, seed) } : {};
+    const filesOf = (jobSeeds: number[]): JobFiles =>
+      req.weightsOf
+        ? { load: weights.file(req.runId, req.weightsOf, jobSeeds[0]!) }
+        : req.keepWeights
+          ? { keep: jobSeeds.map((s) => weights.file(req.runId, req.trialId, s)) }
+          : {};
     const out = new AsyncQueue<EvaluateEventInit>();
     const abort = new AbortController();
     // Each seed's job and each scoring of its epochs listens while it runs: eight seeds and their
@@ -199,64 +221,109 @@ export class Evaluator {
       return end;
     };
 
-    const runSeed = async (seed: number): Promise<SeedResult> => {
+    // One job trains `jobSeeds`: one seed, or several together (python/trainer.py _Stack). Each
+    // seed's epochs are scored in order as they arrive, and its result when the job ends. The
+    // reason they must train apart, when a model has no batched form.
+    const trainJob = async (jobSeeds: number[]): Promise<SeedResult[] | { apart: string }> => {
       const split = await prepared;
-      // Epochs are scored in order, each as it arrives; the result waits for the last.
       // Accuracy is a classifier's alone; val_metric is the request's metric, whichever it is.
-      const valCurve: Record<string, number[]> = { val_loss: [], val_metric: [], ...(learningOf(goal.task).classes && { val_accuracy: [] }) };
-      let scored = Promise.resolve();
+      const seedsOf = new Map(
+        jobSeeds.map((seed) => [seed, { scored: Promise.resolve(), valCurve: { val_loss: [], val_metric: [], ...(learningOf(goal.task).classes && { val_accuracy: [] }) } as Record<string, number[]>, end: undefined as Record<string, unknown> | undefined }]),
+      );
       const onEvent = (e: WorkerEvent) => {
-        if (e.kind !== "epoch") return;
+        if (e.kind !== "epoch" && e.kind !== "seed_result") return;
+        // A seed the job was not given is the model writing events of its own: ignored.
+        const mine = seedsOf.get(Number(e.seed));
+        if (!mine) return;
+        if (e.kind === "seed_result") return void (mine.end = e);
         const { val_predictions: predictions, ...point } = e;
-        scored = scored.then(async () => {
+        mine.scored = mine.scored.then(async () => {
           const s = await score("val", [predictions], false);
           const epoch: Record<string, number> = { val_loss: Number(s.val_loss), val_metric: Number(s[goal.key]) };
-          if (valCurve.val_accuracy) epoch.val_accuracy = Number(s.val_accuracy);
-          for (const [key, value] of Object.entries(epoch)) valCurve[key]!.push(value);
+          if (mine.valCurve.val_accuracy) epoch.val_accuracy = Number(s.val_accuracy);
+          for (const [key, value] of Object.entries(epoch)) mine.valCurve[key]!.push(value);
           const progress = { ...point, ...epoch };
           out.push({ event: { case: "progress", value: fromJson(EpochProgressSchema, progress as JsonValue, JSON_OPTS) } });
         });
-        scored.catch(() => {}); // awaited below; a failed score fails the seed there
+        mine.scored.catch(() => {}); // awaited below; a failed score fails the seed there
       };
-      const job = { ...plan.job, dataset_id: split.dataset_id, split_id: split.split_id, seed, threads: this.threads };
+      const job = { ...plan.job, dataset_id: split.dataset_id, split_id: split.split_id, seed: jobSeeds[0], together: jobSeeds.length, threads: this.threads };
       let trainS: number | undefined;
       const makeSpec = () => {
         trainS = timeBox();
         return { ...job, ...(trainS !== undefined && { recipe: { ...job.recipe, train_seconds: trainS } }), limits: startSeed() };
       };
-      const end = await this.opts.pool.run("train", makeSpec, onEvent, abort.signal, { labels: split.labels, ...filesOf(seed) });
+      const end = await this.opts.pool.run("train", makeSpec, onEvent, abort.signal, { labels: split.labels, ...filesOf(jobSeeds) });
+      if (end.kind === "apart") return { apart: end.reason };
       if (end.kind !== "result") throw failureOf(end);
-      if (trainS !== undefined) {
-        overheadS = Math.max(overheadS, Number(end.seconds) - trainS);
-        if (trainS < plan.job.recipe.train_seconds) log.info({ seed, train_seconds: trainS, planned: plan.job.recipe.train_seconds }, "seed started late: trains less to end by the deadline");
-      }
-      await scored;
-      const { val_predictions: val, test_predictions: test, ...rest } = end;
-      const [v, t] = await Promise.all([score("val", [val], true), test ? score("test", [test], true) : undefined]);
-      const curve = { ...(rest.learning_curve as Record<string, number[]>), ...valCurve };
-      const scoredResult = {
-        ...rest,
-        metrics: { ...(rest.metrics as Record<string, number>), ...(v.metrics as object), ...(t?.metrics as object | undefined) },
-        // A regression has no classes.
-        ...(v.per_class !== undefined && { per_class: v.per_class, confusion_matrix: v.confusion_matrix }),
-        val_examples: v.examples,
-        test_examples: t?.examples ?? 0,
-        learning_curve: curve,
-      };
-      const result = fromJson(SeedResultSchema, scoredResult as JsonValue, JSON_OPTS);
-      const valMetric = result.metrics[goal.key] ?? 0;
-      out.push({ event: { case: "seedFinished", value: { seed, valAccuracy: result.metrics.val_accuracy ?? 0, valMetric, seconds: result.seconds } } });
-      seedInfo ??= end;
-      predictions.set(seed, { val, test });
-      return result;
+      if (jobSeeds.length === 1) seedsOf.get(jobSeeds[0]!)!.end = end;
+      return Promise.all(
+        jobSeeds.map(async (seed) => {
+          const { end: seedEnd, scored, valCurve } = seedsOf.get(seed)!;
+          if (seedEnd === undefined) throw new ResearchError("crash", `the job of seeds ${jobSeeds.join(", ")} ended without seed ${seed}'s result`);
+          if (trainS !== undefined) {
+            overheadS = Math.max(overheadS, Number(seedEnd.seconds) - trainS);
+            if (trainS < plan.job.recipe.train_seconds) log.info({ seed, train_seconds: trainS, planned: plan.job.recipe.train_seconds }, "seed started late: trains less to end by the deadline");
+          }
+          await scored;
+          const { val_predictions: val, test_predictions: test, ...rest } = seedEnd;
+          const [v, t] = await Promise.all([score("val", [val], true), test ? score("test", [test], true) : undefined]);
+          const curve = { ...(rest.learning_curve as Record<string, number[]>), ...valCurve };
+          const scoredResult = {
+            ...rest,
+            seeds_together: jobSeeds.length,
+            metrics: { ...(rest.metrics as Record<string, number>), ...(v.metrics as object), ...(t?.metrics as object | undefined) },
+            // A regression has no classes.
+            ...(v.per_class !== undefined && { per_class: v.per_class, confusion_matrix: v.confusion_matrix }),
+            val_examples: v.examples,
+            test_examples: t?.examples ?? 0,
+            learning_curve: curve,
+          };
+          const result = fromJson(SeedResultSchema, scoredResult as JsonValue, JSON_OPTS);
+          const valMetric = result.metrics[goal.key] ?? 0;
+          out.push({ event: { case: "seedFinished", value: { seed, valAccuracy: result.metrics.val_accuracy ?? 0, valMetric, seconds: result.seconds } } });
+          seedInfo ??= seedEnd;
+          predictions.set(seed, { val, test });
+          return result;
+        }),
+      );
     };
 
-    let seedInfo: TerminalEvent | undefined;
+    // Seeds apart: a job each, side by side on free slots. Together: jobs of up to maxTogether
+    // seeds, and a job each for seeds whose model vmap cannot run (said in the result).
+    let apartBecause = "";
+    const modelKey = JSON.stringify([plan.job.source, plan.job.class_name, plan.job.init_kwargs]);
+    const runSeeds = async (): Promise<SeedResult[]> => {
+      const apart = (list: number[]) => Promise.all(list.map((s) => trainJob([s]) as Promise<SeedResult[]>)).then((r) => r.flat());
+      // Loaded weights (the test confirmation) train nothing: one seed a job.
+      const groupable = this.together && !req.weightsOf && seeds.length > 1;
+      const known = this.apart.get(modelKey);
+      if (!groupable || known !== undefined) {
+        apartBecause = (groupable && known) || "";
+        return apart(seeds);
+      }
+      const jobs = Array.from({ length: Math.ceil(seeds.length / DEFAULTS.maxTogether) }, (_, i) => seeds.slice(i * DEFAULTS.maxTogether, (i + 1) * DEFAULTS.maxTogether));
+      const results = await Promise.all(
+        jobs.map(async (jobSeeds) => {
+          const got = await trainJob(jobSeeds);
+          if (Array.isArray(got)) return got;
+          apartBecause = got.apart;
+          this.rememberApart(modelKey, got.apart);
+          log.info({ seeds: jobSeeds, reason: got.apart }, "seeds train apart");
+          return apart(jobSeeds);
+        }),
+      );
+      return results.flat();
+    };
+
+    let seedInfo: Record<string, unknown> | undefined;
     const predictions = new Map<number, Record<Part, unknown>>();
-    Promise.all(seeds.map((s) => runSeed(s).catch((f) => (abort.abort(), Promise.reject(f)))))
+    runSeeds()
+      .catch((f) => (abort.abort(), Promise.reject(f)))
       .then(async (results) => {
-        const info = seedInfo as Record<string, unknown> | undefined;
+        const info = seedInfo;
         const result = this.result(results, plan.target, goal, (Date.now() - t0) / 1000, info);
+        result.seedsApart = apartBecause;
         if (req.evaluateTest) Object.assign(result.aggregated, await this.ensemble(seeds.map((s) => predictions.get(s)!), goal, score));
         if (req.keepWeights) weights.settle(req.runId, req.trialId, standingOf(result, goal));
         out.push({ event: { case: "result", value: result } });

@@ -1,6 +1,6 @@
 /**
  * The runner as a standalone service:
- *   tsx gpu-runner/main.ts [--address 0.0.0.0:50051] [--slots N] [--device auto|cpu|cuda] [--data-root DIR]... [--state-dir DIR] [--unsafe-no-sandbox]
+ *   tsx gpu-runner/main.ts [--address 0.0.0.0:50051] [--slots N] [--device auto|cpu|cuda] [--seeds auto|apart|together] [--data-root DIR]... [--state-dir DIR] [--unsafe-no-sandbox]
  * Prints one line "runner listening on HOST:PORT" on stdout when ready.
  */
 import { parseArgs } from "node:util";
@@ -8,7 +8,7 @@ import { runnerConfig } from "../core/config.js";
 import { createLogger, setLogLevel } from "../core/logger.js";
 import { exitWithParent } from "../core/process.js";
 import { loadSecrets } from "../core/secrets.js";
-import { parseDevice } from "./device.js";
+import { parseChoice, parseDevice, SEED_PLACEMENTS } from "./device.js";
 import { startRunner } from "./server.js";
 
 const { values } = parseArgs({
@@ -16,6 +16,7 @@ const { values } = parseArgs({
     address: { type: "string" },
     slots: { type: "string" },
     device: { type: "string" },
+    seeds: { type: "string" },
     python: { type: "string" },
     "data-root": { type: "string", multiple: true },
     "state-dir": { type: "string" },
@@ -25,13 +26,18 @@ const { values } = parseArgs({
 });
 if (values.help) {
   process.stdout.write(
-    "gpu-runner: gRPC evaluation service\n  --address HOST:PORT (default 127.0.0.1:50051, env RUNNER_ADDRESS)\n  --slots N (default: the CPU count; on a GPU host one per 10 GiB of GPU memory, at most 8 per GPU and the CPU count)\n  --device auto|cpu|cuda (default auto: the GPUs when there are any; cuda: refuse to start without one)\n  --python PATH (default: RUNNER_PYTHON, else the project's .venv/bin/python, else /usr/bin/python3)\n  --data-root DIR (repeatable; datasets are only read from these and /usr/share/datasets)\n  --state-dir DIR (ended evaluations' answers and kept weights outlive a restart there, for a day; default: none, they go with the process)\n  --unsafe-no-sandbox (run model code without bubblewrap)\nWith RESEARCH_SECRETS set it serves TLS and refuses calls without the deployment's token (docs/DEPLOY.md).\n",
+    "gpu-runner: gRPC evaluation service\n  --address HOST:PORT (default 127.0.0.1:50051, env RUNNER_ADDRESS)\n  --slots N (default: the CPU count; on a GPU host one per 10 GiB of GPU memory, at most 8 per GPU and the CPU count)\n  --device auto|cpu|cuda (default auto: the GPUs when there are any; cuda: refuse to start without one)\n  --seeds auto|apart|together (default auto: a trial's seeds train together in one process on a GPU, apart in a job each on a CPU)\n  --python PATH (default: RUNNER_PYTHON, else the project's .venv/bin/python, else /usr/bin/python3)\n  --data-root DIR (repeatable; datasets are only read from these and /usr/share/datasets)\n  --state-dir DIR (ended evaluations' answers and kept weights outlive a restart there, for a day; default: none, they go with the process)\n  --unsafe-no-sandbox (run model code without bubblewrap)\nWith RESEARCH_SECRETS set it serves TLS and refuses calls without the deployment's token (docs/DEPLOY.md).\n",
   );
   process.exit(0);
 }
 const device = parseDevice(values.device);
 if (!device.ok) {
   process.stderr.write(`gpu-runner: ${device.error}\n`);
+  process.exit(1);
+}
+const seeds = parseChoice("--seeds", SEED_PLACEMENTS, values.seeds);
+if (!seeds.ok) {
+  process.stderr.write(`gpu-runner: ${seeds.error}\n`);
   process.exit(1);
 }
 if (values.slots !== undefined && !(Number.isInteger(Number(values.slots)) && Number(values.slots) >= 1)) {
@@ -49,6 +55,7 @@ try {
     slots: values.slots ? Number(values.slots) : undefined,
     python: config.python,
     device: device.device,
+    seeds: seeds.value,
     dataRoots: values["data-root"],
     stateDir: values["state-dir"],
     unsafeNoSandbox: values["unsafe-no-sandbox"],

@@ -31,6 +31,8 @@ import { isRecord } from "../core/json.js";
 export const DEFAULTS = {
   seeds: DEFAULT_SEEDS,
   maxSeeds: 32,
+  /** The most seeds one job trains together (python/specs.py MAX_TOGETHER). */
+  maxTogether: 8,
   timeBudgetS: 600,
   memoryLimitMb: 4096,
   fileLimitMb: 64,

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { DEFAULT_PYTHON } from "../core/config.js";
 import { addService } from "../core/grpc.js";
 import { ResearchError } from "../core/failure.js";
-import type { RunnerDevice } from "./device.js";
+import type { RunnerDevice, SeedPlacement } from "./device.js";
 import type { Logger } from "../core/logger.js";
 import { tokenMatches, type Secrets } from "../core/secrets.js";
 import { RunnerService } from "../proto/gen/research/v1/runner_pb.js";
@@ -33,6 +33,8 @@ export interface RunnerOptions {
   unsafeNoSandbox?: boolean;
   /** auto (default): the GPUs when there are any; cpu: none, even on a GPU host; cuda: fail to start without one. */
   device?: RunnerDevice;
+  /** Where a trial's seeds train (device.ts); auto (default): together on a GPU, apart on a CPU. */
+  seeds?: SeedPlacement;
   /**
    * Where ended evaluations' answers and kept weights outlive this process, so that a runner
    * restarted on it answers a redelivered request without training again, and still has the
@@ -109,7 +111,7 @@ export async function startRunner(opts: RunnerOptions): Promise<RunningRunner> {
   }
   log.info({ slots: pool.stats().slots, device, sandbox, ms: Date.now() - t0 }, "workers ready");
   const weights = new WeightStore(join(opts.stateDir ?? scratchRoot, "weights"));
-  const evaluator = new Evaluator({ pool, quick, referee, dataRoots, gpus, weights, stateDir: opts.stateDir, logger: log });
+  const evaluator = new Evaluator({ pool, quick, referee, dataRoots, gpus, weights, stateDir: opts.stateDir, seeds: opts.seeds, logger: log });
 
   const server = new grpc.Server({ "grpc.max_receive_message_length": 64 * 1024 * 1024 });
   const secrets = opts.secrets;

@@ -23,15 +23,19 @@ export type WorkerEvent =
   | { kind: "epoch"; [k: string]: unknown }
   | { kind: "first_step"; seconds: number }
   | { kind: "result"; [k: string]: unknown }
+  /** One seed's result in a job of seeds trained together, whose "result" then ends it. */
+  | { kind: "seed_result"; seed: number; [k: string]: unknown }
+  /** Seeds asked together that must train one a job (trainer._Stack.of says why). */
+  | { kind: "apart"; reason: string }
   | { kind: "summary"; [k: string]: unknown }
   | { kind: "script"; [k: string]: unknown }
   | { kind: "prepared"; dataset_id: string; split_id: string; labels: string; info: Record<string, unknown> }
   | { kind: "scores"; examples: number; [k: string]: unknown }
   | { kind: "failure"; label: FailureName; message: string; traceback?: string };
 
-export type TerminalEvent = Extract<WorkerEvent, { kind: "result" | "summary" | "script" | "prepared" | "scores" | "failure" }>;
+export type TerminalEvent = Extract<WorkerEvent, { kind: "result" | "apart" | "summary" | "script" | "prepared" | "scores" | "failure" }>;
 
-const TERMINAL = new Set(["result", "summary", "script", "prepared", "scores", "failure"]);
+const TERMINAL = new Set(["result", "apart", "summary", "script", "prepared", "scores", "failure"]);
 
 export interface DeviceReport {
   kind: string;
@@ -42,15 +46,15 @@ export interface DeviceReport {
 /**
  * Files a train job takes in or leaves behind. They pass through the worker's
  * scratch directory, where the zygote opens them for the sandboxed child as
- * labels-in/<job id>.npy, weights-in/ and weights-out/<job id>.pt.
+ * labels-in/<job id>.npy, weights-in/<job id>.pt and weights-out/<job id>.<i>.pt.
  */
 export interface JobFiles {
   /** The training labels of the job's split (the referee's "prepared" labels), copied in for the job. */
   labels?: string;
   /** Weights to load (spec.weights "load"), copied in for the job. */
   load?: string;
-  /** Where the job's kept weights go (spec.weights "keep") when it ends with a result. */
-  keep?: string;
+  /** Where the job's kept weights go (spec.weights "keep"), seed by seed of the job, when it ends with a result. */
+  keep?: string[];
 }
 
 interface Job {
@@ -146,7 +150,7 @@ export class Worker {
       [files.load, join(this.scratchDir, "weights-in", `${id}.pt`)],
       [files.labels, join(this.scratchDir, "labels-in", `${id}.npy`)],
     ].filter((f): f is [string, string] => f[0] !== undefined);
-    const outbox = join(this.scratchDir, "weights-out", `${id}.pt`);
+    const outbox = (files.keep ?? []).map((to, i): [string, string] => [join(this.scratchDir, "weights-out", `${id}.${i}.pt`), to]);
     for (const [from, to] of inbox) {
       mkdirSync(dirname(to), { recursive: true });
       copyFileSync(from, to);
@@ -165,7 +169,7 @@ export class Worker {
           clearTimeout(killTimer);
           signal?.removeEventListener("abort", onAbort);
           this.job = undefined;
-          this.settleFiles(inbox.map(([, to]) => to), outbox, e.kind === "result" ? files.keep : undefined);
+          this.settleFiles(inbox.map(([, to]) => to), outbox, e.kind === "result");
           resolve(e);
         },
       };
@@ -176,11 +180,13 @@ export class Worker {
   }
 
   /** Never throws: a job's result stands without its weights (a later load is then refused as not kept). */
-  private settleFiles(inbox: string[], outbox: string, keep: string | undefined): void {
+  private settleFiles(inbox: string[], outbox: [string, string][], keep: boolean): void {
     try {
       for (const file of inbox) rmSync(file, { force: true });
-      if (keep) renameSync(outbox, keep);
-      else rmSync(outbox, { force: true });
+      for (const [from, to] of outbox) {
+        if (keep) renameSync(from, to);
+        else rmSync(from, { force: true });
+      }
     } catch (err) {
       this.log.warn({ worker: this.id, err: (err as Error).message }, "could not keep a job's weights");
     }

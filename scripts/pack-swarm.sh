@@ -18,8 +18,8 @@
 #   mkdir swarm && for p in swarm-*.tar.xz; do tar -C swarm -xf "$p"; done
 #   RUNNER_PYTHON=/opt/torch/.venv/bin/python3 swarm/research-agent launch --goal "..." \
 #     [--data-dir swarm/datasets/fashion-mnist]
-# Also swarm/runner (the gpu-runner service; gpu-runner/ is its code), swarm/quick-evaluator and
-# swarm/runner-bench. Each runs the packed Node whatever node is on PATH, the packed nats-server
+# Also swarm/runner (the gpu-runner service; gpu-runner/ is its code), swarm/quick-evaluator,
+# swarm/runner-bench and swarm/seeds-bench. Each runs the packed Node whatever node is on PATH, the packed nats-server
 # unless NATS_SERVER names another, the host's bwrap and openssl before the packed ones. The
 # runner's Python is RUNNER_PYTHON (it needs torch, numpy, scipy and scikit-learn); unset,
 # /usr/bin/python3. Similarity search uses the hashing embedder (the MiniLM model is not packed).
@@ -96,6 +96,7 @@ wrapper quick-evaluator cli/quick-evaluator.mjs
 wrapper runner gpu-runner/main.mjs
 # The benchmark finds test/fixtures/ and writes bench/results/ from its working directory.
 wrapper runner-bench bench/runner-bench.mjs cd
+wrapper seeds-bench bench/seeds-bench.mjs cd
 
 # --- node ---
 mkdir -p "$STAGE/node/bin"

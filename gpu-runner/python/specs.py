@@ -26,6 +26,8 @@ SCRIPT_LANGUAGES = ("python", "bash")
 # What happens to a trained model's weights: nothing, kept for a later test evaluation
 # (the zygote hands the child a file to write), or loaded instead of training.
 WEIGHTS = ("", "keep", "load")
+# The most seeds one job trains together (gpu-runner/request.ts DEFAULTS.maxTogether).
+MAX_TOGETHER = 8
 # core/model-config.ts InputDtypeSchema (the wire carries sample dtypes as strings).
 INPUT_DTYPES = ("float32", "int64")
 
@@ -202,12 +204,17 @@ def validate(task, spec):
             out[key] = _value(spec, key, str, "spec", lambda v: re.fullmatch(r"[0-9a-f]{16}", v), "a published id")
         out["recipe"] = _recipe(spec)
         out["seed"] = _value(spec, "seed", int, "spec", lambda v: 0 <= v < 2 ** 32, "in [0, 2^32)")
+        # Seeds seed .. seed + together - 1 trained in this one job (trainer._Stack).
+        out["together"] = _value(spec, "together", int, "spec", lambda v: 1 <= v <= MAX_TOGETHER and out["seed"] + v <= 2 ** 32,
+                                 f"in [1, {MAX_TOGETHER}], its seeds below 2^32")
         out["max_params"] = _value(spec, "max_params", int, "spec", lambda v: v >= 0, ">= 0")
         out["max_latency_ms"] = _value(spec, "max_latency_ms", float, "spec", lambda v: v >= 0, ">= 0")
         out["evaluate_test"] = _value(spec, "evaluate_test", bool, "spec")
         out["measure_inference"] = _value(spec, "measure_inference", bool, "spec")
         out["weights"] = _value(spec, "weights", str, "spec", lambda v: v in WEIGHTS, _one_of(WEIGHTS))
         out["threads"] = _value(spec, "threads", int, "spec", lambda v: 1 <= v <= 256, "in [1, 256]")
+        if out["together"] > 1 and out["weights"] == "load":
+            raise _invalid("spec.together: loaded weights are evaluated one seed a job")
     elif task == "summarize":
         _model(spec, out)
         out["input_shape"] = _int_list(spec, "input_shape", "spec", allow_empty=False)

@@ -1,4 +1,4 @@
-"""What a forked job runs: train one seed of a model, or summarize a model.
+"""What a forked job runs: train one seed of a model (or several together, _Stack), or summarize a model.
 
 Runs in the job's child process, after the zygote has dropped privileges and
 set rlimits; the model source is untrusted. Each stage runs under a Stage so
@@ -16,6 +16,7 @@ the loss, the predictions the referee scores) is the task's learning
 """
 
 import contextlib
+import copy
 import inspect
 import itertools
 import linecache
@@ -57,7 +58,8 @@ def _seed_everything(seed):
     torch.manual_seed(seed)
 
 
-def build_model(spec):
+def model_class(spec):
+    """The nn.Module subclass the model source defines under spec's class name."""
     module = types.ModuleType("model")
     module.__file__ = MODEL_FILE
     sys.modules["model"] = module
@@ -72,6 +74,13 @@ def build_model(spec):
                        if isinstance(v, type) and issubclass(v, nn.Module) and v.__module__ == "model")
         raise TaskFailure("codegen_error", f"the source defines no nn.Module subclass named "
                           f"{spec['class_name']!r} (nn.Module subclasses found: {', '.join(found) or 'none'})")
+    return cls
+
+
+def build_model(spec, cls=None):
+    """The model of spec, of `cls` when the source is compiled already (seeds trained together
+    are models of one class)."""
+    cls = cls or model_class(spec)
     with Stage("codegen_error", f"instantiating {spec['class_name']}"):
         return cls(**spec["init_kwargs"])
 
@@ -197,8 +206,8 @@ def _set_lr(optimizer, lr):
         group["lr"] = lr
 
 
-def _optimizer(model, recipe):
-    params = [p for p in model.parameters() if p.requires_grad]
+def _optimizer(params, recipe):
+    params = [p for p in params if p.requires_grad]
     if not params:
         raise TaskFailure("codegen_error", "the model has no trainable parameters")
     if recipe["optimizer"] == "sgd":
@@ -299,10 +308,12 @@ def _read_labels(fd):
         return np.load(f, allow_pickle=False)
 
 
-def _save_weights(model, fd):
-    """The weights evaluation sees, written to the file the zygote opened for this job."""
-    with Stage("crash", "saving the trained weights"), os.fdopen(fd, "wb") as f:
-        torch.save({k: v.detach().cpu() for k, v in model.state_dict().items()}, f)
+def _save_weights(models, fds):
+    """The weights evaluation sees, each seed's written to the file the zygote opened for it."""
+    with Stage("crash", "saving the trained weights"):
+        for model, fd in zip(models, fds):
+            with os.fdopen(fd, "wb") as f:
+                torch.save({k: v.detach().cpu() for k, v in model.state_dict().items()}, f)
 
 
 def _load_weights(model, fd, device):
@@ -332,22 +343,32 @@ def _training_flops(model, data, recipe):
 
 def train(spec, split, emit, t0):
     recipe = spec["recipe"]
-    seed = spec["seed"]
-    _seed_everything(seed)
+    seeds = [spec["seed"] + i for i in range(spec["together"])]
+    _seed_everything(seeds[0])
     y_train = _read_labels(spec["labels_fd"])
     model = build_model(spec)
     data = _Data(split, y_train, recipe["context"])
-    acc = accel.choose(_training_flops(model, data, recipe))
+    # Each seed's initialisation from its own seed, and the CPU generator's state after it: where
+    # the seed's data order and augmentation draws start when it trains alone.
+    models, cpu_states = [model], [torch.get_rng_state()]
+    for seed in seeds[1:]:
+        _seed_everything(seed)
+        models.append(build_model(spec, type(model)))
+        cpu_states.append(torch.get_rng_state())
+    flops = _training_flops(model, data, recipe)
+    acc = accel.choose(flops and flops * len(seeds))
     acc.cap_memory(spec["limits"]["gpu_memory_fraction"])
     with Stage("crash", "moving the dataset to the device"):
         data.to(acc.tensors)
     num_classes = data.num_classes
     amp_dtype = acc.amp_dtype(recipe["amp"])
-    channels_last = recipe["channels_last"] and data.is_image
+    # Seeds together train in the contiguous layout: a stacked input has no channels-last form.
+    channels_last = recipe["channels_last"] and data.is_image and len(seeds) == 1
     use_augment = augment.wanted(recipe["augment"]) and data.is_image
     acc.set_determinism(recipe["deterministic"])
     with Stage("crash", "moving the model to the device"):
-        model = model.to(acc.tensors)
+        models = [m.to(acc.tensors) for m in models]
+    model = models[0]
 
     probe = data.batch(data.train[:2])[0]
     what = f"forward pass on {len(probe)} training samples of shape {list(probe.shape)}"
@@ -369,8 +390,16 @@ def train(spec, split, emit, t0):
     if spec["max_latency_ms"] and not loaded:
         _check_latency(model, data, acc, amp_dtype, channels_last, spec["max_latency_ms"])
     if loaded:
-        _load_weights(model, spec["weights_fd"], acc.tensors)
-    optimizer = _optimizer(model, recipe)
+        _load_weights(model, spec["weights_fds"][0], acc.tensors)
+    criterion = data.learning.criterion(recipe)
+    scaler = acc.grad_scaler(enabled=amp_dtype == torch.float16)
+    if len(seeds) == 1:
+        trainee = _Single(model)
+    else:
+        trainee = _Stack.of(models, data, probe, criterion, amp_dtype, acc, scaler.is_enabled())
+        if isinstance(trainee, str):
+            return {"kind": "apart", "reason": trainee}
+    optimizer = _optimizer(trainee.parameters(), recipe)
     batch_size = min(recipe["batch_size"], len(data.train))
     n_train = len(data.train) * data.windows
     # A final batch of one sample breaks BatchNorm in training mode; it is skipped.
@@ -378,107 +407,273 @@ def train(spec, split, emit, t0):
     schedule = _Schedule(recipe, steps_per_epoch, recipe["lr"])
     steps_done = 0
     _set_lr(optimizer, schedule.lr(0))
-    criterion = data.learning.criterion(recipe)
-    scaler = acc.grad_scaler(enabled=amp_dtype == torch.float16)
     eval_batch = max(256, batch_size)
     # Validation and test see the averaged weights when there are any, so curves and final metrics agree.
-    ema = _Ema(model, recipe["ema_decay"]) if recipe["ema_decay"] > 0 else None
-    # The trainer's own curve (the validation curve is the referee's: the runner adds it).
-    curve = {key: [] for key in data.learning.curve_keys}
-    tracks_accuracy = "train_accuracy" in curve
+    ema = _Ema(trainee, recipe["ema_decay"]) if recipe["ema_decay"] > 0 else None
+    averaged = (lambda: ema.applied(trainee)) if ema else contextlib.nullcontext
+    # Each seed's random draws on the device (data order, augmentation): torch's global generator
+    # alone, as it always has; seeds together, a generator each that starts where the global one
+    # would for that seed alone. Dropout inside a stacked forward pass draws for all seeds at once.
+    draws = [None] if len(seeds) == 1 else [_generator(acc, seed, state) for seed, state in zip(seeds, cpu_states)]
+    # The trainer's own curve per seed (the validation curve is the referee's: the runner adds it).
+    curves = [{key: [] for key in data.learning.curve_keys} for _ in seeds]
+    tracks_accuracy = "train_accuracy" in curves[0]
     seconds_to_first_step = None
+    val_predictions = [None] * len(seeds)
 
     epochs = 0 if loaded else recipe["epochs"]
     for epoch in range(1, epochs + 1):
-        model.train()
-        order = data.train.repeat(data.windows)[torch.randperm(n_train, device=acc.tensors)]
-        loss_sum, seen = 0.0, 0
-        correct = torch.zeros((), dtype=torch.long, device=acc.tensors)
+        trainee.train()
+        orders = [data.train.repeat(data.windows)[torch.randperm(n_train, device=acc.tensors, generator=g)]
+                  for g in draws]
+        loss_sums, seen = [0.0] * len(seeds), 0
+        correct = [torch.zeros((), dtype=torch.long, device=acc.tensors) for _ in seeds]
         for step in range(1, steps_per_epoch + 1):
-            idx = order[(step - 1) * batch_size: step * batch_size]
-            x, y = data.batch(idx)
-            if use_augment:
-                x = augment.apply(x, recipe["augment"])
+            xs, ys = [], []
+            for order, g in zip(orders, draws):
+                x, y = data.batch(order[(step - 1) * batch_size: step * batch_size])
+                if use_augment:
+                    x = augment.apply(x, recipe["augment"], g)
+                xs.append(x)
+                ys.append(y)
+            x = trainee.stack(xs)
             if channels_last:
                 x = x.contiguous(memory_format=torch.channels_last)
             with Stage("crash", f"training step {step} of epoch {epoch}"):
                 with acc.autocast(amp_dtype):
-                    logits = model(x)
+                    logits = trainee.unstack(trainee(x))
                     if epoch == 1 and step == 1:
-                        data.check_output(logits, len(y), "forward pass in training mode")
-                    loss = criterion(logits.float(), y)
-                value = loss.item()
-                if not math.isfinite(value):
-                    raise TaskFailure("nan_loss", f"the training loss became {value} at epoch {epoch}, "
-                                      f"step {step} of {steps_per_epoch}")
+                        for out, y in zip(logits, ys):
+                            data.check_output(out, len(y), "forward pass in training mode")
+                    losses = [criterion(out.float(), y) for out, y in zip(logits, ys)]
+                values = trainee.values(losses)
+                for i, value in enumerate(values):
+                    if not math.isfinite(value):
+                        raise TaskFailure("nan_loss", f"the training loss became {value} at epoch {epoch}, "
+                                          f"step {step} of {steps_per_epoch}" + trainee.which(seeds[i]))
                 optimizer.zero_grad(set_to_none=True)
-                scaler.scale(loss).backward()
+                # Seeds' losses are independent: the sum's gradient is each seed's own.
+                scaler.scale(sum(losses)).backward()
                 if recipe["grad_clip"]:
                     scaler.unscale_(optimizer)
-                    torch.nn.utils.clip_grad_norm_(model.parameters(), recipe["grad_clip"])
+                    trainee.clip(recipe["grad_clip"])
                 scaler.step(optimizer)
                 scaler.update()
                 steps_done += 1
                 _set_lr(optimizer, schedule.lr(steps_done))
                 if ema:
-                    ema.update(model)
+                    ema.update(trainee)
             if seconds_to_first_step is None:
                 acc.synchronize()
                 seconds_to_first_step = time.monotonic() - t0
                 schedule.started = time.monotonic()
                 emit({"kind": "first_step", "seconds": seconds_to_first_step})
-            loss_sum += value * len(y)
-            seen += len(y)
-            if tracks_accuracy:
-                correct += data.learning.correct(logits, y)
+            seen += len(ys[0])
+            for i, (out, y, value) in enumerate(zip(logits, ys, values)):
+                loss_sums[i] += value * len(y)
+                if tracks_accuracy:
+                    correct[i] += data.learning.correct(out, y)
             if schedule.out_of_time():
                 break
 
-        with ema.applied(model) if ema else contextlib.nullcontext():
-            val_predictions = _predict(model, data, data.x_train, data.val, eval_batch, acc, amp_dtype, channels_last,
-                                       f"predicting the validation split after epoch {epoch}")
-        point = {"train_loss": loss_sum / seen, "lr": optimizer.param_groups[0]["lr"]}
-        if tracks_accuracy:
-            point["train_accuracy"] = correct.item() / seen
-        for key in curve:
-            curve[key].append(point[key])
-        emit({"kind": "epoch", "seed": seed, "epoch": epoch, "epochs": recipe["epochs"], **point,
-              "val_predictions": val_predictions, "seconds": time.monotonic() - t0})
+        for i, seed in enumerate(seeds):
+            with averaged():
+                val_predictions[i] = _predict(trainee.model(i), data, data.x_train, data.val, eval_batch, acc, amp_dtype,
+                                              channels_last, f"predicting the validation split after epoch {epoch}")
+            point = {"train_loss": loss_sums[i] / seen, "lr": optimizer.param_groups[0]["lr"]}
+            if tracks_accuracy:
+                point["train_accuracy"] = correct[i].item() / seen
+            for key in curves[i]:
+                curves[i][key].append(point[key])
+            emit({"kind": "epoch", "seed": seed, "epoch": epoch, "epochs": recipe["epochs"], **point,
+                  "val_predictions": val_predictions[i], "seconds": time.monotonic() - t0})
         if schedule.out_of_time():
             epochs = epoch
             break
 
     if loaded:
-        val_predictions = _predict(model, data, data.x_train, data.val, eval_batch, acc, amp_dtype, channels_last,
-                                   "predicting the validation split with the loaded weights")
+        val_predictions[0] = _predict(model, data, data.x_train, data.val, eval_batch, acc, amp_dtype, channels_last,
+                                      "predicting the validation split with the loaded weights")
     elif spec["weights"] == "keep":
-        with ema.applied(model) if ema else contextlib.nullcontext():
-            _save_weights(model, spec["weights_fd"])
-    result_metrics = {key: curve[key][-1] for key in ("train_accuracy", "train_loss") if curve.get(key)}
-    outputs = {"val_predictions": val_predictions}
-    if spec["evaluate_test"]:
-        if not len(data.test):
-            raise TaskFailure("invalid_config", f"{split.raw.name}: the test split is empty")
-        with ema.applied(model) if ema else contextlib.nullcontext():
-            outputs["test_predictions"] = _predict(model, data, data.x_test, data.test, eval_batch, acc, amp_dtype,
-                                                   channels_last, "predicting the test split")
-            outputs.update(data.learning.test_outputs(model, data, acc, seed))
-    if spec["measure_inference"]:
-        outputs["inference"] = _inference_cost(model, data, acc, amp_dtype, channels_last, eval_batch,
-                                               # The test confirmation trains nothing (it loads kept weights)
-                                               # and runs once a run: its timings take their full seconds.
-                                               3 * INFERENCE_SECONDS if loaded else INFERENCE_SHARE * (time.monotonic() - t0))
-    return {
-        **outputs,
-        "kind": "result", "seed": seed, "metrics": result_metrics,
-        "learning_curve": curve,
-        "seconds": time.monotonic() - t0,
-        "seconds_to_first_step": seconds_to_first_step,
-        "epochs_completed": epochs,
-        "params": params, "num_classes": num_classes, "class_names": list(split.raw.class_names),
-        "device": {**acc.info(), "memory_format": "channels_last" if channels_last else "contiguous",
-                   "precision": acc.precision(amp_dtype)},
-    }
+        with averaged():
+            _save_weights([trainee.model(i) for i in range(len(seeds))], spec["weights_fds"])
+    results = []
+    for i, seed in enumerate(seeds):
+        outputs = {"val_predictions": val_predictions[i]}
+        if spec["evaluate_test"]:
+            if not len(data.test):
+                raise TaskFailure("invalid_config", f"{split.raw.name}: the test split is empty")
+            with averaged():
+                seed_model = trainee.model(i)
+                outputs["test_predictions"] = _predict(seed_model, data, data.x_test, data.test, eval_batch, acc,
+                                                       amp_dtype, channels_last, "predicting the test split")
+                outputs.update(data.learning.test_outputs(seed_model, data, acc, seed))
+        if spec["measure_inference"]:
+            outputs["inference"] = _inference_cost(trainee.model(i), data, acc, amp_dtype, channels_last, eval_batch,
+                                                   # The test confirmation trains nothing (it loads kept weights)
+                                                   # and runs once a run: its timings take their full seconds.
+                                                   # Seeds together share their job's share.
+                                                   3 * INFERENCE_SECONDS if loaded else
+                                                   INFERENCE_SHARE * (time.monotonic() - t0) / len(seeds))
+        curve = curves[i]
+        results.append({
+            **outputs,
+            "kind": "result", "seed": seed,
+            "metrics": {key: curve[key][-1] for key in ("train_accuracy", "train_loss") if curve.get(key)},
+            "learning_curve": curve,
+            "seconds": time.monotonic() - t0,
+            "seconds_to_first_step": seconds_to_first_step,
+            "epochs_completed": epochs,
+            "params": params, "num_classes": num_classes, "class_names": list(split.raw.class_names),
+            "device": {**acc.info(), "memory_format": "channels_last" if channels_last else "contiguous",
+                       "precision": acc.precision(amp_dtype)},
+        })
+    if len(seeds) == 1:
+        return results[0]
+    # Seeds together: each seed's result as it would end a job of its own, then the job's end.
+    for result in results:
+        emit({**result, "kind": "seed_result"})
+    return {"kind": "result", "seeds": seeds}
+
+
+def _generator(acc, seed, cpu_state):
+    """A generator on the job's device that draws what the global one would for `seed` alone when
+    training starts: on the CPU from the state its model's initialisation left, on a GPU fresh from
+    the seed (torch.manual_seed seeds both, and a model initialises on the CPU)."""
+    g = torch.Generator(device=acc.tensors)
+    if acc.tensors.type == "cpu":
+        g.set_state(cpu_state)
+    else:
+        g.manual_seed(seed)
+    return g
+
+
+class _Single:
+    """One seed's model as the training loop drives it: the model itself."""
+
+    def __init__(self, model):
+        self.module = model
+
+    def __call__(self, x):
+        return self.module(x)
+
+    def parameters(self):
+        return self.module.parameters()
+
+    def buffers(self):
+        return self.module.buffers()
+
+    def train(self):
+        self.module.train()
+
+    def model(self, i):
+        return self.module
+
+    @staticmethod
+    def stack(xs):
+        return xs[0]
+
+    @staticmethod
+    def unstack(out):
+        return [out]
+
+    @staticmethod
+    def values(losses):
+        return [losses[0].item()]
+
+    @staticmethod
+    def which(seed):
+        return ""
+
+    def clip(self, max_norm):
+        torch.nn.utils.clip_grad_norm_(self.module.parameters(), max_norm)
+
+
+class _Stack:
+    """Seeds' models of one architecture trained as one (torch.func): each parameter and buffer
+    stacked on a leading seed dimension, the forward pass vmapped over it, so that a GPU runs the
+    seeds' kernels as one batch K times larger, in one process and one CUDA context. The
+    optimizers (SGD, Adam, AdamW), the EMA and the schedule act elementwise, so each slice
+    follows its seed alone; gradient clipping is per seed. `model(i)` writes slice i into seed i's
+    own module, for what is done per seed (predictions, timing, the saved weights)."""
+
+    def __init__(self, models):
+        self.models = models
+        for m in models:  # stack_module_state asks one mode of all; the loop sets it on `base`
+            m.train()
+        self.params, self.buffers_ = torch.func.stack_module_state(models)
+        # The module's structure without its tensors: functional_call supplies each seed's.
+        self.base = copy.deepcopy(models[0]).to("meta")
+
+    @classmethod
+    def of(cls, models, data, probe, criterion, amp_dtype, acc, scaled):
+        """The stack, or why these models train apart: fp16's loss scaling would skip every seed's
+        step for one seed's overflow; torch 1.x has no torch.func; and a model that vmap cannot
+        run (data-dependent control flow, .item(), in-place writes to a captured tensor) fails
+        its first stacked step here, on copies, before anything trains."""
+        if scaled:
+            return "fp16 loss scaling would skip every seed's step for one seed's overflow"
+        if not hasattr(torch, "func"):
+            return f"torch {torch.__version__} has no torch.func"
+        try:
+            trial = cls([copy.deepcopy(m) for m in models[:2]])
+            trial.train()
+            x = torch.stack([probe, probe])
+            with acc.autocast(amp_dtype):
+                out = trial(x)
+                y = data.batch(data.train[:2])[1]
+                loss = sum(criterion(o.float(), y) for o in out.unbind(0))
+            loss.backward()
+        except Exception as exc:  # whatever vmap refuses, the model still trains seed by seed
+            return f"vmap cannot run the model: {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+        return cls(models)
+
+    def __call__(self, x):
+        def one(params, buffers, xi):
+            return torch.func.functional_call(self.base, (params, buffers), (xi,))
+        return torch.func.vmap(one, randomness="different")(self.params, self.buffers_, x)
+
+    def parameters(self):
+        return self.params.values()
+
+    def buffers(self):
+        return self.buffers_.values()
+
+    def train(self):
+        self.base.train()
+
+    @torch.no_grad()
+    def model(self, i):
+        module = self.models[i]
+        for name, t in itertools.chain(module.named_parameters(), module.named_buffers()):
+            stacked = self.params.get(name, self.buffers_.get(name))
+            t.copy_(stacked[i])
+        return module
+
+    @staticmethod
+    def stack(xs):
+        return torch.stack(xs)
+
+    @staticmethod
+    def unstack(out):
+        return out.unbind(0)
+
+    @staticmethod
+    def values(losses):
+        return torch.stack([loss.detach() for loss in losses]).tolist()
+
+    @staticmethod
+    def which(seed):
+        return f" (seed {seed}, trained with others)"
+
+    @torch.no_grad()
+    def clip(self, max_norm):
+        """clip_grad_norm_ of each seed's slice, as it would clip that seed alone."""
+        grads = [p.grad for p in self.params.values() if p.grad is not None]
+        norms = torch.stack([g.flatten(1).norm(dim=1) for g in grads]).norm(dim=0)
+        scale = (max_norm / (norms + 1e-6)).clamp(max=1.0)
+        for g in grads:
+            g.mul_(scale.view(-1, *([1] * (g.dim() - 1))))
 
 
 def _inference_cost(model, data, acc, amp_dtype, channels_last, eval_batch, budget):

@@ -59,8 +59,10 @@ from failures import LABELS, TaskFailure, tail  # noqa: E402
 
 NOBODY = 65534
 JOB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,199}")
-TERMINAL_KINDS = frozenset({"result", "summary", "script", "failure"})
-PROGRESS_KINDS = frozenset({"epoch", "first_step"})
+# "apart": seeds asked together that must train in jobs of their own (trainer._Stack.of).
+TERMINAL_KINDS = frozenset({"result", "apart", "summary", "script", "failure"})
+# "seed_result": one seed's result in a job of seeds trained together.
+PROGRESS_KINDS = frozenset({"epoch", "first_step", "seed_result"})
 # What a job may write to its event pipe besides the predictions a training job sends by design.
 EVENT_BYTES_LIMIT = 64 << 20
 EXIT_GRACE_S = 2.0
@@ -68,7 +70,7 @@ KILL_TIMEOUT_S = 5.0
 OPEN_FILES = 256
 PR_SET_CHILD_SUBREAPER = 36
 # Files a job takes in or leaves behind, under the scratch root, named <job id>.<ext>: weights
-# to load or keep, and the training labels of the job's split (datasets.publish). The runner's
+# to load, or to keep (<job id>.<i>.pt for the job's i-th seed), and the training labels of the job's split (datasets.publish). The runner's
 # TypeScript side puts an input there before the job and takes a kept output away after it; the
 # zygote only opens them, so the untrusted child gets file descriptors, and the zygote never
 # reads a job's labels: what it holds, every later job's child inherits.
@@ -274,14 +276,14 @@ def _child_main(task, spec, split, t0, scratch, log_fd, event_fd, read_fd, addre
 
 def _event_bytes_limit(spec, split):
     """The flood guard's bound: EVENT_BYTES_LIMIT, plus, for training, its predictions (trainer.py):
-    the validation split's after every epoch and at the end, the test split's once. Without them a
-    long run on a large validation split with many classes (CIFAR-100: 2.5 MB an epoch) would pass
-    the bound by doing its job."""
+    the validation split's after every epoch and at the end, the test split's once, for each of the
+    job's seeds. Without them a long run on a large validation split with many classes (CIFAR-100:
+    2.5 MB an epoch) would pass the bound by doing its job."""
     if split is None:
         return EVENT_BYTES_LIMIT
     width = split.raw.prediction_width
-    return (EVENT_BYTES_LIMIT + metrics.encoded_bytes(len(split.val), width) * (spec["recipe"]["epochs"] + 1)
-            + metrics.encoded_bytes(len(split.test), width))
+    return (EVENT_BYTES_LIMIT + spec["together"] * (metrics.encoded_bytes(len(split.val), width) * (spec["recipe"]["epochs"] + 1)
+                                                    + metrics.encoded_bytes(len(split.test), width)))
 
 
 class _Job:
@@ -474,7 +476,10 @@ class Zygote:
                                                 f"{_seconds(limits['wall_seconds'])}")
         scratch = self._make_scratch(job_id)
         try:
-            spec = {**spec, "weights_fd": self._job_file(job_id, spec.get("weights", "")),
+            weights = spec.get("weights", "")
+            # One file per seed kept (weights-out/<job id>.<i>.pt, i by the job's seeds), one loaded.
+            spec = {**spec, "weights_fds": [self._job_file(f"{job_id}.{i}" if weights == "keep" else job_id, weights)
+                                            for i in range(spec["together"] if weights == "keep" else 1 if weights else 0)],
                     "labels_fd": self._job_file(job_id, "labels" if task == "train" else "")}
             log_path = os.path.join(scratch, "log.txt")
             log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
@@ -486,7 +491,7 @@ class Zygote:
                             self.device["kind"] == "cuda")
             os.close(write_fd)
             os.close(log_fd)
-            for fd in (spec["weights_fd"], spec["labels_fd"]):
+            for fd in (*spec["weights_fds"], spec["labels_fd"]):
                 if fd is not None:
                     os.close(fd)
             job = _Job(job_id, pid, read_fd, log_path, limits, t0, _event_bytes_limit(spec, split))

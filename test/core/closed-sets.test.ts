@@ -8,19 +8,32 @@ import { DATASETS } from "../../core/goal.js";
 import { InputDtypeSchema } from "../../core/model-config.js";
 import { FailureLabel, FailureLabelSchema, Surface } from "../../proto/gen/research/v1/common_pb.js";
 import { TRIAL_STAGES } from "../../swarm/run-state.js";
+import { DEFAULTS } from "../../gpu-runner/request.js";
 
 const PYTHON = process.env.RUNNER_PYTHON ?? DEFAULT_PYTHON;
 const WORKER_DIR = fileURLToPath(new URL("../../gpu-runner/python/", import.meta.url));
 
+interface WorkerSets {
+  optimizers: string[];
+  schedules: string[];
+  script_languages: string[];
+  input_dtypes: string[];
+  failure_labels: string[];
+  datasets: string[];
+  tasks: string[];
+  max_together: number;
+}
+
 /** The sandboxed worker has no protobuf runtime, so it keeps copies of the sets it checks. */
-function workerSets(): Record<string, string[]> {
+function workerSets(): WorkerSets {
   const code = [
     "import json, datasets, failures, specs",
     "print(json.dumps({'optimizers': specs.OPTIMIZERS, 'schedules': specs.SCHEDULES, 'script_languages': specs.SCRIPT_LANGUAGES,",
-    "  'input_dtypes': specs.INPUT_DTYPES, 'failure_labels': sorted(failures.LABELS), 'datasets': sorted(datasets.KNOWN), 'tasks': datasets.TASKS}))",
+    "  'input_dtypes': specs.INPUT_DTYPES, 'failure_labels': sorted(failures.LABELS), 'datasets': sorted(datasets.KNOWN), 'tasks': datasets.TASKS,",
+    "  'max_together': specs.MAX_TOGETHER}))",
   ].join("\n");
   const out = execFileSync(PYTHON, ["-c", code], { cwd: WORKER_DIR, encoding: "utf8", env: { ...process.env, PYTHONDONTWRITEBYTECODE: "1" } });
-  return JSON.parse(out) as Record<string, string[]>;
+  return JSON.parse(out) as WorkerSets;
 }
 
 describe("closed sets", () => {
@@ -52,8 +65,9 @@ describe("closed sets", () => {
     expect(worker.script_languages).toEqual(SCRIPT_LANGUAGE.names);
     expect(worker.input_dtypes).toEqual(InputDtypeSchema.options);
     // The worker labels only what it can see happen (never gate_miss or illegal, the judge's).
-    expect(FAILURE_LABELS).toEqual(expect.arrayContaining(worker.failure_labels!));
+    expect(FAILURE_LABELS).toEqual(expect.arrayContaining(worker.failure_labels));
     expect(worker.datasets).toEqual([...DATASETS].sort());
     expect(worker.tasks).toEqual(TASK.names);
+    expect(worker.max_together).toBe(DEFAULTS.maxTogether);
   });
 });

@@ -23,6 +23,10 @@ sys.path[:0] = [WORKER_DIR, os.path.join(REPO, "core", "compiler")]
 # Two cores shared with the rest of the suite; tiny models gain nothing from more threads.
 torch.set_num_threads(1)
 
+# Seeds trained together (trainer._Stack) need torch.func, from torch 2.0; under torch 1.x a job
+# of several seeds answers "apart" (test_trainer.py checks that).
+needs_torch_func = pytest.mark.skipif(not hasattr(torch, "func"), reason="torch 1.x has no torch.func: seeds train apart")
+
 # Job specs are complete, as gpu-runner/request.ts sends them: the worker has no defaults.
 # These values are neutral stand-ins for the fields a test does not care about.
 _DATASET = {"name": "digits", "data_dir": "", "subset": 0, "val_fraction": 0.1, "split_seed": 0,
@@ -35,7 +39,7 @@ _FULL = {
                    "schedule": "none", "warmup_epochs": 0.0, "step_size": 1, "gamma": 0.1, "label_smoothing": 0.0,
                    "grad_clip": 0.0, "batch_size": 128, "epochs": 2, "amp": False, "channels_last": False, "deterministic": False, "ema_decay": 0.0, "train_seconds": 0.0, "context": 0,
                    "augment": {"hflip": False, "crop_padding": 0, "cutout": 0}},
-        "seed": 0, "max_params": 0, "max_latency_ms": 0, "evaluate_test": False, "measure_inference": False, "weights": "", "threads": 1,
+        "seed": 0, "together": 1, "max_params": 0, "max_latency_ms": 0, "evaluate_test": False, "measure_inference": False, "weights": "", "threads": 1,
     },
     "summarize": {"source": "", "class_name": "Net", "init_kwargs": {}, "input_shape": [1, 8, 8],
                   "input_dtype": "float32", "num_classes": 0, "task": "classification", "threads": 1},
@@ -82,6 +86,9 @@ def scored(dataset, result, progress=()):
     in place of the predictions, and the validation curve from the epochs' predictions."""
     if result["kind"] != "result":
         return result
+    if "seeds" in result:  # seeds trained together: each seed's result came before the job's end
+        return {**result, "results": [scored(dataset, {**e, "kind": "result"}, [p for p in progress if p.get("seed") == e["seed"]])
+                                      for e in progress if e["kind"] == "seed_result"]}
     out = {k: v for k, v in result.items() if not k.endswith("_predictions")}
     curve = [referee().score({"dataset": dataset, "part": "val", "predictions": [e["val_predictions"]]})
              for e in progress if e["kind"] == "epoch"]

@@ -9,6 +9,7 @@ import torch
 
 import accel
 import trainer
+from conftest import needs_torch_func
 from cuda_standin import cuda_standin
 from test_trainer import IMAGES, run
 
@@ -41,6 +42,24 @@ def test_a_training_job_makes_every_cuda_call_as_a_gpu_host_accepts_it(monkeypat
         assert not torch.backends.cudnn.deterministic and torch.get_float32_matmul_precision() == "high"
         assert not torch.backends.cudnn.benchmark
     assert [e["epoch"] for e in progress if e["kind"] == "epoch"] == [1, 2, 3]
+
+
+@needs_torch_func
+def test_seeds_together_train_in_one_job_on_the_gpu_path(monkeypatch):
+    # What a GPU runner's "auto" does with a trial's seeds (trainer._Stack): one job, one context.
+    monkeypatch.setattr(accel, "CPU_LANE_FLOPS", 0)
+    with cuda_standin(monkeypatch) as gpu:
+        result, progress = run("train", dataset=LARGER, recipe=GPU_RECIPE, evaluate_test=True, together=3,
+                               limits={"gpu_memory_fraction": 0.125})
+        assert result["kind"] == "result" and result["seeds"] == [0, 1, 2], result
+        for seed_result in result["results"]:
+            # bf16 as a seed alone; the stacked input has no channels-last form.
+            assert seed_result["device"] == {"kind": "cuda", "name": "NVIDIA H200", "torch_version": torch.__version__,
+                                             "memory_format": "contiguous", "precision": "bf16"}
+            assert seed_result["metrics"]["test_accuracy"] > 0.25
+        assert gpu.called("set_memory_fraction") == [(0.125, 0)]
+        assert gpu.called("synchronize") == [(0,)]
+    assert sorted(e["seed"] for e in progress if e["kind"] == "epoch") == [0] * 3 + [1] * 3 + [2] * 3
 
 
 def test_timing_inference_synchronises_the_device_around_every_pass(monkeypatch):

@@ -42,7 +42,7 @@ def test_unknown_fields_are_dropped():
 
 
 @pytest.mark.parametrize("path", [("limits",), ("limits", "wall_seconds"), ("recipe", "momentum"),
-                                  ("recipe", "augment", "cutout"), ("recipe", "ema_decay"), ("dataset", "val_fraction"), ("seed",)])
+                                  ("recipe", "augment", "cutout"), ("recipe", "ema_decay"), ("dataset", "val_fraction"), ("seed",), ("together",)])
 def test_every_field_is_required(path):
     spec = train_spec()
     parent = spec
@@ -97,6 +97,9 @@ BAD = [
     ("train", train_spec(class_name="1nope"), r"^spec\.class_name = '1nope': expected a Python identifier$"),
     ("train", train_spec(source="  \n"), r"^spec\.source = '  \\n': expected Python source$"),
     ("train", train_spec(seed=2 ** 32), r"^spec\.seed = 4294967296: expected "),
+    ("train", train_spec(together=9), r"^spec\.together = 9: expected in \[1, 8\]"),
+    ("train", train_spec(seed=2 ** 32 - 1, together=2), r"^spec\.together = 2: expected .* its seeds below 2\^32$"),
+    ("train", train_spec(together=2, weights="load"), r"^spec\.together: loaded weights are evaluated one seed a job$"),
     ("train", train_spec(init_kwargs=[1]), r"^spec\.init_kwargs must be an object, got \[1\]$"),
     ("summarize", {**MINIMAL["summarize"], "input_shape": []}, r"^spec\.input_shape must be a non-empty list of positive integers"),
     ("summarize", {**MINIMAL["summarize"], "input_dtype": "float16"}, r"^spec\.input_dtype = 'float16': expected float32 or int64$"),

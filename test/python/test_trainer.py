@@ -12,7 +12,7 @@ import learning
 import metrics
 import specs
 import trainer
-from conftest import full_spec, published, referee, scored
+from conftest import full_spec, needs_torch_func, published, referee, scored
 
 CNN = """
 import torch.nn as nn
@@ -72,7 +72,7 @@ def job(task, source=CNN, dataset=IMAGES, **fields):
         spec = specs.validate(task, spec)
     events = []
     trainer.run(task, spec, split, events.append, time.monotonic())
-    assert all(e["kind"] in ("epoch", "first_step") for e in events[:-1])
+    assert all(e["kind"] in ("epoch", "first_step", "seed_result") for e in events[:-1])
     return events[-1], events[:-1], spec.get("dataset")
 
 
@@ -246,6 +246,64 @@ def test_a_seed_replays_exactly_augmentations_included():
     assert "test_accuracy" not in first["metrics"]  # only a test confirmation predicts the test split
     other, _ = run("train", recipe=recipe, seed=4)
     assert other["learning_curve"] != first["learning_curve"]
+
+
+@needs_torch_func
+def test_seeds_trained_together_match_each_seed_trained_alone():
+    """trainer._Stack: each seed keeps its initialisation, data order and augmentation draws, and
+    the optimizer, schedule, clipping and weight average act on it alone, so its predictions are
+    those of its own job to float rounding (the stacked kernels sum in another order)."""
+    recipe = {"optimizer": "sgd", "lr": 0.05, "momentum": 0.9, "nesterov": True, "schedule": "onecycle",
+              "label_smoothing": 0.1, "grad_clip": 1.0, "batch_size": 32, "epochs": 3, "ema_decay": 0.9,
+              "augment": {"hflip": True, "crop_padding": 1, "cutout": 2}}
+    end, progress, dataset = job("train", recipe=recipe, evaluate_test=True, seed=5, together=3)
+    assert end == {"kind": "result", "seeds": [5, 6, 7]}
+    assert sum(e["kind"] == "first_step" for e in progress) == 1
+    for seed in (5, 6, 7):
+        alone, alone_progress, _ = job("train", recipe=recipe, evaluate_test=True, seed=seed)
+        mine = [e for e in progress if e.get("seed") == seed]
+        epochs = [e for e in mine if e["kind"] == "epoch"]
+        ours = mine[-1]
+        assert ours["kind"] == "seed_result" and [e["epoch"] for e in epochs] == [1, 2, 3]
+        for a, b in zip([e for e in alone_progress if e["kind"] == "epoch"] + [alone], epochs + [ours]):
+            assert predictions(dataset, a["val_predictions"]) == pytest.approx(predictions(dataset, b["val_predictions"]), abs=1e-5)
+        assert predictions(dataset, alone["test_predictions"], "test") == pytest.approx(predictions(dataset, ours["test_predictions"], "test"), abs=1e-5)
+        assert ours["metrics"]["train_accuracy"] == alone["metrics"]["train_accuracy"]
+        assert ours["learning_curve"]["train_loss"] == pytest.approx(alone["learning_curve"]["train_loss"], rel=1e-6)
+        assert ours["learning_curve"]["lr"] == alone["learning_curve"]["lr"]
+
+
+def predictions(dataset, encoded, part="val"):
+    examples = encoded["shape"][0]
+    return metrics.decode(encoded, examples, dataset["num_classes"], part).ravel().tolist()
+
+
+@needs_torch_func
+def test_seeds_with_dropout_train_together_on_draws_of_their_own():
+    # Dropout inside the stacked pass draws for every seed at once (vmap's randomness="different"):
+    # independent per seed, not the draws of the seed alone.
+    source = CNN.replace("self.head(self.features(x).flatten(1))", "self.head(nn.functional.dropout(self.features(x).flatten(1), 0.3, self.training))")
+    end, progress, _ = job("train", source=source, recipe={"epochs": 2, "batch_size": 16}, seed=0, together=2)
+    assert end["kind"] == "result", end  # not "apart": vmap's default randomness="error" would refuse it
+    assert [e["seed"] for e in progress if e["kind"] == "seed_result"] == [0, 1]
+
+
+@needs_torch_func
+def test_a_model_vmap_cannot_run_trains_its_seeds_apart():
+    # A Python branch on a tensor's value has no batched form: the job says so before it trains.
+    source = CNN.replace("return self.head(", "if x.sum() > 1e9:\n            return 0\n        return self.head(")
+    end, progress, _ = job("train", source=source, recipe={"epochs": 2, "batch_size": 16}, seed=0, together=2)
+    assert end["kind"] == "apart" and "vmap cannot run the model" in end["reason"], end
+    assert progress == []
+    alone, _ = run("train", source=source, recipe={"epochs": 2, "batch_size": 16}, seed=0)
+    assert alone["kind"] == "result", alone
+
+
+@pytest.mark.skipif(hasattr(torch, "func"), reason="torch 2.x has torch.func: seeds train together")
+def test_under_torch_1_seeds_asked_together_train_apart():
+    end, progress, _ = job("train", recipe={"epochs": 1, "batch_size": 16}, seed=0, together=2)
+    assert end == {"kind": "apart", "reason": f"torch {torch.__version__} has no torch.func"}
+    assert progress == []
 
 
 def test_a_deterministic_recipe_turns_on_torchs_deterministic_algorithms():

@@ -18,7 +18,7 @@ import time
 import pytest
 import torch
 
-from conftest import WORKER_DIR, full_spec, published, referee, scored
+from conftest import WORKER_DIR, full_spec, needs_torch_func, published, referee, scored
 
 DIGITS = {"name": "digits", "subset": 200}
 
@@ -108,7 +108,7 @@ class Zygote:
                 if os.path.exists(labels):
                     os.remove(labels)
                 return scored(spec.get("dataset"), terminal, progress), progress, others
-            elif reply["event"]["kind"] in ("epoch", "first_step"):
+            elif reply["event"]["kind"] in ("epoch", "first_step", "seed_result"):
                 progress.append(reply["event"])
             else:
                 assert terminal is None, f"two terminal events: {terminal} and {reply['event']}"
@@ -282,13 +282,34 @@ def test_every_job_scratch_directory_is_removed(zygote, scratch):
     assert sorted(os.listdir(scratch)) == [".cache", "labels-in"] and not os.listdir(os.path.join(scratch, "labels-in"))
 
 
+@needs_torch_func
+def test_seeds_trained_together_keep_a_file_each_that_evaluates_as_its_seed(zygote, scratch):
+    """A job of two seeds (trainer._Stack) sends each seed's epochs and result, then one end, and
+    keeps weights-out/<job id>.<i>.pt per seed: loaded alone, each scores as its seed did."""
+    spec = full_spec("train", source=MLP, dataset=DIGITS, recipe={"epochs": 3, "lr": 0.02, "batch_size": 50}, seed=3)
+    together, progress, _ = zygote.run("train", {**spec, "together": 2, "weights": "keep"})
+    assert together["kind"] == "result" and together["seeds"] == [3, 4], together
+    assert sorted((e["seed"], e["epoch"]) for e in progress if e["kind"] == "epoch") == [(3, 1), (3, 2), (3, 3), (4, 1), (4, 2), (4, 3)]
+    results = {r["seed"]: r for r in together["results"]}
+    assert results[3]["metrics"]["val_accuracy"] != results[4]["metrics"]["val_accuracy"] or \
+        results[3]["learning_curve"]["train_loss"] != results[4]["learning_curve"]["train_loss"]
+    job = zygote.jobs
+    os.makedirs(os.path.join(scratch, "weights-in"), exist_ok=True)
+    for i, seed in enumerate((3, 4)):
+        os.replace(os.path.join(scratch, "weights-out", f"job-{job}.{i}.pt"),
+                   os.path.join(scratch, "weights-in", f"job-{zygote.jobs + 1}.pt"))
+        loaded, _, _ = zygote.run("train", {**spec, "seed": seed, "weights": "load"})
+        assert loaded["metrics"]["val_accuracy"] == results[seed]["metrics"]["val_accuracy"], (seed, loaded)
+    assert not os.listdir(os.path.join(scratch, "weights-out"))
+
+
 def test_kept_weights_evaluate_again_without_training(zygote, scratch):
     """The test confirmation's path: a seed trained with weights "keep" leaves its weights under
-    weights-out/<job id>.pt; given back under weights-in/, they score the same without a single epoch."""
+    weights-out/<job id>.0.pt; given back under weights-in/, they score the same without a single epoch."""
     spec = full_spec("train", source=MLP, dataset=DIGITS, recipe={"epochs": 8, "lr": 0.02, "batch_size": 50, "ema_decay": 0.9})
     trained, _, _ = zygote.run("train", {**spec, "weights": "keep"})
     assert trained["kind"] == "result", trained
-    kept = os.path.join(scratch, "weights-out", f"job-{zygote.jobs}.pt")
+    kept = os.path.join(scratch, "weights-out", f"job-{zygote.jobs}.0.pt")
     os.makedirs(os.path.join(scratch, "weights-in"), exist_ok=True)
     os.replace(kept, os.path.join(scratch, "weights-in", f"job-{zygote.jobs + 1}.pt"))
     loaded, progress, _ = zygote.run("train", {**spec, "weights": "load", "evaluate_test": True})
