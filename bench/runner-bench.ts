@@ -207,6 +207,8 @@ async function scaling(client: RunnerClient, cuda: boolean) {
       wall_per_round_s: r3(wallS / rounds),
       median_seed_s: r3(median(runs.flatMap((r) => r.seedS))),
       val_accuracy: r3(median(runs.map((r) => r.valAccuracy))),
+      // The seeds each seed's job trained: 1 apart (a CPU's default), the trial's seeds together (a GPU's).
+      seeds_together: Math.max(...runs[0]!.seedsTogether),
       runs: runs.map(roundRun),
     });
   }

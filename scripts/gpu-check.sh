@@ -145,6 +145,7 @@ if bench and "quick_cases" in bench:
         "case_warm_s": {c["id"]: c["warm"]["median_s"] for c in bench["quick_cases"]},
         "seeds_1_3_5_wall_s": [r["median_wall_s"] for r in bench["scaling"]["rows"]],
         "five_over_one": bench["scaling"]["five_over_one"],
+        "seeds_together": [r.get("seeds_together") for r in bench["scaling"]["rows"]],
         "reference_cnn_epoch_s": (bench.get("fashion_mnist") or {}).get("mean_epoch_s"),
         "reference_cnn_first_step_s": (bench.get("fashion_mnist") or {}).get("first_step_s"),
         "resnet9_epoch_s": (bench.get("resnet9") or {}).get("steady_epoch_s"),
