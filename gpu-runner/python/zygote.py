@@ -70,7 +70,8 @@ KILL_TIMEOUT_S = 5.0
 OPEN_FILES = 256
 PR_SET_CHILD_SUBREAPER = 36
 # Files a job takes in or leaves behind, under the scratch root, named <job id>.<ext>: weights
-# to load, or to keep (<job id>.<i>.pt for the job's i-th seed), and the training labels of the job's split (datasets.publish). The runner's
+# to load, or to keep (<job id>.<i>.pt for the job's i-th seed), and the training labels of the
+# job's split (datasets.publish). The runner's
 # TypeScript side puts an input there before the job and takes a kept output away after it; the
 # zygote only opens them, so the untrusted child gets file descriptors, and the zygote never
 # reads a job's labels: what it holds, every later job's child inherits.
@@ -477,9 +478,9 @@ class Zygote:
         scratch = self._make_scratch(job_id)
         try:
             weights = spec.get("weights", "")
-            # One file per seed kept (weights-out/<job id>.<i>.pt, i by the job's seeds), one loaded.
-            spec = {**spec, "weights_fds": [self._job_file(f"{job_id}.{i}" if weights == "keep" else job_id, weights)
-                                            for i in range(spec["together"] if weights == "keep" else 1 if weights else 0)],
+            # A file for each of the job's seeds to keep (<job id>.<i>), or the one to load.
+            names = [f"{job_id}.{i}" for i in range(spec["together"])] if weights == "keep" else [job_id] if weights else []
+            spec = {**spec, "weights_fds": [self._job_file(name, weights) for name in names],
                     "labels_fd": self._job_file(job_id, "labels" if task == "train" else "")}
             log_path = os.path.join(scratch, "log.txt")
             log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
