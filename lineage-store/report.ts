@@ -139,6 +139,10 @@ function trialRow(t: TrialState, position: number) {
     latency_ms: latencyOf(t)?.mean ?? null,
     val_accuracy: statsJson(acc),
     num_seeds: t.evaluated?.result?.numSeeds ?? null,
+    // Seeds its runner trained in one process (gpu-runner --seeds): 1 a job each; null before runners said.
+    seeds_together: Math.max(0, ...(t.evaluated?.result?.seedResults ?? []).map((r) => r.seedsTogether)) || null,
+    // Why a runner that trains seeds together trained these apart (a model vmap cannot run), or null.
+    seeds_apart: t.evaluated?.result?.seedsApart || null,
     // What the interval is made of, with num_seeds (core/ranking.ts intervalBasis).
     val_examples: standing(t)?.valExamples ?? null,
     score: scoreOf(t) ?? null,
@@ -754,6 +758,8 @@ function markdownOf(state: RunState, finished: RunFinished, j: Report["json"]): 
       }
     }
     out.push(`- Parameters: ${b.params !== null ? int(b.params) : "unknown"}`);
+    if (b.seeds_together && b.seeds_together > 1) out.push(`- Its seeds trained together, ${b.seeds_together} in one process (stacked and vmapped, each with its own initialisation and data order)`);
+    if (b.seeds_apart) out.push(`- Its seeds trained a process each: ${inline(b.seeds_apart)}`);
     if (b.latency_ms !== null) out.push(`- Latency: ${b.latency_ms.toPrecision(3)} ms per example (batch 1, warm, on the device it ran on; median of its seeds)`);
     const test = b.test?.metrics[`test_${o.metric}`];
     out.push(

@@ -30,7 +30,31 @@ function probe(runId: string, index: number): Event[] {
   ];
 }
 
+/** The run's events with the best trial's evaluation changed by `edit`. */
+function withBestResult(runId: string, edit: (r: { seedResults: { seed: number; seedsTogether: number }[]; seedsApart: string }) => void): Event[] {
+  const events = runEvents(runId);
+  const best = reportOf(events).json.outcome.best_trial_id;
+  for (const e of events) {
+    if (e.trialId === best && e.body.case === "trialEvaluated" && e.body.value.result) edit(e.body.value.result);
+  }
+  return events;
+}
+
 describe("report", () => {
+  it("says whether the best trial's seeds trained together in one process, or apart and why", () => {
+    const together = reportOf(withBestResult("together", (r) => (r.seedResults = [0, 1, 2].map((seed) => ({ seed, seedsTogether: 3 }) as never))));
+    expect(together.json.outcome.best_trial?.seeds_together).toBe(3);
+    expect(together.markdown).toContain("- Its seeds trained together, 3 in one process (stacked and vmapped, each with its own initialisation and data order)");
+    const apart = reportOf(withBestResult("apart", (r) => (r.seedsApart = "vmap cannot run the model: RuntimeError: data-dependent control flow")));
+    expect(apart.json.outcome.best_trial?.seeds_apart).toMatch(/^vmap cannot run/);
+    expect(apart.markdown).toContain("- Its seeds trained a process each: vmap cannot run the model: RuntimeError: data-dependent control flow");
+    // A runner that never said (seeds apart on a CPU, or runs recorded before): nothing.
+    const plain = reportOf(runEvents("plain"));
+    expect(plain.json.outcome.best_trial?.seeds_together).toBeNull();
+    expect(plain.markdown).not.toContain("Its seeds trained");
+  });
+
+
   it("says why the best trial is best, by the rule that picked it", () => {
     const { markdown, json } = reportOf(runEvents("why"));
     // Scores 0.917 and 0.914 with CI half-width 0.01 (fixtures), three seeds each.
