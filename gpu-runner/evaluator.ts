@@ -305,7 +305,12 @@ export class Evaluator {
       const jobs = Array.from({ length: Math.ceil(seeds.length / DEFAULTS.maxTogether) }, (_, i) => seeds.slice(i * DEFAULTS.maxTogether, (i + 1) * DEFAULTS.maxTogether));
       const results = await Promise.all(
         jobs.map(async (jobSeeds) => {
-          const got = await trainJob(jobSeeds);
+          // Seeds together hold one slot's share of the memory: out of it, they train apart.
+          const got = await trainJob(jobSeeds).catch((err: unknown) => {
+            const f = ResearchError.from(err);
+            if (f.label !== "oom" || abort.signal.aborted) throw err;
+            return { apart: `the ${jobSeeds.length} seeds ran out of memory together: ${f.message}` };
+          });
           if (Array.isArray(got)) return got;
           apartBecause = got.apart;
           this.rememberApart(modelKey, got.apart);

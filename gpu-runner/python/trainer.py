@@ -609,8 +609,9 @@ class _Stack:
     def of(cls, models, data, probe, criterion, amp_dtype, acc, scaled):
         """The stack, or why these models train apart: fp16's loss scaling would skip every seed's
         step for one seed's overflow; torch 1.x has no torch.func; and a model that vmap cannot
-        run (data-dependent control flow, .item(), in-place writes to a captured tensor) fails
-        its first stacked step here, on copies, before anything trains."""
+        run (data-dependent control flow, .item(), in-place writes to a captured tensor), or
+        that two seeds of overfill the memory, fails its first stacked step here, on copies,
+        before anything trains."""
         if scaled:
             return "fp16 loss scaling would skip every seed's step for one seed's overflow"
         if not hasattr(torch, "func"):
@@ -625,7 +626,8 @@ class _Stack:
                 loss = sum(criterion(o.float(), y) for o in out.unbind(0))
             loss.backward()
         except Exception as exc:  # whatever vmap refuses, the model still trains seed by seed
-            return f"vmap cannot run the model: {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+            why = "the seeds ran out of memory together" if classify(exc, "crash") == "oom" else "vmap cannot run the model"
+            return f"{why}: {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
         return cls(models)
 
     def __call__(self, x):

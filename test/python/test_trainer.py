@@ -299,6 +299,16 @@ def test_a_model_vmap_cannot_run_trains_its_seeds_apart():
     assert alone["kind"] == "result", alone
 
 
+@needs_torch_func
+def test_seeds_that_overfill_the_memory_together_train_apart():
+    # A stand-in for a GPU's out-of-memory error, raised only by a stacked pass (a batched tensor).
+    source = CNN.replace("    def forward(self, x):\n", "    def forward(self, x):\n        if torch._C._functorch.is_batchedtensor(x):\n"
+                         "            raise RuntimeError('CUDA out of memory. Tried to allocate 2.00 GiB')\n").replace("import torch.nn as nn", "import torch\nimport torch.nn as nn")
+    end, progress, _ = job("train", source=source, recipe={"epochs": 1, "batch_size": 16}, seed=0, together=2)
+    assert end["kind"] == "apart" and end["reason"].startswith("the seeds ran out of memory together: RuntimeError: CUDA out of memory"), end
+    assert progress == []
+
+
 @pytest.mark.skipif(hasattr(torch, "func"), reason="torch 2.x has torch.func: seeds train together")
 def test_under_torch_1_seeds_asked_together_train_apart():
     end, progress, _ = job("train", recipe={"epochs": 1, "batch_size": 16}, seed=0, together=2)

@@ -65,6 +65,18 @@ describe("a trial's seeds trained together", () => {
     expect(confirmed.aggregated.test_accuracy!.mean).toBeGreaterThan(0.5); // two epochs of 540 digits; chance is 0.1
   });
 
+  it("trains seeds apart that run out of memory together after they started", async () => {
+    // A stand-in for a GPU's out-of-memory error in the second stacked training step (the check
+    // before training makes the first stacked call): a seed alone never raises it.
+    const hungry = DIGITS_CNN.replace("import torch.nn as nn", "import torch\nimport torch.nn as nn\nCALLS = [0]").replace(
+      "    def forward(self, x):\n",
+      "    def forward(self, x):\n        if torch._C._functorch.is_batchedtensor(x):\n            CALLS[0] += 1\n            if CALLS[0] > 2:\n                raise RuntimeError('CUDA out of memory. Tried to allocate 2.00 GiB')\n",
+    );
+    const r = await evaluateToResult(client, request({ trialId: "oom", model: { code: hungry, className: "DigitsNet" }, seeds: 2 }));
+    expect(r.seedsApart).toMatch(/^the 2 seeds ran out of memory together: .*CUDA out of memory/);
+    expect(r.seedResults.map((s) => [s.seed, s.seedsTogether, s.epochsCompleted])).toEqual([[0, 1, 2], [1, 1, 2]]);
+  });
+
   it("trains a model vmap cannot run seed by seed, says why, and sends its next trial apart at once", async () => {
     const branching = DIGITS_CNN.replace("return self.head(self.features(x))", "if x.sum() > 1e9:\n            return None\n        return self.head(self.features(x))");
     for (const trialId of ["b1", "b2"]) {
