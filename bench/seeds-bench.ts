@@ -82,7 +82,7 @@ for (const placement of PLACEMENTS) {
         for (let i = 0; i < REPEATS; i++) {
           log(`${placement}: ${w.id}, ${seeds} seed(s), run ${i + 1} of ${REPEATS}`);
           const run = await measure(client, w.request(seeds, `${placement}-${w.id}-${seeds}-${i}`));
-          ((runs[placement] ??= {})[w.id] ??= {})[seeds] = [...(runs[placement]?.[w.id]?.[seeds] ?? []), run];
+          (((runs[placement] ??= {})[w.id] ??= {})[seeds] ??= []).push(run);
         }
       }
     }

@@ -294,6 +294,7 @@ export class Evaluator {
     let apartBecause = "";
     const modelKey = JSON.stringify([plan.job.source, plan.job.class_name, plan.job.init_kwargs]);
     const runSeeds = async (): Promise<SeedResult[]> => {
+      // A one-seed job never answers apart (only seeds together can: trainer.py _Stack.of).
       const apart = (list: number[]) => Promise.all(list.map((s) => trainJob([s]) as Promise<SeedResult[]>)).then((r) => r.flat());
       // Loaded weights (the test confirmation) train nothing: one seed a job.
       const groupable = this.together && !req.weightsOf && seeds.length > 1;
