@@ -264,20 +264,41 @@ function warmStarts(input: PlanInput, count: number, space: ReturnType<typeof sp
 /** Past configs a warm start proposes before the templates: the rest of the first proposals explore. */
 const WARM_STARTS = 2;
 
-/** The starting families a run has probed, in any recipe. */
-function triedFamilies(state: RunState): Set<string> {
+/**
+ * The starting families a run has probed, in any recipe; with `past`, also those past runs on
+ * this data (or data that looks the same) probed, whose rung-0 scores the warm start has.
+ */
+function triedFamilies(input: PlanInput, past: boolean): Set<string> {
   const out = new Set<string>();
-  for (const t of state.trials.values()) if (t.model && "name" in t.model && t.model.name) out.add(familyOf(t.model.name));
+  for (const t of input.state.trials.values()) if (t.model && "name" in t.model && t.model.name) out.add(familyOf(t.model.name));
+  if (past) for (const c of input.pastConfigs ?? []) if (c.model.name) out.add(familyOf(c.model.name));
   return out;
 }
 
 /**
- * The run's first proposals: warm starts, then one starting template per family, as many as
- * `count`. `newFamilies`: only families no trial of the run has used yet, in any recipe (a
- * Pareto goal's probe of every family: the same family in the brief's other recipe is not
- * another trade-off).
+ * Whether the policy probes every starting family once before it edits, and which families count
+ * as probed: a Pareto goal's, this run's (each family is another trade-off on its own front); an
+ * open-ended goal's from templates, this run's and its warm start's. An open-ended goal wants
+ * the best model, and the brief's order of the templates is no guide to it: under a latency
+ * limit it put se-cnn and resnet-small with label smoothing first, the two weakest CNNs at rung
+ * 0 (81.9-84.3% and 82.5-84.1% validation where vgg-cnn read 88.6-89.4%, resnet-small with a
+ * cosine schedule 87.5-87.9% and bn-cnn 87.3%, three Pareto runs that probed every family,
+ * bench/results/search-series-a67a57b.json), and 1917cc1's latency-1, whose two were accepted,
+ * edited se-cnn to the end (89.45% test against 92.1-92.3% for the runs that met resnet-small).
+ * A goal with a target is after the first config that meets it, and a run from a person's model
+ * is about that model: both edit from their first accepted trials.
  */
-export const initialBuiltin = (input: PlanInput, count: number, newFamilies = false): Proposal[] => {
+function freshFamilies(input: PlanInput, pareto: boolean): Set<string> | undefined {
+  if (pareto) return triedFamilies(input, false);
+  const { goal, start } = input.state;
+  return goal?.openEnded && !start ? triedFamilies(input, true) : undefined;
+}
+
+/**
+ * The run's first proposals: warm starts, then one starting template per family, as many as
+ * `count`. `skip`: families not to propose (freshFamilies), and no warm starts.
+ */
+export const initialBuiltin = (input: PlanInput, count: number, skip?: Set<string>): Proposal[] => {
   const blocks = briefBlocks(input.state.briefs);
   const recipeBlocks = blocks.filter((b) => RECIPE_FROM_BRIEF[b]);
   const rank = (t: Template) => t.blocks.filter((b) => blocks.includes(b)).length;
@@ -288,11 +309,10 @@ export const initialBuiltin = (input: PlanInput, count: number, newFamilies = fa
     .sort((a, b) => b.r - a.r || a.i - b.i)
     .map((x) => x.t);
   const seen = tried(input.state);
-  const skip = newFamilies ? triedFamilies(input.state) : new Set<string>();
-  const out: Proposal[] = newFamilies ? [] : warmStarts(input, count, space, seen);
+  const out: Proposal[] = skip ? [] : warmStarts(input, count, space, seen);
   for (const t of templates) {
     if (out.length >= count) break;
-    if (skip.has(t.name)) continue;
+    if (skip?.has(t.name)) continue;
     const recipe = recipeBlocks[out.length % Math.max(1, recipeBlocks.length)];
     // A family's own recipe stands; the brief's recipe knob goes to families without one.
     const knob = recipe && !t.recipe ? RECIPE_FROM_BRIEF[recipe] : undefined;
@@ -460,10 +480,11 @@ export const nextBuiltin: Policy = (input, index) => {
   // Nothing works yet: restart from a template not tried so far.
   if (accepted.length === 0 && !anchor) return initialBuiltin(input, 1)[0];
   const front = frontOf(state);
-  // A Pareto goal probes every starting family once before it edits: each is another trade-off
-  // of size and speed (1805356's pareto-0 probed two families and edited one of them to the end;
-  // dc836a7's probed mbconv-net twice, in the brief's two recipes, 67 s a probe).
-  const fresh = front && initialBuiltin(input, 1, true)[0];
+  // Every starting family once before the first edit (freshFamilies), each in one recipe: 1805356's
+  // pareto-0 probed two families and edited one of them to the end; dc836a7's probed mbconv-net
+  // twice, in the brief's two recipes, 67 s a probe.
+  const skip = freshFamilies(input, front !== undefined);
+  const fresh = skip && initialBuiltin(input, 1, skip)[0];
   if (fresh) return fresh;
   // Mostly the best; sometimes a runner-up, so one lucky trial does not own the search. A
   // Pareto goal edits any trial of its front: the search moves along the front, not only

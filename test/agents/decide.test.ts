@@ -68,6 +68,8 @@ function trial(
 
 /** Three probes (10 s a seed at 10k x 3) and t2 promoted to rung 1 (u2: 30 s at 30k x 3, one seed). */
 const explored = [...[0, 1, 2].flatMap((k) => trial(`t${k}`, k, 0.85 + k / 100, 10)), ...trial("u2", 2, 0.9, 30, { rung: 1, parent: "t2", valExamples: 3000 })];
+/** A rejected probe of every starting family but those of templates `but`: an open-ended run probes each once before it edits. */
+const probedBut = (...but: number[]) => templates.flatMap((_, k) => (but.includes(k) ? [] : trial(`p${k}`, k, 0.5, 10, { verdict: Verdict.REJECT })));
 
 function run(
   events: EventInit[],
@@ -116,7 +118,7 @@ describe("exploring", () => {
 
   it("starts the last long training early once nothing else ends before exploration does", () => {
     // 330 s: an edit of t2 (10 s a seed) would end after 333 s.
-    const m = decided(explored, 330);
+    const m = decided([...explored, ...probedBut(0, 1, 2)], 330);
     expect(proposalOf(m)).toMatchObject({ lastTraining: true, mutation: "last_training", parentIds: ["u2"] });
     expect(proposalOf(m).rationale).toMatch(/^nothing else fits before exploration ends: the run's last long training/);
   });
@@ -148,7 +150,20 @@ describe("exploring", () => {
     const inFlight = proposed("v");
     (inFlight.body!.value as { rung: number; parentIds: string[] }).rung = 1;
     (inFlight.body!.value as { rung: number; parentIds: string[] }).parentIds = ["t1"];
-    expect(decided([...explored, inFlight], 330)).toMatchObject({ kind: "wait" });
+    expect(decided([...explored, ...probedBut(0, 1, 2), inFlight], 330)).toMatchObject({ kind: "wait" });
+  });
+
+  it("probes every starting family once before it edits when open-ended, counting the families its warm start's past probed", () => {
+    const two = [0, 1].flatMap((k) => trial(`t${k}`, k, 0.85 + k / 100, 10));
+    const { input } = run(two, 100);
+    expect(nextBuiltin(input, 2)).toMatchObject({ mutation: "template", parentIds: [], model: { name: templates[2]!.model.name } });
+    // The families past runs on this data probed are known: the next one nobody probed is.
+    const pastConfigs = [2, 3].map((k) => ({ trialId: `old-t${k}`, runId: "old", model: templates[k]!.model, train: templates[k]!.train, ciLow: 0.8, weight: 0.5 }));
+    expect(nextBuiltin({ ...input, pastConfigs }, 2)).toMatchObject({ mutation: "template", model: { name: templates[4]!.model.name } });
+    // Every family probed: edits of the best.
+    expect(nextBuiltin(run([...two, ...probedBut(0, 1)], 100).input, 2)).toMatchObject({ parentIds: ["t1"] });
+    // A goal with a target is after the first config that meets it: it edits at once.
+    expect(nextBuiltin(run(two, 100, { target: 0.95 }).input, 2)!.parentIds).toEqual(["t1"]);
   });
 });
 
@@ -327,7 +342,7 @@ describe("a Pareto goal: accuracy vs parameters vs latency (issue 39)", () => {
   });
 
   it("proposes no edit predicted over a latency limit", () => {
-    const { input } = run(probes.slice(6, 9), 100, { maxLatencyMs: 1.05 });
+    const { input } = run([...probes.slice(6, 9), ...probedBut(2)], 100, { maxLatencyMs: 1.05 });
     const parent = input.state.trials.get("t2")!;
     let skipped = 0;
     for (let k = 0; k < 8; k++) {
