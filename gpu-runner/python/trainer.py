@@ -610,7 +610,7 @@ class _Stack:
         """The stack, or why these models train apart: fp16's loss scaling would skip every seed's
         step for one seed's overflow; torch 1.x has no torch.func; and a model that vmap cannot
         run (data-dependent control flow, .item(), in-place writes to a captured tensor), or
-        that two seeds of overfill the memory, fails its first stacked step here, on copies,
+        whose stacked seeds overfill the memory, fails its first stacked step here, on copies,
         before anything trains."""
         if scaled:
             return "fp16 loss scaling would skip every seed's step for one seed's overflow"

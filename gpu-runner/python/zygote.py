@@ -71,10 +71,10 @@ OPEN_FILES = 256
 PR_SET_CHILD_SUBREAPER = 36
 # Files a job takes in or leaves behind, under the scratch root, named <job id>.<ext>: weights
 # to load, or to keep (<job id>.<i>.pt for the job's i-th seed), and the training labels of the
-# job's split (datasets.publish). The runner's
-# TypeScript side puts an input there before the job and takes a kept output away after it; the
-# zygote only opens them, so the untrusted child gets file descriptors, and the zygote never
-# reads a job's labels: what it holds, every later job's child inherits.
+# job's split (datasets.publish). The runner's TypeScript side puts an input there before the job
+# and takes a kept output away after it; the zygote only opens them, so the untrusted child gets
+# file descriptors, and the zygote never reads a job's labels: what it holds, every later job's
+# child inherits.
 JOB_FILES = {"keep": ("weights-out", "pt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
              "load": ("weights-in", "pt", os.O_RDONLY),
              "labels": ("labels-in", "npy", os.O_RDONLY)}

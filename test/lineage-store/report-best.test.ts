@@ -54,7 +54,6 @@ describe("report", () => {
     expect(plain.markdown).not.toContain("Its seeds trained");
   });
 
-
   it("says why the best trial is best, by the rule that picked it", () => {
     const { markdown, json } = reportOf(runEvents("why"));
     // Scores 0.917 and 0.914 with CI half-width 0.01 (fixtures), three seeds each.
