@@ -253,7 +253,7 @@ export class Evaluator {
         trainS = timeBox();
         return { ...job, ...(trainS !== undefined && { recipe: { ...job.recipe, train_seconds: trainS } }), limits: startSeed() };
       };
-      const end = await this.opts.pool.run("train", makeSpec, onEvent, abort.signal, { labels: split.labels, ...filesOf(jobSeeds) });
+      const end = await this.opts.pool.run("train", makeSpec, onEvent, abort.signal, { labels: split.labels, ...filesOf(jobSeeds) }, req.seedsAtOnce);
       if (end.kind === "apart") return { apart: end.reason };
       if (end.kind !== "result") throw failureOf(end);
       if (jobSeeds.length === 1) seedsOf.get(jobSeeds[0]!)!.end = end;

@@ -6,6 +6,11 @@
  * only where a slot is used. A worker that died (a trial killed it, or it
  * crashed) is replaced before its slot takes the next job, so one bad trial
  * costs one restart, never the service.
+ *
+ * A job that starts at once (EvaluateRequest.seeds_at_once: a CPU's last long training whose
+ * seeds would leave a slot idle in rounds) takes a spare worker when every slot is busy: at most
+ * one a slot, started the first time one is needed, warm after, and never given a queued job, so
+ * that only such jobs share the cores.
  */
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
@@ -37,6 +42,8 @@ interface Waiter {
 export class WorkerPool {
   private readonly workers: Worker[];
   private readonly idle: Worker[] = [];
+  private readonly spares: Worker[] = [];
+  private readonly idleSpares: Worker[] = [];
   /** The GPU each worker is pinned to, by worker. */
   private readonly gpuOf = new Map<Worker, number>();
   private readonly queue: Waiter[] = [];
@@ -44,13 +51,18 @@ export class WorkerPool {
   device?: DeviceReport;
 
   constructor(private readonly opts: PoolOptions) {
-    this.workers = Array.from({ length: opts.slots }, (_, i) => {
-      const scratchDir = join(opts.scratchRoot, `slot-${i}`);
-      mkdirSync(scratchDir, { recursive: true });
-      const visibleGpus = opts.gpus === undefined ? undefined : opts.gpus === 0 ? "" : String(i % opts.gpus);
-      return new Worker(`slot-${i}`, opts.launch(scratchDir, visibleGpus), opts.logger, scratchDir);
-    });
-    if (opts.gpus) this.workers.forEach((w, i) => this.gpuOf.set(w, i % opts.gpus!));
+    this.workers = Array.from({ length: opts.slots }, (_, i) => this.worker(`slot-${i}`, i));
+  }
+
+  /** Worker `name`, pinned as slot i is. */
+  private worker(name: string, i: number): Worker {
+    const { gpus } = this.opts;
+    const scratchDir = join(this.opts.scratchRoot, name);
+    mkdirSync(scratchDir, { recursive: true });
+    const visibleGpus = gpus === undefined ? undefined : gpus === 0 ? "" : String(i % gpus);
+    const w = new Worker(name, this.opts.launch(scratchDir, visibleGpus), this.opts.logger, scratchDir);
+    if (gpus) this.gpuOf.set(w, i % gpus);
+    return w;
   }
 
   get sandboxed(): boolean {
@@ -72,7 +84,7 @@ export class WorkerPool {
     };
   }
 
-  private acquire(signal?: AbortSignal): Promise<Worker> {
+  private acquire(signal: AbortSignal | undefined, atOnce: boolean): Promise<Worker> {
     if (this.closed) return Promise.reject(new ResearchError("runner_unavailable", "runner is shutting down"));
     if (this.idle.length) {
       // Several GPUs: the one with the most free memory; else a warm worker before one not started yet.
@@ -80,6 +92,8 @@ export class WorkerPool {
       const at = pickSlot(this.idle.map((w) => ({ gpu: this.gpuOf.get(w), warm: w.alive })), free);
       return Promise.resolve(this.idle.splice(at, 1)[0]!);
     }
+    const spare = atOnce && (this.idleSpares.pop() ?? this.newSpare());
+    if (spare) return Promise.resolve(spare);
     return new Promise((resolve, reject) => {
       const onAbort = () => {
         const i = this.queue.indexOf(waiter);
@@ -95,6 +109,13 @@ export class WorkerPool {
     });
   }
 
+  private newSpare(): Worker | undefined {
+    if (this.spares.length >= this.workers.length) return undefined;
+    const w = this.worker(`spare-${this.spares.length}`, this.spares.length);
+    this.spares.push(w);
+    return w;
+  }
+
   private async release(worker: Worker): Promise<void> {
     if (!worker.alive && !this.closed) {
       this.opts.logger.warn({ worker: worker.id }, "worker died; restarting it");
@@ -106,14 +127,15 @@ export class WorkerPool {
         // the pool shrinking forever after one bad restart.
       }
     }
+    if (this.spares.includes(worker)) return void this.idleSpares.push(worker);
     const next = this.queue.shift();
     if (next) next.resolve(worker);
     else this.idle.push(worker);
   }
 
   /**
-   * Runs a job on the next free worker; resolves with its terminal event.
-   * The spec is built when a worker is free, so time spent queued does not
+   * Runs a job on the next free worker (`atOnce`: a spare when no slot is free); resolves with
+   * its terminal event. The spec is built when a worker is free, so time spent queued does not
    * eat into the job's wall-clock budget.
    */
   async run(
@@ -122,10 +144,11 @@ export class WorkerPool {
     onEvent: (e: WorkerEvent) => void,
     signal?: AbortSignal,
     files?: JobFiles,
+    atOnce = false,
   ): Promise<TerminalEvent> {
     let worker: Worker | undefined;
     try {
-      worker = await this.acquire(signal);
+      worker = await this.acquire(signal, atOnce);
       if (!worker.alive) await worker.start();
       return await worker.run(task, makeSpec(), onEvent, signal, files);
     } catch (err) {
@@ -139,6 +162,6 @@ export class WorkerPool {
   async close(): Promise<void> {
     this.closed = true;
     for (const w of this.queue.splice(0)) w.reject(new ResearchError("runner_unavailable", "runner is shutting down"));
-    await Promise.all(this.workers.map((w) => w.stop()));
+    await Promise.all([...this.workers, ...this.spares].map((w) => w.stop()));
   }
 }

@@ -168,6 +168,7 @@ async function publishProposal(ctx: AgentContext, state: RunState, index: number
         promptVersion,
         interventionId: p.interventionId ?? "",
         lastTraining: p.lastTraining ?? false,
+        seedsAtOnce: p.seedsAtOnce ?? false,
         informedBy: (p.informedBy ?? []).map((x) => x.trialId),
         informedWeights: (p.informedBy ?? []).map((x) => x.weight),
         ...prior,

@@ -56,6 +56,8 @@ export interface Proposal {
   interventionId?: string;
   /** The run's last long training: nothing long fits after it, so nothing else starts beside it. */
   lastTraining?: boolean;
+  /** A last training's seeds start at once, sharing the cores (time-model.ts seedsAtOnce). */
+  seedsAtOnce?: boolean;
   /** Past trials (of other runs) it starts from, each with its weight: a warm start (TrialProposed.informed_by). */
   informedBy?: { trialId: string; weight: number }[];
 }

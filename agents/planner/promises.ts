@@ -70,7 +70,7 @@ export const PROMISES: readonly PlannerPromise[] = [
       if (!(trainS > 0)) return "the last training has no time (train_seconds)";
       const availableS = budgetPlan(input.state, input.nowMs ?? Date.now()).availableS;
       // Its training time alone: the plan's margin (time-model.ts LAST_MARGIN) holds each seed's start-up and last validation.
-      const end = lastTrainingEnd(input, seeds, trainS);
+      const end = lastTrainingEnd(input, seeds, trainS, p.seedsAtOnce ?? false);
       return end > availableS ? `the last training's seeds end ${end.toFixed(0)} s from now, after the ${availableS.toFixed(0)} s before the reserve` : undefined;
     },
   },

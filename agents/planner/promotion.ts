@@ -162,15 +162,15 @@ export function lastTraining(input: PlanInput): Proposal | undefined {
         : `${scoreText(pick)}: no config reaches ${LAST_GAIN}x the passes it was measured at in the time left, and this one gains most (${time.gain.toFixed(1)}x)`;
   return {
     rung: rungs(input).length - 1,
-    seeds: time.seeds === seedsOf(input, {}) ? undefined : time.seeds,
-    hypothesis: `train ${pick.id} for ${time.trainS} s on the full training split (about ${time.epochs} epochs at its measured pace)`,
-    rationale: `the run's last long training: ${why}; the same model and recipe on the full split with the run's seeds, for the time the run has left, its schedule annealed over that time${train.augment?.crop_padding && !pg.train.augment?.crop_padding ? ", with random crops" : ""}`,
+    hypothesis: `train ${pick.id} for ${time.trainS} s on the full training split (about ${time.epochs} epochs at its measured pace${time.atOnce ? ", its seeds sharing the cores" : ""})`,
+    rationale: `the run's last long training: ${why}; the same model and recipe on the full split with the run's seeds${time.atOnce ? ` (all ${seedsOf(input, {})} at once on the runner's ${input.slots} slots' cores: a round of them would leave a slot idle)` : ""}, for the time the run has left, its schedule annealed over that time${train.augment?.crop_padding && !pg.train.augment?.crop_padding ? ", with random crops" : ""}`,
     parentIds: [pick.id],
     surface: PROMOTION_SURFACE,
     mutation: "last_training",
     model: pg.model,
     train,
     lastTraining: true,
+    ...(time.atOnce && { seedsAtOnce: true }),
   };
 }
 

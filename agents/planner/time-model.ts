@@ -6,7 +6,8 @@
  *   last long training starts, so nothing else may be planned to run past it;
  * - the last long training trains the chosen config on the full training split with the run's
  *   seeds for the time left before the reserve (swarm/budget.ts, the plan the judge stops by),
- *   its seeds placed on the runner's slots as the trials in flight will free them.
+ *   its seeds started at once sharing a CPU's cores when rounds on the slots would leave one idle,
+ *   else placed on the runner's slots as the trials in flight will free them.
  */
 import { DEFAULT_SEEDS } from "../../core/defaults.js";
 import { RECIPE_DEFAULTS } from "../../core/space.js";
@@ -259,13 +260,27 @@ function longestSeed(freeIn: readonly number[], seeds: number, horizonS: number)
   return lo;
 }
 
+/**
+ * Whether a last training's `seeds` start at once, each its own job sharing the cores, rather
+ * than in rounds on the runner's slots: on a CPU, when their last round would leave a slot idle.
+ * 3 seeds on 2 slots in rounds train half the time left each, one slot idle for the second half;
+ * at once they train all of it at 2/3 of a core each. On this 2-core machine three one-thread
+ * trainings at once made 317-322 steps in 40 s against 343-354 for two (a tenth lost to sharing
+ * the caches), so each seed makes about a fifth more steps by the same end. A GPU trains a
+ * trial's seeds together in one job (gpu-runner/device.ts).
+ */
+export function seedsAtOnce(input: Pick<PlanInput, "slots" | "device">, seeds: number): boolean {
+  const slots = input.slots || 1;
+  return input.device !== "cuda" && seeds > slots && seeds % slots !== 0;
+}
+
 export interface LastTrainingTime {
   /** Seconds each seed trains (train_seconds): the job anneals its schedule over that time. */
   trainS: number;
-  /** The epochs that should reach at `pick`'s measured pace on the full training split. */
+  /** The epochs that should reach at `pick`'s measured pace on the full training split, its seeds sharing the cores when at once. */
   epochs: number;
-  /** Seeds: the run's, or more when they fill the slots' last round at no cost in time. */
-  seeds: number;
+  /** Whether its seeds start at once (seedsAtOnce). */
+  atOnce: boolean;
   /** A seed's predicted seconds, start-up and last validation pass included. */
   predictedS: number;
   /** How many times the passes `pick` was measured at its training reaches. */
@@ -276,13 +291,12 @@ export interface LastTrainingTime {
  * The time of the run's last long training of `pick`, not a number of epochs: the job anneals its
  * schedule over that time (train_seconds). Epochs predicted from trials timed beside others were
  * wrong both ways (a GPU shared with probes measured 2-3 times slower than the training runs
- * alone; a loaded CPU slower still); the job itself knows how fast it goes. Its seeds are placed
- * on the runner's slots as the trials in flight free them (slotsFreeIn), each paying the job's
- * start-up and its last validation pass, all ending within LAST_MARGIN of the time left before
- * the reserve and each within the trial budget. Seeds beyond the run's fill the last round when
- * that costs no time (3 seeds on 2 slots train 4: nothing starts beside a last training, and the
- * slot would idle). Undefined when that is less than LAST_SHARE of the budget (of its
- * FRONT_TRAININGS-th for a Pareto goal) or no longer than `pick` trained. `share`: the part of
+ * alone; a loaded CPU slower still); the job itself knows how fast it goes. Its seeds start at
+ * once (seedsAtOnce), each at slots/seeds of a core's pace, or are placed on the runner's slots
+ * as the trials in flight free them (slotsFreeIn); each pays the job's start-up and its last
+ * validation pass, all ending within LAST_MARGIN of the time left before the reserve and each
+ * within the trial budget. Undefined when that is less than LAST_SHARE of the budget (of its
+ * FRONT_TRAININGS-th for a Pareto goal) or no more training than `pick` had. `share`: the part of
  * the time left this training has (a Pareto goal's front trials train long one after another,
  * swarm/front.ts). The floor is not scaled with `share`: with it, the last of dc836a7's Pareto
  * run's front trainings, whose share was the whole time left, needed 90 s a seed of 900 where the
@@ -296,28 +310,25 @@ export function lastTrainingTime(input: PlanInput, pick: TrialState, pg: Genome,
   const trained = seed.seconds - startUp;
   const passes = passesOf(input, pg.train);
   const fullEpochS = trained / passes;
+  const seeds = seedsOf(input, {});
+  const atOnce = seedsAtOnce(input, seeds);
+  // A seed's share of a core: its wall seconds do this much of what they would alone.
+  const pace = atOnce ? (input.slots || 1) / seeds : 1;
   // The job stops mid-epoch at its time, then predicts the validation split once: a forward
   // pass over nVal examples, taken as long as training on them (about three times what it is).
-  const overhead = startUp + (fullEpochS * input.info.nVal) / input.info.nTrain;
+  const overhead = (startUp + (fullEpochS * input.info.nVal) / input.info.nTrain) / pace;
   const horizon = LAST_MARGIN * share * budgetPlan(state, input.nowMs ?? Date.now()).availableS;
-  const free = slotsFreeIn(input);
-  const runSeeds = seedsOf(input, {});
-  const slots = input.slots || 1;
-  const filled = input.device === "cuda" ? runSeeds : Math.ceil(runSeeds / slots) * slots;
-  let seeds = runSeeds;
-  let perSeed = longestSeed(free, runSeeds, horizon);
-  if (filled > runSeeds && longestSeed(free, filled, horizon) >= perSeed - 1) seeds = filled;
-  let trainS = perSeed - overhead;
+  let trainS = (atOnce ? horizon : longestSeed(slotsFreeIn(input), seeds, horizon)) - overhead;
   const trialBudget = state.settings?.trialTimeBudgetS ?? 0;
   if (trialBudget > 0) trainS = Math.min(trainS, 0.85 * trialBudget - overhead);
   trainS = Math.floor(trainS);
   const floorS = (LAST_SHARE * state.goal!.timeBudgetS) / (tradeOffsOf(state).length ? FRONT_TRAININGS : 1);
-  if (trainS < floorS || trainS <= trained) return undefined;
-  perSeed = overhead + trainS;
-  return { trainS, epochs: Math.min(LAST_EPOCHS, Math.floor(trainS / fullEpochS)), seeds, predictedS: perSeed, gain: trainS / fullEpochS / passes };
+  const work = trainS * pace;
+  if (trainS < floorS || work <= trained) return undefined;
+  return { trainS, epochs: Math.min(LAST_EPOCHS, Math.floor(work / fullEpochS)), atOnce, predictedS: overhead + trainS, gain: work / fullEpochS / passes };
 }
 
-/** The predicted end, in seconds from now, of a last training of `seeds` seeds of `predictedS` each on the slots as they free up. */
-export function lastTrainingEnd(input: PlanInput, seeds: number, predictedS: number): number {
-  return lastEnd(slotsFreeIn(input), seeds, predictedS);
+/** The predicted end, in seconds from now, of a last training of `seeds` seeds of `predictedS` each: all now when at once, else on the slots as they free up. */
+export function lastTrainingEnd(input: PlanInput, seeds: number, predictedS: number, atOnce: boolean): number {
+  return atOnce ? predictedS : lastEnd(slotsFreeIn(input), seeds, predictedS);
 }

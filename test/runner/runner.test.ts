@@ -588,10 +588,12 @@ describe("requests, cancellation and concurrency", () => {
 });
 
 describe("a time-boxed training with a deadline (a run's last long training)", () => {
+  const boxed = (deadlineS: number, at?: { trialId: string; seedsAtOnce: boolean }) =>
+    digits(DIGITS_CNN, "DigitsNet", { trialId: `boxed-${deadlineS}`, seeds: 3, recipe: { epochs: 10_000, batchSize: 32, trainSeconds: 2 }, budget: { timeBudgetS: 60, deadlineS }, ...at });
+
   it("trains each seed for its time, and a seed that starts late for what is left to the deadline", async () => {
     // Three seeds of 2 s on two slots: the third starts once one of the first two is done, so
     // with 3.5 s to the deadline it trains for less than its 2 s.
-    const boxed = (deadlineS: number) => digits(DIGITS_CNN, "DigitsNet", { trialId: `boxed-${deadlineS}`, seeds: 3, recipe: { epochs: 10_000, batchSize: 32, trainSeconds: 2 }, budget: { timeBudgetS: 60, deadlineS } });
     const r = await evaluateToResult(client, boxed(3.5));
     const seconds = r.seedResults.map((s) => s.seconds).sort((a, b) => a - b);
     expect(seconds[0]).toBeLessThan(1.8);
@@ -600,6 +602,18 @@ describe("a time-boxed training with a deadline (a run's last long training)", (
     // Without a deadline every seed trains its 2 s.
     const free = await evaluateToResult(client, boxed(0));
     for (const s of free.seedResults) expect(s.seconds).toBeGreaterThanOrEqual(2);
+  });
+
+  it("starts every seed at once when asked, the third on a spare worker: each trains its whole time by the deadline", async () => {
+    // The first request starts the pool's spare; the second finds it warm, so its third seed
+    // starts beside the other two and trains its 2 s, where in rounds it trained less.
+    const atOnce = (id: string) => boxed(3.5, { trialId: id, seedsAtOnce: true });
+    await evaluateToResult(client, atOnce("at-once-0"));
+    const r = await evaluateToResult(client, atOnce("at-once-1"));
+    for (const s of r.seedResults) expect(s.seconds).toBeGreaterThanOrEqual(2);
+    // The spare is no slot: a queued job never takes it.
+    const h = await client.health({});
+    expect([h.slots, h.workersReady]).toEqual([2, 2]);
   });
 });
 
