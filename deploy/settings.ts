@@ -25,11 +25,13 @@ export function runSettings(goal: Goal, partial: Partial<RunSettings>, workspace
   return create(RunSettingsSchema, {
     ...SETTING_DEFAULTS,
     parallel: defaultParallel(health),
-    // A seed may use 70% of the run, between one and twenty minutes: the budget
-    // plan admits a trial only when it is predicted to fit, and the exploit
-    // phase's last long training (from a third of the budget, the time left
-    // less the reserve) must not be cut by this cap.
-    trialTimeBudgetS: Math.min(1200, Math.max(60, budget * 0.7)),
+    // A seed may use the whole run (at least a minute): the budget plan admits a
+    // trial only when it is predicted to fit, and the run's last long training,
+    // whose seeds may share a CPU's cores from its start to the reserve
+    // (agents/planner/time-model.ts seedsAtOnce), must not be cut by this cap:
+    // at 70% of the budget it cut 17b7df3's first 15-minute run's at 528 s a
+    // seed of the 651 s it had, and the run ended with 146 s unused.
+    trialTimeBudgetS: Math.max(60, budget),
     ...Object.fromEntries(Object.entries(partial).filter(([, v]) => v !== undefined && v !== 0 && v !== "")),
     research: partial.research ?? SETTING_DEFAULTS.research,
     workspace: resolve(workspace),
