@@ -113,6 +113,7 @@ export class WorkerPool {
     if (this.spares.length >= this.workers.length) return undefined;
     const w = this.worker(`spare-${this.spares.length}`, this.spares.length);
     this.spares.push(w);
+    this.opts.logger.info({ worker: w.id, spares: this.spares.length }, "every slot busy: a spare worker for a job that starts at once");
     return w;
   }
 
