@@ -281,8 +281,6 @@ export interface LastTrainingTime {
   epochs: number;
   /** Whether its seeds start at once (seedsAtOnce). */
   atOnce: boolean;
-  /** A seed's predicted seconds, start-up and last validation pass included. */
-  predictedS: number;
   /** How many times the passes `pick` was measured at its training reaches. */
   gain: number;
 }
@@ -325,7 +323,7 @@ export function lastTrainingTime(input: PlanInput, pick: TrialState, pg: Genome,
   const floorS = (LAST_SHARE * state.goal!.timeBudgetS) / (tradeOffsOf(state).length ? FRONT_TRAININGS : 1);
   const work = trainS * pace;
   if (trainS < floorS || work <= trained) return undefined;
-  return { trainS, epochs: Math.min(LAST_EPOCHS, Math.floor(work / fullEpochS)), atOnce, predictedS: overhead + trainS, gain: work / fullEpochS / passes };
+  return { trainS, epochs: Math.min(LAST_EPOCHS, Math.floor(work / fullEpochS)), atOnce, gain: work / fullEpochS / passes };
 }
 
 /** The predicted end, in seconds from now, of a last training of `seeds` seeds of `predictedS` each: all now when at once, else on the slots as they free up. */
