@@ -387,7 +387,7 @@ def train(spec, split, emit, t0):
                           f"{spec['max_params']:,}")
 
     # A continued training (EvaluateRequest.init_weights): each seed from its own kept weights.
-    for m, fd in zip(models, spec["init_fds"]):
+    for m, fd in zip(models, spec.get("init_fds", ())):
         _load_weights(m, fd, acc.tensors, "the weights to start from")
     loaded = spec["weights"] == "load"
     if spec["max_latency_ms"] and not loaded:

@@ -19,6 +19,10 @@ import { fingerprint, genomeOf } from "../../agents/planner/identity.js";
 import { emptyView, runDetail, trialDetail } from "../../dashboard/views.js";
 import { Mutation } from "../../proto/gen/research/v1/common_pb.js";
 import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
+import { runPromiseBreaks } from "../../agents/planner/promises.js";
+
+/** A model config as the lineage compares them. */
+const modelText = (model: unknown) => JSON.stringify(model);
 
 const { NODE_CHANNEL_FD: _ipc, ...inherited } = process.env;
 const env = { ...inherited, LOG_LEVEL: "warn", EMBEDDER: "hashing" };
@@ -76,6 +80,41 @@ describe("a run in a workspace with past runs on its dataset", () => {
       expect(off.report).not.toContain("## Warm start");
       expect(runDetail(emptyView(off.state)).warm_start).toEqual([]);
       expect(runDetail(emptyView(off.state)).past_prior).toBeNull();
+    } finally {
+      rmSync(workspace, { recursive: true, force: true });
+    }
+  }, 600_000);
+
+  it("continues a past run's long training from the weights the runner kept, and trains last from there", async () => {
+    const workspace = mkdtempSync(join(tmpdir(), "warm-continue-"));
+    try {
+      // Open-ended with three trials: two probes and the last long training, the full split for the time left.
+      const launch = async (): Promise<{ state: RunState; report: string }> => {
+        const args = ["launch", "--goal", "digits: maximise accuracy", "--max-trials", "3", "--parallel", "2", "--time-budget", "45s", "--no-research", "--workspace", workspace, "--json"];
+        const r = await run("./research-agent", args, { env, timeout: 240_000 });
+        expect([0, 3], r.stderr.slice(-2000)).toContain(r.status);
+        const summary = summaryOf(r.stdout);
+        return { state: foldRun(summary.run_id, await storedEvents(workspace, summary.run_id)), report: readFileSync(summary.report, "utf8") };
+      };
+      const cold = await launch();
+      const long = [...cold.state.trials.values()].find((t) => t.proposed?.lastTraining);
+      expect(long?.judged?.verdict, "the first run trained a config long").toBe(Verdict.ACCEPT);
+
+      const warm = await launch();
+      const first = warm.state.trials.get(warm.state.order[0]!)!;
+      // Its first trial continues that training: the same model and recipe, each seed from the kept weights.
+      expect(first.proposed).toMatchObject({ mutation: Mutation.WARM_START, informedBy: [long!.id], initWeights: { runId: cold.state.runId, trialId: long!.id } });
+      expect(modelText(first.model), "the past model").toBe(modelText(long!.model));
+      expect(first.assembled?.request?.initWeights).toMatchObject({ runId: cold.state.runId, trialId: long!.id });
+      expect(first.evaluated?.result?.seedResults.length, first.evaluated?.failure?.message).toBe(3);
+      // Nothing started beside it, and the last long training goes on from its weights.
+      expect(warm.state.order).toHaveLength(2);
+      const last = warm.state.trials.get(warm.state.order[1]!)!;
+      expect(last.proposed).toMatchObject({ lastTraining: true, parentIds: [first.id], initWeights: { runId: warm.state.runId, trialId: first.id } });
+      expect(last.evaluated?.result?.seedResults.length, last.evaluated?.failure?.message).toBe(3);
+      expect(runPromiseBreaks(warm.state, 0.05 * 45)).toEqual([]);
+      expect(warm.report).toMatch(new RegExp(`\\| \`${first.id}\` \\| \`${long!.id}\` \\(weight 0\\.50\\) \\| trained weights \\|`));
+      expect(warm.report).toContain(`- \`${last.id}\` continues the training of \`${first.id}\` from its kept weights.`);
     } finally {
       rmSync(workspace, { recursive: true, force: true });
     }
