@@ -144,10 +144,10 @@ export function continuation(input: PlanInput): Proposal | undefined {
   if (!goal?.openEnded || state.start || tradeOffsOf(state).length || (goal.maxLatencyMs ?? 0) > 0 || state.order.length) return undefined;
   const seeds = seedsOf(input, {});
   const time = continuationTime(input, seeds);
+  if (!time) return undefined;
   const families = new Set(spaceOf(state.settings?.space).families);
   const seen = tried(state);
   for (const past of input.pastLong ?? []) {
-    if (!time) return undefined;
     if (families.size && !families.has(familyOf(past.model.name))) continue;
     const g: Genome = { model: structuredClone(past.model), train: { ...past.train, epochs: LAST_EPOCHS, train_seconds: time.trainS } };
     if (withinBudget(input, g, seen)) continue;
