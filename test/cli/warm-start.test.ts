@@ -66,7 +66,7 @@ describe("a run in a workspace with past runs on its dataset", () => {
       // And its run page, what the run started from, with how each past config did here.
       const started = runDetail(emptyView(warm.state)).warm_start;
       // The same dataset, described the same: distance 0, so half a result of this run's own.
-      expect(started[0]).toMatchObject({ trial_id: warm.state.order[0], past: [{ run_id: cold.state.runId, trial_id: from!.id, weight: 0.5 }] });
+      expect(started[0]).toMatchObject({ trial_id: warm.state.order[0], past: [{ run_id: cold.state.runId, trial_id: from!.id, weight: 0.5 }], takes: "config" });
       expect(warm.report).toContain(`\`${from!.id}\` (weight 0.50)`);
       // The first run's judged probes were in the surrogate's prior, each at that weight.
       const prior = runDetail(emptyView(warm.state)).past_prior;
@@ -115,6 +115,8 @@ describe("a run in a workspace with past runs on its dataset", () => {
       expect(runPromiseBreaks(warm.state, 0.05 * 45)).toEqual([]);
       expect(warm.report).toMatch(new RegExp(`\\| \`${first.id}\` \\| \`${long!.id}\` \\(weight 0\\.50\\) \\| trained weights \\|`));
       expect(warm.report).toContain(`- \`${last.id}\` continues the training of \`${first.id}\` from its kept weights.`);
+      // The dashboard's run page says the same.
+      expect(runDetail(emptyView(warm.state)).warm_start).toMatchObject([{ trial_id: first.id, past: [{ run_id: cold.state.runId, trial_id: long!.id }], takes: "weights" }]);
     } finally {
       rmSync(workspace, { recursive: true, force: true });
     }
