@@ -68,15 +68,19 @@ export class WeightStore {
 
   /**
    * The kept file each of `count` seeds starts from when a request continues `trialId`'s
-   * training (EvaluateRequest.init_weights): the i-th kept seed for seed i, cycling. invalid_config
-   * when none are kept.
+   * training (EvaluateRequest.init_weights): the i-th kept seed for seed i. invalid_config when
+   * fewer are kept: two seeds from one seed's weights would not be independent, and their
+   * interval would claim more than they know.
    */
   startFrom(runId: string, trialId: string, count: number): string[] {
     const kept = this.keptSeeds(runId, trialId);
     if (!kept.length) {
       throw new ResearchError("invalid_config", `no weights kept for trial ${trialId} of run ${runId} to start from (a runner keeps a run's best ${KEPT_PER_RUN} trials by the run's rule for best, for a day after the run last used them)`);
     }
-    return Array.from({ length: count }, (_, i) => join(this.dir(runId, trialId), `seed-${kept[i % kept.length]}.pt`));
+    if (kept.length < count) {
+      throw new ResearchError("invalid_config", `trial ${trialId} of run ${runId} has ${kept.length} seeds' weights kept, fewer than the ${count} seeds asked to start from them (each seed starts from its own)`);
+    }
+    return kept.slice(0, count).map((seed) => join(this.dir(runId, trialId), `seed-${seed}.pt`));
   }
 
   /**

@@ -573,9 +573,10 @@ export type EvaluateRequest = Message<"research.v1.EvaluateRequest"> & {
   /**
    * Start from trained weights instead of the model's own initialisation: those kept for
    * another trial (keep_weights there, of this run or an earlier one), seed i of this request
-   * from the i-th kept seed (in seed order, cycling when there are fewer), then train as the
-   * recipe says: a later run continues an earlier one's training (issue 37). invalid_config when
-   * none are kept or they do not fit the model. Excludes weights_of.
+   * from the i-th kept seed in seed order, then train as the recipe says: a later run continues
+   * an earlier one's training (issue 37). invalid_config when fewer seeds are kept than asked
+   * (two seeds from one's weights would not be independent) or they do not fit the model.
+   * Excludes weights_of.
    *
    * @generated from field: research.v1.WeightsRef init_weights = 17;
    */
