@@ -59,8 +59,10 @@ try {
       idempotencyKey: "",
       keepWeights: false,
       evaluateTest: false,
+      // Its latency was measured in its run: not again, and no limit to check before training.
+      measureInference: false,
       recipe: { ...past.recipe!, lr: past.recipe!.lr * scale, trainSeconds: SECONDS },
-      budget: { ...past.budget!, deadlineS: 0, timeBudgetS: SECONDS + 300 },
+      budget: { ...past.budget!, deadlineS: 0, maxLatencyMs: 0, timeBudgetS: SECONDS + 300 },
       initWeights: create(WeightsRefSchema, { runId, trialId }),
     };
     const t0 = performance.now();
