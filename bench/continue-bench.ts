@@ -1,16 +1,18 @@
 /**
  * Does continuing a finished run's best training help (issue 37)? A run's best trial was a long
  * training whose schedule annealed to its end; this starts each of its seeds again from the
- * weights the runner kept (EvaluateRequest.init_weights), with the same model and recipe for
- * --seconds more (a warm restart: the schedule runs again over the new time), and compares each
- * seed's validation accuracy with what it had. On validation data only: it decides whether a later
- * run should start from an earlier one's weights, and the test split stays unseen.
+ * weights the runner kept (EvaluateRequest.init_weights), with the same model and recipe for S1
+ * seconds (a warm restart: the schedule runs again over the new time), then, for each further
+ * S2, ..., from the weights the stage before kept, as a warm run's continued training and its last
+ * long training do (agents/planner/promotion.ts continuation); and compares each seed's validation
+ * accuracy with what it had. On validation data only: it decides whether a later run should
+ * start from an earlier one's weights, and the test split stays unseen.
  *
- *   npx tsx bench/continue-bench.ts --workspace WS [--trial T] [--seconds S] [--lr-scales 1,0.3] [--out FILE]
+ *   npx tsx bench/continue-bench.ts --workspace WS [--trial T] [--seconds S1[,S2...]] [--out FILE]
  *
  * WS is a finished run's workspace; its runner-state is copied, never changed. T defaults to the
- * run's best trial. Each variant trains the trial's seeds as the run's last training did (at once
- * when it did) for S seconds (default 300) on a runner with 2 slots.
+ * run's best trial. Each stage trains the trial's seeds as its run did (at once when it did) on a
+ * runner with 2 slots.
  */
 import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { cpus, hostname, loadavg, tmpdir } from "node:os";
@@ -25,12 +27,11 @@ import { startRunner } from "../gpu-runner/server.js";
 import { WeightsRefSchema, type EvaluateRequestSchema } from "../proto/gen/research/v1/runner_pb.js";
 
 const { values } = parseArgs({
-  options: { workspace: { type: "string" }, trial: { type: "string" }, seconds: { type: "string", default: "300" }, "lr-scales": { type: "string", default: "1" }, out: { type: "string" } },
+  options: { workspace: { type: "string" }, trial: { type: "string" }, seconds: { type: "string", default: "300" }, out: { type: "string" } },
 });
 if (!values.workspace) throw new Error("--workspace is required");
 const WS = resolve(values.workspace);
-const SECONDS = Number(values.seconds);
-const SCALES = values["lr-scales"]!.split(",").map(Number);
+const STAGES = values.seconds!.split(",").map(Number);
 
 const stored = [...(await storedRuns(WS))][0];
 if (!stored) throw new Error(`no run in ${WS}`);
@@ -49,29 +50,32 @@ const state = mkdtempSync(join(tmpdir(), "continue-bench-"));
 cpSync(join(WS, "runner-state"), state, { recursive: true });
 const runner = await startRunner({ slots: 2, stateDir: state, logger: log });
 const client = connectRunner(runner.address);
-const variants = [];
+const stages = [];
 try {
-  for (const scale of SCALES) {
+  let from = { runId, trialId };
+  for (const [i, seconds] of STAGES.entries()) {
     const req: MessageInitShape<typeof EvaluateRequestSchema> = {
       ...past,
       runId: "continue-bench",
-      trialId: `continue-x${scale}`,
+      trialId: `stage-${i + 1}`,
       idempotencyKey: "",
-      keepWeights: false,
+      // The next stage starts from these.
+      keepWeights: true,
       evaluateTest: false,
       // Its latency was measured in its run: not again, and no limit to check before training.
       measureInference: false,
-      recipe: { ...past.recipe!, lr: past.recipe!.lr * scale, trainSeconds: SECONDS },
-      budget: { ...past.budget!, deadlineS: 0, maxLatencyMs: 0, timeBudgetS: SECONDS + 300 },
-      initWeights: create(WeightsRefSchema, { runId, trialId }),
+      recipe: { ...past.recipe!, trainSeconds: seconds },
+      budget: { ...past.budget!, deadlineS: 0, maxLatencyMs: 0, timeBudgetS: seconds + 300 },
+      initWeights: create(WeightsRefSchema, from),
     };
     const t0 = performance.now();
     const result = await evaluateToResult(client, req);
     const after = result.seedResults.map((s) => ({ seed: s.seed, val: s.metrics.val_accuracy!, epochs: s.epochsCompleted }));
-    const gains = after.map((a, i) => a.val - before[i % before.length]!.val);
-    const variant = { lr_scale: scale, lr: req.recipe!.lr, wall_s: Math.round((performance.now() - t0) / 100) / 10, seeds: after, gain_pp: gains.map((g) => Math.round(g * 1e4) / 100), mean_gain_pp: Math.round((gains.reduce((a, b) => a + b, 0) / gains.length) * 1e4) / 100 };
-    console.log(JSON.stringify(variant));
-    variants.push(variant);
+    const gains = after.map((a, i) => a.val - before[i]!.val);
+    const stage = { seconds, from: from.trialId, wall_s: Math.round((performance.now() - t0) / 100) / 10, seeds: after, gain_pp: gains.map((g) => Math.round(g * 1e4) / 100), mean_gain_pp: Math.round((gains.reduce((a, b) => a + b, 0) / gains.length) * 1e4) / 100 };
+    console.log(JSON.stringify(stage));
+    stages.push(stage);
+    from = { runId: "continue-bench", trialId: `stage-${i + 1}` };
   }
 } finally {
   client.close();
@@ -84,6 +88,6 @@ const out = resolve(values.out ?? `bench/results/continue-${commit}.json`);
 mkdirSync(dirname(out), { recursive: true });
 writeFileSync(
   out,
-  `${JSON.stringify({ commit, machine: { host: hostname(), cpu: cpus()[0]?.model, cores: cpus().length }, load_at_start: loadavg()[0], command: process.argv.slice(1).join(" "), workspace: WS, run: runId, trial: trialId, seconds: SECONDS, model: past.model?.className, seeds_at_once: past.seedsAtOnce, before, variants }, null, 2)}\n`,
+  `${JSON.stringify({ commit, machine: { host: hostname(), cpu: cpus()[0]?.model, cores: cpus().length }, load_at_start: loadavg()[0], command: process.argv.slice(1).join(" "), workspace: WS, run: runId, trial: trialId, model: past.model?.className, seeds_at_once: past.seedsAtOnce, before, stages }, null, 2)}\n`,
 );
 console.log(`written ${out}`);
