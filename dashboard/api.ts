@@ -241,6 +241,8 @@ export interface WarmStartRow {
   trial_id: string;
   /** The past trials whose config it took, each with its run. */
   past: PastTrial[];
+  /** What it took: their config, evaluated here from its own initialisation, or their trained weights, whose training it continued. */
+  takes: "config" | "weights";
   /** Its validation interval here, in this run, once evaluated: no past score counts. */
   val: Interval | null;
   verdict: string | null;

@@ -207,7 +207,8 @@ function warmStartOf(s: RunState): WarmStartRow[] {
     const from = t.proposed?.informedBy ?? [];
     if (!from.length) return [];
     const weights = t.proposed!.informedWeights;
-    return [{ trial_id: id, past: from.map((p, i) => ({ run_id: runOfTrial(p), trial_id: p, weight: weights[i] ?? null })), val: valInterval(t), verdict: t.judged ? verdictName(t.judged.verdict) : null }];
+    const takes = t.proposed!.initWeights ? ("weights" as const) : ("config" as const);
+    return [{ trial_id: id, past: from.map((p, i) => ({ run_id: runOfTrial(p), trial_id: p, weight: weights[i] ?? null })), takes, val: valInterval(t), verdict: t.judged ? verdictName(t.judged.verdict) : null }];
   });
 }
 

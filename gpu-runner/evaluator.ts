@@ -176,14 +176,16 @@ export class Evaluator {
         `no weights kept for trial ${req.weightsOf} seed ${missing.join(", ")} (the runner keeps its run's best ${KEPT_PER_RUN} trials by the run's rule for best, while it runs)`,
       );
     }
+    const init = req.initWeights && weights.startFrom(req.initWeights.runId, req.initWeights.trialId, seeds.length);
     // What a count of trainings started reads (the chaos test does, from this runner's own log).
-    log.info({ seeds: plan.seeds, training: !req.weightsOf }, "evaluation started");
+    log.info({ seeds: plan.seeds, training: !req.weightsOf, ...(req.initWeights && { init_weights: req.initWeights.trialId }) }, "evaluation started");
     const filesOf = (jobSeeds: number[]): JobFiles =>
       req.weightsOf
         ? { load: weights.file(req.runId, req.weightsOf, jobSeeds[0]!) }
-        : req.keepWeights
-          ? { keep: jobSeeds.map((s) => weights.file(req.runId, req.trialId, s)) }
-          : {};
+        : {
+            ...(req.keepWeights && { keep: jobSeeds.map((s) => weights.file(req.runId, req.trialId, s)) }),
+            ...(init && { init: jobSeeds.map((s) => init[s - plan.baseSeed]!) }),
+          };
     const out = new AsyncQueue<EvaluateEventInit>();
     const abort = new AbortController();
     // Each seed's job and each scoring of its epochs listens while it runs: eight seeds and their

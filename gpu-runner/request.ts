@@ -159,6 +159,9 @@ export function planEvaluation(req: EvaluateRequest, dataRoots: string[]) {
   const memoryLimitMb = req.budget?.memoryLimitMb || DEFAULTS.memoryLimitMb;
   issues.check(memoryLimitMb >= 512, `budget.memory_limit_mb ${memoryLimitMb} is below 512 (torch alone needs more)`);
   issues.check(!(req.keepWeights && req.weightsOf), "keep_weights and weights_of exclude each other: kept weights are never trained again");
+  const init = req.initWeights;
+  issues.check(!init || (init.runId !== "" && init.trialId !== ""), "init_weights needs both run_id and trial_id");
+  issues.check(!(init && req.weightsOf), "init_weights and weights_of exclude each other: the one trains from kept weights, the other evaluates them untrained");
   const deadlineS = req.budget?.deadlineS ?? 0;
   issues.check(deadlineS >= 0 && Number.isFinite(deadlineS), `budget.deadline_s ${deadlineS} must be a finite number >= 0`);
   const maxLatencyMs = req.budget?.maxLatencyMs ?? 0;
@@ -183,6 +186,8 @@ export function planEvaluation(req: EvaluateRequest, dataRoots: string[]) {
       evaluate_test: req.evaluateTest,
       measure_inference: req.measureInference,
       weights: req.weightsOf ? "load" : req.keepWeights ? "keep" : "",
+      // Each seed of a job starts from a file of weights (python/zygote.py JOB_FILES "init").
+      init: init !== undefined,
     },
   };
 }

@@ -56,17 +56,40 @@ export class WeightStore {
     return existsSync(join(this.dir(runId, trialId), `seed-${seed}.pt`));
   }
 
+  /** The seeds whose weights are kept for a trial, in order; none when nothing is. */
+  keptSeeds(runId: string, trialId: string): number[] {
+    const dir = this.dir(runId, trialId);
+    return (existsSync(dir) ? readdirSync(dir) : [])
+      .map((name) => /^seed-(\d+)\.pt$/.exec(name)?.[1])
+      .filter((seed): seed is string => seed !== undefined)
+      .map(Number)
+      .sort((a, b) => a - b);
+  }
+
+  /**
+   * The kept file each of `count` seeds starts from when a request continues `trialId`'s
+   * training (EvaluateRequest.init_weights): the i-th kept seed for seed i. invalid_config when
+   * fewer are kept: two seeds from one seed's weights would not be independent, and their
+   * interval would claim more than they know.
+   */
+  startFrom(runId: string, trialId: string, count: number): string[] {
+    const kept = this.keptSeeds(runId, trialId);
+    if (!kept.length) {
+      throw new ResearchError("invalid_config", `no weights kept for trial ${trialId} of run ${runId} to start from (a runner keeps a run's best ${KEPT_PER_RUN} trials by the run's rule for best, for a day after the run last used them)`);
+    }
+    if (kept.length < count) {
+      throw new ResearchError("invalid_config", `trial ${trialId} of run ${runId} has ${kept.length} seeds' weights kept, fewer than the ${count} seeds asked to start from them (each seed starts from its own)`);
+    }
+    return kept.slice(0, count).map((seed) => join(this.dir(runId, trialId), `seed-${seed}.pt`));
+  }
+
   /**
    * A trial's kept weights, seed by seed in CHUNK_BYTES pieces, every seed
    * at least one. invalid_config when none are kept.
    */
   async *chunks(runId: string, trialId: string): AsyncGenerator<MessageInitShape<typeof WeightsChunkSchema>> {
     const dir = this.dir(runId, trialId);
-    const seeds = (existsSync(dir) ? readdirSync(dir) : [])
-      .map((name) => /^seed-(\d+)\.pt$/.exec(name)?.[1])
-      .filter((seed): seed is string => seed !== undefined)
-      .map(Number)
-      .sort((a, b) => a - b);
+    const seeds = this.keptSeeds(runId, trialId);
     // All opened before the first byte goes out: an open file outlives its name, so a trial that
     // another's settle drops meanwhile still streams whole.
     const files = (await Promise.all(seeds.map((seed) => open(join(dir, `seed-${seed}.pt`)).then((handle) => ({ seed, handle }), () => undefined))))

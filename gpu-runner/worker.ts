@@ -46,7 +46,8 @@ export interface DeviceReport {
 /**
  * Files a train job takes in or leaves behind. They pass through the worker's
  * scratch directory, where the zygote opens them for the sandboxed child as
- * labels-in/<job id>.npy, weights-in/<job id>.pt and weights-out/<job id>.<i>.pt.
+ * labels-in/<job id>.npy, weights-in/<job id>.pt, weights-init/<job id>.<i>.pt and
+ * weights-out/<job id>.<i>.pt.
  */
 export interface JobFiles {
   /** The training labels of the job's split (the referee's "prepared" labels), copied in for the job. */
@@ -55,6 +56,8 @@ export interface JobFiles {
   load?: string;
   /** Where the job's kept weights go (spec.weights "keep"), seed by seed of the job, when it ends with a result. */
   keep?: string[];
+  /** The weights each seed of the job starts from (spec.init), copied in for the job. */
+  init?: string[];
 }
 
 interface Job {
@@ -149,6 +152,7 @@ export class Worker {
     const inbox = [
       [files.load, join(this.scratchDir, "weights-in", `${id}.pt`)],
       [files.labels, join(this.scratchDir, "labels-in", `${id}.npy`)],
+      ...(files.init ?? []).map((from, i) => [from, join(this.scratchDir, "weights-init", `${id}.${i}.pt`)]),
     ].filter((f): f is [string, string] => f[0] !== undefined);
     const outbox = (files.keep ?? []).map((to, i): [string, string] => [join(this.scratchDir, "weights-out", `${id}.${i}.pt`), to]);
     for (const [from, to] of inbox) {

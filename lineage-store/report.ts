@@ -134,6 +134,8 @@ function trialRow(t: TrialState, position: number) {
     informed_by: t.proposed?.informedBy ?? [],
     // Each one's weight (1/2 x exp(-distance of its dataset)), in the same order; empty in runs recorded before weights were.
     informed_weights: t.proposed?.informedWeights ?? [],
+    // The kept weights its seeds started from (a training continued from a past run's, or from this run's own); null: its model's initialisation.
+    init_weights: t.proposed?.initWeights ? { run_id: t.proposed.initWeights.runId, trial_id: t.proposed.initWeights.trialId } : null,
     params: paramsOf(t) ?? null,
     // Milliseconds per example at batch 1 on the device it ran on (swarm/front.ts latencyOf); null: not timed.
     latency_ms: latencyOf(t)?.mean ?? null,
@@ -872,9 +874,12 @@ function markdownOf(state: RunState, finished: RunFinished, j: Report["json"]): 
     }
     if (warm.length) {
       const from = (r: (typeof warm)[number]) => r.informed_by.map((id, i) => `\`${id}\`${r.informed_weights[i] === undefined ? "" : ` (weight ${r.informed_weights[i]!.toFixed(2)})`}`).join(", ");
-      out.push("Trials that start from a past run's config, each evaluated here:", "");
-      out.push(...table(["trial", "from past trials", "here: val (mean ± 95% CI)", "verdict"], warm.map((r) => [`\`${r.trial_id}\``, from(r), meanPlusMinus(r.val_accuracy, o), r.verdict ?? "—"])), "");
+      out.push("Trials that start from a past run's config, or continue its training from the weights it kept, each evaluated here:", "");
+      out.push(...table(["trial", "from past trials", "takes", "here: val (mean ± 95% CI)", "verdict"], warm.map((r) => [`\`${r.trial_id}\``, from(r), r.init_weights ? "trained weights" : "config", meanPlusMinus(r.val_accuracy, o), r.verdict ?? "—"])), "");
     }
+    const chained = j.trials.filter((r) => r.init_weights && !r.informed_by.length);
+    for (const r of chained) out.push(`- \`${r.trial_id}\` continues the training of \`${r.init_weights!.trial_id}\` from its kept weights.`);
+    if (chained.length) out.push("");
   }
 
   out.push("## LLM use", "");

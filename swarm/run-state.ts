@@ -455,9 +455,13 @@ export function longTrainingInFlight(state: RunState): boolean {
   return false;
 }
 
-/** The run's last long training while it trains (TrialProposed.last_training): the planner starts nothing beside it. */
-export function lastTrainingInFlight(state: RunState): TrialState | undefined {
-  for (const t of state.trials.values()) if (!t.judged && t.proposed?.lastTraining) return t;
+/**
+ * The run's last long training (TrialProposed.last_training) or a training continued from kept
+ * weights (TrialProposed.init_weights) while it trains: each has the runner to itself, so the
+ * planner starts nothing beside it (a probe could change no result and would slow it down).
+ */
+export function aloneInFlight(state: RunState): TrialState | undefined {
+  for (const t of state.trials.values()) if (!t.judged && (t.proposed?.lastTraining || t.proposed?.initWeights)) return t;
   return undefined;
 }
 

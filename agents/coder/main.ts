@@ -161,6 +161,8 @@ async function assemble(state: RunState, t: TrialState, info: DatasetInfo, ctx: 
     budget: trialBudget(state, t, Date.now()),
     // ...and start at once, sharing the cores, when the planner timed them so.
     seedsAtOnce: t.proposed?.seedsAtOnce ?? false,
+    // A continued training starts each seed from kept weights (promotion.ts continuation).
+    initWeights: t.proposed?.initWeights,
     // Trial 0 of a run started from a person's model is also scored on the test split, once: the
     // report's comparison of the best model with it (never read by the search, which decides on
     // validation alone). The runner keeps weights of a run's best few, which trial 0 seldom stays.

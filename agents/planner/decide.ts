@@ -6,14 +6,15 @@
  * the replays of recorded runs call it the same way. Every move is checked against the
  * planner's promises (promises.ts) before it leaves here.
  *
- * In order:
+ * A warm open-ended run may open with a training continued from a past run's instead of its
+ * first proposals (promotion.ts continuation; agents/planner/main.ts proposes it). Then, in order:
  * 1. nothing once the run is over, paused, stopping, past its reserve or out of trials;
  * 2. a person's queued proposal, then the starting point's anchor (launch --from);
- * 3. wait while the run's last long training trains: nothing starts beside it;
+ * 3. wait while the run's last long training, or a continued one, trains: nothing starts beside it;
  * 4. the random baseline draws (it has no scheduler and no last training);
  * 5. once exploitation has begun (exploration's share of the budget spent, the trial budget
- *    down to its last trial, or a patience of judged trials without progress), the last long
- *    training;
+ *    down to its last trial, a patience of judged trials without progress, or a training
+ *    continued from a past run's accepted), the last long training;
  * 6. while exploring: a confirmation of a probe that makes a target likely; when ASHA sends a
  *    config from a slice to the full training split, the last long training in an open-ended
  *    run (with a target, when the promotion does not fit: promotion.ts fullSplitDue); ASHA's
@@ -26,7 +27,7 @@
 import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import { RUN_DEFAULTS } from "../../core/defaults.js";
 import { nothingFits } from "../../swarm/budget.js";
-import { lastTrainingInFlight, patienceOf, plateau, queuedProposals } from "../../swarm/run-state.js";
+import { aloneInFlight, patienceOf, plateau, queuedProposals } from "../../swarm/run-state.js";
 import { baselineProposals, handProposal, nextBuiltin, randomPolicy, type PlanInput, type Proposal } from "./policy.js";
 import { ashaPromotion, confirmation, fullSplitDue, lastTraining, promotionInFlight } from "./promotion.js";
 import { brokenPromises } from "./promises.js";
@@ -50,6 +51,9 @@ export function exploiting(input: PlanInput, index: number): string | undefined 
   const { state } = input;
   if (!plansLastTraining(state)) return undefined;
   if (lastTrainingOf(state)) return "the run's last long training was proposed";
+  // Probes after it could not outrank a training continued from a past run's: the rest of the time continues it.
+  const continued = [...state.trials.values()].find((t) => t.proposed?.initWeights && t.judged?.verdict === Verdict.ACCEPT);
+  if (continued) return `the run continued a past run's long training (${continued.id})`;
   if (exploreLeftS(input) <= 0) return "exploration has spent its share of the budget";
   const maxTrials = state.settings?.maxTrials || RUN_DEFAULTS.maxTrials;
   if (index >= maxTrials - 1) return "the trial budget is down to its last trial";
@@ -71,10 +75,10 @@ function choose(input: PlanInput, index: number): Move {
   // With one trial at a time, the starting point's anchor comes after trial 0.
   const anchor = baselineProposals(input)[0];
   if (anchor) return { kind: "propose", proposal: anchor, by: "starting point" };
-  // The last long training has the runner to itself: no trial started now could change the
-  // result, and each would slow it down on the shared device.
-  const last = lastTrainingInFlight(state);
-  if (last) return { kind: "wait", why: `the run's last long training (${last.id}) is running` };
+  // The last long training, or a continued one, has the runner to itself: no trial started now
+  // could change the result, and each would slow it down on the shared device.
+  const long = aloneInFlight(state);
+  if (long) return { kind: "wait", why: `the run's ${long.proposed!.lastTraining ? "last long" : "continued"} training (${long.id}) is running` };
   if (state.settings?.planner === "random") {
     const p = randomPolicy(input, index);
     return p ? { kind: "propose", proposal: p, by: "policy" } : { kind: "nothing", why: "no random draw is left" };

@@ -22,6 +22,8 @@ import { loadPrompt } from "../../swarm/prompts.js";
 import { proposeWithLlm } from "./llm-policy.js";
 import { baselineProposals, planInputFor, POLICIES, probeFidelity, type PlanInput, type Proposal } from "./policy.js";
 import { decide } from "./decide.js";
+import { continuation } from "./promotion.js";
+import { brokenPromises } from "./promises.js";
 import { pastEvidence, pastFailures } from "./past-runs.js";
 import { searchDevice } from "../../core/defaults.js";
 import { modelSpec, trainSpec } from "../../core/config-wire.js";
@@ -55,16 +57,16 @@ async function failedInLineage(ctx: AgentContext, state: RunState): Promise<Set<
  * --no-warm-start; only the runs of --warm-start-from when it names some. Only for an accuracy
  * goal: a lineage row's interval is accuracy's.
  */
-async function pastRuns(ctx: AgentContext, input: PlanInput): Promise<Pick<PlanInput, "pastObservations" | "pastConfigs">> {
+async function pastRuns(ctx: AgentContext, input: PlanInput): Promise<Pick<PlanInput, "pastObservations" | "pastConfigs" | "pastLong">> {
   const { state } = input;
   if (!state.goal || state.objective.metric !== "accuracy" || state.settings?.noWarmStart) return {};
   const res = await request(ctx.bus, { text: `${state.goal.dataset} ${state.goal.rawText}`, k: 200, status: TrialStatus.JUDGED }).catch((err: unknown) => {
     ctx.log.warn({ err: (err as Error).message }, "lineage store not reachable; no warm start from past runs");
     return [];
   });
-  const { observations, configs } = pastEvidence(res, { runId: state.runId, info: input.info, probe: probeFidelity(input), learns: learnsFrom(state), params: input.params });
-  if (observations.length) ctx.log.info({ observations: observations.length, configs: configs.length, best: configs[0]?.trialId }, "warm start from past runs");
-  return { pastObservations: observations, pastConfigs: configs };
+  const { observations, configs, long } = pastEvidence(res, { runId: state.runId, info: input.info, probe: probeFidelity(input), learns: learnsFrom(state), params: input.params });
+  if (observations.length || long.length) ctx.log.info({ observations: observations.length, configs: configs.length, best: configs[0]?.trialId, long: long[0]?.trialId }, "warm start from past runs");
+  return { pastObservations: observations, pastConfigs: configs, pastLong: long };
 }
 
 /**
@@ -169,6 +171,7 @@ async function publishProposal(ctx: AgentContext, state: RunState, index: number
         interventionId: p.interventionId ?? "",
         lastTraining: p.lastTraining ?? false,
         seedsAtOnce: p.seedsAtOnce ?? false,
+        initWeights: p.initWeights,
         informedBy: (p.informedBy ?? []).map((x) => x.trialId),
         informedWeights: (p.informedBy ?? []).map((x) => x.weight),
         ...prior,
@@ -187,6 +190,12 @@ async function proposeInitial(ctx: AgentContext, runId: string): Promise<void> {
   if (state.finished || state.order.length > 0) return;
   const count = Math.max(1, Math.min(state.settings?.parallel || 1, state.settings?.maxTrials || Infinity));
   const input = await planInput(ctx, state, 0);
+  // A warm open-ended run may continue a past run's long training first, alone: its seeds take
+  // the cores, and the slots it leaves are filled once it is judged (fillOpeningSlots).
+  const continued = continuation(input);
+  const broken = continued && brokenPromises(input, 0, { kind: "promote", proposal: continued });
+  if (continued && !broken?.length) return publishProposal(ctx, state, 0, continued, "scheduler", "");
+  if (broken?.length) ctx.log.error({ index: 0, broken }, "the decision core held back a move that breaks the planner's promises");
   // A person's starting point is proposed as it is, by no policy and no LLM. Slots beyond its
   // two trials (a runner with room for more) start the run's own first proposals beside it.
   const baseline = baselineProposals(input).slice(0, count);
@@ -235,7 +244,11 @@ async function proposeAfter(ctx: AgentContext, state: RunState, judged: TrialSta
   const index = (state.settings?.parallel || 1) + judged.judgedPosition;
   if (state.trials.get(trialId(state.runId, index))?.proposed) return;
   await askWhenStalled(ctx, state, judged);
-  const input = await planInput(ctx, state, index);
+  await act(ctx, state, await planInput(ctx, state, index), index);
+}
+
+/** What the decision core chooses for trial `index`, published (or logged when it is nothing or a wait). */
+async function act(ctx: AgentContext, state: RunState, input: PlanInput, index: number): Promise<void> {
   const move = decide(input, index);
   switch (move.kind) {
     case "nothing":
@@ -257,7 +270,23 @@ async function proposeNext(ctx: AgentContext, event: Event): Promise<void> {
   if (event.body.case !== "trialJudged" || event.body.value.decision !== Decision.ITERATE) return;
   const state = await ctx.runState(event.runId);
   const judged = state.trials.get(event.trialId);
-  if (judged) await proposeAfter(ctx, state, judged);
+  if (!judged) return;
+  await proposeAfter(ctx, state, judged);
+  if (judged.proposed?.initWeights && !judged.proposed.lastTraining) await fillOpeningSlots(ctx, event.runId);
+}
+
+/**
+ * The run's opening slots a continued training left empty (proposeInitial), once it is judged:
+ * each what the decision core chooses, a wait beside the last long training that continues it,
+ * the run's exploration when it failed.
+ */
+async function fillOpeningSlots(ctx: AgentContext, runId: string): Promise<void> {
+  const parallel = (await ctx.runState(runId)).settings?.parallel || 1;
+  for (let index = 1; index < parallel; index++) {
+    const state = await ctx.runState(runId);
+    if (state.finished || state.trials.get(trialId(runId, index))?.proposed) continue;
+    await act(ctx, state, await planInput(ctx, state, index), index);
+  }
 }
 
 /**

@@ -92,6 +92,12 @@ export interface PastEvidence {
   observations: Observation[];
   /** Accepted probes on data within WARM_START_DISTANCE, strongest first: the warm start's candidates. */
   configs: PastConfig[];
+  /**
+   * Accepted long trainings (the full training split, for a time: a run's last long training or
+   * one continued from it) on data within WARM_START_DISTANCE, strongest first: what a continued
+   * training may start from, when the runner still keeps their weights.
+   */
+  long: PastConfig[];
 }
 
 /**
@@ -111,20 +117,26 @@ export function pastEvidence(
 ): PastEvidence {
   const observations: Observation[] = [];
   const configs: PastConfig[] = [];
+  const long: PastConfig[] = [];
   for (const t of rows) {
     if (t.runId === here.runId || !here.learns(t.runId) || t.ciLow === undefined || !t.dataset) continue;
     const distance = datasetDistance(here.info, t.dataset);
     if (!Number.isFinite(distance)) continue;
     const c = rowConfigs(t);
-    if (!c || c.train.subset !== here.probe.subset || c.train.epochs !== here.probe.epochs) continue;
+    if (!c) continue;
+    const weight = PAST_WEIGHT * Math.exp(-distance);
+    if (t.verdict === Verdict.ACCEPT && distance <= WARM_START_DISTANCE && !c.train.subset && (c.train.train_seconds ?? 0) > 0) {
+      long.push({ trialId: t.trialId, runId: t.runId, model: c.model, train: c.train, ciLow: t.ciLow, weight });
+    }
+    if (c.train.subset !== here.probe.subset || c.train.epochs !== here.probe.epochs) continue;
     const params = t.params ?? here.params(c.model);
     if (typeof params !== "number") continue;
-    const weight = PAST_WEIGHT * Math.exp(-distance);
     observations.push({ x: genomeFeatures(c.model, c.train, params), y: t.ciLow, weight });
     if (t.verdict === Verdict.ACCEPT && distance <= WARM_START_DISTANCE) {
       configs.push({ trialId: t.trialId, runId: t.runId, model: c.model, train: c.train, ciLow: t.ciLow, weight });
     }
   }
   configs.sort((x, y) => y.ciLow - x.ciLow);
-  return { observations, configs };
+  long.sort((x, y) => y.ciLow - x.ciLow);
+  return { observations, configs, long };
 }

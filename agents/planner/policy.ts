@@ -60,6 +60,8 @@ export interface Proposal {
   seedsAtOnce?: boolean;
   /** Past trials (of other runs) it starts from, each with its weight: a warm start (TrialProposed.informed_by). */
   informedBy?: { trialId: string; weight: number }[];
+  /** The kept weights each seed starts from (TrialProposed.init_weights): a continued training. */
+  initWeights?: { runId: string; trialId: string };
 }
 
 /** A past run's config on this goal's data or data that looks the same, measured at this run's probe fidelity (the lineage's warm start). */
@@ -88,6 +90,8 @@ export interface PlanInput {
   pastObservations?: Observation[];
   /** Past runs' configs on this dataset at this run's probe fidelity, strongest first: the first proposals' candidates. */
   pastConfigs?: PastConfig[];
+  /** Past runs' long trainings on this dataset, strongest first: what a continued training starts from (promotion.ts continuation). */
+  pastLong?: PastConfig[];
   /** Training slots of the runner (its Health); unknown: a trial's seeds are taken to run one after another. */
   slots?: number;
   /** What the runner trains on (its Health): the starting fidelity, batch, precision and templates (core/defaults.ts). */
@@ -174,7 +178,7 @@ const RECIPE_FROM_BRIEF: Record<string, Partial<TrainConfigInput>> = {
   weight_decay: { weight_decay: 5e-4 },
 };
 
-function withinBudget(input: PlanInput, g: Genome, seen: Set<string>, parent?: TrialState): string | undefined {
+export function withinBudget(input: PlanInput, g: Genome, seen: Set<string>, parent?: TrialState): string | undefined {
   const fp = fingerprint(g.model, g.train);
   if (seen.has(fp)) return "already tried in this run";
   if (input.failedElsewhere.has(fp)) return "failed the same way in the lineage";

@@ -13,12 +13,14 @@ import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import { Mutation } from "../../proto/gen/research/v1/common_pb.js";
 import { reaches } from "../../core/objective.js";
 import { isClaimingPromotion, isPromotion, meanOf, rungOf, scoreOf, scoreText, valMetricOf, type RunState, type TrialState } from "../../swarm/run-state.js";
-import { genomeOf } from "./identity.js";
+import { familyOf, genomeOf, tried } from "./identity.js";
 import { frontOf, frontPicks, tradeOffsOf, trainedLong } from "../../swarm/front.js";
 import { imageSide, type Genome } from "./mutations.js";
-import { probeFidelity, type PlanInput, type Proposal } from "./policy.js";
+import { probeFidelity, withinBudget, type PlanInput, type Proposal } from "./policy.js";
 import { atRung, ladder, nextPromotion, PROMOTION_SURFACE, seedsAtRung, type Fidelity, type Promotion } from "./scheduler.js";
-import { LAST_EPOCHS, LAST_GAIN, lastTrainingTime, passesOf, seedsOf, timing, type LastTrainingTime } from "./time-model.js";
+import { continuationTime, LAST_EPOCHS, LAST_GAIN, lastTrainingTime, passesOf, seedsOf, timing, type LastTrainingTime } from "./time-model.js";
+import { spaceOf } from "../../core/space.js";
+import { pct } from "../../core/format.js";
 
 function rungs(input: PlanInput): Fidelity[] {
   return ladder(input.info, probeFidelity(input));
@@ -122,6 +124,50 @@ export function confirmation(input: PlanInput): Proposal | undefined {
   );
 }
 
+/**
+ * A warm open-ended run's first move when a past run on this data (past-runs.ts: the same data,
+ * or data that looks the same) trained a config long: its training continued. Each seed starts
+ * from the weights the runner kept of a seed of that training (EvaluateRequest.init_weights) and
+ * trains the same model and recipe on the full split with the run's seeds until exploration's
+ * share of the budget ends (time-model.ts continuationTime), its schedule run again over that
+ * time (a warm restart); the run's last long training then continues from it (lastTraining).
+ * Probes are passed over: a past run on this data probed them, and on its two cores a 30-minute
+ * warm start that probed again repeated the cold run's path and ended 0.004 pp above it
+ * (bench/results/search-series-174b884.json). Evaluated and judged here like any trial; the past
+ * score is never this run's. None for a goal with a target (after the first config that meets
+ * it), a Pareto goal or a latency limit (whose costs the past training's row does not carry), a
+ * run from a person's model, or a past config outside this run's limits and space.
+ */
+export function continuation(input: PlanInput): Proposal | undefined {
+  const { state } = input;
+  const goal = state.goal;
+  if (!goal?.openEnded || state.start || tradeOffsOf(state).length || (goal.maxLatencyMs ?? 0) > 0 || state.order.length) return undefined;
+  const seeds = seedsOf(input, {});
+  const time = continuationTime(input, seeds);
+  if (!time) return undefined;
+  const families = new Set(spaceOf(state.settings?.space).families);
+  const seen = tried(state);
+  for (const past of input.pastLong ?? []) {
+    if (families.size && !families.has(familyOf(past.model.name))) continue;
+    const g: Genome = { model: structuredClone(past.model), train: { ...past.train, epochs: LAST_EPOCHS, train_seconds: time.trainS } };
+    if (withinBudget(input, g, seen)) continue;
+    return {
+      rung: rungs(input).length - 1,
+      hypothesis: `continue past run ${past.runId}'s long training ${past.trialId} (CI low ${pct(past.ciLow)} there) for ${time.trainS} s on the full training split`,
+      rationale: `a warm start from trained weights: each of the run's ${seeds} seeds starts from a seed of ${past.trialId}'s kept weights and trains the same model and recipe again${time.atOnce ? ", all at once" : ""} until exploration's share of the budget ends, its schedule run again over that time; the run's last long training continues from it. Its past score is not this run's`,
+      parentIds: [],
+      surface: PROMOTION_SURFACE,
+      mutation: "warm_start",
+      model: g.model,
+      train: g.train,
+      ...(time.atOnce && { seedsAtOnce: true }),
+      informedBy: [{ trialId: past.trialId, weight: past.weight }],
+      initWeights: { runId: past.runId, trialId: past.trialId },
+    };
+  }
+  return undefined;
+}
+
 /** `pick`'s last long training in `share` of the time left and its time, or undefined when none fits (time-model.ts lastTrainingTime). */
 function timedLast(input: PlanInput, pick: TrialState, share: number): { pick: TrialState; pg: Genome; time: LastTrainingTime } | undefined {
   const pg = genomeOf(pick);
@@ -171,6 +217,8 @@ export function lastTraining(input: PlanInput): Proposal | undefined {
     train,
     lastTraining: true,
     ...(time.atOnce && { seedsAtOnce: true }),
+    // A continued training goes on from its own kept weights (continuation).
+    ...(pick.proposed?.initWeights && { initWeights: { runId: state.runId, trialId: pick.id } }),
   };
 }
 

@@ -71,6 +71,21 @@ export function passesOf(input: Pick<PlanInput, "info">, train: TrainConfigInput
 }
 
 /**
+ * Passes over the full training split a measured trial made: its recipe's, or for a training
+ * that stopped at its time (train_seconds: a last or continued training) the epochs its slowest
+ * seed completed.
+ */
+function passesMade(input: PlanInput, t: TrialState, g: Genome): number {
+  const seed = slowestSeed(t);
+  return g.train.train_seconds && seed ? ((g.train.subset || input.info.nTrain) / input.info.nTrain) * seed.epochsCompleted : passesOf(input, g.train);
+}
+
+/** The share of a core each seed of a measured trial had: less than one when its seeds started at once (seedsAtOnce). */
+function coreShare(input: PlanInput, t: TrialState): number {
+  return t.proposed?.seedsAtOnce ? Math.min(1, (input.slots || 1) / seedsOf(input, t.proposed)) : 1;
+}
+
+/**
  * The measured trial whose pace predicts a candidate's: its parent when measured (the same
  * model at another fidelity, or one edit away), else the run's measured trial closest in size
  * (a template, a random draw). Undefined while the run has measured nothing.
@@ -99,7 +114,8 @@ function closestInSize(input: PlanInput, g: Genome, measured: (t: TrialState) =>
 /**
  * Seconds a genome's slowest seed should take, from the measured seed of `from`: the time to its
  * first step stays (the job's start-up: ~1 s of CUDA context on a GPU host, most of a short
- * probe there), the training after it scales with examples x epochs and sqrt(params).
+ * probe there), the training after it scales with examples x epochs and sqrt(params), from the
+ * passes `from` made in the share of a core its seeds had (passesMade, coreShare).
  */
 export function predictedSeconds(input: PlanInput, g: Genome, from: TrialState): number | undefined {
   const seed = slowestSeed(from);
@@ -109,7 +125,7 @@ export function predictedSeconds(input: PlanInput, g: Genome, from: TrialState):
   const cp = input.params(g.model);
   const capacity = typeof pp === "number" && typeof cp === "number" && pp > 0 ? Math.sqrt(cp / pp) : 1;
   const startUp = Math.min(seed.secondsToFirstStep, seed.seconds);
-  return startUp + (seed.seconds - startUp) * (passesOf(input, g.train) / passesOf(input, fg.train)) * capacity;
+  return startUp + (seed.seconds - startUp) * coreShare(input, from) * (passesOf(input, g.train) / passesMade(input, from, fg)) * capacity;
 }
 
 /**
@@ -305,8 +321,9 @@ export function lastTrainingTime(input: PlanInput, pick: TrialState, pg: Genome,
   const seed = slowestSeed(pick);
   if (!seed || !plansLastTraining(state)) return undefined;
   const startUp = Math.min(seed.secondsToFirstStep, seed.seconds);
-  const trained = seed.seconds - startUp;
-  const passes = passesOf(input, pg.train);
+  const passes = passesMade(input, pick, pg);
+  // In work: a pick whose seeds shared the cores did a share of a core's work in its seconds.
+  const trained = (seed.seconds - startUp) * coreShare(input, pick);
   const fullEpochS = trained / passes;
   const seeds = seedsOf(input, {});
   const atOnce = seedsAtOnce(input, seeds);
@@ -324,6 +341,26 @@ export function lastTrainingTime(input: PlanInput, pick: TrialState, pg: Genome,
   const work = trainS * pace;
   if (trainS < floorS || work <= trained) return undefined;
   return { trainS, epochs: Math.min(LAST_EPOCHS, Math.floor(work / fullEpochS)), atOnce, gain: work / fullEpochS / passes };
+}
+
+/**
+ * The time of a continued training that opens a warm open-ended run (promotion.ts continuation):
+ * its seeds train until exploration's share of the budget ends, at once when rounds would leave
+ * a slot idle (seedsAtOnce), each in rounds' share of that time otherwise, within LAST_MARGIN of
+ * it (the run has measured nothing yet to predict a seed's start-up and last validation pass by)
+ * and of the trial budget. The run's last long training then continues from it for the rest.
+ * Undefined when that is less than LAST_SHARE of the budget.
+ */
+export function continuationTime(input: PlanInput, seeds: number): { trainS: number; atOnce: boolean } | undefined {
+  const { state } = input;
+  if (!plansLastTraining(state)) return undefined;
+  const atOnce = seedsAtOnce(input, seeds);
+  const rounds = atOnce ? 1 : Math.ceil(seeds / (input.slots || 1));
+  let trainS = (LAST_MARGIN * exploreLeftS(input)) / rounds;
+  const trialBudget = state.settings?.trialTimeBudgetS ?? 0;
+  if (trialBudget > 0) trainS = Math.min(trainS, LAST_MARGIN * 0.85 * trialBudget);
+  trainS = Math.floor(trainS);
+  return trainS >= LAST_SHARE * state.goal!.timeBudgetS ? { trainS, atOnce } : undefined;
 }
 
 /** The predicted end, in seconds from now, of a last training of `seeds` seeds of `predictedS` each: all now when at once, else on the slots as they free up. */

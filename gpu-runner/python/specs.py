@@ -213,8 +213,12 @@ def validate(task, spec):
         out["measure_inference"] = _value(spec, "measure_inference", bool, "spec")
         out["weights"] = _value(spec, "weights", str, "spec", lambda v: v in WEIGHTS, _one_of(WEIGHTS))
         out["threads"] = _value(spec, "threads", int, "spec", lambda v: 1 <= v <= 256, "in [1, 256]")
+        # Each seed starts from a file of weights the zygote opens (EvaluateRequest.init_weights).
+        out["init"] = _value(spec, "init", bool, "spec")
         if out["together"] > 1 and out["weights"] == "load":
             raise _invalid("spec.together: loaded weights are evaluated one seed a job")
+        if out["init"] and out["weights"] == "load":
+            raise _invalid("spec.init: loaded weights are evaluated, not trained from")
     elif task == "summarize":
         _model(spec, out)
         out["input_shape"] = _int_list(spec, "input_shape", "spec", allow_empty=False)

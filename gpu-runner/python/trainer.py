@@ -316,9 +316,9 @@ def _save_weights(models, fds):
                 torch.save({k: v.detach().cpu() for k, v in model.state_dict().items()}, f)
 
 
-def _load_weights(model, fd, device):
+def _load_weights(model, fd, device, what="the kept weights"):
     # weights_only: the file is tensors the runner kept, and must not be able to run code.
-    with Stage("invalid_config", "loading the kept weights"), os.fdopen(fd, "rb") as f:
+    with Stage("invalid_config", f"loading {what}"), os.fdopen(fd, "rb") as f:
         model.load_state_dict(torch.load(f, map_location=device, weights_only=True))
 
 
@@ -386,6 +386,9 @@ def train(spec, split, emit, t0):
         raise TaskFailure("budget_overrun", f"the model has {params:,} parameters, over the budget of "
                           f"{spec['max_params']:,}")
 
+    # A continued training (EvaluateRequest.init_weights): each seed from its own kept weights.
+    for m, fd in zip(models, spec.get("init_fds", ())):
+        _load_weights(m, fd, acc.tensors, "the weights to start from")
     loaded = spec["weights"] == "load"
     if spec["max_latency_ms"] and not loaded:
         _check_latency(model, data, acc, amp_dtype, channels_last, spec["max_latency_ms"])

@@ -70,13 +70,14 @@ KILL_TIMEOUT_S = 5.0
 OPEN_FILES = 256
 PR_SET_CHILD_SUBREAPER = 36
 # Files a job takes in or leaves behind, under the scratch root, named <job id>.<ext>: weights
-# to load, or to keep (<job id>.<i>.pt for the job's i-th seed), and the training labels of the
+# to load, to start from or to keep (<job id>.<i>.pt for the job's i-th seed), and the training labels of the
 # job's split (datasets.publish). The runner's TypeScript side puts an input there before the job
 # and takes a kept output away after it; the zygote only opens them, so the untrusted child gets
 # file descriptors, and the zygote never reads a job's labels: what it holds, every later job's
 # child inherits.
 JOB_FILES = {"keep": ("weights-out", "pt", os.O_WRONLY | os.O_CREAT | os.O_TRUNC),
              "load": ("weights-in", "pt", os.O_RDONLY),
+             "init": ("weights-init", "pt", os.O_RDONLY),
              "labels": ("labels-in", "npy", os.O_RDONLY)}
 
 
@@ -480,7 +481,9 @@ class Zygote:
             weights = spec.get("weights", "")
             # A file for each of the job's seeds to keep (<job id>.<i>), or the one to load.
             names = [f"{job_id}.{i}" for i in range(spec["together"])] if weights == "keep" else [job_id] if weights else []
+            inits = [f"{job_id}.{i}" for i in range(spec["together"])] if spec.get("init") else []
             spec = {**spec, "weights_fds": [self._job_file(name, weights) for name in names],
+                    "init_fds": [self._job_file(name, "init") for name in inits],
                     "labels_fd": self._job_file(job_id, "labels" if task == "train" else "")}
             log_path = os.path.join(scratch, "log.txt")
             log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
@@ -492,7 +495,7 @@ class Zygote:
                             self.device["kind"] == "cuda")
             os.close(write_fd)
             os.close(log_fd)
-            for fd in (*spec["weights_fds"], spec["labels_fd"]):
+            for fd in (*spec["weights_fds"], *spec["init_fds"], spec["labels_fd"]):
                 if fd is not None:
                     os.close(fd)
             job = _Job(job_id, pid, read_fd, log_path, limits, t0, _event_bytes_limit(spec, split))
@@ -513,7 +516,7 @@ class Zygote:
         try:
             return os.open(os.path.join(self.scratch_root, folder, f"{job_id}.{ext}"), flags | os.O_NOFOLLOW, 0o600)
         except FileNotFoundError:
-            what = "training labels" if kind == "labels" else "weights to load"
+            what = {"labels": "training labels", "init": "weights to start from"}.get(kind, "weights to load")
             raise TaskFailure("invalid_config", f"no {what} were given for this job") from None
 
     def _make_scratch(self, job_id):

@@ -6,7 +6,7 @@
 import { describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
 import { decide, type Move } from "../../agents/planner/decide.js";
-import { ashaPromotion, fullSplitDue, lastTraining } from "../../agents/planner/promotion.js";
+import { ashaPromotion, continuation, fullSplitDue, lastTraining } from "../../agents/planner/promotion.js";
 import { brokenPromises } from "../../agents/planner/promises.js";
 import { initialBuiltin, planInputFor, type PlanInput, type Proposal } from "../../agents/planner/policy.js";
 import { Cost, Mutation, Surface } from "../../proto/gen/research/v1/common_pb.js";
@@ -222,6 +222,68 @@ describe("the last long training", () => {
     const flat = ["f0", "f1", "f2", "f3"].flatMap((id): EventInit[] => [proposed(id), { runId: RUN, trialId: id, body: { case: "trialJudged", value: { verdict: Verdict.REJECT, decision: Decision.ITERATE } } }]);
     const early = proposalOf(decided([...explored, ...flat], 100, { patience: 4 }));
     expect(early.rationale).toMatch(/^the best CI low has not risen in the last 4 judged trials: /);
+  });
+});
+
+describe("a warm run continues a past run's long training (issue 37)", () => {
+  /** Template 0 trained long in past run r0 (its last long training: the full split, for a time). */
+  const past = { trialId: "r0-t9", runId: "r0", model: templates[0]!.model, train: { ...templates[0]!.train, subset: 0, epochs: 200, train_seconds: 700 }, ciLow: 0.93, weight: 0.5 };
+  const warm = (events: EventInit[], liveS: number, o: Parameters<typeof run>[2] = {}) => {
+    const r = run(events, liveS, o);
+    return { ...r, input: { ...r.input, pastLong: [past] } };
+  };
+  /** The continuation judged: 3 seeds at once for `seconds`, `epochs` each, at `mean`. */
+  const continued = (p: Proposal, seconds: number, epochs: number, o: { mean?: number; verdict?: Verdict; failed?: boolean } = {}): EventInit[] => {
+    const e = evaluated("c0", o.mean ?? 0.935, 0.003, { n: 3 });
+    const result = (e.body as { value: { result: { seedResults: unknown[]; seconds: number } } }).value.result;
+    result.seedResults = [0, 1, 2].map((seed) => create(SeedResultSchema, { seed, seconds, secondsToFirstStep: 5, epochsCompleted: epochs, valExamples: 6000 }));
+    result.seconds = seconds;
+    const failedEval: EventInit = { runId: RUN, trialId: "c0", body: { case: "trialEvaluated", value: { failure: { label: 2, message: "no weights kept for trial r0-t9 of run r0 to start from" } } } };
+    return [
+      { runId: RUN, trialId: "c0", body: { case: "trialProposed", value: { rung: p.rung, parentIds: [], surface: Surface.DATA, mutation: Mutation.WARM_START, model: modelSpec(p.model), train: trainSpec(p.train), seedsAtOnce: true, initWeights: p.initWeights, informedBy: [past.trialId] } } },
+      ...(o.failed ? [failedEval] : [e]),
+      { runId: RUN, trialId: "c0", body: { case: "trialJudged", value: { verdict: o.verdict ?? (o.failed ? Verdict.REJECT : Verdict.ACCEPT), decision: Decision.ITERATE } } },
+    ];
+  };
+
+  it("opens with it: the past weights, the full split, the run's seeds at once until exploration's share ends", () => {
+    const { input } = warm([], 0);
+    const p = continuation(input)!;
+    expect(p).toMatchObject({ parentIds: [], mutation: "warm_start", seedsAtOnce: true, initWeights: { runId: "r0", trialId: "r0-t9" }, informedBy: [{ trialId: "r0-t9", weight: 0.5 }] });
+    expect(p.seeds).toBeUndefined();
+    expect(p.train).toMatchObject({ subset: 0, epochs: 200, train_seconds: 316 }); // 0.95 x 1000 s / 3
+    expect(p.model).toEqual(past.model);
+    expect(brokenPromises(input, 0, { kind: "promote", proposal: p })).toEqual([]);
+    // Not for a goal with a target, nor under a latency limit, nor with no past long training.
+    expect(continuation(warm([], 0, { target: 0.9 }).input)).toBeUndefined();
+    expect(continuation(warm([], 0, { maxLatencyMs: 1 }).input)).toBeUndefined();
+    expect(continuation(run([], 0).input)).toBeUndefined();
+    // Only as the run's first trial.
+    expect(continuation(warm(trial("t0", 0, 0.85, 10), 20).input)).toBeUndefined();
+  });
+
+  it("has the runner to itself, then the last long training continues from it", () => {
+    const p = continuation(warm([], 0).input)!;
+    const inFlight: EventInit = { runId: RUN, trialId: "c0", body: { case: "trialProposed", value: { rung: p.rung, mutation: Mutation.WARM_START, model: modelSpec(p.model), train: trainSpec(p.train), seedsAtOnce: true, initWeights: p.initWeights } } };
+    expect(decided([inFlight], 100)).toEqual({ kind: "wait", why: "the run's continued training (c0) is running" });
+    const { input, index } = warm(continued(p, 330, 5), 330);
+    const move = decide(input, index);
+    expect(brokenPromises(input, index, move)).toEqual([]);
+    const last = proposalOf(move);
+    expect(last).toMatchObject({ lastTraining: true, parentIds: ["c0"], seedsAtOnce: true, initWeights: { runId: RUN, trialId: "c0" } });
+    expect(last.rationale).toMatch(/^the run continued a past run's long training \(c0\): the run's last long training/);
+    // The time left before the reserve, at the same share of a core: 5 epochs took it 325 s at 2/3
+    // of a core, 43 s an epoch alone, so its 582 s make about 8 more (5, counting its seconds as a whole core's).
+    expect(last.train.train_seconds).toBe(582);
+    expect(last.hypothesis).toMatch(/about 8 epochs at its measured pace, its seeds sharing the cores/);
+  });
+
+  it("explores as a cold run does when the continuation failed (the runner no longer kept the weights)", () => {
+    const p = continuation(warm([], 0).input)!;
+    const m = decided(continued(p, 1, 0, { failed: true }), 5);
+    expect(m.kind).toBe("propose");
+    expect(proposalOf(m)).toMatchObject({ rung: 0, seeds: 1 });
+    expect(proposalOf(m).initWeights).toBeUndefined();
   });
 });
 

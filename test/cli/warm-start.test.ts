@@ -3,7 +3,8 @@
  * launches them. The second starts from the first run's strongest configs, evaluated again here
  * (its first proposals are warm starts naming the past trials they came from, and the report
  * and the dashboard's trial page say so); with --no-warm-start a run starts from the templates
- * as a first run does. Then two CSVs that look alike (same columns, classes and size), one with
+ * as a first run does. A run after one that trained a config long continues that training from
+ * the weights the runner kept, on the full split with its seeds. Then two CSVs that look alike (same columns, classes and size), one with
  * its labels shuffled: a run on the second starts from the first's config, scores it on its own
  * data, and no past score becomes its own.
  */
@@ -19,6 +20,9 @@ import { fingerprint, genomeOf } from "../../agents/planner/identity.js";
 import { emptyView, runDetail, trialDetail } from "../../dashboard/views.js";
 import { Mutation } from "../../proto/gen/research/v1/common_pb.js";
 import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
+
+/** A model config as the lineage compares them. */
+const modelText = (model: unknown) => JSON.stringify(model);
 
 const { NODE_CHANNEL_FD: _ipc, ...inherited } = process.env;
 const env = { ...inherited, LOG_LEVEL: "warn", EMBEDDER: "hashing" };
@@ -62,7 +66,7 @@ describe("a run in a workspace with past runs on its dataset", () => {
       // And its run page, what the run started from, with how each past config did here.
       const started = runDetail(emptyView(warm.state)).warm_start;
       // The same dataset, described the same: distance 0, so half a result of this run's own.
-      expect(started[0]).toMatchObject({ trial_id: warm.state.order[0], past: [{ run_id: cold.state.runId, trial_id: from!.id, weight: 0.5 }] });
+      expect(started[0]).toMatchObject({ trial_id: warm.state.order[0], past: [{ run_id: cold.state.runId, trial_id: from!.id, weight: 0.5 }], takes: "config" });
       expect(warm.report).toContain(`\`${from!.id}\` (weight 0.50)`);
       // The first run's judged probes were in the surrogate's prior, each at that weight.
       const prior = runDetail(emptyView(warm.state)).past_prior;
@@ -76,6 +80,40 @@ describe("a run in a workspace with past runs on its dataset", () => {
       expect(off.report).not.toContain("## Warm start");
       expect(runDetail(emptyView(off.state)).warm_start).toEqual([]);
       expect(runDetail(emptyView(off.state)).past_prior).toBeNull();
+    } finally {
+      rmSync(workspace, { recursive: true, force: true });
+    }
+  }, 600_000);
+
+  it("continues a past run's long training from the weights the runner kept", async () => {
+    const workspace = mkdtempSync(join(tmpdir(), "warm-continue-"));
+    try {
+      const launch = async (maxTrials: number, budget: string): Promise<{ state: RunState; report: string }> => {
+        const args = ["launch", "--goal", "digits: maximise accuracy", "--max-trials", String(maxTrials), "--parallel", "2", "--time-budget", budget, "--no-research", "--workspace", workspace, "--json"];
+        const r = await run("./research-agent", args, { env, timeout: 240_000 });
+        expect([0, 3], r.stderr.slice(-2000)).toContain(r.status);
+        const summary = summaryOf(r.stdout);
+        return { state: foldRun(summary.run_id, await storedEvents(workspace, summary.run_id)), report: readFileSync(summary.report, "utf8") };
+      };
+      // Two probes, then the last long training: the full split for the time left.
+      const cold = await launch(3, "75s");
+      const long = [...cold.state.trials.values()].find((t) => t.proposed?.lastTraining);
+      expect(long?.judged?.verdict, "the first run trained a config long").toBe(Verdict.ACCEPT);
+
+      // One trial: the past training continued (its chain to a last long training is decide.test.ts's).
+      const warm = await launch(1, "60s");
+      expect(warm.state.order).toHaveLength(1);
+      const first = warm.state.trials.get(warm.state.order[0]!)!;
+      // The same model and recipe, each seed from the runner's kept weights of a seed of that training.
+      expect(first.proposed).toMatchObject({ mutation: Mutation.WARM_START, informedBy: [long!.id], initWeights: { runId: cold.state.runId, trialId: long!.id } });
+      expect(first.proposed!.train?.subset, "the full split").toBe(0);
+      expect(modelText(first.model), "the past model").toBe(modelText(long!.model));
+      expect(first.assembled?.request?.initWeights).toMatchObject({ runId: cold.state.runId, trialId: long!.id });
+      expect(first.evaluated?.result?.seedResults.length, first.evaluated?.failure?.message).toBe(3);
+      expect(first.judged?.verdict).toBe(Verdict.ACCEPT);
+      expect(warm.report).toMatch(new RegExp(`\\| \`${first.id}\` \\| \`${long!.id}\` \\(weight 0\\.50\\) \\| trained weights \\|`));
+      // The dashboard's run page says the same.
+      expect(runDetail(emptyView(warm.state)).warm_start).toMatchObject([{ trial_id: first.id, past: [{ run_id: cold.state.runId, trial_id: long!.id }], takes: "weights" }]);
     } finally {
       rmSync(workspace, { recursive: true, force: true });
     }

@@ -520,3 +520,24 @@ describe("a Pareto goal with a latency limit in the report (issue 39)", () => {
     expect(reportPlots(plain, finished)[FRONT_PLOT]).toBeUndefined();
   });
 });
+
+describe("a warm run that continued a past run's training in the report (issue 37)", () => {
+  const trained = (id: string, mean: number, init: { runId: string; trialId: string }, informedBy: string[]): EventInit[] => [
+    { runId: AGENT_RUN, trialId: id, body: { case: "trialProposed", value: { hypothesis: `continue ${init.trialId}`, model: modelSpec({ name: id, layers: [{ type: "flatten" }] }), train: trainSpec({ subset: 0, train_seconds: 300 }), initWeights: init, informedBy, informedWeights: informedBy.map(() => 0.5), lastTraining: !informedBy.length } } },
+    evaluated(id, mean, 0.003, { n: 3 }),
+    { runId: AGENT_RUN, trialId: id, body: { case: "trialJudged", value: { verdict: Verdict.ACCEPT, decision: Decision.ITERATE } } },
+  ];
+  const s = agentState([
+    started({}, { dataset: "fashion-mnist", openEnded: true, target: 0 }),
+    ...trained("c0", 0.935, { runId: "r0", trialId: "r0-t9" }, ["r0-t9"]),
+    ...trained("c1", 0.94, { runId: AGENT_RUN, trialId: "c0" }, []),
+  ]);
+  const finished = { status: RunStatus.COMPLETED, reason: "time budget spent", trials: 2, seconds: 100, bestTrialId: "c1", frontTests: [] } as unknown as Parameters<typeof buildReport>[1];
+
+  it("says which trial took a past run's trained weights, and which goes on from it", () => {
+    const { markdown, json } = buildReport(s, finished);
+    expect(json.trials.map((r) => r.init_weights)).toEqual([{ run_id: "r0", trial_id: "r0-t9" }, { run_id: AGENT_RUN, trial_id: "c0" }]);
+    expect(markdown).toContain("| `c0` | `r0-t9` (weight 0.50) | trained weights | 93.50% ± 0.30 | accept |");
+    expect(markdown).toContain("- `c1` continues the training of `c0` from its kept weights.");
+  });
+});

@@ -303,6 +303,35 @@ def test_seeds_trained_together_keep_a_file_each_that_evaluates_as_its_seed(zygo
     assert not os.listdir(os.path.join(scratch, "weights-out"))
 
 
+def test_a_training_continues_from_kept_weights(zygote, scratch):
+    """A later run's continued training (EvaluateRequest.init_weights): each seed of the job starts
+    from the file under weights-init/<job id>.<i>.pt. With a learning rate too small to learn
+    anything in an epoch, the continued seeds score what the kept model scored and fresh ones
+    score chance: the weights were loaded, not an initialisation of the model's own."""
+    spec = full_spec("train", source=MLP, dataset=DIGITS, recipe={"epochs": 8, "lr": 0.02, "batch_size": 50})
+    trained, _, _ = zygote.run("train", {**spec, "weights": "keep"})
+    assert trained["kind"] == "result" and trained["metrics"]["val_accuracy"] > 0.6, trained
+    kept = os.path.join(scratch, "weights-out", f"job-{zygote.jobs}.0.pt")
+    still = {**spec, "recipe": {**spec["recipe"], "epochs": 1, "lr": 1e-7, "warmup_epochs": 0}, "together": 2, "seed": 5}
+    os.makedirs(os.path.join(scratch, "weights-init"), exist_ok=True)
+    for i in range(2):
+        shutil.copy(kept, os.path.join(scratch, "weights-init", f"job-{zygote.jobs + 1}.{i}.pt"))
+    continued, _, _ = zygote.run("train", {**still, "init": True})
+    assert continued["kind"] == "result", continued
+    for r in continued["results"]:
+        assert abs(r["metrics"]["val_accuracy"] - trained["metrics"]["val_accuracy"]) <= 0.02, (r["seed"], r["metrics"])
+    fresh, _, _ = zygote.run("train", still)
+    assert all(r["metrics"]["val_accuracy"] < 0.4 for r in fresh["results"]), fresh
+    # Weights of another model do not fit: labelled, never a silent fresh start.
+    other = full_spec("train", source=MLP.replace("nn.Linear(64, 10)", "nn.Linear(64, 10, bias=False)"), dataset=DIGITS, recipe=still["recipe"])
+    shutil.copy(kept, os.path.join(scratch, "weights-init", f"job-{zygote.jobs + 1}.0.pt"))
+    event, _, _ = zygote.run("train", {**other, "init": True})
+    assert event["label"] == "invalid_config" and "weights to start from" in event["message"], event
+    # Nothing to start from is the caller's mistake, labelled too.
+    event, _, _ = zygote.run("train", {**spec, "init": True})
+    assert event["label"] == "invalid_config" and "no weights to start from" in event["message"], event
+
+
 def test_kept_weights_evaluate_again_without_training(zygote, scratch):
     """The test confirmation's path: a seed trained with weights "keep" leaves its weights under
     weights-out/<job id>.0.pt; given back under weights-in/, they score the same without a single epoch."""

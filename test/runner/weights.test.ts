@@ -219,6 +219,30 @@ describe("the best trial's weights, from the runner into the run folder", () => 
     for (const s of result.seedResults) expect(existsSync(join(root, currentWeightsFile(s.seed)))).toBe(true);
   });
 
+  it("starts another run's training from them, seed by seed, and refuses weights it does not hold before training", async () => {
+    root = mkdtempSync(join(tmpdir(), "weights-"));
+    // A learning rate too small to move the weights in an epoch: each seed scores about what the
+    // kept seed it starts from scored.
+    const still = { ...request, runId: "later-run", trialId: "continued", seeds: 2, keepWeights: false, recipe: { epochs: 1, batchSize: 64, lr: 1e-7 } };
+    const continued = await evaluateToResult(client, { ...still, initWeights: { runId: RUN, trialId: "best" } });
+    const kept = result.seedResults.map((s) => s.metrics.val_accuracy!);
+    const got = continued.seedResults.map((s) => s.metrics.val_accuracy!);
+    expect(Math.min(...kept)).toBeGreaterThan(0.5);
+    got.forEach((acc, i) => expect(Math.abs(acc - kept[i]!), `seed ${i}`).toBeLessThanOrEqual(0.05));
+    // Three seeds from two kept would make two of them one seed's continuation: refused.
+    const more = await evaluateToResult(client, { ...still, trialId: "more", seeds: 3, initWeights: { runId: RUN, trialId: "best" } }).catch((e: unknown) => e);
+    expect(ResearchError.from(more).label).toBe("invalid_config");
+    expect(String((more as Error).message)).toMatch(/has 2 seeds' weights kept, fewer than the 3 seeds asked/);
+    // The same request from the model's own initialisation learns nothing at that rate.
+    const fresh = await evaluateToResult(client, { ...still, trialId: "fresh", seeds: 1 });
+    expect(fresh.seedResults[0]!.metrics.val_accuracy!).toBeLessThan(0.4);
+
+    const refused = await evaluateToResult(client, { ...still, trialId: "nothing", initWeights: { runId: RUN, trialId: "never-kept" } }).catch((e: unknown) => e);
+    expect(ResearchError.from(refused).label).toBe("invalid_config");
+    expect(String((refused as Error).message)).toMatch(/no weights kept for trial never-kept of run .* to start from/);
+    expect(() => planEvaluation(create(EvaluateRequestSchema, { ...still, weightsOf: "best", initWeights: { runId: RUN, trialId: "best" } }), [])).toThrow(/init_weights and weights_of exclude each other/);
+  });
+
   it("says in the report why the weights are not there, and never waits past its bound", async () => {
     const reportOf = async (trialId: string, runners: RunnerClient[], startedAtMs?: number) => {
       const dir = mkdtempSync(join(tmpdir(), "weights-run-"));

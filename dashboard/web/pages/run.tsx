@@ -485,7 +485,8 @@ function WarmStart({ o, run }: { o: Objective; run: RunDetail }) {
           <thead>
             <tr>
               <th>trial</th>
-              <th>config of</th>
+              <th>from</th>
+              <th>takes</th>
               <th>here</th>
               <th>verdict</th>
             </tr>
@@ -505,6 +506,7 @@ function WarmStart({ o, run }: { o: Objective; run: RunDetail }) {
                     </>
                   ))}
                 </td>
+                <td>{w.takes === "weights" ? "trained weights" : "config"}</td>
                 <td>{w.val ? ci(o, w.val) : "–"}</td>
                 <td>{w.verdict ?? "–"}</td>
               </tr>

@@ -340,11 +340,13 @@ class Limits(_Json):
 
 @dataclass(frozen=True)
 class WarmStartRow(_Json):
-    """A trial whose config is a past run's trial's (a warm start), evaluated again in this run."""
+    """A trial that starts from a past run's trial (a warm start): its config, or its trained weights; evaluated in this run."""
 
     trial_id: str
     #: The past trials whose config it took.
     past: list[PastTrial]
+    #: What it took: "config" (evaluated here from its own initialisation) or "weights" (their training continued).
+    takes: str
     #: Its validation interval here (None until evaluated): no past score counts.
     val: Interval | None
     verdict: str | None

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file research/v1/runner.proto.
  */
 export const file_research_v1_runner: GenFile = /*@__PURE__*/
-  fileDesc("ChhyZXNlYXJjaC92MS9ydW5uZXIucHJvdG8SC3Jlc2VhcmNoLnYxIigKDUNhbmNlbFJlcXVlc3QSFwoPaWRlbXBvdGVuY3lfa2V5GAEgASgJIiAKC0NhbmNlbFJlcGx5EhEKCWNhbmNlbGxlZBgBIAEoCCLYAQoLTW9kZWxTb3VyY2USDAoEY29kZRgBIAEoCRISCgpjbGFzc19uYW1lGAIgASgJEhwKEGluaXRfa3dhcmdzX2pzb24YAyABKAlCAhgBEj0KC2luaXRfa3dhcmdzGAQgAygLMigucmVzZWFyY2gudjEuTW9kZWxTb3VyY2UuSW5pdEt3YXJnc0VudHJ5GkoKD0luaXRLd2FyZ3NFbnRyeRILCgNrZXkYASABKAkSJgoFdmFsdWUYAiABKAsyFy5yZXNlYXJjaC52MS5Ld2FyZ1ZhbHVlOgI4ASI3CgpLd2FyZ1ZhbHVlEhAKBm51bWJlchgBIAEoAUgAEg4KBGZsYWcYAiABKAhIAEIHCgV2YWx1ZSJdCg1Nb2RlbEFyZ3VtZW50EgwKBG5hbWUYASABKAkSJwoEa2luZBgCIAEoDjIZLnJlc2VhcmNoLnYxLkFyZ3VtZW50S2luZBIVCg1kZWZhdWx0X3ZhbHVlGAMgASgBIuwBCgtEYXRhc2V0U3BlYxIMCgRuYW1lGAEgASgJEhAKCGRhdGFfZGlyGAIgASgJEg4KBnN1YnNldBgDIAEoDRIUCgx2YWxfZnJhY3Rpb24YBCABKAESEgoKc3BsaXRfc2VlZBgFIAEoDRIVCg10YXJnZXRfY29sdW1uGAYgASgJEg0KBXNoYXBlGAcgAygNEhMKC251bV9jbGFzc2VzGAggASgNEhIKCmRpZmZpY3VsdHkYCSABKAESEwoLdGVzdF9zdWJzZXQYCiABKA0SHwoEdGFzaxgLIAEoDjIRLnJlc2VhcmNoLnYxLlRhc2siPgoHQXVnbWVudBINCgVoZmxpcBgBIAEoCBIUCgxjcm9wX3BhZGRpbmcYAiABKA0SDgoGY3V0b3V0GAMgASgNIuYDCgZSZWNpcGUSKQoJb3B0aW1pemVyGBEgASgOMhYucmVzZWFyY2gudjEuT3B0aW1pemVyEgoKAmxyGAIgASgBEhUKCG1vbWVudHVtGAMgASgBSACIAQESEAoIbmVzdGVyb3YYBCABKAgSFAoMd2VpZ2h0X2RlY2F5GAUgASgBEicKCHNjaGVkdWxlGBIgASgOMhUucmVzZWFyY2gudjEuU2NoZWR1bGUSFQoNd2FybXVwX2Vwb2NocxgHIAEoARIRCglzdGVwX3NpemUYCCABKA0SDQoFZ2FtbWEYCSABKAESFwoPbGFiZWxfc21vb3RoaW5nGAogASgBEhEKCWdyYWRfY2xpcBgLIAEoARISCgpiYXRjaF9zaXplGAwgASgNEg4KBmVwb2NocxgNIAEoDRIlCgdhdWdtZW50GA4gASgLMhQucmVzZWFyY2gudjEuQXVnbWVudBILCgNhbXAYDyABKAgSFQoNY2hhbm5lbHNfbGFzdBgQIAEoCBIRCgllbWFfZGVjYXkYEyABKAESFQoNZGV0ZXJtaW5pc3RpYxgUIAEoCBIVCg10cmFpbl9zZWNvbmRzGBUgASgBEg8KB2NvbnRleHQYFiABKA1CCwoJX21vbWVudHVtSgQIARACSgQIBhAHIngKBkJ1ZGdldBISCgptYXhfcGFyYW1zGAEgASgEEhUKDXRpbWVfYnVkZ2V0X3MYAiABKAESFwoPbWVtb3J5X2xpbWl0X21iGAMgASgNEhIKCmRlYWRsaW5lX3MYBCABKAESFgoObWF4X2xhdGVuY3lfbXMYBSABKAEitAMKD0V2YWx1YXRlUmVxdWVzdBIQCgh0cmlhbF9pZBgBIAEoCRIOCgZydW5faWQYAiABKAkSJwoFbW9kZWwYAyABKAsyGC5yZXNlYXJjaC52MS5Nb2RlbFNvdXJjZRIpCgdkYXRhc2V0GAQgASgLMhgucmVzZWFyY2gudjEuRGF0YXNldFNwZWMSIwoGcmVjaXBlGAUgASgLMhMucmVzZWFyY2gudjEuUmVjaXBlEg0KBXNlZWRzGAYgASgNEhEKCWJhc2Vfc2VlZBgHIAEoDRIOCgZ0YXJnZXQYCCABKAESIwoGYnVkZ2V0GAkgASgLMhMucmVzZWFyY2gudjEuQnVkZ2V0EhUKDWV2YWx1YXRlX3Rlc3QYCiABKAgSFAoMa2VlcF93ZWlnaHRzGAsgASgIEhIKCndlaWdodHNfb2YYDCABKAkSIwoGbWV0cmljGA0gASgOMhMucmVzZWFyY2gudjEuTWV0cmljEhcKD2lkZW1wb3RlbmN5X2tleRgOIAEoCRIZChFtZWFzdXJlX2luZmVyZW5jZRgPIAEoCBIVCg1zZWVkc19hdF9vbmNlGBAgASgIIncKCkRldmljZUluZm8SDAoEa2luZBgBIAEoCRIMCgRuYW1lGAIgASgJEhUKDXRvcmNoX3ZlcnNpb24YAyABKAkSEQoJc2FuZGJveGVkGAQgASgIEgwKBGdwdXMYBSABKA0SFQoNZ3B1X21lbW9yeV9tYhgGIAEoBCJTCgdTdGFydGVkEicKBmRldmljZRgBIAEoCzIXLnJlc2VhcmNoLnYxLkRldmljZUluZm8SDQoFc2VlZHMYAiABKA0SEAoIcXVldWVkX3MYAyABKAEiwQEKDUVwb2NoUHJvZ3Jlc3MSDAoEc2VlZBgBIAEoDRINCgVlcG9jaBgCIAEoDRIOCgZlcG9jaHMYAyABKA0SEgoKdHJhaW5fbG9zcxgEIAEoARIWCg50cmFpbl9hY2N1cmFjeRgFIAEoARIQCgh2YWxfbG9zcxgGIAEoARIUCgx2YWxfYWNjdXJhY3kYByABKAESCgoCbHIYCCABKAESDwoHc2Vjb25kcxgJIAEoARISCgp2YWxfbWV0cmljGAogASgBIn4KDFNlZWRGaW5pc2hlZBIMCgRzZWVkGAEgASgNEhQKDHZhbF9hY2N1cmFjeRgCIAEoARIPCgdzZWNvbmRzGAMgASgBEiUKB2ZhaWx1cmUYBCABKAsyFC5yZXNlYXJjaC52MS5GYWlsdXJlEhIKCnZhbF9tZXRyaWMYBSABKAEiXAoLTWV0cmljU3RhdHMSDAoEbWVhbhgBIAEoARILCgNzdGQYAiABKAESDQoFY2lfOTUYAyADKAESCwoDbWluGAQgASgBEgsKA21heBgFIAEoARIJCgFuGAYgASgNImMKDENsYXNzTWV0cmljcxITCgtjbGFzc19pbmRleBgBIAEoDRIRCglwcmVjaXNpb24YAiABKAESDgoGcmVjYWxsGAMgASgBEgoKAmYxGAQgASgBEg8KB3N1cHBvcnQYBSABKA0iHgoMQ29uZnVzaW9uUm93Eg4KBmNvdW50cxgBIAMoDSKDAQoNTGVhcm5pbmdDdXJ2ZRISCgp0cmFpbl9sb3NzGAEgAygBEhYKDnRyYWluX2FjY3VyYWN5GAIgAygBEhAKCHZhbF9sb3NzGAMgAygBEhQKDHZhbF9hY2N1cmFjeRgEIAMoARIKCgJschgFIAMoARISCgp2YWxfbWV0cmljGAYgAygBIuYDCgpTZWVkUmVzdWx0EgwKBHNlZWQYASABKA0SNQoHbWV0cmljcxgCIAMoCzIkLnJlc2VhcmNoLnYxLlNlZWRSZXN1bHQuTWV0cmljc0VudHJ5EiwKCXBlcl9jbGFzcxgDIAMoCzIZLnJlc2VhcmNoLnYxLkNsYXNzTWV0cmljcxIzChBjb25mdXNpb25fbWF0cml4GAQgAygLMhkucmVzZWFyY2gudjEuQ29uZnVzaW9uUm93EjIKDmxlYXJuaW5nX2N1cnZlGAUgASgLMhoucmVzZWFyY2gudjEuTGVhcm5pbmdDdXJ2ZRIPCgdzZWNvbmRzGAYgASgBEh0KFXNlY29uZHNfdG9fZmlyc3Rfc3RlcBgHIAEoARIYChBlcG9jaHNfY29tcGxldGVkGAggASgNEhQKDHZhbF9leGFtcGxlcxgJIAEoDRIVCg10ZXN0X2V4YW1wbGVzGAogASgNEg4KBnNhbXBsZRgLIAEoCRItCglpbmZlcmVuY2UYDCABKAsyGi5yZXNlYXJjaC52MS5JbmZlcmVuY2VDb3N0EhYKDnNlZWRzX3RvZ2V0aGVyGA0gASgNGi4KDE1ldHJpY3NFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAE6AjgBItsBCg1JbmZlcmVuY2VDb3N0Ei0KB2JhdGNoXzEYASABKAsyHC5yZXNlYXJjaC52MS5JbmZlcmVuY2VUaW1pbmcSMAoKYmF0Y2hfZXZhbBgCIAEoCzIcLnJlc2VhcmNoLnYxLkluZmVyZW5jZVRpbWluZxIYChBmbG9wc19wZXJfc2FtcGxlGAMgASgEEjYKEGhvc3RfY3B1X2JhdGNoXzEYBCABKAsyHC5yZXNlYXJjaC52MS5JbmZlcmVuY2VUaW1pbmcSFwoPbWVhc3VyZV9zZWNvbmRzGAUgASgBIoQBCg9JbmZlcmVuY2VUaW1pbmcSDQoFYmF0Y2gYASABKA0SEQoJbWVkaWFuX21zGAIgASgBEg4KBnA5MF9tcxgDIAEoARIPCgdyZXBlYXRzGAQgASgNEhsKDnBlYWtfbWVtb3J5X21iGAUgASgBSACIAQFCEQoPX3BlYWtfbWVtb3J5X21iIiwKC092ZXJmaXR0aW5nEgsKA2dhcBgBIAEoARIQCghzZXZlcml0eRgCIAEoCSJGCgtDb252ZXJnZW5jZRINCgVzdGF0ZRgBIAEoCRIUCgxyZWNlbnRfc2xvcGUYAiABKAESEgoKYmVzdF9lcG9jaBgDIAEoDSK9BAoKRXZhbFJlc3VsdBI7CgphZ2dyZWdhdGVkGAEgAygLMicucmVzZWFyY2gudjEuRXZhbFJlc3VsdC5BZ2dyZWdhdGVkRW50cnkSLQoMc2VlZF9yZXN1bHRzGAIgAygLMhcucmVzZWFyY2gudjEuU2VlZFJlc3VsdBIRCgliZXN0X3NlZWQYAyABKA0SEQoJbnVtX3NlZWRzGAQgASgNEhUKDWdvYWxfYWNoaWV2ZWQYBSABKAgSLAoLZ29hbF9zdGF0dXMYBiABKA4yFy5yZXNlYXJjaC52MS5Hb2FsU3RhdHVzEg4KBnRhcmdldBgHIAEoARItCgtvdmVyZml0dGluZxgIIAEoCzIYLnJlc2VhcmNoLnYxLk92ZXJmaXR0aW5nEi0KC2NvbnZlcmdlbmNlGAkgASgLMhgucmVzZWFyY2gudjEuQ29udmVyZ2VuY2USDgoGcGFyYW1zGAogASgEEg8KB3NlY29uZHMYCyABKAESJwoGZGV2aWNlGAwgASgLMhcucmVzZWFyY2gudjEuRGV2aWNlSW5mbxITCgtudW1fY2xhc3NlcxgNIAEoDRITCgtjbGFzc19uYW1lcxgOIAMoCRIUCgx3ZWFrX2NsYXNzZXMYDyADKA0SEwoLc2VlZHNfYXBhcnQYECABKAkaSwoPQWdncmVnYXRlZEVudHJ5EgsKA2tleRgBIAEoCRInCgV2YWx1ZRgCIAEoCzIYLnJlc2VhcmNoLnYxLk1ldHJpY1N0YXRzOgI4ASL5AQoNRXZhbHVhdGVFdmVudBInCgdzdGFydGVkGAEgASgLMhQucmVzZWFyY2gudjEuU3RhcnRlZEgAEi4KCHByb2dyZXNzGAIgASgLMhoucmVzZWFyY2gudjEuRXBvY2hQcm9ncmVzc0gAEjIKDXNlZWRfZmluaXNoZWQYAyABKAsyGS5yZXNlYXJjaC52MS5TZWVkRmluaXNoZWRIABIpCgZyZXN1bHQYBCABKAsyFy5yZXNlYXJjaC52MS5FdmFsUmVzdWx0SAASJwoHZmFpbHVyZRgFIAEoCzIULnJlc2VhcmNoLnYxLkZhaWx1cmVIAEIHCgVldmVudCKvAQoQU3VtbWFyaXplUmVxdWVzdBInCgVtb2RlbBgBIAEoCzIYLnJlc2VhcmNoLnYxLk1vZGVsU291cmNlEhMKC2lucHV0X3NoYXBlGAIgAygNEhMKC251bV9jbGFzc2VzGAMgASgNEhMKC2lucHV0X2R0eXBlGAQgASgJEhIKCnZvY2FiX3NpemUYBSABKA0SHwoEdGFzaxgGIAEoDjIRLnJlc2VhcmNoLnYxLlRhc2siXAoJTGF5ZXJJbmZvEgwKBG5hbWUYASABKAkSDAoEdHlwZRgCIAEoCRIUCgxvdXRwdXRfc2hhcGUYAyADKAMSDgoGcGFyYW1zGAQgASgEEg0KBWZsb3BzGAUgASgEIvcBChFTdW1tYXJpemVSZXNwb25zZRIUCgx0b3RhbF9wYXJhbXMYASABKAQSGAoQdHJhaW5hYmxlX3BhcmFtcxgCIAEoBBINCgVmbG9wcxgDIAEoBBImCgZsYXllcnMYBCADKAsyFi5yZXNlYXJjaC52MS5MYXllckluZm8SFAoMb3V0cHV0X3NoYXBlGAUgAygDEg8KB3NpemVfbWIYBiABKAESJQoHZmFpbHVyZRgHIAEoCzIULnJlc2VhcmNoLnYxLkZhaWx1cmUSLQoJYXJndW1lbnRzGAggAygLMhoucmVzZWFyY2gudjEuTW9kZWxBcmd1bWVudCIPCg1IZWFsdGhSZXF1ZXN0IsEBCg5IZWFsdGhSZXNwb25zZRInCgZkZXZpY2UYASABKAsyFy5yZXNlYXJjaC52MS5EZXZpY2VJbmZvEg0KBXNsb3RzGAIgASgNEhIKCmZyZWVfc2xvdHMYAyABKA0SEwoLcXVldWVfZGVwdGgYBCABKA0SFQoNd29ya2Vyc19yZWFkeRgFIAEoDRIbChNldmFsdWF0aW9uc19zdGFydGVkGAYgASgEEhoKEmV2YWx1YXRpb25zX2pvaW5lZBgHIAEoBCI8Cg9EZXNjcmliZVJlcXVlc3QSKQoHZGF0YXNldBgBIAEoCzIYLnJlc2VhcmNoLnYxLkRhdGFzZXRTcGVjIvsBCgtEYXRhc2V0SW5mbxIMCgRuYW1lGAEgASgJEhMKC2lucHV0X3NoYXBlGAIgAygNEhMKC251bV9jbGFzc2VzGAMgASgNEhMKC2NsYXNzX25hbWVzGAQgAygJEhMKC2lucHV0X2R0eXBlGAUgASgJEhIKCnZvY2FiX3NpemUYBiABKA0SDwoHbl90cmFpbhgHIAEoDRINCgVuX3ZhbBgIIAEoDRIOCgZuX3Rlc3QYCSABKA0SJQoHZmFpbHVyZRgKIAEoCzIULnJlc2VhcmNoLnYxLkZhaWx1cmUSHwoEdGFzaxgLIAEoDjIRLnJlc2VhcmNoLnYxLlRhc2siywEKDVNjcmlwdFJlcXVlc3QSLQoIbGFuZ3VhZ2UYBSABKA4yGy5yZXNlYXJjaC52MS5TY3JpcHRMYW5ndWFnZRIOCgZzb3VyY2UYAiABKAkSEQoJdGltZW91dF9zGAMgASgBEjQKBWZpbGVzGAQgAygLMiUucmVzZWFyY2gudjEuU2NyaXB0UmVxdWVzdC5GaWxlc0VudHJ5GiwKCkZpbGVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUoECAEQAiLOAQoMU2NyaXB0UmVzdWx0EhEKCWV4aXRfY29kZRgBIAEoBRIOCgZzdGRvdXQYAiABKAkSEQoJdGltZWRfb3V0GAMgASgIEiUKB2ZhaWx1cmUYBCABKAsyFC5yZXNlYXJjaC52MS5GYWlsdXJlEjMKBWZpbGVzGAUgAygLMiQucmVzZWFyY2gudjEuU2NyaXB0UmVzdWx0LkZpbGVzRW50cnkaLAoKRmlsZXNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIjIKDldlaWdodHNSZXF1ZXN0Eg4KBnJ1bl9pZBgBIAEoCRIQCgh0cmlhbF9pZBgCIAEoCSI4CgxXZWlnaHRzQ2h1bmsSDAoEc2VlZBgBIAEoDRIMCgRzaXplGAIgASgEEgwKBGRhdGEYAyABKAwqdQoMQXJndW1lbnRLaW5kEh0KGUFSR1VNRU5UX0tJTkRfVU5TUEVDSUZJRUQQABIVChFBUkdVTUVOVF9LSU5EX0lOVBABEhcKE0FSR1VNRU5UX0tJTkRfRkxPQVQQAhIWChJBUkdVTUVOVF9LSU5EX0JPT0wQAypnCgRUYXNrEhQKEFRBU0tfVU5TUEVDSUZJRUQQABIXChNUQVNLX0NMQVNTSUZJQ0FUSU9OEAESEwoPVEFTS19SRUdSRVNTSU9OEAISGwoXVEFTS19MQU5HVUFHRV9NT0RFTExJTkcQAypiCglPcHRpbWl6ZXISGQoVT1BUSU1JWkVSX1VOU1BFQ0lGSUVEEAASEgoOT1BUSU1JWkVSX0FEQU0QARITCg9PUFRJTUlaRVJfQURBTVcQAhIRCg1PUFRJTUlaRVJfU0dEEAMqdgoIU2NoZWR1bGUSGAoUU0NIRURVTEVfVU5TUEVDSUZJRUQQABIRCg1TQ0hFRFVMRV9OT05FEAESEQoNU0NIRURVTEVfU1RFUBACEhMKD1NDSEVEVUxFX0NPU0lORRADEhUKEVNDSEVEVUxFX09ORUNZQ0xFEAQqfwoGTWV0cmljEhYKEk1FVFJJQ19VTlNQRUNJRklFRBAAEhMKD01FVFJJQ19BQ0NVUkFDWRABEg8KC01FVFJJQ19STVNFEAISDgoKTUVUUklDX01BRRADEg0KCU1FVFJJQ19SMhAEEhgKFE1FVFJJQ19CSVRTX1BFUl9CWVRFEAUqlAEKCkdvYWxTdGF0dXMSGwoXR09BTF9TVEFUVVNfVU5TUEVDSUZJRUQQABIYChRHT0FMX1NUQVRVU19BQ0hJRVZFRBABEhYKEkdPQUxfU1RBVFVTX0xJS0VMWRACEhwKGEdPQUxfU1RBVFVTX05PVF9BQ0hJRVZFRBADEhkKFUdPQUxfU1RBVFVTX05PX1RBUkdFVBAEKmcKDlNjcmlwdExhbmd1YWdlEh8KG1NDUklQVF9MQU5HVUFHRV9VTlNQRUNJRklFRBAAEhoKFlNDUklQVF9MQU5HVUFHRV9QWVRIT04QARIYChRTQ1JJUFRfTEFOR1VBR0VfQkFTSBACMvgDCg1SdW5uZXJTZXJ2aWNlEkYKCEV2YWx1YXRlEhwucmVzZWFyY2gudjEuRXZhbHVhdGVSZXF1ZXN0GhoucmVzZWFyY2gudjEuRXZhbHVhdGVFdmVudDABEkoKCVN1bW1hcml6ZRIdLnJlc2VhcmNoLnYxLlN1bW1hcml6ZVJlcXVlc3QaHi5yZXNlYXJjaC52MS5TdW1tYXJpemVSZXNwb25zZRJBCgZIZWFsdGgSGi5yZXNlYXJjaC52MS5IZWFsdGhSZXF1ZXN0GhsucmVzZWFyY2gudjEuSGVhbHRoUmVzcG9uc2USQgoIRGVzY3JpYmUSHC5yZXNlYXJjaC52MS5EZXNjcmliZVJlcXVlc3QaGC5yZXNlYXJjaC52MS5EYXRhc2V0SW5mbxJCCglSdW5TY3JpcHQSGi5yZXNlYXJjaC52MS5TY3JpcHRSZXF1ZXN0GhkucmVzZWFyY2gudjEuU2NyaXB0UmVzdWx0EkgKDEZldGNoV2VpZ2h0cxIbLnJlc2VhcmNoLnYxLldlaWdodHNSZXF1ZXN0GhkucmVzZWFyY2gudjEuV2VpZ2h0c0NodW5rMAESPgoGQ2FuY2VsEhoucmVzZWFyY2gudjEuQ2FuY2VsUmVxdWVzdBoYLnJlc2VhcmNoLnYxLkNhbmNlbFJlcGx5YgZwcm90bzM", [file_research_v1_common]);
+  fileDesc("ChhyZXNlYXJjaC92MS9ydW5uZXIucHJvdG8SC3Jlc2VhcmNoLnYxIigKDUNhbmNlbFJlcXVlc3QSFwoPaWRlbXBvdGVuY3lfa2V5GAEgASgJIiAKC0NhbmNlbFJlcGx5EhEKCWNhbmNlbGxlZBgBIAEoCCLYAQoLTW9kZWxTb3VyY2USDAoEY29kZRgBIAEoCRISCgpjbGFzc19uYW1lGAIgASgJEhwKEGluaXRfa3dhcmdzX2pzb24YAyABKAlCAhgBEj0KC2luaXRfa3dhcmdzGAQgAygLMigucmVzZWFyY2gudjEuTW9kZWxTb3VyY2UuSW5pdEt3YXJnc0VudHJ5GkoKD0luaXRLd2FyZ3NFbnRyeRILCgNrZXkYASABKAkSJgoFdmFsdWUYAiABKAsyFy5yZXNlYXJjaC52MS5Ld2FyZ1ZhbHVlOgI4ASI3CgpLd2FyZ1ZhbHVlEhAKBm51bWJlchgBIAEoAUgAEg4KBGZsYWcYAiABKAhIAEIHCgV2YWx1ZSJdCg1Nb2RlbEFyZ3VtZW50EgwKBG5hbWUYASABKAkSJwoEa2luZBgCIAEoDjIZLnJlc2VhcmNoLnYxLkFyZ3VtZW50S2luZBIVCg1kZWZhdWx0X3ZhbHVlGAMgASgBIuwBCgtEYXRhc2V0U3BlYxIMCgRuYW1lGAEgASgJEhAKCGRhdGFfZGlyGAIgASgJEg4KBnN1YnNldBgDIAEoDRIUCgx2YWxfZnJhY3Rpb24YBCABKAESEgoKc3BsaXRfc2VlZBgFIAEoDRIVCg10YXJnZXRfY29sdW1uGAYgASgJEg0KBXNoYXBlGAcgAygNEhMKC251bV9jbGFzc2VzGAggASgNEhIKCmRpZmZpY3VsdHkYCSABKAESEwoLdGVzdF9zdWJzZXQYCiABKA0SHwoEdGFzaxgLIAEoDjIRLnJlc2VhcmNoLnYxLlRhc2siPgoHQXVnbWVudBINCgVoZmxpcBgBIAEoCBIUCgxjcm9wX3BhZGRpbmcYAiABKA0SDgoGY3V0b3V0GAMgASgNIuYDCgZSZWNpcGUSKQoJb3B0aW1pemVyGBEgASgOMhYucmVzZWFyY2gudjEuT3B0aW1pemVyEgoKAmxyGAIgASgBEhUKCG1vbWVudHVtGAMgASgBSACIAQESEAoIbmVzdGVyb3YYBCABKAgSFAoMd2VpZ2h0X2RlY2F5GAUgASgBEicKCHNjaGVkdWxlGBIgASgOMhUucmVzZWFyY2gudjEuU2NoZWR1bGUSFQoNd2FybXVwX2Vwb2NocxgHIAEoARIRCglzdGVwX3NpemUYCCABKA0SDQoFZ2FtbWEYCSABKAESFwoPbGFiZWxfc21vb3RoaW5nGAogASgBEhEKCWdyYWRfY2xpcBgLIAEoARISCgpiYXRjaF9zaXplGAwgASgNEg4KBmVwb2NocxgNIAEoDRIlCgdhdWdtZW50GA4gASgLMhQucmVzZWFyY2gudjEuQXVnbWVudBILCgNhbXAYDyABKAgSFQoNY2hhbm5lbHNfbGFzdBgQIAEoCBIRCgllbWFfZGVjYXkYEyABKAESFQoNZGV0ZXJtaW5pc3RpYxgUIAEoCBIVCg10cmFpbl9zZWNvbmRzGBUgASgBEg8KB2NvbnRleHQYFiABKA1CCwoJX21vbWVudHVtSgQIARACSgQIBhAHIngKBkJ1ZGdldBISCgptYXhfcGFyYW1zGAEgASgEEhUKDXRpbWVfYnVkZ2V0X3MYAiABKAESFwoPbWVtb3J5X2xpbWl0X21iGAMgASgNEhIKCmRlYWRsaW5lX3MYBCABKAESFgoObWF4X2xhdGVuY3lfbXMYBSABKAEi4wMKD0V2YWx1YXRlUmVxdWVzdBIQCgh0cmlhbF9pZBgBIAEoCRIOCgZydW5faWQYAiABKAkSJwoFbW9kZWwYAyABKAsyGC5yZXNlYXJjaC52MS5Nb2RlbFNvdXJjZRIpCgdkYXRhc2V0GAQgASgLMhgucmVzZWFyY2gudjEuRGF0YXNldFNwZWMSIwoGcmVjaXBlGAUgASgLMhMucmVzZWFyY2gudjEuUmVjaXBlEg0KBXNlZWRzGAYgASgNEhEKCWJhc2Vfc2VlZBgHIAEoDRIOCgZ0YXJnZXQYCCABKAESIwoGYnVkZ2V0GAkgASgLMhMucmVzZWFyY2gudjEuQnVkZ2V0EhUKDWV2YWx1YXRlX3Rlc3QYCiABKAgSFAoMa2VlcF93ZWlnaHRzGAsgASgIEhIKCndlaWdodHNfb2YYDCABKAkSIwoGbWV0cmljGA0gASgOMhMucmVzZWFyY2gudjEuTWV0cmljEhcKD2lkZW1wb3RlbmN5X2tleRgOIAEoCRIZChFtZWFzdXJlX2luZmVyZW5jZRgPIAEoCBIVCg1zZWVkc19hdF9vbmNlGBAgASgIEi0KDGluaXRfd2VpZ2h0cxgRIAEoCzIXLnJlc2VhcmNoLnYxLldlaWdodHNSZWYiLgoKV2VpZ2h0c1JlZhIOCgZydW5faWQYASABKAkSEAoIdHJpYWxfaWQYAiABKAkidwoKRGV2aWNlSW5mbxIMCgRraW5kGAEgASgJEgwKBG5hbWUYAiABKAkSFQoNdG9yY2hfdmVyc2lvbhgDIAEoCRIRCglzYW5kYm94ZWQYBCABKAgSDAoEZ3B1cxgFIAEoDRIVCg1ncHVfbWVtb3J5X21iGAYgASgEIlMKB1N0YXJ0ZWQSJwoGZGV2aWNlGAEgASgLMhcucmVzZWFyY2gudjEuRGV2aWNlSW5mbxINCgVzZWVkcxgCIAEoDRIQCghxdWV1ZWRfcxgDIAEoASLBAQoNRXBvY2hQcm9ncmVzcxIMCgRzZWVkGAEgASgNEg0KBWVwb2NoGAIgASgNEg4KBmVwb2NocxgDIAEoDRISCgp0cmFpbl9sb3NzGAQgASgBEhYKDnRyYWluX2FjY3VyYWN5GAUgASgBEhAKCHZhbF9sb3NzGAYgASgBEhQKDHZhbF9hY2N1cmFjeRgHIAEoARIKCgJschgIIAEoARIPCgdzZWNvbmRzGAkgASgBEhIKCnZhbF9tZXRyaWMYCiABKAEifgoMU2VlZEZpbmlzaGVkEgwKBHNlZWQYASABKA0SFAoMdmFsX2FjY3VyYWN5GAIgASgBEg8KB3NlY29uZHMYAyABKAESJQoHZmFpbHVyZRgEIAEoCzIULnJlc2VhcmNoLnYxLkZhaWx1cmUSEgoKdmFsX21ldHJpYxgFIAEoASJcCgtNZXRyaWNTdGF0cxIMCgRtZWFuGAEgASgBEgsKA3N0ZBgCIAEoARINCgVjaV85NRgDIAMoARILCgNtaW4YBCABKAESCwoDbWF4GAUgASgBEgkKAW4YBiABKA0iYwoMQ2xhc3NNZXRyaWNzEhMKC2NsYXNzX2luZGV4GAEgASgNEhEKCXByZWNpc2lvbhgCIAEoARIOCgZyZWNhbGwYAyABKAESCgoCZjEYBCABKAESDwoHc3VwcG9ydBgFIAEoDSIeCgxDb25mdXNpb25Sb3cSDgoGY291bnRzGAEgAygNIoMBCg1MZWFybmluZ0N1cnZlEhIKCnRyYWluX2xvc3MYASADKAESFgoOdHJhaW5fYWNjdXJhY3kYAiADKAESEAoIdmFsX2xvc3MYAyADKAESFAoMdmFsX2FjY3VyYWN5GAQgAygBEgoKAmxyGAUgAygBEhIKCnZhbF9tZXRyaWMYBiADKAEi5gMKClNlZWRSZXN1bHQSDAoEc2VlZBgBIAEoDRI1CgdtZXRyaWNzGAIgAygLMiQucmVzZWFyY2gudjEuU2VlZFJlc3VsdC5NZXRyaWNzRW50cnkSLAoJcGVyX2NsYXNzGAMgAygLMhkucmVzZWFyY2gudjEuQ2xhc3NNZXRyaWNzEjMKEGNvbmZ1c2lvbl9tYXRyaXgYBCADKAsyGS5yZXNlYXJjaC52MS5Db25mdXNpb25Sb3cSMgoObGVhcm5pbmdfY3VydmUYBSABKAsyGi5yZXNlYXJjaC52MS5MZWFybmluZ0N1cnZlEg8KB3NlY29uZHMYBiABKAESHQoVc2Vjb25kc190b19maXJzdF9zdGVwGAcgASgBEhgKEGVwb2Noc19jb21wbGV0ZWQYCCABKA0SFAoMdmFsX2V4YW1wbGVzGAkgASgNEhUKDXRlc3RfZXhhbXBsZXMYCiABKA0SDgoGc2FtcGxlGAsgASgJEi0KCWluZmVyZW5jZRgMIAEoCzIaLnJlc2VhcmNoLnYxLkluZmVyZW5jZUNvc3QSFgoOc2VlZHNfdG9nZXRoZXIYDSABKA0aLgoMTWV0cmljc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoAToCOAEi2wEKDUluZmVyZW5jZUNvc3QSLQoHYmF0Y2hfMRgBIAEoCzIcLnJlc2VhcmNoLnYxLkluZmVyZW5jZVRpbWluZxIwCgpiYXRjaF9ldmFsGAIgASgLMhwucmVzZWFyY2gudjEuSW5mZXJlbmNlVGltaW5nEhgKEGZsb3BzX3Blcl9zYW1wbGUYAyABKAQSNgoQaG9zdF9jcHVfYmF0Y2hfMRgEIAEoCzIcLnJlc2VhcmNoLnYxLkluZmVyZW5jZVRpbWluZxIXCg9tZWFzdXJlX3NlY29uZHMYBSABKAEihAEKD0luZmVyZW5jZVRpbWluZxINCgViYXRjaBgBIAEoDRIRCgltZWRpYW5fbXMYAiABKAESDgoGcDkwX21zGAMgASgBEg8KB3JlcGVhdHMYBCABKA0SGwoOcGVha19tZW1vcnlfbWIYBSABKAFIAIgBAUIRCg9fcGVha19tZW1vcnlfbWIiLAoLT3ZlcmZpdHRpbmcSCwoDZ2FwGAEgASgBEhAKCHNldmVyaXR5GAIgASgJIkYKC0NvbnZlcmdlbmNlEg0KBXN0YXRlGAEgASgJEhQKDHJlY2VudF9zbG9wZRgCIAEoARISCgpiZXN0X2Vwb2NoGAMgASgNIr0ECgpFdmFsUmVzdWx0EjsKCmFnZ3JlZ2F0ZWQYASADKAsyJy5yZXNlYXJjaC52MS5FdmFsUmVzdWx0LkFnZ3JlZ2F0ZWRFbnRyeRItCgxzZWVkX3Jlc3VsdHMYAiADKAsyFy5yZXNlYXJjaC52MS5TZWVkUmVzdWx0EhEKCWJlc3Rfc2VlZBgDIAEoDRIRCgludW1fc2VlZHMYBCABKA0SFQoNZ29hbF9hY2hpZXZlZBgFIAEoCBIsCgtnb2FsX3N0YXR1cxgGIAEoDjIXLnJlc2VhcmNoLnYxLkdvYWxTdGF0dXMSDgoGdGFyZ2V0GAcgASgBEi0KC292ZXJmaXR0aW5nGAggASgLMhgucmVzZWFyY2gudjEuT3ZlcmZpdHRpbmcSLQoLY29udmVyZ2VuY2UYCSABKAsyGC5yZXNlYXJjaC52MS5Db252ZXJnZW5jZRIOCgZwYXJhbXMYCiABKAQSDwoHc2Vjb25kcxgLIAEoARInCgZkZXZpY2UYDCABKAsyFy5yZXNlYXJjaC52MS5EZXZpY2VJbmZvEhMKC251bV9jbGFzc2VzGA0gASgNEhMKC2NsYXNzX25hbWVzGA4gAygJEhQKDHdlYWtfY2xhc3NlcxgPIAMoDRITCgtzZWVkc19hcGFydBgQIAEoCRpLCg9BZ2dyZWdhdGVkRW50cnkSCwoDa2V5GAEgASgJEicKBXZhbHVlGAIgASgLMhgucmVzZWFyY2gudjEuTWV0cmljU3RhdHM6AjgBIvkBCg1FdmFsdWF0ZUV2ZW50EicKB3N0YXJ0ZWQYASABKAsyFC5yZXNlYXJjaC52MS5TdGFydGVkSAASLgoIcHJvZ3Jlc3MYAiABKAsyGi5yZXNlYXJjaC52MS5FcG9jaFByb2dyZXNzSAASMgoNc2VlZF9maW5pc2hlZBgDIAEoCzIZLnJlc2VhcmNoLnYxLlNlZWRGaW5pc2hlZEgAEikKBnJlc3VsdBgEIAEoCzIXLnJlc2VhcmNoLnYxLkV2YWxSZXN1bHRIABInCgdmYWlsdXJlGAUgASgLMhQucmVzZWFyY2gudjEuRmFpbHVyZUgAQgcKBWV2ZW50Iq8BChBTdW1tYXJpemVSZXF1ZXN0EicKBW1vZGVsGAEgASgLMhgucmVzZWFyY2gudjEuTW9kZWxTb3VyY2USEwoLaW5wdXRfc2hhcGUYAiADKA0SEwoLbnVtX2NsYXNzZXMYAyABKA0SEwoLaW5wdXRfZHR5cGUYBCABKAkSEgoKdm9jYWJfc2l6ZRgFIAEoDRIfCgR0YXNrGAYgASgOMhEucmVzZWFyY2gudjEuVGFzayJcCglMYXllckluZm8SDAoEbmFtZRgBIAEoCRIMCgR0eXBlGAIgASgJEhQKDG91dHB1dF9zaGFwZRgDIAMoAxIOCgZwYXJhbXMYBCABKAQSDQoFZmxvcHMYBSABKAQi9wEKEVN1bW1hcml6ZVJlc3BvbnNlEhQKDHRvdGFsX3BhcmFtcxgBIAEoBBIYChB0cmFpbmFibGVfcGFyYW1zGAIgASgEEg0KBWZsb3BzGAMgASgEEiYKBmxheWVycxgEIAMoCzIWLnJlc2VhcmNoLnYxLkxheWVySW5mbxIUCgxvdXRwdXRfc2hhcGUYBSADKAMSDwoHc2l6ZV9tYhgGIAEoARIlCgdmYWlsdXJlGAcgASgLMhQucmVzZWFyY2gudjEuRmFpbHVyZRItCglhcmd1bWVudHMYCCADKAsyGi5yZXNlYXJjaC52MS5Nb2RlbEFyZ3VtZW50Ig8KDUhlYWx0aFJlcXVlc3QiwQEKDkhlYWx0aFJlc3BvbnNlEicKBmRldmljZRgBIAEoCzIXLnJlc2VhcmNoLnYxLkRldmljZUluZm8SDQoFc2xvdHMYAiABKA0SEgoKZnJlZV9zbG90cxgDIAEoDRITCgtxdWV1ZV9kZXB0aBgEIAEoDRIVCg13b3JrZXJzX3JlYWR5GAUgASgNEhsKE2V2YWx1YXRpb25zX3N0YXJ0ZWQYBiABKAQSGgoSZXZhbHVhdGlvbnNfam9pbmVkGAcgASgEIjwKD0Rlc2NyaWJlUmVxdWVzdBIpCgdkYXRhc2V0GAEgASgLMhgucmVzZWFyY2gudjEuRGF0YXNldFNwZWMi+wEKC0RhdGFzZXRJbmZvEgwKBG5hbWUYASABKAkSEwoLaW5wdXRfc2hhcGUYAiADKA0SEwoLbnVtX2NsYXNzZXMYAyABKA0SEwoLY2xhc3NfbmFtZXMYBCADKAkSEwoLaW5wdXRfZHR5cGUYBSABKAkSEgoKdm9jYWJfc2l6ZRgGIAEoDRIPCgduX3RyYWluGAcgASgNEg0KBW5fdmFsGAggASgNEg4KBm5fdGVzdBgJIAEoDRIlCgdmYWlsdXJlGAogASgLMhQucmVzZWFyY2gudjEuRmFpbHVyZRIfCgR0YXNrGAsgASgOMhEucmVzZWFyY2gudjEuVGFzayLLAQoNU2NyaXB0UmVxdWVzdBItCghsYW5ndWFnZRgFIAEoDjIbLnJlc2VhcmNoLnYxLlNjcmlwdExhbmd1YWdlEg4KBnNvdXJjZRgCIAEoCRIRCgl0aW1lb3V0X3MYAyABKAESNAoFZmlsZXMYBCADKAsyJS5yZXNlYXJjaC52MS5TY3JpcHRSZXF1ZXN0LkZpbGVzRW50cnkaLAoKRmlsZXNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBSgQIARACIs4BCgxTY3JpcHRSZXN1bHQSEQoJZXhpdF9jb2RlGAEgASgFEg4KBnN0ZG91dBgCIAEoCRIRCgl0aW1lZF9vdXQYAyABKAgSJQoHZmFpbHVyZRgEIAEoCzIULnJlc2VhcmNoLnYxLkZhaWx1cmUSMwoFZmlsZXMYBSADKAsyJC5yZXNlYXJjaC52MS5TY3JpcHRSZXN1bHQuRmlsZXNFbnRyeRosCgpGaWxlc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiMgoOV2VpZ2h0c1JlcXVlc3QSDgoGcnVuX2lkGAEgASgJEhAKCHRyaWFsX2lkGAIgASgJIjgKDFdlaWdodHNDaHVuaxIMCgRzZWVkGAEgASgNEgwKBHNpemUYAiABKAQSDAoEZGF0YRgDIAEoDCp1CgxBcmd1bWVudEtpbmQSHQoZQVJHVU1FTlRfS0lORF9VTlNQRUNJRklFRBAAEhUKEUFSR1VNRU5UX0tJTkRfSU5UEAESFwoTQVJHVU1FTlRfS0lORF9GTE9BVBACEhYKEkFSR1VNRU5UX0tJTkRfQk9PTBADKmcKBFRhc2sSFAoQVEFTS19VTlNQRUNJRklFRBAAEhcKE1RBU0tfQ0xBU1NJRklDQVRJT04QARITCg9UQVNLX1JFR1JFU1NJT04QAhIbChdUQVNLX0xBTkdVQUdFX01PREVMTElORxADKmIKCU9wdGltaXplchIZChVPUFRJTUlaRVJfVU5TUEVDSUZJRUQQABISCg5PUFRJTUlaRVJfQURBTRABEhMKD09QVElNSVpFUl9BREFNVxACEhEKDU9QVElNSVpFUl9TR0QQAyp2CghTY2hlZHVsZRIYChRTQ0hFRFVMRV9VTlNQRUNJRklFRBAAEhEKDVNDSEVEVUxFX05PTkUQARIRCg1TQ0hFRFVMRV9TVEVQEAISEwoPU0NIRURVTEVfQ09TSU5FEAMSFQoRU0NIRURVTEVfT05FQ1lDTEUQBCp/CgZNZXRyaWMSFgoSTUVUUklDX1VOU1BFQ0lGSUVEEAASEwoPTUVUUklDX0FDQ1VSQUNZEAESDwoLTUVUUklDX1JNU0UQAhIOCgpNRVRSSUNfTUFFEAMSDQoJTUVUUklDX1IyEAQSGAoUTUVUUklDX0JJVFNfUEVSX0JZVEUQBSqUAQoKR29hbFN0YXR1cxIbChdHT0FMX1NUQVRVU19VTlNQRUNJRklFRBAAEhgKFEdPQUxfU1RBVFVTX0FDSElFVkVEEAESFgoSR09BTF9TVEFUVVNfTElLRUxZEAISHAoYR09BTF9TVEFUVVNfTk9UX0FDSElFVkVEEAMSGQoVR09BTF9TVEFUVVNfTk9fVEFSR0VUEAQqZwoOU2NyaXB0TGFuZ3VhZ2USHwobU0NSSVBUX0xBTkdVQUdFX1VOU1BFQ0lGSUVEEAASGgoWU0NSSVBUX0xBTkdVQUdFX1BZVEhPThABEhgKFFNDUklQVF9MQU5HVUFHRV9CQVNIEAIy+AMKDVJ1bm5lclNlcnZpY2USRgoIRXZhbHVhdGUSHC5yZXNlYXJjaC52MS5FdmFsdWF0ZVJlcXVlc3QaGi5yZXNlYXJjaC52MS5FdmFsdWF0ZUV2ZW50MAESSgoJU3VtbWFyaXplEh0ucmVzZWFyY2gudjEuU3VtbWFyaXplUmVxdWVzdBoeLnJlc2VhcmNoLnYxLlN1bW1hcml6ZVJlc3BvbnNlEkEKBkhlYWx0aBIaLnJlc2VhcmNoLnYxLkhlYWx0aFJlcXVlc3QaGy5yZXNlYXJjaC52MS5IZWFsdGhSZXNwb25zZRJCCghEZXNjcmliZRIcLnJlc2VhcmNoLnYxLkRlc2NyaWJlUmVxdWVzdBoYLnJlc2VhcmNoLnYxLkRhdGFzZXRJbmZvEkIKCVJ1blNjcmlwdBIaLnJlc2VhcmNoLnYxLlNjcmlwdFJlcXVlc3QaGS5yZXNlYXJjaC52MS5TY3JpcHRSZXN1bHQSSAoMRmV0Y2hXZWlnaHRzEhsucmVzZWFyY2gudjEuV2VpZ2h0c1JlcXVlc3QaGS5yZXNlYXJjaC52MS5XZWlnaHRzQ2h1bmswARI+CgZDYW5jZWwSGi5yZXNlYXJjaC52MS5DYW5jZWxSZXF1ZXN0GhgucmVzZWFyY2gudjEuQ2FuY2VsUmVwbHliBnByb3RvMw", [file_research_v1_common]);
 
 /**
  * @generated from message research.v1.CancelRequest
@@ -569,6 +569,18 @@ export type EvaluateRequest = Message<"research.v1.EvaluateRequest"> & {
    * @generated from field: bool seeds_at_once = 16;
    */
   seedsAtOnce: boolean;
+
+  /**
+   * Start from trained weights instead of the model's own initialisation: those kept for
+   * another trial (keep_weights there, of this run or an earlier one), seed i of this request
+   * from the i-th kept seed in seed order, then train as the recipe says: a later run continues
+   * an earlier one's training (issue 37). invalid_config when fewer seeds are kept than asked
+   * (two seeds from one's weights would not be independent) or they do not fit the model.
+   * Excludes weights_of.
+   *
+   * @generated from field: research.v1.WeightsRef init_weights = 17;
+   */
+  initWeights?: WeightsRef | undefined;
 };
 
 /**
@@ -577,6 +589,30 @@ export type EvaluateRequest = Message<"research.v1.EvaluateRequest"> & {
  */
 export const EvaluateRequestSchema: GenMessage<EvaluateRequest> = /*@__PURE__*/
   messageDesc(file_research_v1_runner, 9);
+
+/**
+ * A trial's kept weights (EvaluateRequest.keep_weights), by its run and trial ids.
+ *
+ * @generated from message research.v1.WeightsRef
+ */
+export type WeightsRef = Message<"research.v1.WeightsRef"> & {
+  /**
+   * @generated from field: string run_id = 1;
+   */
+  runId: string;
+
+  /**
+   * @generated from field: string trial_id = 2;
+   */
+  trialId: string;
+};
+
+/**
+ * Describes the message research.v1.WeightsRef.
+ * Use `create(WeightsRefSchema)` to create a new message.
+ */
+export const WeightsRefSchema: GenMessage<WeightsRef> = /*@__PURE__*/
+  messageDesc(file_research_v1_runner, 10);
 
 /**
  * @generated from message research.v1.DeviceInfo
@@ -622,7 +658,7 @@ export type DeviceInfo = Message<"research.v1.DeviceInfo"> & {
  * Use `create(DeviceInfoSchema)` to create a new message.
  */
 export const DeviceInfoSchema: GenMessage<DeviceInfo> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 10);
+  messageDesc(file_research_v1_runner, 11);
 
 /**
  * @generated from message research.v1.Started
@@ -651,7 +687,7 @@ export type Started = Message<"research.v1.Started"> & {
  * Use `create(StartedSchema)` to create a new message.
  */
 export const StartedSchema: GenMessage<Started> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 11);
+  messageDesc(file_research_v1_runner, 12);
 
 /**
  * @generated from message research.v1.EpochProgress
@@ -716,7 +752,7 @@ export type EpochProgress = Message<"research.v1.EpochProgress"> & {
  * Use `create(EpochProgressSchema)` to create a new message.
  */
 export const EpochProgressSchema: GenMessage<EpochProgress> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 12);
+  messageDesc(file_research_v1_runner, 13);
 
 /**
  * @generated from message research.v1.SeedFinished
@@ -755,7 +791,7 @@ export type SeedFinished = Message<"research.v1.SeedFinished"> & {
  * Use `create(SeedFinishedSchema)` to create a new message.
  */
 export const SeedFinishedSchema: GenMessage<SeedFinished> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 13);
+  messageDesc(file_research_v1_runner, 14);
 
 /**
  * @generated from message research.v1.MetricStats
@@ -801,7 +837,7 @@ export type MetricStats = Message<"research.v1.MetricStats"> & {
  * Use `create(MetricStatsSchema)` to create a new message.
  */
 export const MetricStatsSchema: GenMessage<MetricStats> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 14);
+  messageDesc(file_research_v1_runner, 15);
 
 /**
  * @generated from message research.v1.ClassMetrics
@@ -838,7 +874,7 @@ export type ClassMetrics = Message<"research.v1.ClassMetrics"> & {
  * Use `create(ClassMetricsSchema)` to create a new message.
  */
 export const ClassMetricsSchema: GenMessage<ClassMetrics> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 15);
+  messageDesc(file_research_v1_runner, 16);
 
 /**
  * @generated from message research.v1.ConfusionRow
@@ -855,7 +891,7 @@ export type ConfusionRow = Message<"research.v1.ConfusionRow"> & {
  * Use `create(ConfusionRowSchema)` to create a new message.
  */
 export const ConfusionRowSchema: GenMessage<ConfusionRow> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 16);
+  messageDesc(file_research_v1_runner, 17);
 
 /**
  * @generated from message research.v1.LearningCurve
@@ -899,7 +935,7 @@ export type LearningCurve = Message<"research.v1.LearningCurve"> & {
  * Use `create(LearningCurveSchema)` to create a new message.
  */
 export const LearningCurveSchema: GenMessage<LearningCurve> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 17);
+  messageDesc(file_research_v1_runner, 18);
 
 /**
  * @generated from message research.v1.SeedResult
@@ -993,7 +1029,7 @@ export type SeedResult = Message<"research.v1.SeedResult"> & {
  * Use `create(SeedResultSchema)` to create a new message.
  */
 export const SeedResultSchema: GenMessage<SeedResult> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 18);
+  messageDesc(file_research_v1_runner, 19);
 
 /**
  * @generated from message research.v1.InferenceCost
@@ -1040,7 +1076,7 @@ export type InferenceCost = Message<"research.v1.InferenceCost"> & {
  * Use `create(InferenceCostSchema)` to create a new message.
  */
 export const InferenceCostSchema: GenMessage<InferenceCost> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 19);
+  messageDesc(file_research_v1_runner, 20);
 
 /**
  * @generated from message research.v1.InferenceTiming
@@ -1083,7 +1119,7 @@ export type InferenceTiming = Message<"research.v1.InferenceTiming"> & {
  * Use `create(InferenceTimingSchema)` to create a new message.
  */
 export const InferenceTimingSchema: GenMessage<InferenceTiming> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 20);
+  messageDesc(file_research_v1_runner, 21);
 
 /**
  * @generated from message research.v1.Overfitting
@@ -1109,7 +1145,7 @@ export type Overfitting = Message<"research.v1.Overfitting"> & {
  * Use `create(OverfittingSchema)` to create a new message.
  */
 export const OverfittingSchema: GenMessage<Overfitting> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 21);
+  messageDesc(file_research_v1_runner, 22);
 
 /**
  * @generated from message research.v1.Convergence
@@ -1141,7 +1177,7 @@ export type Convergence = Message<"research.v1.Convergence"> & {
  * Use `create(ConvergenceSchema)` to create a new message.
  */
 export const ConvergenceSchema: GenMessage<Convergence> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 22);
+  messageDesc(file_research_v1_runner, 23);
 
 /**
  * @generated from message research.v1.EvalResult
@@ -1238,7 +1274,7 @@ export type EvalResult = Message<"research.v1.EvalResult"> & {
  * Use `create(EvalResultSchema)` to create a new message.
  */
 export const EvalResultSchema: GenMessage<EvalResult> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 23);
+  messageDesc(file_research_v1_runner, 24);
 
 /**
  * @generated from message research.v1.EvaluateEvent
@@ -1285,7 +1321,7 @@ export type EvaluateEvent = Message<"research.v1.EvaluateEvent"> & {
  * Use `create(EvaluateEventSchema)` to create a new message.
  */
 export const EvaluateEventSchema: GenMessage<EvaluateEvent> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 24);
+  messageDesc(file_research_v1_runner, 25);
 
 /**
  * @generated from message research.v1.SummarizeRequest
@@ -1336,7 +1372,7 @@ export type SummarizeRequest = Message<"research.v1.SummarizeRequest"> & {
  * Use `create(SummarizeRequestSchema)` to create a new message.
  */
 export const SummarizeRequestSchema: GenMessage<SummarizeRequest> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 25);
+  messageDesc(file_research_v1_runner, 26);
 
 /**
  * @generated from message research.v1.LayerInfo
@@ -1373,7 +1409,7 @@ export type LayerInfo = Message<"research.v1.LayerInfo"> & {
  * Use `create(LayerInfoSchema)` to create a new message.
  */
 export const LayerInfoSchema: GenMessage<LayerInfo> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 26);
+  messageDesc(file_research_v1_runner, 27);
 
 /**
  * @generated from message research.v1.SummarizeResponse
@@ -1430,7 +1466,7 @@ export type SummarizeResponse = Message<"research.v1.SummarizeResponse"> & {
  * Use `create(SummarizeResponseSchema)` to create a new message.
  */
 export const SummarizeResponseSchema: GenMessage<SummarizeResponse> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 27);
+  messageDesc(file_research_v1_runner, 28);
 
 /**
  * @generated from message research.v1.HealthRequest
@@ -1443,7 +1479,7 @@ export type HealthRequest = Message<"research.v1.HealthRequest"> & {
  * Use `create(HealthRequestSchema)` to create a new message.
  */
 export const HealthRequestSchema: GenMessage<HealthRequest> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 28);
+  messageDesc(file_research_v1_runner, 29);
 
 /**
  * @generated from message research.v1.HealthResponse
@@ -1493,7 +1529,7 @@ export type HealthResponse = Message<"research.v1.HealthResponse"> & {
  * Use `create(HealthResponseSchema)` to create a new message.
  */
 export const HealthResponseSchema: GenMessage<HealthResponse> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 29);
+  messageDesc(file_research_v1_runner, 30);
 
 /**
  * @generated from message research.v1.DescribeRequest
@@ -1510,7 +1546,7 @@ export type DescribeRequest = Message<"research.v1.DescribeRequest"> & {
  * Use `create(DescribeRequestSchema)` to create a new message.
  */
 export const DescribeRequestSchema: GenMessage<DescribeRequest> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 30);
+  messageDesc(file_research_v1_runner, 31);
 
 /**
  * @generated from message research.v1.DatasetInfo
@@ -1585,7 +1621,7 @@ export type DatasetInfo = Message<"research.v1.DatasetInfo"> & {
  * Use `create(DatasetInfoSchema)` to create a new message.
  */
 export const DatasetInfoSchema: GenMessage<DatasetInfo> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 31);
+  messageDesc(file_research_v1_runner, 32);
 
 /**
  * @generated from message research.v1.ScriptRequest
@@ -1622,7 +1658,7 @@ export type ScriptRequest = Message<"research.v1.ScriptRequest"> & {
  * Use `create(ScriptRequestSchema)` to create a new message.
  */
 export const ScriptRequestSchema: GenMessage<ScriptRequest> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 32);
+  messageDesc(file_research_v1_runner, 33);
 
 /**
  * @generated from message research.v1.ScriptResult
@@ -1671,7 +1707,7 @@ export type ScriptResult = Message<"research.v1.ScriptResult"> & {
  * Use `create(ScriptResultSchema)` to create a new message.
  */
 export const ScriptResultSchema: GenMessage<ScriptResult> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 33);
+  messageDesc(file_research_v1_runner, 34);
 
 /**
  * @generated from message research.v1.WeightsRequest
@@ -1693,7 +1729,7 @@ export type WeightsRequest = Message<"research.v1.WeightsRequest"> & {
  * Use `create(WeightsRequestSchema)` to create a new message.
  */
 export const WeightsRequestSchema: GenMessage<WeightsRequest> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 34);
+  messageDesc(file_research_v1_runner, 35);
 
 /**
  * A piece of one seed's kept weights: a torch.save'd state_dict of the
@@ -1727,7 +1763,7 @@ export type WeightsChunk = Message<"research.v1.WeightsChunk"> & {
  * Use `create(WeightsChunkSchema)` to create a new message.
  */
 export const WeightsChunkSchema: GenMessage<WeightsChunk> = /*@__PURE__*/
-  messageDesc(file_research_v1_runner, 35);
+  messageDesc(file_research_v1_runner, 36);
 
 /**
  * @generated from enum research.v1.ArgumentKind
