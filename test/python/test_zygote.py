@@ -312,16 +312,18 @@ def test_a_training_continues_from_kept_weights(zygote, scratch):
     trained, _, _ = zygote.run("train", {**spec, "weights": "keep"})
     assert trained["kind"] == "result" and trained["metrics"]["val_accuracy"] > 0.6, trained
     kept = os.path.join(scratch, "weights-out", f"job-{zygote.jobs}.0.pt")
-    still = {**spec, "recipe": {**spec["recipe"], "epochs": 1, "lr": 1e-7, "warmup_epochs": 0}, "together": 2, "seed": 5}
+    # Seeds together (torch 2) take a file each, <job id>.<i>; torch 1 has no torch.func and trains them apart.
+    together = 2 if hasattr(torch, "func") else 1
+    still = {**spec, "recipe": {**spec["recipe"], "epochs": 1, "lr": 1e-7, "warmup_epochs": 0}, "together": together, "seed": 5}
     os.makedirs(os.path.join(scratch, "weights-init"), exist_ok=True)
-    for i in range(2):
+    for i in range(together):
         shutil.copy(kept, os.path.join(scratch, "weights-init", f"job-{zygote.jobs + 1}.{i}.pt"))
     continued, _, _ = zygote.run("train", {**still, "init": True})
     assert continued["kind"] == "result", continued
-    for r in continued["results"]:
-        assert abs(r["metrics"]["val_accuracy"] - trained["metrics"]["val_accuracy"]) <= 0.02, (r["seed"], r["metrics"])
+    for r in continued.get("results", [continued]):
+        assert abs(r["metrics"]["val_accuracy"] - trained["metrics"]["val_accuracy"]) <= 0.02, r["metrics"]
     fresh, _, _ = zygote.run("train", still)
-    assert all(r["metrics"]["val_accuracy"] < 0.4 for r in fresh["results"]), fresh
+    assert all(r["metrics"]["val_accuracy"] < 0.4 for r in fresh.get("results", [fresh])), fresh
     # Weights of another model do not fit: labelled, never a silent fresh start.
     other = full_spec("train", source=MLP.replace("nn.Linear(64, 10)", "nn.Linear(64, 10, bias=False)"), dataset=DIGITS, recipe=still["recipe"])
     shutil.copy(kept, os.path.join(scratch, "weights-init", f"job-{zygote.jobs + 1}.0.pt"))
