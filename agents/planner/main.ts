@@ -9,7 +9,7 @@
  */
 import { adoptedConcepts, blocksOf } from "../../core/brief.js";
 import { request } from "../../swarm/lineage-query.js";
-import { Decision, InterventionKind, type Event } from "../../proto/gen/research/v1/events_pb.js";
+import { Decision, InterventionKind, Verdict, type Event } from "../../proto/gen/research/v1/events_pb.js";
 import { datasetInfo } from "../../swarm/dataset-info.js";
 import { inFlight, inFlightCount, judgedTrials, queuedProposals, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { trialId } from "../../core/ids.js";
@@ -191,7 +191,7 @@ async function proposeInitial(ctx: AgentContext, runId: string): Promise<void> {
   const count = Math.max(1, Math.min(state.settings?.parallel || 1, state.settings?.maxTrials || Infinity));
   const input = await planInput(ctx, state, 0);
   // A warm open-ended run may continue a past run's long training first, alone: its seeds take
-  // the cores, and the slots it leaves are filled once it is judged (fillOpeningSlots).
+  // the cores (the other opening slots stay empty; proposeNext).
   const continued = continuation(input);
   const broken = continued && brokenPromises(input, 0, { kind: "promote", proposal: continued });
   if (continued && !broken?.length) return publishProposal(ctx, state, 0, continued, "scheduler", "");
@@ -244,11 +244,7 @@ async function proposeAfter(ctx: AgentContext, state: RunState, judged: TrialSta
   const index = (state.settings?.parallel || 1) + judged.judgedPosition;
   if (state.trials.get(trialId(state.runId, index))?.proposed) return;
   await askWhenStalled(ctx, state, judged);
-  await act(ctx, state, await planInput(ctx, state, index), index);
-}
-
-/** What the decision core chooses for trial `index`, published (or logged when it is nothing or a wait). */
-async function act(ctx: AgentContext, state: RunState, input: PlanInput, index: number): Promise<void> {
+  const input = await planInput(ctx, state, index);
   const move = decide(input, index);
   switch (move.kind) {
     case "nothing":
@@ -271,22 +267,30 @@ async function proposeNext(ctx: AgentContext, event: Event): Promise<void> {
   const state = await ctx.runState(event.runId);
   const judged = state.trials.get(event.trialId);
   if (!judged) return;
+  // A continued training that failed or was rejected (the runner no longer kept the weights)
+  // leaves the run where a cold one starts. One that was accepted is trained on by the last long
+  // training in the slot it freed, which has the runner to itself: the other opening slots stay empty.
+  if (judged.proposed?.initWeights && !judged.proposed.lastTraining && judged.judged?.verdict !== Verdict.ACCEPT) return reopen(ctx, state);
   await proposeAfter(ctx, state, judged);
-  if (judged.proposed?.initWeights && !judged.proposed.lastTraining) await fillOpeningSlots(ctx, event.runId);
 }
 
 /**
- * The run's opening slots a continued training left empty (proposeInitial), once it is judged:
- * each what the decision core chooses, a wait beside the last long training that continues it,
- * the run's exploration when it failed.
+ * A run whose continued training (proposeInitial) came to nothing: its opening proposals, as a
+ * cold run's, in the opening slots it left empty and the one its judgement freed, computed
+ * together so that none repeats another.
  */
-async function fillOpeningSlots(ctx: AgentContext, runId: string): Promise<void> {
-  const parallel = (await ctx.runState(runId)).settings?.parallel || 1;
-  for (let index = 1; index < parallel; index++) {
-    const state = await ctx.runState(runId);
-    if (state.finished || state.trials.get(trialId(runId, index))?.proposed) continue;
-    await act(ctx, state, await planInput(ctx, state, index), index);
+async function reopen(ctx: AgentContext, state: RunState): Promise<void> {
+  const parallel = state.settings?.parallel || 1;
+  const maxTrials = state.settings?.maxTrials || Infinity;
+  const indices = [...Array.from({ length: parallel - 1 }, (_, i) => i + 1), parallel].filter((i) => i < maxTrials && !state.trials.get(trialId(state.runId, i))?.proposed);
+  if (!indices.length) return;
+  const input = await planInput(ctx, state, indices[0]!);
+  const builtin = policyOf(state).initial(input, indices.length);
+  for (const [k, index] of indices.entries()) {
+    const current = k === 0 ? input : { ...input, state: await ctx.runState(state.runId) };
+    await propose(ctx, current, index, () => builtin[k]);
   }
+  await sayIdle(ctx, await ctx.runState(state.runId), indices[0]!, "no starting config fits the budgets");
 }
 
 /**

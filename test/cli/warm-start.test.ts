@@ -18,7 +18,7 @@ import { storedEvents } from "../../cli/workspace.js";
 import { foldRun, valMetricOf, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { fingerprint, genomeOf } from "../../agents/planner/identity.js";
 import { emptyView, runDetail, trialDetail } from "../../dashboard/views.js";
-import { Mutation } from "../../proto/gen/research/v1/common_pb.js";
+import { FailureLabel, Mutation } from "../../proto/gen/research/v1/common_pb.js";
 import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
 
 /** A model config as the lineage compares them. */
@@ -114,6 +114,17 @@ describe("a run in a workspace with past runs on its dataset", () => {
       expect(warm.report).toMatch(new RegExp(`\\| \`${first.id}\` \\| \`${long!.id}\` \\(weight 0\\.50\\) \\| trained weights \\|`));
       // The dashboard's run page says the same.
       expect(runDetail(emptyView(warm.state)).warm_start).toMatchObject([{ trial_id: first.id, past: [{ run_id: cold.state.runId, trial_id: long!.id }], takes: "weights" }]);
+
+      // With the runner's kept weights gone, the continuation fails as invalid_config and the run
+      // opens as a cold one does, in the slots the continuation held: two different probes.
+      rmSync(join(workspace, "runner-state", "weights"), { recursive: true, force: true });
+      const gone = await launch(3, "45s");
+      const [failed, ...opened] = gone.state.order.map((id) => gone.state.trials.get(id)!);
+      expect([first.id, long!.id]).toContain(failed!.proposed?.initWeights?.trialId);
+      expect(failed!.evaluated?.failure?.label).toBe(FailureLabel.INVALID_CONFIG);
+      expect(opened.map((t) => t.proposed?.initWeights)).toEqual([undefined, undefined]);
+      expect(opened.map((t) => t.proposed?.rung)).toEqual([0, 0]);
+      expect(new Set(opened.map((t) => modelText(t.model))).size, "two different probes").toBe(2);
     } finally {
       rmSync(workspace, { recursive: true, force: true });
     }
