@@ -23,7 +23,7 @@ const SECONDS: Record<string, number> = {
   "test/cli/regression.test.ts": 44,
   "test/cli/pareto.test.ts": 61,
   "test/cli/closed-console.test.ts": 15,
-  "test/cli/warm-start.test.ts": 180, // eight short runs, two of them a long training and its continuation
+  "test/cli/warm-start.test.ts": 240, // nine short runs, three of them a long training, its continuation and one without the weights
   "test/cli/signal.test.ts": 43,
   "test/cli/serve.test.ts": 41,
   "test/swarm/llm-swarm.test.ts": 27,
