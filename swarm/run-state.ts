@@ -455,6 +455,11 @@ export function longTrainingInFlight(state: RunState): boolean {
   return false;
 }
 
+/** A run's opening training continued from a past run's kept weights (TrialProposed.init_weights), not the last long training that goes on from it. */
+export function isContinued(t: TrialState): boolean {
+  return !!t.proposed?.initWeights && !t.proposed.lastTraining;
+}
+
 /**
  * The run's last long training (TrialProposed.last_training) or a training continued from kept
  * weights (TrialProposed.init_weights) while it trains: each has the runner to itself, so the

@@ -27,7 +27,7 @@
 import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import { RUN_DEFAULTS } from "../../core/defaults.js";
 import { nothingFits } from "../../swarm/budget.js";
-import { aloneInFlight, patienceOf, plateau, queuedProposals } from "../../swarm/run-state.js";
+import { aloneInFlight, isContinued, patienceOf, plateau, queuedProposals } from "../../swarm/run-state.js";
 import { baselineProposals, handProposal, nextBuiltin, randomPolicy, type PlanInput, type Proposal } from "./policy.js";
 import { ashaPromotion, confirmation, fullSplitDue, lastTraining, promotionInFlight } from "./promotion.js";
 import { brokenPromises } from "./promises.js";
@@ -52,7 +52,7 @@ export function exploiting(input: PlanInput, index: number): string | undefined 
   if (!plansLastTraining(state)) return undefined;
   if (lastTrainingOf(state)) return "the run's last long training was proposed";
   // Probes after it could not outrank a training continued from a past run's: the rest of the time continues it.
-  const continued = [...state.trials.values()].find((t) => t.proposed?.initWeights && t.judged?.verdict === Verdict.ACCEPT);
+  const continued = [...state.trials.values()].find((t) => isContinued(t) && t.judged?.verdict === Verdict.ACCEPT);
   if (continued) return `the run continued a past run's long training (${continued.id})`;
   if (exploreLeftS(input) <= 0) return "exploration has spent its share of the budget";
   const maxTrials = state.settings?.maxTrials || RUN_DEFAULTS.maxTrials;

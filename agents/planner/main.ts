@@ -11,7 +11,7 @@ import { adoptedConcepts, blocksOf } from "../../core/brief.js";
 import { request } from "../../swarm/lineage-query.js";
 import { Decision, InterventionKind, Verdict, type Event } from "../../proto/gen/research/v1/events_pb.js";
 import { datasetInfo } from "../../swarm/dataset-info.js";
-import { inFlight, inFlightCount, judgedTrials, queuedProposals, type RunState, type TrialState } from "../../swarm/run-state.js";
+import { inFlight, inFlightCount, isContinued, judgedTrials, queuedProposals, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { trialId } from "../../core/ids.js";
 import { STALL_TRIALS, stallQuery, stalledOn } from "./stall.js";
 import { MUTATION, SURFACE } from "../../core/enums.js";
@@ -270,7 +270,7 @@ async function proposeNext(ctx: AgentContext, event: Event): Promise<void> {
   // A continued training that failed or was rejected (the runner no longer kept the weights)
   // leaves the run where a cold one starts. One that was accepted is trained on by the last long
   // training in the slot it freed, which has the runner to itself: the other opening slots stay empty.
-  if (judged.proposed?.initWeights && !judged.proposed.lastTraining && judged.judged?.verdict !== Verdict.ACCEPT) return reopen(ctx, state);
+  if (isContinued(judged) && judged.judged?.verdict !== Verdict.ACCEPT) return reopen(ctx, state);
   await proposeAfter(ctx, state, judged);
 }
 

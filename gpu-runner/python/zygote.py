@@ -479,11 +479,11 @@ class Zygote:
         scratch = self._make_scratch(job_id)
         try:
             weights = spec.get("weights", "")
-            # A file for each of the job's seeds to keep (<job id>.<i>), or the one to load.
-            names = [f"{job_id}.{i}" for i in range(spec["together"])] if weights == "keep" else [job_id] if weights else []
-            inits = [f"{job_id}.{i}" for i in range(spec["together"])] if spec.get("init") else []
+            # A file for each of the job's seeds (<job id>.<i>) to keep or to start from, or the one to load.
+            per_seed = [f"{job_id}.{i}" for i in range(spec.get("together", 1))]
+            names = per_seed if weights == "keep" else [job_id] if weights else []
             spec = {**spec, "weights_fds": [self._job_file(name, weights) for name in names],
-                    "init_fds": [self._job_file(name, "init") for name in inits],
+                    "init_fds": [self._job_file(name, "init") for name in per_seed] if spec.get("init") else [],
                     "labels_fd": self._job_file(job_id, "labels" if task == "train" else "")}
             log_path = os.path.join(scratch, "log.txt")
             log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
