@@ -9,7 +9,6 @@
  * lets go of a bus that stays disconnected, so a swarm started (or restarted
  * elsewhere) later is followed too.
  */
-import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fromBinary } from "@bufbuild/protobuf";
 import { progressSubject, type Bus, type RunWatch } from "../bus/index.js";
@@ -99,15 +98,19 @@ export class DashboardSource {
     return this.following?.bus;
   }
 
-  /** The workspace's lineage, opened read-only on first use (a new workspace has none until a swarm writes it). */
-  lineage(): Promise<LineageStore | undefined> {
-    if (!this.store && existsSync(this.lineageDir)) {
+  /**
+   * The workspace's lineage, opened read-only on first use once its writer has created it: a
+   * new workspace has none until a swarm writes it, and a swarm starting beside this dashboard
+   * may be creating it now (its runs reach the dashboard through the bus meanwhile).
+   */
+  async lineage(): Promise<LineageStore | undefined> {
+    if (!this.store && (await LineageStore.written(this.lineageDir)) && !this.store) {
       const dir = this.lineageDir;
       this.store = lineageEmbedder(dir, {}, this.log).then((embedder) => LineageStore.open(dir, { readOnly: true, embedder, logger: this.log }));
       // A failed opening is tried again on the next use.
       this.store.catch(() => (this.store = undefined));
     }
-    return this.store ?? Promise.resolve(undefined);
+    return this.store;
   }
 
   /** Called on every event applied to a shown run and on every progress; returns the unsubscribe. */

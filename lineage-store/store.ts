@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import { fromBinary, toBinary } from "@bufbuild/protobuf";
 import * as lancedb from "@lancedb/lancedb";
 import type { Schema } from "apache-arrow";
@@ -125,6 +126,29 @@ export class LineageStore {
       trials: names(trialsSchema(embedder.dim, embedder.name)),
       briefs: names(briefsSchema(embedder.dim, embedder.name)),
     };
+  }
+
+  /**
+   * Whether the writer has finished creating the store in `dir`: every table and the trials'
+   * text index. A reader starting beside a swarm that is still creating it (serve's dashboard)
+   * waits for this rather than opening half a store, or picking an embedder before the trials
+   * table that names it exists.
+   */
+  static async written(dir: string): Promise<boolean> {
+    if (!existsSync(dir)) return false;
+    const db = await lancedb.connect(dir);
+    try {
+      const names = new Set(await db.tableNames());
+      if (!TABLES.every((t) => names.has(t))) return false;
+      const trials = await db.openTable("trials");
+      try {
+        return (await trials.listIndices()).some((i) => i.columns.includes("hypothesis"));
+      } finally {
+        trials.close();
+      }
+    } finally {
+      db.close();
+    }
   }
 
   static async open(dir: string, options: LineageStoreOptions = {}): Promise<LineageStore> {

@@ -64,7 +64,8 @@ beforeAll(async () => {
   url = await new Promise<string>((resolve, reject) => {
     createInterface({ input: serve.stdout! }).on("line", (l) => {
       lines.push(l);
-      const m = /dashboard: (\S+)/.exec(l);
+      // Its own line only: "no dashboard: stopping ..." must not pass for a URL.
+      const m = /\] dashboard: (http\S+)/.exec(l);
       if (m) resolve(m[1]!);
     });
     void exited.then((code) => reject(new Error(`serve exited ${code} before its dashboard was up:\n${lines.join("\n")}`)));

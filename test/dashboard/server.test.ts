@@ -3,11 +3,16 @@
  * every route, its errors, the app's pages, and the token beyond loopback.
  */
 import { request } from "node:http";
-import { readdirSync, rmSync, statSync } from "node:fs";
+import { mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
+import * as lancedb from "@lancedb/lancedb";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startDashboard, type Dashboard } from "../../dashboard/server.js";
+import { HashingEmbedder } from "../../core/embedder.js";
+import { runsSchema } from "../../lineage-store/schema.js";
+import { LineageStore } from "../../lineage-store/store.js";
 import type { RunDetail, RunSummary, SearchHit, TrialDetail } from "../../dashboard/api.js";
 import { runEvents, TRIALS } from "../lineage-store/fixtures.js";
 import { testLogger } from "../bus/helpers.js";
@@ -231,5 +236,34 @@ describe("dashboard server beyond loopback", () => {
 
   it("refuses a token too short to guard anything", async () => {
     await expect(startDashboard({ workspace, host: "0.0.0.0", token: "short", logger: testLogger, assets: ASSETS })).rejects.toThrow(/16 characters/);
+  });
+});
+
+describe("dashboard server beside a swarm still creating its lineage", () => {
+  it("starts with no runs, and reads the store once its writer has made it", async () => {
+    const workspace = mkdtempSync(join(tmpdir(), "dashboard-half-"));
+    const dir = join(workspace, "lineage");
+    // Where serve's dashboard may find the lineage-store process part way (a CI run failed so).
+    const db = await lancedb.connect(dir);
+    const embedder = new HashingEmbedder();
+    await db.createEmptyTable("runs", runsSchema(embedder.dim, embedder.name));
+    db.close();
+    const dash = await startDashboard({ workspace, logger: testLogger, assets: ASSETS });
+    try {
+      const runs = async () => ((await (await fetch(new URL("/api/runs", dash.url))).json()) as RunSummary[]).map((r) => r.run_id);
+      expect(await runs()).toEqual([]);
+      const search = () => fetch(new URL("/api/search?q=width", dash.url)).then(async (r) => [r.status, ((await r.json()) as SearchHit[]).length]);
+      expect(await search()).toEqual([200, 0]);
+      const store = await LineageStore.open(dir, { logger: testLogger });
+      await store.applyEvents(runEvents(DONE));
+      await store.close();
+      // The store, now written, answers the next search.
+      const [status, hits] = await search();
+      expect(status).toBe(200);
+      expect(hits).toBeGreaterThan(0);
+    } finally {
+      await dash.close();
+      rmSync(workspace, { recursive: true, force: true });
+    }
   });
 });

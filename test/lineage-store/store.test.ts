@@ -10,7 +10,7 @@ import { checkRequest, decodeRequest, decodeResponse, encodeRequest, type Simila
 import * as lancedb from "@lancedb/lancedb";
 import { Schema } from "apache-arrow";
 import { LineageStore } from "../../lineage-store/store.js";
-import { trialsSchema } from "../../lineage-store/schema.js";
+import { runsSchema, trialsSchema } from "../../lineage-store/schema.js";
 import { FailureLabel, Surface, TrialStatus } from "../../proto/gen/research/v1/common_pb.js";
 import { EventSchema, Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import { SimilarTrialsRequestSchema } from "../../proto/gen/research/v1/lineage_pb.js";
@@ -331,5 +331,19 @@ describe("LineageStore write semantics", () => {
     await store.close();
     await expect(LineageStore.open(dir)).rejects.toThrow(/hashing-v1-64/);
     await expect(LineageStore.open(join(root, "empty"), { readOnly: true })).rejects.toThrow(/no lineage store/);
+  });
+
+  it("is written only once its writer has created every table and the trials' text index", async () => {
+    const dir = join(root, "half");
+    expect(await LineageStore.written(dir)).toBe(false);
+    // What a reader finds while the writer is part way through creating the store.
+    const db = await lancedb.connect(dir);
+    const embedder = new HashingEmbedder();
+    await db.createEmptyTable("runs", runsSchema(embedder.dim, embedder.name));
+    db.close();
+    expect(await LineageStore.written(dir)).toBe(false);
+    const store = await LineageStore.open(dir);
+    expect(await LineageStore.written(dir)).toBe(true);
+    await store.close();
   });
 });
