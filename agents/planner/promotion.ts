@@ -18,7 +18,7 @@ import { frontOf, frontPicks, tradeOffsOf, trainedLong } from "../../swarm/front
 import { imageSide, type Genome } from "./mutations.js";
 import { probeFidelity, withinBudget, type PlanInput, type Proposal } from "./policy.js";
 import { atRung, ladder, nextPromotion, PROMOTION_SURFACE, seedsAtRung, type Fidelity, type Promotion } from "./scheduler.js";
-import { continuationTime, LAST_EPOCHS, LAST_GAIN, lastTrainingTime, passesOf, seedsOf, timing, type LastTrainingTime } from "./time-model.js";
+import { CONTINUE_SHARE, continuationTime, LAST_EPOCHS, LAST_GAIN, lastTrainingTime, passesOf, seedsOf, timing, type LastTrainingTime } from "./time-model.js";
 import { spaceOf } from "../../core/space.js";
 import { pct } from "../../core/format.js";
 
@@ -128,8 +128,8 @@ export function confirmation(input: PlanInput): Proposal | undefined {
  * A warm open-ended run's first move when a past run on this data (past-runs.ts: the same data,
  * or data that looks the same) trained a config long: its training continued. Each seed starts
  * from the weights the runner kept of a seed of that training (EvaluateRequest.init_weights) and
- * trains the same model and recipe on the full split with the run's seeds until exploration's
- * share of the budget ends (time-model.ts continuationTime), its schedule run again over that
+ * trains the same model and recipe on the full split with the run's seeds until a quarter of
+ * the budget (time-model.ts continuationTime, CONTINUE_SHARE), its schedule run again over that
  * time (a warm restart); the run's last long training then continues from it (lastTraining).
  * Probes are passed over: a past run on this data probed them, and on its two cores a 30-minute
  * warm start that probed again repeated the cold run's path and ended 0.004 pp above it
@@ -154,7 +154,7 @@ export function continuation(input: PlanInput): Proposal | undefined {
     return {
       rung: rungs(input).length - 1,
       hypothesis: `continue past run ${past.runId}'s long training ${past.trialId} (CI low ${pct(past.ciLow)} there) for ${time.trainS} s on the full training split`,
-      rationale: `a warm start from trained weights: each of the run's ${seeds} seeds starts from a seed of ${past.trialId}'s kept weights and trains the same model and recipe again${time.atOnce ? ", all at once" : ""} until exploration's share of the budget ends, its schedule run again over that time; the run's last long training continues from it. Its past score is not this run's`,
+      rationale: `a warm start from trained weights: each of the run's ${seeds} seeds starts from a seed of ${past.trialId}'s kept weights and trains the same model and recipe again${time.atOnce ? ", all at once" : ""} until ${Math.round(CONTINUE_SHARE * 100)}% of the budget, its schedule run again over that time; the run's last long training continues from it. Its past score is not this run's`,
       parentIds: [],
       surface: PROMOTION_SURFACE,
       mutation: "warm_start",

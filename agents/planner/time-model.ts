@@ -40,6 +40,17 @@ export const EXPLORE_SHARE = 1 / 3;
 const LAST_MARGIN = 0.95;
 
 /**
+ * A warm open-ended run's opening continuation (continuationTime) ends this far into the budget.
+ * Its result, the past run's best trained further, is the warm run's first confirmed score, and
+ * it should be in hand well inside a third of the time a cold run takes to its best (issue 37's
+ * measure). A cold 30-minute run's best is its last long training, confirmed near the end (1688 s
+ * in the 174b884 pair: a third is 563 s), so a continuation that ran to exploration's third (600 s)
+ * would be judged just past it. Ending sooner costs the run one more start-up and schedule: the
+ * last long training continues from it at once, for the rest of the budget.
+ */
+export const CONTINUE_SHARE = 1 / 4;
+
+/**
  * A last long training takes at least this share of the run's budget (a Pareto goal's front
  * trainings, this share of the budget's third each): a shorter one tells little more than the
  * trials before it.
@@ -345,7 +356,7 @@ export function lastTrainingTime(input: PlanInput, pick: TrialState, pg: Genome,
 
 /**
  * The time of a continued training that opens a warm open-ended run (promotion.ts continuation):
- * its seeds train until exploration's share of the budget ends, at once when rounds would leave
+ * its seeds train until CONTINUE_SHARE of the budget, at once when rounds would leave
  * a slot idle (seedsAtOnce), each in rounds' share of that time otherwise, within LAST_MARGIN of
  * it (the run has measured nothing yet to predict a seed's start-up and last validation pass by)
  * and of the trial budget. The run's last long training then continues from it for the rest.
@@ -356,7 +367,7 @@ export function continuationTime(input: PlanInput, seeds: number): { trainS: num
   if (!plansLastTraining(state)) return undefined;
   const atOnce = seedsAtOnce(input, seeds);
   const rounds = atOnce ? 1 : Math.ceil(seeds / (input.slots || 1));
-  let trainS = (LAST_MARGIN * exploreLeftS(input)) / rounds;
+  let trainS = (LAST_MARGIN * (CONTINUE_SHARE * state.goal!.timeBudgetS - liveSeconds(state, input.nowMs ?? Date.now()))) / rounds;
   const trialBudget = state.settings?.trialTimeBudgetS ?? 0;
   if (trialBudget > 0) trainS = Math.min(trainS, LAST_MARGIN * 0.85 * trialBudget);
   trainS = Math.floor(trainS);

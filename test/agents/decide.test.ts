@@ -246,12 +246,12 @@ describe("a warm run continues a past run's long training (issue 37)", () => {
     ];
   };
 
-  it("opens with it: the past weights, the full split, the run's seeds at once until exploration's share ends", () => {
+  it("opens with it: the past weights, the full split, the run's seeds at once until a quarter of the budget", () => {
     const { input } = warm([], 0);
     const p = continuation(input)!;
     expect(p).toMatchObject({ parentIds: [], mutation: "warm_start", seedsAtOnce: true, initWeights: { runId: "r0", trialId: "r0-t9" }, informedBy: [{ trialId: "r0-t9", weight: 0.5 }] });
     expect(p.seeds).toBeUndefined();
-    expect(p.train).toMatchObject({ subset: 0, epochs: 200, train_seconds: 316 }); // 0.95 x 1000 s / 3
+    expect(p.train).toMatchObject({ subset: 0, epochs: 200, train_seconds: 237 }); // 0.95 x 1000 s / 4
     expect(p.model).toEqual(past.model);
     expect(brokenPromises(input, 0, { kind: "promote", proposal: p })).toEqual([]);
     // Not for a goal with a target, nor under a latency limit, nor with no past long training.
@@ -266,16 +266,16 @@ describe("a warm run continues a past run's long training (issue 37)", () => {
     const p = continuation(warm([], 0).input)!;
     const inFlight: EventInit = { runId: RUN, trialId: "c0", body: { case: "trialProposed", value: { rung: p.rung, mutation: Mutation.WARM_START, model: modelSpec(p.model), train: trainSpec(p.train), seedsAtOnce: true, initWeights: p.initWeights } } };
     expect(decided([inFlight], 100)).toEqual({ kind: "wait", why: "the run's continued training (c0) is running" });
-    const { input, index } = warm(continued(p, 330, 5), 330);
+    const { input, index } = warm(continued(p, 245, 4), 250);
     const move = decide(input, index);
     expect(brokenPromises(input, index, move)).toEqual([]);
     const last = proposalOf(move);
     expect(last).toMatchObject({ lastTraining: true, parentIds: ["c0"], seedsAtOnce: true, initWeights: { runId: RUN, trialId: "c0" } });
     expect(last.rationale).toMatch(/^the run continued a past run's long training \(c0\): the run's last long training/);
-    // The time left before the reserve, at the same share of a core: 5 epochs took it 325 s at 2/3
-    // of a core, 43 s an epoch alone, so its 582 s make about 8 more (5, counting its seconds as a whole core's).
-    expect(last.train.train_seconds).toBe(582);
-    expect(last.hypothesis).toMatch(/about 8 epochs at its measured pace, its seeds sharing the cores/);
+    // The time left before the reserve, at the same share of a core: 4 epochs took it 240 s at 2/3
+    // of a core, 40 s an epoch alone, so its 662 s make about 11 more.
+    expect(last.train.train_seconds).toBe(662);
+    expect(last.hypothesis).toMatch(/about 11 epochs at its measured pace, its seeds sharing the cores/);
   });
 
   it("explores as a cold run does when the continuation failed (the runner no longer kept the weights)", () => {
