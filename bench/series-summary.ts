@@ -76,13 +76,19 @@ const bestOf = (r: Run | undefined) => (r && "best" in r ? r.best : undefined);
 const openPairs = openWarm.map((w) => {
   const cold = open.find((r) => r.seed === w.seed);
   const coldVal = bestOf(cold)?.val_mean;
-  const reached = coldVal === undefined || !("confirmed" in w) ? undefined : w.confirmed.find((c) => c.val_mean >= coldVal);
+  const firstAtLeast = (r: Run | undefined) => (coldVal === undefined || !r || !("confirmed" in r) ? undefined : r.confirmed.find((c) => c.val_mean >= coldVal));
+  const [coldAt, warmAt] = [firstAtLeast(cold)?.at_s, firstAtLeast(w)?.at_s];
+  const warmVal = bestOf(w)?.val_mean;
   return {
     seed: w.seed,
     cold_best_val: coldVal ?? null,
     cold_run_s: cold && "run_seconds" in cold ? cold.run_seconds : null,
-    warm_reached_cold_best_at_s: reached?.at_s ?? null,
-    warm_best_val: bestOf(w)?.val_mean ?? null,
+    // The targets: the cold best reached in at most a third of the time the cold run took to it, and a higher end.
+    cold_reached_best_at_s: coldAt ?? null,
+    warm_reached_cold_best_at_s: warmAt ?? null,
+    within_a_third: coldAt !== undefined && warmAt !== undefined ? warmAt <= coldAt / 3 : false,
+    ends_higher: coldVal !== undefined && warmVal !== undefined && warmVal > coldVal,
+    warm_best_val: warmVal ?? null,
     cold_test_per_seed: bestOf(cold)?.test_per_seed ?? null,
     warm_test_per_seed: bestOf(w)?.test_per_seed ?? null,
     cold_test_ensemble: bestOf(cold)?.test_ensemble ?? null,
