@@ -8,7 +8,10 @@
  * accuracy with what it had. On validation data only: it decides whether a later run should
  * start from an earlier one's weights, and the test split stays unseen.
  *
- *   npx tsx bench/continue-bench.ts --workspace WS [--trial T] [--seconds S1[,S2...]] [--out FILE]
+ *   npx tsx bench/continue-bench.ts --workspace WS [--trial T] [--seconds S1[,S2...]] [--lr-scale K] [--out FILE]
+ *
+ * --lr-scale K continues at K times the recipe's learning rate (its schedule's peak), without
+ * warm-up: a fine-tuning of the annealed weights rather than a warm restart (default 1, the restart).
  *
  * WS is a finished run's workspace; its runner-state is copied, never changed. T defaults to the
  * run's best trial. Each stage trains the trial's seeds as its run did (at once when it did) on a
@@ -27,11 +30,13 @@ import { startRunner } from "../gpu-runner/server.js";
 import { WeightsRefSchema, type EvaluateRequestSchema } from "../proto/gen/research/v1/runner_pb.js";
 
 const { values } = parseArgs({
-  options: { workspace: { type: "string" }, trial: { type: "string" }, seconds: { type: "string", default: "300" }, out: { type: "string" } },
+  options: { workspace: { type: "string" }, trial: { type: "string" }, seconds: { type: "string", default: "300" }, "lr-scale": { type: "string", default: "1" }, out: { type: "string" } },
 });
 if (!values.workspace) throw new Error("--workspace is required");
 const WS = resolve(values.workspace);
 const STAGES = values.seconds!.split(",").map(Number);
+const LR_SCALE = Number(values["lr-scale"]);
+if (!(LR_SCALE > 0)) throw new Error(`--lr-scale must be a positive number, got "${values["lr-scale"]}"`);
 
 const stored = [...(await storedRuns(WS))][0];
 if (!stored) throw new Error(`no run in ${WS}`);
@@ -42,6 +47,7 @@ const assembled = events.find((e) => e.trialId === trialId && e.body.case === "t
 const evaluated = events.find((e) => e.trialId === trialId && e.body.case === "trialEvaluated");
 if (assembled?.body.case !== "trialAssembled" || evaluated?.body.case !== "trialEvaluated" || !assembled.body.value.request) throw new Error(`no evaluated trial ${trialId} in run ${runId}`);
 const past = assembled.body.value.request;
+if (LR_SCALE !== 1 && !((past.recipe?.lr ?? 0) > 0)) throw new Error(`trial ${trialId}'s recipe names no learning rate to scale`);
 const before = evaluated.body.value.result!.seedResults.map((s) => ({ seed: s.seed, val: s.metrics.val_accuracy!, epochs: s.epochsCompleted }));
 
 const log = createLogger("continue-bench");
@@ -64,7 +70,7 @@ try {
       evaluateTest: false,
       // Its latency was measured in its run: not again, and no limit to check before training.
       measureInference: false,
-      recipe: { ...past.recipe!, trainSeconds: seconds },
+      recipe: { ...past.recipe!, trainSeconds: seconds, ...(LR_SCALE !== 1 && { lr: past.recipe!.lr * LR_SCALE, warmupEpochs: 0 }) },
       budget: { ...past.budget!, deadlineS: 0, maxLatencyMs: 0, timeBudgetS: seconds + 300 },
       initWeights: create(WeightsRefSchema, from),
     };
@@ -88,6 +94,6 @@ const out = resolve(values.out ?? `bench/results/continue-${commit}.json`);
 mkdirSync(dirname(out), { recursive: true });
 writeFileSync(
   out,
-  `${JSON.stringify({ commit, machine: { host: hostname(), cpu: cpus()[0]?.model, cores: cpus().length }, load_at_start: loadavg()[0], command: process.argv.slice(1).join(" "), workspace: WS, run: runId, trial: trialId, model: past.model?.className, seeds_at_once: past.seedsAtOnce, before, stages }, null, 2)}\n`,
+  `${JSON.stringify({ commit, machine: { host: hostname(), cpu: cpus()[0]?.model, cores: cpus().length }, load_at_start: loadavg()[0], command: process.argv.slice(1).join(" "), workspace: WS, lr_scale: LR_SCALE, run: runId, trial: trialId, model: past.model?.className, seeds_at_once: past.seedsAtOnce, before, stages }, null, 2)}\n`,
 );
 console.log(`written ${out}`);
