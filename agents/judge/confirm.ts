@@ -91,7 +91,8 @@ async function keptOnTest(state: RunState, t: TrialState, runners: RunnerClient[
   let lastError = "";
   for (const runner of runners) {
     try {
-      return { result: await evaluateToResult(runner, { ...confirmRequest(state, t), weightsOf: t.id }, undefined, call.opts()) };
+      // The kept weights as they are: a continued training's starting weights are not loaded again (the runner refuses both).
+      return { result: await evaluateToResult(runner, { ...confirmRequest(state, t), weightsOf: t.id, initWeights: undefined }, undefined, call.opts()) };
     } catch (err) {
       const e = ResearchError.from(err);
       if (e.reason === "timeout") return skip(log, t, call.unanswered());

@@ -23,6 +23,7 @@ import {
   type EvaluateEvent,
   type EvaluateRequestSchema,
   type Optimizer,
+  WeightsRefSchema,
 } from "../../proto/gen/research/v1/runner_pb.js";
 import { startProblem, type Start } from "../../cli/starting-point.js";
 import { DIGITS_CNN, hostile } from "../helpers/models.js";
@@ -708,5 +709,16 @@ describe("the judge's test confirmation against the real runner", () => {
     expect(await confirmOnTest(judgedRun("late", late, 5, 600), [client], log, 1000 + 580_000)).toEqual({
       skipped: "no runner kept the best trial's weights, and training it again (about 5 s a seed) did not fit the 20 s left",
     });
+  });
+
+  it("evaluates a continued training's own kept weights, not those it started from", async () => {
+    const request = digits(DIGITS_CNN, "DigitsNet", { runId: RUN, trialId: "first", seeds: 2, keepWeights: true, recipe: { epochs: 1, batchSize: 32, lr: 0.003 } });
+    await evaluateToResult(client, request);
+    const continued = { ...request, trialId: "continued", initWeights: create(WeightsRefSchema, { runId: RUN, trialId: "first" }) };
+    await evaluateToResult(client, continued);
+    // Untrained: from the kept weights (a 30-minute warm run's chained last training went untested when this asked for both).
+    const kept = (await confirmOnTest(judgedRun("continued", continued, 5, 600), [client], log, 1000 + 10_000))?.result;
+    expect(kept?.seedResults.map((s) => s.epochsCompleted)).toEqual([0, 0]);
+    expect(kept?.aggregated.test_accuracy?.mean).toBeGreaterThan(0.7);
   });
 });
