@@ -8,13 +8,13 @@
  * accuracy with what it had. On validation data only: it decides whether a later run should
  * start from an earlier one's weights, and the test split stays unseen.
  *
- *   npx tsx bench/continue-bench.ts --workspace WS [--trial T] [--seconds S1[,S2...]] [--lr-scale K] [--out FILE]
+ *   npx tsx bench/continue-bench.ts --workspace WS [--run R] [--trial T] [--seconds S1[,S2...]] [--lr-scale K] [--out FILE]
  *
  * --lr-scale K continues at K times the recipe's learning rate (its schedule's peak), without
  * warm-up: a fine-tuning of the annealed weights rather than a warm restart (default 1, the restart).
  *
- * WS is a finished run's workspace; its runner-state is copied, never changed. T defaults to the
- * run's best trial. Each stage trains the trial's seeds as its run did (at once when it did) on a
+ * WS is a finished run's workspace; its runner-state is copied, never changed. R defaults to the
+ * workspace's first run, T to the run's best trial. Each stage trains the trial's seeds as its run did (at once when it did) on a
  * runner with 2 slots.
  */
 import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -30,7 +30,7 @@ import { startRunner } from "../gpu-runner/server.js";
 import { WeightsRefSchema, type EvaluateRequestSchema } from "../proto/gen/research/v1/runner_pb.js";
 
 const { values } = parseArgs({
-  options: { workspace: { type: "string" }, trial: { type: "string" }, seconds: { type: "string", default: "300" }, "lr-scale": { type: "string", default: "1" }, out: { type: "string" } },
+  options: { workspace: { type: "string" }, run: { type: "string" }, trial: { type: "string" }, seconds: { type: "string", default: "300" }, "lr-scale": { type: "string", default: "1" }, out: { type: "string" } },
 });
 if (!values.workspace) throw new Error("--workspace is required");
 const WS = resolve(values.workspace);
@@ -38,8 +38,8 @@ const STAGES = values.seconds!.split(",").map(Number);
 const LR_SCALE = Number(values["lr-scale"]);
 if (!(LR_SCALE > 0)) throw new Error(`--lr-scale must be a positive number, got "${values["lr-scale"]}"`);
 
-const stored = [...(await storedRuns(WS))][0];
-if (!stored) throw new Error(`no run in ${WS}`);
+const stored = [...(await storedRuns(WS))].find(([id]) => values.run === undefined || id === values.run);
+if (!stored) throw new Error(`no run ${values.run ?? ""} in ${WS}`);
 const [runId, events] = stored;
 const finished = events.find((e) => e.body.case === "runFinished");
 const trialId = values.trial ?? (finished?.body.case === "runFinished" ? finished.body.value.bestTrialId : "");
