@@ -104,6 +104,7 @@ export class DashboardSource {
    * may be creating it now (its runs reach the dashboard through the bus meanwhile).
    */
   async lineage(): Promise<LineageStore | undefined> {
+    // Asked again after the await: a concurrent caller may have opened it meanwhile.
     if (!this.store && (await LineageStore.written(this.lineageDir)) && !this.store) {
       const dir = this.lineageDir;
       this.store = lineageEmbedder(dir, {}, this.log).then((embedder) => LineageStore.open(dir, { readOnly: true, embedder, logger: this.log }));

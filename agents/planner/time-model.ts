@@ -198,11 +198,14 @@ export function plansLastTraining(state: RunState): boolean {
   return state.settings?.planner !== "random" && (state.goal?.timeBudgetS ?? 0) > 0;
 }
 
+/** Seconds of the run's clock left until `share` of its time budget is spent (negative once it is). */
+function leftUntilS(input: PlanInput, share: number): number {
+  return share * input.state.goal!.timeBudgetS - liveSeconds(input.state, input.nowMs ?? Date.now());
+}
+
 /** Seconds of the run's clock left until exploration's share of the budget is spent (negative once it is); Infinity without a plan. */
 export function exploreLeftS(input: PlanInput): number {
-  const { state } = input;
-  if (!plansLastTraining(state)) return Infinity;
-  return EXPLORE_SHARE * state.goal!.timeBudgetS - liveSeconds(state, input.nowMs ?? Date.now());
+  return plansLastTraining(input.state) ? leftUntilS(input, EXPLORE_SHARE) : Infinity;
 }
 
 /** The run's last long training, once proposed. */
@@ -367,7 +370,7 @@ export function continuationTime(input: PlanInput, seeds: number): { trainS: num
   if (!plansLastTraining(state)) return undefined;
   const atOnce = seedsAtOnce(input, seeds);
   const rounds = atOnce ? 1 : Math.ceil(seeds / (input.slots || 1));
-  let trainS = (LAST_MARGIN * (CONTINUE_SHARE * state.goal!.timeBudgetS - liveSeconds(state, input.nowMs ?? Date.now()))) / rounds;
+  let trainS = (LAST_MARGIN * leftUntilS(input, CONTINUE_SHARE)) / rounds;
   const trialBudget = state.settings?.trialTimeBudgetS ?? 0;
   if (trialBudget > 0) trainS = Math.min(trainS, LAST_MARGIN * 0.85 * trialBudget);
   trainS = Math.floor(trainS);
