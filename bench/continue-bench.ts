@@ -1,17 +1,17 @@
 /**
  * Does continuing a finished run's best training help (issue 37)? A run's best trial was a long
  * training whose schedule annealed to its end; this starts each of its seeds again from the
- * weights the runner kept (EvaluateRequest.init_weights), with the same model and recipe for S1
- * seconds (a warm restart: the schedule runs again over the new time), then, for each further
- * S2, ..., from the weights the stage before kept, as a warm run's continued training and its last
- * long training do (agents/planner/promotion.ts continuation); and compares each seed's validation
- * accuracy with what it had. On validation data only: it decides whether a later run should
- * start from an earlier one's weights, and the test split stays unseen.
+ * weights the runner kept (EvaluateRequest.init_weights) for S1 seconds with the recipe a warm
+ * run's continuation gets (agents/planner/promotion.ts continuedTrain: a constant fraction of the
+ * rate, the epochs' weights averaged), then, for each further S2, ..., from the weights the stage
+ * before kept, as a warm run's last long training continues from its continuation; and compares
+ * each seed's validation accuracy with what it had. On validation data only: it decides how a
+ * later run should start from an earlier one's weights, and the test split stays unseen.
  *
- *   npx tsx bench/continue-bench.ts --workspace WS [--run R] [--trial T] [--seconds S1[,S2...]] [--lr-scale K] [--out FILE]
+ *   npx tsx bench/continue-bench.ts --workspace WS [--run R] [--trial T] [--seconds S1[,S2...]] [--restart] [--out FILE]
  *
- * --lr-scale K continues at K times the recipe's learning rate (its schedule's peak), without
- * warm-up: a fine-tuning of the annealed weights rather than a warm restart (default 1, the restart).
+ * --restart trains the past recipe as it was instead (its schedule run again over the new time,
+ * no average): the warm restart the continuation was before.
  *
  * WS is a finished run's workspace; its runner-state is copied, never changed. R defaults to the
  * workspace's first run, T to the run's best trial. Each stage trains the trial's seeds as its run did (at once when it did) on a
@@ -24,19 +24,20 @@ import { parseArgs } from "node:util";
 import { execFileSync } from "node:child_process";
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { storedRuns } from "../cli/workspace.js";
+import { continuedTrain } from "../agents/planner/promotion.js";
+import { recipeOf, trainConfigOfRecipe } from "../core/recipe.js";
+import { parseTrainConfig, type TrainConfigInput } from "../core/model-config.js";
 import { createLogger } from "../core/logger.js";
 import { connectRunner, evaluateToResult } from "../gpu-runner/client.js";
 import { startRunner } from "../gpu-runner/server.js";
-import { WeightsRefSchema, type EvaluateRequestSchema } from "../proto/gen/research/v1/runner_pb.js";
+import { RecipeSchema, WeightsRefSchema, type EvaluateRequestSchema } from "../proto/gen/research/v1/runner_pb.js";
 
 const { values } = parseArgs({
-  options: { workspace: { type: "string" }, run: { type: "string" }, trial: { type: "string" }, seconds: { type: "string", default: "300" }, "lr-scale": { type: "string", default: "1" }, out: { type: "string" } },
+  options: { workspace: { type: "string" }, run: { type: "string" }, trial: { type: "string" }, seconds: { type: "string", default: "300" }, restart: { type: "boolean", default: false }, out: { type: "string" } },
 });
 if (!values.workspace) throw new Error("--workspace is required");
 const WS = resolve(values.workspace);
 const STAGES = values.seconds!.split(",").map(Number);
-const LR_SCALE = Number(values["lr-scale"]);
-if (!(LR_SCALE > 0)) throw new Error(`--lr-scale must be a positive number, got "${values["lr-scale"]}"`);
 
 const stored = [...(await storedRuns(WS))].find(([id]) => values.run === undefined || id === values.run);
 if (!stored) throw new Error(`no run ${values.run ?? ""} in ${WS}`);
@@ -47,8 +48,15 @@ const assembled = events.find((e) => e.trialId === trialId && e.body.case === "t
 const evaluated = events.find((e) => e.trialId === trialId && e.body.case === "trialEvaluated");
 if (assembled?.body.case !== "trialAssembled" || evaluated?.body.case !== "trialEvaluated" || !assembled.body.value.request) throw new Error(`no evaluated trial ${trialId} in run ${runId}`);
 const past = assembled.body.value.request;
-if (LR_SCALE !== 1 && !((past.recipe?.lr ?? 0) > 0)) throw new Error(`trial ${trialId}'s recipe names no learning rate to scale`);
+const pastTrain = trainConfigOfRecipe(past.recipe);
+if (!pastTrain.ok) throw new Error(`trial ${trialId}'s recipe: ${pastTrain.error}`);
 const before = evaluated.body.value.result!.seedResults.map((s) => ({ seed: s.seed, val: s.metrics.val_accuracy!, epochs: s.epochsCompleted }));
+
+function validTrain(t: TrainConfigInput) {
+  const r = parseTrainConfig(t);
+  if (!r.ok) throw new Error(r.error);
+  return r.value;
+}
 
 const log = createLogger("continue-bench");
 log.level = "warn";
@@ -70,7 +78,7 @@ try {
       evaluateTest: false,
       // Its latency was measured in its run: not again, and no limit to check before training.
       measureInference: false,
-      recipe: { ...past.recipe!, trainSeconds: seconds, ...(LR_SCALE !== 1 && { lr: past.recipe!.lr * LR_SCALE, warmupEpochs: 0 }) },
+      recipe: values.restart ? { ...past.recipe!, trainSeconds: seconds } : create(RecipeSchema, recipeOf(validTrain(continuedTrain(pastTrain.value, seconds)))),
       budget: { ...past.budget!, deadlineS: 0, maxLatencyMs: 0, timeBudgetS: seconds + 300 },
       initWeights: create(WeightsRefSchema, from),
     };
@@ -94,6 +102,6 @@ const out = resolve(values.out ?? `bench/results/continue-${commit}.json`);
 mkdirSync(dirname(out), { recursive: true });
 writeFileSync(
   out,
-  `${JSON.stringify({ commit, machine: { host: hostname(), cpu: cpus()[0]?.model, cores: cpus().length }, load_at_start: loadavg()[0], command: process.argv.slice(1).join(" "), workspace: WS, lr_scale: LR_SCALE, run: runId, trial: trialId, model: past.model?.className, seeds_at_once: past.seedsAtOnce, before, stages }, null, 2)}\n`,
+  `${JSON.stringify({ commit, machine: { host: hostname(), cpu: cpus()[0]?.model, cores: cpus().length }, load_at_start: loadavg()[0], command: process.argv.slice(1).join(" "), workspace: WS, recipe: values.restart ? "restart" : "continuation", run: runId, trial: trialId, model: past.model?.className, seeds_at_once: past.seedsAtOnce, before, stages }, null, 2)}\n`,
 );
 console.log(`written ${out}`);

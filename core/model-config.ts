@@ -356,6 +356,10 @@ export const TrainConfigSchema = recipeObjectSchema()
     error: "expected momentum > 0 with nesterov",
     path: ["nesterov"],
   })
+  .refine((c) => !(c.swa && c.ema_decay > 0), {
+    error: "expected one weight average: swa or ema_decay, not both",
+    path: ["swa"],
+  })
   // A default that depends on a sibling: plain SGD needs a far larger step than Adam.
   .transform((c) => ({ ...c, lr: c.lr ?? DEFAULT_LR[c.optimizer] }));
 

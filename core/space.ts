@@ -167,6 +167,13 @@ export const SPACE = [
     surface: "regularisation",
   },
   {
+    name: "swa",
+    fixed: "a continued training's weight average, set by the planner",
+    kind: "bool",
+    default: false,
+    describe: "stochastic weight averaging: evaluate and keep the mean of the weights at each epoch's end (not with ema_decay)",
+  },
+  {
     name: "train_seconds",
     fixed: "the last training's clock, set by the time budget",
     kind: "float",

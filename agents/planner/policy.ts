@@ -21,7 +21,7 @@ import { pct } from "../../core/format.js";
 import { PROBE_SEEDS, SEARCH_DEFAULTS, type SearchDevice } from "../../core/defaults.js";
 import { drawIn, intoSpace, isImage, outsideSpace, RECIPE_DEFAULTS, spaceOf, type DimensionName } from "../../core/space.js";
 import { SURFACE, type MutationName, type OptimizerName, type SurfaceName as Surface } from "../../core/enums.js";
-import { isCodeModel, type TrainConfigInput, type TrialModelInput } from "../../core/model-config.js";
+import { isCodeModel, type TrainConfig, type TrainConfigInput, type TrialModelInput } from "../../core/model-config.js";
 import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import { trialId } from "../../core/ids.js";
 import type { DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
@@ -69,7 +69,8 @@ export interface PastConfig {
   trialId: string;
   runId: string;
   model: TrialModelInput;
-  train: TrainConfigInput;
+  /** Validated (past-runs.ts rowConfigs): other runs' rows enter the planner only that way. */
+  train: TrainConfig;
   /** Its validation lower bound there: the order of the warm start, never a result of this run. */
   ciLow: number;
   /** What its result weighs in this run's surrogate: less the farther its dataset (past-runs.ts). */

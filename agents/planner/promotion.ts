@@ -21,6 +21,7 @@ import { atRung, ladder, nextPromotion, PROMOTION_SURFACE, seedsAtRung, type Fid
 import { CONTINUE_SHARE, continuationTime, LAST_EPOCHS, LAST_GAIN, lastTrainingTime, passesOf, seedsOf, timing, type LastTrainingTime } from "./time-model.js";
 import { spaceOf } from "../../core/space.js";
 import { pct } from "../../core/format.js";
+import type { TrainConfig, TrainConfigInput } from "../../core/model-config.js";
 
 function rungs(input: PlanInput): Fidelity[] {
   return ladder(input.info, probeFidelity(input));
@@ -124,13 +125,28 @@ export function confirmation(input: PlanInput): Proposal | undefined {
   );
 }
 
+/** A continued training's constant learning rate, as a share of the rate its past recipe peaked at. */
+export const SWA_LR_SCALE = 1 / 4;
+
+/**
+ * A continued training's recipe: the past training's model and recipe at a constant SWA_LR_SCALE
+ * of its rate, with the weights at each epoch's end averaged (stochastic weight averaging,
+ * Recipe.swa). Its past weights had annealed to their schedule's end and converged: trained
+ * again over the same schedule for 300 s they scored 0.03 pp lower on validation, at a tenth of
+ * the rate 0.01 pp higher (bench/results/continue-open0-b232407-300s-*.json), while the mean of
+ * their epochs' weights at a quarter of the rate gained <swa> (continue-open0-*-swa.json).
+ */
+export function continuedTrain(train: TrainConfig, trainS: number): TrainConfigInput {
+  return { ...train, epochs: LAST_EPOCHS, train_seconds: trainS, schedule: "none", warmup_epochs: 0, lr: train.lr * SWA_LR_SCALE, ema_decay: 0, swa: true };
+}
+
 /**
  * A warm open-ended run's first move when a past run on this data (past-runs.ts: the same data,
  * or data that looks the same) trained a config long: its training continued. Each seed starts
  * from the weights the runner kept of a seed of that training (EvaluateRequest.init_weights) and
- * trains the same model and recipe on the full split with the run's seeds until a quarter of
- * the budget (time-model.ts continuationTime, CONTINUE_SHARE), its schedule run again over that
- * time (a warm restart); the run's last long training then continues from it (lastTraining).
+ * trains the same model on the full split with the run's seeds until a quarter of the budget
+ * (time-model.ts continuationTime, CONTINUE_SHARE), averaging its weights (continuedTrain); the
+ * run's last long training then continues from it, averaging on (lastTraining, atRung).
  * Probes are passed over: a past run on this data probed them, and on its two cores a 30-minute
  * warm start that probed again repeated the cold run's path and ended 0.004 pp above it
  * (bench/results/search-series-174b884.json). Evaluated and judged here like any trial; the past
@@ -149,12 +165,12 @@ export function continuation(input: PlanInput): Proposal | undefined {
   const seen = tried(state);
   for (const past of input.pastLong ?? []) {
     if (families.size && !families.has(familyOf(past.model.name))) continue;
-    const g: Genome = { model: structuredClone(past.model), train: { ...past.train, epochs: LAST_EPOCHS, train_seconds: time.trainS } };
+    const g: Genome = { model: structuredClone(past.model), train: continuedTrain(past.train, time.trainS) };
     if (withinBudget(input, g, seen)) continue;
     return {
       rung: rungs(input).length - 1,
       hypothesis: `continue past run ${past.runId}'s long training ${past.trialId} (CI low ${pct(past.ciLow)} there) for ${time.trainS} s on the full training split`,
-      rationale: `a warm start from trained weights: each of the run's ${seeds} seeds starts from a seed of ${past.trialId}'s kept weights and trains the same model and recipe again${time.atOnce ? ", all at once" : ""} until ${Math.round(CONTINUE_SHARE * 100)}% of the budget, its schedule run again over that time; the run's last long training continues from it. Its past score is not this run's`,
+      rationale: `a warm start from trained weights: each of the run's ${seeds} seeds starts from a seed of ${past.trialId}'s kept weights and trains the same model again${time.atOnce ? ", all at once" : ""} until ${Math.round(CONTINUE_SHARE * 100)}% of the budget at a constant ${Math.round(SWA_LR_SCALE * 100)}% of its learning rate, the mean of its weights at each epoch's end evaluated (stochastic weight averaging); the run's last long training continues from it. Its past score is not this run's`,
       parentIds: [],
       surface: PROMOTION_SURFACE,
       mutation: "warm_start",

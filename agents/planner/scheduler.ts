@@ -78,7 +78,8 @@ export function atRung(train: TrainConfigInput, rung: Fidelity, imageSide: numbe
     // Long runs gain from annealing the rate and from translation augmentation,
     // which short probes cannot show (nor pay for). Horizontal flips are left
     // to configs that chose them: they break digits and text-like images.
-    if ((out.schedule ?? "none") === "none") out.schedule = "cosine";
+    // Not a weight average's (swa): it wants a constant rate (promotion.ts continuedTrain).
+    if ((out.schedule ?? "none") === "none" && !out.swa) out.schedule = "cosine";
     if (image && !(out.augment?.crop_padding ?? 0)) out.augment = { ...out.augment, crop_padding: 2 };
     if ((out.warmup_epochs ?? 0) >= rung.epochs) out.warmup_epochs = 0;
     // No cutout either: trained 20 epochs with crops, the 20k-parameter BN-CNN template lost 0.7 pp

@@ -171,6 +171,8 @@ def _recipe(spec):
     # The schema's rules across fields (core/model-config.ts TrainConfigSchema's refinements).
     if out["optimizer"] == "sgd" and out["nesterov"] and out["momentum"] == 0:
         raise _invalid("recipe.nesterov needs recipe.momentum > 0")
+    if out["swa"] and out["ema_decay"]:
+        raise _invalid("recipe.swa and recipe.ema_decay are two weight averages: one at a time")
     if out["warmup_epochs"] and out["warmup_epochs"] >= out["epochs"]:
         raise _invalid(f"recipe.warmup_epochs = {out['warmup_epochs']} must be below recipe.epochs = {out['epochs']}")
     return out

@@ -218,16 +218,21 @@ def _optimizer(params, recipe):
 
 
 class _Ema:
-    """An exponential moving average of the weights (Polyak averaging) that evaluation uses.
+    """A moving average of the weights that evaluation uses: exponential (Polyak averaging,
+    updated each step) or, with decay None, the plain mean of the weights it is given
+    (stochastic weight averaging, updated at each epoch's end).
 
     One extra copy of the floating-point parameters and buffers: BatchNorm's running
-    statistics are averaged like the weights, so they match them roughly. After t
-    updates the decay is min(decay, (1 + t) / (10 + t)), so the average forgets the
-    initial weights quickly and a short run averages about its last tenth. `swap`
-    exchanges the averaged and the trained tensors' storage, without copying.
+    statistics are averaged like the weights, so they match them roughly (for the mean,
+    torch's AveragedModel(use_buffers=True); a pass over the training data to recompute
+    them would cost a third of an epoch each time). After t exponential updates the decay
+    is min(decay, (1 + t) / (10 + t)), so the average forgets the initial weights quickly
+    and a short run averages about its last tenth; the mean's t-th update weighs 1/(t + 1),
+    so the starting weights never count. `swap` exchanges the averaged and the trained
+    tensors' storage, without copying.
     """
 
-    def __init__(self, model, decay):
+    def __init__(self, model, decay=None):
         self.decay = decay
         self.updates = 0
         self.shadow = [t.detach().clone() for t in self._tensors(model)]
@@ -239,7 +244,7 @@ class _Ema:
 
     @torch.no_grad()
     def update(self, model):
-        decay = min(self.decay, (1 + self.updates) / (10 + self.updates))
+        decay = self.updates / (1 + self.updates) if self.decay is None else min(self.decay, (1 + self.updates) / (10 + self.updates))
         self.updates += 1
         current = [t.detach() for t in self._tensors(model)]
         try:
@@ -412,7 +417,7 @@ def train(spec, split, emit, t0):
     _set_lr(optimizer, schedule.lr(0))
     eval_batch = max(256, batch_size)
     # Validation and test see the averaged weights when there are any, so curves and final metrics agree.
-    ema = _Ema(trainee, recipe["ema_decay"]) if recipe["ema_decay"] > 0 else None
+    ema = _Ema(trainee, recipe["ema_decay"]) if recipe["ema_decay"] > 0 else _Ema(trainee) if recipe["swa"] else None
     averaged = (lambda: ema.applied(trainee)) if ema else contextlib.nullcontext
     # Each seed's random draws on the device (data order, augmentation): torch's global generator
     # alone, as it always has; seeds together, a generator each that starts where the global one
@@ -464,7 +469,7 @@ def train(spec, split, emit, t0):
                 scaler.update()
                 steps_done += 1
                 _set_lr(optimizer, schedule.lr(steps_done))
-                if ema:
+                if ema and not recipe["swa"]:
                     ema.update(trainee)
             if seconds_to_first_step is None:
                 acc.synchronize()
@@ -478,6 +483,8 @@ def train(spec, split, emit, t0):
                     correct[i] += data.learning.correct(out, y)
             if schedule.out_of_time():
                 break
+        if recipe["swa"]:
+            ema.update(trainee)
 
         for i, seed in enumerate(seeds):
             with averaged():

@@ -19,8 +19,9 @@ import { genomeOf } from "../../agents/planner/identity.js";
 import { Decision, RunEnd, Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import { DatasetInfoSchema, SeedResultSchema } from "../../proto/gen/research/v1/runner_pb.js";
 import type { EventInit } from "../../bus/index.js";
-import { evaluated, proposed, RUN, started, state } from "./helpers.js";
+import { evaluated, proposed, RUN, started, state, validated } from "./helpers.js";
 import { modelSpec, trainSpec } from "../../core/config-wire.js";
+
 
 const FASHION = create(DatasetInfoSchema, { name: "fashion-mnist", inputShape: [1, 28, 28], numClasses: 10, inputDtype: "float32", nTrain: 54000, nVal: 6000 });
 /** The run's clock starts at 1 s (helpers.started). */
@@ -158,7 +159,7 @@ describe("exploring", () => {
     const { input } = run(two, 100);
     expect(nextBuiltin(input, 2)).toMatchObject({ mutation: "template", parentIds: [], model: { name: templates[2]!.model.name } });
     // The families past runs on this data probed are known: the next one nobody probed is.
-    const pastConfigs = [2, 3].map((k) => ({ trialId: `old-t${k}`, runId: "old", model: templates[k]!.model, train: templates[k]!.train, ciLow: 0.8, weight: 0.5 }));
+    const pastConfigs = [2, 3].map((k) => ({ trialId: `old-t${k}`, runId: "old", model: templates[k]!.model, train: validated(templates[k]!.train), ciLow: 0.8, weight: 0.5 }));
     expect(nextBuiltin({ ...input, pastConfigs }, 2)).toMatchObject({ mutation: "template", model: { name: templates[4]!.model.name } });
     // Every family probed: edits of the best.
     expect(nextBuiltin(run([...two, ...probedBut(0, 1)], 100).input, 2)).toMatchObject({ parentIds: ["t1"] });
@@ -227,7 +228,7 @@ describe("the last long training", () => {
 
 describe("a warm run continues a past run's long training (issue 37)", () => {
   /** Template 0 trained long in past run r0 (its last long training: the full split, for a time). */
-  const past = { trialId: "r0-t9", runId: "r0", model: templates[0]!.model, train: { ...templates[0]!.train, subset: 0, epochs: 200, train_seconds: 700 }, ciLow: 0.93, weight: 0.5 };
+  const past = { trialId: "r0-t9", runId: "r0", model: templates[0]!.model, train: validated({ ...templates[0]!.train, subset: 0, epochs: 200, train_seconds: 700, schedule: "cosine" }), ciLow: 0.93, weight: 0.5 };
   const warm = (events: EventInit[], liveS: number, o: Parameters<typeof run>[2] = {}) => {
     const r = run(events, liveS, o);
     return { ...r, input: { ...r.input, pastLong: [past] } };
@@ -252,6 +253,8 @@ describe("a warm run continues a past run's long training (issue 37)", () => {
     expect(p).toMatchObject({ parentIds: [], mutation: "warm_start", seedsAtOnce: true, initWeights: { runId: "r0", trialId: "r0-t9" }, informedBy: [{ trialId: "r0-t9", weight: 0.5 }] });
     expect(p.seeds).toBeUndefined();
     expect(p.train).toMatchObject({ subset: 0, epochs: 200, train_seconds: 237 }); // 0.95 x 1000 s / 4
+    // A weight average at a quarter of the past rate, held: the past weights had annealed.
+    expect(p.train).toMatchObject({ swa: true, schedule: "none", warmup_epochs: 0, lr: past.train.lr / 4 });
     expect(p.model).toEqual(past.model);
     expect(brokenPromises(input, 0, { kind: "promote", proposal: p })).toEqual([]);
     // Not for a goal with a target, nor under a latency limit, nor with no past long training.
@@ -275,6 +278,8 @@ describe("a warm run continues a past run's long training (issue 37)", () => {
     // The time left before the reserve, at the same share of a core: 4 epochs took it 240 s at 2/3
     // of a core, 40 s an epoch alone, so its 662 s make about 11 more.
     expect(last.train.train_seconds).toBe(662);
+    // It averages on at the continuation's constant rate: a long training's cosine is not for an average.
+    expect(last.train).toMatchObject({ swa: true, schedule: "none", lr: past.train.lr / 4 });
     expect(last.hypothesis).toMatch(/about 11 epochs at its measured pace, its seeds sharing the cores/);
   });
 

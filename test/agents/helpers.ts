@@ -6,6 +6,7 @@ import { EvalResultSchema } from "../../proto/gen/research/v1/runner_pb.js";
 import { foldRun } from "../../swarm/run-state.js";
 import type { EventInit } from "../../bus/index.js";
 import { modelSpec, trainSpec } from "../../core/config-wire.js";
+import { parseTrainConfig, type TrainConfig, type TrainConfigInput } from "../../core/model-config.js";
 
 export const RUN = "r1";
 
@@ -48,4 +49,11 @@ export function evaluated(id: string, mean: number, halfWidth = 0.01, extra: Par
 
 export function state(events: EventInit[]) {
   return foldRun(RUN, events.map((e) => create(EventSchema, e) as Event));
+}
+
+/** A train config as the lineage's rows reach the planner (past-runs.ts rowConfigs): validated, defaults filled. */
+export function validated(t: TrainConfigInput): TrainConfig {
+  const r = parseTrainConfig(t);
+  if (!r.ok) throw new Error(r.error);
+  return r.value;
 }

@@ -19,7 +19,7 @@ import { ArgumentKind, DatasetInfoSchema, Metric, ModelArgumentSchema, SeedResul
 import { Mutation, Surface } from "../../proto/gen/research/v1/common_pb.js";
 import { Decision, Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import type { EventInit } from "../../bus/index.js";
-import { evaluated, RUN, started, state } from "./helpers.js";
+import { evaluated, RUN, started, state, validated } from "./helpers.js";
 import { lastTrainingDueS } from "../../agents/planner/promises.js";
 import { briefMessage, modelSpec, trainSpec } from "../../core/config-wire.js";
 
@@ -195,7 +195,7 @@ describe("built-in planner", () => {
 
   it("starts from the strongest past configs that fit this goal, before the templates, each evaluated here", () => {
     const [a, b, c] = initialBuiltin(input([]), 3);
-    const past = (trialId: string, p: typeof a, ciLow: number) => ({ trialId, runId: "r-past", model: p!.model, train: p!.train, ciLow, weight: 0.5 });
+    const past = (trialId: string, p: typeof a, ciLow: number) => ({ trialId, runId: "r-past", model: p!.model, train: validated(p!.train), ciLow, weight: 0.5 });
     // Strongest first: what the planner's lineage query hands over (agents/planner/main.ts pastRuns).
     const pastConfigs = [past("r-past-t007", c, 0.9), past("r-past-t002", b, 0.85), past("r-past-t001", a, 0.8)];
     // A goal with a target starts from the templates: it is after the first config that meets it.

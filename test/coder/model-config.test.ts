@@ -127,6 +127,7 @@ describe("TrainConfigSchema", () => {
         channels_last: false,
         deterministic: false,
         ema_decay: 0,
+        swa: false,
         train_seconds: 0,
         context: 0,
         subset: 0,
@@ -146,6 +147,8 @@ describe("TrainConfigSchema", () => {
     expect(bad.error).toContain('- augment: unknown field "flip"');
     const warm = parseTrainConfig({ epochs: 3, warmup_epochs: 3 });
     expect(!warm.ok && warm.error).toContain("warmup_epochs: expected fewer warmup epochs than epochs");
+    const averages = parseTrainConfig({ swa: true, ema_decay: 0.99 });
+    expect(!averages.ok && averages.error).toContain("swa: expected one weight average: swa or ema_decay, not both");
     expect((trainConfigJsonSchema() as { properties: Record<string, unknown> }).properties).toHaveProperty("augment");
   });
 });

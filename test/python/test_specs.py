@@ -75,6 +75,7 @@ BAD = [
     ("train", train_spec(recipe={"lr": "0.1"}), r"^recipe\.lr must be a finite number, got '0\.1'$"),
     ("train", train_spec(recipe={"ema_decay": 1}), r"^recipe\.ema_decay = 1\.0: expected "),
     ("train", train_spec(recipe={"ema_decay": -0.5}), r"^recipe\.ema_decay = -0\.5: expected "),
+    ("train", train_spec(recipe={"ema_decay": 0.9, "swa": True}), r"^recipe\.swa and recipe\.ema_decay are two weight averages"),
     ("train", train_spec(recipe={"amp": 1}), r"^recipe\.amp must be bool, got 1$"),
     ("train", train_spec(recipe={"augment": {"crop_padding": 1000}}), r"^recipe\.augment\.crop_padding = 1000: expected "),
     ("train", train_spec(recipe={"optimizer": "sgd", "nesterov": True, "momentum": 0}),

@@ -344,6 +344,36 @@ def test_an_average_of_the_weights_is_evaluated_without_changing_training():
     assert averaged["metrics"]["val_accuracy"] > 0.5
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="cuDNN's autotuned kernels are not bitwise deterministic")
+def test_swa_evaluates_the_mean_of_the_epochs_weights_without_changing_training():
+    recipe = {"epochs": 3, "batch_size": 16, "lr": 0.01}
+    plain, _ = run("train", recipe=recipe)
+    swa, _ = run("train", recipe={**recipe, "swa": True})
+    assert swa["kind"] == "result", swa
+    for key in ("train_loss", "train_accuracy", "lr"):
+        assert swa["learning_curve"][key] == plain["learning_curve"][key]
+    # The mean starts at the first epoch's end: the starting weights never count.
+    assert swa["learning_curve"]["val_loss"][0] == plain["learning_curve"]["val_loss"][0]
+    assert swa["learning_curve"]["val_loss"][2] != plain["learning_curve"]["val_loss"][2]
+    assert swa["metrics"]["val_loss"] == swa["learning_curve"]["val_loss"][-1]
+
+
+def test_the_mean_of_the_weights_weighs_each_update_alike_buffers_included():
+    model = torch.nn.Sequential(torch.nn.BatchNorm1d(4), torch.nn.Linear(4, 3))
+    mean = trainer._Ema(model)
+    seen = []
+    for step in range(3):
+        with torch.no_grad():
+            for t in model.state_dict().values():
+                if t.is_floating_point():
+                    t.normal_()
+        seen.append({k: t.clone() for k, t in model.state_dict().items()})
+        mean.update(model)
+    with mean.applied(model):
+        for key in ("0.weight", "0.running_mean", "0.running_var", "1.weight", "1.bias"):
+            assert torch.allclose(model.state_dict()[key], sum(s[key] for s in seen) / 3), key
+
+
 def test_the_average_warms_up_covers_batchnorm_statistics_and_swaps_in_and_out():
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.BatchNorm1d(4), torch.nn.Linear(4, 3))
