@@ -133,8 +133,11 @@ export const SWA_LR_SCALE = 1 / 4;
  * of its rate, with the weights at each epoch's end averaged (stochastic weight averaging,
  * Recipe.swa). Its past weights had annealed to their schedule's end and converged: trained
  * again over the same schedule for 300 s they scored 0.03 pp lower on validation, at a tenth of
- * the rate 0.01 pp higher (bench/results/continue-open0-b232407-300s-*.json), while the mean of
- * their epochs' weights at a quarter of the rate gained <swa> (continue-open0-*-swa.json).
+ * the rate 0.01 pp higher (bench/results/continue-open0-b232407-300s-*.json); averaged at a
+ * quarter of the rate, 0.04 pp lower after 240 s and 0.06 pp higher after 600 s more
+ * (continue-open0-26b8e18-240s-600s-swa.json). All within noise of a converged model; the
+ * average is the one whose score rose with its time, and a constant rate is what the run's
+ * last long training can go on from without a second restart.
  */
 export function continuedTrain(train: TrainConfig, trainS: number): TrainConfigInput {
   return { ...train, epochs: LAST_EPOCHS, train_seconds: trainS, schedule: "none", warmup_epochs: 0, lr: train.lr * SWA_LR_SCALE, ema_decay: 0, swa: true };
