@@ -58,7 +58,8 @@ const SECTIONS = {
   --no-research        skip the research brief
   --no-warm-start      learn nothing from past runs in the workspace (by default a run on a built-in
                        dataset with an accuracy goal starts its surrogate and failure memory from
-                       theirs, and an open-ended one first re-evaluates their strongest configs)
+                       theirs, and an open-ended one first continues their longest training from
+                       its kept weights, averaging them, or else re-evaluates their strongest configs)
   --warm-start-from R  learn from these past runs only (run ids, comma-separated)
   --seed N             the run's random seed (default 0): the planner's draws and the trials'
                        training seeds (1000N onward), so another --seed is an independent run
