@@ -26,7 +26,6 @@ import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { storedRuns } from "../cli/workspace.js";
 import { continuedTrain } from "../agents/planner/promotion.js";
 import { recipeOf, trainConfigOfRecipe } from "../core/recipe.js";
-import { parseTrainConfig, type TrainConfigInput } from "../core/model-config.js";
 import { createLogger } from "../core/logger.js";
 import { connectRunner, evaluateToResult } from "../gpu-runner/client.js";
 import { startRunner } from "../gpu-runner/server.js";
@@ -52,12 +51,6 @@ const pastTrain = trainConfigOfRecipe(past.recipe);
 if (!pastTrain.ok) throw new Error(`trial ${trialId}'s recipe: ${pastTrain.error}`);
 const before = evaluated.body.value.result!.seedResults.map((s) => ({ seed: s.seed, val: s.metrics.val_accuracy!, epochs: s.epochsCompleted }));
 
-function validTrain(t: TrainConfigInput) {
-  const r = parseTrainConfig(t);
-  if (!r.ok) throw new Error(r.error);
-  return r.value;
-}
-
 const log = createLogger("continue-bench");
 log.level = "warn";
 const state = mkdtempSync(join(tmpdir(), "continue-bench-"));
@@ -78,7 +71,7 @@ try {
       evaluateTest: false,
       // Its latency was measured in its run: not again, and no limit to check before training.
       measureInference: false,
-      recipe: values.restart ? { ...past.recipe!, trainSeconds: seconds } : create(RecipeSchema, recipeOf(validTrain(continuedTrain(pastTrain.value, seconds)))),
+      recipe: values.restart ? { ...past.recipe!, trainSeconds: seconds } : create(RecipeSchema, recipeOf(continuedTrain(pastTrain.value, seconds))),
       budget: { ...past.budget!, deadlineS: 0, maxLatencyMs: 0, timeBudgetS: seconds + 300 },
       initWeights: create(WeightsRefSchema, from),
     };

@@ -21,7 +21,7 @@ import { atRung, ladder, nextPromotion, PROMOTION_SURFACE, seedsAtRung, type Fid
 import { CONTINUE_SHARE, continuationTime, LAST_EPOCHS, LAST_GAIN, lastTrainingTime, passesOf, seedsOf, timing, type LastTrainingTime } from "./time-model.js";
 import { spaceOf } from "../../core/space.js";
 import { pct } from "../../core/format.js";
-import type { TrainConfig, TrainConfigInput } from "../../core/model-config.js";
+import type { TrainConfig } from "../../core/model-config.js";
 
 function rungs(input: PlanInput): Fidelity[] {
   return ladder(input.info, probeFidelity(input));
@@ -139,7 +139,7 @@ export const SWA_LR_SCALE = 1 / 4;
  * average is the one whose score rose with its time, and a constant rate is what the run's
  * last long training can go on from without a second restart.
  */
-export function continuedTrain(train: TrainConfig, trainS: number): TrainConfigInput {
+export function continuedTrain(train: TrainConfig, trainS: number): TrainConfig {
   return { ...train, epochs: LAST_EPOCHS, train_seconds: trainS, schedule: "none", warmup_epochs: 0, lr: train.lr * SWA_LR_SCALE, ema_decay: 0, swa: true };
 }
 
