@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { randomInt } from "node:crypto";
 import { createServer, connect as tcpConnect } from "node:net";
 import { basename, join } from "node:path";
 import type { Secrets } from "../core/secrets.js";
@@ -115,16 +116,48 @@ async function kill(child: ChildProcess, exit: Promise<void>): Promise<void> {
   clearTimeout(timer);
 }
 
-/** A port that was free a moment ago: the kernel picks it for a listener on :0. */
-export function freePort(): Promise<number> {
+/** Where freePort draws from: up to the kernel's ephemeral range, which starts at 32768 by default. */
+const DRAWN_FROM = 20_000;
+const handedOut = new Set<number>();
+
+/**
+ * A port that was free a moment ago, for a server that another process starts next (a nats-server,
+ * a swarm's runner, which binds only once its workers are up, seconds later). Drawn below the
+ * kernel's ephemeral range: a port the kernel picks for a listener on :0 is one it may give any
+ * other listener on :0, or an outgoing connection, before ours binds it, and a runner that cannot
+ * bind its port fails every restart until its swarm's start deadline. Below the range only this
+ * function's callers draw, and this process never hands out the same port twice.
+ */
+export async function freePort(): Promise<number> {
+  const low = ephemeralLow();
+  for (let tries = 0; low > DRAWN_FROM + 1000 && tries < 100; tries++) {
+    const port = randomInt(DRAWN_FROM, low);
+    if (handedOut.has(port) || !(await listenOn(port).then(() => true, () => false))) continue;
+    handedOut.add(port);
+    return port;
+  }
+  // A host whose ephemeral range covers the low ports, or no port free below it: the kernel's pick.
+  return listenOn(0);
+}
+
+function ephemeralLow(): number {
+  try {
+    return Number(readFileSync("/proc/sys/net/ipv4/ip_local_port_range", "utf8").trim().split(/\s+/)[0]) || 0;
+  } catch {
+    return 32_768;
+  }
+}
+
+/** Listens on 127.0.0.1:`port` and closes again: the port it got. */
+function listenOn(port: number): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.unref();
     server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
+    server.listen(port, "127.0.0.1", () => {
       const address = server.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      server.close(() => resolve(port));
+      const got = typeof address === "object" && address ? address.port : 0;
+      server.close(() => resolve(got));
     });
   });
 }

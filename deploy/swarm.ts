@@ -63,7 +63,11 @@ export interface Swarm {
   stop(): Promise<void>;
 }
 
-async function waitForRunner(client: RunnerClient, timeoutMs: number): Promise<HealthResponse> {
+/** Lines of the runner's log a start that timed out carries in its error's detail. */
+const RUNNER_LOG_TAIL = 20;
+
+/** `log`: the runner's log file when this swarm started it; its last lines say why it did not come up. */
+async function waitForRunner(client: RunnerClient, timeoutMs: number, log?: string): Promise<HealthResponse> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     try {
@@ -72,7 +76,14 @@ async function waitForRunner(client: RunnerClient, timeoutMs: number): Promise<H
     } catch {
       // not up yet
     }
-    if (Date.now() > deadline) throw new ResearchError("runner_unavailable", `the runner did not come up within ${timeoutMs / 1000} s (see logs/gpu-runner.log)`);
+    if (Date.now() > deadline) {
+      const tail = log && existsSync(log) ? readFileSync(log, "utf8").trimEnd().split("\n").slice(-RUNNER_LOG_TAIL).join("\n") : "";
+      throw new ResearchError(
+        "runner_unavailable",
+        `the runner did not come up within ${timeoutMs / 1000} s${log ? ` (${log})` : ""}`,
+        tail && `the last lines of ${log}:\n${tail}`,
+      );
+    }
     await new Promise((r) => setTimeout(r, 500));
   }
 }
@@ -175,7 +186,7 @@ export async function startSwarm(opts: SwarmOptions): Promise<Swarm> {
   };
   let runnerHealth: HealthResponse;
   try {
-    runnerHealth = await waitForRunner(runner, 180_000);
+    runnerHealth = await waitForRunner(runner, 180_000, opts.runnerAddress ? undefined : join(workspace, "logs", "gpu-runner.log"));
     supervisor.start({ name: "lineage-store", entry: "lineage-store/main.ts", env: { ...common, INSTANCE_ID: "lineage-store" } });
     for (const role of ROLES) {
       for (let i = 0; i < (opts.instances?.[role] ?? 1); i++) {

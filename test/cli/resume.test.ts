@@ -9,7 +9,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parse as parseYaml } from "yaml";
-import { run } from "../helpers/run.js";
+import { run, type Ran } from "../helpers/run.js";
 import { duration } from "../../lineage-store/report.js";
 
 // Without NODE_CHANNEL_FD: vitest's worker has an IPC channel, and a child
@@ -29,6 +29,13 @@ const CLI_TIMEOUT_MS = 180_000;
 function logsOf(workspace: string): string {
   const dir = join(workspace, "logs");
   return existsSync(dir) ? readdirSync(dir).map((f) => `--- ${f}\n${readFileSync(join(dir, f), "utf8").slice(-1500)}`).join("\n") : "";
+}
+
+/** The summary `launch --json` ends with; a launch that ended without one (an error, killed at the timeout) fails with why. */
+function summaryOf(launch: Ran, workspace: string): unknown {
+  const last = launch.stdout.trim().split("\n").pop()!;
+  expect(last.startsWith("{"), `exit ${launch.status}\n${launch.stderr}\n${logsOf(workspace)}`).toBe(true);
+  return JSON.parse(last);
 }
 
 /** A failed test must not leave the killed launcher's nats-server behind (its resume would have stopped it). */
@@ -73,7 +80,7 @@ describe.concurrent("launch --resume", () => {
       await new Promise((r) => first.once("exit", r));
 
       const second = await run("./research-agent", ["launch", "--resume", runId, "--workspace", workspace, "--json"], { env, timeout: 300_000 });
-      const summary = JSON.parse(second.stdout.trim().split("\n").pop()!) as { run_id: string; status: string; trials: number; registry: string };
+      const summary = summaryOf(second, workspace) as { run_id: string; status: string; trials: number; registry: string };
       expect(summary.run_id).toBe(runId);
       // Three seeds can all score 100% on digits' small validation split, so the goal may be met early.
       expect(second.status, second.stderr).toBe(summary.status === "goal_achieved" ? 0 : 3);
@@ -162,7 +169,7 @@ describe.concurrent("launch --resume", () => {
 
       // A new total budget of live time: the time the run was down is not spent from it.
       const second = await run("./research-agent", ["launch", "--resume", runId, "--workspace", workspace, "--json", "--time-budget", "75s"], { env, timeout: 300_000 });
-      const summary = JSON.parse(second.stdout.trim().split("\n").pop()!) as { run_id: string; status: string; trials: number };
+      const summary = summaryOf(second, workspace) as { run_id: string; status: string; trials: number };
       // watch replays the finished run from the workspace, start to end.
       const replay = await run("./research-agent", ["watch", runId, "--workspace", workspace], { env, timeout: CLI_TIMEOUT_MS });
       expect(replay.status, replay.stderr).toBe(0);
