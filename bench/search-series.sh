@@ -25,19 +25,22 @@
 #     study of the same three over its space for the same time (optuna_baseline.py --pareto --seed i);
 #     each side's front of test accuracy, parameters and latency per example, and its dominated
 #     hypervolume (bench/series-summary.ts, the reference there).
+# With --first I every numbered run starts at index I: a series continued at another commit runs
+# only the indices it lacks (--first 2 --open 3 --open-warm 3: the third pair alone).
 # Each run is kept as it ends in bench/out/series-<commit>/ (a series cut short goes on from where
 # it stopped when started again), and bench/series-summary.ts writes them all, with each run's
 # command, seeds, load and outcome and the planner's whole-run promises checked on its stored
 # events, to bench/results/search-series-<commit>.json.
 #
-#   bash bench/search-series.sh [--open N] [--readme N] [--warm N] [--open-warm N] [--digits-pairs N] [--csv-pairs N] [--optuna N] [--minutes M] [--pareto N] [--pareto-minutes M] [--latency N] [--latency-ms L] [--latency-minutes M]
+#   bash bench/search-series.sh [--first I] [--open N] [--readme N] [--warm N] [--open-warm N] [--digits-pairs N] [--csv-pairs N] [--optuna N] [--minutes M] [--pareto N] [--pareto-minutes M] [--latency N] [--latency-ms L] [--latency-minutes M]
 #
 # About 2.5 hours on two cores with the defaults. Nothing else should run beside it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-open=3 readme=3 warm=0 openwarm=0 digitspairs=0 csvpairs=0 optuna=1 minutes=30 pareto=0 paretominutes=15 latency=0 latencyms=1 latencyminutes=15
+first=0 open=3 readme=3 warm=0 openwarm=0 digitspairs=0 csvpairs=0 optuna=1 minutes=30 pareto=0 paretominutes=15 latency=0 latencyms=1 latencyminutes=15
 while [ $# -gt 0 ]; do
   case "$1" in
+    --first) first="$2"; shift 2 ;;
     --open) open="$2"; shift 2 ;;
     --readme) readme="$2"; shift 2 ;;
     --warm) warm="$2"; shift 2 ;;
@@ -51,7 +54,7 @@ while [ $# -gt 0 ]; do
     --latency) latency="$2"; shift 2 ;;
     --latency-ms) latencyms="$2"; shift 2 ;;
     --latency-minutes) latencyminutes="$2"; shift 2 ;;
-    -h|--help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,/^[^#]/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     *) echo "search-series: unknown argument $1" >&2; exit 1 ;;
   esac
 done
@@ -84,19 +87,19 @@ launch() {
   echo "search-series: $name: exit $rc, $(tail -c 300 "$out/$name.stdout")" >&2
 }
 
-for ((i = 0; i < open; i++)); do
+for ((i = first; i < open; i++)); do
   launch "open-$i" "$i" --goal "fashion-mnist: maximise test accuracy" --time-budget "${minutes}m"
 done
-for ((i = 0; i < readme; i++)); do
+for ((i = first; i < readme; i++)); do
   launch "readme-$i" "$i" --goal "fashion-mnist: reach 90% validation accuracy"
 done
-for ((i = 0; i < openwarm; i++)); do
+for ((i = first; i < openwarm; i++)); do
   WS="$out/open-$i-workspace" launch "openwarm-$i" "$i" --goal "fashion-mnist: maximise test accuracy" --time-budget "${minutes}m"
 done
-for ((i = 0; i < warm; i++)); do
+for ((i = first; i < warm; i++)); do
   WS="$out/readme-$i-workspace" launch "warm-$i" "$i" --goal "fashion-mnist: reach 90% validation accuracy"
 done
-for ((i = 0; i < digitspairs; i++)); do
+for ((i = first; i < digitspairs; i++)); do
   launch "digitscold-$i" "$i" --goal "digits: maximise accuracy" --time-budget 5m
   WS="$out/readme-$i-workspace" launch "digitswarm-$i" "$i" --goal "digits: maximise accuracy" --time-budget 5m
 done
@@ -113,7 +116,7 @@ for name, y in (("digits.csv", d.target), ("digits-shuffled.csv", np.random.defa
     np.savetxt(f"{sys.argv[1]}/{name}", np.column_stack([d.data, y]), fmt="%g", delimiter=",", header=head, comments="")
 ' "$csv"
 fi
-for ((i = 0; i < csvpairs; i++)); do
+for ((i = first; i < csvpairs; i++)); do
   launch "csvcold-$i" "$i" --goal "csv:$csv/digits.csv target=label: maximise accuracy" --time-budget 5m
   launch "csvlure-$i" "$((100 + i))" --goal "csv:$csv/digits-shuffled.csv target=label: maximise accuracy" --time-budget 3m
   WS="$out/csvlure-$i-workspace" launch "csvwarm-$i" "$i" --goal "csv:$csv/digits.csv target=label: maximise accuracy" --time-budget 5m
@@ -143,10 +146,10 @@ peer() {
   ' "$name" "$seed" "$t0" "$before" "$(load)" "$out/$name.result.json" "${args[@]}" > "$out/$name.json"
 }
 
-for ((i = 0; i < optuna; i++)); do
+for ((i = first; i < optuna; i++)); do
   peer "optuna-$i" "$i" --budget-s "$((minutes * 60))"
 done
-for ((i = 0; i < pareto; i++)); do
+for ((i = first; i < pareto; i++)); do
   launch "pareto-$i" "$i" --goal "fashion-mnist: pareto: accuracy vs parameters vs latency" --time-budget "${paretominutes}m"
   peer "optunapareto-$i" "$i" --pareto --reserve-s 60 --budget-s "$((paretominutes * 60))"
 done
@@ -154,7 +157,7 @@ done
 if [ "$pareto" -gt 0 ]; then
   "$venv/bin/python" bench/retime.py "$out" > "$out/retime.log" 2>&1 || echo "search-series: bench/retime.py failed (see $out/retime.log)" >&2
 fi
-for ((i = 0; i < latency; i++)); do
+for ((i = first; i < latency; i++)); do
   launch "latency-$i" "$i" --goal "fashion-mnist: best accuracy under ${latencyms} ms per image" --time-budget "${latencyminutes}m"
   peer "optunalatency-$i" "$i" --max-latency-ms "$latencyms" --budget-s "$((latencyminutes * 60))"
 done
