@@ -20,3 +20,13 @@ export function exitWithParent(graceMs = 10_000): void {
   if (process.send && !process.connected) return leave();
   process.on("disconnect", leave);
 }
+
+/** Whether a process with this pid exists (one of another user's, which signals refuse, counts). */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === "EPERM";
+  }
+}

@@ -10,6 +10,7 @@ import { randomBytes } from "node:crypto";
 import { connectBus, EVENT_KINDS, freePort, progressSubject, startNatsServer, type Bus, type NatsServer } from "../bus/index.js";
 import { parseResearcherConfig } from "../core/config.js";
 import { ResearchError } from "../core/failure.js";
+import { alive } from "../core/process.js";
 import type { Logger } from "../core/logger.js";
 import { ensureSecrets, loadSecrets, type Secrets } from "../core/secrets.js";
 import { connectRunner, type RunnerClient } from "../gpu-runner/client.js";
@@ -85,15 +86,6 @@ async function waitForRunner(client: RunnerClient, timeoutMs: number, log?: stri
       );
     }
     await new Promise((r) => setTimeout(r, 500));
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
   }
 }
 

@@ -51,4 +51,5 @@ await runAgent({
     await inOrder(event.runId, () => writeArtifacts(join(workspace, "runs", event.runId), state, event, { runners: ctx.runners(), log: ctx.log }));
   },
   setup: (bus) => void serveQueries(bus, store),
+  close: () => store.close(),
 });

@@ -98,4 +98,7 @@ await runAgent({
       await writeBrief(ctx, event.runId, b.value.query, state.goal?.dataset, { requestId: b.value.requestId, trialIds: b.value.trialIds });
     }
   },
+  close: async () => {
+    await (await opening?.catch(() => undefined))?.close();
+  },
 });

@@ -7,7 +7,7 @@
  * trial; the planner's whole-run promises hold (agents/planner/promises.ts).
  */
 import { describe, expect, it } from "vitest";
-import { mkdtempSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { run } from "../helpers/run.js";
@@ -28,9 +28,14 @@ const BUDGET_S = 180;
 describe("an open-ended run on a slice of Fashion-MNIST", () => {
   it("ends with its best config trained last, on the full split with the run's seeds, and reports that trial as its best", async () => {
     const workspace = mkdtempSync(join(tmpdir(), "open-ended-"));
+    // The launch's own TMPDIR: a swarm that has ended leaves nothing there (LanceDB's connections
+    // each hold a directory in it until closed; the runner's scratch goes with the runner).
+    const tmp = join(workspace, "tmp");
+    mkdirSync(tmp);
     const data = fashionSlice(15_000, 2000);
-    const r = await run("./research-agent", ["launch", "--goal", "fashion-mnist: best model you can in 3 minutes", "--data-dir", data, "--workspace", workspace, "--json"], { env, timeout: 400_000 });
+    const r = await run("./research-agent", ["launch", "--goal", "fashion-mnist: best model you can in 3 minutes", "--data-dir", data, "--workspace", workspace, "--json"], { env: { ...env, TMPDIR: tmp }, timeout: 400_000 });
     expect(r.status, r.stderr.slice(-2000)).toBe(0);
+    expect(readdirSync(tmp)).toEqual([]);
     const summary = summaryOf(r.stdout);
     expect(summary.status).toBe("completed");
     const state = foldRun(summary.run_id, await storedEvents(workspace, summary.run_id));

@@ -1,11 +1,12 @@
 /**
  * A runner restarted on its state directory (`--state-dir`, which `launch` gives the runner it
  * starts) answers a redelivered request with what the one killed before it had ended, instead of
- * training it again, and still has the trial's kept weights for the test confirmation.
+ * training it again, and still has the trial's kept weights for the test confirmation. The killed
+ * runner's scratch in TMPDIR is removed by the one after it.
  */
 import { afterAll, expect, it } from "vitest";
 import type { ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { MessageInitShape } from "@bufbuild/protobuf";
@@ -49,8 +50,13 @@ it("answers from the state its killed predecessor left, trains nothing again, an
   before.close();
   first.kill("SIGKILL");
   await new Promise((r) => first.once("exit", r));
+  // Killed, it could not remove its scratch (with the weights it kept): the next runner does.
+  const scratchOf = (pid: number) => readdirSync(tmpdir()).filter((n) => n.startsWith(`runner-scratch-${pid}-`));
+  expect(scratchOf(first.pid!)).toHaveLength(1);
 
-  await start();
+  const second = await start();
+  expect(scratchOf(first.pid!)).toEqual([]);
+  expect(scratchOf(second.pid!)).toHaveLength(1);
   const after = connectRunner(address);
   try {
     // The analyst's redelivered request, after the runner's restart: the same answer, at once.
