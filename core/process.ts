@@ -1,3 +1,7 @@
+import { mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
 /**
  * A supervised process ends with its launcher: the supervisor gives every
  * child an IPC channel, which closes when the launcher dies, even by
@@ -29,4 +33,36 @@ export function alive(pid: number): boolean {
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === "EPERM";
   }
+}
+
+/**
+ * A directory of this process's own in TMPDIR, named `<prefix>-<pid>-XXXXXX`. A process killed
+ * before it could remove its own (SIGKILL, the OOM killer) leaves it behind, so those of processes
+ * that are gone are removed first; `removed` hears of each.
+ */
+export function ownTempDir(prefix: string, removed?: (dir: string, pid: number) => void): string {
+  const mine = new RegExp(`^${prefix}-(\\d+)-`);
+  for (const name of readdirSync(tmpdir())) {
+    const pid = Number(mine.exec(name)?.[1]);
+    if (!pid || alive(pid)) continue;
+    try {
+      rmSync(join(tmpdir(), name), { recursive: true, force: true });
+      removed?.(name, pid);
+    } catch {
+      // Another user's: theirs to remove.
+    }
+  }
+  return mkdtempSync(join(tmpdir(), `${prefix}-${process.pid}-`));
+}
+
+/**
+ * Points this process's TMPDIR at a directory of its own (ownTempDir), removed as the process
+ * exits. LanceDB's native side keeps a directory in TMPDIR for each connection until the last
+ * query object holding it is garbage-collected, which never happens at exit: a process that
+ * searches a table would leave one behind at every start. Call it before the first connection.
+ */
+export function privateTmpdir(prefix: string): void {
+  const dir = ownTempDir(prefix);
+  process.env.TMPDIR = dir;
+  process.once("exit", () => rmSync(dir, { recursive: true, force: true }));
 }

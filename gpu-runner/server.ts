@@ -4,13 +4,13 @@
  * the tests, so "a runner of its own" is the same code as the service.
  */
 import * as grpc from "@grpc/grpc-js";
-import { availableParallelism, tmpdir } from "node:os";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { availableParallelism } from "node:os";
+import { mkdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { DEFAULT_PYTHON } from "../core/config.js";
 import { addService } from "../core/grpc.js";
 import { ResearchError } from "../core/failure.js";
-import { alive } from "../core/process.js";
+import { ownTempDir } from "../core/process.js";
 import type { RunnerDevice, SeedPlacement } from "./device.js";
 import type { Logger } from "../core/logger.js";
 import { tokenMatches, type Secrets } from "../core/secrets.js";
@@ -22,27 +22,6 @@ import { checkSandbox, refereeLaunch, workerLaunch } from "./sandbox.js";
 import { defaultSlots, FreeGpuMemory, listGpus } from "./gpus.js";
 
 export const DEFAULT_DATA_ROOTS = ["/usr/share/datasets"];
-
-const SCRATCH = /^runner-scratch-(\d+)-/;
-
-/**
- * This runner's scratch root in TMPDIR, named with its pid. A runner that was killed (SIGKILL, the
- * OOM killer) leaves its own behind, with the weights it kept when it had no state directory, so
- * each runner first removes those of runners whose process is gone.
- */
-function newScratchRoot(log: Logger): string {
-  for (const name of readdirSync(tmpdir())) {
-    const pid = Number(SCRATCH.exec(name)?.[1]);
-    if (!pid || alive(pid)) continue;
-    try {
-      rmSync(join(tmpdir(), name), { recursive: true, force: true });
-      log.info({ dir: name, pid }, "removed the scratch of a runner that is gone");
-    } catch {
-      // Another user's: theirs to remove.
-    }
-  }
-  return mkdtempSync(join(tmpdir(), `runner-scratch-${process.pid}-`));
-}
 
 export interface RunnerOptions {
   /** host:port to bind; port 0 picks a free one. */
@@ -89,7 +68,9 @@ export async function startRunner(opts: RunnerOptions): Promise<RunningRunner> {
     }
   } else log.warn("running WITHOUT a sandbox: model code runs with the runner's privileges");
 
-  const scratchRoot = newScratchRoot(log);
+  // Named with its pid: a runner that was killed leaves its scratch (and the weights it kept
+  // without a state directory) behind, and the next one removes it.
+  const scratchRoot = ownTempDir("runner-scratch", (dir, pid) => log.info({ dir, pid }, "removed the scratch of a runner that is gone"));
   const dataRoots = [...new Set([...DEFAULT_DATA_ROOTS, ...(opts.dataRoots ?? [])])];
   const gpus = opts.device === "cpu" ? [] : listGpus();
   const python = opts.python ?? DEFAULT_PYTHON;

@@ -8,7 +8,7 @@
 import { join } from "node:path";
 import { EVENT_KINDS } from "../bus/subjects.js";
 import { agentConfig } from "../core/config.js";
-import { exitWithParent } from "../core/process.js";
+import { exitWithParent, privateTmpdir } from "../core/process.js";
 import { createLogger, setLogLevel } from "../core/logger.js";
 import { runAgent } from "../swarm/runtime.js";
 import { writeArtifacts } from "./artifacts.js";
@@ -18,6 +18,8 @@ import { LineageStore } from "./store.js";
 
 // Before the slow part of starting (LanceDB, the embedding model): a launcher that dies meanwhile takes this process with it.
 exitWithParent();
+// Before the first LanceDB connection: what LanceDB leaves in TMPDIR goes with this process.
+privateTmpdir("lineage-store");
 const config = agentConfig();
 // Set before the store's logger exists (runAgent would set it later).
 setLogLevel(config.logLevel);
@@ -51,5 +53,4 @@ await runAgent({
     await inOrder(event.runId, () => writeArtifacts(join(workspace, "runs", event.runId), state, event, { runners: ctx.runners(), log: ctx.log }));
   },
   setup: (bus) => void serveQueries(bus, store),
-  close: () => store.close(),
 });

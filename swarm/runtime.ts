@@ -52,11 +52,6 @@ export interface AgentOptions {
   setup?: (bus: Bus) => void;
   /** Messages of one kind handled at once by one consumption; short handlers only (see ConsumeOptions). */
   maxInFlight?: number;
-  /**
-   * What the process holds besides the bus, closed once its handlers have drained: a LanceDB
-   * connection left open at exit leaves its temporary directory behind in TMPDIR.
-   */
-  close?: () => Promise<void>;
 }
 
 export async function runAgent(opts: AgentOptions): Promise<void> {
@@ -134,6 +129,5 @@ export async function runAgent(opts: AgentOptions): Promise<void> {
     await bus.close();
     await runs.close();
     runners.close();
-    await opts.close?.();
   });
 }

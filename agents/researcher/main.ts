@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { BriefSchema, CODER_VOCABULARY } from "../../core/brief.js";
 import { researcherConfig } from "../../core/config.js";
 import { createLogger } from "../../core/logger.js";
+import { privateTmpdir } from "../../core/process.js";
 import { askLlm } from "../../swarm/llm.js";
 import { toId } from "../../core/ids.js";
 import { loadPrompt } from "../../swarm/prompts.js";
@@ -20,6 +21,8 @@ import { sourceUrl } from "../../research/corpus.js";
 import { DeepResearch } from "../../research/deep-research.js";
 import { briefMessage } from "../../core/config-wire.js";
 
+// Before its corpus index opens: what LanceDB leaves in TMPDIR goes with this process.
+privateTmpdir("researcher");
 const PROMPT = loadPrompt("researcher");
 const CONFIG = researcherConfig();
 // LanceDB has one safe writer per directory, so each researcher process keeps its own index.
@@ -97,8 +100,5 @@ await runAgent({
       if (state.finished) return;
       await writeBrief(ctx, event.runId, b.value.query, state.goal?.dataset, { requestId: b.value.requestId, trialIds: b.value.trialIds });
     }
-  },
-  close: async () => {
-    await (await opening?.catch(() => undefined))?.close();
   },
 });
