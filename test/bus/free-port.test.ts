@@ -25,5 +25,4 @@ describe("freePort", () => {
     const servers = await Promise.all(ports.slice(0, 5).map(listen));
     for (const s of servers) s.close();
   });
-
 });

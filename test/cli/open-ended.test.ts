@@ -28,8 +28,9 @@ const BUDGET_S = 180;
 describe("an open-ended run on a slice of Fashion-MNIST", () => {
   it("ends with its best config trained last, on the full split with the run's seeds, and reports that trial as its best", async () => {
     const workspace = mkdtempSync(join(tmpdir(), "open-ended-"));
-    // The launch's own TMPDIR: a swarm that has ended leaves nothing there (LanceDB's connections
-    // each hold a directory in it until closed; the runner's scratch goes with the runner).
+    // The launch's own TMPDIR: a swarm that has ended leaves nothing there (LanceDB keeps a
+    // directory in it per connection, which outlives a process that exits: core/process.ts
+    // privateTmpdir; the runner's scratch goes with the runner).
     const tmp = join(workspace, "tmp");
     mkdirSync(tmp);
     const data = fashionSlice(15_000, 2000);
