@@ -28,7 +28,7 @@ interface Kept {
   load_before: string;
   load_after: string;
   workspace?: string;
-  launch?: { run_id: string; status: string; seconds: number; trials: number; report?: string; best_trial?: { trial_id: string; params?: number; test_accuracy?: number; ensemble_test_accuracy?: number } } | null;
+  launch?: { run_id: string; status: string; seconds: number; trials: number; report?: string; best_trial?: { trial_id: string; params?: number; test_accuracy?: number; ensemble_test_accuracy?: number }; limits?: { best_latency_ms: number | null } } | null;
   result?: Record<string, unknown> & { test_accuracy: number | null; best_val_accuracy: number | null };
 }
 
@@ -180,6 +180,8 @@ const latencyPairs = (runs.filter((r) => /^latency-\d+$/.test(r.name)) as Run[])
     max_latency_ms: theirs?.max_latency_ms ?? null,
     swarm_test: best?.test_accuracy ?? null,
     swarm_latency_ms: best?.latency_ms ?? null,
+    // What the judge held it to: the fastest timing of its model in the run (swarm/front.ts limitLatencyMs); launches before 2026-11-30 did not say.
+    swarm_limit_latency_ms: r.launch?.limits?.best_latency_ms ?? null,
     swarm_params: best?.params ?? null,
     optuna_test: theirs?.test_accuracy ?? null,
     optuna_latency_ms: theirs?.best_latency_ms ?? null,

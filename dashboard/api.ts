@@ -225,6 +225,8 @@ export interface LimitsJson {
   within: string[];
   over: string[];
   best_within: string | null;
+  /** The latency the limit held the best to: the fastest seed median the run timed for its model (swarm/front.ts limitLatencyMs). */
+  best_latency_ms: number | null;
 }
 
 /** Past runs' results in the surrogate's prior: each weighs 1/2 x exp(-distance of its dataset), each of this run's own 1. */

@@ -612,6 +612,9 @@ export function limitsJson(state: RunState, best: TrialState | undefined) {
     within: trials.filter((t) => failureLabelOf(t) !== "over_limit" && (limitLatencyMs(state, t) ?? Infinity) <= limit).map((t) => t.id),
     over: trials.filter((t) => failureLabelOf(t) === "over_limit").map((t) => t.id),
     best_within: best?.id ?? null,
+    // The latency the limit held the best to (limitLatencyMs): below its own seeds' median when
+    // those were timed beside seeds still training, as a last long training's are.
+    best_latency_ms: best ? (limitLatencyMs(state, best) ?? null) : null,
   };
 }
 
@@ -762,7 +765,11 @@ function markdownOf(state: RunState, finished: RunFinished, j: Report["json"]): 
     out.push(`- Parameters: ${b.params !== null ? int(b.params) : "unknown"}`);
     if (b.seeds_together && b.seeds_together > 1) out.push(`- Its seeds trained together, ${b.seeds_together} in one process (stacked and vmapped, each with its own initialisation and data order)`);
     if (b.seeds_apart) out.push(`- Its seeds trained a process each: ${inline(b.seeds_apart)}`);
-    if (b.latency_ms !== null) out.push(`- Latency: ${b.latency_ms.toPrecision(3)} ms per example (batch 1, warm, on the device it ran on; median of its seeds)`);
+    if (b.latency_ms !== null) {
+      const l = j.limits;
+      const held = l?.best_within === b.trial_id && l.best_latency_ms !== null ? `; the goal's limit of ${l.max_latency_ms} ms holds it to ${l.best_latency_ms.toPrecision(3)} ms, the fastest seed median the run timed for its model (see Limits)` : "";
+      out.push(`- Latency: ${b.latency_ms.toPrecision(3)} ms per example (batch 1, warm, on the device it ran on; median of its seeds)${held}`);
+    }
     const test = b.test?.metrics[`test_${o.metric}`];
     out.push(
       test

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { RUN_STATUS } from "../../core/enums.js";
 import { gainPp, pct } from "../../core/format.js";
 import { baselineComparison } from "../../lineage-store/baseline.js";
-import { frontJson } from "../../lineage-store/report.js";
+import { frontJson, limitsJson } from "../../lineage-store/report.js";
 import { latencyOf } from "../../swarm/front.js";
 import { parseDuration } from "../../core/goal.js";
 import { intervalBasis } from "../../core/ranking.js";
@@ -54,6 +54,8 @@ function printOutcome(outcome: Outcome, json: boolean | undefined, say: (line: s
           : null,
         // A Pareto goal's front (report.json's front): each trial's objectives with their intervals, and the knee.
         front: frontJson(outcome.state, finished) ?? undefined,
+        // A latency limit's outcome (report.json's limits): the trials within and over it, the best within and the latency it was held to.
+        limits: limitsJson(outcome.state, best) ?? undefined,
         baseline: baseline && { trial_id: baseline.baseline_trial_id, val_accuracy: baseline.baseline_val_mean, test_accuracy: baseline.baseline_test_mean, val_gain: baseline.val, test_gain: baseline.test },
         report: finished.reportPath,
         registry: finished.registryPath,

@@ -176,6 +176,7 @@ export function LimitsLine({ run, limits }: { run: RunDetail; limits: LimitsJson
       {limits.best_within && (
         <>
           ; the best within every limit: <a href={trialPath(run.run_id, limits.best_within)}>{shortId(limits.best_within)}</a>
+          {limits.best_latency_ms !== null && <>, held to {limits.best_latency_ms.toPrecision(3)} ms (the fastest timing of its model)</>}
         </>
       )}
       .

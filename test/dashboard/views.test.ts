@@ -229,7 +229,7 @@ describe("a Pareto goal with a latency limit in the dashboard's views (issue 39)
     expect(d.front!.trials[1]!.values).toEqual([{ mean: 0.85, low: 0.84, high: 0.86 }, { mean: 20_000, low: 20_000, high: 20_000 }, { mean: 0.5, low: 0.5, high: 0.55 }]);
     expect(d.front!.rule).toMatch(/rung-0 probes/);
     // The best by the run's rule among the accepted: d, over the limit, was not accepted.
-    expect(d.limits).toEqual({ max_latency_ms: 2, max_params: null, within: ["a", "b", "c"], over: ["d"], best_within: "b" });
+    expect(d.limits).toEqual({ max_latency_ms: 2, max_params: null, within: ["a", "b", "c"], over: ["d"], best_within: "b", best_latency_ms: 1.8 });
     expect(runSummary(view({ tradeOffs: [Cost.PARAMS, Cost.LATENCY], maxLatencyMs: 2 }))).toMatchObject({ trade_offs: ["params", "latency"], max_latency_ms: 2 });
   });
 

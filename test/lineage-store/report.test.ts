@@ -512,6 +512,20 @@ describe("a Pareto goal with a latency limit in the report (issue 39)", () => {
     expect(markdown).not.toMatch(/- `La` .*dominated/);
   });
 
+  it("states the latency the limit held the best to beside its own seeds' timing: a last training's seeds are timed beside others still training", () => {
+    // One model, as its probe and as the last long training of it (latency-2 at 987dd99: timed
+    // 1.14 ms itself, held to 0.80 ms, its probe's timing, under a 1 ms limit).
+    const of = (id: string, lastTraining: boolean, mean: number, n: number, ms: number[]): EventInit[] => [
+      { runId: AGENT_RUN, trialId: id, body: { case: "trialProposed", value: { hypothesis: `h ${id}`, model: modelSpec({ name: "vgg", layers: [{ type: "flatten" }] }), train: trainSpec({ subset: lastTraining ? 0 : 10_000 }), lastTraining } } },
+      evaluated(id, mean, 0.005, { n, params: 170_242n, latencyMs: ms }),
+      { runId: AGENT_RUN, trialId: id, body: { case: "trialJudged", value: { verdict: Verdict.ACCEPT, decision: Decision.ITERATE } } },
+    ];
+    const limited = agentState([started({}, { dataset: "fashion-mnist", openEnded: true, target: 0, maxLatencyMs: 1 }), ...of("p", false, 0.89, 1, [0.8]), ...of("L", true, 0.93, 3, [1.1, 1.14, 1.2])]);
+    const { json, markdown } = buildReport(limited, { ...finished, trials: 2, bestTrialId: "L" });
+    expect(json.limits).toMatchObject({ within: ["p", "L"], over: [], best_within: "L", best_latency_ms: 0.8 });
+    expect(markdown).toContain("- Latency: 1.14 ms per example (batch 1, warm, on the device it ran on; median of its seeds); the goal's limit of 1 ms holds it to 0.800 ms, the fastest seed median the run timed for its model (see Limits)");
+  });
+
   it("has no front or limits for a single-objective goal", () => {
     const plain = agentState([started({}, { dataset: "fashion-mnist", openEnded: true, target: 0 }), ...probe("a", 0.85, 20_000, 0.5)]);
     const { json, markdown } = buildReport(plain, finished);

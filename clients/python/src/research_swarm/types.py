@@ -336,6 +336,8 @@ class Limits(_Json):
     within: list[str]
     over: list[str]
     best_within: str | None
+    #: The latency the limit held the best to: the fastest seed median the run timed for its model.
+    best_latency_ms: float | None
 
 
 @dataclass(frozen=True)
