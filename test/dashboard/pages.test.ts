@@ -177,7 +177,7 @@ const LATENCY = [0.5, 1.8, 0.9, 2.5];
  * fixture's parameters grow with the index: 40,000, 49,000, 58,000, 67,000.
  */
 function paretoRun(): Event[] {
-  const trials: TrialSpec[] = [0.85, 0.9, 0.8, 0.93].map((score, i) => ({ hypothesis: `probe ${i}`, surface: "architecture", model: { name: `cnn-${i}`, layers: [] }, score }));
+  const trials: TrialSpec[] = [0.85, 0.9, 0.8, 0.93].map((score, i) => ({ hypothesis: `probe ${i}`, surface: "architecture", model: { name: `cnn-${i}`, layers: [{ type: "flatten" as const }] }, score }));
   const events = runEvents(PARETO, trials);
   for (const e of events) {
     const b = e.body;
@@ -368,7 +368,7 @@ describe("a Pareto run's page", () => {
     expect(await titles()).toContain("Pareto front: accuracy vs parameters vs latency per example");
     expect(await text("run-trade-offs")).toBe("parameters, latency per example");
     expect(await text("run-max-latency")).toBe("2 ms per example");
-    expect(await text("limits-line")).toBe("3 within the limit of 2 ms, 1 over it (over_limit); the best within every limit: t001.");
+    expect(await text("limits-line")).toBe("3 within the limit of 2 ms, 1 over it (over_limit); the best within every limit: t001, held to 1.80 ms (the fastest timing of its model).");
     // Best metric first; t002 is dominated by t000, t003 was not accepted.
     const rows = await page.$$eval(`${sel("front-row")}`, (rs) => rs.map((r) => [r.getAttribute("data-trial"), ...[...r.querySelectorAll("td")].map((d) => d.textContent ?? "")]));
     expect(rows).toEqual([
