@@ -24,7 +24,7 @@ async function launch(goal: string, exit = 0) {
   const workspace = mkdtempSync(join(tmpdir(), "pareto-"));
   const r = await run("./research-agent", ["launch", "--goal", goal, "--workspace", workspace, "--no-research", "--json"], { env, timeout: 300_000 });
   expect(r.status, r.stderr.slice(-2000)).toBe(exit);
-  const summary = summaryOf(r.stdout) as ReturnType<typeof summaryOf> & { front?: { trials: { trial_id: string; values: unknown[] }[]; knee: string | null } };
+  const summary = summaryOf(r.stdout) as ReturnType<typeof summaryOf> & { front?: { trials: { trial_id: string; values: unknown[] }[]; knee: string | null }; limits?: unknown };
   return { summary, state: foldRun(summary.run_id, await storedEvents(workspace, summary.run_id)) };
 }
 
@@ -63,5 +63,8 @@ describe("a Pareto goal and a latency limit on digits", () => {
     for (const t of judged) expect(labelName(t.judged!.failure!.label), t.id).toBe("over_limit");
     expect(judged.some((t) => t.evaluated?.failure && labelName(t.evaluated.failure.label) === "over_limit")).toBe(true);
     expect(summary.best_trial).toBeNull();
+    // launch --json says what the limit did, as report.json does.
+    expect(summary.limits).toMatchObject({ max_latency_ms: 0.01, within: [], best_within: null, best_latency_ms: null });
+    expect((summary.limits as { over: string[] }).over).toEqual(expect.arrayContaining(judged.map((t) => t.id)));
   }, 320_000);
 });
