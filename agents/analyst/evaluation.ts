@@ -3,7 +3,8 @@
  * the evaluation is cancelled (the runner kills its jobs) when the median
  * stopping rule prunes it, when a person cancels it or stops the run, when
  * the run has decided to stop, or when the
- * run's time reaches the reserve for the test confirmation and the report
+ * run's time reaches the reserve for the test confirmation and the report (a last long
+ * training, which the runner ends by its deadline, only once the report's time alone is left)
  * (the judge waits for trials in flight before it stops on the budget), so
  * the confirmation gets the runner to itself and the run ends within its budget.
  * Every such stop tells the runner (Cancel), which otherwise keeps an evaluation whose caller
@@ -14,7 +15,7 @@ import { failure } from "../../core/failure.js";
 import { evaluateToResult, type RunnerClient } from "../../gpu-runner/client.js";
 import type { Failure } from "../../proto/gen/research/v1/common_pb.js";
 import type { EpochProgress, EvalResult, EvaluateRequestSchema } from "../../proto/gen/research/v1/runner_pb.js";
-import { budgetPlan } from "../../swarm/budget.js";
+import { budgetPlan, budgetSpent } from "../../swarm/budget.js";
 import { cancelledBy, isTerminal, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { partialResult, pruneReason } from "./pruning.js";
 
@@ -54,7 +55,14 @@ export async function watchedEvaluation(
     const cancelled = cancelledBy(watch.state, watch.trial.id);
     if (cancelled) stop(failure("cancelled", cancelled));
     else if (runStopped(watch.state)) stop(failure("budget_overrun", "cancelled: the run stopped while this trial was training"));
-    else if (budgetPlan(watch.state, Date.now()).availableS <= 0) {
+    else if (request.budget?.deadlineS) {
+      // A last long training: the runner ends its seeds by the deadline the planner set before the
+      // reserve, but on a loaded machine a seed's scoring after it can run into the reserve.
+      // Cancelled there, the run's promised training was lost and a one-seed probe became its best
+      // (the open-ended test, beside two other files on 2 cores). It may finish on the reserve's
+      // time; only the report's is kept from it, and the confirmation's floor bounds the overrun.
+      if (budgetSpent(watch.state, Date.now())) stop(failure("budget_overrun", "cancelled: the run's time budget is spent but for the report"));
+    } else if (budgetPlan(watch.state, Date.now()).availableS <= 0) {
       stop(failure("budget_overrun", "cancelled: the run's time budget reached its reserve for the test confirmation and the report"));
     }
   }, STOP_POLL_MS);

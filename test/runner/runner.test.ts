@@ -673,6 +673,39 @@ describe("watched evaluations against the real runner", () => {
   });
 });
 
+describe("a last long training past the reserve", () => {
+  // A 60 s run 40 s in: 20 s left, past the reserve (the report's 15 s and a confirmation's 10 s
+  // with no best yet) but not down to the report's time alone.
+  const pastReserve = (id: string) => {
+    const s = state([started({}, { timeBudgetS: 60 }), { runId: RUN, trialId: id, body: { case: "trialProposed", value: { hypothesis: id } } }]);
+    s.startedAtMs = Date.now() - 40_000;
+    return s;
+  };
+
+  it("finishes: the runner ends it by its deadline, and a probe there is cancelled", async () => {
+    const s = pastReserve("last");
+    const boxed = digits(DIGITS_CNN, "DigitsNet", { trialId: "last", seeds: 2, recipe: { epochs: 10_000, batchSize: 32, trainSeconds: 2 }, budget: { timeBudgetS: 60, deadlineS: 4 } });
+    const out = await watchedEvaluation(client, boxed, { state: s, trial: s.trials.get("last")!, prune: false }, () => {});
+    if (out.stopped) expect.fail(`cancelled at the reserve: ${out.stopped.message}`);
+    expect(out.result.seedResults).toHaveLength(2);
+
+    const p = pastReserve("probe");
+    const probe = await watchedEvaluation(client, digits(DIGITS_CNN, "DigitsNet", { trialId: "probe", recipe: { epochs: 500, batchSize: 32 }, seeds: 1 }), { state: p, trial: p.trials.get("probe")!, prune: false }, () => {});
+    expect(probe.stopped?.message).toMatch(/reached its reserve for the test confirmation/);
+  });
+
+  it("is cancelled once only the report's time is left", async () => {
+    const s = pastReserve("late");
+    s.startedAtMs = Date.now() - 50_000;
+    const t0 = Date.now();
+    const boxed = digits(DIGITS_CNN, "DigitsNet", { trialId: "late", seeds: 1, recipe: { epochs: 10_000, batchSize: 32, trainSeconds: 60 }, budget: { timeBudgetS: 60, deadlineS: 60 } });
+    const out = await watchedEvaluation(client, boxed, { state: s, trial: s.trials.get("late")!, prune: false }, () => {});
+    expect(out.stopped && labelName(out.stopped.label)).toBe("budget_overrun");
+    expect(out.stopped?.message).toMatch(/spent but for the report/);
+    expect(Date.now() - t0).toBeLessThan(10_000);
+  });
+});
+
 describe("the judge's test confirmation against the real runner", () => {
   /** A run whose one accepted trial `id` was assembled with `request` and measured at `seconds` a seed. */
   function judgedRun(id: string, request: Req, seconds: number, budgetS: number) {
