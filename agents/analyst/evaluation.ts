@@ -3,10 +3,11 @@
  * the evaluation is cancelled (the runner kills its jobs) when the median
  * stopping rule prunes it, when a person cancels it or stops the run, when
  * the run has decided to stop, or when the
- * run's time reaches the reserve for the test confirmation and the report (a last long
- * training, which the runner ends by its deadline, only once the report's time alone is left)
+ * run's time reaches the reserve for the test confirmation and the report
  * (the judge waits for trials in flight before it stops on the budget), so
  * the confirmation gets the runner to itself and the run ends within its budget.
+ * A last long training, which the runner ends by its deadline, is cancelled only
+ * once the report's time alone is left.
  * Every such stop tells the runner (Cancel), which otherwise keeps an evaluation whose caller
  * went away running for the restarted analyst to join.
  */
