@@ -674,17 +674,26 @@ describe("watched evaluations against the real runner", () => {
 });
 
 describe("a last long training past the reserve", () => {
-  // A 60 s run 40 s in: 20 s left, past the reserve (the report's 15 s and a confirmation's 10 s
-  // with no best yet) but not down to the report's time alone.
+  // A 120 s run 80 s in, whose best so far trained 400 s a seed: 40 s left, past the reserve (the
+  // report's 15 s and that best's confirmation, 30 s) but 25 s from the report's time alone, so a
+  // loaded machine's slow start and scoring stay inside the window (5 s wide, it failed in CI).
   const pastReserve = (id: string) => {
-    const s = state([started({}, { timeBudgetS: 60 }), { runId: RUN, trialId: id, body: { case: "trialProposed", value: { hypothesis: id } } }]);
-    s.startedAtMs = Date.now() - 40_000;
+    const best = evaluated("best", 0.9);
+    (best.body as { value: { result: { seedResults: unknown[] } } }).value.result.seedResults = [{ seed: 0, seconds: 400 }];
+    const s = state([
+      started({}, { timeBudgetS: 120 }),
+      { runId: RUN, trialId: "best", body: { case: "trialProposed", value: { hypothesis: "best" } } },
+      best,
+      { runId: RUN, trialId: "best", body: { case: "trialJudged", value: { verdict: Verdict.ACCEPT } } },
+      { runId: RUN, trialId: id, body: { case: "trialProposed", value: { hypothesis: id } } },
+    ]);
+    s.startedAtMs = Date.now() - 80_000;
     return s;
   };
 
   it("finishes: the runner ends it by its deadline, and a probe there is cancelled", async () => {
     const s = pastReserve("last");
-    const boxed = digits(DIGITS_CNN, "DigitsNet", { trialId: "last", seeds: 2, recipe: { epochs: 10_000, batchSize: 32, trainSeconds: 2 }, budget: { timeBudgetS: 60, deadlineS: 4 } });
+    const boxed = digits(DIGITS_CNN, "DigitsNet", { trialId: "last", seeds: 2, recipe: { epochs: 10_000, batchSize: 32, trainSeconds: 2 }, budget: { timeBudgetS: 120, deadlineS: 4 } });
     const out = await watchedEvaluation(client, boxed, { state: s, trial: s.trials.get("last")!, prune: false }, () => {});
     if (out.stopped) expect.fail(`cancelled at the reserve: ${out.stopped.message}`);
     expect(out.result.seedResults).toHaveLength(2);
@@ -696,9 +705,9 @@ describe("a last long training past the reserve", () => {
 
   it("is cancelled once only the report's time is left", async () => {
     const s = pastReserve("late");
-    s.startedAtMs = Date.now() - 50_000;
+    s.startedAtMs = Date.now() - 110_000;
     const t0 = Date.now();
-    const boxed = digits(DIGITS_CNN, "DigitsNet", { trialId: "late", seeds: 1, recipe: { epochs: 10_000, batchSize: 32, trainSeconds: 60 }, budget: { timeBudgetS: 60, deadlineS: 60 } });
+    const boxed = digits(DIGITS_CNN, "DigitsNet", { trialId: "late", seeds: 1, recipe: { epochs: 10_000, batchSize: 32, trainSeconds: 60 }, budget: { timeBudgetS: 120, deadlineS: 60 } });
     const out = await watchedEvaluation(client, boxed, { state: s, trial: s.trials.get("late")!, prune: false }, () => {});
     expect(out.stopped && labelName(out.stopped.label)).toBe("budget_overrun");
     expect(out.stopped?.message).toMatch(/spent but for the report/);
