@@ -45,11 +45,13 @@ describe("an open-ended run on a slice of Fashion-MNIST", () => {
     const last = [...state.trials.values()].find((t) => t.proposed?.lastTraining);
     if (!last) {
       // The promise is a last long training when one fits. On a machine loaded enough that none
-      // fit what was left once exploration ended, the run must say so, and the promise checker
-      // (which replays every decision with the planner's own time model, and fails a decision
-      // that passed over a last training that fit) must find every promise kept.
-      expect(state.runFinished?.reason).toMatch(/no last long training fits the time left/);
+      // fit what was left once exploration ended, the promise checker (which replays every
+      // decision with the planner's own time model, and fails a decision that passed over a last
+      // training that fit) must find every promise kept, and the run must end for its time: the
+      // planner's "no last long training fits", or the judge's "time budget ... spent" when the
+      // last probe's judgement came after nothing fitted any more (a slow CPU without bf16, 2026-12-03).
       expect(runPromiseBreaks(state, 0.05 * BUDGET_S)).toEqual([]);
+      expect(state.runFinished?.reason).toMatch(/no last long training fits the time left|^time budget of 180 s (nearly )?spent/);
       console.log(`open-ended: no last long training fit (${state.judgedCount} trials judged): ${state.runFinished?.reason}`);
       return;
     }

@@ -117,7 +117,9 @@ describe("research-agent serve", () => {
     await page.waitForSelector('[data-testid="new-run-goal"]');
     await page.type('[data-testid="new-run-goal"]', OPEN_GOAL);
     await page.click('[data-testid="new-run"] summary');
-    await page.type('[data-testid="new-run-time_budget"]', "30s");
+    // 60 s: a 30-s run has 5 s for trials before its reserve and ended in 8 s, before the
+    // client's test (a Python start-up) asked to queue behind it (CI, 2026-12-03).
+    await page.type('[data-testid="new-run-time_budget"]', "60s");
     // A space typed into the form as YAML, checked as launch --space checks it.
     await page.type('[data-testid="new-run-space"]', "{label_smoothing: default}");
     await page.click('[data-testid="new-run-submit"]');
@@ -129,7 +131,7 @@ describe("research-agent serve", () => {
     const ran = await pythonClientTests(await clientSite, "test_serve.py", { RESEARCH_UI_URL: url, RESEARCH_UI_TOKEN: "", RESEARCH_SWARM_TEST_RUN: first!, RESEARCH_SWARM_TEST_GOAL: GOAL });
     expect(ran.status, ran.stdout + ran.stderr).toBe(0);
     expect(ran.stdout).not.toMatch(/skipped/);
-    // The client's test saw its goal queued behind the first; the first's 30 s may have ended since
+    // The client's test saw its goal queued behind the first; the first's 60 s may have ended since
     // on a loaded machine, and then the second is the one running.
     const queue = await get<QueueJson>("/api/queue");
     const after = [...queue.queued, ...queue.running.filter((r) => r.run_id !== first)];
@@ -152,7 +154,7 @@ describe("research-agent serve", () => {
     const byId = new Map(runs.map((r) => [r.run_id, r]));
     // In the order they came: the second started once the first had ended.
     expect(byId.get(second)!.started_at).toBeGreaterThanOrEqual(byId.get(first!)!.started_at + byId.get(first!)!.seconds * 1000 - 1000);
-    expect(byId.get(first!)!.time_budget_s).toBe(30);
+    expect(byId.get(first!)!.time_budget_s).toBe(60);
     expect(byId.get(first!)!.goal).toContain("maximise");
     expect(byId.get(second)!.time_budget_s).toBe(45);
     // The lineage store writes each report once it has stored the run's end.
