@@ -140,7 +140,10 @@ describe("research-agent serve", () => {
     if (queue.queued.length) {
       // The page lists the waiting run while the first one goes.
       await page.reload({ waitUntil: "domcontentloaded" });
-      await page.waitForSelector(`[data-testid="queued-row"]`);
+      // The first run may end between the queue's answer and the page's, and the second start:
+      // then no run waits, which the queue must say (a slow machine, 2026-12-03).
+      const listed = await page.waitForSelector(`[data-testid="queued-row"]`, { timeout: 30_000 }).then(() => true, () => false);
+      if (!listed) expect((await get<QueueJson>("/api/queue")).queued, "a run waits and the page does not list it").toEqual([]);
     }
 
     const runs = await until(
