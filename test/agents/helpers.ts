@@ -32,11 +32,20 @@ export function proposed(id: string, surface = Surface.ARCHITECTURE, parentIds: 
   };
 }
 
-/** An evaluation result; `latencyMs`: each seed's median latency per example at batch 1 (its 90th percentile 10% above). */
-export function result(mean: number, halfWidth: number, extra: { params?: bigint; seconds?: number; n?: number; latencyMs?: number[] } = {}) {
+/**
+ * An evaluation result; `latencyMs`: each seed's median latency per example at batch 1 (its 90th
+ * percentile 10% above); `seedSeconds`: each seed's training time (what the budget's reserve reads).
+ */
+export function result(mean: number, halfWidth: number, extra: { params?: bigint; seconds?: number; n?: number; latencyMs?: number[]; seedSeconds?: number[] } = {}) {
+  const latency = extra.latencyMs ?? [];
+  const seconds = extra.seedSeconds ?? [];
   return create(EvalResultSchema, {
     aggregated: { val_accuracy: { mean, std: halfWidth / 2, ci95: [mean - halfWidth, mean + halfWidth], n: extra.n ?? 3, min: mean, max: mean } },
-    seedResults: (extra.latencyMs ?? []).map((ms, seed) => ({ seed, inference: { batch1: { batch: 1, medianMs: ms, p90Ms: ms * 1.1, repeats: 30 } } })),
+    seedResults: Array.from({ length: Math.max(latency.length, seconds.length) }, (_, seed) => ({
+      seed,
+      ...(seconds[seed] !== undefined && { seconds: seconds[seed] }),
+      ...(latency[seed] !== undefined && { inference: { batch1: { batch: 1, medianMs: latency[seed], p90Ms: latency[seed] * 1.1, repeats: 30 } } }),
+    })),
     params: extra.params ?? 1000n,
     seconds: extra.seconds ?? 10,
     numClasses: 10,

@@ -224,12 +224,7 @@ describe("the best trial", () => {
 describe("the budget plan", () => {
   it("stops early enough to confirm the best trial and write the report within the budget", () => {
     // t0's slowest seed took 20 s: its kept weights' confirmation is reserved 10 + 0.05 x 20 s, the report 15 s: 26 s.
-    const slow = (id: string) => {
-      const e = evaluated(id, 0.9);
-      const r = (e.body as { value: { result: { seedResults: unknown[] } } }).value.result;
-      r.seedResults = [{ seed: 0, seconds: 20 }];
-      return e;
-    };
+    const slow = (id: string) => evaluated(id, 0.9, 0.01, { seedSeconds: [20] });
     const events = [started({}, { timeBudgetS: 120 }), proposed("t0"), slow("t0")];
     // 100 s in: 20 s left, 26 s reserved, so not even a 20 s trial fits.
     const stop = judgeLast(events, "t0", 1000 + 100_000);

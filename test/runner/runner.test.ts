@@ -678,12 +678,10 @@ describe("a last long training past the reserve", () => {
   // report's 15 s and that best's confirmation, 30 s) but 25 s from the report's time alone, so a
   // loaded machine's slow start and scoring stay inside the window (5 s wide, it failed in CI).
   const pastReserve = (id: string) => {
-    const best = evaluated("best", 0.9);
-    (best.body as { value: { result: { seedResults: unknown[] } } }).value.result.seedResults = [{ seed: 0, seconds: 400 }];
     const s = state([
       started({}, { timeBudgetS: 120 }),
       { runId: RUN, trialId: "best", body: { case: "trialProposed", value: { hypothesis: "best" } } },
-      best,
+      evaluated("best", 0.9, 0.01, { seedSeconds: [400] }),
       { runId: RUN, trialId: "best", body: { case: "trialJudged", value: { verdict: Verdict.ACCEPT } } },
       { runId: RUN, trialId: id, body: { case: "trialProposed", value: { hypothesis: id } } },
     ]);
@@ -718,13 +716,11 @@ describe("a last long training past the reserve", () => {
 describe("the judge's test confirmation against the real runner", () => {
   /** A run whose one accepted trial `id` was assembled with `request` and measured at `seconds` a seed. */
   function judgedRun(id: string, request: Req, seconds: number, budgetS: number) {
-    const evaluatedEvent = evaluated(id, 0.9);
-    (evaluatedEvent.body as { value: { result: { seedResults: unknown[] } } }).value.result.seedResults = [{ seed: 0, seconds }];
     return state([
       started({}, { timeBudgetS: budgetS }),
       { runId: RUN, trialId: id, body: { case: "trialProposed", value: { hypothesis: id } } },
       { runId: RUN, trialId: id, body: { case: "trialAssembled", value: { request } } },
-      evaluatedEvent,
+      evaluated(id, 0.9, 0.01, { seedSeconds: [seconds] }),
       { runId: RUN, trialId: id, body: { case: "trialJudged", value: { verdict: Verdict.ACCEPT, decision: Decision.STOP } } },
     ]);
   }
