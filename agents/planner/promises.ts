@@ -16,7 +16,7 @@ import { bestTrial, isClaimingPromotion, liveSeconds, valMetricOf, type RunState
 import type { Move } from "./decide.js";
 import type { PlanInput, Proposal } from "./policy.js";
 import { confirmation, lastTraining, makesTargetLikely } from "./promotion.js";
-import { EXPLORE_SHARE, exploreLeftS, lastTrainingEnd, lastTrainingOf, plansLastTraining, seedsOf, timing } from "./time-model.js";
+import { EXPLORE_SHARE, exploreLeftS, lastTrainingCouldFit, lastTrainingEnd, lastTrainingOf, plansLastTraining, seedsOf, timing } from "./time-model.js";
 import { budgetPlan } from "../../swarm/budget.js";
 
 export interface PlannerPromise {
@@ -131,9 +131,13 @@ export function runPromiseBreaks(state: RunState, deadlineSlackS: number): strin
   const last = lastTrainingOf(state);
   const goalMet = [...state.trials.values()].some((t) => t.judged?.runEnd === RunEnd.GOAL_MET);
   const accepted = [...state.trials.values()].some((t) => t.judged?.verdict === Verdict.ACCEPT);
+  // Owed only where one could still fit once it was due: a template that ran until too little was
+  // left (a starved machine, at a fifth of its pace) left none to propose, and its overrun is the
+  // machine's (lastTrainingDueS). Then a one-seed best is all the run had to report.
+  const couldFit = lastTrainingCouldFit(state, budget - lastTrainingDueS(state) - budgetPlan(state, state.lastEventMs).reserveS);
   if (!goalMet && accepted) {
-    if (!last) out.push("the run never proposed its last long training");
-    else {
+    if (!last && couldFit) out.push("the run never proposed its last long training");
+    else if (last) {
       const at = liveSeconds(state, last.firstAtMs ?? 0);
       const due = lastTrainingDueS(state);
       if (at > due + deadlineSlackS) out.push(`the last long training was proposed at ${at.toFixed(0)} s, after ${due.toFixed(0)} s + ${deadlineSlackS} s`);
@@ -143,7 +147,7 @@ export function runPromiseBreaks(state: RunState, deadlineSlackS: number): strin
     }
   }
   const best = bestTrial(state);
-  if (best && state.finished && (valMetricOf(best)?.n ?? 0) < 2) out.push(`the run ended with a one-seed best (${best.id})`);
+  if (best && state.finished && (last || couldFit) && (valMetricOf(best)?.n ?? 0) < 2) out.push(`the run ended with a one-seed best (${best.id})`);
   // A Pareto goal trains several front trials last (swarm/front.ts), any of which may be the best.
   if (best && state.finished && !goalMet && last && !best.proposed?.lastTraining && !isClaimingPromotion(best)) out.push(`the run's best (${best.id}) is not a trial with the run's seeds`);
   for (const t of state.trials.values()) {

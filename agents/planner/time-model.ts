@@ -351,10 +351,24 @@ export function lastTrainingTime(input: PlanInput, pick: TrialState, pg: Genome,
   const trialBudget = state.settings?.trialTimeBudgetS ?? 0;
   if (trialBudget > 0) trainS = Math.min(trainS, 0.85 * trialBudget - overhead);
   trainS = Math.floor(trainS);
-  const floorS = (LAST_SHARE * state.goal!.timeBudgetS) / (tradeOffsOf(state).length ? FRONT_TRAININGS : 1);
+  const floorS = lastTrainingFloorS(state);
   const work = trainS * pace;
   if (trainS < floorS || work <= trained) return undefined;
   return { trainS, epochs: Math.min(LAST_EPOCHS, Math.floor(work / fullEpochS)), atOnce, gain: work / fullEpochS / passes };
+}
+
+/** The shortest last long training worth proposing (LAST_SHARE). */
+function lastTrainingFloorS(state: RunState): number {
+  return (LAST_SHARE * state.goal!.timeBudgetS) / (tradeOffsOf(state).length ? FRONT_TRAININGS : 1);
+}
+
+/**
+ * Whether any last long training could fit in `availableS` before the reserve: lastTrainingTime's
+ * floor against its margin of the time, with no start-up or validation pass yet, so false means
+ * none could, whatever the pick.
+ */
+export function lastTrainingCouldFit(state: RunState, availableS: number): boolean {
+  return LAST_MARGIN * availableS >= lastTrainingFloorS(state);
 }
 
 /**
