@@ -11,6 +11,9 @@ import { join } from "node:path";
 import { parse as parseYaml } from "yaml";
 import { run, type Ran } from "../helpers/run.js";
 import { duration } from "../../lineage-store/report.js";
+import { storedEvents } from "../../cli/workspace.js";
+import { foldRun } from "../../swarm/run-state.js";
+import { trialLines } from "../helpers/report.js";
 
 // Without NODE_CHANNEL_FD: vitest's worker has an IPC channel, and a child
 // that inherits the variable would take an unrelated fd for its own channel.
@@ -32,9 +35,12 @@ function logsOf(workspace: string): string {
 }
 
 /** The summary `launch --json` ends with; a launch that ended without one (an error, killed at the timeout) fails with why. */
-function summaryOf(launch: Ran, workspace: string): unknown {
+async function summaryOf(launch: Ran, workspace: string, runId: string): Promise<unknown> {
   const last = launch.stdout.trim().split("\n").pop()!;
-  expect(last.startsWith("{"), `exit ${launch.status}\n${launch.stderr}\n${logsOf(workspace)}`).toBe(true);
+  if (!last.startsWith("{")) {
+    const story = trialLines(foldRun(runId, await storedEvents(workspace, runId)));
+    expect.fail(`exit ${launch.status}\n${story}\n${launch.stderr}\n${logsOf(workspace)}`);
+  }
   return JSON.parse(last);
 }
 
@@ -57,7 +63,10 @@ describe.concurrent("launch --resume", () => {
     try {
       const first = spawn(
         "./research-agent",
-        ["launch", "--goal", "digits: reach 99.9% validation accuracy", "--max-trials", "6", "--seeds-per-trial", "3", "--epochs", "1", "--no-research", "--space", space, "--workspace", workspace],
+        // A 3-minute budget: under the default 30 minutes the run's last long training took 200
+        // epochs of three seeds on the cores (about 200 s each on a slow CPU, beside the suite's
+        // other swarms), and the resumed launch ran into its 300-s limit (2026-12-03).
+        ["launch", "--goal", "digits: reach 99.9% validation accuracy", "--max-trials", "6", "--time-budget", "3m", "--seeds-per-trial", "3", "--epochs", "1", "--no-research", "--space", space, "--workspace", workspace],
         // Its own process group, signalled whole below, as a terminal's Ctrl-C is.
         { env, stdio: ["ignore", "pipe", "pipe"], detached: true },
       );
@@ -80,13 +89,15 @@ describe.concurrent("launch --resume", () => {
       await new Promise((r) => first.once("exit", r));
 
       const second = await run("./research-agent", ["launch", "--resume", runId, "--workspace", workspace, "--json"], { env, timeout: 300_000 });
-      const summary = summaryOf(second, workspace) as { run_id: string; status: string; trials: number; registry: string };
+      const summary = (await summaryOf(second, workspace, runId)) as { run_id: string; status: string; trials: number; registry: string };
       expect(summary.run_id).toBe(runId);
       // Three seeds can all score 100% on digits' small validation split, so the goal may be met early.
       expect(second.status, second.stderr).toBe(summary.status === "goal_achieved" ? 0 : 3);
+      // Else it ended on its trial budget or on its time, after the last long training.
       if (summary.status !== "goal_achieved") {
         expect(summary.status).toBe("budget_exhausted");
-        expect(summary.trials).toBe(6);
+        expect(summary.trials).toBeGreaterThanOrEqual(3);
+        expect(summary.trials).toBeLessThanOrEqual(6);
       }
       const registry = JSON.parse(readFileSync(summary.registry, "utf8")) as { trial_id: string }[];
       const ids = registry.map((e) => e.trial_id);
@@ -169,7 +180,7 @@ describe.concurrent("launch --resume", () => {
 
       // A new total budget of live time: the time the run was down is not spent from it.
       const second = await run("./research-agent", ["launch", "--resume", runId, "--workspace", workspace, "--json", "--time-budget", "75s"], { env, timeout: 300_000 });
-      const summary = summaryOf(second, workspace) as { run_id: string; status: string; trials: number };
+      const summary = (await summaryOf(second, workspace, runId)) as { run_id: string; status: string; trials: number };
       // watch replays the finished run from the workspace, start to end.
       const replay = await run("./research-agent", ["watch", runId, "--workspace", workspace], { env, timeout: CLI_TIMEOUT_MS });
       expect(replay.status, replay.stderr).toBe(0);

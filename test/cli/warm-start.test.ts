@@ -13,7 +13,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { run } from "../helpers/run.js";
-import { summaryOf } from "../helpers/report.js";
+import { summaryOf, trialLines } from "../helpers/report.js";
 import { storedEvents } from "../../cli/workspace.js";
 import { foldRun, valMetricOf, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { fingerprint, genomeOf } from "../../agents/planner/identity.js";
@@ -98,10 +98,12 @@ describe("a run in a workspace with past runs on its dataset", () => {
       // Two probes, then the last long training: the full split for the time left.
       const cold = await launch(3, "75s");
       const long = [...cold.state.trials.values()].find((t) => t.proposed?.lastTraining);
-      expect(long?.judged?.verdict, "the first run trained a config long").toBe(Verdict.ACCEPT);
+      expect(long?.judged?.verdict, `the first run trained a config long\n${trialLines(cold.state)}`).toBe(Verdict.ACCEPT);
 
       // One trial: the past training continued (its chain to a last long training is decide.test.ts's).
-      const warm = await launch(1, "60s");
+      // Two minutes: its seeds train a quarter of it (time-model.ts continuationTime), and with 60 s
+      // their start-ups beside the suite's other swarms ran into the reserve (CI, 2026-12-03).
+      const warm = await launch(1, "120s");
       expect(warm.state.order).toHaveLength(1);
       const first = warm.state.trials.get(warm.state.order[0]!)!;
       // The same model and recipe, each seed from the runner's kept weights of a seed of that training.
@@ -110,7 +112,7 @@ describe("a run in a workspace with past runs on its dataset", () => {
       expect(modelText(first.model), "the past model").toBe(modelText(long!.model));
       expect(first.assembled?.request?.initWeights).toMatchObject({ runId: cold.state.runId, trialId: long!.id });
       expect(first.evaluated?.result?.seedResults.length, first.evaluated?.failure?.message).toBe(3);
-      expect(first.judged?.verdict).toBe(Verdict.ACCEPT);
+      expect(first.judged?.verdict, trialLines(warm.state)).toBe(Verdict.ACCEPT);
       expect(warm.report).toMatch(new RegExp(`\\| \`${first.id}\` \\| \`${long!.id}\` \\(weight 0\\.50\\) \\| trained weights \\|`));
       // The dashboard's run page says the same.
       expect(runDetail(emptyView(warm.state)).warm_start).toMatchObject([{ trial_id: first.id, past: [{ run_id: cold.state.runId, trial_id: long!.id }], takes: "weights" }]);

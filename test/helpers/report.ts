@@ -1,5 +1,6 @@
 /** What the CLI tests read of a launch: its --json summary line and the report.json beside its report. */
 import { readFileSync } from "node:fs";
+import type { RunState } from "../../swarm/run-state.js";
 
 /** A trial's row in report.json; `val_accuracy` holds the run's metric, whichever it is. */
 export interface ReportTrial {
@@ -24,3 +25,18 @@ export const summaryOf = (stdout: string) => JSON.parse(stdout.trim().split("\n"
 
 /** The report.json of a summary's run. */
 export const reportOf = (s: LaunchSummary) => JSON.parse(readFileSync(s.report.replace(/\.md$/, ".json"), "utf8")) as { trials: ReportTrial[]; outcome: { best_rule: string } };
+
+/**
+ * A run's trials a line each, for an assertion's message: when a launch under the suite's load
+ * ends otherwise than a test expects, what each trial did and when says why.
+ */
+export function trialLines(state: RunState): string {
+  const at = (ms: number | undefined) => (ms === undefined ? "?" : ((ms - state.startedAtMs) / 1000).toFixed(0));
+  const lines = state.order.map((id) => {
+    const t = state.trials.get(id)!;
+    const seeds = t.evaluated?.result?.seedResults.map((s) => s.seconds.toFixed(1)).join("/") ?? "-";
+    const fidelity = `rung ${t.proposed?.rung ?? 0} subset ${t.train?.subset ?? "-"}${t.proposed?.lastTraining ? " last" : ""}`;
+    return `${id} ${at(t.firstAtMs)}-${at(t.lastAtMs)} s, ${fidelity}, seeds ${seeds} s: ${t.judged?.reason ?? t.evaluated?.failure?.message ?? "not judged"}`;
+  });
+  return [...lines, `run: ${state.runFinished?.reason ?? "not finished"}`].join("\n");
+}
