@@ -1,6 +1,6 @@
 /**
  * An open-ended run on real data, launched as a user launches it: the first 15,000 training images
- * of Fashion-MNIST, "the best model you can in 3 minutes" (probes on the CPU's 10k slice of the
+ * of Fashion-MNIST, "the best model you can in 4 minutes" (probes on the CPU's 10k slice of the
  * 13,500 the runner trains on, so the full split is where claims are made, as on the whole set). Read back from the run's stored events
  * (the lineage on disk): the run trained its last long training on the full training split with
  * the run's seeds, started by the end of exploration, and the report's best is that multi-seed
@@ -19,11 +19,12 @@ import { runPromiseBreaks } from "../../agents/planner/promises.js";
 
 const { NODE_CHANNEL_FD: _ipc, ...inherited } = process.env;
 const env = { ...inherited, LOG_LEVEL: "warn", EMBEDDER: "hashing" };
-// 3 minutes: under the whole suite's load a 2-minute run's first judgement could come so late
-// that no last training fit the time left (2 of 4 fresh suites on 2026-11-28). A 3-minute run
-// that started beside the resume file's two swarms still had its first judgement at 104 s, so
-// the test also takes that case, as the planner's promise states it (below).
-const BUDGET_S = 180;
+// 4 minutes: under the whole suite's load a 2-minute run's first judgement could come so late
+// that no last training fit the time left (2 of 4 fresh suites on 2026-11-28), and on a CPU about
+// twice as slow a 3-minute run's starting templates took 48 s and 95 s (cancelled at the reserve)
+// beside the warm-start and resume files, so it judged two trials and trained nothing long
+// (2026-12-03). The test also takes that case, as the planner's promise states it (below).
+const BUDGET_S = 240;
 
 describe("an open-ended run on a slice of Fashion-MNIST", () => {
   it("ends with its best config trained last, on the full split with the run's seeds, and reports that trial as its best", async () => {
@@ -34,7 +35,7 @@ describe("an open-ended run on a slice of Fashion-MNIST", () => {
     const tmp = join(workspace, "tmp");
     mkdirSync(tmp);
     const data = fashionSlice(15_000, 2000);
-    const r = await run("./research-agent", ["launch", "--goal", "fashion-mnist: best model you can in 3 minutes", "--data-dir", data, "--workspace", workspace, "--json"], { env: { ...env, TMPDIR: tmp }, timeout: 400_000 });
+    const r = await run("./research-agent", ["launch", "--goal", "fashion-mnist: best model you can in 4 minutes", "--data-dir", data, "--workspace", workspace, "--json"], { env: { ...env, TMPDIR: tmp }, timeout: 400_000 });
     const summary = summaryOf(r.stdout);
     const state = foldRun(summary.run_id, await storedEvents(workspace, summary.run_id));
     expect(r.status, `${trialLines(state)}\n${r.stderr.slice(-2000)}`).toBe(0);
@@ -51,7 +52,7 @@ describe("an open-ended run on a slice of Fashion-MNIST", () => {
       // planner's "no last long training fits", or the judge's "time budget ... spent" when the
       // last probe's judgement came after nothing fitted any more.
       expect(runPromiseBreaks(state, 0.05 * BUDGET_S)).toEqual([]);
-      expect(state.runFinished?.reason).toMatch(/no last long training fits the time left|^time budget of 180 s (nearly )?spent/);
+      expect(state.runFinished?.reason).toMatch(/no last long training fits the time left|^time budget of 240 s (nearly )?spent/);
       console.log(`open-ended: no last long training fit (${state.judgedCount} trials judged): ${state.runFinished?.reason}`);
       return;
     }
