@@ -134,12 +134,12 @@ export function runPromiseBreaks(state: RunState, deadlineSlackS: number): strin
   // Owed only where one could still fit once it was due: a template that ran until too little was
   // left (a starved machine, at a fifth of its pace) left none to propose, and its overrun is the
   // machine's (lastTrainingDueS). Then a one-seed best is all the run had to report.
-  const couldFit = lastTrainingCouldFit(state, budget - lastTrainingDueS(state) - budgetPlan(state, state.lastEventMs).reserveS);
+  const due = lastTrainingDueS(state);
+  const couldFit = lastTrainingCouldFit(state, budget - due - budgetPlan(state, state.lastEventMs).reserveS);
   if (!goalMet && accepted) {
     if (!last && couldFit) out.push("the run never proposed its last long training");
     else if (last) {
       const at = liveSeconds(state, last.firstAtMs ?? 0);
-      const due = lastTrainingDueS(state);
       if (at > due + deadlineSlackS) out.push(`the last long training was proposed at ${at.toFixed(0)} s, after ${due.toFixed(0)} s + ${deadlineSlackS} s`);
       const train = last.train;
       if (train?.subset) out.push(`the last long training trained on ${train.subset} examples`);

@@ -1,6 +1,6 @@
 /** What the CLI tests read of a launch: its --json summary line and the report.json beside its report. */
 import { readFileSync } from "node:fs";
-import type { RunState } from "../../swarm/run-state.js";
+import { liveSeconds, type RunState } from "../../swarm/run-state.js";
 
 /** A trial's row in report.json; `val_accuracy` holds the run's metric, whichever it is. */
 export interface ReportTrial {
@@ -31,7 +31,8 @@ export const reportOf = (s: LaunchSummary) => JSON.parse(readFileSync(s.report.r
  * ends otherwise than a test expects, what each trial did and when says why.
  */
 export function trialLines(state: RunState): string {
-  const at = (ms: number | undefined) => (ms === undefined ? "?" : ((ms - state.startedAtMs) / 1000).toFixed(0));
+  // On the run's clock: a resumed run's downtime is not in it.
+  const at = (ms: number | undefined) => (ms === undefined ? "?" : liveSeconds(state, ms).toFixed(0));
   const lines = state.order.map((id) => {
     const t = state.trials.get(id)!;
     const seeds = t.evaluated?.result?.seedResults.map((s) => s.seconds.toFixed(1)).join("/") ?? "-";
