@@ -209,6 +209,8 @@ async function scaling(client: RunnerClient, cuda: boolean) {
       val_accuracy: r3(median(runs.map((r) => r.valAccuracy))),
       // The seeds each seed's job trained: 1 apart (a CPU's default), the trial's seeds together (a GPU's).
       seeds_together: Math.max(...runs[0]!.seedsTogether),
+      // Why seeds asked to train together trained a process each ("" when they did not).
+      seeds_apart: runs[0]!.seedsApart,
       runs: runs.map(roundRun),
     });
   }
@@ -274,6 +276,8 @@ async function resnet9(client: RunnerClient) {
     first_step_s: run.firstStepS.map(r3),
     val_accuracy: r3(run.valAccuracy),
     wall_s: r3(run.wallS),
+    seeds_together: Math.max(...run.seedsTogether),
+    seeds_apart: run.seedsApart,
   };
 }
 
@@ -387,9 +391,11 @@ try {
     );
   }
   console.log(`\nfive seeds / one seed: ${rest.scale.five_over_one}x`);
+  for (const r of rest.scale.rows) if (r.seeds_apart) console.log(`${r.seeds} seeds trained a process each: ${r.seeds_apart}`);
   if (rest.resnet) {
     const r = rest.resnet;
     console.log(`\n${r.workload}: steady epoch ${r.steady_epoch_s} s a seed, first step ${r.first_step_s.join("/")} s, val ${r.val_accuracy}, wall ${r.wall_s} s`);
+    if (r.seeds_apart) console.log(`its seeds trained a process each: ${r.seeds_apart}`);
   }
   console.log(`\nwrote ${out}`);
 } finally {

@@ -612,8 +612,15 @@ class _Stack:
         for m in models:  # stack_module_state asks one mode of all; the loop sets it on `base`
             m.train()
         self.params, self.buffers_ = torch.func.stack_module_state(models)
-        # The module's structure without its tensors: functional_call supplies each seed's.
-        self.base = copy.deepcopy(models[0]).to("meta")
+        # The module's structure without its tensors: functional_call supplies each seed's. Each
+        # tensor has one meta twin (deepcopy's memo), so weights tied in the model (a language
+        # model's head and embedding) stay tied, as functional_call needs; .to("meta") untied them.
+        memo = {id(t): (nn.Parameter(t.to("meta"), t.requires_grad) if isinstance(t, nn.Parameter) else t.to("meta"))
+                for t in itertools.chain(models[0].parameters(), models[0].buffers())}
+        self.base = copy.deepcopy(models[0], memo)
+        for m in self.base.modules():
+            if isinstance(m, nn.modules.batchnorm._BatchNorm):
+                _batch_norm_in_stats_dtype(m)
 
     @classmethod
     def of(cls, models, data, probe, criterion, amp_dtype, acc, scaled):
@@ -626,6 +633,11 @@ class _Stack:
             return "fp16 loss scaling would skip every seed's step for one seed's overflow"
         if not hasattr(torch, "func"):
             return f"torch {torch.__version__} has no torch.func"
+        recurrent = next((type(m).__name__ for m in models[0].modules() if isinstance(m, nn.RNNBase)), None)
+        if recurrent:
+            # vmap has no batching rule for aten::gru/lstm; a loop of cells would batch, but one
+            # fused cuDNN kernel a seed, a process each, is the faster way to train a recurrent net.
+            return f"a recurrent layer ({recurrent}) has no batched form: its fused kernel trains a seed a process"
         try:
             trial = cls([copy.deepcopy(m) for m in models[:2]])
             trial.train()
@@ -686,6 +698,25 @@ class _Stack:
         scale = (max_norm / (norms + 1e-6)).clamp(max=1.0)
         for g in grads:
             g.mul_(scale.view(-1, *([1] * (g.dim() - 1))))
+
+
+def _batch_norm_in_stats_dtype(module):
+    """Batch norm of a stacked model in its running statistics' dtype (fp32), its output back in
+    its input's. Under autocast a batch norm's input is bf16 or fp16 and its statistics fp32,
+    which cuDNN takes for one model. Inside vmap, functorch's batching rule calls the kernel with
+    a weight made in the input's dtype, and CUDA's kernel then refuses fp32 statistics
+    ("Expected running_mean to have type BFloat16 but got Float", on an H200): every batch-norm
+    model's seeds trained apart. In fp32 the kernel sees one dtype, and the step computes what
+    cuDNN does for a seed alone (statistics in fp32, the output in the input's dtype)."""
+    forward = type(module).forward
+
+    def run(x):
+        stats = module.running_mean
+        if stats is None or x.dtype == stats.dtype:
+            return forward(module, x)
+        return forward(module, x.to(stats.dtype)).to(x.dtype)
+
+    module.forward = run
 
 
 def _inference_cost(model, data, acc, amp_dtype, channels_last, eval_batch, budget):

@@ -15,6 +15,8 @@ import contextlib
 import types
 
 import torch
+import torch.nn.functional as F
+from torch.overrides import TorchFunctionMode
 
 import accel
 
@@ -100,6 +102,68 @@ class CudaStandin:
         self.calls.append(("synchronize", (self.current,)))
 
 
+def _autocast_dtype():
+    """CUDA autocast's dtype where a block has it on, else None (torch 1.13 and 2.x spell it apart)."""
+    if hasattr(torch, "get_autocast_dtype"):
+        return torch.get_autocast_dtype("cuda") if torch.is_autocast_enabled("cuda") else None
+    return torch.get_autocast_gpu_dtype() if torch.is_autocast_enabled() else None
+
+
+def _cast(value, dtype):
+    if isinstance(value, torch.Tensor) and value.is_floating_point() and value.dtype != torch.float64:
+        return value.to(dtype)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_cast(v, dtype) for v in value)
+    return value
+
+
+class CudaAutocast(TorchFunctionMode):
+    """What CUDA's autocast and batch-norm kernel do to the CPU tensors of the stand-in.
+
+    torch.autocast("cuda") casts only CUDA tensors, so on its own it leaves the stand-in's CPU
+    tensors in fp32. This mode casts them as CUDA's autocast does (its lower-precision list for
+    the ops our models use; its fp32 list for norms, softmax and losses; batch norm in neither,
+    so it runs in its input's dtype), above autograd as autocast is, and inside vmap too, where
+    CUDA's autocast acts and a CPU's leaves convolutions alone.
+
+    Batch norm on CUDA: cuDNN takes a bf16/fp16 input with fp32 weight and running statistics.
+    Inside vmap, functorch's batching rule folds the seeds into the channels and calls the
+    kernel with a weight made in the input's dtype, applying the seeds' own weights afterwards;
+    CUDA's kernel then treats the parameters as of the input's dtype, and fp32 running
+    statistics are refused with the error a real H200 gave.
+    """
+
+    LOWER = {torch.conv1d, torch.conv2d, torch.conv3d, F.conv1d, F.conv2d, F.conv3d, F.conv_transpose1d,
+             F.conv_transpose2d, F.linear, torch.matmul, torch.Tensor.matmul, torch.Tensor.__matmul__, torch.mm,
+             torch.bmm, torch.addmm, torch.baddbmm, torch.einsum}
+    FP32 = {F.layer_norm, F.group_norm, F.softmax, F.log_softmax, torch.softmax, torch.log_softmax,
+            torch.Tensor.softmax, torch.Tensor.log_softmax, F.cross_entropy, F.mse_loss, F.nll_loss}
+    if hasattr(F, "scaled_dot_product_attention"):
+        LOWER.add(F.scaled_dot_product_attention)
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        dtype = _autocast_dtype()
+        if dtype is not None:
+            if func in self.LOWER:
+                args, kwargs = _cast(args, dtype), {k: _cast(v, dtype) for k, v in kwargs.items()}
+            elif func in self.FP32:
+                args, kwargs = _cast(args, torch.float32), {k: _cast(v, torch.float32) for k, v in kwargs.items()}
+        if func is F.batch_norm:
+            self._check_batch_norm(*args, **kwargs)
+        return func(*args, **kwargs)
+
+    @staticmethod
+    def _check_batch_norm(input, running_mean=None, running_var=None, *args, **kwargs):
+        if not (hasattr(torch, "func") and torch._C._functorch.is_batchedtensor(input)):
+            return
+        if input.dtype in (torch.bfloat16, torch.float16):
+            names = {torch.bfloat16: "BFloat16", torch.float16: "Half", torch.float32: "Float"}
+            for name, stat in (("running_mean", running_mean), ("running_var", running_var)):
+                if stat is not None and stat.dtype != input.dtype:
+                    raise RuntimeError(f"Expected {name} to have type {names[input.dtype]} but got {names[stat.dtype]}")
+
+
 @contextlib.contextmanager
 def cuda_standin(monkeypatch, name="NVIDIA H200", major=9, total_memory=143771 << 20):
     """Within the block torch sees one CUDA device of the given name and compute capability."""
@@ -131,6 +195,7 @@ def cuda_standin(monkeypatch, name="NVIDIA H200", major=9, total_memory=143771 <
             m.setattr(torch.backends.cudnn, flag, getattr(torch.backends.cudnn, flag))
         precision = torch.get_float32_matmul_precision()
         try:
-            yield gpu
+            with CudaAutocast():
+                yield gpu
         finally:
             torch.set_float32_matmul_precision(precision)

@@ -300,6 +300,29 @@ def test_a_model_vmap_cannot_run_trains_its_seeds_apart():
 
 
 @needs_torch_func
+def test_weights_tied_in_the_model_stay_tied_when_its_seeds_train_together():
+    # A language model's head shares its embedding's weight; a stacked model untied by its meta
+    # copy failed its first backward pass ("expected device meta but got cpu") and trained apart.
+    source = CNN.replace("        self.head = nn.Linear(8 * 4 * 4, num_classes)\n",
+                         "        self.mix = nn.Linear(8 * 4 * 4, 8 * 4 * 4)\n        self.mix2 = nn.Linear(8 * 4 * 4, 8 * 4 * 4)\n"
+                         "        self.mix2.weight = self.mix.weight\n        self.head = nn.Linear(8 * 4 * 4, num_classes)\n"
+                         ).replace("self.head(self.features(x).flatten(1))", "self.head(self.mix2(self.mix(self.features(x).flatten(1))))")
+    end, progress, _ = job("train", source=source, recipe={"epochs": 1, "batch_size": 16}, seed=0, together=2)
+    assert end == {"kind": "result", "seeds": [0, 1]}, end
+
+
+@needs_torch_func
+def test_a_recurrent_model_trains_its_seeds_apart_and_says_why():
+    source = CNN.replace("        self.head = nn.Linear(8 * 4 * 4, num_classes)\n",
+                         "        self.rnn = nn.GRU(8, 8, batch_first=True)\n        self.head = nn.Linear(8 * 4 * 4, num_classes)\n"
+                         ).replace("self.head(self.features(x).flatten(1))",
+                                   "self.head(self.rnn(self.features(x).flatten(2).transpose(1, 2))[0].flatten(1))")
+    end, progress, _ = job("train", source=source, recipe={"epochs": 1, "batch_size": 16}, seed=0, together=2)
+    assert end == {"kind": "apart", "reason": "a recurrent layer (GRU) has no batched form: its fused kernel trains a seed a process"}, end
+    assert progress == []
+
+
+@needs_torch_func
 def test_seeds_that_overfill_the_memory_together_train_apart():
     # A stand-in for a GPU's out-of-memory error, raised only by a stacked pass (a batched tensor).
     source = CNN.replace("    def forward(self, x):\n", "    def forward(self, x):\n        if torch._C._functorch.is_batchedtensor(x):\n"
