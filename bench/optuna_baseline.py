@@ -2,7 +2,7 @@
 """Optuna baseline for the search benchmark (bench/search-bench.ts): TPE + median pruning on Fashion-MNIST.
 
 Same data as the swarm's runner: the loader and the train/validation split are the runner's own
-(gpu-runner/python/datasets.py, imported), with its defaults for a Fashion-MNIST goal
+(gpu-runner/python/datasets.py, through bench/fmnist.py), with its defaults for a Fashion-MNIST goal
 (val_fraction 0.1, split_seed 0, the official 10k test set). Every trial validates on the
 runner's full-data validation split (6,000 images); a trial that trains on a subset (the swarm's
 cheap fidelities do too) takes a stratified slice of the runner's training indices.
@@ -59,26 +59,17 @@ import os  # noqa: E402
 import sys  # noqa: E402
 import warnings  # noqa: E402
 
-import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
-import torch.nn.functional as F  # noqa: E402
 
-RUNNER_PY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gpu-runner", "python")
-sys.path.insert(0, RUNNER_PY)
-import accel  # noqa: E402  (the runner's test of native bf16)
+from fmnist import Data, binomial_ci95  # noqa: E402  (the runner's loader and split, as tensors)
+import accel  # noqa: E402  (the runner's test of native bf16; on the path fmnist.py sets)
 import augment  # noqa: E402  (the runner's flip / crop)
-import datasets  # noqa: E402  (the runner's loader and split)
 
 import optuna  # noqa: E402
 
 TARGET = 0.90
 DEVICE = torch.device("cpu")  # set in main()
-# The runner's spec for a Fashion-MNIST goal: gpu-runner/request.ts fills val_fraction 0.1 and
-# split_seed 0; subset 0 gives the full-data split every trial validates on.
-SPEC = {"name": "fashion-mnist", "data_dir": "", "subset": 0, "val_fraction": 0.1, "split_seed": 0,
-        "test_subset": 0, "target_column": "", "shape": [], "num_classes": 0, "difficulty": 0.0,
-        "task": "classification"}
 SUBSETS = [10000, 20000, 40000, 0]  # the random planner's fidelities; 0 = the whole training split
 
 
@@ -112,38 +103,6 @@ class Net(nn.Module):
 
     def forward(self, x):
         return self.head(self.features(x))
-
-
-class Data:
-    """The runner's arrays and split indices as tensors, standardised like its trainer (_Data)."""
-
-    def __init__(self):
-        raw = datasets.load(SPEC)
-        split = datasets.split(raw, SPEC)
-        self.split = split
-        on = lambda a: torch.from_numpy(a).to(DEVICE)  # noqa: E731  (all of it fits a GPU: 47 MB)
-        self.x_train = on(raw.x_train)
-        self.y_train = on(raw.y_train)
-        self.x_test = on(raw.x_test)
-        self.y_test = on(raw.y_test)
-        self.train = on(split.train)
-        self.val = on(split.val)
-        self.test = on(split.test)
-        mean, std = datasets.feature_stats(raw.x_train, split.train)
-        self.mean, self.std = on(mean), on(std)
-        self._subsets = {}
-
-    def inputs(self, x):
-        return (x.float() - self.mean) / self.std
-
-    def train_indices(self, subset):
-        if not 0 < subset < len(self.train):
-            return self.train
-        if subset not in self._subsets:
-            idx, _ = datasets._stratified_take(self.split.raw.y_train, self.split.train, subset,
-                                               np.random.default_rng(subset))
-            self._subsets[subset] = torch.from_numpy(idx).to(DEVICE)
-        return self._subsets[subset]
 
 
 def channels_last(x):
@@ -344,7 +303,6 @@ def main():
     args = ap.parse_args()
     global DEVICE
     DEVICE = torch.device("cuda" if args.device == "cuda" or (args.device == "auto" and torch.cuda.is_available()) else "cpu")
-    SPEC["data_dir"] = args.data_dir
     torch.set_num_threads(args.threads)
     if DEVICE.type == "cuda":
         torch.backends.cudnn.benchmark = True
@@ -354,10 +312,7 @@ def main():
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
 
-    with warnings.catch_warnings():
-        # The runner's arrays are read-only numpy views; nothing here writes to them.
-        warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
-        data = Data()
+    data = Data(DEVICE, args.data_dir)
     loaded_s = elapsed()
     search = Search(data, args.budget_s - args.reserve_s, args.seed)
     search.pareto = args.pareto
@@ -387,9 +342,7 @@ def main():
         model = Net(p["width"], p["stages"], p["convs"], p["hidden"], p["dropout"]).to(DEVICE, memory_format=torch.channels_last)
         model.load_state_dict(search.best_state)
         test_accuracy = evaluate(model, data, data.x_test, data.y_test, data.test)
-        # One model on a finite test set: the binomial sampling error only.
-        half = 1.959964 * math.sqrt(test_accuracy * (1 - test_accuracy) / len(data.test))
-        test_ci95 = [test_accuracy - half, test_accuracy + half]
+        test_ci95 = binomial_ci95(test_accuracy, len(data.test))
     states = [r.get("state", "?") for r in search.history]
     result = {
         "method": "optuna",

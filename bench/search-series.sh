@@ -16,6 +16,8 @@
 #     only past is the lookalike: its configs are proposed first and its results weigh on the surrogate,
 #   - the Optuna baseline once (bench/optuna_baseline.py: TPE + median pruning on the runner's own
 #     split, the same 30 minutes),
+#   - with --handwritten N, the hand-written peer N times, --seed i (bench/handwritten_resnet9.py:
+#     the ResNet-9 recipe a competent user writes, on the same split, for the same 30 minutes),
 #   - with --latency N, issue 39's constrained benchmark, N pairs back to back: "fashion-mnist: best
 #     accuracy under --latency-ms (1) ms per image" for --latency-minutes (15) with --seed i, then Optuna's
 #     study of validation accuracy with that latency as a constraint (optuna_baseline.py
@@ -32,12 +34,12 @@
 # command, seeds, load and outcome and the planner's whole-run promises checked on its stored
 # events, to bench/results/search-series-<commit>.json.
 #
-#   bash bench/search-series.sh [--first I] [--open N] [--readme N] [--warm N] [--open-warm N] [--digits-pairs N] [--csv-pairs N] [--optuna N] [--minutes M] [--pareto N] [--pareto-minutes M] [--latency N] [--latency-ms L] [--latency-minutes M]
+#   bash bench/search-series.sh [--first I] [--open N] [--readme N] [--warm N] [--open-warm N] [--digits-pairs N] [--csv-pairs N] [--optuna N] [--handwritten N] [--minutes M] [--pareto N] [--pareto-minutes M] [--latency N] [--latency-ms L] [--latency-minutes M]
 #
 # About 2.5 hours on two cores with the defaults. Nothing else should run beside it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-first=0 open=3 readme=3 warm=0 openwarm=0 digitspairs=0 csvpairs=0 optuna=1 minutes=30 pareto=0 paretominutes=15 latency=0 latencyms=1 latencyminutes=15
+first=0 open=3 readme=3 warm=0 openwarm=0 digitspairs=0 csvpairs=0 optuna=1 handwritten=0 minutes=30 pareto=0 paretominutes=15 latency=0 latencyms=1 latencyminutes=15
 while [ $# -gt 0 ]; do
   case "$1" in
     --first) first="$2"; shift 2 ;;
@@ -48,6 +50,7 @@ while [ $# -gt 0 ]; do
     --digits-pairs) digitspairs="$2"; shift 2 ;;
     --csv-pairs) csvpairs="$2"; shift 2 ;;
     --optuna) optuna="$2"; shift 2 ;;
+    --handwritten) handwritten="$2"; shift 2 ;;
     --minutes) minutes="$2"; shift 2 ;;
     --pareto) pareto="$2"; shift 2 ;;
     --pareto-minutes) paretominutes="$2"; shift 2 ;;
@@ -130,24 +133,29 @@ if [ "$optuna" -gt 0 ] || [ "$pareto" -gt 0 ] || [ "$latency" -gt 0 ]; then
     "$venv/bin/pip" install --quiet --disable-pip-version-check torch==2.13.0 optuna==5.0.0 numpy scipy > "$out/venv-optuna.log" 2>&1
   fi
 fi
-# One Optuna study (bench/optuna_baseline.py ARGS --seed SEED): its command, seed, wall time and
-# load around it, and its result, in $out/NAME.json.
-peer() {
-  local name="$1" seed="$2"; shift 2
+# One peer's run (PYTHON SCRIPT ARGS --seed SEED: an Optuna study, or the hand-written script): its
+# command, seed, wall time and load around it, and its result, in $out/NAME.json.
+peer_run() {
+  local name="$1" seed="$2" kind="$3" python="$4" script="$5"; shift 5
   [ -f "$out/$name.json" ] && { echo "search-series: $name done before, kept" >&2; return 0; }
   local args=("$@" --seed "$seed") before t0
-  echo "search-series: $name: bench/optuna_baseline.py ${args[*]} ($(date -u +%H:%M:%S))" >&2
+  echo "search-series: $name: $script ${args[*]} ($(date -u +%H:%M:%S))" >&2
   before="$(load)"; t0="$(date +%s.%N)"
-  "$venv/bin/python" bench/optuna_baseline.py "${args[@]}" --out "$out/$name.result.json" > /dev/null 2> "$out/$name.log"
+  "$python" "$script" "${args[@]}" --out "$out/$name.result.json" > /dev/null 2> "$out/$name.log"
   node -e '
-    const [name, seed, t0, before, after, result, ...args] = process.argv.slice(1);
-    process.stdout.write(JSON.stringify({ name, kind: "optuna", seed: Number(seed), command: ["bench/optuna_baseline.py", ...args].join(" "),
+    const [name, seed, kind, script, t0, before, after, result, ...args] = process.argv.slice(1);
+    process.stdout.write(JSON.stringify({ name, kind, seed: Number(seed), command: [script, ...args].join(" "),
       wall_s: Date.now() / 1000 - Number(t0), load_before: before, load_after: after, result: JSON.parse(require("fs").readFileSync(result, "utf8")) }) + "\n");
-  ' "$name" "$seed" "$t0" "$before" "$(load)" "$out/$name.result.json" "${args[@]}" > "$out/$name.json"
+  ' "$name" "$seed" "$kind" "$script" "$t0" "$before" "$(load)" "$out/$name.result.json" "${args[@]}" > "$out/$name.json"
 }
+peer() { local name="$1" seed="$2"; shift 2; peer_run "$name" "$seed" optuna "$venv/bin/python" bench/optuna_baseline.py "$@"; }
 
 for ((i = first; i < optuna; i++)); do
   peer "optuna-$i" "$i" --budget-s "$((minutes * 60))"
+done
+# The runner's own Python (torch 2.13, as Optuna's venv has): the script needs nothing else.
+for ((i = first; i < handwritten; i++)); do
+  peer_run "handwritten-$i" "$i" handwritten .venv/bin/python bench/handwritten_resnet9.py --device cpu --budget-s "$((minutes * 60))"
 done
 for ((i = first; i < pareto; i++)); do
   launch "pareto-$i" "$i" --goal "fashion-mnist: pareto: accuracy vs parameters vs latency" --time-budget "${paretominutes}m"

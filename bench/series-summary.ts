@@ -20,7 +20,7 @@ if (!dir || !out) throw new Error("usage: npx tsx bench/series-summary.ts SERIES
 
 interface Kept {
   name: string;
-  kind: "swarm" | "optuna";
+  kind: "swarm" | "optuna" | "handwritten";
   seed: number;
   command: string;
   exit?: number;
@@ -33,7 +33,7 @@ interface Kept {
 }
 
 const kept: Kept[] = readdirSync(dir)
-  .filter((f) => /^(open|readme|warm|openwarm|digitscold|digitswarm|csvcold|csvlure|csvwarm|optuna|pareto|optunapareto|latency|optunalatency)-\d+\.json$/.test(f))
+  .filter((f) => /^(open|readme|warm|openwarm|digitscold|digitswarm|csvcold|csvlure|csvwarm|optuna|handwritten|pareto|optunapareto|latency|optunalatency)-\d+\.json$/.test(f))
   .sort()
   .map((f) => JSON.parse(readFileSync(join(dir, f), "utf8")));
 
@@ -63,6 +63,7 @@ const nums = (xs: (number | null | undefined)[]) => xs.filter((x): x is number =
 const openEnsemble = stat(nums(open.map((r) => ("best" in r ? r.best?.test_ensemble : undefined))));
 const openPerSeed = stat(nums(open.map((r) => ("best" in r ? r.best?.test_per_seed : undefined))));
 const optunaTest = stat(nums(optuna.map((r) => r.result?.test_accuracy)));
+const handwrittenTest = stat(nums((runs.filter((r) => r.name.startsWith("handwritten-")) as Kept[]).map((r) => r.result?.test_accuracy)));
 const toGoal = stat(nums(readme.map((r) => ("goal_met_at_s" in r ? r.goal_met_at_s : undefined))));
 // A warm start (issue 37) against the cold run whose workspace it started in, same --seed: seconds to the goal, cold minus warm.
 const metAt = (r: Run | undefined) => (r && "goal_met_at_s" in r && typeof r.goal_met_at_s === "number" ? r.goal_met_at_s : undefined);
@@ -192,6 +193,7 @@ const summary = {
   open_ended_test_ensemble: openEnsemble,
   open_ended_test_per_seed: openPerSeed,
   optuna_test: optunaTest,
+  ...(handwrittenTest && { handwritten_test: handwrittenTest }),
   readme_goal_met: `${readme.filter((r) => "goal_met_at_s" in r && r.goal_met_at_s !== null).length} of ${readme.length}`,
   readme_seconds_to_goal: toGoal,
   ...(openWarm.length && { open_warm_pairs: openPairs }),
@@ -219,6 +221,7 @@ const summary = {
     "every open-ended run >= 92.5% (ensemble)": openEnsemble ? openEnsemble.min >= 0.925 : null,
     "every open-ended run above the Optuna run (ensemble)": openEnsemble && optunaTest ? openEnsemble.min > optunaTest.max : null,
     "every open-ended run above the Optuna run (per seed)": openPerSeed && optunaTest ? openPerSeed.min > optunaTest.max : null,
+    "open-ended test per seed above the hand-written script's, mean over the series": openPerSeed && handwrittenTest ? openPerSeed.mean > handwrittenTest.mean : null,
     "warm open run reaches the cold run's best confirmed val in <= 1/3 of the cold run's time, every pair": openPairs.length
       ? openPairs.every((p) => p.warm_reached_cold_best_at_s !== null && p.cold_run_s !== null && p.warm_reached_cold_best_at_s <= p.cold_run_s / 3)
       : null,

@@ -2,13 +2,16 @@
 # The GPU check: on a GPU host, the runner benchmark on CUDA (time to the first step, seeds
 # 1/3/5, the seed documents' three cases, the reference CNN's and ResNet-9's epochs), then
 # an open-ended research run on Fashion-MNIST for a given number of minutes, start-up
-# included, then the peer in the same sitting: Optuna (TPE + median pruning,
-# bench/optuna_baseline.py) on the same GPU, data and split for the same minutes; one JSON
-# summary. Runs from an extracted swarm pack (scripts/pack-swarm.sh) or a checkout; on a host
-# without a GPU it says so and measures the CPU. With the defaults, about 14 minutes.
+# included, with nvidia-smi sampled every second (the GPU's utilisation and memory while the
+# search runs), then the peers in the same sitting, on the same GPU, data and split for the same
+# minutes: Optuna (TPE + median pruning, bench/optuna_baseline.py) and the hand-written ResNet-9
+# script (bench/handwritten_resnet9.py); one JSON summary. Runs from an extracted swarm pack
+# (scripts/pack-swarm.sh) or a checkout; on a host without a GPU it says so and measures the CPU.
+# With the defaults, about 20 minutes: more than one device call, so --skip-* splits it.
 #
 #   scripts/gpu-check.sh [--minutes M] [--data DIR] [--out DIR] [--workspace DIR] [--goal GOAL]
-#                        [--skip-bench] [--skip-run] [--skip-optuna] [--optuna-wheels DIR]
+#                        [--skip-bench] [--skip-run] [--skip-optuna] [--skip-handwritten]
+#                        [--optuna-wheels DIR]
 #
 #   --minutes M    the research run's budget, start-up and report included (default 5.5)
 #   --data DIR     Fashion-MNIST's idx files (default: the pack's data/fashion-mnist, else
@@ -32,6 +35,7 @@ WS=""
 BENCH=1
 RUN=1
 OPTUNA=1
+HANDWRITTEN=1
 WHEELS=""
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -43,8 +47,9 @@ while [ $# -gt 0 ]; do
     --skip-bench) BENCH=0; shift ;;
     --skip-run) RUN=0; shift ;;
     --skip-optuna) OPTUNA=0; shift ;;
+    --skip-handwritten) HANDWRITTEN=0; shift ;;
     --optuna-wheels) WHEELS="$(realpath -m "$2")"; shift 2 ;;
-    -h|--help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "gpu-check: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -84,10 +89,17 @@ if [ "$RUN" = 1 ]; then
   WS="${WS:-$OUT/workspace}"
   say "research run: \"$GOAL\", ${BUDGET_S} s budget, ${MINUTES} minutes in all ..."
   t0=$(date +%s.%N)
+  SAMPLER=""
+  if [ -n "$GPU" ]; then
+    # The GPU while the search runs: utilisation (% of the last sample period a kernel ran) and memory.
+    nvidia-smi --query-gpu=timestamp,utilization.gpu,memory.used,memory.total --format=csv,noheader,nounits -l 1 > "$OUT/nvidia-smi.csv" 2>/dev/null &
+    SAMPLER=$!
+  fi
   set +e
   "${RESEARCH_AGENT[@]}" launch --goal "$GOAL" --time-budget "${BUDGET_S}s" --data-dir "$DATA" --workspace "$WS" 2>&1 | tee "$OUT/launch.log" >&2
   rc=${PIPESTATUS[0]}
   set -e
+  [ -z "$SAMPLER" ] || kill "$SAMPLER" 2>/dev/null || true
   WALL=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
   say "research run: exit $rc after $WALL s"
   REPORT="$(find "$WS/runs" -name report.md 2>/dev/null | head -1)"
@@ -123,6 +135,18 @@ if [ "$OPTUNA" = 1 ]; then
   fi
 fi
 
+if [ "$HANDWRITTEN" = 1 ]; then
+  BUDGET_S=$(awk -v m="$MINUTES" 'BEGIN { printf "%d", m * 60 - 30 }')
+  say "the hand-written ResNet-9 script on the same device and data, ${BUDGET_S} s ..."
+  t0=$(date +%s.%N)
+  set +e
+  "$PY" "$ROOT/bench/handwritten_resnet9.py" --device auto --data-dir "$DATA" --budget-s "$BUDGET_S" --seed 0 \
+    --out "$OUT/handwritten.json" 2> "$OUT/handwritten.log" > /dev/null
+  rc=$?
+  set -e
+  say "the hand-written script: exit $rc after $(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s"
+fi
+
 GPU="$GPU" MINUTES="$MINUTES" "$PY" - "$OUT" <<'EOF'
 import json, os, sys
 out = sys.argv[1]
@@ -146,9 +170,12 @@ if bench and "quick_cases" in bench:
         "seeds_1_3_5_wall_s": [r["median_wall_s"] for r in bench["scaling"]["rows"]],
         "five_over_one": bench["scaling"]["five_over_one"],
         "seeds_together": [r.get("seeds_together") for r in bench["scaling"]["rows"]],
+        "seeds_apart": [r.get("seeds_apart") for r in bench["scaling"]["rows"]],
         "reference_cnn_epoch_s": (bench.get("fashion_mnist") or {}).get("mean_epoch_s"),
         "reference_cnn_first_step_s": (bench.get("fashion_mnist") or {}).get("first_step_s"),
         "resnet9_epoch_s": (bench.get("resnet9") or {}).get("steady_epoch_s"),
+        "resnet9_seeds_together": (bench.get("resnet9") or {}).get("seeds_together"),
+        "resnet9_seeds_apart": (bench.get("resnet9") or {}).get("seeds_apart"),
     }
 if os.path.exists(os.path.join(out, "launch.wall")):
     summary["research"] = {"wall_s": read("launch.wall")}
@@ -158,16 +185,37 @@ if os.path.exists(os.path.join(out, "launch.wall")):
         summary["research"].update(outcome=report["outcome"], trials=[
             {k: t.get(k) for k in ("trial_id", "hypothesis", "params", "val_accuracy", "num_seeds", "eval_seconds", "verdict", "failure_label")}
             for t in report["trials"]])
+samples = []
+if os.path.exists(os.path.join(out, "nvidia-smi.csv")):
+    with open(os.path.join(out, "nvidia-smi.csv")) as f:
+        for line in f:
+            cells = [c.strip() for c in line.split(",")]
+            try:
+                samples.append((float(cells[1]), float(cells[2]), float(cells[3])))
+            except (IndexError, ValueError):
+                pass  # a line cut by the sampler's end
+if samples and "research" in summary:
+    summary["research"]["gpu_during_search"] = {
+        "samples": len(samples), "mean_utilisation_pct": round(sum(s[0] for s in samples) / len(samples), 1),
+        "mean_memory_mib": round(sum(s[1] for s in samples) / len(samples)), "peak_memory_mib": max(s[1] for s in samples),
+        "memory_total_mib": samples[0][2]}
+hand = read("handwritten.json")
+if hand and "test_accuracy" in hand:
+    summary["handwritten"] = {k: hand.get(k) for k in ("device", "precision", "test_accuracy", "test_ci95", "val_accuracy", "width",
+                                                        "params", "epochs_completed", "train_s", "seconds", "budget_s", "machine")}
 peer = read("optuna.json")
 if peer and "test_accuracy" in peer:
     summary["optuna"] = {k: peer.get(k) for k in ("device", "precision", "test_accuracy", "test_ci95", "best_val_accuracy", "trials",
                                                    "completed", "pruned", "cut", "seconds", "budget_s", "optuna", "torch")}
-    best = ((summary.get("research") or {}).get("outcome") or {}).get("best_trial") or {}
-    ours = (((best.get("test") or {}).get("metrics") or {}).get("test_accuracy") or {}).get("mean")
-    if isinstance(ours, (int, float)) and isinstance(peer.get("test_accuracy"), (int, float)):
-        # Per seed (the swarm's mean over its best trial's seeds) against Optuna's one model.
-        summary["side_by_side"] = {"swarm_test_per_seed": ours, "optuna_test": peer["test_accuracy"],
-                                   "lead_pp": round(100 * (ours - peer["test_accuracy"]), 2)}
+# Per seed (the swarm's mean over its best trial's seeds) against each peer's one model.
+best = ((summary.get("research") or {}).get("outcome") or {}).get("best_trial") or {}
+ours = (((best.get("test") or {}).get("metrics") or {}).get("test_accuracy") or {}).get("mean")
+peers = {name: (summary.get(name) or {}).get("test_accuracy") for name in ("optuna", "handwritten")}
+if isinstance(ours, (int, float)) and any(isinstance(v, (int, float)) for v in peers.values()):
+    summary["side_by_side"] = {"swarm_test_per_seed": ours}
+    for name, theirs in peers.items():
+        if isinstance(theirs, (int, float)):
+            summary["side_by_side"].update({f"{name}_test": theirs, f"lead_over_{name}_pp": round(100 * (ours - theirs), 2)})
 json.dump(summary, sys.stdout, indent=2)
 with open(os.path.join(out, "gpu-check.json"), "w") as f:
     json.dump(summary, f, indent=2)

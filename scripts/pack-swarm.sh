@@ -66,7 +66,7 @@ mv "$APP/node_modules" "$STAGE/lancedb/"
 # Debug symbols of the native module: 30 MB of its 186.
 find "$STAGE/lancedb" -name '*.node' -exec strip --strip-unneeded {} +
 # Files the processes read at run time, where their sources expect them (deploy/pack.ts).
-for asset in gpu-runner/python swarm/prompts research/corpus.jsonl core/compiler/blocks.py core/embed_server.py test/fixtures/make_datasets.py scripts/gpu-check.sh bench/optuna_baseline.py; do
+for asset in gpu-runner/python swarm/prompts research/corpus.jsonl core/compiler/blocks.py core/embed_server.py test/fixtures/make_datasets.py scripts/gpu-check.sh bench/optuna_baseline.py bench/handwritten_resnet9.py bench/fmnist.py; do
   mkdir -p "$APP/$(dirname "$asset")"
   cp -r "$ROOT/$asset" "$APP/$asset"
 done
