@@ -56,6 +56,7 @@ export const RECIPE_KNOBS = [
   "hflip",
   "random_crop",
   "cutout",
+  "tta",
 ] as const;
 
 /**
@@ -154,13 +155,13 @@ export function blocksOf(model: unknown, train: unknown): Set<string> {
     for (const x of Object.values(o)) if (typeof x === "object") walk(x);
   };
   walk((model as { layers?: unknown } | undefined)?.layers);
-  const t = (train ?? {}) as { optimizer?: string; schedule?: string; warmup_epochs?: number; weight_decay?: number; label_smoothing?: number; grad_clip?: number; augment?: { hflip?: boolean; crop_padding?: number; cutout?: number } };
+  const t = (train ?? {}) as { optimizer?: string; schedule?: string; warmup_epochs?: number; weight_decay?: number; label_smoothing?: number; grad_clip?: number; tta_hflip?: boolean; augment?: { hflip?: boolean; crop_padding?: number; cutout?: number } };
   blocks.add(t.optimizer ?? RECIPE_DEFAULTS.optimizer);
   const schedule = t.schedule ?? RECIPE_DEFAULTS.schedule;
   if (schedule !== "none") blocks.add(`${schedule}_schedule`);
   const on: [string, unknown][] = [
     ["warmup", t.warmup_epochs], ["weight_decay", t.weight_decay], ["label_smoothing", t.label_smoothing], ["grad_clip", t.grad_clip],
-    ["hflip", t.augment?.hflip], ["random_crop", t.augment?.crop_padding], ["cutout", t.augment?.cutout],
+    ["hflip", t.augment?.hflip], ["random_crop", t.augment?.crop_padding], ["cutout", t.augment?.cutout], ["tta", t.tta_hflip],
   ];
   for (const [block, v] of on) if (v) blocks.add(block);
   return blocks;

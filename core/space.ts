@@ -174,6 +174,14 @@ export const SPACE = [
     describe: "stochastic weight averaging: evaluate and keep the mean of the weights at each epoch's end (not with ema_decay)",
   },
   {
+    name: "tta_hflip",
+    kind: "bool",
+    default: false,
+    describe: "test-time flip averaging: predict each image from its logits and its mirror's, averaged (two forward passes)",
+    surface: "regularisation",
+    appliesTo: isImage,
+  },
+  {
     name: "train_seconds",
     fixed: "the last training's clock, set by the time budget",
     kind: "float",

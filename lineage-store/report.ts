@@ -188,6 +188,7 @@ function whatItIs(t: TrialState): string {
     r ? `${r.optimizer} lr ${r.lr}` : "",
     r && r.schedule !== "none" ? `${r.schedule} schedule` : "",
     r ? `batch ${r.batch_size}` : "",
+    r?.tta_hflip ? "flip-averaged predictions" : "",
     r ? `${epochsOf(t, r)} on ${r.subset ? `${int(r.subset)} examples` : "the whole training split"}` : "",
   ];
   return parts.filter(Boolean).join(", ");
@@ -338,10 +339,11 @@ function sampleLines(text: string, seed: number | null): string[] {
   return ["", `Text the best model wrote (seed ${seed}), continuing the first row of the test split:`, "", `${fence}text`, text, fence];
 }
 
-function weightsJson(w: WeightsExport | undefined) {
+/** The best trial's kept weights, and whether its predictions average each image with its mirror (recipe.tta_hflip). */
+function weightsJson(w: WeightsExport | undefined, flipAveraged: boolean) {
   if (!w) return null;
   const failure = w.failure ? { label: labelName(w.failure.label), message: w.failure.message } : null;
-  return { class_name: w.className, init_kwargs: w.initKwargs, files: w.files, failure, seconds: w.seconds };
+  return { class_name: w.className, init_kwargs: w.initKwargs, files: w.files, failure, seconds: w.seconds, flip_averaged: flipAveraged };
 }
 
 /** Where the best trial's weights are and how to load one, or why they are not there. */
@@ -361,6 +363,8 @@ function weightsLines(w: NonNullable<ReturnType<typeof weightsJson>>): string[] 
     `  model = ${w.class_name}(${kwargs})`,
     `  model.load_state_dict(torch.load("${w.files[0]!.path}", map_location="cpu"))`,
     "  model.eval()",
+    // Its scores are of predictions averaged with the mirror's: the model alone scores lower.
+    ...(w.flip_averaged ? ["  predict = lambda x: (model(x) + model(x.flip(-1))) / 2  # as the run evaluated it: test-time flip averaging"] : []),
     "  ```",
     "",
   ];
@@ -526,7 +530,7 @@ function reportJson(state: RunState, finished: RunFinished, rows: TrialRow[], be
       reason: finished.reason,
       trials: finished.trials || state.judgedCount,
       seconds: finished.seconds,
-      best_trial: bestRow && best ? { ...bestRow, what: whatItIs(best), path: pathTo(state, best), test: testStats(finished.testResult), weights: weightsJson(weights) } : null,
+      best_trial: bestRow && best ? { ...bestRow, what: whatItIs(best), path: pathTo(state, best), test: testStats(finished.testResult), weights: weightsJson(weights, best.train?.tta_hflip ?? false) } : null,
       best_trial_id: best?.id ?? null,
       test_skipped: finished.testSkipped || null,
       resumes: resumesOf(state),

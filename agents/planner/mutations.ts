@@ -346,6 +346,16 @@ export const MUTATIONS: Mutation[] = [
   },
   {
     surface: "regularisation",
+    name: "tta",
+    blocks: ["tta", "hflip"],
+    describe: "test-time flip averaging: each image's logits averaged with its mirror's",
+    // A GPU's edit: on a CPU the second pass costs a probe most of its time again (it validates
+    // 6,000 images each epoch and trains on 1,000), and that time buys trials there.
+    apply: (g, { info, device }) =>
+      device !== "cuda" || g.train.tta_hflip || !applies("tta_hflip", info) || !mirrors(info) ? undefined : train(g, { tta_hflip: true }),
+  },
+  {
+    surface: "regularisation",
     name: "cutout",
     blocks: ["cutout"],
     describe: "cutout: a random square of each training image blanked",

@@ -395,8 +395,11 @@ def train(spec, split, emit, t0):
     for m, fd in zip(models, spec.get("init_fds", ())):
         _load_weights(m, fd, acc.tensors, "the weights to start from")
     loaded = spec["weights"] == "load"
+    # What predicts: the model, or with test-time flip averaging its two passes (the latency
+    # limit and the inference timings count both).
+    evaluated = _FlipAveraged if recipe["tta_hflip"] and data.is_image else (lambda m: m)
     if spec["max_latency_ms"] and not loaded:
-        _check_latency(model, data, acc, amp_dtype, channels_last, spec["max_latency_ms"])
+        _check_latency(evaluated(model), data, acc, amp_dtype, channels_last, spec["max_latency_ms"])
     if loaded:
         _load_weights(model, spec["weights_fds"][0], acc.tensors)
     criterion = data.learning.criterion(recipe)
@@ -488,8 +491,8 @@ def train(spec, split, emit, t0):
 
         for i, seed in enumerate(seeds):
             with averaged():
-                val_predictions[i] = _predict(trainee.model(i), data, data.x_train, data.val, eval_batch, acc, amp_dtype,
-                                              channels_last, f"predicting the validation split after epoch {epoch}")
+                val_predictions[i] = _predict(evaluated(trainee.model(i)), data, data.x_train, data.val, eval_batch, acc,
+                                              amp_dtype, channels_last, f"predicting the validation split after epoch {epoch}")
             point = {"train_loss": loss_sums[i] / seen, "lr": optimizer.param_groups[0]["lr"]}
             if tracks_accuracy:
                 point["train_accuracy"] = correct[i].item() / seen
@@ -502,8 +505,8 @@ def train(spec, split, emit, t0):
             break
 
     if loaded:
-        val_predictions[0] = _predict(model, data, data.x_train, data.val, eval_batch, acc, amp_dtype, channels_last,
-                                      "predicting the validation split with the loaded weights")
+        val_predictions[0] = _predict(evaluated(model), data, data.x_train, data.val, eval_batch, acc, amp_dtype,
+                                      channels_last, "predicting the validation split with the loaded weights")
     elif spec["weights"] == "keep":
         with averaged():
             _save_weights([trainee.model(i) for i in range(len(seeds))], spec["weights_fds"])
@@ -515,11 +518,11 @@ def train(spec, split, emit, t0):
                 raise TaskFailure("invalid_config", f"{split.raw.name}: the test split is empty")
             with averaged():
                 seed_model = trainee.model(i)
-                outputs["test_predictions"] = _predict(seed_model, data, data.x_test, data.test, eval_batch, acc,
-                                                       amp_dtype, channels_last, "predicting the test split")
+                outputs["test_predictions"] = _predict(evaluated(seed_model), data, data.x_test, data.test, eval_batch,
+                                                       acc, amp_dtype, channels_last, "predicting the test split")
                 outputs.update(data.learning.test_outputs(seed_model, data, acc, seed))
         if spec["measure_inference"]:
-            outputs["inference"] = _inference_cost(trainee.model(i), data, acc, amp_dtype, channels_last, eval_batch,
+            outputs["inference"] = _inference_cost(evaluated(trainee.model(i)), data, acc, amp_dtype, channels_last, eval_batch,
                                                    # The test confirmation trains nothing (it loads kept weights)
                                                    # and runs once a run: its timings take their full seconds.
                                                    # Seeds together share their job's share.
@@ -556,6 +559,19 @@ def _generator(acc, seed, cpu_state):
     else:
         g.manual_seed(seed)
     return g
+
+
+class _FlipAveraged(nn.Module):
+    """A model as test-time flip averaging evaluates it (recipe.tta_hflip): the logits of each
+    image and of its mirror, averaged in fp32. A view of the model, not a copy: it predicts with
+    whatever weights the model holds (the averaged ones inside _Ema.applied)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x):
+        return (self.model(x).float() + self.model(x.flip(-1)).float()) / 2
 
 
 class _Single:

@@ -15,7 +15,7 @@ import { MUTATION } from "../../core/enums.js";
 import { contextFor } from "../../agents/planner/llm-policy.js";
 import { outsideSpace, parseSpace, spaceMessage } from "../../core/space.js";
 import { researchBrief } from "../../research/research.js";
-import { ArgumentKind, DatasetInfoSchema, Metric, ModelArgumentSchema, SeedResultSchema, Task } from "../../proto/gen/research/v1/runner_pb.js";
+import { ArgumentKind, type DatasetInfo, DatasetInfoSchema, Metric, ModelArgumentSchema, SeedResultSchema, Task } from "../../proto/gen/research/v1/runner_pb.js";
 import { Mutation, Surface } from "../../proto/gen/research/v1/common_pb.js";
 import { Decision, Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import type { EventInit } from "../../bus/index.js";
@@ -361,6 +361,22 @@ describe("a language model's start and edits", () => {
     // No context edit for other tasks, and no label smoothing for a language model.
     expect(edit("context").apply(g, { ...env, info: FASHION, rng: mulberry32(0) })).toBeUndefined();
     expect(edit("label_smoothing").apply(g, { ...env, rng: mulberry32(0) })).toBeUndefined();
+  });
+});
+
+describe("test-time flip averaging (the tta edit)", () => {
+  const edit = MUTATIONS.find((m) => m.name === "tta")!;
+  const g = { model: { name: "m", layers: [{ type: "flatten" as const }] }, train: {} };
+  const on = (info: DatasetInfo, device: "cpu" | "cuda") => edit.apply(g, { info, device, arguments: [], rng: mulberry32(0) });
+
+  it("turns it on for mirrorable images on a GPU, once, and nowhere else", () => {
+    expect(on(FASHION, "cuda")!.train).toEqual({ tta_hflip: true });
+    expect(edit.apply(on(FASHION, "cuda")!, { info: FASHION, device: "cuda", arguments: [], rng: mulberry32(0) })).toBeUndefined();
+    // A CPU pays a second pass over 6,000 validation images each epoch of a probe.
+    expect(on(FASHION, "cpu")).toBeUndefined();
+    // A mirrored digit is another symbol or none.
+    expect(on(create(DatasetInfoSchema, { name: "mnist", inputShape: [1, 28, 28], numClasses: 10, inputDtype: "float32" }), "cuda")).toBeUndefined();
+    expect(on(create(DatasetInfoSchema, { name: "wine", inputShape: [13], numClasses: 3, inputDtype: "float32" }), "cuda")).toBeUndefined();
   });
 });
 

@@ -128,6 +128,7 @@ describe("TrainConfigSchema", () => {
         deterministic: false,
         ema_decay: 0,
         swa: false,
+        tta_hflip: false,
         train_seconds: 0,
         context: 0,
         subset: 0,

@@ -37,7 +37,7 @@ _FULL = {
         "source": "", "class_name": "Net", "init_kwargs": {}, "dataset": _DATASET,
         "recipe": {"optimizer": "adam", "lr": 1e-3, "momentum": 0.0, "nesterov": False, "weight_decay": 0.0,
                    "schedule": "none", "warmup_epochs": 0.0, "step_size": 1, "gamma": 0.1, "label_smoothing": 0.0,
-                   "grad_clip": 0.0, "batch_size": 128, "epochs": 2, "amp": False, "channels_last": False, "deterministic": False, "ema_decay": 0.0, "swa": False, "train_seconds": 0.0, "context": 0,
+                   "grad_clip": 0.0, "batch_size": 128, "epochs": 2, "amp": False, "channels_last": False, "deterministic": False, "ema_decay": 0.0, "swa": False, "tta_hflip": False, "train_seconds": 0.0, "context": 0,
                    "augment": {"hflip": False, "crop_padding": 0, "cutout": 0}},
         "seed": 0, "together": 1, "max_params": 0, "max_latency_ms": 0, "evaluate_test": False, "measure_inference": False, "weights": "", "init": False, "threads": 1,
     },

@@ -353,6 +353,26 @@ def test_a_deterministic_recipe_turns_on_torchs_deterministic_algorithms():
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="cuDNN's autotuned kernels are not bitwise deterministic")
+def test_test_time_flip_averaging_predicts_from_both_mirrors_and_trains_as_before():
+    recipe = {"epochs": 2, "batch_size": 16, "lr": 0.01}
+    plain, _ = run("train", recipe=recipe, evaluate_test=True, measure_inference=True)
+    flipped, _ = run("train", recipe={**recipe, "tta_hflip": True}, evaluate_test=True, measure_inference=True)
+    assert flipped["kind"] == "result", flipped
+    for key in ("train_loss", "train_accuracy", "lr"):
+        assert flipped["learning_curve"][key] == plain["learning_curve"][key]
+    assert flipped["learning_curve"]["val_loss"] != plain["learning_curve"]["val_loss"]
+    assert flipped["metrics"]["test_loss"] != plain["metrics"]["test_loss"]
+    # Two forward passes a prediction, and the timings count both.
+    assert flipped["inference"]["flops_per_sample"] == 2 * plain["inference"]["flops_per_sample"]
+    # An image and its mirror get one prediction: the average of the model's on both.
+    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(8, 3))
+    x = torch.randn(4, 1, 2, 4)
+    averaged = trainer._FlipAveraged(model)
+    assert torch.allclose(averaged(x), averaged(x.flip(-1)))
+    assert torch.allclose(averaged(x), (model(x) + model(x.flip(-1))) / 2)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="cuDNN's autotuned kernels are not bitwise deterministic")
 def test_an_average_of_the_weights_is_evaluated_without_changing_training():
     recipe = {"epochs": 3, "batch_size": 16, "lr": 0.01}
     plain, _ = run("train", recipe=recipe, evaluate_test=True)
