@@ -43,11 +43,45 @@ export function fail(message: string, code: number = EXIT.badInput): never {
   throw new CliFailure(message, code);
 }
 
+/** What a verb takes besides its flags: its positional arguments' names (absent: none; "words": any number, one text), and why it has no --json. */
+export interface Accepts {
+  positionals?: readonly string[] | "words";
+  noJson?: string;
+}
+
+/** Whether this process's verb was asked for --json (and has it): its refusal is then a JSON document too. */
+let jsonAsked = false;
+
+/** A refusal as --json gives it: one document on stdout, as the verb's own output would be. */
+export function refusalJson(err: CliFailure): string | undefined {
+  return jsonAsked ? `${JSON.stringify({ error: err.message, exit: err.code })}\n` : undefined;
+}
+
+/** Node's parseArgs errors in one line of our own, naming the verb's help. */
+function parseProblem(err: unknown): string {
+  const e = err as NodeJS.ErrnoException;
+  const help = `research-agent ${verb} --help lists its options`;
+  const flag = /'(-[^' ]+)/.exec(e.message)?.[1] ?? "";
+  switch (e.code) {
+    case "ERR_PARSE_ARGS_UNKNOWN_OPTION":
+      return `${verb} has no option ${flag} (${help})`;
+    case "ERR_PARSE_ARGS_INVALID_OPTION_VALUE":
+      // A value that starts with "-" reads as a flag; --flag=VALUE takes it.
+      if (/ambiguous/.test(e.message)) return `${flag} needs a value: one that starts with "-" goes as ${flag}=VALUE`;
+      if (/argument missing/.test(e.message)) return `${flag} needs a value (${help})`;
+      return `${flag} ${/does not take an argument/.test(e.message) ? "takes no value" : "has a value of the wrong kind"} (${help})`;
+    default:
+      return `${e.message.split("\n")[0]} (${help})`;
+  }
+}
+
 /**
  * The verb's flags; --help prints the verb's own help and exits. Every verb takes --json: one that
- * has no single document to give passes `noJson`, why not, and --json is refused with it.
+ * has no single document to give says why not (`noJson`), and --json is refused with it. Positional
+ * arguments beyond those the verb names are refused, never ignored.
  */
-export function args<O extends ParseArgsConfig["options"]>(argv: string[], options: O, noJson?: string) {
+export function args<O extends ParseArgsConfig["options"]>(argv: string[], options: O, accepts: Accepts = {}) {
+  jsonAsked = !accepts.noJson && argv.includes("--json");
   for (const [old, now] of Object.entries(RENAMED[verb] ?? {})) {
     if (argv.some((x) => x === old || x.startsWith(`${old}=`))) fail(`${old} is now ${now}`);
   }
@@ -55,14 +89,19 @@ export function args<O extends ParseArgsConfig["options"]>(argv: string[], optio
   try {
     parsed = parseArgs({ args: argv, options: { ...COMMON, ...options }, allowPositionals: true });
   } catch (err) {
-    fail(`${(err as Error).message}\nrun research-agent ${verb} --help for usage`);
+    fail(parseProblem(err));
   }
   // Every verb has COMMON's --help; the generic options type hides it.
   if ((parsed.values as { help?: boolean }).help) {
     process.stdout.write(verbHelp(verb));
     process.exit(0);
   }
-  if (noJson && (parsed.values as { json?: boolean }).json) fail(`${verb} has no --json: ${noJson}`);
+  if (accepts.noJson && (parsed.values as { json?: boolean }).json) fail(`${verb} has no --json: ${accepts.noJson}`);
+  const names = accepts.positionals ?? [];
+  if (names !== "words" && parsed.positionals.length > names.length) {
+    const extra = parsed.positionals.slice(names.length).map((x) => JSON.stringify(x)).join(" ");
+    fail(`${verb} takes ${names.length ? `${names.join(" ")} and nothing more` : "no arguments besides its options"}, not ${extra} (research-agent ${verb} --help)`);
+  }
   return parsed;
 }
 

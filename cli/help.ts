@@ -82,15 +82,6 @@ const SECTIONS = {
   --export tensorboard:DIR   (launch) each trial into DIR/RUN as soon as it is judged, for a
                        tensorboard --logdir DIR beside the run; the report and the best trial's
                        confusion matrix at the end (the export verb writes mlflow and wandb)`,
-  "exit status": `  0    done; for launch, the goal met, or a run with no target completed (it found a best model)
-  1    bad input, said in one line before anything starts or is written: a flag, the goal, a
-       data file, a --from model that does not parse, build or fit the data
-  2    cannot run: no swarm for the workspace, a swarm or writer that failed (said in one line)
-  3    launch: the budget was spent without meeting the goal, or a run with no target found no model
-  130, 143   launch stopped by SIGINT or SIGTERM: the report so far is written, marked interrupted,
-       every process stopped, and launch --resume RUN goes on from there (a second signal stops at once)
-  --json prints one JSON document on stdout, with times in seconds; watch, ui and serve have none
-  and refuse it.`,
   "serve options": `  --max-runs N         runs side by side on the swarm's runner (default 1); the rest wait in order
   --data-root DIR      a folder the runner may read a goal's data from (csv:, text:, --data-dir);
                        repeat it for several. Built-in datasets need none
@@ -130,6 +121,32 @@ const SECTIONS = {
   --json               print the brief as JSON (the source tally goes to stderr)`,
 };
 type Section = keyof typeof SECTIONS;
+
+/**
+ * The exit statuses, each with the verbs that can end with it (none listed: every verb); a verb's
+ * help lists its own, the global help all of them. The same numbers as args.ts EXIT.
+ */
+const EXITS: { code: string; text: string; verbs?: readonly string[] }[] = [
+  { code: "0", text: "done", verbs: ["runs", "watch", "query", "report", "export", "status", "pause", "resume", "stop", "cancel", "propose", "research", "secrets", "ui", "serve"] },
+  { code: "0", text: "the goal met, or a run with no target completed (it found a best model)", verbs: ["launch", "ablation"] },
+  { code: "1", text: "bad input, said in one line before anything starts or is written: a flag or argument,\n       the goal, a data file, a --from model that does not parse, build or fit the data" },
+  { code: "2", text: "cannot run: no swarm for the workspace, a swarm or writer that failed (said in one line)" },
+  { code: "3", text: "the budget was spent without meeting the goal, or a run with no target found no model", verbs: ["launch", "ablation"] },
+  { code: "130, 143", text: "stopped by SIGINT or SIGTERM: the report so far is written, marked interrupted,\n       every process stopped, and launch --resume RUN goes on from there (a second signal stops at once)", verbs: ["launch"] },
+  { code: "130, 143", text: "stopped by SIGINT or SIGTERM: the runs going are interrupted, their reports so far written", verbs: ["serve"] },
+];
+const NO_JSON = ["watch", "ui", "serve"];
+
+/** The exit statuses of `verb` (undefined: every verb's), and what --json gives. */
+function exitStatus(verb?: string): string {
+  const lines = EXITS.filter((e) => !verb || !e.verbs || e.verbs.includes(verb)).map((e) => `  ${e.code.padEnd(4)} ${verb || !e.verbs ? "" : `${e.verbs.length > 4 ? "" : `${e.verbs.join(", ")}: `}`}${e.text}`);
+  const json = verb
+    ? NO_JSON.includes(verb)
+      ? `  ${verb} has no --json (it refuses it).`
+      : "  --json prints one JSON document on stdout, with times in seconds; a refusal is {\"error\": LINE, \"exit\": N}."
+    : `  --json prints one JSON document on stdout, with times in seconds (a refusal: {"error": LINE, "exit": N});\n  ${NO_JSON.join(", ")} have none and refuse it.`;
+  return `\nexit status:\n${[...new Set(lines)].join("\n")}\n${json}\n`;
+}
 
 interface VerbHelp {
   /** The verb's lines under "usage:", as printed. */
@@ -203,13 +220,13 @@ export function globalHelp(): string {
   const shared = [...new Set(verbs.flatMap((v) => v.sections ?? []))];
   return `${TITLE}\n\nusage:\n${verbs.map((v) => v.usage).join("\n")}
   research-agent VERB --help                        one verb's usage and options
-  research-agent --version\n${sections([...shared, "exit status"])}`;
+  research-agent --version\n${sections(shared)}${exitStatus()}`;
 }
 
 /** One verb's usage and its sections. */
 export function verbHelp(verb: Verb): string {
   const v: VerbHelp = VERBS[verb];
-  return `usage:\n${v.usage}\n${sections([...(v.sections ?? []), "exit status"])}`;
+  return `usage:\n${v.usage}\n${sections(v.sections ?? [])}${exitStatus(verb)}`;
 }
 
 /** package.json's version, and the commit when running from a git checkout (the pack has none). */

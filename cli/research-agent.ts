@@ -5,7 +5,7 @@
  * pay for the swarm's imports.
  */
 import type { InterventionKindName } from "../core/enums.js";
-import { CliFailure, fail } from "./args.js";
+import { CliFailure, fail, refusalJson } from "./args.js";
 import { globalHelp, isVerb, verbHelp, versionText, type Verb } from "./help.js";
 
 type Command = (argv: string[]) => Promise<void>;
@@ -34,8 +34,11 @@ const commands: Record<Verb, () => Promise<Command>> = {
 
 /** A refusal ends the process with its one line, wherever it was thrown (an event handler's too); anything else as Node would. */
 function exitOn(err: unknown): never {
-  if (err instanceof CliFailure) process.stderr.write(`research-agent: ${err.message}\n`);
-  else console.error(err);
+  if (err instanceof CliFailure) {
+    process.stderr.write(`research-agent: ${err.message}\n`);
+    const json = refusalJson(err);
+    if (json) process.stdout.write(json);
+  } else console.error(err);
   process.exit(err instanceof CliFailure ? err.code : 1);
 }
 process.on("uncaughtException", exitOn);

@@ -28,7 +28,7 @@ export default async function exportRuns(argv: string[]): Promise<void> {
     to: { type: "string" },
     all: { type: "boolean" },
     project: { type: "string", default: "research-swarm" },
-  });
+  }, { positionals: ["RUN", "DIR"] });
   const format = (a.to ?? fail(`export needs --to ${EXPORT_FORMATS.join("|")}`)) as ExportFormat;
   if (!EXPORT_FORMATS.includes(format)) fail(`--to must be one of ${EXPORT_FORMATS.join(", ")}, got "${a.to}"`);
   if (a.all ? positionals.length !== 1 : positionals.length !== 2) fail(a.all ? "export --all takes one DIR and no RUN" : "export needs a RUN id and a DIR (or --all DIR)");

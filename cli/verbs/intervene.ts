@@ -30,7 +30,7 @@ export function intervention(kind: InterventionKindName) {
       model: { type: "string" },
       recipe: { type: "string" },
       parent: { type: "string", multiple: true },
-    });
+    }, { positionals: kind === "cancel_trial" ? ["RUN", "TRIAL"] : ["RUN"] });
     const runId = positionals[0] ?? fail(`${kind} needs a RUN id (research-agent runs lists them)`);
     if (kind === "cancel_trial" && !positionals[1]) fail("cancel needs a RUN and a TRIAL id");
     const request = { kind, reason: a.reason, trial_id: positionals[1], hypothesis: a.hypothesis, model_config: configFlag("model", a.model, parseModelConfig), train_config: configFlag("recipe", a.recipe, parseTrainConfig), parent_ids: a.parent };

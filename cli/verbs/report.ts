@@ -8,7 +8,7 @@ import { args, fail } from "../args.js";
 import { connectOrFail, storedEvents } from "../workspace.js";
 
 export default async function report(argv: string[]): Promise<void> {
-  const { values: a, positionals } = args(argv, {});
+  const { values: a, positionals } = args(argv, {}, { positionals: ["RUN"] });
   const run = positionals[0] ?? fail("report needs a RUN id");
   // --json: report.json beside report.md, the same report as one document.
   const path = join(resolve(a.workspace), "runs", run, a.json ? "report.json" : "report.md");

@@ -16,7 +16,7 @@ export default async function research(argv: string[]): Promise<void> {
     arxiv: { type: "boolean" },
     // No default here: only an explicit workspace keeps the index (and the arXiv cache) for the next call.
     workspace: { type: "string" },
-  });
+  }, { positionals: "words" });
   const query = positionals.join(" ").trim() || fail('research needs a query, e.g. research-agent research "regularisation for small CNNs on fashion-mnist"');
   let opts;
   try {

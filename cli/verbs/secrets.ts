@@ -13,7 +13,7 @@ export default async function secrets(argv: string[]): Promise<void> {
     "mounted-at": { type: "string", default: "/secrets" },
     // What deploy/compose.yaml and deploy/k8s call the servers.
     names: { type: "string", default: "nats,nats1,nats2,nats3,gpu-runner,*.gpu-runner" },
-  });
+  }, { positionals: ["DIR"] });
   const dir = resolve(positionals[0] ?? fail("secrets needs a DIR to make them in"));
   const made = ensureSecrets(dir, String(a.names).split(",").map((n) => n.trim()).filter(Boolean));
   writeFileSync(join(dir, "nats-auth.conf"), natsAuthConfig(made, String(a["mounted-at"])), { mode: 0o600 });

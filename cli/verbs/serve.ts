@@ -136,7 +136,7 @@ class Intake implements RunIntake {
 }
 
 export default async function serve(argv: string[]): Promise<void> {
-  const { values: a } = args(argv, SERVE_FLAGS, "it serves runs until stopped; its dashboard's API is JSON (docs/DASHBOARD.md)");
+  const { values: a } = args(argv, SERVE_FLAGS, { noJson: "it serves runs until stopped; its dashboard's API is JSON (docs/DASHBOARD.md)" });
   const port = dashboardPort(a.port);
   const maxRuns = positiveInt("max-runs", a["max-runs"])!;
   for (const d of a["data-root"] ?? []) if (!existsSync(d)) fail(`--data-root: no folder ${resolve(d)}`);

@@ -13,7 +13,7 @@ import { connectOrFail } from "../workspace.js";
 import { UI_PORT } from "../help.js";
 
 export default async function ui(argv: string[]): Promise<void> {
-  const { values: a } = args(argv, { host: { type: "string", default: "127.0.0.1" }, port: { type: "string", default: String(UI_PORT) }, token: { type: "string" } }, "it serves the dashboard, whose API is JSON (docs/DASHBOARD.md)");
+  const { values: a } = args(argv, { host: { type: "string", default: "127.0.0.1" }, port: { type: "string", default: String(UI_PORT) }, token: { type: "string" } }, { noJson: "it serves the dashboard, whose API is JSON (docs/DASHBOARD.md)" });
   const port = dashboardPort(a.port);
   const workspace = resolve(a.workspace);
   if (!existsSync(workspace)) fail(`no workspace ${workspace} (is --workspace right?)`);

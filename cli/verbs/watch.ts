@@ -8,7 +8,7 @@ import { connectOrFail, openLineage } from "../workspace.js";
 import { describeEvent } from "../event-line.js";
 
 export default async function watch(argv: string[]): Promise<void> {
-  const { values: a, positionals } = args(argv, {}, "it prints events as they come, a line each; report RUN --json gives a run as one document");
+  const { values: a, positionals } = args(argv, {}, { positionals: ["RUN"], noJson: "it prints events as they come, a line each; report RUN --json gives a run as one document" });
   const states = new Map<string, RunState>();
   const stateOf = (runId: string) => states.get(runId) ?? states.set(runId, emptyRunState(runId)).get(runId)!;
   const print = (e: Event, s: RunState) => {

@@ -272,6 +272,39 @@ describe("research-agent", () => {
     expect(zero.stderr.trim()).toBe('research-agent: --k must be a whole number from 1 to 200, got "0"');
   }, 240_000);
 
+  it("keeps one grammar: a parse error or an extra argument is one line and exit 1, and --json answers a refusal in JSON", async () => {
+    const workspace = join(dir, "grammar");
+    const cases: [string[], string, number][] = [
+      [["runs", "--bogus"], "runs has no option --bogus (research-agent runs --help lists its options)", 1],
+      [["runs", "extra"], 'runs takes no arguments besides its options, not "extra" (research-agent runs --help)', 1],
+      [["report", "r1", "extra"], 'report takes RUN and nothing more, not "extra" (research-agent report --help)', 1],
+      [["cancel", "r1", "t1", "t2"], 'cancel takes RUN TRIAL and nothing more, not "t2" (research-agent cancel --help)', 1],
+      [["launch", "--goal", "digits: best model", "--time-budget", "-5m"], '--time-budget needs a value: one that starts with "-" goes as --time-budget=VALUE', 1],
+      [["launch", "--goal", "digits: best model", "--time-budget=-5m"], '--time-budget must be a duration such as 90s, 20m or 2h, got "-5m"', 1],
+      [["query", "--similar"], "--similar needs a value (research-agent query --help lists its options)", 1],
+      [["runs", "--json=yes"], "--json takes no value (research-agent runs --help lists its options)", 1],
+      [["status", "--json"], "no swarm is running for this workspace (give --nats URL or --workspace DIR)", 2],
+    ];
+    // The workspace first: a flag with its value missing comes last.
+    const ran = await Promise.all(cases.map(([[verb, ...rest]]) => run("research-agent", [verb!, "--workspace", workspace, ...rest])));
+    cases.forEach(([argv, message, code], i) => {
+      expect(ran[i]!.code, argv.join(" ")).toBe(code);
+      expect(ran[i]!.stderr, argv.join(" ")).toBe(`research-agent: ${message}\n`);
+      // Asked for --json, the refusal is the one document on stdout; otherwise stdout stays empty.
+      expect(ran[i]!.stdout, argv.join(" ")).toBe(argv.some((x) => x.startsWith("--json")) && code === 2 ? `${JSON.stringify({ error: message, exit: code })}\n` : "");
+    });
+    expect(existsSync(workspace)).toBe(false);
+  }, 240_000);
+
+  it("lists in each verb's help its own exit statuses and whether it has --json", () => {
+    expect(verbHelp("runs")).not.toMatch(/^ {2}3 /m);
+    expect(verbHelp("runs")).not.toContain("launch --resume");
+    expect(verbHelp("launch")).toMatch(/^ {2}3 {4}the budget was spent/m);
+    expect(verbHelp("launch")).toContain("launch --resume RUN goes on from there");
+    expect(verbHelp("watch")).toContain("watch has no --json");
+    expect(verbHelp("report")).toContain('a refusal is {"error": LINE, "exit": N}');
+  });
+
   it("says in one line why an intervention cannot be made", async () => {
     const workspace = join(dir, "no-swarm");
     const cases: [string[], string, number?][] = [
