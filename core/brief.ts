@@ -154,7 +154,10 @@ export function blocksOf(model: unknown, train: unknown): Set<string> {
     if (typeof o.activation === "string" && o.activation !== "none") blocks.add(`activation:${o.activation}`);
     for (const x of Object.values(o)) if (typeof x === "object") walk(x);
   };
-  walk((model as { layers?: unknown } | undefined)?.layers);
+  const layers = (model as { layers?: unknown } | undefined)?.layers;
+  walk(layers);
+  // Every compiled model ends in a linear map to its outputs: the compiler's implicit head where its layers do not.
+  if (Array.isArray(layers) && layers.length) blocks.add("linear");
   const t = (train ?? {}) as { optimizer?: string; schedule?: string; warmup_epochs?: number; weight_decay?: number; label_smoothing?: number; grad_clip?: number; tta_hflip?: boolean; augment?: { hflip?: boolean; crop_padding?: number; cutout?: number } };
   blocks.add(t.optimizer ?? RECIPE_DEFAULTS.optimizer);
   const schedule = t.schedule ?? RECIPE_DEFAULTS.schedule;
@@ -174,14 +177,18 @@ export function blocksOf(model: unknown, train: unknown): Set<string> {
 const PLAIN_BLOCKS = new Set<string>(["conv1d", "conv2d", "linear", "flatten", "embedding", "activation:relu", "maxpool", RECIPE_DEFAULTS.optimizer]);
 
 /**
- * The briefs' suggestions a trial adopted, each with the blocks that say so: the blocks of the
- * suggestion that the trial's configs hold and its parent's did not (for a first trial: beyond
- * PLAIN_BLOCKS). A suggestion that names no blocks cannot be checked, so it is never claimed.
+ * The briefs' suggestions a trial adopted, each with the blocks that say so: a suggestion whose
+ * every block the trial's configs hold, some of them new over its parent's (for a first trial:
+ * beyond PLAIN_BLOCKS), with those new blocks. Credit only for what a config contains: a
+ * suggestion one of whose blocks the trial lacks (one the coder cannot build, or SGD's for an
+ * Adam recipe) is not adopted by it; one that names no blocks cannot be checked, so is never claimed.
  */
 export function adoptedConcepts(briefs: Brief[], blocks: Set<string>, parentBlocks: Set<string> = PLAIN_BLOCKS): { name: string; blocks: string[] }[] {
   const found = new Map<string, string[]>();
   for (const s of briefs.flatMap((b) => b.architectural_suggestions)) {
-    const brought = (s.building_blocks ?? []).filter((b) => blocks.has(b) && !parentBlocks.has(b));
+    const named = s.building_blocks ?? [];
+    if (!named.every((b) => blocks.has(b))) continue;
+    const brought = named.filter((b) => !parentBlocks.has(b));
     if (brought.length && !found.has(s.name)) found.set(s.name, brought);
   }
   return [...found].map(([name, blocks]) => ({ name, blocks }));

@@ -3,6 +3,7 @@
  * tools, and SVG plots beside them. Built from the folded RunState only, so
  * a report can be regenerated at any time from the replayed trajectory.
  */
+import { adoptedConcepts, blocksOf } from "../core/brief.js";
 import { describeSpace, spaceOf } from "../core/space.js";
 import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
@@ -69,18 +70,25 @@ export function duration(s: number): string {
   return `${(s / 3600).toFixed(2)} h`;
 }
 
-/** Text from users and LLMs must not break the page: no raw HTML, no line breaks in cells. */
+/**
+ * Text from users and LLMs must not break the page: no raw HTML, no line breaks in cells. Only
+ * what could start a tag or an entity is escaped, so "0.91 >= 0.9" reads as it is written.
+ */
 function inline(text: string): string {
-  return text.replace(/\s+/g, " ").trim().replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+  return text.replace(/\s+/g, " ").trim().replace(/&(?=#?\w+;)/g, "&amp;").replace(/<(?=[A-Za-z!/?])/g, "&lt;");
 }
 
 function cell(text: string): string {
   return inline(text).replace(/\|/g, "\\|");
 }
 
+/** Text cut to `max` characters at a word's end (a word longer than that is cut where it must be). */
 function short(text: string, max = 64): string {
   const t = text.replace(/\s+/g, " ").trim();
-  return t.length <= max ? t : `${t.slice(0, max - 1).trimEnd()}…`;
+  if (t.length <= max) return t;
+  const cut = t.slice(0, max - 1);
+  const space = cut.lastIndexOf(" ");
+  return `${(space > max / 2 ? cut.slice(0, space) : cut).trimEnd()}…`;
 }
 
 function ciPair(s: MetricStats): [number, number] | null {
@@ -118,7 +126,18 @@ function statsJson(s: MetricStats | undefined): StatsJson | null {
 
 // ---------- the report's parts, as data ----------
 
-function trialRow(t: TrialState, position: number) {
+/**
+ * The briefs' suggestions a trial's configs hold, by the planner's one rule (core/brief.ts
+ * adoptedConcepts), read again from the configs: a run recorded under an older rule is reported
+ * under today's.
+ */
+function adoptedOf(state: RunState, t: TrialState): string[] {
+  if (!t.model || !t.train) return t.proposed?.adoptedConcepts ?? [];
+  const parent = state.trials.get(t.proposed?.parentIds[0] ?? "");
+  return adoptedConcepts(state.briefs, blocksOf(t.model, t.train), parent && blocksOf(parent.model, parent.train)).map((a) => a.name);
+}
+
+function trialRow(state: RunState, t: TrialState, position: number) {
   const acc = valMetricOf(t);
   const f = trialFailure(t);
   return {
@@ -129,7 +148,7 @@ function trialRow(t: TrialState, position: number) {
     hypothesis: t.proposed?.hypothesis ?? "",
     parents: t.proposed?.parentIds ?? [],
     proposer: t.proposed?.proposer ?? "",
-    adopted_concepts: t.proposed?.adoptedConcepts ?? [],
+    adopted_concepts: adoptedOf(state, t),
     // Past trials (of other runs) whose configs it starts from: a warm start, evaluated here.
     informed_by: t.proposed?.informedBy ?? [],
     // Each one's weight (1/2 x exp(-distance of its dataset)), in the same order; empty in runs recorded before weights were.
@@ -467,7 +486,7 @@ function scorePoints(rows: TrialRow[]): ScorePoint[] {
 function rowsOf(state: RunState, best: TrialState | undefined): TrialRow[] {
   return state.order.map((id, k) => {
     const t = state.trials.get(id)!;
-    return { ...trialRow(t, k + 1), hypothesis_outcome: outcomeOf(state, t), best: id === best?.id };
+    return { ...trialRow(state, t, k + 1), hypothesis_outcome: outcomeOf(state, t), best: id === best?.id };
   });
 }
 
@@ -769,7 +788,10 @@ function markdownOf(state: RunState, finished: RunFinished, j: Report["json"]): 
     out.push(`- Parameters: ${b.params !== null ? int(b.params) : "unknown"}`);
     if (b.seeds_together && b.seeds_together > 1) out.push(`- Its seeds trained together, ${b.seeds_together} in one process (stacked and vmapped, each with its own initialisation and data order)`);
     if (b.seeds_apart) out.push(`- Its seeds trained a process each: ${inline(b.seeds_apart)}`);
-    if (b.latency_ms !== null) {
+    // One latency per example: the test confirmation's timing below when there is one, unless a
+    // latency limit holds the best (whose rule reads the evaluations' fastest seed median).
+    const confirmedTiming = !!b.test?.inference?.batch_1;
+    if (b.latency_ms !== null && (!confirmedTiming || j.limits?.best_within === b.trial_id)) {
       const l = j.limits;
       const held = l?.best_within === b.trial_id && l.best_latency_ms !== null ? `; the goal's limit of ${l.max_latency_ms} ms holds it to ${l.best_latency_ms.toPrecision(3)} ms, the fastest seed median the run timed for its model (see Limits)` : "";
       out.push(`- Latency: ${b.latency_ms.toPrecision(3)} ms per example (batch 1, warm, on the device it ran on; median of its seeds)${held}`);
@@ -811,12 +833,13 @@ function markdownOf(state: RunState, finished: RunFinished, j: Report["json"]): 
         String(r.position),
         `\`${r.trial_id}\`${r.best ? " ★" : ""}`,
         cell(r.surface || "—"),
-        cell(short(r.hypothesis) || "—"),
+        cell(short(shortIds(r.hypothesis, state.runId)) || "—"),
         r.params !== null ? int(r.params) : "—",
         meanPlusMinus(r.val_accuracy, o),
         r.num_seeds ? `${r.num_seeds} x ${r.val_examples ? int(r.val_examples) : "?"}` : "—",
         r.promotion ? "promotion" : r.hypothesis_outcome ? `${r.hypothesis_outcome.outcome} (${formatChange(o, r.hypothesis_outcome.change)})` : "—",
-        r.verdict ?? "pending",
+        // A trial that failed (cancelled at the run's end) is never judged: its failure says why.
+        r.verdict ?? (r.failure_label ? "—" : "pending"),
         r.failure_label ?? "",
         r.eval_seconds !== null ? duration(r.eval_seconds) : "—",
       ]),
@@ -933,7 +956,7 @@ function markdownOf(state: RunState, finished: RunFinished, j: Report["json"]): 
   const n = j.next_steps;
   out.push("## Next steps", "");
   if (n.budget_left_s !== null) out.push(`- Time budget left: ${duration(n.budget_left_s)}`);
-  out.push(`- Trials proposed and not judged: ${n.pending.length ? n.pending.map((p) => `\`${p.trial_id}\` (${inline(short(p.hypothesis, 60))})`).join(", ") : "none"}`);
+  out.push(`- Trials proposed and not judged: ${n.pending.length ? n.pending.map((p) => `\`${p.trial_id}\` (${inline(short(shortIds(p.hypothesis, state.runId), 60))})`).join(", ") : "none"}`);
   out.push(`- Confirmation: ${inline(n.confirmation)}`, `- Weights: ${inline(n.weights)}`, `- To go on: \`${n.command}\``, "");
   return out.join("\n");
 }
@@ -942,7 +965,44 @@ export function buildReport(state: RunState, finished: RunFinished, timing?: Rep
   const best = chosenBest(state, finished);
   const rows = rowsOf(state, best);
   const json = reportJson(state, finished, rows, best, timing, weights);
-  return { markdown: markdownOf(state, finished, json), json };
+  return { markdown: readable(markdownOf(state, finished, json), state.runId), json };
+}
+
+/** Trial ids of the run in `text` by their number alone (`t014`), as the report names them after its title. */
+const shortIds = (text: string, runId: string) => text.replaceAll(`${runId}-t`, "t");
+
+/** The longest line of prose the report writes; tables and code keep their lines. */
+const LINE_WIDTH = 100;
+
+/**
+ * The report as a person reads it: each trial by its short id (`t014`) once the title has named
+ * the run, and prose wrapped at LINE_WIDTH (a list item's or a quote's continuation indented as
+ * Markdown keeps it in the item). Tables, code blocks and headings keep their lines.
+ */
+function readable(markdown: string, runId: string): string {
+  const [title, ...rest] = markdown.split("\n");
+  const body = shortIds(rest.join("\n"), runId);
+  const out: string[] = [title!, "", `Trials are named by their number in the run: \`t003\` is \`${runId}-t003\`.`];
+  let code = false;
+  for (const line of body.split("\n")) {
+    if (line.startsWith("```") || line.trimStart().startsWith("```")) code = !code;
+    if (code || line.length <= LINE_WIDTH || /^\s*(\||#|!\[)/.test(line) || line.trimStart().startsWith("```")) {
+      out.push(line);
+      continue;
+    }
+    const lead = /^(\s*(?:[-*] |\d+\. |> )?)/.exec(line)![1]!;
+    const indent = lead.startsWith(">") ? "> " : " ".repeat(lead.length);
+    let current = lead;
+    // A code span (a command, a path) is one word: wrapped inside, it would not paste.
+    for (const word of line.slice(lead.length).match(/\S*`[^`]*`\S*|\S+/g) ?? []) {
+      if (current.trim() && current.length + 1 + word.length > LINE_WIDTH) {
+        out.push(current);
+        current = indent + word;
+      } else current += (current === lead || current === indent ? "" : " ") + word;
+    }
+    out.push(current);
+  }
+  return out.join("\n");
 }
 
 /** A Pareto goal's rung-0 trials on its metric against its first cost, the front marked; none for another goal. */

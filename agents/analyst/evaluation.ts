@@ -25,9 +25,10 @@ export type Evaluation = { result: EvalResult; stopped?: undefined } | { stopped
 /** How often a running evaluation looks whether its run has stopped. */
 const STOP_POLL_MS = 500;
 
-function runStopped(state: RunState): boolean {
-  for (const t of state.trials.values()) if (isTerminal(t.judged?.decision)) return true;
-  return state.finished;
+/** Why the run ended while a trial trained (the judge's words), or undefined while it goes on. */
+function runEnded(state: RunState): string | undefined {
+  for (const t of state.trials.values()) if (isTerminal(t.judged?.decision)) return t.judged!.runReason || "its judge stopped it";
+  return state.finished ? "it finished" : undefined;
 }
 
 /**
@@ -54,8 +55,10 @@ export async function watchedEvaluation(
   };
   const poll = setInterval(() => {
     const cancelled = cancelledBy(watch.state, watch.trial.id);
+    const ended = runEnded(watch.state);
     if (cancelled) stop(failure("cancelled", cancelled));
-    else if (runStopped(watch.state)) stop(failure("budget_overrun", "cancelled: the run stopped while this trial was training"));
+    // Not a fault of the trial: the run it served is over (its goal met, a stop rule, a person).
+    else if (ended) stop(failure("cancelled", `cancelled: the run ended while this trial was training (${ended})`));
     else if (request.budget?.deadlineS) {
       // A last long training: the runner ends its seeds by the deadline the planner set before the
       // reserve, but on a loaded machine a seed's scoring after it can run into the reserve.

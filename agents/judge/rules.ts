@@ -97,7 +97,7 @@ export function judge(state: RunState, t: TrialState, nowMs: number): TrialJudge
   };
   if (verdict === Verdict.ACCEPT && target > 0 && stats && stats.n >= 2 && reaches(o, pessimisticBound(o, stats), target)) {
     const end = o.higherIsBetter ? "lower bound" : "upper bound";
-    stop(RunEnd.GOAL_MET, `goal met: 95% CI ${end} ${pessimisticBound(o, stats).toFixed(4)} ${o.higherIsBetter ? ">=" : "<="} target ${target}`);
+    stop(RunEnd.GOAL_MET, `goal met: 95% CI ${end} ${formatMetric(o, pessimisticBound(o, stats))} ${o.higherIsBetter ? ">=" : "<="} target ${formatMetric(o, target)}`);
   } else if (state.stopRequested) {
     // The analyst cancels every trial in flight; the last of them to be judged ends the run.
     if (!inFlight(withThis)) stop(RunEnd.STOPPED_BY_PERSON, doneBy(state.stopRequested, "stopped"));

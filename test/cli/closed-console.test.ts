@@ -11,6 +11,7 @@ import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { unwrapped } from "../helpers/markdown.js";
 
 const { NODE_CHANNEL_FD: _ipc, ...inherited } = process.env;
 const env = { ...inherited, LOG_LEVEL: "warn", EMBEDDER: "hashing" };
@@ -51,7 +52,7 @@ describe("a launch whose console is gone", () => {
       launch.stdout.destroy();
       launch.kill("SIGTERM");
       expect(await exited, err).toBe(143);
-      expect(readFileSync(join(workspace, "runs", runId, "report.md"), "utf8")).toContain("**Status:** interrupted: interrupted by SIGTERM");
+      expect(unwrapped(readFileSync(join(workspace, "runs", runId, "report.md"), "utf8"))).toContain("**Status:** interrupted: interrupted by SIGTERM");
       expect(natsAlive(workspace)).toBeUndefined();
       const ps = spawnSync("ps", ["-eo", "args"], { encoding: "utf8" }).stdout;
       expect(ps.split("\n").filter((l) => l.includes(workspace))).toEqual([]);

@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { parse as parseYaml } from "yaml";
 import { run } from "../helpers/run.js";
 import { startFakeOpenAI, type FakeOpenAI, type RecordedRequest, type ScriptedReply } from "../helpers/fake-openai.js";
+import { unwrapped } from "../helpers/markdown.js";
 
 const NET = `import torch.nn as nn
 
@@ -126,7 +127,7 @@ it("makes the LLM's code edit, repaired once from the runner's check, trains it,
   const results = JSON.parse(readFileSync(trialFile(edited!, "results.json"), "utf8")) as { seed_results: unknown[]; failure?: unknown };
   expect(results.failure).toBeUndefined();
   expect(results.seed_results.length).toBeGreaterThan(0);
-  expect(readFileSync(join(workspace, "runs", runId, "report.md"), "utf8")).toMatch(/\| coder \| \d+ \|/);
+  expect(unwrapped(readFileSync(join(workspace, "runs", runId, "report.md"), "utf8"))).toMatch(/\| coder \| \d+ \|/);
 
   // Trials after it take its code, with their own arguments, and never make the edit again.
   const children = trials.filter((t) => modelOf(t).source_trial === edited);

@@ -14,6 +14,7 @@ import { duration } from "../../lineage-store/report.js";
 import { storedEvents } from "../../cli/workspace.js";
 import { foldRun } from "../../swarm/run-state.js";
 import { trialLines } from "../helpers/report.js";
+import { unwrapped } from "../helpers/markdown.js";
 
 // Without NODE_CHANNEL_FD: vitest's worker has an IPC channel, and a child
 // that inherits the variable would take an unrelated fd for its own channel.
@@ -103,7 +104,7 @@ describe.concurrent("launch --resume", () => {
       const ids = registry.map((e) => e.trial_id);
       expect(new Set(ids).size).toBe(ids.length);
       expect(ids).toHaveLength(summary.trials);
-      expect(readFileSync(join(workspace, "runs", runId, "report.md"), "utf8")).toContain(
+      expect(unwrapped(readFileSync(join(workspace, "runs", runId, "report.md"), "utf8"))).toContain(
         "Narrowed with --space: families bn-cnn, vgg-cnn, se-cnn; optimizer one of adam, adamw; label_smoothing fixed at 0.",
       );
       for (const id of ids) {
@@ -159,7 +160,7 @@ describe.concurrent("launch --resume", () => {
       // The agents are in a group of their own: the launcher stops them, the Ctrl-C does not.
       expect(out).not.toContain("exited; restarted");
       expect(out).toContain(`status: interrupted after`);
-      const report = readFileSync(join(workspace, "runs", runId, "report.md"), "utf8");
+      const report = unwrapped(readFileSync(join(workspace, "runs", runId, "report.md"), "utf8"));
       expect(report).toContain("**Status:** interrupted: interrupted by SIGINT after");
       expect(report).toContain(`launch --resume ${runId} continues it`);
       // Every process the launch started is gone, its nats-server included.
@@ -189,7 +190,7 @@ describe.concurrent("launch --resume", () => {
       expect(summary.run_id).toBe(runId);
       // However it ends (goal, time budget, plateau), it ends: the resumed run is not interrupted.
       expect(["goal_achieved", "budget_exhausted", "stopped"]).toContain(summary.status);
-      const resumed = readFileSync(join(workspace, "runs", runId, "report.md"), "utf8");
+      const resumed = unwrapped(readFileSync(join(workspace, "runs", runId, "report.md"), "utf8"));
       expect(resumed).not.toContain("interrupted by SIGINT");
       expect(resumed).toMatch(/- Interrupted, then resumed at [\d.]+ s of live time after [\d.]+ (s|min) down; the time budget became 75\.0 s\./);
     } finally {

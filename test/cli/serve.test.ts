@@ -13,6 +13,7 @@ import { createInterface } from "node:readline";
 import puppeteer, { type Browser } from "puppeteer-core";
 import type { QueueJson, RunSummary, StartRunReply } from "../../dashboard/api.js";
 import { installPythonClient, pythonClientTests } from "../helpers/python-client.js";
+import { unwrapped } from "../helpers/markdown.js";
 
 const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
 // Without NODE_CHANNEL_FD: the CLI must not pick up vitest's IPC channel variable.
@@ -163,8 +164,8 @@ describe("research-agent serve", () => {
     // The lineage store writes each report once it has stored the run's end.
     for (const id of [first!, second]) await until(`${id}'s report`, async () => existsSync(join(workspace, "runs", id, "report.md")) || undefined, 60_000);
     // Each goal came with a space: the client's as a dict (start_run(space=...)), the form's as YAML text.
-    expect(readFileSync(join(workspace, "runs", second, "report.md"), "utf8")).toContain("Narrowed with --space: optimizer one of adam, adamw.");
-    expect(readFileSync(join(workspace, "runs", first!, "report.md"), "utf8")).toContain("Narrowed with --space: label_smoothing fixed at 0.");
+    expect(unwrapped(readFileSync(join(workspace, "runs", second, "report.md"), "utf8"))).toContain("Narrowed with --space: optimizer one of adam, adamw.");
+    expect(unwrapped(readFileSync(join(workspace, "runs", first!, "report.md"), "utf8"))).toContain("Narrowed with --space: label_smoothing fixed at 0.");
     // serve lets a run go once its report is written, the moment the store has stored its end.
     await until("the queue to empty", async () => ((await get<QueueJson>("/api/queue")).running.length === 0 ? true : undefined), 60_000);
     expect(await get<QueueJson>("/api/queue")).toMatchObject({ running: [], queued: [] });
@@ -177,7 +178,7 @@ describe("research-agent serve", () => {
     await until("a trial of the third run", async () => ((await get<RunSummary[]>("/api/runs")).find((r) => r.run_id === third)?.trials ?? 0) > 0 || undefined, 120_000);
     serve.kill("SIGTERM");
     expect(await exited).toBe(0);
-    const report = readFileSync(join(workspace, "runs", third, "report.md"), "utf8");
+    const report = unwrapped(readFileSync(join(workspace, "runs", third, "report.md"), "utf8"));
     expect(report).toMatch(/interrupted/i);
     expect(lines.join("\n")).toContain(`launch --resume ${third}`);
     const left = readdirSync("/proc")

@@ -5,6 +5,7 @@ import { buildReport } from "../../lineage-store/report.js";
 import { EventSchema, Verdict, type Event } from "../../proto/gen/research/v1/events_pb.js";
 import { applyToRunState, emptyRunState } from "../../swarm/run-state.js";
 import { runEvents, TRIALS } from "./fixtures.js";
+import { unwrapped } from "../helpers/markdown.js";
 
 function reportOf(events: Event[]) {
   const state = emptyRunState(events[0]!.runId);
@@ -44,22 +45,22 @@ describe("report", () => {
   it("says whether the best trial's seeds trained together in one process, or apart and why", () => {
     const together = reportOf(withBestResult("together", (r) => (r.seedResults = [0, 1, 2].map((seed) => ({ seed, seedsTogether: 3 }) as never))));
     expect(together.json.outcome.best_trial?.seeds_together).toBe(3);
-    expect(together.markdown).toContain("- Its seeds trained together, 3 in one process (stacked and vmapped, each with its own initialisation and data order)");
+    expect(unwrapped(together.markdown)).toContain("- Its seeds trained together, 3 in one process (stacked and vmapped, each with its own initialisation and data order)");
     const apart = reportOf(withBestResult("apart", (r) => (r.seedsApart = "vmap cannot run the model: RuntimeError: data-dependent control flow")));
     expect(apart.json.outcome.best_trial?.seeds_apart).toMatch(/^vmap cannot run/);
-    expect(apart.markdown).toContain("- Its seeds trained a process each: vmap cannot run the model: RuntimeError: data-dependent control flow");
+    expect(unwrapped(apart.markdown)).toContain("- Its seeds trained a process each: vmap cannot run the model: RuntimeError: data-dependent control flow");
     // A runner that never said (seeds apart on a CPU, or runs recorded before): nothing.
     const plain = reportOf(runEvents("plain"));
     expect(plain.json.outcome.best_trial?.seeds_together).toBeNull();
-    expect(plain.markdown).not.toContain("Its seeds trained");
+    expect(unwrapped(plain.markdown)).not.toContain("Its seeds trained");
   });
 
   it("says why the best trial is best, by the rule that picked it", () => {
     const { markdown, json } = reportOf(runEvents("why"));
     // Scores 0.917 and 0.914 with CI half-width 0.01 (fixtures), three seeds each.
     expect(json.outcome.best_trial_id).toBe(trialId("why", 9));
-    expect(markdown).toContain(
-      `- Best by the run's rule, the highest 95% CI lower bound of the accepted trials with at least 2 seeds: 90.70% (3 seeds) against 90.40% (3 seeds) for the runner-up \`${trialId("why", 3)}\`.`,
+    expect(unwrapped(markdown)).toContain(
+      `- Best by the run's rule, the highest 95% CI lower bound of the accepted trials with at least 2 seeds: 90.70% (3 seeds) against 90.40% (3 seeds) for the runner-up \`t003\`.`,
     );
   });
 
@@ -69,6 +70,6 @@ describe("report", () => {
     const { markdown, json } = reportOf([...events.slice(0, end), ...probe("probe", 50), events[end]!]);
     expect(json.outcome.best_trial_id).toBe(trialId("probe", 0));
     expect(json.outcome.why_best).toContain(`86.20% (3 seeds) against 95.00% (1 seed x 300 validation examples) for the runner-up \`${trialId("probe", 50)}\`; the runner-up is a one-seed probe`);
-    expect(markdown).toContain("| 1 x 300 |");
+    expect(unwrapped(markdown)).toContain("| 1 x 300 |");
   });
 });

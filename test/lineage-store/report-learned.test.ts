@@ -12,6 +12,7 @@ import { hypothesisOutcome } from "../../core/ranking.js";
 import { buildReport } from "../../lineage-store/report.js";
 import { EventSchema, RunStatus } from "../../proto/gen/research/v1/events_pb.js";
 import { foldRun, runSoFar, valMetricOf } from "../../swarm/run-state.js";
+import { unwrapped } from "../helpers/markdown.js";
 
 function reportOf(file: string, cut?: number) {
   const all = readFileSync(join(import.meta.dirname, "..", "fixtures", "runs", file), "utf8").split("\n").filter(Boolean).map((l) => fromJsonString(EventSchema, l));
@@ -43,15 +44,15 @@ describe("a report says what was learned", () => {
     }
     // One-seed probes on 1,000 validation examples: changes of a point or two are within the noise.
     expect(judged.every((r) => r.hypothesis_outcome!.outcome === "inconclusive")).toBe(true);
-    expect(open.markdown).toMatch(/\| inconclusive \(\+2\.00 pp\) \| accept \|/);
-    expect(open.markdown).toContain("| promotion | accept |");
+    expect(unwrapped(open.markdown)).toMatch(/\| inconclusive \(\+2\.00 pp\) \| accept \|/);
+    expect(unwrapped(open.markdown)).toContain("| promotion | accept |");
   });
 
   it("keeps promotions out of every edit's gain", () => {
     // Every promotion of this run is on the data surface (more examples, epochs): none of it is an edit's gain.
     const data = open.json.surfaces.find((s) => s.surface === "data")!;
     expect(data).toMatchObject({ promotions: data.trials, mean_gain: null, supported: 0, refuted: 0 });
-    expect(open.markdown).toContain("mean gain of edits (pp)");
+    expect(unwrapped(open.markdown)).toContain("mean gain of edits (pp)");
   });
 
   it("names the best by what it is and the path that made it, with no spread for one seed", () => {
@@ -59,13 +60,13 @@ describe("a report says what was learned", () => {
     expect(best.what).toBe("vgg-cnn+widen, 381,266 parameters, adam lr 0.002, cosine schedule, batch 128, 3 epochs on 30,000 examples");
     expect(best.path.map((p) => p.trial_id.slice(-4))).toEqual(["t000", "t006", "t007"]);
     expect(best.path.map((p) => p.step)).toEqual([expect.stringMatching(/^start: vgg-cnn/), expect.stringMatching(/^widen every layer/), "promotion"]);
-    expect(open.markdown).toContain("- Validation accuracy: 91.77% (95% CI 90.73% – 92.70%); the interval counts 1 seed x 3,000 validation examples");
+    expect(unwrapped(open.markdown)).toContain("- Validation accuracy: 91.77% (95% CI 90.73% – 92.70%); the interval counts 1 seed x 3,000 validation examples");
     // A training the clock stopped says how far it got, not its upper bound of epochs.
     expect(reportOf("h200-5.5min-open-ea238f7.jsonl").json.outcome.best_trial!.what).toBe(
       "resnet9+deepen, 3,179,722 parameters, sgd lr 0.2, onecycle schedule, batch 512, 57 epochs in 2.2 min on the whole training split",
     );
     // Three seeds: the spread is there.
-    expect(reportOf("fmnist-reach90-f823c5b.jsonl").markdown).toContain("- Validation accuracy: 91.92% (95% CI 91.19% – 92.60%), std 0.06 pp; the interval counts 3 seeds");
+    expect(unwrapped(reportOf("fmnist-reach90-f823c5b.jsonl").markdown)).toContain("- Validation accuracy: 91.92% (95% CI 91.19% – 92.60%), std 0.06 pp; the interval counts 3 seeds");
   });
 
   it("says a one-seed best cannot meet a target, and what an interrupted run needs to go on", () => {
@@ -73,13 +74,13 @@ describe("a report says what was learned", () => {
     const events = readFileSync(join(import.meta.dirname, "..", "fixtures", "runs", "fmnist-reach90-f823c5b.jsonl"), "utf8").split("\n").filter(Boolean);
     const cut = events.findIndex((l) => l.includes('"trialJudged"') && l.includes("t005"));
     const r = reportOf("fmnist-reach90-f823c5b.jsonl", cut + 1);
-    expect(r.markdown).toMatch(/- The 90\.00% target cannot be met by a one-seed trial: the goal needs the 95% CI lower bound over 2 seeds or more \(this trial's, over its one seed, is \d+\.\d+%\)/);
+    expect(unwrapped(r.markdown)).toMatch(/- The 90\.00% target cannot be met by a one-seed trial: the goal needs the 95% CI lower bound over 2 seeds or more \(this trial's, over its one seed, is \d+\.\d+%\)/);
     const next = r.json.next_steps;
     expect(next.budget_left_s).toBeGreaterThan(0);
     expect(next.confirmation).toMatch(/^the best has 1 seed: a claim needs it trained again with the run's 3 seeds/);
     expect(next.weights).toBe("not saved yet: the best trial's weights are fetched from the runner when the run ends");
     expect(next.command).toBe(`research-agent launch --resume ${r.state.runId} --workspace WORKSPACE`);
-    expect(r.markdown).toContain(`- To go on: \`research-agent launch --resume ${r.state.runId} --workspace WORKSPACE\``);
+    expect(unwrapped(r.markdown)).toContain(`- To go on: \`research-agent launch --resume ${r.state.runId} --workspace WORKSPACE\``);
     // A finished run: nothing pending, the best confirmed, and the command keeps improving from its best.
     const done = reportOf("fmnist-reach90-f823c5b.jsonl").json.next_steps;
     expect(done).toMatchObject({ pending: [], confirmation: "confirmed: the best was measured once on the test split" });

@@ -18,6 +18,7 @@ import { Cost } from "../../proto/gen/research/v1/common_pb.js";
 import type { EventInit } from "../../bus/index.js";
 import { briefMessage, modelSpec, trainSpec } from "../../core/config-wire.js";
 import type { ModelConfigInput } from "../../core/model-config.js";
+import { unwrapped } from "../helpers/markdown.js";
 
 const RUN = "run-fmnist";
 const T0 = 1_750_000_000_000;
@@ -47,7 +48,7 @@ const SPECS: Spec[] = [
     parent: 1,
   },
   {
-    hypothesis: "depthwise separable convs | cut params <50k & keep accuracy",
+    hypothesis: "depthwise separable convs | <b>cut</b> params <50k & keep accuracy",
     surface: "architecture",
     channels: [32, 64],
     fails: { label: "shape_error", at: "assembled", message: "mat1 and mat2 shapes cannot be multiplied (128x3136 and 1568x10)" },
@@ -68,9 +69,15 @@ const SPECS: Spec[] = [
 ];
 
 const tid = (i: number) => trialId(RUN, i + 1);
+// A trial that adopts a concept holds its blocks (squeeze-excitation: an se layer after each stage).
 const modelConfig = (s: Spec, i: number): ModelConfigInput => ({
   name: `fmnist_cnn_${i + 1}`,
-  layers: s.channels.flatMap((c) => [{ type: "conv2d" as const, out_channels: c }, { type: "batchnorm" as const }, { type: "activation" as const, fn: "relu" as const }]),
+  layers: s.channels.flatMap((c) => [
+    { type: "conv2d" as const, out_channels: c },
+    { type: "batchnorm" as const },
+    { type: "activation" as const, fn: "relu" as const },
+    ...(s.concepts?.includes("se_block") ? [{ type: "se" as const }] : []),
+  ]),
 });
 const codeOf = (i: number) => `import torch.nn as nn\n\n\nclass Trial${i + 1}(nn.Module):\n    """${SPECS[i]!.hypothesis}"""\n`;
 const paramsOf = (s: Spec) => BigInt(s.channels.reduce((a, c) => a + c * 9 * 32, 0));
@@ -303,17 +310,20 @@ describe("run artifacts and report", () => {
   });
 
   it("writes a report naming the best trial, its CI, the test confirmation and the failures", async () => {
-    const md = await readFile(join(dir, "report.md"), "utf8");
-    expect(md).toContain(`**Best trial:** \`${tid(5)}\``);
+    const md = unwrapped(await readFile(join(dir, "report.md"), "utf8"));
+    // After the title, a trial goes by its number in the run.
+    expect(md).toContain(`**Best trial:** \`t006\``);
+    expect(md).not.toContain(`${tid(5)}\``);
     expect(md).toContain("92.35% (95% CI 92.08% – 92.62%)");
     expect(md).toMatch(/one-time confirmation on the test split.*91\.87% \(95% CI 91\.56% – 92\.18%\)/);
     expect(md).toContain("| oom | 1 |");
     expect(md).toContain("| shape_error | 1 |");
     expect(md).toContain("![score per trial](plots/scores.svg)");
-    expect(md).toContain("Suggestion **se_block**: adopted by `run-fmnist-t006`");
-    // User text must neither break the table nor inject HTML.
-    expect(md).toContain("depthwise separable convs \\| cut params &lt;50k &amp; keep accuracy");
-    const trialRows = md.split("\n").filter((l) => l.startsWith("| ") && l.includes("`run-fmnist-t"));
+    expect(md).toContain("Suggestion **se_block**: adopted by `t006`");
+    // User text must neither break the table nor inject HTML, and reads as written otherwise.
+    expect(md).toContain("depthwise separable convs \\| &lt;b>cut&lt;/b> params <50k & keep…");
+    expect(md).not.toMatch(/&gt;|&amp;/);
+    const trialRows = md.split("\n").filter((l) => l.startsWith("| ") && /`t\d{3}/.test(l));
     expect(trialRows.filter((l) => l.split(/(?<!\\)\|/).length === 13)).toHaveLength(SPECS.length);
 
     const json = JSON.parse(await readFile(join(dir, "report.json"), "utf8"));
@@ -381,7 +391,7 @@ describe("run artifacts and report", () => {
     const empty = emptyRunState("run-empty");
     const finished = events.at(-1)!.body.value as Parameters<typeof buildReport>[1];
     const { markdown } = buildReport(empty, { ...finished, bestTrialId: "", testResult: undefined });
-    expect(markdown).toContain("No trial was accepted.");
+    expect(unwrapped(markdown)).toContain("No trial was accepted.");
     for (const svg of Object.values(reportPlots(empty, finished))) assertBalancedXml(svg);
     assertBalancedXml(scoresSvg([{ trialId: `<a&"b'>`, mean: 0.5, ci95: [0.4, 0.6], accepted: true, best: true }], 0.7));
     assertBalancedXml(learningCurvesSvg("t<1>", [{ seed: 0, val: [0.5], train: [0.6] }]));
@@ -392,9 +402,9 @@ describe("run artifacts and report", () => {
 
   it("says a targeted run's goal was met and has a target line in the plot", () => {
     const { markdown } = buildReport(state, events.at(-1)!.body.value as Parameters<typeof buildReport>[1]);
-    expect(markdown).toContain("- Goal reached: `run-fmnist-t006`");
-    expect(markdown).toContain("against the 92.00% target: met");
-    expect(markdown).not.toContain("No target was set");
+    expect(unwrapped(markdown)).toContain("- Goal reached: `t006`");
+    expect(unwrapped(markdown)).toContain("against the 92.00% target: met");
+    expect(unwrapped(markdown)).not.toContain("No target was set");
   });
 });
 
@@ -406,16 +416,16 @@ describe("report of an open-ended run", () => {
 
   it("names the best model with its CI and its one-time test accuracy, and says there was no target", () => {
     const { markdown, json } = buildReport(state, finished);
-    expect(markdown).toContain("**Status:** completed: trial budget of 6 spent");
-    expect(markdown).toContain(
-      "No target was set, so there is no goal to meet or miss: the best model found is `run-fmnist-t006`, validation accuracy 92.35% (95% CI 92.08% – 92.62%); " +
+    expect(unwrapped(markdown)).toContain("**Status:** completed: trial budget of 6 spent");
+    expect(unwrapped(markdown)).toContain(
+      "No target was set, so there is no goal to meet or miss: the best model found is `t006`, validation accuracy 92.35% (95% CI 92.08% – 92.62%); " +
         "test accuracy, measured once on the held-out test split: 91.87% (95% CI 91.56% – 92.18%) per seed, 92.43% (95% CI 91.89% – 92.93%) for the ensemble of its 3 seeds.",
     );
-    expect(markdown).toContain("| target | none (open-ended: the best model within the limits) |");
-    expect(markdown).toContain("Understood as: find the most accurate model on fashion-mnist: no target;");
-    expect(markdown).toMatch(/one-time confirmation on the test split.*91\.87%/);
+    expect(unwrapped(markdown)).toContain("| target | none (open-ended: the best model within the limits) |");
+    expect(unwrapped(markdown)).toContain("Understood as: find the most accurate model on fashion-mnist: no target;");
+    expect(unwrapped(markdown)).toMatch(/one-time confirmation on the test split.*91\.87%/);
     // No goal wording anywhere.
-    expect(markdown).not.toMatch(/Goal reached|goal met|target: (?:met|not met)|against the/i);
+    expect(unwrapped(markdown)).not.toMatch(/Goal reached|goal met|target: (?:met|not met)|against the/i);
     expect(json.goal).toMatchObject({ open_ended: true, target: null, max_params: 200_000 });
     expect(json.outcome.status).toBe("completed");
     expect(json.outcome.best_trial_id).toBe(tid(5));
@@ -426,8 +436,8 @@ describe("report of an open-ended run", () => {
     const started = emptyRunState(RUN);
     applyToRunState(started, events[0]!);
     const { markdown } = buildReport(started, { ...finished, bestTrialId: "", testResult: undefined });
-    expect(markdown).toContain("No target was set, so there is no goal to meet or miss: no model was accepted.");
-    expect(markdown).toContain("No trial was accepted.");
+    expect(unwrapped(markdown)).toContain("No target was set, so there is no goal to meet or miss: no model was accepted.");
+    expect(unwrapped(markdown)).toContain("No trial was accepted.");
   });
 
   it("draws no target line", () => {
@@ -486,11 +496,11 @@ describe("a Pareto goal with a latency limit in the report (issue 39)", () => {
     expect(json.front!.trials[1]!.values[2]).toEqual({ mean: 0.5, low: 0.5, high: 0.55 });
     expect(json.limits).toMatchObject({ max_latency_ms: 2, within: ["a", "b", "c"], over: ["d"], best_within: "b" });
     expect(json.trials.find((r) => r.trial_id === "d")!.latency_ms).toBe(2.5);
-    expect(markdown).toContain("## Pareto front");
-    expect(markdown).toContain("| `a` (knee) | 85.00% [84.00%, 86.00%] | 20,000 | 0.500 [0.500, 0.550] | extreme |");
-    expect(markdown).toMatch(/The knee, the balanced trade-off .*: `a`\./);
-    expect(markdown).toContain("- Over it: 1 (`d`)");
-    expect(markdown).toContain("| Pareto objectives | accuracy vs parameters vs latency per example |");
+    expect(unwrapped(markdown)).toContain("## Pareto front");
+    expect(unwrapped(markdown)).toContain("| `a` (knee) | 85.00% [84.00%, 86.00%] | 20,000 | 0.500 [0.500, 0.550] | extreme |");
+    expect(unwrapped(markdown)).toMatch(/The knee, the balanced trade-off .*: `a`\./);
+    expect(unwrapped(markdown)).toContain("- Over it: 1 (`d`)");
+    expect(unwrapped(markdown)).toContain("| Pareto objectives | accuracy vs parameters vs latency per example |");
     const svg = reportPlots(s, finished)[FRONT_PLOT]!;
     expect(count(svg, 'class="front-point"')).toBe(2);
     expect(count(svg, 'class="point"')).toBe(1);
@@ -508,29 +518,40 @@ describe("a Pareto goal with a latency limit in the report (issue 39)", () => {
     const trained = agentState([...events, ...long("La", "a", 0.9, 20_000, 0.5), ...long("Lb", "b", 0.93, 400_000, 1.8), ...long("Lc", "c", 0.86, 60_000, 0.9)]);
     const { markdown, json } = buildReport(trained, finished);
     expect(json.front!.trained_long.map((l) => [l.trial_id, l.on_front])).toEqual([["La", true], ["Lb", true], ["Lc", false]]);
-    expect(markdown).toMatch(/- `Lc` trained `c` .*\(dominated by another long training\)/);
-    expect(markdown).not.toMatch(/- `La` .*dominated/);
+    expect(unwrapped(markdown)).toMatch(/- `Lc` trained `c` .*\(dominated by another long training\)/);
+    expect(unwrapped(markdown)).not.toMatch(/- `La` .*dominated/);
   });
 
+  // One model, as its probe and as the last long training of it.
+  const of = (id: string, lastTraining: boolean, mean: number, n: number, ms: number[]): EventInit[] => [
+    { runId: AGENT_RUN, trialId: id, body: { case: "trialProposed", value: { hypothesis: `h ${id}`, model: modelSpec({ name: "vgg", layers: [{ type: "flatten" }] }), train: trainSpec({ subset: lastTraining ? 0 : 10_000 }), lastTraining } } },
+    evaluated(id, mean, 0.005, { n, params: 170_242n, latencyMs: ms }),
+    { runId: AGENT_RUN, trialId: id, body: { case: "trialJudged", value: { verdict: Verdict.ACCEPT, decision: Decision.ITERATE } } },
+  ];
+
   it("states the latency the limit held the best to beside its own seeds' timing: a last training's seeds are timed beside others still training", () => {
-    // One model, as its probe and as the last long training of it (latency-2 at 987dd99: timed
-    // 1.14 ms itself, held to 0.80 ms, its probe's timing, under a 1 ms limit).
-    const of = (id: string, lastTraining: boolean, mean: number, n: number, ms: number[]): EventInit[] => [
-      { runId: AGENT_RUN, trialId: id, body: { case: "trialProposed", value: { hypothesis: `h ${id}`, model: modelSpec({ name: "vgg", layers: [{ type: "flatten" }] }), train: trainSpec({ subset: lastTraining ? 0 : 10_000 }), lastTraining } } },
-      evaluated(id, mean, 0.005, { n, params: 170_242n, latencyMs: ms }),
-      { runId: AGENT_RUN, trialId: id, body: { case: "trialJudged", value: { verdict: Verdict.ACCEPT, decision: Decision.ITERATE } } },
-    ];
+    // latency-2 at 987dd99: timed 1.14 ms itself, held to 0.80 ms, its probe's timing, under a 1 ms limit.
     const limited = agentState([started({}, { dataset: "fashion-mnist", openEnded: true, target: 0, maxLatencyMs: 1 }), ...of("p", false, 0.89, 1, [0.8]), ...of("L", true, 0.93, 3, [1.1, 1.14, 1.2])]);
     const { json, markdown } = buildReport(limited, { ...finished, trials: 2, bestTrialId: "L" });
     expect(json.limits).toMatchObject({ within: ["p", "L"], over: [], best_within: "L", best_latency_ms: 0.8 });
-    expect(markdown).toContain("- Latency: 1.14 ms per example (batch 1, warm, on the device it ran on; median of its seeds); the goal's limit of 1 ms holds it to 0.800 ms, the fastest seed median the run timed for its model (see Limits)");
+    expect(unwrapped(markdown)).toContain("- Latency: 1.14 ms per example (batch 1, warm, on the device it ran on; median of its seeds); the goal's limit of 1 ms holds it to 0.800 ms, the fastest seed median the run timed for its model (see Limits)");
+  });
+
+  it("gives a best under no latency limit one latency per example, the test confirmation's, saying how it was timed", () => {
+    const plain = agentState([started({}, { dataset: "fashion-mnist", openEnded: true, target: 0 }), ...of("p", false, 0.89, 1, [0.8]), ...of("L", true, 0.93, 3, [1.1, 1.14, 1.2])]);
+    const inference = { batch1: { batch: 1, medianMs: 0.91, p90Ms: 1, repeats: 30 }, batchEval: { batch: 256, medianMs: 10, p90Ms: 12, repeats: 30 }, flopsPerSample: 1_000_000n };
+    const testResult = create(EvalResultSchema, { device: { kind: "cpu" }, seedResults: [0, 1, 2].map((seed) => ({ seed, inference })) });
+    const { markdown } = buildReport(plain, { ...finished, trials: 2, bestTrialId: "L", testResult });
+    // The evaluation's own timing (1.14 ms, seeds timed beside others training) is not a second figure.
+    expect(unwrapped(markdown)).not.toContain("- Latency:");
+    expect(unwrapped(markdown)).toMatch(/- Inference on the cpu it trained on \(median of its seeds, each timed warm beside the others\): 0\.91 ms for one example;/);
   });
 
   it("has no front or limits for a single-objective goal", () => {
     const plain = agentState([started({}, { dataset: "fashion-mnist", openEnded: true, target: 0 }), ...probe("a", 0.85, 20_000, 0.5)]);
     const { json, markdown } = buildReport(plain, finished);
     expect([json.front, json.limits]).toEqual([null, null]);
-    expect(markdown).not.toContain("## Pareto front");
+    expect(unwrapped(markdown)).not.toContain("## Pareto front");
     expect(reportPlots(plain, finished)[FRONT_PLOT]).toBeUndefined();
   });
 });
@@ -551,7 +572,7 @@ describe("a warm run that continued a past run's training in the report (issue 3
   it("says which trial took a past run's trained weights, and which goes on from it", () => {
     const { markdown, json } = buildReport(s, finished);
     expect(json.trials.map((r) => r.init_weights)).toEqual([{ run_id: "r0", trial_id: "r0-t9" }, { run_id: AGENT_RUN, trial_id: "c0" }]);
-    expect(markdown).toContain("| `c0` | `r0-t9` (weight 0.50) | trained weights | 93.50% ± 0.30 | accept |");
-    expect(markdown).toContain("- `c1` continues the training of `c0` from its kept weights.");
+    expect(unwrapped(markdown)).toContain("| `c0` | `r0-t9` (weight 0.50) | trained weights | 93.50% ± 0.30 | accept |");
+    expect(unwrapped(markdown)).toContain("- `c1` continues the training of `c0` from its kept weights.");
   });
 });

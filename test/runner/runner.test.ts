@@ -653,10 +653,11 @@ describe("watched evaluations against the real runner", () => {
       digits(DIGITS_CNN, "DigitsNet", { trialId: "stopped", recipe: { epochs: 500, batchSize: 32 }, seeds: 1 }),
       { state: s, trial: s.trials.get("new")!, prune: false },
       // After the first epoch the follower applies the judge's stop decision for another trial.
-      () => void s.trials.set("other", { id: "other", objective: ACCURACY, judged: create(TrialJudgedSchema, { decision: Decision.STOP }) }),
+      () => void s.trials.set("other", { id: "other", objective: ACCURACY, judged: create(TrialJudgedSchema, { decision: Decision.GOAL_ACHIEVED, runReason: "goal met: 95% CI lower bound 91.19% >= target 90.00%" }) }),
     );
-    expect(out.stopped && labelName(out.stopped.label)).toBe("budget_overrun");
-    expect(out.stopped?.message).toMatch(/the run stopped/);
+    // Not a fault of the trial, nor an overrun: the run is over, and the label and message say why.
+    expect(out.stopped && labelName(out.stopped.label)).toBe("cancelled");
+    expect(out.stopped?.message).toBe("cancelled: the run ended while this trial was training (goal met: 95% CI lower bound 91.19% >= target 90.00%)");
   });
 
   it("cancels a trial when its run's time reaches the reserve for the confirmation", async () => {

@@ -121,7 +121,8 @@ export enum FailureLabel {
 
   /**
    * Not a fault: a person cancelled the trial, or stopped the run, while it
-   * waited or trained (an Intervention). Its partial curve is kept.
+   * waited or trained (an Intervention), or the run ended (its goal met, a
+   * stop rule) while it trained. Its partial curve is kept.
    *
    * @generated from enum value: FAILURE_LABEL_CANCELLED = 13;
    */

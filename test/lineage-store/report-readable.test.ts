@@ -1,0 +1,95 @@
+/**
+ * A report without contradictions, read from real runs' stored events (test/fixtures/runs): what
+ * a person found in the reports of a GPU run and the README's first command (issue 63). A brief's
+ * suggestion is credited only to trials whose configs hold every one of its blocks; a trial that
+ * failed is never "pending" while Next steps says none is unjudged; the text is plain (no HTML
+ * entities where nothing needs one); a trial goes by its number after the title; prose lines are
+ * wrapped; a hypothesis is cut at a word.
+ */
+import { describe, expect, it } from "vitest";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { fromJsonString } from "@bufbuild/protobuf";
+import { blocksOf } from "../../core/brief.js";
+import { buildReport } from "../../lineage-store/report.js";
+import { EventSchema, RunStatus } from "../../proto/gen/research/v1/events_pb.js";
+import { foldRun, runSoFar } from "../../swarm/run-state.js";
+
+const RUNS = ["h200-5.5min-open-ea238f7.jsonl", "fmnist-reach90-f823c5b.jsonl", "fmnist-30min-open-c982011.jsonl", "fmnist-30min-open-c982011-seed1.jsonl"];
+
+function reportOf(file: string) {
+  const events = readFileSync(join(import.meta.dirname, "..", "fixtures", "runs", file), "utf8").split("\n").filter(Boolean).map((l) => fromJsonString(EventSchema, l));
+  const state = foldRun(events[0]!.runId, events);
+  const end = events.find((e) => e.body.case === "runFinished")?.body;
+  const finished = end?.case === "runFinished" ? end.value : runSoFar(state, RunStatus.INTERRUPTED, "interrupted by SIGINT", state.lastEventMs);
+  return { state, ...buildReport(state, finished) };
+}
+
+/** The report's lines outside code blocks, tables and headings: its prose. */
+function prose(markdown: string): string[] {
+  let code = false;
+  return markdown.split("\n").filter((line) => {
+    if (line.trimStart().startsWith("```")) code = !code;
+    return !code && !/^\s*(```|\||#)/.test(line);
+  });
+}
+
+describe.each(RUNS)("the report of %s", (file) => {
+  const { state, markdown, json } = reportOf(file);
+
+  it("credits a brief's suggestion only to trials whose configs hold all its blocks, and never an unbuildable one", () => {
+    const suggestions = state.briefs.flatMap((b) => b.architectural_suggestions);
+    let credited = 0;
+    for (const brief of json.research.briefs) {
+      for (const s of brief.suggestions) {
+        const blocks = suggestions.find((x) => x.name === s.name)!.building_blocks ?? [];
+        if (s.buildable === false) expect(s.adopted_by, s.name).toEqual([]);
+        for (const id of s.adopted_by) {
+          const t = state.trials.get(id)!;
+          const held = blocksOf(t.model, t.train);
+          expect(blocks.filter((b) => !held.has(b)), `${s.name} credited to ${id}`).toEqual([]);
+          credited++;
+        }
+      }
+    }
+    expect(credited).toBeGreaterThanOrEqual(0);
+  });
+
+  it("shows no trial pending that Next steps does not list as not judged", () => {
+    const pending = new Set(json.next_steps.pending.map((p) => p.trial_id));
+    for (const r of json.trials) {
+      const row = markdown.split("\n").find((l) => l.includes(`| \`${r.trial_id.slice(state.runId.length + 1)}\``))!;
+      const verdict = row.split(/(?<!\\)\|/)[9]!.trim();
+      if (verdict === "pending") expect(pending.has(r.trial_id), r.trial_id).toBe(true);
+      if (r.failure_label) expect(verdict, r.trial_id).not.toBe("pending");
+    }
+  });
+
+  it("is plain text: no HTML entity where no tag needs escaping", () => {
+    expect(markdown).not.toMatch(/&(gt|lt|amp);/);
+  });
+
+  it("names a trial by its number after the title, saying once what that number stands for", () => {
+    const full = markdown.match(new RegExp(`${state.runId}-t\\d{3}`, "g")) ?? [];
+    expect(full).toEqual([`${state.runId}-t003`]);
+    expect(markdown).toContain(`Trials are named by their number in the run: \`t003\` is \`${state.runId}-t003\`.`);
+    expect(markdown).toMatch(/\| `t000` \|/);
+  });
+
+  it("wraps its prose at 100 characters, a code span kept whole", () => {
+    const long = prose(markdown).filter((l) => [...l].length > 100 && !/^\s*(?:- [^`]*:\s*)?`[^`]+`$/.test(l));
+    expect(long).toEqual([]);
+  });
+
+  it("cuts a hypothesis in the trials table at a word", () => {
+    for (const r of json.trials) {
+      const row = markdown.split("\n").find((l) => l.includes(`| \`${r.trial_id.slice(state.runId.length + 1)}\``))!;
+      const cell = row.split(/(?<!\\)\|/)[4]!.trim();
+      if (!cell.endsWith("…")) continue;
+      const full = r.hypothesis.replaceAll(`${state.runId}-t`, "t").replace(/\s+/g, " ");
+      const kept = cell.slice(0, -1).replace(/\\\|/g, "|");
+      expect(full.startsWith(kept), r.trial_id).toBe(true);
+      expect(full[kept.length], `${r.trial_id}: "${cell}"`).toBe(" ");
+    }
+  });
+});
