@@ -36,6 +36,7 @@ import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 
 from fmnist import Data, binomial_ci95  # noqa: E402  (the runner's loader and split, as tensors)
+from machine import fingerprint  # noqa: E402
 import accel  # noqa: E402  (the runner's test of native bf16; on the path fmnist.py sets)
 import augment  # noqa: E402  (the runner's flip / crop / cutout)
 
@@ -118,8 +119,8 @@ def evaluate(model, data, x_all, y_all, idx, amp):
 
 
 def machine(device):
-    """What made the figure: CPU model, cores, native bf16, the GPU if one trained it."""
-    out = {"cpu": accel._cpu_name(), "cores": os.cpu_count(), "cpu_bf16": accel.cpu_bf16(), "torch": torch.__version__}
+    """What made the figure (bench/machine.py), and the GPU if one trained it."""
+    out = fingerprint()
     if device.type == "cuda":
         out["gpu"] = torch.cuda.get_device_name(device)
     return out

@@ -247,7 +247,8 @@ const git = (args: string[]) => execFileSync("git", args, { encoding: "utf8" }).
 const doc = {
   commit: git(["rev-parse", "--short", "HEAD"]),
   date: new Date().toISOString(),
-  machine: { cpu: cpus()[0]?.model, cores: cpus().length, memory_gib: Math.round(totalmem() / 2 ** 30), kernel: release() },
+  // bench/machine.py: the CPU's native bf16 and a calibration step, beside what Node sees.
+  machine: { ...JSON.parse(execFileSync(".venv/bin/python", ["bench/machine.py"], { encoding: "utf8" })), cpu_model: cpus()[0]?.model, memory_gib: Math.round(totalmem() / 2 ** 30), kernel: release() },
   command: "bash bench/search-series.sh",
   summary,
   runs,

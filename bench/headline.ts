@@ -1,0 +1,131 @@
+/**
+ * The headline table of docs/BENCHMARKS.md and the README, made from the result files in
+ * bench/results: each figure from the newest series file that has it (a series: three runs or
+ * more; the newest single runs only where no series exists, and said so), with the peer of the
+ * same sitting, the commit and the machine that made it. No figure is copied by hand: the docs
+ * hold this script's output between the markers below, and test/core/headline.test.ts fails
+ * when they differ.
+ *
+ *   npx tsx bench/headline.ts          # rewrites the table in both files
+ */
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+
+const ROOT = join(import.meta.dirname, "..");
+const RESULTS = join(ROOT, "bench", "results");
+export const DOCS = ["docs/BENCHMARKS.md", "README.md"].map((f) => join(ROOT, f));
+export const START = "<!-- headline: made by bench/headline.ts from bench/results; do not edit -->";
+export const END = "<!-- /headline -->";
+
+interface Stat {
+  n: number;
+  mean: number;
+  min: number;
+  max: number;
+}
+interface Machine {
+  cpu?: string;
+  cores?: number;
+  cpu_bf16?: boolean;
+  calibration_step_ms?: number;
+}
+interface SeriesFile {
+  commit: string;
+  date: string;
+  machine: Machine;
+  summary: Record<string, unknown>;
+}
+
+/** A figure of the table: how to read it and its peer's from a series summary, and how to print a value. */
+interface Figure {
+  what: string;
+  value: (s: Record<string, unknown>) => Stat | undefined;
+  peer?: { name: string; value: (s: Record<string, unknown>) => Stat | undefined };
+  unit: "pct" | "s" | "hv";
+}
+
+const stat = (key: string) => (s: Record<string, unknown>) => {
+  const v = s[key] as Stat | null | undefined;
+  return v && typeof v.mean === "number" ? v : undefined;
+};
+
+const FIGURES: Figure[] = [
+  { what: "30-min open-ended Fashion-MNIST (2 CPU cores): test accuracy, ensemble of the best trial's seeds", value: stat("open_ended_test_ensemble"), peer: { name: "Optuna TPE + median pruning", value: stat("optuna_test") }, unit: "pct" },
+  { what: "the same, per seed", value: stat("open_ended_test_per_seed"), peer: { name: "Optuna TPE + median pruning", value: stat("optuna_test") }, unit: "pct" },
+  { what: "hand-written ResNet-9 script, 30 min on 2 CPU cores (bench/handwritten_resnet9.py): test accuracy", value: stat("handwritten_test"), unit: "pct" },
+  { what: "README's first command (reach 90% validation accuracy): run seconds to the confirmed goal", value: stat("readme_seconds_to_goal"), unit: "s" },
+  { what: "best accuracy under 1 ms per image (15 min): test accuracy per seed", value: stat("latency_swarm_test"), peer: { name: "Optuna with the latency constraint", value: stat("latency_optuna_test") }, unit: "pct" },
+  { what: "Pareto goal (accuracy vs parameters vs latency, 15 min): dominated hypervolume", value: stat("swarm_hypervolume"), peer: { name: "Optuna multi-objective TPE", value: stat("optuna_hypervolume") }, unit: "hv" },
+];
+
+function show(v: number, unit: Figure["unit"]): string {
+  return unit === "pct" ? `${(100 * v).toFixed(2)}%` : unit === "s" ? `${Math.round(v)} s` : v.toFixed(3);
+}
+
+function spread(s: Stat, unit: Figure["unit"]): string {
+  return s.n > 1 ? `${show(s.mean, unit)} (${show(s.min, unit)}-${show(s.max, unit)})` : show(s.mean, unit);
+}
+
+function machine(m: Machine): string {
+  const bf16 = m.cpu_bf16 === undefined ? "bf16 unrecorded" : m.cpu_bf16 ? "native bf16" : "no native bf16";
+  const calibration = m.calibration_step_ms ? `, calibration step ${m.calibration_step_ms} ms` : "";
+  return `${m.cpu ?? "?"}, ${m.cores ?? "?"} cores, ${bf16}${calibration}`;
+}
+
+function seriesFiles(): SeriesFile[] {
+  return readdirSync(RESULTS)
+    .filter((f) => /^search-series-\w+\.json$/.test(f))
+    .map((f) => JSON.parse(readFileSync(join(RESULTS, f), "utf8")) as SeriesFile)
+    .sort((a, b) => b.date.localeCompare(a.date));
+}
+
+/** The GPU check's single runs (scripts/gpu-check.sh), newest first: swarm, Optuna and the hand-written script of one sitting. */
+function gpuRows(): string[] {
+  return readdirSync(RESULTS)
+    .filter((f) => /^gpu-check-.*\.json$/.test(f))
+    .map((f) => ({ f, doc: JSON.parse(readFileSync(join(RESULTS, f), "utf8")) as { gpu?: string; minutes?: number; side_by_side?: Record<string, number> } }))
+    .filter(({ doc }) => doc.side_by_side?.swarm_test_per_seed !== undefined)
+    .map(({ f, doc }) => {
+      const sbs = doc.side_by_side!;
+      const peers = [["Optuna", sbs.optuna_test], ["hand-written ResNet-9", sbs.handwritten_test]].filter(([, v]) => v !== undefined).map(([n, v]) => `${n} ${show(v as number, "pct")}`);
+      const commit = /-([0-9a-f]{7,})\.json$/.exec(f)?.[1] ?? "unrecorded";
+      const gpu = (doc.gpu ?? "GPU").split(",")[0];
+      return `| ${doc.minutes} min open-ended Fashion-MNIST on one ${gpu}: test accuracy per seed | ${show(sbs.swarm_test_per_seed!, "pct")} | 1 (not a series) | ${peers.join("; ") || "—"} | ${commit} | ${gpu} (\`${f}\`) |`;
+    });
+}
+
+export function headline(): string {
+  const files = seriesFiles();
+  const rows = FIGURES.flatMap((fig) => {
+    // The newest series; where none has three runs, the newest file that has the figure at all.
+    const found = files.find((f) => (fig.value(f.summary)?.n ?? 0) >= 3) ?? files.find((f) => fig.value(f.summary));
+    if (!found) return [];
+    const v = fig.value(found.summary)!;
+    const peer = fig.peer?.value(found.summary);
+    const peerText = fig.peer ? (peer ? `${fig.peer.name}: ${spread(peer, fig.unit)}, ${peer.n} run${peer.n === 1 ? "" : "s"}` : "none in this sitting") : "—";
+    const runs = v.n >= 3 ? String(v.n) : `${v.n} (not a series)`;
+    return [`| ${fig.what} | ${spread(v, fig.unit)} | ${runs} | ${peerText} | ${found.commit} (${found.date.slice(0, 10)}) | ${machine(found.machine)} |`];
+  });
+  return [
+    START,
+    "| figure | mean (min-max) | runs | peer, same sitting | commit (date) | machine |",
+    "|---|---|---|---|---|---|",
+    ...rows,
+    ...gpuRows(),
+    END,
+  ].join("\n");
+}
+
+/** `text` with its headline block replaced by `table`. */
+export function withHeadline(text: string, table: string): string {
+  const a = text.indexOf(START);
+  const b = text.indexOf(END);
+  if (a < 0 || b < a) throw new Error("no headline markers");
+  return text.slice(0, a) + table + text.slice(b + END.length);
+}
+
+if (process.argv[1] === import.meta.filename) {
+  const table = headline();
+  for (const doc of DOCS) writeFileSync(doc, withHeadline(readFileSync(doc, "utf8"), table));
+  console.log(table);
+}
