@@ -85,6 +85,9 @@ function failureOf(e: TerminalEvent): ResearchError {
     : new ResearchError("crash", `worker answered "${e.kind}" where another result was expected`);
 }
 
+/** A list of numbers from a worker's JSON (an absent or malformed one: none). */
+const numbers = (v: unknown): number[] => (Array.isArray(v) ? v.map(Number).filter(Number.isFinite) : []);
+
 export class Evaluator {
   private readonly threads: number;
   /** Model (source, class, arguments) -> why its seeds cannot train together. */
@@ -405,6 +408,11 @@ export class Evaluator {
       numClasses: Number(info?.num_classes ?? 0),
       classNames: Array.isArray(info?.class_names) ? (info.class_names as unknown[]).map(String) : [],
       weakClasses: weakClasses(seeds),
+      inputShape: numbers(info?.input_shape).map(BigInt),
+      inputMean: numbers(info?.input_mean),
+      inputStd: numbers(info?.input_std),
+      targetMean: Number(info?.target_mean ?? 0),
+      targetStd: Number(info?.target_std ?? 0),
     });
   }
 

@@ -30,6 +30,7 @@ import {
   writeReport,
 } from "./report.js";
 import { ResearchError } from "../core/failure.js";
+import { INFERENCE_FILE, inferenceSpec } from "./inference-spec.js";
 import { modelSent, trainSent } from "../core/config-wire.js";
 
 export const REGISTRY_FILE = "experiments/registry.json";
@@ -152,11 +153,14 @@ async function updateRegistry(runDir: string, entry: RegistryEntry): Promise<voi
 
 async function writeCurrentModel(runDir: string, t: TrialState): Promise<void> {
   if (!t.assembled?.code) return;
+  const spec = inferenceSpec(t);
   await Promise.all([
     writeFileAtomic(join(runDir, CURRENT_MODEL_FILE), t.assembled.code),
     writeFileAtomic(join(runDir, CURRENT_CONFIG_FILE), configYaml(t.proposed && modelSent(t.proposed), "model_config")),
+    spec && writeFileAtomic(join(runDir, INFERENCE_FILE), jsonText(spec)),
   ]);
 }
+
 
 /** Where the best trial's weights come from at the end of a run; without it the report says none were fetched. */
 export interface WeightsSource {

@@ -4,6 +4,7 @@
  * a report can be regenerated at any time from the replayed trajectory.
  */
 import { adoptedConcepts, blocksOf } from "../core/brief.js";
+import { INFERENCE_FILE, inferenceSpec, type InferenceSpec } from "./inference-spec.js";
 import { describeSpace, spaceOf } from "../core/space.js";
 import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
@@ -358,11 +359,31 @@ function sampleLines(text: string, seed: number | null): string[] {
   return ["", `Text the best model wrote (seed ${seed}), continuing the first row of the test split:`, "", `${fence}text`, text, fence];
 }
 
-/** The best trial's kept weights, and whether its predictions average each image with its mirror (recipe.tta_hflip). */
-function weightsJson(w: WeightsExport | undefined, flipAveraged: boolean) {
+/** The best trial's kept weights, and how to feed it (lineage-store/inference-spec.ts), when its evaluation said. */
+function weightsJson(w: WeightsExport | undefined, spec: InferenceSpec | undefined) {
   if (!w) return null;
   const failure = w.failure ? { label: labelName(w.failure.label), message: w.failure.message } : null;
-  return { class_name: w.className, init_kwargs: w.initKwargs, files: w.files, failure, seconds: w.seconds, flip_averaged: flipAveraged };
+  return { class_name: w.className, init_kwargs: w.initKwargs, files: w.files, failure, seconds: w.seconds, inference: spec ?? null };
+}
+
+/** The snippet's lines that feed the model as the run did and read its outputs, from its inference spec. */
+function predictLines(spec: InferenceSpec): string[] {
+  const x = spec.input.standardise ? "(x.float() - mean) / std" : "x";
+  const out = spec.test_time_flip_averaging ? `(model(z) + model(z.flip(-1))) / 2` : "model(z)";
+  return [
+    `  # How the run fed it (${INFERENCE_FILE}): inputs in the units of the dataset's files, standardised.`,
+    `  spec = json.load(open("${INFERENCE_FILE}"))`,
+    ...(spec.input.standardise
+      ? ['  shape = [1, -1] + [1] * (len(spec["input"]["shape"]) - 1)', '  mean, std = (torch.tensor(spec["input"]["standardise"][k]).view(shape) for k in ("mean", "std"))']
+      : []),
+    "  def predict(x):  # a batch of raw inputs, e.g. an image's pixels 0-255 as read",
+    "      with torch.no_grad():",
+    `          z = ${x}`,
+    `          out = ${out}${spec.test_time_flip_averaging ? "  # test-time flip averaging, as the run scored it" : ""}`,
+    spec.output.kind.startsWith("scores")
+      ? '      return [spec["output"]["classes"][i] for i in out.argmax(1).tolist()]'
+      : '      return out.squeeze(-1) * spec["output"]["std"] + spec["output"]["mean"]',
+  ];
 }
 
 /** Where the best trial's weights are and how to load one, or why they are not there. */
@@ -376,14 +397,13 @@ function weightsLines(w: NonNullable<ReturnType<typeof weightsJson>>): string[] 
     `- Trained weights, as evaluation saw them (a state_dict per seed, beside the code): ${w.files.map((f) => `\`${f.path}\` (${mb(f.bytes)})`).join(", ")}${why ? `; the other seeds' are missing (${why})` : ""}. From the run folder:`,
     "",
     "  ```python",
-    "  import sys, torch",
+    `  import ${w.inference ? "json, " : ""}sys, torch`,
     "  sys.path.insert(0, \"src/models\")",
     `  from current_model import ${w.class_name}`,
     `  model = ${w.class_name}(${kwargs})`,
     `  model.load_state_dict(torch.load("${w.files[0]!.path}", map_location="cpu"))`,
     "  model.eval()",
-    // Its scores are of predictions averaged with the mirror's: the model alone scores lower.
-    ...(w.flip_averaged ? ["  predict = lambda x: (model(x) + model(x.flip(-1))) / 2  # as the run evaluated it: test-time flip averaging"] : []),
+    ...(w.inference ? predictLines(w.inference) : []),
     "  ```",
     "",
   ];
@@ -549,7 +569,7 @@ function reportJson(state: RunState, finished: RunFinished, rows: TrialRow[], be
       reason: finished.reason,
       trials: finished.trials || state.judgedCount,
       seconds: finished.seconds,
-      best_trial: bestRow && best ? { ...bestRow, what: whatItIs(best), path: pathTo(state, best), test: testStats(finished.testResult), weights: weightsJson(weights, best.train?.tta_hflip ?? false) } : null,
+      best_trial: bestRow && best ? { ...bestRow, what: whatItIs(best), path: pathTo(state, best), test: testStats(finished.testResult), weights: weightsJson(weights, inferenceSpec(best)) } : null,
       best_trial_id: best?.id ?? null,
       test_skipped: finished.testSkipped || null,
       resumes: resumesOf(state),

@@ -148,6 +148,12 @@ class _Data:
     def inputs(self, x):
         return x.long() if self.is_text else (x.float() - self.mean) / self.std
 
+    def preprocessing(self):
+        """What `inputs` and the task's target scaling do, for a prediction outside the run (EvalResult)."""
+        stats = {} if self.is_text else {"input_mean": self.mean.flatten().tolist(), "input_std": self.std.flatten().tolist()}
+        return {"input_shape": list(self.x_train.shape[1:]), **stats,
+                "target_mean": float(self.target_mean), "target_std": float(self.target_std)}
+
     def batch(self, idx):
         """Inputs and targets of the training examples `idx`, as the task draws them."""
         return self.learning.batch(self, idx)
@@ -538,6 +544,7 @@ def train(spec, split, emit, t0):
             "seconds_to_first_step": seconds_to_first_step,
             "epochs_completed": epochs,
             "params": params, "num_classes": num_classes, "class_names": list(split.raw.class_names),
+            **data.preprocessing(),
             "device": {**acc.info(), "memory_format": "channels_last" if channels_last else "contiguous",
                        "precision": acc.precision(amp_dtype)},
         })

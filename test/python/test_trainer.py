@@ -108,6 +108,9 @@ def test_a_full_recipe_trains_and_reports_validation_and_test_metrics():
     assert 0 < result["seconds_to_first_step"] <= result["seconds"]
     assert result["class_names"] == [f"class_{i}" for i in range(4)]
     assert result["val_examples"] == 16 and result["test_examples"] > 0
+    # What a prediction outside the run needs: the input's shape and the standardisation it trained on.
+    assert result["input_shape"] == [1, 8, 8] and len(result["input_mean"]) == len(result["input_std"]) == 1
+    assert result["input_std"][0] > 0 and (result["target_mean"], result["target_std"]) == (0.0, 1.0)
 
 
 def test_measures_the_trained_models_inference_only_when_asked_and_changes_nothing_else():

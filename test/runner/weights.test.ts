@@ -23,6 +23,7 @@ import { currentWeightsFile, writeArtifacts } from "../../lineage-store/artifact
 import type { EventInit } from "../../bus/index.js";
 import { RUN, state } from "../agents/helpers.js";
 import { run } from "../helpers/run.js";
+import { unwrapped } from "../helpers/markdown.js";
 
 let root: string;
 afterEach(() => rmSync(root, { recursive: true, force: true }));
@@ -188,7 +189,7 @@ describe("the best trial's weights, from the runner into the run folder", () => 
     const ms = Date.now() - t0;
     const files = seeds.map((s) => currentWeightsFile(s));
     expect(files).toEqual(seeds.map((s) => `src/models/current_model_seed-${s}.pt`));
-    expect(readdirSync(join(root, "src/models")).sort()).toEqual(["current_model.py", ...files.map((f) => f.slice("src/models/".length))].sort());
+    expect(readdirSync(join(root, "src/models")).sort()).toEqual(["current_model.py", "inference.json", ...files.map((f) => f.slice("src/models/".length))].sort());
     const report = JSON.parse(readFileSync(join(root, "report.json"), "utf8")) as { outcome: { best_trial: { weights: { files: { path: string; bytes: number }[]; failure: unknown; seconds: number } } } };
     const weights = report.outcome.best_trial.weights;
     expect(weights.failure).toBeNull();
@@ -202,6 +203,35 @@ describe("the best trial's weights, from the runner into the run folder", () => 
     expect(python.status, python.stderr).toBe(0);
     const loaded = JSON.parse(python.stdout) as Record<string, unknown>;
     for (const f of files) expect(loaded[f]).toEqual({ params: 64 * 40_000 + 40_000 + 2 * 40_000 + 40_000 * 10 + 10, changed: true, logits: [2, 10] });
+
+    // The report's snippet, as a person runs it from the run folder, predicts what the run scored:
+    // seed 0's validation accuracy again from the raw digits of the runner's own split (the request's, as
+    // gpu-runner/request.ts fills it: subset 300, the default validation fraction), through the
+    // snippet's predict (the spec's standardisation, its class names). Fed unstandardised, as
+    // torchvision's ToTensor would give them, it scores otherwise without an error.
+    const snippet = unwrapped(markdown).split("```python\n")[1]!.split("  ```")[0]!.replace(/^ {2}/gm, "");
+    const check = `${snippet}
+sys.path.insert(0, ${JSON.stringify(join(import.meta.dirname, "..", "..", "gpu-runner", "python"))})
+import datasets
+spec_ds = {"name": "digits", "data_dir": "", "subset": 300, "val_fraction": 0.0, "split_seed": 0, "target_column": "",
+           "shape": [], "num_classes": 0, "difficulty": 0.0, "test_subset": 0, "task": "classification"}
+raw = datasets.load(spec_ds)
+val = datasets.split(raw, spec_ds).val
+x, y = torch.from_numpy(raw.x_train[val]), raw.y_train[val]
+names = predict(x)
+truth = [raw.class_names[i] for i in y]
+with torch.no_grad():
+    unscaled = model(x.float() / 255).argmax(1).tolist()
+print(json.dumps({"accuracy": sum(a == b for a, b in zip(names, truth)) / len(truth),
+                  "unstandardised": sum(int(a) == int(b) for a, b in zip(unscaled, y)) / len(truth)}))
+`;
+    const predicted = await run(DEFAULT_PYTHON, ["-c", check], { cwd: root, timeout: 60_000 });
+    expect(predicted.status, predicted.stderr).toBe(0);
+    const scores = JSON.parse(predicted.stdout) as { accuracy: number; unstandardised: number };
+    const seed0 = result.seedResults.find((r) => r.seed === 0)!;
+    // At most one near-tie apart: the run scored in batches of 256, the check in one.
+    expect(Math.abs(scores.accuracy - seed0.metrics.val_accuracy!)).toBeLessThanOrEqual(1 / seed0.valExamples + 1e-9);
+    expect(scores.unstandardised).not.toBe(scores.accuracy);
   });
 
   it("leaves no file behind when a stream is cut, and takes the weights from whichever runner has them", async () => {
