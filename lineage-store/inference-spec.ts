@@ -15,7 +15,7 @@ export function inferenceSpec(t: TrialState) {
   const r = t.evaluated?.result;
   if (!r || !r.inputShape.length) return undefined;
   return {
-    class_name: t.assembled?.className ?? "",
+    class_name: t.assembled?.className || t.assembled?.request?.model?.className || "",
     input: {
       shape: r.inputShape.map(Number),
       units: "the values of the dataset's files as float32 (an image's raw pixels, 0-255; a table's columns as read)",

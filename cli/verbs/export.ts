@@ -14,6 +14,9 @@ import { foldRun, runSoFar } from "../../swarm/run-state.js";
 import { args, EXIT, fail } from "../args.js";
 import { ensureExportPython, isUri, writableFolder, writeDocument } from "../export-writer.js";
 import { quietLogger, storedRuns } from "../workspace.js";
+import { INFERENCE_FILE } from "../../lineage-store/inference-spec.js";
+import { DEFAULT_PYTHON } from "../../core/config.js";
+import { spawnSync } from "node:child_process";
 
 /** How a person looks at what went to `where`. */
 const VIEW: Record<ExportFormat, (where: string) => string> = {
@@ -23,13 +26,35 @@ const VIEW: Record<ExportFormat, (where: string) => string> = {
   wandb: (where) => `wandb sync ${join(where, "wandb", "offline-run-*")}`,
 };
 
+/** Where a run's best model comes out as one file with its preprocessing inside (lineage-store/export_model.py). */
+const MODEL_EXPORTER = join(import.meta.dirname, "..", "..", "lineage-store", "export_model.py");
+
+/** `export RUN --format torchscript DIR`: the run's best model, its seeds' ensemble or one seed, for torch alone. */
+function exportModel(workspace: string, positionals: string[], format: string, seed: string | undefined, json: boolean): void {
+  if (format !== "torchscript") fail(`--format must be torchscript, got "${format}" (ONNX is not built yet)`);
+  if (positionals.length !== 2) fail("export --format torchscript needs a RUN id and a DIR");
+  const [runId, dest] = positionals as [string, string];
+  const runDir = join(resolve(workspace), "runs", runId);
+  if (!existsSync(join(runDir, INFERENCE_FILE))) fail(`${runId} has no ${INFERENCE_FILE} (a run finished before the runner reported its preprocessing, or with no best model)`);
+  if (seed !== undefined && !/^\d+$/.test(seed)) fail(`--seed must be a seed of the run's best trial, got "${seed}"`);
+  // The CLI's process does nothing else meanwhile: it waits for the one child.
+  const r = spawnSync(DEFAULT_PYTHON, [MODEL_EXPORTER, runDir, writableFolder(dest), ...(seed === undefined ? [] : ["--seed", seed])], { encoding: "utf8", timeout: 600_000 });
+  if (r.status !== 0) fail(`export to torchscript failed: ${(r.stderr.trim().split("\n").at(-1) ?? "").slice(0, 300)}`, EXIT.cannotRun);
+  const written = JSON.parse(r.stdout.trim().split("\n").at(-1)!) as { model: string; seeds: number; inference: string };
+  if (json) return void process.stdout.write(`${JSON.stringify({ format, ...written })}\n`);
+  process.stdout.write(`${runId}: ${written.seeds === 1 ? "one seed's model" : `the ensemble of ${written.seeds} seeds`} -> ${written.model}\nload with: torch.jit.load("${written.model}") (${written.inference} says what it takes and returns)\n`);
+}
+
 export default async function exportRuns(argv: string[]): Promise<void> {
   const { values: a, positionals } = args(argv, {
     to: { type: "string" },
     all: { type: "boolean" },
     project: { type: "string", default: "research-swarm" },
+    format: { type: "string" },
+    seed: { type: "string" },
   }, { positionals: ["RUN", "DIR"] });
-  const format = (a.to ?? fail(`export needs --to ${EXPORT_FORMATS.join("|")}`)) as ExportFormat;
+  if (a.format !== undefined) return exportModel(a.workspace, positionals, a.format, a.seed, !!a.json);
+  const format = (a.to ?? fail(`export needs --to ${EXPORT_FORMATS.join("|")} (or --format torchscript for the best model)`)) as ExportFormat;
   if (!EXPORT_FORMATS.includes(format)) fail(`--to must be one of ${EXPORT_FORMATS.join(", ")}, got "${a.to}"`);
   if (a.all ? positionals.length !== 1 : positionals.length !== 2) fail(a.all ? "export --all takes one DIR and no RUN" : "export needs a RUN id and a DIR (or --all DIR)");
   const runIds = a.all ? undefined : [positionals[0]!];

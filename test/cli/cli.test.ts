@@ -284,6 +284,8 @@ describe("research-agent", () => {
       [["query", "--similar"], "--similar needs a value (research-agent query --help lists its options)", 1],
       [["runs", "--json=yes"], "--json takes no value (research-agent runs --help lists its options)", 1],
       [["status", "--json"], "no swarm is running for this workspace (give --nats URL or --workspace DIR)", 2],
+      [["export", "r1", "--format", "onnx", "out"], '--format must be torchscript, got "onnx" (ONNX is not built yet)', 1],
+      [["export", "r1", "--format", "torchscript", "out"], "r1 has no src/models/inference.json (a run finished before the runner reported its preprocessing, or with no best model)", 1],
     ];
     // The workspace first: a flag with its value missing comes last.
     const ran = await Promise.all(cases.map(([[verb, ...rest]]) => run("research-agent", [verb!, "--workspace", workspace, ...rest])));

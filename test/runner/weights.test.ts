@@ -232,6 +232,38 @@ print(json.dumps({"accuracy": sum(a == b for a, b in zip(names, truth)) / len(tr
     // At most one near-tie apart: the run scored in batches of 256, the check in one.
     expect(Math.abs(scores.accuracy - seed0.metrics.val_accuracy!)).toBeLessThanOrEqual(1 / seed0.valExamples + 1e-9);
     expect(scores.unstandardised).not.toBe(scores.accuracy);
+
+    // The best model as one TorchScript file, its preprocessing inside: what seed 0's model scored,
+    // loaded by torch alone from raw digits; the ensemble of both seeds as a file too.
+    const exported = join(root, "exported");
+    for (const seedArgs of [["--seed", "0"], []]) {
+      const out = await run(DEFAULT_PYTHON, [join(import.meta.dirname, "..", "..", "lineage-store", "export_model.py"), root, join(exported, seedArgs.length ? "seed-0" : "ensemble"), ...seedArgs], { timeout: 120_000 });
+      expect(out.status, out.stderr).toBe(0);
+    }
+    const scripted = await run(DEFAULT_PYTHON, ["-c", `
+import json, sys, torch
+sys.path.insert(0, ${JSON.stringify(join(import.meta.dirname, "..", "..", "gpu-runner", "python"))})
+import datasets
+spec_ds = {"name": "digits", "data_dir": "", "subset": 300, "val_fraction": 0.0, "split_seed": 0, "target_column": "",
+           "shape": [], "num_classes": 0, "difficulty": 0.0, "test_subset": 0, "task": "classification"}
+raw = datasets.load(spec_ds)
+val = datasets.split(raw, spec_ds).val
+x, y = torch.from_numpy(raw.x_train[val]), torch.from_numpy(raw.y_train[val])
+out = {}
+for name in ("seed-0", "ensemble"):
+    model = torch.jit.load(f"exported/{name}/model.torchscript.pt")
+    probs = model(x)
+    out[name] = {"accuracy": (probs.argmax(1) == y).float().mean().item(), "sums": probs.sum(1).sub(1).abs().max().item(),
+                 "classes": json.load(open(f"exported/{name}/inference.json"))["output"]["classes"]}
+print(json.dumps(out))
+`], { cwd: root, timeout: 60_000 });
+    expect(scripted.status, scripted.stderr).toBe(0);
+    const models = JSON.parse(scripted.stdout) as Record<string, { accuracy: number; sums: number; classes: string[] }>;
+    expect(Math.abs(models["seed-0"]!.accuracy - seed0.metrics.val_accuracy!)).toBeLessThanOrEqual(1 / seed0.valExamples + 1e-9);
+    for (const m of Object.values(models)) {
+      expect(m.sums).toBeLessThan(1e-5); // probabilities
+      expect(m.classes).toEqual(result.classNames);
+    }
   });
 
   it("leaves no file behind when a stream is cut, and takes the weights from whichever runner has them", async () => {
