@@ -131,7 +131,7 @@ type Section = keyof typeof SECTIONS;
  * help lists its own, the global help all of them. The same numbers as args.ts EXIT.
  */
 const EXITS: { code: string; text: string; verbs?: readonly string[] }[] = [
-  { code: "0", text: "done", verbs: ["runs", "watch", "query", "report", "export", "status", "pause", "resume", "stop", "cancel", "propose", "research", "secrets", "ui", "serve"] },
+  { code: "0", text: "done", verbs: ["runs", "watch", "query", "report", "export", "predict", "status", "pause", "resume", "stop", "cancel", "propose", "research", "secrets", "ui", "serve"] },
   { code: "0", text: "the goal met, or a run with no target completed (it found a best model)", verbs: ["launch", "ablation"] },
   { code: "1", text: "bad input, said in one line before anything starts or is written: a flag or argument,\n       the goal, a data file, a --from model that does not parse, build or fit the data" },
   { code: "2", text: "cannot run: no swarm for the workspace, a swarm or writer that failed (said in one line)" },
@@ -139,7 +139,7 @@ const EXITS: { code: string; text: string; verbs?: readonly string[] }[] = [
   { code: "130, 143", text: "stopped by SIGINT or SIGTERM: the report so far is written, marked interrupted,\n       every process stopped, and launch --resume RUN goes on from there (a second signal stops at once)", verbs: ["launch"] },
   { code: "130, 143", text: "stopped by SIGINT or SIGTERM: the runs going are interrupted, their reports so far written", verbs: ["serve"] },
 ];
-const NO_JSON = ["watch", "ui", "serve"];
+const NO_JSON = ["watch", "ui", "serve", "predict"];
 
 /** The exit statuses of `verb` (undefined: every verb's), and what --json gives. */
 function exitStatus(verb?: string): string {
@@ -175,6 +175,10 @@ export const VERBS = {
   research-agent export RUN --to tensorboard|mlflow|wandb DIR [--workspace DIR] [--project NAME]
   research-agent export --all --to tensorboard|mlflow|wandb DIR   every run of the workspace`,
     sections: ["export options"],
+  },
+  predict: {
+    usage: `  research-agent predict RUN INPUT [--seed N] [--out FILE.csv]   the best model on new raw inputs (.npz, .csv, IDX),
+                 fed as the run fed its data; CSV of index, prediction (and its probability)`,
   },
   status: { usage: "  research-agent status [--json] [--workspace DIR | --nats URL]   live runs and their trials, runners and slots, agents" },
   pause: { usage: "  research-agent pause RUN [--reason TEXT]          start nothing new; trials in flight go on (the budget still runs)" },

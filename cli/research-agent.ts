@@ -19,6 +19,7 @@ const commands: Record<Verb, () => Promise<Command>> = {
   query: async () => (await import("./verbs/query.js")).default,
   report: async () => (await import("./verbs/report.js")).default,
   export: async () => (await import("./verbs/export.js")).default,
+  predict: async () => (await import("./verbs/predict.js")).default,
   status: async () => (await import("./verbs/status.js")).default,
   research: async () => (await import("./verbs/research.js")).default,
   ablation: async () => (await import("./verbs/ablation.js")).default,

@@ -47,30 +47,31 @@ class Exported(nn.Module):
         return torch.stack([self.one(m, z) for m in self.models]).mean(0)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("run_dir")
-    ap.add_argument("out_dir")
-    ap.add_argument("--seed", type=int, default=None, help="one seed's model (default: the ensemble of every seed's)")
-    args = ap.parse_args()
-    models_dir = os.path.join(args.run_dir, "src", "models")
-    with open(os.path.join(models_dir, "inference.json")) as f:
+def load_spec(run_dir):
+    """The run's inference spec and its best trial's weights as the report lists them."""
+    with open(os.path.join(run_dir, "src", "models", "inference.json")) as f:
         spec = json.load(f)
-    with open(os.path.join(args.run_dir, "report.json")) as f:
+    with open(os.path.join(run_dir, "report.json")) as f:
         weights = json.load(f)["outcome"]["best_trial"]["weights"]
+    return spec, weights
+
+
+def build(run_dir, seed=None):
+    """The run's best model as an Exported module (every seed's, or `seed`'s), and its spec."""
+    spec, weights = load_spec(run_dir)
     files = [w["path"] for w in weights["files"]]
-    if args.seed is not None:
-        files = [p for p in files if p.endswith(f"_seed-{args.seed}.pt")]
+    if seed is not None:
+        files = [p for p in files if p.endswith(f"_seed-{seed}.pt")]
         if not files:
-            sys.exit(f"export: no weights of seed {args.seed} in {args.run_dir}")
-    load = importlib.util.spec_from_file_location("current_model", os.path.join(models_dir, "current_model.py"))
+            sys.exit(f"export: no weights of seed {seed} in {run_dir}")
+    load = importlib.util.spec_from_file_location("current_model", os.path.join(run_dir, "src", "models", "current_model.py"))
     module = importlib.util.module_from_spec(load)
     load.loader.exec_module(module)
     cls = getattr(module, spec["class_name"])
     models = []
     for path in files:
         model = cls(**weights["init_kwargs"])
-        model.load_state_dict(torch.load(os.path.join(args.run_dir, path), map_location="cpu"))
+        model.load_state_dict(torch.load(os.path.join(run_dir, path), map_location="cpu"))
         models.append(model.eval())
     shape = spec["input"]["shape"]
     stats = spec["input"]["standardise"]
@@ -80,8 +81,20 @@ def main():
     classify = "classes" in spec["output"]
     exported = Exported(models, mean, std, spec["test_time_flip_averaging"], classify,
                         0.0 if classify else spec["output"]["mean"], 1.0 if classify else spec["output"]["std"]).eval()
+    return exported, spec, files
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("run_dir")
+    ap.add_argument("out_dir")
+    ap.add_argument("--seed", type=int, default=None, help="one seed's model (default: the ensemble of every seed's)")
+    args = ap.parse_args()
+    exported, spec, files = build(args.run_dir, args.seed)
+    stats = spec["input"]["standardise"]
+    classify = "classes" in spec["output"]
     # Token ids (no standardisation) go in as integers; everything else as the files' values.
-    example = torch.zeros([2, *shape], dtype=torch.float32 if stats else torch.long)
+    example = torch.zeros([2, *spec["input"]["shape"]], dtype=torch.float32 if stats else torch.long)
     with torch.no_grad():
         traced = torch.jit.trace(exported, example)
     os.makedirs(args.out_dir, exist_ok=True)

@@ -112,7 +112,7 @@ describe("quick-evaluator", () => {
   });
 });
 
-const VERBS: Verb[] = ["launch", "runs", "watch", "query", "report", "export", "status", "pause", "resume", "stop", "cancel", "propose", "research", "ablation", "secrets", "ui", "serve"];
+const VERBS: Verb[] = ["launch", "runs", "watch", "query", "report", "export", "predict", "status", "pause", "resume", "stop", "cancel", "propose", "research", "ablation", "secrets", "ui", "serve"];
 
 describe("research-agent", () => {
   it("explains a goal it cannot understand", async () => {
@@ -286,6 +286,8 @@ describe("research-agent", () => {
       [["status", "--json"], "no swarm is running for this workspace (give --nats URL or --workspace DIR)", 2],
       [["export", "r1", "--format", "onnx", "out"], '--format must be torchscript, got "onnx" (ONNX is not built yet)', 1],
       [["export", "r1", "--format", "torchscript", "out"], "r1 has no src/models/inference.json (a run finished before the runner reported its preprocessing, or with no best model)", 1],
+      [["predict", "r1"], "predict needs a RUN id and an INPUT file (.npz, .csv or IDX)", 1],
+      [["predict", "r1", "x.npz", "--json"], "predict has no --json: it writes CSV, one example a row", 1],
     ];
     // The workspace first: a flag with its value missing comes last.
     const ran = await Promise.all(cases.map(([[verb, ...rest]]) => run("research-agent", [verb!, "--workspace", workspace, ...rest])));

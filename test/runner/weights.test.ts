@@ -264,6 +264,31 @@ print(json.dumps(out))
       expect(m.sums).toBeLessThan(1e-5); // probabilities
       expect(m.classes).toEqual(result.classNames);
     }
+
+    // predict: the same raw digits as an .npz and as a CSV of flattened rows, seed 0's model.
+    const inputs = await run(DEFAULT_PYTHON, ["-c", `
+import sys, numpy as np
+sys.path.insert(0, ${JSON.stringify(join(import.meta.dirname, "..", "..", "gpu-runner", "python"))})
+import datasets
+spec_ds = {"name": "digits", "data_dir": "", "subset": 300, "val_fraction": 0.0, "split_seed": 0, "target_column": "",
+           "shape": [], "num_classes": 0, "difficulty": 0.0, "test_subset": 0, "task": "classification"}
+raw = datasets.load(spec_ds)
+val = datasets.split(raw, spec_ds).val
+np.savez("val.npz", x=raw.x_train[val])
+np.savetxt("val.csv", raw.x_train[val].reshape(len(val), -1), fmt="%d", delimiter=",", header=",".join(f"p{i}" for i in range(64)), comments="")
+print(",".join(raw.class_names[i] for i in raw.y_train[val]))
+`], { cwd: root, timeout: 60_000 });
+    expect(inputs.status, inputs.stderr).toBe(0);
+    const truth = inputs.stdout.trim().split(",");
+    for (const file of ["val.npz", "val.csv"]) {
+      const predicted = await run(DEFAULT_PYTHON, [join(import.meta.dirname, "..", "..", "lineage-store", "predict_model.py"), root, join(root, file), "--seed", "0"], { timeout: 60_000 });
+      expect(predicted.status, predicted.stderr).toBe(0);
+      const [header, ...rows] = predicted.stdout.trim().split("\n");
+      expect(header).toBe("index,prediction,probability");
+      const names = rows.map((r) => r.split(",")[1]);
+      const accuracy = names.filter((n, i) => n === truth[i]).length / truth.length;
+      expect(Math.abs(accuracy - seed0.metrics.val_accuracy!), file).toBeLessThanOrEqual(1 / seed0.valExamples + 1e-9);
+    }
   });
 
   it("leaves no file behind when a stream is cut, and takes the weights from whichever runner has them", async () => {

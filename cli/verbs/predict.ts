@@ -1,0 +1,29 @@
+/**
+ * predict: a finished run's best model on new inputs, fed as the run fed its data (its
+ * standardisation, its seeds' ensemble, flip averaging): lineage-store/predict_model.py in the
+ * runner's Python prints or writes CSV, one example a row.
+ */
+import { spawnSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { DEFAULT_PYTHON } from "../../core/config.js";
+import { INFERENCE_FILE } from "../../lineage-store/inference-spec.js";
+import { args, EXIT, fail } from "../args.js";
+
+const PREDICTOR = join(import.meta.dirname, "..", "..", "lineage-store", "predict_model.py");
+
+export default async function predict(argv: string[]): Promise<void> {
+  const { values: a, positionals } = args(argv, { seed: { type: "string" }, out: { type: "string" } }, { positionals: ["RUN", "INPUT"], noJson: "it writes CSV, one example a row" });
+  if (positionals.length !== 2) fail("predict needs a RUN id and an INPUT file (.npz, .csv or IDX)");
+  const [runId, input] = positionals as [string, string];
+  const runDir = join(resolve(a.workspace), "runs", runId);
+  if (!existsSync(join(runDir, INFERENCE_FILE))) fail(`${runId} has no ${INFERENCE_FILE} (a run finished before the runner reported its preprocessing, or with no best model)`);
+  if (!existsSync(input)) fail(`no file ${input}`);
+  if (a.seed !== undefined && !/^\d+$/.test(a.seed)) fail(`--seed must be a seed of the run's best trial, got "${a.seed}"`);
+  const extra = [...(a.seed === undefined ? [] : ["--seed", a.seed]), ...(a.out ? ["--out", resolve(a.out)] : [])];
+  const r = spawnSync(DEFAULT_PYTHON, [PREDICTOR, runDir, resolve(input), ...extra], { encoding: "utf8", stdio: ["ignore", "inherit", "pipe"], timeout: 3_600_000 });
+  if (r.status !== 0) {
+    const last = (r.stderr ?? "").trim().split("\n").at(-1) ?? "";
+    fail(last.startsWith("predict: ") ? last.slice("predict: ".length) : `predict failed: ${last.slice(0, 300)}`, last.startsWith("predict: ") ? EXIT.badInput : EXIT.cannotRun);
+  }
+}

@@ -1,0 +1,103 @@
+"""Predictions of a finished run's best model on new inputs, fed as the run fed its data
+(export_model.build: its standardisation, its seeds' ensemble or one seed, flip averaging):
+
+    python3 predict_model.py RUN_DIR INPUT [--seed N] [--out FILE.csv]
+
+INPUT holds raw examples in the units of the run's dataset files (an image's pixels 0-255): an
+.npz (its array "x", else its first), a CSV of numbers (a header line is skipped; one example a
+row, flattened), or an IDX file as MNIST ships them (optionally gzipped). Each example has the
+model's input shape or its flattened size. Writes CSV: index, prediction and, for classes, the
+probability of the predicted one; a problem with the input is one line on stderr, exit 1.
+Run by `research-agent predict RUN INPUT`.
+"""
+
+import argparse
+import csv
+import gzip
+import math
+import os
+import struct
+import sys
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from export_model import build  # noqa: E402
+
+BATCH = 512
+
+
+def refuse(message):
+    print(f"predict: {message}", file=sys.stderr)
+    sys.exit(1)
+
+
+def read_idx(path):
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rb") as f:
+        data = f.read()
+    zero, kind, dims = struct.unpack(">HBB", data[:4])
+    if zero != 0 or kind != 0x08:
+        refuse(f"{path} is not an IDX file of unsigned bytes")
+    shape = struct.unpack(f">{dims}I", data[4:4 + 4 * dims])
+    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * dims).reshape(shape)
+
+
+def read_input(path):
+    if not os.path.isfile(path):
+        refuse(f"no file {path}")
+    if path.endswith(".npz"):
+        with np.load(path) as arrays:
+            return arrays["x"] if "x" in arrays.files else arrays[arrays.files[0]]
+    if path.endswith(".csv"):
+        with open(path, newline="") as f:
+            rows = [r for r in csv.reader(f) if r]
+        try:
+            float(rows[0][0])
+        except (ValueError, IndexError):
+            rows = rows[1:]  # a header
+        try:
+            return np.array([[float(v) for v in r] for r in rows], dtype=np.float32)
+        except ValueError as exc:
+            refuse(f"{path}: not all numbers ({exc})")
+    if "idx" in os.path.basename(path) or "ubyte" in os.path.basename(path):
+        return read_idx(path)
+    refuse(f"{path}: give an .npz, a .csv or an IDX file")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("run_dir")
+    ap.add_argument("input")
+    ap.add_argument("--seed", type=int, default=None)
+    ap.add_argument("--out", default="")
+    args = ap.parse_args()
+    x = read_input(args.input)
+    model, spec, _ = build(args.run_dir, args.seed)
+    shape = spec["input"]["shape"]
+    if x.ndim >= 1 and list(x.shape[1:]) != shape:
+        if x.ndim != 2 or x.shape[1] != math.prod(shape):
+            refuse(f"{args.input}: examples of shape {list(x.shape[1:])}, the model takes {shape} (or {math.prod(shape)} values flattened)")
+        x = x.reshape(len(x), *shape)
+    tokens = spec["input"]["standardise"] is None
+    inputs = torch.from_numpy(np.ascontiguousarray(x)).to(torch.long if tokens else torch.float32)
+    classes = spec["output"].get("classes")
+    out = open(args.out, "w", newline="") if args.out else sys.stdout
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["index", "prediction", "probability"] if classes else ["index", "prediction"])
+    with torch.no_grad():
+        for start in range(0, len(inputs), BATCH):
+            scores = model(inputs[start:start + BATCH])
+            for i, row in enumerate(scores):
+                if classes:
+                    p, k = row.max(0)
+                    writer.writerow([start + i, classes[int(k)], f"{float(p):.4f}"])
+                else:
+                    writer.writerow([start + i, f"{float(row.reshape(-1)[0]):.6g}"])
+    if args.out:
+        out.close()
+
+
+if __name__ == "__main__":
+    main()
