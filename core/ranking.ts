@@ -83,15 +83,17 @@ export type HypothesisOutcome = "supported" | "refuted" | "inconclusive";
  * from the two trials' own intervals as independent estimates (half-width sqrt(a^2 + b^2), each a
  * seed spread and the validation set's sampling error). Supported when the whole interval is a
  * gain, refuted when it is a loss, inconclusive otherwise; `change` is a utility (+ is better).
+ * `detectable` is the interval's half-width: the smallest change the two trials could resolve
+ * (a one-seed probe on 1,000 examples resolves about 2.5 pp, nothing finer).
  */
 export function hypothesisOutcome(
   child: { mean: number; ci95: readonly number[] },
   parent: { mean: number; ci95: readonly number[] },
   o: Objective = ACCURACY,
-): { outcome: HypothesisOutcome; change: number; ci95: [number, number] } {
+): { outcome: HypothesisOutcome; change: number; ci95: [number, number]; detectable: number } {
   const half = (s: { ci95: readonly number[] }) => (s.ci95.length === 2 ? (s.ci95[1]! - s.ci95[0]!) / 2 : 0);
   const change = utility(o, child.mean) - utility(o, parent.mean);
   const h = Math.hypot(half(child), half(parent));
   const ci95: [number, number] = [change - h, change + h];
-  return { outcome: ci95[0] > 0 ? "supported" : ci95[1] < 0 ? "refuted" : "inconclusive", change, ci95 };
+  return { outcome: ci95[0] > 0 ? "supported" : ci95[1] < 0 ? "refuted" : "inconclusive", change, ci95, detectable: h };
 }

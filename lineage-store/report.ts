@@ -83,6 +83,11 @@ function cell(text: string): string {
   return inline(text).replace(/\|/g, "\\|");
 }
 
+/** A hypothesis's outcome in the trials table: the change, and the smallest change the trials could resolve. */
+function heldText(h: { outcome: string; change: number; detectable: number }, o: Objective): string {
+  return `${h.outcome} (${formatChange(o, h.change)}; ±${formatChange(o, h.detectable).replace(/^\+/, "")})`;
+}
+
 /** Text cut to `max` characters at a word's end (a word longer than that is cut where it must be). */
 function short(text: string, max = 64): string {
   const t = text.replace(/\s+/g, " ").trim();
@@ -188,13 +193,13 @@ function trialRow(state: RunState, t: TrialState, position: number) {
  * parent, both evaluated at the same training examples and epochs. None for a promotion, a
  * trial without an evaluated parent, or one trained at another fidelity than its parent.
  */
-function outcomeOf(state: RunState, t: TrialState): { outcome: HypothesisOutcome; parent_id: string; change: number; ci_95: [number, number] } | null {
+function outcomeOf(state: RunState, t: TrialState): { outcome: HypothesisOutcome; parent_id: string; change: number; ci_95: [number, number]; detectable: number } | null {
   const parent = state.trials.get(t.proposed?.parentIds[0] ?? "");
   const [own, theirs] = [valMetricOf(t), parent && valMetricOf(parent)];
   if (isPromotion(t) || !parent || !own || !theirs || !t.train || !parent.train) return null;
   if (t.train.subset !== parent.train.subset || t.train.epochs !== parent.train.epochs) return null;
   const h = hypothesisOutcome(own, theirs, t.objective);
-  return { outcome: h.outcome, parent_id: parent.id, change: h.change, ci_95: h.ci95 };
+  return { outcome: h.outcome, parent_id: parent.id, change: h.change, ci_95: h.ci95, detectable: h.detectable };
 }
 
 /** What a trial is, for people: "vgg-cnn, 170,218 parameters, adam lr 0.002, cosine schedule, batch 128, 2 epochs on 12,000 examples". */
@@ -857,7 +862,7 @@ function markdownOf(state: RunState, finished: RunFinished, j: Report["json"]): 
         r.params !== null ? int(r.params) : "—",
         meanPlusMinus(r.val_accuracy, o),
         r.num_seeds ? `${r.num_seeds} x ${r.val_examples ? int(r.val_examples) : "?"}` : "—",
-        r.promotion ? "promotion" : r.hypothesis_outcome ? `${r.hypothesis_outcome.outcome} (${formatChange(o, r.hypothesis_outcome.change)})` : "—",
+        r.promotion ? "promotion" : r.hypothesis_outcome ? heldText(r.hypothesis_outcome, o) : "—",
         // A trial that failed (cancelled at the run's end) is never judged: its failure says why.
         r.verdict ?? (r.failure_label ? "—" : "pending"),
         r.failure_label ?? "",
@@ -865,7 +870,7 @@ function markdownOf(state: RunState, finished: RunFinished, j: Report["json"]): 
       ]),
     ),
     "",
-    `"held?" is whether the trial's hypothesis held (core/ranking.ts): the change of its validation mean from its first parent trained at the same examples and epochs, with a 95% interval from the two trials' intervals; supported when the interval is all gain, refuted when all loss, else inconclusive; a promotion trains the same config on more data, epochs or seeds and tests no hypothesis. "verdict" is the judge's: accept means the trial ran and its score counts towards the best, whether or not its change helped.`,
+    `"held?" is whether the trial's hypothesis held (core/ranking.ts): the change of its validation mean from its first parent trained at the same examples and epochs, with a 95% interval from the two trials' intervals; supported when the interval is all gain, refuted when all loss, else inconclusive; after ± the smallest change the two trials could resolve (the interval's half-width), so an inconclusive edit smaller than it is one the trials were too small to see; a promotion trains the same config on more data, epochs or seeds and tests no hypothesis. "verdict" is the judge's: accept means the trial ran and its score counts towards the best, whether or not its change helped.`,
     "",
   );
 

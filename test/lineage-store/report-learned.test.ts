@@ -40,11 +40,15 @@ describe("a report says what was learned", () => {
       const parent = open.state.trials.get(child.proposed!.parentIds[0]!)!;
       expect(child.train!.subset).toBe(parent.train!.subset);
       const again = hypothesisOutcome(valMetricOf(child)!, valMetricOf(parent)!);
-      expect(r.hypothesis_outcome).toEqual({ outcome: again.outcome, parent_id: parent.id, change: again.change, ci_95: again.ci95 });
+      expect(r.hypothesis_outcome).toEqual({ outcome: again.outcome, parent_id: parent.id, change: again.change, ci_95: again.ci95, detectable: again.detectable });
+      // The smallest change the two could resolve: the interval's half-width.
+      expect(again.detectable).toBeCloseTo((again.ci95[1] - again.ci95[0]) / 2, 12);
     }
-    // One-seed probes on 1,000 validation examples: changes of a point or two are within the noise.
+    // One-seed probes on 1,000 validation examples: changes of a point or two are within the noise,
+    // and the report says how large a change those trials could have seen (about 2.5-3 pp).
     expect(judged.every((r) => r.hypothesis_outcome!.outcome === "inconclusive")).toBe(true);
-    expect(unwrapped(open.markdown)).toMatch(/\| inconclusive \(\+2\.00 pp\) \| accept \|/);
+    expect(judged.every((r) => r.hypothesis_outcome!.detectable > 0.02 && r.hypothesis_outcome!.detectable < 0.04)).toBe(true);
+    expect(unwrapped(open.markdown)).toMatch(/\| inconclusive \(\+2\.00 pp; ±[23]\.\d\d pp\) \| accept \|/);
     expect(unwrapped(open.markdown)).toContain("| promotion | accept |");
   });
 
