@@ -13,17 +13,17 @@ Run by `research-agent predict RUN INPUT`.
 
 import argparse
 import csv
-import gzip
 import math
 import os
-import struct
 import sys
 
 import numpy as np
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [HERE, os.path.join(HERE, "..", "gpu-runner", "python")]
 from export_model import build  # noqa: E402
+from tasks.images import read_idx  # noqa: E402  (the runner's own reader of MNIST's files)
 
 BATCH = 512
 
@@ -31,17 +31,6 @@ BATCH = 512
 def refuse(message):
     print(f"predict: {message}", file=sys.stderr)
     sys.exit(1)
-
-
-def read_idx(path):
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rb") as f:
-        data = f.read()
-    zero, kind, dims = struct.unpack(">HBB", data[:4])
-    if zero != 0 or kind != 0x08:
-        refuse(f"{path} is not an IDX file of unsigned bytes")
-    shape = struct.unpack(f">{dims}I", data[4:4 + 4 * dims])
-    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * dims).reshape(shape)
 
 
 def read_input(path):
@@ -62,7 +51,10 @@ def read_input(path):
         except ValueError as exc:
             refuse(f"{path}: not all numbers ({exc})")
     if "idx" in os.path.basename(path) or "ubyte" in os.path.basename(path):
-        return read_idx(path)
+        try:
+            return read_idx(path)
+        except Exception as exc:  # the runner's loader says what is wrong with the file
+            refuse(str(exc))
     refuse(f"{path}: give an .npz, a .csv or an IDX file")
 
 

@@ -100,6 +100,19 @@ class WideNet(nn.Module):
 
 // Loads every seed's file the way the report says, into the class of the exported code, and
 // checks it is trained: no parameter equals a fresh model's.
+/**
+ * Python that reads the raw digits of the validation split the request's evaluation scored (as
+ * gpu-runner/request.ts fills its spec: subset 300, the default validation fraction) into
+ * `raw` and `val`, through the runner's own loader.
+ */
+const DIGITS_VAL = `import sys
+sys.path.insert(0, ${JSON.stringify(join(import.meta.dirname, "..", "..", "gpu-runner", "python"))})
+import datasets
+spec_ds = {"name": "digits", "data_dir": "", "subset": 300, "val_fraction": 0.0, "split_seed": 0, "target_column": "",
+           "shape": [], "num_classes": 0, "difficulty": 0.0, "test_subset": 0, "task": "classification"}
+raw = datasets.load(spec_ds)
+val = datasets.split(raw, spec_ds).val`;
+
 const LOAD = `
 import json, sys, torch
 sys.path.insert(0, "src/models")
@@ -205,18 +218,12 @@ describe("the best trial's weights, from the runner into the run folder", () => 
     for (const f of files) expect(loaded[f]).toEqual({ params: 64 * 40_000 + 40_000 + 2 * 40_000 + 40_000 * 10 + 10, changed: true, logits: [2, 10] });
 
     // The report's snippet, as a person runs it from the run folder, predicts what the run scored:
-    // seed 0's validation accuracy again from the raw digits of the runner's own split (the request's, as
-    // gpu-runner/request.ts fills it: subset 300, the default validation fraction), through the
-    // snippet's predict (the spec's standardisation, its class names). Fed unstandardised, as
+    // seed 0's validation accuracy again from the raw digits of the runner's own split (DIGITS_VAL),
+    // through the snippet's predict (the spec's standardisation, its class names). Fed unstandardised, as
     // torchvision's ToTensor would give them, it scores otherwise without an error.
     const snippet = unwrapped(markdown).split("```python\n")[1]!.split("  ```")[0]!.replace(/^ {2}/gm, "");
     const check = `${snippet}
-sys.path.insert(0, ${JSON.stringify(join(import.meta.dirname, "..", "..", "gpu-runner", "python"))})
-import datasets
-spec_ds = {"name": "digits", "data_dir": "", "subset": 300, "val_fraction": 0.0, "split_seed": 0, "target_column": "",
-           "shape": [], "num_classes": 0, "difficulty": 0.0, "test_subset": 0, "task": "classification"}
-raw = datasets.load(spec_ds)
-val = datasets.split(raw, spec_ds).val
+${DIGITS_VAL}
 x, y = torch.from_numpy(raw.x_train[val]), raw.y_train[val]
 names = predict(x)
 truth = [raw.class_names[i] for i in y]
@@ -242,12 +249,7 @@ print(json.dumps({"accuracy": sum(a == b for a, b in zip(names, truth)) / len(tr
     }
     const scripted = await run(DEFAULT_PYTHON, ["-c", `
 import json, sys, torch
-sys.path.insert(0, ${JSON.stringify(join(import.meta.dirname, "..", "..", "gpu-runner", "python"))})
-import datasets
-spec_ds = {"name": "digits", "data_dir": "", "subset": 300, "val_fraction": 0.0, "split_seed": 0, "target_column": "",
-           "shape": [], "num_classes": 0, "difficulty": 0.0, "test_subset": 0, "task": "classification"}
-raw = datasets.load(spec_ds)
-val = datasets.split(raw, spec_ds).val
+${DIGITS_VAL}
 x, y = torch.from_numpy(raw.x_train[val]), torch.from_numpy(raw.y_train[val])
 out = {}
 for name in ("seed-0", "ensemble"):
@@ -268,12 +270,7 @@ print(json.dumps(out))
     // predict: the same raw digits as an .npz and as a CSV of flattened rows, seed 0's model.
     const inputs = await run(DEFAULT_PYTHON, ["-c", `
 import sys, numpy as np
-sys.path.insert(0, ${JSON.stringify(join(import.meta.dirname, "..", "..", "gpu-runner", "python"))})
-import datasets
-spec_ds = {"name": "digits", "data_dir": "", "subset": 300, "val_fraction": 0.0, "split_seed": 0, "target_column": "",
-           "shape": [], "num_classes": 0, "difficulty": 0.0, "test_subset": 0, "task": "classification"}
-raw = datasets.load(spec_ds)
-val = datasets.split(raw, spec_ds).val
+${DIGITS_VAL}
 np.savez("val.npz", x=raw.x_train[val])
 np.savetxt("val.csv", raw.x_train[val].reshape(len(val), -1), fmt="%d", delimiter=",", header=",".join(f"p{i}" for i in range(64)), comments="")
 print(",".join(raw.class_names[i] for i in raw.y_train[val]))

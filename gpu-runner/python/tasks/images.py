@@ -34,7 +34,8 @@ def _data_dir(spec, default_name, what):
 
 # --- IDX (MNIST, Fashion-MNIST) --------------------------------------------------------
 
-def _read_idx(path):
+def read_idx(path):
+    """An IDX file of unsigned bytes (optionally gzipped), as MNIST ships them; lineage-store/predict_model.py reads its inputs with it too."""
     opener = gzip.open if path.endswith(".gz") else open
     with opener(path, "rb") as f:
         data = f.read()
@@ -58,7 +59,7 @@ def _idx_dataset(spec, class_names):
             names = [f"{prefix}-{kind}-idx{ndim}-ubyte{ext}" for ext in (".gz", "")] + \
                     [f"{prefix}-{kind}.idx{ndim}-ubyte"]
             path = _find(directory, names, spec["name"], what)
-            array = _read_idx(path)
+            array = read_idx(path)
             if array.ndim != ndim:
                 raise _invalid(f"{path}: expected {ndim} dimensions, found {array.ndim}")
             arrays[part, kind] = array
