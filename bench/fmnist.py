@@ -4,6 +4,7 @@
 (val_fraction 0.1, split_seed 0, the official 10k test set), as tensors on one device,
 standardised as the runner's trainer does."""
 
+import json
 import math
 import os
 import sys
@@ -65,3 +66,12 @@ def binomial_ci95(accuracy, n):
     """One model's accuracy on n examples: the binomial sampling error only."""
     half = 1.959964 * math.sqrt(accuracy * (1 - accuracy) / n)
     return [accuracy - half, accuracy + half]
+
+
+def write_result(path, result, long_keys):
+    """A peer's result: the whole of it as one JSON line in `path`, and without its long lists
+    (`long_keys`) on stdout."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as f:
+        f.write(json.dumps(result) + "\n")
+    print(json.dumps({k: v for k, v in result.items() if k not in long_keys}), flush=True)

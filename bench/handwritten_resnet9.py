@@ -10,8 +10,8 @@ where the device computes bf16 natively; predictions averaged with the flipped i
 evaluation. It trains on the runner's training split (bench/fmnist.py: the swarm's own split, as
 Optuna's peer has), validates on its validation split and is evaluated once on the test split.
 
-The budget covers everything, start-up and the evaluations included: training stops `--reserve-s`
-before it, and the schedule runs on time (its progress is the elapsed share of the training's
+The budget covers everything, start-up and the evaluations included: training stops before it by
+the evaluations' predicted time and `--reserve-s`, and the schedule runs on time (its progress is the elapsed share of the training's
 seconds), so the cycle ends when the time does, whatever the device's speed. The net is as wide
 as the budget affords, as a user sizes a model to the time they have: the widest stem of 16, 24,
 32, 48 or 64 channels (64: Page's 6.6M parameters here) that trains at least MIN_EPOCHS epochs, its
@@ -29,13 +29,12 @@ import time
 T0 = time.monotonic()
 
 import argparse  # noqa: E402
-import json  # noqa: E402
 import os  # noqa: E402
 
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 
-from fmnist import Data, binomial_ci95  # noqa: E402  (the runner's loader and split, as tensors)
+from fmnist import Data, binomial_ci95, write_result  # noqa: E402  (the runner's loader and split, as tensors)
 from machine import fingerprint  # noqa: E402
 import accel  # noqa: E402  (the runner's test of native bf16; on the path fmnist.py sets)
 import augment  # noqa: E402  (the runner's flip / crop / cutout)
@@ -135,7 +134,7 @@ def main():
     ap.add_argument("--width", type=int, default=0, help="stem channels (default: the widest the budget affords)")
     ap.add_argument("--batch-size", type=int, default=0, help="default: 512 on a GPU, 128 on a CPU")
     ap.add_argument("--cutout", type=int, default=0, help="side of a square cut out of each training image; 0: none")
-    ap.add_argument("--reserve-s", type=float, default=15, help="seconds kept back for the evaluations and the result")
+    ap.add_argument("--reserve-s", type=float, default=10, help="seconds kept back for the result, besides the evaluations' predicted time")
     ap.add_argument("--data-dir", default="", help="Fashion-MNIST's idx files (default: where the runner's loader looks)")
     ap.add_argument("--no-amp", action="store_true", help="train in fp32 even where the device computes bf16 natively")
     ap.add_argument("--out", required=True)
@@ -150,9 +149,11 @@ def main():
 
     data = Data(device, args.data_dir)
     loaded_s = elapsed()
-    width, probe_epoch_s = args.width, None
-    if not width:
-        width, probe_epoch_s = affordable_width(data, batch, amp, args.budget_s - args.reserve_s - elapsed())
+    width, probe_epoch_s = affordable_width(data, batch, amp, args.budget_s - args.reserve_s - elapsed())
+    width = args.width or width
+    # The evaluations after training: validation and test, each image and its mirror, a forward
+    # pass about a third of a training step's cost per example.
+    eval_s = probe_epoch_s * (width / WIDTHS[0]) ** 2 * 2 * (len(data.val) + len(data.test)) / len(data.train) / 3
     torch.manual_seed(args.seed)
     model = ResNet9(width).to(device, memory_format=torch.channels_last)
     params = sum(p.numel() for p in model.parameters())
@@ -163,7 +164,7 @@ def main():
     steps = n // batch + (1 if n % batch > 1 else 0)  # no final batch of one (batch norm)
 
     train_start = elapsed()
-    train_s = args.budget_s - args.reserve_s - train_start
+    train_s = args.budget_s - args.reserve_s - eval_s - train_start
     epochs, curve, done = 0, [], False
     while not done:
         model.train()
@@ -197,17 +198,14 @@ def main():
         "method": "handwritten-resnet9", "seed": args.seed, "budget_s": args.budget_s,
         "val_accuracy": val_accuracy, "test_accuracy": test_accuracy,
         "test_ci95": binomial_ci95(test_accuracy, len(data.test)),
-        "width": width, "probe_epoch_s_at_16": probe_epoch_s and round(probe_epoch_s, 2), "params": params, "batch_size": batch, "peak_lr": peak, "cutout": args.cutout,
+        "width": width, "probe_epoch_s_at_16": round(probe_epoch_s, 2), "eval_reserve_s": round(eval_s, 1), "params": params, "batch_size": batch, "peak_lr": peak, "cutout": args.cutout,
         "epochs_completed": epochs, "epoch_fraction": round(epochs + (step / steps if done else 0), 3),
         "train_s": round(trained_s, 1), "data_load_s": round(loaded_s, 1), "seconds": round(elapsed(), 1),
         "n_train": n, "n_val": len(data.val), "n_test": len(data.test),
         "device": "cuda" if gpu else "cpu", "precision": "bf16" if amp else "fp32", "threads": args.threads,
         "machine": machine(device), "loadavg": list(os.getloadavg()), "curve": curve,
     }
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "w") as f:
-        f.write(json.dumps(result) + "\n")
-    print(json.dumps({k: v for k, v in result.items() if k != "curve"}), flush=True)
+    write_result(args.out, result, ("curve",))
 
 
 if __name__ == "__main__":

@@ -53,7 +53,6 @@ T0 = time.monotonic()
 
 import argparse  # noqa: E402
 import copy  # noqa: E402
-import json  # noqa: E402
 import math  # noqa: E402
 import os  # noqa: E402
 import sys  # noqa: E402
@@ -62,7 +61,7 @@ import warnings  # noqa: E402
 import torch  # noqa: E402
 import torch.nn as nn  # noqa: E402
 
-from fmnist import Data, binomial_ci95  # noqa: E402  (the runner's loader and split, as tensors)
+from fmnist import Data, binomial_ci95, write_result  # noqa: E402  (the runner's loader and split, as tensors)
 import accel  # noqa: E402  (the runner's test of native bf16; on the path fmnist.py sets)
 import augment  # noqa: E402  (the runner's flip / crop)
 
@@ -373,10 +372,7 @@ def main():
         "loadavg": list(os.getloadavg()),
         "history": search.history,
     }
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "w") as f:
-        f.write(json.dumps(result) + "\n")
-    print(json.dumps({k: v for k, v in result.items() if k not in ("history", "best_params")}), flush=True)
+    write_result(args.out, result, ("history", "best_params"))
 
 
 def write_front(args, study, search, data, loaded_s):
@@ -396,10 +392,7 @@ def write_front(args, study, search, data, loaded_s):
         "threads": args.threads, "precision": "bf16" if AMP["on"] else "fp32", "optuna": optuna.__version__, "torch": torch.__version__,
         "loadavg": list(os.getloadavg()), "history": search.history,
     }
-    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
-    with open(args.out, "w") as f:
-        f.write(json.dumps(result) + "\n")
-    print(json.dumps({k: v for k, v in result.items() if k != "history"}), flush=True)
+    write_result(args.out, result, ("history",))
 
 
 if __name__ == "__main__":
