@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { datasetFixtures } from "../helpers/fixtures.js";
 import { reportOf, summaryOf } from "../helpers/report.js";
 import { run } from "../helpers/run.js";
+import { unwrapped } from "../helpers/markdown.js";
 
 const { NODE_CHANNEL_FD: _ipc, ...inherited } = process.env;
 // These runs test direction, not similarity: the hashing embedder spares each launch MiniLM's start.
@@ -35,7 +36,7 @@ describe("a language-modelling goal", () => {
     // beside another file's swarms and its own refusals' up to 5 (the budget leaves room for more).
     expect(s.best_trial!.val_bits_per_byte).toBe(best.val_accuracy!.mean);
     expect(s.best_trial!.test_bits_per_byte).toBeLessThan(4.5);
-    const markdown = readFileSync(s.report, "utf8");
+    const markdown = unwrapped(readFileSync(s.report, "utf8"));
     expect(markdown).toMatch(/- Validation bits per byte: \d\.\d+ \(95% CI \d(\.\d+)? – \d\.\d+\)/);
     expect(markdown).toMatch(/- Held-out test bits per byte \(one-time confirmation/);
     // The sample is the best model's own text: bytes of the corpus's alphabet, not noise.

@@ -15,6 +15,7 @@ import { storedEvents } from "../../cli/workspace.js";
 import { foldRun } from "../../swarm/run-state.js";
 import { latencyOf } from "../../swarm/front.js";
 import { labelName } from "../../core/failure.js";
+import { unwrapped } from "../helpers/markdown.js";
 
 const { NODE_CHANNEL_FD: _ipc, ...inherited } = process.env;
 const env = { ...inherited, LOG_LEVEL: "warn", EMBEDDER: "hashing" };
@@ -41,7 +42,7 @@ describe("a Pareto goal and a latency limit on digits", () => {
     expect(front.trials.map((t) => t.trial_id)).toContain(front.knee);
     const report = JSON.parse(readFileSync(summary.report.replace(/\.md$/, ".json"), "utf8"));
     expect(report.front.trials).toEqual(front.trials);
-    expect(readFileSync(summary.report, "utf8")).toContain("## Pareto front");
+    expect(unwrapped(readFileSync(summary.report, "utf8"))).toContain("## Pareto front");
     expect(existsSync(join(dirname(summary.report), "plots", "front.svg"))).toBe(true);
     // The front's picks trained long with the run's seeds, each then evaluated once on the test split.
     const long = report.front.trained_long as { trial_id: string; from: string; test: { mean: number } | null; on_front: boolean }[];

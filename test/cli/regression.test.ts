@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { reportOf, summaryOf } from "../helpers/report.js";
 import { run } from "../helpers/run.js";
+import { unwrapped } from "../helpers/markdown.js";
 
 const { NODE_CHANNEL_FD: _ipc, ...inherited } = process.env;
 // These runs test direction, not similarity: the hashing embedder (EMBEDDER=hashing) spares each launch MiniLM's start.
@@ -58,7 +59,7 @@ describe("a regression goal", () => {
     expect(ranked.find((t) => t.best)!.val_accuracy!.ci_95![1]).toBe(lowest);
     // Predicting the mean scores diabetes' spread, about 77: the best beats it clearly.
     expect(s.best_trial!.val_rmse as number).toBeLessThan(65);
-    const markdown = readFileSync(s.report, "utf8");
+    const markdown = unwrapped(readFileSync(s.report, "utf8"));
     expect(markdown).toMatch(/- Validation RMSE: \d+(\.\d+)? \(95% CI \d+(\.\d+)? – \d+(\.\d+)?\)/);
     expect(markdown).toMatch(/- Held-out test RMSE \(one-time confirmation/);
     expect(markdown).not.toMatch(/\d{3,}\.\d\d%/);

@@ -20,6 +20,7 @@ import { fingerprint, genomeOf } from "../../agents/planner/identity.js";
 import { emptyView, runDetail, trialDetail } from "../../dashboard/views.js";
 import { FailureLabel, Mutation } from "../../proto/gen/research/v1/common_pb.js";
 import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
+import { unwrapped } from "../helpers/markdown.js";
 
 /** A model config as the lineage compares them. */
 const modelText = (model: unknown) => JSON.stringify(model);
@@ -38,7 +39,7 @@ describe("a run in a workspace with past runs on its dataset", () => {
         const r = await run("./research-agent", args, { env, timeout: 240_000 });
         expect([0, 3], r.stderr.slice(-2000)).toContain(r.status);
         const summary = summaryOf(r.stdout);
-        return { state: foldRun(summary.run_id, await storedEvents(workspace, summary.run_id)), report: readFileSync(summary.report, "utf8") };
+        return { state: foldRun(summary.run_id, await storedEvents(workspace, summary.run_id)), report: unwrapped(readFileSync(summary.report, "utf8")) };
       };
       const firsts = (s: RunState) => s.order.slice(0, 2).map((id) => s.trials.get(id)!.proposed!);
 
@@ -93,7 +94,7 @@ describe("a run in a workspace with past runs on its dataset", () => {
         const r = await run("./research-agent", args, { env, timeout: 240_000 });
         expect([0, 3], r.stderr.slice(-2000)).toContain(r.status);
         const summary = summaryOf(r.stdout);
-        return { state: foldRun(summary.run_id, await storedEvents(workspace, summary.run_id)), report: readFileSync(summary.report, "utf8") };
+        return { state: foldRun(summary.run_id, await storedEvents(workspace, summary.run_id)), report: unwrapped(readFileSync(summary.report, "utf8")) };
       };
       // Two probes, then the last long training: the full split for the time left.
       const cold = await launch(3, "75s");
@@ -113,7 +114,8 @@ describe("a run in a workspace with past runs on its dataset", () => {
       expect(first.assembled?.request?.initWeights).toMatchObject({ runId: cold.state.runId, trialId: long!.id });
       expect(first.evaluated?.result?.seedResults.length, first.evaluated?.failure?.message).toBe(3);
       expect(first.judged?.verdict, trialLines(warm.state)).toBe(Verdict.ACCEPT);
-      expect(warm.report).toMatch(new RegExp(`\\| \`${first.id}\` \\| \`${long!.id}\` \\(weight 0\\.50\\) \\| trained weights \\|`));
+      // This run's trial by its number in the run, the past run's by its whole id.
+      expect(warm.report).toMatch(new RegExp(`\\| \`${first.id.slice(warm.state.runId.length + 1)}\` \\| \`${long!.id}\` \\(weight 0\\.50\\) \\| trained weights \\|`));
       // The dashboard's run page says the same.
       expect(runDetail(emptyView(warm.state)).warm_start).toMatchObject([{ trial_id: first.id, past: [{ run_id: cold.state.runId, trial_id: long!.id }], takes: "weights" }]);
 

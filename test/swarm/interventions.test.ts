@@ -19,6 +19,7 @@ import { runGoal, startSwarm, type RunOutcome, type Swarm } from "../../deploy/s
 import { runSettings } from "../../deploy/settings.js";
 import { emptyRunState, applyToRunState, inFlight, trialFailure, type RunState } from "../../swarm/run-state.js";
 import { interventionEvent, type InterventionRequest } from "../../swarm/interventions.js";
+import { unwrapped } from "../helpers/markdown.js";
 
 let workspace: string;
 let swarm: Swarm;
@@ -138,10 +139,11 @@ describe("interventions on a live run", () => {
     expect(done.finished.status).toBe(RunStatus.STOPPED);
     expect(done.finished.reason).toMatch(/stopped by test:alice: enough/);
     expect(existsSync(done.finished.reportPath)).toBe(true);
-    const report = readFileSync(done.finished.reportPath, "utf8");
+    const report = unwrapped(readFileSync(done.finished.reportPath, "utf8"));
     const hand = [...state.trials.values()].find((t) => t.proposed?.interventionId === proposeId)!;
     expect(report).toContain("## Interventions");
-    expect(report).toContain(`became \`${hand.id}\``);
+    // After the title a trial goes by its number in the run.
+    expect(report).toContain(`became \`${hand.id.slice(state.runId.length + 1)}\``);
     // The lineage store keeps each action as an event, with who did it.
     const store = await LineageStore.open(join(workspace, "lineage"), { readOnly: true, embedder: await lineageEmbedder(join(workspace, "lineage")) });
     const stored = await store.eventsOf(state.runId, { kind: "run_intervention" });

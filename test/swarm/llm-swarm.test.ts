@@ -14,6 +14,7 @@ import { createLogger } from "../../core/logger.js";
 import { runGoal, startSwarm, type RunOutcome, type Swarm } from "../../deploy/swarm.js";
 import { runSettings } from "../../deploy/settings.js";
 import { startFakeOpenAI, type FakeOpenAI, type RecordedRequest, type ScriptedReply } from "../helpers/fake-openai.js";
+import { unwrapped } from "../helpers/markdown.js";
 
 const BRIEF = {
   summary_title: "Brief for digits",
@@ -180,7 +181,7 @@ describe("a run driven by a scripted LLM endpoint", () => {
     expect(timedOut).toHaveLength(1);
     expect(timedOut[0]!.error).toMatch(/^timeout/);
     expect(timedOut[0]!.requests).toBe(2);
-    const report = readFileSync(outcome.finished.reportPath, "utf8");
+    const report = unwrapped(readFileSync(outcome.finished.reportPath, "utf8"));
     expect(report).toContain("## LLM use");
     expect(report).toMatch(/\| planner \| \d+ \| \d+ \| \d+ \|/);
     expect(report).toContain("fell back to the built-in brain");

@@ -5,6 +5,7 @@ import { EventSchema, RunFinishedSchema, RunStatus, type Event } from "../../pro
 import { budgetPlan, budgetSpent, confirmTimeoutS } from "../../swarm/budget.js";
 import { applyToRunState, emptyRunState, liveSeconds } from "../../swarm/run-state.js";
 import { buildReport } from "../../lineage-store/report.js";
+import { unwrapped } from "../helpers/markdown.js";
 
 const T0 = 1_700_000_000_000;
 const at = (s: number, body: MessageInitShape<typeof EventSchema>["body"]): Event => create(EventSchema, { runId: "r", eventId: `r/${s}`, emittedAtMs: BigInt(T0 + s * 1000), body });
@@ -27,8 +28,8 @@ describe("a resumed run's clock", () => {
   it("lists the interruption in the report", () => {
     const { markdown, json } = buildReport(state, create(RunFinishedSchema, { status: RunStatus.STOPPED, seconds: 200 }));
     expect(json.outcome.resumes).toEqual([{ at_s: 37, downtime_s: 563, time_budget_s: 240 }]);
-    expect(markdown).toContain("run time: 3.3 min live (the time between an interruption and its resume is not counted)");
-    expect(markdown).toContain("- Interrupted, then resumed at 37.0 s of live time after 9.4 min down; the time budget became 4.0 min.");
+    expect(unwrapped(markdown)).toContain("run time: 3.3 min live (the time between an interruption and its resume is not counted)");
+    expect(unwrapped(markdown)).toContain("- Interrupted, then resumed at 37.0 s of live time after 9.4 min down; the time budget became 4.0 min.");
   });
 });
 

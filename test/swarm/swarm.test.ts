@@ -22,6 +22,7 @@ import { DEFAULT_PYTHON } from "../../core/config.js";
 import { run } from "../helpers/run.js";
 import { modelSent, trainSent } from "../../core/config-wire.js";
 import type { TrainConfigInput, TrialModelInput } from "../../core/model-config.js";
+import { unwrapped } from "../helpers/markdown.js";
 
 let workspace: string;
 let swarm: Swarm;
@@ -127,8 +128,9 @@ describe("a research run on digits", () => {
   it("writes the report and the MVP's registry layout, with the best trial's trained weights beside its code", async () => {
     const runDir = join(workspace, "runs", outcome.runId);
     expect(existsSync(outcome.finished.reportPath)).toBe(true);
-    const markdown = readFileSync(outcome.finished.reportPath, "utf8");
-    expect(markdown).toContain(outcome.finished.bestTrialId);
+    const markdown = unwrapped(readFileSync(outcome.finished.reportPath, "utf8"));
+    // After the title a trial goes by its number in the run.
+    expect(markdown).toContain(`\`${outcome.finished.bestTrialId.slice(outcome.finished.bestTrialId.lastIndexOf("-") + 1)}\``);
     // What the best model costs to run, timed in its test confirmation.
     expect(markdown).toMatch(/^- Inference on the cpu it trained on \(median of its seeds, each timed warm beside the others\): [\d.e+-]+ ms for one example; [\d.e+-]+ ms for a batch of \d+ \([\d.e+-]+ ms an example\); [\d.e+-]+ MFLOPs an example$/m);
     const registry = JSON.parse(readFileSync(join(runDir, "experiments", "registry.json"), "utf8")) as Record<string, unknown>[];

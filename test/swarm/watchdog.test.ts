@@ -26,6 +26,7 @@ import { labelName } from "../../core/failure.js";
 import { ensureSecrets } from "../../core/secrets.js";
 import { trialFailure } from "../../swarm/run-state.js";
 import { alive, descendants, startRunnerProcess } from "../helpers/runner-process.js";
+import { unwrapped } from "../helpers/markdown.js";
 
 const roots: string[] = [];
 const swarms: Swarm[] = [];
@@ -106,7 +107,7 @@ describe("a run whose planner proposes nothing", () => {
     // The grace period and the judge's report, not the 10-minute budget and its deadline.
     expect(idle.wallS).toBeLessThan(120);
     expect(existsSync(f.reportPath)).toBe(true);
-    expect(readFileSync(f.reportPath, "utf8")).toContain("**Status:** stopped: the watchdog: nothing in flight and nothing proposed for 8 s");
+    expect(unwrapped(readFileSync(f.reportPath, "utf8"))).toContain("**Status:** stopped: the watchdog: nothing in flight and nothing proposed for 8 s");
   });
 });
 
@@ -129,7 +130,7 @@ describe("a runner that stops answering once a trial has a verdict", () => {
     const f = stopped.outcome.finished;
     expect(f.bestTrialId).not.toBe("");
     expect(f.testSkipped).toMatch(/^no runner answered within the \d+ s the run's budget left for it$/);
-    expect(readFileSync(f.reportPath, "utf8")).toContain("no runner answered within");
+    expect(unwrapped(readFileSync(f.reportPath, "utf8"))).toContain("no runner answered within");
   });
 });
 
