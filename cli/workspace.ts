@@ -9,6 +9,7 @@ import type { Bus } from "../bus/index.js";
 import { cliConfig } from "../core/config.js";
 import { createLogger } from "../core/logger.js";
 import type { LineageStore } from "../lineage-store/store.js";
+import { INFERENCE_FILE } from "../lineage-store/inference-spec.js";
 import { EventSchema, type Event } from "../proto/gen/research/v1/events_pb.js";
 import { fail } from "./args.js";
 
@@ -70,4 +71,15 @@ export async function storedRuns(workspace: string, runs?: readonly string[]): P
   } finally {
     await store.close();
   }
+}
+
+/**
+ * The folder of a finished run whose best model can be fed outside it (export --format, predict):
+ * one with its inference spec; and the seed flag checked. Either refused in one line.
+ */
+export function bestModelRun(workspace: string, runId: string, seed: string | undefined): { runDir: string; seedArgs: string[] } {
+  const runDir = join(resolve(workspace), "runs", runId);
+  if (!existsSync(join(runDir, INFERENCE_FILE))) fail(`${runId} has no ${INFERENCE_FILE} (a run finished before the runner reported its preprocessing, or with no best model)`);
+  if (seed !== undefined && !/^\d+$/.test(seed)) fail(`--seed must be a seed of the run's best trial, got "${seed}"`);
+  return { runDir, seedArgs: seed === undefined ? [] : ["--seed", seed] };
 }

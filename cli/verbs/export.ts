@@ -13,8 +13,7 @@ import { buildReport } from "../../lineage-store/report.js";
 import { foldRun, runSoFar } from "../../swarm/run-state.js";
 import { args, EXIT, fail } from "../args.js";
 import { ensureExportPython, isUri, writableFolder, writeDocument } from "../export-writer.js";
-import { quietLogger, storedRuns } from "../workspace.js";
-import { INFERENCE_FILE } from "../../lineage-store/inference-spec.js";
+import { bestModelRun, quietLogger, storedRuns } from "../workspace.js";
 import { DEFAULT_PYTHON } from "../../core/config.js";
 import { spawnSync } from "node:child_process";
 
@@ -34,11 +33,9 @@ function exportModel(workspace: string, positionals: string[], format: string, s
   if (format !== "torchscript") fail(`--format must be torchscript, got "${format}" (ONNX is not built yet)`);
   if (positionals.length !== 2) fail("export --format torchscript needs a RUN id and a DIR");
   const [runId, dest] = positionals as [string, string];
-  const runDir = join(resolve(workspace), "runs", runId);
-  if (!existsSync(join(runDir, INFERENCE_FILE))) fail(`${runId} has no ${INFERENCE_FILE} (a run finished before the runner reported its preprocessing, or with no best model)`);
-  if (seed !== undefined && !/^\d+$/.test(seed)) fail(`--seed must be a seed of the run's best trial, got "${seed}"`);
+  const { runDir, seedArgs } = bestModelRun(workspace, runId, seed);
   // The CLI's process does nothing else meanwhile: it waits for the one child.
-  const r = spawnSync(DEFAULT_PYTHON, [MODEL_EXPORTER, runDir, writableFolder(dest), ...(seed === undefined ? [] : ["--seed", seed])], { encoding: "utf8", timeout: 600_000 });
+  const r = spawnSync(DEFAULT_PYTHON, [MODEL_EXPORTER, runDir, writableFolder(dest), ...seedArgs], { encoding: "utf8", timeout: 600_000 });
   if (r.status !== 0) fail(`export to torchscript failed: ${(r.stderr.trim().split("\n").at(-1) ?? "").slice(0, 300)}`, EXIT.cannotRun);
   const written = JSON.parse(r.stdout.trim().split("\n").at(-1)!) as { model: string; seeds: number; inference: string };
   if (json) return void process.stdout.write(`${JSON.stringify({ format, ...written })}\n`);

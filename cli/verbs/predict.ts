@@ -7,8 +7,8 @@ import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { DEFAULT_PYTHON } from "../../core/config.js";
-import { INFERENCE_FILE } from "../../lineage-store/inference-spec.js";
 import { args, EXIT, fail } from "../args.js";
+import { bestModelRun } from "../workspace.js";
 
 const PREDICTOR = join(import.meta.dirname, "..", "..", "lineage-store", "predict_model.py");
 
@@ -16,11 +16,9 @@ export default async function predict(argv: string[]): Promise<void> {
   const { values: a, positionals } = args(argv, { seed: { type: "string" }, out: { type: "string" } }, { positionals: ["RUN", "INPUT"], noJson: "it writes CSV, one example a row" });
   if (positionals.length !== 2) fail("predict needs a RUN id and an INPUT file (.npz, .csv or IDX)");
   const [runId, input] = positionals as [string, string];
-  const runDir = join(resolve(a.workspace), "runs", runId);
-  if (!existsSync(join(runDir, INFERENCE_FILE))) fail(`${runId} has no ${INFERENCE_FILE} (a run finished before the runner reported its preprocessing, or with no best model)`);
+  const { runDir, seedArgs } = bestModelRun(a.workspace, runId, a.seed);
   if (!existsSync(input)) fail(`no file ${input}`);
-  if (a.seed !== undefined && !/^\d+$/.test(a.seed)) fail(`--seed must be a seed of the run's best trial, got "${a.seed}"`);
-  const extra = [...(a.seed === undefined ? [] : ["--seed", a.seed]), ...(a.out ? ["--out", resolve(a.out)] : [])];
+  const extra = [...seedArgs, ...(a.out ? ["--out", resolve(a.out)] : [])];
   const r = spawnSync(DEFAULT_PYTHON, [PREDICTOR, runDir, resolve(input), ...extra], { encoding: "utf8", stdio: ["ignore", "inherit", "pipe"], timeout: 3_600_000 });
   if (r.status !== 0) {
     const last = (r.stderr ?? "").trim().split("\n").at(-1) ?? "";
