@@ -47,7 +47,7 @@ import type { MetricStats } from "../proto/gen/research/v1/runner_pb.js";
 import { Flights, FlightStore } from "./flights.js";
 import { FailureLabel } from "../proto/gen/research/v1/common_pb.js";
 import { aggregate, clipToUnit, convergence, describeProportion, describeWithSampling, goalStatus, overfitting, weakClasses } from "./stats.js";
-import type { JobFiles, TerminalEvent, WorkerEvent } from "./worker.js";
+import type { EpochVerdict, JobFiles, TerminalEvent, WorkerEvent } from "./worker.js";
 import { KEPT_PER_RUN, type WeightStore } from "./weights.js";
 import type { Gpu } from "./gpus.js";
 import type { SeedPlacement } from "./device.js";
@@ -233,9 +233,9 @@ export class Evaluator {
       const split = await prepared;
       // Accuracy is a classifier's alone; val_metric is the request's metric, whichever it is.
       const seedsOf = new Map(
-        jobSeeds.map((seed) => [seed, { scored: Promise.resolve(), valCurve: { val_loss: [], val_metric: [], ...(learningOf(goal.task).classes && { val_accuracy: [] }) } as Record<string, number[]>, end: undefined as Record<string, unknown> | undefined }]),
+        jobSeeds.map((seed) => [seed, { scored: Promise.resolve(), best: -Infinity, valCurve: { val_loss: [], val_metric: [], ...(learningOf(goal.task).classes && { val_accuracy: [] }) } as Record<string, number[]>, end: undefined as Record<string, unknown> | undefined }]),
       );
-      const onEvent = (e: WorkerEvent) => {
+      const onEvent = (e: WorkerEvent, answer: (v: EpochVerdict) => void) => {
         if (e.kind !== "epoch" && e.kind !== "seed_result") return;
         // A seed the job was not given is the model writing events of its own: ignored.
         const mine = seedsOf.get(Number(e.seed));
@@ -247,6 +247,11 @@ export class Evaluator {
           const epoch: Record<string, number> = { val_loss: Number(s.val_loss), val_metric: Number(s[goal.key]) };
           if (mine.valCurve.val_accuracy) epoch.val_accuracy = Number(s.val_accuracy);
           for (const [key, value] of Object.entries(epoch)) mine.valCurve[key]!.push(value);
+          // The job keeps the weights of the seed's best epoch so far; a tie goes to the later, more trained one.
+          const value = utility(goal, epoch.val_metric!);
+          const best = Number.isFinite(value) && value >= mine.best;
+          answer({ seed: Number(e.seed), epoch: Number(point.epoch), best });
+          if (best) mine.best = value;
           const progress = { ...point, ...epoch };
           out.push({ event: { case: "progress", value: fromJson(EpochProgressSchema, progress as JsonValue, JSON_OPTS) } });
         });

@@ -18,7 +18,7 @@ import type { Logger } from "../core/logger.js";
 import { ResearchError } from "../core/failure.js";
 import { pickSlot } from "./gpus.js";
 import type { Launch } from "./sandbox.js";
-import { Worker, type DeviceReport, type JobFiles, type TerminalEvent, type WorkerEvent, type WorkerTask } from "./worker.js";
+import { Worker, type DeviceReport, type JobFiles, type OnEvent, type TerminalEvent, type WorkerTask } from "./worker.js";
 
 export interface PoolOptions {
   slots: number;
@@ -142,7 +142,7 @@ export class WorkerPool {
   async run(
     task: WorkerTask,
     makeSpec: () => unknown,
-    onEvent: (e: WorkerEvent) => void,
+    onEvent: OnEvent,
     signal?: AbortSignal,
     files?: JobFiles,
     atOnce = false,

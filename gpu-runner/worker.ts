@@ -33,6 +33,16 @@ export type WorkerEvent =
   | { kind: "scores"; examples: number; [k: string]: unknown }
   | { kind: "failure"; label: FailureName; message: string; traceback?: string };
 
+/** The runner's answer to a training job about one of its epochs: whether the referee scored it its seed's best so far (trainer.py _BestEpoch). */
+export interface EpochVerdict {
+  seed: number;
+  epoch: number;
+  best: boolean;
+}
+
+/** What a job's progress goes to, with the way to answer the job while it runs. */
+export type OnEvent = (e: WorkerEvent, answer: (v: EpochVerdict) => void) => void;
+
 export type TerminalEvent = Extract<WorkerEvent, { kind: "result" | "apart" | "summary" | "script" | "prepared" | "scores" | "failure" }>;
 
 const TERMINAL = new Set(["result", "apart", "summary", "script", "prepared", "scores", "failure"]);
@@ -62,7 +72,7 @@ export interface JobFiles {
 
 interface Job {
   id: string;
-  onEvent: (e: WorkerEvent) => void;
+  onEvent: OnEvent;
   terminal?: TerminalEvent;
   finish: (e: TerminalEvent) => void;
 }
@@ -136,7 +146,7 @@ export class Worker {
       const event = msg.event as WorkerEvent | undefined;
       if (!event || typeof event.kind !== "string") return;
       if (TERMINAL.has(event.kind)) job.terminal ??= event as TerminalEvent;
-      else job.onEvent(event);
+      else job.onEvent(event, (v) => this.job === job && this.send({ type: "verdict", job_id: job.id, ...v }));
     } else if (msg.type === "done") {
       job.finish(
         job.terminal ?? { kind: "failure", label: "crash", message: "worker ended the job without a result", traceback: this.tail() },
@@ -145,7 +155,7 @@ export class Worker {
   }
 
   /** Runs one job to its terminal event. Aborting the signal cancels the job in the worker. */
-  run(task: WorkerTask, spec: unknown, onEvent: (e: WorkerEvent) => void, signal?: AbortSignal, files: JobFiles = {}): Promise<TerminalEvent> {
+  run(task: WorkerTask, spec: unknown, onEvent: OnEvent, signal?: AbortSignal, files: JobFiles = {}): Promise<TerminalEvent> {
     if (!this.alive) return Promise.resolve({ kind: "failure", label: "runner_unavailable", message: `worker ${this.id} is not running` });
     if (this.job) throw new Error(`worker ${this.id} is busy`);
     const id = randomUUID();

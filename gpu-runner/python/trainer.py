@@ -19,10 +19,12 @@ import contextlib
 import copy
 import inspect
 import itertools
+import json
 import linecache
 import math
 import os
 import random
+import select
 import statistics
 import sys
 import time
@@ -279,6 +281,64 @@ class _Ema:
             self.swap(model)
 
 
+class _BestEpoch:
+    """Each seed's weights and validation predictions at its best validation epoch, which the
+    seed ends with instead of its last: a long training that overfits a small table (a
+    200-epoch regression whose validation RMSE bottomed at epoch 81-120, then rose 8%) keeps
+    what it had at its best, so training longer never makes a model worse than it was.
+
+    The trainer has no validation labels (the referee holds them), so it cannot tell which epoch
+    was best: the runner scores each epoch's predictions and answers, per seed and epoch, whether
+    it is the best so far (the zygote passes the verdicts on over `fd`). A snapshot waits for its
+    verdict; beyond PENDING of them a seed's training waits, and at its end it waits for the last
+    ones, VERDICT_WAIT_S at most each time: without an answer it keeps its last epoch, as a job
+    without a runner to answer (no `fd`) does.
+    """
+
+    PENDING = 2
+    VERDICT_WAIT_S = 30.0
+
+    def __init__(self, fd, seeds):
+        self.fd = fd
+        self.buffer = b""
+        self.pending = {seed: {} for seed in seeds}
+        self.best = {seed: None for seed in seeds}
+
+    def offer(self, seed, epoch, snapshot, predictions):
+        """Epoch `epoch` of `seed` was predicted: `snapshot()` gives its weights, if kept."""
+        if self.fd is None:
+            return
+        self.pending[seed][epoch] = (snapshot(), predictions)
+        self._read(0)
+        while self.fd is not None and len(self.pending[seed]) > self.PENDING:
+            self._read(self.VERDICT_WAIT_S)
+
+    def kept(self, seed, last_epoch):
+        """(epoch, weights, validation predictions) of `seed`'s best epoch when it is not its last, else None."""
+        while self.fd is not None and any(self.pending.values()):
+            self._read(self.VERDICT_WAIT_S)
+        best = self.best.get(seed)
+        return best if best is not None and best[0] != last_epoch else None
+
+    def _read(self, timeout):
+        if not select.select([self.fd], [], [], timeout)[0]:
+            return self._give_up() if timeout else None
+        chunk = os.read(self.fd, 1 << 16)
+        if not chunk:
+            return self._give_up()
+        *lines, self.buffer = (self.buffer + chunk).split(b"\n")
+        for line in lines:
+            verdict = json.loads(line)
+            entry = self.pending.get(verdict["seed"], {}).pop(verdict["epoch"], None)
+            if entry is not None and verdict["best"]:
+                self.best[verdict["seed"]] = (verdict["epoch"], *entry)
+
+    def _give_up(self):
+        # Later epochs went unjudged: none is known to be worse than the best so far, so the last stands.
+        self.fd = None
+        self.best = {seed: None for seed in self.best}
+
+
 def _channels_last(model, probe):
     """Whether the model runs in channels-last memory, moved there if it does: oneDNN's and cuDNN's
     convolutions are faster on it (on this project's 2-core CPU, 1.6-2x for the reference CNN's
@@ -437,6 +497,7 @@ def train(spec, split, emit, t0):
     tracks_accuracy = "train_accuracy" in curves[0]
     seconds_to_first_step = None
     val_predictions = [None] * len(seeds)
+    best = _BestEpoch(spec.get("verdict_fd"), seeds)
 
     epochs = 0 if loaded else recipe["epochs"]
     for epoch in range(1, epochs + 1):
@@ -497,8 +558,11 @@ def train(spec, split, emit, t0):
 
         for i, seed in enumerate(seeds):
             with averaged():
-                val_predictions[i] = _predict(evaluated(trainee.model(i)), data, data.x_train, data.val, eval_batch, acc,
+                seed_model = trainee.model(i)
+                val_predictions[i] = _predict(evaluated(seed_model), data, data.x_train, data.val, eval_batch, acc,
                                               amp_dtype, channels_last, f"predicting the validation split after epoch {epoch}")
+                best.offer(seed, epoch, lambda: {k: v.detach().to("cpu", copy=True) for k, v in seed_model.state_dict().items()},
+                           val_predictions[i])
             point = {"train_loss": loss_sums[i] / seen, "lr": optimizer.param_groups[0]["lr"]}
             if tracks_accuracy:
                 point["train_accuracy"] = correct[i].item() / seen
@@ -510,6 +574,17 @@ def train(spec, split, emit, t0):
             epochs = epoch
             break
 
+    kept_epochs = [epochs] * len(seeds)
+    kept = [best.kept(seed, epochs) for seed in seeds] if not loaded else [None] * len(seeds)
+    if any(kept):
+        # The averaged weights become the trained ones: each snapshot is of what was evaluated.
+        if ema:
+            ema.swap(trainee)
+            averaged = contextlib.nullcontext
+        for i, k in enumerate(kept):
+            if k:
+                kept_epochs[i], state, val_predictions[i] = k
+                trainee.load(i, {name: t.to(acc.tensors) for name, t in state.items()})
     if loaded:
         val_predictions[0] = _predict(evaluated(model), data, data.x_train, data.val, eval_batch, acc, amp_dtype,
                                       channels_last, "predicting the validation split with the loaded weights")
@@ -543,6 +618,7 @@ def train(spec, split, emit, t0):
             "seconds": time.monotonic() - t0,
             "seconds_to_first_step": seconds_to_first_step,
             "epochs_completed": epochs,
+            "kept_epoch": kept_epochs[i],
             "params": params, "num_classes": num_classes, "class_names": list(split.raw.class_names),
             **data.preprocessing(),
             "device": {**acc.info(), "memory_format": "channels_last" if channels_last else "contiguous",
@@ -601,6 +677,9 @@ class _Single:
 
     def model(self, i):
         return self.module
+
+    def load(self, i, state):
+        self.module.load_state_dict(state)
 
     @staticmethod
     def stack(xs):
@@ -696,6 +775,14 @@ class _Stack:
             stacked = self.params.get(name, self.buffers_.get(name))
             t.copy_(stacked[i])
         return module
+
+    @torch.no_grad()
+    def load(self, i, state):
+        """Seed i's weights from a state dict of its module (an alias of a tied weight is not stacked)."""
+        for name, value in state.items():
+            stacked = self.params.get(name, self.buffers_.get(name))
+            if stacked is not None:
+                stacked[i].copy_(value)
 
     @staticmethod
     def stack(xs):

@@ -6,7 +6,9 @@ paying ~1-2 s of imports. The TypeScript runner starts it inside bubblewrap:
 
     /usr/bin/python3 -u gpu-runner/python/zygote.py [--pidns]
 
-Protocol: JSON lines. stdin carries requests ({"type": "run" | "cancel", ...});
+Protocol: JSON lines. stdin carries requests ({"type": "run" | "cancel" | "verdict", ...};
+a verdict tells a training job whether an epoch the referee scored is its seed's best so far,
+passed on to the child over a pipe of its own: trainer._BestEpoch);
 stdout carries only replies ({"type": "ready" | "event" | "done", ...});
 diagnostics go to stderr. Every job ends with exactly one terminal event
 (result, summary, script or failure) followed by done, whatever its child does.
@@ -308,6 +310,7 @@ class _Job:
         self.violation = None
         self.status = None
         self.rusage = None
+        self.verdict_fd = None
 
     def log_tail(self):
         try:
@@ -427,7 +430,7 @@ class Zygote:
                     continue
                 if message.get("type") == "run":
                     self._run(message)
-                elif message.get("type") != "cancel":  # a cancel for a finished job is normal
+                elif message.get("type") not in ("cancel", "verdict"):  # either for a finished job is normal
                     _log(f"ignoring a message of type {message.get('type')!r}")
         finally:
             if self.own_scratch:
@@ -485,25 +488,32 @@ class Zygote:
             spec = {**spec, "weights_fds": [self._job_file(name, weights) for name in names],
                     "init_fds": [self._job_file(name, "init") for name in per_seed] if spec.get("init") else [],
                     "labels_fd": self._job_file(job_id, "labels" if task == "train" else "")}
+            verdict_read, verdict_write = os.pipe() if task == "train" else (None, None)
+            spec["verdict_fd"] = verdict_read
             log_path = os.path.join(scratch, "log.txt")
             log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
             read_fd, write_fd = os.pipe()
             address_space = _address_space_bytes()
             pid = os.fork()
             if pid == 0:
+                if verdict_write is not None:
+                    os.close(verdict_write)
                 _child_main(task, spec, split, t0, scratch, log_fd, write_fd, read_fd, address_space,
                             self.device["kind"] == "cuda")
             os.close(write_fd)
             os.close(log_fd)
-            for fd in (*spec["weights_fds"], *spec["init_fds"], spec["labels_fd"]):
+            for fd in (*spec["weights_fds"], *spec["init_fds"], spec["labels_fd"], verdict_read):
                 if fd is not None:
                     os.close(fd)
             job = _Job(job_id, pid, read_fd, log_path, limits, t0, _event_bytes_limit(spec, split))
+            job.verdict_fd = verdict_write
             try:
                 job.pidfd = os.pidfd_open(pid)
                 self._watch(job)
             finally:
                 self._end(job)
+                if verdict_write is not None:
+                    os.close(verdict_write)
             return job.outcome()
         finally:
             _remove_tree(scratch)
@@ -568,11 +578,26 @@ class Zygote:
             if kind == "cancel" and job_id == job.id:
                 if job.stop is None:
                     job.stop = _failure("crash", "cancelled by caller")
+            elif kind == "verdict" and job_id == job.id:
+                self._pass_verdict(job, message)
             elif kind == "run" and isinstance(job_id, str) and job_id != job.id:
                 self._finish(job_id, _failure("runner_unavailable",
                                               f"this worker is busy with job {job.id}"), time.monotonic())
-            elif kind not in ("run", "cancel"):
+            elif kind not in ("run", "cancel", "verdict"):
                 _log(f"ignoring a message of type {kind!r}")
+
+    @staticmethod
+    def _pass_verdict(job, message):
+        """A verdict on one of the job's epochs, to the child (trainer._BestEpoch). Never blocks the
+        zygote: a child that stopped reading (it keeps its last epoch then) loses verdicts."""
+        if job.verdict_fd is None:
+            return
+        line = json.dumps({k: message.get(k) for k in ("seed", "epoch", "best")}) + "\n"
+        try:
+            os.set_blocking(job.verdict_fd, False)
+            os.write(job.verdict_fd, line.encode())
+        except (BlockingIOError, BrokenPipeError):
+            pass
 
     def _read_events(self, job, drain=False):
         while True:

@@ -1,6 +1,8 @@
 """trainer.py in process: recipes, the failure each kind of broken model ends in, and summaries."""
 
+import json
 import os
+import tempfile
 import time
 
 import numpy as np
@@ -58,8 +60,10 @@ class Net(nn.Module):
 IMAGES = {"name": "synthetic", "shape": [1, 8, 8], "num_classes": 4, "difficulty": 0.1, "subset": 160}
 
 
-def job(task, source=CNN, dataset=IMAGES, **fields):
-    """(terminal event, progress events, dataset spec) of one job, as its child reports them."""
+def job(task, source=CNN, dataset=IMAGES, best_epochs=None, weights_fds=(), **fields):
+    """(terminal event, progress events, dataset spec) of one job, as its child reports them.
+    `best_epochs`: per seed, the epochs the runner answers are its best so far, each answer as the
+    epoch's predictions arrive (an empty dict: a runner that closes the pipe without a word)."""
     spec = full_spec(task, source=source, dataset=dataset, **fields)
     split = None
     if task == "train":
@@ -68,10 +72,24 @@ def job(task, source=CNN, dataset=IMAGES, **fields):
         root = referee().public_root
         split = datasets.published_split(datasets.load_published(root, spec["dataset_id"]), root, spec["split_id"])
         spec["labels_fd"] = os.open(labels, os.O_RDONLY)
+        spec["weights_fds"] = list(weights_fds)
     else:
         spec = specs.validate(task, spec)
     events = []
-    trainer.run(task, spec, split, events.append, time.monotonic())
+    emit = events.append
+    if best_epochs is not None:
+        spec["verdict_fd"], answer = os.pipe()
+        if not best_epochs:
+            os.close(answer)
+
+        def emit(e):
+            events.append(e)
+            if e["kind"] == "epoch" and best_epochs:
+                verdict = {"seed": e["seed"], "epoch": e["epoch"], "best": e["epoch"] in best_epochs[e["seed"]]}
+                os.write(answer, json.dumps(verdict).encode() + b"\n")
+    trainer.run(task, spec, split, emit, time.monotonic())
+    if best_epochs:
+        os.close(answer)
     assert all(e["kind"] in ("epoch", "first_step", "seed_result") for e in events[:-1])
     return events[-1], events[:-1], spec.get("dataset")
 
@@ -215,6 +233,40 @@ def test_a_training_cut_by_time_stops_there_and_still_anneals():
     # Annealed to (nearly) nothing by the time it stopped, though it ran a fraction of its epochs.
     assert result["learning_curve"]["lr"][-1] < 0.05 * 1e-3
     assert result["seconds"] - result["seconds_to_first_step"] < 0.5 + 5
+
+
+def test_a_seed_ends_with_its_best_epochs_weights_and_predictions_by_the_runners_verdicts():
+    """_BestEpoch: the epoch the runner last called best is the one the seed ends with: its
+    validation predictions, and its weights (kept, and loaded again, they predict the same)."""
+    recipe = {"epochs": 4, "batch_size": 16, "lr": 0.01, "ema_decay": 0.9}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "w.pt")
+        end, progress, dataset = job("train", recipe=recipe, weights="keep", best_epochs={0: (1, 2)},
+                                     weights_fds=[os.open(path, os.O_WRONLY | os.O_CREAT)])
+        assert end["kind"] == "result", end
+        epochs = [e for e in progress if e["kind"] == "epoch"]
+        assert end["epochs_completed"] == 4 and end["kept_epoch"] == 2
+        assert end["val_predictions"] == epochs[1]["val_predictions"] != epochs[3]["val_predictions"]
+        loaded, _, _ = job("train", recipe=recipe, weights="load", weights_fds=[os.open(path, os.O_RDONLY)])
+        assert predictions(dataset, loaded["val_predictions"]) == pytest.approx(predictions(dataset, epochs[1]["val_predictions"]), abs=1e-6)
+
+
+def test_a_seed_without_verdicts_or_whose_last_epoch_is_best_ends_with_its_last():
+    recipe = {"epochs": 3, "batch_size": 16, "lr": 0.01}
+    for best_epochs in (None, {}, {0: (1, 3)}):
+        end, progress, _ = job("train", recipe=recipe, best_epochs=best_epochs)
+        assert end["kept_epoch"] == 3 and end["val_predictions"] == progress[-1]["val_predictions"], best_epochs
+
+
+@needs_torch_func
+def test_seeds_trained_together_each_end_with_their_own_best_epoch():
+    recipe = {"epochs": 3, "batch_size": 16, "lr": 0.01}
+    end, progress, _ = job("train", recipe=recipe, seed=5, together=2, best_epochs={5: (1,), 6: (1, 2, 3)})
+    assert end == {"kind": "result", "seeds": [5, 6]}
+    for seed, kept in ((5, 1), (6, 3)):
+        ours = next(e for e in progress if e["kind"] == "seed_result" and e["seed"] == seed)
+        epoch = next(e for e in progress if e["kind"] == "epoch" and e["seed"] == seed and e["epoch"] == kept)
+        assert ours["kept_epoch"] == kept and ours["val_predictions"] == epoch["val_predictions"]
 
 
 def test_a_step_counted_schedule_is_unchanged_by_a_time_limit_it_never_reaches():

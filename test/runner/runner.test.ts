@@ -231,6 +231,42 @@ class Regressor(nn.Module):
     expect(notRegression.message).toMatch(/digits is a classification dataset, not regression/);
   });
 
+  it("ends each seed at its best validation epoch: its score, and its weights kept for the test split", async () => {
+    // A wide net at a high rate overfits diabetes's 300-odd training rows within a few epochs.
+    const wide = `
+import torch.nn as nn
+
+class Regressor(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(10, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 1))
+
+    def forward(self, x):
+        return self.net(x)
+`;
+    const req = {
+      runId: "r-best-epoch",
+      trialId: "t-overfits",
+      model: { code: wide, className: "Regressor" },
+      dataset: { name: "diabetes", task: Task.REGRESSION },
+      metric: Metric.RMSE,
+      seeds: 2,
+      recipe: { epochs: 30, batchSize: 16, lr: 0.01 },
+      budget: { timeBudgetS: 60 },
+    } as Req;
+    const trained = await evaluateToResult(client, { ...req, keepWeights: true });
+    for (const s of trained.seedResults) {
+      const curve = s.learningCurve!.valMetric;
+      expect(curve).toHaveLength(30);
+      expect(s.keptEpoch).toBe(curve.lastIndexOf(Math.min(...curve)) + 1);
+      expect(s.metrics.val_rmse).toBeCloseTo(curve[s.keptEpoch - 1]!, 9);
+    }
+    expect(trained.seedResults.some((s) => s.keptEpoch < s.epochsCompleted)).toBe(true);
+    const confirmed = await evaluateToResult(client, { ...req, trialId: "t-overfits-test", weightsOf: "t-overfits", evaluateTest: true });
+    const val = (r: typeof trained) => r.seedResults.map((s) => [s.seed, s.metrics.val_rmse!.toFixed(6)]).sort();
+    expect(val(confirmed)).toEqual(val(trained));
+  });
+
   it("summarizes a model: params, layers with output shapes, FLOPs", async () => {
     const s = await client.summarize({ model: { code: DIGITS_CNN, className: "DigitsNet" }, inputShape: [1, 8, 8], numClasses: 10 });
     expect(s.failure).toBeUndefined();
