@@ -115,3 +115,53 @@ export function cheapestTrialSeconds(state: RunState): number {
   }
   return Number.isFinite(min) ? min : 0;
 }
+
+/**
+ * The run's last long training is planned to end this far into the time left before the
+ * reserve: it is the run's longest training, and one cut by the reserve (a loaded machine, a
+ * seed queued behind a probe) is lost whole. It stops at its time whatever the machine's speed,
+ * so the margin holds only its seeds' start-ups and last validation passes running slow: at 0.9,
+ * 30-minute CPU runs ended with 67-162 s of their budgets unused (test/fixtures/runs,
+ * bench/results/search-dev-runs-2026-11-27.json).
+ */
+export const LAST_MARGIN = 0.95;
+
+/**
+ * A last long training takes at least this share of the run's budget (a Pareto goal's front
+ * trainings, this share of the budget's third each): a shorter one tells little more than the
+ * trials before it.
+ */
+export const LAST_SHARE = 0.1;
+
+/** The shortest last long training worth proposing (LAST_SHARE). */
+export function lastTrainingFloorS(state: RunState): number {
+  return (LAST_SHARE * state.goal!.timeBudgetS) / (tradeOffsOf(state).length ? FRONT_TRAININGS : 1);
+}
+
+/**
+ * Whether any last long training could fit in `availableS` before the reserve: lastTrainingTime's
+ * floor against its margin of the time, with no start-up or validation pass yet, so false means
+ * none could, whatever the pick.
+ */
+export function lastTrainingCouldFit(state: RunState, availableS: number): boolean {
+  return LAST_MARGIN * availableS >= lastTrainingFloorS(state);
+}
+
+/**
+ * When the run's current research round began, in live seconds; undefined in its first. A run
+ * researches in rounds: each explores, then trains its best config long (its "last" long
+ * training). A long training that ends with time left for another (it reached the epochs it
+ * could use before its time: a 3,000-row table's 200 epochs took 35 s of the 133 s it had, and
+ * the run ended at 116 s of 240) opens a new round as it is judged: the run explores again, for
+ * the same share of the time it has left, then trains its best long again. Not for a Pareto goal,
+ * whose long trainings are its front's, one after another (swarm/front.ts).
+ */
+export function roundStartS(state: RunState): number | undefined {
+  if (tradeOffsOf(state).length || !(state.goal?.timeBudgetS ?? 0)) return undefined;
+  let latest: TrialState | undefined;
+  for (const t of state.trials.values()) if (t.proposed?.lastTraining && (!latest || (t.firstAtMs ?? 0) >= (latest.firstAtMs ?? 0))) latest = t;
+  if (!latest?.judged || latest.lastAtMs === undefined) return undefined;
+  const at = liveSeconds(state, latest.lastAtMs);
+  const left = state.goal!.timeBudgetS - at - budgetPlan(state, latest.lastAtMs).reserveS;
+  return lastTrainingCouldFit(state, left) ? at : undefined;
+}

@@ -26,8 +26,8 @@
  */
 import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import { RUN_DEFAULTS } from "../../core/defaults.js";
-import { nothingFits } from "../../swarm/budget.js";
-import { aloneInFlight, isContinued, patienceOf, plateau, queuedProposals } from "../../swarm/run-state.js";
+import { nothingFits, roundStartS } from "../../swarm/budget.js";
+import { aloneInFlight, isContinued, liveSeconds, patienceOf, plateau, queuedProposals } from "../../swarm/run-state.js";
 import { baselineProposals, handProposal, nextBuiltin, randomPolicy, type PlanInput, type Proposal } from "./policy.js";
 import { ashaPromotion, confirmation, fullSplitDue, lastTraining, promotionInFlight } from "./promotion.js";
 import { brokenPromises } from "./promises.js";
@@ -58,8 +58,12 @@ export function exploiting(input: PlanInput, index: number): string | undefined 
   const maxTrials = state.settings?.maxTrials || RUN_DEFAULTS.maxTrials;
   if (index >= maxTrials - 1) return "the trial budget is down to its last trial";
   const patience = patienceOf(state);
-  const since = plateau(state).since;
-  if (state.judgedCount >= patience && since >= patience) return `the best CI low has not risen in the last ${since} judged trials`;
+  // A later research round counts its own trials only: the stall that ended the round before
+  // is what it opened to break.
+  const start = roundStartS(state);
+  const judgedInRound = start === undefined ? state.judgedCount : [...state.trials.values()].filter((t) => t.judged && liveSeconds(state, t.lastAtMs ?? 0) > start).length;
+  const since = Math.min(plateau(state).since, judgedInRound);
+  if (judgedInRound >= patience && since >= patience) return `the best CI low has not risen in the last ${since} judged trials`;
   return undefined;
 }
 

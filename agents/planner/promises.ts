@@ -16,8 +16,8 @@ import { bestTrial, isClaimingPromotion, liveSeconds, valMetricOf, type RunState
 import type { Move } from "./decide.js";
 import type { PlanInput, Proposal } from "./policy.js";
 import { confirmation, lastTraining, makesTargetLikely } from "./promotion.js";
-import { EXPLORE_SHARE, exploreLeftS, lastTrainingCouldFit, lastTrainingEnd, lastTrainingOf, plansLastTraining, seedsOf, timing } from "./time-model.js";
-import { budgetPlan } from "../../swarm/budget.js";
+import { EXPLORE_SHARE, exploreLeftS, lastTrainingEnd, lastTrainingOf, longTrainings, plansLastTraining, seedsOf, timing } from "./time-model.js";
+import { budgetPlan, lastTrainingCouldFit } from "../../swarm/budget.js";
 
 export interface PlannerPromise {
   name: string;
@@ -128,7 +128,10 @@ export function runPromiseBreaks(state: RunState, deadlineSlackS: number): strin
   const out: string[] = [];
   if (!plansLastTraining(state)) return out;
   const budget = state.goal!.timeBudgetS;
-  const last = lastTrainingOf(state);
+  // The first round's long training is due by exploration's end; a later round's (swarm/budget.ts
+  // roundStartS) by its own, which the decisions' promises check as they are made.
+  const longs = longTrainings(state);
+  const last = longs[0];
   const goalMet = [...state.trials.values()].some((t) => t.judged?.runEnd === RunEnd.GOAL_MET);
   const accepted = [...state.trials.values()].some((t) => t.judged?.verdict === Verdict.ACCEPT);
   // Owed only where one could still fit once it was due: a template that ran until too little was
@@ -141,9 +144,11 @@ export function runPromiseBreaks(state: RunState, deadlineSlackS: number): strin
     else if (last) {
       const at = liveSeconds(state, last.firstAtMs ?? 0);
       if (at > due + deadlineSlackS) out.push(`the last long training was proposed at ${at.toFixed(0)} s, after ${due.toFixed(0)} s + ${deadlineSlackS} s`);
-      const train = last.train;
-      if (train?.subset) out.push(`the last long training trained on ${train.subset} examples`);
-      if ((last.evaluated?.result?.seedResults.length ?? 0) < (state.settings?.seeds || 3)) out.push(`the last long training has ${last.evaluated?.result?.seedResults.length ?? 0} seeds`);
+      for (const long of longs) {
+        if (long.train?.subset) out.push(`the long training ${long.id} trained on ${long.train.subset} examples`);
+        const seeds = long.evaluated?.result?.seedResults.length ?? 0;
+        if (seeds < (state.settings?.seeds || 3)) out.push(`the long training ${long.id} has ${seeds} seeds`);
+      }
     }
   }
   const best = bestTrial(state);

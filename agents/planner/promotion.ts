@@ -210,7 +210,7 @@ export function lastTraining(input: PlanInput): Proposal | undefined {
   const picks = front && frontPicks(front).filter((t) => !done.has(t.id));
   const ranked =
     picks ??
-    [...state.trials.values()].filter((t) => t.judged?.verdict === Verdict.ACCEPT && !t.proposed?.lastTraining).sort((a, b) => (scoreOf(b) ?? 0) - (scoreOf(a) ?? 0));
+    [...state.trials.values()].filter((t) => t.judged?.verdict === Verdict.ACCEPT && !t.proposed?.lastTraining && !done.has(t.id)).sort((a, b) => (scoreOf(b) ?? 0) - (scoreOf(a) ?? 0));
   const share = picks?.length ? 1 / picks.length : 1;
   const timed = ranked.map((t) => timedLast(input, t, share)).filter((x) => x !== undefined);
   const chosen = timed.find((x) => x.time.gain >= LAST_GAIN) ?? timed.sort((a, b) => b.time.gain - a.time.gain)[0];

@@ -12,10 +12,10 @@
 import { DEFAULT_SEEDS } from "../../core/defaults.js";
 import { RECIPE_DEFAULTS } from "../../core/space.js";
 import type { TrainConfigInput } from "../../core/model-config.js";
-import { budgetPlan, overRunBudget } from "../../swarm/budget.js";
+import { budgetPlan, LAST_MARGIN, LAST_SHARE, lastTrainingFloorS, overRunBudget, roundStartS } from "../../swarm/budget.js";
 import { liveSeconds, paramsOf, slowestSeed, slowestSeedSeconds, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { derivedOf, familyOf, genomeOf } from "./identity.js";
-import { FRONT_TRAININGS, latencyOf, tradeOffsOf } from "../../swarm/front.js";
+import { latencyOf } from "../../swarm/front.js";
 import type { Genome } from "./mutations.js";
 import type { PlanInput, Proposal } from "./policy.js";
 
@@ -30,16 +30,6 @@ import type { PlanInput, Proposal } from "./policy.js";
 export const EXPLORE_SHARE = 1 / 3;
 
 /**
- * The run's last long training is planned to end this far into the time left before the
- * reserve: it is the run's longest training, and one cut by the reserve (a loaded machine, a
- * seed queued behind a probe) is lost whole. It stops at its time whatever the machine's speed,
- * so the margin holds only its seeds' start-ups and last validation passes running slow: at 0.9,
- * 30-minute CPU runs ended with 67-162 s of their budgets unused (test/fixtures/runs,
- * bench/results/search-dev-runs-2026-11-27.json).
- */
-const LAST_MARGIN = 0.95;
-
-/**
  * A warm open-ended run's opening continuation (continuationTime) ends this far into the budget.
  * Its result, the past run's best trained further, is the warm run's first confirmed score, and
  * it should be in hand well inside a third of the time a cold run takes to its best (issue 37's
@@ -49,13 +39,6 @@ const LAST_MARGIN = 0.95;
  * last long training continues from it at once, for the rest of the budget.
  */
 export const CONTINUE_SHARE = 1 / 4;
-
-/**
- * A last long training takes at least this share of the run's budget (a Pareto goal's front
- * trainings, this share of the budget's third each): a shorter one tells little more than the
- * trials before it.
- */
-const LAST_SHARE = 0.1;
 
 /**
  * A config's last long training should reach at least this many times the passes over the
@@ -203,15 +186,27 @@ function leftUntilS(input: PlanInput, share: number): number {
   return share * input.state.goal!.timeBudgetS - liveSeconds(input.state, input.nowMs ?? Date.now());
 }
 
-/** Seconds of the run's clock left until exploration's share of the budget is spent (negative once it is); Infinity without a plan. */
+/**
+ * Seconds of the run's clock left until exploration's share of the budget is spent (negative once
+ * it is); in a later research round (swarm/budget.ts roundStartS), that share of the time the round
+ * began with. Infinity without a plan.
+ */
 export function exploreLeftS(input: PlanInput): number {
-  return plansLastTraining(input.state) ? leftUntilS(input, EXPLORE_SHARE) : Infinity;
+  if (!plansLastTraining(input.state)) return Infinity;
+  const start = roundStartS(input.state);
+  if (start === undefined) return leftUntilS(input, EXPLORE_SHARE);
+  const budget = input.state.goal!.timeBudgetS;
+  return start + EXPLORE_SHARE * (budget - start) - liveSeconds(input.state, input.nowMs ?? Date.now());
 }
 
-/** The run's last long training, once proposed. */
+/** The run's long trainings ("last" of their research rounds), in the order they were proposed. */
+export function longTrainings(state: RunState): TrialState[] {
+  return [...state.trials.values()].filter((t) => t.proposed?.lastTraining).sort((a, b) => (a.firstAtMs ?? 0) - (b.firstAtMs ?? 0));
+}
+
+/** The current research round's last long training, once proposed (a new round has none yet). */
 export function lastTrainingOf(state: RunState): TrialState | undefined {
-  for (const t of state.trials.values()) if (t.proposed?.lastTraining) return t;
-  return undefined;
+  return roundStartS(state) === undefined ? longTrainings(state).at(-1) : undefined;
 }
 
 /**
@@ -351,24 +346,15 @@ export function lastTrainingTime(input: PlanInput, pick: TrialState, pg: Genome,
   const trialBudget = state.settings?.trialTimeBudgetS ?? 0;
   if (trialBudget > 0) trainS = Math.min(trainS, 0.85 * trialBudget - overhead);
   trainS = Math.floor(trainS);
-  const floorS = lastTrainingFloorS(state);
+  if (trainS < lastTrainingFloorS(state)) return undefined;
+  // No longer than its LAST_EPOCHS take at its pace, and a quarter more (seeds sharing the cores
+  // ran a quarter slower than their measured pace predicted: 35-41 s for 32): the time left after
+  // it goes to another research round (swarm/budget.ts roundStartS), not to a training that
+  // would end early.
+  trainS = Math.min(trainS, Math.ceil((1.25 * LAST_EPOCHS * fullEpochS) / pace));
   const work = trainS * pace;
-  if (trainS < floorS || work <= trained) return undefined;
+  if (work <= trained) return undefined;
   return { trainS, epochs: Math.min(LAST_EPOCHS, Math.floor(work / fullEpochS)), atOnce, gain: work / fullEpochS / passes };
-}
-
-/** The shortest last long training worth proposing (LAST_SHARE). */
-function lastTrainingFloorS(state: RunState): number {
-  return (LAST_SHARE * state.goal!.timeBudgetS) / (tradeOffsOf(state).length ? FRONT_TRAININGS : 1);
-}
-
-/**
- * Whether any last long training could fit in `availableS` before the reserve: lastTrainingTime's
- * floor against its margin of the time, with no start-up or validation pass yet, so false means
- * none could, whatever the pick.
- */
-export function lastTrainingCouldFit(state: RunState, availableS: number): boolean {
-  return LAST_MARGIN * availableS >= lastTrainingFloorS(state);
 }
 
 /**

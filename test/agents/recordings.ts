@@ -30,7 +30,7 @@ export interface Recording {
 
 export const RECORDINGS: Recording[] = JSON.parse(readFileSync(join(DIR, "recordings.json"), "utf8"));
 
-/** Fashion-MNIST as the runner splits it by default: every recording so far is on it. */
+/** Fashion-MNIST as the runner splits it by default: the dataset of the recordings made before a run recorded its own (RunStarted.dataset). */
 export const FASHION: DatasetInfo = create(DatasetInfoSchema, { name: "fashion-mnist", inputShape: [1, 28, 28], numClasses: 10, inputDtype: "float32", nTrain: 54000, nVal: 6000, nTest: 10000, task: 1 });
 
 export function events(r: Recording): Event[] {
@@ -90,7 +90,7 @@ export function decisionPoints(r: Recording, evs: Event[]): DecisionPoint[] {
     const index = (state.settings?.parallel || 1) + state.trials.get(e.trialId)!.judgedPosition!;
     // A snapshot: later events must not reach the state this decision saw.
     const snapshot = foldTo(evs, e);
-    const input = planInputFor(snapshot, FASHION, index, { nowMs: Number(e.emittedAtMs), slots: r.slots, device: r.device, pastObservations: [] });
+    const input = planInputFor(snapshot, snapshot.dataset ?? FASHION, index, { nowMs: Number(e.emittedAtMs), slots: r.slots, device: r.device, pastObservations: [] });
     out.push({ input, index, recorded: proposals.get(trialId(state.runId, index)) });
   }
   return out;

@@ -9,8 +9,12 @@ import { describe, expect, it } from "vitest";
 import { MUTATION } from "../../core/enums.js";
 import { liveSeconds } from "../../swarm/run-state.js";
 import { decide, type Move } from "../../agents/planner/decide.js";
+import { judge } from "../../agents/judge/rules.js";
+import { Decision, RunEnd } from "../../proto/gen/research/v1/events_pb.js";
+import { applyToRunState, emptyRunState } from "../../swarm/run-state.js";
+import { planInputFor } from "../../agents/planner/policy.js";
 import { brokenPromises, runPromiseBreaks } from "../../agents/planner/promises.js";
-import { EXPLORE_SHARE } from "../../agents/planner/time-model.js";
+import { EXPLORE_SHARE, exploreLeftS } from "../../agents/planner/time-model.js";
 import type { Proposal } from "../../agents/planner/policy.js";
 import { decisionPoints, events, finalState, RECORDINGS, scaled, type DecisionPoint } from "./recordings.js";
 import { modelSent, trainSent } from "../../core/config-wire.js";
@@ -32,6 +36,7 @@ function recordedMove(p: DecisionPoint): Move | undefined {
     model: modelSent(v) as TrialModelInput,
     train: trainSent(v) as TrainConfigInput,
     lastTraining: v.lastTraining,
+    ...(v.seedsAtOnce && { seedsAtOnce: true }),
   };
   return v.rung > 0 ? { kind: "promote", proposal } : { kind: "propose", proposal, by: "policy" };
 }
@@ -68,5 +73,42 @@ describe.each(RECORDINGS)("replaying $file", (r) => {
     const breaks = runPromiseBreaks(finalState(recorded), 0.05 * budget);
     expect(breaks.length).toBe(r.runBreaks.length === 0 ? 0 : breaks.length);
     for (const prefix of r.runBreaks) expect(breaks.some((b) => b.includes(prefix)), `${prefix} in ${JSON.stringify(breaks)}`).toBe(true);
+  });
+});
+
+describe("a long training that reaches its epochs before its time (the Friedman recording, 3baeb1f)", () => {
+  const r = RECORDINGS.find((x) => x.file.startsWith("friedman-"))!;
+  const recorded = events(r);
+  const long = recorded.find((e) => e.body.case === "trialProposed" && e.body.value.lastTraining)!;
+
+  it("asks only for the time its epochs take at its measured pace", () => {
+    // The recording's long training had 133 s and reached its 200 epochs in 35-41 s.
+    const point = decisionPoints(r, recorded).find((p) => p.recorded === long)!;
+    const move = decide(point.input, point.index);
+    expect(isLast(move)).toBe(true);
+    const trainS = (move as { proposal: Proposal }).proposal.train.train_seconds!;
+    expect(trainS).toBeGreaterThanOrEqual(35);
+    expect(trainS).toBeLessThanOrEqual(60);
+  });
+
+  it("opens another research round when it ends with time for another: the run explores again instead of ending", () => {
+    const judged = recorded.find((e) => e.body.case === "trialJudged" && e.trialId === long.trialId)!;
+    let before = emptyRunState(long.runId);
+    for (const e of recorded) {
+      if (e === judged) break;
+      before = applyToRunState(before, e);
+    }
+    const nowMs = Number(judged.emittedAtMs);
+    // Recorded: "the run's last long training is done, and no training long enough to change the best fits the 99 s left".
+    expect(judged.body.case === "trialJudged" && judged.body.value.runEnd).toBe(RunEnd.LAST_TRAINING);
+    const verdict = judge(before, before.trials.get(long.trialId)!, nowMs);
+    expect(verdict.decision).toBe(Decision.ITERATE);
+    const after = applyToRunState(before, { ...judged, body: { case: "trialJudged", value: verdict } });
+    const index = (after.settings?.parallel || 1) + after.trials.get(long.trialId)!.judgedPosition!;
+    const input = planInputFor(after, after.dataset!, index, { nowMs, slots: r.slots, device: r.device, pastObservations: [] });
+    expect(exploreLeftS(input)).toBeGreaterThan(0);
+    const move = decide(input, index);
+    expect(move.kind === "propose" || move.kind === "promote", JSON.stringify(move).slice(0, 300)).toBe(true);
+    expect(isLast(move)).toBe(false);
   });
 });
