@@ -8,7 +8,7 @@ import { join, resolve } from "node:path";
 import { fromBinary } from "@bufbuild/protobuf";
 import { cliConfig } from "../../core/config.js";
 import { TRIAL_STATUS } from "../../core/enums.js";
-import { pct } from "../../core/format.js";
+import { formatMetric } from "../../core/objective.js";
 import { workspaceSecrets } from "../../deploy/swarm.js";
 import { connectRunner } from "../../gpu-runner/client.js";
 import { EventSchema } from "../../proto/gen/research/v1/events_pb.js";
@@ -24,7 +24,8 @@ interface LiveRun {
   stopping_by?: string;
   /** Trials by status (trial_status names). */
   trials: Record<string, number>;
-  best: { trial_id: string; val_ci95: [number, number] } | null;
+  /** The best trial's validation 95% CI, and as text in the metric's units (a percentage or a number). */
+  best: { trial_id: string; val_ci95: [number, number]; val_ci95_text: string } | null;
 }
 
 async function liveRuns(workspace: string): Promise<LiveRun[]> {
@@ -44,7 +45,7 @@ async function liveRuns(workspace: string): Promise<LiveRun[]> {
         state: state.stopRequested ? "stopping" : state.paused ? "paused" : "running",
         ...(state.stopRequested && { stopping_by: state.stopRequested.who }),
         trials,
-        best: best && ci ? { trial_id: best.id, val_ci95: [ci[0]!, ci[1]!] } : null,
+        best: best && ci ? { trial_id: best.id, val_ci95: [ci[0]!, ci[1]!], val_ci95_text: `${formatMetric(state.objective, ci[0]!)}–${formatMetric(state.objective, ci[1]!)}` } : null,
       });
     }
     return out;
@@ -56,7 +57,7 @@ async function liveRuns(workspace: string): Promise<LiveRun[]> {
 function runLine(r: LiveRun): string {
   const trials = TRIAL_STATUS.names.filter((n) => n in r.trials).map((n) => `${r.trials[n]} ${n}`).join(", ") || "none yet";
   const held = r.state === "stopping" ? ` (stopping: ${r.stopping_by})` : r.state === "paused" ? " (paused)" : "";
-  const best = r.best ? `; best ${r.best.trial_id} ${pct(r.best.val_ci95[0])}–${pct(r.best.val_ci95[1])}` : "";
+  const best = r.best ? `; best ${r.best.trial_id} ${r.best.val_ci95_text}` : "";
   return `  ${r.run_id}${held}  trials: ${trials}${best}  ${r.goal}`;
 }
 
