@@ -215,6 +215,7 @@ function whatItIs(t: TrialState): string {
     r ? `batch ${r.batch_size}` : "",
     r?.tta_hflip ? "flip-averaged predictions" : "",
     r ? `${epochsOf(t, r)} on ${r.subset ? `${int(r.subset)} examples` : "the whole training split"}` : "",
+    keptOf(t),
   ];
   return parts.filter(Boolean).join(", ");
 }
@@ -227,6 +228,15 @@ function epochsOf(t: TrialState, r: NonNullable<TrialState["train"]>): string {
   const lo = Math.min(...done);
   const hi = Math.max(...done);
   return `${done.length ? plural(lo === hi ? lo : `${lo}-${hi}`) : `up to ${plural(r.epochs)}`} in ${duration(r.train_seconds)}`;
+}
+
+/** "its seeds' best validation epochs kept (81-120)", when a seed ended at an earlier epoch than its last (trainer.py _BestEpoch). */
+function keptOf(t: TrialState): string {
+  const seeds = (t.evaluated?.result?.seedResults ?? []).filter((s) => s.keptEpoch > 0);
+  if (!seeds.some((s) => s.keptEpoch < s.epochsCompleted)) return "";
+  const kept = seeds.map((s) => s.keptEpoch);
+  const [lo, hi] = [Math.min(...kept), Math.max(...kept)];
+  return `its seeds' best validation epochs kept (${lo === hi ? lo : `${lo}-${hi}`})`;
 }
 
 /** The trial's first-parent line back to where the run started, oldest first, each step with how it was made. */

@@ -576,3 +576,20 @@ describe("a warm run that continued a past run's training in the report (issue 3
     expect(unwrapped(markdown)).toContain("- `c1` continues the training of `c0` from its kept weights.");
   });
 });
+
+describe("a trial whose seeds kept an earlier epoch than their last in the report", () => {
+  const reportWith = (kept: (k: number) => number) => {
+    const events = openEndedEvents();
+    const state = emptyRunState(RUN);
+    for (const e of events) {
+      if (e.body.case === "trialEvaluated" && e.trialId === tid(5)) e.body.value.result!.seedResults.forEach((s, k) => (s.keptEpoch = kept(k)));
+      applyToRunState(state, e);
+    }
+    return unwrapped(buildReport(state, events.at(-1)!.body.value as Parameters<typeof buildReport>[1]).markdown);
+  };
+
+  it("says which epochs its seeds kept, and nothing where every seed kept its last", () => {
+    expect(reportWith((k) => (k === 0 ? EPOCHS : 2 + k))).toContain("its seeds' best validation epochs kept (3-5)");
+    expect(reportWith(() => EPOCHS)).not.toContain("best validation epochs kept");
+  });
+});
