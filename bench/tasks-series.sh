@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# A series per task: for each task case and each seed, the swarm's launch (--seed S: its planner's
+# draws and its trials' training seeds) and then its peer with the same seed and wall time, back
+# to back on this machine and on the same files. Each case is one row of CASES below: its data
+# (generated here, nothing fetched), its goal and budget, and its peer's command.
+#
+#   bash bench/tasks-series.sh [--tasks friedman] [--seeds 0,1,2]
+#
+# Cases:
+#   friedman  scikit-learn's make_friedman1 (3,000 rows, 8 features, noise 1.0, random_state 0) as a
+#             CSV, "minimise rmse", 4 minutes; peer: HistGradientBoostingRegressor and MLPRegressor,
+#             each tuned by Optuna's TPE for half the time (bench/regression_baseline.py), on the
+#             runner's own train/validation/test split.
+#
+# Pairs go to bench/out/tasks-<commit>/<case>-<seed>.json (a pair done before is kept, so a series
+# cut short resumes); the series, with the machine's fingerprint (bench/machine.py), to
+# bench/results/tasks-series-<commit>.json. The peers run in bench/out/venv-optuna (made here when
+# missing: torch 2.13, Optuna 5, scikit-learn).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tasks="friedman"
+seeds="0,1,2"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --tasks) tasks="$2"; shift 2 ;;
+    --seeds) seeds="$2"; shift 2 ;;
+    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "tasks-series: unknown argument $1 (see --help)" >&2; exit 1 ;;
+  esac
+done
+commit="$(git rev-parse --short HEAD)"
+out="bench/out/tasks-$commit"
+data="$out/data"
+mkdir -p "$data"
+load() { cut -d' ' -f1-3 /proc/loadavg; }
+
+venv=bench/out/venv-optuna
+if ! "$venv/bin/python" -c "import optuna, sklearn, torch" 2> /dev/null; then
+  echo "tasks-series: making $venv (torch 2.13, Optuna 5, scikit-learn)" >&2
+  [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check torch==2.13.0 optuna==5.0.0 numpy scipy scikit-learn > "$out/venv.log" 2>&1
+fi
+
+# CASES: name | minutes | goal (DATA is the case's file) | peer script and arguments (DATA, SECONDS)
+friedman_data() {
+  "$venv/bin/python" - "$1" <<'PY'
+import sys
+import numpy as np
+from sklearn.datasets import make_friedman1
+x, y = make_friedman1(n_samples=3000, n_features=8, noise=1.0, random_state=0)
+np.savetxt(sys.argv[1], np.column_stack([x, y]), delimiter=",", fmt="%.6f",
+           header=",".join([f"x{i}" for i in range(8)] + ["y"]), comments="")
+PY
+}
+CASES=(
+  "friedman|4|csv:DATA target=y: minimise rmse|bench/regression_baseline.py --dataset csv --data DATA --target y --seconds SECONDS"
+)
+
+run_pair() {
+  local name="$1" minutes="$2" goal="$3" peer="$4" seed="$5" file="$data/$1.csv"
+  local pair="$out/$name-$seed.json"
+  [ -f "$pair" ] && { echo "tasks-series: $name seed $seed done before, kept" >&2; return 0; }
+  [ -f "$file" ] || "${name}_data" "$file"
+  goal="${goal//DATA/$file}"
+  peer="${peer//DATA/$file}"; peer="${peer//SECONDS/$((minutes * 60))}"
+  local ws="$out/ws-$name-$seed" before t0 swarm_s peer_before peer_t0
+  echo "tasks-series: $name seed $seed: launch --goal \"$goal\" --time-budget ${minutes}m ($(date -u +%H:%M:%S))" >&2
+  before="$(load)"; t0="$(date +%s)"
+  ./research-agent launch --goal "$goal" --time-budget "${minutes}m" --seed "$seed" --no-research --workspace "$ws" --json \
+    > "$out/$name-$seed.swarm.json" 2> "$out/$name-$seed.swarm.log" || true
+  swarm_s=$(( $(date +%s) - t0 ))
+  echo "tasks-series: $name seed $seed: $peer --seed $seed ($(date -u +%H:%M:%S))" >&2
+  peer_before="$(load)"; peer_t0="$(date +%s)"
+  # shellcheck disable=SC2086 # the peer's arguments are words
+  "$venv/bin/python" $peer --seed "$seed" > "$out/$name-$seed.peer.json" 2> "$out/$name-$seed.peer.log"
+  "$venv/bin/python" - "$out/$name-$seed.swarm.json" "$out/$name-$seed.peer.json" > "$pair" <<PY
+import json, sys
+lines = open(sys.argv[1]).read().strip().splitlines()
+swarm = json.loads(lines[-1]) if lines else {"status": "no result"}
+print(json.dumps({"case": "$name", "seed": $seed, "goal": """$goal""", "minutes": $minutes,
+                  "swarm": {"command": "launch --goal ... --time-budget ${minutes}m --seed $seed --no-research", "wall_s": $swarm_s,
+                            "load_before": "$before", **swarm},
+                  "peer": {"command": "$peer --seed $seed", "wall_s": $(( $(date +%s) - peer_t0 )), "load_before": "$peer_before",
+                           **json.load(open(sys.argv[2]))},
+                  "load_after": "$(load)"}))
+PY
+}
+
+IFS=, read -r -a seed_list <<< "$seeds"
+IFS=, read -r -a task_list <<< "$tasks"
+for task in "${task_list[@]}"; do
+  row=""
+  for c in "${CASES[@]}"; do [ "${c%%|*}" = "$task" ] && row="$c"; done
+  [ -n "$row" ] || { echo "tasks-series: no case $task (cases: $(printf '%s ' "${CASES[@]%%|*}"))" >&2; exit 1; }
+  IFS='|' read -r name minutes goal peer <<< "$row"
+  for seed in "${seed_list[@]}"; do run_pair "$name" "$minutes" "$goal" "$peer" "$seed"; done
+done
+
+result="bench/results/tasks-series-$commit.json"
+.venv/bin/python - "$out" "$commit" "$result" "$tasks" "$seeds" <<'PY'
+import glob, json, os, statistics, sys, datetime
+sys.path.insert(0, "bench")
+import machine
+out, commit, result, tasks, seeds = sys.argv[1:]
+pairs = [json.load(open(p)) for p in sorted(glob.glob(os.path.join(out, "*-[0-9]*.json"))) if not p.endswith((".swarm.json", ".peer.json"))]
+def spread(values):
+    values = [v for v in values if v is not None]
+    return {"mean": statistics.mean(values), "min": min(values), "max": max(values), "n": len(values)} if values else None
+cases = {}
+for name in tasks.split(","):
+    mine = [p for p in pairs if p["case"] == name]
+    metric = (mine[0]["swarm"].get("metric") or "val_rmse").removeprefix("val_") if mine else "rmse"
+    best = lambda p: (p["swarm"].get("best_trial") or {})
+    cases[name] = {
+        "metric": metric, "lower_is_better": metric in ("rmse", "mae", "bpb", "bits_per_byte", "loss"),
+        "swarm_test": spread([best(p).get(f"test_{metric}") for p in mine]),
+        "swarm_ensemble_test": spread([best(p).get(f"ensemble_test_{metric}") for p in mine]),
+        "swarm_seconds": spread([p["swarm"].get("seconds") for p in mine]),
+        "swarm_ends": [p["swarm"].get("reason") for p in mine],
+        "peers_test": {m: spread([p["peer"]["models"][m][f"test_{metric}"] for p in mine]) for m in (mine[0]["peer"].get("models", {}) if mine else {})},
+        "pairs": mine,
+    }
+doc = {"commit": commit, "command": f"bash bench/tasks-series.sh --tasks {tasks} --seeds {seeds}",
+       "summarised_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+       "machine": machine.fingerprint(), "cases": cases}
+json.dump(doc, open(result, "w"), indent=2)
+for name, c in cases.items():
+    f = lambda s: "n/a" if not s else f'{s["mean"]:.3f} ({s["min"]:.3f}-{s["max"]:.3f}, n={s["n"]})'
+    print(f'{name}: swarm test {c["metric"]} {f(c["swarm_test"])}, ensemble {f(c["swarm_ensemble_test"])}; '
+          + "; ".join(f"{m} {f(s)}" for m, s in c["peers_test"].items()))
+print(f"wrote {result}")
+PY
