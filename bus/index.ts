@@ -1,5 +1,6 @@
 export { Bus, connectBus, type BusOptions, type EventInit } from "./bus.js";
 export { decodeEvent, encodeEvent } from "./codec.js";
+export { KvBucket, type KvEntry, type KvOptions } from "./kv.js";
 export type { ConsumeOptions, Consumption, DeadLetterHook, EventHandler, HandlerContext } from "./consumer.js";
 export type { HeartbeatOptions } from "./heartbeat.js";
 export { freePort, natsAuthConfig, startNatsServer, type NatsServer, type NatsServerOptions } from "./nats-server.js";

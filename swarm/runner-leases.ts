@@ -8,18 +8,17 @@
  * read it. A runner that failed the evaluation itself, or that no longer answers, loses its lease
  * (agents/analyst/main.ts), and the redelivery claims another.
  */
-import { Kvm, type KV } from "@nats-io/kv";
-import type { Bus } from "../bus/index.js";
+import { KvBucket, type Bus } from "../bus/index.js";
 
 const BUCKET = "runner-leases";
 /** Longer than any run: a key's lease is of no use once its trial is judged (the analyst skips evaluated trials). */
 const TTL_MS = 24 * 3600_000;
 
 export class RunnerLeases {
-  private constructor(private readonly kv: KV) {}
+  private constructor(private readonly kv: KvBucket) {}
 
   static async open(bus: Bus, replicas = 1): Promise<RunnerLeases> {
-    return new RunnerLeases(await new Kvm(bus.nc).create(BUCKET, { history: 1, ttl: TTL_MS, replicas }));
+    return new RunnerLeases(await KvBucket.open(bus, BUCKET, { ttlMs: TTL_MS, replicas }));
   }
 
   /** The address of the runner that holds `key`; when none does, `pick()`'s, claimed for it. */
@@ -27,7 +26,7 @@ export class RunnerLeases {
     let lastError: unknown;
     for (let attempt = 0; attempt < 3; attempt++) {
       const held = await this.kv.get(key);
-      if (held?.operation === "PUT") return held.string();
+      if (held) return held.value;
       const address = pick();
       try {
         await this.kv.create(key, address);
@@ -43,8 +42,8 @@ export class RunnerLeases {
   /** Gives `key`'s lease up if `address` still holds it (its runner failed the evaluation). */
   async release(key: string, address: string): Promise<void> {
     const held = await this.kv.get(key);
-    if (held?.operation !== "PUT" || held.string() !== address) return;
+    if (held?.value !== address) return;
     // Only that revision: a lease another request took meanwhile stays.
-    await this.kv.delete(key, { previousSeq: held.revision }).catch(() => undefined);
+    await this.kv.deleteAt(key, held.revision);
   }
 }
