@@ -28,23 +28,11 @@ import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import { RUN_DEFAULTS } from "../../core/defaults.js";
 import { nothingFits, roundStartS } from "../../swarm/budget.js";
 import { aloneInFlight, isContinued, liveSeconds, patienceOf, plateau, queuedProposals } from "../../swarm/run-state.js";
-import { baselineProposals, handProposal, nextBuiltin, randomPolicy, type PlanInput, type Proposal } from "./policy.js";
+import { baselineProposals, handProposal, nextBuiltin, randomPolicy } from "./policy.js";
+import type { Move, PlanInput } from "./types.js";
 import { ashaPromotion, confirmation, fullSplitDue, lastTraining, promotionInFlight } from "./promotion.js";
 import { brokenPromises } from "./promises.js";
 import { exploreLeftS, lastTrainingOf, plansLastTraining } from "./time-model.js";
-
-/** Who authored a new config: a person, the starting point, or the built-in policy (an edit, or a template when nothing works yet). */
-export type Author = "person" | "starting point" | "policy";
-
-export type Move =
-  /** A new config (an edit, a template, a person's proposal), at the probe's fidelity. */
-  | { kind: "propose"; proposal: Proposal; by: Author }
-  /** The scheduler's: a config trained again at another fidelity (ASHA, a confirmation, the last long training). */
-  | { kind: "promote"; proposal: Proposal }
-  /** Nothing now; a trial in flight will be judged and bring the next decision. */
-  | { kind: "wait"; why: string }
-  /** Nothing now, nor for this slot; `broken` when a move was held back because it would break a promise (a bug). */
-  | { kind: "nothing"; why: string; broken?: string[] };
 
 /** Why exploitation has begun (the last long training is due), or undefined while the run explores. */
 export function exploiting(input: PlanInput, index: number): string | undefined {

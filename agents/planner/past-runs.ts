@@ -22,7 +22,7 @@ import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import { FailureLabel } from "../../proto/gen/research/v1/common_pb.js";
 import { configFingerprint } from "./identity.js";
 import type { DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
-import type { PastConfig } from "./policy.js";
+import type { PastConfig } from "./types.js";
 import { genomeFeatures, type Observation } from "./surrogate.js";
 import { modelOfSpec, trainOfSpec } from "../../core/config-wire.js";
 

@@ -20,8 +20,8 @@ import type { Brief } from "../../core/brief.js";
 import { pct } from "../../core/format.js";
 import { PROBE_SEEDS, SEARCH_DEFAULTS, type SearchDevice } from "../../core/defaults.js";
 import { drawIn, intoSpace, isImage, outsideSpace, RECIPE_DEFAULTS, spaceOf, type DimensionName } from "../../core/space.js";
-import { SURFACE, type MutationName, type OptimizerName, type SurfaceName as Surface } from "../../core/enums.js";
-import { isCodeModel, type TrainConfig, type TrainConfigInput, type TrialModelInput } from "../../core/model-config.js";
+import { SURFACE, type OptimizerName, type SurfaceName as Surface } from "../../core/enums.js";
+import { isCodeModel, type TrainConfigInput } from "../../core/model-config.js";
 import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import { trialId } from "../../core/ids.js";
 import type { DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
@@ -33,73 +33,11 @@ import { mirrors, templatesFor } from "../../core/tasks/index.js";
 import { configParamsCounter, paramsCounter } from "./params.js";
 import { fitTpe, GENOME_SPACE, genomeFeatures, type Observation } from "./surrogate.js";
 import { ladder, PROMOTION_SURFACE, type Fidelity } from "./scheduler.js";
+import type { PlanInput, Policy, Proposal } from "./types.js";
 import { derivedOf, familyOf, fingerprint, genomeOf, tried } from "./identity.js";
 import { predictedLatencyMs, timing } from "./time-model.js";
 import { frontOf, pointOf, type Front } from "../../swarm/front.js";
 import { chebyshev, simplexWeights } from "../../core/pareto.js";
-
-export interface Proposal {
-  /** Fidelity rung (scheduler.ts): 0 for every new config. */
-  rung: number;
-  /** Seeds to evaluate with; undefined: the run's setting. */
-  seeds?: number;
-  hypothesis: string;
-  rationale: string;
-  parentIds: string[];
-  /** None for a person's proposal: the bandit over surfaces learns only from its own. */
-  surface?: Surface;
-  /** How it was made: the planner decides by this (TrialProposed.mutation), never by the hypothesis' words. */
-  mutation: MutationName;
-  model: TrialModelInput;
-  train: TrainConfigInput;
-  /** A person's queued proposal this one carries. */
-  interventionId?: string;
-  /** The run's last long training: nothing long fits after it, so nothing else starts beside it. */
-  lastTraining?: boolean;
-  /** A last training's seeds start at once, sharing the cores (time-model.ts seedsAtOnce). */
-  seedsAtOnce?: boolean;
-  /** Past trials (of other runs) it starts from, each with its weight: a warm start (TrialProposed.informed_by). */
-  informedBy?: { trialId: string; weight: number }[];
-  /** The kept weights each seed starts from (TrialProposed.init_weights): a continued training. */
-  initWeights?: { runId: string; trialId: string };
-}
-
-/** A past run's config on this goal's data or data that looks the same, measured at this run's probe fidelity (the lineage's warm start). */
-export interface PastConfig {
-  trialId: string;
-  runId: string;
-  model: TrialModelInput;
-  /** Validated (past-runs.ts rowConfigs): other runs' rows enter the planner only that way. */
-  train: TrainConfig;
-  /** Its validation lower bound there: the order of the warm start, never a result of this run. */
-  ciLow: number;
-  /** What its result weighs in this run's surrogate: less the farther its dataset (past-runs.ts). */
-  weight: number;
-}
-
-export interface PlanInput {
-  state: RunState;
-  info: DatasetInfo;
-  rng: () => number;
-  /** Parameter count of a config, or an error message when it does not compile. */
-  params: (model: TrialModelInput) => number | string;
-  /** Fingerprints of configs that failed in any run (lineage feedback). */
-  failedElsewhere: Set<string>;
-  /** Now, for the budget plan; injected so the policy is testable. */
-  nowMs?: number;
-  /** Rung-0 results of past runs on comparable data (lineage warm start), weighted below this run's, the less the farther their data. */
-  pastObservations?: Observation[];
-  /** Past runs' configs on this dataset at this run's probe fidelity, strongest first: the first proposals' candidates. */
-  pastConfigs?: PastConfig[];
-  /** Past runs' long trainings on this dataset, strongest first: what a continued training starts from (promotion.ts continuation). */
-  pastLong?: PastConfig[];
-  /** Training slots of the runner (its Health); unknown: a trial's seeds are taken to run one after another. */
-  slots?: number;
-  /** What the runner trains on (its Health): the starting fidelity, batch, precision and templates (core/defaults.ts). */
-  device?: SearchDevice;
-}
-
-export type Policy = (input: PlanInput, index: number) => Proposal | undefined;
 
 /**
  * The input of the decision for trial `index`: the run's random stream for that trial (seeded

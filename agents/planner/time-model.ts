@@ -17,7 +17,7 @@ import { liveSeconds, paramsOf, slowestSeed, slowestSeedSeconds, type RunState, 
 import { derivedOf, familyOf, genomeOf } from "./identity.js";
 import { latencyOf } from "../../swarm/front.js";
 import type { Genome } from "./mutations.js";
-import type { PlanInput, Proposal } from "./policy.js";
+import type { PlanInput, Proposal } from "./types.js";
 
 /**
  * The share of a run's time budget that exploration (probes, edits, ASHA's promotions) may use:

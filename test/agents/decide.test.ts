@@ -5,10 +5,12 @@
  */
 import { describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
-import { decide, type Move } from "../../agents/planner/decide.js";
+import { decide } from "../../agents/planner/decide.js";
+import type { Move } from "../../agents/planner/types.js";
 import { ashaPromotion, continuation, fullSplitDue, lastTraining } from "../../agents/planner/promotion.js";
 import { brokenPromises } from "../../agents/planner/promises.js";
-import { initialBuiltin, planInputFor, type PlanInput, type Proposal } from "../../agents/planner/policy.js";
+import { initialBuiltin, planInputFor } from "../../agents/planner/policy.js";
+import type { PlanInput, Proposal } from "../../agents/planner/types.js";
 import { Cost, Mutation, Surface } from "../../proto/gen/research/v1/common_pb.js";
 import { nextPromotion } from "../../agents/planner/scheduler.js";
 import { frontOf, frontPicks, longTrainingsLeft } from "../../swarm/front.js";

@@ -8,14 +8,15 @@
 import { describe, expect, it } from "vitest";
 import { MUTATION } from "../../core/enums.js";
 import { liveSeconds } from "../../swarm/run-state.js";
-import { decide, type Move } from "../../agents/planner/decide.js";
+import { decide } from "../../agents/planner/decide.js";
+import type { Move } from "../../agents/planner/types.js";
 import { judge } from "../../agents/judge/rules.js";
 import { Decision, RunEnd } from "../../proto/gen/research/v1/events_pb.js";
 import { applyToRunState, emptyRunState } from "../../swarm/run-state.js";
 import { planInputFor } from "../../agents/planner/policy.js";
 import { brokenPromises, runPromiseBreaks } from "../../agents/planner/promises.js";
 import { EXPLORE_SHARE, exploreLeftS } from "../../agents/planner/time-model.js";
-import type { Proposal } from "../../agents/planner/policy.js";
+import type { Proposal } from "../../agents/planner/types.js";
 import { decisionPoints, events, finalState, RECORDINGS, scaled, type DecisionPoint } from "./recordings.js";
 import { modelSent, trainSent } from "../../core/config-wire.js";
 import type { TrainConfigInput, TrialModelInput } from "../../core/model-config.js";
