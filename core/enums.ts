@@ -4,6 +4,8 @@ import { Decision, DecisionSchema, InterventionKind, InterventionKindSchema, Run
 import {
   GoalStatus,
   GoalStatusSchema,
+  Metric,
+  MetricSchema,
   Optimizer,
   OptimizerSchema,
   Schedule,
@@ -75,3 +77,5 @@ export const GOAL_STATUS = closedSet<typeof GoalStatus>(GoalStatusSchema);
 export type GoalStatusName = (typeof GOAL_STATUS.names)[number];
 export const TASK = closedSet<typeof Task>(TaskSchema);
 export type TaskName = (typeof TASK.names)[number];
+export const METRIC = closedSet<typeof Metric>(MetricSchema);
+export type MetricName = (typeof METRIC.names)[number];

@@ -11,11 +11,11 @@
 import { create } from "@bufbuild/protobuf";
 import { z } from "zod";
 import { GoalSchema, type Goal } from "../proto/gen/research/v1/events_pb.js";
-import { COST, COSTS, METRIC, objectiveNamed, type CostName, type MetricName, type Objective } from "./objective.js";
+import { METRIC, type MetricName, type TaskName } from "./enums.js";
+import { COST, COSTS, objectiveNamed, type CostName, type Objective } from "./objective.js";
 import { DATASET_TABLE, datasetNamed, type DatasetName } from "./tasks/index.js";
 import type { Modality } from "./tasks/task.js";
 import { LEARNINGS, learningOf } from "./learning/index.js";
-import type { TaskName } from "./enums.js";
 import { orList } from "./format.js";
 
 /** Dataset names as the runner's DatasetSpec spells them: the built-in ones, then the task registry's (core/tasks/). */

@@ -6,15 +6,13 @@
  * of one to minimise; `utility` turns either into a number where higher is better, so a
  * ranking written once serves both directions.
  */
-import { Metric, MetricSchema, type MetricStats } from "../proto/gen/research/v1/runner_pb.js";
+import { Metric, type MetricStats } from "../proto/gen/research/v1/runner_pb.js";
 import { CostSchema, type Cost } from "../proto/gen/research/v1/common_pb.js";
-import { closedSet, type TaskName } from "./enums.js";
+import { closedSet, METRIC, type MetricName, type TaskName } from "./enums.js";
 import { gainPp, pct } from "./format.js";
 import { LEARNINGS } from "./learning/index.js";
 import type { MetricFacts, MetricRange } from "./learning/learning.js";
 
-export const METRIC = closedSet<typeof Metric>(MetricSchema);
-export type MetricName = (typeof METRIC.names)[number];
 
 /** A metric's facts (core/learning/: each task's module declares the metrics its goals decide on), and the task it scores. */
 const FACTS = Object.fromEntries(

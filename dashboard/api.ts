@@ -15,7 +15,7 @@
  *   POST /api/runs/:run/interventions           InterventionRequest (swarm/interventions.ts) -> InterventionReply
  *   GET  /api/events[?run=RUN]                  text/event-stream of LiveMessage
  */
-import type { MetricName } from "../core/objective.js";
+import type { MetricName } from "../core/enums.js";
 import type { InferenceCostJson } from "../lineage-store/report.js";
 export type { InferenceCostJson, InferenceTimingJson } from "../lineage-store/report.js";
 export type { QueueJson, QueuedRun, StartRunReply, StartRunRequest } from "./intake.js";

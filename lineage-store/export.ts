@@ -22,7 +22,7 @@
  */
 import { DECISION, MUTATION, RUN_STATUS, VERDICT } from "../core/enums.js";
 import { labelName } from "../core/failure.js";
-import type { MetricName } from "../core/objective.js";
+import type { MetricName } from "../core/enums.js";
 import { Mutation } from "../proto/gen/research/v1/common_pb.js";
 import { boundOf, confusionOf, metricCurves, paramsOf, rungOf, surfaceOf, trialFailure, trialStatus, type RunState, type TrialState } from "../swarm/run-state.js";
 import { hypothesisMarkdown } from "./artifacts.js";

@@ -1,7 +1,8 @@
 /** runs: the workspace's runs, one line each (or JSON). */
 import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { formatMetric, METRIC, objectiveNamed, type MetricName } from "../../core/objective.js";
+import { METRIC, type MetricName } from "../../core/enums.js";
+import { formatMetric, objectiveNamed } from "../../core/objective.js";
 import { duration } from "../../lineage-store/report.js";
 import type { TrialRow } from "../../lineage-store/schema.js";
 import { args } from "../args.js";

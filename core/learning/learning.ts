@@ -7,7 +7,7 @@
  * from a person's files, the goal parser's table for the built-in datasets.
  */
 import type { DatasetInfo, MetricStats } from "../../proto/gen/research/v1/runner_pb.js";
-import type { MetricName } from "../objective.js";
+import type { MetricName } from "../enums.js";
 import type { TaskName } from "../enums.js";
 
 /** Where a reported number can lie: a share in [0, 1], an error or loss that is never negative, or any real (R² of a bad model is below 0). */

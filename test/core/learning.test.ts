@@ -5,7 +5,8 @@ import { join } from "node:path";
 import { DEFAULT_PYTHON } from "../../core/config.js";
 import { TASK } from "../../core/enums.js";
 import { LEARNINGS, learningOf } from "../../core/learning/index.js";
-import { METRIC, metricRange, objectiveNamed } from "../../core/objective.js";
+import { METRIC } from "../../core/enums.js";
+import { metricRange, objectiveNamed } from "../../core/objective.js";
 import { DatasetInfoSchema, MetricStatsSchema, Task } from "../../proto/gen/research/v1/runner_pb.js";
 import { run } from "../helpers/run.js";
 

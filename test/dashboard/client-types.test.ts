@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest";
 import { join } from "node:path";
 import ts from "typescript";
 import { DEFAULT_PYTHON } from "../../core/config.js";
-import { METRIC } from "../../core/objective.js";
+import { METRIC } from "../../core/enums.js";
 import { run } from "../helpers/run.js";
 
 const ROOT = join(import.meta.dirname, "..", "..");
