@@ -94,6 +94,38 @@ function gpuRows(): string[] {
     });
 }
 
+interface TasksFile {
+  commit: string;
+  summarised_at: string;
+  machine: Machine;
+  cases: Record<string, { metric: string; swarm_test: Stat | null; swarm_ensemble_test: Stat | null; peers_test: Record<string, Stat | null>; pairs: { minutes: number }[] }>;
+}
+
+/**
+ * A row per task case of the newest tasks series that has it (bench/tasks-series.sh): the swarm's
+ * test figure (its best trial's seeds as an ensemble, and per seed) beside its peers of the same
+ * sitting, and the previous series' figure of the case beside it.
+ */
+function taskRows(): string[] {
+  const files = readdirSync(RESULTS)
+    .filter((f) => /^tasks-series-\w+\.json$/.test(f))
+    .map((f) => JSON.parse(readFileSync(join(RESULTS, f), "utf8")) as TasksFile)
+    .sort((a, b) => b.summarised_at.localeCompare(a.summarised_at));
+  const names = [...new Set(files.flatMap((f) => Object.keys(f.cases)))];
+  return names.flatMap((name) => {
+    const [now, before] = files.filter((f) => f.cases[name]?.swarm_ensemble_test);
+    if (!now) return [];
+    const c = now.cases[name]!;
+    const v = c.swarm_ensemble_test!;
+    const num = (x: Stat) => (x.n > 1 ? `${x.mean.toFixed(3)} (${x.min.toFixed(3)}-${x.max.toFixed(3)})` : x.mean.toFixed(3));
+    const perSeed = c.swarm_test ? `; per seed ${num(c.swarm_test)}` : "";
+    const previous = before ? `previous series ${num(before.cases[name]!.swarm_ensemble_test!)} at ${before.commit}` : "no previous series";
+    const peers = Object.entries(c.peers_test).flatMap(([m, p]) => (p ? [`${m.replaceAll("_", " ")} tuned by Optuna: ${num(p)}`] : [])).join("; ");
+    const runs = v.n >= 3 ? String(v.n) : `${v.n} (not a series)`;
+    return [`| ${name}, ${c.pairs[0]?.minutes ?? "?"} min (bench/tasks-series.sh): test ${c.metric.toUpperCase()}, ensemble of the best trial's seeds${perSeed}; ${previous} | ${num(v)} | ${runs} | ${peers || "—"} | ${now.commit} (${now.summarised_at.slice(0, 10)}) | ${machine(now.machine)} |`];
+  });
+}
+
 export function headline(): string {
   const files = seriesFiles();
   const rows = FIGURES.flatMap((fig) => {
@@ -111,6 +143,7 @@ export function headline(): string {
     "| figure | mean (min-max) | runs | peer, same sitting | commit (date) | machine |",
     "|---|---|---|---|---|---|",
     ...rows,
+    ...taskRows(),
     ...gpuRows(),
     END,
   ].join("\n");

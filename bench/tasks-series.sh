@@ -4,13 +4,16 @@
 # to back on this machine and on the same files. Each case is one row of CASES below: its data
 # (generated here, nothing fetched), its goal and budget, and its peer's command.
 #
-#   bash bench/tasks-series.sh [--tasks friedman] [--seeds 0,1,2]
+#   bash bench/tasks-series.sh [--tasks friedman,classes] [--seeds 0,1,2]
 #
-# Cases:
-#   friedman  scikit-learn's make_friedman1 (3,000 rows, 8 features, noise 1.0, random_state 0) as a
-#             CSV, "minimise rmse", 4 minutes; peer: HistGradientBoostingRegressor and MLPRegressor,
-#             each tuned by Optuna's TPE for half the time (bench/regression_baseline.py), on the
-#             runner's own train/validation/test split.
+# Cases (the peers of both: scikit-learn's histogram gradient boosting and MLP, each tuned by
+# Optuna's TPE for half the time, bench/tabular_baseline.py, on the runner's own train, validation
+# and test split):
+#   friedman  make_friedman1 (3,000 rows, 8 features, noise 1.0, random_state 0) as a CSV,
+#             "minimise rmse", 4 minutes
+#   classes   make_classification (3,000 rows, 20 features of which 8 informative and 4 redundant,
+#             4 classes, class_sep 0.8, 2% of labels flipped, random_state 0) as a CSV,
+#             "maximise accuracy", 4 minutes
 #
 # Pairs go to bench/out/tasks-<commit>/<case>-<seed>.json (a pair done before is kept, so a series
 # cut short resumes); the series, with the machine's fingerprint (bench/machine.py), to
@@ -18,13 +21,13 @@
 # missing: torch 2.13, Optuna 5, scikit-learn).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-tasks="friedman"
+tasks="friedman,classes"
 seeds="0,1,2"
 while [ $# -gt 0 ]; do
   case "$1" in
     --tasks) tasks="$2"; shift 2 ;;
     --seeds) seeds="$2"; shift 2 ;;
-    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,/^set /{/^#/p}' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "tasks-series: unknown argument $1 (see --help)" >&2; exit 1 ;;
   esac
 done
@@ -52,8 +55,20 @@ np.savetxt(sys.argv[1], np.column_stack([x, y]), delimiter=",", fmt="%.6f",
            header=",".join([f"x{i}" for i in range(8)] + ["y"]), comments="")
 PY
 }
+classes_data() {
+  "$venv/bin/python" - "$1" <<'PY'
+import sys
+import numpy as np
+from sklearn.datasets import make_classification
+x, y = make_classification(n_samples=3000, n_features=20, n_informative=8, n_redundant=4, n_classes=4,
+                           class_sep=0.8, flip_y=0.02, random_state=0)
+np.savetxt(sys.argv[1], np.column_stack([x, y]), delimiter=",", fmt=["%.6f"] * 20 + ["%d"],
+           header=",".join([f"x{i}" for i in range(20)] + ["y"]), comments="")
+PY
+}
 CASES=(
-  "friedman|4|csv:DATA target=y: minimise rmse|bench/regression_baseline.py --dataset csv --data DATA --target y --seconds SECONDS"
+  "friedman|4|csv:DATA target=y: minimise rmse|bench/tabular_baseline.py --task regression --data DATA --target y --seconds SECONDS"
+  "classes|4|csv:DATA target=y: maximise accuracy|bench/tabular_baseline.py --task classification --data DATA --target y --seconds SECONDS"
 )
 
 run_pair() {

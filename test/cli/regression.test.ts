@@ -30,6 +30,11 @@ writeFileSync(
     }).join(""),
 );
 
+/** What a trial's results.json holds of its seeds, as the lineage store writes it (proto JSON, snake_case). */
+interface ResultsFile {
+  seed_results: { kept_epoch: number; epochs_completed: number; metrics: Record<string, number>; learning_curve: { val_metric: number[] } }[];
+}
+
 describe("a regression goal", () => {
   it.concurrent("reaches an RMSE target on a CSV's numeric column, met on the interval's upper end", async () => {
     const ws = mkdtempSync(join(tmpdir(), "regression-ws-"));
@@ -70,6 +75,14 @@ describe("a regression goal", () => {
     expect(plot("learning_curves.svg").match(/<polyline class="val"/g)?.length).toBe(2);
     // The search's own words name the upper bound of the parent it builds on.
     expect(r.stdout + r.stderr).not.toMatch(/label smoothing/);
+    // Every seed that trained ended at its best validation epoch (trainer.py _BestEpoch): its kept
+    // epoch is one it trained, and its validation RMSE that epoch's on its curve.
+    const seeds = ranked.flatMap((t) => (JSON.parse(readFileSync(join(s.report, "..", "experiments", t.trial_id, "results.json"), "utf8")) as ResultsFile).seed_results);
+    for (const seed of seeds) {
+      expect(seed.kept_epoch).toBeGreaterThanOrEqual(1);
+      expect(seed.kept_epoch).toBeLessThanOrEqual(seed.epochs_completed);
+      expect(seed.metrics.val_rmse).toBeCloseTo(Math.min(...seed.learning_curve.val_metric), 6);
+    }
   }, 400_000);
 
   it.concurrent("that does not fit its dataset is one line with exit status 1, bad input, whether the goal's words or a dataset the runner cannot train as asked", async () => {
