@@ -188,6 +188,8 @@ export function planEvaluation(req: EvaluateRequest, dataRoots: string[]) {
       weights: req.weightsOf ? "load" : req.keepWeights ? "keep" : "",
       // Each seed of a job starts from a file of weights (python/zygote.py JOB_FILES "init").
       init: init !== undefined,
+      // The evaluator answers each epoch it scores, whether it is the seed's best so far (python/trainer.py _BestEpoch).
+      verdicts: true,
     },
   };
 }

@@ -217,6 +217,8 @@ def validate(task, spec):
         out["threads"] = _value(spec, "threads", int, "spec", lambda v: 1 <= v <= 256, "in [1, 256]")
         # Each seed starts from a file of weights the zygote opens (EvaluateRequest.init_weights).
         out["init"] = _value(spec, "init", bool, "spec")
+        # The runner answers each scored epoch (zygote "verdict", trainer._BestEpoch).
+        out["verdicts"] = _value(spec, "verdicts", bool, "spec")
         if out["together"] > 1 and out["weights"] == "load":
             raise _invalid("spec.together: loaded weights are evaluated one seed a job")
         if out["init"] and out["weights"] == "load":

@@ -488,7 +488,7 @@ class Zygote:
             spec = {**spec, "weights_fds": [self._job_file(name, weights) for name in names],
                     "init_fds": [self._job_file(name, "init") for name in per_seed] if spec.get("init") else [],
                     "labels_fd": self._job_file(job_id, "labels" if task == "train" else "")}
-            verdict_read, verdict_write = os.pipe() if task == "train" else (None, None)
+            verdict_read, verdict_write = os.pipe() if task == "train" and spec["verdicts"] else (None, None)
             spec["verdict_fd"] = verdict_read
             log_path = os.path.join(scratch, "log.txt")
             log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)

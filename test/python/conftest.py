@@ -39,7 +39,7 @@ _FULL = {
                    "schedule": "none", "warmup_epochs": 0.0, "step_size": 1, "gamma": 0.1, "label_smoothing": 0.0,
                    "grad_clip": 0.0, "batch_size": 128, "epochs": 2, "amp": False, "channels_last": False, "deterministic": False, "ema_decay": 0.0, "swa": False, "tta_hflip": False, "train_seconds": 0.0, "context": 0,
                    "augment": {"hflip": False, "crop_padding": 0, "cutout": 0}},
-        "seed": 0, "together": 1, "max_params": 0, "max_latency_ms": 0, "evaluate_test": False, "measure_inference": False, "weights": "", "init": False, "threads": 1,
+        "seed": 0, "together": 1, "max_params": 0, "max_latency_ms": 0, "evaluate_test": False, "measure_inference": False, "weights": "", "init": False, "verdicts": False, "threads": 1,
     },
     "summarize": {"source": "", "class_name": "Net", "init_kwargs": {}, "input_shape": [1, 8, 8],
                   "input_dtype": "float32", "num_classes": 0, "task": "classification", "threads": 1},

@@ -55,6 +55,31 @@ function digits(code: string, className: string, extra: Partial<Req> = {}): Req 
   } as Req;
 }
 
+/** A request to train an MLP regressor on diabetes (10 features, one number) whose layers are `sequential`'s arguments. */
+function diabetes(sequential: string, extra: Partial<Req> = {}): Req {
+  const code = `
+import torch.nn as nn
+
+class Regressor(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(${sequential})
+
+    def forward(self, x):
+        return self.net(x)
+`;
+  return {
+    trialId: "t-regressor",
+    model: { code, className: "Regressor" },
+    dataset: { name: "diabetes", task: Task.REGRESSION },
+    metric: Metric.RMSE,
+    seeds: 3,
+    recipe: { epochs: 8, batchSize: 32, lr: 0.01 },
+    budget: { timeBudgetS: 60 },
+    ...extra,
+  } as Req;
+}
+
 async function failureOf(req: Req): Promise<ResearchError> {
   const err = await evaluateToResult(client, req).then(
     () => undefined,
@@ -177,28 +202,7 @@ describe("runner service", () => {
   });
 
   it("evaluates a regression on diabetes: RMSE in the target's units, lower is better, an interval that counts the validation set", async () => {
-    const mlp = `
-import torch.nn as nn
-
-class Regressor(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.net = nn.Sequential(nn.Linear(10, 32), nn.ReLU(), nn.Linear(32, 1))
-
-    def forward(self, x):
-        return self.net(x)
-`;
-    const req = (extra: Partial<Req>): Req =>
-      ({
-        trialId: "t-regressor",
-        model: { code: mlp, className: "Regressor" },
-        dataset: { name: "diabetes", task: Task.REGRESSION },
-        metric: Metric.RMSE,
-        seeds: 3,
-        recipe: { epochs: 8, batchSize: 32, lr: 0.01 },
-        budget: { timeBudgetS: 60 },
-        ...extra,
-      }) as Req;
+    const req = (extra: Partial<Req>): Req => diabetes("nn.Linear(10, 32), nn.ReLU(), nn.Linear(32, 1)", extra);
     const events: EvaluateEvent[] = [];
     const result = await evaluateToResult(client, req({ target: 70, evaluateTest: true }), (e) => events.push(e));
     const rmse = result.aggregated.val_rmse!;
@@ -233,27 +237,12 @@ class Regressor(nn.Module):
 
   it("ends each seed at its best validation epoch: its score, and its weights kept for the test split", async () => {
     // A wide net at a high rate overfits diabetes's 300-odd training rows within a few epochs.
-    const wide = `
-import torch.nn as nn
-
-class Regressor(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.net = nn.Sequential(nn.Linear(10, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 1))
-
-    def forward(self, x):
-        return self.net(x)
-`;
-    const req = {
+    const req = diabetes("nn.Linear(10, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(), nn.Linear(512, 1)", {
       runId: "r-best-epoch",
       trialId: "t-overfits",
-      model: { code: wide, className: "Regressor" },
-      dataset: { name: "diabetes", task: Task.REGRESSION },
-      metric: Metric.RMSE,
       seeds: 2,
       recipe: { epochs: 30, batchSize: 16, lr: 0.01 },
-      budget: { timeBudgetS: 60 },
-    } as Req;
+    });
     const trained = await evaluateToResult(client, { ...req, keepWeights: true });
     for (const s of trained.seedResults) {
       const curve = s.learningCurve!.valMetric;
