@@ -2,9 +2,11 @@
  * A verb's way to the workspace: its swarm, if one is up, and its lineage. The bus and
  * LanceDB are imported when first used, so a verb checks its flags before it pays for them.
  */
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fromBinary } from "@bufbuild/protobuf";
+import { z } from "zod";
+import { readJsonFile } from "../core/json.js";
 import type { Bus } from "../bus/index.js";
 import { cliConfig } from "../core/config.js";
 import { createLogger } from "../core/logger.js";
@@ -15,8 +17,7 @@ import { fail } from "./args.js";
 
 /** What the launcher of the swarm in `workspace` wrote about it (deploy/swarm.ts), if one was launched there. */
 export function swarmFile(workspace: string): { nats_url: string; runner_address: string } | undefined {
-  const f = join(resolve(workspace), "swarm.json");
-  return existsSync(f) ? (JSON.parse(readFileSync(f, "utf8")) as { nats_url: string; runner_address: string }) : undefined;
+  return readJsonFile(join(resolve(workspace), "swarm.json"), z.object({ nats_url: z.string(), runner_address: z.string() }));
 }
 
 /** The workspace's swarm (or the one at `nats`), or undefined when none answers within 3 s. */

@@ -1,3 +1,4 @@
+import { existsSync, readFileSync } from "node:fs";
 import { z } from "zod";
 
 /** Authored JSON text (a config, a brief) read leniently: text that does not parse is `undefined`, never an exception. */
@@ -55,4 +56,15 @@ export function safeValidate<T>({ value, schema, text }: { value: unknown; schem
     success: false,
     error: { kind: "validation", message: z.prettifyError(parsed.error), text: text ?? JSON.stringify(value) ?? String(value), issues: parsed.error.issues, value },
   };
+}
+
+/**
+ * A JSON file the project wrote (a report, a launcher's record, a build's) checked against its
+ * schema: undefined when the file is missing, not JSON or not of that shape, so a reader treats a
+ * torn or foreign file as absent instead of trusting a cast.
+ */
+export function readJsonFile<T>(path: string, schema: z.ZodType<T>): T | undefined {
+  if (!existsSync(path)) return undefined;
+  const parsed = safeParseJson({ text: readFileSync(path, "utf8"), schema });
+  return parsed.success ? parsed.value : undefined;
 }

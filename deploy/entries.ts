@@ -4,7 +4,9 @@
  * TypeScript source through tsx. "Current": none of the files it was built from
  * changed after its build began, so an edited source never runs stale.
  */
-import { readFileSync, statSync } from "node:fs";
+import { statSync } from "node:fs";
+import { z } from "zod";
+import { readJsonFile } from "../core/json.js";
 import { join, resolve } from "node:path";
 import { PACKED } from "../core/packed.js";
 
@@ -18,19 +20,15 @@ export const BUILT_FROM_FILE = "built-from.json";
 export const DEV_BUNDLES = bundlesIn(REPO_ROOT);
 
 /** Per entry: when its build began (ms since the epoch) and its input files, relative to the repository. */
-export type BuiltFrom = Record<string, { startedMs: number; inputs: string[] }>;
+const BuiltFromSchema = z.record(z.string(), z.object({ startedMs: z.number(), inputs: z.array(z.string()) }));
+export type BuiltFrom = z.infer<typeof BuiltFromSchema>;
 
 const bundleOf = (dir: string, entry: string) => join(dir, entry.replace(/\.ts$/, ".mjs"));
 
 /** `entry`'s bundle under `root` (a checkout) when it is current, else undefined. */
 export function currentBundle(entry: string, root = REPO_ROOT): string | undefined {
   const dir = bundlesIn(root);
-  let built: BuiltFrom[string] | undefined;
-  try {
-    built = (JSON.parse(readFileSync(join(dir, BUILT_FROM_FILE), "utf8")) as BuiltFrom)[entry];
-  } catch {
-    return undefined;
-  }
+  const built = readJsonFile(join(dir, BUILT_FROM_FILE), BuiltFromSchema)?.[entry];
   if (!built) return undefined;
   for (const input of built.inputs) {
     const stat = statSync(join(root, input), { throwIfNoEntry: false });

@@ -13,11 +13,16 @@
  *
  *   node --import tsx deploy/pack.ts OUT
  */
-import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join, relative, resolve, sep } from "node:path";
 import { bundleWeb } from "../dashboard/build.js";
 import { ResearchError } from "../core/failure.js";
 import { bundleEntry, ENTRIES, EXTERNAL, ROOT } from "./bundle.js";
+import { readJsonFile } from "../core/json.js";
+import { z } from "zod";
+
+/** What the pack reads of a package's manifest: its name and what it needs. */
+const PackageSchema = z.object({ name: z.string(), dependencies: z.record(z.string(), z.string()).optional(), optionalDependencies: z.record(z.string(), z.string()).optional() });
 
 /** Where Node finds `name` from the package in `from` (a folder under node_modules). */
 function resolvePackage(name: string, from: string): string {
@@ -39,7 +44,8 @@ function externalPackages(): string[] {
   const visit = (dir: string) => {
     if (found.has(dir)) return;
     found.add(dir);
-    const pkg = JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as { name: string; dependencies?: Record<string, string>; optionalDependencies?: Record<string, string> };
+    const pkg = readJsonFile(join(dir, "package.json"), PackageSchema);
+    if (!pkg) throw new ResearchError("invalid_config", `${join(dir, "package.json")} is not a package manifest`);
     const native = Object.keys(pkg.optionalDependencies ?? {}).filter((d) => d.startsWith(`${pkg.name}-`) && existsSync(join(ROOT, "node_modules", d)));
     for (const dep of [...Object.keys(pkg.dependencies ?? {}).filter((d) => !d.startsWith("@types/")), ...native]) visit(resolvePackage(dep, dir));
   };

@@ -10,6 +10,8 @@ import { randomBytes } from "node:crypto";
 import { connectBus, EVENT_KINDS, freePort, progressSubject, startNatsServer, type Bus, type NatsServer } from "../bus/index.js";
 import { parseResearcherConfig } from "../core/config.js";
 import { ResearchError } from "../core/failure.js";
+import { readJsonFile } from "../core/json.js";
+import { z } from "zod";
 import { alive } from "../core/process.js";
 import type { Logger } from "../core/logger.js";
 import { ensureSecrets, loadSecrets, type Secrets } from "../core/secrets.js";
@@ -95,9 +97,8 @@ async function waitForRunner(client: RunnerClient, timeoutMs: number, log?: stri
  * server does not. Stop it so this launch can open the same store.
  */
 function stopStaleServer(workspace: string, log: Logger): void {
-  const file = join(workspace, "swarm.json");
-  if (!existsSync(file)) return;
-  const prev = JSON.parse(readFileSync(file, "utf8")) as { pid?: number; nats_pid?: number };
+  const prev = readJsonFile(join(workspace, "swarm.json"), z.object({ pid: z.number().optional(), nats_pid: z.number().optional() }));
+  if (!prev) return;
   const comm = (pid: number) => (existsSync(`/proc/${pid}/comm`) ? readFileSync(`/proc/${pid}/comm`, "utf8").trim() : "");
   // The pid may have been reused since; only a nats-server is ours to stop.
   if (prev.pid && !alive(prev.pid) && prev.nats_pid && alive(prev.nats_pid) && comm(prev.nats_pid) === "nats-server") {

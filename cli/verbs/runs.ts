@@ -1,5 +1,6 @@
 /** runs: the workspace's runs, one line each (or JSON). */
-import { existsSync, readFileSync } from "node:fs";
+import { z } from "zod";
+import { readJsonFile } from "../../core/json.js";
 import { join, resolve } from "node:path";
 import { METRIC, type MetricName } from "../../core/enums.js";
 import { formatMetric, objectiveNamed } from "../../core/objective.js";
@@ -10,10 +11,7 @@ import { connectOrFail, openLineage } from "../workspace.js";
 
 /** outcome.seconds of the run's report.json, if it has one. */
 function reportSeconds(runDir: string): number | undefined {
-  const file = join(runDir, "report.json");
-  if (!existsSync(file)) return undefined;
-  const seconds = (JSON.parse(readFileSync(file, "utf8")) as { outcome?: { seconds?: unknown } }).outcome?.seconds;
-  return typeof seconds === "number" ? seconds : undefined;
+  return readJsonFile(join(runDir, "report.json"), z.object({ outcome: z.object({ seconds: z.number() }) }))?.outcome.seconds;
 }
 
 export default async function runs(argv: string[]): Promise<void> {
