@@ -157,11 +157,19 @@ export function lastTrainingCouldFit(state: RunState, availableS: number): boole
  * whose long trainings are its front's, one after another (swarm/front.ts).
  */
 export function roundStartS(state: RunState): number | undefined {
-  if (tradeOffsOf(state).length || !(state.goal?.timeBudgetS ?? 0)) return undefined;
   let latest: TrialState | undefined;
   for (const t of state.trials.values()) if (t.proposed?.lastTraining && (!latest || (t.firstAtMs ?? 0) >= (latest.firstAtMs ?? 0))) latest = t;
   if (!latest?.judged || latest.lastAtMs === undefined) return undefined;
   const at = liveSeconds(state, latest.lastAtMs);
-  const left = state.goal!.timeBudgetS - at - budgetPlan(state, latest.lastAtMs).reserveS;
-  return lastTrainingCouldFit(state, left) ? at : undefined;
+  return opensRound(state, state.goal!.timeBudgetS - at - budgetPlan(state, latest.lastAtMs).reserveS) ? at : undefined;
+}
+
+/**
+ * Whether a long training judged with `availableS` left before the reserve opens another
+ * research round (roundStartS): one more long training could fit, and the goal is not a Pareto
+ * goal's, whose long trainings are its front's. The judge ends a run on its last long training
+ * only where this is false.
+ */
+export function opensRound(state: RunState, availableS: number): boolean {
+  return !tradeOffsOf(state).length && (state.goal?.timeBudgetS ?? 0) > 0 && lastTrainingCouldFit(state, availableS);
 }

@@ -12,9 +12,9 @@ import { pct } from "../../core/format.js";
 import { Decision, RunEnd, RunStatus, TrialJudgedSchema, Verdict, type TrialJudged } from "../../proto/gen/research/v1/events_pb.js";
 import { baselineTrial, bestTrial, doneBy, inFlight, isClaimingPromotion, longTrainingInFlight, patienceOf, plateau, PLATEAU_DELTA, scoreOf, slowestSeedSeconds, valMetricOf, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { formatMetric, pessimisticBound, reaches, utility } from "../../core/objective.js";
-import { budgetPlan, lastTrainingCouldFit, nothingFits } from "../../swarm/budget.js";
+import { budgetPlan, nothingFits, opensRound } from "../../swarm/budget.js";
 import { learningOf } from "../../core/learning/index.js";
-import { longTrainingsLeft, overLimit, tradeOffsOf } from "../../swarm/front.js";
+import { longTrainingsLeft, overLimit } from "../../swarm/front.js";
 
 // Time over the per-trial budget tolerated before a trial is called illegal (process start, transfer).
 const TRIAL_TIME_SLACK = 1.25;
@@ -87,7 +87,6 @@ export function judge(state: RunState, t: TrialState, nowMs: number): TrialJudge
   const flat = promotionsOnly ? plateau(withThis, isClaimingPromotion) : plateau(withThis);
 
   const plan = budgetPlan(withThis, nowMs);
-  const front = tradeOffsOf(state).length > 0;
   let decision = Decision.ITERATE;
   let runEnd = RunEnd.UNSPECIFIED;
   let why = "";
@@ -115,7 +114,7 @@ export function judge(state: RunState, t: TrialState, nowMs: number): TrialJudge
         ? `time budget of ${state.goal!.timeBudgetS} s spent`
         : `time budget of ${state.goal!.timeBudgetS} s nearly spent: ${plan.remainingS.toFixed(0)} s left, ${plan.reserveS.toFixed(0)} s reserved for the test confirmation and the report`,
     );
-  } else if (t.proposed?.lastTraining && !inFlight(withThis) && longTrainingsLeft(withThis) === 0 && (front || !lastTrainingCouldFit(withThis, plan.availableS))) {
+  } else if (t.proposed?.lastTraining && !inFlight(withThis) && longTrainingsLeft(withThis) === 0 && !opensRound(withThis, plan.availableS)) {
     // The last long training of the run's last research round: no other long training fits after
     // it (one that reached its epochs early opens another round: swarm/budget.ts roundStartS), and
     // a probe started now could not change the best, so the run ends with its confirmation. A

@@ -193,10 +193,8 @@ function leftUntilS(input: PlanInput, share: number): number {
  */
 export function exploreLeftS(input: PlanInput): number {
   if (!plansLastTraining(input.state)) return Infinity;
-  const start = roundStartS(input.state);
-  if (start === undefined) return leftUntilS(input, EXPLORE_SHARE);
-  const budget = input.state.goal!.timeBudgetS;
-  return start + EXPLORE_SHARE * (budget - start) - liveSeconds(input.state, input.nowMs ?? Date.now());
+  const start = roundStartS(input.state) ?? 0;
+  return start + EXPLORE_SHARE * (input.state.goal!.timeBudgetS - start) - liveSeconds(input.state, input.nowMs ?? Date.now());
 }
 
 /** The run's long trainings ("last" of their research rounds), in the order they were proposed. */
