@@ -3,21 +3,30 @@
  * LanceDB are imported when first used, so a verb checks its flags before it pays for them.
  */
 import { existsSync } from "node:fs";
+import { hostname } from "node:os";
 import { join, resolve } from "node:path";
 import { fromBinary } from "@bufbuild/protobuf";
 import { z } from "zod";
 import { readJsonFile } from "../core/json.js";
 import type { Bus } from "../bus/index.js";
 import { cliConfig } from "../core/config.js";
+import { alive } from "../core/process.js";
 import { createLogger } from "../core/logger.js";
 import type { LineageStore } from "../lineage-store/store.js";
 import { INFERENCE_FILE } from "../lineage-store/inference-spec.js";
 import { EventSchema, type Event } from "../proto/gen/research/v1/events_pb.js";
 import { fail } from "./args.js";
 
-/** What the launcher of the swarm in `workspace` wrote about it (deploy/swarm.ts), if one was launched there. */
+/**
+ * What the launcher of the swarm in `workspace` wrote about it (deploy/swarm.ts), while that
+ * launcher lives: the file outlives it, and a verb that tried its NATS address waited its whole
+ * connect timeout (3 s) to learn that no swarm is up. The swarm's processes end with their launcher.
+ * A launcher on another host (a workspace on a shared file system) is taken as alive.
+ */
 export function swarmFile(workspace: string): { nats_url: string; runner_address: string } | undefined {
-  return readJsonFile(join(resolve(workspace), "swarm.json"), z.object({ nats_url: z.string(), runner_address: z.string() }));
+  const file = readJsonFile(join(resolve(workspace), "swarm.json"), z.object({ nats_url: z.string(), runner_address: z.string(), pid: z.number().optional(), host: z.string().optional() }));
+  const gone = file?.pid !== undefined && (file.host ?? hostname()) === hostname() && !alive(file.pid);
+  return file && !gone ? file : undefined;
 }
 
 /** The workspace's swarm (or the one at `nats`), or undefined when none answers within 3 s. */

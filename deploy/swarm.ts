@@ -6,6 +6,7 @@
 import { DEFAULT_TIME_BUDGET_S, IDLE_GRACE_S } from "../core/defaults.js";
 import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
 import { connectBus, EVENT_KINDS, freePort, progressSubject, startNatsServer, type Bus, type NatsServer } from "../bus/index.js";
 import { parseResearcherConfig } from "../core/config.js";
@@ -193,7 +194,7 @@ export async function startSwarm(opts: SwarmOptions): Promise<Swarm> {
   }
   writeFileSync(
     join(workspace, "swarm.json"),
-    JSON.stringify({ nats_url: natsUrl, runner_address: runnerAddress, pid: process.pid, nats_pid: nats?.pid ?? 0 }, null, 2),
+    JSON.stringify({ nats_url: natsUrl, runner_address: runnerAddress, pid: process.pid, host: hostname(), nats_pid: nats?.pid ?? 0 }, null, 2),
   );
   return { natsUrl, runnerAddress, bus, runner, runnerHealth, supervisor, stop };
 }

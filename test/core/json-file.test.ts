@@ -1,7 +1,7 @@
 /** core/json.ts readJsonFile: a file the project wrote, read against its schema or not at all. */
 import { describe, expect, it } from "vitest";
 import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
 import { readJsonFile } from "../../core/json.js";
@@ -24,5 +24,19 @@ describe("a JSON file read against its schema", () => {
     const ws = mkdtempSync(join(tmpdir(), "json-file-ws-"));
     writeFileSync(join(ws, "swarm.json"), '{"nats_url": ');
     expect(swarmFile(ws)).toBeUndefined();
+  });
+
+  it("lets the CLI take a workspace whose launcher has ended for one with no swarm, and one launched on another host for a live one", () => {
+    const ws = mkdtempSync(join(tmpdir(), "json-file-ws-"));
+    const swarm = (pid: number, host?: string) => writeFileSync(join(ws, "swarm.json"), JSON.stringify({ nats_url: "nats://127.0.0.1:1", runner_address: "127.0.0.1:2", pid, ...(host && { host }) }));
+    // A pid past the kernel's limit (pid_max is at most 2^22) names no process.
+    swarm(1 << 23, hostname());
+    expect(swarmFile(ws)).toBeUndefined();
+    swarm(1 << 23);
+    expect(swarmFile(ws), "a file from before hosts were recorded: this host's").toBeUndefined();
+    swarm(process.pid, hostname());
+    expect(swarmFile(ws)?.nats_url).toBe("nats://127.0.0.1:1");
+    swarm(1 << 23, `not-${hostname()}`);
+    expect(swarmFile(ws)?.nats_url).toBe("nats://127.0.0.1:1");
   });
 });
