@@ -25,6 +25,7 @@ import { execFileSync } from "node:child_process";
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { storedRuns } from "../cli/workspace.js";
 import { continuedTrain } from "../agents/planner/promotion.js";
+import { LAST_EPOCHS } from "../core/defaults.js";
 import { recipeOf, trainConfigOfRecipe } from "../core/recipe.js";
 import { createLogger } from "../core/logger.js";
 import { connectRunner, evaluateToResult } from "../gpu-runner/client.js";
@@ -71,7 +72,7 @@ try {
       evaluateTest: false,
       // Its latency was measured in its run: not again, and no limit to check before training.
       measureInference: false,
-      recipe: values.restart ? { ...past.recipe!, trainSeconds: seconds } : create(RecipeSchema, recipeOf(continuedTrain(pastTrain.value, seconds))),
+      recipe: values.restart ? { ...past.recipe!, trainSeconds: seconds } : create(RecipeSchema, recipeOf(continuedTrain(pastTrain.value, seconds, LAST_EPOCHS))),
       budget: { ...past.budget!, deadlineS: 0, maxLatencyMs: 0, timeBudgetS: seconds + 300 },
       initWeights: create(WeightsRefSchema, from),
     };

@@ -7,7 +7,7 @@ import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import pkg from "../package.json" with { type: "json" };
-import { SEARCH_DEFAULTS } from "../core/defaults.js";
+import { LAST_EPOCHS, SEARCH_DEFAULTS } from "../core/defaults.js";
 import { RUNNER_DEVICES } from "../gpu-runner/device.js";
 import { DEFAULT_K, MAX_K } from "../swarm/lineage-query.js";
 
@@ -51,6 +51,9 @@ const SECTIONS = {
   --planner NAME       builtin (default) or random (the baseline)
   --subset N           training examples per trial to start with (default: ${SEARCH_DEFAULTS.cpu.subset} on large sets on a CPU, all on a GPU)
   --epochs N           epochs per trial to start with (default ${SEARCH_DEFAULTS.cpu.epochs})
+  --last-epochs N      epochs the last long training reaches at most (default ${LAST_EPOCHS}); it trains
+                       for the time left, so this only shortens it: a run bounded by its work
+                       (--max-trials) rather than by its clock ends when that training does
   --space FILE         narrow the search (YAML or JSON, or the document itself: '{lr: {low: 1e-4,
                        high: 1e-2}}'): per dimension of core/space.ts a value (pinned), {low, high},
                        {values: [..]} or "default" (left out); families: [vgg-cnn, ...] limits the

@@ -43,6 +43,7 @@ export const RUN_FLAGS = {
   planner: { type: "string" },
   subset: { type: "string" },
   epochs: { type: "string" },
+  "last-epochs": { type: "string" },
   "no-research": { type: "boolean" },
   "no-warm-start": { type: "boolean" },
   "warm-start-from": { type: "string" },
@@ -60,7 +61,7 @@ export const RUN_FLAGS = {
 export type RunArgs = ReturnType<typeof args<typeof RUN_FLAGS>>["values"];
 
 /** Flags that shape a run when it starts; a resumed run keeps its own. */
-const RUN_SHAPE = ["goal", "from", "class", "recipe", "target", "max-params", "data-dir", "max-trials", "seeds-per-trial", "parallel", "subset", "epochs", "seed", "planner", "space", "no-warm-start", "warm-start-from"] as const satisfies readonly (keyof RunArgs)[];
+const RUN_SHAPE = ["goal", "from", "class", "recipe", "target", "max-params", "data-dir", "max-trials", "seeds-per-trial", "parallel", "subset", "epochs", "last-epochs", "seed", "planner", "space", "no-warm-start", "warm-start-from"] as const satisfies readonly (keyof RunArgs)[];
 
 /** Exit statuses of a launch stopped by a signal, after its report is written. */
 export const SIGNAL_EXIT: Record<string, number> = { SIGINT: 130, SIGTERM: 143 };
@@ -145,6 +146,7 @@ export function prepareGoal(a: RunArgs, workspace: string, confine?: Confine) {
     parallel: positiveInt("parallel", a.parallel),
     subset: positiveInt("subset", a.subset),
     epochs: positiveInt("epochs", a.epochs),
+    lastEpochs: positiveInt("last-epochs", a["last-epochs"]),
     rngSeed: a.seed === undefined ? undefined : (parseSeed(a.seed) ?? fail(`--seed must be a whole number from 0 to 4294967295, got "${a.seed}"`)),
     noWarmStart: a["no-warm-start"] || undefined,
     warmStartFrom: warmStartFrom(a),
@@ -181,6 +183,7 @@ export function documentFlags(f: RunDocumentFields): Pick<RunArgs, (typeof RUN_S
     parallel: f.parallel,
     subset: f.subset,
     epochs: f.epochs,
+    "last-epochs": f.last_epochs,
     seed: f.seed,
     planner: f.planner,
     "data-dir": f.data_dir,

@@ -13,11 +13,18 @@ export const DEFAULT_TIME_BUDGET_S = 1800;
 export const IDLE_GRACE_S = 180;
 
 /**
+ * Epochs a last long training (or a continued one) may reach when its time allows: it stops at
+ * its time (train_seconds) first. launch --last-epochs lowers it, so that a run bounded by its
+ * trial budget ends when its work does (the suite's launches) rather than at its clock.
+ */
+export const LAST_EPOCHS = 200;
+
+/**
  * A run's settings where the launch names none (deploy/swarm.ts fills them in). Agents
  * read a setting left at 0 on the wire as this value too: `patience` here is the judge's
  * and the planner's, whoever started the run.
  */
-export const RUN_DEFAULTS = { maxTrials: 100, parallel: 2, patience: 10, planner: "builtin", research: true } as const;
+export const RUN_DEFAULTS = { maxTrials: 100, parallel: 2, patience: 10, planner: "builtin", research: true, lastEpochs: LAST_EPOCHS } as const;
 
 /** Seeds per evaluation when nobody chose a number: the fewest that give a seed spread worth an interval. */
 export const DEFAULT_SEEDS = 3;

@@ -20,6 +20,7 @@ export const RunDocumentSchema = z.strictObject({
   parallel: count.optional(),
   subset: count.optional(),
   epochs: count.optional(),
+  last_epochs: count.optional(),
   seed: z.union([z.number().int(), z.string().max(20)]).transform(String).optional(),
   planner: z.string().max(20).optional(),
   data_dir: z.string().max(4000).optional(),

@@ -137,7 +137,7 @@ export const SPACE = [
     feature: { name: "log2_batch_size", low: 4, high: 10, encode: Math.log2 },
     draw: { values: (device, info) => batchSizes(info, device) },
   },
-  { name: "epochs", fixed: "epochs are the scheduler's fidelity: --epochs sets the probes', the time budget the last training's", kind: "int", min: 1, max: 10000, default: 2, draw: { low: 2, high: 6, int: true } },
+  { name: "epochs", fixed: "epochs are the scheduler's fidelity: --epochs sets the probes', the time budget and --last-epochs the last training's", kind: "int", min: 1, max: 10000, default: 2, draw: { low: 2, high: 6, int: true } },
   { name: "subset", fixed: "the training examples are the scheduler's fidelity: --subset sets the probes'", kind: "int", min: 0, max: 1 << 30, default: 0, describe: "stratified training examples used; 0 means the whole training split" },
   { name: "augment.hflip", kind: "bool", default: false, surface: "regularisation", appliesTo: isImage },
   {

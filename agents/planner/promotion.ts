@@ -19,7 +19,7 @@ import { imageSide, type Genome } from "./mutations.js";
 import { probeFidelity, withinBudget } from "./policy.js";
 import type { PlanInput, Proposal } from "./types.js";
 import { atRung, ladder, nextPromotion, PROMOTION_SURFACE, seedsAtRung, type Fidelity, type Promotion } from "./scheduler.js";
-import { CONTINUE_SHARE, continuationTime, LAST_EPOCHS, LAST_GAIN, lastTrainingTime, passesOf, seedsOf, timing, type LastTrainingTime } from "./time-model.js";
+import { CONTINUE_SHARE, continuationTime, LAST_GAIN, lastEpochsOf, lastTrainingTime, passesOf, seedsOf, timing, type LastTrainingTime } from "./time-model.js";
 import { spaceOf } from "../../core/space.js";
 import { pct } from "../../core/format.js";
 import type { TrainConfig } from "../../core/model-config.js";
@@ -140,8 +140,8 @@ export const SWA_LR_SCALE = 1 / 4;
  * average is the one whose score rose with its time, and a constant rate is what the run's
  * last long training can go on from without a second restart.
  */
-export function continuedTrain(train: TrainConfig, trainS: number): TrainConfig {
-  return { ...train, epochs: LAST_EPOCHS, train_seconds: trainS, schedule: "none", warmup_epochs: 0, lr: train.lr * SWA_LR_SCALE, ema_decay: 0, swa: true };
+export function continuedTrain(train: TrainConfig, trainS: number, epochs: number): TrainConfig {
+  return { ...train, epochs, train_seconds: trainS, schedule: "none", warmup_epochs: 0, lr: train.lr * SWA_LR_SCALE, ema_decay: 0, swa: true };
 }
 
 /**
@@ -169,7 +169,7 @@ export function continuation(input: PlanInput): Proposal | undefined {
   const seen = tried(state);
   for (const past of input.pastLong ?? []) {
     if (families.size && !families.has(familyOf(past.model.name))) continue;
-    const g: Genome = { model: structuredClone(past.model), train: continuedTrain(past.train, time.trainS) };
+    const g: Genome = { model: structuredClone(past.model), train: continuedTrain(past.train, time.trainS, lastEpochsOf(state)) };
     if (withinBudget(input, g, seen)) continue;
     return {
       rung: rungs(input).length - 1,
@@ -218,7 +218,7 @@ export function lastTraining(input: PlanInput): Proposal | undefined {
   if (!chosen) return undefined;
   const { pick, pg, time } = chosen;
   const best = ranked[0];
-  const train = { ...atRung(pg.train, { subset: 0, epochs: time.epochs }, imageSide(input.info)), epochs: LAST_EPOCHS, train_seconds: time.trainS };
+  const train = { ...atRung(pg.train, { subset: 0, epochs: time.epochs }, imageSide(input.info)), epochs: lastEpochsOf(state), train_seconds: time.trainS };
   const why = front
     ? `${pick === front.knee ? "the knee of the Pareto front" : "the Pareto front's trial adding most hypervolume to those trained long before it"} (${scoreText(pick)}), front trial ${done.size + 1} of ${done.size + ranked.length} to train long, in ${share === 1 ? "the" : `1/${ranked.length} of the`} time left`
     : pick === best

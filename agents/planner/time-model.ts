@@ -9,7 +9,7 @@
  *   its seeds started at once sharing a CPU's cores when rounds on the slots would leave one idle,
  *   else placed on the runner's slots as the trials in flight will free them.
  */
-import { DEFAULT_SEEDS } from "../../core/defaults.js";
+import { DEFAULT_SEEDS, RUN_DEFAULTS } from "../../core/defaults.js";
 import { RECIPE_DEFAULTS } from "../../core/space.js";
 import type { TrainConfigInput } from "../../core/model-config.js";
 import { budgetPlan, LAST_MARGIN, LAST_SHARE, lastTrainingFloorS, overRunBudget, roundStartS } from "../../swarm/budget.js";
@@ -49,8 +49,8 @@ export const CONTINUE_SHARE = 1 / 4;
  */
 export const LAST_GAIN = 2;
 
-/** Epochs a last long training may reach when its time allows: it stops at its time (train_seconds) first. */
-export const LAST_EPOCHS = 200;
+/** The epochs a last long training (or a continued one) may reach in this run (core/defaults.ts LAST_EPOCHS). */
+export const lastEpochsOf = (state: RunState): number => state.settings?.lastEpochs || RUN_DEFAULTS.lastEpochs;
 
 /** A candidate and the seconds its slowest seed is predicted to take. */
 export interface Timed {
@@ -345,14 +345,15 @@ export function lastTrainingTime(input: PlanInput, pick: TrialState, pg: Genome,
   if (trialBudget > 0) trainS = Math.min(trainS, 0.85 * trialBudget - overhead);
   trainS = Math.floor(trainS);
   if (trainS < lastTrainingFloorS(state)) return undefined;
-  // No longer than its LAST_EPOCHS take at its pace, and a quarter more (seeds sharing the cores
+  // No longer than its last epochs (lastEpochsOf) take at its pace, and a quarter more (seeds sharing the cores
   // ran a quarter slower than their measured pace predicted: 35-41 s for 32): the time left after
   // it goes to another research round (swarm/budget.ts roundStartS), not to a training that
   // would end early.
-  trainS = Math.min(trainS, Math.ceil((1.25 * LAST_EPOCHS * fullEpochS) / pace));
+  const lastEpochs = lastEpochsOf(state);
+  trainS = Math.min(trainS, Math.ceil((1.25 * lastEpochs * fullEpochS) / pace));
   const work = trainS * pace;
   if (work <= trained) return undefined;
-  return { trainS, epochs: Math.min(LAST_EPOCHS, Math.floor(work / fullEpochS)), atOnce, gain: work / fullEpochS / passes };
+  return { trainS, epochs: Math.min(lastEpochs, Math.floor(work / fullEpochS)), atOnce, gain: work / fullEpochS / passes };
 }
 
 /**

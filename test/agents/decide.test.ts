@@ -77,13 +77,13 @@ const probedBut = (...but: number[]) => templates.flatMap((_, k) => (but.include
 function run(
   events: EventInit[],
   liveS: number,
-  o: { budgetS?: number; target?: number; maxTrials?: number; patience?: number; tradeOffs?: Cost[]; maxLatencyMs?: number } = {},
+  o: { budgetS?: number; target?: number; maxTrials?: number; patience?: number; tradeOffs?: Cost[]; maxLatencyMs?: number; lastEpochs?: number } = {},
 ): { input: PlanInput; index: number } {
   const limits = { tradeOffs: o.tradeOffs ?? [], maxLatencyMs: o.maxLatencyMs ?? 0 };
   const goal = o.target
     ? { dataset: "fashion-mnist", target: o.target, timeBudgetS: o.budgetS ?? 1000, ...limits }
     : { dataset: "fashion-mnist", openEnded: true, timeBudgetS: o.budgetS ?? 1000, ...limits };
-  const s = state([started({ parallel: 2, maxTrials: o.maxTrials ?? 100, patience: o.patience ?? 10, trialTimeBudgetS: 0 }, goal), ...events]);
+  const s = state([started({ parallel: 2, maxTrials: o.maxTrials ?? 100, patience: o.patience ?? 10, trialTimeBudgetS: 0, lastEpochs: o.lastEpochs ?? 0 }, goal), ...events]);
   const index = 2 + s.judgedCount;
   return { input: planInputFor(s, FASHION, index, { nowMs: at(liveS), slots: 2, device: "cpu" }), index };
 }
@@ -192,6 +192,13 @@ describe("the last long training", () => {
     }
   });
 
+  it("reaches at most the run's last epochs (launch --last-epochs), its time that many epochs take at its pace and a quarter more", () => {
+    // u2's full epoch takes 18 s alone, 27 s at 2/3 of a core: 10 epochs and a quarter more, 338 s of the 598 s left.
+    const p = proposalOf(decided(explored, 340, { lastEpochs: 10 }));
+    expect(p).toMatchObject({ lastTraining: true, parentIds: ["u2"], train: { subset: 0, epochs: 10, train_seconds: 338 } });
+    expect(p.hypothesis).toBe("train u2 for 338 s on the full training split (about 10 epochs at its measured pace, its seeds sharing the cores)");
+  });
+
   it("trains a config that gains from the time, not one that would train about as long as it did", () => {
     // u2 took 300 s at 30k x 3: in 298 s it would not reach 2x its passes; t2 would, many times.
     const slow = [...[0, 1, 2].flatMap((k) => trial(`t${k}`, k, 0.85 + k / 100, 10)), ...trial("u2", 2, 0.9, 300, { rung: 1, parent: "t2", valExamples: 3000 })];
@@ -255,6 +262,8 @@ describe("a warm run continues a past run's long training (issue 37)", () => {
     expect(p).toMatchObject({ parentIds: [], mutation: "warm_start", seedsAtOnce: true, initWeights: { runId: "r0", trialId: "r0-t9" }, informedBy: [{ trialId: "r0-t9", weight: 0.5 }] });
     expect(p.seeds).toBeUndefined();
     expect(p.train).toMatchObject({ subset: 0, epochs: 200, train_seconds: 237 }); // 0.95 x 1000 s / 4
+    // With launch --last-epochs, those epochs at most: it ends there if its time has not.
+    expect(continuation(warm([], 0, { lastEpochs: 12 }).input)!.train).toMatchObject({ epochs: 12, train_seconds: 237 });
     // A weight average at a quarter of the past rate, held: the past weights had annealed.
     expect(p.train).toMatchObject({ swa: true, schedule: "none", warmup_epochs: 0, lr: past.train.lr / 4 });
     expect(p.model).toEqual(past.model);

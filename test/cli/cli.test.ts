@@ -128,6 +128,7 @@ describe("research-agent", () => {
       [["--seeds-per-trial", "2x"], '--seeds-per-trial must be a positive integer, got "2x"'],
       [["--seeds", "2"], "--seeds is now --seeds-per-trial (a trial's seeds; --seed is the run's random seed)"],
       [["--parallel", "zero"], '--parallel must be a positive integer, got "zero"'],
+      [["--last-epochs", "0"], '--last-epochs must be a positive integer, got "0"'],
       [["--seed", "abc"], '--seed must be a whole number from 0 to 4294967295, got "abc"'],
       [["--time-budget", "soon"], '--time-budget must be a duration such as 90s, 20m or 2h, got "soon"'],
       [["--resume", "nosuchrun"], `--resume: ${workspace} has no swarm data (nats/), so no run nosuchrun to resume`],
@@ -136,7 +137,7 @@ describe("research-agent", () => {
       [["--export", `tensorboard:${good}/tb`], `--export: cannot make ${good}/tb: ${good} is not a folder`],
       [["--space", "{lr: {low: 0.1, high: 0.01}}"], "--space: lr low 0.1 is above high 0.01"],
       [["--space", join(dir, "no-space.yaml")], `--space: no file ${join(dir, "no-space.yaml")} (a YAML or JSON space, or the document itself: --space '{lr: {low: 1e-4, high: 1e-2}}')`],
-      [["--space", "{epochs: 3}"], "--space: epochs is not searched (epochs are the scheduler's fidelity: --epochs sets the probes', the time budget the last training's); set it with a --recipe or a flag instead"],
+      [["--space", "{epochs: 3}"], "--space: epochs is not searched (epochs are the scheduler's fidelity: --epochs sets the probes', the time budget and --last-epochs the last training's); set it with a --recipe or a flag instead"],
     ];
     // Side by side: each CLI start costs seconds of CPU, and a loaded machine shares more of it with more processes.
     const ran = await Promise.all(cases.map(([flags]) => {

@@ -75,7 +75,9 @@ describe("launch --from", () => {
   const live = mkdtempSync(join(tmpdir(), "from-live-"));
 
   it.concurrent("trains a model in Python as trial 0, then searches its constructor's arguments beside its recipe", async () => {
-    const r = await launch(["--goal", "digits: maximise accuracy", "--from", net, "--class", "Net", "--recipe", recipe, "--time-budget", "60s", "--seeds-per-trial", "2", "--no-research", "--workspace", workspace, "--json"]);
+    // Bounded by its work (10 trials, a last training of 10 epochs); the time budget leaves
+    // exploration room on a loaded machine.
+    const r = await launch(["--goal", "digits: maximise accuracy", "--from", net, "--class", "Net", "--recipe", recipe, "--time-budget", "120s", "--max-trials", "10", "--last-epochs", "10", "--seeds-per-trial", "2", "--no-research", "--workspace", workspace, "--json"]);
     expect([0, 3], r.stderr).toContain(r.status);
     py = JSON.parse(r.stdout.trim().split("\n").pop()!) as Summary;
     const file = (t: string, f: string) => trialFile(workspace, py.run_id, t, f);
@@ -106,7 +108,7 @@ describe("launch --from", () => {
 
   it.concurrent("trains a model_config as trial 0 and reports the best model against it, seed by seed", async () => {
     const ws = mkdtempSync(join(tmpdir(), "from-yaml-"));
-    const r = await launch(["--goal", "digits: maximise accuracy", "--from", model, "--recipe", recipe, "--time-budget", "60s", "--seeds-per-trial", "2", "--parallel", "3", "--no-research", "--workspace", ws, "--json"]);
+    const r = await launch(["--goal", "digits: maximise accuracy", "--from", model, "--recipe", recipe, "--time-budget", "120s", "--max-trials", "6", "--last-epochs", "10", "--seeds-per-trial", "2", "--parallel", "3", "--no-research", "--workspace", ws, "--json"]);
     expect([0, 3], r.stderr).toContain(r.status);
     const first = JSON.parse(r.stdout.trim().split("\n").pop()!) as Summary;
     const t0 = `${first.run_id}-t000`;

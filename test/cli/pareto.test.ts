@@ -21,9 +21,9 @@ const { NODE_CHANNEL_FD: _ipc, ...inherited } = process.env;
 const env = { ...inherited, LOG_LEVEL: "warn", EMBEDDER: "hashing" };
 
 /** A launch and its stored run; `exit` 3 where the run ends without a model (cli/args.ts EXIT.budgetSpent). */
-async function launch(goal: string, exit = 0) {
+async function launch(goal: string, exit = 0, flags: string[] = []) {
   const workspace = mkdtempSync(join(tmpdir(), "pareto-"));
-  const r = await run("./research-agent", ["launch", "--goal", goal, "--workspace", workspace, "--no-research", "--json"], { env, timeout: 300_000 });
+  const r = await run("./research-agent", ["launch", "--goal", goal, "--workspace", workspace, "--no-research", "--json", ...flags], { env, timeout: 300_000 });
   expect(r.status, r.stderr.slice(-2000)).toBe(exit);
   const summary = summaryOf(r.stdout) as ReturnType<typeof summaryOf> & { front?: { trials: { trial_id: string; values: unknown[] }[]; knee: string | null }; limits?: unknown };
   return { summary, state: foldRun(summary.run_id, await storedEvents(workspace, summary.run_id)) };
@@ -31,7 +31,8 @@ async function launch(goal: string, exit = 0) {
 
 describe("a Pareto goal and a latency limit on digits", () => {
   it("measures every trial's latency and reports the front of accuracy vs parameters vs latency", async () => {
-    const { summary, state } = await launch("digits: pareto: accuracy vs parameters vs latency, 100 seconds");
+    // Bounded by its work: 12 trials, long trainings of 20 epochs; the 100 seconds only bound it.
+    const { summary, state } = await launch("digits: pareto: accuracy vs parameters vs latency, 100 seconds", 0, ["--max-trials", "12", "--last-epochs", "20"]);
     // A pruned trial's partial result is cut before its model is timed.
     const evaluated = [...state.trials.values()].filter((t) => t.evaluated?.result && !t.evaluated.failure);
     expect(evaluated.length).toBeGreaterThanOrEqual(3);

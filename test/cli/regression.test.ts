@@ -52,7 +52,8 @@ describe("a regression goal", () => {
 
   it.concurrent("names the best as the lowest upper bound of RMSE among accepted multi-seed trials, and the report says it in the metric's units", async () => {
     const ws = mkdtempSync(join(tmpdir(), "regression-ws-"));
-    const r = await launch(["--goal", "diabetes: minimise rmse", "--time-budget", "60s", "--seeds-per-trial", "2", "--no-research", "--workspace", ws, "--json"]);
+    // Bounded by its work (12 trials, a last training of 20 epochs); the time budget only bounds it.
+    const r = await launch(["--goal", "diabetes: minimise rmse", "--time-budget", "120s", "--max-trials", "12", "--last-epochs", "20", "--seeds-per-trial", "2", "--no-research", "--workspace", ws, "--json"]);
     expect(r.status, r.stderr).toBe(0);
     const s = summaryOf(r.stdout);
     expect([s.status, s.metric]).toEqual(["completed", "val_rmse"]);

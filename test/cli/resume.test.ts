@@ -64,10 +64,10 @@ describe.concurrent("launch --resume", () => {
     try {
       const first = spawn(
         "./research-agent",
-        // A 3-minute budget: under the default 30 minutes the run's last long training took 200
-        // epochs of three seeds on the cores (about 200 s each on a slow CPU, beside the suite's
-        // other swarms), and the resumed launch ran into its 300-s limit (2026-12-03).
-        ["launch", "--goal", "digits: reach 99.9% validation accuracy", "--max-trials", "6", "--time-budget", "3m", "--seeds-per-trial", "3", "--epochs", "1", "--no-research", "--space", space, "--workspace", workspace],
+        // Bounded by its work: 6 trials, a last long training of 10 epochs (launch --last-epochs,
+        // which the resumed run keeps). Of 200, three seeds on the cores took about 200 s each on a
+        // slow CPU beside the suite's other swarms (2026-12-03); the 3 minutes only bound it.
+        ["launch", "--goal", "digits: reach 99.9% validation accuracy", "--max-trials", "6", "--time-budget", "3m", "--last-epochs", "10", "--seeds-per-trial", "3", "--epochs", "1", "--no-research", "--space", space, "--workspace", workspace],
         // Its own process group, signalled whole below, as a terminal's Ctrl-C is.
         { env, stdio: ["ignore", "pipe", "pipe"], detached: true },
       );
@@ -100,6 +100,8 @@ describe.concurrent("launch --resume", () => {
         expect(summary.trials).toBeGreaterThanOrEqual(3);
         expect(summary.trials).toBeLessThanOrEqual(6);
       }
+      const last = [...foldRun(runId, await storedEvents(workspace, runId)).trials.values()].find((t) => t.proposed?.lastTraining);
+      if (last) expect(last.train?.epochs, "the resumed run keeps --last-epochs").toBe(10);
       const registry = JSON.parse(readFileSync(summary.registry, "utf8")) as { trial_id: string }[];
       const ids = registry.map((e) => e.trial_id);
       expect(new Set(ids).size).toBe(ids.length);
@@ -126,9 +128,10 @@ describe.concurrent("launch --resume", () => {
       const first = spawn(
         "./research-agent",
         // Budgets the run cannot spend before the signal, even on a loaded machine (at a load of 20 a
-        // 75 s budget ended the run before its first judgement was read); the resume's own time
-        // budget ends the resumed run.
-        ["launch", "--goal", "digits: reach 99.9% validation accuracy", "--max-trials", "40", "--time-budget", "10m", "--seeds-per-trial", "2", "--epochs", "1", "--no-research", "--workspace", workspace],
+        // 75 s budget ended the run before its first judgement was read), nor on a quiet one in the
+        // seconds the live reports take (20 one-epoch trials); the resumed run ends on its trial
+        // budget, its last long training 10 epochs, or on the resume's own time budget.
+        ["launch", "--goal", "digits: reach 99.9% validation accuracy", "--max-trials", "20", "--time-budget", "10m", "--last-epochs", "10", "--seeds-per-trial", "2", "--epochs", "1", "--no-research", "--workspace", workspace],
         // Its own process group, signalled whole below, as a terminal's Ctrl-C is.
         { env, stdio: ["ignore", "pipe", "pipe"], detached: true },
       );

@@ -29,6 +29,7 @@ const RUN = `goal: "digits: reach 90% validation accuracy"
 time_budget: 5m
 max_params: 50000
 seeds_per_trial: 2
+last_epochs: 30
 no_research: true
 space:
   optimizer: adamw
@@ -38,7 +39,7 @@ space:
 describe("a run document as the goal", () => {
   it("gives the goal, the run's flags and its space, as the same flags would", () => {
     const a = withGoalDocument({ goal: file("run.yaml", RUN), workspace: dir });
-    expect(a).toMatchObject({ goal: "digits: reach 90% validation accuracy", "time-budget": "5m", "seeds-per-trial": "2", "no-research": true });
+    expect(a).toMatchObject({ goal: "digits: reach 90% validation accuracy", "time-budget": "5m", "seeds-per-trial": "2", "last-epochs": "30", "no-research": true });
     const { goal, space } = prepareGoal(a, dir);
     expect(goal).toMatchObject({ dataset: "digits", target: 0.9, maxParams: 50_000n, timeBudgetS: 300 });
     expect(space).toEqual({ families: [], dims: { optimizer: { values: ["adamw"] }, lr: { low: 0.001, high: 0.01 } } });

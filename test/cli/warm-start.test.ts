@@ -89,27 +89,31 @@ describe("a run in a workspace with past runs on its dataset", () => {
   it("continues a past run's long training from the weights the runner kept", async () => {
     const workspace = mkdtempSync(join(tmpdir(), "warm-continue-"));
     try {
+      // Runs bounded by their work: a trial budget, and long trainings of 20 epochs (launch
+      // --last-epochs), which end before their time does; the time budgets only bound them.
       const launch = async (maxTrials: number, budget: string): Promise<{ state: RunState; report: string }> => {
-        const args = ["launch", "--goal", "digits: maximise accuracy", "--max-trials", String(maxTrials), "--parallel", "2", "--time-budget", budget, "--no-research", "--workspace", workspace, "--json"];
+        const args = ["launch", "--goal", "digits: maximise accuracy", "--max-trials", String(maxTrials), "--parallel", "2", "--time-budget", budget, "--last-epochs", "20", "--no-research", "--workspace", workspace, "--json"];
         const r = await run("./research-agent", args, { env, timeout: 240_000 });
         expect([0, 3], r.stderr.slice(-2000)).toContain(r.status);
         const summary = summaryOf(r.stdout);
         return { state: foldRun(summary.run_id, await storedEvents(workspace, summary.run_id)), report: unwrapped(readFileSync(summary.report, "utf8")) };
       };
-      // Two probes, then the last long training: the full split for the time left.
+      // Two probes, then the last long training: the full split, 20 epochs.
       const cold = await launch(3, "75s");
       const long = [...cold.state.trials.values()].find((t) => t.proposed?.lastTraining);
       expect(long?.judged?.verdict, `the first run trained a config long\n${trialLines(cold.state)}`).toBe(Verdict.ACCEPT);
 
-      // One trial: the past training continued (its chain to a last long training is decide.test.ts's).
-      // Two minutes: its seeds train a quarter of it (time-model.ts continuationTime), and with 60 s
-      // their start-ups beside the suite's other swarms ran into the reserve (CI, 2026-12-03).
+      // One trial: the past training continued (its chain to a last long training is decide.test.ts's),
+      // for 20 epochs. Its time is a quarter of the budget (time-model.ts continuationTime): with 60 s
+      // its seeds' start-ups beside the suite's other swarms ran into the reserve (CI, 2026-12-03).
       const warm = await launch(1, "120s");
       expect(warm.state.order).toHaveLength(1);
       const first = warm.state.trials.get(warm.state.order[0]!)!;
       // The same model and recipe, each seed from the runner's kept weights of a seed of that training.
       expect(first.proposed).toMatchObject({ mutation: Mutation.WARM_START, informedBy: [long!.id], initWeights: { runId: cold.state.runId, trialId: long!.id } });
       expect(first.proposed!.train?.subset, "the full split").toBe(0);
+      expect(first.train?.epochs, "launch --last-epochs").toBe(20);
+      expect(long!.train?.epochs, "launch --last-epochs").toBe(20);
       expect(modelText(first.model), "the past model").toBe(modelText(long!.model));
       expect(first.assembled?.request?.initWeights).toMatchObject({ runId: cold.state.runId, trialId: long!.id });
       expect(first.evaluated?.result?.seedResults.length, first.evaluated?.failure?.message).toBe(3);

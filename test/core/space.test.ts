@@ -86,7 +86,7 @@ describe("a person's space (launch --space)", () => {
   it("refuses what it cannot search in one line that names the dimension and what it takes", () => {
     const cases: [unknown, string][] = [
       [{ lrr: 0.1 }, `space: unknown dimension "lrr"; the search's dimensions are ${SEARCHED.join(", ")} (and families)`],
-      [{ epochs: 5 }, "space: epochs is not searched (epochs are the scheduler's fidelity: --epochs sets the probes', the time budget the last training's); set it with a --recipe or a flag instead"],
+      [{ epochs: 5 }, "space: epochs is not searched (epochs are the scheduler's fidelity: --epochs sets the probes', the time budget and --last-epochs the last training's); set it with a --recipe or a flag instead"],
       [{ lr: 20 }, "space: lr 20 is not in (0, 10]"],
       [{ lr: { low: 0.01, high: 0.001 } }, "space: lr low 0.01 is above high 0.001"],
       [{ lr: { low: -1 } }, "space: lr -1 is not in (0, 10] (its low)"],
