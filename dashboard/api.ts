@@ -238,7 +238,7 @@ export interface PastPrior {
   weight: number;
 }
 
-/** A trial of this run whose config is a past run's trial's, evaluated again here (agents/planner/policy.ts, warm starts). */
+/** A trial of this run whose config is a past run's trial's, evaluated again here (agents/planner/policies/builtin.ts, warm starts). */
 export interface WarmStartRow {
   trial_id: string;
   /** The past trials whose config it took, each with its run. */

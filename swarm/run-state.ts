@@ -416,7 +416,7 @@ export function plateau(state: RunState, counted: (t: TrialState) => boolean = (
   return { since, best };
 }
 
-/** The run's starting point (launch --from) or its rung-0 anchor: trial 0 and its probe (agents/planner/policy.ts baselineProposals). */
+/** The run's starting point (launch --from) or its rung-0 anchor: trial 0 and its probe (agents/planner/policies/hand.ts baselineProposals). */
 export function isBaseline(t: TrialState): boolean {
   return t.proposed?.mutation === Mutation.BASELINE;
 }

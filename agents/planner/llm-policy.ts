@@ -15,7 +15,7 @@ import { boundOf, meanOf, type TrialState } from "../../swarm/run-state.js";
 import type { Prompt } from "../../swarm/prompts.js";
 import type { Genome } from "./mutations.js";
 import { configFingerprint, genomeOf, tried } from "./identity.js";
-import { probeFidelity } from "./policy.js";
+import { probeFidelity } from "./proposals.js";
 import type { PlanInput, Proposal } from "./types.js";
 import { PROBE_SEEDS } from "../../core/defaults.js";
 import { brokenPromises } from "./promises.js";

@@ -2,7 +2,7 @@
  * What this run takes from past runs (issue 37), as pure functions of the lineage's rows: how far
  * a past run's dataset is from this one's, and from that the surrogate's prior observations (each
  * discounted by the distance) and the configs a warm start may propose first (only from data that
- * looks the same). agents/planner/main.ts asks the lineage store; policy.ts proposes.
+ * looks the same). agents/planner/main.ts asks the lineage store; policies/builtin.ts proposes.
  *
  * The distance reads the datasets' descriptions as the runner gave them at launch
  * (RunStarted.dataset): data of another task, input type, rank, class count or vocabulary is

@@ -16,7 +16,7 @@ import { isClaimingPromotion, isPromotion, meanOf, rungOf, scoreOf, scoreText, v
 import { familyOf, genomeOf, tried } from "./identity.js";
 import { frontOf, frontPicks, tradeOffsOf, trainedLong } from "../../swarm/front.js";
 import { imageSide, type Genome } from "./mutations.js";
-import { probeFidelity, withinBudget } from "./policy.js";
+import { probeFidelity, withinBudget } from "./proposals.js";
 import type { PlanInput, Proposal } from "./types.js";
 import { atRung, ladder, nextPromotion, PROMOTION_SURFACE, seedsAtRung, type Fidelity, type Promotion } from "./scheduler.js";
 import { CONTINUE_SHARE, continuationTime, LAST_GAIN, lastEpochsOf, lastTrainingTime, passesOf, seedsOf, timing, type LastTrainingTime } from "./time-model.js";

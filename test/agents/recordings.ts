@@ -10,7 +10,7 @@ import { Decision, EventSchema, type Event } from "../../proto/gen/research/v1/e
 import { DatasetInfoSchema, type DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
 import { trialId } from "../../core/ids.js";
 import { applyToRunState, emptyRunState, type RunState } from "../../swarm/run-state.js";
-import { planInputFor } from "../../agents/planner/policy.js";
+import { planInputFor } from "../../agents/planner/proposals.js";
 import type { PlanInput } from "../../agents/planner/types.js";
 import type { SearchDevice } from "../../core/defaults.js";
 import { trainSent, trainSpec } from "../../core/config-wire.js";

@@ -13,7 +13,7 @@ import type { Move } from "../../agents/planner/types.js";
 import { judge } from "../../agents/judge/rules.js";
 import { Decision, RunEnd } from "../../proto/gen/research/v1/events_pb.js";
 import { applyToRunState, emptyRunState } from "../../swarm/run-state.js";
-import { planInputFor } from "../../agents/planner/policy.js";
+import { planInputFor } from "../../agents/planner/proposals.js";
 import { brokenPromises, runPromiseBreaks } from "../../agents/planner/promises.js";
 import { EXPLORE_SHARE, exploreLeftS } from "../../agents/planner/time-model.js";
 import type { Proposal } from "../../agents/planner/types.js";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
-import { mulberry32 } from "../../agents/planner/policy.js";
+import { mulberry32 } from "../../agents/planner/proposals.js";
 import { fitTpe, genomeFeatures, GENOME_SPACE, MIN_HISTORY, type Dimension, type Observation } from "../../agents/planner/surrogate.js";
 import { templatesFor } from "../../core/tasks/index.js";
 import { ACTIVATIONS, type ModelConfigInput, type TrainConfigInput } from "../../core/model-config.js";

@@ -5,7 +5,7 @@ import { recipeJsonSchema, recipeOf, trainConfigOfRecipe } from "../../core/reci
 import { TrainConfigSchema, type TrainConfig } from "../../core/model-config.js";
 import { describeSpace, dimension, drawIn, intoSpace, outsideSpace, parseSpace, RECIPE_FEATURES, SEARCHED, SPACE, spaceMessage, spaceOf, type SpaceSpec } from "../../core/space.js";
 import { GENOME_SPACE, genomeFeatures } from "../../agents/planner/surrogate.js";
-import { mulberry32 } from "../../agents/planner/policy.js";
+import { mulberry32 } from "../../agents/planner/proposals.js";
 import { SearchSpaceSchema } from "../../proto/gen/research/v1/events_pb.js";
 import { DatasetInfoSchema, RecipeSchema } from "../../proto/gen/research/v1/runner_pb.js";
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { create } from "@bufbuild/protobuf";
-import { mulberry32 } from "../../agents/planner/policy.js";
+import { mulberry32 } from "../../agents/planner/proposals.js";
 import { aggregate, convergence, describeProportion, goalStatus } from "../../gpu-runner/stats.js";
 import { GoalStatus, Metric, SeedResultSchema } from "../../proto/gen/research/v1/runner_pb.js";
 import { join } from "node:path";

@@ -1,109 +1,33 @@
 /**
- * The built-in planner brain and the random baseline.
- *
- * builtin: the first proposals adopt what the brief suggests, as cheap
- * rung-0 probes. After that, each proposal is either the multi-fidelity
- * scheduler's move (promotion.ts: the top 1/3 of a rung trains again on more
- * data and epochs) or a new config: a UCB bandit over the recipe surfaces
- * (architecture, optimisation, regularisation) picks where the edit goes,
- * rewarding surfaces by the CI-lower-bound gains their trials measured, and
- * the edit is applied to the best rung-0 trial, so child and parent are
- * compared at the same fidelity. Every candidate is compiled (parameter
- * budget), its time predicted from the run's measured speed (time-model.ts:
- * it must fit the trial budget and what the run has left after its reserve),
- * and dropped when an identical config (identity.ts) already ran here or
- * failed anywhere in the lineage.
- *
- * random: uniform draws from the same space, no memory. The baseline.
+ * The built-in planner brain. The first proposals adopt what the brief suggests, as cheap rung-0
+ * probes. After that, each proposal is either the multi-fidelity scheduler's move (promotion.ts:
+ * the top 1/3 of a rung trains again on more data and epochs) or a new config: a UCB bandit over
+ * the recipe surfaces (architecture, optimisation, regularisation) picks where the edit goes,
+ * rewarding surfaces by the CI-lower-bound gains their trials measured, and the edit is applied
+ * to the best rung-0 trial, so child and parent are compared at the same fidelity. Every
+ * candidate is compiled (parameter budget), its time predicted from the run's measured speed
+ * (time-model.ts: it must fit the trial budget and what the run has left after its reserve),
+ * and dropped when an identical config (identity.ts) already ran here or failed anywhere in the
+ * lineage.
  */
-import type { Brief } from "../../core/brief.js";
-import { pct } from "../../core/format.js";
-import { PROBE_SEEDS, SEARCH_DEFAULTS, type SearchDevice } from "../../core/defaults.js";
-import { drawIn, intoSpace, isImage, outsideSpace, RECIPE_DEFAULTS, spaceOf, type DimensionName } from "../../core/space.js";
-import { SURFACE, type OptimizerName, type SurfaceName as Surface } from "../../core/enums.js";
-import { isCodeModel, type TrainConfigInput } from "../../core/model-config.js";
-import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
-import { trialId } from "../../core/ids.js";
-import type { DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
-import { learningOf } from "../../core/learning/index.js";
-import { isBaseline, isPromotion, rungOf, scoreOf, scoreText, type HandProposal, type RunState, type TrialState } from "../../swarm/run-state.js";
-import { lrForBatch, MUTATIONS, type EditEnv, type Genome, type Mutation } from "./mutations.js";
-import type { Template } from "../../core/tasks/task.js";
-import { mirrors, templatesFor } from "../../core/tasks/index.js";
-import { configParamsCounter, paramsCounter } from "./params.js";
-import { fitTpe, GENOME_SPACE, genomeFeatures, type Observation } from "./surrogate.js";
-import { ladder, PROMOTION_SURFACE, type Fidelity } from "./scheduler.js";
-import type { PlanInput, Policy, Proposal } from "./types.js";
-import { derivedOf, familyOf, fingerprint, genomeOf, tried } from "./identity.js";
-import { predictedLatencyMs, timing } from "./time-model.js";
-import { frontOf, pointOf, type Front } from "../../swarm/front.js";
-import { chebyshev, simplexWeights } from "../../core/pareto.js";
-
-/**
- * The input of the decision for trial `index`: the run's random stream for that trial (seeded
- * by the run's --seed and the index, so a replay of the run's events decides the same), its
- * parameter counter, and what the caller knows of the lineage and the runner.
- */
-export function planInputFor(state: RunState, info: DatasetInfo, index: number, rest: Omit<PlanInput, "state" | "info" | "rng" | "params" | "failedElsewhere"> & Partial<Pick<PlanInput, "failedElsewhere">>): PlanInput {
-  return { state, info, rng: mulberry32((state.settings?.rngSeed ?? 0) * 100_003 + index), params: paramsCounter(state, info), failedElsewhere: new Set(), ...rest };
-}
-
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-/**
- * Channels-last memory for images where the device's convolutions are faster on it (core/defaults.ts):
- * how a trial is laid out in memory, not what it trains, so the search's trials of a starting
- * point take it too (trial 0 keeps its own recipe whole). The runner keeps a model whose code
- * cannot run on it in its own layout.
- */
-function memoryFormat(input: PlanInput): Pick<TrainConfigInput, "channels_last"> {
-  return SEARCH_DEFAULTS[input.device ?? "cpu"].channelsLast && isImage(input.info) ? { channels_last: true } : {};
-}
-
-/**
- * The rung-0 probe for the runner's device (core/defaults.ts SEARCH_DEFAULTS): the run's
- * search subset and epochs, the device's batch size with Adam's rate scaled to it, on a GPU
- * mixed precision, and channels-last images. A template's own recipe goes on top.
- */
-function startingTrain(input: PlanInput, template?: Template): TrainConfigInput {
-  const s = input.state.settings;
-  const d = SEARCH_DEFAULTS[input.device ?? "cpu"];
-  const total = input.info.nTrain + input.info.nVal;
-  // A corpus probes on rows of windows, other data on examples.
-  const slice = learningOf(input.info.task).perPosition ? d.corpusRows : d.subset;
-  // A set barely larger than the slice is not worth slicing.
-  const subset = s?.subset || (slice && total > 1.2 * slice ? slice : 0);
-  const recipe: TrainConfigInput = { optimizer: "adam", lr: 2e-3, ...template?.recipe };
-  const image = isImage(input.info);
-  // A family that names its batch keeps it, its lr being for that batch (a language model's
-  // batch counts windows of hundreds of bytes); any other lr is for 128, scaled to the device's.
-  const batch = template?.recipe?.batch_size;
-  return intoSpace(spaceOf(s?.space), {
-    ...recipe,
-    lr: batch ? recipe.lr : lrForBatch(recipe.optimizer ?? RECIPE_DEFAULTS.optimizer, recipe.lr!, 128, d.batchSize),
-    batch_size: batch ?? d.batchSize,
-    epochs: s?.epochs || d.epochs,
-    subset,
-    ...(d.amp && { amp: true }),
-    ...memoryFormat(input),
-    ...(template?.recipe && image && mirrors(input.info) && { augment: { hflip: true } }),
-  });
-}
-
-/** The templates the run may start from: the data's, narrowed to the families of the run's space (launch --space). */
-function searchTemplates(info: DatasetInfo, device: SearchDevice, families: readonly string[]): Template[] {
-  const all = templatesFor(info, device);
-  return families.length ? all.filter((t) => families.includes(t.name)) : all;
-}
+import type { Brief } from "../../../core/brief.js";
+import { pct } from "../../../core/format.js";
+import { PROBE_SEEDS, SEARCH_DEFAULTS } from "../../../core/defaults.js";
+import { intoSpace, spaceOf } from "../../../core/space.js";
+import { SURFACE, type SurfaceName as Surface } from "../../../core/enums.js";
+import type { TrainConfigInput } from "../../../core/model-config.js";
+import { Verdict } from "../../../proto/gen/research/v1/events_pb.js";
+import { isBaseline, isPromotion, rungOf, scoreOf, scoreText, type RunState, type TrialState } from "../../../swarm/run-state.js";
+import { MUTATIONS, type EditEnv, type Genome, type Mutation } from "../mutations.js";
+import type { Template } from "../../../core/tasks/task.js";
+import { fitTpe, GENOME_SPACE, genomeFeatures, type Observation } from "../surrogate.js";
+import { PROMOTION_SURFACE } from "../scheduler.js";
+import type { PlanInput, Policy, Proposal } from "../types.js";
+import { derivedOf, familyOf, fingerprint, genomeOf, tried } from "../identity.js";
+import { timing } from "../time-model.js";
+import { frontOf, pointOf, type Front } from "../../../swarm/front.js";
+import { chebyshev, simplexWeights } from "../../../core/pareto.js";
+import { editEnv, fitted, memoryFormat, searchTemplates, startingTrain, withinBudget } from "../proposals.js";
 
 /** Building blocks named by a brief, in the brief's order of relevance. */
 function briefBlocks(briefs: Brief[]): string[] {
@@ -116,56 +40,6 @@ const RECIPE_FROM_BRIEF: Record<string, Partial<TrainConfigInput>> = {
   adamw: { optimizer: "adamw", weight_decay: 0.05 },
   weight_decay: { weight_decay: 5e-4 },
 };
-
-export function withinBudget(input: PlanInput, g: Genome, seen: Set<string>, parent?: TrialState): string | undefined {
-  const fp = fingerprint(g.model, g.train);
-  if (seen.has(fp)) return "already tried in this run";
-  if (input.failedElsewhere.has(fp)) return "failed the same way in the lineage";
-  const p = input.params(g.model);
-  if (typeof p === "string") return p;
-  const max = Number(input.state.goal?.maxParams ?? 0n);
-  if (max > 0 && p > max) return `${p} parameters exceed the limit of ${max}`;
-  const limit = input.state.goal?.maxLatencyMs ?? 0;
-  const latency = limit > 0 ? predictedLatencyMs(input, g, parent) : undefined;
-  if (latency !== undefined && latency > limit) return `predicted ${latency.toPrecision(2)} ms per example, over the goal's limit of ${limit} ms`;
-  return outsideSpace(spaceOf(input.state.settings?.space), g.train);
-}
-
-/** How many times a template may be narrowed to fit the goal's parameter limit (each 2/3 the width). */
-const FIT_STEPS = 6;
-
-/**
- * A template as it fits a parameter limit: narrowed (every width to 2/3) until it does, or as
- * narrow as FIT_STEPS make it. Templates are sized for no limit; without this, a goal of "150k
- * params" on a corpus whose templates have 260k-460k had no candidate at all, and the run waited
- * for one.
- */
-function narrowedToFit(g: Genome, max: number, count: PlanInput["params"], env: EditEnv): Genome {
-  const narrow = MUTATIONS.find((m) => m.name === "narrow")!;
-  for (let i = 0; i < FIT_STEPS && max > 0; i++) {
-    const p = count(g.model);
-    if (typeof p === "string" || p <= max) break;
-    g = narrow.apply(g, env) ?? g;
-  }
-  return g;
-}
-
-const fitted = (input: PlanInput, g: Genome): Genome => narrowedToFit(g, Number(input.state.goal?.maxParams ?? 0n), input.params, editEnv(input));
-
-/**
- * The fewest parameters a starting template reaches for a parameter limit of `max`: a limit below
- * it leaves the built-in brain nothing to start from, which a launch says before it starts.
- */
-export function smallestTemplate(info: DatasetInfo, device: SearchDevice, max: number, families: readonly string[] = []): { name: string; params: number } | undefined {
-  const env: EditEnv = { info, device, rng: () => 0.5, arguments: [] };
-  // Templates are model_configs: their count is the compiler's.
-  const count = configParamsCounter(info);
-  const sizes = searchTemplates(info, device, families).flatMap((t) => {
-    const p = count(narrowedToFit({ model: t.build(info, SEARCH_DEFAULTS[device].templateWidth), train: {} }, max, count, env).model);
-    return typeof p === "number" ? [{ name: t.name, params: p }] : [];
-  });
-  return sizes.sort((a, b) => a.params - b.params)[0];
-}
 
 /**
  * The first proposals of a warm start: the strongest configs of past runs on this data (or data
@@ -341,77 +215,6 @@ function shuffle<T>(xs: T[], rng: () => number): T[] {
   return a;
 }
 
-/**
- * A person's queued proposal as the planner's: their model, and their
- * training on top of the run's probe fidelity. The coder builds it like any
- * other.
- */
-export function handProposal(input: PlanInput, queued: HandProposal): Proposal {
-  const { intervention: v, model, train } = queued;
-  return {
-    rung: 0,
-    hypothesis: v.hypothesis,
-    rationale: `proposed by ${v.who}${v.reason ? `: ${v.reason}` : ""}`,
-    parentIds: v.parentIds,
-    surface: undefined,
-    mutation: "hand",
-    model,
-    train: { ...startingTrain(input), ...train },
-    interventionId: v.interventionId,
-  };
-}
-
-/** The rung-0 fidelity every new config trains at, whoever authored it. */
-export function probeFidelity(input: PlanInput): Fidelity {
-  const probe = startingTrain(input);
-  return { subset: probe.subset ?? 0, epochs: probe.epochs ?? RECIPE_DEFAULTS.epochs };
-}
-
-/**
- * The run's starting point (launch --from) as its first two trials, or the one of them not yet
- * proposed: trial 0 on its own recipe with the run's seeds, at the ladder's top rung (a full
- * training, never promoted: what every later trial is measured against), then the same config
- * at the probe's fidelity with one seed, the rung-0 anchor its edits are compared with at the
- * same fidelity. None for a run started from templates, or once both are in.
- */
-export function baselineProposals(input: PlanInput): Proposal[] {
-  const { state } = input;
-  const start = state.start;
-  if (!start) return [];
-  const probe = probeFidelity(input);
-  const baselineId = trialId(state.runId, 0);
-  const proposed = [...state.trials.values()].filter(isBaseline);
-  const name = start.model.name;
-  const out: Proposal[] = [
-    {
-      rung: ladder(input.info, probe).length - 1,
-      hypothesis: `the starting point, ${name} from ${start.origin}, on its own recipe`,
-      rationale: "trial 0: the baseline every later trial is measured against, with the run's seeds",
-      parentIds: [],
-      mutation: "baseline",
-      model: start.model,
-      train: start.train,
-    },
-    {
-      rung: 0,
-      seeds: PROBE_SEEDS,
-      hypothesis: `${name} at the search's probe fidelity (${probe.subset || "all"} examples, ${probe.epochs} epochs)`,
-      rationale: "the starting point's rung-0 anchor: its edits are compared with it at the same fidelity",
-      parentIds: [baselineId],
-      mutation: "baseline",
-      model: start.model,
-      train: { ...start.train, subset: probe.subset, epochs: probe.epochs, ...memoryFormat(input) },
-    },
-  ];
-  return out.filter((p) => !proposed.some((t) => rungOf(t) === p.rung));
-}
-
-/** What edits of `parent` may change: an edited class's constructor is the one its trial's runner summarised. */
-function editEnv(input: PlanInput, parent?: TrialState): EditEnv {
-  const summarised = parent?.model && isCodeModel(parent.model) ? parent.assembled?.summary?.arguments : undefined;
-  return { info: input.info, rng: input.rng, device: input.device ?? "cpu", arguments: summarised ?? input.state.start?.code?.arguments ?? [] };
-}
-
 /** A new rung-0 config: a bandit-chosen edit of a good rung-0 trial. */
 export const nextBuiltin: Policy = (input, index) => {
   const { state, rng } = input;
@@ -563,55 +366,3 @@ function proposalFrom(
     train: g.train,
   };
 }
-
-/**
- * The random baseline: a random template with a random recipe and fidelity; no memory, no
- * feedback, no scheduler.
- */
-export const randomPolicy: Policy = (input, index) => {
-  const { rng, info } = input;
-  const device = input.device ?? "cpu";
-  const space = spaceOf(input.state.settings?.space);
-  const templates = searchTemplates(info, device, space.families);
-  const seen = tried(input.state);
-  const draw = (name: DimensionName) => drawIn(space, name, rng, device, info);
-  for (let attempt = 0; attempt < 20; attempt++) {
-    const t = templates[Math.floor(rng() * templates.length)]!;
-    const start = startingTrain(input);
-    const subsets = start.subset ? [start.subset, start.subset * 2, start.subset * 4, 0] : [0];
-    // The draws in this order: a run's random stream gives the same trials it gave before the table.
-    const train: TrainConfigInput = {
-      ...start,
-      optimizer: draw("optimizer") as OptimizerName,
-      lr: draw("lr") as number,
-      batch_size: draw("batch_size") as number,
-      epochs: draw("epochs") as number,
-      subset: subsets[Math.floor(rng() * subsets.length)]!,
-    };
-    let g = fitted(input, { model: t.build(info, SEARCH_DEFAULTS[device].templateWidth), train });
-    // One coin for the draw (a coin per element could match neither).
-    const width = rng() < 0.5 ? "widen" : "narrow";
-    const widen = MUTATIONS.find((m) => m.name === width)!;
-    if (rng() < 0.5) g = widen.apply(g, editEnv(input)) ?? g;
-    if (withinBudget(input, g, seen)) continue;
-    return {
-      rung: 0,
-      hypothesis: `random draw: ${t.name}, ${train.optimizer} lr ${train.lr!.toExponential(1)}, ${train.epochs} epochs`,
-      rationale: `random planner, trial ${index}`,
-      parentIds: [],
-      surface: "architecture",
-      mutation: "random",
-      model: g.model,
-      train: g.train,
-    };
-  }
-  return undefined;
-};
-
-const initialRandom = (input: PlanInput, count: number): Proposal[] =>
-  Array.from({ length: count }, (_, k) => randomPolicy(input, k)).filter((p): p is Proposal => p !== undefined);
-
-export const POLICIES = {
-  builtin: { initial: initialBuiltin, next: nextBuiltin },
-  random: { initial: initialRandom, next: randomPolicy },
-};

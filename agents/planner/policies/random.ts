@@ -1,0 +1,56 @@
+/** The random baseline: uniform draws from the same space, no memory. */
+import { SEARCH_DEFAULTS } from "../../../core/defaults.js";
+import { drawIn, spaceOf, type DimensionName } from "../../../core/space.js";
+import type { OptimizerName } from "../../../core/enums.js";
+import type { TrainConfigInput } from "../../../core/model-config.js";
+import { MUTATIONS } from "../mutations.js";
+import type { PlanInput, Policy, Proposal } from "../types.js";
+import { tried } from "../identity.js";
+import { editEnv, fitted, searchTemplates, startingTrain, withinBudget } from "../proposals.js";
+
+/**
+ * The random baseline: a random template with a random recipe and fidelity; no memory, no
+ * feedback, no scheduler.
+ */
+export const randomPolicy: Policy = (input, index) => {
+  const { rng, info } = input;
+  const device = input.device ?? "cpu";
+  const space = spaceOf(input.state.settings?.space);
+  const templates = searchTemplates(info, device, space.families);
+  const seen = tried(input.state);
+  const draw = (name: DimensionName) => drawIn(space, name, rng, device, info);
+  for (let attempt = 0; attempt < 20; attempt++) {
+    const t = templates[Math.floor(rng() * templates.length)]!;
+    const start = startingTrain(input);
+    const subsets = start.subset ? [start.subset, start.subset * 2, start.subset * 4, 0] : [0];
+    // The draws in this order: a run's random stream gives the same trials it gave before the table.
+    const train: TrainConfigInput = {
+      ...start,
+      optimizer: draw("optimizer") as OptimizerName,
+      lr: draw("lr") as number,
+      batch_size: draw("batch_size") as number,
+      epochs: draw("epochs") as number,
+      subset: subsets[Math.floor(rng() * subsets.length)]!,
+    };
+    let g = fitted(input, { model: t.build(info, SEARCH_DEFAULTS[device].templateWidth), train });
+    // One coin for the draw (a coin per element could match neither).
+    const width = rng() < 0.5 ? "widen" : "narrow";
+    const widen = MUTATIONS.find((m) => m.name === width)!;
+    if (rng() < 0.5) g = widen.apply(g, editEnv(input)) ?? g;
+    if (withinBudget(input, g, seen)) continue;
+    return {
+      rung: 0,
+      hypothesis: `random draw: ${t.name}, ${train.optimizer} lr ${train.lr!.toExponential(1)}, ${train.epochs} epochs`,
+      rationale: `random planner, trial ${index}`,
+      parentIds: [],
+      surface: "architecture",
+      mutation: "random",
+      model: g.model,
+      train: g.train,
+    };
+  }
+  return undefined;
+};
+
+export const initialRandom = (input: PlanInput, count: number): Proposal[] =>
+  Array.from({ length: count }, (_, k) => randomPolicy(input, k)).filter((p): p is Proposal => p !== undefined);
