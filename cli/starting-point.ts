@@ -17,7 +17,8 @@ import { authoredTrainConfig, authoredTrialModel, isCodeModel, type TrainConfigI
 import type { RunnerClient } from "../gpu-runner/client.js";
 import { StartingPointSchema, type Goal, type StartingPoint } from "../proto/gen/research/v1/events_pb.js";
 import type { DatasetInfo } from "../proto/gen/research/v1/runner_pb.js";
-import { compileOptions, summaryInput } from "../swarm/dataset-info.js";
+import { summaryInput } from "../swarm/dataset-info.js";
+import { compileOptions } from "../core/learning/index.js";
 import { fail } from "./args.js";
 import { modelFileProblem } from "./preflight.js";
 import { kwargsMessage, modelSpec, trainSpec } from "../core/config-wire.js";

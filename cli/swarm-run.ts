@@ -7,7 +7,7 @@ import type { ParseArgsConfig } from "node:util";
 import { cliConfig } from "../core/config.js";
 import { DEFAULT_TIME_BUDGET_S, searchDevice } from "../core/defaults.js";
 import { isId } from "../core/ids.js";
-import { smallestTemplate } from "../agents/planner/proposals.js";
+import { smallestTemplate } from "../core/tasks/fit.js";
 import { templatesFor } from "../core/tasks/index.js";
 import { parseDuration, parseGoal } from "../core/goal.js";
 import { describeLlm, llmConfigFromFlags } from "../core/llm/config.js";

@@ -1,11 +1,10 @@
 /** The run's dataset as the runner sees it (shapes, classes, sizes), asked once per process. */
-import type { CompileOptions } from "../core/compiler/compile.js";
 import { ResearchError } from "../core/failure.js";
 import type { RunnerClient } from "../gpu-runner/client.js";
 import type { Goal } from "../proto/gen/research/v1/events_pb.js";
 import { Task, type DatasetInfo } from "../proto/gen/research/v1/runner_pb.js";
 import { objective } from "../core/objective.js";
-import { learningOf } from "../core/learning/index.js";
+import { outputWidth } from "../core/learning/index.js";
 import { TASK } from "../core/enums.js";
 
 const cache = new Map<string, Promise<DatasetInfo>>();
@@ -14,22 +13,6 @@ const cache = new Map<string, Promise<DatasetInfo>>();
 export function datasetSpec(goal: Goal | undefined) {
   const task = TASK.value(objective(goal?.objective).task) ?? Task.UNSPECIFIED;
   return { name: goal?.dataset ?? "", dataDir: goal?.dataDir ?? "", targetColumn: goal?.targetColumn ?? "", task };
-}
-
-/** The model's output width, by its task (core/learning/): one logit per class, one value for a regression, or, at each position, one per byte value. */
-export function outputWidth(info: DatasetInfo): number {
-  return learningOf(info.task).outputWidth(info);
-}
-
-/** What the compiler takes from the dataset: the planner counts a candidate's parameters and the coder builds the trial with the same. */
-export function compileOptions(info: DatasetInfo): CompileOptions {
-  return {
-    inputShape: info.inputShape,
-    numClasses: outputWidth(info),
-    inputDtype: info.inputDtype === "int64" ? "int64" : "float32",
-    vocabSize: info.vocabSize || undefined,
-    perPosition: learningOf(info.task).perPosition,
-  };
 }
 
 /** What a Summarize request takes from the dataset: the shape, dtype and vocabulary of one input, and the output that fits. */

@@ -24,7 +24,8 @@ import type { RunnerClient } from "../../gpu-runner/client.js";
 import type { DatasetInfo, SummarizeResponse } from "../../proto/gen/research/v1/runner_pb.js";
 import type { Prompt } from "../../swarm/prompts.js";
 import { coderTools, type CoderTask } from "./tools.js";
-import { outputWidth, summaryInput } from "../../swarm/dataset-info.js";
+import { summaryInput } from "../../swarm/dataset-info.js";
+import { outputWidth } from "../../core/learning/index.js";
 import { kwargsMessage } from "../../core/config-wire.js";
 
 const CodeSchema = z.object({ code: z.string().min(20) });

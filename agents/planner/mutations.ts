@@ -12,6 +12,7 @@ import { argumentChanges, argumentDefault, isCodeModel, searchableArguments, typ
 import { ArgumentKind, type DatasetInfo, type ModelArgument } from "../../proto/gen/research/v1/runner_pb.js";
 import type { LayerInput } from "../../core/model-config.js";
 import { mirrors } from "../../core/tasks/index.js";
+import { mapLayers, scaleWidths } from "../../core/tasks/fit.js";
 
 export interface Genome {
   model: TrialModelInput;
@@ -49,7 +50,6 @@ export interface Mutation {
 const clone = <T>(x: T): T => structuredClone(x);
 /** What the trial trained with: the schema's default when its config names none. */
 const lrOf = (g: Genome) => g.train.lr ?? DEFAULT_LR[RECIPE_DEFAULTS.optimizer];
-const round8 = (x: number) => Math.max(8, Math.round(x / 8) * 8);
 
 /** The optimizer a recipe trains with: AdamW's decoupled decay is its only difference from Adam, and at 0 torch's steps are bit for bit Adam's. */
 export const effectiveOptimizer = (optimizer: OptimizerName, weightDecay: number): OptimizerName =>
@@ -57,44 +57,9 @@ export const effectiveOptimizer = (optimizer: OptimizerName, weightDecay: number
 const DECAY = editOf("weight_decay").byOptimizer;
 const LR = editOf("lr");
 
-function mapLayers(layers: LayerInput[], fn: (l: LayerInput) => LayerInput): LayerInput[] {
-  return layers.map((l) => {
-    const out = fn(l);
-    return out.type === "residual" ? { ...out, layers: mapLayers(out.layers, fn) } : out;
-  });
-}
-
-function scaleLayer(l: LayerInput, f: number): LayerInput {
-  switch (l.type) {
-    case "conv2d":
-    case "pointwise_conv2d":
-    case "ghost":
-    case "mbconv":
-    case "conv1d":
-      return { ...l, out_channels: round8(l.out_channels * f) };
-    case "linear":
-      return { ...l, out_features: round8(l.out_features * f) };
-    case "patch_embed":
-    case "embedding":
-      return { ...l, dim: round8((l.dim ?? 64) * f) };
-    case "gru":
-      return { ...l, hidden: round8((l.hidden ?? 128) * f) };
-    default:
-      return l;
-  }
-}
-
 /** An edit of a model_config's layers: none applies to a model in Python. */
 function onLayers(edit: (g: LayerGenome, env: EditEnv) => Genome | undefined): Mutation["apply"] {
   return (g, env) => (isCodeModel(g.model) ? undefined : edit(g as LayerGenome, env));
-}
-
-/** Scales every width but an explicit classifier's (a final linear layer). */
-function scaleWidths(g: LayerGenome, f: number): Genome {
-  const model = clone(g.model);
-  const last = model.layers.length - 1;
-  model.layers = model.layers.map((l, i) => (i === last && l.type === "linear" ? l : mapLayers([l], (x) => scaleLayer(x, f))[0]!));
-  return { ...g, model };
 }
 
 const isPool = (l: LayerInput) => l.type === "maxpool" || l.type === "avgpool" || l.type === "global_avgpool" || l.type === "flatten";
@@ -226,8 +191,8 @@ export function lrForBatch(optimizer: OptimizerName, lr: number, from: number, t
 
 
 export const MUTATIONS: Mutation[] = [
-  { surface: "architecture", name: "widen", blocks: [], describe: "widen every layer by 1.5x", apply: onLayers((g) => scaleWidths(g, 1.5)) },
-  { surface: "architecture", name: "narrow", blocks: [], describe: "narrow every layer to 2/3", apply: onLayers((g) => scaleWidths(g, 2 / 3)) },
+  { surface: "architecture", name: "widen", blocks: [], describe: "widen every layer by 1.5x", apply: onLayers((g) => ({ ...g, model: scaleWidths(g.model, 1.5) })) },
+  { surface: "architecture", name: "narrow", blocks: [], describe: "narrow every layer to 2/3", apply: onLayers((g) => ({ ...g, model: scaleWidths(g.model, 2 / 3) })) },
   { surface: "architecture", name: "deepen", blocks: [], describe: "repeat the first stage's block", apply: onLayers(deepen) },
   { surface: "architecture", name: "add_se", blocks: ["se"], describe: "add squeeze-excitation after conv blocks", apply: onLayers(addSe) },
   { surface: "architecture", name: "heads", blocks: ["transformer_encoder"], describe: "halve or double the attention heads", apply: onLayers((g, { rng }) => setHeads(g, rng)) },

@@ -10,12 +10,12 @@
 import { compileModel } from "../../core/compiler/compile.js";
 import { isCodeModel, type TrialModelInput } from "../../core/model-config.js";
 import type { DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
-import { compileOptions } from "../../swarm/dataset-info.js";
+import { compileOptions } from "../../core/learning/index.js";
 import type { RunState } from "../../swarm/run-state.js";
 import { fingerprint } from "./identity.js";
 
 /** A model_config's count, the compiler's for the dataset; a model in Python has none here. */
-export function configParamsCounter(info: DatasetInfo): (model: TrialModelInput) => number | string {
+function configParamsCounter(info: DatasetInfo): (model: TrialModelInput) => number | string {
   const options = compileOptions(info);
   return (model) => {
     if (isCodeModel(model)) return `model_config: ${model.class_name} is a model in Python`;

@@ -1,19 +1,20 @@
 /**
  * What every policy (policies/) builds its proposals from: the decision's input, the run's
- * probe fidelity and starting recipe, the templates it may start from, each as it fits the
- * goal's parameter limit, and the checks a candidate must pass (withinBudget): not tried here,
- * not failed in the lineage, within the limits and the run's space.
+ * probe fidelity and starting recipe, a template as it fits the goal's parameter limit, and the
+ * checks a candidate must pass (withinBudget): not tried here, not failed in the lineage, within
+ * the limits and the run's space.
  */
-import { SEARCH_DEFAULTS, type SearchDevice } from "../../core/defaults.js";
+import { SEARCH_DEFAULTS } from "../../core/defaults.js";
 import { intoSpace, isImage, outsideSpace, RECIPE_DEFAULTS, spaceOf } from "../../core/space.js";
 import { isCodeModel, type TrainConfigInput } from "../../core/model-config.js";
 import type { DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
 import { learningOf } from "../../core/learning/index.js";
 import type { RunState, TrialState } from "../../swarm/run-state.js";
-import { lrForBatch, MUTATIONS, type EditEnv, type Genome } from "./mutations.js";
+import { lrForBatch, type EditEnv, type Genome } from "./mutations.js";
 import type { Template } from "../../core/tasks/task.js";
-import { mirrors, templatesFor } from "../../core/tasks/index.js";
-import { configParamsCounter, paramsCounter } from "./params.js";
+import { mirrors } from "../../core/tasks/index.js";
+import { narrowedToFit } from "../../core/tasks/fit.js";
+import { paramsCounter } from "./params.js";
 import type { Fidelity } from "./scheduler.js";
 import type { PlanInput } from "./types.js";
 import { fingerprint } from "./identity.js";
@@ -79,12 +80,6 @@ export function startingTrain(input: PlanInput, template?: Template): TrainConfi
   });
 }
 
-/** The templates the run may start from: the data's, narrowed to the families of the run's space (launch --space). */
-export function searchTemplates(info: DatasetInfo, device: SearchDevice, families: readonly string[]): Template[] {
-  const all = templatesFor(info, device);
-  return families.length ? all.filter((t) => families.includes(t.name)) : all;
-}
-
 export function withinBudget(input: PlanInput, g: Genome, seen: Set<string>, parent?: TrialState): string | undefined {
   const fp = fingerprint(g.model, g.train);
   if (seen.has(fp)) return "already tried in this run";
@@ -99,41 +94,9 @@ export function withinBudget(input: PlanInput, g: Genome, seen: Set<string>, par
   return outsideSpace(spaceOf(input.state.settings?.space), g.train);
 }
 
-/** How many times a template may be narrowed to fit the goal's parameter limit (each 2/3 the width). */
-const FIT_STEPS = 6;
-
-/**
- * A template as it fits a parameter limit: narrowed (every width to 2/3) until it does, or as
- * narrow as FIT_STEPS make it. Templates are sized for no limit; without this, a goal of "150k
- * params" on a corpus whose templates have 260k-460k had no candidate at all, and the run waited
- * for one.
- */
-function narrowedToFit(g: Genome, max: number, count: PlanInput["params"], env: EditEnv): Genome {
-  const narrow = MUTATIONS.find((m) => m.name === "narrow")!;
-  for (let i = 0; i < FIT_STEPS && max > 0; i++) {
-    const p = count(g.model);
-    if (typeof p === "string" || p <= max) break;
-    g = narrow.apply(g, env) ?? g;
-  }
-  return g;
-}
-
-export const fitted = (input: PlanInput, g: Genome): Genome => narrowedToFit(g, Number(input.state.goal?.maxParams ?? 0n), input.params, editEnv(input));
-
-/**
- * The fewest parameters a starting template reaches for a parameter limit of `max`: a limit below
- * it leaves the built-in brain nothing to start from, which a launch says before it starts.
- */
-export function smallestTemplate(info: DatasetInfo, device: SearchDevice, max: number, families: readonly string[] = []): { name: string; params: number } | undefined {
-  const env: EditEnv = { info, device, rng: () => 0.5, arguments: [] };
-  // Templates are model_configs: their count is the compiler's.
-  const count = configParamsCounter(info);
-  const sizes = searchTemplates(info, device, families).flatMap((t) => {
-    const p = count(narrowedToFit({ model: t.build(info, SEARCH_DEFAULTS[device].templateWidth), train: {} }, max, count, env).model);
-    return typeof p === "number" ? [{ name: t.name, params: p }] : [];
-  });
-  return sizes.sort((a, b) => a.params - b.params)[0];
-}
+/** A template's genome as it fits the goal's parameter limit (core/tasks/fit.ts); a model in Python as it is. */
+export const fitted = (input: PlanInput, g: Genome): Genome =>
+  isCodeModel(g.model) ? g : { ...g, model: narrowedToFit(g.model, Number(input.state.goal?.maxParams ?? 0n), input.params) };
 
 /** The rung-0 fidelity every new config trains at, whoever authored it. */
 export function probeFidelity(input: PlanInput): Fidelity {

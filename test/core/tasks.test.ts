@@ -9,7 +9,7 @@ import { DEFAULT_PYTHON } from "../../core/config.js";
 import { DATASETS, parseGoal } from "../../core/goal.js";
 import { DATASET_TABLE, TASKS, datasetNamed, templatesFor } from "../../core/tasks/index.js";
 import { dataProblem } from "../../cli/preflight.js";
-import { compileOptions } from "../../swarm/dataset-info.js";
+import { compileOptions } from "../../core/learning/index.js";
 import { DatasetInfoSchema, Task } from "../../proto/gen/research/v1/runner_pb.js";
 import { run } from "../helpers/run.js";
 

@@ -27,7 +27,8 @@ import { derivedOf, familyOf, fingerprint, genomeOf, tried } from "../identity.j
 import { timing } from "../time-model.js";
 import { frontOf, pointOf, type Front } from "../../../swarm/front.js";
 import { chebyshev, simplexWeights } from "../../../core/pareto.js";
-import { editEnv, fitted, memoryFormat, searchTemplates, startingTrain, withinBudget } from "../proposals.js";
+import { editEnv, fitted, memoryFormat, startingTrain, withinBudget } from "../proposals.js";
+import { searchTemplates } from "../../../core/tasks/fit.js";
 
 /** Building blocks named by a brief, in the brief's order of relevance. */
 function briefBlocks(briefs: Brief[]): string[] {

@@ -6,7 +6,8 @@ import type { TrainConfigInput } from "../../../core/model-config.js";
 import { MUTATIONS } from "../mutations.js";
 import type { PlanInput, Policy, Proposal } from "../types.js";
 import { tried } from "../identity.js";
-import { editEnv, fitted, searchTemplates, startingTrain, withinBudget } from "../proposals.js";
+import { editEnv, fitted, startingTrain, withinBudget } from "../proposals.js";
+import { searchTemplates } from "../../../core/tasks/fit.js";
 
 /**
  * The random baseline: a random template with a random recipe and fidelity; no memory, no
