@@ -19,6 +19,9 @@ export const IDLE_GRACE_S = 180;
  */
 export const LAST_EPOCHS = 200;
 
+/** The epochs a last long training may reach in a run with these settings: 0 on the wire is the default, as for every setting. */
+export const lastEpochsOf = (settings: { lastEpochs: number } | undefined): number => settings?.lastEpochs || LAST_EPOCHS;
+
 /**
  * A run's settings where the launch names none (deploy/swarm.ts fills them in). Agents
  * read a setting left at 0 on the wire as this value too: `patience` here is the judge's

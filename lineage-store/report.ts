@@ -6,7 +6,7 @@
 import { adoptedConcepts, blocksOf } from "../core/brief.js";
 import { INFERENCE_FILE, inferenceSpec, type InferenceSpec } from "./inference-spec.js";
 import { describeSpace, spaceOf } from "../core/space.js";
-import { RUN_DEFAULTS } from "../core/defaults.js";
+import { lastEpochsOf } from "../core/defaults.js";
 import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { bestRule, hypothesisOutcome, intervalBasis, whyBest, type HypothesisOutcome } from "../core/ranking.js";
@@ -608,7 +608,7 @@ function reportJson(state: RunState, finished: RunFinished, rows: TrialRow[], be
     settings: s
       ? {
           max_trials: s.maxTrials, seeds: s.seeds, parallel: s.parallel, planner: s.planner, patience: s.patience, subset: s.subset,
-          epochs: s.epochs, last_epochs: s.lastEpochs || RUN_DEFAULTS.lastEpochs, trial_time_budget_s: s.trialTimeBudgetS, rng_seed: s.rngSeed, workspace: s.workspace, research: s.research,
+          epochs: s.epochs, last_epochs: lastEpochsOf(s), trial_time_budget_s: s.trialTimeBudgetS, rng_seed: s.rngSeed, workspace: s.workspace, research: s.research,
           llm: s.llm || "none", warm_start: !s.noWarmStart, warm_start_from: s.warmStartFrom,
         }
       : null,

@@ -19,10 +19,11 @@ import { imageSide, type Genome } from "./mutations.js";
 import { probeFidelity, withinBudget } from "./proposals.js";
 import type { PlanInput, Proposal } from "./types.js";
 import { atRung, ladder, nextPromotion, PROMOTION_SURFACE, seedsAtRung, type Fidelity, type Promotion } from "./scheduler.js";
-import { CONTINUE_SHARE, continuationTime, LAST_GAIN, lastEpochsOf, lastTrainingTime, passesOf, seedsOf, timing, type LastTrainingTime } from "./time-model.js";
+import { CONTINUE_SHARE, continuationTime, LAST_GAIN, lastTrainingTime, passesOf, seedsOf, timing, type LastTrainingTime } from "./time-model.js";
 import { spaceOf } from "../../core/space.js";
 import { pct } from "../../core/format.js";
 import type { TrainConfig } from "../../core/model-config.js";
+import { lastEpochsOf } from "../../core/defaults.js";
 
 function rungs(input: PlanInput): Fidelity[] {
   return ladder(input.info, probeFidelity(input));
@@ -169,7 +170,7 @@ export function continuation(input: PlanInput): Proposal | undefined {
   const seen = tried(state);
   for (const past of input.pastLong ?? []) {
     if (families.size && !families.has(familyOf(past.model.name))) continue;
-    const g: Genome = { model: structuredClone(past.model), train: continuedTrain(past.train, time.trainS, lastEpochsOf(state)) };
+    const g: Genome = { model: structuredClone(past.model), train: continuedTrain(past.train, time.trainS, lastEpochsOf(state.settings)) };
     if (withinBudget(input, g, seen)) continue;
     return {
       rung: rungs(input).length - 1,
@@ -218,7 +219,7 @@ export function lastTraining(input: PlanInput): Proposal | undefined {
   if (!chosen) return undefined;
   const { pick, pg, time } = chosen;
   const best = ranked[0];
-  const train = { ...atRung(pg.train, { subset: 0, epochs: time.epochs }, imageSide(input.info)), epochs: lastEpochsOf(state), train_seconds: time.trainS };
+  const train = { ...atRung(pg.train, { subset: 0, epochs: time.epochs }, imageSide(input.info)), epochs: lastEpochsOf(state.settings), train_seconds: time.trainS };
   const why = front
     ? `${pick === front.knee ? "the knee of the Pareto front" : "the Pareto front's trial adding most hypervolume to those trained long before it"} (${scoreText(pick)}), front trial ${done.size + 1} of ${done.size + ranked.length} to train long, in ${share === 1 ? "the" : `1/${ranked.length} of the`} time left`
     : pick === best

@@ -9,7 +9,7 @@
  *   its seeds started at once sharing a CPU's cores when rounds on the slots would leave one idle,
  *   else placed on the runner's slots as the trials in flight will free them.
  */
-import { DEFAULT_SEEDS, RUN_DEFAULTS } from "../../core/defaults.js";
+import { DEFAULT_SEEDS, lastEpochsOf } from "../../core/defaults.js";
 import { RECIPE_DEFAULTS } from "../../core/space.js";
 import type { TrainConfigInput } from "../../core/model-config.js";
 import { budgetPlan, LAST_MARGIN, LAST_SHARE, lastTrainingFloorS, overRunBudget, roundStartS } from "../../swarm/budget.js";
@@ -48,9 +48,6 @@ export const CONTINUE_SHARE = 1 / 4;
  * validation was its one-seed 91.77% at rung 1; the 170k net trained 5 epochs reached 92.26%).
  */
 export const LAST_GAIN = 2;
-
-/** The epochs a last long training (or a continued one) may reach in this run (core/defaults.ts LAST_EPOCHS). */
-export const lastEpochsOf = (state: RunState): number => state.settings?.lastEpochs || RUN_DEFAULTS.lastEpochs;
 
 /** A candidate and the seconds its slowest seed is predicted to take. */
 export interface Timed {
@@ -349,7 +346,7 @@ export function lastTrainingTime(input: PlanInput, pick: TrialState, pg: Genome,
   // ran a quarter slower than their measured pace predicted: 35-41 s for 32): the time left after
   // it goes to another research round (swarm/budget.ts roundStartS), not to a training that
   // would end early.
-  const lastEpochs = lastEpochsOf(state);
+  const lastEpochs = lastEpochsOf(state.settings);
   trainS = Math.min(trainS, Math.ceil((1.25 * lastEpochs * fullEpochS) / pace));
   const work = trainS * pace;
   if (work <= trained) return undefined;
