@@ -7,22 +7,11 @@
  * measured it. An argument edit's own size is
  * known once it is built; the runner holds it against the limit then (a labelled failure).
  */
-import { compileModel } from "../../core/compiler/compile.js";
 import { isCodeModel, type TrialModelInput } from "../../core/model-config.js";
 import type { DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
-import { compileOptions } from "../../core/learning/index.js";
+import { configParamsCounter } from "../../core/tasks/fit.js";
 import type { RunState } from "../../swarm/run-state.js";
 import { fingerprint } from "./identity.js";
-
-/** A model_config's count, the compiler's for the dataset; a model in Python has none here. */
-function configParamsCounter(info: DatasetInfo): (model: TrialModelInput) => number | string {
-  const options = compileOptions(info);
-  return (model) => {
-    if (isCodeModel(model)) return `model_config: ${model.class_name} is a model in Python`;
-    const r = compileModel(model, options);
-    return r.ok ? r.params : r.error;
-  };
-}
 
 export function paramsCounter(state: RunState, info: DatasetInfo): (model: TrialModelInput) => number | string {
   const configParams = configParamsCounter(info);

@@ -65,6 +65,15 @@ export function narrowedToFit(model: ModelConfigInput, max: number, count: (m: M
   return model;
 }
 
+/** A model_config's parameter count, the compiler's for the dataset, or why it does not compile. */
+export function configParamsCounter(info: DatasetInfo): (model: ModelConfigInput) => number | string {
+  const options = compileOptions(info);
+  return (model) => {
+    const r = compileModel(model, options);
+    return r.ok ? r.params : r.error;
+  };
+}
+
 /** The templates a run may start from: the data's, narrowed to the families of the run's space (launch --space). */
 export function searchTemplates(info: DatasetInfo, device: SearchDevice, families: readonly string[]): Template[] {
   const all = templatesFor(info, device);
@@ -76,11 +85,7 @@ export function searchTemplates(info: DatasetInfo, device: SearchDevice, familie
  * it leaves the built-in brain nothing to start from, which a launch says before it starts.
  */
 export function smallestTemplate(info: DatasetInfo, device: SearchDevice, max: number, families: readonly string[] = []): { name: string; params: number } | undefined {
-  const options = compileOptions(info);
-  const count = (m: ModelConfigInput) => {
-    const r = compileModel(m, options);
-    return r.ok ? r.params : r.error;
-  };
+  const count = configParamsCounter(info);
   const sizes = searchTemplates(info, device, families).flatMap((t) => {
     const p = count(narrowedToFit(t.build(info, SEARCH_DEFAULTS[device].templateWidth), max, count));
     return typeof p === "number" ? [{ name: t.name, params: p }] : [];
