@@ -21,6 +21,7 @@ const SECONDS: Record<string, number> = {
   "test/cli/pareto.test.ts": 86,
   "test/cli/serve.test.ts": 84,
   "test/cli/from.test.ts": 82,
+  "test/deploy/slurm-runners.test.ts": 70, // measured alone (2026-12-05): a run over Slurm jobs, then 15 s of a queue that starts none
   "test/runner/weights.test.ts": 51,
   "test/cli/regression.test.ts": 40,
   "test/swarm/interventions.test.ts": 35,
@@ -37,6 +38,7 @@ const SECONDS: Record<string, number> = {
   "test/core/tasks.test.ts": 10,
   "test/bus/cluster.test.ts": 9,
   "test/bus/bus.test.ts": 8,
+  "test/deploy/slurm-cluster.test.ts": 7, // measured alone (2026-12-05): a private Slurm cluster starts in about 1 s
 };
 
 class LongestFirst extends BaseSequencer {

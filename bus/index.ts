@@ -1,6 +1,7 @@
 export { Bus, connectBus, type BusOptions, type EventInit } from "./bus.js";
 export { decodeEvent, encodeEvent } from "./codec.js";
 export { KvBucket, type KvEntry, type KvOptions } from "./kv.js";
+export { announceRunner, watchRunners, type RunnerEntry } from "./runner-registry.js";
 export type { ConsumeOptions, Consumption, DeadLetterHook, EventHandler, HandlerContext } from "./consumer.js";
 export type { HeartbeatOptions } from "./heartbeat.js";
 export { freePort, natsAuthConfig, startNatsServer, type NatsServer, type NatsServerOptions } from "./nats-server.js";

@@ -1,7 +1,8 @@
 /**
  * A JetStream key-value bucket as the swarm uses one: strings under keys, each claimed once
- * (`create` fails where the key exists) and given up only at the revision its holder read. The
- * only place the swarm speaks to @nats-io/kv (swarm/runner-leases.ts is its user).
+ * (`create` fails where the key exists) and given up only at the revision its holder read, or
+ * written and watched. The only place the swarm speaks to @nats-io/kv (its users:
+ * swarm/runner-leases.ts, bus/runner-registry.ts).
  */
 import { Kvm, type KV } from "@nats-io/kv";
 import type { Bus } from "./bus.js";
@@ -34,6 +35,28 @@ export class KvBucket {
   /** Writes the key when it has no value; throws when another wrote one first. */
   async create(key: string, value: string): Promise<void> {
     await this.kv.create(key, value);
+  }
+
+  /** Writes the key whatever it held. */
+  async put(key: string, value: string): Promise<void> {
+    await this.kv.put(key, value);
+  }
+
+  /** Deletes the key whatever it holds. */
+  async delete(key: string): Promise<void> {
+    await this.kv.delete(key);
+  }
+
+  /**
+   * Every key's value, then each change as it comes: `value` undefined for a deleted key. A key
+   * that expires (the bucket's TTL) is not told: nats-server 2.9 keeps no marker of it.
+   */
+  async watch(onChange: (key: string, value: string | undefined) => void): Promise<{ stop(): void }> {
+    const iter = await this.kv.watch();
+    void (async () => {
+      for await (const e of iter) onChange(e.key, e.operation === "PUT" ? e.string() : undefined);
+    })();
+    return { stop: () => iter.stop() };
   }
 
   /** Deletes the key if it is still at `revision`; a key written since stays. */

@@ -16,6 +16,8 @@ export interface NatsServerOptions {
   readyTimeoutMs?: number;
   /** Require the deployment's user and password, over TLS with its certificate (core/secrets.ts). */
   secrets?: Secrets;
+  /** The address it listens on (default 127.0.0.1): 0.0.0.0 for runners on other hosts, with `secrets` only. */
+  host?: string;
   /** A node of a JetStream cluster on loopback: its name, its route port and every node's route port (its own included). */
   cluster?: { name: string; port: number; routes: number[] };
 }
@@ -40,7 +42,7 @@ export async function startNatsServer(opts: NatsServerOptions): Promise<NatsServ
   const cluster = c
     ? ["--server_name", c.name, "--cluster_name", "research", "--cluster", `nats://127.0.0.1:${c.port}`, "--routes", c.routes.map((p) => `nats://127.0.0.1:${p}`).join(",")]
     : [];
-  const child = spawn(binary, [...config, ...cluster, "-js", "-sd", opts.dataDir, "-a", "127.0.0.1", "-p", String(port)], {
+  const child = spawn(binary, [...config, ...cluster, "-js", "-sd", opts.dataDir, "-a", opts.host ?? "127.0.0.1", "-p", String(port)], {
     stdio: ["ignore", "ignore", "pipe"],
     // Its own process group, like the swarm's other processes (deploy/supervisor.ts): a Ctrl-C in
     // the launcher's terminal must not stop the bus under the launcher while it writes its report

@@ -7,7 +7,7 @@ import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import pkg from "../package.json" with { type: "json" };
-import { LAST_EPOCHS, SEARCH_DEFAULTS } from "../core/defaults.js";
+import { DEFAULT_SLURM_JOBS, LAST_EPOCHS, SEARCH_DEFAULTS } from "../core/defaults.js";
 import { RUNNER_DEVICES } from "../gpu-runner/device.js";
 import { DEFAULT_K, MAX_K } from "../swarm/lineage-query.js";
 
@@ -69,6 +69,13 @@ const SECTIONS = {
   --slots N            runner worker slots (default: CPU count; on a GPU host one per 10 GiB of GPU memory, at most 8)
   --device NAME        ${RUNNER_DEVICES.join(", ")}: the device of the runner the launch starts (default auto:
                        the GPUs when there are any); cuda on a host without one stops before anything starts
+  --runners local|slurm   local (default): the launch starts one runner here; slurm: its runners are
+                       Slurm jobs (sbatch), each joining the run over the bus, cancelled when it ends;
+                       a job that ends early is submitted again while the run has budget left
+  --slurm-jobs N       runner jobs at once (default ${DEFAULT_SLURM_JOBS})
+  --slurm-partition P, --slurm-account A, --slurm-gres gpu:1, --slurm-cpus N, --slurm-mem 16G
+                       what each runner job asks for (default: the cluster's); its time limit is the
+                       run's budget and a grace after it (docs/DEPLOY.md, "On a Slurm cluster")
   --workspace DIR      where lineage, runs, logs and NATS data live (default ./workspace)
   --nats URL           join an existing NATS instead of starting one
   --resume RUN         continue an interrupted run from the workspace, as it was set up; its clock

@@ -2,10 +2,11 @@
 import { create } from "@bufbuild/protobuf";
 import { existsSync, readFileSync, realpathSync, statSync } from "node:fs";
 import { homedir } from "node:os";
-import { basename, dirname, join, resolve, sep } from "node:path";
+import { basename, delimiter, dirname, join, resolve, sep } from "node:path";
 import type { ParseArgsConfig } from "node:util";
 import { cliConfig } from "../core/config.js";
-import { DEFAULT_TIME_BUDGET_S, searchDevice } from "../core/defaults.js";
+import { DEFAULT_SLURM_JOBS, DEFAULT_TIME_BUDGET_S, searchDevice } from "../core/defaults.js";
+import { jobsText } from "../core/format.js";
 import { isId } from "../core/ids.js";
 import { smallestTemplate } from "../core/tasks/fit.js";
 import { templatesFor } from "../core/tasks/index.js";
@@ -13,9 +14,10 @@ import { parseDuration, parseGoal } from "../core/goal.js";
 import { describeLlm, llmConfigFromFlags } from "../core/llm/config.js";
 import type { Logger } from "../core/logger.js";
 import { runSettings } from "../deploy/settings.js";
+import { slurmTimeLimitMin, type SlurmRequest } from "../deploy/slurm.js";
 import type { RunOutcome, Swarm } from "../deploy/swarm.js";
 import { parseDevice } from "../gpu-runner/device.js";
-import { SearchSpaceSchema, type Goal, type StartingPoint } from "../proto/gen/research/v1/events_pb.js";
+import { SearchSpaceSchema, type Goal, type RunnerJobs, type StartingPoint } from "../proto/gen/research/v1/events_pb.js";
 import type { DatasetInfo } from "../proto/gen/research/v1/runner_pb.js";
 import { learningOf } from "../core/learning/index.js";
 import { datasetSpec } from "../swarm/dataset-info.js";
@@ -56,7 +58,15 @@ export const RUN_FLAGS = {
   "llm-base-url": { type: "string" },
   "llm-config": { type: "string" },
   space: { type: "string" },
+  runners: { type: "string" },
+  "slurm-jobs": { type: "string" },
+  "slurm-partition": { type: "string" },
+  "slurm-account": { type: "string" },
+  "slurm-gres": { type: "string" },
+  "slurm-cpus": { type: "string" },
+  "slurm-mem": { type: "string" },
 } as const satisfies ParseArgsConfig["options"];
+
 
 export type RunArgs = ReturnType<typeof args<typeof RUN_FLAGS>>["values"];
 
@@ -267,6 +277,36 @@ function spaceFlag(value: string | undefined): SpaceSpec | undefined {
   return parsed.value;
 }
 
+/** A Slurm name (partition, account), a resource list (gpu:1, gpu:a100:2) and a memory size (16G) as sbatch takes them. */
+const SLURM_VALUE = { partition: /^[\w.-]+$/, account: /^[\w.-]+$/, gres: /^[\w.-]+(:[\w.-]+)*(,[\w.-]+(:[\w.-]+)*)*$/, mem: /^\d+[KMGT]?$/ } as const;
+
+/** --runners and its --slurm-* flags: undefined for the runner the launch starts itself. */
+function slurmFlags(a: RunArgs): SlurmRequest | undefined {
+  const given = (["jobs", "partition", "account", "gres", "cpus", "mem"] as const).filter((k) => a[`slurm-${k}`] !== undefined);
+  if (a.runners === undefined || a.runners === "local") {
+    if (given.length) fail(`--slurm-${given[0]} applies to runners that are Slurm jobs: add --runners slurm`);
+    return undefined;
+  }
+  if (a.runners !== "slurm") fail(`--runners must be local (a runner the launch starts) or slurm (runner jobs on the cluster), got "${a.runners}"`);
+  for (const k of ["partition", "account", "gres", "mem"] as const) {
+    const v = a[`slurm-${k}`];
+    if (v !== undefined && !SLURM_VALUE[k].test(v)) fail(`--slurm-${k}: "${v}" is not ${k === "gres" ? "a resource list such as gpu:1" : k === "mem" ? "a size such as 16G" : `a Slurm ${k} name`}`);
+  }
+  if (!onPath("sbatch")) fail("--runners slurm: no sbatch on PATH; launch from a host of the cluster (a login node), docs/DEPLOY.md \"On a Slurm cluster\"");
+  return {
+    jobs: positiveInt("slurm-jobs", a["slurm-jobs"]) ?? DEFAULT_SLURM_JOBS,
+    partition: a["slurm-partition"],
+    account: a["slurm-account"],
+    gres: a["slurm-gres"],
+    cpus: positiveInt("slurm-cpus", a["slurm-cpus"]),
+    mem: a["slurm-mem"],
+  };
+}
+
+function onPath(command: string): boolean {
+  return (process.env.PATH ?? "").split(delimiter).some((dir) => dir && existsSync(join(dir, command)));
+}
+
 /** The swarm's own flags: where it lives, its runner's slots and device, the LLM its agents use. */
 export function prepareSwarm(a: RunArgs) {
   const workspace = resolve(a.workspace);
@@ -280,10 +320,12 @@ export function prepareSwarm(a: RunArgs) {
   }
   const device = parseDevice(a.device);
   if (!device.ok) fail(device.error);
-  // Last: it asks the runner's Python, which takes seconds where the other checks take none.
-  const noCuda = device.device === "cuda" ? cudaProblem(cliConfig().runnerPython) : undefined;
+  const slurm = slurmFlags(a);
+  // Last: it asks the runner's Python, which takes seconds where the other checks take none. A
+  // Slurm job's runner is on another node, with a Python of its own (RUNNER_PYTHON there).
+  const noCuda = device.device === "cuda" && !slurm ? cudaProblem(cliConfig().runnerPython) : undefined;
   if (noCuda) fail(noCuda);
-  return { workspace, llmFlags, llm, slots, device: device.device };
+  return { workspace, llmFlags, llm, slots, device: device.device, slurm };
 }
 
 export type PreparedSwarm = ReturnType<typeof prepareSwarm>;
@@ -305,8 +347,16 @@ function dataRootOf(goal: Goal | undefined): string | undefined {
 }
 
 /** The swarm, its runner told about (which device a run gets, before it spends any budget); exits 2 when it cannot start. */
-export async function startSwarmFor(a: RunArgs, flags: PreparedSwarm, dataRoots: string[], say: (line: string) => void, log: Logger): Promise<Swarm> {
+export async function startSwarmFor(a: RunArgs, flags: PreparedSwarm, dataRoots: string[], say: (line: string) => void, log: Logger, budgetS = DEFAULT_TIME_BUDGET_S): Promise<Swarm> {
   say(`starting the swarm in ${flags.workspace} ...`);
+  const slurm = flags.slurm && {
+    request: flags.slurm,
+    timeLimitMin: slurmTimeLimitMin(budgetS),
+    // A run whose jobs never start ends at its budget, having trained nothing.
+    waitMs: budgetS * 1000,
+    onChange: (jobs: RunnerJobs) => say(`runner jobs: ${jobsText(jobs)}`),
+  };
+  if (slurm) say(`submitting ${slurm.request.jobs} runner jobs to Slurm (time limit ${slurm.timeLimitMin} min each) ...`);
   const { startSwarm } = await import("../deploy/swarm.js");
   let swarm: Swarm;
   try {
@@ -322,6 +372,7 @@ export async function startSwarmFor(a: RunArgs, flags: PreparedSwarm, dataRoots:
       natsServer: cliConfig().natsServer,
       replicas: cliConfig().streamReplicas,
       secretsDir: cliConfig().secretsDir,
+      slurm,
       logger: log,
       onRestart: (name, n) => say(`process ${name} exited; restarted (${n})`),
     });
@@ -387,7 +438,7 @@ export async function withSwarm(
   // Beside the swarm's own logs (deploy/supervisor.ts): the console shows `say` lines only.
   const log = quietLogger(join(run.workspace, "logs", "launcher.log"));
   const root = dataRootOf(run.goal);
-  const swarm = await startSwarmFor(a, run, root ? [root] : [], say, log);
+  const swarm = await startSwarmFor(a, run, root ? [root] : [], say, log, run.goal?.timeBudgetS || undefined);
   let stopping = false;
   const shutdown = async (code: number): Promise<never> => {
     if (!stopping) {

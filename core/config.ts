@@ -55,11 +55,11 @@ export const ENV = z.object({
     description: "the lineage store's LanceDB tables (`lineage/`) and run folders (`runs/`); the researcher's index and arXiv cache (local, need not be shared); the LLM coder's scratch folders; an `llm.json` or `llm.yaml` there configures the LLM",
   }),
   NATS_URL: commaList(z.string().regex(NATS_ADDRESS, { error: "expected NATS URLs such as nats://host:4222, comma-separated" })).default(["nats://127.0.0.1:4222"]).register(VARIABLE_DOCS, {
-    readBy: "agents, lineage-store",
-    description: "comma-separated NATS servers",
+    readBy: "agents, lineage-store, gpu-runner (`--announce`)",
+    description: "comma-separated NATS servers; a runner started with `--announce` joins the swarm there (a Slurm job, docs/DEPLOY.md)",
   }),
   NATS_STREAM_REPLICAS: wholeNumber(5).default(1).register(VARIABLE_DOCS, {
-    readBy: "agents, lineage-store, CLI",
+    readBy: "agents, lineage-store, CLI, gpu-runner (`--announce`)",
     description: "replicas of the `RESEARCH` stream (subjects `research.>`) when a process creates it; 3 on a 3-node NATS cluster, on every process including the CLI: whichever process creates the stream first decides",
   }),
   NATS_SERVER: text.optional().register(VARIABLE_DOCS, {
@@ -233,6 +233,9 @@ export interface RunnerConfig {
   address: string;
   python: string;
   secretsDir?: string;
+  /** Where a runner that announces itself (--announce) joins the bus. */
+  natsServers: string[];
+  streamReplicas: number;
 }
 
 export interface CliConfig {
@@ -263,7 +266,7 @@ const AGENT = ENV.pick({
   EMBEDDER_BASE_URL: true,
 });
 const RESEARCHER = AGENT.extend(ENV.pick({ RESEARCH_NOTES: true, RESEARCH_ARXIV: true }).shape);
-const RUNNER = ENV.pick({ LOG_LEVEL: true, RUNNER_PYTHON: true, RESEARCH_SECRETS: true }).extend({
+const RUNNER = ENV.pick({ LOG_LEVEL: true, RUNNER_PYTHON: true, RESEARCH_SECRETS: true, NATS_URL: true, NATS_STREAM_REPLICAS: true }).extend({
   RUNNER_ADDRESS: ENV.shape.RUNNER_ADDRESS.refine((a) => a.length === 1, { error: "the runner listens on one host:port" }),
 });
 const CLI = ENV.pick({ LOG_LEVEL: true, NATS_STREAM_REPLICAS: true, NATS_SERVER: true, RUNNER_PYTHON: true, RESEARCH_SECRETS: true, RESEARCH_UI_TOKEN: true });
@@ -301,7 +304,14 @@ export function parseRunnerConfig(env: Env, flags: { address?: string; python?: 
     { ...env, RUNNER_ADDRESS: flags.address ?? env.RUNNER_ADDRESS, RUNNER_PYTHON: flags.python ?? env.RUNNER_PYTHON },
     { ...(flags.address !== undefined && { RUNNER_ADDRESS: "--address" }), ...(flags.python !== undefined && { RUNNER_PYTHON: "--python" }) },
   );
-  return { logLevel: e.LOG_LEVEL ?? "info", address: e.RUNNER_ADDRESS[0]!, python: e.RUNNER_PYTHON, secretsDir: e.RESEARCH_SECRETS };
+  return {
+    logLevel: e.LOG_LEVEL ?? "info",
+    address: e.RUNNER_ADDRESS[0]!,
+    python: e.RUNNER_PYTHON,
+    secretsDir: e.RESEARCH_SECRETS,
+    natsServers: e.NATS_URL,
+    streamReplicas: e.NATS_STREAM_REPLICAS,
+  };
 }
 
 /** research-agent, quick-evaluator and the benchmarks: quieter logs, since their output is for a person. */

@@ -32,6 +32,9 @@ export const RUN_DEFAULTS = { maxTrials: 100, parallel: 2, patience: 10, planner
 /** Seeds per evaluation when nobody chose a number: the fewest that give a seed spread worth an interval. */
 export const DEFAULT_SEEDS = 3;
 
+/** Runner jobs a `launch --runners slurm` submits at once unless --slurm-jobs says otherwise. */
+export const DEFAULT_SLURM_JOBS = 2;
+
 /**
  * Seeds of the built-in planner's trials on a slice of the training split (probes, and
  * promotions that are not yet on the full split). They rank configs against their rung and

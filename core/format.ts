@@ -24,3 +24,12 @@ export function points(x: number, decimals = 2): string {
 export function gainPp(x: number): string {
   return `${x >= 0 ? "+" : ""}${pp(x)}`;
 }
+
+/** Runner jobs as a person reads them (a RunnerJobs event): "1 of 2 up, 1 pending (Resources), 1 ended". */
+export function jobsText(j: { requested: number; pending: number; starting: number; up: number; ended: number; waiting: string }): string {
+  const parts = [`${j.up} of ${j.requested} up`];
+  if (j.starting) parts.push(`${j.starting} starting`);
+  if (j.pending) parts.push(`${j.pending} pending${j.waiting ? ` (${j.waiting})` : ""}`);
+  if (j.ended) parts.push(`${j.ended} ended`);
+  return parts.join(", ");
+}

@@ -153,6 +153,8 @@ export interface LlmUse {
 export interface RunDetail extends RunSummary {
   settings: Record<string, unknown>;
   paused: boolean;
+  /** The run's runner jobs as last recorded (launch --runners slurm), as text: "1 of 2 up, 1 pending (Resources)"; null when its runners are not jobs. */
+  runner_jobs: string | null;
   trials_table: TrialRow[];
   best_so_far: BestSoFarPoint[];
   failures: Record<string, number>;

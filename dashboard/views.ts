@@ -8,6 +8,7 @@ import { INTERVENTION_KIND, RUN_STATUS } from "../core/enums.js";
 import { labelName } from "../core/failure.js";
 import { protoJson } from "../core/proto-json.js";
 import { unifiedDiff } from "../core/diff.js";
+import { jobsText } from "../core/format.js";
 import { runOfTrial } from "../core/ids.js";
 import { isCodeModel } from "../core/model-config.js";
 import { RunSettingsSchema, Verdict, type Event } from "../proto/gen/research/v1/events_pb.js";
@@ -297,6 +298,7 @@ export function runDetail(v: RunView, nowMs = Date.now()): RunDetail {
     ...runSummary(v, nowMs),
     settings: s.settings ? protoJson(RunSettingsSchema, s.settings) : {},
     paused: s.paused,
+    runner_jobs: s.runnerJobs ? jobsText(s.runnerJobs) : null,
     trials_table: s.order.map((id, k) => trialRow(v, s.trials.get(id)!, k + 1)),
     best_so_far: bestSoFar(v),
     failures: failureCounts(s),

@@ -20,10 +20,11 @@ import { connectRunner, type RunnerClient } from "../gpu-runner/client.js";
 import type { RunnerDevice } from "../gpu-runner/device.js";
 import type { DatasetInfo, HealthResponse } from "../proto/gen/research/v1/runner_pb.js";
 import { datasetSpec } from "../swarm/dataset-info.js";
-import { RunEnd, RunStatus, type Event, type Goal, type RunFinished, type RunSettings, type StartingPoint } from "../proto/gen/research/v1/events_pb.js";
+import { RunEnd, RunStatus, type Event, type RunnerJobs, type Goal, type RunFinished, type RunSettings, type StartingPoint } from "../proto/gen/research/v1/events_pb.js";
 import { applyToRunState, downtimeSeconds, emptyRunState, inFlight, inFlightCount, isTerminal, liveSeconds, runSoFar, type RunState } from "../swarm/run-state.js";
 import { budgetPlan, budgetSpent } from "../swarm/budget.js";
 import { interventionEvent } from "../swarm/interventions.js";
+import { SlurmRunners, type SlurmRequest } from "./slurm.js";
 import { Supervisor } from "./supervisor.js";
 
 export const ROLES = ["researcher", "planner", "coder", "analyst", "judge"] as const;
@@ -48,6 +49,11 @@ export interface SwarmOptions {
   device?: RunnerDevice;
   dataRoots?: string[];
   unsafeNoSandbox?: boolean;
+  /**
+   * Runners as Slurm jobs instead of one started here (deploy/slurm.ts): what each job asks
+   * for, its time limit, and how long to wait for the first to come up.
+   */
+  slurm?: { request: SlurmRequest; timeLimitMin: number; waitMs: number; onChange?: (jobs: RunnerJobs) => void };
   /** Instances per role (default 1 each). */
   instances?: Partial<Record<(typeof ROLES)[number], number>>;
   /** LLM flags for every agent (see core/llm/config.ts); absent: the built-in brain. */
@@ -64,6 +70,8 @@ export interface Swarm {
   /** The first runner's health when the swarm came up: its device and slots size a run's defaults (runSettings). */
   runnerHealth: HealthResponse;
   supervisor: Supervisor;
+  /** The runner jobs, when the runners are Slurm's. */
+  slurm?: SlurmRunners;
   stop(): Promise<void>;
 }
 
@@ -126,7 +134,8 @@ export async function startSwarm(opts: SwarmOptions): Promise<Swarm> {
   let nats: NatsServer | undefined;
   let natsUrl = opts.natsUrl;
   if (!natsUrl) {
-    nats = await startNatsServer({ dataDir: join(workspace, "nats"), binary: opts.natsServer, secrets });
+    // Slurm's runners join from the cluster's nodes: the bus listens beyond loopback, behind its TLS and password.
+    nats = await startNatsServer({ dataDir: join(workspace, "nats"), binary: opts.natsServer, secrets, host: opts.slurm ? "0.0.0.0" : undefined });
     natsUrl = nats.url;
   }
   // However this process ends (an uncaught error exits without awaiting `stop`), its nats-server
@@ -142,50 +151,71 @@ export async function startSwarm(opts: SwarmOptions): Promise<Swarm> {
   };
   if (natsPid) process.once("exit", killNats);
   const supervisor = new Supervisor(join(workspace, "logs"), log, opts.onRestart);
-  const runnerAddress = opts.runnerAddress ?? `127.0.0.1:${await freePort()}`;
   // Children inherit the launcher's environment (LOG_LEVEL, OPENAI_API_KEY, ...); these are
   // what this swarm sets for them. LLM flags override the environment only when given.
-  const common: Record<string, string> = {
+  const common = (runnerAddress: string): Record<string, string> => ({
     NATS_URL: natsUrl,
     RUNNER_ADDRESS: runnerAddress,
     WORKSPACE: workspace,
     ...(secrets && { RESEARCH_SECRETS: secrets.dir }),
     ...childSettings,
-  };
-  if (!opts.runnerAddress) supervisor.start({
-    name: "gpu-runner",
-    entry: "gpu-runner/main.ts",
-    args: [
-      "--address",
-      runnerAddress,
-      ...(opts.slots ? ["--slots", String(opts.slots)] : []),
-      ...(opts.device ? ["--device", opts.device] : []),
-      ...(opts.dataRoots ?? []).flatMap((d) => ["--data-root", d]),
-      // The supervisor restarts a runner that dies: the one after it answers what it had ended, and keeps its weights.
-      "--state-dir",
-      join(workspace, "runner-state"),
-      ...(opts.unsafeNoSandbox ? ["--unsafe-no-sandbox"] : []),
-    ],
-    env: common,
   });
-  // The launcher waits for the first runner; the agents pick among all of them (swarm/runners.ts).
-  const runner = connectRunner(runnerAddress.split(",")[0]!, secrets);
   const bus = await connectBus({ servers: natsUrl.split(","), name: "launcher", logger: log, replicas: opts.replicas, secrets });
+  const runnerArgs = [
+    ...(opts.slots ? ["--slots", String(opts.slots)] : []),
+    ...(opts.device ? ["--device", opts.device] : []),
+    ...(opts.dataRoots ?? []).flatMap((d) => ["--data-root", d]),
+    ...(opts.unsafeNoSandbox ? ["--unsafe-no-sandbox"] : []),
+  ];
+  let slurm: SlurmRunners | undefined;
+  let runner: RunnerClient | undefined;
   const stop = async () => {
     await supervisor.stopAll();
-    runner.close();
+    await slurm?.stop();
+    runner?.close();
     await bus.close();
     await nats?.stop();
     process.off("exit", killNats);
   };
+  let runnerAddress = opts.runnerAddress ?? `127.0.0.1:${await freePort()}`;
   let runnerHealth: HealthResponse;
   try {
-    runnerHealth = await waitForRunner(runner, 180_000, opts.runnerAddress ? undefined : join(workspace, "logs", "gpu-runner.log"));
-    supervisor.start({ name: "lineage-store", entry: "lineage-store/main.ts", env: { ...common, INSTANCE_ID: "lineage-store" } });
+    if (opts.slurm) {
+      slurm = await SlurmRunners.start({
+        request: opts.slurm.request,
+        timeLimitMin: opts.slurm.timeLimitMin,
+        dir: join(workspace, "slurm"),
+        env: {
+          NATS_URL: nats ? `nats://${hostname()}:${nats.port}` : natsUrl,
+          ...(secrets && { RESEARCH_SECRETS: secrets.dir }),
+          ...(opts.replicas !== undefined && { NATS_STREAM_REPLICAS: String(opts.replicas) }),
+        },
+        runnerArgs,
+        bus,
+        replicas: opts.replicas,
+        log,
+      });
+      // Told until the first runner is up; from then on the run's events say it (runGoal).
+      const unlisten = opts.slurm.onChange && slurm.listen(opts.slurm.onChange);
+      // The launcher's own calls (the dataset's description) go to the first; the agents take every one that joins.
+      runnerAddress = await slurm.waitForRunner(opts.slurm.waitMs).finally(() => unlisten?.());
+    } else if (!opts.runnerAddress) {
+      supervisor.start({
+        name: "gpu-runner",
+        entry: "gpu-runner/main.ts",
+        // The supervisor restarts a runner that dies: the one after it answers what it had ended, and keeps its weights.
+        args: ["--address", runnerAddress, ...runnerArgs, "--state-dir", join(workspace, "runner-state")],
+        env: common(runnerAddress),
+      });
+    }
+    // The launcher waits for the first runner; the agents pick among all of them (swarm/runners.ts).
+    runner = connectRunner(runnerAddress.split(",")[0]!, secrets);
+    runnerHealth = await waitForRunner(runner, 180_000, opts.runnerAddress || opts.slurm ? undefined : join(workspace, "logs", "gpu-runner.log"));
+    supervisor.start({ name: "lineage-store", entry: "lineage-store/main.ts", env: { ...common(runnerAddress), INSTANCE_ID: "lineage-store" } });
     for (const role of ROLES) {
       for (let i = 0; i < (opts.instances?.[role] ?? 1); i++) {
         const name = i === 0 ? role : `${role}-${i + 1}`;
-        supervisor.start({ name, entry: `agents/${role}/main.ts`, env: { ...common, INSTANCE_ID: name } });
+        supervisor.start({ name, entry: `agents/${role}/main.ts`, env: { ...common(runnerAddress), INSTANCE_ID: name } });
       }
     }
   } catch (err) {
@@ -196,7 +226,7 @@ export async function startSwarm(opts: SwarmOptions): Promise<Swarm> {
     join(workspace, "swarm.json"),
     JSON.stringify({ nats_url: natsUrl, runner_address: runnerAddress, pid: process.pid, host: hostname(), nats_pid: nats?.pid ?? 0 }, null, 2),
   );
-  return { natsUrl, runnerAddress, bus, runner, runnerHealth, supervisor, stop };
+  return { natsUrl, runnerAddress, bus, runner, runnerHealth, supervisor, slurm, stop };
 }
 
 /** What a client of the swarm in `workspace` logs in with: the launch's own secrets, else `secretsDir`'s, else none. */
@@ -279,6 +309,15 @@ export async function runGoal(
     await Promise.all([watch.stop(), progress.stop()]);
     throw new ResearchError("invalid_config", `run ${runId} has no stored events in this workspace; nothing to resume`);
   }
+  // Runner jobs as the run's events: the planner sizes its proposals by them, the report and the console tell them.
+  let jobEvents = 0;
+  const unlistenJobs = swarm.slurm?.listen((jobs) => {
+    void swarm.bus
+      .publish({ runId, eventId: `${runId}/runner-jobs-${Date.now()}-${jobEvents++}`, body: { case: "runnerJobs", value: jobs } })
+      .catch((err: unknown) => opts.log.warn({ err }, "could not record the runner jobs"));
+  });
+  // A job that ended is submitted again only while the run has time for what a new runner could take.
+  if (swarm.slurm) swarm.slurm.resubmitWhile = () => !state.finished && budgetPlan(state, Date.now()).availableS > 0;
   let downtimeS = downtimeSeconds(state);
   if (opts.resume && state.goal) {
     // The run's clock stops while nothing of it runs: from its last stored event to now.
@@ -324,7 +363,9 @@ export async function runGoal(
         .catch((err: unknown) => opts.log.warn({ err }, "could not end the run at its budget"));
     }
     const quietS = (Date.now() - state.lastEventMs) / 1000;
-    if (!idleSent && state.startedAtMs && !state.finished && !state.paused && !state.stopRequested && !inFlight(state) && !ending() && quietS > graceS) {
+    // Runner jobs queued or starting will take what the planner holds back for them (capacityOf).
+    const jobsComing = !!state.runnerJobs && state.runnerJobs.pending + state.runnerJobs.starting > 0;
+    if (!idleSent && state.startedAtMs && !state.finished && !state.paused && !state.stopRequested && !inFlight(state) && !ending() && !jobsComing && quietS > graceS) {
       idleSent = true;
       const reason = `the watchdog: nothing in flight and nothing proposed for ${graceS} s`;
       void swarm.bus
@@ -347,6 +388,7 @@ export async function runGoal(
   const result = await Promise.race([finished, interrupted]).finally(() => {
     clearTimeout(deadline);
     clearInterval(pausedCheck);
+    unlistenJobs?.();
   });
   await Promise.all([watch.stop(), progress.stop()]);
   if (result.status === RunStatus.INTERRUPTED) {

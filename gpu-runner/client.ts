@@ -4,7 +4,7 @@ import { open, rename, rm, type FileHandle } from "node:fs/promises";
 import * as grpc from "@grpc/grpc-js";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { createClient, type CallOptions, type ServiceClient } from "../core/grpc.js";
-import { loopbackServerName, type Secrets } from "../core/secrets.js";
+import type { Secrets } from "../core/secrets.js";
 import { ResearchError } from "../core/failure.js";
 import {
   RunnerService,
@@ -16,11 +16,15 @@ import {
 
 export type RunnerClient = ServiceClient<(typeof RunnerService)["method"]>;
 
-/** With a deployment's secrets: TLS trusting only its CA, and its token on every call. */
+/**
+ * With a deployment's secrets: TLS trusting only its CA, and its token on every call. The name
+ * checked is the certificate's "localhost" whatever host the runner is on: the deployment's CA
+ * signed one certificate, which every server of it presents, so a host name would prove nothing
+ * more, and a runner on a node the secrets were not made on (a Slurm job) would be refused.
+ */
 export function connectRunner(address: string, secrets?: Secrets): RunnerClient {
   if (!secrets) return createClient(RunnerService, address);
-  const servername = loopbackServerName([address]);
-  return createClient(RunnerService, address, runnerCredentials(secrets), servername ? { "grpc.ssl_target_name_override": servername } : {});
+  return createClient(RunnerService, address, runnerCredentials(secrets), { "grpc.ssl_target_name_override": "localhost" });
 }
 
 export function runnerCredentials(secrets: Secrets, token = secrets.runnerToken): grpc.ChannelCredentials {

@@ -130,7 +130,11 @@ export class Worker {
         clearTimeout(timer);
         const why = `worker process exited (${signal ?? `code ${code}`})`;
         reject(new ResearchError("runner_unavailable", why, this.tail()));
-        this.job?.finish({ kind: "failure", label: "crash", message: `${why} during the job`, traceback: this.tail() });
+        // Told to stop from outside (the runner stopping, a Slurm job cancelled or preempted, a
+        // container stopped) is not the trial's doing: another runner takes it. A model's crash
+        // ends the process otherwise (a code, SIGSEGV, SIGABRT, the OOM killer's SIGKILL).
+        const stopped = signal === "SIGTERM" || signal === "SIGINT" || signal === "SIGHUP";
+        this.job?.finish({ kind: "failure", label: stopped ? "runner_unavailable" : "crash", message: `${why} during the job`, traceback: this.tail() });
       });
     });
   }

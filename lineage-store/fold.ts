@@ -8,6 +8,7 @@ import { AnalysisSchema, GoalSchema, RunSettingsSchema, type Event } from "../pr
 import { DatasetInfoSchema, EvalResultSchema } from "../proto/gen/research/v1/runner_pb.js";
 import type { BriefRow, RunRow, TrialRow, TrialStage } from "./schema.js";
 import { intervalBasis, standingOf } from "../core/ranking.js";
+import { jobsText } from "../core/format.js";
 import { ACCURACY, formatMetric, objective, type Objective } from "../core/objective.js";
 import { briefSent, modelSent, trainSent } from "../core/config-wire.js";
 
@@ -226,6 +227,8 @@ export function eventText(e: Event, o: Objective = ACCURACY, forPeople = false):
       return `${VERDICT.name(b.value.verdict) ?? "?"} -> ${DECISION.name(b.value.decision) ?? "?"}: ${b.value.reason}`;
     case "plannerIdle":
       return `planner idle: ${b.value.reason}; nothing in flight`;
+    case "runnerJobs":
+      return `runner jobs: ${jobsText(b.value)}`;
     case "runResumed":
       return `run resumed: ${b.value.downtimeS.toFixed(0)} s down, not counted against the time budget${b.value.timeBudgetS ? `, which is now ${b.value.timeBudgetS.toFixed(0)} s of live time` : ""}`;
     case "runFinished":

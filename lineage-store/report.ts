@@ -15,9 +15,10 @@ import { FRONT_RULE, frontOf, latencyOf, limitLatencyMs, pointOf, tradeOffsOf } 
 import { nondominatedFronts } from "../core/pareto.js";
 import { bestTrial, failureLabelOf, isPromotion, metricCurves, paramsOf, pastPriorOf, rankedTrials, scoreOf, standing, surfaceOf, trialFailure, trialStatus, valMetricOf, type RunState, type TrialState } from "../swarm/run-state.js";
 import { labelName } from "../core/failure.js";
-import { points, pp } from "../core/format.js";
+import { jobsText, points, pp } from "../core/format.js";
+import { protoJson } from "../core/proto-json.js";
 import { DECISION, INTERVENTION_KIND, RUN_STATUS, VERDICT, type DecisionName, type VerdictName } from "../core/enums.js";
-import { Decision, Verdict, type RunFinished } from "../proto/gen/research/v1/events_pb.js";
+import { Decision, RunnerJobsSchema, Verdict, type RunFinished } from "../proto/gen/research/v1/events_pb.js";
 import type { EvalResult, InferenceTiming, MetricStats } from "../proto/gen/research/v1/runner_pb.js";
 import { failuresSvg, frontSvg, learningCurvesSvg, scoresSvg, type ScorePoint } from "./plots.js";
 import type { WeightsExport } from "./weights.js";
@@ -589,6 +590,7 @@ function reportJson(state: RunState, finished: RunFinished, rows: TrialRow[], be
       best_trial_id: best?.id ?? null,
       test_skipped: finished.testSkipped || null,
       resumes: resumesOf(state),
+      runner_jobs: state.runnerJobs ? { ...protoJson(RunnerJobsSchema, state.runnerJobs), text: jobsText(state.runnerJobs) } : null,
       best_rule: bestRule(state.objective),
       why_best: best ? whyBestOf(state, best) : null,
     },
@@ -789,6 +791,8 @@ function markdownOf(state: RunState, finished: RunFinished, j: Report["json"]): 
     out.push(`- Interrupted, then resumed at ${duration(r.at_s)} of live time after ${duration(r.downtime_s)} down${r.time_budget_s ? `; the time budget became ${duration(r.time_budget_s)}` : ""}.`);
   }
   if (j.outcome.resumes.length) out.push("");
+  const jobs = state.runnerJobs;
+  if (jobs) out.push(`Runners: Slurm jobs, ${jobsText(jobs)} when last recorded${jobs.ended ? " (a job that ended while the run had budget left was submitted again)" : ""}.`, "");
   const b = j.outcome.best_trial;
   const openEnded = j.goal?.open_ended ?? false;
   if (openEnded) {

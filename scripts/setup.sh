@@ -30,6 +30,8 @@ DEB_PACKAGES="$DEB_PACKAGES protobuf-compiler"
 [ "${SETUP_TESTS:-0}" = 1 ] && DEB_PACKAGES="$DEB_PACKAGES chromium"
 # python3-hypothesis: the worker's fuzz tests under Debian's python3 (test/python/test_fuzz.py).
 [ "${SETUP_TESTS:-0}" = 1 ] && DEB_PACKAGES="$DEB_PACKAGES python3-hypothesis"
+# slurm-wlm, munge: the Slurm runner tests start a private cluster of their own (test/helpers/slurm.ts).
+[ "${SETUP_TESTS:-0}" = 1 ] && DEB_PACKAGES="$DEB_PACKAGES slurm-wlm munge"
 
 install_debian() {
   # One dpkg-query for all of them: a query per package was most of a second run's time.

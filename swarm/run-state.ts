@@ -6,7 +6,7 @@
  * from the stream.
  */
 import { create } from "@bufbuild/protobuf";
-import { Decision, InterventionKind, RunFinishedSchema, Verdict, type Event, type Goal, type Intervention, type LlmCall, type ResearchRequested, type RunFinished, type RunSettings, type RunStatus, type StartingPoint, type TrialAssembled, type TrialEvaluated, type TrialJudged, type TrialProposed } from "../proto/gen/research/v1/events_pb.js";
+import { Decision, InterventionKind, RunFinishedSchema, Verdict, type Event, type Goal, type Intervention, type LlmCall, type ResearchRequested, type RunFinished, type RunnerJobs, type RunSettings, type RunStatus, type StartingPoint, type TrialAssembled, type TrialEvaluated, type TrialJudged, type TrialProposed } from "../proto/gen/research/v1/events_pb.js";
 import { parseBrief, type Brief } from "../core/brief.js";
 import { briefSent, modelSent, trainSent } from "../core/config-wire.js";
 import { SURFACE, TRIAL_STATUS, type SurfaceName, type TrialStatusName } from "../core/enums.js";
@@ -94,6 +94,8 @@ export interface RunState {
   lastEventMs: number;
   /** Each `launch --resume`, in order. */
   resumes: { atMs: number; downtimeS: number; timeBudgetS: number }[];
+  /** The run's runner jobs as last recorded (launch --runners slurm); undefined for runners that are not jobs. */
+  runnerJobs?: RunnerJobs;
   briefs: Brief[];
   trials: Map<string, TrialState>;
   /** Trial ids in the order they were proposed. */
@@ -202,6 +204,9 @@ export function applyToRunState(state: RunState, e: Event): RunState {
       state.start = b.value.start && startingPointOf(b.value.start);
       state.dataset = b.value.dataset;
       state.startedAtMs = Number(e.emittedAtMs);
+      break;
+    case "runnerJobs":
+      state.runnerJobs = b.value;
       break;
     case "runResumed":
       state.resumes.push({ atMs: Number(e.emittedAtMs), downtimeS: b.value.downtimeS, timeBudgetS: b.value.timeBudgetS });
@@ -492,6 +497,17 @@ export function inFlightCount(state: RunState): number {
   let n = 0;
   for (const t of state.trials.values()) if (t.proposed && !t.judged) n++;
   return n;
+}
+
+/**
+ * Trials the run keeps in flight now: its parallelism, in proportion to the runner jobs up when
+ * its runners are jobs (none up: none, since nothing could train it), so that the planner never
+ * proposes what no runner would take before the budget ends.
+ */
+export function capacityOf(state: RunState): number {
+  const parallel = state.settings?.parallel || 1;
+  const jobs = state.runnerJobs;
+  return jobs?.requested ? Math.min(parallel, Math.ceil((parallel * jobs.up) / jobs.requested)) : parallel;
 }
 
 /** Whether some proposed trial has not been judged yet. */

@@ -1,5 +1,6 @@
 /**
- * The runners of RUNNER_ADDRESS, picked by their health rather than in turn.
+ * The runners of RUNNER_ADDRESS and those that join over the bus (bus/runner-registry.ts: Slurm
+ * jobs), picked by their health rather than in turn.
  *
  * With more than one runner, each is asked for its `Health` every few seconds
  * (a unary call, answered from counters). A call goes to the runner with the
@@ -27,17 +28,39 @@ interface Runner {
 }
 
 export class Runners {
-  private readonly runners: Runner[];
+  private readonly runners: Runner[] = [];
+  private readonly gone: Runner[] = [];
   private next = 0;
   private timer?: NodeJS.Timeout;
 
-  constructor(addresses: string[], secrets: Secrets | undefined, private readonly log: Logger, pollMs = POLL_MS) {
-    this.runners = addresses.map((address) => ({ address, client: connectRunner(address, secrets), up: true, sent: 0 }));
-    if (this.runners.length > 1) {
+  constructor(
+    addresses: string[],
+    private readonly secrets: Secrets | undefined,
+    private readonly log: Logger,
+    private readonly pollMs = POLL_MS,
+  ) {
+    for (const address of addresses) this.add(address);
+  }
+
+  /** A runner more (one that joined over the bus); polled from now on, since there is a choice. */
+  add(address: string): void {
+    if (this.runners.some((r) => r.address === address)) return;
+    this.runners.push({ address, client: connectRunner(address, this.secrets), up: true, sent: 0 });
+    if (this.runners.length > 1 && !this.timer) {
       void this.poll();
-      this.timer = setInterval(() => void this.poll(), pollMs);
+      this.timer = setInterval(() => void this.poll(), this.pollMs);
       this.timer.unref();
     }
+  }
+
+  /** A runner that said it stopped: no call goes to it any more (those under way end with it). */
+  remove(address: string): void {
+    const i = this.runners.findIndex((r) => r.address === address);
+    // The last one stays: a call to it fails `runner_unavailable`, which the bus retries, rather than finding no runner at all.
+    if (i < 0 || this.runners.length === 1) return;
+    this.log.info({ runner: address }, "runner left");
+    // Closed with the others: a call to it may still be ending.
+    this.gone.push(...this.runners.splice(i, 1));
   }
 
   /** Asks every runner for its health once; resolves when all have answered or timed out. */
@@ -90,6 +113,6 @@ export class Runners {
 
   close(): void {
     clearInterval(this.timer);
-    for (const r of this.runners) r.client.close();
+    for (const r of [...this.runners, ...this.gone]) r.client.close();
   }
 }

@@ -4,7 +4,7 @@
  * publish with deterministic event ids, heartbeat, and drain on SIGTERM. A
  * role is then a handler function and nothing else.
  */
-import { connectBus, onShutdown, type Bus, type EventInit } from "../bus/index.js";
+import { connectBus, onShutdown, watchRunners, type Bus, type EventInit } from "../bus/index.js";
 import { agentConfig } from "../core/config.js";
 import type { EventKind } from "../bus/subjects.js";
 import { createLogger, setLogLevel, type Logger } from "../core/logger.js";
@@ -69,6 +69,8 @@ export async function runAgent(opts: AgentOptions): Promise<void> {
     secrets,
   });
   const runners = new Runners(config.runnerAddresses, secrets, log);
+  // Runners that join over the bus (Slurm jobs) beside RUNNER_ADDRESS's.
+  const registry = await watchRunners(bus, (address, entry) => (entry ? runners.add(address) : runners.remove(address)), config.streamReplicas);
   const runs = new RunStates(bus, log);
   // Opened by the first agent that asks (the analyst): the others never need the bucket.
   let leases: Promise<RunnerLeases> | undefined;
@@ -128,6 +130,7 @@ export async function runAgent(opts: AgentOptions): Promise<void> {
     // Closing the bus waits for handlers in flight, which may still read run states.
     await bus.close();
     await runs.close();
+    registry.stop();
     runners.close();
   });
 }

@@ -8,7 +8,8 @@
  *
  * A warm open-ended run may open with a training continued from a past run's instead of its
  * first proposals (promotion.ts continuation; agents/planner/main.ts proposes it). Then, in order:
- * 1. nothing once the run is over, paused, stopping, past its reserve or out of trials;
+ * 1. nothing once the run is over, paused, stopping, past its reserve or out of trials; wait while
+ *    the runner jobs up (launch --runners slurm) have all the trials they can take;
  * 2. a person's queued proposal, then the starting point's anchor (launch --from);
  * 3. wait while the run's last long training, or a continued one, trains: nothing starts beside it;
  * 4. the random baseline draws (it has no scheduler and no last training);
@@ -27,7 +28,8 @@
 import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import { RUN_DEFAULTS } from "../../core/defaults.js";
 import { nothingFits, roundStartS } from "../../swarm/budget.js";
-import { aloneInFlight, isContinued, liveSeconds, patienceOf, plateau, queuedProposals } from "../../swarm/run-state.js";
+import { jobsText } from "../../core/format.js";
+import { aloneInFlight, capacityOf, inFlightCount, isContinued, liveSeconds, patienceOf, plateau, queuedProposals } from "../../swarm/run-state.js";
 import { baselineProposals, handProposal } from "./policies/hand.js";
 import { nextBuiltin } from "./policies/builtin.js";
 import { randomPolicy } from "./policies/random.js";
@@ -64,6 +66,11 @@ function choose(input: PlanInput, index: number): Move {
   // Past the reserve nothing may start: not even the quickest trial seen so far would finish.
   if (nothingFits(state, now)) return { kind: "nothing", why: "past the reserve for the test confirmation and the report" };
   if (index >= (state.settings?.maxTrials || RUN_DEFAULTS.maxTrials)) return { kind: "nothing", why: "the trial budget is spent" };
+  // A slot freed while runner jobs are lost or still queued waits for one to come up (main.ts fills it then).
+  const jobs = state.runnerJobs;
+  if (jobs && inFlightCount(state) >= capacityOf(state)) {
+    return { kind: "wait", why: `the runner jobs (${jobsText(jobs)}) take ${capacityOf(state)} trial(s) at once, and ${inFlightCount(state)} are in flight` };
+  }
   const queued = queuedProposals(state)[0];
   if (queued) return { kind: "propose", proposal: handProposal(input, queued), by: "person" };
   // With one trial at a time, the starting point's anchor comes after trial 0.

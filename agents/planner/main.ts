@@ -11,7 +11,7 @@ import { adoptedConcepts, blocksOf } from "../../core/brief.js";
 import { request } from "../../swarm/lineage-query.js";
 import { Decision, InterventionKind, Verdict, type Event } from "../../proto/gen/research/v1/events_pb.js";
 import { datasetInfo } from "../../swarm/dataset-info.js";
-import { inFlight, inFlightCount, isContinued, judgedTrials, queuedProposals, type RunState, type TrialState } from "../../swarm/run-state.js";
+import { capacityOf, inFlight, inFlightCount, isContinued, judgedTrials, queuedProposals, type RunState, type TrialState } from "../../swarm/run-state.js";
 import { trialId } from "../../core/ids.js";
 import { STALL_TRIALS, stallQuery, stalledOn } from "./stall.js";
 import { MUTATION, SURFACE } from "../../core/enums.js";
@@ -191,7 +191,8 @@ function policyOf(state: RunState) {
 async function proposeInitial(ctx: AgentContext, runId: string): Promise<void> {
   const state = await ctx.runState(runId);
   if (state.finished || state.order.length > 0) return;
-  const count = Math.max(1, Math.min(state.settings?.parallel || 1, state.settings?.maxTrials || Infinity));
+  // Runner jobs still queued take none yet: their openings are proposed when they come up (fillFreeSlots).
+  const count = Math.max(1, Math.min(capacityOf(state), state.settings?.maxTrials || Infinity));
   const input = await planInput(ctx, state, 0);
   // A warm open-ended run may continue a past run's long training first, alone: its seeds take
   // the cores (the other opening slots stay empty; proposeNext).
@@ -287,24 +288,41 @@ async function reopen(ctx: AgentContext, state: RunState): Promise<void> {
   const maxTrials = state.settings?.maxTrials || Infinity;
   const indices = [...Array.from({ length: parallel - 1 }, (_, i) => i + 1), parallel].filter((i) => i < maxTrials && !state.trials.get(trialId(state.runId, i))?.proposed);
   if (!indices.length) return;
+  await proposeOpenings(ctx, state, indices);
+  await sayIdle(ctx, await ctx.runState(state.runId), indices[0]!, "no starting config fits the budgets");
+}
+
+/** The policy's opening proposals for these slots, computed together so that none repeats another. */
+async function proposeOpenings(ctx: AgentContext, state: RunState, indices: number[]): Promise<void> {
   const input = await planInput(ctx, state, indices[0]!);
   const builtin = policyOf(state).initial(input, indices.length);
   for (const [k, index] of indices.entries()) {
     const current = k === 0 ? input : { ...input, state: await ctx.runState(state.runId) };
     await propose(ctx, current, index, () => builtin[k]);
   }
-  await sayIdle(ctx, await ctx.runState(state.runId), indices[0]!, "no starting config fits the budgets");
 }
 
 /**
- * After a resume, or a proposal queued while slots were free: the slots that
- * judgements freed and nobody filled (the run was paused, or nothing fitted
- * then), up to the run's parallelism.
+ * After a resume, a proposal queued while slots were free, or a runner job that came up: the
+ * slots that judgements freed and nobody filled (the run was paused, nothing fitted then, or no
+ * runner was up for it), up to what the run keeps in flight; with runner jobs, first the
+ * openings proposeInitial left for runners still queued.
  */
 async function fillFreeSlots(ctx: AgentContext, runId: string): Promise<void> {
-  const state = await ctx.runState(runId);
+  let state = await ctx.runState(runId);
+  if (state.finished) return;
   const parallel = state.settings?.parallel || 1;
-  let free = parallel - inFlightCount(state);
+  let free = capacityOf(state) - inFlightCount(state);
+  // A continued training leaves the openings empty on purpose (it has the runner to itself; reopen).
+  const openings = state.runnerJobs && state.order.length && ![...state.trials.values()].some(isContinued)
+    ? Array.from({ length: Math.min(parallel, state.settings?.maxTrials || Infinity) }, (_, i) => i).filter((i) => !state.trials.get(trialId(runId, i))?.proposed)
+    : [];
+  if (openings.length && free > 0) {
+    const take = openings.slice(0, free);
+    await proposeOpenings(ctx, state, take);
+    free -= take.length;
+    state = await ctx.runState(runId);
+  }
   const unfilled = judgedTrials(state)
     .filter((t) => t.judged?.decision === Decision.ITERATE && !state.trials.get(trialId(runId, parallel + t.judgedPosition!))?.proposed)
     .sort((a, b) => a.judgedPosition! - b.judgedPosition!);
@@ -316,7 +334,7 @@ async function fillFreeSlots(ctx: AgentContext, runId: string): Promise<void> {
 
 await runAgent({
   role: "planner",
-  kinds: ["runStarted", "briefReady", "trialJudged", "runIntervention"],
+  kinds: ["runStarted", "briefReady", "trialJudged", "runIntervention", "runnerJobs"],
   handle: async (event, ctx) => {
     switch (event.body.case) {
       case "runStarted":
@@ -329,6 +347,8 @@ await runAgent({
       case "runIntervention":
         if (event.body.value.kind === InterventionKind.RESUME || event.body.value.kind === InterventionKind.PROPOSE) await fillFreeSlots(ctx, event.runId);
         return;
+      case "runnerJobs":
+        return fillFreeSlots(ctx, event.runId);
       default:
         return;
     }

@@ -7,7 +7,9 @@ import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { fromBinary } from "@bufbuild/protobuf";
 import { cliConfig } from "../../core/config.js";
+import { watchRunners } from "../../bus/index.js";
 import { TRIAL_STATUS } from "../../core/enums.js";
+import { jobsText } from "../../core/format.js";
 import { formatMetric } from "../../core/objective.js";
 import { workspaceSecrets } from "../../deploy/swarm.js";
 import { connectRunner } from "../../gpu-runner/client.js";
@@ -22,6 +24,8 @@ interface LiveRun {
   /** running, paused, or stopping (a stop was asked for, by `stopping_by`). */
   state: string;
   stopping_by?: string;
+  /** Its runner jobs as last recorded (launch --runners slurm): "1 of 2 up, 1 pending (Resources)". */
+  runner_jobs?: string;
   /** Trials by status (trial_status names). */
   trials: Record<string, number>;
   /** The best trial's validation 95% CI, and as text in the metric's units (a percentage or a number). */
@@ -44,6 +48,7 @@ async function liveRuns(workspace: string): Promise<LiveRun[]> {
         goal: r.goal,
         state: state.stopRequested ? "stopping" : state.paused ? "paused" : "running",
         ...(state.stopRequested && { stopping_by: state.stopRequested.who }),
+        ...(state.runnerJobs && { runner_jobs: jobsText(state.runnerJobs) }),
         trials,
         best: best && ci ? { trial_id: best.id, val_ci95: [ci[0]!, ci[1]!], val_ci95_text: `${formatMetric(state.objective, ci[0]!)}–${formatMetric(state.objective, ci[1]!)}` } : null,
       });
@@ -58,7 +63,7 @@ function runLine(r: LiveRun): string {
   const trials = TRIAL_STATUS.names.filter((n) => n in r.trials).map((n) => `${r.trials[n]} ${n}`).join(", ") || "none yet";
   const held = r.state === "stopping" ? ` (stopping: ${r.stopping_by})` : r.state === "paused" ? " (paused)" : "";
   const best = r.best ? `; best ${r.best.trial_id} ${r.best.val_ci95_text}` : "";
-  return `  ${r.run_id}${held}  trials: ${trials}${best}  ${r.goal}`;
+  return `  ${r.run_id}${held}  trials: ${trials}${best}${r.runner_jobs ? `; runner jobs: ${r.runner_jobs}` : ""}  ${r.goal}`;
 }
 
 interface RunnerJson {
@@ -67,8 +72,9 @@ interface RunnerJson {
   error?: string;
 }
 
-async function runnerHealth(workspace: string): Promise<RunnerJson[]> {
-  const addresses = swarmFile(workspace)?.runner_address.split(",") ?? [];
+/** `announced`: the runners that joined over the bus (Slurm jobs, bus/runner-registry.ts) besides the swarm's own. */
+async function runnerHealth(workspace: string, announced: Iterable<string>): Promise<RunnerJson[]> {
+  const addresses = [...new Set([...(swarmFile(workspace)?.runner_address.split(",") ?? []), ...announced])];
   return Promise.all(
     addresses.map(async (address) => {
       const client = connectRunner(address, workspaceSecrets(workspace, cliConfig().secretsDir));
@@ -97,7 +103,12 @@ export default async function status(argv: string[]): Promise<void> {
   const sub = bus.watchHeartbeats((beat) => {
     agents.set(`${beat.role}/${beat.instance}`, { in_flight: beat.inFlight, handled: Number(beat.handled), up_s: Math.round((Date.now() - Number(beat.startedAtMs)) / 1000) });
   });
-  const [runs, runners] = await Promise.all([liveRuns(a.workspace), runnerHealth(a.workspace), new Promise((r) => setTimeout(r, 6000))]); // heartbeats come every 5 s
+  const announced = new Set<string>();
+  const registry = await watchRunners(bus, (address, entry) => (entry ? announced.add(address) : announced.delete(address)), cliConfig().streamReplicas);
+  // Heartbeats come every 5 s; the registry's entries at once.
+  const [runs] = await Promise.all([liveRuns(a.workspace), new Promise((r) => setTimeout(r, 6000))]);
+  const runners = await runnerHealth(a.workspace, announced);
+  registry.stop();
   await sub.stop();
   await bus.close();
   const sorted = [...agents.entries()].sort(([x], [y]) => x.localeCompare(y));

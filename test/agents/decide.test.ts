@@ -473,3 +473,18 @@ function timedResult(id: string, mean: number, seconds: number, seeds = 4): Even
   result.seconds = seconds * 2;
   return e;
 }
+
+describe("runners that are Slurm jobs (launch --runners slurm)", () => {
+  const jobs = (up: number, pending: number): EventInit => ({ runId: RUN, body: { case: "runnerJobs", value: { requested: 2, up, pending } } });
+
+  it("keeps no more trials in flight than the runner jobs up take, and none while no job is up", () => {
+    // Two trials in flight by default; one of the two jobs up: one.
+    expect(decided([...explored, proposed("x"), jobs(1, 1)], 100)).toEqual({
+      kind: "wait",
+      why: "the runner jobs (1 of 2 up, 1 pending) take 1 trial(s) at once, and 1 are in flight",
+    });
+    expect(decided([...explored, jobs(0, 2)], 100)).toMatchObject({ kind: "wait", why: expect.stringMatching(/^the runner jobs \(0 of 2 up, 2 pending\) take 0 trial/) });
+    // Both up: the move is the one without jobs.
+    expect(decided([...explored, proposed("x"), jobs(2, 0)], 100)).toEqual(decided([...explored, proposed("x")], 100));
+  });
+});

@@ -29,6 +29,7 @@ describe("subjects", () => {
       "runIntervention",
       "runResumed",
       "plannerIdle",
+      "runnerJobs",
     ]);
     const subjects = EVENT_KINDS.map((k) => subjectFor(create(EventSchema, eventOf(k, "run-1"))));
     expect(subjects).toContain("research.trial.proposed.run-1");

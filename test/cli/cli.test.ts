@@ -137,6 +137,9 @@ describe("research-agent", () => {
       [["--export", `tensorboard:${good}/tb`], `--export: cannot make ${good}/tb: ${good} is not a folder`],
       [["--space", "{lr: {low: 0.1, high: 0.01}}"], "--space: lr low 0.1 is above high 0.01"],
       [["--space", join(dir, "no-space.yaml")], `--space: no file ${join(dir, "no-space.yaml")} (a YAML or JSON space, or the document itself: --space '{lr: {low: 1e-4, high: 1e-2}}')`],
+      [["--slurm-gres", "gpu:1"], "--slurm-gres applies to runners that are Slurm jobs: add --runners slurm"],
+      [["--runners", "kube"], '--runners must be local (a runner the launch starts) or slurm (runner jobs on the cluster), got "kube"'],
+      [["--runners", "slurm", "--slurm-mem", "lots"], '--slurm-mem: "lots" is not a size such as 16G'],
       [["--space", "{epochs: 3}"], "--space: epochs is not searched (epochs are the scheduler's fidelity: --epochs sets the probes', the time budget and --last-epochs the last training's); set it with a --recipe or a flag instead"],
     ];
     // Side by side: each CLI start costs seconds of CPU, and a loaded machine shares more of it with more processes.

@@ -155,6 +155,12 @@ function RunHeader({ o, run }: { o: Objective; run: RunDetail }) {
             {duration(run.seconds)} / {duration(run.time_budget_s)}
           </dd>
         </div>
+        {run.runner_jobs && (
+          <div>
+            <dt>runner jobs</dt>
+            <dd data-testid="runner-jobs">{run.runner_jobs}</dd>
+          </div>
+        )}
         <div>
           <dt>dataset</dt>
           <dd>{run.dataset}</dd>

@@ -1,0 +1,133 @@
+/**
+ * launch --runners slurm against a real Slurm (test/helpers/slurm.ts): a short digits run whose
+ * runners are two Slurm jobs, one of which is cancelled (`scancel`) while it trains a trial, as a
+ * cluster preempts one. The run must end with every trial judged, its trials trained on both
+ * jobs, the cancelled trial trained again exactly once on another runner and no trial twice at
+ * once (by the runners' own logs), a job submitted again in place of the cancelled one, and no job
+ * of the run left in the queue.
+ */
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { spawn } from "node:child_process";
+import { existsSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { execFileSync } from "node:child_process";
+import { run } from "../helpers/run.js";
+import { startSlurm, type SlurmCluster } from "../helpers/slurm.js";
+
+let cluster: SlurmCluster;
+const root = mkdtempSync(join(tmpdir(), "slurm-runners-test-"));
+const workspace = join(root, "workspace");
+const jobsDir = join(workspace, "slurm");
+
+interface LogLine {
+  job: string;
+  key: string;
+  msg: string;
+  training: boolean;
+  seeds: number;
+  time: number;
+}
+
+/** Every runner job's evaluations, from the jobs' own logs (pino JSON at info). */
+function runnerLog(): LogLine[] {
+  if (!existsSync(jobsDir)) return [];
+  return readdirSync(jobsDir)
+    .filter((f) => /^runner-\d+\.log$/.test(f))
+    .flatMap((f) =>
+      readFileSync(join(jobsDir, f), "utf8")
+        .split("\n")
+        .filter((l) => l.startsWith("{"))
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+        .filter((e) => typeof e.key === "string" && /^evaluation (started|finished|failed|cancelled)$/.test(String(e.msg)))
+        .map((e) => ({ job: f.slice("runner-".length, -".log".length), key: String(e.key), msg: String(e.msg).slice("evaluation ".length), training: e.training !== false, seeds: Number(e.seeds) || 0, time: Number(e.time) })),
+    );
+}
+
+let stdout = "";
+let status: number | null = null;
+let cancelled: { job: string; key: string; at: number } | undefined;
+let queueAfter: string[] = [];
+
+beforeAll(async () => {
+  // Two GPUs as gres, so the jobs' --gres request is real (each job gets one: CUDA_VISIBLE_DEVICES); their device files are /dev/null's twins, so the runners train on the CPU.
+  cluster = await startSlurm({ gpus: 2, cpus: 2 });
+  const { NODE_CHANNEL_FD: _ipc, ...inherited } = process.env;
+  // LOG_LEVEL info: the runner jobs inherit it (sbatch exports the launcher's environment), and their logs are what this test reads.
+  const env = { ...inherited, ...cluster.env, LOG_LEVEL: "info", EMBEDDER: "hashing" };
+  const launch = spawn(
+    "./research-agent",
+    ["launch", "--goal", "digits: reach 99.9% validation accuracy", "--time-budget", "3m", "--runners", "slurm", "--slurm-jobs", "2", "--slurm-gres", "gpu:1", "--slots", "1", "--max-trials", "7", "--last-epochs", "10", "--no-research", "--workspace", workspace],
+    { env, stdio: ["ignore", "pipe", "inherit"] },
+  );
+  launch.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+  const ended = new Promise<void>((resolve) => launch.once("exit", (code) => ((status = code), resolve())));
+  // The first training of several seeds (on the full split: tens of seconds, where a probe on a
+  // slice takes one or two): its job is cancelled under it, as a cluster preempts one.
+  const watching = (async () => {
+    while (status === null && !cancelled) {
+      const started = runnerLog().find((l) => l.training && l.msg === "started" && l.seeds > 1);
+      if (started) {
+        execFileSync("scancel", [started.job], { env: { ...process.env, ...cluster.env } });
+        cancelled = { job: started.job, key: started.key, at: Date.now() };
+      }
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  })();
+  await Promise.all([ended, watching]);
+  queueAfter = cluster.squeue();
+}, 400_000);
+
+afterAll(async () => {
+  await cluster?.stop();
+});
+
+it("says why when no runner job starts within the budget, and leaves none queued", async () => {
+  const env = { ...process.env, ...cluster.env };
+  // A partition that takes jobs but starts none, as a busy cluster's queue does.
+  execFileSync("scontrol", ["update", `PartitionName=${cluster.partition}`, "State=DOWN"], { env });
+  try {
+    const { NODE_CHANNEL_FD: _ipc, ...inherited } = env;
+    const r = await run("./research-agent", ["launch", "--goal", "digits: reach 99% validation accuracy", "--time-budget", "15s", "--runners", "slurm", "--workspace", join(root, "never")], { env: inherited, timeout: 120_000 });
+    expect(r.status).toBe(2);
+    expect(r.stderr.trim()).toMatch(/^research-agent: cannot start the swarm: no Slurm runner job came up within 15 s \(0 of 2 up, 2 pending \(PartitionDown\)\); the jobs' logs are in \S+$/);
+    expect(r.stdout).toMatch(/runner jobs: 0 of 2 up, 2 pending \(PartitionDown\)/);
+    expect(cluster.squeue()).toEqual([]);
+  } finally {
+    execFileSync("scontrol", ["update", `PartitionName=${cluster.partition}`, "State=UP"], { env });
+  }
+}, 120_000);
+
+it("runs over Slurm runner jobs, loses no trial to a job cancelled mid-training, trains none twice, and leaves no job queued", () => {
+  expect(status, stdout).toBe(3);
+  expect(stdout).toMatch(/submitting 2 runner jobs to Slurm/);
+  expect(stdout).toMatch(/runner jobs: 2 of 2 up/);
+  expect(cancelled, "a training to cancel a job under").toBeDefined();
+  // Every trial proposed, each with a verdict or a failure label: none lost.
+  const runId = /run (r[\w-]+) started/.exec(stdout)![1]!;
+  const report = JSON.parse(readFileSync(join(workspace, "runs", runId, "report.json"), "utf8")) as { trials: { verdict: string | null; failure_label: string | null }[] };
+  const proposed = new Set(stdout.match(/\bt\d{3}(?= proposed)/g));
+  expect(report.trials.length, stdout).toBe(proposed.size);
+  for (const t of report.trials) expect(t.verdict ?? t.failure_label).toBeTruthy();
+  const log = runnerLog();
+  // Trainings, not the test confirmation's evaluations of kept weights (started with training false).
+  const trainings = log.filter((l) => l.training && l.msg === "started");
+  expect(new Set(trainings.map((l) => l.job)).size, "jobs that trained").toBeGreaterThanOrEqual(2);
+  for (const key of new Set(trainings.map((l) => l.key))) {
+    const started = trainings.filter((l) => l.key === key).sort((a, b) => a.time - b.time);
+    const finished = log.filter((l) => l.key === key && l.msg === "finished");
+    const story = log.filter((l) => l.key === key).map((l) => `${l.time} job ${l.job} ${l.msg}`).join("\n");
+    expect(finished.length, `${key} finished\n${story}`).toBeLessThanOrEqual(1);
+    if (key === cancelled!.key) {
+      // Again exactly once, on another job, after the cancelled one's.
+      expect(started.length, story).toBe(2);
+      expect(started[1]!.job, story).not.toBe(cancelled!.job);
+    } else expect(started.length, story).toBe(1);
+  }
+  const again = trainings.filter((l) => l.key === cancelled!.key).sort((a, b) => a.time - b.time).at(-1)!;
+  console.log(`slurm: ${trainings.length} trainings on jobs ${[...new Set(trainings.map((l) => l.job))].join(", ")}; ${cancelled!.key} cancelled with job ${cancelled!.job}, trained again on job ${again.job} ${((again.time - cancelled!.at) / 1000).toFixed(1)} s later`);
+  // The cancelled job was replaced while the run had budget left, and nothing stays queued.
+  expect(readdirSync(jobsDir).filter((f) => /^runner-\d+\.log$/.test(f)).length).toBeGreaterThanOrEqual(3);
+  expect(stdout).toMatch(/runner jobs: [^\n]*1 ended/);
+  expect(queueAfter).toEqual([]);
+});
