@@ -1,13 +1,13 @@
 /**
- * launch --runners slurm against a real Slurm (test/helpers/slurm.ts): a short digits run whose
- * runners are two Slurm jobs, one of which is cancelled (`scancel`) while it trains a trial, as a
- * cluster preempts one. The run must end with every trial judged, its trials trained on both
- * jobs, the cancelled trial trained again exactly once on another runner and no trial twice at
- * once (by the runners' own logs), a job submitted again in place of the cancelled one, and no job
- * of the run left in the queue.
+ * The whole swarm under a real Slurm (test/helpers/slurm.ts), as deploy/slurm/research-swarm.sbatch
+ * runs it: the launcher, agents, NATS and lineage store in one job, a short digits run's runners
+ * as two more (launch --runners slurm, one GPU each as gres), one of which is cancelled
+ * (`scancel`) while it trains a trial, as a cluster preempts one. The run must end with every trial
+ * judged, its trials trained on both jobs, the cancelled trial trained again exactly once on
+ * another runner and no trial twice (by the runners' own logs), a job submitted again in place of
+ * the cancelled one, and no job left in the queue.
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -44,37 +44,33 @@ function runnerLog(): LogLine[] {
     );
 }
 
+/** The swarm job's output: the launch's console. */
 let stdout = "";
-let status: number | null = null;
 let cancelled: { job: string; key: string; at: number } | undefined;
 let queueAfter: string[] = [];
 
 beforeAll(async () => {
-  // Two GPUs as gres, so the jobs' --gres request is real (each job gets one: CUDA_VISIBLE_DEVICES); their device files are /dev/null's twins, so the runners train on the CPU.
-  cluster = await startSlurm({ gpus: 2, cpus: 2 });
-  const { NODE_CHANNEL_FD: _ipc, ...inherited } = process.env;
-  // LOG_LEVEL info: the runner jobs inherit it (sbatch exports the launcher's environment), and their logs are what this test reads.
-  const env = { ...inherited, ...cluster.env, LOG_LEVEL: "info", EMBEDDER: "hashing" };
-  const launch = spawn(
-    "./research-agent",
-    ["launch", "--goal", "digits: reach 99.9% validation accuracy", "--time-budget", "3m", "--runners", "slurm", "--slurm-jobs", "2", "--slurm-gres", "gpu:1", "--slots", "1", "--max-trials", "7", "--last-epochs", "10", "--no-research", "--workspace", workspace],
-    { env, stdio: ["ignore", "pipe", "inherit"] },
-  );
-  launch.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
-  const ended = new Promise<void>((resolve) => launch.once("exit", (code) => ((status = code), resolve())));
+  // Four cores (two real ones, Slurm told four): the swarm's job, two runner jobs and one submitted
+  // again. Two GPUs as gres, so the runner jobs' --gres request is real (each gets one,
+  // CUDA_VISIBLE_DEVICES); their device files are /dev/null's twins, so the runners train on the CPU.
+  cluster = await startSlurm({ gpus: 2, cpus: 4 });
+  // LOG_LEVEL info: the jobs inherit it (sbatch exports the submitter's environment), and the runner jobs' logs are what this test reads.
+  const env = { ...process.env, ...cluster.env, LOG_LEVEL: "info", EMBEDDER: "hashing" };
+  const launchFlags = ["--goal", "digits: reach 99.9% validation accuracy", "--time-budget", "3m", "--slurm-jobs", "2", "--slurm-gres", "gpu:1", "--slurm-cpus", "1", "--slots", "1", "--max-trials", "7", "--last-epochs", "10", "--no-research", "--workspace", workspace];
+  const swarmJob = execFileSync("sbatch", ["--parsable", "--cpus-per-task=1", "--mem=4000", "--time=20", `--output=${join(root, "swarm-%j.log")}`, "deploy/slurm/research-swarm.sbatch", ...launchFlags], { env, encoding: "utf8" }).trim();
+  const swarmLog = join(root, `swarm-${swarmJob}.log`);
+  const t0 = Date.now();
   // The first training of several seeds (on the full split: tens of seconds, where a probe on a
   // slice takes one or two): its job is cancelled under it, as a cluster preempts one.
-  const watching = (async () => {
-    while (status === null && !cancelled) {
-      const started = runnerLog().find((l) => l.training && l.msg === "started" && l.seeds > 1);
-      if (started) {
-        execFileSync("scancel", [started.job], { env: { ...process.env, ...cluster.env } });
-        cancelled = { job: started.job, key: started.key, at: Date.now() };
-      }
-      await new Promise((r) => setTimeout(r, 200));
+  while (cluster.squeue().includes(swarmJob) && Date.now() - t0 < 360_000) {
+    const started = cancelled ? undefined : runnerLog().find((l) => l.training && l.msg === "started" && l.seeds > 1);
+    if (started) {
+      execFileSync("scancel", [started.job], { env });
+      cancelled = { job: started.job, key: started.key, at: Date.now() };
     }
-  })();
-  await Promise.all([ended, watching]);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  stdout = existsSync(swarmLog) ? readFileSync(swarmLog, "utf8") : "";
   queueAfter = cluster.squeue();
 }, 400_000);
 
@@ -98,9 +94,9 @@ it("says why when no runner job starts within the budget, and leaves none queued
   }
 }, 120_000);
 
-it("runs over Slurm runner jobs, loses no trial to a job cancelled mid-training, trains none twice, and leaves no job queued", () => {
-  expect(status, stdout).toBe(3);
+it("runs as a Slurm job over Slurm runner jobs, loses no trial to a job cancelled mid-training, trains none twice, and leaves no job queued", () => {
   expect(stdout).toMatch(/submitting 2 runner jobs to Slurm/);
+  expect(stdout).toMatch(/status: budget_exhausted after 7 trials/);
   expect(stdout).toMatch(/runner jobs: 2 of 2 up/);
   expect(cancelled, "a training to cancel a job under").toBeDefined();
   // Every trial proposed, each with a verdict or a failure label: none lost.
