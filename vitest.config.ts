@@ -21,7 +21,7 @@ const SECONDS: Record<string, number> = {
   "test/cli/pareto.test.ts": 86,
   "test/cli/serve.test.ts": 84,
   "test/cli/from.test.ts": 82,
-  "test/deploy/slurm-runners.test.ts": 70, // measured alone (2026-12-05): a run over Slurm jobs, then 15 s of a queue that starts none
+  "test/deploy/slurm-runners.test.ts": 120, // the swarm as a Slurm job, its run over two more, and 15 s of a queue that starts none (155 s in the suite with 7 trials, 43 s alone with 5)
   "test/runner/weights.test.ts": 51,
   "test/cli/regression.test.ts": 40,
   "test/swarm/interventions.test.ts": 35,

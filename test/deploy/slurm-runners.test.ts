@@ -56,7 +56,7 @@ beforeAll(async () => {
   cluster = await startSlurm({ gpus: 2, cpus: 4 });
   // LOG_LEVEL info: the jobs inherit it (sbatch exports the submitter's environment), and the runner jobs' logs are what this test reads.
   const env = { ...process.env, ...cluster.env, LOG_LEVEL: "info", EMBEDDER: "hashing" };
-  const launchFlags = ["--goal", "digits: reach 99.9% validation accuracy", "--time-budget", "3m", "--slurm-jobs", "2", "--slurm-gres", "gpu:1", "--slurm-cpus", "1", "--slots", "1", "--max-trials", "7", "--last-epochs", "10", "--no-research", "--workspace", workspace];
+  const launchFlags = ["--goal", "digits: reach 99.9% validation accuracy", "--time-budget", "3m", "--slurm-jobs", "2", "--slurm-gres", "gpu:1", "--slurm-cpus", "1", "--slots", "1", "--max-trials", "5", "--last-epochs", "10", "--no-research", "--workspace", workspace];
   const swarmJob = execFileSync("sbatch", ["--parsable", "--cpus-per-task=1", "--mem=4000", "--time=20", `--output=${join(root, "swarm-%j.log")}`, "deploy/slurm/research-swarm.sbatch", ...launchFlags], { env, encoding: "utf8" }).trim();
   const swarmLog = join(root, `swarm-${swarmJob}.log`);
   const t0 = Date.now();
@@ -96,7 +96,7 @@ it("says why when no runner job starts within the budget, and leaves none queued
 
 it("runs as a Slurm job over Slurm runner jobs, loses no trial to a job cancelled mid-training, trains none twice, and leaves no job queued", () => {
   expect(stdout).toMatch(/submitting 2 runner jobs to Slurm/);
-  expect(stdout).toMatch(/status: budget_exhausted after 7 trials/);
+  expect(stdout).toMatch(/status: budget_exhausted after 5 trials/);
   expect(stdout).toMatch(/runner jobs: 2 of 2 up/);
   expect(cancelled, "a training to cancel a job under").toBeDefined();
   // Every trial proposed, each with a verdict or a failure label: none lost.

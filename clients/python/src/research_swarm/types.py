@@ -360,6 +360,8 @@ class RunDetail(RunSummary):
 
     settings: dict[str, Any]
     paused: bool
+    #: The run's runner jobs as last recorded ("1 of 2 up, 1 pending (Resources)"); None when its runners are not Slurm jobs.
+    runner_jobs: str | None
     trials_table: list[TrialRow]
     best_so_far: list[BestSoFarPoint]
     failures: dict[str, int]
