@@ -84,7 +84,7 @@ async function sitting(cluster: SlurmCluster, jobs: number, chaos: boolean) {
   }
   const console = readFileSync(join(root, "swarm.log"), "utf8");
   const runId = /run (r[\w-]+) started/.exec(console)?.[1];
-  const report = runId ? (JSON.parse(readFileSync(join(workspace, "runs", runId, "report.json"), "utf8")) as { outcome: { status: string; seconds: number }; trials: { trial_id: string; verdict: string | null; failure_label: string | null }[]; timeline?: unknown }) : undefined;
+  const report = runId ? (JSON.parse(readFileSync(join(workspace, "runs", runId, "report.json"), "utf8")) as { outcome: { status: string; reason: string; seconds: number }; trials: { trial_id: string; verdict: string | null; failure_label: string | null }[]; timeline?: unknown }) : undefined;
   // A judged trial's time: its console line's seconds since the launcher started, less the run's start line's.
   const at = (line: string) => Number(/^\[\s*(\d+)s\]/.exec(line)?.[1]);
   const lines = console.split("\n");
@@ -102,6 +102,7 @@ async function sitting(cluster: SlurmCluster, jobs: number, chaos: boolean) {
   const result = {
     runner_jobs: jobs,
     status: report?.outcome.status ?? null,
+    reason: report?.outcome.reason ?? null,
     run_seconds: report?.outcome.seconds ?? null,
     seconds_from_sbatch: firstAt,
     trials_judged: judgedS.length,

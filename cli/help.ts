@@ -47,7 +47,8 @@ const SECTIONS = {
   --max-params N       parameter limit (overrides the goal)
   --data-dir DIR       dataset location (csv/text/mnist/cifar...; default: standard path)
   --seeds-per-trial N  seeds a trial trains with (default 3; probes on a slice of the split use 1)
-  --parallel N         trials in flight at once (default 2; on a GPU runner half its slots, at most 4)
+  --parallel N         trials in flight at once (default 2; on a GPU runner half its slots, at most 4;
+                       with --runners slurm, that many per runner job)
   --planner NAME       builtin (default) or random (the baseline)
   --subset N           training examples per trial to start with (default: ${SEARCH_DEFAULTS.cpu.subset} on large sets on a CPU, all on a GPU)
   --epochs N           epochs per trial to start with (default ${SEARCH_DEFAULTS.cpu.epochs})

@@ -173,6 +173,7 @@ export function prepareGoal(a: RunArgs, workspace: string, confine?: Confine) {
       { ...flags, planner: a.planner, rngSeed: seed ?? flags.rngSeed, research, llm, space: space && create(SearchSpaceSchema, spaceMessage(space)) },
       workspace,
       running.runnerHealth,
+      running.slurm?.requested,
     );
   return { goal, start, space, settings };
 }

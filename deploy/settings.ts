@@ -20,11 +20,13 @@ export function defaultParallel(health?: Pick<HealthResponse, "slots" | "device"
   return Math.max(SETTING_DEFAULTS.parallel, Math.min(4, Math.floor(health.slots / 2)));
 }
 
-export function runSettings(goal: Goal, partial: Partial<RunSettings>, workspace: string, health?: Pick<HealthResponse, "slots" | "device">): RunSettings {
+/** `runners`: the runners the run is given (launch --runners slurm: its jobs), each `health`'s like. */
+export function runSettings(goal: Goal, partial: Partial<RunSettings>, workspace: string, health?: Pick<HealthResponse, "slots" | "device">, runners = 1): RunSettings {
   const budget = goal.timeBudgetS || DEFAULT_TIME_BUDGET_S;
   return create(RunSettingsSchema, {
     ...SETTING_DEFAULTS,
-    parallel: defaultParallel(health),
+    // Per runner: runner jobs that are not up yet take none of them (swarm/run-state.ts capacityOf).
+    parallel: defaultParallel(health) * runners,
     // A seed may use the whole run (at least a minute): the budget plan admits a
     // trial only when it is predicted to fit, and the run's last long training,
     // whose seeds may share a CPU's cores from its start to the reserve

@@ -153,6 +153,11 @@ export class SlurmRunners {
     return Promise.race([this.firstUp, timeout]).finally(() => clearTimeout(timer));
   }
 
+  /** The runner jobs asked for at once. */
+  get requested(): number {
+    return this.opts.request.jobs;
+  }
+
   /** Calls `onChange` with the counts now and at each change, until the returned function is called. */
   listen(onChange: (counts: RunnerJobs) => void): () => void {
     this.listeners.add(onChange);

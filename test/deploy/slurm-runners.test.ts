@@ -3,8 +3,8 @@
  * runs it: the launcher, agents, NATS and lineage store in one job, a short digits run's runners
  * as two more (launch --runners slurm, one GPU each as gres), one of which is cancelled
  * (`scancel`) while it trains a trial, as a cluster preempts one. The run must end with every trial
- * judged, its trials trained on both jobs, the cancelled trial trained again exactly once on
- * another runner and no trial twice (by the runners' own logs), a job submitted again in place of
+ * judged, its trials trained on both jobs, the trials of the cancelled job trained again exactly
+ * once on another runner and no other trial twice (by the runners' own logs), a job submitted again in place of
  * the cancelled one, and no job left in the queue.
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
@@ -114,16 +114,16 @@ it("runs as a Slurm job over Slurm runner jobs, loses no trial to a job cancelle
     const finished = log.filter((l) => l.key === key && l.msg === "finished");
     const story = log.filter((l) => l.key === key).map((l) => `${l.time} job ${l.job} ${l.msg}`).join("\n");
     expect(finished.length, `${key} finished\n${story}`).toBeLessThanOrEqual(1);
-    if (key === cancelled!.key) {
-      // Again exactly once, on another job, after the cancelled one's.
-      expect(started.length, story).toBe(2);
-      expect(started[1]!.job, story).not.toBe(cancelled!.job);
-    } else expect(started.length, story).toBe(1);
+    // A training the cancelled job cut short (the one it was cancelled under, and any other it
+    // held) again exactly once, on another job; every other training once.
+    const cutShort = started.some((l) => l.job === cancelled!.job) && !finished.some((l) => l.job === cancelled!.job);
+    expect(started.length, story).toBe(cutShort ? 2 : 1);
+    if (cutShort) expect(started[1]!.job, story).not.toBe(cancelled!.job);
+    if (key === cancelled!.key) expect(cutShort, story).toBe(true);
   }
   const again = trainings.filter((l) => l.key === cancelled!.key).sort((a, b) => a.time - b.time).at(-1)!;
   console.log(`slurm: ${trainings.length} trainings on jobs ${[...new Set(trainings.map((l) => l.job))].join(", ")}; ${cancelled!.key} cancelled with job ${cancelled!.job}, trained again on job ${again.job} ${((again.time - cancelled!.at) / 1000).toFixed(1)} s later`);
-  // The cancelled job was replaced while the run had budget left, and nothing stays queued.
-  expect(readdirSync(jobsDir).filter((f) => /^runner-\d+\.log$/.test(f)).length).toBeGreaterThanOrEqual(3);
-  expect(stdout).toMatch(/runner jobs: [^\n]*1 ended/);
+  // The cancelled job was replaced while the run had budget left (the new one may still be pending when the run ends), and nothing stays queued.
+  expect(stdout).toMatch(/runner jobs: (1 of 2 up, 1 (starting|pending)[^\n]*|2 of 2 up), 1 ended/);
   expect(queueAfter).toEqual([]);
 });
