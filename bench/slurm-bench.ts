@@ -4,12 +4,13 @@
  * (deploy/slurm/research-swarm.sbatch), its runners as jobs it submits, one slot each, all in
  * one sitting:
  * - time from `sbatch` to the run's first trial proposed, trained (its first epoch) and judged;
- * - trials judged per minute over the run's first `--window-s` seconds with 1 runner job and
- *   with 3, the same digits goal and seed (the ratio is what a sitting compares: three runners
+ * - trials judged per minute over the run's first `--window-s` seconds (or all of it, when it
+ *   ended sooner) with 1 runner job and with 3, the same digits goal and seed (the ratio is what a sitting compares: three runners
  *   on two real cores share them);
  * - chaos: with 2 jobs, one `scancel`led while it trains a trial of several seeds: trials lost
- *   (proposed, never judged), trainings of a key at once on two jobs or again after one finished,
- *   and the seconds until the cancelled trial trains again elsewhere.
+ *   (proposed, never judged), trainings the cancelled job cut short and trained again once
+ *   elsewhere, trainings started more often than that (duplicates), and the seconds until the
+ *   one it was cancelled under trains again.
  *
  *   npx tsx bench/slurm-bench.ts [--budget-s 180] [--window-s 120] [--out FILE]
  *
@@ -93,9 +94,11 @@ async function sitting(cluster: SlurmCluster, jobs: number, chaos: boolean) {
   const log = runnerLog(join(workspace, "slurm"));
   const trainings = log.filter((l) => l.training && l.msg === "started");
   const keys = [...new Set(trainings.map((l) => l.key))];
-  const twice = keys.filter((k) => {
-    const s = trainings.filter((l) => l.key === k);
-    return s.length > (k === cancelled?.key ? 2 : 1);
+  // A training the cancelled job cut short (it held it and did not finish it) is owed one more start, on another job.
+  const cutShort = keys.filter((k) => cancelled && trainings.some((l) => l.key === k && l.job === cancelled.job) && !log.some((l) => l.key === k && l.job === cancelled.job && l.msg === "finished"));
+  const duplicates = keys.filter((k) => {
+    const s = trainings.filter((l) => l.key === k).sort((a, b) => a.time - b.time);
+    return cutShort.includes(k) ? s.length !== 2 || s[1]!.job === cancelled!.job : s.length > 1;
   });
   const again = cancelled && trainings.filter((l) => l.key === cancelled!.key && l.job !== cancelled!.job).sort((a, b) => a.time - b.time)[0];
   const proposed = new Set(console.match(/\bt\d{3}(?= proposed)/g));
@@ -106,8 +109,8 @@ async function sitting(cluster: SlurmCluster, jobs: number, chaos: boolean) {
     run_seconds: report?.outcome.seconds ?? null,
     seconds_from_sbatch: firstAt,
     trials_judged: judgedS.length,
-    /** Over the run's first `window_s` seconds. */
-    trials_judged_per_minute: (judgedS.filter((s) => s <= windowS).length * 60) / windowS,
+    /** Over the run's first `window_s` seconds, or all of it when it ended sooner. */
+    trials_judged_per_minute: (judgedS.filter((s) => s <= windowS).length * 60) / Math.min(windowS, report?.outcome.seconds ?? windowS),
     jobs_that_trained: new Set(trainings.map((l) => l.job)).size,
     runner_job_logs: readdirSync(join(workspace, "slurm")).filter((f) => /^runner-\d+\.log$/.test(f)).length,
     ...(chaos && {
@@ -118,7 +121,9 @@ async function sitting(cluster: SlurmCluster, jobs: number, chaos: boolean) {
         seconds_to_train_again: again && cancelled ? (again.time - cancelled.at) / 1000 : null,
         trials_proposed: proposed.size,
         trials_lost: report ? proposed.size - report.trials.filter((t) => t.verdict ?? t.failure_label).length : null,
-        keys_trained_more_than_once_beyond_the_cancelled: twice.length,
+        trainings_cut_short: cutShort.length,
+        cut_short_trained_again_elsewhere: cutShort.filter((k) => !duplicates.includes(k) && trainings.filter((l) => l.key === k).length === 2).length,
+        duplicate_trainings: duplicates.length,
       },
     }),
     jobs_left_in_queue: cluster.squeue().length,

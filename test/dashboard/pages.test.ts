@@ -10,7 +10,7 @@ import puppeteer, { type Browser, type Page } from "puppeteer-core";
 import { createLogger } from "../../core/logger.js";
 import { buildWeb } from "../../dashboard/build.js";
 import { startDashboard, type Dashboard } from "../../dashboard/server.js";
-import { Decision, GoalSchema, RunEnd, RunStatus, StartingPointSchema, Verdict, type Event } from "../../proto/gen/research/v1/events_pb.js";
+import { Decision, EventSchema, GoalSchema, RunEnd, RunnerJobsSchema, RunStatus, StartingPointSchema, Verdict, type Event } from "../../proto/gen/research/v1/events_pb.js";
 import { ArgumentKind, EvalResultSchema, Metric, MetricStatsSchema, SeedResultSchema } from "../../proto/gen/research/v1/runner_pb.js";
 import { Cost, Mutation } from "../../proto/gen/research/v1/common_pb.js";
 import { failure } from "../../core/failure.js";
@@ -44,6 +44,11 @@ function openEndedRun(): Event[] {
   const trials: TrialSpec[] = TRIALS.map((t, i) => ({ ...t, train: knobs(i) }));
   trials[11] = { ...trials[10]!, hypothesis: "one more probe as the budget runs out", fails: { label: "budget_overrun", at: "evaluated" } };
   const events = runEvents(OPEN, trials);
+  // Its runners were Slurm jobs, one of them still queued when last recorded.
+  const started = events.findIndex((e) => e.body.case === "runStarted");
+  const { emittedAtMs, producer } = events[started]!;
+  const jobs = create(RunnerJobsSchema, { requested: 2, up: 1, pending: 1, waiting: "Resources" });
+  events.splice(started + 1, 0, create(EventSchema, { runId: OPEN, eventId: `${OPEN}-jobs`, emittedAtMs, producer, body: { case: "runnerJobs", value: jobs } }));
   const verdict = `failed: budget_overrun: ${STOPPED}`;
   const reason = "time budget of 1200 s spent";
   for (const e of events) {
@@ -242,6 +247,13 @@ describe("a finished run's page", () => {
     expect(ended).toContain("t011");
     expect(ended).toContain("budget overrun");
     expect(ended).toContain(STOPPED);
+  });
+
+  it("tells the runner jobs of a run whose runners were Slurm jobs, and none for another", async () => {
+    await open(`/runs/${OPEN}`, sel("runner-jobs"));
+    expect(await text("runner-jobs")).toBe("1 of 2 up, 1 pending (Resources)");
+    await open(`/runs/${START}`, sel("run-reason"));
+    expect(await page.$(sel("runner-jobs"))).toBeNull();
   });
 
   it("shows intervals against a target only where the goal has one", async () => {

@@ -9,10 +9,10 @@
 import { describe, expect, it } from "vitest";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { fromJsonString } from "@bufbuild/protobuf";
+import { create, fromJsonString } from "@bufbuild/protobuf";
 import { blocksOf } from "../../core/brief.js";
 import { buildReport } from "../../lineage-store/report.js";
-import { EventSchema, RunStatus } from "../../proto/gen/research/v1/events_pb.js";
+import { EventSchema, RunnerJobsSchema, RunStatus } from "../../proto/gen/research/v1/events_pb.js";
 import { foldRun, runSoFar } from "../../swarm/run-state.js";
 
 const RUNS = ["h200-5.5min-open-ea238f7.jsonl", "fmnist-reach90-f823c5b.jsonl", "fmnist-30min-open-c982011.jsonl", "fmnist-30min-open-c982011-seed1.jsonl"];
@@ -91,5 +91,22 @@ describe.each(RUNS)("the report of %s", (file) => {
       expect(full.startsWith(kept), r.trial_id).toBe(true);
       expect(full[kept.length], `${r.trial_id}: "${cell}"`).toBe(" ");
     }
+  });
+});
+
+describe("a run whose runners were Slurm jobs", () => {
+  it("says what became of its runner jobs, in the Markdown and the JSON", () => {
+    const file = join(import.meta.dirname, "..", "fixtures", "runs", RUNS[1]!);
+    const events = readFileSync(file, "utf8").split("\n").filter(Boolean).map((l) => fromJsonString(EventSchema, l));
+    const at = events.findIndex((e) => e.body.case === "runStarted") + 1;
+    const jobs = create(RunnerJobsSchema, { requested: 3, up: 2, pending: 1, ended: 1, waiting: "Priority" });
+    events.splice(at, 0, create(EventSchema, { runId: events[0]!.runId, eventId: "jobs", emittedAtMs: events[at]!.emittedAtMs, body: { case: "runnerJobs", value: jobs } }));
+    const state = foldRun(events[0]!.runId, events);
+    const end = events.find((e) => e.body.case === "runFinished")!.body;
+    const { markdown, json } = buildReport(state, end.value as Parameters<typeof buildReport>[1]);
+    expect(markdown.replace(/\n(?!\n)/g, " ")).toContain("Runners: Slurm jobs, 2 of 3 up, 1 pending (Priority), 1 ended when last recorded (a job that ended while the run had budget left was submitted again).");
+    expect(json.outcome.runner_jobs).toEqual({ requested: 3, pending: 1, starting: 0, up: 2, ended: 1, waiting: "Priority", text: "2 of 3 up, 1 pending (Priority), 1 ended" });
+    // A run whose runners were not jobs says nothing of them.
+    expect(reportOf(RUNS[1]!).json.outcome.runner_jobs).toBeNull();
   });
 });
