@@ -8,6 +8,7 @@
  * scores them (python/referee.py). A model that rewrites its training loop
  * can misreport its training loss, never its score.
  */
+import { randomUUID } from "node:crypto";
 import { availableParallelism } from "node:os";
 import { setMaxListeners } from "node:events";
 import { create, fromJson, toJsonString, type JsonValue, type MessageInitShape } from "@bufbuild/protobuf";
@@ -94,6 +95,8 @@ export class Evaluator {
   private readonly apart = new Map<string, string>();
   /** Evaluations by idempotency key: a redelivered request trains nothing again. */
   readonly flights: Flights<EvaluateEventInit>;
+  /** This process, new at each start (HealthResponse.instance): what a lease on a key names. */
+  readonly instance = randomUUID();
 
   constructor(private readonly opts: EvaluatorOptions) {
     const codec = {
@@ -151,13 +154,36 @@ export class Evaluator {
   health(): MessageInitShape<typeof HealthResponseSchema> {
     const s = this.opts.pool.stats();
     const f = this.flights.counts;
-    return { device: this.device(), slots: s.slots, freeSlots: s.free, queueDepth: s.queueDepth, workersReady: s.ready, evaluationsStarted: BigInt(f.started), evaluationsJoined: BigInt(f.joined) };
+    return {
+      device: this.device(),
+      slots: s.slots,
+      freeSlots: s.free,
+      queueDepth: s.queueDepth,
+      workersReady: s.ready,
+      evaluationsStarted: BigInt(f.started),
+      evaluationsJoined: BigInt(f.joined),
+      instance: this.instance,
+    };
   }
 
-  /** `evaluate`, once per idempotency key (flights.ts): a duplicate request joins the evaluation of its key. */
+  /**
+   * `evaluate`, once per idempotency key (flights.ts): a duplicate request joins the evaluation of
+   * its key. A request whose lease named an earlier process at this address (this one restarted
+   * since) starts nothing new: its key's lease may have moved, while this process was down, to a
+   * runner that trains it now (a duplicate once trained beside it in the chaos test).
+   */
   evaluateOnce(req: EvaluateRequest, signal?: AbortSignal): AsyncIterable<EvaluateEventInit> {
-    if (!req.idempotencyKey) return this.evaluate(req, signal);
-    return this.flights.join(req.idempotencyKey, (s) => this.evaluate(req, s), signal);
+    const key = req.idempotencyKey;
+    if (!key) return this.evaluate(req, signal);
+    if (req.runnerInstance && req.runnerInstance !== this.instance && !this.flights.has(key)) {
+      this.opts.logger.info({ key, leased_to: req.runnerInstance }, "evaluation refused: its lease names this runner's previous process");
+      const out = new AsyncQueue<EvaluateEventInit>();
+      const f = new ResearchError("runner_unavailable", "this runner restarted since the evaluation's lease was taken: read the lease again");
+      out.push({ event: { case: "failure", value: f.toProto() } });
+      out.close();
+      return out;
+    }
+    return this.flights.join(key, (s) => this.evaluate(req, s), signal);
   }
 
   /**

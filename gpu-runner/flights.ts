@@ -130,6 +130,11 @@ export class Flights<T> {
     return this.follow(key, flight, signal);
   }
 
+  /** Whether this process runs the evaluation of `key` or holds its answer (in memory or in the store). */
+  has(key: string): boolean {
+    return this.flights.has(key) || this.opts.store?.load(key) !== undefined;
+  }
+
   /**
    * Ends the evaluation of `key` on purpose: now when no caller follows it, else as the last one
    * leaves. False when none of that key is running.

@@ -6,13 +6,29 @@
  * on a second runner beside the first (the chaos test's count of trainings found it). The first
  * request claims a runner for its key (`create` fails where a key exists: a lease); the others
  * read it. A runner that failed the evaluation itself, or that no longer answers, loses its lease
- * (agents/analyst/main.ts), and the redelivery claims another.
+ * (agents/analyst/main.ts), and the redelivery claims another. A lease names the runner's process
+ * too: a request that read it before it moved, sent to the same address after that runner
+ * restarted, is refused there (EvaluateRequest.runner_instance) instead of training beside the
+ * runner the lease moved to, which the chaos test once saw in CI.
  */
 import { KvBucket, type Bus } from "../bus/index.js";
 
 const BUCKET = "runner-leases";
 /** Longer than any run: a key's lease is of no use once its trial is judged (the analyst skips evaluated trials). */
 const TTL_MS = 24 * 3600_000;
+
+/** A lease's holder: the runner's address and, when known, its process (HealthResponse.instance). */
+export interface Holder {
+  address: string;
+  instance: string;
+}
+
+/** "address" or "address instance": an address has no space. */
+const encode = (h: Holder) => (h.instance ? `${h.address} ${h.instance}` : h.address);
+function decode(value: string): Holder {
+  const [address = "", instance = ""] = value.split(" ");
+  return { address, instance };
+}
 
 export class RunnerLeases {
   private constructor(private readonly kv: KvBucket) {}
@@ -21,16 +37,16 @@ export class RunnerLeases {
     return new RunnerLeases(await KvBucket.open(bus, BUCKET, { ttlMs: TTL_MS, replicas }));
   }
 
-  /** The address of the runner that holds `key`; when none does, `pick()`'s, claimed for it. */
-  async holder(key: string, pick: () => string): Promise<string> {
+  /** The runner that holds `key`; when none does, `pick()`'s, claimed for it. */
+  async holder(key: string, pick: () => Holder): Promise<Holder> {
     let lastError: unknown;
     for (let attempt = 0; attempt < 3; attempt++) {
       const held = await this.kv.get(key);
-      if (held) return held.value;
-      const address = pick();
+      if (held) return decode(held.value);
+      const holder = pick();
       try {
-        await this.kv.create(key, address);
-        return address;
+        await this.kv.create(key, encode(holder));
+        return holder;
       } catch (err) {
         // Claimed by another request between the read and the claim: read theirs.
         lastError = err;
@@ -39,10 +55,10 @@ export class RunnerLeases {
     throw lastError;
   }
 
-  /** Gives `key`'s lease up if `address` still holds it (its runner failed the evaluation). */
-  async release(key: string, address: string): Promise<void> {
+  /** Gives `key`'s lease up if `holder` still holds it (its runner failed the evaluation, or restarted). */
+  async release(key: string, holder: Holder): Promise<void> {
     const held = await this.kv.get(key);
-    if (held?.value !== address) return;
+    if (held?.value !== encode(holder)) return;
     // Only that revision: a lease another request took meanwhile stays.
     await this.kv.deleteAt(key, held.revision);
   }

@@ -22,6 +22,8 @@ interface Runner {
   client: RunnerClient;
   /** Free slots less queued jobs at the last answer; undefined until the first. */
   room?: number;
+  /** The runner process that answered last (HealthResponse.instance); "" until the first answer. */
+  instance: string;
   up: boolean;
   /** Calls sent since the last answer, which it cannot count yet. */
   sent: number;
@@ -45,7 +47,7 @@ export class Runners {
   /** A runner more (one that joined over the bus); polled from now on, since there is a choice. */
   add(address: string): void {
     if (this.runners.some((r) => r.address === address)) return;
-    this.runners.push({ address, client: connectRunner(address, this.secrets), up: true, sent: 0 });
+    this.runners.push({ address, client: connectRunner(address, this.secrets), up: true, sent: 0, instance: "" });
     if (this.runners.length > 1 && !this.timer) {
       void this.poll();
       this.timer = setInterval(() => void this.poll(), this.pollMs);
@@ -70,7 +72,7 @@ export class Runners {
         try {
           const h = await r.client.health({}, { timeoutMs: HEALTH_TIMEOUT_MS });
           if (!r.up) this.log.info({ runner: r.address }, "runner is back");
-          Object.assign(r, { room: h.freeSlots - h.queueDepth, up: h.workersReady > 0, sent: 0 });
+          Object.assign(r, { room: h.freeSlots - h.queueDepth, up: h.workersReady > 0, sent: 0, instance: h.instance });
         } catch (err) {
           if (r.up) this.log.warn({ runner: r.address, err: (err as Error).message }, "runner does not answer; passing it over");
           r.up = false;
@@ -84,9 +86,10 @@ export class Runners {
     return this.choose().client;
   }
 
-  /** `pick()`'s runner, by its address (what a lease on an evaluation key holds, swarm/runner-leases.ts). */
-  pickAddress(): string {
-    return this.choose().address;
+  /** `pick()`'s runner by its address and process (what a lease on an evaluation key holds, swarm/runner-leases.ts). */
+  pickHolder(): { address: string; instance: string } {
+    const r = this.choose();
+    return { address: r.address, instance: r.instance };
   }
 
   /** The runner at `address`; `pick()`'s when it is not one of these (another process's list). */

@@ -30,10 +30,11 @@ export interface AgentContext {
   runners(): RunnerClient[];
   /**
    * The runner that evaluates `key` (an idempotency key): the one a request with that key went
-   * to before, else one picked by health and claimed for the key (swarm/runner-leases.ts).
+   * to before, else one picked by health and claimed for the key (swarm/runner-leases.ts), and
+   * the runner process the lease names ("" when unknown: EvaluateRequest.runner_instance).
    * `release()` gives it up when that runner failed the evaluation, so a retry picks again.
    */
-  runnerFor(key: string): Promise<{ client: RunnerClient; release(): Promise<void> }>;
+  runnerFor(key: string): Promise<{ client: RunnerClient; instance: string; release(): Promise<void> }>;
 }
 
 export type AgentHandler = (event: Event, ctx: AgentContext) => Promise<void>;
@@ -80,13 +81,14 @@ export async function runAgent(opts: AgentOptions): Promise<void> {
       throw err;
     });
     const held = await leases;
-    const address = await held.holder(key, () => runners.pickAddress());
-    log.info({ key, runner: address }, "evaluation key held by runner");
+    const holder = await held.holder(key, () => runners.pickHolder());
+    log.info({ key, runner: holder.address, instance: holder.instance }, "evaluation key held by runner");
     return {
-      client: runners.at(address),
+      client: runners.at(holder.address),
+      instance: holder.instance,
       release: async () => {
-        log.info({ key, runner: address }, "evaluation key released: its runner failed it");
-        await held.release(key, address);
+        log.info({ key, runner: holder.address, instance: holder.instance }, "evaluation key released: its runner failed it");
+        await held.release(key, holder);
       },
     };
   };

@@ -38,11 +38,13 @@ async function evaluateTrial(event: Event, assembled: TrialAssembled, ctx: Agent
   if (!trial) return;
   // A duplicate or redelivered request goes where the first went: that runner trains it once.
   const key = assembled.request.idempotencyKey;
-  const runner = key ? await ctx.runnerFor(key) : { client: ctx.runner(), release: async () => {} };
+  const runner = key ? await ctx.runnerFor(key) : { client: ctx.runner(), instance: "", release: async () => {} };
+  // The runner process the lease named: one restarted since refuses to start the key afresh.
+  const request = { ...assembled.request, runnerInstance: runner.instance };
   try {
     // The random baseline searches without a scheduler: no pruning.
     const watch = { state, trial, prune: state.settings?.planner !== "random" };
-    const evaluation = await watchedEvaluation(runner.client, assembled.request, watch, (progress) =>
+    const evaluation = await watchedEvaluation(runner.client, request, watch, (progress) =>
       ctx.bus.publishLive({ runId, trialId, body: { case: "trialProgress", value: { progress } } }),
     );
     if (evaluation.stopped) {

@@ -1,8 +1,9 @@
 /**
  * A runner restarted on its state directory (`--state-dir`, which `launch` gives the runner it
  * starts) answers a redelivered request with what the one killed before it had ended, instead of
- * training it again, and still has the trial's kept weights for the test confirmation. The killed
- * runner's scratch in TMPDIR is removed by the one after it.
+ * training it again, and still has the trial's kept weights for the test confirmation; a key its
+ * predecessor was leased but never answered it refuses to start for a caller that read that lease.
+ * The killed runner's scratch in TMPDIR is removed by the one after it.
  */
 import { afterAll, expect, it } from "vitest";
 import type { ChildProcess } from "node:child_process";
@@ -11,7 +12,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { freePort } from "../../bus/index.js";
-import { connectRunner, evaluateToResult } from "../../gpu-runner/client.js";
+import { ResearchError } from "../../core/failure.js";
+import { connectRunner, endedByRunner, evaluateToResult } from "../../gpu-runner/client.js";
 import type { EvaluateRequestSchema } from "../../proto/gen/research/v1/runner_pb.js";
 import { DIGITS_CNN } from "../helpers/models.js";
 import { startRunnerProcess } from "../helpers/runner-process.js";
@@ -47,6 +49,9 @@ it("answers from the state its killed predecessor left, trains nothing again, an
   const first = await start();
   const before = connectRunner(address);
   const answered = await evaluateToResult(before, request);
+  // What a lease on the key names besides the address (swarm/runner-leases.ts).
+  const firstInstance = (await before.health({})).instance;
+  expect(firstInstance).not.toBe("");
   before.close();
   first.kill("SIGKILL");
   await new Promise((r) => first.once("exit", r));
@@ -59,9 +64,10 @@ it("answers from the state its killed predecessor left, trains nothing again, an
   expect(scratchOf(second.pid!)).toHaveLength(1);
   const after = connectRunner(address);
   try {
-    // The analyst's redelivered request, after the runner's restart: the same answer, at once.
+    // The analyst's redelivered request, after the runner's restart: the same answer, at once,
+    // though its lease names the process before.
     const t0 = Date.now();
-    const again = await evaluateToResult(after, request);
+    const again = await evaluateToResult(after, { ...request, runnerInstance: firstInstance });
     expect(Date.now() - t0).toBeLessThan(2_000);
     expect(again.seedResults.map((s) => s.seconds)).toEqual(answered.seedResults.map((s) => s.seconds));
     expect(again.aggregated).toEqual(answered.aggregated);
@@ -69,7 +75,18 @@ it("answers from the state its killed predecessor left, trains nothing again, an
     // The judge's confirmation: from the weights the first process kept, no training.
     const confirmed = await evaluateToResult(after, { ...request, trialId: "t1-test", idempotencyKey: "r-restart/t1/confirm", keepWeights: false, weightsOf: "t1", evaluateTest: true });
     expect(confirmed.aggregated.test_accuracy?.mean).toBeGreaterThan(0);
+    // A key the process before was leased but never answered: refused here, by this runner's own
+    // answer, since the lease may have moved to a runner that trains it now; with no process named
+    // or this one, it trains.
+    const refused = await evaluateToResult(after, { ...request, trialId: "t2", idempotencyKey: "r-restart/t2", runnerInstance: firstInstance }).catch((e: unknown) => e as ResearchError);
+    expect(refused).toBeInstanceOf(ResearchError);
+    expect((refused as ResearchError).label).toBe("runner_unavailable");
+    expect(endedByRunner(refused as ResearchError)).toBe(true);
     expect(trainings()).toEqual(["r-restart/t1"]);
+    const secondInstance = (await after.health({})).instance;
+    expect(secondInstance).not.toBe(firstInstance);
+    await evaluateToResult(after, { ...request, trialId: "t2", idempotencyKey: "r-restart/t2", runnerInstance: secondInstance, keepWeights: false });
+    expect(trainings()).toEqual(["r-restart/t1", "r-restart/t2"]);
   } finally {
     after.close();
   }

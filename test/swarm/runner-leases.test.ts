@@ -22,7 +22,8 @@ it("sends every request of a key to the runner the first claimed, from any proce
   // Two agent processes, each with its own pick by health.
   const [here, there] = await Promise.all([RunnerLeases.open(a), RunnerLeases.open(b)]);
   const picks: string[] = [];
-  const pick = (address: string) => () => (picks.push(address), address);
+  const holder = (address: string, instance = "p1") => ({ address, instance });
+  const pick = (address: string, instance?: string) => () => (picks.push(address), holder(address, instance));
 
   // A request and its duplicates at once, in both processes: one claim, one runner.
   const holders = await Promise.all([
@@ -30,18 +31,20 @@ it("sends every request of a key to the runner the first claimed, from any proce
     there.holder("r1/t001", pick("10.0.0.2:50051")),
     here.holder("r1/t001", pick("10.0.0.3:50051")),
   ]);
-  expect(new Set(holders).size).toBe(1);
+  expect(new Set(holders.map((h) => h.address)).size).toBe(1);
   const first = holders[0]!;
   // Later, where health would pick another runner: still the holder, and no pick asked.
   picks.length = 0;
-  expect(await there.holder("r1/t001", pick("10.0.0.9:50051"))).toBe(first);
+  expect(await there.holder("r1/t001", pick("10.0.0.9:50051"))).toEqual(first);
   expect(picks).toEqual([]);
-  // Another key is another claim.
-  expect(await here.holder("r1/t002", pick("10.0.0.9:50051"))).toBe("10.0.0.9:50051");
+  // Another key is another claim; a runner whose process is not known yet holds it by its address.
+  expect(await here.holder("r1/t002", pick("10.0.0.9:50051", ""))).toEqual(holder("10.0.0.9:50051", ""));
 
-  // Only the holder's failure gives the lease up; the next request then picks again.
-  await there.release("r1/t001", "10.0.0.7:50051");
-  expect(await here.holder("r1/t001", pick("10.0.0.8:50051"))).toBe(first);
+  // Only the holder's failure gives the lease up, the same address under another process not;
+  // the next request then picks again.
+  await there.release("r1/t001", holder("10.0.0.7:50051"));
+  await there.release("r1/t001", holder(first.address, "p2"));
+  expect(await here.holder("r1/t001", pick("10.0.0.8:50051"))).toEqual(first);
   await there.release("r1/t001", first);
-  expect(await here.holder("r1/t001", pick("10.0.0.8:50051"))).toBe("10.0.0.8:50051");
+  expect(await here.holder("r1/t001", pick("10.0.0.8:50051", "p7"))).toEqual(holder("10.0.0.8:50051", "p7"));
 });
