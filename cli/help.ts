@@ -102,7 +102,7 @@ const SECTIONS = {
   --workspace DIR      where lineage, runs, logs and NATS data live (default ./workspace)
   A run is asked for with JSON: {"goal": "digits: 95% accuracy", "time_budget": "5m"} and any of
   launch's run flags in snake_case (target, max_params, seeds_per_trial, max_trials, data_dir, from, class,
-  recipe, no_research, space as a JSON object, ...); paths are this machine's. A refused goal is answered 400 with
+  recipe, no_research, space as a JSON object, ...; not runners or slurm_*: its runners are serve's); paths are this machine's. A refused goal is answered 400 with
   launch's own one line; an accepted one 202 with its run id and place in the queue.`,
   "query options": `  --similar TEXT       trials closest in meaning to TEXT (their hypothesis, surface, configs, failure)
   --k N                how many trials (default ${DEFAULT_K}, at most ${MAX_K})

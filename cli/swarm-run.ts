@@ -70,6 +70,9 @@ export const RUN_FLAGS = {
 
 export type RunArgs = ReturnType<typeof args<typeof RUN_FLAGS>>["values"];
 
+/** Where a run's runners run: a swarm's flags, which a run document may carry for launch. */
+const SLURM_FLAGS = ["runners", "slurm-jobs", "slurm-partition", "slurm-account", "slurm-gres", "slurm-cpus", "slurm-mem"] as const satisfies readonly (keyof RunArgs)[];
+
 /** Flags that shape a run when it starts; a resumed run keeps its own. */
 const RUN_SHAPE = ["goal", "from", "class", "recipe", "target", "max-params", "data-dir", "max-trials", "seeds-per-trial", "parallel", "subset", "epochs", "last-epochs", "seed", "planner", "space", "no-warm-start", "warm-start-from"] as const satisfies readonly (keyof RunArgs)[];
 
@@ -183,8 +186,15 @@ export function prepareGoal(a: RunArgs, workspace: string, confine?: Confine) {
  * absent field undefined), so that one set of checks (prepareGoal) answers a file, a request
  * and a command line.
  */
-export function documentFlags(f: RunDocumentFields): Pick<RunArgs, (typeof RUN_SHAPE)[number] | "time-budget" | "no-research"> {
+export function documentFlags(f: RunDocumentFields): Pick<RunArgs, (typeof RUN_SHAPE)[number] | "time-budget" | "no-research" | (typeof SLURM_FLAGS)[number]> {
   return {
+    runners: f.runners,
+    "slurm-jobs": f.slurm_jobs,
+    "slurm-partition": f.slurm_partition,
+    "slurm-account": f.slurm_account,
+    "slurm-gres": f.slurm_gres,
+    "slurm-cpus": f.slurm_cpus,
+    "slurm-mem": f.slurm_mem,
     goal: f.goal,
     "time-budget": f.time_budget,
     target: f.target,

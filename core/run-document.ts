@@ -2,8 +2,9 @@
  * A run as one document: the goal and launch's flags that shape a run, snake_case. It is the
  * body of serve's POST /api/runs (dashboard/intake.ts), what the Python client's start_run
  * sends, and a file `launch --goal run.yaml` reads (YAML or JSON), so a run written down once
- * starts the same way from all three. Its values are checked where launch checks its flags;
- * here only their shapes.
+ * starts the same way from all three (where its runners run, `runners` and `slurm_*`, only from a
+ * file: a goal posted to serve runs on serve's runners). Its values are checked where launch
+ * checks its flags; here only their shapes.
  */
 import { z } from "zod";
 import { decodeText } from "./model-config.js";
@@ -33,7 +34,18 @@ export const RunDocumentSchema = z.strictObject({
   warm_start_from: z.string().max(2000).optional(),
   // The space document itself (launch --space's), as a mapping or as YAML or JSON text (the form's), never a path: serve reads no file for it.
   space: z.union([z.record(z.string(), z.unknown()), z.string().max(20000)]).optional(),
+  // Where its runners run (launch --runners slurm and --slurm-*); launch's, not serve's, whose runners are its own.
+  runners: z.string().max(20).optional(),
+  slurm_jobs: count.optional(),
+  slurm_partition: z.string().max(200).optional(),
+  slurm_account: z.string().max(200).optional(),
+  slurm_gres: z.string().max(200).optional(),
+  slurm_cpus: count.optional(),
+  slurm_mem: z.string().max(20).optional(),
 });
+
+/** The fields that say where a run's runners run: a swarm's, which a goal posted to serve cannot choose. */
+export const RUNNER_FIELDS = ["runners", "slurm_jobs", "slurm_partition", "slurm_account", "slurm_gres", "slurm_cpus", "slurm_mem"] as const;
 export type RunDocument = z.input<typeof RunDocumentSchema>;
 export type RunDocumentFields = z.output<typeof RunDocumentSchema>;
 

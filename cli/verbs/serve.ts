@@ -10,6 +10,7 @@
 import { join, resolve } from "node:path";
 import { existsSync, realpathSync } from "node:fs";
 import { cliConfig } from "../../core/config.js";
+import { RUNNER_FIELDS } from "../../core/run-document.js";
 import { newRunId, runGoal, type Swarm } from "../../deploy/swarm.js";
 import { buildWeb } from "../../dashboard/build.js";
 import type { QueuedRun, RunIntake, StartRunFields, StartRunReply } from "../../dashboard/intake.js";
@@ -56,6 +57,8 @@ class Intake implements RunIntake {
   ) {}
 
   async submit(fields: StartRunFields, who: string): Promise<[number, StartRunReply]> {
+    const where = RUNNER_FIELDS.find((k) => fields[k] !== undefined);
+    if (where) return [400, { ok: false, error: `${where}: a goal posted to serve runs on serve's runners; runner jobs of its own are launch's (launch --goal run.yaml)` }];
     let prepared: ReturnType<typeof prepareGoal>;
     try {
       prepared = prepareGoal({ ...this.a, ...documentFlags(fields) }, this.flags.workspace, confineTo(this.dataRoots));

@@ -7,7 +7,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CliFailure } from "../../cli/args.js";
-import { prepareGoal, withGoalDocument, type RunArgs } from "../../cli/swarm-run.js";
+import { prepareGoal, prepareSwarm, withGoalDocument, type RunArgs } from "../../cli/swarm-run.js";
 
 const dir = mkdtempSync(join(tmpdir(), "run-document-"));
 const file = (name: string, text: string) => {
@@ -46,6 +46,22 @@ describe("a run document as the goal", () => {
     // JSON is the same document.
     const json = withGoalDocument({ goal: file("run.json", JSON.stringify({ goal: "digits: maximise accuracy", seeds_per_trial: 4 })), workspace: dir });
     expect(json).toMatchObject({ goal: "digits: maximise accuracy", "seeds-per-trial": "4" });
+  });
+
+  it("says where its runners run, checked as launch's --runners and --slurm-* are", () => {
+    const doc = file("slurm.yaml", `${RUN}runners: slurm\nslurm_jobs: 3\nslurm_gres: gpu:1\nslurm_mem: 16G\n`);
+    expect(prepareSwarm(withGoalDocument({ goal: doc, workspace: dir })).slurm).toEqual({ jobs: 3, gres: "gpu:1", mem: "16G", partition: undefined, account: undefined, cpus: undefined });
+    const swarmRefusal = (text: string) => {
+      try {
+        prepareSwarm(withGoalDocument({ goal: file("bad-slurm.yaml", text), workspace: dir }));
+      } catch (err) {
+        if (err instanceof CliFailure) return err.message;
+        throw err;
+      }
+      return "accepted";
+    };
+    expect(swarmRefusal(`${RUN}runners: kube\n`)).toBe('--runners must be local (a runner the launch starts) or slurm (runner jobs on the cluster), got "kube"');
+    expect(swarmRefusal(`${RUN}slurm_jobs: 2\n`)).toBe("--slurm-jobs applies to runners that are Slurm jobs: add --runners slurm");
   });
 
   it("lets the command line's flags win over the document's", () => {

@@ -98,6 +98,8 @@ describe("research-agent serve", () => {
       [{ goal: "digits: 95% accuracy", space: { lr: { low: 0.1, high: 0.01 } } }, "--space: lr low 0.1 is above high 0.01"],
       [{ goal: "digits: 95% accuracy", space: "/etc/space.yaml" }, "--space: expected a mapping of dimensions"],
       [{ goal: "digits: 95% accuracy", space: "{lr: [1" }, "--space: "],
+      // Serve's runners are its own: a posted goal cannot submit runner jobs.
+      [{ goal: "digits: 95% accuracy", runners: "slurm", slurm_jobs: 2 }, "runners: a goal posted to serve runs on serve's runners; runner jobs of its own are launch's (launch --goal run.yaml)"],
     ];
     for (const [body, message] of cases) {
       const { status, reply } = await post(body);
