@@ -12,7 +12,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { execFileSync } from "node:child_process";
-import { run } from "../helpers/run.js";
+import { run, type Ran } from "../helpers/run.js";
 import { startSlurm, type SlurmCluster } from "../helpers/slurm.js";
 
 let cluster: SlurmCluster;
@@ -46,6 +46,8 @@ function runnerLog(): LogLine[] {
 
 /** The swarm job's output: the launch's console. */
 let stdout = "";
+/** `status --json` while the run ran. */
+let statusJson = "";
 let cancelled: { job: string; key: string; at: number } | undefined;
 let queueAfter: string[] = [];
 
@@ -62,7 +64,12 @@ beforeAll(async () => {
   const t0 = Date.now();
   // The first training of several seeds (on the full split: tens of seconds, where a probe on a
   // slice takes one or two): its job is cancelled under it, as a cluster preempts one.
+  // `status` once the run has started: its runner jobs, and the runners that joined over the bus.
+  let status: Promise<Ran> | undefined;
   while (cluster.squeue().includes(swarmJob) && Date.now() - t0 < 360_000) {
+    if (!status && existsSync(swarmLog) && /run r[\w-]+ started/.test(readFileSync(swarmLog, "utf8"))) {
+      status = run("./research-agent", ["status", "--json", "--workspace", workspace], { env, timeout: 120_000 });
+    }
     const started = cancelled ? undefined : runnerLog().find((l) => l.training && l.msg === "started" && l.seeds > 1);
     if (started) {
       execFileSync("scancel", [started.job], { env });
@@ -71,6 +78,7 @@ beforeAll(async () => {
     await new Promise((r) => setTimeout(r, 200));
   }
   stdout = existsSync(swarmLog) ? readFileSync(swarmLog, "utf8") : "";
+  statusJson = (await status)?.stdout ?? "";
   queueAfter = cluster.squeue();
 }, 400_000);
 
@@ -98,6 +106,10 @@ it("runs as a Slurm job over Slurm runner jobs, loses no trial to a job cancelle
   expect(stdout).toMatch(/submitting 2 runner jobs to Slurm/);
   expect(stdout).toMatch(/status: budget_exhausted after 5 trials/);
   expect(stdout).toMatch(/runner jobs: 2 of 2 up/);
+  // status saw the run's jobs and asked the runners that joined over the bus for their health.
+  const seen = JSON.parse(statusJson) as { runs: { runner_jobs?: string }[]; runners: { address: string; health?: { slots: number } }[] };
+  expect(seen.runs[0]?.runner_jobs).toMatch(/^\d of 2 up/);
+  expect(seen.runners.filter((r) => r.health?.slots === 1).length, statusJson).toBeGreaterThanOrEqual(1);
   expect(cancelled, "a training to cancel a job under").toBeDefined();
   // Every trial proposed, each with a verdict or a failure label: none lost.
   const runId = /run (r[\w-]+) started/.exec(stdout)![1]!;
