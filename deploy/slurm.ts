@@ -11,13 +11,17 @@
  */
 import { execFile } from "node:child_process";
 import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
+import { hostname } from "node:os";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { z } from "zod";
 import { randomBytes } from "node:crypto";
 import { create } from "@bufbuild/protobuf";
 import { watchRunners, type Bus } from "../bus/index.js";
 import { ResearchError } from "../core/failure.js";
 import { jobsText } from "../core/format.js";
+import { readJsonFile } from "../core/json.js";
+import { alive } from "../core/process.js";
 import type { Logger } from "../core/logger.js";
 import { RunnerJobsSchema, type RunnerJobs } from "../proto/gen/research/v1/events_pb.js";
 import { entryArgs } from "./entries.js";
@@ -28,6 +32,14 @@ const POLL_MS = 3_000;
 const COMMAND_TIMEOUT_MS = 30_000;
 /** Jobs submitted in all, per job asked for: a cluster that ends every job at once is not retried forever. */
 const SUBMISSIONS_PER_JOB = 3;
+
+/**
+ * The name of the jobs a launcher submits, with its pid and host, so that the next launch in the
+ * workspace cancels the jobs of one that died without cancelling them (SIGKILL): by their name,
+ * which no other launcher's jobs bear.
+ */
+const LAUNCHER_FILE = "launcher.json";
+const LauncherSchema = z.object({ pid: z.number(), host: z.string(), name: z.string() });
 
 /** What `launch --slurm-*` asks of each runner job; undefined leaves it to the cluster's defaults. */
 export interface SlurmRequest {
@@ -128,7 +140,13 @@ export class SlurmRunners {
 
   /** Submits the runner jobs and follows them; throws when sbatch refuses (a bad partition, say). */
   static async start(opts: SlurmRunnersOptions): Promise<SlurmRunners> {
+    const prev = readJsonFile(join(opts.dir, LAUNCHER_FILE), LauncherSchema);
+    if (prev && prev.host === hostname() && !alive(prev.pid)) {
+      opts.log.warn({ name: prev.name, pid: prev.pid }, "cancelling the runner jobs of a launcher that is gone");
+      await run("scancel", [`--name=${prev.name}`], { timeout: COMMAND_TIMEOUT_MS }).catch((err: unknown) => opts.log.warn({ err: (err as Error).message }, "scancel failed"));
+    }
     const pool = new SlurmRunners(opts);
+    writeFileSync(join(opts.dir, LAUNCHER_FILE), JSON.stringify({ pid: process.pid, host: hostname(), name: pool.name }));
     pool.registry = await watchRunners(opts.bus, (address, entry) => pool.announced(address, entry?.job), opts.replicas);
     try {
       for (let i = 0; i < opts.request.jobs; i++) await pool.submit();

@@ -8,10 +8,10 @@
  * the cancelled one, and no job left in the queue.
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { existsSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { run, type Ran } from "../helpers/run.js";
 import { startSlurm, type SlurmCluster } from "../helpers/slurm.js";
 
@@ -86,13 +86,21 @@ afterAll(async () => {
   await cluster?.stop();
 });
 
-it("says why when no runner job starts within the budget, and leaves none queued", async () => {
+it("says why when no runner job starts within the budget, and leaves none queued, nor any of a launcher killed before it", async () => {
   const env = { ...process.env, ...cluster.env };
   // A partition that takes jobs but starts none, as a busy cluster's queue does.
   execFileSync("scontrol", ["update", `PartitionName=${cluster.partition}`, "State=DOWN"], { env });
   try {
+    // A launcher of this workspace SIGKILLed before: its runner job still queued, its record left.
+    const never = join(root, "never");
+    mkdirSync(join(never, "slurm"), { recursive: true });
+    execFileSync("sbatch", ["--job-name=research-runner-killed", "--wrap", "sleep 600"], { env });
+    const dead = spawn("true");
+    await new Promise((r) => dead.once("exit", r));
+    writeFileSync(join(never, "slurm", "launcher.json"), JSON.stringify({ pid: dead.pid, host: hostname(), name: "research-runner-killed" }));
+    expect(cluster.squeue()).toHaveLength(1);
     const { NODE_CHANNEL_FD: _ipc, ...inherited } = env;
-    const r = await run("./research-agent", ["launch", "--goal", "digits: reach 99% validation accuracy", "--time-budget", "15s", "--runners", "slurm", "--workspace", join(root, "never")], { env: inherited, timeout: 120_000 });
+    const r = await run("./research-agent", ["launch", "--goal", "digits: reach 99% validation accuracy", "--time-budget", "15s", "--runners", "slurm", "--workspace", never], { env: inherited, timeout: 120_000 });
     expect(r.status).toBe(2);
     expect(r.stderr.trim()).toMatch(/^research-agent: cannot start the swarm: no Slurm runner job came up within 15 s \(0 of 2 up, 2 pending \(PartitionDown\)\); the jobs' logs are in \S+$/);
     expect(r.stdout).toMatch(/runner jobs: 0 of 2 up, 2 pending \(PartitionDown\)/);
