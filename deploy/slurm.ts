@@ -159,6 +159,23 @@ export class SlurmRunners {
     return pool;
   }
 
+  /**
+   * `start`, then the address of the first runner up, the counts told to `onChange` until then;
+   * none within `waitMs`: the jobs cancelled and an error that says why they wait.
+   */
+  static async startAndWait(opts: SlurmRunnersOptions & { waitMs: number; onChange?: (jobs: RunnerJobs) => void }): Promise<{ pool: SlurmRunners; first: string }> {
+    const pool = await SlurmRunners.start(opts);
+    const unlisten = opts.onChange && pool.listen(opts.onChange);
+    try {
+      return { pool, first: await pool.waitForRunner(opts.waitMs) };
+    } catch (err) {
+      await pool.stop();
+      throw err;
+    } finally {
+      unlisten?.();
+    }
+  }
+
   /** The address of the first runner up; `timeoutMs` without one: an error that says why the jobs wait. */
   async waitForRunner(timeoutMs: number): Promise<string> {
     let timer: NodeJS.Timeout | undefined;

@@ -181,24 +181,13 @@ export async function startSwarm(opts: SwarmOptions): Promise<Swarm> {
   let runnerHealth: HealthResponse;
   try {
     if (opts.slurm) {
-      slurm = await SlurmRunners.start({
-        request: opts.slurm.request,
-        timeLimitMin: opts.slurm.timeLimitMin,
-        dir: join(workspace, "slurm"),
-        env: {
-          NATS_URL: nats ? `nats://${hostname()}:${nats.port}` : natsUrl,
-          ...(secrets && { RESEARCH_SECRETS: secrets.dir }),
-          ...(opts.replicas !== undefined && { NATS_STREAM_REPLICAS: String(opts.replicas) }),
-        },
-        runnerArgs,
-        bus,
-        replicas: opts.replicas,
-        log,
-      });
-      // Told until the first runner is up; from then on the run's events say it (runGoal).
-      const unlisten = opts.slurm.onChange && slurm.listen(opts.slurm.onChange);
-      // The launcher's own calls (the dataset's description) go to the first; the agents take every one that joins.
-      runnerAddress = await slurm.waitForRunner(opts.slurm.waitMs).finally(() => unlisten?.());
+      const env = {
+        NATS_URL: nats ? `nats://${hostname()}:${nats.port}` : natsUrl,
+        ...(secrets && { RESEARCH_SECRETS: secrets.dir }),
+        ...(opts.replicas !== undefined && { NATS_STREAM_REPLICAS: String(opts.replicas) }),
+      };
+      // The launcher's own calls (the dataset's description) go to the first runner up; the agents take every one that joins.
+      ({ pool: slurm, first: runnerAddress } = await SlurmRunners.startAndWait({ ...opts.slurm, dir: join(workspace, "slurm"), env, runnerArgs, bus, replicas: opts.replicas, log }));
     } else if (!opts.runnerAddress) {
       supervisor.start({
         name: "gpu-runner",
@@ -263,6 +252,21 @@ async function describedAtStart(swarm: Swarm, goal: Goal, log: Logger): Promise<
 }
 
 /**
+ * The runner jobs as the run's events (the planner sizes its proposals by them, the report and
+ * the console tell them), and a job that ended submitted again only while the run has time for
+ * what a new runner could take. Returns the end of the listening.
+ */
+function followJobs(slurm: SlurmRunners, bus: Bus, state: RunState, log: Logger): () => void {
+  slurm.resubmitWhile = () => !state.finished && budgetPlan(state, Date.now()).availableS > 0;
+  let n = 0;
+  return slurm.listen((jobs) => {
+    void bus
+      .publish({ runId: state.runId, eventId: `${state.runId}/runner-jobs-${Date.now()}-${n++}`, body: { case: "runnerJobs", value: jobs } })
+      .catch((err: unknown) => log.warn({ err }, "could not record the runner jobs"));
+  });
+}
+
+/**
  * Starts (or resumes) a run and follows it to RunFinished, passing every
  * event to `onEvent`. A run past its time budget plus a grace period is
  * closed by the launcher itself, so `launch` always ends.
@@ -309,15 +313,7 @@ export async function runGoal(
     await Promise.all([watch.stop(), progress.stop()]);
     throw new ResearchError("invalid_config", `run ${runId} has no stored events in this workspace; nothing to resume`);
   }
-  // Runner jobs as the run's events: the planner sizes its proposals by them, the report and the console tell them.
-  let jobEvents = 0;
-  const unlistenJobs = swarm.slurm?.listen((jobs) => {
-    void swarm.bus
-      .publish({ runId, eventId: `${runId}/runner-jobs-${Date.now()}-${jobEvents++}`, body: { case: "runnerJobs", value: jobs } })
-      .catch((err: unknown) => opts.log.warn({ err }, "could not record the runner jobs"));
-  });
-  // A job that ended is submitted again only while the run has time for what a new runner could take.
-  if (swarm.slurm) swarm.slurm.resubmitWhile = () => !state.finished && budgetPlan(state, Date.now()).availableS > 0;
+  const unlistenJobs = swarm.slurm && followJobs(swarm.slurm, swarm.bus, state, opts.log);
   let downtimeS = downtimeSeconds(state);
   if (opts.resume && state.goal) {
     // The run's clock stops while nothing of it runs: from its last stored event to now.
