@@ -21,7 +21,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { cpus, loadavg, release, tmpdir, totalmem } from "node:os";
 import { dirname, join } from "node:path";
 import { parseArgs } from "node:util";
-import { startSlurm, type SlurmCluster } from "../test/helpers/slurm.js";
+import { runnerJobLog, startSlurm, type SlurmCluster } from "../test/helpers/slurm.js";
 
 const { values } = parseArgs({ options: { "budget-s": { type: "string", default: "180" }, "window-s": { type: "string", default: "120" }, out: { type: "string" } } });
 const budgetS = Number(values["budget-s"]);
@@ -33,30 +33,6 @@ const GOAL = "digits: reach 99.9% validation accuracy";
 
 const loads: number[] = [];
 const loadTimer = setInterval(() => loads.push(loadavg()[0]!), 5_000);
-
-interface LogLine {
-  job: string;
-  key: string;
-  msg: string;
-  training: boolean;
-  seeds: number;
-  time: number;
-}
-
-/** The runner jobs' evaluations, from their own logs (pino JSON at info). */
-function runnerLog(dir: string): LogLine[] {
-  if (!existsSync(dir)) return [];
-  return readdirSync(dir)
-    .filter((f) => /^runner-\d+\.log$/.test(f))
-    .flatMap((f) =>
-      readFileSync(join(dir, f), "utf8")
-        .split("\n")
-        .filter((l) => l.startsWith("{"))
-        .map((l) => JSON.parse(l) as Record<string, unknown>)
-        .filter((e) => typeof e.key === "string" && /^evaluation (started|finished|failed|cancelled)$/.test(String(e.msg)))
-        .map((e) => ({ job: f.slice(7, -4), key: String(e.key), msg: String(e.msg).slice(11), training: e.training !== false, seeds: Number(e.seeds) || 0, time: Number(e.time) })),
-    );
-}
 
 /**
  * One launch as a Slurm job: its console, the bench clock's seconds from `sbatch` to its first
@@ -75,7 +51,7 @@ async function sitting(cluster: SlurmCluster, jobs: number, chaos: boolean) {
   while (cluster.squeue().includes(id)) {
     const console = existsSync(join(root, "swarm.log")) ? readFileSync(join(root, "swarm.log"), "utf8") : "";
     for (const [name, re] of milestones) if (firstAt[name] === undefined && re.test(console)) firstAt[name] = (Date.now() - t0) / 1000;
-    const started = chaos && !cancelled ? runnerLog(join(workspace, "slurm")).find((l) => l.training && l.msg === "started" && l.seeds > 1) : undefined;
+    const started = chaos && !cancelled ? runnerJobLog(join(workspace, "slurm")).find((l) => l.training && l.msg === "started" && l.seeds > 1) : undefined;
     if (started) {
       execFileSync("scancel", [started.job], { env });
       cancelled = { job: started.job, key: started.key, at: Date.now() };
@@ -91,7 +67,7 @@ async function sitting(cluster: SlurmCluster, jobs: number, chaos: boolean) {
   const lines = console.split("\n");
   const startS = at(lines.find((l) => / run r[\w-]+ started:/.test(l)) ?? "");
   const judgedS = lines.filter((l) => /\bt\d{3} (accept|reject) ->/.test(l)).map((l) => at(l) - startS);
-  const log = runnerLog(join(workspace, "slurm"));
+  const log = runnerJobLog(join(workspace, "slurm"));
   const trainings = log.filter((l) => l.training && l.msg === "started");
   const keys = [...new Set(trainings.map((l) => l.key))];
   // A training the cancelled job cut short (it held it and did not finish it) is owed one more start, on another job.

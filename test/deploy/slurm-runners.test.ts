@@ -8,41 +8,19 @@
  * the cancelled one, and no job left in the queue.
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { execFileSync, spawn } from "node:child_process";
 import { run, type Ran } from "../helpers/run.js";
-import { startSlurm, type SlurmCluster } from "../helpers/slurm.js";
+import { runnerJobLog, startSlurm, type SlurmCluster } from "../helpers/slurm.js";
 
 let cluster: SlurmCluster;
 const root = mkdtempSync(join(tmpdir(), "slurm-runners-test-"));
 const workspace = join(root, "workspace");
 const jobsDir = join(workspace, "slurm");
 
-interface LogLine {
-  job: string;
-  key: string;
-  msg: string;
-  training: boolean;
-  seeds: number;
-  time: number;
-}
-
-/** Every runner job's evaluations, from the jobs' own logs (pino JSON at info). */
-function runnerLog(): LogLine[] {
-  if (!existsSync(jobsDir)) return [];
-  return readdirSync(jobsDir)
-    .filter((f) => /^runner-\d+\.log$/.test(f))
-    .flatMap((f) =>
-      readFileSync(join(jobsDir, f), "utf8")
-        .split("\n")
-        .filter((l) => l.startsWith("{"))
-        .map((l) => JSON.parse(l) as Record<string, unknown>)
-        .filter((e) => typeof e.key === "string" && /^evaluation (started|finished|failed|cancelled)$/.test(String(e.msg)))
-        .map((e) => ({ job: f.slice("runner-".length, -".log".length), key: String(e.key), msg: String(e.msg).slice("evaluation ".length), training: e.training !== false, seeds: Number(e.seeds) || 0, time: Number(e.time) })),
-    );
-}
+const runnerLog = () => runnerJobLog(jobsDir);
 
 /** The swarm job's output: the launch's console. */
 let stdout = "";

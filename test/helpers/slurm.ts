@@ -210,3 +210,37 @@ function ofCluster(conf: string): number[] {
   }
   return pids;
 }
+
+/** One evaluation line of a runner job's log (`launch --runners slurm` writes each job's log as `<workspace>/slurm/runner-<job>.log`). */
+export interface RunnerLogLine {
+  job: string;
+  /** The evaluation's idempotency key. */
+  key: string;
+  msg: "started" | "finished" | "failed" | "cancelled";
+  /** A training, not an evaluation of kept weights (the test confirmation). */
+  training: boolean;
+  seeds: number;
+  time: number;
+}
+
+/** Every runner job's evaluations in `dir`, from the jobs' own logs (pino JSON at info): what counts trainings. */
+export function runnerJobLog(dir: string): RunnerLogLine[] {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir)
+    .filter((f) => /^runner-\d+\.log$/.test(f))
+    .flatMap((f) =>
+      readFileSync(join(dir, f), "utf8")
+        .split("\n")
+        .filter((l) => l.startsWith("{"))
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+        .filter((e) => typeof e.key === "string" && /^evaluation (started|finished|failed|cancelled)$/.test(String(e.msg)))
+        .map((e) => ({
+          job: f.slice("runner-".length, -".log".length),
+          key: String(e.key),
+          msg: String(e.msg).slice("evaluation ".length) as RunnerLogLine["msg"],
+          training: e.training !== false,
+          seeds: Number(e.seeds) || 0,
+          time: Number(e.time),
+        })),
+    );
+}
