@@ -223,7 +223,9 @@ export class SlurmRunners {
     const live = [...this.jobs.values()].filter((j) => j.state !== "ended").map((j) => j.id);
     if (live.length === 0) return;
     await run("scancel", live, { timeout: COMMAND_TIMEOUT_MS }).catch((err: unknown) => this.opts.log.warn({ err: (err as Error).message, jobs: live }, "scancel failed"));
-    for (let i = 0; i < 60 && (await this.queued()).size > 0; i++) await new Promise((r) => setTimeout(r, 500));
+    // A controller that does not answer leaves them to scancel's word: the stop must end.
+    const left = () => this.queued().then((q) => q.size, () => 0);
+    for (let i = 0; i < 60 && (await left()) > 0; i++) await new Promise((r) => setTimeout(r, 500));
     for (const id of live) this.jobs.get(id)!.state = "ended";
   }
 
@@ -286,7 +288,8 @@ export class SlurmRunners {
 
   private announced(address: string, job: string | undefined): void {
     const mine = job ? this.jobs.get(job) : [...this.jobs.values()].find((j) => j.address === address);
-    if (!mine) return;
+    // An ended job's runner that the registry still told (a late announcement) does not bring it back.
+    if (!mine || (job && mine.state === "ended")) return;
     if (job) {
       Object.assign(mine, { address, state: "running" });
       this.resolveFirstUp(address);
