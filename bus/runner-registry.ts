@@ -21,8 +21,10 @@ const EntrySchema = z.object({
   address: z.string(),
   /** The scheduler's job id when a scheduler started it (SLURM_JOB_ID), else "". */
   job: z.string(),
+  /** The one run whose trials it takes (a run's own jobs under `serve`), else "": any run's. */
+  run: z.string().default(""),
 });
-export type RunnerEntry = z.infer<typeof EntrySchema>;
+export type RunnerEntry = z.input<typeof EntrySchema>;
 
 /** KV keys take letters, digits and `-_=.`: an address's colon and brackets are not among them. */
 const keyOf = (address: string) => address.replace(/[^A-Za-z0-9_=.-]/g, "_");
@@ -46,7 +48,7 @@ export async function announceRunner(bus: Bus, entry: RunnerEntry, replicas = 1)
  * The runners in the registry, then each that joins (`entry`) or says it stopped (undefined).
  * An entry that does not parse is skipped: whatever wrote it is not a runner of this version.
  */
-export async function watchRunners(bus: Bus, onChange: (address: string, entry: RunnerEntry | undefined) => void, replicas = 1): Promise<{ stop(): void }> {
+export async function watchRunners(bus: Bus, onChange: (address: string, entry: z.output<typeof EntrySchema> | undefined) => void, replicas = 1): Promise<{ stop(): void }> {
   const kv = await KvBucket.open(bus, BUCKET, { ttlMs: TTL_MS, replicas });
   const addresses = new Map<string, string>();
   return kv.watch((key, value) => {

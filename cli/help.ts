@@ -99,10 +99,13 @@ const SECTIONS = {
   --host H, --port N, --token T   the dashboard's address and token, as for ui
   --slots N, --device NAME, --unsafe-no-sandbox, --llm ..., --llm-base-url URL, --llm-config FILE
                        the swarm's runner and agents, as for launch
+  --runners slurm, --slurm-jobs N, --slurm-partition P, ...
+                       every goal gets Slurm runner jobs of its own (as launch's; a goal's runners and
+                       slurm_* fields override them), trains on them alone, and its jobs end with it
   --workspace DIR      where lineage, runs, logs and NATS data live (default ./workspace)
   A run is asked for with JSON: {"goal": "digits: 95% accuracy", "time_budget": "5m"} and any of
   launch's run flags in snake_case (target, max_params, seeds_per_trial, max_trials, data_dir, from, class,
-  recipe, no_research, space as a JSON object, ...; not runners or slurm_*: its runners are serve's); paths are this machine's. A refused goal is answered 400 with
+  recipe, no_research, space as a JSON object, runners and slurm_* with serve --runners slurm, ...); paths are this machine's. A refused goal is answered 400 with
   launch's own one line; an accepted one 202 with its run id and place in the queue.`,
   "query options": `  --similar TEXT       trials closest in meaning to TEXT (their hypothesis, surface, configs, failure)
   --k N                how many trials (default ${DEFAULT_K}, at most ${MAX_K})

@@ -1,10 +1,11 @@
 /** What launch, ablation and serve share: the flags that shape a run and a swarm, their checks, and a swarm started and always stopped. */
 import { create } from "@bufbuild/protobuf";
-import { existsSync, readFileSync, realpathSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, realpathSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import { basename, delimiter, dirname, join, resolve, sep } from "node:path";
 import type { ParseArgsConfig } from "node:util";
 import { cliConfig } from "../core/config.js";
+import { ResearchError } from "../core/failure.js";
 import { DEFAULT_SLURM_JOBS, DEFAULT_TIME_BUDGET_S, searchDevice } from "../core/defaults.js";
 import { jobsText } from "../core/format.js";
 import { isId } from "../core/ids.js";
@@ -15,9 +16,9 @@ import { describeLlm, llmConfigFromFlags } from "../core/llm/config.js";
 import type { Logger } from "../core/logger.js";
 import { runSettings } from "../deploy/settings.js";
 import { slurmTimeLimitMin, type SlurmRequest } from "../deploy/slurm.js";
-import type { RunOutcome, Swarm } from "../deploy/swarm.js";
+import type { RunnerJobsRequest, RunOutcome, Swarm } from "../deploy/swarm.js";
 import { parseDevice } from "../gpu-runner/device.js";
-import { SearchSpaceSchema, type Goal, type RunnerJobs, type StartingPoint } from "../proto/gen/research/v1/events_pb.js";
+import { EventSchema, RunFinishedSchema, RunStartedSchema, RunStatus, SearchSpaceSchema, type Event, type Goal, type RunnerJobs, type StartingPoint } from "../proto/gen/research/v1/events_pb.js";
 import type { DatasetInfo } from "../proto/gen/research/v1/runner_pb.js";
 import { learningOf } from "../core/learning/index.js";
 import { datasetSpec } from "../swarm/dataset-info.js";
@@ -71,7 +72,7 @@ export const RUN_FLAGS = {
 export type RunArgs = ReturnType<typeof args<typeof RUN_FLAGS>>["values"];
 
 /** Where a run's runners run: a swarm's flags, which a run document may carry for launch. */
-const SLURM_FLAGS = ["runners", "slurm-jobs", "slurm-partition", "slurm-account", "slurm-gres", "slurm-cpus", "slurm-mem"] as const satisfies readonly (keyof RunArgs)[];
+export const SLURM_FLAGS = ["runners", "slurm-jobs", "slurm-partition", "slurm-account", "slurm-gres", "slurm-cpus", "slurm-mem"] as const satisfies readonly (keyof RunArgs)[];
 
 /** Flags that shape a run when it starts; a resumed run keeps its own. */
 const RUN_SHAPE = ["goal", "from", "class", "recipe", "target", "max-params", "data-dir", "max-trials", "seeds-per-trial", "parallel", "subset", "epochs", "last-epochs", "seed", "planner", "space", "no-warm-start", "warm-start-from"] as const satisfies readonly (keyof RunArgs)[];
@@ -292,7 +293,7 @@ function spaceFlag(value: string | undefined): SpaceSpec | undefined {
 const SLURM_VALUE = { partition: /^[\w.-]+$/, account: /^[\w.-]+$/, gres: /^[\w.-]+(:[\w.-]+)*(,[\w.-]+(:[\w.-]+)*)*$/, mem: /^\d+[KMGT]?$/ } as const;
 
 /** --runners and its --slurm-* flags: undefined for the runner the launch starts itself. */
-function slurmFlags(a: RunArgs): SlurmRequest | undefined {
+export function slurmFlags(a: Pick<RunArgs, (typeof SLURM_FLAGS)[number]>): SlurmRequest | undefined {
   const given = (["jobs", "partition", "account", "gres", "cpus", "mem"] as const).filter((k) => a[`slurm-${k}`] !== undefined);
   if (a.runners === undefined || a.runners === "local") {
     if (given.length) fail(`--slurm-${given[0]} applies to runners that are Slurm jobs: add --runners slurm`);
@@ -357,18 +358,38 @@ function dataRootOf(goal: Goal | undefined): string | undefined {
   return dataDir ? (statSync(dataDir, { throwIfNoEntry: false })?.isFile() ? dirname(dataDir) : dataDir) : undefined;
 }
 
-/** The swarm, its runner told about (which device a run gets, before it spends any budget); exits 2 when it cannot start. */
-export async function startSwarmFor(a: RunArgs, flags: PreparedSwarm, dataRoots: string[], say: (line: string) => void, log: Logger, budgetS = DEFAULT_TIME_BUDGET_S): Promise<Swarm> {
-  say(`starting the swarm in ${flags.workspace} ...`);
-  const slurm = flags.slurm && {
-    request: flags.slurm,
+/**
+ * Runner jobs for a run of `budgetS` seconds, said on the console as they change; `last` holds
+ * the counts last seen. A run whose jobs never start ends at its budget, having trained nothing.
+ */
+export function runnerJobsFor(request: SlurmRequest, budgetS: number, say: (line: string) => void, runId?: string) {
+  const seen: { last?: RunnerJobs } = {};
+  const jobs: RunnerJobsRequest = {
+    request,
     timeLimitMin: slurmTimeLimitMin(budgetS),
-    // A run whose jobs never start ends at its budget, having trained nothing.
     waitMs: budgetS * 1000,
-    onChange: (jobs: RunnerJobs) => say(`runner jobs: ${jobsText(jobs)}`),
+    runId,
+    onChange: (counts) => {
+      seen.last = counts;
+      say(`runner jobs: ${jobsText(counts)}`);
+    },
   };
-  if (slurm) say(`submitting ${slurm.request.jobs} runner jobs to Slurm (time limit ${slurm.timeLimitMin} min each) ...`);
-  const { startSwarm } = await import("../deploy/swarm.js");
+  say(`submitting ${request.jobs} runner jobs to Slurm (time limit ${jobs.timeLimitMin} min each) ...`);
+  return { jobs, seen };
+}
+
+/** Whether `err` says that no runner job came up before the run's budget was spent (SlurmRunners.waitForRunner). */
+export const jobsNeverStarted = (err: unknown): err is ResearchError => err instanceof ResearchError && err.label === "runner_unavailable";
+
+/**
+ * The swarm, its runner told about (which device a run gets, before it spends any budget); exits 2
+ * when it cannot start. `goal`: the run it starts for, whose budget sizes its runner jobs and
+ * which gets a report when none of them starts (then exits 3).
+ */
+export async function startSwarmFor(a: RunArgs, flags: PreparedSwarm & { clusterBus?: boolean }, dataRoots: string[], say: (line: string) => void, log: Logger, goal?: Goal): Promise<Swarm> {
+  say(`starting the swarm in ${flags.workspace} ...`);
+  const slurm = flags.slurm && runnerJobsFor(flags.slurm, goal?.timeBudgetS || DEFAULT_TIME_BUDGET_S, say);
+  const { startSwarm, newRunId } = await import("../deploy/swarm.js");
   let swarm: Swarm;
   try {
     swarm = await startSwarm({
@@ -383,11 +404,16 @@ export async function startSwarmFor(a: RunArgs, flags: PreparedSwarm, dataRoots:
       natsServer: cliConfig().natsServer,
       replicas: cliConfig().streamReplicas,
       secretsDir: cliConfig().secretsDir,
-      slurm,
+      slurm: slurm?.jobs,
+      clusterBus: flags.clusterBus,
       logger: log,
       onRestart: (name, n) => say(`process ${name} exited; restarted (${n})`),
     });
   } catch (err) {
+    if (slurm && goal && jobsNeverStarted(err)) {
+      const report = await writeUnstartedReport(flags.workspace, newRunId(), goal, slurm.seen.last, err.message);
+      fail(`${err.message}; report: ${report}`, EXIT.budgetSpent);
+    }
     fail(`cannot start the swarm: ${(err as Error).message}`, EXIT.cannotRun);
   }
   const { slots, device } = swarm.runnerHealth;
@@ -449,7 +475,7 @@ export async function withSwarm(
   // Beside the swarm's own logs (deploy/supervisor.ts): the console shows `say` lines only.
   const log = quietLogger(join(run.workspace, "logs", "launcher.log"));
   const root = dataRootOf(run.goal);
-  const swarm = await startSwarmFor(a, run, root ? [root] : [], say, log, run.goal?.timeBudgetS || undefined);
+  const swarm = await startSwarmFor(a, run, root ? [root] : [], say, log, run.goal);
   let stopping = false;
   const shutdown = async (code: number): Promise<never> => {
     if (!stopping) {
@@ -487,6 +513,26 @@ export async function withSwarm(
  * An interrupted run's report so far, and its paths on the outcome: the lineage store writes
  * reports on RunFinished, which an interrupted run has not had.
  */
+/**
+ * The report of a run whose runner jobs never came up: its goal, the jobs as last seen, and why it
+ * ended at its budget having trained nothing (no trial, so no lineage to tell). Returns its path.
+ */
+export async function writeUnstartedReport(workspace: string, runId: string, goal: Goal, jobs: RunnerJobs | undefined, reason: string): Promise<string> {
+  const [{ writeReport }, { foldRun }] = await Promise.all([import("../lineage-store/report.js"), import("../swarm/run-state.js")]);
+  const finished = create(RunFinishedSchema, { status: RunStatus.BUDGET_EXHAUSTED, reason, trials: 0, seconds: goal.timeBudgetS });
+  const at = BigInt(Date.now());
+  const bodies: Event["body"][] = [
+    { case: "runStarted", value: create(RunStartedSchema, { goal }) },
+    ...(jobs ? [{ case: "runnerJobs" as const, value: jobs }] : []),
+    { case: "runFinished", value: finished },
+  ];
+  const state = foldRun(runId, bodies.map((body, i) => create(EventSchema, { runId, eventId: `${runId}/unstarted-${i}`, emittedAtMs: at, body })));
+  const dir = join(workspace, "runs", runId);
+  mkdirSync(dir, { recursive: true });
+  await writeReport(dir, state, finished);
+  return join(dir, "report.md");
+}
+
 export async function writeInterruptedReport(workspace: string, outcome: RunOutcome): Promise<void> {
   const [{ writeReport }, { REGISTRY_FILE }] = await Promise.all([import("../lineage-store/report.js"), import("../lineage-store/artifacts.js")]);
   const dir = join(workspace, "runs", outcome.runId);

@@ -44,8 +44,6 @@ export const RunDocumentSchema = z.strictObject({
   slurm_mem: z.string().max(20).optional(),
 });
 
-/** The fields that say where a run's runners run: a swarm's, which a goal posted to serve cannot choose. */
-export const RUNNER_FIELDS = ["runners", "slurm_jobs", "slurm_partition", "slurm_account", "slurm_gres", "slurm_cpus", "slurm_mem"] as const;
 export type RunDocument = z.input<typeof RunDocumentSchema>;
 export type RunDocumentFields = z.output<typeof RunDocumentSchema>;
 

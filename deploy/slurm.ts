@@ -163,11 +163,11 @@ export class SlurmRunners {
    * `start`, then the address of the first runner up, the counts told to `onChange` until then;
    * none within `waitMs`: the jobs cancelled and an error that says why they wait.
    */
-  static async startAndWait(opts: SlurmRunnersOptions & { waitMs: number; onChange?: (jobs: RunnerJobs) => void }): Promise<{ pool: SlurmRunners; first: string }> {
+  static async startAndWait(opts: SlurmRunnersOptions & { waitMs: number; onChange?: (jobs: RunnerJobs) => void; signal?: AbortSignal }): Promise<{ pool: SlurmRunners; first: string }> {
     const pool = await SlurmRunners.start(opts);
     const unlisten = opts.onChange && pool.listen(opts.onChange);
     try {
-      return { pool, first: await pool.waitForRunner(opts.waitMs) };
+      return { pool, first: await pool.waitForRunner(opts.waitMs, opts.signal) };
     } catch (err) {
       await pool.stop();
       throw err;
@@ -176,16 +176,23 @@ export class SlurmRunners {
     }
   }
 
-  /** The address of the first runner up; `timeoutMs` without one: an error that says why the jobs wait. */
-  async waitForRunner(timeoutMs: number): Promise<string> {
+  /** The address of the first runner up; `timeoutMs` without one: an error that says why the jobs wait; `signal` aborted: its reason. */
+  async waitForRunner(timeoutMs: number, signal?: AbortSignal): Promise<string> {
     let timer: NodeJS.Timeout | undefined;
+    let onAbort: (() => void) | undefined;
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => {
         const jobs = jobsText(this.counts());
         reject(new ResearchError("runner_unavailable", `no Slurm runner job came up within ${Math.round(timeoutMs / 1000)} s (${jobs}); the jobs' logs are in ${this.opts.dir}`));
       }, timeoutMs);
+      onAbort = () => reject(new ResearchError("cancelled", `stopped while waiting for the runner jobs: ${String(signal!.reason)}`));
+      if (signal?.aborted) onAbort();
+      else signal?.addEventListener("abort", onAbort, { once: true });
     });
-    return Promise.race([this.firstUp, timeout]).finally(() => clearTimeout(timer));
+    return Promise.race([this.firstUp, timeout]).finally(() => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort!);
+    });
   }
 
   /** The runner jobs asked for at once. */

@@ -53,13 +53,27 @@ export interface SwarmOptions {
    * Runners as Slurm jobs instead of one started here (deploy/slurm.ts): what each job asks
    * for, its time limit, and how long to wait for the first to come up.
    */
-  slurm?: { request: SlurmRequest; timeLimitMin: number; waitMs: number; onChange?: (jobs: RunnerJobs) => void };
+  slurm?: RunnerJobsRequest;
+  /** The bus listens beyond loopback, behind its TLS and password, where runner jobs on the cluster's nodes reach it (implied by `slurm`; `serve --runners slurm`). */
+  clusterBus?: boolean;
   /** Instances per role (default 1 each). */
   instances?: Partial<Record<(typeof ROLES)[number], number>>;
   /** LLM flags for every agent (see core/llm/config.ts); absent: the built-in brain. */
   llm?: { llm?: string; baseUrl?: string; file?: string };
   logger: Logger;
   onRestart?: (name: string, restarts: number) => void;
+}
+
+/** Runner jobs asked of Slurm: what each asks for, its time limit, how long to wait for the first to come up, the run they serve alone. */
+export interface RunnerJobsRequest {
+  request: SlurmRequest;
+  timeLimitMin: number;
+  waitMs: number;
+  /** The one run whose trials they take (a run's own jobs under serve); absent: every run's. */
+  runId?: string;
+  onChange?: (jobs: RunnerJobs) => void;
+  /** Stops the wait for the first runner (the jobs cancelled). */
+  signal?: AbortSignal;
 }
 
 export interface Swarm {
@@ -72,6 +86,11 @@ export interface Swarm {
   supervisor: Supervisor;
   /** The runner jobs, when the runners are Slurm's. */
   slurm?: SlurmRunners;
+  /**
+   * Submits runner jobs that join this swarm and resolves with the first runner up; none within
+   * `waitMs`: the jobs cancelled and a `runner_unavailable` error that says why they wait.
+   */
+  submitRunners(jobs: RunnerJobsRequest): Promise<{ pool: SlurmRunners; first: string }>;
   stop(): Promise<void>;
 }
 
@@ -135,7 +154,7 @@ export async function startSwarm(opts: SwarmOptions): Promise<Swarm> {
   let natsUrl = opts.natsUrl;
   if (!natsUrl) {
     // Slurm's runners join from the cluster's nodes: the bus listens beyond loopback, behind its TLS and password.
-    nats = await startNatsServer({ dataDir: join(workspace, "nats"), binary: opts.natsServer, secrets, host: opts.slurm ? "0.0.0.0" : undefined });
+    nats = await startNatsServer({ dataDir: join(workspace, "nats"), binary: opts.natsServer, secrets, host: opts.slurm || opts.clusterBus ? "0.0.0.0" : undefined });
     natsUrl = nats.url;
   }
   // However this process ends (an uncaught error exits without awaiting `stop`), its nats-server
@@ -167,6 +186,21 @@ export async function startSwarm(opts: SwarmOptions): Promise<Swarm> {
     ...(opts.dataRoots ?? []).flatMap((d) => ["--data-root", d]),
     ...(opts.unsafeNoSandbox ? ["--unsafe-no-sandbox"] : []),
   ];
+  const jobsEnv = {
+    NATS_URL: nats ? `nats://${hostname()}:${nats.port}` : natsUrl,
+    ...(secrets && { RESEARCH_SECRETS: secrets.dir }),
+    ...(opts.replicas !== undefined && { NATS_STREAM_REPLICAS: String(opts.replicas) }),
+  };
+  const submitRunners = ({ runId, ...jobs }: RunnerJobsRequest) =>
+    SlurmRunners.startAndWait({
+      ...jobs,
+      dir: join(workspace, "slurm", ...(runId ? [runId] : [])),
+      env: jobsEnv,
+      runnerArgs: [...runnerArgs, ...(runId ? ["--for-run", runId] : [])],
+      bus,
+      replicas: opts.replicas,
+      log: runId ? log.child({ run_id: runId }) : log,
+    });
   let slurm: SlurmRunners | undefined;
   let runner: RunnerClient | undefined;
   const stop = async () => {
@@ -181,13 +215,8 @@ export async function startSwarm(opts: SwarmOptions): Promise<Swarm> {
   let runnerHealth: HealthResponse;
   try {
     if (opts.slurm) {
-      const env = {
-        NATS_URL: nats ? `nats://${hostname()}:${nats.port}` : natsUrl,
-        ...(secrets && { RESEARCH_SECRETS: secrets.dir }),
-        ...(opts.replicas !== undefined && { NATS_STREAM_REPLICAS: String(opts.replicas) }),
-      };
       // The launcher's own calls (the dataset's description) go to the first runner up; the agents take every one that joins.
-      ({ pool: slurm, first: runnerAddress } = await SlurmRunners.startAndWait({ ...opts.slurm, dir: join(workspace, "slurm"), env, runnerArgs, bus, replicas: opts.replicas, log }));
+      ({ pool: slurm, first: runnerAddress } = await submitRunners(opts.slurm));
     } else if (!opts.runnerAddress) {
       supervisor.start({
         name: "gpu-runner",
@@ -215,7 +244,7 @@ export async function startSwarm(opts: SwarmOptions): Promise<Swarm> {
     join(workspace, "swarm.json"),
     JSON.stringify({ nats_url: natsUrl, runner_address: runnerAddress, pid: process.pid, host: hostname(), nats_pid: nats?.pid ?? 0 }, null, 2),
   );
-  return { natsUrl, runnerAddress, bus, runner, runnerHealth, supervisor, slurm, stop };
+  return { natsUrl, runnerAddress, bus, runner, runnerHealth, supervisor, slurm, submitRunners, stop };
 }
 
 /** What a client of the swarm in `workspace` logs in with: the launch's own secrets, else `secretsDir`'s, else none. */
@@ -285,6 +314,8 @@ export async function runGoal(
     signal?: AbortSignal;
     /** The watchdog's grace period, seconds (default IDLE_GRACE_S). */
     idleGraceS?: number;
+    /** The run's own runner jobs (serve's goals); default: the swarm's. */
+    slurm?: SlurmRunners;
     log: Logger;
   },
 ): Promise<RunOutcome> {
@@ -313,7 +344,8 @@ export async function runGoal(
     await Promise.all([watch.stop(), progress.stop()]);
     throw new ResearchError("invalid_config", `run ${runId} has no stored events in this workspace; nothing to resume`);
   }
-  const unlistenJobs = swarm.slurm && followJobs(swarm.slurm, swarm.bus, state, opts.log);
+  const jobs = opts.slurm ?? swarm.slurm;
+  const unlistenJobs = jobs && followJobs(jobs, swarm.bus, state, opts.log);
   let downtimeS = downtimeSeconds(state);
   if (opts.resume && state.goal) {
     // The run's clock stops while nothing of it runs: from its last stored event to now.

@@ -1,6 +1,6 @@
 /**
  * The runner as a standalone service:
- *   tsx gpu-runner/main.ts [--address 0.0.0.0:50051] [--slots N] [--device auto|cpu|cuda] [--seeds auto|apart|together] [--data-root DIR]... [--state-dir DIR] [--unsafe-no-sandbox] [--announce]
+ *   tsx gpu-runner/main.ts [--address 0.0.0.0:50051] [--slots N] [--device auto|cpu|cuda] [--seeds auto|apart|together] [--data-root DIR]... [--state-dir DIR] [--unsafe-no-sandbox] [--announce [--for-run RUN_ID]]
  * Prints one line "runner listening on HOST:PORT" on stdout when ready.
  */
 import { hostname } from "node:os";
@@ -24,12 +24,13 @@ const { values } = parseArgs({
     "state-dir": { type: "string" },
     "unsafe-no-sandbox": { type: "boolean" },
     announce: { type: "boolean" },
+    "for-run": { type: "string" },
     help: { type: "boolean", short: "h" },
   },
 });
 if (values.help) {
   process.stdout.write(
-    "gpu-runner: gRPC evaluation service\n  --address HOST:PORT (default 127.0.0.1:50051, env RUNNER_ADDRESS)\n  --slots N (default: the CPU count; on a GPU host one per 10 GiB of GPU memory, at most 8 per GPU and the CPU count)\n  --device auto|cpu|cuda (default auto: the GPUs when there are any; cuda: refuse to start without one)\n  --seeds auto|apart|together (default auto: a trial's seeds train together in one process on a GPU, apart in a job each on a CPU)\n  --python PATH (default: RUNNER_PYTHON, else the project's .venv/bin/python, else /usr/bin/python3)\n  --data-root DIR (repeatable; datasets are only read from these and /usr/share/datasets)\n  --state-dir DIR (ended evaluations' answers and kept weights outlive a restart there, for a day; default: none, they go with the process)\n  --unsafe-no-sandbox (run model code without bubblewrap)\n  --announce (join the swarm at NATS_URL: its agents find this runner there, by this host's name when it listens on 0.0.0.0; what a Slurm job runs, where nobody knows the node or port beforehand: give --address 0.0.0.0:0)\nWith RESEARCH_SECRETS set it serves TLS and refuses calls without the deployment's token (docs/DEPLOY.md).\n",
+    "gpu-runner: gRPC evaluation service\n  --address HOST:PORT (default 127.0.0.1:50051, env RUNNER_ADDRESS)\n  --slots N (default: the CPU count; on a GPU host one per 10 GiB of GPU memory, at most 8 per GPU and the CPU count)\n  --device auto|cpu|cuda (default auto: the GPUs when there are any; cuda: refuse to start without one)\n  --seeds auto|apart|together (default auto: a trial's seeds train together in one process on a GPU, apart in a job each on a CPU)\n  --python PATH (default: RUNNER_PYTHON, else the project's .venv/bin/python, else /usr/bin/python3)\n  --data-root DIR (repeatable; datasets are only read from these and /usr/share/datasets)\n  --state-dir DIR (ended evaluations' answers and kept weights outlive a restart there, for a day; default: none, they go with the process)\n  --unsafe-no-sandbox (run model code without bubblewrap)\n  --announce (join the swarm at NATS_URL: its agents find this runner there, by this host's name when it listens on 0.0.0.0; what a Slurm job runs, where nobody knows the node or port beforehand: give --address 0.0.0.0:0)\n  --for-run RUN_ID (with --announce: take only that run's trials, as a run's own Slurm jobs under serve do)\nWith RESEARCH_SECRETS set it serves TLS and refuses calls without the deployment's token (docs/DEPLOY.md).\n",
   );
   process.exit(0);
 }
@@ -89,8 +90,8 @@ async function announce(listening: string, secrets: ReturnType<typeof loadSecret
   const host = ["0.0.0.0", "[::]", ""].includes(bound) ? hostname() : bound;
   const address = `${host}:${listening.slice(listening.lastIndexOf(":") + 1)}`;
   const bus = await connectBus({ servers: config.natsServers, name: `gpu-runner@${address}`, logger: log, replicas: config.streamReplicas, secrets });
-  const entry = await announceRunner(bus, { address, job: process.env.SLURM_JOB_ID ?? "" }, config.streamReplicas);
-  log.info({ address, job: process.env.SLURM_JOB_ID }, "runner announced on the bus");
+  const entry = await announceRunner(bus, { address, job: process.env.SLURM_JOB_ID ?? "", run: values["for-run"] ?? "" }, config.streamReplicas);
+  log.info({ address, job: process.env.SLURM_JOB_ID, run_id: values["for-run"] }, "runner announced on the bus");
   return {
     stop: async () => {
       await entry.stop();

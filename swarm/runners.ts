@@ -1,6 +1,8 @@
 /**
  * The runners of RUNNER_ADDRESS and those that join over the bus (bus/runner-registry.ts: Slurm
- * jobs), picked by their health rather than in turn.
+ * jobs), picked by their health rather than in turn. A run with runners of its own (its Slurm
+ * jobs under `serve`, which asked for their GPUs) trains on those alone, and they on it alone;
+ * the other runners take every other run's calls.
  *
  * With more than one runner, each is asked for its `Health` every few seconds
  * (a unary call, answered from counters). A call goes to the runner with the
@@ -19,6 +21,8 @@ const HEALTH_TIMEOUT_MS = 1_500;
 
 interface Runner {
   address: string;
+  /** The one run it serves, else "": any run. */
+  run: string;
   client: RunnerClient;
   /** Free slots less queued jobs at the last answer; undefined until the first. */
   room?: number;
@@ -44,10 +48,10 @@ export class Runners {
     for (const address of addresses) this.add(address);
   }
 
-  /** A runner more (one that joined over the bus); polled from now on, since there is a choice. */
-  add(address: string): void {
+  /** A runner more (one that joined over the bus, for `run`'s calls only when given); polled from now on, since there is a choice. */
+  add(address: string, run = ""): void {
     if (this.runners.some((r) => r.address === address)) return;
-    this.runners.push({ address, client: connectRunner(address, this.secrets), up: true, sent: 0, instance: "" });
+    this.runners.push({ address, run, client: connectRunner(address, this.secrets), up: true, sent: 0, instance: "" });
     if (this.runners.length > 1 && !this.timer) {
       void this.poll();
       this.timer = setInterval(() => void this.poll(), this.pollMs);
@@ -81,25 +85,34 @@ export class Runners {
     );
   }
 
-  /** The runner with the most room; in turn among equals. */
-  pick(): RunnerClient {
-    return this.choose().client;
+  /** The runner for a call of `run` with the most room; in turn among equals. */
+  pick(run: string): RunnerClient {
+    return this.choose(run).client;
   }
 
   /** `pick()`'s runner by its address and process (what a lease on an evaluation key holds, swarm/runner-leases.ts). */
-  pickHolder(): { address: string; instance: string } {
-    const r = this.choose();
+  pickHolder(run: string): { address: string; instance: string } {
+    const r = this.choose(run);
     return { address: r.address, instance: r.instance };
   }
 
-  /** The runner at `address`; `pick()`'s when it is not one of these (another process's list). */
-  at(address: string): RunnerClient {
-    return this.runners.find((r) => r.address === address)?.client ?? this.pick();
+  /** The runner at `address`; `pick(run)`'s when it is not one of these (another process's list). */
+  at(address: string, run: string): RunnerClient {
+    return this.runners.find((r) => r.address === address)?.client ?? this.pick(run);
   }
 
-  private choose(): Runner {
-    const live = this.runners.filter((r) => r.up);
-    const candidates = live.length ? live : this.runners;
+  /** The runners that take `run`'s calls: its own, else the shared ones, else (none left) any, whose refusal the bus retries. */
+  private of(run: string): Runner[] {
+    const own = this.runners.filter((r) => r.run === run);
+    if (own.length) return own;
+    const shared = this.runners.filter((r) => r.run === "");
+    return shared.length ? shared : [...this.runners];
+  }
+
+  private choose(run: string): Runner {
+    const mine = this.of(run);
+    const live = mine.filter((r) => r.up);
+    const candidates = live.length ? live : mine;
     let best: Runner | undefined;
     for (let i = 0; i < candidates.length; i++) {
       const r = candidates[(this.next + i) % candidates.length]!;
@@ -110,8 +123,9 @@ export class Runners {
     return best!;
   }
 
-  all(): RunnerClient[] {
-    return [...this.runners].sort((a, b) => Number(b.up) - Number(a.up)).map((r) => r.client);
+  /** `run`'s runners, those that answer first. */
+  all(run: string): RunnerClient[] {
+    return this.of(run).sort((a, b) => Number(b.up) - Number(a.up)).map((r) => r.client);
   }
 
   close(): void {

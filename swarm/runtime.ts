@@ -71,20 +71,20 @@ export async function runAgent(opts: AgentOptions): Promise<void> {
   });
   const runners = new Runners(config.runnerAddresses, secrets, log);
   // Runners that join over the bus (Slurm jobs) beside RUNNER_ADDRESS's.
-  const registry = await watchRunners(bus, (address, entry) => (entry ? runners.add(address) : runners.remove(address)), config.streamReplicas);
+  const registry = await watchRunners(bus, (address, entry) => (entry ? runners.add(address, entry.run) : runners.remove(address)), config.streamReplicas);
   const runs = new RunStates(bus, log);
   // Opened by the first agent that asks (the analyst): the others never need the bucket.
   let leases: Promise<RunnerLeases> | undefined;
-  const runnerFor = async (key: string) => {
+  const runnerFor = async (run: string, key: string) => {
     leases ??= RunnerLeases.open(bus, config.streamReplicas).catch((err: unknown) => {
       leases = undefined;
       throw err;
     });
     const held = await leases;
-    const holder = await held.holder(key, () => runners.pickHolder());
+    const holder = await held.holder(key, () => runners.pickHolder(run));
     log.info({ key, runner: holder.address, instance: holder.instance }, "evaluation key held by runner");
     return {
-      client: runners.at(holder.address),
+      client: runners.at(holder.address, run),
       instance: holder.instance,
       release: async () => {
         log.info({ key, runner: holder.address, instance: holder.instance }, "evaluation key released: its runner failed it");
@@ -100,9 +100,9 @@ export async function runAgent(opts: AgentOptions): Promise<void> {
     emit: async (key, init) => {
       await bus.publish({ ...init, eventId: `${init.runId}/${key}` });
     },
-    runner: () => runners.pick(),
-    runners: () => runners.all(),
-    runnerFor,
+    runner: () => runners.pick(event.runId),
+    runners: () => runners.all(event.runId),
+    runnerFor: (key) => runnerFor(event.runId, key),
   });
 
   // Each consumption holds one message at a time; several on the same durables

@@ -10,8 +10,9 @@
 import { join, resolve } from "node:path";
 import { existsSync, realpathSync } from "node:fs";
 import { cliConfig } from "../../core/config.js";
-import { RUNNER_FIELDS } from "../../core/run-document.js";
-import { newRunId, runGoal, type Swarm } from "../../deploy/swarm.js";
+import { DEFAULT_TIME_BUDGET_S } from "../../core/defaults.js";
+import type { SlurmRequest, SlurmRunners } from "../../deploy/slurm.js";
+import { newRunId, runGoal, type RunOutcome, type Swarm } from "../../deploy/swarm.js";
 import { buildWeb } from "../../dashboard/build.js";
 import type { QueuedRun, RunIntake, StartRunFields, StartRunReply } from "../../dashboard/intake.js";
 import { startDashboard, type Dashboard } from "../../dashboard/server.js";
@@ -19,7 +20,24 @@ import { RUN_STATUS } from "../../core/enums.js";
 import { args, CliFailure, dashboardPort, dashboardStartProblem, fail, positiveInt } from "../args.js";
 import { describeEvent } from "../event-line.js";
 import { UI_PORT } from "../help.js";
-import { confineTo, datasetProblem, documentFlags, prepareGoal, prepareSwarm, RUN_FLAGS, sayer, SIGNAL_EXIT, startSwarmFor, writeInterruptedReport, type RunArgs } from "../swarm-run.js";
+import {
+  confineTo,
+  datasetProblem,
+  documentFlags,
+  jobsNeverStarted,
+  prepareGoal,
+  prepareSwarm,
+  RUN_FLAGS,
+  runnerJobsFor,
+  sayer,
+  SIGNAL_EXIT,
+  SLURM_FLAGS,
+  slurmFlags,
+  startSwarmFor,
+  writeInterruptedReport,
+  writeUnstartedReport,
+  type RunArgs,
+} from "../swarm-run.js";
 import { connectOrFail, quietLogger } from "../workspace.js";
 import type { Logger } from "../../core/logger.js";
 
@@ -29,6 +47,13 @@ const SERVE_FLAGS = {
   token: { type: "string" },
   "max-runs": { type: "string", default: "1" },
   "data-root": { type: "string", multiple: true },
+  runners: RUN_FLAGS.runners,
+  "slurm-jobs": RUN_FLAGS["slurm-jobs"],
+  "slurm-partition": RUN_FLAGS["slurm-partition"],
+  "slurm-account": RUN_FLAGS["slurm-account"],
+  "slurm-gres": RUN_FLAGS["slurm-gres"],
+  "slurm-cpus": RUN_FLAGS["slurm-cpus"],
+  "slurm-mem": RUN_FLAGS["slurm-mem"],
   slots: RUN_FLAGS.slots,
   device: RUN_FLAGS.device,
   "unsafe-no-sandbox": RUN_FLAGS["unsafe-no-sandbox"],
@@ -57,11 +82,11 @@ class Intake implements RunIntake {
   ) {}
 
   async submit(fields: StartRunFields, who: string): Promise<[number, StartRunReply]> {
-    const where = RUNNER_FIELDS.find((k) => fields[k] !== undefined);
-    if (where) return [400, { ok: false, error: `${where}: a goal posted to serve runs on serve's runners; runner jobs of its own are launch's (launch --goal run.yaml)` }];
     let prepared: ReturnType<typeof prepareGoal>;
+    let jobs: SlurmRequest | undefined;
     try {
       prepared = prepareGoal({ ...this.a, ...documentFlags(fields) }, this.flags.workspace, confineTo(this.dataRoots));
+      jobs = this.jobsOf(fields);
     } catch (err) {
       if (err instanceof CliFailure) return [400, { ok: false, error: err.message }];
       throw err;
@@ -75,7 +100,7 @@ class Intake implements RunIntake {
       goal: fields.goal,
       who,
       submitted_at: Date.now(),
-      go: (signal) => this.follow(runId, prepared, !fields.no_research, signal),
+      go: (signal) => this.follow(runId, prepared, !fields.no_research, jobs, signal),
     };
     this.waiting.push(run);
     this.pump();
@@ -83,6 +108,17 @@ class Intake implements RunIntake {
     const position = this.waiting.indexOf(run) + 1;
     this.say(`${runId} ${position === 0 ? "starts" : `is queued (${position} to start before it, itself included)`}: ${fields.goal} (from ${who})`);
     return [202, { ok: true, run_id: runId, position }];
+  }
+
+  /**
+   * The goal's own runner jobs: serve's --runners and --slurm-* with the goal's fields over them.
+   * Only a serve started with --runners slurm gives any: its bus alone is reachable from the nodes.
+   */
+  private jobsOf(fields: StartRunFields): SlurmRequest | undefined {
+    const own = Object.fromEntries(Object.entries(documentFlags(fields)).filter(([k, v]) => (SLURM_FLAGS as readonly string[]).includes(k) && v !== undefined));
+    if (Object.keys(own).length && !this.flags.slurm) fail(`${Object.keys(own)[0]!.replace("-", "_")}: this serve takes no goal with runner jobs of its own; start it with --runners slurm (docs/DEPLOY.md "On a Slurm cluster")`);
+    const merged = { ...this.a, ...own };
+    return merged.runners === "local" ? undefined : slurmFlags(merged);
   }
 
   queue() {
@@ -108,18 +144,37 @@ class Intake implements RunIntake {
     }
   }
 
-  private async follow(runId: string, prepared: ReturnType<typeof prepareGoal>, research: boolean, signal: AbortSignal): Promise<void> {
-    const outcome = await runGoal(this.swarm, {
-      start: { goal: prepared.goal!, settings: prepared.settings(this.swarm, research, this.flags.llm), start: prepared.start?.point },
-      runId,
-      signal,
-      log: this.log.child({ run_id: runId }),
-      onEvent: (e, s) => {
-        if (e.body.case !== "runStarted" && e.body.case !== "runFinished") return;
-        const line = describeEvent(e, s);
-        if (line) this.say(`${runId} ${line}`);
-      },
-    });
+  private async follow(runId: string, prepared: ReturnType<typeof prepareGoal>, research: boolean, jobs: SlurmRequest | undefined, signal: AbortSignal): Promise<void> {
+    const goal = prepared.goal!;
+    let pool: SlurmRunners | undefined;
+    if (jobs) {
+      // The run starts once one of its jobs is up; none before its budget is spent: a report that says why.
+      const asked = runnerJobsFor(jobs, goal.timeBudgetS || DEFAULT_TIME_BUDGET_S, (line) => this.say(`${runId} ${line}`), runId);
+      try {
+        ({ pool } = await this.swarm.submitRunners({ ...asked.jobs, signal }));
+      } catch (err) {
+        if (!jobsNeverStarted(err)) throw err;
+        const report = await writeUnstartedReport(this.flags.workspace, runId, goal, asked.seen.last, err.message);
+        return this.say(`${runId} ${err.message}; report: ${report}`);
+      }
+    }
+    let outcome: RunOutcome;
+    try {
+      outcome = await runGoal(this.swarm, {
+        start: { goal, settings: prepared.settings({ ...this.swarm, slurm: pool }, research, this.flags.llm), start: prepared.start?.point },
+        runId,
+        signal,
+        slurm: pool,
+        log: this.log.child({ run_id: runId }),
+        onEvent: (e, s) => {
+          if (e.body.case !== "runStarted" && e.body.case !== "runFinished") return;
+          const line = describeEvent(e, s);
+          if (line) this.say(`${runId} ${line}`);
+        },
+      });
+    } finally {
+      await pool?.stop();
+    }
     if (outcome.interrupted) {
       await writeInterruptedReport(this.flags.workspace, outcome);
       this.say(`${runId} ${RUN_STATUS.name(outcome.finished.status)}: report so far in ${outcome.finished.reportPath}; launch --resume ${runId} continues it`);
@@ -146,10 +201,11 @@ export default async function serve(argv: string[]): Promise<void> {
   // As the runner's sandbox will see them: a root that is a symlink is where it leads.
   const dataRoots = (a["data-root"] ?? []).map((d) => realpathSync(d));
   const runArgs = a as unknown as RunArgs;
+  // --runners slurm: the goals' runner jobs, each run's own (Intake.jobsOf); the swarm itself starts its local runner.
   const flags = prepareSwarm(runArgs);
   const say = sayer(false);
   const log = quietLogger(join(flags.workspace, "logs", "serve.log"));
-  const swarm = await startSwarmFor(runArgs, flags, dataRoots, say, log);
+  const swarm = await startSwarmFor(runArgs, { ...flags, slurm: undefined, clusterBus: !!flags.slurm }, dataRoots, say, log);
   const intake = new Intake(swarm, runArgs, flags, dataRoots, maxRuns, say, log);
   let dashboard: Dashboard | undefined;
   let stopping = false;

@@ -98,8 +98,9 @@ describe("research-agent serve", () => {
       [{ goal: "digits: 95% accuracy", space: { lr: { low: 0.1, high: 0.01 } } }, "--space: lr low 0.1 is above high 0.01"],
       [{ goal: "digits: 95% accuracy", space: "/etc/space.yaml" }, "--space: expected a mapping of dimensions"],
       [{ goal: "digits: 95% accuracy", space: "{lr: [1" }, "--space: "],
-      // Serve's runners are its own: a posted goal cannot submit runner jobs.
-      [{ goal: "digits: 95% accuracy", runners: "slurm", slurm_jobs: 2 }, "runners: a goal posted to serve runs on serve's runners; runner jobs of its own are launch's (launch --goal run.yaml)"],
+      // Runner jobs of a goal's own need a serve whose bus the cluster's nodes reach (serve --runners slurm).
+      [{ goal: "digits: 95% accuracy", runners: "slurm", slurm_jobs: 2 }, "runners: this serve takes no goal with runner jobs of its own; start it with --runners slurm"],
+      [{ goal: "digits: 95% accuracy", slurm_gres: "gpu:1" }, "slurm_gres: this serve takes no goal with runner jobs of its own"],
     ];
     for (const [body, message] of cases) {
       const { status, reply } = await post(body);

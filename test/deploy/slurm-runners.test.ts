@@ -13,6 +13,8 @@ import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { execFileSync, spawn } from "node:child_process";
 import { run, type Ran } from "../helpers/run.js";
+import { createInterface } from "node:readline";
+import { unwrapped } from "../helpers/markdown.js";
 import { runnerJobLog, startSlurm, type SlurmCluster } from "../helpers/slurm.js";
 
 let cluster: SlurmCluster;
@@ -79,9 +81,15 @@ it("says why when no runner job starts within the budget, and leaves none queued
     expect(cluster.squeue()).toHaveLength(1);
     const { NODE_CHANNEL_FD: _ipc, ...inherited } = env;
     const r = await run("./research-agent", ["launch", "--goal", "digits: reach 99% validation accuracy", "--time-budget", "15s", "--runners", "slurm", "--workspace", never], { env: inherited, timeout: 120_000 });
-    expect(r.status).toBe(2);
-    expect(r.stderr.trim()).toMatch(/^research-agent: cannot start the swarm: no Slurm runner job came up within 15 s \(0 of 2 up, 2 pending \(PartitionDown\)\); the jobs' logs are in \S+$/);
+    // It ends at its budget, with a report that says why it trained nothing.
+    expect(r.status).toBe(3);
+    const said = /^research-agent: no Slurm runner job came up within 15 s \(0 of 2 up, 2 pending \(PartitionDown\)\); the jobs' logs are in \S+; report: (\S+)$/.exec(r.stderr.trim());
+    expect(said, r.stderr).not.toBeNull();
     expect(r.stdout).toMatch(/runner jobs: 0 of 2 up, 2 pending \(PartitionDown\)/);
+    const report = unwrapped(readFileSync(said![1]!, "utf8"));
+    expect(report).toContain("**Status:** budget_exhausted: no Slurm runner job came up within 15 s");
+    expect(report).toContain("Runners: Slurm jobs, 0 of 2 up, 2 pending (PartitionDown) when last recorded.");
+    expect(report).toContain("Trials judged: 0");
     expect(cluster.squeue()).toEqual([]);
   } finally {
     execFileSync("scontrol", ["update", `PartitionName=${cluster.partition}`, "State=UP"], { env });
@@ -125,3 +133,53 @@ it("runs as a Slurm job over Slurm runner jobs, loses no trial to a job cancelle
   expect(stdout).toMatch(/runner jobs: (1 of 2 up, 1 (starting|pending)[^\n]*|2 of 2 up), 1 ended/);
   expect(queueAfter).toEqual([]);
 });
+
+it("gives each goal posted to serve --runners slurm runner jobs of its own: the goal trains on them alone, or says in its report that none came up", async () => {
+  const env = { ...process.env, ...cluster.env };
+  const { NODE_CHANNEL_FD: _ipc, ...inherited } = env;
+  const served = join(root, "served");
+  const serve = spawn("./research-agent", ["serve", "--runners", "slurm", "--slurm-jobs", "1", "--slurm-cpus", "1", "--slots", "1", "--port", "0", "--workspace", served], {
+    env: { ...inherited, LOG_LEVEL: "info", EMBEDDER: "hashing" },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const lines: string[] = [];
+  const seen = (pattern: RegExp, timeoutMs: number) =>
+    new Promise<RegExpExecArray>((resolve, reject) => {
+      const deadline = Date.now() + timeoutMs;
+      const look = () => {
+        const m = lines.map((l) => pattern.exec(l)).find(Boolean);
+        if (m) return resolve(m);
+        if (Date.now() > deadline || serve.exitCode !== null) return reject(new Error(`no line like ${pattern}; serve said:\n${lines.join("\n")}`));
+        setTimeout(look, 200);
+      };
+      look();
+    });
+  createInterface({ input: serve.stdout! }).on("line", (l) => lines.push(l));
+  try {
+    const url = (await seen(/\] dashboard: (http\S+)/, 120_000))[1]!;
+    const post = async (body: object) => (await (await fetch(new URL("/api/runs", url), { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })).json()) as { run_id: string };
+    // Its serve's runner (the dataset's checks) is not one of the run's jobs, and the jobs of a partition that starts none never come up.
+    execFileSync("scontrol", ["update", `PartitionName=${cluster.partition}`, "State=DOWN"], { env });
+    const never = (await post({ goal: "digits: reach 99% validation accuracy", time_budget: "10s" })).run_id;
+    const report = (await seen(new RegExp(`${never} no Slurm runner job came up within 10 s \\(0 of 1 up, 1 pending \\(PartitionDown\\)\\).*; report: (\\S+)`), 60_000))[1]!;
+    expect(unwrapped(readFileSync(report, "utf8"))).toContain("Runners: Slurm jobs, 0 of 1 up, 1 pending (PartitionDown) when last recorded.");
+    expect(cluster.squeue()).toEqual([]);
+    execFileSync("scontrol", ["update", `PartitionName=${cluster.partition}`, "State=UP"], { env });
+    const own = (await post({ goal: "digits: reach 99.9% validation accuracy", time_budget: "60s", max_trials: 2, last_epochs: 2, no_research: true })).run_id;
+    await seen(new RegExp(`${own} report: `), 240_000);
+    const trainings = runnerJobLog(join(served, "slurm", own)).filter((l) => l.msg === "started");
+    expect(trainings.length, lines.join("\n")).toBeGreaterThanOrEqual(2);
+    expect(new Set(trainings.map((l) => l.run))).toEqual(new Set([own]));
+    // serve's own runner trained none of it.
+    const local = readFileSync(join(served, "logs", "gpu-runner.log"), "utf8");
+    expect(local.split("\n").filter((l) => l.includes('"evaluation started"') && l.includes(own))).toEqual([]);
+    const json = JSON.parse(readFileSync(join(served, "runs", own, "report.json"), "utf8")) as { outcome: { runner_jobs: { text: string } | null } };
+    expect(json.outcome.runner_jobs?.text).toMatch(/^1 of 1 up/);
+    expect(cluster.squeue()).toEqual([]);
+  } finally {
+    execFileSync("scontrol", ["update", `PartitionName=${cluster.partition}`, "State=UP"], { env });
+    serve.kill("SIGTERM");
+    await new Promise((r) => (serve.exitCode !== null ? r(null) : serve.once("exit", r)));
+  }
+  expect(cluster.squeue()).toEqual([]);
+}, 420_000);

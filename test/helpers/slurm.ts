@@ -216,6 +216,7 @@ export interface RunnerLogLine {
   job: string;
   /** The evaluation's idempotency key. */
   key: string;
+  run: string;
   msg: "started" | "finished" | "failed" | "cancelled";
   /** A training, not an evaluation of kept weights (the test confirmation). */
   training: boolean;
@@ -237,6 +238,7 @@ export function runnerJobLog(dir: string): RunnerLogLine[] {
         .map((e) => ({
           job: f.slice("runner-".length, -".log".length),
           key: String(e.key),
+          run: String(e.run_id),
           msg: String(e.msg).slice("evaluation ".length) as RunnerLogLine["msg"],
           training: e.training !== false,
           seeds: Number(e.seeds) || 0,

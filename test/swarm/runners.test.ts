@@ -53,6 +53,29 @@ it("confirms the best trial on the runner that kept its weights, whichever the p
   toB.close();
 });
 
+it("gives a run with a runner of its own (its Slurm job under serve) that runner alone, and the others the rest", async () => {
+  const scoped = new Runners([a.address], undefined, testLogger, 60_000);
+  scoped.add(b.address, "r-own");
+  await scoped.poll();
+  const instanceOf = async (c: ReturnType<Runners["pick"]>) => (await c.health({})).instance;
+  const [ia, ib] = await Promise.all([a.address, b.address].map(async (address) => {
+    const c = connectRunner(address);
+    const instance = await instanceOf(c);
+    c.close();
+    return instance;
+  }));
+  const picked = async (run: string) => {
+    const seen = new Set<string>();
+    for (let i = 0; i < 4; i++) seen.add(await instanceOf(scoped.pick(run)));
+    return seen;
+  };
+  expect(await picked("r-else")).toEqual(new Set([ia]));
+  expect(await picked("r-own")).toEqual(new Set([ib]));
+  expect(scoped.all("r-else")).toHaveLength(1);
+  expect(scoped.all("r-own")).toHaveLength(1);
+  scoped.close();
+});
+
 it("sends work to the runner with room, and passes over one that stopped answering", async () => {
   // Runner a's only slot is taken by a trial that spins until it is cancelled.
   const busy = connectRunner(a.address);
@@ -65,12 +88,12 @@ it("sends work to the runner with room, and passes over one that stopped answeri
   ).catch(() => undefined);
   for (let i = 0; i < 100 && (await busy.health({})).freeSlots > 0; i++) await new Promise((r) => setTimeout(r, 100));
   await runners.poll();
-  expect((await runners.pick().health({})).freeSlots).toBe(1); // b; its one slot is now spoken for
+  expect((await runners.pick(RUN).health({})).freeSlots).toBe(1); // b; its one slot is now spoken for
   abort.abort();
   await spinning;
   busy.close();
 
   await b.close();
   await runners.poll();
-  for (let i = 0; i < 3; i++) expect((await runners.pick().health({}, { timeoutMs: 5000 })).workersReady).toBe(1); // a, the one left
+  for (let i = 0; i < 3; i++) expect((await runners.pick(RUN).health({}, { timeoutMs: 5000 })).workersReady).toBe(1); // a, the one left
 }, 120_000);
