@@ -68,8 +68,9 @@ function choose(input: PlanInput, index: number): Move {
   if (index >= (state.settings?.maxTrials || RUN_DEFAULTS.maxTrials)) return { kind: "nothing", why: "the trial budget is spent" };
   // A slot freed while runner jobs are lost or still queued waits for one to come up (main.ts fills it then).
   const jobs = state.runnerJobs;
-  if (jobs && inFlightCount(state) >= capacityOf(state)) {
-    return { kind: "wait", why: `the runner jobs (${jobsText(jobs)}) take ${capacityOf(state)} trial(s) at once, and ${inFlightCount(state)} are in flight` };
+  if (jobs) {
+    const [capacity, flying] = [capacityOf(state), inFlightCount(state)];
+    if (flying >= capacity) return { kind: "wait", why: `the runner jobs (${jobsText(jobs)}) take ${capacity} trial(s) at once, and ${flying} are in flight` };
   }
   const queued = queuedProposals(state)[0];
   if (queued) return { kind: "propose", proposal: handProposal(input, queued), by: "person" };
