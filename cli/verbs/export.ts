@@ -28,18 +28,24 @@ const VIEW: Record<ExportFormat, (where: string) => string> = {
 /** Where a run's best model comes out as one file with its preprocessing inside (lineage-store/export_model.py). */
 const MODEL_EXPORTER = join(import.meta.dirname, "..", "..", "lineage-store", "export_model.py");
 
-/** `export RUN --format torchscript DIR`: the run's best model, its seeds' ensemble or one seed, for torch alone. */
+/** The best model's formats, and how a person loads each file. */
+const MODEL_FORMATS: Record<string, (file: string) => string> = {
+  torchscript: (file) => `torch.jit.load("${file}")`,
+  onnx: (file) => `onnxruntime.InferenceSession("${file}") (no torch needed)`,
+};
+
+/** `export RUN --format torchscript|onnx DIR`: the run's best model, its seeds' ensemble or one seed, as one file. */
 function exportModel(workspace: string, positionals: string[], format: string, seed: string | undefined, json: boolean): void {
-  if (format !== "torchscript") fail(`--format must be torchscript, got "${format}" (ONNX is not built yet)`);
-  if (positionals.length !== 2) fail("export --format torchscript needs a RUN id and a DIR");
+  const loadWith = MODEL_FORMATS[format] ?? fail(`--format must be ${Object.keys(MODEL_FORMATS).join(" or ")}, got "${format}"`);
+  if (positionals.length !== 2) fail(`export --format ${format} needs a RUN id and a DIR`);
   const [runId, dest] = positionals as [string, string];
   const { runDir, seedArgs } = bestModelRun(workspace, runId, seed);
   // The CLI's process does nothing else meanwhile: it waits for the one child.
-  const r = spawnSync(DEFAULT_PYTHON, [MODEL_EXPORTER, runDir, writableFolder(dest), ...seedArgs], { encoding: "utf8", timeout: 600_000 });
-  if (r.status !== 0) fail(`export to torchscript failed: ${(r.stderr.trim().split("\n").at(-1) ?? "").slice(0, 300)}`, EXIT.cannotRun);
+  const r = spawnSync(DEFAULT_PYTHON, [MODEL_EXPORTER, runDir, writableFolder(dest), "--format", format, ...seedArgs], { encoding: "utf8", timeout: 600_000 });
+  if (r.status !== 0) fail(`export to ${format} failed: ${(r.stderr.trim().split("\n").at(-1) ?? "").slice(0, 300)}`, EXIT.cannotRun);
   const written = JSON.parse(r.stdout.trim().split("\n").at(-1)!) as { model: string; seeds: number; inference: string };
   if (json) return void process.stdout.write(`${JSON.stringify({ format, ...written })}\n`);
-  process.stdout.write(`${runId}: ${written.seeds === 1 ? "one seed's model" : `the ensemble of ${written.seeds} seeds`} -> ${written.model}\nload with: torch.jit.load("${written.model}") (${written.inference} says what it takes and returns)\n`);
+  process.stdout.write(`${runId}: ${written.seeds === 1 ? "one seed's model" : `the ensemble of ${written.seeds} seeds`} -> ${written.model}\nload with: ${loadWith(written.model)} (${written.inference} says what it takes and returns)\n`);
 }
 
 export default async function exportRuns(argv: string[]): Promise<void> {
@@ -51,7 +57,7 @@ export default async function exportRuns(argv: string[]): Promise<void> {
     seed: { type: "string" },
   }, { positionals: ["RUN", "DIR"] });
   if (a.format !== undefined) return exportModel(a.workspace, positionals, a.format, a.seed, !!a.json);
-  const format = (a.to ?? fail(`export needs --to ${EXPORT_FORMATS.join("|")} (or --format torchscript for the best model)`)) as ExportFormat;
+  const format = (a.to ?? fail(`export needs --to ${EXPORT_FORMATS.join("|")} (or --format torchscript|onnx for the best model)`)) as ExportFormat;
   if (!EXPORT_FORMATS.includes(format)) fail(`--to must be one of ${EXPORT_FORMATS.join(", ")}, got "${a.to}"`);
   if (a.all ? positionals.length !== 1 : positionals.length !== 2) fail(a.all ? "export --all takes one DIR and no RUN" : "export needs a RUN id and a DIR (or --all DIR)");
   const runIds = a.all ? undefined : [positionals[0]!];

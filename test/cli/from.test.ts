@@ -163,9 +163,9 @@ describe("launch --from", () => {
   }, 300_000);
 
   // The finished runs above, exported: this file's runs are real and already paid for.
-  it("exports its runs to TensorBoard, MLflow and W&B, where each tracker's own reader finds every trial, epoch and param stored, as a launch streamed to TensorBoard live", async () => {
+  it("exports its runs to TensorBoard, MLflow and W&B, where each tracker's own reader finds every trial, epoch and param stored, as a launch streamed to TensorBoard live, and its best model to ONNX", async () => {
     const out = mkdtempSync(join(tmpdir(), "from-export-"));
-    const to = { tensorboard: join(out, "tb"), mlflow: join(out, "mlflow"), wandb: join(out, "wandb") };
+    const to = { tensorboard: join(out, "tb"), mlflow: join(out, "mlflow"), wandb: join(out, "wandb"), onnx: join(out, "onnx") };
     const exportRuns = (args: string[]) => run("./research-agent", ["export", ...args, "--workspace", workspace], { env, timeout: 300_000 });
     const file = join(out, "a-file");
     writeFileSync(file, "");
@@ -173,16 +173,17 @@ describe("launch --from", () => {
     const bad: [string[], string][] = [
       [["r20990101-000000-0000", "--to", "tensorboard", join(out, "none")], `no run r20990101-000000-0000 in this workspace (research-agent runs lists them)`],
       [[py.run_id, "--to", "csv", join(out, "none")], '--to must be one of tensorboard, mlflow, wandb, got "csv"'],
-      [[py.run_id, join(out, "none")], "export needs --to tensorboard|mlflow|wandb (or --format torchscript for the best model)"],
+      [[py.run_id, join(out, "none")], "export needs --to tensorboard|mlflow|wandb (or --format torchscript|onnx for the best model)"],
       [[py.run_id, "--to", "mlflow"], "export needs a RUN id and a DIR (or --all DIR)"],
       [[py.run_id, "--to", "tensorboard", join(file, "tb")], `cannot make ${join(file, "tb")}: ${file} is not a folder`],
       [[py.run_id, "--to", "wandb", "http://127.0.0.1:9/"], "--to wandb writes files: give a folder, not http://127.0.0.1:9/ (only --to mlflow takes a tracking server's URI)"],
     ];
     // Side by side; the first export on a fresh machine installs .venv-export, and the others wait for it.
-    const [tb, ml, wb, ...refused] = await Promise.all([
+    const [tb, ml, wb, onnx, ...refused] = await Promise.all([
       exportRuns(["--all", "--to", "tensorboard", to.tensorboard]),
       exportRuns([py.run_id, "--to", "mlflow", to.mlflow]),
       exportRuns([py.run_id, "--to", "wandb", to.wandb]),
+      exportRuns([py.run_id, "--format", "onnx", to.onnx]),
       ...bad.map(([args]) => exportRuns(args)),
     ]);
     refused.forEach((r, i) => {
@@ -190,7 +191,20 @@ describe("launch --from", () => {
       expect(r.status, bad[i]![0].join(" ")).toBe(1);
     });
     expect(existsSync(join(out, "none"))).toBe(false);
-    for (const r of [tb, ml, wb]) expect(r.status, r.stderr).toBe(0);
+    for (const r of [tb, ml, wb, onnx]) expect(r.status, r.stderr).toBe(0);
+    // The user's own model (--from a .py) with its preprocessing, as ONNX that onnxruntime runs without torch.
+    expect(onnx.stdout).toContain(`load with: onnxruntime.InferenceSession("${join(to.onnx, "model.onnx")}")`);
+    const ran = await run(join(".venv-export", "bin", "python"), ["-c", `
+import json, numpy as np, onnxruntime as ort
+spec = json.load(open("${join(to.onnx, "inference.json")}"))
+x = np.random.default_rng(0).integers(0, 17, size=[5, *spec["input"]["shape"]]).astype(spec["input"]["dtype"])
+probs = ort.InferenceSession("${join(to.onnx, "model.onnx")}").run(None, {"input": x})[0]
+print(json.dumps({"shape": list(probs.shape), "sums": float(np.abs(probs.sum(1) - 1).max()), "classes": len(spec["output"]["classes"])}))
+`], { timeout: 60_000 });
+    expect(ran.status, ran.stderr).toBe(0);
+    const probs = JSON.parse(ran.stdout) as { shape: number[]; sums: number; classes: number };
+    expect(probs.shape).toEqual([5, probs.classes]);
+    expect(probs.sums).toBeLessThan(1e-5);
     // --all: both runs of the workspace.
     expect(readdirSync(to.tensorboard).sort()).toEqual(tb.stdout.split("\n").filter((l) => / trials -> /.test(l)).map((l) => l.split(":")[0]).sort());
     expect(readdirSync(to.tensorboard)).toHaveLength(2);

@@ -243,20 +243,27 @@ print(json.dumps({"accuracy": sum(a == b for a, b in zip(names, truth)) / len(tr
     // The best model as one TorchScript file, its preprocessing inside: what seed 0's model scored,
     // loaded by torch alone from raw digits; the ensemble of both seeds as a file too.
     const exported = join(root, "exported");
-    for (const seedArgs of [["--seed", "0"], []]) {
-      const out = await run(DEFAULT_PYTHON, [join(import.meta.dirname, "..", "..", "lineage-store", "export_model.py"), root, join(exported, seedArgs.length ? "seed-0" : "ensemble"), ...seedArgs], { timeout: 120_000 });
-      expect(out.status, out.stderr).toBe(0);
+    for (const format of ["torchscript", "onnx"]) {
+      for (const seedArgs of [["--seed", "0"], []]) {
+        const out = await run(DEFAULT_PYTHON, [join(import.meta.dirname, "..", "..", "lineage-store", "export_model.py"), root, join(exported, seedArgs.length ? "seed-0" : "ensemble"), "--format", format, ...seedArgs], { timeout: 120_000 });
+        expect(out.status, out.stderr).toBe(0);
+      }
     }
     const scripted = await run(DEFAULT_PYTHON, ["-c", `
 import json, sys, torch
 ${DIGITS_VAL}
 x, y = torch.from_numpy(raw.x_train[val]), torch.from_numpy(raw.y_train[val])
 out = {}
+saved = {"x": raw.x_train[val], "y": raw.y_train[val]}
 for name in ("seed-0", "ensemble"):
     model = torch.jit.load(f"exported/{name}/model.torchscript.pt")
     probs = model(x)
+    saved[name] = probs.detach().numpy()
     out[name] = {"accuracy": (probs.argmax(1) == y).float().mean().item(), "sums": probs.sum(1).sub(1).abs().max().item(),
                  "classes": json.load(open(f"exported/{name}/inference.json"))["output"]["classes"]}
+# What the ONNX files must reproduce, read in a Python without torch below.
+import numpy as np
+np.savez("onnx-check.npz", **saved)
 print(json.dumps(out))
 `], { cwd: root, timeout: 60_000 });
     expect(scripted.status, scripted.stderr).toBe(0);
@@ -265,6 +272,30 @@ print(json.dumps(out))
     for (const m of Object.values(models)) {
       expect(m.sums).toBeLessThan(1e-5); // probabilities
       expect(m.classes).toEqual(result.classNames);
+    }
+
+    // The ONNX files in a Python with onnxruntime and no torch (.venv-export), fed the raw digits
+    // as inference.json says (shape, dtype): the TorchScript files' predictions, every one, any batch size.
+    const onnx = await run(join(import.meta.dirname, "..", "..", ".venv-export", "bin", "python"), ["-c", `
+import importlib.util, json, numpy as np, onnxruntime as ort
+assert importlib.util.find_spec("torch") is None
+d = np.load("onnx-check.npz")
+out = {}
+for name in ("seed-0", "ensemble"):
+    spec = json.load(open(f"exported/{name}/inference.json"))["input"]
+    session = ort.InferenceSession(f"exported/{name}/model.onnx")
+    x = d["x"].astype(spec["dtype"])
+    probs = np.concatenate([session.run(None, {"input": x[:7]})[0], session.run(None, {"input": x[7:]})[0]])
+    out[name] = {"same": bool((probs.argmax(1) == d[name].argmax(1)).all()), "diff": float(np.abs(probs - d[name]).max()),
+                 "accuracy": float((probs.argmax(1) == d["y"]).mean())}
+print(json.dumps(out))
+`], { cwd: root, timeout: 60_000 });
+    expect(onnx.status, onnx.stderr).toBe(0);
+    const ran = JSON.parse(onnx.stdout) as Record<string, { same: boolean; diff: number; accuracy: number }>;
+    for (const [name, r] of Object.entries(ran)) {
+      expect(r.same, name).toBe(true);
+      expect(r.diff, name).toBeLessThan(1e-4);
+      expect(r.accuracy, name).toBeCloseTo(models[name]!.accuracy, 6); // torch's mean in float32
     }
 
     // predict: the same raw digits as an .npz and as a CSV of flattened rows, seed 0's model.
