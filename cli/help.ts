@@ -192,8 +192,9 @@ export const VERBS = {
     sections: ["export options"],
   },
   predict: {
-    usage: `  research-agent predict RUN INPUT [--seed N] [--out FILE.csv]   the best model on new raw inputs (.npz, .csv, IDX),
-                 fed as the run fed its data; CSV of index, prediction (and its probability)`,
+    usage: `  research-agent predict RUN INPUT [--seed N] [--out FILE.csv]   the best model on new raw inputs (.npz, .csv, IDX,
+                 a folder of images: PNG, JPEG, ... resized to the model's input where they differ), fed as the
+                 run fed its data; CSV of index (an image's file name), prediction (and its probability)`,
   },
   status: { usage: "  research-agent status [--json] [--workspace DIR | --nats URL]   live runs and their trials, runners and slots, agents" },
   pause: { usage: "  research-agent pause RUN [--reason TEXT]          start nothing new; trials in flight go on (the budget still runs)" },

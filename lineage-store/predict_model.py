@@ -5,9 +5,12 @@
 
 INPUT holds raw examples in the units of the run's dataset files (an image's pixels 0-255): an
 .npz (its array "x", else its first), a CSV of numbers (a header line is skipped; one example a
-row, flattened), or an IDX file as MNIST ships them (optionally gzipped). Each example has the
-model's input shape or its flattened size. Writes CSV: index, prediction and, for classes, the
-probability of the predicted one; a problem with the input is one line on stderr, exit 1.
+row, flattened), an IDX file as MNIST ships them (optionally gzipped), or a folder of images
+(PNG, JPEG, ...; a model of images only: each read as grayscale or RGB by the model's channels,
+resized to its height and width where it differs, said on stderr). Each example has the model's
+input shape or its flattened size. Writes CSV: index (a folder's: the file's name), prediction
+and, for classes, the probability of the predicted one; a problem with the input is one line on
+stderr, exit 1.
 Run by `research-agent predict RUN INPUT`.
 """
 
@@ -26,11 +29,39 @@ from export_model import build  # noqa: E402
 from tasks.images import read_idx  # noqa: E402  (the runner's own reader of MNIST's files)
 
 BATCH = 512
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".webp", ".tif", ".tiff")
 
 
 def refuse(message):
     print(f"predict: {message}", file=sys.stderr)
     sys.exit(1)
+
+
+def read_images(folder, shape):
+    """The folder's images by name (its subfolders not read), as the model takes them."""
+    from PIL import Image, UnidentifiedImageError
+
+    if len(shape) != 3 or shape[0] not in (1, 3):
+        refuse(f"{folder}: a folder of images is for a model of images; this one takes examples of shape {shape}")
+    names = sorted(n for n in os.listdir(folder) if n.lower().endswith(IMAGE_SUFFIXES))
+    if not names:
+        refuse(f"{folder}: no image files ({', '.join(IMAGE_SUFFIXES)})")
+    channels, height, width = shape
+    images, resized = [], 0
+    for name in names:
+        try:
+            with Image.open(os.path.join(folder, name)) as image:
+                image = image.convert("L" if channels == 1 else "RGB")
+                if image.size != (width, height):
+                    image = image.resize((width, height), Image.BILINEAR)
+                    resized += 1
+                pixels = np.asarray(image, dtype=np.float32)
+        except (UnidentifiedImageError, OSError) as exc:
+            refuse(f"{os.path.join(folder, name)}: not an image ({exc})")
+        images.append(pixels[None] if channels == 1 else pixels.transpose(2, 0, 1))
+    if resized:
+        print(f"predict: {resized} of {len(names)} images resized to {width}x{height}, the model's input", file=sys.stderr)
+    return np.stack(images), names
 
 
 def read_input(path):
@@ -55,7 +86,7 @@ def read_input(path):
             return read_idx(path)
         except Exception as exc:  # the runner's loader says what is wrong with the file
             refuse(str(exc))
-    refuse(f"{path}: give an .npz, a .csv or an IDX file")
+    refuse(f"{path}: give an .npz, a .csv, an IDX file or a folder of images")
 
 
 def main():
@@ -65,9 +96,9 @@ def main():
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--out", default="")
     args = ap.parse_args()
-    x = read_input(args.input)
     model, spec, _ = build(args.run_dir, args.seed)
     shape = spec["input"]["shape"]
+    x, names = read_images(args.input, shape) if os.path.isdir(args.input) else (read_input(args.input), None)
     if x.ndim >= 1 and list(x.shape[1:]) != shape:
         if x.ndim != 2 or x.shape[1] != math.prod(shape):
             refuse(f"{args.input}: examples of shape {list(x.shape[1:])}, the model takes {shape} (or {math.prod(shape)} values flattened)")
@@ -84,9 +115,9 @@ def main():
             for i, row in enumerate(scores):
                 if classes:
                     p, k = row.max(0)
-                    writer.writerow([start + i, classes[int(k)], f"{float(p):.4f}"])
+                    writer.writerow([names[start + i] if names else start + i, classes[int(k)], f"{float(p):.4f}"])
                 else:
-                    writer.writerow([start + i, f"{float(row.reshape(-1)[0]):.6g}"])
+                    writer.writerow([names[start + i] if names else start + i, f"{float(row.reshape(-1)[0]):.6g}"])
     if args.out:
         out.close()
 

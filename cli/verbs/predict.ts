@@ -14,10 +14,10 @@ const PREDICTOR = join(import.meta.dirname, "..", "..", "lineage-store", "predic
 
 export default async function predict(argv: string[]): Promise<void> {
   const { values: a, positionals } = args(argv, { seed: { type: "string" }, out: { type: "string" } }, { positionals: ["RUN", "INPUT"], noJson: "it writes CSV, one example a row" });
-  if (positionals.length !== 2) fail("predict needs a RUN id and an INPUT file (.npz, .csv or IDX)");
+  if (positionals.length !== 2) fail("predict needs a RUN id and an INPUT (.npz, .csv, IDX or a folder of images)");
   const [runId, input] = positionals as [string, string];
   const { runDir, seedArgs } = bestModelRun(a.workspace, runId, a.seed);
-  if (!existsSync(input)) fail(`no file ${input}`);
+  if (!existsSync(input)) fail(`no file or folder ${input}`);
   const extra = [...seedArgs, ...(a.out ? ["--out", resolve(a.out)] : [])];
   const r = spawnSync(DEFAULT_PYTHON, [PREDICTOR, runDir, resolve(input), ...extra], { encoding: "utf8", stdio: ["ignore", "inherit", "pipe"], timeout: 3_600_000 });
   if (r.status !== 0) {

@@ -291,7 +291,7 @@ describe("research-agent", () => {
       [["export", "r1", "--format", "tflite", "out"], '--format must be torchscript or onnx, got "tflite"', 1],
       [["export", "r1", "--format", "onnx", "out"], "r1 has no src/models/inference.json (a run finished before the runner reported its preprocessing, or with no best model)", 1],
       [["export", "r1", "--format", "torchscript", "out"], "r1 has no src/models/inference.json (a run finished before the runner reported its preprocessing, or with no best model)", 1],
-      [["predict", "r1"], "predict needs a RUN id and an INPUT file (.npz, .csv or IDX)", 1],
+      [["predict", "r1"], "predict needs a RUN id and an INPUT (.npz, .csv, IDX or a folder of images)", 1],
       [["predict", "r1", "x.npz", "--json"], "predict has no --json: it writes CSV, one example a row", 1],
     ];
     // The workspace first: a flag with its value missing comes last.

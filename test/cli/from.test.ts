@@ -4,7 +4,7 @@
  * against it; a bad starting point is one line and exit status 2 before the run spends anything.
  */
 import { describe, expect, it } from "vitest";
-import { existsSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parse as parseYaml } from "yaml";
@@ -205,6 +205,24 @@ print(json.dumps({"shape": list(probs.shape), "sums": float(np.abs(probs.sum(1) 
     const probs = JSON.parse(ran.stdout) as { shape: number[]; sums: number; classes: number };
     expect(probs.shape).toEqual([5, probs.classes]);
     expect(probs.sums).toBeLessThan(1e-5);
+    // predict on a folder of images (8x8 digits drawn as PNGs); an empty folder is refused in one line.
+    const images = join(out, "images");
+    const none = join(out, "no-images");
+    mkdirSync(none);
+    const drawn = await run(join(".venv", "bin", "python"), ["-c", `
+import os, numpy as np
+from PIL import Image
+os.makedirs("${images}")
+for i in range(3):
+    Image.fromarray(np.random.default_rng(i).integers(0, 17, size=(8, 8)).astype(np.uint8), mode="L").save(f"${images}/digit-{i}.png")
+`], { timeout: 60_000 });
+    expect(drawn.status, drawn.stderr).toBe(0);
+    const predictOn = (folder: string) => run("./research-agent", ["predict", py.run_id, folder, "--workspace", workspace], { env, timeout: 120_000 });
+    const [predicted, empty] = await Promise.all([predictOn(images), predictOn(none)]);
+    expect(predicted.status, predicted.stderr).toBe(0);
+    expect(predicted.stdout.trim().split("\n").map((l) => l.split(",")[0])).toEqual(["index", "digit-0.png", "digit-1.png", "digit-2.png"]);
+    expect(empty.stderr).toMatch(/^research-agent: \S+no-images: no image files \(\.png, /);
+    expect(empty.status).toBe(1);
     // --all: both runs of the workspace.
     expect(readdirSync(to.tensorboard).sort()).toEqual(tb.stdout.split("\n").filter((l) => / trials -> /.test(l)).map((l) => l.split(":")[0]).sort());
     expect(readdirSync(to.tensorboard)).toHaveLength(2);

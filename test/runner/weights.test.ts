@@ -303,17 +303,29 @@ print(json.dumps(out))
 import sys, numpy as np
 ${DIGITS_VAL}
 np.savez("val.npz", x=raw.x_train[val])
+# As image files: 8x8 grayscale PNGs holding the raw values, the last one at twice the size (resized back on reading).
+from PIL import Image
+import os
+os.makedirs("images", exist_ok=True)
+for i, image in enumerate(raw.x_train[val].reshape(len(val), 8, 8).astype(np.uint8)):
+    picture = Image.fromarray(image, mode="L")
+    (picture.resize((16, 16), Image.NEAREST) if i == len(val) - 1 else picture).save(f"images/{i:04d}.png")
 np.savetxt("val.csv", raw.x_train[val].reshape(len(val), -1), fmt="%d", delimiter=",", header=",".join(f"p{i}" for i in range(64)), comments="")
 print(",".join(raw.class_names[i] for i in raw.y_train[val]))
 `], { cwd: root, timeout: 60_000 });
     expect(inputs.status, inputs.stderr).toBe(0);
     const truth = inputs.stdout.trim().split(",");
-    for (const file of ["val.npz", "val.csv"]) {
+    for (const file of ["val.npz", "val.csv", "images"]) {
       const predicted = await run(DEFAULT_PYTHON, [join(import.meta.dirname, "..", "..", "lineage-store", "predict_model.py"), root, join(root, file), "--seed", "0"], { timeout: 60_000 });
       expect(predicted.status, predicted.stderr).toBe(0);
       const [header, ...rows] = predicted.stdout.trim().split("\n");
       expect(header).toBe("index,prediction,probability");
       const names = rows.map((r) => r.split(",")[1]);
+      // A folder's rows are its files by name; the one at twice the size was resized back (said on stderr).
+      if (file === "images") {
+        expect(rows.map((r) => r.split(",")[0])).toEqual(truth.map((_, i) => `${String(i).padStart(4, "0")}.png`));
+        expect(predicted.stderr).toContain(`predict: 1 of ${truth.length} images resized to 8x8, the model's input`);
+      }
       const accuracy = names.filter((n, i) => n === truth[i]).length / truth.length;
       expect(Math.abs(accuracy - seed0.metrics.val_accuracy!), file).toBeLessThanOrEqual(1 / seed0.valExamples + 1e-9);
     }
