@@ -113,11 +113,13 @@ const SECTIONS = {
   --json               the trials as JSON objects (the same fields, distance included)
   Rows come closest first: distance is the cosine distance between TEXT's embedding
   and the trial's, from 0 (same direction) to 2 (opposite): lower is closer.`,
-  "export options": `  --format torchscript|onnx   the run's best model as one file: for torch alone (DIR/model.torchscript.pt)
-                       or any ONNX runtime, no torch (DIR/model.onnx); raw inputs in (the dataset files'
-                       units), its standardisation, its seeds' ensemble (class probabilities; a
-                       regression's prediction) and test-time flip averaging inside; DIR/inference.json
-                       says what it takes (shape, dtype) and returns. --seed N: one seed's model
+  "export options": `  --format torchscript|onnx|python   the run's best model, self-contained: for torch alone
+                       (DIR/model.torchscript.pt), any ONNX runtime, no torch (DIR/model.onnx), or as Python
+                       source to read, change or fine-tune (DIR/model.py: the run's class and load(), the
+                       weights beside it); raw inputs in (the dataset files' units), its standardisation,
+                       its seeds' ensemble (class probabilities; a regression's prediction) and test-time
+                       flip averaging inside; DIR/inference.json says what it takes (shape, dtype) and
+                       returns. --seed N: one seed's model
   --to FORMAT          tensorboard: event files in DIR/RUN/TRIAL (hparams, the trial's score, text) and
                        DIR/RUN/TRIAL/seed-N (per-epoch loss, the run's metric, lr); the best trial's
                        confusion matrix as an image; the report as text
@@ -186,7 +188,7 @@ export const VERBS = {
   query: { usage: `  research-agent query --similar "TEXT" [--run RUN] [--k N] [--json] [--workspace DIR | --nats URL]`, sections: ["query options"] },
   report: { usage: "  research-agent report RUN [--json] [--workspace DIR]   the run's report (a live run's so far); --json: report.json" },
   export: {
-    usage: `  research-agent export RUN --format torchscript|onnx DIR [--seed N]   the best model, to predict with outside the run
+    usage: `  research-agent export RUN --format torchscript|onnx|python DIR [--seed N]   the best model, to predict with outside the run
   research-agent export RUN --to tensorboard|mlflow|wandb DIR [--workspace DIR] [--project NAME]
   research-agent export --all --to tensorboard|mlflow|wandb DIR   every run of the workspace`,
     sections: ["export options"],

@@ -1,21 +1,26 @@
-"""A finished run's best model as one self-contained file, TorchScript or ONNX: its seeds' trained
+"""A finished run's best model, self-contained, as TorchScript, ONNX or Python: its seeds' trained
 weights (or one seed's), the standardisation it trained on and, where the run scored so, test-time
 flip averaging, all inside; what it returns is the mean of the seeds' class probabilities (the
-ensemble the report scores), or a regression's prediction in the target's units. It loads with
-torch alone (torch.jit.load) or with any ONNX runtime (no torch), no code of the run's needed:
+ensemble the report scores), or a regression's prediction in the target's units. TorchScript loads
+with torch alone (torch.jit.load), ONNX with any ONNX runtime (no torch), Python as a plain
+nn.Module to read, change or fine-tune (model.py: the run's class, then `load()`); no code of the
+run's folder needed:
 
-    python3 export_model.py RUN_DIR OUT_DIR [--seed N] [--format torchscript|onnx]
+    python3 export_model.py RUN_DIR OUT_DIR [--seed N] [--format torchscript|onnx|python]
 
 reads RUN_DIR/src/models (current_model.py, its weights, inference.json) and report.json (the
-class's arguments and weight files), and writes OUT_DIR/model.torchscript.pt or OUT_DIR/model.onnx
-and OUT_DIR/inference.json (the input it takes, its dtype, and the classes its outputs are in).
-Prints one JSON line: what it wrote. Run by `research-agent export RUN --format FORMAT DIR`.
+class's arguments and weight files), and writes OUT_DIR/model.torchscript.pt, OUT_DIR/model.onnx
+or OUT_DIR/model.py with the weight files, and OUT_DIR/inference.json (the input it takes, its
+dtype, and the classes its outputs are in). Prints one JSON line: what it wrote. Run by
+`research-agent export RUN --format FORMAT DIR`.
 """
 
 import argparse
 import importlib.util
+import inspect
 import json
 import os
+import shutil
 import sys
 
 import torch
@@ -23,7 +28,7 @@ import torch.nn as nn
 
 
 # Each format's file in OUT_DIR.
-FILES = {"torchscript": "model.torchscript.pt", "onnx": "model.onnx"}
+FILES = {"torchscript": "model.torchscript.pt", "onnx": "model.onnx", "python": "model.py"}
 
 
 class Exported(nn.Module):
@@ -60,8 +65,26 @@ def load_spec(run_dir):
     return spec, weights
 
 
+def assemble(cls, init_kwargs, weight_files, spec):
+    """An Exported module of `cls` with each of `weight_files` (a seed's state dict), fed as `spec` says."""
+    models = []
+    for path in weight_files:
+        model = cls(**init_kwargs)
+        model.load_state_dict(torch.load(path, map_location="cpu"))
+        models.append(model.eval())
+    shape = spec["input"]["shape"]
+    stats = spec["input"]["standardise"]
+    view = [1, -1] + [1] * (len(shape) - 1)
+    mean = torch.tensor(stats["mean"]).view(view) if stats else torch.zeros(0)
+    std = torch.tensor(stats["std"]).view(view) if stats else torch.ones(0)
+    classify = "classes" in spec["output"]
+    return Exported(models, mean, std, spec["test_time_flip_averaging"], classify,
+                    0.0 if classify else spec["output"]["mean"], 1.0 if classify else spec["output"]["std"]).eval()
+
+
 def build(run_dir, seed=None):
-    """The run's best model as an Exported module (every seed's, or `seed`'s), and its spec."""
+    """The run's best model as an Exported module (every seed's, or `seed`'s), its spec, the class's
+    arguments and the weight files (paths in the run folder)."""
     spec, weights = load_spec(run_dir)
     files = [w["path"] for w in weights["files"]]
     if seed is not None:
@@ -72,20 +95,52 @@ def build(run_dir, seed=None):
     module = importlib.util.module_from_spec(load)
     load.loader.exec_module(module)
     cls = getattr(module, spec["class_name"])
-    models = []
-    for path in files:
-        model = cls(**weights["init_kwargs"])
-        model.load_state_dict(torch.load(os.path.join(run_dir, path), map_location="cpu"))
-        models.append(model.eval())
-    shape = spec["input"]["shape"]
-    stats = spec["input"]["standardise"]
-    view = [1, -1] + [1] * (len(shape) - 1)
-    mean = torch.tensor(stats["mean"]).view(view) if stats else torch.zeros(0)
-    std = torch.tensor(stats["std"]).view(view) if stats else torch.ones(0)
-    classify = "classes" in spec["output"]
-    exported = Exported(models, mean, std, spec["test_time_flip_averaging"], classify,
-                        0.0 if classify else spec["output"]["mean"], 1.0 if classify else spec["output"]["std"]).eval()
-    return exported, spec, files
+    exported = assemble(cls, weights["init_kwargs"], [os.path.join(run_dir, p) for p in files], spec)
+    return exported, spec, weights["init_kwargs"], files
+
+
+# What model.py adds to the run's own source (--format python): the preprocessing and the ensemble
+# as export_model.py has them (their source, copied), and a load() of the files beside it.
+PYTHON_TAIL = """
+
+# ---- Written by `research-agent export --format python`: the model as the run fed it. ----
+import json as _json
+import os as _os
+
+import torch
+import torch.nn as nn
+
+_HERE = _os.path.dirname(_os.path.abspath(__file__))
+
+
+{exported}
+
+{assemble}
+
+def load(seed=None):
+    \"\"\"The run's best model, raw inputs in: the ensemble of its seeds (or `seed`'s model), each a
+    {class_name} with its trained weights, standardised and averaged as the run scored it. A
+    plain nn.Module: fine-tune it, or take one of `.models`.\"\"\"
+    with open(_os.path.join(_HERE, "inference.json")) as f:
+        spec = _json.load(f)
+    files = [p for p in spec["seeds"] if seed is None or p.endswith(f"_seed-{{seed}}.pt")]
+    if not files:
+        raise ValueError(f"no weights of seed {{seed}}: {{spec['seeds']}}")
+    return assemble({class_name}, spec["init_kwargs"], [_os.path.join(_HERE, p) for p in files], spec)
+"""
+
+
+def write_python(run_dir, out_dir, spec, init_kwargs, files):
+    """OUT_DIR/model.py (the run's class, then PYTHON_TAIL) and the weight files beside it."""
+    with open(os.path.join(run_dir, "src", "models", "current_model.py")) as f:
+        source = f.read()
+    tail = PYTHON_TAIL.format(exported=inspect.getsource(Exported), assemble=inspect.getsource(assemble), class_name=spec["class_name"])
+    out = os.path.join(out_dir, FILES["python"])
+    with open(out, "w") as f:
+        f.write(source.rstrip() + "\n" + tail)
+    for p in files:
+        shutil.copyfile(os.path.join(run_dir, p), os.path.join(out_dir, os.path.basename(p)))
+    return out
 
 
 def main():
@@ -95,7 +150,7 @@ def main():
     ap.add_argument("--seed", type=int, default=None, help="one seed's model (default: the ensemble of every seed's)")
     ap.add_argument("--format", choices=FILES, default="torchscript")
     args = ap.parse_args()
-    exported, spec, files = build(args.run_dir, args.seed)
+    exported, spec, init_kwargs, files = build(args.run_dir, args.seed)
     stats = spec["input"]["standardise"]
     classify = "classes" in spec["output"]
     # Token ids (no standardisation) go in as integers; everything else as the files' values.
@@ -103,7 +158,9 @@ def main():
     os.makedirs(args.out_dir, exist_ok=True)
     out = os.path.join(args.out_dir, FILES[args.format])
     with torch.no_grad():
-        if args.format == "onnx":
+        if args.format == "python":
+            write_python(args.run_dir, args.out_dir, spec, init_kwargs, files)
+        elif args.format == "onnx":
             # The TorchScript-based exporter: it needs the onnx package alone (the dynamo-based one
             # wants onnxscript too), and traces the same module the TorchScript file is. Opset 17:
             # what onnxruntime has run since 1.14. Any batch size.
@@ -113,7 +170,8 @@ def main():
             torch.jit.trace(exported, example).save(out)
     described = {"input": {**spec["input"], "dtype": str(example.dtype).removeprefix("torch.")}, "output": {**spec["output"], "returns": "class probabilities, the mean over its seeds" if classify
                                                    else "the prediction in the target's units, the mean over its seeds"},
-                 "seeds": [os.path.basename(p) for p in files], "test_time_flip_averaging": spec["test_time_flip_averaging"]}
+                 "seeds": [os.path.basename(p) for p in files], "test_time_flip_averaging": spec["test_time_flip_averaging"],
+                 **({"class_name": spec["class_name"], "init_kwargs": init_kwargs} if args.format == "python" else {})}
     with open(os.path.join(args.out_dir, "inference.json"), "w") as f:
         json.dump(described, f, indent=2)
     print(json.dumps({"model": out, "seeds": len(files), "inference": os.path.join(args.out_dir, "inference.json")}))

@@ -96,7 +96,7 @@ def main():
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--out", default="")
     args = ap.parse_args()
-    model, spec, _ = build(args.run_dir, args.seed)
+    model, spec, _, _ = build(args.run_dir, args.seed)
     shape = spec["input"]["shape"]
     x, names = read_images(args.input, shape) if os.path.isdir(args.input) else (read_input(args.input), None)
     if x.ndim >= 1 and list(x.shape[1:]) != shape:

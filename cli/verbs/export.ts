@@ -6,7 +6,7 @@
  * install and before anything is written.
  */
 import { existsSync, readFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { RunStatus } from "../../proto/gen/research/v1/events_pb.js";
 import { exportDocument, exportRun, EXPORT_FORMATS, type ExportFormat } from "../../lineage-store/export.js";
 import { buildReport } from "../../lineage-store/report.js";
@@ -32,11 +32,12 @@ const MODEL_EXPORTER = join(import.meta.dirname, "..", "..", "lineage-store", "e
 const MODEL_FORMATS: Record<string, (file: string) => string> = {
   torchscript: (file) => `torch.jit.load("${file}")`,
   onnx: (file) => `onnxruntime.InferenceSession("${file}") (no torch needed)`,
+  python: (file) => `sys.path.insert(0, "${dirname(file)}"); from model import load; load() (an nn.Module; load(seed=N): one seed's)`,
 };
 
-/** `export RUN --format torchscript|onnx DIR`: the run's best model, its seeds' ensemble or one seed, as one file. */
+/** `export RUN --format torchscript|onnx|python DIR`: the run's best model, its seeds' ensemble or one seed, self-contained. */
 function exportModel(workspace: string, positionals: string[], format: string, seed: string | undefined, json: boolean): void {
-  const loadWith = MODEL_FORMATS[format] ?? fail(`--format must be ${Object.keys(MODEL_FORMATS).join(" or ")}, got "${format}"`);
+  const loadWith = MODEL_FORMATS[format] ?? fail(`--format must be one of ${Object.keys(MODEL_FORMATS).join(", ")}, got "${format}"`);
   if (positionals.length !== 2) fail(`export --format ${format} needs a RUN id and a DIR`);
   const [runId, dest] = positionals as [string, string];
   const { runDir, seedArgs } = bestModelRun(workspace, runId, seed);
@@ -57,7 +58,7 @@ export default async function exportRuns(argv: string[]): Promise<void> {
     seed: { type: "string" },
   }, { positionals: ["RUN", "DIR"] });
   if (a.format !== undefined) return exportModel(a.workspace, positionals, a.format, a.seed, !!a.json);
-  const format = (a.to ?? fail(`export needs --to ${EXPORT_FORMATS.join("|")} (or --format torchscript|onnx for the best model)`)) as ExportFormat;
+  const format = (a.to ?? fail(`export needs --to ${EXPORT_FORMATS.join("|")} (or --format torchscript|onnx|python for the best model)`)) as ExportFormat;
   if (!EXPORT_FORMATS.includes(format)) fail(`--to must be one of ${EXPORT_FORMATS.join(", ")}, got "${a.to}"`);
   if (a.all ? positionals.length !== 1 : positionals.length !== 2) fail(a.all ? "export --all takes one DIR and no RUN" : "export needs a RUN id and a DIR (or --all DIR)");
   const runIds = a.all ? undefined : [positionals[0]!];

@@ -288,7 +288,7 @@ describe("research-agent", () => {
       [["query", "--similar"], "--similar needs a value (research-agent query --help lists its options)", 1],
       [["runs", "--json=yes"], "--json takes no value (research-agent runs --help lists its options)", 1],
       [["status", "--json"], "no swarm is running for this workspace (give --nats URL or --workspace DIR)", 2],
-      [["export", "r1", "--format", "tflite", "out"], '--format must be torchscript or onnx, got "tflite"', 1],
+      [["export", "r1", "--format", "tflite", "out"], '--format must be one of torchscript, onnx, python, got "tflite"', 1],
       [["export", "r1", "--format", "onnx", "out"], "r1 has no src/models/inference.json (a run finished before the runner reported its preprocessing, or with no best model)", 1],
       [["export", "r1", "--format", "torchscript", "out"], "r1 has no src/models/inference.json (a run finished before the runner reported its preprocessing, or with no best model)", 1],
       [["predict", "r1"], "predict needs a RUN id and an INPUT (.npz, .csv, IDX or a folder of images)", 1],

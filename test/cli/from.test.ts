@@ -173,7 +173,7 @@ describe("launch --from", () => {
     const bad: [string[], string][] = [
       [["r20990101-000000-0000", "--to", "tensorboard", join(out, "none")], `no run r20990101-000000-0000 in this workspace (research-agent runs lists them)`],
       [[py.run_id, "--to", "csv", join(out, "none")], '--to must be one of tensorboard, mlflow, wandb, got "csv"'],
-      [[py.run_id, join(out, "none")], "export needs --to tensorboard|mlflow|wandb (or --format torchscript|onnx for the best model)"],
+      [[py.run_id, join(out, "none")], "export needs --to tensorboard|mlflow|wandb (or --format torchscript|onnx|python for the best model)"],
       [[py.run_id, "--to", "mlflow"], "export needs a RUN id and a DIR (or --all DIR)"],
       [[py.run_id, "--to", "tensorboard", join(file, "tb")], `cannot make ${join(file, "tb")}: ${file} is not a folder`],
       [[py.run_id, "--to", "wandb", "http://127.0.0.1:9/"], "--to wandb writes files: give a folder, not http://127.0.0.1:9/ (only --to mlflow takes a tracking server's URI)"],

@@ -4,7 +4,7 @@
  * and a Python that loads them into the model's class).
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -243,7 +243,7 @@ print(json.dumps({"accuracy": sum(a == b for a, b in zip(names, truth)) / len(tr
     // The best model as one TorchScript file, its preprocessing inside: what seed 0's model scored,
     // loaded by torch alone from raw digits; the ensemble of both seeds as a file too.
     const exported = join(root, "exported");
-    for (const format of ["torchscript", "onnx"]) {
+    for (const format of ["torchscript", "onnx", "python"]) {
       for (const seedArgs of [["--seed", "0"], []]) {
         const out = await run(DEFAULT_PYTHON, [join(import.meta.dirname, "..", "..", "lineage-store", "export_model.py"), root, join(exported, seedArgs.length ? "seed-0" : "ensemble"), "--format", format, ...seedArgs], { timeout: 120_000 });
         expect(out.status, out.stderr).toBe(0);
@@ -272,6 +272,33 @@ print(json.dumps(out))
     for (const m of Object.values(models)) {
       expect(m.sums).toBeLessThan(1e-5); // probabilities
       expect(m.classes).toEqual(result.classNames);
+    }
+
+    // model.py with its weights, copied alone to a folder of its own and imported in a Python that
+    // has torch and nothing of this repository's: the TorchScript files' predictions, every one.
+    const alone = mkdtempSync(join(tmpdir(), "exported-python-"));
+    for (const name of ["seed-0", "ensemble"]) cpSync(join(exported, name), join(alone, name), { recursive: true });
+    const imported = await run(DEFAULT_PYTHON, ["-I", "-c", `
+import importlib.util, json, sys, numpy as np, torch
+d = np.load(${JSON.stringify(join(root, "onnx-check.npz"))})
+out = {}
+for name in ("seed-0", "ensemble"):
+    spec = importlib.util.spec_from_file_location("model_" + name.replace("-", "_"), f"{name}/model.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    model = module.load()
+    with torch.no_grad():
+        probs = model(torch.from_numpy(d["x"]).float()).numpy()
+    out[name] = {"same": bool((probs.argmax(1) == d[name].argmax(1)).all()), "diff": float(np.abs(probs - d[name]).max()), "models": len(model.models)}
+print(json.dumps(out))
+`], { cwd: alone, timeout: 60_000 });
+    expect(imported.status, imported.stderr).toBe(0);
+    const fromSource = JSON.parse(imported.stdout) as Record<string, { same: boolean; diff: number; models: number }>;
+    expect(fromSource["seed-0"]!.models).toBe(1);
+    expect(fromSource.ensemble!.models).toBe(seeds.length);
+    for (const [name, r] of Object.entries(fromSource)) {
+      expect(r.same, name).toBe(true);
+      expect(r.diff, name).toBeLessThan(1e-5);
     }
 
     // The ONNX files in a Python with onnxruntime and no torch (.venv-export), fed the raw digits
