@@ -466,12 +466,14 @@ export function isContinued(t: TrialState): boolean {
 }
 
 /**
- * The run's last long training (TrialProposed.last_training) or a training continued from kept
- * weights (TrialProposed.init_weights) while it trains: each has the runner to itself, so the
- * planner starts nothing beside it (a probe could change no result and would slow it down).
+ * The run's last long training (TrialProposed.last_training), a training continued from kept
+ * weights (TrialProposed.init_weights) or a trial whose seeds share every core
+ * (TrialProposed.seeds_at_once: a target's confirmation on a CPU) while it trains: each has the
+ * runner to itself, so the planner starts nothing beside it (a probe could change no result and
+ * would slow it down).
  */
 export function aloneInFlight(state: RunState): TrialState | undefined {
-  for (const t of state.trials.values()) if (!t.judged && (t.proposed?.lastTraining || t.proposed?.initWeights)) return t;
+  for (const t of state.trials.values()) if (!t.judged && (t.proposed?.lastTraining || t.proposed?.initWeights || t.proposed?.seedsAtOnce)) return t;
   return undefined;
 }
 

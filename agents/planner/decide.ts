@@ -77,10 +77,15 @@ function choose(input: PlanInput, index: number): Move {
   // With one trial at a time, the starting point's anchor comes after trial 0.
   const anchor = baselineProposals(input)[0];
   if (anchor) return { kind: "propose", proposal: anchor, by: "starting point" };
-  // The last long training, or a continued one, has the runner to itself: no trial started now
-  // could change the result, and each would slow it down on the shared device.
-  const long = aloneInFlight(state);
-  if (long) return { kind: "wait", why: `the run's ${long.proposed!.lastTraining ? "last long" : "continued"} training (${long.id}) is running` };
+  // The last long training, a continued one or a confirmation whose seeds share every core has
+  // the runner to itself: no trial started now could change the result, and each would slow it
+  // down on the shared device.
+  const alone = aloneInFlight(state);
+  if (alone) {
+    const p = alone.proposed!;
+    const what = p.lastTraining ? "the run's last long training" : p.initWeights ? "the run's continued training" : "a confirmation whose seeds share every core";
+    return { kind: "wait", why: `${what} (${alone.id}) is running` };
+  }
   if (state.settings?.planner === "random") {
     const p = randomPolicy(input, index);
     return p ? { kind: "propose", proposal: p, by: "policy" } : { kind: "nothing", why: "no random draw is left" };

@@ -19,7 +19,7 @@ import { imageSide, type Genome } from "./mutations.js";
 import { probeFidelity, withinBudget } from "./proposals.js";
 import type { PlanInput, Proposal } from "./types.js";
 import { atRung, ladder, nextPromotion, PROMOTION_SURFACE, seedsAtRung, type Fidelity, type Promotion } from "./scheduler.js";
-import { CONTINUE_SHARE, continuationTime, LAST_GAIN, lastTrainingTime, passesOf, seedsOf, timing, type LastTrainingTime } from "./time-model.js";
+import { CONTINUE_SHARE, continuationTime, LAST_GAIN, lastTrainingTime, passesOf, seedsAtOnce, seedsOf, timing, type LastTrainingTime } from "./time-model.js";
 import { spaceOf } from "../../core/space.js";
 import { pct } from "../../core/format.js";
 import type { TrainConfig } from "../../core/model-config.js";
@@ -103,7 +103,11 @@ function trainedWithSeeds(state: RunState): Set<string> {
  * The confirmation a goal with a target asks for as soon as a probe makes it likely: the
  * probe's config on the full training split, with the run's seeds, for about as many passes
  * as the probe made (at least two epochs), whose interval can meet the goal. One at a time,
- * and none once a multi-seed trial is training.
+ * and none once a multi-seed trial is training. On a CPU whose slots would train its seeds in
+ * rounds with one idle (time-model.ts seedsAtOnce), they start at once and the runner is theirs
+ * alone (run-state.ts aloneInFlight): the README's goal waited 182 s for a confirmation whose
+ * third seed trained after the first two, beside a probe, where at once on both cores the
+ * same work takes about two thirds of that.
  */
 export function confirmation(input: PlanInput): Proposal | undefined {
   const { state } = input;
@@ -121,6 +125,7 @@ export function confirmation(input: PlanInput): Proposal | undefined {
   return (
     p && {
       ...p,
+      ...(seedsAtOnce(input, seedsOf(input, p)) && { seedsAtOnce: true }),
       hypothesis: `confirm ${pick.id} on the full training split with the run's seeds (${fidelity.epochs} epochs): its one seed makes the target likely`,
       rationale: `${pick.id}'s mean ${scoreText(pick)} clears the target ${state.goal!.target} by more than a confirmation's interval would need; ${p.rationale}`,
     }

@@ -313,6 +313,18 @@ describe("a goal with a target", () => {
     // 89.5% is not likely from one seed at 90%: the search goes on.
     expect(proposalOf(decided(explored, 100, { target: 0.895 })).hypothesis).not.toMatch(/^confirm/);
   });
+
+  it("starts a confirmation's seeds at once on a CPU whose slots would leave one idle, and starts nothing beside it", () => {
+    // Three seeds on two slots: at once, with the runner to itself while it trains.
+    const c = proposalOf(decided(explored, 100, { target: 0.88 }));
+    expect(c.seedsAtOnce).toBe(true);
+    const confirming: EventInit = { runId: RUN, trialId: "c1", body: { case: "trialProposed", value: { rung: c.rung, parentIds: c.parentIds, surface: Surface.DATA, mutation: Mutation.PROMOTION, model: modelSpec(c.model), train: trainSpec(c.train), seedsAtOnce: true } } };
+    expect(decided([...explored, confirming], 110, { target: 0.88 })).toEqual({ kind: "wait", why: "a confirmation whose seeds share every core (c1) is running" });
+    // On a GPU (seeds together in one job) or with slots the seeds fill, in rounds beside the search as before.
+    const { input, index } = run(explored, 100, { target: 0.88 });
+    expect(proposalOf(decide({ ...input, device: "cuda" }, index)).seedsAtOnce).toBeUndefined();
+    expect(proposalOf(decide({ ...input, slots: 3 }, index)).seedsAtOnce).toBeUndefined();
+  });
 });
 
 describe("the promises", () => {
