@@ -12,7 +12,7 @@ import { safeParseJson, type JsonParseError } from "../json.js";
 import { createLogger, type Logger } from "../logger.js";
 import { endpointFor, LLM_ROLES, type Endpoint, type LlmConfig, type LlmRole } from "./config.js";
 import { llmError } from "./errors.js";
-import { Semaphore } from "./semaphore.js";
+import pLimit, { type LimitFunction } from "p-limit";
 import { addUsage, emptyUsage, LlmUsageLedger, type Usage } from "./usage.js";
 
 export type { ChatCompletionMessageParam };
@@ -31,8 +31,8 @@ export interface LlmClientOptions {
   logger?: Logger;
   /** Where the key named by the endpoint's api_key_env is read from. */
   env?: Record<string, string | undefined>;
-  /** Shared by clients that talk to the same server, so the limit holds per server. */
-  semaphore?: Semaphore;
+  /** Requests in flight, shared by clients that talk to the same server, so the limit holds per server (first come, first served). */
+  limit?: LimitFunction;
   /** First back-off delay; doubled per retry, with jitter. */
   retryBaseMs?: number;
   /** Cap on one pause, for back-off and for a server's retry-after alike. */
@@ -121,7 +121,7 @@ export class LlmClient {
   readonly endpoint: Endpoint;
   readonly ledger: LlmUsageLedger;
   private readonly openai: OpenAI;
-  private readonly semaphore: Semaphore;
+  private readonly limit: LimitFunction;
   private readonly logger: Logger;
   private readonly retryBaseMs: number;
   private readonly retryMaxMs: number;
@@ -131,7 +131,7 @@ export class LlmClient {
   constructor(endpoint: Endpoint, options: LlmClientOptions = {}) {
     this.endpoint = endpoint;
     this.ledger = options.ledger ?? new LlmUsageLedger();
-    this.semaphore = options.semaphore ?? new Semaphore(endpoint.concurrency);
+    this.limit = options.limit ?? pLimit(endpoint.concurrency);
     this.logger = (options.logger ?? createLogger("llm")).child({ model: endpoint.model, base_url: endpoint.base_url ?? OPENAI_BASE_URL });
     this.retryBaseMs = options.retryBaseMs ?? DEFAULT_RETRY_BASE_MS;
     this.retryMaxMs = options.retryMaxMs ?? DEFAULT_RETRY_MAX_MS;
@@ -318,27 +318,27 @@ export class LlmClient {
   /** One answer, retried on transient failures with back-off; the concurrency slot is held for the request only, not the pause. */
   private async complete(params: ChatCompletionCreateParamsNonStreaming, usage: Usage): Promise<ChatCompletion> {
     for (let retry = 0; ; retry++) {
-      const release = await this.semaphore.acquire();
-      const started = performance.now();
-      let failure: ResearchError;
-      try {
-        const completion = await this.openai.chat.completions.create(params);
-        checkCompletion(completion);
-        const delta = {
-          calls: 1,
-          latencyMs: performance.now() - started,
-          promptTokens: completion.usage?.prompt_tokens ?? 0,
-          completionTokens: completion.usage?.completion_tokens ?? 0,
-        };
-        this.account(usage, delta);
-        this.logger.debug({ role: usage.role, ...delta, finish_reason: completion.choices[0]!.finish_reason }, "LLM request");
-        return completion;
-      } catch (err) {
-        failure = toLlmError(err);
-        this.account(usage, { calls: 1, failures: 1, latencyMs: performance.now() - started });
-      } finally {
-        release();
-      }
+      const answer = await this.limit(async (): Promise<ChatCompletion | ResearchError> => {
+        const started = performance.now();
+        try {
+          const completion = await this.openai.chat.completions.create(params);
+          checkCompletion(completion);
+          const delta = {
+            calls: 1,
+            latencyMs: performance.now() - started,
+            promptTokens: completion.usage?.prompt_tokens ?? 0,
+            completionTokens: completion.usage?.completion_tokens ?? 0,
+          };
+          this.account(usage, delta);
+          this.logger.debug({ role: usage.role, ...delta, finish_reason: completion.choices[0]!.finish_reason }, "LLM request");
+          return completion;
+        } catch (err) {
+          this.account(usage, { calls: 1, failures: 1, latencyMs: performance.now() - started });
+          return toLlmError(err);
+        }
+      });
+      if (!(answer instanceof ResearchError)) return answer;
+      const failure = answer;
       if (!failure.retryable || retry >= this.endpoint.max_retries) {
         failure.attempts = usage.calls;
         throw failure;
@@ -385,7 +385,7 @@ export class LlmClients {
   readonly ledger: LlmUsageLedger;
   private readonly byRole = new Map<LlmRole, LlmClient>();
 
-  constructor(config: LlmConfig, options: Omit<LlmClientOptions, "semaphore"> = {}) {
+  constructor(config: LlmConfig, options: Omit<LlmClientOptions, "limit"> = {}) {
     this.ledger = options.ledger ?? new LlmUsageLedger();
     const env = options.env ?? process.env;
     const endpoints = LLM_ROLES.flatMap((role) => {
@@ -398,13 +398,13 @@ export class LlmClients {
       const key = serverKey(endpoint);
       limits.set(key, Math.min(limits.get(key) ?? Infinity, endpoint.concurrency));
     }
-    const semaphores = new Map([...limits].map(([key, limit]) => [key, new Semaphore(limit)]));
+    const perServer = new Map([...limits].map(([key, limit]) => [key, pLimit(limit)]));
     const clients = new Map<string, LlmClient>();
     for (const { role, endpoint } of endpoints) {
       const id = JSON.stringify(endpoint);
       let client = clients.get(id);
       if (!client) {
-        client = new LlmClient(endpoint, { ...options, ledger: this.ledger, semaphore: semaphores.get(serverKey(endpoint))! });
+        client = new LlmClient(endpoint, { ...options, ledger: this.ledger, limit: perServer.get(serverKey(endpoint))! });
         clients.set(id, client);
       }
       this.byRole.set(role, client);
