@@ -5,6 +5,7 @@
  */
 import { closeSync, openSync, readSync, statSync } from "node:fs";
 import { join } from "node:path";
+import { parse } from "csv-parse/sync";
 
 // The runner sniffs the delimiter among these (gpu-runner/python/data_files.py, _read_csv).
 const CSV_DELIMITERS = [",", ";", "\t", "|"];
@@ -18,6 +19,15 @@ function firstLine(path: string): string | undefined {
     return text.split(/\r?\n/).find((l) => l.trim() !== "");
   } finally {
     closeSync(fd);
+  }
+}
+
+/** A CSV line's fields with `delimiter`, quotes as CSV has them ("a, b" is one field); a line that is not CSV with it: none. */
+function fieldsOf(line: string, delimiter: string): string[] {
+  try {
+    return (parse(line, { delimiter, trim: true, relax_quotes: true, relax_column_count: true }) as string[][])[0] ?? [];
+  } catch {
+    return [];
   }
 }
 
@@ -36,7 +46,7 @@ export function csvColumnProblem(what: string, path: string, target: string): st
     return `${what}: cannot read ${file}: ${(err as Error).message}`;
   }
   if (header === undefined) return `${what}: ${file} is empty, expected a header row`;
-  const splits = CSV_DELIMITERS.map((d) => header.split(d).map((f) => f.trim().replace(/^"(.*)"$/, "$1").trim()));
+  const splits = CSV_DELIMITERS.map((delimiter) => fieldsOf(header, delimiter));
   if (splits.some((fields) => fields.includes(target))) return undefined;
   const columns = splits.reduce((a, b) => (b.length > a.length ? b : a));
   return `${what}: no column "${target}" in ${file}; its header has ${columns.map((c) => `"${c}"`).join(", ")}`;

@@ -114,6 +114,11 @@ describe("the signal task", () => {
     expect(dataProblem({ dataset: "signal", dataDir: csv, targetColumn: "label" })).toBeUndefined();
     expect(dataProblem({ dataset: "signal", dataDir: csv, targetColumn: "kind" })).toBe(`signal: no column "kind" in ${csv}; its header has "x0", "x1", "x2", "label"`);
     expect(dataProblem({ dataset: "signal", dataDir: join(dir, "none"), targetColumn: "label" })).toBe(`signal: no file or folder ${join(dir, "none")}`);
+    // A quoted header field holds its delimiter: one column, as the runner's CSV reader has it.
+    const quoted = join(dir, "quoted.csv");
+    writeFileSync(quoted, '"price, usd";"kind"\n1.5;a\n');
+    expect(dataProblem({ dataset: "signal", dataDir: quoted, targetColumn: "kind" })).toBeUndefined();
+    expect(dataProblem({ dataset: "signal", dataDir: quoted, targetColumn: "usd" })).toBe(`signal: no column "usd" in ${quoted}; its header has "price, usd", "kind"`);
     mkdirSync(arrays);
     writeFileSync(join(arrays, "x.npy"), "");
     expect(datasetNamed("signal")!.file!.missingTarget(arrays)).toBeUndefined();
