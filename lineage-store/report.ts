@@ -759,33 +759,36 @@ function limitsSection(l: NonNullable<Report["json"]["limits"]>): string[] {
   ];
 }
 
-function markdownOf(state: RunState, finished: RunFinished, j: Report["json"]): string {
-  const o = state.objective;
+type ReportJson = Report["json"];
+
+function goalSection(j: ReportJson, o: Objective): string[] {
+  const out = ["## Goal", ""];
+  if (!j.goal) return [...out, "No run_started event was recorded.", ""];
   const show = (v: number) => formatMetric(o, v);
-  const out: string[] = [`# Research report: ${inline(state.runId)}`, ""];
+  if (j.goal.raw_text) out.push(`> ${inline(j.goal.raw_text)}`, "");
+  if (j.goal.description) out.push(`Understood as: ${inline(j.goal.description)}.`, "");
+  out.push(
+    ...table(
+      ["", ""],
+      [
+        ["dataset", cell(j.goal.dataset || "—")],
+        ["metric", cell(j.goal.metric)],
+        ["target", j.goal.target ? show(j.goal.target) : j.goal.open_ended ? "none (open-ended: the best model within the limits)" : "none"],
+        ["max parameters", j.goal.max_params ? int(j.goal.max_params) : "no limit"],
+        ["max latency", j.goal.max_latency_ms ? `${j.goal.max_latency_ms} ms per example (batch 1, on the runner's device)` : "no limit"],
+        ...(j.goal.trade_offs.length ? [["Pareto objectives", `${o.label} vs ${j.goal.trade_offs.map((c) => COSTS[c].label).join(" vs ")}`]] : []),
+        ["time budget", j.goal.time_budget_s ? duration(j.goal.time_budget_s) : "no limit"],
+      ],
+    ),
+    "",
+  );
+  return out;
+}
 
-  out.push("## Goal", "");
-  if (j.goal) {
-    if (j.goal.raw_text) out.push(`> ${inline(j.goal.raw_text)}`, "");
-    if (j.goal.description) out.push(`Understood as: ${inline(j.goal.description)}.`, "");
-    out.push(
-      ...table(
-        ["", ""],
-        [
-          ["dataset", cell(j.goal.dataset || "—")],
-          ["metric", cell(j.goal.metric)],
-          ["target", j.goal.target ? show(j.goal.target) : j.goal.open_ended ? "none (open-ended: the best model within the limits)" : "none"],
-          ["max parameters", j.goal.max_params ? int(j.goal.max_params) : "no limit"],
-          ["max latency", j.goal.max_latency_ms ? `${j.goal.max_latency_ms} ms per example (batch 1, on the runner's device)` : "no limit"],
-          ...(j.goal.trade_offs.length ? [["Pareto objectives", `${o.label} vs ${j.goal.trade_offs.map((c) => COSTS[c].label).join(" vs ")}`]] : []),
-          ["time budget", j.goal.time_budget_s ? duration(j.goal.time_budget_s) : "no limit"],
-        ],
-      ),
-      "",
-    );
-  } else out.push("No run_started event was recorded.", "");
-
-  out.push("## Outcome", "", `**Status:** ${cell(RUN_STATUS.name(finished.status) ?? "unknown")}${finished.reason ? `: ${inline(finished.reason)}` : ""}`, "");
+/** The outcome: the run's status and time, its runner jobs, an open-ended run's answer, then its best trial. */
+function outcomeSection(state: RunState, finished: RunFinished, j: ReportJson): string[] {
+  const o = state.objective;
+  const out = ["## Outcome", "", `**Status:** ${cell(RUN_STATUS.name(finished.status) ?? "unknown")}${finished.reason ? `: ${inline(finished.reason)}` : ""}`, ""];
   out.push(`Trials judged: ${j.outcome.trials}; run time: ${duration(finished.seconds)}${state.resumes.length ? " live (the time between an interruption and its resume is not counted)" : ""}.`, "");
   for (const r of j.outcome.resumes) {
     out.push(`- Interrupted, then resumed at ${duration(r.at_s)} of live time after ${duration(r.downtime_s)} down${r.time_budget_s ? `; the time budget became ${duration(r.time_budget_s)}` : ""}.`);
@@ -794,8 +797,7 @@ function markdownOf(state: RunState, finished: RunFinished, j: Report["json"]): 
   const jobs = state.runnerJobs;
   if (jobs) out.push(`Runners: Slurm jobs, ${jobsText(jobs)} when last recorded${jobs.ended ? " (a job that ended while the run had budget left was submitted again)" : ""}.`, "");
   const b = j.outcome.best_trial;
-  const openEnded = j.goal?.open_ended ?? false;
-  if (openEnded) {
+  if (j.goal?.open_ended) {
     // With no target, the run's answer is the best model itself; say so before the details.
     const found = b?.val_accuracy ? `the best model found is \`${b.trial_id}\`, validation ${o.label} ${meanWithCi(b.val_accuracy, o)}` : "no model was accepted";
     const test = b?.test?.metrics[`test_${o.metric}`];
@@ -805,68 +807,77 @@ function markdownOf(state: RunState, finished: RunFinished, j: Report["json"]): 
       "",
     );
   }
-  if (b) {
-    const acc = b.val_accuracy;
-    out.push(`**Best trial:** \`${b.trial_id}\`: ${inline(b.what)}`, "");
-    out.push(`- Path: ${b.path.map((p) => `\`${p.trial_id}\` (${inline(p.step)})`).join(" → ")}`);
-    if (acc) {
-      const seeds = acc.n || b.num_seeds || 0;
-      // A spread needs two seeds: one seed's interval is the validation set's sampling error alone.
-      const spread = seeds >= 2 ? `, std ${o.proportion ? pp(acc.std) : show(acc.std)}` : "";
-      out.push(`- Validation ${o.label}: ${meanWithCi(acc, o)}${spread}; the interval counts ${intervalBasis({ seeds, valExamples: b.val_examples ?? 0 })}`);
-      if (j.outcome.why_best) out.push(`- ${inline(j.outcome.why_best)}`);
-      const target = j.goal?.target;
-      if (target && acc.ci_95) {
-        const bound = o.higherIsBetter ? acc.ci_95[0] : acc.ci_95[1];
-        out.push(
-          seeds < 2
-            ? `- The ${show(target)} target cannot be met by a one-seed trial: the goal needs the 95% CI ${o.higherIsBetter ? "lower" : "upper"} bound over 2 seeds or more (this trial's, over its one seed, is ${show(bound)})`
-            : `- 95% CI ${o.higherIsBetter ? "lower" : "upper"} bound ${show(bound)} against the ${show(target)} target: ${reaches(o, bound, target) ? "met" : "not met"}`,
-        );
-      }
-    }
-    out.push(`- Parameters: ${b.params !== null ? int(b.params) : "unknown"}`);
-    if (b.seeds_together && b.seeds_together > 1) out.push(`- Its seeds trained together, ${b.seeds_together} in one process (stacked and vmapped, each with its own initialisation and data order)`);
-    if (b.seeds_apart) out.push(`- Its seeds trained a process each: ${inline(b.seeds_apart)}`);
-    // One latency per example: the test confirmation's timing below when there is one, unless a
-    // latency limit holds the best (whose rule reads the evaluations' fastest seed median).
-    const confirmedTiming = !!b.test?.inference?.batch_1;
-    if (b.latency_ms !== null && (!confirmedTiming || j.limits?.best_within === b.trial_id)) {
-      const l = j.limits;
-      const held = l?.best_within === b.trial_id && l.best_latency_ms !== null ? `; the goal's limit of ${l.max_latency_ms} ms holds it to ${l.best_latency_ms.toPrecision(3)} ms, the fastest seed median the run timed for its model (see Limits)` : "";
-      out.push(`- Latency: ${b.latency_ms.toPrecision(3)} ms per example (batch 1, warm, on the device it ran on; median of its seeds)${held}`);
-    }
-    const test = b.test?.metrics[`test_${o.metric}`];
-    out.push(
-      test
-        ? `- Held-out test ${o.label} (one-time confirmation on the test split, never used in search): ${meanWithCi(test, o)} over ${b.test!.num_seeds} seeds`
-        : `- Held-out test ${o.label}: not measured: ${finished.testSkipped ? inline(finished.testSkipped) : "no confirmation on the test split was recorded"}`,
-    );
-    const ensemble = b.test?.metrics[`ensemble_test_${o.metric}`];
-    const ensembleVal = b.test?.metrics[`ensemble_val_${o.metric}`];
-    if (ensemble) {
+  return [...out, ...(b ? bestTrialLines(b, finished, j, o) : ["No trial was accepted.", ""])];
+}
+
+type BestTrialJson = NonNullable<ReportJson["outcome"]["best_trial"]>;
+
+/** The best trial: its path, interval against the target, parameters, latency, test and ensemble scores, inference cost, weights and a sample. */
+function bestTrialLines(b: BestTrialJson, finished: RunFinished, j: ReportJson, o: Objective): string[] {
+  const show = (v: number) => formatMetric(o, v);
+  const out = [`**Best trial:** \`${b.trial_id}\`: ${inline(b.what)}`, ""];
+  const acc = b.val_accuracy;
+  out.push(`- Path: ${b.path.map((p) => `\`${p.trial_id}\` (${inline(p.step)})`).join(" → ")}`);
+  if (acc) {
+    const seeds = acc.n || b.num_seeds || 0;
+    // A spread needs two seeds: one seed's interval is the validation set's sampling error alone.
+    const spread = seeds >= 2 ? `, std ${o.proportion ? pp(acc.std) : show(acc.std)}` : "";
+    out.push(`- Validation ${o.label}: ${meanWithCi(acc, o)}${spread}; the interval counts ${intervalBasis({ seeds, valExamples: b.val_examples ?? 0 })}`);
+    if (j.outcome.why_best) out.push(`- ${inline(j.outcome.why_best)}`);
+    const target = j.goal?.target;
+    if (target && acc.ci_95) {
+      const bound = o.higherIsBetter ? acc.ci_95[0] : acc.ci_95[1];
       out.push(
-        `- Ensemble of its ${b.test!.num_seeds} seeds (mean of their ${o.proportion ? "probabilities" : "predictions"}, no extra training): test ${meanWithCi(ensemble, o)}${ensembleVal ? `, validation ${show(ensembleVal.mean)}` : ""}`,
+        seeds < 2
+          ? `- The ${show(target)} target cannot be met by a one-seed trial: the goal needs the 95% CI ${o.higherIsBetter ? "lower" : "upper"} bound over 2 seeds or more (this trial's, over its one seed, is ${show(bound)})`
+          : `- 95% CI ${o.higherIsBetter ? "lower" : "upper"} bound ${show(bound)} against the ${show(target)} target: ${reaches(o, bound, target) ? "met" : "not met"}`,
       );
     }
-    const cost = b.test?.inference;
-    if (cost?.batch_1 && cost.batch_eval) {
-      const per = (t: { batch: number; median_ms: number }) => `${(t.median_ms / t.batch).toPrecision(2)} ms an example`;
-      out.push(
-        `- Inference on the ${cost.device || "device"} it trained on (median of its seeds, each timed warm beside the others): ${cost.batch_1.median_ms.toPrecision(2)} ms for one example; ${cost.batch_eval.median_ms.toPrecision(3)} ms for a batch of ${cost.batch_eval.batch} (${per(cost.batch_eval)}); ${(cost.flops_per_sample / 1e6).toPrecision(3)} MFLOPs an example${peakText(cost.batch_eval)}${cost.host_cpu_batch_1 ? `; ${cost.host_cpu_batch_1.median_ms.toPrecision(2)} ms for one example on the host's CPU` : ""}`,
-      );
-    }
-    if (b.weights) out.push(...weightsLines(b.weights));
-    if (b.test?.sample) out.push(...sampleLines(b.test.sample, b.test.sample_seed));
-    out.push("", `![learning curves of the best trial](${PLOT_FILES.learningCurves})`, "");
-  } else out.push("No trial was accepted.", "");
-
-  if (j.front) out.push(...frontSection(j.front, o));
-  if (j.limits) out.push(...limitsSection(j.limits));
-  if (j.baseline) out.push(...baselineSection(j.baseline, o));
-
-  out.push("## Trials", "", `![score per trial](${PLOT_FILES.scores})`, "");
+  }
+  out.push(`- Parameters: ${b.params !== null ? int(b.params) : "unknown"}`);
+  if (b.seeds_together && b.seeds_together > 1) out.push(`- Its seeds trained together, ${b.seeds_together} in one process (stacked and vmapped, each with its own initialisation and data order)`);
+  if (b.seeds_apart) out.push(`- Its seeds trained a process each: ${inline(b.seeds_apart)}`);
+  // One latency per example: the test confirmation's timing below when there is one, unless a
+  // latency limit holds the best (whose rule reads the evaluations' fastest seed median).
+  const confirmedTiming = !!b.test?.inference?.batch_1;
+  if (b.latency_ms !== null && (!confirmedTiming || j.limits?.best_within === b.trial_id)) {
+    const l = j.limits;
+    const held = l?.best_within === b.trial_id && l.best_latency_ms !== null ? `; the goal's limit of ${l.max_latency_ms} ms holds it to ${l.best_latency_ms.toPrecision(3)} ms, the fastest seed median the run timed for its model (see Limits)` : "";
+    out.push(`- Latency: ${b.latency_ms.toPrecision(3)} ms per example (batch 1, warm, on the device it ran on; median of its seeds)${held}`);
+  }
+  const test = b.test?.metrics[`test_${o.metric}`];
   out.push(
+    test
+      ? `- Held-out test ${o.label} (one-time confirmation on the test split, never used in search): ${meanWithCi(test, o)} over ${b.test!.num_seeds} seeds`
+      : `- Held-out test ${o.label}: not measured: ${finished.testSkipped ? inline(finished.testSkipped) : "no confirmation on the test split was recorded"}`,
+  );
+  const ensemble = b.test?.metrics[`ensemble_test_${o.metric}`];
+  const ensembleVal = b.test?.metrics[`ensemble_val_${o.metric}`];
+  if (ensemble) {
+    out.push(
+      `- Ensemble of its ${b.test!.num_seeds} seeds (mean of their ${o.proportion ? "probabilities" : "predictions"}, no extra training): test ${meanWithCi(ensemble, o)}${ensembleVal ? `, validation ${show(ensembleVal.mean)}` : ""}`,
+    );
+  }
+  const cost = b.test?.inference;
+  if (cost?.batch_1 && cost.batch_eval) {
+    const per = (t: { batch: number; median_ms: number }) => `${(t.median_ms / t.batch).toPrecision(2)} ms an example`;
+    out.push(
+      `- Inference on the ${cost.device || "device"} it trained on (median of its seeds, each timed warm beside the others): ${cost.batch_1.median_ms.toPrecision(2)} ms for one example; ${cost.batch_eval.median_ms.toPrecision(3)} ms for a batch of ${cost.batch_eval.batch} (${per(cost.batch_eval)}); ${(cost.flops_per_sample / 1e6).toPrecision(3)} MFLOPs an example${peakText(cost.batch_eval)}${cost.host_cpu_batch_1 ? `; ${cost.host_cpu_batch_1.median_ms.toPrecision(2)} ms for one example on the host's CPU` : ""}`,
+    );
+  }
+  if (b.weights) out.push(...weightsLines(b.weights));
+  if (b.test?.sample) out.push(...sampleLines(b.test.sample, b.test.sample_seed));
+  out.push("", `![learning curves of the best trial](${PLOT_FILES.learningCurves})`, "");
+  return out;
+}
+
+function trialsSection(state: RunState, j: ReportJson): string[] {
+  const o = state.objective;
+  return [
+    "## Trials",
+    "",
+    `![score per trial](${PLOT_FILES.scores})`,
+    "",
     ...table(
       ["#", "trial", "surface", "hypothesis", "params", o.proportion ? "val acc (mean ± 95% CI, pp)" : `val ${o.label} (mean ± 95% CI)`, "seeds x val examples", "held?", "verdict", "failure", "eval time"],
       j.trials.map((r) => [
@@ -887,16 +898,23 @@ function markdownOf(state: RunState, finished: RunFinished, j: Report["json"]): 
     "",
     `"held?" is whether the trial's hypothesis held (core/ranking.ts): the change of its validation mean from its first parent trained at the same examples and epochs, with a 95% interval from the two trials' intervals; supported when the interval is all gain, refuted when all loss, else inconclusive; after ± the smallest change the two trials could resolve (the interval's half-width), so an inconclusive edit smaller than it is one the trials were too small to see; a promotion trains the same config on more data, epochs or seeds and tests no hypothesis. "verdict" is the judge's: accept means the trial ran and its score counts towards the best, whether or not its change helped.`,
     "",
-  );
+  ];
+}
 
-  out.push("## Failures by label", "");
+function failuresSection(j: ReportJson): string[] {
   const failures = Object.entries(j.failures);
-  if (failures.length) {
-    out.push(...table(["label", "trials"], failures.map(([label, n]) => [label, String(n)])), "", `![failures by label](${PLOT_FILES.failures})`, "");
-  } else out.push("No trial failed.", "");
+  return [
+    "## Failures by label",
+    "",
+    ...(failures.length ? [...table(["label", "trials"], failures.map(([label, n]) => [label, String(n)])), "", `![failures by label](${PLOT_FILES.failures})`, ""] : ["No trial failed.", ""]),
+  ];
+}
 
-  out.push("## Surfaces", "");
-  out.push(
+function surfacesSection(j: ReportJson, o: Objective): string[] {
+  const show = (v: number) => formatMetric(o, v);
+  return [
+    "## Surfaces",
+    "",
     ...table(
       ["surface", "trials", "promotions", "accepted", "supported", "refuted", "failed", o.proportion ? "mean gain of edits (pp)" : `mean gain of edits (${o.label}, + is better)`, o.proportion ? "best val acc" : `best val ${o.label}`],
       j.surfaces.map((s) => [
@@ -912,16 +930,24 @@ function markdownOf(state: RunState, finished: RunFinished, j: Report["json"]): 
       ]),
     ),
     "",
-  );
+  ];
+}
 
-  out.push("## Timeline", "");
+function timelineSection(j: ReportJson): string[] {
   const when = (m: ReturnType<typeof timeline>["first_accepted"]) =>
     m ? `\`${m.trial_id}\`, after ${m.trials_judged} judged trial${m.trials_judged === 1 ? "" : "s"}${m.seconds !== null ? ` and ${duration(m.seconds)}` : ""}` : "never";
-  out.push(`- First accepted trial: ${when(j.timeline.first_accepted)}`);
-  if (!openEnded) out.push(`- Goal reached: ${when(j.timeline.goal_reached)}`);
-  out.push(`- Run finished after ${duration(j.timeline.total_seconds)}`, "");
+  return [
+    "## Timeline",
+    "",
+    `- First accepted trial: ${when(j.timeline.first_accepted)}`,
+    ...(j.goal?.open_ended ? [] : [`- Goal reached: ${when(j.timeline.goal_reached)}`]),
+    `- Run finished after ${duration(j.timeline.total_seconds)}`,
+    "",
+  ];
+}
 
-  out.push("## Research briefs", "");
+function briefsSection(j: ReportJson): string[] {
+  const out = ["## Research briefs", ""];
   if (j.research.briefs.length) {
     for (const brief of j.research.briefs) {
       out.push(`### ${inline(brief.title)}`, "");
@@ -937,68 +963,108 @@ function markdownOf(state: RunState, finished: RunFinished, j: Report["json"]): 
   if (adopted.length) {
     out.push(...table(["concept adopted", "trials"], adopted.map(([c, ids]) => [cell(c), ids.map((id) => `\`${id}\``).join(", ")])), "");
   }
+  return out;
+}
 
+function warmStartSection(j: ReportJson, o: Objective): string[] {
   const warm = j.trials.filter((r) => r.informed_by.length);
   const prior = j.past_prior;
-  if (warm.length || prior) {
-    out.push("## Warm start", "");
-    out.push("What this run took from past runs (launch --no-warm-start turns this off). A past result weighs 1/2 x exp(-d), d the distance between its dataset and this run's (0: the same description); each of this run's own results weighs 1. No past score counts as this run's.", "");
-    if (prior) {
-      out.push(`- The surrogate held up to ${prior.observations} past results as prior observations (summed weight ${prior.weight.toFixed(2)}) when it proposed ${prior.trials} of this run's trials.`, "");
-    }
-    if (warm.length) {
-      const from = (r: (typeof warm)[number]) => r.informed_by.map((id, i) => `\`${id}\`${r.informed_weights[i] === undefined ? "" : ` (weight ${r.informed_weights[i]!.toFixed(2)})`}`).join(", ");
-      out.push("Trials that start from a past run's config, or continue its training from the weights it kept, each evaluated here:", "");
-      out.push(...table(["trial", "from past trials", "takes", "here: val (mean ± 95% CI)", "verdict"], warm.map((r) => [`\`${r.trial_id}\``, from(r), r.init_weights ? "trained weights" : "config", meanPlusMinus(r.val_accuracy, o), r.verdict ?? "—"])), "");
-    }
-    const chained = j.trials.filter((r) => r.init_weights && !r.informed_by.length);
-    for (const r of chained) out.push(`- \`${r.trial_id}\` continues the training of \`${r.init_weights!.trial_id}\` from its kept weights.`);
-    if (chained.length) out.push("");
+  if (!warm.length && !prior) return [];
+  const out = ["## Warm start", ""];
+  out.push("What this run took from past runs (launch --no-warm-start turns this off). A past result weighs 1/2 x exp(-d), d the distance between its dataset and this run's (0: the same description); each of this run's own results weighs 1. No past score counts as this run's.", "");
+  if (prior) {
+    out.push(`- The surrogate held up to ${prior.observations} past results as prior observations (summed weight ${prior.weight.toFixed(2)}) when it proposed ${prior.trials} of this run's trials.`, "");
   }
+  if (warm.length) {
+    const from = (r: (typeof warm)[number]) => r.informed_by.map((id, i) => `\`${id}\`${r.informed_weights[i] === undefined ? "" : ` (weight ${r.informed_weights[i]!.toFixed(2)})`}`).join(", ");
+    out.push("Trials that start from a past run's config, or continue its training from the weights it kept, each evaluated here:", "");
+    out.push(...table(["trial", "from past trials", "takes", "here: val (mean ± 95% CI)", "verdict"], warm.map((r) => [`\`${r.trial_id}\``, from(r), r.init_weights ? "trained weights" : "config", meanPlusMinus(r.val_accuracy, o), r.verdict ?? "—"])), "");
+  }
+  const chained = j.trials.filter((r) => r.init_weights && !r.informed_by.length);
+  for (const r of chained) out.push(`- \`${r.trial_id}\` continues the training of \`${r.init_weights!.trial_id}\` from its kept weights.`);
+  if (chained.length) out.push("");
+  return out;
+}
 
-  out.push("## LLM use", "");
+function llmSection(j: ReportJson): string[] {
   const llmRoles = Object.entries(j.llm.per_role);
-  if (llmRoles.length) {
-    out.push(
-      ...table(
-        ["role", "calls", "HTTP requests", "prompt tokens", "completion tokens", "latency", "cost (USD)", "repaired", "fell back"],
-        llmRoles.map(([role, r]) => [role, String(r.calls), String(r.requests), String(r.prompt_tokens), String(r.completion_tokens), `${(r.latency_ms / 1000).toFixed(1)} s`, r.cost_usd.toFixed(4), String(r.repaired), String(r.fallbacks)]),
-      ),
-      "",
-    );
-    for (const f of j.llm.fallbacks) out.push(`- ${f.role}/${f.purpose} fell back to the built-in brain: ${inline(f.error)}`);
-    out.push("");
-  } else out.push("No LLM was used: the built-in brain drove every role.", "");
+  if (!llmRoles.length) return ["## LLM use", "", "No LLM was used: the built-in brain drove every role.", ""];
+  return [
+    "## LLM use",
+    "",
+    ...table(
+      ["role", "calls", "HTTP requests", "prompt tokens", "completion tokens", "latency", "cost (USD)", "repaired", "fell back"],
+      llmRoles.map(([role, r]) => [role, String(r.calls), String(r.requests), String(r.prompt_tokens), String(r.completion_tokens), `${(r.latency_ms / 1000).toFixed(1)} s`, r.cost_usd.toFixed(4), String(r.repaired), String(r.fallbacks)]),
+    ),
+    "",
+    ...j.llm.fallbacks.map((f) => `- ${f.role}/${f.purpose} fell back to the built-in brain: ${inline(f.error)}`),
+    "",
+  ];
+}
 
-  if (j.interventions.length) {
-    out.push("## Interventions", "");
-    out.push(
-      ...table(
-        ["what", "who", "trial", "reason or hypothesis"],
-        j.interventions.map((v) => [v.kind, cell(v.who), v.trial_id ? `\`${v.trial_id}\`` : v.taken_by ? `became \`${v.taken_by}\`` : "", cell(v.hypothesis ?? v.reason)]),
-      ),
-      "",
-    );
-  }
+function interventionsSection(j: ReportJson): string[] {
+  if (!j.interventions.length) return [];
+  return [
+    "## Interventions",
+    "",
+    ...table(
+      ["what", "who", "trial", "reason or hypothesis"],
+      j.interventions.map((v) => [v.kind, cell(v.who), v.trial_id ? `\`${v.trial_id}\`` : v.taken_by ? `became \`${v.taken_by}\`` : "", cell(v.hypothesis ?? v.reason)]),
+    ),
+    "",
+  ];
+}
 
-  out.push("## Search space", "");
-  out.push(
+function spaceAndSettingsSections(j: ReportJson): string[] {
+  return [
+    "## Search space",
+    "",
     j.search_space.length
       ? `Narrowed with --space: ${j.search_space.map(inline).join("; ")}. Every other dimension kept the built-in table's range (core/space.ts); a proposal outside the space was never made.`
       : "The built-in space: every dimension of core/space.ts at the table's range, every template family for this data.",
     "",
-  );
-  out.push("## Settings", "");
-  if (j.settings) {
-    out.push(...table(["setting", "value"], Object.entries(j.settings).map(([k, v]) => [k, cell(String(v)) || "—"])), "");
-  } else out.push("Not recorded.", "");
+    "## Settings",
+    "",
+    ...(j.settings ? [...table(["setting", "value"], Object.entries(j.settings).map(([k, v]) => [k, cell(String(v)) || "—"])), ""] : ["Not recorded.", ""]),
+  ];
+}
 
+function nextStepsSection(state: RunState, j: ReportJson): string[] {
   const n = j.next_steps;
-  out.push("## Next steps", "");
-  if (n.budget_left_s !== null) out.push(`- Time budget left: ${duration(n.budget_left_s)}`);
-  out.push(`- Trials proposed and not judged: ${n.pending.length ? n.pending.map((p) => `\`${p.trial_id}\` (${inline(short(shortIds(p.hypothesis, state.runId), 60))})`).join(", ") : "none"}`);
-  out.push(`- Confirmation: ${inline(n.confirmation)}`, `- Weights: ${inline(n.weights)}`, `- To go on: \`${n.command}\``, "");
-  return out.join("\n");
+  return [
+    "## Next steps",
+    "",
+    ...(n.budget_left_s !== null ? [`- Time budget left: ${duration(n.budget_left_s)}`] : []),
+    `- Trials proposed and not judged: ${n.pending.length ? n.pending.map((p) => `\`${p.trial_id}\` (${inline(short(shortIds(p.hypothesis, state.runId), 60))})`).join(", ") : "none"}`,
+    `- Confirmation: ${inline(n.confirmation)}`,
+    `- Weights: ${inline(n.weights)}`,
+    `- To go on: \`${n.command}\``,
+    "",
+  ];
+}
+
+/** The report as Markdown: a section per function above, in the order a reader wants them. */
+function markdownOf(state: RunState, finished: RunFinished, j: ReportJson): string {
+  const o = state.objective;
+  return [
+    `# Research report: ${inline(state.runId)}`,
+    "",
+    ...goalSection(j, o),
+    ...outcomeSection(state, finished, j),
+    ...(j.front ? frontSection(j.front, o) : []),
+    ...(j.limits ? limitsSection(j.limits) : []),
+    ...(j.baseline ? baselineSection(j.baseline, o) : []),
+    ...trialsSection(state, j),
+    ...failuresSection(j),
+    ...surfacesSection(j, o),
+    ...timelineSection(j),
+    ...briefsSection(j),
+    ...warmStartSection(j, o),
+    ...llmSection(j),
+    ...interventionsSection(j),
+    ...spaceAndSettingsSections(j),
+    ...nextStepsSection(state, j),
+  ].join("\n");
 }
 
 export function buildReport(state: RunState, finished: RunFinished, timing?: ReportTiming, weights?: WeightsExport): Report {
