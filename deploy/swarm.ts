@@ -296,6 +296,51 @@ function followJobs(slurm: SlurmRunners, bus: Bus, state: RunState, log: Logger)
 }
 
 /**
+ * What the launcher watches a run for every 2 s while it follows it, each said once: a run whose
+ * budget is spent with no judgement ending it, a run nothing moves for `graceS` (no trial in flight
+ * or proposed, no event of its own; not while runner jobs are coming), and a paused run out of
+ * time. Returns the end of the watching.
+ */
+function watchdog(swarm: Swarm, state: RunState, graceS: number, log: Logger): () => void {
+  const runId = state.runId;
+  // A paused run with nothing in flight gets no judgement that could end it: at the reserve
+  // for its confirmation and report, the launcher stops it, so the budget still holds.
+  let pausedStopSent = false;
+  // The watchdog: a run nothing moves (no trial in flight or proposed, no event of its own for the
+  // grace period) gets no judgement that could end it; it says so to the judge, which ends it. Not
+  // once a judgement has ended the run: the judge's test confirmation can be quiet for minutes.
+  let idleSent = false;
+  const ending = () => [...state.trials.values()].some((t) => isTerminal(t.judged?.decision));
+  let spentSent = false;
+  const check = setInterval(() => {
+    // Only the report's time left and no judgement ending the run: trials in flight wait on a
+    // runner that does not answer (or agents that are gone); the judge ends the run now.
+    if (!spentSent && state.startedAtMs && !state.finished && !ending() && budgetSpent(state, Date.now())) {
+      spentSent = true;
+      const reason = `the watchdog: the time budget is spent with ${inFlightCount(state)} trial(s) in flight and no judgement ending the run`;
+      void swarm.bus
+        .publish({ runId, eventId: `${runId}/watchdog-budget`, body: { case: "plannerIdle", value: { reason, runEnd: RunEnd.TIME_BUDGET } } })
+        .catch((err: unknown) => log.warn({ err }, "could not end the run at its budget"));
+    }
+    const quietS = (Date.now() - state.lastEventMs) / 1000;
+    // Runner jobs queued or starting will take what the planner holds back for them (capacityOf).
+    const jobsComing = !!state.runnerJobs && state.runnerJobs.pending + state.runnerJobs.starting > 0;
+    if (!idleSent && state.startedAtMs && !state.finished && !state.paused && !state.stopRequested && !inFlight(state) && !ending() && !jobsComing && quietS > graceS) {
+      idleSent = true;
+      const reason = `the watchdog: nothing in flight and nothing proposed for ${graceS} s`;
+      void swarm.bus
+        .publish({ runId, eventId: `${runId}/watchdog-idle`, body: { case: "plannerIdle", value: { reason, runEnd: RunEnd.IDLE } } })
+        .catch((err: unknown) => log.warn({ err }, "could not end the idle run"));
+    }
+    if (pausedStopSent || state.finished || !state.paused || state.stopRequested || inFlight(state) || budgetPlan(state, Date.now()).availableS > 0) return;
+    pausedStopSent = true;
+    const stop = interventionEvent(state, { kind: "stop", reason: "the time budget ran out while the run was paused" }, "launcher");
+    if (stop.ok) void swarm.bus.publish(stop.event).catch((err: unknown) => log.warn({ err }, "could not stop the paused run"));
+  }, 2000);
+  return () => clearInterval(check);
+}
+
+/**
  * Starts (or resumes) a run and follows it to RunFinished, passing every
  * event to `onEvent`. A run past its time budget plus a grace period is
  * closed by the launcher itself, so `launch` always ends.
@@ -370,41 +415,7 @@ export async function runGoal(
     },
     Math.max(0, startedAt + budgetS * 1000 + graceMs - Date.now()),
   );
-  // A paused run with nothing in flight gets no judgement that could end it: at the reserve
-  // for its confirmation and report, the launcher stops it, so the budget still holds.
-  let pausedStopSent = false;
-  // The watchdog: a run nothing moves (no trial in flight or proposed, no event of its own for the
-  // grace period) gets no judgement that could end it; it says so to the judge, which ends it. Not
-  // once a judgement has ended the run: the judge's test confirmation can be quiet for minutes.
-  const graceS = opts.idleGraceS ?? IDLE_GRACE_S;
-  let idleSent = false;
-  const ending = () => [...state.trials.values()].some((t) => isTerminal(t.judged?.decision));
-  let spentSent = false;
-  const pausedCheck = setInterval(() => {
-    // Only the report's time left and no judgement ending the run: trials in flight wait on a
-    // runner that does not answer (or agents that are gone); the judge ends the run now.
-    if (!spentSent && state.startedAtMs && !state.finished && !ending() && budgetSpent(state, Date.now())) {
-      spentSent = true;
-      const reason = `the watchdog: the time budget is spent with ${inFlightCount(state)} trial(s) in flight and no judgement ending the run`;
-      void swarm.bus
-        .publish({ runId, eventId: `${runId}/watchdog-budget`, body: { case: "plannerIdle", value: { reason, runEnd: RunEnd.TIME_BUDGET } } })
-        .catch((err: unknown) => opts.log.warn({ err }, "could not end the run at its budget"));
-    }
-    const quietS = (Date.now() - state.lastEventMs) / 1000;
-    // Runner jobs queued or starting will take what the planner holds back for them (capacityOf).
-    const jobsComing = !!state.runnerJobs && state.runnerJobs.pending + state.runnerJobs.starting > 0;
-    if (!idleSent && state.startedAtMs && !state.finished && !state.paused && !state.stopRequested && !inFlight(state) && !ending() && !jobsComing && quietS > graceS) {
-      idleSent = true;
-      const reason = `the watchdog: nothing in flight and nothing proposed for ${graceS} s`;
-      void swarm.bus
-        .publish({ runId, eventId: `${runId}/watchdog-idle`, body: { case: "plannerIdle", value: { reason, runEnd: RunEnd.IDLE } } })
-        .catch((err: unknown) => opts.log.warn({ err }, "could not end the idle run"));
-    }
-    if (pausedStopSent || state.finished || !state.paused || state.stopRequested || inFlight(state) || budgetPlan(state, Date.now()).availableS > 0) return;
-    pausedStopSent = true;
-    const stop = interventionEvent(state, { kind: "stop", reason: "the time budget ran out while the run was paused" }, "launcher");
-    if (stop.ok) void swarm.bus.publish(stop.event).catch((err: unknown) => opts.log.warn({ err }, "could not stop the paused run"));
-  }, 2000);
+  const stopWatchdog = watchdog(swarm, state, opts.idleGraceS ?? IDLE_GRACE_S, opts.log);
   const interrupted = new Promise<RunFinished>((resolve) => {
     const stop = () =>
       resolve(
@@ -415,7 +426,7 @@ export async function runGoal(
   });
   const result = await Promise.race([finished, interrupted]).finally(() => {
     clearTimeout(deadline);
-    clearInterval(pausedCheck);
+    stopWatchdog();
     unlistenJobs?.();
   });
   await Promise.all([watch.stop(), progress.stop()]);
