@@ -149,41 +149,49 @@ function hitOf(t: TrialSummary, o: Objective): SearchHit {
   };
 }
 
-export async function startDashboard(opts: DashboardOptions): Promise<Dashboard> {
-  const host = opts.host ?? "127.0.0.1";
-  const log = opts.logger;
-  // A token given is wanted on loopback too: on a shared machine every user can reach 127.0.0.1.
-  const token = opts.token || (isLoopback(host) ? undefined : randomBytes(24).toString("base64url"));
-  if (token !== undefined && token.length < 16) throw new ResearchError("invalid_config", "the dashboard's token must have 16 characters or more");
-  const source = await DashboardSource.open({ workspace: opts.workspace, logger: log, connect: opts.connect, retryMs: opts.retryMs, lostAfterMs: opts.lostAfterMs });
-  const streams = new Set<ServerResponse>();
+/** The dashboard's requests: its API, its live stream, its app's assets and pages, each behind its access rule. */
+class Routes {
+  readonly streams = new Set<ServerResponse>();
+  // Compressed once: the script is 0.74 MB as built and a quarter of that gzipped, which a dashboard opened over a network feels.
+  private readonly gzipped: Map<string, Buffer>;
 
-  const runOf = (runId: string): RunView => source.run(runId) ?? refuse(404, `no run ${runId} in this workspace`);
+  constructor(
+    private readonly opts: DashboardOptions,
+    private readonly source: DashboardSource,
+    private readonly token: string | undefined,
+    private readonly log: Logger,
+  ) {
+    this.gzipped = new Map(Object.entries(opts.assets.files).map(([name, f]) => [name, gzipSync(f.body)]));
+  }
 
-  async function search(url: URL): Promise<SearchHit[]> {
+  private runOf(runId: string): RunView {
+    return this.source.run(runId) ?? refuse(404, `no run ${runId} in this workspace`);
+  }
+
+  private async search(url: URL): Promise<SearchHit[]> {
     const q = url.searchParams.get("q")?.trim();
     if (!q) refuse(400, "search needs q, the text to search for");
     const kText = url.searchParams.get("k");
     const k = kText === null ? 10 : Number(kText);
     if (!Number.isInteger(k) || k < 1 || k > MAX_K) refuse(400, `k must be a whole number from 1 to ${MAX_K}, got "${kText}"`);
     const runId = url.searchParams.get("run") || undefined;
-    const bus = source.bus();
+    const bus = this.source.bus();
     if (bus) {
       // The lineage store's own process answers with its embedder warm.
       try {
-        return (await queryLineage(bus, { text: q, k, runId })).map((t) => hitOf(t, source.objectiveOf(t.runId)));
+        return (await queryLineage(bus, { text: q, k, runId })).map((t) => hitOf(t, this.source.objectiveOf(t.runId)));
       } catch (err) {
-        log.warn({ err }, "the lineage store did not answer the search; searching the lineage here");
+        this.log.warn({ err }, "the lineage store did not answer the search; searching the lineage here");
       }
     }
-    const store = await source.lineage();
-    return store ? (await store.similarTrials({ text: q, k, runId })).map((h) => hitOf(summaryOf(h), source.objectiveOf(h.run_id))) : [];
+    const store = await this.source.lineage();
+    return store ? (await store.similarTrials({ text: q, k, runId })).map((h) => hitOf(summaryOf(h), this.source.objectiveOf(h.run_id))) : [];
   }
 
-  async function intervene(req: IncomingMessage, runId: string): Promise<[number, InterventionReply]> {
-    const view = runOf(runId);
+  private async intervene(req: IncomingMessage, runId: string): Promise<[number, InterventionReply]> {
+    const view = this.runOf(runId);
     const body = await readJson(req);
-    const bus = source.bus();
+    const bus = this.source.bus();
     if (!bus) return [409, { ok: false, error: `no swarm is running for this workspace: start one (research-agent launch --resume ${runId}) to act on run ${runId}` }];
     if (!view.live) return [409, { ok: false, error: `run ${runId} is not in the running swarm's stream: it cannot be acted on` }];
     const who = whoOf(req);
@@ -191,28 +199,29 @@ export async function startDashboard(opts: DashboardOptions): Promise<Dashboard>
     if (!check.ok) return [400, check];
     await bus.publish(check.event);
     const id = check.event.body?.case === "runIntervention" ? (check.event.body.value.interventionId ?? "") : "";
-    log.info({ run_id: runId, intervention_id: id, who }, check.summary);
+    this.log.info({ run_id: runId, intervention_id: id, who }, check.summary);
     return [202, { ok: true, intervention_id: id, summary: check.summary }];
   }
 
-  async function startRun(req: IncomingMessage): Promise<[number, StartRunReply]> {
+  private async startRun(req: IncomingMessage): Promise<[number, StartRunReply]> {
     const body = await readJson(req);
-    if (!opts.intake) return [409, { ok: false, error: "this dashboard takes no new runs: start them with research-agent launch, or serve the workspace with research-agent serve" }];
+    const intake = this.opts.intake;
+    if (!intake) return [409, { ok: false, error: "this dashboard takes no new runs: start them with research-agent launch, or serve the workspace with research-agent serve" }];
     const checked = checkRunDocument(body);
     if (!checked.ok) return [400, { ok: false, error: checked.error }];
     const who = whoOf(req);
-    const [status, reply] = await opts.intake.submit(checked.value, who);
-    log.info({ run_id: reply.ok ? reply.run_id : undefined, who, status }, reply.ok ? "run submitted" : `run refused: ${reply.error}`);
+    const [status, reply] = await intake.submit(checked.value, who);
+    this.log.info({ run_id: reply.ok ? reply.run_id : undefined, who, status }, reply.ok ? "run submitted" : `run refused: ${reply.error}`);
     return [status, reply];
   }
 
-  function events(req: IncomingMessage, res: ServerResponse, url: URL): void {
+  private events(req: IncomingMessage, res: ServerResponse, url: URL): void {
     // A run not seen yet may start while the page waits: no 404 here.
     const only = url.searchParams.get("run") || undefined;
     res.writeHead(200, { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-store", connection: "keep-alive", "x-accel-buffering": "no" });
     res.write(": connected\n\n");
-    streams.add(res);
-    const stop = source.listen((m: LiveMessage) => {
+    this.streams.add(res);
+    const stop = this.source.listen((m: LiveMessage) => {
       if (!only || m.run_id === only) res.write(`event: ${m.type}\ndata: ${JSON.stringify(m)}\n\n`);
     });
     // Proxies and browsers drop a stream that stays silent too long.
@@ -220,21 +229,19 @@ export async function startDashboard(opts: DashboardOptions): Promise<Dashboard>
     const end = () => {
       clearInterval(beat);
       stop();
-      streams.delete(res);
+      this.streams.delete(res);
     };
     req.on("close", end);
     res.on("close", end);
   }
 
-  // Compressed once: the script is 0.74 MB as built and a quarter of that gzipped, which a dashboard opened over a network feels.
-  const gzipped = new Map(Object.entries(opts.assets.files).map(([name, f]) => [name, gzipSync(f.body)]));
-
-  function serveAsset(req: IncomingMessage, res: ServerResponse, path: string): void {
+  private serveAsset(req: IncomingMessage, res: ServerResponse, path: string): void {
+    const files = this.opts.assets.files;
     const name = decoded(path.slice("/assets/".length));
-    const file = Object.hasOwn(opts.assets.files, name) ? opts.assets.files[name] : undefined;
+    const file = Object.hasOwn(files, name) ? files[name] : undefined;
     if (!file) refuse(404, `no asset ${path}`);
     const gzip = /\bgzip\b/.test(String(req.headers["accept-encoding"] ?? ""));
-    const body = gzip ? gzipped.get(name)! : file.body;
+    const body = gzip ? this.gzipped.get(name)! : file.body;
     res.writeHead(200, {
       "content-type": file.type,
       "content-length": Buffer.byteLength(body),
@@ -246,7 +253,8 @@ export async function startDashboard(opts: DashboardOptions): Promise<Dashboard>
   }
 
   /** Whether the request may go on; answers it when not (or redirects a page opened with ?token= to its clean address). */
-  function authorised(req: IncomingMessage, res: ServerResponse, url: URL): boolean {
+  private authorised(req: IncomingMessage, res: ServerResponse, url: URL): boolean {
+    const token = this.token;
     if (token === undefined) {
       if (loopbackHostHeader(req.headers.host)) return true;
       sendJson(res, 403, { error: "this dashboard answers only requests addressed to localhost" });
@@ -272,47 +280,60 @@ export async function startDashboard(opts: DashboardOptions): Promise<Dashboard>
     return true;
   }
 
-  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  /** The API's routes (docs/DASHBOARD.md). */
+  private async api(req: IncomingMessage, res: ServerResponse, url: URL, method: string): Promise<void> {
+    const path = url.pathname;
+    const [, what, runId, sub, trialId, extra] = path.split("/").slice(1).map(decoded);
+    if (method === "POST" && what === "runs" && runId && sub === "interventions" && trialId === undefined) {
+      const [status, reply] = await this.intervene(req, runId);
+      return sendJson(res, status, reply);
+    }
+    if (method === "POST" && what === "runs" && runId === undefined) {
+      const [status, reply] = await this.startRun(req);
+      return sendJson(res, status, reply);
+    }
+    if (method !== "GET") refuse(405, `${method} ${path} is not a route (see docs/DASHBOARD.md)`);
+    if (what === "runs" && runId === undefined) return sendJson(res, 200, this.source.runs().map((v) => runSummary(v)));
+    if (what === "runs" && runId && sub === undefined) return sendJson(res, 200, runDetail(this.runOf(runId)));
+    if (what === "runs" && runId && sub === "trials" && trialId && extra === undefined) {
+      const view = this.runOf(runId);
+      // A short id ("t007") names the run's trial as the pages show it.
+      const detail = trialDetail(view, trialId) ?? trialDetail(view, `${runId}-${trialId}`);
+      return sendJson(res, 200, detail ?? refuse(404, `no trial ${trialId} in run ${runId}`));
+    }
+    if (what === "search" && runId === undefined) return sendJson(res, 200, await this.search(url));
+    if (what === "queue" && runId === undefined) return sendJson(res, 200, this.opts.intake?.queue() ?? NO_INTAKE);
+    if (what === "events" && runId === undefined) return this.events(req, res, url);
+    refuse(404, `no route ${path} (see docs/DASHBOARD.md)`);
+  }
+
+  async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = requestUrl(req.url ?? "/");
-    if (!authorised(req, res, url)) return;
+    if (!this.authorised(req, res, url)) return;
     const path = url.pathname;
     const method = req.method ?? "GET";
-    const parts = path.split("/").slice(1).map(decoded);
-    if (path.startsWith("/api/")) {
-      const [, what, runId, sub, trialId, extra] = parts;
-      if (method === "POST" && what === "runs" && runId && sub === "interventions" && trialId === undefined) {
-        const [status, reply] = await intervene(req, runId);
-        return sendJson(res, status, reply);
-      }
-      if (method === "POST" && what === "runs" && runId === undefined) {
-        const [status, reply] = await startRun(req);
-        return sendJson(res, status, reply);
-      }
-      if (method !== "GET") refuse(405, `${method} ${path} is not a route (see docs/DASHBOARD.md)`);
-      if (what === "runs" && runId === undefined) return sendJson(res, 200, source.runs().map((v) => runSummary(v)));
-      if (what === "runs" && runId && sub === undefined) return sendJson(res, 200, runDetail(runOf(runId)));
-      if (what === "runs" && runId && sub === "trials" && trialId && extra === undefined) {
-        const view = runOf(runId);
-        // A short id ("t007") names the run's trial as the pages show it.
-        const detail = trialDetail(view, trialId) ?? trialDetail(view, `${runId}-${trialId}`);
-        return sendJson(res, 200, detail ?? refuse(404, `no trial ${trialId} in run ${runId}`));
-      }
-      if (what === "search" && runId === undefined) return sendJson(res, 200, await search(url));
-      if (what === "queue" && runId === undefined) return sendJson(res, 200, opts.intake?.queue() ?? NO_INTAKE);
-      if (what === "events" && runId === undefined) return events(req, res, url);
-      refuse(404, `no route ${path} (see docs/DASHBOARD.md)`);
-    }
+    if (path.startsWith("/api/")) return this.api(req, res, url, method);
     if (method !== "GET" && method !== "HEAD") refuse(405, `${method} ${path} is not a route`);
-    if (path.startsWith("/assets/")) return serveAsset(req, res, path);
+    if (path.startsWith("/assets/")) return this.serveAsset(req, res, path);
     if (APP_ROUTES.some((r) => r.test(path))) {
-      res.writeHead(200, { "content-type": "text/html; charset=utf-8", "cache-control": "no-cache", "content-length": Buffer.byteLength(opts.assets.html) });
-      return void res.end(opts.assets.html);
+      const html = this.opts.assets.html;
+      res.writeHead(200, { "content-type": "text/html; charset=utf-8", "cache-control": "no-cache", "content-length": Buffer.byteLength(html) });
+      return void res.end(html);
     }
     refuse(404, `no page ${path}`);
   }
+}
 
+export async function startDashboard(opts: DashboardOptions): Promise<Dashboard> {
+  const host = opts.host ?? "127.0.0.1";
+  const log = opts.logger;
+  // A token given is wanted on loopback too: on a shared machine every user can reach 127.0.0.1.
+  const token = opts.token || (isLoopback(host) ? undefined : randomBytes(24).toString("base64url"));
+  if (token !== undefined && token.length < 16) throw new ResearchError("invalid_config", "the dashboard's token must have 16 characters or more");
+  const source = await DashboardSource.open({ workspace: opts.workspace, logger: log, connect: opts.connect, retryMs: opts.retryMs, lostAfterMs: opts.lostAfterMs });
+  const routes = new Routes(opts, source, token, log);
   const server = createServer((req, res) => {
-    handle(req, res).catch((err: unknown) => {
+    routes.handle(req, res).catch((err: unknown) => {
       const status = httpStatus(err);
       if (status === 500) log.error({ err, method: req.method, url: req.url }, "request failed");
       if (res.headersSent) return void res.end();
@@ -338,7 +359,7 @@ export async function startDashboard(opts: DashboardOptions): Promise<Dashboard>
       ? "whoever holds its token (the URL's ?token=, or Authorization: Bearer)"
       : `anyone who can reach ${shownHost}:${port} on this machine, with no token (--token or RESEARCH_UI_TOKEN asks for one)`,
     async close() {
-      for (const res of streams) res.end();
+      for (const res of routes.streams) res.end();
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       // Keep-alive connections would hold close() open until they time out.
       server.closeAllConnections();
