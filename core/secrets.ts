@@ -19,6 +19,7 @@ import { hostname } from "node:os";
 import { join } from "node:path";
 import { z } from "zod";
 import { ResearchError } from "./failure.js";
+import { readJsonFile } from "./json.js";
 
 const FILES = { nats: "nats.json", token: "runner-token", ca: "ca.pem", cert: "tls.pem", key: "tls-key.pem" } as const;
 const NatsCredentials = z.object({ user: z.string().min(1), password: z.string().min(16) });
@@ -36,12 +37,13 @@ export function loadSecrets(dir: string): Secrets {
   if (missing.length) {
     throw new ResearchError("invalid_config", `the secrets folder ${dir} lacks ${missing.join(", ")} (a local launch makes them; docs/DEPLOY.md says what goes there)`);
   }
-  const nats = NatsCredentials.safeParse(JSON.parse(readFileSync(join(dir, FILES.nats), "utf8")));
+  // Not JSON, or not the credentials: the one line below, never a parser's exception.
+  const nats = readJsonFile(join(dir, FILES.nats), NatsCredentials);
   const runnerToken = readFileSync(join(dir, FILES.token), "utf8").trim();
-  if (!nats.success || runnerToken.length < 16) {
+  if (!nats || runnerToken.length < 16) {
     throw new ResearchError("invalid_config", `the secrets folder ${dir}: ${FILES.nats} needs a user and a password of 16+ characters, ${FILES.token} a token of 16+`);
   }
-  return { dir, nats: nats.data, runnerToken, files: { ca: join(dir, FILES.ca), cert: join(dir, FILES.cert), key: join(dir, FILES.key) } };
+  return { dir, nats, runnerToken, files: { ca: join(dir, FILES.ca), cert: join(dir, FILES.cert), key: join(dir, FILES.key) } };
 }
 
 /**

@@ -5,13 +5,13 @@
  * refused.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { cpSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import { connect } from "@nats-io/transport-node";
 import { connectBus, startNatsServer, type NatsServer } from "../../bus/index.js";
-import { ensureSecrets, type Secrets } from "../../core/secrets.js";
+import { ensureSecrets, loadSecrets, type Secrets } from "../../core/secrets.js";
 import { createClient } from "../../core/grpc.js";
 import { connectRunner, runnerCredentials } from "../../gpu-runner/client.js";
 import { startRunner, type RunningRunner } from "../../gpu-runner/server.js";
@@ -47,6 +47,13 @@ describe("a deployment's secrets", () => {
     expect(ensureSecrets(ours.dir)).toEqual(ours);
     expect(theirs.runnerToken).not.toBe(ours.runnerToken);
     expect(readFileSync(ours.files.ca, "utf8")).not.toBe(readFileSync(theirs.files.ca, "utf8"));
+  });
+
+  it("refuse a folder whose credentials file is not JSON in one line, not a parser's exception", () => {
+    const broken = join(root, "broken");
+    cpSync(ours.dir, broken, { recursive: true });
+    writeFileSync(join(broken, "nats.json"), "{ user: oops");
+    expect(() => loadSecrets(broken)).toThrow(`the secrets folder ${broken}: nats.json needs a user and a password of 16+ characters, runner-token a token of 16+`);
   });
 });
 
