@@ -10,12 +10,9 @@
  */
 import { randomUUID } from "node:crypto";
 import { availableParallelism } from "node:os";
-import { setMaxListeners } from "node:events";
 import { create, fromJson, toJsonString, type JsonValue, type MessageInitShape } from "@bufbuild/protobuf";
 import { join } from "node:path";
-import { standingOf } from "../core/ranking.js";
 import { utility, type Objective } from "../core/objective.js";
-import { learningOf } from "../core/learning/index.js";
 import { TASK } from "../core/enums.js";
 import { AsyncQueue } from "../core/async-queue.js";
 import { ResearchError } from "../core/failure.js";
@@ -24,10 +21,8 @@ import {
   DatasetInfoSchema,
   DeviceInfoSchema,
   EvalResultSchema,
-  EpochProgressSchema,
   GoalStatus,
   ScriptResultSchema,
-  SeedResultSchema,
   SummarizeResponseSchema,
   Task,
   type DatasetInfo,
@@ -43,18 +38,16 @@ import {
   type SummarizeResponse,
 } from "../proto/gen/research/v1/runner_pb.js";
 import type { WorkerPool } from "./pool.js";
+import { Evaluation, failureOf, JSON_OPTS, type EvaluateEventInit, type EvaluationRunner, type Part, type Prepared, type Scores } from "./evaluation.js";
 import { limitsFor, planDescribe, planEvaluation, planScript, planSummary, DEFAULTS, SCRIPT } from "./request.js";
 import type { MetricStats } from "../proto/gen/research/v1/runner_pb.js";
 import { Flights, FlightStore } from "./flights.js";
 import { FailureLabel } from "../proto/gen/research/v1/common_pb.js";
 import { aggregate, clipToUnit, convergence, describeProportion, describeWithSampling, goalStatus, overfitting, weakClasses } from "./stats.js";
-import type { EpochVerdict, JobFiles, TerminalEvent, WorkerEvent } from "./worker.js";
 import { KEPT_PER_RUN, type WeightStore } from "./weights.js";
 import type { Gpu } from "./gpus.js";
 import type { SeedPlacement } from "./device.js";
 
-type EvaluateEventInit = MessageInitShape<typeof EvaluateEventSchema>;
-const JSON_OPTS = { ignoreUnknownFields: true };
 
 export interface EvaluatorOptions {
   pool: WorkerPool;
@@ -76,15 +69,6 @@ export interface EvaluatorOptions {
 /** Models found to have no batched form, remembered so their next trials go apart at once. */
 const APART_REMEMBERED = 256;
 
-type Prepared = Extract<TerminalEvent, { kind: "prepared" }>;
-type Scores = Extract<TerminalEvent, { kind: "scores" }>;
-type Part = "val" | "test";
-
-function failureOf(e: TerminalEvent): ResearchError {
-  return e.kind === "failure"
-    ? new ResearchError(e.label, e.message, e.traceback ?? "")
-    : new ResearchError("crash", `worker answered "${e.kind}" where another result was expected`);
-}
 
 /** A list of numbers from a worker's JSON (an absent or malformed one: none). */
 const numbers = (v: unknown): number[] => (Array.isArray(v) ? v.map(Number).filter(Number.isFinite) : []);
@@ -97,6 +81,8 @@ export class Evaluator {
   readonly flights: Flights<EvaluateEventInit>;
   /** This process, new at each start (HealthResponse.instance): what a lease on a key names. */
   readonly instance = randomUUID();
+  /** What each evaluation takes from this runner (evaluation.ts). */
+  private readonly forEvaluation: EvaluationRunner;
 
   constructor(private readonly opts: EvaluatorOptions) {
     const codec = {
@@ -112,6 +98,20 @@ export class Evaluator {
       store: opts.stateDir ? new FlightStore(join(opts.stateDir, "evaluations"), codec) : undefined,
     });
     this.threads = Math.max(1, Math.floor(availableParallelism() / opts.pool.stats().slots));
+    this.forEvaluation = {
+      pool: opts.pool,
+      referee: opts.referee,
+      weights: opts.weights,
+      threads: this.threads,
+      together: () => this.together,
+      device: () => this.device(),
+      limits: (timeBudgetS, memoryLimitMb) => limitsFor(timeBudgetS, memoryLimitMb, this.threads, this.gpuMemoryFraction()),
+      prepare: (dataset, signal) => this.prepare(dataset, signal),
+      apartReason: (modelKey) => this.apart.get(modelKey),
+      rememberApart: (modelKey, reason) => this.rememberApart(modelKey, reason),
+      result: (...args) => this.result(...args),
+      ensemble: (...args) => this.ensemble(...args),
+    };
   }
 
   device(): DeviceInfo {
@@ -187,14 +187,11 @@ export class Evaluator {
   }
 
   /**
-   * Streams started, per-epoch progress, per-seed completions and then one
-   * result or one failure. Seeds run concurrently on free slots; the first
-   * failing seed cancels the rest, since a broken model fails every seed.
-   * Throws ResearchError("invalid_config") before streaming for a bad request.
+   * Streams started, per-epoch progress, per-seed completions and then one result or one failure
+   * (evaluation.ts). Throws ResearchError("invalid_config") before streaming for a bad request.
    */
   evaluate(req: EvaluateRequest, signal?: AbortSignal): AsyncIterable<EvaluateEventInit> {
     const plan = planEvaluation(req, this.opts.dataRoots);
-    const goal = plan.objective;
     const log = this.opts.logger.child({ run_id: req.runId, trial_id: req.trialId, key: req.idempotencyKey });
     const weights = this.opts.weights;
     const seeds = Array.from({ length: plan.seeds }, (_, i) => plan.baseSeed + i);
@@ -208,182 +205,7 @@ export class Evaluator {
     const init = req.initWeights && weights.startFrom(req.initWeights.runId, req.initWeights.trialId, seeds.length);
     // What a count of trainings started reads (the chaos test does, from this runner's own log).
     log.info({ seeds: plan.seeds, training: !req.weightsOf, ...(req.initWeights && { init_weights: req.initWeights.trialId }) }, "evaluation started");
-    const filesOf = (jobSeeds: number[]): JobFiles =>
-      req.weightsOf
-        ? { load: weights.file(req.runId, req.weightsOf, jobSeeds[0]!) }
-        : {
-            ...(req.keepWeights && { keep: jobSeeds.map((s) => weights.file(req.runId, req.trialId, s)) }),
-            ...(init && { init: jobSeeds.map((s) => init[s - plan.baseSeed]!) }),
-          };
-    const out = new AsyncQueue<EvaluateEventInit>();
-    const abort = new AbortController();
-    // Each seed's job and each scoring of its epochs listens while it runs: eight seeds and their
-    // scorings passed Node's leak warning at ten on a GPU host, and none of them is a leak.
-    setMaxListeners(64, abort.signal);
-    const onCallerAbort = () => abort.abort();
-    signal?.addEventListener("abort", onCallerAbort, { once: true });
-
-    const t0 = Date.now();
-    let started = false;
-    // Every seed gets the whole budget from the moment it starts: time spent
-    // queued behind other evaluations' seeds is the runner's load, not this model's cost.
-    const limits = limitsFor(plan.timeBudgetS, plan.memoryLimitMb, this.threads, this.gpuMemoryFraction());
-    const startSeed = () => {
-      if (!started) {
-        started = true;
-        out.push({ event: { case: "started", value: { device: this.device(), seeds: plan.seeds, queuedS: (Date.now() - t0) / 1000 } } });
-      }
-      return limits;
-    };
-
-    // A time-boxed training with a deadline: each seed trains the recipe's time, or what is left to
-    // the deadline when it starts, less the most any seed of it spent outside training so far.
-    let overheadS = 0;
-    const timeBox = (): number | undefined => {
-      const planned = plan.job.recipe.train_seconds;
-      if (!(plan.deadlineS > 0 && planned > 0)) return undefined;
-      return Math.max(1, Math.min(planned, plan.deadlineS - (Date.now() - t0) / 1000 - overheadS));
-    };
-
-    const prepared = this.prepare(plan.job.dataset, abort.signal);
-    const score = async (part: Part, predictions: unknown[], full: boolean): Promise<Scores> => {
-      const end = await this.opts.referee.run("score", () => ({ dataset: plan.job.dataset, part, predictions, full }), () => {}, abort.signal);
-      if (end.kind !== "scores") throw failureOf(end);
-      return end;
-    };
-
-    // One job trains `jobSeeds`: one seed, or several together (python/trainer.py _Stack). Each
-    // seed's epochs are scored in order as they arrive, and its result when the job ends. The
-    // reason they must train apart, when a model has no batched form.
-    const trainJob = async (jobSeeds: number[]): Promise<SeedResult[] | { apart: string }> => {
-      const split = await prepared;
-      // Accuracy is a classifier's alone; val_metric is the request's metric, whichever it is.
-      const seedsOf = new Map(
-        jobSeeds.map((seed) => [seed, { scored: Promise.resolve(), best: -Infinity, valCurve: { val_loss: [], val_metric: [], ...(learningOf(goal.task).classes && { val_accuracy: [] }) } as Record<string, number[]>, end: undefined as Record<string, unknown> | undefined }]),
-      );
-      const onEvent = (e: WorkerEvent, answer: (v: EpochVerdict) => void) => {
-        if (e.kind !== "epoch" && e.kind !== "seed_result") return;
-        // A seed the job was not given is the model writing events of its own: ignored.
-        const mine = seedsOf.get(Number(e.seed));
-        if (!mine) return;
-        if (e.kind === "seed_result") return void (mine.end = e);
-        const { val_predictions: predictions, ...point } = e;
-        mine.scored = mine.scored.then(async () => {
-          const s = await score("val", [predictions], false);
-          const epoch: Record<string, number> = { val_loss: Number(s.val_loss), val_metric: Number(s[goal.key]) };
-          if (mine.valCurve.val_accuracy) epoch.val_accuracy = Number(s.val_accuracy);
-          for (const [key, value] of Object.entries(epoch)) mine.valCurve[key]!.push(value);
-          // The job keeps the weights of the seed's best epoch so far; a tie goes to the later, more trained one.
-          const value = utility(goal, epoch.val_metric!);
-          const best = Number.isFinite(value) && value >= mine.best;
-          answer({ seed: Number(e.seed), epoch: Number(point.epoch), best });
-          if (best) mine.best = value;
-          const progress = { ...point, ...epoch };
-          out.push({ event: { case: "progress", value: fromJson(EpochProgressSchema, progress as JsonValue, JSON_OPTS) } });
-        });
-        mine.scored.catch(() => {}); // awaited below; a failed score fails the seed there
-      };
-      const job = { ...plan.job, dataset_id: split.dataset_id, split_id: split.split_id, seed: jobSeeds[0], together: jobSeeds.length, threads: this.threads };
-      let trainS: number | undefined;
-      const makeSpec = () => {
-        trainS = timeBox();
-        return { ...job, ...(trainS !== undefined && { recipe: { ...job.recipe, train_seconds: trainS } }), limits: startSeed() };
-      };
-      const end = await this.opts.pool.run("train", makeSpec, onEvent, abort.signal, { labels: split.labels, ...filesOf(jobSeeds) }, req.seedsAtOnce);
-      if (end.kind === "apart") return { apart: end.reason };
-      if (end.kind !== "result") throw failureOf(end);
-      if (jobSeeds.length === 1) seedsOf.get(jobSeeds[0]!)!.end = end;
-      return Promise.all(
-        jobSeeds.map(async (seed) => {
-          const { end: seedEnd, scored, valCurve } = seedsOf.get(seed)!;
-          if (seedEnd === undefined) throw new ResearchError("crash", `the job of seeds ${jobSeeds.join(", ")} ended without seed ${seed}'s result`);
-          if (trainS !== undefined) {
-            overheadS = Math.max(overheadS, Number(seedEnd.seconds) - trainS);
-            if (trainS < plan.job.recipe.train_seconds) log.info({ seed, train_seconds: trainS, planned: plan.job.recipe.train_seconds }, "seed started late: trains less to end by the deadline");
-          }
-          await scored;
-          const { val_predictions: val, test_predictions: test, ...rest } = seedEnd;
-          const [v, t] = await Promise.all([score("val", [val], true), test ? score("test", [test], true) : undefined]);
-          const curve = { ...(rest.learning_curve as Record<string, number[]>), ...valCurve };
-          const scoredResult = {
-            ...rest,
-            seeds_together: jobSeeds.length,
-            metrics: { ...(rest.metrics as Record<string, number>), ...(v.metrics as object), ...(t?.metrics as object | undefined) },
-            // A regression has no classes.
-            ...(v.per_class !== undefined && { per_class: v.per_class, confusion_matrix: v.confusion_matrix }),
-            val_examples: v.examples,
-            test_examples: t?.examples ?? 0,
-            learning_curve: curve,
-          };
-          const result = fromJson(SeedResultSchema, scoredResult as JsonValue, JSON_OPTS);
-          const valMetric = result.metrics[goal.key] ?? 0;
-          out.push({ event: { case: "seedFinished", value: { seed, valAccuracy: result.metrics.val_accuracy ?? 0, valMetric, seconds: result.seconds } } });
-          seedInfo ??= seedEnd;
-          predictions.set(seed, { val, test });
-          return result;
-        }),
-      );
-    };
-
-    // Seeds apart: a job each, side by side on free slots. Together: jobs of up to maxTogether
-    // seeds, and a job each for seeds whose model vmap cannot run (said in the result).
-    let apartBecause = "";
-    const modelKey = JSON.stringify([plan.job.source, plan.job.class_name, plan.job.init_kwargs]);
-    const runSeeds = async (): Promise<SeedResult[]> => {
-      // A one-seed job never answers apart (only seeds together can: trainer.py _Stack.of).
-      const apart = (list: number[]) => Promise.all(list.map((s) => trainJob([s]) as Promise<SeedResult[]>)).then((r) => r.flat());
-      // Loaded weights (the test confirmation) train nothing: one seed a job.
-      const groupable = this.together && !req.weightsOf && seeds.length > 1;
-      const known = this.apart.get(modelKey);
-      if (!groupable || known !== undefined) {
-        apartBecause = (groupable && known) || "";
-        return apart(seeds);
-      }
-      const jobs = Array.from({ length: Math.ceil(seeds.length / DEFAULTS.maxTogether) }, (_, i) => seeds.slice(i * DEFAULTS.maxTogether, (i + 1) * DEFAULTS.maxTogether));
-      const results = await Promise.all(
-        jobs.map(async (jobSeeds) => {
-          // Seeds together hold one slot's share of the memory: out of it, they train apart.
-          const got = await trainJob(jobSeeds).catch((err: unknown) => {
-            const f = ResearchError.from(err);
-            if (f.label !== "oom" || abort.signal.aborted) throw err;
-            return { apart: `the ${jobSeeds.length} seeds ran out of memory together: ${f.message}` };
-          });
-          if (Array.isArray(got)) return got;
-          apartBecause = got.apart;
-          this.rememberApart(modelKey, got.apart);
-          log.info({ seeds: jobSeeds, reason: got.apart }, "seeds train apart");
-          return apart(jobSeeds);
-        }),
-      );
-      return results.flat();
-    };
-
-    let seedInfo: Record<string, unknown> | undefined;
-    const predictions = new Map<number, Record<Part, unknown>>();
-    runSeeds()
-      .catch((f) => (abort.abort(), Promise.reject(f)))
-      .then(async (results) => {
-        const info = seedInfo;
-        const result = this.result(results, plan.target, goal, (Date.now() - t0) / 1000, info);
-        result.seedsApart = apartBecause;
-        if (req.evaluateTest) Object.assign(result.aggregated, await this.ensemble(seeds.map((s) => predictions.get(s)!), goal, score));
-        if (req.keepWeights) weights.settle(req.runId, req.trialId, standingOf(result, goal));
-        out.push({ event: { case: "result", value: result } });
-        log.info({ seeds: results.length, seconds: (Date.now() - t0) / 1000 }, "evaluation finished");
-      })
-      .catch((err: unknown) => {
-        if (req.keepWeights) weights.settle(req.runId, req.trialId, undefined);
-        if (!signal?.aborted) {
-          const f = ResearchError.from(err);
-          out.push({ event: { case: "failure", value: f.toProto() } });
-          log.info({ label: f.label, message: f.message }, "evaluation failed");
-        } else log.info("evaluation cancelled");
-      })
-      .finally(() => {
-        signal?.removeEventListener("abort", onCallerAbort);
-        out.close();
-      });
-    return out;
+    return new Evaluation(this.forEvaluation, req, plan, seeds, init || undefined, log).run(signal);
   }
 
   /** The referee loads, splits and publishes the dataset: the ids a job names it by, and its training labels' file. */

@@ -15,7 +15,13 @@ export function datasetFixtures(): string {
   const partial = `${dir}.partial-${process.pid}`;
   rmSync(partial, { recursive: true, force: true });
   execFileSync("/usr/bin/python3", [SCRIPT, partial], { stdio: "inherit" });
-  renameSync(partial, dir);
+  try {
+    renameSync(partial, dir);
+  } catch (err) {
+    // Another test file made the same files meanwhile (its rename came first): theirs serve both.
+    if ((err as NodeJS.ErrnoException).code !== "ENOTEMPTY" && (err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+    rmSync(partial, { recursive: true, force: true });
+  }
   return dir;
 }
 
