@@ -10,14 +10,14 @@ import { parseArgs } from "node:util";
 import { protoJson } from "../core/proto-json.js";
 import { ResearchError } from "../core/failure.js";
 import { cliConfig } from "../core/config.js";
-import { createLogger } from "../core/logger.js";
+import { createLogger, type Logger } from "../core/logger.js";
 import { DATASETS } from "../core/goal.js";
 import { datasetNamed } from "../core/tasks/index.js";
 import { DEFAULTS } from "../gpu-runner/request.js";
 import { DEFAULT_LR, RECIPE_DEFAULTS } from "../core/space.js";
 import { OPTIMIZER, SCHEDULE, type ClosedSet } from "../core/enums.js";
 import { connectRunner, evaluateToResult } from "../gpu-runner/client.js";
-import { parseDevice } from "../gpu-runner/device.js";
+import { parseDevice, type RunnerDevice } from "../gpu-runner/device.js";
 import { startRunner, type RunningRunner } from "../gpu-runner/server.js";
 import { EvalResultSchema, GoalStatus, type EvalResult, type EvaluateEvent } from "../proto/gen/research/v1/runner_pb.js";
 import { parseFraction, parsePositiveInt, Progress } from "./format.js";
@@ -70,48 +70,43 @@ function usage(message: string): never {
   process.exit(1);
 }
 
-async function main(): Promise<void> {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      options: {
-        model: { type: "string" },
-        class: { type: "string" },
-        dataset: { type: "string" },
-        "data-dir": { type: "string" },
-        "target-column": { type: "string" },
-        subset: { type: "string" },
-        epochs: { type: "string" },
-        "train-seconds": { type: "string" },
-        seeds: { type: "string" },
-        "batch-size": { type: "string" },
-        lr: { type: "string" },
-        optimizer: { type: "string" },
-        schedule: { type: "string" },
-        "ema-decay": { type: "string" },
-        amp: { type: "boolean" },
-        "channels-last": { type: "boolean" },
-        deterministic: { type: "boolean" },
-        device: { type: "string" },
-        target: { type: "string" },
-        "time-budget": { type: "string" },
-        "memory-limit": { type: "string" },
-        "max-params": { type: "string" },
-        test: { type: "boolean" },
-        json: { type: "boolean" },
-        runner: { type: "string" },
-        "unsafe-no-sandbox": { type: "boolean" },
-        help: { type: "boolean", short: "h" },
-      },
-    });
-  } catch (err) {
-    usage((err as Error).message);
-  }
-  const a = parsed.values;
-  if (a.help) {
-    process.stdout.write(`${HELP}\n`);
-    return;
-  }
+const FLAGS = {
+  model: { type: "string" },
+  class: { type: "string" },
+  dataset: { type: "string" },
+  "data-dir": { type: "string" },
+  "target-column": { type: "string" },
+  subset: { type: "string" },
+  epochs: { type: "string" },
+  "train-seconds": { type: "string" },
+  seeds: { type: "string" },
+  "batch-size": { type: "string" },
+  lr: { type: "string" },
+  optimizer: { type: "string" },
+  schedule: { type: "string" },
+  "ema-decay": { type: "string" },
+  amp: { type: "boolean" },
+  "channels-last": { type: "boolean" },
+  deterministic: { type: "boolean" },
+  device: { type: "string" },
+  target: { type: "string" },
+  "time-budget": { type: "string" },
+  "memory-limit": { type: "string" },
+  "max-params": { type: "string" },
+  test: { type: "boolean" },
+  json: { type: "boolean" },
+  runner: { type: "string" },
+  "unsafe-no-sandbox": { type: "boolean" },
+  help: { type: "boolean", short: "h" },
+} as const;
+
+type Flags = ReturnType<typeof parseArgs<{ options: typeof FLAGS }>>["values"];
+
+/**
+ * The evaluation the flags ask for, every flag checked (a bad one: usage, exit 1) before a runner
+ * starts, so a bad flag starts nothing; with the device and the data folder the runner needs.
+ */
+function requestOf(a: Flags) {
   if (!a.model || !a.class || !a.dataset) usage("--model, --class and --dataset are required");
   let code: string;
   try {
@@ -143,8 +138,6 @@ async function main(): Promise<void> {
   if (file && !targetColumn && file.missingTarget(dataDir)) usage(`--dataset ${a.dataset} needs --target-column COL (the label column)`);
   const noData = dataProblem({ dataset: a.dataset, dataDir, targetColumn });
   if (noData) usage(noData);
-
-  // Built before a runner starts, so a bad flag in it starts nothing.
   const request = {
     trialId: "quick-evaluator",
     model: { code, className: a.class },
@@ -170,10 +163,36 @@ async function main(): Promise<void> {
       maxParams: BigInt(int("max-params", a["max-params"])),
     },
   };
+  return { request, device, dataDir, model: a.model, className: a.class, dataset: a.dataset };
+}
 
+/** A runner of its own for the evaluation's seeds, reading the data's folder; one that cannot start: exit 2. */
+async function ownRunner(seeds: number, dataDir: string, device: RunnerDevice | undefined, unsafeNoSandbox: boolean | undefined, python: string, log: Logger): Promise<RunningRunner> {
+  const root = dataDir && statSync(dataDir, { throwIfNoEntry: false })?.isFile() ? dirname(dataDir) : dataDir;
+  try {
+    return await startRunner({ slots: Math.min(seeds, availableParallelism()), python, dataRoots: root ? [root] : [], unsafeNoSandbox, device, logger: log });
+  } catch (err) {
+    process.stderr.write(`quick-evaluator: cannot start a runner: ${(err as Error).message}\n`);
+    process.exit(2);
+  }
+}
+
+async function main(): Promise<void> {
+  let parsed;
+  try {
+    parsed = parseArgs({ options: FLAGS });
+  } catch (err) {
+    usage((err as Error).message);
+  }
+  const a = parsed.values;
+  if (a.help) {
+    process.stdout.write(`${HELP}\n`);
+    return;
+  }
+  const { request, device, dataDir, model, className, dataset } = requestOf(a);
   const config = cliConfig();
   // Checked before a runner starts; the runner would name the file "model.py", not the user's.
-  const problem = modelFileProblem(config.runnerPython, a.model, a.class);
+  const problem = modelFileProblem(config.runnerPython, model, className);
   if (problem) {
     process.stderr.write(`FAILED [codegen_error]: ${problem}\n`);
     process.exit(2);
@@ -182,40 +201,16 @@ async function main(): Promise<void> {
   if (noCuda) usage(noCuda);
   const log = createLogger("quick-evaluator");
   log.level = config.logLevel;
-  let own: RunningRunner | undefined;
-  let address = a.runner;
-  if (!address) {
-    const root = dataDir && statSync(dataDir, { throwIfNoEntry: false })?.isFile() ? dirname(dataDir) : dataDir;
-    try {
-      own = await startRunner({
-        slots: Math.min(seeds, availableParallelism()),
-        python: config.runnerPython,
-        dataRoots: root ? [root] : [],
-        unsafeNoSandbox: a["unsafe-no-sandbox"],
-        device,
-        logger: log,
-      });
-    } catch (err) {
-      process.stderr.write(`quick-evaluator: cannot start a runner: ${(err as Error).message}\n`);
-      process.exit(2);
-    }
-    address = own.address;
-  }
-
-  const client = connectRunner(address);
+  const own = a.runner ? undefined : await ownRunner(request.seeds, dataDir, device, a["unsafe-no-sandbox"], config.runnerPython, log);
+  const client = connectRunner(a.runner ?? own!.address);
   const progress = new Progress(!a.json || process.stderr.isTTY);
   const abort = new AbortController();
   process.once("SIGINT", () => abort.abort());
   let exitCode = 0;
   try {
-    const result = await evaluateToResult(
-      client,
-      request,
-      (e: EvaluateEvent) => progress.onEvent(e),
-      { signal: abort.signal },
-    );
+    const result = await evaluateToResult(client, request, (e: EvaluateEvent) => progress.onEvent(e), { signal: abort.signal });
     if (a.json) process.stdout.write(`${JSON.stringify(protoJson(EvalResultSchema, result), null, 2)}\n`);
-    else process.stdout.write(render(result, a.dataset));
+    else process.stdout.write(render(result, dataset));
   } catch (err) {
     const e = ResearchError.from(err);
     process.stderr.write(`FAILED [${e.label}]: ${e.message}\n${e.detail ? `${e.detail.split("\n").slice(-12).join("\n")}\n` : ""}`);
