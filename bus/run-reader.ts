@@ -41,147 +41,180 @@ const LAG_POLL_MS = 50;
  * or on its periodic check) opens a new one at the stream sequence after the
  * last event it passed on: no gap, no event twice.
  */
-export async function readRun(
-  js: JetStreamClient,
-  logger: Logger,
-  runId: string,
-  onEvent: EventListener,
-  follow: boolean,
-): Promise<RunWatch> {
-  let lastSeq = 0;
-  const open = () =>
-    js.consumers.get(STREAM, { filter_subjects: runFilter(runId), ...(lastSeq > 0 && { opt_start_seq: lastSeq + 1 }) });
-  let consumer = await open();
+export async function readRun(js: JetStreamClient, logger: Logger, runId: string, onEvent: EventListener, follow: boolean): Promise<RunWatch> {
+  const reader = new RunReader(js, logger, runId, onEvent, follow);
+  const consumer = await reader.openConsumer();
   const stored = (await consumer.info(true)).num_pending;
-  let count = 0;
-  // By consumer sequence, which starts again at 1 on a new consumer.
-  let delivered = 0;
-  let progressed: () => void = () => undefined;
-  let progress = new Promise<void>((resolve) => (progressed = resolve));
-  let stopped = false;
-  let markCaughtUp!: (n: number) => void;
-  const caughtUp = new Promise<number>((resolve) => (markCaughtUp = resolve));
-  let signalStopped!: () => void;
-  const stoppedSignal = new Promise<void>((resolve) => (signalStopped = resolve));
-
   if (stored === 0) {
-    markCaughtUp(0);
+    reader.markCaughtUp(0);
     if (!follow) {
       await consumer.delete().catch(() => undefined);
-      return { caughtUp, sync: async () => undefined, stop: async () => undefined };
+      return { caughtUp: reader.caughtUp, sync: async () => undefined, stop: async () => undefined };
     }
   }
-  let messages = await consumer.consume();
-  // Set while a gone consumer is being replaced; `replaced` resolves it once the next one reads.
-  let reopened: Promise<void> | undefined;
-  let replaced: (() => void) | undefined;
-  /** The consumer is gone: end its iterator; the reading loop opens the next one. */
-  const replace = (err: unknown): Promise<void> => {
-    if (!reopened) {
-      logger.warn({ err, run_id: runId, last_seq: lastSeq }, "the run's consumer is gone; reading on from the last event");
-      reopened = new Promise<void>((resolve) => (replaced = resolve));
-      messages.stop();
-    }
-    return reopened;
-  };
+  await reader.start(consumer);
+  if (!follow) {
+    await reader.done;
+    await reader.stop();
+  }
+  return { caughtUp: reader.caughtUp, sync: (atLeastSeq) => reader.sync(atLeastSeq), stop: () => reader.stop() };
+}
 
-  const info = async () => {
+type Consumer = Awaited<ReturnType<JetStreamClient["consumers"]["get"]>>;
+type Messages = Awaited<ReturnType<Consumer["consume"]>>;
+
+/** readRun's reading: its consumer (replaced when gone), the events passed on, and who waits on them. */
+class RunReader {
+  /** The stream sequence of the last event passed on. */
+  private lastSeq = 0;
+  private consumer!: Consumer;
+  private messages!: Messages;
+  private count = 0;
+  /** By consumer sequence, which starts again at 1 on a new consumer. */
+  private delivered = 0;
+  private progressed: () => void = () => undefined;
+  private progress = new Promise<void>((resolve) => (this.progressed = resolve));
+  private stopped = false;
+  markCaughtUp!: (n: number) => void;
+  readonly caughtUp = new Promise<number>((resolve) => (this.markCaughtUp = resolve));
+  private signalStopped!: () => void;
+  private readonly stoppedSignal = new Promise<void>((resolve) => (this.signalStopped = resolve));
+  /** Set while a gone consumer is being replaced; `replaced` resolves it once the next one reads. */
+  private reopened: Promise<void> | undefined;
+  private replaced: (() => void) | undefined;
+  private check: NodeJS.Timeout | undefined;
+  done: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly js: JetStreamClient,
+    private readonly logger: Logger,
+    private readonly runId: string,
+    private readonly onEvent: EventListener,
+    private readonly follow: boolean,
+  ) {}
+
+  /** An ordered consumer of the run's events after the last one passed on. */
+  openConsumer(): Promise<Consumer> {
+    return this.js.consumers.get(STREAM, { filter_subjects: runFilter(this.runId), ...(this.lastSeq > 0 && { opt_start_seq: this.lastSeq + 1 }) });
+  }
+
+  async start(consumer: Consumer): Promise<void> {
+    this.consumer = consumer;
+    this.messages = await consumer.consume();
+    if (this.follow) {
+      this.check = setInterval(() => {
+        this.consumer.info().catch((err: unknown) => {
+          if (!this.stopped) void this.replace(err);
+        });
+      }, CHECK_MS);
+      this.check.unref();
+    }
+    this.done = this.read();
+  }
+
+  /** The consumer is gone: end its iterator; the reading loop opens the next one. */
+  private replace(err: unknown): Promise<void> {
+    if (!this.reopened) {
+      this.logger.warn({ err, run_id: this.runId, last_seq: this.lastSeq }, "the run's consumer is gone; reading on from the last event");
+      this.reopened = new Promise<void>((resolve) => (this.replaced = resolve));
+      this.messages.stop();
+    }
+    return this.reopened;
+  }
+
+  private async info() {
     for (let attempt = 0; ; attempt++) {
       try {
-        return await consumer.info();
+        return await this.consumer.info();
       } catch (err) {
-        if (stopped || attempt >= 3) throw err;
-        await replace(err);
+        if (this.stopped || attempt >= 3) throw err;
+        await this.replace(err);
       }
     }
-  };
-  const sync = async (atLeastSeq = 0): Promise<void> => {
+  }
+
+  async sync(atLeastSeq = 0): Promise<void> {
     const deadline = Date.now() + LAG_WAIT_MS;
     for (;;) {
-      if (stopped) return;
-      const seen = progress;
-      const i = await info();
+      if (this.stopped) return;
+      const seen = this.progress;
+      const i = await this.info();
       // Delivered but not yet passed on: wait for the reader, then ask again
       // when the server still had more for this run.
-      while (delivered < i.delivered.consumer_seq && !stopped) await Promise.race([progress, stoppedSignal]);
-      if (i.num_pending === 0 && lastSeq >= atLeastSeq) return;
+      while (this.delivered < i.delivered.consumer_seq && !this.stopped) await Promise.race([this.progress, this.stoppedSignal]);
+      if (i.num_pending === 0 && this.lastSeq >= atLeastSeq) return;
       if (i.num_pending === 0) {
-        if (Date.now() > deadline) throw new JetStreamError(`the run's consumer has not reached stream sequence ${atLeastSeq} (it is at ${lastSeq}) in ${LAG_WAIT_MS / 1000} s`);
-        await Promise.race([progress, stoppedSignal, new Promise((r) => setTimeout(r, LAG_POLL_MS))]);
-      } else if (progress === seen) await Promise.race([progress, stoppedSignal]);
+        if (Date.now() > deadline) throw new JetStreamError(`the run's consumer has not reached stream sequence ${atLeastSeq} (it is at ${this.lastSeq}) in ${LAG_WAIT_MS / 1000} s`);
+        await Promise.race([this.progress, this.stoppedSignal, new Promise((r) => setTimeout(r, LAG_POLL_MS))]);
+      } else if (this.progress === seen) await Promise.race([this.progress, this.stoppedSignal]);
     }
-  };
-  const check = follow
-    ? setInterval(() => {
-        consumer.info().catch((err: unknown) => {
-          if (!stopped) void replace(err);
-        });
-      }, CHECK_MS)
-    : undefined;
-  check?.unref();
+  }
 
-  const done = (async () => {
+  /** One message passed on: the listener's, then the counts and whoever waits on progress. Whether reading ends (all read and not following). */
+  private async pass(m: Messages extends AsyncIterable<infer M> ? M : never): Promise<boolean> {
+    try {
+      await this.onEvent(decodeEvent(m.data));
+    } catch (err) {
+      this.logger.warn({ err, subject: m.subject, seq: m.seq, bytes: m.data.length }, "event skipped");
+    }
+    this.count++;
+    this.lastSeq = m.seq;
+    this.delivered = m.info.deliverySequence;
+    const wake = this.progressed;
+    this.progress = new Promise<void>((resolve) => (this.progressed = resolve));
+    wake();
+    if (m.info.pending !== 0) return false;
+    this.markCaughtUp(this.count);
+    return !this.follow;
+  }
+
+  /** A consumer in place of the gone one, tried every second until one opens or the reading stops. */
+  private async reopen(): Promise<boolean> {
+    for (;;) {
+      try {
+        this.consumer = await this.openConsumer();
+        this.messages = await this.consumer.consume();
+        return true;
+      } catch (err) {
+        if (this.stopped) return false;
+        this.logger.warn({ err, run_id: this.runId }, "cannot open the run's consumer yet; trying again");
+        await new Promise((r) => setTimeout(r, 1_000));
+      }
+    }
+  }
+
+  private async read(): Promise<void> {
     try {
       for (;;) {
         try {
-          for await (const m of messages) {
-            try {
-              await onEvent(decodeEvent(m.data));
-            } catch (err) {
-              logger.warn({ err, subject: m.subject, seq: m.seq, bytes: m.data.length }, "event skipped");
-            }
-            count++;
-            lastSeq = m.seq;
-            delivered = m.info.deliverySequence;
-            const wake = progressed;
-            progress = new Promise<void>((resolve) => (progressed = resolve));
-            wake();
-            if (m.info.pending === 0) {
-              markCaughtUp(count);
-              if (!follow) return;
-            }
-          }
+          for await (const m of this.messages) if (await this.pass(m)) return;
         } catch (err) {
-          if (stopped) return;
-          void replace(err);
+          if (this.stopped) return;
+          void this.replace(err);
         }
-        if (!reopened) return; // stopped
-        for (;;) {
-          try {
-            consumer = await open();
-            messages = await consumer.consume();
-            break;
-          } catch (err) {
-            if (stopped) return;
-            logger.warn({ err, run_id: runId }, "cannot open the run's consumer yet; trying again");
-            await new Promise((r) => setTimeout(r, 1_000));
-          }
-        }
-        delivered = 0;
-        reopened = undefined;
-        replaced?.();
+        if (!this.reopened) return; // stopped
+        if (!(await this.reopen())) return;
+        this.delivered = 0;
+        this.reopened = undefined;
+        this.replaced?.();
       }
     } catch (err) {
-      logger.error({ err, run_id: runId }, "reading the run's events failed");
+      this.logger.error({ err, run_id: this.runId }, "reading the run's events failed");
     } finally {
       // Stopped or failed before the end of history: awaiters get what was read.
-      markCaughtUp(count);
-      stopped = true;
-      signalStopped();
-      replaced?.();
+      this.markCaughtUp(this.count);
+      this.stopped = true;
+      this.signalStopped();
+      this.replaced?.();
     }
-  })();
-  const stop = async () => {
-    stopped = true;
-    clearInterval(check);
-    messages.stop();
-    await done;
-    // Ordered consumers are ephemeral; deleting spares the server its inactivity timeout.
-    await consumer.delete().catch(() => undefined);
-  };
-  if (!follow) {
-    await done;
-    await stop();
   }
-  return { caughtUp, sync, stop };
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.check);
+    this.messages.stop();
+    await this.done;
+    // Ordered consumers are ephemeral; deleting spares the server its inactivity timeout.
+    await this.consumer.delete().catch(() => undefined);
+  }
 }
