@@ -117,42 +117,78 @@ async function startWorker(
   settings: Settings,
   counters: { inFlight: number; handled: number },
 ): Promise<Stoppable> {
-  const logger = deps.logger.child({ consumer: name });
-  let consumer: Consumer | undefined = await ensureConsumer(deps, name, kind, settings);
-  let stopping = false;
-  let messages: ConsumerMessages | undefined;
-  let wake: (() => void) | undefined;
+  const worker = new KindWorker(deps, name, kind, handler, settings, counters, await ensureConsumer(deps, name, kind, settings));
+  return worker.start();
+}
 
-  const deadLetter = async (event: Event, error: unknown): Promise<boolean> => {
-    if (!settings.onDeadLetter) return true;
+/** One (role, kind) durable's messages, handled as they come, up to maxInFlight at once. */
+class KindWorker {
+  private readonly logger: Logger;
+  private stopping = false;
+  private messages: ConsumerMessages | undefined;
+  private wake: (() => void) | undefined;
+  private readonly running = new Set<Promise<void>>();
+
+  constructor(
+    private readonly deps: Deps,
+    private readonly name: string,
+    private readonly kind: EventKind,
+    private readonly handler: EventHandler,
+    private readonly settings: Settings,
+    private readonly counters: { inFlight: number; handled: number },
+    private consumer: Consumer | undefined,
+  ) {
+    this.logger = deps.logger.child({ consumer: name });
+  }
+
+  start(): Stoppable {
+    const loop = this.loop();
+    const advisories = watchMaxDeliveries(this.deps, this.name, this.logger, (event, error) => this.deadLetter(event, error));
+    return {
+      stop: async () => {
+        this.stopping = true;
+        // Cancelling an idle pull can strand a message the server was already
+        // sending; it is redelivered after ack_wait, so nothing is lost.
+        this.messages?.stop();
+        this.wake?.();
+        await loop;
+        await advisories.stop();
+      },
+    };
+  }
+
+  /** Whether the dead-letter hook took the event (none set: taken). */
+  private async deadLetter(event: Event, error: unknown): Promise<boolean> {
+    if (!this.settings.onDeadLetter) return true;
     try {
-      await settings.onDeadLetter(event, error);
+      await this.settings.onDeadLetter(event, error);
       return true;
     } catch (err) {
-      logger.error({ err, event_id: event.eventId }, "dead letter hook failed");
+      this.logger.error({ err, event_id: event.eventId }, "dead letter hook failed");
       return false;
     }
-  };
+  }
 
-  const handle = async (m: JsMsg): Promise<void> => {
+  private async handle(m: JsMsg): Promise<void> {
+    const { settings, counters } = this;
     let event: Event;
     try {
       event = decodeEvent(m.data);
-      if (event.body.case !== kind) throw new ResearchError("invalid_config", `a ${event.body.case} event on a ${kind} subject`);
+      if (event.body.case !== this.kind) throw new ResearchError("invalid_config", `a ${event.body.case} event on a ${this.kind} subject`);
     } catch (err) {
-      logger.error({ err, subject: m.subject, bytes: m.data.length, seq: m.seq }, "poison message terminated");
+      this.logger.error({ err, subject: m.subject, bytes: m.data.length, seq: m.seq }, "poison message terminated");
       // No reason text: nats-server 2.9 ignores "+TERM <reason>" and would redeliver.
       m.term();
       return;
     }
     const ctx: HandlerContext = { subject: m.subject, seq: m.seq, deliveryCount: m.info.deliveryCount };
-    const log = logger.child({ run_id: event.runId, trial_id: event.trialId, event_id: event.eventId });
+    const log = this.logger.child({ run_id: event.runId, trial_id: event.trialId, event_id: event.eventId });
     counters.inFlight++;
     // Without progress acks a handler longer than ack_wait would be redelivered
     // to another instance while it is still running.
     const keepAlive = setInterval(() => m.working(), Math.max(100, settings.ackWaitMs / 2));
     try {
-      await handler(event, ctx);
+      await this.handler(event, ctx);
       clearInterval(keepAlive);
       counters.handled++;
       // A lost ack only means a redelivery, which idempotent handlers absorb.
@@ -169,72 +205,56 @@ async function startWorker(
       log.error({ err, delivery: ctx.deliveryCount }, "event cannot be handled; dead-lettered");
       // When the hook cannot run (e.g. the bus is down) the event stays in play:
       // a later delivery or the max-deliveries advisory tries again.
-      if (await deadLetter(event, err)) m.term();
+      if (await this.deadLetter(event, err)) m.term();
       else m.nak(settings.retryDelayMs);
     } finally {
       counters.inFlight--;
     }
-  };
+  }
 
-  // consume() with max_messages 1 pulls the next message only when the loop
-  // asks for it (the pull is queued behind the message in the iterator), so
-  // a busy instance holds one message and the rest go to idle instances. It
-  // also re-pulls by itself after reconnects and missed heartbeats. With
-  // maxInFlight N the loop asks for the next message while up to N run.
-  const running = new Set<Promise<void>>();
-  const freeSlot = async () => {
-    while (running.size >= settings.maxInFlight) await Promise.race(running);
-  };
-  const loop = (async () => {
+  /**
+   * consume() with max_messages 1 pulls the next message only when the loop asks for it (the pull
+   * is queued behind the message in the iterator), so a busy instance holds one message and the
+   * rest go to idle instances. It also re-pulls by itself after reconnects and missed heartbeats.
+   * With maxInFlight N the loop asks for the next message while up to N run.
+   */
+  private async loop(): Promise<void> {
+    const { settings, deps } = this;
     let failures = 0;
-    while (!stopping && !deps.nc.isClosed()) {
+    while (!this.stopping && !deps.nc.isClosed()) {
       try {
-        consumer ??= await ensureConsumer(deps, name, kind, settings);
+        this.consumer ??= await ensureConsumer(deps, this.name, this.kind, settings);
         // Abort when the durable is gone (a wiped server) so it is recreated below.
-        messages = await consumer.consume({
+        this.messages = await this.consumer.consume({
           max_messages: settings.maxInFlight,
           expires: settings.pullExpiresMs,
           abort_on_missing_resource: true,
         });
-        for await (const m of messages) {
-          const p = handle(m)
-            .catch((err: unknown) => logger.error({ err, seq: m.seq }, "acknowledging the event failed"))
-            .finally(() => running.delete(p));
-          running.add(p);
-          await freeSlot();
+        for await (const m of this.messages) {
+          const p = this.handle(m)
+            .catch((err: unknown) => this.logger.error({ err, seq: m.seq }, "acknowledging the event failed"))
+            .finally(() => this.running.delete(p));
+          this.running.add(p);
+          while (this.running.size >= settings.maxInFlight) await Promise.race(this.running);
           failures = 0;
           // Leave before the iterator sends its queued pull: a message the
           // server sent to it now would wait ack_wait for redelivery.
-          if (stopping) break;
+          if (this.stopping) break;
         }
       } catch (err) {
-        if (stopping) break;
+        if (this.stopping) break;
         failures++;
-        consumer = undefined;
+        this.consumer = undefined;
         const delay = Math.min(250 * 2 ** failures, 5_000);
-        logger.warn({ err, retry_in_ms: delay }, "consumer failed; recreating it");
+        this.logger.warn({ err, retry_in_ms: delay }, "consumer failed; recreating it");
         await new Promise<void>((resolve) => {
-          wake = resolve;
+          this.wake = resolve;
           setTimeout(resolve, delay);
         });
       }
     }
-    await Promise.all(running);
-  })();
-
-  const advisories = watchMaxDeliveries(deps, name, logger, deadLetter);
-
-  return {
-    stop: async () => {
-      stopping = true;
-      // Cancelling an idle pull can strand a message the server was already
-      // sending; it is redelivered after ack_wait, so nothing is lost.
-      messages?.stop();
-      wake?.();
-      await loop;
-      await advisories.stop();
-    },
-  };
+    await Promise.all(this.running);
+  }
 }
 
 /**
