@@ -135,6 +135,31 @@ function stopStaleServer(workspace: string, log: Logger): void {
   }
 }
 
+/**
+ * The swarm's bus: the one at `natsUrl` with the deployment's secrets, or a nats-server of its own
+ * (a stale one of a launcher that is gone stopped first) with the workspace's own credentials,
+ * made once; `killNats` ends that server however this process ends (an uncaught error exits
+ * without awaiting `stop`): the agents end with their parent (core/process.ts), the server, in a
+ * process group of its own, would not.
+ */
+async function swarmBus(opts: SwarmOptions, workspace: string, log: Logger) {
+  stopStaleServer(workspace, log);
+  // A local deployment is protected by default: its own credentials, made once per workspace.
+  const secrets = opts.natsUrl ? (opts.secretsDir ? loadSecrets(opts.secretsDir) : undefined) : ensureSecrets(join(workspace, "secrets"));
+  if (opts.natsUrl) return { secrets, nats: undefined, natsUrl: opts.natsUrl, killNats: () => undefined };
+  // Slurm's runners join from the cluster's nodes: the bus listens beyond loopback, behind its TLS and password.
+  const nats = await startNatsServer({ dataDir: join(workspace, "nats"), binary: opts.natsServer, secrets, host: opts.slurm || opts.clusterBus ? "0.0.0.0" : undefined });
+  const killNats = () => {
+    try {
+      process.kill(nats.pid, "SIGKILL");
+    } catch {
+      // already gone
+    }
+  };
+  process.once("exit", killNats);
+  return { secrets, nats: nats as NatsServer | undefined, natsUrl: nats.url, killNats };
+}
+
 export async function startSwarm(opts: SwarmOptions): Promise<Swarm> {
   const workspace = resolve(opts.workspace);
   mkdirSync(workspace, { recursive: true });
@@ -147,28 +172,7 @@ export async function startSwarm(opts: SwarmOptions): Promise<Swarm> {
   };
   // Checked before anything starts: a bad setting would crash every child in a restart loop.
   parseResearcherConfig({ ...process.env, ...childSettings });
-  stopStaleServer(workspace, log);
-  // A local deployment is protected by default: its own credentials, made once per workspace.
-  const secrets = opts.natsUrl ? (opts.secretsDir ? loadSecrets(opts.secretsDir) : undefined) : ensureSecrets(join(workspace, "secrets"));
-  let nats: NatsServer | undefined;
-  let natsUrl = opts.natsUrl;
-  if (!natsUrl) {
-    // Slurm's runners join from the cluster's nodes: the bus listens beyond loopback, behind its TLS and password.
-    nats = await startNatsServer({ dataDir: join(workspace, "nats"), binary: opts.natsServer, secrets, host: opts.slurm || opts.clusterBus ? "0.0.0.0" : undefined });
-    natsUrl = nats.url;
-  }
-  // However this process ends (an uncaught error exits without awaiting `stop`), its nats-server
-  // goes with it: the agents end with their parent (core/process.ts), the server, in a process
-  // group of its own, would not.
-  const natsPid = nats?.pid;
-  const killNats = () => {
-    try {
-      if (natsPid) process.kill(natsPid, "SIGKILL");
-    } catch {
-      // already gone
-    }
-  };
-  if (natsPid) process.once("exit", killNats);
+  const { secrets, nats, natsUrl, killNats } = await swarmBus(opts, workspace, log);
   const supervisor = new Supervisor(join(workspace, "logs"), log, opts.onRestart);
   // Children inherit the launcher's environment (LOG_LEVEL, OPENAI_API_KEY, ...); these are
   // what this swarm sets for them. LLM flags override the environment only when given.
