@@ -389,6 +389,14 @@ export const jobsNeverStarted = (err: unknown): err is ResearchError => err inst
 export async function startSwarmFor(a: RunArgs, flags: PreparedSwarm & { clusterBus?: boolean }, dataRoots: string[], say: (line: string) => void, log: Logger, goal?: Goal): Promise<Swarm> {
   say(`starting the swarm in ${flags.workspace} ...`);
   const slurm = flags.slurm && runnerJobsFor(flags.slurm, goal?.timeBudgetS || DEFAULT_TIME_BUDGET_S, say);
+  // Runner jobs may wait in the queue for the run's whole budget: a signal meanwhile cancels them
+  // (and stops what started) rather than leaving them queued, and the launch ends with its code.
+  const waiting = new AbortController();
+  const onSignal = (sig: NodeJS.Signals) => waiting.abort(sig);
+  if (slurm) {
+    slurm.jobs.signal = waiting.signal;
+    for (const sig of Object.keys(SIGNAL_EXIT)) process.once(sig, onSignal);
+  }
   const { startSwarm, newRunId } = await import("../deploy/swarm.js");
   let swarm: Swarm;
   try {
@@ -410,11 +418,19 @@ export async function startSwarmFor(a: RunArgs, flags: PreparedSwarm & { cluster
       onRestart: (name, n) => say(`process ${name} exited; restarted (${n})`),
     });
   } catch (err) {
+    if (waiting.signal.aborted) fail((err as Error).message, SIGNAL_EXIT[String(waiting.signal.reason)]!);
     if (slurm && goal && jobsNeverStarted(err)) {
       const report = await writeUnstartedReport(flags.workspace, newRunId(), goal, slurm.seen.last, err.message);
       fail(`${err.message}; report: ${report}`, EXIT.budgetSpent);
     }
     fail(`cannot start the swarm: ${(err as Error).message}`, EXIT.cannotRun);
+  } finally {
+    for (const sig of Object.keys(SIGNAL_EXIT)) process.off(sig, onSignal);
+  }
+  if (waiting.signal.aborted) {
+    // After the first job came up, while the rest of the swarm started: stopped all the same.
+    await swarm.stop();
+    fail(`stopped by ${String(waiting.signal.reason)} while the swarm started`, SIGNAL_EXIT[String(waiting.signal.reason)]!);
   }
   const { slots, device } = swarm.runnerHealth;
   say(`runner: ${slots} slots on ${device?.kind ?? "?"}${device?.kind === "cuda" ? ` (${device.gpus} x ${device.name})` : ""}, torch ${device?.torchVersion ?? "?"}${device?.sandboxed ? ", sandboxed" : ", NOT sandboxed"}`);

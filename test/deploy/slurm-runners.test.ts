@@ -66,7 +66,7 @@ afterAll(async () => {
   await cluster?.stop();
 });
 
-it("says why when no runner job starts within the budget, and leaves none queued, nor any of a launcher killed before it", async () => {
+it("says why when no runner job starts within the budget, and leaves none queued: nor any of a launcher killed before it, nor of one interrupted while they wait", async () => {
   const env = { ...process.env, ...cluster.env };
   // A partition that takes jobs but starts none, as a busy cluster's queue does.
   execFileSync("scontrol", ["update", `PartitionName=${cluster.partition}`, "State=DOWN"], { env });
@@ -90,6 +90,21 @@ it("says why when no runner job starts within the budget, and leaves none queued
     expect(report).toContain("**Status:** budget_exhausted: no Slurm runner job came up within 15 s");
     expect(report).toContain("Runners: Slurm jobs, 0 of 2 up, 2 pending (PartitionDown) when last recorded.");
     expect(report).toContain("Trials judged: 0");
+    expect(cluster.squeue()).toEqual([]);
+    // Interrupted while its jobs wait in the queue: they are cancelled, and the launch ends at once with SIGINT's code.
+    const waiting = spawn("./research-agent", ["launch", "--goal", "digits: reach 99% validation accuracy", "--time-budget", "5m", "--runners", "slurm", "--workspace", join(root, "interrupted")], { env: inherited, stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    let err = "";
+    waiting.stdout!.on("data", (d: Buffer) => (out += d.toString()));
+    waiting.stderr!.on("data", (d: Buffer) => (err += d.toString()));
+    const exited = new Promise<number | null>((r) => waiting.once("exit", (code) => r(code)));
+    for (let i = 0; i < 600 && !/pending \(PartitionDown\)/.test(out); i++) await new Promise((r) => setTimeout(r, 100));
+    expect(cluster.squeue()).toHaveLength(2);
+    const t0 = Date.now();
+    waiting.kill("SIGINT");
+    expect(await exited).toBe(130);
+    expect(Date.now() - t0).toBeLessThan(60_000);
+    expect(err.trim()).toBe("research-agent: stopped while waiting for the runner jobs: SIGINT");
     expect(cluster.squeue()).toEqual([]);
   } finally {
     execFileSync("scontrol", ["update", `PartitionName=${cluster.partition}`, "State=UP"], { env });
