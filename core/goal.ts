@@ -558,30 +558,33 @@ export function parseGoal(text: string, overrides: GoalOverrides = {}): GoalPars
       dataDir: values.dataDir ?? "",
       targetColumn: values.targetColumn ?? "",
     });
-    if (resolved.success) {
-      const g = resolved.data;
-      return {
-        ok: true,
-        goal: create(GoalSchema, {
-          rawText: text,
-          dataset: g.dataset,
-          dataDir: g.dataDir,
-          objective: METRIC.value(g.metric),
-          // The runner reads target 0 as "no target" (GoalStatus NO_TARGET).
-          target: g.target ?? 0,
-          openEnded: g.target === undefined,
-          maxParams: BigInt(g.maxParams ?? 0),
-          timeBudgetS: g.timeBudgetS ?? 0,
-          targetColumn: g.targetColumn,
-          tradeOffs: g.tradeOffs.map((c) => COST.value(c)!),
-          maxLatencyMs: g.maxLatencyMs ?? 0,
-          description: describeGoal(g, r.testAccuracy),
-        }),
-      };
-    }
+    if (resolved.success) return { ok: true, goal: goalMessage(text, resolved.data, r.testAccuracy) };
     problems.push(...resolved.error.issues.map((i) => i.message));
   }
+  return { ok: false, error: refusal(text, problems, values, goalObjective, openEnded, asksPareto) };
+}
 
+/** The Goal proto of a resolved goal, as the runner and the agents read it. */
+function goalMessage(text: string, g: ResolvedGoal, testAccuracy: boolean): Goal {
+  return create(GoalSchema, {
+    rawText: text,
+    dataset: g.dataset,
+    dataDir: g.dataDir,
+    objective: METRIC.value(g.metric),
+    // The runner reads target 0 as "no target" (GoalStatus NO_TARGET).
+    target: g.target ?? 0,
+    openEnded: g.target === undefined,
+    maxParams: BigInt(g.maxParams ?? 0),
+    timeBudgetS: g.timeBudgetS ?? 0,
+    targetColumn: g.targetColumn,
+    tradeOffs: g.tradeOffs.map((c) => COST.value(c)!),
+    maxLatencyMs: g.maxLatencyMs ?? 0,
+    description: describeGoal(g, testAccuracy),
+  });
+}
+
+/** A goal's refusal in one line: its problems, what was understood, the known datasets when none was, and a goal to copy. */
+function refusal(text: string, problems: string[], values: Parameters<typeof understood>[0] & { dataset?: DatasetName }, goalObjective: Objective, openEnded: boolean, asksPareto: boolean): string {
   const [first, ...rest] = problems;
   const hint = values.dataset
     ? ""
@@ -592,8 +595,5 @@ export function parseGoal(text: string, overrides: GoalOverrides = {}): GoalPars
   // An example in the metric's units only where the dataset can be scored by it.
   const fits = !goalObjective.proportion && values.dataset !== undefined && servesOf(values.dataset).includes(goalObjective.task);
   const example = `${name}: ${asksPareto ? "pareto: accuracy vs parameters vs latency" : openEnded ? "best model you can in 30 minutes" : fits ? targetExample(goalObjective) : "reach 90% validation accuracy"}`;
-  return {
-    ok: false,
-    error: `${first} in "${text}"${rest.map((p) => `; ${p}`).join("")}; understood: ${understood(values, openEnded)}.${hint} Write e.g. "${example}"`,
-  };
+  return `${first} in "${text}"${rest.map((p) => `; ${p}`).join("")}; understood: ${understood(values, openEnded)}.${hint} Write e.g. "${example}"`;
 }
