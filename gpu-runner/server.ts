@@ -116,6 +116,25 @@ export async function startRunner(opts: RunnerOptions): Promise<RunningRunner> {
   const weights = new WeightStore(join(opts.stateDir ?? scratchRoot, "weights"));
   const evaluator = new Evaluator({ pool, quick, referee, dataRoots, gpus, weights, stateDir: opts.stateDir, seeds: opts.seeds, logger: log });
 
+  // An address that cannot be bound stops the workers too: nothing is left running.
+  const { server, address } = await serve(evaluator, weights, opts).catch(async (err: unknown) => {
+    await release();
+    throw err;
+  });
+  log.info({ address }, "runner listening");
+  return {
+    address,
+    evaluator,
+    async close() {
+      await new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
+      server.forceShutdown();
+      await release();
+    },
+  };
+}
+
+/** The runner's gRPC service over `evaluator`, behind the deployment's TLS and token when it has secrets, bound to `opts.address`. */
+async function serve(evaluator: Evaluator, weights: WeightStore, opts: RunnerOptions): Promise<{ server: grpc.Server; address: string }> {
   const server = new grpc.Server({ "grpc.max_receive_message_length": 64 * 1024 * 1024 });
   const secrets = opts.secrets;
   const authorize = (metadata: grpc.Metadata) => {
@@ -145,14 +164,5 @@ export async function startRunner(opts: RunnerOptions): Promise<RunningRunner> {
   );
   const host = (opts.address ?? "127.0.0.1:0").split(":")[0] || "127.0.0.1";
   const address = `${host === "0.0.0.0" ? "127.0.0.1" : host}:${port}`;
-  log.info({ address }, "runner listening");
-  return {
-    address,
-    evaluator,
-    async close() {
-      await new Promise<void>((resolve) => server.tryShutdown(() => resolve()));
-      server.forceShutdown();
-      await release();
-    },
-  };
+  return { server, address };
 }

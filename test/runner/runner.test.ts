@@ -4,7 +4,9 @@
  * proves the service still answers the next request.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { existsSync } from "node:fs";
+import { existsSync, readdirSync } from "node:fs";
+import { createServer, type AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
 import * as grpc from "@grpc/grpc-js";
 import { create, toJson, type MessageInitShape } from "@bufbuild/protobuf";
 import { DEFAULT_PYTHON, SYSTEM_PYTHON } from "../../core/config.js";
@@ -786,5 +788,20 @@ describe("the judge's test confirmation against the real runner", () => {
     const kept = (await confirmOnTest(judgedRun("continued", continued, 5, 600), [client], log, 1000 + 10_000))?.result;
     expect(kept?.seedResults.map((s) => s.epochsCompleted)).toEqual([0, 0]);
     expect(kept?.aggregated.test_accuracy?.mean).toBeGreaterThan(0.7);
+  });
+});
+
+describe("a runner that cannot listen", () => {
+  it("stops its workers and leaves no scratch behind when its address is taken", async () => {
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, "127.0.0.1", resolve));
+    const port = (taken.address() as AddressInfo).port;
+    const mine = () => readdirSync(tmpdir()).filter((d) => d.startsWith(`runner-scratch-${process.pid}-`)).sort();
+    const before = mine();
+    const log = createLogger("runner-test");
+    log.level = "silent";
+    await expect(startRunner({ address: `127.0.0.1:${port}`, slots: 1, logger: log })).rejects.toThrow();
+    expect(mine()).toEqual(before);
+    taken.close();
   });
 });
