@@ -6,7 +6,7 @@ import { bestRule, intervalBasis } from "../core/ranking.js";
 import { eventText } from "../lineage-store/fold.js";
 import type { Event, RunSettings } from "../proto/gen/research/v1/events_pb.js";
 import type { EpochProgress } from "../proto/gen/research/v1/runner_pb.js";
-import { duration } from "../lineage-store/report.js";
+import { duration } from "../lineage-store/report-json.js";
 import { bestTrial, firstSeed, inFlightCount, liveSeconds, meanOf, scoreText, standing, type RunState, type TrialState } from "../swarm/run-state.js";
 import { formatMetric } from "../core/objective.js";
 

@@ -16,8 +16,8 @@
  *   GET  /api/events[?run=RUN]                  text/event-stream of LiveMessage
  */
 import type { MetricName } from "../core/enums.js";
-import type { InferenceCostJson } from "../lineage-store/report.js";
-export type { InferenceCostJson, InferenceTimingJson } from "../lineage-store/report.js";
+import type { InferenceCostJson } from "../lineage-store/report-json.js";
+export type { InferenceCostJson, InferenceTimingJson } from "../lineage-store/report-json.js";
 export type { QueueJson, QueuedRun, StartRunReply, StartRunRequest } from "./intake.js";
 
 /** The run's objective (core/objective.ts), for whoever reads the JSON: its metric, its name for people, its direction. */

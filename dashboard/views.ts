@@ -13,7 +13,7 @@ import { runOfTrial } from "../core/ids.js";
 import { isCodeModel } from "../core/model-config.js";
 import { RunSettingsSchema, Verdict, type Event } from "../proto/gen/research/v1/events_pb.js";
 import type { EpochProgress, MetricStats } from "../proto/gen/research/v1/runner_pb.js";
-import { chosenBest, decisionName, frontJson, inferenceJson, limitsJson, verdictName } from "../lineage-store/report.js";
+import { chosenBest, decisionName, frontJson, inferenceJson, limitsJson, verdictName } from "../lineage-store/report-json.js";
 import { latencyOf, tradeOffsOf } from "../swarm/front.js";
 import { baselineComparison } from "../lineage-store/baseline.js";
 import type { Objective } from "../core/objective.js";

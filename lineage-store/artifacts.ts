@@ -23,12 +23,8 @@ import { EvalResultSchema, SummarizeResponseSchema } from "../proto/gen/research
 import type { RunnerClient } from "../gpu-runner/client.js";
 import type { Logger } from "../core/logger.js";
 import { exportBestWeights } from "./weights.js";
-import {
-  decisionName,
-  verdictName,
-  writeFileAtomic,
-  writeReport,
-} from "./report.js";
+import { writeFileAtomic, writeReport } from "./report.js";
+import { decisionName, verdictName } from "./report-json.js";
 import { ResearchError } from "../core/failure.js";
 import { INFERENCE_FILE, inferenceSpec } from "./inference-spec.js";
 import { modelSent, trainSent } from "../core/config-wire.js";

@@ -26,7 +26,7 @@ import type { MetricName } from "../core/enums.js";
 import { Mutation } from "../proto/gen/research/v1/common_pb.js";
 import { boundOf, confusionOf, metricCurves, paramsOf, rungOf, surfaceOf, trialFailure, trialStatus, type RunState, type TrialState } from "../swarm/run-state.js";
 import { hypothesisMarkdown } from "./artifacts.js";
-import { chosenBest } from "./report.js";
+import { chosenBest } from "./report-json.js";
 import { latencyOf, tradeOffsOf } from "../swarm/front.js";
 import { modelSent, trainSent } from "../core/config-wire.js";
 

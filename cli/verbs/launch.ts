@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { RUN_STATUS } from "../../core/enums.js";
 import { gainPp, pct } from "../../core/format.js";
 import { baselineComparison } from "../../lineage-store/baseline.js";
-import { frontJson, limitsJson } from "../../lineage-store/report.js";
+import { frontJson, limitsJson } from "../../lineage-store/report-json.js";
 import { latencyOf } from "../../swarm/front.js";
 import { parseDuration } from "../../core/goal.js";
 import { intervalBasis } from "../../core/ranking.js";

@@ -4,7 +4,7 @@ import { readJsonFile } from "../../core/json.js";
 import { join, resolve } from "node:path";
 import { METRIC, type MetricName } from "../../core/enums.js";
 import { formatMetric, objectiveNamed } from "../../core/objective.js";
-import { duration } from "../../lineage-store/report.js";
+import { duration } from "../../lineage-store/report-json.js";
 import type { TrialRow } from "../../lineage-store/schema.js";
 import { args } from "../args.js";
 import { connectOrFail, openLineage } from "../workspace.js";

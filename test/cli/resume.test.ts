@@ -10,7 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parse as parseYaml } from "yaml";
 import { run, type Ran } from "../helpers/run.js";
-import { duration } from "../../lineage-store/report.js";
+import { duration } from "../../lineage-store/report-json.js";
 import { storedEvents } from "../../cli/workspace.js";
 import { foldRun } from "../../swarm/run-state.js";
 import { trialLines } from "../helpers/report.js";

@@ -12,7 +12,8 @@ import { Decision, EventSchema, RunStatus, Verdict, type Event } from "../../pro
 import { EvalResultSchema, GoalStatus } from "../../proto/gen/research/v1/runner_pb.js";
 import { readRegistry, writeArtifacts, type RegistryEntry } from "../../lineage-store/artifacts.js";
 import { escapeXml, failuresSvg, learningCurvesSvg, niceTicks, scoresSvg } from "../../lineage-store/plots.js";
-import { buildReport, FRONT_PLOT, inferenceJson, PLOT_FILES, reportPlots } from "../../lineage-store/report.js";
+import { buildReport, reportPlots } from "../../lineage-store/report.js";
+import { FRONT_PLOT, inferenceJson, PLOT_FILES } from "../../lineage-store/report-json.js";
 import { evaluated, proposed, RUN as AGENT_RUN, started, state as agentState } from "../agents/helpers.js";
 import { Cost } from "../../proto/gen/research/v1/common_pb.js";
 import type { EventInit } from "../../bus/index.js";
