@@ -434,6 +434,15 @@ export async function runGoal(
     unlistenJobs?.();
   });
   await Promise.all([watch.stop(), progress.stop()]);
+  return settled(swarm, state, result, finishedAtMs);
+}
+
+/**
+ * The run's outcome once the lineage store has what it needs: an interrupted run's events stored
+ * (up to a minute), a finished run's report written (up to two minutes).
+ */
+async function settled(swarm: Swarm, state: RunState, result: RunFinished, finishedAtMs: number): Promise<RunOutcome> {
+  const runId = state.runId;
   if (result.status === RunStatus.INTERRUPTED) {
     // The store may lag the run (on a loaded machine it had stored nothing of a run interrupted a
     // minute in, so `runs` listed no run): it gets up to a minute to catch up before it is stopped.
