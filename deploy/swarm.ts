@@ -160,6 +160,17 @@ async function swarmBus(opts: SwarmOptions, workspace: string, log: Logger) {
   return { secrets, nats: nats as NatsServer | undefined, natsUrl: nats.url, killNats };
 }
 
+/** The lineage store and every role's agents (`instances` of each, default one), supervised, with `env`. */
+function startAgents(supervisor: Supervisor, env: Record<string, string>, instances: SwarmOptions["instances"]): void {
+  supervisor.start({ name: "lineage-store", entry: "lineage-store/main.ts", env: { ...env, INSTANCE_ID: "lineage-store" } });
+  for (const role of ROLES) {
+    for (let i = 0; i < (instances?.[role] ?? 1); i++) {
+      const name = i === 0 ? role : `${role}-${i + 1}`;
+      supervisor.start({ name, entry: `agents/${role}/main.ts`, env: { ...env, INSTANCE_ID: name } });
+    }
+  }
+}
+
 export async function startSwarm(opts: SwarmOptions): Promise<Swarm> {
   const workspace = resolve(opts.workspace);
   mkdirSync(workspace, { recursive: true });
@@ -233,13 +244,7 @@ export async function startSwarm(opts: SwarmOptions): Promise<Swarm> {
     // The launcher waits for the first runner; the agents pick among all of them (swarm/runners.ts).
     runner = connectRunner(runnerAddress.split(",")[0]!, secrets);
     runnerHealth = await waitForRunner(runner, 180_000, opts.runnerAddress || opts.slurm ? undefined : join(workspace, "logs", "gpu-runner.log"));
-    supervisor.start({ name: "lineage-store", entry: "lineage-store/main.ts", env: { ...common(runnerAddress), INSTANCE_ID: "lineage-store" } });
-    for (const role of ROLES) {
-      for (let i = 0; i < (opts.instances?.[role] ?? 1); i++) {
-        const name = i === 0 ? role : `${role}-${i + 1}`;
-        supervisor.start({ name, entry: `agents/${role}/main.ts`, env: { ...common(runnerAddress), INSTANCE_ID: name } });
-      }
-    }
+    startAgents(supervisor, common(runnerAddress), opts.instances);
   } catch (err) {
     await stop();
     throw err;
