@@ -56,22 +56,15 @@ function verdictOf(state: RunState, t: TrialState) {
 }
 
 /**
- * Judges trial `t`. `state` must already contain the trial's evaluation,
- * and no judgement for it yet; `nowMs` is injected so the rule is testable.
+ * Whether judging `t` ends the run, and why, by the first rule that holds: the goal met with
+ * confidence, a person's stop once nothing is in flight, the trial budget spent, no trial fitting
+ * before the reserve, the last long training of the last research round done, or a plateau.
+ * `withThis`: the run with `t` counted as judged.
  */
-export function judge(state: RunState, t: TrialState, nowMs: number): TrialJudged {
-  const { verdict, failure: f, reason } = verdictOf(state, t);
-  const score = scoreOf(t) ?? 0;
+function runEndOf(state: RunState, withThis: RunState, t: TrialState, verdict: Verdict, nowMs: number): { end: RunEnd; why: string } | undefined {
   const o = state.objective;
   const stats = valMetricOf(t);
-  const parent = t.proposed?.parentIds[0] ? state.trials.get(t.proposed.parentIds[0]) : undefined;
-  const parentScore = parent ? scoreOf(parent) : undefined;
-  const gain = verdict === Verdict.ACCEPT && parentScore !== undefined ? score - parentScore : 0;
-
-  // The trial counts as judged from here on.
-  const provisional: TrialState = { ...t, judged: create(TrialJudgedSchema, { verdict }) , judgedPosition: state.judgedCount };
-  const withThis: RunState = { ...state, trials: new Map(state.trials).set(t.id, provisional), judgedCount: state.judgedCount + 1 };
-  const best = bestTrial(withThis);
+  const ending = (end: RunEnd, why: string) => ({ end, why });
   const target = state.goal?.openEnded ? 0 : (state.goal?.target ?? 0);
   const settings = state.settings;
   // A run gives up before its budget only on a confident plateau: a patience of
@@ -87,29 +80,20 @@ export function judge(state: RunState, t: TrialState, nowMs: number): TrialJudge
   const flat = promotionsOnly ? plateau(withThis, isClaimingPromotion) : plateau(withThis);
 
   const plan = budgetPlan(withThis, nowMs);
-  let decision = Decision.ITERATE;
-  let runEnd = RunEnd.UNSPECIFIED;
-  let why = "";
-  const stop = (end: RunEnd, words: string) => {
-    decision = end === RunEnd.GOAL_MET ? Decision.GOAL_ACHIEVED : Decision.STOP;
-    runEnd = end;
-    why = words;
-  };
   if (verdict === Verdict.ACCEPT && target > 0 && stats && stats.n >= 2 && reaches(o, pessimisticBound(o, stats), target)) {
-    const end = o.higherIsBetter ? "lower bound" : "upper bound";
-    stop(RunEnd.GOAL_MET, `goal met: 95% CI ${end} ${formatMetric(o, pessimisticBound(o, stats))} ${o.higherIsBetter ? ">=" : "<="} target ${formatMetric(o, target)}`);
+    const bound = o.higherIsBetter ? "lower bound" : "upper bound";
+    return ending(RunEnd.GOAL_MET, `goal met: 95% CI ${bound} ${formatMetric(o, pessimisticBound(o, stats))} ${o.higherIsBetter ? ">=" : "<="} target ${formatMetric(o, target)}`);
   } else if (state.stopRequested) {
     // The analyst cancels every trial in flight; the last of them to be judged ends the run.
-    if (!inFlight(withThis)) stop(RunEnd.STOPPED_BY_PERSON, doneBy(state.stopRequested, "stopped"));
+    if (!inFlight(withThis)) return ending(RunEnd.STOPPED_BY_PERSON, doneBy(state.stopRequested, "stopped"));
   } else if (settings?.maxTrials && withThis.judgedCount >= settings.maxTrials) {
-    stop(RunEnd.TRIAL_BUDGET, `trial budget of ${settings.maxTrials} spent`);
+    return ending(RunEnd.TRIAL_BUDGET, `trial budget of ${settings.maxTrials} spent`);
   } else if (nothingFits(withThis, nowMs) && !inFlight(withThis)) {
     // Not even the quickest trial seen so far fits before the reserve for the
     // test confirmation and the report, and none still runs (the planner
     // started each only if it fit; the analyst cancels one that reaches the
     // reserve): stop now, so the run ends within its budget.
-    stop(
-      RunEnd.TIME_BUDGET,
+    return ending(RunEnd.TIME_BUDGET,
       plan.remainingS <= 0
         ? `time budget of ${state.goal!.timeBudgetS} s spent`
         : `time budget of ${state.goal!.timeBudgetS} s nearly spent: ${plan.remainingS.toFixed(0)} s left, ${plan.reserveS.toFixed(0)} s reserved for the test confirmation and the report`,
@@ -120,7 +104,7 @@ export function judge(state: RunState, t: TrialState, nowMs: number): TrialJudge
     // a probe started now could not change the best, so the run ends with its confirmation. A
     // Pareto goal's front trials train long one after another: the last of them ends it (one that
     // no longer fits leaves the planner idle, which ends it too).
-    stop(RunEnd.LAST_TRAINING, `the run's last long training is done, and no training long enough to change the best fits the ${Math.max(0, plan.availableS).toFixed(0)} s left`);
+    return ending(RunEnd.LAST_TRAINING, `the run's last long training is done, and no training long enough to change the best fits the ${Math.max(0, plan.availableS).toFixed(0)} s left`);
   } else if (flat.since >= patience && !longTrainingInFlight(withThis)) {
     // Not while a promotion trains: the planner's exploit phase answers a
     // plateau by training the best config longer, and that result decides.
@@ -129,15 +113,34 @@ export function judge(state: RunState, t: TrialState, nowMs: number): TrialJudge
       : o.proportion
         ? `the best 95% CI lower bound (${pct(flat.best)}) has not risen by more than ${PLATEAU_DELTA * 100} pp`
         : `the best 95% CI ${o.higherIsBetter ? "lower" : "upper"} bound (${formatMetric(o, utility(o, flat.best))}) has not ${o.higherIsBetter ? "risen" : "fallen"} by more than ${PLATEAU_DELTA * 100}%`;
-    stop(RunEnd.PLATEAU, `plateau: ${what} in the last ${patience} ${promotionsOnly ? "promotions with the run's seeds" : "judged trials"}`);
+    return ending(RunEnd.PLATEAU, `plateau: ${what} in the last ${patience} ${promotionsOnly ? "promotions with the run's seeds" : "judged trials"}`);
   }
+  return undefined;
+}
 
+/**
+ * Judges trial `t`. `state` must already contain the trial's evaluation,
+ * and no judgement for it yet; `nowMs` is injected so the rule is testable.
+ */
+export function judge(state: RunState, t: TrialState, nowMs: number): TrialJudged {
+  const { verdict, failure: f, reason } = verdictOf(state, t);
+  const score = scoreOf(t) ?? 0;
+  const stats = valMetricOf(t);
+  const parent = t.proposed?.parentIds[0] ? state.trials.get(t.proposed.parentIds[0]) : undefined;
+  const parentScore = parent ? scoreOf(parent) : undefined;
+  const gain = verdict === Verdict.ACCEPT && parentScore !== undefined ? score - parentScore : 0;
+
+  // The trial counts as judged from here on.
+  const provisional: TrialState = { ...t, judged: create(TrialJudgedSchema, { verdict }) , judgedPosition: state.judgedCount };
+  const withThis: RunState = { ...state, trials: new Map(state.trials).set(t.id, provisional), judgedCount: state.judgedCount + 1 };
+  const best = bestTrial(withThis);
+  const ended = runEndOf(state, withThis, t, verdict, nowMs);
   const init: MessageInitShape<typeof TrialJudgedSchema> = {
     verdict,
-    decision,
+    decision: !ended ? Decision.ITERATE : ended.end === RunEnd.GOAL_MET ? Decision.GOAL_ACHIEVED : Decision.STOP,
     reason,
-    runEnd,
-    runReason: why,
+    runEnd: ended?.end ?? RunEnd.UNSPECIFIED,
+    runReason: ended?.why ?? "",
     bestTrialId: best?.id ?? "",
     score,
     ciLow: stats?.ci95[0] ?? 0,
