@@ -4,7 +4,8 @@ import { join } from "node:path";
 import { pct, pp } from "../../core/format.js";
 import { args, positiveInt } from "../args.js";
 import { runAblation } from "../ablation.js";
-import { prepareRun, RUN_FLAGS, sayer, withGoalDocument, withSwarm } from "../swarm-run.js";
+import { sayer, withSwarm } from "../swarm-run.js";
+import { prepareRun, RUN_FLAGS, withGoalDocument } from "../run-flags.js";
 
 export default async function ablation(argv: string[]): Promise<void> {
   const a = withGoalDocument(args(argv, { ...RUN_FLAGS, runs: { type: "string" } }).values);

@@ -15,7 +15,8 @@ import { formatMetric } from "../../core/objective.js";
 import { args, EXIT, fail } from "../args.js";
 import { describeEvent } from "../event-line.js";
 import { ensureExportPython, FollowingWriter, isUri, writableFolder } from "../export-writer.js";
-import { prepareRun, RUN_FLAGS, sayer, SIGNAL_EXIT, withGoalDocument, withSwarm, writeInterruptedReport } from "../swarm-run.js";
+import { sayer, SIGNAL_EXIT, withSwarm, writeInterruptedReport } from "../swarm-run.js";
+import { prepareRun, RUN_FLAGS, withGoalDocument } from "../run-flags.js";
 
 type Outcome = Awaited<ReturnType<typeof runGoal>>;
 

@@ -20,24 +20,8 @@ import { RUN_STATUS } from "../../core/enums.js";
 import { args, CliFailure, dashboardPort, dashboardStartProblem, fail, positiveInt } from "../args.js";
 import { describeEvent } from "../event-line.js";
 import { UI_PORT } from "../help.js";
-import {
-  confineTo,
-  datasetProblem,
-  documentFlags,
-  jobsNeverStarted,
-  prepareGoal,
-  prepareSwarm,
-  RUN_FLAGS,
-  runnerJobsFor,
-  sayer,
-  SIGNAL_EXIT,
-  SLURM_FLAGS,
-  slurmFlags,
-  startSwarmFor,
-  writeInterruptedReport,
-  writeUnstartedReport,
-  type RunArgs,
-} from "../swarm-run.js";
+import { datasetProblem, jobsNeverStarted, runnerJobsFor, sayer, SIGNAL_EXIT, startSwarmFor, writeInterruptedReport, writeUnstartedReport } from "../swarm-run.js";
+import { confineTo, documentFlags, prepareGoal, prepareSwarm, RUN_FLAGS, SLURM_FLAGS, slurmFlags, type RunArgs } from "../run-flags.js";
 import { connectOrFail, quietLogger } from "../workspace.js";
 import type { Logger } from "../../core/logger.js";
 

@@ -7,7 +7,7 @@ import { mkdirSync, mkdtempSync, realpathSync, symlinkSync, writeFileSync } from
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CliFailure } from "../../cli/args.js";
-import { confineTo, prepareGoal, type RunArgs } from "../../cli/swarm-run.js";
+import { confineTo, prepareGoal, type RunArgs } from "../../cli/run-flags.js";
 
 const top = realpathSync(mkdtempSync(join(tmpdir(), "confine-")));
 const root = join(top, "root");

@@ -7,7 +7,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CliFailure } from "../../cli/args.js";
-import { prepareGoal, prepareSwarm, withGoalDocument, type RunArgs } from "../../cli/swarm-run.js";
+import { prepareGoal, prepareSwarm, withGoalDocument, type RunArgs } from "../../cli/run-flags.js";
 
 const dir = mkdtempSync(join(tmpdir(), "run-document-"));
 const file = (name: string, text: string) => {
