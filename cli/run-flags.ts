@@ -14,7 +14,7 @@ import { isId } from "../core/ids.js";
 import { parseDuration, parseGoal } from "../core/goal.js";
 import { describeLlm, llmConfigFromFlags } from "../core/llm/config.js";
 import { runSettings } from "../deploy/settings.js";
-import { type SlurmRequest } from "../deploy/slurm.js";
+import type { SlurmRequest } from "../deploy/slurm.js";
 import type { Swarm } from "../deploy/swarm.js";
 import { parseDevice } from "../gpu-runner/device.js";
 import { SearchSpaceSchema, type Goal } from "../proto/gen/research/v1/events_pb.js";

@@ -20,7 +20,7 @@ import type { DatasetInfo } from "../proto/gen/research/v1/runner_pb.js";
 import { learningOf } from "../core/learning/index.js";
 import { datasetSpec } from "../swarm/dataset-info.js";
 import { argumentDefault, searchableArguments } from "../core/model-config.js";
-import { type SpaceSpec } from "../core/space.js";
+import type { SpaceSpec } from "../core/space.js";
 import { CliFailure, EXIT, fail } from "./args.js";
 import { quietLogger } from "./workspace.js";
 import { startProblem } from "./starting-point.js";
@@ -56,13 +56,13 @@ function dataRootOf(goal: Goal | undefined): string | undefined {
  * Runner jobs for a run of `budgetS` seconds, said on the console as they change; `last` holds
  * the counts last seen. A run whose jobs never start ends at its budget, having trained nothing.
  */
-export function runnerJobsFor(request: SlurmRequest, budgetS: number, say: (line: string) => void, runId?: string) {
+export function runnerJobsFor(request: SlurmRequest, budgetS: number, say: (line: string) => void, opts: { runId?: string; signal?: AbortSignal } = {}) {
   const seen: { last?: RunnerJobs } = {};
   const jobs: RunnerJobsRequest = {
     request,
     timeLimitMin: slurmTimeLimitMin(budgetS),
     waitMs: budgetS * 1000,
-    runId,
+    ...opts,
     onChange: (counts) => {
       seen.last = counts;
       say(`runner jobs: ${jobsText(counts)}`);
@@ -82,15 +82,12 @@ export const jobsNeverStarted = (err: unknown): err is ResearchError => err inst
  */
 export async function startSwarmFor(a: RunArgs, flags: PreparedSwarm & { clusterBus?: boolean }, dataRoots: string[], say: (line: string) => void, log: Logger, goal?: Goal): Promise<Swarm> {
   say(`starting the swarm in ${flags.workspace} ...`);
-  const slurm = flags.slurm && runnerJobsFor(flags.slurm, goal?.timeBudgetS || DEFAULT_TIME_BUDGET_S, say);
   // Runner jobs may wait in the queue for the run's whole budget: a signal meanwhile cancels them
   // (and stops what started) rather than leaving them queued, and the launch ends with its code.
   const waiting = new AbortController();
   const onSignal = (sig: NodeJS.Signals) => waiting.abort(sig);
-  if (slurm) {
-    slurm.jobs.signal = waiting.signal;
-    for (const sig of Object.keys(SIGNAL_EXIT)) process.once(sig, onSignal);
-  }
+  const slurm = flags.slurm && runnerJobsFor(flags.slurm, goal?.timeBudgetS || DEFAULT_TIME_BUDGET_S, say, { signal: waiting.signal });
+  if (slurm) for (const sig of Object.keys(SIGNAL_EXIT)) process.once(sig, onSignal);
   const { startSwarm, newRunId } = await import("../deploy/swarm.js");
   let swarm: Swarm;
   try {

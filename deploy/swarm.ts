@@ -142,11 +142,11 @@ function stopStaleServer(workspace: string, log: Logger): void {
  * without awaiting `stop`): the agents end with their parent (core/process.ts), the server, in a
  * process group of its own, would not.
  */
-async function swarmBus(opts: SwarmOptions, workspace: string, log: Logger) {
+async function swarmBus(opts: SwarmOptions, workspace: string, log: Logger): Promise<{ secrets?: Secrets; nats?: NatsServer; natsUrl: string; killNats: () => void }> {
   stopStaleServer(workspace, log);
   // A local deployment is protected by default: its own credentials, made once per workspace.
   const secrets = opts.natsUrl ? (opts.secretsDir ? loadSecrets(opts.secretsDir) : undefined) : ensureSecrets(join(workspace, "secrets"));
-  if (opts.natsUrl) return { secrets, nats: undefined, natsUrl: opts.natsUrl, killNats: () => undefined };
+  if (opts.natsUrl) return { secrets, natsUrl: opts.natsUrl, killNats: () => undefined };
   // Slurm's runners join from the cluster's nodes: the bus listens beyond loopback, behind its TLS and password.
   const nats = await startNatsServer({ dataDir: join(workspace, "nats"), binary: opts.natsServer, secrets, host: opts.slurm || opts.clusterBus ? "0.0.0.0" : undefined });
   const killNats = () => {
@@ -157,7 +157,7 @@ async function swarmBus(opts: SwarmOptions, workspace: string, log: Logger) {
     }
   };
   process.once("exit", killNats);
-  return { secrets, nats: nats as NatsServer | undefined, natsUrl: nats.url, killNats };
+  return { secrets, nats, natsUrl: nats.url, killNats };
 }
 
 /** The lineage store and every role's agents (`instances` of each, default one), supervised, with `env`. */

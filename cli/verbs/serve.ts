@@ -133,9 +133,9 @@ class Intake implements RunIntake {
     let pool: SlurmRunners | undefined;
     if (jobs) {
       // The run starts once one of its jobs is up; none before its budget is spent: a report that says why.
-      const asked = runnerJobsFor(jobs, goal.timeBudgetS || DEFAULT_TIME_BUDGET_S, (line) => this.say(`${runId} ${line}`), runId);
+      const asked = runnerJobsFor(jobs, goal.timeBudgetS || DEFAULT_TIME_BUDGET_S, (line) => this.say(`${runId} ${line}`), { runId, signal });
       try {
-        ({ pool } = await this.swarm.submitRunners({ ...asked.jobs, signal }));
+        ({ pool } = await this.swarm.submitRunners(asked.jobs));
       } catch (err) {
         if (!jobsNeverStarted(err)) throw err;
         const report = await writeUnstartedReport(this.flags.workspace, runId, goal, asked.seen.last, err.message);
