@@ -51,6 +51,11 @@ interface Row {
   feature?: { name: string; low: number; high: number; encode: (v: number) => number } | { name: string; categorical: true };
   /** How the planner's edit of it moves it (agents/planner/mutations.ts): a factor within limits, or the value it sets. */
   edit?: { factor: number; min: number; max: number } | { to: number } | { byOptimizer: Readonly<Record<OptimizerName, number>> };
+  /**
+   * Where the search starts it for an optimizer, where that is not its default (`searchStart`):
+   * the planner's first recipes and its optimizer edit set these together.
+   */
+  start?: Partial<Readonly<Record<OptimizerName, DimValue>>>;
   /** The random planner's prior: a log-uniform or uniform range, or the values it picks among. */
   draw?: { log?: boolean; low: number; high: number; int?: boolean } | { values: (device: SearchDevice, info: DatasetInfo) => readonly DimValue[] };
 }
@@ -94,10 +99,13 @@ export const SPACE = [
     feature: { name: "log10_lr", low: -5, high: 0, encode: Math.log10 },
     // Doubled or halved, never above 0.5 or below 1e-5.
     edit: { factor: 2, min: 1e-5, max: 0.5 },
+    // Adam's and AdamW's at twice the runner's default: every built-in search has started there,
+    // and the recorded runs the planner's replays check were made with it.
+    start: { sgd: 0.05, adam: 2e-3, adamw: 2e-3 },
     draw: { log: true, low: 3e-4, high: 1e-2 },
   },
-  { name: "momentum", kind: "float", min: 0, max: 1, lt: true, default: 0.9, presence: true, surface: "optimisation" },
-  { name: "nesterov", kind: "bool", default: false, surface: "optimisation" },
+  { name: "momentum", kind: "float", min: 0, max: 1, lt: true, default: 0.9, presence: true, surface: "optimisation", start: { sgd: 0.9 } },
+  { name: "nesterov", kind: "bool", default: false, surface: "optimisation", start: { sgd: true } },
   {
     name: "weight_decay",
     kind: "float",
@@ -109,7 +117,16 @@ export const SPACE = [
     // AdamW's decay is scaled by the learning rate, hence its far larger usual value.
     edit: { byOptimizer: { sgd: 5e-4, adam: 5e-4, adamw: 0.05 } },
   },
-  { name: "schedule", kind: "choice", choices: SCHEDULE.names, default: "none", surface: "optimisation", feature: { name: "schedule", categorical: true } },
+  {
+    name: "schedule",
+    kind: "choice",
+    choices: SCHEDULE.names,
+    default: "none",
+    surface: "optimisation",
+    feature: { name: "schedule", categorical: true },
+    // The step schedule's decays are set in epochs a random draw of epochs would not know.
+    draw: { values: () => ["none", "cosine", "onecycle"] },
+  },
   { name: "warmup_epochs", kind: "int", min: 0, max: 10000, default: 0, surface: "optimisation" },
   { name: "step_size", fixed: "the step schedule's own setting", kind: "int", min: 1, max: 10000, default: 10, describe: "epochs between decays of the step schedule" },
   { name: "gamma", fixed: "the step schedule's own setting", kind: "float", positive: true, max: 1, default: 0.1 },
@@ -125,8 +142,9 @@ export const SPACE = [
     appliesTo: hasClasses,
     feature: { name: "label_smoothing", low: 0, high: 0.3, encode: (v) => v },
     edit: { to: 0.1 },
+    draw: { low: 0, high: 0.2 },
   },
-  { name: "grad_clip", kind: "float", min: 0, default: 0, describe: "max gradient norm; 0 disables", surface: "optimisation" },
+  { name: "grad_clip", kind: "float", min: 0, default: 0, describe: "max gradient norm; 0 disables", surface: "optimisation", draw: { values: () => [0, 1] } },
   {
     name: "batch_size",
     kind: "int",
@@ -151,6 +169,7 @@ export const SPACE = [
     appliesTo: isImage,
     feature: { name: "augment", low: 0, high: 1, encode: (v) => (v > 0 ? 1 : 0) },
     edit: { to: 2 },
+    draw: { values: () => [0, 2] },
   },
   { name: "augment.cutout", kind: "int", min: 0, max: 1024, default: 0, describe: "side of the square cut out; 0 disables", surface: "regularisation", appliesTo: isImage },
   { name: "amp", fixed: "how the device computes, chosen for it", kind: "bool", default: false },
@@ -357,6 +376,16 @@ export function withValue<T extends Record<string, unknown>>(train: T, name: str
   return { ...train, [head]: { ...(train[head] as Record<string, unknown> | undefined), [leaf]: v } };
 }
 
+/** An optimizer as the search starts it: the rows' `start` for it (SGD: lr 0.05 with Nesterov momentum 0.9; Adam and AdamW: lr 2e-3). */
+export function searchStart(optimizer: OptimizerName): RecipeInput & { optimizer: OptimizerName; lr: number } {
+  let out: Record<string, unknown> = { optimizer };
+  for (const r of ROWS) {
+    const v = r.start?.[optimizer];
+    if (v !== undefined) out = withValue(out, r.name, v);
+  }
+  return out as RecipeInput & { optimizer: OptimizerName; lr: number };
+}
+
 // ---------------------------------------------------------------- the surrogate's encoding
 
 /** The surrogate's dimensions for the recipe, in the table's order (agents/planner/surrogate.ts adds the model's own). */
@@ -502,6 +531,9 @@ export function intoSpace<T extends Record<string, unknown>>(s: SpaceSpec, train
   }
   return out;
 }
+
+/** The rows the random planner draws, in the table's order: those with a prior. A row with one is searched by it. */
+export const DRAWN = ROWS.filter((r) => r.draw).map((r) => r.name as DimensionName);
 
 /** A row's random draw within the space: its prior, narrowed by the person's range or values. */
 export function drawIn(s: SpaceSpec, name: DimensionName, rng: () => number, device: SearchDevice, info: DatasetInfo): DimValue {

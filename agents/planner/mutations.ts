@@ -6,7 +6,7 @@
  * layer edits, changes of its constructor's numeric and boolean arguments.
  */
 import type { SearchDevice } from "../../core/defaults.js";
-import { applies, batchSizes, DEFAULT_LR, editOf, isImage, RECIPE_DEFAULTS } from "../../core/space.js";
+import { applies, batchSizes, DEFAULT_LR, editOf, isImage, RECIPE_DEFAULTS, searchStart } from "../../core/space.js";
 import { OPTIMIZER, type MutationName, type OptimizerName, type SurfaceName } from "../../core/enums.js";
 import { argumentChanges, argumentDefault, isCodeModel, searchableArguments, type ModelConfigInput, type TrainConfigInput, type TrialModelInput } from "../../core/model-config.js";
 import { ArgumentKind, type DatasetInfo, type ModelArgument } from "../../proto/gen/research/v1/runner_pb.js";
@@ -32,9 +32,9 @@ export interface EditEnv {
 }
 
 /** The ways into a run that are not an edit of a parent (Mutation in common.proto). */
-type NotAnEdit = "promotion" | "last_training" | "template" | "random" | "hand" | "llm" | "baseline" | "warm_start";
+export const NOT_AN_EDIT = ["promotion", "last_training", "template", "random", "hand", "llm", "baseline", "warm_start"] as const satisfies readonly MutationName[];
 /** An edit's name: its Mutation value's, so a proposal records which edit made it. */
-export type EditName = Exclude<MutationName, NotAnEdit>;
+export type EditName = Exclude<MutationName, (typeof NOT_AN_EDIT)[number]>;
 
 export interface Mutation {
   surface: SurfaceName;
@@ -253,7 +253,7 @@ export const MUTATIONS: Mutation[] = [
       const opt = pick(OPTIMIZER.names.filter((o) => o !== effectiveOptimizer(g.train.optimizer ?? RECIPE_DEFAULTS.optimizer, decay)), rng);
       // Decay stays on or off at the new optimizer's scale, except that AdamW always brings it: without, it is Adam.
       const weight_decay = opt === "adamw" || decay > 0 ? DECAY[opt] : 0;
-      return train(g, opt === "sgd" ? { optimizer: "sgd", lr: 0.05, momentum: 0.9, nesterov: true, weight_decay } : { optimizer: opt, lr: 2e-3, weight_decay });
+      return train(g, { ...searchStart(opt), weight_decay });
     },
   },
   {

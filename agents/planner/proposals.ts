@@ -5,7 +5,7 @@
  * the limits and the run's space.
  */
 import { SEARCH_DEFAULTS } from "../../core/defaults.js";
-import { intoSpace, isImage, outsideSpace, RECIPE_DEFAULTS, spaceOf } from "../../core/space.js";
+import { intoSpace, isImage, outsideSpace, RECIPE_DEFAULTS, searchStart, spaceOf } from "../../core/space.js";
 import { isCodeModel, type TrainConfigInput } from "../../core/model-config.js";
 import type { DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
 import { learningOf } from "../../core/learning/index.js";
@@ -63,7 +63,7 @@ export function startingTrain(input: PlanInput, template?: Template): TrainConfi
   const slice = learningOf(input.info.task).perPosition ? d.corpusRows : d.subset;
   // A set barely larger than the slice is not worth slicing.
   const subset = s?.subset || (slice && total > 1.2 * slice ? slice : 0);
-  const recipe: TrainConfigInput = { optimizer: "adam", lr: 2e-3, ...template?.recipe };
+  const recipe: TrainConfigInput = { ...searchStart(RECIPE_DEFAULTS.optimizer), ...template?.recipe };
   const image = isImage(input.info);
   // A family that names its batch keeps it, its lr being for that batch (a language model's
   // batch counts windows of hundreds of bytes); any other lr is for 128, scaled to the device's.

@@ -15,10 +15,10 @@ import { queuedProposals } from "../../swarm/run-state.js";
 import { fingerprint } from "../../agents/planner/identity.js";
 import { ashaPromotion } from "../../agents/planner/promotion.js";
 import { stalledOn, stallQuery } from "../../agents/planner/stall.js";
-import { MUTATIONS } from "../../agents/planner/mutations.js";
+import { MUTATIONS, NOT_AN_EDIT } from "../../agents/planner/mutations.js";
 import { MUTATION } from "../../core/enums.js";
 import { contextFor } from "../../agents/planner/llm-policy.js";
-import { outsideSpace, parseSpace, spaceMessage } from "../../core/space.js";
+import { applies, DRAWN, outsideSpace, parseSpace, searchStart, SPACE, spaceMessage, valueOf } from "../../core/space.js";
 import { researchBrief } from "../../research/research.js";
 import { ArgumentKind, type DatasetInfo, DatasetInfoSchema, Metric, ModelArgumentSchema, SeedResultSchema, Task } from "../../proto/gen/research/v1/runner_pb.js";
 import { Mutation, Surface } from "../../proto/gen/research/v1/common_pb.js";
@@ -280,6 +280,33 @@ describe("built-in planner", () => {
   it("the random baseline draws valid configs", () => {
     const p = randomPolicy(input([]), 0)!;
     expect(compiled(p.model).ok).toBe(true);
+  });
+
+  it("the random baseline searches every row with a prior that applies to the data, and no other", () => {
+    const draws = Array.from({ length: 40 }, (_, i) => randomPolicy({ ...input([]), rng: mulberry32(i) }, i)!.train);
+    const varied = SPACE.filter((r) => new Set(draws.map((t) => JSON.stringify(valueOf(t, r.name)))).size > 1).map((r) => r.name);
+    // The subset is the draw's fidelity, drawn beside the rows (a slice of the probes' or the whole split).
+    expect(varied.filter((n) => n !== "subset")).toEqual(DRAWN.filter((n) => applies(n, FASHION)));
+    expect(DRAWN).toEqual(expect.arrayContaining(["optimizer", "lr", "schedule", "label_smoothing", "grad_clip", "batch_size", "epochs", "augment.crop_padding"]));
+    const table = create(DatasetInfoSchema, { name: "csv", inputShape: [8], inputDtype: "float32", task: Task.REGRESSION, nTrain: 2000, nVal: 500 });
+    const onTable = { ...input([]), info: table, params: paramsCounter(input([]).state, table) };
+    const tabular = Array.from({ length: 10 }, (_, i) => randomPolicy({ ...onTable, rng: mulberry32(i) }, i)!.train);
+    // Label smoothing means nothing to a regression, cropping nothing to a table: never drawn there.
+    for (const t of tabular) expect([t.label_smoothing ?? 0, t.augment?.crop_padding ?? 0]).toEqual([0, 0]);
+  });
+
+  it("has an edit for every Mutation value that names one, and the proto a value for every edit", () => {
+    const notEdits: readonly string[] = NOT_AN_EDIT;
+    expect(MUTATIONS.map((m) => m.name).sort()).toEqual(MUTATION.names.filter((n) => !notEdits.includes(n)).sort());
+  });
+
+  it("starts an optimizer where its rows say, for its first recipes and its optimizer edit alike", () => {
+    expect(searchStart("sgd")).toEqual({ optimizer: "sgd", lr: 0.05, momentum: 0.9, nesterov: true });
+    expect(searchStart("adam")).toEqual({ optimizer: "adam", lr: 2e-3 });
+    const switched = MUTATIONS.find((m) => m.name === "optimizer")!;
+    const g = { model: { name: "t", layers: [{ type: "flatten" as const }] }, train: { optimizer: "adam" as const, lr: 2e-3 } };
+    const to = switched.apply(g, { rng: () => 0, info: FASHION, device: "cpu", arguments: [] })!.train;
+    expect(to).toMatchObject(searchStart(to.optimizer!));
   });
 });
 

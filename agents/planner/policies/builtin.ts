@@ -13,7 +13,7 @@
 import type { Brief } from "../../../core/brief.js";
 import { pct } from "../../../core/format.js";
 import { PROBE_SEEDS, SEARCH_DEFAULTS } from "../../../core/defaults.js";
-import { intoSpace, spaceOf } from "../../../core/space.js";
+import { editOf, intoSpace, RECIPE_DEFAULTS, spaceOf } from "../../../core/space.js";
 import { SURFACE, type SurfaceName as Surface } from "../../../core/enums.js";
 import type { TrainConfigInput } from "../../../core/model-config.js";
 import { Verdict } from "../../../proto/gen/research/v1/events_pb.js";
@@ -35,11 +35,13 @@ function briefBlocks(briefs: Brief[]): string[] {
   return [...new Set(briefs.flatMap((b) => b.architectural_suggestions.flatMap((s) => s.building_blocks ?? [])))];
 }
 
+const DECAY = editOf("weight_decay").byOptimizer;
+/** A brief's recipe concepts at the values the planner's edits set them to (core/space.ts rows). */
 const RECIPE_FROM_BRIEF: Record<string, Partial<TrainConfigInput>> = {
   cosine_schedule: { schedule: "cosine" },
-  label_smoothing: { label_smoothing: 0.1 },
-  adamw: { optimizer: "adamw", weight_decay: 0.05 },
-  weight_decay: { weight_decay: 5e-4 },
+  label_smoothing: { label_smoothing: editOf("label_smoothing").to },
+  adamw: { optimizer: "adamw", weight_decay: DECAY.adamw },
+  weight_decay: { weight_decay: DECAY[RECIPE_DEFAULTS.optimizer] },
 };
 
 /**

@@ -1,7 +1,6 @@
 /** The random baseline: uniform draws from the same space, no memory. */
 import { SEARCH_DEFAULTS } from "../../../core/defaults.js";
-import { drawIn, spaceOf, type DimensionName } from "../../../core/space.js";
-import type { OptimizerName } from "../../../core/enums.js";
+import { applies, DRAWN, drawIn, spaceOf, withValue, type DimensionName } from "../../../core/space.js";
 import type { TrainConfigInput } from "../../../core/model-config.js";
 import { MUTATIONS } from "../mutations.js";
 import type { PlanInput, Policy, Proposal } from "../types.js";
@@ -24,15 +23,10 @@ export const randomPolicy: Policy = (input, index) => {
     const t = templates[Math.floor(rng() * templates.length)]!;
     const start = startingTrain(input);
     const subsets = start.subset ? [start.subset, start.subset * 2, start.subset * 4, 0] : [0];
-    // The draws in this order: a run's random stream gives the same trials it gave before the table.
-    const train: TrainConfigInput = {
-      ...start,
-      optimizer: draw("optimizer") as OptimizerName,
-      lr: draw("lr") as number,
-      batch_size: draw("batch_size") as number,
-      epochs: draw("epochs") as number,
-      subset: subsets[Math.floor(rng() * subsets.length)]!,
-    };
+    // Every row with a prior that means something for the data, in the table's order.
+    let train: TrainConfigInput = start;
+    for (const name of DRAWN) if (applies(name, info)) train = withValue(train, name, draw(name));
+    train = { ...train, subset: subsets[Math.floor(rng() * subsets.length)]! };
     let g = fitted(input, { model: t.build(info, SEARCH_DEFAULTS[device].templateWidth), train });
     // One coin for the draw (a coin per element could match neither).
     const width = rng() < 0.5 ? "widen" : "narrow";
