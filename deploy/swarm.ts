@@ -241,10 +241,12 @@ export async function startSwarm(opts: SwarmOptions): Promise<Swarm> {
         env: common(runnerAddress),
       });
     }
-    // The launcher waits for the first runner; the agents pick among all of them (swarm/runners.ts).
+    // The agents start beside the runner, whose workers spend seconds importing torch: no agent
+    // calls a runner before a run starts, and none starts before the launcher has the first
+    // runner's answer. The agents pick among all of them (swarm/runners.ts).
+    startAgents(supervisor, common(runnerAddress), opts.instances);
     runner = connectRunner(runnerAddress.split(",")[0]!, secrets);
     runnerHealth = await waitForRunner(runner, 180_000, opts.runnerAddress || opts.slurm ? undefined : join(workspace, "logs", "gpu-runner.log"));
-    startAgents(supervisor, common(runnerAddress), opts.instances);
   } catch (err) {
     await stop();
     throw err;

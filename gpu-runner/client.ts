@@ -23,9 +23,17 @@ export type RunnerClient = ServiceClient<(typeof RunnerService)["method"]>;
  * more, and a runner on a node the secrets were not made on (a Slurm job) would be refused.
  */
 export function connectRunner(address: string, secrets?: Secrets): RunnerClient {
-  if (!secrets) return createClient(RunnerService, address);
-  return createClient(RunnerService, address, runnerCredentials(secrets), { "grpc.ssl_target_name_override": "localhost" });
+  if (!secrets) return createClient(RunnerService, address, undefined, RECONNECT);
+  return createClient(RunnerService, address, runnerCredentials(secrets), { ...RECONNECT, "grpc.ssl_target_name_override": "localhost" });
 }
+
+/**
+ * A runner comes up seconds after its client is made (its workers import torch first), and
+ * comes back seconds after a restart: grpc-js's default backoff (1 s, growing 1.6x up to
+ * 120 s) kept a launch waiting 2 s after its runner listened, and would keep a restarted
+ * runner's callers minutes. Reconnecting every 0.2-2 s costs a refused connect on loopback.
+ */
+const RECONNECT = { "grpc.initial_reconnect_backoff_ms": 200, "grpc.max_reconnect_backoff_ms": 2000 };
 
 export function runnerCredentials(secrets: Secrets, token = secrets.runnerToken): grpc.ChannelCredentials {
   const bearer = grpc.credentials.createFromMetadataGenerator((_, done) => {
