@@ -48,11 +48,12 @@ export interface Interval {
 
 export type RunStatusText = "running" | "paused" | "stopping" | "goal_achieved" | "budget_exhausted" | "stopped" | "failed" | "completed" | "interrupted";
 
+/** `GET /api/runs`: one run. */
 export interface RunSummary {
   run_id: string;
   goal: string;
   dataset: string;
-  /** 0 when open-ended. */
+  /** In the metric's units; 0 when open-ended. */
   target: number;
   open_ended: boolean;
   objective: ObjectiveJson;
@@ -62,7 +63,7 @@ export interface RunSummary {
   trials: number;
   judged: number;
   in_flight: number;
-  /** `test_<metric>`: its one-time test confirmation, null until the run ends with one. */
+  /** The run's best trial: its validation interval and `test_<metric>`, its one-time test confirmation (null until the run ends with one). */
   best: ({ trial_id: string; val: Interval } & MetricNamed<"test_", number | null>) | null;
   started_at: number;
   /** Wall seconds so far (running) or in all (finished). */
@@ -132,7 +133,9 @@ export interface BestSoFarPoint {
 
 export interface InterventionRow {
   intervention_id: string;
+  /** pause, resume, stop, cancel_trial or propose. */
   kind: string;
+  /** `ui:NAME` from the dashboard, the user's name from the CLI. */
   who: string;
   reason: string;
   trial_id: string;
@@ -150,6 +153,7 @@ export interface LlmUse {
   cost_usd: number;
 }
 
+/** `GET /api/runs/:run`: the summary and everything the run page shows. */
 export interface RunDetail extends RunSummary {
   settings: Record<string, unknown>;
   paused: boolean;
@@ -158,7 +162,18 @@ export interface RunDetail extends RunSummary {
   trials_table: TrialRow[];
   best_so_far: BestSoFarPoint[];
   failures: Record<string, number>;
-  briefs: { title: string; insights: string[]; suggestions: { name: string; description: string; adopted_by: string[] }[]; request_id: string }[];
+  briefs: {
+    title: string;
+    insights: string[];
+    suggestions: {
+      name: string;
+      description: string;
+      /** The trials whose proposal adopted it. */
+      adopted_by: string[];
+    }[];
+    /** The planner's request it answers; "" for the run's first. */
+    request_id: string;
+  }[];
   llm: LlmUse[];
   interventions: InterventionRow[];
   /** Why the run ended, when it has: the run's own words, without the verdict of the trial judged last (ended_by). */
@@ -210,9 +225,10 @@ export interface FrontJson {
   /**
    * The front's trials trained again on the full split with the run's seeds: each one's trial,
    * the front trial it trains (`from`), its validation stats, its one-time test stats (null
-   * before the run's end, or when not measured), its parameters and latency.
+   * before the run's end, or when not measured; stats as the report's: mean, std, ci_95, min,
+   * max, n), its parameters and latency, and `on_front`: no other long training dominates it
+   * (the claims' own front).
    */
-  /** on_front: no other long training dominates it (the claims' own front). */
   trained_long: { trial_id: string; from: string; val: Stats | null; test: Stats | null; params: number | null; latency_ms: number | null; on_front: boolean }[];
   /** The report's plot of it, relative to the run's folder. */
   plot: string;
@@ -287,6 +303,7 @@ export interface AgainstStart {
   best_root: { trial_id: string; mutation: string } | null;
 }
 
+/** One seed's curves per epoch. */
 export interface SeedCurves {
   seed: number;
   train_loss: number[];
@@ -301,6 +318,7 @@ export interface SeedCurves {
   seconds: number;
 }
 
+/** `GET /api/runs/:run/trials/:trial`. */
 export interface TrialDetail {
   run_id: string;
   objective: ObjectiveJson;
@@ -309,7 +327,9 @@ export interface TrialDetail {
   adopted_concepts: string[];
   /** Past trials (of other runs) whose configs it starts from: a warm start, evaluated in this run. */
   informed_by: string[];
+  /** The model's config as its author wrote it (null when not JSON). */
   model_config: unknown;
+  /** The training config as its author wrote it (null when not JSON). */
   train_config: unknown;
   /** Unified diff of the configs (pretty JSON) against the first parent's; "" without a parent. */
   config_diff: string;
@@ -337,28 +357,39 @@ export interface HeldOutTest {
   per_seed: Interval | null;
   /** Each seed's under the metric's name: `{ seed, accuracy }`, `{ seed, rmse }`. */
   seeds: ({ seed: number } & MetricNamed<"", number>)[];
+  /** The ensemble of the seeds' predictions; null with one seed. */
   ensemble: Interval | null;
   /** What the model costs to run on the device it trained on, timed in the confirmation; null when not measured. */
   inference: InferenceCostJson | null;
 }
 
-/** A trial like the text, with its run's objective and `val_<metric>`, its validation mean (null when not measured). */
+/** `GET /api/search`: a trial like the text, from any run, with its run's objective and `val_<metric>`, its validation mean (null when not measured). */
 export type SearchHit = {
   run_id: string;
   objective: ObjectiveJson;
   trial_id: string;
+  /** Cosine distance: 0 is the same direction, lower is closer. */
   distance: number;
   hypothesis: string;
   failure_label: string | null;
 } & MetricNamed<"val_", number | null>;
 
+/** `POST /api/runs/:run/interventions`: an intervention published on the swarm's bus. */
 export type InterventionReply = { ok: true; intervention_id: string; summary: string } | { ok: false; error: string };
 
-/**
- * Server-sent events. `change`: an event was applied to a run (refetch what
- * shows it). `progress`: an epoch finished in a running trial (live only,
- * never stored).
- */
+/** Server-sent events (`GET /api/events`), by `type`: each kind's doc is before it. */
 export type LiveMessage =
-  | { type: "change"; run_id: string; trial_id: string; kind: string }
-  | ({ type: "progress"; run_id: string; trial_id: string; seed: number; train_accuracy: number } & EpochJson);
+  | /**
+     * An event was applied to a run (`kind`: the event's, e.g. `trialJudged`), or its fold was
+     * replaced (`caught_up`, `bus_lost`): fetch again what shows the run.
+     */
+    { type: "change"; run_id: string; trial_id: string; kind: string }
+  | /** An epoch ended in a trial training now (live only, never stored). */
+    ({
+      type: "progress";
+      run_id: string;
+      trial_id: string;
+      seed: number;
+      /** A classification's; 0 for a metric not measured in training. */
+      train_accuracy: number;
+    } & EpochJson);

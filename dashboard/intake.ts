@@ -11,7 +11,14 @@ export type StartRunRequest = RunDocument;
 export type StartRunFields = RunDocumentFields;
 
 /** Accepted: started now (position 0) or queued behind others; refused: launch's own one line. */
-export type StartRunReply = { ok: true; run_id: string; position: number } | { ok: false; error: string };
+export type StartRunReply =
+  | {
+      ok: true;
+      run_id: string;
+      /** 0: started now; N: the runs that start before it, itself included. */
+      position: number;
+    }
+  | { ok: false; error: string };
 
 export interface QueuedRun {
   run_id: string;

@@ -274,17 +274,20 @@ export interface InferenceTimingJson {
   batch: number;
   median_ms: number;
   p90_ms: number;
+  /** The largest allocator peak over the seeds, weights included (MiB); null on a CPU. */
   peak_memory_mb: number | null;
   seeds: number;
 }
 
 /** What a model costs to run on the device it trained on (gpu-runner's measure_inference), in the report and the dashboard. */
 export interface InferenceCostJson {
+  /** Where it was timed: "cpu", "cuda". */
   device: string;
   batch_1: InferenceTimingJson | null;
   batch_eval: InferenceTimingJson | null;
   /** A model that trained on a GPU: one example on the host's CPU; null otherwise. */
   host_cpu_batch_1: InferenceTimingJson | null;
+  /** One example's forward pass: 2 x the multiply-accumulates of its conv, linear and attention layers. */
   flops_per_sample: number;
 }
 

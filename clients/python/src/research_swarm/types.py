@@ -1,5 +1,6 @@
-"""The dashboard's JSON as dataclasses: the types of dashboard/api.ts, fields named as the JSON names them
-(test/dashboard/client-types.test.ts checks every class against api.ts, field for field).
+# Generated from dashboard/api.ts by `npx tsx scripts/gen-python-types.ts` (npm run gen): do not edit.
+# test/dashboard/client-types.test.ts fails while this file is not what the script writes.
+"""The dashboard's JSON as dataclasses: the types of dashboard/api.ts, fields named as the JSON names them.
 
 One difference: a number of the run's metric is named in the JSON by the metric (``val_accuracy``,
 ``test_rmse``); here it is the field named by its prefix (``val``, ``test``), and the run's
@@ -59,33 +60,37 @@ class _Json:
 
 @dataclass(frozen=True)
 class Objective(_Json):
-    """What a run measures: ``{"metric": "rmse", "label": "RMSE", "higher_is_better": false, "proportion": false}``."""
+    """The run's objective (core/objective.ts), for whoever reads the JSON: its metric, its name for people, its direction."""
 
+    #: One of: accuracy, rmse, mae, r2, bits_per_byte.
     metric: str
+    #: "accuracy", "RMSE".
     label: str
     higher_is_better: bool
-    #: A share shown as a percentage (accuracy).
+    #: A share shown as a percentage (accuracy); any other metric is in its own units.
     proportion: bool
 
 
 @dataclass(frozen=True)
 class Interval(_Json):
-    """A mean of the run's metric with its 95% interval, over ``n`` seeds of ``examples`` examples each (0: unknown)."""
+    """95% interval of a mean: the run's metric across seeds and examples (gpu-runner/stats.ts)."""
 
     mean: float
     ci95: tuple[float, float]
+    #: Seeds behind it.
     n: int
+    #: Examples each seed was scored on (0: unknown); with ``n``, what the interval counts.
     examples: int
 
 
 @dataclass(frozen=True)
 class Best(_Json):
-    """A run's best trial: its validation interval and, once the run has ended with one, its test score."""
+    """The run's best trial: its validation interval and ``test_<metric>``, its one-time test confirmation (None until the run ends with one)."""
 
     _metric: ClassVar[dict[str, str]] = {"test": "test_"}
     trial_id: str
     val: Interval
-    #: ``test_<metric>``: the one-time confirmation on the test split; None until the run has ended with one.
+    #: ``test_<metric>`` in the JSON.
     test: float | None
 
 
@@ -100,18 +105,20 @@ class RunSummary(_Json):
     target: float
     open_ended: bool
     objective: Objective
-    #: running, paused, stopping, goal_achieved, budget_exhausted, stopped, failed, completed, interrupted.
+    #: One of: running, paused, stopping, goal_achieved, budget_exhausted, stopped, failed, completed, interrupted.
     status: str
-    #: Followed on a swarm's bus now.
+    #: Followed on the bus now (events arrive live).
     live: bool
     trials: int
     judged: int
     in_flight: int
+    #: The run's best trial: its validation interval and ``test_<metric>``, its one-time test confirmation (None until the run ends with one).
     best: Best | None
     started_at: int
+    #: Wall seconds so far (running) or in all (finished).
     seconds: float
     time_budget_s: float
-    #: A Pareto goal's costs traded off against the metric, in the order written ("params", "latency"); empty for any other goal.
+    #: A Pareto goal's costs traded off against the metric, in the order written ("params", "latency": core/objective.ts COSTS); [] for any other goal.
     trade_offs: list[str]
     #: The most milliseconds one example's forward pass may take (batch 1, on the runner's device); None: no limit.
     max_latency_ms: float | None
@@ -128,34 +135,36 @@ class Fidelity(_Json):
 
 @dataclass(frozen=True)
 class Epoch(_Json):
-    """A trial training now: its latest epoch (the lowest seed's) and ``val_<metric>`` after it."""
+    """One epoch of a trial training now: ``val_<metric>``, the validation value after it."""
 
     _metric: ClassVar[dict[str, str]] = {"val": "val_"}
     epoch: int
     epochs: int
     seconds: float
+    #: ``val_<metric>`` in the JSON.
     val: float | None
 
 
 @dataclass(frozen=True)
 class TrialRow(_Json):
-    """One row of a run's trial table."""
+    """One row of the run's trial table."""
 
     trial_id: str
     #: Position in the order proposed (1-based).
     index: int
     parent_ids: list[str]
     surface: str
-    #: The starting point of a run from ``launch --from``: trial 0 and its anchor.
+    #: The run's starting point (launch --from): trial 0, and trial 1, its rung-0 anchor.
     baseline: bool
     hypothesis: str
     proposer: str
     params: int | None
-    #: Milliseconds per example at batch 1 on the device it ran on, the median of its seeds'; None: not timed.
+    #: Milliseconds per example at batch 1 on the device it ran on, the median of its seeds' (swarm/front.ts latencyOf); None: not timed.
     latency_ms: float | None
     fidelity: Fidelity
-    #: proposed, assembled, evaluated, judged, failed.
+    #: proposed | assembled | evaluated | judged | failed (trial_status).
     status: str
+    #: Latest per-epoch progress while it trains (seed 0), from the live feed, with ``val_<metric>``; None otherwise.
     progress: Epoch | None
     val: Interval | None
     verdict: str | None
@@ -164,26 +173,28 @@ class TrialRow(_Json):
     failure_message: str | None
     proposed_at: int
     judged_at: int | None
-    #: Config values as numbers (lr, batch_size, layers, width, params, rung, ...).
+    #: Config values for parallel coordinates: numbers only (depth, width, lr, batch_size, ...).
     features: dict[str, float]
 
 
 @dataclass(frozen=True)
 class BestSoFarPoint(_Json):
-    """The best accepted bound after a judged trial: ``best_ci_low`` for a metric to maximise, ``best_ci_high`` to minimise."""
+    """The best accepted bound after each judged trial, at the pessimistic end of its 95% interval: ``best_ci_low`` for a metric to maximise, ``best_ci_high`` for one to minimise."""
 
     trial_id: str
+    #: Judged trials so far (1-based).
     judged: int
+    #: Seconds since the run started.
     t_s: float
-    best_trial_id: str
     best_ci_low: float | None
     best_ci_high: float | None
+    best_trial_id: str
 
 
 @dataclass(frozen=True)
 class InterventionRow(_Json):
     intervention_id: str
-    #: pause, resume, stop, cancel_trial, propose.
+    #: pause, resume, stop, cancel_trial or propose.
     kind: str
     #: ``ui:NAME`` from the dashboard, the user's name from the CLI.
     who: str
@@ -191,7 +202,7 @@ class InterventionRow(_Json):
     trial_id: str
     at: int
     hypothesis: str
-    #: A proposal's trial, once one has taken it.
+    #: propose: the trial that took it, once one has.
     taken_by: str | None
 
 
@@ -223,7 +234,7 @@ class Brief(_Json):
 
 @dataclass(frozen=True)
 class PairedGain(_Json):
-    """best - trial 0 over the seeds both trained with."""
+    """best - trial 0 over the seeds both trained with (Student's t on the per-seed differences)."""
 
     seeds: list[int]
     baseline_mean: float
@@ -235,6 +246,8 @@ class PairedGain(_Json):
 
 @dataclass(frozen=True)
 class PathStep(_Json):
+    """The best trial's parents from trial 0, each step's measured change; None when it does not descend from trial 0."""
+
     trial_id: str
     mutation: str
     hypothesis: str
@@ -247,7 +260,7 @@ class PathStep(_Json):
 
 @dataclass(frozen=True)
 class AgainstStart(_Json):
-    """A run from ``launch --from``: its best against the starting point (trial 0), as the report has it."""
+    """The best model against the run's starting point (launch --from), by the report's rule (lineage-store/baseline.ts)."""
 
     origin: str
     rule: str
@@ -257,13 +270,14 @@ class AgainstStart(_Json):
     best_trial_id: str | None
     val: PairedGain | None
     test: PairedGain | None
-    #: ``{"field", "from", "to"}`` each.
+    #: Keys: ``field``, ``from``, ``to``.
     recipe_changes: list[dict[str, Any]]
-    #: ``{"name", "from", "to"}`` each.
+    #: Keys: ``name``, ``from``, ``to``.
     argument_changes: list[dict[str, Any]]
     model_diff: str
+    #: The best trial's parents from trial 0, each step's measured change; None when it does not descend from trial 0.
     path: list[PathStep] | None
-    #: ``{"trial_id", "mutation"}``.
+    #: Keys: ``trial_id``, ``mutation``.
     best_root: dict[str, str] | None
 
 
@@ -277,7 +291,7 @@ class PastTrial(_Json):
 
 @dataclass(frozen=True)
 class PastPrior(_Json):
-    """Past runs' results in the surrogate's prior: each weighs 1/2 x exp(-distance of its dataset), each of the run's own 1."""
+    """Past runs' results in the surrogate's prior: each weighs 1/2 x exp(-distance of its dataset), each of this run's own 1."""
 
     #: Proposals the policy or an LLM made with them in the planner's input.
     trials: int
@@ -297,7 +311,7 @@ class Estimate(_Json):
 
 @dataclass(frozen=True)
 class FrontAxis(_Json):
-    """An axis of a Pareto goal: the run's metric first, then each cost (minimised), by its name for people."""
+    """One axis of a Pareto goal: the run's metric first, then each cost (minimised), by its name for people ("parameters", "latency per example")."""
 
     name: str
     higher_is_better: bool
@@ -314,14 +328,15 @@ class FrontTrial(_Json):
 
 @dataclass(frozen=True)
 class Front(_Json):
-    """A Pareto goal's front as the report has it: the accepted rung-0 trials no other dominates (``rule``), best metric first."""
+    """The trials no other accepted rung-0 trial dominates (swarm/front.ts FRONT_RULE), best metric first."""
 
+    #: The rule in words.
     rule: str
     axes: list[FrontAxis]
     trials: list[FrontTrial]
-    #: The balanced trade-off; None with none.
+    #: The balanced trade-off (core/pareto.ts knee); None with none.
     knee: str | None
-    #: The front's trials trained again on the full split: ``{"trial_id", "from", "val", "test", "params", "latency_ms"}`` each, ``val`` and ``test`` the report's stats (mean, std, ci_95, min, max, n) or None.
+    #: The front's trials trained again on the full split with the run's seeds: each one's trial, the front trial it trains (``from``), its validation stats, its one-time test stats (None before the run's end, or when not measured; stats as the report's: mean, std, ci_95, min, max, n), its parameters and latency, and ``on_front``: no other long training dominates it (the claims' own front). Keys: ``trial_id``, ``from``, ``val``, ``test``, ``params``, ``latency_ms``, ``on_front``.
     trained_long: list[dict[str, Any]]
     #: The report's plot of it, relative to the run's folder.
     plot: str
@@ -329,27 +344,27 @@ class Front(_Json):
 
 @dataclass(frozen=True)
 class Limits(_Json):
-    """A goal's latency limit and what it did: the trials timed within it, those over it (labelled over_limit, never accepted), the best within every limit."""
+    """A goal's latency limit and what it did: the trials timed within it, those over it (labelled over_limit, never accepted), and the best within every limit."""
 
     max_latency_ms: float
     max_params: int | None
     within: list[str]
     over: list[str]
     best_within: str | None
-    #: The latency the limit held the best to: the fastest seed median the run timed for its model.
+    #: The latency the limit held the best to: the fastest seed median the run timed for its model (swarm/front.ts limitLatencyMs).
     best_latency_ms: float | None
 
 
 @dataclass(frozen=True)
 class WarmStartRow(_Json):
-    """A trial that starts from a past run's trial (a warm start): its config, or its trained weights; evaluated in this run."""
+    """A trial of this run whose config is a past run's trial's, evaluated again here (agents/planner/policies/builtin.ts, warm starts)."""
 
     trial_id: str
-    #: The past trials whose config it took.
+    #: The past trials whose config it took, each with its run.
     past: list[PastTrial]
-    #: What it took: "config" (evaluated here from its own initialisation) or "weights" (their training continued).
+    #: What it took: their config, evaluated here from its own initialisation, or their trained weights, whose training it continued. One of: config, weights.
     takes: str
-    #: Its validation interval here (None until evaluated): no past score counts.
+    #: Its validation interval here, in this run, once evaluated: no past score counts.
     val: Interval | None
     verdict: str | None
 
@@ -360,7 +375,7 @@ class RunDetail(RunSummary):
 
     settings: dict[str, Any]
     paused: bool
-    #: The run's runner jobs as last recorded ("1 of 2 up, 1 pending (Resources)"); None when its runners are not Slurm jobs.
+    #: The run's runner jobs as last recorded (launch --runners slurm), as text: "1 of 2 up, 1 pending (Resources)"; None when its runners are not jobs.
     runner_jobs: str | None
     trials_table: list[TrialRow]
     best_so_far: list[BestSoFarPoint]
@@ -368,17 +383,18 @@ class RunDetail(RunSummary):
     briefs: list[Brief]
     llm: list[LlmUse]
     interventions: list[InterventionRow]
-    #: Why the run ended ("" before).
+    #: Why the run ended, when it has: the run's own words, without the verdict of the trial judged last (ended_by).
     reason: str
-    #: The trial whose judgement ended the run.
+    #: The trial whose judgement ended the run; its outcome is that trial's, not the run's.
     ended_by: str | None
     report_path: str | None
+    #: None for a run started from the swarm's templates.
     against_start: AgainstStart | None
-    #: What the run started from in past runs; empty for a cold start.
+    #: What the run started from in past runs: its trials whose configs came from there (a warm start), in the order proposed; empty for a cold start.
     warm_start: list[WarmStartRow]
-    #: Past runs' results in the planner's surrogate as prior observations; None when it held none.
+    #: The results of past runs the planner's surrogate held as prior observations; None when it held none.
     past_prior: PastPrior | None
-    #: A Pareto goal's front; None for a goal that trades nothing off.
+    #: A Pareto goal's front, as the report's JSON has it (lineage-store/report.ts frontJson); None for a goal that trades nothing off.
     front: Front | None
     #: What the goal's latency limit did; None for a goal without one.
     limits: Limits | None
@@ -386,13 +402,14 @@ class RunDetail(RunSummary):
 
 @dataclass(frozen=True)
 class SeedCurves(_Json):
-    """One seed's curves per epoch; ``val_metric`` is the run's metric on the validation split."""
+    """One seed's curves per epoch."""
 
     seed: int
     train_loss: list[float]
     train_accuracy: list[float]
     val_loss: list[float]
     val_accuracy: list[float]
+    #: The run's metric per epoch on the validation split, and on the training split where the runner measures it there ([] otherwise).
     val_metric: list[float]
     train_metric: list[float]
     lr: list[float]
@@ -442,29 +459,31 @@ class Failure(_Json):
 
 @dataclass(frozen=True)
 class SeedScore(_Json):
-    """One seed's test score: ``{"seed": 0, "<metric>": 0.91}``."""
+    """Each seed's under the metric's name: ``{ seed, accuracy }``, ``{ seed, rmse }``."""
 
     _metric: ClassVar[dict[str, str]] = {"value": ""}
     seed: int
+    #: ``<metric>`` in the JSON.
     value: float | None
 
 
 @dataclass(frozen=True)
 class InferenceTiming(_Json):
-    """Milliseconds per forward pass of a batch of ``batch`` examples: the median over ``seeds`` seeds of each seed's median, the largest 90th percentile."""
+    """Milliseconds per forward pass of a batch: the median over seeds of each seed's median, the largest 90th percentile; on a GPU the largest allocator peak (MiB), else None."""
 
     batch: int
     median_ms: float
     p90_ms: float
-    #: On a GPU the allocator's largest peak over the seeds (MiB, weights included); None on a CPU.
+    #: The largest allocator peak over the seeds, weights included (MiB); None on a CPU.
     peak_memory_mb: float | None
     seeds: int
 
 
 @dataclass(frozen=True)
 class InferenceCost(_Json):
-    """What the model costs to run on the device it trained on (``device``: "cpu", "cuda"), timed in the test confirmation."""
+    """What a model costs to run on the device it trained on (gpu-runner's measure_inference), in the report and the dashboard."""
 
+    #: Where it was timed: "cpu", "cuda".
     device: str
     batch_1: InferenceTiming | None
     batch_eval: InferenceTiming | None
@@ -476,13 +495,15 @@ class InferenceCost(_Json):
 
 @dataclass(frozen=True)
 class HeldOutTest(_Json):
-    """The run's one confirmation on the test split (its best trial's): the seeds' mean, each seed, their ensemble, and what the model costs to run."""
+    """The run's metric on the test split for one trial's seed models: each alone, and the ensemble of their predictions."""
 
+    #: The seeds' mean, with its 95% interval.
     per_seed: Interval | None
+    #: Each seed's under the metric's name: ``{ seed, accuracy }``, ``{ seed, rmse }``.
     seeds: list[SeedScore]
-    #: None with one seed.
+    #: The ensemble of the seeds' predictions; None with one seed.
     ensemble: Interval | None
-    #: None for a run whose confirmation did not time it.
+    #: What the model costs to run on the device it trained on, timed in the confirmation; None when not measured.
     inference: InferenceCost | None
 
 
@@ -497,12 +518,14 @@ class TrialDetail(_Json):
     adopted_concepts: list[str]
     #: Past trials (of other runs) whose configs it starts from: a warm start, evaluated in this run.
     informed_by: list[str]
-    #: As their author wrote them (None when not JSON).
+    #: The model's config as its author wrote it (None when not JSON).
     model_config: Any
+    #: The training config as its author wrote it (None when not JSON).
     train_config: Any
-    #: A unified diff of both configs against the first parent's ("" without a parent).
+    #: Unified diff of the configs (pretty JSON) against the first parent's; "" without a parent.
     config_diff: str
     code: str
+    #: Unified diff of the code against the first parent's (the coder's).
     code_diff: str
     summary: ModelSummary | None
     narrative: str
@@ -514,14 +537,14 @@ class TrialDetail(_Json):
     analysis: Analysis | None
     judged_reason: str
     failure: Failure | None
-    #: The run's best trial only, once the run has finished.
+    #: The run's one confirmation on the held-out test split: its best trial's, once the run has finished.
     test: HeldOutTest | None
     children: list[str]
 
 
 @dataclass(frozen=True)
 class SearchHit(_Json):
-    """``GET /api/search``: a trial like the text, from any run; ``val`` is its validation mean (None when not measured)."""
+    """``GET /api/search``: a trial like the text, from any run, with its run's objective and ``val_<metric>``, its validation mean (None when not measured)."""
 
     _metric: ClassVar[dict[str, str]] = {"val": "val_"}
     run_id: str
@@ -531,12 +554,13 @@ class SearchHit(_Json):
     distance: float
     hypothesis: str
     failure_label: str | None
+    #: ``val_<metric>`` in the JSON.
     val: float | None
 
 
 @dataclass(frozen=True)
 class InterventionReply(_Json):
-    """An intervention published on the swarm's bus (a refusal raises DashboardError instead)."""
+    """``POST /api/runs/:run/interventions``: an intervention published on the swarm's bus. A refusal raises DashboardError instead."""
 
     intervention_id: str
     summary: str
@@ -544,7 +568,7 @@ class InterventionReply(_Json):
 
 @dataclass(frozen=True)
 class RunTaken(_Json):
-    """``POST /api/runs``: a goal a ``research-agent serve`` swarm took (a refusal raises DashboardError)."""
+    """Accepted: started now (position 0) or queued behind others; refused: launch's own one line. A refusal raises DashboardError instead."""
 
     run_id: str
     #: 0: started now; N: the runs that start before it, itself included.
@@ -555,16 +579,17 @@ class RunTaken(_Json):
 class QueuedRun(_Json):
     run_id: str
     goal: str
-    #: Who asked: ``ui:NAME`` from the client's ``user``.
+    #: Who asked (the X-Research-User header, else the server's user).
     who: str
     submitted_at: int
 
 
 @dataclass(frozen=True)
 class Queue(_Json):
-    """``GET /api/queue``: whether the dashboard takes new runs (``research-agent serve``), and those it took that go or wait."""
+    """GET /api/queue: whether this dashboard takes new runs, and the runs it took that are going or waiting."""
 
     accepting: bool
+    #: Runs side by side at most.
     max_runs: int
     running: list[QueuedRun]
     queued: list[QueuedRun]
@@ -572,8 +597,7 @@ class Queue(_Json):
 
 @dataclass(frozen=True)
 class Change(_Json):
-    """An event was applied to a run (``kind``: the event's, e.g. ``trialJudged``), or its fold was replaced
-    (``caught_up``, ``bus_lost``): fetch again what shows the run."""
+    """An event was applied to a run (``kind``: the event's, e.g. ``trialJudged``), or its fold was replaced (``caught_up``, ``bus_lost``): fetch again what shows the run."""
 
     type: str
     run_id: str
@@ -590,11 +614,12 @@ class Progress(_Json):
     run_id: str
     trial_id: str
     seed: int
+    #: A classification's; 0 for a metric not measured in training.
+    train_accuracy: float
     epoch: int
     epochs: int
     seconds: float
-    #: A classification's; 0 for a metric not measured in training.
-    train_accuracy: float
+    #: ``val_<metric>`` in the JSON.
     val: float | None
 
 
@@ -602,4 +627,4 @@ LiveMessage = Union[Change, Progress]
 
 
 def live_message(d: dict[str, Any]) -> LiveMessage:
-    return Progress.from_json(d) if d.get("type") == "progress" else Change.from_json(d)
+    return {"change": Change, "progress": Progress}.get(d.get("type"), Change).from_json(d)
