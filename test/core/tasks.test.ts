@@ -126,4 +126,24 @@ describe("the signal task", () => {
     const goal = parseGoal(`signal:${arrays}: maximise accuracy`);
     expect(goal.ok && goal.goal.dataset).toBe("signal");
   });
+
+  it("starts from a CNN whose every output sees the whole window, however long, so that where two patterns sit relative to each other can be a class", () => {
+    const fieldOf = (length: number) => {
+      const info = create(DatasetInfoSchema, { name: "signal", inputShape: [length, 1], numClasses: 12, inputDtype: "float32", nTrain: 3000, nVal: 300 });
+      const cnn = templatesFor(info, "cpu").find((t) => t.name === "cnn1d")!.build(info);
+      expect(compileModel(cnn, compileOptions(info)).ok, `${length} steps`).toBe(true);
+      let [field, jump, strided] = [1, 1, 0];
+      for (const l of cnn.layers) {
+        if (l.type !== "conv1d") continue;
+        field += ((l.kernel_size ?? 3) - 1) * jump;
+        jump *= l.stride ?? 1;
+        strided += (l.stride ?? 1) > 1 ? 1 : 0;
+      }
+      return { field, strided };
+    };
+    for (const length of [12, 40, 80, 300]) expect(fieldOf(length).field, `${length} steps`).toBeGreaterThanOrEqual(length);
+    // Never fewer than the two strided stages it had before its depth followed the window.
+    expect(fieldOf(12).strided).toBe(2);
+    expect(fieldOf(80).strided).toBe(5);
+  });
 });
