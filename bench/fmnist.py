@@ -1,8 +1,10 @@
-"""Fashion-MNIST as the swarm's runner sees it, for the peers that run beside a search
+"""The data as the swarm's runner sees it, for the peers that run beside a search
 (bench/optuna_baseline.py, bench/handwritten_resnet9.py): the runner's own loader and split
-(gpu-runner/python/datasets.py, imported), with its defaults for a Fashion-MNIST goal
-(val_fraction 0.1, split_seed 0, the official 10k test set), as tensors on one device,
-standardised as the runner's trainer does."""
+(gpu-runner/python/datasets.py, imported), with its defaults for a goal (split_seed 0, its
+default validation carve-out: 6,000 of Fashion-MNIST's 60,000, 431 of the digits' 1,437), as
+tensors on one device, standardised as the runner's trainer does. Fashion-MNIST by default (its
+official 10k test set); any dataset the runner loads by name: the digits (scikit-learn's 8x8,
+their fixed 20% test carve-out), a signal folder (bench/signals.py)."""
 
 import json
 import math
@@ -17,18 +19,21 @@ RUNNER_PY = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gpu-
 sys.path.insert(0, RUNNER_PY)
 import datasets  # noqa: E402  (the runner's loader and split)
 
-# The runner's spec for a Fashion-MNIST goal: gpu-runner/request.ts fills val_fraction 0.1 and
-# split_seed 0; subset 0 gives the full-data split every trial validates on.
-SPEC = {"name": "fashion-mnist", "data_dir": "", "subset": 0, "val_fraction": 0.1, "split_seed": 0,
+# The runner's spec for a goal: gpu-runner/request.ts fills val_fraction 0 (datasets.val_count's
+# default: a tenth of the pool, at least 1,000 examples up to 30% of it; for Fashion-MNIST the same
+# 6,000 as a fraction of 0.1) and split_seed 0; subset 0 gives the full-data split every trial
+# validates on.
+SPEC = {"name": "fashion-mnist", "data_dir": "", "subset": 0, "val_fraction": 0.0, "split_seed": 0,
         "test_subset": 0, "target_column": "", "shape": [], "num_classes": 0, "difficulty": 0.0,
         "task": "classification"}
 
 
 class Data:
-    """The runner's arrays and split indices as tensors on `device` (all of it fits a GPU: 47 MB)."""
+    """The runner's arrays and split indices as tensors on `device` (all of it fits a GPU: 47 MB for
+    Fashion-MNIST). `target`: a file dataset's class column (a signal CSV's)."""
 
-    def __init__(self, device, data_dir=""):
-        spec = {**SPEC, "data_dir": data_dir}
+    def __init__(self, device, data_dir="", name="fashion-mnist", target=""):
+        spec = {**SPEC, "name": name, "data_dir": data_dir, "target_column": target}
         with warnings.catch_warnings():
             # The runner's arrays are read-only numpy views; nothing here writes to them.
             warnings.filterwarnings("ignore", message="The given NumPy array is not writable")
@@ -44,6 +49,8 @@ class Data:
             self.val = on(split.val)
             self.test = on(split.test)
             mean, std = datasets.feature_stats(raw.x_train, split.train)
+        self.shape = tuple(raw.x_train.shape[1:])  # [channels, height, width] or a signal's [length, channels]
+        self.num_classes = len(raw.class_names)
         self.mean, self.std = on(mean), on(std)
         self.device = device
         self._subsets = {}

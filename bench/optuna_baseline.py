@@ -3,7 +3,7 @@
 
 Same data as the swarm's runner: the loader and the train/validation split are the runner's own
 (gpu-runner/python/datasets.py, through bench/fmnist.py), with its defaults for a Fashion-MNIST goal
-(val_fraction 0.1, split_seed 0, the official 10k test set). Every trial validates on the
+(6,000 validation images, split_seed 0, the official 10k test set). Every trial validates on the
 runner's full-data validation split (6,000 images); a trial that trains on a subset (the swarm's
 cheap fidelities do too) takes a stratified slice of the runner's training indices.
 
@@ -24,6 +24,15 @@ training when the budget (less a reserve for that evaluation) runs out is stoppe
 cut, never as complete.
 
     bench/out/venv-optuna/bin/python bench/optuna_baseline.py --budget-s 1800 --seed 0 --out /tmp/optuna.json
+
+With --dataset digits (scikit-learn's 8x8 digits, the runner's `digits` with its fixed 20% test
+carve-out and 431 validation images) the same space fitted to 8x8 images (ImageSpace); with
+--dataset signal --data-dir DIR (train.csv and test.csv of bench/signals.py, class column
+--target) a 1-D CNN space (SignalSpace). bench/tasks-series.sh runs both beside the swarm; the
+result's `models` holds the pick as that series reads a peer:
+
+    bench/out/venv-optuna/bin/python bench/optuna_baseline.py --dataset digits --budget-s 180 --seed 0 --out /tmp/digits.jsonl
+    bench/out/venv-optuna/bin/python bench/optuna_baseline.py --dataset signal --data-dir /tmp/sig --budget-s 240 --out /tmp/sig.jsonl
 
 On a GPU (--device cuda, what scripts/gpu-check.sh runs beside the search in one sitting) the data
 sit on the device, training is in bf16 autocast where the GPU has it, and the space is what a
@@ -81,9 +90,11 @@ class BudgetCut(Exception):
 
 
 class Net(nn.Module):
-    def __init__(self, width, stages, convs, hidden, dropout, num_classes=10, side=28):
+    """The BN-CNN over images, in channels-last memory."""
+
+    def __init__(self, width, stages, convs, hidden, dropout, num_classes=10, side=28, channels=1):
         super().__init__()
-        layers, c, w = [], 1, width
+        layers, c, w = [], channels, width
         for _ in range(stages):
             for _ in range(convs):
                 layers += [nn.Conv2d(c, w, 3, padding=1, bias=False), nn.BatchNorm2d(w), nn.ReLU(inplace=True)]
@@ -101,11 +112,35 @@ class Net(nn.Module):
         self.head = nn.Sequential(*head)
 
     def forward(self, x):
-        return self.head(self.features(x))
+        return self.head(self.features(x.contiguous(memory_format=torch.channels_last)))
 
 
-def channels_last(x):
-    return x.contiguous(memory_format=torch.channels_last)
+class Net1d(nn.Module):
+    """A 1-D CNN over [length, channels] sequences: `depth` conv-BN-ReLU blocks of `width` channels,
+    each after the first halving the length (its convolution's stride or a max-pool before it),
+    then the time axis reduced by a global max or mean, or flattened (a head that sees where along
+    the window each feature fired)."""
+
+    def __init__(self, width, depth, kernel, downsample, head, dropout, num_classes, length, channels):
+        super().__init__()
+        layers, c, n = [], channels, length
+        for i in range(depth):
+            stride = 2 if i and downsample == "stride" else 1
+            if i and downsample == "maxpool":
+                layers.append(nn.MaxPool1d(2))
+                n //= 2
+            layers += [nn.Conv1d(c, width, kernel, stride=stride, padding=kernel // 2, bias=False),
+                       nn.BatchNorm1d(width), nn.ReLU(inplace=True)]
+            n = (n - 1) // stride + 1  # odd kernels, padded by half: the stride alone shortens it
+            c = width
+        self.features = nn.Sequential(*layers)
+        self.reduce = head
+        self.head = nn.Sequential(nn.Dropout(dropout), nn.Linear(c * n if head == "flatten" else c, num_classes))
+
+    def forward(self, x):
+        h = self.features(x.transpose(1, 2))
+        h = h.flatten(1) if self.reduce == "flatten" else h.amax(2) if self.reduce == "max" else h.mean(2)
+        return self.head(h)
 
 
 AMP = {"on": False}  # set in main(): bf16 autocast where the device computes bf16 natively
@@ -121,7 +156,7 @@ def evaluate(model, data, x_all, y_all, idx):
     with torch.no_grad():
         for chunk in idx.split(1000):
             with autocast():
-                correct += (model(channels_last(data.inputs(x_all[chunk]))).argmax(1) == y_all[chunk]).sum().item()
+                correct += (model(data.inputs(x_all[chunk])).argmax(1) == y_all[chunk]).sum().item()
     return correct / len(idx)
 
 
@@ -130,7 +165,7 @@ def latency_ms(model, data, warm=2, repeats=30, seconds=1.0):
     warm passes first, then the median of up to `repeats` within `seconds`, on one thread as one
     of the runner's jobs has, in the evaluation's precision and layout."""
     model.eval()
-    x = channels_last(data.inputs(data.x_train[data.val[:1]]))
+    x = data.inputs(data.x_train[data.val[:1]])
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     times = []
@@ -151,23 +186,8 @@ def latency_ms(model, data, warm=2, repeats=30, seconds=1.0):
     return times[len(times) // 2]
 
 
-def suggest(trial):
-    gpu = DEVICE.type == "cuda"
-    p = {
-        "width": trial.suggest_categorical("width", [32, 48, 64, 96] if gpu else [16, 24, 32, 48]),
-        "stages": trial.suggest_int("stages", 2, 3),
-        "convs": trial.suggest_int("convs", 1, 2),
-        "hidden": trial.suggest_categorical("hidden", [0, 128]),
-        "dropout": trial.suggest_float("dropout", 0.0, 0.5),
-        "optimizer": trial.suggest_categorical("optimizer", ["adam", "adamw", "sgd"]),
-        "batch_size": trial.suggest_categorical("batch_size", [128, 256, 512] if gpu else [64, 128, 256]),
-        "epochs": trial.suggest_int("epochs", 2, 20 if gpu else 12),
-        "schedule": trial.suggest_categorical("schedule", ["none", "cosine"]),
-        "label_smoothing": trial.suggest_float("label_smoothing", 0.0, 0.15),
-        "hflip": trial.suggest_categorical("hflip", [False, True]),
-        "crop_padding": trial.suggest_categorical("crop_padding", [0, 2]),
-        "subset": trial.suggest_categorical("subset", SUBSETS),
-    }
+def suggest_optimizer(trial, p):
+    """The optimizer's lr and weight decay, in ranges per optimizer."""
     if p["optimizer"] == "sgd":
         p["lr"] = trial.suggest_float("lr_sgd", 1e-2, 3e-1, log=True)
         p["weight_decay"] = trial.suggest_float("wd_sgd", 1e-6, 1e-3, log=True)
@@ -180,9 +200,90 @@ def suggest(trial):
     return p
 
 
+class ImageSpace:
+    """The BN-CNN space over images. On the digits' 8x8 images: one or two poolings (8 -> 4 -> 2),
+    small batches and more epochs for their 1,007 training images (an epoch is a fraction of a
+    second), crops of one pixel and no flip (a mirrored digit is another glyph or none), and no
+    training subset (there is nothing to save)."""
+
+    def __init__(self, data, dataset, gpu):
+        self.shape, self.num_classes = data.shape, data.num_classes
+        digits = dataset == "digits"
+        self.widths = [32, 48, 64, 96] if gpu else [16, 24, 32, 48]
+        self.stages = (1, 2) if digits else (2, 3)
+        self.batches = [32, 64, 128] if digits else [128, 256, 512] if gpu else [64, 128, 256]
+        self.epochs = (5, 40) if digits else (2, 20 if gpu else 12)
+        self.hflips = [False] if digits else [False, True]
+        self.crops = [0, 1] if digits else [0, 2]
+        self.subsets = SUBSETS if dataset == "fashion-mnist" else [0]
+
+    def suggest(self, trial):
+        p = {
+            "width": trial.suggest_categorical("width", self.widths),
+            "stages": trial.suggest_int("stages", *self.stages),
+            "convs": trial.suggest_int("convs", 1, 2),
+            "hidden": trial.suggest_categorical("hidden", [0, 128]),
+            "dropout": trial.suggest_float("dropout", 0.0, 0.5),
+            "optimizer": trial.suggest_categorical("optimizer", ["adam", "adamw", "sgd"]),
+            "batch_size": trial.suggest_categorical("batch_size", self.batches),
+            "epochs": trial.suggest_int("epochs", *self.epochs),
+            "schedule": trial.suggest_categorical("schedule", ["none", "cosine"]),
+            "label_smoothing": trial.suggest_float("label_smoothing", 0.0, 0.15),
+            "hflip": trial.suggest_categorical("hflip", self.hflips),
+            "crop_padding": trial.suggest_categorical("crop_padding", self.crops),
+            "subset": trial.suggest_categorical("subset", self.subsets),
+        }
+        return suggest_optimizer(trial, p)
+
+    def build(self, p):
+        net = Net(p["width"], p["stages"], p["convs"], p["hidden"], p["dropout"], self.num_classes, self.shape[-1], self.shape[0])
+        return net.to(DEVICE, memory_format=torch.channels_last)
+
+    def augmentation(self, p):
+        return {"hflip": p["hflip"], "crop_padding": p["crop_padding"], "cutout": 0}
+
+
+class SignalSpace:
+    """The 1-D CNN space over signals (Net1d), the swarm's cnn1d template's family: width, depth,
+    odd kernel sizes, how each block downsamples and how the time axis is reduced, dropout; the
+    images' optimizers, schedules and label smoothing; small batches and 5-40 epochs (an epoch of a
+    few thousand sequences takes about a second on a CPU, so that a study of minutes completes a
+    dozen trials or more). No augmentation or subset."""
+
+    def __init__(self, data, gpu):
+        self.length, self.channels = data.shape
+        self.num_classes = data.num_classes
+        self.batches = [64, 128, 256, 512] if gpu else [32, 64, 128, 256]
+
+    def suggest(self, trial):
+        p = {
+            "width": trial.suggest_categorical("width", [32, 48, 64, 96]),
+            "depth": trial.suggest_int("depth", 2, 5),
+            "kernel": trial.suggest_categorical("kernel", [3, 5, 7, 9]),
+            "downsample": trial.suggest_categorical("downsample", ["stride", "maxpool"]),
+            "head": trial.suggest_categorical("head", ["max", "mean", "flatten"]),
+            "dropout": trial.suggest_float("dropout", 0.0, 0.5),
+            "optimizer": trial.suggest_categorical("optimizer", ["adam", "adamw", "sgd"]),
+            "batch_size": trial.suggest_categorical("batch_size", self.batches),
+            "epochs": trial.suggest_int("epochs", 5, 40),
+            "schedule": trial.suggest_categorical("schedule", ["none", "cosine"]),
+            "label_smoothing": trial.suggest_float("label_smoothing", 0.0, 0.15),
+            "subset": 0,
+        }
+        return suggest_optimizer(trial, p)
+
+    def build(self, p):
+        return Net1d(p["width"], p["depth"], p["kernel"], p["downsample"], p["head"], p["dropout"],
+                     self.num_classes, self.length, self.channels).to(DEVICE)
+
+    def augmentation(self, p):
+        return None
+
+
 class Search:
-    def __init__(self, data, deadline, seed):
+    def __init__(self, data, space, deadline, seed):
         self.data = data
+        self.space = space
         self.deadline = deadline  # seconds since T0 after which no training step starts
         self.seed = seed
         self.best_value = -1.0
@@ -197,10 +298,10 @@ class Search:
         self.max_latency_ms = 0.0  # set in main(): --max-latency-ms, a constraint on the single objective
 
     def objective(self, trial):
-        p = suggest(trial)
+        p = self.space.suggest(trial)
         torch.manual_seed(self.seed * 100003 + trial.number)
         data = self.data
-        model = Net(p["width"], p["stages"], p["convs"], p["hidden"], p["dropout"]).to(DEVICE, memory_format=torch.channels_last)
+        model = self.space.build(p)
         if self.max_latency_ms:
             latency = latency_ms(model, data)
             trial.set_user_attr("latency_ms", latency)
@@ -223,7 +324,7 @@ class Search:
             opt, (lambda s: 0.5 * (1 + math.cos(math.pi * min(1.0, s / total)))) if p["schedule"] == "cosine"
             else (lambda s: 1.0))
         criterion = nn.CrossEntropyLoss(label_smoothing=p["label_smoothing"])
-        aug = {"hflip": p["hflip"], "crop_padding": p["crop_padding"], "cutout": 0}
+        aug = self.space.augmentation(p)
         record = {"number": trial.number, "params": p, "start_s": round(elapsed(), 1), "val": []}
         self.history.append(record)
         last_epoch_s = 0.0
@@ -240,10 +341,10 @@ class Search:
                         raise BudgetCut()
                     idx = order[step * bs:(step + 1) * bs]
                     x = data.inputs(data.x_train[idx])
-                    if aug["hflip"] or aug["crop_padding"]:
+                    if aug and augment.wanted(aug):
                         x = augment.apply(x, aug)
                     with autocast():
-                        logits = model(channels_last(x))
+                        logits = model(x)
                     loss = criterion(logits.float(), data.y_train[idx])
                     if not math.isfinite(loss.item()):
                         record["state"] = "failed (nan loss)"
@@ -296,7 +397,10 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--no-amp", action="store_true", help="train in fp32 even where the device computes bf16 natively")
     ap.add_argument("--device", choices=["cpu", "cuda", "auto"], default="cpu", help="auto: the GPU when there is one")
-    ap.add_argument("--data-dir", default="", help="Fashion-MNIST's idx files (default: where the runner's loader looks)")
+    ap.add_argument("--dataset", choices=["fashion-mnist", "digits", "signal"], default="fashion-mnist",
+                    help="digits: scikit-learn's 8x8; signal: the folder --data-dir (bench/signals.py), a 1-D CNN space")
+    ap.add_argument("--data-dir", default="", help="Fashion-MNIST's idx files (default: where the runner's loader looks); a signal's folder")
+    ap.add_argument("--target", default="label", help="a signal CSV's class column")
     ap.add_argument("--pareto", action="store_true", help="a multi-objective study: validation accuracy vs parameters vs latency per example")
     ap.add_argument("--max-latency-ms", type=float, default=0.0, help="a constrained study: validation accuracy with latency per example at most this")
     args = ap.parse_args()
@@ -311,9 +415,12 @@ def main():
     warnings.filterwarnings("ignore", category=optuna.exceptions.ExperimentalWarning)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
 
-    data = Data(DEVICE, args.data_dir)
+    signal = args.dataset == "signal"
+    data = Data(DEVICE, args.data_dir, args.dataset, args.target if signal else "")
     loaded_s = elapsed()
-    search = Search(data, args.budget_s - args.reserve_s, args.seed)
+    gpu = DEVICE.type == "cuda"
+    space = SignalSpace(data, gpu) if signal else ImageSpace(data, args.dataset, gpu)
+    search = Search(data, space, args.budget_s - args.reserve_s, args.seed)
     search.pareto = args.pareto
     search.max_latency_ms = args.max_latency_ms
     sampler = optuna.samplers.TPESampler(seed=args.seed, n_startup_trials=5, multivariate=True, group=True)
@@ -332,24 +439,25 @@ def main():
 
     study.optimize(search.objective, callbacks=[progress], gc_after_trial=True)
     if args.pareto:
-        return write_front(args, study, search, data, loaded_s)
+        return write_front(args, study, search, space, data, loaded_s)
 
     test_accuracy = None
     test_ci95 = None
+    best_val = search.best_value if search.best_state is not None else None
     if search.best_state is not None:
-        p = search.best_params
-        model = Net(p["width"], p["stages"], p["convs"], p["hidden"], p["dropout"]).to(DEVICE, memory_format=torch.channels_last)
+        model = space.build(search.best_params)
         model.load_state_dict(search.best_state)
         test_accuracy = evaluate(model, data, data.x_test, data.y_test, data.test)
         test_ci95 = binomial_ci95(test_accuracy, len(data.test))
     states = [r.get("state", "?") for r in search.history]
     result = {
         "method": "optuna",
+        "dataset": args.dataset,
         "seed": args.seed,
         "max_latency_ms": args.max_latency_ms or None,
         "best_latency_ms": search.best_latency_ms,
         "budget_s": args.budget_s,
-        "best_val_accuracy": search.best_value if search.best_state is not None else None,
+        "best_val_accuracy": best_val,
         "test_accuracy": test_accuracy,
         "test_ci95": test_ci95,
         "best_trial": search.best_trial,
@@ -371,22 +479,25 @@ def main():
         "optuna": optuna.__version__, "torch": torch.__version__,
         "loadavg": list(os.getloadavg()),
         "history": search.history,
+        # The pick as bench/tasks-series.sh reads a peer's models.
+        "models": {"optuna_cnn": {"test_accuracy": test_accuracy, "test_ci95": test_ci95, "val_accuracy": best_val,
+                                  "config": getattr(search, "best_params", None)}},
     }
     write_result(args.out, result, ("history", "best_params"))
 
 
-def write_front(args, study, search, data, loaded_s):
+def write_front(args, study, search, space, data, loaded_s):
     """--pareto's result: every trial of the study's front, evaluated once on the test split."""
     front = []
     for t in sorted(study.best_trials, key=lambda t: -t.values[0]):
         p, state = search.kept[t.number]
-        model = Net(p["width"], p["stages"], p["convs"], p["hidden"], p["dropout"]).to(DEVICE, memory_format=torch.channels_last)
+        model = space.build(p)
         model.load_state_dict(state)
         front.append({"number": t.number, "val_accuracy": t.values[0], "params": int(t.values[1]), "latency_ms": t.values[2],
                       "test_accuracy": evaluate(model, data, data.x_test, data.y_test, data.test), "config": p})
     states = [r.get("state", "?") for r in search.history]
     result = {
-        "method": "optuna-pareto", "sampler": "TPESampler (multi-objective), no pruning", "seed": args.seed, "budget_s": args.budget_s,
+        "method": "optuna-pareto", "dataset": args.dataset, "sampler": "TPESampler (multi-objective), no pruning", "seed": args.seed, "budget_s": args.budget_s,
         "front": front, "trials": len(search.history), "completed": states.count("complete"), "cut": states.count("cut"),
         "failed": sum(s.startswith("failed") for s in states), "data_load_s": loaded_s, "seconds": elapsed(),
         "threads": args.threads, "precision": "bf16" if AMP["on"] else "fp32", "optuna": optuna.__version__, "torch": torch.__version__,

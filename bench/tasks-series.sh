@@ -4,16 +4,23 @@
 # to back on this machine and on the same files. Each case is one row of CASES below: its data
 # (generated here, nothing fetched), its goal and budget, and its peer's command.
 #
-#   bash bench/tasks-series.sh [--tasks friedman,classes] [--seeds 0,1,2]
+#   bash bench/tasks-series.sh [--tasks friedman,classes] [--seeds 0,1,2]    (cases: friedman, classes, digits, signals)
 #
-# Cases (the peers of both: scikit-learn's histogram gradient boosting and MLP, each tuned by
-# Optuna's TPE for half the time, bench/tabular_baseline.py, on the runner's own train, validation
-# and test split):
+# Cases (the peers of the tables: scikit-learn's histogram gradient boosting and MLP, each tuned by
+# Optuna's TPE for half the time, bench/tabular_baseline.py; of the digits and the signals: a CNN
+# tuned by Optuna's TPE with median pruning for the whole time, the best completed trial scored
+# once on the test split, bench/optuna_baseline.py; every peer on the runner's own train,
+# validation and test split):
 #   friedman  make_friedman1 (3,000 rows, 8 features, noise 1.0, random_state 0) as a CSV,
 #             "minimise rmse", 4 minutes
 #   classes   make_classification (3,000 rows, 20 features of which 8 informative and 4 redundant,
 #             4 classes, class_sep 0.8, 2% of labels flipped, random_state 0) as a CSV,
 #             "maximise accuracy", 4 minutes
+#   digits    scikit-learn's 8x8 digits as the runner loads them (its fixed 20% test carve-out),
+#             "maximise accuracy", 3 minutes; the peer's space a BN-CNN of one or two poolings
+#   signals   bench/signals.py --hard (3,000 training and 1,000 test sequences of 80 steps, twelve
+#             classes, each an ordered pair of shapes, data seed 0) as train.csv and test.csv,
+#             "maximise accuracy", 4 minutes; the peer's space a 1-D CNN
 #
 # Pairs go to bench/out/tasks-<commit>/<case>-<seed>.json (a pair done before is kept, so a series
 # cut short resumes); the series, with the machine's fingerprint (bench/machine.py), to
@@ -44,7 +51,9 @@ if ! "$venv/bin/python" -c "import optuna, sklearn, torch" 2> /dev/null; then
   "$venv/bin/pip" install --quiet --disable-pip-version-check torch==2.13.0 optuna==5.0.0 numpy scipy scikit-learn > "$out/venv.log" 2>&1
 fi
 
-# CASES: name | minutes | goal (DATA is the case's file) | peer script and arguments (DATA, SECONDS)
+# CASES: name | minutes | data (a file or folder in $data that <name>_data makes; none: the runner has
+# it) | goal (DATA is the case's data) | peer script and arguments (DATA, SECONDS, and OUT: a file for
+# the peer's whole record, trials included)
 friedman_data() {
   "$venv/bin/python" - "$1" <<'PY'
 import sys
@@ -66,18 +75,27 @@ np.savetxt(sys.argv[1], np.column_stack([x, y]), delimiter=",", fmt=["%.6f"] * 2
            header=",".join([f"x{i}" for i in range(20)] + ["y"]), comments="")
 PY
 }
+signals_data() {
+  # Written aside and moved into place, so that a folder cut short is never taken for the data.
+  rm -rf "$1.partial"
+  "$venv/bin/python" bench/signals.py "$1.partial" --hard --train 3000 --test 1000 --seed 0 && mv "$1.partial" "$1"
+}
+# The CNN peers keep back 5 s, not optuna_baseline.py's 20: their test split is scored in well under a second.
 CASES=(
-  "friedman|4|csv:DATA target=y: minimise rmse|bench/tabular_baseline.py --task regression --data DATA --target y --seconds SECONDS"
-  "classes|4|csv:DATA target=y: maximise accuracy|bench/tabular_baseline.py --task classification --data DATA --target y --seconds SECONDS"
+  "friedman|4|friedman.csv|csv:DATA target=y: minimise rmse|bench/tabular_baseline.py --task regression --data DATA --target y --seconds SECONDS"
+  "classes|4|classes.csv|csv:DATA target=y: maximise accuracy|bench/tabular_baseline.py --task classification --data DATA --target y --seconds SECONDS"
+  "digits|3||digits: maximise accuracy|bench/optuna_baseline.py --dataset digits --budget-s SECONDS --reserve-s 5 --out OUT"
+  "signals|4|signals|signal:DATA target=label: maximise accuracy|bench/optuna_baseline.py --dataset signal --data-dir DATA --target label --budget-s SECONDS --reserve-s 5 --out OUT"
 )
 
 run_pair() {
-  local name="$1" minutes="$2" goal="$3" peer="$4" seed="$5" file="$data/$1.csv"
+  local name="$1" minutes="$2" file="${3:+$data/$3}" goal="$4" peer="$5" seed="$6"
   local pair="$out/$name-$seed.json"
   [ -f "$pair" ] && { echo "tasks-series: $name seed $seed done before, kept" >&2; return 0; }
-  [ -f "$file" ] || "${name}_data" "$file"
+  [ -z "$file" ] || [ -e "$file" ] || "${name}_data" "$file"
   goal="${goal//DATA/$file}"
-  peer="${peer//DATA/$file}"; peer="${peer//SECONDS/$((minutes * 60))}"
+  # OUT ends in .jsonl so that the summary below, which reads the series' *.json, passes it by.
+  peer="${peer//DATA/$file}"; peer="${peer//SECONDS/$((minutes * 60))}"; peer="${peer//OUT/$out/$name-$seed.peer.jsonl}"
   local ws="$out/ws-$name-$seed" before t0 swarm_s peer_before peer_t0
   echo "tasks-series: $name seed $seed: launch --goal \"$goal\" --time-budget ${minutes}m ($(date -u +%H:%M:%S))" >&2
   before="$(load)"; t0="$(date +%s)"
@@ -107,8 +125,8 @@ for task in "${task_list[@]}"; do
   row=""
   for c in "${CASES[@]}"; do [ "${c%%|*}" = "$task" ] && row="$c"; done
   [ -n "$row" ] || { echo "tasks-series: no case $task (cases: $(printf '%s ' "${CASES[@]%%|*}"))" >&2; exit 1; }
-  IFS='|' read -r name minutes goal peer <<< "$row"
-  for seed in "${seed_list[@]}"; do run_pair "$name" "$minutes" "$goal" "$peer" "$seed"; done
+  IFS='|' read -r name minutes file goal peer <<< "$row"
+  for seed in "${seed_list[@]}"; do run_pair "$name" "$minutes" "$file" "$goal" "$peer" "$seed"; done
 done
 
 result="bench/results/tasks-series-$commit.json"
