@@ -89,50 +89,71 @@ export interface PythonClass {
 
 /** api.ts's JSON as the dataclasses of CLASSES. */
 export function pythonClasses(): PythonClass[] {
-  const program = ts.createProgram([API_FILE], { strict: true, module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext, target: ts.ScriptTarget.ES2022 });
-  const checker = program.getTypeChecker();
-  const exports = new Map(checker.getExportsOfModule(checker.getSymbolAtLocation(program.getSourceFile(API_FILE)!)!).map((s) => [s.name, s]));
-  const declaration = (name: string): ts.Symbol => {
-    const symbol = exports.get(name);
+  const api = new ApiTypes();
+  const found = Object.entries(CLASSES).map(([name, path]) => ({ name, ...api.at(path) }));
+  for (const c of found) api.classOf.set(c.type, c.name);
+  return found.map((c) => api.dataclass(c.name, c.type, c.node, c.reply));
+}
+
+/** dashboard/api.ts through the TypeScript compiler's checker: its types at CLASSES' paths, and each as a Python type. */
+class ApiTypes {
+  private readonly checker: ts.TypeChecker;
+  private readonly exports: Map<string, ts.Symbol>;
+  /** The dataclass each of CLASSES' types becomes. */
+  readonly classOf = new Map<ts.Type, string>();
+
+  constructor() {
+    const program = ts.createProgram([API_FILE], { strict: true, module: ts.ModuleKind.NodeNext, moduleResolution: ts.ModuleResolutionKind.NodeNext, target: ts.ScriptTarget.ES2022 });
+    this.checker = program.getTypeChecker();
+    this.exports = new Map(this.checker.getExportsOfModule(this.checker.getSymbolAtLocation(program.getSourceFile(API_FILE)!)!).map((s) => [s.name, s]));
+  }
+
+  private declaration(name: string): ts.Symbol {
+    const symbol = this.exports.get(name);
     if (!symbol) throw new Error(`dashboard/api.ts exports no ${name}`);
-    return symbol.flags & ts.SymbolFlags.Alias ? checker.getAliasedSymbol(symbol) : symbol;
-  };
-  const nonNull = (t: ts.Type): ts.Type[] => (t.isUnion() ? t.types.filter((u) => !(u.flags & (ts.TypeFlags.Null | ts.TypeFlags.Undefined))) : [t]);
-  const only = (t: ts.Type): ts.Type => {
-    const [u, ...more] = nonNull(t);
-    if (!u || more.length) throw new Error(`not one object: ${checker.typeToString(t)}`);
+    return symbol.flags & ts.SymbolFlags.Alias ? this.checker.getAliasedSymbol(symbol) : symbol;
+  }
+
+  private nonNull(t: ts.Type): ts.Type[] {
+    return t.isUnion() ? t.types.filter((u) => !(u.flags & (ts.TypeFlags.Null | ts.TypeFlags.Undefined))) : [t];
+  }
+
+  private only(t: ts.Type): ts.Type {
+    const [u, ...more] = this.nonNull(t);
+    if (!u || more.length) throw new Error(`not one object: ${this.checker.typeToString(t)}`);
     return u;
-  };
-  const literal = (t: ts.Type, property: string) => {
+  }
+
+  private literal(t: ts.Type, property: string): string | undefined {
     const p = t.getProperty(property);
-    return p && checker.typeToString(checker.getTypeOfSymbol(p));
-  };
+    return p && this.checker.typeToString(this.checker.getTypeOfSymbol(p));
+  }
 
   /** Where CLASSES' `path` leads: the type, and the declaration whose doc comment is the class's. */
-  const at = (path: string): { type: ts.Type; node: ts.Node; reply: boolean } => {
+  at(path: string): { type: ts.Type; node: ts.Node; reply: boolean } {
+    const checker = this.checker;
     const member = /^(\w+)\((\w+)\)$/.exec(path);
     if (member) {
-      const union = (declaration(member[1]!).declarations![0] as ts.TypeAliasDeclaration).type as ts.UnionTypeNode;
-      const node = union.types.find((n) => literal(checker.getTypeFromTypeNode(n), "type") === `"${member[2]}"`)!;
+      const union = (this.declaration(member[1]!).declarations![0] as ts.TypeAliasDeclaration).type as ts.UnionTypeNode;
+      const node = union.types.find((n) => this.literal(checker.getTypeFromTypeNode(n), "type") === `"${member[2]}"`)!;
       return { type: checker.getTypeFromTypeNode(node), node, reply: false };
     }
     const [head, ...steps] = path.split(".");
-    const symbol = declaration(head!);
+    const symbol = this.declaration(head!);
     let [type, node] = [checker.getDeclaredTypeOfSymbol(symbol), symbol.declarations![0]!];
     for (const step of steps) {
-      const property = only(type).getProperty(step.replace(/\[\]$/, ""))!;
-      [type, node] = [only(checker.getTypeOfSymbol(property)), property.declarations![0]!];
+      const property = this.only(type).getProperty(step.replace(/\[\]$/, ""))!;
+      [type, node] = [this.only(checker.getTypeOfSymbol(property)), property.declarations![0]!];
       if (step.endsWith("[]")) type = checker.getTypeArguments(type as ts.TypeReference)[0]!;
     }
-    const ok = type.isUnion() ? type.types.find((u) => literal(u, "ok") === "true") : undefined;
+    const ok = type.isUnion() ? type.types.find((u) => this.literal(u, "ok") === "true") : undefined;
     return { type: ok ?? type, node, reply: ok !== undefined };
-  };
+  }
 
-  const found = Object.entries(CLASSES).map(([name, path]) => ({ name, ...at(path) }));
-  const classOf = new Map(found.map((c) => [c.type, c.name]));
-
-  const python = (t: ts.Type, field: string): string => {
-    const parts = nonNull(t);
+  /** A field's Python annotation. */
+  python(t: ts.Type, field: string): string {
+    const checker = this.checker;
+    const parts = this.nonNull(t);
     const one = (): string => {
       if (parts.every((p) => p.flags & ts.TypeFlags.StringLike)) return "str";
       if (parts.every((p) => p.flags & ts.TypeFlags.BooleanLike)) return "bool";
@@ -140,32 +161,37 @@ export function pythonClasses(): PythonClass[] {
       if (!u || more.length) throw new Error(`${field}: no Python type for ${checker.typeToString(t)}`);
       if (u.flags & (ts.TypeFlags.Any | ts.TypeFlags.Unknown)) return "Any";
       if (u.flags & ts.TypeFlags.NumberLike) return isInteger(field) ? "int" : "float";
-      if (checker.isTupleType(u)) return `tuple[${checker.getTypeArguments(u as ts.TypeReference).map((e) => python(e, field)).join(", ")}]`;
-      if (checker.isArrayType(u)) return `list[${python(checker.getTypeArguments(u as ts.TypeReference)[0]!, field)}]`;
-      const cls = classOf.get(u);
+      if (checker.isTupleType(u)) return `tuple[${checker.getTypeArguments(u as ts.TypeReference).map((e) => this.python(e, field)).join(", ")}]`;
+      if (checker.isArrayType(u)) return `list[${this.python(checker.getTypeArguments(u as ts.TypeReference)[0]!, field)}]`;
+      const cls = this.classOf.get(u);
       if (cls) return cls;
       // Any other object (a Record, an unnamed shape) stays a dict, of its values' type where they share one.
-      const values = new Set([...checker.getIndexInfosOfType(u).map((i) => python(i.type, field)), ...u.getProperties().map((p) => python(checker.getTypeOfSymbol(p), p.name))]);
+      const values = new Set([...checker.getIndexInfosOfType(u).map((i) => this.python(i.type, field)), ...u.getProperties().map((p) => this.python(checker.getTypeOfSymbol(p), p.name))]);
       return `dict[str, ${values.size === 1 ? [...values][0] : "Any"}]`;
     };
     return parts.length < (t.isUnion() ? t.types.length : 1) ? `${one()} | None` : one();
-  };
-  // What a field's annotation cannot say: the keys of a shape kept as a dict, the strings a `str` may be.
-  const dictKeys = (t: ts.Type): string[] => {
-    const [u] = nonNull(t);
-    if (!u || classOf.has(u) || checker.isTupleType(u) || !(u.flags & (ts.TypeFlags.Object | ts.TypeFlags.Intersection))) return [];
-    return checker.isArrayType(u) ? dictKeys(checker.getTypeArguments(u as ts.TypeReference)[0]!) : u.getProperties().map((p) => p.name);
-  };
-  const unsaid = (t: ts.Type): string => {
-    const keys = dictKeys(t);
-    if (keys.length) return `Keys: ${keys.map((k) => `\`${k}\``).join(", ")}.`;
-    const strings = nonNull(t).flatMap((u) => (u.isStringLiteral() ? [u.value] : []));
-    return strings.length > 1 ? `One of: ${strings.join(", ")}.` : "";
-  };
+  }
 
-  return found.map(({ name, type, node, reply }) => {
+  /** The keys of a shape kept as a dict. */
+  private dictKeys(t: ts.Type): string[] {
+    const [u] = this.nonNull(t);
+    if (!u || this.classOf.has(u) || this.checker.isTupleType(u) || !(u.flags & (ts.TypeFlags.Object | ts.TypeFlags.Intersection))) return [];
+    return this.checker.isArrayType(u) ? this.dictKeys(this.checker.getTypeArguments(u as ts.TypeReference)[0]!) : u.getProperties().map((p) => p.name);
+  }
+
+  /** What a field's annotation cannot say: the keys of a shape kept as a dict, the strings a `str` may be. */
+  private unsaid(t: ts.Type): string {
+    const keys = this.dictKeys(t);
+    if (keys.length) return `Keys: ${keys.map((k) => `\`${k}\``).join(", ")}.`;
+    const strings = this.nonNull(t).flatMap((u) => (u.isStringLiteral() ? [u.value] : []));
+    return strings.length > 1 ? `One of: ${strings.join(", ")}.` : "";
+  }
+
+  /** One of CLASSES as a dataclass: its base among them, its own fields, its doc. */
+  dataclass(name: string, type: ts.Type, node: ts.Node, reply: boolean): PythonClass {
+    const checker = this.checker;
     const bases = type.flags & ts.TypeFlags.Object && (type as ts.ObjectType).objectFlags & ts.ObjectFlags.Interface ? checker.getBaseTypes(type as ts.InterfaceType) : [];
-    const base = bases.find((b) => classOf.has(b));
+    const base = bases.find((b) => this.classOf.has(b));
     const json = type.getProperties().filter((p) => !reply || p.name !== "ok");
     const keys = new Set(json.map((p) => p.name));
     // A number of the run's metric is one field per metric name in the JSON (`val_accuracy`, `val_rmse`): one field here.
@@ -173,15 +199,15 @@ export function pythonClasses(): PythonClass[] {
     const own = json.filter((p) => !base?.getProperty(p.name));
     const fields: PythonField[] = own.filter((p) => prefixOf(p.name) === undefined).map((p) => {
       const t = checker.getTypeOfSymbol(p);
-      return { name: p.name, python: python(t, p.name), doc: [docOf(p.declarations![0]!), unsaid(t)].filter(Boolean).join(" ") };
+      return { name: p.name, python: this.python(t, p.name), doc: [docOf(p.declarations![0]!), this.unsaid(t)].filter(Boolean).join(" ") };
     });
     for (const prefix of new Set(own.map((p) => prefixOf(p.name)).filter((x) => x !== undefined))) {
       const key = prefix + METRIC.names[0];
-      fields.push({ name: prefix.replace(/_$/, "") || "value", python: python(checker.getTypeOfSymbol(type.getProperty(key)!), key), doc: `\`${prefix}<metric>\` in the JSON.`, metricPrefix: prefix });
+      fields.push({ name: prefix.replace(/_$/, "") || "value", python: this.python(checker.getTypeOfSymbol(type.getProperty(key)!), key), doc: `\`${prefix}<metric>\` in the JSON.`, metricPrefix: prefix });
     }
     const doc = [docOf(node), reply ? "A refusal raises DashboardError instead." : ""].filter(Boolean).join(" ");
-    return { name, base: base && classOf.get(base), doc, fields, json: [...keys] };
-  });
+    return { name, base: base && this.classOf.get(base), doc, fields, json: [...keys] };
+  }
 }
 
 /** The `/** ... *\/` comment just before a declaration, as one line (on the line of a union's `|` too: a trailing comment to the compiler). */
@@ -207,57 +233,14 @@ fraction), \`\`*_at\`\` milliseconds since the epoch, \`\`*_s\`\` and \`\`second
 """
 from __future__ import annotations
 
-import dataclasses
-import functools
-import types
-import typing
 from dataclasses import dataclass
-from typing import Any, ClassVar, TypeVar, Union
+from typing import Any, ClassVar, Union
 
-T = TypeVar("T", bound="_Json")
-
-
-def _value(tp: Any, v: Any) -> Any:
-    """\`\`v\`\` (parsed JSON) as the type \`\`tp\`\` says: dataclasses, lists, tuples and optionals of them."""
-    if v is None:
-        return None
-    origin, args = typing.get_origin(tp), typing.get_args(tp)
-    if origin in (Union, types.UnionType):
-        return _value(next(a for a in args if a is not type(None)), v)
-    if origin is list:
-        return [_value(args[0], x) for x in v]
-    if origin is tuple:
-        return tuple(_value(a, x) for a, x in zip(args, v))
-    if origin is None and isinstance(tp, type) and issubclass(tp, _Json):
-        return tp.from_json(v)
-    return v
-
-
-@functools.cache
-def _fields(cls: type) -> dict[str, Any]:
-    """A dataclass's fields with their types."""
-    hints = typing.get_type_hints(cls)
-    return {f.name: hints[f.name] for f in dataclasses.fields(cls)}
-
-
-class _Json:
-    """Built from the JSON by its field names; a field the JSON lacks is None."""
-
-    #: Fields named in the JSON by the run's metric: field -> the JSON key's prefix ("val" <- "val_accuracy").
-    _metric: ClassVar[dict[str, str]] = {}
-
-    @classmethod
-    def from_json(cls: type[T], d: dict[str, Any]) -> T:
-        hints = _fields(cls)
-        names = hints.keys()
-        values = {name: _value(tp, d.get(name)) for name, tp in hints.items() if name not in cls._metric}
-        for name, prefix in cls._metric.items():
-            values[name] = next((v for k, v in d.items() if k.startswith(prefix) and k not in names), None)
-        return cls(**values)
+from ._json import JsonRecord
 `;
 
 function classText(c: PythonClass): string {
-  const lines = ["", "", "@dataclass(frozen=True)", `class ${c.name}(${c.base ?? "_Json"}):`];
+  const lines = ["", "", "@dataclass(frozen=True)", `class ${c.name}(${c.base ?? "JsonRecord"}):`];
   if (c.doc) lines.push(`    """${pythonDoc(c.doc)}"""`, "");
   const metric = c.fields.filter((f) => f.metricPrefix !== undefined);
   if (metric.length) lines.push(`    _metric: ClassVar[dict[str, str]] = {${metric.map((f) => `"${f.name}": "${f.metricPrefix}"`).join(", ")}}`);

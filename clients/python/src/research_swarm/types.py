@@ -9,57 +9,14 @@ fraction), ``*_at`` milliseconds since the epoch, ``*_s`` and ``seconds`` second
 """
 from __future__ import annotations
 
-import dataclasses
-import functools
-import types
-import typing
 from dataclasses import dataclass
-from typing import Any, ClassVar, TypeVar, Union
+from typing import Any, ClassVar, Union
 
-T = TypeVar("T", bound="_Json")
-
-
-def _value(tp: Any, v: Any) -> Any:
-    """``v`` (parsed JSON) as the type ``tp`` says: dataclasses, lists, tuples and optionals of them."""
-    if v is None:
-        return None
-    origin, args = typing.get_origin(tp), typing.get_args(tp)
-    if origin in (Union, types.UnionType):
-        return _value(next(a for a in args if a is not type(None)), v)
-    if origin is list:
-        return [_value(args[0], x) for x in v]
-    if origin is tuple:
-        return tuple(_value(a, x) for a, x in zip(args, v))
-    if origin is None and isinstance(tp, type) and issubclass(tp, _Json):
-        return tp.from_json(v)
-    return v
-
-
-@functools.cache
-def _fields(cls: type) -> dict[str, Any]:
-    """A dataclass's fields with their types."""
-    hints = typing.get_type_hints(cls)
-    return {f.name: hints[f.name] for f in dataclasses.fields(cls)}
-
-
-class _Json:
-    """Built from the JSON by its field names; a field the JSON lacks is None."""
-
-    #: Fields named in the JSON by the run's metric: field -> the JSON key's prefix ("val" <- "val_accuracy").
-    _metric: ClassVar[dict[str, str]] = {}
-
-    @classmethod
-    def from_json(cls: type[T], d: dict[str, Any]) -> T:
-        hints = _fields(cls)
-        names = hints.keys()
-        values = {name: _value(tp, d.get(name)) for name, tp in hints.items() if name not in cls._metric}
-        for name, prefix in cls._metric.items():
-            values[name] = next((v for k, v in d.items() if k.startswith(prefix) and k not in names), None)
-        return cls(**values)
+from ._json import JsonRecord
 
 
 @dataclass(frozen=True)
-class Objective(_Json):
+class Objective(JsonRecord):
     """The run's objective (core/objective.ts), for whoever reads the JSON: its metric, its name for people, its direction."""
 
     #: One of: accuracy, rmse, mae, r2, bits_per_byte.
@@ -72,7 +29,7 @@ class Objective(_Json):
 
 
 @dataclass(frozen=True)
-class Interval(_Json):
+class Interval(JsonRecord):
     """95% interval of a mean: the run's metric across seeds and examples (gpu-runner/stats.ts)."""
 
     mean: float
@@ -84,7 +41,7 @@ class Interval(_Json):
 
 
 @dataclass(frozen=True)
-class Best(_Json):
+class Best(JsonRecord):
     """The run's best trial: its validation interval and ``test_<metric>``, its one-time test confirmation (None until the run ends with one)."""
 
     _metric: ClassVar[dict[str, str]] = {"test": "test_"}
@@ -95,7 +52,7 @@ class Best(_Json):
 
 
 @dataclass(frozen=True)
-class RunSummary(_Json):
+class RunSummary(JsonRecord):
     """``GET /api/runs``: one run."""
 
     run_id: str
@@ -125,7 +82,7 @@ class RunSummary(_Json):
 
 
 @dataclass(frozen=True)
-class Fidelity(_Json):
+class Fidelity(JsonRecord):
     rung: int
     #: Training examples; 0: the whole training split.
     subset: int
@@ -134,7 +91,7 @@ class Fidelity(_Json):
 
 
 @dataclass(frozen=True)
-class Epoch(_Json):
+class Epoch(JsonRecord):
     """One epoch of a trial training now: ``val_<metric>``, the validation value after it."""
 
     _metric: ClassVar[dict[str, str]] = {"val": "val_"}
@@ -146,7 +103,7 @@ class Epoch(_Json):
 
 
 @dataclass(frozen=True)
-class TrialRow(_Json):
+class TrialRow(JsonRecord):
     """One row of the run's trial table."""
 
     trial_id: str
@@ -178,7 +135,7 @@ class TrialRow(_Json):
 
 
 @dataclass(frozen=True)
-class BestSoFarPoint(_Json):
+class BestSoFarPoint(JsonRecord):
     """The best accepted bound after each judged trial, at the pessimistic end of its 95% interval: ``best_ci_low`` for a metric to maximise, ``best_ci_high`` for one to minimise."""
 
     trial_id: str
@@ -192,7 +149,7 @@ class BestSoFarPoint(_Json):
 
 
 @dataclass(frozen=True)
-class InterventionRow(_Json):
+class InterventionRow(JsonRecord):
     intervention_id: str
     #: pause, resume, stop, cancel_trial or propose.
     kind: str
@@ -207,7 +164,7 @@ class InterventionRow(_Json):
 
 
 @dataclass(frozen=True)
-class LlmUse(_Json):
+class LlmUse(JsonRecord):
     role: str
     calls: int
     prompt_tokens: int
@@ -216,7 +173,7 @@ class LlmUse(_Json):
 
 
 @dataclass(frozen=True)
-class Suggestion(_Json):
+class Suggestion(JsonRecord):
     name: str
     description: str
     #: The trials whose proposal adopted it.
@@ -224,7 +181,7 @@ class Suggestion(_Json):
 
 
 @dataclass(frozen=True)
-class Brief(_Json):
+class Brief(JsonRecord):
     title: str
     insights: list[str]
     suggestions: list[Suggestion]
@@ -233,7 +190,7 @@ class Brief(_Json):
 
 
 @dataclass(frozen=True)
-class PairedGain(_Json):
+class PairedGain(JsonRecord):
     """best - trial 0 over the seeds both trained with (Student's t on the per-seed differences)."""
 
     seeds: list[int]
@@ -245,7 +202,7 @@ class PairedGain(_Json):
 
 
 @dataclass(frozen=True)
-class PathStep(_Json):
+class PathStep(JsonRecord):
     """The best trial's parents from trial 0, each step's measured change; None when it does not descend from trial 0."""
 
     trial_id: str
@@ -259,7 +216,7 @@ class PathStep(_Json):
 
 
 @dataclass(frozen=True)
-class AgainstStart(_Json):
+class AgainstStart(JsonRecord):
     """The best model against the run's starting point (launch --from), by the report's rule (lineage-store/baseline.ts)."""
 
     origin: str
@@ -282,7 +239,7 @@ class AgainstStart(_Json):
 
 
 @dataclass(frozen=True)
-class PastTrial(_Json):
+class PastTrial(JsonRecord):
     run_id: str
     trial_id: str
     #: How much its dataset is like this run's (1/2 x exp(-distance)); None in runs recorded before weights were.
@@ -290,7 +247,7 @@ class PastTrial(_Json):
 
 
 @dataclass(frozen=True)
-class PastPrior(_Json):
+class PastPrior(JsonRecord):
     """Past runs' results in the surrogate's prior: each weighs 1/2 x exp(-distance of its dataset), each of this run's own 1."""
 
     #: Proposals the policy or an LLM made with them in the planner's input.
@@ -301,7 +258,7 @@ class PastPrior(_Json):
 
 
 @dataclass(frozen=True)
-class Estimate(_Json):
+class Estimate(JsonRecord):
     """An objective's value for a trial: its mean and interval (the metric's 95% interval, a latency's spread over seeds, a count's own value)."""
 
     mean: float
@@ -310,7 +267,7 @@ class Estimate(_Json):
 
 
 @dataclass(frozen=True)
-class FrontAxis(_Json):
+class FrontAxis(JsonRecord):
     """One axis of a Pareto goal: the run's metric first, then each cost (minimised), by its name for people ("parameters", "latency per example")."""
 
     name: str
@@ -318,7 +275,7 @@ class FrontAxis(_Json):
 
 
 @dataclass(frozen=True)
-class FrontTrial(_Json):
+class FrontTrial(JsonRecord):
     trial_id: str
     #: One per axis, in the axes' order.
     values: list[Estimate]
@@ -327,7 +284,7 @@ class FrontTrial(_Json):
 
 
 @dataclass(frozen=True)
-class Front(_Json):
+class Front(JsonRecord):
     """The trials no other accepted rung-0 trial dominates (swarm/front.ts FRONT_RULE), best metric first."""
 
     #: The rule in words.
@@ -343,7 +300,7 @@ class Front(_Json):
 
 
 @dataclass(frozen=True)
-class Limits(_Json):
+class Limits(JsonRecord):
     """A goal's latency limit and what it did: the trials timed within it, those over it (labelled over_limit, never accepted), and the best within every limit."""
 
     max_latency_ms: float
@@ -356,7 +313,7 @@ class Limits(_Json):
 
 
 @dataclass(frozen=True)
-class WarmStartRow(_Json):
+class WarmStartRow(JsonRecord):
     """A trial of this run whose config is a past run's trial's, evaluated again here (agents/planner/policies/builtin.ts, warm starts)."""
 
     trial_id: str
@@ -401,7 +358,7 @@ class RunDetail(RunSummary):
 
 
 @dataclass(frozen=True)
-class SeedCurves(_Json):
+class SeedCurves(JsonRecord):
     """One seed's curves per epoch."""
 
     seed: int
@@ -418,7 +375,7 @@ class SeedCurves(_Json):
 
 
 @dataclass(frozen=True)
-class LayerSummary(_Json):
+class LayerSummary(JsonRecord):
     name: str
     type: str
     output_shape: list[int]
@@ -426,7 +383,7 @@ class LayerSummary(_Json):
 
 
 @dataclass(frozen=True)
-class ModelSummary(_Json):
+class ModelSummary(JsonRecord):
     total_params: int
     flops: int
     size_mb: float
@@ -434,7 +391,7 @@ class ModelSummary(_Json):
 
 
 @dataclass(frozen=True)
-class ClassScores(_Json):
+class ClassScores(JsonRecord):
     class_index: int
     precision: float
     recall: float
@@ -443,7 +400,7 @@ class ClassScores(_Json):
 
 
 @dataclass(frozen=True)
-class Analysis(_Json):
+class Analysis(JsonRecord):
     overfitting: str
     convergence: str
     weak_classes: list[int]
@@ -451,14 +408,14 @@ class Analysis(_Json):
 
 
 @dataclass(frozen=True)
-class Failure(_Json):
+class Failure(JsonRecord):
     label: str
     message: str
     traceback: str
 
 
 @dataclass(frozen=True)
-class SeedScore(_Json):
+class SeedScore(JsonRecord):
     """Each seed's under the metric's name: ``{ seed, accuracy }``, ``{ seed, rmse }``."""
 
     _metric: ClassVar[dict[str, str]] = {"value": ""}
@@ -468,7 +425,7 @@ class SeedScore(_Json):
 
 
 @dataclass(frozen=True)
-class InferenceTiming(_Json):
+class InferenceTiming(JsonRecord):
     """Milliseconds per forward pass of a batch: the median over seeds of each seed's median, the largest 90th percentile; on a GPU the largest allocator peak (MiB), else None."""
 
     batch: int
@@ -480,7 +437,7 @@ class InferenceTiming(_Json):
 
 
 @dataclass(frozen=True)
-class InferenceCost(_Json):
+class InferenceCost(JsonRecord):
     """What a model costs to run on the device it trained on (gpu-runner's measure_inference), in the report and the dashboard."""
 
     #: Where it was timed: "cpu", "cuda".
@@ -494,7 +451,7 @@ class InferenceCost(_Json):
 
 
 @dataclass(frozen=True)
-class HeldOutTest(_Json):
+class HeldOutTest(JsonRecord):
     """The run's metric on the test split for one trial's seed models: each alone, and the ensemble of their predictions."""
 
     #: The seeds' mean, with its 95% interval.
@@ -508,7 +465,7 @@ class HeldOutTest(_Json):
 
 
 @dataclass(frozen=True)
-class TrialDetail(_Json):
+class TrialDetail(JsonRecord):
     """``GET /api/runs/:run/trials/:trial``."""
 
     run_id: str
@@ -543,7 +500,7 @@ class TrialDetail(_Json):
 
 
 @dataclass(frozen=True)
-class SearchHit(_Json):
+class SearchHit(JsonRecord):
     """``GET /api/search``: a trial like the text, from any run, with its run's objective and ``val_<metric>``, its validation mean (None when not measured)."""
 
     _metric: ClassVar[dict[str, str]] = {"val": "val_"}
@@ -559,7 +516,7 @@ class SearchHit(_Json):
 
 
 @dataclass(frozen=True)
-class InterventionReply(_Json):
+class InterventionReply(JsonRecord):
     """``POST /api/runs/:run/interventions``: an intervention published on the swarm's bus. A refusal raises DashboardError instead."""
 
     intervention_id: str
@@ -567,7 +524,7 @@ class InterventionReply(_Json):
 
 
 @dataclass(frozen=True)
-class RunTaken(_Json):
+class RunTaken(JsonRecord):
     """Accepted: started now (position 0) or queued behind others; refused: launch's own one line. A refusal raises DashboardError instead."""
 
     run_id: str
@@ -576,7 +533,7 @@ class RunTaken(_Json):
 
 
 @dataclass(frozen=True)
-class QueuedRun(_Json):
+class QueuedRun(JsonRecord):
     run_id: str
     goal: str
     #: Who asked (the X-Research-User header, else the server's user).
@@ -585,7 +542,7 @@ class QueuedRun(_Json):
 
 
 @dataclass(frozen=True)
-class Queue(_Json):
+class Queue(JsonRecord):
     """GET /api/queue: whether this dashboard takes new runs, and the runs it took that are going or waiting."""
 
     accepting: bool
@@ -596,7 +553,7 @@ class Queue(_Json):
 
 
 @dataclass(frozen=True)
-class Change(_Json):
+class Change(JsonRecord):
     """An event was applied to a run (``kind``: the event's, e.g. ``trialJudged``), or its fold was replaced (``caught_up``, ``bus_lost``): fetch again what shows the run."""
 
     type: str
@@ -606,7 +563,7 @@ class Change(_Json):
 
 
 @dataclass(frozen=True)
-class Progress(_Json):
+class Progress(JsonRecord):
     """An epoch ended in a trial training now (live only, never stored)."""
 
     _metric: ClassVar[dict[str, str]] = {"val": "val_"}
