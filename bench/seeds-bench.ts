@@ -1,5 +1,5 @@
 /**
- * Seeds apart against seeds together (gpu-runner --seeds; python/trainer.py _Stack), side by side
+ * Seeds apart against seeds together (gpu-runner --seeds; python/stack.py Stack), side by side
  * on this machine: the wall time of one trial of 1 and of 5 seeds on the reference CNN and on
  * ResNet-9, for a runner of each placement with the same slots, and how far each seed's
  * validation accuracy moved between the two (seed for seed the same training to float rounding,

@@ -4,7 +4,7 @@ export type RunnerDevice = (typeof RUNNER_DEVICES)[number];
 
 /**
  * Where a trial's seeds train. "apart": a job each, side by side on free slots. "together": up to
- * request.ts DEFAULTS.maxTogether of them in one job (python/trainer.py _Stack: one process, one
+ * request.ts DEFAULTS.maxTogether of them in one job (python/stack.py Stack: one process, one
  * CUDA context, the seeds' kernels as one batch, each seed's numbers those of its own job to float
  * rounding). "auto": together on a GPU, where a seed's own process costs a CUDA context and its
  * kernels leave the device mostly idle; apart on a CPU, where each slot's job has its own cores.

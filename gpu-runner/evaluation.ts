@@ -189,7 +189,7 @@ export class Evaluation {
   }
 
   /**
-   * One job trains `jobSeeds`: one seed, or several together (python/trainer.py _Stack). Each
+   * One job trains `jobSeeds`: one seed, or several together (python/stack.py Stack). Each
    * seed's epochs are scored in order as they arrive, and its result when the job ends. The
    * reason they must train apart, when a model has no batched form.
    */
@@ -259,7 +259,7 @@ export class Evaluation {
   private async runSeeds(): Promise<SeedResult[]> {
     const { req, seeds, plan, runner } = this;
     const modelKey = JSON.stringify([plan.job.source, plan.job.class_name, plan.job.init_kwargs]);
-    // A one-seed job never answers apart (only seeds together can: trainer.py _Stack.of).
+    // A one-seed job never answers apart (only seeds together can: stack.py Stack.of).
     const apart = (list: number[]) => Promise.all(list.map((s) => this.trainJob([s]) as Promise<SeedResult[]>)).then((r) => r.flat());
     // Loaded weights (the test confirmation) train nothing: one seed a job.
     const groupable = runner.together() && !req.weightsOf && seeds.length > 1;

@@ -25,7 +25,7 @@ export type WorkerEvent =
   | { kind: "result"; [k: string]: unknown }
   /** One seed's result in a job of seeds trained together, whose "result" then ends it. */
   | { kind: "seed_result"; seed: number; [k: string]: unknown }
-  /** Seeds asked together that must train one a job (trainer._Stack.of says why). */
+  /** Seeds asked together that must train one a job (stack.Stack.of says why). */
   | { kind: "apart"; reason: string }
   | { kind: "summary"; [k: string]: unknown }
   | { kind: "script"; [k: string]: unknown }

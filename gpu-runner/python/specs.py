@@ -206,7 +206,7 @@ def validate(task, spec):
             out[key] = _value(spec, key, str, "spec", lambda v: re.fullmatch(r"[0-9a-f]{16}", v), "a published id")
         out["recipe"] = _recipe(spec)
         out["seed"] = _value(spec, "seed", int, "spec", lambda v: 0 <= v < 2 ** 32, "in [0, 2^32)")
-        # Seeds seed .. seed + together - 1 trained in this one job (trainer._Stack).
+        # Seeds seed .. seed + together - 1 trained in this one job (stack.Stack).
         out["together"] = _value(spec, "together", int, "spec", lambda v: 1 <= v <= MAX_TOGETHER and out["seed"] + v <= 2 ** 32,
                                  f"in [1, {MAX_TOGETHER}], its seeds below 2^32")
         out["max_params"] = _value(spec, "max_params", int, "spec", lambda v: v >= 0, ">= 0")

@@ -1,4 +1,4 @@
-"""What a forked job runs: train one seed of a model (or several together, _Stack), or summarize a model.
+"""What a forked job runs: train one seed of a model (or several together: stack.py), or summarize a model.
 
 Runs in the job's child process, after the zygote has dropped privileges and
 set rlimits; the model source is untrusted. Each stage runs under a Stage so
@@ -16,7 +16,6 @@ the loss, the predictions the referee scores) is the task's learning
 """
 
 import contextlib
-import copy
 import inspect
 import itertools
 import json
@@ -50,6 +49,7 @@ import metrics
 import policy
 from datasets import feature_stats
 from failures import Stage, TaskFailure, classify, tail
+from stack import Single, Stack, generator
 
 MODEL_FILE = "model.py"
 
@@ -413,235 +413,283 @@ def _training_flops(model, data, recipe):
 
 
 def train(spec, split, emit, t0):
-    recipe = spec["recipe"]
-    seeds = [spec["seed"] + i for i in range(spec["together"])]
-    _seed_everything(seeds[0])
-    y_train = _read_labels(spec["labels_fd"])
-    model = build_model(spec)
-    data = _Data(split, y_train, recipe["context"])
-    # Each seed's initialisation from its own seed, and the CPU generator's state after it: where
-    # the seed's data order and augmentation draws start when it trains alone.
-    models, cpu_states = [model], [torch.get_rng_state()]
-    for seed in seeds[1:]:
-        _seed_everything(seed)
-        models.append(build_model(spec, type(model)))
-        cpu_states.append(torch.get_rng_state())
-    flops = _training_flops(model, data, recipe)
-    acc = accel.choose(flops and flops * len(seeds))
-    acc.cap_memory(spec["limits"]["gpu_memory_fraction"])
-    with Stage("crash", "moving the dataset to the device"):
-        data.to(acc.tensors)
-    num_classes = data.num_classes
-    amp_dtype = acc.amp_dtype(recipe["amp"])
-    # Seeds together train in the contiguous layout: a stacked input has no channels-last form.
-    channels_last = recipe["channels_last"] and data.is_image and len(seeds) == 1
-    use_augment = augment.wanted(recipe["augment"]) and data.is_image
-    acc.set_determinism(recipe["deterministic"])
-    with Stage("crash", "moving the model to the device"):
-        models = [m.to(acc.tensors) for m in models]
-    model = models[0]
+    job = _Training(spec, split, emit, t0)
+    if job.apart:
+        return {"kind": "apart", "reason": job.apart}
+    job.fit()
+    job.keep_best()
+    return job.results()
 
-    probe = data.batch(data.train[:2])[0]
-    what = f"forward pass on {len(probe)} training samples of shape {list(probe.shape)}"
-    with Stage("shape_error", what):
-        model.eval()
-        with torch.no_grad():
-            out = model(probe)
-    data.check_output(out, len(probe), what)
-    if channels_last:
-        channels_last = _channels_last(model, probe)
-    data.learning.check_model(model, data, probe)
-    # After the first forward: lazy modules (nn.LazyLinear) have no shape before it.
-    params = sum(p.numel() for p in model.parameters())
-    if spec["max_params"] and params > spec["max_params"]:
-        raise TaskFailure("budget_overrun", f"the model has {params:,} parameters, over the budget of "
-                          f"{spec['max_params']:,}")
 
-    # A continued training (EvaluateRequest.init_weights): each seed from its own kept weights.
-    for m, fd in zip(models, spec.get("init_fds", ())):
-        _load_weights(m, fd, acc.tensors, "the weights to start from")
-    loaded = spec["weights"] == "load"
-    # What predicts: the model, or with test-time flip averaging its two passes (the latency
-    # limit and the inference timings count both).
-    evaluated = _FlipAveraged if recipe["tta_hflip"] and data.is_image else (lambda m: m)
-    if spec["max_latency_ms"] and not loaded:
-        _check_latency(evaluated(model), data, acc, amp_dtype, channels_last, spec["max_latency_ms"])
-    if loaded:
-        _load_weights(model, spec["weights_fds"][0], acc.tensors)
-    criterion = data.learning.criterion(recipe)
-    scaler = acc.grad_scaler(enabled=amp_dtype == torch.float16)
-    if len(seeds) == 1:
-        trainee = _Single(model)
-    else:
-        trainee = _Stack.of(models, data, probe, criterion, amp_dtype, acc, scaler.is_enabled())
-        if isinstance(trainee, str):
-            return {"kind": "apart", "reason": trainee}
-    optimizer = _optimizer(trainee.parameters(), recipe)
-    batch_size = min(recipe["batch_size"], len(data.train))
-    n_train = len(data.train) * data.windows
-    # A final batch of one sample breaks BatchNorm in training mode; it is skipped.
-    steps_per_epoch = n_train // batch_size + (1 if n_train % batch_size > 1 else 0)
-    schedule = _Schedule(recipe, steps_per_epoch, recipe["lr"])
-    steps_done = 0
-    _set_lr(optimizer, schedule.lr(0))
-    eval_batch = max(256, batch_size)
-    # Validation and test see the averaged weights when there are any, so curves and final metrics agree.
-    ema = _Ema(trainee, recipe["ema_decay"]) if recipe["ema_decay"] > 0 else _Ema(trainee) if recipe["swa"] else None
-    averaged = (lambda: ema.applied(trainee)) if ema else contextlib.nullcontext
-    # Each seed's random draws on the device (data order, augmentation): torch's global generator
-    # alone, as it always has; seeds together, a generator each that starts where the global one
-    # would for that seed alone. Dropout inside a stacked forward pass draws for all seeds at once.
-    draws = [None] if len(seeds) == 1 else [_generator(acc, seed, state) for seed, state in zip(seeds, cpu_states)]
-    # The trainer's own curve per seed (the validation curve is the referee's: the runner adds it).
-    curves = [{key: [] for key in data.learning.curve_keys} for _ in seeds]
-    tracks_accuracy = "train_accuracy" in curves[0]
-    seconds_to_first_step = None
-    val_predictions = [None] * len(seeds)
-    best = _BestEpoch(spec.get("verdict_fd"), seeds)
+class _Training:
+    """One training job, seed by seed or its seeds together: built and checked when made, then
+    fit() trains it epoch by epoch, keep_best() takes each seed's best epoch's weights, and
+    results() predicts with them and says what the job did."""
 
-    epochs = 0 if loaded else recipe["epochs"]
-    for epoch in range(1, epochs + 1):
-        trainee.train()
-        orders = [data.train.repeat(data.windows)[torch.randperm(n_train, device=acc.tensors, generator=g)]
-                  for g in draws]
-        loss_sums, seen = [0.0] * len(seeds), 0
-        correct = [torch.zeros((), dtype=torch.long, device=acc.tensors) for _ in seeds]
-        for step in range(1, steps_per_epoch + 1):
-            xs, ys = [], []
-            for order, g in zip(orders, draws):
-                x, y = data.batch(order[(step - 1) * batch_size: step * batch_size])
-                if use_augment:
-                    x = augment.apply(x, recipe["augment"], g)
-                xs.append(x)
-                ys.append(y)
-            x = trainee.stack(xs)
-            if channels_last:
-                x = x.contiguous(memory_format=torch.channels_last)
-            with Stage("crash", f"training step {step} of epoch {epoch}"):
-                with acc.autocast(amp_dtype):
-                    logits = trainee.unstack(trainee(x))
-                    if epoch == 1 and step == 1:
-                        for out, y in zip(logits, ys):
-                            data.check_output(out, len(y), "forward pass in training mode")
-                    losses = [criterion(out.float(), y) for out, y in zip(logits, ys)]
-                values = trainee.values(losses)
-                for i, value in enumerate(values):
-                    if not math.isfinite(value):
-                        raise TaskFailure("nan_loss", f"the training loss became {value} at epoch {epoch}, "
-                                          f"step {step} of {steps_per_epoch}" + trainee.which(seeds[i]))
-                optimizer.zero_grad(set_to_none=True)
-                # Seeds' losses are independent: the sum's gradient is each seed's own.
-                scaler.scale(sum(losses)).backward()
-                if recipe["grad_clip"]:
-                    scaler.unscale_(optimizer)
-                    trainee.clip(recipe["grad_clip"])
-                scaler.step(optimizer)
-                scaler.update()
-                steps_done += 1
-                _set_lr(optimizer, schedule.lr(steps_done))
-                if ema and not recipe["swa"]:
-                    ema.update(trainee)
-            if seconds_to_first_step is None:
-                acc.synchronize()
-                seconds_to_first_step = time.monotonic() - t0
-                schedule.started = time.monotonic()
-                emit({"kind": "first_step", "seconds": seconds_to_first_step})
-            seen += len(ys[0])
-            for i, (out, y, value) in enumerate(zip(logits, ys, values)):
-                loss_sums[i] += value * len(y)
-                if tracks_accuracy:
-                    correct[i] += data.learning.correct(out, y)
-            if schedule.out_of_time():
+    def __init__(self, spec, split, emit, t0):
+        self.spec, self.split, self.emit, self.t0 = spec, split, emit, t0
+        self.recipe = recipe = spec["recipe"]
+        self.seeds = [spec["seed"] + i for i in range(spec["together"])]
+        cpu_states = self._build()
+        self._check()
+        self.apart = None
+        self.loaded = loaded = spec["weights"] == "load"
+        # What predicts: the model, or with test-time flip averaging its two passes (the latency
+        # limit and the inference timings count both).
+        self.evaluated = _FlipAveraged if recipe["tta_hflip"] and self.data.is_image else (lambda m: m)
+        if spec["max_latency_ms"] and not loaded:
+            _check_latency(self.evaluated(self.model), self.data, self.acc, self.amp_dtype, self.channels_last,
+                           spec["max_latency_ms"])
+        if loaded:
+            _load_weights(self.model, spec["weights_fds"][0], self.acc.tensors)
+        self.criterion = self.data.learning.criterion(recipe)
+        self.scaler = self.acc.grad_scaler(enabled=self.amp_dtype == torch.float16)
+        if len(self.seeds) == 1:
+            self.trainee = Single(self.model)
+        else:
+            self.trainee = Stack.of(self.models, self.data, self.probe, self.criterion, self.amp_dtype, self.acc,
+                                     self.scaler.is_enabled())
+            if isinstance(self.trainee, str):
+                self.apart = self.trainee
+                return
+        self._plan(cpu_states)
+
+    def _build(self):
+        """The seeds' models, the data and the device; each seed's CPU generator state after its model."""
+        spec, recipe, seeds = self.spec, self.recipe, self.seeds
+        _seed_everything(seeds[0])
+        y_train = _read_labels(spec["labels_fd"])
+        model = build_model(spec)
+        self.data = data = _Data(self.split, y_train, recipe["context"])
+        # Each seed's initialisation from its own seed, and the CPU generator's state after it: where
+        # the seed's data order and augmentation draws start when it trains alone.
+        models, cpu_states = [model], [torch.get_rng_state()]
+        for seed in seeds[1:]:
+            _seed_everything(seed)
+            models.append(build_model(spec, type(model)))
+            cpu_states.append(torch.get_rng_state())
+        flops = _training_flops(model, data, recipe)
+        self.acc = acc = accel.choose(flops and flops * len(seeds))
+        acc.cap_memory(spec["limits"]["gpu_memory_fraction"])
+        with Stage("crash", "moving the dataset to the device"):
+            data.to(acc.tensors)
+        self.amp_dtype = acc.amp_dtype(recipe["amp"])
+        # Seeds together train in the contiguous layout: a stacked input has no channels-last form.
+        self.channels_last = recipe["channels_last"] and data.is_image and len(seeds) == 1
+        self.use_augment = augment.wanted(recipe["augment"]) and data.is_image
+        acc.set_determinism(recipe["deterministic"])
+        with Stage("crash", "moving the model to the device"):
+            self.models = [m.to(acc.tensors) for m in models]
+        self.model = self.models[0]
+        return cpu_states
+
+    def _check(self):
+        """The model's output on two training examples, its parameters against the budget, and a
+        continued training's weights loaded into each seed's model."""
+        data, model, spec = self.data, self.model, self.spec
+        self.probe = probe = data.batch(data.train[:2])[0]
+        what = f"forward pass on {len(probe)} training samples of shape {list(probe.shape)}"
+        with Stage("shape_error", what):
+            model.eval()
+            with torch.no_grad():
+                out = model(probe)
+        data.check_output(out, len(probe), what)
+        if self.channels_last:
+            self.channels_last = _channels_last(model, probe)
+        data.learning.check_model(model, data, probe)
+        # After the first forward: lazy modules (nn.LazyLinear) have no shape before it.
+        self.params = params = sum(p.numel() for p in model.parameters())
+        if spec["max_params"] and params > spec["max_params"]:
+            raise TaskFailure("budget_overrun", f"the model has {params:,} parameters, over the budget of "
+                              f"{spec['max_params']:,}")
+        # A continued training (EvaluateRequest.init_weights): each seed from its own kept weights.
+        for m, fd in zip(self.models, spec.get("init_fds", ())):
+            _load_weights(m, fd, self.acc.tensors, "the weights to start from")
+
+    def _plan(self, cpu_states):
+        """The optimizer, the schedule over the job's steps, the weight average, each seed's draws and curves."""
+        recipe, data, seeds = self.recipe, self.data, self.seeds
+        self.optimizer = _optimizer(self.trainee.parameters(), recipe)
+        self.batch_size = min(recipe["batch_size"], len(data.train))
+        self.n_train = n_train = len(data.train) * data.windows
+        # A final batch of one sample breaks BatchNorm in training mode; it is skipped.
+        self.steps_per_epoch = n_train // self.batch_size + (1 if n_train % self.batch_size > 1 else 0)
+        self.schedule = _Schedule(recipe, self.steps_per_epoch, recipe["lr"])
+        self.steps_done = 0
+        _set_lr(self.optimizer, self.schedule.lr(0))
+        self.eval_batch = max(256, self.batch_size)
+        # Validation and test see the averaged weights when there are any, so curves and final metrics agree.
+        self.ema = ema = (_Ema(self.trainee, recipe["ema_decay"]) if recipe["ema_decay"] > 0
+                          else _Ema(self.trainee) if recipe["swa"] else None)
+        self.averaged = (lambda: ema.applied(self.trainee)) if ema else contextlib.nullcontext
+        # Each seed's random draws on the device (data order, augmentation): torch's global generator
+        # alone, as it always has; seeds together, a generator each that starts where the global one
+        # would for that seed alone. Dropout inside a stacked forward pass draws for all seeds at once.
+        self.draws = [None] if len(seeds) == 1 else [generator(self.acc, seed, state) for seed, state in zip(seeds, cpu_states)]
+        # The trainer's own curve per seed (the validation curve is the referee's: the runner adds it).
+        self.curves = [{key: [] for key in data.learning.curve_keys} for _ in seeds]
+        self.tracks_accuracy = "train_accuracy" in self.curves[0]
+        self.seconds_to_first_step = None
+        self.val_predictions = [None] * len(seeds)
+        self.best = _BestEpoch(self.spec.get("verdict_fd"), seeds)
+
+    def fit(self):
+        """Trains every epoch the recipe asks for, or until its clock (train_seconds) runs out."""
+        self.epochs = 0 if self.loaded else self.recipe["epochs"]
+        for epoch in range(1, self.epochs + 1):
+            self._epoch(epoch)
+            self._validate(epoch)
+            if self.schedule.out_of_time():
+                self.epochs = epoch
                 break
-        if recipe["swa"]:
-            ema.update(trainee)
 
-        for i, seed in enumerate(seeds):
-            with averaged():
-                seed_model = trainee.model(i)
-                val_predictions[i] = _predict(evaluated(seed_model), data, data.x_train, data.val, eval_batch, acc,
-                                              amp_dtype, channels_last, f"predicting the validation split after epoch {epoch}")
-                best.offer(seed, epoch, lambda: {k: v.detach().to("cpu", copy=True) for k, v in seed_model.state_dict().items()},
-                           val_predictions[i])
-            point = {"train_loss": loss_sums[i] / seen, "lr": optimizer.param_groups[0]["lr"]}
-            if tracks_accuracy:
-                point["train_accuracy"] = correct[i].item() / seen
-            for key in curves[i]:
-                curves[i][key].append(point[key])
-            emit({"kind": "epoch", "seed": seed, "epoch": epoch, "epochs": recipe["epochs"], **point,
-                  "val_predictions": val_predictions[i], "seconds": time.monotonic() - t0})
-        if schedule.out_of_time():
-            epochs = epoch
-            break
+    def _epoch(self, epoch):
+        trainee, data, acc = self.trainee, self.data, self.acc
+        trainee.train()
+        orders = [data.train.repeat(data.windows)[torch.randperm(self.n_train, device=acc.tensors, generator=g)]
+                  for g in self.draws]
+        self.loss_sums, self.seen = [0.0] * len(self.seeds), 0
+        self.correct = [torch.zeros((), dtype=torch.long, device=acc.tensors) for _ in self.seeds]
+        for step in range(1, self.steps_per_epoch + 1):
+            self._step(epoch, step, orders)
+            if self.schedule.out_of_time():
+                break
+        if self.recipe["swa"]:
+            self.ema.update(trainee)
 
-    kept_epochs = [epochs] * len(seeds)
-    kept = [best.kept(seed, epochs) for seed in seeds] if not loaded else [None] * len(seeds)
-    if any(kept):
-        # The averaged weights become the trained ones: each snapshot is of what was evaluated.
-        if ema:
-            ema.swap(trainee)
-            averaged = contextlib.nullcontext
-        for i, k in enumerate(kept):
-            if k:
-                kept_epochs[i], state, val_predictions[i] = k
-                trainee.load(i, {name: t.to(acc.tensors) for name, t in state.items()})
-    if loaded:
-        val_predictions[0] = _predict(evaluated(model), data, data.x_train, data.val, eval_batch, acc, amp_dtype,
-                                      channels_last, "predicting the validation split with the loaded weights")
-    elif spec["weights"] == "keep":
-        with averaged():
-            _save_weights([trainee.model(i) for i in range(len(seeds))], spec["weights_fds"])
-    results = []
-    for i, seed in enumerate(seeds):
-        outputs = {"val_predictions": val_predictions[i]}
-        if spec["evaluate_test"]:
+    def _step(self, epoch, step, orders):
+        recipe, trainee, data, optimizer, scaler = self.recipe, self.trainee, self.data, self.optimizer, self.scaler
+        xs, ys = [], []
+        for order, g in zip(orders, self.draws):
+            x, y = data.batch(order[(step - 1) * self.batch_size: step * self.batch_size])
+            if self.use_augment:
+                x = augment.apply(x, recipe["augment"], g)
+            xs.append(x)
+            ys.append(y)
+        x = trainee.stack(xs)
+        if self.channels_last:
+            x = x.contiguous(memory_format=torch.channels_last)
+        with Stage("crash", f"training step {step} of epoch {epoch}"):
+            with self.acc.autocast(self.amp_dtype):
+                logits = trainee.unstack(trainee(x))
+                if epoch == 1 and step == 1:
+                    for out, y in zip(logits, ys):
+                        data.check_output(out, len(y), "forward pass in training mode")
+                losses = [self.criterion(out.float(), y) for out, y in zip(logits, ys)]
+            values = trainee.values(losses)
+            for i, value in enumerate(values):
+                if not math.isfinite(value):
+                    raise TaskFailure("nan_loss", f"the training loss became {value} at epoch {epoch}, "
+                                      f"step {step} of {self.steps_per_epoch}" + trainee.which(self.seeds[i]))
+            optimizer.zero_grad(set_to_none=True)
+            # Seeds' losses are independent: the sum's gradient is each seed's own.
+            scaler.scale(sum(losses)).backward()
+            if recipe["grad_clip"]:
+                scaler.unscale_(optimizer)
+                trainee.clip(recipe["grad_clip"])
+            scaler.step(optimizer)
+            scaler.update()
+            self.steps_done += 1
+            _set_lr(optimizer, self.schedule.lr(self.steps_done))
+            if self.ema and not recipe["swa"]:
+                self.ema.update(trainee)
+        if self.seconds_to_first_step is None:
+            self.acc.synchronize()
+            self.seconds_to_first_step = time.monotonic() - self.t0
+            self.schedule.started = time.monotonic()
+            self.emit({"kind": "first_step", "seconds": self.seconds_to_first_step})
+        self.seen += len(ys[0])
+        for i, (out, y, value) in enumerate(zip(logits, ys, values)):
+            self.loss_sums[i] += value * len(y)
+            if self.tracks_accuracy:
+                self.correct[i] += data.learning.correct(out, y)
+
+    def _validate(self, epoch):
+        """Each seed's validation predictions after the epoch, offered as its best so far, and its curves' point."""
+        data = self.data
+        for i, seed in enumerate(self.seeds):
+            with self.averaged():
+                seed_model = self.trainee.model(i)
+                self.val_predictions[i] = _predict(self.evaluated(seed_model), data, data.x_train, data.val, self.eval_batch,
+                                                   self.acc, self.amp_dtype, self.channels_last,
+                                                   f"predicting the validation split after epoch {epoch}")
+                self.best.offer(seed, epoch, lambda: {k: v.detach().to("cpu", copy=True) for k, v in seed_model.state_dict().items()},
+                                self.val_predictions[i])
+            point = {"train_loss": self.loss_sums[i] / self.seen, "lr": self.optimizer.param_groups[0]["lr"]}
+            if self.tracks_accuracy:
+                point["train_accuracy"] = self.correct[i].item() / self.seen
+            for key in self.curves[i]:
+                self.curves[i][key].append(point[key])
+            self.emit({"kind": "epoch", "seed": seed, "epoch": epoch, "epochs": self.recipe["epochs"], **point,
+                       "val_predictions": self.val_predictions[i], "seconds": time.monotonic() - self.t0})
+
+    def keep_best(self):
+        """Each seed's weights of its best validation epoch, where an earlier one beat its last; the
+        loaded weights' validation predictions; the weights kept where the job asks."""
+        seeds, trainee = self.seeds, self.trainee
+        self.kept_epochs = [self.epochs] * len(seeds)
+        kept = [self.best.kept(seed, self.epochs) for seed in seeds] if not self.loaded else [None] * len(seeds)
+        if any(kept):
+            # The averaged weights become the trained ones: each snapshot is of what was evaluated.
+            if self.ema:
+                self.ema.swap(trainee)
+                self.averaged = contextlib.nullcontext
+            for i, k in enumerate(kept):
+                if k:
+                    self.kept_epochs[i], state, self.val_predictions[i] = k
+                    trainee.load(i, {name: t.to(self.acc.tensors) for name, t in state.items()})
+        if self.loaded:
+            data = self.data
+            self.val_predictions[0] = _predict(self.evaluated(self.model), data, data.x_train, data.val, self.eval_batch,
+                                               self.acc, self.amp_dtype, self.channels_last,
+                                               "predicting the validation split with the loaded weights")
+        elif self.spec["weights"] == "keep":
+            with self.averaged():
+                _save_weights([trainee.model(i) for i in range(len(seeds))], self.spec["weights_fds"])
+
+    def results(self):
+        results = [self._result(i, seed) for i, seed in enumerate(self.seeds)]
+        if len(self.seeds) == 1:
+            return results[0]
+        # Seeds together: each seed's result as it would end a job of its own, then the job's end.
+        for result in results:
+            self.emit({**result, "kind": "seed_result"})
+        return {"kind": "result", "seeds": self.seeds}
+
+    def _result(self, i, seed):
+        data, acc, amp_dtype, channels_last = self.data, self.acc, self.amp_dtype, self.channels_last
+        outputs = {"val_predictions": self.val_predictions[i]}
+        if self.spec["evaluate_test"]:
             if not len(data.test):
-                raise TaskFailure("invalid_config", f"{split.raw.name}: the test split is empty")
-            with averaged():
-                seed_model = trainee.model(i)
-                outputs["test_predictions"] = _predict(evaluated(seed_model), data, data.x_test, data.test, eval_batch,
+                raise TaskFailure("invalid_config", f"{self.split.raw.name}: the test split is empty")
+            with self.averaged():
+                seed_model = self.trainee.model(i)
+                outputs["test_predictions"] = _predict(self.evaluated(seed_model), data, data.x_test, data.test, self.eval_batch,
                                                        acc, amp_dtype, channels_last, "predicting the test split")
                 outputs.update(data.learning.test_outputs(seed_model, data, acc, seed))
-        if spec["measure_inference"]:
-            outputs["inference"] = _inference_cost(evaluated(trainee.model(i)), data, acc, amp_dtype, channels_last, eval_batch,
+        if self.spec["measure_inference"]:
+            outputs["inference"] = _inference_cost(self.evaluated(self.trainee.model(i)), data, acc, amp_dtype, channels_last,
+                                                   self.eval_batch,
                                                    # The test confirmation trains nothing (it loads kept weights)
                                                    # and runs once a run: its timings take their full seconds.
                                                    # Seeds together share their job's share.
-                                                   3 * INFERENCE_SECONDS if loaded else
-                                                   INFERENCE_SHARE * (time.monotonic() - t0) / len(seeds))
-        curve = curves[i]
-        results.append({
+                                                   3 * INFERENCE_SECONDS if self.loaded else
+                                                   INFERENCE_SHARE * (time.monotonic() - self.t0) / len(self.seeds))
+        curve = self.curves[i]
+        return {
             **outputs,
             "kind": "result", "seed": seed,
             "metrics": {key: curve[key][-1] for key in ("train_accuracy", "train_loss") if curve.get(key)},
             "learning_curve": curve,
-            "seconds": time.monotonic() - t0,
-            "seconds_to_first_step": seconds_to_first_step,
-            "epochs_completed": epochs,
-            "kept_epoch": kept_epochs[i],
-            "params": params, "num_classes": num_classes, "class_names": list(split.raw.class_names),
+            "seconds": time.monotonic() - self.t0,
+            "seconds_to_first_step": self.seconds_to_first_step,
+            "epochs_completed": self.epochs,
+            "kept_epoch": self.kept_epochs[i],
+            "params": self.params, "num_classes": data.num_classes, "class_names": list(self.split.raw.class_names),
             **data.preprocessing(),
             "device": {**acc.info(), "memory_format": "channels_last" if channels_last else "contiguous",
                        "precision": acc.precision(amp_dtype)},
-        })
-    if len(seeds) == 1:
-        return results[0]
-    # Seeds together: each seed's result as it would end a job of its own, then the job's end.
-    for result in results:
-        emit({**result, "kind": "seed_result"})
-    return {"kind": "result", "seeds": seeds}
-
-
-def _generator(acc, seed, cpu_state):
-    """A generator on the job's device that draws what the global one would for `seed` alone when
-    training starts: on the CPU from the state its model's initialisation left, on a GPU fresh from
-    the seed (torch.manual_seed seeds both, and a model initialises on the CPU)."""
-    g = torch.Generator(device=acc.tensors)
-    if acc.tensors.type == "cpu":
-        g.set_state(cpu_state)
-    else:
-        g.manual_seed(seed)
-    return g
+        }
 
 
 class _FlipAveraged(nn.Module):
@@ -655,178 +703,6 @@ class _FlipAveraged(nn.Module):
 
     def forward(self, x):
         return (self.model(x).float() + self.model(x.flip(-1)).float()) / 2
-
-
-class _Single:
-    """One seed's model as the training loop drives it: the model itself."""
-
-    def __init__(self, model):
-        self.module = model
-
-    def __call__(self, x):
-        return self.module(x)
-
-    def parameters(self):
-        return self.module.parameters()
-
-    def buffers(self):
-        return self.module.buffers()
-
-    def train(self):
-        self.module.train()
-
-    def model(self, i):
-        return self.module
-
-    def load(self, i, state):
-        self.module.load_state_dict(state)
-
-    @staticmethod
-    def stack(xs):
-        return xs[0]
-
-    @staticmethod
-    def unstack(out):
-        return [out]
-
-    @staticmethod
-    def values(losses):
-        return [losses[0].item()]
-
-    @staticmethod
-    def which(seed):
-        return ""
-
-    def clip(self, max_norm):
-        torch.nn.utils.clip_grad_norm_(self.module.parameters(), max_norm)
-
-
-class _Stack:
-    """Seeds' models of one architecture trained as one (torch.func): each parameter and buffer
-    stacked on a leading seed dimension, the forward pass vmapped over it, so that a GPU runs the
-    seeds' kernels as one batch K times larger, in one process and one CUDA context. The
-    optimizers (SGD, Adam, AdamW), the EMA and the schedule act elementwise, so each slice
-    follows its seed alone; gradient clipping is per seed. `model(i)` writes slice i into seed i's
-    own module, for what is done per seed (predictions, timing, the saved weights)."""
-
-    def __init__(self, models):
-        self.models = models
-        for m in models:  # stack_module_state asks one mode of all; the loop sets it on `base`
-            m.train()
-        self.params, self.buffers_ = torch.func.stack_module_state(models)
-        # The module's structure without its tensors: functional_call supplies each seed's. Each
-        # tensor has one meta twin (deepcopy's memo), so weights tied in the model (a language
-        # model's head and embedding) stay tied, as functional_call needs; .to("meta") untied them.
-        memo = {id(t): (nn.Parameter(t.to("meta"), t.requires_grad) if isinstance(t, nn.Parameter) else t.to("meta"))
-                for t in itertools.chain(models[0].parameters(), models[0].buffers())}
-        self.base = copy.deepcopy(models[0], memo)
-        for m in self.base.modules():
-            if isinstance(m, nn.modules.batchnorm._BatchNorm):
-                _batch_norm_in_stats_dtype(m)
-
-    @classmethod
-    def of(cls, models, data, probe, criterion, amp_dtype, acc, scaled):
-        """The stack, or why these models train apart: fp16's loss scaling would skip every seed's
-        step for one seed's overflow; torch 1.x has no torch.func; and a model that vmap cannot
-        run (data-dependent control flow, .item(), in-place writes to a captured tensor), or
-        whose stacked seeds overfill the memory, fails its first stacked step here, on copies,
-        before anything trains."""
-        if scaled:
-            return "fp16 loss scaling would skip every seed's step for one seed's overflow"
-        if not hasattr(torch, "func"):
-            return f"torch {torch.__version__} has no torch.func"
-        recurrent = next((type(m).__name__ for m in models[0].modules() if isinstance(m, nn.RNNBase)), None)
-        if recurrent:
-            # vmap has no batching rule for aten::gru/lstm; a loop of cells would batch, but one
-            # fused cuDNN kernel a seed, a process each, is the faster way to train a recurrent net.
-            return f"a recurrent layer ({recurrent}) has no batched form: its fused kernel trains a seed a process"
-        try:
-            trial = cls([copy.deepcopy(m) for m in models[:2]])
-            trial.train()
-            x = torch.stack([probe, probe])
-            with acc.autocast(amp_dtype):
-                out = trial(x)
-                y = data.batch(data.train[:2])[1]
-                loss = sum(criterion(o.float(), y) for o in out.unbind(0))
-            loss.backward()
-        except Exception as exc:  # whatever vmap refuses, the model still trains seed by seed
-            why = "the seeds ran out of memory together" if classify(exc, "crash") == "oom" else "vmap cannot run the model"
-            return f"{why}: {type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
-        return cls(models)
-
-    def __call__(self, x):
-        def one(params, buffers, xi):
-            return torch.func.functional_call(self.base, (params, buffers), (xi,))
-        return torch.func.vmap(one, randomness="different")(self.params, self.buffers_, x)
-
-    def parameters(self):
-        return self.params.values()
-
-    def buffers(self):
-        return self.buffers_.values()
-
-    def train(self):
-        self.base.train()
-
-    @torch.no_grad()
-    def model(self, i):
-        module = self.models[i]
-        for name, t in itertools.chain(module.named_parameters(), module.named_buffers()):
-            stacked = self.params.get(name, self.buffers_.get(name))
-            t.copy_(stacked[i])
-        return module
-
-    @torch.no_grad()
-    def load(self, i, state):
-        """Seed i's weights from a state dict of its module (an alias of a tied weight is not stacked)."""
-        for name, value in state.items():
-            stacked = self.params.get(name, self.buffers_.get(name))
-            if stacked is not None:
-                stacked[i].copy_(value)
-
-    @staticmethod
-    def stack(xs):
-        return torch.stack(xs)
-
-    @staticmethod
-    def unstack(out):
-        return out.unbind(0)
-
-    @staticmethod
-    def values(losses):
-        return torch.stack([loss.detach() for loss in losses]).tolist()
-
-    @staticmethod
-    def which(seed):
-        return f" (seed {seed}, trained with others)"
-
-    @torch.no_grad()
-    def clip(self, max_norm):
-        """clip_grad_norm_ of each seed's slice, as it would clip that seed alone."""
-        grads = [p.grad for p in self.params.values() if p.grad is not None]
-        norms = torch.stack([g.flatten(1).norm(dim=1) for g in grads]).norm(dim=0)
-        scale = (max_norm / (norms + 1e-6)).clamp(max=1.0)
-        for g in grads:
-            g.mul_(scale.view(-1, *([1] * (g.dim() - 1))))
-
-
-def _batch_norm_in_stats_dtype(module):
-    """Batch norm of a stacked model in its running statistics' dtype (fp32), its output back in
-    its input's. Under autocast a batch norm's input is bf16 or fp16 and its statistics fp32,
-    which cuDNN takes for one model. Inside vmap, functorch's batching rule calls the kernel with
-    a weight made in the input's dtype, and CUDA's kernel then refuses fp32 statistics
-    ("Expected running_mean to have type BFloat16 but got Float", on an H200): every batch-norm
-    model's seeds trained apart. In fp32 the kernel sees one dtype, and the step computes what
-    cuDNN does for a seed alone (statistics in fp32, the output in the input's dtype)."""
-    forward = type(module).forward
-
-    def run(x):
-        stats = module.running_mean
-        if stats is None or x.dtype == stats.dtype:
-            return forward(module, x)
-        return forward(module, x.to(stats.dtype)).to(x.dtype)
-
-    module.forward = run
 
 
 def _inference_cost(model, data, acc, amp_dtype, channels_last, eval_batch, budget):

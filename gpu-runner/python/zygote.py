@@ -61,7 +61,7 @@ from failures import LABELS, TaskFailure, tail  # noqa: E402
 
 NOBODY = 65534
 JOB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,199}")
-# "apart": seeds asked together that must train in jobs of their own (trainer._Stack.of).
+# "apart": seeds asked together that must train in jobs of their own (stack.Stack.of).
 TERMINAL_KINDS = frozenset({"result", "apart", "summary", "script", "failure"})
 # "seed_result": one seed's result in a job of seeds trained together.
 PROGRESS_KINDS = frozenset({"epoch", "first_step", "seed_result"})

@@ -76,7 +76,7 @@ describe("the task registry", () => {
     expect(r.status, r.stderr).toBe(0);
     const verdicts = JSON.parse(r.stdout) as Record<string, string>;
     expect(Object.keys(verdicts).sort()).toEqual([...models.keys()].sort());
-    // Recurrent templates alone train a seed a process, by design (trainer._Stack.of says why); a
+    // Recurrent templates alone train a seed a process, by design (stack.Stack.of says why); a
     // new template that cannot be stacked fails here.
     const recurrent = "a recurrent layer (SeqGRU) has no batched form: its fused kernel trains a seed a process";
     expect(Object.entries(verdicts).filter(([, v]) => v !== "together")).toEqual([

@@ -23,7 +23,7 @@ sys.path[:0] = [WORKER_DIR, os.path.join(REPO, "core", "compiler")]
 # Two cores shared with the rest of the suite; tiny models gain nothing from more threads.
 torch.set_num_threads(1)
 
-# Seeds trained together (trainer._Stack) need torch.func, from torch 2.0; under torch 1.x a job
+# Seeds trained together (stack.Stack) need torch.func, from torch 2.0; under torch 1.x a job
 # of several seeds answers "apart" (test_trainer.py checks that).
 needs_torch_func = pytest.mark.skipif(not hasattr(torch, "func"), reason="torch 1.x has no torch.func: seeds train apart")
 

@@ -1,4 +1,4 @@
-"""Whether each model trains its seeds together on a GPU under bf16: trainer._Stack's check (the
+"""Whether each model trains its seeds together on a GPU under bf16: stack.Stack's check (the
 first stacked forward and backward pass, on copies) run on the CUDA path of the strict stand-in
 (cuda_standin.py, whose CudaAutocast refuses what an H200 refused). Run by
 test/core/tasks.test.ts over every built-in template:
@@ -21,11 +21,12 @@ import torch  # noqa: E402
 
 import accel  # noqa: E402
 import trainer  # noqa: E402
+from stack import Stack  # noqa: E402
 from cuda_standin import cuda_standin  # noqa: E402
 
 
 class _Probe:
-    """What _Stack.of reads of a job's data: two examples' targets (here none: the loss is the
+    """What Stack.of reads of a job's data: two examples' targets (here none: the loss is the
     outputs' own, which backpropagates through every layer as a real loss does)."""
 
     train = range(2)
@@ -53,8 +54,8 @@ def stacked(model):
     assert acc.cuda, "the stand-in's CUDA path"
     amp = acc.amp_dtype(True)
     assert amp is torch.bfloat16, amp
-    stack = trainer._Stack.of(models, _Probe, _probe(model), lambda out, _: out.square().mean(), amp, acc, False)
-    return stack if isinstance(stack, str) else "together"
+    stacked = Stack.of(models, _Probe, _probe(model), lambda out, _: out.square().mean(), amp, acc, False)
+    return stacked if isinstance(stacked, str) else "together"
 
 
 def main():

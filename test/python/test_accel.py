@@ -46,7 +46,7 @@ def test_a_training_job_makes_every_cuda_call_as_a_gpu_host_accepts_it(monkeypat
 
 @needs_torch_func
 def test_seeds_together_train_in_one_job_on_the_gpu_path(monkeypatch):
-    # What a GPU runner's "auto" does with a trial's seeds (trainer._Stack): one job, one context.
+    # What a GPU runner's "auto" does with a trial's seeds (stack.Stack): one job, one context.
     monkeypatch.setattr(accel, "CPU_LANE_FLOPS", 0)
     with cuda_standin(monkeypatch) as gpu:
         result, progress = run("train", dataset=LARGER, recipe=GPU_RECIPE, evaluate_test=True, together=3,

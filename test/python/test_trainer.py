@@ -305,7 +305,7 @@ def test_a_seed_replays_exactly_augmentations_included():
 
 @needs_torch_func
 def test_seeds_trained_together_match_each_seed_trained_alone():
-    """trainer._Stack: each seed keeps its initialisation, data order and augmentation draws, and
+    """stack.Stack: each seed keeps its initialisation, data order and augmentation draws, and
     the optimizer, schedule, clipping and weight average act on it alone, so its predictions are
     those of its own job to float rounding (the stacked kernels sum in another order)."""
     recipe = {"optimizer": "sgd", "lr": 0.05, "momentum": 0.9, "nesterov": True, "schedule": "onecycle",

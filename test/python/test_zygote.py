@@ -284,7 +284,7 @@ def test_every_job_scratch_directory_is_removed(zygote, scratch):
 
 @needs_torch_func
 def test_seeds_trained_together_keep_a_file_each_that_evaluates_as_its_seed(zygote, scratch):
-    """A job of two seeds (trainer._Stack) sends each seed's epochs and result, then one end, and
+    """A job of two seeds (stack.Stack) sends each seed's epochs and result, then one end, and
     keeps weights-out/<job id>.<i>.pt per seed: loaded alone, each scores as its seed did."""
     spec = full_spec("train", source=MLP, dataset=DIGITS, recipe={"epochs": 3, "lr": 0.02, "batch_size": 50}, seed=3)
     together, progress, _ = zygote.run("train", {**spec, "together": 2, "weights": "keep"})

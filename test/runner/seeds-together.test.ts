@@ -1,5 +1,5 @@
 /**
- * A trial's seeds in one job (gpu-runner --seeds together; python/trainer.py _Stack), through the
+ * A trial's seeds in one job (gpu-runner --seeds together; python/stack.py Stack), through the
  * real runner: real gRPC, sandbox and torch. Each seed's numbers are those of its own job, its
  * weights are kept under its own name, and a model vmap cannot run trains seed by seed, saying why.
  * A GPU is what "auto" puts seeds together for; a CPU runner told to does the same work.
