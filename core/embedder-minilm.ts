@@ -33,6 +33,13 @@ interface Pending {
   reject: (err: unknown) => void;
 }
 
+/** A line of embed_server.py's once it is up: a request's vectors (base64 float32) or its error; id null: a request it could not read. */
+interface Reply {
+  id: number | null;
+  vectors?: string;
+  error?: string;
+}
+
 interface Server {
   child: ChildProcessWithoutNullStreams;
   ready: Promise<void>;
@@ -179,7 +186,7 @@ export class MiniLmEmbedder implements Embedder {
     timer.unref();
 
     createInterface({ input: child.stdout }).on("line", (line) => {
-      let msg: { ready?: boolean; dim?: number; id?: number | null; vectors?: string; error?: string };
+      let msg: { ready?: boolean; dim?: number } & Partial<Reply>;
       try {
         msg = JSON.parse(line);
       } catch {
@@ -196,22 +203,7 @@ export class MiniLmEmbedder implements Embedder {
         onFail(this.failure("invalid_config", `the MiniLM embedder could not start: ${msg.error}`));
         return;
       }
-      const waiting = msg.id === null ? undefined : server.pending.get(msg.id);
-      if (!waiting) return;
-      server.pending.delete(msg.id!);
-      if (server.pending.size === 0) this.hold(server, false);
-      if (msg.error !== undefined || msg.vectors === undefined) {
-        waiting.reject(this.failure("crash", `the MiniLM embedder failed: ${msg.error}`));
-        return;
-      }
-      const bytes = Buffer.from(msg.vectors, "base64");
-      if (bytes.length !== waiting.count * DIM * 4) {
-        waiting.reject(this.failure("crash", `the MiniLM embedder returned ${bytes.length} bytes for ${waiting.count} texts`));
-        return;
-      }
-      // A copy, so each vector owns aligned memory rather than a slice of Node's buffer pool.
-      const all = new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length));
-      waiting.resolve(Array.from({ length: waiting.count }, (_, i) => all.subarray(i * DIM, (i + 1) * DIM)));
+      this.answer(server, msg as Reply);
     });
 
     const lost = (why: string) => {
@@ -230,6 +222,26 @@ export class MiniLmEmbedder implements Embedder {
     this.hold(server, true);
     void server.ready.then(() => server.pending.size === 0 && this.hold(server, false), () => undefined);
     return server;
+  }
+
+  /** A request's reply: its vectors to whoever waits for them, or its failure. */
+  private answer(server: Server, msg: Reply): void {
+    const waiting = msg.id === null ? undefined : server.pending.get(msg.id);
+    if (!waiting) return;
+    server.pending.delete(msg.id!);
+    if (server.pending.size === 0) this.hold(server, false);
+    if (msg.error !== undefined || msg.vectors === undefined) {
+      waiting.reject(this.failure("crash", `the MiniLM embedder failed: ${msg.error}`));
+      return;
+    }
+    const bytes = Buffer.from(msg.vectors, "base64");
+    if (bytes.length !== waiting.count * DIM * 4) {
+      waiting.reject(this.failure("crash", `the MiniLM embedder returned ${bytes.length} bytes for ${waiting.count} texts`));
+      return;
+    }
+    // A copy, so each vector owns aligned memory rather than a slice of Node's buffer pool.
+    const all = new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.length));
+    waiting.resolve(Array.from({ length: waiting.count }, (_, i) => all.subarray(i * DIM, (i + 1) * DIM)));
   }
 
   private hold(server: Server, on: boolean): void {

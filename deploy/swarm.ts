@@ -171,19 +171,55 @@ function startAgents(supervisor: Supervisor, env: Record<string, string>, instan
   }
 }
 
-export async function startSwarm(opts: SwarmOptions): Promise<Swarm> {
-  const workspace = resolve(opts.workspace);
-  mkdirSync(workspace, { recursive: true });
-  const log = opts.logger;
-  const childSettings: Record<string, string> = {
+/** What this swarm sets in its children's environment beyond the launcher's own: LLM flags override it only when given. */
+function childSettingsOf(opts: SwarmOptions): Record<string, string> {
+  return {
     ...(opts.replicas !== undefined && { NATS_STREAM_REPLICAS: String(opts.replicas) }),
     ...(opts.llm?.llm !== undefined && { LLM: opts.llm.llm }),
     ...(opts.llm?.baseUrl !== undefined && { LLM_BASE_URL: opts.llm.baseUrl }),
     ...(opts.llm?.file !== undefined && { LLM_CONFIG: opts.llm.file }),
   };
+}
+
+/** The runner's flags from the swarm's options, for the runner it starts and its Slurm jobs alike. */
+function runnerArgsOf(opts: SwarmOptions): string[] {
+  return [
+    ...(opts.slots ? ["--slots", String(opts.slots)] : []),
+    ...(opts.device ? ["--device", opts.device] : []),
+    ...(opts.dataRoots ?? []).flatMap((d) => ["--data-root", d]),
+    ...(opts.unsafeNoSandbox ? ["--unsafe-no-sandbox"] : []),
+  ];
+}
+
+/** How the swarm submits runner jobs (launch --runners slurm, or serve for a goal's own), joining over the bus from their nodes. */
+function slurmSubmitter(opts: SwarmOptions, workspace: string, bus: Bus, served: { nats?: NatsServer; natsUrl: string; secrets?: Secrets }, log: Logger) {
+  const { nats, natsUrl, secrets } = served;
+  const env = {
+    NATS_URL: nats ? `nats://${hostname()}:${nats.port}` : natsUrl,
+    ...(secrets && { RESEARCH_SECRETS: secrets.dir }),
+    ...(opts.replicas !== undefined && { NATS_STREAM_REPLICAS: String(opts.replicas) }),
+  };
+  return ({ runId, ...jobs }: RunnerJobsRequest) =>
+    SlurmRunners.startAndWait({
+      ...jobs,
+      dir: join(workspace, "slurm", ...(runId ? [runId] : [])),
+      env,
+      runnerArgs: [...runnerArgsOf(opts), ...(runId ? ["--for-run", runId] : [])],
+      bus,
+      replicas: opts.replicas,
+      log: runId ? log.child({ run_id: runId }) : log,
+    });
+}
+
+export async function startSwarm(opts: SwarmOptions): Promise<Swarm> {
+  const workspace = resolve(opts.workspace);
+  mkdirSync(workspace, { recursive: true });
+  const log = opts.logger;
+  const childSettings = childSettingsOf(opts);
   // Checked before anything starts: a bad setting would crash every child in a restart loop.
   parseResearcherConfig({ ...process.env, ...childSettings });
-  const { secrets, nats, natsUrl, killNats } = await swarmBus(opts, workspace, log);
+  const served = await swarmBus(opts, workspace, log);
+  const { secrets, nats, natsUrl, killNats } = served;
   const supervisor = new Supervisor(join(workspace, "logs"), log, opts.onRestart);
   // Children inherit the launcher's environment (LOG_LEVEL, OPENAI_API_KEY, ...); these are
   // what this swarm sets for them. LLM flags override the environment only when given.
@@ -195,27 +231,7 @@ export async function startSwarm(opts: SwarmOptions): Promise<Swarm> {
     ...childSettings,
   });
   const bus = await connectBus({ servers: natsUrl.split(","), name: "launcher", logger: log, replicas: opts.replicas, secrets });
-  const runnerArgs = [
-    ...(opts.slots ? ["--slots", String(opts.slots)] : []),
-    ...(opts.device ? ["--device", opts.device] : []),
-    ...(opts.dataRoots ?? []).flatMap((d) => ["--data-root", d]),
-    ...(opts.unsafeNoSandbox ? ["--unsafe-no-sandbox"] : []),
-  ];
-  const jobsEnv = {
-    NATS_URL: nats ? `nats://${hostname()}:${nats.port}` : natsUrl,
-    ...(secrets && { RESEARCH_SECRETS: secrets.dir }),
-    ...(opts.replicas !== undefined && { NATS_STREAM_REPLICAS: String(opts.replicas) }),
-  };
-  const submitRunners = ({ runId, ...jobs }: RunnerJobsRequest) =>
-    SlurmRunners.startAndWait({
-      ...jobs,
-      dir: join(workspace, "slurm", ...(runId ? [runId] : [])),
-      env: jobsEnv,
-      runnerArgs: [...runnerArgs, ...(runId ? ["--for-run", runId] : [])],
-      bus,
-      replicas: opts.replicas,
-      log: runId ? log.child({ run_id: runId }) : log,
-    });
+  const submitRunners = slurmSubmitter(opts, workspace, bus, served, log);
   let slurm: SlurmRunners | undefined;
   let runner: RunnerClient | undefined;
   const stop = async () => {
@@ -237,7 +253,7 @@ export async function startSwarm(opts: SwarmOptions): Promise<Swarm> {
         name: "gpu-runner",
         entry: "gpu-runner/main.ts",
         // The supervisor restarts a runner that dies: the one after it answers what it had ended, and keeps its weights.
-        args: ["--address", runnerAddress, ...runnerArgs, "--state-dir", join(workspace, "runner-state")],
+        args: ["--address", runnerAddress, ...runnerArgsOf(opts), "--state-dir", join(workspace, "runner-state")],
         env: common(runnerAddress),
       });
     }
@@ -414,6 +430,24 @@ export async function runGoal(
     });
   }
   const budgetS = (opts.resume && opts.timeBudgetS) || (state.goal ?? opts.start?.goal)?.timeBudgetS || DEFAULT_TIME_BUDGET_S;
+  const stopBackstop = backstop(swarm, state, budgetS, downtimeS);
+  const stopWatchdog = watchdog(swarm, state, opts.idleGraceS ?? IDLE_GRACE_S, opts.log);
+  const result = await Promise.race([finished, interruptedBy(opts.signal, state)]).finally(() => {
+    stopBackstop();
+    stopWatchdog();
+    unlistenJobs?.();
+  });
+  await Promise.all([watch.stop(), progress.stop()]);
+  return settled(swarm, state, result, finishedAtMs);
+}
+
+/**
+ * The launcher's own end of a run the judge never closed: its budget plus a grace period (a
+ * quarter of the budget, at least 5 minutes) after it started, its downtime not counted, so that
+ * `launch` always ends. Returns its cancel.
+ */
+function backstop(swarm: Swarm, state: RunState, budgetS: number, downtimeS: number): () => void {
+  const runId = state.runId;
   const startedAt = (state.startedAtMs || Date.now()) + downtimeS * 1000;
   const graceMs = Math.max(300_000, budgetS * 250);
   const deadline = setTimeout(
@@ -426,22 +460,19 @@ export async function runGoal(
     },
     Math.max(0, startedAt + budgetS * 1000 + graceMs - Date.now()),
   );
-  const stopWatchdog = watchdog(swarm, state, opts.idleGraceS ?? IDLE_GRACE_S, opts.log);
-  const interrupted = new Promise<RunFinished>((resolve) => {
+  return () => clearTimeout(deadline);
+}
+
+/** The run so far, marked interrupted, once `signal` aborts (the launcher told to stop following it). */
+function interruptedBy(signal: AbortSignal | undefined, state: RunState): Promise<RunFinished> {
+  return new Promise<RunFinished>((resolve) => {
     const stop = () =>
       resolve(
-        runSoFar(state, RunStatus.INTERRUPTED, `interrupted by ${String(opts.signal?.reason ?? "the launcher")} after ${state.judgedCount} judged trials; launch --resume ${runId} continues it`),
+        runSoFar(state, RunStatus.INTERRUPTED, `interrupted by ${String(signal?.reason ?? "the launcher")} after ${state.judgedCount} judged trials; launch --resume ${state.runId} continues it`),
       );
-    if (opts.signal?.aborted) stop();
-    else opts.signal?.addEventListener("abort", stop, { once: true });
+    if (signal?.aborted) stop();
+    else signal?.addEventListener("abort", stop, { once: true });
   });
-  const result = await Promise.race([finished, interrupted]).finally(() => {
-    clearTimeout(deadline);
-    stopWatchdog();
-    unlistenJobs?.();
-  });
-  await Promise.all([watch.stop(), progress.stop()]);
-  return settled(swarm, state, result, finishedAtMs);
 }
 
 /**

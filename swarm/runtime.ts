@@ -55,6 +55,32 @@ export interface AgentOptions {
   maxInFlight?: number;
 }
 
+/**
+ * The runner that holds an evaluation key (swarm/runner-leases.ts), a run's calls for it going
+ * there, and the release of the key when that runner failed it. The leases' bucket is opened by
+ * the first agent that asks (the analyst): the others never need it.
+ */
+function leasedRunners(bus: Bus, runners: Runners, replicas: number | undefined, log: Logger) {
+  let leases: Promise<RunnerLeases> | undefined;
+  return async (run: string, key: string) => {
+    leases ??= RunnerLeases.open(bus, replicas).catch((err: unknown) => {
+      leases = undefined;
+      throw err;
+    });
+    const held = await leases;
+    const holder = await held.holder(key, () => runners.pickHolder(run));
+    log.info({ key, runner: holder.address, instance: holder.instance }, "evaluation key held by runner");
+    return {
+      client: runners.at(holder.address, run),
+      instance: holder.instance,
+      release: async () => {
+        log.info({ key, runner: holder.address, instance: holder.instance }, "evaluation key released: its runner failed it");
+        await held.release(key, holder);
+      },
+    };
+  };
+}
+
 export async function runAgent(opts: AgentOptions): Promise<void> {
   exitWithParent();
   const config = agentConfig();
@@ -73,25 +99,7 @@ export async function runAgent(opts: AgentOptions): Promise<void> {
   // Runners that join over the bus (Slurm jobs) beside RUNNER_ADDRESS's.
   const registry = await watchRunners(bus, (address, entry) => (entry ? runners.add(address, entry.run) : runners.remove(address)), config.streamReplicas);
   const runs = new RunStates(bus, log);
-  // Opened by the first agent that asks (the analyst): the others never need the bucket.
-  let leases: Promise<RunnerLeases> | undefined;
-  const runnerFor = async (run: string, key: string) => {
-    leases ??= RunnerLeases.open(bus, config.streamReplicas).catch((err: unknown) => {
-      leases = undefined;
-      throw err;
-    });
-    const held = await leases;
-    const holder = await held.holder(key, () => runners.pickHolder(run));
-    log.info({ key, runner: holder.address, instance: holder.instance }, "evaluation key held by runner");
-    return {
-      client: runners.at(holder.address, run),
-      instance: holder.instance,
-      release: async () => {
-        log.info({ key, runner: holder.address, instance: holder.instance }, "evaluation key released: its runner failed it");
-        await held.release(key, holder);
-      },
-    };
-  };
+  const runnerFor = leasedRunners(bus, runners, config.streamReplicas, log);
   /** `seq`: the handled event's stream sequence, which its run's state must have applied. */
   const ctx = (event: Event, seq = 0): AgentContext => ({
     bus,

@@ -200,31 +200,46 @@ function tool<A>(def: ToolDef<A>): ToolDef {
   return def;
 }
 
+/** A script run in the runner's sandbox on the trial directory's files, the text files it made written back: its exit, what came back and its output, for the model. */
+async function runInSandbox(runner: RunnerClient, dir: Confined, language: ScriptLanguage, source: string, timeoutS: number | undefined): Promise<string> {
+  const r = await runner.runScript({ language, source, timeoutS: timeoutS ?? 0, files: dir.files() });
+  if (r.failure) return `error: the sandbox could not run the script (${labelName(r.failure.label)}): ${r.failure.message}`;
+  const copied: string[] = [];
+  const refused: string[] = [];
+  for (const [path, text] of Object.entries(r.files)) {
+    try {
+      dir.write(path, text);
+      copied.push(path);
+    } catch (err) {
+      refused.push(`${path} (${(err as Error).message})`);
+    }
+  }
+  return [
+    r.timedOut ? `timed out; exit code ${r.exitCode}` : `exit code ${r.exitCode}`,
+    ...(copied.length ? [`files written back: ${copied.join(", ")}`] : []),
+    ...(refused.length ? [`files not written back: ${refused.join(", ")}`] : []),
+    "output:",
+    r.stdout || "(none)",
+  ].join("\n");
+}
+
+/** The project's scaffold written where its files are missing; those that exist are kept. */
+function scaffoldInto(dir: Confined, project: ProjectInfo): string {
+  const created: string[] = [];
+  const kept: string[] = [];
+  for (const [path, text] of Object.entries(scaffold(project))) {
+    if (lstatSync(dir.resolve(path), { throwIfNoEntry: false })) kept.push(path);
+    else {
+      dir.write(path, text);
+      created.push(path);
+    }
+  }
+  return [`created: ${created.join(", ") || "nothing"}`, ...(kept.length ? [`kept existing: ${kept.join(", ")}`] : [])].join("\n");
+}
+
 export function coderTools(opts: CoderToolsOptions): ToolDef[] {
   const dir = new Confined(opts.dir);
-
-  const run = async (language: ScriptLanguage, source: string, timeoutS: number | undefined): Promise<string> => {
-    const r = await opts.runner.runScript({ language, source, timeoutS: timeoutS ?? 0, files: dir.files() });
-    if (r.failure) return `error: the sandbox could not run the script (${labelName(r.failure.label)}): ${r.failure.message}`;
-    const copied: string[] = [];
-    const refused: string[] = [];
-    for (const [path, text] of Object.entries(r.files)) {
-      try {
-        dir.write(path, text);
-        copied.push(path);
-      } catch (err) {
-        refused.push(`${path} (${(err as Error).message})`);
-      }
-    }
-    return [
-      r.timedOut ? `timed out; exit code ${r.exitCode}` : `exit code ${r.exitCode}`,
-      ...(copied.length ? [`files written back: ${copied.join(", ")}`] : []),
-      ...(refused.length ? [`files not written back: ${refused.join(", ")}`] : []),
-      "output:",
-      r.stdout || "(none)",
-    ].join("\n");
-  };
-
+  const run = (language: ScriptLanguage, source: string, timeoutS: number | undefined) => runInSandbox(opts.runner, dir, language, source, timeoutS);
   return [
     tool({
       name: "read_file",
@@ -269,18 +284,7 @@ export function coderTools(opts: CoderToolsOptions): ToolDef[] {
       description:
         "Creates src/models/model.py (a stub of the module to write, or the module to edit), configs/model_config.json (when implementing one), experiments/check_model.py (a forward-pass check) and a README in the trial directory. Existing files are kept.",
       parameters: z.object({}),
-      run: async () => {
-        const created: string[] = [];
-        const kept: string[] = [];
-        for (const [path, text] of Object.entries(scaffold(opts.project))) {
-          if (lstatSync(dir.resolve(path), { throwIfNoEntry: false })) kept.push(path);
-          else {
-            dir.write(path, text);
-            created.push(path);
-          }
-        }
-        return [`created: ${created.join(", ") || "nothing"}`, ...(kept.length ? [`kept existing: ${kept.join(", ")}`] : [])].join("\n");
-      },
+      run: async () => scaffoldInto(dir, opts.project),
     }),
   ];
 }
