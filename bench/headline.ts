@@ -122,7 +122,8 @@ function taskRows(): string[] {
     const num = (x: Stat) => (x.n > 1 ? `${one(x.mean)} (${one(x.min)}-${one(x.max)})` : one(x.mean));
     const perSeed = c.swarm_test ? `; per seed ${num(c.swarm_test)}` : "";
     const previous = before ? `previous series ${num(before.cases[name]!.swarm_ensemble_test!)} at ${before.commit}` : "no previous series";
-    const peers = Object.entries(c.peers_test).flatMap(([m, p]) => (p ? [`${m.replaceAll("_", " ")} tuned by Optuna: ${num(p)}`] : [])).join("; ");
+    // A peer by its model's name ("hist_gradient_boosting", "optuna_cnn"): every peer of the series is tuned by Optuna.
+    const peers = Object.entries(c.peers_test).flatMap(([m, p]) => (p ? [`${m.replace(/^optuna_/, "").replaceAll("_", " ")} tuned by Optuna: ${num(p)}`] : [])).join("; ");
     const runs = v.n >= 3 ? String(v.n) : `${v.n} (not a series)`;
     return [`| ${name}, ${c.pairs[0]?.minutes ?? "?"} min (bench/tasks-series.sh): test ${c.metric === "accuracy" ? "accuracy" : c.metric.toUpperCase()}, ensemble of the best trial's seeds${perSeed}; ${previous} | ${num(v)} | ${runs} | ${peers || "—"} | ${now.commit} (${now.summarised_at.slice(0, 10)}) | ${machine(now.machine)} |`];
   });
