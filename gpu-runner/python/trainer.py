@@ -447,11 +447,12 @@ class _Training:
         if len(self.seeds) == 1:
             self.trainee = Single(self.model)
         else:
-            self.trainee = Stack.of(self.models, self.data, self.probe, self.criterion, self.amp_dtype, self.acc,
-                                     self.scaler.is_enabled())
-            if isinstance(self.trainee, str):
-                self.apart = self.trainee
+            stacked = Stack.of(self.models, self.data, self.probe, self.criterion, self.amp_dtype, self.acc,
+                               self.scaler.is_enabled())
+            if isinstance(stacked, str):
+                self.apart = stacked
                 return
+            self.trainee = stacked
         self._plan(cpu_states)
 
     def _build(self):
