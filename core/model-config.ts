@@ -86,8 +86,8 @@ const poolFields = {
   stride: posInt(MAX_STRIDE).optional().describe("defaults to kernel_size"),
   padding: nonNegInt(MAX_KERNEL).default(0),
 };
-const MaxPool = z.strictObject({ type: z.literal("maxpool"), ...poolFields }).describe("2-d max pooling");
-const AvgPool = z.strictObject({ type: z.literal("avgpool"), ...poolFields }).describe("2-d average pooling");
+const MaxPool = z.strictObject({ type: z.literal("maxpool"), ...poolFields }).describe("max pooling: 2-d over an image, along the length of a sequence");
+const AvgPool = z.strictObject({ type: z.literal("avgpool"), ...poolFields }).describe("average pooling: 2-d over an image, along the length of a sequence");
 
 const GlobalAvgPool = z
   .strictObject({ type: z.literal("global_avgpool") })

@@ -176,6 +176,18 @@ class SeqConv1d(nn.Conv1d):
         return super().forward(x.transpose(1, 2)).transpose(1, 2)
 
 
+class SeqPool1d(nn.Module):
+    """Max or average pooling along the length of [batch, length, channels]."""
+
+    def __init__(self, mode, kernel_size, stride, padding=0):
+        super().__init__()
+        cls = nn.MaxPool1d if mode == "max" else nn.AvgPool1d
+        self.pool = cls(kernel_size, stride=stride, padding=padding)
+
+    def forward(self, x):
+        return self.pool(x.transpose(1, 2)).transpose(1, 2)
+
+
 class TokenBatchNorm(nn.BatchNorm1d):
     """BatchNorm over the feature dim of [batch, tokens, dim]."""
 

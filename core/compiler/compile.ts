@@ -57,6 +57,7 @@ const HELPERS = [
   "TokenPool",
   "TokenEmbedding",
   "SeqConv1d",
+  "SeqPool1d",
   "TokenBatchNorm",
   "ChannelLayerNorm",
   "SeqGRU",
@@ -179,14 +180,23 @@ type LayerCompiler<K extends LayerType> = (layer: Extract<Layer, { type: K }>, s
 const use = (ctx: Ctx, h: Helper) => ctx.helpers.add(h);
 
 // Written out, not LayerCompiler<"maxpool" | "avgpool">: TypeScript reads a conditional type's parameter as invariant.
-const maxpoolOrAvgpool = (layer: Extract<Layer, { type: "maxpool" | "avgpool" }>, shape: number[], label: string): Compiled => {
-  const [c, h, w] = image(label, shape);
+// Over a sequence [length, channels] they pool along its length: a signal CNN downsamples as an image one does.
+const maxpoolOrAvgpool = (layer: Extract<Layer, { type: "maxpool" | "avgpool" }>, shape: number[], label: string, _path: string, ctx: Ctx): Compiled => {
   const k = layer.kernel_size;
   const s = layer.stride ?? k;
   const p = layer.padding;
   if (2 * p > k) throw invalid(`${label}: padding ${p} exceeds half the kernel ${k}`);
+  const mode = layer.type === "maxpool" ? "max" : "avg";
+  if (shape.length === 2) {
+    const [len, d] = shape as [number, number];
+    const olen = convOut(len, k, s, p);
+    if (olen < 1) throw shapeError(label, `kernel ${k} (stride ${s}, padding ${p}) shrinks length ${len} to 0`);
+    use(ctx, "SeqPool1d");
+    return one(`SeqPool1d("${mode}", kernel_size=${k}, stride=${s}${p ? `, padding=${p}` : ""})`, [olen, d], 0);
+  }
+  const [c, h, w] = image(label, shape);
   const [oh, ow] = shrink(label, h, w, k, s, p);
-  const cls = layer.type === "maxpool" ? "nn.MaxPool2d" : "nn.AvgPool2d";
+  const cls = mode === "max" ? "nn.MaxPool2d" : "nn.AvgPool2d";
   return one(`${cls}(kernel_size=${k}, stride=${s}${p ? `, padding=${p}` : ""})`, [c, oh, ow], 0);
 };
 

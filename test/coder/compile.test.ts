@@ -185,6 +185,8 @@ const CASES: Case[] = [
       layers: [
         { type: "conv1d", out_channels: 16, kernel_size: 2 },
         { type: "activation" },
+        { type: "maxpool" },
+        { type: "avgpool", kernel_size: 3, stride: 2, padding: 1 },
         { type: "sequence_pool" },
       ],
     },
@@ -333,6 +335,8 @@ describe("compileModel", () => {
         numClasses: 2,
       });
       expect(r.error).toBe("layers[2] maxpool: kernel 2 (stride 2, padding 0) shrinks 1x1 to 0x0");
+      const seq = errorOf([{ type: "maxpool", kernel_size: 4 }, { type: "maxpool" }], { inputShape: [6, 3], numClasses: 2 });
+      expect(seq.error).toBe("layers[1] maxpool: kernel 2 (stride 2, padding 0) shrinks length 1 to 0");
     });
 
     it("heads that do not divide the dim, inside a residual", () => {

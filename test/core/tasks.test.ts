@@ -132,18 +132,20 @@ describe("the signal task", () => {
       const info = create(DatasetInfoSchema, { name: "signal", inputShape: [length, 1], numClasses: 12, inputDtype: "float32", nTrain: 3000, nVal: 300 });
       const cnn = templatesFor(info, "cpu").find((t) => t.name === "cnn1d")!.build(info);
       expect(compileModel(cnn, compileOptions(info)).ok, `${length} steps`).toBe(true);
-      let [field, jump, strided] = [1, 1, 0];
+      let [field, jump, pools] = [1, 1, 0];
       for (const l of cnn.layers) {
-        if (l.type !== "conv1d") continue;
-        field += ((l.kernel_size ?? 3) - 1) * jump;
-        jump *= l.stride ?? 1;
-        strided += (l.stride ?? 1) > 1 ? 1 : 0;
+        if (l.type !== "conv1d" && l.type !== "maxpool") continue;
+        const [kernel, stride] = l.type === "maxpool" ? [l.kernel_size ?? 2, l.stride ?? l.kernel_size ?? 2] : [l.kernel_size ?? 3, l.stride ?? 1];
+        field += (kernel - 1) * jump;
+        jump *= stride;
+        pools += l.type === "maxpool" ? 1 : 0;
       }
-      return { field, strided };
+      return { field, pools };
     };
     for (const length of [12, 40, 80, 300]) expect(fieldOf(length).field, `${length} steps`).toBeGreaterThanOrEqual(length);
-    // Never fewer than the two strided stages it had before its depth followed the window.
-    expect(fieldOf(12).strided).toBe(2);
-    expect(fieldOf(80).strided).toBe(5);
+    // Never fewer than two downsampling stages, and never a pool past a length of one.
+    expect(fieldOf(12).pools).toBe(2);
+    expect(fieldOf(80).pools).toBe(4);
+    expect(fieldOf(3).pools).toBe(1);
   });
 });

@@ -47,6 +47,8 @@ CASES = {
                        torch.randint(0, 100, (BATCH, 12)), [12, 16], 100 * 16 + 12 * 16),
     "SeqConv1d": (lambda: blocks.SeqConv1d(16, 32, kernel_size=3, stride=2, padding=1), torch.randn(BATCH, 12, 16),
                   [6, 32], 16 * 32 * 3 + 32),
+    "SeqPool1d max": (lambda: blocks.SeqPool1d("max", 2, 2), torch.randn(BATCH, 12, 16), [6, 16], 0),
+    "SeqPool1d avg": (lambda: blocks.SeqPool1d("avg", 3, 2, padding=1), torch.randn(BATCH, 12, 16), [6, 16], 0),
     "TokenBatchNorm": (lambda: blocks.TokenBatchNorm(16), torch.randn(BATCH, 12, 16), [12, 16], 32),
     "ChannelLayerNorm": (lambda: blocks.ChannelLayerNorm(6), torch.randn(BATCH, 6, 5, 5), [6, 5, 5], 12),
     "TransformerBlock causal": (lambda: blocks.TransformerBlock(24, heads=4, mlp_dim=48, causal=True),
