@@ -31,7 +31,7 @@ load_between="$(cut -d' ' -f1-3 /proc/loadavg)"
 # The swarm's best trial's slowest seed, start-up and validation included: the final models' time.
 run_id="$(node -e 'const l = require("fs").readFileSync(process.argv[1], "utf8").trim().split("\n"); console.log(JSON.parse(l[l.length - 1]).run_id)' "$tmp/swarm.json")"
 best_seed_s="$(npx tsx bench/run-facts.ts "$tmp/ws" "$run_id" | node -e 'let s = ""; process.stdin.on("data", (d) => (s += d)).on("end", () => console.log(Math.round(JSON.parse(s).best.slowest_seed_s)))')"
-.venv/bin/python bench/lm_baseline.py "$tmp/corpus.txt" --seconds "$(( minutes * 60 ))" --final-seconds "$best_seed_s" --out "$tmp/baseline.json" > "$tmp/baseline.log"
+.venv/bin/python bench/lm_baseline.py "$tmp/corpus.txt" --seconds "$(( minutes * 60 ))" --final-seconds "$best_seed_s" --out "$tmp/baseline.json" > "$tmp/baseline.log" 2>&1
 
 .venv/bin/python - "$tmp/swarm.json" "$tmp/baseline.json" "$swarm_s" "$minutes" "$commit" "$bytes" "$load_before" "$load_between" "$(cut -d' ' -f1-3 /proc/loadavg)" > "$out" <<'PY'
 import json, os, sys

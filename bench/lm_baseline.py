@@ -36,8 +36,9 @@ than --seconds by that much.
 Deterministic given a seed in all but the number of steps, which the wall clock sets (as in the
 swarm); --steps fixes the steps of every run instead, for a reproducible run.
 
-Prints one summary line per stage on stdout, then writes the JSON document to --out, or, without
---out, prints it on stdout as the last line.
+Prints one summary line per stage on stderr, then writes the JSON document to --out, or, without
+--out, prints it on stdout. With --seed S (bench/tasks-series.sh's independent runs) the sweep and
+the one final model train with seed S, and `models` holds the pick's test bits per byte.
 """
 
 import argparse
@@ -71,7 +72,7 @@ EVAL_BATCH_TOKENS = 1 << 15
 
 
 def log(msg):
-    print(msg, flush=True)
+    print(msg, file=sys.stderr, flush=True)
 
 
 # --- models --------------------------------------------------------------------------------------
@@ -236,6 +237,8 @@ def main():
     ap.add_argument("corpus", help="a text file or a folder of .txt files, as in a text:PATH goal")
     ap.add_argument("--seconds", type=float, required=True, help="wall-clock budget, evaluation included")
     ap.add_argument("--seeds", default="0,1,2", help="comma-separated seeds of the final models")
+    ap.add_argument("--seed", type=int, help="one seed, the sweep's and the one final model's (as --seeds SEED): "
+                                             "bench/tasks-series.sh's independent runs")
     ap.add_argument("--out", help="write the JSON document here too")
     ap.add_argument("--ctx", type=int, default=128, help="context in bytes, a power of two dividing 256")
     ap.add_argument("--batch", type=int, default=32, help="windows per training step")
@@ -247,7 +250,7 @@ def main():
                          "the sweep keeps --seconds; 0: the pick's sweep run is the first seed's model and the "
                          "retrains share --seconds with the sweep")
     args = ap.parse_args()
-    seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
+    seeds = [args.seed] if args.seed is not None else [int(s) for s in args.seeds.split(",") if s.strip()]
     families = [f for f in args.families.split(",") if f]
     if not seeds or any(f not in FAMILIES for f in families) or not families:
         ap.error(f"need at least one seed and families among {FAMILIES}")
@@ -365,6 +368,9 @@ def main():
         "test_bpb": {"per_seed": [round(v, 4) for v in per_seed], "mean": round(mean, 4),
                      "ci95": [round(v, 4) for v in ci] if ci else None, "seeds": seeds},
         "unigram_test_bpb": round(unigram_bpb(train_rows, test_rows), 4),
+        # As bench/tasks-series.sh reads a peer: its pick's test score, named as the swarm's metric.
+        "models": {"handwritten_lm": {"test_bits_per_byte": mean, "val_bits_per_byte": best["val_bpb"],
+                                      "config": {"family": family, "lr": lr}}},
         "torch_version": torch.__version__,
         "threads": torch.get_num_threads(),
         "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),

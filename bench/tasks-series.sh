@@ -4,13 +4,14 @@
 # to back on this machine and on the same files. Each case is one row of CASES below: its data
 # (generated here, nothing fetched), its goal and budget, and its peer's command.
 #
-#   bash bench/tasks-series.sh [--tasks friedman,classes] [--seeds 0,1,2]    (cases: friedman, classes, digits, signals)
+#   bash bench/tasks-series.sh [--tasks friedman,classes] [--seeds 0,1,2]    (cases: friedman, classes, digits, signals, lm, fmnist)
 #
 # Cases (the peers of the tables: scikit-learn's histogram gradient boosting and MLP, each tuned by
-# Optuna's TPE for half the time, bench/tabular_baseline.py; of the digits and the signals: a CNN
+# Optuna's TPE for half the time, bench/tabular_baseline.py; of the images and the signals: a CNN
 # tuned by Optuna's TPE with median pruning for the whole time, the best completed trial scored
-# once on the test split, bench/optuna_baseline.py; every peer on the runner's own train,
-# validation and test split):
+# once on the test split, bench/optuna_baseline.py; of the text: a hand-written byte-level
+# transformer and GRU, each at three learning rates, the pick by validation scored on the test
+# split, bench/lm_baseline.py; every peer on the runner's own train, validation and test split):
 #   friedman  make_friedman1 (3,000 rows, 8 features, noise 1.0, random_state 0) as a CSV,
 #             "minimise rmse", 4 minutes
 #   classes   make_classification (3,000 rows, 20 features of which 8 informative and 4 redundant,
@@ -21,6 +22,10 @@
 #   signals   bench/signals.py --hard (3,000 training and 1,000 test sequences of 80 steps, twelve
 #             classes, each an ordered pair of shapes, data seed 0) as train.csv and test.csv,
 #             "maximise accuracy", 4 minutes; the peer's space a 1-D CNN
+#   lm        the first 1,000,000 bytes of the King James Bible (bench/lm-corpus.sh, Debian's
+#             bible-kjv), a byte-level language model, "minimise bits per byte", 4 minutes
+#   fmnist    Fashion-MNIST as the runner loads it, "maximise accuracy", 10 minutes; the peer's
+#             space the README series' (bench/optuna_baseline.py's ImageSpace)
 #
 # Pairs go to bench/out/tasks-<commit>/<case>-<seed>.json (a pair done before is kept, so a series
 # cut short resumes); the series, with the machine's fingerprint (bench/machine.py), to
@@ -80,12 +85,17 @@ signals_data() {
   rm -rf "$1.partial"
   "$venv/bin/python" bench/signals.py "$1.partial" --hard --train 3000 --test 1000 --seed 0 && mv "$1.partial" "$1"
 }
+lm_data() {
+  bash bench/lm-corpus.sh "$1.full" > /dev/null && head -c 1000000 "$1.full" > "$1.partial" && mv "$1.partial" "$1"
+}
 # The CNN peers keep back 5 s, not optuna_baseline.py's 20: their test split is scored in well under a second.
 CASES=(
   "friedman|4|friedman.csv|csv:DATA target=y: minimise rmse|bench/tabular_baseline.py --task regression --data DATA --target y --seconds SECONDS"
   "classes|4|classes.csv|csv:DATA target=y: maximise accuracy|bench/tabular_baseline.py --task classification --data DATA --target y --seconds SECONDS"
   "digits|3||digits: maximise accuracy|bench/optuna_baseline.py --dataset digits --budget-s SECONDS --reserve-s 5 --out OUT"
   "signals|4|signals|signal:DATA target=label: maximise accuracy|bench/optuna_baseline.py --dataset signal --data-dir DATA --target label --budget-s SECONDS --reserve-s 5 --out OUT"
+  "lm|4|lm.txt|text:DATA: minimise bits per byte|bench/lm_baseline.py DATA --seconds SECONDS"
+  "fmnist|10||fashion-mnist: maximise accuracy|bench/optuna_baseline.py --budget-s SECONDS --out OUT"
 )
 
 run_pair() {
