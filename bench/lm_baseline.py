@@ -17,6 +17,10 @@ linear head; 0.72M parameters), both reading ctx=128 bytes, 32 windows a step. A
 cosine decay to zero, gradients clipped at norm 1; no dropout (a few minutes of CPU underfits).
 torch.set_num_threads(2) and OMP_WAIT_POLICY=PASSIVE unless set (see below).
 
+Beside them, the count-based model a researcher tries first: an interpolated Kneser-Ney byte n-gram
+(orders 1-12, three discounts, the pick by validation), counted, tuned and scored within the budget
+before the networks train; `models` holds both picks.
+
 Search, as a researcher would do by hand: each family trained once (with the first seed) at each
 of three learning rates, scored on the validation rows; the best (family, lr) by validation bits
 per byte is the pick. The pick's own sweep run is the first seed's final model (same recipe, same
@@ -48,6 +52,7 @@ import os
 import platform
 import sys
 import time
+from collections import Counter
 
 import numpy as np
 
@@ -174,6 +179,83 @@ def unigram_bpb(train_rows, test_rows):
     return float(-logp[test_rows[:, 1:].ravel()].mean())
 
 
+# --- a Kneser-Ney byte n-gram --------------------------------------------------------------------
+
+NGRAM_MAX_ORDER = 12
+NGRAM_DISCOUNTS = (0.75, 0.9, 0.95)
+
+
+class KneserNey:
+    """Interpolated Kneser-Ney over bytes (Chen & Goodman 1998, one discount for every order), the
+    classic count-based language model: the model's highest order on raw counts, each lower one on
+    continuation counts (how many distinct bytes precede the n-gram), the unigram interpolated with
+    the uniform 1/256, so every byte has a probability. Counted within each training row, as the
+    networks see their windows. Orders 1..NGRAM_MAX_ORDER are counted once; `scores` gives every
+    order's log-probabilities in one pass."""
+
+    def __init__(self, rows):
+        raw = [Counter() for _ in range(NGRAM_MAX_ORDER + 1)]
+        for row in rows:
+            b = bytes(row.tolist())
+            for n in range(1, NGRAM_MAX_ORDER + 1):
+                raw[n].update(b[i:i + n] for i in range(len(b) - n + 1))
+        cont = [Counter() for _ in range(NGRAM_MAX_ORDER + 1)]
+        for n in range(1, NGRAM_MAX_ORDER):
+            cont[n].update(gram[1:] for gram in raw[n + 1])
+        self.raw, self.cont = raw, cont
+        self.raw_stats = [self._stats(t) for t in raw]
+        self.cont_stats = [self._stats(t) for t in cont]
+
+    @staticmethod
+    def _stats(table):
+        """Per context: the total count after it and how many distinct bytes follow it."""
+        stats = {}
+        for gram, c in table.items():
+            total, types = stats.get(gram[:-1], (0, 0))
+            stats[gram[:-1]] = (total + c, types + 1)
+        return stats
+
+    def scores(self, rows, ctx, discount):
+        """Mean -log2 p(next byte) over every target of `rows` (as bits_per_byte reads them: each
+        window of ctx from scratch), for each order 1..NGRAM_MAX_ORDER: a list indexed by order."""
+        sums = [0.0] * (NGRAM_MAX_ORDER + 1)
+        count = 0
+        for row in rows:
+            b = bytes(row.tolist())
+            for t in range(1, len(b)):
+                history = b[(t - 1) // ctx * ctx:t]  # this window's bytes before the target
+                w = b[t:t + 1]
+                p = 1 / 256  # the chain of continuation-count levels, extended an order at a time
+                top = p
+                for n in range(1, NGRAM_MAX_ORDER + 1):
+                    h = history[len(history) - n + 1:] if n > 1 else b""
+                    if len(h) < n - 1:  # a window's first bytes: an order-n model is the highest order there is
+                        sums[n] -= math.log2(top)
+                        continue
+                    total, types = self.raw_stats[n].get(h, (0, 0))
+                    # The order-n model: raw counts at its highest order, over the chain below it.
+                    top = (max(self.raw[n].get(h + w, 0) - discount, 0) + discount * types * p) / total if total else p
+                    sums[n] -= math.log2(top)
+                    total, types = self.cont_stats[n].get(h, (0, 0))
+                    if total:
+                        p = (max(self.cont[n].get(h + w, 0) - discount, 0) + discount * types * p) / total
+                count += 1
+        return [v / count for v in sums]
+
+
+def kneser_ney_search(train_rows, val_rows, test_rows, ctx):
+    """The n-gram as a researcher tunes one: every order and discount scored on the validation rows,
+    the best scored once on the test rows."""
+    t0 = time.monotonic()
+    model = KneserNey(train_rows)
+    grid = {d: model.scores(val_rows, ctx, d) for d in NGRAM_DISCOUNTS}
+    val, order, discount = min((grid[d][n], n, d) for d in NGRAM_DISCOUNTS for n in range(1, NGRAM_MAX_ORDER + 1))
+    test = model.scores(test_rows, ctx, discount)[order]
+    return {"order": order, "discount": discount, "val_bpb": round(val, 4), "test_bpb": test,
+            "val_bpb_by_order": {d: [round(v, 4) for v in grid[d][1:]] for d in NGRAM_DISCOUNTS},
+            "seconds": round(time.monotonic() - t0, 1)}
+
+
 def t_interval(values):
     n = len(values)
     mean = float(np.mean(values))
@@ -273,6 +355,10 @@ def main():
 
     start = time.monotonic()
     deadline = start + args.seconds
+    # The count-based model first: its seconds come out of the networks' share of the budget.
+    ngram = kneser_ney_search(train_rows, val_rows, test_rows, args.ctx)
+    log(f"kneser-ney: order {ngram['order']}, discount {ngram['discount']}: val {ngram['val_bpb']:.4f} bpb, "
+        f"test {ngram['test_bpb']:.4f} bpb, in {ngram['seconds']:.0f}s")
     windows_per_row = 256 // args.ctx
     per_window = {f: eval_probe(f, args.ctx) for f in families}
     correction = 1.0  # measured / probed evaluation time, updated after each evaluation
@@ -369,8 +455,11 @@ def main():
                      "ci95": [round(v, 4) for v in ci] if ci else None, "seeds": seeds},
         "unigram_test_bpb": round(unigram_bpb(train_rows, test_rows), 4),
         # As bench/tasks-series.sh reads a peer: its pick's test score, named as the swarm's metric.
+        "kneser_ney": ngram,
         "models": {"handwritten_lm": {"test_bits_per_byte": mean, "val_bits_per_byte": best["val_bpb"],
-                                      "config": {"family": family, "lr": lr}}},
+                                      "config": {"family": family, "lr": lr}},
+                   "kneser_ney": {"test_bits_per_byte": ngram["test_bpb"], "val_bits_per_byte": ngram["val_bpb"],
+                                  "config": {"order": ngram["order"], "discount": ngram["discount"]}}},
         "torch_version": torch.__version__,
         "threads": torch.get_num_threads(),
         "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
