@@ -101,6 +101,15 @@ interface TasksFile {
   cases: Record<string, { metric: string; swarm_test: Stat | null; swarm_ensemble_test: Stat | null; peers_test: Record<string, Stat | null>; pairs: { minutes: number }[] }>;
 }
 
+const METRIC_NAMES: Record<string, string> = { accuracy: "accuracy", rmse: "RMSE", bits_per_byte: "bits per byte" };
+
+/** A peer by its model's name in the series ("hist_gradient_boosting", "optuna_cnn", "kneser_ney"), as it was tuned. */
+function peerName(model: string): string {
+  if (model === "handwritten_lm") return "hand-written transformer or GRU, learning rate swept";
+  if (model === "kneser_ney") return "Kneser-Ney n-gram, order and discount tuned";
+  return `${model.replace(/^optuna_/, "").replaceAll("_", " ")} tuned by Optuna`;
+}
+
 /**
  * A row per task case of the newest tasks series that has it (bench/tasks-series.sh): the swarm's
  * test figure (its best trial's seeds as an ensemble, and per seed) beside its peers of the same
@@ -122,10 +131,9 @@ function taskRows(): string[] {
     const num = (x: Stat) => (x.n > 1 ? `${one(x.mean)} (${one(x.min)}-${one(x.max)})` : one(x.mean));
     const perSeed = c.swarm_test ? `; per seed ${num(c.swarm_test)}` : "";
     const previous = before ? `previous series ${num(before.cases[name]!.swarm_ensemble_test!)} at ${before.commit}` : "no previous series";
-    // A peer by its model's name ("hist_gradient_boosting", "optuna_cnn"): every peer of the series is tuned by Optuna.
-    const peers = Object.entries(c.peers_test).flatMap(([m, p]) => (p ? [`${m.replace(/^optuna_/, "").replaceAll("_", " ")} tuned by Optuna: ${num(p)}`] : [])).join("; ");
+    const peers = Object.entries(c.peers_test).flatMap(([m, p]) => (p ? [`${peerName(m)}: ${num(p)}`] : [])).join("; ");
     const runs = v.n >= 3 ? String(v.n) : `${v.n} (not a series)`;
-    return [`| ${name}, ${c.pairs[0]?.minutes ?? "?"} min (bench/tasks-series.sh): test ${c.metric === "accuracy" ? "accuracy" : c.metric.toUpperCase()}, ensemble of the best trial's seeds${perSeed}; ${previous} | ${num(v)} | ${runs} | ${peers || "—"} | ${now.commit} (${now.summarised_at.slice(0, 10)}) | ${machine(now.machine)} |`];
+    return [`| ${name}, ${c.pairs[0]?.minutes ?? "?"} min (bench/tasks-series.sh): test ${METRIC_NAMES[c.metric] ?? c.metric}, ensemble of the best trial's seeds${perSeed}; ${previous} | ${num(v)} | ${runs} | ${peers || "—"} | ${now.commit} (${now.summarised_at.slice(0, 10)}) | ${machine(now.machine)} |`];
   });
 }
 

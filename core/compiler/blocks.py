@@ -1,6 +1,6 @@
 """Helper modules for the code core/compiler/compile.ts generates.
 
-compile.ts copies each top-level class below, verbatim and in this order, into
+core/compiler/python.ts copies each top-level class below, verbatim and in this order (its HELPERS), into
 the generated model files that use it, so a generated file stays
 self-contained (the runner imports nothing of ours). A class may use torch, nn
 and F, which every generated file imports; one that uses another helper

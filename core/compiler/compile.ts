@@ -1,5 +1,3 @@
-import { readFileSync } from "node:fs";
-import { fileURLToPath } from "node:url";
 import { ResearchError, type FailureName } from "../failure.js";
 import {
   parseModelConfig,
@@ -9,6 +7,7 @@ import {
   type LayerType,
   type ModelConfigInput,
 } from "../model-config.js";
+import { count, fmt, HELPERS, INDENT, pyFloat, pyPad, render, sequential, withComma, type Expr, type Helper, type Item } from "./python.js";
 
 /*
  * model_config -> one self-contained PyTorch file. Shapes and parameter
@@ -45,36 +44,6 @@ export type CompileResult =
   | { ok: true; code: string; className: string; shapes: LayerShape[]; params: number; outputShape: number[] }
   | { ok: false; label: CompileFailureLabel; error: string };
 
-// Emission order, fixed so that the same config always yields byte-identical code; blocks.py keeps it too.
-const HELPERS = [
-  "Residual",
-  "SqueezeExcite",
-  "GhostModule",
-  "MBConv",
-  "PatchEmbed",
-  "TransformerBlock",
-  "MixerBlock",
-  "TokenPool",
-  "TokenEmbedding",
-  "SeqConv1d",
-  "SeqPool1d",
-  "TokenBatchNorm",
-  "ChannelLayerNorm",
-  "SeqGRU",
-] as const;
-type Helper = (typeof HELPERS)[number];
-
-/** A Python expression, one string per line, indented relative to its first line. */
-type Expr = string[];
-
-interface Item {
-  label: string;
-  comment: string;
-  exprs: Expr[];
-  shape: number[];
-  params: number;
-}
-
 interface Ctx {
   helpers: Set<Helper>;
   vocabSize: number | undefined;
@@ -86,7 +55,6 @@ interface Flow {
   ids: boolean;
 }
 
-const INDENT = "    ";
 const PY_RESERVED = new Set(["torch", "nn", "F", "math", "None", "True", "False", "class", "def", "import", "self"]);
 
 export function compileModel(config: ModelConfigInput, opts: CompileOptions = {}): CompileResult {
@@ -596,94 +564,6 @@ function isCompileFailure(label: FailureName): label is CompileFailureLabel {
   return label === "shape_error" || label === "invalid_config";
 }
 
-function fmt(shape: readonly number[]): string {
-  return `[${shape.join(", ")}]`;
-}
-
-function count(n: number): string {
-  return String(n).replace(/\B(?=(\d{3})+(?!\d))/g, ",");
-}
-
 function product(shape: readonly number[]): number {
   return shape.reduce((a, b) => a * b, 1);
-}
-
-function pyFloat(x: number): string {
-  const s = String(x);
-  return /[.e]/.test(s) ? s : `${s}.0`;
-}
-
-function pyPad(pad: number | "same"): string {
-  return pad === "same" ? '"same"' : String(pad);
-}
-
-function withComma(expr: Expr): Expr {
-  return expr.map((line, i) => (i === expr.length - 1 ? `${line},` : line));
-}
-
-function sequential(items: readonly Item[]): Expr {
-  const lines = ["nn.Sequential("];
-  for (const it of items) {
-    lines.push(`${INDENT}# ${it.comment}`);
-    for (const e of it.exprs) lines.push(...withComma(e).map((l) => INDENT + l));
-  }
-  lines.push(")");
-  return lines;
-}
-
-const HELPER_SOURCE = loadHelpers(fileURLToPath(new URL("./blocks.py", import.meta.url)));
-
-/** Splits blocks.py into its top-level classes, checking that they are exactly HELPERS, in that order. */
-function loadHelpers(file: string): Record<Helper, string> {
-  // What precedes the first class is the module's docstring and imports; generated files have their own.
-  const sections = readFileSync(file, "utf8").split(/^(?=class )/m).slice(1);
-  const names = sections.map((section) => /^class (\w+)\(/.exec(section)?.[1] ?? section.split("\n")[0]);
-  if (names.join() !== HELPERS.join()) {
-    throw new Error(`${file}: top-level classes are ${names.join(", ")}; compile.ts expects ${HELPERS.join(", ")}`);
-  }
-  const source = {} as Record<Helper, string>;
-  HELPERS.forEach((helper, i) => {
-    const text = sections[i]!.trim();
-    const stray = text.split("\n").find((line, j) => j > 0 && /^\S/.test(line));
-    if (stray !== undefined) throw new Error(`${file}: ${JSON.stringify(stray)} would be copied into generated code as part of ${helper}`);
-    source[helper] = text;
-  });
-  return source;
-}
-
-interface RenderInput {
-  name: string;
-  className: string;
-  inputShape: number[];
-  inputDtype: InputDtype;
-  outputShape: number[];
-  params: number;
-  items: Item[];
-  helpers: Set<Helper>;
-  /** The statements that tie the head to the embedding, if the config asks. */
-  tie?: string[];
-}
-
-function render(r: RenderInput): string {
-  const header = [
-    `# ${r.className}: compiled from model_config ${JSON.stringify(r.name)} by core/compiler/compile.ts.`,
-    `# Input ${fmt(r.inputShape)} ${r.inputDtype} -> ${fmt(r.outputShape)} logits, ${count(r.params)} parameters.`,
-    "# Edit the model_config, not this file: the lineage treats the config as the source.",
-    "import torch",
-    "import torch.nn as nn",
-    "import torch.nn.functional as F",
-  ].join("\n");
-  const helpers = HELPERS.filter((h) => r.helpers.has(h)).map((h) => HELPER_SOURCE[h]);
-  const layers = sequential(r.items).map((l, i) => (i === 0 ? l : INDENT + INDENT + l));
-  const model = [
-    `class ${r.className}(nn.Module):`,
-    "    def __init__(self):",
-    "        super().__init__()",
-    `        self.layers = ${layers.join("\n")}`,
-    ...(r.tie ?? []).map((line) => `        ${line}`),
-    "",
-    "    def forward(self, x):",
-    "        return self.layers(x)",
-  ].join("\n");
-  return `${[header, ...helpers, model].join("\n\n\n")}\n`;
 }
