@@ -161,7 +161,7 @@ def evaluate(model, data, x_all, y_all, idx):
 
 
 def latency_ms(model, data, warm=2, repeats=30, seconds=1.0):
-    """Milliseconds per example at batch 1, as the runner times a trial (trainer.py _time_passes):
+    """Milliseconds per example at batch 1, as the runner times a trial (cost.py time_passes):
     warm passes first, then the median of up to `repeats` within `seconds`, on one thread as one
     of the runner's jobs has, in the evaluation's precision and layout."""
     model.eval()

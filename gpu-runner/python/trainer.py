@@ -17,14 +17,12 @@ the loss, the predictions the referee scores) is the task's learning
 
 import contextlib
 import inspect
-import itertools
 import json
 import linecache
 import math
 import os
 import random
 import select
-import statistics
 import sys
 import time
 import traceback
@@ -47,8 +45,10 @@ import augment
 import learning
 import metrics
 import policy
+from cost import INFERENCE_SECONDS, INFERENCE_SHARE, check_latency, inference_cost, traced, training_flops
 from datasets import feature_stats
 from failures import Stage, TaskFailure, classify, tail
+from optim import Ema, Schedule, optimizer_for, set_lr
 from stack import Single, Stack, generator
 
 MODEL_FILE = "model.py"
@@ -85,19 +85,6 @@ def build_model(spec, cls=None):
     cls = cls or model_class(spec)
     with Stage("codegen_error", f"instantiating {spec['class_name']}"):
         return cls(**spec["init_kwargs"])
-
-
-def _first_tensor(value):
-    if isinstance(value, torch.Tensor):
-        return value
-    if isinstance(value, dict):
-        value = list(value.values())
-    if isinstance(value, (list, tuple)):
-        for item in value:
-            found = _first_tensor(item)
-            if found is not None:
-                return found
-    return None
 
 
 def _check_output(out, expected, dims, where):
@@ -162,123 +149,6 @@ class _Data:
 
     def check_output(self, out, batch, where):
         _check_output(out, *self.learning.output_shape(self, batch), where)
-
-
-class _Schedule:
-    """The learning rate's multiplier by progress through the training, warmup included.
-
-    Progress is the share of the recipe's steps done; with `train_seconds`, the larger of
-    that and the share of the time elapsed since the first step, so a training cut by time
-    still warms up, anneals and ends at its schedule's end. The step schedule counts epochs.
-    """
-
-    def __init__(self, recipe, steps_per_epoch, base_lr):
-        self.base_lr = base_lr
-        self.total = recipe["epochs"] * steps_per_epoch
-        warmup = int(round(recipe["warmup_epochs"] * steps_per_epoch))
-        self.schedule = recipe["schedule"]
-        self.start = 0.0
-        if self.schedule == "onecycle":
-            # torch's OneCycleLR defaults: 30% of the steps rising from lr/25, then cosine to ~0.
-            warmup = warmup or max(1, int(0.3 * self.total))
-            self.start = 1 / 25
-        self.warm = warmup / self.total
-        self.step_every = recipe["step_size"] * steps_per_epoch
-        self.gamma = recipe["gamma"]
-        self.seconds = recipe["train_seconds"]
-        self.started = None
-
-    def _progress(self, steps):
-        p = steps / self.total
-        if self.seconds and self.started is not None:
-            p = max(p, (time.monotonic() - self.started) / self.seconds)
-        return min(1.0, p)
-
-    def lr(self, steps):
-        """The rate of the step after `steps` steps."""
-        p = self._progress(steps)
-        if p < self.warm:
-            return self.base_lr * (self.start + (1 - self.start) * min(1.0, self._progress(steps + 1) / self.warm))
-        if self.schedule in ("cosine", "onecycle"):
-            return self.base_lr * 0.5 * (1 + math.cos(math.pi * min(1.0, (p - self.warm) / max(1e-12, 1 - self.warm))))
-        if self.schedule == "step":
-            return self.base_lr * self.gamma ** (steps // self.step_every)
-        return self.base_lr
-
-    def out_of_time(self):
-        return bool(self.seconds) and self.started is not None and time.monotonic() - self.started >= self.seconds
-
-
-def _set_lr(optimizer, lr):
-    for group in optimizer.param_groups:
-        group["lr"] = lr
-
-
-def _optimizer(params, recipe):
-    params = [p for p in params if p.requires_grad]
-    if not params:
-        raise TaskFailure("codegen_error", "the model has no trainable parameters")
-    if recipe["optimizer"] == "sgd":
-        return torch.optim.SGD(params, lr=recipe["lr"], momentum=recipe["momentum"],
-                               nesterov=recipe["nesterov"], weight_decay=recipe["weight_decay"])
-    cls = torch.optim.AdamW if recipe["optimizer"] == "adamw" else torch.optim.Adam
-    return cls(params, lr=recipe["lr"], weight_decay=recipe["weight_decay"])
-
-
-class _Ema:
-    """A moving average of the weights that evaluation uses: exponential (Polyak averaging,
-    updated each step) or, with decay None, the plain mean of the weights it is given
-    (stochastic weight averaging, updated at each epoch's end).
-
-    One extra copy of the floating-point parameters and buffers: BatchNorm's running
-    statistics are averaged like the weights, so they match them roughly (for the mean,
-    torch's AveragedModel(use_buffers=True); a pass over the training data to recompute
-    them would cost a third of an epoch each time). After t exponential updates the decay
-    is min(decay, (1 + t) / (10 + t)), so the average forgets the initial weights quickly
-    and a short run averages about its last tenth; the mean's t-th update weighs 1/(t + 1),
-    so the starting weights never count. `swap` exchanges the averaged and the trained
-    tensors' storage, without copying.
-    """
-
-    def __init__(self, model, decay=None):
-        self.decay = decay
-        self.updates = 0
-        self.shadow = [t.detach().clone() for t in self._tensors(model)]
-
-    @staticmethod
-    def _tensors(model):
-        # Looked up each time: a model may replace a buffer instead of updating it in place.
-        return [t for t in itertools.chain(model.parameters(), model.buffers()) if t.is_floating_point()]
-
-    @torch.no_grad()
-    def update(self, model):
-        decay = self.updates / (1 + self.updates) if self.decay is None else min(self.decay, (1 + self.updates) / (10 + self.updates))
-        self.updates += 1
-        current = [t.detach() for t in self._tensors(model)]
-        try:
-            if hasattr(torch, "_foreach_lerp_"):
-                torch._foreach_lerp_(self.shadow, current, 1 - decay)
-            else:  # torch < 2.0
-                torch._foreach_mul_(self.shadow, decay)
-                torch._foreach_add_(self.shadow, current, alpha=1 - decay)
-        except RuntimeError:
-            if [t.shape for t in current] == [t.shape for t in self.shadow]:
-                raise
-            # The model changed a buffer's shape, or added one: the average starts again.
-            self.shadow = [t.clone() for t in current]
-
-    def swap(self, model):
-        for t, s in zip(self._tensors(model), self.shadow):
-            t.data, s.data = s.data, t.data
-
-    @contextlib.contextmanager
-    def applied(self, model):
-        """The averaged weights in the model inside the block, the trained ones after it."""
-        self.swap(model)
-        try:
-            yield
-        finally:
-            self.swap(model)
 
 
 class _BestEpoch:
@@ -393,25 +263,6 @@ def _load_weights(model, fd, device, what="the kept weights"):
         model.load_state_dict(torch.load(f, map_location=device, weights_only=True))
 
 
-def _param_count(model):
-    try:
-        return sum(p.numel() for p in model.parameters())
-    except ValueError:  # a lazy module's parameters have no shape before the first forward
-        return 0
-
-
-def _training_flops(model, data, recipe):
-    """The job's predicted FLOPs, for the CPU lane (accel.py), or None where there is no lane to
-    choose: one example's forward pass, counted by the summary's hooks, ~3 times per trained
-    example (forward and backward) and once per validated one."""
-    passes = data.windows * (3 * len(data.train) * recipe["epochs"] + len(data.val) * (recipe["epochs"] + 1))
-    if not accel.lane_open(_param_count(model), passes):
-        return None
-    x = data.batch(data.train[:1])[0]
-    _, layers = _traced(model, x, f"forward pass on 1 training sample of shape {list(x.shape)}")
-    return passes * sum(layer["flops"] for layer in layers)
-
-
 def train(spec, split, emit, t0):
     job = _Training(spec, split, emit, t0)
     if job.apart:
@@ -438,7 +289,7 @@ class _Training:
         # limit and the inference timings count both).
         self.evaluated = _FlipAveraged if recipe["tta_hflip"] and self.data.is_image else (lambda m: m)
         if spec["max_latency_ms"] and not loaded:
-            _check_latency(self.evaluated(self.model), self.data, self.acc, self.amp_dtype, self.channels_last,
+            check_latency(self.evaluated(self.model), self.data, self.acc, self.amp_dtype, self.channels_last,
                            spec["max_latency_ms"])
         if loaded:
             _load_weights(self.model, spec["weights_fds"][0], self.acc.tensors)
@@ -469,7 +320,7 @@ class _Training:
             _seed_everything(seed)
             models.append(build_model(spec, type(model)))
             cpu_states.append(torch.get_rng_state())
-        flops = _training_flops(model, data, recipe)
+        flops = training_flops(model, data, recipe)
         self.acc = acc = accel.choose(flops and flops * len(seeds))
         acc.cap_memory(spec["limits"]["gpu_memory_fraction"])
         with Stage("crash", "moving the dataset to the device"):
@@ -510,18 +361,18 @@ class _Training:
     def _plan(self, cpu_states):
         """The optimizer, the schedule over the job's steps, the weight average, each seed's draws and curves."""
         recipe, data, seeds = self.recipe, self.data, self.seeds
-        self.optimizer = _optimizer(self.trainee.parameters(), recipe)
+        self.optimizer = optimizer_for(self.trainee.parameters(), recipe)
         self.batch_size = min(recipe["batch_size"], len(data.train))
         self.n_train = n_train = len(data.train) * data.windows
         # A final batch of one sample breaks BatchNorm in training mode; it is skipped.
         self.steps_per_epoch = n_train // self.batch_size + (1 if n_train % self.batch_size > 1 else 0)
-        self.schedule = _Schedule(recipe, self.steps_per_epoch, recipe["lr"])
+        self.schedule = Schedule(recipe, self.steps_per_epoch, recipe["lr"])
         self.steps_done = 0
-        _set_lr(self.optimizer, self.schedule.lr(0))
+        set_lr(self.optimizer, self.schedule.lr(0))
         self.eval_batch = max(256, self.batch_size)
         # Validation and test see the averaged weights when there are any, so curves and final metrics agree.
-        self.ema = ema = (_Ema(self.trainee, recipe["ema_decay"]) if recipe["ema_decay"] > 0
-                          else _Ema(self.trainee) if recipe["swa"] else None)
+        self.ema = ema = (Ema(self.trainee, recipe["ema_decay"]) if recipe["ema_decay"] > 0
+                          else Ema(self.trainee) if recipe["swa"] else None)
         self.averaged = (lambda: ema.applied(self.trainee)) if ema else contextlib.nullcontext
         # Each seed's random draws on the device (data order, augmentation): torch's global generator
         # alone, as it always has; seeds together, a generator each that starts where the global one
@@ -591,7 +442,7 @@ class _Training:
             scaler.step(optimizer)
             scaler.update()
             self.steps_done += 1
-            _set_lr(optimizer, self.schedule.lr(self.steps_done))
+            set_lr(optimizer, self.schedule.lr(self.steps_done))
             if self.ema and not recipe["swa"]:
                 self.ema.update(trainee)
         if self.seconds_to_first_step is None:
@@ -669,7 +520,7 @@ class _Training:
                                                        acc, amp_dtype, channels_last, "predicting the test split")
                 outputs.update(data.learning.test_outputs(seed_model, data, acc, seed))
         if self.spec["measure_inference"]:
-            outputs["inference"] = _inference_cost(self.evaluated(self.trainee.model(i)), data, acc, amp_dtype, channels_last,
+            outputs["inference"] = inference_cost(self.evaluated(self.trainee.model(i)), data, acc, amp_dtype, channels_last,
                                                    self.eval_batch,
                                                    # The test confirmation trains nothing (it loads kept weights)
                                                    # and runs once a run: its timings take their full seconds.
@@ -696,7 +547,7 @@ class _Training:
 class _FlipAveraged(nn.Module):
     """A model as test-time flip averaging evaluates it (recipe.tta_hflip): the logits of each
     image and of its mirror, averaged in fp32. A view of the model, not a copy: it predicts with
-    whatever weights the model holds (the averaged ones inside _Ema.applied)."""
+    whatever weights the model holds (the averaged ones inside Ema.applied)."""
 
     def __init__(self, model):
         super().__init__()
@@ -704,186 +555,6 @@ class _FlipAveraged(nn.Module):
 
     def forward(self, x):
         return (self.model(x).float() + self.model(x.flip(-1)).float()) / 2
-
-
-def _inference_cost(model, data, acc, amp_dtype, channels_last, eval_batch, budget):
-    """What the trained model costs to run where it trained: milliseconds per forward pass of one
-    sample and of an evaluation batch (_time_passes, the device synchronised around each pass),
-    on a GPU the allocator's peak memory over those passes and one sample's pass on the host's
-    CPU as well, and the FLOPs of one sample's forward pass (its multiply-accumulates are half of
-    them). On validation inputs, after everything else the result holds, so measuring changes
-    none of it.
-
-    Every evaluated trial is measured, a short probe too, so the timings share `budget` seconds
-    (INFERENCE_SHARE of the seed's time so far): each gets an even share of what is left when it
-    starts, at most INFERENCE_SECONDS, and MIN_REPEATS timed passes whatever its share.
-    measure_seconds: the wall time all of this took, so that its cost to the job can be checked."""
-    started = time.monotonic()
-    timings = 3 if acc.cuda else 2
-
-    def share(left):  # seconds for the next timing, `left` of them still to run
-        return min(INFERENCE_SECONDS, max(0.0, started + budget - time.monotonic()) / left)
-
-    model.eval()
-    cost = {}
-    for i, (key, n) in enumerate((("batch_1", 1), ("batch_eval", max(1, min(eval_batch, len(data.val)))))):
-        x = data.batch(data.val[:n])[0]
-        if channels_last:
-            x = x.contiguous(memory_format=torch.channels_last)
-
-        def forward():
-            with acc.autocast(amp_dtype):
-                model(x)
-        with Stage("crash", f"timing the model's inference at batch {n}"), torch.no_grad():
-            acc.reset_peak_memory()
-            cost[key] = {"batch": n, **_time_passes(forward, acc.synchronize, share(timings - i))}
-        peak = acc.peak_memory_mb()
-        if peak is not None:
-            cost[key]["peak_memory_mb"] = peak
-    x = data.batch(data.val[:1])[0]
-    _, layers = _traced(model, x, "counting the FLOPs of one sample's forward pass")
-    cost["flops_per_sample"] = sum(layer["flops"] for layer in layers)
-    if acc.cuda:
-        # Where a model trained on a GPU often runs: one sample on the host's CPU (fp32, the job's
-        # threads). The model is not used after this, so it moves rather than being copied.
-        model.to("cpu")
-        x = x.cpu()
-        with Stage("crash", "timing the model's inference on the host's CPU"), torch.no_grad():
-            cost["host_cpu_batch_1"] = {"batch": 1, **_time_passes(lambda: model(x), lambda: None, share(1))}
-    cost["measure_seconds"] = time.monotonic() - started
-    return cost
-
-
-def _check_latency(model, data, acc, amp_dtype, channels_last, limit_ms):
-    """Stop a seed whose model is clearly over the goal's latency limit before it trains: one
-    sample's forward pass timed as _inference_cost times it, on the untrained weights (they cost
-    what trained ones do), for LIMIT_CHECK_SECONDS. Its fastest pass over the limit by more than
-    LIMIT_SLACK is over_limit at once (a slot training beside it only slows a pass); nearer it,
-    the judge decides on the trained model's timing, the claim's."""
-    x = data.batch(data.val[:1])[0]
-    if channels_last:
-        x = x.contiguous(memory_format=torch.channels_last)
-
-    def forward():
-        with acc.autocast(amp_dtype):
-            model(x)
-    model.eval()
-    with Stage("crash", "timing the model against the goal's latency limit"), torch.no_grad():
-        t = _time_passes(forward, acc.synchronize, LIMIT_CHECK_SECONDS)
-    if t["min_ms"] > LIMIT_SLACK * limit_ms:
-        raise TaskFailure("over_limit", f"{t['min_ms']:.3g} ms per example at batch 1 before training, over the "
-                          f"goal's limit of {limit_ms:g} ms by more than {LIMIT_SLACK - 1:.0%}")
-
-
-def _time_passes(run, sync, seconds):
-    """Milliseconds per call of `run`, warm (WARM_PASSES first), `sync` before and after each: the
-    median, 90th percentile and fastest of up to INFERENCE_REPEATS calls, fewer (at least MIN_REPEATS)
-    where another would end past `seconds` (warm passes included), as the last one foretells."""
-    times = []
-    started = time.monotonic()
-    for i in range(WARM_PASSES + INFERENCE_REPEATS):
-        sync()
-        t = time.perf_counter()
-        run()
-        sync()
-        took = time.perf_counter() - t
-        if i >= WARM_PASSES:
-            times.append(1000 * took)
-        if len(times) >= MIN_REPEATS and time.monotonic() - started + took > seconds:
-            break
-    times.sort()
-    return {"median_ms": statistics.median(times), "p90_ms": times[int(0.9 * (len(times) - 1))], "min_ms": times[0],
-            "repeats": len(times)}
-
-
-# Inference timing (_inference_cost), asked of every evaluated trial: INFERENCE_SHARE of the seed's
-# time so far for all its timings, so that measuring adds at most about 5% to a cheap probe (the
-# rest of that is the MIN_REPEATS floor and the FLOP count), and never more than INFERENCE_SECONDS
-# per timing (warm passes included) however long it trained. A model slower than its share gets
-# MIN_REPEATS timed passes.
-WARM_PASSES = 2
-INFERENCE_REPEATS = 30
-MIN_REPEATS = 3
-INFERENCE_SECONDS = 1.0
-INFERENCE_SHARE = 0.03
-# The latency limit's check before training (_check_latency): a few passes on an idle core take
-# tens of milliseconds; a pass timed beside another slot's training can be a fifth slower.
-LIMIT_CHECK_SECONDS = 0.2
-LIMIT_SLACK = 1.25
-
-
-# --- summarize ------------------------------------------------------------------------
-
-def _layer_flops(module, inputs, output):
-    """2 x multiply-accumulates of conv, linear and attention layers: an estimate.
-
-    Elementwise work, normalisation, pooling and anything done with torch.nn.functional
-    on the model's own parameters are not counted.
-    """
-    out = _first_tensor(output)
-    if out is None:
-        return 0
-    if isinstance(module, nn.modules.conv._ConvNd):
-        per_output = (module.in_channels // module.groups) * math.prod(module.kernel_size)
-        if module.transposed and inputs and isinstance(inputs[0], torch.Tensor):
-            return 2 * inputs[0].numel() * (module.out_channels // module.groups) * math.prod(module.kernel_size)
-        return 2 * out.numel() * per_output
-    if isinstance(module, nn.Linear):
-        return 2 * out.numel() * module.in_features
-    if isinstance(module, nn.MultiheadAttention):
-        # Forward hooks see positional arguments only; a call with keywords falls back to
-        # self-attention shaped like the output.
-        query = inputs[0] if inputs and isinstance(inputs[0], torch.Tensor) else out
-        key = inputs[1] if len(inputs) > 1 and isinstance(inputs[1], torch.Tensor) else query
-        if query.dim() == 2:
-            batch, length, source = 1, query.shape[0], key.shape[0]
-        elif module.batch_first:
-            batch, length, source = query.shape[0], query.shape[1], key.shape[1]
-        else:
-            batch, length, source = query.shape[1], query.shape[0], key.shape[0]
-        e = module.embed_dim
-        projections = length * e * e + source * module.kdim * e + source * module.vdim * e + length * e * e
-        return 2 * batch * (projections + 2 * length * source * e)
-    return 0
-
-
-def _hooked_modules(model):
-    """Leaf modules plus whole attention blocks (whose out_proj would otherwise count alone)."""
-    inside_attention = set()
-    for module in model.modules():
-        if isinstance(module, nn.MultiheadAttention):
-            inside_attention.update(id(m) for m in module.modules() if m is not module)
-    for name, module in model.named_modules():
-        if id(module) in inside_attention:
-            continue
-        if isinstance(module, nn.MultiheadAttention) or not any(True for _ in module.children()):
-            yield name or type(module).__name__, module
-
-
-def _traced(model, x, what):
-    """The model's output on x, and per hooked layer its output shape, parameters and FLOPs."""
-    layers = []
-
-    def record(name):
-        def hook(module, inputs, output):
-            out = _first_tensor(output)
-            layers.append({"name": name, "type": type(module).__name__,
-                           "output_shape": list(out.shape) if out is not None else [],
-                           "params": sum(p.numel() for p in module.parameters()),
-                           "flops": int(_layer_flops(module, inputs, output))})
-        return hook
-
-    handles = [module.register_forward_hook(record(name)) for name, module in _hooked_modules(model)]
-    # Gradients stay enabled: under no_grad, eval-mode transformer layers take a fused
-    # fast path that never calls their submodules, and their FLOPs would go unseen.
-    try:
-        with Stage("shape_error", what):
-            model.eval()
-            out = model(x)
-    finally:
-        for handle in handles:
-            handle.remove()
-    return out, layers
 
 
 # bool first: a bool is an int to isinstance, and type() is exact.
@@ -917,7 +588,7 @@ def summarize(spec):
     else:
         x = torch.randn(shape)
     what = f"forward pass on one sample of shape {shape}"
-    out, layers = _traced(model, x, what)
+    out, layers = traced(model, x, what)
     expected = learning.of(spec["task"]).summary_shape(spec)
     if expected:
         _check_output(out, *expected, what)

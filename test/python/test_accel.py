@@ -8,6 +8,7 @@ import pytest
 import torch
 
 import accel
+import cost
 import trainer
 from conftest import needs_torch_func
 from cuda_standin import cuda_standin
@@ -67,7 +68,7 @@ def test_timing_inference_synchronises_the_device_around_every_pass(monkeypatch)
     with cuda_standin(monkeypatch) as gpu:
         result, _ = run("train", dataset=LARGER, recipe=GPU_RECIPE, evaluate_test=True, measure_inference=True)
         assert result["kind"] == "result", result
-        passes = sum(result["inference"][key]["repeats"] for key in ("batch_1", "batch_eval")) + 2 * trainer.WARM_PASSES
+        passes = sum(result["inference"][key]["repeats"] for key in ("batch_1", "batch_eval")) + 2 * cost.WARM_PASSES
         # Before and after each pass, on the job's device; once more for the time to the first step.
         assert gpu.called("synchronize") == [(0,)] * (1 + 2 * passes)
         # The allocator's peak, reset before each batch size's passes and read after them.
@@ -76,7 +77,7 @@ def test_timing_inference_synchronises_the_device_around_every_pass(monkeypatch)
             assert result["inference"][key]["peak_memory_mb"] == 96.0
         # Trained on a GPU: one sample on the host's CPU as well, where no device is synchronised.
         host = result["inference"]["host_cpu_batch_1"]
-        assert host["batch"] == 1 and trainer.MIN_REPEATS <= host["repeats"] <= trainer.INFERENCE_REPEATS, host
+        assert host["batch"] == 1 and cost.MIN_REPEATS <= host["repeats"] <= cost.INFERENCE_REPEATS, host
         assert 0 < host["median_ms"] <= host["p90_ms"] and "peak_memory_mb" not in host, host
 
 
@@ -102,7 +103,7 @@ def test_a_job_below_the_cpu_lane_never_initialises_cuda(monkeypatch):
 
 
 def test_the_lane_follows_the_counted_flops(monkeypatch):
-    """A tiny CNN's training on 640 examples costs ~1e8 FLOPs (trainer._training_flops):
+    """A tiny CNN's training on 640 examples costs ~1e8 FLOPs (cost.training_flops):
     a threshold above that keeps it on the CPU, one below sends it to the GPU."""
     with cuda_standin(monkeypatch):
         for threshold, kind in ((1e9, "cpu"), (1e6, "cuda")):

@@ -9,9 +9,11 @@ import numpy as np
 import pytest
 import torch
 
+import cost
 import datasets
 import learning
 import metrics
+import optim
 import specs
 import trainer
 from conftest import full_spec, needs_torch_func, published, referee, scored
@@ -136,22 +138,22 @@ def test_measures_the_trained_models_inference_only_when_asked_and_changes_nothi
     plain, _ = run("train", recipe=recipe, evaluate_test=True, seed=3)
     timed, _ = run("train", recipe=recipe, evaluate_test=True, seed=3, measure_inference=True)
     assert "inference" not in plain
-    cost = timed["inference"]
+    measured = timed["inference"]
     for key, batch in (("batch_1", 1), ("batch_eval", 16)):  # the evaluation batch, capped by the 16 validation rows
-        t = cost[key]
-        assert t["batch"] == batch and trainer.MIN_REPEATS <= t["repeats"] <= trainer.INFERENCE_REPEATS, t
+        t = measured[key]
+        assert t["batch"] == batch and cost.MIN_REPEATS <= t["repeats"] <= cost.INFERENCE_REPEATS, t
         assert 0 < t["median_ms"] <= t["p90_ms"], t
         # A CPU's allocator keeps no peak: none is made up (the GPU's is in test_accel.py).
         assert "peak_memory_mb" not in t, t
-    assert cost["flops_per_sample"] > 0
-    assert "host_cpu_batch_1" not in cost  # it trained on the host's CPU: batch_1 says it
+    assert measured["flops_per_sample"] > 0
+    assert "host_cpu_batch_1" not in measured  # it trained on the host's CPU: batch_1 says it
     # Timed after everything else: the same metrics, seed for seed.
     assert timed["metrics"] == plain["metrics"]
 
 
 def test_measuring_inference_adds_at_most_five_percent_to_a_probe():
     """Every evaluated trial is timed, so a probe pays for it: the timings share 3% of the seed's
-    time (trainer.INFERENCE_SHARE); MIN_REPEATS passes, warm passes and the FLOP count come on top."""
+    time (cost.INFERENCE_SHARE); MIN_REPEATS passes, warm passes and the FLOP count come on top."""
     recipe = {"batch_size": 16, "epochs": 4, "lr": 0.01}
     probe = {**IMAGES, "subset": 1280}  # a few tenths of a second here
     plain, _ = run("train", dataset=probe, recipe=recipe, seed=3)
@@ -178,13 +180,13 @@ def test_a_model_clearly_over_the_latency_limit_stops_before_it_trains():
 def test_timing_stops_before_a_pass_would_end_past_its_share_but_not_below_the_floor():
     passes = []
     started = time.monotonic()
-    out = trainer._time_passes(lambda: (passes.append(1), time.sleep(0.01)), lambda: None, 0.1)
+    out = cost.time_passes(lambda: (passes.append(1), time.sleep(0.01)), lambda: None, 0.1)
     took = time.monotonic() - started
     # 0.1 s holds about 10 passes of 10 ms, 2 of them warm: never INFERENCE_REPEATS; a slow host's late wake-ups are the slack.
-    assert trainer.MIN_REPEATS <= out["repeats"] < trainer.INFERENCE_REPEATS and took <= 0.1 + 0.05, (out, took)
-    assert len(passes) == trainer.WARM_PASSES + out["repeats"]
+    assert cost.MIN_REPEATS <= out["repeats"] < cost.INFERENCE_REPEATS and took <= 0.1 + 0.05, (out, took)
+    assert len(passes) == cost.WARM_PASSES + out["repeats"]
     # A share smaller than one pass: MIN_REPEATS timed passes all the same.
-    assert trainer._time_passes(lambda: time.sleep(0.01), lambda: None, 0.0)["repeats"] == trainer.MIN_REPEATS
+    assert cost.time_passes(lambda: time.sleep(0.01), lambda: None, 0.0)["repeats"] == cost.MIN_REPEATS
 
 
 REGRESSOR = """
@@ -458,7 +460,7 @@ def test_swa_evaluates_the_mean_of_the_epochs_weights_without_changing_training(
 
 def test_the_mean_of_the_weights_weighs_each_update_alike_buffers_included():
     model = torch.nn.Sequential(torch.nn.BatchNorm1d(4), torch.nn.Linear(4, 3))
-    mean = trainer._Ema(model)
+    mean = optim.Ema(model)
     seen = []
     for step in range(3):
         with torch.no_grad():
@@ -476,7 +478,7 @@ def test_the_average_warms_up_covers_batchnorm_statistics_and_swaps_in_and_out()
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.BatchNorm1d(4), torch.nn.Linear(4, 3))
     start = {k: t.clone() for k, t in model.state_dict().items()}
-    ema = trainer._Ema(model, 0.99)
+    ema = optim.Ema(model, 0.99)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     model.train()
     for step in range(20):
@@ -518,7 +520,7 @@ def test_token_ids_reach_the_model_as_int64(fixtures_dir):
 
 def factor(**recipe):
     full = specs.validate("train", published(full_spec("train", source=CNN, dataset=IMAGES, recipe=recipe))[0])
-    return trainer._Schedule(full["recipe"], steps_per_epoch=10, base_lr=1.0).lr
+    return optim.Schedule(full["recipe"], steps_per_epoch=10, base_lr=1.0).lr
 
 
 def test_learning_rate_schedules():
