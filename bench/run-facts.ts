@@ -10,7 +10,8 @@
 import { pathToFileURL } from "node:url";
 import { storedEvents } from "../cli/workspace.js";
 import { Decision, Verdict } from "../proto/gen/research/v1/events_pb.js";
-import { bestTrial, foldRun, liveSeconds, rungOf, slowestSeedSeconds, valMetricOf } from "../swarm/run-state.js";
+import { bestTrial, foldRun, liveSeconds } from "../swarm/run-state.js";
+import { rungOf, slowestSeedSeconds, valMetricOf } from "../swarm/trial-state.js";
 import { runPromiseBreaks } from "../agents/planner/promises.js";
 
 const shareStats = (xs: number[]) => (xs.length ? { seeds: xs.length, median: [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!, max: Math.max(...xs) } : null);

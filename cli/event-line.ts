@@ -7,7 +7,8 @@ import { eventText } from "../lineage-store/fold.js";
 import type { Event, RunSettings } from "../proto/gen/research/v1/events_pb.js";
 import type { EpochProgress } from "../proto/gen/research/v1/runner_pb.js";
 import { duration } from "../lineage-store/report-json.js";
-import { bestTrial, firstSeed, inFlightCount, liveSeconds, meanOf, scoreText, standing, type RunState, type TrialState } from "../swarm/run-state.js";
+import { bestTrial, firstSeed, inFlightCount, liveSeconds, type RunState } from "../swarm/run-state.js";
+import { meanOf, scoreText, standing, type TrialState } from "../swarm/trial-state.js";
 import { formatMetric } from "../core/objective.js";
 
 /** What the run's banner promises about seeds: every planner probes a slice of the split with one. */

@@ -17,7 +17,8 @@ import { chosenBest, decisionName, frontJson, inferenceJson, limitsJson, verdict
 import { latencyOf, tradeOffsOf } from "../swarm/front.js";
 import { baselineComparison } from "../lineage-store/baseline.js";
 import type { Objective } from "../core/objective.js";
-import { applyToRunState, bestTrial, boundOf, confusionOf, failureLabelOf, inFlightCount, isBaseline, isTerminal, metricCurves, paramsOf, pastPriorOf, rungOf, scoreOf, standing, surfaceOf, trialFailure, trialStatus, valMetricOf, type RunState, type TrialState } from "../swarm/run-state.js";
+import { applyToRunState, bestTrial, inFlightCount, isTerminal, pastPriorOf, type RunState } from "../swarm/run-state.js";
+import { boundOf, confusionOf, failureLabelOf, isBaseline, metricCurves, paramsOf, rungOf, scoreOf, standing, surfaceOf, trialFailure, trialStatus, valMetricOf, type TrialState } from "../swarm/trial-state.js";
 import type { BestSoFarPoint, EpochJson, Fidelity, HeldOutTest, Interval, InterventionRow, LlmUse, ObjectiveJson, RunDetail, RunStatusText, RunSummary, SeedCurves, TrialDetail, TrialRow, WarmStartRow } from "./api.js";
 
 /** One run as the source keeps it: the fold, and what the fold leaves out. */

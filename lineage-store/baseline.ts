@@ -8,7 +8,8 @@ import { argumentChanges } from "../core/model-config.js";
 import { unifiedDiff } from "../core/diff.js";
 import { pairedTTest } from "../core/stats.js";
 import type { EvalResult, SeedResult } from "../proto/gen/research/v1/runner_pb.js";
-import { baselineTrial, meanOf, rungOf, type RunState, type TrialState } from "../swarm/run-state.js";
+import { baselineTrial, type RunState } from "../swarm/run-state.js";
+import { meanOf, rungOf, type TrialState } from "../swarm/trial-state.js";
 
 export const BASELINE_RULE =
   "trial 0 is the starting point trained on its own recipe with the run's seeds, and scored once on the test split with that training; the best trial (the rule above) is compared with it seed by seed, since every trial of a run trains with the same seeds: the gain is the mean of the per-seed differences, with Student's t 95% interval and two-sided p over them; validation from the two trials' evaluations, test from trial 0's and the best's one-time confirmation";

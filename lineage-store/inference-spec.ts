@@ -1,5 +1,5 @@
 /** How to feed the best model and read its outputs: the run folder's src/models/inference.json. */
-import type { TrialState } from "../swarm/run-state.js";
+import type { TrialState } from "../swarm/trial-state.js";
 
 /** Beside the best model's code and weights (lineage-store/artifacts.ts writes it, the report's snippet reads it). */
 export const INFERENCE_FILE = "src/models/inference.json";

@@ -11,7 +11,8 @@ import { bestRule, hypothesisOutcome, whyBest, type HypothesisOutcome } from "..
 import { objective, type Objective } from "../core/objective.js";
 import { FRONT_RULE, frontOf, latencyOf, limitLatencyMs, pointOf, tradeOffsOf } from "../swarm/front.js";
 import { nondominatedFronts } from "../core/pareto.js";
-import { bestTrial, failureLabelOf, isPromotion, paramsOf, pastPriorOf, rankedTrials, scoreOf, standing, surfaceOf, trialFailure, trialStatus, valMetricOf, type RunState, type TrialState } from "../swarm/run-state.js";
+import { bestTrial, pastPriorOf, rankedTrials, type RunState } from "../swarm/run-state.js";
+import { failureLabelOf, isPromotion, paramsOf, scoreOf, standing, surfaceOf, trialFailure, trialStatus, valMetricOf, type TrialState } from "../swarm/trial-state.js";
 import { labelName } from "../core/failure.js";
 import { jobsText } from "../core/format.js";
 import { protoJson } from "../core/proto-json.js";

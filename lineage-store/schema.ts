@@ -10,8 +10,8 @@ import { Binary, Field, Float32, Float64, FixedSizeList, Int32, Int64, List, Sch
 
 import type { DecisionName, GoalStatusName, RunStatusName, SurfaceName, VerdictName } from "../core/enums.js";
 import type { FailureName } from "../core/failure.js";
-import type { TrialStage, TrialStatus } from "../swarm/run-state.js";
-export { TRIAL_STAGES, type TrialStage, type TrialStatus } from "../swarm/run-state.js";
+import type { TrialStage, TrialStatus } from "../swarm/trial-state.js";
+export { TRIAL_STAGES, type TrialStage, type TrialStatus } from "../swarm/trial-state.js";
 
 export interface RunRow {
   run_id: string;

@@ -6,7 +6,8 @@
  */
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { BudgetSchema } from "../proto/gen/research/v1/runner_pb.js";
-import { bestTrial, isPromotion, liveSeconds, slowestSeedSeconds, type RunState, type TrialState } from "./run-state.js";
+import { bestTrial, liveSeconds, type RunState } from "./run-state.js";
+import { isPromotion, slowestSeedSeconds, type TrialState } from "./trial-state.js";
 import { FRONT_TRAININGS, tradeOffsOf } from "./front.js";
 
 /** Writing the report and closing the run, after the confirmation. */

@@ -8,7 +8,8 @@ import { Verdict } from "../proto/gen/research/v1/events_pb.js";
 import type { EvalResult } from "../proto/gen/research/v1/runner_pb.js";
 import { COST, COSTS, type CostName } from "../core/objective.js";
 import { crowding, greedyHypervolume, knee, nondominatedFronts, type Axis, type Estimate, type Point } from "../core/pareto.js";
-import { paramsOf, rungOf, valMetricOf, type RunState, type TrialState } from "./run-state.js";
+import type { RunState } from "./run-state.js";
+import { paramsOf, rungOf, valMetricOf, type TrialState } from "./trial-state.js";
 
 /**
  * A trial's latency per example (ms, batch 1, warm, on the device it ran on) over its seeds:

@@ -10,7 +10,8 @@ import { z } from "zod";
 import { INTERVENTION_KIND } from "../core/enums.js";
 import { authoredModelConfig, authoredTrainConfig, decodeText } from "../core/model-config.js";
 import type { EventInit } from "../bus/index.js";
-import { trialStatus, type RunState } from "./run-state.js";
+import type { RunState } from "./run-state.js";
+import { trialStatus } from "./trial-state.js";
 import { modelSpec, trainSpec } from "../core/config-wire.js";
 
 /** A request as people and the dashboard's API write it (snake_case, configs as JSON values or text). */

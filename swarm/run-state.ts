@@ -6,11 +6,9 @@
  * from the stream.
  */
 import { create } from "@bufbuild/protobuf";
-import { Decision, InterventionKind, RunFinishedSchema, Verdict, type Event, type Goal, type Intervention, type LlmCall, type ResearchRequested, type RunFinished, type RunnerJobs, type RunSettings, type RunStatus, type StartingPoint, type TrialAssembled, type TrialEvaluated, type TrialJudged, type TrialProposed } from "../proto/gen/research/v1/events_pb.js";
+import { Decision, InterventionKind, RunFinishedSchema, Verdict, type Event, type Goal, type Intervention, type LlmCall, type ResearchRequested, type RunFinished, type RunnerJobs, type RunSettings, type RunStatus, type StartingPoint, type TrialProposed } from "../proto/gen/research/v1/events_pb.js";
 import { parseBrief, type Brief } from "../core/brief.js";
 import { briefSent, modelSent, trainSent } from "../core/config-wire.js";
-import { SURFACE, TRIAL_STATUS, type SurfaceName, type TrialStatusName } from "../core/enums.js";
-import { labelName, type FailureName } from "../core/failure.js";
 import {
   authoredModelConfig,
   authoredTrainConfig,
@@ -18,45 +16,14 @@ import {
   parseTrainConfig,
   parseTrialModel,
   type ModelConfigInput,
-  type TrainConfig,
   type TrainConfigInput,
-  type TrialModel,
   type TrialModelInput,
 } from "../core/model-config.js";
 import { RUN_DEFAULTS } from "../core/defaults.js";
-import { outranks, standingOf, type Standing } from "../core/ranking.js";
-import { ACCURACY, formatMetric, objective, pessimisticBound, tolerance, type Objective } from "../core/objective.js";
-import { FailureLabel, Mutation, Surface, type Failure } from "../proto/gen/research/v1/common_pb.js";
-import type { DatasetInfo, LearningCurve, MetricStats, ModelArgument, SeedResult } from "../proto/gen/research/v1/runner_pb.js";
-
-export type TrialStatus = TrialStatusName;
-export type TrialStage = Exclude<TrialStatus, "failed">;
-/** The pipeline stages a trial passes through, in order; "failed" is where a trial's path ends early. */
-export const TRIAL_STAGES: readonly TrialStage[] = TRIAL_STATUS.names.filter((s): s is TrialStage => s !== "failed");
-
-export interface TrialState {
-  id: string;
-  /** The run's: what the trial's scores are read through. */
-  objective: Objective;
-  proposed?: TrialProposed;
-  assembled?: TrialAssembled;
-  evaluated?: TrialEvaluated;
-  judged?: TrialJudged;
-  /**
-   * model_config and train_config, parsed and validated once here from the
-   * proposal's JSON text, with the schemas' defaults filled: every reader takes
-   * them typed from the fold. Undefined when they do not validate; then
-   * `configError` says why (the coder fails the trial with it).
-   */
-  model?: TrialModel;
-  train?: TrainConfig;
-  configError?: string;
-  /** Stream order of the judged event among the run's judged events (0-based). */
-  judgedPosition?: number;
-  /** When the first and the last of the trial's stage events (proposed to judged) were emitted. */
-  firstAtMs?: number;
-  lastAtMs?: number;
-}
+import { outranks, type Standing } from "../core/ranking.js";
+import { ACCURACY, objective, tolerance, type Objective } from "../core/objective.js";
+import type { DatasetInfo, ModelArgument } from "../proto/gen/research/v1/runner_pb.js";
+import { isBaseline, isPromotion, scoreOf, standing, type TrialState } from "./trial-state.js";
 
 /**
  * A person's proposal (an Intervention of kind PROPOSE) with its configs
@@ -277,111 +244,6 @@ export function foldRun(runId: string, events: Iterable<Event>): RunState {
   return state;
 }
 
-type Stages = Pick<TrialState, "assembled" | "evaluated" | "judged">;
-
-/**
- * A trial's outcome: the earliest labelled failure along the pipeline (the
- * root cause, not a later stage's echo of it) and the stage that reported it,
- * or none. The one rule for every view of a trial: agents, report, run
- * folder, lineage rows, CLI. It reads only which stages are in, never the
- * order they came in.
- */
-export function trialFailureAt(t: Stages): { failure: Failure; stage: TrialStage } | undefined {
-  const found: [Failure | undefined, TrialStage][] = [
-    [t.assembled?.failure, "assembled"],
-    [t.assembled?.summary?.failure, "assembled"],
-    [t.evaluated?.failure, "evaluated"],
-    [t.judged?.failure, "judged"],
-  ];
-  for (const [failure, stage] of found) if (failure && failure.label !== FailureLabel.UNSPECIFIED) return { failure, stage };
-  return undefined;
-}
-
-export function trialFailure(t: Stages): Failure | undefined {
-  return trialFailureAt(t)?.failure;
-}
-
-export function failureLabelOf(t: Stages): FailureName | undefined {
-  const f = trialFailure(t);
-  return f && (labelName(f.label) as FailureName);
-}
-
-/** The furthest stage the trial reached, failed or not. */
-export function trialStage(t: TrialState): TrialStage {
-  return t.judged ? "judged" : t.evaluated ? "evaluated" : t.assembled ? "assembled" : "proposed";
-}
-
-/** Where the trial stands: the furthest stage it reached, or failed. */
-export function trialStatus(t: TrialState): TrialStatus {
-  return trialFailure(t) ? "failed" : trialStage(t);
-}
-
-/** The proposal's surface, or the judge's when the proposal named none. */
-export function surfaceOf(t: TrialState): SurfaceName | "" {
-  return SURFACE.name(t.proposed?.surface || t.judged?.surface || Surface.UNSPECIFIED) ?? "";
-}
-
-/** The run's validation metric of the trial (accuracy, or a regression's RMSE, MAE or R²). */
-export function valMetricOf(t: TrialState): MetricStats | undefined {
-  return t.evaluated?.result?.aggregated[t.objective.key];
-}
-
-/**
- * The score ranking uses: the pessimistic end of the 95% interval (so a lucky seed does not
- * win), as a utility where higher is better: accuracy's lower bound, minus an RMSE's upper one.
- */
-export function scoreOf(t: TrialState): number | undefined {
-  return standing(t)?.ciLow;
-}
-
-/** The pessimistic end of the 95% interval of the trial's validation metric, in its units. */
-export function boundOf(t: TrialState): number | undefined {
-  const stats = valMetricOf(t);
-  return stats && pessimisticBound(t.objective, stats);
-}
-
-/** The mean of the validation metric, in its units. */
-export function meanOf(t: TrialState): number | undefined {
-  return valMetricOf(t)?.mean;
-}
-
-/**
- * A seed's per-epoch curves of the metric: on the validation split (runners from before
- * val_metric recorded accuracy alone), and on the training split where the runner measures it
- * there: accuracy is measured in training too, a regression's metric on the validation split alone.
- */
-export function metricCurves(o: Objective, c: LearningCurve | undefined): { val: number[]; train: number[] } {
-  return { val: (c?.valMetric.length ? c.valMetric : c?.valAccuracy) ?? [], train: (o.proportion && c?.trainAccuracy) || [] };
-}
-
-/**
- * A trial's confusion matrix on the validation split (rows: true class, columns: predicted),
- * its seeds' counts added: every seed scores the same examples. Empty for a regression or
- * language model, and for a trial without a result.
- */
-export function confusionOf(t: TrialState): number[][] {
-  const sum: number[][] = [];
-  for (const r of t.evaluated?.result?.seedResults ?? []) {
-    r.confusionMatrix.forEach((row, i) => {
-      const out = (sum[i] ??= []);
-      row.counts.forEach((c, j) => (out[j] = (out[j] ?? 0) + c));
-    });
-  }
-  return sum;
-}
-
-/** The score for people: "CI low 91.20%" or "CI high 54.3". */
-export function scoreText(t: TrialState): string {
-  const bound = boundOf(t);
-  return `CI ${t.objective.higherIsBetter ? "low" : "high"} ${bound === undefined ? "?" : formatMetric(t.objective, bound)}`;
-}
-
-/** The evaluation's count, or the assembly's summary when the trial was not evaluated. */
-export function paramsOf(t: TrialState): number | undefined {
-  const p = t.evaluated?.result?.params || t.assembled?.summary?.totalParams;
-  return p ? Number(p) : undefined;
-}
-
 export function judgedTrials(state: RunState): TrialState[] {
   return state.order.map((id) => state.trials.get(id)!).filter((t) => t.judged);
 }
@@ -421,48 +283,16 @@ export function plateau(state: RunState, counted: (t: TrialState) => boolean = (
   return { since, best };
 }
 
-/** The run's starting point (launch --from) or its rung-0 anchor: trial 0 and its probe (agents/planner/policies/hand.ts baselineProposals). */
-export function isBaseline(t: TrialState): boolean {
-  return t.proposed?.mutation === Mutation.BASELINE;
-}
-
 /** Trial 0 of a run started from a person's model: the starting point on its own recipe, what the report compares the best with. */
 export function baselineTrial(state: RunState): TrialState | undefined {
   for (const t of state.trials.values()) if (isBaseline(t) && !t.proposed!.parentIds.length) return t;
   return undefined;
 }
 
-/** The trial's fidelity rung (agents/planner/scheduler.ts): 0 for every new config. */
-export function rungOf(t: TrialState): number {
-  return t.proposed?.rung ?? 0;
-}
-
-/**
- * Only promotions climb: every new config starts at rung 0, so a trial above
- * it is a promotion of its one parent, trained again at a higher fidelity.
- */
-export function isPromotion(t: TrialState): boolean {
-  return rungOf(t) > 0;
-}
-
-/**
- * A promotion that trains with the run's seeds (TrialProposed.seeds unset),
- * not one that only ranks configs with one seed: only such a trial can raise
- * the run's best, whose interval has a seed spread.
- */
-export function isClaimingPromotion(t: TrialState): boolean {
-  return isPromotion(t) && !t.proposed?.seeds;
-}
-
 /** Whether a promotion is still training. */
 export function longTrainingInFlight(state: RunState): boolean {
   for (const t of state.trials.values()) if (!t.judged && isPromotion(t)) return true;
   return false;
-}
-
-/** A run's opening training continued from a past run's kept weights (TrialProposed.init_weights), not the last long training that goes on from it. */
-export function isContinued(t: TrialState): boolean {
-  return !!t.proposed?.initWeights && !t.proposed.lastTraining;
 }
 
 /**
@@ -518,11 +348,6 @@ export function inFlight(state: RunState): boolean {
   return false;
 }
 
-/** A trial's standing under the run's rule for "best" (core/ranking.ts). */
-export function standing(t: TrialState): Standing | undefined {
-  return standingOf(t.evaluated?.result, t.objective);
-}
-
 /** The accepted trials with their standing: what the rule for "best" ranks. */
 function* standings(state: RunState): Generator<{ t: TrialState; s: Standing }> {
   for (const t of state.trials.values()) {
@@ -545,17 +370,6 @@ export function bestTrial(state: RunState): TrialState | undefined {
 
 export function isTerminal(decision: Decision | undefined): boolean {
   return decision === Decision.GOAL_ACHIEVED || decision === Decision.STOP;
-}
-
-/** The slowest seed's result: what a model costs, whatever the runner's queue added around it. */
-export function slowestSeed(t: TrialState): SeedResult | undefined {
-  const seeds = t.evaluated?.result?.seedResults ?? [];
-  return seeds.length ? seeds.reduce((a, b) => (b.seconds > a.seconds ? b : a)) : undefined;
-}
-
-/** Wall time of the slowest seed. */
-export function slowestSeedSeconds(t: TrialState): number | undefined {
-  return slowestSeed(t)?.seconds;
 }
 
 /**

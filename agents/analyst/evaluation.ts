@@ -17,7 +17,8 @@ import { evaluateToResult, type RunnerClient } from "../../gpu-runner/client.js"
 import type { Failure } from "../../proto/gen/research/v1/common_pb.js";
 import type { EpochProgress, EvalResult, EvaluateRequestSchema } from "../../proto/gen/research/v1/runner_pb.js";
 import { budgetPlan, budgetSpent } from "../../swarm/budget.js";
-import { cancelledBy, isTerminal, type RunState, type TrialState } from "../../swarm/run-state.js";
+import { cancelledBy, isTerminal, type RunState } from "../../swarm/run-state.js";
+import type { TrialState } from "../../swarm/trial-state.js";
 import { partialResult, pruneReason } from "./pruning.js";
 
 export type Evaluation = { result: EvalResult; stopped?: undefined } | { stopped: Failure; partial: EvalResult };

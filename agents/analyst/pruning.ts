@@ -19,7 +19,8 @@
 import { create } from "@bufbuild/protobuf";
 import { EvalResultSchema, LearningCurveSchema, SeedResultSchema, type EpochProgress, type EvalResult } from "../../proto/gen/research/v1/runner_pb.js";
 import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
-import { firstSeed, metricCurves, paramsOf, type RunState, type TrialState } from "../../swarm/run-state.js";
+import { firstSeed, type RunState } from "../../swarm/run-state.js";
+import { metricCurves, paramsOf, type TrialState } from "../../swarm/trial-state.js";
 import { tradeOffsOf } from "../../swarm/front.js";
 import { RECIPE_DEFAULTS } from "../../core/space.js";
 import { formatMetric, tolerance, utility, type Objective } from "../../core/objective.js";

@@ -16,7 +16,8 @@ import { isCodeModel, type CodeModel, type ModelConfig } from "../../core/model-
 import { datasetInfo, datasetSpec, summaryInput } from "../../swarm/dataset-info.js";
 import { compileOptions } from "../../core/learning/index.js";
 import { trialBudget } from "../../swarm/budget.js";
-import { baselineTrial, firstSeed, type RunState, type TrialState } from "../../swarm/run-state.js";
+import { baselineTrial, firstSeed, type RunState } from "../../swarm/run-state.js";
+import type { TrialState } from "../../swarm/trial-state.js";
 import { runAgent, type AgentContext } from "../../swarm/runtime.js";
 import { askLlm } from "../../swarm/llm.js";
 import { loadPrompt } from "../../swarm/prompts.js";

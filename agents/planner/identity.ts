@@ -6,7 +6,8 @@
  */
 import { createHash } from "node:crypto";
 import { childModel, isCodeModel, parseTrainConfig, parseTrialModel, type TrainConfig, type TrainConfigInput, type TrialModel, type TrialModelInput } from "../../core/model-config.js";
-import type { RunState, TrialState } from "../../swarm/run-state.js";
+import type { RunState } from "../../swarm/run-state.js";
+import type { TrialState } from "../../swarm/trial-state.js";
 import { effectiveOptimizer, type Genome } from "./mutations.js";
 
 function canonical(x: unknown): string {

@@ -11,7 +11,7 @@ import { SURFACE } from "../../core/enums.js";
 import { argumentDefault, CodeModelSchema, isCodeModel, ModelConfigSchema, TrainConfigSchema, type TrialModel } from "../../core/model-config.js";
 import { ArgumentKind } from "../../proto/gen/research/v1/runner_pb.js";
 import type { LlmClient } from "../../core/llm/client.js";
-import { boundOf, meanOf, type TrialState } from "../../swarm/run-state.js";
+import { boundOf, meanOf, type TrialState } from "../../swarm/trial-state.js";
 import type { Prompt } from "../../swarm/prompts.js";
 import type { Genome } from "./mutations.js";
 import { configFingerprint, genomeOf, tried } from "./identity.js";

@@ -12,7 +12,8 @@
  */
 import { RunEnd, Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import { Mutation } from "../../proto/gen/research/v1/common_pb.js";
-import { bestTrial, isClaimingPromotion, liveSeconds, valMetricOf, type RunState } from "../../swarm/run-state.js";
+import { bestTrial, liveSeconds, type RunState } from "../../swarm/run-state.js";
+import { isClaimingPromotion, valMetricOf } from "../../swarm/trial-state.js";
 import type { Move, PlanInput, Proposal } from "./types.js";
 import { confirmation, lastTraining, makesTargetLikely } from "./promotion.js";
 import { EXPLORE_SHARE, exploreLeftS, lastTrainingEnd, lastTrainingOf, longTrainings, plansLastTraining, seedsOf, timing } from "./time-model.js";

@@ -12,7 +12,8 @@
 import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import { Mutation } from "../../proto/gen/research/v1/common_pb.js";
 import { reaches } from "../../core/objective.js";
-import { isClaimingPromotion, isPromotion, meanOf, rungOf, scoreOf, scoreText, valMetricOf, type RunState, type TrialState } from "../../swarm/run-state.js";
+import type { RunState } from "../../swarm/run-state.js";
+import { isClaimingPromotion, isPromotion, meanOf, rungOf, scoreOf, scoreText, valMetricOf, type TrialState } from "../../swarm/trial-state.js";
 import { familyOf, genomeOf, tried } from "./identity.js";
 import { frontOf, frontPicks, tradeOffsOf, trainedLong } from "../../swarm/front.js";
 import { imageSide, type Genome } from "./mutations.js";

@@ -9,7 +9,8 @@ import { intoSpace, isImage, outsideSpace, RECIPE_DEFAULTS, searchStart, spaceOf
 import { isCodeModel, type TrainConfigInput } from "../../core/model-config.js";
 import type { DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
 import { learningOf } from "../../core/learning/index.js";
-import type { RunState, TrialState } from "../../swarm/run-state.js";
+import type { RunState } from "../../swarm/run-state.js";
+import type { TrialState } from "../../swarm/trial-state.js";
 import { lrForBatch, type EditEnv, type Genome } from "./mutations.js";
 import type { Template } from "../../core/tasks/task.js";
 import { mirrors } from "../../core/tasks/index.js";

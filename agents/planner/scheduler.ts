@@ -18,7 +18,8 @@ import type { SurfaceName } from "../../core/enums.js";
 import type { TrainConfigInput } from "../../core/model-config.js";
 import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import type { DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
-import { isPromotion, rungOf, scoreOf, type RunState, type TrialState } from "../../swarm/run-state.js";
+import type { RunState } from "../../swarm/run-state.js";
+import { isPromotion, rungOf, scoreOf, type TrialState } from "../../swarm/trial-state.js";
 import { axesOf, pointOf, tradeOffsOf } from "../../swarm/front.js";
 import { topK } from "../../core/pareto.js";
 

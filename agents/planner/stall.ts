@@ -3,7 +3,8 @@ import { MUTATION, SURFACE } from "../../core/enums.js";
 import { labelName } from "../../core/failure.js";
 import { Surface } from "../../proto/gen/research/v1/common_pb.js";
 import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
-import { judgedTrials, type RunState, type TrialState } from "../../swarm/run-state.js";
+import { judgedTrials, type RunState } from "../../swarm/run-state.js";
+import type { TrialState } from "../../swarm/trial-state.js";
 import { MUTATIONS } from "./mutations.js";
 
 /** Trials on one surface, judged in a row, that gained nothing: enough to ask a narrower question. */

@@ -10,7 +10,7 @@ import { parseDuration } from "../../core/goal.js";
 import { intervalBasis } from "../../core/ranking.js";
 import type { runGoal } from "../../deploy/swarm.js";
 import { RunStatus } from "../../proto/gen/research/v1/events_pb.js";
-import { standing, valMetricOf } from "../../swarm/run-state.js";
+import { standing, valMetricOf } from "../../swarm/trial-state.js";
 import { formatMetric } from "../../core/objective.js";
 import { args, EXIT, fail } from "../args.js";
 import { describeEvent } from "../event-line.js";

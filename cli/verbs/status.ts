@@ -14,7 +14,8 @@ import { formatMetric } from "../../core/objective.js";
 import { workspaceSecrets } from "../../deploy/swarm.js";
 import { connectRunner } from "../../gpu-runner/client.js";
 import { EventSchema } from "../../proto/gen/research/v1/events_pb.js";
-import { bestTrial, foldRun, trialStatus } from "../../swarm/run-state.js";
+import { bestTrial, foldRun } from "../../swarm/run-state.js";
+import { trialStatus } from "../../swarm/trial-state.js";
 import { args, EXIT, fail } from "../args.js";
 import { connectOrFail, openLineage, swarmFile } from "../workspace.js";
 

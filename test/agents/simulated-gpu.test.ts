@@ -23,7 +23,8 @@ import { DatasetInfoSchema, EvalResultSchema, SeedResultSchema } from "../../pro
 import { Decision, EventSchema, GoalSchema, type Event } from "../../proto/gen/research/v1/events_pb.js";
 import { runSettings } from "../../deploy/settings.js";
 import { Surface } from "../../proto/gen/research/v1/common_pb.js";
-import { applyToRunState, bestTrial, emptyRunState, rungOf, type RunState } from "../../swarm/run-state.js";
+import { applyToRunState, bestTrial, emptyRunState, type RunState } from "../../swarm/run-state.js";
+import { rungOf } from "../../swarm/trial-state.js";
 import { budgetPlan } from "../../swarm/budget.js";
 import type { EventInit } from "../../bus/index.js";
 import { SURFACE } from "../../core/enums.js";

@@ -27,7 +27,8 @@ import { LineageStore } from "../../lineage-store/store.js";
 import { lineageEmbedder } from "../../lineage-store/embedder.js";
 import { fromBinary } from "@bufbuild/protobuf";
 import { EventSchema, type Event } from "../../proto/gen/research/v1/events_pb.js";
-import { bestTrial, foldRun, trialFailure, valMetricOf } from "../../swarm/run-state.js";
+import { bestTrial, foldRun } from "../../swarm/run-state.js";
+import { trialFailure, valMetricOf } from "../../swarm/trial-state.js";
 import { interventionEvent } from "../../swarm/interventions.js";
 import { alive, descendants, startRunnerProcess as startRunner } from "../helpers/runner-process.js";
 

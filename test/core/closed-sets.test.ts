@@ -7,7 +7,7 @@ import { FAILURE_LABELS, labelFromName, labelName } from "../../core/failure.js"
 import { DATASETS } from "../../core/goal.js";
 import { InputDtypeSchema } from "../../core/model-config.js";
 import { FailureLabel, FailureLabelSchema, Surface } from "../../proto/gen/research/v1/common_pb.js";
-import { TRIAL_STAGES } from "../../swarm/run-state.js";
+import { TRIAL_STAGES } from "../../swarm/trial-state.js";
 import { DEFAULTS } from "../../gpu-runner/request.js";
 
 const PYTHON = process.env.RUNNER_PYTHON ?? DEFAULT_PYTHON;

@@ -11,7 +11,8 @@ import { fromJsonString } from "@bufbuild/protobuf";
 import { hypothesisOutcome } from "../../core/ranking.js";
 import { buildReport } from "../../lineage-store/report.js";
 import { EventSchema, RunStatus } from "../../proto/gen/research/v1/events_pb.js";
-import { foldRun, runSoFar, valMetricOf } from "../../swarm/run-state.js";
+import { foldRun, runSoFar } from "../../swarm/run-state.js";
+import { valMetricOf } from "../../swarm/trial-state.js";
 import { unwrapped } from "../helpers/markdown.js";
 
 function reportOf(file: string, cut?: number) {

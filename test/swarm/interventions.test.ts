@@ -17,7 +17,8 @@ import { labelName } from "../../core/failure.js";
 import { InterventionKind, RunStatus, type Event } from "../../proto/gen/research/v1/events_pb.js";
 import { runGoal, startSwarm, type RunOutcome, type Swarm } from "../../deploy/swarm.js";
 import { runSettings } from "../../deploy/settings.js";
-import { emptyRunState, applyToRunState, inFlight, trialFailure, type RunState } from "../../swarm/run-state.js";
+import { emptyRunState, applyToRunState, inFlight, type RunState } from "../../swarm/run-state.js";
+import { trialFailure } from "../../swarm/trial-state.js";
 import { interventionEvent, type InterventionRequest } from "../../swarm/interventions.js";
 import { unwrapped } from "../helpers/markdown.js";
 

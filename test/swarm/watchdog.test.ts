@@ -24,7 +24,7 @@ import { runSettings } from "../../deploy/settings.js";
 import { RunEnd, RunStatus } from "../../proto/gen/research/v1/events_pb.js";
 import { labelName } from "../../core/failure.js";
 import { ensureSecrets } from "../../core/secrets.js";
-import { trialFailure } from "../../swarm/run-state.js";
+import { trialFailure } from "../../swarm/trial-state.js";
 import { alive, descendants, startRunnerProcess } from "../helpers/runner-process.js";
 import { unwrapped } from "../helpers/markdown.js";
 

@@ -17,7 +17,8 @@ import { editOf, intoSpace, RECIPE_DEFAULTS, spaceOf } from "../../../core/space
 import { SURFACE, type SurfaceName as Surface } from "../../../core/enums.js";
 import type { TrainConfigInput } from "../../../core/model-config.js";
 import { Verdict } from "../../../proto/gen/research/v1/events_pb.js";
-import { isBaseline, isPromotion, rungOf, scoreOf, scoreText, type RunState, type TrialState } from "../../../swarm/run-state.js";
+import type { RunState } from "../../../swarm/run-state.js";
+import { isBaseline, isPromotion, rungOf, scoreOf, scoreText, type TrialState } from "../../../swarm/trial-state.js";
 import { MUTATIONS, type EditEnv, type Genome, type Mutation } from "../mutations.js";
 import type { Template } from "../../../core/tasks/task.js";
 import { fitTpe, GENOME_SPACE, genomeFeatures, type Observation } from "../surrogate.js";

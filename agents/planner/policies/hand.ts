@@ -4,7 +4,8 @@
  */
 import { PROBE_SEEDS } from "../../../core/defaults.js";
 import { trialId } from "../../../core/ids.js";
-import { isBaseline, rungOf, type HandProposal } from "../../../swarm/run-state.js";
+import type { HandProposal } from "../../../swarm/run-state.js";
+import { isBaseline, rungOf } from "../../../swarm/trial-state.js";
 import { ladder } from "../scheduler.js";
 import type { PlanInput, Proposal } from "../types.js";
 import { memoryFormat, probeFidelity, startingTrain } from "../proposals.js";
