@@ -11,7 +11,7 @@ import { protoJson } from "../core/proto-json.js";
 import { ResearchError } from "../core/failure.js";
 import { cliConfig } from "../core/config.js";
 import { createLogger, type Logger } from "../core/logger.js";
-import { DATASETS } from "../core/goal.js";
+import { DATASETS } from "../core/goal-words.js";
 import { datasetNamed } from "../core/tasks/index.js";
 import { DEFAULTS } from "../gpu-runner/request.js";
 import { DEFAULT_LR, RECIPE_DEFAULTS } from "../core/space.js";

@@ -13,7 +13,7 @@ import { learningOf } from "../core/learning/index.js";
 import { trainConfigOfRecipe } from "../core/recipe.js";
 import { ResearchError } from "../core/failure.js";
 import { InputDtypeSchema } from "../core/model-config.js";
-import { DATASETS } from "../core/goal.js";
+import { DATASETS } from "../core/goal-words.js";
 import { datasetNamed } from "../core/tasks/index.js";
 import { objective } from "../core/objective.js";
 import {

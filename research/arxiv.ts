@@ -13,7 +13,7 @@ import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { z } from "zod";
 import { ResearchError } from "../core/failure.js";
-import type { Modality } from "../core/goal.js";
+import type { Modality } from "../core/goal-words.js";
 import { CORPUS, type CorpusEntry } from "./corpus.js";
 import { inferBlocks, inferSurface, inferTags, mentionedModalities } from "./keywords.js";
 

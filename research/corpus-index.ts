@@ -14,7 +14,7 @@
 import { createHash } from "node:crypto";
 import * as lancedb from "@lancedb/lancedb";
 import { Field, FixedSizeList, Float32, Int32, List, Schema, Utf8 } from "apache-arrow";
-import type { Modality } from "../core/goal.js";
+import type { Modality } from "../core/goal-words.js";
 import type { Embedder } from "../core/embedder.js";
 import { configuredEmbedder } from "../core/embedder-select.js";
 import { CORPUS, sourceUrl, type CorpusEntry, type Surface } from "./corpus.js";

@@ -15,7 +15,7 @@ import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import { SURFACE } from "../core/enums.js";
-import type { Modality } from "../core/goal.js";
+import type { Modality } from "../core/goal-words.js";
 import { ResearchError } from "../core/failure.js";
 
 const SurfaceSchema = z.enum(SURFACE.names);

@@ -8,7 +8,7 @@
  */
 import type { Brief } from "../core/brief.js";
 import { ResearchError } from "../core/failure.js";
-import { datasetModality } from "../core/goal.js";
+import { datasetModality } from "../core/goal-words.js";
 import { createLogger, type Logger } from "../core/logger.js";
 import { toCorpusEntries, type ArxivClient } from "./arxiv.js";
 import { CORPUS, type CorpusEntry } from "./corpus.js";

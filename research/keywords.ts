@@ -5,7 +5,7 @@
  * whether it came from a folder or from arXiv.
  */
 import type { BuildingBlock } from "../core/brief.js";
-import type { Modality } from "../core/goal.js";
+import type { Modality } from "../core/goal-words.js";
 import type { Surface } from "./corpus.js";
 
 /**

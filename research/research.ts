@@ -8,7 +8,7 @@
 import { z } from "zod";
 import { SURFACE } from "../core/enums.js";
 import { BriefSchema, isCoderBlock, type ArchitecturalSuggestion, type Brief } from "../core/brief.js";
-import { datasetModality, normaliseDataset, readGoalText, type Modality } from "../core/goal.js";
+import { datasetModality, normaliseDataset, readGoalText, type Modality } from "../core/goal-words.js";
 import { datasetNamed } from "../core/tasks/index.js";
 import { CORPUS, sourceUrl, type CorpusEntry, type Surface } from "./corpus.js";
 

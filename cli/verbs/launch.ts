@@ -6,7 +6,7 @@ import { gainPp, pct } from "../../core/format.js";
 import { baselineComparison } from "../../lineage-store/baseline.js";
 import { frontJson, limitsJson } from "../../lineage-store/report-json.js";
 import { latencyOf } from "../../swarm/front.js";
-import { parseDuration } from "../../core/goal.js";
+import { parseDuration } from "../../core/goal-words.js";
 import { intervalBasis } from "../../core/ranking.js";
 import type { runGoal } from "../../deploy/swarm.js";
 import { RunStatus } from "../../proto/gen/research/v1/events_pb.js";

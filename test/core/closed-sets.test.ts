@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { DEFAULT_PYTHON } from "../../core/config.js";
 import { closedSet, OPTIMIZER, SCHEDULE, SCRIPT_LANGUAGE, SURFACE, TASK, TRIAL_STATUS } from "../../core/enums.js";
 import { FAILURE_LABELS, labelFromName, labelName } from "../../core/failure.js";
-import { DATASETS } from "../../core/goal.js";
+import { DATASETS } from "../../core/goal-words.js";
 import { InputDtypeSchema } from "../../core/model-config.js";
 import { FailureLabel, FailureLabelSchema, Surface } from "../../proto/gen/research/v1/common_pb.js";
 import { TRIAL_STAGES } from "../../swarm/trial-state.js";

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { datasetModality, normaliseDataset, parseCount, parseDuration, parseGoal, readGoalText } from "../../core/goal.js";
+import { parseGoal } from "../../core/goal.js";
+import { datasetModality, normaliseDataset, parseCount, parseDuration, readGoalText } from "../../core/goal-words.js";
 import { Metric } from "../../proto/gen/research/v1/runner_pb.js";
 import { Cost } from "../../proto/gen/research/v1/common_pb.js";
 
