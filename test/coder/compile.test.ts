@@ -410,6 +410,16 @@ describe("compileModel", () => {
       ]);
     });
 
+    it("get the head whenever the layers end at the vocabulary's width without a linear or conv1d of their own", () => {
+      // A GRU of 256 over bytes read as scores is bounded by its tanh: the byte-gru template trained to 5.7 bits per byte so.
+      const gru = compileModel({ name: "rnn", layers: [{ type: "embedding", vocab_size: 256, dim: 32 }, { type: "gru", hidden: 256 }] }, lm);
+      expect(gru.ok && gru.shapes.at(-1)).toEqual({ layer: "head linear", shape: [256, 256], params: 256 * 256 + 256 });
+      const wide = gpt({ tie_embeddings: true, layers: [{ ...embedding, dim: 256 }, { type: "transformer_encoder", heads: 4, causal: true }, { type: "layernorm" }] });
+      expect(wide.ok && wide.shapes.at(-1)?.layer).toBe("head linear");
+      const own = compileModel({ name: "own", layers: [embedding, { type: "linear", out_features: 256 }] }, lm);
+      expect(own.ok && own.shapes.at(-1)?.layer).toBe("layers[1] linear");
+    });
+
     it("refuse a pooled output and a tie the widths do not allow", () => {
       const pooled = compileModel({ name: "pooled", layers: [embedding, { type: "sequence_pool" }] }, lm);
       expect(pooled).toMatchObject({ ok: false, label: "shape_error" });
