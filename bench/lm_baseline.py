@@ -454,8 +454,8 @@ def main():
         "test_bpb": {"per_seed": [round(v, 4) for v in per_seed], "mean": round(mean, 4),
                      "ci95": [round(v, 4) for v in ci] if ci else None, "seeds": seeds},
         "unigram_test_bpb": round(unigram_bpb(train_rows, test_rows), 4),
-        # As bench/tasks-series.sh reads a peer: its pick's test score, named as the swarm's metric.
         "kneser_ney": ngram,
+        # As bench/tasks-series.sh reads a peer: each pick's test score, named as the swarm's metric.
         "models": {"handwritten_lm": {"test_bits_per_byte": mean, "val_bits_per_byte": best["val_bpb"],
                                       "config": {"family": family, "lr": lr}},
                    "kneser_ney": {"test_bits_per_byte": ngram["test_bpb"], "val_bits_per_byte": ngram["val_bpb"],

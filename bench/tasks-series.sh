@@ -9,9 +9,10 @@
 # Cases (the peers of the tables: scikit-learn's histogram gradient boosting and MLP, each tuned by
 # Optuna's TPE for half the time, bench/tabular_baseline.py; of the images and the signals: a CNN
 # tuned by Optuna's TPE with median pruning for the whole time, the best completed trial scored
-# once on the test split, bench/optuna_baseline.py; of the text: a hand-written byte-level
-# transformer and GRU, each at three learning rates, the pick by validation scored on the test
-# split, bench/lm_baseline.py; every peer on the runner's own train, validation and test split):
+# once on the test split, bench/optuna_baseline.py; of the text, bench/lm_baseline.py: a
+# Kneser-Ney byte n-gram (its order and discount picked on validation) and a hand-written
+# byte-level transformer and GRU (each at three learning rates, the pick by validation), each
+# scored once on the test split; every peer on the runner's own train, validation and test split):
 #   friedman  make_friedman1 (3,000 rows, 8 features, noise 1.0, random_state 0) as a CSV,
 #             "minimise rmse", 4 minutes
 #   classes   make_classification (3,000 rows, 20 features of which 8 informative and 4 redundant,

@@ -157,8 +157,7 @@ const maxpoolOrAvgpool = (layer: Extract<Layer, { type: "maxpool" | "avgpool" }>
   const mode = layer.type === "maxpool" ? "max" : "avg";
   if (shape.length === 2) {
     const [len, d] = shape as [number, number];
-    const olen = convOut(len, k, s, p);
-    if (olen < 1) throw shapeError(label, `kernel ${k} (stride ${s}, padding ${p}) shrinks length ${len} to 0`);
+    const olen = shrinkLength(label, len, k, s, p);
     use(ctx, "SeqPool1d");
     return one(`SeqPool1d("${mode}", kernel_size=${k}, stride=${s}${p ? `, padding=${p}` : ""})`, [olen, d], 0);
   }
@@ -361,8 +360,7 @@ const LAYER_COMPILERS: { [K in LayerType]: LayerCompiler<K> } = {
     divisible(label, "in_channels", d, "groups", g);
     divisible(label, "out_channels", out, "groups", g);
     const pad = resolvePadding(label, layer.padding, k, s);
-    const olen = convOut(len, k, s, pad);
-    if (olen < 1) throw shapeError(label, `kernel ${k} (stride ${s}, padding ${pyPad(pad)}) shrinks length ${len} to 0`);
+    const olen = shrinkLength(label, len, k, s, pad);
     use(ctx, "SeqConv1d");
     const args = [`${d}, ${out}`, `kernel_size=${k}`, `stride=${s}`, `padding=${pyPad(pad)}`];
     if (g > 1) args.push(`groups=${g}`);
@@ -520,6 +518,13 @@ function resolvePadding(label: string, padding: "same" | number, k: number, stri
 
 function convOut(size: number, k: number, s: number, pad: number | "same"): number {
   return pad === "same" ? size : Math.floor((size + 2 * pad - k) / s) + 1;
+}
+
+/** A sequence's length after a kernel along it (conv1d, a pooling), refused where nothing is left. */
+function shrinkLength(label: string, len: number, k: number, s: number, pad: number | "same"): number {
+  const olen = convOut(len, k, s, pad);
+  if (olen < 1) throw shapeError(label, `kernel ${k} (stride ${s}, padding ${pyPad(pad)}) shrinks length ${len} to 0`);
+  return olen;
 }
 
 function shrink(label: string, h: number, w: number, k: number, s: number, pad: number | "same"): [number, number] {
