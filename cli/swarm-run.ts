@@ -82,12 +82,14 @@ export const jobsNeverStarted = (err: unknown): err is ResearchError => err inst
  */
 export async function startSwarmFor(a: RunArgs, flags: PreparedSwarm & { clusterBus?: boolean }, dataRoots: string[], say: (line: string) => void, log: Logger, goal?: Goal): Promise<Swarm> {
   say(`starting the swarm in ${flags.workspace} ...`);
-  // Runner jobs may wait in the queue for the run's whole budget: a signal meanwhile cancels them
-  // (and stops what started) rather than leaving them queued, and the launch ends with its code.
+  // A signal while the swarm starts stops what has started (its nats-server and children are in
+  // process groups of their own: a launcher killed by the signal's default would leave them), and
+  // the launch ends with the signal's code. Runner jobs may wait in the queue for the run's whole
+  // budget: the signal cancels them rather than leaving them queued.
   const waiting = new AbortController();
   const onSignal = (sig: NodeJS.Signals) => waiting.abort(sig);
+  for (const sig of Object.keys(SIGNAL_EXIT)) process.once(sig, onSignal);
   const slurm = flags.slurm && runnerJobsFor(flags.slurm, goal?.timeBudgetS || DEFAULT_TIME_BUDGET_S, say, { signal: waiting.signal });
-  if (slurm) for (const sig of Object.keys(SIGNAL_EXIT)) process.once(sig, onSignal);
   const { startSwarm, newRunId } = await import("../deploy/swarm.js");
   let swarm: Swarm;
   try {
@@ -107,6 +109,7 @@ export async function startSwarmFor(a: RunArgs, flags: PreparedSwarm & { cluster
       clusterBus: flags.clusterBus,
       logger: log,
       onRestart: (name, n) => say(`process ${name} exited; restarted (${n})`),
+      signal: waiting.signal,
     });
   } catch (err) {
     if (waiting.signal.aborted) fail((err as Error).message, SIGNAL_EXIT[String(waiting.signal.reason)]!);

@@ -62,6 +62,8 @@ export interface SwarmOptions {
   llm?: { llm?: string; baseUrl?: string; file?: string };
   logger: Logger;
   onRestart?: (name: string, restarts: number) => void;
+  /** Stops the start: what has started is stopped, and the start throws. */
+  signal?: AbortSignal;
 }
 
 /** Runner jobs asked of Slurm: what each asks for, its time limit, how long to wait for the first to come up, the run they serve alone. */
@@ -98,9 +100,10 @@ export interface Swarm {
 const RUNNER_LOG_TAIL = 20;
 
 /** `log`: the runner's log file when this swarm started it; its last lines say why it did not come up. */
-async function waitForRunner(client: RunnerClient, timeoutMs: number, log?: string): Promise<HealthResponse> {
+async function waitForRunner(client: RunnerClient, timeoutMs: number, log?: string, signal?: AbortSignal): Promise<HealthResponse> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
+    if (signal?.aborted) throw new Error(`stopped by ${String(signal.reason)} while the swarm started`);
     try {
       const h = await client.health({}, { timeoutMs: 2000 });
       if (h.workersReady > 0) return h;
@@ -262,7 +265,7 @@ export async function startSwarm(opts: SwarmOptions): Promise<Swarm> {
     // runner's answer. The agents pick among all of them (swarm/runners.ts).
     startAgents(supervisor, common(runnerAddress), opts.instances);
     runner = connectRunner(runnerAddress.split(",")[0]!, secrets);
-    runnerHealth = await waitForRunner(runner, 180_000, opts.runnerAddress || opts.slurm ? undefined : join(workspace, "logs", "gpu-runner.log"));
+    runnerHealth = await waitForRunner(runner, 180_000, opts.runnerAddress || opts.slurm ? undefined : join(workspace, "logs", "gpu-runner.log"), opts.signal);
   } catch (err) {
     await stop();
     throw err;

@@ -55,6 +55,11 @@ function cleanUp(workspace: string): void {
   rmSync(workspace, { recursive: true, force: true });
 }
 
+/** `ps` lines (pid, then the command line) of the processes that name `workspace`. */
+function processesOf(workspace: string): string[] {
+  return spawnSync("ps", ["-eo", "pid,args"], { encoding: "utf8" }).stdout.split("\n").filter((l) => l.includes(workspace));
+}
+
 // Side by side: each test mostly waits on its own swarm (its time budget, JetStream's redelivery).
 describe.concurrent("launch --resume", () => {
   it("finishes a run whose launcher was killed, once per trial, in the space it was launched with", async () => {
@@ -169,8 +174,7 @@ describe.concurrent("launch --resume", () => {
       // Every process the launch started is gone, its nats-server included.
       const { nats_pid } = JSON.parse(readFileSync(join(workspace, "swarm.json"), "utf8")) as { nats_pid: number };
       expect(() => process.kill(nats_pid, 0)).toThrow();
-      const ps = spawnSync("ps", ["-eo", "args"], { encoding: "utf8" }).stdout;
-      expect(ps.split("\n").filter((l) => l.includes(workspace))).toEqual([]);
+      expect(processesOf(workspace)).toEqual([]);
 
       // With no swarm up, the workspace still lists the run, as interrupted.
       const listed = await run("./research-agent", ["runs", "--workspace", workspace, "--json"], { env, timeout: CLI_TIMEOUT_MS });
@@ -200,4 +204,34 @@ describe.concurrent("launch --resume", () => {
       cleanUp(workspace);
     }
   }, 600_000);
+});
+
+describe("a launch stopped while its swarm starts", () => {
+  it("stops what it started and exits with the signal's code (SIGTERM to the launcher alone, as kill sends it)", async () => {
+    const workspace = mkdtempSync(join(tmpdir(), "start-signal-test-"));
+    try {
+      const launch = spawn("./research-agent", ["launch", "--goal", "digits: reach 99% validation accuracy", "--time-budget", "2m", "--no-research", "--workspace", workspace], {
+        env,
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      let out = "";
+      launch.stdout.on("data", (d: Buffer) => (out += d.toString()));
+      launch.stderr.on("data", (d: Buffer) => (out += d.toString()));
+      const exited = new Promise<number | null>((r) => launch.once("exit", (code) => r(code)));
+      // The nats-server is up and the runner starting (its log exists), its workers not yet ready:
+      // the launcher is still inside the swarm's start.
+      const runnerLog = join(workspace, "logs", "gpu-runner.log");
+      for (let i = 0; i < 1200 && !existsSync(runnerLog); i++) await new Promise((r) => setTimeout(r, 50));
+      expect(existsSync(runnerLog), out).toBe(true);
+      expect(out).not.toContain("runner:");
+      launch.kill("SIGTERM");
+      expect(await exited, out).toBe(143);
+      expect(out).toContain("stopped by SIGTERM while the swarm started");
+      expect(processesOf(workspace)).toEqual([]);
+    } finally {
+      // A failed test must not leave them either: the swarm wrote no swarm.json for cleanUp to read.
+      for (const l of processesOf(workspace)) process.kill(Number(l.trim().split(" ")[0]), "SIGKILL");
+      cleanUp(workspace);
+    }
+  }, 180_000);
 });
