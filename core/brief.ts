@@ -36,6 +36,7 @@ export const LAYER_BLOCKS = [
   "mixer_block",
   "token_pool",
   "embedding",
+  "ngram_embedding",
   "conv1d",
   "gru",
   "sequence_pool",

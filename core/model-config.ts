@@ -179,6 +179,17 @@ const Embedding = z
   })
   .describe("int64 token ids [L] -> [L, dim]; must come first for int64 inputs");
 
+const NgramEmbedding = z
+  .strictObject({
+    type: z.literal("ngram_embedding"),
+    orders: posInt(16).default(8),
+    buckets: posInt(1 << 22).default(1 << 17),
+    dim: channels().default(32),
+  })
+  .describe(
+    "int64 token ids [L] -> [L, orders*dim]: at each position the last 1..orders ids, each n-gram hashed into one table of `buckets` rows (a neural n-gram model's features); causal; comes first for int64 inputs",
+  );
+
 const Conv1d = z
   .strictObject({ type: z.literal("conv1d"), ...convFields() })
   .describe("1-d convolution along a sequence [L,D] -> [L', out_channels]");
@@ -233,6 +244,7 @@ export const LayerSchema = z
     MixerBlock,
     TokenPool,
     Embedding,
+    NgramEmbedding,
     Conv1d,
     Gru,
     SequencePool,

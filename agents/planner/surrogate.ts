@@ -211,6 +211,7 @@ function weightedDepth(l: LayerInput): number {
     case "mbconv":
     case "patch_embed":
     case "embedding":
+    case "ngram_embedding":
       return 1;
     case "transformer_encoder":
     case "mixer_block":

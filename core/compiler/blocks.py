@@ -169,6 +169,32 @@ class TokenEmbedding(nn.Module):
         return self.tok(x) + self.pos[:, :x.shape[1]]
 
 
+class NgramEmbedding(nn.Module):
+    """Hashed n-gram features, [batch, length] ids -> [batch, length, orders * dim]: at each position
+    the last 1, 2, ..., orders ids (itself and the ones before it), each n-gram hashed to a row of one
+    shared table. A neural n-gram model's input: it remembers a text's repeated phrases in one pass,
+    where a recurrent or attention model learns them over many. Causal; the positions before the
+    window's start read as `vocab_size`, an id no token has."""
+
+    def __init__(self, orders, buckets, dim, vocab_size):
+        super().__init__()
+        self.orders, self.buckets, self.vocab_size = orders, buckets, vocab_size
+        self.table = nn.Embedding(buckets, dim)
+        nn.init.normal_(self.table.weight, std=0.02)
+
+    def forward(self, x):
+        # A polynomial hash of the n-gram, extended by one id per order and kept under 2**31 (a
+        # prime modulus), then mixed by a multiplicative hash whose high bits pick the row: every
+        # product fits int64. Padding and integer arithmetic only, so it runs under vmap.
+        h = torch.zeros_like(x)
+        rows = []
+        for k in range(self.orders):
+            earlier = F.pad(x, (k, 0), value=self.vocab_size)[:, :x.shape[1]]
+            h = (h * (self.vocab_size + 7) + earlier + 1) % 2147483647
+            rows.append((h * 2654435761 + k * 97531) // 128 % self.buckets)
+        return self.table(torch.stack(rows, -1)).flatten(2)
+
+
 class SeqConv1d(nn.Conv1d):
     """Conv1d over [batch, length, channels], the layout embeddings and tokens use."""
 

@@ -121,10 +121,11 @@ function compileSequence(layers: readonly Layer[], flow: Flow, prefix: string, c
   let cur = flow;
   layers.forEach((layer, i) => {
     const label = `${prefix}[${i}] ${layer.type}`;
-    if (cur.ids && layer.type !== "embedding") {
+    const embeds = layer.type === "embedding" || layer.type === "ngram_embedding";
+    if (cur.ids && !embeds) {
       throw invalid(`${label}: the input is int64 token ids ${fmt(cur.shape)}; start with an embedding`);
     }
-    if (!cur.ids && layer.type === "embedding") {
+    if (!cur.ids && embeds) {
       throw invalid(`${label}: expects int64 token ids straight from the input but gets float features ${fmt(cur.shape)}`);
     }
     const { exprs, shape, params, note } = compileLayer(layer, cur.shape, label, `${prefix}[${i}]`, ctx);
@@ -353,6 +354,12 @@ const LAYER_COMPILERS: { [K in LayerType]: LayerCompiler<K> } = {
     if (!layer.position_embedding) return one(`nn.Embedding(${v}, ${dim}${padArg})`, [length, dim], v * dim);
     use(ctx, "TokenEmbedding");
     return one(`TokenEmbedding(${v}, ${dim}, length=${length}${padArg})`, [length, dim], v * dim + length * dim);
+  },
+  ngram_embedding: (layer, shape, label, _path, ctx) => {
+    const { orders, buckets, dim } = layer;
+    use(ctx, "NgramEmbedding");
+    // The id no token has (the vocabulary's size) stands for the bytes before a window's start.
+    return one(`NgramEmbedding(${orders}, ${buckets}, ${dim}, vocab_size=${ctx.vocabSize ?? 256})`, [shape[0]!, orders * dim], buckets * dim);
   },
   conv1d: (layer, shape, label, _path, ctx) => {
     const [len, d] = tokens(label, shape, "add an embedding before it");

@@ -18,6 +18,7 @@ export const HELPERS = [
   "MixerBlock",
   "TokenPool",
   "TokenEmbedding",
+  "NgramEmbedding",
   "SeqConv1d",
   "SeqPool1d",
   "TokenBatchNorm",

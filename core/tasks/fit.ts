@@ -37,6 +37,8 @@ function scaleLayer(l: LayerInput, f: number): LayerInput {
     case "patch_embed":
     case "embedding":
       return { ...l, dim: round8((l.dim ?? 64) * f) };
+    case "ngram_embedding":
+      return { ...l, dim: round8((l.dim ?? 32) * f) };
     case "gru":
       return { ...l, hidden: round8((l.hidden ?? 128) * f) };
     default:

@@ -369,17 +369,20 @@ describe("a language model's start and edits", () => {
   const env = { info: CORPUS, device: "cpu" as const, arguments: [] };
   const edit = (name: string) => MUTATIONS.find((m) => m.name === name)!;
 
-  it("starts from a causal transformer and a GRU on a slice of rows, at their own batch of windows", () => {
-    const [transformer, gru] = initialBuiltin(lmInput(), 2);
-    expect([transformer!.model.name, gru!.model.name]).toEqual(["byte-transformer", "byte-gru"]);
+  it("starts from a neural n-gram model, a causal transformer and a GRU on a slice of rows, at their own batch of windows", () => {
+    const [ngram, transformer, gru] = initialBuiltin(lmInput(), 3);
+    expect([ngram!.model.name, transformer!.model.name, gru!.model.name]).toEqual(["byte-ngram", "byte-transformer", "byte-gru"]);
     // 1,000 rows of 256 targets each: a CPU probe's slice of a corpus, counted in rows.
     expect(transformer!.train).toMatchObject({ subset: 1000, batch_size: 16, context: 128, lr: 2e-3 });
+    expect(ngram!.train).toMatchObject({ subset: 1000, batch_size: 32, context: 128, lr: 6e-3, weight_decay: 0.1 });
     const count = paramsCounter(lmInput().state, CORPUS);
     expect(count(transformer!.model)).toBe(462_592);
+    // A table of 2^17 rows of 32 for 8 orders, an MLP of 512 and the head.
+    expect(count(ngram!.model)).toBe((1 << 17) * 32 + 2 * 256 + 256 * 512 + 512 + 512 * 256 + 256);
   });
 
   it("moves the context within the row and the heads to counts the width divides", () => {
-    const g = { model: initialBuiltin(lmInput(), 1)[0]!.model, train: { context: 128 } };
+    const g = { model: initialBuiltin(lmInput(), 3).find((p) => p.model.name === "byte-transformer")!.model, train: { context: 128 } };
     const contexts = new Set<number | undefined>();
     const heads = new Set<number>();
     for (let seed = 0; seed < 16; seed++) {

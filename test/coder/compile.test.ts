@@ -181,6 +181,13 @@ const CASES: Case[] = [
   },
   {
     config: {
+      name: "text-ngrams",
+      layers: [{ type: "ngram_embedding", orders: 3, buckets: 2048, dim: 8 }, { type: "layernorm" }, { type: "sequence_pool", mode: "mean" }],
+    },
+    opts: { inputShape: [32], numClasses: 5, inputDtype: "int64", vocabSize: 700 },
+  },
+  {
+    config: {
       name: "series-conv",
       layers: [
         { type: "conv1d", out_channels: 16, kernel_size: 2 },
@@ -420,6 +427,19 @@ describe("compileModel", () => {
       expect(own.ok && own.shapes.at(-1)?.layer).toBe("layers[1] linear");
     });
 
+    it("read hashed n-grams of the ids as their first layer, as an embedding does, and refuse them after float features", () => {
+      const ngram = compileModel({ name: "ngram", layers: [{ type: "ngram_embedding", orders: 6, buckets: 4096, dim: 16 }, { type: "linear", out_features: 64 }] }, lm);
+      if (!ngram.ok) throw new Error(ngram.error);
+      expect(ngram.shapes.slice(1)).toEqual([
+        { layer: "layers[0] ngram_embedding", shape: [256, 96], params: 4096 * 16 },
+        { layer: "layers[1] linear", shape: [256, 64], params: 96 * 64 + 64 },
+        { layer: "head linear", shape: [256, 256], params: 64 * 256 + 256 },
+      ]);
+      expect(ngram.code).toContain("NgramEmbedding(6, 4096, 16, vocab_size=256)");
+      const late = compileModel({ name: "late", layers: [embedding, { type: "ngram_embedding" }] }, lm);
+      expect(!late.ok && late.error).toMatch(/layers\[1\] ngram_embedding: expects int64 token ids straight from the input/);
+    });
+
     it("refuse a pooled output and a tie the widths do not allow", () => {
       const pooled = compileModel({ name: "pooled", layers: [embedding, { type: "sequence_pool" }] }, lm);
       expect(pooled).toMatchObject({ ok: false, label: "shape_error" });
@@ -444,7 +464,7 @@ describe("compileModel", () => {
           class_name: r.className,
           shape: c.opts.inputShape,
           dtype: c.opts.inputDtype ?? c.config.input_dtype ?? "float32",
-          vocab: embedding?.vocab_size ?? 0,
+          vocab: embedding?.vocab_size ?? c.opts.vocabSize ?? 0,
         };
       });
       const py = await run(PYTHON, ["-c", PY_HARNESS], {

@@ -45,6 +45,8 @@ CASES = {
     "TokenPool max": (lambda: blocks.TokenPool("max"), torch.randn(BATCH, 10, 24), [24], 0),
     "TokenEmbedding": (lambda: blocks.TokenEmbedding(100, 16, length=12, padding_idx=0),
                        torch.randint(0, 100, (BATCH, 12)), [12, 16], 100 * 16 + 12 * 16),
+    "NgramEmbedding": (lambda: blocks.NgramEmbedding(4, 1000, 8, vocab_size=256), torch.randint(0, 256, (BATCH, 12)),
+                       [12, 32], 1000 * 8),
     "SeqConv1d": (lambda: blocks.SeqConv1d(16, 32, kernel_size=3, stride=2, padding=1), torch.randn(BATCH, 12, 16),
                   [6, 32], 16 * 32 * 3 + 32),
     "SeqPool1d max": (lambda: blocks.SeqPool1d("max", 2, 2), torch.randn(BATCH, 12, 16), [6, 16], 0),
@@ -98,6 +100,26 @@ def test_a_causal_block_reads_no_later_position():
     open_block.load_state_dict(block.state_dict())
     with torch.no_grad():
         assert not torch.allclose(open_block(x)[:, :6], open_block(later)[:, :6])
+
+
+def test_ngram_embedding_reads_the_last_orders_ids_only():
+    """Position t's features change with ids t-orders+1..t and no other: causal, and an n-gram model."""
+    torch.manual_seed(0)
+    block = blocks.NgramEmbedding(3, 1 << 16, 4, vocab_size=256)
+    x = torch.randint(0, 256, (1, 12))
+    for changed in range(12):
+        other = x.clone()
+        other[0, changed] = (x[0, changed] + 1) % 256
+        moved = (block(x) != block(other)).any(-1)[0]
+        assert moved.nonzero().flatten().tolist() == list(range(changed, min(changed + 3, 12)))
+    # Each order has its own rows: the same id alone and the same id after another differ.
+    ids = torch.tensor([[7, 7, 7]])
+    features = block(ids)[0].view(3, 3, 4)
+    assert torch.equal(features[1, 0], features[2, 0])  # order 1: the id itself
+    assert not torch.equal(features[1, 0], features[1, 1])
+    # The bytes before the window read as an id no token has: position 0's order 2 is not "7 7".
+    assert not torch.equal(features[0, 1], features[2, 1])
+    assert torch.equal(features[1, 1], features[2, 1])
 
 
 def test_token_pool_modes_differ():
