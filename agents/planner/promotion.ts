@@ -59,9 +59,13 @@ export function fullSplitDue(input: PlanInput): Promotion | "wait" | undefined {
   if (tradeOffsOf(input.state).length) return "wait";
   const due = input.state.goal?.openEnded || !promotionAt(input, promotion, ladderNow[promotion.rung]!);
   if (!due) return undefined;
-  // Not while a starting template still probes: its family may be the one to train (a small
-  // CNN's three quick probes once sent it to the full split while the VGG-style net, better, still ran).
+  // Not while a starting template still probes, nor while another promotion trains: either may be
+  // the one to train (a small CNN's three quick probes once sent it to the full split while the
+  // VGG-style net, better, still ran; at c1b09e8 a 20k CNN's rung-1 edit went there at 85 s of a
+  // 10-minute run while the VGG-style net's rung-1 promotion trained, which then read 90.53% to its
+  // 88.93%: 92.00% test where a run that met the VGG-style net first reached 93.33%).
   for (const t of input.state.trials.values()) if (t.proposed?.mutation === Mutation.TEMPLATE && !t.judged) return "wait";
+  if (promotionInFlight(input.state)) return "wait";
   return promotion;
 }
 

@@ -113,3 +113,20 @@ describe("a long training that reaches its epochs before its time (the Friedman 
     expect(isLast(move)).toBe(false);
   });
 });
+
+describe("a full-split promotion while another promotion trains (the 10-minute Fashion-MNIST recording, c1b09e8)", () => {
+  const r = RECORDINGS.find((x) => x.file.startsWith("fmnist-10min-"))!;
+  const recorded = events(r);
+  const long = recorded.find((e) => e.body.case === "trialProposed" && e.body.value.lastTraining)!;
+
+  it("waits for it, exploring meanwhile: it may become the best to train long", () => {
+    // Recorded: t013 (a 20k bn-cnn edit, 88.93% at rung 1) went to the full split at 85 s while
+    // t008 (the VGG-style net's rung-1 promotion) trained; t008 then read 90.53%.
+    const point = decisionPoints(r, recorded).find((p) => p.recorded === long)!;
+    const inFlight = [...point.input.state.trials.values()].filter((t) => t.proposed && !t.judged).map((t) => t.id.split("-").pop());
+    expect(inFlight).toEqual(["t008"]);
+    const move = decide(point.input, point.index);
+    expect(isLast(move), JSON.stringify(move).slice(0, 300)).toBe(false);
+    expect(move.kind, JSON.stringify(move).slice(0, 300)).toBe("propose");
+  });
+});
