@@ -117,7 +117,8 @@ const SECTIONS = {
                        (DIR/model.torchscript.pt), any ONNX runtime, no torch (DIR/model.onnx), or as Python
                        source to read, change or fine-tune (DIR/model.py: the run's class and load(), the
                        weights beside it); raw inputs in (the dataset files' units), its standardisation,
-                       its seeds' ensemble (class probabilities; a regression's prediction) and test-time
+                       its seeds' ensemble (class probabilities; a regression's prediction; a language
+                       model's next-byte probabilities at every position of a window of bytes) and test-time
                        flip averaging inside; DIR/inference.json says what it takes (shape, dtype) and
                        returns. --seed N: one seed's model
   --to FORMAT          tensorboard: event files in DIR/RUN/TRIAL (hparams, the trial's score, text) and
@@ -196,7 +197,8 @@ export const VERBS = {
   predict: {
     usage: `  research-agent predict RUN INPUT [--seed N] [--out FILE.csv]   the best model on new raw inputs (.npz, .csv, IDX,
                  a folder of images: PNG, JPEG, ... resized to the model's input where they differ), fed as the
-                 run fed its data; CSV of index (an image's file name), prediction (and its probability)`,
+                 run fed its data (a language model: a window of bytes 0-255 a row); CSV of index (an image's
+                 file name), prediction (and its probability; a language model's: the byte likeliest to follow)`,
   },
   status: { usage: "  research-agent status [--json] [--workspace DIR | --nats URL]   live runs and their trials, runners and slots, agents" },
   pause: { usage: "  research-agent pause RUN [--reason TEXT]          start nothing new; trials in flight go on (the budget still runs)" },

@@ -148,9 +148,9 @@ async function updateRegistry(runDir: string, entry: RegistryEntry): Promise<voi
   await writeFileAtomic(join(runDir, REGISTRY_FILE), jsonText(entries));
 }
 
-async function writeCurrentModel(runDir: string, t: TrialState): Promise<void> {
+async function writeCurrentModel(runDir: string, state: RunState, t: TrialState): Promise<void> {
   if (!t.assembled?.code) return;
-  const spec = inferenceSpec(t);
+  const spec = inferenceSpec(state, t);
   await Promise.all([
     writeFileAtomic(join(runDir, CURRENT_MODEL_FILE), t.assembled.code),
     writeFileAtomic(join(runDir, CURRENT_CONFIG_FILE), configYaml(t.proposed && modelSent(t.proposed), "model_config")),
@@ -206,7 +206,7 @@ export async function writeArtifacts(runDir: string, state: RunState, event: Eve
       if (!t?.judged) return;
       const at = Number(event.emittedAtMs) || Date.now();
       await updateRegistry(runDir, registryEntry(state, t, at));
-      if (bestTrial(state)?.id === t.id && !state.runFinished) await writeCurrentModel(runDir, t);
+      if (bestTrial(state)?.id === t.id && !state.runFinished) await writeCurrentModel(runDir, state, t);
       break;
     }
     case "runFinished":
@@ -224,7 +224,7 @@ async function writeRunEnd(runDir: string, state: RunState, finished: RunFinishe
   const judgedAtMs = new Map((await readRegistry(runDir)).map((e) => [e.trial_id, Date.parse(e.timestamp)]));
   const best = state.trials.get(finished.bestTrialId);
   // The weights are the finished run's best trial's: the code beside them must be that trial's too.
-  if (best) await writeCurrentModel(runDir, best);
+  if (best) await writeCurrentModel(runDir, state, best);
   const weights = weightsFrom && (await exportBestWeights(runDir, state, finished, weightsFrom.runners, currentWeightsFile, weightsFrom.log));
   await writeReport(runDir, state, finished, { judgedAtMs }, weights);
 }

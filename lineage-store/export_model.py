@@ -77,7 +77,8 @@ def assemble(cls, init_kwargs, weight_files, spec):
     view = [1, -1] + [1] * (len(shape) - 1)
     mean = torch.tensor(stats["mean"]).view(view) if stats else torch.zeros(0)
     std = torch.tensor(stats["std"]).view(view) if stats else torch.ones(0)
-    classify = "classes" in spec["output"]
+    # A language model's output is a classifier's at every position: softmax over the last axis.
+    classify = "classes" in spec["output"] or spec["output"].get("per_position", False)
     return Exported(models, mean, std, spec["test_time_flip_averaging"], classify,
                     0.0 if classify else spec["output"]["mean"], 1.0 if classify else spec["output"]["std"]).eval()
 
@@ -153,6 +154,7 @@ def main():
     exported, spec, init_kwargs, files = build(args.run_dir, args.seed)
     stats = spec["input"]["standardise"]
     classify = "classes" in spec["output"]
+    per_position = spec["output"].get("per_position", False)
     # Token ids (no standardisation) go in as integers; everything else as the files' values.
     example = torch.zeros([2, *spec["input"]["shape"]], dtype=torch.float32 if stats else torch.long)
     os.makedirs(args.out_dir, exist_ok=True)
@@ -163,12 +165,16 @@ def main():
         elif args.format == "onnx":
             # The TorchScript-based exporter: it needs the onnx package alone (the dynamo-based one
             # wants onnxscript too), and traces the same module the TorchScript file is. Opset 17:
-            # what onnxruntime has run since 1.14. Any batch size.
+            # what onnxruntime has run since 1.14. Any batch size. Attention's fused inference
+            # kernel (nn.MultiheadAttention's fast path) has no ONNX form: traced as plain ops.
+            if hasattr(torch.backends, "mha"):
+                torch.backends.mha.set_fastpath_enabled(False)
             torch.onnx.export(exported, (example,), out, dynamo=False, opset_version=17, input_names=["input"],
                               output_names=["output"], dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}})
         else:
             torch.jit.trace(exported, example).save(out)
     described = {"input": {**spec["input"], "dtype": str(example.dtype).removeprefix("torch.")}, "output": {**spec["output"], "returns": "class probabilities, the mean over its seeds" if classify
+                                                   else "at every position, the next byte's probabilities, the mean over its seeds" if per_position
                                                    else "the prediction in the target's units, the mean over its seeds"},
                  "seeds": [os.path.basename(p) for p in files], "test_time_flip_averaging": spec["test_time_flip_averaging"],
                  **({"class_name": spec["class_name"], "init_kwargs": init_kwargs} if args.format == "python" else {})}

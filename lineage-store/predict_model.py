@@ -8,9 +8,10 @@ INPUT holds raw examples in the units of the run's dataset files (an image's pix
 row, flattened), an IDX file as MNIST ships them (optionally gzipped), or a folder of images
 (PNG, JPEG, ...; a model of images only: each read as grayscale or RGB by the model's channels,
 resized to its height and width where it differs, said on stderr). Each example has the model's
-input shape or its flattened size. Writes CSV: index (a folder's: the file's name), prediction
-and, for classes, the probability of the predicted one; a problem with the input is one line on
-stderr, exit 1.
+input shape or its flattened size (a language model's: a window of bytes, 0-255). Writes CSV:
+index (a folder's: the file's name), prediction and, for classes, the probability of the
+predicted one (a language model's: the byte most likely to follow the window, and its
+probability); a problem with the input is one line on stderr, exit 1.
 Run by `research-agent predict RUN INPUT`.
 """
 
@@ -106,14 +107,18 @@ def main():
     tokens = spec["input"]["standardise"] is None
     inputs = torch.from_numpy(np.ascontiguousarray(x)).to(torch.long if tokens else torch.float32)
     classes = spec["output"].get("classes")
+    next_byte = spec["output"].get("per_position", False)
     out = open(args.out, "w", newline="") if args.out else sys.stdout
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["index", "prediction", "probability"] if classes else ["index", "prediction"])
+    writer.writerow(["index", "prediction", "probability"] if classes or next_byte else ["index", "prediction"])
     with torch.no_grad():
         for start in range(0, len(inputs), BATCH):
             scores = model(inputs[start:start + BATCH])
             for i, row in enumerate(scores):
-                if classes:
+                if next_byte:
+                    p, k = row[-1].max(0)
+                    writer.writerow([names[start + i] if names else start + i, int(k), f"{float(p):.4f}"])
+                elif classes:
                     p, k = row.max(0)
                     writer.writerow([names[start + i] if names else start + i, classes[int(k)], f"{float(p):.4f}"])
                 else:

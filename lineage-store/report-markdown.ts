@@ -66,13 +66,17 @@ function predictLines(spec: InferenceSpec): string[] {
     ...(spec.input.standardise
       ? ['  shape = [1, -1] + [1] * (len(spec["input"]["shape"]) - 1)', '  mean, std = (torch.tensor(spec["input"]["standardise"][k]).view(shape) for k in ("mean", "std"))']
       : []),
-    "  def predict(x):  # a batch of raw inputs, e.g. an image's pixels 0-255 as read",
+    "per_position" in spec.output
+      ? "  def predict(x):  # a batch of byte strings as int64 ids, e.g. torch.tensor([list(b\"In the beginning\")])"
+      : "  def predict(x):  # a batch of raw inputs, e.g. an image's pixels 0-255 as read",
     "      with torch.no_grad():",
     `          z = ${x}`,
     `          out = ${out}${spec.test_time_flip_averaging ? "  # test-time flip averaging, as the run scored it" : ""}`,
-    spec.output.kind.startsWith("scores")
-      ? '      return [spec["output"]["classes"][i] for i in out.argmax(1).tolist()]'
-      : '      return out.squeeze(-1) * spec["output"]["std"] + spec["output"]["mean"]',
+    "per_position" in spec.output
+      ? "      return out.softmax(-1)  # at every position, the next byte's probabilities"
+      : "classes" in spec.output
+        ? '      return [spec["output"]["classes"][i] for i in out.argmax(1).tolist()]'
+        : '      return out.squeeze(-1) * spec["output"]["std"] + spec["output"]["mean"]',
   ];
 }
 

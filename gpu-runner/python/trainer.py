@@ -111,6 +111,8 @@ class _Data:
         self.is_image = raw.x_train.ndim == 4
         self.num_classes = len(raw.class_names)
         self.vocab_size = raw.vocab_size
+        # One example's input as the dataset's description gives it (a language model's row holds one byte more: the last target).
+        self.input_shape = self.learning.input_shape(raw)
         # What a task may change (learning/): the examples an epoch draws from each row (a
         # language model's windows of `context` bytes), and the targets' standardisation.
         self.context, self.windows = 0, 1
@@ -140,7 +142,7 @@ class _Data:
     def preprocessing(self):
         """What `inputs` and the task's target scaling do, for a prediction outside the run (EvalResult)."""
         stats = {} if self.is_text else {"input_mean": self.mean.flatten().tolist(), "input_std": self.std.flatten().tolist()}
-        return {"input_shape": list(self.x_train.shape[1:]), **stats,
+        return {"input_shape": self.input_shape, **stats,
                 "target_mean": float(self.target_mean), "target_std": float(self.target_std)}
 
     def batch(self, idx):
