@@ -98,7 +98,7 @@ describe("ModelConfigSchema", () => {
     const schema = modelConfigJsonSchema() as { $defs: { Layer: { oneOf: unknown[] } }; required: string[] };
     expect(schema.required).toEqual(["name", "layers"]);
     expect(schema.$defs.Layer.oneOf).toHaveLength(LAYER_TYPES.length);
-    expect(LAYER_TYPES).toHaveLength(26);
+    expect(LAYER_TYPES).toHaveLength(27);
     expect(ModelConfigSchema.safeParse(CNN).success).toBe(true);
   });
 });
