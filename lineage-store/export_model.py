@@ -153,8 +153,10 @@ def main():
     args = ap.parse_args()
     exported, spec, init_kwargs, files = build(args.run_dir, args.seed)
     stats = spec["input"]["standardise"]
-    classify = "classes" in spec["output"]
-    per_position = spec["output"].get("per_position", False)
+    output = spec["output"]
+    returns = ("at every position, the next byte's probabilities, the mean over its seeds" if output.get("per_position")
+               else "class probabilities, the mean over its seeds" if "classes" in output
+               else "the prediction in the target's units, the mean over its seeds")
     # Token ids (no standardisation) go in as integers; everything else as the files' values.
     example = torch.zeros([2, *spec["input"]["shape"]], dtype=torch.float32 if stats else torch.long)
     os.makedirs(args.out_dir, exist_ok=True)
@@ -173,9 +175,7 @@ def main():
                               output_names=["output"], dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}})
         else:
             torch.jit.trace(exported, example).save(out)
-    described = {"input": {**spec["input"], "dtype": str(example.dtype).removeprefix("torch.")}, "output": {**spec["output"], "returns": "class probabilities, the mean over its seeds" if classify
-                                                   else "at every position, the next byte's probabilities, the mean over its seeds" if per_position
-                                                   else "the prediction in the target's units, the mean over its seeds"},
+    described = {"input": {**spec["input"], "dtype": str(example.dtype).removeprefix("torch.")}, "output": {**output, "returns": returns},
                  "seeds": [os.path.basename(p) for p in files], "test_time_flip_averaging": spec["test_time_flip_averaging"],
                  **({"class_name": spec["class_name"], "init_kwargs": init_kwargs} if args.format == "python" else {})}
     with open(os.path.join(args.out_dir, "inference.json"), "w") as f:

@@ -115,12 +115,10 @@ def main():
         for start in range(0, len(inputs), BATCH):
             scores = model(inputs[start:start + BATCH])
             for i, row in enumerate(scores):
-                if next_byte:
-                    p, k = row[-1].max(0)
-                    writer.writerow([names[start + i] if names else start + i, int(k), f"{float(p):.4f}"])
-                elif classes:
-                    p, k = row.max(0)
-                    writer.writerow([names[start + i] if names else start + i, classes[int(k)], f"{float(p):.4f}"])
+                if classes or next_byte:
+                    # A language model's row holds a position each: the last one scores the byte after the window.
+                    p, k = (row[-1] if next_byte else row).max(0)
+                    writer.writerow([names[start + i] if names else start + i, int(k) if next_byte else classes[int(k)], f"{float(p):.4f}"])
                 else:
                     writer.writerow([names[start + i] if names else start + i, f"{float(row.reshape(-1)[0]):.6g}"])
     if args.out:
