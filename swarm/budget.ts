@@ -5,19 +5,41 @@
  * report written, within its budget.
  */
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import type { BudgetSchema } from "../proto/gen/research/v1/runner_pb.js";
+import type { BudgetSchema, SeedResult } from "../proto/gen/research/v1/runner_pb.js";
 import { bestTrial, liveSeconds, type RunState } from "./run-state.js";
-import { isPromotion, slowestSeedSeconds, type TrialState } from "./trial-state.js";
+import { isPromotion, slowestSeed, slowestSeedSeconds, type TrialState } from "./trial-state.js";
 import { FRONT_TRAININGS, tradeOffsOf } from "./front.js";
 
-/** Writing the report and closing the run, after the confirmation. */
-const REPORT_S = 15;
 /**
- * The confirmation evaluates the best trial's kept weights (the runner keeps
- * them): start-up and a forward pass over validation and test, a few seconds,
- * generously scaled with the trial's training time for large models.
+ * Writing the report and closing the run, after the confirmation: 2-3 s on two CPU cores (a
+ * launch's wall less its run's seconds, its start-up included, was 5-7 s in the c1b09e8 task
+ * series), with room for a machine busier than that.
  */
-const confirmSeconds = (trainS: number) => 10 + 0.05 * trainS;
+const REPORT_S = 8;
+/**
+ * The confirmation's job beside its passes: timing the model's inference (the trainer's
+ * 3 x INFERENCE_SECONDS for loaded weights) and a language model's sample.
+ */
+const CONFIRM_FIXED_S = 5;
+/** A confirmation may run on a machine busier than its trial's measurement saw. */
+const CONFIRM_LOAD = 1.5;
+
+/**
+ * Seconds the test confirmation of a model whose seed `seed` measured takes: a job that loads its
+ * kept weights, paying the start-up the seed measured before its first step, and predicts the
+ * validation and test splits (the seed's last validation pass, scaled by the splits' sizes and
+ * by `capacity`, how much more a candidate's forward pass costs than the measured one's), then
+ * times its inference. Undefined for a seed measured without its pass's time (eval_seconds, from
+ * a runner before it): legacyConfirmS then.
+ */
+export function confirmSeconds(state: RunState, seed: SeedResult | undefined, capacity = 1): number | undefined {
+  if (!seed?.evalSeconds) return undefined;
+  const info = state.dataset;
+  const splits = info?.nVal ? 1 + info.nTest / info.nVal : 2;
+  return CONFIRM_LOAD * (Math.min(seed.secondsToFirstStep, seed.seconds) + seed.evalSeconds * splits * capacity) + CONFIRM_FIXED_S;
+}
+/** A confirmation timed by the training it follows (`trainS` a seed), when no pass was measured. */
+const legacyConfirmS = (trainS: number) => 10 + 0.05 * trainS;
 /** Training the best config again, when its weights are gone: its seeds may queue behind each other, and a loaded machine runs slower than when it was measured (smoke runs at load 7-10 overran with 1.5). */
 const RETRAIN_FACTOR = 2;
 
@@ -34,19 +56,22 @@ export function budgetPlan(state: RunState, nowMs: number): BudgetPlan {
   const budget = state.goal?.timeBudgetS ?? 0;
   const remainingS = budget > 0 ? budget - liveSeconds(state, nowMs) : Infinity;
   const best = bestTrial(state);
+  const seed = best && slowestSeed(best);
+  const measured = confirmSeconds(state, seed);
   // A Pareto goal confirms its other front trials trained long too, from their kept weights.
-  const front = tradeOffsOf(state).length ? (FRONT_TRAININGS - 1) * confirmSeconds(0) : 0;
-  const reserveS = REPORT_S + confirmSeconds((best && slowestSeedSeconds(best)) || 0) + front;
+  const front = tradeOffsOf(state).length ? (FRONT_TRAININGS - 1) * (measured ?? legacyConfirmS(0)) : 0;
+  const reserveS = REPORT_S + (measured ?? legacyConfirmS(seed?.seconds ?? 0)) + front;
   return { remainingS, reserveS, availableS: remainingS - reserveS };
 }
 
 /**
  * Why a trial predicted to take `predictedS` cannot start now, or undefined
  * when it fits: it must finish before the reserve, and, since it may become
- * the best, leave room for its own confirmation too.
+ * the best, leave room for its own confirmation too (`confirmS`, predicted
+ * like its training).
  */
-export function overRunBudget(plan: BudgetPlan, predictedS: number): string | undefined {
-  const confirm = REPORT_S + confirmSeconds(predictedS);
+export function overRunBudget(plan: BudgetPlan, predictedS: number, confirmS = legacyConfirmS(predictedS)): string | undefined {
+  const confirm = REPORT_S + confirmS;
   const room = plan.remainingS - Math.max(plan.reserveS, confirm);
   if (predictedS <= room) return undefined;
   return `predicted ${predictedS.toFixed(0)} s exceeds the ${Math.max(0, room).toFixed(0)} s the run has left after reserving its confirmation`;

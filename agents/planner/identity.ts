@@ -84,7 +84,7 @@ export function genomeOf(t: TrialState): Genome | undefined {
  * proposed; kept per trial object (the follower's state reuses them), so a
  * proposal costs the same at trial 500 as at trial 5.
  */
-const derived = new WeakMap<TrialState, { fingerprint?: string; params?: number | string }>();
+const derived = new WeakMap<TrialState, { fingerprint?: string; params?: number | string; work?: number }>();
 export function derivedOf(t: TrialState) {
   let d = derived.get(t);
   if (!d) derived.set(t, (d = {}));

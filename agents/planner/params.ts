@@ -9,7 +9,7 @@
  */
 import { isCodeModel, type TrialModelInput } from "../../core/model-config.js";
 import type { DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
-import { configParamsCounter } from "../../core/tasks/fit.js";
+import { configParamsCounter, configWorkCounter } from "../../core/tasks/fit.js";
 import type { RunState } from "../../swarm/run-state.js";
 import { fingerprint } from "./identity.js";
 
@@ -29,5 +29,20 @@ export function paramsCounter(state: RunState, info: DatasetInfo): (model: Trial
     // An edited class is counted as the trial that made the edit built it, until this one is built.
     const source = model.source_trial ? state.trials.get(model.source_trial)?.assembled?.summary?.totalParams : undefined;
     return summarised.get(modelKey(model)) ?? (source ? Number(source) : code.params);
+  };
+}
+
+/**
+ * What a candidate's time scales by (time-model.ts): its parameters less its lookup tables' rows,
+ * of which an example reads a few (a hashed n-gram table of 4.2M parameters costs a step what a
+ * few thousand do); a model in Python by its parameter count (paramsCounter), its tables unknown.
+ */
+export function workCounter(state: RunState, info: DatasetInfo): (model: TrialModelInput) => number | undefined {
+  const params = paramsCounter(state, info);
+  const configWork = configWorkCounter(info);
+  return (model) => {
+    if (!isCodeModel(model)) return configWork(model);
+    const p = params(model);
+    return typeof p === "number" ? p : undefined;
   };
 }

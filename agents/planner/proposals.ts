@@ -15,7 +15,7 @@ import { lrForBatch, type EditEnv, type Genome } from "./mutations.js";
 import type { Template } from "../../core/tasks/task.js";
 import { mirrors } from "../../core/tasks/index.js";
 import { narrowedToFit } from "../../core/tasks/fit.js";
-import { paramsCounter } from "./params.js";
+import { paramsCounter, workCounter } from "./params.js";
 import type { Fidelity } from "./scheduler.js";
 import type { PlanInput } from "./types.js";
 import { fingerprint } from "./identity.js";
@@ -26,8 +26,16 @@ import { predictedLatencyMs } from "./time-model.js";
  * by the run's --seed and the index, so a replay of the run's events decides the same), its
  * parameter counter, and what the caller knows of the lineage and the runner.
  */
-export function planInputFor(state: RunState, info: DatasetInfo, index: number, rest: Omit<PlanInput, "state" | "info" | "rng" | "params" | "failedElsewhere"> & Partial<Pick<PlanInput, "failedElsewhere">>): PlanInput {
-  return { state, info, rng: mulberry32((state.settings?.rngSeed ?? 0) * 100_003 + index), params: paramsCounter(state, info), failedElsewhere: new Set(), ...rest };
+export function planInputFor(state: RunState, info: DatasetInfo, index: number, rest: Omit<PlanInput, "state" | "info" | "rng" | "params" | "work" | "failedElsewhere"> & Partial<Pick<PlanInput, "failedElsewhere">>): PlanInput {
+  return {
+    state,
+    info,
+    rng: mulberry32((state.settings?.rngSeed ?? 0) * 100_003 + index),
+    params: paramsCounter(state, info),
+    work: workCounter(state, info),
+    failedElsewhere: new Set(),
+    ...rest,
+  };
 }
 
 export function mulberry32(seed: number): () => number {

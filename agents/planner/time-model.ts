@@ -12,7 +12,7 @@
 import { DEFAULT_SEEDS, lastEpochsOf } from "../../core/defaults.js";
 import { RECIPE_DEFAULTS } from "../../core/space.js";
 import type { TrainConfigInput } from "../../core/model-config.js";
-import { budgetPlan, LAST_MARGIN, LAST_SHARE, lastTrainingFloorS, overRunBudget, roundStartS } from "../../swarm/budget.js";
+import { budgetPlan, confirmSeconds, LAST_MARGIN, LAST_SHARE, lastTrainingFloorS, overRunBudget, roundStartS } from "../../swarm/budget.js";
 import { liveSeconds, type RunState } from "../../swarm/run-state.js";
 import { paramsOf, slowestSeed, slowestSeedSeconds, type TrialState } from "../../swarm/trial-state.js";
 import { derivedOf, familyOf, genomeOf } from "./identity.js";
@@ -88,15 +88,16 @@ export function paceSource(input: PlanInput, g: Genome, parent?: TrialState): Tr
   return closestInSize(input, g, (t) => !!slowestSeed(t) && !t.evaluated?.failure && !!genomeOf(t));
 }
 
-/** The run's trial closest in parameter count to `g` (on a log scale) among those `measured`; undefined when `g` does not count. */
+/** The run's trial closest in work to `g` (workOf, on a log scale) among those `measured`; undefined when `g` does not count. */
 function closestInSize(input: PlanInput, g: Genome, measured: (t: TrialState) => boolean): TrialState | undefined {
-  const size = input.params(g.model);
-  if (typeof size !== "number") return undefined;
+  const size = workOf(input, g.model);
+  if (size === undefined) return undefined;
   let best: TrialState | undefined;
   let gap = Infinity;
   for (const t of input.state.trials.values()) {
-    const p = paramsOf(t);
-    if (!p || !measured(t)) continue;
+    if (!measured(t)) continue;
+    const p = derivedWork(input, t) ?? paramsOf(t);
+    if (!p) continue;
     const d = Math.abs(Math.log(size / p));
     if (d < gap) [best, gap] = [t, d];
   }
@@ -113,11 +114,15 @@ export function predictedSeconds(input: PlanInput, g: Genome, from: TrialState):
   const seed = slowestSeed(from);
   const fg = genomeOf(from);
   if (!seed || !fg) return undefined;
-  const pp = derivedParams(input, from);
-  const cp = input.params(g.model);
-  const capacity = typeof pp === "number" && typeof cp === "number" && pp > 0 ? Math.sqrt(cp / pp) : 1;
   const startUp = Math.min(seed.secondsToFirstStep, seed.seconds);
-  return startUp + (seed.seconds - startUp) * coreShare(input, from) * (passesOf(input, g.train) / passesMade(input, from, fg)) * capacity;
+  return startUp + (seed.seconds - startUp) * coreShare(input, from) * (passesOf(input, g.train) / passesMade(input, from, fg)) * capacity(input, g, from);
+}
+
+/** How much more a genome's pass over an example costs than measured trial `from`'s: the square root of their work's ratio (workOf). */
+function capacity(input: PlanInput, g: Genome, from: TrialState): number {
+  const pp = derivedWork(input, from);
+  const cp = workOf(input, g.model);
+  return pp !== undefined && cp !== undefined && pp > 0 ? Math.sqrt(cp / pp) : 1;
 }
 
 /**
@@ -132,21 +137,33 @@ export function predictedSeconds(input: PlanInput, g: Genome, from: TrialState):
  * judge holds the rest to it once they have run (swarm/front.ts).
  */
 export function predictedLatencyMs(input: PlanInput, g: Genome, parent?: TrialState): number | undefined {
-  const size = input.params(g.model);
-  if (typeof size !== "number") return undefined;
+  const size = workOf(input, g.model);
+  if (size === undefined) return undefined;
   const family = familyOf(g.model.name);
   const from = parent && latencyOf(parent) ? parent : closestInSize(input, g, (t) => latencyOf(t) !== undefined && familyOf(genomeOf(t)?.model.name) === family);
   const measured = from && latencyOf(from);
-  const fp = from && derivedParams(input, from);
-  if (!measured || typeof fp !== "number" || !(fp > 0)) return undefined;
+  const fp = from && derivedWork(input, from);
+  if (!measured || fp === undefined || !(fp > 0)) return undefined;
   return measured.mean * Math.sqrt(size / fp);
 }
 
-/** A trial's parameter count as the planner counts candidates (params.ts), so the two scale alike. */
-function derivedParams(input: PlanInput, t: TrialState): number | string | undefined {
+/**
+ * What a model's time scales by: its parameters less its lookup tables' (PlanInput.work), since
+ * an embedding's rows are read, not multiplied; undefined when it does not count.
+ */
+function workOf(input: PlanInput, model: Genome["model"]): number | undefined {
+  if (input.work) return input.work(model);
+  const p = input.params(model);
+  return typeof p === "number" ? p : undefined;
+}
+
+/** A trial's work as the planner counts candidates' (workOf), so the two scale alike. */
+function derivedWork(input: PlanInput, t: TrialState): number | undefined {
   const d = derivedOf(t);
   const g = genomeOf(t);
-  return g && (d.params ??= input.params(g.model));
+  if (!g) return undefined;
+  if (!("work" in d)) d.work = workOf(input, g.model);
+  return d.work;
 }
 
 /**
@@ -211,10 +228,10 @@ export function lastTrainingOf(state: RunState): TrialState | undefined {
  * run's reserve, and, while the run's last long training is still to come, before exploration's
  * share of the budget ends (a probe past it would slow that training, or delay it).
  */
-export function overBudget(input: PlanInput, seedS: number, wallS: number): string | undefined {
+export function overBudget(input: PlanInput, seedS: number, wallS: number, confirmS?: number): string | undefined {
   const trialBudget = input.state.settings?.trialTimeBudgetS ?? 0;
   if (trialBudget > 0 && seedS > trialBudget * 0.85) return `predicted ${seedS.toFixed(0)} s exceeds the trial budget`;
-  const reserve = overRunBudget(budgetPlan(input.state, input.nowMs ?? Date.now()), wallS);
+  const reserve = overRunBudget(budgetPlan(input.state, input.nowMs ?? Date.now()), wallS, confirmS);
   if (reserve) return reserve;
   const left = exploreLeftS(input);
   if (!lastTrainingOf(input.state) && wallS > left) {
@@ -229,7 +246,9 @@ export function timing(input: PlanInput, g: Genome, seeds: number, parent?: Tria
   const seedS = from && predictedSeconds(input, g, from);
   if (!from || seedS === undefined) return {};
   const wallS = seedS * queueFactor(input, from, seeds);
-  return { seedS, wallS, over: overBudget(input, seedS, wallS) };
+  // Its confirmation, should it become the best, is timed by the same measured trial.
+  const confirmS = confirmSeconds(input.state, slowestSeed(from), capacity(input, g, from));
+  return { seedS, wallS, over: overBudget(input, seedS, wallS, confirmS) };
 }
 
 /**
@@ -334,9 +353,10 @@ export function lastTrainingTime(input: PlanInput, pick: TrialState, pg: Genome,
   const atOnce = seedsAtOnce(input, seeds);
   // A seed's share of a core: its wall seconds do this much of what they would alone.
   const pace = atOnce ? (input.slots || 1) / seeds : 1;
-  // The job stops mid-epoch at its time, then predicts the validation split once: a forward
-  // pass over nVal examples, taken as long as training on them (about three times what it is).
-  const overhead = (startUp + (fullEpochS * input.info.nVal) / input.info.nTrain) / pace;
+  // The job stops mid-epoch at its time, then predicts the validation split once: the pass its
+  // seed measured, or, from a runner before that was measured, a forward pass over nVal examples
+  // taken as long as training on them (about three times what it is).
+  const overhead = (startUp + (seed.evalSeconds || (fullEpochS * input.info.nVal) / input.info.nTrain)) / pace;
   const horizon = LAST_MARGIN * share * budgetPlan(state, input.nowMs ?? Date.now()).availableS;
   let trainS = (atOnce ? horizon : longestSeed(slotsFreeIn(input), seeds, horizon)) - overhead;
   const trialBudget = state.settings?.trialTimeBudgetS ?? 0;

@@ -55,6 +55,8 @@ export interface PlanInput {
   rng: () => number;
   /** Parameter count of a config, or an error message when it does not compile. */
   params: (model: TrialModelInput) => number | string;
+  /** What a config's time scales by (params.ts workCounter); without it, its parameter count. */
+  work?: (model: TrialModelInput) => number | undefined;
   /** Fingerprints of configs that failed in any run (lineage feedback). */
   failedElsewhere: Set<string>;
   /** Now, for the budget plan; injected so the policy is testable. */

@@ -41,7 +41,16 @@ export interface LayerShape {
 }
 
 export type CompileResult =
-  | { ok: true; code: string; className: string; shapes: LayerShape[]; params: number; outputShape: number[] }
+  | {
+      ok: true;
+      code: string;
+      className: string;
+      shapes: LayerShape[];
+      params: number;
+      /** Of `params`, those in lookup tables (an embedding's rows): they cost memory, not compute. */
+      lookupParams: number;
+      outputShape: number[];
+    }
   | { ok: false; label: CompileFailureLabel; error: string };
 
 interface Ctx {
@@ -87,13 +96,15 @@ export function compileModel(config: ModelConfigInput, opts: CompileOptions = {}
     const items = [...body.items, ...head];
     const tied = cfg.tie_embeddings ? tiedHead(cfg.layers[0], items) : undefined;
     const params = items.reduce((sum, it) => sum + it.params, 0) - (tied?.shared ?? 0);
+    // A tied table is the head's matrix too, multiplied at every position.
+    const lookupParams = items.reduce((sum, it) => sum + (it.lookup ?? 0), 0) - (tied?.shared ?? 0);
     const outputShape = items[items.length - 1]?.shape ?? shape;
     const shapes: LayerShape[] = [
       { layer: "input", shape, params: 0 },
       ...items.map((it) => ({ layer: it.label, shape: it.shape, params: it.params })),
     ];
     const code = render({ name: cfg.name, className, inputShape: shape, inputDtype, outputShape, params, items, helpers: ctx.helpers, tie: tied?.statements });
-    return { ok: true, code, className, shapes, params, outputShape };
+    return { ok: true, code, className, shapes, params, lookupParams, outputShape };
   } catch (err) {
     if (err instanceof ResearchError && isCompileFailure(err.label)) return { ok: false, label: err.label, error: err.message };
     throw err;
@@ -128,9 +139,9 @@ function compileSequence(layers: readonly Layer[], flow: Flow, prefix: string, c
     if (!cur.ids && embeds) {
       throw invalid(`${label}: expects int64 token ids straight from the input but gets float features ${fmt(cur.shape)}`);
     }
-    const { exprs, shape, params, note } = compileLayer(layer, cur.shape, label, `${prefix}[${i}]`, ctx);
+    const { exprs, shape, params, lookup, note } = compileLayer(layer, cur.shape, label, `${prefix}[${i}]`, ctx);
     const comment = `${label}${note ? ` (${note})` : ""}: ${fmt(cur.shape)} -> ${fmt(shape)}, ${count(params)} params`;
-    items.push({ label, comment, exprs, shape, params });
+    items.push({ label, comment, exprs, shape, params, lookup });
     cur = { shape, ids: false };
   });
   return { items, flow: cur };
@@ -140,6 +151,7 @@ interface Compiled {
   exprs: Expr[];
   shape: number[];
   params: number;
+  lookup?: number;
   note?: string;
 }
 
@@ -351,15 +363,17 @@ const LAYER_COMPILERS: { [K in LayerType]: LayerCompiler<K> } = {
     }
     if (pad !== undefined && pad >= v) throw invalid(`${label}: padding_idx ${pad} is outside vocab_size ${v}`);
     const padArg = pad === undefined ? "" : `, padding_idx=${pad}`;
-    if (!layer.position_embedding) return one(`nn.Embedding(${v}, ${dim}${padArg})`, [length, dim], v * dim);
+    if (!layer.position_embedding) return { ...one(`nn.Embedding(${v}, ${dim}${padArg})`, [length, dim], v * dim), lookup: v * dim };
     use(ctx, "TokenEmbedding");
-    return one(`TokenEmbedding(${v}, ${dim}, length=${length}${padArg})`, [length, dim], v * dim + length * dim);
+    const table = v * dim + length * dim;
+    return { ...one(`TokenEmbedding(${v}, ${dim}, length=${length}${padArg})`, [length, dim], table), lookup: table };
   },
   ngram_embedding: (layer, shape, label, _path, ctx) => {
     const { orders, buckets, dim } = layer;
     use(ctx, "NgramEmbedding");
     // The id no token has (the vocabulary's size) stands for the bytes before a window's start.
-    return one(`NgramEmbedding(${orders}, ${buckets}, ${dim}, vocab_size=${ctx.vocabSize ?? 256})`, [shape[0]!, orders * dim], buckets * dim);
+    const table = buckets * dim;
+    return { ...one(`NgramEmbedding(${orders}, ${buckets}, ${dim}, vocab_size=${ctx.vocabSize ?? 256})`, [shape[0]!, orders * dim], table), lookup: table };
   },
   conv1d: (layer, shape, label, _path, ctx) => {
     const [len, d] = tokens(label, shape, "add an embedding before it");

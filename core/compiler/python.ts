@@ -36,6 +36,8 @@ export interface Item {
   exprs: Expr[];
   shape: number[];
   params: number;
+  /** Of `params`, the rows of lookup tables (embeddings): an example reads a few, multiplies by none. */
+  lookup?: number;
 }
 
 export const INDENT = "    ";

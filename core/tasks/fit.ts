@@ -76,6 +76,18 @@ export function configParamsCounter(info: DatasetInfo): (model: ModelConfigInput
   };
 }
 
+/**
+ * A model_config's parameters less its lookup tables' (the compiler's count for the dataset): what
+ * its forward pass multiplies by, and its time scales with; undefined when it does not compile.
+ */
+export function configWorkCounter(info: DatasetInfo): (model: ModelConfigInput) => number | undefined {
+  const options = compileOptions(info);
+  return (model) => {
+    const r = compileModel(model, options);
+    return r.ok ? r.params - r.lookupParams : undefined;
+  };
+}
+
 /** The templates a run may start from: the data's, narrowed to the families of the run's space (launch --space). */
 export function searchTemplates(info: DatasetInfo, device: SearchDevice, families: readonly string[]): Template[] {
   const all = templatesFor(info, device);

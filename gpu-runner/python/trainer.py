@@ -385,6 +385,7 @@ class _Training:
         self.tracks_accuracy = "train_accuracy" in self.curves[0]
         self.seconds_to_first_step = None
         self.val_predictions = [None] * len(seeds)
+        self.eval_seconds = [0.0] * len(seeds)
         self.best = _BestEpoch(self.spec.get("verdict_fd"), seeds)
 
     def fit(self):
@@ -464,9 +465,11 @@ class _Training:
         for i, seed in enumerate(self.seeds):
             with self.averaged():
                 seed_model = self.trainee.model(i)
+                started = time.monotonic()
                 self.val_predictions[i] = _predict(self.evaluated(seed_model), data, data.x_train, data.val, self.eval_batch,
                                                    self.acc, self.amp_dtype, self.channels_last,
                                                    f"predicting the validation split after epoch {epoch}")
+                self.eval_seconds[i] = time.monotonic() - started
                 self.best.offer(seed, epoch, lambda: {k: v.detach().to("cpu", copy=True) for k, v in seed_model.state_dict().items()},
                                 self.val_predictions[i])
             point = {"train_loss": self.loss_sums[i] / self.seen, "lr": self.optimizer.param_groups[0]["lr"]}
@@ -494,9 +497,11 @@ class _Training:
                     trainee.load(i, {name: t.to(self.acc.tensors) for name, t in state.items()})
         if self.loaded:
             data = self.data
+            started = time.monotonic()
             self.val_predictions[0] = _predict(self.evaluated(self.model), data, data.x_train, data.val, self.eval_batch,
                                                self.acc, self.amp_dtype, self.channels_last,
                                                "predicting the validation split with the loaded weights")
+            self.eval_seconds[0] = time.monotonic() - started
         elif self.spec["weights"] == "keep":
             with self.averaged():
                 _save_weights([trainee.model(i) for i in range(len(seeds))], self.spec["weights_fds"])
@@ -539,6 +544,7 @@ class _Training:
             "seconds_to_first_step": self.seconds_to_first_step,
             "epochs_completed": self.epochs,
             "kept_epoch": self.kept_epochs[i],
+            "eval_seconds": self.eval_seconds[i],
             "params": self.params, "num_classes": data.num_classes, "class_names": list(self.split.raw.class_names),
             **data.preprocessing(),
             "device": {**acc.info(), "memory_format": "channels_last" if channels_last else "contiguous",

@@ -3,7 +3,8 @@ import { create } from "@bufbuild/protobuf";
 import { adoptedConcepts, blocksOf } from "../../core/brief.js";
 import { compileModel } from "../../core/compiler/compile.js";
 import { argumentChanges, isCodeModel, searchableArguments, type ModelConfigInput, type TrainConfigInput, type TrialModelInput } from "../../core/model-config.js";
-import { paramsCounter } from "../../agents/planner/params.js";
+import { paramsCounter, workCounter } from "../../agents/planner/params.js";
+import { predictedSeconds } from "../../agents/planner/time-model.js";
 import { mulberry32, probeFidelity } from "../../agents/planner/proposals.js";
 import { smallestTemplate } from "../../core/tasks/fit.js";
 import { initialBuiltin, nextBuiltin } from "../../agents/planner/policies/builtin.js";
@@ -379,6 +380,25 @@ describe("a language model's start and edits", () => {
     expect(count(transformer!.model)).toBe(462_592);
     // A table of 2^17 rows of 32 for 8 orders, an MLP of 512 and the head.
     expect(count(ngram!.model)).toBe((1 << 17) * 32 + 2 * 256 + 256 * 512 + 512 + 512 * 256 + 256);
+  });
+
+  it("times the n-gram model by what it multiplies, not by its table's rows", () => {
+    const [ngram, , gru] = initialBuiltin(lmInput(), 3);
+    // The GRU probe measured: 30 s, 3 of them to its first step.
+    const s = state([
+      started({ parallel: 2 }, { dataset: "text", objective: Metric.BITS_PER_BYTE }),
+      { runId: RUN, trialId: "g", body: { case: "trialProposed", value: { hypothesis: "h", model: modelSpec(gru!.model), train: trainSpec(gru!.train) } } },
+      evaluated("g", 2.3, 0.1, { seedSeconds: [30] }),
+    ]);
+    (s.trials.get("g")!.evaluated!.result!.seedResults[0]!).secondsToFirstStep = 3;
+    const input = { ...lmInput(), state: s, params: paramsCounter(s, CORPUS), work: workCounter(s, CORPUS) };
+    const work = input.work(ngram!.model)!;
+    expect(work).toBe((input.params(ngram!.model) as number) - (1 << 17) * 32);
+    // The same training of the n-gram model: its 27 s of training after the start-up scaled by the
+    // square root of the two models' work, a 4.5M-parameter model costing less than the GRU's 250k.
+    const predicted = predictedSeconds(input, { model: ngram!.model, train: gru!.train }, s.trials.get("g")!)!;
+    expect(predicted).toBeCloseTo(3 + 27 * Math.sqrt(work / input.work(gru!.model)!), 6);
+    expect(predicted).toBeLessThan(30);
   });
 
   it("moves the context within the row and the heads to counts the width divides", () => {

@@ -408,6 +408,9 @@ describe("compileModel", () => {
       expect(untied.outputShape).toEqual([256, 256]);
       expect(untied.shapes.at(-1)).toEqual({ layer: "head linear", shape: [256, 256], params: 64 * 256 + 256 });
       expect(tied.params).toBe(untied.params - 256 * 64);
+      // Its tables are looked up, not multiplied: the token and position rows; tied, the token table is the head's matrix too.
+      expect(untied.lookupParams).toBe(256 * 64 + 256 * 64);
+      expect(tied.lookupParams).toBe(256 * 64);
       expect(tied.code).toContain("self.layers[3].weight = self.layers[0].tok.weight\n        nn.init.normal_(self.layers[0].tok.weight, std=0.125)");
       expect(untied.code).toContain("TransformerBlock(64, heads=4, mlp_dim=256, dropout=0.0, causal=True)");
       const gru = compileModel({ name: "rnn", layers: [{ type: "embedding", vocab_size: 256, dim: 32 }, { type: "gru", hidden: 48 }] }, lm);
@@ -436,6 +439,7 @@ describe("compileModel", () => {
         { layer: "head linear", shape: [256, 256], params: 64 * 256 + 256 },
       ]);
       expect(ngram.code).toContain("NgramEmbedding(6, 4096, 16, vocab_size=256)");
+      expect(ngram.lookupParams).toBe(4096 * 16);
       const late = compileModel({ name: "late", layers: [embedding, { type: "ngram_embedding" }] }, lm);
       expect(!late.ok && late.error).toMatch(/layers\[1\] ngram_embedding: expects int64 token ids straight from the input/);
     });

@@ -251,6 +251,9 @@ describe("runner service", () => {
       expect(curve).toHaveLength(30);
       expect(s.keptEpoch).toBe(curve.lastIndexOf(Math.min(...curve)) + 1);
       expect(s.metrics.val_rmse).toBeCloseTo(curve[s.keptEpoch - 1]!, 9);
+      // Its last validation pass is timed (what the run's reserve for the confirmation is sized by): a part of the seed's time.
+      expect(s.evalSeconds).toBeGreaterThan(0);
+      expect(s.evalSeconds).toBeLessThan(s.seconds / 30);
     }
     expect(trained.seedResults.some((s) => s.keptEpoch < s.epochsCompleted)).toBe(true);
     const confirmed = await evaluateToResult(client, { ...req, trialId: "t-overfits-test", weightsOf: "t-overfits", evaluateTest: true });

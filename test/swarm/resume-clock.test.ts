@@ -1,7 +1,7 @@
 /** A resumed run's clock: the time between an interruption and its resume is not the run's. */
 import { describe, expect, it } from "vitest";
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
-import { EventSchema, RunFinishedSchema, RunStatus, type Event } from "../../proto/gen/research/v1/events_pb.js";
+import { EventSchema, RunFinishedSchema, RunStatus, Verdict, type Event } from "../../proto/gen/research/v1/events_pb.js";
 import { budgetPlan, budgetSpent, confirmTimeoutS } from "../../swarm/budget.js";
 import { applyToRunState, emptyRunState, liveSeconds } from "../../swarm/run-state.js";
 import { buildReport } from "../../lineage-store/report.js";
@@ -37,15 +37,41 @@ describe("the end of a run's budget", () => {
   const state = emptyRunState("r");
   applyToRunState(state, at(0, { case: "runStarted", value: { goal: { dataset: "digits", timeBudgetS: 120 } } }));
 
-  it("is spent when only the report's 15 s are left, whatever is in flight", () => {
-    expect(budgetSpent(state, T0 + 104_000)).toBe(false);
-    expect(budgetSpent(state, T0 + 105_000)).toBe(true);
+  it("is spent when only the report's 8 s are left, whatever is in flight", () => {
+    expect(budgetSpent(state, T0 + 111_000)).toBe(false);
+    expect(budgetSpent(state, T0 + 112_000)).toBe(true);
   });
 
   it("gives the confirmation the time to the report's reserve, and never less than 20 s", () => {
-    // No trial measured: the reserve is the report's 15 s and the confirmation's 10 s.
+    // No trial measured: the reserve is the report's 8 s and the confirmation's 10 s.
+    expect(budgetPlan(state, T0 + 60_000).reserveS).toBeCloseTo(18);
     expect(confirmTimeoutS(budgetPlan(state, T0 + 95_000))).toBeCloseTo(20);
-    expect(confirmTimeoutS(budgetPlan(state, T0 + 60_000))).toBeCloseTo(45);
+    expect(confirmTimeoutS(budgetPlan(state, T0 + 60_000))).toBeCloseTo(52);
     expect(confirmTimeoutS(budgetPlan(state, T0 + 130_000))).toBe(20);
+  });
+});
+
+describe("the reserve for the best trial's confirmation", () => {
+  // The best trial's slowest seed: 60 s in all, 4 s to its first step, 2 s for its last pass over validation.
+  const seed = (evalSeconds: number) => ({ seed: 0, seconds: 60, secondsToFirstStep: 4, evalSeconds });
+  const run = (evalSeconds: number) => {
+    const state = emptyRunState("r");
+    for (const e of [
+      at(0, { case: "runStarted", value: { goal: { dataset: "d", timeBudgetS: 240 }, dataset: { nTrain: 6000, nVal: 1000, nTest: 3000 } } }),
+      at(1, { case: "trialProposed", value: { hypothesis: "h" } }),
+      at(70, { case: "trialEvaluated", value: { result: { aggregated: { val_accuracy: { mean: 0.9, ci95: [0.88, 0.92], n: 1 } }, seedResults: [seed(evalSeconds)] } } }),
+      at(70, { case: "trialJudged", value: { verdict: Verdict.ACCEPT, score: 0.88 } }),
+    ]) applyToRunState(state, { ...e, trialId: e.body.case === "runStarted" ? "" : "t1" } as Event);
+    return state;
+  };
+
+  it("is its measured start-up and its validation pass scaled to validation and test, for a busier machine, and the report's", () => {
+    // 1.5 x (4 s + 2 s x (1 + 3000/1000)) + 5 s for its inference timing, then the report's 8 s.
+    expect(budgetPlan(run(2), T0 + 100_000).reserveS).toBeCloseTo(1.5 * (4 + 2 * 4) + 5 + 8);
+    expect(budgetPlan(run(2), T0 + 100_000).availableS).toBeCloseTo(140 - 31);
+  });
+
+  it("is timed by its training where no pass was measured (a runner before eval_seconds)", () => {
+    expect(budgetPlan(run(0), T0 + 100_000).reserveS).toBeCloseTo(10 + 0.05 * 60 + 8);
   });
 });
