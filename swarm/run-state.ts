@@ -303,7 +303,30 @@ export function longTrainingInFlight(state: RunState): boolean {
  * would slow it down).
  */
 export function aloneInFlight(state: RunState): TrialState | undefined {
-  for (const t of state.trials.values()) if (!t.judged && (t.proposed?.lastTraining || t.proposed?.initWeights || t.proposed?.seedsAtOnce)) return t;
+  for (const t of state.trials.values()) if (!t.judged && isAlone(t)) return t;
+  return undefined;
+}
+
+/** A trial that has the runner to itself while it trains (aloneInFlight). */
+function isAlone(t: TrialState): boolean {
+  return !!(t.proposed?.lastTraining || t.proposed?.initWeights || t.proposed?.seedsAtOnce);
+}
+
+/**
+ * Why trial `t`, still training, gives way to a target's confirmation whose seeds share every core
+ * (TrialProposed.seeds_at_once, neither a last nor a continued training: agents/planner/promotion.ts
+ * confirmation), proposed while `t` trained: the run ends once that confirmation meets the goal,
+ * and a trial beside it slows its seeds (the README's goal at 314 s, where its confirmation alone
+ * on the cores met it at 227-235 s: a rung-1 promotion proposed 17 s before it trained beside it
+ * for its 3 minutes; bench/results/search-series-4f3f5b9.json). Undefined when it does not.
+ */
+export function preemptedBy(state: RunState, t: TrialState): string | undefined {
+  if (t.judged || state.goal?.openEnded || !(state.goal?.target ?? 0) || isAlone(t)) return undefined;
+  for (const c of state.trials.values()) {
+    if (c !== t && !c.judged && isAlone(c) && !c.proposed!.lastTraining && !c.proposed!.initWeights) {
+      return `cancelled: ${c.id}, the confirmation of a likely target, has the cores to itself`;
+    }
+  }
   return undefined;
 }
 

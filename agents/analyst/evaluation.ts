@@ -1,7 +1,8 @@
 /**
  * One trial's evaluation on the runner, watched: each epoch is reported, and
  * the evaluation is cancelled (the runner kills its jobs) when the median
- * stopping rule prunes it, when a person cancels it or stops the run, when
+ * stopping rule prunes it, when a person cancels it or stops the run, when a
+ * target's confirmation takes every core (run-state.ts preemptedBy), when
  * the run has decided to stop, or when the
  * run's time reaches the reserve for the test confirmation and the report
  * (the judge waits for trials in flight before it stops on the budget), so
@@ -17,7 +18,7 @@ import { evaluateToResult, type RunnerClient } from "../../gpu-runner/client.js"
 import type { Failure } from "../../proto/gen/research/v1/common_pb.js";
 import type { EpochProgress, EvalResult, EvaluateRequestSchema } from "../../proto/gen/research/v1/runner_pb.js";
 import { budgetPlan, budgetSpent } from "../../swarm/budget.js";
-import { cancelledBy, isTerminal, type RunState } from "../../swarm/run-state.js";
+import { cancelledBy, isTerminal, preemptedBy, type RunState } from "../../swarm/run-state.js";
 import type { TrialState } from "../../swarm/trial-state.js";
 import { partialResult, pruneReason } from "./pruning.js";
 
@@ -55,7 +56,7 @@ export async function watchedEvaluation(
     abort.abort();
   };
   const poll = setInterval(() => {
-    const cancelled = cancelledBy(watch.state, watch.trial.id);
+    const cancelled = cancelledBy(watch.state, watch.trial.id) ?? preemptedBy(watch.state, watch.trial);
     const ended = runEnded(watch.state);
     if (cancelled) stop(failure("cancelled", cancelled));
     // Not a fault of the trial: the run it served is over (its goal met, a stop rule, a person).

@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { MUTATION } from "../../core/enums.js";
-import { liveSeconds } from "../../swarm/run-state.js";
+import { liveSeconds, preemptedBy } from "../../swarm/run-state.js";
 import { decide } from "../../agents/planner/decide.js";
 import type { Move } from "../../agents/planner/types.js";
 import { judge } from "../../agents/judge/rules.js";
@@ -128,5 +128,43 @@ describe("a full-split promotion while another promotion trains (the 10-minute F
     const move = decide(point.input, point.index);
     expect(isLast(move), JSON.stringify(move).slice(0, 300)).toBe(false);
     expect(move.kind, JSON.stringify(move).slice(0, 300)).toBe("propose");
+  });
+});
+
+describe("a target's confirmation has the cores to itself (the README's goal, 4f3f5b9, seed 1)", () => {
+  const r = RECORDINGS.find((x) => x.file.startsWith("fmnist-reach90-4f3f5b9"))!;
+  const recorded = events(r);
+  const short = (id: string) => id.split("-").pop();
+  /** The run's state once the event `until` picks had been applied. */
+  const upTo = (until: (e: (typeof recorded)[number]) => boolean) => {
+    const state = emptyRunState(r.run);
+    for (const e of recorded) {
+      applyToRunState(state, e);
+      if (until(e)) break;
+    }
+    return state;
+  };
+  const proposedAs = (hypothesis: RegExp) => (e: (typeof recorded)[number]) => e.body.case === "trialProposed" && hypothesis.test(e.body.value.hypothesis);
+
+  it("cancels the trial it finds training: recorded, a rung-1 promotion trained beside it for 3 minutes", () => {
+    const state = upTo(proposedAs(/^confirm /));
+    const inFlight = [...state.trials.values()].filter((t) => !t.judged);
+    expect(inFlight.map((t) => short(t.id))).toEqual(["t008", "t009"]);
+    expect(preemptedBy(state, inFlight[0]!)).toMatch(/^cancelled: r\S+-t009, the confirmation of a likely target, has the cores to itself$/);
+    expect(preemptedBy(state, inFlight[1]!)).toBeUndefined();
+  });
+
+  it("cancels nothing before it, nor beside an open-ended run's last long training", () => {
+    const before = upTo(proposedAs(/^promote \S+-t007 /));
+    for (const t of before.trials.values()) expect(preemptedBy(before, t), t.id).toBeUndefined();
+    const open = RECORDINGS.find((x) => x.file.startsWith("fmnist-10min-"))!;
+    const state = emptyRunState(open.run);
+    for (const e of events(open)) {
+      applyToRunState(state, e);
+      if (e.body.case === "trialProposed" && e.body.value.lastTraining) break;
+    }
+    const inFlight = [...state.trials.values()].filter((t) => !t.judged);
+    expect(inFlight.length).toBeGreaterThan(1);
+    for (const t of inFlight) expect(preemptedBy(state, t), t.id).toBeUndefined();
   });
 });
