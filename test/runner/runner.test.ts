@@ -775,10 +775,11 @@ describe("the judge's test confirmation against the real runner", () => {
     // The same confirmation again (a redelivered run end): its stored answer, nothing trained (gpu-runner/flights.ts).
     const again = (await confirmOnTest(judgedRun("lost", lost, 5, 600), [client], log, 1000 + 10_000))?.result;
     expect(again?.seedResults.map((s) => s.seconds)).toEqual(retrained?.seedResults.map((s) => s.seconds));
-    // 20 s left is not room: the run ends without a test result rather than past its budget, and says why.
+    // 15 s left is not room (the report's 8 s, then twice a seed's 5 s): the run ends without a
+    // test result rather than past its budget, and says why.
     const late = { ...request, trialId: "late" };
-    expect(await confirmOnTest(judgedRun("late", late, 5, 600), [client], log, 1000 + 580_000)).toEqual({
-      skipped: "no runner kept the best trial's weights, and training it again (about 5 s a seed) did not fit the 20 s left",
+    expect(await confirmOnTest(judgedRun("late", late, 5, 600), [client], log, 1000 + 585_000)).toEqual({
+      skipped: "no runner kept the best trial's weights, and training it again (about 5 s a seed) did not fit the 15 s left",
     });
   });
 
