@@ -323,7 +323,7 @@ function isAlone(t: TrialState): boolean {
 export function preemptedBy(state: RunState, t: TrialState): string | undefined {
   if (t.judged || state.goal?.openEnded || !(state.goal?.target ?? 0) || isAlone(t)) return undefined;
   for (const c of state.trials.values()) {
-    if (c !== t && !c.judged && isAlone(c) && !c.proposed!.lastTraining && !c.proposed!.initWeights) {
+    if (c !== t && !c.judged && c.proposed?.seedsAtOnce && !c.proposed.lastTraining && !c.proposed.initWeights) {
       return `cancelled: ${c.id}, the confirmation of a likely target, has the cores to itself`;
     }
   }

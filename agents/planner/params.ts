@@ -40,9 +40,13 @@ export function paramsCounter(state: RunState, info: DatasetInfo): (model: Trial
 export function workCounter(state: RunState, info: DatasetInfo): (model: TrialModelInput) => number | undefined {
   const params = paramsCounter(state, info);
   const configWork = configWorkCounter(info);
+  // The time model asks for one candidate's work several times (its pace source, its training, its confirmation): compiled once.
+  const counted = new WeakMap<TrialModelInput, number | undefined>();
   return (model) => {
-    if (!isCodeModel(model)) return configWork(model);
-    const p = params(model);
-    return typeof p === "number" ? p : undefined;
+    if (counted.has(model)) return counted.get(model);
+    const p = isCodeModel(model) ? params(model) : configWork(model);
+    const work = typeof p === "number" ? p : undefined;
+    counted.set(model, work);
+    return work;
   };
 }
