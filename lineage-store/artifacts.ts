@@ -29,6 +29,7 @@ import { decisionName, verdictName } from "./report-json.js";
 import { ResearchError } from "../core/failure.js";
 import { INFERENCE_FILE, inferenceSpec } from "./inference-spec.js";
 import { modelSent, trainSent } from "../core/config-wire.js";
+import type { Objective } from "../core/objective.js";
 
 export const REGISTRY_FILE = "experiments/registry.json";
 export const CURRENT_MODEL_FILE = "src/models/current_model.py";
@@ -44,8 +45,8 @@ export interface RegistryEntry {
   timestamp: string;
   model_name: string;
   dataset: string;
-  metrics_summary: {
-    val_accuracy_mean: number | null;
+  /** `val_<metric>_mean` (`val_accuracy_mean`, `val_rmse_mean`, ...): the MVP's key for an accuracy run, the run's metric by its name for any other. */
+  metrics_summary: { [K in `${Objective["key"]}_mean`]?: number | null } & {
     ci_95: [number, number] | null;
     std: number | null;
     num_seeds: number;
@@ -112,7 +113,7 @@ export function registryEntry(state: RunState, t: TrialState, judgedAtMs: number
     model_name: modelName(t),
     dataset: state.goal?.dataset || t.assembled?.request?.dataset?.name || "",
     metrics_summary: {
-      val_accuracy_mean: acc?.mean ?? null,
+      [`${state.objective.key}_mean`]: acc?.mean ?? null,
       ci_95: acc?.ci95.length === 2 ? [acc.ci95[0]!, acc.ci95[1]!] : null,
       std: acc?.std ?? null,
       num_seeds: t.evaluated?.result?.numSeeds ?? 0,

@@ -116,7 +116,8 @@ function trialRow(state: RunState, t: TrialState, position: number) {
     params: paramsOf(t) ?? null,
     // Milliseconds per example at batch 1 on the device it ran on (swarm/front.ts latencyOf); null: not timed.
     latency_ms: latencyOf(t)?.mean ?? null,
-    val_accuracy: statsJson(acc),
+    // The run's validation metric; report.json names it by its key (val_accuracy, val_rmse: reportText).
+    val: statsJson(acc),
     num_seeds: t.evaluated?.result?.numSeeds ?? null,
     // Seeds its runner trained in one process (gpu-runner --seeds): 1 a job each; null before runners said.
     seeds_together: Math.max(0, ...(t.evaluated?.result?.seedResults ?? []).map((r) => r.seedsTogether)) || null,
@@ -222,9 +223,9 @@ function surfaceStats(rows: TrialRow[], o: Objective) {
   for (const r of rows) by.set(r.surface || "(none)", [...(by.get(r.surface || "(none)") ?? []), r]);
   return [...by.entries()].map(([surface, rs]) => {
     // Gain only means something for an edit that produced a score: a promotion's change is more data, epochs or seeds.
-    const gains = rs.filter((r) => r.verdict && r.val_accuracy && !r.promotion).map((r) => r.gain ?? 0);
+    const gains = rs.filter((r) => r.verdict && r.val && !r.promotion).map((r) => r.gain ?? 0);
     const outcomes = rs.flatMap((r) => (r.hypothesis_outcome ? [r.hypothesis_outcome.outcome] : []));
-    const means = rs.flatMap((r) => (r.val_accuracy ? [r.val_accuracy.mean] : []));
+    const means = rs.flatMap((r) => (r.val ? [r.val.mean] : []));
     return {
       surface,
       trials: rs.length,
@@ -235,7 +236,7 @@ function surfaceStats(rows: TrialRow[], o: Objective) {
       refuted: outcomes.filter((x) => x === "refuted").length,
       failed: rs.filter((r) => r.failure_label).length,
       mean_gain: gains.length ? gains.reduce((a, b) => a + b, 0) / gains.length : null,
-      best_val_accuracy: means.length ? (o.higherIsBetter ? Math.max(...means) : Math.min(...means)) : null,
+      best_val: means.length ? (o.higherIsBetter ? Math.max(...means) : Math.min(...means)) : null,
     };
   });
 }
@@ -411,8 +412,8 @@ export function chosenBest(state: RunState, finished: RunFinished | undefined): 
 export function scorePoints(rows: TrialRow[]): ScorePoint[] {
   return rows.map((r) => ({
     trialId: r.trial_id,
-    mean: r.val_accuracy?.mean,
-    ci95: r.val_accuracy?.ci_95 ?? undefined,
+    mean: r.val?.mean,
+    ci95: r.val?.ci_95 ?? undefined,
     accepted: r.verdict === "accept",
     best: r.best,
     failure: r.failure_label ?? undefined,
@@ -573,3 +574,23 @@ export function limitsJson(state: RunState, best: TrialState | undefined) {
 
 /** report.json's document. */
 export type ReportJson = ReturnType<typeof reportJson>;
+
+/**
+ * report.json's text: the run's metric named by its key wherever a row holds it (`val_rmse`, and
+ * a surface's `best_val_rmse`), as the dashboard's API names it; a bits-per-byte or RMSE run's
+ * numbers are never called accuracy.
+ */
+export function reportText(j: ReportJson, o: Objective): string {
+  const row = <R extends { val: unknown }>({ val, ...rest }: R) => ({ ...rest, [o.key]: val });
+  const best = j.outcome.best_trial;
+  return `${JSON.stringify(
+    {
+      ...j,
+      outcome: { ...j.outcome, best_trial: best && row(best) },
+      trials: j.trials.map(row),
+      surfaces: j.surfaces.map(({ best_val, ...rest }) => ({ ...rest, [`best_${o.key}`]: best_val })),
+    },
+    null,
+    2,
+  )}\n`;
+}

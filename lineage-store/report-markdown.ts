@@ -222,7 +222,7 @@ function outcomeSection(state: RunState, finished: RunFinished, j: ReportJson): 
   const b = j.outcome.best_trial;
   if (j.goal?.open_ended) {
     // With no target, the run's answer is the best model itself; say so before the details.
-    const found = b?.val_accuracy ? `the best model found is \`${b.trial_id}\`, validation ${o.label} ${meanWithCi(b.val_accuracy, o)}` : "no model was accepted";
+    const found = b?.val ? `the best model found is \`${b.trial_id}\`, validation ${o.label} ${meanWithCi(b.val, o)}` : "no model was accepted";
     const test = b?.test?.metrics[`test_${o.metric}`];
     const ensemble = b?.test?.metrics[`ensemble_test_${o.metric}`];
     out.push(
@@ -239,7 +239,7 @@ type BestTrialJson = NonNullable<ReportJson["outcome"]["best_trial"]>;
 function bestTrialLines(b: BestTrialJson, finished: RunFinished, j: ReportJson, o: Objective): string[] {
   const show = (v: number) => formatMetric(o, v);
   const out = [`**Best trial:** \`${b.trial_id}\`: ${inline(b.what)}`, ""];
-  const acc = b.val_accuracy;
+  const acc = b.val;
   out.push(`- Path: ${b.path.map((p) => `\`${p.trial_id}\` (${inline(p.step)})`).join(" → ")}`);
   if (acc) {
     const seeds = acc.n || b.num_seeds || 0;
@@ -309,7 +309,7 @@ function trialsSection(state: RunState, j: ReportJson): string[] {
         cell(r.surface || "—"),
         cell(short(shortIds(r.hypothesis, state.runId)) || "—"),
         r.params !== null ? int(r.params) : "—",
-        meanPlusMinus(r.val_accuracy, o),
+        meanPlusMinus(r.val, o),
         r.num_seeds ? `${r.num_seeds} x ${r.val_examples ? int(r.val_examples) : "?"}` : "—",
         r.promotion ? "promotion" : r.hypothesis_outcome ? heldText(r.hypothesis_outcome, o) : "—",
         // A trial that failed (cancelled at the run's end) is never judged: its failure says why.
@@ -349,7 +349,7 @@ function surfacesSection(j: ReportJson, o: Objective): string[] {
         String(s.refuted),
         String(s.failed),
         s.mean_gain !== null ? `${s.mean_gain >= 0 ? "+" : ""}${o.proportion ? points(s.mean_gain) : show(s.mean_gain)}` : "—",
-        s.best_val_accuracy !== null ? show(s.best_val_accuracy) : "—",
+        s.best_val !== null ? show(s.best_val) : "—",
       ]),
     ),
     "",
@@ -401,7 +401,7 @@ function warmStartSection(j: ReportJson, o: Objective): string[] {
   if (warm.length) {
     const from = (r: (typeof warm)[number]) => r.informed_by.map((id, i) => `\`${id}\`${r.informed_weights[i] === undefined ? "" : ` (weight ${r.informed_weights[i]!.toFixed(2)})`}`).join(", ");
     out.push("Trials that start from a past run's config, or continue its training from the weights it kept, each evaluated here:", "");
-    out.push(...table(["trial", "from past trials", "takes", "here: val (mean ± 95% CI)", "verdict"], warm.map((r) => [`\`${r.trial_id}\``, from(r), r.init_weights ? "trained weights" : "config", meanPlusMinus(r.val_accuracy, o), r.verdict ?? "—"])), "");
+    out.push(...table(["trial", "from past trials", "takes", "here: val (mean ± 95% CI)", "verdict"], warm.map((r) => [`\`${r.trial_id}\``, from(r), r.init_weights ? "trained weights" : "config", meanPlusMinus(r.val, o), r.verdict ?? "—"])), "");
   }
   const chained = j.trials.filter((r) => r.init_weights && !r.informed_by.length);
   for (const r of chained) out.push(`- \`${r.trial_id}\` continues the training of \`${r.init_weights!.trial_id}\` from its kept weights.`);

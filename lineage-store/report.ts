@@ -12,7 +12,7 @@ import { metricCurves } from "../swarm/trial-state.js";
 import type { RunFinished } from "../proto/gen/research/v1/events_pb.js";
 import { failuresSvg, frontSvg, learningCurvesSvg, scoresSvg } from "./plots.js";
 import type { WeightsExport } from "./weights.js";
-import { chosenBest, countFailures, FRONT_PLOT, PLOT_FILES, reportJson, rowsOf, scorePoints, type ReportJson, type ReportTiming } from "./report-json.js";
+import { chosenBest, countFailures, FRONT_PLOT, PLOT_FILES, reportJson, reportText, rowsOf, scorePoints, type ReportJson, type ReportTiming } from "./report-json.js";
 import { markdownOf, readable } from "./report-markdown.js";
 
 let tmpCounter = 0;
@@ -76,7 +76,7 @@ export async function writeReport(runDir: string, state: RunState, finished: Run
   const { markdown, json } = buildReport(state, finished, timing, weights);
   await Promise.all([
     writeFileAtomic(join(runDir, "report.md"), markdown),
-    writeFileAtomic(join(runDir, "report.json"), `${JSON.stringify(json, null, 2)}\n`),
+    writeFileAtomic(join(runDir, "report.json"), reportText(json, state.objective)),
     ...Object.entries(reportPlots(state, finished)).map(([rel, svg]) => writeFileAtomic(join(runDir, rel), svg)),
   ]);
 }

@@ -324,7 +324,7 @@ export function preemptedBy(state: RunState, t: TrialState): string | undefined 
   if (t.judged || state.goal?.openEnded || !(state.goal?.target ?? 0) || isAlone(t)) return undefined;
   for (const c of state.trials.values()) {
     if (c !== t && !c.judged && c.proposed?.seedsAtOnce && !c.proposed.lastTraining && !c.proposed.initWeights) {
-      return `cancelled: ${c.id}, the confirmation of a likely target, has the cores to itself`;
+      return `${c.id}, the confirmation of a likely target, has the cores to itself`;
     }
   }
   return undefined;
@@ -340,11 +340,14 @@ export function doneBy(v: Intervention, what: string): string {
   return `${what} by ${v.who}${v.reason ? `: ${v.reason}` : ""}`;
 }
 
-/** Why a person ended this trial (cancelled it, or stopped the run), if one did. */
+/**
+ * Why a person ended this trial (cancelled it, or stopped the run), if one did: the message of a
+ * `cancelled` failure, which says why and not what (the label does).
+ */
 export function cancelledBy(state: RunState, trialId: string): string | undefined {
   const c = state.cancelled.get(trialId);
-  if (c) return doneBy(c, "cancelled");
-  return state.stopRequested ? doneBy(state.stopRequested, "cancelled: the run was stopped") : undefined;
+  if (c) return doneBy(c, "asked");
+  return state.stopRequested ? doneBy(state.stopRequested, "the run was stopped") : undefined;
 }
 
 /** Proposed trials not judged yet. */

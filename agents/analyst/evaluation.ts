@@ -60,7 +60,7 @@ export async function watchedEvaluation(
     const ended = runEnded(watch.state);
     if (cancelled) stop(failure("cancelled", cancelled));
     // Not a fault of the trial: the run it served is over (its goal met, a stop rule, a person).
-    else if (ended) stop(failure("cancelled", `cancelled: the run ended while this trial was training (${ended})`));
+    else if (ended) stop(failure("cancelled", `the run ended while this trial was training (${ended})`));
     else if (request.budget?.deadlineS) {
       // A last long training: the runner ends its seeds by the deadline the planner set before the
       // reserve, but on a loaded machine a seed's scoring after it can run into the reserve.

@@ -10,6 +10,7 @@ import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import { failure, labelName } from "../../core/failure.js";
 import { pct } from "../../core/format.js";
 import { Decision, RunEnd, RunStatus, TrialJudgedSchema, Verdict, type TrialJudged } from "../../proto/gen/research/v1/events_pb.js";
+import { FailureLabel } from "../../proto/gen/research/v1/common_pb.js";
 import { baselineTrial, bestTrial, doneBy, inFlight, longTrainingInFlight, patienceOf, plateau, PLATEAU_DELTA, type RunState } from "../../swarm/run-state.js";
 import { isClaimingPromotion, scoreOf, slowestSeedSeconds, valMetricOf, type TrialState } from "../../swarm/trial-state.js";
 import { formatMetric, pessimisticBound, reaches, utility } from "../../core/objective.js";
@@ -45,7 +46,8 @@ function gateMiss(state: RunState, t: TrialState) {
 
 function verdictOf(state: RunState, t: TrialState) {
   const f = t.evaluated?.failure;
-  if (f) return { verdict: Verdict.REJECT, failure: f, reason: `failed: ${labelName(f.label)}: ${f.message.split("\n")[0]}` };
+  // A trial cancelled (a person, the run's end, a confirmation) did not fail: its label says so.
+  if (f) return { verdict: Verdict.REJECT, failure: f, reason: `${f.label === FailureLabel.CANCELLED ? "" : "failed: "}${labelName(f.label)}: ${f.message.split("\n")[0]}` };
   const illegal = legality(state, t);
   if (illegal) return { verdict: Verdict.ILLEGAL, failure: failure("illegal", illegal), reason: `illegal: ${illegal}` };
   const miss = gateMiss(state, t);

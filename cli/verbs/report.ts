@@ -2,6 +2,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { buildReport } from "../../lineage-store/report.js";
+import { reportText } from "../../lineage-store/report-json.js";
 import { RunStatus, type Event } from "../../proto/gen/research/v1/events_pb.js";
 import { foldRun, runSoFar } from "../../swarm/run-state.js";
 import { args, fail } from "../args.js";
@@ -20,7 +21,7 @@ export default async function report(argv: string[]): Promise<void> {
   const state = foldRun(run, events);
   const sofar = runSoFar(state, RunStatus.RUNNING, `still running: the report so far, after ${state.judgedCount} judged trials`);
   const built = buildReport(state, sofar);
-  process.stdout.write(a.json ? `${JSON.stringify(built.json, null, 2)}\n` : built.markdown);
+  process.stdout.write(a.json ? reportText(built.json, state.objective) : built.markdown);
 }
 
 async function liveEvents(workspace: string, run: string): Promise<Event[] | undefined> {

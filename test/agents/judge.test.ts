@@ -58,6 +58,11 @@ describe("judge", () => {
     );
     expect(failed.verdict).toBe(Verdict.REJECT);
     expect(labelName(failed.failure!.label)).toBe("oom");
+    expect(failed.reason).toBe("failed: oom: out of memory");
+    // A cancelled trial did not fail, and its reason says why once (not "failed: cancelled: cancelled: ...").
+    const ended = "the run ended while this trial was training (goal met)";
+    const cancelled = judgeLast([started(), proposed("t0"), { runId: RUN, trialId: "t0", body: { case: "trialEvaluated", value: { failure: failure("cancelled", ended) } } }], "t0");
+    expect(cancelled.reason).toBe(`cancelled: ${ended}`);
     const chance = judgeLast([started(), proposed("t0"), evaluated("t0", 0.15)], "t0");
     expect(chance.verdict).toBe(Verdict.REJECT);
     expect(labelName(chance.failure!.label)).toBe("gate_miss");

@@ -150,7 +150,7 @@ describe("a target's confirmation has the cores to itself (the README's goal, 4f
     const state = upTo(proposedAs(/^confirm /));
     const inFlight = [...state.trials.values()].filter((t) => !t.judged);
     expect(inFlight.map((t) => short(t.id))).toEqual(["t008", "t009"]);
-    expect(preemptedBy(state, inFlight[0]!)).toMatch(/^cancelled: r\S+-t009, the confirmation of a likely target, has the cores to itself$/);
+    expect(preemptedBy(state, inFlight[0]!)).toMatch(/^r\S+-t009, the confirmation of a likely target, has the cores to itself$/);
     expect(preemptedBy(state, inFlight[1]!)).toBeUndefined();
   });
 

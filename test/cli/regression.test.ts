@@ -45,8 +45,8 @@ describe("a regression goal", () => {
     const best = reportOf(s).trials.find((t) => t.best)!;
     // Met by the stated rule: the upper bound of its validation RMSE, over 2 seeds, at or below the target.
     expect(best.num_seeds).toBe(2);
-    expect(best.val_accuracy!.ci_95![1]).toBeLessThanOrEqual(1.5);
-    expect(s.best_trial!.val_rmse).toBe(best.val_accuracy!.mean);
+    expect(best.val_rmse!.ci_95![1]).toBeLessThanOrEqual(1.5);
+    expect(s.best_trial!.val_rmse).toBe(best.val_rmse!.mean);
     expect(s.best_trial!.test_rmse).toBeLessThan(1.5);
   }, 400_000);
 
@@ -59,10 +59,10 @@ describe("a regression goal", () => {
     expect([s.status, s.metric]).toEqual(["completed", "val_rmse"]);
     const report = reportOf(s);
     expect(report.outcome.best_rule).toMatch(/^the accepted trial with the lowest 95% CI upper bound on validation RMSE/);
-    const ranked = report.trials.filter((t) => t.verdict === "accept" && (t.num_seeds ?? 0) >= 2 && t.val_accuracy?.ci_95);
+    const ranked = report.trials.filter((t) => t.verdict === "accept" && (t.num_seeds ?? 0) >= 2 && t.val_rmse?.ci_95);
     expect(ranked.length).toBeGreaterThan(0);
-    const lowest = Math.min(...ranked.map((t) => t.val_accuracy!.ci_95![1]));
-    expect(ranked.find((t) => t.best)!.val_accuracy!.ci_95![1]).toBe(lowest);
+    const lowest = Math.min(...ranked.map((t) => t.val_rmse!.ci_95![1]));
+    expect(ranked.find((t) => t.best)!.val_rmse!.ci_95![1]).toBe(lowest);
     // Predicting the mean scores diabetes' spread, about 77: the best beats it clearly.
     expect(s.best_trial!.val_rmse as number).toBeLessThan(65);
     const markdown = unwrapped(readFileSync(s.report, "utf8"));

@@ -1,15 +1,15 @@
 /** What the CLI tests read of a launch: its --json summary line and the report.json beside its report. */
 import { readFileSync } from "node:fs";
+import type { MetricName } from "../../core/enums.js";
 import { liveSeconds, type RunState } from "../../swarm/run-state.js";
 
-/** A trial's row in report.json; `val_accuracy` holds the run's metric, whichever it is. */
-export interface ReportTrial {
+/** A trial's row in report.json: the run's metric under its key (`val_accuracy`, `val_rmse`, ...). */
+export type ReportTrial = {
   trial_id: string;
   verdict: string | null;
   num_seeds: number | null;
-  val_accuracy: { mean: number; ci_95: [number, number] | null } | null;
   best: boolean;
-}
+} & { [K in `val_${MetricName}`]?: { mean: number; ci_95: [number, number] | null } | null };
 
 export interface LaunchSummary {
   run_id: string;

@@ -12,6 +12,9 @@ import { join } from "node:path";
 import { create, fromJsonString } from "@bufbuild/protobuf";
 import { blocksOf } from "../../core/brief.js";
 import { buildReport } from "../../lineage-store/report.js";
+import { reportText } from "../../lineage-store/report-json.js";
+import { registryEntry } from "../../lineage-store/artifacts.js";
+import { valMetricOf } from "../../swarm/trial-state.js";
 import { EventSchema, RunnerJobsSchema, RunStatus } from "../../proto/gen/research/v1/events_pb.js";
 import { foldRun, runSoFar } from "../../swarm/run-state.js";
 
@@ -108,5 +111,22 @@ describe("a run whose runners were Slurm jobs", () => {
     expect(json.outcome.runner_jobs).toEqual({ requested: 3, pending: 1, starting: 0, up: 2, ended: 1, waiting: "Priority", text: "2 of 3 up, 1 pending (Priority), 1 ended" });
     // A run whose runners were not jobs says nothing of them.
     expect(reportOf(RUNS[1]!).json.outcome.runner_jobs).toBeNull();
+  });
+});
+
+describe("a regression run's files", () => {
+  it("name its metric by its name, in report.json's rows, best and surfaces and in the registry, never accuracy", () => {
+    const { state, json } = reportOf("friedman-4min-open-3baeb1f.jsonl");
+    expect(state.objective.key).toBe("val_rmse");
+    const text = reportText(json, state.objective);
+    expect(text).not.toMatch(/"(best_)?val(_accuracy)?(_mean)?"/);
+    const file = JSON.parse(text) as { outcome: { best_trial: Record<string, unknown> }; trials: Record<string, unknown>[]; surfaces: Record<string, unknown>[] };
+    const best = state.trials.get(json.outcome.best_trial_id!)!;
+    expect(file.outcome.best_trial.val_rmse).toMatchObject({ mean: valMetricOf(best)!.mean });
+    for (const row of file.trials) expect(row, String(row.trial_id)).toHaveProperty("val_rmse");
+    expect(file.trials.filter((r) => r.val_rmse).length).toBeGreaterThan(5);
+    for (const s of file.surfaces) expect(s).toHaveProperty("best_val_rmse");
+    expect(registryEntry(state, best, 0).metrics_summary).toEqual(expect.objectContaining({ val_rmse_mean: valMetricOf(best)!.mean }));
+    expect(registryEntry(state, best, 0).metrics_summary).not.toHaveProperty("val_accuracy_mean");
   });
 });

@@ -687,7 +687,7 @@ describe("watched evaluations against the real runner", () => {
     );
     // Not a fault of the trial, nor an overrun: the run is over, and the label and message say why.
     expect(out.stopped && labelName(out.stopped.label)).toBe("cancelled");
-    expect(out.stopped?.message).toBe("cancelled: the run ended while this trial was training (goal met: 95% CI lower bound 91.19% >= target 90.00%)");
+    expect(out.stopped?.message).toBe("the run ended while this trial was training (goal met: 95% CI lower bound 91.19% >= target 90.00%)");
   });
 
   it("cancels a trial when its run's time reaches the reserve for the confirmation", async () => {

@@ -129,7 +129,7 @@ describe("interventions on a live run", () => {
       const f = trialFailure(victim);
       if (!f && attempt < 5) continue;
       expect(labelName(f!.label)).toBe("cancelled");
-      expect(f!.message).toMatch(/cancelled by test:alice: not worth it/);
+      expect(f!.message).toMatch(/^asked by test:alice: not worth it$/);
       return;
     }
   }, 120_000);

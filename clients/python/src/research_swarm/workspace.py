@@ -51,8 +51,9 @@ class Workspace:
         return json.loads(path.read_text())
 
     def trials(self, run_id: str) -> list[dict[str, Any]]:
-        """The report's trial rows, in the order proposed: trial_id, surface, hypothesis, params, val_accuracy
-        (the run's metric: mean, std, ci_95, n), num_seeds, verdict, promotion, hypothesis_outcome, failure_label, ..."""
+        """The report's trial rows, in the order proposed: trial_id, surface, hypothesis, params, the run's metric
+        under its key (``val_accuracy``, ``val_rmse``, ...: mean, std, ci_95, n), num_seeds, verdict, promotion,
+        hypothesis_outcome, failure_label, ..."""
         return self.report(run_id)["trials"]
 
     def best(self, run_id: str) -> dict[str, Any] | None:
@@ -73,12 +74,14 @@ class Workspace:
             import pandas as pd
         except ImportError as e:
             raise ImportError("trials_frame() needs pandas: pip install pandas; trials() returns the same rows without it") from e
+        report = self.report(run_id)
+        key = (report.get("goal") or {}).get("metric", "val_accuracy")
         records = []
-        for row in self.trials(run_id):
-            val = row.get("val_accuracy") or {}
+        for row in report["trials"]:
+            val = row.get(key) or {}
             ci = val.get("ci_95") or [None, None]
             outcome = row.get("hypothesis_outcome") or {}
-            records.append({**{k: v for k, v in row.items() if k not in ("val_accuracy", "hypothesis_outcome")},
+            records.append({**{k: v for k, v in row.items() if k not in (key, "hypothesis_outcome")},
                             "val_mean": val.get("mean"), "val_low": ci[0], "val_high": ci[1], "val_n": val.get("n"),
                             "held": "promotion" if row.get("promotion") else outcome.get("outcome")})
         return pd.DataFrame(records).set_index("trial_id")
