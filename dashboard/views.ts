@@ -18,7 +18,7 @@ import { latencyOf, tradeOffsOf } from "../swarm/front.js";
 import { baselineComparison } from "../lineage-store/baseline.js";
 import type { Objective } from "../core/objective.js";
 import { applyToRunState, bestTrial, inFlightCount, isTerminal, pastPriorOf, type RunState } from "../swarm/run-state.js";
-import { boundOf, confusionOf, failureLabelOf, isBaseline, metricCurves, paramsOf, rungOf, scoreOf, standing, surfaceOf, trialFailure, trialStatus, valMetricOf, type TrialState } from "../swarm/trial-state.js";
+import { boundOf, confusionOf, failureLabelOf, perClassOf, isBaseline, metricCurves, paramsOf, rungOf, scoreOf, standing, surfaceOf, trialFailure, trialStatus, valMetricOf, type TrialState } from "../swarm/trial-state.js";
 import type { BestSoFarPoint, EpochJson, Fidelity, HeldOutTest, Interval, InterventionRow, LlmUse, ObjectiveJson, RunDetail, RunStatusText, RunSummary, SeedCurves, TrialDetail, TrialRow, WarmStartRow } from "./api.js";
 
 /** One run as the source keeps it: the fold, and what the fold leaves out. */
@@ -339,25 +339,6 @@ function seedCurves(t: TrialState): SeedCurves[] {
   });
 }
 
-/** Each class's precision, recall and F1 averaged over seeds (all score the same validation examples). */
-function perClass(t: TrialState): TrialDetail["per_class"] {
-  const seeds = t.evaluated?.result?.seedResults ?? [];
-  const by = new Map<number, TrialDetail["per_class"][number] & { seeds: number }>();
-  for (const r of seeds) {
-    for (const c of r.perClass) {
-      const a = by.get(c.classIndex) ?? { class_index: c.classIndex, precision: 0, recall: 0, f1: 0, support: c.support, seeds: 0 };
-      a.precision += c.precision;
-      a.recall += c.recall;
-      a.f1 += c.f1;
-      a.seeds++;
-      by.set(c.classIndex, a);
-    }
-  }
-  return [...by.values()]
-    .sort((a, b) => a.class_index - b.class_index)
-    .map(({ seeds: n, ...c }) => ({ ...c, precision: c.precision / n, recall: c.recall / n, f1: c.f1 / n }));
-}
-
 /** The run's confirmation on the test split, which the judge makes for the best trial alone. */
 function heldOutTest(v: RunView, t: TrialState): HeldOutTest | null {
   const r = v.state.runFinished?.bestTrialId === t.id ? v.state.runFinished.testResult : undefined;
@@ -410,7 +391,7 @@ export function trialDetail(v: RunView, trialId: string): TrialDetail | undefine
     seeds: seedCurves(t),
     class_names: t.evaluated?.result?.classNames ?? [],
     confusion_matrix: confusionOf(t),
-    per_class: perClass(t),
+    per_class: perClassOf(t),
     analysis: analysis ? { overfitting: analysis.overfitting, convergence: analysis.convergence, weak_classes: analysis.weakClasses, notes: analysis.notes } : null,
     judged_reason: t.judged?.reason ?? "",
     failure: f ? { label: labelName(f.label), message: f.message, traceback: f.traceback } : null,

@@ -325,3 +325,51 @@ export function frontSvg(points: readonly FrontPoint[], costLabel: string, o: Ob
   );
   return svgDoc(title, body);
 }
+
+/** Past this many classes the cells are too small to read: the report's table says it instead. */
+const MAX_CONFUSION_CLASSES = 40;
+
+/**
+ * A confusion matrix as shares of each true class (a row sums to 100%): true classes down,
+ * predictions across, each cell shaded by its share and, while the cells are wide enough, labelled
+ * with it; each cell's tip gives its count.
+ */
+export function confusionSvg(title: string, names: readonly string[], counts: readonly (readonly number[])[]): string {
+  const k = counts.length;
+  if (!k) return noData(title, "no confusion matrix recorded");
+  if (k > MAX_CONFUSION_CLASSES) return noData(title, `${k} classes: too many to draw (the report's table lists each)`);
+  // Square cells left of a column of class names; the names of the predictions run down below.
+  const f: Frame = { left: 170, right: PLOT_WIDTH - 20, top: 44, bottom: PLOT_HEIGHT - 70 };
+  const cell = Math.min((f.bottom - f.top) / k, (f.right - f.left) / k);
+  // The grid in the middle of the plot, with room for the class names on its left.
+  const [x0, y0] = [Math.max(f.left, (PLOT_WIDTH - cell * k) / 2 + 40), f.top];
+  const label = (s: string) => (s.length > 18 ? `${s.slice(0, 17)}…` : s);
+  const body: string[] = [];
+  counts.forEach((row, i) => {
+    const total = row.reduce((a, b) => a + b, 0);
+    body.push(text(x0 - 8, y0 + cell * (i + 0.5) + 4, label(names[i] ?? String(i)), 'text-anchor="end"'));
+    for (let j = 0; j < k; j++) {
+      const n = row[j] ?? 0;
+      const share = total ? n / total : 0;
+      const [x, y] = [x0 + cell * j, y0 + cell * i];
+      // Right answers blue, mistakes red; the square root keeps a 1% mistake visible.
+      const fill = i === j ? ACCEPTED : FAILED;
+      const shown = cell >= 22 && n > 0 ? text(x + cell / 2, y + cell / 2 + 3.5, share < 0.005 ? "<1" : `${Math.round(share * 100)}`, `text-anchor="middle" font-size="10"${share > 0.5 ? ' fill="#fff"' : ""}`) : "";
+      body.push(
+        `<g class="cell"><title>${escapeXml(`${names[i] ?? i} taken for ${names[j] ?? j}: ${n} of ${total} (${inPoints(share, 1)}%)`)}</title>` +
+          `<rect x="${r(x)}" y="${r(y)}" width="${r(cell)}" height="${r(cell)}" fill="${fill}" fill-opacity="${Math.round(Math.sqrt(share) * 100) / 100}" stroke="${GRID}"/>` +
+          shown +
+          "</g>",
+      );
+    }
+  });
+  // Predictions' names below the grid, turned so that long ones fit.
+  for (let j = 0; j < k; j++) {
+    const x = x0 + cell * (j + 0.5);
+    body.push(text(x, y0 + cell * k + 10, label(names[j] ?? String(j)), `text-anchor="end" transform="rotate(-45 ${r(x)} ${r(y0 + cell * k + 10)})" font-size="11"`));
+  }
+  const side = Math.max(16, x0 - 140);
+  body.push(text(side, y0 + (cell * k) / 2, "true class", `text-anchor="middle" transform="rotate(-90 ${r(side)} ${r(y0 + (cell * k) / 2)})"`));
+  body.push(text(x0 + cell * k + 8, y0 + 12, "predicted as (% of the true class)"));
+  return svgDoc(title, body);
+}

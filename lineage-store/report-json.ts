@@ -12,7 +12,7 @@ import { objective, type Objective } from "../core/objective.js";
 import { FRONT_RULE, frontOf, latencyOf, limitLatencyMs, pointOf, tradeOffsOf } from "../swarm/front.js";
 import { nondominatedFronts } from "../core/pareto.js";
 import { bestTrial, pastPriorOf, rankedTrials, type RunState } from "../swarm/run-state.js";
-import { failureLabelOf, isPromotion, paramsOf, scoreOf, standing, surfaceOf, trialFailure, trialStatus, valMetricOf, type TrialState } from "../swarm/trial-state.js";
+import { confusionOf, failureLabelOf, isPromotion, paramsOf, perClassOf, scoreOf, standing, surfaceOf, trialFailure, trialStatus, valMetricOf, type TrialState } from "../swarm/trial-state.js";
 import { labelName } from "../core/failure.js";
 import { jobsText } from "../core/format.js";
 import { protoJson } from "../core/proto-json.js";
@@ -46,6 +46,46 @@ export const PLOT_FILES = {
 
 /** A Pareto goal's front against its first cost: written only for such a goal. */
 export const FRONT_PLOT = "plots/front.svg";
+/** The best trial's confusion matrix: written only when it has one (a classification run). */
+export const CONFUSION_PLOT = "plots/confusion.svg";
+
+/**
+ * The best trial's classes on validation, weakest recall first: precision, recall and F1 (the
+ * mean of its seeds') and the class each is most often taken for, from the confusion counts its
+ * seeds summed; null for a run without classes (regression, text).
+ */
+export function classesJson(t: TrialState) {
+  const names = t.evaluated?.result?.classNames ?? [];
+  const counts = confusionOf(t);
+  const scores = perClassOf(t);
+  if (!scores.length || !counts.length) return null;
+  const name = (i: number) => names[i] ?? String(i);
+  const rows = scores.map((c) => {
+    const row = counts[c.class_index] ?? [];
+    const total = row.reduce((a, b) => a + b, 0);
+    let other = -1;
+    row.forEach((n, j) => {
+      if (j !== c.class_index && n > 0 && (other < 0 || n > row[other]!)) other = j;
+    });
+    return {
+      name: name(c.class_index),
+      precision: c.precision,
+      recall: c.recall,
+      f1: c.f1,
+      support: c.support,
+      // The share of this class's examples (over every seed) predicted as that class.
+      taken_for: other >= 0 && total > 0 ? { name: name(other), share: row[other]! / total } : null,
+    };
+  });
+  return {
+    split: "validation" as const,
+    seeds: t.evaluated?.result?.seedResults.length ?? 0,
+    rows: rows.sort((a, b) => a.recall - b.recall || a.name.localeCompare(b.name)),
+    class_names: counts.map((_, i) => name(i)),
+    confusion: counts,
+    plot: CONFUSION_PLOT,
+  };
+}
 
 export const int = (n: number): string => n.toLocaleString("en-US");
 
@@ -479,7 +519,7 @@ export function reportJson(state: RunState, finished: RunFinished, rows: TrialRo
       reason: finished.reason,
       trials: finished.trials || state.judgedCount,
       seconds: finished.seconds,
-      best_trial: bestRow && best ? { ...bestRow, what: whatItIs(best), path: pathTo(state, best), test: testStats(finished.testResult), weights: weightsJson(weights, inferenceSpec(state, best)) } : null,
+      best_trial: bestRow && best ? { ...bestRow, what: whatItIs(best), path: pathTo(state, best), test: testStats(finished.testResult), weights: weightsJson(weights, inferenceSpec(state, best)), classes: classesJson(best) } : null,
       best_trial_id: best?.id ?? null,
       test_skipped: finished.testSkipped || null,
       resumes: resumesOf(state),

@@ -291,7 +291,29 @@ function bestTrialLines(b: BestTrialJson, finished: RunFinished, j: ReportJson, 
   if (b.weights) out.push(...weightsLines(b.weights));
   if (b.test?.sample) out.push(...sampleLines(b.test.sample, b.test.sample_seed));
   out.push("", `![learning curves of the best trial](${PLOT_FILES.learningCurves})`, "");
+  if (b.classes) out.push(...classLines(b.classes));
   return out;
+}
+
+/** Classes shown in the table; the rest are in report.json. */
+const CLASS_ROWS = 12;
+
+/** The best trial's classes, weakest recall first, and its confusion matrix. */
+function classLines(c: NonNullable<BestTrialJson["classes"]>): string[] {
+  const shown = c.rows.slice(0, CLASS_ROWS);
+  const rest = c.rows.length - shown.length;
+  const share = (x: number) => `${points(x, 1)}%`;
+  return [
+    `Per class on validation (the mean of its ${c.seeds} seed${c.seeds === 1 ? "" : "s"}), weakest recall first${rest > 0 ? `; the ${rest} strongest are in report.json` : ""}:`,
+    "",
+    ...table(
+      ["class", "recall", "precision", "F1", "examples", "most often taken for"],
+      shown.map((r) => [cell(r.name), share(r.recall), share(r.precision), share(r.f1), int(r.support), r.taken_for ? `${cell(r.taken_for.name)} (${share(r.taken_for.share)})` : "—"]),
+    ),
+    "",
+    `![confusion matrix of the best trial](${c.plot})`,
+    "",
+  ];
 }
 
 function trialsSection(state: RunState, j: ReportJson): string[] {

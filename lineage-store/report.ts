@@ -8,11 +8,11 @@ import { dirname, join } from "node:path";
 import { COSTS } from "../core/objective.js";
 import { frontOf, tradeOffsOf } from "../swarm/front.js";
 import type { RunState } from "../swarm/run-state.js";
-import { metricCurves } from "../swarm/trial-state.js";
+import { metricCurves, type TrialState } from "../swarm/trial-state.js";
 import type { RunFinished } from "../proto/gen/research/v1/events_pb.js";
-import { failuresSvg, frontSvg, learningCurvesSvg, scoresSvg } from "./plots.js";
+import { confusionSvg, failuresSvg, frontSvg, learningCurvesSvg, scoresSvg } from "./plots.js";
 import type { WeightsExport } from "./weights.js";
-import { chosenBest, countFailures, FRONT_PLOT, PLOT_FILES, reportJson, reportText, rowsOf, scorePoints, type ReportJson, type ReportTiming } from "./report-json.js";
+import { chosenBest, classesJson, CONFUSION_PLOT, countFailures, FRONT_PLOT, PLOT_FILES, reportJson, reportText, rowsOf, scorePoints, type ReportJson, type ReportTiming } from "./report-json.js";
 import { markdownOf, readable } from "./report-markdown.js";
 
 let tmpCounter = 0;
@@ -52,6 +52,13 @@ function frontPlot(state: RunState): Record<string, string> {
   return { [FRONT_PLOT]: frontSvg(points, COSTS[cost].label, state.objective) };
 }
 
+/** The best trial's confusion matrix on validation; none for a run without classes. */
+function confusionPlot(best: TrialState | undefined): Record<string, string> {
+  const c = best && classesJson(best);
+  if (!c) return {};
+  return { [CONFUSION_PLOT]: confusionSvg(`Confusion matrix of the best trial (${best.id}), validation, ${c.seeds} seed${c.seeds === 1 ? "" : "s"}`, c.class_names, c.confusion) };
+}
+
 /** The plots, keyed by their path relative to the run folder. */
 export function reportPlots(state: RunState, finished: RunFinished): Record<string, string> {
   const best = chosenBest(state, finished);
@@ -63,6 +70,7 @@ export function reportPlots(state: RunState, finished: RunFinished): Record<stri
     [PLOT_FILES.learningCurves]: learningCurvesSvg(best?.id, curves, o),
     [PLOT_FILES.failures]: failuresSvg(countFailures(rows)),
     ...frontPlot(state),
+    ...confusionPlot(best),
   };
 }
 

@@ -136,6 +136,34 @@ export function confusionOf(t: TrialState): number[][] {
   return sum;
 }
 
+/** One class's validation scores: precision, recall and F1 averaged over the trial's seeds. */
+export interface ClassScores {
+  class_index: number;
+  precision: number;
+  recall: number;
+  f1: number;
+  /** Its validation examples (each seed scores the same ones). */
+  support: number;
+}
+
+/** Each class's precision, recall and F1 averaged over seeds (all score the same validation examples), by class index. */
+export function perClassOf(t: TrialState): ClassScores[] {
+  const by = new Map<number, ClassScores & { seeds: number }>();
+  for (const r of t.evaluated?.result?.seedResults ?? []) {
+    for (const c of r.perClass) {
+      const a = by.get(c.classIndex) ?? { class_index: c.classIndex, precision: 0, recall: 0, f1: 0, support: c.support, seeds: 0 };
+      a.precision += c.precision;
+      a.recall += c.recall;
+      a.f1 += c.f1;
+      a.seeds++;
+      by.set(c.classIndex, a);
+    }
+  }
+  return [...by.values()]
+    .sort((a, b) => a.class_index - b.class_index)
+    .map(({ seeds: n, ...c }) => ({ ...c, precision: c.precision / n, recall: c.recall / n, f1: c.f1 / n }));
+}
+
 /** The score for people: "CI low 91.20%" or "CI high 54.3". */
 export function scoreText(t: TrialState): string {
   const bound = boundOf(t);

@@ -3,6 +3,7 @@ import { create } from "@bufbuild/protobuf";
 import { trialId } from "../../core/ids.js";
 import { buildReport } from "../../lineage-store/report.js";
 import { EventSchema, Verdict, type Event } from "../../proto/gen/research/v1/events_pb.js";
+import { SeedResultSchema } from "../../proto/gen/research/v1/runner_pb.js";
 import { applyToRunState, emptyRunState } from "../../swarm/run-state.js";
 import { runEvents, TRIALS } from "./fixtures.js";
 import { unwrapped } from "../helpers/markdown.js";
@@ -43,7 +44,7 @@ function withBestResult(runId: string, edit: (r: { seedResults: { seed: number; 
 
 describe("report", () => {
   it("says whether the best trial's seeds trained together in one process, or apart and why", () => {
-    const together = reportOf(withBestResult("together", (r) => (r.seedResults = [0, 1, 2].map((seed) => ({ seed, seedsTogether: 3 }) as never))));
+    const together = reportOf(withBestResult("together", (r) => (r.seedResults = [0, 1, 2].map((seed) => create(SeedResultSchema, { seed, seedsTogether: 3 }) as never))));
     expect(together.json.outcome.best_trial?.seeds_together).toBe(3);
     expect(unwrapped(together.markdown)).toContain("- Its seeds trained together, 3 in one process (stacked and vmapped, each with its own initialisation and data order)");
     const apart = reportOf(withBestResult("apart", (r) => (r.seedsApart = "vmap cannot run the model: RuntimeError: data-dependent control flow")));

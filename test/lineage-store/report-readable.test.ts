@@ -11,7 +11,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { create, fromJsonString } from "@bufbuild/protobuf";
 import { blocksOf } from "../../core/brief.js";
-import { buildReport } from "../../lineage-store/report.js";
+import { buildReport, reportPlots } from "../../lineage-store/report.js";
 import { reportText } from "../../lineage-store/report-json.js";
 import { registryEntry } from "../../lineage-store/artifacts.js";
 import { valMetricOf } from "../../swarm/trial-state.js";
@@ -128,5 +128,38 @@ describe("a regression run's files", () => {
     for (const s of file.surfaces) expect(s).toHaveProperty("best_val_rmse");
     expect(registryEntry(state, best, 0).metrics_summary).toEqual(expect.objectContaining({ val_rmse_mean: valMetricOf(best)!.mean }));
     expect(registryEntry(state, best, 0).metrics_summary).not.toHaveProperty("val_accuracy_mean");
+  });
+});
+
+describe("a classification run's classes", () => {
+  it("gives each class's scores weakest recall first, what it is most often taken for, and the confusion plot, from its seeds' counts", () => {
+    const { state, markdown, json } = reportOf("fmnist-reach90-4f3f5b9-seed1.jsonl");
+    const best = state.trials.get(json.outcome.best_trial_id!)!;
+    const c = json.outcome.best_trial!.classes!;
+    const seeds = best.evaluated!.result!.seedResults;
+    expect(c.seeds).toBe(seeds.length);
+    expect(c.rows.map((r) => r.name).sort()).toEqual([...best.evaluated!.result!.classNames].sort());
+    expect(c.rows.map((r) => r.recall)).toEqual(c.rows.map((r) => r.recall).sort((a, b) => a - b));
+    // Recomputed here from each seed's own numbers: recall the seeds' mean, the confusion their sum.
+    for (const row of c.rows) {
+      const i = best.evaluated!.result!.classNames.indexOf(row.name);
+      const recalls = seeds.map((s) => s.perClass.find((p) => p.classIndex === i)!.recall);
+      expect(row.recall).toBeCloseTo(recalls.reduce((a, b) => a + b, 0) / seeds.length, 12);
+      const counts = seeds.map((s) => s.confusionMatrix[i]!.counts).reduce((a, b) => a.map((n, j) => n + b[j]!));
+      const other = counts.map((n, j) => (j === i ? -1 : n)).reduce((m, n, j, all) => (n > all[m]! ? j : m), i === 0 ? 1 : 0);
+      expect(row.taken_for).toEqual({ name: best.evaluated!.result!.classNames[other], share: counts[other]! / counts.reduce((a, b) => a + b, 0) });
+    }
+    const weakest = c.rows[0]!;
+    expect(markdown).toContain(`| ${weakest.name} | ${(100 * weakest.recall).toFixed(1)}% |`);
+    expect(markdown).toContain("![confusion matrix of the best trial](plots/confusion.svg)");
+    const svg = reportPlots(state, state.runFinished!)["plots/confusion.svg"]!;
+    expect(svg.match(/class="cell"/g)).toHaveLength(c.rows.length ** 2);
+    expect(svg).toContain(`<title>${weakest.name} taken for ${weakest.taken_for!.name}:`);
+  });
+
+  it("has none in a regression run", () => {
+    const { state, json } = reportOf("friedman-4min-open-3baeb1f.jsonl");
+    expect(json.outcome.best_trial!.classes).toBeNull();
+    expect(Object.keys(reportPlots(state, state.runFinished!))).not.toContain("plots/confusion.svg");
   });
 });
