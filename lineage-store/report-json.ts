@@ -8,15 +8,16 @@ import { inferenceSpec, type InferenceSpec } from "./inference-spec.js";
 import { describeSpace, spaceOf } from "../core/space.js";
 import { lastEpochsOf } from "../core/defaults.js";
 import { bestRule, hypothesisOutcome, whyBest, type HypothesisOutcome } from "../core/ranking.js";
-import { objective, type Objective } from "../core/objective.js";
+import { formatChange, objective, type Objective } from "../core/objective.js";
 import { FRONT_RULE, frontOf, latencyOf, limitLatencyMs, pointOf, tradeOffsOf } from "../swarm/front.js";
 import { nondominatedFronts } from "../core/pareto.js";
 import { bestTrial, pastPriorOf, rankedTrials, type RunState } from "../swarm/run-state.js";
 import { confusionOf, failureLabelOf, isPromotion, paramsOf, perClassOf, scoreOf, standing, surfaceOf, trialFailure, trialStatus, valMetricOf, type TrialState } from "../swarm/trial-state.js";
 import { labelName } from "../core/failure.js";
-import { jobsText } from "../core/format.js";
+import { jobsText, points, pp } from "../core/format.js";
 import { protoJson } from "../core/proto-json.js";
-import { DECISION, INTERVENTION_KIND, RUN_STATUS, VERDICT, type DecisionName, type VerdictName } from "../core/enums.js";
+import { DECISION, INTERVENTION_KIND, MUTATION, RUN_STATUS, VERDICT, type DecisionName, type VerdictName } from "../core/enums.js";
+import { Mutation } from "../proto/gen/research/v1/common_pb.js";
 import { Decision, RunnerJobsSchema, Verdict, type RunFinished } from "../proto/gen/research/v1/events_pb.js";
 import type { EvalResult, InferenceTiming, MetricStats } from "../proto/gen/research/v1/runner_pb.js";
 import type { ScorePoint } from "./plots.js";
@@ -403,7 +404,7 @@ function whyBestOf(state: RunState, best: TrialState): string | null {
  * Where the run stands for whoever picks it up: the budget left, trials proposed and not judged,
  * what the best still needs, its weights, and the command that goes on from here.
  */
-function nextSteps(state: RunState, finished: RunFinished, best: TrialState | undefined, weights: WeightsExport | undefined) {
+function nextSteps(state: RunState, finished: RunFinished, rows: TrialRow[], best: TrialState | undefined, weights: WeightsExport | undefined) {
   const budget = state.goal?.timeBudgetS || 0;
   const workspace = state.settings?.workspace || "./workspace";
   const status = RUN_STATUS.name(finished.status) ?? "";
@@ -428,6 +429,7 @@ function nextSteps(state: RunState, finished: RunFinished, best: TrialState | un
         ? `research-agent launch --from ${state.runId}/${best.id.slice(state.runId.length + 1)} --goal ${JSON.stringify(goalText)} --workspace ${workspace}`
         : `research-agent launch --goal ${JSON.stringify(goalText)} --workspace ${workspace}`;
   return {
+    findings: findingsOf(state, rows, best),
     budget_left_s: budget ? Math.max(0, budget - finished.seconds) : null,
     pending: [...state.trials.values()].filter((t) => !t.judged && trialStatus(t) !== "failed").map((t) => ({ trial_id: t.id, hypothesis: t.proposed?.hypothesis ?? "" })),
     confirmation,
@@ -442,6 +444,81 @@ function nextSteps(state: RunState, finished: RunFinished, best: TrialState | un
             : "none recorded with this report",
     command,
   };
+}
+
+/** What a finding is about: the best trial's training, its classes, or the run's edits. */
+export type FindingKind = "still_improving" | "overfitting" | "weak_class" | "held" | "hurt" | "unresolved";
+
+/** Edits named in one finding; the trials table has every one. */
+const EDITS_NAMED = 3;
+
+/**
+ * What the run found and the experiment each finding suggests, by fixed rules over the lineage:
+ * the best trial's convergence and train-validation gap as its evaluation read them
+ * (gpu-runner/stats.ts), its weakest class (`classesJson`), and the edits whose hypotheses held,
+ * hurt, or gained by less than their trials could resolve (`outcomeOf`, core/ranking.ts), with the
+ * factor of seeds times examples that would resolve that gain (an interval narrows with the square
+ * root of what it counts).
+ */
+export function findingsOf(state: RunState, rows: TrialRow[], best: TrialState | undefined): { kind: FindingKind; finding: string; next: string }[] {
+  const o = state.objective;
+  const out: { kind: FindingKind; finding: string; next: string }[] = [];
+  const r = best?.evaluated?.result;
+  if (best && r) {
+    const epochs = best.train?.epochs ?? 0;
+    if (r.convergence?.state === "improving") {
+      out.push({
+        kind: "still_improving",
+        finding: `the best's validation ${o.label} still improved at its last epoch${epochs ? ` (its best epoch was ${r.convergence.bestEpoch} of ${epochs})` : ""}`,
+        next: "train it longer: more epochs on the whole split (launch --from it with a larger --last-epochs)",
+      });
+    }
+    const severity = r.overfitting?.severity ?? "none";
+    if (severity === "moderate" || severity === "severe") {
+      out.push({
+        kind: "overfitting",
+        finding: `the best fits its training data ${pp(r.overfitting!.gap)} better than validation (${severity})`,
+        next: "regularise it: weight decay, dropout or augmentation",
+      });
+    }
+    const weakest = classesJson(best)?.rows[0];
+    if (weakest?.taken_for) {
+      out.push({
+        kind: "weak_class",
+        finding: `${weakest.name} is the best's weakest class: recall ${points(weakest.recall, 1)}%, taken for ${weakest.taken_for.name} in ${points(weakest.taken_for.share, 1)}% of its examples`,
+        next: `what tells ${weakest.name} from ${weakest.taken_for.name}: more of their examples, or augmentation that keeps their difference`,
+      });
+    }
+  }
+  const edits = rows.flatMap((row) => (row.hypothesis_outcome ? [{ row, h: row.hypothesis_outcome }] : []));
+  // An edit by its trial and its kind (the trials table has its hypothesis in full).
+  const edit = (id: string) => {
+    const kind = MUTATION.name(state.trials.get(id)?.proposed?.mutation ?? Mutation.UNSPECIFIED);
+    return kind ? `${id} (${kind.replaceAll("_", " ")})` : id;
+  };
+  const named = (xs: typeof edits) =>
+    xs
+      .slice(0, EDITS_NAMED)
+      .map(({ row, h }) => `${edit(row.trial_id)} ${formatChange(o, h.change)}`)
+      .join(", ") + (xs.length > EDITS_NAMED ? ` and ${xs.length - EDITS_NAMED} more` : "");
+  const byGain = (a: (typeof edits)[number], b: (typeof edits)[number]) => b.h.change - a.h.change;
+  const held = edits.filter((e) => e.h.outcome === "supported").sort(byGain);
+  if (held.length) out.push({ kind: "held", finding: `edits that held: ${named(held)}`, next: "keep them: start the next run from a trial that has them" });
+  const hurt = edits.filter((e) => e.h.outcome === "refuted").sort((a, b) => a.h.change - b.h.change);
+  if (hurt.length) out.push({ kind: "hurt", finding: `edits that hurt: ${named(hurt)}`, next: "leave them out of what follows" });
+  // Worth a second look: a gain at least a quarter of what its trials could resolve, which about
+  // 16 times the seeds times examples would then resolve; a smaller one is not worth chasing here.
+  const unresolved = edits.filter((e) => e.h.outcome === "inconclusive" && e.h.change > 0 && e.h.change >= e.h.detectable / 4).sort(byGain);
+  if (unresolved.length) {
+    const { h } = unresolved[0]!;
+    const factor = Math.ceil((h.detectable / h.change) ** 2);
+    out.push({
+      kind: "unresolved",
+      finding: `gains too small for their trials to resolve: ${named(unresolved)}`,
+      next: `test the largest again where its interval can resolve it: about ${int(factor)} times the seeds times validation examples (its trials could resolve ${formatChange(o, h.detectable).replace(/^\+/, "±")})`,
+    });
+  }
+  return out;
 }
 
 /** The run's best: the one it ended with, else the rule's pick so far (a live run). */
@@ -527,7 +604,7 @@ export function reportJson(state: RunState, finished: RunFinished, rows: TrialRo
       best_rule: bestRule(state.objective),
       why_best: best ? whyBestOf(state, best) : null,
     },
-    next_steps: nextSteps(state, finished, best, weights),
+    next_steps: nextSteps(state, finished, rows, best, weights),
     baseline: baselineComparison(state, best, finished.testResult),
     trials: rows,
     failures: countFailures(rows),

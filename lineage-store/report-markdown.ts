@@ -479,6 +479,9 @@ function nextStepsSection(state: RunState, j: ReportJson): string[] {
   return [
     "## Next steps",
     "",
+    ...(n.findings.length
+      ? ["What the run found, and the experiment each suggests:", "", ...n.findings.map((f) => `- ${inline(shortIds(f.finding, state.runId))}: ${inline(f.next)}.`), "", "Where it stands:", ""]
+      : []),
     ...(n.budget_left_s !== null ? [`- Time budget left: ${duration(n.budget_left_s)}`] : []),
     `- Trials proposed and not judged: ${n.pending.length ? n.pending.map((p) => `\`${p.trial_id}\` (${inline(short(shortIds(p.hypothesis, state.runId), 60))})`).join(", ") : "none"}`,
     `- Confirmation: ${inline(n.confirmation)}`,

@@ -92,3 +92,40 @@ describe("a report says what was learned", () => {
     expect(done.command).toMatch(/^research-agent launch --from r[\w-]+\/t008 --goal "fashion-mnist: reach 90% validation accuracy"/);
   });
 });
+
+describe("a report's findings and the experiments they suggest", () => {
+  it("names the edits that held and hurt, and the promising unresolved ones with the factor that would resolve them", () => {
+    const { state, json, markdown } = reportOf("friedman-4min-open-3baeb1f.jsonl");
+    const rows = json.trials.filter((r) => r.hypothesis_outcome);
+    const by = (outcome: string) => rows.filter((r) => r.hypothesis_outcome!.outcome === outcome);
+    const kinds = json.next_steps.findings.map((f) => f.kind);
+    // Recomputed from the events: each edit against its parent by the rule.
+    for (const r of rows) {
+      const child = state.trials.get(r.trial_id)!;
+      expect(r.hypothesis_outcome!.outcome).toBe(hypothesisOutcome(valMetricOf(child)!, valMetricOf(state.trials.get(child.proposed!.parentIds[0]!)!)!, state.objective).outcome);
+    }
+    const finding = (kind: string) => json.next_steps.findings.find((f) => f.kind === kind)?.finding ?? "";
+    expect(kinds.includes("held")).toBe(by("supported").length > 0);
+    expect(kinds.includes("hurt")).toBe(by("refuted").length > 0);
+    for (const r of by("supported").slice(0, 3)) expect(finding("held")).toContain(r.trial_id);
+    for (const r of by("refuted").slice(0, 3)) expect(finding("hurt")).toContain(r.trial_id);
+    const promising = by("inconclusive").filter((r) => r.hypothesis_outcome!.change >= r.hypothesis_outcome!.detectable / 4 && r.hypothesis_outcome!.change > 0);
+    expect(promising.length).toBeGreaterThan(0);
+    const top = promising.sort((a, b) => b.hypothesis_outcome!.change - a.hypothesis_outcome!.change)[0]!.hypothesis_outcome!;
+    const unresolved = json.next_steps.findings.find((f) => f.kind === "unresolved")!;
+    expect(unresolved.next).toContain(`about ${Math.ceil((top.detectable / top.change) ** 2)} times the seeds times validation examples`);
+    // A regression run has no classes, and its best's convergence decides the training finding.
+    expect(kinds).not.toContain("weak_class");
+    const best = state.trials.get(json.outcome.best_trial_id!)!;
+    expect(kinds.includes("still_improving")).toBe(best.evaluated!.result!.convergence!.state === "improving");
+    expect(unwrapped(markdown)).toContain("What the run found, and the experiment each suggests:");
+  });
+
+  it("names a classification run's weakest class and what it is taken for", () => {
+    const { json, markdown } = reportOf("fmnist-reach90-4f3f5b9-seed1.jsonl");
+    const weakest = json.outcome.best_trial!.classes!.rows[0]!;
+    const f = json.next_steps.findings.find((x) => x.kind === "weak_class")!;
+    expect(f.finding).toBe(`${weakest.name} is the best's weakest class: recall ${(100 * weakest.recall).toFixed(1)}%, taken for ${weakest.taken_for!.name} in ${(100 * weakest.taken_for!.share).toFixed(1)}% of its examples`);
+    expect(unwrapped(markdown)).toContain(`- ${f.finding}: ${f.next}.`);
+  });
+});
