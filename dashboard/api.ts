@@ -16,7 +16,7 @@
  *   GET  /api/events[?run=RUN]                  text/event-stream of LiveMessage
  */
 import type { MetricName } from "../core/enums.js";
-import type { InferenceCostJson } from "../lineage-store/report-json.js";
+import type { Finding, InferenceCostJson } from "../lineage-store/report-json.js";
 export type { InferenceCostJson, InferenceTimingJson } from "../lineage-store/report-json.js";
 export type { QueueJson, QueuedRun, StartRunReply, StartRunRequest } from "./intake.js";
 
@@ -191,7 +191,10 @@ export interface RunDetail extends RunSummary {
   front: FrontJson | null;
   /** What the goal's latency limit did; null for a goal without one. */
   limits: LimitsJson | null;
+  /** What the run found so far and the experiment each finding suggests, as the report's Next steps give them (lineage-store/report-json.ts findingsOf). */
+  findings: Finding[];
 }
+
 
 /** An objective's value for a trial: its mean and interval (the metric's 95% interval, a latency's spread over seeds, a count's own value). */
 export interface Estimate {

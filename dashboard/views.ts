@@ -13,7 +13,7 @@ import { runOfTrial } from "../core/ids.js";
 import { isCodeModel } from "../core/model-config.js";
 import { RunSettingsSchema, Verdict, type Event } from "../proto/gen/research/v1/events_pb.js";
 import type { EpochProgress, MetricStats } from "../proto/gen/research/v1/runner_pb.js";
-import { chosenBest, decisionName, frontJson, inferenceJson, limitsJson, verdictName } from "../lineage-store/report-json.js";
+import { chosenBest, decisionName, findingsOf, frontJson, inferenceJson, limitsJson, rowsOf, verdictName } from "../lineage-store/report-json.js";
 import { latencyOf, tradeOffsOf } from "../swarm/front.js";
 import { baselineComparison } from "../lineage-store/baseline.js";
 import type { Objective } from "../core/objective.js";
@@ -313,6 +313,7 @@ export function runDetail(v: RunView, nowMs = Date.now()): RunDetail {
     past_prior: pastPriorOf(s) ?? null,
     front: frontJson(s, s.runFinished),
     limits: limitsJson(s, bestOf(v)),
+    findings: findingsOf(s, rowsOf(s, chosenBest(s, s.runFinished)), chosenBest(s, s.runFinished)),
   };
 }
 

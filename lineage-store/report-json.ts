@@ -446,8 +446,12 @@ function nextSteps(state: RunState, finished: RunFinished, rows: TrialRow[], bes
   };
 }
 
-/** What a finding is about: the best trial's training, its classes, or the run's edits. */
-export type FindingKind = "still_improving" | "overfitting" | "weak_class" | "held" | "hurt" | "unresolved";
+/** One finding: what it is about (the best trial's training, its classes, or the run's edits), what was found, and what to try next. */
+export interface Finding {
+  kind: "still_improving" | "overfitting" | "weak_class" | "held" | "hurt" | "unresolved";
+  finding: string;
+  next: string;
+}
 
 /** Edits named in one finding; the trials table has every one. */
 const EDITS_NAMED = 3;
@@ -460,9 +464,9 @@ const EDITS_NAMED = 3;
  * factor of seeds times examples that would resolve that gain (an interval narrows with the square
  * root of what it counts).
  */
-export function findingsOf(state: RunState, rows: TrialRow[], best: TrialState | undefined): { kind: FindingKind; finding: string; next: string }[] {
+export function findingsOf(state: RunState, rows: TrialRow[], best: TrialState | undefined): Finding[] {
   const o = state.objective;
-  const out: { kind: FindingKind; finding: string; next: string }[] = [];
+  const out: Finding[] = [];
   const r = best?.evaluated?.result;
   if (best && r) {
     const epochs = best.train?.epochs ?? 0;

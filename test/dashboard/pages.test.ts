@@ -249,6 +249,22 @@ describe("a finished run's page", () => {
     expect(ended).toContain(STOPPED);
   });
 
+  it("lists what the run found and the experiment each finding suggests, as its API gives them, and nothing where it found nothing", async () => {
+    let shown = 0;
+    for (const id of [OPEN, TARGETED, START, REGRESSION, PARETO]) {
+      const detail = (await (await fetch(new URL(`/api/runs/${id}`, dashboard.url))).json()) as RunDetail;
+      await open(`/runs/${id}`, sel("run-reason"));
+      if (!detail.findings.length) {
+        expect(await page.$(sel("findings")), id).toBeNull();
+        continue;
+      }
+      const items = await page.$$eval(`${sel("findings")} li`, (ls) => ls.map((l) => l.textContent ?? ""));
+      expect(items, id).toEqual(detail.findings.map((f) => `${f.finding.replaceAll(`${id}-`, "")}: ${f.next}`));
+      shown++;
+    }
+    expect(shown, "runs with findings").toBeGreaterThan(0);
+  });
+
   it("tells the runner jobs of a run whose runners were Slurm jobs, and none for another", async () => {
     await open(`/runs/${OPEN}`, sel("runner-jobs"));
     expect(await text("runner-jobs")).toBe("1 of 2 up, 1 pending (Resources)");

@@ -1,4 +1,7 @@
-import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import { create, fromJsonString, type MessageInitShape } from "@bufbuild/protobuf";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { buildReport } from "../../lineage-store/report.js";
 import { describe, expect, it } from "vitest";
 import { INTERVENTION_KIND } from "../../core/enums.js";
 import { EventSchema, type Event } from "../../proto/gen/research/v1/events_pb.js";
@@ -247,5 +250,17 @@ describe("a Pareto goal with a latency limit in the dashboard's views (issue 39)
     const d = runDetail(viewOf(runEvents(RUN, undefined, T0)));
     expect(d.trials_table.every((r) => r.latency_ms === null)).toBe(true);
     expect([d.front, d.limits]).toEqual([null, null]);
+  });
+});
+
+describe("a run's findings", () => {
+  it("are the report's, from the same events: what the run found and the experiment each suggests", () => {
+    const events = readFileSync(join(import.meta.dirname, "..", "fixtures", "runs", "fmnist-reach90-4f3f5b9-seed1.jsonl"), "utf8").split("\n").filter(Boolean).map((l) => fromJsonString(EventSchema, l));
+    const v = emptyView(emptyRunState(events[0]!.runId));
+    for (const e of events) applyToView(v, e);
+    const finished = events.find((e) => e.body.case === "runFinished")!.body.value as Parameters<typeof buildReport>[1];
+    const report = buildReport(v.state, finished).json.next_steps.findings;
+    expect(report.map((f) => f.kind)).toEqual(["still_improving", "weak_class", "hurt"]);
+    expect(runDetail(v).findings).toEqual(report);
   });
 });

@@ -51,6 +51,17 @@ export function RunPage({ runId }: { runId: string }) {
           <FrontView run={r} />
         </Section>
       )}
+      {r.findings.length > 0 && (
+        <Section title="What the run found" wide testid="findings">
+          <ul>
+            {r.findings.map((f) => (
+              <li key={f.kind}>
+                {f.finding.replaceAll(`${r.run_id}-`, "")}: <span class="muted">{f.next}</span>
+              </li>
+            ))}
+          </ul>
+        </Section>
+      )}
       <Section title={`Trials (${r.trials_table.length})`} wide>
         <TrialTable o={o} run={r} progress={progress} live={live} onReply={onReply} />
       </Section>
