@@ -70,7 +70,7 @@ export function pruneReason(state: RunState, trial: TrialState, p: EpochProgress
   const o = state.objective;
   const value = p.valMetric || p.valAccuracy;
   if (!clearlyWorse(o, value, m)) return undefined;
-  return `pruned after epoch ${p.epoch}/${p.epochs}: seed ${seed} validation ${o.label} ${formatMetric(o, value)} is ${o.higherIsBetter ? "below" : "above"} the median ${formatMetric(o, m)} of ${peers.length} finished trials at rung ${rung} with a ${schedule} schedule${Number.isFinite(size) ? ` and at most its ${size} parameters` : ""}`;
+  return `after epoch ${p.epoch}/${p.epochs}: seed ${seed} validation ${o.label} ${formatMetric(o, value)} is ${o.higherIsBetter ? "below" : "above"} the median ${formatMetric(o, m)} of ${peers.length} finished trials at rung ${rung} with a ${schedule} schedule${Number.isFinite(size) ? ` and at most its ${size} parameters` : ""}`;
 }
 
 /** The curves a stopped evaluation reached, per seed, so the lineage keeps them. */

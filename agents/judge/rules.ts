@@ -44,10 +44,14 @@ function gateMiss(state: RunState, t: TrialState) {
   return learningOf(state.objective.task).gateMiss(result?.aggregated ?? {}, result?.numClasses ?? 0);
 }
 
+/** Labels of trials stopped from outside, not failed. */
+const STOPPED: ReadonlySet<FailureLabel> = new Set([FailureLabel.CANCELLED, FailureLabel.PRUNED]);
+
 function verdictOf(state: RunState, t: TrialState) {
   const f = t.evaluated?.failure;
-  // A trial cancelled (a person, the run's end, a confirmation) did not fail: its label says so.
-  if (f) return { verdict: Verdict.REJECT, failure: f, reason: `${f.label === FailureLabel.CANCELLED ? "" : "failed: "}${labelName(f.label)}: ${f.message.split("\n")[0]}` };
+  // A trial stopped from outside (cancelled: a person, the run's end, a confirmation; pruned: the
+  // scheduler) did not fail: its label says what, its message why.
+  if (f) return { verdict: Verdict.REJECT, failure: f, reason: `${STOPPED.has(f.label) ? "" : "failed: "}${labelName(f.label)}: ${f.message.split("\n")[0]}` };
   const illegal = legality(state, t);
   if (illegal) return { verdict: Verdict.ILLEGAL, failure: failure("illegal", illegal), reason: `illegal: ${illegal}` };
   const miss = gateMiss(state, t);

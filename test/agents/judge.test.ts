@@ -63,6 +63,9 @@ describe("judge", () => {
     const ended = "the run ended while this trial was training (goal met)";
     const cancelled = judgeLast([started(), proposed("t0"), { runId: RUN, trialId: "t0", body: { case: "trialEvaluated", value: { failure: failure("cancelled", ended) } } }], "t0");
     expect(cancelled.reason).toBe(`cancelled: ${ended}`);
+    const below = "after epoch 1/3: seed 1000 validation accuracy 9.74% is below the median 57.54% of 4 finished trials";
+    const pruned = judgeLast([started(), proposed("t0"), { runId: RUN, trialId: "t0", body: { case: "trialEvaluated", value: { failure: failure("pruned", below) } } }], "t0");
+    expect(pruned.reason).toBe(`pruned: ${below}`);
     const chance = judgeLast([started(), proposed("t0"), evaluated("t0", 0.15)], "t0");
     expect(chance.verdict).toBe(Verdict.REJECT);
     expect(labelName(chance.failure!.label)).toBe("gate_miss");

@@ -667,7 +667,7 @@ describe("watched evaluations against the real runner", () => {
       { state: s, trial: s.trials.get("new")!, prune: true },
       (p) => epochs.push(p.epoch),
     );
-    expect(out.stopped?.message).toMatch(/pruned after epoch 1\/4: seed 0 validation accuracy .* below the median 99\.00% of 4 finished trials at rung 0/);
+    expect(out.stopped?.message).toMatch(/^after epoch 1\/4: seed 0 validation accuracy .* below the median 99\.00% of 4 finished trials at rung 0/);
     expect(out.stopped && labelName(out.stopped.label)).toBe("pruned");
     if (out.stopped === undefined) return;
     expect(out.partial.seedResults.find((r) => r.seed === 0)?.learningCurve?.valAccuracy).toHaveLength(1);
