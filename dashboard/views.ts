@@ -17,7 +17,7 @@ import { chosenBest, decisionName, findingsOf, frontJson, inferenceJson, limitsJ
 import { latencyOf, tradeOffsOf } from "../swarm/front.js";
 import { baselineComparison } from "../lineage-store/baseline.js";
 import type { Objective } from "../core/objective.js";
-import { applyToRunState, bestTrial, inFlightCount, isTerminal, pastPriorOf, type RunState } from "../swarm/run-state.js";
+import { applyToRunState, inFlightCount, isTerminal, pastPriorOf, type RunState } from "../swarm/run-state.js";
 import { boundOf, confusionOf, failureLabelOf, perClassOf, isBaseline, metricCurves, paramsOf, rungOf, scoreOf, standing, surfaceOf, trialFailure, trialStatus, valMetricOf, type TrialState } from "../swarm/trial-state.js";
 import type { BestSoFarPoint, EpochJson, Fidelity, HeldOutTest, Interval, InterventionRow, LlmUse, ObjectiveJson, RunDetail, RunStatusText, RunSummary, SeedCurves, TrialDetail, TrialRow, WarmStartRow } from "./api.js";
 
@@ -96,14 +96,10 @@ function statusOf(v: RunView): RunStatusText {
 }
 
 /** The run's best: the one its RunFinished names (its test result belongs to it), else the fold's rule. */
-function bestOf(v: RunView): TrialState | undefined {
-  return (v.state.runFinished?.bestTrialId && v.state.trials.get(v.state.runFinished.bestTrialId)) || bestTrial(v.state);
-}
-
 export function runSummary(v: RunView, nowMs = Date.now()): RunSummary {
   const s = v.state;
   const g = s.goal;
-  const best = bestOf(v);
+  const best = chosenBest(v.state, v.state.runFinished);
   const bestVal = best && valInterval(best);
   const testKey = `test_${s.objective.metric}` as const;
   const test = best && best.id === v.state.runFinished?.bestTrialId ? v.state.runFinished.testResult?.aggregated[testKey]?.mean : undefined;
@@ -295,6 +291,7 @@ function endingOf(v: RunView): Pick<RunDetail, "reason" | "ended_by"> {
 
 export function runDetail(v: RunView, nowMs = Date.now()): RunDetail {
   const s = v.state;
+  const best = chosenBest(s, s.runFinished);
   return {
     ...runSummary(v, nowMs),
     settings: s.settings ? protoJson(RunSettingsSchema, s.settings) : {},
@@ -308,12 +305,12 @@ export function runDetail(v: RunView, nowMs = Date.now()): RunDetail {
     interventions: interventionsOf(v),
     ...endingOf(v),
     report_path: v.state.runFinished?.reportPath || null,
-    against_start: baselineComparison(s, chosenBest(s, s.runFinished), s.runFinished?.testResult),
+    against_start: baselineComparison(s, best, s.runFinished?.testResult),
     warm_start: warmStartOf(s),
     past_prior: pastPriorOf(s) ?? null,
     front: frontJson(s, s.runFinished),
-    limits: limitsJson(s, bestOf(v)),
-    findings: findingsOf(s, rowsOf(s, chosenBest(s, s.runFinished)), chosenBest(s, s.runFinished)),
+    limits: limitsJson(s, best),
+    findings: findingsOf(s, rowsOf(s, best), best),
   };
 }
 
