@@ -6,6 +6,8 @@
  */
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import type { BudgetSchema, SeedResult } from "../proto/gen/research/v1/runner_pb.js";
+import { Verdict } from "../proto/gen/research/v1/events_pb.js";
+import { Mutation } from "../proto/gen/research/v1/common_pb.js";
 import { bestTrial, liveSeconds, type RunState } from "./run-state.js";
 import { isPromotion, slowestSeed, slowestSeedSeconds, type TrialState } from "./trial-state.js";
 import { FRONT_TRAININGS, tradeOffsOf } from "./front.js";
@@ -198,4 +200,39 @@ export function roundStartS(state: RunState): number | undefined {
  */
 export function opensRound(state: RunState, availableS: number): boolean {
   return !tradeOffsOf(state).length && (state.goal?.timeBudgetS ?? 0) > 0 && lastTrainingCouldFit(state, availableS);
+}
+
+/** The fewest epochs a tail trains (tailSeconds): an average of fewer end-of-epoch weights is hardly one. */
+export const TAIL_EPOCHS = 3;
+
+/**
+ * The seconds the run's tail trains, or undefined when it has none. Once the run's last long
+ * training is done and no other fits (opensRound is false), the time before the reserve went
+ * unused: 3- and 4-minute task runs ended with 12-17% of their budgets left that way
+ * (bench/results/tasks-series-0366420.json). Where that time fits TAIL_EPOCHS of the best's
+ * measured epochs, with its seeds' start-up and last validation pass, the best goes on training
+ * from its kept weights (agents/planner/promotion.ts tailTraining), judged like any trial: it
+ * becomes the best only if it outranks the training it continues. None for a Pareto goal (its
+ * long trainings are its front's), a best that is no accepted long training of this run, a best
+ * whose seeds trained in rounds (a tail's would too, which this time does not foresee), or a run
+ * that had its tail. The judge ends a run on its last long training only where this is
+ * undefined, so the two decide by one rule.
+ */
+export function tailSeconds(state: RunState, nowMs: number): number | undefined {
+  const best = bestTrial(state);
+  const p = best?.proposed;
+  if (!best || !p?.lastTraining || best.judged?.verdict !== Verdict.ACCEPT || tradeOffsOf(state).length || !((state.goal?.timeBudgetS ?? 0) > 0)) return undefined;
+  if ([...state.trials.values()].some((t) => t.proposed?.mutation === Mutation.TAIL)) return undefined;
+  const seeds = best.evaluated?.result?.seedResults ?? [];
+  const seed = slowestSeed(best);
+  if (!seed?.epochsCompleted || !(p.seedsAtOnce || seeds.every((s) => s.seedsTogether >= seeds.length))) return undefined;
+  const startUp = Math.min(seed.secondsToFirstStep, seed.seconds);
+  // Its wall seconds per epoch with its seeds sharing the cores, as the tail's will.
+  const epochS = (seed.seconds - startUp) / seed.epochsCompleted;
+  const overhead = startUp + (seed.evalSeconds || epochS);
+  let trainS = LAST_MARGIN * budgetPlan(state, nowMs).availableS - overhead;
+  const trialBudget = state.settings?.trialTimeBudgetS ?? 0;
+  if (trialBudget > 0) trainS = Math.min(trainS, 0.85 * trialBudget - overhead);
+  trainS = Math.floor(trainS);
+  return trainS >= 1 && trainS >= TAIL_EPOCHS * epochS ? trainS : undefined;
 }

@@ -14,7 +14,7 @@ import { FailureLabel } from "../../proto/gen/research/v1/common_pb.js";
 import { baselineTrial, bestTrial, doneBy, inFlight, longTrainingInFlight, patienceOf, plateau, PLATEAU_DELTA, type RunState } from "../../swarm/run-state.js";
 import { isClaimingPromotion, scoreOf, slowestSeedSeconds, valMetricOf, type TrialState } from "../../swarm/trial-state.js";
 import { formatMetric, pessimisticBound, reaches, utility } from "../../core/objective.js";
-import { budgetPlan, nothingFits, opensRound } from "../../swarm/budget.js";
+import { budgetPlan, nothingFits, opensRound, tailSeconds } from "../../swarm/budget.js";
 import { learningOf } from "../../core/learning/index.js";
 import { longTrainingsLeft, overLimit } from "../../swarm/front.js";
 
@@ -105,12 +105,12 @@ function runEndOf(state: RunState, withThis: RunState, t: TrialState, verdict: V
         ? `time budget of ${state.goal!.timeBudgetS} s spent`
         : `time budget of ${state.goal!.timeBudgetS} s nearly spent: ${plan.remainingS.toFixed(0)} s left, ${plan.reserveS.toFixed(0)} s reserved for the test confirmation and the report`,
     );
-  } else if (t.proposed?.lastTraining && !inFlight(withThis) && longTrainingsLeft(withThis) === 0 && !opensRound(withThis, plan.availableS)) {
+  } else if (t.proposed?.lastTraining && !inFlight(withThis) && longTrainingsLeft(withThis) === 0 && !opensRound(withThis, plan.availableS) && tailSeconds(withThis, nowMs) === undefined) {
     // The last long training of the run's last research round: no other long training fits after
-    // it (one that reached its epochs early opens another round: swarm/budget.ts roundStartS), and
-    // a probe started now could not change the best, so the run ends with its confirmation. A
-    // Pareto goal's front trials train long one after another: the last of them ends it (one that
-    // no longer fits leaves the planner idle, which ends it too).
+    // it (one that reached its epochs early opens another round: swarm/budget.ts roundStartS), nor
+    // the best's tail (tailSeconds), and a probe started now could not change the best, so the run
+    // ends with its confirmation. A Pareto goal's front trials train long one after another: the
+    // last of them ends it (one that no longer fits leaves the planner idle, which ends it too).
     return ending(RunEnd.LAST_TRAINING, `the run's last long training is done, and no training long enough to change the best fits the ${Math.max(0, plan.availableS).toFixed(0)} s left`);
   } else if (flat.since >= patience && !longTrainingInFlight(withThis)) {
     // Not while a promotion trains: the planner's exploit phase answers a

@@ -15,7 +15,8 @@
  * 4. the random baseline draws (it has no scheduler and no last training);
  * 5. once exploitation has begun (exploration's share of the budget spent, the trial budget
  *    down to its last trial, a patience of judged trials without progress, or a training
- *    continued from a past run's accepted), the last long training;
+ *    continued from a past run's accepted), the last long training; after it, where no other
+ *    fits, the run's tail: the best continued from its kept weights (promotion.ts tailTraining);
  * 6. while exploring: a confirmation of a probe that makes a target likely; when ASHA sends a
  *    config from a slice to the full training split, the last long training in an open-ended
  *    run (with a target, when the promotion does not fit: promotion.ts fullSplitDue); ASHA's
@@ -35,7 +36,7 @@ import { baselineProposals, handProposal } from "./policies/hand.js";
 import { nextBuiltin } from "./policies/builtin.js";
 import { randomPolicy } from "./policies/random.js";
 import type { Move, PlanInput } from "./types.js";
-import { ashaPromotion, confirmation, fullSplitDue, lastTraining, promotionInFlight } from "./promotion.js";
+import { ashaPromotion, confirmation, fullSplitDue, lastTraining, promotionInFlight, tailTraining } from "./promotion.js";
 import { brokenPromises } from "./promises.js";
 import { exploreLeftS, lastTrainingOf, plansLastTraining } from "./time-model.js";
 
@@ -95,6 +96,8 @@ function choose(input: PlanInput, index: number): Move {
   if (exploit) {
     const p = lastTraining(input);
     if (p) return { kind: "promote", proposal: { ...p, rationale: `${exploit}: ${p.rationale}` } };
+    const tail = tailTraining(input);
+    if (tail) return { kind: "promote", proposal: tail };
     return { kind: "nothing", why: `${exploit}, and no last long training fits the time left` };
   }
   const confirm = confirmation(input);

@@ -32,7 +32,7 @@ export interface EditEnv {
 }
 
 /** The ways into a run that are not an edit of a parent (Mutation in common.proto). */
-export const NOT_AN_EDIT = ["promotion", "last_training", "template", "random", "hand", "llm", "baseline", "warm_start"] as const satisfies readonly MutationName[];
+export const NOT_AN_EDIT = ["promotion", "last_training", "template", "random", "hand", "llm", "baseline", "warm_start", "tail"] as const satisfies readonly MutationName[];
 /** An edit's name: its Mutation value's, so a proposal records which edit made it. */
 export type EditName = Exclude<MutationName, (typeof NOT_AN_EDIT)[number]>;
 

@@ -5,14 +5,16 @@
  * - ASHA's promotion, when a finished trial has earned the next rung;
  * - a confirmation, for a goal with a target: a one-seed probe that makes the target likely is
  *   trained on the full split with the run's seeds, whose interval can meet the goal;
- * - the run's last long training: the best config for the time the run has left.
+ * - the run's last long training: the best config for the time the run has left;
+ * - the run's tail: that training continued, when no other long training fits after it.
  *
  * Every move is timed by the time model (time-model.ts); decide.ts chooses among them.
  */
 import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import { Mutation } from "../../proto/gen/research/v1/common_pb.js";
 import { reaches } from "../../core/objective.js";
-import type { RunState } from "../../swarm/run-state.js";
+import { bestTrial, type RunState } from "../../swarm/run-state.js";
+import { tailSeconds, TAIL_EPOCHS } from "../../swarm/budget.js";
 import { isClaimingPromotion, isPromotion, meanOf, rungOf, scoreOf, scoreText, valMetricOf, type TrialState } from "../../swarm/trial-state.js";
 import { familyOf, genomeOf, tried } from "./identity.js";
 import { frontOf, frontPicks, tradeOffsOf, trainedLong } from "../../swarm/front.js";
@@ -23,7 +25,7 @@ import { atRung, ladder, nextPromotion, PROMOTION_SURFACE, seedsAtRung, type Fid
 import { CONTINUE_SHARE, continuationTime, LAST_GAIN, lastTrainingTime, passesOf, seedsAtOnce, seedsOf, timing, type LastTrainingTime } from "./time-model.js";
 import { spaceOf } from "../../core/space.js";
 import { pct } from "../../core/format.js";
-import type { TrainConfig } from "../../core/model-config.js";
+import { parseTrainConfig, type TrainConfig } from "../../core/model-config.js";
 import { lastEpochsOf } from "../../core/defaults.js";
 
 function rungs(input: PlanInput): Fidelity[] {
@@ -250,6 +252,36 @@ export function lastTraining(input: PlanInput): Proposal | undefined {
     ...(time.atOnce && { seedsAtOnce: true }),
     // A continued training goes on from its own kept weights (continuation).
     ...(pick.proposed?.initWeights && { initWeights: { runId: state.runId, trialId: pick.id } }),
+  };
+}
+
+/**
+ * The run's tail (swarm/budget.ts tailSeconds): its best long training continued from its kept
+ * weights for the time left before the reserve, which fits no other long training. Each seed goes
+ * on from its own kept weights with the same model and recipe at a constant SWA_LR_SCALE of its
+ * learning rate, the mean of its weights at each epoch's end evaluated (continuedTrain, as a warm
+ * run's continued training): a converged model's weights averaged, where a restart would have too
+ * little time to anneal. Judged like any trial, it replaces the best only if it outranks it.
+ */
+export function tailTraining(input: PlanInput): Proposal | undefined {
+  const { state } = input;
+  const trainS = tailSeconds(state, input.nowMs ?? Date.now());
+  const best = bestTrial(state);
+  const pg = best && genomeOf(best);
+  const train = pg && parseTrainConfig(pg.train);
+  if (trainS === undefined || !best || !pg || !train?.ok) return undefined;
+  return {
+    rung: rungs(input).length - 1,
+    hypothesis: `continue ${best.id} for ${trainS} s from its kept weights, averaging them`,
+    rationale: `the time left before the reserve fits no other long training, but at least ${TAIL_EPOCHS} more epochs of the run's best (${scoreText(best)}): each of its seeds goes on from its kept weights at a constant ${Math.round(SWA_LR_SCALE * 100)}% of its learning rate, the mean of its weights at each epoch's end evaluated (stochastic weight averaging); it replaces ${best.id} only if it ranks above it`,
+    parentIds: [best.id],
+    surface: PROMOTION_SURFACE,
+    mutation: "tail",
+    model: pg.model,
+    train: continuedTrain(train.value, trainS, lastEpochsOf(state.settings)),
+    lastTraining: true,
+    ...(best.proposed?.seedsAtOnce && { seedsAtOnce: true }),
+    initWeights: { runId: state.runId, trialId: best.id },
   };
 }
 

@@ -12,6 +12,8 @@ import { decide } from "../../agents/planner/decide.js";
 import type { Move } from "../../agents/planner/types.js";
 import { judge } from "../../agents/judge/rules.js";
 import { Decision, RunEnd } from "../../proto/gen/research/v1/events_pb.js";
+import { Mutation } from "../../proto/gen/research/v1/common_pb.js";
+import { tailSeconds } from "../../swarm/budget.js";
 import { applyToRunState, emptyRunState } from "../../swarm/run-state.js";
 import { planInputFor } from "../../agents/planner/proposals.js";
 import { brokenPromises, runPromiseBreaks } from "../../agents/planner/promises.js";
@@ -166,5 +168,72 @@ describe("a target's confirmation has the cores to itself (the README's goal, 4f
     const inFlight = [...state.trials.values()].filter((t) => !t.judged);
     expect(inFlight.length).toBeGreaterThan(1);
     for (const t of inFlight) expect(preemptedBy(state, t), t.id).toBeUndefined();
+  });
+});
+
+describe("the run's tail (the signals recording, 0366420)", () => {
+  const r = RECORDINGS.find((x) => x.file.startsWith("signals-"))!;
+  const recorded = events(r);
+  const long = recorded.find((e) => e.body.case === "trialProposed" && e.body.value.lastTraining)!;
+  const judged = recorded.find((e) => e.body.case === "trialJudged" && e.trialId === long.trialId)!;
+  let before = emptyRunState(long.runId);
+  for (const e of recorded) {
+    if (e === judged) break;
+    before = applyToRunState(before, e);
+  }
+  const nowMs = Number(judged.emittedAtMs);
+  const verdict = judge(before, before.trials.get(long.trialId)!, nowMs);
+  const after = applyToRunState(before, { ...judged, body: { case: "trialJudged", value: verdict } });
+  const index = (after.settings?.parallel || 1) + after.trials.get(long.trialId)!.judgedPosition!;
+  const input = planInputFor(after, after.dataset!, index, { nowMs, slots: r.slots, device: r.device, pastObservations: [] });
+
+  it("continues the best from its kept weights for the time the ended run left unused, and keeps every promise", () => {
+    // Recorded: "the run's last long training is done, and no training long enough to change the
+    // best fits the 17 s left"; the run ended at 211 s of its 240.
+    expect(judged.body.case === "trialJudged" && judged.body.value.runEnd).toBe(RunEnd.LAST_TRAINING);
+    expect([verdict.decision, verdict.runEnd]).toEqual([Decision.ITERATE, RunEnd.UNSPECIFIED]);
+    const move = decide(input, index);
+    expect(brokenPromises(input, index, move)).toEqual([]);
+    expect(move.kind, JSON.stringify(move).slice(0, 300)).toBe("promote");
+    const p = (move as { proposal: Proposal }).proposal;
+    const parent = trainSent(long.body.value as never) as TrainConfigInput;
+    expect(p).toMatchObject({ mutation: "tail", lastTraining: true, seedsAtOnce: true, parentIds: [long.trialId], initWeights: { runId: long.runId, trialId: long.trialId } });
+    expect(p.train).toMatchObject({ schedule: "none", swa: true, lr: parent.lr! / 4, subset: 0 });
+    // 17 s were left before the reserve: the tail trains within them, start-up and last validation included.
+    expect(p.train.train_seconds).toBeGreaterThanOrEqual(10);
+    expect(p.train.train_seconds).toBeLessThanOrEqual(16);
+  });
+
+  it("ends the run once the tail is judged: a run has one", () => {
+    const p = (decide(input, index) as { proposal: Proposal }).proposal;
+    expect(tailSeconds(after, nowMs)).toBe(p.train.train_seconds);
+    const evaluated = recorded.find((e) => e.body.case === "trialEvaluated" && e.trialId === long.trialId)!;
+    const tailId = `${long.runId}-t999`;
+    const endMs = nowMs + (p.train.train_seconds! + 2) * 1000;
+    // (applyToRunState folds into the state it is given: `after` is the run with its tail from here.)
+    const s = applyToRunState(after, { ...long, trialId: tailId, body: { case: "trialProposed", value: { ...long.body.value, mutation: Mutation.TAIL, parentIds: [long.trialId], hypothesis: p.hypothesis } } } as never);
+    applyToRunState(s, { ...evaluated, trialId: tailId, emittedAtMs: BigInt(endMs) });
+    // None even with the time it had left (as if it had trained none of it): the run had its tail.
+    expect(tailSeconds(s, nowMs)).toBeUndefined();
+    expect(judge(s, s.trials.get(tailId)!, endMs).runEnd).not.toBe(RunEnd.UNSPECIFIED);
+  });
+});
+
+describe("no tail where the best's seeds trained in rounds (the signals recording, its seeds made to)", () => {
+  it("ends the run on its last long training: a tail's seeds would take rounds the time left does not foresee", () => {
+    const r = RECORDINGS.find((x) => x.file.startsWith("signals-"))!;
+    const recorded = events(r);
+    const long = recorded.find((e) => e.body.case === "trialProposed" && e.body.value.lastTraining)!;
+    const judged = recorded.find((e) => e.body.case === "trialJudged" && e.trialId === long.trialId)!;
+    const state = emptyRunState(long.runId);
+    for (const e of recorded) {
+      applyToRunState(state, e);
+      if (e === judged) break;
+    }
+    const nowMs = Number(judged.emittedAtMs);
+    expect(tailSeconds(state, nowMs)).toBeDefined();
+    // The same seeds, each alone in its job, started as the runner's slots freed up.
+    state.trials.get(long.trialId)!.proposed!.seedsAtOnce = false;
+    expect(tailSeconds(state, nowMs)).toBeUndefined();
   });
 });
