@@ -176,12 +176,17 @@ describe("the run's tail (the signals recording, 0366420)", () => {
   const recorded = events(r);
   const long = recorded.find((e) => e.body.case === "trialProposed" && e.body.value.lastTraining)!;
   const judged = recorded.find((e) => e.body.case === "trialJudged" && e.trialId === long.trialId)!;
-  let before = emptyRunState(long.runId);
-  for (const e of recorded) {
-    if (e === judged) break;
-    before = applyToRunState(before, e);
-  }
   const nowMs = Number(judged.emittedAtMs);
+  /** The run as it stood when its last long training came to be judged (a fresh state each call: folding writes into it). */
+  const beforeJudged = () => {
+    const state = emptyRunState(long.runId);
+    for (const e of recorded) {
+      if (e === judged) break;
+      applyToRunState(state, e);
+    }
+    return state;
+  };
+  const before = beforeJudged();
   const verdict = judge(before, before.trials.get(long.trialId)!, nowMs);
   const after = applyToRunState(before, { ...judged, body: { case: "trialJudged", value: verdict } });
   const index = (after.settings?.parallel || 1) + after.trials.get(long.trialId)!.judgedPosition!;
@@ -204,6 +209,16 @@ describe("the run's tail (the signals recording, 0366420)", () => {
     expect(p.train.train_seconds).toBeLessThanOrEqual(16);
   });
 
+  it("has none where the best's seeds trained in rounds: a tail's would too, which the time left does not foresee", () => {
+    const state = applyToRunState(beforeJudged(), judged);
+    expect(tailSeconds(state, nowMs)).toBeDefined();
+    // The same seeds, each alone in its job, started as the runner's slots freed up.
+    const t = state.trials.get(long.trialId)!;
+    // A copy: the state holds the recorded event's own message.
+    t.proposed = { ...t.proposed!, seedsAtOnce: false };
+    expect(tailSeconds(state, nowMs)).toBeUndefined();
+  });
+
   it("ends the run once the tail is judged: a run has one", () => {
     const p = (decide(input, index) as { proposal: Proposal }).proposal;
     expect(tailSeconds(after, nowMs)).toBe(p.train.train_seconds);
@@ -216,24 +231,5 @@ describe("the run's tail (the signals recording, 0366420)", () => {
     // None even with the time it had left (as if it had trained none of it): the run had its tail.
     expect(tailSeconds(s, nowMs)).toBeUndefined();
     expect(judge(s, s.trials.get(tailId)!, endMs).runEnd).not.toBe(RunEnd.UNSPECIFIED);
-  });
-});
-
-describe("no tail where the best's seeds trained in rounds (the signals recording, its seeds made to)", () => {
-  it("ends the run on its last long training: a tail's seeds would take rounds the time left does not foresee", () => {
-    const r = RECORDINGS.find((x) => x.file.startsWith("signals-"))!;
-    const recorded = events(r);
-    const long = recorded.find((e) => e.body.case === "trialProposed" && e.body.value.lastTraining)!;
-    const judged = recorded.find((e) => e.body.case === "trialJudged" && e.trialId === long.trialId)!;
-    const state = emptyRunState(long.runId);
-    for (const e of recorded) {
-      applyToRunState(state, e);
-      if (e === judged) break;
-    }
-    const nowMs = Number(judged.emittedAtMs);
-    expect(tailSeconds(state, nowMs)).toBeDefined();
-    // The same seeds, each alone in its job, started as the runner's slots freed up.
-    state.trials.get(long.trialId)!.proposed!.seedsAtOnce = false;
-    expect(tailSeconds(state, nowMs)).toBeUndefined();
   });
 });
