@@ -202,6 +202,12 @@ export function opensRound(state: RunState, availableS: number): boolean {
   return !tradeOffsOf(state).length && (state.goal?.timeBudgetS ?? 0) > 0 && lastTrainingCouldFit(state, availableS);
 }
 
+/**
+ * The share of the run's trial budget (RunSettings.trial_time_budget_s) a seed is planned to
+ * take: the runner stops a seed at the budget, so a plan holds back room for its pace to vary.
+ */
+export const TRIAL_BUDGET_SHARE = 0.85;
+
 /** The fewest epochs a tail trains (tailSeconds): an average of fewer end-of-epoch weights is hardly one. */
 export const TAIL_EPOCHS = 3;
 
@@ -232,7 +238,7 @@ export function tailSeconds(state: RunState, nowMs: number): number | undefined 
   const overhead = startUp + (seed.evalSeconds || epochS);
   let trainS = LAST_MARGIN * budgetPlan(state, nowMs).availableS - overhead;
   const trialBudget = state.settings?.trialTimeBudgetS ?? 0;
-  if (trialBudget > 0) trainS = Math.min(trainS, 0.85 * trialBudget - overhead);
+  if (trialBudget > 0) trainS = Math.min(trainS, TRIAL_BUDGET_SHARE * trialBudget - overhead);
   trainS = Math.floor(trainS);
   return trainS >= 1 && trainS >= TAIL_EPOCHS * epochS ? trainS : undefined;
 }

@@ -12,7 +12,7 @@
 import { DEFAULT_SEEDS, lastEpochsOf } from "../../core/defaults.js";
 import { RECIPE_DEFAULTS } from "../../core/space.js";
 import type { TrainConfigInput } from "../../core/model-config.js";
-import { budgetPlan, confirmSeconds, LAST_MARGIN, LAST_SHARE, lastTrainingFloorS, overRunBudget, roundStartS } from "../../swarm/budget.js";
+import { budgetPlan, confirmSeconds, LAST_MARGIN, LAST_SHARE, lastTrainingFloorS, overRunBudget, roundStartS, TRIAL_BUDGET_SHARE } from "../../swarm/budget.js";
 import { liveSeconds, type RunState } from "../../swarm/run-state.js";
 import { paramsOf, slowestSeed, slowestSeedSeconds, type TrialState } from "../../swarm/trial-state.js";
 import { derivedOf, familyOf, genomeOf } from "./identity.js";
@@ -230,7 +230,7 @@ export function lastTrainingOf(state: RunState): TrialState | undefined {
  */
 export function overBudget(input: PlanInput, seedS: number, wallS: number, confirmS?: number): string | undefined {
   const trialBudget = input.state.settings?.trialTimeBudgetS ?? 0;
-  if (trialBudget > 0 && seedS > trialBudget * 0.85) return `predicted ${seedS.toFixed(0)} s exceeds the trial budget`;
+  if (trialBudget > 0 && seedS > TRIAL_BUDGET_SHARE * trialBudget) return `predicted ${seedS.toFixed(0)} s exceeds the trial budget`;
   const reserve = overRunBudget(budgetPlan(input.state, input.nowMs ?? Date.now()), wallS, confirmS);
   if (reserve) return reserve;
   const left = exploreLeftS(input);
@@ -360,7 +360,7 @@ export function lastTrainingTime(input: PlanInput, pick: TrialState, pg: Genome,
   const horizon = LAST_MARGIN * share * budgetPlan(state, input.nowMs ?? Date.now()).availableS;
   let trainS = (atOnce ? horizon : longestSeed(slotsFreeIn(input), seeds, horizon)) - overhead;
   const trialBudget = state.settings?.trialTimeBudgetS ?? 0;
-  if (trialBudget > 0) trainS = Math.min(trainS, 0.85 * trialBudget - overhead);
+  if (trialBudget > 0) trainS = Math.min(trainS, TRIAL_BUDGET_SHARE * trialBudget - overhead);
   trainS = Math.floor(trainS);
   if (trainS < lastTrainingFloorS(state)) return undefined;
   // No longer than its last epochs (lastEpochsOf) take at its pace, and a quarter more (seeds sharing the cores
@@ -389,7 +389,7 @@ export function continuationTime(input: PlanInput, seeds: number): { trainS: num
   const rounds = atOnce ? 1 : Math.ceil(seeds / (input.slots || 1));
   let trainS = (LAST_MARGIN * leftUntilS(input, CONTINUE_SHARE)) / rounds;
   const trialBudget = state.settings?.trialTimeBudgetS ?? 0;
-  if (trialBudget > 0) trainS = Math.min(trainS, LAST_MARGIN * 0.85 * trialBudget);
+  if (trialBudget > 0) trainS = Math.min(trainS, LAST_MARGIN * TRIAL_BUDGET_SHARE * trialBudget);
   trainS = Math.floor(trainS);
   return trainS >= LAST_SHARE * state.goal!.timeBudgetS ? { trainS, atOnce } : undefined;
 }
