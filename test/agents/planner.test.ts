@@ -375,7 +375,7 @@ describe("a language model's start and edits", () => {
     expect([ngram!.model.name, transformer!.model.name, gru!.model.name]).toEqual(["byte-ngram", "byte-transformer", "byte-gru"]);
     // 1,000 rows of 256 targets each: a CPU probe's slice of a corpus, counted in rows.
     expect(transformer!.train).toMatchObject({ subset: 1000, batch_size: 16, context: 128, lr: 2e-3 });
-    expect(ngram!.train).toMatchObject({ subset: 1000, batch_size: 32, context: 128, lr: 6e-3, weight_decay: 0.1 });
+    expect(ngram!.train).toMatchObject({ subset: 1000, batch_size: 32, context: 128, lr: 1.5e-2, weight_decay: 0.1 });
     const count = paramsCounter(lmInput().state, CORPUS);
     expect(count(transformer!.model)).toBe(462_592);
     // A table of 2^17 rows of 32 for 8 orders, an MLP of 512 and the head.

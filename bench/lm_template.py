@@ -1,0 +1,116 @@
+"""The byte-ngram template's learning rate, decided on text the language-model benchmark does not
+score: the KJV corpus's bytes 2,000,000-3,000,000 (bench/lm-corpus.sh's file; the benchmark reads
+its first 1,000,000).
+
+    .venv/bin/python bench/lm_template.py bench/data/lm-corpus.txt --lrs 0.006,0.01,0.015 --seeds 0,1 --seconds 60 --out r.json
+
+The model is the template as core/tasks/text.ts builds it (NgramEmbedding(8, 2**17, 32) from
+core/compiler/blocks.py, LayerNorm, dropout 0.7, 512 GELU units, a linear head to 256 bytes) with
+its recipe (AdamW, weight decay 0.1, 32 windows of 128 bytes a step, gradients clipped at 1, cosine
+over the wall time, bf16 autocast where the CPU computes it natively). Rows of 257 bytes as the
+runner cuts them; the last 20% held out and unused, 10% of the rest (seeded) the validation rows,
+scored as the runner scores them: windows of 128 that start afresh, bits per byte. Each (lr, seed)
+trains for --seconds of wall time, one after the other; run nothing beside it.
+"""
+import argparse
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "core", "compiler"))
+sys.path.insert(0, HERE)
+from blocks import NgramEmbedding  # noqa: E402
+import machine  # noqa: E402
+
+ROW, CTX, BATCH = 256, 128, 32
+
+
+def rows_of(path, start, length):
+    data = np.frombuffer(open(path, "rb").read()[start:start + length], np.uint8)
+    n = (len(data) - 1) // ROW
+    x = data[np.arange(n)[:, None] * ROW + np.arange(ROW + 1)]
+    x = x[: n - int(round(n * 0.2))]
+    perm = np.random.default_rng(0).permutation(len(x))
+    nv = int(round(len(x) * 0.1))
+    return torch.tensor(x[perm[nv:]]), torch.tensor(x[perm[:nv]])
+
+
+def template(seed):
+    torch.manual_seed(seed)
+    return nn.Sequential(NgramEmbedding(8, 1 << 17, 32, vocab_size=256), nn.LayerNorm(256), nn.Dropout(0.7),
+                         nn.Linear(256, 512), nn.GELU(), nn.Linear(512, 256))
+
+
+def bits_per_byte(model, rows, bf16):
+    model.eval()
+    total, n = 0.0, 0
+    with torch.no_grad(), torch.autocast("cpu", torch.bfloat16, enabled=bf16):
+        for chunk in rows.split(64):
+            r = chunk.long()
+            x, y = r[:, :-1].reshape(-1, CTX), r[:, 1:].reshape(-1, CTX)
+            picked = F.log_softmax(model(x).float(), -1).gather(-1, y[..., None])
+            total, n = total - picked.sum().item(), n + picked.numel()
+    return total / n / math.log(2)
+
+
+def train(train_rows, val_rows, lr, seed, seconds, bf16):
+    model = template(seed)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.1)
+    gen = torch.Generator().manual_seed(seed)
+    start, steps = time.time(), 0
+    while (done := (time.time() - start) / seconds) < 1:
+        for group in opt.param_groups:
+            group["lr"] = lr * 0.5 * (1 + math.cos(math.pi * done))
+        rows = train_rows[torch.randint(0, len(train_rows), (BATCH,), generator=gen)]
+        offsets = torch.randint(0, ROW - CTX, (BATCH, 1), generator=gen)
+        w = rows.gather(1, offsets + torch.arange(CTX + 1)).long()
+        with torch.autocast("cpu", torch.bfloat16, enabled=bf16):
+            out = model(w[:, :-1])
+        loss = F.cross_entropy(out.float().flatten(0, 1), w[:, 1:].flatten())
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        steps += 1
+    return {"lr": lr, "seed": seed, "steps": steps, "val_bits_per_byte": round(bits_per_byte(model, val_rows, bf16), 4)}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("corpus")
+    ap.add_argument("--start", type=int, default=2_000_000, help="first byte of the design text")
+    ap.add_argument("--bytes", type=int, default=1_000_000, help="its length")
+    ap.add_argument("--lrs", default="0.006,0.01,0.015")
+    ap.add_argument("--seeds", default="0,1")
+    ap.add_argument("--seconds", type=float, default=60)
+    ap.add_argument("--out")
+    a = ap.parse_args()
+    torch.set_num_threads(2)
+    fp = machine.fingerprint()
+    bf16 = bool(fp["cpu_bf16"])
+    train_rows, val_rows = rows_of(a.corpus, a.start, a.bytes)
+    runs = []
+    for lr in [float(v) for v in a.lrs.split(",")]:
+        for seed in [int(v) for v in a.seeds.split(",")]:
+            runs.append(train(train_rows, val_rows, lr, seed, a.seconds, bf16))
+            print(json.dumps(runs[-1]), flush=True)
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=HERE).stdout.strip()
+    doc = {"bench": "lm_template", "commit": commit, "command": " ".join(sys.argv), "machine": fp, "corpus": a.corpus,
+           "bytes": [a.start, a.start + a.bytes], "seconds": a.seconds, "runs": runs}
+    if a.out:
+        with open(a.out, "w") as f:
+            json.dump(doc, f, indent=1)
+    print(json.dumps(doc["machine"]))
+
+
+if __name__ == "__main__":
+    main()
