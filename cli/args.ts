@@ -37,7 +37,7 @@ export class CliFailure extends Error {
 }
 
 /** Exit statuses, the same for every verb (research-agent --help's "exit status", the README). */
-export const EXIT = { ok: 0, badInput: 1, cannotRun: 2, budgetSpent: 3 } as const;
+export const EXIT = { ok: 0, cannotRun: 1, badInput: 2, budgetSpent: 3 } as const;
 
 export function fail(message: string, code: number = EXIT.badInput): never {
   throw new CliFailure(message, code);

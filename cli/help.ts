@@ -151,8 +151,8 @@ type Section = keyof typeof SECTIONS;
 const EXITS: { code: string; text: string; verbs?: readonly string[] }[] = [
   { code: "0", text: "done", verbs: ["runs", "watch", "query", "report", "export", "predict", "status", "pause", "resume", "stop", "cancel", "propose", "research", "secrets", "ui", "serve"] },
   { code: "0", text: "the goal met, or a run with no target completed (it found a best model)", verbs: ["launch", "ablation"] },
-  { code: "1", text: "bad input, said in one line before anything starts or is written: a flag or argument,\n       the goal, a data file, a --from model that does not parse, build or fit the data" },
-  { code: "2", text: "cannot run: no swarm for the workspace, a swarm or writer that failed (said in one line)" },
+  { code: "1", text: "cannot run: no swarm for the workspace, a swarm or writer that failed (said in one line)" },
+  { code: "2", text: "bad input, said in one line before anything starts or is written: a flag or argument,\n       the goal, a data file, a --from model that does not parse, build or fit the data" },
   { code: "3", text: "the budget was spent without meeting the goal, or a run with no target found no model", verbs: ["launch", "ablation"] },
   { code: "130, 143", text: "stopped by SIGINT or SIGTERM: the report so far is written, marked interrupted,\n       every process stopped, and launch --resume RUN goes on from there (a second signal stops at once)", verbs: ["launch"] },
   { code: "130, 143", text: "stopped by SIGINT or SIGTERM: the runs going are interrupted, their reports so far written", verbs: ["serve"] },

@@ -21,6 +21,7 @@ import { parseDevice, type RunnerDevice } from "../gpu-runner/device.js";
 import { startRunner, type RunningRunner } from "../gpu-runner/server.js";
 import { EvalResultSchema, GoalStatus, type EvalResult, type EvaluateEvent } from "../proto/gen/research/v1/runner_pb.js";
 import { parseFraction, parsePositiveInt, Progress } from "./format.js";
+import { EXIT } from "./args.js";
 import { cudaProblem, dataProblem, modelFileProblem } from "./preflight.js";
 import { pct } from "../core/format.js";
 
@@ -62,12 +63,13 @@ usage: quick-evaluator --model FILE.py --class NAME --dataset NAME [options]
   --unsafe-no-sandbox    run the model without bubblewrap (only for code you trust)
   -h, --help
 
-exit status: 0 when the evaluation completed, 2 when the trial failed (the
-failure label and message are printed), 1 on usage errors.`;
+exit status: 0 when the evaluation completed, 1 when the trial failed or no
+runner could start (the failure label and message are printed), 2 on usage
+errors and a model file that does not parse (research-agent's numbers).`;
 
 function usage(message: string): never {
   process.stderr.write(`quick-evaluator: ${message}\nrun with --help for usage\n`);
-  process.exit(1);
+  process.exit(EXIT.badInput);
 }
 
 const FLAGS = {
@@ -166,14 +168,14 @@ function requestOf(a: Flags) {
   return { request, device, dataDir, model: a.model, className: a.class, dataset: a.dataset };
 }
 
-/** A runner of its own for the evaluation's seeds, reading the data's folder; one that cannot start: exit 2. */
+/** A runner of its own for the evaluation's seeds, reading the data's folder; one that cannot start: exit 1. */
 async function ownRunner(seeds: number, dataDir: string, device: RunnerDevice | undefined, unsafeNoSandbox: boolean | undefined, python: string, log: Logger): Promise<RunningRunner> {
   const root = dataDir && statSync(dataDir, { throwIfNoEntry: false })?.isFile() ? dirname(dataDir) : dataDir;
   try {
     return await startRunner({ slots: Math.min(seeds, availableParallelism()), python, dataRoots: root ? [root] : [], unsafeNoSandbox, device, logger: log });
   } catch (err) {
     process.stderr.write(`quick-evaluator: cannot start a runner: ${(err as Error).message}\n`);
-    process.exit(2);
+    process.exit(EXIT.cannotRun);
   }
 }
 
@@ -195,7 +197,7 @@ async function main(): Promise<void> {
   const problem = modelFileProblem(config.runnerPython, model, className);
   if (problem) {
     process.stderr.write(`FAILED [codegen_error]: ${problem}\n`);
-    process.exit(2);
+    process.exit(EXIT.badInput);
   }
   const noCuda = device === "cuda" ? cudaProblem(config.runnerPython) : undefined;
   if (noCuda) usage(noCuda);
@@ -214,7 +216,7 @@ async function main(): Promise<void> {
   } catch (err) {
     const e = ResearchError.from(err);
     process.stderr.write(`FAILED [${e.label}]: ${e.message}\n${e.detail ? `${e.detail.split("\n").slice(-12).join("\n")}\n` : ""}`);
-    exitCode = 2;
+    exitCode = EXIT.cannotRun;
   } finally {
     client.close();
     await own?.close();

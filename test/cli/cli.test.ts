@@ -10,6 +10,7 @@ import { LineageStore } from "../../lineage-store/store.js";
 import { runEvents } from "../lineage-store/fixtures.js";
 import { testLogger } from "../bus/helpers.js";
 import { verbHelp, VERBS as HELP_VERBS, type Verb } from "../../cli/help.js";
+import { EXIT } from "../../cli/args.js";
 
 // Without NODE_CHANNEL_FD: the CLI must not pick up vitest's IPC channel variable.
 const { NODE_CHANNEL_FD: _ipc, ...inherited } = process.env;
@@ -67,19 +68,19 @@ describe("quick-evaluator", () => {
 
   it("names the user's file and line for a model with a syntax error, before any runner starts", async () => {
     const r = await run("quick-evaluator", ["--model", broken, "--class", "Net", "--dataset", "digits", "--seeds", "1"]);
-    expect(r.code).toBe(2);
+    expect(r.code).toBe(EXIT.badInput);
     expect(r.stderr.trim()).toMatch(new RegExp(`^FAILED \\[codegen_error\\]: ${literal(broken)}, line 2: SyntaxError: [^\\n]+$`));
   });
 
   it("names the class a model file lacks, before any runner starts", async () => {
     const r = await run("quick-evaluator", ["--model", good, "--class", "Missing", "--dataset", "digits", "--seeds", "1"]);
-    expect(r.code).toBe(2);
+    expect(r.code).toBe(EXIT.badInput);
     expect(r.stderr.trim()).toBe(`FAILED [codegen_error]: ${good}: no class Missing at its top level (it has DigitsNet)`);
   });
 
-  it("exits 2 with the runner's failure label for a model that fails when built", async () => {
+  it("exits 1 with the runner's failure label for a model that fails when built", async () => {
     const r = await run("quick-evaluator", ["--model", raising, "--class", "Net", "--dataset", "digits", "--seeds", "1"]);
-    expect(r.code).toBe(2);
+    expect(r.code).toBe(EXIT.cannotRun);
     expect(r.stderr).toMatch(/^FAILED \[codegen_error\]: instantiating Net: NameError: name 'undefined_layer' is not defined$/m);
   });
 
@@ -95,19 +96,19 @@ describe("quick-evaluator", () => {
     ];
     const ran = await Promise.all(cases.map(([flags]) => run("quick-evaluator", [...base, ...flags])));
     cases.forEach(([flags, message], i) => {
-      expect(ran[i]!.code, flags.join(" ")).toBe(1);
+      expect(ran[i]!.code, flags.join(" ")).toBe(EXIT.badInput);
       expect(ran[i]!.stderr, flags.join(" ")).toBe(`quick-evaluator: ${message}\nrun with --help for usage\n`);
     });
   }, 240_000);
 
-  it("exits 1 with a usage message for bad flags", async () => {
+  it("exits 2 with a usage message for bad flags", async () => {
     const [r, d] = await Promise.all([
       run("quick-evaluator", ["--model", good, "--class", "DigitsNet", "--dataset", "digits", "--seeds", "two"]),
       run("quick-evaluator", ["--model", good, "--class", "DigitsNet", "--dataset", "digits", "--device", "gpu"]),
     ]);
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(EXIT.badInput);
     expect(r.stderr).toContain('--seeds must be a positive integer, got "two"');
-    expect(d.code).toBe(1);
+    expect(d.code).toBe(EXIT.badInput);
     expect(d.stderr).toContain('--device must be one of auto, cpu, cuda, got "gpu"');
   });
 });
@@ -117,7 +118,7 @@ const VERBS: Verb[] = ["launch", "runs", "watch", "query", "report", "export", "
 describe("research-agent", () => {
   it("explains a goal it cannot understand", async () => {
     const r = await run("research-agent", ["launch", "--goal", "make it good please", "--workspace", dir]);
-    expect(r.code).toBe(1);
+    expect(r.code).toBe(EXIT.badInput);
     expect(r.stderr).toContain("cannot understand the goal");
   });
 
@@ -149,7 +150,7 @@ describe("research-agent", () => {
       return run("research-agent", ["launch", ...goal, "--workspace", workspace, ...flags]);
     }));
     cases.forEach(([flags, message], i) => {
-      expect(ran[i]!.code, flags.join(" ")).toBe(1);
+      expect(ran[i]!.code, flags.join(" ")).toBe(EXIT.badInput);
       expect(ran[i]!.stderr.trim(), flags.join(" ")).toBe(`research-agent: ${message}`);
       expect(ran[i]!.stdout, flags.join(" ")).toBe("");
     });
@@ -170,12 +171,12 @@ describe("research-agent", () => {
       run("research-agent", ["launch", "--workspace", workspace, "--goal", `csv:${people}: reach 80% validation accuracy`]),
     ]);
     cases.forEach(([flags, message], i) => {
-      expect(ran[i]!.code, flags.join(" ")).toBe(1);
+      expect(ran[i]!.code, flags.join(" ")).toBe(EXIT.badInput);
       expect(ran[i]!.stderr.trim(), flags.join(" ")).toBe(`research-agent: ${message}`);
       expect(ran[i]!.stdout).toBe("");
     });
     const noTarget = ran[cases.length]!;
-    expect(noTarget.code).toBe(1);
+    expect(noTarget.code).toBe(EXIT.badInput);
     expect(noTarget.stderr).toMatch(new RegExp(`^research-agent: cannot understand the goal: csv needs its target column, e\\.g\\. "csv:${literal(people)} target=Survived"`));
     expect(existsSync(workspace)).toBe(false);
   }, 240_000);
@@ -188,10 +189,10 @@ describe("research-agent", () => {
       run("quick-evaluator", ["--model", good, "--class", "DigitsNet", "--dataset", "digits", "--device", "cuda"]),
     ]);
     const refusal = `--device cuda: this host has no CUDA device that ${literal(PYTHON)} can use \\(torch [^)]+\\); use --device cpu or auto`;
-    expect(launch.code).toBe(1);
+    expect(launch.code).toBe(EXIT.badInput);
     expect(launch.stderr.trim()).toMatch(new RegExp(`^research-agent: ${refusal}$`));
     expect(existsSync(workspace)).toBe(false);
-    expect(quick.code).toBe(1);
+    expect(quick.code).toBe(EXIT.badInput);
     expect(quick.stderr).toMatch(new RegExp(`^quick-evaluator: ${refusal}\\n`));
   }, 240_000);
 
@@ -202,7 +203,7 @@ describe("research-agent", () => {
     writeFileSync(labelsOnly, "label\nyes\nno\nyes\nno\n");
     const r = await run("research-agent", ["launch", "--goal", `csv:${labelsOnly} target=label 80%`, "--device", "cpu", "--workspace", workspace]);
     // The data is the user's to fix: bad input.
-    expect(r.code, r.stderr).toBe(1);
+    expect(r.code, r.stderr).toBe(EXIT.badInput);
     expect(r.stdout).toMatch(/runner: \d+ slots on cpu, torch /);
     expect(r.stderr).toContain("has no usable feature columns besides 'label'");
     // Nothing left running: the launch's nats-server is gone with it.
@@ -272,35 +273,35 @@ describe("research-agent", () => {
     expect(distances).toEqual([...distances].sort((x, y) => x - y));
     expect(rows[0]).toContain("squeeze-excitation");
     expect(three.stdout.trimEnd().split("\n")).toHaveLength(2 + 3);
-    expect(zero.code).toBe(1);
+    expect(zero.code).toBe(EXIT.badInput);
     expect(zero.stderr.trim()).toBe('research-agent: --k must be a whole number from 1 to 200, got "0"');
   }, 240_000);
 
-  it("keeps one grammar: a parse error or an extra argument is one line and exit 1, and --json answers a refusal in JSON", async () => {
+  it("keeps one grammar: a parse error or an extra argument is one line and exit 2, and --json answers a refusal in JSON", async () => {
     const workspace = join(dir, "grammar");
     const cases: [string[], string, number][] = [
-      [["runs", "--bogus"], "runs has no option --bogus (research-agent runs --help lists its options)", 1],
-      [["runs", "extra"], 'runs takes no arguments besides its options, not "extra" (research-agent runs --help)', 1],
-      [["report", "r1", "extra"], 'report takes RUN and nothing more, not "extra" (research-agent report --help)', 1],
-      [["cancel", "r1", "t1", "t2"], 'cancel takes RUN TRIAL and nothing more, not "t2" (research-agent cancel --help)', 1],
-      [["launch", "--goal", "digits: best model", "--time-budget", "-5m"], '--time-budget needs a value: one that starts with "-" goes as --time-budget=VALUE', 1],
-      [["launch", "--goal", "digits: best model", "--time-budget=-5m"], '--time-budget must be a duration such as 90s, 20m or 2h, got "-5m"', 1],
-      [["query", "--similar"], "--similar needs a value (research-agent query --help lists its options)", 1],
-      [["runs", "--json=yes"], "--json takes no value (research-agent runs --help lists its options)", 1],
-      [["status", "--json"], "no swarm is running for this workspace (give --nats URL or --workspace DIR)", 2],
-      [["export", "r1", "--format", "tflite", "out"], '--format must be one of torchscript, onnx, python, got "tflite"', 1],
-      [["export", "r1", "--format", "onnx", "out"], "r1 has no src/models/inference.json (a run finished before the runner reported its preprocessing, or with no best model)", 1],
-      [["export", "r1", "--format", "torchscript", "out"], "r1 has no src/models/inference.json (a run finished before the runner reported its preprocessing, or with no best model)", 1],
-      [["predict", "r1"], "predict needs a RUN id and an INPUT (.npz, .csv, IDX or a folder of images)", 1],
-      [["predict", "r1", "x.npz", "--json"], "predict has no --json: it writes CSV, one example a row", 1],
+      [["runs", "--bogus"], "runs has no option --bogus (research-agent runs --help lists its options)", EXIT.badInput],
+      [["runs", "extra"], 'runs takes no arguments besides its options, not "extra" (research-agent runs --help)', EXIT.badInput],
+      [["report", "r1", "extra"], 'report takes RUN and nothing more, not "extra" (research-agent report --help)', EXIT.badInput],
+      [["cancel", "r1", "t1", "t2"], 'cancel takes RUN TRIAL and nothing more, not "t2" (research-agent cancel --help)', EXIT.badInput],
+      [["launch", "--goal", "digits: best model", "--time-budget", "-5m"], '--time-budget needs a value: one that starts with "-" goes as --time-budget=VALUE', EXIT.badInput],
+      [["launch", "--goal", "digits: best model", "--time-budget=-5m"], '--time-budget must be a duration such as 90s, 20m or 2h, got "-5m"', EXIT.badInput],
+      [["query", "--similar"], "--similar needs a value (research-agent query --help lists its options)", EXIT.badInput],
+      [["runs", "--json=yes"], "--json takes no value (research-agent runs --help lists its options)", EXIT.badInput],
+      [["status", "--json"], "no swarm is running for this workspace (give --nats URL or --workspace DIR)", EXIT.cannotRun],
+      [["export", "r1", "--format", "tflite", "out"], '--format must be one of torchscript, onnx, python, got "tflite"', EXIT.badInput],
+      [["export", "r1", "--format", "onnx", "out"], "r1 has no src/models/inference.json (a run finished before the runner reported its preprocessing, or with no best model)", EXIT.badInput],
+      [["export", "r1", "--format", "torchscript", "out"], "r1 has no src/models/inference.json (a run finished before the runner reported its preprocessing, or with no best model)", EXIT.badInput],
+      [["predict", "r1"], "predict needs a RUN id and an INPUT (.npz, .csv, IDX or a folder of images)", EXIT.badInput],
+      [["predict", "r1", "x.npz", "--json"], "predict has no --json: it writes CSV, one example a row", EXIT.badInput],
     ];
     // The workspace first: a flag with its value missing comes last.
     const ran = await Promise.all(cases.map(([[verb, ...rest]]) => run("research-agent", [verb!, "--workspace", workspace, ...rest])));
     cases.forEach(([argv, message, code], i) => {
       expect(ran[i]!.code, argv.join(" ")).toBe(code);
       expect(ran[i]!.stderr, argv.join(" ")).toBe(`research-agent: ${message}\n`);
-      // Asked for --json, the refusal is the one document on stdout; otherwise stdout stays empty.
-      expect(ran[i]!.stdout, argv.join(" ")).toBe(argv.some((x) => x.startsWith("--json")) && code === 2 ? `${JSON.stringify({ error: message, exit: code })}\n` : "");
+      // Asked for --json and past parsing (the others refuse --json itself), the refusal is the one document on stdout; otherwise stdout stays empty.
+      expect(ran[i]!.stdout, argv.join(" ")).toBe(argv.some((x) => x.startsWith("--json")) && code === EXIT.cannotRun ? `${JSON.stringify({ error: message, exit: code })}\n` : "");
     });
     expect(existsSync(workspace)).toBe(false);
   }, 240_000);
@@ -321,16 +322,16 @@ describe("research-agent", () => {
       [["cancel", "r1"], "cancel needs a RUN and a TRIAL id"],
       [["propose", "r1", "--hypothesis", "wider", "--model", join(dir, "missing.yaml")], `--model: no file ${join(dir, "missing.yaml")} (give a file, or the JSON itself)`],
       [["propose", "r1", "--hypothesis", "wider", "--model", badYaml], `--model ${badYaml}: model_config: not valid JSON or YAML: Flow sequence in block collection must be sufficiently indented and end with a ] at line 3, column 1`],
-      // No swarm: the command cannot run (2), and resume names what goes on with an interrupted run.
-      [["stop", "r1"], "no swarm is running for this workspace: only a live run can be paused, resumed, stopped, cancelled or given a proposal", 2],
-      [["resume", "r1"], "no swarm is running for this workspace: resume goes on with a paused run; an interrupted one goes on with research-agent launch --resume r1", 2],
+      // No swarm: the command cannot run (1), and resume names what goes on with an interrupted run.
+      [["stop", "r1"], "no swarm is running for this workspace: only a live run can be paused, resumed, stopped, cancelled or given a proposal", EXIT.cannotRun],
+      [["resume", "r1"], "no swarm is running for this workspace: resume goes on with a paused run; an interrupted one goes on with research-agent launch --resume r1", EXIT.cannotRun],
       // A verb with no one document to give refuses --json.
       [["watch", "r1", "--json"], "watch has no --json: it prints events as they come, a line each; report RUN --json gives a run as one document"],
       [["ui", "--json"], "ui has no --json: it serves the dashboard, whose API is JSON (docs/DASHBOARD.md)"],
     ];
     const ran = await Promise.all(cases.map(([argv]) => run("research-agent", [...argv, "--workspace", workspace])));
     cases.forEach(([argv, message, code], i) => {
-      expect(ran[i]!.code, argv.join(" ")).toBe(code ?? 1);
+      expect(ran[i]!.code, argv.join(" ")).toBe(code ?? EXIT.badInput);
       expect(ran[i]!.stderr.trim(), argv.join(" ")).toBe(`research-agent: ${message}`);
     });
   }, 240_000);

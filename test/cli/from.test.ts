@@ -4,6 +4,7 @@
  * against it; a bad starting point is one line and exit status 2 before the run spends anything.
  */
 import { describe, expect, it } from "vitest";
+import { EXIT } from "../../cli/args.js";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -169,7 +170,7 @@ describe("launch --from", () => {
     const exportRuns = (args: string[]) => run("./research-agent", ["export", ...args, "--workspace", workspace], { env, timeout: 300_000 });
     const file = join(out, "a-file");
     writeFileSync(file, "");
-    // [args, stderr, status]: bad input is one line, exit status 1, before anything is written.
+    // [args, stderr, status]: bad input is one line, exit status 2, before anything is written.
     const bad: [string[], string][] = [
       [["r20990101-000000-0000", "--to", "tensorboard", join(out, "none")], `no run r20990101-000000-0000 in this workspace (research-agent runs lists them)`],
       [[py.run_id, "--to", "csv", join(out, "none")], '--to must be one of tensorboard, mlflow, wandb, got "csv"'],
@@ -188,7 +189,7 @@ describe("launch --from", () => {
     ]);
     refused.forEach((r, i) => {
       expect(r.stderr, bad[i]![0].join(" ")).toBe(`research-agent: ${bad[i]![1]}\n`);
-      expect(r.status, bad[i]![0].join(" ")).toBe(1);
+      expect(r.status, bad[i]![0].join(" ")).toBe(EXIT.badInput);
     });
     expect(existsSync(join(out, "none"))).toBe(false);
     for (const r of [tb, ml, wb, onnx]) expect(r.status, r.stderr).toBe(0);
@@ -222,7 +223,7 @@ for i in range(3):
     expect(predicted.status, predicted.stderr).toBe(0);
     expect(predicted.stdout.trim().split("\n").map((l) => l.split(",")[0])).toEqual(["index", "digit-0.png", "digit-1.png", "digit-2.png"]);
     expect(empty.stderr).toMatch(/^research-agent: \S+no-images: no image files \(\.png, /);
-    expect(empty.status).toBe(1);
+    expect(empty.status).toBe(EXIT.badInput);
     // --all: both runs of the workspace.
     expect(readdirSync(to.tensorboard).sort()).toEqual(tb.stdout.split("\n").filter((l) => / trials -> /.test(l)).map((l) => l.split(":")[0]).sort());
     expect(readdirSync(to.tensorboard)).toHaveLength(2);
@@ -237,25 +238,25 @@ for i in range(3):
     checkTensorBoard(back.live!, await storedRun(workspace, second.run_id), readFileSync(second.report, "utf8"));
   }, 300_000);
 
-  it("refuses a bad starting point in one line with status 1, before anything starts", async () => {
+  it("refuses a bad starting point in one line with status 2, before anything starts", async () => {
     const ws = mkdtempSync(join(tmpdir(), "from-bad-"));
     const bad = join(dir, "bad.yaml");
     writeFileSync(bad, "name: bad\nlayers:\n  - type: conv2d\n    out_channels: -3\n");
     const broken = join(dir, "broken.py");
     writeFileSync(broken, "import torch.nn as nn\nclass Net(nn.Module)\n    pass\n");
-    // [flags, stderr, status]: a usage error and a bad starting point alike are bad input, 1.
+    // [flags, stderr, status]: a usage error and a bad starting point alike are bad input (EXIT.badInput).
     const cases: [string[], RegExp, number][] = [
-      [["--from", join(dir, "missing.yaml")], /^research-agent: --from: no such file: .*missing\.yaml\n$/, 1],
-      [["--from", bad], /^research-agent: --from .*bad\.yaml: invalid model_config: layers\[0\]\.out_channels: expected a positive integer\n$/, 1],
-      [["--from", model, "--recipe", bad], /^research-agent: --recipe .*bad\.yaml: invalid train_config: .*\n$/, 1],
-      [["--from", broken, "--class", "Net"], /^research-agent: --from .*broken\.py, line 2: SyntaxError: expected ':'\n$/, 1],
-      [["--from", net, "--class", "Missing"], /^research-agent: --from .*net\.py: no class Missing at its top level \(it has Net\)\n$/, 1],
-      [["--from", net], /^research-agent: --from .*net\.py is a model in Python: give --class NAME, the nn\.Module to train\n/, 1],
-      [["--from", model, "--class", "Net"], /^research-agent: --class is for a model in Python \(--from FILE\.py\), and .*small\.yaml is a model_config\n/, 1],
-      [["--class", "Net"], /^research-agent: --class names the nn\.Module of a model in Python: give --from FILE\.py too\n/, 1],
-      [["--from", "r20990101-000000-0000/t003"], /^research-agent: --from r20990101-000000-0000\/t003: no trial r20990101-000000-0000-t003 in .*\n$/, 1],
-      [["--from", "r20990101-000000-0000/t003", "--class", "Net"], /^research-agent: --class is for a model in Python \(--from FILE\.py\); r20990101-000000-0000\/t003 is a trial, which names its own class\n$/, 1],
-      [["--recipe", recipe], /^research-agent: --recipe is the training recipe of a starting point: give --from too\n/, 1],
+      [["--from", join(dir, "missing.yaml")], /^research-agent: --from: no such file: .*missing\.yaml\n$/, EXIT.badInput],
+      [["--from", bad], /^research-agent: --from .*bad\.yaml: invalid model_config: layers\[0\]\.out_channels: expected a positive integer\n$/, EXIT.badInput],
+      [["--from", model, "--recipe", bad], /^research-agent: --recipe .*bad\.yaml: invalid train_config: .*\n$/, EXIT.badInput],
+      [["--from", broken, "--class", "Net"], /^research-agent: --from .*broken\.py, line 2: SyntaxError: expected ':'\n$/, EXIT.badInput],
+      [["--from", net, "--class", "Missing"], /^research-agent: --from .*net\.py: no class Missing at its top level \(it has Net\)\n$/, EXIT.badInput],
+      [["--from", net], /^research-agent: --from .*net\.py is a model in Python: give --class NAME, the nn\.Module to train\n/, EXIT.badInput],
+      [["--from", model, "--class", "Net"], /^research-agent: --class is for a model in Python \(--from FILE\.py\), and .*small\.yaml is a model_config\n/, EXIT.badInput],
+      [["--class", "Net"], /^research-agent: --class names the nn\.Module of a model in Python: give --from FILE\.py too\n/, EXIT.badInput],
+      [["--from", "r20990101-000000-0000/t003"], /^research-agent: --from r20990101-000000-0000\/t003: no trial r20990101-000000-0000-t003 in .*\n$/, EXIT.badInput],
+      [["--from", "r20990101-000000-0000/t003", "--class", "Net"], /^research-agent: --class is for a model in Python \(--from FILE\.py\); r20990101-000000-0000\/t003 is a trial, which names its own class\n$/, EXIT.badInput],
+      [["--recipe", recipe], /^research-agent: --recipe is the training recipe of a starting point: give --from too\n/, EXIT.badInput],
     ];
     const results = await Promise.all(cases.map(([args]) => launch(["--goal", "digits: maximise accuracy", ...args, "--workspace", ws])));
     results.forEach((r, i) => {
@@ -272,7 +273,7 @@ for i in range(3):
     const seven = join(dir, "seven.py");
     writeFileSync(seven, NET_SOURCE.replace("num_classes=10", "num_classes=7"));
     const r = await launch(["--goal", "digits: maximise accuracy", "--from", seven, "--class", "Net", "--workspace", ws]);
-    expect(r.status, r.stderr).toBe(1);
+    expect(r.status, r.stderr).toBe(EXIT.badInput);
     expect(r.stderr).toMatch(/^research-agent: --from .*seven\.py: does not build for digits: .*forward returned shape \[1, 7\], expected \[1, 10\] \(batch, num_classes\)\n$/);
     const { nats_pid } = JSON.parse(readFileSync(join(ws, "swarm.json"), "utf8")) as { nats_pid: number };
     expect(existsSync(`/proc/${nats_pid}`) && readFileSync(`/proc/${nats_pid}/comm`, "utf8").trim() === "nats-server").toBe(false);

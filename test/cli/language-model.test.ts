@@ -4,6 +4,7 @@
  * goal or corpus that cannot work is one line and an exit status before anything trains.
  */
 import { describe, expect, it } from "vitest";
+import { EXIT } from "../../cli/args.js";
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -91,17 +92,17 @@ print(json.dumps({"spec": spec, "bits_per_byte": float(np.concatenate(bits, 1).m
     }
   }, 540_000);
 
-  it("that cannot work is one line with exit status 1, bad input, whether the goal's words or a corpus the runner cannot read", async () => {
+  it("that cannot work is one line with exit status 2, bad input, whether the goal's words or a corpus the runner cannot read", async () => {
     const dir = mkdtempSync(join(tmpdir(), "lm-bad-"));
     mkdirSync(join(dir, "no-text"));
     writeFileSync(join(dir, "no-text", "notes.md"), "markdown is not read");
     writeFileSync(join(dir, "short.txt"), "too short to model");
     const cases: [string, number, RegExp][] = [
-      ["fashion-mnist: bits per byte below 2", 1, /bits_per_byte needs a text corpus, e\.g\. "text:\/data\/corpus\.txt", not fashion-mnist/],
-      [`text:${dir}/short.txt: bits per byte below 2`, 1, /holds 18 bytes; a language model needs at least 5,121/],
-      [`text:${dir}/no-text: minimise bits per byte`, 1, /holds no \.txt file to model/],
+      ["fashion-mnist: bits per byte below 2", EXIT.badInput, /bits_per_byte needs a text corpus, e\.g\. "text:\/data\/corpus\.txt", not fashion-mnist/],
+      [`text:${dir}/short.txt: bits per byte below 2`, EXIT.badInput, /holds 18 bytes; a language model needs at least 5,121/],
+      [`text:${dir}/no-text: minimise bits per byte`, EXIT.badInput, /holds no \.txt file to model/],
       // Templates are narrowed to a limit, down to a point: below it the run would have nothing to start from.
-      [`text:${datasetFixtures()}/corpus: minimise bits per byte, 5k params`, 1, /the goal's limit of 5,000 parameters is below every starting model for text \(the smallest, byte-\w+, narrowed, has [\d,]+\)/],
+      [`text:${datasetFixtures()}/corpus: minimise bits per byte, 5k params`, EXIT.badInput, /the goal's limit of 5,000 parameters is below every starting model for text \(the smallest, byte-\w+, narrowed, has [\d,]+\)/],
     ];
     for (const [goal, status, message] of cases) {
       const r = await launch(["--goal", goal, "--time-budget", "30s", "--no-research", "--workspace", workspace()]);

@@ -4,6 +4,7 @@
  * and exit status 2 before anything trains.
  */
 import { describe, expect, it } from "vitest";
+import { EXIT } from "../../cli/args.js";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -86,15 +87,15 @@ describe("a regression goal", () => {
     }
   }, 400_000);
 
-  it.concurrent("that does not fit its dataset is one line with exit status 1, bad input, whether the goal's words or a dataset the runner cannot train as asked", async () => {
+  it.concurrent("that does not fit its dataset is one line with exit status 2, bad input, whether the goal's words or a dataset the runner cannot train as asked", async () => {
     const words = join(dir, "words.csv");
     writeFileSync(words, "x,label\n" + Array.from({ length: 40 }, (_, i) => `${i},${i % 2 ? "cheap" : "dear"}\n`).join(""));
-    // A goal that cannot be read and a dataset the runner cannot train on as asked are both the user's input to fix (1).
+    // A goal that cannot be read and a dataset the runner cannot train on as asked are both the user's input to fix (EXIT.badInput).
     const cases: [string[], number, RegExp][] = [
-      [["--goal", "mnist: rmse below 0.3"], 1, /mnist is a classification dataset: rmse needs a numeric target.*Write e\.g\. "mnist: reach 90% validation accuracy"/],
-      [["--goal", "diabetes: reach 90% accuracy"], 1, /a rmse target is in the metric's own units/],
-      [["--goal", `csv:${house} target=price: reach 90% accuracy`], 1, /the target looks continuous, not a class; for regression, name a regression metric/],
-      [["--goal", `csv:${words} target=label: minimise rmse`], 1, /a regression target must be numeric, and 'label' holds '(cheap|dear)'/],
+      [["--goal", "mnist: rmse below 0.3"], EXIT.badInput, /mnist is a classification dataset: rmse needs a numeric target.*Write e\.g\. "mnist: reach 90% validation accuracy"/],
+      [["--goal", "diabetes: reach 90% accuracy"], EXIT.badInput, /a rmse target is in the metric's own units/],
+      [["--goal", `csv:${house} target=price: reach 90% accuracy`], EXIT.badInput, /the target looks continuous, not a class; for regression, name a regression metric/],
+      [["--goal", `csv:${words} target=label: minimise rmse`], EXIT.badInput, /a regression target must be numeric, and 'label' holds '(cheap|dear)'/],
     ];
     for (const [args, status, message] of cases) {
       const r = await launch([...args, "--time-budget", "30s", "--no-research", "--workspace", mkdtempSync(join(tmpdir(), "regression-bad-"))]);

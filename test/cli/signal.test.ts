@@ -5,6 +5,7 @@
  * what its file needs is one line before anything starts.
  */
 import { describe, expect, it } from "vitest";
+import { EXIT } from "../../cli/args.js";
 import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -59,7 +60,7 @@ describe("a signal goal", () => {
     ];
     const ran = await Promise.all(cases.map(([goal]) => run("./research-agent", ["launch", "--goal", goal, "--workspace", join(dir, "never")], { env, timeout: 180_000 })));
     cases.forEach(([goal, message], i) => {
-      expect(ran[i]!.status, goal).toBe(1);
+      expect(ran[i]!.status, goal).toBe(EXIT.badInput);
       expect(ran[i]!.stderr.trim().split("\n"), goal).toHaveLength(1);
       expect(ran[i]!.stderr, goal).toContain(message);
     });
