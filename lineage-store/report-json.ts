@@ -183,17 +183,43 @@ function trialRow(state: RunState, t: TrialState, position: number) {
 }
 
 /**
- * Whether the trial's hypothesis held (core/ranking.ts hypothesisOutcome): against its first
- * parent, both evaluated at the same training examples and epochs. None for a promotion, a
- * trial without an evaluated parent, or one trained at another fidelity than its parent.
+ * Whether the trial's hypothesis held (core/ranking.ts hypothesisOutcome): its config against its
+ * first parent's, at the highest fidelity both reached: the two trials, or a promotion of each
+ * (the same config trained again on more examples or epochs) trained at the same examples and
+ * epochs, the pair whose interval is narrowest. ASHA often promotes both, and a promotion
+ * validates on more examples: in the recorded Fashion-MNIST runs the 30,000-example rung resolves
+ * about +-1.4 pp where the probes resolve +-2.8. `trial_ids` is the pair compared. None for a
+ * promotion, a trial without an evaluated parent, or one trained at another fidelity than its parent.
  */
-function outcomeOf(state: RunState, t: TrialState): { outcome: HypothesisOutcome; parent_id: string; change: number; ci_95: [number, number]; detectable: number } | null {
+function outcomeOf(state: RunState, t: TrialState): { outcome: HypothesisOutcome; parent_id: string; trial_ids: [string, string]; change: number; ci_95: [number, number]; detectable: number } | null {
   const parent = state.trials.get(t.proposed?.parentIds[0] ?? "");
-  const [own, theirs] = [valMetricOf(t), parent && valMetricOf(parent)];
-  if (isPromotion(t) || !parent || !own || !theirs || !t.train || !parent.train) return null;
-  if (t.train.subset !== parent.train.subset || t.train.epochs !== parent.train.epochs) return null;
-  const h = hypothesisOutcome(own, theirs, t.objective);
-  return { outcome: h.outcome, parent_id: parent.id, change: h.change, ci_95: h.ci95, detectable: h.detectable };
+  if (isPromotion(t) || !parent || !valMetricOf(t) || !valMetricOf(parent) || !t.train || !parent.train) return null;
+  if (fidelityOf(t) !== fidelityOf(parent)) return null;
+  let best: { pair: [TrialState, TrialState]; h: ReturnType<typeof hypothesisOutcome> } | undefined;
+  for (const own of promotionsOf(state, t)) {
+    for (const theirs of promotionsOf(state, parent)) {
+      const [a, b] = [valMetricOf(own), valMetricOf(theirs)];
+      if (!a || !b || fidelityOf(own) !== fidelityOf(theirs)) continue;
+      const h = hypothesisOutcome(a, b, t.objective);
+      if (!best || h.detectable < best.h.detectable) best = { pair: [own, theirs], h };
+    }
+  }
+  const { pair, h } = best!;
+  return { outcome: h.outcome, parent_id: parent.id, trial_ids: [pair[0].id, pair[1].id], change: h.change, ci_95: h.ci95, detectable: h.detectable };
+}
+
+/** What a trial trained on: examples, epochs and the seconds that bound them (0: none). */
+function fidelityOf(t: TrialState): string {
+  return t.train ? `${t.train.subset} x ${t.train.epochs} x ${t.train.train_seconds}` : "";
+}
+
+/** A trial and the promotions of its config, theirs in turn included. */
+function promotionsOf(state: RunState, t: TrialState): TrialState[] {
+  const out = [t];
+  for (let i = 0; i < out.length; i++) {
+    for (const u of state.trials.values()) if (isPromotion(u) && u.proposed?.parentIds[0] === out[i]!.id) out.push(u);
+  }
+  return out;
 }
 
 /** What a trial is, for people: "vgg-cnn, 170,218 parameters, adam lr 0.002, cosine schedule, batch 128, 2 epochs on 12,000 examples". */

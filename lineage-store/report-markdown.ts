@@ -23,9 +23,11 @@ function cell(text: string): string {
   return inline(text).replace(/\|/g, "\\|");
 }
 
-/** A hypothesis's outcome in the trials table: the change, and the smallest change the trials could resolve. */
-function heldText(h: { outcome: string; change: number; detectable: number }, o: Objective): string {
-  return `${h.outcome} (${formatChange(o, h.change)}; ±${formatChange(o, h.detectable).replace(/^\+/, "")})`;
+/** A hypothesis's outcome in the trials table: the change, the smallest change the trials could resolve, and the pair compared where it is promotions. */
+function heldText(h: { outcome: string; parent_id: string; trial_ids: readonly string[]; change: number; detectable: number }, trialId: string, o: Objective): string {
+  const [own, theirs] = h.trial_ids;
+  const at = own === trialId && theirs === h.parent_id ? "" : `, at ${own} vs ${theirs}`;
+  return `${h.outcome} (${formatChange(o, h.change)}; ±${formatChange(o, h.detectable).replace(/^\+/, "")}${at})`;
 }
 
 
@@ -333,7 +335,7 @@ function trialsSection(state: RunState, j: ReportJson): string[] {
         r.params !== null ? int(r.params) : "—",
         meanPlusMinus(r.val, o),
         r.num_seeds ? `${r.num_seeds} x ${r.val_examples ? int(r.val_examples) : "?"}` : "—",
-        r.promotion ? "promotion" : r.hypothesis_outcome ? heldText(r.hypothesis_outcome, o) : "—",
+        r.promotion ? "promotion" : r.hypothesis_outcome ? shortIds(heldText(r.hypothesis_outcome, r.trial_id, o), state.runId) : "—",
         // A trial that failed (cancelled at the run's end) is never judged: its failure says why.
         r.verdict ?? (r.failure_label ? "—" : "pending"),
         r.failure_label ?? "",
@@ -341,7 +343,7 @@ function trialsSection(state: RunState, j: ReportJson): string[] {
       ]),
     ),
     "",
-    `"held?" is whether the trial's hypothesis held (core/ranking.ts): the change of its validation mean from its first parent trained at the same examples and epochs, with a 95% interval from the two trials' intervals; supported when the interval is all gain, refuted when all loss, else inconclusive; after ± the smallest change the two trials could resolve (the interval's half-width), so an inconclusive edit smaller than it is one the trials were too small to see; a promotion trains the same config on more data, epochs or seeds and tests no hypothesis. "verdict" is the judge's: accept means the trial ran and its score counts towards the best, whether or not its change helped.`,
+    `"held?" is whether the trial's hypothesis held (core/ranking.ts): the change of its validation mean from its first parent's, both trained at the same examples and epochs, at the highest such fidelity both configs reached (the two trials, or promotions of both, named after "at" where they are), with a 95% interval from the two trials' intervals; supported when the interval is all gain, refuted when all loss, else inconclusive; after ± the smallest change the two trials could resolve (the interval's half-width), so an inconclusive edit smaller than it is one the trials were too small to see; a promotion trains the same config on more data, epochs or seeds and tests no hypothesis. "verdict" is the judge's: accept means the trial ran and its score counts towards the best, whether or not its change helped.`,
     "",
   ];
 }
