@@ -260,7 +260,7 @@ describe("a run's findings", () => {
     for (const e of events) applyToView(v, e);
     const finished = events.find((e) => e.body.case === "runFinished")!.body.value as Parameters<typeof buildReport>[1];
     const report = buildReport(v.state, finished).json.next_steps.findings;
-    expect(report.map((f) => f.kind)).toEqual(["still_improving", "weak_class", "hurt"]);
+    expect(report.map((f) => f.kind)).toEqual(["still_improving", "weak_class", "hurt", "unresolved"]);
     expect(runDetail(v).findings).toEqual(report);
   });
 });
