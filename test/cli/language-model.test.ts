@@ -24,7 +24,9 @@ describe("a language-modelling goal", () => {
   it("reaches a bits-per-byte target on a folder of text, met on the interval's upper end, and shows the best model's text", async () => {
     const corpus = join(datasetFixtures(), "corpus");
     const ws = workspace();
-    const r = await launch(["--goal", `text:${corpus}: bits per byte below 3.6, 150k params`, "--time-budget", "360s", "--seeds-per-trial", "2", "--no-research", "--workspace", ws, "--json"], 480_000);
+    // One epoch a trial: the target is met on the first confirmation (18 s alone, 34 s with the
+    // default 3 epochs); the 6 minutes only bound it.
+    const r = await launch(["--goal", `text:${corpus}: bits per byte below 3.6, 150k params`, "--time-budget", "360s", "--seeds-per-trial", "2", "--epochs", "1", "--no-research", "--workspace", ws, "--json"], 480_000);
     expect(r.status, r.stderr).toBe(0);
     const s = summaryOf(r.stdout);
     expect([s.status, s.metric]).toEqual(["goal_achieved", "val_bits_per_byte"]);
@@ -34,8 +36,8 @@ describe("a language-modelling goal", () => {
     // Met by the stated rule: the upper bound over 2 seeds at or below the target, and far below 8 bits (a uniform guess).
     expect(best.num_seeds).toBe(2);
     expect(best.val_bits_per_byte!.ci_95![1]).toBeLessThanOrEqual(3.6);
-    // Met when met, not when the budget ran out: alone on an idle machine it takes about a minute,
-    // beside another file's swarms and its own refusals' up to 5 (the budget leaves room for more).
+    // Met when met, not when the budget ran out: alone on an idle machine in under 20 s, beside the
+    // suite's other swarms a few times that (the budget leaves room for more).
     expect(s.best_trial!.val_bits_per_byte).toBe(best.val_bits_per_byte!.mean);
     expect(s.best_trial!.test_bits_per_byte).toBeLessThan(4.5);
     const markdown = unwrapped(readFileSync(s.report, "utf8"));

@@ -14,6 +14,7 @@ import puppeteer, { type Browser } from "puppeteer-core";
 import type { QueueJson, RunSummary, StartRunReply } from "../../dashboard/api.js";
 import { installPythonClient, pythonClientTests } from "../helpers/python-client.js";
 import { unwrapped } from "../helpers/markdown.js";
+import { run } from "../helpers/run.js";
 
 const CHROMIUM = process.env.CHROMIUM ?? "/usr/bin/chromium";
 // Without NODE_CHANNEL_FD: the CLI must not pick up vitest's IPC channel variable.
@@ -29,7 +30,8 @@ let url: string;
 const lines: string[] = [];
 let browser: Browser | undefined;
 let clientSite: Promise<string>;
-// The form's run searches its whole budget, so the client's goal is sure to find it going.
+// The form's run has no target and a budget far longer than the test: the client's goal is sure to
+// find it going, and the test stops it once the queue is shown (research-agent stop).
 const OPEN_GOAL = "digits: maximise validation accuracy";
 const GOAL = "digits: reach 90% validation accuracy";
 
@@ -121,9 +123,9 @@ describe("research-agent serve", () => {
     await page.waitForSelector('[data-testid="new-run-goal"]');
     await page.type('[data-testid="new-run-goal"]', OPEN_GOAL);
     await page.click('[data-testid="new-run"] summary');
-    // 60 s: a 30-s run has 5 s for trials before its reserve and ended in 8 s, before the
-    // client's test (a Python start-up) asked to queue behind it (CI, 2026-12-03).
-    await page.type('[data-testid="new-run-time_budget"]', "60s");
+    // Never ended by its clock here: a 30-s run ended in 8 s, before the client's test (a Python
+    // start-up) asked to queue behind it (CI, 2026-12-03), and a 60-s one trained its whole minute.
+    await page.type('[data-testid="new-run-time_budget"]', "10m");
     // A space typed into the form as YAML, checked as launch --space checks it.
     await page.type('[data-testid="new-run-space"]', "{label_smoothing: default}");
     await page.click('[data-testid="new-run-submit"]');
@@ -135,21 +137,18 @@ describe("research-agent serve", () => {
     const ran = await pythonClientTests(await clientSite, "test_serve.py", { RESEARCH_UI_URL: url, RESEARCH_UI_TOKEN: "", RESEARCH_SWARM_TEST_RUN: first!, RESEARCH_SWARM_TEST_GOAL: GOAL });
     expect(ran.status, ran.stdout + ran.stderr).toBe(0);
     expect(ran.stdout).not.toMatch(/skipped/);
-    // The client's test saw its goal queued behind the first; the first's 60 s may have ended since
-    // on a loaded machine, and then the second is the one running.
+    // The client's test saw its goal queued behind the first, which still goes.
     const queue = await get<QueueJson>("/api/queue");
-    const after = [...queue.queued, ...queue.running.filter((r) => r.run_id !== first)];
-    expect(after.map((r) => [r.goal, r.who])).toEqual([[GOAL, "ui:pytest"]]);
-    const second = after[0]!.run_id;
-    if (queue.queued.length) {
-      // The page lists the waiting run while the first one goes.
-      await page.reload({ waitUntil: "domcontentloaded" });
-      // The first run may end between the queue's answer and the page's, and the second start:
-      // then no run waits, which the queue must say (a slow machine, 2026-12-03).
-      const listed = await page.waitForSelector(`[data-testid="queued-row"]`, { timeout: 30_000 }).then(() => true, () => false);
-      if (!listed) expect((await get<QueueJson>("/api/queue")).queued, "a run waits and the page does not list it").toEqual([]);
-    }
+    expect(queue.running.map((r) => r.run_id)).toEqual([first]);
+    expect(queue.queued.map((r) => [r.goal, r.who])).toEqual([[GOAL, "ui:pytest"]]);
+    const second = queue.queued[0]!.run_id;
+    // The page lists the waiting run while the first one goes.
+    await page.reload({ waitUntil: "domcontentloaded" });
+    await page.waitForSelector(`[data-testid="queued-row"]`, { timeout: 30_000 });
 
+    // Stopped as a person stops it: the first ends with its report, and the second starts.
+    const stopped = await run("./research-agent", ["stop", first!, "--reason", "the queue is shown", "--workspace", workspace], { env: { ...inherited, LOG_LEVEL: "warn" }, timeout: 60_000 });
+    expect(stopped.status, stopped.stderr).toBe(0);
     const runs = await until(
       "both runs to end",
       async () => {
@@ -161,7 +160,8 @@ describe("research-agent serve", () => {
     const byId = new Map(runs.map((r) => [r.run_id, r]));
     // In the order they came: the second started once the first had ended.
     expect(byId.get(second)!.started_at).toBeGreaterThanOrEqual(byId.get(first!)!.started_at + byId.get(first!)!.seconds * 1000 - 1000);
-    expect(byId.get(first!)!.time_budget_s).toBe(60);
+    expect(byId.get(first!)!.status).toBe("stopped");
+    expect(byId.get(first!)!.time_budget_s).toBe(600);
     expect(byId.get(first!)!.goal).toContain("maximise");
     expect(byId.get(second)!.time_budget_s).toBe(45);
     // The lineage store writes each report once it has stored the run's end.
