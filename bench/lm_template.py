@@ -7,10 +7,10 @@ its first 1,000,000).
 The model is the template as core/tasks/text.ts builds it (NgramEmbedding(8, 2**17, 32) from
 core/compiler/blocks.py, LayerNorm, dropout 0.7, 512 GELU units, a linear head to 256 bytes) with
 its recipe (AdamW, weight decay 0.1, 32 windows of 128 bytes a step, gradients clipped at 1, cosine
-over the wall time, bf16 autocast where the CPU computes it natively). Rows of 257 bytes as the
-runner cuts them; the last 20% held out and unused, 10% of the rest (seeded) the validation rows,
-scored as the runner scores them: windows of 128 that start afresh, bits per byte. Each (lr, seed)
-trains for --seconds of wall time, one after the other; run nothing beside it.
+over the wall time, bf16 autocast where the CPU computes it natively). The slice goes through the
+runner's own loader and split as bench/lm_baseline.py reads a corpus (its test rows unused), and
+its validation rows are scored by lm_baseline's `bits_per_byte`: windows of 128 that start afresh.
+Each (lr, seed) trains for --seconds of wall time, one after the other; run nothing beside it.
 """
 import argparse
 import json
@@ -18,9 +18,9 @@ import math
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
-import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -30,36 +30,28 @@ sys.path.insert(0, os.path.join(HERE, "..", "core", "compiler"))
 sys.path.insert(0, HERE)
 from blocks import NgramEmbedding  # noqa: E402
 import machine  # noqa: E402
+from lm_baseline import bits_per_byte, corpus_spec, datasets  # noqa: E402
 
 ROW, CTX, BATCH = 256, 128, 32
 
 
 def rows_of(path, start, length):
-    data = np.frombuffer(open(path, "rb").read()[start:start + length], np.uint8)
-    n = (len(data) - 1) // ROW
-    x = data[np.arange(n)[:, None] * ROW + np.arange(ROW + 1)]
-    x = x[: n - int(round(n * 0.2))]
-    perm = np.random.default_rng(0).permutation(len(x))
-    nv = int(round(len(x) * 0.1))
-    return torch.tensor(x[perm[nv:]]), torch.tensor(x[perm[:nv]])
+    """The slice's training and validation rows, as the runner splits a corpus of these bytes."""
+    with tempfile.TemporaryDirectory() as tmp:
+        text = os.path.join(tmp, "slice.txt")
+        with open(path, "rb") as src, open(text, "wb") as dst:
+            src.seek(start)
+            dst.write(src.read(length))
+        spec = corpus_spec(text)
+        raw = datasets.load(spec)
+        split = datasets.split(raw, spec)
+    return torch.as_tensor(raw.x_train[split.train]), torch.as_tensor(raw.x_train[split.val])
 
 
 def template(seed):
     torch.manual_seed(seed)
     return nn.Sequential(NgramEmbedding(8, 1 << 17, 32, vocab_size=256), nn.LayerNorm(256), nn.Dropout(0.7),
                          nn.Linear(256, 512), nn.GELU(), nn.Linear(512, 256))
-
-
-def bits_per_byte(model, rows, bf16):
-    model.eval()
-    total, n = 0.0, 0
-    with torch.no_grad(), torch.autocast("cpu", torch.bfloat16, enabled=bf16):
-        for chunk in rows.split(64):
-            r = chunk.long()
-            x, y = r[:, :-1].reshape(-1, CTX), r[:, 1:].reshape(-1, CTX)
-            picked = F.log_softmax(model(x).float(), -1).gather(-1, y[..., None])
-            total, n = total - picked.sum().item(), n + picked.numel()
-    return total / n / math.log(2)
 
 
 def train(train_rows, val_rows, lr, seed, seconds, bf16):
@@ -81,7 +73,7 @@ def train(train_rows, val_rows, lr, seed, seconds, bf16):
         nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         steps += 1
-    return {"lr": lr, "seed": seed, "steps": steps, "val_bits_per_byte": round(bits_per_byte(model, val_rows, bf16), 4)}
+    return {"lr": lr, "seed": seed, "steps": steps, "val_bits_per_byte": round(bits_per_byte(model, val_rows, CTX), 4)}
 
 
 def main():
