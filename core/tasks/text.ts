@@ -47,8 +47,8 @@ const CLASSIFIERS: Template[] = [
  * repeated phrases in a pass where the others need many. On the KJV's bytes 2M-3M (not the
  * benchmark's text), 60 s of 2 cores: 1.59 validation bits per byte, the GRU's recipe 2.05 (a
  * Kneser-Ney n-gram 1.44); its dropout from 90-s runs there (0.5 -> 0.7: 1.59 -> 1.56), its rate
- * from 60-s runs (bench/lm_template.py, bench/results/lm-template-cb80ade.json; two seeds each:
- * lr 6e-3 1.558-1.561, 1e-2 1.548-1.550, 1.5e-2 1.546-1.547).
+ * from 60-s runs (bench/lm_template.py, bench/results/lm-template-443d1ef.json; two seeds each:
+ * lr 6e-3 1.544-1.549, 1e-2 1.534-1.536, 1.5e-2 1.533-1.535).
  * It comes first: a run's first probes are the first templates (one per slot), and a family
  * probed later is timed from the measured trial closest in size, for this one's table of 4.2M
  * rows a small net's pace times sqrt(params), which no 4-minute run's exploration fits.
