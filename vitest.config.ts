@@ -3,42 +3,45 @@ import { BaseSequencer, type TestSpecification } from "vitest/node";
 
 /**
  * Seconds each long file took in the whole suite (2 cores, three files at a time, the fast CPU,
- * 2026-12-05): only their order counts. The longest start first, so that no long file is left to run alone at the end; the
+ * 2026-12-06; a file's own wall time, its hooks included: scripts/suite-times.ts): only their
+ * order counts. The longest start first, so that no long file is left to run alone at the end; the
  * others fill in beside them.
  */
 const SECONDS: Record<string, number> = {
-  "test/cli/warm-start.test.ts": 223, // nine short runs one after another, bounded by their trials
-  "test/deploy/pack-swarm.test.ts": 137,
-  "test/swarm/watchdog.test.ts": 127, // three swarms side by side, two of them 90-second runs (mostly waiting)
-  "test/dashboard/browser.test.ts": 122,
-  "test/cli/open-ended.test.ts": 111, // the one launch bounded by its clock: 2 minutes
-  "test/cli/language-model.test.ts": 106,
-  "test/cli/cli.test.ts": 106,
-  "test/runner/runner.test.ts": 102,
-  "test/cli/resume.test.ts": 95,
-  "test/chaos/chaos.test.ts": 91,
-  "test/swarm/swarm.test.ts": 86,
-  "test/cli/pareto.test.ts": 86,
-  "test/cli/serve.test.ts": 84,
-  "test/cli/from.test.ts": 82,
-  "test/deploy/slurm-runners.test.ts": 120, // the swarm as a Slurm job, its run over two more, and 15 s of a queue that starts none (155 s in the suite with 7 trials, 43 s alone with 5)
-  "test/runner/weights.test.ts": 51,
-  "test/cli/regression.test.ts": 40,
-  "test/swarm/interventions.test.ts": 35,
-  "test/cli/signal.test.ts": 32,
-  "test/cli/llm-edit.test.ts": 30,
-  "test/coder/tools.test.ts": 25,
-  "test/swarm/llm-swarm.test.ts": 22,
-  "test/runner/seeds-together.test.ts": 19,
-  "test/swarm/runners.test.ts": 17,
-  "test/runner/restart.test.ts": 16,
+  "test/deploy/slurm-runners.test.ts": 219, // the swarm as a Slurm job, its run over two more, and 15 s of a queue that starts none (70 s alone)
+  "test/cli/warm-start.test.ts": 203, // nine short runs one after another, bounded by their trials
+  "test/runner/weights.test.ts": 136,
+  "test/swarm/watchdog.test.ts": 128, // three swarms side by side, two of them 90-second runs (mostly waiting)
+  "test/swarm/swarm.test.ts": 111,
+  "test/cli/from.test.ts": 111,
+  "test/deploy/pack-swarm.test.ts": 96,
+  "test/chaos/chaos.test.ts": 94,
+  "test/cli/resume.test.ts": 93,
+  "test/runner/runner.test.ts": 91,
+  "test/cli/language-model.test.ts": 89,
+  "test/dashboard/browser.test.ts": 82,
+  "test/cli/open-ended.test.ts": 79, // the one launch bounded by its clock: 80 s
+  "test/cli/cli.test.ts": 68,
+  "test/cli/pareto.test.ts": 65,
+  "test/cli/serve.test.ts": 57,
+  "test/cli/regression.test.ts": 46,
+  "test/cli/signal.test.ts": 36,
+  "test/cli/llm-edit.test.ts": 29,
+  "test/swarm/runners.test.ts": 22,
+  "test/runner/restart.test.ts": 21,
+  "test/swarm/llm-swarm.test.ts": 20,
+  "test/swarm/interventions.test.ts": 20,
+  "test/coder/tools.test.ts": 19,
+  "test/runner/seeds-together.test.ts": 17,
+  "test/dashboard/pages.test.ts": 17,
+  "test/bus/cluster.test.ts": 14,
+  "test/bus/resilience.test.ts": 14,
   "test/cli/closed-console.test.ts": 14,
-  "test/bus/resilience.test.ts": 13,
-  "test/dashboard/pages.test.ts": 12,
-  "test/core/tasks.test.ts": 10,
-  "test/bus/cluster.test.ts": 9,
+  "test/core/tasks.test.ts": 12,
+  "test/swarm/runner-leases.test.ts": 11,
   "test/bus/bus.test.ts": 8,
-  "test/deploy/slurm-cluster.test.ts": 7, // measured alone (2026-12-05): a private Slurm cluster starts in about 1 s
+  "test/runner/bundle.test.ts": 7,
+  "test/deploy/slurm-cluster.test.ts": 7, // a private Slurm cluster starts in about 1 s
 };
 
 class LongestFirst extends BaseSequencer {

@@ -34,13 +34,5 @@ wait "$pytest" || failed=1
 cat "$out/pytest"
 rm -rf "$out"
 [ "$failed" = 0 ] || exit 1
-# Each file's seconds and the machine, beside vitest's JSON report (bench/out/, not committed).
-mkdir -p bench/out/suite
-rm -f bench/out/suite/vitest.json
-t0=$(date +%s)
-status=0
-./node_modules/.bin/vitest run --reporter=default --reporter=json --outputFile.json=bench/out/suite/vitest.json "$@" || status=$?
-if [ -f bench/out/suite/vitest.json ]; then
-  node --import ./node_modules/tsx/dist/esm/index.mjs scripts/suite-times.ts bench/out/suite/vitest.json bench/out/suite/times.json "$(( $(date +%s) - t0 ))" || true
-fi
-exit "$status"
+# Each file's seconds and the machine (bench/out/suite/times.json, not committed): scripts/suite-times.ts.
+exec ./node_modules/.bin/vitest run --reporter=default --reporter=./scripts/suite-times.ts "$@"
