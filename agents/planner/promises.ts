@@ -90,7 +90,7 @@ export const PROMISES: readonly PlannerPromise[] = [
     broken(input, _index, move) {
       const { state } = input;
       if (state.settings?.planner === "random" || !ownMove(input, move) || move.kind !== "propose") return undefined;
-      const likely = [...state.trials.values()].find((t) => t.judged?.verdict === Verdict.ACCEPT && makesTargetLikely(state, t, input.info.nVal));
+      const likely = [...state.trials.values()].find((t) => t.judged?.verdict === Verdict.ACCEPT && makesTargetLikely(state, t, input.info));
       return likely && confirmation(input) ? `${likely.id} makes the target likely and its confirmation fits, yet the move is ${describe(move)}` : undefined;
     },
   },
