@@ -90,10 +90,10 @@ const Z975 = 1.959964;
  * 89.4% -> 91.9% in the README goal's confirmations). 0.1, slower than any of them, so that a
  * probe the whole split would not lift past the target is not confirmed on this alone.
  */
-export const SLICE_ERROR_EXPONENT = 0.1;
+const SLICE_ERROR_EXPONENT = 0.1;
 
 /** A one-seed proportion's mean on the whole training split, as its slice predicts it (SLICE_ERROR_EXPONENT); other means as they are. */
-export function wholeSplitMean(state: RunState, t: TrialState, info: Pick<DatasetInfo, "nTrain">): number | undefined {
+function wholeSplitMean(state: RunState, t: TrialState, info: Pick<DatasetInfo, "nTrain">): number | undefined {
   const mean = meanOf(t);
   const slice = t.train?.subset ?? 0;
   if (mean === undefined || !state.objective.proportion || !(slice > 0 && slice < info.nTrain)) return mean;
