@@ -38,6 +38,7 @@ import {
   type SummarizeResponse,
 } from "../proto/gen/research/v1/runner_pb.js";
 import type { WorkerPool } from "./pool.js";
+import type { TerminalEvent } from "./worker.js";
 import { Evaluation, failureOf, JSON_OPTS, type EvaluateEventInit, type EvaluationRunner, type Part, type Prepared, type Scores } from "./evaluation.js";
 import { limitsFor, planDescribe, planEvaluation, planScript, planSummary, DEFAULTS, SCRIPT } from "./request.js";
 import type { MetricStats } from "../proto/gen/research/v1/runner_pb.js";
@@ -51,7 +52,10 @@ import type { SeedPlacement } from "./device.js";
 
 export interface EvaluatorOptions {
   pool: WorkerPool;
-  /** A separate worker for summaries and scripts, so they never wait behind training. */
+  /**
+   * Summaries' and scripts' own worker, so that they never wait behind training: used when every
+   * training slot is busy (quickJob), and started the first time it is.
+   */
   quick: WorkerPool;
   /** The referee (python/referee.py): publishes datasets for the workers and scores predictions. */
   referee: WorkerPool;
@@ -272,7 +276,7 @@ export class Evaluator {
   async summarize(req: SummarizeRequest, signal?: AbortSignal): Promise<SummarizeResponse> {
     const job = planSummary(req);
     const limits = limitsFor(120, DEFAULTS.memoryLimitMb, 1);
-    const end = await this.opts.quick.run("summarize", () => ({ ...job, threads: 1, limits }), () => {}, signal);
+    const end = await this.quickJob("summarize", () => ({ ...job, threads: 1, limits }), signal);
     if (end.kind === "summary") return fromJson(SummarizeResponseSchema, end as JsonValue, JSON_OPTS);
     return create(SummarizeResponseSchema, { failure: failureOf(end).toProto() });
   }
@@ -287,11 +291,20 @@ export class Evaluator {
     }
   }
 
+  /**
+   * A summary or a script on a free training slot, else on the quick worker: a run whose slots
+   * are never all busy when it asks (a short one, or the first proposals of any) never starts
+   * that worker, a fork server's 2-3 CPU-seconds of imports.
+   */
+  private quickJob(task: "summarize" | "script", makeSpec: () => unknown, signal?: AbortSignal): Promise<TerminalEvent> {
+    return (this.opts.pool.hasIdle ? this.opts.pool : this.opts.quick).run(task, makeSpec, () => {}, signal);
+  }
+
   /** A script's own failure (an exception, a non-zero exit, its timeout) is a result; only a job that could not run it is a failure. */
   async runScript(req: ScriptRequest, signal?: AbortSignal): Promise<ScriptResult> {
     const plan = planScript(req);
     const limits = limitsFor(plan.timeoutS + SCRIPT.graceS, DEFAULTS.memoryLimitMb, 1);
-    const end = await this.opts.quick.run("script", () => ({ ...plan.job, limits }), () => {}, signal);
+    const end = await this.quickJob("script", () => ({ ...plan.job, limits }), signal);
     if (end.kind === "script") return fromJson(ScriptResultSchema, end as JsonValue, JSON_OPTS);
     return create(ScriptResultSchema, { exitCode: -1, failure: failureOf(end).toProto() });
   }

@@ -1,6 +1,7 @@
 /**
  * A fixed number of workers (slots) and a FIFO queue of jobs waiting for one.
- * Slot 0's worker starts with the pool (it reports the device); every other
+ * Slot 0's worker starts with the pool (start: it reports the device; a pool
+ * never started, the summaries', starts it with its first job); every other
  * slot's starts the first time the slot takes a job, and stays warm after: a
  * worker's start is seconds of CPU (torch and torch._dynamo imported), spent
  * only where a slot is used. A worker that died (a trial killed it, or it
@@ -21,6 +22,8 @@ import type { Launch } from "./sandbox.js";
 import { Worker, type DeviceReport, type JobFiles, type OnEvent, type TerminalEvent, type WorkerTask } from "./worker.js";
 
 export interface PoolOptions {
+  /** The pool's name in the log: train, quick or referee. */
+  name: string;
   slots: number;
   /** How slot i's worker starts, given its scratch directory and the GPU it is pinned to (undefined: all visible, "": none). */
   launch: (scratchDir: string, visibleGpus: string | undefined) => Launch;
@@ -52,6 +55,9 @@ export class WorkerPool {
 
   constructor(private readonly opts: PoolOptions) {
     this.workers = Array.from({ length: opts.slots }, (_, i) => this.worker(`slot-${i}`, i));
+    // Free from the start: a job starts the worker it takes (run), so a pool that is never
+    // started takes jobs all the same.
+    this.idle.push(...this.workers);
   }
 
   /** Worker `name`, pinned as slot i is. */
@@ -69,9 +75,22 @@ export class WorkerPool {
     return this.opts.sandbox;
   }
 
+  /** A worker's start (a fork server's imports: seconds of CPU), logged: which workers a runner started, and when. */
+  private async startWorker(w: Worker): Promise<DeviceReport> {
+    const t0 = Date.now();
+    const device = await w.start();
+    this.opts.logger.info({ worker: `${this.opts.name}/${w.id}`, ms: Date.now() - t0 }, "worker started");
+    return device;
+  }
+
+  /** Whether a job run now would start at once: a slot is free (its worker warm or not). */
+  get hasIdle(): boolean {
+    return !this.closed && this.idle.length > 0;
+  }
+
   async start(): Promise<DeviceReport> {
-    this.device = await this.workers[0]!.start();
-    this.idle.push(...this.workers);
+    // Before any job: the runner serves once this has resolved.
+    this.device = await this.startWorker(this.workers[0]!);
     return this.device;
   }
 
@@ -121,7 +140,7 @@ export class WorkerPool {
     if (!worker.alive && !this.closed) {
       this.opts.logger.warn({ worker: worker.id }, "worker died; restarting it");
       try {
-        await worker.start();
+        await this.startWorker(worker);
       } catch (err) {
         this.opts.logger.error({ worker: worker.id, err: (err as Error).message }, "worker restart failed");
         // Keep the slot: the next job will try to start it again rather than
@@ -150,7 +169,7 @@ export class WorkerPool {
     let worker: Worker | undefined;
     try {
       worker = await this.acquire(signal, atOnce);
-      if (!worker.alive) await worker.start();
+      if (!worker.alive) await this.startWorker(worker);
       return await worker.run(task, makeSpec(), onEvent, signal, files);
     } catch (err) {
       const e = ResearchError.from(err, "runner_unavailable");

@@ -90,9 +90,10 @@ export async function startRunner(opts: RunnerOptions): Promise<RunningRunner> {
   const pinned = opts.device === "cpu" ? 0 : gpus.length > 1 ? gpus.length : undefined;
   const free = pinned && pinned > 1 ? new FreeGpuMemory() : undefined;
   await free?.refresh();
-  const pool = new WorkerPool({ ...common, slots, gpus: pinned, freeMemory: free?.latest, scratchRoot: join(scratchRoot, "train") });
-  const quick = new WorkerPool({ ...common, slots: 1, gpus: pinned && 1, scratchRoot: join(scratchRoot, "quick") });
+  const pool = new WorkerPool({ ...common, name: "train", slots, gpus: pinned, freeMemory: free?.latest, scratchRoot: join(scratchRoot, "train") });
+  const quick = new WorkerPool({ ...common, name: "quick", slots: 1, gpus: pinned && 1, scratchRoot: join(scratchRoot, "quick") });
   const referee = new WorkerPool({
+    name: "referee",
     launch: () => refereeLaunch(python, publishedDir, privateDir),
     sandbox: false,
     slots: 1,
@@ -104,7 +105,7 @@ export async function startRunner(opts: RunnerOptions): Promise<RunningRunner> {
     rmSync(scratchRoot, { recursive: true, force: true });
   };
   const t0 = Date.now();
-  const [device] = await Promise.all([pool.start(), quick.start(), referee.start()]).catch(async (err: unknown) => {
+  const [device] = await Promise.all([pool.start(), referee.start()]).catch(async (err: unknown) => {
     await release();
     throw err;
   });

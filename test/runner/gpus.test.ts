@@ -83,7 +83,7 @@ it("Health names the GPU from nvidia-smi, which a fork server cannot ask CUDA fo
   const scratch = mkdtempSync(join(tmpdir(), "gpus-test-"));
   try {
     // A pool never started: its workers' report is what a CUDA host's fork servers send (trainer's accel.probe).
-    const pool = new WorkerPool({ slots: 8, sandbox: true, gpus: 1, scratchRoot: scratch, logger, launch: () => ({ command: "false", args: [], env: {} }) });
+    const pool = new WorkerPool({ name: "train", slots: 8, sandbox: true, gpus: 1, scratchRoot: scratch, logger, launch: () => ({ command: "false", args: [], env: {} }) });
     pool.device = { kind: "cuda", name: "cuda", torch_version: "2.11.0+cu130" };
     const evaluator = new Evaluator({ pool, quick: pool, referee: pool, dataRoots: [], weights: new WeightStore(scratch), gpus: parseNvidiaSmi(H100), logger });
     const device = evaluator.health().device!;

@@ -11,6 +11,7 @@ import * as grpc from "@grpc/grpc-js";
 import { create, toJson, type MessageInitShape } from "@bufbuild/protobuf";
 import { DEFAULT_PYTHON, SYSTEM_PYTHON } from "../../core/config.js";
 import { createLogger } from "../../core/logger.js";
+import { pino } from "pino";
 import { ResearchError } from "../../core/failure.js";
 import { connectRunner, endedByRunner, evaluateToResult, type RunnerClient } from "../../gpu-runner/client.js";
 import { startRunner, type RunningRunner } from "../../gpu-runner/server.js";
@@ -43,6 +44,8 @@ type Req = MessageInitShape<typeof EvaluateRequestSchema>;
 let runner: RunningRunner;
 let client: RunnerClient;
 let fixtures: string;
+/** The runner's workers in the order they started ("train/slot-0", "quick/slot-0", ...), from its log. */
+const workersStarted: string[] = [];
 const SECRET = "runner-secret-7f3a9c";
 
 function digits(code: string, className: string, extra: Partial<Req> = {}): Req {
@@ -94,8 +97,7 @@ async function failureOf(req: Req): Promise<ResearchError> {
 beforeAll(async () => {
   fixtures = datasetFixtures();
   process.env.RUNNER_TEST_SECRET = SECRET;
-  const logger = createLogger("test-runner");
-  logger.level = "warn";
+  const logger = pino({ level: "info" }, { write: (line: string) => void (JSON.parse(line).msg === "worker started" && workersStarted.push(JSON.parse(line).worker)) });
   runner = await startRunner({ slots: 2, dataRoots: [fixtures], logger });
   client = connectRunner(runner.address);
 });
@@ -109,8 +111,10 @@ describe("runner service", () => {
   it("reports health with device, slots and sandbox", async () => {
     const h = await client.health({});
     expect(h.slots).toBe(2);
-    // Slot 0's worker is up; slot 1's starts when the slot takes its first job.
+    // Slot 0's worker is up; slot 1's starts when the slot takes its first job, and the
+    // summaries' own worker when one comes with every slot busy.
     expect(h.workersReady).toBe(1);
+    expect(workersStarted.sort()).toEqual(["referee/slot-0", "train/slot-0"]);
     expect(h.freeSlots).toBe(2);
     expect(h.device?.kind).toBe("cpu");
     expect(h.device?.sandboxed).toBe(true);
@@ -268,6 +272,44 @@ describe("runner service", () => {
     expect(s.outputShape.map(Number)).toEqual([1, 10]);
     expect(s.layers.length).toBeGreaterThan(5);
     expect(s.flops).toBeGreaterThan(0n);
+  });
+
+  it("a summary takes a free training slot; with every slot training, the summaries' own worker starts and it waits for neither", async () => {
+    const quickStarts = () => workersStarted.filter((w) => w.startsWith("quick/")).length;
+    const summary = () => client.summarize({ model: { code: DIGITS_CNN, className: "DigitsNet" }, inputShape: [1, 8, 8], numClasses: 10 });
+    // The summary above found a slot free.
+    expect(quickStarts()).toBe(0);
+    expect((await summary()).failure).toBeUndefined();
+    expect(quickStarts()).toBe(0);
+    const abort = new AbortController();
+    const begun: Promise<void>[] = [];
+    // Two trainings that never end hold both slots, their streams read to the end in the background.
+    const busy = [0, 1].map((i) => {
+      let begin!: () => void;
+      begun.push(new Promise<void>((r) => (begin = r)));
+      const stream = client.evaluate(digits(hostile("while True:\n    pass"), "Net", { trialId: `t-busy-${i}`, budget: { timeBudgetS: 120 } }), { signal: abort.signal });
+      return (async () => {
+        for await (const e of stream) if (e.event.case === "started") begin();
+      })().catch(() => {});
+    });
+    try {
+      await Promise.all(begun);
+      for (let i = 0; i < 100 && (await client.health({})).freeSlots > 0; i++) await new Promise((r) => setTimeout(r, 100));
+      expect((await client.health({})).freeSlots).toBe(0);
+      const t0 = Date.now();
+      const s = await summary();
+      expect(s.failure).toBeUndefined();
+      expect(s.totalParams).toBe(BigInt(160 + 32 + 4640 + 64 + 5130));
+      // A fork server's start and the summary, not the trainings' 120 s.
+      expect(Date.now() - t0).toBeLessThan(30_000);
+      expect(quickStarts()).toBe(1);
+      expect((await client.health({})).freeSlots, "both trainings still hold their slots").toBe(0);
+    } finally {
+      abort.abort();
+      await Promise.all(busy);
+    }
+    for (let i = 0; i < 100 && (await client.health({})).freeSlots < 2; i++) await new Promise((r) => setTimeout(r, 100));
+    expect((await client.health({})).freeSlots).toBe(2);
   });
 
   it("describes a dataset", async () => {
