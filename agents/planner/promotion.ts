@@ -158,7 +158,7 @@ export function confirmation(input: PlanInput): Proposal | undefined {
   return (
     p && {
       ...p,
-      ...(seedsAtOnce(input, seedsOf(input, p)) && { seedsAtOnce: true }),
+      ...(seedsAtOnce(input, seedsOf(input, p), timing(input, { model: p.model, train: p.train }, seedsOf(input, p), pick).seedS ?? 0) && { seedsAtOnce: true }),
       hypothesis: `confirm ${pick.id} on the full training split with the run's seeds (${fidelity.epochs} epochs): its one seed makes the target likely`,
       rationale: `${pick.id}'s mean ${formatMetric(state.objective, meanOf(pick)!)}${whole !== meanOf(pick) ? `, ${formatMetric(state.objective, whole!)} as its ${pick.train!.subset} examples predict the whole split,` : ""} clears the target ${state.goal!.target} by more than a confirmation's interval would need; ${p.rationale}`,
     }

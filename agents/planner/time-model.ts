@@ -309,10 +309,25 @@ function longestSeed(freeIn: readonly number[], seeds: number, horizonS: number)
  * the caches), so each seed makes about a fifth more steps by the same end. A GPU trains a
  * trial's seeds together in one job (gpu-runner/device.ts).
  */
-export function seedsAtOnce(input: Pick<PlanInput, "slots" | "device">, seeds: number): boolean {
+export function seedsAtOnce(input: Pick<PlanInput, "slots" | "device">, seeds: number, seedS: number): boolean {
+  return idleInRounds(input, seeds) && seedS >= AT_ONCE_MIN_SEED_S;
+}
+
+/** Whether `seeds` seeds in rounds on the runner's slots would leave a slot idle in the last round, on a CPU. */
+function idleInRounds(input: Pick<PlanInput, "slots" | "device">, seeds: number): boolean {
   const slots = input.slots || 1;
   return input.device !== "cuda" && seeds > slots && seeds % slots !== 0;
 }
+
+/**
+ * The shortest training, in seconds of one seed alone, whose seeds start at once. The seeds past
+ * the slots take spare workers (gpu-runner/pool.ts), each a fork server started for them: 2-5
+ * CPU-seconds of imports. 3 seeds on 2 slots at once end in about 1.65 of a seed's time (the
+ * sharing above) against 2 in rounds, so they gain a third of a seed's time, and two spares' starts
+ * cost about 2.5 s of both cores: at 20 s the gain is several times the cost; a digits training of
+ * a few seconds spent more starting spares than training.
+ */
+export const AT_ONCE_MIN_SEED_S = 20;
 
 export interface LastTrainingTime {
   /** Seconds each seed trains (train_seconds): the job anneals its schedule over that time. */
@@ -350,28 +365,32 @@ export function lastTrainingTime(input: PlanInput, pick: TrialState, pg: Genome,
   const trained = (seed.seconds - startUp) * coreShare(input, pick);
   const fullEpochS = trained / passes;
   const seeds = seedsOf(input, {});
-  const atOnce = seedsAtOnce(input, seeds);
-  // A seed's share of a core: its wall seconds do this much of what they would alone.
-  const pace = atOnce ? (input.slots || 1) / seeds : 1;
-  // The job stops mid-epoch at its time, then predicts the validation split once: the pass its
-  // seed measured, or, from a runner before that was measured, a forward pass over nVal examples
-  // taken as long as training on them (about three times what it is).
-  const overhead = (startUp + (seed.evalSeconds || (fullEpochS * input.info.nVal) / input.info.nTrain)) / pace;
   const horizon = LAST_MARGIN * share * budgetPlan(state, input.nowMs ?? Date.now()).availableS;
-  let trainS = (atOnce ? horizon : longestSeed(slotsFreeIn(input), seeds, horizon)) - overhead;
   const trialBudget = state.settings?.trialTimeBudgetS ?? 0;
-  if (trialBudget > 0) trainS = Math.min(trainS, TRIAL_BUDGET_SHARE * trialBudget - overhead);
-  trainS = Math.floor(trainS);
-  if (trainS < lastTrainingFloorS(state)) return undefined;
-  // No longer than its last epochs (lastEpochsOf) take at its pace, and a quarter more (seeds sharing the cores
-  // ran a quarter slower than their measured pace predicted: 35-41 s for 32): the time left after
-  // it goes to another research round (swarm/budget.ts roundStartS), not to a training that
-  // would end early.
   const lastEpochs = lastEpochsOf(state.settings);
-  trainS = Math.min(trainS, Math.ceil((1.25 * lastEpochs * fullEpochS) / pace));
-  const work = trainS * pace;
-  if (work <= trained) return undefined;
-  return { trainS, epochs: Math.min(lastEpochs, Math.floor(work / fullEpochS)), atOnce, gain: work / fullEpochS / passes };
+  const timed = (atOnce: boolean): LastTrainingTime | undefined => {
+    // A seed's share of a core: its wall seconds do this much of what they would alone.
+    const pace = atOnce ? (input.slots || 1) / seeds : 1;
+    // The job stops mid-epoch at its time, then predicts the validation split once: the pass its
+    // seed measured, or, from a runner before that was measured, a forward pass over nVal examples
+    // taken as long as training on them (about three times what it is).
+    const overhead = (startUp + (seed.evalSeconds || (fullEpochS * input.info.nVal) / input.info.nTrain)) / pace;
+    let trainS = (atOnce ? horizon : longestSeed(slotsFreeIn(input), seeds, horizon)) - overhead;
+    if (trialBudget > 0) trainS = Math.min(trainS, TRIAL_BUDGET_SHARE * trialBudget - overhead);
+    trainS = Math.floor(trainS);
+    if (trainS < lastTrainingFloorS(state)) return undefined;
+    // No longer than its last epochs (lastEpochsOf) take at its pace, and a quarter more (seeds sharing the cores
+    // ran a quarter slower than their measured pace predicted: 35-41 s for 32): the time left after
+    // it goes to another research round (swarm/budget.ts roundStartS), not to a training that
+    // would end early.
+    trainS = Math.min(trainS, Math.ceil((1.25 * lastEpochs * fullEpochS) / pace));
+    const work = trainS * pace;
+    if (work <= trained) return undefined;
+    return { trainS, epochs: Math.min(lastEpochs, Math.floor(work / fullEpochS)), atOnce, gain: work / fullEpochS / passes };
+  };
+  // At once when a seed's work then is long enough to repay the spare workers (seedsAtOnce).
+  const together = idleInRounds(input, seeds) ? timed(true) : undefined;
+  return together && seedsAtOnce(input, seeds, together.trainS * ((input.slots || 1) / seeds)) ? together : timed(false);
 }
 
 /**
@@ -385,13 +404,16 @@ export function lastTrainingTime(input: PlanInput, pick: TrialState, pg: Genome,
 export function continuationTime(input: PlanInput, seeds: number): { trainS: number; atOnce: boolean } | undefined {
   const { state } = input;
   if (!plansLastTraining(state)) return undefined;
-  const atOnce = seedsAtOnce(input, seeds);
-  const rounds = atOnce ? 1 : Math.ceil(seeds / (input.slots || 1));
-  let trainS = (LAST_MARGIN * leftUntilS(input, CONTINUE_SHARE)) / rounds;
-  const trialBudget = state.settings?.trialTimeBudgetS ?? 0;
-  if (trialBudget > 0) trainS = Math.min(trainS, LAST_MARGIN * TRIAL_BUDGET_SHARE * trialBudget);
-  trainS = Math.floor(trainS);
-  return trainS >= LAST_SHARE * state.goal!.timeBudgetS ? { trainS, atOnce } : undefined;
+  const timed = (atOnce: boolean) => {
+    const rounds = atOnce ? 1 : Math.ceil(seeds / (input.slots || 1));
+    let trainS = (LAST_MARGIN * leftUntilS(input, CONTINUE_SHARE)) / rounds;
+    const trialBudget = state.settings?.trialTimeBudgetS ?? 0;
+    if (trialBudget > 0) trainS = Math.min(trainS, LAST_MARGIN * TRIAL_BUDGET_SHARE * trialBudget);
+    trainS = Math.floor(trainS);
+    return trainS >= LAST_SHARE * state.goal!.timeBudgetS ? { trainS, atOnce } : undefined;
+  };
+  const together = idleInRounds(input, seeds) ? timed(true) : undefined;
+  return together && seedsAtOnce(input, seeds, together.trainS * ((input.slots || 1) / seeds)) ? together : timed(false);
 }
 
 /** The predicted end, in seconds from now, of a last training of `seeds` seeds of `predictedS` each: all now when at once, else on the slots as they free up. */

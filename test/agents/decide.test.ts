@@ -195,6 +195,17 @@ describe("the last long training", () => {
     }
   });
 
+  it("places a short last training's seeds in rounds: spare workers' start would cost more than at once saves", () => {
+    // u2 at 3 s (1.8 s a full epoch), 5 last epochs in a 100-s run: at once, each seed would do
+    // 11 s of work, under time-model.ts AT_ONCE_MIN_SEED_S; in rounds, 12 s each.
+    const fast = [...[0, 1, 2].flatMap((k) => trial(`t${k}`, k, 0.85 + k / 100, 1)), ...trial("u2", 2, 0.9, 3, { rung: 1, parent: "t2", valExamples: 3000 })];
+    const p = proposalOf(decided(fast, 34, { budgetS: 100, lastEpochs: 5 }));
+    expect(p).toMatchObject({ mutation: "last_training", parentIds: ["u2"], train: { train_seconds: 12 } });
+    expect(p.seedsAtOnce).toBeUndefined();
+    // The same at 30 s a probe: 113 s of work a seed, at once.
+    expect(proposalOf(decided(explored, 340, { lastEpochs: 5 })).seedsAtOnce).toBe(true);
+  });
+
   it("reaches at most the run's last epochs (launch --last-epochs), its time that many epochs take at its pace and a quarter more", () => {
     // u2's full epoch takes 18 s alone, 27 s at 2/3 of a core: 10 epochs and a quarter more, 338 s of the 598 s left.
     const p = proposalOf(decided(explored, 340, { lastEpochs: 10 }));
@@ -341,6 +352,16 @@ describe("a goal with a target", () => {
     const { input, index } = run(explored, 100, { target: 0.88 });
     expect(proposalOf(decide({ ...input, device: "cuda" }, index)).seedsAtOnce).toBeUndefined();
     expect(proposalOf(decide({ ...input, slots: 3 }, index)).seedsAtOnce).toBeUndefined();
+  });
+
+  it("places a short confirmation's seeds in rounds: spare workers' start would cost more than at once saves", () => {
+    // The README goal's probe (3 epochs of 10,000 examples): its confirmation, 2 epochs of the
+    // whole split's 54,000, takes a seed 3.6 probe-times alone. At 10 s a probe, 36 s: at once. At
+    // 1 s, 3.6 s, under time-model.ts AT_ONCE_MIN_SEED_S: in rounds, as a digits run's are.
+    const confirmed = (probeS: number) => proposalOf(decided(trial("t0", 0, 0.894, probeS), 30, { target: 0.9 }));
+    expect(confirmed(10)).toMatchObject({ hypothesis: expect.stringMatching(/^confirm t0 /), seedsAtOnce: true });
+    expect(confirmed(1)).toMatchObject({ hypothesis: expect.stringMatching(/^confirm t0 /) });
+    expect(confirmed(1).seedsAtOnce).toBeUndefined();
   });
 });
 
