@@ -388,9 +388,17 @@ export function lastTrainingTime(input: PlanInput, pick: TrialState, pg: Genome,
     if (work <= trained) return undefined;
     return { trainS, epochs: Math.min(lastEpochs, Math.floor(work / fullEpochS)), atOnce, gain: work / fullEpochS / passes };
   };
-  // At once when a seed's work then is long enough to repay the spare workers (seedsAtOnce).
+  return atOnceOrApart(input, seeds, timed);
+}
+
+/**
+ * A training of `seeds` seeds timed at once and in rounds (`timed`): at once when a seed's work
+ * then repays the spare workers (seedsAtOnce), or when only at once fits.
+ */
+function atOnceOrApart<T extends { trainS: number }>(input: PlanInput, seeds: number, timed: (atOnce: boolean) => T | undefined): T | undefined {
+  const apart = timed(false);
   const together = idleInRounds(input, seeds) ? timed(true) : undefined;
-  return together && seedsAtOnce(input, seeds, together.trainS * ((input.slots || 1) / seeds)) ? together : timed(false);
+  return together && (!apart || seedsAtOnce(input, seeds, together.trainS * ((input.slots || 1) / seeds))) ? together : apart;
 }
 
 /**
@@ -412,8 +420,7 @@ export function continuationTime(input: PlanInput, seeds: number): { trainS: num
     trainS = Math.floor(trainS);
     return trainS >= LAST_SHARE * state.goal!.timeBudgetS ? { trainS, atOnce } : undefined;
   };
-  const together = idleInRounds(input, seeds) ? timed(true) : undefined;
-  return together && seedsAtOnce(input, seeds, together.trainS * ((input.slots || 1) / seeds)) ? together : timed(false);
+  return atOnceOrApart(input, seeds, timed);
 }
 
 /** The predicted end, in seconds from now, of a last training of `seeds` seeds of `predictedS` each: all now when at once, else on the slots as they free up. */

@@ -202,6 +202,9 @@ describe("the last long training", () => {
     const p = proposalOf(decided(fast, 34, { budgetS: 100, lastEpochs: 5 }));
     expect(p).toMatchObject({ mutation: "last_training", parentIds: ["u2"], train: { train_seconds: 12 } });
     expect(p.seedsAtOnce).toBeUndefined();
+    // At 70 s, a round of two leaves a seed of the third less than the floor (a tenth of the
+    // budget): only at once fits, and the seeds start at once all the same.
+    expect(proposalOf(decided(fast, 70, { budgetS: 100 }))).toMatchObject({ mutation: "last_training", seedsAtOnce: true, train: { train_seconds: 10 } });
     // The same at 30 s a probe: 113 s of work a seed, at once.
     expect(proposalOf(decided(explored, 340, { lastEpochs: 5 })).seedsAtOnce).toBe(true);
   });
