@@ -40,6 +40,8 @@ interface Source {
   author: string;
   /** Set when the runner already summarised this exact source (the LLM coder's checks). */
   summary?: SummarizeResponse;
+  /** The code a model in Python was made from (its edit's base): its parent's, whether or not the parent is assembled yet. */
+  base?: string;
 }
 
 /**
@@ -56,7 +58,7 @@ async function codeSource(state: RunState, t: TrialState, model: CodeModel, info
   const base = from ? { code: from.code, author: from.author } : { code: start.source, author: `person:${state.start!.origin}` };
   const source = (code: string) => create(ModelSourceSchema, { code, className: model.class_name, initKwargs: kwargsMessage(model.init_kwargs) });
   const edit = model.code_edit;
-  if (!edit) return { model: source(base.code), author: base.author };
+  if (!edit) return { model: source(base.code), author: base.author, base: base.code };
   const written = await askLlm<{ code: string; summary: SummarizeResponse } | undefined>(ctx, { runId: state.runId, trialId: t.id }, {
     role: "coder",
     purpose: "code-edit",
@@ -77,7 +79,7 @@ async function codeSource(state: RunState, t: TrialState, model: CodeModel, info
   if (!written.value) {
     return new ResearchError("codegen_error", written.fallbackReason ? `the code edit was not made: ${written.fallbackReason}` : "a code edit needs an LLM for the coder (--llm): the built-in brain edits no code");
   }
-  return { model: source(written.value.code), author: `llm:${written.model}`, summary: written.value.summary };
+  return { model: source(written.value.code), author: `llm:${written.model}`, summary: written.value.summary, base: base.code };
 }
 
 /** A model_config compiled to PyTorch; an LLM may write its own code instead, checked by the runner. */
@@ -127,11 +129,13 @@ async function assemble(state: RunState, t: TrialState, info: DatasetInfo, ctx: 
       .catch((err: unknown) => {
         throw new ResearchError("runner_unavailable", `summarize: ${(err as Error).message}`);
       }));
-  const parent = p.parentIds[0] ? state.trials.get(p.parentIds[0])?.assembled : undefined;
+  // Against the parent's code: as assembled, or, for a parent still being assembled (a proposal
+  // may name one in flight), the code this trial's was made from.
+  const parentCode = p.parentIds[0] ? (state.trials.get(p.parentIds[0])?.assembled?.code ?? source.base) : undefined;
   const assembled: Assembled = {
     code,
     className,
-    diff: parent ? unifiedDiff(parent.code, code, `${p.parentIds[0]}/model_code.py`, `${id}/model_code.py`) : "",
+    diff: parentCode !== undefined ? unifiedDiff(parentCode, code, `${p.parentIds[0]}/model_code.py`, `${id}/model_code.py`) : "",
     summary,
     failure: summary.failure,
     author: source.author,
