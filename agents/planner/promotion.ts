@@ -154,15 +154,17 @@ export function confirmation(input: PlanInput): Proposal | undefined {
   const rung = Math.min(ladderNow.length - 1, Math.max(rungOf(pick) + 1, ladderNow.findIndex((f) => f.subset === 0)));
   const fidelity = { subset: 0, epochs: Math.max(2, Math.ceil(passesOf(input, pg.train))) };
   const p = promotionAt(input, { trial: pick, rung, reason: "" }, fidelity);
+  if (!p) return undefined;
+  const seeds = seedsOf(input, p);
+  // A seed's time alone, as promotionAt timed it against the budgets: whether its seeds start at once.
+  const seedS = timing(input, { model: p.model, train: p.train }, seeds, pick).seedS ?? 0;
   const whole = wholeSplitMean(state, pick, input.info);
-  return (
-    p && {
-      ...p,
-      ...(seedsAtOnce(input, seedsOf(input, p), timing(input, { model: p.model, train: p.train }, seedsOf(input, p), pick).seedS ?? 0) && { seedsAtOnce: true }),
-      hypothesis: `confirm ${pick.id} on the full training split with the run's seeds (${fidelity.epochs} epochs): its one seed makes the target likely`,
-      rationale: `${pick.id}'s mean ${formatMetric(state.objective, meanOf(pick)!)}${whole !== meanOf(pick) ? `, ${formatMetric(state.objective, whole!)} as its ${pick.train!.subset} examples predict the whole split,` : ""} clears the target ${state.goal!.target} by more than a confirmation's interval would need; ${p.rationale}`,
-    }
-  );
+  return {
+    ...p,
+    ...(seedsAtOnce(input, seeds, seedS) && { seedsAtOnce: true }),
+    hypothesis: `confirm ${pick.id} on the full training split with the run's seeds (${fidelity.epochs} epochs): its one seed makes the target likely`,
+    rationale: `${pick.id}'s mean ${formatMetric(state.objective, meanOf(pick)!)}${whole !== meanOf(pick) ? `, ${formatMetric(state.objective, whole!)} as its ${pick.train!.subset} examples predict the whole split,` : ""} clears the target ${state.goal!.target} by more than a confirmation's interval would need; ${p.rationale}`,
+  };
 }
 
 /** A continued training's constant learning rate, as a share of the rate its past recipe peaked at. */

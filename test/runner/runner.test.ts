@@ -97,7 +97,12 @@ async function failureOf(req: Req): Promise<ResearchError> {
 beforeAll(async () => {
   fixtures = datasetFixtures();
   process.env.RUNNER_TEST_SECRET = SECRET;
-  const logger = pino({ level: "info" }, { write: (line: string) => void (JSON.parse(line).msg === "worker started" && workersStarted.push(JSON.parse(line).worker)) });
+  const logger = pino({ level: "info" }, {
+    write: (line: string) => {
+      const entry = JSON.parse(line) as { msg?: string; worker?: string };
+      if (entry.msg === "worker started") workersStarted.push(entry.worker!);
+    },
+  });
   runner = await startRunner({ slots: 2, dataRoots: [fixtures], logger });
   client = connectRunner(runner.address);
 });
