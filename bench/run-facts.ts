@@ -2,15 +2,18 @@
  * What the benchmarks read of a finished run, from its stored events (the lineage on disk): the
  * best trial by the run's rule with its interval and per-seed training time, when its last long
  * training was proposed and how long it trained, when a target was met, every confirmed trial
- * (accepted, at least two seeds: what the run's rule can call best) with when it was judged, and
- * the planner's whole-run promises (agents/planner/promises.ts).
+ * (accepted, at least two seeds: what the run's rule can call best) with when it was judged, the
+ * planner's whole-run promises (agents/planner/promises.ts), and how the edits' hypotheses came
+ * out by the report's rule (core/ranking.ts hypothesisOutcome), with how many were compared
+ * example by example.
  *
  *   npx tsx bench/run-facts.ts WORKSPACE RUN_ID     (prints them as JSON)
  */
 import { pathToFileURL } from "node:url";
 import { storedEvents } from "../cli/workspace.js";
 import { Decision, Verdict } from "../proto/gen/research/v1/events_pb.js";
-import { bestTrial, foldRun, liveSeconds } from "../swarm/run-state.js";
+import { bestTrial, foldRun, liveSeconds, type RunState } from "../swarm/run-state.js";
+import { buildReport } from "../lineage-store/report.js";
 import { rungOf, slowestSeedSeconds, valMetricOf } from "../swarm/trial-state.js";
 import { runPromiseBreaks } from "../agents/planner/promises.js";
 
@@ -47,6 +50,7 @@ export async function runFacts(workspace: string, runId: string) {
       .map((t) => ({ trial_id: t.id, at_s: liveSeconds(state, t.lastAtMs!), val_mean: valMetricOf(t)!.mean }))
       .sort((a, b) => a.at_s - b.at_s),
     promises_broken: runPromiseBreaks(state, 0.05 * budget),
+    edits: editOutcomes(state),
     // What timing each model's inference cost its seed (issue 39: at most 5% of a probe), over the run's rung-0 probes' seeds.
     inference_share_of_probe: shareStats(
       [...state.trials.values()].flatMap((t) =>
@@ -54,6 +58,14 @@ export async function runFacts(workspace: string, runId: string) {
       ),
     ),
   };
+}
+
+/** The report's outcome of every edit's hypothesis, counted; none before the run has finished. */
+function editOutcomes(state: RunState) {
+  if (!state.runFinished) return null;
+  const outcomes = buildReport(state, state.runFinished).json.trials.flatMap((r) => (r.hypothesis_outcome ? [r.hypothesis_outcome] : []));
+  const count = (outcome: string) => outcomes.filter((h) => h.outcome === outcome).length;
+  return { judged: outcomes.length, supported: count("supported"), refuted: count("refuted"), inconclusive: count("inconclusive"), paired: outcomes.filter((h) => h.paired_examples > 0).length };
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1]!).href) {

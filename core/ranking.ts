@@ -4,7 +4,8 @@
  * trials' weights to keep rank with `outranks`, and every sentence that explains a pick comes
  * from `whyBest` over the same numbers, so what is said and what was done cannot drift apart.
  */
-import type { EvalResult } from "../proto/gen/research/v1/runner_pb.js";
+import type { EvalResult, SeedResult } from "../proto/gen/research/v1/runner_pb.js";
+import { tCritical975, Z975 } from "./stats.js";
 import { ACCURACY, formatMetric, pessimisticBound, utility, type Objective } from "./objective.js";
 
 /** What ranking looks at in one evaluated trial. */
@@ -77,23 +78,82 @@ export function whyBest(
 /** Whether an edit's hypothesis held, apart from whether the trial ran and was accepted. */
 export type HypothesisOutcome = "supported" | "refuted" | "inconclusive";
 
+/** One trial's validation metric as the hypothesis rule reads it: its seeds' mean and interval, and the seeds themselves. */
+export interface Evaluation {
+  mean: number;
+  ci95: readonly number[];
+  seedResults?: readonly Pick<SeedResult, "metrics" | "valExamples" | "valCorrect">[];
+}
+
+export interface HypothesisTest {
+  outcome: HypothesisOutcome;
+  /** The change of the validation mean from the parent, as a utility (+ is better). */
+  change: number;
+  ci95: [number, number];
+  /** The interval's half-width: the smallest change the two trials could resolve. */
+  detectable: number;
+  /** Validation examples the two were compared on example by example (0: compared by their intervals alone). */
+  pairedExamples: number;
+}
+
 /**
  * The run's one rule for a hypothesis: the change of the validation mean from the trial's parent,
- * both trained at the same fidelity (training examples and epochs), with a 95% interval taken
- * from the two trials' own intervals as independent estimates (half-width sqrt(a^2 + b^2), each a
- * seed spread and the validation set's sampling error). Supported when the whole interval is a
- * gain, refuted when it is a loss, inconclusive otherwise; `change` is a utility (+ is better).
- * `detectable` is the interval's half-width: the smallest change the two trials could resolve
- * (a one-seed probe on 1,000 examples resolves about 2.5 pp, nothing finer).
+ * both trained at the same fidelity (training examples and epochs), with a 95% interval; supported
+ * when the whole interval is a gain, refuted when it is a loss, inconclusive otherwise.
+ *
+ * Where both scored the same validation examples and every seed says which it got right (a
+ * classifier's accuracy: SeedResult.val_correct), the two are compared example by example, as
+ * McNemar's test does: the examples both get right or both get wrong carry no information about
+ * the change, so its sampling error is the spread of the per-example differences d_j (each
+ * trial's share of its seeds right on example j, child minus parent) over the N examples,
+ * Z * sd(d) / sqrt(N), plus 1/N of continuity correction: with one seed each, b examples gained
+ * and c lost are supported about when McNemar's corrected test, (b - c - 1)^2 / (b + c) > 3.84,
+ * rejects at 5%. Each trial's seed spread (Student's t over its seeds, none with one seed) adds
+ * in quadrature. Otherwise each trial's own interval counts as an independent estimate
+ * (half-width sqrt(a^2 + b^2), each a seed spread and the validation set's sampling error),
+ * which counts the error of the examples the two share twice.
  */
-export function hypothesisOutcome(
-  child: { mean: number; ci95: readonly number[] },
-  parent: { mean: number; ci95: readonly number[] },
-  o: Objective = ACCURACY,
-): { outcome: HypothesisOutcome; change: number; ci95: [number, number]; detectable: number } {
-  const half = (s: { ci95: readonly number[] }) => (s.ci95.length === 2 ? (s.ci95[1]! - s.ci95[0]!) / 2 : 0);
+export function hypothesisOutcome(child: Evaluation, parent: Evaluation, o: Objective = ACCURACY): HypothesisTest {
   const change = utility(o, child.mean) - utility(o, parent.mean);
-  const h = Math.hypot(half(child), half(parent));
-  const ci95: [number, number] = [change - h, change + h];
-  return { outcome: ci95[0] > 0 ? "supported" : ci95[1] < 0 ? "refuted" : "inconclusive", change, ci95, detectable: h };
+  const paired = o.metric === "accuracy" ? pairedSampling(child, parent) : undefined;
+  const half = paired
+    ? Math.hypot(seedHalf(child, o), seedHalf(parent, o), paired.half)
+    : Math.hypot(halfWidth(child), halfWidth(parent));
+  const ci95: [number, number] = [change - half, change + half];
+  return { outcome: ci95[0] > 0 ? "supported" : ci95[1] < 0 ? "refuted" : "inconclusive", change, ci95, detectable: half, pairedExamples: paired?.examples ?? 0 };
+}
+
+const halfWidth = (s: { ci95: readonly number[] }) => (s.ci95.length === 2 ? (s.ci95[1]! - s.ci95[0]!) / 2 : 0);
+
+/** The seed part of a trial's interval: Student's t over its seeds' values (none with one seed). */
+function seedHalf(e: Evaluation, o: Objective): number {
+  const values = (e.seedResults ?? []).map((r) => r.metrics[o.key] ?? 0);
+  const n = values.length;
+  if (n < 2) return 0;
+  const mean = values.reduce((a, b) => a + b, 0) / n;
+  const sd = Math.sqrt(values.reduce((a, v) => a + (v - mean) ** 2, 0) / (n - 1));
+  return (tCritical975(n - 1) * sd) / Math.sqrt(n);
+}
+
+/** The sampling half-width of the change, example by example, when both trials' seeds scored the same examples and say which they got right. */
+function pairedSampling(child: Evaluation, parent: Evaluation): { half: number; examples: number } | undefined {
+  const seeds = [...(child.seedResults ?? []), ...(parent.seedResults ?? [])];
+  const n = seeds[0]?.valExamples ?? 0;
+  const complete = (e: Evaluation) => (e.seedResults?.length ?? 0) > 0;
+  if (!complete(child) || !complete(parent) || n < 2 || seeds.some((r) => r.valExamples !== n || r.valCorrect.length !== Math.ceil(n / 8))) return undefined;
+  const share = (e: Evaluation) => {
+    const out = new Float64Array(n);
+    for (const r of e.seedResults!) for (let j = 0; j < n; j++) out[j]! += ((r.valCorrect[j >> 3]! >> (j & 7)) & 1) / e.seedResults!.length;
+    return out;
+  };
+  const [c, p] = [share(child), share(parent)];
+  let sum = 0;
+  let squares = 0;
+  for (let j = 0; j < n; j++) {
+    const d = c[j]! - p[j]!;
+    sum += d;
+    squares += d * d;
+  }
+  const variance = Math.max(0, (squares - (sum * sum) / n) / (n - 1));
+  return { half: (Z975 * Math.sqrt(variance)) / Math.sqrt(n) + 1 / n, examples: n };
 }

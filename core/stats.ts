@@ -9,11 +9,14 @@ const T975 = [
   2.093, 2.086, 2.08, 2.074, 2.069, 2.064, 2.06, 2.056, 2.052, 2.048, 2.045, 2.042,
 ];
 
+/** The normal distribution's two-sided 95% critical value. */
+export const Z975 = 1.959964;
+
 export function tCritical975(df: number): number {
   if (!Number.isInteger(df) || df < 1) throw new RangeError(`degrees of freedom must be a positive integer, got ${df}`);
   if (df <= T975.length) return T975[df - 1]!;
   // Cornish-Fisher expansion around the normal quantile; error < 1e-4 for df > 30.
-  const z = 1.959964;
+  const z = Z975;
   return z + (z ** 3 + z) / (4 * df) + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * df ** 2);
 }
 

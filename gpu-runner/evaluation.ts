@@ -239,7 +239,7 @@ export class Evaluation {
       seeds_together: jobSeeds.length,
       metrics: { ...(rest.metrics as Record<string, number>), ...(v.metrics as object), ...(t?.metrics as object | undefined) },
       // A regression has no classes.
-      ...(v.per_class !== undefined && { per_class: v.per_class, confusion_matrix: v.confusion_matrix }),
+      ...(v.per_class !== undefined && { per_class: v.per_class, confusion_matrix: v.confusion_matrix, val_correct: v.correct }),
       val_examples: v.examples,
       test_examples: t?.examples ?? 0,
       learning_curve: curve,

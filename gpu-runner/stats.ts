@@ -25,7 +25,7 @@
  */
 import { create } from "@bufbuild/protobuf";
 import { ACCURACY, metricRange, pessimisticBound, reaches, tolerance, utility, type Objective } from "../core/objective.js";
-import { tCritical975 } from "../core/stats.js";
+import { tCritical975, Z975 } from "../core/stats.js";
 import {
   ConvergenceSchema,
   GoalStatus,
@@ -37,7 +37,6 @@ import {
   type SeedResult,
 } from "../proto/gen/research/v1/runner_pb.js";
 
-const Z975 = 1.959964;
 
 /** Mean, sample std and the Student's t interval of the mean over seeds. */
 export function describe(values: number[]): MetricStats {

@@ -23,11 +23,15 @@ function cell(text: string): string {
   return inline(text).replace(/\|/g, "\\|");
 }
 
-/** A hypothesis's outcome in the trials table: the change, the smallest change the trials could resolve, and the pair compared where it is promotions. */
-function heldText(h: { outcome: string; parent_id: string; trial_ids: readonly string[]; change: number; detectable: number }, trialId: string, o: Objective): string {
+/**
+ * A hypothesis's outcome in the trials table: the change, the smallest change the trials could
+ * resolve, the examples compared one by one where they were, and the pair compared where it is promotions.
+ */
+function heldText(h: { outcome: string; parent_id: string; trial_ids: readonly string[]; change: number; detectable: number; paired_examples: number }, trialId: string, o: Objective): string {
   const [own, theirs] = h.trial_ids;
   const at = own === trialId && theirs === h.parent_id ? "" : `, at ${own} vs ${theirs}`;
-  return `${h.outcome} (${formatChange(o, h.change)}; ±${formatChange(o, h.detectable).replace(/^\+/, "")}${at})`;
+  const paired = h.paired_examples ? ` over ${int(h.paired_examples)} examples paired` : "";
+  return `${h.outcome} (${formatChange(o, h.change)}; ±${formatChange(o, h.detectable).replace(/^\+/, "")}${paired}${at})`;
 }
 
 

@@ -26,6 +26,7 @@ import { atRung, ladder, nextPromotion, PROMOTION_SURFACE, seedsAtRung, type Fid
 import { CONTINUE_SHARE, continuationTime, LAST_GAIN, lastTrainingTime, passesOf, seedsAtOnce, seedsOf, timing, type LastTrainingTime } from "./time-model.js";
 import { spaceOf } from "../../core/space.js";
 import { pct } from "../../core/format.js";
+import { Z975 } from "../../core/stats.js";
 import { parseTrainConfig, type TrainConfig } from "../../core/model-config.js";
 import { lastEpochsOf } from "../../core/defaults.js";
 
@@ -77,9 +78,6 @@ export function promotionInFlight(state: RunState): TrialState | undefined {
   for (const t of state.trials.values()) if (isPromotion(t) && !t.judged) return t;
   return undefined;
 }
-
-/** Z for a two-sided 95% interval. */
-const Z975 = 1.959964;
 
 /**
  * How a one-seed probe on a slice of the training split predicts its config's error on the whole

@@ -54,7 +54,7 @@ describe("a report says what was learned", () => {
       expect(sameConfig(own!.id, child.id) && sameConfig(theirs!.id, parent.id), h.trial_ids.join(" vs ")).toBe(true);
       expect([own!.train!.subset, own!.train!.epochs]).toEqual([theirs!.train!.subset, theirs!.train!.epochs]);
       const again = hypothesisOutcome(valMetricOf(own!)!, valMetricOf(theirs!)!);
-      expect(h).toEqual({ outcome: again.outcome, parent_id: parent.id, trial_ids: h.trial_ids, change: again.change, ci_95: again.ci95, detectable: again.detectable });
+      expect(h).toEqual({ outcome: again.outcome, parent_id: parent.id, trial_ids: h.trial_ids, change: again.change, ci_95: again.ci95, detectable: again.detectable, paired_examples: 0 });
       // The smallest change the two could resolve: the interval's half-width, never wider than the probes'.
       expect(again.detectable).toBeCloseTo((again.ci95[1] - again.ci95[0]) / 2, 12);
       expect(again.detectable).toBeLessThanOrEqual(hypothesisOutcome(valMetricOf(child)!, valMetricOf(parent)!).detectable);

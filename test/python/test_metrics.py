@@ -1,5 +1,6 @@
 """metrics.py: scalar metrics for the wire (never NaN), per-class scores and the confusion matrix."""
 
+import base64
 import math
 
 import numpy as np
@@ -107,6 +108,16 @@ def test_a_score_is_the_models_own_and_several_seeds_score_as_one_model():
     # Claiming more than certainty buys nothing: probabilities are renormalised first.
     inflated = metrics.score(y, [a + 5], 3, "val", full=False)
     assert inflated["val_loss"] == pytest.approx(one["val_loss"])
+
+
+def test_a_full_score_says_which_examples_it_got_right_one_bit_each_in_the_splits_order():
+    # Nine examples, so the bits fill one byte and start a second: right on 0, 2, 3 and 8.
+    y = np.array([0, 1, 2, 0, 1, 2, 0, 1, 2])
+    predicted = np.array([0, 2, 2, 0, 0, 0, 1, 0, 2])
+    full = metrics.score(y, [np.log(one_hot_probs(predicted, 3))], 3, "val", full=True)
+    bits = np.frombuffer(base64.b64decode(full["correct"]), dtype=np.uint8)
+    assert list(bits) == [0b00001101, 0b00000001]
+    assert np.unpackbits(bits, bitorder="little")[:9].mean() == full["metrics"]["val_accuracy"]
 
 
 def test_regression_scores_in_the_targets_units_with_their_sampling_errors():

@@ -58,10 +58,17 @@ describe("a trial's seeds trained together", () => {
       expect(Math.abs(acc! - alone[i]!.seedResults[0]!.metrics.val_accuracy!)).toBeLessThanOrEqual(1 / examples + 1e-9);
     });
     expect(new Set(valOf(together).map(([, acc]) => acc)).size).toBeGreaterThan(1);
+    // Each seed says which validation examples it got right, one bit each: as many as its accuracy counts.
+    const right = (bits: Uint8Array) => bits.reduce((n, byte) => n + [...byte.toString(2)].filter((b) => b === "1").length, 0);
+    for (const s of together.seedResults) {
+      expect(s.valCorrect.length).toBe(Math.ceil(examples / 8));
+      expect(right(s.valCorrect)).toBe(Math.round(s.metrics.val_accuracy! * examples));
+    }
 
     const confirmed = await evaluateToResult(client, request({ trialId: "t3-test", seeds: 3, baseSeed: 4, weightsOf: "t3", evaluateTest: true }));
     expect(confirmed.seedResults.map((s) => s.epochsCompleted)).toEqual([0, 0, 0]);
     expect(valOf(confirmed)).toEqual(valOf(together));
+    expect(confirmed.seedResults.map((s) => s.valCorrect)).toEqual(together.seedResults.map((s) => s.valCorrect));
     expect(confirmed.aggregated.test_accuracy!.mean).toBeGreaterThan(0.5); // two epochs of 540 digits; chance is 0.1
   });
 
