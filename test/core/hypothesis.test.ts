@@ -10,6 +10,7 @@ import { hypothesisOutcome, type Evaluation } from "../../core/ranking.js";
 import { objectiveNamed } from "../../core/objective.js";
 import { describeProportion } from "../../gpu-runner/stats.js";
 import { SeedResultSchema } from "../../proto/gen/research/v1/runner_pb.js";
+import { mulberry32 } from "../../agents/planner/proposals.js";
 
 /** A trial whose seeds got right the examples `right` says (one array of 0/1 per seed), summarised as the runner does. */
 function trial(...seeds: number[][]): Evaluation {
@@ -28,18 +29,6 @@ function pair(n: number, both: number, gained: number, lost: number): [number[],
   const child = Array.from({ length: n }, (_, j) => (j < both + gained ? 1 : 0));
   const parent = Array.from({ length: n }, (_, j) => (j < both || (j >= both + gained && j < both + gained + lost) ? 1 : 0));
   return [child, parent];
-}
-
-/** A seeded stream of uniforms (mulberry32): the simulation is the same at every run. */
-function uniforms(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 describe("an edit's hypothesis, example by example", () => {
@@ -106,7 +95,7 @@ describe("an edit's hypothesis, example by example", () => {
       }
       return { paired: paired / trials, apart: apart / trials };
     };
-    const rnd = uniforms(7);
+    const rnd = mulberry32(7);
     const none = simulate(0.5, 1000, rnd);
     expect(none.paired).toBeLessThanOrEqual(0.05);
     // A change of 2.1 pp (the child's coin 0.8): found most of the time example by example, rarely by intervals.
