@@ -177,5 +177,7 @@ describe("a classifier's edits, compared example by example", () => {
     // against about ±1.7), where their intervals alone resolved none.
     expect([rows.length, resolved.length, apartResolved]).toEqual([9, 3, 0]);
     expect(unwrapped(digits.markdown)).toMatch(/\| (supported|refuted) \([+-]\d\.\d\d pp; ±\d\.\d\d pp over \d{3} examples paired\) \|/);
+    // The table's legend says the rule as it was applied.
+    expect(unwrapped(digits.markdown)).toContain("from the examples the two disagree on (McNemar's test) with each trial's seed spread, else from the two trials' intervals");
   });
 });
