@@ -5,7 +5,7 @@
  * from `whyBest` over the same numbers, so what is said and what was done cannot drift apart.
  */
 import type { EvalResult, SeedResult } from "../proto/gen/research/v1/runner_pb.js";
-import { tCritical975, Z975 } from "./stats.js";
+import { tInterval, Z975 } from "./stats.js";
 import { ACCURACY, formatMetric, pessimisticBound, utility, type Objective } from "./objective.js";
 
 /** What ranking looks at in one evaluated trial. */
@@ -126,14 +126,7 @@ export function hypothesisOutcome(child: Evaluation, parent: Evaluation, o: Obje
 const halfWidth = (s: { ci95: readonly number[] }) => (s.ci95.length === 2 ? (s.ci95[1]! - s.ci95[0]!) / 2 : 0);
 
 /** The seed part of a trial's interval: Student's t over its seeds' values (none with one seed). */
-function seedHalf(e: Evaluation, o: Objective): number {
-  const values = (e.seedResults ?? []).map((r) => r.metrics[o.key] ?? 0);
-  const n = values.length;
-  if (n < 2) return 0;
-  const mean = values.reduce((a, b) => a + b, 0) / n;
-  const sd = Math.sqrt(values.reduce((a, v) => a + (v - mean) ** 2, 0) / (n - 1));
-  return (tCritical975(n - 1) * sd) / Math.sqrt(n);
-}
+const seedHalf = (e: Evaluation, o: Objective) => tInterval((e.seedResults ?? []).map((r) => r.metrics[o.key] ?? 0)).half;
 
 /** The sampling half-width of the change, example by example, when both trials' seeds scored the same examples and say which they got right. */
 function pairedSampling(child: Evaluation, parent: Evaluation): { half: number; examples: number } | undefined {
@@ -147,13 +140,6 @@ function pairedSampling(child: Evaluation, parent: Evaluation): { half: number; 
     return out;
   };
   const [c, p] = [share(child), share(parent)];
-  let sum = 0;
-  let squares = 0;
-  for (let j = 0; j < n; j++) {
-    const d = c[j]! - p[j]!;
-    sum += d;
-    squares += d * d;
-  }
-  const variance = Math.max(0, (squares - (sum * sum) / n) / (n - 1));
-  return { half: (Z975 * Math.sqrt(variance)) / Math.sqrt(n) + 1 / n, examples: n };
+  const { sd } = tInterval(c.map((x, j) => x - p[j]!));
+  return { half: (Z975 * sd) / Math.sqrt(n) + 1 / n, examples: n };
 }

@@ -67,6 +67,22 @@ export function tTwoSidedP(t: number, df: number): number {
   return incompleteBeta(df / 2, 0.5, df / (df + t * t));
 }
 
+/**
+ * Mean, sample standard deviation and the half-width of the Student's t 95% interval of the mean;
+ * with fewer than two values no spread is known: sd and half are 0.
+ */
+export function tInterval(values: ArrayLike<number>): { n: number; mean: number; sd: number; half: number } {
+  const n = values.length;
+  let sum = 0;
+  for (let i = 0; i < n; i++) sum += values[i]!;
+  const mean = n ? sum / n : 0;
+  if (n < 2) return { n, mean, sd: 0, half: 0 };
+  let squares = 0;
+  for (let i = 0; i < n; i++) squares += (values[i]! - mean) ** 2;
+  const sd = Math.sqrt(squares / (n - 1));
+  return { n, mean, sd, half: (tCritical975(n - 1) * sd) / Math.sqrt(n) };
+}
+
 export interface PairedTest {
   n: number;
   meanDiff: number;
@@ -80,12 +96,8 @@ export interface PairedTest {
 /** Paired t-test of b - a over matched pairs (same seeds in both arms). */
 export function pairedTTest(a: number[], b: number[]): PairedTest {
   if (a.length !== b.length || a.length < 2) throw new RangeError("a paired t-test needs two equally long samples of at least 2");
-  const d = b.map((x, i) => x - a[i]!);
-  const n = d.length;
-  const meanDiff = d.reduce((s, x) => s + x, 0) / n;
-  const sdDiff = Math.sqrt(d.reduce((s, x) => s + (x - meanDiff) ** 2, 0) / (n - 1));
+  const { n, mean: meanDiff, sd: sdDiff, half } = tInterval(b.map((x, i) => x - a[i]!));
   const se = sdDiff / Math.sqrt(n);
   const t = se === 0 ? (meanDiff === 0 ? 0 : Infinity * Math.sign(meanDiff)) : meanDiff / se;
-  const half = tCritical975(n - 1) * se;
   return { n, meanDiff, sdDiff, t, df: n - 1, p: se === 0 && meanDiff === 0 ? 1 : tTwoSidedP(t, n - 1), ci95: [meanDiff - half, meanDiff + half] };
 }

@@ -25,7 +25,7 @@
  */
 import { create } from "@bufbuild/protobuf";
 import { ACCURACY, metricRange, pessimisticBound, reaches, tolerance, utility, type Objective } from "../core/objective.js";
-import { tCritical975, Z975 } from "../core/stats.js";
+import { tInterval, Z975 } from "../core/stats.js";
 import {
   ConvergenceSchema,
   GoalStatus,
@@ -42,11 +42,9 @@ import {
 export function describe(values: number[]): MetricStats {
   const n = values.length;
   if (n === 0) return create(MetricStatsSchema, { n: 0, ci95: [0, 0] });
-  const mean = values.reduce((a, b) => a + b, 0) / n;
-  const std = n > 1 ? Math.sqrt(values.reduce((a, v) => a + (v - mean) ** 2, 0) / (n - 1)) : 0;
   // One seed says nothing about spread: the interval collapses to the point and
   // goalStatus() refuses to call that "achieved".
-  const half = n > 1 ? (tCritical975(n - 1) * std) / Math.sqrt(n) : 0;
+  const { mean, sd: std, half } = tInterval(values);
   return create(MetricStatsSchema, {
     mean,
     std,
