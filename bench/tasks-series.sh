@@ -113,14 +113,20 @@ run_pair() {
   ./research-agent launch --goal "$goal" --time-budget "${minutes}m" --seed "$seed" --no-research --workspace "$ws" --json \
     > "$out/$name-$seed.swarm.json" 2> "$out/$name-$seed.swarm.log" || true
   swarm_s=$(( $(date +%s) - t0 ))
+  # How the run's edits came out by the report's rule (bench/run-facts.ts edits), read before the peer runs.
+  local run_id
+  run_id="$(node -e 'const l = require("fs").readFileSync(process.argv[1], "utf8").trim().split("\n").pop(); try { console.log(JSON.parse(l).run_id ?? "") } catch { console.log("") }' "$out/$name-$seed.swarm.json")"
+  if [ -n "$run_id" ]; then npx tsx bench/run-facts.ts "$ws" "$run_id" > "$out/$name-$seed.facts.json" 2>> "$out/$name-$seed.swarm.log" || echo '{}' > "$out/$name-$seed.facts.json"
+  else echo '{}' > "$out/$name-$seed.facts.json"; fi
   echo "tasks-series: $name seed $seed: $peer --seed $seed ($(date -u +%H:%M:%S))" >&2
   peer_before="$(load)"; peer_t0="$(date +%s)"
   # shellcheck disable=SC2086 # the peer's arguments are words
   "$venv/bin/python" $peer --seed "$seed" > "$out/$name-$seed.peer.json" 2> "$out/$name-$seed.peer.log"
-  "$venv/bin/python" - "$out/$name-$seed.swarm.json" "$out/$name-$seed.peer.json" > "$pair" <<PY
+  "$venv/bin/python" - "$out/$name-$seed.swarm.json" "$out/$name-$seed.peer.json" "$out/$name-$seed.facts.json" > "$pair" <<PY
 import json, sys
 lines = open(sys.argv[1]).read().strip().splitlines()
 swarm = json.loads(lines[-1]) if lines else {"status": "no result"}
+swarm["edits"] = json.load(open(sys.argv[3])).get("edits")
 print(json.dumps({"case": "$name", "seed": $seed, "goal": """$goal""", "minutes": $minutes,
                   "swarm": {"command": "launch --goal ... --time-budget ${minutes}m --seed $seed --no-research", "wall_s": $swarm_s,
                             "load_before": "$before", **swarm},
@@ -146,7 +152,7 @@ import glob, json, os, statistics, sys, datetime
 sys.path.insert(0, "bench")
 import machine
 out, commit, result, tasks, seeds = sys.argv[1:]
-pairs = [json.load(open(p)) for p in sorted(glob.glob(os.path.join(out, "*-[0-9]*.json"))) if not p.endswith((".swarm.json", ".peer.json"))]
+pairs = [json.load(open(p)) for p in sorted(glob.glob(os.path.join(out, "*-[0-9]*.json"))) if not p.endswith((".swarm.json", ".peer.json", ".facts.json"))]
 def spread(values):
     values = [v for v in values if v is not None]
     return {"mean": statistics.mean(values), "min": min(values), "max": max(values), "n": len(values)} if values else None
@@ -161,6 +167,9 @@ for name in tasks.split(","):
         "swarm_ensemble_test": spread([best(p).get(f"ensemble_test_{metric}") for p in mine]),
         "swarm_seconds": spread([p["swarm"].get("seconds") for p in mine]),
         "swarm_ends": [p["swarm"].get("reason") for p in mine],
+        # The runs' edits by the report's rule (bench/run-facts.ts), summed: judged, supported, refuted, inconclusive, paired.
+        "swarm_edits": {k: sum((p["swarm"].get("edits") or {}).get(k, 0) for p in mine)
+                        for k in ("judged", "supported", "refuted", "inconclusive", "paired")},
         "peers_test": {m: spread([p["peer"]["models"][m][f"test_{metric}"] for p in mine]) for m in (mine[0]["peer"].get("models", {}) if mine else {})},
         "pairs": mine,
     }
