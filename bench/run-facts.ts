@@ -63,9 +63,18 @@ export async function runFacts(workspace: string, runId: string) {
 /** The report's outcome of every edit's hypothesis, counted; none before the run has finished. */
 function editOutcomes(state: RunState) {
   if (!state.runFinished) return null;
-  const outcomes = buildReport(state, state.runFinished).json.trials.flatMap((r) => (r.hypothesis_outcome ? [r.hypothesis_outcome] : []));
+  const rows = buildReport(state, state.runFinished).json.trials.flatMap((r) => (r.hypothesis_outcome ? [{ id: r.trial_id, h: r.hypothesis_outcome }] : []));
+  const outcomes = rows.map((r) => r.h);
   const count = (outcome: string) => outcomes.filter((h) => h.outcome === outcome).length;
-  return { judged: outcomes.length, supported: count("supported"), refuted: count("refuted"), inconclusive: count("inconclusive"), paired: outcomes.filter((h) => h.paired_examples > 0).length };
+  return {
+    judged: outcomes.length,
+    supported: count("supported"),
+    refuted: count("refuted"),
+    inconclusive: count("inconclusive"),
+    paired: outcomes.filter((h) => h.paired_examples > 0).length,
+    // Judged on a promotion of the edit's config and of its parent's (ASHA's or a re-test's), not on the two probes.
+    above_probes: rows.filter((r) => r.h.trial_ids[0] !== r.id).length,
+  };
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1]!).href) {

@@ -167,9 +167,9 @@ for name in tasks.split(","):
         "swarm_ensemble_test": spread([best(p).get(f"ensemble_test_{metric}") for p in mine]),
         "swarm_seconds": spread([p["swarm"].get("seconds") for p in mine]),
         "swarm_ends": [p["swarm"].get("reason") for p in mine],
-        # The runs' edits by the report's rule (bench/run-facts.ts), summed: judged, supported, refuted, inconclusive, paired.
+        # The runs' edits by the report's rule (bench/run-facts.ts), summed: judged, supported, refuted, inconclusive, paired, above_probes.
         "swarm_edits": {k: sum((p["swarm"].get("edits") or {}).get(k, 0) for p in mine)
-                        for k in ("judged", "supported", "refuted", "inconclusive", "paired")},
+                        for k in ("judged", "supported", "refuted", "inconclusive", "paired", "above_probes")},
         "peers_test": {m: spread([p["peer"]["models"][m][f"test_{metric}"] for p in mine]) for m in (mine[0]["peer"].get("models", {}) if mine else {})},
         "pairs": mine,
     }

@@ -7,7 +7,8 @@ import { adoptedConcepts, blocksOf } from "../core/brief.js";
 import { inferenceSpec, type InferenceSpec } from "./inference-spec.js";
 import { describeSpace, spaceOf } from "../core/space.js";
 import { lastEpochsOf } from "../core/defaults.js";
-import { bestRule, hypothesisOutcome, whyBest, type HypothesisOutcome, type HypothesisTest } from "../core/ranking.js";
+import { bestRule, whyBest, type HypothesisOutcome } from "../core/ranking.js";
+import { editFinding } from "../swarm/findings.js";
 import { formatChange, objective, type Objective } from "../core/objective.js";
 import { FRONT_RULE, frontOf, latencyOf, limitLatencyMs, pointOf, tradeOffsOf } from "../swarm/front.js";
 import { nondominatedFronts } from "../core/pareto.js";
@@ -183,45 +184,16 @@ function trialRow(state: RunState, t: TrialState, position: number) {
 }
 
 /**
- * Whether the trial's hypothesis held (core/ranking.ts hypothesisOutcome): its config against its
- * first parent's, at the highest fidelity both reached: the two trials, or a promotion of each
- * (the same config trained again on more examples or epochs) trained at the same examples and
- * epochs, the pair whose interval is narrowest. ASHA often promotes both, and a promotion
- * validates on more examples: in the recorded Fashion-MNIST runs the 30,000-example rung resolves
- * about +-1.4 pp where the probes resolve +-2.8, compared by their intervals. `trial_ids` is the
- * pair compared; `paired_examples` the validation examples they were compared on example by
- * example (0: by their intervals alone). None for a promotion, a trial without an evaluated
- * parent, or one trained at another fidelity than its parent.
+ * Whether the trial's hypothesis held (swarm/findings.ts editFinding): `trial_ids` is the pair
+ * compared, the edit's config and its parent's at the highest fidelity both reached;
+ * `paired_examples` the validation examples they were compared on example by example (0: by
+ * their intervals alone). None for a promotion, a trial without an evaluated parent, or one
+ * trained at another fidelity than its parent.
  */
 function outcomeOf(state: RunState, t: TrialState): { outcome: HypothesisOutcome; parent_id: string; trial_ids: [string, string]; change: number; ci_95: [number, number]; detectable: number; paired_examples: number } | null {
-  const parent = state.trials.get(t.proposed?.parentIds[0] ?? "");
-  if (isPromotion(t) || !parent || !valMetricOf(t) || !valMetricOf(parent) || !t.train || !parent.train) return null;
-  if (fidelityOf(t) !== fidelityOf(parent)) return null;
-  let best: { pair: [TrialState, TrialState]; h: HypothesisTest } | undefined;
-  for (const own of promotionsOf(state, t)) {
-    for (const theirs of promotionsOf(state, parent)) {
-      const [a, b] = [valMetricOf(own), valMetricOf(theirs)];
-      if (!a || !b || fidelityOf(own) !== fidelityOf(theirs)) continue;
-      const h = hypothesisOutcome({ ...a, seedResults: own.evaluated?.result?.seedResults }, { ...b, seedResults: theirs.evaluated?.result?.seedResults }, t.objective);
-      if (!best || h.detectable < best.h.detectable) best = { pair: [own, theirs], h };
-    }
-  }
-  const { pair, h } = best!;
-  return { outcome: h.outcome, parent_id: parent.id, trial_ids: [pair[0].id, pair[1].id], change: h.change, ci_95: h.ci95, detectable: h.detectable, paired_examples: h.pairedExamples };
-}
-
-/** What a trial trained on: examples, epochs and the seconds that bound them (0: none). */
-function fidelityOf(t: TrialState): string {
-  return t.train ? `${t.train.subset} x ${t.train.epochs} x ${t.train.train_seconds}` : "";
-}
-
-/** A trial and the promotions of its config, theirs in turn included. */
-function promotionsOf(state: RunState, t: TrialState): TrialState[] {
-  const out = [t];
-  for (let i = 0; i < out.length; i++) {
-    for (const u of state.trials.values()) if (isPromotion(u) && u.proposed?.parentIds[0] === out[i]!.id) out.push(u);
-  }
-  return out;
+  const f = editFinding(state, t);
+  if (!f) return null;
+  return { outcome: f.outcome, parent_id: f.parent.id, trial_ids: [f.pair[0].id, f.pair[1].id], change: f.change, ci_95: f.ci95, detectable: f.detectable, paired_examples: f.pairedExamples };
 }
 
 /** What a trial is, for people: "vgg-cnn, 170,218 parameters, adam lr 0.002, cosine schedule, batch 128, 2 epochs on 12,000 examples". */

@@ -20,7 +20,8 @@
  * 6. while exploring: a confirmation of a probe that makes a target likely; when ASHA sends a
  *    config from a slice to the full training split, the last long training in an open-ended
  *    run (with a target, when the promotion does not fit: promotion.ts fullSplitDue); ASHA's
- *    promotion; the policy's edit; each only if it ends before exploration does;
+ *    promotion; a re-test of an edit whose gain its trials could not resolve, at the next rung
+ *    (promotion.ts retest); the policy's edit; each only if it ends before exploration does;
  * 7. with nothing left that fits, the last long training now, unless a promotion in flight
  *    may become the best first: the time goes to training the best config longer, not to
  *    random draws (a run that drew 26 of them in its last six minutes, 21 pruned within
@@ -36,7 +37,7 @@ import { baselineProposals, handProposal } from "./policies/hand.js";
 import { nextBuiltin } from "./policies/builtin.js";
 import { randomPolicy } from "./policies/random.js";
 import type { Move, PlanInput } from "./types.js";
-import { ashaPromotion, confirmation, fullSplitDue, lastTraining, promotionInFlight, tailTraining } from "./promotion.js";
+import { ashaPromotion, confirmation, fullSplitDue, lastTraining, promotionInFlight, retest, tailTraining } from "./promotion.js";
 import { brokenPromises } from "./promises.js";
 import { exploreLeftS, lastTrainingOf, plansLastTraining } from "./time-model.js";
 
@@ -110,6 +111,8 @@ function choose(input: PlanInput, index: number): Move {
   }
   const promotion = due === "wait" ? undefined : ashaPromotion(input);
   if (promotion) return { kind: "promote", proposal: promotion };
+  const again = retest(input);
+  if (again) return { kind: "promote", proposal: again };
   const edit = nextBuiltin(input, index);
   if (edit) return { kind: "propose", proposal: edit, by: "policy" };
   // Nothing else ends before exploration does: the last long training starts early, after a

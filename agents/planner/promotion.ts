@@ -3,6 +3,7 @@
  * config trained again at another fidelity, a new trial whose parent it is.
  *
  * - ASHA's promotion, when a finished trial has earned the next rung;
+ * - a re-test, when an edit's gain is unresolved and the next rung would resolve it;
  * - a confirmation, for a goal with a target: a one-seed probe that makes the target likely is
  *   trained on the full split with the run's seeds, whose interval can meet the goal;
  * - the run's last long training: the best config for the time the run has left;
@@ -13,7 +14,7 @@
 import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import type { DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
 import { Mutation } from "../../proto/gen/research/v1/common_pb.js";
-import { formatMetric, reaches } from "../../core/objective.js";
+import { formatChange, formatMetric, reaches } from "../../core/objective.js";
 import { bestTrial, type RunState } from "../../swarm/run-state.js";
 import { tailSeconds, TAIL_EPOCHS } from "../../swarm/budget.js";
 import { isClaimingPromotion, isPromotion, meanOf, rungOf, scoreOf, scoreText, valMetricOf, type TrialState } from "../../swarm/trial-state.js";
@@ -22,7 +23,8 @@ import { frontOf, frontPicks, tradeOffsOf, trainedLong } from "../../swarm/front
 import { imageSide, type Genome } from "./mutations.js";
 import { probeFidelity, withinBudget } from "./proposals.js";
 import type { PlanInput, Proposal } from "./types.js";
-import { atRung, ladder, nextPromotion, PROMOTION_SURFACE, seedsAtRung, type Fidelity, type Promotion } from "./scheduler.js";
+import { atRung, ladder, nextPromotion, promotedIds, PROMOTION_SURFACE, seedsAtRung, type Fidelity, type Promotion } from "./scheduler.js";
+import { editFinding } from "../../swarm/findings.js";
 import { CONTINUE_SHARE, continuationTime, LAST_GAIN, lastTrainingTime, passesOf, seedsAtOnce, seedsOf, timing, type LastTrainingTime } from "./time-model.js";
 import { spaceOf } from "../../core/space.js";
 import { pct } from "../../core/format.js";
@@ -117,6 +119,44 @@ export function makesTargetLikely(state: RunState, t: TrialState, info: Pick<Dat
     ? Z975 * Math.sqrt((goal.target * (1 - goal.target)) / info.nVal)
     : ((stats.ci95[1]! - stats.ci95[0]!) / 2) * Math.sqrt(probeExamples / info.nVal);
   return reaches(o, o.higherIsBetter ? mean - margin : mean + margin, goal.target);
+}
+
+/**
+ * A re-test of an edit the run could not resolve: its gain favours the edit but its interval
+ * (swarm/findings.ts editFinding) holds no change too, and the next rung, a larger slice of the
+ * training split, would resolve that gain. The interval's sampling part narrows with the square
+ * root of the validation examples, which are a fixed share of the slice (runner datasets.py
+ * val_count), so the next rung is predicted to resolve about detectable * sqrt(slice / next
+ * slice); the edit is re-tested when that is smaller than its gain. The move promotes whichever
+ * side of the pair has not gone up yet (the edit's config first, then its parent's), so the two
+ * train at the same fidelity and the report compares them there. In an open-ended run without
+ * trade-offs only: a target's run ends once the target is met, and a Pareto goal's probes build
+ * its front; and never to the full split, where a run's claims train (the last long training).
+ * ASHA sends an edit up without its parent: in the recorded 30-minute Fashion-MNIST run 0e3b084,
+ * t003 gained 2.20 pp over t001 at 10k x 3, inside their +-2.97 pp (two intervals), went to
+ * 30k x 3, and t001 never did, so the edit stayed unresolved at the probes' size.
+ */
+export function retest(input: PlanInput): Proposal | undefined {
+  const { state } = input;
+  if (!state.goal?.openEnded || tradeOffsOf(state).length) return undefined;
+  const ladderNow = rungs(input);
+  const promoted = promotedIds(state);
+  let pick: { side: TrialState; rung: number; reason: string; change: number } | undefined;
+  for (const t of state.trials.values()) {
+    if (t.judged?.verdict !== Verdict.ACCEPT) continue;
+    const f = editFinding(state, t);
+    if (!f || f.outcome !== "inconclusive" || !(f.change > 0) || (pick && pick.change >= f.change)) continue;
+    const rung = rungOf(f.pair[0]);
+    const [now, next] = [ladderNow[rung], ladderNow[rung + 1]];
+    if (!now?.subset || !next?.subset) continue;
+    const predicted = f.detectable * Math.sqrt(now.subset / next.subset);
+    const side = f.pair.find((u) => !promoted.has(u.id));
+    if (predicted >= f.change || !side) continue;
+    const o = state.objective;
+    const reason = `a re-test of ${t.id}: its gain of ${formatChange(o, f.change)} over ${f.parent.id} is unresolved (±${formatChange(o, f.detectable).replace(/^\+/, "")}) at rung ${rung}, and rung ${rung + 1} should resolve about ±${formatChange(o, predicted).replace(/^\+/, "")}`;
+    pick = { side, rung: rung + 1, reason, change: f.change };
+  }
+  return pick && promotionAt(input, { trial: pick.side, rung: pick.rung, reason: pick.reason }, ladderNow[pick.rung]!);
 }
 
 /** Trials that a trial with the run's seeds trained again: confirmed, or trained for the time left. */

@@ -150,6 +150,27 @@ describe("exploring", () => {
     expect(last.rationale).toMatch(/^ASHA promotes u2 to the full training split \(.*\), which does not fit before exploration ends: the run's last long training/);
   });
 
+  it("re-tests an edit whose gain its probes could not resolve at the next rung, the edit's side and then its parent's, where ASHA would not", () => {
+    // t2 went up already; e, an edit of t1, gained 1.1 pp over it at 10k x 3, inside the pair's
+    // +-1.41 pp (two intervals of +-1 pp); 30k examples should resolve about 1.41 / sqrt(3) = 0.82.
+    const probes = [...trial("t0", 0, 0.85, 10), ...trial("t1", 1, 0.86, 10), ...trial("t2", 2, 0.9, 10), ...trial("u2", 2, 0.91, 30, { rung: 1, parent: "t2", valExamples: 3000 })];
+    const edit = trial("e", 1, 0.871, 10, { parent: "t1" });
+    const events = [...probes, ...edit];
+    const { input } = run(events, 100);
+    expect(ashaPromotion(input), "the top third of rung 0 went up already").toBeUndefined();
+    const first = proposalOf(decided(events, 100));
+    expect(first).toMatchObject({ rung: 1, parentIds: ["e"], seeds: 1, train: { subset: 30_000 } });
+    expect(first.rationale).toMatch(/^a re-test of e: its gain of \+1\.10 pp over t1 is unresolved \(±1\.41 pp\) at rung 0, and rung 1 should resolve about ±0\.82 pp/);
+    // With the edit's side in flight, its parent's goes up: the two then train at the same fidelity.
+    const child = proposed("ue", Surface.DATA, ["e"]);
+    Object.assign(child.body!.value as object, { rung: 1 });
+    expect(proposalOf(decided([...events, child], 100))).toMatchObject({ rung: 1, parentIds: ["t1"] });
+    // Not a gain that small, nor one the next rung could not resolve, nor a goal with a target or trade-offs.
+    expect(decided([...probes, ...trial("e", 1, 0.866, 10, { parent: "t1" })], 100)).toMatchObject({ kind: "propose" });
+    expect(decided(events, 100, { target: 0.95 }).kind).toBe("propose");
+    expect(decided(events, 100, { tradeOffs: [Cost.PARAMS] }).kind).toBe("propose");
+  });
+
   it("waits for a promotion in flight that may become the best, rather than train last without it", () => {
     const inFlight = proposed("v");
     (inFlight.body!.value as { rung: number; parentIds: string[] }).rung = 1;

@@ -233,3 +233,26 @@ describe("the run's tail (the signals recording, 0366420)", () => {
     expect(judge(s, s.trials.get(tailId)!, endMs).runEnd).not.toBe(RunEnd.UNSPECIFIED);
   });
 });
+
+describe("an edit ASHA promoted without its parent (the 30-minute Fashion-MNIST recording, 0e3b084)", () => {
+  const r = RECORDINGS.find((x) => x.file === "fmnist-30min-open-0e3b084.jsonl")!;
+  const recorded = events(r);
+
+  it("re-tests it: the parent goes up to the rung the edit reached, where the pair resolves more", () => {
+    // Recorded: t003 (a cosine schedule with a warm-up epoch on t001) gained 2.20 pp over t001 at
+    // 10k x 3, inside their +-2.97 pp; ASHA sent t003 to 30k x 3 (t004) and never t001, so the
+    // edit stayed unresolved at the probes' size.
+    const id = (n: string) => `${recorded[0]!.runId}-${n}`;
+    const points = decisionPoints(r, recorded);
+    const retests = points.flatMap((p) => {
+      const move = decide(p.input, p.index);
+      return move.kind === "promote" && move.proposal.rationale.startsWith("a re-test") ? [{ p, proposal: move.proposal }] : [];
+    });
+    expect(retests.length, "some decision re-tests").toBeGreaterThan(0);
+    const { p, proposal } = retests[0]!;
+    expect(p.input.state.trials.get(id("t004"))?.judged, "the edit's side went up first, by ASHA").toBeDefined();
+    expect(proposal).toMatchObject({ rung: 1, parentIds: [id("t001")], train: { subset: 30_000, epochs: 3 } });
+    expect(proposal.rationale).toContain(`a re-test of ${id("t003")}: its gain of +2.20 pp over ${id("t001")} is unresolved (±2.97 pp) at rung 0`);
+    expect(brokenPromises(p.input, p.index, { kind: "promote", proposal })).toEqual([]);
+  });
+});
