@@ -98,7 +98,14 @@ interface TasksFile {
   commit: string;
   summarised_at: string;
   machine: Machine;
-  cases: Record<string, { metric: string; swarm_test: Stat | null; swarm_ensemble_test: Stat | null; peers_test: Record<string, Stat | null>; pairs: { minutes: number }[] }>;
+  cases: Record<string, { metric: string; swarm_test: Stat | null; swarm_ensemble_test: Stat | null; swarm_edits?: Edits; peers_test: Record<string, Stat | null>; pairs: { minutes: number }[] }>;
+}
+
+/** The runs' edits by the report's rule, summed over the series (bench/run-facts.ts). */
+interface Edits {
+  judged: number;
+  supported: number;
+  refuted: number;
 }
 
 const METRIC_NAMES: Record<string, string> = { accuracy: "accuracy", rmse: "RMSE", bits_per_byte: "bits per byte" };
@@ -130,10 +137,12 @@ function taskRows(): string[] {
     const one = (v: number) => (c.metric === "accuracy" ? show(v, "pct") : v.toFixed(3));
     const num = (x: Stat) => (x.n > 1 ? `${one(x.mean)} (${one(x.min)}-${one(x.max)})` : one(x.mean));
     const perSeed = c.swarm_test ? `; per seed ${num(c.swarm_test)}` : "";
+    const e = c.swarm_edits;
+    const edits = e ? `; edits judged in its runs: ${e.judged}, ${e.supported} supported and ${e.refuted} refuted` : "";
     const previous = before ? `previous series ${num(before.cases[name]!.swarm_ensemble_test!)} at ${before.commit}` : "no previous series";
     const peers = Object.entries(c.peers_test).flatMap(([m, p]) => (p ? [`${peerName(m)}: ${num(p)}`] : [])).join("; ");
     const runs = v.n >= 3 ? String(v.n) : `${v.n} (not a series)`;
-    return [`| ${name}, ${c.pairs[0]?.minutes ?? "?"} min (bench/tasks-series.sh): test ${METRIC_NAMES[c.metric] ?? c.metric}, ensemble of the best trial's seeds${perSeed}; ${previous} | ${num(v)} | ${runs} | ${peers || "—"} | ${now.commit} (${now.summarised_at.slice(0, 10)}) | ${machine(now.machine)} |`];
+    return [`| ${name}, ${c.pairs[0]?.minutes ?? "?"} min (bench/tasks-series.sh): test ${METRIC_NAMES[c.metric] ?? c.metric}, ensemble of the best trial's seeds${perSeed}${edits}; ${previous} | ${num(v)} | ${runs} | ${peers || "—"} | ${now.commit} (${now.summarised_at.slice(0, 10)}) | ${machine(now.machine)} |`];
   });
 }
 
