@@ -98,3 +98,8 @@ export function formatMetric(o: Objective, value: number): string {
 export function formatChange(o: Objective, delta: number): string {
   return o.proportion ? gainPp(delta) : `${delta >= 0 ? "+" : "-"}${formatMetric(o, Math.abs(delta))}`;
 }
+
+/** An interval's half-width in the same units, after a "±": "1.41 pp", "0.031". */
+export function formatHalfWidth(o: Objective, half: number): string {
+  return formatChange(o, Math.abs(half)).slice(1);
+}

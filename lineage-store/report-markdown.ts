@@ -4,7 +4,7 @@
  */
 import { INFERENCE_FILE, type InferenceSpec } from "./inference-spec.js";
 import { intervalBasis } from "../core/ranking.js";
-import { COSTS, formatChange, formatMetric, reaches, type Objective } from "../core/objective.js";
+import { COSTS, formatChange, formatHalfWidth, formatMetric, reaches, type Objective } from "../core/objective.js";
 import type { RunState } from "../swarm/run-state.js";
 import { jobsText, points, pp } from "../core/format.js";
 import { RUN_STATUS } from "../core/enums.js";
@@ -31,7 +31,7 @@ function heldText(h: { outcome: string; parent_id: string; trial_ids: readonly s
   const [own, theirs] = h.trial_ids;
   const at = own === trialId && theirs === h.parent_id ? "" : `, at ${own} vs ${theirs}`;
   const paired = h.paired_examples ? ` over ${int(h.paired_examples)} examples paired` : "";
-  return `${h.outcome} (${formatChange(o, h.change)}; ±${formatChange(o, h.detectable).replace(/^\+/, "")}${paired}${at})`;
+  return `${h.outcome} (${formatChange(o, h.change)}; ±${formatHalfWidth(o, h.detectable)}${paired}${at})`;
 }
 
 

@@ -14,7 +14,7 @@
 import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
 import type { DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
 import { Mutation } from "../../proto/gen/research/v1/common_pb.js";
-import { formatChange, formatMetric, reaches } from "../../core/objective.js";
+import { formatChange, formatHalfWidth, formatMetric, reaches } from "../../core/objective.js";
 import { bestTrial, type RunState } from "../../swarm/run-state.js";
 import { tailSeconds, TAIL_EPOCHS } from "../../swarm/budget.js";
 import { isClaimingPromotion, isPromotion, meanOf, rungOf, scoreOf, scoreText, valMetricOf, type TrialState } from "../../swarm/trial-state.js";
@@ -153,7 +153,7 @@ export function retest(input: PlanInput): Proposal | undefined {
     const side = f.pair.find((u) => !promoted.has(u.id));
     if (predicted >= f.change || !side) continue;
     const o = state.objective;
-    const reason = `a re-test of ${t.id}: its gain of ${formatChange(o, f.change)} over ${f.parent.id} is unresolved (±${formatChange(o, f.detectable).replace(/^\+/, "")}) at rung ${rung}, and rung ${rung + 1} should resolve about ±${formatChange(o, predicted).replace(/^\+/, "")}`;
+    const reason = `a re-test of ${t.id}: its gain of ${formatChange(o, f.change)} over ${f.parent.id} is unresolved (±${formatHalfWidth(o, f.detectable)}) at rung ${rung}, and rung ${rung + 1} should resolve about ±${formatHalfWidth(o, predicted)}`;
     pick = { side, rung: rung + 1, reason, change: f.change };
   }
   return pick && promotionAt(input, { trial: pick.side, rung: pick.rung, reason: pick.reason }, ladderNow[pick.rung]!);
