@@ -141,22 +141,26 @@ export function retest(input: PlanInput): Proposal | undefined {
   if (!state.goal?.openEnded || tradeOffsOf(state).length) return undefined;
   const ladderNow = rungs(input);
   const promoted = promotedIds(state);
-  let pick: { side: TrialState; rung: number; reason: string; change: number } | undefined;
+  const o = state.objective;
+  const due: { change: number; promotion: Promotion }[] = [];
   for (const t of state.trials.values()) {
-    if (t.judged?.verdict !== Verdict.ACCEPT) continue;
-    const f = editFinding(state, t);
-    if (!f || f.outcome !== "inconclusive" || !(f.change > 0) || (pick && pick.change >= f.change)) continue;
+    const f = t.judged?.verdict === Verdict.ACCEPT ? editFinding(state, t) : undefined;
+    if (!f || f.outcome !== "inconclusive" || !(f.change > 0)) continue;
     const rung = rungOf(f.pair[0]);
     const [now, next] = [ladderNow[rung], ladderNow[rung + 1]];
-    if (!now?.subset || !next?.subset) continue;
-    const predicted = f.detectable * Math.sqrt(now.subset / next.subset);
     const side = f.pair.find((u) => !promoted.has(u.id));
-    if (predicted >= f.change || !side) continue;
-    const o = state.objective;
+    if (!now?.subset || !next?.subset || !side) continue;
+    const predicted = f.detectable * Math.sqrt(now.subset / next.subset);
+    if (predicted >= f.change) continue;
     const reason = `a re-test of ${t.id}: its gain of ${formatChange(o, f.change)} over ${f.parent.id} is unresolved (±${formatHalfWidth(o, f.detectable)}) at rung ${rung}, and rung ${rung + 1} should resolve about ±${formatHalfWidth(o, predicted)}`;
-    pick = { side, rung: rung + 1, reason, change: f.change };
+    due.push({ change: f.change, promotion: { trial: side, rung: rung + 1, reason } });
   }
-  return pick && promotionAt(input, { trial: pick.side, rung: pick.rung, reason: pick.reason }, ladderNow[pick.rung]!);
+  // The largest gain first, of those that fit.
+  for (const { promotion } of due.sort((a, b) => b.change - a.change)) {
+    const p = promotionAt(input, promotion, ladderNow[promotion.rung]!);
+    if (p) return p;
+  }
+  return undefined;
 }
 
 /** Trials that a trial with the run's seeds trained again: confirmed, or trained for the time left. */
