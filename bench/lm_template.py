@@ -1,18 +1,20 @@
-"""The byte-ngram template's learning rate, decided on text the language-model benchmark does not
+"""The byte-ngram template's learning rate and table, decided on text the language-model benchmark does not
 score: the KJV corpus's bytes 2,000,000-3,000,000 (bench/lm-corpus.sh's file; the benchmark reads
 its first 1,000,000).
 
     .venv/bin/python bench/lm_template.py bench/data/lm-corpus.txt --lrs 0.006,0.01,0.015 --seeds 0,1 --seconds 60 --out r.json
+    .venv/bin/python bench/lm_template.py bench/data/lm-corpus.txt --lrs 0.015 --tables 8:17:32,8:19:8 --seeds 0,1 --seconds 60
 
 The model is the template as core/tasks/text.ts builds it (NgramEmbedding(8, 2**17, 32) from
-core/compiler/blocks.py, LayerNorm, dropout 0.7, 512 GELU units, a linear head to 256 bytes) with
+core/compiler/blocks.py; --tables gives other ORDERS:LOG2_BUCKETS:DIM), LayerNorm, dropout 0.7, 512 GELU units, a linear head to 256 bytes) with
 its recipe (AdamW, weight decay 0.1, 32 windows of 128 bytes a step, gradients clipped at 1, cosine
 over the wall time, bf16 autocast where the CPU computes it natively). The slice goes through the
 runner's own loader and split as bench/lm_baseline.py reads a corpus (its test rows unused), and
 its validation rows are scored by lm_baseline's `bits_per_byte`: windows of 128 that start afresh.
-Each (lr, seed) trains for --seconds of wall time, one after the other; run nothing beside it.
+Each (table, lr, seed) trains for --seconds of wall time, one after the other; run nothing beside it.
 """
 import argparse
+import itertools
 import json
 import math
 import os
@@ -48,14 +50,15 @@ def rows_of(path, start, length):
     return torch.as_tensor(raw.x_train[split.train]), torch.as_tensor(raw.x_train[split.val])
 
 
-def template(seed):
+def template(seed, table):
+    orders, log2_buckets, dim = table
     torch.manual_seed(seed)
-    return nn.Sequential(NgramEmbedding(8, 1 << 17, 32, vocab_size=256), nn.LayerNorm(256), nn.Dropout(0.7),
-                         nn.Linear(256, 512), nn.GELU(), nn.Linear(512, 256))
+    return nn.Sequential(NgramEmbedding(orders, 1 << log2_buckets, dim, vocab_size=256), nn.LayerNorm(orders * dim),
+                         nn.Dropout(0.7), nn.Linear(orders * dim, 512), nn.GELU(), nn.Linear(512, 256))
 
 
-def train(train_rows, val_rows, lr, seed, seconds, bf16):
-    model = template(seed)
+def train(train_rows, val_rows, table, lr, seed, seconds, bf16):
+    model = template(seed, table)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.1)
     gen = torch.Generator().manual_seed(seed)
     start, steps = time.time(), 0
@@ -73,7 +76,7 @@ def train(train_rows, val_rows, lr, seed, seconds, bf16):
         nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         steps += 1
-    return {"lr": lr, "seed": seed, "steps": steps, "val_bits_per_byte": round(bits_per_byte(model, val_rows, CTX), 4)}
+    return {"table": ":".join(map(str, table)), "lr": lr, "seed": seed, "steps": steps, "val_bits_per_byte": round(bits_per_byte(model, val_rows, CTX), 4)}
 
 
 def main():
@@ -82,6 +85,7 @@ def main():
     ap.add_argument("--start", type=int, default=2_000_000, help="first byte of the design text")
     ap.add_argument("--bytes", type=int, default=1_000_000, help="its length")
     ap.add_argument("--lrs", default="0.006,0.01,0.015")
+    ap.add_argument("--tables", default="8:17:32", help="n-gram tables, ORDERS:LOG2_BUCKETS:DIM, a list")
     ap.add_argument("--seeds", default="0,1")
     ap.add_argument("--seconds", type=float, default=60)
     ap.add_argument("--out")
@@ -91,10 +95,11 @@ def main():
     bf16 = bool(fp["cpu_bf16"])
     train_rows, val_rows = rows_of(a.corpus, a.start, a.bytes)
     runs = []
-    for lr in [float(v) for v in a.lrs.split(",")]:
-        for seed in [int(v) for v in a.seeds.split(",")]:
-            runs.append(train(train_rows, val_rows, lr, seed, a.seconds, bf16))
-            print(json.dumps(runs[-1]), flush=True)
+    tables = [tuple(int(n) for n in t.split(":")) for t in a.tables.split(",")]
+    lrs = [float(v) for v in a.lrs.split(",")]
+    for table, lr, seed in itertools.product(tables, lrs, [int(v) for v in a.seeds.split(",")]):
+        runs.append(train(train_rows, val_rows, table, lr, seed, a.seconds, bf16))
+        print(json.dumps(runs[-1]), flush=True)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=HERE).stdout.strip()
     doc = {"bench": "lm_template", "commit": commit, "command": " ".join(sys.argv), "machine": fp, "corpus": a.corpus,
            "bytes": [a.start, a.start + a.bytes], "seconds": a.seconds, "runs": runs}
