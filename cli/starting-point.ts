@@ -13,6 +13,7 @@ import { create } from "@bufbuild/protobuf";
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { compileModel } from "../core/compiler/compile.js";
+import { int } from "../core/format.js";
 import { authoredTrainConfig, authoredTrialModel, isCodeModel, type TrainConfigInput, type TrialModelInput } from "../core/model-config.js";
 import type { RunnerClient } from "../gpu-runner/client.js";
 import { StartingPointSchema, type Goal, type StartingPoint } from "../proto/gen/research/v1/events_pb.js";
@@ -122,8 +123,6 @@ export function startingPointOf(flags: StartFlags, workspace: string, python: st
   };
 }
 
-const count = (n: number) => n.toLocaleString("en-US");
-
 /**
  * Why the starting point cannot train on the goal's dataset: its shape, or the goal's parameter
  * limit. A model in Python is built by the runner (Summarize, in its sandbox): what it finds (the
@@ -148,6 +147,6 @@ export async function startProblem(start: Start, goal: Goal, info: DatasetInfo, 
     params = compiled.params;
   }
   const max = Number(goal.maxParams);
-  if (max > 0 && params > max) return `--from ${origin}: ${count(params)} parameters exceed the goal's limit of ${count(max)}`;
+  if (max > 0 && params > max) return `--from ${origin}: ${int(params)} parameters exceed the goal's limit of ${int(max)}`;
   return undefined;
 }

@@ -5,6 +5,11 @@ export function orList(words: readonly string[]): string {
   return words.length > 1 ? `${words.slice(0, -1).join(", ")} or ${words.at(-1)}` : (words[0] ?? "");
 }
 
+/** A count with thousands separators: 170218 -> "170,218". */
+export function int(n: number): string {
+  return n.toLocaleString("en-US");
+}
+
 /** A fraction as a percentage with two decimals: 0.91234 -> "91.23%"; undefined -> "?". */
 export function pct(x: number | undefined): string {
   return x === undefined || !Number.isFinite(x) ? "?" : `${points(x)}%`;

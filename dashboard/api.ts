@@ -16,8 +16,9 @@
  *   GET  /api/events[?run=RUN]                  text/event-stream of LiveMessage
  */
 import type { MetricName } from "../core/enums.js";
-import type { Finding, InferenceCostJson } from "../lineage-store/report-json.js";
-export type { InferenceCostJson, InferenceTimingJson } from "../lineage-store/report-json.js";
+import type { InferenceCostJson } from "../lineage-store/report-model.js";
+import type { Finding } from "../lineage-store/report-findings.js";
+export type { InferenceCostJson, InferenceTimingJson } from "../lineage-store/report-model.js";
 export type { QueueJson, QueuedRun, StartRunReply, StartRunRequest } from "./intake.js";
 
 /** The run's objective (core/objective.ts), for whoever reads the JSON: its metric, its name for people, its direction. */
@@ -191,7 +192,7 @@ export interface RunDetail extends RunSummary {
   front: FrontJson | null;
   /** What the goal's latency limit did; null for a goal without one. */
   limits: LimitsJson | null;
-  /** What the run found so far and the experiment each finding suggests, as the report's Next steps give them (lineage-store/report-json.ts findingsOf). */
+  /** What the run found so far and the experiment each finding suggests, as the report's Next steps give them (lineage-store/report-findings.ts findingsOf). */
   findings: Finding[];
 }
 

@@ -6,10 +6,11 @@ import { INFERENCE_FILE, type InferenceSpec } from "./inference-spec.js";
 import { intervalBasis } from "../core/ranking.js";
 import { COSTS, formatChange, formatHalfWidth, formatMetric, reaches, type Objective } from "../core/objective.js";
 import type { RunState } from "../swarm/run-state.js";
-import { jobsText, points, pp } from "../core/format.js";
+import { int, jobsText, points, pp } from "../core/format.js";
 import { RUN_STATUS } from "../core/enums.js";
 import type { RunFinished } from "../proto/gen/research/v1/events_pb.js";
-import { duration, int, PLOT_FILES, short, weightsJson, type InferenceTimingJson, type ReportJson, type StatsJson } from "./report-json.js";
+import { duration, PLOT_FILES, short, type ReportJson, type StatsJson } from "./report-json.js";
+import { weightsJson, type InferenceTimingJson } from "./report-model.js";
 
 /**
  * Text from users and LLMs must not break the page: no raw HTML, no line breaks in cells. Only

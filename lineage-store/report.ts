@@ -12,8 +12,9 @@ import { metricCurves, type TrialState } from "../swarm/trial-state.js";
 import type { RunFinished } from "../proto/gen/research/v1/events_pb.js";
 import { confusionSvg, failuresSvg, frontSvg, learningCurvesSvg, scoresSvg } from "./plots.js";
 import type { WeightsExport } from "./weights.js";
-import { chosenBest, classesJson, CONFUSION_PLOT, countFailures, FRONT_PLOT, PLOT_FILES, reportJson, reportText, rowsOf, scorePoints, type ReportJson, type ReportTiming } from "./report-json.js";
+import { chosenBest, countFailures, FRONT_PLOT, PLOT_FILES, reportJson, reportText, rowsOf, scorePoints, type ReportJson, type ReportTiming } from "./report-json.js";
 import { markdownOf, readable } from "./report-markdown.js";
+import { classesJson, CONFUSION_PLOT } from "./report-findings.js";
 
 let tmpCounter = 0;
 

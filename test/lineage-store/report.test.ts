@@ -13,7 +13,8 @@ import { EvalResultSchema, GoalStatus } from "../../proto/gen/research/v1/runner
 import { readRegistry, writeArtifacts, type RegistryEntry } from "../../lineage-store/artifacts.js";
 import { escapeXml, failuresSvg, learningCurvesSvg, niceTicks, scoresSvg } from "../../lineage-store/plots.js";
 import { buildReport, reportPlots } from "../../lineage-store/report.js";
-import { FRONT_PLOT, inferenceJson, PLOT_FILES } from "../../lineage-store/report-json.js";
+import { FRONT_PLOT, PLOT_FILES } from "../../lineage-store/report-json.js";
+import { inferenceJson } from "../../lineage-store/report-model.js";
 import { evaluated, proposed, RUN as AGENT_RUN, started, state as agentState } from "../agents/helpers.js";
 import { Cost } from "../../proto/gen/research/v1/common_pb.js";
 import type { EventInit } from "../../bus/index.js";

@@ -355,7 +355,7 @@ class RunDetail(RunSummary):
     front: Front | None
     #: What the goal's latency limit did; None for a goal without one.
     limits: Limits | None
-    #: What the run found so far and the experiment each finding suggests, as the report's Next steps give them (lineage-store/report-json.ts findingsOf). Keys: ``kind``, ``finding``, ``next``.
+    #: What the run found so far and the experiment each finding suggests, as the report's Next steps give them (lineage-store/report-findings.ts findingsOf). Keys: ``kind``, ``finding``, ``next``.
     findings: list[dict[str, str]]
 
 
