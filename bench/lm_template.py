@@ -1,17 +1,18 @@
-"""The byte-ngram template's learning rate and table, decided on text the language-model benchmark does not
-score: the KJV corpus's bytes 2,000,000-3,000,000 (bench/lm-corpus.sh's file; the benchmark reads
-its first 1,000,000).
+"""The byte-ngram template's learning rate and table, decided on text the language-model benchmark
+does not score: the KJV corpus's bytes 2,000,000-3,000,000 (bench/lm-corpus.sh's file; the
+benchmark reads its first 1,000,000).
 
     .venv/bin/python bench/lm_template.py bench/data/lm-corpus.txt --lrs 0.006,0.01,0.015 --seeds 0,1 --seconds 60 --out r.json
     .venv/bin/python bench/lm_template.py bench/data/lm-corpus.txt --lrs 0.015 --tables 8:17:32,8:19:8 --seeds 0,1 --seconds 60
 
 The model is the template as core/tasks/text.ts builds it (NgramEmbedding(8, 2**17, 32) from
-core/compiler/blocks.py; --tables gives other ORDERS:LOG2_BUCKETS:DIM), LayerNorm, dropout 0.7, 512 GELU units, a linear head to 256 bytes) with
-its recipe (AdamW, weight decay 0.1, 32 windows of 128 bytes a step, gradients clipped at 1, cosine
-over the wall time, bf16 autocast where the CPU computes it natively). The slice goes through the
-runner's own loader and split as bench/lm_baseline.py reads a corpus (its test rows unused), and
-its validation rows are scored by lm_baseline's `bits_per_byte`: windows of 128 that start afresh.
-Each (table, lr, seed) trains for --seconds of wall time, one after the other; run nothing beside it.
+core/compiler/blocks.py; --tables gives other ORDERS:LOG2_BUCKETS:DIM), LayerNorm, dropout 0.7, 512
+GELU units, a linear head to 256 bytes) with its recipe (AdamW, weight decay 0.1, 32 windows of 128
+bytes a step, gradients clipped at 1, cosine over the wall time, bf16 autocast where the CPU
+computes it natively). The slice goes through the runner's own loader and split as
+bench/lm_baseline.py reads a corpus (its test rows unused), and its validation rows are scored by
+lm_baseline's `bits_per_byte`: windows of 128 that start afresh. Each (table, lr, seed) trains for
+--seconds of wall time, one after the other; run nothing beside it.
 """
 import argparse
 import itertools

@@ -9,7 +9,7 @@ import { dirname, join } from "node:path";
 import { cliConfig } from "../core/config.js";
 import { ResearchError } from "../core/failure.js";
 import { DEFAULT_TIME_BUDGET_S, searchDevice } from "../core/defaults.js";
-import { jobsText } from "../core/format.js";
+import { int, jobsText } from "../core/format.js";
 import { smallestTemplate } from "../core/tasks/fit.js";
 import { templatesFor } from "../core/tasks/index.js";
 import type { Logger } from "../core/logger.js";
@@ -151,7 +151,7 @@ function templateProblem(swarm: Swarm, goal: Goal, info: DatasetInfo, families?:
   if (!max) return undefined;
   const smallest = smallestTemplate(info, searchDevice(swarm.runnerHealth.device?.kind), max, families);
   if (!smallest || smallest.params <= max) return undefined;
-  return `the goal's limit of ${max.toLocaleString("en-US")} parameters is below every starting model for ${goal.dataset} (the smallest, ${smallest.name}, narrowed, has ${smallest.params.toLocaleString("en-US")}): raise the limit, or start from your own model with --from`;
+  return `the goal's limit of ${int(max)} parameters is below every starting model for ${goal.dataset} (the smallest, ${smallest.name}, narrowed, has ${int(smallest.params)}): raise the limit, or start from your own model with --from`;
 }
 
 /** Why the space's families (--space) leave the built-in brain no template for this data. */
@@ -166,7 +166,7 @@ function familyProblem(swarm: Swarm, space: SpaceSpec | undefined, info: Dataset
 function startLine(p: StartingPoint, info: DatasetInfo): string {
   const args = searchableArguments(p.arguments, info);
   const named = args.map((a) => `${a.name}=${argumentDefault(a)}`).join(", ");
-  return `starting point ${p.origin}: ${Number(p.params).toLocaleString("en-US")} parameters; ${args.length ? `constructor arguments the search may change: ${named}` : "no numeric or boolean constructor argument to search: the recipe only"}`;
+  return `starting point ${p.origin}: ${int(Number(p.params))} parameters; ${args.length ? `constructor arguments the search may change: ${named}` : "no numeric or boolean constructor argument to search: the recipe only"}`;
 }
 
 /**

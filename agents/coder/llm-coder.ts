@@ -20,6 +20,7 @@ import { safeParseJson } from "../../core/json.js";
 import { llmError } from "../../core/llm/errors.js";
 import { addUsage, emptyUsage, type Usage } from "../../core/llm/usage.js";
 import { labelName } from "../../core/failure.js";
+import { int } from "../../core/format.js";
 import type { RunnerClient } from "../../gpu-runner/client.js";
 import type { DatasetInfo, SummarizeResponse } from "../../proto/gen/research/v1/runner_pb.js";
 import type { Prompt } from "../../swarm/prompts.js";
@@ -111,7 +112,7 @@ function allowedNumbers(summary: SummarizeResponse): Set<string> {
   const add = (n: number | bigint) => {
     const v = Number(n);
     out.add(String(v));
-    out.add(v.toLocaleString("en-US"));
+    out.add(int(v));
     for (const d of [1, 2, 3]) out.add(v.toFixed(d));
   };
   add(summary.totalParams);
@@ -136,7 +137,7 @@ export function numbersNotFrom(text: string, summary: SummarizeResponse): string
 
 export function builtinNarrative(summary: SummarizeResponse, className: string): string {
   const biggest = [...summary.layers].sort((a, b) => Number(b.params - a.params))[0];
-  return `${className} has ${Number(summary.totalParams).toLocaleString("en-US")} parameters (${Number(summary.trainableParams).toLocaleString("en-US")} trainable, ${summary.sizeMb.toFixed(2)} MB) in ${summary.layers.length} layers, about ${Number(summary.flops).toLocaleString("en-US")} FLOPs per sample${biggest ? `; the largest layer is ${biggest.name} (${biggest.type}) with ${Number(biggest.params).toLocaleString("en-US")} parameters` : ""}.`;
+  return `${className} has ${int(Number(summary.totalParams))} parameters (${int(Number(summary.trainableParams))} trainable, ${summary.sizeMb.toFixed(2)} MB) in ${summary.layers.length} layers, about ${int(Number(summary.flops))} FLOPs per sample${biggest ? `; the largest layer is ${biggest.name} (${biggest.type}) with ${int(Number(biggest.params))} parameters` : ""}.`;
 }
 
 export async function narrateSummary(client: LlmClient, prompt: Prompt, summary: SummarizeResponse, className: string) {
