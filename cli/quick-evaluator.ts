@@ -23,7 +23,7 @@ import { EvalResultSchema, GoalStatus, type EvalResult, type EvaluateEvent } fro
 import { parseFraction, parsePositiveInt, Progress } from "./format.js";
 import { EXIT } from "./args.js";
 import { cudaProblem, dataProblem, modelFileProblem } from "./preflight.js";
-import { pct } from "../core/format.js";
+import { int, pct } from "../core/format.js";
 
 const HELP = `quick-evaluator — multi-seed evaluation of one PyTorch model
 
@@ -122,13 +122,13 @@ function requestOf(a: Flags) {
     if (!Number.isFinite(n) || n <= 0) usage(`--${flag} must be a positive number, got "${v}"`);
     return n;
   };
-  const int = (flag: string, v: string | undefined) => (v === undefined ? 0 : parsePositiveInt(v) ?? usage(`--${flag} must be a positive integer, got "${v}"`));
+  const whole = (flag: string, v: string | undefined) => (v === undefined ? 0 : parsePositiveInt(v) ?? usage(`--${flag} must be a positive integer, got "${v}"`));
   const target = a.target === undefined ? 0 : (parseFraction(a.target) ?? usage(`--target must be a fraction or a percentage, got "${a.target}"`));
   const choice = <V extends number>(flag: string, set: ClosedSet<V, string>, v: string | undefined) =>
     v === undefined ? undefined : (set.value(v) ?? usage(`--${flag} must be one of ${set.names.join(", ")}, got "${v}"`));
   const emaDecay = a["ema-decay"] === undefined ? 0 : Number(a["ema-decay"]);
   if (!(emaDecay >= 0 && emaDecay < 1)) usage(`--ema-decay must be a number in [0, 1), got "${a["ema-decay"]}"`);
-  const seeds = int("seeds", a.seeds) || DEFAULTS.seeds;
+  const seeds = whole("seeds", a.seeds) || DEFAULTS.seeds;
   const parsedDevice = parseDevice(a.device);
   if (!parsedDevice.ok) usage(parsedDevice.error);
   const device = parsedDevice.device;
@@ -143,13 +143,13 @@ function requestOf(a: Flags) {
   const request = {
     trialId: "quick-evaluator",
     model: { code, className: a.class },
-    dataset: { name: a.dataset, dataDir, subset: int("subset", a.subset), targetColumn },
+    dataset: { name: a.dataset, dataDir, subset: whole("subset", a.subset), targetColumn },
     recipe: {
       optimizer: choice("optimizer", OPTIMIZER, a.optimizer),
       schedule: choice("schedule", SCHEDULE, a.schedule),
       lr: num("lr", a.lr),
-      batchSize: int("batch-size", a["batch-size"]),
-      epochs: int("epochs", a.epochs),
+      batchSize: whole("batch-size", a["batch-size"]),
+      epochs: whole("epochs", a.epochs),
       trainSeconds: num("train-seconds", a["train-seconds"]),
       emaDecay,
       amp: a.amp ?? false,
@@ -161,8 +161,8 @@ function requestOf(a: Flags) {
     evaluateTest: a.test ?? false,
     budget: {
       timeBudgetS: num("time-budget", a["time-budget"]),
-      memoryLimitMb: int("memory-limit", a["memory-limit"]),
-      maxParams: BigInt(int("max-params", a["max-params"])),
+      memoryLimitMb: whole("memory-limit", a["memory-limit"]),
+      maxParams: BigInt(whole("max-params", a["max-params"])),
     },
   };
   return { request, device, dataDir, model: a.model, className: a.class, dataset: a.dataset };
@@ -235,7 +235,7 @@ const GOAL_TEXT: Record<GoalStatus, string> = {
 function render(r: EvalResult, dataset: string): string {
   const acc = r.aggregated.val_accuracy;
   const lines = [
-    `dataset ${dataset} · ${r.numSeeds} seeds · ${r.params.toLocaleString()} params · ${r.seconds.toFixed(1)} s on ${r.device?.kind ?? "?"}${r.device?.sandboxed ? " (sandboxed)" : ""}`,
+    `dataset ${dataset} · ${r.numSeeds} seeds · ${int(r.params)} params · ${r.seconds.toFixed(1)} s on ${r.device?.kind ?? "?"}${r.device?.sandboxed ? " (sandboxed)" : ""}`,
     acc
       ? `val_accuracy  mean ${pct(acc.mean)}  std ${pct(acc.std)}  95% CI [${pct(acc.ci95[0]!)}, ${pct(acc.ci95[1]!)}]  min ${pct(acc.min)}  max ${pct(acc.max)}`
       : "val_accuracy  (missing)",

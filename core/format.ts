@@ -6,7 +6,7 @@ export function orList(words: readonly string[]): string {
 }
 
 /** A count with thousands separators: 170218 -> "170,218". */
-export function int(n: number): string {
+export function int(n: number | bigint): string {
   return n.toLocaleString("en-US");
 }
 

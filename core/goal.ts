@@ -10,7 +10,7 @@ import { METRIC, type MetricName, type TaskName } from "./enums.js";
 import { COST, COSTS, objectiveNamed, type CostName, type Objective } from "./objective.js";
 import { DATASET_TABLE, datasetNamed, type DatasetName } from "./tasks/index.js";
 import { LEARNINGS, learningOf } from "./learning/index.js";
-import { orList } from "./format.js";
+import { int, orList } from "./format.js";
 import { costWord, DATASETS, metricNamed, metricWord, normaliseDataset, parseCount, parseDuration, pushDistinct, readGoalText, toFraction, type GoalReading } from "./goal-words.js";
 
 
@@ -160,7 +160,7 @@ function describeGoal(g: ResolvedGoal, testAccuracy: boolean): string {
         ? `reach validation ${o.label} ${g.target} or ${o.higherIsBetter ? "higher" : "lower"} on ${data} (95% CI ${o.higherIsBetter ? "lower" : "upper"} bound)`
         : `find the model with the ${o.higherIsBetter ? "highest" : "lowest"} validation ${o.label} on ${data}: no target; ${o.higherIsBetter ? "maximise" : "minimise"} it ${until}`,
   ];
-  if (g.maxParams !== undefined) parts.push(`at most ${g.maxParams.toLocaleString("en-US")} parameters`);
+  if (g.maxParams !== undefined) parts.push(`at most ${int(g.maxParams)} parameters`);
   if (g.maxLatencyMs !== undefined) parts.push(`at most ${g.maxLatencyMs} ms per example (batch 1, on the runner's device)`);
   if (g.timeBudgetS !== undefined) parts.push(`within ${durationLabel(g.timeBudgetS)}`);
   const text = parts.join(", ");

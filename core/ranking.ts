@@ -6,6 +6,7 @@
  */
 import type { EvalResult, SeedResult } from "../proto/gen/research/v1/runner_pb.js";
 import { tInterval, Z975 } from "./stats.js";
+import { int } from "./format.js";
 import { ACCURACY, formatMetric, pessimisticBound, utility, type Objective } from "./objective.js";
 
 /** What ranking looks at in one evaluated trial. */
@@ -49,7 +50,7 @@ export function standingOf(result: EvalResult | undefined, goal: Objective = ACC
 /** What an interval is made of: "3 seeds x 6,000 validation examples". */
 export function intervalBasis(s: Pick<Standing, "seeds" | "valExamples">): string {
   const seeds = `${s.seeds} seed${s.seeds === 1 ? "" : "s"}`;
-  return s.valExamples > 0 ? `${seeds} x ${s.valExamples.toLocaleString("en-US")} validation examples` : seeds;
+  return s.valExamples > 0 ? `${seeds} x ${int(s.valExamples)} validation examples` : seeds;
 }
 
 /**

@@ -9,7 +9,7 @@ import { AnalysisSchema, GoalSchema, RunSettingsSchema, type Event } from "../pr
 import { DatasetInfoSchema, EvalResultSchema } from "../proto/gen/research/v1/runner_pb.js";
 import type { BriefRow, RunRow, TrialRow, TrialStage } from "./schema.js";
 import { intervalBasis, standingOf } from "../core/ranking.js";
-import { jobsText } from "../core/format.js";
+import { int, jobsText } from "../core/format.js";
 import { ACCURACY, formatMetric, objective, type Objective } from "../core/objective.js";
 import { briefSent, modelSent, trainSent } from "../core/config-wire.js";
 
@@ -210,7 +210,7 @@ export function eventText(e: Event, o: Objective = ACCURACY, forPeople = false):
     case "trialProposed":
       return `proposed [${b.value.mutation === Mutation.BASELINE ? "start" : (SURFACE.name(b.value.surface) ?? "")}] ${b.value.hypothesis}`;
     case "trialAssembled":
-      return b.value.failure ? failed("assembly failed", b.value.failure) : `assembled: ${(b.value.summary?.totalParams ?? 0n).toLocaleString()} params`;
+      return b.value.failure ? failed("assembly failed", b.value.failure) : `assembled: ${int(b.value.summary?.totalParams ?? 0n)} params`;
     case "trialProgress": {
       const p = b.value.progress;
       // Progress of runners from before val_metric carries accuracy alone.

@@ -3,7 +3,7 @@
  * shapes and the generic sans-serif family, so the files render the same in a
  * browser, a Markdown viewer or a CI artifact page without fonts or scripts.
  */
-import { points as inPoints } from "../core/format.js";
+import { int, points as inPoints } from "../core/format.js";
 import { ACCURACY, formatMetric, type Objective } from "../core/objective.js";
 
 export const PLOT_WIDTH = 720;
@@ -303,7 +303,7 @@ export function frontSvg(points: readonly FrontPoint[], costLabel: string, o: Ob
     for (const m of [1, 2, 5]) {
       const v = m * 10 ** e;
       if (Math.log10(v) < xlo || Math.log10(v) > xhi) continue;
-      body.push(`<line x1="${r(x(v))}" x2="${r(x(v))}" y1="${f.bottom}" y2="${f.bottom + 4}" stroke="${INK}"/>`, text(x(v), f.bottom + 17, Number(v.toPrecision(3)).toLocaleString("en-US"), 'text-anchor="middle"'));
+      body.push(`<line x1="${r(x(v))}" x2="${r(x(v))}" y1="${f.bottom}" y2="${f.bottom + 4}" stroke="${INK}"/>`, text(x(v), f.bottom + 17, int(Number(v.toPrecision(3))), 'text-anchor="middle"'));
     }
   }
   body.push(text((f.left + f.right) / 2, f.bottom + 36, `${costLabel} (log scale)`, 'text-anchor="middle"'));

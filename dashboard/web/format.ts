@@ -1,4 +1,5 @@
 /** How numbers, times and intervals read on every page. */
+import { int } from "../../core/format";
 import { formatMetric, objectiveNamed, type Objective } from "../../core/objective";
 import type { Interval, ObjectiveJson } from "../api";
 
@@ -29,7 +30,7 @@ export const span = (o: Objective, v: Interval) => `${metric(o, v.mean)} [${bare
 
 /** An interval with what it counts: "91.07% [90.0%, 92.0%] (3 × 6,000)", seeds × examples a seed; "RMSE 54.71 [53.1, 56.2] (2 seeds)". */
 export const ci = (o: Objective, v: Interval | null | undefined) =>
-  v ? `${span(o, v)} (${v.n}${v.examples ? ` × ${v.examples.toLocaleString("en-US")}` : ` seed${v.n === 1 ? "" : "s"}`})` : "–";
+  v ? `${span(o, v)} (${v.n}${v.examples ? ` × ${int(v.examples)}` : ` seed${v.n === 1 ? "" : "s"}`})` : "–";
 
 /** Tick values in a few characters, so neighbouring axes' labels keep apart: 30k, 5e-4, 0.25. */
 export function tick(v: number): string {

@@ -5,6 +5,7 @@
  * latency limit did.
  */
 import { useMemo } from "preact/hooks";
+import { int } from "../../core/format";
 import { COSTS, type CostName } from "../../core/objective";
 import type { Estimate, FrontJson, LimitsJson, RunDetail } from "../api";
 import { Chart, type ChartClick, type Option } from "./chart";
@@ -23,7 +24,7 @@ const costOf = (run: RunDetail, axis: number): CostName | undefined => {
 
 /** A cost's value in its units: "20,000", "0.520 ms". */
 function costValue(cost: CostName | undefined, x: number): string {
-  if (cost === "params") return Math.round(x).toLocaleString("en-US");
+  if (cost === "params") return int(Math.round(x));
   const unit = cost ? COSTS[cost].unit : "";
   return `${Number(x.toPrecision(3))}${unit ? ` ${unit}` : ""}`;
 }
@@ -34,7 +35,7 @@ export function objectiveText(o: Objective, run: RunDetail, axis: number, e: Est
   const cost = costOf(run, axis);
   const mean = costValue(cost, e.mean);
   if (e.low === e.high && e.low === e.mean) return mean;
-  const bound = (x: number) => (cost === "params" ? Math.round(x).toLocaleString("en-US") : String(Number(x.toPrecision(3))));
+  const bound = (x: number) => (cost === "params" ? int(Math.round(x)) : String(Number(x.toPrecision(3))));
   return `${mean} [${bound(e.low)}, ${bound(e.high)}]`;
 }
 
