@@ -1,7 +1,8 @@
 /** Small pieces every page uses. */
 import type { ComponentChildren } from "preact";
 import type { RunStatusText } from "../api";
-import { outcomeColor } from "./format";
+import { outcomeColor, shortId } from "./format";
+import { trialPath } from "./router";
 
 export function StatusBadge({ status, live }: { status: RunStatusText | string; live?: boolean }) {
   return (
@@ -37,4 +38,28 @@ export function Loading({ error }: { error: string | null }) {
 
 export function Json({ value }: { value: string }) {
   return value ? <pre class="code">{value}</pre> : <p class="muted">–</p>;
+}
+
+/** One fact of a page's header: its term, and its value (the test id names the value). */
+export function Fact({ term, testid, children }: { term: ComponentChildren; testid?: string; children: ComponentChildren }) {
+  return (
+    <div>
+      <dt>{term}</dt>
+      <dd data-testid={testid}>{children}</dd>
+    </div>
+  );
+}
+
+/** Trials of a run as links, by their short ids, comma-separated. */
+export function TrialLinks({ run, ids }: { run: string; ids: readonly string[] }) {
+  return (
+    <>
+      {ids.map((id, i) => (
+        <>
+          {i > 0 && ", "}
+          <a href={trialPath(run, id)}>{shortId(id)}</a>
+        </>
+      ))}
+    </>
+  );
 }

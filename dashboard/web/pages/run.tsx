@@ -1,15 +1,15 @@
 /** `/runs/:run`: one run, live while a swarm follows it. */
 import { useState } from "preact/hooks";
 import { COSTS, type CostName } from "../../../core/objective";
-import type { AgainstStart, EpochJson, InterventionReply, LiveMessage, PairedGain, RunDetail, TrialRow } from "../../api";
+import type { EpochJson, InterventionReply, LiveMessage, RunDetail, TrialRow } from "../../api";
 import { useJson, useLive } from "../data";
-import { ci, count, duration, gain, metric, objectiveOf, shortId, when, type Objective } from "../format";
+import { ci, count, duration, metric, objectiveOf, shortId, when, type Objective } from "../format";
 import { CancelButton, ProposeForm, ReplyLine, RunControls, canIntervene } from "../interventions";
 import { BestSoFar, Failures, Intervals, LineageTree, Parallel } from "../run-charts";
 import { navigate, trialPath } from "../router";
-import { Diff } from "../diff";
 import { FrontView } from "../front";
-import { Loading, Outcome, Section, StatusBadge } from "../ui";
+import { AgainstStartView } from "./against-start";
+import { Fact, Loading, Outcome, Section, StatusBadge, TrialLinks } from "../ui";
 
 type Progress = EpochJson & { seed: number };
 
@@ -51,57 +51,69 @@ export function RunPage({ runId }: { runId: string }) {
           <FrontView run={r} />
         </Section>
       )}
-      {r.findings.length > 0 && (
-        <Section title="What the run found" wide testid="findings">
-          <ul>
-            {r.findings.map((f) => (
-              <li key={f.kind}>
-                {f.finding.replaceAll(`${r.run_id}-`, "")}: <span class="muted">{f.next}</span>
-              </li>
-            ))}
-          </ul>
-        </Section>
-      )}
+      {r.findings.length > 0 && <Findings run={r} />}
       <Section title={`Trials (${r.trials_table.length})`} wide>
         <TrialTable o={o} run={r} progress={progress} live={live} onReply={onReply} />
       </Section>
-      <div class="cards">
-        <Section title="Lineage" wide testid="lineage">
-          {r.trials_table.length ? <LineageTree run={r} /> : <p class="muted">No trials yet.</p>}
-        </Section>
-        <Section title={`Best so far (CI ${o.higherIsBetter ? "lower" : "upper"} bound) over time`}>
-          <BestSoFar run={r} over="time" />
-        </Section>
-        <Section title="Best so far over trials">
-          <BestSoFar run={r} over="trials" />
-        </Section>
-        <Section title={r.open_ended ? "95% intervals" : "Intervals against the target"}>
-          <Intervals run={r} />
-        </Section>
-        <Section title="Features against the score" wide>
-          <Parallel run={r} />
-        </Section>
-        <Section title="Failures by label">
-          <Failures failures={r.failures} />
-        </Section>
-        {r.llm.length > 0 && (
-          <Section title="LLM use by role">
-            <LlmTable run={r} />
-          </Section>
-        )}
-        <Section title={`Research briefs (${r.briefs.length})`} wide>
-          <Briefs run={r} />
-        </Section>
-        <Section title={`Interventions (${r.interventions.length})`} wide>
-          <Interventions run={r} />
-        </Section>
-        {live && (
-          <Section title="Propose a trial" wide>
-            <ProposeForm run={r} onReply={onReply} />
-          </Section>
-        )}
-      </div>
+      <RunCards o={o} run={r} live={live} onReply={onReply} />
     </>
+  );
+}
+
+/** What the run found, each with the next step it suggests. */
+function Findings({ run }: { run: RunDetail }) {
+  return (
+    <Section title="What the run found" wide testid="findings">
+      <ul>
+        {run.findings.map((f) => (
+          <li key={f.kind}>
+            {f.finding.replaceAll(`${run.run_id}-`, "")}: <span class="muted">{f.next}</span>
+          </li>
+        ))}
+      </ul>
+    </Section>
+  );
+}
+
+/** The run's charts and tables below its trials. */
+function RunCards({ o, run, live, onReply }: { o: Objective; run: RunDetail; live: boolean; onReply: (r: InterventionReply) => void }) {
+  return (
+    <div class="cards">
+      <Section title="Lineage" wide testid="lineage">
+        {run.trials_table.length ? <LineageTree run={run} /> : <p class="muted">No trials yet.</p>}
+      </Section>
+      <Section title={`Best so far (CI ${o.higherIsBetter ? "lower" : "upper"} bound) over time`}>
+        <BestSoFar run={run} over="time" />
+      </Section>
+      <Section title="Best so far over trials">
+        <BestSoFar run={run} over="trials" />
+      </Section>
+      <Section title={run.open_ended ? "95% intervals" : "Intervals against the target"}>
+        <Intervals run={run} />
+      </Section>
+      <Section title="Features against the score" wide>
+        <Parallel run={run} />
+      </Section>
+      <Section title="Failures by label">
+        <Failures failures={run.failures} />
+      </Section>
+      {run.llm.length > 0 && (
+        <Section title="LLM use by role">
+          <LlmTable run={run} />
+        </Section>
+      )}
+      <Section title={`Research briefs (${run.briefs.length})`} wide>
+        <Briefs run={run} />
+      </Section>
+      <Section title={`Interventions (${run.interventions.length})`} wide>
+        <Interventions run={run} />
+      </Section>
+      {live && (
+        <Section title="Propose a trial" wide>
+          <ProposeForm run={run} onReply={onReply} />
+        </Section>
+      )}
+    </div>
   );
 }
 
@@ -114,72 +126,28 @@ function RunHeader({ o, run }: { o: Objective; run: RunDetail }) {
       </div>
       <h1>{run.goal}</h1>
       <dl class="facts">
-        <div>
-          <dt>status</dt>
-          <dd>
-            <StatusBadge status={run.status} live={run.live} />
-          </dd>
-        </div>
-        <div>
-          <dt>best (val, 95% CI)</dt>
-          <dd data-testid="run-best">{run.best ? <a href={trialPath(run.run_id, run.best.trial_id)}>{`${shortId(run.best.trial_id)}: ${ci(o, run.best.val)}`}</a> : "–"}</dd>
-        </div>
-        <div>
-          <dt>test</dt>
-          <dd data-testid="run-test">{metric(o, run.best?.[`test_${o.metric}`])}</dd>
-        </div>
-        <div>
-          <dt>target</dt>
-          <dd>{run.open_ended ? "open-ended" : metric(o, run.target, 1)}</dd>
-        </div>
-        <div>
-          <dt>metric</dt>
-          <dd data-testid="run-metric">
-            {o.label}, {o.higherIsBetter ? "higher" : "lower"} is better
-          </dd>
-        </div>
-        {run.trade_offs.length > 0 && (
-          <div>
-            <dt>traded off against</dt>
-            <dd data-testid="run-trade-offs">{run.trade_offs.map((c) => (c in COSTS ? COSTS[c as CostName].label : c)).join(", ")}</dd>
-          </div>
-        )}
-        {run.max_latency_ms !== null && (
-          <div>
-            <dt>max latency</dt>
-            <dd data-testid="run-max-latency">{run.max_latency_ms} ms per example</dd>
-          </div>
-        )}
-        <div>
-          <dt>trials</dt>
-          <dd>
-            {run.judged} judged / {run.trials}
-            {run.in_flight ? `, ${run.in_flight} in flight` : ""}
-          </dd>
-        </div>
-        <div>
-          <dt>budget used</dt>
-          <dd>
-            <span class="meter">
-              <span style={{ width: `${used * 100}%` }} />
-            </span>
-            {duration(run.seconds)} / {duration(run.time_budget_s)}
-          </dd>
-        </div>
-        {run.runner_jobs && (
-          <div>
-            <dt>runner jobs</dt>
-            <dd data-testid="runner-jobs">{run.runner_jobs}</dd>
-          </div>
-        )}
-        <div>
-          <dt>dataset</dt>
-          <dd>{run.dataset}</dd>
-        </div>
-        <div>
-          <dt>started</dt>
-          <dd>{when(run.started_at)}</dd>
-        </div>
+        <Fact term="status">{<StatusBadge status={run.status} live={run.live} />}</Fact>
+        <Fact term="best (val, 95% CI)" testid="run-best">{run.best ? <a href={trialPath(run.run_id, run.best.trial_id)}>{`${shortId(run.best.trial_id)}: ${ci(o, run.best.val)}`}</a> : "–"}</Fact>
+        <Fact term="test" testid="run-test">{metric(o, run.best?.[`test_${o.metric}`])}</Fact>
+        <Fact term="target">{run.open_ended ? "open-ended" : metric(o, run.target, 1)}</Fact>
+        <Fact term="metric" testid="run-metric">
+          {o.label}, {o.higherIsBetter ? "higher" : "lower"} is better
+        </Fact>
+        {run.trade_offs.length > 0 && <Fact term="traded off against" testid="run-trade-offs">{run.trade_offs.map((c) => (c in COSTS ? COSTS[c as CostName].label : c)).join(", ")}</Fact>}
+        {run.max_latency_ms !== null && <Fact term="max latency" testid="run-max-latency">{run.max_latency_ms} ms per example</Fact>}
+        <Fact term="trials">
+          {run.judged} judged / {run.trials}
+          {run.in_flight ? `, ${run.in_flight} in flight` : ""}
+        </Fact>
+        <Fact term="budget used">
+          <span class="meter">
+            <span style={{ width: `${used * 100}%` }} />
+          </span>
+          {duration(run.seconds)} / {duration(run.time_budget_s)}
+        </Fact>
+        {run.runner_jobs && <Fact term="runner jobs" testid="runner-jobs">{run.runner_jobs}</Fact>}
+        <Fact term="dataset">{run.dataset}</Fact>
+        <Fact term="started">{when(run.started_at)}</Fact>
       </dl>
       {run.reason && (
         <p class="reason" data-testid="run-reason">
@@ -320,12 +288,7 @@ function Briefs({ run }: { run: RunDetail }) {
                   <td class="nowrap">{s.name}</td>
                   <td>{s.description}</td>
                   <td>
-                    {s.adopted_by.map((id, i) => (
-                      <>
-                        {i > 0 && ", "}
-                        <a href={trialPath(run.run_id, id)}>{shortId(id)}</a>
-                      </>
-                    ))}
+                    <TrialLinks run={run.run_id} ids={s.adopted_by} />
                   </td>
                 </tr>
               ))}
@@ -333,127 +296,6 @@ function Briefs({ run }: { run: RunDetail }) {
           </table>
         </div>
       ))}
-    </>
-  );
-}
-
-/** The report's "Against the starting point", from the same comparison (lineage-store/baseline.ts). */
-function AgainstStartView({ o, run, c }: { o: Objective; run: RunDetail; c: AgainstStart }) {
-  const link = (id: string) => <a href={trialPath(run.run_id, id)}>{shortId(id)}</a>;
-  const head = (
-    <p>
-      Trial 0, {link(c.baseline_trial_id)}, is <code>{c.origin}</code> on its own recipe: validation {metric(o, c.baseline_val_mean)}, test {metric(o, c.baseline_test_mean)}.
-    </p>
-  );
-  if (!c.best_trial_id || c.best_trial_id === c.baseline_trial_id) {
-    return (
-      <>
-        {head}
-        <p>{c.best_trial_id ? "No trial beat it: the starting point stays the best model." : "No trial accepted yet."}</p>
-      </>
-    );
-  }
-  const gainRow = (name: string, g: PairedGain | null) => (
-    <tr data-testid={`gain-${name}`}>
-      <td>{name}</td>
-      {g ? (
-        <>
-          <td class="num">{metric(o, g.baseline_mean)}</td>
-          <td class="num">{metric(o, g.best_mean)}</td>
-          <td class="num">
-            {gain(o, g.gain)} [{gain(o, g.ci_95[0])}, {gain(o, g.ci_95[1])}]
-          </td>
-          <td class="num">{g.p.toPrecision(2)}</td>
-          <td class="num">{g.seeds.length}</td>
-        </>
-      ) : (
-        <td colSpan={5} class="muted">
-          not compared (fewer than two seeds measured on both)
-        </td>
-      )}
-    </tr>
-  );
-  const changes = [
-    ...c.recipe_changes.map((r) => ({ what: r.field, from: r.from, to: r.to })),
-    ...c.argument_changes.map((r) => ({ what: `${r.name} (constructor)`, from: r.from, to: r.to })),
-  ];
-  return (
-    <>
-      {head}
-      <p>The best trial {link(c.best_trial_id)} against it, seed by seed:</p>
-      <table class="grid">
-        <thead>
-          <tr>
-            <th />
-            <th class="num">trial 0</th>
-            <th class="num">best</th>
-            <th class="num">gain [95% CI]</th>
-            <th class="num">p</th>
-            <th class="num">seeds</th>
-          </tr>
-        </thead>
-        <tbody>
-          {gainRow("validation", c.val)}
-          {gainRow("test", c.test)}
-        </tbody>
-      </table>
-      {changes.length > 0 ? (
-        <table class="grid" data-testid="start-changes">
-          <thead>
-            <tr>
-              <th>what changed</th>
-              <th>trial 0</th>
-              <th>best</th>
-            </tr>
-          </thead>
-          <tbody>
-            {changes.map((x) => (
-              <tr>
-                <td class="nowrap">{x.what}</td>
-                <td>{JSON.stringify(x.from)}</td>
-                <td>{JSON.stringify(x.to)}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      ) : (
-        <p class="muted">The recipe and the model's arguments are trial 0's.</p>
-      )}
-      {c.path ? (
-        <table class="grid" data-testid="start-path">
-          <thead>
-            <tr>
-              <th>trial</th>
-              <th>move</th>
-              <th>hypothesis</th>
-              <th class="num">rung</th>
-              <th class="num">val</th>
-              <th class="num">change</th>
-            </tr>
-          </thead>
-          <tbody>
-            {c.path.map((p) => (
-              <tr>
-                <td>{link(p.trial_id)}</td>
-                <td>
-                  <span class="tag">{p.mutation}</span>
-                </td>
-                <td>{p.hypothesis}</td>
-                <td class="num">{p.rung}</td>
-                <td class="num">{metric(o, p.val_mean)}</td>
-                <td class="num">{p.change === null ? "–" : `${gain(o, p.change)}${p.same_fidelity ? "" : " (fidelity)"}`}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      ) : (
-        <p>
-          The best trial does not descend from trial 0: the search found it from {c.best_root ? link(c.best_root.trial_id) : "elsewhere"}
-          {c.best_root ? ` (${c.best_root.mutation})` : ""}.
-        </p>
-      )}
-      {c.model_diff ? <Diff text={c.model_diff} testid="start-diff" /> : <p class="muted">The model's code is trial 0's.</p>}
-      <p class="muted">Rule: {c.rule}.</p>
     </>
   );
 }

@@ -6,8 +6,8 @@ import { SeedCurvesChart } from "../curves";
 import { useJson, useLive } from "../data";
 import { Diff } from "../diff";
 import { ci, count, esc, metric, objectiveOf, pct, plural, pretty, shortId, title, type Objective } from "../format";
-import { comparePath, navigate, runPath, trialPath } from "../router";
-import { Json, Loading, Outcome, Section } from "../ui";
+import { comparePath, navigate, runPath } from "../router";
+import { Fact, Json, Loading, Outcome, Section, TrialLinks } from "../ui";
 
 export function TrialPage({ runId, trialId }: { runId: string; trialId: string }) {
   const trial = useJson<TrialDetail>(`/api/runs/${encodeURIComponent(runId)}/trials/${encodeURIComponent(trialId)}`);
@@ -19,158 +19,142 @@ export function TrialPage({ runId, trialId }: { runId: string; trialId: string }
   });
   const t = trial.data;
   if (!t) return <Loading error={trial.error} />;
-  const row = t.row;
   const o = objectiveOf(t.objective);
   return (
     <>
-      <header class="run-head">
-        <div class="crumbs">
-          <a href="/runs">runs</a> / <a href={runPath(runId)}>{runId}</a> / {shortId(trialId)}
-        </div>
-        <h1 data-testid="trial-hypothesis">{row.hypothesis}</h1>
-        <dl class="facts">
-          <div>
-            <dt>outcome</dt>
-            <dd>
-              <Outcome verdict={row.verdict} failure={row.failure_label} status={row.status} />
-              {row.decision && <span class="muted"> · {row.decision.replace(/_/g, " ")}</span>}
-            </dd>
-          </div>
-          <div>
-            <dt>val (95% CI)</dt>
-            <dd>{ci(o, row.val)}</dd>
-          </div>
-          {t.test && (
-            <>
-              <div data-testid="test-per-seed">
-                <dt>held-out test, per seed (95% CI)</dt>
-                <dd title={t.test.seeds.map((x) => `seed ${x.seed}: ${metric(o, x[o.metric])}`).join(", ")}>{ci(o, t.test.per_seed)}</dd>
-              </div>
-              {t.test.ensemble && (
-                <div data-testid="test-ensemble">
-                  <dt>held-out test, ensemble of its {plural(t.test.per_seed?.n ?? t.test.seeds.length, "seed")}</dt>
-                  <dd>{ci(o, t.test.ensemble)}</dd>
-                </div>
-              )}
-              {t.test.inference?.batch_1 && t.test.inference.batch_eval && (
-                <div data-testid="test-inference">
-                  <dt>inference on the {t.test.inference.device || "device"} it trained on (median of its seeds)</dt>
-                  <dd title={`90th percentiles: ${t.test.inference.batch_1.p90_ms.toPrecision(2)} ms and ${t.test.inference.batch_eval.p90_ms.toPrecision(3)} ms`}>
-                    {t.test.inference.batch_1.median_ms.toPrecision(2)} ms for one example · {t.test.inference.batch_eval.median_ms.toPrecision(3)} ms for a batch of{" "}
-                    {t.test.inference.batch_eval.batch} · {(t.test.inference.flops_per_sample / 1e6).toPrecision(3)} MFLOPs an example
-                    {t.test.inference.batch_eval.peak_memory_mb !== null && ` · at most ${t.test.inference.batch_eval.peak_memory_mb.toPrecision(3)} MiB of GPU memory for the batch`}
-                    {t.test.inference.host_cpu_batch_1 && ` · ${t.test.inference.host_cpu_batch_1.median_ms.toPrecision(2)} ms for one example on the host's CPU`}
-                  </dd>
-                </div>
-              )}
-            </>
-          )}
-          <div>
-            <dt>surface</dt>
-            <dd>{row.surface}</dd>
-          </div>
-          <div>
-            <dt>proposer</dt>
-            <dd>{row.proposer}</dd>
-          </div>
-          <div>
-            <dt>params</dt>
-            <dd>{count(row.params)}</dd>
-          </div>
-          <div>
-            <dt>fidelity</dt>
-            <dd>
-              rung {row.fidelity.rung}, {plural(row.fidelity.epochs, "epoch")}, {row.fidelity.subset ? `${count(row.fidelity.subset)} examples` : "all examples"}, {plural(row.fidelity.seeds, "seed")}
-            </dd>
-          </div>
-          <div>
-            <dt>parents</dt>
-            <dd>{row.parent_ids.length ? <TrialLinks run={runId} ids={row.parent_ids} /> : "–"}</dd>
-          </div>
-          <div>
-            <dt>children</dt>
-            <dd>{t.children.length ? <TrialLinks run={runId} ids={t.children} /> : "–"}</dd>
-          </div>
-        </dl>
-        {t.judged_reason && <p class="reason">{t.judged_reason}</p>}
-        <ComparePicker o={o} runId={runId} trialId={trialId} run={run.data} />
-      </header>
-      <div class="cards">
-        <Section title="Rationale" wide>
-          <p>{t.rationale || <span class="muted">–</span>}</p>
-          {t.adopted_concepts.length > 0 && <p class="muted">Adopted from the research brief: {t.adopted_concepts.join(", ")}</p>}
-          {t.informed_by.length > 0 && <p class="muted" data-testid="warm-start">Warm start: the config of past trial {t.informed_by.join(", ")}, evaluated again in this run</p>}
-          {t.narrative && <p>{t.narrative}</p>}
-        </Section>
-        {t.failure && (
-          <Section title={`Failure: ${t.failure.label.replace(/_/g, " ")}`} wide testid="failure">
-            <p class="error">{t.failure.message}</p>
-            {t.failure.traceback && <pre class="code">{t.failure.traceback}</pre>}
-          </Section>
-        )}
-        <Section title={`${title(o)} per epoch`} testid="curves">
-          {t.seeds.length ? <SeedCurvesChart o={o} seeds={t.seeds} kind="metric" testid={`curves-${o.metric}`} /> : <p class="muted">No epochs trained.</p>}
-        </Section>
-        <Section title="Loss per epoch">{t.seeds.length ? <SeedCurvesChart o={o} seeds={t.seeds} kind="loss" testid="curves-loss" /> : <p class="muted">No epochs trained.</p>}</Section>
-        {o.task === "classification" && (
-          <>
-            <Section title="Confusion matrix (summed over seeds)" testid="confusion">
-              {t.confusion_matrix.length ? <Confusion detail={t} /> : <p class="muted">No predictions.</p>}
-            </Section>
-            <Section title="Per class">
-              <PerClass detail={t} />
-            </Section>
-          </>
-        )}
-        {t.analysis && (
-          <Section title="Analysis" wide>
-            <p>
-              overfitting: {t.analysis.overfitting || "–"} · convergence: {t.analysis.convergence || "–"}
-            </p>
-            {t.analysis.notes.length > 0 && (
-              <ul>
-                {t.analysis.notes.map((n) => (
-                  <li>{n}</li>
-                ))}
-              </ul>
-            )}
-          </Section>
-        )}
-        <Section title="Config">
-          <Json value={pretty({ model_config: t.model_config, train_config: t.train_config })} />
-        </Section>
-        <Section title={row.parent_ids[0] ? `Config diff against ${shortId(row.parent_ids[0])}` : "Config diff"}>
-          {row.parent_ids.length ? <Diff text={t.config_diff} testid="config-diff" /> : <p class="muted">No parent: a first trial.</p>}
-        </Section>
-        {t.summary && (
-          <Section title={`Model: ${count(t.summary.total_params)} parameters, ${count(t.summary.flops)} FLOPs, ${t.summary.size_mb.toFixed(2)} MB`} wide>
-            <Layers summary={t.summary} />
-          </Section>
-        )}
-        <Section title="Code diff against the parent" wide>
-          {t.code_diff ? <Diff text={t.code_diff} testid="code-diff" /> : <p class="muted">No parent code to compare with.</p>}
-        </Section>
-        <Section title="Generated code" wide>
-          <details>
-            <summary>{t.code ? `${t.code.split("\n").length} lines of PyTorch` : "no code"}</summary>
-            <Json value={t.code} />
-          </details>
-        </Section>
-      </div>
+      <TrialHeader o={o} runId={runId} trialId={trialId} t={t} run={run.data} />
+      <TrialCards o={o} t={t} />
     </>
   );
 }
 
-function TrialLinks({ run, ids }: { run: string; ids: string[] }) {
+/** Where the trial sits in its run, what it scored and how it was trained. */
+function TrialHeader({ o, runId, trialId, t, run }: { o: Objective; runId: string; trialId: string; t: TrialDetail; run: RunDetail | null }) {
+  const row = t.row;
+  return (
+    <header class="run-head">
+      <div class="crumbs">
+        <a href="/runs">runs</a> / <a href={runPath(runId)}>{runId}</a> / {shortId(trialId)}
+      </div>
+      <h1 data-testid="trial-hypothesis">{row.hypothesis}</h1>
+      <dl class="facts">
+        <Fact term="outcome">
+          <Outcome verdict={row.verdict} failure={row.failure_label} status={row.status} />
+          {row.decision && <span class="muted"> · {row.decision.replace(/_/g, " ")}</span>}
+        </Fact>
+        <Fact term="val (95% CI)">{ci(o, row.val)}</Fact>
+        {t.test && <TestFacts o={o} test={t.test} />}
+        <Fact term="surface">{row.surface}</Fact>
+        <Fact term="proposer">{row.proposer}</Fact>
+        <Fact term="params">{count(row.params)}</Fact>
+        <Fact term="fidelity">
+          rung {row.fidelity.rung}, {plural(row.fidelity.epochs, "epoch")}, {row.fidelity.subset ? `${count(row.fidelity.subset)} examples` : "all examples"}, {plural(row.fidelity.seeds, "seed")}
+        </Fact>
+        <Fact term="parents">{row.parent_ids.length ? <TrialLinks run={runId} ids={row.parent_ids} /> : "–"}</Fact>
+        <Fact term="children">{t.children.length ? <TrialLinks run={runId} ids={t.children} /> : "–"}</Fact>
+      </dl>
+      {t.judged_reason && <p class="reason">{t.judged_reason}</p>}
+      <ComparePicker o={o} runId={runId} trialId={trialId} run={run} />
+    </header>
+  );
+}
+
+/** The held-out test's facts: per seed, the ensemble, and what inference costs. */
+function TestFacts({ o, test }: { o: Objective; test: NonNullable<TrialDetail["test"]> }) {
+  const inference = test.inference;
   return (
     <>
-      {ids.map((id, i) => (
-        <>
-          {i > 0 && ", "}
-          <a href={trialPath(run, id)}>{shortId(id)}</a>
-        </>
-      ))}
+      <div data-testid="test-per-seed">
+        <dt>held-out test, per seed (95% CI)</dt>
+        <dd title={test.seeds.map((x) => `seed ${x.seed}: ${metric(o, x[o.metric])}`).join(", ")}>{ci(o, test.per_seed)}</dd>
+      </div>
+      {test.ensemble && (
+        <div data-testid="test-ensemble">
+          <dt>held-out test, ensemble of its {plural(test.per_seed?.n ?? test.seeds.length, "seed")}</dt>
+          <dd>{ci(o, test.ensemble)}</dd>
+        </div>
+      )}
+      {inference?.batch_1 && inference.batch_eval && (
+        <div data-testid="test-inference">
+          <dt>inference on the {inference.device || "device"} it trained on (median of its seeds)</dt>
+          <dd title={`90th percentiles: ${inference.batch_1.p90_ms.toPrecision(2)} ms and ${inference.batch_eval.p90_ms.toPrecision(3)} ms`}>
+            {inference.batch_1.median_ms.toPrecision(2)} ms for one example · {inference.batch_eval.median_ms.toPrecision(3)} ms for a batch of {inference.batch_eval.batch} ·{" "}
+            {(inference.flops_per_sample / 1e6).toPrecision(3)} MFLOPs an example
+            {inference.batch_eval.peak_memory_mb !== null && ` · at most ${inference.batch_eval.peak_memory_mb.toPrecision(3)} MiB of GPU memory for the batch`}
+            {inference.host_cpu_batch_1 && ` · ${inference.host_cpu_batch_1.median_ms.toPrecision(2)} ms for one example on the host's CPU`}
+          </dd>
+        </div>
+      )}
     </>
+  );
+}
+
+/** The trial's cards: its rationale, curves, classes, analysis, config and code. */
+function TrialCards({ o, t }: { o: Objective; t: TrialDetail }) {
+  const row = t.row;
+  return (
+    <div class="cards">
+      <Section title="Rationale" wide>
+        <p>{t.rationale || <span class="muted">–</span>}</p>
+        {t.adopted_concepts.length > 0 && <p class="muted">Adopted from the research brief: {t.adopted_concepts.join(", ")}</p>}
+        {t.informed_by.length > 0 && <p class="muted" data-testid="warm-start">Warm start: the config of past trial {t.informed_by.join(", ")}, evaluated again in this run</p>}
+        {t.narrative && <p>{t.narrative}</p>}
+      </Section>
+      {t.failure && (
+        <Section title={`Failure: ${t.failure.label.replace(/_/g, " ")}`} wide testid="failure">
+          <p class="error">{t.failure.message}</p>
+          {t.failure.traceback && <pre class="code">{t.failure.traceback}</pre>}
+        </Section>
+      )}
+      <Section title={`${title(o)} per epoch`} testid="curves">
+        {t.seeds.length ? <SeedCurvesChart o={o} seeds={t.seeds} kind="metric" testid={`curves-${o.metric}`} /> : <p class="muted">No epochs trained.</p>}
+      </Section>
+      <Section title="Loss per epoch">{t.seeds.length ? <SeedCurvesChart o={o} seeds={t.seeds} kind="loss" testid="curves-loss" /> : <p class="muted">No epochs trained.</p>}</Section>
+      {o.task === "classification" && (
+        <>
+          <Section title="Confusion matrix (summed over seeds)" testid="confusion">
+            {t.confusion_matrix.length ? <Confusion detail={t} /> : <p class="muted">No predictions.</p>}
+          </Section>
+          <Section title="Per class">
+            <PerClass detail={t} />
+          </Section>
+        </>
+      )}
+      {t.analysis && (
+        <Section title="Analysis" wide>
+          <p>
+            overfitting: {t.analysis.overfitting || "–"} · convergence: {t.analysis.convergence || "–"}
+          </p>
+          {t.analysis.notes.length > 0 && (
+            <ul>
+              {t.analysis.notes.map((n) => (
+                <li>{n}</li>
+              ))}
+            </ul>
+          )}
+        </Section>
+      )}
+      <Section title="Config">
+        <Json value={pretty({ model_config: t.model_config, train_config: t.train_config })} />
+      </Section>
+      <Section title={row.parent_ids[0] ? `Config diff against ${shortId(row.parent_ids[0])}` : "Config diff"}>
+        {row.parent_ids.length ? <Diff text={t.config_diff} testid="config-diff" /> : <p class="muted">No parent: a first trial.</p>}
+      </Section>
+      {t.summary && (
+        <Section title={`Model: ${count(t.summary.total_params)} parameters, ${count(t.summary.flops)} FLOPs, ${t.summary.size_mb.toFixed(2)} MB`} wide>
+          <Layers summary={t.summary} />
+        </Section>
+      )}
+      <Section title="Code diff against the parent" wide>
+        {t.code_diff ? <Diff text={t.code_diff} testid="code-diff" /> : <p class="muted">No parent code to compare with.</p>}
+      </Section>
+      <Section title="Generated code" wide>
+        <details>
+          <summary>{t.code ? `${t.code.split("\n").length} lines of PyTorch` : "no code"}</summary>
+          <Json value={t.code} />
+        </details>
+      </Section>
+    </div>
   );
 }
 
