@@ -329,6 +329,45 @@ def trial_tags(run, t, parent_id):
     return tags
 
 
+def mlflow_batch(client, run_id, metrics, params):
+    while metrics or params:
+        client.log_batch(run_id, metrics=metrics[: MLFLOW_BATCH["metrics"]], params=params[: MLFLOW_BATCH["params"]])
+        metrics, params = metrics[MLFLOW_BATCH["metrics"] :], params[MLFLOW_BATCH["params"] :]
+
+
+def mlflow_params(flat):
+    from mlflow.entities import Param
+
+    # Through a dict: two keys that become one name would make MLflow refuse the whole batch.
+    named = {mlflow_key(k): cut(v if not isinstance(v, bool) else str(v).lower(), MLFLOW_PARAM_MAX) for k, v in flat.items()}
+    return [Param(k, v) for k, v in named.items()]
+
+
+def mlflow_trial(client, cid, run, t):
+    """One trial as the child run `cid`: its curves and scores, its params, code, hypothesis and confusion matrix."""
+    from mlflow.entities import Metric
+
+    at = trial_time(run, t)
+    metrics = [Metric(name, v, at, epoch) for epoch, row in epoch_rows(t["seeds"]) for name, v in row.items()]
+    metrics += [Metric(k, v, at, 0) for k, v in t["metrics"].items()]
+    for name in ("score", "num_params", "latency_ms"):
+        if t.get(name) is not None:
+            metrics.append(Metric(name, t[name], at, 0))
+    mlflow_batch(client, cid, metrics, mlflow_params(t["params"]))
+    if t["code"]:
+        client.log_text(cid, t["code"], "model_code.py")
+    if t["hypothesis_markdown"]:
+        client.log_text(cid, t["hypothesis_markdown"], "hypothesis.md")
+    if t["confusion"]:
+        client.log_dict(cid, t["confusion"], "confusion_matrix.json")
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "confusion_matrix.png")
+            with open(path, "wb") as f:
+                f.write(confusion_png(t["confusion"]["counts"]))
+            client.log_artifact(cid, path)
+    client.set_terminated(cid, mlflow_status(t), end_time=t.get("ended_at_ms") or None)
+
+
 def write_mlflow(doc, dest, project):
     # MLflow 3.x keeps its file store in maintenance mode and refuses it unless asked; a folder
     # needs nothing running and mlflow-skinny has no database store (that needs SQLAlchemy).
@@ -337,21 +376,11 @@ def write_mlflow(doc, dest, project):
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_MAX_RETRIES", "2")
     os.environ.setdefault("MLFLOW_HTTP_REQUEST_TIMEOUT", "30")
     import mlflow.exceptions
-    from mlflow.entities import Metric, Param, ViewType
+    from mlflow.entities import Metric, ViewType
     from mlflow.tracking import MlflowClient
 
     uri = dest if is_uri(dest) else "file://" + local_dir(dest)
     client = MlflowClient(tracking_uri=uri)
-
-    def batch(run_id, metrics, params):
-        while metrics or params:
-            client.log_batch(run_id, metrics=metrics[: MLFLOW_BATCH["metrics"]], params=params[: MLFLOW_BATCH["params"]])
-            metrics, params = metrics[MLFLOW_BATCH["metrics"] :], params[MLFLOW_BATCH["params"] :]
-
-    def params_of(flat):
-        # Through a dict: two keys that become one name would make MLflow refuse the whole batch.
-        named = {mlflow_key(k): cut(v if not isinstance(v, bool) else str(v).lower(), MLFLOW_PARAM_MAX) for k, v in flat.items()}
-        return [Param(k, v) for k, v in named.items()]
 
     try:
         experiment = client.get_experiment_by_name(project)
@@ -385,34 +414,12 @@ def write_mlflow(doc, dest, project):
             summary = [Metric(k, v, start_ms, 0) for k, v in run["test"].items()]
             if best and best["score"] is not None:
                 summary.append(Metric("best_score", best["score"], start_ms, 0))
-            batch(pid, metrics=summary, params=params_of(run["params"]))
+            mlflow_batch(client, pid, summary, mlflow_params(run["params"]))
             client.log_text(pid, run["report_markdown"], "report.md")
             for t in run["trials"]:
-                at = trial_time(run, t)
                 child = client.create_run(experiment_id, start_time=t.get("started_at_ms") or start_ms or None, run_name=t["trial_id"], tags=trial_tags(run, t, pid))
-                cid = child.info.run_id
-                made.append(cid)
-                metrics = [Metric(name, v, at, epoch) for epoch, row in epoch_rows(t["seeds"]) for name, v in row.items()]
-                metrics += [Metric(k, v, at, 0) for k, v in t["metrics"].items()]
-                if t["score"] is not None:
-                    metrics.append(Metric("score", t["score"], at, 0))
-                if t["num_params"] is not None:
-                    metrics.append(Metric("num_params", t["num_params"], at, 0))
-                if t.get("latency_ms") is not None:
-                    metrics.append(Metric("latency_ms", t["latency_ms"], at, 0))
-                batch(cid, metrics=metrics, params=params_of(t["params"]))
-                if t["code"]:
-                    client.log_text(cid, t["code"], "model_code.py")
-                if t["hypothesis_markdown"]:
-                    client.log_text(cid, t["hypothesis_markdown"], "hypothesis.md")
-                if t["confusion"]:
-                    client.log_dict(cid, t["confusion"], "confusion_matrix.json")
-                    with tempfile.TemporaryDirectory() as tmp:
-                        path = os.path.join(tmp, "confusion_matrix.png")
-                        with open(path, "wb") as f:
-                            f.write(confusion_png(t["confusion"]["counts"]))
-                        client.log_artifact(cid, path)
-                client.set_terminated(cid, mlflow_status(t), end_time=t.get("ended_at_ms") or None)
+                made.append(child.info.run_id)
+                mlflow_trial(client, child.info.run_id, run, t)
             client.set_terminated(pid, "FINISHED" if run["status"] != "unfinished" else "RUNNING", end_time=run.get("ended_at_ms") or None)
         except BaseException:
             for rid in made:
