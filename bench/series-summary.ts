@@ -63,6 +63,11 @@ const nums = (xs: (number | null | undefined)[]) => xs.filter((x): x is number =
 const openEnsemble = stat(nums(open.map((r) => ("best" in r ? r.best?.test_ensemble : undefined))));
 const openPerSeed = stat(nums(open.map((r) => ("best" in r ? r.best?.test_per_seed : undefined))));
 const optunaTest = stat(nums(optuna.map((r) => r.result?.test_accuracy)));
+// The open runs' edits by the report's rule (run-facts.ts editOutcomes), summed over the series: issue 63's measure.
+const editCounts = open.flatMap((r) => ("edits" in r && r.edits ? [r.edits] : []));
+const openEdits = editCounts.length
+  ? Object.fromEntries((["judged", "supported", "refuted", "inconclusive", "paired", "above_probes"] as const).map((k) => [k, editCounts.reduce((a, e) => a + e[k], 0)]))
+  : null;
 const handwrittenTest = stat(nums((runs.filter((r) => r.name.startsWith("handwritten-")) as Kept[]).map((r) => r.result?.test_accuracy)));
 const toGoal = stat(nums(readme.map((r) => ("goal_met_at_s" in r ? r.goal_met_at_s : undefined))));
 // A warm start (issue 37) against the cold run whose workspace it started in, same --seed: seconds to the goal, cold minus warm.
@@ -192,6 +197,7 @@ const latencyPairs = (runs.filter((r) => /^latency-\d+$/.test(r.name)) as Run[])
 const summary = {
   open_ended_test_ensemble: openEnsemble,
   open_ended_test_per_seed: openPerSeed,
+  ...(openEdits && { open_ended_edits: openEdits }),
   optuna_test: optunaTest,
   ...(handwrittenTest && { handwritten_test: handwrittenTest }),
   readme_goal_met: `${readme.filter((r) => "goal_met_at_s" in r && r.goal_met_at_s !== null).length} of ${readme.length}`,
