@@ -182,7 +182,8 @@ async function publishProposal(ctx: AgentContext, state: RunState, index: number
       },
     },
   });
-  ctx.log.info({ trial_id: id, surface: p.surface, hypothesis: p.hypothesis }, "trial proposed");
+  // ctx.log carries the handled event's trial_id (the trial judged, or none): the new one has its own key.
+  ctx.log.info({ proposed_trial_id: id, surface: p.surface, hypothesis: p.hypothesis }, "trial proposed");
 }
 
 function policyOf(state: RunState) {

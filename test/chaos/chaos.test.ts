@@ -14,7 +14,7 @@
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
 import type { ChildProcess } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { freePort, type NatsServer } from "../../bus/index.js";
@@ -126,6 +126,16 @@ beforeAll(async () => {
   // The run ends by the stop, or by its budget on a machine too loaded for a fourth judgement: past it, say what it waited for.
   if (Date.now() - t0 > 250_000) console.log(`the chaos run took ${((Date.now() - t0) / 1000).toFixed(0)} s:\n${timeline.join("\n")}`);
 }, 900_000);
+
+it("logs each process's JSON lines with their run and trial named once, through every restart", () => {
+  const dir = join(root, "workspace", "logs");
+  const lines = readdirSync(dir).flatMap((f) => readFileSync(join(dir, f), "utf8").split("\n").filter((l) => l.startsWith("{")).map((l) => ({ f, l })));
+  expect(lines.filter(({ f }) => f === "planner.log").length).toBeGreaterThan(0);
+  // A child logger binds the handled event's ids; a line that names another trial under the same key would carry two.
+  const twice = lines.filter(({ l }) => ["run_id", "trial_id"].some((k) => l.split(`"${k}":`).length > 2));
+  expect(twice.map(({ f, l }) => `${f}: ${l.slice(0, 300)}`)).toEqual([]);
+  expect(lines.some(({ f, l }) => f === "planner.log" && JSON.parse(l).msg === "trial proposed" && JSON.parse(l).proposed_trial_id)).toBe(true);
+});
 
 /** Runner i at its address: a process of its own, as a GPU host runs it, so that it can be killed; its log of evaluations kept. */
 async function startRunnerProcess(i: number, address: string): Promise<void> {
