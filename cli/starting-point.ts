@@ -19,7 +19,7 @@ import type { RunnerClient } from "../gpu-runner/client.js";
 import { StartingPointSchema, type Goal, type StartingPoint } from "../proto/gen/research/v1/events_pb.js";
 import type { DatasetInfo } from "../proto/gen/research/v1/runner_pb.js";
 import { summaryInput } from "../swarm/dataset-info.js";
-import { compileOptions } from "../core/learning/index.js";
+import { compileOptions } from "../core/compiler/options.js";
 import { fail } from "./args.js";
 import { modelFileProblem } from "./preflight.js";
 import { kwargsMessage, modelSpec, trainSpec } from "../core/config-wire.js";

@@ -14,7 +14,7 @@ import type { Event, TrialAssembledSchema } from "../../proto/gen/research/v1/ev
 import { EvaluateRequestSchema, ModelSourceSchema, type DatasetInfo, type ModelSource, type SummarizeResponse } from "../../proto/gen/research/v1/runner_pb.js";
 import { isCodeModel, type CodeModel, type ModelConfig } from "../../core/model-config.js";
 import { datasetInfo, datasetSpec, summaryInput } from "../../swarm/dataset-info.js";
-import { compileOptions } from "../../core/learning/index.js";
+import { compileOptions } from "../../core/compiler/options.js";
 import { trialBudget } from "../../swarm/budget.js";
 import { baselineTrial, firstSeed, type RunState } from "../../swarm/run-state.js";
 import type { TrialState } from "../../swarm/trial-state.js";

@@ -2,11 +2,11 @@ import { ResearchError, type FailureName } from "../failure.js";
 import {
   parseModelConfig,
   type Activation,
-  type InputDtype,
   type Layer,
   type LayerType,
   type ModelConfigInput,
 } from "../model-config.js";
+import type { CompileOptions } from "./options.js";
 import { count, fmt, HELPERS, INDENT, pyFloat, pyPad, render, sequential, withComma, type Expr, type Helper, type Item } from "./python.js";
 
 /*
@@ -20,18 +20,6 @@ import { count, fmt, HELPERS, INDENT, pyFloat, pyPad, render, sequential, withCo
 
 export type CompileFailureLabel = Extract<FailureName, "invalid_config" | "shape_error">;
 
-export interface CompileOptions {
-  /** One sample's shape without batch; the dataset's, which wins over config.input_shape only when they agree. */
-  inputShape?: readonly number[];
-  numClasses?: number;
-  inputDtype?: InputDtype;
-  /** Python class name; derived from config.name when absent. */
-  className?: string;
-  /** Text datasets: ids go up to vocabSize - 1, so an embedding must be at least this large. */
-  vocabSize?: number;
-  /** A language model: the output is numClasses scores at every position, [length, numClasses]. */
-  perPosition?: boolean;
-}
 
 export interface LayerShape {
   /** `input`, `layers[3] conv2d`, or `head linear` for the implicit classifier. */

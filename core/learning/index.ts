@@ -4,7 +4,6 @@
  * a task. test/core/learning.test.ts fails when the registry and the proto enum part ways.
  */
 import { Task, type DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
-import type { CompileOptions } from "../compiler/compile.js";
 import { TASK, type TaskName } from "../enums.js";
 import { CLASSIFICATION } from "./classification.js";
 import { LANGUAGE_MODELLING } from "./language-modelling.js";
@@ -26,15 +25,4 @@ export function learningOf(task: TaskName | Task): Learning {
 /** The model's output width, by its task: one logit per class, one value for a regression, or, at each position, one per byte value. */
 export function outputWidth(info: DatasetInfo): number {
   return learningOf(info.task).outputWidth(info);
-}
-
-/** What the compiler takes from the dataset: the planner counts a candidate's parameters and the coder builds the trial with the same. */
-export function compileOptions(info: DatasetInfo): CompileOptions {
-  return {
-    inputShape: info.inputShape,
-    numClasses: outputWidth(info),
-    inputDtype: info.inputDtype === "int64" ? "int64" : "float32",
-    vocabSize: info.vocabSize || undefined,
-    perPosition: learningOf(info.task).perPosition,
-  };
 }

@@ -8,7 +8,7 @@
  */
 import { SEARCH_DEFAULTS, type SearchDevice } from "../defaults.js";
 import { compileModel } from "../compiler/compile.js";
-import { compileOptions } from "../learning/index.js";
+import { compileOptions } from "../compiler/options.js";
 import type { LayerInput, ModelConfigInput } from "../model-config.js";
 import type { DatasetInfo } from "../../proto/gen/research/v1/runner_pb.js";
 import { templatesFor } from "./index.js";

@@ -1,5 +1,6 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { classNameFor, compileModel, type CompileOptions } from "../../core/compiler/compile.js";
+import { classNameFor, compileModel } from "../../core/compiler/compile.js";
+import type { CompileOptions } from "../../core/compiler/options.js";
 import { LAYER_TYPES, type Layer, type ModelConfigInput } from "../../core/model-config.js";
 import { run } from "../helpers/run.js";
 

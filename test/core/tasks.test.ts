@@ -10,7 +10,7 @@ import { parseGoal } from "../../core/goal.js";
 import { DATASETS } from "../../core/goal-words.js";
 import { DATASET_TABLE, TASKS, datasetNamed, templatesFor } from "../../core/tasks/index.js";
 import { dataProblem } from "../../cli/preflight.js";
-import { compileOptions } from "../../core/learning/index.js";
+import { compileOptions } from "../../core/compiler/options.js";
 import { DatasetInfoSchema, Task } from "../../proto/gen/research/v1/runner_pb.js";
 import { run } from "../helpers/run.js";
 
