@@ -187,7 +187,7 @@ export const VERBS = {
   runs: { usage: "  research-agent runs [--json] [--workspace DIR]       the workspace's runs: status, trials, best, time" },
   watch: { usage: "  research-agent watch [RUN] [--workspace DIR | --nats URL]   lineage events live (history first); a stored run replayed" },
   query: { usage: `  research-agent query --similar "TEXT" [--run RUN] [--k N] [--json] [--workspace DIR | --nats URL]`, sections: ["query options"] },
-  report: { usage: "  research-agent report RUN [--json] [--workspace DIR]   the run's report (a live run's so far); --json: report.json" },
+  report: { usage: "  research-agent report RUN [--json] [--workspace DIR | --nats URL]   the run's report (a live run's so far); --json: report.json" },
   export: {
     usage: `  research-agent export RUN --format torchscript|onnx|python DIR [--seed N]   the best model, to predict with outside the run
   research-agent export RUN --to tensorboard|mlflow|wandb DIR [--workspace DIR] [--project NAME]

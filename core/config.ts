@@ -82,7 +82,7 @@ export const ENV = z.object({
     shown: "none",
   }),
   RUNNER_PYTHON: text.default(DEFAULT_PYTHON).register(VARIABLE_DOCS, {
-    readBy: "gpu-runner, quick-evaluator, runner benchmark",
+    readBy: "gpu-runner, quick-evaluator, runner benchmark, CLI (launch's model and CUDA checks, predict, export --format)",
     description: "a Python with torch, numpy, scipy and scikit-learn (`--python` wins); on a GPU host, one with a CUDA build of torch",
     shown: "the project's `.venv/bin/python` (torch 2.13 CPU, made by `scripts/setup.sh`), else `/usr/bin/python3` (Debian's torch 1.13)",
   }),

@@ -14,7 +14,7 @@ import { foldRun, runSoFar } from "../../swarm/run-state.js";
 import { args, EXIT, fail } from "../args.js";
 import { ensureExportPython, isUri, writableFolder, writeDocument } from "../export-writer.js";
 import { bestModelRun, quietLogger, storedRuns } from "../workspace.js";
-import { DEFAULT_PYTHON } from "../../core/config.js";
+import { cliConfig } from "../../core/config.js";
 import { spawnSync } from "node:child_process";
 
 /** How a person looks at what went to `where`. */
@@ -42,7 +42,7 @@ function exportModel(workspace: string, positionals: string[], format: string, s
   const [runId, dest] = positionals as [string, string];
   const { runDir, seedArgs } = bestModelRun(workspace, runId, seed);
   // The CLI's process does nothing else meanwhile: it waits for the one child.
-  const r = spawnSync(DEFAULT_PYTHON, [MODEL_EXPORTER, runDir, writableFolder(dest), "--format", format, ...seedArgs], { encoding: "utf8", timeout: 600_000 });
+  const r = spawnSync(cliConfig().runnerPython, [MODEL_EXPORTER, runDir, writableFolder(dest), "--format", format, ...seedArgs], { encoding: "utf8", timeout: 600_000 });
   if (r.status !== 0) fail(`export to ${format} failed: ${(r.stderr.trim().split("\n").at(-1) ?? "").slice(0, 300)}`, EXIT.cannotRun);
   const written = JSON.parse(r.stdout.trim().split("\n").at(-1)!) as { model: string; seeds: number; inference: string };
   if (json) return void process.stdout.write(`${JSON.stringify({ format, ...written })}\n`);

@@ -6,7 +6,7 @@
 import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { DEFAULT_PYTHON } from "../../core/config.js";
+import { cliConfig } from "../../core/config.js";
 import { args, EXIT, fail } from "../args.js";
 import { bestModelRun } from "../workspace.js";
 
@@ -19,7 +19,7 @@ export default async function predict(argv: string[]): Promise<void> {
   const { runDir, seedArgs } = bestModelRun(a.workspace, runId, a.seed);
   if (!existsSync(input)) fail(`no file or folder ${input}`);
   const extra = [...seedArgs, ...(a.out ? ["--out", resolve(a.out)] : [])];
-  const r = spawnSync(DEFAULT_PYTHON, [PREDICTOR, runDir, resolve(input), ...extra], { encoding: "utf8", stdio: ["ignore", "inherit", "pipe"], timeout: 3_600_000 });
+  const r = spawnSync(cliConfig().runnerPython, [PREDICTOR, runDir, resolve(input), ...extra], { encoding: "utf8", stdio: ["ignore", "inherit", "pipe"], timeout: 3_600_000 });
   if (r.status !== 0) {
     const last = (r.stderr ?? "").trim().split("\n").at(-1) ?? "";
     fail(last.startsWith("predict: ") ? last.slice("predict: ".length) : `predict failed: ${last.slice(0, 300)}`, last.startsWith("predict: ") ? EXIT.badInput : EXIT.cannotRun);

@@ -16,7 +16,7 @@ export default async function report(argv: string[]): Promise<void> {
   if (existsSync(path)) return void process.stdout.write(readFileSync(path, "utf8"));
   // A run still going has no report yet: render one from its events so far, read from the
   // swarm's stream while one is up (the lineage store commits in groups, so it may lag the run).
-  const events = await liveEvents(a.workspace, run) ?? (await storedEvents(a.workspace, run));
+  const events = await liveEvents(a.workspace, run, a.nats) ?? (await storedEvents(a.workspace, run));
   if (events.length === 0) fail(`no run ${run} in this workspace (research-agent runs lists them)`);
   const state = foldRun(run, events);
   const sofar = runSoFar(state, RunStatus.RUNNING, `still running: the report so far, after ${state.judgedCount} judged trials`);
@@ -24,8 +24,9 @@ export default async function report(argv: string[]): Promise<void> {
   process.stdout.write(a.json ? reportText(built.json, state.objective) : built.markdown);
 }
 
-async function liveEvents(workspace: string, run: string): Promise<Event[] | undefined> {
-  const bus = await connectOrFail(workspace);
+/** The run's events from the bus: the workspace's swarm's, or `nats`'s (a swarm that another host started). */
+async function liveEvents(workspace: string, run: string, nats: string | undefined): Promise<Event[] | undefined> {
+  const bus = await connectOrFail(workspace, nats);
   if (!bus) return undefined;
   const events: Event[] = [];
   try {

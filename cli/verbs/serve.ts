@@ -17,7 +17,7 @@ import { buildWeb } from "../../dashboard/build.js";
 import type { QueuedRun, RunIntake, StartRunFields, StartRunReply } from "../../dashboard/intake.js";
 import { startDashboard, type Dashboard } from "../../dashboard/server.js";
 import { RUN_STATUS } from "../../core/enums.js";
-import { args, CliFailure, dashboardPort, dashboardStartProblem, fail, positiveInt } from "../args.js";
+import { args, CliFailure, dashboardPort, dashboardStartProblem, EXIT, fail, positiveInt } from "../args.js";
 import { describeEvent } from "../event-line.js";
 import { UI_PORT } from "../help.js";
 import { datasetProblem, jobsNeverStarted, runnerJobsFor, sayer, SIGNAL_EXIT, startSwarmFor, writeInterruptedReport, writeUnstartedReport } from "../swarm-run.js";
@@ -217,7 +217,7 @@ export default async function serve(argv: string[]): Promise<void> {
     });
   } catch (err) {
     process.stderr.write(`research-agent: ${dashboardStartProblem(err, port)}\n`);
-    return void (await shutdown(2, "no dashboard"));
+    return void (await shutdown(EXIT.cannotRun, "no dashboard"));
   }
   say(`dashboard: ${dashboard.url}`);
   say(`taking goals at POST /api/runs and the dashboard's form; ${maxRuns} run(s) at a time`);

@@ -8,7 +8,7 @@ import { cliConfig } from "../../core/config.js";
 import { createLogger } from "../../core/logger.js";
 import { buildWeb } from "../../dashboard/build.js";
 import { startDashboard, type Dashboard } from "../../dashboard/server.js";
-import { args, dashboardPort, dashboardStartProblem, fail } from "../args.js";
+import { args, dashboardPort, dashboardStartProblem, EXIT, fail } from "../args.js";
 import { connectOrFail } from "../workspace.js";
 import { UI_PORT } from "../help.js";
 
@@ -31,7 +31,7 @@ export default async function ui(argv: string[]): Promise<void> {
       connect: () => connectOrFail(workspace, a.nats),
     });
   } catch (err) {
-    fail(dashboardStartProblem(err, port), 2);
+    fail(dashboardStartProblem(err, port), EXIT.cannotRun);
   }
   process.stdout.write(`dashboard: ${dashboard.url}\nwho can see it and act on runs: ${dashboard.access}\n`);
   const stop = () => void dashboard.close().then(() => process.exit(0));

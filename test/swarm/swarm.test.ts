@@ -210,6 +210,18 @@ describe("a research run on digits", () => {
     expect((JSON.parse(query.stdout) as { trial_id: string }[])[0]?.trial_id).toBe(first.id);
   });
 
+  it("gives a run's report over a bus another host started: report --nats from a workspace that lacks the run", async () => {
+    const elsewhere = mkdtempSync(join(tmpdir(), "report-nats-"));
+    try {
+      const env = { ...process.env, RESEARCH_SECRETS: join(workspace, "secrets") };
+      const r = await run("./research-agent", ["report", outcome.runId, "--workspace", elsewhere, "--nats", swarm.natsUrl, "--json"], { env, timeout: 120_000 });
+      expect(r.status, r.stderr).toBe(0);
+      expect(JSON.parse(r.stdout)).toMatchObject({ run_id: outcome.runId });
+    } finally {
+      rmSync(elsewhere, { recursive: true, force: true });
+    }
+  });
+
   it("is protected by default: the workspace's own credentials, and nothing gets in without them", async () => {
     expect(statSync(join(workspace, "secrets")).mode & 0o777).toBe(0o700);
     expect(statSync(join(workspace, "secrets", "nats.json")).mode & 0o777).toBe(0o600);
