@@ -3,6 +3,8 @@ import { describe, expect, it } from "vitest";
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { createServer, type AddressInfo } from "node:net";
+import { once } from "node:events";
 import { DIGITS_CNN } from "../helpers/models.js";
 import { DEFAULT_PYTHON } from "../../core/config.js";
 import { run as runFile } from "../helpers/run.js";
@@ -335,4 +337,17 @@ describe("research-agent", () => {
       expect(ran[i]!.stderr.trim(), argv.join(" ")).toBe(`research-agent: ${message}`);
     });
   }, 240_000);
+
+  it("cannot serve a dashboard on a port that is taken: one line, exit 1", async () => {
+    const taken = createServer().listen(0, "127.0.0.1");
+    await once(taken, "listening");
+    const port = (taken.address() as AddressInfo).port;
+    try {
+      const r = await run("research-agent", ["ui", "--port", String(port), "--workspace", dir]);
+      expect(r.code, r.stderr).toBe(EXIT.cannotRun);
+      expect(r.stderr.trim()).toBe(`research-agent: port ${port} is in use (another dashboard?): give --port N, or --port 0 for a free one`);
+    } finally {
+      taken.close();
+    }
+  }, 120_000);
 });
