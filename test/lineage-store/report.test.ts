@@ -19,7 +19,7 @@ import { evaluated, proposed, RUN as AGENT_RUN, started, state as agentState } f
 import { Cost } from "../../proto/gen/research/v1/common_pb.js";
 import type { EventInit } from "../../bus/index.js";
 import { briefMessage, modelSpec, trainSpec } from "../../core/config-wire.js";
-import type { ModelConfigInput } from "../../core/model-config.js";
+import type { ModelConfigInput, TrainConfigInput } from "../../core/model-config.js";
 import { unwrapped } from "../helpers/markdown.js";
 
 const RUN = "run-fmnist";
@@ -525,9 +525,10 @@ describe("a Pareto goal with a latency limit in the report (issue 39)", () => {
   });
 
   // One model, as its probe and as the last long training of it.
-  const of = (id: string, lastTraining: boolean, mean: number, n: number, ms: number[]): EventInit[] => [
-    { runId: AGENT_RUN, trialId: id, body: { case: "trialProposed", value: { hypothesis: `h ${id}`, model: modelSpec({ name: "vgg", layers: [{ type: "flatten" }] }), train: trainSpec({ subset: lastTraining ? 0 : 10_000 }), lastTraining } } },
-    evaluated(id, mean, 0.005, { n, params: 170_242n, latencyMs: ms }),
+  // `o.inputShape`: what a result records of its data, which the inference spec (and the report's snippet) reads.
+  const of = (id: string, lastTraining: boolean, mean: number, n: number, ms: number[], o: { train?: TrainConfigInput; inputShape?: number[] } = {}): EventInit[] => [
+    { runId: AGENT_RUN, trialId: id, body: { case: "trialProposed", value: { hypothesis: `h ${id}`, model: modelSpec({ name: "vgg", layers: [{ type: "flatten" }] }), train: trainSpec({ subset: lastTraining ? 0 : 10_000, ...o.train }), lastTraining } } },
+    evaluated(id, mean, 0.005, { n, params: 170_242n, latencyMs: ms, inputShape: o.inputShape }),
     { runId: AGENT_RUN, trialId: id, body: { case: "trialJudged", value: { verdict: Verdict.ACCEPT, decision: Decision.ITERATE } } },
   ];
 
@@ -547,6 +548,15 @@ describe("a Pareto goal with a latency limit in the report (issue 39)", () => {
     // The evaluation's own timing (1.14 ms, seeds timed beside others training) is not a second figure.
     expect(unwrapped(markdown)).not.toContain("- Latency:");
     expect(unwrapped(markdown)).toMatch(/- Inference on the cpu it trained on \(median of its seeds, each timed warm beside the others\): 0\.91 ms for one example;/);
+    // A flip-averaged best was timed as it was scored, two passes a prediction, and says so.
+    const flipped = agentState([
+      started({}, { dataset: "fashion-mnist", openEnded: true, target: 0 }),
+      ...of("p", false, 0.89, 1, [0.8]),
+      ...of("L", true, 0.93, 3, [1.1, 1.14, 1.2], { train: { tta_hflip: true }, inputShape: [1, 28, 28] }),
+    ]);
+    const weights = { className: "Vgg", initKwargs: {}, files: [0, 1, 2].map((seed) => ({ seed, path: `src/models/m_seed-${seed}.pt`, bytes: 1 })), seconds: 1 };
+    const both = unwrapped(buildReport(flipped, { ...finished, trials: 2, bestTrialId: "L", testResult }, undefined, weights).markdown);
+    expect(both).toMatch(/- Inference on the cpu it trained on \(median of its seeds, each timed warm beside the others, each prediction flip-averaged over two passes as the run scored it\): 0\.91 ms/);
   });
 
   it("has no front or limits for a single-objective goal", () => {
