@@ -23,14 +23,13 @@ import { frontOf, frontPicks, tradeOffsOf, trainedLong } from "../../swarm/front
 import { imageSide, type Genome } from "./mutations.js";
 import { probeFidelity, withinBudget } from "./proposals.js";
 import type { PlanInput, Proposal } from "./types.js";
-import { atRung, lastHabits, ladder, nextPromotion, promotedIds, PROMOTION_SURFACE, seedsAtRung, type Fidelity, type Promotion } from "./scheduler.js";
+import { atRung, ladder, nextPromotion, promotedIds, PROMOTION_SURFACE, seedsAtRung, type Fidelity, type Promotion } from "./scheduler.js";
 import { editFinding } from "../../swarm/findings.js";
 import { CONTINUE_SHARE, continuationTime, LAST_GAIN, lastTrainingTime, passesOf, seedsAtOnce, seedsOf, timing, type LastTrainingTime } from "./time-model.js";
 import { spaceOf } from "../../core/space.js";
-import { mirrors } from "../../core/tasks/index.js";
 import { pct } from "../../core/format.js";
 import { Z975 } from "../../core/stats.js";
-import { parseTrainConfig, type TrainConfig, type TrainConfigInput } from "../../core/model-config.js";
+import { parseTrainConfig, type TrainConfig } from "../../core/model-config.js";
 import { lastEpochsOf } from "../../core/defaults.js";
 
 function rungs(input: PlanInput): Fidelity[] {
@@ -272,24 +271,11 @@ export function continuation(input: PlanInput): Proposal | undefined {
   return undefined;
 }
 
-/** What the long-training habits (scheduler.ts atRung, lastHabits) add to `from`'s recipe, in words. */
-function habitsAdded(from: TrainConfigInput, to: TrainConfigInput): string[] {
-  return [
-    !from.augment?.crop_padding && to.augment?.crop_padding && "random crops",
-    !from.augment?.hflip && to.augment?.hflip && "flipped images",
-    !from.tta_hflip && to.tta_hflip && "flip-averaged evaluation",
-  ].filter((h) => typeof h === "string");
-}
-
-/** `pick`'s last long training in `share` of the time left: its recipe before its time is set, and that time; undefined when none fits (time-model.ts lastTrainingTime). */
-function timedLast(input: PlanInput, pick: TrialState, share: number): { pick: TrialState; pg: Genome; recipe: TrainConfigInput; time: LastTrainingTime } | undefined {
+/** `pick`'s last long training in `share` of the time left and its time, or undefined when none fits (time-model.ts lastTrainingTime). */
+function timedLast(input: PlanInput, pick: TrialState, share: number): { pick: TrialState; pg: Genome; time: LastTrainingTime } | undefined {
   const pg = genomeOf(pick);
-  if (!pg) return undefined;
-  const { state, info } = input;
-  const latencyCounts = (state.goal?.maxLatencyMs ?? 0) > 0 || tradeOffsOf(state).includes("latency");
-  const recipe = lastHabits(pg.train, { mirrored: imageSide(info) > 0 && mirrors(info), latencyCounts });
-  const time = lastTrainingTime(input, pick, pg, recipe, share);
-  return time && { pick, pg, recipe, time };
+  const time = pg && lastTrainingTime(input, pick, pg, share);
+  return pg && time && { pick, pg, time };
 }
 
 /**
@@ -313,9 +299,9 @@ export function lastTraining(input: PlanInput): Proposal | undefined {
   const timed = ranked.map((t) => timedLast(input, t, share)).filter((x) => x !== undefined);
   const chosen = timed.find((x) => x.time.gain >= LAST_GAIN) ?? timed.sort((a, b) => b.time.gain - a.time.gain)[0];
   if (!chosen) return undefined;
-  const { pick, pg, recipe, time } = chosen;
+  const { pick, pg, time } = chosen;
   const best = ranked[0];
-  const train = { ...atRung(recipe, { subset: 0, epochs: time.epochs }, imageSide(input.info)), epochs: lastEpochsOf(state.settings), train_seconds: time.trainS };
+  const train = { ...atRung(pg.train, { subset: 0, epochs: time.epochs }, imageSide(input.info)), epochs: lastEpochsOf(state.settings), train_seconds: time.trainS };
   const why = front
     ? `${pick === front.knee ? "the knee of the Pareto front" : "the Pareto front's trial adding most hypervolume to those trained long before it"} (${scoreText(pick)}), front trial ${done.size + 1} of ${done.size + ranked.length} to train long, in ${share === 1 ? "the" : `1/${ranked.length} of the`} time left`
     : pick === best
@@ -326,7 +312,7 @@ export function lastTraining(input: PlanInput): Proposal | undefined {
   return {
     rung: rungs(input).length - 1,
     hypothesis: `train ${pick.id} for ${time.trainS} s on the full training split (about ${time.epochs} epochs at its measured pace${time.atOnce ? ", its seeds sharing the cores" : ""})`,
-    rationale: `the run's last long training: ${why}; the same model and recipe on the full split with the run's seeds${time.atOnce ? ` (all ${seedsOf(input, {})} at once on the runner's ${input.slots} slots' cores: a round of them would leave a slot idle)` : ""}, for the time the run has left, its schedule annealed over that time${habitsAdded(pg.train, train).map((h) => `, with ${h}`).join("")}`,
+    rationale: `the run's last long training: ${why}; the same model and recipe on the full split with the run's seeds${time.atOnce ? ` (all ${seedsOf(input, {})} at once on the runner's ${input.slots} slots' cores: a round of them would leave a slot idle)` : ""}, for the time the run has left, its schedule annealed over that time${train.augment?.crop_padding && !pg.train.augment?.crop_padding ? ", with random crops" : ""}`,
     parentIds: [pick.id],
     surface: PROMOTION_SURFACE,
     mutation: "last_training",
@@ -383,7 +369,7 @@ function promotionAt(input: PlanInput, promotion: Promotion, fidelity: Fidelity)
     rung: promotion.rung,
     seeds,
     hypothesis: `promote ${parent.id} to rung ${promotion.rung}: ${data}, ${fidelity.epochs} epochs`,
-    rationale: `${promotion.reason ? `${promotion.reason}; ` : ""}the same model and recipe trained longer${g.train.schedule !== pg.train.schedule ? ` with a ${g.train.schedule} schedule` : ""}${habitsAdded(pg.train, g.train).map((h) => ` and ${h}`).join("")}; predicted ${wallS.toFixed(0)} s`,
+    rationale: `${promotion.reason ? `${promotion.reason}; ` : ""}the same model and recipe trained longer${g.train.schedule !== pg.train.schedule ? ` with a ${g.train.schedule} schedule` : ""}${g.train.augment?.crop_padding && !pg.train.augment?.crop_padding ? " and random crops" : ""}; predicted ${wallS.toFixed(0)} s`,
     parentIds: [parent.id],
     surface: PROMOTION_SURFACE,
     mutation: "promotion",

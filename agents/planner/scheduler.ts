@@ -93,27 +93,6 @@ export function atRung(train: TrainConfigInput, rung: Fidelity, imageSide: numbe
   return out;
 }
 
-/**
- * The last long training's recipe on top of its long-rung habits (atRung), for data whose labels
- * survive a mirror (`mirrored`: clothes, objects; not digits): flipped training images and, where
- * the goal does not count latency (`latencyCounts`: a limit or a Pareto trade-off; a second pass
- * doubles it, and the limit is held to the model's fastest timing, front.ts limitLatencyMs),
- * flip-averaged evaluation (tta_hflip). They are the habits of the fastest published image
- * recipes that a probe cannot measure and that cost little at the end. Decided on Fashion-MNIST's
- * validation split: the 170k VGG-style template trained 10 epochs with crops and cosine, 2 seeds,
- * read 93.17% (93.12 / 93.22), with flips 93.23% (93.07 / 93.40), with flips and flip averaging
- * 93.42% (93.20 / 93.63), in 7% more seconds (bench/results/long-recipe-vgg-cnn-10ep-d6e7246.json).
- * Not on promotions: their per-epoch second validation pass is time the planner's pace model does
- * not see, and flips alone measured nothing.
- */
-export function lastHabits(train: TrainConfigInput, data: { mirrored: boolean; latencyCounts: boolean }): TrainConfigInput {
-  if (!data.mirrored) return train;
-  return { ...train, augment: { ...train.augment, hflip: true }, ...(!data.latencyCounts && { tta_hflip: true }) };
-}
-
-/** Forward passes an evaluation makes per example under `train`: two with flip averaging. */
-export const evalPasses = (train: TrainConfigInput): number => (train.tta_hflip ? 2 : 1);
-
 export interface Promotion {
   trial: TrialState;
   rung: number;

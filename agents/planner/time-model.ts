@@ -19,7 +19,6 @@ import { derivedOf, familyOf, genomeOf } from "./identity.js";
 import { latencyOf } from "../../swarm/front.js";
 import type { Genome } from "./mutations.js";
 import type { PlanInput, Proposal } from "./types.js";
-import { evalPasses } from "./scheduler.js";
 
 /**
  * The share of a run's time budget that exploration (probes, edits, ASHA's promotions) may use:
@@ -354,10 +353,9 @@ export interface LastTrainingTime {
  * the time left this training has (a Pareto goal's front trials train long one after another,
  * swarm/front.ts). The floor is not scaled with `share`: with it, the last of dc836a7's Pareto
  * run's front trainings, whose share was the whole time left, needed 90 s a seed of 900 where the
- * first had needed 30, and it did not train (75 s fitted). `recipe`: the training's own, whose
- * last validation pass may make more passes per example than `pick`'s (lastHabits' flip averaging).
+ * first had needed 30, and it did not train (75 s fitted).
  */
-export function lastTrainingTime(input: PlanInput, pick: TrialState, pg: Genome, recipe: TrainConfigInput, share = 1): LastTrainingTime | undefined {
+export function lastTrainingTime(input: PlanInput, pick: TrialState, pg: Genome, share = 1): LastTrainingTime | undefined {
   const { state } = input;
   const seed = slowestSeed(pick);
   if (!seed || !plansLastTraining(state)) return undefined;
@@ -376,8 +374,7 @@ export function lastTrainingTime(input: PlanInput, pick: TrialState, pg: Genome,
     // The job stops mid-epoch at its time, then predicts the validation split once: the pass its
     // seed measured, or, from a runner before that was measured, a forward pass over nVal examples
     // taken as long as training on them (about three times what it is).
-    const evalS = (seed.evalSeconds || (fullEpochS * input.info.nVal) / input.info.nTrain) * (evalPasses(recipe) / evalPasses(pg.train));
-    const overhead = (startUp + evalS) / pace;
+    const overhead = (startUp + (seed.evalSeconds || (fullEpochS * input.info.nVal) / input.info.nTrain)) / pace;
     let trainS = (atOnce ? horizon : longestSeed(slotsFreeIn(input), seeds, horizon)) - overhead;
     if (trialBudget > 0) trainS = Math.min(trainS, TRIAL_BUDGET_SHARE * trialBudget - overhead);
     trainS = Math.floor(trainS);
