@@ -21,6 +21,7 @@ import { connectRunner, evaluateToResult } from "../gpu-runner/client.js";
 import { startRunner } from "../gpu-runner/server.js";
 import { templatesFor } from "../core/tasks/index.js";
 import { cutoutFor } from "../agents/planner/mutations.js";
+import { machineFingerprint } from "./machine.js";
 import { DatasetInfoSchema } from "../proto/gen/research/v1/runner_pb.js";
 
 const { values: a } = parseArgs({
@@ -75,5 +76,5 @@ try {
   await runner.close();
 }
 const out = a.out ?? `bench/results/long-recipe-${a.template}-${epochs}ep-${commit}.json`;
-writeFileSync(out, `${JSON.stringify({ commit, template: a.template, params: compiled.params, epochs, seeds, recipe: base, arms: results, split: "validation (6,000 of the training split's 60,000; the test split unused)", cpus: cpus().length, cpu: cpus()[0]?.model, load: { before: loadBefore, after: loadavg() } }, null, 2)}\n`);
+writeFileSync(out, `${JSON.stringify({ commit, template: a.template, params: compiled.params, epochs, seeds, recipe: base, arms: results, split: "validation (6,000 of the training split's 60,000; the test split unused)", machine: machineFingerprint(config.runnerPython), load: { before: loadBefore, after: loadavg() } }, null, 2)}\n`);
 console.log(`wrote ${out}`);

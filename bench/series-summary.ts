@@ -9,9 +9,9 @@
  */
 import { execFileSync } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
-import { cpus, release, totalmem } from "node:os";
 import { basename, join } from "node:path";
 import { runFacts } from "./run-facts.js";
+import { machineFingerprint } from "./machine.js";
 import { pairedTTest } from "../core/stats.js";
 import { hypervolume, type Axis } from "../core/pareto.js";
 
@@ -256,8 +256,7 @@ const doc = {
   commit: /^series-([0-9a-f]{7,})$/.exec(basename(dir))?.[1] ?? git(["rev-parse", "--short", "HEAD"]),
   summarised_at: git(["rev-parse", "--short", "HEAD"]),
   date: new Date().toISOString(),
-  // bench/machine.py: the CPU's native bf16 and a calibration step, beside what Node sees.
-  machine: { ...JSON.parse(execFileSync(".venv/bin/python", ["bench/machine.py"], { encoding: "utf8" })), cpu_model: cpus()[0]?.model, memory_gib: Math.round(totalmem() / 2 ** 30), kernel: release() },
+  machine: machineFingerprint(),
   command: "bash bench/search-series.sh",
   summary,
   runs,
