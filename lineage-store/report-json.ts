@@ -380,7 +380,7 @@ export function reportJson(state: RunState, finished: RunFinished, rows: TrialRo
       reason: finished.reason,
       trials: finished.trials || state.judgedCount,
       seconds: finished.seconds,
-      best_trial: bestRow && best ? { ...bestRow, what: whatItIs(best), path: pathTo(state, best), test: testStats(finished.testResult), weights: weightsJson(weights, inferenceSpec(state, best)), classes: classesJson(best) } : null,
+      best_trial: bestRow && best ? { ...bestRow, what: whatItIs(best), flip_averaged: !!best.train?.tta_hflip, path: pathTo(state, best), test: testStats(finished.testResult), weights: weightsJson(weights, inferenceSpec(state, best)), classes: classesJson(best) } : null,
       best_trial_id: best?.id ?? null,
       test_skipped: finished.testSkipped || null,
       resumes: resumesOf(state),

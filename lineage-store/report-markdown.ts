@@ -292,7 +292,7 @@ function bestTrialLines(b: BestTrialJson, finished: RunFinished, j: ReportJson, 
   if (cost?.batch_1 && cost.batch_eval) {
     const per = (t: { batch: number; median_ms: number }) => `${(t.median_ms / t.batch).toPrecision(2)} ms an example`;
     // Timed as it was scored: a flip-averaged model makes two passes a prediction.
-    const passes = b.weights?.inference?.test_time_flip_averaging ? ", each prediction flip-averaged over two passes as the run scored it" : "";
+    const passes = b.flip_averaged ? ", each prediction flip-averaged over two passes as the run scored it" : "";
     out.push(
       `- Inference on the ${cost.device || "device"} it trained on (median of its seeds, each timed warm beside the others${passes}): ${cost.batch_1.median_ms.toPrecision(2)} ms for one example; ${cost.batch_eval.median_ms.toPrecision(3)} ms for a batch of ${cost.batch_eval.batch} (${per(cost.batch_eval)}); ${(cost.flops_per_sample / 1e6).toPrecision(3)} MFLOPs an example${peakText(cost.batch_eval)}${cost.host_cpu_batch_1 ? `; ${cost.host_cpu_batch_1.median_ms.toPrecision(2)} ms for one example on the host's CPU` : ""}`,
     );

@@ -36,7 +36,7 @@ export function proposed(id: string, surface = Surface.ARCHITECTURE, parentIds: 
  * An evaluation result; `latencyMs`: each seed's median latency per example at batch 1 (its 90th
  * percentile 10% above); `seedSeconds`: each seed's training time (what the budget's reserve reads).
  */
-export function result(mean: number, halfWidth: number, extra: { params?: bigint; seconds?: number; n?: number; latencyMs?: number[]; seedSeconds?: number[]; inputShape?: number[] } = {}) {
+export function result(mean: number, halfWidth: number, extra: { params?: bigint; seconds?: number; n?: number; latencyMs?: number[]; seedSeconds?: number[] } = {}) {
   const latency = extra.latencyMs ?? [];
   const seconds = extra.seedSeconds ?? [];
   return create(EvalResultSchema, {
@@ -49,7 +49,6 @@ export function result(mean: number, halfWidth: number, extra: { params?: bigint
     params: extra.params ?? 1000n,
     seconds: extra.seconds ?? 10,
     numClasses: 10,
-    inputShape: (extra.inputShape ?? []).map(BigInt),
   });
 }
 
