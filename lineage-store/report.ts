@@ -10,7 +10,7 @@ import { frontOf, tradeOffsOf } from "../swarm/front.js";
 import type { RunState } from "../swarm/run-state.js";
 import { metricCurves, type TrialState } from "../swarm/trial-state.js";
 import type { RunFinished } from "../proto/gen/research/v1/events_pb.js";
-import { confusionSvg, failuresSvg, frontSvg, learningCurvesSvg, scoresSvg } from "./plots.js";
+import { confusionPlot, failuresPlot, frontPlot, learningCurvesPlot, scoresPlot, type Plot } from "./plots.js";
 import type { WeightsExport } from "./weights.js";
 import { chosenBest, countFailures, FRONT_PLOT, PLOT_FILES, reportJson, reportText, rowsOf, scorePoints, type ReportJson, type ReportTiming } from "./report-json.js";
 import { markdownOf, readable } from "./report-markdown.js";
@@ -44,34 +44,34 @@ export function buildReport(state: RunState, finished: RunFinished, timing?: Rep
 }
 
 /** A Pareto goal's rung-0 trials on its metric against its first cost, the front marked; none for another goal. */
-function frontPlot(state: RunState): Record<string, string> {
+function paretoPlot(state: RunState): Record<string, Plot> {
   const f = frontOf(state);
   const cost = tradeOffsOf(state)[0];
   if (!f || !cost) return {};
   const on = new Set(f.trials.map((x) => x.t.id));
   const points = f.points.map(({ t, p }) => ({ trialId: t.id, metric: p.values[0]!, cost: p.values[1]!, onFront: on.has(t.id), knee: t === f.knee }));
-  return { [FRONT_PLOT]: frontSvg(points, COSTS[cost].label, state.objective) };
+  return { [FRONT_PLOT]: frontPlot(points, COSTS[cost].label, state.objective) };
 }
 
 /** The best trial's confusion matrix on validation; none for a run without classes. */
-function confusionPlot(best: TrialState | undefined): Record<string, string> {
+function classesPlot(best: TrialState | undefined): Record<string, Plot> {
   const c = best && classesJson(best);
   if (!c) return {};
-  return { [CONFUSION_PLOT]: confusionSvg(`Confusion matrix of the best trial (${best.id}), validation, ${c.seeds} seed${c.seeds === 1 ? "" : "s"}`, c.class_names, c.confusion) };
+  return { [CONFUSION_PLOT]: confusionPlot(`Confusion matrix of the best trial (${best.id}), validation, ${c.seeds} seed${c.seeds === 1 ? "" : "s"}`, c.class_names, c.confusion) };
 }
 
 /** The plots, keyed by their path relative to the run folder. */
-export function reportPlots(state: RunState, finished: RunFinished): Record<string, string> {
+export function reportPlots(state: RunState, finished: RunFinished): Record<string, Plot> {
   const best = chosenBest(state, finished);
   const rows = rowsOf(state, best);
   const o = state.objective;
   const curves = (best?.evaluated?.result?.seedResults ?? []).map((s) => ({ seed: s.seed, ...metricCurves(o, s.learningCurve) }));
   return {
-    [PLOT_FILES.scores]: scoresSvg(scorePoints(rows), state.goal?.target, o),
-    [PLOT_FILES.learningCurves]: learningCurvesSvg(best?.id, curves, o),
-    [PLOT_FILES.failures]: failuresSvg(countFailures(rows)),
-    ...frontPlot(state),
-    ...confusionPlot(best),
+    [PLOT_FILES.scores]: scoresPlot(scorePoints(rows), state.goal?.target, o),
+    [PLOT_FILES.learningCurves]: learningCurvesPlot(best?.id, curves, o),
+    [PLOT_FILES.failures]: failuresPlot(countFailures(rows)),
+    ...paretoPlot(state),
+    ...classesPlot(best),
   };
 }
 
@@ -83,9 +83,10 @@ export function reportPlots(state: RunState, finished: RunFinished): Record<stri
  */
 export async function writeReport(runDir: string, state: RunState, finished: RunFinished, timing?: ReportTiming, weights?: WeightsExport): Promise<void> {
   const { markdown, json } = buildReport(state, finished, timing, weights);
+  const { renderSvg } = await import("./svg.js");
   await Promise.all([
     writeFileAtomic(join(runDir, "report.md"), markdown),
     writeFileAtomic(join(runDir, "report.json"), reportText(json, state.objective)),
-    ...Object.entries(reportPlots(state, finished)).map(([rel, svg]) => writeFileAtomic(join(runDir, rel), svg)),
+    ...Object.entries(reportPlots(state, finished)).map(([rel, plot]) => writeFileAtomic(join(runDir, rel), renderSvg(plot))),
   ]);
 }

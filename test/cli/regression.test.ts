@@ -70,11 +70,11 @@ describe("a regression goal", () => {
     expect(markdown).toMatch(/- Validation RMSE: \d+(\.\d+)? \(95% CI \d+(\.\d+)? – \d+(\.\d+)?\)/);
     expect(markdown).toMatch(/- Held-out test RMSE \(one-time confirmation/);
     expect(markdown).not.toMatch(/\d{3,}\.\d\d%/);
-    // The plots speak in RMSE too: no percentage ticks, and the best trial's validation curves drawn.
+    // The plots speak in RMSE too: no percentage ticks, and the best trial's curves drawn, one per seed.
     const plot = (name: string) => readFileSync(join(s.report, "..", "plots", name), "utf8");
     expect(plot("scores.svg")).toMatch(/Validation RMSE per trial \(mean, 95% CI; lower is better\)/);
     expect(plot("scores.svg")).not.toMatch(/>\d+(\.\d+)?%</);
-    expect(plot("learning_curves.svg").match(/<polyline class="val"/g)?.length).toBe(2);
+    expect(plot("learning_curves.svg").match(/>seed \d<\/text>/g)).toEqual([">seed 0</text>", ">seed 1</text>"]);
     // The search's own words name the upper bound of the parent it builds on.
     expect(r.stdout + r.stderr).not.toMatch(/label smoothing/);
     // Every seed that trained ended at its best validation epoch (trainer.py _BestEpoch): its kept

@@ -12,6 +12,8 @@ import { join } from "node:path";
 import { create, fromJsonString } from "@bufbuild/protobuf";
 import { blocksOf } from "../../core/brief.js";
 import { buildReport, reportPlots } from "../../lineage-store/report.js";
+import { renderSvg } from "../../lineage-store/svg.js";
+import { series } from "../helpers/plots.js";
 import { reportText } from "../../lineage-store/report-json.js";
 import { registryEntry } from "../../lineage-store/artifacts.js";
 import { valMetricOf } from "../../swarm/trial-state.js";
@@ -152,9 +154,15 @@ describe("a classification run's classes", () => {
     const weakest = c.rows[0]!;
     expect(markdown).toContain(`| ${weakest.name} | ${(100 * weakest.recall).toFixed(1)}% |`);
     expect(markdown).toContain("![confusion matrix of the best trial](plots/confusion.svg)");
-    const svg = reportPlots(state, state.runFinished!)["plots/confusion.svg"]!;
-    expect(svg.match(/class="cell"/g)).toHaveLength(c.rows.length ** 2);
-    expect(svg).toContain(`<title>${weakest.name} taken for ${weakest.taken_for!.name}:`);
+    const plot = reportPlots(state, state.runFinished!)["plots/confusion.svg"]!;
+    // A cell per (true, predicted) pair, its share of the true class; the weakest class's most common mistake among them.
+    const cells = series(plot, "cells").data as [number, number, number][];
+    expect(cells).toHaveLength(c.rows.length ** 2);
+    const names = best.evaluated!.result!.classNames;
+    const [i, j] = [names.indexOf(weakest.name), names.indexOf(weakest.taken_for!.name)];
+    expect(cells.find(([x, y]) => x === j && y === i)![2]).toBeCloseTo(weakest.taken_for!.share, 12);
+    const svg = renderSvg(plot);
+    for (const name of names) expect(svg).toContain(`>${name}</text>`);
   });
 
   it("has none in a regression run", () => {
