@@ -215,11 +215,10 @@ class KneserNey:
             stats[gram[:-1]] = (total + c, types + 1)
         return stats
 
-    def scores(self, rows, ctx, discount):
-        """Mean -log2 p(next byte) over every target of `rows` (as bits_per_byte reads them: each
-        window of ctx from scratch), for each order 1..NGRAM_MAX_ORDER: a list indexed by order."""
-        sums = [0.0] * (NGRAM_MAX_ORDER + 1)
-        count = 0
+    def probabilities(self, rows, ctx, discount):
+        """Per target of `rows` (as bits_per_byte reads them: each window of ctx from scratch), in
+        order, each order's probability of it: a list of NGRAM_MAX_ORDER + 1 (index 0 unused)."""
+        out = []
         for row in rows:
             b = bytes(row.tolist())
             for t in range(1, len(b)):
@@ -227,20 +226,31 @@ class KneserNey:
                 w = b[t:t + 1]
                 p = 1 / 256  # the chain of continuation-count levels, extended an order at a time
                 top = p
+                probs = [1.0] * (NGRAM_MAX_ORDER + 1)
                 for n in range(1, NGRAM_MAX_ORDER + 1):
                     h = history[len(history) - n + 1:] if n > 1 else b""
                     if len(h) < n - 1:  # a window's first bytes: an order-n model is the highest order there is
-                        sums[n] -= math.log2(top)
+                        probs[n] = top
                         continue
                     total, types = self.raw_stats[n].get(h, (0, 0))
                     # The order-n model: raw counts at its highest order, over the chain below it.
                     top = (max(self.raw[n].get(h + w, 0) - discount, 0) + discount * types * p) / total if total else p
-                    sums[n] -= math.log2(top)
+                    probs[n] = top
                     total, types = self.cont_stats[n].get(h, (0, 0))
                     if total:
                         p = (max(self.cont[n].get(h + w, 0) - discount, 0) + discount * types * p) / total
-                count += 1
-        return [v / count for v in sums]
+                out.append(probs)
+        return out
+
+    def scores(self, rows, ctx, discount):
+        """Mean -log2 p(next byte) over every target of `rows`, for each order 1..NGRAM_MAX_ORDER: a
+        list indexed by order."""
+        sums = [0.0] * (NGRAM_MAX_ORDER + 1)
+        targets = self.probabilities(rows, ctx, discount)
+        for probs in targets:
+            for n in range(1, NGRAM_MAX_ORDER + 1):
+                sums[n] -= math.log2(probs[n])
+        return [v / len(targets) for v in sums]
 
 
 def kneser_ney_search(train_rows, val_rows, test_rows, ctx):

@@ -58,7 +58,8 @@ def template(seed, table):
                          nn.Dropout(0.7), nn.Linear(orders * dim, 512), nn.GELU(), nn.Linear(512, 256))
 
 
-def train(train_rows, val_rows, table, lr, seed, seconds, bf16):
+def fit(train_rows, table, lr, seed, seconds, bf16):
+    """The template trained for `seconds` of wall time with its recipe: the model and its steps."""
     model = template(seed, table)
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.1)
     gen = torch.Generator().manual_seed(seed)
@@ -77,6 +78,11 @@ def train(train_rows, val_rows, table, lr, seed, seconds, bf16):
         nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         steps += 1
+    return model, steps
+
+
+def train(train_rows, val_rows, table, lr, seed, seconds, bf16):
+    model, steps = fit(train_rows, table, lr, seed, seconds, bf16)
     return {"table": ":".join(map(str, table)), "lr": lr, "seed": seed, "steps": steps, "val_bits_per_byte": round(bits_per_byte(model, val_rows, CTX), 4)}
 
 

@@ -1,0 +1,95 @@
+"""How far a language model's byte-ngram template and the Kneser-Ney n-gram that beats it are from
+each other, and what interpolating them would gain: a design measurement on text the
+language-model benchmark does not score (the KJV corpus's bytes 2,000,000-3,000,000, as
+bench/lm_template.py reads them), on validation rows only.
+
+    .venv/bin/python bench/lm_mixture.py bench/data/lm-corpus.txt --seeds 0,1 --seconds 60 --out r.json
+
+Per seed, the template trains for --seconds with its recipe (lm_template.fit); the n-gram is
+bench/lm_baseline.py's, counted on the same training rows, its order and discount picked on the
+validation rows as the peer picks them. Both give each validation target a probability; the
+mixture is w * p_network + (1 - w) * p_ngram, a proper distribution for any w in [0, 1]. Its w
+is picked on half of the validation rows (every other row) and scored on the other half, then
+the other way round; `mixture_bits_per_byte` is the mean of the two, so no figure is scored on
+the rows that picked its weight. Run nothing beside it.
+"""
+import argparse
+import json
+import subprocess
+import sys
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+import lm_template
+import machine
+from lm_baseline import NGRAM_DISCOUNTS, NGRAM_MAX_ORDER, KneserNey
+
+WEIGHTS = np.round(np.arange(0.05, 1.0, 0.05), 2)
+
+
+def network_probabilities(model, rows):
+    """Each validation target's probability under the network, read as bits_per_byte reads it."""
+    model.eval()
+    x = rows[:, :-1].reshape(-1, lm_template.CTX).long()
+    y = rows[:, 1:].reshape(-1, lm_template.CTX).long()
+    with torch.inference_mode():
+        logp = F.log_softmax(model(x).float(), -1).gather(-1, y[..., None])[..., 0]
+    # Back to rows: a row's windows are consecutive.
+    return logp.exp().reshape(len(rows), -1).numpy()
+
+
+def bits(p):
+    return float(-np.log2(p).mean())
+
+
+def cross_picked(net, ngram):
+    """The mixture's bits per byte with its weight picked on one half of the rows and scored on the
+    other, both ways, and each half's pick."""
+    halves = [np.arange(0, len(net), 2), np.arange(1, len(net), 2)]
+    scored, picks = [], []
+    for pick, score in (halves, halves[::-1]):
+        w = min(WEIGHTS, key=lambda w: bits(w * net[pick] + (1 - w) * ngram[pick]))
+        picks.append(float(w))
+        scored.append(bits(w * net[score] + (1 - w) * ngram[score]))
+    return float(np.mean(scored)), picks
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("corpus")
+    ap.add_argument("--start", type=int, default=2_000_000, help="first byte of the design text")
+    ap.add_argument("--bytes", type=int, default=1_000_000, help="its length")
+    ap.add_argument("--seeds", default="0,1")
+    ap.add_argument("--seconds", type=float, default=60)
+    ap.add_argument("--out")
+    a = ap.parse_args()
+    torch.set_num_threads(2)
+    fp = machine.fingerprint()
+    train_rows, val_rows = lm_template.rows_of(a.corpus, a.start, a.bytes)
+    kn = KneserNey(train_rows.numpy())
+    by_discount = {d: np.array(kn.probabilities(val_rows.numpy(), lm_template.CTX, d)) for d in NGRAM_DISCOUNTS}
+    val, order, discount = min((bits(p[:, n]), n, d) for d, p in by_discount.items() for n in range(1, NGRAM_MAX_ORDER + 1))
+    ngram = by_discount[discount][:, order].reshape(len(val_rows), -1)
+    print(json.dumps({"ngram": {"order": order, "discount": discount, "val_bits_per_byte": round(val, 4)}}), flush=True)
+    runs = []
+    for seed in (int(s) for s in a.seeds.split(",")):
+        model, steps = lm_template.fit(train_rows, (8, 17, 32), 1.5e-2, seed, a.seconds, bool(fp["cpu_bf16"]))
+        net = network_probabilities(model, val_rows)
+        mixed, picks = cross_picked(net, ngram)
+        runs.append({"seed": seed, "steps": steps, "network_bits_per_byte": round(bits(net), 4), "mixture_bits_per_byte": round(mixed, 4),
+                     "weights_picked": picks})
+        print(json.dumps(runs[-1]), flush=True)
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    doc = {"bench": "lm_mixture", "commit": commit, "command": " ".join(sys.argv), "machine": fp, "corpus": a.corpus,
+           "bytes": [a.start, a.start + a.bytes], "seconds": a.seconds,
+           "ngram": {"order": order, "discount": discount, "val_bits_per_byte": round(val, 4)}, "runs": runs}
+    if a.out:
+        with open(a.out, "w") as f:
+            json.dump(doc, f, indent=1)
+    print(json.dumps(doc["machine"]))
+
+
+if __name__ == "__main__":
+    main()
