@@ -13,10 +13,7 @@ is picked on half of the validation rows (every other row) and scored on the oth
 the other way round; `mixture_bits_per_byte` is the mean of the two, so no figure is scored on
 the rows that picked its weight. Run nothing beside it.
 """
-import argparse
 import json
-import subprocess
-import sys
 
 import numpy as np
 import torch
@@ -57,14 +54,7 @@ def cross_picked(net, ngram):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("corpus")
-    ap.add_argument("--start", type=int, default=2_000_000, help="first byte of the design text")
-    ap.add_argument("--bytes", type=int, default=1_000_000, help="its length")
-    ap.add_argument("--seeds", default="0,1")
-    ap.add_argument("--seconds", type=float, default=60)
-    ap.add_argument("--out")
-    a = ap.parse_args()
+    a = lm_template.design_args(__doc__).parse_args()
     torch.set_num_threads(2)
     fp = machine.fingerprint()
     train_rows, val_rows = lm_template.rows_of(a.corpus, a.start, a.bytes)
@@ -81,14 +71,7 @@ def main():
         runs.append({"seed": seed, "steps": steps, "network_bits_per_byte": round(bits(net), 4), "mixture_bits_per_byte": round(mixed, 4),
                      "weights_picked": picks})
         print(json.dumps(runs[-1]), flush=True)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    doc = {"bench": "lm_mixture", "commit": commit, "command": " ".join(sys.argv), "machine": fp, "corpus": a.corpus,
-           "bytes": [a.start, a.start + a.bytes], "seconds": a.seconds,
-           "ngram": {"order": order, "discount": discount, "val_bits_per_byte": round(val, 4)}, "runs": runs}
-    if a.out:
-        with open(a.out, "w") as f:
-            json.dump(doc, f, indent=1)
-    print(json.dumps(doc["machine"]))
+    lm_template.write_result("lm_mixture", a, fp, ngram={"order": order, "discount": discount, "val_bits_per_byte": round(val, 4)}, runs=runs)
 
 
 if __name__ == "__main__":

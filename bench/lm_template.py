@@ -86,16 +86,33 @@ def train(train_rows, val_rows, table, lr, seed, seconds, bf16):
     return {"table": ":".join(map(str, table)), "lr": lr, "seed": seed, "steps": steps, "val_bits_per_byte": round(bits_per_byte(model, val_rows, CTX), 4)}
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def design_args(doc):
+    """The arguments of a measurement on the design text: the corpus, the slice, seeds, seconds, --out."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
     ap.add_argument("corpus")
     ap.add_argument("--start", type=int, default=2_000_000, help="first byte of the design text")
     ap.add_argument("--bytes", type=int, default=1_000_000, help="its length")
-    ap.add_argument("--lrs", default="0.006,0.01,0.015")
-    ap.add_argument("--tables", default="8:17:32", help="n-gram tables, ORDERS:LOG2_BUCKETS:DIM, a list")
     ap.add_argument("--seeds", default="0,1")
     ap.add_argument("--seconds", type=float, default=60)
     ap.add_argument("--out")
+    return ap
+
+
+def write_result(bench, a, fp, **fields):
+    """The measurement's document (its commit, command, machine and slice, then `fields`) to --out."""
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=HERE).stdout.strip()
+    doc = {"bench": bench, "commit": commit, "command": " ".join(sys.argv), "machine": fp, "corpus": a.corpus,
+           "bytes": [a.start, a.start + a.bytes], "seconds": a.seconds, **fields}
+    if a.out:
+        with open(a.out, "w") as f:
+            json.dump(doc, f, indent=1)
+    print(json.dumps(fp))
+
+
+def main():
+    ap = design_args(__doc__)
+    ap.add_argument("--lrs", default="0.006,0.01,0.015")
+    ap.add_argument("--tables", default="8:17:32", help="n-gram tables, ORDERS:LOG2_BUCKETS:DIM, a list")
     a = ap.parse_args()
     torch.set_num_threads(2)
     fp = machine.fingerprint()
@@ -107,13 +124,7 @@ def main():
     for table, lr, seed in itertools.product(tables, lrs, [int(v) for v in a.seeds.split(",")]):
         runs.append(train(train_rows, val_rows, table, lr, seed, a.seconds, bf16))
         print(json.dumps(runs[-1]), flush=True)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, cwd=HERE).stdout.strip()
-    doc = {"bench": "lm_template", "commit": commit, "command": " ".join(sys.argv), "machine": fp, "corpus": a.corpus,
-           "bytes": [a.start, a.start + a.bytes], "seconds": a.seconds, "runs": runs}
-    if a.out:
-        with open(a.out, "w") as f:
-            json.dump(doc, f, indent=1)
-    print(json.dumps(doc["machine"]))
+    write_result("lm_template", a, fp, runs=runs)
 
 
 if __name__ == "__main__":
