@@ -25,9 +25,11 @@ const FAILED = "#d62728";
 const SEED_COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22"];
 /** A filled X: a symbol is filled, not stroked. */
 const CROSS = "path://M2 0L5 3L8 0L10 2L7 5L10 8L8 10L5 7L2 10L0 8L3 5L0 2Z";
+const SOLID = "path://M0 0H16V2H0Z";
+const DASHED = "path://M0 0H4V2H0ZM6 0H10V2H6ZM12 0H16V2H12Z";
 
 /** The legend under the title, right-aligned, and the plot's grid below both. */
-const framed = (legend: string[]): PlotOption => ({
+const framed = (legend: (string | { name: string; icon: string })[]): PlotOption => ({
   legend: { data: legend, right: 20, top: 32, itemWidth: 16, itemHeight: 10, textStyle: { color: INK } },
   grid: { left: 72, right: 24, top: 64, bottom: 52 },
 });
@@ -148,7 +150,8 @@ export function learningCurvesPlot(trialId: string | undefined, seeds: readonly 
   // Past six seeds the legend would run into the title; the colours still tell them apart.
   const named = curves.length <= 6 ? curves.map((c) => `seed ${c.seed}`) : [];
   const option = {
-    ...framed([...named, "validation", "train"]),
+    // The line styles' keys drawn as lines, solid and dashed, where a line series' own key is a dot on a line.
+    ...framed([...named, { name: "validation", icon: SOLID }, { name: "train", icon: DASHED }]),
     xAxis: { type: "category", data: Array.from({ length: epochs }, (_, e) => String(e + 1)), name: "epoch", nameLocation: "middle", nameGap: 30, boundaryGap: false },
     yAxis: metricAxis(o, o.label, Math.max(...values) - Math.min(...values)),
     series: [
