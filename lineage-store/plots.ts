@@ -38,7 +38,7 @@ const framed = (legend: (string | { name: string; icon: string })[]): PlotOption
 const noData = (message: string): PlotOption => ({ series: [], title: { text: message, left: "center", top: "middle", textStyle: { fontSize: 14, color: "#666", fontWeight: "normal" } } });
 
 /** The metric's axis: percentages for a proportion, with as many decimals as its span needs. */
-function metricAxis(o: Objective, name: string, span: number, extra: Record<string, unknown> = {}) {
+function metricAxis(o: Objective, name: string, span: number) {
   const decimals = Math.max(0, Math.min(3, Math.ceil(-Math.log10(((span || 0.01) / 5) * 100))));
   return {
     type: "value",
@@ -47,12 +47,13 @@ function metricAxis(o: Objective, name: string, span: number, extra: Record<stri
     nameLocation: "middle",
     nameGap: 52,
     axisLabel: { formatter: (v: number) => (o.proportion ? `${inPoints(v, decimals)}%` : String(Number(v.toPrecision(6)))) },
-    ...extra,
   };
 }
 
+/** What a custom series' item is drawn with: its values, and their place on the plot. */
+type Api = { value: (i: number) => number; coord: (v: number[]) => number[] };
+
 /** Whiskers from (x, lo) to (x, hi) with caps, and where given across from (xlo, y) to (xhi, y): a custom series' item. */
-type Api = { value: (i: number) => number; coord: (v: number[]) => number[]; style: () => Record<string, unknown> };
 function whiskers(colours: string[], width: number) {
   return (params: { dataIndex: number }, api: Api) => {
     const style = { stroke: colours[params.dataIndex], lineWidth: width };
