@@ -29,7 +29,7 @@ import { CONTINUE_SHARE, continuationTime, LAST_GAIN, lastTrainingTime, passesOf
 import { spaceOf } from "../../core/space.js";
 import { pct } from "../../core/format.js";
 import { Z975 } from "../../core/stats.js";
-import { parseTrainConfig, type TrainConfig } from "../../core/model-config.js";
+import { parseTrainConfig, type TrainConfig, type TrainConfigInput } from "../../core/model-config.js";
 import { lastEpochsOf } from "../../core/defaults.js";
 
 function rungs(input: PlanInput): Fidelity[] {
@@ -271,6 +271,9 @@ export function continuation(input: PlanInput): Proposal | undefined {
   return undefined;
 }
 
+/** Whether the long-rung habits (scheduler.ts atRung) add random crops to `from`'s recipe, which a rationale says. */
+const addsCrops = (from: TrainConfigInput, to: TrainConfigInput): boolean => !from.augment?.crop_padding && !!to.augment?.crop_padding;
+
 /** `pick`'s last long training in `share` of the time left and its time, or undefined when none fits (time-model.ts lastTrainingTime). */
 function timedLast(input: PlanInput, pick: TrialState, share: number): { pick: TrialState; pg: Genome; time: LastTrainingTime } | undefined {
   const pg = genomeOf(pick);
@@ -312,7 +315,7 @@ export function lastTraining(input: PlanInput): Proposal | undefined {
   return {
     rung: rungs(input).length - 1,
     hypothesis: `train ${pick.id} for ${time.trainS} s on the full training split (about ${time.epochs} epochs at its measured pace${time.atOnce ? ", its seeds sharing the cores" : ""})`,
-    rationale: `the run's last long training: ${why}; the same model and recipe on the full split with the run's seeds${time.atOnce ? ` (all ${seedsOf(input, {})} at once on the runner's ${input.slots} slots' cores: a round of them would leave a slot idle)` : ""}, for the time the run has left, its schedule annealed over that time${train.augment?.crop_padding && !pg.train.augment?.crop_padding ? ", with random crops" : ""}`,
+    rationale: `the run's last long training: ${why}; the same model and recipe on the full split with the run's seeds${time.atOnce ? ` (all ${seedsOf(input, {})} at once on the runner's ${input.slots} slots' cores: a round of them would leave a slot idle)` : ""}, for the time the run has left, its schedule annealed over that time${addsCrops(pg.train, train) ? ", with random crops" : ""}`,
     parentIds: [pick.id],
     surface: PROMOTION_SURFACE,
     mutation: "last_training",
@@ -369,7 +372,7 @@ function promotionAt(input: PlanInput, promotion: Promotion, fidelity: Fidelity)
     rung: promotion.rung,
     seeds,
     hypothesis: `promote ${parent.id} to rung ${promotion.rung}: ${data}, ${fidelity.epochs} epochs`,
-    rationale: `${promotion.reason ? `${promotion.reason}; ` : ""}the same model and recipe trained longer${g.train.schedule !== pg.train.schedule ? ` with a ${g.train.schedule} schedule` : ""}${g.train.augment?.crop_padding && !pg.train.augment?.crop_padding ? " and random crops" : ""}; predicted ${wallS.toFixed(0)} s`,
+    rationale: `${promotion.reason ? `${promotion.reason}; ` : ""}the same model and recipe trained longer${g.train.schedule !== pg.train.schedule ? ` with a ${g.train.schedule} schedule` : ""}${addsCrops(pg.train, g.train) ? " and random crops" : ""}; predicted ${wallS.toFixed(0)} s`,
     parentIds: [parent.id],
     surface: PROMOTION_SURFACE,
     mutation: "promotion",
