@@ -53,18 +53,26 @@ function metricAxis(o: Objective, name: string, span: number) {
 /** What a custom series' item is drawn with: its values, and their place on the plot. */
 type Api = { value: (i: number) => number; coord: (v: number[]) => number[] };
 
-/** Whiskers from (x, lo) to (x, hi) with caps, and where given across from (xlo, y) to (xhi, y): a custom series' item. */
-function whiskers(colours: string[], width: number) {
+/**
+ * A custom series' item: whiskers from (x, lo) to (x, hi), with caps, or where `across` (a Pareto
+ * plot's cost interval) with a second whisker from (xlo, y) to (xhi, y): values [x, lo, hi] or
+ * [x, lo, hi, xlo, y, xhi].
+ */
+function whiskers(colours: string[], width: number, across = false) {
   return (params: { dataIndex: number }, api: Api) => {
     const style = { stroke: colours[params.dataIndex], lineWidth: width };
     const line = (a: number[], b: number[]) => ({ type: "line", shape: { x1: a[0], y1: a[1], x2: b[0], y2: b[1] }, style });
     const [lo, hi] = [api.coord([api.value(0), api.value(1)]), api.coord([api.value(0), api.value(2)])] as [number[], number[]];
-    const children = [line(lo, hi)];
-    if (Number.isNaN(api.value(3))) children.push(line([lo[0]! - 4, lo[1]!], [lo[0]! + 4, lo[1]!]), line([hi[0]! - 4, hi[1]!], [hi[0]! + 4, hi[1]!]));
-    else children.push(line(api.coord([api.value(3), api.value(4)]), api.coord([api.value(5), api.value(4)])));
-    return { type: "group", children };
+    const cap = (end: number[]) => line([end[0]! - 4, end[1]!], [end[0]! + 4, end[1]!]);
+    const second = across ? [line(api.coord([api.value(3), api.value(4)]), api.coord([api.value(5), api.value(4)]))] : [cap(lo), cap(hi)];
+    return { type: "group", children: [line(lo, hi), ...second] };
   };
 }
+
+/** A scatter series of points [x, y] in one colour; `extra` its symbol where it is not a dot. */
+const scatter = (name: string, color: string, data: number[][], extra = {}) => ({ name, type: "scatter", symbolSize: 8, itemStyle: { color }, data, ...extra });
+/** A ring drawn around points: its white middle first, the dots on top of it. */
+const ring = (color: string, size: number) => ({ symbol: "emptyCircle", symbolSize: size, itemStyle: { color, borderWidth: 2 } });
 
 export interface ScorePoint {
   trialId: string;
@@ -95,14 +103,7 @@ export function scoresPlot(points: readonly ScorePoint[], target?: number, o: Ob
   const values = [...scored.flatMap((s) => s.ci), ...(target ? [target] : [])];
   const [lo, hi] = values.length ? [Math.min(...values), Math.max(...values)] : [0, 1];
   const floor = lo - Math.max(hi - lo, 0.01) * 0.12;
-  const dots = (name: string, keep: (p: ScorePoint) => boolean, color: string, extra = {}) => ({
-    name,
-    type: "scatter",
-    symbolSize: 8,
-    itemStyle: { color },
-    data: scored.filter((s) => keep(s.p)).map((s) => [s.i, s.p.mean]),
-    ...extra,
-  });
+  const dots = (keep: (p: ScorePoint) => boolean) => scored.filter((s) => keep(s.p)).map((s) => [s.i, s.p.mean!]);
   const colourOf = (p: ScorePoint) => (p.best ? BEST : p.accepted ? ACCEPTED : REJECTED);
   const option = {
     ...framed(["accepted", "rejected", "best", "failed"]),
@@ -114,18 +115,17 @@ export function scoresPlot(points: readonly ScorePoint[], target?: number, o: Ob
         name: "95% CI",
         type: "custom",
         renderItem: whiskers(scored.map((s) => colourOf(s.p)), 1.5),
-        data: scored.map((s) => [s.i, s.ci[0], s.ci[1], NaN]),
+        data: scored.map((s) => [s.i, s.ci[0], s.ci[1]]),
         encode: { x: 0, y: [1, 2] },
         ...(target && {
           markLine: { silent: true, symbol: "none", lineStyle: { color: FAILED, type: "dashed", width: 1.5 }, label: { position: "insideStartTop", color: FAILED, formatter: `target ${formatMetric(o, target)}` }, data: [{ yAxis: target }] },
         }),
       },
-      // A ring's white middle is drawn first, the dot on top of it.
-      dots("best ring", (p) => p.best, BEST, { symbol: "emptyCircle", symbolSize: 18, itemStyle: { color: BEST, borderWidth: 2 } }),
-      dots("accepted", (p) => p.accepted && !p.best, ACCEPTED),
-      dots("rejected", (p) => !p.accepted && !p.best, REJECTED),
-      dots("best", (p) => p.best, BEST),
-      { name: "failed", type: "scatter", symbol: CROSS, symbolSize: 10, itemStyle: { color: FAILED }, data: points.flatMap((p, i) => (p.mean === undefined ? [[i, floor]] : [])) },
+      scatter("best ring", BEST, dots((p) => p.best), ring(BEST, 18)),
+      scatter("accepted", ACCEPTED, dots((p) => p.accepted && !p.best)),
+      scatter("rejected", REJECTED, dots((p) => !p.accepted && !p.best)),
+      scatter("best", BEST, dots((p) => p.best)),
+      scatter("failed", FAILED, points.flatMap((p, i) => (p.mean === undefined ? [[i, floor]] : [])), { symbol: CROSS, symbolSize: 10 }),
     ],
   };
   return { title, option };
@@ -201,14 +201,7 @@ export function frontPlot(points: readonly FrontPoint[], costLabel: string, o: O
   if (!usable.length) return { title, option: noData("no trial on the front yet") };
   const metrics = usable.flatMap((p) => [p.metric.low, p.metric.high]);
   const front = usable.filter((p) => p.onFront).sort((a, b) => a.cost.mean - b.cost.mean);
-  const dots = (name: string, keep: (p: FrontPoint) => boolean, color: string, extra = {}) => ({
-    name,
-    type: "scatter",
-    symbolSize: 8,
-    itemStyle: { color },
-    data: usable.filter(keep).map((p) => [p.cost.mean, p.metric.mean]),
-    ...extra,
-  });
+  const dots = (keep: (p: FrontPoint) => boolean) => usable.filter(keep).map((p) => [p.cost.mean, p.metric.mean]);
   const option = {
     ...framed(["on the front", "dominated", "knee"]),
     xAxis: { type: "log", name: `${costLabel} (log scale)`, nameLocation: "middle", nameGap: 30, axisLabel: { formatter: (v: number) => int(Number(v.toPrecision(3))) } },
@@ -217,14 +210,14 @@ export function frontPlot(points: readonly FrontPoint[], costLabel: string, o: O
       {
         name: "95% CI",
         type: "custom",
-        renderItem: whiskers(usable.map((p) => (p.onFront ? BEST : REJECTED)), 1.2),
+        renderItem: whiskers(usable.map((p) => (p.onFront ? BEST : REJECTED)), 1.2, true),
         data: usable.map((p) => [p.cost.mean, p.metric.low, p.metric.high, p.cost.low, p.metric.mean, p.cost.high]),
         encode: { x: [0, 3, 5], y: [1, 2, 4] },
       },
       { name: "front", type: "line", symbol: "none", lineStyle: { color: BEST, width: 1.5 }, data: front.length > 1 ? front.map((p) => [p.cost.mean, p.metric.mean]) : [] },
-      dots("knee", (p) => p.knee, ACCEPTED, { symbol: "emptyCircle", symbolSize: 16, itemStyle: { color: ACCEPTED, borderWidth: 2 } }),
-      dots("on the front", (p) => p.onFront, BEST),
-      dots("dominated", (p) => !p.onFront, REJECTED),
+      scatter("knee", ACCEPTED, dots((p) => p.knee), ring(ACCEPTED, 16)),
+      scatter("on the front", BEST, dots((p) => p.onFront)),
+      scatter("dominated", REJECTED, dots((p) => !p.onFront)),
     ],
   };
   return { title, option };
