@@ -21,7 +21,7 @@ import torch.nn.functional as F
 
 import lm_template
 import machine
-from lm_baseline import NGRAM_DISCOUNTS, NGRAM_MAX_ORDER, KneserNey
+from lm_baseline import NGRAM_DISCOUNTS, NGRAM_MAX_ORDER, KneserNey, windows
 
 WEIGHTS = np.round(np.arange(0.05, 1.0, 0.05), 2)
 
@@ -29,8 +29,7 @@ WEIGHTS = np.round(np.arange(0.05, 1.0, 0.05), 2)
 def network_probabilities(model, rows):
     """Each validation target's probability under the network, read as bits_per_byte reads it."""
     model.eval()
-    x = rows[:, :-1].reshape(-1, lm_template.CTX).long()
-    y = rows[:, 1:].reshape(-1, lm_template.CTX).long()
+    x, y = windows(rows, lm_template.CTX)
     with torch.inference_mode():
         logp = F.log_softmax(model(x).float(), -1).gather(-1, y[..., None])[..., 0]
     # Back to rows: a row's windows are consecutive.
