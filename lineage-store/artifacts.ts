@@ -163,6 +163,7 @@ async function writeCurrentModel(runDir: string, state: RunState, t: TrialState)
 /** Where the best trial's weights come from at the end of a run; without it the report says none were fetched. */
 export interface WeightsSource {
   runners: RunnerClient[];
+  /** The run's logger, bound to no trial: its lines name the best trial, which need not be the handled event's. */
   log: Logger;
 }
 

@@ -24,7 +24,8 @@ const config = agentConfig();
 // Set before the store's logger exists (runAgent would set it later).
 setLogLevel(config.logLevel);
 const workspace = config.workspace;
-const store = await LineageStore.open(join(workspace, "lineage"), { embedder: await lineageEmbedder(join(workspace, "lineage"), config.embedder), logger: createLogger("lineage-store") });
+const log = createLogger("lineage-store");
+const store = await LineageStore.open(join(workspace, "lineage"), { embedder: await lineageEmbedder(join(workspace, "lineage"), config.embedder), logger: log });
 
 /** Artifact writes of one run, one at a time: the registry is read, updated and replaced. */
 const artifactChains = new Map<string, Promise<void>>();
@@ -50,7 +51,7 @@ await runAgent({
     // run to catch up kept a loaded store's first rows from the disk past an interrupt).
     await store.record(event);
     const state = await store.runState(event.runId);
-    await inOrder(event.runId, () => writeArtifacts(join(workspace, "runs", event.runId), state, event, { runners: ctx.runners(), log: ctx.log }));
+    await inOrder(event.runId, () => writeArtifacts(join(workspace, "runs", event.runId), state, event, { runners: ctx.runners(), log: log.child({ run_id: event.runId }) }));
   },
   setup: (bus) => void serveQueries(bus, store),
 });
