@@ -12,7 +12,7 @@ import { metricCurves, type TrialState } from "../swarm/trial-state.js";
 import type { RunFinished } from "../proto/gen/research/v1/events_pb.js";
 import { confusionPlot, failuresPlot, frontPlot, learningCurvesPlot, scoresPlot, type Plot } from "./plots.js";
 import type { WeightsExport } from "./weights.js";
-import { chosenBest, countFailures, FRONT_PLOT, PLOT_FILES, reportJson, reportText, rowsOf, scorePoints, type ReportJson, type ReportTiming } from "./report-json.js";
+import { chosenBest, countFailures, FRONT_PLOT, PLOT_FILES, reportJson, reportText, rowsOf, scorePoints, type ReportJson, type ReportTiming, type TrialRow } from "./report-json.js";
 import { markdownOf, readable } from "./report-markdown.js";
 import { classesJson, CONFUSION_PLOT } from "./report-findings.js";
 
@@ -34,13 +34,16 @@ export async function writeFileAtomic(path: string, content: string): Promise<vo
 export interface Report {
   markdown: string;
   json: ReportJson;
+  /** The plots, keyed by their path relative to the run folder. */
+  plots: Record<string, Plot>;
 }
 
+/** The report's page, document and plots, all drawn from one pick of the best trial and one set of rows. */
 export function buildReport(state: RunState, finished: RunFinished, timing?: ReportTiming, weights?: WeightsExport): Report {
   const best = chosenBest(state, finished);
   const rows = rowsOf(state, best);
   const json = reportJson(state, finished, rows, best, timing, weights);
-  return { markdown: readable(markdownOf(state, finished, json), state.runId), json };
+  return { markdown: readable(markdownOf(state, finished, json), state.runId), json, plots: plotsOf(state, best, rows) };
 }
 
 /** A Pareto goal's rung-0 trials on its metric against its first cost, the front marked; none for another goal. */
@@ -60,10 +63,7 @@ function classesPlot(best: TrialState | undefined): Record<string, Plot> {
   return { [CONFUSION_PLOT]: confusionPlot(`Confusion matrix of the best trial (${best.id}), validation, ${c.seeds} seed${c.seeds === 1 ? "" : "s"}`, c.class_names, c.confusion) };
 }
 
-/** The plots, keyed by their path relative to the run folder. */
-export function reportPlots(state: RunState, finished: RunFinished): Record<string, Plot> {
-  const best = chosenBest(state, finished);
-  const rows = rowsOf(state, best);
+function plotsOf(state: RunState, best: TrialState | undefined, rows: TrialRow[]): Record<string, Plot> {
   const o = state.objective;
   const curves = (best?.evaluated?.result?.seedResults ?? []).map((s) => ({ seed: s.seed, ...metricCurves(o, s.learningCurve) }));
   return {
@@ -82,11 +82,11 @@ export function reportPlots(state: RunState, finished: RunFinished): Record<stri
  * `weights` is what became of the best trial's trained weights (weights.ts).
  */
 export async function writeReport(runDir: string, state: RunState, finished: RunFinished, timing?: ReportTiming, weights?: WeightsExport): Promise<void> {
-  const { markdown, json } = buildReport(state, finished, timing, weights);
+  const { markdown, json, plots } = buildReport(state, finished, timing, weights);
   const { renderSvg } = await import("./svg.js");
   await Promise.all([
     writeFileAtomic(join(runDir, "report.md"), markdown),
     writeFileAtomic(join(runDir, "report.json"), reportText(json, state.objective)),
-    ...Object.entries(reportPlots(state, finished)).map(([rel, plot]) => writeFileAtomic(join(runDir, rel), renderSvg(plot))),
+    ...Object.entries(plots).map(([rel, plot]) => writeFileAtomic(join(runDir, rel), renderSvg(plot))),
   ]);
 }

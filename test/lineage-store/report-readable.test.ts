@@ -11,7 +11,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { create, fromJsonString } from "@bufbuild/protobuf";
 import { blocksOf } from "../../core/brief.js";
-import { buildReport, reportPlots } from "../../lineage-store/report.js";
+import { buildReport } from "../../lineage-store/report.js";
 import { renderSvg } from "../../lineage-store/svg.js";
 import { series } from "../helpers/plots.js";
 import { reportText } from "../../lineage-store/report-json.js";
@@ -154,7 +154,7 @@ describe("a classification run's classes", () => {
     const weakest = c.rows[0]!;
     expect(markdown).toContain(`| ${weakest.name} | ${(100 * weakest.recall).toFixed(1)}% |`);
     expect(markdown).toContain("![confusion matrix of the best trial](plots/confusion.svg)");
-    const plot = reportPlots(state, state.runFinished!)["plots/confusion.svg"]!;
+    const plot = buildReport(state, state.runFinished!).plots["plots/confusion.svg"]!;
     // A cell per (true, predicted) pair, its share of the true class; the weakest class's most common mistake among them.
     const cells = series(plot, "cells").data as [number, number, number][];
     expect(cells).toHaveLength(c.rows.length ** 2);
@@ -168,6 +168,6 @@ describe("a classification run's classes", () => {
   it("has none in a regression run", () => {
     const { state, json } = reportOf("friedman-4min-open-3baeb1f.jsonl");
     expect(json.outcome.best_trial!.classes).toBeNull();
-    expect(Object.keys(reportPlots(state, state.runFinished!))).not.toContain("plots/confusion.svg");
+    expect(Object.keys(buildReport(state, state.runFinished!).plots)).not.toContain("plots/confusion.svg");
   });
 });

@@ -13,7 +13,7 @@ import { EvalResultSchema, GoalStatus } from "../../proto/gen/research/v1/runner
 import { readRegistry, writeArtifacts, type RegistryEntry } from "../../lineage-store/artifacts.js";
 import { failuresPlot, learningCurvesPlot, scoresPlot } from "../../lineage-store/plots.js";
 import { escapeXml, renderSvg } from "../../lineage-store/svg.js";
-import { buildReport, reportPlots } from "../../lineage-store/report.js";
+import { buildReport } from "../../lineage-store/report.js";
 import { FRONT_PLOT, PLOT_FILES } from "../../lineage-store/report-json.js";
 import { inferenceJson } from "../../lineage-store/report-model.js";
 import { evaluated, proposed, RUN as AGENT_RUN, started, state as agentState } from "../agents/helpers.js";
@@ -341,7 +341,7 @@ describe("run artifacts and report", () => {
   });
 
   it("draws well-formed plots with one mark per trial, seed and failure label", async () => {
-    const plots = reportPlots(state, events.at(-1)!.body.value as Parameters<typeof buildReport>[1]);
+    const plots = buildReport(state, events.at(-1)!.body.value as Parameters<typeof buildReport>[1]).plots;
     for (const file of [PLOT_FILES.scores, PLOT_FILES.learningCurves, PLOT_FILES.failures]) {
       const svg = await readFile(join(dir, file), "utf8");
       expect(svg.startsWith("<svg")).toBe(true);
@@ -399,7 +399,7 @@ describe("run artifacts and report", () => {
     const finished = events.at(-1)!.body.value as Parameters<typeof buildReport>[1];
     const { markdown } = buildReport(empty, { ...finished, bestTrialId: "", testResult: undefined });
     expect(unwrapped(markdown)).toContain("No trial was accepted.");
-    for (const plot of Object.values(reportPlots(empty, finished))) assertBalancedXml(renderSvg(plot));
+    for (const plot of Object.values(buildReport(empty, finished).plots)) assertBalancedXml(renderSvg(plot));
     assertBalancedXml(renderSvg(scoresPlot([{ trialId: `<a&"b'>`, mean: 0.5, ci95: [0.4, 0.6], accepted: true, best: true }], 0.7)));
     assertBalancedXml(renderSvg(learningCurvesPlot("t<1>", [{ seed: 0, val: [0.5], train: [0.6] }])));
     const failures = renderSvg(failuresPlot({ "a<b": 3 }));
@@ -449,7 +449,7 @@ describe("report of an open-ended run", () => {
   });
 
   it("draws no target line", () => {
-    expect(series(reportPlots(state, finished)[PLOT_FILES.scores]!, "95% CI").markLine).toBeUndefined();
+    expect(series(buildReport(state, finished).plots[PLOT_FILES.scores]!, "95% CI").markLine).toBeUndefined();
   });
 });
 
@@ -509,7 +509,7 @@ describe("a Pareto goal with a latency limit in the report (issue 39)", () => {
     expect(unwrapped(markdown)).toMatch(/The knee, the balanced trade-off .*: `a`\./);
     expect(unwrapped(markdown)).toContain("- Over it: 1 (`d`)");
     expect(unwrapped(markdown)).toContain("| Pareto objectives | accuracy vs parameters vs latency per example |");
-    const front = reportPlots(s, finished)[FRONT_PLOT]!;
+    const front = buildReport(s, finished).plots[FRONT_PLOT]!;
     expect(marks(front, "on the front")).toBe(2);
     expect(marks(front, "front")).toBe(2);
     expect(marks(front, "dominated")).toBe(1);
@@ -570,7 +570,7 @@ describe("a Pareto goal with a latency limit in the report (issue 39)", () => {
     const { json, markdown } = buildReport(plain, finished);
     expect([json.front, json.limits]).toEqual([null, null]);
     expect(unwrapped(markdown)).not.toContain("## Pareto front");
-    expect(reportPlots(plain, finished)[FRONT_PLOT]).toBeUndefined();
+    expect(buildReport(plain, finished).plots[FRONT_PLOT]).toBeUndefined();
   });
 });
 
