@@ -9,6 +9,9 @@ import { join } from "node:path";
 import type { Logger } from "../core/logger.js";
 import { entryArgs, REPO_ROOT } from "./entries.js";
 
+/** How long a stopped process's output may take to drain into its log. */
+const DRAIN_MS = 2_000;
+
 export interface ProcessSpec {
   name: string;
   /** Entry file relative to the repo root (entryArgs). */
@@ -38,11 +41,7 @@ export class Supervisor {
   }
 
   start(spec: ProcessSpec): ChildProcess {
-    const m: Managed = this.procs.get(spec.name) ?? {
-      spec,
-      restarts: 0,
-      log: createWriteStream(join(this.logDir, `${spec.name}.log`), { flags: "a" }),
-    };
+    const m: Managed = this.procs.get(spec.name) ?? { spec, restarts: 0, log: this.logFile(spec.name) };
     this.procs.set(spec.name, m);
     const child = spawn(process.execPath, [...entryArgs(spec.entry), ...(spec.args ?? [])], {
       cwd: REPO_ROOT,
@@ -68,6 +67,13 @@ export class Supervisor {
     return child;
   }
 
+  /** A process's log file; one that cannot be written says so in the launcher's log, and stops nothing. */
+  private logFile(name: string): WriteStream {
+    const file = createWriteStream(join(this.logDir, `${name}.log`), { flags: "a" });
+    file.on("error", (err) => this.log.warn({ process: name, err: err.message }, "cannot write the process's log"));
+    return file;
+  }
+
   /** The live child of a managed process (for tests that kill one). */
   child(name: string): ChildProcess | undefined {
     return this.procs.get(name)?.child;
@@ -86,7 +92,18 @@ export class Supervisor {
           await exited;
           clearTimeout(t);
         }
-        m.log.end();
+        // Its last lines may still be in the pipes after it exited: the log ends once they are
+        // drained ('close'), or after a bound where a process it left holds them open. Unpiped
+        // first, so nothing is written after the end (an uncaught error in the launcher).
+        if (c && !(c.stdout?.closed && c.stderr?.closed)) {
+          await new Promise<void>((resolve) => {
+            const bound = setTimeout(resolve, DRAIN_MS);
+            c.once("close", () => (clearTimeout(bound), resolve()));
+          });
+        }
+        c?.stdout?.unpipe(m.log);
+        c?.stderr?.unpipe(m.log);
+        await new Promise<void>((resolve) => m.log.end(resolve));
       }),
     );
   }
