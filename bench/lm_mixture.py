@@ -11,7 +11,8 @@ validation rows as the peer picks them. Both give each validation target a proba
 mixture is w * p_network + (1 - w) * p_ngram, a proper distribution for any w in [0, 1]. Its w
 is picked on half of the validation rows (every other row) and scored on the other half, then
 the other way round; `mixture_bits_per_byte` is the mean of the two, so no figure is scored on
-the rows that picked its weight. Run nothing beside it.
+the rows that picked its weight. With --orders, the same mixture with bench/lm_counts.py's
+exportable counts of each order in place of the exact n-gram (`counts`). Run nothing beside it.
 """
 import json
 
@@ -22,6 +23,7 @@ import torch.nn.functional as F
 import lm_template
 import machine
 from lm_baseline import NGRAM_DISCOUNTS, NGRAM_MAX_ORDER, KneserNey, windows
+from lm_counts import ByteCounts
 
 WEIGHTS = np.round(np.arange(0.05, 1.0, 0.05), 2)
 
@@ -52,8 +54,15 @@ def cross_picked(net, ngram):
     return float(np.mean(scored)), picks
 
 
+def mixture_row(net, ngram):
+    mixed, picks = cross_picked(net, ngram)
+    return {"mixture_bits_per_byte": round(mixed, 4), "weights_picked": picks}
+
+
 def main():
-    a = lm_template.design_args(__doc__).parse_args()
+    a = lm_template.design_args(__doc__)
+    a.add_argument("--orders", default="", help="orders of bench/lm_counts.py's counts to mix as well, a list")
+    a = a.parse_args()
     torch.set_num_threads(2)
     fp = machine.fingerprint()
     train_rows, val_rows = lm_template.rows_of(a.corpus, a.start, a.bytes)
@@ -62,15 +71,22 @@ def main():
     val, order, discount = min((bits(p[:, n]), n, d) for d, p in by_discount.items() for n in range(1, NGRAM_MAX_ORDER + 1))
     ngram = by_discount[discount][:, order].reshape(len(val_rows), -1)
     print(json.dumps({"ngram": {"order": order, "discount": discount, "val_bits_per_byte": round(val, 4)}}), flush=True)
+    counted = {}
+    x, y = windows(val_rows, lm_template.CTX)
+    for n in (int(o) for o in a.orders.split(",") if o):
+        counts = ByteCounts(n, discount)
+        counts.fit(train_rows)
+        with torch.inference_mode():
+            counted[n] = counts(x).gather(-1, y[..., None])[..., 0].reshape(len(val_rows), -1).numpy()
     runs = []
     for seed in (int(s) for s in a.seeds.split(",")):
         model, steps = lm_template.fit(train_rows, (8, 17, 32), 1.5e-2, seed, a.seconds, bool(fp["cpu_bf16"]))
         net = network_probabilities(model, val_rows)
-        mixed, picks = cross_picked(net, ngram)
-        runs.append({"seed": seed, "steps": steps, "network_bits_per_byte": round(bits(net), 4), "mixture_bits_per_byte": round(mixed, 4),
-                     "weights_picked": picks})
+        runs.append({"seed": seed, "steps": steps, "network_bits_per_byte": round(bits(net), 4), **mixture_row(net, ngram),
+                     "counts": {n: mixture_row(net, p) for n, p in counted.items()}})
         print(json.dumps(runs[-1]), flush=True)
-    lm_template.write_result("lm_mixture", a, fp, ngram={"order": order, "discount": discount, "val_bits_per_byte": round(val, 4)}, runs=runs)
+    lm_template.write_result("lm_mixture", a, fp, ngram={"order": order, "discount": discount, "val_bits_per_byte": round(val, 4)},
+                             counts={n: round(bits(p), 4) for n, p in counted.items()}, runs=runs)
 
 
 if __name__ == "__main__":
