@@ -61,7 +61,9 @@ class ByteCounts(nn.Module):
         return h * 64 + n * 2 + continuation + 1
 
     def slot(self, key):
-        return (key * 2654435761) // 128 % self.slots
+        # Reduced below 2**31 first, so the product fits int64: an overflow wraps in torch and
+        # differs between runtimes.
+        return (key % MODULUS * 2654435761) // 128 % self.slots
 
     def fit(self, rows):
         """Counts the training rows ([N, 257] bytes, within each row) into the buffers."""
@@ -124,11 +126,11 @@ class ByteCounts(nn.Module):
         inside = (torch.arange(width) < self.length[row, None]) & seen[:, None]
         at = torch.where(inside, at, torch.zeros_like(at))
         counts = torch.where(inside, self.count[at], torch.zeros_like(at)).float()
-        return torch.zeros(len(h), 256).scatter_add_(1, self.successor[at], counts), seen
+        return torch.zeros(h.shape[0], 256).scatter_add_(1, self.successor[at], counts), seen
 
     def forward(self, x):
         h = self.context_hashes(x).flatten(0, 1)
-        lower = torch.full((len(h), 256), 1 / 256)  # the chain of continuation-count levels
+        lower = torch.full((h.shape[0], 256), 1 / 256)  # the chain of continuation-count levels
         top = lower
         for n in range(1, self.orders + 1):
             has = (h[:, n - 1] >= 0)[:, None]
