@@ -15,8 +15,8 @@ slot for within its probes are left out (`dropped`), and read as unseen.
 
 Per order: validation bits per byte of these buffers and of bench/lm_baseline.py's exact
 KneserNey at the same order and discount on the same rows, the seconds to count the training rows
-and to score the validation rows (2 threads), and the bytes the buffers take at the dtypes a model
-would keep (int32 where a value fits, uint8 bytes). Run nothing beside it.
+and to score the validation rows (2 threads), and the bytes its buffers take (int64 keys, uint8
+bytes, int32 the rest). Run nothing beside it.
 """
 import json
 import time
@@ -90,11 +90,12 @@ class ByteCounts(nn.Module):
         self.slots = 1 << int(np.ceil(np.log2(2 * len(keys))))
         table = self.placed(keys)
         self.dropped = int(len(keys) - (table >= 0).sum())
-        for name, value in (("table", table), ("keys", keys), ("start", start), ("length", length),
-                            ("successor", grams % 256), ("count", counts)):
-            self.register_buffer(name, torch.from_numpy(np.ascontiguousarray(value).astype(np.int64)))
+        # The narrowest dtype each holds: the keys need 38 bits, a byte 8, the rest 32.
+        for name, value, dtype in (("table", table, np.int32), ("keys", keys, np.int64), ("start", start, np.int32),
+                                   ("length", length, np.int32), ("successor", grams % 256, np.uint8), ("count", counts, np.int32)):
+            self.register_buffer(name, torch.from_numpy(np.ascontiguousarray(value.astype(dtype))))
         return {"contexts": len(keys), "successors": len(grams), "slots": self.slots,
-                "bytes": int(self.slots * 4 + len(keys) * (8 + 4 + 4) + len(grams) * (1 + 4))}
+                "bytes": sum(b.numel() * b.element_size() for b in self.buffers())}
 
     def placed(self, keys):
         """The table: each context's index at the first free slot of its probes, -1 where none."""
@@ -126,7 +127,7 @@ class ByteCounts(nn.Module):
         inside = (torch.arange(width) < self.length[row, None]) & seen[:, None]
         at = torch.where(inside, at, torch.zeros_like(at))
         counts = torch.where(inside, self.count[at], torch.zeros_like(at)).float()
-        return torch.zeros(h.shape[0], 256).scatter_add_(1, self.successor[at], counts), seen
+        return torch.zeros(h.shape[0], 256).scatter_add_(1, self.successor[at].long(), counts), seen
 
     def forward(self, x):
         h = self.context_hashes(x).flatten(0, 1)
