@@ -26,7 +26,7 @@ import { run } from "../helpers/run.js";
 import { unwrapped } from "../helpers/markdown.js";
 
 let root: string;
-afterEach(() => rmSync(root, { recursive: true, force: true }));
+afterEach(() => root && rmSync(root, { recursive: true, force: true }));
 
 function kept(store: WeightStore, run: string, trial: string, standing: Standing | undefined) {
   writeFileSync(store.file(run, trial, 0), "weights");
@@ -99,7 +99,7 @@ class WideNet(nn.Module):
 `;
 
 // Loads every seed's file the way the report says, into the class of the exported code, and
-// checks it is trained: no parameter equals a fresh model's.
+// checks it is trained: no parameter equals a fresh model's (into `loaded`, by file).
 /**
  * Python that reads the raw digits of the validation split the request's evaluation scored (as
  * gpu-runner/request.ts fills its spec: subset 300, the default validation fraction) into
@@ -117,17 +117,16 @@ const LOAD = `
 import json, sys, torch
 sys.path.insert(0, "src/models")
 from current_model import WideNet
-out = {}
+loaded = {}
 for path in sys.argv[1:]:
     model = WideNet()
     fresh = {k: v.clone() for k, v in model.state_dict().items()}
     model.load_state_dict(torch.load(path, map_location="cpu"))
     model.eval()
     trained = model.state_dict()
-    out[path] = {"params": sum(p.numel() for p in model.parameters()),
-                 "changed": all(not torch.equal(fresh[k], trained[k]) for k in ("net.1.weight", "net.4.weight")),
-                 "logits": list(model(torch.zeros(2, 1, 8, 8)).shape)}
-print(json.dumps(out))
+    loaded[path] = {"params": sum(p.numel() for p in model.parameters()),
+                    "changed": all(not torch.equal(fresh[k], trained[k]) for k in ("net.1.weight", "net.4.weight")),
+                    "logits": list(model(torch.zeros(2, 1, 8, 8)).shape)}
 `;
 
 /** An address nothing listens on any more. */
@@ -157,6 +156,11 @@ describe("the best trial's weights, from the runner into the run folder", () => 
     budget: { timeBudgetS: 120 },
   } satisfies MessageInitShape<typeof EvaluateRequestSchema>;
 
+  /** The run folder the weights' checks below share: written by the first, read by the next two. */
+  let runDir: string;
+  /** The validation labels, in order, of the inputs the export check writes for predict. */
+  let truth: string[] = [];
+
   /** A finished run whose best trial is `trialId`, with the evaluation's real seeds and a 600 s clock. */
   function finishedRun(trialId: string, startedAtMs = Date.now()) {
     const events: EventInit[] = [
@@ -179,6 +183,7 @@ describe("the best trial's weights, from the runner into the run folder", () => 
   afterAll(async () => {
     client?.close();
     await runner?.close();
+    if (runDir) rmSync(runDir, { recursive: true, force: true });
   });
 
   it("streams each seed in chunks under gRPC's 4 MB limit, and the files load into the exported class with torch", async () => {
@@ -195,7 +200,7 @@ describe("the best trial's weights, from the runner into the run folder", () => 
     }
 
     // What the lineage store does when a run finishes: code, weights and report into the run folder.
-    root = mkdtempSync(join(tmpdir(), "weights-run-"));
+    const root = (runDir = mkdtempSync(join(tmpdir(), "weights-run-")));
     const { state: ended, finished } = finishedRun("best");
     const t0 = Date.now();
     await writeArtifacts(root, ended, finished, { runners: [client], log });
@@ -212,34 +217,37 @@ describe("the best trial's weights, from the runner into the run folder", () => 
     const markdown = readFileSync(join(root, "report.md"), "utf8");
     expect(markdown).toContain(`model.load_state_dict(torch.load("${files[0]}", map_location="cpu"))`);
 
-    const python = await run(DEFAULT_PYTHON, ["-c", LOAD, ...files], { cwd: root, timeout: 60_000 });
-    expect(python.status, python.stderr).toBe(0);
-    const loaded = JSON.parse(python.stdout) as Record<string, unknown>;
-    for (const f of files) expect(loaded[f]).toEqual({ params: 64 * 40_000 + 40_000 + 2 * 40_000 + 40_000 * 10 + 10, changed: true, logits: [2, 10] });
-
     // The report's snippet, as a person runs it from the run folder, predicts what the run scored:
     // seed 0's validation accuracy again from the raw digits of the runner's own split (DIGITS_VAL),
     // through the snippet's predict (the spec's standardisation, its class names). Fed unstandardised, as
     // torchvision's ToTensor would give them, it scores otherwise without an error.
+    // One Python for both checks: each start imports torch, seconds of a loaded machine's CPU.
     const snippet = unwrapped(markdown).split("```python\n")[1]!.split("  ```")[0]!.replace(/^ {2}/gm, "");
-    const check = `${snippet}
+    const check = `${LOAD}
+${snippet}
 ${DIGITS_VAL}
 x, y = torch.from_numpy(raw.x_train[val]), raw.y_train[val]
 names = predict(x)
 truth = [raw.class_names[i] for i in y]
 with torch.no_grad():
     unscaled = model(x.float() / 255).argmax(1).tolist()
-print(json.dumps({"accuracy": sum(a == b for a, b in zip(names, truth)) / len(truth),
+print(json.dumps({"loaded": loaded, "accuracy": sum(a == b for a, b in zip(names, truth)) / len(truth),
                   "unstandardised": sum(int(a) == int(b) for a, b in zip(unscaled, y)) / len(truth)}))
 `;
-    const predicted = await run(DEFAULT_PYTHON, ["-c", check], { cwd: root, timeout: 60_000 });
+    const predicted = await run(DEFAULT_PYTHON, ["-c", check, ...files], { cwd: root, timeout: 60_000 });
     expect(predicted.status, predicted.stderr).toBe(0);
-    const scores = JSON.parse(predicted.stdout) as { accuracy: number; unstandardised: number };
+    const scores = JSON.parse(predicted.stdout) as { loaded: Record<string, unknown>; accuracy: number; unstandardised: number };
+    for (const f of files) expect(scores.loaded[f]).toEqual({ params: 64 * 40_000 + 40_000 + 2 * 40_000 + 40_000 * 10 + 10, changed: true, logits: [2, 10] });
     const seed0 = result.seedResults.find((r) => r.seed === 0)!;
     // At most one near-tie apart: the run scored in batches of 256, the check in one.
     expect(Math.abs(scores.accuracy - seed0.metrics.val_accuracy!)).toBeLessThanOrEqual(1 / seed0.valExamples + 1e-9);
     expect(scores.unstandardised).not.toBe(scores.accuracy);
+  });
 
+  it("exports the best model as TorchScript, ONNX and Python, each giving what the run scored", async () => {
+    const root = runDir;
+    const seed0 = result.seedResults.find((r) => r.seed === 0)!;
+    const seeds = result.seedResults.map((s) => s.seed);
     // The best model as one TorchScript file, its preprocessing inside: what seed 0's model scored,
     // loaded by torch alone from raw digits; the ensemble of both seeds as a file too.
     const exported = join(root, "exported");
@@ -265,10 +273,21 @@ for name in ("seed-0", "ensemble"):
 # What the ONNX files must reproduce, read in a Python without torch below.
 import numpy as np
 np.savez("onnx-check.npz", **saved)
-print(json.dumps(out))
+# predict's inputs (the next check): the same raw digits as an .npz, a CSV of flattened rows and
+# 8x8 grayscale PNGs holding the raw values, the last one at twice the size (resized back on reading).
+np.savez("val.npz", x=raw.x_train[val])
+from PIL import Image
+import os
+os.makedirs("images", exist_ok=True)
+for i, image in enumerate(raw.x_train[val].reshape(len(val), 8, 8).astype(np.uint8)):
+    picture = Image.fromarray(image, mode="L")
+    (picture.resize((16, 16), Image.NEAREST) if i == len(val) - 1 else picture).save(f"images/{i:04d}.png")
+np.savetxt("val.csv", raw.x_train[val].reshape(len(val), -1), fmt="%d", delimiter=",", header=",".join(f"p{i}" for i in range(64)), comments="")
+print(json.dumps({"models": out, "truth": [raw.class_names[i] for i in raw.y_train[val]]}))
 `], { cwd: root, timeout: 60_000 });
     expect(scripted.status, scripted.stderr).toBe(0);
-    const models = JSON.parse(scripted.stdout) as Record<string, { accuracy: number; sums: number; classes: string[] }>;
+    const { models, truth: labels } = JSON.parse(scripted.stdout) as { models: Record<string, { accuracy: number; sums: number; classes: string[] }>; truth: string[] };
+    truth = labels;
     expect(Math.abs(models["seed-0"]!.accuracy - seed0.metrics.val_accuracy!)).toBeLessThanOrEqual(1 / seed0.valExamples + 1e-9);
     for (const m of Object.values(models)) {
       expect(m.sums).toBeLessThan(1e-5); // probabilities
@@ -325,23 +344,11 @@ print(json.dumps(out))
       expect(r.accuracy, name).toBeCloseTo(models[name]!.accuracy, 6); // torch's mean in float32
     }
 
-    // predict: the same raw digits as an .npz and as a CSV of flattened rows, seed 0's model.
-    const inputs = await run(DEFAULT_PYTHON, ["-c", `
-import sys, numpy as np
-${DIGITS_VAL}
-np.savez("val.npz", x=raw.x_train[val])
-# As image files: 8x8 grayscale PNGs holding the raw values, the last one at twice the size (resized back on reading).
-from PIL import Image
-import os
-os.makedirs("images", exist_ok=True)
-for i, image in enumerate(raw.x_train[val].reshape(len(val), 8, 8).astype(np.uint8)):
-    picture = Image.fromarray(image, mode="L")
-    (picture.resize((16, 16), Image.NEAREST) if i == len(val) - 1 else picture).save(f"images/{i:04d}.png")
-np.savetxt("val.csv", raw.x_train[val].reshape(len(val), -1), fmt="%d", delimiter=",", header=",".join(f"p{i}" for i in range(64)), comments="")
-print(",".join(raw.class_names[i] for i in raw.y_train[val]))
-`], { cwd: root, timeout: 60_000 });
-    expect(inputs.status, inputs.stderr).toBe(0);
-    const truth = inputs.stdout.trim().split(",");
+  });
+
+  it("predicts from an .npz, a CSV and a folder of images what the run scored, seed 0's model", async () => {
+    const seed0 = result.seedResults.find((r) => r.seed === 0)!;
+    const root = runDir;
     for (const file of ["val.npz", "val.csv", "images"]) {
       const predicted = await run(DEFAULT_PYTHON, [join(import.meta.dirname, "..", "..", "lineage-store", "predict_model.py"), root, join(root, file), "--seed", "0"], { timeout: 60_000 });
       expect(predicted.status, predicted.stderr).toBe(0);
