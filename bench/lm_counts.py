@@ -116,9 +116,10 @@ class ByteCounts(nn.Module):
     def successors(self, h, n, continuation):
         """[P] context hashes -> [P, 256] counts of each next byte, and whether the context is stored."""
         key = self.context_key(h, n, continuation)
+        base = self.slot(key)
         found = torch.full_like(key, -1)
         for probe in range(PROBES):
-            at = self.table[(self.slot(key) + probe) % self.slots]
+            at = self.table[(base + probe) % self.slots]
             found = torch.where((at >= 0) & (self.keys[at.clamp(min=0)] == key), at, found)
         seen = (found >= 0) & (h >= 0)
         row = found.clamp(min=0)
@@ -147,12 +148,15 @@ class ByteCounts(nn.Module):
         return top.reshape(*x.shape, 256)
 
 
-def bits(model, x, y, chunk=64):
-    total = 0.0
+def target_probabilities(model, x, y, chunk=64):
+    """[N, T] windows and their next bytes -> [N, T] the probability `model` gives each, `chunk`
+    windows at a time (a window's full distribution is 256 floats a position)."""
     with torch.inference_mode():
-        for i in range(0, len(x), chunk):
-            total -= torch.log2(model(x[i:i + chunk]).gather(-1, y[i:i + chunk, :, None])).sum().item()
-    return total / y.numel()
+        return torch.cat([model(x[i:i + chunk]).gather(-1, y[i:i + chunk, :, None])[..., 0] for i in range(0, len(x), chunk)])
+
+
+def bits(model, x, y):
+    return float(-torch.log2(target_probabilities(model, x, y)).mean())
 
 
 def main():

@@ -23,7 +23,7 @@ import torch.nn.functional as F
 import lm_template
 import machine
 from lm_baseline import NGRAM_DISCOUNTS, NGRAM_MAX_ORDER, KneserNey, windows
-from lm_counts import ByteCounts
+from lm_counts import ByteCounts, target_probabilities
 
 WEIGHTS = np.round(np.arange(0.05, 1.0, 0.05), 2)
 
@@ -76,8 +76,7 @@ def main():
     for n in (int(o) for o in a.orders.split(",") if o):
         counts = ByteCounts(n, discount)
         counts.fit(train_rows)
-        with torch.inference_mode():
-            counted[n] = counts(x).gather(-1, y[..., None])[..., 0].reshape(len(val_rows), -1).numpy()
+        counted[n] = target_probabilities(counts, x, y).reshape(len(val_rows), -1).numpy()
     runs = []
     for seed in (int(s) for s in a.seeds.split(",")):
         model, steps = lm_template.fit(train_rows, (8, 17, 32), 1.5e-2, seed, a.seconds, bool(fp["cpu_bf16"]))
