@@ -98,8 +98,6 @@ class WideNet(nn.Module):
         return self.net(x)
 `;
 
-// Loads every seed's file the way the report says, into the class of the exported code, and
-// checks it is trained: no parameter equals a fresh model's (into `loaded`, by file).
 /**
  * Python that reads the raw digits of the validation split the request's evaluation scored (as
  * gpu-runner/request.ts fills its spec: subset 300, the default validation fraction) into
@@ -113,6 +111,8 @@ spec_ds = {"name": "digits", "data_dir": "", "subset": 300, "val_fraction": 0.0,
 raw = datasets.load(spec_ds)
 val = datasets.split(raw, spec_ds).val`;
 
+// Loads every seed's file the way the report says, into the class of the exported code, and
+// checks it is trained: no parameter equals a fresh model's (into `loaded`, by file).
 const LOAD = `
 import json, sys, torch
 sys.path.insert(0, "src/models")
