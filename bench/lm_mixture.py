@@ -74,8 +74,8 @@ def main():
     counted = {}
     x, y = windows(val_rows, lm_template.CTX)
     for n in (int(o) for o in a.orders.split(",") if o):
-        counts = ByteCounts(n, discount)
-        counts.fit(train_rows)
+        counts = ByteCounts(n, weight=0.0)  # its discount is the block's, DISCOUNT
+        counts.fit_counts(train_rows)
         counted[n] = target_probabilities(counts, x, y).reshape(len(val_rows), -1).numpy()
     runs = []
     for seed in (int(s) for s in a.seeds.split(",")):

@@ -259,6 +259,21 @@ export const LAYER_TYPES = LayerSchema.options.map((o) => o.shape.type.value) as
 export const InputDtypeSchema = z.enum(["float32", "int64"]);
 export type InputDtype = z.infer<typeof InputDtypeSchema>;
 
+/**
+ * A byte-level language model's own n-gram, mixed into its predictions (core/compiler/blocks.py
+ * ByteCounts). The defaults are bench/lm_mixture.py's measurement on the design text: order 12
+ * gained most (order 8 1.452-1.456, 10 1.428, 12 1.414 bits per byte against the n-gram's 1.442
+ * alone), and the network's weight picked on held-out halves was 0.3-0.35.
+ */
+export const ByteCountsSchema = z
+  .strictObject({
+    orders: posInt(16).default(12).describe("the longest context counted, in bytes, plus one"),
+    weight: z.number().gt(0).lt(1).default(0.3).describe("the network's share of the mixture; the counts have the rest"),
+  })
+  .describe(
+    "a byte-level language model's own n-gram: Kneser-Ney counts of the training text mixed into the network's predictions, log(weight * softmax(net) + (1 - weight) * p_counts); the network trains alone, evaluation and exports see the mixture",
+  );
+
 export const ModelConfigSchema = z
   .strictObject({
     name: z.string().min(1, { error: "expected a non-empty name" }).max(200),
@@ -275,6 +290,7 @@ export const ModelConfigSchema = z
     tie_embeddings: bool()
       .optional()
       .describe("a language model's head shares the weights of its first layer, an embedding of the same width (Press & Wolf 2017)"),
+    counts: ByteCountsSchema.optional(),
   })
   .describe(
     "a model as a list of layers; a linear head to num_classes is appended when the last shape is not [num_classes] (a language model: at each position, to the vocabulary)",

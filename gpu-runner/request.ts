@@ -35,7 +35,8 @@ export const DEFAULTS = {
   maxTogether: 8,
   timeBudgetS: 600,
   memoryLimitMb: 4096,
-  fileLimitMb: 64,
+  /** The largest file a job writes: a kept model's weights (a language model's counts among them, core/compiler/blocks.py ByteCounts.MAX_BYTES). */
+  fileLimitMb: 256,
   nproc: 256,
 } as const;
 

@@ -195,6 +195,180 @@ class NgramEmbedding(nn.Module):
         return self.table(torch.stack(rows, -1)).flatten(2)
 
 
+class ByteCounts(nn.Module):
+    """A byte-level language model's own n-gram: interpolated Kneser-Ney over bytes (orders
+    1..`orders`, absolute discount DISCOUNT) from counts of the training text, held as buffers and
+    mixed into the network's predictions. `forward(logits, x)` is log(weight * softmax(logits) +
+    (1 - weight) * p_counts): log-probabilities, which softmax and cross-entropy read as logits.
+    The trainer fills the buffers from the job's training rows (`fit_counts`) before it trains;
+    the network trains alone (the model mixes in eval mode only), so it learns what the counts
+    miss, and evaluation, kept weights and exports see the mixture. Unfitted, it passes the
+    logits on.
+
+    A lookup is gathers, compares and scatters, a fixed number of them per order, so it exports
+    to ONNX (torch exports no searchsorted): each context (of each order, raw and continuation
+    counts apart) is hashed to a slot of an open-addressing table probed PROBES times, checked by
+    a 31-bit fingerprint, and its successors are stored one after the other. bench/lm_counts.py
+    measures it against exact Kneser-Ney. Counts take about 22 bytes per distinct context: at
+    order 12, 69 MB for 720 kB of text; the orders that fit MAX_BYTES are kept."""
+
+    MODULUS = 2147483647  # the polynomial hash's prime: every product below fits int64
+    MULTIPLIER = 263  # 256 byte values, the padding, and a margin
+    PROBES = 16
+    DISCOUNT = 0.95
+    # Under the runner's limit on a job's files (a kept model's weights), with the network's.
+    MAX_BYTES = 128 << 20
+    BUFFERS = (("table", torch.int32), ("fingerprint", torch.int32), ("start", torch.int32),
+               ("successor", torch.uint8), ("count", torch.int32), ("widths", torch.int32))
+
+    def __init__(self, orders, weight):
+        super().__init__()
+        self.orders, self.weight = orders, weight
+        for name, dtype in self.BUFFERS:
+            self.register_buffer(name, torch.zeros(0, dtype=dtype))
+        self._derive()
+
+    def _derive(self):
+        # Python ints, so a lookup's shapes are constants to tracing and exports.
+        self.slots = self.table.numel()
+        self.gather_widths = self.widths.tolist()
+        if self.slots:
+            self.orders = len(self.gather_widths) // 2 - 1
+
+    def _load_from_state_dict(self, state_dict, prefix, *args):
+        # The buffers' sizes are the training text's, unknown when the module is built.
+        for name, _ in self.BUFFERS:
+            if prefix + name in state_dict:
+                self._buffers[name] = torch.empty_like(state_dict[prefix + name], device=self._buffers[name].device)
+        super()._load_from_state_dict(state_dict, prefix, *args)
+        self._derive()
+
+    def context_hashes(self, x):
+        """[B, T] bytes -> [B, T, orders]: order n's hash of the n - 1 bytes that end at each
+        position (order 1's is 0); -1 where the window holds fewer."""
+        h = torch.zeros_like(x)
+        out = [h]
+        for k in range(1, self.orders):
+            earlier = F.pad(x, (k - 1, 0), value=-1)[:, :x.shape[1]]
+            h = (h * self.MULTIPLIER + earlier + 1) % self.MODULUS
+            out.append(torch.where((out[-1] >= 0) & (earlier >= 0), h, torch.full_like(h, -1)))
+        return torch.stack(out, -1)
+
+    @staticmethod
+    def context_key(h, n, continuation):
+        """A context's key, under 2**37: its hash, its order and which counts."""
+        return h * 64 + n * 2 + continuation + 1
+
+    def slot(self, key):
+        # Each half of the key times a multiplicative hash's constant: every product fits int64
+        # (an overflow wraps in torch and differs between runtimes), and the slot depends on the
+        # bits the fingerprint (the key mod MODULUS) does not hold.
+        # Arithmetic, not shifts and masks: ONNX's opset 17 has no bitwise ops on integers.
+        return ((key // 1048576) * 2246822519 + key % 1048576 * 2654435761) // 128 % self.slots
+
+    @torch.no_grad()
+    def fit_counts(self, rows):
+        """Counts the training rows ([N, L] bytes, each read from its start) into the buffers, the
+        orders that fit MAX_BYTES; returns what they hold."""
+        rows = rows.to("cpu").long()
+        h, nxt = self.context_hashes(rows[:, :-1]), rows[:, 1:]
+        parts, longer = {}, None
+        for n in range(self.orders, 0, -1):
+            here = h[..., n - 1] >= 0
+            raw, inverse, times = torch.unique(self.context_key(h[..., n - 1][here], n, 0) * 256 + nxt[here],
+                                               return_inverse=True, return_counts=True)
+            parts[n, 0] = raw, times
+            if longer is not None:
+                # Continuation counts: of (context, byte), how many distinct bytes came before it,
+                # one for each distinct (byte, context, byte) of the order above.
+                where, above, distinct = longer
+                suffix = self.context_key(h[..., n - 1][where], n, 1) * 256 + nxt[where]
+                parts[n, 1] = torch.unique(torch.zeros(distinct, dtype=torch.long).scatter_(0, above, suffix), return_counts=True)
+            longer = here, inverse, len(raw)
+        # A context costs two slots, a fingerprint and a start; a successor its byte and its count.
+        cost = {n: sum(16 * len(torch.unique_consecutive(g // 256)) + 5 * len(g) for (m, _), (g, _) in parts.items() if m == n)
+                for n in range(1, self.orders + 1)}
+        while self.orders > 1 and sum(cost[n] for n in range(1, self.orders + 1)) > self.MAX_BYTES:
+            self.orders -= 1
+        kept = [(n, c) for n, c in parts if n < self.orders or (n, c) == (self.orders, 0)]
+        # Every gram names its order and kind, so none repeats across the parts.
+        grams, by_context = torch.cat([parts[k][0] for k in kept]).sort()
+        counts = torch.cat([parts[k][1] for k in kept])[by_context]
+        keys, length = torch.unique_consecutive(grams // 256, return_counts=True)
+        start = torch.cat([length.cumsum(0) - length, length.sum()[None]])
+        widths = torch.zeros(2 * self.orders + 2, dtype=torch.long).scatter_reduce_(0, (keys - 1) % 64, length, "amax")
+        self.slots = 2 * len(keys) + 1
+        table = self.placed(keys)
+        device = self.table.device
+        for (name, dtype), value in zip(self.BUFFERS, (table, keys % self.MODULUS, start, grams % 256, counts, widths)):
+            self._buffers[name] = value.to(device=device, dtype=dtype)
+        self._derive()
+        return {"orders": self.orders, "contexts": len(keys), "successors": len(grams), "dropped": int(len(keys) - (table >= 0).sum()),
+                "bytes": sum(b.numel() * b.element_size() for b in self.buffers())}
+
+    def placed(self, keys):
+        """The table: each context's index at the first free slot of its probes, -1 where none
+        (a context left out reads as unseen)."""
+        table = torch.full((self.slots,), -1, dtype=torch.long)
+        base = self.slot(keys)
+        waiting = torch.arange(len(keys))
+        for probe in range(self.PROBES):
+            while len(waiting):
+                at = (base[waiting] + probe) % self.slots
+                free = table[at] < 0
+                if not free.any():
+                    break
+                spots, inverse = torch.unique(at[free], return_inverse=True)
+                table[spots] = torch.full_like(spots, len(keys)).scatter_reduce_(0, inverse, waiting[free], "amin")
+                waiting = waiting[table[at] != waiting]
+        return table
+
+    def level(self, h, n, continuation, lower):
+        """One Kneser-Ney level: [P] context hashes of order n and [P, 256] the level below ->
+        [P, 256], each context's discounted counts over its total, plus the level below scaled by
+        the discounted mass (the level below alone where the context is unseen). Its successors
+        are gathered, a fixed number per order (the most any context of that order has), and
+        added into the scaled level below: the 256 bytes are touched once a level."""
+        key = self.context_key(h, n, continuation)
+        base, fingerprint = self.slot(key), key % self.MODULUS
+        found = torch.full_like(key, -1)
+        for probe in range(self.PROBES):
+            at = self.table[(base + probe) % self.slots].long()
+            found = torch.where((at >= 0) & (self.fingerprint[at.clamp(min=0)] == fingerprint), at, found)
+        seen = ((found >= 0) & (h >= 0))[:, None]
+        row = found.clamp(min=0)
+        first = self.start[row].long()
+        steps = torch.arange(self.gather_widths[n * 2 + continuation], device=h.device)
+        inside = (steps < (self.start[row + 1] - first)[:, None]) & seen
+        at = torch.where(inside, first[:, None] + steps, torch.zeros_like(steps))
+        counts = self.count[at].float() * inside
+        total = counts.sum(-1, keepdim=True).clamp(min=1)
+        mass = torch.where(seen, self.DISCOUNT * inside.sum(-1, keepdim=True) / total, torch.ones_like(total))
+        return (mass * lower).scatter_add(1, self.successor[at].long(), (counts - self.DISCOUNT).clamp(min=0) / total)
+
+    def probabilities(self, x):
+        """[B, T] bytes -> [B, T, 256]: each next byte's probability, the highest order's level
+        over the chain of continuation-count levels below it. Each window is read from its start:
+        position t has t + 1 bytes to read, so its highest order is t + 2 where that is below
+        `orders`, computed for that position alone."""
+        b, t = x.shape
+        h = self.context_hashes(x)
+        lower = torch.full((b * t, 256), 1 / 256, device=x.device)
+        early = []
+        for n in range(1, self.orders):
+            if 2 <= n < t + 2:
+                early.append(self.level(h[:, n - 2, n - 1], n, 0, lower.view(b, t, 256)[:, n - 2]))
+            lower = self.level(h[..., n - 1].flatten(), n, 1, lower)
+        top = self.level(h[..., -1].flatten(), self.orders, 0, lower).view(b, t, 256)
+        return torch.cat([torch.stack(early, 1), top[:, len(early):]], 1) if early else top
+
+    def forward(self, logits, x):
+        if not self.slots:
+            return logits
+        mixed = self.weight * F.softmax(logits.float(), -1) + (1 - self.weight) * self.probabilities(x.long())
+        return torch.log(mixed)
+
+
 class SeqConv1d(nn.Conv1d):
     """Conv1d over [batch, length, channels], the layout embeddings and tokens use."""
 

@@ -91,7 +91,15 @@ export function compileModel(config: ModelConfigInput, opts: CompileOptions = {}
       { layer: "input", shape, params: 0 },
       ...items.map((it) => ({ layer: it.label, shape: it.shape, params: it.params })),
     ];
-    const code = render({ name: cfg.name, className, inputShape: shape, inputDtype, outputShape, params, items, helpers: ctx.helpers, tie: tied?.statements });
+    if (cfg.counts) {
+      if (!opts.perPosition || numClasses !== 256 || inputDtype !== "int64") {
+        throw invalid("counts: only a byte-level language model (a corpus's 256 byte values at every position) mixes in an n-gram");
+      }
+      ctx.helpers.add("ByteCounts");
+    }
+    const code = render({
+      name: cfg.name, className, inputShape: shape, inputDtype, outputShape, params, items, helpers: ctx.helpers, tie: tied?.statements, counts: cfg.counts,
+    });
     return { ok: true, code, className, shapes, params, lookupParams, outputShape };
   } catch (err) {
     if (err instanceof ResearchError && isCompileFailure(err.label)) return { ok: false, label: err.label, error: err.message };

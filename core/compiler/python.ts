@@ -19,6 +19,7 @@ export const HELPERS = [
   "TokenPool",
   "TokenEmbedding",
   "NgramEmbedding",
+  "ByteCounts",
   "SeqConv1d",
   "SeqPool1d",
   "TokenBatchNorm",
@@ -104,6 +105,8 @@ export interface RenderInput {
   helpers: Set<Helper>;
   /** The statements that tie the head to the embedding, if the config asks. */
   tie?: string[];
+  /** A byte-level language model's own n-gram, mixed into its predictions in eval mode. */
+  counts?: { orders: number; weight: number };
 }
 
 export function render(r: RenderInput): string {
@@ -123,9 +126,16 @@ export function render(r: RenderInput): string {
     "        super().__init__()",
     `        self.layers = ${layers.join("\n")}`,
     ...(r.tie ?? []).map((line) => `        ${line}`),
+    ...(r.counts ? [`        self.counts = ByteCounts(${r.counts.orders}, weight=${pyFloat(r.counts.weight)})`] : []),
     "",
     "    def forward(self, x):",
-    "        return self.layers(x)",
+    ...(r.counts
+      ? [
+          "        logits = self.layers(x)",
+          "        # The network trains alone; evaluation and exports see its mixture with the counts.",
+          "        return logits if self.training else self.counts(logits, x)",
+        ]
+      : ["        return self.layers(x)"]),
   ].join("\n");
   return `${[header, ...helpers, model].join("\n\n\n")}\n`;
 }

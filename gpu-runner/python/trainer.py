@@ -350,7 +350,6 @@ class _Training:
         data.check_output(out, len(probe), what)
         if self.channels_last:
             self.channels_last = _channels_last(model, probe)
-        data.learning.check_model(model, data, probe)
         # After the first forward: lazy modules (nn.LazyLinear) have no shape before it.
         self.params = params = sum(p.numel() for p in model.parameters())
         if spec["max_params"] and params > spec["max_params"]:
@@ -359,6 +358,11 @@ class _Training:
         # A continued training (EvaluateRequest.init_weights): each seed from its own kept weights.
         for m, fd in zip(self.models, spec.get("init_fds", ())):
             _load_weights(m, fd, self.acc.tensors, "the weights to start from")
+        # After the weights to start from: what a model counts is of this job's training examples.
+        # Loaded weights (a test confirmation) hold their counts.
+        if spec["weights"] != "load":
+            data.learning.count(self.models, data)
+        data.learning.check_model(model, data, probe)
 
     def _plan(self, cpu_states):
         """The optimizer, the schedule over the job's steps, the weight average, each seed's draws and curves."""

@@ -445,6 +445,40 @@ describe("compileModel", () => {
       expect(!late.ok && late.error).toMatch(/layers\[1\] ngram_embedding: expects int64 token ids straight from the input/);
     });
 
+    it("mix in their own n-gram counts where the config asks, in eval mode only, and refuse them elsewhere", async () => {
+      const counted = compileModel({ name: "counted", layers: [{ type: "ngram_embedding", orders: 4, buckets: 1024, dim: 8 }], counts: { orders: 5 } }, lm);
+      if (!counted.ok) throw new Error(counted.error);
+      expect(counted.code).toContain("self.counts = ByteCounts(5, weight=0.3)");
+      expect(counted.code).toContain("return logits if self.training else self.counts(logits, x)");
+      const classifier = compileModel({ name: "c", layers: [{ type: "linear", out_features: 8 }], counts: {} }, { inputShape: [4], numClasses: 3 });
+      expect(!classifier.ok && classifier.error).toMatch(/^counts: only a byte-level language model/);
+      // In the oldest torch the workers take (Debian's 1.13): counted, the eval output is a
+      // distribution's log; the training output is the network's; a model built afresh loads the counts.
+      const check = [
+        "import json, sys, torch",
+        "src = json.load(sys.stdin)",
+        "scope = {}",
+        "exec(src['code'], scope)",
+        "model = scope[src['cls']]()",
+        "rows = torch.randint(0, 40, (30, 257), dtype=torch.uint8)",
+        "stats = model.counts.fit_counts(rows)",
+        "x = rows[:2, :64].long()",
+        "model.eval()",
+        "out = model(x)",
+        "fresh = scope[src['cls']]()",
+        "fresh.load_state_dict(model.state_dict())",
+        "fresh.eval()",
+        "model.train()",
+        "print(json.dumps({'orders': stats['orders'], 'sums': out.logsumexp(-1).abs().max().item(), 'same': torch.equal(fresh(x), out),",
+        "                  'mixed': not torch.allclose(model(x), out)}))",
+      ].join("\n");
+      const py = await run(PYTHON, ["-c", check], { input: JSON.stringify({ code: counted.code, cls: counted.className }), timeout: 55_000 });
+      expect(py.status, py.stderr).toBe(0);
+      const result = JSON.parse(py.stdout) as { orders: number; sums: number; same: boolean; mixed: boolean };
+      expect(result).toMatchObject({ orders: 5, same: true, mixed: true });
+      expect(result.sums).toBeLessThan(1e-4);
+    }, 60_000);
+
     it("refuse a pooled output and a tie the widths do not allow", () => {
       const pooled = compileModel({ name: "pooled", layers: [embedding, { type: "sequence_pool" }] }, lm);
       expect(pooled).toMatchObject({ ok: false, label: "shape_error" });

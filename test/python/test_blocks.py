@@ -1,7 +1,10 @@
 """core/compiler/blocks.py: each helper module builds, runs forward and backward, and keeps the shapes compile.ts infers."""
 
 import inspect
+import os
+import sys
 
+import numpy as np
 import pytest
 import torch
 import torch.nn as nn
@@ -65,7 +68,8 @@ CASES = {
 def test_every_helper_is_exercised():
     helpers = {name for name, value in vars(blocks).items()
                if inspect.isclass(value) and value.__module__ == "blocks"}
-    assert helpers == {case.split(" ")[0] for case in CASES}
+    # ByteCounts counts a text before it runs: its own tests are below.
+    assert helpers == {case.split(" ")[0] for case in CASES} | {"ByteCounts"}
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -143,3 +147,72 @@ def test_token_batch_norm_normalises_features_over_batch_and_tokens():
     norm = blocks.TokenBatchNorm(4).train()
     out = norm(torch.randn(8, 5, 4) * 3 + 1)
     assert torch.allclose(out.mean(dim=(0, 1)), torch.zeros(4), atol=1e-5)
+
+
+def _text_rows(n_rows=24, length=65, seed=0):
+    """Rows of a small repetitive text, as a language model's dataset holds them."""
+    rng = np.random.default_rng(seed)
+    words = [b"the ", b"lord ", b"said ", b"unto ", b"moses ", b"and ", b"it ", b"was ", b"so. "]
+    text = b"".join(words[i] for i in rng.integers(0, len(words), n_rows * length))
+    return torch.tensor(list(text[:n_rows * length]), dtype=torch.uint8).view(n_rows, length)
+
+
+def test_byte_counts_are_the_peers_kneser_ney():
+    """The block's probabilities are bench/lm_baseline.py's exact interpolated Kneser-Ney (the
+    language model's peer) at the same order and discount, window by window."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
+    from lm_baseline import KneserNey
+    rows = _text_rows()
+    train, held = rows[:20], rows[20:]
+    counts = blocks.ByteCounts(5, weight=0.5)
+    counts.fit_counts(train)
+    exact = KneserNey(train.numpy())
+    ctx = 16
+    x = held[:, :-1].reshape(-1, ctx).long()
+    y = held[:, 1:].reshape(-1, ctx).long()
+    p = counts.probabilities(x)
+    assert torch.allclose(p.sum(-1), torch.ones(()), atol=1e-5)
+    want = torch.tensor(exact.probabilities(held.numpy(), ctx, blocks.ByteCounts.DISCOUNT))[:, 5].reshape(y.shape)
+    assert torch.allclose(p.gather(-1, y[..., None])[..., 0].double(), want.double(), rtol=1e-4)
+
+
+def test_byte_counts_read_no_later_byte_and_mix_into_a_distribution():
+    rows = _text_rows()
+    counts = blocks.ByteCounts(4, weight=0.3)
+    counts.fit_counts(rows)
+    x = rows[:2, :32].long()
+    for changed in (0, 9, 31):
+        other = x.clone()
+        other[:, changed] = (other[:, changed] + 1) % 256
+        moved = (counts.probabilities(x) != counts.probabilities(other)).any(-1).any(0)
+        # Order 4 reads 3 bytes: the prediction at a position and the two after it.
+        assert moved.nonzero().flatten().tolist() == list(range(changed, min(changed + 3, 32)))
+    mixed = counts(torch.randn(2, 32, 256), x)
+    assert torch.allclose(mixed.logsumexp(-1), torch.zeros(()), atol=1e-5)
+
+
+def test_byte_counts_travel_in_the_state_dict_and_pass_logits_on_unfitted():
+    """A kept model's counts are in its weights: a module built afresh (its buffers empty, as an
+    export or a prediction outside the run builds it) loads them and predicts the same."""
+    rows = _text_rows()
+    counts = blocks.ByteCounts(4, weight=0.3)
+    logits, x = torch.randn(2, 32, 256), rows[:2, :32].long()
+    assert torch.equal(counts(logits, x), logits)
+    stats = counts.fit_counts(rows)
+    assert stats["orders"] == 4 and stats["dropped"] == 0 and stats["contexts"] > 100
+    fresh = blocks.ByteCounts(4, weight=0.3)
+    fresh.load_state_dict(counts.state_dict())
+    assert torch.equal(fresh(logits, x), counts(logits, x))
+
+
+def test_byte_counts_keep_the_orders_that_fit(monkeypatch):
+    rows = _text_rows()
+    whole = blocks.ByteCounts(8, weight=0.3).fit_counts(rows)
+    monkeypatch.setattr(blocks.ByteCounts, "MAX_BYTES", whole["bytes"] // 2)
+    counts = blocks.ByteCounts(8, weight=0.3)
+    capped = counts.fit_counts(rows)
+    assert capped["orders"] < 8 and capped["bytes"] <= whole["bytes"] // 2
+    assert counts.orders == capped["orders"] and counts.context_hashes(rows[:1].long()).shape[-1] == capped["orders"]
+    fresh = blocks.ByteCounts(8, weight=0.3)
+    fresh.load_state_dict(counts.state_dict())
+    assert fresh.orders == capped["orders"]

@@ -1,5 +1,6 @@
 """trainer.py in process: recipes, the failure each kind of broken model ends in, and summaries."""
 
+import inspect
 import json
 import os
 import tempfile
@@ -9,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 
+import blocks
 import cost
 import datasets
 import learning
@@ -658,6 +660,26 @@ def test_a_language_model_learns_the_corpus_and_writes_a_sample(corpus):
     rows = result["val_examples"]
     assert rows >= 1 and result["num_classes"] == 0
     assert len(result["sample"]) > 100 and " the " in result["sample"], result["sample"]
+
+
+COUNTED_GRU = "\n".join([
+    "import torch", "import torch.nn as nn", "import torch.nn.functional as F", inspect.getsource(blocks.ByteCounts),
+    BYTE_GRU.replace("def __init__(self, width=48, bidirectional=False):", "def __init__(self, width=16, bidirectional=False, counts=True):")
+    .replace("        self.head = nn.Linear", "        self.counts = ByteCounts(6, weight=0.3) if counts else None\n        self.head = nn.Linear")
+    .replace("        return self.head(self.rnn(self.embed(x))[0])",
+             "        logits = self.head(self.rnn(self.embed(x))[0])\n"
+             "        return logits if self.training or self.counts is None else self.counts(logits, x)")])
+
+
+def test_a_language_models_counts_come_from_its_training_rows_and_join_its_predictions(corpus):
+    """A model with blocks.ByteCounts is counted before it trains (the trainer's `count`), and what
+    the referee scores is its mixture: far better than its network alone after one short epoch."""
+    recipe = {"optimizer": "adamw", "lr": 0.01, "batch_size": 16, "epochs": 1, "context": 64}
+    counted, _ = run("train", source=COUNTED_GRU, dataset=corpus, recipe=recipe, evaluate_test=True)
+    alone, _ = run("train", source=COUNTED_GRU, dataset=corpus, recipe=recipe, init_kwargs={"counts": False})
+    assert counted["kind"] == alone["kind"] == "result", (counted, alone)
+    assert counted["metrics"]["val_bits_per_byte"] < alone["metrics"]["val_bits_per_byte"] - 0.5, (counted["metrics"], alone["metrics"])
+    assert counted["params"] == alone["params"] and " the " in counted["sample"]
 
 
 def test_a_model_that_reads_ahead_is_refused_before_it_trains(corpus):

@@ -75,6 +75,9 @@ class Learning:
         """A validation or test output as the referee takes it (before metrics.encode)."""
         raise NotImplementedError
 
+    def count(self, models, data):
+        """Fills what the seeds' models count of the training examples, before they train (nothing by default)."""
+
     def check_model(self, model, data, probe):
         """A check of the model beyond its output's shape, on a probe batch (raises TaskFailure)."""
 

@@ -56,6 +56,18 @@ class LanguageModelling(Learning):
         _, F = torch_modules()
         return lambda out, y: F.cross_entropy(out.flatten(0, 1), y.flatten())
 
+    def count(self, models, data):
+        """What a model counts of the training text (a module with `fit_counts`, as core/compiler/
+        blocks.py's ByteCounts has: an n-gram mixed into its predictions), from this job's
+        training rows only; seeds together share the first seed's counts."""
+        rows = data.x_train[data.train]
+        for name, module in models[0].named_modules():
+            if callable(getattr(module, "fit_counts", None)):
+                with Stage("crash", "counting the training text"):
+                    module.fit_counts(rows)
+                    for other in models[1:]:
+                        other.get_submodule(name).load_state_dict(module.state_dict())
+
     def check_model(self, model, data, x):
         """A language model must not read ahead: changing a byte may change predictions from its
         position on, never before it (the bytes it predicts are in its inputs)."""

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file research/v1/model.proto.
  */
 export const file_research_v1_model: GenFile = /*@__PURE__*/
-  fileDesc("ChdyZXNlYXJjaC92MS9tb2RlbC5wcm90bxILcmVzZWFyY2gudjEicAoJTW9kZWxTcGVjEisKB25ldHdvcmsYASABKAsyGC5yZXNlYXJjaC52MS5OZXR3b3JrU3BlY0gAEi4KDHB5dGhvbl9jbGFzcxgCIAEoCzIWLnJlc2VhcmNoLnYxLkNsYXNzU3BlY0gAQgYKBGtpbmQiQAoJVHJhaW5TcGVjEiMKBnJlY2lwZRgBIAEoCzITLnJlc2VhcmNoLnYxLlJlY2lwZRIOCgZzdWJzZXQYAiABKA0iigIKC05ldHdvcmtTcGVjEgwKBG5hbWUYASABKAkSGAoLZGVzY3JpcHRpb24YAiABKAlIAIgBARITCgtpbnB1dF9zaGFwZRgDIAMoDRIYCgtudW1fY2xhc3NlcxgEIAEoDUgBiAEBEiwKC2lucHV0X2R0eXBlGAUgASgOMhcucmVzZWFyY2gudjEuSW5wdXREdHlwZRImCgZsYXllcnMYBiADKAsyFi5yZXNlYXJjaC52MS5MYXllclNwZWMSGwoOdGllX2VtYmVkZGluZ3MYByABKAhIAogBAUIOCgxfZGVzY3JpcHRpb25CDgoMX251bV9jbGFzc2VzQhEKD190aWVfZW1iZWRkaW5ncyKyAgoJQ2xhc3NTcGVjEgwKBG5hbWUYASABKAkSGAoLZGVzY3JpcHRpb24YAiABKAlIAIgBARISCgpjbGFzc19uYW1lGAMgASgJEjsKC2luaXRfa3dhcmdzGAQgAygLMiYucmVzZWFyY2gudjEuQ2xhc3NTcGVjLkluaXRLd2FyZ3NFbnRyeRIWCgljb2RlX2VkaXQYBSABKAlIAYgBARIZCgxzb3VyY2VfdHJpYWwYBiABKAlIAogBARpKCg9Jbml0S3dhcmdzRW50cnkSCwoDa2V5GAEgASgJEiYKBXZhbHVlGAIgASgLMhcucmVzZWFyY2gudjEuS3dhcmdWYWx1ZToCOAFCDgoMX2Rlc2NyaXB0aW9uQgwKCl9jb2RlX2VkaXRCDwoNX3NvdXJjZV90cmlhbCIzCgdQYWRkaW5nEg4KBHNhbWUYASABKAhIABIQCgZwaXhlbHMYAiABKA1IAEIGCgRraW5kIt4JCglMYXllclNwZWMSIwoGY29udjJkGAEgASgLMhEucmVzZWFyY2gudjEuQ29udkgAEjgKEGRlcHRod2lzZV9jb252MmQYAiABKAsyHC5yZXNlYXJjaC52MS5EZXB0aHdpc2VDb252MmRIABI4ChBwb2ludHdpc2VfY29udjJkGAMgASgLMhwucmVzZWFyY2gudjEuUG9pbnR3aXNlQ29udjJkSAASKwoJYmF0Y2hub3JtGAQgASgLMhYucmVzZWFyY2gudjEuQmF0Y2hOb3JtSAASKwoJZ3JvdXBub3JtGAUgASgLMhYucmVzZWFyY2gudjEuR3JvdXBOb3JtSAASKwoJbGF5ZXJub3JtGAYgASgLMhYucmVzZWFyY2gudjEuTGF5ZXJOb3JtSAASMgoKYWN0aXZhdGlvbhgHIAEoCzIcLnJlc2VhcmNoLnYxLkFjdGl2YXRpb25MYXllckgAEiQKB21heHBvb2wYCCABKAsyES5yZXNlYXJjaC52MS5Qb29sSAASJAoHYXZncG9vbBgJIAEoCzIRLnJlc2VhcmNoLnYxLlBvb2xIABI0Cg5nbG9iYWxfYXZncG9vbBgKIAEoCzIaLnJlc2VhcmNoLnYxLkdsb2JhbEF2Z1Bvb2xIABInCgdkcm9wb3V0GAsgASgLMhQucmVzZWFyY2gudjEuRHJvcG91dEgAEikKCWRyb3BvdXQyZBgMIAEoCzIULnJlc2VhcmNoLnYxLkRyb3BvdXRIABInCgdmbGF0dGVuGA0gASgLMhQucmVzZWFyY2gudjEuRmxhdHRlbkgAEiUKBmxpbmVhchgOIAEoCzITLnJlc2VhcmNoLnYxLkxpbmVhckgAEikKCHJlc2lkdWFsGA8gASgLMhUucmVzZWFyY2gudjEuUmVzaWR1YWxIABIoCgJzZRgQIAEoCzIaLnJlc2VhcmNoLnYxLlNxdWVlemVFeGNpdGVIABIjCgVnaG9zdBgRIAEoCzISLnJlc2VhcmNoLnYxLkdob3N0SAASJQoGbWJjb252GBIgASgLMhMucmVzZWFyY2gudjEuTUJDb252SAASLgoLcGF0Y2hfZW1iZWQYEyABKAsyFy5yZXNlYXJjaC52MS5QYXRjaEVtYmVkSAASPgoTdHJhbnNmb3JtZXJfZW5jb2RlchgUIAEoCzIfLnJlc2VhcmNoLnYxLlRyYW5zZm9ybWVyRW5jb2RlckgAEi4KC21peGVyX2Jsb2NrGBUgASgLMhcucmVzZWFyY2gudjEuTWl4ZXJCbG9ja0gAEi8KCnRva2VuX3Bvb2wYFiABKAsyGS5yZXNlYXJjaC52MS5TZXF1ZW5jZVBvb2xIABIrCgllbWJlZGRpbmcYFyABKAsyFi5yZXNlYXJjaC52MS5FbWJlZGRpbmdIABIjCgZjb252MWQYGCABKAsyES5yZXNlYXJjaC52MS5Db252SAASHwoDZ3J1GBkgASgLMhAucmVzZWFyY2gudjEuR3J1SAASMgoNc2VxdWVuY2VfcG9vbBgaIAEoCzIZLnJlc2VhcmNoLnYxLlNlcXVlbmNlUG9vbEgAEjYKD25ncmFtX2VtYmVkZGluZxgbIAEoCzIbLnJlc2VhcmNoLnYxLk5ncmFtRW1iZWRkaW5nSABCBgoEa2luZCLfAQoEQ29udhIZCgxvdXRfY2hhbm5lbHMYASABKA1IAIgBARIYCgtrZXJuZWxfc2l6ZRgCIAEoDUgBiAEBEhMKBnN0cmlkZRgDIAEoDUgCiAEBEiUKB3BhZGRpbmcYBCABKAsyFC5yZXNlYXJjaC52MS5QYWRkaW5nEhMKBmdyb3VwcxgFIAEoDUgDiAEBEhEKBGJpYXMYBiABKAhIBIgBAUIPCg1fb3V0X2NoYW5uZWxzQg4KDF9rZXJuZWxfc2l6ZUIJCgdfc3RyaWRlQgkKB19ncm91cHNCBwoFX2JpYXMixgEKD0RlcHRod2lzZUNvbnYyZBIYCgtrZXJuZWxfc2l6ZRgBIAEoDUgAiAEBEhMKBnN0cmlkZRgCIAEoDUgBiAEBEiUKB3BhZGRpbmcYAyABKAsyFC5yZXNlYXJjaC52MS5QYWRkaW5nEhcKCm11bHRpcGxpZXIYBCABKA1IAogBARIRCgRiaWFzGAUgASgISAOIAQFCDgoMX2tlcm5lbF9zaXplQgkKB19zdHJpZGVCDQoLX211bHRpcGxpZXJCBwoFX2JpYXMiWQoPUG9pbnR3aXNlQ29udjJkEhkKDG91dF9jaGFubmVscxgBIAEoDUgAiAEBEhEKBGJpYXMYAiABKAhIAYgBAUIPCg1fb3V0X2NoYW5uZWxzQgcKBV9iaWFzIgsKCUJhdGNoTm9ybSIrCglHcm91cE5vcm0SEwoGZ3JvdXBzGAEgASgNSACIAQFCCQoHX2dyb3VwcyILCglMYXllck5vcm0iOAoPQWN0aXZhdGlvbkxheWVyEiUKAmZuGAEgASgOMhkucmVzZWFyY2gudjEuQWN0aXZhdGlvbkZuInIKBFBvb2wSGAoLa2VybmVsX3NpemUYASABKA1IAIgBARITCgZzdHJpZGUYAiABKA1IAYgBARIUCgdwYWRkaW5nGAMgASgNSAKIAQFCDgoMX2tlcm5lbF9zaXplQgkKB19zdHJpZGVCCgoIX3BhZGRpbmciDwoNR2xvYmFsQXZnUG9vbCIfCgdEcm9wb3V0Eg4KAXAYASABKAFIAIgBAUIECgJfcCIJCgdGbGF0dGVuIlAKBkxpbmVhchIZCgxvdXRfZmVhdHVyZXMYASABKA1IAIgBARIRCgRiaWFzGAIgASgISAGIAQFCDwoNX291dF9mZWF0dXJlc0IHCgVfYmlhcyJhCghSZXNpZHVhbBImCgZsYXllcnMYASADKAsyFi5yZXNlYXJjaC52MS5MYXllclNwZWMSLQoKYWN0aXZhdGlvbhgCIAEoDjIZLnJlc2VhcmNoLnYxLkFjdGl2YXRpb25GbiI1Cg1TcXVlZXplRXhjaXRlEhYKCXJlZHVjdGlvbhgBIAEoDUgAiAEBQgwKCl9yZWR1Y3Rpb24i+gEKBUdob3N0EhkKDG91dF9jaGFubmVscxgBIAEoDUgAiAEBEhIKBXJhdGlvGAIgASgNSAGIAQESGAoLa2VybmVsX3NpemUYAyABKA1IAogBARIbCg5kd19rZXJuZWxfc2l6ZRgEIAEoDUgDiAEBEhMKBnN0cmlkZRgFIAEoDUgEiAEBEi0KCmFjdGl2YXRpb24YBiABKA4yGS5yZXNlYXJjaC52MS5BY3RpdmF0aW9uRm5CDwoNX291dF9jaGFubmVsc0IICgZfcmF0aW9CDgoMX2tlcm5lbF9zaXplQhEKD19kd19rZXJuZWxfc2l6ZUIJCgdfc3RyaWRlIv0BCgZNQkNvbnYSGQoMb3V0X2NoYW5uZWxzGAEgASgNSACIAQESGQoMZXhwYW5kX3JhdGlvGAIgASgBSAGIAQESGAoLa2VybmVsX3NpemUYAyABKA1IAogBARITCgZzdHJpZGUYBCABKA1IA4gBARIVCghzZV9yYXRpbxgFIAEoAUgEiAEBEi0KCmFjdGl2YXRpb24YBiABKA4yGS5yZXNlYXJjaC52MS5BY3RpdmF0aW9uRm5CDwoNX291dF9jaGFubmVsc0IPCg1fZXhwYW5kX3JhdGlvQg4KDF9rZXJuZWxfc2l6ZUIJCgdfc3RyaWRlQgsKCV9zZV9yYXRpbyKGAQoKUGF0Y2hFbWJlZBIXCgpwYXRjaF9zaXplGAEgASgNSACIAQESEAoDZGltGAIgASgNSAGIAQESHwoScG9zaXRpb25fZW1iZWRkaW5nGAMgASgISAKIAQFCDQoLX3BhdGNoX3NpemVCBgoEX2RpbUIVChNfcG9zaXRpb25fZW1iZWRkaW5nIrgBChJUcmFuc2Zvcm1lckVuY29kZXISEgoFaGVhZHMYASABKA1IAIgBARIWCgltbHBfcmF0aW8YAiABKAFIAYgBARIUCgdkcm9wb3V0GAMgASgBSAKIAQESEgoFZGVwdGgYBCABKA1IA4gBARITCgZjYXVzYWwYBSABKAhIBIgBAUIICgZfaGVhZHNCDAoKX21scF9yYXRpb0IKCghfZHJvcG91dEIICgZfZGVwdGhCCQoHX2NhdXNhbCKsAQoKTWl4ZXJCbG9jaxIaCg10b2tlbl9tbHBfZGltGAEgASgNSACIAQESHAoPY2hhbm5lbF9tbHBfZGltGAIgASgNSAGIAQESFAoHZHJvcG91dBgDIAEoAUgCiAEBEhIKBWRlcHRoGAQgASgNSAOIAQFCEAoOX3Rva2VuX21scF9kaW1CEgoQX2NoYW5uZWxfbWxwX2RpbUIKCghfZHJvcG91dEIICgZfZGVwdGgiMwoMU2VxdWVuY2VQb29sEiMKBG1vZGUYASABKA4yFS5yZXNlYXJjaC52MS5Qb29sTW9kZSKvAQoJRW1iZWRkaW5nEhcKCnZvY2FiX3NpemUYASABKA1IAIgBARIQCgNkaW0YAiABKA1IAYgBARIYCgtwYWRkaW5nX2lkeBgDIAEoDUgCiAEBEh8KEnBvc2l0aW9uX2VtYmVkZGluZxgEIAEoCEgDiAEBQg0KC192b2NhYl9zaXplQgYKBF9kaW1CDgoMX3BhZGRpbmdfaWR4QhUKE19wb3NpdGlvbl9lbWJlZGRpbmcibAoOTmdyYW1FbWJlZGRpbmcSEwoGb3JkZXJzGAEgASgNSACIAQESFAoHYnVja2V0cxgCIAEoDUgBiAEBEhAKA2RpbRgDIAEoDUgCiAEBQgkKB19vcmRlcnNCCgoIX2J1Y2tldHNCBgoEX2RpbSJnCgNHcnUSEwoGaGlkZGVuGAEgASgNSACIAQESEwoGbGF5ZXJzGAIgASgNSAGIAQESFAoHZHJvcG91dBgDIAEoAUgCiAEBQgkKB19oaWRkZW5CCQoHX2xheWVyc0IKCghfZHJvcG91dCpZCgpJbnB1dER0eXBlEhsKF0lOUFVUX0RUWVBFX1VOU1BFQ0lGSUVEEAASFwoTSU5QVVRfRFRZUEVfRkxPQVQzMhABEhUKEUlOUFVUX0RUWVBFX0lOVDY0EAIqkwIKDEFjdGl2YXRpb25GbhIdChlBQ1RJVkFUSU9OX0ZOX1VOU1BFQ0lGSUVEEAASFgoSQUNUSVZBVElPTl9GTl9SRUxVEAESFgoSQUNUSVZBVElPTl9GTl9HRUxVEAISFgoSQUNUSVZBVElPTl9GTl9TSUxVEAMSFgoSQUNUSVZBVElPTl9GTl9NSVNIEAQSFgoSQUNUSVZBVElPTl9GTl9UQU5IEAUSGQoVQUNUSVZBVElPTl9GTl9TSUdNT0lEEAYSHAoYQUNUSVZBVElPTl9GTl9MRUFLWV9SRUxVEAcSGwoXQUNUSVZBVElPTl9GTl9IQVJEU1dJU0gQCBIWChJBQ1RJVkFUSU9OX0ZOX05PTkUQCSpMCghQb29sTW9kZRIZChVQT09MX01PREVfVU5TUEVDSUZJRUQQABISCg5QT09MX01PREVfTUVBThABEhEKDVBPT0xfTU9ERV9NQVgQAmIGcHJvdG8z", [file_research_v1_runner]);
+  fileDesc("ChdyZXNlYXJjaC92MS9tb2RlbC5wcm90bxILcmVzZWFyY2gudjEicAoJTW9kZWxTcGVjEisKB25ldHdvcmsYASABKAsyGC5yZXNlYXJjaC52MS5OZXR3b3JrU3BlY0gAEi4KDHB5dGhvbl9jbGFzcxgCIAEoCzIWLnJlc2VhcmNoLnYxLkNsYXNzU3BlY0gAQgYKBGtpbmQiQAoJVHJhaW5TcGVjEiMKBnJlY2lwZRgBIAEoCzITLnJlc2VhcmNoLnYxLlJlY2lwZRIOCgZzdWJzZXQYAiABKA0iwwIKC05ldHdvcmtTcGVjEgwKBG5hbWUYASABKAkSGAoLZGVzY3JpcHRpb24YAiABKAlIAIgBARITCgtpbnB1dF9zaGFwZRgDIAMoDRIYCgtudW1fY2xhc3NlcxgEIAEoDUgBiAEBEiwKC2lucHV0X2R0eXBlGAUgASgOMhcucmVzZWFyY2gudjEuSW5wdXREdHlwZRImCgZsYXllcnMYBiADKAsyFi5yZXNlYXJjaC52MS5MYXllclNwZWMSGwoOdGllX2VtYmVkZGluZ3MYByABKAhIAogBARIsCgZjb3VudHMYCCABKAsyFy5yZXNlYXJjaC52MS5CeXRlQ291bnRzSAOIAQFCDgoMX2Rlc2NyaXB0aW9uQg4KDF9udW1fY2xhc3Nlc0IRCg9fdGllX2VtYmVkZGluZ3NCCQoHX2NvdW50cyJMCgpCeXRlQ291bnRzEhMKBm9yZGVycxgBIAEoDUgAiAEBEhMKBndlaWdodBgCIAEoAUgBiAEBQgkKB19vcmRlcnNCCQoHX3dlaWdodCKyAgoJQ2xhc3NTcGVjEgwKBG5hbWUYASABKAkSGAoLZGVzY3JpcHRpb24YAiABKAlIAIgBARISCgpjbGFzc19uYW1lGAMgASgJEjsKC2luaXRfa3dhcmdzGAQgAygLMiYucmVzZWFyY2gudjEuQ2xhc3NTcGVjLkluaXRLd2FyZ3NFbnRyeRIWCgljb2RlX2VkaXQYBSABKAlIAYgBARIZCgxzb3VyY2VfdHJpYWwYBiABKAlIAogBARpKCg9Jbml0S3dhcmdzRW50cnkSCwoDa2V5GAEgASgJEiYKBXZhbHVlGAIgASgLMhcucmVzZWFyY2gudjEuS3dhcmdWYWx1ZToCOAFCDgoMX2Rlc2NyaXB0aW9uQgwKCl9jb2RlX2VkaXRCDwoNX3NvdXJjZV90cmlhbCIzCgdQYWRkaW5nEg4KBHNhbWUYASABKAhIABIQCgZwaXhlbHMYAiABKA1IAEIGCgRraW5kIt4JCglMYXllclNwZWMSIwoGY29udjJkGAEgASgLMhEucmVzZWFyY2gudjEuQ29udkgAEjgKEGRlcHRod2lzZV9jb252MmQYAiABKAsyHC5yZXNlYXJjaC52MS5EZXB0aHdpc2VDb252MmRIABI4ChBwb2ludHdpc2VfY29udjJkGAMgASgLMhwucmVzZWFyY2gudjEuUG9pbnR3aXNlQ29udjJkSAASKwoJYmF0Y2hub3JtGAQgASgLMhYucmVzZWFyY2gudjEuQmF0Y2hOb3JtSAASKwoJZ3JvdXBub3JtGAUgASgLMhYucmVzZWFyY2gudjEuR3JvdXBOb3JtSAASKwoJbGF5ZXJub3JtGAYgASgLMhYucmVzZWFyY2gudjEuTGF5ZXJOb3JtSAASMgoKYWN0aXZhdGlvbhgHIAEoCzIcLnJlc2VhcmNoLnYxLkFjdGl2YXRpb25MYXllckgAEiQKB21heHBvb2wYCCABKAsyES5yZXNlYXJjaC52MS5Qb29sSAASJAoHYXZncG9vbBgJIAEoCzIRLnJlc2VhcmNoLnYxLlBvb2xIABI0Cg5nbG9iYWxfYXZncG9vbBgKIAEoCzIaLnJlc2VhcmNoLnYxLkdsb2JhbEF2Z1Bvb2xIABInCgdkcm9wb3V0GAsgASgLMhQucmVzZWFyY2gudjEuRHJvcG91dEgAEikKCWRyb3BvdXQyZBgMIAEoCzIULnJlc2VhcmNoLnYxLkRyb3BvdXRIABInCgdmbGF0dGVuGA0gASgLMhQucmVzZWFyY2gudjEuRmxhdHRlbkgAEiUKBmxpbmVhchgOIAEoCzITLnJlc2VhcmNoLnYxLkxpbmVhckgAEikKCHJlc2lkdWFsGA8gASgLMhUucmVzZWFyY2gudjEuUmVzaWR1YWxIABIoCgJzZRgQIAEoCzIaLnJlc2VhcmNoLnYxLlNxdWVlemVFeGNpdGVIABIjCgVnaG9zdBgRIAEoCzISLnJlc2VhcmNoLnYxLkdob3N0SAASJQoGbWJjb252GBIgASgLMhMucmVzZWFyY2gudjEuTUJDb252SAASLgoLcGF0Y2hfZW1iZWQYEyABKAsyFy5yZXNlYXJjaC52MS5QYXRjaEVtYmVkSAASPgoTdHJhbnNmb3JtZXJfZW5jb2RlchgUIAEoCzIfLnJlc2VhcmNoLnYxLlRyYW5zZm9ybWVyRW5jb2RlckgAEi4KC21peGVyX2Jsb2NrGBUgASgLMhcucmVzZWFyY2gudjEuTWl4ZXJCbG9ja0gAEi8KCnRva2VuX3Bvb2wYFiABKAsyGS5yZXNlYXJjaC52MS5TZXF1ZW5jZVBvb2xIABIrCgllbWJlZGRpbmcYFyABKAsyFi5yZXNlYXJjaC52MS5FbWJlZGRpbmdIABIjCgZjb252MWQYGCABKAsyES5yZXNlYXJjaC52MS5Db252SAASHwoDZ3J1GBkgASgLMhAucmVzZWFyY2gudjEuR3J1SAASMgoNc2VxdWVuY2VfcG9vbBgaIAEoCzIZLnJlc2VhcmNoLnYxLlNlcXVlbmNlUG9vbEgAEjYKD25ncmFtX2VtYmVkZGluZxgbIAEoCzIbLnJlc2VhcmNoLnYxLk5ncmFtRW1iZWRkaW5nSABCBgoEa2luZCLfAQoEQ29udhIZCgxvdXRfY2hhbm5lbHMYASABKA1IAIgBARIYCgtrZXJuZWxfc2l6ZRgCIAEoDUgBiAEBEhMKBnN0cmlkZRgDIAEoDUgCiAEBEiUKB3BhZGRpbmcYBCABKAsyFC5yZXNlYXJjaC52MS5QYWRkaW5nEhMKBmdyb3VwcxgFIAEoDUgDiAEBEhEKBGJpYXMYBiABKAhIBIgBAUIPCg1fb3V0X2NoYW5uZWxzQg4KDF9rZXJuZWxfc2l6ZUIJCgdfc3RyaWRlQgkKB19ncm91cHNCBwoFX2JpYXMixgEKD0RlcHRod2lzZUNvbnYyZBIYCgtrZXJuZWxfc2l6ZRgBIAEoDUgAiAEBEhMKBnN0cmlkZRgCIAEoDUgBiAEBEiUKB3BhZGRpbmcYAyABKAsyFC5yZXNlYXJjaC52MS5QYWRkaW5nEhcKCm11bHRpcGxpZXIYBCABKA1IAogBARIRCgRiaWFzGAUgASgISAOIAQFCDgoMX2tlcm5lbF9zaXplQgkKB19zdHJpZGVCDQoLX211bHRpcGxpZXJCBwoFX2JpYXMiWQoPUG9pbnR3aXNlQ29udjJkEhkKDG91dF9jaGFubmVscxgBIAEoDUgAiAEBEhEKBGJpYXMYAiABKAhIAYgBAUIPCg1fb3V0X2NoYW5uZWxzQgcKBV9iaWFzIgsKCUJhdGNoTm9ybSIrCglHcm91cE5vcm0SEwoGZ3JvdXBzGAEgASgNSACIAQFCCQoHX2dyb3VwcyILCglMYXllck5vcm0iOAoPQWN0aXZhdGlvbkxheWVyEiUKAmZuGAEgASgOMhkucmVzZWFyY2gudjEuQWN0aXZhdGlvbkZuInIKBFBvb2wSGAoLa2VybmVsX3NpemUYASABKA1IAIgBARITCgZzdHJpZGUYAiABKA1IAYgBARIUCgdwYWRkaW5nGAMgASgNSAKIAQFCDgoMX2tlcm5lbF9zaXplQgkKB19zdHJpZGVCCgoIX3BhZGRpbmciDwoNR2xvYmFsQXZnUG9vbCIfCgdEcm9wb3V0Eg4KAXAYASABKAFIAIgBAUIECgJfcCIJCgdGbGF0dGVuIlAKBkxpbmVhchIZCgxvdXRfZmVhdHVyZXMYASABKA1IAIgBARIRCgRiaWFzGAIgASgISAGIAQFCDwoNX291dF9mZWF0dXJlc0IHCgVfYmlhcyJhCghSZXNpZHVhbBImCgZsYXllcnMYASADKAsyFi5yZXNlYXJjaC52MS5MYXllclNwZWMSLQoKYWN0aXZhdGlvbhgCIAEoDjIZLnJlc2VhcmNoLnYxLkFjdGl2YXRpb25GbiI1Cg1TcXVlZXplRXhjaXRlEhYKCXJlZHVjdGlvbhgBIAEoDUgAiAEBQgwKCl9yZWR1Y3Rpb24i+gEKBUdob3N0EhkKDG91dF9jaGFubmVscxgBIAEoDUgAiAEBEhIKBXJhdGlvGAIgASgNSAGIAQESGAoLa2VybmVsX3NpemUYAyABKA1IAogBARIbCg5kd19rZXJuZWxfc2l6ZRgEIAEoDUgDiAEBEhMKBnN0cmlkZRgFIAEoDUgEiAEBEi0KCmFjdGl2YXRpb24YBiABKA4yGS5yZXNlYXJjaC52MS5BY3RpdmF0aW9uRm5CDwoNX291dF9jaGFubmVsc0IICgZfcmF0aW9CDgoMX2tlcm5lbF9zaXplQhEKD19kd19rZXJuZWxfc2l6ZUIJCgdfc3RyaWRlIv0BCgZNQkNvbnYSGQoMb3V0X2NoYW5uZWxzGAEgASgNSACIAQESGQoMZXhwYW5kX3JhdGlvGAIgASgBSAGIAQESGAoLa2VybmVsX3NpemUYAyABKA1IAogBARITCgZzdHJpZGUYBCABKA1IA4gBARIVCghzZV9yYXRpbxgFIAEoAUgEiAEBEi0KCmFjdGl2YXRpb24YBiABKA4yGS5yZXNlYXJjaC52MS5BY3RpdmF0aW9uRm5CDwoNX291dF9jaGFubmVsc0IPCg1fZXhwYW5kX3JhdGlvQg4KDF9rZXJuZWxfc2l6ZUIJCgdfc3RyaWRlQgsKCV9zZV9yYXRpbyKGAQoKUGF0Y2hFbWJlZBIXCgpwYXRjaF9zaXplGAEgASgNSACIAQESEAoDZGltGAIgASgNSAGIAQESHwoScG9zaXRpb25fZW1iZWRkaW5nGAMgASgISAKIAQFCDQoLX3BhdGNoX3NpemVCBgoEX2RpbUIVChNfcG9zaXRpb25fZW1iZWRkaW5nIrgBChJUcmFuc2Zvcm1lckVuY29kZXISEgoFaGVhZHMYASABKA1IAIgBARIWCgltbHBfcmF0aW8YAiABKAFIAYgBARIUCgdkcm9wb3V0GAMgASgBSAKIAQESEgoFZGVwdGgYBCABKA1IA4gBARITCgZjYXVzYWwYBSABKAhIBIgBAUIICgZfaGVhZHNCDAoKX21scF9yYXRpb0IKCghfZHJvcG91dEIICgZfZGVwdGhCCQoHX2NhdXNhbCKsAQoKTWl4ZXJCbG9jaxIaCg10b2tlbl9tbHBfZGltGAEgASgNSACIAQESHAoPY2hhbm5lbF9tbHBfZGltGAIgASgNSAGIAQESFAoHZHJvcG91dBgDIAEoAUgCiAEBEhIKBWRlcHRoGAQgASgNSAOIAQFCEAoOX3Rva2VuX21scF9kaW1CEgoQX2NoYW5uZWxfbWxwX2RpbUIKCghfZHJvcG91dEIICgZfZGVwdGgiMwoMU2VxdWVuY2VQb29sEiMKBG1vZGUYASABKA4yFS5yZXNlYXJjaC52MS5Qb29sTW9kZSKvAQoJRW1iZWRkaW5nEhcKCnZvY2FiX3NpemUYASABKA1IAIgBARIQCgNkaW0YAiABKA1IAYgBARIYCgtwYWRkaW5nX2lkeBgDIAEoDUgCiAEBEh8KEnBvc2l0aW9uX2VtYmVkZGluZxgEIAEoCEgDiAEBQg0KC192b2NhYl9zaXplQgYKBF9kaW1CDgoMX3BhZGRpbmdfaWR4QhUKE19wb3NpdGlvbl9lbWJlZGRpbmcibAoOTmdyYW1FbWJlZGRpbmcSEwoGb3JkZXJzGAEgASgNSACIAQESFAoHYnVja2V0cxgCIAEoDUgBiAEBEhAKA2RpbRgDIAEoDUgCiAEBQgkKB19vcmRlcnNCCgoIX2J1Y2tldHNCBgoEX2RpbSJnCgNHcnUSEwoGaGlkZGVuGAEgASgNSACIAQESEwoGbGF5ZXJzGAIgASgNSAGIAQESFAoHZHJvcG91dBgDIAEoAUgCiAEBQgkKB19oaWRkZW5CCQoHX2xheWVyc0IKCghfZHJvcG91dCpZCgpJbnB1dER0eXBlEhsKF0lOUFVUX0RUWVBFX1VOU1BFQ0lGSUVEEAASFwoTSU5QVVRfRFRZUEVfRkxPQVQzMhABEhUKEUlOUFVUX0RUWVBFX0lOVDY0EAIqkwIKDEFjdGl2YXRpb25GbhIdChlBQ1RJVkFUSU9OX0ZOX1VOU1BFQ0lGSUVEEAASFgoSQUNUSVZBVElPTl9GTl9SRUxVEAESFgoSQUNUSVZBVElPTl9GTl9HRUxVEAISFgoSQUNUSVZBVElPTl9GTl9TSUxVEAMSFgoSQUNUSVZBVElPTl9GTl9NSVNIEAQSFgoSQUNUSVZBVElPTl9GTl9UQU5IEAUSGQoVQUNUSVZBVElPTl9GTl9TSUdNT0lEEAYSHAoYQUNUSVZBVElPTl9GTl9MRUFLWV9SRUxVEAcSGwoXQUNUSVZBVElPTl9GTl9IQVJEU1dJU0gQCBIWChJBQ1RJVkFUSU9OX0ZOX05PTkUQCSpMCghQb29sTW9kZRIZChVQT09MX01PREVfVU5TUEVDSUZJRUQQABISCg5QT09MX01PREVfTUVBThABEhEKDVBPT0xfTU9ERV9NQVgQAmIGcHJvdG8z", [file_research_v1_runner]);
 
 /**
  * What a trial trains: a network the coder compiles, or a person's Python class.
@@ -110,6 +110,11 @@ export type NetworkSpec = Message<"research.v1.NetworkSpec"> & {
    * @generated from field: optional bool tie_embeddings = 7;
    */
   tieEmbeddings?: boolean | undefined;
+
+  /**
+   * @generated from field: optional research.v1.ByteCounts counts = 8;
+   */
+  counts?: ByteCounts | undefined;
 };
 
 /**
@@ -118,6 +123,30 @@ export type NetworkSpec = Message<"research.v1.NetworkSpec"> & {
  */
 export const NetworkSpecSchema: GenMessage<NetworkSpec> = /*@__PURE__*/
   messageDesc(file_research_v1_model, 2);
+
+/**
+ * A byte-level language model's own n-gram (core/compiler/blocks.py ByteCounts).
+ *
+ * @generated from message research.v1.ByteCounts
+ */
+export type ByteCounts = Message<"research.v1.ByteCounts"> & {
+  /**
+   * @generated from field: optional uint32 orders = 1;
+   */
+  orders?: number | undefined;
+
+  /**
+   * @generated from field: optional double weight = 2;
+   */
+  weight?: number | undefined;
+};
+
+/**
+ * Describes the message research.v1.ByteCounts.
+ * Use `create(ByteCountsSchema)` to create a new message.
+ */
+export const ByteCountsSchema: GenMessage<ByteCounts> = /*@__PURE__*/
+  messageDesc(file_research_v1_model, 3);
 
 /**
  * A model in Python: the class of the run's model source, or of an earlier
@@ -162,7 +191,7 @@ export type ClassSpec = Message<"research.v1.ClassSpec"> & {
  * Use `create(ClassSpecSchema)` to create a new message.
  */
 export const ClassSpecSchema: GenMessage<ClassSpec> = /*@__PURE__*/
-  messageDesc(file_research_v1_model, 3);
+  messageDesc(file_research_v1_model, 4);
 
 /**
  * A convolution's padding: "same", or pixels on every side.
@@ -193,7 +222,7 @@ export type Padding = Message<"research.v1.Padding"> & {
  * Use `create(PaddingSchema)` to create a new message.
  */
 export const PaddingSchema: GenMessage<Padding> = /*@__PURE__*/
-  messageDesc(file_research_v1_model, 4);
+  messageDesc(file_research_v1_model, 5);
 
 /**
  * One layer; the case's name is the layer's `type`.
@@ -374,7 +403,7 @@ export type LayerSpec = Message<"research.v1.LayerSpec"> & {
  * Use `create(LayerSpecSchema)` to create a new message.
  */
 export const LayerSpecSchema: GenMessage<LayerSpec> = /*@__PURE__*/
-  messageDesc(file_research_v1_model, 5);
+  messageDesc(file_research_v1_model, 6);
 
 /**
  * conv2d and conv1d.
@@ -418,7 +447,7 @@ export type Conv = Message<"research.v1.Conv"> & {
  * Use `create(ConvSchema)` to create a new message.
  */
 export const ConvSchema: GenMessage<Conv> = /*@__PURE__*/
-  messageDesc(file_research_v1_model, 6);
+  messageDesc(file_research_v1_model, 7);
 
 /**
  * @generated from message research.v1.DepthwiseConv2d
@@ -455,7 +484,7 @@ export type DepthwiseConv2d = Message<"research.v1.DepthwiseConv2d"> & {
  * Use `create(DepthwiseConv2dSchema)` to create a new message.
  */
 export const DepthwiseConv2dSchema: GenMessage<DepthwiseConv2d> = /*@__PURE__*/
-  messageDesc(file_research_v1_model, 7);
+  messageDesc(file_research_v1_model, 8);
 
 /**
  * @generated from message research.v1.PointwiseConv2d
@@ -477,7 +506,7 @@ export type PointwiseConv2d = Message<"research.v1.PointwiseConv2d"> & {
  * Use `create(PointwiseConv2dSchema)` to create a new message.
  */
 export const PointwiseConv2dSchema: GenMessage<PointwiseConv2d> = /*@__PURE__*/
-  messageDesc(file_research_v1_model, 8);
+  messageDesc(file_research_v1_model, 9);
 
 /**
  * @generated from message research.v1.BatchNorm
@@ -490,7 +519,7 @@ export type BatchNorm = Message<"research.v1.BatchNorm"> & {
  * Use `create(BatchNormSchema)` to create a new message.
  */
 export const BatchNormSchema: GenMessage<BatchNorm> = /*@__PURE__*/
-  messageDesc(file_research_v1_model, 9);
+  messageDesc(file_research_v1_model, 10);
 
 /**
  * @generated from message research.v1.GroupNorm
@@ -507,7 +536,7 @@ export type GroupNorm = Message<"research.v1.GroupNorm"> & {
  * Use `create(GroupNormSchema)` to create a new message.
  */
 export const GroupNormSchema: GenMessage<GroupNorm> = /*@__PURE__*/
-  messageDesc(file_research_v1_model, 10);
+  messageDesc(file_research_v1_model, 11);
 
 /**
  * @generated from message research.v1.LayerNorm
@@ -520,7 +549,7 @@ export type LayerNorm = Message<"research.v1.LayerNorm"> & {
  * Use `create(LayerNormSchema)` to create a new message.
  */
 export const LayerNormSchema: GenMessage<LayerNorm> = /*@__PURE__*/
-  messageDesc(file_research_v1_model, 11);
+  messageDesc(file_research_v1_model, 12);
 
 /**
  * @generated from message research.v1.ActivationLayer
@@ -537,7 +566,7 @@ export type ActivationLayer = Message<"research.v1.ActivationLayer"> & {
  * Use `create(ActivationLayerSchema)` to create a new message.
  */
 export const ActivationLayerSchema: GenMessage<ActivationLayer> = /*@__PURE__*/
-  messageDesc(file_research_v1_model, 12);
+  messageDesc(file_research_v1_model, 13);
 
 /**
  * maxpool and avgpool.
@@ -566,7 +595,7 @@ export type Pool = Message<"research.v1.Pool"> & {
  * Use `create(PoolSchema)` to create a new message.
  */
 export const PoolSchema: GenMessage<Pool> = /*@__PURE__*/
-  messageDesc(file_research_v1_model, 13);
+  messageDesc(file_research_v1_model, 14);
 
 /**
  * @generated from message research.v1.GlobalAvgPool
@@ -579,7 +608,7 @@ export type GlobalAvgPool = Message<"research.v1.GlobalAvgPool"> & {
  * Use `create(GlobalAvgPoolSchema)` to create a new message.
  */
 export const GlobalAvgPoolSchema: GenMessage<GlobalAvgPool> = /*@__PURE__*/
-  messageDesc(file_research_v1_model, 14);
+  messageDesc(file_research_v1_model, 15);
 
 /**
  * dropout and dropout2d.
@@ -598,7 +627,7 @@ export type Dropout = Message<"research.v1.Dropout"> & {
  * Use `create(DropoutSchema)` to create a new message.
  */
 export const DropoutSchema: GenMessage<Dropout> = /*@__PURE__*/
-  messageDesc(file_research_v1_model, 15);
+  messageDesc(file_research_v1_model, 16);
 
 /**
  * @generated from message research.v1.Flatten
@@ -611,7 +640,7 @@ export type Flatten = Message<"research.v1.Flatten"> & {
  * Use `create(FlattenSchema)` to create a new message.
  */
 export const FlattenSchema: GenMessage<Flatten> = /*@__PURE__*/
-  messageDesc(file_research_v1_model, 16);
+  messageDesc(file_research_v1_model, 17);
 
 /**
  * @generated from message research.v1.Linear
@@ -633,7 +662,7 @@ export type Linear = Message<"research.v1.Linear"> & {
  * Use `create(LinearSchema)` to create a new message.
  */
 export const LinearSchema: GenMessage<Linear> = /*@__PURE__*/
-  messageDesc(file_research_v1_model, 17);
+  messageDesc(file_research_v1_model, 18);
 
 /**
  * @generated from message research.v1.Residual
@@ -655,7 +684,7 @@ export type Residual = Message<"research.v1.Residual"> & {
  * Use `create(ResidualSchema)` to create a new message.
  */
 export const ResidualSchema: GenMessage<Residual> = /*@__PURE__*/
-  messageDesc(file_research_v1_model, 18);
+  messageDesc(file_research_v1_model, 19);
 
 /**
  * @generated from message research.v1.SqueezeExcite
@@ -672,7 +701,7 @@ export type SqueezeExcite = Message<"research.v1.SqueezeExcite"> & {
  * Use `create(SqueezeExciteSchema)` to create a new message.
  */
 export const SqueezeExciteSchema: GenMessage<SqueezeExcite> = /*@__PURE__*/
-  messageDesc(file_research_v1_model, 19);
+  messageDesc(file_research_v1_model, 20);
 
 /**
  * @generated from message research.v1.Ghost
@@ -714,7 +743,7 @@ export type Ghost = Message<"research.v1.Ghost"> & {
  * Use `create(GhostSchema)` to create a new message.
  */
 export const GhostSchema: GenMessage<Ghost> = /*@__PURE__*/
-  messageDesc(file_research_v1_model, 20);
+  messageDesc(file_research_v1_model, 21);
 
 /**
  * @generated from message research.v1.MBConv
@@ -756,7 +785,7 @@ export type MBConv = Message<"research.v1.MBConv"> & {
  * Use `create(MBConvSchema)` to create a new message.
  */
 export const MBConvSchema: GenMessage<MBConv> = /*@__PURE__*/
-  messageDesc(file_research_v1_model, 21);
+  messageDesc(file_research_v1_model, 22);
 
 /**
  * @generated from message research.v1.PatchEmbed
@@ -783,7 +812,7 @@ export type PatchEmbed = Message<"research.v1.PatchEmbed"> & {
  * Use `create(PatchEmbedSchema)` to create a new message.
  */
 export const PatchEmbedSchema: GenMessage<PatchEmbed> = /*@__PURE__*/
-  messageDesc(file_research_v1_model, 22);
+  messageDesc(file_research_v1_model, 23);
 
 /**
  * @generated from message research.v1.TransformerEncoder
@@ -820,7 +849,7 @@ export type TransformerEncoder = Message<"research.v1.TransformerEncoder"> & {
  * Use `create(TransformerEncoderSchema)` to create a new message.
  */
 export const TransformerEncoderSchema: GenMessage<TransformerEncoder> = /*@__PURE__*/
-  messageDesc(file_research_v1_model, 23);
+  messageDesc(file_research_v1_model, 24);
 
 /**
  * @generated from message research.v1.MixerBlock
@@ -852,7 +881,7 @@ export type MixerBlock = Message<"research.v1.MixerBlock"> & {
  * Use `create(MixerBlockSchema)` to create a new message.
  */
 export const MixerBlockSchema: GenMessage<MixerBlock> = /*@__PURE__*/
-  messageDesc(file_research_v1_model, 24);
+  messageDesc(file_research_v1_model, 25);
 
 /**
  * token_pool and sequence_pool.
@@ -871,7 +900,7 @@ export type SequencePool = Message<"research.v1.SequencePool"> & {
  * Use `create(SequencePoolSchema)` to create a new message.
  */
 export const SequencePoolSchema: GenMessage<SequencePool> = /*@__PURE__*/
-  messageDesc(file_research_v1_model, 25);
+  messageDesc(file_research_v1_model, 26);
 
 /**
  * @generated from message research.v1.Embedding
@@ -903,7 +932,7 @@ export type Embedding = Message<"research.v1.Embedding"> & {
  * Use `create(EmbeddingSchema)` to create a new message.
  */
 export const EmbeddingSchema: GenMessage<Embedding> = /*@__PURE__*/
-  messageDesc(file_research_v1_model, 26);
+  messageDesc(file_research_v1_model, 27);
 
 /**
  * @generated from message research.v1.NgramEmbedding
@@ -930,7 +959,7 @@ export type NgramEmbedding = Message<"research.v1.NgramEmbedding"> & {
  * Use `create(NgramEmbeddingSchema)` to create a new message.
  */
 export const NgramEmbeddingSchema: GenMessage<NgramEmbedding> = /*@__PURE__*/
-  messageDesc(file_research_v1_model, 27);
+  messageDesc(file_research_v1_model, 28);
 
 /**
  * @generated from message research.v1.Gru
@@ -957,7 +986,7 @@ export type Gru = Message<"research.v1.Gru"> & {
  * Use `create(GruSchema)` to create a new message.
  */
 export const GruSchema: GenMessage<Gru> = /*@__PURE__*/
-  messageDesc(file_research_v1_model, 28);
+  messageDesc(file_research_v1_model, 29);
 
 /**
  * @generated from enum research.v1.InputDtype
