@@ -40,6 +40,20 @@ export function confirmSeconds(state: RunState, seed: SeedResult | undefined, ca
   const splits = info?.nVal ? 1 + info.nTest / info.nVal : 2;
   return CONFIRM_LOAD * (Math.min(seed.secondsToFirstStep, seed.seconds) + seed.evalSeconds * splits * capacity) + CONFIRM_FIXED_S;
 }
+/**
+ * Seconds a training of `seed`'s config on the full split spends after its clock stops, from what
+ * the seed measured: its last validation pass, scaled to the full validation split of `nVal`
+ * examples (a probe validates on its subset's share of it, a tenth of them for a 1,000-row
+ * corpus), then the timing of its inference. Undefined for a seed measured without its pass's
+ * time (eval_seconds, from a runner before it). A language model mixing in its counts spent 6 s
+ * of a 31-s training timing them, where its probe had taken 2-4: a last training that left both
+ * out overran its run's budget.
+ */
+export function endSeconds(seed: SeedResult, nVal: number | undefined): number | undefined {
+  if (!seed.evalSeconds) return undefined;
+  const scale = nVal && seed.valExamples ? Math.max(1, nVal / seed.valExamples) : 1;
+  return seed.evalSeconds * scale + (seed.inference?.measureSeconds ?? 0);
+}
 /** A confirmation timed by the training it follows (`trainS` a seed), when no pass was measured. */
 const legacyConfirmS = (trainS: number) => 10 + 0.05 * trainS;
 /** Training the best config again, when its weights are gone: its seeds may queue behind each other, and a loaded machine runs slower than when it was measured (smoke runs at load 7-10 overran with 1.5). */
@@ -235,7 +249,7 @@ export function tailSeconds(state: RunState, nowMs: number): number | undefined 
   const startUp = Math.min(seed.secondsToFirstStep, seed.seconds);
   // Its wall seconds per epoch with its seeds sharing the cores, as the tail's will.
   const epochS = (seed.seconds - startUp) / seed.epochsCompleted;
-  const overhead = startUp + (seed.evalSeconds || epochS);
+  const overhead = startUp + (endSeconds(seed, state.dataset?.nVal) ?? epochS);
   let trainS = LAST_MARGIN * budgetPlan(state, nowMs).availableS - overhead;
   const trialBudget = state.settings?.trialTimeBudgetS ?? 0;
   if (trialBudget > 0) trainS = Math.min(trainS, TRIAL_BUDGET_SHARE * trialBudget - overhead);

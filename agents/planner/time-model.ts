@@ -12,7 +12,7 @@
 import { DEFAULT_SEEDS, lastEpochsOf } from "../../core/defaults.js";
 import { RECIPE_DEFAULTS } from "../../core/space.js";
 import type { TrainConfigInput } from "../../core/model-config.js";
-import { budgetPlan, confirmSeconds, LAST_MARGIN, LAST_SHARE, lastTrainingFloorS, overRunBudget, roundStartS, TRIAL_BUDGET_SHARE } from "../../swarm/budget.js";
+import { budgetPlan, confirmSeconds, endSeconds, LAST_MARGIN, LAST_SHARE, lastTrainingFloorS, overRunBudget, roundStartS, TRIAL_BUDGET_SHARE } from "../../swarm/budget.js";
 import { liveSeconds, type RunState } from "../../swarm/run-state.js";
 import { paramsOf, slowestSeed, slowestSeedSeconds, type TrialState } from "../../swarm/trial-state.js";
 import { derivedOf, familyOf, genomeOf } from "./identity.js";
@@ -371,10 +371,10 @@ export function lastTrainingTime(input: PlanInput, pick: TrialState, pg: Genome,
   const timed = (atOnce: boolean): LastTrainingTime | undefined => {
     // A seed's share of a core: its wall seconds do this much of what they would alone.
     const pace = atOnce ? (input.slots || 1) / seeds : 1;
-    // The job stops mid-epoch at its time, then predicts the validation split once: the pass its
-    // seed measured, or, from a runner before that was measured, a forward pass over nVal examples
-    // taken as long as training on them (about three times what it is).
-    const overhead = (startUp + (seed.evalSeconds || (fullEpochS * input.info.nVal) / input.info.nTrain)) / pace;
+    // The job stops mid-epoch at its time, then predicts the validation split once and times its
+    // inference (endSeconds), or, from a runner before the pass was measured, a forward pass over
+    // nVal examples taken as long as training on them (about three times what it is).
+    const overhead = (startUp + (endSeconds(seed, input.info.nVal) ?? (fullEpochS * input.info.nVal) / input.info.nTrain)) / pace;
     let trainS = (atOnce ? horizon : longestSeed(slotsFreeIn(input), seeds, horizon)) - overhead;
     if (trialBudget > 0) trainS = Math.min(trainS, TRIAL_BUDGET_SHARE * trialBudget - overhead);
     trainS = Math.floor(trainS);

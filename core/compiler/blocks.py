@@ -207,8 +207,9 @@ class ByteCounts(nn.Module):
 
     A lookup is gathers, compares and scatters, a fixed number of them per order, so it exports
     to ONNX (torch exports no searchsorted): each context (of each order, raw and continuation
-    counts apart) is hashed to a slot of an open-addressing table probed PROBES times, checked by
-    a 31-bit fingerprint, and its successors are stored one after the other. bench/lm_counts.py
+    counts apart) is hashed to a slot of an open-addressing table whose PROBES slots from there
+    are read at once (one cache line), each slot holding a context's index and a 31-bit
+    fingerprint of its key, and its successors are stored one after the other. bench/lm_counts.py
     measures it against exact Kneser-Ney. Counts take about 22 bytes per distinct context: at
     order 12, 69 MB for 720 kB of text; the orders that fit MAX_BYTES are kept."""
 
@@ -230,7 +231,8 @@ class ByteCounts(nn.Module):
 
     def _derive(self):
         # Python ints, so a lookup's shapes are constants to tracing and exports.
-        self.slots = self.table.numel()
+        # The table's slots a key hashes to; the last one's probes run PROBES - 1 slots past them.
+        self.slots = max(0, self.table.numel() - self.PROBES + 1)
         self.gather_widths = self.widths.tolist()
         if self.slots:
             self.orders = len(self.gather_widths) // 2 - 1
@@ -285,8 +287,9 @@ class ByteCounts(nn.Module):
                 suffix = self.context_key(h[..., n - 1][where], n, 1) * 256 + nxt[where]
                 parts[n, 1] = torch.unique(torch.zeros(distinct, dtype=torch.long).scatter_(0, above, suffix), return_counts=True)
             longer = here, inverse, len(raw)
-        # A context costs two slots, a fingerprint and a start; a successor its byte and its count.
-        cost = {n: sum(16 * len(torch.unique_consecutive(g // 256)) + 5 * len(g) for (m, _), (g, _) in parts.items() if m == n)
+        # A context costs two slots (an index and a fingerprint each) and a start; a successor its
+        # byte and its count.
+        cost = {n: sum(20 * len(torch.unique_consecutive(g // 256)) + 5 * len(g) for (m, _), (g, _) in parts.items() if m == n)
                 for n in range(1, self.orders + 1)}
         while self.orders > 1 and sum(cost[n] for n in range(1, self.orders + 1)) > self.MAX_BYTES:
             self.orders -= 1
@@ -299,8 +302,9 @@ class ByteCounts(nn.Module):
         widths = torch.zeros(2 * self.orders + 2, dtype=torch.long).scatter_reduce_(0, (keys - 1) % 64, length, "amax")
         self.slots = 2 * len(keys) + 1
         table = self.placed(keys)
+        fingerprint = torch.where(table >= 0, keys[table.clamp(min=0)] % self.MODULUS, torch.full_like(table, -1))
         device = self.table.device
-        for (name, dtype), value in zip(self.BUFFERS, (table, keys % self.MODULUS, start, grams % 256, counts, widths)):
+        for (name, dtype), value in zip(self.BUFFERS, (table, fingerprint, start, grams % 256, counts, widths)):
             self._buffers[name] = value.to(device=device, dtype=dtype)
         self._derive()
         return {"orders": self.orders, "contexts": len(keys), "successors": len(grams), "dropped": int(len(keys) - (table >= 0).sum()),
@@ -309,12 +313,12 @@ class ByteCounts(nn.Module):
     def placed(self, keys):
         """The table: each context's index at the first free slot of its probes, -1 where none
         (a context left out reads as unseen)."""
-        table = torch.full((self.slots,), -1, dtype=torch.long)
+        table = torch.full((self.slots + self.PROBES - 1,), -1, dtype=torch.long)
         base = self.slot(keys)
         waiting = torch.arange(len(keys))
         for probe in range(self.PROBES):
             while len(waiting):
-                at = (base[waiting] + probe) % self.slots
+                at = base[waiting] + probe
                 free = table[at] < 0
                 if not free.any():
                     break
@@ -330,11 +334,10 @@ class ByteCounts(nn.Module):
         are gathered, a fixed number per order (the most any context of that order has), and
         added into the scaled level below: the 256 bytes are touched once a level."""
         key = self.context_key(h, n, continuation)
-        base, fingerprint = self.slot(key), key % self.MODULUS
-        found = torch.full_like(key, -1)
-        for probe in range(self.PROBES):
-            at = self.table[(base + probe) % self.slots].long()
-            found = torch.where((at >= 0) & (self.fingerprint[at.clamp(min=0)] == fingerprint), at, found)
+        window = self.slot(key)[:, None] + torch.arange(self.PROBES, device=h.device)
+        # An empty slot's fingerprint is -1, which no key's is.
+        match = self.fingerprint[window] == (key % self.MODULUS)[:, None]
+        found = torch.where(match, self.table[window].long(), torch.full_like(window, -1)).amax(-1)
         seen = ((found >= 0) & (h >= 0))[:, None]
         row = found.clamp(min=0)
         first = self.start[row].long()

@@ -1,8 +1,9 @@
 /** A resumed run's clock: the time between an interruption and its resume is not the run's. */
 import { describe, expect, it } from "vitest";
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import { SeedResultSchema } from "../../proto/gen/research/v1/runner_pb.js";
 import { EventSchema, RunFinishedSchema, RunStatus, Verdict, type Event } from "../../proto/gen/research/v1/events_pb.js";
-import { budgetPlan, budgetSpent, confirmTimeoutS } from "../../swarm/budget.js";
+import { budgetPlan, budgetSpent, confirmTimeoutS, endSeconds } from "../../swarm/budget.js";
 import { applyToRunState, emptyRunState, liveSeconds } from "../../swarm/run-state.js";
 import { buildReport } from "../../lineage-store/report.js";
 import { unwrapped } from "../helpers/markdown.js";
@@ -73,5 +74,22 @@ describe("the reserve for the best trial's confirmation", () => {
 
   it("is timed by its training where no pass was measured (a runner before eval_seconds)", () => {
     expect(budgetPlan(run(0), T0 + 100_000).reserveS).toBeCloseTo(10 + 0.05 * 60 + 8);
+  });
+});
+
+describe("what a training on the full split spends after its clock stops", () => {
+  // A language model's probe (a 1,000-row corpus, a tenth of it validation) on the recorded run's numbers:
+  // its pass over 100 validation rows took 0.75 s, the timing of its inference 1.7 s.
+  const probe = create(SeedResultSchema, { seed: 0, seconds: 20, secondsToFirstStep: 1.1, evalSeconds: 0.75, valExamples: 100, inference: { measureSeconds: 1.7 } });
+
+  it("is its validation pass scaled to the full validation split, then the timing of its inference", () => {
+    expect(endSeconds(probe, 312)).toBeCloseTo(0.75 * 3.12 + 1.7);
+    // A seed measured on the whole validation split already, or on more of it, is not scaled down.
+    expect(endSeconds(probe, 100)).toBeCloseTo(0.75 + 1.7);
+    expect(endSeconds(probe, 50)).toBeCloseTo(0.75 + 1.7);
+  });
+
+  it("is unknown for a seed measured without its pass's time", () => {
+    expect(endSeconds(create(SeedResultSchema, { seed: 0, seconds: 20 }), 312)).toBeUndefined();
   });
 });
