@@ -37,22 +37,29 @@ const CONFIRM_LOAD = 1.5;
 export function confirmSeconds(state: RunState, seed: SeedResult | undefined, capacity = 1): number | undefined {
   if (!seed?.evalSeconds) return undefined;
   const info = state.dataset;
-  const splits = info?.nVal ? 1 + info.nTest / info.nVal : 2;
-  return CONFIRM_LOAD * (Math.min(seed.secondsToFirstStep, seed.seconds) + seed.evalSeconds * splits * capacity) + CONFIRM_FIXED_S;
+  const pass = info?.nVal ? passSeconds(seed, info.nVal + info.nTest, info.nVal) : 2 * seed.evalSeconds;
+  return CONFIRM_LOAD * (Math.min(seed.secondsToFirstStep, seed.seconds) + pass * capacity) + CONFIRM_FIXED_S;
+}
+
+/**
+ * Seconds `seed`'s model takes to predict `examples` examples: its last validation pass, over its
+ * own validation examples (valExamples; a probe validates on its subset's share of the split of
+ * `nVal`, a tenth of them for a 1,000-row corpus), scaled to them.
+ */
+function passSeconds(seed: SeedResult, examples: number, nVal: number): number {
+  return (seed.evalSeconds * examples) / (seed.valExamples || nVal);
 }
 /**
  * Seconds a training of `seed`'s config on the full split spends after its clock stops, from what
  * the seed measured: its last validation pass, scaled to the full validation split of `nVal`
- * examples (a probe validates on its subset's share of it, a tenth of them for a 1,000-row
- * corpus), then the timing of its inference. Undefined for a seed measured without its pass's
+ * examples (passSeconds), then the timing of its inference. Undefined for a seed measured without its pass's
  * time (eval_seconds, from a runner before it). A language model mixing in its counts spent 6 s
  * of a 31-s training timing them, where its probe had taken 2-4: a last training that left both
  * out overran its run's budget.
  */
 export function endSeconds(seed: SeedResult, nVal: number | undefined): number | undefined {
   if (!seed.evalSeconds) return undefined;
-  const scale = nVal && seed.valExamples ? Math.max(1, nVal / seed.valExamples) : 1;
-  return seed.evalSeconds * scale + (seed.inference?.measureSeconds ?? 0);
+  return (nVal ? passSeconds(seed, nVal, nVal) : seed.evalSeconds) + (seed.inference?.measureSeconds ?? 0);
 }
 /** A confirmation timed by the training it follows (`trainS` a seed), when no pass was measured. */
 const legacyConfirmS = (trainS: number) => 10 + 0.05 * trainS;

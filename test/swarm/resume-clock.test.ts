@@ -54,13 +54,13 @@ describe("the end of a run's budget", () => {
 
 describe("the reserve for the best trial's confirmation", () => {
   // The best trial's slowest seed: 60 s in all, 4 s to its first step, 2 s for its last pass over validation.
-  const seed = (evalSeconds: number) => ({ seed: 0, seconds: 60, secondsToFirstStep: 4, evalSeconds });
-  const run = (evalSeconds: number) => {
+  const seed = (evalSeconds: number, valExamples = 0) => ({ seed: 0, seconds: 60, secondsToFirstStep: 4, evalSeconds, valExamples });
+  const run = (evalSeconds: number, valExamples = 0) => {
     const state = emptyRunState("r");
     for (const e of [
       at(0, { case: "runStarted", value: { goal: { dataset: "d", timeBudgetS: 240 }, dataset: { nTrain: 6000, nVal: 1000, nTest: 3000 } } }),
       at(1, { case: "trialProposed", value: { hypothesis: "h" } }),
-      at(70, { case: "trialEvaluated", value: { result: { aggregated: { val_accuracy: { mean: 0.9, ci95: [0.88, 0.92], n: 1 } }, seedResults: [seed(evalSeconds)] } } }),
+      at(70, { case: "trialEvaluated", value: { result: { aggregated: { val_accuracy: { mean: 0.9, ci95: [0.88, 0.92], n: 1 } }, seedResults: [seed(evalSeconds, valExamples)] } } }),
       at(70, { case: "trialJudged", value: { verdict: Verdict.ACCEPT, score: 0.88 } }),
     ]) applyToRunState(state, { ...e, trialId: e.body.case === "runStarted" ? "" : "t1" } as Event);
     return state;
@@ -70,6 +70,12 @@ describe("the reserve for the best trial's confirmation", () => {
     // 1.5 x (4 s + 2 s x (1 + 3000/1000)) + 5 s for its inference timing, then the report's 8 s.
     expect(budgetPlan(run(2), T0 + 100_000).reserveS).toBeCloseTo(1.5 * (4 + 2 * 4) + 5 + 8);
     expect(budgetPlan(run(2), T0 + 100_000).availableS).toBeCloseTo(140 - 31);
+  });
+
+  it("scales a probe's pass over its subset's validation examples to the whole validation and test splits", () => {
+    // 2 s for 250 of the 1,000 validation examples: 32 s for the 4,000 the confirmation predicts.
+    expect(budgetPlan(run(2, 250), T0 + 100_000).reserveS).toBeCloseTo(1.5 * (4 + 2 * 16) + 5 + 8);
+    expect(budgetPlan(run(2, 1000), T0 + 100_000).reserveS).toBeCloseTo(1.5 * (4 + 2 * 4) + 5 + 8);
   });
 
   it("is timed by its training where no pass was measured (a runner before eval_seconds)", () => {
@@ -84,9 +90,8 @@ describe("what a training on the full split spends after its clock stops", () =>
 
   it("is its validation pass scaled to the full validation split, then the timing of its inference", () => {
     expect(endSeconds(probe, 312)).toBeCloseTo(0.75 * 3.12 + 1.7);
-    // A seed measured on the whole validation split already, or on more of it, is not scaled down.
+    // A seed measured on the whole validation split already.
     expect(endSeconds(probe, 100)).toBeCloseTo(0.75 + 1.7);
-    expect(endSeconds(probe, 50)).toBeCloseTo(0.75 + 1.7);
   });
 
   it("is unknown for a seed measured without its pass's time", () => {
