@@ -59,8 +59,13 @@ function passSeconds(seed: SeedResult, examples: number, nVal: number): number {
  */
 export function endSeconds(seed: SeedResult, nVal: number | undefined): number | undefined {
   if (!seed.evalSeconds) return undefined;
-  return (nVal ? passSeconds(seed, nVal, nVal) : seed.evalSeconds) + (seed.inference?.measureSeconds ?? 0);
+  if (!nVal) return seed.evalSeconds + (seed.inference?.measureSeconds ?? 0);
+  // The timing passes an evaluation batch of validation examples: at most TIMED_BATCH of them.
+  const timed = Math.min(TIMED_BATCH, nVal) / Math.min(TIMED_BATCH, seed.valExamples || nVal);
+  return passSeconds(seed, nVal, nVal) + (seed.inference?.measureSeconds ?? 0) * timed;
 }
+/** The smallest evaluation batch a job times its inference at (gpu-runner/python/trainer.py eval_batch). */
+const TIMED_BATCH = 256;
 /** A confirmation timed by the training it follows (`trainS` a seed), when no pass was measured. */
 const legacyConfirmS = (trainS: number) => 10 + 0.05 * trainS;
 /** Training the best config again, when its weights are gone: its seeds may queue behind each other, and a loaded machine runs slower than when it was measured (smoke runs at load 7-10 overran with 1.5). */

@@ -327,42 +327,60 @@ class ByteCounts(nn.Module):
                 waiting = waiting[table[at] != waiting]
         return table
 
-    def level(self, h, n, continuation, lower):
-        """One Kneser-Ney level: [P] context hashes of order n and [P, 256] the level below ->
-        [P, 256], each context's discounted counts over its total, plus the level below scaled by
-        the discounted mass (the level below alone where the context is unseen). Its successors
-        are gathered, a fixed number per order (the most any context of that order has), and
-        added into the scaled level below: the 256 bytes are touched once a level."""
+    @staticmethod
+    def gather(values, at):
+        """values[at] for a 1-D `values`: index_select gathers about 3 times as fast on a CPU."""
+        return values.index_select(0, at.reshape(-1)).view(at.shape)
+
+    def level(self, h, n, continuation):
+        """One Kneser-Ney level of [P] contexts of order n: each context's successors [P, W] (W the
+        most any context of that order has), their discounted counts over the context's total, and
+        the mass left to the level below ([P, 1]; all of it where the context is unseen)."""
         key = self.context_key(h, n, continuation)
         window = self.slot(key)[:, None] + torch.arange(self.PROBES, device=h.device)
         # An empty slot's fingerprint is -1, which no key's is.
-        match = self.fingerprint[window] == (key % self.MODULUS)[:, None]
-        found = torch.where(match, self.table[window].long(), torch.full_like(window, -1)).amax(-1)
+        match = self.gather(self.fingerprint, window) == (key % self.MODULUS)[:, None]
+        found = torch.where(match, self.gather(self.table, window).long(), torch.full_like(window, -1)).amax(-1)
         seen = ((found >= 0) & (h >= 0))[:, None]
         row = found.clamp(min=0)
-        first = self.start[row].long()
+        first = self.gather(self.start, row).long()
         steps = torch.arange(self.gather_widths[n * 2 + continuation], device=h.device)
-        inside = (steps < (self.start[row + 1] - first)[:, None]) & seen
+        inside = (steps < (self.gather(self.start, row + 1) - first)[:, None]) & seen
         at = torch.where(inside, first[:, None] + steps, torch.zeros_like(steps))
-        counts = self.count[at].float() * inside
+        counts = self.gather(self.count, at).float() * inside
         total = counts.sum(-1, keepdim=True).clamp(min=1)
         mass = torch.where(seen, self.DISCOUNT * inside.sum(-1, keepdim=True) / total, torch.ones_like(total))
-        return (mass * lower).scatter_add(1, self.successor[at].long(), (counts - self.DISCOUNT).clamp(min=0) / total)
+        return mass, self.gather(self.successor, at).long(), (counts - self.DISCOUNT).clamp(min=0) / total
+
+    @staticmethod
+    def mixed(levels):
+        """The distribution of a chain of levels, highest first: each level's discounted counts
+        weigh the product of the masses of the levels above it, and the uniform 1/256 the product
+        of them all. One dense pass and a scatter of each level's few successors, where building
+        the chain level by level would rescale all 256 bytes at every level."""
+        # A running product, not cumprod: ONNX's opset 17 has none.
+        weights = [torch.ones_like(levels[0][0])]
+        for mass, _, _ in levels:
+            weights.append(weights[-1] * mass)
+        out = (weights[-1] / 256).expand(-1, 256).contiguous()
+        for weight, (_, successors, discounted) in zip(weights, levels):
+            out.scatter_add_(1, successors, discounted * weight)
+        return out
 
     def probabilities(self, x):
-        """[B, T] bytes -> [B, T, 256]: each next byte's probability, the highest order's level
-        over the chain of continuation-count levels below it. Each window is read from its start:
-        position t has t + 1 bytes to read, so its highest order is t + 2 where that is below
-        `orders`, computed for that position alone."""
+        """[B, T] bytes -> [B, T, 256]: each next byte's probability, the highest order's raw
+        counts over the chain of continuation counts below it. Each window is read from its
+        start: position t has t + 1 bytes to read, so its highest order is t + 2 where that is
+        below `orders`, and it is computed for that position alone."""
         b, t = x.shape
         h = self.context_hashes(x)
-        lower = torch.full((b * t, 256), 1 / 256, device=x.device)
+        chain = [self.level(h[..., n - 1].flatten(), n, 1) for n in range(1, self.orders)]
+        top = self.mixed([self.level(h[..., -1].flatten(), self.orders, 0)] + chain[::-1]).view(b, t, 256)
         early = []
-        for n in range(1, self.orders):
-            if 2 <= n < t + 2:
-                early.append(self.level(h[:, n - 2, n - 1], n, 0, lower.view(b, t, 256)[:, n - 2]))
-            lower = self.level(h[..., n - 1].flatten(), n, 1, lower)
-        top = self.level(h[..., -1].flatten(), self.orders, 0, lower).view(b, t, 256)
+        for n in range(2, min(self.orders, t + 2)):
+            at = [part.view(b, t, -1)[:, n - 2] for level in chain[:n - 1] for part in level]
+            below = [tuple(at[i:i + 3]) for i in range(0, len(at), 3)]
+            early.append(self.mixed([self.level(h[:, n - 2, n - 1], n, 0)] + below[::-1]))
         return torch.cat([torch.stack(early, 1), top[:, len(early):]], 1) if early else top
 
     def forward(self, logits, x):

@@ -89,7 +89,8 @@ describe("what a training on the full split spends after its clock stops", () =>
   const probe = create(SeedResultSchema, { seed: 0, seconds: 20, secondsToFirstStep: 1.1, evalSeconds: 0.75, valExamples: 100, inference: { measureSeconds: 1.7 } });
 
   it("is its validation pass scaled to the full validation split, then the timing of its inference", () => {
-    expect(endSeconds(probe, 312)).toBeCloseTo(0.75 * 3.12 + 1.7);
+    // Its timing passed a batch of its 100 examples; the full split's passes 256 (the smallest evaluation batch).
+    expect(endSeconds(probe, 312)).toBeCloseTo(0.75 * 3.12 + 1.7 * 2.56);
     // A seed measured on the whole validation split already.
     expect(endSeconds(probe, 100)).toBeCloseTo(0.75 + 1.7);
   });
