@@ -207,7 +207,7 @@ export const SPACE = [
     min: 0,
     max: 86400,
     default: 0,
-    describe: "stop training this many seconds after the first step, annealing the schedule over that time (0: train every epoch)",
+    describe: "stop training this many seconds after the job starts (its start-up included), annealing the schedule over that time (0: train every epoch)",
   },
   {
     // Whether it divides the row is the dataset's to say: the worker checks it (trainer.py).

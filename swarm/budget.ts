@@ -261,10 +261,11 @@ export function tailSeconds(state: RunState, nowMs: number): number | undefined 
   const startUp = Math.min(seed.secondsToFirstStep, seed.seconds);
   // Its wall seconds per epoch with its seeds sharing the cores, as the tail's will.
   const epochS = (seed.seconds - startUp) / seed.epochsCompleted;
-  const overhead = startUp + (endSeconds(seed, state.dataset?.nVal) ?? epochS);
-  let trainS = LAST_MARGIN * budgetPlan(state, nowMs).availableS - overhead;
+  // The job's clock counts from its start, its start-up included (trainer.py).
+  const end = endSeconds(seed, state.dataset?.nVal) ?? epochS;
+  let trainS = LAST_MARGIN * budgetPlan(state, nowMs).availableS - end;
   const trialBudget = state.settings?.trialTimeBudgetS ?? 0;
-  if (trialBudget > 0) trainS = Math.min(trainS, TRIAL_BUDGET_SHARE * trialBudget - overhead);
+  if (trialBudget > 0) trainS = Math.min(trainS, TRIAL_BUDGET_SHARE * trialBudget - end);
   trainS = Math.floor(trainS);
-  return trainS >= 1 && trainS >= TAIL_EPOCHS * epochS ? trainS : undefined;
+  return trainS >= 1 && trainS - startUp >= TAIL_EPOCHS * epochS ? trainS : undefined;
 }

@@ -330,7 +330,7 @@ function idleInRounds(input: Pick<PlanInput, "slots" | "device">, seeds: number)
 export const AT_ONCE_MIN_SEED_S = 20;
 
 export interface LastTrainingTime {
-  /** Seconds each seed trains (train_seconds): the job anneals its schedule over that time. */
+  /** Seconds each seed's job trains from its start (train_seconds): the job anneals its schedule over that time. */
   trainS: number;
   /** The epochs that should reach at `pick`'s measured pace on the full training split, its seeds sharing the cores when at once. */
   epochs: number;
@@ -371,20 +371,21 @@ export function lastTrainingTime(input: PlanInput, pick: TrialState, pg: Genome,
   const timed = (atOnce: boolean): LastTrainingTime | undefined => {
     // A seed's share of a core: its wall seconds do this much of what they would alone.
     const pace = atOnce ? (input.slots || 1) / seeds : 1;
-    // The job stops mid-epoch at its time, then predicts the validation split once and times its
-    // inference (endSeconds), or, from a runner before the pass was measured, a forward pass over
-    // nVal examples taken as long as training on them (about three times what it is).
-    const overhead = (startUp + (endSeconds(seed, input.info.nVal) ?? (fullEpochS * input.info.nVal) / input.info.nTrain)) / pace;
-    let trainS = (atOnce ? horizon : longestSeed(slotsFreeIn(input), seeds, horizon)) - overhead;
-    if (trialBudget > 0) trainS = Math.min(trainS, TRIAL_BUDGET_SHARE * trialBudget - overhead);
+    // The job's clock counts from its start, its start-up included (trainer.py); at its time it
+    // stops mid-epoch, then predicts the validation split once and times its inference
+    // (endSeconds), or, from a runner before the pass was measured, a forward pass over nVal
+    // examples taken as long as training on them (about three times what it is).
+    const end = (endSeconds(seed, input.info.nVal) ?? (fullEpochS * input.info.nVal) / input.info.nTrain) / pace;
+    let trainS = (atOnce ? horizon : longestSeed(slotsFreeIn(input), seeds, horizon)) - end;
+    if (trialBudget > 0) trainS = Math.min(trainS, TRIAL_BUDGET_SHARE * trialBudget - end);
     trainS = Math.floor(trainS);
     if (trainS < lastTrainingFloorS(state)) return undefined;
     // No longer than its last epochs (lastEpochsOf) take at its pace, and a quarter more (seeds sharing the cores
     // ran a quarter slower than their measured pace predicted: 35-41 s for 32): the time left after
     // it goes to another research round (swarm/budget.ts roundStartS), not to a training that
     // would end early.
-    trainS = Math.min(trainS, Math.ceil((1.25 * lastEpochs * fullEpochS) / pace));
-    const work = trainS * pace;
+    trainS = Math.min(trainS, Math.ceil((startUp + 1.25 * lastEpochs * fullEpochS) / pace));
+    const work = (trainS - startUp / pace) * pace;
     if (work <= trained) return undefined;
     return { trainS, epochs: Math.min(lastEpochs, Math.floor(work / fullEpochS)), atOnce, gain: work / fullEpochS / passes };
   };

@@ -16,7 +16,7 @@ class Schedule:
     """The learning rate's multiplier by progress through the training, warmup included.
 
     Progress is the share of the recipe's steps done; with `train_seconds`, the larger of
-    that and the share of the time elapsed since the first step, so a training cut by time
+    that and the share of the time elapsed since `started` (the job's start), so a training cut by time
     still warms up, anneals and ends at its schedule's end. The step schedule counts epochs.
     """
 

@@ -455,7 +455,11 @@ class _Training:
         if self.seconds_to_first_step is None:
             self.acc.synchronize()
             self.seconds_to_first_step = time.monotonic() - self.t0
-            self.schedule.started = time.monotonic()
+            # The clock (train_seconds) counts from the job's start: the planner budgets a job's
+            # wall time, and a start-up slower than the one it measured (spare workers starting
+            # beside it, a language model counting the whole split) shortens the training rather
+            # than running the job past the run's budget.
+            self.schedule.started = self.t0
             self.emit({"kind": "first_step", "seconds": self.seconds_to_first_step})
         self.seen += len(ys[0])
         for i, (out, y, value) in enumerate(zip(logits, ys, values)):

@@ -374,8 +374,8 @@ export type Recipe = Message<"research.v1.Recipe"> & {
   deterministic: boolean;
 
   /**
-   * Stop training this many seconds after the first step, wherever that falls
-   * (0: train every epoch). Cosine and one-cycle schedules follow the elapsed
+   * Stop training this many seconds after the job starts (its start-up included),
+   * wherever that falls (0: train every epoch). Cosine and one-cycle schedules follow the elapsed
    * share of it, so a training cut by time still anneals: the run's last long
    * training uses the time it has, whatever else shares the device.
    *
