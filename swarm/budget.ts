@@ -20,9 +20,12 @@ import { FRONT_TRAININGS, tradeOffsOf } from "./front.js";
 const REPORT_S = 8;
 /**
  * The confirmation's job beside its passes: timing the model's inference (the trainer's
- * 3 x INFERENCE_SECONDS for loaded weights) and a language model's sample.
+ * 3 x INFERENCE_SECONDS for loaded weights, or the passes the seed's own timing took where those
+ * took longer) and a language model's sample.
  */
 const CONFIRM_FIXED_S = 5;
+/** Of CONFIRM_FIXED_S, the timing's seconds for loaded weights (gpu-runner/python/trainer.py: 3 x INFERENCE_SECONDS). */
+const CONFIRM_TIMING_S = 3;
 /** A confirmation may run on a machine busier than its trial's measurement saw. */
 const CONFIRM_LOAD = 1.5;
 
@@ -38,7 +41,10 @@ export function confirmSeconds(state: RunState, seed: SeedResult | undefined, ca
   if (!seed?.evalSeconds) return undefined;
   const info = state.dataset;
   const pass = info?.nVal ? passSeconds(seed, info.nVal + info.nTest, info.nVal) : 2 * seed.evalSeconds;
-  return CONFIRM_LOAD * (Math.min(seed.secondsToFirstStep, seed.seconds) + pass * capacity) + CONFIRM_FIXED_S;
+  // A timing whose fewest passes outlast its seconds (a language model mixing in its counts: 5-6 s
+  // of a 23-s confirmation) takes what the seed's own took, at the full split's batch.
+  const timing = Math.max(0, timedSeconds(seed, info?.nVal) - CONFIRM_TIMING_S);
+  return CONFIRM_LOAD * (Math.min(seed.secondsToFirstStep, seed.seconds) + (pass + timing) * capacity) + CONFIRM_FIXED_S;
 }
 
 /**
@@ -59,10 +65,13 @@ function passSeconds(seed: SeedResult, examples: number, nVal: number): number {
  */
 export function endSeconds(seed: SeedResult, nVal: number | undefined): number | undefined {
   if (!seed.evalSeconds) return undefined;
-  if (!nVal) return seed.evalSeconds + (seed.inference?.measureSeconds ?? 0);
-  // The timing passes an evaluation batch of validation examples: at most TIMED_BATCH of them.
-  const timed = Math.min(TIMED_BATCH, nVal) / Math.min(TIMED_BATCH, seed.valExamples || nVal);
-  return passSeconds(seed, nVal, nVal) + (seed.inference?.measureSeconds ?? 0) * timed;
+  return (nVal ? passSeconds(seed, nVal, nVal) : seed.evalSeconds) + timedSeconds(seed, nVal);
+}
+
+/** Seconds `seed`'s inference timing took, scaled to the evaluation batch of a full validation split of `nVal` examples: at most TIMED_BATCH of them. */
+function timedSeconds(seed: SeedResult, nVal: number | undefined): number {
+  const measured = seed.inference?.measureSeconds ?? 0;
+  return nVal ? (measured * Math.min(TIMED_BATCH, nVal)) / Math.min(TIMED_BATCH, seed.valExamples || nVal) : measured;
 }
 /** The smallest evaluation batch a job times its inference at (gpu-runner/python/trainer.py eval_batch). */
 const TIMED_BATCH = 256;

@@ -1,7 +1,7 @@
 /** A resumed run's clock: the time between an interruption and its resume is not the run's. */
 import { describe, expect, it } from "vitest";
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
-import { SeedResultSchema } from "../../proto/gen/research/v1/runner_pb.js";
+import { InferenceCostSchema, SeedResultSchema } from "../../proto/gen/research/v1/runner_pb.js";
 import { EventSchema, RunFinishedSchema, RunStatus, Verdict, type Event } from "../../proto/gen/research/v1/events_pb.js";
 import { budgetPlan, budgetSpent, confirmTimeoutS, endSeconds } from "../../swarm/budget.js";
 import { applyToRunState, emptyRunState, liveSeconds } from "../../swarm/run-state.js";
@@ -76,6 +76,16 @@ describe("the reserve for the best trial's confirmation", () => {
     // 2 s for 250 of the 1,000 validation examples: 32 s for the 4,000 the confirmation predicts.
     expect(budgetPlan(run(2, 250), T0 + 100_000).reserveS).toBeCloseTo(1.5 * (4 + 2 * 16) + 5 + 8);
     expect(budgetPlan(run(2, 1000), T0 + 100_000).reserveS).toBeCloseTo(1.5 * (4 + 2 * 4) + 5 + 8);
+  });
+
+  it("holds a timing that took longer than the loaded weights' 3 s, scaled to the full split's evaluation batch", () => {
+    const state = run(2, 250);
+    const best = [...state.trials.values()][0]!.evaluated!.result!.seedResults[0]!;
+    // 5 s at a batch of its 250 examples, 5.12 at the full split's 256: 2.12 s more than the 3 s.
+    best.inference = create(InferenceCostSchema, { measureSeconds: 5 });
+    expect(budgetPlan(state, T0 + 100_000).reserveS).toBeCloseTo(1.5 * (4 + 2 * 16 + (5 * 256) / 250 - 3) + 5 + 8);
+    best.inference = create(InferenceCostSchema, { measureSeconds: 2 });
+    expect(budgetPlan(state, T0 + 100_000).reserveS).toBeCloseTo(1.5 * (4 + 2 * 16) + 5 + 8);
   });
 
   it("is timed by its training where no pass was measured (a runner before eval_seconds)", () => {
