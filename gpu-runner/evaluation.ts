@@ -149,7 +149,8 @@ export class Evaluation {
    */
   private timeBox(): number | undefined {
     const planned = this.plan.job.recipe.train_seconds;
-    if (!(this.plan.deadlineS > 0 && planned > 0)) return undefined;
+    // A confirmation loads its weights and trains nothing.
+    if (!(this.plan.deadlineS > 0 && planned > 0) || this.req.weightsOf) return undefined;
     const elapsed = (Date.now() - this.t0) / 1000;
     const late = this.req.seedsAtOnce ? planned - elapsed : planned;
     return Math.max(1, Math.min(late, this.plan.deadlineS - elapsed - this.overheadS));
