@@ -230,8 +230,8 @@ class ByteCounts(nn.Module):
         self._derive()
 
     def _derive(self):
-        # Python ints, so a lookup's shapes are constants to tracing and exports.
-        # The table's slots a key hashes to; the last one's probes run PROBES - 1 slots past them.
+        # Python ints, so a lookup's shapes are constants to tracing and exports. `slots`: those a
+        # key hashes to; the table runs PROBES - 1 past them, so the last one's probes need no wrap.
         self.slots = max(0, self.table.numel() - self.PROBES + 1)
         self.gather_widths = self.widths.tolist()
         if self.slots:
@@ -262,10 +262,10 @@ class ByteCounts(nn.Module):
         return h * 64 + n * 2 + continuation + 1
 
     def slot(self, key):
-        # Each half of the key times a multiplicative hash's constant: every product fits int64
+        # Each part of the key times a multiplicative hash's constant: every product fits int64
         # (an overflow wraps in torch and differs between runtimes), and the slot depends on the
-        # bits the fingerprint (the key mod MODULUS) does not hold.
-        # Arithmetic, not shifts and masks: ONNX's opset 17 has no bitwise ops on integers.
+        # bits the fingerprint (the key mod MODULUS) does not hold. Division and remainder, not
+        # shifts and masks: ONNX's opset 17 has no bitwise operators on integers.
         return ((key // 1048576) * 2246822519 + key % 1048576 * 2654435761) // 128 % self.slots
 
     @torch.no_grad()
@@ -378,8 +378,7 @@ class ByteCounts(nn.Module):
         top = self.mixed([self.level(h[..., -1].flatten(), self.orders, 0)] + chain[::-1]).view(b, t, 256)
         early = []
         for n in range(2, min(self.orders, t + 2)):
-            at = [part.view(b, t, -1)[:, n - 2] for level in chain[:n - 1] for part in level]
-            below = [tuple(at[i:i + 3]) for i in range(0, len(at), 3)]
+            below = [tuple(part.view(b, t, -1)[:, n - 2] for part in level) for level in chain[:n - 1]]
             early.append(self.mixed([self.level(h[:, n - 2, n - 1], n, 0)] + below[::-1]))
         return torch.cat([torch.stack(early, 1), top[:, len(early):]], 1) if early else top
 
