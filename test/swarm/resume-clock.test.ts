@@ -67,15 +67,15 @@ describe("the reserve for the best trial's confirmation", () => {
   };
 
   it("is its measured start-up and its validation pass scaled to validation and test, for a busier machine, and the report's", () => {
-    // 1.5 x (4 s + 2 s x (1 + 3000/1000)) + 5 s for its inference timing, then the report's 8 s.
-    expect(budgetPlan(run(2), T0 + 100_000).reserveS).toBeCloseTo(1.5 * (4 + 2 * 4) + 5 + 8);
-    expect(budgetPlan(run(2), T0 + 100_000).availableS).toBeCloseTo(140 - 31);
+    // 2 x (4 s + 2 s x (1 + 3000/1000)) + 5 s for its inference timing, then the report's 8 s.
+    expect(budgetPlan(run(2), T0 + 100_000).reserveS).toBeCloseTo(2 * (4 + 2 * 4) + 5 + 8);
+    expect(budgetPlan(run(2), T0 + 100_000).availableS).toBeCloseTo(140 - 37);
   });
 
   it("scales a probe's pass over its subset's validation examples to the whole validation and test splits", () => {
     // 2 s for 250 of the 1,000 validation examples: 32 s for the 4,000 the confirmation predicts.
-    expect(budgetPlan(run(2, 250), T0 + 100_000).reserveS).toBeCloseTo(1.5 * (4 + 2 * 16) + 5 + 8);
-    expect(budgetPlan(run(2, 1000), T0 + 100_000).reserveS).toBeCloseTo(1.5 * (4 + 2 * 4) + 5 + 8);
+    expect(budgetPlan(run(2, 250), T0 + 100_000).reserveS).toBeCloseTo(2 * (4 + 2 * 16) + 5 + 8);
+    expect(budgetPlan(run(2, 1000), T0 + 100_000).reserveS).toBeCloseTo(2 * (4 + 2 * 4) + 5 + 8);
   });
 
   it("holds a timing that took longer than the loaded weights' 3 s, scaled to the full split's evaluation batch", () => {
@@ -83,9 +83,9 @@ describe("the reserve for the best trial's confirmation", () => {
     const best = [...state.trials.values()][0]!.evaluated!.result!.seedResults[0]!;
     // 5 s at a batch of its 250 examples, 5.12 at the full split's 256: 2.12 s more than the 3 s.
     best.inference = create(InferenceCostSchema, { measureSeconds: 5 });
-    expect(budgetPlan(state, T0 + 100_000).reserveS).toBeCloseTo(1.5 * (4 + 2 * 16 + (5 * 256) / 250 - 3) + 5 + 8);
+    expect(budgetPlan(state, T0 + 100_000).reserveS).toBeCloseTo(2 * (4 + 2 * 16 + (5 * 256) / 250 - 3) + 5 + 8);
     best.inference = create(InferenceCostSchema, { measureSeconds: 2 });
-    expect(budgetPlan(state, T0 + 100_000).reserveS).toBeCloseTo(1.5 * (4 + 2 * 16) + 5 + 8);
+    expect(budgetPlan(state, T0 + 100_000).reserveS).toBeCloseTo(2 * (4 + 2 * 16) + 5 + 8);
   });
 
   it("is timed by its training where no pass was measured (a runner before eval_seconds)", () => {
