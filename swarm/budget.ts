@@ -30,8 +30,8 @@ const CONFIRM_TIMING_S = 3;
  * A confirmation may run on a machine busier than its trial's measurement saw: its seeds' jobs
  * share the cores (3 on 2 slots), and passes bound by memory slow down more than their share. A
  * 4-minute language model's confirmation predicted 10.6 ms a row where its probe, alone on its
- * core, had taken 5.1, and took 23.0 s where 1.5 times its probe's passes reserved 16.4 s: one run
- * of three lost its test figure by 14 ms (bench/HISTORY.md).
+ * core, had taken 5.1, and took 23.0 s where 1.5 times its probe's passes reserved 16.4 s: two runs
+ * of three lost their test figures, one by 14 ms (bench/HISTORY.md).
  */
 const CONFIRM_LOAD = 2;
 
