@@ -11,6 +11,7 @@ import { Mutation } from "../proto/gen/research/v1/common_pb.js";
 import { bestTrial, liveSeconds, type RunState } from "./run-state.js";
 import { isPromotion, slowestSeed, slowestSeedSeconds, type TrialState } from "./trial-state.js";
 import { FRONT_TRAININGS, tradeOffsOf } from "./front.js";
+import { learningOf } from "../core/learning/index.js";
 
 /**
  * Writing the report and closing the run, after the confirmation: 2-3 s on two CPU cores (a
@@ -19,13 +20,14 @@ import { FRONT_TRAININGS, tradeOffsOf } from "./front.js";
  */
 const REPORT_S = 8;
 /**
- * The confirmation's job beside its passes: timing the model's inference (the trainer's
- * 3 x INFERENCE_SECONDS for loaded weights, or the passes the seed's own timing took where those
- * took longer) and a language model's sample.
+ * The confirmation's job beside its passes and a language model's sample: timing the model's
+ * inference (CONFIRM_TIMING_S of it) and loading the weights.
  */
 const CONFIRM_FIXED_S = 5;
-/** Of CONFIRM_FIXED_S, the timing's seconds for loaded weights (gpu-runner/python/trainer.py: 3 x INFERENCE_SECONDS). */
+/** The seconds a timing of loaded weights takes at least (gpu-runner/python/trainer.py: 3 x INFERENCE_SECONDS). */
 const CONFIRM_TIMING_S = 3;
+/** Bytes a language model's confirmation writes as its sample, a pass of one window each (python/learning/language_modelling.py SAMPLE_BYTES). */
+const SAMPLE_BYTES = 300;
 /**
  * A confirmation may run on a machine busier than its trial's measurement saw: its seeds' jobs
  * share the cores (3 on 2 slots), and passes bound by memory slow down more than their share. A
@@ -37,20 +39,22 @@ const CONFIRM_LOAD = 2;
 
 /**
  * Seconds the test confirmation of a model whose seed `seed` measured takes: a job that loads its
- * kept weights, paying the start-up the seed measured before its first step, and predicts the
- * validation and test splits (the seed's last validation pass, scaled by the splits' sizes and
- * by `capacity`, how much more a candidate's forward pass costs than the measured one's), then
- * times its inference. Undefined for a seed measured without its pass's time (eval_seconds, from
- * a runner before it): legacyConfirmS then.
+ * kept weights, paying the start-up the seed measured before its first step, predicts the
+ * validation and test splits (the seed's last validation pass, scaled by the splits' sizes), times
+ * its inference (CONFIRM_TIMING_S, or what the seed's own timing took at the full split's batch
+ * where its fewest passes outlast that: a language model mixing in its counts took 5-6 s), and, for
+ * a language model, writes its sample (SAMPLE_BYTES passes at the seed's measured latency), all
+ * scaled by `capacity`, how much more a candidate's forward pass costs than the measured one's.
+ * Undefined for a seed measured without its pass's time (eval_seconds, from a runner before it):
+ * legacyConfirmS then.
  */
 export function confirmSeconds(state: RunState, seed: SeedResult | undefined, capacity = 1): number | undefined {
   if (!seed?.evalSeconds) return undefined;
   const info = state.dataset;
   const pass = info?.nVal ? passSeconds(seed, info.nVal + info.nTest, info.nVal) : 2 * seed.evalSeconds;
-  // A timing whose fewest passes outlast its seconds (a language model mixing in its counts: 5-6 s
-  // of a 23-s confirmation) takes what the seed's own took, at the full split's batch.
   const timing = Math.max(0, timedSeconds(seed, info?.nVal) - CONFIRM_TIMING_S);
-  return CONFIRM_LOAD * (Math.min(seed.secondsToFirstStep, seed.seconds) + (pass + timing) * capacity) + CONFIRM_FIXED_S;
+  const sample = info && learningOf(info.task).perPosition ? (SAMPLE_BYTES * (seed.inference?.batch1?.medianMs ?? 0)) / 1000 : 0;
+  return CONFIRM_LOAD * (Math.min(seed.secondsToFirstStep, seed.seconds) + (pass + timing + sample) * capacity) + CONFIRM_FIXED_S;
 }
 
 /**

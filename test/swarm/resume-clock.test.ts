@@ -1,7 +1,7 @@
 /** A resumed run's clock: the time between an interruption and its resume is not the run's. */
 import { describe, expect, it } from "vitest";
 import { create, type MessageInitShape } from "@bufbuild/protobuf";
-import { InferenceCostSchema, SeedResultSchema } from "../../proto/gen/research/v1/runner_pb.js";
+import { InferenceCostSchema, SeedResultSchema, Task } from "../../proto/gen/research/v1/runner_pb.js";
 import { EventSchema, RunFinishedSchema, RunStatus, Verdict, type Event } from "../../proto/gen/research/v1/events_pb.js";
 import { budgetPlan, budgetSpent, confirmTimeoutS, endSeconds } from "../../swarm/budget.js";
 import { applyToRunState, emptyRunState, liveSeconds } from "../../swarm/run-state.js";
@@ -86,6 +86,14 @@ describe("the reserve for the best trial's confirmation", () => {
     expect(budgetPlan(state, T0 + 100_000).reserveS).toBeCloseTo(2 * (4 + 2 * 16 + (5 * 256) / 250 - 3) + 5 + 8);
     best.inference = create(InferenceCostSchema, { measureSeconds: 2 });
     expect(budgetPlan(state, T0 + 100_000).reserveS).toBeCloseTo(2 * (4 + 2 * 16) + 5 + 8);
+  });
+
+  it("holds a language model's sample: a pass of one window for each of its 300 bytes", () => {
+    const state = run(2, 250);
+    state.dataset!.task = Task.LANGUAGE_MODELLING;
+    const best = [...state.trials.values()][0]!.evaluated!.result!.seedResults[0]!;
+    best.inference = create(InferenceCostSchema, { measureSeconds: 2, batch1: { medianMs: 15 } });
+    expect(budgetPlan(state, T0 + 100_000).reserveS).toBeCloseTo(2 * (4 + 2 * 16 + 300 * 0.015) + 5 + 8);
   });
 
   it("is timed by its training where no pass was measured (a runner before eval_seconds)", () => {
