@@ -24,7 +24,8 @@ const config = agentConfig();
 // Set before the store's logger exists (runAgent would set it later).
 setLogLevel(config.logLevel);
 const workspace = config.workspace;
-const log = createLogger("lineage-store");
+// Bound to the instance as runAgent binds its own logger, so every line names its process.
+const log = createLogger("lineage-store", { instance: config.instance });
 const store = await LineageStore.open(join(workspace, "lineage"), { embedder: await lineageEmbedder(join(workspace, "lineage"), config.embedder), logger: log });
 
 /** Artifact writes of one run, one at a time: the registry is read, updated and replaced. */

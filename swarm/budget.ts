@@ -27,7 +27,7 @@ const CONFIRM_FIXED_S = 5;
 /** The seconds a timing of loaded weights takes at least (gpu-runner/python/trainer.py: 3 x INFERENCE_SECONDS). */
 const CONFIRM_TIMING_S = 3;
 /** Bytes a language model's confirmation writes as its sample, a pass of one window each (python/learning/language_modelling.py SAMPLE_BYTES). */
-const SAMPLE_BYTES = 300;
+export const SAMPLE_BYTES = 300;
 /**
  * A confirmation may run on a machine busier than its trial's measurement saw: its seeds' jobs
  * share the cores (3 on 2 slots), and passes bound by memory slow down more than their share. A
@@ -83,8 +83,8 @@ function timedSeconds(seed: SeedResult, nVal: number | undefined): number {
   const measured = seed.inference?.measureSeconds ?? 0;
   return nVal ? (measured * Math.min(TIMED_BATCH, nVal)) / Math.min(TIMED_BATCH, seed.valExamples || nVal) : measured;
 }
-/** The smallest evaluation batch a job times its inference at (gpu-runner/python/trainer.py eval_batch). */
-const TIMED_BATCH = 256;
+/** The smallest evaluation batch a job times its inference at (gpu-runner/python/trainer.py EVAL_BATCH). */
+export const TIMED_BATCH = 256;
 /** A confirmation timed by the training it follows (`trainS` a seed), when no pass was measured. */
 const legacyConfirmS = (trainS: number) => 10 + 0.05 * trainS;
 /** Training the best config again, when its weights are gone: its seeds may queue behind each other, and a loaded machine runs slower than when it was measured (smoke runs at load 7-10 overran with 1.5). */

@@ -52,6 +52,8 @@ from optim import Ema, Schedule, optimizer_for, set_lr
 from stack import Single, Stack, generator
 
 MODEL_FILE = "model.py"
+# The smallest batch a job validates and times its inference at (the planner scales timings by it: swarm/budget.ts TIMED_BATCH).
+EVAL_BATCH = 256
 
 
 def _seed_everything(seed):
@@ -375,7 +377,7 @@ class _Training:
         self.schedule = Schedule(recipe, self.steps_per_epoch, recipe["lr"])
         self.steps_done = 0
         set_lr(self.optimizer, self.schedule.lr(0))
-        self.eval_batch = max(256, self.batch_size)
+        self.eval_batch = max(EVAL_BATCH, self.batch_size)
         # Validation and test see the averaged weights when there are any, so curves and final metrics agree.
         self.ema = ema = (Ema(self.trainee, recipe["ema_decay"]) if recipe["ema_decay"] > 0
                           else Ema(self.trainee) if recipe["swa"] else None)

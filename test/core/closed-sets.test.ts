@@ -9,6 +9,7 @@ import { InputDtypeSchema } from "../../core/model-config.js";
 import { FailureLabel, FailureLabelSchema, Surface } from "../../proto/gen/research/v1/common_pb.js";
 import { TRIAL_STAGES } from "../../swarm/trial-state.js";
 import { DEFAULTS } from "../../gpu-runner/request.js";
+import { SAMPLE_BYTES, TIMED_BATCH } from "../../swarm/budget.js";
 
 const PYTHON = process.env.RUNNER_PYTHON ?? DEFAULT_PYTHON;
 const WORKER_DIR = fileURLToPath(new URL("../../gpu-runner/python/", import.meta.url));
@@ -22,15 +23,18 @@ interface WorkerSets {
   datasets: string[];
   tasks: string[];
   max_together: number;
+  eval_batch: number;
+  sample_bytes: number;
 }
 
 /** The sandboxed worker has no protobuf runtime, so it keeps copies of the sets it checks. */
 function workerSets(): WorkerSets {
   const code = [
-    "import json, datasets, failures, specs",
+    "import json, datasets, failures, specs, trainer",
+    "from learning import language_modelling",
     "print(json.dumps({'optimizers': specs.OPTIMIZERS, 'schedules': specs.SCHEDULES, 'script_languages': specs.SCRIPT_LANGUAGES,",
     "  'input_dtypes': specs.INPUT_DTYPES, 'failure_labels': sorted(failures.LABELS), 'datasets': sorted(datasets.KNOWN), 'tasks': datasets.TASKS,",
-    "  'max_together': specs.MAX_TOGETHER}))",
+    "  'max_together': specs.MAX_TOGETHER, 'eval_batch': trainer.EVAL_BATCH, 'sample_bytes': language_modelling.SAMPLE_BYTES}))",
   ].join("\n");
   const out = execFileSync(PYTHON, ["-c", code], { cwd: WORKER_DIR, encoding: "utf8", env: { ...process.env, PYTHONDONTWRITEBYTECODE: "1" } });
   return JSON.parse(out) as WorkerSets;
@@ -69,5 +73,8 @@ describe("closed sets", () => {
     expect(worker.datasets).toEqual([...DATASETS].sort());
     expect(worker.tasks).toEqual(TASK.names);
     expect(worker.max_together).toBe(DEFAULTS.maxTogether);
+    // The planner's reserve for a job's end counts what the trainer does (swarm/budget.ts).
+    expect(worker.eval_batch).toBe(TIMED_BATCH);
+    expect(worker.sample_bytes).toBe(SAMPLE_BYTES);
   });
 });
