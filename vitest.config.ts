@@ -8,40 +8,40 @@ import { BaseSequencer, type TestSpecification } from "vitest/node";
  * others fill in beside them.
  */
 const SECONDS: Record<string, number> = {
-  "test/cli/warm-start.test.ts": 192, // nine short runs one after another, bounded by their trials
-  "test/cli/cli.test.ts": 165,
-  "test/deploy/slurm-runners.test.ts": 160, // the swarm as a Slurm job, its run over two more, and 15 s of a queue that starts none (70 s alone)
-  "test/deploy/pack-swarm.test.ts": 150,
-  "test/swarm/watchdog.test.ts": 127, // three swarms side by side, two of them 90-second runs (mostly waiting)
-  "test/cli/language-model.test.ts": 115,
-  "test/dashboard/browser.test.ts": 109,
-  "test/chaos/chaos.test.ts": 108,
-  "test/runner/runner.test.ts": 105,
-  "test/runner/weights.test.ts": 96,
-  "test/cli/serve.test.ts": 93,
-  "test/cli/from.test.ts": 91,
-  "test/cli/resume.test.ts": 84,
-  "test/cli/open-ended.test.ts": 82, // the one launch bounded by its clock: 80 s
-  "test/swarm/swarm.test.ts": 75,
-  "test/cli/pareto.test.ts": 62,
-  "test/cli/regression.test.ts": 50,
-  "test/cli/signal.test.ts": 46,
-  "test/cli/llm-edit.test.ts": 29,
-  "test/runner/restart.test.ts": 26,
-  "test/swarm/interventions.test.ts": 25,
-  "test/dashboard/pages.test.ts": 22,
+  "test/deploy/slurm-runners.test.ts": 246, // the swarm as a Slurm job, its run over two more, and 15 s of a queue that starts none
+  "test/cli/warm-start.test.ts": 178, // nine short runs one after another, bounded by their trials
+  "test/cli/from.test.ts": 172,
+  "test/dashboard/browser.test.ts": 142,
+  "test/swarm/swarm.test.ts": 140,
+  "test/swarm/watchdog.test.ts": 128, // three swarms side by side, two of them 90-second runs (mostly waiting)
+  "test/cli/language-model.test.ts": 128,
+  "test/runner/weights.test.ts": 119,
+  "test/chaos/chaos.test.ts": 115,
+  "test/cli/cli.test.ts": 106,
+  "test/deploy/pack-swarm.test.ts": 103,
+  "test/cli/resume.test.ts": 103,
+  "test/runner/runner.test.ts": 99,
+  "test/cli/open-ended.test.ts": 85, // the one launch bounded by its clock: 80 s
+  "test/cli/pareto.test.ts": 78,
+  "test/cli/serve.test.ts": 73,
+  "test/cli/signal.test.ts": 56,
+  "test/cli/regression.test.ts": 51,
+  "test/cli/llm-edit.test.ts": 43,
+  "test/swarm/interventions.test.ts": 29,
+  "test/dashboard/pages.test.ts": 24,
   "test/swarm/runners.test.ts": 22,
-  "test/swarm/llm-swarm.test.ts": 19,
-  "test/runner/seeds-together.test.ts": 15,
+  "test/swarm/llm-swarm.test.ts": 18,
+  "test/runner/restart.test.ts": 17,
+  "test/coder/tools.test.ts": 16,
   "test/bus/resilience.test.ts": 15,
-  "test/cli/closed-console.test.ts": 13,
-  "test/coder/tools.test.ts": 13,
-  "test/core/tasks.test.ts": 12,
-  "test/swarm/runner-leases.test.ts": 9,
-  "test/bus/cluster.test.ts": 9,
+  "test/swarm/runner-leases.test.ts": 15,
+  "test/cli/closed-console.test.ts": 14,
+  "test/core/tasks.test.ts": 14,
+  "test/bus/cluster.test.ts": 12,
+  "test/runner/seeds-together.test.ts": 10,
   "test/bus/bus.test.ts": 8,
-  "test/lineage-store/store.test.ts": 8,
   "test/deploy/slurm-cluster.test.ts": 7, // a private Slurm cluster starts in about 1 s
+  "test/lineage-store/store.test.ts": 3,
 };
 
 class LongestFirst extends BaseSequencer {
