@@ -153,6 +153,9 @@ sys.path.insert(0, "bench")
 import machine
 out, commit, result, tasks, seeds = sys.argv[1:]
 pairs = [json.load(open(p)) for p in sorted(glob.glob(os.path.join(out, "*-[0-9]*.json"))) if not p.endswith((".swarm.json", ".peer.json", ".facts.json"))]
+def facts(pair):
+    path = os.path.join(out, f'{pair["case"]}-{pair["seed"]}.facts.json')
+    return json.load(open(path)) if os.path.exists(path) else {}
 def spread(values):
     values = [v for v in values if v is not None]
     return {"mean": statistics.mean(values), "min": min(values), "max": max(values), "n": len(values)} if values else None
@@ -170,6 +173,8 @@ for name in tasks.split(","):
         # The runs' edits by the report's rule (bench/run-facts.ts), summed: judged, supported, refuted, inconclusive, paired, above_probes.
         "swarm_edits": {k: sum((p["swarm"].get("edits") or {}).get(k, 0) for p in mine)
                         for k in ("judged", "supported", "refuted", "inconclusive", "paired", "above_probes")},
+        # The planner's whole-run promises (agents/planner/promises.ts runPromiseBreaks, by bench/run-facts.ts), each run's breaks.
+        "promises_broken": {str(p["seed"]): facts(p).get("promises_broken") for p in mine},
         "peers_test": {m: spread([p["peer"]["models"][m][f"test_{metric}"] for p in mine]) for m in (mine[0]["peer"].get("models", {}) if mine else {})},
         "pairs": mine,
     }
@@ -180,6 +185,7 @@ json.dump(doc, open(result, "w"), indent=2)
 for name, c in cases.items():
     f = lambda s: "n/a" if not s else f'{s["mean"]:.3f} ({s["min"]:.3f}-{s["max"]:.3f}, n={s["n"]})'
     print(f'{name}: swarm test {c["metric"]} {f(c["swarm_test"])}, ensemble {f(c["swarm_ensemble_test"])}; '
-          + "; ".join(f"{m} {f(s)}" for m, s in c["peers_test"].items()))
+          + "; ".join(f"{m} {f(s)}" for m, s in c["peers_test"].items())
+          + "".join(f"; promises broken in run {seed}: {'; '.join(b)}" for seed, b in c["promises_broken"].items() if b))
 print(f"wrote {result}")
 PY

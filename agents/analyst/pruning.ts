@@ -6,7 +6,12 @@
  * slot goes to the next proposal. Peers share the schedule because it shapes
  * the early epochs: a one-cycle warm-up trails a constant rate, and on an
  * H200 two ResNet-9 probes were pruned after epoch 1 of 3 (76% and 81%)
- * against a median of 84% set by Adam trials. Curves are compared seed for
+ * against a median of 84% set by Adam trials. They share its length too (the
+ * epochs, and the seconds of a training bound by time), since a schedule's
+ * rate at epoch e is a function of it: a table run's 200-epoch long trainings,
+ * still warming up at epoch 4 or 15, were pruned against the median of
+ * 60-epoch promotions at the same rung (tasks series at a8da4ae, classes
+ * runs 0 and 1). Curves are compared seed for
  * seed (each trial's first seed, the run's: swarm/run-state.ts firstSeed), since seeds of one
  * trial start at different times.
  *
@@ -31,8 +36,12 @@ const MIN_PEERS = 4;
 const MARGIN = 0.01;
 
 const rungOf = (t: TrialState) => t.proposed?.rung ?? 0;
-/** The schedule a trial trains with, as its author wrote it (the schema's default when absent). */
-const scheduleOf = (t: TrialState) => t.train?.schedule ?? RECIPE_DEFAULTS.schedule;
+/** The schedule a trial trains with, as its author wrote it (the schema's default when absent), and its length. */
+function scheduleOf(t: TrialState): string {
+  const epochs = t.train?.epochs ?? RECIPE_DEFAULTS.epochs;
+  const seconds = t.train?.train_seconds ?? 0;
+  return `${t.train?.schedule ?? RECIPE_DEFAULTS.schedule} schedule of ${epochs} epochs${seconds > 0 ? ` or ${seconds} s` : ""}`;
+}
 
 /** The metric of `seed` after an epoch. */
 function curveAt(t: TrialState, seed: number, epoch: number): number | undefined {
@@ -70,7 +79,7 @@ export function pruneReason(state: RunState, trial: TrialState, p: EpochProgress
   const o = state.objective;
   const value = p.valMetric || p.valAccuracy;
   if (!clearlyWorse(o, value, m)) return undefined;
-  return `after epoch ${p.epoch}/${p.epochs}: seed ${seed} validation ${o.label} ${formatMetric(o, value)} is ${o.higherIsBetter ? "below" : "above"} the median ${formatMetric(o, m)} of ${peers.length} finished trials at rung ${rung} with a ${schedule} schedule${Number.isFinite(size) ? ` and at most its ${size} parameters` : ""}`;
+  return `after epoch ${p.epoch}/${p.epochs}: seed ${seed} validation ${o.label} ${formatMetric(o, value)} is ${o.higherIsBetter ? "below" : "above"} the median ${formatMetric(o, m)} of ${peers.length} finished trials at rung ${rung} with a ${schedule}${Number.isFinite(size) ? ` and at most its ${size} parameters` : ""}`;
 }
 
 /** The curves a stopped evaluation reached, per seed, so the lineage keeps them. */

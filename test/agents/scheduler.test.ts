@@ -88,26 +88,42 @@ describe("ASHA promotions", () => {
 });
 
 describe("median stopping within a rung", () => {
-  const progress = (epoch: number, valAccuracy: number, seed = 0) => create(EpochProgressSchema, { seed, epoch, epochs: 3, valAccuracy });
+  // Every trial here trains the recipe's default 2 epochs, but for the ones given their own train config.
+  const progress = (epoch: number, valAccuracy: number, seed = 0, epochs = 2) => create(EpochProgressSchema, { seed, epoch, epochs, valAccuracy });
+  const withTrain = (e: EventInit, train: Parameters<typeof trainSpec>[0]) => {
+    (e.body!.value as { train: unknown }).train = trainSpec(train);
+    return e;
+  };
   const peers = (n: number) => Array.from({ length: n }, (_, i) => finished(`t${i}`, 0.85, [0.8 + i / 100, 0.85, 0.87])).flat();
 
   it("stops a trial clearly below the median of its finished peers, not before four exist", () => {
     const s = state([started(), ...peers(5), proposed("new")]);
     const trial = s.trials.get("new")!;
     // Peers after epoch 1: 0.80 .. 0.84, median 0.82.
-    expect(pruneReason(s, trial, progress(1, 0.75))).toMatch(/below the median 82\.00% of 5 finished trials at rung 0 with a none schedule/);
+    expect(pruneReason(s, trial, progress(1, 0.75))).toMatch(/below the median 82\.00% of 5 finished trials at rung 0 with a none schedule of 2 epochs/);
     expect(pruneReason(s, trial, progress(1, 0.815))).toBeUndefined();
     expect(pruneReason(s, trial, progress(1, 0.5, 1))).toBeUndefined();
-    expect(pruneReason(s, trial, progress(3, 0.5))).toBeUndefined();
+    expect(pruneReason(s, trial, progress(2, 0.5))).toBeUndefined();
     const few = state([started(), ...peers(3), proposed("new")]);
     expect(pruneReason(few, few.trials.get("new")!, progress(1, 0.5))).toBeUndefined();
   });
 
   it("compares a trial only with peers of its learning-rate schedule, whose warm-up shapes the early epochs", () => {
-    const onecycle = proposed("warm");
-    (onecycle.body!.value as { train: unknown }).train = trainSpec({ schedule: "onecycle" });
-    const s = state([started(), ...peers(5), onecycle]);
+    const s = state([started(), ...peers(5), withTrain(proposed("warm"), { schedule: "onecycle" })]);
     expect(pruneReason(s, s.trials.get("warm")!, progress(1, 0.75))).toBeUndefined();
+  });
+
+  it("and of its schedule's length, which sets the rate at each epoch: a long training is never held to shorter trainings' medians", () => {
+    const long = (id: string, train: Parameters<typeof trainSpec>[0]) => {
+      const s = state([started(), ...peers(5), withTrain(proposed(id), train)]);
+      return pruneReason(s, s.trials.get(id)!, progress(1, 0.5, 0, train.epochs ?? 2));
+    };
+    expect(long("longer", { epochs: 200 })).toBeUndefined();
+    expect(long("boxed", { epochs: 2, train_seconds: 15 })).toBeUndefined();
+    // Four finished peers of its own length: held to their median.
+    const twins = Array.from({ length: 4 }, (_, i) => finished(`l${i}`, 0.85, [0.8, 0.85]).map((e) => (e.body?.case === "trialProposed" ? withTrain(e, { epochs: 200 }) : e))).flat();
+    const s = state([started(), ...twins, withTrain(proposed("longer"), { epochs: 200 })]);
+    expect(pruneReason(s, s.trials.get("longer")!, progress(1, 0.5, 0, 200))).toMatch(/below the median 80\.00% of 4 finished trials at rung 0 with a none schedule of 200 epochs/);
   });
 
   it("compares a Pareto goal's trial only with peers no larger than it", () => {
@@ -121,7 +137,7 @@ describe("median stopping within a rung", () => {
     // 3k parameters: no peer is as small, so it runs to the end (a single-objective goal would stop it).
     expect(pareto(3_000n)).toBeUndefined();
     // 80k: four peers as small or smaller (median 0.815).
-    expect(pareto(80_000n)).toMatch(/below the median 81\.50% of 4 finished trials at rung 0 with a none schedule and at most its 80000 parameters/);
+    expect(pareto(80_000n)).toMatch(/below the median 81\.50% of 4 finished trials at rung 0 with a none schedule of 2 epochs and at most its 80000 parameters/);
   });
 
   it("keeps the curves a stopped trial reached", () => {
