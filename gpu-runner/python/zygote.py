@@ -346,6 +346,13 @@ class _Job:
             if sig == signal.SIGKILL:
                 return _failure("oom", "worker was killed with SIGKILL, most likely by the kernel's "
                                        "out-of-memory killer", log)
+            if sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+                # Stopped from outside (the zygote cancels with SIGKILL): the host is going away, as a
+                # cancelled or preempted Slurm job's every process is told at once, the job's own child
+                # among them, often before this zygote hears its own signal. Retryable, as the runner
+                # labels the zygote's own such end (worker.ts), so the bus trains the trial elsewhere;
+                # a model that signals itself gets only the bus's bounded redeliveries.
+                return _failure("runner_unavailable", f"worker stopped from outside with {name}", log)
             return _failure("crash", f"worker died with {name}", log)
         code = os.WEXITSTATUS(self.status)
         if code == 0:

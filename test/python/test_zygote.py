@@ -183,6 +183,12 @@ def test_a_worker_that_dies_is_a_crash(zygote, forward, message):
     assert message in failure_of(zygote, train(hostile(forward)), "crash")["message"]
 
 
+def test_a_worker_stopped_from_outside_is_its_runner_going_away(zygote):
+    # What a Slurm job's cancellation does to the training child as to every process of the job.
+    event = failure_of(zygote, train(hostile("os.kill(os.getpid(), 15)")), "runner_unavailable")
+    assert event["message"] == "worker stopped from outside with SIGTERM"
+
+
 def test_the_cpu_time_limit(zygote):
     event = failure_of(zygote, train(hostile("while True: pass"), limits={"cpu_seconds": 1}), "budget_overrun")
     assert event["message"] == "exceeded the CPU-time budget of 1 s"
