@@ -76,6 +76,8 @@ export class Evaluation {
   private readonly limits: Limits;
   private readonly prepared: Promise<Prepared>;
   private started = false;
+  /** When the first seed's job started (timeBox): seeds at once are late from there, not from the request. */
+  private firstSeedAtMs: number | undefined;
   /** The most any seed of a time-boxed training spent outside training so far (timeBox). */
   private overheadS = 0;
   private seedInfo: Record<string, unknown> | undefined;
@@ -143,16 +145,19 @@ export class Evaluation {
   /**
    * A time-boxed training with a deadline: each seed trains the recipe's time, or what is left to
    * the deadline when it starts, less the most any seed of it spent outside training so far.
-   * Seeds started at once were planned to start now: one that starts later (behind a spare
-   * worker's start, 5-6 s on two busy cores) trains that much less, since none of them has ended
-   * to say what its end costs.
+   * Seeds started at once were planned to start with the first of them: one that starts later
+   * (behind a spare worker's start, 5-6 s on two busy cores) trains that much less, since none of
+   * them has ended to say what its end costs. The request's wait for its first worker is no seed's
+   * lateness: the deadline bounds it.
    */
   private timeBox(): number | undefined {
     const planned = this.plan.job.recipe.train_seconds;
     // A confirmation loads its weights and trains nothing.
     if (!(this.plan.deadlineS > 0 && planned > 0) || this.req.weightsOf) return undefined;
-    const elapsed = (Date.now() - this.t0) / 1000;
-    const late = this.req.seedsAtOnce ? planned - elapsed : planned;
+    const now = Date.now();
+    this.firstSeedAtMs ??= now;
+    const elapsed = (now - this.t0) / 1000;
+    const late = this.req.seedsAtOnce ? planned - (now - this.firstSeedAtMs) / 1000 : planned;
     return Math.max(1, Math.min(late, this.plan.deadlineS - elapsed - this.overheadS));
   }
 
