@@ -1,10 +1,11 @@
 /**
  * A fixed number of workers (slots) and a FIFO queue of jobs waiting for one.
  * Slot 0's worker starts with the pool (start: it reports the device; a pool
- * never started, the summaries', starts it with its first job); every other
- * slot's starts the first time the slot takes a job, and stays warm after: a
- * worker's start is seconds of CPU (torch and torch._dynamo imported), spent
- * only where a slot is used. A worker that died (a trial killed it, or it
+ * never started, the summaries', starts it with its first job); the other
+ * slots' start one after another behind it, in the background, and stay warm: a
+ * worker's start is seconds of CPU (torch and torch._dynamo imported), and a
+ * run's first trials take every slot, so a slot started on demand held its
+ * first trial back by those seconds (2-3.4 s of a 12-s run on 2 cores). A worker that died (a trial killed it, or it
  * crashed) is replaced before its slot takes the next job, so one bad trial
  * costs one restart, never the service.
  *
@@ -49,6 +50,8 @@ export class WorkerPool {
   private readonly idleSpares: Worker[] = [];
   /** The GPU each worker is pinned to, by worker. */
   private readonly gpuOf = new Map<Worker, number>();
+  /** Workers whose start is under way: a job that takes one waits for that start, not a second one. */
+  private readonly starting = new Map<Worker, Promise<DeviceReport>>();
   private readonly queue: Waiter[] = [];
   private closed = false;
   device?: DeviceReport;
@@ -76,11 +79,23 @@ export class WorkerPool {
   }
 
   /** A worker's start (a fork server's imports: seconds of CPU), logged: which workers a runner started, and when. */
-  private async startWorker(w: Worker): Promise<DeviceReport> {
-    const t0 = Date.now();
-    const device = await w.start();
-    this.opts.logger.info({ worker: `${this.opts.name}/${w.id}`, ms: Date.now() - t0 }, "worker started");
-    return device;
+  private startWorker(w: Worker): Promise<DeviceReport> {
+    let started = this.starting.get(w);
+    if (!started) {
+      const t0 = Date.now();
+      started = w.start().then((device) => {
+        this.opts.logger.info({ worker: `${this.opts.name}/${w.id}`, ms: Date.now() - t0 }, "worker started");
+        return device;
+      });
+      this.starting.set(w, started);
+      void started.finally(() => this.starting.delete(w)).catch(() => {});
+    }
+    return started;
+  }
+
+  /** Whether `w` serves a job now: started, its start not under way. */
+  private ready(w: Worker): boolean {
+    return w.alive && !this.starting.has(w);
   }
 
   /** Whether a job run now would start at once: a slot is free (its worker warm or not). */
@@ -91,7 +106,19 @@ export class WorkerPool {
   async start(): Promise<DeviceReport> {
     // Before any job: the runner serves once this has resolved.
     this.device = await this.startWorker(this.workers[0]!);
+    void this.warm(this.workers.slice(1));
     return this.device;
+  }
+
+  /** The other slots' workers, one at a time so that each start has a core; a slot a job took first is the job's to start. */
+  private async warm(rest: Worker[]): Promise<void> {
+    for (const w of rest) {
+      if (this.closed) return;
+      if (w.alive || !this.idle.includes(w)) continue;
+      await this.startWorker(w).catch((err: Error) => {
+        if (!this.closed) this.opts.logger.warn({ worker: `${this.opts.name}/${w.id}`, err: err.message }, "worker start failed; its slot's next job starts it again");
+      });
+    }
   }
 
   stats() {
@@ -99,7 +126,7 @@ export class WorkerPool {
       slots: this.workers.length,
       free: this.idle.length,
       queueDepth: this.queue.length,
-      ready: this.workers.filter((w) => w.alive).length,
+      ready: this.workers.filter((w) => this.ready(w)).length,
     };
   }
 
@@ -108,7 +135,7 @@ export class WorkerPool {
     if (this.idle.length) {
       // Several GPUs: the one with the most free memory; else a warm worker before one not started yet.
       const free = this.opts.gpus && this.opts.gpus > 1 && this.opts.freeMemory ? this.opts.freeMemory() : [];
-      const at = pickSlot(this.idle.map((w) => ({ gpu: this.gpuOf.get(w), warm: w.alive })), free);
+      const at = pickSlot(this.idle.map((w) => ({ gpu: this.gpuOf.get(w), warm: this.ready(w) })), free);
       return Promise.resolve(this.idle.splice(at, 1)[0]!);
     }
     const spare = atOnce && (this.idleSpares.pop() ?? this.newSpare());
@@ -169,7 +196,7 @@ export class WorkerPool {
     let worker: Worker | undefined;
     try {
       worker = await this.acquire(signal, atOnce);
-      if (!worker.alive) await this.startWorker(worker);
+      if (!this.ready(worker)) await this.startWorker(worker);
       return await worker.run(task, makeSpec(), onEvent, signal, files);
     } catch (err) {
       const e = ResearchError.from(err, "runner_unavailable");
