@@ -99,16 +99,24 @@ export interface Swarm {
 /** Lines of the runner's log a start that timed out carries in its error's detail. */
 const RUNNER_LOG_TAIL = 20;
 
-/** `log`: the runner's log file when this swarm started it; its last lines say why it did not come up. */
-async function waitForRunner(client: RunnerClient, timeoutMs: number, log?: string, signal?: AbortSignal): Promise<HealthResponse> {
+/**
+ * Each try on a channel of its own: a channel refused while the runner imports torch backs off
+ * (gpu-runner/client.ts RECONNECT, up to 2 s), and one kept across tries held a launch 1.9 s after
+ * its runner listened. `log`: the runner's log file when this swarm started it; its last lines say
+ * why it did not come up.
+ */
+async function waitForRunner(connect: () => RunnerClient, timeoutMs: number, log?: string, signal?: AbortSignal): Promise<HealthResponse> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (signal?.aborted) throw new Error(`stopped by ${String(signal.reason)} while the swarm started`);
+    const client = connect();
     try {
       const h = await client.health({}, { timeoutMs: 2000 });
       if (h.workersReady > 0) return h;
     } catch {
       // not up yet
+    } finally {
+      client.close();
     }
     if (Date.now() > deadline) {
       const tail = log && existsSync(log) ? readFileSync(log, "utf8").trimEnd().split("\n").slice(-RUNNER_LOG_TAIL).join("\n") : "";
@@ -118,7 +126,7 @@ async function waitForRunner(client: RunnerClient, timeoutMs: number, log?: stri
         tail && `the last lines of ${log}:\n${tail}`,
       );
     }
-    await new Promise((r) => setTimeout(r, 500));
+    await new Promise((r) => setTimeout(r, 250));
   }
 }
 
@@ -264,8 +272,9 @@ export async function startSwarm(opts: SwarmOptions): Promise<Swarm> {
     // calls a runner before a run starts, and none starts before the launcher has the first
     // runner's answer. The agents pick among all of them (swarm/runners.ts).
     startAgents(supervisor, common(runnerAddress), opts.instances);
-    runner = connectRunner(runnerAddress.split(",")[0]!, secrets);
-    runnerHealth = await waitForRunner(runner, 180_000, opts.runnerAddress || opts.slurm ? undefined : join(workspace, "logs", "gpu-runner.log"), opts.signal);
+    const first = runnerAddress.split(",")[0]!;
+    runnerHealth = await waitForRunner(() => connectRunner(first, secrets), 180_000, opts.runnerAddress || opts.slurm ? undefined : join(workspace, "logs", "gpu-runner.log"), opts.signal);
+    runner = connectRunner(first, secrets);
   } catch (err) {
     await stop();
     throw err;

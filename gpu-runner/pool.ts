@@ -2,7 +2,7 @@
  * A fixed number of workers (slots) and a FIFO queue of jobs waiting for one.
  * Slot 0's worker starts with the pool (start: it reports the device; a pool
  * never started, the summaries', starts it with its first job); the other
- * slots' start one after another behind it, in the background, and stay warm: a
+ * slots' start beside it, unawaited, and stay warm: a
  * worker's start is seconds of CPU (torch and torch._dynamo imported), and a
  * run's first trials take every slot, so a slot started on demand held its
  * first trial back by those seconds (2-3.4 s of a 12-s run on 2 cores). A worker that died (a trial killed it, or it
@@ -104,21 +104,17 @@ export class WorkerPool {
   }
 
   async start(): Promise<DeviceReport> {
-    // Before any job: the runner serves once this has resolved.
-    this.device = await this.startWorker(this.workers[0]!);
-    void this.warm(this.workers.slice(1));
-    return this.device;
-  }
-
-  /** The other slots' workers, one at a time so that each start has a core; a slot a job took first is the job's to start. */
-  private async warm(rest: Worker[]): Promise<void> {
-    for (const w of rest) {
-      if (this.closed) return;
-      if (w.alive || !this.idle.includes(w)) continue;
-      await this.startWorker(w).catch((err: Error) => {
+    // Before any job: the runner serves once slot 0's worker has started. The others start
+    // beside it (their imports take a core each, one that the agents starting beside them leave
+    // idle) and are not awaited; a slot a job takes first waits for its start there (run).
+    const first = this.startWorker(this.workers[0]!);
+    for (const w of this.workers.slice(1)) {
+      this.startWorker(w).catch((err: Error) => {
         if (!this.closed) this.opts.logger.warn({ worker: `${this.opts.name}/${w.id}`, err: err.message }, "worker start failed; its slot's next job starts it again");
       });
     }
+    this.device = await first;
+    return this.device;
   }
 
   stats() {

@@ -49,11 +49,12 @@ function fakePool(slots: number, startS: (slot: string) => number): { pool: Work
 
 const job = (p: WorkerPool) => p.run("train", () => ({}), () => {});
 
-it("starts every slot's worker once the pool serves, one after another, without a job", async () => {
-  const fake = fakePool(3, () => 0.1);
+it("starts every slot's worker beside slot 0's, without a job, and serves once slot 0's has started", async () => {
+  const fake = fakePool(3, (slot) => (slot === "slot-0" ? 0.1 : 1));
   pool = fake.pool;
   await pool.start();
   expect(pool.stats().ready).toBe(1);
+  expect(fake.starts()).toEqual(["slot-0", "slot-1", "slot-2"]);
   for (let i = 0; i < 100 && pool.stats().ready < 3; i++) await new Promise((r) => setTimeout(r, 50));
   expect(pool.stats().ready).toBe(3);
   expect(fake.starts()).toEqual(["slot-0", "slot-1", "slot-2"]);
