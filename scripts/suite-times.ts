@@ -1,5 +1,6 @@
 /**
- * What the suite's run took, as a vitest reporter beside the default one: each file's seconds, the
+ * What the suite's run took, as a vitest reporter beside the default one: each file's seconds (and
+ * each test's over 5 s), the
  * run's wall time and the machine (bench/machine.py: CPU, cores, native bf16, a calibration step),
  * written to bench/out/suite/times.json (never committed) and summed up in a few lines on stdout.
  *
@@ -39,6 +40,11 @@ export default class SuiteTimes implements Reporter {
       failed: tests.filter((t) => t.result().state === "failed").length,
       machine,
       files,
+      // The tests worth shortening: each over 5 s, longest first.
+      slow_tests: tests
+        .map((t) => ({ file: relative(root, t.module.moduleId), test: t.fullName, seconds: Math.round((t.diagnostic()?.duration ?? 0) / 100) / 10 }))
+        .filter((t) => t.seconds > 5)
+        .sort((a, b) => b.seconds - a.seconds),
     };
     mkdirSync(dirname(OUT), { recursive: true });
     writeFileSync(OUT, `${JSON.stringify(doc, null, 2)}\n`);
