@@ -91,10 +91,13 @@ beforeAll(async () => {
   writeFileSync(join(dir, "net.py"), NET);
   writeFileSync(join(dir, "recipe.yaml"), "optimizer: sgd\nlr: 0.05\nmomentum: 0\nepochs: 1\nbatch_size: 64\n");
   const { NODE_CHANNEL_FD: _ipc, ...inherited } = process.env;
-  // Five trials end the run (about 25 s idle); the time budget is room for a loaded machine.
+  // Five trials end the run (about 25 s idle); the time budget is room for a loaded machine. One
+  // trial at a time: the planner's next proposal comes once the edited trial is judged, so it builds
+  // on the edited code; with two in flight it came while the coder still repaired the edit, on
+  // the unedited parent, and the run's last proposal was its long training.
   const r = await run(
     "./research-agent",
-    ["launch", "--goal", "digits: maximise accuracy", "--from", join(dir, "net.py"), "--class", "Net", "--recipe", join(dir, "recipe.yaml"), "--time-budget", "4m", "--seeds-per-trial", "2", "--max-trials", "5", "--no-research", "--llm", "openai:fake-model", "--llm-base-url", fake.baseURL, "--workspace", workspace, "--json"],
+    ["launch", "--goal", "digits: maximise accuracy", "--from", join(dir, "net.py"), "--class", "Net", "--recipe", join(dir, "recipe.yaml"), "--time-budget", "4m", "--seeds-per-trial", "2", "--max-trials", "5", "--parallel", "1", "--no-research", "--llm", "openai:fake-model", "--llm-base-url", fake.baseURL, "--workspace", workspace, "--json"],
     { env: { ...inherited, LOG_LEVEL: "warn", EMBEDDER: "hashing", OPENAI_API_KEY: "sk-test" }, timeout: 300_000 },
   );
   status = r.status;
