@@ -1,7 +1,8 @@
 /**
  * The headline table of docs/BENCHMARKS.md and the README, made from the result files in
  * bench/results: each figure from the newest series file that has it (a series: three runs or
- * more; the newest single runs only where no series exists, and said so), with the peer of the
+ * more; the newest single runs only where no series exists, and said so), one row per machine
+ * class (a CPU with native bf16 or without) where both have it, with the peer of the
  * same sitting, the commit and the machine that made it. No figure is copied by hand: the docs
  * hold this script's output between the markers below, and test/core/headline.test.ts fails
  * when they differ.
@@ -82,18 +83,42 @@ function machine(m: Machine): string {
   return `${m.cpu ?? "?"}, ${m.cores ?? "?"} cores, ${bf16}${calibration}`;
 }
 
-function seriesFiles(): SeriesFile[] {
-  return readdirSync(RESULTS)
+function seriesFiles(dir: string): SeriesFile[] {
+  return readdirSync(dir)
     .filter((f) => /^search-series-\w+\.json$/.test(f))
-    .map((f) => JSON.parse(readFileSync(join(RESULTS, f), "utf8")) as SeriesFile)
+    .map((f) => JSON.parse(readFileSync(join(dir, f), "utf8")) as SeriesFile)
     .sort((a, b) => b.date.localeCompare(a.date));
 }
 
+/**
+ * The machine classes a figure gets a row each in, the faster first: a CPU with native bf16
+ * trains up to 2x faster than one without, so a time (the README's first command) from one says
+ * nothing of the other. A file that did not record the flag counts in neither; its figure shows
+ * only where no file of either class has one.
+ */
+const CLASSES = [true, false];
+
+/** A figure's rows: the newest series of each machine class (a series: three runs or more; else the newest file that has the figure). */
+function figureRows(fig: Figure, files: SeriesFile[]): string[] {
+  const newest = (of: SeriesFile[]) => of.find((f) => (fig.value(f.summary)?.n ?? 0) >= 3) ?? of.find((f) => fig.value(f.summary));
+  const byClass = CLASSES.flatMap((bf16) => newest(files.filter((f) => f.machine.cpu_bf16 === bf16)) ?? []);
+  return (byClass.length ? byClass : [newest(files)].flatMap((f) => f ?? [])).map((found) => {
+    const v = fig.value(found.summary)!;
+    const peers = (fig.peers ?? []).flatMap((p) => {
+      const pv = p.value(found.summary);
+      return pv ? [`${p.name}: ${spread(pv, fig.unit)}, ${pv.n} run${pv.n === 1 ? "" : "s"}`] : [];
+    });
+    const peerText = peers.join("; ") || (fig.peers ? "none in this sitting" : "—");
+    const runs = v.n >= 3 ? String(v.n) : `${v.n} (not a series)`;
+    return `| ${fig.what}${fig.detail?.(found.summary) ?? ""} | ${spread(v, fig.unit)} | ${runs} | ${peerText} | ${found.commit} (${found.date.slice(0, 10)}) | ${machine(found.machine)} |`;
+  });
+}
+
 /** The GPU check's single runs (scripts/gpu-check.sh), newest first: swarm, Optuna and the hand-written script of one sitting. */
-function gpuRows(): string[] {
-  return readdirSync(RESULTS)
+function gpuRows(dir: string): string[] {
+  return readdirSync(dir)
     .filter((f) => /^gpu-check-.*\.json$/.test(f))
-    .map((f) => ({ f, doc: JSON.parse(readFileSync(join(RESULTS, f), "utf8")) as { gpu?: string; minutes?: number; side_by_side?: Record<string, number> } }))
+    .map((f) => ({ f, doc: JSON.parse(readFileSync(join(dir, f), "utf8")) as { gpu?: string; minutes?: number; side_by_side?: Record<string, number> } }))
     .filter(({ doc }) => doc.side_by_side?.swarm_test_per_seed !== undefined)
     .map(({ f, doc }) => {
       const sbs = doc.side_by_side!;
@@ -132,10 +157,10 @@ function peerName(model: string): string {
  * test figure (its best trial's seeds as an ensemble, and per seed) beside its peers of the same
  * sitting, and the previous series' figure of the case beside it.
  */
-function taskRows(): string[] {
-  const files = readdirSync(RESULTS)
+function taskRows(dir: string): string[] {
+  const files = readdirSync(dir)
     .filter((f) => /^tasks-series-\w+\.json$/.test(f))
-    .map((f) => JSON.parse(readFileSync(join(RESULTS, f), "utf8")) as TasksFile)
+    .map((f) => JSON.parse(readFileSync(join(dir, f), "utf8")) as TasksFile)
     .sort((a, b) => b.summarised_at.localeCompare(a.summarised_at));
   const names = [...new Set(files.flatMap((f) => Object.keys(f.cases)))];
   return names.flatMap((name) => {
@@ -155,28 +180,16 @@ function taskRows(): string[] {
   });
 }
 
-export function headline(): string {
-  const files = seriesFiles();
-  const rows = FIGURES.flatMap((fig) => {
-    // The newest series; where none has three runs, the newest file that has the figure at all.
-    const found = files.find((f) => (fig.value(f.summary)?.n ?? 0) >= 3) ?? files.find((f) => fig.value(f.summary));
-    if (!found) return [];
-    const v = fig.value(found.summary)!;
-    const peers = (fig.peers ?? []).flatMap((p) => {
-      const pv = p.value(found.summary);
-      return pv ? [`${p.name}: ${spread(pv, fig.unit)}, ${pv.n} run${pv.n === 1 ? "" : "s"}`] : [];
-    });
-    const peerText = peers.join("; ") || (fig.peers ? "none in this sitting" : "—");
-    const runs = v.n >= 3 ? String(v.n) : `${v.n} (not a series)`;
-    return [`| ${fig.what}${fig.detail?.(found.summary) ?? ""} | ${spread(v, fig.unit)} | ${runs} | ${peerText} | ${found.commit} (${found.date.slice(0, 10)}) | ${machine(found.machine)} |`];
-  });
+/** The table of the result files in `dir`. */
+export function headline(dir = RESULTS): string {
+  const files = seriesFiles(dir);
   return [
     START,
     "| figure | mean (min-max) | runs | peer, same sitting | commit (date) | machine |",
     "|---|---|---|---|---|---|",
-    ...rows,
-    ...taskRows(),
-    ...gpuRows(),
+    ...FIGURES.flatMap((fig) => figureRows(fig, files)),
+    ...taskRows(dir),
+    ...gpuRows(dir),
     END,
   ].join("\n");
 }

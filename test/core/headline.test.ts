@@ -4,7 +4,9 @@
  * result files say (run `npx tsx bench/headline.ts` after adding a result).
  */
 import { describe, expect, it } from "vitest";
-import { readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { DOCS, END, headline, START } from "../../bench/headline.js";
 
 describe("the headline table", () => {
@@ -15,6 +17,28 @@ describe("the headline table", () => {
       const text = readFileSync(doc, "utf8");
       expect(text.split(START).length, doc).toBe(2);
       expect(text.slice(text.indexOf(START), text.indexOf(END) + END.length), doc).toBe(table);
+    }
+  });
+
+  it("gives a figure a row per machine class, each from that class's newest series", () => {
+    const dir = mkdtempSync(join(tmpdir(), "headline-"));
+    try {
+      const file = (commit: string, date: string, bf16: boolean | undefined, mean: number) =>
+        writeFileSync(
+          join(dir, `search-series-${commit}.json`),
+          JSON.stringify({ commit, date, machine: { cpu: "AMD EPYC", cores: 2, cpu_bf16: bf16 }, summary: { readme_seconds_to_goal: { n: 3, mean, min: mean - 10, max: mean + 10 } } }),
+        );
+      file("aaa1111", "2026-12-01T00:00:00Z", true, 300);
+      file("bbb2222", "2026-12-02T00:00:00Z", true, 220);
+      file("ccc3333", "2026-12-03T00:00:00Z", false, 410);
+      file("ddd4444", "2026-12-04T00:00:00Z", undefined, 100);
+      const rows = headline(dir).split("\n").filter((l) => l.startsWith("| README's first command"));
+      expect(rows.map((r) => r.split(" | ").slice(1, 6))).toEqual([
+        ["220 s (210 s-230 s)", "3", "—", "bbb2222 (2026-12-02)", "AMD EPYC, 2 cores, native bf16 |"],
+        ["410 s (400 s-420 s)", "3", "—", "ccc3333 (2026-12-03)", "AMD EPYC, 2 cores, no native bf16 |"],
+      ]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
