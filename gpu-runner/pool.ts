@@ -2,12 +2,12 @@
  * A fixed number of workers (slots) and a FIFO queue of jobs waiting for one.
  * Slot 0's worker starts with the pool (start: it reports the device; a pool
  * never started, the summaries', starts it with its first job); the other
- * slots' start beside it, unawaited, and stay warm: a
- * worker's start is seconds of CPU (torch and torch._dynamo imported), and a
- * run's first trials take every slot, so a slot started on demand held its
- * first trial back by those seconds (2-3.4 s of a 12-s run on 2 cores). A worker that died (a trial killed it, or it
- * crashed) is replaced before its slot takes the next job, so one bad trial
- * costs one restart, never the service.
+ * slots' start beside it, unawaited, and stay warm: a worker's start is
+ * seconds of CPU (torch and torch._dynamo imported), and a run's first trials
+ * take every slot, so a slot started on demand held its first trial back by
+ * those seconds (2-3.4 s of a 12-s run on 2 cores). A worker that died (a
+ * trial killed it, or it crashed) is replaced before its slot takes the next
+ * job, so one bad trial costs one restart, never the service.
  *
  * A job that starts at once (EvaluateRequest.seeds_at_once: a CPU's last long training whose
  * seeds would leave a slot idle in rounds) takes a spare worker when every slot is busy: at most
