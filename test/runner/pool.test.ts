@@ -50,7 +50,7 @@ function fakePool(slots: number, startS: (slot: string) => number): { pool: Work
 const job = (p: WorkerPool) => p.run("train", () => ({}), () => {});
 
 it("starts every slot's worker beside slot 0's, without a job, and serves once slot 0's has started", async () => {
-  const fake = fakePool(3, (slot) => (slot === "slot-0" ? 0.1 : 1));
+  const fake = fakePool(3, (slot) => (slot === "slot-0" ? 0.1 : 2));
   pool = fake.pool;
   await pool.start();
   expect(pool.stats().ready).toBe(1);
