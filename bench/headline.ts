@@ -153,9 +153,10 @@ function peerName(model: string): string {
 }
 
 /**
- * A row per task case of the newest tasks series that has it (bench/tasks-series.sh): the swarm's
- * test figure (its best trial's seeds as an ensemble, and per seed) beside its peers of the same
- * sitting, and the previous series' figure of the case beside it.
+ * A row per task case and machine class (CLASSES) of the newest tasks series that has it
+ * (bench/tasks-series.sh): the swarm's test figure (its best trial's seeds as an ensemble, and per
+ * seed) beside its peers of the same sitting, and the previous series' figure of the case on that
+ * class beside it.
  */
 function taskRows(dir: string): string[] {
   const files = readdirSync(dir)
@@ -164,20 +165,27 @@ function taskRows(dir: string): string[] {
     .sort((a, b) => b.summarised_at.localeCompare(a.summarised_at));
   const names = [...new Set(files.flatMap((f) => Object.keys(f.cases)))];
   return names.flatMap((name) => {
-    const [now, before] = files.filter((f) => f.cases[name]?.swarm_ensemble_test);
-    if (!now) return [];
-    const c = now.cases[name]!;
-    const v = c.swarm_ensemble_test!;
-    // A proportion as a percentage, as the other rows; an error metric in its units.
-    const one = (v: number) => (c.metric === "accuracy" ? show(v, "pct") : v.toFixed(3));
-    const num = (x: Stat) => (x.n > 1 ? `${one(x.mean)} (${one(x.min)}-${one(x.max)})` : one(x.mean));
-    const perSeed = c.swarm_test ? `; per seed ${num(c.swarm_test)}` : "";
-    const edits = editsText(c.swarm_edits);
-    const previous = before ? `previous series ${num(before.cases[name]!.swarm_ensemble_test!)} at ${before.commit}` : "no previous series";
-    const peers = Object.entries(c.peers_test).flatMap(([m, p]) => (p ? [`${peerName(m)}: ${num(p)}`] : [])).join("; ");
-    const runs = v.n >= 3 ? String(v.n) : `${v.n} (not a series)`;
-    return [`| ${name}, ${c.pairs[0]?.minutes ?? "?"} min (bench/tasks-series.sh): test ${METRIC_NAMES[c.metric] ?? c.metric}, ensemble of the best trial's seeds${perSeed}${edits}; ${previous} | ${num(v)} | ${runs} | ${peers || "—"} | ${now.commit} (${now.summarised_at.slice(0, 10)}) | ${machine(now.machine)} |`];
+    const having = files.filter((f) => f.cases[name]?.swarm_ensemble_test);
+    const byClass = CLASSES.map((bf16) => having.filter((f) => f.machine.cpu_bf16 === bf16)).filter((of) => of.length);
+    return (byClass.length ? byClass : [having]).flatMap((of) => taskRow(name, of));
   });
+}
+
+/** The row of task case `name` from `files`, newest first, each of which has it. */
+function taskRow(name: string, files: TasksFile[]): string[] {
+  const [now, before] = files;
+  if (!now) return [];
+  const c = now.cases[name]!;
+  const v = c.swarm_ensemble_test!;
+  // A proportion as a percentage, as the other rows; an error metric in its units.
+  const one = (v: number) => (c.metric === "accuracy" ? show(v, "pct") : v.toFixed(3));
+  const num = (x: Stat) => (x.n > 1 ? `${one(x.mean)} (${one(x.min)}-${one(x.max)})` : one(x.mean));
+  const perSeed = c.swarm_test ? `; per seed ${num(c.swarm_test)}` : "";
+  const edits = editsText(c.swarm_edits);
+  const previous = before ? `previous series ${num(before.cases[name]!.swarm_ensemble_test!)} at ${before.commit}` : "no previous series";
+  const peers = Object.entries(c.peers_test).flatMap(([m, p]) => (p ? [`${peerName(m)}: ${num(p)}`] : [])).join("; ");
+  const runs = v.n >= 3 ? String(v.n) : `${v.n} (not a series)`;
+  return [`| ${name}, ${c.pairs[0]?.minutes ?? "?"} min (bench/tasks-series.sh): test ${METRIC_NAMES[c.metric] ?? c.metric}, ensemble of the best trial's seeds${perSeed}${edits}; ${previous} | ${num(v)} | ${runs} | ${peers || "—"} | ${now.commit} (${now.summarised_at.slice(0, 10)}) | ${machine(now.machine)} |`];
 }
 
 /** The table of the result files in `dir`. */
