@@ -98,11 +98,17 @@ function seriesFiles(dir: string): SeriesFile[] {
  */
 const CLASSES = [true, false];
 
+/** `files` (each holding the figure), newest first, split by machine class; all of them as one where no class has any. */
+function byMachineClass<T extends { machine: Machine }>(files: T[]): T[][] {
+  const classes = CLASSES.map((bf16) => files.filter((f) => f.machine.cpu_bf16 === bf16)).filter((of) => of.length);
+  return classes.length ? classes : files.length ? [files] : [];
+}
+
 /** A figure's rows: the newest series of each machine class (a series: three runs or more; else the newest file that has the figure). */
 function figureRows(fig: Figure, files: SeriesFile[]): string[] {
-  const newest = (of: SeriesFile[]) => of.find((f) => (fig.value(f.summary)?.n ?? 0) >= 3) ?? of.find((f) => fig.value(f.summary));
-  const byClass = CLASSES.flatMap((bf16) => newest(files.filter((f) => f.machine.cpu_bf16 === bf16)) ?? []);
-  return (byClass.length ? byClass : [newest(files)].flatMap((f) => f ?? [])).map((found) => {
+  const having = files.filter((f) => fig.value(f.summary));
+  return byMachineClass(having).map((of) => {
+    const found = of.find((f) => fig.value(f.summary)!.n >= 3) ?? of[0]!;
     const v = fig.value(found.summary)!;
     const peers = (fig.peers ?? []).flatMap((p) => {
       const pv = p.value(found.summary);
@@ -165,16 +171,13 @@ function taskRows(dir: string): string[] {
     .sort((a, b) => b.summarised_at.localeCompare(a.summarised_at));
   const names = [...new Set(files.flatMap((f) => Object.keys(f.cases)))];
   return names.flatMap((name) => {
-    const having = files.filter((f) => f.cases[name]?.swarm_ensemble_test);
-    const byClass = CLASSES.map((bf16) => having.filter((f) => f.machine.cpu_bf16 === bf16)).filter((of) => of.length);
-    return (byClass.length ? byClass : [having]).flatMap((of) => taskRow(name, of));
+    return byMachineClass(files.filter((f) => f.cases[name]?.swarm_ensemble_test)).map((of) => taskRow(name, of));
   });
 }
 
 /** The row of task case `name` from `files`, newest first, each of which has it. */
-function taskRow(name: string, files: TasksFile[]): string[] {
-  const [now, before] = files;
-  if (!now) return [];
+function taskRow(name: string, files: TasksFile[]): string {
+  const [now, before] = files as [TasksFile, TasksFile?];
   const c = now.cases[name]!;
   const v = c.swarm_ensemble_test!;
   // A proportion as a percentage, as the other rows; an error metric in its units.
@@ -185,7 +188,7 @@ function taskRow(name: string, files: TasksFile[]): string[] {
   const previous = before ? `previous series ${num(before.cases[name]!.swarm_ensemble_test!)} at ${before.commit}` : "no previous series";
   const peers = Object.entries(c.peers_test).flatMap(([m, p]) => (p ? [`${peerName(m)}: ${num(p)}`] : [])).join("; ");
   const runs = v.n >= 3 ? String(v.n) : `${v.n} (not a series)`;
-  return [`| ${name}, ${c.pairs[0]?.minutes ?? "?"} min (bench/tasks-series.sh): test ${METRIC_NAMES[c.metric] ?? c.metric}, ensemble of the best trial's seeds${perSeed}${edits}; ${previous} | ${num(v)} | ${runs} | ${peers || "—"} | ${now.commit} (${now.summarised_at.slice(0, 10)}) | ${machine(now.machine)} |`];
+  return `| ${name}, ${c.pairs[0]?.minutes ?? "?"} min (bench/tasks-series.sh): test ${METRIC_NAMES[c.metric] ?? c.metric}, ensemble of the best trial's seeds${perSeed}${edits}; ${previous} | ${num(v)} | ${runs} | ${peers || "—"} | ${now.commit} (${now.summarised_at.slice(0, 10)}) | ${machine(now.machine)} |`;
 }
 
 /** The table of the result files in `dir`. */
