@@ -45,11 +45,14 @@ export interface EvaluationRunner {
   pool: WorkerPool;
   referee: WorkerPool;
   weights: WeightStore;
+  /** A job's threads on its slot: the host's cores over the slots. */
   threads: number;
+  /** The host's cores, which seeds started at once share (jobThreads). */
+  cores: number;
   /** Whether a trial's seeds train together in one job (device.ts SeedPlacement). */
   together(): boolean;
   device(): DeviceInfo;
-  limits(timeBudgetS: number, memoryLimitMb: number): Limits;
+  limits(timeBudgetS: number, memoryLimitMb: number, threads: number): Limits;
   prepare(dataset: unknown, signal?: AbortSignal): Promise<Prepared>;
   /** Why a model's seeds cannot train together, when a trial of it found so. */
   apartReason(modelKey: string): string | undefined;
@@ -59,6 +62,17 @@ export interface EvaluationRunner {
 }
 
 type Plan = ReturnType<typeof planEvaluation>;
+
+/**
+ * Threads each job of an evaluation of `seeds` seeds gets: its slot's share of the cores, or,
+ * for seeds started at once on a CPU (EvaluateRequest.seeds_at_once, each seed its own job), an
+ * equal share of every core: three seeds on two cores one thread each, as on their slots; a lone
+ * seed all of them (a target's promotion that has the runner to itself, agents/planner/promotion.ts
+ * quickestPath). Seeds trained together are one job on their slot.
+ */
+export function jobThreads(runner: Pick<EvaluationRunner, "threads" | "cores" | "together">, seedsAtOnce: boolean, seeds: number): number {
+  return seedsAtOnce && !runner.together() ? Math.max(runner.threads, Math.floor(runner.cores / Math.max(1, seeds))) : runner.threads;
+}
 
 /** A seed of a job as its epochs arrive: their scoring in order, its best so far, its validation curve, its result. */
 interface SeedInJob {
@@ -74,6 +88,8 @@ export class Evaluation {
   private readonly t0 = Date.now();
   private readonly goal: Objective;
   private readonly limits: Limits;
+  /** Each of this evaluation's jobs' threads (jobThreads). */
+  private readonly threads: number;
   private readonly prepared: Promise<Prepared>;
   private started = false;
   /** When the first seed's job started (timeBox): seeds at once are late from there, not from the request. */
@@ -99,7 +115,8 @@ export class Evaluation {
     setMaxListeners(64, this.abort.signal);
     // Every seed gets the whole budget from the moment it starts: time spent
     // queued behind other evaluations' seeds is the runner's load, not this model's cost.
-    this.limits = runner.limits(plan.timeBudgetS, plan.memoryLimitMb);
+    this.threads = jobThreads(runner, req.seedsAtOnce, seeds.length);
+    this.limits = runner.limits(plan.timeBudgetS, plan.memoryLimitMb, this.threads);
     this.prepared = runner.prepare(plan.job.dataset, this.abort.signal);
   }
 
@@ -219,7 +236,7 @@ export class Evaluation {
       if (e.kind === "seed_result") mine.end = e;
       else this.scoreEpoch(mine, e, answer);
     };
-    const job = { ...plan.job, dataset_id: split.dataset_id, split_id: split.split_id, seed: jobSeeds[0], together: jobSeeds.length, threads: this.runner.threads };
+    const job = { ...plan.job, dataset_id: split.dataset_id, split_id: split.split_id, seed: jobSeeds[0], together: jobSeeds.length, threads: this.threads };
     let trainS: number | undefined;
     const makeSpec = () => {
       trainS = this.timeBox();

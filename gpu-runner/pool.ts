@@ -9,8 +9,9 @@
  * trial killed it, or it crashed) is replaced before its slot takes the next
  * job, so one bad trial costs one restart, never the service.
  *
- * A job that starts at once (EvaluateRequest.seeds_at_once: a CPU's last long training whose
- * seeds would leave a slot idle in rounds) takes a spare worker when every slot is busy: at most
+ * A job that starts at once (EvaluateRequest.seeds_at_once: a CPU's last long training or a
+ * target's confirmation whose seeds would leave a slot idle in rounds, or a target's promotion
+ * whose lone seed has every core) takes a spare worker when every slot is busy: at most
  * one a slot, started the first time one is needed, warm after, and never given a queued job, so
  * that only such jobs share the cores.
  */

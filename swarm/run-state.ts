@@ -23,7 +23,7 @@ import { RUN_DEFAULTS } from "../core/defaults.js";
 import { outranks, type Standing } from "../core/ranking.js";
 import { ACCURACY, objective, tolerance, type Objective } from "../core/objective.js";
 import type { DatasetInfo, ModelArgument } from "../proto/gen/research/v1/runner_pb.js";
-import { isBaseline, isPromotion, scoreOf, standing, type TrialState } from "./trial-state.js";
+import { isBaseline, isClaimingPromotion, isPromotion, scoreOf, standing, type TrialState } from "./trial-state.js";
 
 /**
  * A person's proposal (an Intervention of kind PROPOSE) with its configs
@@ -298,7 +298,8 @@ export function longTrainingInFlight(state: RunState): boolean {
 /**
  * The run's last long training (TrialProposed.last_training), a training continued from kept
  * weights (TrialProposed.init_weights) or a trial whose seeds share every core
- * (TrialProposed.seeds_at_once: a target's confirmation on a CPU) while it trains: each has the
+ * (TrialProposed.seeds_at_once: a target's confirmation on a CPU, or the promotion whose score
+ * decides whether one follows, agents/planner/promotion.ts quickestPath) while it trains: each has the
  * runner to itself, so the planner starts nothing beside it (a probe could change no result and
  * would slow it down).
  */
@@ -315,7 +316,8 @@ function isAlone(t: TrialState): boolean {
 /**
  * Why trial `t`, still training, gives way to a target's confirmation whose seeds share every core
  * (TrialProposed.seeds_at_once, neither a last nor a continued training: agents/planner/promotion.ts
- * confirmation), proposed while `t` trained: the run ends once that confirmation meets the goal,
+ * confirmation), or to the promotion whose one seed has them all (quickestPath), proposed while `t`
+ * trained: the run ends once that confirmation meets the goal,
  * and a trial beside it slows its seeds (the README's goal at 314 s, where its confirmation alone
  * on the cores met it at 227-235 s: a rung-1 promotion proposed 17 s before it trained beside it
  * for its 3 minutes; bench/results/search-series-4f3f5b9.json). Undefined when it does not.
@@ -324,7 +326,7 @@ export function preemptedBy(state: RunState, t: TrialState): string | undefined 
   if (t.judged || state.goal?.openEnded || !(state.goal?.target ?? 0) || isAlone(t)) return undefined;
   for (const c of state.trials.values()) {
     if (c !== t && !c.judged && c.proposed?.seedsAtOnce && !c.proposed.lastTraining && !c.proposed.initWeights) {
-      return `${c.id}, the confirmation of a likely target, has the cores to itself`;
+      return `${c.id}, ${isClaimingPromotion(c) ? "the confirmation of a likely target" : "a promotion that may make the target likely"}, has the cores to itself`;
     }
   }
   return undefined;

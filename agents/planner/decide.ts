@@ -86,7 +86,7 @@ function choose(input: PlanInput, index: number): Move {
   const alone = aloneInFlight(state);
   if (alone) {
     const p = alone.proposed!;
-    const what = p.lastTraining ? "the run's last long training" : p.initWeights ? "the run's continued training" : "a confirmation whose seeds share every core";
+    const what = p.lastTraining ? "the run's last long training" : p.initWeights ? "the run's continued training" : p.seeds === 1 ? "a promotion that has every core" : "a confirmation whose seeds share every core";
     return { kind: "wait", why: `${what} (${alone.id}) is running` };
   }
   if (state.settings?.planner === "random") {

@@ -25,7 +25,7 @@ import { probeFidelity, withinBudget } from "./proposals.js";
 import type { PlanInput, Proposal } from "./types.js";
 import { atRung, ladder, nextPromotion, promotedIds, PROMOTION_SURFACE, seedsAtRung, type Fidelity, type Promotion } from "./scheduler.js";
 import { editFinding } from "../../swarm/findings.js";
-import { CONTINUE_SHARE, continuationTime, LAST_GAIN, lastTrainingTime, passesOf, seedsAtOnce, seedsOf, timing, type LastTrainingTime } from "./time-model.js";
+import { AT_ONCE_MIN_SEED_S, CONTINUE_SHARE, continuationTime, LAST_GAIN, lastTrainingTime, passesOf, seedsAtOnce, seedsOf, timing, type LastTrainingTime } from "./time-model.js";
 import { spaceOf } from "../../core/space.js";
 import { pct } from "../../core/format.js";
 import { Z975 } from "../../core/stats.js";
@@ -36,11 +36,44 @@ function rungs(input: PlanInput): Fidelity[] {
   return ladder(input.info, probeFidelity(input));
 }
 
-/** ASHA's promotion when a finished trial has earned the next rung and it fits (time-model.ts overBudget). */
+/**
+ * ASHA's promotion when a finished trial has earned the next rung and it fits (time-model.ts
+ * overBudget); with every core when it is the run's quickest path to its target (quickestPath).
+ */
 export function ashaPromotion(input: PlanInput): Proposal | undefined {
   const ladderNow = rungs(input);
   const promotion = nextPromotion(input.state, ladderNow.length - 1);
-  return promotion && promotionAt(input, promotion, ladderNow[promotion.rung]!);
+  const p = promotion && promotionAt(input, promotion, ladderNow[promotion.rung]!);
+  if (!p || !quickestPath(input, promotion.trial, p)) return p;
+  return {
+    ...p,
+    seedsAtOnce: true,
+    rationale: `${p.rationale}; it has every core: its one seed, as the whole split would lift it, reaches the target ${input.state.goal!.target}, not yet by a confirmation's margin, so its score decides whether a confirmation follows`,
+  };
+}
+
+/**
+ * Whether ASHA's promotion `p` of `t` is the run's quickest path to its target, and so has every
+ * core: its one seed starts at once (TrialProposed.seeds_at_once), where the runner gives a lone
+ * seed all the cores (gpu-runner/evaluation.ts jobThreads), nothing starts beside it and what
+ * trains from before is cancelled (swarm/run-state.ts aloneInFlight, preemptedBy), as for a
+ * confirmation. So when the goal has a target, on a CPU of several slots, the promotion trains one
+ * seed on a slice long enough to repay what it stops (AT_ONCE_MIN_SEED_S), and `t`'s one seed,
+ * as the whole split would lift it (wholeSplitMean), reaches the target: whether a confirmation
+ * follows is then the promotion's score. On the README's goal on the CPU without bf16 the
+ * VGG-style net's rung-1 promotion trained 149 s on one core beside three edits, none of which
+ * became the best, and the confirmation waited for it (r20261207-223752-816a at b7a0e3c; a lone
+ * training of that net steps 1.9x as fast on both cores).
+ */
+function quickestPath(input: PlanInput, t: TrialState, p: Proposal): boolean {
+  const { state } = input;
+  const goal = state.goal;
+  if (!goal || goal.openEnded || !(goal.target > 0) || input.device === "cuda" || (input.slots || 1) < 2) return false;
+  if (p.seeds !== 1 || !p.train.subset || tradeOffsOf(state).length) return false;
+  const whole = wholeSplitMean(state, t, input.info);
+  if (whole === undefined || !reaches(state.objective, whole, goal.target)) return false;
+  const seedS = timing(input, { model: p.model, train: p.train }, 1, t).seedS ?? 0;
+  return seedS >= AT_ONCE_MIN_SEED_S;
 }
 
 /**

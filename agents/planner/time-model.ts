@@ -83,9 +83,20 @@ function coreShare(input: PlanInput, t: TrialState): number {
  * (a template, a random draw). Undefined while the run has measured nothing.
  */
 export function paceSource(input: PlanInput, g: Genome, parent?: TrialState): TrialState | undefined {
-  if (parent && slowestSeed(parent)) return parent;
+  const onSlot = parent && everyCore(input, parent) ? input.state.trials.get(parent.proposed!.parentIds[0] ?? "") : parent;
+  if (onSlot && slowestSeed(onSlot)) return onSlot;
   // A cut or pruned seed's time is not its recipe's.
-  return closestInSize(input, g, (t) => !!slowestSeed(t) && !t.evaluated?.failure && !!genomeOf(t));
+  return closestInSize(input, g, (t) => !!slowestSeed(t) && !t.evaluated?.failure && !!genomeOf(t) && !everyCore(input, t));
+}
+
+/**
+ * Whether trial `t`'s one seed had every core (a target's promotion, promotion.ts quickestPath):
+ * its pace is no slot's, and by how much it is faster depends on the model (the 170k VGG-style
+ * net's whole 30,000 x 3 promotion 1.55x on two cores, its steps 1.9x). Its parent, the same
+ * model measured on a slot, predicts what follows it instead.
+ */
+function everyCore(input: PlanInput, t: TrialState): boolean {
+  return !!t.proposed?.seedsAtOnce && seedsOf(input, t.proposed) === 1 && (input.slots || 1) > 1;
 }
 
 /** The run's trial closest in work to `g` (workOf, on a log scale) among those `measured`; undefined when `g` does not count. */

@@ -28,7 +28,7 @@ export interface Proposal {
   interventionId?: string;
   /** The run's last long training: nothing long fits after it, so nothing else starts beside it. */
   lastTraining?: boolean;
-  /** A last training's seeds start at once, sharing the cores (time-model.ts seedsAtOnce). */
+  /** Its seeds start at once, sharing the cores (time-model.ts seedsAtOnce; a lone seed has them all: promotion.ts quickestPath). */
   seedsAtOnce?: boolean;
   /** Past trials (of other runs) it starts from, each with its weight: a warm start (TrialProposed.informed_by). */
   informedBy?: { trialId: string; weight: number }[];

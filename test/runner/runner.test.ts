@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { existsSync, readdirSync } from "node:fs";
 import { createServer, type AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
+import { availableParallelism, tmpdir } from "node:os";
 import * as grpc from "@grpc/grpc-js";
 import { create, toJson, type MessageInitShape } from "@bufbuild/protobuf";
 import { DEFAULT_PYTHON, SYSTEM_PYTHON } from "../../core/config.js";
@@ -701,6 +701,19 @@ describe("a time-boxed training with a deadline (a run's last long training)", (
     // The spare is no slot: a queued job never takes it.
     const h = await client.health({});
     expect([h.slots, h.workersReady]).toEqual([2, 2]);
+  });
+});
+
+describe("the threads a seed's job trains with", () => {
+  it("are an equal share of the cores for seeds started at once: a lone seed has them all, a seed on its slot the slot's", async () => {
+    // The model says its threads in the one way a job's end tells: the message of its failure.
+    const code = hostile("raise ValueError(f'threads {torch.get_num_threads()}')");
+    const cores = availableParallelism();
+    const { slots } = await client.health({});
+    const lone = await failureOf(digits(code, "Net", { trialId: "threads-lone", seedsAtOnce: true }));
+    expect(lone.message).toContain(`threads ${cores}`);
+    const onSlot = await failureOf(digits(code, "Net", { trialId: "threads-slot" }));
+    expect(onSlot.message).toContain(`threads ${Math.max(1, Math.floor(cores / slots))}`);
   });
 });
 

@@ -732,9 +732,11 @@ export type TrialProposed = Message<"research.v1.TrialProposed"> & {
   pastWeight: number;
 
   /**
-   * The last long training's seeds start at once, each its own job sharing the CPU's cores,
-   * rather than in rounds on the runner's slots whose last would leave a slot idle: its
-   * time was planned so (agents/planner/time-model.ts seedsAtOnce).
+   * The seeds start at once, each its own job sharing the CPU's cores, rather than in rounds
+   * on the runner's slots whose last would leave a slot idle (a last or continued training, a
+   * target's confirmation: agents/planner/time-model.ts seedsAtOnce); a lone seed so has every
+   * core (a target's promotion: agents/planner/promotion.ts quickestPath). The trial has the
+   * runner to itself (swarm/run-state.ts aloneInFlight).
    *
    * @generated from field: bool seeds_at_once = 23;
    */

@@ -585,7 +585,9 @@ export type EvaluateRequest = Message<"research.v1.EvaluateRequest"> & {
   /**
    * Start every seed now, each its own job, a slot free or not (a slot's worker, else one of
    * the pool's spares: gpu-runner/pool.ts): the seeds share the cores instead of waiting in
-   * rounds. Seeds trained together (gpu-runner --seeds) are one job and ignore it.
+   * rounds, each job with an equal share of the host's threads (a lone seed all of them:
+   * gpu-runner/evaluation.ts jobThreads). Seeds trained together (gpu-runner --seeds) are one
+   * job and ignore it.
    *
    * @generated from field: bool seeds_at_once = 16;
    */
