@@ -61,9 +61,9 @@ export function ashaPromotion(input: PlanInput): Proposal | undefined {
  * seed on a slice long enough to repay what it stops (AT_ONCE_MIN_SEED_S), and `t`'s one seed,
  * as the whole split would lift it (wholeSplitMean), reaches the target: whether a confirmation
  * follows is then the promotion's score. On the README's goal on the CPU without bf16 the
- * VGG-style net's rung-1 promotion trained 149 s on one core beside three edits, none of which
- * became the best, and the confirmation waited for it (r20261207-223752-816a at b7a0e3c; a lone
- * training of that net steps 1.9x as fast on both cores).
+ * VGG-style net's rung-1 promotion trained about 150 s on one core beside edits, none of which
+ * became the best, and the confirmation waited for it (4b03420); with both cores it took 93-109 s
+ * and the confirmation started 43-52 s sooner (bench/results/search-series-8c24bc6.json).
  */
 function quickestPath(input: PlanInput, t: TrialState, p: Proposal): boolean {
   const { state } = input;
