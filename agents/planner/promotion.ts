@@ -63,7 +63,7 @@ export function ashaPromotion(input: PlanInput): Proposal | undefined {
  * follows is then the promotion's score. On the README's goal on the CPU without bf16 the
  * VGG-style net's rung-1 promotion trained about 150 s on one core beside edits, none of which
  * became the best, and the confirmation waited for it (4b03420); with both cores it took 93-109 s
- * and the confirmation started 43-52 s sooner (bench/results/search-series-8c24bc6.json).
+ * and the confirmation started 34-67 s sooner (bench/results/search-series-8c24bc6.json).
  */
 function quickestPath(input: PlanInput, t: TrialState, p: Proposal): boolean {
   const { state } = input;
