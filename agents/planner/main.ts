@@ -277,7 +277,12 @@ async function proposeNext(ctx: AgentContext, event: Event): Promise<void> {
   // leaves the run where a cold one starts. One that was accepted is trained on by the last long
   // training in the slot it freed, which has the runner to itself: the other opening slots stay empty.
   if (isContinued(judged) && judged.judged?.verdict !== Verdict.ACCEPT) return reopen(ctx, state);
-  await proposeAfter(ctx, state, judged);
+  // The slot this judgement freed, after any that an earlier judgement left unfilled (it waited,
+  // or nothing fitted then): the trial budget counts slots, so a slot skipped for good was a
+  // trial lost. A Slurm run of 5 trials on 4 opening slots ended after 4: its fifth slot's one
+  // decision came while three starting templates still trained and nothing fitted, and every
+  // later judgement's slot was past the trial budget.
+  await fillFreeSlots(ctx, event.runId);
 }
 
 /**
@@ -305,10 +310,10 @@ async function proposeOpenings(ctx: AgentContext, state: RunState, indices: numb
 }
 
 /**
- * After a resume, a proposal queued while slots were free, or a runner job that came up: the
- * slots that judgements freed and nobody filled (the run was paused, nothing fitted then, or no
- * runner was up for it), up to what the run keeps in flight; with runner jobs, first the
- * openings proposeInitial left for runners still queued.
+ * After a judgement, a resume, a proposal queued while slots were free, or a runner job that came
+ * up: the slots that judgements freed and nobody filled (the run was paused, it waited or nothing
+ * fitted then, or no runner was up for it), oldest first, up to what the run keeps in flight;
+ * with runner jobs, first the openings proposeInitial left for runners still queued.
  */
 async function fillFreeSlots(ctx: AgentContext, runId: string): Promise<void> {
   let state = await ctx.runState(runId);
