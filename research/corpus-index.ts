@@ -181,6 +181,15 @@ export class CorpusIndex {
   }
 }
 
+/**
+ * The texts the built-in corpus is embedded from. Set-up embeds them once into the embedder's
+ * cache (scripts/warm-corpus.ts), so a workspace's first index reads their vectors: computing
+ * them took 24 s of the README command's first run on the CPU without bf16.
+ */
+export function builtinTexts(entries: readonly CorpusEntry[] = CORPUS): string[] {
+  return entries.map((e) => toRow(e, "builtin").text);
+}
+
 function toRow(e: CorpusEntry, source: CorpusSource): CorpusRow {
   // The name often says what the title does not ("Residual connections" for "Deep Residual Learning ...").
   const heading = e.title.toLowerCase().includes(e.name.toLowerCase()) ? e.title : `${e.title}. ${e.name}`;

@@ -174,6 +174,19 @@ build_entries() {
   exec 9>&-
 }
 
+# The built-in research corpus's sentence vectors, computed once into MiniLM's cache in the venv
+# (scripts/warm-corpus.ts): a workspace's first brief reads them rather than computing them, 24 s
+# of the README command's first run on the CPU without bf16. Again when the corpus, its text
+# recipe or the venv changes.
+warm_corpus() {
+  local want; want="$(cat research/corpus.jsonl research/corpus-index.ts "$STAMPS/venv" | sha256sum | cut -c1-16)"
+  [ "$(cat "$STAMPS/corpus" 2>/dev/null)" = "$want" ] && return 0
+  step "embedding the built-in research corpus (once)"
+  quietly corpus node --import "$ROOT/node_modules/tsx/dist/esm/index.mjs" scripts/warm-corpus.ts
+  echo "$want" > "$STAMPS/corpus"
+  done_step
+}
+
 # `setup.sh export`: the export venv alone (research-agent export calls it before it writes).
 if [ "${1:-}" = export ]; then install_export_venv; exit 0; fi
 
@@ -184,3 +197,4 @@ install_venv
 [ "${SETUP_TESTS:-0}" = 1 ] && install_deploy_checks
 [ "${SETUP_TESTS:-0}" = 1 ] && install_onnx_check
 build_entries
+warm_corpus

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { CORPUS, type CorpusEntry } from "../../research/corpus.js";
-import { CorpusIndex } from "../../research/corpus-index.js";
+import { builtinTexts, CorpusIndex } from "../../research/corpus-index.js";
 import { HashingEmbedder } from "../../core/embedder.js";
 
 const root = mkdtempSync(join(tmpdir(), "corpus-index-"));
@@ -41,6 +41,17 @@ describe("CorpusIndex", () => {
     } finally {
       await index.close();
     }
+  });
+
+  it("embeds the built-in corpus from exactly the texts set-up embeds ahead (scripts/warm-corpus.ts)", async () => {
+    // Set-up fills the embedder's cache with builtinTexts(); a first index that embedded other
+    // texts would compute every vector again.
+    const hashing = new HashingEmbedder();
+    const seen: string[] = [];
+    const recording = { dim: hashing.dim, name: hashing.name, embed: (texts: string[]) => (seen.push(...texts), hashing.embed(texts)) };
+    const index = await CorpusIndex.open(join(root, "recorded"), { embedder: recording });
+    await index.close();
+    expect(seen).toEqual(builtinTexts());
   });
 
   it("filters by modality", async () => {
