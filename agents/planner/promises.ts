@@ -51,7 +51,7 @@ export const PROMISES: readonly PlannerPromise[] = [
       const p = proposalOf(move);
       if (!p || p.lastTraining || !ownMove(input, move)) return undefined;
       const parent = p.parentIds[0] ? input.state.trials.get(p.parentIds[0]) : undefined;
-      const over = timing(input, p, seedsOf(input, p), parent).over;
+      const over = timing(input, p, seedsOf(input, p), parent, p.seedsAtOnce ?? false).over;
       return over && `${p.hypothesis}: ${over}`;
     },
   },

@@ -228,15 +228,11 @@ export function confirmation(input: PlanInput): Proposal | undefined {
   const ladderNow = rungs(input);
   const rung = Math.min(ladderNow.length - 1, Math.max(rungOf(pick) + 1, ladderNow.findIndex((f) => f.subset === 0)));
   const fidelity = { subset: 0, epochs: Math.max(2, Math.ceil(passesOf(input, pg.train))) };
-  const p = promotionAt(input, { trial: pick, rung, reason: "" }, fidelity);
+  const p = promotionAt(input, { trial: pick, rung, reason: "" }, fidelity, true);
   if (!p) return undefined;
-  const seeds = seedsOf(input, p);
-  // A seed's time alone, as promotionAt timed it against the budgets: whether its seeds start at once.
-  const seedS = timing(input, { model: p.model, train: p.train }, seeds, pick).seedS ?? 0;
   const whole = wholeSplitMean(state, pick, input.info);
   return {
     ...p,
-    ...(seedsAtOnce(input, seeds, seedS) && { seedsAtOnce: true }),
     hypothesis: `confirm ${pick.id} on the full training split with the run's seeds (${fidelity.epochs} epochs): its one seed makes the target likely`,
     rationale: `${pick.id}'s mean ${formatMetric(state.objective, meanOf(pick)!)}${whole !== meanOf(pick) ? `, ${formatMetric(state.objective, whole!)} as its ${pick.train!.subset} examples predict the whole split,` : ""} clears the target ${state.goal!.target} by more than a confirmation's interval would need; ${p.rationale}`,
   };
@@ -392,13 +388,17 @@ export function tailTraining(input: PlanInput): Proposal | undefined {
 }
 
 /** `promotion.trial`'s config at `fidelity`, when it fits the budgets (time-model.ts overBudget). */
-function promotionAt(input: PlanInput, promotion: Promotion, fidelity: Fidelity): Proposal | undefined {
+function promotionAt(input: PlanInput, promotion: Promotion, fidelity: Fidelity, atOnceWhenIdle = false): Proposal | undefined {
   const parent = promotion.trial;
   const pg = genomeOf(parent);
   if (!pg) return undefined;
   const g: Genome = { model: pg.model, train: atRung(pg.train, fidelity, imageSide(input.info)) };
   const seeds = seedsAtRung(fidelity);
-  const { over, wallS } = timing(input, g, seedsOf(input, { seeds }), parent);
+  const count = seedsOf(input, { seeds });
+  // Timed as it will train: its seeds at once where rounds would leave a slot idle (seedsAtOnce), if asked.
+  const rounds = timing(input, g, count, parent);
+  const atOnce = atOnceWhenIdle && rounds.seedS !== undefined && seedsAtOnce(input, count, rounds.seedS);
+  const { over, wallS } = atOnce ? timing(input, g, count, parent, true) : rounds;
   if (over || wallS === undefined) return undefined;
   const data = fidelity.subset ? `${fidelity.subset} examples` : "the full training split";
   return {
@@ -411,5 +411,6 @@ function promotionAt(input: PlanInput, promotion: Promotion, fidelity: Fidelity)
     mutation: "promotion",
     model: g.model,
     train: g.train,
+    ...(atOnce && { seedsAtOnce: true }),
   };
 }

@@ -252,11 +252,11 @@ export function overBudget(input: PlanInput, seedS: number, wallS: number, confi
 }
 
 /** A candidate of `seeds` seeds timed from the run's measured pace, and why it cannot start now (undefined: it fits). */
-export function timing(input: PlanInput, g: Genome, seeds: number, parent?: TrialState): { seedS?: number; wallS?: number; over?: string } {
+export function timing(input: PlanInput, g: Genome, seeds: number, parent?: TrialState, atOnce = false): { seedS?: number; wallS?: number; over?: string } {
   const from = paceSource(input, g, parent);
   const seedS = from && predictedSeconds(input, g, from);
   if (!from || seedS === undefined) return {};
-  const wallS = seedS * queueFactor(input, from, seeds);
+  const wallS = atOnce ? atOnceWallS(input, seeds, seedS) : seedS * queueFactor(input, from, seeds);
   // Its confirmation, should it become the best, is timed by the same measured trial.
   const confirmS = confirmSeconds(input.state, slowestSeed(from), capacity(input, g, from));
   return { seedS, wallS, over: overBudget(input, seedS, wallS, confirmS) };
@@ -328,6 +328,22 @@ export function seedsAtOnce(input: Pick<PlanInput, "slots" | "device">, seeds: n
 function idleInRounds(input: Pick<PlanInput, "slots" | "device">, seeds: number): boolean {
   const slots = input.slots || 1;
   return input.device !== "cuda" && seeds > slots && seeds % slots !== 0;
+}
+
+/** A tenth of the cores' work lost to sharing the caches when more seeds than slots train at once (seedsAtOnce's measurement). */
+const AT_ONCE_SHARING = 1.1;
+
+/**
+ * Seconds from the start of `seeds` seeds started at once to the end of the last, each `seedS`
+ * alone on a slot: where they outnumber the slots, each at slots/seeds of a slot's pace, less
+ * the sharing's tenth (AT_ONCE_SHARING); a lone seed as alone. Timed in rounds instead, the
+ * README goal's confirmation was predicted 374 s (twice the 187 s a seed of its probe's pace
+ * predicts) and took 287-329 s at once; a run whose probe was measured on a busier machine
+ * found it no longer fitted before exploration's end, and trained edits instead.
+ */
+export function atOnceWallS(input: Pick<PlanInput, "slots">, seeds: number, seedS: number): number {
+  const share = seeds / (input.slots || 1);
+  return share > 1 ? seedS * share * AT_ONCE_SHARING : seedS;
 }
 
 /**

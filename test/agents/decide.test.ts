@@ -428,12 +428,13 @@ describe("a goal with a target, the promotion that decides whether a confirmatio
   it("times what follows from it by its parent's pace on a slot, not by its own on every core", () => {
     // c1 trained its 30,000 x 3 in 40 s on both cores at 91% (91.47% predicted whole). Its
     // confirmation, 2 epochs of 54,000, is timed from t0, the same model on a slot: 3.6 times t0's
-    // 30,000 example-passes in 20 s is 72 s a seed, and three seeds on two slots take two rounds'
-    // time: 144 s, where c1's 40 s would say 96.
+    // 30,000 example-passes in 20 s is 72 s a seed, and three seeds at once on two slots take 1.5
+    // times that and a tenth (time-model.ts atOnceWallS): 119 s, where c1's 40 s would say 79.
     const events = [...probes(0.886), ...trial("c1", 0, 0.91, 40, { rung: 1, parent: "t0", valExamples: 3000, atOnce: true })];
     const c = proposalOf(decided(events, 100, { target: 0.9 }));
     expect(c.hypothesis).toMatch(/^confirm c1 on the full training split/);
-    expect(c.rationale).toMatch(/predicted 144 s$/);
+    expect(c).toMatchObject({ seedsAtOnce: true });
+    expect(c.rationale).toMatch(/predicted 119 s$/);
   });
 });
 

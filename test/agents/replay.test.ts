@@ -195,15 +195,16 @@ describe("a target's promotion that may make it likely has every core (the READM
   it("times the confirmation after it by its parent's pace on a slot", () => {
     // t006 trained 30,000 x 3 in 109 s on both cores; t000, the same net on a slot, 10,000 x 3 in
     // 52 s: the confirmation (2 epochs of 54,000, 3.6x t000's work) from t000's pace is about
-    // 190 s a seed, where t006's own would say about 130.
+    // 187 s a seed, where t006's own would say about 130; its three seeds at once on two slots
+    // 1.65 times that (time-model.ts atOnceWallS): recorded, they took 329 s.
     const confirm = recorded.find((e) => e.body.case === "trialProposed" && /^confirm /.test(e.body.value.hypothesis))!;
     const point = decisionPoints(r, recorded).find((p) => p.recorded === confirm)!;
     const move = decide(point.input, point.index);
     const p = (move as Extract<Move, { kind: "promote" }>).proposal;
     expect(p.hypothesis).toMatch(/^confirm \S+-t006 /);
     const predicted = Number(/predicted (\d+) s$/.exec(p.rationale)![1]);
-    expect(predicted).toBeGreaterThan(2 * 170);
-    expect(predicted).toBeLessThan(2 * 210);
+    expect(predicted).toBeGreaterThan(1.65 * 170);
+    expect(predicted).toBeLessThan(1.65 * 210);
   });
 });
 
