@@ -6,8 +6,5 @@
 import { MiniLmEmbedder, miniLmInstalled } from "../core/embedder-minilm.js";
 import { builtinTexts } from "../research/corpus-index.js";
 
-if (miniLmInstalled()) {
-  const embedder = new MiniLmEmbedder();
-  await embedder.embed(builtinTexts());
-  await embedder.close();
-}
+// The embedder's child is unref'd and ends with this process, once the vectors are in the file.
+if (miniLmInstalled()) await new MiniLmEmbedder().embed(builtinTexts());
