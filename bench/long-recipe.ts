@@ -20,7 +20,7 @@ import { recipeOf } from "../core/recipe.js";
 import { connectRunner, evaluateToResult } from "../gpu-runner/client.js";
 import { startRunner } from "../gpu-runner/server.js";
 import { templatesFor } from "../core/tasks/index.js";
-import { cutoutFor } from "../agents/planner/mutations.js";
+import { cutoutFor } from "../core/space.js";
 import { machineFingerprint } from "./machine.js";
 import { DatasetInfoSchema } from "../proto/gen/research/v1/runner_pb.js";
 

@@ -6,7 +6,7 @@
  * layer edits, changes of its constructor's numeric and boolean arguments.
  */
 import type { SearchDevice } from "../../core/defaults.js";
-import { applies, batchSizes, DEFAULT_LR, editOf, isImage, RECIPE_DEFAULTS, searchStart } from "../../core/space.js";
+import { applies, batchSizes, cropPaddingFor, cutoutFor, DEFAULT_LR, editOf, imageSide, RECIPE_DEFAULTS, searchStart } from "../../core/space.js";
 import { OPTIMIZER, type MutationName, type OptimizerName, type SurfaceName } from "../../core/enums.js";
 import { argumentChanges, argumentDefault, isCodeModel, searchableArguments, type ModelConfigInput, type TrainConfigInput, type TrialModelInput } from "../../core/model-config.js";
 import { ArgumentKind, type DatasetInfo, type ModelArgument } from "../../proto/gen/research/v1/runner_pb.js";
@@ -175,10 +175,6 @@ const train = (g: Genome, patch: Partial<TrainConfigInput>): Genome => ({
 const pick = <T>(xs: readonly T[], rng: () => number): T => xs[Math.floor(rng() * xs.length)]!;
 /** The shortest context the context edit goes to: fewer bytes than a word or two leave a model nothing to read. */
 const MIN_CONTEXT = 16;
-/** The shorter side of an image dataset's samples; 0 for other data. */
-export const imageSide = (info: DatasetInfo) => (isImage(info) ? Math.min(info.inputShape[1] ?? 0, info.inputShape[2] ?? 0) : 0);
-/** Cutout's square: a quarter of the side (7 px on 28 x 28, 8 on 32 x 32), the size that pays on both. */
-export const cutoutFor = (side: number) => Math.max(4, Math.round(side / 4));
 
 /**
  * The learning rate that keeps a recipe's step at another batch size: SGD's grows with the
@@ -306,7 +302,7 @@ export const MUTATIONS: Mutation[] = [
     describe: "random crop (and flips where labels allow)",
     apply: (g, { info }) => {
       if (!applies("augment.crop_padding", info) || (g.train.augment?.crop_padding ?? 0) > 0) return undefined;
-      return train(g, { augment: { ...g.train.augment, crop_padding: editOf("augment.crop_padding").to, hflip: mirrors(info) } });
+      return train(g, { augment: { ...g.train.augment, crop_padding: cropPaddingFor(imageSide(info)), hflip: mirrors(info) } });
     },
   },
   {

@@ -14,6 +14,7 @@
  * last long training, exploit phase) are promotion.ts's.
  */
 import { PROBE_SEEDS } from "../../core/defaults.js";
+import { cropPaddingFor } from "../../core/space.js";
 import type { SurfaceName } from "../../core/enums.js";
 import type { TrainConfigInput } from "../../core/model-config.js";
 import { Verdict } from "../../proto/gen/research/v1/events_pb.js";
@@ -81,7 +82,7 @@ export function atRung(train: TrainConfigInput, rung: Fidelity, imageSide: numbe
     // to configs that chose them: they break digits and text-like images.
     // Not a weight average's (swa): it wants a constant rate (promotion.ts continuedTrain).
     if ((out.schedule ?? "none") === "none" && !out.swa) out.schedule = "cosine";
-    if (image && !(out.augment?.crop_padding ?? 0)) out.augment = { ...out.augment, crop_padding: 2 };
+    if (image && !(out.augment?.crop_padding ?? 0)) out.augment = { ...out.augment, crop_padding: cropPaddingFor(imageSide) };
     if ((out.warmup_epochs ?? 0) >= rung.epochs) out.warmup_epochs = 0;
     // No cutout either: trained 20 epochs with crops, the 20k-parameter BN-CNN template lost 0.7 pp
     // of Fashion-MNIST validation accuracy with it (91.47% -> 90.77%, 2 seeds each,

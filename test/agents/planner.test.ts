@@ -419,6 +419,22 @@ describe("a language model's start and edits", () => {
   });
 });
 
+describe("random crops (the augment edit)", () => {
+  const edit = MUTATIONS.find((m) => m.name === "augment")!;
+  const g = { model: { name: "m", layers: [{ type: "flatten" as const }] }, train: {} };
+  const on = (info: DatasetInfo) => edit.apply(g, { info, device: "cpu", arguments: [], rng: mulberry32(0) });
+  const DIGITS = create(DatasetInfoSchema, { name: "digits", inputShape: [1, 8, 8], numClasses: 10, inputDtype: "float32" });
+
+  it("pads by the image's side, flips only what mirrors, and leaves tables alone", () => {
+    expect(on(FASHION)!.train).toEqual({ augment: { crop_padding: 2, hflip: true } });
+    expect(on(DIGITS)!.train).toEqual({ augment: { crop_padding: 1, hflip: false } });
+    expect(on(create(DatasetInfoSchema, { name: "wine", inputShape: [13], numClasses: 3, inputDtype: "float32" }))).toBeUndefined();
+    // The random baseline draws the same padding.
+    const draws = Array.from({ length: 20 }, (_, i) => randomPolicy({ ...input([]), info: DIGITS, params: paramsCounter(input([]).state, DIGITS), rng: mulberry32(i) }, i)!.train);
+    expect(new Set(draws.map((t) => t.augment?.crop_padding ?? 0))).toEqual(new Set([0, 1]));
+  });
+});
+
 describe("test-time flip averaging (the tta edit)", () => {
   const edit = MUTATIONS.find((m) => m.name === "tta")!;
   const g = { model: { name: "m", layers: [{ type: "flatten" as const }] }, train: {} };
