@@ -23,7 +23,8 @@ import { RUN_DEFAULTS } from "../core/defaults.js";
 import { outranks, type Standing } from "../core/ranking.js";
 import { ACCURACY, objective, tolerance, type Objective } from "../core/objective.js";
 import type { DatasetInfo, ModelArgument } from "../proto/gen/research/v1/runner_pb.js";
-import { isBaseline, isClaimingPromotion, isPromotion, scoreOf, standing, type TrialState } from "./trial-state.js";
+import { isBaseline, isClaimingPromotion, isContinued, isPromotion, scoreOf, standing, type TrialState } from "./trial-state.js";
+import { trialId } from "../core/ids.js";
 
 /**
  * A person's proposal (an Intervention of kind PROPOSE) with its configs
@@ -368,6 +369,33 @@ export function capacityOf(state: RunState): number {
   const parallel = state.settings?.parallel || 1;
   const jobs = state.runnerJobs;
   return jobs?.requested ? Math.min(parallel, Math.ceil((parallel * jobs.up) / jobs.requested)) : parallel;
+}
+
+/**
+ * The slots to fill now, oldest first, up to what the run keeps in flight (capacityOf): with
+ * runner jobs, the opening slots a launch left for runners still queued (none once a continued
+ * training holds the runner: it has it to itself), then the slots judgements freed that nobody
+ * filled (the run was paused, the planner waited or nothing fitted then, no runner was up). The
+ * trial budget counts slots, so a slot skipped for good is a trial lost: a Slurm run of 5 trials
+ * on 4 opening slots ended after 4 when only a judgement's own slot was filled.
+ */
+export function slotsToFill(state: RunState): { openings: number[]; after: TrialState[] } {
+  if (state.finished) return { openings: [], after: [] };
+  const parallel = state.settings?.parallel || 1;
+  const proposedAt = (i: number) => !!state.trials.get(trialId(state.runId, i))?.proposed;
+  let free = Math.max(0, capacityOf(state) - inFlightCount(state));
+  const openings =
+    state.runnerJobs && state.order.length && ![...state.trials.values()].some(isContinued)
+      ? Array.from({ length: Math.min(parallel, state.settings?.maxTrials || Infinity) }, (_, i) => i)
+          .filter((i) => !proposedAt(i))
+          .slice(0, free)
+      : [];
+  free -= openings.length;
+  const after = judgedTrials(state)
+    .filter((t) => t.judged?.decision === Decision.ITERATE && !proposedAt(parallel + t.judgedPosition!))
+    .sort((a, b) => a.judgedPosition! - b.judgedPosition!)
+    .slice(0, free);
+  return { openings, after };
 }
 
 /** Whether some proposed trial has not been judged yet. */

@@ -11,7 +11,7 @@ import { adoptedConcepts, blocksOf } from "../../core/brief.js";
 import { request } from "../../swarm/lineage-query.js";
 import { Decision, InterventionKind, Verdict, type Event } from "../../proto/gen/research/v1/events_pb.js";
 import { datasetInfo } from "../../swarm/dataset-info.js";
-import { capacityOf, inFlight, inFlightCount, judgedTrials, queuedProposals, type RunState } from "../../swarm/run-state.js";
+import { capacityOf, inFlight, queuedProposals, slotsToFill, type RunState } from "../../swarm/run-state.js";
 import { isContinued, type TrialState } from "../../swarm/trial-state.js";
 import { trialId } from "../../core/ids.js";
 import { STALL_TRIALS, stallQuery, stalledOn } from "./stall.js";
@@ -277,11 +277,7 @@ async function proposeNext(ctx: AgentContext, event: Event): Promise<void> {
   // leaves the run where a cold one starts. One that was accepted is trained on by the last long
   // training in the slot it freed, which has the runner to itself: the other opening slots stay empty.
   if (isContinued(judged) && judged.judged?.verdict !== Verdict.ACCEPT) return reopen(ctx, state);
-  // The slot this judgement freed, after any that an earlier judgement left unfilled (it waited,
-  // or nothing fitted then): the trial budget counts slots, so a slot skipped for good was a
-  // trial lost. A Slurm run of 5 trials on 4 opening slots ended after 4: its fifth slot's one
-  // decision came while three starting templates still trained and nothing fitted, and every
-  // later judgement's slot was past the trial budget.
+  // The slot this judgement freed, after any that an earlier judgement left unfilled.
   await fillFreeSlots(ctx, event.runId);
 }
 
@@ -311,32 +307,14 @@ async function proposeOpenings(ctx: AgentContext, state: RunState, indices: numb
 
 /**
  * After a judgement, a resume, a proposal queued while slots were free, or a runner job that came
- * up: the slots that judgements freed and nobody filled (the run was paused, it waited or nothing
- * fitted then, or no runner was up for it), oldest first, up to what the run keeps in flight;
- * with runner jobs, first the openings proposeInitial left for runners still queued.
+ * up: the free slots (swarm/run-state.ts slotsToFill), the openings proposeInitial left for
+ * runner jobs still queued first, then those judgements freed, oldest first.
  */
 async function fillFreeSlots(ctx: AgentContext, runId: string): Promise<void> {
-  let state = await ctx.runState(runId);
-  if (state.finished) return;
-  const parallel = state.settings?.parallel || 1;
-  let free = capacityOf(state) - inFlightCount(state);
-  // A continued training leaves the openings empty on purpose (it has the runner to itself; reopen).
-  const openings = state.runnerJobs && state.order.length && ![...state.trials.values()].some(isContinued)
-    ? Array.from({ length: Math.min(parallel, state.settings?.maxTrials || Infinity) }, (_, i) => i).filter((i) => !state.trials.get(trialId(runId, i))?.proposed)
-    : [];
-  if (openings.length && free > 0) {
-    const take = openings.slice(0, free);
-    await proposeOpenings(ctx, state, take);
-    free -= take.length;
-    state = await ctx.runState(runId);
-  }
-  const unfilled = judgedTrials(state)
-    .filter((t) => t.judged?.decision === Decision.ITERATE && !state.trials.get(trialId(runId, parallel + t.judgedPosition!))?.proposed)
-    .sort((a, b) => a.judgedPosition! - b.judgedPosition!);
-  for (const t of unfilled) {
-    if (free-- <= 0) return;
-    await proposeAfter(ctx, await ctx.runState(runId), t);
-  }
+  const state = await ctx.runState(runId);
+  const { openings, after } = slotsToFill(state);
+  if (openings.length) await proposeOpenings(ctx, state, openings);
+  for (const t of after) await proposeAfter(ctx, await ctx.runState(runId), t);
 }
 
 await runAgent({
