@@ -25,7 +25,7 @@ import { probeFidelity, withinBudget } from "./proposals.js";
 import type { PlanInput, Proposal } from "./types.js";
 import { atRung, ladder, nextPromotion, promotedIds, PROMOTION_SURFACE, seedsAtRung, type Fidelity, type Promotion } from "./scheduler.js";
 import { editFinding } from "../../swarm/findings.js";
-import { AT_ONCE_MIN_SEED_S, CONTINUE_SHARE, continuationTime, LAST_GAIN, lastTrainingTime, passesOf, seedsAtOnce, seedsOf, timing, type LastTrainingTime } from "./time-model.js";
+import { AT_ONCE_MIN_SEED_S, CONTINUE_SHARE, continuationTime, LAST_GAIN, lastTrainingTime, loneSeedHasEveryCore, passesOf, seedsAtOnce, seedsOf, timing, type LastTrainingTime } from "./time-model.js";
 import { imageSide, spaceOf } from "../../core/space.js";
 import { pct } from "../../core/format.js";
 import { Z975 } from "../../core/stats.js";
@@ -68,8 +68,8 @@ export function ashaPromotion(input: PlanInput): Proposal | undefined {
 function quickestPath(input: PlanInput, t: TrialState, p: Proposal): boolean {
   const { state } = input;
   const goal = state.goal;
-  if (!goal || goal.openEnded || !(goal.target > 0) || input.device === "cuda" || (input.slots || 1) < 2) return false;
-  if (p.seeds !== 1 || !p.train.subset || tradeOffsOf(state).length) return false;
+  if (!goal || goal.openEnded || !(goal.target > 0) || !loneSeedHasEveryCore(input, seedsOf(input, p))) return false;
+  if (!p.train.subset || tradeOffsOf(state).length) return false;
   const whole = wholeSplitMean(state, t, input.info);
   if (whole === undefined || !reaches(state.objective, whole, goal.target)) return false;
   const seedS = timing(input, { model: p.model, train: p.train }, 1, t).seedS ?? 0;

@@ -96,7 +96,15 @@ export function paceSource(input: PlanInput, g: Genome, parent?: TrialState): Tr
  * model measured on a slot, predicts what follows it instead.
  */
 function everyCore(input: PlanInput, t: TrialState): boolean {
-  return !!t.proposed?.seedsAtOnce && seedsOf(input, t.proposed) === 1 && (input.slots || 1) > 1;
+  return !!t.proposed?.seedsAtOnce && loneSeedHasEveryCore(input, seedsOf(input, t.proposed));
+}
+
+/**
+ * Whether a training of `seeds` seeds started at once has every core to itself where a slot has
+ * its share: one seed on a CPU of several slots (gpu-runner/evaluation.ts jobThreads).
+ */
+export function loneSeedHasEveryCore(input: PlanInput, seeds: number): boolean {
+  return seeds === 1 && input.device !== "cuda" && (input.slots || 1) > 1;
 }
 
 /** The run's trial closest in work to `g` (workOf, on a log scale) among those `measured`; undefined when `g` does not count. */
