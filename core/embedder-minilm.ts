@@ -103,6 +103,10 @@ export class MiniLmEmbedder implements Embedder {
     if (!server) return;
     this.server = undefined;
     const exited = new Promise((resolve) => server.child.once("exit", resolve));
+    // Between requests the child is unref'd (it dies with this process); awaited here, it must
+    // keep the loop alive until it exits, or a process with nothing else pending ends first and
+    // leaves this await unsettled (Node's exit 13 under a top-level await).
+    this.hold(server, true);
     server.child.stdin.end();
     if (server.child.exitCode === null && server.child.signalCode === null) await exited;
   }

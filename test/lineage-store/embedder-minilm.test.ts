@@ -1,6 +1,7 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { HashingEmbedder } from "../../core/embedder.js";
 import { MINILM_NAME, MiniLmEmbedder, miniLmInstalled } from "../../core/embedder-minilm.js";
@@ -58,6 +59,20 @@ describe.skipIf(!installed)("MiniLmEmbedder", () => {
     const again = await later.embed([texts[1]!, texts[0]!, texts[1]!]);
     expect(again.map((v) => Array.from(v))).toEqual([first[1]!, first[0]!, first[1]!].map((v) => Array.from(v)));
     await expect(later.embed(["a text nobody embedded"])).rejects.toThrow(/scripts\/setup\.sh/);
+  });
+
+  it("closes in a process with nothing else pending: its await settles and the process ends cleanly", () => {
+    // The child is unref'd between requests; a close that did not hold it left a script's
+    // top-level await unsettled, and Node exited 13.
+    const script = join(root, "close.mts");
+    writeFileSync(script, `import { MiniLmEmbedder } from ${JSON.stringify(resolve("core/embedder-minilm.ts"))};
+const e = new MiniLmEmbedder({ cacheFile: null });
+await e.embed(["a residual block"]);
+await e.close();
+console.log("closed");
+`);
+    const r = spawnSync(process.execPath, ["--import", "tsx", script], { encoding: "utf8", timeout: 60_000 });
+    expect([r.status, r.stdout.trim()], r.stderr.slice(-1000)).toEqual([0, "closed"]);
   });
 
   it("backs a LineageStore: similar trials by meaning", async () => {
